@@ -1,0 +1,62 @@
+"""The exception root and the problem record shared by every user-facing check.
+
+A :class:`Problem` is one defect in user input: where it is, what is wrong and how to fix
+it. Checks collect every problem before raising, so a user sees all of them in one run.
+:class:`WorkbenchError` carries those problems; the CLI prints them and exits with code 2
+instead of showing a traceback.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Severity = Literal["error", "warning"]
+
+
+class Problem(BaseModel):
+    """One defect found in user input."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    location: str
+    """Where the problem is: ``file:line`` for line-oriented files, ``file`` otherwise."""
+    code: str
+    """Stable machine-readable name of the check, e.g. ``response_hash_mismatch``."""
+    message: str
+    """What is wrong, in one sentence."""
+    fix: str
+    """How to fix it, in one sentence."""
+    case_id: str | None = None
+    """The case the problem belongs to, when there is one."""
+    severity: Severity = "error"
+    """``error`` blocks use of the data; ``warning`` is reported but does not block."""
+
+    def format(self) -> str:
+        who = f" case {self.case_id}:" if self.case_id else ""
+        tag = "warning" if self.severity == "warning" else "error"
+        return f"{self.location}:{who} {tag}: {self.message} [{self.code}] Fix: {self.fix}"
+
+
+class WorkbenchError(Exception):
+    """Root of every error caused by user input rather than by a bug.
+
+    The CLI turns it into a list of problems on stderr and exit code 2.
+    """
+
+    def __init__(self, summary: str, problems: Iterable[Problem] = ()) -> None:
+        self.summary = summary
+        self.problems = list(problems)
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        lines = [self.summary]
+        lines += [p.format() for p in self.problems]
+        return "\n".join(lines)
+
+
+def errors_only(problems: Iterable[Problem]) -> list[Problem]:
+    """The problems that block use, without warnings."""
+    return [p for p in problems if p.severity == "error"]
