@@ -1,0 +1,213 @@
+"""Shared builders for small, valid gold datasets and judge results.
+
+Hashes here are computed with :mod:`hashlib` and :mod:`json` directly, not with the
+workbench's own helpers, so that tests check the workbench against an independent
+implementation of its documented hashing rules.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections import Counter
+from itertools import permutations
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from workbench.results import JudgeResult, ResultLine
+
+RUBRIC_VERSION = "r1"
+LABELS = ["pass", "fail", "review_required"]
+EVIDENCE_IDS = ("ev-1", "ev-2")
+
+RUBRIC: dict[str, Any] = {
+    "name": "support-correctness",
+    "version": RUBRIC_VERSION,
+    "criterion": "The response applies the refund policy correctly.",
+    "labels": LABELS,
+    "pass_label": "pass",
+    "fail_label": "fail",
+    "abstain_labels": ["review_required"],
+    "min_reviews": 2,
+    "slices": {
+        "billing": {"risk": "critical"},
+        "general": {"risk": "low"},
+        "empty": {"risk": "medium", "description": "declared but has no cases"},
+    },
+    "evidence_snapshot": "evidence.jsonl",
+}
+
+CARD = """---
+name: test-gold
+version: "1"
+intended_use: unit tests
+sampling_window: none
+reviewer_qualifications: test reviewers
+adjudication_procedure: a third reviewer decides
+known_gaps: [everything]
+---
+# Test card
+"""
+
+JUDGE: dict[str, Any] = {
+    "name": "rubric-judge",
+    "version": "1",
+    "kind": "imported",
+    "model": None,
+    "prompt_sha256": None,
+    "ragas_version": None,
+    "params": {},
+}
+
+
+def sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def canonical_sha256(obj: Any) -> str:
+    """sha256 of sorted-key, compact, UTF-8 JSON (the documented hashing rule)."""
+    return sha256_hex(json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False))
+
+
+def fingerprint(judge: dict[str, Any]) -> str:
+    """The judge fingerprint of a *complete* identity dict (all fields present)."""
+    return canonical_sha256(judge)
+
+
+def make_case(
+    case_id: str,
+    label: str = "pass",
+    *,
+    reviews: dict[str, str] | list[dict[str, Any]] | None = None,
+    partition: str = "development",
+    slice: str = "general",
+    group: str | None = None,
+    response: str | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A valid gold case dict; ``reviews`` may be ``{reviewer: label}``. ``extra`` overrides fields."""
+    response = f"response for {case_id}" if response is None else response
+    if reviews is None:
+        reviews = {"rev-a": label, "rev-b": label}
+    if isinstance(reviews, dict):
+        reviews = [{"reviewer": who, "label": lab} for who, lab in reviews.items()]
+    case: dict[str, Any] = {
+        "case_id": case_id,
+        "partition": partition,
+        "group": group or f"group-{case_id}",
+        "slice": slice,
+        "rubric_version": RUBRIC_VERSION,
+        "input": f"question for {case_id}",
+        "response": response,
+        "response_hash": sha256_hex(response),
+        "grading_notes": "The policy allows late refunds only after manual review.",
+        "reviews": reviews,
+        "adjudication": {"label": label, "reason": "matches the policy", "adjudicator": "adj-1"},
+    }
+    case.update(extra)
+    return case
+
+
+def write_dataset(
+    root: Path,
+    lines: list[dict[str, Any] | str | bytes],
+    *,
+    rubric: dict[str, Any] | str | None = None,
+    evidence: tuple[str, ...] | None = EVIDENCE_IDS,
+    card: str | None = CARD,
+) -> Path:
+    """Write gold.jsonl (dicts as JSON, str/bytes verbatim), rubric.yaml, evidence.jsonl, card.md."""
+    root.mkdir(parents=True, exist_ok=True)
+    out = bytearray()
+    for line in lines:
+        if isinstance(line, dict):
+            line = json.dumps(line)
+        out += line if isinstance(line, bytes) else line.encode("utf-8")
+        out += b"\n"
+    (root / "gold.jsonl").write_bytes(bytes(out))
+    rubric = RUBRIC if rubric is None else rubric
+    text = rubric if isinstance(rubric, str) else yaml.safe_dump(rubric, sort_keys=False)
+    (root / "rubric.yaml").write_text(text, encoding="utf-8")
+    if evidence is not None:
+        rows = [
+            json.dumps({"id": eid, "text": f"passage {eid}", "source": "policy"})
+            for eid in evidence
+        ]
+        (root / "evidence.jsonl").write_text("".join(r + "\n" for r in rows), encoding="utf-8")
+    if card is not None:
+        (root / "card.md").write_text(card, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def make_dataset(tmp_path: Path):
+    """``make_dataset(lines, **kw)`` writes a dataset into a fresh directory and returns it."""
+    counter = itertools.count()
+
+    def _make(lines: list[dict[str, Any] | str | bytes], **kw: Any) -> Path:
+        return write_dataset(tmp_path / f"ds{next(counter)}", lines, **kw)
+
+    return _make
+
+
+def make_result(
+    case: dict[str, Any],
+    value: str | None = "pass",
+    *,
+    error: dict[str, str] | None = None,
+    judge: dict[str, Any] | None = None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """A valid JudgeResult dict for ``case`` with a correct judge_fingerprint."""
+    identity = {**JUDGE, **(judge or {})}
+    row: dict[str, Any] = {
+        "case_id": case["case_id"],
+        "response_hash": case["response_hash"],
+        "value": None if error else value,
+        "reason": "because",
+        "judge": identity,
+        "judge_fingerprint": fingerprint(identity),
+        "run_id": "run-1",
+        "partition": case["partition"],
+        "error": error,
+    }
+    row.update(extra)
+    return row
+
+
+def write_results(path: Path, rows: list[dict[str, Any] | str | bytes]) -> Path:
+    out = bytearray()
+    for row in rows:
+        if isinstance(row, dict):
+            row = json.dumps(row)
+        out += (row if isinstance(row, bytes) else row.encode("utf-8")) + b"\n"
+    path.write_bytes(bytes(out))
+    return path
+
+
+def result_lines(rows: list[dict[str, Any]]) -> list[ResultLine]:
+    """In-memory ResultLines numbered 1..n in list order."""
+    return [ResultLine(i, JudgeResult.model_validate(row)) for i, row in enumerate(rows, start=1)]
+
+
+def alpha_by_coincidences(units: list[dict[str, object]]) -> float:
+    """Nominal alpha from the coincidence matrix: 1 - (n-1)·Σ_{c≠k} o_ck / Σ_{c≠k} n_c·n_k."""
+    o: Counter = Counter()
+    for unit in units:
+        values = list(unit.values())
+        m = len(values)
+        if m < 2:
+            continue
+        for x, y in permutations(values, 2):
+            o[(x, y)] += 1 / (m - 1)
+    n_c: Counter = Counter()
+    for (x, _), w in o.items():
+        n_c[x] += w
+    n = sum(n_c.values())
+    observed = sum(w for (x, y), w in o.items() if x != y)
+    expected = sum(n_c[x] * n_c[y] for x in n_c for y in n_c if x != y)
+    return 1 - (n - 1) * observed / expected

@@ -1,0 +1,163 @@
+"""Dataset cards: the documented part (YAML front matter in ``card.md``) and the computed part."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import Problem
+
+if TYPE_CHECKING:
+    from ._dataset import GoldDataset
+
+CARD_FIELDS: tuple[str, ...] = (
+    "intended_use",
+    "sampling_window",
+    "reviewer_qualifications",
+    "adjudication_procedure",
+    "known_gaps",
+)
+"""Front-matter fields a card must document."""
+
+
+class DatasetCard(BaseModel):
+    """The human-written part of a dataset card, from the YAML front matter of ``card.md``."""
+
+    model_config = ConfigDict(frozen=True, extra="allow", use_attribute_docstrings=True)
+
+    name: str | None = None
+    """Dataset name."""
+    version: str | None = None
+    """Dataset release version."""
+    intended_use: str | None = None
+    """What decisions the dataset may support, and which it may not."""
+    sampling_window: str | None = None
+    """When and how the responses were sampled."""
+    reviewer_qualifications: str | None = None
+    """Who reviewed, with what training and rubric version."""
+    adjudication_procedure: str | None = None
+    """How conflicts and low-confidence reviews were resolved."""
+    known_gaps: list[str] | str | None = None
+    """Risks and populations the dataset does not cover."""
+    excluded_domains: list[str] | str | None = None
+    """Domains deliberately out of scope."""
+    privacy_handling: str | None = None
+    """How personal data was handled."""
+    source_authority: str | None = None
+    """Where the grading evidence comes from and who owns it."""
+    body: str = Field(default="", exclude=True)
+    """The markdown below the front matter."""
+
+
+def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
+    """Read ``card.md``; missing documentation is a warning, not a blocker."""
+    location = str(path)
+    if not path.exists():
+        return None, [
+            Problem(
+                location=location,
+                code="card_missing",
+                message="the dataset has no card",
+                fix="write card.md with YAML front matter: " + ", ".join(CARD_FIELDS),
+                severity="warning",
+            )
+        ]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        return None, [
+            Problem(location=location, code="card_encoding", message=f"the card is not valid UTF-8 (byte {exc.start})", fix="save card.md as UTF-8", severity="warning")
+        ]
+    front: dict[str, Any] = {}
+    body = text
+    if text.startswith("---"):
+        end = text.find("\n---", 3)
+        if end != -1:
+            try:
+                loaded = yaml.safe_load(text[3:end])
+            except yaml.YAMLError as exc:
+                return None, [
+                    Problem(location=location, code="card_yaml", message=f"the card front matter is not valid YAML ({exc})", fix="correct the YAML between the --- lines", severity="warning")
+                ]
+            front = loaded if isinstance(loaded, dict) else {}
+            body = text[end + 4 :].lstrip("\n")
+    try:
+        card = DatasetCard.model_validate({**front, "body": body})
+    except ValidationError as exc:
+        return None, [
+            Problem(
+                location=location,
+                code="card_invalid",
+                message=f"card field {'.'.join(str(p) for p in err['loc']) or 'card'}: {err['msg']}",
+                fix="correct this front-matter field; documented fields are text (known_gaps and excluded_domains may be lists of text)",
+                severity="warning",
+            )
+            for err in exc.errors(include_url=False)
+        ]
+    problems = [
+        Problem(
+            location=location,
+            code="card_field_missing",
+            message=f"the card does not document {name}",
+            fix=f"add '{name}:' to the card's front matter",
+            severity="warning",
+        )
+        for name in CARD_FIELDS
+        if not getattr(card, name)
+    ]
+    return card, problems
+
+
+def card_statistics(dataset: GoldDataset) -> dict[str, Any]:
+    """The computed part of a card: counts by partition x slice x label, reviewers, disagreement.
+
+    Counts use the adjudicated label of the active (latest) record of every case.
+    """
+    cases = list(dataset.cases.values())
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for case in cases:
+        label = case.gold_label or "(none)"
+        by_slice = counts.setdefault(case.partition.value, {}).setdefault(case.slice, {})
+        by_slice[label] = by_slice.get(label, 0) + 1
+    reviewers: dict[str, int] = {}
+    for case in cases:
+        for review in case.reviews:
+            reviewers[review.reviewer] = reviewers.get(review.reviewer, 0) + 1
+    disagreements = sum(1 for case in cases if case.reviewers_disagree)
+    overturned = sum(
+        1
+        for case in cases
+        if case.adjudication and not case.reviewers_disagree and case.reviews and case.reviews[0].label != case.adjudication.label
+    )
+    label_totals: dict[str, int] = {}
+    for case in cases:
+        label = case.gold_label or "(none)"
+        label_totals[label] = label_totals.get(label, 0) + 1
+    return {
+        "cases": len(cases),
+        "records": len(dataset.records),
+        "superseded_records": len(dataset.records) - len(cases),
+        "groups": len({case.group for case in cases}),
+        "by_partition": {p: sum(sum(v.values()) for v in s.values()) for p, s in sorted(counts.items())},
+        "by_partition_slice_label": {p: {s: dict(sorted(v.items())) for s, v in sorted(sl.items())} for p, sl in sorted(counts.items())},
+        "by_label": dict(sorted(label_totals.items())),
+        "reviewers": dict(sorted(reviewers.items())),
+        "reviews_per_case": _reviews_per_case(cases),
+        "disagreement": {
+            "cases": disagreements,
+            "n": len(cases),
+            "rate": disagreements / len(cases) if cases else None,
+        },
+        "adjudication_overrode_unanimous": overturned,
+    }
+
+
+def _reviews_per_case(cases: list[Any]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for case in cases:
+        key = str(len(case.reviews))
+        out[key] = out.get(key, 0) + 1
+    return dict(sorted(out.items()))

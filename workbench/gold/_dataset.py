@@ -1,0 +1,450 @@
+"""Reading a gold dataset: validation that reports every defect at once, and correction resolution.
+
+A dataset is a directory holding ``gold.jsonl``, ``rubric.yaml``, optionally ``card.md`` and
+the evidence snapshot the rubric declares. :func:`validate_dataset` never raises for bad
+data: it returns every problem it found. :func:`load_dataset` raises
+:class:`~workbench.errors.WorkbenchError` with all of them when any is an error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .._io import bulk_load, sha256_file, sha256_json
+from ..errors import Problem, WorkbenchError, errors_only
+from ._card import DatasetCard, read_card
+from ._records import GOLD_SCHEMA_VERSION, PARTITIONS, GoldCase, Partition
+from ._rubric import Rubric, load_rubric
+
+GOLD_FILE = "gold.jsonl"
+RUBRIC_FILE = "rubric.yaml"
+CARD_FILE = "card.md"
+
+_FIELD_HINTS: dict[str, str] = {
+    "case_id": "add a unique, stable case_id string",
+    "partition": "set partition to one of " + ", ".join(PARTITIONS),
+    "group": "set group to the source prompt or paraphrase family the case belongs to",
+    "slice": "set slice to one of the rubric's slices",
+    "rubric_version": "set rubric_version to the rubric version the reviewers applied",
+    "input": "add the user input the response answers",
+    "response": "add the exact response the reviewers judged",
+    "response_hash": "add response_hash: the lowercase hex sha256 of the UTF-8 response",
+    "reviews": "add the independent reviews as a list of {reviewer, label, confidence, rationale, evidence}",
+    "reviewer": "name the reviewer",
+    "label": "give the label from the rubric's vocabulary",
+}
+
+
+@dataclass(frozen=True)
+class GoldDataset:
+    """A validated gold dataset with corrections resolved.
+
+    ``cases`` maps each case id to its latest record, in file order; a superseded record is
+    reachable through ``history`` (keyed by the latest id, oldest first) and never counts.
+    """
+
+    root: Path
+    gold_path: Path
+    rubric: Rubric
+    records: tuple[GoldCase, ...]
+    cases: dict[str, GoldCase]
+    history: dict[str, tuple[GoldCase, ...]]
+    superseded_by: dict[str, str]
+    card: DatasetCard | None
+    evidence_ids: frozenset[str] | None
+    sha256: str
+    """Hash of the dataset's content: gold file, rubric and evidence snapshot."""
+    warnings: tuple[Problem, ...] = field(default=())
+
+    def partition(self, name: str | Partition | None) -> list[GoldCase]:
+        """Active cases of one partition (all partitions when ``name`` is None), in file order."""
+        if name is None:
+            return list(self.cases.values())
+        key = Partition(name)
+        return [case for case in self.cases.values() if case.partition == key]
+
+    def latest_id(self, case_id: str) -> str:
+        """The active id for ``case_id``, following corrections."""
+        return self.superseded_by.get(case_id, case_id)
+
+
+@dataclass(frozen=True)
+class ValidationReport:
+    """Everything :func:`validate_dataset` found."""
+
+    path: Path
+    problems: tuple[Problem, ...]
+    dataset: GoldDataset | None
+    """The dataset, when it has no errors (it may have warnings)."""
+
+    @property
+    def errors(self) -> list[Problem]:
+        return errors_only(self.problems)
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+@dataclass
+class _Line:
+    number: int
+    raw: dict[str, Any] | None
+    case: GoldCase | None
+
+
+def resolve_paths(path: str | Path) -> tuple[Path, Path]:
+    """Return ``(root, gold_path)`` for a dataset directory or a ``gold.jsonl`` path."""
+    p = Path(path)
+    if p.is_dir():
+        return p, p / GOLD_FILE
+    return p.parent, p
+
+
+def load_dataset(path: str | Path) -> GoldDataset:
+    """Validate and load a dataset; raise :class:`WorkbenchError` listing every error."""
+    report = validate_dataset(path)
+    if report.dataset is None:
+        raise WorkbenchError(f"{report.path}: the gold dataset has {len(report.errors)} problem(s)", report.errors)
+    return report.dataset
+
+
+def validate_dataset(path: str | Path) -> ValidationReport:
+    """Check a dataset and report every problem found, errors and warnings, in one pass."""
+    root, gold_path = resolve_paths(path)
+    problems: list[Problem] = []
+    if not gold_path.exists():
+        problems.append(
+            Problem(location=str(gold_path), code="gold_missing", message="the gold file does not exist", fix=f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself")
+        )
+        return ValidationReport(gold_path, tuple(problems), None)
+
+    rubric: Rubric | None = None
+    rubric_path = root / RUBRIC_FILE
+    try:
+        rubric = load_rubric(rubric_path)
+    except WorkbenchError as exc:
+        problems.extend(exc.problems)
+
+    evidence_ids: frozenset[str] | None = None
+    evidence_path: Path | None = None
+    if rubric is not None and rubric.evidence_snapshot:
+        evidence_path = (rubric_path.parent / rubric.evidence_snapshot).resolve()
+        evidence_ids, evidence_problems = _read_evidence_ids(evidence_path, rubric.evidence_snapshot)
+        problems.extend(evidence_problems)
+
+    card, card_problems = read_card(root / CARD_FILE)
+    problems.extend(card_problems)
+
+    loc = str(gold_path)
+    with bulk_load():
+        lines = _parse_lines(gold_path, problems)
+    if not lines:
+        problems.append(Problem(location=loc, code="gold_empty", message="the gold file holds no records", fix="add one JSON object per line; an empty dataset cannot support any alignment claim"))
+    problems.extend(_check_records(lines, rubric, evidence_ids, loc))
+    problems.extend(_check_cross_records(lines, loc))
+
+    problems.sort(key=_problem_order)
+    if errors_only(problems) or rubric is None:
+        return ValidationReport(gold_path, tuple(problems), None)
+
+    records = tuple(line.case for line in lines if line.case is not None)
+    cases, history, superseded_by = resolve_corrections(records)
+    digest = sha256_json(
+        {
+            "gold": sha256_file(gold_path),
+            "rubric": sha256_file(rubric_path),
+            "evidence": sha256_file(evidence_path) if evidence_path else None,
+        }
+    )
+    dataset = GoldDataset(
+        root=root,
+        gold_path=gold_path,
+        rubric=rubric,
+        records=records,
+        cases=cases,
+        history=history,
+        superseded_by=superseded_by,
+        card=card,
+        evidence_ids=evidence_ids,
+        sha256=digest,
+        warnings=tuple(problems),
+    )
+    return ValidationReport(gold_path, tuple(problems), dataset)
+
+
+def resolve_corrections(
+    records: Iterable[GoldCase],
+) -> tuple[dict[str, GoldCase], dict[str, tuple[GoldCase, ...]], dict[str, str]]:
+    """Resolve ``supersedes`` chains to the latest record of each case.
+
+    Returns the active cases (file order of the latest record), each active case's history
+    (oldest first, excluding itself) and a map from every superseded id to its active id.
+    Assumes the chains were validated: no dangling targets, forks or cycles.
+    """
+    records = list(records)
+    by_id = {r.case_id: r for r in records}
+    replaced_by = {r.supersedes: r.case_id for r in records if r.supersedes}
+    cases: dict[str, GoldCase] = {}
+    history: dict[str, tuple[GoldCase, ...]] = {}
+    superseded_by: dict[str, str] = {}
+    for record in records:
+        if record.case_id in replaced_by:
+            continue
+        chain: list[GoldCase] = []
+        previous = record.supersedes
+        while previous is not None:
+            older = by_id[previous]
+            chain.append(older)
+            superseded_by[older.case_id] = record.case_id
+            previous = older.supersedes
+        cases[record.case_id] = record
+        if chain:
+            history[record.case_id] = tuple(reversed(chain))
+    return cases, history, superseded_by
+
+
+def _problem_order(problem: Problem) -> tuple[str, int, str]:
+    path, _, line = problem.location.rpartition(":")
+    if line.isdigit():
+        return (path, int(line), problem.code)
+    return (problem.location, 0, problem.code)
+
+
+def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None, list[Problem]]:
+    if not path.exists():
+        return None, [
+            Problem(location=str(path), code="evidence_snapshot_missing", message=f"the rubric declares evidence_snapshot {declared!r} but the file does not exist", fix="add the snapshot file or remove evidence_snapshot from the rubric")
+        ]
+    ids: set[str] = set()
+    problems: list[Problem] = []
+    with open(path, "rb") as fh:
+        for number, raw_line in enumerate(fh, start=1):
+            if not raw_line.strip():
+                continue
+            try:
+                line = raw_line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(Problem(location=f"{path}:{number}", code="evidence_malformed", message=f"the evidence snapshot line is not valid UTF-8 (byte {exc.start})", fix="save the evidence snapshot as UTF-8"))
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                problems.append(Problem(location=f"{path}:{number}", code="evidence_malformed", message=f"malformed JSON in the evidence snapshot ({exc.msg})", fix="write one JSON object {id, text, source} per line"))
+                continue
+            if not isinstance(row, dict) or not isinstance(row.get("id"), str):
+                problems.append(Problem(location=f"{path}:{number}", code="evidence_malformed", message="an evidence snapshot line has no string 'id'", fix="write one JSON object {id, text, source} per line"))
+                continue
+            if row["id"] in ids:
+                problems.append(Problem(location=f"{path}:{number}", code="evidence_duplicate_id", message=f"evidence id {row['id']!r} appears twice", fix="give each passage a unique id"))
+            ids.add(row["id"])
+    return frozenset(ids), problems
+
+
+def _parse_lines(gold_path: Path, problems: list[Problem]) -> list[_Line]:
+    lines: list[_Line] = []
+    loc = str(gold_path)
+    with open(gold_path, "rb") as fh:
+        for number, raw_bytes in enumerate(fh, start=1):
+            if not raw_bytes.strip():
+                continue
+            try:
+                text = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.append(Problem(location=f"{loc}:{number}", code="not_utf8", message=f"the line is not valid UTF-8 (byte {exc.start})", fix="save the file as UTF-8"))
+                lines.append(_Line(number, None, None))
+                continue
+            try:
+                case = GoldCase.model_validate_json(text)
+                lines.append(_Line(number, None, case))
+                continue
+            except ValidationError as exc:
+                raw = _raw_object(text)
+                if raw is None:
+                    problems.append(_malformed(loc, number, text))
+                    lines.append(_Line(number, None, None))
+                    continue
+                case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
+                problems.extend(_translate(exc, loc, number, case_id))
+                lines.append(_Line(number, raw, None))
+    return lines
+
+
+def _raw_object(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _malformed(loc: str, number: int, text: str) -> Problem:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        return Problem(location=f"{loc}:{number}", code="malformed_json", message=f"malformed JSON ({exc.msg} at column {exc.colno})", fix="write exactly one complete JSON object on this line")
+    return Problem(location=f"{loc}:{number}", code="malformed_json", message=f"the line holds a JSON {type(value).__name__}, not an object", fix="write exactly one JSON object per line")
+
+
+def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None) -> list[Problem]:
+    out: list[Problem] = []
+    where = f"{loc}:{number}"
+    for err in exc.errors(include_url=False):
+        path = ".".join(str(p) for p in err["loc"])
+        leaf = str(err["loc"][-1]) if err["loc"] else ""
+        kind = err["type"]
+        if kind == "missing":
+            out.append(Problem(location=where, case_id=case_id, code="missing_field", message=f"missing required field '{path}'", fix=_FIELD_HINTS.get(leaf, f"add '{leaf}'")))
+        elif kind == "extra_forbidden":
+            out.append(Problem(location=where, case_id=case_id, code="unknown_field", message=f"unknown field '{path}'", fix="remove it or correct its spelling; free-form data belongs in 'metadata'"))
+        elif path == "partition" and kind == "enum":
+            out.append(Problem(location=where, case_id=case_id, code="unknown_partition", message=f"unknown partition {err.get('input')!r}", fix="use one of " + ", ".join(PARTITIONS)))
+        elif kind == "value_error" and not err["loc"]:
+            out.append(Problem(location=where, case_id=case_id, code="missing_grading_evidence", message="the case has neither grading_notes nor reference", fix="add grading_notes (required concepts, prohibited claims) or a reference answer"))
+        else:
+            out.append(Problem(location=where, case_id=case_id, code="invalid_field", message=f"field '{path}': {err['msg']} (got {_short(err.get('input'))})", fix=_FIELD_HINTS.get(leaf, f"correct '{path}'; see docs/formats.md#gold-records")))
+    return out
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_records(lines: list[_Line], rubric: Rubric | None, evidence_ids: frozenset[str] | None, loc: str) -> list[Problem]:
+    out: list[Problem] = []
+    vocab = set(rubric.labels) if rubric else None
+    for line in lines:
+        case = line.case
+        if case is None:
+            continue
+        where = f"{loc}:{line.number}"
+        cid = case.case_id
+
+        def add(code: str, message: str, fix: str, severity: str = "error", _w: str = where, _c: str = cid) -> None:
+            out.append(Problem(location=_w, case_id=_c, code=code, message=message, fix=fix, severity=severity))  # type: ignore[arg-type]
+
+        if case.schema_version > GOLD_SCHEMA_VERSION:
+            add("schema_version_newer", f"schema_version {case.schema_version} is newer than this workbench reads ({GOLD_SCHEMA_VERSION})", "upgrade the workbench")
+        actual_hash = hashlib.sha256(case.response.encode("utf-8")).hexdigest()
+        if case.response_hash != actual_hash:
+            add(
+                "response_hash_mismatch",
+                "response_hash does not match the response",
+                f"if the response was edited after review, restore the reviewed text; if the hash was computed wrongly, set it to sha256 of the UTF-8 response ({actual_hash})",
+            )
+        if rubric is not None:
+            if case.rubric_version != rubric.version:
+                add("rubric_version_mismatch", f"reviewed under rubric_version {case.rubric_version!r} but the rubric is {rubric.version!r}", "re-review the case under the current rubric, or validate it against the rubric it was reviewed under")
+            if case.slice not in rubric.slices:
+                add("unknown_slice", f"unknown slice {case.slice!r}", "use one of the rubric's slices (" + ", ".join(rubric.slices) + ") or declare this slice, with a risk level, in rubric.yaml")
+            assert vocab is not None
+            for i, review in enumerate(case.reviews):
+                if review.label not in vocab:
+                    add("unknown_label", f"reviews[{i}] ({review.reviewer}) has unknown label {review.label!r}", "use one of " + ", ".join(rubric.labels))
+            if case.adjudication and case.adjudication.label not in vocab:
+                add("unknown_label", f"adjudication has unknown label {case.adjudication.label!r}", "use one of " + ", ".join(rubric.labels))
+            if len(case.reviews) < rubric.min_reviews:
+                add("too_few_reviews", f"{len(case.reviews)} review(s); the rubric requires {rubric.min_reviews}", "collect more independent reviews before adding the case")
+        reviewers = [r.reviewer for r in case.reviews]
+        if len(set(reviewers)) != len(reviewers):
+            add("duplicate_reviewer", "the same reviewer appears twice", "reviews must come from different reviewers; keep the first label and record changes in adjudication")
+        if case.adjudication is None:
+            if case.reviewers_disagree:
+                labels = ", ".join(f"{r.reviewer}={r.label}" for r in case.reviews)
+                add("unresolved_disagreement", f"reviewers disagree ({labels}) and there is no adjudication", "have an adjudicator decide and record {label, reason, adjudicator}")
+            else:
+                add("no_adjudication", "the case has no adjudication", "record the adjudicated label {label, reason, adjudicator}, even when reviewers agree")
+        cited = list(case.evidence) + [e for r in case.reviews for e in r.evidence]
+        if cited and rubric is not None and not rubric.evidence_snapshot:
+            add("unresolved_evidence", f"cites evidence {', '.join(map(repr, dict.fromkeys(cited)))} but the rubric declares no evidence_snapshot to resolve it in", "declare evidence_snapshot in rubric.yaml, or remove the evidence ids")
+        if evidence_ids is not None:
+            for eid in dict.fromkeys(cited):
+                if eid not in evidence_ids:
+                    add("unresolved_evidence", f"evidence id {eid!r} is not in the evidence snapshot", "cite an id from the snapshot, or add the passage to the snapshot as a new dataset version")
+    return out
+
+
+def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
+    out: list[Problem] = []
+    # Identity fields are read from valid records and, when a line failed validation, from
+    # its raw JSON, so that one bad field does not hide a duplicate or a leak elsewhere.
+    ident: list[tuple[int, str | None, str | None, str | None, str | None, str | None]] = []
+    for line in lines:
+        if line.case is not None:
+            c = line.case
+            ident.append((line.number, c.case_id, c.partition.value, c.group, c.supersedes, c.response_hash))
+        elif line.raw is not None:
+            r = line.raw
+            ident.append(tuple([line.number] + [r.get(k) if isinstance(r.get(k), str) else None for k in ("case_id", "partition", "group", "supersedes", "response_hash")]))  # type: ignore[arg-type]
+
+    first_line: dict[str, int] = {}
+    for number, cid, *_ in ident:
+        if cid is None:
+            continue
+        if cid in first_line:
+            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="duplicate_case_id", message=f"case_id already used on line {first_line[cid]}", fix="give the case a new id; to correct the earlier record, add 'supersedes' pointing at it"))
+        else:
+            first_line[cid] = number
+
+    partitions_of_group: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
+    for number, _cid, partition, group, *_ in ident:
+        if group is not None and partition in PARTITIONS:
+            partitions_of_group[group][partition].append(number)
+    for group, parts in partitions_of_group.items():
+        if len(parts) > 1:
+            where = ", ".join(f"{p} (lines {', '.join(map(str, ns[:5]))}{', ...' if len(ns) > 5 else ''})" for p, ns in sorted(parts.items()))
+            first = min(n for ns in parts.values() for n in ns)
+            out.append(Problem(location=f"{loc}:{first}", code="group_leakage", message=f"group {group!r} appears in {len(parts)} partitions: {where}", fix="move every case of the group into one partition; paraphrases must not straddle partitions"))
+
+    record_of: dict[str, tuple[int, str | None, str | None]] = {}
+    for number, cid, partition, _group, _sup, rhash in ident:
+        if cid is not None and cid not in record_of:
+            record_of[cid] = (number, partition, rhash)
+    targets: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    successor: dict[str, str] = {}
+    for number, cid, partition, _group, sup, rhash in ident:
+        if sup is None or cid is None:
+            continue
+        if sup not in record_of:
+            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="supersedes_unknown", message=f"supersedes {sup!r}, which is not in the dataset", fix="point supersedes at the case_id of the record being corrected, or remove it"))
+            continue
+        if sup == cid:
+            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="supersedes_cycle", message="the record supersedes itself", fix="point supersedes at the earlier record's case_id"))
+            continue
+        targets[sup].append((number, cid))
+        successor[cid] = sup
+        old_number, old_partition, old_hash = record_of[sup]
+        if partition is not None and old_partition is not None and partition != old_partition:
+            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="correction_moves_partition", message=f"corrects {sup!r} (line {old_number}) but moves it from {old_partition} to {partition}", fix="keep a correction in the partition of the record it corrects"))
+        if rhash is not None and old_hash is not None and rhash != old_hash:
+            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="correction_changes_response", message=f"corrects {sup!r} (line {old_number}) but judges a different response", fix="a new response is a new case: give it its own case_id without supersedes"))
+    for sup, claimants in targets.items():
+        if len(claimants) > 1:
+            lines_text = ", ".join(f"{c} (line {n})" for n, c in claimants)
+            out.append(Problem(location=f"{loc}:{claimants[1][0]}", case_id=sup, code="supersedes_fork", message=f"superseded by more than one record: {lines_text}", fix="keep one correction chain: make the later correction supersede the earlier correction"))
+
+    reported: set[str] = set()
+    for start in successor:
+        seen: list[str] = []
+        node: str | None = start
+        while node is not None and node in successor and node not in seen:
+            seen.append(node)
+            node = successor[node]
+        if node is not None and node in seen:
+            cycle = seen[seen.index(node) :]
+            key = min(cycle)
+            if key in reported:
+                continue
+            reported.add(key)
+            number = record_of[key][0]
+            out.append(Problem(location=f"{loc}:{number}", case_id=key, code="supersedes_cycle", message="supersedes chain forms a cycle: " + " -> ".join(cycle + [node]), fix="a correction must point at an older record; break the cycle"))
+    return out
