@@ -1,0 +1,135 @@
+"""The judge-result contract: one JSON line per case per attempt, written by every judge kind.
+
+See ``docs/formats.md#judge-results``. A result either carries a verdict (``value``) or an
+evaluator error (``error``), never both and never neither: a provider outage, a timeout or
+unparseable output is recorded, and never turned into a pass or a fail.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from .._io import sha256_json
+
+RESULT_SCHEMA_VERSION = 1
+"""Version of the judge-result record format."""
+
+ERROR_KINDS: tuple[str, ...] = (
+    "provider_error",
+    "rate_limited",
+    "timeout",
+    "unparseable",
+    "invalid_label",
+    "refusal",
+    "judge_exception",
+    "missing_verdict",
+)
+"""Documented evaluator-error kinds. Importers and judge kinds may only use these."""
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class JudgeIdentity(_Record):
+    """Everything that determines what a judge does. Its hash is the judge fingerprint."""
+
+    name: str = Field(min_length=1)
+    """Candidate name, e.g. ``rubric-judge``."""
+    version: str = Field(min_length=1)
+    """Candidate version, e.g. ``2``."""
+    kind: str = Field(min_length=1)
+    """Registered judge kind: ``ragas-llm``, ``ragas-function`` or ``imported``."""
+    model: str | None = None
+    """Evaluator model name, or None for deterministic judges."""
+    prompt_sha256: str | None = None
+    """sha256 of the prompt template (for function judges, of the function's source)."""
+    ragas_version: str | None = None
+    """Installed Ragas version the judge ran with."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Generation parameters and the rest of the candidate spec that affects verdicts."""
+
+    def fingerprint(self) -> str:
+        """sha256 over the canonical JSON of this identity."""
+        return sha256_json(self.model_dump(mode="json"))
+
+
+class EvaluatorError(_Record):
+    """Why an attempt produced no verdict."""
+
+    kind: str
+    """One of :data:`ERROR_KINDS`."""
+    message: str
+    """What happened, without secrets."""
+
+
+class JudgeResult(_Record):
+    """One attempt of one judge on one case (and one repeat index)."""
+
+    schema_version: int = RESULT_SCHEMA_VERSION
+    """Result record format version."""
+    case_id: str = Field(min_length=1)
+    """The gold case judged."""
+    response_hash: str = Field(min_length=64, max_length=64)
+    """sha256 of the response the judge saw; must equal the gold record's."""
+    value: str | None
+    """The verdict: a label from the rubric vocabulary, or None when ``error`` is set."""
+    reason: str | None = None
+    """The judge's stated reason."""
+    judge: JudgeIdentity
+    """What judged."""
+    judge_fingerprint: str
+    """sha256 of ``judge``; all results joined in one analysis must share it."""
+    run_id: str
+    """The run that produced the attempt."""
+    partition: str | None = None
+    """Partition of the case, copied from gold at run time."""
+    started_at: datetime | None = None
+    """When the attempt started (UTC)."""
+    latency_s: float | None = Field(default=None, ge=0)
+    """Wall time of the attempt."""
+    tokens_in: int | None = Field(default=None, ge=0)
+    """Prompt tokens reported by the provider."""
+    tokens_out: int | None = Field(default=None, ge=0)
+    """Completion tokens reported by the provider."""
+    cost_usd: float | None = Field(default=None, ge=0)
+    """Cost from the candidate's price table."""
+    error: EvaluatorError | None = None
+    """Set when the attempt produced no verdict."""
+    attempt: int = Field(default=1, ge=1)
+    """1-based attempt number; retries of one case and repeat share everything but this."""
+    repeat: int = Field(default=0, ge=0)
+    """0-based repeat index for repeatability studies; alignment uses one repeat at a time."""
+    rendered_request_sha256: str | None = None
+    """sha256 of the canonical JSON of the evaluator-visible request."""
+    rendered_request: Any | None = None
+    """The evaluator-visible request itself (e.g. ``{"messages": [...]}``), when stored inline."""
+    rendered_request_ref: str | None = None
+    """Pointer to the stored request (path relative to the results file) when not inline."""
+    presentation: dict[str, Any] | None = None
+    """How candidates were presented (e.g. presented order) for ranking and pairwise judges."""
+
+    @model_validator(mode="after")
+    def _verdict_xor_error(self) -> JudgeResult:
+        if self.error is None and self.value is None:
+            raise ValueError("a result needs a value (verdict) or an error; a null verdict without an error is not allowed")
+        if self.error is not None and self.value is not None:
+            raise ValueError("a result with an error must have value null: errors are never verdicts")
+        return self
+
+    def request_hash_matches(self) -> bool | None:
+        """Whether the inline request hashes to ``rendered_request_sha256`` (None if not inline).
+
+        Not checked on every read: hashing every request dominates reading large files.
+        Readers that certify evidence call it (``read_results(verify_requests=True)``).
+        """
+        if self.rendered_request is None or self.rendered_request_sha256 is None:
+            return None
+        return sha256_json(self.rendered_request) == self.rendered_request_sha256
+
+    @property
+    def is_error(self) -> bool:
+        return self.error is not None

@@ -1,0 +1,98 @@
+"""Reading judge results: every contract violation reported at once, with its line."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from .._io import iter_jsonl_lines
+from ..errors import Problem, WorkbenchError
+from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
+
+
+@dataclass(frozen=True)
+class ResultLine:
+    """A result together with where it came from."""
+
+    line: int
+    result: JudgeResult
+
+
+def read_results(path: str | Path, *, verify_requests: bool = False) -> list[ResultLine]:
+    """Read a results JSON Lines file; raise :class:`WorkbenchError` listing every bad line.
+
+    The judge fingerprint of every line is checked against its identity (once per distinct
+    identity). With ``verify_requests``, every inline rendered request is re-hashed too.
+    """
+    out: list[ResultLine] = []
+    problems: list[Problem] = []
+    for item in scan_results(path, verify_requests=verify_requests):
+        (out if isinstance(item, ResultLine) else problems).append(item)  # type: ignore[arg-type]
+    if problems:
+        raise WorkbenchError(f"{path}: {len(problems)} result line(s) break the judge-result contract", problems)
+    return out
+
+
+def scan_results(path: str | Path, *, verify_requests: bool = False) -> Iterator[ResultLine | Problem]:
+    """Yield each line of a results file as a :class:`ResultLine` or, if it is bad, a :class:`Problem`.
+
+    Streaming form of :func:`read_results`, in line order, for callers that fold results
+    without keeping every record (the alignment join).
+    """
+    path = Path(path)
+    loc = str(path)
+    if not path.exists():
+        yield Problem(location=loc, code="results_missing", message="the results file does not exist", fix="point --results at a results.jsonl written by `workbench run` or an importer")
+        return
+    verified: dict[str, JudgeIdentity] = {}
+    not_utf8: list[int] = []
+    for number, text in iter_jsonl_lines(path, not_utf8):
+        while not_utf8:
+            yield Problem(location=f"{loc}:{not_utf8.pop(0)}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
+        where = f"{loc}:{number}"
+        try:
+            result = JudgeResult.model_validate_json(text)
+        except ValidationError as exc:
+            yield from _translate(exc, where, text)
+            continue
+        if result.schema_version > RESULT_SCHEMA_VERSION:
+            yield Problem(location=where, case_id=result.case_id, code="schema_version_newer", message=f"result schema_version {result.schema_version} is newer than this workbench reads ({RESULT_SCHEMA_VERSION})", fix="upgrade the workbench")
+            continue
+        known = verified.get(result.judge_fingerprint)
+        if known is None or known != result.judge:
+            if result.judge.fingerprint() != result.judge_fingerprint:
+                yield Problem(location=where, case_id=result.case_id, code="fingerprint_mismatch", message="judge_fingerprint is not the sha256 of the judge identity", fix="recompute judge_fingerprint from 'judge'; results must not be edited by hand")
+                continue
+            verified[result.judge_fingerprint] = result.judge
+        if verify_requests and result.request_hash_matches() is False:
+            yield Problem(location=where, case_id=result.case_id, code="request_hash_mismatch", message="rendered_request_sha256 does not match the inline rendered request", fix="results must not be edited by hand; re-run the judge")
+            continue
+        if result.error is not None and result.error.kind not in ERROR_KINDS:
+            yield Problem(location=where, case_id=result.case_id, code="unknown_error_kind", message=f"unknown error kind {result.error.kind!r}", fix="use one of " + ", ".join(ERROR_KINDS))
+            continue
+        yield ResultLine(number, result)
+    for number in not_utf8:
+        yield Problem(location=f"{loc}:{number}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
+
+
+def _translate(exc: ValidationError, where: str, text: str) -> list[Problem]:
+    try:
+        raw = json.loads(text)
+    except json.JSONDecodeError as jexc:
+        return [Problem(location=where, code="malformed_json", message=f"malformed JSON ({jexc.msg} at column {jexc.colno})", fix="each line must be one complete JSON object; a torn last line means the writer crashed")]
+    case_id = raw.get("case_id") if isinstance(raw, dict) and isinstance(raw.get("case_id"), str) else None
+    out = []
+    for err in exc.errors(include_url=False):
+        path = ".".join(str(p) for p in err["loc"]) or "record"
+        if err["type"] == "missing":
+            message, fix = f"missing required field '{path}'", "see docs/formats.md#judge-results for the required fields"
+        elif err["type"] == "extra_forbidden":
+            message, fix = f"unknown field '{path}'", "remove it or correct its spelling"
+        else:
+            message, fix = f"{path}: {err['msg']}", "see docs/formats.md#judge-results"
+        out.append(Problem(location=where, case_id=case_id, code="invalid_result", message=message, fix=fix))
+    return out
