@@ -1,0 +1,220 @@
+"""Joining judge results to gold cases, refusing anything that would make the comparison a lie.
+
+The join refuses (raises :class:`~workbench.errors.WorkbenchError` listing every problem):
+
+- two results for the same case, repeat and attempt (retries are fine: the last attempt counts);
+- results for cases the dataset does not have, or for superseded records;
+- a response hash that differs from the gold record's (the judge saw another response);
+- a partition that differs from the gold record's;
+- results from more than one judge fingerprint;
+- verdicts outside the rubric's vocabulary (a judge kind must record those as errors).
+
+A gold case without a result is *missing*: the evaluation is incomplete. It is never a
+disagreement and never a fail. Evaluator errors are counted on their own.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import Problem, WorkbenchError
+from ..gold import GoldDataset, Partition
+from ..results import JudgeIdentity, ResultLine
+
+Outcome = Literal["verdict", "error", "missing"]
+ErrorClass = Literal["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
+
+
+@dataclass(frozen=True, slots=True)
+class JoinedCase:
+    """One gold case in scope, with the judge's final attempt (if any)."""
+
+    case_id: str
+    slice: str
+    partition: str
+    tags: tuple[str, ...]
+    human_label: str
+    outcome: Outcome
+    judge_label: str | None
+    error_class: ErrorClass
+    """aligned, false_pass (human fail, judge pass), false_fail (human pass, judge fail),
+    disagreement (any other mismatch, e.g. involving abstain), error or missing."""
+    error_kind: str | None
+    reason: str | None
+    attempts: int
+    """How many attempts the judge made for this case and repeat."""
+    result_line: int | None
+    """Line of the counted attempt in the results file."""
+
+
+@dataclass(frozen=True)
+class Join:
+    """The result of :func:`join_results`."""
+
+    dataset: GoldDataset
+    partition: str | None
+    repeat: int
+    judge: JudgeIdentity | None
+    judge_fingerprint: str | None
+    cases: tuple[JoinedCase, ...]
+    excluded_other_partition: int
+    """Results skipped because their case is outside the requested partition."""
+    other_repeats: int
+    """Results skipped because they belong to another repeat index."""
+    superseded_attempts: int
+    """Earlier attempts replaced by a later retry of the same case."""
+    results_read: int
+
+
+def classify(human: str, judge: str, pass_label: str | None, fail_label: str | None) -> ErrorClass:
+    """Error class of one verdict against the adjudicated label."""
+    if human == judge:
+        return "aligned"
+    if pass_label is not None:
+        if human == fail_label and judge == pass_label:
+            return "false_pass"
+        if human == pass_label and judge == fail_label:
+            return "false_fail"
+    return "disagreement"
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """The few fields of a counted attempt the join keeps (not the whole record)."""
+
+    attempt: int
+    line: int
+    value: str | None
+    reason: str | None
+    error_kind: str | None
+    error_message: str | None
+
+
+def join_results(
+    dataset: GoldDataset,
+    results: Iterable[ResultLine | Problem],
+    *,
+    partition: str | Partition | None = None,
+    repeat: int = 0,
+    location: str = "results",
+) -> Join:
+    """Join results to the dataset's active cases; refuse inconsistent input (see module doc).
+
+    ``results`` may interleave :class:`~workbench.errors.Problem` items (bad lines from
+    :func:`workbench.results.scan_results`); they are reported with the join's own refusals.
+    """
+    rubric = dataset.rubric
+    vocab = set(rubric.labels)
+    scope = Partition(partition).value if partition is not None else None
+    records_by_id = {r.case_id: r for r in dataset.records}
+    problems: list[Problem] = []
+    final: dict[str, _Attempt] = {}
+    attempts: Counter[str] = Counter()
+    seen_attempt: dict[tuple[str, int, int], int] = {}
+    fingerprints: Counter[str] = Counter()
+    identity_of: dict[str, JudgeIdentity] = {}
+    first_line_of_fp: dict[str, int] = {}
+    excluded = other_repeats = superseded = read = 0
+
+    for item in results:
+        if isinstance(item, Problem):
+            problems.append(item)
+            continue
+        read += 1
+        r = item.result
+        where = f"{location}:{item.line}"
+        fingerprints[r.judge_fingerprint] += 1
+        identity_of.setdefault(r.judge_fingerprint, r.judge)
+        first_line_of_fp.setdefault(r.judge_fingerprint, item.line)
+        gold = records_by_id.get(r.case_id)
+        if gold is None:
+            problems.append(Problem(location=where, case_id=r.case_id, code="unknown_case", message="result for a case the gold dataset does not have", fix="check that --gold is the dataset the judge ran on; remove results for other datasets"))
+            continue
+        if r.case_id in dataset.superseded_by:
+            problems.append(Problem(location=where, case_id=r.case_id, code="superseded_case", message=f"result for a superseded record (corrected by {dataset.latest_id(r.case_id)!r})", fix="re-run the judge on the current dataset so results refer to the latest records"))
+            continue
+        if r.response_hash != gold.response_hash:
+            problems.append(Problem(location=where, case_id=r.case_id, code="response_hash_mismatch", message="the judge saw a different response than the reviewers (response_hash differs)", fix="re-run the judge on the exact reviewed response; never compare verdicts on different text"))
+            continue
+        if r.partition is not None and r.partition != gold.partition.value:
+            problems.append(Problem(location=where, case_id=r.case_id, code="partition_mismatch", message=f"result says partition {r.partition!r}, gold says {gold.partition.value!r}", fix="re-run the judge on the current dataset; partitions must not change after a run"))
+            continue
+        if r.value is not None and r.value not in vocab:
+            problems.append(Problem(location=where, case_id=r.case_id, code="unknown_judge_label", message=f"verdict {r.value!r} is not in the rubric's vocabulary", fix="map the judge's labels to " + ", ".join(rubric.labels) + " with a reviewed mapping, or record the attempt as an invalid_label error"))
+            continue
+        # Duplicates are checked before the partition and repeat filters: a concatenated or
+        # re-imported file is refused whichever slice of it is being analysed.
+        key = (r.case_id, r.repeat, r.attempt)
+        if key in seen_attempt:
+            problems.append(Problem(location=where, case_id=r.case_id, code="duplicate_result", message=f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen_attempt[key]})", fix="results files must not be concatenated or re-imported; keep one result per case, repeat and attempt"))
+            continue
+        seen_attempt[key] = item.line
+        if scope is not None and gold.partition.value != scope:
+            excluded += 1
+            continue
+        if r.repeat != repeat:
+            other_repeats += 1
+            continue
+        attempts[r.case_id] += 1
+        current = final.get(r.case_id)
+        if current is None or r.attempt > current.attempt:
+            if current is not None:
+                superseded += 1
+            err = r.error
+            final[r.case_id] = _Attempt(r.attempt, item.line, r.value, r.reason, err.kind if err else None, err.message if err else None)
+        else:
+            superseded += 1
+
+    if len(fingerprints) > 1:
+        listing = "; ".join(
+            f"{fp[:12]} ({identity_of[fp].name}@{identity_of[fp].version}, {count} results, first on line {first_line_of_fp[fp]})"
+            for fp, count in fingerprints.most_common()
+        )
+        problems.append(Problem(location=location, code="mixed_judges", message=f"results from {len(fingerprints)} judge fingerprints: {listing}", fix="align one judge at a time; split the file by judge_fingerprint"))
+    if problems:
+        raise WorkbenchError(f"{location}: refusing to align: {len(problems)} problem(s)", problems)
+
+    joined: list[JoinedCase] = []
+    for case in dataset.partition(scope):
+        human = case.gold_label
+        assert human is not None  # validated datasets always carry an adjudication
+        a = final.get(case.case_id)
+        if a is None:
+            joined.append(JoinedCase(case.case_id, case.slice, case.partition.value, tuple(case.tags), human, "missing", None, "missing", None, None, 0, None))
+            continue
+        if a.error_kind is not None:
+            joined.append(JoinedCase(case.case_id, case.slice, case.partition.value, tuple(case.tags), human, "error", None, "error", a.error_kind, a.error_message, attempts[case.case_id], a.line))
+            continue
+        assert a.value is not None
+        joined.append(
+            JoinedCase(
+                case.case_id,
+                case.slice,
+                case.partition.value,
+                tuple(case.tags),
+                human,
+                "verdict",
+                a.value,
+                classify(human, a.value, rubric.pass_label, rubric.fail_label),
+                None,
+                a.reason,
+                attempts[case.case_id],
+                a.line,
+            )
+        )
+    fp = next(iter(fingerprints), None)
+    return Join(
+        dataset=dataset,
+        partition=scope,
+        repeat=repeat,
+        judge=identity_of.get(fp) if fp else None,
+        judge_fingerprint=fp,
+        cases=tuple(joined),
+        excluded_other_partition=excluded,
+        other_repeats=other_repeats,
+        superseded_attempts=superseded,
+        results_read=read,
+    )

@@ -1,0 +1,298 @@
+"""Alignment statistics: confusion table and per-slice error rates, always with denominators.
+
+The JSON form (``workbench align --json``) is :class:`AlignmentReport` dumped with
+``model_dump(mode="json")``; its shape is documented in ``docs/formats.md#alignment-report``
+and versioned by ``schema_version``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .._io import bulk_load, sha256_file
+from ..gold import load_dataset
+from ..results import JudgeIdentity, scan_results
+from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
+from ._join import Join, JoinedCase, join_results
+
+ALIGNMENT_SCHEMA_VERSION = 1
+ERROR_COLUMN = "(error)"
+MISSING_COLUMN = "(missing)"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+
+class SliceAlignment(_Model):
+    """Alignment over one slice (or over all cases, for ``overall``)."""
+
+    slice: str
+    """Slice name, or ``(all)``."""
+    risk: str | None
+    """Risk level from the rubric (None for ``(all)``)."""
+    n: int
+    """Gold cases in scope."""
+    verdicts: int
+    """Cases with a judge verdict: the denominator of every rate below."""
+    errors: int
+    """Cases whose final attempt was an evaluator error."""
+    missing: int
+    """Cases with no result at all."""
+    complete: bool
+    """True when no case is missing. Errors do not make a slice incomplete, but are reported."""
+    aligned: int
+    """Verdicts equal to the adjudicated label."""
+    agreement: Rate
+    """aligned / verdicts with a 95% Wilson interval."""
+    human_passes: int
+    """Cases adjudicated pass (any outcome)."""
+    human_fails: int
+    """Cases adjudicated fail (any outcome)."""
+    false_passes: int
+    """Human fail, judge pass."""
+    false_fails: int
+    """Human pass, judge fail."""
+    other_disagreements: int
+    """Mismatches involving abstain/review_required labels (or any mismatch without pass/fail)."""
+    false_pass_rate: Rate
+    """false_passes / human fails with a verdict, 95% Wilson interval."""
+    false_fail_rate: Rate
+    """false_fails / human passes with a verdict, 95% Wilson interval."""
+    cohen_kappa: Kappa
+    """Cohen's kappa between adjudicated and judge labels over verdicts."""
+    errors_by_kind: dict[str, int]
+    """Evaluator errors by kind."""
+
+
+class Confusion(_Model):
+    """Human (rows) x judge (columns) counts. Errors and missing results have their own columns."""
+
+    rows: list[str]
+    columns: list[str]
+    counts: list[list[int]]
+
+    def to_frame(self) -> Any:
+        import pandas as pd
+
+        frame = pd.DataFrame(self.counts, index=self.rows, columns=self.columns)
+        frame.index.name = "human \\ judge"
+        return frame
+
+
+class CaseError(_Model):
+    case_id: str
+    slice: str
+    kind: str | None
+    message: str | None
+
+
+class AlignmentReport(_Model):
+    """Everything ``workbench align`` reports. Stable, versioned JSON."""
+
+    schema_version: int = ALIGNMENT_SCHEMA_VERSION
+    kind: Literal["workbench.alignment"] = "workbench.alignment"
+    dataset_sha256: str
+    rubric_version: str
+    gold_path: str | None
+    results_path: str | None
+    results_sha256: str | None
+    judge: JudgeIdentity | None
+    judge_fingerprint: str | None
+    partition: str | None
+    """Partition analysed, or None for all."""
+    repeat: int
+    labels: list[str]
+    pass_label: str | None
+    fail_label: str | None
+    abstain_labels: list[str]
+    status: Literal["complete", "incomplete"]
+    """``incomplete`` when any case in scope has no result. Never a pass."""
+    results_read: int
+    excluded_other_partition: int
+    other_repeats: int
+    superseded_attempts: int
+    missing_case_ids: list[str]
+    evaluator_errors: list[CaseError]
+    confusion: Confusion
+    overall: SliceAlignment
+    slices: list[SliceAlignment]
+    """Every rubric slice, including slices with no cases in scope (n = 0)."""
+
+    def slice_frame(self) -> Any:
+        """The per-slice table as a pandas DataFrame (one row per slice plus ``(all)``)."""
+        import pandas as pd
+
+        return pd.DataFrame([_row(s) for s in [*self.slices, self.overall]]).set_index("slice")
+
+
+def _row(s: SliceAlignment) -> dict[str, Any]:
+    return {
+        "slice": s.slice,
+        "risk": s.risk or "",
+        "n": s.n,
+        "verdicts": s.verdicts,
+        "errors": s.errors,
+        "missing": s.missing,
+        "aligned": s.agreement.format(2) if s.verdicts else "-",
+        "false_pass": f"{s.false_passes}/{s.false_pass_rate.n}",
+        "FP rate [95% CI]": _rate_text(s.false_pass_rate),
+        "false_fail": f"{s.false_fails}/{s.false_fail_rate.n}",
+        "FF rate [95% CI]": _rate_text(s.false_fail_rate),
+        "kappa": f"{s.cohen_kappa.value:.3f}" if s.cohen_kappa.value is not None else "n/a",
+    }
+
+
+def _rate_text(rate: Rate) -> str:
+    if rate.rate is None:
+        return "n/a"
+    return f"{rate.rate:.2f} [{rate.ci95_low:.2f}, {rate.ci95_high:.2f}]"
+
+
+def slice_alignment(name: str, risk: str | None, cases: Sequence[JoinedCase], labels: list[str], pass_label: str | None, fail_label: str | None) -> SliceAlignment:
+    """Statistics of one slice from its joined cases."""
+    outcome = Counter(c.outcome for c in cases)
+    klass = Counter(c.error_class for c in cases)
+    verdict_cases = [c for c in cases if c.outcome == "verdict"]
+    judged_fails = sum(1 for c in verdict_cases if c.human_label == fail_label) if fail_label else 0
+    judged_passes = sum(1 for c in verdict_cases if c.human_label == pass_label) if pass_label else 0
+    return SliceAlignment(
+        slice=name,
+        risk=risk,
+        n=len(cases),
+        verdicts=outcome["verdict"],
+        errors=outcome["error"],
+        missing=outcome["missing"],
+        complete=outcome["missing"] == 0,
+        aligned=klass["aligned"],
+        agreement=wilson_rate(klass["aligned"], outcome["verdict"]),
+        human_passes=sum(1 for c in cases if c.human_label == pass_label) if pass_label else 0,
+        human_fails=sum(1 for c in cases if c.human_label == fail_label) if fail_label else 0,
+        false_passes=klass["false_pass"],
+        false_fails=klass["false_fail"],
+        other_disagreements=klass["disagreement"],
+        false_pass_rate=wilson_rate(klass["false_pass"], judged_fails),
+        false_fail_rate=wilson_rate(klass["false_fail"], judged_passes),
+        cohen_kappa=cohen_kappa([c.human_label for c in verdict_cases], [c.judge_label for c in verdict_cases], labels=labels),
+        errors_by_kind=dict(sorted(Counter(c.error_kind or "unknown" for c in cases if c.outcome == "error").items())),
+    )
+
+
+def confusion_table(cases: Sequence[JoinedCase], labels: list[str]) -> Confusion:
+    """Human x judge counts with error and missing columns, so no case leaves the table."""
+    columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
+    col_index = {c: i for i, c in enumerate(columns)}
+    row_index = {r: i for i, r in enumerate(labels)}
+    counts = [[0] * len(columns) for _ in labels]
+    for c in cases:
+        col = c.judge_label if c.outcome == "verdict" else (ERROR_COLUMN if c.outcome == "error" else MISSING_COLUMN)
+        counts[row_index[c.human_label]][col_index[col]] += 1  # type: ignore[index]
+    return Confusion(rows=list(labels), columns=columns, counts=counts)
+
+
+def alignment_report(join: Join, *, gold_path: str | None = None, results_path: str | None = None) -> AlignmentReport:
+    """Compute the full alignment report from a :class:`Join`."""
+    rubric = join.dataset.rubric
+    labels = list(rubric.labels)
+    by_slice: dict[str, list[JoinedCase]] = {name: [] for name in rubric.slices}
+    for c in join.cases:
+        by_slice.setdefault(c.slice, []).append(c)
+    slices = [slice_alignment(name, rubric.risk_of(name), cases, labels, rubric.pass_label, rubric.fail_label) for name, cases in by_slice.items()]
+    overall = slice_alignment("(all)", None, join.cases, labels, rubric.pass_label, rubric.fail_label)
+    missing = [c.case_id for c in join.cases if c.outcome == "missing"]
+    return AlignmentReport(
+        dataset_sha256=join.dataset.sha256,
+        rubric_version=rubric.version,
+        gold_path=gold_path,
+        results_path=results_path,
+        results_sha256=sha256_file(results_path) if results_path and Path(results_path).exists() else None,
+        judge=join.judge,
+        judge_fingerprint=join.judge_fingerprint,
+        partition=join.partition,
+        repeat=join.repeat,
+        labels=labels,
+        pass_label=rubric.pass_label,
+        fail_label=rubric.fail_label,
+        abstain_labels=list(rubric.abstain_labels),
+        status="incomplete" if missing else "complete",
+        results_read=join.results_read,
+        excluded_other_partition=join.excluded_other_partition,
+        other_repeats=join.other_repeats,
+        superseded_attempts=join.superseded_attempts,
+        missing_case_ids=missing,
+        evaluator_errors=[CaseError(case_id=c.case_id, slice=c.slice, kind=c.error_kind, message=c.reason) for c in join.cases if c.outcome == "error"],
+        confusion=confusion_table(join.cases, labels),
+        overall=overall,
+        slices=slices,
+    )
+
+
+def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0) -> AlignmentReport:
+    """Load, join and analyse in one call: the library form of ``workbench align``."""
+    with bulk_load():
+        dataset = load_dataset(gold)
+        join = join_results(dataset, scan_results(results), partition=partition, repeat=repeat, location=str(results))
+        return alignment_report(join, gold_path=str(gold), results_path=str(results))
+
+
+def cases_frame(join: Join) -> Any:
+    """Per-case joined rows as a DataFrame (for notebooks and review widgets)."""
+    import pandas as pd
+
+    return pd.DataFrame(
+        [
+            {
+                "case_id": c.case_id,
+                "slice": c.slice,
+                "partition": c.partition,
+                "tags": list(c.tags),
+                "human_label": c.human_label,
+                "outcome": c.outcome,
+                "judge_label": c.judge_label,
+                "error_class": c.error_class,
+                "error_kind": c.error_kind,
+                "reason": c.reason,
+                "attempts": c.attempts,
+            }
+            for c in join.cases
+        ]
+    )
+
+
+def format_report(report: AlignmentReport) -> str:
+    """Human-readable text: header, per-slice table and confusion table."""
+    import pandas as pd
+
+    judge = f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint {report.judge_fingerprint[:12]})" if report.judge and report.judge_fingerprint else "(no results)"
+    lines = [
+        f"judge:      {judge}",
+        f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version})",
+        f"partition:  {report.partition or 'all'}    repeat: {report.repeat}",
+        f"status:     {report.status.upper()}" + (f" - {len(report.missing_case_ids)} case(s) have no result; this is not a pass" if report.missing_case_ids else ""),
+        f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts, {report.overall.errors} evaluator errors, {report.overall.missing} missing",
+    ]
+    if report.excluded_other_partition or report.other_repeats or report.superseded_attempts:
+        lines.append(
+            f"skipped:    {report.excluded_other_partition} result(s) outside the partition, {report.other_repeats} of other repeats, {report.superseded_attempts} earlier attempt(s) replaced by retries"
+        )
+    lines.append("")
+    lines.append("Per slice (rates are over cases with a verdict; FP = human fail judged pass, FF = human pass judged fail):")
+    with pd.option_context("display.width", 200, "display.max_columns", 20):
+        lines.append(report.slice_frame().to_string())
+        lines.append("")
+        lines.append("Confusion (rows: adjudicated human label, columns: judge):")
+        lines.append(report.confusion.to_frame().to_string())
+    if report.evaluator_errors:
+        lines.append("")
+        kinds = Counter(e.kind for e in report.evaluator_errors)
+        lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))
+    if report.missing_case_ids:
+        shown = ", ".join(report.missing_case_ids[:10])
+        more = f" and {len(report.missing_case_ids) - 10} more" if len(report.missing_case_ids) > 10 else ""
+        lines.append(f"Missing: {shown}{more}")
+    return "\n".join(lines)
