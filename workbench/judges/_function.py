@@ -1,0 +1,70 @@
+"""``ragas-function``: a deterministic Ragas ``@discrete_metric`` referenced by import path."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from pathlib import Path
+from typing import Any
+
+from .._io import sha256_text
+from ..errors import Problem, WorkbenchError
+from ..results import JudgeIdentity
+from ._input import JudgeInput
+from ._registry import Verdict, make_identity, register_kind
+from ._spec import CandidateSpec
+
+
+class FunctionJudge:
+    """Runs a Ragas discrete metric built with ``@discrete_metric`` around plain Python."""
+
+    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
+        self.spec = spec
+        loc = str(spec_path)
+        if not spec.function or ":" not in spec.function:
+            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="function_missing", message="a ragas-function candidate needs function: 'module:attribute'", fix="set function to the import path of a @discrete_metric, e.g. workbench.judges.demo:rubric_judge_v1")])
+        module_name, _, attr = spec.function.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+            metric = getattr(module, attr)
+        except (ImportError, AttributeError) as exc:
+            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="function_unresolved", message=f"cannot import {spec.function!r} ({exc})", fix="check the module path and attribute name, and that the module is importable")]) from None
+        allowed = getattr(metric, "allowed_values", None)
+        if not hasattr(metric, "ascore") or not isinstance(allowed, list):
+            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="function_not_metric", message=f"{spec.function!r} is not a Ragas discrete metric", fix="decorate the function with ragas.metrics.discrete_metric(allowed_values=[...])")])
+        unknown = [v for v in allowed if v not in spec.labels]
+        if unknown:
+            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="labels_mismatch", message=f"the metric may return {unknown}, which are not in the spec's labels {spec.labels}", fix="make the metric's allowed_values a subset of the spec's labels")])
+        self.metric = metric
+        func = getattr(metric, "_func", None) or metric
+        self._parameters = list(inspect.signature(func).parameters)
+        source = inspect.getsource(module)
+        self.identity: JudgeIdentity = make_identity(spec, sha256_text(source))
+
+    def _arguments(self, judge_input: JudgeInput) -> dict[str, Any]:
+        args = judge_input.arguments()
+        return {name: args[name] for name in self._parameters if name in args}
+
+    def render(self, judge_input: JudgeInput) -> dict[str, Any]:
+        return {"function": self.spec.function, "arguments": self._arguments(judge_input)}
+
+    async def evaluate(self, judge_input: JudgeInput) -> Verdict:
+        args = self._arguments(judge_input)
+        missing = [name for name in self._parameters if name not in args]
+        if missing:
+            return Verdict.failed("judge_exception", f"the case lacks judge inputs {missing}")
+        try:
+            result = await self.metric.ascore(**args)
+        except Exception as exc:  # a user-supplied metric may raise anything; record it, never a verdict
+            return Verdict.failed("judge_exception", f"{type(exc).__name__}: {exc}")
+        if result.value is None or result.value not in self.spec.labels:
+            reason = str(result.reason or f"value {result.value!r} outside {self.spec.labels}")
+            # Ragas catches exceptions raised by the function and returns them as a reason.
+            kind = "judge_exception" if reason.startswith(f"Error executing metric {self.metric.name}:") else "invalid_label"
+            return Verdict.failed(kind, reason)
+        return Verdict(value=str(result.value), reason=result.reason)
+
+
+@register_kind("ragas-function")
+def _build(spec: CandidateSpec, spec_path: Path) -> FunctionJudge:
+    return FunctionJudge(spec, spec_path)

@@ -1,0 +1,49 @@
+"""What a judge may see: an explicit allow-list of gold fields.
+
+The judge input is *constructed* from named fields of a gold case; it is not a gold case
+with fields removed. Labels, reviews, adjudication, tags, slice, case ids, metadata and
+history therefore cannot reach a judge, even when a new field is added to the gold format.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ..gold import GoldCase
+
+JUDGE_VISIBLE_FIELDS: dict[str, str] = {
+    "input": "user_input",
+    "response": "response",
+    "grading_notes": "grading_notes",
+    "reference": "reference",
+    "contexts": "retrieved_contexts",
+}
+"""Gold field -> judge argument name (Ragas' names). Nothing else is ever copied."""
+
+
+class JudgeInput(BaseModel):
+    """The only data a judge receives for one case."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    user_input: str
+    """The user's input."""
+    response: str
+    """The response under judgment."""
+    grading_notes: str | None = None
+    """Controlled grading evidence."""
+    reference: str | None = None
+    """Reference answer."""
+    retrieved_contexts: list[str] | None = None
+    """Context passages."""
+
+    @classmethod
+    def from_case(cls, case: GoldCase) -> JudgeInput:
+        """Build the judge input from the allow-listed fields of ``case`` only."""
+        return cls(**{arg: getattr(case, field) for field, arg in JUDGE_VISIBLE_FIELDS.items()})
+
+    def arguments(self) -> dict[str, Any]:
+        """Non-null fields as keyword arguments for a metric."""
+        return {k: v for k, v in self.model_dump().items() if v is not None}

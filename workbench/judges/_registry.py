@@ -1,0 +1,106 @@
+"""The judge interface and the small registry of judge kinds.
+
+A kind is a factory ``(spec, spec_path) -> Judge``. Built-in kinds register on import of
+:mod:`workbench.judges`; a third-party package can register more with :func:`register_kind`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+from .._io import sha256_json
+from ..errors import Problem, WorkbenchError
+from ..results import EvaluatorError, JudgeIdentity
+from ._input import JudgeInput
+from ._spec import CandidateSpec, load_spec
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What one judge call produced: a label, or an evaluator error, plus usage."""
+
+    value: str | None
+    reason: str | None = None
+    error: EvaluatorError | None = None
+    tokens_in: int | None = None
+    tokens_out: int | None = None
+    rendered_request: Any | None = None
+    """The request as actually sent, when the kind captures it on the wire."""
+
+    @classmethod
+    def failed(cls, kind: str, message: str, **usage: Any) -> Verdict:
+        return cls(value=None, reason=None, error=EvaluatorError(kind=kind, message=message), **usage)
+
+
+class Judge(Protocol):
+    """A runnable judge candidate."""
+
+    spec: CandidateSpec
+    identity: JudgeIdentity
+
+    def render(self, judge_input: JudgeInput) -> dict[str, Any]:
+        """The evaluator-visible request for ``judge_input`` (deterministic; hashed for the cache)."""
+        ...
+
+    async def evaluate(self, judge_input: JudgeInput) -> Verdict:
+        """Judge one case. Never raises for evaluator failures: returns ``Verdict.failed``."""
+        ...
+
+
+JudgeFactory = Callable[[CandidateSpec, Path], Judge]
+_KINDS: dict[str, JudgeFactory] = {}
+
+
+def register_kind(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
+    """Register a judge kind under ``name``."""
+
+    def decorate(factory: JudgeFactory) -> JudgeFactory:
+        _KINDS[name] = factory
+        return factory
+
+    return decorate
+
+
+def available_kinds() -> list[str]:
+    return sorted(_KINDS)
+
+
+def ragas_version() -> str:
+    try:
+        return metadata.version("ragas")
+    except metadata.PackageNotFoundError:  # pragma: no cover - ragas is a dependency
+        return "unknown"
+
+
+def make_identity(spec: CandidateSpec, prompt_sha256: str | None) -> JudgeIdentity:
+    """The judge identity of a spec: every spec field, the prompt hash and the Ragas version."""
+    rest = spec.model_dump(mode="json", exclude={"name", "version", "kind", "model"})
+    return JudgeIdentity(
+        name=spec.name,
+        version=spec.version,
+        kind=spec.kind,
+        model=spec.model,
+        prompt_sha256=prompt_sha256,
+        ragas_version=ragas_version(),
+        params={"spec": rest, "spec_sha256": sha256_json(rest)},
+    )
+
+
+def build_judge(spec: CandidateSpec, spec_path: Path) -> Judge:
+    factory = _KINDS.get(spec.kind)
+    if factory is None:
+        raise WorkbenchError(
+            "unknown judge kind",
+            [Problem(location=str(spec_path), code="unknown_kind", message=f"unknown judge kind {spec.kind!r}", fix="use one of " + ", ".join(available_kinds()))],
+        )
+    return factory(spec, spec_path)
+
+
+def load_candidate(path: str | Path) -> Judge:
+    """Read a candidate spec and build its judge."""
+    spec, spec_path = load_spec(path)
+    return build_judge(spec, spec_path)

@@ -1,0 +1,149 @@
+"""Judge candidate specs: versioned YAML files, e.g. ``data/candidates/<name>@<version>.yaml``.
+
+A spec names *what* judges (kind, model, prompt or function, parameters, prices) and *where*
+(endpoint base URL and the **name** of the environment variable holding the API key; a key
+itself is refused). Its fingerprint is the hash of a :class:`~workbench.results.JudgeIdentity`
+that includes the canonical spec, the prompt (or function source) hash and the installed
+Ragas version, so changing any of them yields a new fingerprint.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import Problem, WorkbenchError
+
+CANDIDATE_SCHEMA_VERSION = 1
+
+# Strings that look like credentials must never be stored in a spec.
+_KEY_PATTERN = re.compile(r"^(sk-[A-Za-z0-9_\-]{8,}|[A-Za-z0-9_\-]{32,})$")
+_ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+
+
+class Endpoint(BaseModel):
+    """Where an OpenAI-compatible evaluator is served."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    base_url: str | None = None
+    """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...)."""
+    api_key_env: str | None = None
+    """NAME of the environment variable that holds the API key. Never the key."""
+    timeout_s: float = Field(default=60.0, gt=0)
+    """Per-call timeout."""
+    max_retries: int = Field(default=4, ge=0)
+    """Retries after a retryable failure (429, 5xx, timeout)."""
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _env_name_only(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError("api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key itself")
+        return value
+
+
+class Pricing(BaseModel):
+    """Price table used to compute ``cost_usd`` of each call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    input_per_million_usd: float = Field(default=0.0, ge=0)
+    """USD per million prompt tokens."""
+    output_per_million_usd: float = Field(default=0.0, ge=0)
+    """USD per million completion tokens."""
+
+    def cost(self, tokens_in: int | None, tokens_out: int | None) -> float:
+        return ((tokens_in or 0) * self.input_per_million_usd + (tokens_out or 0) * self.output_per_million_usd) / 1_000_000
+
+
+class CandidateSpec(BaseModel):
+    """A judge candidate, exactly as stored in its YAML file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    schema_version: int = CANDIDATE_SCHEMA_VERSION
+    """Candidate spec format version."""
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """Candidate name."""
+    version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """Candidate version; a changed judge is a new version."""
+    kind: str
+    """Registered judge kind (``workbench.judges.available_kinds()``)."""
+    description: str = ""
+    """What changed in this version and why."""
+    labels: list[str] = Field(min_length=2)
+    """The label vocabulary the judge may return."""
+    model: str | None = None
+    """Evaluator model name (ragas-llm)."""
+    prompt: str | None = None
+    """Prompt template, inline (ragas-llm). Placeholders: {user_input}, {response}, {grading_notes}, {reference}, {retrieved_contexts}."""
+    prompt_file: str | None = None
+    """Prompt template file, relative to the spec (ragas-llm)."""
+    function: str | None = None
+    """``module:attribute`` of a Ragas ``@discrete_metric`` (ragas-function)."""
+    results: str | None = None
+    """Results file produced elsewhere, relative to the spec (imported)."""
+    endpoint: Endpoint = Field(default_factory=Endpoint)
+    """OpenAI-compatible endpoint settings."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Generation parameters (temperature, max_tokens, seed ...)."""
+    pricing: Pricing = Field(default_factory=Pricing)
+    """Price table for cost accounting."""
+
+    @model_validator(mode="after")
+    def _no_secrets(self) -> CandidateSpec:
+        for key, value in _walk(self.params):
+            if isinstance(value, str) and ("key" in key.lower() or "token" in key.lower() or "secret" in key.lower()) and _KEY_PATTERN.match(value):
+                raise ValueError(f"params.{key} looks like a credential; put the key in an environment variable and name it in endpoint.api_key_env")
+        return self
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+def _walk(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
+    if isinstance(obj, dict):
+        out: list[tuple[str, Any]] = []
+        for k, v in obj.items():
+            out += _walk(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)]
+        return out
+    return []
+
+
+def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
+    """Read a candidate spec; raise :class:`WorkbenchError` listing every problem."""
+    path = Path(path)
+    loc = str(path)
+    if not path.exists():
+        raise WorkbenchError("no candidate", [Problem(location=loc, code="candidate_missing", message="the candidate spec does not exist", fix="point --candidate at data/candidates/<name>@<version>.yaml")])
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_yaml", message=f"not valid YAML ({exc})", fix="correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_shape", message="the spec must be a YAML mapping", fix="write the spec as key: value pairs")])
+    try:
+        spec = CandidateSpec.model_validate(raw)
+    except ValidationError as exc:
+        raise WorkbenchError(
+            "invalid candidate",
+            [
+                Problem(location=loc, code="candidate_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}", fix="correct this field; see docs/formats.md#candidate-specs")
+                for e in exc.errors(include_url=False)
+            ],
+        ) from None
+    problems: list[Problem] = []
+    if spec.schema_version > CANDIDATE_SCHEMA_VERSION:
+        problems.append(Problem(location=loc, code="schema_version_newer", message=f"spec schema_version {spec.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+    expected = f"{spec.name}@{spec.version}"
+    if path.stem != expected:
+        problems.append(Problem(location=loc, code="candidate_filename", message=f"file name {path.name!r} does not match name@version {expected!r}", fix=f"rename the file to {expected}.yaml so versions cannot be confused"))
+    if problems:
+        raise WorkbenchError("invalid candidate", problems)
+    return spec, path
