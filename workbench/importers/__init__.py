@@ -1,0 +1,23 @@
+"""Importers: converters from public human-judgment datasets into the workbench gold format."""
+
+from ._registry import (
+    Importer,
+    ImportSummary,
+    available_importers,
+    get_importer,
+    register_importer,
+    run_importer,
+)
+from .evalsbench import import_evalsbench
+from .pandalm import import_pandalm
+
+__all__ = [
+    "ImportSummary",
+    "Importer",
+    "available_importers",
+    "get_importer",
+    "import_evalsbench",
+    "import_pandalm",
+    "register_importer",
+    "run_importer",
+]

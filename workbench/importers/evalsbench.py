@@ -1,0 +1,457 @@
+"""EvalsBench (explodinggradients/EvalsBench): the data behind the Ragas judge-alignment quickstart.
+
+``benchmark_df.csv`` holds 160 rows, ``topic, question, grading_notes, target, response,
+notes``: 80 LLM-generated questions about startups and venture capital, each with one
+answer written to cover the grading notes (``target`` pass) and one derived from it by
+dropping one or two required points (``target`` fail). ``notes`` describes what was dropped.
+
+Decisions, also written into the card:
+
+- Labels come from construction, not from review. Each case has one review and one
+  adjudication, both by ``dataset-construction``, and the rubric asks for one review.
+- ``notes`` names the dropped points, so it gives the label away. It is kept only in the
+  adjudication reason, which no judge reads; it never reaches ``input``, ``response``,
+  ``grading_notes``, ``reference`` or ``contexts``.
+- Partitions are split by question (group = hash of the question text), never by row, so
+  a question's pass and fail answers always share a partition.
+- Each of the 80 topics has exactly one question (two cases), too few for a slice. By
+  default the slice is one of six themes from the reviewed table :data:`TOPIC_THEMES`;
+  ``slice_by="topic"`` keeps the upstream topics as slices instead. The topic is always
+  kept as a tag.
+- ``annotation_df.csv`` (24 rows with ``verdict, reason``) is not imported. It holds the
+  annotated few-shot examples that the upstream benchmark script gives its few-shot judges.
+  Its 12 questions are not among the 80 benchmark questions, and ``verdict`` equals
+  ``target`` on every row. So it is neither judge output for these cases nor an
+  independent review of them.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Literal
+
+from ..errors import Problem, WorkbenchError
+from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
+from ._registry import (
+    Findings,
+    ImportSummary,
+    partition_for,
+    prepare_out,
+    read_source,
+    register_importer,
+    stable_id,
+    write_dataset,
+)
+
+KIND = "evalsbench"
+UPSTREAM = "explodinggradients/EvalsBench@26b3b947"
+LICENCE = "Apache-2.0"
+REFERENCE_SHA256 = "84886f7340df190b90d60777f22c7eedf1d3d29b9d18232e59d055d3e40d0c76"
+"""sha256 of ``benchmark_df.csv`` as released at :data:`UPSTREAM`."""
+
+COLUMNS: tuple[str, ...] = ("topic", "question", "grading_notes", "target", "response", "notes")
+LABELS: tuple[str, str] = ("pass", "fail")
+CONSTRUCTION = "dataset-construction"
+RUBRIC_VERSION = "1"
+OTHER_THEME = "other"
+
+SliceBy = Literal["theme", "topic"]
+
+THEME_DESCRIPTIONS: dict[str, str] = {
+    "valuation": "Startup valuation methods, valuation drivers and bubbles.",
+    "funding-and-deal-terms": "Funding rounds, instruments, investors and term-sheet mechanics.",
+    "metrics-and-financials": "Unit economics, KPIs, financial models and forecasts.",
+    "exits-and-m-and-a": "IPOs, SPACs, acquisitions and exit strategy.",
+    "regulation-and-risk": "Regulation, compliance, security and risk assessment.",
+    "strategy-and-markets": "Competitive strategy, market dynamics, teams and operations.",
+    OTHER_THEME: "Topics not in the reviewed theme table (a copy of the source that differs from upstream).",
+}
+
+# Hand-assigned, not keyword-matched: keyword rules put "entering competitive spaces" under
+# SPACs and "partnership evaluations" under valuation. Unknown topics fall back to "other".
+TOPIC_THEMES: dict[str, str] = {
+    # valuation
+    "Blockchain and crypto startup valuation methods": "valuation",
+    "Identifying financial bubbles in tech": "valuation",
+    "Identifying tech bubble warning signs": "valuation",
+    "Impact of currency fluctuations on global startup evaluations": "valuation",
+    "Impact of macroeconomic trends on startup valuations": "valuation",
+    "Importance of intellectual property in tech valuations": "valuation",
+    "Indicators of overvaluation in tech startups": "valuation",
+    "Post-money valuation metrics": "valuation",
+    "Pre-money valuation techniques": "valuation",
+    "Real options analysis in startup investments": "valuation",
+    "Seed round valuation impacts on series progression": "valuation",
+    "Valuation challenges for biotech startups": "valuation",
+    "Valuation discrepancies in private vs public markets": "valuation",
+    "Valuation implications of tech stack choices": "valuation",
+    "Valuation strategies for AI companies": "valuation",
+    "Valuing intangible assets in tech startups": "valuation",
+    # funding-and-deal-terms
+    "Convertible notes vs SAFE in seed funding": "funding-and-deal-terms",
+    "Differences between venture debt and equity funding": "funding-and-deal-terms",
+    "Due diligence checklists for early-stage investments": "funding-and-deal-terms",
+    "Impact of interest rates on VC funding": "funding-and-deal-terms",
+    "Raising capital through crowdfunding platforms": "funding-and-deal-terms",
+    "Role of angel investors in seed stage": "funding-and-deal-terms",
+    "Role of incubators and accelerators in tech ecosystems": "funding-and-deal-terms",
+    "Series A vs Series B funding terms": "funding-and-deal-terms",
+    "Strategies for negotiating term sheets": "funding-and-deal-terms",
+    "Syndication dynamics in venture capital": "funding-and-deal-terms",
+    "Understanding equity dilution in funding rounds": "funding-and-deal-terms",
+    "Understanding liquidation preferences in VC deals": "funding-and-deal-terms",
+    "Venture capital portfolio diversification strategies": "funding-and-deal-terms",
+    # metrics-and-financials
+    "Analyzing churn rate in subscription-based models": "metrics-and-financials",
+    "Assessing market traction using KPIs": "metrics-and-financials",
+    "Burn rate analysis for early-stage startups": "metrics-and-financials",
+    "Capital efficiency metrics for startups": "metrics-and-financials",
+    "Customer acquisition cost optimization": "metrics-and-financials",
+    "Financial modeling for consumer tech startups": "metrics-and-financials",
+    "Financial projections for hardware startups": "metrics-and-financials",
+    "Key success metrics for D2C tech startups": "metrics-and-financials",
+    "Lifetime value calculation methods for startups": "metrics-and-financials",
+    "Measuring unit economics in SaaS businesses": "metrics-and-financials",
+    "Pricing strategies for tech startups": "metrics-and-financials",
+    "Revenue forecasting methods for startups": "metrics-and-financials",
+    # exits-and-m-and-a
+    "Analyzing exit trends in the tech industry": "exits-and-m-and-a",
+    "Exit strategies for SaaS companies": "exits-and-m-and-a",
+    "IPO readiness assessment parameters": "exits-and-m-and-a",
+    "IPO valuation debacles in recent history": "exits-and-m-and-a",
+    "Impact of public market trends on startup exits": "exits-and-m-and-a",
+    "M&A strategies in the tech sector": "exits-and-m-and-a",
+    "Navigating antitrust issues in tech mergers": "exits-and-m-and-a",
+    "Understanding exit multiples in tech IPOs": "exits-and-m-and-a",
+    "Use of special purpose acquisition companies (SPACs) in tech": "exits-and-m-and-a",
+    # regulation-and-risk
+    "Data privacy compliance for health tech": "regulation-and-risk",
+    "Impact of ESG criteria on startup evaluations": "regulation-and-risk",
+    "Impact of cybersecurity incidents on valuations": "regulation-and-risk",
+    "Importance of network security compliance": "regulation-and-risk",
+    "Investment risk assessment in tech startups": "regulation-and-risk",
+    "Market saturation risks in mature tech markets": "regulation-and-risk",
+    "Navigating regulatory challenges for fintech startups": "regulation-and-risk",
+    "Platform dependency risks in SaaS businesses": "regulation-and-risk",
+    "Regulatory impacts on AI and machine learning companies": "regulation-and-risk",
+    "Tech sector sensitivity to regulatory changes": "regulation-and-risk",
+    # strategy-and-markets
+    "Assessing competitive advantage in deep tech": "strategy-and-markets",
+    "Assessing disruption potential in mature industries": "strategy-and-markets",
+    "Assessing scale potential in platform businesses": "strategy-and-markets",
+    "Competitive dynamics in tech sectors": "strategy-and-markets",
+    "Convergence trends in telecom and tech": "strategy-and-markets",
+    "Economies of scale in tech business models": "strategy-and-markets",
+    "Effect of globalization on tech startup growth": "strategy-and-markets",
+    "Effect of remote work trends on startup operations": "strategy-and-markets",
+    "Effective board management in startups": "strategy-and-markets",
+    "Evaluating founder potential and team dynamics": "strategy-and-markets",
+    "Evaluating pivot strategies in startups": "strategy-and-markets",
+    "Evaluating product-market fit in early-stage companies": "strategy-and-markets",
+    "Forecasting market entry for tech innovations": "strategy-and-markets",
+    "Impact of network effects on startup growth": "strategy-and-markets",
+    "Importance of founder-market fit": "strategy-and-markets",
+    "Market timing for tech startups entering competitive spaces": "strategy-and-markets",
+    "Pattern recognition in tech market cycles": "strategy-and-markets",
+    "Strategic partnership evaluations in tech": "strategy-and-markets",
+    "Strategies for startup business model pivots": "strategy-and-markets",
+    "Understanding customer segmentation in tech startups": "strategy-and-markets",
+}
+"""Upstream topic -> theme slice, assigned by hand from the topic titles (80 topics)."""
+
+CRITERION = (
+    "pass when the response covers every point in the grading notes; fail when it omits "
+    "any required point (upstream prompt: 'Check if the response contains points mentioned "
+    "from the grading notes and return pass or fail')."
+)
+
+_FIX_COLUMNS = "use benchmark_df.csv from " + UPSTREAM + " (columns: " + ", ".join(COLUMNS) + ")"
+
+
+def theme_of(topic: str) -> str:
+    """The theme slice of an upstream topic, or ``other`` for a topic outside the table."""
+    return TOPIC_THEMES.get(topic.strip(), OTHER_THEME)
+
+
+@register_importer(KIND)
+def import_evalsbench(
+    source: Path,
+    out: Path,
+    *,
+    slice_by: SliceBy = "theme",
+    force: bool = False,
+) -> ImportSummary:
+    """Import EvalsBench ``benchmark_df.csv`` into a gold dataset directory ``out``.
+
+    ``slice_by`` is ``theme`` (six hand-assigned themes, the default) or ``topic`` (the 80
+    upstream topics, two cases each). ``force`` replaces a dataset already in ``out``.
+    Raises :class:`WorkbenchError` listing every problem in the source.
+    """
+    source, out = Path(source), Path(out)
+    if slice_by not in ("theme", "topic"):
+        raise WorkbenchError(
+            "bad option",
+            [_option_problem(f"slice_by must be 'theme' or 'topic', not {slice_by!r}")],
+        )
+    data = read_source(source, "EvalsBench CSV", "point at benchmark_df.csv from " + UPSTREAM)
+    replaced = prepare_out(out, force=force)
+    source_sha256 = hashlib.sha256(data).hexdigest()
+    rows = _read_rows(source, data)
+
+    cases: list[GoldCase] = []
+    slices_used: dict[str, set[str]] = defaultdict(set)
+    for line, row in rows:
+        question, topic, target = row["question"], row["topic"].strip(), row["target"].strip().lower()
+        group = stable_id("q", question.strip())
+        slice_name = theme_of(topic) if slice_by == "theme" else topic
+        slices_used[slice_name].add(topic)
+        cases.append(
+            GoldCase(
+                case_id=stable_id(KIND, question.strip(), row["response"]),
+                partition=partition_for(KIND, group),
+                group=group,
+                slice=slice_name,
+                tags=[f"topic:{topic}"],
+                rubric_version=RUBRIC_VERSION,
+                input=question,
+                response=row["response"],
+                response_hash=hashlib.sha256(row["response"].encode("utf-8")).hexdigest(),
+                grading_notes=row["grading_notes"],
+                reviews=[
+                    Review(
+                        reviewer=CONSTRUCTION,
+                        label=target,
+                        rationale="label assigned by how the response was built, not by an independent review",
+                    )
+                ],
+                adjudication=Adjudication(label=target, adjudicator=CONSTRUCTION, reason=_construction_reason(target, row["notes"])),
+                metadata={"source": f"{source.name}:{line}", "upstream": UPSTREAM, "topic": topic},
+            )
+        )
+
+    notes = list(replaced)
+    notes += _composition_notes(rows)
+    notes += _annotation_notes(source, {row["question"].strip() for _, row in rows})
+    others = sorted(slices_used.get(OTHER_THEME, set())) if slice_by == "theme" else []
+    if others:
+        notes.append(f"{len(others)} topic(s) are not in the theme table and went to slice 'other': " + "; ".join(others[:5]))
+    if source_sha256 != REFERENCE_SHA256:
+        notes.append(f"the source differs from the reference copy at {UPSTREAM}; the card records its sha256")
+
+    rubric = _rubric(slice_by, sorted(slices_used))
+    return write_dataset(
+        kind=KIND,
+        source=source,
+        source_sha256=source_sha256,
+        out=out,
+        cases=cases,
+        rubric=rubric,
+        card_front=_card_front(source, source_sha256, slice_by),
+        card_body=_card_body(slice_by),
+        results=None,
+        notes=notes,
+    )
+
+
+def _option_problem(message: str) -> Problem:
+    return Problem(location="--slice-by", code="bad_option", message=message, fix="use --slice-by theme or --slice-by topic")
+
+
+def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
+    """Parse and check the CSV; returns ``(line, row)`` pairs or raises with every problem."""
+    findings = Findings(source)
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        findings.add("source_encoding", "", f"the file is not UTF-8 (byte {exc.start})", "save the CSV as UTF-8")
+        findings.fail("unreadable EvalsBench CSV")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records: list[tuple[int, list[str]]] = []
+    try:
+        header: list[str] | None = None
+        previous = 0
+        for raw in reader:
+            start, previous = previous + 1, reader.line_num
+            if header is None:
+                header = [name.strip() for name in raw]
+                continue
+            if raw:
+                records.append((start, raw))
+    except csv.Error as exc:
+        findings.add("source_malformed", str(reader.line_num), f"malformed CSV ({exc})", "fix the quoting on this line; fields with commas, quotes or newlines must be quoted")
+        findings.fail("unreadable EvalsBench CSV")
+    if header is None or not any(header):
+        findings.add("source_empty", "", "the file has no header row", _FIX_COLUMNS)
+        findings.fail("unreadable EvalsBench CSV")
+    missing = [name for name in COLUMNS if name not in header]
+    for name in missing:
+        findings.add("missing_column", "1", f"the header has no '{name}' column", f"add the '{name}' column; {_FIX_COLUMNS}")
+    duplicated = [name for name, count in Counter(header).items() if count > 1 and name in COLUMNS]
+    for name in duplicated:
+        findings.add("duplicate_column", "1", f"the header names '{name}' more than once", "keep one column of each name")
+    findings.raise_if_any("not an EvalsBench benchmark CSV")
+
+    index = {name: header.index(name) for name in COLUMNS}
+    rows: list[tuple[int, dict[str, str]]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for line, raw in records:
+        where = str(line)
+        if len(raw) != len(header):
+            findings.add("row_width", where, f"a row has {len(raw)} field(s) but the header has {len(header)}", "quote fields that contain commas or newlines; every row needs one value per column")
+            continue
+        row = {name: raw[i] for name, i in index.items()}
+        for name in ("topic", "question", "grading_notes", "response"):
+            if not row[name].strip():
+                findings.add("empty_field", where, f"'{name}' is empty", f"fill in '{name}' or remove the row")
+        target = row["target"].strip().lower()
+        if target not in LABELS:
+            findings.add("unknown_target", where, f"target {row['target']!r} is not pass or fail", "set target to pass or fail")
+        key = (row["question"].strip(), row["response"])
+        if key in seen:
+            findings.add("duplicate_row", where, f"the same question and response already appear on line {seen[key]}", "remove the duplicate row")
+        else:
+            seen[key] = line
+        rows.append((line, row))
+    if not records:
+        findings.add("source_empty", "", "the file has a header but no rows", _FIX_COLUMNS)
+    findings.raise_if_any("invalid EvalsBench rows")
+    return rows
+
+
+def _construction_reason(target: str, note: str) -> str:
+    if target == "pass":
+        reason = "Constructed pass: the upstream generator wrote this answer to cover every point of the grading notes."
+    else:
+        reason = "Constructed fail: the upstream generator derived this answer from a passing one by dropping required points."
+    if note.strip():
+        # The only home of the upstream note: it names the dropped points, so it must stay
+        # out of every judge-visible field.
+        reason += " Upstream construction note: " + note.strip()
+    return reason
+
+
+def _composition_notes(rows: list[tuple[int, dict[str, str]]]) -> list[str]:
+    by_question: dict[str, Counter[str]] = defaultdict(Counter)
+    for _, row in rows:
+        by_question[row["question"].strip()][row["target"].strip().lower()] += 1
+    odd = sum(1 for counts in by_question.values() if counts != Counter({"pass": 1, "fail": 1}))
+    if odd:
+        return [f"{odd} question(s) do not have exactly one pass and one fail answer, unlike the upstream release"]
+    return []
+
+
+def _annotation_notes(source: Path, questions: set[str]) -> list[str]:
+    sibling = source.parent / "annotation_df.csv"
+    if not sibling.is_file() or sibling == source:
+        return []
+    note = "annotation_df.csv beside the source was not imported: it holds the upstream few-shot examples, not judge output for these cases"
+    try:
+        with open(sibling, encoding="utf-8-sig", newline="") as fh:
+            overlap = sum(1 for row in csv.DictReader(fh) if (row.get("question") or "").strip() in questions)
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return [note]
+    if overlap:
+        note += f"; WARNING: {overlap} of its rows share a question with the benchmark, so few-shot judges built from it have seen those questions"
+    return [note]
+
+
+def _rubric(slice_by: SliceBy, slice_names: list[str]) -> Rubric:
+    if slice_by == "theme":
+        slices = {name: SliceSpec(risk="medium", description=THEME_DESCRIPTIONS[name]) for name in slice_names}
+    else:
+        slices = {name: SliceSpec(risk="medium", description="Upstream EvalsBench topic (one question, two cases).") for name in slice_names}
+    return Rubric(
+        name="evalsbench-grading-notes-coverage",
+        version=RUBRIC_VERSION,
+        criterion=CRITERION,
+        labels=list(LABELS),
+        pass_label="pass",
+        fail_label="fail",
+        min_reviews=1,
+        slices=slices,
+    )
+
+
+def _card_front(source: Path, source_sha256: str, slice_by: SliceBy) -> dict[str, object]:
+    matches = source_sha256 == REFERENCE_SHA256
+    return {
+        "name": "evalsbench",
+        "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
+        "intended_use": (
+            "A constructed benchmark for checking whether a judge detects answers that omit points "
+            "required by grading notes (startup and venture-capital questions). It supports comparing "
+            "judge prompts and models on omission detection. It does not support claims of agreement "
+            "with independent human reviewers, because no human reviewed these labels. It also says "
+            "nothing about factual accuracy, safety or any other domain."
+        ),
+        "sampling_window": (
+            f"Not sampled from traffic. Every row was generated by the upstream authors ({UPSTREAM}, "
+            "src/qa_generation.py, an OpenAI model; the script defaults to gpt-4o): topic, question, grading notes, "
+            "a complete answer (pass) and a copy of that answer with one or two points dropped (fail). "
+            "One pass and one fail per question, 80 questions."
+        ),
+        "reviewer_qualifications": (
+            "None. The labels come from construction (reviewer 'dataset-construction'), not from "
+            "human review. The release does not document whether humans checked the generated rows."
+        ),
+        "adjudication_procedure": (
+            "No adjudication: the adjudicated label equals the construction label (target). The "
+            "upstream note describing what was removed from a fail answer is kept in the adjudication "
+            "reason only. It gives the label away, so it never reaches a judge."
+        ),
+        "known_gaps": [
+            "Labels are by construction: a 'fail' answer may still cover every point, and a 'pass' answer may miss one. Nobody checked.",
+            "Fail answers differ from their pass twin only by omission: the set does not test hallucinations, contradictions or wrong numbers.",
+            "One domain (startups and venture capital), English only, long-form LLM-written answers.",
+            "Slices are derived: the upstream topics are grouped into themes by hand (workbench.importers.evalsbench.TOPIC_THEMES); every slice is medium risk."
+            if slice_by == "theme"
+            else "Slices are the upstream topics, two cases each: too small for per-slice statistics.",
+            "annotation_df.csv (24 annotated few-shot examples for 12 other questions, verdict always equal to target) is not imported.",
+        ],
+        "excluded_domains": ["everything outside startup and venture-capital finance questions"],
+        "privacy_handling": "Synthetic, LLM-generated text about public business topics; no personal data is expected.",
+        "source_authority": (
+            "The grading notes were generated along with the questions by the upstream pipeline, in the "
+            "style of a domain expert's jottings. They are the only grading evidence. There is no reference answer."
+        ),
+        "licence": f"{LICENCE} (upstream LICENSE file beside the source)",
+        "provenance": {
+            "upstream": UPSTREAM,
+            "file": source.name,
+            "source_sha256": source_sha256,
+            "matches_upstream_copy": matches,
+            "importer": "workbench.importers.evalsbench",
+            "slice_by": slice_by,
+        },
+    }
+
+
+def _card_body(slice_by: SliceBy) -> str:
+    slicing = (
+        "six themes assigned by hand to the 80 upstream topics (each topic has one question); the topic is kept as a `topic:` tag."
+        if slice_by == "theme"
+        else "the 80 upstream topics, one question (two cases) each."
+    )
+    return f"""
+# EvalsBench (imported)
+
+This is a constructed benchmark, not a human-reviewed gold set. Each of the 80 questions has a
+passing answer and a failing copy with required points removed. The label is known because of how
+the answer was built.
+
+- **Judge-visible fields:** `input` (the question), `response`, and `grading_notes`. There is no
+  reference answer and there are no contexts.
+- **Hidden from judges:** the upstream `notes` column, which describes what was removed and so gives
+  the label away. It lives only in `adjudication.reason`.
+- **Partitions:** split by question. The group is a hash of the question text, and each group is
+  placed by the hash of its id (about 40/30/30 development/calibration/held_out). A question's two
+  answers always share a partition.
+- **Slices:** {slicing}
+- **Published figures** (Ragas quickstart, gpt-4o-mini judge): the baseline prompt aligns on 121/160
+  rows (75.6%) and the improved prompt on 139/160 (86.9%). The source has no per-row judge outputs,
+  so no `results.jsonl` is written.
+"""
