@@ -1,0 +1,759 @@
+"""Generate the demo gold dataset deterministically from the authored content.
+
+Usage: ``python -m workbench.demo.build [OUT_DIR]`` (default ``data/demo``). Every random
+choice comes from one ``random.Random(SEED)`` consumed in a fixed order, and every file is
+written with sorted keys, so two runs produce byte-identical files.
+
+What is generated, per topic (one paraphrase family = one ``group``):
+
+* a handful of response variants composed from the topic's sentences: concise correct,
+  terminology (abbreviations, synonyms, spelling variants), plain-language alternatives,
+  omissions, prohibited claims (verbatim, paraphrased, abbreviated), negated mentions,
+  verbose correct, polished but wrong, plus hand-written specials (ambiguous cases, traps);
+* two independent reviews per case from a pool of four pseudonymous reviewers, with
+  disagreement concentrated on borderline variants, and an adjudication for every case;
+* partitions assigned by group within each slice, so groups never straddle partitions and
+  every partition holds every slice;
+* a few corrections: later records that supersede an earlier, wrongly adjudicated record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .._io import atomic_write_text, sha256_text, write_jsonl
+from ..gold import GoldCase
+from ._content import (
+    APPROVED_TERMS,
+    CLOSERS,
+    EVIDENCE,
+    HANDBOOK,
+    OPENERS,
+    SLICES,
+    TOPICS,
+    VERBOSE_CLOSERS,
+    VERBOSE_OPENERS,
+    Claim,
+    Concept,
+    SliceInfo,
+    Special,
+    Topic,
+)
+
+SEED = 20260915
+DEFAULT_OUT = Path("data/demo")
+RUBRIC_NAME = "support-policy-correctness"
+RUBRIC_VERSION = "support-policy-2026.09"
+DATASET_VERSION = "1.0.0"
+REVIEWERS = ("reviewer-a", "reviewer-b", "reviewer-c", "reviewer-d")
+REVIEWER_PAIRS = tuple((a, b) for i, a in enumerate(REVIEWERS) for b in REVIEWERS[i + 1 :])
+ADJUDICATORS = ("adjudicator-m", "adjudicator-n")
+GENERATORS = ("support-bot-v3.1", "support-bot-v3.2", "support-bot-v4.0-rc1")
+SAMPLED = "2026-09"
+CORRECTION_DATE = "2026-10-06"
+
+RULE_LINE = (
+    "Rule: a required concept counts when it is stated in equivalent words or an approved "
+    "abbreviation; a prohibited claim counts when it is asserted in any wording, but not when it "
+    "is explicitly denied."
+)
+
+# Which optional variants a topic gets, with the probability of including each one.
+OPTIONAL_KINDS: tuple[tuple[str, float], ...] = (
+    ("terminology", 0.9),
+    ("plain-language", 0.35),
+    ("omission", 0.75),
+    ("prohibited-claim", 0.6),
+    ("paraphrased-prohibition", 0.55),
+    ("negation", 0.7),
+    ("post-negation", 1.0),
+    ("verbose", 0.65),
+    ("polished-wrong", 0.5),
+)
+
+# Share of each variant kind on which the two reviewers disagree (chosen exactly, by sampling):
+# borderline kinds split often, clear ones almost never.
+DISAGREEMENT: dict[str, float] = {
+    "concise": 0.0,
+    "verbose": 0.03,
+    "terminology": 0.17,
+    "plain-language": 0.3,
+    "omission": 0.12,
+    "prohibited-claim": 0.03,
+    "paraphrased-prohibition": 0.2,
+    "negation": 0.17,
+    "post-negation": 0.35,
+    "abbreviated-prohibition": 0.15,
+    "polished-wrong": 0.05,
+    "false-reassurance": 0.0,
+    "near-synonym": 0.5,
+    "wrong-polarity": 0.0,
+    "ambiguous": 0.7,
+}
+BORDERLINE_KINDS = frozenset(kind for kind, share in DISAGREEMENT.items() if share >= 0.15)
+
+RUBRIC_RULES: dict[str, str] = {
+    "terminology": "standard abbreviations, synonyms and spelling variants count as stating a required concept",
+    "plain-language": "equivalent plain wording counts as stating a required concept",
+    "omission": "every required concept must be stated",
+    "negation": "an explicit denial of a prohibited claim is not the claim",
+    "post-negation": "an explicit denial of a prohibited claim is not the claim, wherever the negation sits",
+    "paraphrased-prohibition": "a prohibited claim counts in any wording",
+    "abbreviated-prohibition": "a prohibited claim counts in any wording, abbreviations included",
+    "polished-wrong": "a fluent answer that contradicts the policy fails",
+    "false-reassurance": "a prohibited claim counts even when wrapped in reassurance",
+    "near-synonym": "a similar-sounding term does not state a different required concept",
+    "wrong-polarity": "naming a concept while stating its opposite does not state it",
+    "ambiguous": "when the notes cannot settle the verdict, the case is routed to review",
+}
+
+
+@dataclass
+class Variant:
+    """One response to a topic, before reviews."""
+
+    kind: str
+    response: str
+    label: str
+    tags: list[str]
+    why: str
+    """The adjudicated reason, stated for the gold label."""
+    dissent: str
+    """What a reviewer who disagreed would have written."""
+
+
+@dataclass
+class BuildSummary:
+    """What :func:`build` wrote."""
+
+    out_dir: Path
+    records: int
+    active: int
+    corrections: int
+    disagreements: int
+    by_partition: dict[str, int] = field(default_factory=dict)
+    by_label: dict[str, int] = field(default_factory=dict)
+
+
+# ------------------------------------------------------------------------ grading notes
+
+
+def grading_notes(topic: Topic) -> str:
+    """The structured, controlled evidence shown to reviewers and judges alike."""
+    lines = [f'Required: "{c.key}" | {c.meaning}' for c in topic.concepts]
+    lines.append(f'Prohibited: "{topic.claim.key}" | {topic.claim.meaning}')
+    lines.append(RULE_LINE)
+    lines.append("Sources: " + ", ".join(topic.evidence))
+    return "\n".join(lines)
+
+
+def _norm(text: str) -> str:
+    text = text.lower().replace("\u2019", "'")
+    return " " + " ".join(re.sub(r"[^a-z0-9]+", " ", text).split()) + " "
+
+
+def _has(text: str, phrase: str) -> bool:
+    return _norm(phrase) in _norm(text)
+
+
+def check_topic(topic: Topic) -> list[str]:
+    """Authoring checks: each sentence contains (or avoids) the key phrase it is meant to."""
+    problems: list[str] = []
+    for concept in topic.concepts:
+        if not _has(concept.canonical, concept.key):
+            problems.append(f"{topic.slug}: canonical sentence lacks {concept.key!r}")
+        if concept.alternative is not None and _has(concept.alternative, concept.key):
+            problems.append(f"{topic.slug}: alternative sentence still contains {concept.key!r}")
+        if (concept.alternative is None) != (concept.alt_term is None):
+            problems.append(f"{topic.slug}: {concept.key!r} needs both alternative and alt_term")
+    claim = topic.claim
+    for name in ("verbatim", "negated", "negated_after"):
+        sentence = getattr(claim, name)
+        if sentence is not None and not _has(sentence, claim.key):
+            problems.append(f"{topic.slug}: claim {name} sentence lacks {claim.key!r}")
+    for name in ("paraphrase", "abbreviated"):
+        sentence = getattr(claim, name)
+        if sentence is not None and _has(sentence, claim.key):
+            problems.append(f"{topic.slug}: claim {name} sentence contains {claim.key!r}")
+    if topic.wrong_replaces >= len(topic.concepts):
+        problems.append(f"{topic.slug}: wrong_replaces out of range")
+    unknown = [e for e in topic.evidence if e not in {eid for eid, _, _ in EVIDENCE}]
+    if unknown:
+        problems.append(f"{topic.slug}: unknown evidence {unknown}")
+    return problems
+
+
+# ------------------------------------------------------------------------ responses
+
+
+def _compose(rng: random.Random, sentences: Sequence[str]) -> str:
+    parts = [rng.choice(OPENERS), *sentences, rng.choice(CLOSERS)]
+    return " ".join(p for p in parts if p)
+
+
+def _compose_verbose(rng: random.Random, sentences: Sequence[str], topic: Topic, info: SliceInfo) -> str:
+    body = list(sentences)
+    body.insert(1, topic.extra)
+    body.append(info.filler)
+    parts = [rng.choice(VERBOSE_OPENERS), *body, rng.choice(VERBOSE_CLOSERS)]
+    return " ".join(parts)
+
+
+def _with_claim(rng: random.Random, base: list[str], sentence: str) -> list[str]:
+    out = list(base)
+    out.insert(rng.randint(1, len(out)), sentence)
+    return out
+
+
+def _keys(concepts: Sequence[Concept]) -> str:
+    return ", ".join(f"'{c.key}'" for c in concepts)
+
+
+def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant]:
+    concepts = topic.concepts
+    claim: Claim = topic.claim
+    canonical = [c.canonical for c in concepts]
+    termable = [c for c in concepts if c.alternative and c.alt_kind != "plain-language"]
+    plainable = [c for c in concepts if c.alternative and c.alt_kind == "plain-language"]
+    all_keys = _keys(concepts)
+
+    kinds = ["concise"]
+    for kind, p in OPTIONAL_KINDS:
+        available = {
+            "terminology": bool(termable),
+            "plain-language": bool(plainable),
+            "post-negation": claim.negated_after is not None,
+        }.get(kind, True)
+        if available and rng.random() < p:
+            kinds.append(kind)
+    if claim.abbreviated is not None:
+        kinds.append("abbreviated-prohibition")
+
+    out: list[Variant] = []
+    for kind in kinds:
+        if kind == "concise":
+            out.append(Variant(kind, _compose(rng, canonical), "pass", ["concise"],
+                               f"States every required concept ({all_keys}) and makes no prohibited claim.",
+                               "Looks fine, but I would want the answer to explain more."))
+        elif kind == "terminology":
+            sentences = [c.alternative if c in termable else c.canonical for c in concepts]
+            terms = ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in termable)
+            tags = sorted({c.alt_kind for c in termable})
+            out.append(Variant(kind, _compose(rng, sentences), "pass", tags,
+                               f"Uses standard terminology ({terms}); every required concept is present and no prohibited claim is made.",
+                               f"Not convinced {termable[0].alt_term!r} states '{termable[0].key}' as the notes require."))
+        elif kind == "plain-language":
+            sentences = [c.alternative if c in plainable else c.canonical for c in concepts]
+            terms = ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in plainable)
+            out.append(Variant(kind, _compose(rng, sentences), "pass", ["plain-language"],
+                               f"States the required concepts in equivalent plain words ({terms}); no prohibited claim.",
+                               f"'{plainable[0].alt_term}' is too loose to count as '{plainable[0].key}'."))
+        elif kind == "omission":
+            dropped = rng.randrange(len(concepts))
+            sentences = [s for i, s in enumerate(canonical) if i != dropped]
+            missing = concepts[dropped]
+            out.append(Variant(kind, _compose(rng, sentences), "fail", ["omission"],
+                               f"Omits a required concept: {missing.meaning}.",
+                               f"Covers the main point; leaving out '{missing.key}' seemed minor."))
+        elif kind == "prohibited-claim":
+            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.verbatim)), "fail", ["prohibited-claim"],
+                               f"Asserts the prohibited claim that {claim.meaning} ('{claim.key}').",
+                               "All required concepts are present."))
+        elif kind == "paraphrased-prohibition":
+            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.paraphrase)), "fail", ["paraphrased-prohibition"],
+                               f"Asserts in other words that {claim.meaning}: \"{claim.paraphrase}\"",
+                               "All required concepts are present; I read the extra sentence as friendly tone, not a promise."))
+        elif kind == "negation":
+            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.negated)), "pass", ["negation"],
+                               f"Mentions '{claim.key}' only to deny it, which is what the policy says; all required concepts present.",
+                               f"Contains the prohibited phrase '{claim.key}'."))
+        elif kind == "post-negation":
+            assert claim.negated_after is not None
+            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.negated_after)), "pass", ["negation", "post-negation"],
+                               f"Raises '{claim.key}' only to rule it out; all required concepts present.",
+                               f"Repeats the prohibited phrase '{claim.key}'; the denial is not explicit enough."))
+        elif kind == "abbreviated-prohibition":
+            assert claim.abbreviated is not None
+            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.abbreviated)), "fail", ["prohibited-claim", "abbreviation"],
+                               f"'{claim.abbreviated_term}' is the prohibited claim that {claim.meaning}, abbreviated.",
+                               "All required concepts are present and the prohibited phrase does not appear."))
+        elif kind == "verbose":
+            out.append(Variant(kind, _compose_verbose(rng, canonical, topic, info), "pass", ["verbose", "long-answer"],
+                               f"Long, but states every required concept ({all_keys}) and makes no prohibited claim.",
+                               "Too long and padded for a support answer."))
+        elif kind == "polished-wrong":
+            target = concepts[topic.wrong_replaces]
+            sentences = [topic.wrong if i == topic.wrong_replaces else s for i, s in enumerate(canonical)]
+            out.append(Variant(kind, _compose_verbose(rng, sentences, topic, info), "fail", ["polished-wrong", "long-answer"],
+                               f"Fluent and confident but wrong: the policy is that {target.meaning}, and the response says \"{topic.wrong}\"",
+                               "Reads well and answers the question."))
+    for special in topic.specials:
+        out.append(_special_variant(special))
+    rng.shuffle(out)
+    return out
+
+
+def _special_variant(special: Special) -> Variant:
+    tags = {
+        "ambiguous": ["ambiguous"],
+        "false-reassurance": ["prohibited-claim", "false-reassurance"],
+        "near-synonym": ["omission", "near-synonym"],
+        "wrong-polarity": ["polished-wrong", "wrong-polarity"],
+    }[special.kind]
+    dissent = {
+        "ambiguous": "",
+        "false-reassurance": "Reads as reassurance; the required concepts are all there.",
+        "near-synonym": "The verification step is mentioned, which is close enough.",
+        "wrong-polarity": "Mentions the required concept.",
+    }[special.kind]
+    return Variant(special.kind, special.response, special.label, tags, special.note, dissent)
+
+
+# ------------------------------------------------------------------------ reviews
+
+
+def _reviews(variant: Variant, pair: tuple[str, str], evidence: list[str], disagree: bool, rng: random.Random) -> list[dict[str, Any]]:
+    """Two independent reviews, which disagree when ``disagree`` is set."""
+    gold = variant.label
+    borderline = variant.kind in BORDERLINE_KINDS
+    if variant.kind == "ambiguous":
+        splits = [("pass", "review_required"), ("fail", "review_required"), ("pass", "fail"), ("review_required", "fail")]
+        labels = rng.choice(splits) if disagree else ("review_required", "review_required")
+        reviews = []
+        for reviewer, label in zip(pair, labels, strict=True):
+            reviews.append({
+                "reviewer": reviewer,
+                "label": label,
+                "confidence": "low",
+                "rationale": variant.why if label == "review_required" else (
+                    "Reads as acceptable under the notes, though the wording is vague." if label == "pass"
+                    else "Too vague to count as stating the required concept."),
+                "evidence": evidence,
+                "escalate": label == "review_required",
+            })
+        return reviews
+    dissenter = rng.randrange(2) if disagree else -1
+    other = "fail" if gold == "pass" else "pass"
+    reviews = []
+    for i, reviewer in enumerate(pair):
+        if i == dissenter:
+            reviews.append({
+                "reviewer": reviewer,
+                "label": other,
+                "confidence": rng.choice(["low", "medium"]),
+                "rationale": variant.dissent,
+                "evidence": evidence[:1],
+                "escalate": False,
+            })
+        else:
+            reviews.append({
+                "reviewer": reviewer,
+                "label": gold,
+                "confidence": "medium" if borderline else rng.choice(["high", "high", "high", "medium"]),
+                "rationale": variant.why,
+                "evidence": evidence,
+                "escalate": False,
+            })
+    return reviews
+
+
+def _adjudication(variant: Variant, reviews: list[dict[str, Any]], disagree: bool, adjudicator: str) -> dict[str, Any]:
+    if disagree:
+        split = ", ".join(f"{r['reviewer']}={r['label']}" for r in reviews)
+        rule = RUBRIC_RULES.get(variant.kind)
+        reason = f"Reviewers split ({split}). {variant.why}"
+        if rule:
+            reason += f" Rubric: {rule}."
+    else:
+        reason = f"Reviewers agree. {variant.why}"
+    return {"label": variant.label, "reason": reason, "adjudicator": adjudicator}
+
+
+# ------------------------------------------------------------------------ partitions
+
+
+def _assign_partitions(rng: random.Random) -> dict[str, str]:
+    """Partition of every topic slug: per slice, about 40/30/30 of groups."""
+    splits = {7: (3, 2, 2), 6: (2, 2, 2), 5: (2, 2, 1)}
+    out: dict[str, str] = {}
+    for info in SLICES:
+        slugs = [t.slug for t in TOPICS if t.slice == info.name]
+        rng.shuffle(slugs)
+        dev, cal, _ = splits[len(slugs)]
+        for i, slug in enumerate(slugs):
+            out[slug] = "development" if i < dev else "calibration" if i < dev + cal else "held_out"
+    return out
+
+
+# ------------------------------------------------------------------------ corrections
+
+
+@dataclass(frozen=True)
+class _CorrectionPlan:
+    kind: str
+    disagreed: bool
+    occasion: str
+    wrong_label: str
+    wrong_reason: str
+    fix_reason: str
+
+
+_CORRECTIONS: tuple[_CorrectionPlan, ...] = (
+    _CorrectionPlan("paraphrased-prohibition", False, "the agreement audit", "pass",
+                    "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
+                    "the response asserts the prohibited claim in other words; both reviewers and the adjudicator looked only for the listed phrase"),
+    _CorrectionPlan("paraphrased-prohibition", False, "the agreement audit", "pass",
+                    "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
+                    "the closing sentence is a paraphrase of the prohibited claim, which the original review missed"),
+    _CorrectionPlan("terminology", False, "the agreement audit", "fail",
+                    "Reviewers agree. The response does not use the wording in the grading notes.",
+                    "the rubric accepts standard abbreviations and synonyms; the original labels penalised approved terminology"),
+    _CorrectionPlan("negation", True, "an adjudication review", "fail",
+                    "Reviewers split. The prohibited phrase appears in the response.",
+                    "the prohibited phrase appears only inside an explicit denial, which the rubric does not count as the claim"),
+    _CorrectionPlan("omission", True, "an adjudication review", "pass",
+                    "Reviewers split. The main point is covered.",
+                    "a required concept is missing and the rubric requires every required concept"),
+)
+
+
+def _plan_corrections(rows: list[dict[str, Any]], variants: dict[str, Variant], disagreements: dict[str, bool], rng: random.Random) -> list[dict[str, Any]]:
+    """Rewrite a few records as wrongly adjudicated originals; return their corrections."""
+    by_id = {row["case_id"]: row for row in rows}
+    used: set[str] = set()
+    corrections: list[dict[str, Any]] = []
+    for plan in _CORRECTIONS:
+        pool = sorted(cid for cid, v in variants.items() if v.kind == plan.kind and cid not in used and disagreements[cid] == plan.disagreed)
+        if not pool:
+            pool = sorted(cid for cid, v in variants.items() if v.kind == plan.kind and cid not in used)
+        cid = rng.choice(pool)
+        used.add(cid)
+        original = by_id[cid]
+        if not plan.disagreed:
+            # Both reviewers made the same mistake (a rubric example anchored them).
+            original["reviews"] = [
+                {**r, "label": plan.wrong_label, "rationale": plan.wrong_reason.removeprefix("Reviewers agree. "), "confidence": "medium"}
+                for r in original["reviews"]
+            ]
+        original["adjudication"] = {**original["adjudication"], "label": plan.wrong_label, "reason": plan.wrong_reason}
+        correct_label = "fail" if plan.wrong_label == "pass" else "pass"
+        fixed = {
+            **original,
+            "case_id": f"{cid}-c1",
+            "supersedes": cid,
+            "tags": [*original["tags"], "corrected"],
+            "adjudication": {
+                "label": correct_label,
+                "reason": (
+                    f"Correction of {cid} after {plan.occasion} on {CORRECTION_DATE}: {plan.fix_reason}. "
+                    f"{variants[cid].why} The original label {plan.wrong_label} is superseded."
+                ),
+                "adjudicator": ADJUDICATORS[0],
+            },
+            "metadata": {**original["metadata"], "corrected_on": CORRECTION_DATE},
+        }
+        corrections.append(fixed)
+    return corrections
+
+
+# ------------------------------------------------------------------------ build
+
+
+def _choose_disagreements(kinds: dict[str, str], rng: random.Random) -> set[str]:
+    """Case ids whose reviewers disagree: an exact share of each kind, sampled."""
+    chosen: set[str] = set()
+    for kind, share in DISAGREEMENT.items():
+        ids = sorted(cid for cid, k in kinds.items() if k == kind)
+        chosen.update(rng.sample(ids, round(share * len(ids))))
+    return chosen
+
+
+def generate(rng: random.Random | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """All gold records in file order, and the variant kind of every original case id."""
+    rng = rng or random.Random(SEED)
+    problems = [p for topic in TOPICS for p in check_topic(topic)]
+    if problems:
+        raise ValueError("demo content problems:\n" + "\n".join(problems))
+    partitions = _assign_partitions(rng)
+    infos = {info.name: info for info in SLICES}
+
+    # Pass 1: the responses, in file order.
+    drafts: list[tuple[str, Topic, str, Variant]] = []
+    for info in SLICES:
+        topics = [t for t in TOPICS if t.slice == info.name]
+        for number, topic in enumerate(topics, start=1):
+            group = f"{info.prefix}-{number:02d}-{topic.slug}"
+            for v_number, variant in enumerate(_variants(topic, infos[topic.slice], rng), start=1):
+                drafts.append((f"{info.prefix}-{number:02d}-{v_number:02d}", topic, group, variant))
+    kinds = {case_id: variant.kind for case_id, _, _, variant in drafts}
+
+    # Pass 2: reviews and adjudication.
+    disagreeing = _choose_disagreements(kinds, rng)
+    rows: list[dict[str, Any]] = []
+    for index, (case_id, topic, group, variant) in enumerate(drafts):
+        pair = REVIEWER_PAIRS[index % len(REVIEWER_PAIRS)]
+        if rng.random() < 0.5:
+            pair = (pair[1], pair[0])
+        evidence = list(topic.evidence)
+        disagree = case_id in disagreeing
+        reviews = _reviews(variant, pair, evidence, disagree, rng)
+        rows.append({
+            "schema_version": 1,
+            "case_id": case_id,
+            "partition": partitions[topic.slug],
+            "group": group,
+            "slice": topic.slice,
+            "tags": variant.tags,
+            "rubric_version": RUBRIC_VERSION,
+            "input": rng.choice(topic.questions),
+            "response": variant.response,
+            "response_hash": sha256_text(variant.response),
+            "grading_notes": grading_notes(topic),
+            "evidence": evidence,
+            "reviews": reviews,
+            "adjudication": _adjudication(variant, reviews, disagree, ADJUDICATORS[index % len(ADJUDICATORS)]),
+            "metadata": {
+                "source": "synthetic-demo",
+                "generator": rng.choice(GENERATORS),
+                "sampled": SAMPLED,
+                "authored_by": "workbench demo builder",
+            },
+        })
+    disagreements = {case_id: case_id in disagreeing for case_id in kinds}
+    corrections = _plan_corrections(rows, {case_id: variant for case_id, _, _, variant in drafts}, disagreements, rng)
+    records = rows + corrections
+    for record in records:
+        GoldCase.model_validate(record)  # fail loudly if the generator drifts from the format
+    return records, kinds
+
+
+def _rubric() -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "name": RUBRIC_NAME,
+        "version": RUBRIC_VERSION,
+        "criterion": (
+            "Given the customer's question and the case's grading notes, a support response passes "
+            "when it states every required concept and asserts none of the prohibited claims, "
+            "and is routed to review_required when the notes cannot settle the verdict."
+        ),
+        "labels": ["pass", "fail", "review_required"],
+        "pass_label": "pass",
+        "fail_label": "fail",
+        "abstain_labels": ["review_required"],
+        "min_reviews": 2,
+        "slices": {info.name: {"risk": info.risk, "description": info.description} for info in SLICES},
+        "evidence_snapshot": "evidence.jsonl",
+    }
+
+
+def _active(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    superseded = {r["supersedes"] for r in records if r.get("supersedes")}
+    return [r for r in records if r["case_id"] not in superseded]
+
+
+def _card(records: list[dict[str, Any]]) -> str:
+    active = _active(records)
+    front = {
+        "name": "tallowmere-support-demo",
+        "version": DATASET_VERSION,
+        "intended_use": (
+            "Demonstrating and testing the judge calibration workbench: validation, human agreement, "
+            "judge runs and alignment reports with the two demo judges. Not evidence about any real "
+            "product, policy, model or reviewer population; never use it to certify a production judge."
+        ),
+        "sampling_window": (
+            f"Synthetic responses dated {SAMPLED} (2026-09-01 to 2026-09-28), written by the project's "
+            "demo builder (workbench/demo) from authored policy sentences; no real traffic was sampled."
+        ),
+        "reviewer_qualifications": (
+            "Four pseudonymous reviewers (reviewer-a to reviewer-d) and two adjudicators are simulated by "
+            f"the builder; they represent support-policy specialists trained on rubric {RUBRIC_VERSION}. "
+            "Their labels, confidence and rationales are authored, not collected from people."
+        ),
+        "adjudication_procedure": (
+            "Every case has two independent, blinded reviews from a rotating pair of reviewers. Every "
+            "case is adjudicated: when reviewers agree the adjudicator confirms the label; when they "
+            "disagree, or a reviewer escalates, the adjudicator decides from the grading notes and the "
+            "evidence snapshot and records the rubric rule applied. Corrections are new records that "
+            "supersede the old one; preliminary labels are never edited."
+        ),
+        "known_gaps": [
+            "Synthetic English text only; real customer phrasing, typos and multilingual traffic are absent.",
+            "Responses are composed from a small set of authored sentences, so wording is repetitive within a group.",
+            "One fictional retailer's policies; other businesses and policy styles are not covered.",
+            "Single-turn answers only; multi-turn conversations, tool use and retrieval are not covered.",
+            "Adversarial prompt-injection inside responses is not covered.",
+            "Reviewer behaviour is simulated; real reviewer drift and fatigue are not represented.",
+        ],
+        "excluded_domains": [
+            "medical, legal and financial advice",
+            "real company policies and real customer data",
+            "product recommendations and sales",
+        ],
+        "privacy_handling": (
+            "No personal data: customers, orders, reviewers and the company are fictional. The only "
+            "email address (privacy@tallowmere.example) uses the reserved .example domain."
+        ),
+        "source_authority": (
+            f"The evidence snapshot (evidence.jsonl) is the authored '{HANDBOOK}', owned by this "
+            "project. Grading notes cite its passage ids; it is the only authority for labels."
+        ),
+    }
+    head = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
+    return f"---\n{head}---\n\n{_card_body(records, active)}"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _card_body(records: list[dict[str, Any]], active: list[dict[str, Any]]) -> str:
+    labels = ["pass", "fail", "review_required"]
+    partitions = ["development", "calibration", "held_out"]
+    counts = Counter((r["partition"], r["slice"], r["adjudication"]["label"]) for r in active)
+    groups = Counter((r["partition"], r["slice"]) for r in {r["group"]: r for r in active}.values())
+    dist_rows = []
+    for p in partitions:
+        for info in SLICES:
+            row = [p, info.name, info.risk, str(groups[(p, info.name)])]
+            row += [str(counts[(p, info.name, label)]) for label in labels]
+            dist_rows.append(row)
+    totals = Counter(r["adjudication"]["label"] for r in active)
+    split = sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1)
+    corrections = [r for r in records if r.get("supersedes")]
+    n_groups = len({r["group"] for r in active})
+    correction_lines = "\n".join(
+        f"- `{r['case_id']}` supersedes `{r['supersedes']}` ({r['partition']}, {r['slice']}): "
+        f"adjudicated {r['adjudication']['label']}."
+        for r in corrections
+    )
+    terms = _table(["concept", "accepted alternatives"], [[a, b] for a, b in APPROVED_TERMS])
+    distribution = _table(["partition", "slice", "risk", "groups", *labels], dist_rows)
+    return f"""# Tallowmere support-policy demo gold set
+
+**Synthetic data, authored by this project.** Tallowmere is a fictional online homeware shop.
+Its policies (the evidence snapshot), the customer questions, the support-bot responses, the
+reviewer labels and the adjudications were all written for this workbench by the demo builder
+(`python -m workbench.demo.build data/demo`, seed {SEED}). Nothing was copied from a public
+dataset and nothing comes from real customers. Regenerating gives byte-identical files.
+
+## What is judged
+
+Rubric `{RUBRIC_NAME}`, version `{RUBRIC_VERSION}`. Given the customer's question and the
+case's grading notes, a response **passes** when it states every required concept and asserts
+none of the prohibited claims; otherwise it **fails**. It is **review_required** when the notes
+cannot settle the verdict (kept rare on purpose).
+
+## Grading-notes format
+
+Every case carries `grading_notes`, the controlled evidence that both reviewers and judges
+read. One item per line:
+
+```
+Required: "<key phrase>" | <the concept, in words>
+Prohibited: "<key phrase>" | <the claim, in words>
+Rule: <how alternatives and denials are treated>
+Sources: <evidence ids>
+```
+
+- `Required` lines list the concepts a correct answer must state. The quoted key phrase is the
+  policy's own wording; the text after `|` says what the concept means.
+- `Prohibited` lines list claims a correct answer must not make. The quoted key phrase is the
+  typical wording of the claim; the text after `|` says what the claim is.
+- The `Rule` line is the same on every case: a required concept counts when it is stated in
+  equivalent words or an approved abbreviation (below); a prohibited claim counts when it is
+  asserted in any wording, but not when it is explicitly denied ("late requests are **not**
+  automatically approved" is correct).
+- `Sources` lists the ids of the passages in `evidence.jsonl` the notes come from.
+
+The quoted phrases make the notes machine-readable, but the label follows the meaning: a judge
+that only matches the quoted phrases will mis-grade abbreviations, denials and paraphrases.
+That is deliberate: the two demo judges (`workbench.judges.demo`) show exactly those errors.
+
+## Approved terminology
+
+Reviewers accept these alternatives for a required concept, besides equivalent plain wording:
+
+{terms}
+
+## Case design
+
+Each `group` is one source question with several paraphrased inputs and different responses.
+Partitions are assigned by group within each slice (about 40/30/30 of groups), so a group
+never straddles partitions and every partition holds every slice. Tags record the response
+style: `concise`, `verbose`, `abbreviation`, `synonym`, `spelling-variant`, `plain-language`,
+`omission`, `prohibited-claim`, `paraphrased-prohibition`, `negation`, `post-negation`,
+`polished-wrong`, `false-reassurance`, `near-synonym`, `wrong-polarity`, `ambiguous`,
+`corrected`. Case ids (`<slice prefix>-<group>-<variant>`) carry no label information.
+
+## Label distribution (active cases)
+
+- Active cases: {len(active)} in {n_groups} groups.
+- Records: {len(records)}, of which {len(corrections)} are superseded originals.
+- Labels: {totals["pass"]} pass, {totals["fail"]} fail, {totals["review_required"]} review_required.
+
+{distribution}
+
+## Reviews and adjudication
+
+Every case has two independent reviews from a rotating pair of four reviewers. Reviewers
+disagree on {split} of {len(active)} active cases ({split / len(active):.1%}), mostly on
+abbreviations, denials, plain-language alternatives, partial omissions and paraphrased claims.
+Every case is adjudicated, and the reason records the rubric rule applied.
+
+## Corrections
+
+{correction_lines}
+
+Each correction keeps the response, hash, partition and preliminary reviews of the record it
+supersedes and changes only the adjudication; the original record stays in `gold.jsonl`.
+"""
+
+
+def build(out_dir: str | Path = DEFAULT_OUT) -> BuildSummary:
+    """(Re)write the demo dataset into ``out_dir``; returns what was written."""
+    out = Path(out_dir)
+    records, _ = generate(random.Random(SEED))
+    write_jsonl(out / "gold.jsonl", records)
+    atomic_write_text(out / "rubric.yaml", yaml.safe_dump(_rubric(), sort_keys=False, allow_unicode=True, width=100))
+    write_jsonl(out / "evidence.jsonl", ({"id": eid, "text": text, "source": f"{HANDBOOK}, {section}"} for eid, text, section in EVIDENCE))
+    atomic_write_text(out / "card.md", _card(records))
+    active = _active(records)
+    return BuildSummary(
+        out_dir=out,
+        records=len(records),
+        active=len(active),
+        corrections=len(records) - len(active),
+        disagreements=sum(1 for r in active if len({rv["label"] for rv in r["reviews"]}) > 1),
+        by_partition=dict(sorted(Counter(r["partition"] for r in active).items())),
+        by_label=dict(sorted(Counter(r["adjudication"]["label"] for r in active).items())),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m workbench.demo.build", description=__doc__.splitlines()[0])
+    parser.add_argument("out_dir", nargs="?", default=str(DEFAULT_OUT), help="output directory (default: data/demo)")
+    args = parser.parse_args(argv)
+    summary = build(args.out_dir)
+    print(
+        f"wrote {summary.out_dir}: {summary.active} active cases ({summary.records} records, "
+        f"{summary.corrections} superseded), disagreement {summary.disagreements}/{summary.active}, "
+        f"partitions {summary.by_partition}, labels {summary.by_label}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,260 @@
+"""Two offline demo judges: deterministic Ragas ``@discrete_metric`` functions.
+
+Both read only their arguments. They parse the structured grading notes of the demo dataset::
+
+    Required: "<key phrase>" | <meaning>
+    Prohibited: "<key phrase>" | <meaning>
+
+and pass a response iff every required key phrase is found in it and no prohibited key
+phrase is. They are meant to be *wrong in explainable ways*, so that alignment reports have
+something real to show:
+
+``rubric_judge_v1``
+    Plain case-insensitive phrase matching after light normalisation (punctuation and
+    hyphens become spaces). It does not know that "2FA" means two-factor authentication
+    (false fails on abbreviations and synonyms), counts "not automatically approved" as the
+    prohibited claim (false fails on denials), and cannot see a prohibited claim that is
+    paraphrased or abbreviated (false passes).
+
+``rubric_judge_v2``
+    Version 1 plus one declared change: a terminology guide (abbreviations, synonyms,
+    spelling variants, number words) and negation handling (a prohibited phrase preceded in
+    its sentence by a negation cue is a denial, not a claim). It fixes most abbreviation and
+    denial false fails, still misses paraphrased claims and denials placed after the phrase,
+    and introduces new errors: the guide's over-broad entry ("verification" for identity
+    verification) and the negation window, which reads "No problem, ..." as a denial.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragas.metrics import discrete_metric
+from ragas.metrics.result import MetricResult
+
+import workbench  # noqa: F401  (sets RAGAS_DO_NOT_TRACK before ragas is imported)
+
+ALLOWED_VALUES = ["pass", "fail"]
+
+_NOTE_LINE = re.compile(r'^\s*(Required|Prohibited)\s*:\s*"([^"]+)"', re.IGNORECASE | re.MULTILINE)
+_SENTENCE_END = re.compile(r"[.!?;]+(?=\s|$)")
+_CONTRACTIONS: tuple[tuple[str, str], ...] = (
+    ("can't", "cannot"),
+    ("won't", "will not"),
+    ("n't", " not"),
+    ("'ll", " will"),
+    ("'re", " are"),
+    ("'m", " am"),
+)
+
+# The terminology and abbreviation guide of version 2: canonical term -> accepted alternatives.
+TERMINOLOGY_GUIDE: dict[str, tuple[str, ...]] = {
+    "two-factor authentication": ("2FA", "two-step verification", "multi-factor authentication", "MFA"),
+    "return authorization": ("RMA", "return merchandise authorization"),
+    "business days": ("biz days", "working days"),
+    "business day": ("biz day", "working day"),
+    # Over-broad on purpose: "verification" alone also matches "two-step verification".
+    "identity verification": ("ID check", "ID verification", "identity check", "verification"),
+    "original payment method": ("card you paid with", "original form of payment", "original card"),
+    "one-time passcode": ("OTP", "one-time code"),
+    "password reset": ("pw reset",),
+    "sign out of all sessions": ("log out everywhere", "sign out everywhere"),
+    "order number": ("order no", "order ID"),
+    "tracking number": ("tracking no", "tracking ID"),
+    "reference number": ("ref no", "ref number"),
+    "prepaid return label": ("free return label", "prepaid label"),
+    "data protection officer": ("DPO",),
+    "personal data": ("PII", "personal information"),
+    "end of the billing period": ("end of your billing cycle", "end of the billing cycle"),
+    "membership year": ("plan year",),
+    "tier 2": ("T2",),
+    "hours": ("hrs",),
+    "hour": ("hr",),
+    "minutes": ("mins",),
+    "years": ("yrs",),
+    "photo": ("picture", "pic"),
+    "VAT invoice": ("tax invoice",),
+    "company name": ("business name",),
+    "cash on delivery": ("COD",),
+    "unsubscribe": ("opt out",),
+    "customs duties": ("import duties",),
+    "standard": ("std",),
+    "shipping": ("postage",),
+    "prorated": ("pro rata", "pro-rated"),
+    "center": ("centre",),
+    "authorization": ("authorisation",),
+    "neighbours": ("neighbors",),
+    "payment details": ("card details", "billing details"),
+}
+
+_NUMBER_WORDS: dict[str, str] = {
+    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30",
+}
+
+NEGATION_CUES = frozenset({"not", "no", "never", "cannot", "nor", "none", "nothing", "without"})
+NEGATION_WINDOW = 6
+"""How many words before a prohibited phrase version 2 searches for a negation cue."""
+
+
+@dataclass(frozen=True)
+class Notes:
+    """The key phrases parsed from structured grading notes."""
+
+    required: tuple[str, ...]
+    prohibited: tuple[str, ...]
+
+
+def parse_notes(grading_notes: str) -> Notes:
+    """Read the ``Required: "..."`` and ``Prohibited: "..."`` lines of the grading notes."""
+    required: list[str] = []
+    prohibited: list[str] = []
+    for kind, phrase in _NOTE_LINE.findall(grading_notes or ""):
+        (required if kind.lower() == "required" else prohibited).append(phrase.strip())
+    return Notes(tuple(required), tuple(prohibited))
+
+
+def _tokens(text: str, *, number_words: bool = False) -> list[str]:
+    text = text.lower().replace("\u2019", "'")
+    for short, long in _CONTRACTIONS:
+        text = text.replace(short, long)
+    words = re.sub(r"[^a-z0-9]+", " ", text).split()
+    if number_words:
+        words = [_NUMBER_WORDS.get(w, w) for w in words]
+    return words
+
+
+def _find(haystack: list[str], needle: list[str]) -> list[int]:
+    """Start indices of ``needle`` as a whole-word run inside ``haystack``."""
+    n = len(needle)
+    if n == 0:
+        return []
+    return [i for i in range(len(haystack) - n + 1) if haystack[i : i + n] == needle]
+
+
+def _sentence(parts: list[str]) -> str:
+    text = "; ".join(parts)
+    return text[:1].upper() + text[1:] + "."
+
+
+# ------------------------------------------------------------------------------ version 1
+
+
+def _v1_verdict(response: str, grading_notes: str) -> MetricResult:
+    notes = parse_notes(grading_notes)
+    if not notes.required and not notes.prohibited:
+        return MetricResult(value="fail", reason="The grading notes contain no Required or Prohibited lines to check.")
+    words = _tokens(response)
+    missing = [p for p in notes.required if not _find(words, _tokens(p))]
+    matched = [p for p in notes.prohibited if _find(words, _tokens(p))]
+    if missing or matched:
+        parts = []
+        if missing:
+            parts.append("missing required concept " + ", ".join(f"'{p}'" for p in missing))
+        if matched:
+            parts.append("prohibited claim matched " + ", ".join(f"'{p}'" for p in matched))
+        return MetricResult(value="fail", reason=_sentence(parts))
+    found = ", ".join(f"'{p}'" for p in notes.required) or "none listed"
+    return MetricResult(value="pass", reason=f"All required concepts found ({found}); no prohibited claim matched.")
+
+
+@discrete_metric(name="rubric_judge_v1", allowed_values=ALLOWED_VALUES)
+def rubric_judge_v1(user_input: str, response: str, grading_notes: str) -> MetricResult:
+    """Pass iff every required phrase appears in the response and no prohibited phrase does."""
+    del user_input  # the verdict depends on the response and the notes only
+    return _v1_verdict(response, grading_notes)
+
+
+# ------------------------------------------------------------------------------ version 2
+
+
+def _guide_tokens() -> list[tuple[list[str], list[list[str]]]]:
+    return [
+        (_tokens(term, number_words=True), [_tokens(alt, number_words=True) for alt in alts])
+        for term, alts in TERMINOLOGY_GUIDE.items()
+    ]
+
+
+_GUIDE = _guide_tokens()
+
+
+def _spellings(phrase: str) -> list[tuple[list[str], str]]:
+    """The phrase and its guide alternatives, each with the surface form it stands for."""
+    base = _tokens(phrase, number_words=True)
+    out: list[tuple[list[str], str]] = [(base, phrase)]
+    for term, alternatives in _GUIDE:
+        for start in _find(base, term):
+            for alt in alternatives:
+                variant = base[:start] + alt + base[start + len(term) :]
+                out.append((variant, " ".join(variant)))
+    return out
+
+
+def _sentences(text: str) -> list[list[str]]:
+    return [_tokens(s, number_words=True) for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def _find_required(sentences: list[list[str]], phrase: str) -> str | None:
+    """The form in which a required phrase appears, or ``None``."""
+    for tokens, surface in _spellings(phrase):
+        if any(_find(words, tokens) for words in sentences):
+            return surface
+    return None
+
+
+def _find_claim(sentences: list[list[str]], phrase: str) -> tuple[str | None, str | None]:
+    """``(asserted_form, denied_cue)``: a non-negated occurrence wins over a negated one."""
+    denied: str | None = None
+    for tokens, surface in _spellings(phrase):
+        for words in sentences:
+            for start in _find(words, tokens):
+                window = words[max(0, start - NEGATION_WINDOW) : start]
+                cue = next((w for w in reversed(window) if w in NEGATION_CUES), None)
+                if cue is None:
+                    return surface, None
+                denied = denied or cue
+    return None, denied
+
+
+def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
+    notes = parse_notes(grading_notes)
+    if not notes.required and not notes.prohibited:
+        return MetricResult(value="fail", reason="The grading notes contain no Required or Prohibited lines to check.")
+    sentences = _sentences(response)
+    found: list[str] = []
+    missing: list[str] = []
+    for phrase in notes.required:
+        surface = _find_required(sentences, phrase)
+        if surface is None:
+            missing.append(phrase)
+        elif _tokens(surface, number_words=True) != _tokens(phrase, number_words=True):
+            found.append(f"'{phrase}' (as '{surface}')")
+        else:
+            found.append(f"'{phrase}'")
+    asserted: list[str] = []
+    denials: list[str] = []
+    for phrase in notes.prohibited:
+        surface, cue = _find_claim(sentences, phrase)
+        if surface is not None:
+            asserted.append(f"'{phrase}'" + (f" (as '{surface}')" if surface != phrase else ""))
+        elif cue is not None:
+            denials.append(f"'{phrase}' only under negation ('{cue}')")
+    if missing or asserted:
+        parts = []
+        if missing:
+            parts.append("missing required concept " + ", ".join(f"'{p}'" for p in missing))
+        if asserted:
+            parts.append("prohibited claim matched " + ", ".join(asserted))
+        return MetricResult(value="fail", reason=_sentence(parts))
+    reason = f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim asserted"
+    if denials:
+        reason += "; mentioned " + ", ".join(denials)
+    return MetricResult(value="pass", reason=reason + ".")
+
+
+@discrete_metric(name="rubric_judge_v2", allowed_values=ALLOWED_VALUES)
+def rubric_judge_v2(user_input: str, response: str, grading_notes: str) -> MetricResult:
+    """Version 1 plus a terminology guide and negation handling for prohibited claims."""
+    del user_input  # the verdict depends on the response and the notes only
+    return _v2_verdict(response, grading_notes)
