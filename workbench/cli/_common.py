@@ -1,0 +1,43 @@
+"""Shared CLI plumbing: user errors become a problem list on stderr and exit code 2."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from ..errors import WorkbenchError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_INVALID_INPUT = 2
+"""Exit code for invalid user input (bad data, bad arguments, refused joins)."""
+
+
+def report_problems(exc: WorkbenchError) -> None:
+    click.echo(f"error: {exc.summary}", err=True)
+    for problem in exc.problems:
+        click.echo(problem.format(), err=True)
+
+
+def user_errors(func: F) -> F:
+    """Turn :class:`WorkbenchError` into a readable problem list and exit code 2, no traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except WorkbenchError as exc:
+            report_problems(exc)
+            sys.exit(EXIT_INVALID_INPUT)
+
+    return wrapper  # type: ignore[return-value]
+
+
+def echo_json(obj: Any) -> None:
+    """Print JSON deterministically (sorted keys, two-space indent)."""
+    click.echo(json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False))

@@ -1,0 +1,51 @@
+"""``workbench card``."""
+
+from __future__ import annotations
+
+import click
+import yaml
+
+from ..gold import CARD_FIELDS, card_statistics, load_dataset
+from ._common import echo_json, user_errors
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=str))
+@click.option("--json", "as_json", is_flag=True, help="Print the card and its computed part as JSON.")
+@user_errors
+def card(path: str, as_json: bool) -> None:
+    """Show a dataset card: the documented front matter plus computed counts.
+
+    The computed part: counts by partition x slice x adjudicated label, reviewer counts,
+    reviews per case and the reviewer disagreement rate.
+    """
+    dataset = load_dataset(path)
+    stats = card_statistics(dataset)
+    documented = dataset.card.model_dump(exclude_none=True) if dataset.card else {}
+    if as_json:
+        echo_json({"documented": documented, "computed": stats, "dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version})
+        return
+    click.echo("# Dataset card")
+    if documented:
+        click.echo(yaml.safe_dump(documented, sort_keys=False, allow_unicode=True).rstrip())
+    missing = [f for f in CARD_FIELDS if not documented.get(f)]
+    if missing:
+        click.echo(f"(undocumented: {', '.join(missing)})")
+    click.echo("")
+    click.echo(f"# Computed (dataset sha256 {dataset.sha256[:12]}, rubric {dataset.rubric.version})")
+    click.echo(f"cases: {stats['cases']} active, {stats['superseded_records']} superseded record(s), {stats['groups']} groups")
+    labels = list(dataset.rubric.labels)
+    width = max([len("slice"), *(len(s) for sl in stats["by_partition_slice_label"].values() for s in sl)]) + 2
+    cols = [max(len(lab), 5) + 2 for lab in labels]
+    click.echo(f"{'partition':<13}{'slice':<{width}}{'risk':<10}" + "".join(f"{lab:>{w}}" for lab, w in zip(labels, cols, strict=True)) + f"{'total':>8}")
+    for part, slices in stats["by_partition_slice_label"].items():
+        for slice_name, counts in slices.items():
+            total = sum(counts.values())
+            risk = dataset.rubric.risk_of(slice_name) or "?"
+            click.echo(f"{part:<13}{slice_name:<{width}}{risk:<10}" + "".join(f"{counts.get(lab, 0):>{w}}" for lab, w in zip(labels, cols, strict=True)) + f"{total:>8}")
+    click.echo("by label: " + ", ".join(f"{k} {v}" for k, v in stats["by_label"].items()))
+    click.echo("reviewers: " + ", ".join(f"{k} ({v} reviews)" for k, v in stats["reviewers"].items()))
+    click.echo("reviews per case: " + ", ".join(f"{k}: {v}" for k, v in stats["reviews_per_case"].items()))
+    d = stats["disagreement"]
+    rate = f"{d['rate']:.1%}" if d["rate"] is not None else "n/a"
+    click.echo(f"reviewer disagreement: {d['cases']}/{d['n']} cases ({rate})")

@@ -1,0 +1,68 @@
+"""``workbench import``: convert a public dataset into a gold dataset directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..importers import run_importer
+from ._common import user_errors
+
+_OUT = click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory to write gold.jsonl, rubric.yaml and card.md into (created if missing).",
+)
+_FORCE = click.option("--force", is_flag=True, help="Replace a dataset already in --out.")
+
+
+@click.group(name="import")
+def import_group() -> None:
+    """Convert a public human-judgment dataset into the workbench gold format.
+
+    Importers read the dataset from the path you give; nothing is copied into the project.
+    The output directory validates with `workbench validate`.
+    """
+
+
+@import_group.command("evalsbench")
+@click.argument("source_csv", type=click.Path(path_type=Path))
+@_OUT
+@click.option(
+    "--slice-by",
+    type=click.Choice(["theme", "topic"]),
+    default="theme",
+    show_default=True,
+    help="Slice by six hand-assigned themes, or by the 80 upstream topics (two cases each).",
+)
+@_FORCE
+@user_errors
+def evalsbench(source_csv: Path, out: Path, slice_by: str, force: bool) -> None:
+    """Import EvalsBench benchmark_df.csv (160 constructed pass/fail answers to 80 questions).
+
+    Labels come from construction, not review: each case gets one review and one
+    adjudication by 'dataset-construction'. Partitions are split by question. The upstream
+    'notes' column gives the label away, so it is kept only in the adjudication reason and
+    never reaches a judge. annotation_df.csv (few-shot examples for other questions) is not
+    imported.
+    """
+    summary = run_importer("evalsbench", source_csv, out, slice_by=slice_by, force=force)
+    click.echo(summary.format())
+
+
+@import_group.command("pandalm")
+@click.argument("source_json", type=click.Path(path_type=Path))
+@_OUT
+@_FORCE
+@user_errors
+def pandalm(source_json: Path, out: Path, force: bool) -> None:
+    """Import PandaLM testset-v1.json (999 pairwise items, three human annotators each).
+
+    Labels: 1 (response 1 better), 2 (response 2 better), 0 (tie); adjudication is the
+    majority vote. The case response renders both candidates under [Response 1] and
+    [Response 2] markers. Groups are prompts, so one prompt's comparisons share a partition.
+    """
+    summary = run_importer("pandalm", source_json, out, force=force)
+    click.echo(summary.format())

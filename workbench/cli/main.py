@@ -1,0 +1,27 @@
+"""Entry point: one click group; each command lives in its own module."""
+
+from __future__ import annotations
+
+import click
+
+from .. import __version__
+from .agreement import agreement
+from .align import align
+from .card import card
+from .importers import import_group
+from .run import run
+from .validate import validate
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="workbench")
+def main() -> None:
+    """Judge calibration workbench: prove, or disprove, that an LLM judge agrees with human reviewers."""
+
+
+main.add_command(validate)
+main.add_command(card)
+main.add_command(agreement)
+main.add_command(align)
+main.add_command(run)
+main.add_command(import_group)
