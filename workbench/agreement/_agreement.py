@@ -7,6 +7,7 @@ other; this report is the baseline the alignment figures are read against.
 from __future__ import annotations
 
 from itertools import combinations
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -61,6 +62,44 @@ class AgreementReport(_Model):
     labels: list[str]
     overall: AgreementBlock
     slices: dict[str, AgreementBlock]
+
+    def pairs_frame(self) -> Any:
+        """Reviewer pairs of every block (``(all)`` and each slice) as a pandas DataFrame."""
+        import pandas as pd
+
+        rows = []
+        for name, block in [("(all)", self.overall), *self.slices.items()]:
+            for p in block.pairs:
+                rows.append(
+                    {
+                        "slice": name,
+                        "reviewer_a": p.reviewer_a,
+                        "reviewer_b": p.reviewer_b,
+                        "n": p.n,
+                        "raw_agreement": p.raw_agreement.rate,
+                        "ci95_low": p.raw_agreement.ci95_low,
+                        "ci95_high": p.raw_agreement.ci95_high,
+                        "cohen_kappa": p.cohen_kappa.value,
+                    }
+                )
+        return pd.DataFrame(rows)
+
+    def summary_frame(self) -> Any:
+        """One row per block: cases, disagreement, Krippendorff's alpha and Fleiss' kappa."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "slice": name,
+                    "cases": block.cases,
+                    "disagreement": block.disagreement.rate,
+                    "krippendorff_alpha": block.krippendorff_alpha.value,
+                    "fleiss_kappa": block.fleiss_kappa.value,
+                }
+                for name, block in [("(all)", self.overall), *self.slices.items()]
+            ]
+        ).set_index("slice")
 
 
 def agreement_block(cases: list[GoldCase], labels: list[str]) -> AgreementBlock:

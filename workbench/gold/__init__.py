@@ -1,6 +1,6 @@
 """Gold datasets: records, rubric, validation, corrections and dataset cards."""
 
-from ._card import CARD_FIELDS, DatasetCard, card_statistics, read_card
+from ._card import CARD_FIELDS, DatasetCard, card_statistics, counts_frame, read_card
 from ._dataset import (
     CARD_FILE,
     GOLD_FILE,
@@ -34,6 +34,7 @@ __all__ = [
     "SliceSpec",
     "ValidationReport",
     "card_statistics",
+    "counts_frame",
     "load_dataset",
     "load_rubric",
     "read_card",

@@ -161,3 +161,17 @@ def _reviews_per_case(cases: list[Any]) -> dict[str, int]:
         key = str(len(case.reviews))
         out[key] = out.get(key, 0) + 1
     return dict(sorted(out.items()))
+
+
+def counts_frame(dataset: GoldDataset) -> Any:
+    """Active cases by partition x slice (rows) and adjudicated label (columns), with risk."""
+    import pandas as pd
+
+    rows = [
+        {"partition": c.partition.value, "slice": c.slice, "risk": dataset.rubric.risk_of(c.slice), "label": c.gold_label or "(none)"}
+        for c in dataset.cases.values()
+    ]
+    frame = pd.DataFrame(rows, columns=["partition", "slice", "risk", "label"])
+    table = frame.pivot_table(index=["partition", "slice", "risk"], columns="label", aggfunc="size", fill_value=0)
+    table["total"] = table.sum(axis=1)
+    return table
