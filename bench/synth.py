@@ -1,0 +1,96 @@
+"""Synthetic gold datasets and judge results for benchmarks (deterministic, seeded)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import yaml
+
+from workbench.results import JudgeIdentity
+
+SLICES = {"refunds": "critical", "security": "critical", "shipping": "medium", "billing": "high", "privacy": "high", "general": "low"}
+PARTS = ("development", "calibration", "held_out")
+
+
+def write_synthetic(out: Path, n_cases: int, seed: int = 7, error_rate: float = 0.03, missing_rate: float = 0.01) -> tuple[Path, Path]:
+    """Write ``out/gold/{gold.jsonl,rubric.yaml}`` and ``out/results.jsonl``; return their paths."""
+    rng = random.Random(seed)
+    gold_dir = out / "gold"
+    gold_dir.mkdir(parents=True, exist_ok=True)
+    rubric = {
+        "schema_version": 1,
+        "name": "synthetic",
+        "version": "synthetic-v1",
+        "labels": ["pass", "fail", "review_required"],
+        "pass_label": "pass",
+        "fail_label": "fail",
+        "abstain_labels": ["review_required"],
+        "min_reviews": 2,
+        "slices": {name: {"risk": risk} for name, risk in SLICES.items()},
+    }
+    (gold_dir / "rubric.yaml").write_text(yaml.safe_dump(rubric), encoding="utf-8")
+    identity = JudgeIdentity(name="synthetic-judge", version="1", kind="imported", params={})
+    fingerprint = identity.fingerprint()
+    judge = identity.model_dump(mode="json")
+    slices = list(SLICES)
+    with open(gold_dir / "gold.jsonl", "w", encoding="utf-8") as gold, open(out / "results.jsonl", "w", encoding="utf-8") as res:
+        for i in range(n_cases):
+            group = i // 4
+            partition = PARTS[group % 3]
+            label = "pass" if rng.random() < 0.6 else ("fail" if rng.random() < 0.95 else "review_required")
+            other = label if rng.random() < 0.9 else ("fail" if label == "pass" else "pass")
+            response = f"Synthetic response {i}: " + "lorem ipsum " * rng.randint(5, 40)
+            rhash = hashlib.sha256(response.encode("utf-8")).hexdigest()
+            case = {
+                "case_id": f"case-{i:06d}",
+                "partition": partition,
+                "group": f"group-{group:06d}",
+                "slice": slices[group % len(slices)],
+                "tags": ["synthetic"],
+                "rubric_version": "synthetic-v1",
+                "input": f"Question {group}?",
+                "response": response,
+                "response_hash": rhash,
+                "grading_notes": "Required: a. Prohibited: b.",
+                "reviews": [
+                    {"reviewer": "reviewer-a", "label": label, "confidence": "high", "rationale": "ok", "evidence": []},
+                    {"reviewer": "reviewer-b", "label": other, "confidence": "medium", "rationale": "ok", "evidence": []},
+                ],
+                "adjudication": {"label": label, "reason": "adjudicated", "adjudicator": "lead"},
+            }
+            gold.write(json.dumps(case) + "\n")
+            roll = rng.random()
+            if roll < missing_rate:
+                continue
+            if roll < missing_rate + error_rate:
+                value, error = None, {"kind": "timeout", "message": "synthetic timeout"}
+            else:
+                value = label if rng.random() < 0.85 else rng.choice(["pass", "fail"])
+                error = None
+            request = {"messages": [{"role": "user", "content": f"judge case {i}"}]}
+            result = {
+                "schema_version": 1,
+                "case_id": case["case_id"],
+                "response_hash": rhash,
+                "value": value,
+                "reason": "synthetic reason" if value else None,
+                "judge": judge,
+                "judge_fingerprint": fingerprint,
+                "run_id": "bench",
+                "partition": partition,
+                "started_at": "2026-11-29T00:00:00Z",
+                "latency_s": 0.2,
+                "tokens_in": 100,
+                "tokens_out": 20,
+                "cost_usd": 0.0001,
+                "error": error,
+                "attempt": 1,
+                "repeat": 0,
+                "rendered_request_sha256": hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest(),
+                "rendered_request": request,
+            }
+            res.write(json.dumps(result) + "\n")
+    return gold_dir, out / "results.jsonl"
