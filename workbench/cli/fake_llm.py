@@ -1,0 +1,166 @@
+"""``workbench fake-llm``: serve the scripted local OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from ..testing import FAULTS, FakeLLM, Reply
+
+
+def _parse_fault_rates(values: tuple[str, ...]) -> dict[str, float]:
+    rates: dict[str, float] = {}
+    for item in values:
+        name, sep, rate_text = item.partition("=")
+        name = name.strip()
+        if not sep:
+            raise click.BadParameter(f"{item!r} is not NAME=RATE", param_hint="--fault-rate")
+        if name not in FAULTS:
+            raise click.BadParameter(
+                f"unknown fault {name!r}; choose from {', '.join(FAULTS)}", param_hint="--fault-rate"
+            )
+        try:
+            rate = float(rate_text)
+        except ValueError:
+            raise click.BadParameter(f"rate {rate_text!r} for {name} is not a number", param_hint="--fault-rate") from None
+        if not 0.0 <= rate <= 1.0:
+            raise click.BadParameter(f"rate {rate} for {name} is outside [0, 1]", param_hint="--fault-rate")
+        if name in rates:
+            raise click.BadParameter(f"fault {name} given twice", param_hint="--fault-rate")
+        rates[name] = rate
+    if sum(rates.values()) > 1.0 + 1e-9:
+        raise click.BadParameter(f"fault rates sum to {sum(rates.values()):g}, more than 1", param_hint="--fault-rate")
+    return rates
+
+
+def _load_responder(spec: str) -> Callable[..., Reply]:
+    module_name, sep, attr_path = spec.partition(":")
+    if not sep or not module_name or not attr_path:
+        raise click.BadParameter(f"{spec!r} is not module:attr", param_hint="--responder")
+    if os.getcwd() not in sys.path:  # like `python -m`, resolve modules from the working directory
+        sys.path.insert(0, os.getcwd())
+    try:
+        obj: Any = importlib.import_module(module_name)
+    except Exception as exc:  # ImportError, or any error raised while importing the module
+        raise click.BadParameter(
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}", param_hint="--responder"
+        ) from None
+    for part in attr_path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except AttributeError:
+            raise click.BadParameter(f"module {module_name!r} has no attribute {attr_path!r}", param_hint="--responder") from None
+    if not callable(obj):
+        raise click.BadParameter(f"{spec} is not callable", param_hint="--responder")
+    return obj  # type: ignore[no-any-return]
+
+
+@click.command("fake-llm", context_settings={"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]})
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to bind; 0 picks a free port.")
+@click.option("--latency", type=click.FloatRange(min=0.0), default=0.0, show_default=True, help="Seconds to wait before every answer.")
+@click.option("--fault-rate", "fault_rate", multiple=True, metavar="NAME=RATE", help=f"Inject a fault at random with this probability (repeatable). Faults: {', '.join(FAULTS)}.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault-injection RNG.")
+@click.option("--default-value", default="pass", show_default=True, help="Label the judge answers when no responder is given.")
+@click.option("--responder", metavar="MODULE:ATTR", help="Callable taking a ChatRequest and returning a Reply.")
+@click.option("--require-api-key-env", metavar="NAME", help="Require 'Authorization: Bearer <key>' with the key read from this environment variable.")
+@click.argument("command", nargs=-1, type=click.UNPROCESSED)
+def fake_llm(
+    host: str,
+    port: int,
+    latency: float,
+    fault_rate: tuple[str, ...],
+    seed: int,
+    default_value: str,
+    responder: str | None,
+    require_api_key_env: str | None,
+    command: tuple[str, ...],
+) -> None:
+    """Serve a scripted OpenAI-compatible chat API locally: try a judge with no API key.
+
+    Every chat completion answers {"reason": ..., "value": <default value>} in the JSON
+    shape Ragas judges parse, unless --responder computes the reply. --fault-rate injects
+    HTTP 500/429/400/401 errors, hangs, malformed JSON or refusals at random.
+
+    Without COMMAND, serves in the foreground until Ctrl-C. With COMMAND (after --), starts
+    the server, runs COMMAND with FAKE_LLM_BASE_URL set to the server's base URL, stops the
+    server and exits with COMMAND's exit code:
+
+        workbench fake-llm --port 0 -- python my_judge_demo.py
+    """
+    rates = _parse_fault_rates(fault_rate)
+    responder_fn = _load_responder(responder) if responder else None
+    api_key: str | None = None
+    if require_api_key_env:
+        api_key = os.environ.get(require_api_key_env)
+        if not api_key:
+            raise click.BadParameter(
+                f"environment variable {require_api_key_env} is unset or empty", param_hint="--require-api-key-env"
+            )
+    if command and command[0] == "--":
+        command = command[1:]
+
+    server = FakeLLM(
+        responder=responder_fn,
+        default=Reply(value=default_value),
+        latency_s=latency,
+        fault_rates=rates,
+        seed=seed,
+        require_api_key=api_key,
+        host=host,
+        port=port,
+    )
+    try:
+        server.start()
+    except OSError as exc:
+        raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+
+    if not command:
+        _serve_forever(server, require_api_key_env)
+        return
+
+    env = dict(os.environ, FAKE_LLM_BASE_URL=server.base_url)
+    click.echo(f"fake LLM at {server.base_url}; running: {' '.join(command)}", err=True)
+    try:
+        try:
+            proc = subprocess.Popen(list(command), env=env)
+        except OSError as exc:
+            raise click.UsageError(f"cannot run {command[0]!r}: {exc.strerror or exc}") from None
+        while True:
+            try:
+                returncode = proc.wait()
+                break
+            except KeyboardInterrupt:  # the child got the same Ctrl-C; wait for it to exit
+                continue
+    finally:
+        server.stop()
+    sys.exit(returncode if returncode >= 0 else 128 - returncode)
+
+
+def _serve_forever(server: FakeLLM, key_env: str | None) -> None:
+    """Block until Ctrl-C or SIGTERM, then stop the server."""
+    done = threading.Event()
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, lambda *_: done.set())
+    click.echo(f"fake LLM serving at {server.base_url} (model fake-judge); Ctrl-C to stop")
+    key = f"${key_env}" if key_env else "anything"
+    click.echo(f"  export OPENAI_BASE_URL={server.base_url} OPENAI_API_KEY={key}")
+    try:
+        while not done.wait(0.5):
+            pass
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+    click.echo(f"stopped after {server.call_count} chat requests")
