@@ -1,12 +1,16 @@
 """Judge candidates: specs, fingerprints, the allow-listed judge input and the kind registry.
 
-Built-in kinds: ``ragas-function`` (a deterministic Ragas ``@discrete_metric``).
+Built-in kinds: ``ragas-llm`` (a Ragas ``DiscreteMetric`` on an OpenAI-compatible endpoint),
+``ragas-function`` (a deterministic Ragas ``@discrete_metric``) and ``imported`` (verdicts
+replayed from a results file).
 """
 
-from . import _function  # noqa: F401  (registers the built-in kinds)
+from . import _function, _imported, _llm  # noqa: F401  (register the built-in kinds)
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
 from ._registry import (
+    CaseRef,
     Judge,
+    NotAvailable,
     Verdict,
     available_kinds,
     build_judge,
@@ -21,9 +25,11 @@ __all__ = [
     "CANDIDATE_SCHEMA_VERSION",
     "JUDGE_VISIBLE_FIELDS",
     "CandidateSpec",
+    "CaseRef",
     "Endpoint",
     "Judge",
     "JudgeInput",
+    "NotAvailable",
     "Pricing",
     "Verdict",
     "available_kinds",

@@ -11,7 +11,7 @@ from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeIdentity
 from ._input import JudgeInput
-from ._registry import Verdict, make_identity, register_kind
+from ._registry import CaseRef, Verdict, make_identity, register_kind
 from ._spec import CandidateSpec
 
 
@@ -45,10 +45,13 @@ class FunctionJudge:
         args = judge_input.arguments()
         return {name: args[name] for name in self._parameters if name in args}
 
-    def render(self, judge_input: JudgeInput) -> dict[str, Any]:
+    def render(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> dict[str, Any]:
         return {"function": self.spec.function, "arguments": self._arguments(judge_input)}
 
-    async def evaluate(self, judge_input: JudgeInput) -> Verdict:
+    def estimate_cost(self, judge_input: JudgeInput) -> float:
+        return 0.0
+
+    async def evaluate(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> Verdict:
         args = self._arguments(judge_input)
         missing = [name for name in self._parameters if name not in args]
         if missing:

@@ -20,6 +20,19 @@ from ._spec import CandidateSpec, load_spec
 
 
 @dataclass(frozen=True)
+class CaseRef:
+    """Which case and repeat a call is for: bookkeeping the engine passes beside the judge input.
+
+    It carries no label and never reaches a prompt; kinds that replay recorded verdicts
+    (``imported``) use it to find the record.
+    """
+
+    case_id: str
+    response_hash: str
+    repeat: int = 0
+
+
+@dataclass(frozen=True)
 class Verdict:
     """What one judge call produced: a label, or an evaluator error, plus usage."""
 
@@ -30,10 +43,25 @@ class Verdict:
     tokens_out: int | None = None
     rendered_request: Any | None = None
     """The request as actually sent, when the kind captures it on the wire."""
+    retryable: bool = False
+    """The error is transient (rate limit, 5xx, timeout, connection): the engine may retry."""
+    retry_after_s: float | None = None
+    """The provider's Retry-After, when it sent one."""
+    latency_s: float | None = None
+    """Latency to record instead of the measured one (replayed verdicts)."""
+    cost_usd: float | None = None
+    """Cost to record instead of the price-table one (replayed verdicts)."""
 
     @classmethod
-    def failed(cls, kind: str, message: str, **usage: Any) -> Verdict:
-        return cls(value=None, reason=None, error=EvaluatorError(kind=kind, message=message), **usage)
+    def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:
+        return cls(value=None, reason=None, error=EvaluatorError(kind=kind, message=message, retryable=retryable), retryable=retryable, **extra)
+
+
+class NotAvailable(Exception):
+    """Raised by a judge that has no verdict for a case (e.g. an imported file lacks it).
+
+    The engine leaves the case unrun, so it is *missing*, never an error or a verdict.
+    """
 
 
 class Judge(Protocol):
@@ -42,11 +70,15 @@ class Judge(Protocol):
     spec: CandidateSpec
     identity: JudgeIdentity
 
-    def render(self, judge_input: JudgeInput) -> dict[str, Any]:
-        """The evaluator-visible request for ``judge_input`` (deterministic; hashed for the cache)."""
+    def render(self, judge_input: JudgeInput, ref: CaseRef) -> dict[str, Any]:
+        """The planned evaluator-visible request (deterministic; its hash keys the cache)."""
         ...
 
-    async def evaluate(self, judge_input: JudgeInput) -> Verdict:
+    def estimate_cost(self, judge_input: JudgeInput) -> float:
+        """Upper estimate of one call's cost in USD, used to stop before a budget is exceeded."""
+        ...
+
+    async def evaluate(self, judge_input: JudgeInput, ref: CaseRef) -> Verdict:
         """Judge one case. Never raises for evaluator failures: returns ``Verdict.failed``."""
         ...
 
@@ -76,8 +108,11 @@ def ragas_version() -> str:
         return "unknown"
 
 
-def make_identity(spec: CandidateSpec, prompt_sha256: str | None) -> JudgeIdentity:
-    """The judge identity of a spec: every spec field, the prompt hash and the Ragas version."""
+def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) -> JudgeIdentity:
+    """The judge identity of a spec: every spec field, the prompt hash and the Ragas version.
+
+    ``extra`` adds kind-specific provenance (e.g. the hash of an imported results file).
+    """
     rest = spec.model_dump(mode="json", exclude={"name", "version", "kind", "model"})
     return JudgeIdentity(
         name=spec.name,
@@ -86,7 +121,7 @@ def make_identity(spec: CandidateSpec, prompt_sha256: str | None) -> JudgeIdenti
         model=spec.model,
         prompt_sha256=prompt_sha256,
         ragas_version=ragas_version(),
-        params={"spec": rest, "spec_sha256": sha256_json(rest)},
+        params={"spec": rest, "spec_sha256": sha256_json(rest), **extra},
     )
 
 

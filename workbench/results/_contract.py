@@ -64,6 +64,8 @@ class EvaluatorError(_Record):
     """One of :data:`ERROR_KINDS`."""
     message: str
     """What happened, without secrets."""
+    retryable: bool = False
+    """Transient (rate limit, 5xx, timeout, connection): a later attempt may succeed."""
 
 
 class JudgeResult(_Record):
@@ -111,6 +113,8 @@ class JudgeResult(_Record):
     """Pointer to the stored request (path relative to the results file) when not inline."""
     presentation: dict[str, Any] | None = None
     """How candidates were presented (e.g. presented order) for ranking and pairwise judges."""
+    cached_from_run_id: str | None = None
+    """Set when the verdict was reused from the cache instead of calling the judge: the run that produced it."""
 
     @model_validator(mode="after")
     def _verdict_xor_error(self) -> JudgeResult:

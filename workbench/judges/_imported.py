@@ -1,0 +1,75 @@
+"""``imported``: verdicts produced elsewhere, replayed from a results file that follows the contract.
+
+The file is checked against the judge-result contract when the candidate is loaded. It
+must come from one judge; that judge's identity and the file's hash become part of this
+candidate's fingerprint, so a changed file is a changed candidate. A case the file has no
+result for stays *missing* (the run is incomplete); it is never an error or a verdict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._io import sha256_file
+from ..errors import Problem, WorkbenchError
+from ..results import JudgeResult, read_results
+from ._input import JudgeInput
+from ._registry import CaseRef, NotAvailable, Verdict, make_identity, register_kind
+from ._spec import CandidateSpec
+
+
+class ImportedJudge:
+    """Replays the last recorded attempt per case and repeat from a results file."""
+
+    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
+        self.spec = spec
+        loc = str(spec_path)
+        if not spec.results:
+            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="results_missing", message="an imported candidate needs results: <path to results.jsonl>", fix="point results at a file in the judge-result contract, relative to the spec")])
+        self.results_path = (spec_path.parent / spec.results).resolve()
+        lines = read_results(self.results_path)  # raises with every contract violation
+        fingerprints = {line.result.judge_fingerprint for line in lines}
+        if len(fingerprints) > 1:
+            raise WorkbenchError("invalid candidate", [Problem(location=str(self.results_path), code="mixed_judges", message=f"the file holds results of {len(fingerprints)} judges", fix="import one judge per candidate; split the file by judge_fingerprint")])
+        self._latest: dict[tuple[str, int], tuple[int, JudgeResult]] = {}
+        for line in lines:
+            r = line.result
+            key = (r.case_id, r.repeat)
+            if key not in self._latest or r.attempt > self._latest[key][1].attempt:
+                self._latest[key] = (line.line, r)
+        source = lines[0].result.judge.model_dump(mode="json") if lines else None
+        self.identity = make_identity(
+            spec,
+            None,
+            results_sha256=sha256_file(self.results_path),
+            source_judge=source,
+            source_fingerprint=next(iter(fingerprints), None),
+        )
+
+    def render(self, judge_input: JudgeInput, ref: CaseRef) -> dict[str, Any]:
+        found = self._latest.get((ref.case_id, ref.repeat))
+        if found and found[1].rendered_request is not None:
+            return found[1].rendered_request
+        return {"imported_from": self.spec.results, "case_id": ref.case_id, "repeat": ref.repeat, "line": found[0] if found else None}
+
+    def estimate_cost(self, judge_input: JudgeInput) -> float:
+        return 0.0
+
+    async def evaluate(self, judge_input: JudgeInput, ref: CaseRef) -> Verdict:
+        found = self._latest.get((ref.case_id, ref.repeat))
+        if found is None:
+            raise NotAvailable(f"{self.spec.results} has no result for {ref.case_id} repeat {ref.repeat}")
+        line, r = found
+        if r.response_hash != ref.response_hash:
+            return Verdict.failed("missing_verdict", f"the imported result (line {line}) judged a different response than the gold record", rendered_request=self.render(judge_input, ref))
+        if r.error is not None:
+            return Verdict.failed(r.error.kind, r.error.message, tokens_in=r.tokens_in, tokens_out=r.tokens_out, rendered_request=self.render(judge_input, ref), latency_s=r.latency_s, cost_usd=r.cost_usd)
+        if r.value not in self.spec.labels:
+            return Verdict.failed("invalid_label", f"imported value {r.value!r} outside {self.spec.labels}", rendered_request=self.render(judge_input, ref))
+        return Verdict(value=r.value, reason=r.reason, tokens_in=r.tokens_in, tokens_out=r.tokens_out, rendered_request=self.render(judge_input, ref), latency_s=r.latency_s, cost_usd=r.cost_usd)
+
+
+@register_kind("imported")
+def _build(spec: CandidateSpec, spec_path: Path) -> ImportedJudge:
+    return ImportedJudge(spec, spec_path)

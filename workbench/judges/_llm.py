@@ -1,0 +1,313 @@
+"""``ragas-llm``: a Ragas ``DiscreteMetric`` on any OpenAI-compatible endpoint via ``llm_factory``.
+
+What the model received is captured on the wire: an httpx event hook on the OpenAI client
+records every request body and every response (status, Retry-After, usage), because
+``MetricResult`` carries no token usage and instructor adds its own system message. The
+client's own retries are off (``max_retries=0``); the run engine retries with backoff and
+records every attempt. Provider errors, timeouts, unparseable output, out-of-vocabulary
+labels and refusals become evaluator errors with a kind, never verdicts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+import math
+import os
+import string
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._io import sha256_text
+from ..errors import Problem, WorkbenchError
+from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
+from ._registry import CaseRef, Verdict, make_identity, register_kind
+from ._spec import CandidateSpec
+
+PLACEHOLDERS = frozenset(JUDGE_VISIBLE_FIELDS.values())
+"""Names a prompt template may use: exactly the judge-visible fields."""
+
+_DEFAULT_MAX_TOKENS = 1024  # Ragas' InstructorModelArgs default
+CONNECTIONS_PER_CLIENT = 8
+
+
+@dataclass
+class _Exchange:
+    """Everything one evaluate() call sent and received over HTTP."""
+
+    requests: list[Any] = field(default_factory=list)
+    responses: list[dict[str, Any]] = field(default_factory=list)
+
+
+_CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar("workbench_llm_exchange", default=None)
+
+
+async def _on_request(request: Any) -> None:
+    exchange = _CURRENT.get()
+    if exchange is None:
+        return
+    try:
+        exchange.requests.append(json.loads(request.content))
+    except (ValueError, UnicodeDecodeError):
+        exchange.requests.append({"unparsed_body_sha256": sha256_text(request.content.decode("utf-8", "replace"))})
+
+
+async def _on_response(response: Any) -> None:
+    exchange = _CURRENT.get()
+    if exchange is None:
+        return
+    await response.aread()
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    exchange.responses.append({"status": response.status_code, "retry_after": response.headers.get("retry-after"), "body": body})
+
+
+def template_fields(template: str) -> list[str]:
+    """Placeholder names used by a ``str.format`` template."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name]
+
+
+class LLMJudge:
+    """A Ragas ``DiscreteMetric`` evaluated by an OpenAI-compatible model."""
+
+    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
+        self.spec = spec
+        loc = str(spec_path)
+        problems: list[Problem] = []
+        if not spec.model:
+            problems.append(Problem(location=loc, code="model_missing", message="a ragas-llm candidate needs a model", fix="set model: to the evaluator model name the endpoint serves"))
+        if bool(spec.prompt) == bool(spec.prompt_file):
+            problems.append(Problem(location=loc, code="prompt_missing", message="give exactly one of prompt (inline) or prompt_file", fix="put the judge prompt template inline under prompt:, or in a file named by prompt_file:"))
+        template = spec.prompt or ""
+        if spec.prompt_file:
+            prompt_path = (spec_path.parent / spec.prompt_file).resolve()
+            if not prompt_path.exists():
+                problems.append(Problem(location=loc, code="prompt_file_missing", message=f"prompt_file {spec.prompt_file!r} does not exist", fix="create the prompt file next to the spec or correct the path"))
+            else:
+                template = prompt_path.read_text(encoding="utf-8")
+        try:
+            used = template_fields(template)
+        except ValueError as exc:
+            used = []
+            problems.append(Problem(location=loc, code="prompt_invalid", message=f"the prompt template is not a valid format string ({exc})", fix="double literal braces: {{ and }}"))
+        unknown = sorted(set(used) - PLACEHOLDERS)
+        if unknown:
+            problems.append(Problem(location=loc, code="prompt_placeholder", message=f"the prompt uses {unknown}, which are not judge-visible fields", fix="use only " + ", ".join(sorted(PLACEHOLDERS)) + "; labels and reviews can never reach a prompt"))
+        if "response" not in used and not unknown and template:
+            problems.append(Problem(location=loc, code="prompt_no_response", message="the prompt never shows the response under judgment", fix="add {response} to the prompt template"))
+        self.api_key_env = spec.endpoint.api_key_env
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            problems.append(Problem(location=loc, code="api_key_missing", message=f"the environment variable {self.api_key_env} is not set", fix=f"export {self.api_key_env}=<your key> (keys are read from the environment and never written to any file)"))
+        if problems:
+            raise WorkbenchError("invalid candidate", problems)
+        self.template = template
+        self.placeholders = set(used)
+        self.identity = make_identity(spec, sha256_text(template))
+        # Import the client stack now, not inside the first timed call of a run.
+        import httpx  # noqa: F401
+        import openai  # noqa: F401
+        from ragas.llms import llm_factory  # noqa: F401
+        from ragas.metrics import DiscreteMetric
+
+        self.metric = DiscreteMetric(name=spec.name, allowed_values=list(spec.labels), prompt=template)
+        self._client_loop: tuple[Any, list[Any]] | None = None
+        self._shards = 1
+        self._next_shard = 0
+
+    # -- requests -------------------------------------------------------------------------
+
+    def _arguments(self, judge_input: JudgeInput) -> dict[str, str]:
+        raw = judge_input.model_dump()
+        args: dict[str, str] = {}
+        for name in self.placeholders:
+            value = raw.get(name)
+            if isinstance(value, list):
+                value = "\n\n".join(f"[{i}] {text}" for i, text in enumerate(value, start=1))
+            args[name] = "" if value is None else str(value)
+        return args
+
+    def render(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> dict[str, Any]:
+        """The planned request: model, parameters and the prompt exactly as Ragas formats it."""
+        prompt = self.metric.prompt.format(**self._arguments(judge_input))
+        return {"model": self.spec.model, "params": self.spec.params, "prompt": prompt}
+
+    def estimate_cost(self, judge_input: JudgeInput) -> float:
+        """Conservative: ~3 characters per token plus instructor's schema message, and the full
+        ``max_tokens`` of output."""
+        prompt = self.render(judge_input)["prompt"]
+        tokens_in = math.ceil(len(prompt) / 3) + 400
+        tokens_out = int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS))
+        return self.spec.pricing.cost(tokens_in, tokens_out)
+
+    # -- calls ----------------------------------------------------------------------------
+
+    def prepare(self, concurrency: int) -> None:
+        """Size the HTTP clients for ``concurrency`` calls in flight (called by the engine).
+
+        httpx's connection pool does work proportional to connections x queued requests on
+        every request and response, so one pool of 32 connections spends more time on
+        bookkeeping than on I/O. Shards of at most :data:`CONNECTIONS_PER_CLIENT` connections
+        keep that cost flat; each call uses one shard, round robin.
+        """
+        self._shards = max(1, math.ceil(concurrency / CONNECTIONS_PER_CLIENT))
+        self._client_loop = None
+
+    def _llm(self) -> Any:
+        """The next client shard, created per event loop (httpx pools cannot cross loops)."""
+        loop = asyncio.get_running_loop()
+        if self._client_loop is None or self._client_loop[0] is not loop:
+            self._client_loop = (loop, [self._new_llm() for _ in range(self._shards)])
+        shards = self._client_loop[1]
+        self._next_shard = (self._next_shard + 1) % len(shards)
+        return shards[self._next_shard]
+
+    def _new_llm(self) -> Any:
+        import httpx
+        from openai import AsyncOpenAI
+        from ragas.llms import llm_factory
+
+        http_client = httpx.AsyncClient(
+            event_hooks={"request": [_on_request], "response": [_on_response]},
+            limits=httpx.Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT),
+            timeout=self.spec.endpoint.timeout_s,
+        )
+        api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "unused"
+        client = AsyncOpenAI(
+            base_url=self.spec.endpoint.base_url,
+            api_key=api_key,
+            max_retries=0,
+            timeout=self.spec.endpoint.timeout_s,
+            http_client=http_client,
+        )
+        # instructor retries any exception 3 times by default, immediately and invisibly;
+        # one attempt per call lets the engine back off, honour Retry-After and record it.
+        params = {**self.spec.params, "max_retries": 1}
+        return llm_factory(self.spec.model or "", provider="openai", client=client, **params)
+
+    async def aclose(self) -> None:
+        """Close the HTTP clients of the current event loop."""
+        if self._client_loop is not None and self._client_loop[0] is asyncio.get_running_loop():
+            for llm in self._client_loop[1]:
+                await llm.client.client.close()
+        self._client_loop = None
+
+    async def evaluate(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> Verdict:
+        exchange = _Exchange()
+        token = _CURRENT.set(exchange)
+        try:
+            verdict = await self._call(judge_input, exchange)
+        finally:
+            _CURRENT.reset(token)
+        return verdict
+
+    async def _call(self, judge_input: JudgeInput, exchange: _Exchange) -> Verdict:
+        import openai
+
+        try:
+            llm = self._llm()
+            # A guard above the HTTP timeout, for anything that would hang outside httpx.
+            result = await asyncio.wait_for(self.metric.ascore(llm=llm, **self._arguments(judge_input)), timeout=self.spec.endpoint.timeout_s * 2 + 5)
+        except openai.RateLimitError as exc:
+            return self._failed(exchange, "rate_limited", f"HTTP 429: {_api_message(exc)}", retryable=True)
+        except openai.APITimeoutError:
+            return self._failed(exchange, "timeout", f"no response within {self.spec.endpoint.timeout_s:g} s", retryable=True)
+        except openai.APIConnectionError as exc:
+            return self._failed(exchange, "provider_error", f"connection failed: {type(exc).__name__}", retryable=True)
+        except openai.APIStatusError as exc:
+            status = exc.status_code
+            retryable = status >= 500 or status in (408, 409)
+            return self._failed(exchange, "provider_error", f"HTTP {status}: {_api_message(exc)}", retryable=retryable)
+        except TimeoutError:
+            return self._failed(exchange, "timeout", "the call did not finish within the guard timeout", retryable=True)
+        except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
+            kind, message = self._classify_output_failure(exchange, exc)
+            return self._failed(exchange, kind, message, retryable=False)
+        value = None if result.value is None else str(result.value)
+        if value is None or value not in self.spec.labels:
+            return self._failed(exchange, "invalid_label", f"value {result.value!r} outside {self.spec.labels}")
+        return self._verdict(exchange, value=value, reason=result.reason)
+
+    def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
+        body = exchange.responses[-1]["body"] if exchange.responses else None
+        message = _assistant_message(body)
+        if message is None:
+            return "judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"
+        if message.get("refusal"):
+            return "refusal", f"the model refused: {str(message['refusal'])[:300]}"
+        content = message.get("content")
+        if not isinstance(content, str) or not content.strip():
+            return "unparseable", "the model returned no content"
+        try:
+            parsed = json.loads(content)
+        except ValueError:
+            return "unparseable", f"not JSON: {content[:200]!r}"
+        if isinstance(parsed, dict) and "value" in parsed and parsed["value"] not in self.spec.labels:
+            return "invalid_label", f"value {parsed['value']!r} outside {self.spec.labels}"
+        return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
+
+    def _usage(self, exchange: _Exchange) -> tuple[int | None, int | None]:
+        usages = [r["body"].get("usage") for r in exchange.responses if isinstance(r.get("body"), dict) and r["body"].get("usage")]
+        if not usages:
+            return None, None
+        return sum(int(u.get("prompt_tokens") or 0) for u in usages), sum(int(u.get("completion_tokens") or 0) for u in usages)
+
+    def _wire_request(self, exchange: _Exchange) -> Any:
+        if not exchange.requests:
+            return None
+        first = exchange.requests[0]
+        if len(exchange.requests) == 1:
+            return first
+        return {**first, "follow_up_requests": exchange.requests[1:]} if isinstance(first, dict) else first
+
+    def _verdict(self, exchange: _Exchange, **kw: Any) -> Verdict:
+        tokens_in, tokens_out = self._usage(exchange)
+        return Verdict(tokens_in=tokens_in, tokens_out=tokens_out, rendered_request=self._wire_request(exchange), **kw)
+
+    def _failed(self, exchange: _Exchange, kind: str, message: str, *, retryable: bool = False) -> Verdict:
+        tokens_in, tokens_out = self._usage(exchange)
+        retry_after = None
+        for r in reversed(exchange.responses):
+            if r.get("retry_after"):
+                retry_after = _seconds(r["retry_after"])
+                break
+        return Verdict.failed(kind, message, tokens_in=tokens_in, tokens_out=tokens_out, rendered_request=self._wire_request(exchange), retryable=retryable, retry_after_s=retry_after)
+
+
+def _assistant_message(body: Any) -> dict[str, Any] | None:
+    try:
+        message = body["choices"][0]["message"]
+    except (TypeError, KeyError, IndexError):
+        return None
+    return message if isinstance(message, dict) else None
+
+
+def _api_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return str(inner["message"])[:300]
+    return str(getattr(exc, "message", exc))[:300]
+
+
+def _seconds(value: str) -> float | None:
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        from email.utils import parsedate_to_datetime
+
+        try:
+            from datetime import UTC, datetime
+
+            return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
+        except (TypeError, ValueError):
+            return None
+
+
+@register_kind("ragas-llm")
+def _build(spec: CandidateSpec, spec_path: Path) -> LLMJudge:
+    return LLMJudge(spec, spec_path)
