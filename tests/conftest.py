@@ -211,3 +211,11 @@ def alpha_by_coincidences(units: list[dict[str, object]]) -> float:
     observed = sum(w for (x, y), w in o.items() if x != y)
     expected = sum(n_c[x] * n_c[y] for x in n_c for y in n_c if x != y)
     return 1 - (n - 1) * observed / expected
+
+
+@pytest.fixture(autouse=True)
+def _isolated_verdict_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test gets its own verdict cache, never the user's ~/.cache."""
+    path = tmp_path_factory.mktemp("verdict-cache")
+    monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(path))
+    return path

@@ -82,7 +82,7 @@ def test_rerun_resumes_without_calling_again(dataset_dir: Path, judge, tmp_path:
     ds = load_dataset(dataset_dir)
     run_candidate_sync(judge, ds, "development", out, progress=False)
     judge_fixtures.SEEN.clear()
-    again = run_candidate_sync(judge, ds, "development", out, progress=False)
+    again = run_candidate_sync(judge, ds, "development", out, progress=False, cache_dir=False)
     assert again.calls == 0 and again.resumed == 3 and judge_fixtures.SEEN == []
     assert len((out / "results.jsonl").read_text().splitlines()) == 3
 
@@ -98,7 +98,7 @@ def test_torn_last_line_is_repaired_and_its_case_rerun(
     torn_case = json.loads(lines[-1])["case_id"]
     path.write_bytes(b"".join(lines[:-1]) + lines[-1][:40])  # a crash mid-write
     judge_fixtures.SEEN.clear()
-    again = run_candidate_sync(judge, ds, "development", out, progress=False)
+    again = run_candidate_sync(judge, ds, "development", out, progress=False, cache_dir=False)
     assert again.calls == 1 and again.status == "complete"
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     assert sorted(r["case_id"] for r in rows) == ["d1", "d2", "d3"]

@@ -8,6 +8,7 @@ from .. import __version__
 from .agreement import agreement
 from .align import align
 from .card import card
+from .fake_llm import fake_llm
 from .importers import import_group
 from .run import run
 from .validate import validate
@@ -25,3 +26,7 @@ main.add_command(agreement)
 main.add_command(align)
 main.add_command(run)
 main.add_command(import_group)
+main.add_command(fake_llm)
+
+if __name__ == "__main__":
+    main()

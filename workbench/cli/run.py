@@ -16,22 +16,51 @@ from ._common import user_errors
 @click.option("--partition", required=True, type=click.Choice(PARTITIONS), help="Partition to judge.")
 @click.option("--out", required=True, type=click.Path(path_type=str), help="Run directory (manifest.json, results.jsonl, run.json).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop scheduling calls before recorded spend could exceed this.")
+@click.option("--max-cases", type=click.IntRange(min=0), default=None, help="Start calls for at most this many case x repeat pairs in this invocation.")
 @click.option("--repeat", "repeats", type=click.IntRange(min=1), default=1, show_default=True, help="Judge each case K times (repeatability).")
+@click.option("--cache", "cache_dir", type=click.Path(path_type=str), default=None, help="Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
+@click.option("--retry-errors", is_flag=True, help="Give cases whose last attempt is a final evaluator error another round.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @user_errors
-def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, repeats: int, no_progress: bool) -> None:
+def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool) -> None:
     """Run a judge candidate over one partition of a gold dataset.
 
     The judge only sees allow-listed fields (input, response, grading notes, reference,
-    contexts). Results are appended per attempt; re-running the same command resumes.
+    contexts). Every attempt is appended to OUT/results.jsonl; re-running the same command
+    resumes without calling settled cases again, and a verdict cached for the same
+    candidate, request and repeat is reused. When --budget-usd or --max-cases would be
+    exceeded no new call starts: the run ends INCOMPLETE and lists every unrun case (exit 3).
     """
     judge = load_candidate(candidate)
     dataset = load_dataset(gold)
-    summary = run_candidate_sync(judge, dataset, partition, out, concurrency=concurrency, repeats=repeats, progress=not no_progress)
-    click.echo(
-        f"{summary.judge} on {summary.partition}: {summary.status.upper()} - {summary.verdicts} verdicts, {summary.errors} evaluator errors, "
-        f"{len(summary.unrun)} unrun of {summary.planned}; {summary.calls} calls, {summary.resumed} already done; "
-        f"cost ${summary.cost_usd:.4f}; results {summary.results_path}"
+    summary = run_candidate_sync(
+        judge,
+        dataset,
+        partition,
+        out,
+        concurrency=concurrency,
+        repeats=repeats,
+        budget_usd=budget_usd,
+        max_cases=max_cases,
+        cache_dir=False if no_cache else cache_dir,
+        retry_errors=retry_errors,
+        progress=not no_progress,
     )
+    status = summary.status.upper() + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "")
+    click.echo(
+        f"{summary.judge} on {summary.partition}: {status} - {summary.verdicts} verdicts, {summary.errors} evaluator errors, "
+        f"{len(summary.unrun)} unrun of {summary.planned}; {summary.calls} calls ({summary.retries} retries), "
+        f"{summary.cache_hits} cached, {summary.resumed} already done; cost ${summary.cost_usd:.4f}"
+        + (f" of ${summary.budget_usd:.4f}" if summary.budget_usd is not None else "")
+        + f"; results {summary.results_path}"
+    )
+    if summary.errors_by_kind:
+        click.echo("evaluator errors: " + ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items()))
     if summary.status != "complete":
-        click.echo("unrun: " + ", ".join(summary.unrun), err=True)
+        if summary.unrun:
+            click.echo("unrun: " + ", ".join(summary.unrun), err=True)
+        if summary.pending_retry:
+            click.echo("awaiting retry: " + ", ".join(summary.pending_retry), err=True)
+        raise SystemExit(3)

@@ -1,15 +1,26 @@
 """The run engine: frozen manifests, append-only results, resumable execution."""
 
-from ._engine import RESULTS_FILE, SUMMARY_FILE, RunSummary, run_candidate, run_candidate_sync
+from ._cache import VerdictCache, default_cache_dir
+from ._engine import (
+    INVOCATIONS_FILE,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    RunSummary,
+    run_candidate,
+    run_candidate_sync,
+)
 from ._manifest import MANIFEST_FILE, ManifestCase, RunManifest, freeze_manifest
 
 __all__ = [
+    "INVOCATIONS_FILE",
     "MANIFEST_FILE",
     "RESULTS_FILE",
     "SUMMARY_FILE",
     "ManifestCase",
     "RunManifest",
     "RunSummary",
+    "VerdictCache",
+    "default_cache_dir",
     "freeze_manifest",
     "run_candidate",
     "run_candidate_sync",

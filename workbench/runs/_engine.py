@@ -1,8 +1,14 @@
 """The run engine: execute a judge candidate over one partition of a gold dataset.
 
-Each attempt is appended to ``results.jsonl`` (flushed and fsynced per record) in the
-judge-result contract. A re-run of the same command resumes: cases already judged are not
-called again.
+Every attempt is appended to ``results.jsonl`` in the judge-result contract, one flushed and
+fsynced line per record, written by a single writer thread so the event loop never blocks on
+the disk. Re-running the same command resumes: a case with a verdict, or with a final error,
+is not called again; a torn last line left by a crash is repaired first.
+
+Limits are checked before every call, retries included: when the next call could exceed
+``budget_usd`` (spend recorded in the run directory plus calls in flight plus this call's
+estimate) or ``max_cases``, no new call is scheduled, completed evidence is kept, and the run
+ends *incomplete* with every unrun case listed. Incomplete is never a pass.
 """
 
 from __future__ import annotations
@@ -11,30 +17,45 @@ import asyncio
 import json
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
 from .._io import AppendOnlyLog, atomic_write_json, sha256_json
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase, GoldDataset, Partition
-from ..judges import Judge, JudgeInput
+from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
 from ..results import JudgeResult
+from ._cache import VerdictCache, default_cache_dir
 from ._manifest import ManifestCase, RunManifest, freeze_manifest
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "run.json"
+INVOCATIONS_FILE = "invocations.jsonl"
+StopReason = Literal["budget_exhausted", "max_cases"]
 
 
 class RunSummary(BaseModel):
-    """How a run ended. ``incomplete`` is never a pass."""
+    """How a run stands after an invocation. ``incomplete`` is never a pass."""
 
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     run_id: str
     status: Literal["complete", "incomplete"]
+    """``complete`` when every case x repeat has a verdict or a final evaluator error."""
+    stop_reason: StopReason | None
+    """Why scheduling stopped early in this invocation, if it did."""
     judge: str
     judge_fingerprint: str
     partition: str
@@ -42,33 +63,115 @@ class RunSummary(BaseModel):
     """Case x repeat pairs in the manifest."""
     verdicts: int
     errors: int
+    """Pairs whose last attempt is an evaluator error (final or awaiting retry)."""
     errors_by_kind: dict[str, int]
     calls: int
-    """Judge calls made by this invocation."""
+    """Judge calls made by this invocation (retries included, cache hits excluded)."""
+    retries: int
+    """Of those calls, how many were retries."""
+    cache_hits: int
+    """Verdicts reused from the cache by this invocation."""
     resumed: int
-    """Pairs already judged by an earlier invocation and not called again."""
+    """Pairs already settled by an earlier invocation and not called again."""
     cost_usd: float
+    """Spend recorded in the run directory, all invocations."""
+    budget_usd: float | None
+    max_cases: int | None
     tokens_in: int
     tokens_out: int
     unrun: list[str]
-    """``case_id#repeat`` pairs with no result."""
+    """``case_id#repeat`` pairs with no result at all."""
+    pending_retry: list[str]
+    """``case_id#repeat`` pairs whose last attempt is a retryable error with attempts left."""
     results_path: str
 
 
-def _existing(path: Path) -> dict[tuple[str, int], dict[str, Any]]:
-    """Last recorded attempt per (case_id, repeat) in an existing results file."""
-    done: dict[tuple[str, int], dict[str, Any]] = {}
+@dataclass
+class _Unit:
+    case: GoldCase
+    repeat: int
+    next_attempt: int
+    judge_input: JudgeInput
+    ref: CaseRef
+
+    @property
+    def key(self) -> str:
+        return f"{self.case.case_id}#{self.repeat}"
+
+
+class _Limits:
+    """Budget and case limits, shared by the workers (all access under ``lock``)."""
+
+    def __init__(self, budget_usd: float | None, max_cases: int | None, spent: float) -> None:
+        self.budget_usd = budget_usd
+        self.max_cases = max_cases
+        self.spent = spent
+        self.reserved = 0.0
+        self.started = 0
+        self.stop_reason: StopReason | None = None
+        self.lock = asyncio.Lock()
+
+    async def reserve(self, estimate: float, first_call: bool) -> bool:
+        async with self.lock:
+            if self.stop_reason is not None:
+                return False
+            if first_call and self.max_cases is not None and self.started >= self.max_cases:
+                self.stop_reason = "max_cases"
+                return False
+            if self.budget_usd is not None and self.spent + self.reserved + estimate > self.budget_usd + 1e-12:
+                self.stop_reason = "budget_exhausted"
+                return False
+            self.reserved += estimate
+            if first_call:
+                self.started += 1
+            return True
+
+    async def settle(self, estimate: float, cost: float) -> None:
+        async with self.lock:
+            self.reserved -= estimate
+            self.spent += cost
+
+
+class _wait_retry_after:
+    """Exponential backoff with jitter, but never shorter than the provider's Retry-After."""
+
+    def __init__(self, cap_s: float = 60.0) -> None:
+        self.fallback = wait_exponential_jitter(initial=0.25, max=20.0)
+        self.cap_s = cap_s
+
+    def __call__(self, state: RetryCallState) -> float:
+        fallback = float(self.fallback(state))
+        verdict = state.outcome.result() if state.outcome and not state.outcome.failed else None
+        retry_after = getattr(verdict, "retry_after_s", None)
+        return min(self.cap_s, max(fallback, retry_after)) if retry_after is not None else fallback
+
+
+def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
+    """Recorded attempts per (case_id, repeat), in attempt order."""
+    found: dict[tuple[str, int], list[dict[str, Any]]] = {}
     if not path.exists():
-        return done
+        return found
     with open(path, encoding="utf-8") as fh:
         for line in fh:
-            if not line.strip():
-                continue
-            row = json.loads(line)
-            key = (row["case_id"], row.get("repeat", 0))
-            if key not in done or row["attempt"] > done[key]["attempt"]:
-                done[key] = row
-    return done
+            if line.strip():
+                row = json.loads(line)
+                found.setdefault((row["case_id"], row.get("repeat", 0)), []).append(row)
+    for rows in found.values():
+        rows.sort(key=lambda r: r["attempt"])
+    return found
+
+
+def _max_attempts(judge: Judge) -> int:
+    return judge.spec.endpoint.max_retries + 1
+
+
+def _state(rows: list[dict[str, Any]], max_attempts: int) -> Literal["verdict", "final_error", "pending_retry"]:
+    if any(r.get("error") is None for r in rows):
+        return "verdict"
+    last = rows[-1]["error"]
+    if last.get("retryable") and len(rows) < max_attempts:
+        return "pending_retry"
+    return "final_error"
 
 
 async def run_candidate(
@@ -79,39 +182,67 @@ async def run_candidate(
     *,
     concurrency: int = 8,
     repeats: int = 1,
+    budget_usd: float | None = None,
+    max_cases: int | None = None,
+    cache_dir: str | Path | None | Literal[False] = None,
+    retry_errors: bool = False,
     progress: bool = True,
 ) -> RunSummary:
-    """Run ``judge`` on every case of ``partition``; resumable; usable with ``await`` in notebooks."""
+    """Run ``judge`` on every case of ``partition``, resumably; ``await`` it in notebooks.
+
+    ``cache_dir``: None for the default cache, a path, or False to disable the cache.
+    ``retry_errors``: give cases whose last attempt is a final error another round of attempts.
+    """
     part = Partition(partition).value
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    cases: list[GoldCase] = dataset.partition(part)
+    cases = dataset.partition(part)
     if not cases:
         raise WorkbenchError("nothing to run", [Problem(location=str(dataset.gold_path), code="empty_partition", message=f"partition {part!r} has no cases", fix="choose a partition that has cases")])
+    if budget_usd is not None and budget_usd < 0:
+        raise WorkbenchError("invalid budget", [Problem(location="--budget-usd", code="invalid_budget", message="the budget is negative", fix="give a budget of 0 or more")])
     fingerprint = judge.identity.fingerprint()
     manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset.sha256, part, repeats, [ManifestCase(case_id=c.case_id, response_hash=c.response_hash) for c in cases])
     results_path = out / RESULTS_FILE
     log = AppendOnlyLog(results_path)
-    done = _existing(results_path)
-    todo = [(c, r) for c in cases for r in range(repeats) if (c.case_id, r) not in done]
-    resumed = len(cases) * repeats - len(todo)
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
+    cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
+    loop = asyncio.get_running_loop()
+    max_attempts = _max_attempts(judge)
+
+    recorded = _read_attempts(results_path)
+    spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
+    units: list[_Unit] = []
+    resumed = 0
+    for case in cases:
+        judge_input = JudgeInput.from_case(case)
+        for repeat in range(repeats):
+            rows = recorded.get((case.case_id, repeat), [])
+            state = _state(rows, max_attempts) if rows else None
+            if state == "verdict" or (state == "final_error" and not retry_errors):
+                resumed += 1
+                continue
+            next_attempt = rows[-1]["attempt"] + 1 if rows else 1
+            units.append(_Unit(case, repeat, next_attempt, judge_input, CaseRef(case.case_id, case.response_hash, repeat)))
+
+    limits = _Limits(budget_usd, max_cases, spent)
+    if hasattr(judge, "prepare"):
+        judge.prepare(concurrency)
     counters: Counter[str] = Counter()
-    semaphore = asyncio.Semaphore(max(1, concurrency))
     bar = _progress(len(cases) * repeats, resumed, judge.spec.label, progress)
 
-    async def one(case: GoldCase, repeat: int) -> None:
-        judge_input = JudgeInput.from_case(case)
-        request = judge.render(judge_input)
-        async with semaphore:
-            started = datetime.now(UTC)
-            t0 = time.perf_counter()
-            verdict = await judge.evaluate(judge_input)
-            latency = time.perf_counter() - t0
-        sent = verdict.rendered_request if verdict.rendered_request is not None else request
-        cost = judge.spec.pricing.cost(verdict.tokens_in, verdict.tokens_out)
-        result = JudgeResult(
-            case_id=case.case_id,
-            response_hash=case.response_hash,
+    async def append(result: JudgeResult, request_key: str | None) -> None:
+        def write() -> None:
+            log.append(result.model_dump(mode="json"))
+            if cache is not None and request_key is not None:
+                cache.put(request_key, result.repeat, result)
+
+        await loop.run_in_executor(writer, write)
+
+    def make_result(unit: _Unit, attempt: int, verdict: Verdict, started: datetime, latency: float, sent: Any, cost: float) -> JudgeResult:
+        return JudgeResult(
+            case_id=unit.case.case_id,
+            response_hash=unit.case.response_hash,
             value=verdict.value,
             reason=verdict.reason,
             judge=judge.identity,
@@ -119,57 +250,158 @@ async def run_candidate(
             run_id=manifest.run_id,
             partition=part,
             started_at=started,
-            latency_s=latency,
+            latency_s=verdict.latency_s if verdict.latency_s is not None else latency,
             tokens_in=verdict.tokens_in,
             tokens_out=verdict.tokens_out,
             cost_usd=cost,
             error=verdict.error,
-            attempt=1,
-            repeat=repeat,
+            attempt=attempt,
+            repeat=unit.repeat,
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
         )
-        log.append(result.model_dump(mode="json"))
+
+    async def one_attempt(unit: _Unit, attempt: int, first: bool, request_key: str) -> Verdict | None:
+        estimate = judge.estimate_cost(unit.judge_input)
+        if not await limits.reserve(estimate, first):
+            return None
+        started = datetime.now(UTC)
+        t0 = time.perf_counter()
+        try:
+            verdict = await judge.evaluate(unit.judge_input, unit.ref)
+        except NotAvailable:
+            await limits.settle(estimate, 0.0)
+            return None
+        latency = time.perf_counter() - t0
+        cost = verdict.cost_usd if verdict.cost_usd is not None else judge.spec.pricing.cost(verdict.tokens_in, verdict.tokens_out)
+        await limits.settle(estimate, cost)
+        sent = verdict.rendered_request if verdict.rendered_request is not None else judge.render(unit.judge_input, unit.ref)
+        await append(make_result(unit, attempt, verdict, started, latency, sent, cost), request_key if verdict.error is None else None)
         counters["calls"] += 1
-        counters["error" if verdict.error else "verdict"] += 1
-        if bar is not None:
-            bar.update(1)
-            bar.set_postfix(errors=counters["error"], refresh=False)
+        if not first:
+            counters["retries"] += 1
+        return verdict
+
+    async def settle_unit(unit: _Unit) -> None:
+        planned = judge.render(unit.judge_input, unit.ref)
+        request_key = sha256_json(planned)
+        cached = cache.get(request_key, unit.repeat) if cache is not None else None
+        if cached is not None:
+            reused = cached.model_copy(
+                update={
+                    "case_id": unit.case.case_id,
+                    "response_hash": unit.case.response_hash,
+                    "run_id": manifest.run_id,
+                    "partition": part,
+                    "started_at": datetime.now(UTC),
+                    "latency_s": 0.0,
+                    "tokens_in": None,
+                    "tokens_out": None,
+                    "cost_usd": 0.0,
+                    "attempt": unit.next_attempt,
+                    "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
+                }
+            )
+            await append(JudgeResult.model_validate(reused.model_dump()), None)
+            counters["cache_hits"] += 1
+            _tick(bar, counters, limits)
+            return
+        attempts_left = max_attempts if retry_errors or unit.next_attempt == 1 else max(1, max_attempts - unit.next_attempt + 1)
+        attempt_no = unit.next_attempt
+        verdict: Verdict | None = None
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts_left),
+            wait=_wait_retry_after(),
+            retry=retry_if_result(lambda v: v is not None and v.error is not None and v.retryable),
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+        )
+        async for attempt in retrying:
+            with attempt:
+                n = attempt.retry_state.attempt_number
+                verdict = await one_attempt(unit, attempt_no + n - 1, first=(n == 1), request_key=request_key)
+            if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
+                attempt.retry_state.set_result(verdict)
+        if verdict is not None and verdict.error is not None:
+            counters["errors"] += 1
+        if verdict is not None:
+            _tick(bar, counters, limits)
+
+    queue: asyncio.Queue[_Unit] = asyncio.Queue()
+    for unit in units:
+        queue.put_nowait(unit)
+
+    async def worker() -> None:
+        while True:
+            try:
+                unit = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            if limits.stop_reason is not None:
+                continue  # drain: nothing new is scheduled after a limit is reached
+            await settle_unit(unit)
 
     try:
-        await asyncio.gather(*(one(c, r) for c, r in todo))
+        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(units) or 1)))))
     finally:
+        if hasattr(judge, "aclose"):
+            await judge.aclose()
+        writer.shutdown(wait=True)
         log.close()
+        if cache is not None:
+            cache.close()
         if bar is not None:
             bar.close()
-    return _summarize(manifest, judge, results_path, counters["calls"], resumed, out)
+    summary = _summarize(manifest, judge, results_path, counters, resumed, limits, max_attempts)
+    atomic_write_json(out / SUMMARY_FILE, summary.model_dump(mode="json"))
+    with AppendOnlyLog(out / INVOCATIONS_FILE) as invocations:
+        invocations.append({"finished_at": datetime.now(UTC).isoformat(), "concurrency": concurrency, "retry_errors": retry_errors, "cache": cache is not None, **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"})})
+    return summary
 
 
-def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, calls: int, resumed: int, out: Path) -> RunSummary:
-    final = _existing(results_path)
-    kinds = Counter(row["error"]["kind"] for row in final.values() if row.get("error"))
-    unrun = [f"{c.case_id}#{r}" for c in manifest.cases for r in range(manifest.repeats) if (c.case_id, r) not in final]
-    rows = list(final.values())
-    summary = RunSummary(
+def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters: Counter[str], resumed: int, limits: _Limits, max_attempts: int) -> RunSummary:
+    recorded = _read_attempts(results_path)
+    kinds: Counter[str] = Counter()
+    verdicts = 0
+    unrun: list[str] = []
+    pending: list[str] = []
+    for case in manifest.cases:
+        for repeat in range(manifest.repeats):
+            rows = recorded.get((case.case_id, repeat))
+            if not rows:
+                unrun.append(f"{case.case_id}#{repeat}")
+                continue
+            state = _state(rows, max_attempts)
+            if state == "verdict":
+                verdicts += 1
+                continue
+            kinds[rows[-1]["error"]["kind"]] += 1
+            if state == "pending_retry":
+                pending.append(f"{case.case_id}#{repeat}")
+    rows_all = [r for rows in recorded.values() for r in rows]
+    return RunSummary(
         run_id=manifest.run_id,
-        status="incomplete" if unrun else "complete",
+        status="incomplete" if unrun or pending or limits.stop_reason else "complete",
+        stop_reason=limits.stop_reason,
         judge=judge.spec.label,
         judge_fingerprint=manifest.judge_fingerprint,
         partition=manifest.partition,
         planned=len(manifest.cases) * manifest.repeats,
-        verdicts=sum(1 for row in rows if row.get("error") is None),
+        verdicts=verdicts,
         errors=sum(kinds.values()),
-        errors_by_kind=dict(kinds),
-        calls=calls,
+        errors_by_kind=dict(sorted(kinds.items())),
+        calls=counters["calls"],
+        retries=counters["retries"],
+        cache_hits=counters["cache_hits"],
         resumed=resumed,
-        cost_usd=sum(row.get("cost_usd") or 0.0 for row in rows),
-        tokens_in=sum(row.get("tokens_in") or 0 for row in rows),
-        tokens_out=sum(row.get("tokens_out") or 0 for row in rows),
+        cost_usd=round(sum(float(r.get("cost_usd") or 0.0) for r in rows_all), 10),
+        budget_usd=limits.budget_usd,
+        max_cases=limits.max_cases,
+        tokens_in=sum(int(r.get("tokens_in") or 0) for r in rows_all),
+        tokens_out=sum(int(r.get("tokens_out") or 0) for r in rows_all),
         unrun=unrun,
+        pending_retry=pending,
         results_path=str(results_path),
     )
-    atomic_write_json(out / SUMMARY_FILE, summary.model_dump(mode="json"))
-    return summary
 
 
 def _progress(total: int, initial: int, label: str, enabled: bool) -> Any:
@@ -177,9 +409,16 @@ def _progress(total: int, initial: int, label: str, enabled: bool) -> Any:
         return None
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, initial=initial, desc=label, unit="case")
+    return tqdm(total=total, initial=initial, desc=label, unit="case", dynamic_ncols=True)
+
+
+def _tick(bar: Any, counters: Counter[str], limits: _Limits) -> None:
+    if bar is None:
+        return
+    bar.update(1)
+    bar.set_postfix(errors=counters["errors"], spend=f"${limits.spent:.4f}", cached=counters["cache_hits"], refresh=False)
 
 
 def run_candidate_sync(*args: Any, **kwargs: Any) -> RunSummary:
-    """:func:`run_candidate` for scripts and the CLI (not for running event loops)."""
+    """:func:`run_candidate` for scripts and the CLI (not inside a running event loop)."""
     return asyncio.run(run_candidate(*args, **kwargs))

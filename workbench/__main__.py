@@ -1,0 +1,5 @@
+"""``python -m workbench`` is the ``workbench`` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,62 @@
+"""The verdict cache: reuse a verdict only for the same judge, request and repeat.
+
+Keyed by candidate fingerprint, the sha256 of the planned evaluator-visible request and the
+repeat index. Only verdicts are cached, never evaluator errors. One append-only JSON Lines
+file per fingerprint under the cache directory (``$WORKBENCH_CACHE_DIR``, default
+``~/.cache/judge-workbench``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from .._io import AppendOnlyLog
+from ..results import JudgeResult
+
+
+def default_cache_dir() -> Path:
+    env = os.environ.get("WORKBENCH_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "judge-workbench"
+
+
+class VerdictCache:
+    """Verdicts of one judge fingerprint."""
+
+    def __init__(self, root: Path, fingerprint: str) -> None:
+        self.path = root / fingerprint[:2] / f"{fingerprint}.jsonl"
+        self._entries: dict[tuple[str, int], dict[str, Any]] = {}
+        if self.path.exists():
+            self._log_repair()
+            with open(self.path, encoding="utf-8") as fh:
+                for line in fh:
+                    if line.strip():
+                        entry = json.loads(line)
+                        self._entries[(entry["request_key"], entry["repeat"])] = entry["result"]
+        self._log: AppendOnlyLog | None = None
+
+    def _log_repair(self) -> None:
+        AppendOnlyLog(self.path).close()  # repairs a torn last line, if any
+
+    def get(self, request_key: str, repeat: int) -> JudgeResult | None:
+        stored = self._entries.get((request_key, repeat))
+        return JudgeResult.model_validate(stored) if stored is not None else None
+
+    def put(self, request_key: str, repeat: int, result: JudgeResult) -> None:
+        """Remember a verdict (errors are never cached). Called from the writer thread."""
+        if result.error is not None or (request_key, repeat) in self._entries:
+            return
+        dumped = result.model_dump(mode="json")
+        if self._log is None:
+            self._log = AppendOnlyLog(self.path)
+        self._log.append({"request_key": request_key, "repeat": repeat, "result": dumped})
+        self._entries[(request_key, repeat)] = dumped
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def close(self) -> None:
+        if self._log is not None:
+            self._log.close()
