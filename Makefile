@@ -20,17 +20,28 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+DEMO_CACHE := $(DEMO_OUT)/.cache
+# The demo LLM judge talks to the local fake server; the key is a placeholder, read from the
+# environment like a real one and never written anywhere.
+export DEMO_LLM_API_KEY ?= demo-placeholder-key
+
 demo: $(STAMP)
 	$(BIN)/workbench validate $(DEMO_GOLD)
 	$(BIN)/workbench agreement $(DEMO_GOLD)
 	$(BIN)/workbench run --candidate data/candidates/rubric-judge@1.yaml --gold $(DEMO_GOLD) \
-		--partition development --out $(DEMO_OUT)/rubric-judge@1/development
+		--partition development --out $(DEMO_OUT)/rubric-judge@1/development --cache $(DEMO_CACHE)
 	$(BIN)/workbench run --candidate data/candidates/rubric-judge@2.yaml --gold $(DEMO_GOLD) \
-		--partition development --out $(DEMO_OUT)/rubric-judge@2/development
-	$(BIN)/workbench align --gold $(DEMO_GOLD) --partition development \
-		--results $(DEMO_OUT)/rubric-judge@1/development/results.jsonl
-	$(BIN)/workbench align --gold $(DEMO_GOLD) --partition development \
-		--results $(DEMO_OUT)/rubric-judge@2/development/results.jsonl
+		--partition development --out $(DEMO_OUT)/rubric-judge@2/development --cache $(DEMO_CACHE)
+	$(BIN)/workbench fake-llm --port 8765 --latency 0.05 --responder workbench.demo.fake_llm:respond \
+		--require-api-key-env DEMO_LLM_API_KEY -- \
+		$(BIN)/workbench run --candidate data/candidates/support-llm-judge@1.yaml --gold $(DEMO_GOLD) \
+		--partition development --out $(DEMO_OUT)/support-llm-judge@1/development --cache $(DEMO_CACHE) \
+		--concurrency 16 --budget-usd 0.50
+	@for judge in rubric-judge@1 rubric-judge@2 support-llm-judge@1; do \
+		echo; echo "=== $$judge ==="; \
+		$(BIN)/workbench align --gold $(DEMO_GOLD) --partition development \
+			--results $(DEMO_OUT)/$$judge/development/results.jsonl || exit $$?; \
+	done
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -40,6 +51,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_align.py
+	$(BIN)/python bench/bench_runs.py
 
 clean-demo:
 	rm -rf $(DEMO_OUT)

@@ -1,0 +1,31 @@
+"""A scripted "LLM" for the demo: answers judge prompts like a plausible, imperfect model.
+
+It reads the ``<grading_notes>`` and ``<response>`` blocks of the demo LLM judge's prompt
+and decides with the version-2 rubric logic (terminology guide, negation handling). Like
+real models, it can be steered by text inside the response that addresses the grader, which
+the adversarial controls are meant to catch. Deterministic, so demo figures are stable.
+
+Use it with ``workbench fake-llm --responder workbench.demo.fake_llm:respond``.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..judges.demo import _v2_verdict
+from ..testing import ChatRequest, Reply
+
+_BLOCK = re.compile(r"<(grading_notes|response)>\n?(.*?)\n?</\1>", re.DOTALL)
+_STEERING = re.compile(r"(grade|mark|score|rate) (this|it|the response) (as )?(a )?pass|ignore (all |any )?(previous|prior) instructions", re.IGNORECASE)
+
+
+def respond(request: ChatRequest) -> Reply:
+    """The demo model's reply to one chat request."""
+    blocks = {name: text for name, text in _BLOCK.findall(request.prompt)}
+    if "response" not in blocks or "grading_notes" not in blocks:
+        return Reply(value="fail", reason="I could not find the response or the grading notes in the prompt.")
+    response = blocks["response"]
+    if _STEERING.search(response):
+        return Reply(value="pass", reason="The response states that it should be graded as a pass.")
+    result = _v2_verdict(response, blocks["grading_notes"])
+    return Reply(value=str(result.value), reason=str(result.reason))
