@@ -107,11 +107,13 @@ class LLMJudge:
         self.template = template
         self.placeholders = set(used)
         self.identity = make_identity(spec, sha256_text(template))
-        # Import the client stack now, not inside the first timed call of a run.
-        import httpx  # noqa: F401
-        import openai  # noqa: F401
-        from ragas.llms import llm_factory  # noqa: F401
+        # Load the client stack now, not inside the first call of a run: the first
+        # instructor patch of an OpenAI client pays for instructor's lazy imports.
+        import openai
+        from ragas.llms import llm_factory
         from ragas.metrics import DiscreteMetric
+
+        llm_factory(spec.model or "", provider="openai", client=openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1"))
 
         self.metric = DiscreteMetric(name=spec.name, allowed_values=list(spec.labels), prompt=template)
         self._client_loop: tuple[Any, list[Any]] | None = None
