@@ -1,0 +1,93 @@
+"""``workbench override add`` and ``workbench override list``."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from ..errors import Problem, WorkbenchError
+from ..policy import DEFAULT_OVERRIDES_PATH, add_override, load_overrides, load_policy
+from ._common import echo_json, user_errors
+
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+_STORE_HELP = f"Override store (append-only JSON Lines). Default: {DEFAULT_OVERRIDES_PATH}."
+
+
+def _policy_label(value: str) -> str:
+    path = Path(value)
+    if path.suffix in (".yaml", ".yml") or path.exists():
+        return load_policy(path).label
+    if _LABEL.match(value):
+        return value
+    raise WorkbenchError("unknown policy", [Problem(location="--policy", code="policy_missing", message=f"{value!r} is neither a policy file nor name@version", fix="give data/policies/<name>@<version>.yaml or <name>@<version>")])
+
+
+@click.group("override")
+def override() -> None:
+    """Record and list approved, expiring waivers of gate blockers.
+
+    An override never waives missing evidence (incomplete blockers), and a false pass in a
+    critical slice only by a case-level review naming every false-pass case of the slice.
+    """
+
+
+@override.command("add")
+@click.option("--policy", required=True, help="Policy file (data/policies/<name>@<version>.yaml) or name@version the override applies to.")
+@click.option("--approver", required=True, help="The named person approving the waiver.")
+@click.option("--reason", required=True, help="Why the blocker is acceptable, with the evidence reviewed.")
+@click.option("--expires", required=True, help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime.")
+@click.option("--follow-up", "follow_up", required=True, help="Ticket or action that removes the need for the override.")
+@click.option("--code", "codes", multiple=True, required=True, help="Blocker code it may waive (repeatable).")
+@click.option("--slice", "slices", multiple=True, help="Slice it covers (repeatable): a slice-level waiver.")
+@click.option("--case", "case_ids", multiple=True, help="Case id reviewed one by one (repeatable): a case-level waiver.")
+@click.option("--candidate-fingerprint", default=None, help="Only results of this judge fingerprint.")
+@click.option("--store", type=click.Path(path_type=str), default=str(DEFAULT_OVERRIDES_PATH), show_default=True, help=_STORE_HELP)
+@user_errors
+def add(policy: str, approver: str, reason: str, expires: str, follow_up: str, codes: tuple[str, ...], slices: tuple[str, ...], case_ids: tuple[str, ...], candidate_fingerprint: str | None, store: str) -> None:
+    """Append one override to the store (the store is never rewritten) and print its id."""
+    record = add_override(
+        store,
+        policy=_policy_label(policy),
+        approver=approver,
+        reason=reason,
+        expires_at=expires,
+        follow_up=follow_up,
+        codes=codes,
+        slices=slices,
+        case_ids=case_ids,
+        candidate_fingerprint=candidate_fingerprint,
+    )
+    click.echo(f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}")
+
+
+@override.command("list")
+@click.option("--store", type=click.Path(path_type=str), default=str(DEFAULT_OVERRIDES_PATH), show_default=True, help=_STORE_HELP)
+@click.option("--json", "as_json", is_flag=True, help="Print the overrides as JSON.")
+@user_errors
+def list_(store: str, as_json: bool) -> None:
+    """List every override in the store, marking the expired ones."""
+    overrides = load_overrides(store)
+    if as_json:
+        echo_json([o.model_dump(mode="json") for o in overrides])
+        return
+    if not overrides:
+        click.echo(f"no overrides in {store}")
+        return
+    now = datetime.now(UTC)
+    for o in overrides:
+        state = "EXPIRED" if o.expires_at <= now else "active"
+        scope = []
+        if o.slices:
+            scope.append("slices " + ", ".join(o.slices))
+        if o.case_ids:
+            scope.append(f"{len(o.case_ids)} case(s) " + ", ".join(o.case_ids[:5]) + (" ..." if len(o.case_ids) > 5 else ""))
+        if o.candidate_fingerprint:
+            scope.append(f"candidate {o.candidate_fingerprint[:12]}")
+        click.echo(
+            f"{o.override_id} [{state}] {o.policy}: codes {', '.join(o.codes)}; {'; '.join(scope) or 'no slice'}; "
+            f"approved by {o.approver} on {o.created_at.date().isoformat()}, expires {o.expires_at.isoformat()}; "
+            f"reason: {o.reason}; follow-up: {o.follow_up}"
+        )

@@ -1,0 +1,489 @@
+"""The release gate: measured alignment + a reviewed policy -> one of four outcomes.
+
+The gate fails closed: a missing result, an unknown slice, a rate without a denominator or a
+missing policy is never a pass. It reads only per-slice rows; the overall row never passes a
+slice (plentiful agreement elsewhere cannot offset a slice's blocker).
+
+Outcome, by precedence over the blockers that no valid override waived:
+``evaluation_incomplete`` (any ``incomplete`` blocker) > ``quality_failed`` (any ``quality``
+blocker) > ``review_required`` (any ``review`` blocker) > ``certified``.
+
+Blocker codes:
+
+==========================  ==========  ======================================================
+code                        category    when
+==========================  ==========  ======================================================
+no_cases                    incomplete  the report has no case in scope
+missing_results             incomplete  cases without any judge result (report incomplete)
+evaluator_errors_exceeded   incomplete  evaluator errors > ``max_evaluator_errors``
+budget_exhausted            incomplete  the run stopped at its budget
+case_limit_reached          incomplete  the run stopped at ``--max-cases``
+pending_retries             incomplete  the run has retryable errors still to retry
+run_incomplete              incomplete  the run is incomplete for another reason
+false_passes_exceeded       quality     slice false passes > ``max_false_passes``
+false_pass_rate_exceeded    quality     slice false-pass rate (basis) > ``max_false_pass_rate``
+false_fail_rate_exceeded    quality     slice false-fail rate (basis) > ``max_false_fail_rate``
+policy_missing              review      no policy was given
+policy_rubric_mismatch      review      the policy was written for another rubric version
+rubric_mismatch             review      the report was computed under another rubric
+partition_mismatch          review      the report is not of the policy's partition
+run_mismatch                review      the run summary is of another judge or partition
+candidate_mismatch          review      the results are of another judge than ``fingerprint``
+slice_not_in_policy         review      a rubric slice (or a slice with cases) has no limits
+policy_unknown_slice        review      the policy names a slice the rubric does not declare
+policy_risk_mismatch        review      the policy's risk for a slice differs from the rubric's
+too_few_cases               review      slice verdicts < ``min_n``
+rate_unbounded              review      a rate limit is set but its denominator is 0
+false_pass_rate_unproven    review      observed rate within the limit, upper 95% bound above it
+false_fail_rate_unproven    review      the same for false fails (too few cases to bound)
+cost_exceeded               review      run spend > ``max_cost_usd``
+cost_unverified             review      ``max_cost_usd`` is set but no run summary was given
+==========================  ==========  ======================================================
+
+Cost is a *review* blocker: spending beyond the approved budget says nothing about how well
+the judge agrees with reviewers (not quality) and the evidence is complete (not incomplete),
+but the spend was not approved, so a person must approve it (an override) or the policy's
+budget must change.
+
+Too few cases and unbounded rates are *review* blockers too: the judge is not shown to be bad,
+the sample cannot show it is good. In a critical slice, too few cases and an unbounded
+false-pass rate cannot be waived.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..align import AlignmentReport, Join, SliceAlignment, slice_alignment
+from ..gold import Risk, Rubric
+from ..runs import RunSummary
+from ..stats import Rate
+from ._overrides import NON_WAIVABLE_CODES, Override, active_overrides, expired_overrides
+from ._policy import Basis, Policy, SlicePolicy
+
+GATE_SCHEMA_VERSION = 1
+Category = Literal["incomplete", "quality", "review"]
+GateOutcome = Literal["certified", "quality_failed", "evaluation_incomplete", "review_required"]
+CATEGORY_ORDER: dict[str, int] = {"incomplete": 0, "quality": 1, "review": 2}
+EXIT_CODES: dict[str, int] = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
+"""Process exit code of ``workbench gate`` per outcome (2 is invalid input)."""
+FALSE_PASS_CODES = frozenset({"false_passes_exceeded", "false_pass_rate_exceeded"})
+"""In a critical slice these are waivable only case by case (every false-pass case named)."""
+Z2_95 = 3.841458820694124
+"""z squared for the two-sided 95% interval (z = 1.959964)."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class Blocker(_Model):
+    """One reason the gate does not certify."""
+
+    code: str
+    """Stable machine-readable name, e.g. ``false_passes_exceeded`` (see the module table)."""
+    category: Category
+    """``incomplete`` (evidence missing), ``quality`` (the judge measurably misses a limit) or
+    ``review`` (a person must decide: inputs do not fit, too little evidence, spend)."""
+    slice: str | None = None
+    """The slice it concerns, or None for the whole evaluation."""
+    risk: str | None = None
+    """The rubric's risk level of the slice."""
+    message: str
+    """One sentence a reviewer understands."""
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    """The numbers behind it: counts, denominators, rate, interval bounds, limit, basis."""
+    case_ids: list[str] = Field(default_factory=list)
+    """Affected cases (false passes for false-pass blockers, when a join was given)."""
+    waivable: bool = True
+    """Whether any override could waive it. Incomplete blockers never are."""
+
+    def sort_key(self) -> tuple[int, str, str, str]:
+        return (CATEGORY_ORDER[self.category], self.slice or "", self.code, self.message)
+
+
+class WaivedBlocker(_Model):
+    """A blocker an active override waived."""
+
+    blocker: Blocker
+    """The blocker as it would otherwise have counted."""
+    override_id: str
+    """The override that waived it."""
+
+
+class PolicyRef(_Model):
+    """Which policy the gate applied."""
+
+    name: str
+    """Policy name."""
+    version: str
+    """Policy version."""
+    sha256: str | None
+    """sha256 of the policy file, when known."""
+
+
+class GateResult(_Model):
+    """The gate's decision, with every blocker and the numbers behind it."""
+
+    schema_version: int = GATE_SCHEMA_VERSION
+    """Gate result format version."""
+    kind: Literal["workbench.gate"] = "workbench.gate"
+    """Document kind."""
+    outcome: GateOutcome
+    """``certified``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
+    blockers: list[Blocker]
+    """Blockers no override waived, sorted by category (incomplete, quality, review), slice, code."""
+    waived: list[WaivedBlocker]
+    """Blockers waived by an active override, same order."""
+    expired_overrides: list[str] = Field(default_factory=list)
+    """Ids of overrides for this policy and candidate that had expired: ignored."""
+    policy: PolicyRef | None
+    """The policy applied, or None when there was none."""
+    summary: str
+    """One line: outcome, blocker counts, policy."""
+    judge: str | None = None
+    """``name@version`` of the judge whose results were evaluated."""
+    judge_fingerprint: str | None = None
+    """The candidate fingerprint overrides were scoped to (the results' judge fingerprint)."""
+    dataset_sha256: str | None = None
+    """The gold dataset hash of the report."""
+    rubric_version: str | None = None
+    """The rubric version of the report."""
+    partition: str | None = None
+    """The partition evaluated (None: all)."""
+    evaluated_at: datetime | None = None
+    """The time overrides were checked against."""
+
+    @property
+    def exit_code(self) -> int:
+        """The ``workbench gate`` exit code of this outcome."""
+        return EXIT_CODES[self.outcome]
+
+
+def evaluate_gate(
+    report: AlignmentReport,
+    policy: Policy | None,
+    *,
+    rubric: Rubric,
+    run: RunSummary | None = None,
+    overrides: Sequence[Override] = (),
+    now: datetime | None = None,
+    extra_blockers: Sequence[Blocker] = (),
+    join: Join | None = None,
+    policy_sha256: str | None = None,
+    fingerprint: str | None = None,
+) -> GateResult:
+    """Decide whether ``report`` meets ``policy``; see the module doc for every rule.
+
+    ``join`` (the :class:`~workbench.align.Join` the report was computed from) supplies the
+    false-pass case ids; without it a critical false pass cannot be waived at all.
+    ``extra_blockers`` come from other checks (controls, lineage) with their own codes; an
+    ``incomplete`` one is never waivable. ``fingerprint`` is the candidate being certified:
+    overrides are scoped to it (default: the results' judge fingerprint), and results from
+    another judge are a ``candidate_mismatch`` blocker.
+    """
+    now = now or datetime.now(UTC)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=UTC)
+    blockers = [
+        *_completeness(report, run, policy.max_evaluator_errors if policy else 0),
+        *_consistency(report, policy, rubric, run),
+    ]
+    if policy is not None:
+        blockers += _cost(policy, run)
+        blockers += _slices(report, policy, rubric, join)
+    if fingerprint is not None and report.judge_fingerprint is not None and fingerprint != report.judge_fingerprint:
+        blockers.append(_review("candidate_mismatch", "The results were produced by another judge than the candidate being evaluated.", evidence={"candidate_fingerprint": fingerprint, "results_fingerprint": report.judge_fingerprint}))
+    blockers += [b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b for b in extra_blockers]
+    fingerprint = fingerprint or report.judge_fingerprint
+    active = sorted(active_overrides(overrides, policy, fingerprint, now), key=lambda o: o.override_id)
+    kept: list[Blocker] = []
+    waived: list[WaivedBlocker] = []
+    for blocker in sorted(blockers, key=Blocker.sort_key):
+        override = waiver_for(blocker, active)
+        if override is None:
+            kept.append(blocker)
+        else:
+            waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
+    outcome = _outcome(kept)
+    ref = PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256) if policy else None
+    return GateResult(
+        outcome=outcome,
+        blockers=kept,
+        waived=waived,
+        expired_overrides=sorted(o.override_id for o in expired_overrides(overrides, policy, fingerprint, now)),
+        policy=ref,
+        judge=f"{report.judge.name}@{report.judge.version}" if report.judge else None,
+        judge_fingerprint=fingerprint,
+        dataset_sha256=report.dataset_sha256,
+        rubric_version=report.rubric_version,
+        partition=report.partition,
+        evaluated_at=now,
+        summary=_summary(outcome, kept, waived, ref),
+    )
+
+
+def waiver_for(blocker: Blocker, overrides: Iterable[Override]) -> Override | None:
+    """The first override (of those given, assumed active) that waives ``blocker``, if any.
+
+    An override waives a blocker only when it names the blocker's code and covers it: its
+    slice is listed, or every one of the blocker's case ids is listed. A blocker without a
+    slice is covered by an override listing no slices. A false-pass blocker in a critical
+    slice is covered only case by case: it must have case ids and the override must list
+    every one of them. Incomplete and non-waivable blockers are never waived.
+    """
+    if blocker.category == "incomplete" or not blocker.waivable or blocker.code in NON_WAIVABLE_CODES:
+        return None
+    for override in overrides:
+        if blocker.code in override.codes and _covers(blocker, override):
+            return override
+    return None
+
+
+def _covers(blocker: Blocker, override: Override) -> bool:
+    cases = set(blocker.case_ids)
+    case_level = bool(cases) and cases <= set(override.case_ids)
+    if blocker.risk == Risk.critical.value and blocker.code in FALSE_PASS_CODES:
+        return case_level
+    if blocker.slice is not None:
+        return blocker.slice in override.slices or case_level
+    return not override.slices and (not cases or case_level)
+
+
+def _outcome(blockers: Sequence[Blocker]) -> GateOutcome:
+    categories = {b.category for b in blockers}
+    if "incomplete" in categories:
+        return "evaluation_incomplete"
+    if "quality" in categories:
+        return "quality_failed"
+    if "review" in categories:
+        return "review_required"
+    return "certified"
+
+
+def _summary(outcome: str, kept: Sequence[Blocker], waived: Sequence[WaivedBlocker], ref: PolicyRef | None) -> str:
+    counts = {c: sum(1 for b in kept if b.category == c) for c in CATEGORY_ORDER}
+    policy = f"{ref.name}@{ref.version}" + (f" (sha256 {ref.sha256[:12]})" if ref.sha256 else "") if ref else "no policy"
+    detail = ", ".join(f"{n} {c}" for c, n in counts.items())
+    return f"{outcome.upper()}: {len(kept)} blocker(s) ({detail}), {len(waived)} waived by override; policy {policy}"
+
+
+def _completeness(report: AlignmentReport, run: RunSummary | None, max_errors: int) -> list[Blocker]:
+    out: list[Blocker] = []
+    overall = report.overall
+    if overall.n == 0:
+        out.append(Blocker(code="no_cases", category="incomplete", message="No gold case is in scope, so there is nothing to certify.", evidence={"cases_in_scope": 0, "partition": report.partition}, waivable=False))
+    if report.status != "complete" or overall.missing:
+        by_slice = {s.slice: s.missing for s in report.slices if s.missing}
+        out.append(
+            Blocker(
+                code="missing_results",
+                category="incomplete",
+                message=f"{overall.missing} of {overall.n} cases have no judge result; a missing result is never a pass.",
+                evidence={"missing": overall.missing, "cases_in_scope": overall.n, "missing_by_slice": by_slice},
+                case_ids=list(report.missing_case_ids),
+                waivable=False,
+            )
+        )
+    if overall.errors > max_errors:
+        by_slice = {s.slice: s.errors for s in report.slices if s.errors}
+        out.append(
+            Blocker(
+                code="evaluator_errors_exceeded",
+                category="incomplete",
+                message=f"{overall.errors} cases ended in an evaluator error (at most {max_errors} allowed), so their verdicts are unknown.",
+                evidence={"errors": overall.errors, "limit": max_errors, "cases_in_scope": overall.n, "errors_by_kind": dict(overall.errors_by_kind), "errors_by_slice": by_slice},
+                case_ids=[e.case_id for e in report.evaluator_errors],
+                waivable=False,
+            )
+        )
+    if run is not None:
+        out += _run_blockers(run)
+    return out
+
+
+def _run_blockers(run: RunSummary) -> list[Blocker]:
+    unrun = sorted({pair.rsplit("#", 1)[0] for pair in run.unrun})
+    out: list[Blocker] = []
+    if run.stop_reason == "budget_exhausted":
+        out.append(Blocker(code="budget_exhausted", category="incomplete", message=f"The run stopped at its budget with {len(run.unrun)} case x repeat pair(s) unrun.", evidence={"cost_usd": run.cost_usd, "budget_usd": run.budget_usd, "unrun": len(run.unrun), "planned": run.planned}, case_ids=unrun, waivable=False))
+    if run.stop_reason == "max_cases":
+        out.append(Blocker(code="case_limit_reached", category="incomplete", message=f"The run stopped at its case limit with {len(run.unrun)} case x repeat pair(s) unrun.", evidence={"max_cases": run.max_cases, "unrun": len(run.unrun), "planned": run.planned}, case_ids=unrun, waivable=False))
+    if run.pending_retry:
+        pending = sorted({pair.rsplit("#", 1)[0] for pair in run.pending_retry})
+        out.append(Blocker(code="pending_retries", category="incomplete", message=f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a retryable evaluator error.", evidence={"pending_retry": len(run.pending_retry), "planned": run.planned}, case_ids=pending, waivable=False))
+    if run.status != "complete" and not out:
+        out.append(Blocker(code="run_incomplete", category="incomplete", message=f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun).", evidence={"unrun": len(run.unrun), "planned": run.planned, "verdicts": run.verdicts, "errors": run.errors}, case_ids=unrun, waivable=False))
+    return out
+
+
+def _review(code: str, message: str, *, slice: str | None = None, risk: str | None = None, evidence: dict[str, Any] | None = None, waivable: bool = False) -> Blocker:
+    return Blocker(code=code, category="review", slice=slice, risk=risk, message=message, evidence=evidence or {}, waivable=waivable)
+
+
+def _consistency(report: AlignmentReport, policy: Policy | None, rubric: Rubric, run: RunSummary | None) -> list[Blocker]:
+    out: list[Blocker] = []
+    if policy is None:
+        out.append(_review("policy_missing", "No release policy was given, so no limit can be checked and the judge cannot be certified."))
+    if report.rubric_version != rubric.version:
+        out.append(_review("rubric_mismatch", f"The report was computed under rubric {report.rubric_version!r} but the rubric given is {rubric.version!r}.", evidence={"report": report.rubric_version, "rubric": rubric.version}))
+    if policy is not None and policy.rubric_version is not None and policy.rubric_version != rubric.version:
+        out.append(_review("policy_rubric_mismatch", f"The policy was written for rubric {policy.rubric_version!r} but the dataset uses {rubric.version!r}.", evidence={"policy": policy.rubric_version, "rubric": rubric.version}))
+    if policy is not None and policy.partition is not None and report.partition != policy.partition:
+        out.append(_review("partition_mismatch", f"The policy certifies on partition {policy.partition!r} but the report covers {report.partition or 'all partitions'!r}.", evidence={"policy": policy.partition, "report": report.partition}))
+    if run is not None and ((report.judge_fingerprint is not None and run.judge_fingerprint != report.judge_fingerprint) or run.partition != report.partition):
+        out.append(
+            _review(
+                "run_mismatch",
+                "The run summary belongs to another judge or partition than the results evaluated.",
+                evidence={"run_judge_fingerprint": run.judge_fingerprint, "report_judge_fingerprint": report.judge_fingerprint, "run_partition": run.partition, "report_partition": report.partition},
+            )
+        )
+    return out
+
+
+def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
+    if policy.max_cost_usd is None:
+        return []
+    if run is None:
+        return [_review("cost_unverified", f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was given, so the spend cannot be checked.", evidence={"limit_usd": policy.max_cost_usd})]
+    if run.cost_usd > policy.max_cost_usd:
+        return [_review("cost_exceeded", f"The run spent ${run.cost_usd:.4f}, more than the approved ${policy.max_cost_usd:.2f}.", evidence={"cost_usd": run.cost_usd, "limit_usd": policy.max_cost_usd, "calls": run.calls, "retries": run.retries}, waivable=True)]
+    return []
+
+
+def _slices(report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join | None) -> list[Blocker]:
+    rows = {s.slice: s for s in report.slices}
+    names = list(dict.fromkeys([*rubric.slices, *(s.slice for s in report.slices if s.n > 0)]))
+    out = [
+        _review("policy_unknown_slice", f"The policy sets limits for slice {name!r}, which the rubric does not declare.", slice=name)
+        for name in policy.slices
+        if name not in rubric.slices
+    ]
+    for name in names:
+        risk = rubric.risk_of(name)
+        row = rows.get(name) or slice_alignment(name, risk, [], list(rubric.labels), rubric.pass_label, rubric.fail_label)
+        spec = policy.slices.get(name)
+        if spec is None:
+            out.append(_review("slice_not_in_policy", f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.", slice=name, risk=risk, evidence={"cases": row.n, "verdicts": row.verdicts}))
+            continue
+        if risk is not None and spec.risk.value != risk:
+            out.append(_review("policy_risk_mismatch", f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric says {risk}.", slice=name, risk=risk, evidence={"policy": spec.risk.value, "rubric": risk}))
+        out += _slice_checks(row, spec, risk, policy.min_n_for(name), _case_ids(join, name))
+    return out
+
+
+def _case_ids(join: Join | None, slice_name: str) -> dict[str, list[str]]:
+    if join is None:
+        return {}
+    out: dict[str, list[str]] = {"false_pass": [], "false_fail": []}
+    for case in join.cases:
+        if case.slice == slice_name and case.error_class in out:
+            out[case.error_class].append(case.case_id)
+    return out
+
+
+def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_n: int, ids: dict[str, list[str]]) -> list[Blocker]:
+    name = row.slice
+    critical = risk == Risk.critical.value
+    fp_ids = ids.get("false_pass", [])
+    fp_waivable = bool(fp_ids) if critical else True
+    out: list[Blocker] = []
+    if row.verdicts < min_n:
+        what = "to bound a critical slice" if critical else "to judge the slice"
+        out.append(_review("too_few_cases", f"Slice {name!r} has {row.verdicts} cases with a verdict, too few {what} (at least {min_n} required).", slice=name, risk=risk, evidence={"verdicts": row.verdicts, "cases": row.n, "min_n": min_n}, waivable=not critical))
+    if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
+        out.append(
+            Blocker(
+                code="false_passes_exceeded",
+                category="quality",
+                slice=name,
+                risk=risk,
+                message=f"Slice {name!r} has {row.false_passes} false passes (human fail, judge pass), more than the {spec.max_false_passes} allowed.",
+                evidence={"false_passes": row.false_passes, "human_fails_with_verdict": row.false_pass_rate.n, "limit": spec.max_false_passes},
+                case_ids=fp_ids,
+                waivable=fp_waivable,
+            )
+        )
+    if spec.max_false_pass_rate is not None:
+        basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
+        out += _rate_check(row, "false_pass", row.false_pass_rate, spec.max_false_pass_rate, basis, risk, fp_ids, fp_waivable, not critical)
+    if spec.max_false_fail_rate is not None:
+        out += _rate_check(row, "false_fail", row.false_fail_rate, spec.max_false_fail_rate, spec.false_fail_rate_basis, risk, ids.get("false_fail", []), True, True)
+    return out
+
+
+def _rate_check(row: SliceAlignment, kind: str, rate: Rate, limit: float, basis: Basis, risk: str | None, case_ids: list[str], waivable: bool, unbounded_waivable: bool) -> list[Blocker]:
+    name = row.slice
+    if kind == "false_pass":
+        human, wrong, errors_key, total_key, total = "fail", "pass", "false_passes", "human_fails", row.human_fails
+    else:
+        human, wrong, errors_key, total_key, total = "pass", "fail", "false_fails", "human_passes", row.human_passes
+    denominator_key = f"{total_key}_with_verdict"
+    if rate.n == 0 or rate.rate is None or rate.ci95_high is None:
+        return [
+            _review(
+                "rate_unbounded",
+                f"Slice {name!r} has no human-{human} case with a verdict, so its {kind.replace('_', '-')} rate cannot be shown to be within {limit:g}.",
+                slice=name,
+                risk=risk,
+                evidence={"rate": f"{kind}_rate", total_key: total, denominator_key: 0, "limit": limit, "basis": basis},
+                waivable=unbounded_waivable,
+            )
+        ]
+    value = rate.ci95_high if basis == "upper_95" else rate.rate
+    if value <= limit:
+        return []
+    evidence: dict[str, Any] = {errors_key: rate.k, denominator_key: rate.n, "rate": rate.rate, "ci95_low": rate.ci95_low, "ci95_high": rate.ci95_high, "basis": basis, "compared": value, "limit": limit}
+    on = f"the upper 95% bound {rate.ci95_high:.3f}" if basis == "upper_95" else f"the observed rate {rate.rate:.3f}"
+    message = f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged {wrong}; {on} exceeds the limit {limit:g}."
+    if basis == "upper_95" and rate.rate <= limit:
+        # The observed rate is within the limit; only the interval is too wide. That is too
+        # few cases to bound the slice, not a judge that disagrees: review, not quality.
+        needed = math.ceil(Z2_95 * (1 - limit) / limit) if limit > 0 else None
+        evidence["verdicts_needed_at_zero_errors"] = needed
+        message = f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice" + (f"; with no {kind.replace('_', ' ')} at all, {needed} human-{human} verdicts would be needed." if needed else ".")
+        return [Blocker(code=f"{kind}_rate_unproven", category="review", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=unbounded_waivable)]
+    return [Blocker(code=f"{kind}_rate_exceeded", category="quality", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=waivable)]
+
+
+def format_gate(result: GateResult) -> str:
+    """Human-readable text: outcome, identity, then one line per blocker with its numbers."""
+    lines = [f"gate:       {result.outcome.upper()}"]
+    if result.policy:
+        lines.append(f"policy:     {result.policy.name}@{result.policy.version}" + (f" (sha256 {result.policy.sha256[:12]})" if result.policy.sha256 else ""))
+    else:
+        lines.append("policy:     (none)")
+    fp = f" (fingerprint {result.judge_fingerprint[:12]})" if result.judge_fingerprint else ""
+    lines.append(f"judge:      {result.judge or '(no results)'}{fp}")
+    lines.append(f"data:       dataset {(result.dataset_sha256 or '-')[:12]}, rubric {result.rubric_version or '-'}, partition {result.partition or 'all'}")
+    lines.append(result.summary)
+    for b in result.blockers:
+        lines.append("  " + _blocker_line(b))
+    for w in result.waived:
+        lines.append(f"  waived by {w.override_id}: " + _blocker_line(w.blocker))
+    if result.expired_overrides:
+        lines.append("expired overrides ignored: " + ", ".join(result.expired_overrides))
+    return "\n".join(lines)
+
+
+def _blocker_line(b: Blocker) -> str:
+    numbers = ", ".join(f"{k}={_number(v)}" for k, v in b.evidence.items())
+    cases = ""
+    if b.case_ids:
+        more = f" +{len(b.case_ids) - 10} more" if len(b.case_ids) > 10 else ""
+        cases = " cases: " + ", ".join(b.case_ids[:10]) + more
+    return f"[{b.category}] {b.slice or '-'}: {b.code}: {b.message} ({numbers}){cases}"
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4f}".rstrip("0").rstrip(".") if value else "0"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_number(v)}" for k, v in value.items()) + "}"
+    return str(value)

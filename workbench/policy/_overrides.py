@@ -1,0 +1,250 @@
+"""Override records: a named approver waives specific gate blockers, for a limited time.
+
+Overrides live in an append-only JSON Lines store (default ``data/policies/overrides.jsonl``),
+one record per line, never rewritten: to withdraw an override, let it expire or add a new
+policy version. Each record names the policy (``name@version``) it applies to, optionally one
+candidate fingerprint, the blocker codes it may waive, the slices and/or case ids it covers,
+the reason, an expiry and a follow-up (ticket or action). Its ``override_id`` is ``ovr-`` and
+the first 16 hex digits of the sha256 over the record's canonical JSON without the id, so an
+edited line no longer matches its id and the store refuses to load.
+
+What an override can never do (enforced by the gate, see :mod:`workbench.policy._gate`):
+waive a blocker of category ``incomplete`` (missing evidence cannot be approved away), waive
+a policy-integrity blocker (fix the policy instead), or waive a false pass in a critical
+slice by anything but a case-level review naming every false-pass case of that slice.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import UTC, date, datetime, time
+from pathlib import Path
+from typing import Any
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from .._io import AppendOnlyLog, iter_jsonl_lines, sha256_json
+from ..errors import Problem, WorkbenchError
+from ._policy import NAME_PATTERN, Policy
+
+OVERRIDE_SCHEMA_VERSION = 1
+DEFAULT_OVERRIDES_PATH = Path("data/policies/overrides.jsonl")
+
+INCOMPLETE_CODES = frozenset({"missing_results", "no_cases", "budget_exhausted", "case_limit_reached", "pending_retries", "run_incomplete", "evaluator_errors_exceeded"})
+"""Blocker codes of category ``incomplete``: the evidence is missing, so nothing can be waived."""
+POLICY_INTEGRITY_CODES = frozenset(
+    {
+        "policy_missing",
+        "policy_rubric_mismatch",
+        "policy_unknown_slice",
+        "policy_risk_mismatch",
+        "slice_not_in_policy",
+        "rubric_mismatch",
+        "partition_mismatch",
+        "run_mismatch",
+        "candidate_mismatch",
+        "cost_unverified",
+    }
+)
+"""Blocker codes that say the policy, rubric or evidence do not fit together: fix the inputs."""
+NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES
+"""Codes no override may name."""
+
+
+class _OverrideBody(BaseModel):
+    """Every field of an override but its id (the id is a hash of these)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    schema_version: int = OVERRIDE_SCHEMA_VERSION
+    """Override record format version."""
+    approver: str = Field(min_length=1)
+    """Who approved the waiver (a named person)."""
+    created_at: AwareDatetime
+    """When the override was recorded (UTC)."""
+    policy: str = Field(pattern=NAME_PATTERN[:-1] + r"@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """The policy it applies to, ``name@version``; other policies ignore it."""
+    candidate_fingerprint: str | None = None
+    """When set, it applies only to results of this judge fingerprint."""
+    codes: list[str] = Field(min_length=1)
+    """Blocker codes it may waive."""
+    slices: list[str] = Field(default_factory=list)
+    """Slices it covers (a slice-level waiver). Empty: only blockers without a slice, or the
+    blockers whose every case id is listed in ``case_ids``."""
+    case_ids: list[str] = Field(default_factory=list)
+    """Cases reviewed one by one (a case-level waiver). The only way to waive a false pass in a
+    critical slice, and then every false-pass case of the slice must be listed."""
+    reason: str = Field(min_length=1)
+    """Why the blocker is acceptable, with the evidence reviewed."""
+    expires_at: AwareDatetime
+    """When it stops applying; must be after ``created_at``."""
+    follow_up: str = Field(min_length=1)
+    """Ticket or action that removes the need for the override."""
+
+    @model_validator(mode="after")
+    def _checks(self) -> _OverrideBody:
+        if self.expires_at <= self.created_at:
+            raise ValueError("expires_at must be after created_at")
+        for name in ("approver", "reason", "follow_up"):
+            if not getattr(self, name).strip():
+                raise ValueError(f"{name} must be written, not blank")
+        return self
+
+
+class Override(_OverrideBody):
+    """One approved waiver, exactly as stored on one line of the override store."""
+
+    override_id: str = Field(pattern=r"^ovr-[0-9a-f]{16}$")
+    """``ovr-`` + 16 hex digits of the sha256 over the record without this field."""
+
+    @model_validator(mode="after")
+    def _id_matches(self) -> Override:
+        if self.override_id != override_id_of(self.model_dump(mode="json")):
+            raise ValueError("override_id does not match the record's content (the line was edited after it was written)")
+        return self
+
+    def applies_to(self, policy_label: str, fingerprint: str | None) -> bool:
+        """True when the override is for this policy and (if scoped) this candidate."""
+        return self.policy == policy_label and (self.candidate_fingerprint is None or self.candidate_fingerprint == fingerprint)
+
+    def is_active(self, now: datetime) -> bool:
+        """True between ``created_at`` (inclusive) and ``expires_at`` (exclusive)."""
+        return self.created_at <= now < self.expires_at
+
+
+def override_id_of(record: dict[str, Any]) -> str:
+    """The id of a record: ``ovr-`` + sha256 prefix of its canonical JSON without the id."""
+    body = {k: v for k, v in record.items() if k != "override_id"}
+    return "ovr-" + sha256_json(body)[:16]
+
+
+def expiry_from(value: str | date | datetime) -> datetime:
+    """An aware UTC datetime from ``YYYY-MM-DD`` (00:00 UTC that day) or an ISO datetime."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value) if "T" in value or " " in value else date.fromisoformat(value)
+        except ValueError:
+            raise WorkbenchError("invalid expiry", [Problem(location="--expires", code="override_invalid", message=f"{value!r} is not a date (YYYY-MM-DD) or an ISO datetime", fix="give the expiry as YYYY-MM-DD")]) from None
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+    return datetime.combine(value, time(0, 0), tzinfo=UTC)
+
+
+def _policy_label(policy: Policy | str) -> str:
+    return policy.label if isinstance(policy, Policy) else policy
+
+
+def add_override(
+    path: str | Path,
+    *,
+    policy: Policy | str,
+    approver: str,
+    reason: str,
+    expires_at: str | date | datetime,
+    follow_up: str,
+    codes: Sequence[str],
+    slices: Sequence[str] = (),
+    case_ids: Sequence[str] = (),
+    candidate_fingerprint: str | None = None,
+    created_at: datetime | None = None,
+) -> Override:
+    """Validate an override and append it to the store; the file is never rewritten.
+
+    Refuses codes no override may waive (:data:`NON_WAIVABLE_CODES`), an expiry not after
+    ``created_at``, blank approver/reason/follow-up, and a store that does not load cleanly.
+    """
+    created = (created_at or datetime.now(UTC)).replace(microsecond=0)
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    record: dict[str, Any] = {
+        "schema_version": OVERRIDE_SCHEMA_VERSION,
+        "approver": approver,
+        "created_at": created.isoformat(),
+        "policy": _policy_label(policy),
+        "candidate_fingerprint": candidate_fingerprint,
+        "codes": sorted(set(codes)),
+        "slices": sorted(set(slices)),
+        "case_ids": sorted(set(case_ids)),
+        "reason": reason,
+        "expires_at": expiry_from(expires_at).isoformat(),
+        "follow_up": follow_up,
+    }
+    loc = str(path)
+    problems = [
+        Problem(location=loc, code="override_code_not_waivable", message=f"blocker code {code!r} can never be waived (missing evidence or inconsistent inputs cannot be approved away)", fix="complete the evaluation or fix the policy/inputs instead")
+        for code in record["codes"]
+        if code in NON_WAIVABLE_CODES
+    ]
+    override: Override | None = None
+    try:
+        body = _OverrideBody.model_validate(record)
+        override = Override(**body.model_dump(), override_id=override_id_of(body.model_dump(mode="json")))
+    except ValidationError as exc:
+        problems += [Problem(location=loc, code="override_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'override'}: {e['msg']}", fix="correct this value") for e in exc.errors(include_url=False)]
+    if problems or override is None:
+        raise WorkbenchError("override refused", problems)
+    with AppendOnlyLog(path) as log:
+        existing = load_overrides(path)
+        if any(o.override_id == override.override_id for o in existing):
+            raise WorkbenchError("override refused", [Problem(location=loc, code="override_duplicate", message=f"{override.override_id} is already in the store", fix="nothing to do: the same override is already recorded")])
+        log.append(override.model_dump(mode="json"))
+    return override
+
+
+def load_overrides(path: str | Path) -> list[Override]:
+    """Every override in the store, in file order; a missing store holds none.
+
+    Bad lines (not JSON, invalid fields, an id that does not match the content, duplicate
+    ids, a newer schema) raise :class:`WorkbenchError` listing every one with its line number.
+    """
+    path = Path(path)
+    if not path.exists():
+        return []
+    problems: list[Problem] = []
+    out: list[Override] = []
+    seen: dict[str, int] = {}
+    not_utf8: list[int] = []
+    for number, text in iter_jsonl_lines(path, not_utf8):
+        where = f"{path}:{number}"
+        try:
+            raw = json.loads(text)
+        except ValueError as exc:
+            problems.append(Problem(location=where, code="override_malformed", message=f"not a JSON object ({exc.msg})", fix="restore the line from version control; the store is append-only"))
+            continue
+        if not isinstance(raw, dict):
+            problems.append(Problem(location=where, code="override_malformed", message="not a JSON object", fix="restore the line from version control; the store is append-only"))
+            continue
+        if isinstance(raw.get("schema_version"), int) and raw["schema_version"] > OVERRIDE_SCHEMA_VERSION:
+            problems.append(Problem(location=where, code="schema_version_newer", message=f"override schema_version {raw['schema_version']} is newer than this workbench reads", fix="upgrade the workbench"))
+            continue
+        try:
+            override = Override.model_validate(raw)
+        except ValidationError as exc:
+            problems += [Problem(location=where, code="override_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'override'}: {e['msg']}", fix="restore the line from version control; add a new override instead of editing one") for e in exc.errors(include_url=False)]
+            continue
+        if override.override_id in seen:
+            problems.append(Problem(location=where, code="override_duplicate", message=f"{override.override_id} already on line {seen[override.override_id]}", fix="remove the duplicated line (a copied store)"))
+            continue
+        seen[override.override_id] = number
+        out.append(override)
+    problems += [Problem(location=f"{path}:{n}", code="override_encoding", message="the line is not UTF-8", fix="restore the line from version control") for n in not_utf8]
+    if problems:
+        raise WorkbenchError(f"{path}: the override store has {len(problems)} problem(s)", problems)
+    return out
+
+
+def active_overrides(overrides: Iterable[Override], policy: Policy | str | None, fingerprint: str | None, now: datetime) -> list[Override]:
+    """The overrides that apply to this policy and candidate and have not expired at ``now``."""
+    if policy is None:
+        return []
+    label = _policy_label(policy)
+    return [o for o in overrides if o.applies_to(label, fingerprint) and o.is_active(now)]
+
+
+def expired_overrides(overrides: Iterable[Override], policy: Policy | str | None, fingerprint: str | None, now: datetime) -> list[Override]:
+    """The overrides for this policy and candidate that had expired by ``now`` (ignored)."""
+    if policy is None:
+        return []
+    label = _policy_label(policy)
+    return [o for o in overrides if o.applies_to(label, fingerprint) and o.expires_at <= now]

@@ -1,0 +1,170 @@
+"""Release policies: reviewed, versioned limits the gate applies, ``data/policies/<name>@<version>.yaml``.
+
+A policy holds no agreement target of its own invention: it states, per rubric slice, how many
+false passes and which false-pass / false-fail rates an owner accepts, on which basis, and how
+many judged cases a slice needs before its numbers mean anything. It also bounds evaluator
+errors and spend. Every limit is an upper bound; a limit that is ``None`` is not checked.
+
+Rules checked when a policy is loaded (:func:`load_policy`, every problem at once):
+
+- the file name equals ``<name>@<version>.yaml``;
+- owner and rationale are written;
+- a ``critical`` slice bounds its false-pass rate, on the ``upper_95`` basis (the upper end
+  of the 95% Wilson interval); the ``point`` estimate cannot certify a critical slice.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .._io import sha256_file
+from ..errors import Problem, WorkbenchError
+from ..gold import Risk
+
+POLICY_SCHEMA_VERSION = 1
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+Basis = Literal["upper_95", "point"]
+PartitionName = Literal["development", "calibration", "held_out"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class SlicePolicy(_Model):
+    """The limits one rubric slice must meet. A limit left out (``None``) is not checked."""
+
+    risk: Risk
+    """The slice's risk level as the owner reviewed it; must equal the rubric's. A slice whose
+    risk changed in the rubric needs a new policy version, so the gate refuses a mismatch."""
+    max_false_passes: int | None = Field(default=None, ge=0)
+    """Most false passes (human fail, judge pass) allowed in the slice."""
+    max_false_pass_rate: float | None = Field(default=None, ge=0, le=1)
+    """Highest false-pass rate allowed (false passes / human fails with a verdict), on
+    ``false_pass_rate_basis``. Required for critical slices."""
+    false_pass_rate_basis: Basis = "upper_95"
+    """``upper_95``: the upper bound of the 95% Wilson interval must be within the limit (the
+    sample must *show* the rate is low); ``point``: the observed rate. Critical slices must use
+    ``upper_95``."""
+    max_false_fail_rate: float | None = Field(default=None, ge=0, le=1)
+    """Highest false-fail rate allowed (false fails / human passes with a verdict), on
+    ``false_fail_rate_basis``."""
+    false_fail_rate_basis: Basis = "point"
+    """Basis of the false-fail limit. Defaults to ``point``: a false fail blocks a good response
+    and costs review time but releases nothing, so the observed rate is the usual measure; an
+    owner may ask for ``upper_95``."""
+    min_n: int | None = Field(default=None, ge=0)
+    """Fewest cases with a judge verdict the slice needs; overrides ``min_n_per_slice``."""
+    rationale: str = ""
+    """Why these limits, when the slice differs from the policy's general reasoning."""
+
+    @model_validator(mode="after")
+    def _critical_slices_are_bounded(self) -> SlicePolicy:
+        if self.risk == Risk.critical:
+            if self.max_false_pass_rate is None:
+                raise ValueError("a critical slice must set max_false_pass_rate (on the upper_95 basis)")
+            if self.false_pass_rate_basis != "upper_95":
+                raise ValueError("a critical slice must use false_pass_rate_basis upper_95: the point estimate cannot show the false-pass rate is within the limit")
+        return self
+
+
+class Policy(_Model):
+    """A release policy, exactly as stored in ``data/policies/<name>@<version>.yaml``."""
+
+    schema_version: int = POLICY_SCHEMA_VERSION
+    """Policy file format version."""
+    name: str = Field(pattern=NAME_PATTERN)
+    """Policy name, e.g. ``support-release``."""
+    version: str = Field(pattern=NAME_PATTERN)
+    """Policy version; a changed limit is a new version (a new file)."""
+    owner: str = Field(min_length=1)
+    """Who is accountable for these limits (a named person or team)."""
+    rationale: str = Field(min_length=1)
+    """Why these limits, written before results are seen."""
+    rubric_version: str | None = None
+    """The rubric version the limits were set for; when given, the dataset's rubric must match."""
+    partition: PartitionName | None = None
+    """The partition the gate certifies on (normally ``held_out``); when given, the report must
+    be of that partition."""
+    created: dt.date | None = None
+    """When the policy was written."""
+    slices: dict[str, SlicePolicy] = Field(min_length=1)
+    """Limits per rubric slice. Every rubric slice needs an entry; a missing one blocks release."""
+    max_evaluator_errors: int = Field(default=0, ge=0)
+    """Most evaluator errors (cases without a verdict because the judge failed) allowed overall."""
+    max_cost_usd: float | None = Field(default=None, ge=0)
+    """Approved spend for the run; more is a cost-boundary violation. ``None``: not checked."""
+    min_n_per_slice: int = Field(default=1, ge=0)
+    """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
+
+    @field_validator("name", "version", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+    @field_validator("owner", "rationale")
+    @classmethod
+    def _written(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be written, not blank")
+        return value
+
+    @property
+    def label(self) -> str:
+        """``name@version``, the identity overrides refer to."""
+        return f"{self.name}@{self.version}"
+
+    def min_n_for(self, slice_name: str) -> int:
+        """Fewest verdicts the slice needs (its own ``min_n`` or the global one)."""
+        spec = self.slices.get(slice_name)
+        return spec.min_n if spec is not None and spec.min_n is not None else self.min_n_per_slice
+
+
+def policy_sha256(path: str | Path) -> str:
+    """sha256 of the policy file's bytes: the identity of the reviewed file."""
+    return sha256_file(path)
+
+
+def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
+    return Problem(location=loc, code=code, message=message, fix=fix)
+
+
+def load_policy(path: str | Path) -> Policy:
+    """Read and check a policy file; raise :class:`WorkbenchError` listing every problem."""
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no policy", [_problem(loc, "policy_missing", "the policy file does not exist", "point --policy at data/policies/<name>@<version>.yaml")])
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_encoding", f"not valid UTF-8 (byte {exc.start})", "save the policy as UTF-8")]) from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{loc}:{mark.line + 1}" if mark else loc
+        raise WorkbenchError("unreadable policy", [_problem(where, "policy_yaml", f"not valid YAML ({getattr(exc, 'problem', exc)})", "correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_shape", "the policy must be a YAML mapping", "write the policy as key: value pairs")])
+    problems: list[Problem] = []
+    version = raw.get("schema_version", POLICY_SCHEMA_VERSION)
+    if isinstance(version, int) and version > POLICY_SCHEMA_VERSION:
+        problems.append(_problem(loc, "schema_version_newer", f"policy schema_version {version} is newer than this workbench reads ({POLICY_SCHEMA_VERSION})", "upgrade the workbench"))
+    name, ver = raw.get("name"), raw.get("version")
+    if name is not None and ver is not None and path.stem != f"{name}@{ver}":
+        problems.append(_problem(loc, "policy_filename", f"file name {path.name!r} does not match name@version {name}@{ver!s}", f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused"))
+    policy: Policy | None = None
+    try:
+        policy = Policy.model_validate(raw)
+    except ValidationError as exc:
+        problems += [
+            _problem(loc, "policy_invalid", f"{'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}", "correct this field; see workbench/policy/_policy.py for every field's meaning")
+            for e in exc.errors(include_url=False)
+        ]
+    if problems or policy is None:
+        raise WorkbenchError(f"{loc}: invalid policy: {len(problems)} problem(s)", problems)
+    return policy
