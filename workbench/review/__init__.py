@@ -1,0 +1,35 @@
+"""Case review: per-case review tables, append-only review notes, verdict transitions.
+
+Development and calibration only: every entry point refuses held-out cases, whose
+case-level detail is restricted to certification.
+"""
+
+from ._cases import (
+    CODED_COLUMNS,
+    COLUMNS,
+    DISAGREEMENT_CLASSES,
+    ERROR_CLASSES,
+    ReviewTable,
+    review_cases,
+)
+from ._notes import CAUSES, NOTE_SCHEMA_VERSION, Cause, ReviewNote, ReviewNotes
+from ._transitions import CHANGES, TRANSITION_COLUMNS, change_of, transition_summary, transitions
+
+__all__ = [
+    "CAUSES",
+    "CHANGES",
+    "CODED_COLUMNS",
+    "COLUMNS",
+    "DISAGREEMENT_CLASSES",
+    "ERROR_CLASSES",
+    "NOTE_SCHEMA_VERSION",
+    "TRANSITION_COLUMNS",
+    "Cause",
+    "ReviewNote",
+    "ReviewNotes",
+    "ReviewTable",
+    "change_of",
+    "review_cases",
+    "transition_summary",
+    "transitions",
+]

@@ -1,0 +1,157 @@
+"""Append-only review notes: the first cause of each disagreement, as a reviewer saw it.
+
+Notes are JSON Lines written through :class:`~workbench._io.AppendOnlyLog`: a note is never
+rewritten or deleted. A later note for the same case and judge supersedes an earlier one in
+:meth:`ReviewNotes.latest_by_case`, and the earlier one stays in the file.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, get_args
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .._io import AppendOnlyLog, iter_jsonl_lines
+from ..errors import Problem, WorkbenchError
+
+NOTE_SCHEMA_VERSION = 1
+"""Version of the review-note record format."""
+
+Cause = Literal[
+    "gold_label_defect",
+    "rubric_ambiguity",
+    "missing_evidence",
+    "judge_instruction_gap",
+    "judge_reasoning_error",
+    "parser_bug",
+    "provider_failure",
+    "out_of_scope",
+]
+CAUSES: tuple[str, ...] = get_args(Cause)
+"""First causes of a disagreement, in the order a reviewer should rule them out."""
+
+
+class ReviewNote(BaseModel):
+    """One reviewer's note on one case for one judge."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    schema_version: int = NOTE_SCHEMA_VERSION
+    """Review-note record format version."""
+    note_id: str = Field(min_length=1)
+    """Unique id of this note."""
+    case_id: str = Field(min_length=1)
+    """The gold case the note is about."""
+    judge_fingerprint: str | None
+    """Fingerprint of the judge whose verdict was reviewed (None when the table had none)."""
+    reviewer: str = Field(min_length=1)
+    """Who wrote the note."""
+    created_at: datetime
+    """When the note was written (UTC)."""
+    cause: Cause
+    """The first cause of the disagreement, one of :data:`CAUSES`."""
+    note: str = ""
+    """Free text: the evidence for the cause."""
+    error_class: str | None = None
+    """The case's error class when the note was written (false_pass, false_fail ...)."""
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("created_at needs a timezone")
+        return value.astimezone(UTC)
+
+
+class ReviewNotes:
+    """An append-only notes file (JSON Lines of :class:`ReviewNote`).
+
+    Opening repairs a torn last line (moved aside to ``<file>.torn``); use as a context
+    manager or call :meth:`close` to release the file.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self._log = AppendOnlyLog(self.path)
+
+    def add(
+        self,
+        case_id: str,
+        cause: str,
+        note: str = "",
+        *,
+        reviewer: str,
+        judge_fingerprint: str | None = None,
+        error_class: str | None = None,
+    ) -> ReviewNote:
+        """Validate and append one note; return it. Raises :class:`WorkbenchError` on bad input."""
+        if cause not in CAUSES:
+            raise WorkbenchError("invalid review note", [Problem(location=str(self.path), case_id=case_id, code="unknown_cause", message=f"cause {cause!r} is not one of the documented causes", fix="use one of " + ", ".join(CAUSES))])
+        try:
+            record = ReviewNote(
+                note_id=uuid.uuid4().hex,
+                case_id=case_id,
+                judge_fingerprint=judge_fingerprint,
+                reviewer=reviewer,
+                created_at=datetime.now(UTC),
+                cause=cause,  # type: ignore[arg-type]
+                note=note,
+                error_class=error_class,
+            )
+        except ValidationError as exc:
+            raise WorkbenchError("invalid review note", [Problem(location=str(self.path), case_id=case_id or None, code="invalid_note", message=f"{'.'.join(map(str, e['loc']))}: {e['msg']}", fix="give a case id, a reviewer and a documented cause") for e in exc.errors(include_url=False)]) from None
+        self._log.append(record.model_dump(mode="json"))
+        return record
+
+    def all(self) -> list[ReviewNote]:
+        """Every note in file order; raises :class:`WorkbenchError` listing every bad line."""
+        if not self.path.exists():
+            return []
+        notes: list[ReviewNote] = []
+        problems: list[Problem] = []
+        for number, text in iter_jsonl_lines(self.path):
+            where = f"{self.path}:{number}"
+            try:
+                record = ReviewNote.model_validate_json(text)
+            except ValidationError as exc:
+                problems.append(Problem(location=where, code="invalid_note", message=str(exc.errors(include_url=False)[0]["msg"]), fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
+                continue
+            if record.schema_version > NOTE_SCHEMA_VERSION:
+                problems.append(Problem(location=where, case_id=record.case_id, code="schema_version_newer", message=f"note schema_version {record.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+                continue
+            notes.append(record)
+        if problems:
+            raise WorkbenchError(f"{self.path}: {len(problems)} bad note line(s)", problems)
+        return notes
+
+    def latest_by_case(self, judge_fingerprint: str | None = None) -> dict[str, ReviewNote]:
+        """The latest note per case (for one judge when ``judge_fingerprint`` is given).
+
+        "Latest" is file order, not clock time: the later line supersedes in this view only.
+        """
+        out: dict[str, ReviewNote] = {}
+        for note in self.all():
+            if judge_fingerprint is None or note.judge_fingerprint == judge_fingerprint:
+                out[note.case_id] = note
+        return out
+
+    def cause_counts(self, judge_fingerprint: str | None = None) -> pd.Series:
+        """Cases per cause over :meth:`latest_by_case` (every cause present, zeros included)."""
+        counts = dict.fromkeys(CAUSES, 0)
+        for note in self.latest_by_case(judge_fingerprint).values():
+            counts[note.cause] += 1
+        return pd.Series(counts, name="cases", dtype=int).rename_axis("cause")
+
+    def close(self) -> None:
+        """Close the underlying file."""
+        self._log.close()
+
+    def __enter__(self) -> ReviewNotes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
