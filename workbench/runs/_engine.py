@@ -35,6 +35,7 @@ from tenacity import (
 from .._io import AppendOnlyLog, atomic_write_json, sha256_json
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase, GoldDataset, Partition
+from ..heldout import HeldOutAccess
 from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
 from ..results import JudgeResult
 from ._cache import VerdictCache, default_cache_dir
@@ -187,13 +188,21 @@ async def run_candidate(
     cache_dir: str | Path | None | Literal[False] = None,
     retry_errors: bool = False,
     progress: bool = True,
+    held_out_access: HeldOutAccess | None = None,
 ) -> RunSummary:
     """Run ``judge`` on every case of ``partition``, resumably; ``await`` it in notebooks.
 
     ``cache_dir``: None for the default cache, a path, or False to disable the cache.
     ``retry_errors``: give cases whose last attempt is a final error another round of attempts.
+    ``held_out_access``: required for the held-out partition; only certification grants it,
+    after recording the use in the held-out ledger.
     """
     part = Partition(partition).value
+    if part == "held_out" and (held_out_access is None or held_out_access.entry.candidate_fingerprint != judge.identity.fingerprint()):
+        raise WorkbenchError(
+            "held-out refused",
+            [Problem(location=str(out_dir), code="held_out_refused", message="running a candidate on the held-out partition needs an open certification in the held-out ledger", fix="use development or calibration; held-out data is judged only by `workbench certify`")],
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     cases = dataset.partition(part)
