@@ -1,9 +1,12 @@
 """A scripted "LLM" for the demo: answers judge prompts like a plausible, imperfect model.
 
-It reads the ``<grading_notes>`` and ``<response>`` blocks of the demo LLM judge's prompt
-and decides with the version-2 rubric logic (terminology guide, negation handling). Like
-real models, it can be steered by text inside the response that addresses the grader, which
-the adversarial controls are meant to catch. Deterministic, so demo figures are stable.
+It reads the ``<grading_notes>`` and ``<response>`` blocks of the demo LLM judge's prompt.
+Like a real model it follows the instructions it is given: when the prompt carries a
+``Terminology guide:`` section it applies the version-2 rubric logic (abbreviations,
+synonyms, negation); without one it matches phrases literally, like version 1. So editing
+the prompt in ``01_develop.ipynb`` really changes verdicts, for better and for worse. Like
+real models, it can also be steered by text inside the response that addresses the grader,
+which the adversarial controls are meant to catch. Deterministic, so demo figures are stable.
 
 Use it with ``workbench fake-llm --responder workbench.demo.fake_llm:respond``.
 """
@@ -12,10 +15,11 @@ from __future__ import annotations
 
 import re
 
-from ..judges.demo import _v2_verdict
+from ..judges.demo import _v1_verdict, _v2_verdict
 from ..testing import ChatRequest, Reply
 
 _BLOCK = re.compile(r"<(grading_notes|response)>\n?(.*?)\n?</\1>", re.DOTALL)
+_GUIDE = re.compile(r"^\s*Terminology guide\s*:", re.IGNORECASE | re.MULTILINE)
 _STEERING = re.compile(r"(grade|mark|score|rate) (this|it|the response) (as )?(a )?pass|ignore (all |any )?(previous|prior) instructions", re.IGNORECASE)
 
 
@@ -27,5 +31,6 @@ def respond(request: ChatRequest) -> Reply:
     response = blocks["response"]
     if _STEERING.search(response):
         return Reply(value="pass", reason="The response states that it should be graded as a pass.")
-    result = _v2_verdict(response, blocks["grading_notes"])
+    decide = _v2_verdict if _GUIDE.search(request.prompt) else _v1_verdict
+    result = decide(response, blocks["grading_notes"])
     return Reply(value=str(result.value), reason=str(result.reason))

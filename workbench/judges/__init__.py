@@ -19,7 +19,15 @@ from ._registry import (
     ragas_version,
     register_kind,
 )
-from ._spec import CANDIDATE_SCHEMA_VERSION, CandidateSpec, Endpoint, Pricing, load_spec
+from ._spec import (
+    CANDIDATE_SCHEMA_VERSION,
+    CandidateSpec,
+    Endpoint,
+    Pricing,
+    derive_spec,
+    load_spec,
+    save_spec,
+)
 
 __all__ = [
     "CANDIDATE_SCHEMA_VERSION",
@@ -36,6 +44,8 @@ __all__ = [
     "build_judge",
     "load_candidate",
     "load_spec",
+    "derive_spec",
+    "save_spec",
     "make_identity",
     "ragas_version",
     "register_kind",

@@ -113,7 +113,9 @@ def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) 
 
     ``extra`` adds kind-specific provenance (e.g. the hash of an imported results file).
     """
-    rest = spec.model_dump(mode="json", exclude={"name", "version", "kind", "model"})
+    # The template's content is covered by prompt_sha256; where it is stored (inline or in a
+    # file) is not part of what the judge does.
+    rest = spec.model_dump(mode="json", exclude={"name", "version", "kind", "model", "prompt", "prompt_file"})
     return JudgeIdentity(
         name=spec.name,
         version=spec.version,

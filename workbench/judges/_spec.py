@@ -147,3 +147,46 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     if problems:
         raise WorkbenchError("invalid candidate", problems)
     return spec, path
+
+
+def derive_spec(parent: CandidateSpec, *, version: str, prompt: str | None = None, description: str | None = None, **changes: Any) -> CandidateSpec:
+    """A new candidate version from ``parent``: one declared change at a time.
+
+    A new ``prompt`` replaces the template inline (``prompt_file`` is dropped); other fields
+    are replaced by ``changes``. The parent is untouched: versions are immutable.
+    """
+    update: dict[str, Any] = {"version": version, **changes}
+    if prompt is not None:
+        update.update(prompt=prompt, prompt_file=None)
+    if description is not None:
+        update["description"] = description
+    return CandidateSpec.model_validate({**parent.model_dump(mode="json"), **update})
+
+
+def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
+    """Write ``<name>@<version>.yaml`` (and its prompt file) into ``directory``; never overwrite.
+
+    An inline prompt is written to ``prompts/<name>@<version>.md`` and referenced by
+    ``prompt_file``, so prompt diffs stay readable in version control.
+    """
+    from .._io import atomic_write_text
+
+    directory = Path(directory)
+    target = directory / f"{spec.name}@{spec.version}.yaml"
+    problems: list[Problem] = []
+    if target.exists():
+        problems.append(Problem(location=str(target), code="version_exists", message=f"{spec.label} already exists", fix="candidate versions are immutable: choose a new version"))
+    data = spec.model_dump(mode="json", exclude_defaults=True)
+    data["schema_version"] = spec.schema_version
+    if spec.prompt is not None:
+        prompt_rel = f"prompts/{spec.name}@{spec.version}.md"
+        if (directory / prompt_rel).exists():
+            problems.append(Problem(location=str(directory / prompt_rel), code="version_exists", message="the prompt file for this version already exists", fix="choose a new version"))
+        data.pop("prompt", None)
+        data["prompt_file"] = prompt_rel
+    if problems:
+        raise WorkbenchError("cannot save candidate", problems)
+    if spec.prompt is not None:
+        atomic_write_text(directory / data["prompt_file"], spec.prompt)
+    atomic_write_text(target, yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+    return target

@@ -1,0 +1,16 @@
+"""Development and calibration phases as library calls (the notebooks only call and display)."""
+
+from ._calibrate import CalibrationSession, Selection, paired_comparison, record_selection
+from ._session import DEMO_LLM_PORT, DevelopSession, Iteration, PhaseSession, serve_demo_llm
+
+__all__ = [
+    "DEMO_LLM_PORT",
+    "CalibrationSession",
+    "DevelopSession",
+    "Iteration",
+    "PhaseSession",
+    "Selection",
+    "paired_comparison",
+    "record_selection",
+    "serve_demo_llm",
+]

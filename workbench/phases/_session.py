@@ -1,0 +1,127 @@
+"""The development and calibration phases as library calls, so the notebooks stay thin.
+
+A session is bound to one partition (development or calibration; held-out is refused) and
+one gold dataset. It runs candidates through the run engine, joins and aligns their
+results, compares iterations case by case, derives and saves new candidate versions, and
+builds the review widget.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from ..align import AlignmentReport, Join, alignment_report, join_results
+from ..gold import GoldDataset, load_dataset
+from ..heldout import refuse_held_out
+from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
+from ..results import ResultLine, read_results
+from ..runs import RunSummary, run_candidate
+
+DEMO_LLM_PORT = 8765
+
+
+@dataclass
+class Iteration:
+    """One candidate run on the session's partition, joined and aligned."""
+
+    judge: Judge
+    summary: RunSummary
+    lines: list[ResultLine]
+    join: Join
+    report: AlignmentReport
+
+    @property
+    def label(self) -> str:
+        return self.judge.spec.label
+
+    @property
+    def fingerprint(self) -> str:
+        return self.judge.identity.fingerprint()
+
+
+class PhaseSession:
+    """Runs and compares candidates on one non-held-out partition."""
+
+    def __init__(self, gold: str | Path, *, partition: Literal["development", "calibration"], run_root: str | Path, cache_dir: str | Path | None = None, concurrency: int = 8, budget_usd: float | None = None) -> None:
+        refuse_held_out(partition, where=f"{type(self).__name__}(partition=...)")
+        self.partition = partition
+        self.dataset: GoldDataset = load_dataset(gold)
+        self.run_root = Path(run_root)
+        self.cache_dir = cache_dir
+        self.concurrency = concurrency
+        self.budget_usd = budget_usd
+        self._spec_paths: dict[str, Path] = {}
+
+    def load(self, spec_path: str | Path) -> Judge:
+        judge = load_candidate(spec_path)
+        self._spec_paths[judge.spec.label] = Path(spec_path)
+        return judge
+
+    def prompt_of(self, judge: Judge) -> str:
+        """The prompt template of an LLM candidate, to edit in the notebook."""
+        template = getattr(judge, "template", None)
+        if template is None:
+            raise TypeError(f"{judge.spec.label} ({judge.spec.kind}) has no prompt template")
+        return str(template)
+
+    def derive(self, parent: Judge, *, version: str, prompt: str | None = None, description: str | None = None, **changes: Any) -> Judge:
+        """A new, unsaved candidate version that changes one declared thing."""
+        spec = derive_spec(parent.spec, version=version, prompt=prompt, description=description, **changes)
+        base = self._spec_paths.get(parent.spec.label, Path("."))
+        judge = build_judge(spec, base)
+        self._spec_paths[spec.label] = base
+        return judge
+
+    def save(self, judge: Judge, directory: str | Path) -> Path:
+        """Write the candidate as ``<name>@<version>.yaml`` (refuses to overwrite a version)."""
+        path = save_spec(judge.spec, directory)
+        self._spec_paths[judge.spec.label] = path
+        return path
+
+    async def run(self, judge: Judge, *, progress: bool = True) -> Iteration:
+        """Run (or resume, or reuse cached verdicts for) ``judge`` and align it."""
+        out = self.run_root / judge.spec.label / judge.identity.fingerprint()[:12] / self.partition
+        summary = await run_candidate(judge, self.dataset, self.partition, out, concurrency=self.concurrency, budget_usd=self.budget_usd, cache_dir=self.cache_dir, progress=progress)
+        lines = read_results(summary.results_path)
+        join = join_results(self.dataset, lines, partition=self.partition, location=summary.results_path)
+        return Iteration(judge, summary, lines, join, alignment_report(join, results_path=summary.results_path))
+
+    def transitions(self, before: Iteration, after: Iteration) -> Any:
+        """Case-level verdict transitions between two iterations (paired by case)."""
+        from ..review import transitions
+
+        return transitions(before.join, after.join)
+
+    def review_widget(self, iteration: Iteration, *, notes_path: str | Path, reviewer: str | None = None) -> Any:
+        """The disagreement review widget over ``iteration``, saving append-only review notes."""
+        from ..review import ReviewNotes, review_cases
+        from ..ui import ReviewWidget
+
+        table = review_cases(self.dataset, iteration.join, iteration.lines)
+        kwargs: dict[str, Any] = {"notes": ReviewNotes(notes_path), "judge_fingerprint": iteration.fingerprint}
+        if reviewer:
+            kwargs["reviewer"] = reviewer
+        return ReviewWidget(table, **kwargs)
+
+
+class DevelopSession(PhaseSession):
+    """Prompt tuning on the development partition only."""
+
+    def __init__(self, gold: str | Path, *, run_root: str | Path, **kw: Any) -> None:
+        super().__init__(gold, partition="development", run_root=run_root, **kw)
+
+
+def serve_demo_llm(port: int = DEMO_LLM_PORT, latency_s: float = 0.02) -> Any:
+    """Start the demo's scripted OpenAI-compatible model on 127.0.0.1 (for offline notebooks).
+
+    Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set: the fake server needs no key, and
+    the candidate reads its key from the environment like a real one.
+    """
+    from ..demo.fake_llm import respond
+    from ..testing import FakeLLM
+
+    os.environ.setdefault("DEMO_LLM_API_KEY", "demo-placeholder-key")
+    return FakeLLM(responder=respond, latency_s=latency_s, port=port).start()
