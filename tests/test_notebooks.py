@@ -51,3 +51,54 @@ def test_overview_refuses_the_held_out_partition(tmp_path: Path) -> None:
         )
     assert "never uses the held-out partition" in str(info.value)
     assert not (tmp_path / "runs").exists()
+
+
+def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: Path) -> None:
+    out = tmp_path / "dev.ipynb"
+    papermill.execute_notebook(
+        str(ROOT / "notebooks" / "01_develop.ipynb"),
+        str(out),
+        parameters={"run_root": str(tmp_path / "runs"), "notes_path": str(tmp_path / "notes.jsonl"), "save_to": str(tmp_path / "candidates")},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+        kernel_name="python3",
+    )
+    text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
+    assert "support-llm-judge@2-draft" in text and "critical_broken" in text
+    assert "application/vnd.jupyter.widget-view+json" in text  # the review widget was displayed
+    assert (tmp_path / "candidates" / "support-llm-judge@2-draft.yaml").exists()
+
+
+def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> None:
+    out = tmp_path / "cal.ipynb"
+    selections = tmp_path / "selections.jsonl"
+    papermill.execute_notebook(
+        str(ROOT / "notebooks" / "02_calibrate.ipynb"),
+        str(out),
+        parameters={"run_root": str(tmp_path / "runs"), "selections_path": str(selections), "select": "rubric-judge@2", "selection_reason": "fewest false fails"},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+        kernel_name="python3",
+    )
+    text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
+    assert "p_mcnemar" in text and "policy_outcome_on_calibration" in text
+    record = json.loads(selections.read_text().splitlines()[0])
+    assert record["selected"] == "rubric-judge@2" and len(record["compared"]) == 4
+
+
+@pytest.mark.parametrize("name", ["01_develop.ipynb", "02_calibrate.ipynb"])
+def test_phase_notebooks_refuse_held_out(name: str, tmp_path: Path) -> None:
+    nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "held_out" not in source  # no phase notebook even names the held-out partition
+    from workbench.errors import WorkbenchError
+    from workbench.phases import PhaseSession
+
+    with pytest.raises(WorkbenchError):
+        PhaseSession(ROOT / "data" / "demo", partition="held_out", run_root=tmp_path)  # type: ignore[arg-type]
+
+
+def test_certification_notebook_has_no_widgets() -> None:
+    nb = nbformat.read(ROOT / "notebooks" / "03_certify.ipynb", as_version=4)
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "code")
+    assert "ipywidgets" not in source and "widget" not in source.lower()

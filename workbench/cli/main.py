@@ -8,8 +8,11 @@ from .. import __version__
 from .agreement import agreement
 from .align import align
 from .card import card
+from .certify import certify, reports, verify
 from .fake_llm import fake_llm
+from .gate import gate
 from .importers import import_group
+from .override import override
 from .run import run
 from .validate import validate
 
@@ -27,6 +30,11 @@ main.add_command(align)
 main.add_command(run)
 main.add_command(import_group)
 main.add_command(fake_llm)
+main.add_command(gate)
+main.add_command(override)
+main.add_command(certify)
+main.add_command(verify)
+main.add_command(reports)
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,176 @@
+"""Certification end to end on the demo data: a real held-out run, a real gate, a locked report."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from workbench.align import alignment_report, join_results
+from workbench.cli import main
+from workbench.errors import WorkbenchError
+from workbench.gold import load_dataset
+from workbench.heldout import LEDGER_FILE, HeldOutLedger
+from workbench.policy import evaluate_gate, load_policy
+from workbench.reports import certify, external_references, list_reports, read_lock, verify_report
+from workbench.results import read_results
+from workbench.runs import RunSummary
+
+ROOT = Path(__file__).resolve().parents[1]
+CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
+POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"
+GOLD = ROOT / "data" / "demo"
+SHARED = ("report.html", "certification.ipynb", "gate.json", "lock.json")
+
+
+@pytest.fixture(scope="module")
+def reports_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("reports")
+
+
+@pytest.fixture(scope="module")
+def first(reports_root: Path):
+    return certify(CANDIDATE, POLICY, GOLD, reports_root=reports_root)
+
+
+def test_outcome_is_the_gate_recomputed_from_the_run_records(first) -> None:
+    report_dir = first.report_dir
+    dataset = load_dataset(GOLD)
+    lines = read_results(report_dir / "restricted" / "run" / "results.jsonl", verify_requests=True)
+    join = join_results(dataset, lines, partition="held_out")
+    summary = RunSummary.model_validate_json((report_dir / "restricted" / "run" / "run.json").read_text())
+    gate = evaluate_gate(alignment_report(join), load_policy(POLICY), rubric=dataset.rubric, run=summary, join=join)
+    lock = read_lock(report_dir)
+    assert lock.outcome == gate.outcome == first.outcome
+    assert [b["code"] for b in lock.blockers] == [b.code for b in gate.blockers]
+    assert gate.outcome in {"certified", "quality_failed", "evaluation_incomplete", "review_required"}
+    assert len(lines) == len(dataset.partition("held_out"))  # every held-out case judged exactly once
+
+
+def test_lock_records_every_hash_and_verifies(first) -> None:
+    report_dir = first.report_dir
+    lock = read_lock(report_dir)
+    assert lock.lock_sha256 == first.lock_sha256 == lock.content_sha256()
+    dataset = load_dataset(GOLD)
+    assert lock.evidence["gold_dataset"] == dataset.sha256
+    assert lock.evidence["html"] == lock.files["report.html"]
+    assert lock.evidence["executed_notebook"] == lock.files["certification.ipynb"]
+    assert lock.evidence["run_records"] == lock.files["restricted/run/results.jsonl"]
+    assert lock.evidence["policy"] == lock.files["inputs/support-release@1.yaml"]
+    assert lock.evidence["candidate_spec"] == lock.files["inputs/rubric-judge@2.yaml"]
+    assert set(lock.versions) == {"workbench", "ragas", "python"} and lock.versions["ragas"] == "0.4.3"
+    assert set(lock.git) == {"commit", "dirty"}
+    assert lock.ledger_entry["event"] == "started" and lock.previous_report is None
+    assert verify_report(report_dir) == []
+    result = CliRunner().invoke(main, ["verify", str(report_dir)])
+    assert result.exit_code == 0 and "verified" in result.output
+
+
+def test_report_is_read_only(first) -> None:
+    for path in [first.report_dir, *first.report_dir.rglob("*")]:
+        assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), path
+
+
+def test_shared_files_hold_no_case_level_held_out_detail(first) -> None:
+    held_out_ids = [c.case_id for c in load_dataset(GOLD).partition("held_out")]
+    for name in SHARED:
+        text = (first.report_dir / name).read_text(encoding="utf-8")
+        leaked = [cid for cid in held_out_ids if cid in text]
+        assert leaked == [], (name, leaked[:3])
+    restricted = (first.report_dir / "restricted" / "held_out_cases.jsonl").read_text()
+    assert all(cid in restricted for cid in held_out_ids)
+
+
+def test_html_is_self_contained_and_shows_the_evidence(first) -> None:
+    html = (first.report_dir / "report.html").read_text(encoding="utf-8")
+    assert external_references(html) == []
+    assert f'data-outcome="{first.outcome}"' in html
+    assert "<svg" in html and "Judge error rates by slice" in html  # chart inlined as SVG
+    assert "Held-out ledger entry" in html and "Lineage" in html
+    assert "import workbench" not in html and "Certification(" not in html  # code hidden
+
+
+def test_tampering_is_detected_and_named(first, tmp_path: Path) -> None:
+    copy_root = tmp_path / "copy"
+    shutil.copytree(first.report_dir.parents[2], copy_root)
+    report = copy_root / first.report_id
+    for path in [report, *report.rglob("*")]:
+        path.chmod(path.stat().st_mode | stat.S_IWUSR)
+    (report / "report.html").write_text((report / "report.html").read_text().replace("QUALITY", "CERTIFIED", 1))
+    (report / "extra.txt").write_text("x")
+    problems = {(p.code, Path(p.location).name) for p in verify_report(report)}
+    assert ("file_changed", "report.html") in problems and ("file_added", "extra.txt") in problems
+    result = CliRunner().invoke(main, ["verify", str(report)])
+    assert result.exit_code == 1 and "report.html" in result.output
+    lock = json.loads((report / "lock.json").read_text())
+    lock["outcome"] = "certified"
+    (report / "lock.json").write_text(json.dumps(lock))
+    assert "lock_changed" in {p.code for p in verify_report(report)}
+
+
+def test_second_certification_needs_a_reason_then_chains(first, reports_root: Path) -> None:
+    with pytest.raises(WorkbenchError) as info:
+        certify(CANDIDATE, POLICY, GOLD, reports_root=reports_root)
+    assert info.value.problems[0].code == "held_out_reuse" and first.report_id in info.value.problems[0].message
+    second = certify(CANDIDATE, POLICY, GOLD, reports_root=reports_root, rerun_reason="re-run with a case limit to show an incomplete outcome", max_cases=5)
+    assert second.report_id.endswith("/2") and second.report_dir != first.report_dir
+    assert second.outcome == "evaluation_incomplete"
+    assert "case_limit_reached" in {b["code"] for b in second.blockers}
+    lock = read_lock(second.report_dir)
+    assert lock.previous_report is not None and lock.previous_report.lock_sha256 == first.lock_sha256
+    assert lock.rerun_reason and "case limit" in (second.report_dir / "report.html").read_text()
+    assert verify_report(second.report_dir) == [] and verify_report(first.report_dir) == []
+    entries = HeldOutLedger(reports_root / LEDGER_FILE).entries()
+    assert [(e.event, e.report_id) for e in entries] == [("started", first.report_id), ("finished", first.report_id), ("started", second.report_id), ("finished", second.report_id)]
+    assert entries[-1].outcome == "evaluation_incomplete" and entries[-2].rerun_reason
+    assert [r["outcome"] for r in list_reports(reports_root)] == [first.outcome, "evaluation_incomplete"]
+    listing = CliRunner().invoke(main, ["reports", "--reports", str(reports_root)])
+    assert first.report_id in listing.output and second.report_id in listing.output
+
+
+def test_a_failed_notebook_is_an_incomplete_locked_report(tmp_path: Path) -> None:
+    import nbformat
+
+    broken = nbformat.read(ROOT / "notebooks" / "03_certify.ipynb", as_version=4)
+    broken.cells.insert(3, nbformat.v4.new_code_cell("raise RuntimeError('kernel died mid-run')"))
+    path = tmp_path / "broken.ipynb"
+    nbformat.write(broken, path)
+    result = certify(CANDIDATE, POLICY, GOLD, reports_root=tmp_path / "reports", notebook=path)
+    assert result.outcome == "evaluation_incomplete"
+    assert [b["code"] for b in result.blockers] == ["certification_failed"]
+    assert "kernel died mid-run" in json.dumps(result.blockers)
+    assert verify_report(result.report_dir) == []
+
+
+def test_held_out_is_refused_outside_certification(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["run", "--candidate", str(CANDIDATE), "--gold", str(GOLD), "--partition", "held_out", "--out", str(tmp_path / "o"), "--no-progress"])
+    assert result.exit_code == 2 and "held_out_refused" in result.output
+    assert not (tmp_path / "o" / "results.jsonl").exists()
+
+
+def test_bad_inputs_exit_2_without_traceback(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(tmp_path / "none.yaml"), "--reports", str(tmp_path / "r")])
+    assert result.exit_code == 2 and "policy_missing" in result.output and "Traceback" not in result.output
+    assert not (tmp_path / "r").exists()
+
+
+def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.demo.fake_llm import respond
+    from workbench.testing import FakeLLM
+
+    secret = "sk-cert-7Qm2-never-in-a-file-91b4"
+    monkeypatch.setenv("DEMO_LLM_API_KEY", secret)  # the notebook kernel inherits the environment
+    with FakeLLM(responder=respond, require_api_key=secret, port=8765) as server:
+        result = certify(ROOT / "data" / "candidates" / "support-llm-judge@1.yaml", POLICY, GOLD, reports_root=tmp_path / "reports")
+        calls = server.calls
+    assert len(calls) == len(load_dataset(GOLD).partition("held_out")) and all(c.authorized for c in calls)
+    assert result.outcome in {"quality_failed", "review_required"}
+    lock = read_lock(result.report_dir)
+    assert lock.evidence["run_records"] is not None and verify_report(result.report_dir) == []
+    scanned = [p for p in (tmp_path / "reports").rglob("*") if p.is_file()]
+    assert len(scanned) >= 10
+    assert [p for p in scanned if secret.encode() in p.read_bytes()] == []
