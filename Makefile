@@ -21,11 +21,15 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 DEMO_CACHE := $(DEMO_OUT)/.cache
+DEMO_CANDIDATE := data/candidates/rubric-judge@2.yaml
+DEMO_POLICY := data/policies/support-release@1.yaml
 # The demo LLM judge talks to the local fake server; the key is a placeholder, read from the
 # environment like a real one and never written anywhere.
 export DEMO_LLM_API_KEY ?= demo-placeholder-key
 
 demo: $(STAMP)
+	@chmod -R u+w $(DEMO_OUT) 2>/dev/null || true
+	rm -rf $(DEMO_OUT)
 	$(BIN)/workbench validate $(DEMO_GOLD)
 	$(BIN)/workbench agreement $(DEMO_GOLD)
 	$(BIN)/workbench run --candidate data/candidates/rubric-judge@1.yaml --gold $(DEMO_GOLD) \
@@ -42,6 +46,12 @@ demo: $(STAMP)
 		$(BIN)/workbench align --gold $(DEMO_GOLD) --partition development \
 			--results $(DEMO_OUT)/$$judge/development/results.jsonl || exit $$?; \
 	done
+	@echo; echo "=== certification of the default offline candidate (held-out, once) ==="
+	@$(BIN)/workbench certify --candidate $(DEMO_CANDIDATE) --policy $(DEMO_POLICY) --gold $(DEMO_GOLD) \
+		--reports $(DEMO_OUT)/reports; status=$$?; \
+	if [ $$status -eq 2 ]; then exit 2; fi; \
+	echo "(exit $$status: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required)"; \
+	$(BIN)/workbench verify $(DEMO_OUT)/reports/rubric-judge/2/1
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
@@ -54,4 +64,5 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_runs.py
 
 clean-demo:
+	@chmod -R u+w $(DEMO_OUT) 2>/dev/null || true
 	rm -rf $(DEMO_OUT)

@@ -9,13 +9,22 @@ from pydantic import BaseModel
 
 from workbench.align import AlignmentReport, SliceAlignment
 from workbench.gold import Adjudication, GoldCase, Review, Rubric
+from workbench.heldout import LedgerEntry
 from workbench.judges import CandidateSpec
+from workbench.phases import Selection
+from workbench.policy import Blocker, GateResult, Policy, SlicePolicy
+from workbench.policy._overrides import Override
+from workbench.reports import Lock
 from workbench.results import JudgeIdentity, JudgeResult
+from workbench.review import ReviewNote
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("model", [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, AlignmentReport, SliceAlignment])
+DOCUMENTED = [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, AlignmentReport, SliceAlignment, Policy, SlicePolicy, GateResult, Blocker, Override, ReviewNote, Selection, LedgerEntry, Lock]
+
+
+@pytest.mark.parametrize("model", DOCUMENTED)
 def test_every_field_is_documented(model: type[BaseModel]) -> None:
     undocumented = [name for name in model.model_fields if f"`{name}`" not in DOC and f"{name}:" not in DOC and f"{{{name}" not in DOC and f" {name}," not in DOC and f" {name}}}" not in DOC]
     assert undocumented == []
