@@ -162,10 +162,18 @@ def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, 
     from workbench.demo.fake_llm import respond
     from workbench.testing import FakeLLM
 
+    import yaml
+
     secret = "sk-cert-7Qm2-never-in-a-file-91b4"
     monkeypatch.setenv("DEMO_LLM_API_KEY", secret)  # the notebook kernel inherits the environment
-    with FakeLLM(responder=respond, require_api_key=secret, port=8765) as server:
-        result = certify(ROOT / "data" / "candidates" / "support-llm-judge@1.yaml", POLICY, GOLD, reports_root=tmp_path / "reports")
+    with FakeLLM(responder=respond, require_api_key=secret) as server:
+        spec = yaml.safe_load((ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text())
+        spec["endpoint"]["base_url"] = server.base_url  # a free port, not the demo's fixed one
+        candidates = tmp_path / "candidates"
+        (candidates / "prompts").mkdir(parents=True)
+        shutil.copyfile(ROOT / "data" / "candidates" / "prompts" / "support-llm-judge@1.md", candidates / "prompts" / "support-llm-judge@1.md")
+        (candidates / "support-llm-judge@1.yaml").write_text(yaml.safe_dump(spec))
+        result = certify(candidates / "support-llm-judge@1.yaml", POLICY, GOLD, reports_root=tmp_path / "reports")
         calls = server.calls
     assert len(calls) == len(load_dataset(GOLD).partition("held_out")) and all(c.authorized for c in calls)
     assert result.outcome in {"quality_failed", "review_required"}

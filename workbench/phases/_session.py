@@ -124,4 +124,20 @@ def serve_demo_llm(port: int = DEMO_LLM_PORT, latency_s: float = 0.02) -> Any:
     from ..testing import FakeLLM
 
     os.environ.setdefault("DEMO_LLM_API_KEY", "demo-placeholder-key")
-    return FakeLLM(responder=respond, latency_s=latency_s, port=port).start()
+    try:
+        return FakeLLM(responder=respond, latency_s=latency_s, port=port).start()
+    except OSError:
+        # Another notebook (or `workbench fake-llm`) already serves the demo model here.
+        if _is_fake_llm(port):
+            return None
+        raise RuntimeError(f"port {port} is taken by something that is not the demo model; stop it or pass another port") from None
+
+
+def _is_fake_llm(port: int) -> bool:
+    import httpx
+
+    try:
+        answer = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2.0)
+        return any(m.get("id") == "fake-judge" for m in answer.json().get("data", []))
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return False
