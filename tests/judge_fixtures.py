@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from ragas.metrics import discrete_metric
+from ragas.metrics import discrete_metric, numeric_metric
 from ragas.metrics.result import MetricResult
 
 import workbench  # noqa: F401  (conftest imports workbench first, which sets RAGAS_DO_NOT_TRACK)
@@ -44,3 +44,10 @@ def wide(response: str) -> str:
 
 
 not_a_metric = "just a string"
+
+
+@numeric_metric(name="length_score", allowed_values=(0.0, 1.0))
+def length_score(response: str) -> MetricResult:
+    """Score = the number in the response text divided by 10 (e.g. "score 7" -> 0.7)."""
+    digits = "".join(ch for ch in response if ch.isdigit())
+    return MetricResult(value=int(digits) / 10, reason=f"read {digits}")

@@ -159,10 +159,10 @@ def test_bad_inputs_exit_2_without_traceback(tmp_path: Path) -> None:
 
 
 def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import yaml
+
     from workbench.demo.fake_llm import respond
     from workbench.testing import FakeLLM
-
-    import yaml
 
     secret = "sk-cert-7Qm2-never-in-a-file-91b4"
     monkeypatch.setenv("DEMO_LLM_API_KEY", secret)  # the notebook kernel inherits the environment

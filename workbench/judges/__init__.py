@@ -39,6 +39,7 @@ __all__ = [
     "JudgeInput",
     "NotAvailable",
     "Pricing",
+    "Threshold",
     "Verdict",
     "available_kinds",
     "build_judge",

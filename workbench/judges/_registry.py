@@ -51,6 +51,8 @@ class Verdict:
     """Latency to record instead of the measured one (replayed verdicts)."""
     cost_usd: float | None = None
     """Cost to record instead of the price-table one (replayed verdicts)."""
+    score: float | None = None
+    """The raw score of a score-based judge, before its threshold."""
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:

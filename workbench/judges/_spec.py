@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -61,6 +61,25 @@ class Pricing(BaseModel):
         return ((tokens_in or 0) * self.input_per_million_usd + (tokens_out or 0) * self.output_per_million_usd) / 1_000_000
 
 
+class Threshold(BaseModel):
+    """How a score-based judge's score becomes a label. Chosen on calibration data, then frozen."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    value: float
+    """The cut-off score."""
+    pass_if: Literal["at_least", "at_most"] = "at_least"
+    """``at_least``: score >= value passes; ``at_most``: score <= value passes."""
+    pass_label: str = "pass"
+    """Label for a score on the passing side."""
+    fail_label: str = "fail"
+    """Label for a score on the failing side."""
+
+    def label(self, score: float) -> str:
+        passes = score >= self.value if self.pass_if == "at_least" else score <= self.value
+        return self.pass_label if passes else self.fail_label
+
+
 class CandidateSpec(BaseModel):
     """A judge candidate, exactly as stored in its YAML file."""
 
@@ -94,6 +113,16 @@ class CandidateSpec(BaseModel):
     """Generation parameters (temperature, max_tokens, seed ...)."""
     pricing: Pricing = Field(default_factory=Pricing)
     """Price table for cost accounting."""
+    threshold: Threshold | None = None
+    """For score-based judges (a Ragas ``@numeric_metric``): how a score becomes a label."""
+
+    @model_validator(mode="after")
+    def _threshold_labels(self) -> CandidateSpec:
+        if self.threshold is not None:
+            for label in (self.threshold.pass_label, self.threshold.fail_label):
+                if label not in self.labels:
+                    raise ValueError(f"threshold label {label!r} is not one of labels {self.labels}")
+        return self
 
     @model_validator(mode="after")
     def _no_secrets(self) -> CandidateSpec:

@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ragas.metrics import discrete_metric
+from ragas.metrics import discrete_metric, numeric_metric
 from ragas.metrics.result import MetricResult
 
 import workbench  # noqa: F401  (sets RAGAS_DO_NOT_TRACK before ragas is imported)
@@ -258,3 +258,26 @@ def rubric_judge_v2(user_input: str, response: str, grading_notes: str) -> Metri
     """Version 1 plus a terminology guide and negation handling for prohibited claims."""
     del user_input  # the verdict depends on the response and the notes only
     return _v2_verdict(response, grading_notes)
+
+
+# ------------------------------------------------------------------------ a score-based judge
+
+
+@numeric_metric(name="concept_coverage", allowed_values=(0.0, 1.0))
+def concept_coverage(user_input: str, response: str, grading_notes: str) -> MetricResult:
+    """A score in [0, 1]: the share of required concepts found (version-2 matching), minus
+    0.5 for each asserted prohibited claim. Turned into pass/fail by the candidate's
+    ``threshold``, which is chosen on the calibration partition."""
+    del user_input
+    notes = parse_notes(grading_notes)
+    if not notes.required and not notes.prohibited:
+        return MetricResult(value=0.0, reason="The grading notes contain no Required or Prohibited lines.")
+    sentences = _sentences(response)
+    found = [p for p in notes.required if _find_required(sentences, p) is not None]
+    asserted = [p for p in notes.prohibited if _find_claim(sentences, p)[0] is not None]
+    coverage = len(found) / len(notes.required) if notes.required else 1.0
+    score = max(0.0, min(1.0, coverage - 0.5 * len(asserted)))
+    reason = f"{len(found)} of {len(notes.required)} required concepts found"
+    if asserted:
+        reason += "; prohibited claim asserted: " + ", ".join(f"'{p}'" for p in asserted)
+    return MetricResult(value=round(score, 4), reason=reason + ".")

@@ -1,6 +1,13 @@
 """Development and calibration phases as library calls (the notebooks only call and display)."""
 
-from ._calibrate import CalibrationSession, Selection, paired_comparison, record_selection
+from ._calibrate import (
+    CalibrationSession,
+    Selection,
+    choose_threshold,
+    paired_comparison,
+    record_selection,
+    threshold_sweep,
+)
 from ._session import DEMO_LLM_PORT, DevelopSession, Iteration, PhaseSession, serve_demo_llm
 
 __all__ = [
@@ -10,7 +17,9 @@ __all__ = [
     "Iteration",
     "PhaseSession",
     "Selection",
+    "choose_threshold",
     "paired_comparison",
     "record_selection",
     "serve_demo_llm",
+    "threshold_sweep",
 ]

@@ -63,6 +63,82 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
     return pd.DataFrame(rows)
 
 
+def threshold_sweep(iteration: Iteration, *, pass_label: str = "pass", fail_label: str = "fail", pass_if: Literal["at_least", "at_most"] = "at_least") -> Any:
+    """Every useful cut-off of a score-based judge against the adjudicated labels.
+
+    Uses the scores recorded by the run (no new calls). Only cases adjudicated pass or fail
+    with a score take part; each row gives, for one threshold, the false passes and false
+    fails with their denominators, the false-pass rate's 95% Wilson upper bound, and
+    agreement.
+    """
+    import pandas as pd
+
+    from ..stats import wilson_rate
+
+    by_line = {line.line: line.result for line in iteration.lines}
+    points = [
+        (float(by_line[c.result_line].score), c.human_label)  # type: ignore[arg-type]
+        for c in iteration.join.cases
+        if c.outcome == "verdict" and c.result_line in by_line and by_line[c.result_line].score is not None and c.human_label in (pass_label, fail_label)
+    ]
+    if not points:
+        raise ValueError(f"{iteration.label} recorded no scores: it is not a score-based judge")
+    scores = sorted({s for s, _ in points})
+    fails = sum(1 for _, h in points if h == fail_label)
+    passes = len(points) - fails
+    rows = []
+    for t in scores + [float("inf") if pass_if == "at_least" else float("-inf")]:
+        judged_pass = [(s >= t if pass_if == "at_least" else s <= t) for s, _ in points]
+        fp = sum(1 for (_, h), jp in zip(points, judged_pass, strict=True) if jp and h == fail_label)
+        ff = sum(1 for (_, h), jp in zip(points, judged_pass, strict=True) if not jp and h == pass_label)
+        fp_rate = wilson_rate(fp, fails)
+        rows.append(
+            {
+                "threshold": t,
+                "false_passes": fp,
+                "human_fails": fails,
+                "false_pass_rate": fp_rate.rate,
+                "false_pass_rate_upper_95": fp_rate.ci95_high,
+                "false_fails": ff,
+                "human_passes": passes,
+                "false_fail_rate": ff / passes if passes else None,
+                "agreement": (len(points) - fp - ff) / len(points),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def choose_threshold(sweep: Any, *, max_false_pass_rate: float | None = None, basis: Literal["upper_95", "point"] = "upper_95", max_false_fail_rate: float | None = None) -> dict[str, Any]:
+    """The threshold with the best agreement among those meeting the limits.
+
+    The degenerate cut-off that passes nothing is never chosen. Ties go to the stricter
+    threshold. When no threshold meets the limits, the one with the fewest false passes is
+    returned with ``meets_limit`` False: the limit cannot be shown on this data, which is a
+    finding to report, not something to tune away.
+    """
+    import math
+
+    finite = sweep[sweep["threshold"].map(math.isfinite)]
+    column = "false_pass_rate_upper_95" if basis == "upper_95" else "false_pass_rate"
+    ok = finite["threshold"].map(lambda _: True)
+    if max_false_pass_rate is not None:
+        ok &= finite[column].fillna(1.0) <= max_false_pass_rate
+    if max_false_fail_rate is not None:
+        ok &= finite["false_fail_rate"].fillna(1.0) <= max_false_fail_rate
+    eligible = finite[ok]
+    meets = len(eligible) > 0
+    if meets:
+        best = eligible.sort_values(["agreement", "threshold"], ascending=[False, False]).iloc[0]
+    else:
+        best = finite.sort_values(["false_passes", "agreement"], ascending=[True, False]).iloc[0]
+    out: dict[str, Any] = {"threshold": float(best["threshold"]), "meets_limit": meets, "basis": basis, "max_false_pass_rate": max_false_pass_rate, "max_false_fail_rate": max_false_fail_rate}
+    for key in ("false_passes", "human_fails", "false_fails", "human_passes"):
+        out[key] = int(best[key])
+    for key in ("agreement", "false_pass_rate", "false_pass_rate_upper_95", "false_fail_rate"):
+        out[key] = None if best[key] is None or best[key] != best[key] else float(best[key])
+    return out
+
+
 class Selection(BaseModel):
     """The record of choosing a candidate for certification (append-only ``selections.jsonl``)."""
 

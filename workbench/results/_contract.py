@@ -81,6 +81,8 @@ class JudgeResult(_Record):
     """The verdict: a label from the rubric vocabulary, or None when ``error`` is set."""
     reason: str | None = None
     """The judge's stated reason."""
+    score: float | None = None
+    """For score-based judges: the score the verdict was thresholded from."""
     judge: JudgeIdentity
     """What judged."""
     judge_fingerprint: str

@@ -254,6 +254,7 @@ async def run_candidate(
             response_hash=unit.case.response_hash,
             value=verdict.value,
             reason=verdict.reason,
+            score=verdict.score,
             judge=judge.identity,
             judge_fingerprint=fingerprint,
             run_id=manifest.run_id,
