@@ -194,7 +194,7 @@ def certify(
     if failure is not None or gate is None:
         gate = _public_gate(_failed_gate(failure, judge))
         atomic_write_json(report_dir / GATE_FILE, gate)
-    html = render_html(executed) if executed.exists() else "<p>the certification notebook did not run</p>"
+    html = render_html(executed, title=f"Certification report: {judge.spec.label} ({report_id})") if executed.exists() else "<p>the certification notebook did not run</p>"
     atomic_write_text(report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()
     timings = _timings(executed, t0, executed_at, rendered_at)
