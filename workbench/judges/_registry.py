@@ -30,6 +30,8 @@ class CaseRef:
     case_id: str
     response_hash: str
     repeat: int = 0
+    presentation: dict[str, Any] | None = None
+    """How the case is presented (e.g. candidate order), for kinds where that matters."""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ from ._engine import (
     run_candidate,
     run_candidate_sync,
 )
-from ._manifest import MANIFEST_FILE, ManifestCase, RunManifest, freeze_manifest
+from ._manifest import MANIFEST_FILE, ManifestCase, ManifestUnit, RunManifest, freeze_manifest
 
 __all__ = [
     "INVOCATIONS_FILE",
@@ -17,11 +17,14 @@ __all__ = [
     "RESULTS_FILE",
     "SUMMARY_FILE",
     "ManifestCase",
+    "ManifestUnit",
     "RunManifest",
     "RunSummary",
+    "WorkItem",
     "VerdictCache",
     "default_cache_dir",
     "freeze_manifest",
     "run_candidate",
     "run_candidate_sync",
+    "run_items",
 ]

@@ -34,12 +34,12 @@ from tenacity import (
 
 from .._io import AppendOnlyLog, atomic_write_json, sha256_json
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldCase, GoldDataset, Partition
+from ..gold import GoldDataset, Partition
 from ..heldout import HeldOutAccess
 from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
 from ..results import JudgeResult
 from ._cache import VerdictCache, default_cache_dir
-from ._manifest import ManifestCase, RunManifest, freeze_manifest
+from ._manifest import ManifestCase, ManifestUnit, RunManifest, freeze_manifest
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "run.json"
@@ -87,17 +87,35 @@ class RunSummary(BaseModel):
     results_path: str
 
 
+@dataclass(frozen=True)
+class WorkItem:
+    """One planned judge call: what the judge sees and how its result is keyed.
+
+    ``judge_input`` is whatever the judge kind takes: a :class:`~workbench.judges.JudgeInput`
+    for single-response judges, a ranking or noise input for those kinds. ``digest`` ties the
+    result to the exact judged content (the gold response hash, or a candidates digest).
+    """
+
+    case_id: str
+    digest: str
+    repeat: int
+    judge_input: Any
+    presentation: dict[str, Any] | None = None
+
+
 @dataclass
 class _Unit:
-    case: GoldCase
-    repeat: int
+    item: WorkItem
     next_attempt: int
-    judge_input: JudgeInput
     ref: CaseRef
 
     @property
-    def key(self) -> str:
-        return f"{self.case.case_id}#{self.repeat}"
+    def judge_input(self) -> Any:
+        return self.item.judge_input
+
+    @property
+    def repeat(self) -> int:
+        return self.item.repeat
 
 
 class _Limits:
@@ -203,42 +221,74 @@ async def run_candidate(
             "held-out refused",
             [Problem(location=str(out_dir), code="held_out_refused", message="running a candidate on the held-out partition needs an open certification in the held-out ledger", fix="use development or calibration; held-out data is judged only by `workbench certify`")],
         )
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     cases = dataset.partition(part)
     if not cases:
         raise WorkbenchError("nothing to run", [Problem(location=str(dataset.gold_path), code="empty_partition", message=f"partition {part!r} has no cases", fix="choose a partition that has cases")])
+    items = [WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c)) for c in cases for r in range(repeats)]
+    return await run_items(judge, items, out_dir, partition=part, dataset_sha256=dataset.sha256, repeats=repeats, grid=True, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress)
+
+
+async def run_items(
+    judge: Judge,
+    items: list[WorkItem],
+    out_dir: str | Path,
+    *,
+    partition: str,
+    dataset_sha256: str,
+    repeats: int = 1,
+    grid: bool = False,
+    concurrency: int = 8,
+    budget_usd: float | None = None,
+    max_cases: int | None = None,
+    cache_dir: str | Path | None | Literal[False] = None,
+    retry_errors: bool = False,
+    progress: bool = True,
+) -> RunSummary:
+    """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
+
+    ``partition`` is a label recorded in the manifest and every result; ``held_out`` is
+    refused here: held-out gold runs only through :func:`run_candidate` with access.
+    ``grid`` says the items are every case x every repeat (the manifest then stores the
+    cases only).
+    """
+    if partition == "held_out" and not grid:
+        raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="held_out_refused", message="held-out gold is judged only through certification", fix="use development or calibration")])
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if not items:
+        raise WorkbenchError("nothing to run", [Problem(location=str(out), code="empty_plan", message="there is nothing to judge", fix="give at least one case")])
     if budget_usd is not None and budget_usd < 0:
         raise WorkbenchError("invalid budget", [Problem(location="--budget-usd", code="invalid_budget", message="the budget is negative", fix="give a budget of 0 or more")])
     fingerprint = judge.identity.fingerprint()
-    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset.sha256, part, repeats, [ManifestCase(case_id=c.case_id, response_hash=c.response_hash) for c in cases])
+    manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
+    units_plan = None if grid else [ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation) for i in items]
+    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan)
     results_path = out / RESULTS_FILE
     log = AppendOnlyLog(results_path)
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
     cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
     loop = asyncio.get_running_loop()
     max_attempts = _max_attempts(judge)
+    part = partition
 
     recorded = _read_attempts(results_path)
     spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
     units: list[_Unit] = []
     resumed = 0
-    for case in cases:
-        judge_input = JudgeInput.from_case(case)
-        for repeat in range(repeats):
-            rows = recorded.get((case.case_id, repeat), [])
-            state = _state(rows, max_attempts) if rows else None
-            if state == "verdict" or (state == "final_error" and not retry_errors):
-                resumed += 1
-                continue
-            next_attempt = rows[-1]["attempt"] + 1 if rows else 1
-            units.append(_Unit(case, repeat, next_attempt, judge_input, CaseRef(case.case_id, case.response_hash, repeat)))
+    for item in items:
+        rows = recorded.get((item.case_id, item.repeat), [])
+        state = _state(rows, max_attempts) if rows else None
+        if state == "verdict" or (state == "final_error" and not retry_errors):
+            resumed += 1
+            continue
+        next_attempt = rows[-1]["attempt"] + 1 if rows else 1
+        units.append(_Unit(item, next_attempt, CaseRef(item.case_id, item.digest, item.repeat, item.presentation)))
 
     limits = _Limits(budget_usd, max_cases, spent)
     if hasattr(judge, "prepare"):
         judge.prepare(concurrency)
     counters: Counter[str] = Counter()
-    bar = _progress(len(cases) * repeats, resumed, judge.spec.label, progress)
+    bar = _progress(len(items), resumed, judge.spec.label, progress)
 
     async def append(result: JudgeResult, request_key: str | None) -> None:
         def write() -> None:
@@ -250,8 +300,8 @@ async def run_candidate(
 
     def make_result(unit: _Unit, attempt: int, verdict: Verdict, started: datetime, latency: float, sent: Any, cost: float) -> JudgeResult:
         return JudgeResult(
-            case_id=unit.case.case_id,
-            response_hash=unit.case.response_hash,
+            case_id=unit.item.case_id,
+            response_hash=unit.item.digest,
             value=verdict.value,
             reason=verdict.reason,
             score=verdict.score,
@@ -269,6 +319,7 @@ async def run_candidate(
             repeat=unit.repeat,
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
+            presentation=unit.item.presentation,
         )
 
     async def one_attempt(unit: _Unit, attempt: int, first: bool, request_key: str) -> Verdict | None:
@@ -299,8 +350,9 @@ async def run_candidate(
         if cached is not None:
             reused = cached.model_copy(
                 update={
-                    "case_id": unit.case.case_id,
-                    "response_hash": unit.case.response_hash,
+                    "case_id": unit.item.case_id,
+                    "response_hash": unit.item.digest,
+                    "presentation": unit.item.presentation,
                     "run_id": manifest.run_id,
                     "partition": part,
                     "started_at": datetime.now(UTC),
@@ -374,19 +426,19 @@ def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters
     verdicts = 0
     unrun: list[str] = []
     pending: list[str] = []
-    for case in manifest.cases:
-        for repeat in range(manifest.repeats):
-            rows = recorded.get((case.case_id, repeat))
-            if not rows:
-                unrun.append(f"{case.case_id}#{repeat}")
-                continue
-            state = _state(rows, max_attempts)
-            if state == "verdict":
-                verdicts += 1
-                continue
-            kinds[rows[-1]["error"]["kind"]] += 1
-            if state == "pending_retry":
-                pending.append(f"{case.case_id}#{repeat}")
+    planned = manifest.planned()
+    for case_id, repeat in planned:
+        rows = recorded.get((case_id, repeat))
+        if not rows:
+            unrun.append(f"{case_id}#{repeat}")
+            continue
+        state = _state(rows, max_attempts)
+        if state == "verdict":
+            verdicts += 1
+            continue
+        kinds[rows[-1]["error"]["kind"]] += 1
+        if state == "pending_retry":
+            pending.append(f"{case_id}#{repeat}")
     rows_all = [r for rows in recorded.values() for r in rows]
     return RunSummary(
         run_id=manifest.run_id,
@@ -395,7 +447,7 @@ def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters
         judge=judge.spec.label,
         judge_fingerprint=manifest.judge_fingerprint,
         partition=manifest.partition,
-        planned=len(manifest.cases) * manifest.repeats,
+        planned=len(planned),
         verdicts=verdicts,
         errors=sum(kinds.values()),
         errors_by_kind=dict(sorted(kinds.items())),

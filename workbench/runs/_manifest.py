@@ -6,6 +6,7 @@ import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +23,16 @@ class ManifestCase(BaseModel):
 
     case_id: str
     response_hash: str
+
+
+class ManifestUnit(BaseModel):
+    """One planned judge call when the plan is not a plain case x repeat grid."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    case_id: str
+    repeat: int
+    presentation: dict[str, Any] | None = None
 
 
 class RunManifest(BaseModel):
@@ -45,13 +56,22 @@ class RunManifest(BaseModel):
     """How many times each case is judged (repeat indices 0..repeats-1)."""
     cases: list[ManifestCase]
     """Case ids and response hashes, in execution order."""
+    units: list[ManifestUnit] | None = None
+    """The planned (case, repeat) units when they are not every case x every repeat
+    (e.g. a position-bias battery's permutations); None means the full grid."""
+
+    def planned(self) -> list[tuple[str, int]]:
+        """Every planned (case_id, repeat) unit, in order."""
+        if self.units is not None:
+            return [(u.case_id, u.repeat) for u in self.units]
+        return [(c.case_id, r) for c in self.cases for r in range(self.repeats)]
 
     def content_sha256(self) -> str:
         """Hash of what the manifest binds (everything but run_id and created_at)."""
         return sha256_json(self.model_dump(mode="json", exclude={"run_id", "created_at"}))
 
 
-def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, dataset_sha256: str, partition: str, repeats: int, cases: list[ManifestCase]) -> tuple[RunManifest, bool]:
+def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, dataset_sha256: str, partition: str, repeats: int, cases: list[ManifestCase], units: list[ManifestUnit] | None = None) -> tuple[RunManifest, bool]:
     """Write the manifest, or check it against an existing one. Returns ``(manifest, resumed)``.
 
     Refuses to continue a run whose manifest differs: a different candidate, dataset,
@@ -67,6 +87,7 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
         partition=partition,
         repeats=repeats,
         cases=cases,
+        units=units,
     )
     if not path.exists():
         atomic_write_json(path, proposed.model_dump(mode="json"))
@@ -78,7 +99,7 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
     if existing.content_sha256() != proposed.content_sha256():
         changed = [
             name
-            for name in ("judge_fingerprint", "dataset_sha256", "partition", "repeats", "cases")
+            for name in ("judge_fingerprint", "dataset_sha256", "partition", "repeats", "cases", "units")
             if getattr(existing, name) != getattr(proposed, name)
         ]
         raise WorkbenchError(
