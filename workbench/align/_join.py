@@ -142,6 +142,9 @@ def join_results(
         if r.partition is not None and r.partition != gold.partition.value:
             problems.append(Problem(location=where, case_id=r.case_id, code="partition_mismatch", message=f"result says partition {r.partition!r}, gold says {gold.partition.value!r}", fix="re-run the judge on the current dataset; partitions must not change after a run"))
             continue
+        if r.value is None and r.error is None:
+            problems.append(Problem(location=where, case_id=r.case_id, code="score_only_result", message="a score without a verdict cannot be compared with adjudicated labels", fix="align label verdicts only; analyse score metrics (e.g. noise sensitivity) with their own report"))
+            continue
         if r.value is not None and r.value not in vocab:
             problems.append(Problem(location=where, case_id=r.case_id, code="unknown_judge_label", message=f"verdict {r.value!r} is not in the rubric's vocabulary", fix="map the judge's labels to " + ", ".join(rubric.labels) + " with a reviewed mapping, or record the attempt as an invalid_label error"))
             continue

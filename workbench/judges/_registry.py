@@ -54,7 +54,9 @@ class Verdict:
     cost_usd: float | None = None
     """Cost to record instead of the price-table one (replayed verdicts)."""
     score: float | None = None
-    """The raw score of a score-based judge, before its threshold."""
+    """The raw score of a score-based judge, before its threshold (or the whole result)."""
+    order: list[str] | None = None
+    """A ranking judge's returned order, mapped back to stable candidate ids."""
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:

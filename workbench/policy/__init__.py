@@ -23,7 +23,14 @@ from ._overrides import (
     load_overrides,
     override_id_of,
 )
-from ._policy import POLICY_SCHEMA_VERSION, Policy, SlicePolicy, load_policy, policy_sha256
+from ._policy import (
+    POLICY_SCHEMA_VERSION,
+    ControlsPolicy,
+    Policy,
+    SlicePolicy,
+    load_policy,
+    policy_sha256,
+)
 
 __all__ = [
     "DEFAULT_OVERRIDES_PATH",
@@ -33,6 +40,7 @@ __all__ = [
     "OVERRIDE_SCHEMA_VERSION",
     "POLICY_SCHEMA_VERSION",
     "Blocker",
+    "ControlsPolicy",
     "GateOutcome",
     "GateResult",
     "Override",

@@ -73,6 +73,15 @@ class SlicePolicy(_Model):
         return self
 
 
+class ControlsPolicy(_Model):
+    """Controls certification runs before it touches held-out data."""
+
+    suite: str
+    """Control suite file, relative to the policy file."""
+    blocking_roles: list[str] = Field(default_factory=lambda: ["positive", "negative", "adversarial"])
+    """Roles whose failure blocks certification, each with its own outcome text. Other roles are reported."""
+
+
 class Policy(_Model):
     """A release policy, exactly as stored in ``data/policies/<name>@<version>.yaml``."""
 
@@ -101,6 +110,8 @@ class Policy(_Model):
     """Approved spend for the run; more is a cost-boundary violation. ``None``: not checked."""
     min_n_per_slice: int = Field(default=1, ge=0)
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
+    controls: ControlsPolicy | None = None
+    """The control suite certification runs first, and which roles block."""
 
     @field_validator("name", "version", mode="before")
     @classmethod

@@ -26,6 +26,8 @@ ERROR_KINDS: tuple[str, ...] = (
     "refusal",
     "judge_exception",
     "missing_verdict",
+    "invalid_ranking",
+    "invalid_score",
 )
 """Documented evaluator-error kinds. Importers and judge kinds may only use these."""
 
@@ -82,7 +84,10 @@ class JudgeResult(_Record):
     reason: str | None = None
     """The judge's stated reason."""
     score: float | None = None
-    """For score-based judges: the score the verdict was thresholded from."""
+    """For score-based judges: the score (the verdict, if any, was thresholded from it); for
+    score-only metrics such as noise sensitivity, the result itself."""
+    order: list[str] | None = None
+    """For ranking judges: the returned order, mapped back to stable candidate ids."""
     judge: JudgeIdentity
     """What judged."""
     judge_fingerprint: str
@@ -120,10 +125,10 @@ class JudgeResult(_Record):
 
     @model_validator(mode="after")
     def _verdict_xor_error(self) -> JudgeResult:
-        if self.error is None and self.value is None:
-            raise ValueError("a result needs a value (verdict) or an error; a null verdict without an error is not allowed")
-        if self.error is not None and self.value is not None:
-            raise ValueError("a result with an error must have value null: errors are never verdicts")
+        if self.error is None and self.value is None and self.score is None:
+            raise ValueError("a result needs a value (verdict), a score, or an error; nothing at all is not allowed")
+        if self.error is not None and (self.value is not None or self.score is not None):
+            raise ValueError("a result with an error must have value and score null: errors are never verdicts")
         return self
 
     def request_hash_matches(self) -> bool | None:

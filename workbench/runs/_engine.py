@@ -305,6 +305,7 @@ async def run_items(
             value=verdict.value,
             reason=verdict.reason,
             score=verdict.score,
+            order=verdict.order,
             judge=judge.identity,
             judge_fingerprint=fingerprint,
             run_id=manifest.run_id,

@@ -1,0 +1,610 @@
+"""LLMBar (princeton-nlp/LLMBar): pairwise instruction-following cases and real LLM-judge outputs.
+
+A subset directory (``Dataset/LLMBar/Natural``, ``Dataset/LLMBar/Adversarial/Neighbor`` ...)
+holds ``dataset.json``: a list of ``{input, output_1, output_2, label}`` where ``label`` (1 or
+2) names the output that follows the instruction better. An evaluator directory below it
+(``evaluators/<LLM>/<strategy>``) holds ``result.json``: the same items in the same order, each
+with a ``results`` list whose **last** element holds the verdict,
+``results[-1]["swap = False"]["winner"]`` and ``results[-1]["swap = True"]["winner"]``
+(``"1"``/``"2"``, already mapped back to the original numbering), and ``statistics.json``,
+the upstream summary.
+
+Decisions, also written into the card:
+
+- One gold case per item, labels ``"1"`` and ``"2"`` (a preference rubric: no pass/fail
+  label, no tie), one review and an adjudication, both by ``llmbar-authors``: the gold label
+  is the one the dataset authors released. It is not an independent human review, so human
+  agreement cannot be computed from this data; the rubric asks for one review.
+- ``response`` holds both outputs, rendered as in the PandaLM importer
+  (:func:`workbench.importers.pandalm.render_pair`): ``[Response 1]``, ``output_1``, a blank
+  line, ``[Response 2]``, ``output_2``. The labels refer to these markers. ``input`` is the
+  instruction; ``grading_notes`` states the label definitions and LLMBar's criterion.
+- slice = the subset (``Natural``, ``Adversarial/Neighbor`` ...), taken from the path below
+  ``LLMBar/`` (``subset=`` overrides it). Group = the instruction text, so an instruction that
+  appears twice never straddles partitions; partitions are placed by a hash of the group.
+- Case ids are ``llmbar-<subset>-<index>`` (0-based position in ``dataset.json``): the
+  evaluator files are matched to the dataset by position, and every item is checked to be
+  the same (input, outputs, label) before its verdicts are imported.
+
+Judge outputs (``evaluator=``), written to ``results.jsonl``:
+
+- Two results per case. **repeat 0** is the original presentation order (``swap = False``:
+  output_1 shown first) and **repeat 1** the swapped order (``swap = True``: output_2 shown
+  first). ``repeat`` is used for the two orders because ``attempt`` means a retry of the
+  same request in the judge-result contract; the two orders are different requests, not
+  retries. Each result says how it was presented:
+  ``presentation = {"swap", "presented_order", "first_shown"}``.
+- ``value`` is the winner in the original numbering. Anything else than ``"1"``/``"2"`` is an
+  evaluator error with ``value`` null, never a guess: ``missing_verdict`` when there is no
+  verdict step, no winner or an empty completion; ``unparseable`` when the model answered
+  but upstream's parser found no verdict in the text (e.g. "both are equally good") or the
+  winner is not ``"1"``/``"2"``.
+- ``reason`` is the final step's completion text. In the swapped order, its "Output (a)"
+  is output_2: the text speaks in presented positions, ``value`` in original numbering.
+- Judge identity: kind ``imported``, name = the evaluator LLM directory (``GPT-4``), version
+  = the strategy directory (``Vanilla``), and ``params`` with the sha256 of ``result.json``,
+  so a different file is a different judge. Auxiliary steps (Metrics_Reference's generated
+  questions and reference output) are not imported. For the Swap strategy the final step is
+  the "synthesize" step when upstream ran one; its prompt is recorded upstream and becomes
+  ``rendered_request``.
+- After writing, the importer analyses its own output with
+  :func:`workbench.pairwise.pairwise_report` and says in the summary whether it reproduces
+  ``statistics.json`` beside ``result.json``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._io import sha256_json
+from ..errors import Problem, WorkbenchError
+from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
+from ..results import EvaluatorError, JudgeIdentity, JudgeResult
+from ._registry import (
+    RESULTS_FILE,
+    Findings,
+    ImportSummary,
+    partition_for,
+    prepare_out,
+    read_source,
+    register_importer,
+    stable_id,
+    write_dataset,
+)
+from .pandalm import RESPONSE_1_MARKER, RESPONSE_2_MARKER, render_pair
+
+KIND = "llmbar"
+UPSTREAM = "princeton-nlp/LLMBar@900616bf"
+LICENCE = "MIT"
+DATASET_FILE = "dataset.json"
+RESULT_FILE = "result.json"
+STATISTICS_FILE = "statistics.json"
+ITEM_KEYS: tuple[str, ...] = ("input", "output_1", "output_2", "label")
+LABELS: tuple[str, str] = ("1", "2")
+AUTHORS = "llmbar-authors"
+"""Reviewer and adjudicator of every case: the label comes from the dataset authors."""
+RUBRIC_VERSION = "1"
+SWAP_KEYS: dict[bool, str] = {False: "swap = False", True: "swap = True"}
+STATISTIC_KEYS: tuple[str, ...] = ("correct_False", "correct_True", "correct_both", "equal")
+"""The ``statistics.json`` figures of the form ``"k / n = p%"``."""
+
+REFERENCE_SHA256: dict[str, str] = {
+    "Natural": "f7127b7aa78104cb8e03a2b1b3ac0077e95b125714dd441a8ee63666145a3375",
+    "Adversarial/GPTInst": "1002425f73c2cf54b6e6de99bce3f6c60fa2a17d13194772e37d7481c1351d42",
+    "Adversarial/GPTOut": "1ff56e520d7607750a9866a3be0f5b850392ca4477a1f69d80f32bd3e310f561",
+    "Adversarial/Manual": "0d9598769a39cdbbd265778c37e49939d41d5f76dcfb17bd75dcfa07516d3837",
+    "Adversarial/Neighbor": "6712c7eda6342602e0bc7c06c282fa95e2110d4e741a284026a62d937f9780a0",
+}
+"""sha256 of each subset's ``dataset.json`` as released at :data:`UPSTREAM`."""
+
+GRADING_NOTES = (
+    "Pairwise instruction following. Exactly one of [Response 1] and [Response 2] is better; "
+    "there are no ties. Answer 1 if Response 1 is better, 2 if Response 2 is better. Judge first "
+    "whether the output honestly, precisely and closely executes the instruction, then its "
+    "helpfulness, accuracy, level of detail and harmlessness. An output should contain neither "
+    "more nor less than the instruction asks for. The order of the responses must not matter."
+)
+"""The same for every case: the label definitions and LLMBar's evaluation rules, which a judge needs."""
+
+_FIX_SHAPE = f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON list of objects with keys " + ", ".join(ITEM_KEYS)
+_FIX_RESULT = f"use an evaluator directory of the same subset (evaluators/<LLM>/<strategy> from {UPSTREAM}) whose result.json lists the subset's items in order, each with 'results'"
+_STATISTIC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*=\s*(.+?)%\s*$")
+
+
+# --- small public helpers ---------------------------------------------------------------
+
+
+def subset_name(subset_dir: Path) -> str:
+    """The subset (slice) name of a subset directory: its path below ``LLMBar/``.
+
+    ``.../Dataset/LLMBar/Adversarial/Neighbor`` -> ``Adversarial/Neighbor``. Without an
+    ``LLMBar`` component, a directory inside ``Adversarial`` keeps that prefix; otherwise the
+    directory name is used.
+    """
+    parts = Path(subset_dir).resolve().parts
+    if "LLMBar" in parts:
+        below = parts[len(parts) - 1 - parts[::-1].index("LLMBar") + 1 :]
+        if below:
+            return "/".join(below)
+    path = Path(subset_dir).resolve()
+    if path.parent.name == "Adversarial":
+        return f"Adversarial/{path.name}"
+    return path.name
+
+
+def parse_statistic(text: str) -> tuple[int, int, str]:
+    """Split an upstream figure ``"95 / 100 = 95.0%"`` into ``(95, 100, "95.0")``.
+
+    The percentage is returned as printed (upstream prints Python's ``k / n * 100``), so a
+    caller can compare it exactly. Raises :class:`ValueError` for any other shape.
+    """
+    match = _STATISTIC.match(text) if isinstance(text, str) else None
+    if match is None:
+        raise ValueError(f"not an upstream 'k / n = p%' figure: {text!r}")
+    return int(match[1]), int(match[2]), match[3]
+
+
+def case_id_for(subset: str, index: int) -> str:
+    """The case id of the item at 0-based ``index`` of a subset's ``dataset.json``."""
+    slug = re.sub(r"[^a-z0-9]+", "-", subset.lower()).strip("-") or "subset"
+    return f"{KIND}-{slug}-{index:03d}"
+
+
+@dataclass(frozen=True)
+class OrderVerdict:
+    """What one evaluator said for one item in one presentation order."""
+
+    swap: bool
+    value: str | None
+    """``"1"`` or ``"2"`` in the original numbering, or None when there is no verdict."""
+    error_kind: str | None
+    """``missing_verdict`` or ``unparseable`` when ``value`` is None."""
+    error_message: str | None
+    reason: str | None
+    """The final step's completion text (in presented positions), when non-empty."""
+    request: Any | None
+    """The final step's prompt, when upstream recorded it (Swap's synthesize step)."""
+
+
+def read_verdict(item: Any, swap: bool) -> OrderVerdict:
+    """The verdict of one ``result.json`` item in one order, or an evaluator error. Never a guess."""
+    key = SWAP_KEYS[swap]
+
+    def error(kind: str, message: str, reason: str | None = None, request: Any | None = None) -> OrderVerdict:
+        return OrderVerdict(swap, None, kind, message, reason, request)
+
+    steps = item.get("results") if isinstance(item, dict) else None
+    if not isinstance(steps, list) or not steps:
+        return error("missing_verdict", "the item has no 'results' steps: the evaluator recorded no verdict")
+    last = steps[-1]
+    if not isinstance(last, dict):
+        return error("missing_verdict", "the last step of 'results' is not a verdict step (no swap entries)")
+    entry = last.get(key)
+    if not isinstance(entry, dict):
+        return error("missing_verdict", f"the final step has no '{key}' entry: no verdict in this order")
+    text, finish = _completion(entry.get("completion"))
+    reason = text if text.strip() else None
+    prompt = entry.get("prompt")
+    request = {"prompt": prompt} if isinstance(prompt, str) else None
+    finish_note = f" (finish_reason {finish!r})" if finish and finish != "stop" else ""
+    if "winner" not in entry:
+        return error("missing_verdict", f"the '{key}' entry has no 'winner'{finish_note}", reason, request)
+    winner = entry["winner"]
+    if isinstance(winner, str) and winner in LABELS:
+        return OrderVerdict(swap, winner, None, None, reason, request)
+    if winner is None or winner == "":
+        if reason is None:
+            return error("missing_verdict", f"the evaluator returned an empty completion{finish_note}; upstream winner is null", reason, request)
+        return error("unparseable", f"upstream's parser found no verdict in the completion (winner is null){finish_note}", reason, request)
+    return error("unparseable", f"winner {winner!r} is not '1' or '2'{finish_note}", reason, request)
+
+
+def _completion(value: Any) -> tuple[str, str | None]:
+    """``[text, finish_reason]`` from an upstream ``completion`` entry (tolerating odd shapes)."""
+    if isinstance(value, list):
+        text = value[0] if value and isinstance(value[0], str) else ""
+        finish = value[1] if len(value) > 1 and isinstance(value[1], str) else None
+        return text, finish
+    if isinstance(value, str):
+        return value, None
+    return "", None
+
+
+# --- the importer -----------------------------------------------------------------------
+
+
+@register_importer(KIND)
+def import_llmbar(
+    source: Path,
+    out: Path,
+    *,
+    evaluator: Path | None = None,
+    subset: str | None = None,
+    force: bool = False,
+) -> ImportSummary:
+    """Import one LLMBar subset (and optionally one evaluator's outputs) into ``out``.
+
+    ``source`` is the subset directory holding ``dataset.json`` (or that file).
+    ``evaluator`` is an evaluator directory holding ``result.json`` (or that file), normally
+    ``<subset>/evaluators/<LLM>/<strategy>``; its verdicts become ``results.jsonl`` (two
+    results per case: repeat 0 original order, repeat 1 swapped). Without it only the gold
+    set is written. ``subset`` overrides the slice name derived from the path. ``force``
+    replaces a dataset already in ``out``. Raises :class:`WorkbenchError` listing every
+    problem in the input.
+    """
+    source, out = Path(source), Path(out)
+    subset_dir, dataset_path = _resolve(source, DATASET_FILE)
+    data = read_source(dataset_path, "LLMBar dataset.json", f"point at a subset directory holding dataset.json ({_FIX_SHAPE})")
+    evaluator_dir = result_path = None
+    result_data: bytes | None = None
+    if evaluator is not None:
+        evaluator_dir, result_path = _resolve(Path(evaluator), RESULT_FILE)
+        result_data = read_source(result_path, "LLMBar evaluator result.json", f"point --evaluator at a directory holding result.json ({_FIX_RESULT})")
+    replaced = prepare_out(out, force=force)
+    name = subset.strip() if subset and subset.strip() else subset_name(subset_dir)
+    source_sha256 = hashlib.sha256(data).hexdigest()
+    items = _read_items(dataset_path, data)
+
+    cases: list[GoldCase] = []
+    marker_clash: list[str] = []
+    empty_outputs = 0
+    for index, item in enumerate(items):
+        label = str(item["label"])
+        o1, o2 = item["output_1"], item["output_2"]
+        response = render_pair(o1, o2)
+        group = stable_id("instruction", item["input"])
+        case_id = case_id_for(name, index)
+        if any(marker in text for text in (o1, o2) for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER)):
+            marker_clash.append(str(index))
+        empty_outputs += sum(1 for text in (o1, o2) if not text.strip())
+        cases.append(
+            GoldCase(
+                case_id=case_id,
+                partition=partition_for(KIND, group),
+                group=group,
+                slice=name,
+                tags=[f"set:{name.split('/')[0]}"],
+                rubric_version=RUBRIC_VERSION,
+                input=item["input"],
+                response=response,
+                response_hash=hashlib.sha256(response.encode("utf-8")).hexdigest(),
+                grading_notes=GRADING_NOTES,
+                reviews=[Review(reviewer=AUTHORS, label=label)],
+                adjudication=Adjudication(
+                    label=label,
+                    adjudicator=AUTHORS,
+                    reason="Gold label released by the LLMBar authors (dataset.json 'label'); not an independent human review.",
+                ),
+                metadata={
+                    "source": f"{dataset_path.name}[{index}]",
+                    "upstream": UPSTREAM,
+                    "subset": name,
+                    "index": index,
+                    "output_1_sha256": hashlib.sha256(o1.encode("utf-8")).hexdigest(),
+                    "output_2_sha256": hashlib.sha256(o2.encode("utf-8")).hexdigest(),
+                },
+            )
+        )
+
+    notes = list(replaced)
+    quirks: list[str] = []
+    if marker_clash:
+        quirks.append(f"{len(marker_clash)} item(s) have an output containing a [Response N] marker, which makes the rendering ambiguous to a reader (index {', '.join(marker_clash[:5])})")
+    if empty_outputs:
+        quirks.append(f"{empty_outputs} output(s) are empty in the source and kept as empty text")
+    notes += quirks
+    reference = REFERENCE_SHA256.get(name)
+    if reference is None:
+        notes.append(f"subset {name!r} is not one of the released subsets ({', '.join(REFERENCE_SHA256)}); the card records the file's sha256")
+    elif reference != source_sha256:
+        notes.append(f"{dataset_path.name} differs from the reference copy of {name} at {UPSTREAM}; the card records its sha256")
+
+    results: list[JudgeResult] | None = None
+    judge_front: dict[str, Any] | None = None
+    if evaluator_dir is not None and result_path is not None and result_data is not None:
+        results, judge_notes, judge_front = _judge_results(result_path, evaluator_dir, result_data, items, cases, name)
+        notes += judge_notes
+
+    counts = Counter(case.gold_label for case in cases)
+    rubric = Rubric(
+        name="llmbar-instruction-following",
+        version=RUBRIC_VERSION,
+        criterion="Which of two outputs better follows the instruction: 1 (Response 1) or 2 (Response 2); exactly one is better.",
+        labels=list(LABELS),
+        pass_label=None,
+        fail_label=None,
+        min_reviews=1,
+        slices={name: SliceSpec(risk="medium", description=f"LLMBar {name}: {_SUBSET_DESCRIPTIONS.get(name, 'an LLMBar subset')}")},
+    )
+    summary = write_dataset(
+        kind=KIND,
+        source=dataset_path,
+        source_sha256=source_sha256,
+        out=out,
+        cases=cases,
+        rubric=rubric,
+        card_front=_card_front(dataset_path, name, source_sha256, quirks, judge_front),
+        card_body=_card_body(name, len(cases), counts, judge_front),
+        results=results,
+        notes=notes,
+    )
+    if results is None or result_path is None:
+        return summary
+    check = _check_statistics(out, result_path.parent / STATISTICS_FILE)
+    return summary.model_copy(update={"notes": [*summary.notes, check]}) if check else summary
+
+
+def _resolve(path: Path, filename: str) -> tuple[Path, Path]:
+    """``(directory, file)`` for a directory holding ``filename`` or the file itself."""
+    if path.is_file():
+        return path.parent, path
+    return path, path / filename
+
+
+def _read_json(path: Path, data: bytes, findings: Findings, what: str, fix: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        findings.add("source_encoding", "", f"the file is not UTF-8 (byte {exc.start})", "save the file as UTF-8")
+        findings.fail(f"unreadable {what}")
+    except json.JSONDecodeError as exc:
+        findings.add("malformed_json", str(exc.lineno), f"malformed JSON ({exc.msg} at column {exc.colno})", "repair the JSON at this position; " + fix)
+        findings.fail(f"unreadable {what}")
+
+
+def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
+    """Parse and check ``dataset.json``; returns the items or raises with every problem."""
+    findings = Findings(source)
+    loaded = _read_json(source, data, findings, "LLMBar dataset.json", _FIX_SHAPE)
+    if not isinstance(loaded, list):
+        findings.add("source_shape", "", f"the file holds a JSON {type(loaded).__name__}, not a list of items", _FIX_SHAPE)
+        findings.fail("not an LLMBar dataset.json")
+    if not loaded:
+        findings.add("source_empty", "", "the list of items is empty", _FIX_SHAPE)
+    for index, item in enumerate(loaded):
+        where = f"item {index}"
+        if not isinstance(item, dict):
+            findings.add("item_shape", where, f"an item is a JSON {type(item).__name__}, not an object", _FIX_SHAPE)
+            continue
+        for key in ITEM_KEYS:
+            if key not in item:
+                findings.add("missing_key", where, f"an item has no '{key}' key", f"add '{key}' to every item; {_FIX_SHAPE}")
+        for key in ("input", "output_1", "output_2"):
+            if key in item and not isinstance(item[key], str):
+                findings.add("bad_type", where, f"'{key}' is a JSON {type(item[key]).__name__}, not text", f"make '{key}' a string")
+        if isinstance(item.get("input"), str) and not item["input"].strip():
+            findings.add("empty_prompt", where, "'input' (the instruction) is empty", "restore the instruction or remove the item")
+        if "label" in item and (isinstance(item["label"], bool) or str(item["label"]) not in LABELS):
+            findings.add("unknown_label", where, f"'label' is {item['label']!r}, not 1 or 2", "set 'label' to 1 (output_1 is better) or 2 (output_2 is better)")
+    findings.raise_if_any("invalid LLMBar items")
+    return loaded
+
+
+def _judge_results(
+    result_path: Path,
+    evaluator_dir: Path,
+    data: bytes,
+    items: list[dict[str, Any]],
+    cases: list[GoldCase],
+    subset: str,
+) -> tuple[list[JudgeResult], list[str], dict[str, Any]]:
+    """Both orders' verdicts of every item as judge results; raise with every problem."""
+    findings = Findings(result_path)
+    loaded = _read_json(result_path, data, findings, "LLMBar result.json", _FIX_RESULT)
+    if not isinstance(loaded, list):
+        findings.add("source_shape", "", f"the file holds a JSON {type(loaded).__name__}, not a list of evaluated items", _FIX_RESULT)
+        findings.fail("not an LLMBar result.json")
+    if len(loaded) != len(items):
+        findings.add("item_count_mismatch", "", f"result.json has {len(loaded)} item(s), dataset.json has {len(items)}", _FIX_RESULT)
+    for index, (item, gold) in enumerate(zip(loaded, items, strict=False)):
+        where = f"item {index}"
+        if not isinstance(item, dict):
+            findings.add("item_shape", where, f"an item is a JSON {type(item).__name__}, not an object", _FIX_RESULT)
+            continue
+        differing = [key for key in ITEM_KEYS if key in item and str(item[key]) != str(gold[key])]
+        absent = [key for key in ITEM_KEYS if key not in item]
+        if differing or absent:
+            what = ", ".join([*(f"'{k}' differs" for k in differing), *(f"'{k}' is absent" for k in absent)])
+            findings.add("result_item_mismatch", where, f"the evaluated item is not dataset.json's item at the same position ({what})", _FIX_RESULT)
+    findings.raise_if_any("the evaluator results do not belong to this subset")
+    verdicts = [(read_verdict(item, False), read_verdict(item, True)) for item in loaded]
+    if not any(_has_verdict_step(item) for item in loaded):
+        findings.add(
+            "no_verdicts",
+            "",
+            "no item has a verdict step (results[-1] with 'swap = False' / 'swap = True' entries)",
+            _FIX_RESULT,
+        )
+        findings.fail("not an LLMBar evaluator result.json")
+
+    result_sha256 = hashlib.sha256(data).hexdigest()
+    llm, strategy = evaluator_dir.resolve().parent.name, evaluator_dir.resolve().name
+    identity = JudgeIdentity(
+        name=llm,
+        version=strategy,
+        kind="imported",
+        model=llm,
+        params={
+            "source": UPSTREAM,
+            "subset": subset,
+            "evaluator": f"{llm}/{strategy}",
+            "results_file": RESULT_FILE,
+            "results_sha256": result_sha256,
+            "verdict_step": "results[-1]",
+        },
+    )
+    fingerprint = identity.fingerprint()
+    run_id = f"{KIND}:{subset}:{llm}/{strategy}:{result_sha256[:12]}"
+    results: list[JudgeResult] = []
+    for case, pair in zip(cases, verdicts, strict=True):
+        for verdict in pair:
+            order = ["2", "1"] if verdict.swap else ["1", "2"]
+            results.append(
+                JudgeResult(
+                    case_id=case.case_id,
+                    response_hash=case.response_hash,
+                    value=verdict.value,
+                    reason=verdict.reason,
+                    judge=identity,
+                    judge_fingerprint=fingerprint,
+                    run_id=run_id,
+                    partition=case.partition.value,
+                    error=EvaluatorError(kind=verdict.error_kind, message=verdict.error_message or "", retryable=False) if verdict.error_kind else None,
+                    attempt=1,
+                    repeat=1 if verdict.swap else 0,
+                    rendered_request_sha256=sha256_json(verdict.request) if verdict.request is not None else None,
+                    rendered_request=verdict.request,
+                    presentation={"swap": verdict.swap, "presented_order": order, "first_shown": order[0]},
+                )
+            )
+
+    errors = Counter(v.error_kind for pair in verdicts for v in pair if v.error_kind)
+    errored = [f"{case.case_id} ({'swapped' if v.swap else 'original'} order: {v.error_kind})" for case, pair in zip(cases, verdicts, strict=True) for v in pair if v.error_kind]
+    steps = Counter(len(item["results"]) for item in loaded if isinstance(item.get("results"), list))
+    synthesized = sum(1 for item in loaded if _has_two_verdict_steps(item))
+    auxiliary = sum(1 for item in loaded if isinstance(item.get("results"), list) and any(isinstance(s, list) for s in item["results"][:-1]))
+    notes = [f"judge {llm}/{strategy}: {len(results)} result(s) (repeat 0 = original order, repeat 1 = swapped), {len(results) - sum(errors.values())} verdict(s), {sum(errors.values())} evaluator error(s)"]
+    if errors:
+        shown = "; ".join(errored[:6]) + ("; ..." if len(errored) > 6 else "")
+        notes.append("evaluator errors (null or unparseable winners, kept as errors, never guessed): " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) + f": {shown}")
+    if synthesized:
+        notes.append(f"{synthesized} item(s) have a second verdict step (the Swap strategy's synthesize step, run when the two orders disagreed); its verdict is the one imported, and its recorded prompt is the rendered_request")
+    if auxiliary:
+        notes.append(f"{auxiliary} item(s) have auxiliary steps before the verdict (e.g. generated questions and a reference output); they are not imported")
+    judge_front = {
+        "evaluator": f"{llm}/{strategy}",
+        "results_file": str(result_path.name),
+        "results_sha256": result_sha256,
+        "steps_per_item": {str(k): v for k, v in sorted(steps.items())},
+        "evaluator_errors": dict(sorted(errors.items())),
+    }
+    return results, notes, judge_front
+
+
+def _has_verdict_step(item: Any) -> bool:
+    steps = item.get("results") if isinstance(item, dict) else None
+    return isinstance(steps, list) and bool(steps) and isinstance(steps[-1], dict) and any(k in steps[-1] for k in SWAP_KEYS.values())
+
+
+def _has_two_verdict_steps(item: Any) -> bool:
+    steps = item.get("results") if isinstance(item, dict) else None
+    if not isinstance(steps, list) or len(steps) < 2:
+        return False
+    return all(isinstance(s, dict) and any(k in s for k in SWAP_KEYS.values()) for s in steps[-2:])
+
+
+def _check_statistics(out: Path, statistics_path: Path) -> str | None:
+    """A note saying whether the imported output reproduces the upstream ``statistics.json``."""
+    if not statistics_path.is_file():
+        return f"no {STATISTICS_FILE} beside the evaluator's result.json: nothing to compare the analysis with"
+    try:
+        upstream = json.loads(statistics_path.read_text(encoding="utf-8"))
+        expected = {key: parse_statistic(upstream[key])[:2] for key in STATISTIC_KEYS}
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        return f"{statistics_path.name} could not be read as upstream statistics ({type(exc).__name__}: {exc}); not compared"
+    from ..pairwise import pairwise_report, upstream_figures
+
+    got = upstream_figures(pairwise_report(out, out / RESULTS_FILE))
+    shown = ", ".join(f"{key} {k}/{n}" for key, (k, n) in got.items())
+    if got == expected:
+        return f"the pairwise analysis of the imported files reproduces {statistics_path.name} exactly ({shown})"
+    differ = ", ".join(f"{key}: upstream {expected[key][0]}/{expected[key][1]}, here {got[key][0]}/{got[key][1]}" for key in STATISTIC_KEYS if got[key] != expected[key])
+    return f"the pairwise analysis DIFFERS from {statistics_path.name} ({differ}); check that the files belong together"
+
+
+_SUBSET_DESCRIPTIONS: dict[str, str] = {
+    "Natural": "instances collected from existing human-preference data, filtered and modified by the authors so the preference is objective.",
+    "Adversarial/Neighbor": "the worse output answers a similar but different (neighbouring) instruction.",
+    "Adversarial/GPTInst": "the worse output answers an instruction that GPT-4 wrote to be similar to the real one.",
+    "Adversarial/GPTOut": "the worse output is a GPT-4 output that deviates from the instruction while looking good.",
+    "Adversarial/Manual": "the worse output was constructed by hand to deviate from the instruction while looking good.",
+}
+
+
+def _card_front(source: Path, subset: str, source_sha256: str, quirks: list[str], judge: dict[str, Any] | None) -> dict[str, Any]:
+    matches = REFERENCE_SHA256.get(subset) == source_sha256
+    front: dict[str, Any] = {
+        "name": case_id_for(subset, 0).rsplit("-", 1)[0],
+        "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
+        "intended_use": (
+            "Measuring whether a pairwise judge picks the output that follows an instruction better "
+            "(labels 1 or 2, no ties), its accuracy in both presentation orders and its position bias; "
+            "replaying real LLM-judge outputs released with LLMBar. It does not support pass/fail "
+            "gating, claims about human-human agreement, or domains beyond single-turn instruction following."
+        ),
+        "sampling_window": (
+            f"LLMBar subset {subset} as released in {UPSTREAM} (Dataset/LLMBar/{subset}/dataset.json). "
+            + _SUBSET_DESCRIPTIONS.get(subset, "")
+        ).strip(),
+        "reviewer_qualifications": (
+            "One label per item, released by the LLMBar dataset authors (reviewer 'llmbar-authors'). "
+            "It is not an independent review by qualified human reviewers: the authors curated Natural "
+            "items from existing preference data and constructed the Adversarial outputs so that one "
+            "output follows the instruction and the other does not. Their procedure is documented "
+            "upstream (the LLMBar paper), not here."
+        ),
+        "adjudication_procedure": (
+            "The released label is the gold label (adjudicator 'llmbar-authors'). There is one review "
+            "per case, so there is no disagreement to adjudicate and human agreement cannot be computed."
+        ),
+        "known_gaps": [
+            "Gold labels come from the dataset authors, not from independent reviewers; no inter-reviewer agreement is available.",
+            "No ties: every item has exactly one better output by construction, so a judge that answers 'tie' cannot be scored here.",
+            "Adversarial subsets are constructed to be hard for LLM judges; their accuracy is not representative of natural traffic.",
+            "No reference answers. The judge sees the instruction, both outputs and the label definitions in grading_notes.",
+            "Every slice is medium risk; one subset per imported dataset.",
+            *(f"Source quirk: {quirk}." for quirk in quirks),
+        ],
+        "excluded_domains": ["safety-critical or policy-compliance judgments", "multi-turn dialogue"],
+        "privacy_handling": "Public research data; instructions and outputs come from public datasets and model generations. No personal data is expected.",
+        "source_authority": "The LLMBar authors' released labels are the grading evidence; no external reference.",
+        "licence": f"{LICENCE} (upstream LICENSE file at the root of the LLMBar copy)",
+        "provenance": {
+            "upstream": UPSTREAM,
+            "subset": subset,
+            "file": source.name,
+            "source_sha256": source_sha256,
+            "matches_upstream_copy": matches,
+            "importer": "workbench.importers.llmbar",
+        },
+    }
+    if judge is not None:
+        front["provenance"]["judge_results"] = judge
+    return front
+
+
+def _card_body(subset: str, cases: int, counts: Counter[str | None], judge: dict[str, Any] | None) -> str:
+    results = (
+        f"""
+- **Judge results** (`results.jsonl`): the outputs of the {judge["evaluator"]} evaluator released with LLMBar,
+  two per case: repeat 0 in the original order (output_1 shown first), repeat 1 swapped (output_2
+  shown first), each with its `presentation`. A null or unparseable winner is an evaluator error
+  (`missing_verdict` / `unparseable`), never a verdict. `workbench pairwise` reproduces the upstream
+  `statistics.json` figures from these files.
+"""
+        if judge is not None
+        else ""
+    )
+    return f"""
+# LLMBar {subset} (imported)
+
+{cases} pairwise instruction-following items from LLMBar ({subset}). `1` means Response 1 (output_1)
+follows the instruction better, `2` means Response 2 (output_2) does; there are no ties.
+{counts.get("1", 0)} items are labelled 1 and {counts.get("2", 0)} are labelled 2.
+
+- **Gold labels:** released by the LLMBar authors, recorded as one review and the adjudication by
+  `llmbar-authors`. They are the dataset authors' labels, not an independent human review.
+- **Judge-visible fields:** `input` (the instruction), `response` (both outputs, rendered as
+  `{RESPONSE_1_MARKER}` / `{RESPONSE_2_MARKER}` blocks in the order the labels refer to) and
+  `grading_notes` (the label definitions and LLMBar's rules, the same for every case).
+  `response_hash` is the sha256 of that rendering; `metadata` holds the hash of each output.
+- **Groups:** one per instruction text; partitions (about 40/30/30 development/calibration/held_out)
+  are placed by a hash of the group id.
+- **Slice:** the subset, `{subset}`.
+{results}"""
