@@ -72,7 +72,20 @@ def template_fields(template: str) -> list[str]:
 
 
 class LLMJudge:
-    """A Ragas ``DiscreteMetric`` evaluated by an OpenAI-compatible model."""
+    """A Ragas ``DiscreteMetric`` evaluated by an OpenAI-compatible model.
+
+    Subclasses for other Ragas LLM metrics (ranking, noise sensitivity) reuse the client,
+    wire capture, retries-by-the-engine and error classification, and override
+    :attr:`allowed_placeholders`, :meth:`_build_metric`, :meth:`_score`, :meth:`_interpret`
+    and :meth:`render`.
+    """
+
+    allowed_placeholders: frozenset[str] = PLACEHOLDERS
+    """Template placeholders this kind may use."""
+    required_placeholder: str | None = "response"
+    """A placeholder the template must use (what is being judged)."""
+    needs_prompt: bool = True
+    """Whether the spec must carry a prompt template (metrics with built-in prompts do not)."""
 
     def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
         self.spec = spec
@@ -80,7 +93,7 @@ class LLMJudge:
         problems: list[Problem] = []
         if not spec.model:
             problems.append(Problem(location=loc, code="model_missing", message="a ragas-llm candidate needs a model", fix="set model: to the evaluator model name the endpoint serves"))
-        if bool(spec.prompt) == bool(spec.prompt_file):
+        if self.needs_prompt and bool(spec.prompt) == bool(spec.prompt_file):
             problems.append(Problem(location=loc, code="prompt_missing", message="give exactly one of prompt (inline) or prompt_file", fix="put the judge prompt template inline under prompt:, or in a file named by prompt_file:"))
         template = spec.prompt or ""
         if spec.prompt_file:
@@ -94,11 +107,11 @@ class LLMJudge:
         except ValueError as exc:
             used = []
             problems.append(Problem(location=loc, code="prompt_invalid", message=f"the prompt template is not a valid format string ({exc})", fix="double literal braces: {{ and }}"))
-        unknown = sorted(set(used) - PLACEHOLDERS)
+        unknown = sorted(set(used) - self.allowed_placeholders)
         if unknown:
-            problems.append(Problem(location=loc, code="prompt_placeholder", message=f"the prompt uses {unknown}, which are not judge-visible fields", fix="use only " + ", ".join(sorted(PLACEHOLDERS)) + "; labels and reviews can never reach a prompt"))
-        if "response" not in used and not unknown and template:
-            problems.append(Problem(location=loc, code="prompt_no_response", message="the prompt never shows the response under judgment", fix="add {response} to the prompt template"))
+            problems.append(Problem(location=loc, code="prompt_placeholder", message=f"the prompt uses {unknown}, which are not judge-visible fields", fix="use only " + ", ".join(sorted(self.allowed_placeholders)) + "; labels and reviews can never reach a prompt"))
+        if self.required_placeholder and self.required_placeholder not in used and not unknown and template:
+            problems.append(Problem(location=loc, code="prompt_no_response", message=f"the prompt never shows {{{self.required_placeholder}}}, the thing under judgment", fix=f"add {{{self.required_placeholder}}} to the prompt template"))
         self.api_key_env = spec.endpoint.api_key_env
         if self.api_key_env and not os.environ.get(self.api_key_env):
             problems.append(Problem(location=loc, code="api_key_missing", message=f"the environment variable {self.api_key_env} is not set", fix=f"export {self.api_key_env}=<your key> (keys are read from the environment and never written to any file)"))
@@ -111,14 +124,31 @@ class LLMJudge:
         # instructor patch of an OpenAI client pays for instructor's lazy imports.
         import openai
         from ragas.llms import llm_factory
-        from ragas.metrics import DiscreteMetric
 
         llm_factory(spec.model or "", provider="openai", client=openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1"))
 
-        self.metric = DiscreteMetric(name=spec.name, allowed_values=list(spec.labels), prompt=template)
+        self.metric = self._build_metric(spec, template)
         self._client_loop: tuple[Any, list[Any]] | None = None
         self._shards = 1
         self._next_shard = 0
+
+    # -- kind hooks -----------------------------------------------------------------------
+
+    def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
+        from ragas.metrics import DiscreteMetric
+
+        return DiscreteMetric(name=spec.name, allowed_values=list(spec.labels), prompt=template)
+
+    def _score(self, llm: Any, judge_input: Any, ref: CaseRef | None) -> Any:
+        """The awaitable that asks the model (one Ragas ``ascore``)."""
+        return self.metric.ascore(llm=llm, **self._arguments(judge_input))
+
+    def _interpret(self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None) -> Verdict:
+        """Turn the metric's result into a verdict, or an evaluator error."""
+        value = None if result.value is None else str(result.value)
+        if value is None or value not in self.spec.labels:
+            return self._failed(exchange, "invalid_label", f"value {result.value!r} outside {self.spec.labels}")
+        return self._verdict(exchange, value=value, reason=result.reason)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -197,22 +227,25 @@ class LLMJudge:
                 await llm.client.client.close()
         self._client_loop = None
 
-    async def evaluate(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> Verdict:
+    async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
         exchange = _Exchange()
         token = _CURRENT.set(exchange)
         try:
-            verdict = await self._call(judge_input, exchange)
+            verdict = await self._call(judge_input, ref, exchange)
         finally:
             _CURRENT.reset(token)
         return verdict
 
-    async def _call(self, judge_input: JudgeInput, exchange: _Exchange) -> Verdict:
+    guard_calls: int = 2
+    """Upper bound on sequential model calls one score makes (for the guard timeout)."""
+
+    async def _call(self, judge_input: Any, ref: CaseRef | None, exchange: _Exchange) -> Verdict:
         import openai
 
         try:
             llm = self._llm()
             # A guard above the HTTP timeout, for anything that would hang outside httpx.
-            result = await asyncio.wait_for(self.metric.ascore(llm=llm, **self._arguments(judge_input)), timeout=self.spec.endpoint.timeout_s * 2 + 5)
+            result = await asyncio.wait_for(self._score(llm, judge_input, ref), timeout=self.spec.endpoint.timeout_s * self.guard_calls + 5)
         except openai.RateLimitError as exc:
             return self._failed(exchange, "rate_limited", f"HTTP 429: {_api_message(exc)}", retryable=True)
         except openai.APITimeoutError:
@@ -228,10 +261,7 @@ class LLMJudge:
         except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
             kind, message = self._classify_output_failure(exchange, exc)
             return self._failed(exchange, kind, message, retryable=False)
-        value = None if result.value is None else str(result.value)
-        if value is None or value not in self.spec.labels:
-            return self._failed(exchange, "invalid_label", f"value {result.value!r} outside {self.spec.labels}")
-        return self._verdict(exchange, value=value, reason=result.reason)
+        return self._interpret(result, exchange, judge_input, ref)
 
     def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
         body = exchange.responses[-1]["body"] if exchange.responses else None
