@@ -66,3 +66,28 @@ def pandalm(source_json: Path, out: Path, force: bool) -> None:
     """
     summary = run_importer("pandalm", source_json, out, force=force)
     click.echo(summary.format())
+
+
+@import_group.command("llmbar")
+@click.argument("subset_dir", type=click.Path(path_type=Path))
+@click.option(
+    "--evaluator",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Evaluator directory (evaluators/<LLM>/<strategy>) with result.json: written as results.jsonl. Omit for gold only.",
+)
+@click.option("--subset", default=None, help="Slice name; default: the path below LLMBar/, e.g. Adversarial/Neighbor.")
+@_OUT
+@_FORCE
+@user_errors
+def llmbar(subset_dir: Path, evaluator: Path | None, subset: str | None, out: Path, force: bool) -> None:
+    """Import an LLMBar subset (dataset.json: pairwise items, label 1 or 2 from the dataset authors).
+
+    One case per item, labels 1 and 2 (no ties), one review and adjudication by
+    'llmbar-authors'; the slice is the subset. With --evaluator, the evaluator's verdicts
+    become two results per case: repeat 0 original order, repeat 1 swapped, each with its
+    presentation. A null or unparseable winner is an evaluator error, never a verdict.
+    Analyse them with `workbench pairwise`.
+    """
+    summary = run_importer("llmbar", subset_dir, out, evaluator=evaluator, subset=subset, force=force)
+    click.echo(summary.format())

@@ -13,6 +13,7 @@ from .fake_llm import fake_llm
 from .gate import gate
 from .importers import import_group
 from .override import override
+from .pairwise import pairwise
 from .run import run
 from .validate import validate
 
@@ -32,6 +33,7 @@ main.add_command(import_group)
 main.add_command(fake_llm)
 main.add_command(gate)
 main.add_command(override)
+main.add_command(pairwise)
 main.add_command(certify)
 main.add_command(verify)
 main.add_command(reports)

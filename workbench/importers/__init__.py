@@ -9,6 +9,7 @@ from ._registry import (
     run_importer,
 )
 from .evalsbench import import_evalsbench
+from .llmbar import import_llmbar
 from .pandalm import import_pandalm
 
 __all__ = [
@@ -17,6 +18,7 @@ __all__ = [
     "available_importers",
     "get_importer",
     "import_evalsbench",
+    "import_llmbar",
     "import_pandalm",
     "register_importer",
     "run_importer",

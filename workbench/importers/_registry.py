@@ -286,7 +286,7 @@ def write_dataset(
         write_jsonl(out / GOLD_FILE, (case.model_dump(mode="json", exclude_none=True) for case in cases))
         files.append(GOLD_FILE)
         if results is not None:
-            write_jsonl(out / RESULTS_FILE, (r.model_dump(mode="json", exclude_none=True) for r in results))
+            write_jsonl(out / RESULTS_FILE, (r.model_dump(mode="json") for r in results))
             files.append(RESULTS_FILE)
     except OSError as exc:
         written = f"; already written: {', '.join(files)}" if files else ""

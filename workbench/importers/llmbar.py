@@ -62,9 +62,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import sha256_json
+from .._io import sha256_json, write_jsonl
 from ..errors import Problem, WorkbenchError
-from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
+from ..gold import Adjudication, GoldCase, GoldDataset, Review, Rubric, SliceSpec, load_dataset
 from ..results import EvaluatorError, JudgeIdentity, JudgeResult
 from ._registry import (
     RESULTS_FILE,
@@ -299,18 +299,20 @@ def import_llmbar(
     if empty_outputs:
         quirks.append(f"{empty_outputs} output(s) are empty in the source and kept as empty text")
     notes += quirks
-    reference = REFERENCE_SHA256.get(name)
-    if reference is None:
-        notes.append(f"subset {name!r} is not one of the released subsets ({', '.join(REFERENCE_SHA256)}); the card records the file's sha256")
-    elif reference != source_sha256:
-        notes.append(f"{dataset_path.name} differs from the reference copy of {name} at {UPSTREAM}; the card records its sha256")
+    released = _released_subset(source_sha256)
+    if released is None:
+        notes.append(f"{dataset_path.name} is not byte-identical to any subset released at {UPSTREAM}; the card records its sha256")
+    elif released != name:
+        notes.append(f"{dataset_path.name} is upstream's {released} subset, imported as slice {name!r}")
 
     results: list[JudgeResult] | None = None
     judge_front: dict[str, Any] | None = None
     if evaluator_dir is not None and result_path is not None and result_data is not None:
-        results, judge_notes, judge_front = _judge_results(result_path, evaluator_dir, result_data, items, cases, name)
+        results, judge_notes, judge_front = _judge_results(result_path, evaluator_dir, result_data, _expected(items), cases, name)
         notes += judge_notes
 
+    if results is not None and (out / RESULTS_FILE).is_file():
+        (out / RESULTS_FILE).unlink()  # replaced below; prepare_out allowed it (force)
     counts = Counter(case.gold_label for case in cases)
     rubric = Rubric(
         name="llmbar-instruction-following",
@@ -331,13 +333,80 @@ def import_llmbar(
         rubric=rubric,
         card_front=_card_front(dataset_path, name, source_sha256, quirks, judge_front),
         card_body=_card_body(name, len(cases), counts, judge_front),
-        results=results,
+        results=None,
         notes=notes,
     )
     if results is None or result_path is None:
         return summary
+    _write_results(out, results)
     check = _check_statistics(out, result_path.parent / STATISTICS_FILE)
-    return summary.model_copy(update={"notes": [*summary.notes, check]}) if check else summary
+    return summary.model_copy(
+        update={
+            "results": len(results),
+            "files": [*summary.files, RESULTS_FILE],
+            "notes": [*summary.notes, *([check] if check else [])],
+        }
+    )
+
+
+def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> list[JudgeResult]:
+    """One evaluator's verdicts as judge results for an LLMBar gold dataset imported earlier.
+
+    The same records :func:`import_llmbar` writes to ``results.jsonl`` (two per case, repeat
+    0 original order, repeat 1 swapped), without importing the gold set again: one subset's
+    gold can serve all of its evaluators. ``evaluator`` is an evaluator directory or its
+    ``result.json``; ``gold`` a loaded dataset or its path. Every evaluated item is checked
+    against the gold case at the same position (instruction, output hashes, label). Raises
+    :class:`WorkbenchError` listing every problem.
+    """
+    dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
+    evaluator_dir, result_path = _resolve(Path(evaluator), RESULT_FILE)
+    data = read_source(result_path, "LLMBar evaluator result.json", f"point at a directory holding result.json ({_FIX_RESULT})")
+    cases = list(dataset.cases.values())
+    findings = Findings(dataset.gold_path)
+    expected: list[dict[str, str]] = []
+    for position, case in enumerate(cases):
+        meta = case.metadata
+        if meta.get("index") != position or not all(isinstance(meta.get(f"{k}_sha256"), str) for k in ("output_1", "output_2")):
+            findings.add("not_llmbar_gold", case.case_id, "the case was not written by the LLMBar importer (metadata index and output hashes, in file order)", "import the subset with `workbench import llmbar SUBSET_DIR --out DIR` and pass that DIR")
+            continue
+        expected.append({"input": case.input, "output_1": meta["output_1_sha256"], "output_2": meta["output_2_sha256"], "label": case.gold_label or ""})
+    findings.raise_if_any("not an LLMBar gold dataset")
+    slices = {case.slice for case in cases}
+    subset = slices.pop() if len(slices) == 1 else "+".join(sorted(slices))
+    results, _, _ = _judge_results(result_path, evaluator_dir, data, expected, cases, subset)
+    return results
+
+
+def write_judge_results(path: Path, results: list[JudgeResult]) -> None:
+    """Write judge results as JSON Lines with ``value`` always present (null on evaluator errors)."""
+    rows = []
+    for r in results:
+        row = r.model_dump(mode="json", exclude_none=True)
+        row["value"] = r.value
+        rows.append(row)
+    write_jsonl(path, rows)
+
+
+def _write_results(out: Path, results: list[JudgeResult]) -> None:
+    """Write ``results.jsonl`` with ``value`` always present.
+
+    The shared ``write_dataset`` drops every null field, including ``value``, which the
+    judge-result contract requires (null on an evaluator error), so error records it writes
+    do not read back. Nulls other than ``value`` are left out as it does.
+    """
+    try:
+        write_judge_results(out / RESULTS_FILE, results)
+    except OSError as exc:
+        raise WorkbenchError(
+            "cannot write the judge results",
+            [Problem(location=str(exc.filename or out), code="out_unwritable", message=f"writing results.jsonl failed ({exc.strerror or exc}); the gold files are written", fix="point --out at a writable directory with free space")],
+        ) from None
+
+
+def _released_subset(sha256: str) -> str | None:
+    """The released subset whose ``dataset.json`` has this sha256, if any."""
+    return next((subset for subset, digest in REFERENCE_SHA256.items() if digest == sha256), None)
 
 
 def _resolve(path: Path, filename: str) -> tuple[Path, Path]:
@@ -390,11 +459,15 @@ def _judge_results(
     result_path: Path,
     evaluator_dir: Path,
     data: bytes,
-    items: list[dict[str, Any]],
+    items: list[dict[str, str]],
     cases: list[GoldCase],
     subset: str,
 ) -> tuple[list[JudgeResult], list[str], dict[str, Any]]:
-    """Both orders' verdicts of every item as judge results; raise with every problem."""
+    """Both orders' verdicts of every item as judge results; raise with every problem.
+
+    ``items`` are the expected items in :func:`_comparable` form (see :func:`_expected`),
+    ``cases`` the gold cases in the same order.
+    """
     findings = Findings(result_path)
     loaded = _read_json(result_path, data, findings, "LLMBar result.json", _FIX_RESULT)
     if not isinstance(loaded, list):
@@ -407,7 +480,7 @@ def _judge_results(
         if not isinstance(item, dict):
             findings.add("item_shape", where, f"an item is a JSON {type(item).__name__}, not an object", _FIX_RESULT)
             continue
-        differing = [key for key in ITEM_KEYS if key in item and str(item[key]) != str(gold[key])]
+        differing = [key for key in ITEM_KEYS if key in item and _comparable(key, item[key]) != gold[key]]
         absent = [key for key in ITEM_KEYS if key not in item]
         if differing or absent:
             what = ", ".join([*(f"'{k}' differs" for k in differing), *(f"'{k}' is absent" for k in absent)])
@@ -487,6 +560,18 @@ def _judge_results(
     return results, notes, judge_front
 
 
+def _comparable(key: str, value: Any) -> str:
+    """An item field in the form used to match evaluated items: outputs by sha256, the rest as text."""
+    text = value if isinstance(value, str) else str(value)
+    if key in ("output_1", "output_2"):
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return text
+
+
+def _expected(items: list[dict[str, Any]]) -> list[dict[str, str]]:
+    return [{key: _comparable(key, item[key]) for key in ITEM_KEYS} for item in items]
+
+
 def _has_verdict_step(item: Any) -> bool:
     steps = item.get("results") if isinstance(item, dict) else None
     return isinstance(steps, list) and bool(steps) and isinstance(steps[-1], dict) and any(k in steps[-1] for k in SWAP_KEYS.values())
@@ -519,7 +604,7 @@ def _check_statistics(out: Path, statistics_path: Path) -> str | None:
 
 
 _SUBSET_DESCRIPTIONS: dict[str, str] = {
-    "Natural": "instances collected from existing human-preference data, filtered and modified by the authors so the preference is objective.",
+    "Natural": "the instances were collected from existing human-preference data, then filtered and modified by the authors so the preference is objective.",
     "Adversarial/Neighbor": "the worse output answers a similar but different (neighbouring) instruction.",
     "Adversarial/GPTInst": "the worse output answers an instruction that GPT-4 wrote to be similar to the real one.",
     "Adversarial/GPTOut": "the worse output is a GPT-4 output that deviates from the instruction while looking good.",
@@ -528,7 +613,8 @@ _SUBSET_DESCRIPTIONS: dict[str, str] = {
 
 
 def _card_front(source: Path, subset: str, source_sha256: str, quirks: list[str], judge: dict[str, Any] | None) -> dict[str, Any]:
-    matches = REFERENCE_SHA256.get(subset) == source_sha256
+    released = _released_subset(source_sha256)
+    matches = released is not None
     front: dict[str, Any] = {
         "name": case_id_for(subset, 0).rsplit("-", 1)[0],
         "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
@@ -539,9 +625,9 @@ def _card_front(source: Path, subset: str, source_sha256: str, quirks: list[str]
             "gating, claims about human-human agreement, or domains beyond single-turn instruction following."
         ),
         "sampling_window": (
-            f"LLMBar subset {subset} as released in {UPSTREAM} (Dataset/LLMBar/{subset}/dataset.json). "
-            + _SUBSET_DESCRIPTIONS.get(subset, "")
-        ).strip(),
+            f"LLMBar subset {subset} as released in {UPSTREAM} (Dataset/LLMBar/{subset}/dataset.json)."
+            + (f" In this subset, {_SUBSET_DESCRIPTIONS[subset]}" if subset in _SUBSET_DESCRIPTIONS else "")
+        ),
         "reviewer_qualifications": (
             "One label per item, released by the LLMBar dataset authors (reviewer 'llmbar-authors'). "
             "It is not an independent review by qualified human reviewers: the authors curated Natural "
@@ -571,6 +657,7 @@ def _card_front(source: Path, subset: str, source_sha256: str, quirks: list[str]
             "file": source.name,
             "source_sha256": source_sha256,
             "matches_upstream_copy": matches,
+            "upstream_subset": released,
             "importer": "workbench.importers.llmbar",
         },
     }

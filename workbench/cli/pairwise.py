@@ -1,0 +1,36 @@
+"""``workbench pairwise``."""
+
+from __future__ import annotations
+
+import click
+
+from ..gold import PARTITIONS
+from ..pairwise import format_pairwise, pairwise_report
+from ._common import echo_json, user_errors
+
+
+@click.command()
+@click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
+@click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its presentation.")
+@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition.")
+@click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report (workbench.pairwise).")
+@click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case lacks a result in either order.")
+@user_errors
+def pairwise(gold: str, results: str, partition: str | None, as_json: bool, fail_incomplete: bool) -> None:
+    """Accuracy of a pairwise judge in both presentation orders, position consistency and bias.
+
+    Reports, overall and per slice, with denominators and 95% Wilson intervals: accuracy in
+    the original order (repeat 0) and the swapped order (repeat 1), their average, correct in
+    both orders, position consistency and how often the first-shown candidate wins.
+    Evaluator errors are listed on their own and stay in the denominators as the report
+    states (the LLMBar convention, so upstream statistics.json figures are reproduced).
+    Refuses unknown cases, hash mismatches, duplicates, mixed judges and results whose
+    presentation contradicts their repeat (exit 2).
+    """
+    report = pairwise_report(gold, results, partition=partition)
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    else:
+        click.echo(format_pairwise(report))
+    if fail_incomplete and report.status != "complete":
+        raise SystemExit(3)

@@ -1,0 +1,479 @@
+"""Pairwise analysis: accuracy in both presentation orders, position consistency and position bias.
+
+A pairwise judge is asked twice per case: **repeat 0** in the original order (``swap`` false,
+the first candidate shown first) and **repeat 1** swapped (``swap`` true). Every result must
+say so in ``presentation`` (``{"swap", "presented_order", "first_shown"}``), as the LLMBar
+importer writes it; a result whose presentation contradicts its repeat is refused.
+
+Denominators are always reported, and chosen so that the LLMBar figures in every upstream
+``statistics.json`` are reproduced exactly. Upstream compares each winner with ``==`` and
+divides by the number of items, so a null winner (an evaluator error here) is *not correct*
+and stays in the denominator; two null winners compare equal, so a case with an evaluator
+error in both orders counts as position-consistent. The same rules apply here, the errors
+are reported on their own, and :data:`DENOMINATORS` (copied into every report) states how
+they enter each figure. A missing result (no record at all) is counted like an error in
+the accuracy denominators, never as consistent, and makes the report ``incomplete``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .._io import bulk_load, sha256_file
+from ..align import JoinedCase, join_results
+from ..errors import Problem, WorkbenchError
+from ..gold import GoldDataset, Partition, load_dataset
+from ..results import JudgeIdentity, JudgeResult, ResultLine, scan_results
+from ..stats import Rate, wilson_rate
+
+PAIRWISE_SCHEMA_VERSION = 1
+"""Version of :class:`PairwiseReport`'s JSON form."""
+
+ORIGINAL_REPEAT = 0
+"""Repeat index of the original presentation order (``swap`` false)."""
+SWAPPED_REPEAT = 1
+"""Repeat index of the swapped presentation order (``swap`` true)."""
+
+DENOMINATORS: dict[str, str] = {
+    "accuracy": (
+        "Per order. k = verdicts equal to the gold label in that order; n = every case in scope. "
+        "An evaluator error or a missing result in that order is not correct and stays in n "
+        "(upstream LLMBar counts a null winner the same way: correct_False / correct_True)."
+    ),
+    "accuracy_among_verdicts": "Per order. k as accuracy; n = cases with a verdict in that order (errors and missing results excluded, and reported).",
+    "average_accuracy": "k = correct verdicts of both orders together; n = 2 x cases in scope; equals the mean of the two accuracies (upstream correct_average).",
+    "correct_both": "k = cases correct in both orders; n = every case in scope. An error or missing result in either order makes the case not correct (upstream correct_both).",
+    "position_consistency": (
+        "k = cases with the same verdict in both orders, plus cases with an evaluator error in both orders; "
+        "n = every case in scope. Upstream LLMBar compares the two winners with ==, so two null winners count "
+        "as equal; this figure does the same so it reproduces 'equal', and errors_in_both_orders says how many "
+        "cases are consistent only that way. An error in one order only, or a missing result, is inconsistent."
+    ),
+    "consistent_verdicts": "k = cases with the same verdict in both orders; n = cases with a verdict in both orders (cases with an error or missing result in either order excluded).",
+    "first_shown_wins": (
+        "k = verdicts choosing the candidate shown first; n = verdicts (errors and missing results have no winner "
+        "and are excluded). Over both orders each candidate of a case is shown first once, so a judge that is "
+        "position-consistent on every case scores exactly 0.5; above 0.5 means it favours the first position."
+    ),
+    "errors": (
+        "Evaluator errors (e.g. missing_verdict, unparseable): counted per order and by kind, listed in "
+        "evaluator_errors. They are in n (and never in k) of accuracy and correct_both, in k of "
+        "position_consistency only when both orders errored, and excluded from accuracy_among_verdicts, "
+        "consistent_verdicts and first_shown_wins."
+    ),
+}
+"""How each figure's numerator and denominator are built, and how errors enter it."""
+
+UPSTREAM_KEYS: dict[str, str] = {
+    "correct_False": "original.accuracy",
+    "correct_True": "swapped.accuracy",
+    "correct_both": "correct_both",
+    "equal": "position_consistency",
+}
+"""LLMBar ``statistics.json`` keys and the :class:`PairwiseSlice` figure that reproduces each."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+
+class OrderStats(_Model):
+    """One presentation order over one slice (or over all cases)."""
+
+    repeat: int
+    """Repeat index of this order: 0 original, 1 swapped."""
+    swap: bool
+    """False for the original order, True for the swapped order."""
+    n: int
+    """Cases in scope: the denominator of ``accuracy``."""
+    verdicts: int
+    """Cases with a verdict in this order."""
+    errors: int
+    """Cases whose final attempt in this order is an evaluator error."""
+    missing: int
+    """Cases with no result in this order."""
+    correct: int
+    """Verdicts equal to the gold label."""
+    accuracy: Rate
+    """correct / n; errors and missing results count as not correct (upstream correct_False / correct_True)."""
+    accuracy_among_verdicts: Rate
+    """correct / verdicts."""
+    first_shown_wins: Rate
+    """Verdicts choosing the candidate shown first / verdicts in this order."""
+    errors_by_kind: dict[str, int]
+    """Evaluator errors by kind."""
+
+
+class PairwiseSlice(_Model):
+    """Both orders over one slice (or over all cases, for ``overall``)."""
+
+    slice: str
+    """Slice name, or ``(all)``."""
+    risk: str | None
+    """Risk level from the rubric (None for ``(all)``)."""
+    n: int
+    """Cases in scope."""
+    complete: bool
+    """True when every case has a result in both orders (errors count as results)."""
+    original: OrderStats
+    """Repeat 0, ``swap`` false (upstream ``swap = False``)."""
+    swapped: OrderStats
+    """Repeat 1, ``swap`` true (upstream ``swap = True``)."""
+    average_accuracy: Rate
+    """(original.correct + swapped.correct) / (2 n) (upstream correct_average)."""
+    correct_both: Rate
+    """Cases correct in both orders / n (upstream correct_both)."""
+    position_consistency: Rate
+    """Cases with the same outcome in both orders / n; two errors count as the same (upstream equal)."""
+    consistent_verdicts: Rate
+    """Cases with the same verdict in both orders / cases with a verdict in both orders."""
+    errors_in_both_orders: int
+    """Cases with an evaluator error in both orders (counted as consistent, see ``position_consistency``)."""
+    cases_with_error: int
+    """Cases with an evaluator error in at least one order."""
+    first_shown_wins: Rate
+    """Verdicts choosing the candidate shown first / all verdicts of both orders."""
+    errors: int
+    """Evaluator errors over both orders."""
+    missing: int
+    """Missing results over both orders."""
+
+
+class PairwiseError(_Model):
+    """One evaluator error, with the order it happened in."""
+
+    case_id: str
+    """The gold case."""
+    slice: str
+    """Its slice."""
+    repeat: int
+    """0 original order, 1 swapped."""
+    swap: bool
+    """True in the swapped order."""
+    kind: str | None
+    """Evaluator-error kind, e.g. ``missing_verdict`` or ``unparseable``."""
+    message: str | None
+    """What happened."""
+
+
+class MissingResult(_Model):
+    """A case and order without any result."""
+
+    case_id: str
+    """The gold case."""
+    slice: str
+    """Its slice."""
+    repeat: int
+    """0 original order, 1 swapped."""
+    swap: bool
+    """True in the swapped order."""
+
+
+class PairwiseReport(_Model):
+    """Everything ``workbench pairwise`` reports. Stable, versioned JSON (``kind: workbench.pairwise``)."""
+
+    schema_version: int = PAIRWISE_SCHEMA_VERSION
+    """Report format version."""
+    kind: Literal["workbench.pairwise"] = "workbench.pairwise"
+    """Report type marker."""
+    dataset_sha256: str
+    """Hash of the gold dataset analysed."""
+    rubric_version: str
+    """Version of the dataset's rubric."""
+    gold_path: str | None
+    """Gold path given, or None when a loaded dataset was passed."""
+    results_path: str | None
+    """Results file given, or None when records were passed."""
+    results_sha256: str | None
+    """sha256 of the results file."""
+    judge: JudgeIdentity | None
+    """The one judge whose results were analysed (mixed judges are refused)."""
+    judge_fingerprint: str | None
+    """sha256 of ``judge``."""
+    partition: str | None
+    """Partition analysed, or None for all."""
+    labels: list[str]
+    """The rubric's label vocabulary."""
+    status: Literal["complete", "incomplete"]
+    """``incomplete`` when any case lacks a result in either order. Never a pass."""
+    results_read: int
+    """Result records read (every repeat and attempt)."""
+    superseded_attempts: int
+    """Earlier attempts replaced by a later retry of the same case and order."""
+    missing: list[MissingResult]
+    """Every case and order without a result."""
+    evaluator_errors: list[PairwiseError]
+    """Every evaluator error, with its order."""
+    denominators: dict[str, str]
+    """How each figure's k and n are built and how evaluator errors enter them (:data:`DENOMINATORS`)."""
+    overall: PairwiseSlice
+    """All cases in scope."""
+    slices: list[PairwiseSlice]
+    """Every rubric slice, including slices with no cases in scope (n = 0)."""
+
+    def slice_frame(self) -> Any:
+        """The per-slice table as a pandas DataFrame (one row per slice plus ``(all)``)."""
+        import pandas as pd
+
+        return pd.DataFrame([_row(s) for s in [*self.slices, self.overall]]).set_index("slice")
+
+
+@dataclass(frozen=True, slots=True)
+class _Pair:
+    """One case, both orders."""
+
+    slice: str
+    gold: str
+    first: JoinedCase
+    second: JoinedCase
+    first_shown: tuple[str | None, str | None]
+
+
+ResultsInput = str | Path | Iterable[JudgeResult | ResultLine]
+
+
+def pairwise_report(
+    dataset: GoldDataset | str | Path,
+    results: ResultsInput,
+    *,
+    partition: str | Partition | None = None,
+) -> PairwiseReport:
+    """Analyse a pairwise judge's results in both presentation orders against the gold labels.
+
+    ``dataset`` is a loaded :class:`~workbench.gold.GoldDataset` or a dataset path; ``results``
+    a results file in the judge-result contract or judge results (records or
+    :class:`~workbench.results.ResultLine`). Only repeats 0 (original order) and 1 (swapped) are
+    allowed, and every result needs a ``presentation`` whose ``swap`` matches its repeat.
+    Raises :class:`~workbench.errors.WorkbenchError` listing every problem (bad lines, unknown
+    cases, response-hash mismatches, duplicates, mixed judges, contradicting presentations).
+    """
+    with bulk_load():
+        gold_path: str | None = None
+        if not isinstance(dataset, GoldDataset):
+            gold_path = str(dataset)
+            dataset = load_dataset(dataset)
+        results_path: str | None = None
+        if isinstance(results, str | Path):
+            results_path = str(results)
+            items: list[ResultLine | Problem] = list(scan_results(results))
+        else:
+            items = [r if isinstance(r, ResultLine) else ResultLine(i, r) for i, r in enumerate(results, 1)]
+        location = results_path or "results"
+        problems, first_shown_of = _check_presentations(items, dataset.rubric.labels, location)
+        try:
+            original = join_results(dataset, items, partition=partition, repeat=ORIGINAL_REPEAT, location=location)
+        except WorkbenchError as exc:
+            raise WorkbenchError(f"{location}: refusing the pairwise analysis: {len(problems) + len(exc.problems)} problem(s)", [*problems, *exc.problems]) from None
+        if problems:
+            raise WorkbenchError(f"{location}: refusing the pairwise analysis: {len(problems)} problem(s)", problems)
+        swapped = join_results(dataset, items, partition=partition, repeat=SWAPPED_REPEAT, location=location)
+
+    pairs: list[_Pair] = []
+    for a, b in zip(original.cases, swapped.cases, strict=True):
+        assert a.case_id == b.case_id
+        pairs.append(_Pair(a.slice, a.human_label, a, b, (first_shown_of.get(a.result_line), first_shown_of.get(b.result_line))))
+    rubric = dataset.rubric
+    by_slice: dict[str, list[_Pair]] = {name: [] for name in rubric.slices}
+    for p in pairs:
+        by_slice.setdefault(p.slice, []).append(p)
+    errors = [
+        PairwiseError(case_id=c.case_id, slice=c.slice, repeat=repeat, swap=repeat == SWAPPED_REPEAT, kind=c.error_kind, message=c.reason)
+        for repeat, join in ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
+        for c in join.cases
+        if c.outcome == "error"
+    ]
+    missing = [
+        MissingResult(case_id=c.case_id, slice=c.slice, repeat=repeat, swap=repeat == SWAPPED_REPEAT)
+        for repeat, join in ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
+        for c in join.cases
+        if c.outcome == "missing"
+    ]
+    return PairwiseReport(
+        dataset_sha256=dataset.sha256,
+        rubric_version=rubric.version,
+        gold_path=gold_path,
+        results_path=results_path,
+        results_sha256=sha256_file(results_path) if results_path and Path(results_path).is_file() else None,
+        judge=original.judge,
+        judge_fingerprint=original.judge_fingerprint,
+        partition=original.partition,
+        labels=list(rubric.labels),
+        status="incomplete" if missing else "complete",
+        results_read=original.results_read,
+        superseded_attempts=original.superseded_attempts + swapped.superseded_attempts,
+        missing=missing,
+        evaluator_errors=errors,
+        denominators=dict(DENOMINATORS),
+        overall=_slice("(all)", None, pairs),
+        slices=[_slice(name, rubric.risk_of(name), ps) for name, ps in by_slice.items()],
+    )
+
+
+def _check_presentations(items: Sequence[ResultLine | Problem], labels: Sequence[str], location: str) -> tuple[list[Problem], dict[int, str | None]]:
+    """Repeats and presentations that make the two orders meaningful; first-shown label per line."""
+    problems: list[Problem] = []
+    first_shown: dict[int, str | None] = {}
+    vocab = set(labels)
+    fix = "pairwise results need presentation = {swap, presented_order, first_shown}: swap false on repeat 0 (original order), true on repeat 1 (swapped)"
+    for item in items:
+        if isinstance(item, Problem):
+            continue
+        r, where = item.result, f"{location}:{item.line}"
+        if r.repeat not in (ORIGINAL_REPEAT, SWAPPED_REPEAT):
+            problems.append(Problem(location=where, case_id=r.case_id, code="unexpected_repeat", message=f"repeat {r.repeat}: a pairwise analysis has two orders, repeat 0 (original) and repeat 1 (swapped)", fix=fix))
+            continue
+        p = r.presentation
+        if not isinstance(p, dict) or not isinstance(p.get("swap"), bool):
+            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_missing", message="the result does not say in which order the candidates were shown (presentation.swap)", fix=fix))
+            continue
+        if p["swap"] != (r.repeat == SWAPPED_REPEAT):
+            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_mismatch", message=f"presentation.swap is {p['swap']} on repeat {r.repeat}", fix=fix))
+            continue
+        order = p.get("presented_order")
+        first = p.get("first_shown")
+        if order is not None and (not isinstance(order, list) or len(order) < 2 or len(set(map(str, order))) != len(order) or not set(map(str, order)) <= vocab):
+            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_invalid", message=f"presentation.presented_order {order!r} is not a list of distinct rubric labels", fix=fix))
+            continue
+        if first is None and order:
+            first = order[0]
+        elif first is not None and order and first != order[0]:
+            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_mismatch", message=f"presentation.first_shown {first!r} is not the first of presented_order {order!r}", fix=fix))
+            continue
+        if first is not None and first not in vocab:
+            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_invalid", message=f"presentation.first_shown {first!r} is not a rubric label", fix=fix))
+            continue
+        if first is None and r.value is not None:
+            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_missing", message="a verdict without presentation.first_shown (or presented_order): position bias cannot be measured", fix=fix))
+            continue
+        first_shown[item.line] = first
+    return problems, first_shown
+
+
+def _order(repeat: int, cases: Sequence[JoinedCase], golds: Sequence[str], firsts: Sequence[str | None]) -> OrderStats:
+    n = len(cases)
+    verdicts = [(c, g, f) for c, g, f in zip(cases, golds, firsts, strict=True) if c.outcome == "verdict"]
+    correct = sum(1 for c, g, _ in verdicts if c.judge_label == g)
+    first_wins = sum(1 for c, _, f in verdicts if c.judge_label == f)
+    errors = [c for c in cases if c.outcome == "error"]
+    return OrderStats(
+        repeat=repeat,
+        swap=repeat == SWAPPED_REPEAT,
+        n=n,
+        verdicts=len(verdicts),
+        errors=len(errors),
+        missing=sum(1 for c in cases if c.outcome == "missing"),
+        correct=correct,
+        accuracy=wilson_rate(correct, n),
+        accuracy_among_verdicts=wilson_rate(correct, len(verdicts)),
+        first_shown_wins=wilson_rate(first_wins, len(verdicts)),
+        errors_by_kind=dict(Counter(c.error_kind or "unknown" for c in errors).most_common()),
+    )
+
+
+def _slice(name: str, risk: str | None, pairs: Sequence[_Pair]) -> PairwiseSlice:
+    golds = [p.gold for p in pairs]
+    original = _order(ORIGINAL_REPEAT, [p.first for p in pairs], golds, [p.first_shown[0] for p in pairs])
+    swapped = _order(SWAPPED_REPEAT, [p.second for p in pairs], golds, [p.first_shown[1] for p in pairs])
+    n = len(pairs)
+    both_verdicts = [p for p in pairs if p.first.outcome == "verdict" and p.second.outcome == "verdict"]
+    same_verdict = sum(1 for p in both_verdicts if p.first.judge_label == p.second.judge_label)
+    both_errors = sum(1 for p in pairs if p.first.outcome == "error" and p.second.outcome == "error")
+    both_correct = sum(1 for p in both_verdicts if p.first.judge_label == p.gold and p.second.judge_label == p.gold)
+    verdicts = original.verdicts + swapped.verdicts
+    return PairwiseSlice(
+        slice=name,
+        risk=risk,
+        n=n,
+        complete=original.missing == 0 and swapped.missing == 0,
+        original=original,
+        swapped=swapped,
+        average_accuracy=wilson_rate(original.correct + swapped.correct, 2 * n),
+        correct_both=wilson_rate(both_correct, n),
+        position_consistency=wilson_rate(same_verdict + both_errors, n),
+        consistent_verdicts=wilson_rate(same_verdict, len(both_verdicts)),
+        errors_in_both_orders=both_errors,
+        cases_with_error=sum(1 for p in pairs if "error" in (p.first.outcome, p.second.outcome)),
+        first_shown_wins=wilson_rate(original.first_shown_wins.k + swapped.first_shown_wins.k, verdicts),
+        errors=original.errors + swapped.errors,
+        missing=original.missing + swapped.missing,
+    )
+
+
+def upstream_figures(report: PairwiseReport, slice_name: str | None = None) -> dict[str, tuple[int, int]]:
+    """``{statistics.json key: (k, n)}`` for the figures LLMBar's ``statistics.json`` prints.
+
+    Over all cases by default, or over one slice. See :data:`UPSTREAM_KEYS`.
+    """
+    block = report.overall if slice_name is None else next((s for s in report.slices if s.slice == slice_name), None)
+    if block is None:
+        raise KeyError(f"no slice {slice_name!r} in the report")
+    rates = {
+        "correct_False": block.original.accuracy,
+        "correct_True": block.swapped.accuracy,
+        "correct_both": block.correct_both,
+        "equal": block.position_consistency,
+    }
+    return {key: (rate.k, rate.n) for key, rate in rates.items()}
+
+
+def _rate_text(rate: Rate) -> str:
+    if rate.rate is None:
+        return f"{rate.k}/{rate.n} (-)"
+    return f"{rate.k}/{rate.n} {rate.rate:.1%} [{rate.ci95_low:.1%}, {rate.ci95_high:.1%}]"
+
+
+def _row(s: PairwiseSlice) -> dict[str, Any]:
+    return {
+        "slice": s.slice,
+        "n": s.n,
+        "acc original": _rate_text(s.original.accuracy),
+        "acc swapped": _rate_text(s.swapped.accuracy),
+        "acc average": _rate_text(s.average_accuracy),
+        "correct both": _rate_text(s.correct_both),
+        "consistent": _rate_text(s.position_consistency),
+        "first shown wins": _rate_text(s.first_shown_wins),
+        "errors orig/swap": f"{s.original.errors}/{s.swapped.errors}",
+        "missing": s.missing,
+    }
+
+
+def format_pairwise(report: PairwiseReport) -> str:
+    """Human-readable text: header, per-slice table, errors and how they enter each denominator."""
+    import pandas as pd
+
+    judge = f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint {report.judge_fingerprint[:12]})" if report.judge and report.judge_fingerprint else "(no results)"
+    o = report.overall
+    lines = [
+        f"judge:      {judge}",
+        f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version})",
+        f"partition:  {report.partition or 'all'}    orders: repeat 0 = original (swap false), repeat 1 = swapped (swap true)",
+        f"status:     {report.status.upper()}" + (f" - {len(report.missing)} case x order(s) have no result; this is not a pass" if report.missing else ""),
+        f"cases:      {o.n}; verdicts {o.original.verdicts} original + {o.swapped.verdicts} swapped; evaluator errors {o.original.errors} original + {o.swapped.errors} swapped ({o.errors_in_both_orders} case(s) in both orders); missing {o.missing}",
+        "",
+        "Per slice (k/n rate [95% Wilson interval]; errors and missing results stay in n, see below):",
+    ]
+    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 40):
+        lines.append(report.slice_frame().to_string())
+    lines.append("")
+    lines.append(f"Among verdicts only: original {_rate_text(o.original.accuracy_among_verdicts)}, swapped {_rate_text(o.swapped.accuracy_among_verdicts)}; same verdict in both orders {_rate_text(o.consistent_verdicts)}")
+    if report.evaluator_errors:
+        kinds = Counter(e.kind for e in report.evaluator_errors)
+        lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))
+        for e in report.evaluator_errors[:10]:
+            lines.append(f"  {e.case_id} ({'swapped' if e.swap else 'original'}): {e.kind}: {e.message}")
+        if len(report.evaluator_errors) > 10:
+            lines.append(f"  ... and {len(report.evaluator_errors) - 10} more (--json lists all)")
+    if report.missing:
+        shown = ", ".join(f"{m.case_id}#{m.repeat}" for m in report.missing[:10])
+        more = f" and {len(report.missing) - 10} more" if len(report.missing) > 10 else ""
+        lines.append(f"Missing: {shown}{more}")
+    lines.append("")
+    lines.append("Denominators:")
+    lines += [f"  {name}: {text}" for name, text in report.denominators.items()]
+    return "\n".join(lines)
