@@ -22,7 +22,7 @@ $(STAMP): pyproject.toml
 
 DEMO_CACHE := $(DEMO_OUT)/.cache
 DEMO_CANDIDATE := data/candidates/rubric-judge@2.yaml
-DEMO_POLICY := data/policies/support-release@1.yaml
+DEMO_POLICY := data/policies/support-release@2.yaml
 # The demo LLM judge talks to the local fake server; the key is a placeholder, read from the
 # environment like a real one and never written anywhere.
 export DEMO_LLM_API_KEY ?= demo-placeholder-key

@@ -182,3 +182,23 @@ def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, 
     scanned = [p for p in (tmp_path / "reports").rglob("*") if p.is_file()]
     assert len(scanned) >= 10
     assert [p for p in scanned if secret.encode() in p.read_bytes()] == []
+
+
+def test_failed_blocking_controls_stop_before_held_out(tmp_path: Path) -> None:
+    policy = ROOT / "data" / "policies" / "support-release@2.yaml"  # = @1 plus a blocking control suite
+    result = certify(CANDIDATE, policy, GOLD, reports_root=tmp_path / "reports")
+    codes = {b["code"] for b in result.blockers}
+    assert result.outcome == "quality_failed" and codes and all(c.startswith("control_failed_") for c in codes)
+    assert codes <= {"control_failed_positive", "control_failed_negative", "control_failed_adversarial"}
+    assert not (result.report_dir / "restricted" / "run").exists()  # held-out data untouched
+    assert (result.report_dir / "controls" / "results.jsonl").exists()
+    lock = read_lock(result.report_dir)
+    assert lock.evidence["control_suite"] == lock.files["inputs/controls/support-controls@1.yaml"]
+    assert lock.evidence["run_records"] is None and verify_report(result.report_dir) == []
+    html = (result.report_dir / "report.html").read_text()
+    assert "Controls (run first" in html and "the held-out partition was not used" in html
+    entries = HeldOutLedger(tmp_path / "reports" / LEDGER_FILE).entries()
+    assert entries[-1].event == "finished" and entries[-1].held_out_used is False
+    # held-out was never used, so a second certification needs no re-run reason
+    again = certify(CANDIDATE, policy, GOLD, reports_root=tmp_path / "reports")
+    assert again.report_id.endswith("/2") and again.outcome == "quality_failed"

@@ -9,6 +9,7 @@ from .agreement import agreement
 from .align import align
 from .card import card
 from .certify import certify, reports, verify
+from .controls import controls
 from .fake_llm import fake_llm
 from .gate import gate
 from .importers import import_group
@@ -34,6 +35,7 @@ main.add_command(fake_llm)
 main.add_command(gate)
 main.add_command(override)
 main.add_command(pairwise)
+main.add_command(controls)
 main.add_command(certify)
 main.add_command(verify)
 main.add_command(reports)

@@ -76,6 +76,9 @@ class LedgerEntry(BaseModel):
     """For ``finished``: the gate outcome."""
     lock_sha256: str | None = None
     """For ``finished``: the report's lock hash."""
+    held_out_used: bool | None = None
+    """For ``finished``: whether any held-out case was judged (False when controls or lineage
+    stopped certification first). A started entry never finished counts as used."""
 
 
 class HeldOutLedger:
@@ -102,8 +105,14 @@ class HeldOutLedger:
         return out
 
     def previous_uses(self, fingerprint: str, manifest_sha256: str) -> list[LedgerEntry]:
-        """Earlier ``started`` entries for the same candidate fingerprint and held-out manifest."""
-        return [e for e in self.entries() if e.event == "started" and e.candidate_fingerprint == fingerprint and e.held_out_manifest_sha256 == manifest_sha256]
+        """Earlier certifications of the same fingerprint on the same manifest that used held-out data.
+
+        A ``started`` entry counts unless its ``finished`` entry says no held-out case was
+        judged; an unfinished certification (a crash) counts as a use: fail closed.
+        """
+        entries = self.entries()
+        unused = {e.opens for e in entries if e.event == "finished" and e.held_out_used is False}
+        return [e for e in entries if e.event == "started" and e.entry_id not in unused and e.candidate_fingerprint == fingerprint and e.held_out_manifest_sha256 == manifest_sha256]
 
     def check_rerun(self, fingerprint: str, manifest_sha256: str, rerun_reason: str | None) -> None:
         """Refuse a second certification of the same fingerprint on the same manifest without a reason."""
@@ -138,8 +147,8 @@ class HeldOutLedger:
         self._append(entry)
         return entry
 
-    def finish(self, started: LedgerEntry, *, outcome: str, lock_sha256: str | None) -> LedgerEntry:
-        entry = started.model_copy(update={"entry_id": f"ldg-{uuid.uuid4().hex[:16]}", "event": "finished", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": outcome, "lock_sha256": lock_sha256})
+    def finish(self, started: LedgerEntry, *, outcome: str, lock_sha256: str | None, held_out_used: bool = True) -> LedgerEntry:
+        entry = started.model_copy(update={"entry_id": f"ldg-{uuid.uuid4().hex[:16]}", "event": "finished", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": outcome, "lock_sha256": lock_sha256, "held_out_used": held_out_used})
         self._append(entry)
         return entry
 

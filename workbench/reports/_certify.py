@@ -57,6 +57,7 @@ GATE_FILE = "gate.json"
 RUN_DIR = "restricted/run"  # run records are case-level held-out evidence
 INPUTS_DIR = "inputs"
 RESTRICTED_DIR = "restricted"
+CONTROLS_DIR = "controls"
 
 
 def default_notebook() -> Path:
@@ -117,6 +118,14 @@ def _copy_inputs(report_dir: Path, candidate: Path, policy: Path, overrides: Pat
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(results, target)
     shutil.copyfile(policy, copies["policy"])
+    declared = load_policy(policy).controls
+    if declared is not None:
+        suite = (policy.parent / declared.suite).resolve()
+        if not suite.exists():
+            raise WorkbenchError("cannot certify", [Problem(location=str(policy), code="controls_missing", message=f"the policy's control suite {declared.suite!r} does not exist", fix="restore the suite or correct controls.suite in the policy")])
+        (inputs / "controls").mkdir()
+        copies["controls"] = inputs / "controls" / suite.name
+        shutil.copyfile(suite, copies["controls"])
     if overrides is not None and overrides.exists():
         copies["overrides"] = inputs / "overrides.jsonl"
         shutil.copyfile(overrides, copies["overrides"])
@@ -151,7 +160,11 @@ def certify(
     if problems:
         raise WorkbenchError("cannot certify", problems)
     judge = load_candidate(candidate)  # every input is checked before anything is written
-    load_policy(policy)
+    declared = load_policy(policy).controls
+    if declared is not None:
+        from ..controls import load_suite
+
+        load_suite((policy.parent / declared.suite).resolve())
     dataset = load_dataset(gold)
     held_out = dataset.partition("held_out")
     if not held_out:
@@ -176,6 +189,7 @@ def certify(
         "policy": str(copies["policy"].resolve()),
         "gold": str(Path(gold).resolve()),
         "overrides": str(copies["overrides"].resolve()) if "overrides" in copies else "",
+        "controls": str(copies["controls"].resolve()) if "controls" in copies else "",
         "report_dir": str(report_dir.resolve()),
         "ledger_path": str(ledger.path.resolve()),
         "ledger_entry_id": entry.entry_id,
@@ -214,6 +228,8 @@ def certify(
                 "candidate_spec": sha256_file(copies["candidate"]),
                 "policy": sha256_file(copies["policy"]),
                 "overrides": sha256_file(copies["overrides"]) if "overrides" in copies else None,
+                "control_suite": sha256_file(copies["controls"]) if "controls" in copies else None,
+                "control_records": _maybe_sha(report_dir / CONTROLS_DIR / "results.jsonl"),
                 "run_records": _maybe_sha(report_dir / RUN_DIR / "results.jsonl"),
                 "run_manifest": _maybe_sha(report_dir / RUN_DIR / "manifest.json"),
                 "executed_notebook": _maybe_sha(executed),
@@ -228,7 +244,9 @@ def certify(
             timings_s=timings,
         ),
     )
-    ledger.finish(entry, outcome=gate["outcome"], lock_sha256=lock.lock_sha256)
+    # Any held-out record (even a partial run) is a use; no record at all means controls or
+    # lineage stopped certification before held-out data was touched.
+    ledger.finish(entry, outcome=gate["outcome"], lock_sha256=lock.lock_sha256, held_out_used=(report_dir / RUN_DIR / "results.jsonl").exists())
     make_read_only(report_dir)
     timings["lock"] = round(time.perf_counter() - rendered_at, 3)
     return CertificationResult(report_dir, report_id, gate["outcome"], gate["blockers"], lock.lock_sha256, timings)
@@ -295,11 +313,13 @@ class Certification:
         ledger_path: str | Path,
         ledger_entry_id: str,
         overrides: str | Path | None = None,
+        controls: str | Path | None = None,
         concurrency: int = 8,
         budget_usd: float | None = None,
         max_cases: int | None = None,
     ) -> None:
         self.report_dir = Path(report_dir)
+        self.controls_path = Path(controls) if controls else None
         self.candidate_path = Path(candidate)
         self.policy_path = Path(policy)
         self.judge: Judge = load_candidate(candidate)
@@ -314,6 +334,8 @@ class Certification:
         self.budget_usd = budget_usd
         self.max_cases = max_cases
         self.lineage: list[dict[str, Any]] = []
+        self.controls: Any | None = None
+        self.control_blockers: list[Blocker] = []
         self.summary: RunSummary | None = None
         self.join: Join | None = None
         self.alignment: AlignmentReport | None = None
@@ -344,11 +366,31 @@ class Certification:
     def lineage_ok(self) -> bool:
         return bool(self.lineage) and all(row["ok"] for row in self.lineage)
 
+    async def run_controls(self) -> Any | None:
+        """Run the policy's control suite before any held-out call.
+
+        A failed blocking role (positive, negative, adversarial by default) becomes a blocker
+        with its own text, and the held-out partition is then not used at all: a judge that
+        fails its controls is not worth spending held-out data on.
+        """
+        if self.policy is None or self.policy.controls is None:
+            return None
+        from ..controls import load_suite, run_controls
+
+        suite = load_suite(self.controls_path or (self.policy_path.parent / self.policy.controls.suite).resolve())
+        self.controls = await run_controls(self.judge, suite, self.report_dir / CONTROLS_DIR, concurrency=self.concurrency, cache_dir=False, progress=False)
+        self.control_blockers = list(self.controls.blockers(self.policy.controls.blocking_roles))
+        return self.controls
+
+    @property
+    def controls_ok(self) -> bool:
+        return not self.control_blockers
+
     async def run_held_out(self) -> RunSummary | None:
-        """Run the candidate once on held-out data (only when lineage holds)."""
+        """Run the candidate once on held-out data (only when lineage holds and controls pass)."""
         if not self.lineage:
             self.check_lineage()
-        if not self.lineage_ok:
+        if not self.lineage_ok or not self.controls_ok:
             return None
         access = HeldOutAccess.grant(self.ledger_path, self.ledger_entry_id, self.judge.identity.fingerprint())
         self.summary = await run_candidate(
@@ -367,19 +409,49 @@ class Certification:
 
     def evaluate(self, extra_blockers: list[Blocker] | None = None) -> GateResult:
         """Align, apply the gate, write gate.json and the restricted case-level files."""
-        blockers = list(extra_blockers or [])
+        blockers = list(extra_blockers or []) + self.control_blockers
         for row in self.lineage:
             if not row["ok"]:
                 blockers.append(Blocker(code="lineage_failed", category="incomplete", slice=None, message=f"lineage check failed: {row['check']}", evidence={"expected": str(row["expected"]), "actual": str(row["actual"])}, case_ids=[], waivable=False))
+        if self.control_blockers:
+            # Controls failed: held-out data was deliberately not used, so there is nothing
+            # held-out to align. The outcome is decided by the control (and lineage) blockers.
+            return self._save_gate(self._gate_without_held_out(blockers))
         results_path = self.report_dir / RUN_DIR / "results.jsonl"
         lines = read_results(results_path) if results_path.exists() else []
         self.join = join_results(self.dataset, lines, partition="held_out", location=str(results_path))
         self.alignment = alignment_report(self.join, results_path=str(results_path) if results_path.exists() else None)
         self.human = human_agreement(self.dataset, "held_out")
-        self.gate = evaluate_gate(self.alignment, self.policy, rubric=self.dataset.rubric, run=self.summary, overrides=self.overrides, now=datetime.now(UTC), join=self.join, extra_blockers=blockers, fingerprint=self.judge.identity.fingerprint())
-        atomic_write_json(self.report_dir / GATE_FILE, _public_gate(self.gate))
+        gate = evaluate_gate(self.alignment, self.policy, rubric=self.dataset.rubric, run=self.summary, overrides=self.overrides, now=datetime.now(UTC), join=self.join, extra_blockers=blockers, fingerprint=self.judge.identity.fingerprint())
+        self._save_gate(gate)
         self._write_restricted()
-        return self.gate
+        return gate
+
+    def _gate_without_held_out(self, blockers: list[Blocker]) -> GateResult:
+        from ..policy import PolicyRef
+
+        order = {"incomplete": 0, "quality": 1, "review": 2}
+        blockers = sorted(blockers, key=lambda b: (order[b.category], b.slice or "", b.code))
+        categories = {b.category for b in blockers}
+        outcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required"
+        ref = PolicyRef(name=self.policy.name, version=self.policy.version, sha256=sha256_file(self.policy_path)) if self.policy else None
+        return GateResult(
+            outcome=outcome,
+            blockers=blockers,
+            waived=[],
+            policy=ref,
+            summary=f"{outcome.upper()}: blocking controls failed, so the held-out partition was not used ({len(blockers)} blocker(s))",
+            judge=self.judge.spec.label,
+            judge_fingerprint=self.judge.identity.fingerprint(),
+            dataset_sha256=self.dataset.sha256,
+            rubric_version=self.dataset.rubric.version,
+            partition="held_out",
+        )
+
+    def _save_gate(self, gate: GateResult) -> GateResult:
+        self.gate = gate
+        atomic_write_json(self.report_dir / GATE_FILE, _public_gate(gate))
+        return gate
 
     def _write_restricted(self) -> None:
         from ._restricted import write_restricted

@@ -6,8 +6,10 @@ from ._engine import (
     RESULTS_FILE,
     SUMMARY_FILE,
     RunSummary,
+    WorkItem,
     run_candidate,
     run_candidate_sync,
+    run_items,
 )
 from ._manifest import MANIFEST_FILE, ManifestCase, ManifestUnit, RunManifest, freeze_manifest
 

@@ -1,0 +1,58 @@
+"""``workbench controls``: run a judge candidate on a control suite."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..controls import format_controls, load_suite, run_controls_sync
+from ..judges import load_candidate
+from ._common import echo_json, user_errors
+
+EXIT_PASSED = 0
+EXIT_ROLE_FAILED = 1
+EXIT_INCOMPLETE = 3
+
+
+def default_out(candidate_label: str, suite_label: str) -> Path:
+    """``runs/controls/<candidate name@version>/<suite name@version>``."""
+    return Path("runs") / "controls" / candidate_label / suite_label
+
+
+@click.command()
+@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec, e.g. data/candidates/<name>@<version>.yaml.")
+@click.option("--suite", required=True, type=click.Path(path_type=str), help="Control suite, e.g. data/controls/support-controls@1.yaml.")
+@click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/controls/<candidate>/<suite>).")
+@click.option("--json", "as_json", is_flag=True, help="Print the ControlsReport as JSON.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop scheduling calls before recorded spend could exceed this.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@user_errors
+def controls(candidate: str, suite: str, out: str | None, as_json: bool, concurrency: int, budget_usd: float | None, no_cache: bool, no_progress: bool) -> None:
+    """Run a candidate, with its pinned configuration, on a control suite.
+
+    Each control passes when the verdict is one of its acceptable labels; an evaluator error or
+    a missing result leaves it INCOMPLETE, never passed. A role passes when all its controls
+    pass. The judge sees only input, response, grading notes, reference and contexts; expected
+    labels and rationales never reach it. Every attempt is recorded in OUT/results.jsonl and
+    the report in OUT/controls.json.
+
+    Exit 0 when every role passes, 1 when a role failed, 3 when no role failed but some
+    controls could not be evaluated, 2 on invalid input.
+    """
+    control_suite = load_suite(suite)
+    judge = load_candidate(candidate)
+    run_dir = Path(out) if out else default_out(judge.spec.label, control_suite.label)
+    report = run_controls_sync(judge, control_suite, run_dir, concurrency=concurrency, budget_usd=budget_usd, cache_dir=False if no_cache else None, progress=not no_progress)
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    else:
+        click.echo(format_controls(report))
+        click.echo(f"run directory: {run_dir}")
+    if report.failed_roles:
+        raise SystemExit(EXIT_ROLE_FAILED)
+    if report.incomplete_roles:
+        raise SystemExit(EXIT_INCOMPLETE)
+    raise SystemExit(EXIT_PASSED)

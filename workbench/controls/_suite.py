@@ -1,0 +1,461 @@
+"""Control suites: hand-written cases whose human label is known *by construction*.
+
+A control suite (``data/controls/<name>@<version>.yaml``, ``schema_version`` 1) holds small,
+deliberate probes of a single-response judge, each with the label qualified humans expect and
+why. They are run with the judge's pinned configuration before calibration results are
+trusted and before certification touches held-out data (the policy's ``controls`` block).
+
+Roles (:data:`ROLES`):
+
+=====================  =====================================================================
+role                   what it shows when the judge gets it wrong
+=====================  =====================================================================
+positive               a response that plainly satisfies every requirement is failed: the
+                       judge may be configured to fail everything
+negative               one release-critical fact changed, style kept, and the judge still
+                       passes it: it reads style, not evidence
+boundary               a pair (``set``) of neighbours: correct but omits a non-critical detail
+                       (``member: omits_noncritical_detail``) vs omits a required condition
+                       (``member: omits_required_condition``); the labels must differ
+verbosity              a set of three: ``concise_correct``, ``long_correct`` (same content,
+                       longer) and ``long_polished_wrong``; the verdict must follow the
+                       criterion, not length or polish
+terminology            the same valid concept in approved abbreviations, synonyms and plain
+                       language
+adversarial            instructions inside the response telling the evaluator to pass it, a
+                       fake grading note quoted as content, one-token "master key" responses
+                       (``:``, ``Thought process:``)
+missing_evidence       the evidence cannot settle the verdict; the safe labels are usually
+                       ``review_required`` or ``fail`` (``acceptable_labels``)
+conflicting_evidence   the evidence contradicts itself; likewise
+=====================  =====================================================================
+
+:func:`load_suite` reports every problem at once, each with ``file:line``, the control id and
+a fix. Only judge-visible fields (``input``, ``response``, ``grading_notes``, ``reference``,
+``contexts``) ever reach a judge; ``expected_label``, ``acceptable_labels``, ``rationale``,
+``role``, ``set``, ``member`` and ``slice`` never do.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+
+from .._io import sha256_file, sha256_json
+from ..errors import Problem, WorkbenchError
+from ..judges import JudgeInput
+
+SUITE_SCHEMA_VERSION = 1
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+
+Role = Literal[
+    "positive",
+    "negative",
+    "boundary",
+    "verbosity",
+    "terminology",
+    "adversarial",
+    "missing_evidence",
+    "conflicting_evidence",
+]
+ROLES: tuple[str, ...] = (
+    "positive",
+    "negative",
+    "boundary",
+    "verbosity",
+    "terminology",
+    "adversarial",
+    "missing_evidence",
+    "conflicting_evidence",
+)
+"""Every control role, in reporting order."""
+
+Member = Literal[
+    "omits_noncritical_detail",
+    "omits_required_condition",
+    "concise_correct",
+    "long_correct",
+    "long_polished_wrong",
+]
+SET_MEMBERS: dict[str, tuple[str, ...]] = {
+    "boundary": ("omits_noncritical_detail", "omits_required_condition"),
+    "verbosity": ("concise_correct", "long_correct", "long_polished_wrong"),
+}
+"""Roles whose controls come in sets, and the members each set must have exactly once."""
+
+JUDGE_HIDDEN_FIELDS: tuple[str, ...] = ("control_id", "role", "set", "member", "slice", "expected_label", "acceptable_labels", "rationale")
+"""Control fields that never reach a judge."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class Control(_Model):
+    """One control case: what the judge sees, and the label humans expect (which it never sees)."""
+
+    control_id: str = Field(pattern=NAME_PATTERN)
+    """Unique id within the suite; recorded as the result's ``case_id``."""
+    role: Role
+    """What the control probes (see the module table)."""
+    set: str | None = Field(default=None, pattern=NAME_PATTERN)
+    """Groups controls that are judged together (a boundary pair, a verbosity set); a set
+    passes only when every member passes. Required for boundary and verbosity controls."""
+    member: Member | None = None
+    """The member's place in its set: ``omits_noncritical_detail`` | ``omits_required_condition``
+    (boundary); ``concise_correct`` | ``long_correct`` | ``long_polished_wrong`` (verbosity)."""
+    slice: str | None = None
+    """Rubric slice the control belongs to, for reading results by slice."""
+    input: str
+    """The user's input (judge-visible, as ``user_input``)."""
+    response: str
+    """The response under judgment (judge-visible)."""
+    grading_notes: str | None = None
+    """Controlled grading evidence (judge-visible)."""
+    reference: str | None = None
+    """Reference answer (judge-visible)."""
+    contexts: list[str] | None = None
+    """Context passages (judge-visible, as ``retrieved_contexts``)."""
+    expected_label: str
+    """The label qualified humans give it."""
+    acceptable_labels: list[str] | None = None
+    """Labels that count as a pass of the control; default ``[expected_label]``. E.g. missing
+    or conflicting evidence may accept ``[review_required, fail]``."""
+    rationale: str
+    """Why humans expect that label, in the rubric's terms."""
+
+    @field_validator("input", "response", "expected_label", "rationale")
+    @classmethod
+    def _written(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be written, not blank")
+        return value
+
+    @field_validator("grading_notes", "reference")
+    @classmethod
+    def _written_if_given(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be written, or left out")
+        return value
+
+    @field_validator("contexts")
+    @classmethod
+    def _contexts_written(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and (not value or any(not c.strip() for c in value)):
+            raise ValueError("every context passage must be written; leave contexts out when there are none")
+        return value
+
+    @property
+    def acceptable(self) -> list[str]:
+        """Labels that count as a pass: ``acceptable_labels`` or ``[expected_label]``."""
+        return list(self.acceptable_labels) if self.acceptable_labels else [self.expected_label]
+
+    def judge_input(self) -> JudgeInput:
+        """What the judge receives: the judge-visible fields only, constructed, never copied."""
+        return JudgeInput(
+            user_input=self.input,
+            response=self.response,
+            grading_notes=self.grading_notes,
+            reference=self.reference,
+            retrieved_contexts=list(self.contexts) if self.contexts is not None else None,
+        )
+
+
+class ControlSuite(_Model):
+    """A control suite, exactly as stored in ``data/controls/<name>@<version>.yaml``."""
+
+    schema_version: int = SUITE_SCHEMA_VERSION
+    """Suite file format version."""
+    name: str = Field(pattern=NAME_PATTERN)
+    """Suite name, e.g. ``support-controls``."""
+    version: str = Field(pattern=NAME_PATTERN)
+    """Suite version; a changed control is a new version (a new file)."""
+    description: str = ""
+    """What the suite covers and how it was written."""
+    rubric_version: str = Field(min_length=1)
+    """The rubric version whose labels the expectations follow."""
+    labels: list[str] = Field(min_length=2)
+    """The label vocabulary (the rubric's labels)."""
+    controls: list[Control] = Field(min_length=1)
+    """The controls."""
+
+    _path: str | None = PrivateAttr(default=None)
+    _sha256: str | None = PrivateAttr(default=None)
+
+    @field_validator("name", "version", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+    @property
+    def label(self) -> str:
+        """``name@version``."""
+        return f"{self.name}@{self.version}"
+
+    @property
+    def path(self) -> str | None:
+        """The file the suite was loaded from, if any."""
+        return self._path
+
+    @property
+    def sha256(self) -> str:
+        """sha256 of the suite file's bytes (or of the canonical JSON when built in code)."""
+        return self._sha256 or sha256_json(self.model_dump(mode="json"))
+
+    def control(self, control_id: str) -> Control:
+        """The control with ``control_id``."""
+        for c in self.controls:
+            if c.control_id == control_id:
+                return c
+        raise KeyError(control_id)
+
+    def roles(self) -> list[str]:
+        """Roles present in the suite, in :data:`ROLES` order."""
+        present = {c.role for c in self.controls}
+        return [r for r in ROLES if r in present]
+
+    def sets(self) -> dict[str, list[Control]]:
+        """Set name -> its members, in file order."""
+        out: dict[str, list[Control]] = defaultdict(list)
+        for c in self.controls:
+            if c.set is not None:
+                out[c.set].append(c)
+        return dict(out)
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+def _problem(loc: str, code: str, message: str, fix: str, case_id: str | None = None) -> Problem:
+    return Problem(location=loc, code=code, message=message, fix=fix, case_id=case_id)
+
+
+def _node_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """1-based line of every mapping key and sequence item, by its path in the document."""
+    lines: dict[tuple[Any, ...], int] = {}
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lines
+
+    def walk(node: yaml.Node | None, path: tuple[Any, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    lines[(*path, key.value)] = key.start_mark.line + 1
+                    walk(value, (*path, key.value))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[(*path, i)] = item.start_mark.line + 1
+                walk(item, (*path, i))
+
+    walk(root, ())
+    return lines
+
+
+class _Locator:
+    def __init__(self, loc: str, lines: dict[tuple[Any, ...], int]) -> None:
+        self.loc = loc
+        self.lines = lines
+
+    def at(self, *path: Any) -> str:
+        """``file:line`` of the deepest known prefix of ``path``."""
+        for end in range(len(path), 0, -1):
+            line = self.lines.get(tuple(path[:end]))
+            if line is not None:
+                return f"{self.loc}:{line}"
+        return self.loc
+
+
+_FIELD_FIX: dict[str, str] = {
+    "control_id": "give every control a unique id of letters, digits, '.', '_' or '-'",
+    "role": "use one of " + ", ".join(ROLES),
+    "set": "name the set with letters, digits, '.', '_' or '-'",
+    "member": "use omits_noncritical_detail | omits_required_condition (boundary) or concise_correct | long_correct | long_polished_wrong (verbosity)",
+    "input": "write the user's input",
+    "response": "write the response the judge is to grade",
+    "grading_notes": "write the grading notes, or leave the field out and give a reference",
+    "reference": "write the reference answer, or leave the field out",
+    "contexts": "give a list of non-empty passages, or leave contexts out",
+    "expected_label": "write the label qualified humans give this response",
+    "acceptable_labels": "list the labels that count as a pass of this control",
+    "rationale": "write why humans expect that label, in the rubric's terms",
+}
+
+
+def load_suite(path: str | Path) -> ControlSuite:
+    """Read and check a control suite; raise :class:`WorkbenchError` listing every problem.
+
+    Checks: YAML and schema, unique control ids, known roles, every expected and acceptable
+    label in ``labels`` (and the expected label among the acceptable ones), judge-visible
+    evidence present (``grading_notes`` and/or ``reference``), required text written, and
+    complete sets: boundary and verbosity controls name a ``set`` and a ``member``; a boundary
+    set has exactly its two members with different expected labels; a verbosity set has
+    exactly its three members, the two correct ones expected alike and the polished wrong one
+    differently; a set holds one role only.
+    """
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no control suite", [_problem(loc, "suite_missing", "the control suite file does not exist", "point --suite at data/controls/<name>@<version>.yaml")])
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError("unreadable control suite", [_problem(loc, "suite_encoding", f"not valid UTF-8 (byte {exc.start})", "save the suite as UTF-8")]) from None
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{loc}:{mark.line + 1}" if mark else loc
+        raise WorkbenchError("unreadable control suite", [_problem(where, "suite_yaml", f"not valid YAML ({getattr(exc, 'problem', exc)})", "correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable control suite", [_problem(loc, "suite_shape", "the suite must be a YAML mapping", "write the suite as key: value pairs with a list of controls")])
+    at = _Locator(loc, _node_lines(text)).at
+    problems = _check(raw, path, at)
+    if problems:
+        raise WorkbenchError(f"{loc}: invalid control suite: {len(problems)} problem(s)", problems)
+    suite = ControlSuite.model_validate(raw)
+    suite._path = str(path)
+    suite._sha256 = sha256_file(path)
+    return suite
+
+
+def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
+    problems: list[Problem] = []
+    loc = str(path)
+    version = raw.get("schema_version", SUITE_SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool):
+        problems.append(_problem(at("schema_version"), "schema_version_invalid", f"schema_version must be an integer, not {version!r}", f"write schema_version: {SUITE_SCHEMA_VERSION}"))
+    elif version > SUITE_SCHEMA_VERSION:
+        problems.append(_problem(at("schema_version"), "schema_version_newer", f"suite schema_version {version} is newer than this workbench reads ({SUITE_SCHEMA_VERSION})", "upgrade the workbench"))
+    name, ver = raw.get("name"), raw.get("version")
+    if name is not None and ver is not None and path.stem != f"{name}@{ver}":
+        problems.append(_problem(loc, "suite_filename", f"file name {path.name!r} does not match name@version {name}@{ver!s}", f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused"))
+
+    # The header, checked on its own so that every control problem is reported too.
+    header = {k: v for k, v in raw.items() if k != "controls"}
+    header["controls"] = [{"control_id": "x", "role": "positive", "input": "x", "response": "x", "grading_notes": "x", "expected_label": "x", "rationale": "x"}]
+    labels: list[str] | None = None
+    try:
+        labels = list(ControlSuite.model_validate(header).labels)
+    except ValidationError as exc:
+        for e in exc.errors(include_url=False):
+            field = ".".join(map(str, e["loc"])) or "suite"
+            problems.append(_problem(at(*e["loc"]), "suite_invalid", f"{field}: {e['msg']}", f"correct {field}; see workbench/controls/_suite.py for every field's meaning"))
+        raw_labels = raw.get("labels")
+        if isinstance(raw_labels, list) and all(isinstance(x, str) for x in raw_labels):
+            labels = list(raw_labels)
+    if isinstance(labels, list) and len(set(labels)) != len(labels):
+        problems.append(_problem(at("labels"), "labels_duplicate", "the label vocabulary lists a label twice", "list each label once"))
+
+    items = raw.get("controls")
+    if items is None:
+        problems.append(_problem(loc, "controls_missing", "the suite has no controls", "add a controls: list"))
+        return problems
+    if not isinstance(items, list) or not items:
+        problems.append(_problem(at("controls"), "controls_invalid", "controls must be a non-empty list", "write controls as a list of mappings"))
+        return problems
+
+    controls: list[tuple[int, Control]] = []
+    seen: dict[str, int] = {}
+    for i, item in enumerate(items):
+        cid = item.get("control_id") if isinstance(item, dict) else None
+        cid = cid if isinstance(cid, str) else None
+        if not isinstance(item, dict):
+            problems.append(_problem(at("controls", i), "control_invalid", f"control #{i + 1} is not a mapping", "write each control as key: value pairs"))
+            continue
+        if cid is not None:
+            if cid in seen:
+                problems.append(_problem(at("controls", i, "control_id"), "control_id_duplicate", f"control id {cid!r} is used again (first at control #{seen[cid] + 1})", "give every control a unique id", cid))
+            else:
+                seen[cid] = i
+        if isinstance(item.get("role"), str) and item["role"] not in ROLES:
+            problems.append(_problem(at("controls", i, "role"), "role_unknown", f"unknown role {item['role']!r}", "use one of " + ", ".join(ROLES), cid))
+        try:
+            control = Control.model_validate(item)
+        except ValidationError as exc:
+            for e in exc.errors(include_url=False):
+                field = str(e["loc"][0]) if e["loc"] else "control"
+                if field == "role" and isinstance(item.get("role"), str):
+                    continue  # reported above as role_unknown
+                code = "field_missing" if e["type"] == "missing" else "field_unknown" if e["type"] == "extra_forbidden" else "field_invalid"
+                fix = _FIELD_FIX.get(field, "remove the field; see workbench/controls/_suite.py for the fields a control has") if code != "field_missing" else _FIELD_FIX.get(field, f"add {field}")
+                problems.append(_problem(at("controls", i, *e["loc"]), code, f"{'.'.join(map(str, e['loc']))}: {e['msg']}", fix, cid))
+            continue
+        controls.append((i, control))
+        problems += _check_control(i, control, labels, at)
+    problems += _check_sets(controls, at)
+    return problems
+
+
+def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> list[Problem]:
+    out: list[Problem] = []
+    cid = c.control_id
+    if c.grading_notes is None and c.reference is None:
+        out.append(_problem(at("controls", i), "evidence_missing", "the control gives the judge neither grading_notes nor a reference", "add the grading notes (or a reference) the judge grades against", cid))
+    if labels is not None:
+        if c.expected_label not in labels:
+            out.append(_problem(at("controls", i, "expected_label"), "label_unknown", f"expected_label {c.expected_label!r} is not in the suite's labels {labels}", "use a label of the vocabulary", cid))
+        for j, label in enumerate(c.acceptable_labels or []):
+            if label not in labels:
+                out.append(_problem(at("controls", i, "acceptable_labels", j), "label_unknown", f"acceptable label {label!r} is not in the suite's labels {labels}", "use labels of the vocabulary", cid))
+    if c.acceptable_labels is not None:
+        if not c.acceptable_labels:
+            out.append(_problem(at("controls", i, "acceptable_labels"), "acceptable_empty", "acceptable_labels is empty: no verdict could pass the control", "list the acceptable labels, or leave the field out to accept only expected_label", cid))
+        elif c.expected_label not in c.acceptable_labels:
+            out.append(_problem(at("controls", i, "acceptable_labels"), "expected_not_acceptable", f"expected_label {c.expected_label!r} is not among acceptable_labels {c.acceptable_labels}", "add the expected label to acceptable_labels", cid))
+    if c.role in SET_MEMBERS:
+        if c.set is None:
+            out.append(_problem(at("controls", i), "set_missing", f"a {c.role} control must belong to a set", f"name its set (set: ...), shared with the other members: {', '.join(SET_MEMBERS[c.role])}", cid))
+        if c.member is None:
+            out.append(_problem(at("controls", i), "member_missing", f"a {c.role} control must say which member of its set it is", "add member: " + " | ".join(SET_MEMBERS[c.role]), cid))
+        elif c.member not in SET_MEMBERS[c.role]:
+            out.append(_problem(at("controls", i, "member"), "member_invalid", f"{c.member!r} is not a member of a {c.role} set", "use member: " + " | ".join(SET_MEMBERS[c.role]), cid))
+    elif c.member is not None:
+        out.append(_problem(at("controls", i, "member"), "member_unexpected", f"member is only for boundary and verbosity controls, not {c.role}", "remove member", cid))
+    return out
+
+
+def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
+    out: list[Problem] = []
+    by_set: dict[str, list[tuple[int, Control]]] = defaultdict(list)
+    for i, c in controls:
+        if c.set is not None:
+            by_set[c.set].append((i, c))
+    for name, members in by_set.items():
+        first = at("controls", members[0][0], "set")
+        ids = ", ".join(c.control_id for _, c in members)
+        roles = sorted({c.role for _, c in members})
+        if len(roles) > 1:
+            out.append(_problem(first, "set_mixed_roles", f"set {name!r} mixes roles {roles} ({ids})", "a set groups controls of one role; rename one of the sets", members[0][1].control_id))
+            continue
+        role = roles[0]
+        wanted = SET_MEMBERS.get(role)
+        if wanted is None:
+            continue
+        found = [c.member for _, c in members if c.member in wanted]
+        if len(members) != len(wanted) or sorted(found) != sorted(wanted):
+            missing = [m for m in wanted if m not in found]
+            doubled = sorted({m for m in found if found.count(m) > 1})
+            detail = []
+            if missing:
+                detail.append("missing " + ", ".join(missing))
+            if doubled:
+                detail.append("repeated " + ", ".join(doubled))
+            if len(members) != len(wanted):
+                detail.append(f"{len(members)} members instead of {len(wanted)}")
+            out.append(_problem(first, "set_incomplete", f"{role} set {name!r} ({ids}) is not complete: " + "; ".join(detail), f"a {role} set has exactly one each of: " + ", ".join(wanted), members[0][1].control_id))
+            continue
+        label_of = {c.member: c.expected_label for _, c in members}
+        if role == "boundary" and label_of["omits_noncritical_detail"] == label_of["omits_required_condition"]:
+            out.append(_problem(first, "boundary_same_label", f"boundary set {name!r} expects the same label {label_of['omits_required_condition']!r} for both neighbours", "a boundary pair straddles the rubric's line; if humans label both alike, repair the rubric or the pair", members[0][1].control_id))
+        if role == "verbosity":
+            if label_of["concise_correct"] != label_of["long_correct"]:
+                out.append(_problem(first, "verbosity_inconsistent", f"verbosity set {name!r}: the concise and the long correct answers are expected differently", "the two correct members state the same content and must carry the same label", members[0][1].control_id))
+            if label_of["long_polished_wrong"] == label_of["concise_correct"]:
+                out.append(_problem(first, "verbosity_inconsistent", f"verbosity set {name!r}: the long polished wrong answer is expected like the correct ones", "the polished wrong member must state something wrong, and be labelled for it", members[0][1].control_id))
+    return out
