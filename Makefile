@@ -62,6 +62,10 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python bench/bench_align.py
 	$(BIN)/python bench/bench_runs.py
+	$(BIN)/python bench/bench_ranking.py
+	$(BIN)/python bench/bench_llmbar.py
+	$(BIN)/python bench/bench_certify.py
+	$(BIN)/python bench/bench_widget.py
 
 clean-demo:
 	@chmod -R u+w $(DEMO_OUT) 2>/dev/null || true

@@ -13,8 +13,10 @@ from .controls import controls
 from .fake_llm import fake_llm
 from .gate import gate
 from .importers import import_group
+from .noise import noise
 from .override import override
 from .pairwise import pairwise
+from .ranking import ranking
 from .run import run
 from .validate import validate
 
@@ -36,6 +38,8 @@ main.add_command(gate)
 main.add_command(override)
 main.add_command(pairwise)
 main.add_command(controls)
+main.add_command(noise)
+main.add_command(ranking)
 main.add_command(certify)
 main.add_command(verify)
 main.add_command(reports)

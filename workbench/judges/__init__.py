@@ -51,3 +51,6 @@ __all__ = [
     "ragas_version",
     "register_kind",
 ]
+
+from ..noise import _judge as _noise_judge  # noqa: E402,F401  (register ragas-noise)
+from ..ranking import _judges as _ranking_kinds  # noqa: E402,F401  (register ragas-ranking, ragas-ranking-function)

@@ -1,0 +1,40 @@
+"""05_noise_sensitivity.ipynb: committed without outputs; executes headless on the demo suite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import nbformat
+import papermill
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "05_noise_sensitivity.ipynb"
+
+
+def test_committed_without_outputs_with_a_parameters_cell() -> None:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code)
+    params = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1 and "serve_fake_llm = True" in params[0].source and "run_root" in params[0].source
+
+
+def test_notebook_runs_controls_first_and_shows_scores_against_limits(tmp_path: Path) -> None:
+    out = tmp_path / "noise.ipynb"
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(out),
+        parameters={"run_root": str(tmp_path / "runs")},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+        kernel_name="python3",
+    )
+    text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
+    assert "No problems." in text and "lower_is_better" in text and "lower is better" in text
+    assert "all separated" in text and "ctl-rel-express" in text  # the control ordering table
+    assert "ship-lost" in text and "delta" in text  # per-pair deltas
+    assert "max_noisy_score" in text and "noise_score_exceeded" in text  # per slice vs limits, blocker
+    assert "<svg" in text and "quality_failed" in text
+    assert len(list((tmp_path / "runs").glob("*/*/controls/results.jsonl"))) == 1
+    assert len(list((tmp_path / "runs").glob("*/*/candidates/results.jsonl"))) == 1

@@ -1,0 +1,72 @@
+"""``04_ranking.ipynb`` executes headless with papermill on the demo fixtures and shows the battery's findings."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import nbformat
+import papermill
+import pytest
+
+from workbench.demo.ranking import DEMO_RANKING_PORT
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "04_ranking.ipynb"
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def _execute(tmp_path: Path, **parameters: object) -> str:
+    out = tmp_path / "out.ipynb"
+    papermill.execute_notebook(
+        str(NOTEBOOK),
+        str(out),
+        parameters={"run_root": str(tmp_path / "runs"), **parameters},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+        kernel_name="python3",
+    )
+    return json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
+
+
+def test_committed_thin_without_outputs() -> None:
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(not c.outputs and c.execution_count is None for c in code)
+    assert "parameters" in code[0].metadata.get("tags", [])
+    assert all(len(c.source.splitlines()) <= 12 for c in code)  # library calls and displays only
+
+
+def test_llm_ranker_battery_finds_the_position_bias(tmp_path: Path) -> None:
+    if not _port_free(DEMO_RANKING_PORT):
+        pytest.skip(f"port {DEMO_RANKING_PORT} is in use")
+    text = _execute(tmp_path)
+    assert "support-llm-ranker@1" in text and "NOT PASSED" in text
+    assert "must-win reversal in 1 case(s): damaged-item-005" in text
+    assert "Must-win reversals (blocking)" in text and "Monitor-only drift (not blocking)" in text
+    assert "chargeback-009" in text and "email-change-012" in text  # monitor-only drift
+    assert "No integration defects." in text
+    assert "repeatability (identical presentations)" in text
+    assert "position sensitivity (across permutations)" in text
+    assert "position_sensitive" in text  # the failure artifact's diagnosis
+    assert "<svg" in text and "first places by presented position" in text  # the Altair chart, inline SVG
+    run = tmp_path / "runs" / "support-llm-ranker@1" / "support-ranking@1"
+    assert len((run / "results.jsonl").read_text().splitlines()) == 180
+    assert (run / "failures" / "damaged-item-005.json").exists()
+    report = json.loads((run / "ranking_report.json").read_text())
+    assert report["repeatability"]["stable_cases"]["rate"] == 1.0 and report["position_sensitivity"]["stable_cases"]["k"] == 8
+
+
+def test_deterministic_ranker_passes_with_monitor_only_drift(tmp_path: Path) -> None:
+    text = _execute(tmp_path, candidate="../data/candidates/policy-ranker@1.yaml", serve_fake_llm=False)
+    assert "policy-ranker@1" in text and "PASSED (complete)" in text and "No blockers." in text
+    assert "stable_disagreement" in text and "chargeback-009" in text

@@ -1,0 +1,150 @@
+"""A scripted "LLM" that answers Ragas NoiseSensitivity's prompts deterministically (demo and tests).
+
+NoiseSensitivity asks two kinds of questions (see :mod:`workbench.noise._judge` for the
+order). This responder reads the ``input: {...}`` block Ragas appends to each prompt and
+answers like a simple but plausible model:
+
+- **Statement decomposition** (``{"question", "answer"}`` -> ``{"statements": [...]}``): one
+  statement per sentence of the answer.
+- **Faithfulness** (``{"context", "statements"}`` -> ``{"statements": [{"statement", "reason",
+  "verdict"}]}``): a statement is supported (verdict 1) when one sentence of the context
+  contains at least :data:`COVERAGE` of the statement's content words, every number and
+  negation of the statement, and no negation the statement lacks. Otherwise verdict 0.
+
+Deterministic, so demo figures are stable. Use it with
+``workbench fake-llm --port 8767 --responder workbench.demo.noise:respond`` or :func:`serve`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+from urllib.parse import urlsplit
+
+from ..testing import ChatRequest, FakeLLM, Reply
+
+DEMO_NOISE_PORT = 8767
+"""The port the demo candidate ``noise-judge@1`` points at."""
+COVERAGE = 0.75
+"""Share of a statement's content words one context sentence must contain to support it."""
+
+_INPUT = "\ninput: "
+_OUTPUT = "\nOutput:"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_TOKEN = re.compile(r"\$?[a-z0-9]+(?:[.,:][0-9]+)*")
+_NEGATIONS = frozenset({"not", "no", "never", "cannot", "none", "nothing", "without", "non", "nonrefundable"})
+_STOP = frozenset(
+    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "can", "could", "may", "might", "must", "shall", "should", "will", "would", "to", "of", "for", "in", "on", "at", "by", "with", "from", "as", "into", "onto", "about", "after", "before", "over", "under", "than", "then", "and", "or", "but", "if", "so", "it", "its", "it's", "this", "that", "these", "those", "there", "their", "they", "them", "you", "your", "yours", "we", "our", "us", "i", "me", "my", "he", "she", "his", "her", "also", "just", "only", "any", "all", "each", "every", "some", "such", "what", "which", "who", "whom", "when", "where", "how", "why", "please"]
+)
+
+
+def parse_prompt(prompt: str) -> tuple[str, dict[str, Any]]:
+    """``("statements", {"question", "answer"})`` or ``("verdicts", {"context", "statements"})`` from a NoiseSensitivity prompt.
+
+    Raises ``ValueError`` for anything else.
+    """
+    start = prompt.rfind(_INPUT)
+    if start < 0:
+        raise ValueError("no 'input:' block: not a NoiseSensitivity prompt")
+    end = prompt.rfind(_OUTPUT)
+    block = prompt[start + len(_INPUT) : end if end > start else None]
+    data = json.loads(block)
+    if isinstance(data, dict) and {"question", "answer"} <= data.keys():
+        return "statements", data
+    if isinstance(data, dict) and {"context", "statements"} <= data.keys():
+        return "verdicts", data
+    raise ValueError(f"unexpected input keys {sorted(data) if isinstance(data, dict) else type(data).__name__}")
+
+
+def split_statements(text: str) -> list[str]:
+    """One statement per sentence."""
+    return [s.strip() for s in _SENTENCE.split(text.strip()) if s.strip()]
+
+
+def _stem(word: str) -> str:
+    word = word.strip("$")
+    for suffix in ("ing", "ed", "es", "s"):
+        if word.endswith(suffix) and not word.endswith("ss") and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def _tokens(text: str) -> list[str]:
+    return _TOKEN.findall(text.lower().replace("’", "'"))
+
+
+def _content(text: str) -> tuple[set[str], set[str], set[str]]:
+    """(content stems, numbers, negations) of a text."""
+    words = _tokens(text)
+    negations = {w for w in words if w in _NEGATIONS or w.endswith("n't")}
+    numbers = {w.strip("$") for w in words if w.strip("$")[:1].isdigit()}
+    content = {_stem(w) for w in words if w not in _STOP and w not in _NEGATIONS and (len(w) > 1 or w.isdigit())}
+    return content, numbers, negations
+
+
+def supports(context: str, statement: str) -> tuple[bool, str]:
+    """Whether one sentence of ``context`` supports ``statement``, and why (see the module docstring)."""
+    want, numbers, negations = _content(statement)
+    if not want:
+        return False, "the statement has no content words"
+    best: tuple[float, str] = (-1.0, "")
+    for sentence in split_statements(context) or [context]:
+        have, have_numbers, have_negations = _content(sentence)
+        coverage = len(want & have) / len(want)
+        if coverage < COVERAGE:
+            best = max(best, (coverage, f"at most {coverage:.0%} of its content words appear in one context sentence"))
+            continue
+        if not numbers <= have_numbers:
+            best = max(best, (coverage, f"the context does not state {', '.join(sorted(numbers - have_numbers))}"))
+            continue
+        if negations != have_negations:
+            best = max(best, (coverage, "the context states the opposite polarity"))
+            continue
+        return True, f"{coverage:.0%} of its content words, every number and the same polarity appear in: {sentence[:120]!r}"
+    return False, best[1] or "no context sentence matches"
+
+
+def answer(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    """The structured answer to one parsed NoiseSensitivity prompt."""
+    if kind == "statements":
+        return {"statements": split_statements(str(data["answer"]))}
+    out = []
+    for statement in data["statements"]:
+        ok, reason = supports(str(data["context"]), str(statement))
+        out.append({"statement": statement, "reason": reason, "verdict": int(ok)})
+    return {"statements": out}
+
+
+def respond(request: ChatRequest) -> Reply:
+    """The demo model's reply to one chat request (bare JSON content, as Ragas parses it)."""
+    try:
+        kind, data = parse_prompt(request.prompt)
+    except ValueError as exc:
+        return Reply(content=json.dumps({"error": f"not a NoiseSensitivity prompt: {exc}"}))
+    return Reply(content=json.dumps(answer(kind, data)))
+
+
+def serve(base_url: str | None = None, *, latency_s: float = 0.0) -> FakeLLM | None:
+    """Start the scripted model on 127.0.0.1 at the port of ``base_url`` (default :data:`DEMO_NOISE_PORT`).
+
+    Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set: the fake server needs no key,
+    and the candidate reads its key from the environment like a real one. Returns None when
+    a fake model already serves that port (e.g. a notebook cell re-run).
+    """
+    port = (urlsplit(base_url).port if base_url else None) or DEMO_NOISE_PORT
+    os.environ.setdefault("DEMO_LLM_API_KEY", "demo-placeholder-key")
+    try:
+        return FakeLLM(responder=respond, latency_s=latency_s, port=port).start()
+    except OSError:
+        import httpx
+
+        try:
+            models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2.0).json().get("data", [])
+        except (httpx.HTTPError, ValueError, AttributeError):
+            models = []
+        if any(m.get("id") == "fake-judge" for m in models):
+            return None
+        raise RuntimeError(f"port {port} is taken by something that is not a fake model; stop it or point the candidate elsewhere") from None

@@ -1,0 +1,185 @@
+"""Demo ranking judges for the Tallowmere fixtures: one deterministic, one scripted "LLM".
+
+``policy_evidence_order`` (candidate ``policy-ranker@1``) is the seed-style deterministic
+ranker: it counts the policy phrases a candidate states that the supplied context also
+states, and orders by that count. Ties are broken on the neutral label, which is **not a
+quality rule**: labels follow the presented order, so on a tie the candidate shown first wins.
+The position battery finds exactly that. The metric also has no notion of a false claim, so a
+candidate that stuffs in policy phrases around a wrong statement can outrank a correct one.
+
+``respond`` (served by ``FakeLLM`` for ``support-llm-ranker@1``) reads the question's policy
+passages and the labelled candidates from the prompt, scores each candidate by the policy
+phrases it states minus a penalty for claims the policy forbids, and has a **scripted primacy
+bias**: the candidate shown first gets a bonus worth a little more than one phrase, so when
+it is within one phrase of the best it wins. It is deterministic, so its repeatability is
+perfect and only the permutations reveal the bias.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from typing import Any
+
+from ragas.metrics import ranking_metric
+
+from ..testing import ChatRequest, Reply
+
+DEMO_RANKING_PORT = 8766
+"""Port of the demo ranking model (``support-llm-ranker@1``'s base_url)."""
+
+POLICY_PHRASES: tuple[str, ...] = (
+    "password reset link",
+    "password reset",
+    "email on file",
+    "60 minutes",
+    "one-time passcode",
+    "sign out of all sessions",
+    "identity verification",
+    "previous address",
+    "7 days",
+    "original payment method",
+    "different card",
+    "5 business days",
+    "manual exception review",
+    "returns team",
+    "30 days",
+    "48 hours",
+    "photo",
+    "prepaid return label",
+    "store credit",
+    "7 business days",
+    "lost-parcel claim",
+    "carrier investigation",
+    "10 business days",
+    "tier 2",
+    "1 business day",
+    "membership page",
+    "end of the billing period",
+    "free standard shipping",
+    "current period",
+    "contact support",
+    "chargeback",
+    "pending authorization",
+    "3 business days",
+    "membership benefits",
+    "privacy center",
+    "privacy@tallowmere.example",
+    "injury",
+    "stop using",
+    "product safety team",
+)
+"""Policy phrases of the Tallowmere handbook the demo rankers look for (lower case)."""
+
+RED_FLAGS: tuple[str, ...] = (
+    "unlocked your account",
+    "approved automatically",
+    "to your new card",
+    "read them the code",
+    "refunded your order right away",
+    "stops immediately",
+    "refund the rest of this month",
+    "account will be closed",
+    "don't keep any personal data",
+    "accept full responsibility",
+    "compensation to your account",
+    "i've changed it",
+)
+"""Claims the handbook forbids; the scripted LLM penalises them, the deterministic ranker cannot see them."""
+
+PRIMACY_BONUS = 1.1
+"""The scripted LLM's bonus for the candidate shown first (just over one phrase)."""
+
+_PHRASE_PATTERNS = {p: re.compile(rf"(?<![a-z0-9]){re.escape(p)}(?![a-z0-9])") for p in POLICY_PHRASES}
+
+
+def evidence_phrases(text: str, context: str) -> list[str]:
+    """The policy phrases ``text`` states that ``context`` also states."""
+    low, ctx = text.lower(), context.lower()
+    return [p for p, pattern in _PHRASE_PATTERNS.items() if pattern.search(low) and pattern.search(ctx)]
+
+
+def red_flags(text: str) -> list[str]:
+    """The forbidden claims ``text`` makes."""
+    low = text.lower().replace("\u2019", "'")
+    return [flag for flag in RED_FLAGS if flag in low]
+
+
+@ranking_metric(name="policy_evidence_order", allowed_values=3)
+def policy_evidence_order(user_input: str, context: list[str], candidates: list[dict[str, str]]) -> list[str]:
+    """Order candidates by the number of context-backed policy phrases they state, best first.
+
+    The tie-break on the label is not a quality rule: it only makes the order reproducible,
+    and because labels follow the presented order it favours the candidate shown first.
+    """
+    evidence = "\n".join(context)
+    scored = [(len(evidence_phrases(c["text"], evidence)), c["label"]) for c in candidates]
+    return [label for _, label in sorted(scored, key=lambda item: (-item[0], item[1]))]
+
+
+_CANDIDATE = re.compile(r'<candidate label="([^"]+)">\n?(.*?)\n?</candidate>', re.DOTALL)
+_POLICY = re.compile(r"<policy>\n?(.*?)\n?</policy>", re.DOTALL)
+
+
+def rank_prompt(prompt: str) -> tuple[list[str], str]:
+    """The scripted model's ranking (labels, best first) and its reason for one prompt."""
+    candidates = _CANDIDATE.findall(prompt)
+    policy = _POLICY.search(prompt)
+    context = policy.group(1) if policy else ""
+    scores: list[tuple[float, int, str, list[str], list[str]]] = []
+    for position, (label, text) in enumerate(candidates):
+        found = evidence_phrases(text, context)
+        flags = red_flags(text)
+        score = len(found) - 2 * len(flags) + (PRIMACY_BONUS if position == 0 else 0.0)
+        scores.append((score, position, label, found, flags))
+    scores.sort(key=lambda s: (-s[0], s[1]))
+    if not scores:
+        return [], "I could not find any candidates in the prompt."
+    best = scores[0]
+    reason = f"{best[2]} is best supported by the policy ({', '.join(best[3]) or 'no policy phrases'})"
+    flagged = [f"{s[2]} claims '{s[4][0]}'" for s in scores if s[4]]
+    if flagged:
+        reason += "; ranked last for unsupported claims: " + "; ".join(flagged)
+    return [s[2] for s in scores], reason
+
+
+def respond(request: ChatRequest) -> Reply:
+    """The demo ranking model's reply to one chat request (a JSON ``{reason, value: [labels]}``)."""
+    order, reason = rank_prompt(request.prompt)
+    return Reply(value=None, content=json.dumps({"reason": reason, "value": order}))
+
+
+def serve_ranking_llm(port: int = DEMO_RANKING_PORT, latency_s: float = 0.01) -> Any:
+    """Start the demo ranking model on 127.0.0.1:``port`` for offline notebooks.
+
+    Returns the running :class:`~workbench.testing.FakeLLM` (call ``.stop()``), or None when
+    the demo ranking model is already served there. Sets a placeholder ``DEMO_LLM_API_KEY``
+    when none is set: the fake server needs no key, the candidate reads it like a real one.
+    """
+    from ..testing import FakeLLM
+
+    os.environ.setdefault("DEMO_LLM_API_KEY", "demo-placeholder-key")
+    try:
+        return FakeLLM(responder=respond, latency_s=latency_s, port=port).start()
+    except OSError:
+        if _serves_ranking_model(port):
+            return None
+        raise RuntimeError(f"port {port} is taken by something that is not the demo ranking model; stop it or pass another port") from None
+
+
+def _serves_ranking_model(port: int) -> bool:
+    """Whether the demo ranking model answers on ``port`` (a probe ranking of two candidates)."""
+    import httpx
+
+    probe = '<policy>\n[1] Refunds go to the original payment method within 5 business days.\n</policy>\n<candidate label="A">\nNo.\n</candidate>\n\n<candidate label="B">\nTo the original payment method within 5 business days.\n</candidate>'
+    try:
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            json={"model": "fake-judge", "messages": [{"role": "user", "content": probe}]},
+            timeout=2.0,
+        )
+        content = answer.json()["choices"][0]["message"]["content"]
+        return json.loads(content).get("value") == ["B", "A"]
+    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError, AttributeError):
+        return False

@@ -1,0 +1,258 @@
+"""``ragas-noise``: Ragas' collections ``NoiseSensitivity`` on an OpenAI-compatible endpoint.
+
+The kind subclasses :class:`~workbench.judges._llm.LLMJudge`, so it shares the HTTP client
+shards, the wire capture (the first request plus ``follow_up_requests``: every request of
+one score), token usage, retries by the run engine and the error classification.
+
+One score is ``3 + 2 x len(retrieved_contexts)`` sequential model calls, in this order
+(``NoiseSensitivity.ascore`` in ragas 0.4.3)::
+
+    1. statements of the reference          StatementGeneratorOutput {"statements": [str]}
+    2. statements of the response           StatementGeneratorOutput
+    for each retrieved context c (in order):
+    3. reference statements vs c            StatementFaithfulnessOutput
+                                            {"statements": [{"statement", "reason", "verdict": 0|1}]}
+    4. response statements vs c             StatementFaithfulnessOutput
+    last. response statements vs reference  StatementFaithfulnessOutput (the "context" is the reference)
+
+Score (lower is better): a context is *relevant* when it supports at least one reference
+statement; a response statement is *incorrect* when the reference does not support it.
+``relevant`` mode = share of response statements that are incorrect and supported by some
+relevant context; ``irrelevant`` mode = share of response statements that are incorrect and
+supported only by irrelevant contexts.
+
+The mode comes from the judge input (the pair), never from the candidate spec, and is
+mandatory: :class:`~workbench.noise.NoiseInput` has no default. A result is score-only
+(``value`` null, ``score`` set); NaN, infinite or out-of-range scores become the evaluator
+error ``invalid_score``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import math
+import warnings
+from pathlib import Path
+from typing import Any
+
+from .._io import sha256_text
+from ..errors import Problem, WorkbenchError
+from ..judges._llm import LLMJudge, _assistant_message, _Exchange
+from ..judges._registry import CaseRef, Verdict, make_identity, register_kind
+from ..judges._spec import CandidateSpec
+from ._pairs import NoiseInput
+
+KIND = "ragas-noise"
+"""The registered kind name."""
+METRIC = "ragas.metrics.collections.NoiseSensitivity"
+"""The Ragas metric this kind runs."""
+_DEFAULT_MAX_TOKENS = 1024  # Ragas' InstructorModelArgs default
+_OUTPUT_SCHEMA_ERRORS = ("ValidationError", "InstructorRetryException", "IncompleteOutputException", "JSONDecodeError")
+
+
+def calls_per_score(n_contexts: int) -> int:
+    """Model calls one NoiseSensitivity score makes: 2 decompositions, 2 per context, 1 against the reference."""
+    return 3 + 2 * n_contexts
+
+
+@functools.lru_cache(maxsize=1)
+def metric_source_sha256() -> str:
+    """sha256 over the source of NoiseSensitivity and its prompts (the kind's ``prompt_sha256``)."""
+    from ragas.metrics.collections.noise_sensitivity import metric, util
+    from ragas.prompt.metrics import common
+
+    try:
+        parts = [inspect.getsource(metric), inspect.getsource(util), inspect.getsource(common.statement_generator_prompt), inspect.getsource(common.nli_statement_prompt)]
+    except (OSError, TypeError):  # no sources installed: the Ragas version (in the identity) must do
+        from ..judges._registry import ragas_version
+
+        parts = [METRIC, ragas_version()]
+    return sha256_text("\n".join(parts))
+
+
+class UnusableAnswer(Exception):
+    """The model's answers parse but cannot be combined into a score (e.g. verdict count mismatch)."""
+
+
+def _traced_metric_class() -> type:
+    from ragas.metrics.collections import NoiseSensitivity
+
+    class TracedNoiseSensitivity(NoiseSensitivity):  # type: ignore[misc, valid-type]
+        """NoiseSensitivity that keeps its statements and verdict matrices for the reason.
+
+        The score is Ragas' own ``_compute_score``; this class only records what it saw and
+        refuses answers that cannot be combined (with a clear message instead of a numpy
+        shape error).
+        """
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.decomposed: list[list[str]] = []
+            self.answers: dict[str, Any] | None = None
+
+        async def _decompose_answer_into_statements(self, text: str, question: str) -> list[str]:
+            statements = await super()._decompose_answer_into_statements(text, question)
+            self.decomposed.append(list(statements))
+            return statements
+
+        async def _evaluate_statement_faithfulness(self, statements: list[str], context: str) -> list[int]:
+            verdicts = await super()._evaluate_statement_faithfulness(statements, context)
+            if len(verdicts) != len(statements):
+                raise UnusableAnswer(f"the model returned {len(verdicts)} faithfulness verdicts for {len(statements)} statements")
+            return verdicts
+
+        def _compute_score(self, answers: dict[str, Any]) -> float:
+            self.answers = answers
+            if answers["retrieved2ground_truth"].size == 0:
+                raise UnusableAnswer("the model decomposed the reference into no statements, so no context can be called relevant")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # mean of no response statements: NaN, reported as invalid_score
+                return float(super()._compute_score(answers))
+
+    return TracedNoiseSensitivity
+
+
+@functools.lru_cache(maxsize=1)
+def _metric_class() -> type:
+    return _traced_metric_class()
+
+
+class _Scored:
+    """What ``_score`` hands to ``_interpret``: Ragas' result and the traced metric."""
+
+    def __init__(self, result: Any, metric: Any) -> None:
+        self.result = result
+        self.metric = metric
+
+
+class NoiseJudge(LLMJudge):
+    """A ``ragas-noise`` candidate: NoiseSensitivity scored per pair member, mode from the pair."""
+
+    needs_prompt = False
+    required_placeholder = None
+    allowed_placeholders: frozenset[str] = frozenset()
+    guard_calls = 1_000_000
+    """Unused bound: :meth:`_score` applies its own guard of ``calls_per_score`` x timeout."""
+
+    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
+        loc = str(spec_path)
+        problems: list[Problem] = []
+        if spec.prompt or spec.prompt_file:
+            problems.append(Problem(location=loc, code="prompt_not_allowed", message="a ragas-noise candidate has no prompt: NoiseSensitivity uses Ragas' built-in statement and faithfulness prompts", fix="remove prompt/prompt_file; the prompts are fingerprinted through the Ragas version and their source hash"))
+        if "mode" in spec.params:
+            problems.append(Problem(location=loc, code="mode_in_spec", message="params.mode is set; the NoiseSensitivity mode comes from each pair", fix="remove params.mode and declare mode: on every pair"))
+        if spec.threshold is not None:
+            problems.append(Problem(location=loc, code="threshold_not_allowed", message="a ragas-noise candidate is score-only; limits live in the pair suite's slices", fix="remove threshold: and set max_score per slice in the pairs file"))
+        try:
+            super().__init__(spec, spec_path)
+        except WorkbenchError as exc:
+            raise WorkbenchError("invalid candidate", [*problems, *exc.problems]) from None
+        if problems:
+            raise WorkbenchError("invalid candidate", problems)
+        self.identity = make_identity(spec, metric_source_sha256(), metric=METRIC)
+
+    # -- kind hooks -----------------------------------------------------------------------
+
+    def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
+        # NoiseSensitivity is bound to one mode and one client: built per call in _score.
+        _metric_class()
+        return None
+
+    def _score(self, llm: Any, judge_input: Any, ref: CaseRef | None) -> Any:
+        if not isinstance(judge_input, NoiseInput):
+            raise TypeError(f"a ragas-noise judge takes a NoiseInput, got {type(judge_input).__name__}")
+        metric = _metric_class()(llm=llm, mode=judge_input.mode)
+        guard = self.spec.endpoint.timeout_s * calls_per_score(len(judge_input.retrieved_contexts)) + 5
+
+        async def scored() -> _Scored:
+            result = await asyncio.wait_for(
+                metric.ascore(user_input=judge_input.user_input, response=judge_input.response, reference=judge_input.reference, retrieved_contexts=list(judge_input.retrieved_contexts)),
+                timeout=guard,
+            )
+            return _Scored(result, metric)
+
+        return scored()
+
+    def _interpret(self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None) -> Verdict:
+        value = result.result.value
+        try:
+            score = float(value)
+        except (TypeError, ValueError):
+            score = math.nan
+        if not math.isfinite(score) or not 0.0 <= score <= 1.0:
+            why = " (the response was decomposed into no statements)" if result.metric.decomposed[1:2] == [[]] else ""
+            return self._failed(exchange, "invalid_score", f"NoiseSensitivity returned {value!r}{why}; a score must be a finite number in [0, 1] (lower is better)")
+        return self._verdict(exchange, value=None, score=score, reason=explain(result.metric, judge_input.mode))
+
+    def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
+        if isinstance(exc, UnusableAnswer):
+            return "unparseable", str(exc)
+        names = {c.__name__ for c in type(exc).__mro__}
+        if not names & set(_OUTPUT_SCHEMA_ERRORS):
+            return "judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"
+        body = exchange.responses[-1]["body"] if exchange.responses else None
+        message = _assistant_message(body)
+        if message is None:
+            return "judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"
+        if message.get("refusal"):
+            return "refusal", f"the model refused: {str(message['refusal'])[:300]}"
+        content = message.get("content")
+        if not isinstance(content, str) or not content.strip():
+            return "unparseable", "the model returned no content"
+        return "unparseable", f"the answer does not match NoiseSensitivity's statements schema: {content[:200]!r}"
+
+    # -- requests -------------------------------------------------------------------------
+
+    def render(self, judge_input: Any, ref: CaseRef | None = None) -> dict[str, Any]:
+        """The planned request: metric, mode, model, parameters and the four scored fields."""
+        return {
+            "metric": METRIC,
+            "mode": judge_input.mode,
+            "model": self.spec.model,
+            "params": self.spec.params,
+            "user_input": judge_input.user_input,
+            "response": judge_input.response,
+            "reference": judge_input.reference,
+            "retrieved_contexts": list(judge_input.retrieved_contexts),
+        }
+
+    def estimate_cost(self, judge_input: Any) -> float:
+        """Conservative: every call's prompt at ~3 characters per token plus instructor's schema
+        message, statements as long as their source text, and the full ``max_tokens`` out."""
+        from ragas.prompt.metrics.common import nli_statement_prompt, statement_generator_prompt
+
+        q, resp, ref = judge_input.user_input, judge_input.response, judge_input.reference
+        prompts = [len(statement_generator_prompt(q, ref)), len(statement_generator_prompt(q, resp))]
+        for ctx in judge_input.retrieved_contexts:
+            prompts += [len(nli_statement_prompt(ctx, [ref])) + len(ref), len(nli_statement_prompt(ctx, [resp])) + len(resp)]
+        prompts.append(len(nli_statement_prompt(ref, [resp])) + len(resp))
+        tokens_in = sum(math.ceil(n / 3) + 400 for n in prompts)
+        tokens_out = int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS)) * len(prompts)
+        return self.spec.pricing.cost(tokens_in, tokens_out)
+
+
+def explain(metric: Any, mode: str) -> str | None:
+    """A claim-level reason: which response statements count, and why (from the metric's own matrices)."""
+    answers = metric.answers
+    if answers is None or len(metric.decomposed) < 2:
+        return None
+    statements = metric.decomposed[1]
+    import numpy as np
+
+    r2g, r2a, g2a = answers["retrieved2ground_truth"], answers["retrieved2answer"], answers["ground_truth2answer"]
+    relevant = np.max(r2g, axis=0)  # per context: supports some reference statement
+    incorrect = ~g2a[0]
+    rel_support = (r2a & relevant).any(axis=1) if r2a.size else np.zeros(len(statements), bool)
+    irr_support = (r2a & ~relevant).any(axis=1) & ~rel_support if r2a.size else np.zeros(len(statements), bool)
+    counted = incorrect & (rel_support if mode == "relevant" else irr_support)
+    contexts = ", ".join(f"{i + 1}:{'relevant' if r else 'irrelevant'}" for i, r in enumerate(relevant))
+    head = f"{mode} mode: {int(counted.sum())} of {len(statements)} response statements are incorrect (not supported by the reference) and supported by {'a relevant' if mode == 'relevant' else 'only irrelevant'} context(s); contexts {contexts}; lower is better"
+    listed = [f"- {s!r}" + (" [incorrect, counted]" if c else " [incorrect]" if inc else "") for s, c, inc in zip(statements, counted, incorrect, strict=False)]
+    return "\n".join([head, *listed[:20]])
+
+
+@register_kind(KIND)
+def _build(spec: CandidateSpec, spec_path: Path) -> NoiseJudge:
+    return NoiseJudge(spec, spec_path)

@@ -1,0 +1,984 @@
+"""Ranking analysis: integration defects first, then agreement, must-win, position bias, stability.
+
+:func:`ranking_report` reads judge results (from a battery run or imported; each carries its
+``presentation`` and ``order``) against the fixtures and returns a :class:`RankingReport`:
+
+1. **Integration defects**, before any quality statistic: invalid permutations (missing,
+   unknown, duplicate ids), results for unknown cases, results whose judged candidates differ
+   from the frozen fixture, broken presentations, a winner that is not the order's best.
+   Attempts with a defect never enter the quality figures.
+2. **Pairwise agreement** with the expected order (best accepted order with
+   ``acceptable_orders``; only the critical pair with ``critical_pair``).
+3. **Must-win**: expected vs actual winner per attempt; must-win reversals (gate
+   ``must-win``, blocking) and monitor-only drift (reported, never blocking) separately.
+4. **Position bias** over the position battery only: first-place counts per candidate and
+   per presented position, with the share a position-blind ranker would get.
+5. **Repeatability** (winner stability across identical presentations, the ``repeat``
+   baseline) and **position sensitivity** (winner stability across permutations, the
+   ``position`` battery): two separately labelled figures.
+6. **Failure artifacts**, one per failing case, with a completeness check of the rendered
+   request (every candidate text and every reviewer-cited passage present?) that tells an
+   assembly defect from a judge defect.
+
+A report *passes* when there is no integration defect, no must-win reversal and the evidence
+is complete (every fixture has a valid attempt, every planned attempt has a result, no other
+evaluator error). Every figure carries its numerator and denominator (:data:`DENOMINATORS`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .._io import atomic_write_json
+from ..errors import Problem, WorkbenchError
+from ..results import JudgeResult, ResultLine, read_results
+from ..stats import Rate, wilson_rate
+from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
+
+RANKING_SCHEMA_VERSION = 1
+"""Version of :class:`RankingReport`'s JSON form."""
+
+DENOMINATORS: dict[str, str] = {
+    "invalid_rankings": "k = attempts whose returned list is not a permutation of the presented candidates; n = attempts that returned an answer or an invalid_ranking error (latest attempt per case and repeat).",
+    "agreement.pairs": "k = candidate pairs in the same relative order as the expected (best accepted) order; n = candidate pairs over every valid attempt (1 pair per attempt for a critical pair).",
+    "agreement.exact": "k = valid attempts agreeing on every compared pair; n = valid attempts.",
+    "must_win.must_win": "k = valid attempts of must-win fixtures whose winner is an accepted winner (or whose critical pair holds); n = valid attempts of must-win fixtures.",
+    "must_win.monitor_only": "As must_win, over monitor-only fixtures.",
+    "position_bias.by_position": "Position battery only. wins = valid attempts whose winner was shown at position p (0 = first); attempts = valid attempts that showed at least p+1 candidates; chance = the share a position-blind ranker gets under balanced permutations (mean of 1/n).",
+    "position_bias.by_candidate": "Position battery only. wins = valid attempts of the fixture the candidate won; attempts = valid attempts of the fixture.",
+    "position_bias.expected_winner_by_position": "Position battery only, fixtures with one expected winner (or a critical pair). wins = attempts whose must-win check held; attempts = attempts that showed the expected winner (better id) at position p.",
+    "stability.stable_cases": "k = fixtures whose winner is the same in every valid attempt of the baseline; n = fixtures with at least 2 valid attempts in it.",
+    "stability.agreeing_attempts": "k = valid attempts whose winner is the fixture's modal winner in the baseline; n = valid attempts in the baseline of fixtures with at least 2.",
+    "assembly.incomplete_requests": "k = attempts whose stored request lacks a candidate text or a reviewer-cited passage; n = attempts with an inline request.",
+    "assembly.leaked_ids": "k = attempts whose stored request shows a stable candidate id that no fixture text contains; n = attempts with an inline request.",
+}
+
+Diagnosis = Literal["integration_defect", "assembly_defect", "judge_variation", "position_sensitive", "stable_disagreement"]
+DefectCode = Literal["invalid_ranking", "unknown_case", "candidates_changed", "presentation_mismatch", "winner_mismatch"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class IntegrationDefect(_Frozen):
+    """A malformed or unmappable result: the metric integration's problem, not a quality figure."""
+
+    case_id: str
+    """The case the result claims."""
+    repeat: int
+    """The result's repeat index (its presentation within the battery)."""
+    code: DefectCode
+    """``invalid_ranking`` (not a permutation), ``unknown_case``, ``candidates_changed`` (judged
+    candidates differ from the frozen fixture), ``presentation_mismatch`` (the presentation does
+    not map the fixture's candidates), ``winner_mismatch`` (value is not the order's best)."""
+    message: str
+    """What is wrong, in words."""
+    returned: list[str] | None = None
+    """The raw returned order, as recorded."""
+    missing: list[str] = []
+    """Candidate ids absent from the returned list."""
+    unknown: list[str] = []
+    """Returned items that map to no candidate."""
+    duplicates: list[str] = []
+    """Candidate ids returned more than once."""
+    presented_order: list[str] | None = None
+    """The order the candidates were shown in, when recorded."""
+
+
+class EvaluatorErrorRow(_Frozen):
+    """An attempt that ended in an evaluator error other than ``invalid_ranking``."""
+
+    case_id: str
+    """The case."""
+    repeat: int
+    """The repeat index."""
+    kind: str
+    """The evaluator-error kind (``timeout``, ``provider_error`` ...)."""
+    message: str
+    """The recorded message."""
+
+
+class CaseAgreement(_Frozen):
+    """Pairwise agreement of one fixture over its valid attempts."""
+
+    case_id: str
+    """The fixture."""
+    gate: str
+    """``must-win`` or ``monitor-only``."""
+    ties: Literal["none", "acceptable_orders", "critical_pair"]
+    """How the fixture accepts ties."""
+    attempts: int
+    """Valid attempts of the fixture."""
+    pairs: Rate
+    """Agreed pairs over compared pairs, all attempts."""
+    exact: Rate
+    """Attempts agreeing on every compared pair."""
+    min_agreement: float | None
+    """The worst single attempt."""
+
+
+class AgreementFigure(_Frozen):
+    """Pairwise agreement with the expected order."""
+
+    pairs: Rate
+    """Agreed pairs over compared pairs, every valid attempt."""
+    exact: Rate
+    """Valid attempts agreeing on every compared pair."""
+    cases: list[CaseAgreement]
+    """Per fixture, in fixture order."""
+
+
+class CaseMustWin(_Frozen):
+    """Expected vs actual winners of one fixture."""
+
+    case_id: str
+    """The fixture."""
+    gate: str
+    """``must-win`` or ``monitor-only``."""
+    expected: str
+    """The accepted winner(s), or ``better > worse`` for a critical pair."""
+    held: Rate
+    """Attempts whose must-win check held."""
+    reversed: int
+    """Attempts whose must-win check failed."""
+    actual_winners: dict[str, int]
+    """Winner id -> attempts."""
+    reversed_by_battery: dict[str, int]
+    """Failed checks per baseline (``position``, ``repeat``, ``unlabelled``)."""
+
+
+class MustWinFigure(_Frozen):
+    """Must-win checks; reversals (blocking) and monitor-only drift (not blocking) apart."""
+
+    must_win: Rate
+    """Checks that held over valid attempts of must-win fixtures."""
+    monitor_only: Rate
+    """Checks that held over valid attempts of monitor-only fixtures."""
+    reversals: list[CaseMustWin]
+    """Must-win fixtures with at least one failed check: each blocks."""
+    drift: list[CaseMustWin]
+    """Monitor-only fixtures with at least one failed check: reported, never blocking."""
+    cases: list[CaseMustWin]
+    """Every fixture, in fixture order."""
+
+
+class PositionRow(_Frozen):
+    """How often the candidate shown at one position won."""
+
+    position: int
+    """0-based presented position."""
+    wins: Rate
+    """Wins (or held checks) over attempts that showed this position."""
+    chance: float | None
+    """Expected share for a position-blind ranker (balanced permutations)."""
+
+
+class CandidateWins(_Frozen):
+    """First places of one candidate of one fixture."""
+
+    case_id: str
+    """The fixture."""
+    candidate_id: str
+    """The candidate."""
+    wins: Rate
+    """First places over the fixture's valid position-battery attempts."""
+
+
+class PositionBias(_Frozen):
+    """First-place counts over the position battery only."""
+
+    attempts: int
+    """Valid position-battery attempts."""
+    by_position: list[PositionRow]
+    """First places by presented position (0 = shown first)."""
+    by_candidate: list[CandidateWins]
+    """First places per candidate, per fixture."""
+    expected_winner_by_position: list[PositionRow]
+    """The must-win check, by the position the expected winner was shown at."""
+
+
+class CaseStability(_Frozen):
+    """Winners of one fixture in one baseline."""
+
+    case_id: str
+    """The fixture."""
+    gate: str
+    """``must-win`` or ``monitor-only``."""
+    attempts: int
+    """Valid attempts in the baseline."""
+    modal_winner: str
+    """The most frequent winner."""
+    modal_count: int
+    """How often it won."""
+    winners: dict[str, int]
+    """Winner id -> attempts."""
+    stable: bool
+    """One winner in every attempt."""
+
+
+class StabilityFigure(_Frozen):
+    """Winner stability within one baseline (repeatability or position sensitivity)."""
+
+    label: str
+    """What the figure measures, for humans."""
+    battery: Literal["repeat", "position"]
+    """The baseline it is computed over."""
+    stable_cases: Rate
+    """Fixtures with one winner over fixtures with at least 2 valid attempts."""
+    agreeing_attempts: Rate
+    """Attempts won by the fixture's modal winner."""
+    cases: list[CaseStability]
+    """Per fixture."""
+
+
+class Completeness(_Frozen):
+    """Whether the judge actually saw the evidence: the stored request against the fixture."""
+
+    checked: bool
+    """False when the result stores no inline request."""
+    complete: bool | None
+    """Every candidate text and every cited passage present (None when not checked)."""
+    missing_candidates: list[str] = []
+    """Candidate ids whose full text is not in the request (clipped or dropped)."""
+    missing_context: list[str] = []
+    """Reviewer-cited passage ids whose text is not in the request."""
+    leaked_ids: list[str] = []
+    """Stable candidate ids visible in the request (and in no fixture text)."""
+
+
+class AssemblyFigure(_Frozen):
+    """Completeness of the stored requests over every attempt (reported, not blocking)."""
+
+    incomplete_requests: Rate
+    """Attempts whose request lacks a candidate text or a cited passage, over attempts with an inline request."""
+    leaked_ids: Rate
+    """Attempts whose request shows a stable candidate id."""
+    cases: list[str]
+    """Fixtures with at least one incomplete request."""
+
+
+class FailureArtifact(_Frozen):
+    """The first artifact of a failing case: enough to assign the owner without a rerun."""
+
+    case: str
+    """The fixture's case id."""
+    gate: str
+    """``must-win`` or ``monitor-only``."""
+    criterion_version: str
+    """The criterion the reviewers applied."""
+    direction: str
+    """What the first id of an order means."""
+    diagnosis: Diagnosis
+    """``integration_defect`` (malformed result), ``assembly_defect`` (the request lacked
+    evidence), ``judge_variation`` (winner changes across identical presentations),
+    ``position_sensitive`` (winner changes with presented order only), ``stable_disagreement``
+    (complete request, stable order, still wrong: judge, criterion or gold label)."""
+    failing_attempts: Rate
+    """Failing attempts of this case over its attempts with an answer."""
+    battery: str | None
+    """Baseline of the shown attempt (``position``, ``repeat``)."""
+    permutation_index: int | None
+    """Index of its presented order in the battery."""
+    repetition: int | None
+    """Its repetition in the repeat baseline."""
+    repeat: int
+    """Its repeat index in the results."""
+    presented_order: list[str] | None
+    """The order the candidates were shown in (label A first)."""
+    expected_order: list[str]
+    """The reviewed order, in ``direction``."""
+    actual_order: list[str] | None
+    """The returned order in ``direction`` (raw returned list for an invalid ranking)."""
+    pairwise_agreement: float | None
+    """Agreement of this attempt (best accepted order; critical pair 1 or 0)."""
+    must_win_expected: str
+    """What the must-win check expects."""
+    must_win_actual: str | None
+    """What this attempt returned (winner, or the critical pair's order)."""
+    source_candidates_sha256: str
+    """Digest of the frozen fixture candidates (the source boundary)."""
+    judged_candidates_sha256: str
+    """Digest recorded with the result (what the run judged)."""
+    rendered_request_sha256: str | None
+    """Digest of the evaluator-visible request (the rendered boundary)."""
+    completeness: Completeness
+    """Did the request hold every candidate text and cited passage?"""
+    reason: str | None
+    """The judge's reason (it names neutral labels)."""
+    error: str | None
+    """The evaluator error, for an invalid ranking."""
+
+
+class RankingReport(_Frozen):
+    """The ranking analysis of one judge over one fixture set."""
+
+    schema_version: int = RANKING_SCHEMA_VERSION
+    """Report format version."""
+    kind: Literal["workbench.ranking"] = "workbench.ranking"
+    """Report type."""
+    status: Literal["complete", "incomplete"]
+    """``incomplete`` when a fixture has no valid attempt, a planned attempt has no result, or an attempt ended in another evaluator error."""
+    passed: bool
+    """No integration defect, no must-win reversal, complete."""
+    blockers: list[str]
+    """Why it did not pass, in words."""
+    judge: str | None
+    """``name@version`` of the judge."""
+    judge_fingerprint: str | None
+    """The judge fingerprint every result shares."""
+    fixtures: str
+    """``name@version`` of the fixture set."""
+    fixtures_sha256: str
+    """sha256 of the fixture file."""
+    results_path: str | None
+    """The results file analysed."""
+    cases: int
+    """Fixtures."""
+    results_read: int
+    """Result records read."""
+    superseded_attempts: int
+    """Earlier attempts of a case and repeat (retries), not analysed."""
+    attempts: int
+    """Latest attempt per case and repeat."""
+    valid_attempts: int
+    """Attempts without defect or error: the quality figures' base."""
+    unlabelled_attempts: int
+    """Valid attempts without a battery presentation (kept out of position and stability figures)."""
+    integration_defects: list[IntegrationDefect]
+    """Malformed or unmappable results, listed first."""
+    invalid_rankings: Rate
+    """Invalid permutations over attempts that returned an answer."""
+    evaluator_errors: list[EvaluatorErrorRow]
+    """Other evaluator errors (timeouts, provider errors ...)."""
+    missing_cases: list[str]
+    """Fixtures with no valid attempt."""
+    missing_attempts: list[str]
+    """Planned ``case_id#repeat`` with no result (when the plan is known)."""
+    agreement: AgreementFigure
+    """Pairwise agreement with the expected order."""
+    must_win: MustWinFigure
+    """Must-win reversals and monitor-only drift."""
+    position_bias: PositionBias
+    """First places by presented position and per candidate."""
+    repeatability: StabilityFigure
+    """Winner stability across identical presentations."""
+    position_sensitivity: StabilityFigure
+    """Winner stability across permutations."""
+    assembly: AssemblyFigure
+    """Completeness of the stored requests."""
+    failures: list[FailureArtifact]
+    """One artifact per failing case."""
+    denominators: dict[str, str]
+    """How every figure's numerator and denominator are defined."""
+
+    def frames(self) -> dict[str, Any]:
+        """pandas DataFrames for notebooks, integration defects first."""
+        import pandas as pd
+
+        def rate_cols(prefix: str, r: Rate) -> dict[str, Any]:
+            return {f"{prefix}_k": r.k, f"{prefix}_n": r.n, prefix: r.rate}
+
+        return {
+            "integration_defects": pd.DataFrame([d.model_dump() for d in self.integration_defects], columns=list(IntegrationDefect.model_fields)),
+            "evaluator_errors": pd.DataFrame([e.model_dump() for e in self.evaluator_errors], columns=list(EvaluatorErrorRow.model_fields)),
+            "agreement": pd.DataFrame([{"case_id": c.case_id, "gate": c.gate, "ties": c.ties, "attempts": c.attempts, **rate_cols("agreement", c.pairs), **rate_cols("exact", c.exact), "min_agreement": c.min_agreement} for c in self.agreement.cases]),
+            "must_win": pd.DataFrame([{"case_id": c.case_id, "gate": c.gate, "expected": c.expected, **rate_cols("held", c.held), "reversed": c.reversed, "actual_winners": c.actual_winners, "reversed_by_battery": c.reversed_by_battery} for c in self.must_win.cases]),
+            "position_by_position": pd.DataFrame([{"position": p.position, **rate_cols("wins", p.wins), "chance": p.chance, "ci95_low": p.wins.ci95_low, "ci95_high": p.wins.ci95_high} for p in self.position_bias.by_position]),
+            "position_by_candidate": pd.DataFrame([{"case_id": c.case_id, "candidate_id": c.candidate_id, **rate_cols("wins", c.wins)} for c in self.position_bias.by_candidate]),
+            "expected_winner_by_position": pd.DataFrame([{"position": p.position, **rate_cols("held", p.wins)} for p in self.position_bias.expected_winner_by_position]),
+            "stability": pd.DataFrame(
+                [
+                    {"figure": f.label, "battery": f.battery, **rate_cols("stable_cases", f.stable_cases), **rate_cols("agreeing_attempts", f.agreeing_attempts)}
+                    for f in (self.repeatability, self.position_sensitivity)
+                ]
+            ),
+            "stability_by_case": pd.DataFrame(
+                [{"battery": f.battery, "case_id": c.case_id, "gate": c.gate, "attempts": c.attempts, "modal_winner": c.modal_winner, "modal_count": c.modal_count, "winners": c.winners, "stable": c.stable} for f in (self.repeatability, self.position_sensitivity) for c in f.cases]
+            ),
+            "failures": pd.DataFrame(
+                [
+                    {
+                        "case": a.case,
+                        "gate": a.gate,
+                        "diagnosis": a.diagnosis,
+                        "failing": f"{a.failing_attempts.k}/{a.failing_attempts.n}",
+                        "presented_order": a.presented_order,
+                        "expected_order": a.expected_order,
+                        "actual_order": a.actual_order,
+                        "pairwise_agreement": a.pairwise_agreement,
+                        "must_win_expected": a.must_win_expected,
+                        "must_win_actual": a.must_win_actual,
+                        "request_complete": a.completeness.complete,
+                        "missing_context": a.completeness.missing_context,
+                        "missing_candidates": a.completeness.missing_candidates,
+                        "source_candidates_sha256": a.source_candidates_sha256[:12],
+                        "rendered_request_sha256": (a.rendered_request_sha256 or "")[:12],
+                    }
+                    for a in self.failures
+                ]
+            ),
+        }
+
+
+# -- the analysis ---------------------------------------------------------------------------
+
+
+@dataclass
+class _Attempt:
+    fixture: RankingFixture
+    result: JudgeResult
+    order: list[str]
+    winner: str
+    battery: str
+    presented: list[str] | None
+    agreed: int
+    pairs: int
+    held: bool
+    completeness: Completeness | None = field(default=None)
+
+    @property
+    def failing(self) -> bool:
+        return not self.held or self.agreed < self.pairs
+
+
+def _results(results: str | Path | Iterable[JudgeResult | ResultLine]) -> tuple[list[JudgeResult], str | None]:
+    if isinstance(results, str | Path):
+        return [line.result for line in read_results(results)], str(results)
+    return [r.result if isinstance(r, ResultLine) else r for r in results], None
+
+
+def _battery(result: JudgeResult) -> str:
+    p = result.presentation or {}
+    return str(p.get("battery")) if p.get("battery") in ("position", "repeat") else "unlabelled"
+
+
+def _presentation_problem(fixture: RankingFixture, result: JudgeResult) -> str | None:
+    p = result.presentation
+    if not p or "presented_order" not in p:
+        return None
+    presented = p.get("presented_order")
+    if not isinstance(presented, list):
+        return f"presented_order is not a list: {presented!r}"
+    check = check_permutation(fixture.candidate_ids, presented)
+    if not check.ok or len(presented) != len(fixture.candidate_ids):
+        return f"presented_order {presented} is not a permutation of the fixture's candidates: {check.describe()}"
+    labels = p.get("labels")
+    if labels is not None and (not isinstance(labels, dict) or list(labels.values()) != presented):
+        return f"labels {labels} do not map the presented order {presented}"
+    return None
+
+
+_WS = re.compile(r"\s+")
+
+
+def _norm(text: str) -> str:
+    return _WS.sub(" ", text).strip()
+
+
+def _strings(obj: Any, out: list[str]) -> None:
+    if isinstance(obj, str):
+        out.append(obj)
+    elif isinstance(obj, dict):
+        for value in obj.values():
+            _strings(value, out)
+    elif isinstance(obj, list):
+        for value in obj:
+            _strings(value, out)
+
+
+@dataclass(frozen=True)
+class _Probe:
+    candidates: tuple[tuple[str, str], ...]
+    cited: tuple[tuple[str, str], ...]
+    leak_tokens: tuple[tuple[str, re.Pattern[str]], ...]
+
+
+@lru_cache(maxsize=4096)
+def _probe(case_id: str, digest: str, cited: tuple[str, ...], texts: tuple[tuple[str, str], ...], passages: tuple[tuple[str, str], ...], user_input: str) -> _Probe:
+    fixture_text = "\n".join([user_input, *(t for _, t in passages), *(t for _, t in texts)])
+    tokens = tuple((cid, _token(cid)) for cid, _ in texts)
+    return _Probe(
+        candidates=tuple((cid, _norm(t)) for cid, t in texts),
+        cited=tuple((pid, _norm(dict(passages)[pid])) for pid in cited),
+        leak_tokens=tuple((cid, tok) for cid, tok in tokens if not tok.search(fixture_text)),
+    )
+
+
+def completeness(fixture: RankingFixture, rendered_request: Any) -> Completeness:
+    """Check a stored evaluator-visible request against the fixture.
+
+    Every candidate's full text and every reviewer-cited passage must appear (whitespace
+    normalised); a stable candidate id must not appear unless some fixture text contains it.
+    """
+    if rendered_request is None:
+        return Completeness(checked=False, complete=None)
+    probe = _probe(
+        fixture.case_id,
+        fixture.source_candidates_sha256,
+        tuple(fixture.cited_context),
+        tuple((c.id, c.text) for c in fixture.candidates),
+        tuple((p.id, p.text) for p in fixture.context),
+        fixture.user_input,
+    )
+    parts: list[str] = []
+    _strings(rendered_request, parts)
+    text = _norm("\n".join(parts))
+    missing_candidates = [cid for cid, t in probe.candidates if t not in text]
+    missing_context = [pid for pid, t in probe.cited if t not in text]
+    leaked = [cid for cid, tok in probe.leak_tokens if cid in text and tok.search(text)]
+    return Completeness(checked=True, complete=not (missing_candidates or missing_context), missing_candidates=missing_candidates, missing_context=missing_context, leaked_ids=leaked)
+
+
+def _token(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
+
+
+def ranking_report(
+    fixtures: FixtureSet | str | Path | Iterable[RankingFixture],
+    results: str | Path | Iterable[JudgeResult | ResultLine],
+    *,
+    planned: Sequence[Any] | None = None,
+) -> RankingReport:
+    """Analyse ranking results against the fixtures; see the module docstring.
+
+    ``results``: a results file (battery run or imported) or results in memory, from one judge.
+    ``planned``: the battery's work items, when known, so unrun attempts are listed.
+    """
+    fixture_set = as_fixture_set(fixtures)
+    by_id = fixture_set.by_id()
+    rows, results_path = _results(results)
+    fingerprints = {r.judge_fingerprint for r in rows}
+    if len(fingerprints) > 1:
+        raise WorkbenchError("mixed judges", [Problem(location=results_path or "<results>", code="mixed_judges", message=f"the results come from {len(fingerprints)} judges", fix="analyse one judge at a time; split the file by judge_fingerprint")])
+    latest: dict[tuple[str, int], JudgeResult] = {}
+    for r in rows:
+        key = (r.case_id, r.repeat)
+        if key not in latest or r.attempt >= latest[key].attempt:
+            latest[key] = r
+    ordered = [latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1]))]
+
+    defects: list[IntegrationDefect] = []
+    errors: list[EvaluatorErrorRow] = []
+    attempts: list[_Attempt] = []
+    invalid_results: dict[str, list[JudgeResult]] = defaultdict(list)
+    answered = 0
+    for r in ordered:
+        fixture = by_id.get(r.case_id)
+        presented = (r.presentation or {}).get("presented_order")
+        if fixture is None:
+            defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="unknown_case", message="a result for a case the fixtures do not have", returned=r.order))
+            continue
+        if r.response_hash != fixture.source_candidates_sha256:
+            defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="candidates_changed", message=f"the judged candidates digest {r.response_hash[:12]} differs from the frozen fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream", returned=r.order))
+            continue
+        problem = _presentation_problem(fixture, r)
+        if problem is not None:
+            defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="presentation_mismatch", message=problem, returned=r.order, presented_order=presented if isinstance(presented, list) else None))
+            continue
+        if r.error is not None and r.error.kind != "invalid_ranking":
+            errors.append(EvaluatorErrorRow(case_id=r.case_id, repeat=r.repeat, kind=r.error.kind, message=r.error.message))
+            continue
+        answered += 1
+        if r.error is not None:
+            defects.append(_invalid_defect(fixture, r, r.error.message))
+            invalid_results[r.case_id].append(r)
+            continue
+        order = list(r.order or [])
+        check = check_permutation(fixture.candidate_ids, order)
+        if not check.ok or len(order) != len(fixture.candidate_ids):
+            defects.append(_invalid_defect(fixture, r, f"the recorded order {order} is not a permutation of the fixture's candidates"))
+            invalid_results[r.case_id].append(r)
+            continue
+        winner = fixture.best_first(order)[0]
+        if r.value != winner:
+            defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="winner_mismatch", message=f"value {r.value!r} is not the best of the recorded order ({winner!r} in {fixture.direction} terms)", returned=order, presented_order=presented))
+            continue
+        agreed, pairs = fixture.agreement(order)
+        attempts.append(_Attempt(fixture, r, order, winner, _battery(r), presented, agreed, pairs, fixture.must_win_holds(order)))
+
+    with_valid = {a.fixture.case_id for a in attempts}
+    missing_cases = [f.case_id for f in fixture_set.fixtures if f.case_id not in with_valid]
+    missing_attempts = [f"{i.case_id}#{i.repeat}" for i in planned or [] if (i.case_id, i.repeat) not in latest]
+
+    assembly, checks = _assembly(attempts, invalid_results, by_id)
+    must_win = _must_win(fixture_set, attempts)
+    failures = _failures(fixture_set, attempts, invalid_results, checks)
+    status: Literal["complete", "incomplete"] = "incomplete" if missing_cases or missing_attempts or errors else "complete"
+    blockers: list[str] = []
+    if defects:
+        blockers.append(f"{len(defects)} integration defect(s) in {len({d.case_id for d in defects})} case(s)")
+    if must_win.reversals:
+        blockers.append(f"must-win reversal in {len(must_win.reversals)} case(s): " + ", ".join(c.case_id for c in must_win.reversals))
+    if status == "incomplete":
+        blockers.append(f"incomplete: {len(missing_cases)} case(s) without a valid attempt, {len(missing_attempts)} planned attempt(s) without a result, {len(errors)} evaluator error(s)")
+    judge = rows[0].judge if rows else None
+    return RankingReport(
+        status=status,
+        passed=not blockers,
+        blockers=blockers,
+        judge=f"{judge.name}@{judge.version}" if judge else None,
+        judge_fingerprint=rows[0].judge_fingerprint if rows else None,
+        fixtures=fixture_set.label,
+        fixtures_sha256=fixture_set.dataset_sha256,
+        results_path=results_path,
+        cases=len(fixture_set.fixtures),
+        results_read=len(rows),
+        superseded_attempts=len(rows) - len(latest),
+        attempts=len(latest),
+        valid_attempts=len(attempts),
+        unlabelled_attempts=sum(a.battery == "unlabelled" for a in attempts),
+        integration_defects=defects,
+        invalid_rankings=wilson_rate(sum(d.code == "invalid_ranking" for d in defects), answered),
+        evaluator_errors=errors,
+        missing_cases=missing_cases,
+        missing_attempts=missing_attempts,
+        agreement=_agreement(fixture_set, attempts),
+        must_win=must_win,
+        position_bias=_position_bias(attempts),
+        repeatability=_stability(attempts, "repeat", "repeatability (identical presentations)"),
+        position_sensitivity=_stability(attempts, "position", "position sensitivity (across permutations)"),
+        assembly=assembly,
+        failures=failures,
+        denominators=DENOMINATORS,
+    )
+
+
+def _invalid_defect(fixture: RankingFixture, r: JudgeResult, message: str) -> IntegrationDefect:
+    returned = [str(x) for x in r.order] if r.order is not None else None
+    labels: dict[str, str] = (r.presentation or {}).get("labels") or {}
+    mapped = [labels.get(x.strip(), x) for x in returned] if returned is not None and labels else returned
+    check = check_permutation(fixture.candidate_ids, mapped or [])
+    return IntegrationDefect(
+        case_id=r.case_id,
+        repeat=r.repeat,
+        code="invalid_ranking",
+        message=message,
+        returned=returned,
+        missing=check.missing,
+        unknown=check.unknown,
+        duplicates=check.duplicates,
+        presented_order=(r.presentation or {}).get("presented_order"),
+    )
+
+
+def _agreement(fixture_set: FixtureSet, attempts: list[_Attempt]) -> AgreementFigure:
+    by_case: dict[str, list[_Attempt]] = defaultdict(list)
+    for a in attempts:
+        by_case[a.fixture.case_id].append(a)
+    cases = []
+    for f in fixture_set.fixtures:
+        mine = by_case.get(f.case_id, [])
+        ties: Literal["none", "acceptable_orders", "critical_pair"] = "critical_pair" if f.critical_pair else "acceptable_orders" if f.acceptable_orders else "none"
+        cases.append(
+            CaseAgreement(
+                case_id=f.case_id,
+                gate=f.gate,
+                ties=ties,
+                attempts=len(mine),
+                pairs=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
+                exact=wilson_rate(sum(a.agreed == a.pairs for a in mine), len(mine)),
+                min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine) if mine else None,
+            )
+        )
+    return AgreementFigure(
+        pairs=wilson_rate(sum(a.agreed for a in attempts), sum(a.pairs for a in attempts)),
+        exact=wilson_rate(sum(a.agreed == a.pairs for a in attempts), len(attempts)),
+        cases=cases,
+    )
+
+
+def _must_win(fixture_set: FixtureSet, attempts: list[_Attempt]) -> MustWinFigure:
+    by_case: dict[str, list[_Attempt]] = defaultdict(list)
+    for a in attempts:
+        by_case[a.fixture.case_id].append(a)
+    cases: list[CaseMustWin] = []
+    for f in fixture_set.fixtures:
+        mine = by_case.get(f.case_id, [])
+        held = sum(a.held for a in mine)
+        cases.append(
+            CaseMustWin(
+                case_id=f.case_id,
+                gate=f.gate,
+                expected=f.must_win_expected(),
+                held=wilson_rate(held, len(mine)),
+                reversed=len(mine) - held,
+                actual_winners=dict(Counter(a.winner for a in mine).most_common()),
+                reversed_by_battery=dict(sorted(Counter(a.battery for a in mine if not a.held).items())),
+            )
+        )
+    gates = {f.case_id: f.gate for f in fixture_set.fixtures}
+
+    def rate(gate: str) -> Rate:
+        mine = [a for a in attempts if gates[a.fixture.case_id] == gate]
+        return wilson_rate(sum(a.held for a in mine), len(mine))
+
+    return MustWinFigure(
+        must_win=rate("must-win"),
+        monitor_only=rate("monitor-only"),
+        reversals=[c for c in cases if c.gate == "must-win" and c.reversed],
+        drift=[c for c in cases if c.gate == "monitor-only" and c.reversed],
+        cases=cases,
+    )
+
+
+def _position_bias(attempts: list[_Attempt]) -> PositionBias:
+    mine = [a for a in attempts if a.battery == "position" and a.presented]
+    width = max((len(a.presented or []) for a in mine), default=0)
+    wins = [0] * width
+    shown = [0] * width
+    chance = [0.0] * width
+    held = [0] * width
+    exp_shown = [0] * width
+    per_candidate: dict[tuple[str, str], int] = Counter()
+    per_case: Counter[str] = Counter()
+    for a in mine:
+        presented = a.presented or []
+        n = len(presented)
+        wins[presented.index(a.winner)] += 1
+        for p in range(n):
+            shown[p] += 1
+            chance[p] += 1 / n
+        per_candidate[(a.fixture.case_id, a.winner)] += 1
+        per_case[a.fixture.case_id] += 1
+        expected = a.fixture.expected_winners
+        if len(expected) == 1:
+            p = presented.index(expected[0])
+            exp_shown[p] += 1
+            held[p] += a.held
+    by_candidate = [
+        CandidateWins(case_id=case_id, candidate_id=cid, wins=wilson_rate(per_candidate.get((case_id, cid), 0), per_case[case_id]))
+        for case_id in sorted(per_case)
+        for cid in next(a.fixture.candidate_ids for a in mine if a.fixture.case_id == case_id)
+    ]
+    return PositionBias(
+        attempts=len(mine),
+        by_position=[PositionRow(position=p, wins=wilson_rate(wins[p], shown[p]), chance=(chance[p] / shown[p]) if shown[p] else None) for p in range(width)],
+        by_candidate=by_candidate,
+        expected_winner_by_position=[PositionRow(position=p, wins=wilson_rate(held[p], exp_shown[p]), chance=None) for p in range(width)],
+    )
+
+
+def _stability(attempts: list[_Attempt], battery: Literal["repeat", "position"], label: str) -> StabilityFigure:
+    by_case: dict[str, list[_Attempt]] = defaultdict(list)
+    for a in attempts:
+        if a.battery == battery:
+            by_case[a.fixture.case_id].append(a)
+    cases = []
+    for case_id in sorted(by_case):
+        mine = by_case[case_id]
+        if len(mine) < 2:
+            continue
+        counts = Counter(a.winner for a in mine)
+        modal, count = counts.most_common(1)[0]
+        cases.append(CaseStability(case_id=case_id, gate=mine[0].fixture.gate, attempts=len(mine), modal_winner=modal, modal_count=count, winners=dict(counts.most_common()), stable=len(counts) == 1))
+    return StabilityFigure(
+        label=label,
+        battery=battery,
+        stable_cases=wilson_rate(sum(c.stable for c in cases), len(cases)),
+        agreeing_attempts=wilson_rate(sum(c.modal_count for c in cases), sum(c.attempts for c in cases)),
+        cases=cases,
+    )
+
+
+def _assembly(attempts: list[_Attempt], invalid: dict[str, list[JudgeResult]], by_id: dict[str, RankingFixture]) -> tuple[AssemblyFigure, dict[tuple[str, int], Completeness]]:
+    checks: dict[tuple[str, int], Completeness] = {}
+    memo: dict[tuple[str, str | None], Completeness] = {}
+    pairs = [(a.fixture, a.result) for a in attempts] + [(by_id[case_id], r) for case_id, rs in invalid.items() for r in rs]
+    for fixture, r in pairs:
+        key = (fixture.case_id, r.rendered_request_sha256)
+        if key not in memo or r.rendered_request_sha256 is None:
+            memo[key] = completeness(fixture, r.rendered_request)
+        checks[(r.case_id, r.repeat)] = memo[key]
+    checked = [c for c in checks.values() if c.checked]
+    incomplete_cases = sorted({case_id for (case_id, _), c in checks.items() if c.checked and not c.complete})
+    figure = AssemblyFigure(
+        incomplete_requests=wilson_rate(sum(not c.complete for c in checked), len(checked)),
+        leaked_ids=wilson_rate(sum(bool(c.leaked_ids) for c in checked), len(checked)),
+        cases=incomplete_cases,
+    )
+    return figure, checks
+
+
+def _sort_key(a: _Attempt) -> tuple[int, int]:
+    return ({"position": 0, "repeat": 1}.get(a.battery, 2), a.result.repeat)
+
+
+def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[str, list[JudgeResult]], checks: dict[tuple[str, int], Completeness]) -> list[FailureArtifact]:
+    by_case: dict[str, list[_Attempt]] = defaultdict(list)
+    for a in attempts:
+        by_case[a.fixture.case_id].append(a)
+    out: list[FailureArtifact] = []
+    for f in fixture_set.fixtures:
+        mine = sorted(by_case.get(f.case_id, []), key=_sort_key)
+        bad = invalid.get(f.case_id, [])
+        failing = [a for a in mine if a.failing]
+        if not failing and not bad:
+            continue
+        total = len(mine) + len(bad)
+        incomplete = any(c.checked and not c.complete for (cid, _), c in checks.items() if cid == f.case_id)
+        repeat_winners = {a.winner for a in mine if a.battery == "repeat"}
+        position_orders = {tuple(a.order) for a in mine if a.battery == "position"}
+        diagnosis: Diagnosis
+        if bad:
+            diagnosis = "integration_defect"
+        elif incomplete:
+            diagnosis = "assembly_defect"
+        elif len(repeat_winners) > 1:
+            diagnosis = "judge_variation"
+        elif len(position_orders) > 1:
+            diagnosis = "position_sensitive"
+        else:
+            diagnosis = "stable_disagreement"
+        common = {
+            "case": f.case_id,
+            "gate": f.gate,
+            "criterion_version": f.criterion_version,
+            "direction": f.direction,
+            "diagnosis": diagnosis,
+            "failing_attempts": wilson_rate(len(failing) + len(bad), total),
+            "expected_order": list(f.expected_order),
+            "must_win_expected": f.must_win_expected(),
+            "source_candidates_sha256": f.source_candidates_sha256,
+        }
+        if bad:
+            r = sorted(bad, key=lambda x: x.repeat)[0]
+            p = r.presentation or {}
+            out.append(
+                FailureArtifact(
+                    **common,
+                    battery=p.get("battery"),
+                    permutation_index=p.get("permutation_index"),
+                    repetition=p.get("repetition"),
+                    repeat=r.repeat,
+                    presented_order=p.get("presented_order"),
+                    actual_order=[str(x) for x in r.order] if r.order is not None else None,
+                    pairwise_agreement=None,
+                    must_win_actual=None,
+                    judged_candidates_sha256=r.response_hash,
+                    rendered_request_sha256=r.rendered_request_sha256,
+                    completeness=checks.get((r.case_id, r.repeat), Completeness(checked=False, complete=None)),
+                    reason=r.reason,
+                    error=r.error.message if r.error else None,
+                )
+            )
+            continue
+        pick = next((a for a in failing if not a.held), None) or min(failing, key=lambda a: (a.agreed / a.pairs if a.pairs else 1.0, _sort_key(a)))
+        r = pick.result
+        p = r.presentation or {}
+        best = f.best_first(pick.order)
+        actual = best[0] if not f.critical_pair else (f"{f.critical_pair[0]} > {f.critical_pair[1]}" if pick.held else f"{f.critical_pair[1]} > {f.critical_pair[0]}")
+        out.append(
+            FailureArtifact(
+                **common,
+                battery=pick.battery,
+                permutation_index=p.get("permutation_index"),
+                repetition=p.get("repetition"),
+                repeat=r.repeat,
+                presented_order=pick.presented,
+                actual_order=pick.order,
+                pairwise_agreement=pick.agreed / pick.pairs if pick.pairs else 1.0,
+                must_win_actual=actual,
+                judged_candidates_sha256=r.response_hash,
+                rendered_request_sha256=r.rendered_request_sha256,
+                completeness=checks.get((r.case_id, r.repeat), Completeness(checked=False, complete=None)),
+                reason=r.reason,
+                error=None,
+            )
+        )
+    return out
+
+
+# -- output -----------------------------------------------------------------------------------
+
+
+def first_place_chart(report: RankingReport) -> Any:
+    """Altair chart: first places by presented position (position battery), with the position-blind share.
+
+    Bars are the share of attempts whose winner was shown at each position, with the 95%
+    Wilson interval and ``k/n``; the tick is what a position-blind ranker would get.
+    Render it offline with ``workbench.reports.svg_display(chart)``.
+    """
+    import altair as alt
+    import pandas as pd
+
+    rows = [
+        {
+            "position": f"{p.position + 1}{'st' if p.position == 0 else 'nd' if p.position == 1 else 'rd' if p.position == 2 else 'th'} shown",
+            "rate": p.wins.rate,
+            "low": p.wins.ci95_low,
+            "high": p.wins.ci95_high,
+            "chance": p.chance,
+            "label": f"{p.wins.k}/{p.wins.n}",
+        }
+        for p in report.position_bias.by_position
+        if p.wins.n
+    ]
+    data = pd.DataFrame(rows, columns=["position", "rate", "low", "high", "chance", "label"])
+    base = alt.Chart(data).encode(x=alt.X("position:N", title="presented position", sort=None, axis=alt.Axis(labelAngle=0)))
+    bars = base.mark_bar(color="#4c78a8").encode(y=alt.Y("rate:Q", title="share of first places (95% Wilson interval)", scale=alt.Scale(domain=[0, 1])), tooltip=["position", "label", "rate", "chance"])
+    interval = base.mark_rule(color="#333333").encode(y="low:Q", y2="high:Q")
+    chance = base.mark_tick(color="#e45756", thickness=3, size=40).encode(y="chance:Q")
+    labels = base.mark_text(dy=-8, fontSize=10).encode(y="high:Q", text="label:N")
+    title = f"{report.judge or 'judge'}: first places by presented position (red tick: position-blind share)"
+    return (bars + interval + chance + labels).properties(width=360, height=220, title=title)
+
+
+
+
+def write_ranking_artifacts(report: RankingReport, out_dir: str | Path) -> list[Path]:
+    """Write ``ranking_report.json`` and one ``failures/<case>.json`` per failing case."""
+    out = Path(out_dir)
+    paths = [out / "ranking_report.json"]
+    atomic_write_json(paths[0], report.model_dump(mode="json"))
+    for artifact in report.failures:
+        path = out / "failures" / f"{artifact.case}.json"
+        atomic_write_json(path, artifact.model_dump(mode="json"))
+        paths.append(path)
+    return paths
+
+
+def format_ranking(report: RankingReport) -> str:
+    """The report as plain text: integration defects first, then the quality figures."""
+
+    def r(rate: Rate) -> str:
+        return rate.format(3)
+
+    lines = [
+        f"ranking: {report.judge or '(no results)'} on {report.fixtures} - {'PASSED' if report.passed else 'NOT PASSED'} ({report.status})",
+        f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid, {report.superseded_attempts} superseded retries not analysed)",
+    ]
+    lines += [f"  blocker: {b}" for b in report.blockers]
+    lines.append(f"integration defects: {len(report.integration_defects)} (invalid rankings {r(report.invalid_rankings)})")
+    for d in report.integration_defects:
+        detail = f" missing={d.missing} unknown={d.unknown} duplicates={d.duplicates}" if d.code == "invalid_ranking" else ""
+        lines.append(f"  {d.case_id}#{d.repeat}: {d.code}{detail}: {d.message}")
+    if report.evaluator_errors:
+        lines.append(f"evaluator errors: {len(report.evaluator_errors)}")
+        lines += [f"  {e.case_id}#{e.repeat}: {e.kind}: {e.message}" for e in report.evaluator_errors]
+    if report.missing_cases or report.missing_attempts:
+        lines.append(f"missing: cases {report.missing_cases}; attempts {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}")
+    lines.append(f"pairwise agreement: pairs {r(report.agreement.pairs)}; exact orders {r(report.agreement.exact)}")
+    lines.append(f"must-win: {r(report.must_win.must_win)}; monitor-only: {r(report.must_win.monitor_only)}")
+    for label, rows in (("must-win reversals (blocking)", report.must_win.reversals), ("monitor-only drift (not blocking)", report.must_win.drift)):
+        lines.append(f"{label}: {len(rows)}")
+        lines += [f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}" for c in rows]
+    pb = report.position_bias
+    lines.append(f"position bias (position battery, {pb.attempts} attempts): first place by presented position")
+    lines += [f"  position {p.position}: {r(p.wins)} (position-blind {p.chance:.3f})" for p in pb.by_position if p.chance is not None]
+    for fig in (report.repeatability, report.position_sensitivity):
+        lines.append(f"{fig.label}: winner stable in cases {r(fig.stable_cases)}; attempts with the modal winner {r(fig.agreeing_attempts)}")
+        lines += [f"  {c.case_id}: winners {c.winners}" for c in fig.cases if not c.stable]
+    lines.append(f"assembly: incomplete requests {r(report.assembly.incomplete_requests)}; leaked ids {r(report.assembly.leaked_ids)}" + (f"; cases {report.assembly.cases}" if report.assembly.cases else ""))
+    lines.append(f"failure artifacts: {len(report.failures)}")
+    for a in report.failures:
+        lines.append(f"  {a.case} [{a.gate}, {a.diagnosis}] failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement {a.pairwise_agreement if a.pairwise_agreement is None else round(a.pairwise_agreement, 4)}, must-win {a.must_win_expected} vs {a.must_win_actual}; request complete={a.completeness.complete}" + (f" missing_context={a.completeness.missing_context}" if a.completeness.missing_context else "") + (f" missing_candidates={a.completeness.missing_candidates}" if a.completeness.missing_candidates else ""))
+    return "\n".join(lines)

@@ -1,0 +1,501 @@
+"""Ranking fixtures: reviewed comparisons a ranking judge is tested against.
+
+A fixture file is YAML with a header and a list of fixtures (``schema_version`` 1), named
+``<name>@<version>.yaml``::
+
+    schema_version: 1
+    name: support-ranking
+    version: "1"
+    description: what the set covers
+    fixtures:
+      - case_id: password-reset-policy-001
+        criterion_version: policy-faithfulness-v2
+        direction: best-first            # or worst-first: what the first id of an order means
+        gate: must-win                   # or monitor-only
+        user_input: "I cannot sign in. Reset my password."
+        context:
+          - {id: pol-sec-03, text: "..."}
+        cited_context: [pol-sec-03]      # passages the reviewers relied on
+        candidates:                      # stable, unique ids and the full, frozen text
+          - {id: current, text: "..."}
+          - {id: challenger, text: "..."}
+          - {id: unsafe, text: "..."}
+        expected_order: [current, challenger, unsafe]    # in the stated direction
+        acceptable_orders: [[challenger, current, unsafe]]  # optional: ties reviewers accept
+        # critical_pair: [current, unsafe]  # optional instead: only this pair is compared
+        rationale: ["current follows both required steps", "..."]
+
+``expected_order`` is always acceptable; ``acceptable_orders`` adds orders reviewers accept
+(ties). ``critical_pair`` (``[better_id, worse_id]``) says only that pair is compared: the
+agreement is 1 or 0 and the must-win check is that pair. The two cannot be combined.
+``source_candidates_sha256`` is computed (sha256 over the canonical JSON of user input,
+context and candidates), never written by hand.
+
+:func:`load_fixtures` reports every problem at once, each with ``file:line``, the case and a
+fix. Codes: ``fixtures_missing``, ``fixtures_yaml``, ``fixtures_shape``, ``header_invalid``,
+``schema_version_newer``, ``fixtures_filename``, ``fixtures_empty``, ``missing_field``,
+``unknown_field``, ``invalid_field``, ``computed_field``, ``duplicate_case_id``,
+``too_few_candidates``, ``too_many_candidates``, ``duplicate_candidate_id``,
+``duplicate_context_id``, ``empty_text``, ``expected_order_not_permutation``,
+``acceptable_order_not_permutation``, ``ties_conflict``, ``critical_pair_invalid``,
+``critical_pair_contradicts_expected``, ``unknown_cited_context``.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
+
+from .._io import sha256_file, sha256_json
+from ..errors import Problem, WorkbenchError
+
+FIXTURES_SCHEMA_VERSION = 1
+"""Version of the ranking fixture file format."""
+
+NEUTRAL_LABELS: tuple[str, ...] = tuple(string.ascii_uppercase)
+"""Neutral presentation labels, in presented order: the judge sees these, never stable ids."""
+
+MAX_CANDIDATES = len(NEUTRAL_LABELS)
+"""Most candidates one fixture may rank (one neutral label each)."""
+
+Direction = Literal["best-first", "worst-first"]
+Gate = Literal["must-win", "monitor-only"]
+
+_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class Passage(_Frozen):
+    """A context passage the reviewers (and the judge) read."""
+
+    id: str = Field(pattern=_ID_PATTERN)
+    """Stable passage id (e.g. an evidence snapshot id)."""
+    text: str
+    """The passage text, in full."""
+
+
+class Candidate(_Frozen):
+    """One frozen candidate response."""
+
+    id: str = Field(pattern=_ID_PATTERN)
+    """Stable candidate id; never shown to the judge."""
+    text: str
+    """The full candidate text, exactly as ranked."""
+
+
+@dataclass(frozen=True)
+class PermutationCheck:
+    """How a returned list differs from a permutation of the expected ids."""
+
+    missing: list[str]
+    """Expected ids absent from the list."""
+    unknown: list[str]
+    """Returned items that are not expected ids."""
+    duplicates: list[str]
+    """Expected ids returned more than once."""
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing or self.unknown or self.duplicates)
+
+    def describe(self) -> str:
+        return f"missing={self.missing}, unknown={self.unknown}, duplicates={self.duplicates}"
+
+
+def check_permutation(expected: Sequence[str], returned: Sequence[Any]) -> PermutationCheck:
+    """Compare ``returned`` with the set ``expected``: missing, unknown and duplicate items."""
+    items = [str(x) for x in returned]
+    known = set(expected)
+    counts = Counter(items)
+    return PermutationCheck(
+        missing=[x for x in expected if x not in counts],
+        unknown=sorted({x for x in items if x not in known}),
+        duplicates=sorted(x for x, n in counts.items() if n > 1 and x in known),
+    )
+
+
+class RankingFixture(_Frozen):
+    """One reviewed comparison: the frozen candidates, the expected order and its rationale."""
+
+    case_id: str = Field(pattern=_ID_PATTERN)
+    """Unique, stable case id."""
+    criterion_version: str = Field(min_length=1)
+    """The criterion version the reviewers applied (e.g. ``policy-faithfulness-v2``)."""
+    direction: Direction
+    """``best-first``: the first id of an order is the best; ``worst-first``: the worst."""
+    gate: Gate
+    """``must-win``: a reversal blocks; ``monitor-only``: close or disputed, reported as drift."""
+    user_input: str = Field(min_length=1)
+    """The user's question."""
+    context: list[Passage] = Field(default_factory=list)
+    """Context passages, in the order the judge receives them."""
+    cited_context: list[str] = Field(default_factory=list)
+    """Ids of the context passages the reviewers cited; the completeness check looks for them."""
+    candidates: list[Candidate]
+    """The frozen candidates, with stable unique ids and the full text."""
+    expected_order: list[str]
+    """Every candidate id once, in ``direction``."""
+    acceptable_orders: list[list[str]] | None = None
+    """Further orders reviewers accept (ties), each a permutation, in ``direction``."""
+    critical_pair: list[str] | None = None
+    """``[better_id, worse_id]``: only this pair is compared."""
+    rationale: list[str] = Field(min_length=1)
+    """The reviewers' reasons, beside the expected order."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RankingFixture:
+        problems = fixture_problems(self.model_dump(mode="json", exclude={"source_candidates_sha256"}))
+        if problems:
+            raise ValueError("; ".join(f"{field}: {message}" for field, _, message, _ in problems))
+        return self
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def source_candidates_sha256(self) -> str:
+        """sha256 over the canonical JSON of user input, context and candidates (computed)."""
+        return sha256_json(
+            {
+                "user_input": self.user_input,
+                "context": [p.model_dump() for p in self.context],
+                "candidates": [c.model_dump() for c in self.candidates],
+            }
+        )
+
+    @property
+    def candidate_ids(self) -> list[str]:
+        """Candidate ids in fixture (identity) order."""
+        return [c.id for c in self.candidates]
+
+    def best_first(self, order: Sequence[str]) -> list[str]:
+        """``order`` (in this fixture's direction) as best-first."""
+        return list(order) if self.direction == "best-first" else list(reversed(order))
+
+    def in_direction(self, best_first: Sequence[str]) -> list[str]:
+        """A best-first order expressed in this fixture's direction."""
+        return list(best_first) if self.direction == "best-first" else list(reversed(best_first))
+
+    @property
+    def accepted_orders(self) -> list[list[str]]:
+        """``expected_order`` and every acceptable order (in ``direction``)."""
+        return [list(self.expected_order), *[list(o) for o in self.acceptable_orders or [] if list(o) != list(self.expected_order)]]
+
+    @property
+    def expected_winners(self) -> list[str]:
+        """The winners reviewers accept (best-first first id of each accepted order), or the better id of the critical pair."""
+        if self.critical_pair:
+            return [self.critical_pair[0]]
+        return list(dict.fromkeys(self.best_first(o)[0] for o in self.accepted_orders))
+
+    def must_win_expected(self) -> str:
+        """What the must-win check expects, for humans: a winner, winners, or ``better > worse``."""
+        if self.critical_pair:
+            return f"{self.critical_pair[0]} > {self.critical_pair[1]}"
+        return " | ".join(self.expected_winners)
+
+    def must_win_holds(self, order: Sequence[str]) -> bool:
+        """Whether a valid returned ``order`` (in ``direction``) satisfies the must-win check."""
+        best = self.best_first(order)
+        if self.critical_pair:
+            better, worse = self.critical_pair
+            return best.index(better) < best.index(worse)
+        return best[0] in self.expected_winners
+
+    def agreement(self, order: Sequence[str]) -> tuple[int, int]:
+        """``(agreed pairs, pairs)`` of a valid ``order`` against the expected order.
+
+        With ``acceptable_orders`` the best-matching accepted order counts; with
+        ``critical_pair`` only that pair is compared (1 of 1 or 0 of 1).
+        """
+        if self.critical_pair:
+            return (1 if self.must_win_holds(order) else 0), 1
+        return max((pair_counts(expected, order) for expected in self.accepted_orders), key=lambda t: t[0])
+
+
+class FixtureSet(_Frozen):
+    """A fixture file: header and fixtures, plus where it came from."""
+
+    schema_version: int = FIXTURES_SCHEMA_VERSION
+    """Fixture file format version."""
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """Fixture set name."""
+    version: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """Fixture set version; an edited expected order is a new version."""
+    description: str = ""
+    """What the set covers and who reviewed it."""
+    fixtures: list[RankingFixture] = Field(min_length=1)
+    """The reviewed comparisons."""
+    source: str | None = None
+    """The file the set was read from (not part of the file)."""
+    sha256: str | None = None
+    """sha256 of the file's bytes (not part of the file); the battery's dataset hash."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.name}@{self.version}"
+
+    @property
+    def dataset_sha256(self) -> str:
+        """The file's sha256, or for an in-memory set the hash of its canonical JSON."""
+        return self.sha256 or sha256_json(self.model_dump(mode="json", exclude={"source", "sha256"}))
+
+    def by_id(self) -> dict[str, RankingFixture]:
+        return {f.case_id: f for f in self.fixtures}
+
+
+def pair_counts(expected: Sequence[str], actual: Sequence[str]) -> tuple[int, int]:
+    """``(agreed, pairs)``: candidate pairs in the same relative order in both lists."""
+    exp = {c: i for i, c in enumerate(expected)}
+    act = {c: i for i, c in enumerate(actual)}
+    ids = list(expected)
+    agreed = pairs = 0
+    for i, left in enumerate(ids):
+        for right in ids[i + 1 :]:
+            pairs += 1
+            agreed += (exp[left] < exp[right]) == (act[left] < act[right])
+    return agreed, pairs
+
+
+def pairwise_agreement(expected: Sequence[str], actual: Sequence[str]) -> float:
+    """Fraction of candidate pairs in the same relative order (1.0 for fewer than two items).
+
+    Both lists must be permutations of the same ids (:class:`ValueError` otherwise).
+    """
+    check = check_permutation(list(expected), list(actual))
+    if not check.ok or len(set(expected)) != len(expected):
+        raise ValueError(f"invalid ranking: {check.describe()}")
+    agreed, pairs = pair_counts(expected, actual)
+    return agreed / pairs if pairs else 1.0
+
+
+# -- validation --------------------------------------------------------------------------
+
+_Found = tuple[str, str, str, str]  # (field, code, message, fix)
+
+
+def _ids(items: Any) -> list[str] | None:
+    if not isinstance(items, list):
+        return None
+    out = [i.get("id") for i in items if isinstance(i, dict)]
+    return [i for i in out if isinstance(i, str)]
+
+
+def _is_id_list(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(x, str) for x in value)
+
+
+def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
+    """Semantic problems of one fixture (shape problems are pydantic's): ``(field, code, message, fix)``."""
+    found: list[_Found] = []
+    cand_ids = _ids(raw.get("candidates"))
+    candidates = raw.get("candidates") if isinstance(raw.get("candidates"), list) else []
+    if cand_ids is not None:
+        if len(candidates) < 2:
+            found.append(("candidates", "too_few_candidates", f"{len(candidates)} candidate(s); a ranking needs at least 2", "add the candidates being compared"))
+        if len(candidates) > MAX_CANDIDATES:
+            found.append(("candidates", "too_many_candidates", f"{len(candidates)} candidates; at most {MAX_CANDIDATES} can be labelled A-Z", "split the comparison"))
+        dup = sorted(i for i, n in Counter(cand_ids).items() if n > 1)
+        if dup:
+            found.append(("candidates", "duplicate_candidate_id", f"candidate ids used twice: {dup}", "give every candidate a unique, stable id"))
+        for c in candidates:
+            if isinstance(c, dict) and isinstance(c.get("text"), str) and not c["text"].strip():
+                found.append(("candidates", "empty_text", f"candidate {c.get('id')!r} has no text", "keep the full candidate text in the fixture"))
+    ctx_ids = _ids(raw.get("context"))
+    if ctx_ids is not None:
+        dup = sorted(i for i, n in Counter(ctx_ids).items() if n > 1)
+        if dup:
+            found.append(("context", "duplicate_context_id", f"context ids used twice: {dup}", "give every passage a unique id"))
+        for p in raw.get("context") or []:
+            if isinstance(p, dict) and isinstance(p.get("text"), str) and not p["text"].strip():
+                found.append(("context", "empty_text", f"passage {p.get('id')!r} has no text", "keep the full passage text"))
+    if cand_ids is not None and _is_id_list(raw.get("expected_order")):
+        check = check_permutation(cand_ids, raw["expected_order"])
+        if not check.ok:
+            found.append(("expected_order", "expected_order_not_permutation", f"expected_order is not a permutation of the candidate ids: {check.describe()}", "list every candidate id exactly once, in the stated direction"))
+    acceptable = raw.get("acceptable_orders")
+    critical = raw.get("critical_pair")
+    if acceptable is not None and critical is not None:
+        found.append(("acceptable_orders", "ties_conflict", "both acceptable_orders and critical_pair are given", "use acceptable_orders for accepted ties, or critical_pair to compare one pair only"))
+    if cand_ids is not None and isinstance(acceptable, list):
+        for n, order in enumerate(acceptable, start=1):
+            if not _is_id_list(order):
+                continue  # a shape problem, reported by the model
+            check = check_permutation(cand_ids, order)
+            if not check.ok:
+                found.append(("acceptable_orders", "acceptable_order_not_permutation", f"acceptable order {n} is not a permutation of the candidate ids: {check.describe()}", "list every candidate id exactly once"))
+    if cand_ids is not None and _is_id_list(critical):
+        unknown = [x for x in critical if x not in cand_ids]
+        if len(critical) != 2 or len(set(critical)) != 2 or unknown:
+            found.append(("critical_pair", "critical_pair_invalid", f"critical_pair must be two different candidate ids [better, worse]; got {critical}" + (f" (unknown {unknown})" if unknown else ""), "name the better candidate, then the worse one"))
+        elif _is_id_list(raw.get("expected_order")) and check_permutation(cand_ids, raw["expected_order"]).ok:
+            order = list(raw["expected_order"])
+            best = order if raw.get("direction") != "worst-first" else order[::-1]
+            if best.index(critical[0]) > best.index(critical[1]):
+                found.append(("critical_pair", "critical_pair_contradicts_expected", f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the critical pair says the opposite", "make critical_pair [better, worse] agree with expected_order and its direction"))
+    cited = raw.get("cited_context")
+    if _is_id_list(cited) and ctx_ids is not None:
+        unknown = [x for x in cited if x not in ctx_ids]
+        if unknown:
+            found.append(("cited_context", "unknown_cited_context", f"cited passages not in context: {unknown}", "cite the ids of passages in this fixture's context, or add the passages"))
+    return found
+
+
+def _line_map(text: str) -> tuple[dict[str, int], list[tuple[int, dict[str, int]]]]:
+    """Line numbers (1-based) of header keys, and of each fixture and its keys."""
+    header: dict[str, int] = {}
+    items: list[tuple[int, dict[str, int]]] = []
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError:
+        return header, items
+    if not isinstance(root, yaml.MappingNode):
+        return header, items
+    for key, value in root.value:
+        header[str(key.value)] = key.start_mark.line + 1
+        if key.value == "fixtures" and isinstance(value, yaml.SequenceNode):
+            for node in value.value:
+                keys = {str(k.value): k.start_mark.line + 1 for k, _ in node.value} if isinstance(node, yaml.MappingNode) else {}
+                items.append((node.start_mark.line + 1, keys))
+    return header, items
+
+
+def load_fixtures(path: str | Path) -> FixtureSet:
+    """Read and validate a fixture file; raise :class:`WorkbenchError` listing every problem.
+
+    Each problem has ``file:line``, the case id when known, a stable code and a fix.
+    """
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no fixtures", [Problem(location=loc, code="fixtures_missing", message="the fixture file does not exist", fix="point --fixtures at data/ranking/<name>@<version>.yaml")])
+    text = path.read_text(encoding="utf-8")
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{loc}:{mark.line + 1}" if mark is not None else loc
+        raise WorkbenchError("unreadable fixtures", [Problem(location=where, code="fixtures_yaml", message=f"not valid YAML ({getattr(exc, 'problem', None) or exc})", fix="correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable fixtures", [Problem(location=loc, code="fixtures_shape", message="the file must be a YAML mapping with schema_version, name, version and fixtures", fix="see the format in workbench.ranking (module docstring)")])
+    header_lines, item_lines = _line_map(text)
+    problems: list[Problem] = []
+
+    def at(line: int | None) -> str:
+        return f"{loc}:{line}" if line else loc
+
+    header = {k: v for k, v in raw.items() if k != "fixtures"}
+    for key in ("name", "version"):
+        if key not in header:
+            problems.append(Problem(location=loc, code="header_invalid", message=f"the header lacks {key!r}", fix=f"add {key}: at the top of the file"))
+    for key in sorted(set(header) - {"schema_version", "name", "version", "description"}):
+        problems.append(Problem(location=at(header_lines.get(key)), code="header_invalid", message=f"unknown header field {key!r}", fix="the header has schema_version, name, version and description only"))
+    version = header.get("schema_version", FIXTURES_SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool):
+        problems.append(Problem(location=at(header_lines.get("schema_version")), code="header_invalid", message=f"schema_version must be an integer, got {version!r}", fix=f"set schema_version: {FIXTURES_SCHEMA_VERSION}"))
+    elif version > FIXTURES_SCHEMA_VERSION:
+        problems.append(Problem(location=at(header_lines.get("schema_version")), code="schema_version_newer", message=f"schema_version {version} is newer than this workbench reads ({FIXTURES_SCHEMA_VERSION})", fix="upgrade the workbench"))
+    if "name" in header and "version" in header:
+        expected = f"{header['name']}@{header['version']}"
+        if path.stem != expected:
+            problems.append(Problem(location=loc, code="fixtures_filename", message=f"file name {path.name!r} does not match name@version {expected!r}", fix=f"rename the file to {expected}.yaml so versions cannot be confused"))
+    for key in ("name", "version"):
+        value = header.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, str | int) or not _NAME.match(str(value))):
+            problems.append(Problem(location=at(header_lines.get(key)), code="header_invalid", message=f"{key} must be letters, digits, '.', '_' or '-', got {value!r}", fix=f'e.g. {key}: "1"'))
+    items = raw.get("fixtures")
+    if not isinstance(items, list) or not items:
+        problems.append(Problem(location=at(header_lines.get("fixtures")), code="fixtures_empty", message="'fixtures' must be a non-empty list", fix="add the reviewed comparisons under fixtures:"))
+        items = []
+
+    fixtures: list[RankingFixture] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        line, keys = item_lines[index] if index < len(item_lines) else (None, {})
+        if not isinstance(item, dict):
+            problems.append(Problem(location=at(line), code="fixtures_shape", message=f"fixture {index + 1} is not a mapping", fix="write each fixture as key: value pairs"))
+            continue
+        case_id = item.get("case_id") if isinstance(item.get("case_id"), str) else None
+        found = _item_problems(item, keys, line, at, case_id)
+        if case_id is not None:
+            if case_id in seen:
+                found.append(Problem(location=at(keys.get("case_id", line)), case_id=case_id, code="duplicate_case_id", message=f"case_id also used by the fixture at line {seen[case_id]}", fix="give every fixture a unique case_id"))
+            else:
+                seen[case_id] = keys.get("case_id", line) or 0
+        problems += found
+        if not found:
+            fixtures.append(RankingFixture.model_validate(item))
+    if problems:
+        raise WorkbenchError(f"{loc}: {len(problems)} problem(s) in the ranking fixtures", problems)
+    return FixtureSet(
+        schema_version=version,
+        name=str(header["name"]),
+        version=str(header["version"]),
+        description=str(header.get("description") or ""),
+        fixtures=fixtures,
+        source=str(path),
+        sha256=sha256_file(path),
+    )
+
+
+def _item_problems(item: dict[str, Any], keys: dict[str, int], line: int | None, at: Any, case_id: str | None) -> list[Problem]:
+    out: list[Problem] = []
+    if "source_candidates_sha256" in item:
+        out.append(Problem(location=at(keys.get("source_candidates_sha256", line)), case_id=case_id, code="computed_field", message="source_candidates_sha256 is computed from the fixture, never written by hand", fix="remove the line"))
+        item = {k: v for k, v in item.items() if k != "source_candidates_sha256"}
+    for field, code, message, fix in fixture_problems(item):
+        out.append(Problem(location=at(keys.get(field, line)), case_id=case_id, code=code, message=message, fix=fix))
+    try:
+        RankingFixture.model_validate(item)
+    except ValidationError as exc:
+        for err in exc.errors(include_url=False):
+            if not err["loc"]:
+                continue  # the model-level check: already reported above, one problem each
+            field = str(err["loc"][0])
+            where = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "missing":
+                out.append(Problem(location=at(line), case_id=case_id, code="missing_field", message=f"missing required field {where!r}", fix=_FIELD_FIX.get(field, "add the field")))
+            elif err["type"] == "extra_forbidden":
+                out.append(Problem(location=at(keys.get(field, line)), case_id=case_id, code="unknown_field", message=f"unknown field {where!r}", fix="remove it or correct its spelling; see the format in workbench.ranking"))
+            else:
+                out.append(Problem(location=at(keys.get(field, line)), case_id=case_id, code="invalid_field", message=f"{where}: {err['msg']}", fix=_FIELD_FIX.get(field, "correct the value")))
+    return out
+
+
+_FIELD_FIX: dict[str, str] = {
+    "case_id": "a unique, stable id of letters, digits, '-', '_', '.' or ':'",
+    "criterion_version": "name the criterion version the reviewers applied, e.g. policy-faithfulness-v2",
+    "direction": "state what the first id means: best-first or worst-first",
+    "gate": "must-win (a reversal blocks) or monitor-only (reported as drift)",
+    "user_input": "give the user's question",
+    "context": "a list of {id, text} passages",
+    "cited_context": "a list of context passage ids",
+    "candidates": "a list of {id, text} with stable unique ids and the full text",
+    "expected_order": "every candidate id once, in the stated direction",
+    "acceptable_orders": "a list of orders, each every candidate id once",
+    "critical_pair": "[better_id, worse_id]",
+    "rationale": "a non-empty list of the reviewers' reasons",
+}
+
+
+def as_fixture_set(fixtures: FixtureSet | str | Path | Iterable[RankingFixture]) -> FixtureSet:
+    """A :class:`FixtureSet` from a set, a path to a fixture file, or fixtures in memory."""
+    if isinstance(fixtures, FixtureSet):
+        return fixtures
+    if isinstance(fixtures, str | Path):
+        return load_fixtures(fixtures)
+    items = list(fixtures)
+    dup = sorted(i for i, n in Counter(f.case_id for f in items).items() if n > 1)
+    if dup:
+        raise WorkbenchError("invalid fixtures", [Problem(location="<fixtures>", code="duplicate_case_id", message=f"case ids used twice: {dup}", fix="give every fixture a unique case_id")])
+    return FixtureSet(name="in-memory", version="0", fixtures=items)

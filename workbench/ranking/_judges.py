@@ -1,0 +1,322 @@
+"""Ranking judge kinds: ``ragas-ranking`` (LLM) and ``ragas-ranking-function`` (deterministic).
+
+Both receive a :class:`RankingInput`: the user input, the context passage texts and the
+candidates **under neutral labels** (A, B, C ... in presented order). Stable candidate ids are
+not in the judge input at all, so an id such as ``unsafe`` can never leak the answer. The
+judge returns labels **best first**; the kind maps them back to stable ids through the
+presentation the run engine passes beside the input (``CaseRef.presentation["labels"]``),
+and expresses the order in the fixture's direction (``presentation["direction"]``).
+
+Result shape: ``value`` is the winner (the best candidate's id), ``order`` the full returned
+order as stable ids in the fixture's direction. A returned list that is not a permutation of
+the presented labels (missing, unknown or duplicate labels) is an evaluator error of kind
+``invalid_ranking`` whose ``order`` keeps the raw returned list: an integration defect.
+
+Candidate specs use ``labels`` for the neutral label alphabet: ``[A, B, C, ...]``; a fixture
+may have at most as many candidates as the spec has labels.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib
+import inspect
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from .._io import sha256_text
+from ..errors import Problem, WorkbenchError
+from ..judges._llm import LLMJudge, _Exchange
+from ..judges._registry import CaseRef, Verdict, make_identity, register_kind
+from ..judges._spec import CandidateSpec
+from ._fixtures import NEUTRAL_LABELS, check_permutation
+
+RANKING_PLACEHOLDERS = frozenset({"user_input", "context", "candidates"})
+"""Placeholders a ranking prompt may use; ``{candidates}`` is required."""
+
+CANDIDATE_FORMAT = "labelled-blocks-v1"
+"""How ``{candidates}`` and ``{context}`` are rendered; part of the judge identity."""
+
+
+class PresentedCandidate(BaseModel):
+    """A candidate as the judge sees it: a neutral label and the full text."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    label: str
+    """Neutral label (A, B, C ... in presented order)."""
+    text: str
+    """The candidate's full text."""
+
+
+class RankingInput(BaseModel):
+    """Everything a ranking judge receives for one presentation, and nothing else."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    user_input: str
+    """The user's question."""
+    context: list[str]
+    """Context passage texts, in fixture order."""
+    candidates: list[PresentedCandidate]
+    """The candidates under neutral labels, in presented order."""
+
+    @property
+    def labels(self) -> list[str]:
+        return [c.label for c in self.candidates]
+
+    def arguments(self) -> dict[str, Any]:
+        """Keyword arguments for a ``@ranking_metric`` function."""
+        return {
+            "user_input": self.user_input,
+            "context": list(self.context),
+            "candidates": [{"label": c.label, "text": c.text} for c in self.candidates],
+        }
+
+
+def format_candidates(candidates: list[PresentedCandidate]) -> str:
+    """``{candidates}`` in a prompt: one ``<candidate label="A">`` block per candidate."""
+    return "\n\n".join(f'<candidate label="{c.label}">\n{c.text}\n</candidate>' for c in candidates)
+
+
+def format_context(context: list[str]) -> str:
+    """``{context}`` in a prompt: numbered passages."""
+    return "\n\n".join(f"[{i}] {text}" for i, text in enumerate(context, start=1))
+
+
+def interpret_ranking(returned: Any, judge_input: RankingInput, ref: CaseRef | None) -> tuple[list[str] | None, str | None, str | None]:
+    """Map returned labels (best first) to stable ids in the fixture's direction.
+
+    Returns ``(order, winner, None)``, or ``(raw, None, message)`` when the list is not a
+    permutation of the presented labels (``raw`` is the returned list as strings).
+    """
+    if not isinstance(returned, list):
+        return None, None, f"the ranking is not a list: {returned!r}"[:300]
+    raw = [x if isinstance(x, str) else json.dumps(x) for x in returned]
+    presentation = (ref.presentation if ref is not None else None) or {}
+    labels: dict[str, str] = presentation.get("labels") or {}
+    presented = judge_input.labels
+    check = check_permutation(presented, [x.strip() for x in raw])
+    if not check.ok:
+        missing = [labels.get(x, x) for x in check.missing]
+        dups = [labels.get(x, x) for x in check.duplicates]
+        return raw, None, f"the judge returned {raw}, not a permutation of the presented labels {presented}: missing={missing}, unknown={check.unknown}, duplicates={dups}"
+    if set(labels) != set(presented):
+        return raw, None, f"the presentation maps labels {sorted(labels)} but the judge was shown {presented}: the candidate mapping is broken"
+    best_first = [labels[x.strip()] for x in raw]
+    order = best_first if presentation.get("direction", "best-first") == "best-first" else best_first[::-1]
+    return order, best_first[0], None
+
+
+def answer_mapping(ref: CaseRef | None) -> dict[str, Any] | None:
+    """How a returned ranking maps back to ids (labels and direction): part of the cache key.
+
+    The judge never sees it; but two presentations with the same prompt and a different
+    mapping (same texts under other ids, or the other direction) must not share a verdict.
+    """
+    presentation = (ref.presentation if ref is not None else None) or {}
+    if "labels" not in presentation:
+        return None
+    return {"labels": presentation["labels"], "direction": presentation.get("direction", "best-first")}
+
+
+def _check_labels(spec: CandidateSpec, loc: str) -> list[Problem]:
+    expected = list(NEUTRAL_LABELS[: len(spec.labels)])
+    if list(spec.labels) != expected:
+        return [Problem(location=loc, code="labels_not_neutral", message=f"a ranking candidate's labels are the neutral presentation labels in order, got {spec.labels}", fix=f"set labels: {expected} (one per candidate a fixture may have)")]
+    return []
+
+
+def _too_many(spec: CandidateSpec, judge_input: RankingInput) -> Verdict | None:
+    if len(judge_input.candidates) > len(spec.labels):
+        return Verdict.failed("judge_exception", f"{len(judge_input.candidates)} candidates but the candidate spec declares only {len(spec.labels)} labels")
+    return None
+
+
+class LLMRankingJudge(LLMJudge):
+    """``ragas-ranking``: a Ragas ``RankingMetric`` through ``llm_factory``.
+
+    The prompt template may use ``{user_input}``, ``{context}`` and must use ``{candidates}``;
+    it should ask for every label exactly once, best first, as a JSON list in ``value``.
+    """
+
+    allowed_placeholders = RANKING_PLACEHOLDERS
+    required_placeholder = "candidates"
+
+    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
+        mine = _check_labels(spec, str(spec_path))
+        try:
+            super().__init__(spec, spec_path)
+        except WorkbenchError as exc:
+            raise WorkbenchError(exc.summary, [*exc.problems, *mine]) from None
+        if mine:
+            raise WorkbenchError("invalid candidate", mine)
+        self.identity = make_identity(spec, sha256_text(self.template), candidate_format=CANDIDATE_FORMAT)
+        self._metrics: dict[int, Any] = {}
+
+    def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
+        from ragas.metrics import RankingMetric
+
+        return RankingMetric(name=spec.name, allowed_values=len(spec.labels), prompt=template)
+
+    def _metric_for(self, n: int) -> Any:
+        """A ``RankingMetric`` whose ``allowed_values`` is this fixture's candidate count."""
+        from ragas.metrics import RankingMetric
+
+        metric = self._metrics.get(n)
+        if metric is None:
+            metric = self._metrics[n] = RankingMetric(name=self.spec.name, allowed_values=n, prompt=self.template)
+        return metric
+
+    def _arguments(self, judge_input: Any) -> dict[str, str]:
+        values = {
+            "user_input": judge_input.user_input,
+            "context": format_context(judge_input.context),
+            "candidates": format_candidates(judge_input.candidates),
+        }
+        return {name: values[name] for name in self.placeholders}
+
+    def visible_request(self, judge_input: Any) -> dict[str, Any]:
+        """What the model is asked: model, parameters and the prompt with neutral labels only."""
+        return {"model": self.spec.model, "params": self.spec.params, "prompt": self.metric.prompt.format(**self._arguments(judge_input))}
+
+    def render(self, judge_input: Any, ref: CaseRef | None = None) -> dict[str, Any]:
+        """The planned request (its hash keys the cache): the visible request plus the answer mapping."""
+        planned = self.visible_request(judge_input)
+        mapping = answer_mapping(ref)
+        return {**planned, "answer_mapping": mapping} if mapping is not None else planned
+
+    async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
+        verdict = _too_many(self.spec, judge_input) or await super().evaluate(judge_input, ref)
+        if verdict.rendered_request is None:  # nothing reached the wire: record what would have been sent
+            verdict = dataclasses.replace(verdict, rendered_request=self.visible_request(judge_input))
+        return verdict
+
+    def _score(self, llm: Any, judge_input: Any, ref: CaseRef | None) -> Any:
+        return self._metric_for(len(judge_input.candidates)).ascore(llm=llm, **self._arguments(judge_input))
+
+    def _interpret(self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None) -> Verdict:
+        order, winner, problem = interpret_ranking(result.value, judge_input, ref)
+        if problem is not None:
+            verdict = self._failed(exchange, "invalid_ranking", problem)
+            return dataclasses.replace(verdict, order=order)
+        return self._verdict(exchange, value=winner, reason=result.reason, order=order)
+
+    def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
+        body = exchange.responses[-1]["body"] if exchange.responses else None
+        try:
+            parsed = json.loads(body["choices"][0]["message"]["content"])
+        except (TypeError, KeyError, IndexError, ValueError):
+            parsed = None
+        if isinstance(parsed, dict) and isinstance(parsed.get("value"), list):
+            raw = [x if isinstance(x, str) else json.dumps(x) for x in parsed["value"]]
+            exchange.raw_order = raw  # type: ignore[attr-defined]
+            return "invalid_ranking", f"the judge returned {raw}, not a list of presented labels"
+        if isinstance(parsed, dict) and "value" in parsed:
+            return "unparseable", f"the ranking is not a JSON list: {str(parsed['value'])[:200]!r}"
+        return super()._classify_output_failure(exchange, exc)
+
+    def _failed(self, exchange: _Exchange, kind: str, message: str, *, retryable: bool = False) -> Verdict:
+        verdict = super()._failed(exchange, kind, message, retryable=retryable)
+        raw = getattr(exchange, "raw_order", None)
+        return dataclasses.replace(verdict, order=raw) if raw is not None else verdict
+
+
+class FunctionRankingJudge:
+    """``ragas-ranking-function``: a deterministic Ragas ``@ranking_metric`` by import path.
+
+    The function may take ``user_input`` (str), ``context`` (list of passage texts) and
+    ``candidates`` (list of ``{"label", "text"}`` in presented order), and returns the labels
+    best first. Its ``allowed_values`` is set to each fixture's candidate count for the call.
+    """
+
+    def __init__(self, spec: CandidateSpec, spec_path: Path) -> None:
+        self.spec = spec
+        loc = str(spec_path)
+        problems = _check_labels(spec, loc)
+        if not spec.function or ":" not in spec.function:
+            raise WorkbenchError("invalid candidate", [*problems, Problem(location=loc, code="function_missing", message="a ragas-ranking-function candidate needs function: 'module:attribute'", fix="set function to the import path of a @ranking_metric, e.g. workbench.demo.ranking:policy_evidence_order")])
+        module_name, _, attr = spec.function.partition(":")
+        try:
+            module = importlib.import_module(module_name)
+            metric = getattr(module, attr)
+        except (ImportError, AttributeError) as exc:
+            raise WorkbenchError("invalid candidate", [*problems, Problem(location=loc, code="function_unresolved", message=f"cannot import {spec.function!r} ({exc})", fix="check the module path and attribute name")]) from None
+        allowed = getattr(metric, "allowed_values", None)
+        if not hasattr(metric, "ascore") or not isinstance(allowed, int) or isinstance(allowed, bool):
+            problems.append(Problem(location=loc, code="function_not_metric", message=f"{spec.function!r} is not a Ragas ranking metric", fix="decorate the function with ragas.metrics.ranking_metric(allowed_values=<n>)"))
+        func = getattr(metric, "_func", None) or metric
+        params = inspect.signature(func).parameters
+        unknown = [n for n, p in params.items() if n not in RANKING_PLACEHOLDERS and p.default is inspect.Parameter.empty]
+        if unknown:
+            problems.append(Problem(location=loc, code="function_parameters", message=f"the function requires {unknown}, which a ranking judge does not receive", fix="take only user_input, context and candidates"))
+        if "candidates" not in params:
+            problems.append(Problem(location=loc, code="function_parameters", message="the function does not take candidates", fix="add a candidates parameter (a list of {label, text} in presented order)"))
+        if problems:
+            raise WorkbenchError("invalid candidate", problems)
+        self.metric = metric
+        self._parameters = [n for n in params if n in RANKING_PLACEHOLDERS]
+        self.identity = make_identity(spec, sha256_text(inspect.getsource(module)), candidate_format=CANDIDATE_FORMAT)
+
+    def _arguments(self, judge_input: RankingInput) -> dict[str, Any]:
+        args = judge_input.arguments()
+        return {name: args[name] for name in self._parameters}
+
+    def visible_request(self, judge_input: RankingInput) -> dict[str, Any]:
+        """``{function, arguments}``: what the function receives (neutral labels only)."""
+        return {"function": self.spec.function, "arguments": self._arguments(judge_input)}
+
+    def render(self, judge_input: RankingInput, ref: CaseRef | None = None) -> dict[str, Any]:
+        """The planned request (its hash keys the cache): the visible request plus the answer mapping."""
+        planned = self.visible_request(judge_input)
+        mapping = answer_mapping(ref)
+        return {**planned, "answer_mapping": mapping} if mapping is not None else planned
+
+    def estimate_cost(self, judge_input: RankingInput) -> float:
+        return 0.0
+
+    async def evaluate(self, judge_input: RankingInput, ref: CaseRef | None = None) -> Verdict:
+        verdict = await self._evaluate(judge_input, ref)
+        return dataclasses.replace(verdict, rendered_request=self.visible_request(judge_input))
+
+    async def _evaluate(self, judge_input: RankingInput, ref: CaseRef | None) -> Verdict:
+        refused = _too_many(self.spec, judge_input)
+        if refused is not None:
+            return refused
+        # A per-call copy: allowed_values is this fixture's candidate count, and the raw
+        # value is captured before Ragas' length check can replace it with None.
+        metric = copy.copy(self.metric)
+        metric.allowed_values = len(judge_input.candidates)
+        captured: dict[str, Any] = {}
+        validate = metric._validate_result_value
+
+        def capture(value: Any) -> Any:
+            captured["value"] = value
+            return validate(value)
+
+        metric._validate_result_value = capture
+        try:
+            result = await metric.ascore(**self._arguments(judge_input))
+        except Exception as exc:  # a user-supplied metric may raise anything; record it
+            return Verdict.failed("judge_exception", f"{type(exc).__name__}: {exc}")
+        returned = result.value if result.value is not None else captured.get("value")
+        if returned is None:
+            return Verdict.failed("judge_exception", str(result.reason or "the metric returned nothing")[:500])
+        order, winner, problem = interpret_ranking(returned, judge_input, ref)
+        if problem is not None:
+            return Verdict.failed("invalid_ranking", problem, order=order)
+        return Verdict(value=winner, reason=None if result.reason is None else str(result.reason), order=order)
+
+
+@register_kind("ragas-ranking")
+def _build_llm(spec: CandidateSpec, spec_path: Path) -> LLMRankingJudge:
+    return LLMRankingJudge(spec, spec_path)
+
+
+@register_kind("ragas-ranking-function")
+def _build_function(spec: CandidateSpec, spec_path: Path) -> FunctionRankingJudge:
+    return FunctionRankingJudge(spec, spec_path)
