@@ -592,7 +592,7 @@ def _card(records: list[dict[str, Any]]) -> str:
             "Responses are composed from a small set of authored sentences, so wording is repetitive within a group.",
             "One fictional retailer's policies; other businesses and policy styles are not covered.",
             "Single-turn answers only; multi-turn conversations, tool use and retrieval are not covered.",
-            "Adversarial prompt-injection inside responses is not covered.",
+            "Adversarial prompt-injection inside responses is not in the gold set; it is covered by the separate control suite data/controls/support-controls@1.yaml.",
             "Reviewer behaviour is simulated; real reviewer drift and fatigue are not represented.",
         ],
         "excluded_domains": [
