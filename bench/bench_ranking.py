@@ -27,17 +27,15 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
-import sys
 import tempfile
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
+
+from fake_server import fake_llm_process  # noqa: E402
 
 import workbench  # noqa: E402,F401  (sets RAGAS_DO_NOT_TRACK before ragas loads)
 from workbench.judges import load_candidate  # noqa: E402
@@ -47,29 +45,8 @@ RESPONDER = "workbench.demo.ranking:respond"
 PHRASES = ["original payment method", "5 business days", "identity verification", "prepaid return label", "48 hours", "tier 2", "1 business day", "membership page"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
 def server(latency: float):  # type: ignore[no-untyped-def]
-    port = free_port()
-    cmd = [sys.executable, "-m", "workbench", "fake-llm", "--port", str(port), "--latency", str(latency), "--responder", RESPONDER]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    return fake_llm_process(latency, responder=RESPONDER)
 
 
 def write_fixtures(directory: Path, n: int) -> Path:

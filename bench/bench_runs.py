@@ -23,19 +23,18 @@ import argparse
 import asyncio
 import json
 import os
-import socket
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from contextlib import contextmanager
 from pathlib import Path
 
 import yaml
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
+
+from fake_server import fake_llm_process  # noqa: E402
 
 import workbench  # noqa: E402,F401  (sets RAGAS_DO_NOT_TRACK before ragas loads)
 from workbench.gold import load_dataset  # noqa: E402
@@ -45,31 +44,8 @@ from workbench.runs import run_candidate  # noqa: E402
 PROMPT = "Grading notes:\n{grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nReturn pass or fail with a reason."
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
-def server(latency: float, faults: list[str] = ()):  # type: ignore[assignment]
-    port = free_port()
-    cmd = [sys.executable, "-m", "workbench", "fake-llm", "--port", str(port), "--latency", str(latency)]
-    for fault in faults:
-        cmd += ["--fault-rate", fault]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}/v1"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+def server(latency: float, faults: list[str] = ()):  # type: ignore[no-untyped-def]
+    return fake_llm_process(latency, faults=faults)
 
 
 def write_spec(directory: Path, base_url: str) -> Path:

@@ -263,16 +263,24 @@ class LLMJudge:
             return self._failed(exchange, kind, message, retryable=False)
         return self._interpret(result, exchange, judge_input, ref)
 
-    def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
+    def _answer_failure(self, exchange: _Exchange, exc: Exception) -> tuple[tuple[str, str] | None, str]:
+        """What is wrong with the last answer before its content is read: no answer (a judge
+        exception), a refusal, or no content. Returns ``(failure, content)``."""
         body = exchange.responses[-1]["body"] if exchange.responses else None
         message = _assistant_message(body)
         if message is None:
-            return "judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"
+            return ("judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"), ""
         if message.get("refusal"):
-            return "refusal", f"the model refused: {str(message['refusal'])[:300]}"
+            return ("refusal", f"the model refused: {str(message['refusal'])[:300]}"), ""
         content = message.get("content")
         if not isinstance(content, str) or not content.strip():
-            return "unparseable", "the model returned no content"
+            return ("unparseable", "the model returned no content"), ""
+        return None, content
+
+    def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
+        failure, content = self._answer_failure(exchange, exc)
+        if failure is not None:
+            return failure
         try:
             parsed = json.loads(content)
         except ValueError:

@@ -39,7 +39,7 @@ from typing import Any
 
 from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
-from ..judges._llm import LLMJudge, _assistant_message, _Exchange
+from ..judges._llm import LLMJudge, _Exchange
 from ..judges._registry import CaseRef, Verdict, make_identity, register_kind
 from ..judges._spec import CandidateSpec
 from ._pairs import NoiseInput
@@ -192,15 +192,9 @@ class NoiseJudge(LLMJudge):
         names = {c.__name__ for c in type(exc).__mro__}
         if not names & set(_OUTPUT_SCHEMA_ERRORS):
             return "judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"
-        body = exchange.responses[-1]["body"] if exchange.responses else None
-        message = _assistant_message(body)
-        if message is None:
-            return "judge_exception", f"{type(exc).__name__}: {str(exc)[:300]}"
-        if message.get("refusal"):
-            return "refusal", f"the model refused: {str(message['refusal'])[:300]}"
-        content = message.get("content")
-        if not isinstance(content, str) or not content.strip():
-            return "unparseable", "the model returned no content"
+        failure, content = self._answer_failure(exchange, exc)
+        if failure is not None:
+            return failure
         return "unparseable", f"the answer does not match NoiseSensitivity's statements schema: {content[:200]!r}"
 
     # -- requests -------------------------------------------------------------------------
