@@ -12,9 +12,7 @@ The analysis names are loaded on first use, so the judge registry can import thi
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from .._lazy import lazy_attributes
 from . import _judge  # noqa: F401  (registers the ragas-noise kind)
 from ._judge import KIND, METRIC, NoiseJudge, calls_per_score, explain
 from ._pairs import (
@@ -62,17 +60,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 
 __all__ = [

@@ -12,9 +12,7 @@
   failure artifact per failing case with a completeness check of the rendered request.
 """
 
-import importlib
-from typing import Any
-
+from .._lazy import lazy_attributes
 from ._fixtures import (
     FIXTURES_SCHEMA_VERSION,
     NEUTRAL_LABELS,
@@ -70,17 +68,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 
 __all__ = [
