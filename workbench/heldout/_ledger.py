@@ -9,7 +9,6 @@ matches an open ``started`` entry; ``workbench certify`` is the only thing that 
 from __future__ import annotations
 
 import getpass
-import json
 import os
 import uuid
 from collections.abc import Iterable
@@ -20,7 +19,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .._io import AppendOnlyLog, sha256_json
+from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json, sha256_json
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 
@@ -92,14 +91,11 @@ class HeldOutLedger:
             return []
         out: list[LedgerEntry] = []
         problems: list[Problem] = []
-        with open(self.path, encoding="utf-8") as fh:
-            for number, line in enumerate(fh, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    out.append(LedgerEntry.model_validate(json.loads(line)))
-                except ValueError as exc:
-                    problems.append(Problem(location=f"{self.path}:{number}", code="ledger_invalid", message=f"unreadable ledger entry ({str(exc)[:120]})", fix="the ledger is append-only evidence: restore it from version control"))
+        for number, line in iter_jsonl_lines(self.path):
+            try:
+                out.append(LedgerEntry.model_validate(loads_json(line)))
+            except ValueError as exc:
+                problems.append(Problem(location=f"{self.path}:{number}", code="ledger_invalid", message=f"unreadable ledger entry ({str(exc)[:120]})", fix="the ledger is append-only evidence: restore it from version control"))
         if problems:
             raise WorkbenchError("the held-out ledger is damaged", problems)
         return out

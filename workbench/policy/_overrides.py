@@ -16,7 +16,6 @@ slice by anything but a case-level review naming every false-pass case of that s
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time
 from pathlib import Path
@@ -24,7 +23,13 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .._io import AppendOnlyLog, iter_jsonl_lines, sha256_json
+from .._io import (
+    AppendOnlyLog,
+    JSONRecordError,
+    iter_jsonl_lines,
+    loads_json,
+    sha256_json,
+)
 from ..errors import Problem, WorkbenchError
 from ._policy import NAME_PATTERN, Policy
 
@@ -208,9 +213,10 @@ def load_overrides(path: str | Path) -> list[Override]:
     for number, text in iter_jsonl_lines(path, not_utf8):
         where = f"{path}:{number}"
         try:
-            raw = json.loads(text)
-        except ValueError as exc:
-            problems.append(Problem(location=where, code="override_malformed", message=f"not a JSON object ({exc.msg})", fix="restore the line from version control; the store is append-only"))
+            raw = loads_json(text)
+        except JSONRecordError as exc:
+            code = "override_malformed" if exc.code == "malformed_json" else exc.code
+            problems.append(Problem(location=where, code=code, message=f"not a valid JSON object ({exc.msg})", fix="restore the line from version control; the store is append-only"))
             continue
         if not isinstance(raw, dict):
             problems.append(Problem(location=where, code="override_malformed", message="not a JSON object", fix="restore the line from version control; the store is append-only"))

@@ -6,10 +6,18 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
-from .._io import iter_jsonl_lines
+from .._io import (
+    WRONG_TYPE_ERRORS,
+    JSONRecordError,
+    check_json,
+    iter_jsonl_lines,
+    json_problem,
+    loads_json,
+)
 from ..errors import Problem, WorkbenchError
 from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
 
@@ -55,16 +63,25 @@ def scan_results(path: str | Path, *, verify_requests: bool = False) -> Iterator
             yield Problem(location=f"{loc}:{not_utf8.pop(0)}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
         where = f"{loc}:{number}"
         try:
+            check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+        except JSONRecordError as exc:
+            yield json_problem(exc, where)
+            continue
+        try:
             result = JudgeResult.model_validate_json(text)
         except ValidationError as exc:
-            yield from _translate(exc, where, text)
+            yield from _translate(exc, where, loads_json(text))
             continue
         if result.schema_version > RESULT_SCHEMA_VERSION:
             yield Problem(location=where, case_id=result.case_id, code="schema_version_newer", message=f"result schema_version {result.schema_version} is newer than this workbench reads ({RESULT_SCHEMA_VERSION})", fix="upgrade the workbench")
             continue
         known = verified.get(result.judge_fingerprint)
         if known is None or known != result.judge:
-            if result.judge.fingerprint() != result.judge_fingerprint:
+            try:
+                actual = result.judge.fingerprint()
+            except ValueError:  # a value canonical JSON cannot hold
+                actual = None
+            if actual != result.judge_fingerprint:
                 yield Problem(location=where, case_id=result.case_id, code="fingerprint_mismatch", message="judge_fingerprint is not the sha256 of the judge identity", fix="recompute judge_fingerprint from 'judge'; results must not be edited by hand")
                 continue
             verified[result.judge_fingerprint] = result.judge
@@ -79,20 +96,21 @@ def scan_results(path: str | Path, *, verify_requests: bool = False) -> Iterator
         yield Problem(location=f"{loc}:{number}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
 
 
-def _translate(exc: ValidationError, where: str, text: str) -> list[Problem]:
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as jexc:
-        return [Problem(location=where, code="malformed_json", message=f"malformed JSON ({jexc.msg} at column {jexc.colno})", fix="each line must be one complete JSON object; a torn last line means the writer crashed")]
+def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
     case_id = raw.get("case_id") if isinstance(raw, dict) and isinstance(raw.get("case_id"), str) else None
     out = []
     for err in exc.errors(include_url=False):
         path = ".".join(str(p) for p in err["loc"]) or "record"
+        code = "invalid_result"
         if err["type"] == "missing":
             message, fix = f"missing required field '{path}'", "see docs/formats.md#judge-results for the required fields"
         elif err["type"] == "extra_forbidden":
             message, fix = f"unknown field '{path}'", "remove it or correct its spelling"
+        elif err["type"] in WRONG_TYPE_ERRORS:
+            code = "wrong_type"
+            message = f"field '{path}' must be {WRONG_TYPE_ERRORS[err['type']]} (got {json.dumps(err.get('input'))[:60]})"
+            fix = "write the value with its JSON type: numbers and true/false without quotes, whole numbers without a decimal point"
         else:
             message, fix = f"{path}: {err['msg']}", "see docs/formats.md#judge-results"
-        out.append(Problem(location=where, case_id=case_id, code="invalid_result", message=message, fix=fix))
+        out.append(Problem(location=where, case_id=case_id, code=code, message=message, fix=fix))
     return out

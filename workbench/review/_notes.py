@@ -15,7 +15,7 @@ from typing import Literal, get_args
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._io import AppendOnlyLog, iter_jsonl_lines
+from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
 from ..errors import Problem, WorkbenchError
 
 NOTE_SCHEMA_VERSION = 1
@@ -116,7 +116,10 @@ class ReviewNotes:
         for number, text in iter_jsonl_lines(self.path):
             where = f"{self.path}:{number}"
             try:
-                record = ReviewNote.model_validate_json(text)
+                record = ReviewNote.model_validate(loads_json(text))
+            except JSONRecordError as exc:
+                problems.append(json_problem(exc, where, fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
+                continue
             except ValidationError as exc:
                 problems.append(Problem(location=where, code="invalid_note", message=str(exc.errors(include_url=False)[0]["msg"]), fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
                 continue

@@ -8,12 +8,11 @@ file per fingerprint under the cache directory (``$WORKBENCH_CACHE_DIR``, defaul
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from .._io import AppendOnlyLog
+from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
 from ..results import JudgeResult
 
 
@@ -30,11 +29,9 @@ class VerdictCache:
         self._entries: dict[tuple[str, int], dict[str, Any]] = {}
         if self.path.exists():
             self._log_repair()
-            with open(self.path, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        entry = json.loads(line)
-                        self._entries[(entry["request_key"], entry["repeat"])] = entry["result"]
+            for _number, line in iter_jsonl_lines(self.path):
+                entry = loads_json(line)
+                self._entries[(entry["request_key"], entry["repeat"])] = entry["result"]
         self._log: AppendOnlyLog | None = None
 
     def _log_repair(self) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._io import atomic_write_json, sha256_json
+from .._io import atomic_write_json, loads_json, sha256_json
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeIdentity
 
@@ -93,7 +93,7 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
         atomic_write_json(path, proposed.model_dump(mode="json"))
         return proposed, False
     try:
-        existing = RunManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        existing = RunManifest.model_validate(loads_json(path.read_text(encoding="utf-8")))
     except (ValueError, json.JSONDecodeError) as exc:
         raise WorkbenchError("unreadable manifest", [Problem(location=str(path), code="manifest_invalid", message=f"the run manifest cannot be read ({exc})", fix="restore the manifest or use a new --out directory")]) from None
     if existing.content_sha256() != proposed.content_sha256():
