@@ -16,9 +16,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._io import read_yaml
 from ..errors import Problem, WorkbenchError
 
 CANDIDATE_SCHEMA_VERSION = 1
+
+MAX_RETRIES_LIMIT = 20
+"""The largest ``endpoint.max_retries`` a spec may declare: more would hammer a failing provider."""
 
 # Strings that look like credentials must never be stored in a spec.
 _KEY_PATTERN = re.compile(r"^(sk-[A-Za-z0-9_\-]{8,}|[A-Za-z0-9_\-]{32,})$")
@@ -28,16 +32,16 @@ _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 class Endpoint(BaseModel):
     """Where an OpenAI-compatible evaluator is served."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     base_url: str | None = None
     """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...)."""
     api_key_env: str | None = None
     """NAME of the environment variable that holds the API key. Never the key."""
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0, strict=True)
     """Per-call timeout."""
-    max_retries: int = Field(default=4, ge=0)
-    """Retries after a retryable failure (429, 5xx, timeout)."""
+    max_retries: int = Field(default=4, ge=0, le=MAX_RETRIES_LIMIT, strict=True)
+    """Retries after a retryable failure (429, 5xx, timeout); at most 20."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -50,7 +54,7 @@ class Endpoint(BaseModel):
 class Pricing(BaseModel):
     """Price table used to compute ``cost_usd`` of each call."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     input_per_million_usd: float = Field(default=0.0, ge=0)
     """USD per million prompt tokens."""
@@ -64,7 +68,7 @@ class Pricing(BaseModel):
 class Threshold(BaseModel):
     """How a score-based judge's score becomes a label. Chosen on calibration data, then frozen."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     value: float
     """The cut-off score."""
@@ -83,7 +87,7 @@ class Threshold(BaseModel):
 class CandidateSpec(BaseModel):
     """A judge candidate, exactly as stored in its YAML file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     schema_version: int = CANDIDATE_SCHEMA_VERSION
     """Candidate spec format version."""
@@ -151,10 +155,7 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     loc = str(path)
     if not path.exists():
         raise WorkbenchError("no candidate", [Problem(location=loc, code="candidate_missing", message="the candidate spec does not exist", fix="point --candidate at data/candidates/<name>@<version>.yaml")])
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_yaml", message=f"not valid YAML ({exc})", fix="correct the YAML syntax")]) from None
+    raw = read_yaml(path, prefix="candidate")
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_shape", message="the spec must be a YAML mapping", fix="write the spec as key: value pairs")])
     try:
@@ -162,10 +163,7 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     except ValidationError as exc:
         raise WorkbenchError(
             "invalid candidate",
-            [
-                Problem(location=loc, code="candidate_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}", fix="correct this field; see docs/formats.md#candidate-specs")
-                for e in exc.errors(include_url=False)
-            ],
+            [_spec_problem(loc, e) for e in exc.errors(include_url=False)],
         ) from None
     problems: list[Problem] = []
     if spec.schema_version > CANDIDATE_SCHEMA_VERSION:
@@ -176,6 +174,13 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     if problems:
         raise WorkbenchError("invalid candidate", problems)
     return spec, path
+
+
+def _spec_problem(loc: str, err: Any) -> Problem:
+    where = ".".join(map(str, err["loc"])) or "spec"
+    if tuple(err["loc"]) == ("endpoint", "max_retries") and err["type"] == "less_than_equal":
+        return Problem(location=loc, code="max_retries_too_high", message=f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT} retries are allowed", fix=f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing that often needs attention, not more calls")
+    return Problem(location=loc, code="candidate_invalid", message=f"{where}: {err['msg']}", fix="correct this field; see docs/formats.md#candidate-specs")
 
 
 def derive_spec(parent: CandidateSpec, *, version: str, prompt: str | None = None, description: str | None = None, **changes: Any) -> CandidateSpec:

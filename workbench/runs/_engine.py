@@ -14,7 +14,6 @@ ends *incomplete* with every unrun case listed. Incomplete is never a pass.
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +31,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from .._io import AppendOnlyLog, atomic_write_json, sha256_json
+from .._args import check_run_arguments, partition_name
+from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition
 from ..heldout import HeldOutAccess
@@ -170,11 +170,9 @@ def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
     found: dict[tuple[str, int], list[dict[str, Any]]] = {}
     if not path.exists():
         return found
-    with open(path, encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                row = json.loads(line)
-                found.setdefault((row["case_id"], row.get("repeat", 0)), []).append(row)
+    for _number, line in iter_jsonl_lines(path):
+        row = loads_json(line)
+        found.setdefault((row["case_id"], row.get("repeat", 0)), []).append(row)
     for rows in found.values():
         rows.sort(key=lambda r: r["attempt"])
     return found
@@ -215,7 +213,8 @@ async def run_candidate(
     ``held_out_access``: required for the held-out partition; only certification grants it,
     after recording the use in the held-out ledger.
     """
-    part = Partition(partition).value
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
+    part = Partition(partition_name(partition)).value
     if part == "held_out" and (held_out_access is None or held_out_access.entry.candidate_fingerprint != judge.identity.fingerprint()):
         raise WorkbenchError(
             "held-out refused",
@@ -251,6 +250,7 @@ async def run_items(
     ``grid`` says the items are every case x every repeat (the manifest then stores the
     cases only).
     """
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
     if partition == "held_out" and not grid:
         raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="held_out_refused", message="held-out gold is judged only through certification", fix="use development or calibration")])
     out = Path(out_dir)
