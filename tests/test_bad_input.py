@@ -702,3 +702,33 @@ def test_identity_fingerprint_of_read_results_is_unchanged() -> None:
     row = make_result(case, cost_usd=0.5, tokens_in=3)
     result = JudgeResult.model_validate(row)
     assert result.judge.fingerprint() == fingerprint(JUDGE)
+
+
+def test_ranking_judge_with_an_empty_reason_is_an_evaluator_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_ranking import KEY_ENV, fixture, llm_spec, quality_responder, run
+
+    from workbench.ranking import RankingFixture
+    from workbench.results import read_results
+    from workbench.testing import FakeLLM, Reply
+
+    monkeypatch.setenv(KEY_ENV, "test-key")
+
+    def responder(request: Any) -> Reply:
+        answer = json.loads(quality_responder(request).content or "{}")
+        return Reply(value=None, content=json.dumps({"reason": "", "value": answer["value"]}))
+
+    fs = [RankingFixture.model_validate(fixture("r-1", n=3))]
+    with FakeLLM(responder=responder, port=0) as llm:
+        run(llm_spec(tmp_path / "spec", llm.base_url), fs, tmp_path / "run", repeats=0, max_exhaustive=0, sample=1)
+    (line,) = read_results(tmp_path / "run" / "results.jsonl")
+    assert line.result.error is not None and line.result.error.kind == "missing_reason"
+    assert line.result.value is None and line.result.order is not None  # the returned order is kept as evidence
+
+
+@pytest.mark.parametrize(("kw", "name"), [({"max_exhaustive": "4"}, "max_exhaustive"), ({"sample": 0}, "sample"), ({"repeats": 1.5}, "repeats")])
+def test_ranking_battery_refuses_wrongly_typed_arguments(kw: dict[str, object], name: str) -> None:
+    from workbench.ranking import position_battery
+
+    with pytest.raises(WorkbenchError) as info:
+        position_battery(ROOT / "data" / "ranking" / "support-ranking@1.yaml", **kw)  # type: ignore[arg-type]
+    assert codes(info.value) == ["invalid_argument"] and name in info.value.problems[0].message

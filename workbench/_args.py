@@ -54,6 +54,13 @@ def check_repeats(value: Any, name: str = "repeats") -> int:
     return int(value)
 
 
+def check_int(value: Any, name: str, *, minimum: int) -> int:
+    """``value`` if it is a whole number of at least ``minimum`` (not a bool, float or string)."""
+    if not _is_int(value) or value < minimum:
+        raise _refuse(name, "invalid_argument", f"{name} must be a whole number of at least {minimum}, got {value!r}", f"set {name} to a whole number of at least {minimum} (an int, not a string)")
+    return int(value)
+
+
 def check_run_arguments(*, concurrency: Any, budget_usd: Any = None, max_cases: Any = None, repeats: Any = 1) -> None:
     """Every run-engine argument at once (the first bad one is raised)."""
     check_concurrency(concurrency)

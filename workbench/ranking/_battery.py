@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from .._args import check_int
 from ._fixtures import NEUTRAL_LABELS, FixtureSet, RankingFixture, as_fixture_set
 from ._judges import PresentedCandidate, RankingInput
 
@@ -104,8 +105,9 @@ def position_battery(
 
     ``repeats`` = 0 plans the position battery only.
     """
-    if repeats < 0 or sample < 1 or max_exhaustive < 0:
-        raise ValueError("repeats must be >= 0, sample >= 1 and max_exhaustive >= 0")
+    check_int(repeats, "repeats", minimum=0)
+    check_int(sample, "sample", minimum=1)
+    check_int(max_exhaustive, "max_exhaustive", minimum=0)
     items: list[WorkItem] = []
     for fixture in as_fixture_set(fixtures).fixtures:
         orders = presentation_orders(len(fixture.candidates), max_exhaustive=max_exhaustive, sample=sample, seed=seed, key=fixture.case_id)
