@@ -546,6 +546,21 @@ def test_cli_concurrency_below_one_exits_2(tmp_path: Path, make_dataset, value: 
     assert result.exit_code == 2 and "Traceback" not in result.output and "concurrency" in result.output
 
 
+@pytest.mark.parametrize("value", ["nan", "inf", "-1"])
+def test_cli_budget_must_be_a_finite_amount(tmp_path: Path, make_dataset, value: str) -> None:
+    spec = ROOT / "data" / "candidates" / "rubric-judge@1.yaml"
+    result = run_cli(spec, make_dataset([make_case("a")]), tmp_path, "--budget-usd", value)
+    assert result.exit_code == 2 and "Traceback" not in result.output and "--budget-usd" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_negative_repeat_exits_2(make_dataset, tmp_path: Path) -> None:
+    case = make_case("a")
+    results = write_results(tmp_path / "r.jsonl", [make_result(case)])
+    result = invoke("align", "--gold", str(make_dataset([case])), "--results", str(results), "--repeat", "-1")
+    assert result.exit_code == 2 and "--repeat" in result.output
+
+
 @pytest.mark.parametrize("value", [0, -3, "8", 8.0, True, None])
 def test_library_run_refuses_bad_concurrency(tmp_path: Path, make_dataset, value: object) -> None:
     from workbench.gold import load_dataset
@@ -559,7 +574,7 @@ def test_library_run_refuses_bad_concurrency(tmp_path: Path, make_dataset, value
     assert not (tmp_path / "out" / "results.jsonl").exists()
 
 
-@pytest.mark.parametrize(("kw", "code"), [({"budget_usd": "1"}, "invalid_budget"), ({"budget_usd": float("nan")}, "invalid_budget"), ({"max_cases": 0}, "invalid_max_cases"), ({"max_cases": "5"}, "invalid_max_cases"), ({"repeats": 0}, "invalid_repeats")])
+@pytest.mark.parametrize(("kw", "code"), [({"budget_usd": "1"}, "invalid_budget"), ({"budget_usd": float("nan")}, "invalid_budget"), ({"max_cases": -1}, "invalid_max_cases"), ({"max_cases": "5"}, "invalid_max_cases"), ({"repeats": 0}, "invalid_repeats")])
 def test_library_run_refuses_other_bad_arguments(tmp_path: Path, make_dataset, kw: dict[str, object], code: str) -> None:
     from workbench.gold import load_dataset
     from workbench.runs import run_candidate_sync

@@ -39,11 +39,11 @@ def check_budget(value: Any, name: str = "budget_usd") -> float | None:
 
 
 def check_max_cases(value: Any, name: str = "max_cases") -> int | None:
-    """``None`` or a whole number of at least 1."""
+    """``None`` or a whole number of at least 0 (the CLI's ``--max-cases`` allows 0)."""
     if value is None:
         return None
-    if not _is_int(value) or value < 1:
-        raise _refuse(name, "invalid_max_cases", f"{name} must be a whole number of at least 1, or None, got {value!r}", f"set {name} to e.g. 10, or None for no limit")
+    if not _is_int(value) or value < 0:
+        raise _refuse(name, "invalid_max_cases", f"{name} must be a whole number of at least 0, or None, got {value!r}", f"set {name} to e.g. 10, or None for no limit")
     return int(value)
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import Problem, WorkbenchError
-from ._common import echo_json, user_errors
+from ._common import BUDGET_USD, echo_json, user_errors
 
 
 @click.command("noise")
@@ -17,7 +17,7 @@ from ._common import echo_json, user_errors
 @click.option("--out", default=None, type=click.Path(path_type=str), help="Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, noise_run.json, noise_report.json.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (kind workbench.noise).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent pair members in flight.")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop scheduling calls before recorded spend (controls + candidates) could exceed this.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Stop scheduling calls before recorded spend (controls + candidates) could exceed this.")
 @click.option("--cache", "cache_dir", type=click.Path(path_type=str), default=None, help="Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..errors import Problem, WorkbenchError
-from ._common import echo_json, user_errors
+from ._common import BUDGET_USD, echo_json, user_errors
 
 EXIT_NOT_PASSED = 1
 """Exit code when the report does not pass (integration defect, must-win reversal, incomplete)."""
@@ -20,7 +20,7 @@ EXIT_NOT_PASSED = 1
 @click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure artifacts are written here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report (workbench.ranking.RankingReport).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop scheduling calls before recorded spend could exceed this.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Stop scheduling calls before recorded spend could exceed this.")
 @click.option("--max-exhaustive", type=click.IntRange(min=0), default=4, show_default=True, help="All permutations for fixtures with at most this many candidates.")
 @click.option("--sample", type=click.IntRange(min=1), default=8, show_default=True, help="Permutations per larger fixture (identity, rotations, then seeded random).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutation sample.")
