@@ -747,3 +747,30 @@ def test_ranking_battery_refuses_wrongly_typed_arguments(kw: dict[str, object], 
     with pytest.raises(WorkbenchError) as info:
         position_battery(ROOT / "data" / "ranking" / "support-ranking@1.yaml", **kw)  # type: ignore[arg-type]
     assert codes(info.value) == ["invalid_argument"] and name in info.value.problems[0].message
+
+
+def _other_yaml_loaders() -> dict[str, Any]:
+    from workbench.controls import load_suite
+    from workbench.noise import load_pairs
+    from workbench.policy import load_policy
+    from workbench.ranking import load_fixtures
+
+    return {"policy": load_policy, "controls": load_suite, "noise": load_pairs, "ranking": load_fixtures}
+
+
+@pytest.mark.parametrize("kind", ["policy", "controls", "noise", "ranking"])
+@pytest.mark.parametrize("attack", ["deep", "duplicate", "large"])
+def test_other_yaml_files_refuse_deep_duplicate_and_large_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, attack: str) -> None:
+    path = tmp_path / "x@1.yaml"
+    if attack == "deep":
+        path.write_text("name: x\nversion: '1'\nnote: " + "[" * DEEP + "]" * DEEP + "\n")
+    elif attack == "duplicate":
+        path.write_text("name: x\nversion: '1'\nname: y\n")
+    else:
+        path.write_text("name: x\nversion: '1'\nnote: " + "a" * 5000 + "\n")
+        monkeypatch.setenv("WORKBENCH_MAX_YAML_BYTES", "1024")
+    with pytest.raises(WorkbenchError) as info:
+        _other_yaml_loaders()[kind](path)
+    text = str(info.value)
+    expected = {"deep": "nested too deeply", "duplicate": "duplicate key 'name'", "large": "larger than 1024 bytes"}[attack]
+    assert expected in text, text

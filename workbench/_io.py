@@ -430,13 +430,24 @@ class DuplicateYAMLKey(yaml.constructor.ConstructorError):
     """A YAML mapping repeats a key (the last one would silently win)."""
 
 
+class YAMLTooDeep(yaml.YAMLError):
+    """The YAML nests deeper than the interpreter can follow."""
+
+    problem = "the YAML is nested too deeply to read"
+    problem_mark = None
+
+    def __str__(self) -> str:
+        return self.problem
+
+
 def yaml_loads(text: str) -> Any:
-    """``yaml.safe_load`` that refuses duplicate keys (:class:`DuplicateYAMLKey`) and raises
-    :class:`JSONRecordError`-like ``RecursionError`` as ``ValueError`` ("nested too deeply")."""
+    """``yaml.safe_load`` that refuses duplicate keys (:class:`DuplicateYAMLKey`) and too-deep
+    nesting (:class:`YAMLTooDeep` instead of a ``RecursionError``). Both are ``yaml.YAMLError``,
+    so a caller that handles syntax errors handles these too."""
     try:
         return yaml.load(text, Loader=_StrictYAMLLoader)  # noqa: S506 - a SafeLoader subclass
     except RecursionError:
-        raise ValueError("the YAML is nested too deeply to read") from None
+        raise YAMLTooDeep() from None
 
 
 def read_yaml(path: str | os.PathLike[str], *, prefix: str, fix: str = "correct the YAML syntax") -> Any:
@@ -459,6 +470,8 @@ def parse_yaml(text: str, loc: str, *, prefix: str, fix: str = "correct the YAML
     """Parse YAML text strictly (see :func:`read_yaml`); ``loc`` names it in problems."""
     try:
         return yaml_loads(text)
+    except YAMLTooDeep as exc:
+        raise WorkbenchError(f"{loc}: too deep", [Problem(location=loc, code="yaml_too_deep", message=exc.problem, fix="flatten the file; no workbench file nests this deeply", severity=severity)]) from None  # type: ignore[arg-type]
     except DuplicateYAMLKey as exc:
         mark = exc.problem_mark
         where = f"{loc}:{mark.line + 1}" if mark else loc
@@ -467,8 +480,6 @@ def parse_yaml(text: str, loc: str, *, prefix: str, fix: str = "correct the YAML
         mark = getattr(exc, "problem_mark", None)
         where = f"{loc}:{mark.line + 1}" if mark else loc
         raise WorkbenchError(f"{loc}: not valid YAML", [Problem(location=where, code=f"{prefix}_yaml", message=f"not valid YAML ({getattr(exc, 'problem', None) or exc})", fix=fix, severity=severity)]) from None  # type: ignore[arg-type]
-    except ValueError as exc:
-        raise WorkbenchError(f"{loc}: too deep", [Problem(location=loc, code="yaml_too_deep", message=str(exc), fix="flatten the file; no workbench file nests this deeply", severity=severity)]) from None  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager
