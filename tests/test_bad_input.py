@@ -774,3 +774,21 @@ def test_other_yaml_files_refuse_deep_duplicate_and_large_input(tmp_path: Path, 
     text = str(info.value)
     expected = {"deep": "nested too deeply", "duplicate": "duplicate key 'name'", "large": "larger than 1024 bytes"}[attack]
     assert expected in text, text
+
+
+@pytest.mark.parametrize(("field", "value"), [("params", {"temperature": float("nan")}), ("params", {"nested": {"top_p": float("inf")}}), ("pricing", {"input_per_million_usd": float("inf")}), ("endpoint", {"timeout_s": float("inf")})])
+def test_candidate_with_non_finite_numbers_is_refused(tmp_path: Path, field: str, value: dict[str, Any]) -> None:
+    """YAML's .nan/.inf would be written into the judge identity as null: the spec is refused."""
+    spec = write_llm_spec(tmp_path / "c", **{field: value})
+    assert ".nan" in spec.read_text() or ".inf" in spec.read_text()
+    with pytest.raises(WorkbenchError) as info:
+        load(spec)
+    assert codes(info.value) == ["non_finite_number"]
+
+
+def test_derived_candidate_with_non_finite_params_is_refused() -> None:
+    from workbench.judges import derive_spec, load_spec
+
+    spec, _ = load_spec(ROOT / "data" / "candidates" / "rubric-judge@1.yaml")
+    with pytest.raises(ValueError, match="finite"):
+        derive_spec(spec, version="9", params={"temperature": float("nan")})

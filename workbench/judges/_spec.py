@@ -9,6 +9,7 @@ Ragas version, so changing any of them yields a new fingerprint.
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -129,6 +130,13 @@ class CandidateSpec(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _finite_params(self) -> CandidateSpec:
+        bad = _non_finite(self.params, "params")
+        if bad:
+            raise ValueError(f"{NON_FINITE}: {', '.join(bad)}")
+        return self
+
+    @model_validator(mode="after")
     def _no_secrets(self) -> CandidateSpec:
         for key, value in _walk(self.params):
             if isinstance(value, str) and ("key" in key.lower() or "token" in key.lower() or "secret" in key.lower()) and _KEY_PATTERN.match(value):
@@ -138,6 +146,20 @@ class CandidateSpec(BaseModel):
     @property
     def label(self) -> str:
         return f"{self.name}@{self.version}"
+
+
+NON_FINITE = "not a finite number (.nan, .inf and -.inf would be recorded as null)"
+
+
+def _non_finite(obj: Any, where: str) -> list[str]:
+    """Paths of every NaN or infinite float in ``obj``."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return [where]
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _non_finite(v, f"{where}.{k}")]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _non_finite(v, f"{where}[{i}]")]
+    return []
 
 
 def _walk(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
@@ -158,6 +180,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     raw = read_yaml(path, prefix="candidate")
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_shape", message="the spec must be a YAML mapping", fix="write the spec as key: value pairs")])
+    bad = _non_finite(raw, "spec")
+    if bad:
+        raise WorkbenchError("invalid candidate", [Problem(location=loc, code="non_finite_number", message=f"{where[5:]} is {NON_FINITE}", fix="write a finite number") for where in bad])
     try:
         spec = CandidateSpec.model_validate(raw)
     except ValidationError as exc:
