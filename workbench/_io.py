@@ -4,6 +4,11 @@ Every hash the workbench records is a sha256 over canonical JSON: sorted keys, U
 insignificant whitespace. Every file it writes is written atomically (temporary file in the
 same directory, fsync, rename), except evidence logs, which are append-only JSON Lines with
 one flushed and fsynced record per line.
+
+Every reader is bounded and strict (docs/formats.md#reading-rules-for-every-file): JSON Lines
+are read in chunks of at most ``WORKBENCH_MAX_LINE_BYTES`` (8 MiB), YAML and prompt files are
+at most ``WORKBENCH_MAX_YAML_BYTES`` (4 MiB), and JSON records refuse duplicate keys,
+NaN/Infinity and too-deep nesting (:func:`loads_json`, :func:`check_json`).
 """
 
 from __future__ import annotations
@@ -393,6 +398,7 @@ WRONG_TYPE_ERRORS: dict[str, str] = {
     "string_type": "a string",
 }
 """Pydantic error types that readers report as ``wrong_type``: records are read with strict JSON types."""
+
 
 def json_problem(exc: JSONRecordError, location: str, *, case_id: str | None = None, fix: str | None = None) -> Problem:
     """The :class:`Problem` for a refused JSON record, with a fix for its code."""
