@@ -99,7 +99,7 @@ GateOutcome = Literal["certified", "quality_failed", "evaluation_incomplete", "r
 CATEGORY_ORDER: dict[str, int] = {"incomplete": 0, "quality": 1, "review": 2}
 EXIT_CODES: dict[str, int] = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
 """Process exit code of ``workbench gate`` per outcome (2 is invalid input)."""
-UnappliedReason = Literal["other_policy", "other_candidate", "expired", "not_yet_active", "no_matching_blocker", "not_covered", "not_waivable"]
+UnappliedReason = Literal["other_policy", "other_candidate", "expired", "not_yet_active", "no_matching_blocker", "already_waived", "not_covered", "not_waivable"]
 
 
 class _Model(BaseModel):
@@ -149,7 +149,8 @@ class UnappliedOverride(_Model):
     """The policy it names (``name@version``)."""
     reason: UnappliedReason
     """``other_policy``, ``other_candidate``, ``expired``, ``not_yet_active``;
-    ``no_matching_blocker`` (no blocker has one of its codes), ``not_covered`` (a blocker has
+    ``no_matching_blocker`` (no blocker has one of its codes), ``already_waived`` (every
+    blocker it covers was waived by another override first), ``not_covered`` (a blocker has
     the code but the override's slices/cases do not cover it, e.g. a critical false pass
     waived by slice instead of by naming every false-pass case) or ``not_waivable`` (the
     blocker it names can never be waived)."""
@@ -337,7 +338,8 @@ def unapplied_overrides(
     has none), ``other_candidate``, ``expired``, ``not_yet_active``; then, for an override in
     force, the strongest reason over its codes: ``not_waivable`` (a blocker with the code
     exists but can never be waived), ``not_covered`` (it exists but the override's slices or
-    cases do not cover it), ``no_matching_blocker``. ``details`` has one sentence per code.
+    cases do not cover it), ``already_waived`` (another override, first in id order, waived
+    it), ``no_matching_blocker``. ``details`` has one sentence per code.
     """
     applied = {w.override_id for w in waived}
     waived_by = {id(w.blocker): w.override_id for w in waived}
@@ -363,7 +365,7 @@ def unapplied_overrides(
 
 
 def _why_no_blocker_waived(o: Override, blockers: Sequence[Blocker], waived_by: dict[int, str]) -> tuple[UnappliedReason, list[str]]:
-    rank = {"no_matching_blocker": 0, "not_covered": 1, "not_waivable": 2}
+    rank = {"no_matching_blocker": 0, "already_waived": 1, "not_covered": 2, "not_waivable": 3}
     worst: UnappliedReason = "no_matching_blocker"
     details: list[str] = []
     for code in o.codes:
@@ -375,6 +377,8 @@ def _why_no_blocker_waived(o: Override, blockers: Sequence[Blocker], waived_by: 
             where = f"{code} in slice {b.slice}" if b.slice else f"{code} (whole evaluation)"
             if id(b) in waived_by:
                 details.append(f"{where}: already waived by {waived_by[id(b)]}")
+                if rank["already_waived"] > rank[worst]:
+                    worst = "already_waived"
                 continue
             if b.category == "incomplete" or not b.waivable or b.code in NON_WAIVABLE_CODES:
                 reason: UnappliedReason = "not_waivable"
