@@ -336,7 +336,8 @@ def test_text_report_and_frames(dataset):
     report = report_of(dataset, standard_rows(), partition="development")
     text = format_report(report)
     assert "status:     INCOMPLETE" in text and "Missing: g3" in text and "timeout=1" in text
-    assert "8 in scope, 6 verdicts, 1 evaluator errors, 1 missing" in text
+    assert "8 in scope, 6 verdicts (6 decided, 0 abstentions), 1 evaluator errors, 1 missing" in text
+    assert "coverage:   6/8 = 0.75" in text  # decided verdicts / cases in scope
     frame = report.slice_frame()
     assert list(frame.index) == ["billing", "general", "empty", "(all)"]
     assert frame.loc["billing", "false_pass"] == "1/2"

@@ -131,7 +131,7 @@ def _hostile_policy(directory: Path) -> Path:
         "max_evaluator_errors": 0,
         "min_n_per_slice": 1,
         "slices": {
-            "billing": {"risk": "critical", "max_false_passes": 0, "max_false_pass_rate": 0.1, "false_pass_rate_basis": "upper_95"},
+            "billing": {"risk": "critical", "max_abstention_rate": 0.1, "max_false_passes": 0, "max_false_pass_rate": 0.1, "false_pass_rate_basis": "upper_95"},
             "general": {"risk": "low", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point"},
             "empty": {"risk": "medium", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point", "min_n": 0},
         },

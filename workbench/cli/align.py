@@ -23,7 +23,9 @@ def align(gold: str, results: str, partition: str | None, repeat: int, as_json: 
 
     Refuses duplicate results, unknown cases, response-hash mismatches and mixed judges
     (exit 2). Cases without a result are 'missing': the evaluation is incomplete, which is
-    never a pass and never a disagreement.
+    never a pass and never a disagreement. Coverage (decided verdicts / cases in scope) is
+    shown beside every rate; abstentions (verdicts in the rubric's abstain labels) are in no
+    false-pass or false-fail numerator or denominator.
     """
     report = align_fn(gold, results, partition=partition, repeat=repeat)
     if as_json:

@@ -66,9 +66,11 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
     """Decide whether judge results meet a reviewed release policy.
 
     Joins the results to the adjudicated gold labels, checks every slice against the policy's
-    limits (false passes, false-pass rate on its basis, false-fail rate, minimum cases),
-    evaluator errors, run completeness and spend, applies active overrides, and prints the
-    outcome with one line per blocker and its numbers.
+    limits (false passes, false-pass rate on its basis, false-fail rate, abstention rate,
+    minimum decided cases), refuses a constant judge, checks evaluator errors, run
+    completeness and spend, applies active overrides, and prints the outcome with one line
+    per blocker and its numbers, every override that did not apply and why, and a per-slice
+    table with coverage (decided verdicts / cases in scope) beside every rate.
 
     Exit code: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required,
     2 invalid input. A missing result is never a pass.
