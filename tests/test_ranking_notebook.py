@@ -7,9 +7,18 @@ from pathlib import Path
 
 import nbformat
 import papermill
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_ranking.ipynb"
+
+
+def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
+    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be free ports, not the spec's default."""
+    urls = {json.loads(p.read_text(encoding="utf-8"))["endpoint_url"] for p in run_root.rglob("run.json")}
+    default = yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]["base_url"]
+    assert urls and default not in urls and all(u and u.startswith("http://127.0.0.1:") for u in urls), urls
+    return urls
 
 
 def _execute(tmp_path: Path, **parameters: object) -> str:
@@ -51,6 +60,7 @@ def test_llm_ranker_battery_finds_the_position_bias(tmp_path: Path) -> None:
     assert (run / "failures" / "damaged-item-005.json").exists()
     report = json.loads((run / "ranking_report.json").read_text())
     assert report["repeatability"]["stable_cases"]["rate"] == 1.0 and report["position_sensitivity"]["stable_cases"]["k"] == 8
+    assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "support-llm-ranker@1.yaml")) == 1
 
 
 def test_deterministic_ranker_passes_with_monitor_only_drift(tmp_path: Path) -> None:
