@@ -23,8 +23,9 @@ $(STAMP): pyproject.toml
 DEMO_CACHE := $(DEMO_OUT)/.cache
 DEMO_CANDIDATE := data/candidates/rubric-judge@2.yaml
 DEMO_POLICY := data/policies/support-release@2.yaml
-# The demo LLM judge talks to the local fake server; the key is a placeholder, read from the
-# environment like a real one and never written anywhere.
+# The demo LLM judge talks to the local fake server, which binds a free port and exports its URL
+# as WORKBENCH_DEMO_LLM_URL (the candidate's endpoint.base_url_env); the key is a placeholder,
+# read from the environment like a real one and never written anywhere.
 export DEMO_LLM_API_KEY ?= demo-placeholder-key
 
 demo: $(STAMP)
@@ -36,7 +37,7 @@ demo: $(STAMP)
 		--partition development --out $(DEMO_OUT)/rubric-judge@1/development --cache $(DEMO_CACHE)
 	$(BIN)/workbench run --candidate data/candidates/rubric-judge@2.yaml --gold $(DEMO_GOLD) \
 		--partition development --out $(DEMO_OUT)/rubric-judge@2/development --cache $(DEMO_CACHE)
-	$(BIN)/workbench fake-llm --port 8765 --latency 0.05 --responder workbench.demo.fake_llm:respond \
+	$(BIN)/workbench fake-llm --port 0 --export WORKBENCH_DEMO_LLM_URL --latency 0.05 --responder workbench.demo.fake_llm:respond \
 		--require-api-key-env DEMO_LLM_API_KEY -- \
 		$(BIN)/workbench run --candidate data/candidates/support-llm-judge@1.yaml --gold $(DEMO_GOLD) \
 		--partition development --out $(DEMO_OUT)/support-llm-judge@1/development --cache $(DEMO_CACHE) \

@@ -219,3 +219,23 @@ def _isolated_verdict_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatc
     path = tmp_path_factory.mktemp("verdict-cache")
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(path))
     return path
+
+
+DEMO_URL_ENVS = ("WORKBENCH_DEMO_LLM_URL", "WORKBENCH_DEMO_RANKER_URL", "WORKBENCH_DEMO_NOISE_URL")
+"""The variables the demo candidates read their base URL from (``endpoint.base_url_env``)."""
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_demo_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees a demo URL it did not set (a shell's, or one a helper exported in another test)."""
+    for name in DEMO_URL_ENVS:
+        monkeypatch.delenv(name, raising=False)
+
+
+# Tests that need ../shared/datasets: the `datasets` marker, skip or fail, and the count at the end.
+from _datasets import (  # noqa: E402,F401  (pytest finds hooks by name in conftest)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_makereport,
+    pytest_terminal_summary,
+)

@@ -26,7 +26,7 @@ from browser_support import (
     JupyterLabServer,
     PageWatch,
     launch_chromium,
-    port_is_free,
+    port_is_closed,
     require_chromium,
     wait_until,
     watch_page,
@@ -47,7 +47,6 @@ TESTS = Path(__file__).resolve().parent
 DEMO_CANDIDATE = "data/candidates/rubric-judge@2.yaml"
 DEMO_POLICY = "data/policies/support-release@1.yaml"
 DEMO_GOLD = "data/demo"
-DEMO_LLM_PORT = 8765  # the notebook's serve_demo_llm() binds it
 
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMG = '<img src=x onerror="window.__pwned=2">'
@@ -307,12 +306,6 @@ def _workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def jupyterlab(chromium: None, tmp_path: Path) -> Iterator[JupyterLabServer]:
-    if not port_is_free(DEMO_LLM_PORT):
-        pytest.fail(
-            f"port {DEMO_LLM_PORT} on 127.0.0.1 is busy: 01_develop.ipynb starts the demo fake LLM there. "
-            "Stop whatever holds it (e.g. `workbench fake-llm`, another notebook kernel) and rerun.",
-            pytrace=False,
-        )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTEST_"))}
     env["WORKBENCH_CACHE_DIR"] = str(tmp_path / "cache")
     env["RAGAS_DO_NOT_TRACK"] = "true"
@@ -322,7 +315,16 @@ def jupyterlab(chromium: None, tmp_path: Path) -> Iterator[JupyterLabServer]:
         yield server
     finally:
         server.stop()
-    wait_until(lambda: port_is_free(DEMO_LLM_PORT), timeout_s=15, what=f"port {DEMO_LLM_PORT} to be released after JupyterLab shut down (a kernel outlived the server)")
+    # The notebook's kernel served the demo model on a free port (recorded in run.json): it
+    # must be gone with the server, or a kernel outlived JupyterLab.
+    for port in _demo_model_ports(tmp_path / "runs" / "develop"):
+        wait_until(lambda port=port: port_is_closed(port), timeout_s=15, what=f"the notebook's demo model on port {port} to stop after JupyterLab shut down (a kernel outlived the server)")
+
+
+def _demo_model_ports(run_root: Path) -> set[int]:
+    """Ports of the demo model the notebook's runs called, from each run.json's ``endpoint_url``."""
+    urls = {json.loads(p.read_text(encoding="utf-8")).get("endpoint_url") for p in run_root.glob("*/*/development/run.json")}
+    return {int(url.rsplit(":", 1)[1].split("/", 1)[0]) for url in urls if url}
 
 
 FIND_PANEL = """
@@ -445,6 +447,9 @@ def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(jupyterlab: Jupy
 
     wait_until(run_finished, timeout_s=150, interval_s=0.5, what="01_develop.ipynb to finish running all cells", diagnose=lambda: f"progress: {progress}\n{lab.log_tail()}")
     assert progress["executed"] == progress["code"], f"not every code cell ran: {progress}"
+    default_port = int(yaml.safe_load((ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text())["endpoint"]["base_url"].rsplit(":", 1)[1].split("/")[0])
+    ports = _demo_model_ports(tmp_path / "runs" / "develop")
+    assert len(ports) == 1 and default_port not in ports, f"the notebook's demo model should serve one free port, not the spec's default: {ports}"
 
     slice_dropdown = page.locator(".widget-dropdown", has=page.locator("label", has_text=re.compile(r"^slice$")))
     widget = page.locator(".jp-OutputArea-output", has=slice_dropdown).last

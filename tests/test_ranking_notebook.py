@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import nbformat
 import papermill
-import pytest
-
-from workbench.demo.ranking import DEMO_RANKING_PORT
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_ranking.ipynb"
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
+    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be free ports, not the spec's default."""
+    urls = {json.loads(p.read_text(encoding="utf-8"))["endpoint_url"] for p in run_root.rglob("run.json")}
+    default = yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]["base_url"]
+    assert urls and default not in urls and all(u and u.startswith("http://127.0.0.1:") for u in urls), urls
+    return urls
 
 
 def _execute(tmp_path: Path, **parameters: object) -> str:
@@ -47,8 +43,8 @@ def test_committed_thin_without_outputs() -> None:
 
 
 def test_llm_ranker_battery_finds_the_position_bias(tmp_path: Path) -> None:
-    if not _port_free(DEMO_RANKING_PORT):
-        pytest.skip(f"port {DEMO_RANKING_PORT} is in use")
+    # The notebook serves the demo ranking model on a free port (never a fixed one that another
+    # run may hold), so this test has no reason to skip.
     text = _execute(tmp_path)
     assert "support-llm-ranker@1" in text and "NOT PASSED" in text
     assert "must-win reversal in 1 case(s): damaged-item-005" in text
@@ -64,6 +60,7 @@ def test_llm_ranker_battery_finds_the_position_bias(tmp_path: Path) -> None:
     assert (run / "failures" / "damaged-item-005.json").exists()
     report = json.loads((run / "ranking_report.json").read_text())
     assert report["repeatability"]["stable_cases"]["rate"] == 1.0 and report["position_sensitivity"]["stable_cases"]["k"] == 8
+    assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "support-llm-ranker@1.yaml")) == 1
 
 
 def test_deterministic_ranker_passes_with_monitor_only_drift(tmp_path: Path) -> None:

@@ -18,7 +18,6 @@ perfect and only the permutations reveal the bias.
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any
 
@@ -26,8 +25,8 @@ from ragas.metrics import ranking_metric
 
 from ..testing import ChatRequest, Reply
 
-DEMO_RANKING_PORT = 8766
-"""Port of the demo ranking model (``support-llm-ranker@1``'s base_url)."""
+DEMO_RANKING_URL_ENV = "WORKBENCH_DEMO_RANKER_URL"
+"""The variable ``support-llm-ranker@1`` reads its base URL from (``endpoint.base_url_env``)."""
 
 POLICY_PHRASES: tuple[str, ...] = (
     "password reset link",
@@ -150,36 +149,14 @@ def respond(request: ChatRequest) -> Reply:
     return Reply(value=None, content=json.dumps({"reason": reason, "value": order}))
 
 
-def serve_ranking_llm(port: int = DEMO_RANKING_PORT, latency_s: float = 0.01) -> Any:
-    """Start the demo ranking model on 127.0.0.1:``port`` for offline notebooks.
+def serve_ranking_llm(port: int = 0, latency_s: float = 0.01, *, env: str | None = DEMO_RANKING_URL_ENV) -> Any:
+    """Start the demo ranking model on 127.0.0.1 for offline notebooks.
 
-    Returns the running :class:`~workbench.testing.FakeLLM` (call ``.stop()``), or None when
-    the demo ranking model is already served there. Sets a placeholder ``DEMO_LLM_API_KEY``
-    when none is set: the fake server needs no key, the candidate reads it like a real one.
+    Binds a free port (``port=0``) and sets ``$WORKBENCH_DEMO_RANKER_URL`` (``env``) to its base
+    URL, which ``support-llm-ranker@1`` reads: build the judge after this call. Returns the
+    running :class:`~workbench.testing.FakeLLM` (call ``.stop()``). Sets a placeholder
+    ``DEMO_LLM_API_KEY`` when none is set: the fake server needs no key.
     """
-    from ..testing import FakeLLM
+    from ._serve import serve_scripted
 
-    os.environ.setdefault("DEMO_LLM_API_KEY", "demo-placeholder-key")
-    try:
-        return FakeLLM(responder=respond, latency_s=latency_s, port=port).start()
-    except OSError:
-        if _serves_ranking_model(port):
-            return None
-        raise RuntimeError(f"port {port} is taken by something that is not the demo ranking model; stop it or pass another port") from None
-
-
-def _serves_ranking_model(port: int) -> bool:
-    """Whether the demo ranking model answers on ``port`` (a probe ranking of two candidates)."""
-    import httpx
-
-    probe = '<policy>\n[1] Refunds go to the original payment method within 5 business days.\n</policy>\n<candidate label="A">\nNo.\n</candidate>\n\n<candidate label="B">\nTo the original payment method within 5 business days.\n</candidate>'
-    try:
-        answer = httpx.post(
-            f"http://127.0.0.1:{port}/v1/chat/completions",
-            json={"model": "fake-judge", "messages": [{"role": "user", "content": probe}]},
-            timeout=2.0,
-        )
-        content = answer.json()["choices"][0]["message"]["content"]
-        return json.loads(content).get("value") == ["B", "A"]
-    except (httpx.HTTPError, ValueError, KeyError, IndexError, TypeError, AttributeError):
-        return False
+    return serve_scripted(respond, env=env, port=port, latency_s=latency_s, what="the demo ranking model")

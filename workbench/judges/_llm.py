@@ -113,6 +113,14 @@ class LLMJudge:
         if self.required_placeholder and self.required_placeholder not in used and not unknown and template:
             problems.append(Problem(location=loc, code="prompt_no_response", message=f"the prompt never shows {{{self.required_placeholder}}}, the thing under judgment", fix=f"add {{{self.required_placeholder}}} to the prompt template"))
         self.api_key_env = spec.endpoint.api_key_env
+        # Resolved once, when the judge is built: the URL is not part of the fingerprint (only
+        # base_url and the name base_url_env are), so the local demo model may move ports.
+        self.base_url: str | None = None
+        try:
+            self.base_url = spec.endpoint.resolved_base_url()
+        except ValueError as exc:
+            problems.append(Problem(location=loc, code="base_url_env_invalid", message=f"endpoint.base_url_env: {exc}", fix=f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use endpoint.base_url"))
+        self.endpoint_url: str | None = _recordable_url(self.base_url)  # as run.json records it
         if self.api_key_env and not os.environ.get(self.api_key_env):
             problems.append(Problem(location=loc, code="api_key_missing", message=f"the environment variable {self.api_key_env} is not set", fix=f"export {self.api_key_env}=<your key> (keys are read from the environment and never written to any file)"))
         if problems:
@@ -209,7 +217,7 @@ class LLMJudge:
         )
         api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "unused"
         client = AsyncOpenAI(
-            base_url=self.spec.endpoint.base_url,
+            base_url=self.base_url,
             api_key=api_key,
             max_retries=0,
             timeout=self.spec.endpoint.timeout_s,
@@ -351,3 +359,13 @@ def _seconds(value: str) -> float | None:
 @register_kind("ragas-llm")
 def _build(spec: CandidateSpec, spec_path: Path) -> LLMJudge:
     return LLMJudge(spec, spec_path)
+
+
+def _recordable_url(url: str | None) -> str | None:
+    """``scheme://host[:port]/path`` of ``url``: query strings and fragments are never recorded."""
+    if not url:
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))

@@ -9,12 +9,22 @@ Ragas version, so changing any of them yields a new fingerprint.
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from ..errors import Problem, WorkbenchError
 
@@ -31,7 +41,11 @@ class Endpoint(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     base_url: str | None = None
-    """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...)."""
+    """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...); the default when ``base_url_env`` is unset."""
+    base_url_env: str | None = None
+    """NAME of an environment variable whose value, when set and non-empty, is used instead of
+    ``base_url`` (e.g. ``WORKBENCH_DEMO_LLM_URL``: the demo's local model on a free port). The
+    name is part of the fingerprint; the resolved URL is not (it is recorded in ``run.json``)."""
     api_key_env: str | None = None
     """NAME of the environment variable that holds the API key. Never the key."""
     timeout_s: float = Field(default=60.0, gt=0)
@@ -44,6 +58,45 @@ class Endpoint(BaseModel):
     def _env_name_only(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
             raise ValueError("api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key itself")
+        return value
+
+    @field_validator("base_url_env")
+    @classmethod
+    def _url_env_name_only(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError("base_url_env must be the NAME of an environment variable (e.g. WORKBENCH_DEMO_LLM_URL), not a URL")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_url_env(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A spec without base_url_env dumps (and so fingerprints) exactly as before the field existed.
+        data = handler(self)
+        if isinstance(data, dict) and "base_url_env" in data and data["base_url_env"] is None:
+            del data["base_url_env"]
+        return data
+
+    def resolved_base_url(self) -> str | None:
+        """The base URL to call: ``$base_url_env`` when set and non-empty, else ``base_url``.
+
+        Raises :class:`ValueError` when the variable holds something other than an
+        ``http(s)://host[:port][/path]`` URL, or a URL with credentials in it.
+        """
+        if not self.base_url_env:
+            return self.base_url
+        value = os.environ.get(self.base_url_env, "").strip()
+        if not value:
+            return self.base_url
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018  (raises ValueError on a malformed port)
+        except ValueError:
+            raise ValueError(f"${self.base_url_env} is not a URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"${self.base_url_env} is not an http(s)://host[:port]/path URL")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(f"${self.base_url_env} holds credentials (user:password@); keys belong in the variable named by api_key_env")
         return value
 
 

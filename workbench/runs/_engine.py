@@ -85,6 +85,10 @@ class RunSummary(BaseModel):
     pending_retry: list[str]
     """``case_id#repeat`` pairs whose last attempt is a retryable error with attempts left."""
     results_path: str
+    endpoint_url: str | None = None
+    """The base URL this invocation's judge called, resolved from the candidate's
+    ``endpoint.base_url_env`` when set (no query string); None for judges without an endpoint.
+    Not part of the fingerprint, so the local demo model may move ports between runs."""
 
 
 @dataclass(frozen=True)
@@ -462,6 +466,7 @@ def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters
         tokens_in=sum(int(r.get("tokens_in") or 0) for r in rows_all),
         tokens_out=sum(int(r.get("tokens_out") or 0) for r in rows_all),
         unrun=unrun,
+        endpoint_url=getattr(judge, "endpoint_url", None),
         pending_retry=pending,
         results_path=str(results_path),
     )
