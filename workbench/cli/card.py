@@ -64,8 +64,11 @@ def _reviewer_lines(stats: dict) -> list[str]:
         return ["reviewers: 0"]
     lines = [f"reviewers: {summary['count']} (reviews per reviewer: min {summary['reviews_min']}, median {summary['reviews_median']:g}, max {summary['reviews_max']})"]
     by_reviews = sorted(stats["reviewers"].items(), key=lambda kv: (-kv[1], kv[0]))
-    shown = by_reviews if len(by_reviews) <= NAMES_SHOWN else by_reviews[:10]
-    lines.append("  " + ", ".join(f"{k} ({v} reviews)" for k, v in shown) + (f", ... and {len(by_reviews) - len(shown)} more (--json lists all)" if len(shown) < len(by_reviews) else ""))
+    if len(by_reviews) <= NAMES_SHOWN:
+        lines.append("  " + ", ".join(f"{k} ({v} reviews)" for k, v in by_reviews))
+    else:
+        shown = by_reviews[:10]
+        lines.append("  most reviews: " + ", ".join(f"{k} ({v})" for k, v in shown) + f", ... and {len(by_reviews) - len(shown)} more (--json lists all)")
     pairs = stats["reviewer_pairs"]
     lines.append(
         f"reviewer pairs sharing >= {pairs['min_shared']} case(s): {pairs['listed']} of {pairs['total']} listed"
