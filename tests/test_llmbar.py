@@ -487,7 +487,7 @@ def test_cli_exit_codes(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
     as_json = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(out / "results.jsonl"), "--json"])
     assert as_json.exit_code == 0
     payload = json.loads(as_json.output)
-    assert payload["kind"] == "workbench.pairwise" and payload["schema_version"] == 1
+    assert payload["kind"] == "workbench.pairwise" and payload["schema_version"] == 2
     assert payload["overall"]["original"]["accuracy"] == {"k": 1, "n": 6, "rate": 1 / 6, "ci95_low": pytest.approx(wilson_rate(1, 6).ci95_low), "ci95_high": pytest.approx(wilson_rate(1, 6).ci95_high)}
     no_results = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(tmp_path / "none.jsonl")])
     assert no_results.exit_code == 2 and "results_missing" in no_results.output and "Traceback" not in no_results.output

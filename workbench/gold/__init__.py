@@ -13,7 +13,15 @@ from ._dataset import (
     validate_dataset,
 )
 from ._records import GOLD_SCHEMA_VERSION, PARTITIONS, Adjudication, GoldCase, Partition, Review
-from ._rubric import RUBRIC_SCHEMA_VERSION, Risk, Rubric, SliceSpec, load_rubric
+from ._rubric import (
+    RUBRIC_SCHEMA_VERSION,
+    Risk,
+    Rubric,
+    RubricProblems,
+    Scale,
+    SliceSpec,
+    load_rubric,
+)
 
 __all__ = [
     "CARD_FIELDS",
@@ -31,6 +39,8 @@ __all__ = [
     "Review",
     "Risk",
     "Rubric",
+    "RubricProblems",
+    "Scale",
     "SliceSpec",
     "ValidationReport",
     "card_statistics",
