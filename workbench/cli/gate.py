@@ -10,18 +10,18 @@ import click
 from pydantic import ValidationError
 
 from .._io import bulk_load
-from ..align import alignment_report, join_results
+from ..align import AlignmentReport, align_results, alignment_report, resolve_partition
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, load_dataset
 from ..policy import (
     EXIT_CODES,
+    Blocker,
     evaluate_gate,
     format_gate,
     load_overrides,
     load_policy,
     policy_sha256,
 )
-from ..results import scan_results
 from ..runs import SUMMARY_FILE, RunSummary
 from ._common import echo_json, user_errors
 
@@ -56,13 +56,14 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 @click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
 @click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
-@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out).")
+@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).")
 @click.option("--repeat", type=int, default=0, show_default=True, help="Which repeat index to evaluate.")
 @click.option("--run", "run_path", type=click.Path(path_type=str), default=None, help="The run's run.json (or run directory): completeness, stop reason and spend.")
 @click.option("--overrides", "overrides_path", type=click.Path(path_type=str), default=None, help="Override store to apply (JSON Lines); none are applied unless given.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gate result as JSON.")
+@click.option("--allow-gold-change", is_flag=True, help="Evaluate even if the gold changed since the results were produced: the changed cases are named and a non-waivable gold_changed blocker keeps the outcome from certified.")
 @user_errors
-def gate(gold: str, results: str, policy: str, partition: str | None, repeat: int, run_path: str | None, overrides_path: str | None, as_json: bool) -> None:
+def gate(gold: str, results: str, policy: str, partition: str | None, repeat: int, run_path: str | None, overrides_path: str | None, as_json: bool, allow_gold_change: bool) -> None:
     """Decide whether judge results meet a reviewed release policy.
 
     Joins the results to the adjudicated gold labels, checks every slice against the policy's
@@ -72,6 +73,10 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
 
     Exit code: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required,
     2 invalid input. A missing result is never a pass.
+
+    Lineage: results produced against another gold (dataset hash, rubric version) are
+    refused with the changed cases listed (exit 2), as in `workbench align`. Without
+    --partition, the partition named by the run manifest beside the results is used.
     """
     problems: list[Problem] = []
     loaded_policy = _collect(problems, lambda: load_policy(policy))
@@ -79,14 +84,46 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
     overrides = (_collect(problems, lambda: load_overrides(overrides_path)) or []) if overrides_path else []
     with bulk_load():
         dataset = _collect(problems, lambda: load_dataset(gold))
-        if dataset is None or problems:
+        resolved = _collect(problems, lambda: resolve_partition(results, partition))
+        if dataset is None or resolved is None or problems:
             raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
-        join = join_results(dataset, scan_results(results), partition=partition, repeat=repeat, location=str(results))
-        report = alignment_report(join, gold_path=str(gold), results_path=str(results))
+        partition, source = resolved
+        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
+        report = alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=source)
     sha = policy_sha256(policy)
-    result = evaluate_gate(report, loaded_policy, rubric=dataset.rubric, run=run, overrides=overrides, join=join, policy_sha256=sha)
+    result = evaluate_gate(report, loaded_policy, rubric=dataset.rubric, run=run, overrides=overrides, join=join, policy_sha256=sha, extra_blockers=gold_change_blockers(report))
+    if source == "run_manifest":
+        click.echo(f"partition: {partition} (from the run manifest beside the results; --partition overrides)", err=as_json)
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:
         click.echo(format_gate(result))
     raise SystemExit(EXIT_CODES[result.outcome])
+
+
+def gold_change_blockers(report: AlignmentReport) -> list[Blocker]:
+    """A non-waivable ``gold_changed`` blocker when the report is not comparable.
+
+    Reached only with --allow-gold-change (otherwise a lineage mismatch is refused before the
+    gate): results produced against another gold can never certify.
+    """
+    if report.comparable is not False:
+        return []
+    lineage = report.lineage
+    reasons = lineage.problems if lineage is not None else []
+    return [
+        Blocker(
+            code="gold_changed",
+            category="incomplete",
+            message="The results were not produced against this gold (forced with --allow-gold-change): " + "; ".join(reasons),
+            evidence={
+                "results_dataset_sha256": lineage.results_dataset_sha256 if lineage else None,
+                "results_rubric_version": lineage.results_rubric_version if lineage else None,
+                "gold_dataset_sha256": report.dataset_sha256,
+                "gold_rubric_version": report.rubric_version,
+                "changed_cases": {c.case_id: c.detail for c in report.gold_changes},
+            },
+            case_ids=[c.case_id for c in report.gold_changes],
+            waivable=False,
+        )
+    ]
