@@ -101,14 +101,15 @@ class _Observer:
         self.read = 0
 
     def watch(self, items: Iterable[ResultLine | Problem]) -> Iterator[ResultLine | Problem]:
+        lineages, run_ids, case_ids = self.lineages, self.run_ids, self.case_ids
         for item in items:
-            if isinstance(item, ResultLine):
+            if type(item) is ResultLine:
                 r = item.result
-                self.read += 1
-                self.lineages[(r.dataset_sha256, r.rubric_version)] += 1
-                self.run_ids.add(r.run_id)
-                self.case_ids.add(r.case_id)
+                lineages[(r.dataset_sha256, r.rubric_version)] += 1
+                run_ids.add(r.run_id)
+                case_ids.add(r.case_id)
             yield item
+        self.read = sum(lineages.values())
 
 
 def manifest_path_for(results: str | Path) -> Path:
@@ -326,20 +327,26 @@ def align_results(
     return replace(join, lineage=lineage)
 
 
-def require_comparable(join: Join, *, where: str) -> None:
-    """Refuse a join whose lineage was not checked or does not hold (comparisons of runs)."""
+def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> list[Problem]:
+    """Why ``join`` may not be compared: its lineage was not checked, or does not hold.
+
+    ``allow_forced`` accepts a join whose mismatch was explicitly accepted
+    (``allow_gold_change``), e.g. for case review; comparisons of runs never do.
+    """
     lineage = join.lineage
     if lineage is None:
-        raise WorkbenchError(
-            f"{where}: lineage not checked",
-            [Problem(location=where, code="lineage_unchecked", message="the join was built without a lineage check, so it is unknown whether the results were produced against this gold", fix="build joins with workbench.align.align_results (or a phase session), which checks lineage")],
-        )
-    if not lineage.comparable:
-        changed = ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
-        raise WorkbenchError(
-            f"{where}: not comparable",
-            [Problem(location=where, code="gold_changed", message=f"the results were not produced against this gold: {'; '.join(lineage.problems)}; changed: {changed}", fix=FIX_CHANGED)],
-        )
+        return [Problem(location=where, code="lineage_unchecked", message="the join was built without a lineage check, so it is unknown whether the results were produced against this gold", fix="build joins with workbench.align.align_results (or a phase session), which checks lineage")]
+    if lineage.comparable or (allow_forced and lineage.allowed):
+        return []
+    changed = ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
+    return [Problem(location=where, code="gold_changed", message=f"the results were not produced against this gold: {'; '.join(lineage.problems)}; changed: {changed}", fix=FIX_CHANGED)]
+
+
+def require_comparable(join: Join, *, where: str, allow_forced: bool = False) -> None:
+    """Raise :class:`WorkbenchError` with :func:`lineage_problems`, if there are any."""
+    problems = lineage_problems(join, where=where, allow_forced=allow_forced)
+    if problems:
+        raise WorkbenchError(f"{where}: refusing to compare results with gold they were not produced against", problems)
 
 
 def check_results_file(dataset: GoldDataset, results: str | Path, *, allow_gold_change: bool = False) -> Lineage:

@@ -470,6 +470,8 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
 
 def normalize_text(text: str) -> str:
     """Text as compared for near-exact duplicates: Unicode NFKC, case-folded, whitespace collapsed."""
+    if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
+        return " ".join(text.lower().split())
     return " ".join(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).split())
 
 

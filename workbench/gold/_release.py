@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -288,7 +289,10 @@ def freeze(gold: str | Path, *, who: str | None = None, note: str | None = None)
     root = dataset.root
     if who is not None and not who.strip():
         raise WorkbenchError("cannot freeze", [Problem(location="--who", code="freeze_invalid", message="--who is empty", fix="name who freezes the release, or omit --who to use $WORKBENCH_USER or the login name")])
-    lock = FileLock(str(root / f".{RELEASES_FILE}.lock"), timeout=30)
+    # The lock lives in the temporary directory, keyed by the log's resolved path, so that the
+    # dataset directory holds nothing but the dataset and its release log.
+    key = sha256_json(str((root / RELEASES_FILE).resolve()))[:24]
+    lock = FileLock(str(Path(tempfile.gettempdir()) / f"workbench-freeze-{key}.lock"), timeout=30)
     try:
         with lock:
             log = read_releases(root)
