@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import RUBRIC, make_case, make_result, write_results
+from lineage_support import stamped
 
 from workbench.agreement import human_agreement
 from workbench.cli import main
@@ -164,7 +165,7 @@ def _pairwise_gold(make_dataset, tmp_path: Path, verdicts: list[tuple[str, str]]
         for case, pair in zip(cases, verdicts, strict=True)
         for repeat, verdict in enumerate(pair)
     ]
-    return root, write_results(tmp_path / "results.jsonl", rows)
+    return root, write_results(tmp_path / "results.jsonl", stamped(rows, root))
 
 
 def test_position_consistent_judge_with_ties_shows_one_half(make_dataset, tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import make_case, make_result, result_lines, write_results
+from lineage_support import stamped
 
 from workbench.align import alignment_report, join_results
 from workbench.cli.gate import gate as gate_cmd
@@ -673,7 +674,7 @@ def cli_files(tmp_path, make_dataset):
     def build(spec: dict[str, list[tuple[str, str | None]]], **policy_changes: Any) -> dict[str, str]:
         cases, rows = cases_for(spec)
         gold = make_dataset(cases)
-        results = write_results(tmp_path / f"results-{len(list(tmp_path.iterdir()))}.jsonl", rows)
+        results = write_results(tmp_path / f"results-{len(list(tmp_path.iterdir()))}.jsonl", stamped(rows, gold))  # with the gold's lineage
         raw = json.loads(make_policy(**policy_changes).model_dump_json(exclude_none=True))
         policies = tmp_path / "policies"
         policies.mkdir(exist_ok=True)

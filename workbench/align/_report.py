@@ -16,9 +16,10 @@ from pydantic import BaseModel, ConfigDict
 
 from .._io import bulk_load, sha256_file
 from ..gold import load_dataset
-from ..results import JudgeIdentity, scan_results
+from ..results import JudgeIdentity
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
-from ._join import Join, JoinedCase, join_results
+from ._join import Join, JoinedCase
+from ._lineage import GoldChange, Lineage, align_results
 
 ALIGNMENT_SCHEMA_VERSION = 2
 """2: adds abstentions, decided, abstention_rate and coverage; false-pass and false-fail
@@ -144,6 +145,19 @@ class AlignmentReport(_Model):
     confusion: Confusion
     overall: SliceAlignment
     slices: list[SliceAlignment]
+    comparable: bool | None = None
+    """True when the results were produced against exactly this gold (lineage checked);
+    False when the gold changed and the alignment was forced (``--allow-gold-change``): the
+    figures are then not comparable with the run's and the gate never certifies them; None
+    when the report was built from a join without a lineage check."""
+    gold_changes: list[GoldChange] = []
+    """Every judged case whose gold changed since the results were produced (with
+    ``comparable`` False), and what changed in it."""
+    lineage: Lineage | None = None
+    """The lineage check: the gold the results were produced against and the gold given."""
+    partition_source: Literal["option", "run_manifest", "all"] | None = None
+    """Where ``partition`` came from: the ``--partition`` option, the run manifest beside the
+    results (when the option is omitted), or ``all`` (neither)."""
     """Every rubric slice, including slices with no cases in scope (n = 0)."""
 
     def slice_frame(self) -> Any:
@@ -256,7 +270,7 @@ def confusion_table(cases: Sequence[JoinedCase], labels: list[str]) -> Confusion
     return Confusion(rows=list(labels), columns=columns, counts=counts)
 
 
-def alignment_report(join: Join, *, gold_path: str | None = None, results_path: str | None = None) -> AlignmentReport:
+def alignment_report(join: Join, *, gold_path: str | None = None, results_path: str | None = None, partition_source: Literal["option", "run_manifest", "all"] | None = None) -> AlignmentReport:
     """Compute the full alignment report from a :class:`Join`."""
     rubric = join.dataset.rubric
     labels = list(rubric.labels)
@@ -291,15 +305,23 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
         confusion=confusion_table(join.cases, labels),
         overall=overall,
         slices=slices,
+        comparable=join.lineage.comparable if join.lineage is not None else None,
+        gold_changes=list(join.lineage.gold_changes) if join.lineage is not None and not join.lineage.comparable else [],
+        lineage=join.lineage,
+        partition_source=partition_source,
     )
 
 
-def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0) -> AlignmentReport:
-    """Load, join and analyse in one call: the library form of ``workbench align``."""
+def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0, allow_gold_change: bool = False, partition_source: Literal["option", "run_manifest", "all"] | None = None) -> AlignmentReport:
+    """Load, join, check lineage and analyse in one call: the library form of ``workbench align``.
+
+    Refuses results produced against another gold (see :func:`align_results`) unless
+    ``allow_gold_change``, which marks the report not comparable.
+    """
     with bulk_load():
         dataset = load_dataset(gold)
-        join = join_results(dataset, scan_results(results), partition=partition, repeat=repeat, location=str(results))
-        return alignment_report(join, gold_path=str(gold), results_path=str(results))
+        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
+        return alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=partition_source)
 
 
 def cases_frame(join: Join) -> Any:
@@ -326,6 +348,27 @@ def cases_frame(join: Join) -> Any:
     )
 
 
+_PARTITION_NOTE = {"run_manifest": " (from the run manifest beside the results; --partition overrides)", "all": " (no --partition and no run manifest naming one)"}
+
+
+def lineage_lines(report: AlignmentReport) -> list[str]:
+    """The lineage header lines: which gold the results were produced against, and changes."""
+    lineage = report.lineage
+    if lineage is None:
+        return ["lineage:    not checked"]
+    if lineage.source == "no_results":
+        return ["lineage:    no results to check"]
+    where = "run manifest" if lineage.source == "run_manifest" else "results" if lineage.source == "results" else "nothing"
+    release = lineage.results_release or "not frozen"
+    if lineage.comparable:
+        return [f"lineage:    same gold as the run (dataset {lineage.gold_dataset_sha256[:12]}, rubric {lineage.gold_rubric_version}, release {release}; from the {where})"]
+    lines = ["NOT COMPARABLE: the results were not produced against this gold (--allow-gold-change); the gate will not certify this"]
+    lines += [f"  - {reason}" for reason in lineage.problems]
+    for change in lineage.gold_changes:
+        lines.append(f"  - case {change.case_id}: {change.detail}")
+    return lines
+
+
 def format_report(report: AlignmentReport) -> str:
     """Human-readable text: header, per-slice table and confusion table."""
     import pandas as pd
@@ -334,7 +377,8 @@ def format_report(report: AlignmentReport) -> str:
     lines = [
         f"judge:      {judge}",
         f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version})",
-        f"partition:  {report.partition or 'all'}    repeat: {report.repeat}",
+        f"partition:  {report.partition or 'all'}{_PARTITION_NOTE.get(report.partition_source or '', '')}    repeat: {report.repeat}",
+        *lineage_lines(report),
         f"status:     {report.status.upper()}" + (f" - {len(report.missing_case_ids)} case(s) have no result; this is not a pass" if report.missing_case_ids else ""),
         f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts ({report.overall.decided} decided, {report.overall.abstentions} abstentions), {report.overall.errors} evaluator errors, {report.overall.missing} missing",
         f"coverage:   {_coverage_text(report.overall)} (decided verdicts / cases in scope; abstentions, errors and missing results are not decided)",

@@ -10,7 +10,7 @@ import click
 from pydantic import ValidationError
 
 from .._io import bulk_load
-from ..align import alignment_report, join_results
+from ..align import align_results, alignment_report, resolve_partition
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, load_dataset
 from ..policy import (
@@ -21,7 +21,6 @@ from ..policy import (
     load_policy,
     policy_sha256,
 )
-from ..results import scan_results
 from ..runs import SUMMARY_FILE, RunSummary
 from ._common import echo_json, user_errors
 
@@ -56,13 +55,14 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 @click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
 @click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
-@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out).")
+@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).")
 @click.option("--repeat", type=int, default=0, show_default=True, help="Which repeat index to evaluate.")
 @click.option("--run", "run_path", type=click.Path(path_type=str), default=None, help="The run's run.json (or run directory): completeness, stop reason and spend.")
 @click.option("--overrides", "overrides_path", type=click.Path(path_type=str), default=None, help="Override store to apply (JSON Lines); none are applied unless given.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gate result as JSON.")
+@click.option("--allow-gold-change", is_flag=True, help="Evaluate even if the gold changed since the results were produced: the changed cases are named and a non-waivable gold_changed blocker keeps the outcome from certified.")
 @user_errors
-def gate(gold: str, results: str, policy: str, partition: str | None, repeat: int, run_path: str | None, overrides_path: str | None, as_json: bool) -> None:
+def gate(gold: str, results: str, policy: str, partition: str | None, repeat: int, run_path: str | None, overrides_path: str | None, as_json: bool, allow_gold_change: bool) -> None:
     """Decide whether judge results meet a reviewed release policy.
 
     Joins the results to the adjudicated gold labels, checks every slice against the policy's
@@ -74,6 +74,10 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
 
     Exit code: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required,
     2 invalid input. A missing result is never a pass.
+
+    Lineage: results produced against another gold (dataset hash, rubric version) are
+    refused with the changed cases listed (exit 2), as in `workbench align`. Without
+    --partition, the partition named by the run manifest beside the results is used.
     """
     problems: list[Problem] = []
     loaded_policy = _collect(problems, lambda: load_policy(policy))
@@ -81,12 +85,16 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
     overrides = (_collect(problems, lambda: load_overrides(overrides_path)) or []) if overrides_path else []
     with bulk_load():
         dataset = _collect(problems, lambda: load_dataset(gold))
-        if dataset is None or problems:
+        resolved = _collect(problems, lambda: resolve_partition(results, partition))
+        if dataset is None or resolved is None or problems:
             raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
-        join = join_results(dataset, scan_results(results), partition=partition, repeat=repeat, location=str(results))
-        report = alignment_report(join, gold_path=str(gold), results_path=str(results))
+        partition, source = resolved
+        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
+        report = alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=source)
     sha = policy_sha256(policy)
     result = evaluate_gate(report, loaded_policy, rubric=dataset.rubric, run=run, overrides=overrides, join=join, policy_sha256=sha)
+    if source == "run_manifest":
+        click.echo(f"partition: {partition} (from the run manifest beside the results; --partition overrides)", err=as_json)
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:

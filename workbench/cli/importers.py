@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..importers import run_importer
+from ..importers import import_results, run_importer
 from ._common import user_errors
 
 _OUT = click.option(
@@ -23,8 +23,27 @@ def import_group() -> None:
     """Convert a public human-judgment dataset into the workbench gold format.
 
     Importers read the dataset from the path you give; nothing is copied into the project.
-    The output directory validates with `workbench validate`.
+    The output directory validates with `workbench validate`. `import results` declares the
+    gold that judge results produced elsewhere were produced against.
     """
+
+
+@import_group.command("results")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--gold", required=True, type=click.Path(path_type=str), help="The gold dataset the results were produced against.")
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False), help="Directory to write results.jsonl into (created if missing).")
+@_FORCE
+@user_errors
+def results(source: Path, gold: str, out: Path, force: bool) -> None:
+    """Declare the gold that judge results (judge-result contract) were produced against.
+
+    Checks every result against GOLD (known, active case; same response hash and partition;
+    no duplicate attempt), refuses results that already name another gold, and writes
+    OUT/results.jsonl with each result stamped with the gold's dataset_sha256 and
+    rubric_version, so `workbench align`, `workbench gate` and `imported` candidates accept
+    them for this gold, and refuse them once the gold changes.
+    """
+    click.echo(import_results(source, gold, out, force=force).format())
 
 
 @import_group.command("evalsbench")

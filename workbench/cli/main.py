@@ -11,6 +11,7 @@ from .card import card
 from .certify import certify, reports, verify
 from .controls import controls
 from .fake_llm import fake_llm
+from .freeze import freeze
 from .gate import gate
 from .importers import import_group
 from .noise import noise
@@ -28,6 +29,7 @@ def main() -> None:
 
 
 main.add_command(validate)
+main.add_command(freeze)
 main.add_command(card)
 main.add_command(agreement)
 main.add_command(align)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..gold import PARTITIONS
+from ..align import check_results_file
+from ..gold import PARTITIONS, load_dataset
 from ..pairwise import format_pairwise, pairwise_report
 from ._common import echo_json, user_errors
 
@@ -28,8 +29,10 @@ def pairwise(gold: str, results: str, partition: str | None, tie_labels: tuple[s
     Evaluator errors are listed on their own and stay in the denominators as the report
     states (the LLMBar convention, so upstream statistics.json figures are reproduced).
     Refuses unknown cases, hash mismatches, duplicates, mixed judges and results whose
-    presentation contradicts their repeat (exit 2).
+    presentation contradicts their repeat (exit 2). Results produced against another gold
+    (dataset hash, rubric version) are refused, as in `workbench align`.
     """
+    check_results_file(load_dataset(gold), results)
     report = pairwise_report(gold, results, partition=partition, tie_labels=list(tie_labels))
     if as_json:
         echo_json(report.model_dump(mode="json"))

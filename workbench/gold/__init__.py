@@ -8,11 +8,28 @@ from ._dataset import (
     GoldDataset,
     ValidationReport,
     load_dataset,
+    normalize_text,
     resolve_corrections,
     resolve_paths,
     validate_dataset,
 )
 from ._records import GOLD_SCHEMA_VERSION, PARTITIONS, Adjudication, GoldCase, Partition, Review
+from ._release import (
+    FIELD_GROUPS,
+    FIELD_LABELS,
+    RELEASE_SCHEMA_VERSION,
+    RELEASES_FILE,
+    GoldLineage,
+    GoldRelease,
+    ReleaseLog,
+    case_hashes,
+    changed_groups,
+    describe,
+    freeze,
+    gold_lineage,
+    read_releases,
+    record_sha256,
+)
 from ._rubric import (
     RUBRIC_SCHEMA_VERSION,
     Risk,
@@ -24,6 +41,21 @@ from ._rubric import (
 )
 
 __all__ = [
+    "FIELD_GROUPS",
+    "FIELD_LABELS",
+    "RELEASES_FILE",
+    "RELEASE_SCHEMA_VERSION",
+    "GoldLineage",
+    "GoldRelease",
+    "ReleaseLog",
+    "case_hashes",
+    "changed_groups",
+    "describe",
+    "freeze",
+    "gold_lineage",
+    "normalize_text",
+    "read_releases",
+    "record_sha256",
     "CARD_FIELDS",
     "CARD_FILE",
     "GOLD_FILE",

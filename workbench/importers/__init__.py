@@ -8,18 +8,21 @@ from ._registry import (
     register_importer,
     run_importer,
 )
+from ._results import ResultsImport, import_results
 from .evalsbench import import_evalsbench
 from .llmbar import import_llmbar
 from .pandalm import import_pandalm
 
 __all__ = [
     "ImportSummary",
+    "ResultsImport",
     "Importer",
     "available_importers",
     "get_importer",
     "import_evalsbench",
     "import_llmbar",
     "import_pandalm",
+    "import_results",
     "register_importer",
     "run_importer",
 ]

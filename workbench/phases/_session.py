@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from ..align import AlignmentReport, Join, alignment_report, join_results
+from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
 from ..gold import GoldDataset, load_dataset
 from ..heldout import refuse_held_out
 from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
@@ -86,7 +86,8 @@ class PhaseSession:
         out = self.run_root / judge.spec.label / judge.identity.fingerprint()[:12] / self.partition
         summary = await run_candidate(judge, self.dataset, self.partition, out, concurrency=self.concurrency, budget_usd=self.budget_usd, cache_dir=self.cache_dir, progress=progress)
         lines = read_results(summary.results_path)
-        join = join_results(self.dataset, lines, partition=self.partition, location=summary.results_path)
+        # The lineage check (results vs this gold) uses the run manifest beside the results.
+        join = align_results(self.dataset, lines, partition=self.partition, manifest=read_run_manifest(summary.results_path), location=summary.results_path)
         return Iteration(judge, summary, lines, join, alignment_report(join, results_path=summary.results_path))
 
     def transitions(self, before: Iteration, after: Iteration) -> Any:

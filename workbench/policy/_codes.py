@@ -17,6 +17,7 @@ BLOCKER_CODES: dict[str, str] = {
     "case_limit_reached": "incomplete",
     "pending_retries": "incomplete",
     "run_incomplete": "incomplete",
+    "gold_changed": "incomplete",
     "false_passes_exceeded": "quality",
     "false_pass_rate_exceeded": "quality",
     "false_fail_rate_exceeded": "quality",

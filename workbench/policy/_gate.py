@@ -20,6 +20,7 @@ budget_exhausted            incomplete  the run stopped at its budget
 case_limit_reached          incomplete  the run stopped at ``--max-cases``
 pending_retries             incomplete  the run has retryable errors still to retry
 run_incomplete              incomplete  the run is incomplete for another reason
+gold_changed                incomplete  results produced against other gold (forced with --allow-gold-change)
 false_passes_exceeded       quality     slice false passes > ``max_false_passes``
 false_pass_rate_exceeded    quality     slice false-pass rate (basis) > ``max_false_pass_rate``
 false_fail_rate_exceeded    quality     slice false-fail rate (basis) > ``max_false_fail_rate``
@@ -274,6 +275,8 @@ def evaluate_gate(
         blockers += _cost(policy, run)
         blockers += _slices(report, policy, rubric, join)
     blockers += _constant_verdicts(report, rubric)
+    if not any(b.code == "gold_changed" for b in extra_blockers):
+        blockers += _gold_changes(report)
     if fingerprint is not None and report.judge_fingerprint is not None and fingerprint != report.judge_fingerprint:
         blockers.append(_review("candidate_mismatch", "The results were produced by another judge than the candidate being evaluated.", evidence={"candidate_fingerprint": fingerprint, "results_fingerprint": report.judge_fingerprint}))
     blockers += [b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b for b in extra_blockers]
@@ -808,3 +811,31 @@ def _number(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_number(v)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+def _gold_changes(report: AlignmentReport) -> list[Blocker]:
+    """A non-waivable ``gold_changed`` blocker when the report is not comparable.
+
+    Reached only with --allow-gold-change (otherwise a lineage mismatch is refused before the
+    gate): results produced against another gold can never certify.
+    """
+    if report.comparable is not False:
+        return []
+    lineage = report.lineage
+    reasons = lineage.problems if lineage is not None else []
+    return [
+        Blocker(
+            code="gold_changed",
+            category="incomplete",
+            message="The results were not produced against this gold (forced with --allow-gold-change): " + "; ".join(reasons),
+            evidence={
+                "results_dataset_sha256": lineage.results_dataset_sha256 if lineage else None,
+                "results_rubric_version": lineage.results_rubric_version if lineage else None,
+                "gold_dataset_sha256": report.dataset_sha256,
+                "gold_rubric_version": report.rubric_version,
+                "changed_cases": {c.case_id: c.detail for c in report.gold_changes},
+            },
+            case_ids=[c.case_id for c in report.gold_changes],
+            waivable=False,
+        )
+    ]

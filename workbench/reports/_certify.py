@@ -23,7 +23,7 @@ from typing import Any
 
 from .._io import atomic_write_json, atomic_write_text, sha256_file
 from ..agreement import human_agreement
-from ..align import AlignmentReport, Join, alignment_report, join_results
+from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
 from ..heldout import (
@@ -358,6 +358,7 @@ class Certification:
             ("partition isolation (no held-out group elsewhere)", not leaked, "0 shared groups", f"{len(leaked)} shared groups"),
             ("rubric version (policy vs gold)", self.policy is None or self.policy.rubric_version in (None, self.dataset.rubric.version), getattr(self.policy, "rubric_version", None), self.dataset.rubric.version),
             ("policy present", self.policy is not None, str(self.policy_path.name), "loaded" if self.policy else "missing"),
+            ("gold release (recorded in the run manifest)", True, "releases.jsonl beside the gold", self.dataset.release.release_id if self.dataset.release else "(not frozen)"),
         ]
         self.lineage = [{"check": name, "ok": bool(ok), "expected": expected, "actual": actual} for name, ok, expected, actual in checks]
         return self.lineage
@@ -419,7 +420,8 @@ class Certification:
             return self._save_gate(self._gate_without_held_out(blockers))
         results_path = self.report_dir / RUN_DIR / "results.jsonl"
         lines = read_results(results_path) if results_path.exists() else []
-        self.join = join_results(self.dataset, lines, partition="held_out", location=str(results_path))
+        # Lineage of the held-out results against this gold (run manifest: dataset, rubric, per-case hashes).
+        self.join = align_results(self.dataset, lines, partition="held_out", manifest=read_run_manifest(results_path), location=str(results_path))
         self.alignment = alignment_report(self.join, results_path=str(results_path) if results_path.exists() else None)
         self.human = human_agreement(self.dataset, "held_out")
         gate = evaluate_gate(self.alignment, self.policy, rubric=self.dataset.rubric, run=self.summary, overrides=self.overrides, now=datetime.now(UTC), join=self.join, extra_blockers=blockers, fingerprint=self.judge.identity.fingerprint())

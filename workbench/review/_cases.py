@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..align import Join
+from ..align import Join, lineage_problems
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition
 from ..results import ResultLine
@@ -193,13 +193,18 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
     ``results`` are the result lines the join was built from; each case's counted attempt is
     found by the join's ``result_line`` and supplies the evaluator-visible request.
     Raises :class:`WorkbenchError` (``held_out_refused``) when any joined case is held out,
-    and (``result_line_mismatch``) when a counted line is absent or belongs to another case.
+    (``lineage_unchecked``, ``gold_changed``) when the join's lineage was not checked or does
+    not hold (a mismatch accepted with ``allow_gold_change`` is reviewable), and
+    (``result_line_mismatch``) when a counted line is absent or belongs to another case.
     """
     held = [c.case_id for c in join.cases if c.partition == Partition.held_out.value]
     if held:
         raise _held_out_refusal(held)
     if dataset.sha256 != join.dataset.sha256:
         raise WorkbenchError("dataset mismatch", [Problem(location="review", code="different_datasets", message="the join was built on another dataset", fix="pass the dataset the join was built from")])
+    refused = lineage_problems(join, where="review", allow_forced=True)
+    if refused:
+        raise WorkbenchError("refusing to review results against gold they were not produced against", refused)
     by_line = {r.line: r for r in results}
     problems: list[Problem] = []
     records: list[dict[str, Any]] = []

@@ -34,12 +34,12 @@ from tenacity import (
 
 from .._io import AppendOnlyLog, atomic_write_json, sha256_json
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, Partition
+from ..gold import GoldDataset, GoldLineage, Partition
 from ..heldout import HeldOutAccess
 from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
 from ..results import JudgeResult
 from ._cache import VerdictCache, default_cache_dir
-from ._manifest import ManifestCase, ManifestUnit, RunManifest, freeze_manifest
+from ._manifest import ManifestCase, ManifestUnit, RunManifest, freeze_manifest, run_lineage
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "run.json"
@@ -229,7 +229,8 @@ async def run_candidate(
     if not cases:
         raise WorkbenchError("nothing to run", [Problem(location=str(dataset.gold_path), code="empty_partition", message=f"partition {part!r} has no cases", fix="choose a partition that has cases")])
     items = [WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c)) for c in cases for r in range(repeats)]
-    return await run_items(judge, items, out_dir, partition=part, dataset_sha256=dataset.sha256, repeats=repeats, grid=True, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress)
+    lineage = run_lineage(judge, dataset, cases)  # imported judges refuse results produced against other gold
+    return await run_items(judge, items, out_dir, partition=part, dataset_sha256=dataset.sha256, repeats=repeats, grid=True, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage)
 
 
 async def run_items(
@@ -247,6 +248,7 @@ async def run_items(
     cache_dir: str | Path | None | Literal[False] = None,
     retry_errors: bool = False,
     progress: bool = True,
+    lineage: GoldLineage | None = None,
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
@@ -266,7 +268,7 @@ async def run_items(
     fingerprint = judge.identity.fingerprint()
     manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
     units_plan = None if grid else [ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation) for i in items]
-    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan)
+    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan, lineage)
     results_path = out / RESULTS_FILE
     log = AppendOnlyLog(results_path)
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
@@ -325,6 +327,8 @@ async def run_items(
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
             presentation=unit.item.presentation,
+            dataset_sha256=manifest.dataset_sha256 if manifest.rubric_version is not None else None,
+            rubric_version=manifest.rubric_version,
         )
 
     async def one_attempt(unit: _Unit, attempt: int, first: bool, request_key: str) -> Verdict | None:
@@ -367,6 +371,8 @@ async def run_items(
                     "cost_usd": 0.0,
                     "attempt": unit.next_attempt,
                     "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
+                    "dataset_sha256": manifest.dataset_sha256 if manifest.rubric_version is not None else None,
+                    "rubric_version": manifest.rubric_version,
                 }
             )
             await append(JudgeResult.model_validate(reused.model_dump()), None)
