@@ -57,6 +57,9 @@ class Verdict:
     """The raw score of a score-based judge, before its threshold (or the whole result)."""
     order: list[str] | None = None
     """A ranking judge's returned order, mapped back to stable candidate ids."""
+    endpoint_failure: str | None = None
+    """``connection``, ``auth`` (HTTP 401/403) or ``not_found`` (HTTP 404) when the endpoint
+    itself failed; consecutive ones trip the run's circuit breaker."""
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:
