@@ -420,3 +420,19 @@ def test_resuming_with_a_corrupt_middle_line_is_a_one_line_error(gold: Path, tmp
     assert result.exit_code == 2, result.output
     assert "results_corrupt" in result.output and "results.jsonl:3" in result.output and "Traceback" not in result.output
     assert sum("results_corrupt" in line for line in result.output.splitlines()) == 1
+
+
+def test_a_corrupt_verdict_cache_line_is_a_one_line_error(gold: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    with FakeLLM(default=Reply("pass")) as server:
+        spec = write_spec(tmp_path / "s", server.base_url)
+        run(spec, gold, tmp_path / "a", cache_dir=cache)
+        (path,) = cache.rglob("*.jsonl")
+        lines = path.read_text().splitlines(keepends=True)
+        lines[1] = "{not json\n"
+        path.write_text("".join(lines))
+        calls = server.call_count
+        result = CliRunner().invoke(cli, ["run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development", "--out", str(tmp_path / "b"), "--cache", str(cache), "--no-progress"])
+        assert server.call_count == calls
+    assert result.exit_code == 2, result.output
+    assert "cache_corrupt" in result.output and f"{path.name}:2" in result.output and "Traceback" not in result.output
