@@ -360,9 +360,9 @@ async def _run_locked(
     endpoint = getattr(judge, "endpoint_url", None)
     limits = Limits(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets)
     estimator = Estimator(judge, max(observed) if observed else None)
+    cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
     log = AppendOnlyLog(results_path)
     writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
-    cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
     loop = asyncio.get_running_loop()
     if hasattr(judge, "prepare"):
         judge.prepare(concurrency)
@@ -388,7 +388,7 @@ async def _run_locked(
             value=verdict.value,
             reason=redact(verdict.reason, secrets) if verdict.reason is not None else None,
             score=verdict.score,
-            order=verdict.order,
+            order=[redact(x, secrets) for x in verdict.order] if verdict.order is not None else None,
             judge=judge.identity,
             judge_fingerprint=fingerprint,
             run_id=manifest.run_id,
