@@ -289,9 +289,9 @@ class LLMJudge:
             # A guard above the HTTP timeout, for anything that would hang outside httpx.
             result = await asyncio.wait_for(self._score(llm, judge_input, ref), timeout=self.spec.endpoint.timeout_s * self.guard_calls + 5)
         except openai.RateLimitError as exc:
-            return self._failed(exchange, "rate_limited", f"HTTP 429: {_api_message(exc)}", retryable=True)
+            return self._failed(exchange, "rate_limited", f"HTTP 429 from {self.endpoint_url}: {_api_message(exc)}", retryable=True)
         except openai.APITimeoutError:
-            return self._failed(exchange, "timeout", f"no response within {self.spec.endpoint.timeout_s:g} s", retryable=True)
+            return self._failed(exchange, "timeout", f"no response from {self.endpoint_url} within {self.spec.endpoint.timeout_s:g} s", retryable=True)
         except openai.APIConnectionError as exc:
             return self._failed(exchange, "provider_error", f"connection to {self.endpoint_url} failed: {_cause(exc)}", retryable=True, endpoint_failure="connection")
         except openai.APIStatusError as exc:
