@@ -62,8 +62,9 @@ class RunSummary(BaseModel):
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     schema_version: int = RUN_SUMMARY_SCHEMA_VERSION
-    """Run summary format version (2 added ``stop_detail``, ``circuit_breaker``, the
-    estimate fields and ``warnings``; a summary without the field is version 1)."""
+    """Run summary format version. 2 added ``schema_version``, ``stop_detail``, the
+    ``circuit_breaker`` stop reason, the estimate fields and ``warnings``; an older run.json
+    (no such fields) still reads, with those fields empty."""
     run_id: str
     status: Literal["complete", "incomplete"]
     """``complete`` when every case x repeat has a verdict or a final evaluator error."""
