@@ -436,3 +436,37 @@ def test_a_corrupt_verdict_cache_line_is_a_one_line_error(gold: Path, tmp_path: 
         assert server.call_count == calls
     assert result.exit_code == 2, result.output
     assert "cache_corrupt" in result.output and f"{path.name}:2" in result.output and "Traceback" not in result.output
+
+
+def test_two_runs_on_one_directory_in_one_process_one_is_refused(gold: Path, tmp_path: Path) -> None:
+    import asyncio
+
+    from workbench.runs import run_candidate
+
+    with FakeLLM(default=Reply("pass"), latency_s=0.05) as server:
+        spec = write_spec(tmp_path / "s", server.base_url)
+        dataset = load_dataset(gold)
+
+        async def both():
+            return await asyncio.gather(
+                run_candidate(load_candidate(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False),
+                run_candidate(load_candidate(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False),
+                return_exceptions=True,
+            )
+
+        outcomes = asyncio.run(both())
+        assert server.call_count == 20  # paid once
+    refused = [o for o in outcomes if isinstance(o, WorkbenchError)]
+    assert len(refused) == 1 and refused[0].problems[0].code == "run_locked"
+    assert sum(1 for o in outcomes if not isinstance(o, BaseException) and o.status == "complete") == 1
+
+
+def test_the_breaker_setting_is_not_part_of_the_fingerprint(tmp_path: Path) -> None:
+    default = load_candidate(write_spec(tmp_path / "a", "http://127.0.0.1:9/v1"))
+    other = load_candidate(write_spec(tmp_path / "b", "http://127.0.0.1:9/v1", endpoint={"circuit_breaker_after": 3}))
+    assert other.spec.endpoint.circuit_breaker_after == 3
+    # Raising N to resume a run the breaker stopped is the same judge and the same run directory.
+    assert default.identity.fingerprint() == other.identity.fingerprint()
+    assert "circuit_breaker_after" not in json.dumps(default.identity.model_dump(mode="json"))
+    changed = load_candidate(write_spec(tmp_path / "c", "http://127.0.0.1:9/v1", endpoint={"max_retries": 1}))
+    assert changed.identity.fingerprint() != default.identity.fingerprint()
