@@ -19,6 +19,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import RUBRIC, make_case, make_result, result_lines, write_results
+from lineage_support import stamped
 
 from workbench.align import alignment_report, join_results
 from workbench.cli.gate import gate as gate_cmd
@@ -114,7 +115,7 @@ def write_policy(directory: Path, raw: dict[str, Any]) -> Path:
 @pytest.mark.parametrize("judge", list(JUDGES))
 def test_trivial_judge_is_refused_by_the_cli(make_dataset, tmp_path: Path, judge: str) -> None:
     gold = make_dataset(cases(), rubric=NO_CRITICAL_RUBRIC)
-    results = write_results(tmp_path / f"{judge}.jsonl", rows_for(judge))
+    results = write_results(tmp_path / f"{judge}.jsonl", stamped(rows_for(judge), gold))
     policy = write_policy(tmp_path, POLICY)
     args = ["--gold", str(gold), "--results", str(results), "--policy", str(policy), "--partition", "development"]
     outcome, exit_code, required = EXPECTED[judge]

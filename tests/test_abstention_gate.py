@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from conftest import make_case, make_result, result_lines, write_results
+from lineage_support import stamped
 from statsmodels.stats.proportion import proportion_confint
 from test_policy import NOW, Evaluated, clean_spec, make_override, make_policy, only, write_policy
 
@@ -201,7 +202,7 @@ def abstaining_files(make_dataset, tmp_path: Path) -> dict[str, str]:
     cases = [make_case(f"c{i}", "fail" if i < 4 else "pass", slice="general") for i in range(8)]
     rows = [make_result(c, RR if i in (0, 4) else c["adjudication"]["label"]) for i, c in enumerate(cases)]
     gold = make_dataset(cases)
-    results = write_results(tmp_path / "results.jsonl", rows)
+    results = write_results(tmp_path / "results.jsonl", stamped(rows, gold))
     raw = json.loads(make_policy(slices={"general": {"max_abstention_rate": 0.25}}).model_dump_json(exclude_none=True))
     (tmp_path / "pol").mkdir(exist_ok=True)
     return {"gold": str(gold), "results": str(results), "policy": str(write_policy(tmp_path / "pol", raw))}

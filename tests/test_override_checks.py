@@ -158,11 +158,12 @@ def test_gate_reports_non_waivable_targets(evaluated) -> None:
 
 def test_gate_cli_lists_unapplied_overrides_in_text_and_json(policy_file: Path, make_dataset, tmp_path: Path) -> None:
     from conftest import write_results
+    from lineage_support import stamped
     from test_policy import cases_for
 
     cases, rows = cases_for(clean_spec())
     gold = make_dataset(cases)
-    results = write_results(tmp_path / "r.jsonl", rows)
+    results = write_results(tmp_path / "r.jsonl", stamped(rows, gold))
     store = tmp_path / "o.jsonl"
     store.write_text(json.dumps(make_override(codes=["cost_exceeded"], policy="other@1").model_dump(mode="json")) + "\n", encoding="utf-8")
     args = ["--gold", str(gold), "--results", str(results), "--policy", str(policy_file), "--partition", "development", "--overrides", str(store)]

@@ -26,12 +26,11 @@ from pydantic import (
     model_validator,
 )
 
+from .._redact import find_secrets
 from ..errors import Problem, WorkbenchError
 
 CANDIDATE_SCHEMA_VERSION = 1
 
-# Strings that look like credentials must never be stored in a spec.
-_KEY_PATTERN = re.compile(r"^(sk-[A-Za-z0-9_\-]{8,}|[A-Za-z0-9_\-]{32,})$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
@@ -51,7 +50,11 @@ class Endpoint(BaseModel):
     timeout_s: float = Field(default=60.0, gt=0)
     """Per-call timeout."""
     max_retries: int = Field(default=4, ge=0)
-    """Retries after a retryable failure (429, 5xx, timeout)."""
+    """Retries after a retryable failure (429, 5xx, timeout, connection, unparseable answer)."""
+    circuit_breaker_after: int = Field(default=8, ge=1)
+    """Stop the run after this many consecutive calls failed at the endpoint itself (connection
+    failed, HTTP 401, 403 or 404): the run ends incomplete (exit 3) instead of paying for or
+    waiting on calls that cannot succeed."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -179,9 +182,9 @@ class CandidateSpec(BaseModel):
 
     @model_validator(mode="after")
     def _no_secrets(self) -> CandidateSpec:
-        for key, value in _walk(self.params):
-            if isinstance(value, str) and ("key" in key.lower() or "token" in key.lower() or "secret" in key.lower()) and _KEY_PATTERN.match(value):
-                raise ValueError(f"params.{key} looks like a credential; put the key in an environment variable and name it in endpoint.api_key_env")
+        found = find_secrets(self.model_dump(mode="json"))
+        if found:
+            raise ValueError("; ".join(f"{field} holds {what}" for field, what in found) + f"; {SECRET_FIX}")
         return self
 
     @property
@@ -189,13 +192,12 @@ class CandidateSpec(BaseModel):
         return f"{self.name}@{self.version}"
 
 
-def _walk(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    if isinstance(obj, dict):
-        out: list[tuple[str, Any]] = []
-        for k, v in obj.items():
-            out += _walk(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)]
-        return out
-    return []
+SECRET_FIX = "remove it: put the key in an environment variable and name that variable in endpoint.api_key_env (a spec never holds a credential)"
+
+
+def secret_problems(raw: Any, location: str) -> list[Problem]:
+    """One ``secret_in_spec`` problem per field of a spec that holds something secret-looking."""
+    return [Problem(location=location, code="secret_in_spec", message=f"{field} holds {what}", fix=SECRET_FIX) for field, what in find_secrets(raw)]
 
 
 def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
@@ -210,6 +212,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
         raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_yaml", message=f"not valid YAML ({exc})", fix="correct the YAML syntax")]) from None
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_shape", message="the spec must be a YAML mapping", fix="write the spec as key: value pairs")])
+    secrets = secret_problems(raw, loc)
+    if secrets:  # before validation, so no error message can echo the value
+        raise WorkbenchError("a candidate spec must not hold secrets", secrets)
     try:
         spec = CandidateSpec.model_validate(raw)
     except ValidationError as exc:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import AppendOnlyLog
+from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult
 
 
@@ -30,11 +31,21 @@ class VerdictCache:
         self._entries: dict[tuple[str, int], dict[str, Any]] = {}
         if self.path.exists():
             self._log_repair()
-            with open(self.path, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
+            with open(self.path, encoding="utf-8", errors="replace") as fh:
+                for number, line in enumerate(fh, start=1):
+                    if not line.strip():
+                        continue
+                    try:
                         entry = json.loads(line)
-                        self._entries[(entry["request_key"], entry["repeat"])] = entry["result"]
+                        key = (entry["request_key"], entry["repeat"])
+                        if not isinstance(key[0], str) or not isinstance(key[1], int) or not isinstance(entry["result"], dict):
+                            raise TypeError
+                    except (ValueError, KeyError, TypeError):
+                        raise WorkbenchError(
+                            "unreadable verdict cache",
+                            [Problem(location=f"{self.path}:{number}", code="cache_corrupt", message=f"line {number} of the verdict cache is not a cache entry", fix="delete this cache file (it only holds verdicts that can be recomputed), or run with --no-cache")],
+                        ) from None
+                    self._entries[key] = entry["result"]
         self._log: AppendOnlyLog | None = None
 
     def _log_repair(self) -> None:
@@ -42,7 +53,12 @@ class VerdictCache:
 
     def get(self, request_key: str, repeat: int) -> JudgeResult | None:
         stored = self._entries.get((request_key, repeat))
-        return JudgeResult.model_validate(stored) if stored is not None else None
+        if stored is None:
+            return None
+        try:
+            return JudgeResult.model_validate(stored)
+        except ValueError:  # an entry that is not a valid result is a miss: the judge is called
+            return None
 
     def put(self, request_key: str, repeat: int, result: JudgeResult) -> None:
         """Remember a verdict (errors are never cached). Called from the writer thread."""
