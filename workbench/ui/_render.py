@@ -26,7 +26,6 @@ PASS_LABELS = frozenset({"pass", "yes", "correct", "acceptable"})
 FAIL_LABELS = frozenset({"fail", "no", "incorrect", "unacceptable"})
 
 STYLE = """
-<style>
 .wb-review { outline: none; border: 1px solid var(--jp-border-color2, #ddd); border-radius: 4px; padding: 4px; }
 .wb-review:focus { border-color: var(--jp-brand-color1, #1976d2); box-shadow: 0 0 0 1px var(--jp-brand-color1, #1976d2); }
 .wb-review .widget-dropdown > select, .wb-review .widget-text input { font-size: 12px; }
@@ -36,7 +35,8 @@ STYLE = """
 .wb-case .wb-k { font-weight: 600; margin-right: 4px; }
 .wb-case .wb-field { margin: 2px 0; }
 .wb-case .wb-text { white-space: pre-wrap; overflow-wrap: anywhere; }
-.wb-case details.wb-more > summary { list-style: none; cursor: pointer; display: block; }
+.wb-case details.wb-more { display: inline; }
+.wb-case details.wb-more > summary { list-style: none; cursor: pointer; display: inline; }
 .wb-case details.wb-more > summary::-webkit-details-marker { display: none; }
 .wb-case details.wb-more[open] .wb-preview { display: none; }
 .wb-case .wb-toggle { color: var(--jp-brand-color1, #1976d2); font-size: 11.5px; white-space: nowrap; }
@@ -55,6 +55,7 @@ STYLE = """
 .wb-badge.wb-fail { color: #82071e; background: #ffebe9; }
 .wb-badge.wb-other { color: #4d2d00; background: #fff8c5; }
 .wb-cls { font-weight: 600; }
+.wb-dim { color: var(--jp-ui-font-color2, #666); }
 .wb-cls-false_pass { color: #cf222e; } .wb-cls-false_fail { color: #bc4c00; }
 .wb-case details.wb-req { margin-top: 2px; }
 .wb-case details.wb-req > summary { cursor: pointer; color: var(--jp-brand-color1, #1976d2); }
@@ -66,9 +67,8 @@ STYLE = """
 .wb-legend { font-size: 11.5px; color: var(--jp-ui-font-color2, #555); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .wb-review .wb-status { font-size: 12px; }
 .wb-review .widget-checkbox { width: auto; }
-</style>
 """
-"""CSS of the widget, in an HTML widget of its own (rendered once)."""
+"""CSS of the widget (injected into the page by :class:`ReviewSidebar`, with its own)."""
 
 
 def e(value: Any) -> str:
@@ -185,6 +185,7 @@ def request_html(case: Mapping[str, Any]) -> str:
 # -- the case pane -------------------------------------------------------------------------
 def _reviews_html(case: Mapping[str, Any]) -> str:
     items = []
+    seen: dict[str, str] = {}
     for r in case.get("reviews") or []:
         if not isinstance(r, Mapping):
             continue
@@ -193,8 +194,12 @@ def _reviews_html(case: Mapping[str, Any]) -> str:
         if r.get("escalate"):
             bits.append("escalated")
         line = " ".join(bits)
-        if r.get("rationale"):
-            line += " " + collapsible(r["rationale"], chars=160, lines=2)
+        rationale = r.get("rationale")
+        if rationale and rationale in seen:  # reviewers often share a rationale: say so, once
+            line += f" <span class='wb-dim'>same rationale as {e(seen[rationale])}</span>"
+        elif rationale:
+            seen[str(rationale)] = str(r.get("reviewer"))
+            line += " " + collapsible(rationale, chars=110, lines=2)
         if evidence:
             line += f" <span class='wb-dim'>[{evidence}]</span>"
         items.append(f"<li>{line}</li>")
@@ -209,7 +214,7 @@ def _human_column(case: Mapping[str, Any]) -> str:
     parts = [f"<section class='wb-col wb-human {label_class(label)}'><h4>Humans {badge(label)} <span class='wb-dim'>({len(reviews)} review{'s' if len(reviews) != 1 else ''}{disagree})</span></h4>"]
     parts.append(_reviews_html(case))
     if isinstance(adj, Mapping):
-        reason = collapsible(adj.get("reason"), chars=160, lines=2)
+        reason = collapsible(adj.get("reason"), chars=100, lines=2)
         parts.append(f"<div class='wb-field'><span class='wb-k'>Adjudicated</span>{badge(adj.get('label'))} by {e(adj.get('adjudicator') or 'n/a')}{': ' + reason if reason else ''}</div>")
     else:
         parts.append(f"<div class='wb-field'><span class='wb-k'>Human label</span>{badge(case.get('human_label'))} (no adjudication)</div>")

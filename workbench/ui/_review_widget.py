@@ -27,7 +27,7 @@ from ..review import (
     drafts_path,
 )
 from ._model import ReviewModel, count_label
-from ._render import KEY_LEGEND, STYLE, case_html, cause_label, e
+from ._render import KEY_LEGEND, case_html, cause_label, e
 
 NO_CAUSE = ""
 """Cause dropdown value before a cause is chosen."""
@@ -101,8 +101,8 @@ class ReviewWidget:
         self.position = w.Label()
         self.progress = w.Label(layout=w.Layout(margin="0 0 0 12px"))
         self.detail = w.HTML(layout=w.Layout(width="100%"))
-        self.cause = w.Dropdown(description="cause", layout=w.Layout(width="265px"), style={"description_width": "38px"})
-        self.note = w.Textarea(placeholder="evidence for the cause (the reason, for a gold correction)", rows=2, layout=w.Layout(flex="1 1 auto", width="auto", height="44px"))
+        self.cause = w.Dropdown(description="cause", layout=w.Layout(width="270px"), style={"description_width": "initial"})
+        self.note = w.Textarea(placeholder="note: the evidence for the cause", rows=2, layout=w.Layout(flex="1 1 auto", width="auto", height="44px"))
         self.save_button = w.Button(description="save note", icon="save", tooltip="append a note (s)", button_style="primary", layout=small)
         labels = list(table.labels) or ["pass", "fail"]
         self.draft_label = w.Dropdown(options=labels, description="proposed label", layout=w.Layout(width="220px"), style={"description_width": "88px"})
@@ -134,7 +134,6 @@ class ReviewWidget:
         )
         self.box = w.VBox(
             [
-                w.HTML(STYLE, layout=w.Layout(display="none")),
                 w.HBox([self.slice_filter, self.class_filter, self.tag_filter, self.search], layout=w.Layout(width="100%")),
                 w.HBox([self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle]),
                 w.HBox([side, main], layout=w.Layout(width="100%")),

@@ -13,6 +13,8 @@ from __future__ import annotations
 import anywidget
 import traitlets
 
+from ._render import STYLE
+
 ESM = r"""
 const SVG = "http://www.w3.org/2000/svg";
 const CLASSES = [["false_pass", "false passes", "#cf222e"], ["false_fail", "false fails", "#e8a33d"]];
@@ -46,13 +48,13 @@ function drawChart(model, box) {
   }
   legend.append(node("span", "wb-dim", "· click a bar"));
   box.append(legend);
-  const labelW = 112, barW = 100, rowH = 19, width = labelW + barW + 24;
+  const labelW = 138, barW = 78, rowH = 19, width = labelW + barW + 24;
   const max = Math.max(1, ...data.map(d => Math.max(d.false_pass || 0, d.false_fail || 0)));
   const chart = svg("svg", {width, height: data.length * rowH + 2, class: "wb-chart", role: "img"});
   data.forEach((d, i) => {
     const y = i * rowH;
     const label = svg("text", {x: labelW - 4, y: y + 13, "text-anchor": "end", class: "wb-chart-label"});
-    label.textContent = d.slice.length > 17 ? d.slice.slice(0, 16) + "…" : d.slice;
+    label.textContent = d.slice.length > 22 ? d.slice.slice(0, 21) + "…" : d.slice;
     const title = svg("title"); title.textContent = d.slice; label.append(title);
     chart.append(label);
     CLASSES.forEach(([cls, name, colour], k) => {
@@ -140,13 +142,14 @@ function render({ model, el }) {
     // JupyterLab's command-mode shortcuts (j, k, 1-6, d d ...) must not act on the notebook
     // while the reviewer works in the widget.
     root.setAttribute("data-lm-suppress-shortcuts", "true");
-    root.addEventListener("keydown", onKey);
+    // Capture phase: ipywidgets' text boxes stop keydown from bubbling, and Esc must reach us.
+    root.addEventListener("keydown", onKey, true);
     root.dataset.wbKeys = "ready";
   };
   attach();
   return () => {
     if (timer) clearTimeout(timer);
-    if (root) root.removeEventListener("keydown", onKey);
+    if (root) root.removeEventListener("keydown", onKey, true);
   };
 }
 
@@ -182,7 +185,7 @@ class ReviewSidebar(anywidget.AnyWidget):  # type: ignore[misc]
     """
 
     _esm = ESM
-    _css = CSS
+    _css = STYLE + CSS
     chart = traitlets.List(traitlets.Dict()).tag(sync=True)
     """``[{slice, false_pass, false_fail}]`` under every filter but slice and class."""
     selected = traitlets.Dict().tag(sync=True)
