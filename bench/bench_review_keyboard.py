@@ -111,8 +111,8 @@ def main() -> int:
                 save_s.append(press_and_see("s", "progress", f"{k + 1} of {total} reviewed"))
                 pressed[ids[-1]] = cause
                 if k + 1 < n:
-                    page.keyboard.press("j")
                     start_next = time.perf_counter()
+                    page.keyboard.press("j")
                     page.wait_for_function("([root, prev]) => { const h = root.querySelector('.wb-case h3'); return h && h.textContent.trim() !== prev; }", arg=[handle, ids[-1]], polling="raf", timeout=30_000)
                     next_s.append(time.perf_counter() - start_next)
                     ids.append(read(root)["case_id"])

@@ -49,6 +49,7 @@ function drawChart(model, box) {
   legend.append(node("span", "wb-dim", "· click a bar"));
   box.append(legend);
   const labelW = 138, barW = 78, rowH = 19, width = labelW + barW + 24;
+  const anySelected = data.some(d => CLASSES.some(([cls]) => selected.slice === d.slice && selected.error_class === cls && d[cls]));
   const max = Math.max(1, ...data.map(d => Math.max(d.false_pass || 0, d.false_fail || 0)));
   const chart = svg("svg", {width, height: data.length * rowH + 2, class: "wb-chart", role: "img"});
   data.forEach((d, i) => {
@@ -66,6 +67,7 @@ function drawChart(model, box) {
                                class: "wb-bar", "data-slice": d.slice, "data-class": cls, "data-count": count});
       const isSel = selected.slice === d.slice && selected.error_class === cls;
       if (isSel) { bar.setAttribute("stroke", "#24292f"); bar.setAttribute("stroke-width", "1.5"); bar.classList.add("wb-bar-selected"); }
+      else if (anySelected) bar.setAttribute("opacity", "0.4");
       const t = svg("title"); t.textContent = `${d.slice}: ${count} ${name}` + (count ? " (click to filter)" : ""); bar.append(t);
       const num = svg("text", {x: labelW + w + 3, y: by + 7, class: "wb-chart-num"}); num.textContent = String(count);
       const group = svg("g", {class: count ? "wb-bar-group wb-clickable" : "wb-bar-group"});
