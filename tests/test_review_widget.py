@@ -496,3 +496,16 @@ def test_gold_label_defect_drafts_a_superseding_record_never_applied(gold_table,
     with pytest.raises(WorkbenchError, match="not_a_gold_defect"):
         GoldCorrectionDrafts(tmp_path / "d.jsonl").add(notes.add("g2", "parser_bug", "x", reviewer="ana"), proposed_label="fail", current_label="pass")
     assert len(GoldCorrectionDrafts(w.drafts.path).all()) == 2
+
+
+def test_table_from_frame_tolerates_missing_optional_values():
+    frame = pd.DataFrame({"case_id": ["a", "b"], "slice": ["s", "s"], "error_class": ["false_pass", "aligned"], "tags": [["x"], None]})
+    table = ReviewTable.from_frame(frame)
+    assert table.tags == ("x",) and table.row(1)["risk"] is None and table.row(1)["tags"] is None
+    assert table.reviewers_disagree.tolist() == [False, False] and table.labels == ()
+    model = ReviewModel(table)
+    assert model.current_case()["case_id"] == "a"
+    model.set_filter(tag="x", error_class=ALL_CASES, search="A")
+    assert model.positions.tolist() == [0]
+    w = ReviewWidget(table, reviewer="ana")  # no labels known: the draft form offers pass/fail
+    assert list(w.draft_label.options) == ["pass", "fail"] and "a" in w.detail.value

@@ -27,7 +27,7 @@ FAIL_LABELS = frozenset({"fail", "no", "incorrect", "unacceptable"})
 
 STYLE = """
 .wb-review { outline: none; border: 1px solid var(--jp-border-color2, #ddd); border-radius: 4px; padding: 4px; }
-.wb-review:focus { border-color: var(--jp-brand-color1, #1976d2); box-shadow: 0 0 0 1px var(--jp-brand-color1, #1976d2); }
+.wb-review:focus-within { border-color: var(--jp-brand-color1, #1976d2); box-shadow: 0 0 0 1px var(--jp-brand-color1, #1976d2); }
 .wb-review .widget-dropdown > select, .wb-review .widget-text input { font-size: 12px; }
 .wb-case { font-size: 12.5px; line-height: 1.35; }
 .wb-case h3 { margin: 0 0 2px 0; font-size: 14px; }

@@ -108,8 +108,8 @@ class ReviewWidget:
         self.draft_label = w.Dropdown(options=labels, description="proposed label", layout=w.Layout(width="220px"), style={"description_width": "88px"})
         self.draft_button = w.Button(description="draft a superseding record", icon="file-text", tooltip="write a proposed gold correction for an adjudicator (never applied automatically)", layout=small)
         self.draft_box = w.HBox([self.draft_label, self.draft_button, w.HTML("<span class='wb-legend'>goes to the adjudicator's drafts file, never into the gold set</span>")], layout=w.Layout(display="none", align_items="center"))
-        self.legend = w.HTML(f"<div class='wb-legend'>{e(KEY_LEGEND)}</div>")
-        self.status = w.Label()
+        self.legend = w.HTML(f"<div class='wb-legend'>{e(KEY_LEGEND)}</div>", layout=w.Layout(flex="1 1 auto", min_width="0", overflow="hidden"))
+        self.status = w.Label(layout=w.Layout(flex="0 1 auto", min_width="0"))
         self.status.add_class("wb-status")
 
         for widget in (self.slice_filter, self.class_filter, self.tag_filter, self.search, self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle):
