@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._io import sha256_json
-from ..review import CAUSES, ReviewNote
+from ..review import ReviewNote
 
 PREVIEW_CHARS = 220
 """Texts longer than this (or with more than :data:`PREVIEW_LINES` lines) collapse."""
@@ -274,8 +274,5 @@ def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) ->
 
 
 def cause_label(index: int, cause: str, count: int) -> str:
-    """``"1 gold_label_defect (2)"``: the digit key, the cause and its cases."""
+    """``"1 gold_label_defect (2)"``: the digit key (1-8, one per cause), the cause and its cases."""
     return f"{index} {cause} ({count})"
-
-
-assert len(CAUSES) <= 9, "digit keys pick causes"

@@ -229,11 +229,14 @@ class ReviewWidget:
                 self.cause.options = options
                 self.cause.value = value if value in CAUSES else NO_CAUSE
 
-    def _on_cause(self, _change: Any) -> None:
+    def _sync_draft_box(self) -> None:
+        """The gold-correction form shows for cause gold_label_defect only."""
         self.draft_box.layout.display = "flex" if self.cause.value == GOLD_DEFECT and self.model.current_case() is not None else "none"
-        if self._quiet:
-            return
-        self.status.value = ""
+
+    def _on_cause(self, _change: Any) -> None:
+        self._sync_draft_box()
+        if not self._quiet:
+            self.status.value = ""
 
     # -- rendering --------------------------------------------------------------------------
     def _move(self, step: Any) -> bool:
@@ -265,7 +268,7 @@ class ReviewWidget:
             self.note.value = latest.note if latest else ""
             if case is not None:
                 self.draft_label.value = self._default_proposal(case)
-        self._on_cause(None)
+        self._sync_draft_box()
         s = self.sidebar
         s.rows = m.window()
         s.current = m.index
