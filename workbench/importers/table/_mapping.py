@@ -437,6 +437,7 @@ _FIX: dict[str, str] = {
     "source_format": "use csv, jsonl or parquet, or leave it out to use the file extension",
     "rubric": "see docs/formats.md#table-mapping for the rubric hints",
     "values": "map each source value to development, calibration or held_out",
+    "grading_notes": "add grading_notes: <column> or reference: <column>; for one text shared by every case write grading_notes: {value: \"...\"}",
 }
 
 
@@ -568,5 +569,9 @@ def parse_mapping(raw: dict[str, Any], at: Any, location: str) -> tuple[TableMap
     try:
         mapping = TableMapping.model_validate(raw)
     except ValidationError as exc:
-        return None, problems + mapping_problems_from_validation(exc, at, location)
+        problems += mapping_problems_from_validation(exc, at, location)
+        if "reference" not in raw and "grading_notes" not in raw and not any("grading evidence" in p.message for p in problems):
+            # The model-level check runs only once every field is valid; report it now too.
+            problems.append(Problem(location=at(), code="mapping_invalid", message="mapping: map reference or grading_notes (or both): a gold case needs grading evidence", fix=_FIX["grading_notes"]))
+        return None, problems
     return mapping, problems
