@@ -27,7 +27,13 @@ from workbench.agreement import human_agreement
 from workbench.cli.main import main
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset, load_rubric, validate_dataset
-from workbench.importers import TableMapping, gold_from_dataframe, import_table, load_mapping, run_importer
+from workbench.importers import (
+    TableMapping,
+    gold_from_dataframe,
+    import_table,
+    load_mapping,
+    run_importer,
+)
 from workbench.importers.table import CARD_MARKER, PENDING_FILE, assign_partition
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -407,7 +413,7 @@ adjudication: {column: final, rule: majority, adjudicator: {value: lead}}
     assert {c["partition"] for c in gold} == {"development"}
     pending = list(csv.DictReader(io.StringIO((out / PENDING_FILE).read_text())))
     assert [p["case_id"] for p in pending] == [expected_ids[1]]
-    assert pending[0]["source_rows"] == "line 3" and "alice=pass; bob=fail" == pending[0]["reviews"]
+    assert pending[0]["source_rows"] == "line 3" and pending[0]["reviews"] == "alice=pass; bob=fail"
     assert expected_ids[1] in result.stderr and "need an adjudicator" in result.stderr
     # validate reports the case until a person decides it (beside the unset risks), and only that.
     assert {p.code for p in validate_dataset(out).errors} == {"rubric_risk_unset", "unresolved_disagreement"}

@@ -190,7 +190,8 @@ def _load_mapping(
         at = Locator("mapping", {}).at
         model, found = parse_mapping(raw, at, "mapping")
         problems = found + problems
-        label, digest = "(mapping dict)", hashlib.sha256(canonical_json(raw).encode("utf-8")).hexdigest() if _jsonable(raw) else ""
+        dumped = model.model_dump(mode="json", exclude_none=True) if model is not None else {}
+        label, digest = "(mapping dict)", hashlib.sha256(canonical_json(dumped).encode("utf-8")).hexdigest()
     else:
         path = Path(mapping)
         text, raw = read_mapping_text(path)
@@ -203,14 +204,6 @@ def _load_mapping(
     if problems or model is None:
         raise WorkbenchError(f"{label if label.startswith('(') else mapping}: {len(problems)} problem(s) in the mapping", problems)
     return _LoadedMapping(model, label, digest), at
-
-
-def _jsonable(raw: Any) -> bool:
-    try:
-        canonical_json(raw)
-    except (TypeError, ValueError):
-        return False
-    return True
 
 
 def gold_from_dataframe(df: Any, mapping: str | Path | dict[str, Any] | TableMapping) -> TableImport:
