@@ -591,3 +591,23 @@ def test_table_mapping_fields_are_documented() -> None:
     missing = [f"{model.__name__}.{name}" for model in models for name, info in model.model_fields.items() if f"`{name}`" not in section or (name != "schema_version" and not info.description)]
     assert missing == []
     assert all(f"`{rule}`" in section for rule in m.RULES)
+
+
+def test_force_over_a_foreign_dataset_keeps_none_of_its_decisions(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    shutil.copytree(ROOT / "data" / "demo", out)
+    rubric = (out / "rubric.yaml").read_text()
+    (out / "rubric.yaml").write_text(rubric + "  returns: {risk: low}\n")  # a slice the example also has
+    result = cli("import", "table", EXAMPLE / "reviews.csv", "--mapping", EXAMPLE / "mapping.yaml", "--out", out, "--force")
+    assert result.exit_code == 0, result.output
+    drafted = yaml.safe_load((out / "rubric.yaml").read_text())
+    assert {name: spec["risk"] for name, spec in drafted["slices"].items()} == {"account": "unset", "returns": "unset", "shipping": "unset"}
+    assert "Tallowmere" not in (out / "card.md").read_text()
+
+
+def test_empty_rubric_label_in_the_mapping_is_a_mapping_error(tmp_path: Path) -> None:
+    mapping = write_mapping(tmp_path / "m.yaml", MAPPING.replace("labels: {correct: pass, incorrect: fail}", 'labels: {correct: pass, incorrect: ""}'))
+    with pytest.raises(WorkbenchError) as info:
+        load_mapping(mapping)
+    [problem] = info.value.problems
+    assert problem.code == "mapping_invalid" and problem.location == f"{mapping}:9" and "labels.incorrect" in problem.message

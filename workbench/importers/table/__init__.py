@@ -289,11 +289,14 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
             card = card_path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             card = None
-    if gold_path.exists() and not force and (card is None or CARD_MARKER not in card):
-        raise WorkbenchError(
-            "refusing to overwrite a dataset",
-            [_problem(str(gold_path), "out_not_empty", f"{out} holds a gold.jsonl that `workbench import table` did not write (its card.md has no import marker)", "choose a new directory, or pass --force to replace it")],
-        )
+    if gold_path.exists() and (card is None or CARD_MARKER not in card):
+        if not force:
+            raise WorkbenchError(
+                "refusing to overwrite a dataset",
+                [_problem(str(gold_path), "out_not_empty", f"{out} holds a gold.jsonl that `workbench import table` did not write (its card.md has no import marker)", "choose a new directory, or pass --force to replace it")],
+            )
+        # Replacing another tool's dataset: its rubric and card are not this import's drafts.
+        return None, None, {}
     if rubric_path.is_file():
         try:
             rubric = yaml.safe_load(rubric_path.read_text(encoding="utf-8"))

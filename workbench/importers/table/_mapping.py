@@ -17,7 +17,7 @@ import difflib
 import math
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -315,7 +315,7 @@ class TableMapping(_Model):
     """Columns copied into each case's ``metadata`` under their own names."""
     reviews: Reviews
     """Where the reviews are (see :class:`Reviews`)."""
-    labels: dict[str, str] | None = None
+    labels: dict[str, Annotated[str, Field(min_length=1)]] | None = None
     """Source value -> rubric label, e.g. ``{0: fail, 1: pass}``. Without it source values are
     the labels. A value with no entry is an error listing every such value and its rows."""
     adjudication: AdjudicationSpec
