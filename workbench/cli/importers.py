@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
-from ..importers import import_results, run_importer
+from ..importers import import_results, import_table, run_importer
+from ..importers.table import PENDING_FILE
 from ._common import user_errors
+
+EXIT_REVIEW_REQUIRED = 4
+"""Exit code when the dataset was written but some cases wait for an adjudicator."""
 
 _OUT = click.option(
     "--out",
@@ -20,12 +25,47 @@ _FORCE = click.option("--force", is_flag=True, help="Replace a dataset already i
 
 @click.group(name="import")
 def import_group() -> None:
-    """Convert a public human-judgment dataset into the workbench gold format.
+    """Convert your own table, or a public human-judgment dataset, into the workbench gold format.
 
     Importers read the dataset from the path you give; nothing is copied into the project.
-    The output directory validates with `workbench validate`. `import results` declares the
-    gold that judge results produced elsewhere were produced against.
+    The output directory validates with `workbench validate` (for `table`, once a person has
+    set the drafted rubric's slice risks). `import results` declares the gold that judge
+    results produced elsewhere were produced against.
     """
+
+
+@import_group.command("table")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--mapping", required=True, type=click.Path(path_type=Path), help="YAML mapping: which column is what (docs/formats.md#table-mapping).")
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False), help="Dataset directory to write gold.jsonl, rubric.yaml and card.md into (created if missing).")
+@click.option("--force", is_flag=True, help="Accept moved or dropped existing cases, or replace a dataset another tool wrote.")
+@user_errors
+def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
+    """Import a CSV, JSONL or Parquet table of human reviews into a gold dataset.
+
+    The mapping names the columns: case id (or a generated one), input, response, reference,
+    grading notes, contexts, slice, group, partition (a column or a seeded, group-aware
+    assignment), tags, metadata, the reviews (long or wide form), the label mapping and the
+    adjudication (a column, or the rule majority, any_fail or unanimous_else_review). Response
+    hashes are computed here.
+
+    Writes gold.jsonl, a drafted rubric.yaml (slice risks 'unset': set them, validate refuses
+    'unset') and card.md (computed part filled in). Re-running on the same input writes the
+    same bytes and keeps the risks and the card's human part; it refuses to move an existing
+    case to another partition or drop one unless --force.
+
+    Exit 0: written; 2: invalid mapping or source (every problem listed); 4: written, but some
+    cases wait for an adjudicator (listed here and in adjudication_needed.csv).
+    """
+    result, summary = import_table(source, out, mapping=mapping, force=force)
+    click.echo(summary.format())
+    if result.pending:
+        click.echo(f"{len(result.pending)} case(s) need an adjudicator (also in {out / PENDING_FILE}):", err=True)
+        for p in result.pending:
+            reviews = ", ".join(f"{who}={label}" for who, label in p.reviews)
+            click.echo(f"  {p.case_id} ({p.partition}, slice {p.slice}; {p.rows}): {reviews} - {p.why}", err=True)
+        click.echo("Fix: have an adjudicator decide each one and record the label in the source's adjudication column, then re-run this import.", err=True)
+        sys.exit(EXIT_REVIEW_REQUIRED)
 
 
 @import_group.command("results")

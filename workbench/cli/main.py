@@ -14,6 +14,7 @@ from .fake_llm import fake_llm
 from .freeze import freeze
 from .gate import gate
 from .importers import import_group
+from .init import init
 from .noise import noise
 from .override import override
 from .pairwise import pairwise
@@ -28,6 +29,7 @@ def main() -> None:
     """Judge calibration workbench: prove, or disprove, that an LLM judge agrees with human reviewers."""
 
 
+main.add_command(init)
 main.add_command(validate)
 main.add_command(freeze)
 main.add_command(card)

@@ -24,6 +24,10 @@ from ..errors import Problem, WorkbenchError
 
 RUBRIC_SCHEMA_VERSION = 1
 
+UNSET_RISK = "unset"
+"""The risk a drafted rubric gives every slice (``workbench import table``): a person must replace
+it with a real level. :func:`load_rubric` refuses a rubric holding it (``rubric_risk_unset``)."""
+
 
 class Risk(StrEnum):
     """How much harm a wrong verdict in a slice does. ``critical`` means release-critical."""
@@ -296,6 +300,11 @@ def load_rubric(path: str | Path) -> Rubric:
             "unreadable rubric",
             [Problem(location=location, code="rubric_shape", message="the rubric must be a YAML mapping", fix="write the rubric as key: value pairs")],
         )
+    unset = _unset_risks(raw, path, location)
+    if unset:
+        # Check everything else too, so the person sees every problem at once.
+        slices = raw["slices"]
+        raw = {**raw, "slices": {k: ({**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v) for k, v in slices.items()}}
     try:
         rubric = Rubric.model_validate(raw)
     except ValidationError as exc:
@@ -313,10 +322,47 @@ def load_rubric(path: str | Path) -> Rubric:
                     fix="correct this rubric field; see docs/formats.md#rubric",
                 )
             )
-        raise WorkbenchError("invalid rubric", problems) from None
+        raise WorkbenchError("invalid rubric", [p for _, p in unset] + problems) from None
+    if unset:
+        raise WorkbenchError(f"{location}: {len(unset)} slice(s) without a risk level", [p for _, p in unset])
     if rubric.schema_version > RUBRIC_SCHEMA_VERSION:
         raise WorkbenchError(
             "rubric from a newer workbench",
             [Problem(location=location, code="schema_version_newer", message=f"rubric schema_version {rubric.schema_version} is newer than this workbench reads ({RUBRIC_SCHEMA_VERSION})", fix="upgrade the workbench")],
         )
     return rubric
+
+
+def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Problem]]:
+    """Slices whose ``risk`` is still :data:`UNSET_RISK`, each with a problem at its line."""
+    slices = raw.get("slices")
+    if not isinstance(slices, dict):
+        return []
+    names = [name for name, spec in slices.items() if isinstance(spec, dict) and spec.get("risk") == UNSET_RISK]
+    if not names:
+        return []
+    lines: dict[str, int] = {}
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
+    except yaml.YAMLError:  # pragma: no cover - the file was parsed above
+        root = None
+    if isinstance(root, yaml.MappingNode):
+        for key, value in root.value:
+            if key.value == "slices" and isinstance(value, yaml.MappingNode):
+                for slice_key, spec in value.value:
+                    line = slice_key.start_mark.line + 1
+                    if isinstance(spec, yaml.MappingNode):
+                        line = next((k.start_mark.line + 1 for k, _ in spec.value if k.value == "risk"), line)
+                    lines[str(slice_key.value)] = line
+    return [
+        (
+            name,
+            Problem(
+                location=f"{location}:{lines[name]}" if name in lines else location,
+                code="rubric_risk_unset",
+                message=f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong verdict in it does",
+                fix="set its risk to critical, high, medium or low (critical: a false pass is release-critical); the policy's risk for the slice must then equal it",
+            ),
+        )
+        for name in names
+    ]

@@ -1,4 +1,4 @@
-"""Importers: converters from public human-judgment datasets into the workbench gold format."""
+"""Importers: any table (``import_table``, ``gold_from_dataframe``) and public human-judgment datasets into the gold format."""
 
 from ._registry import (
     Importer,
@@ -12,17 +12,23 @@ from ._results import ResultsImport, import_results
 from .evalsbench import import_evalsbench
 from .llmbar import import_llmbar
 from .pandalm import import_pandalm
+from .table import TableImport, TableMapping, gold_from_dataframe, import_table, load_mapping
 
 __all__ = [
     "ImportSummary",
     "ResultsImport",
     "Importer",
+    "TableImport",
+    "TableMapping",
     "available_importers",
     "get_importer",
+    "gold_from_dataframe",
     "import_evalsbench",
     "import_llmbar",
     "import_pandalm",
     "import_results",
+    "import_table",
+    "load_mapping",
     "register_importer",
     "run_importer",
 ]

@@ -124,7 +124,9 @@ class LLMJudge:
             self.base_url = spec.endpoint.resolved_base_url()
         except ValueError as exc:
             problems.append(Problem(location=loc, code="base_url_env_invalid", message=f"endpoint.base_url_env: {exc}", fix=f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use endpoint.base_url"))
-        self.endpoint_url: str | None = _recordable_url(self.base_url)  # as run.json records it
+        # As run.json and error messages name it: no query string, no user information, and the
+        # client's default when the spec names none (never carries the key).
+        self.endpoint_url: str = public_url(_recordable_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")) or ""
         if self.api_key_env and not os.environ.get(self.api_key_env):
             problems.append(Problem(location=loc, code="api_key_missing", message=f"the environment variable {self.api_key_env} is not set", fix=f"export {self.api_key_env}=<your key> (keys are read from the environment and never written to any file)"))
         problems += self._secret_problems(spec, template, loc)
@@ -161,12 +163,6 @@ class LLMJudge:
         """Values that must never be recorded (the API key), for redaction."""
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return [key] if key else []
-
-    @property
-    def endpoint_url(self) -> str:
-        """The endpoint's base URL, safe to print (never carries the key)."""
-        url = self.spec.endpoint.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return public_url(url) or ""
 
     # -- kind hooks -----------------------------------------------------------------------
 

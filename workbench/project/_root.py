@@ -14,7 +14,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from .errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError
 
 PROJECT_ROOT_ENV = "WORKBENCH_PROJECT_ROOT"
 """Environment variable that names the project root explicitly."""
