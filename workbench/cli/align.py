@@ -7,6 +7,7 @@ import click
 from ..align import align as align_fn
 from ..align import format_report
 from ..gold import PARTITIONS
+from ..heldout import check_held_out_results
 from ._common import echo_json, user_errors
 
 
@@ -25,6 +26,7 @@ def align(gold: str, results: str, partition: str | None, repeat: int, as_json: 
     (exit 2). Cases without a result are 'missing': the evaluation is incomplete, which is
     never a pass and never a disagreement.
     """
+    check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
     report = align_fn(gold, results, partition=partition, repeat=repeat)
     if as_json:
         echo_json(report.model_dump(mode="json"))
