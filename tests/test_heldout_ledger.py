@@ -316,3 +316,18 @@ def test_a_killed_certification_is_aborted_listed_and_chained(tmp_path: Path, mo
     assert lock.previous_report is not None and lock.previous_report.model_dump() == {"report_id": "support-llm-judge/1/1", "lock_sha256": None, "status": "aborted"}
     assert verify_report(second.report_dir) == []
     assert [e.event for e in HeldOutLedger(ledger_path_for(gold)).entries()] == ["started", "aborted", "started", "finished"]
+
+
+def test_uses_in_the_earlier_reports_root_ledger_still_count(tmp_path: Path) -> None:
+    """Before the ledger moved beside the data it lived in the reports root (schema 1, no chain)."""
+    gold = fresh_gold(tmp_path)
+    judge = load_candidate(CANDIDATE)
+    dataset = load_dataset(gold)
+    manifest = held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out"))
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    legacy = {"schema_version": 1, "entry_id": "ldg-old", "event": "started", "who": "someone", "when": "2026-11-01T10:00:00Z", "candidate": judge.spec.label, "candidate_fingerprint": judge.identity.fingerprint(), "dataset_sha256": dataset.sha256, "held_out_manifest_sha256": manifest, "report_id": "rubric-judge/2/1"}
+    (reports / LEDGER_FILE).write_text(json.dumps(legacy) + "\n")
+    result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--gold", str(gold), "--reports", str(reports)])
+    assert result.exit_code == 2 and "held_out_reuse" in result.output and "earlier held-out ledger" in result.output
+    assert not (reports / "rubric-judge").exists()

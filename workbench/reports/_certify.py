@@ -54,7 +54,12 @@ from ._evaluation import (
     public_gate,
     write_gold_evidence,
 )
-from ._listing import check_ledger_complete, previous_report, write_started_marker
+from ._listing import (
+    check_ledger_complete,
+    check_legacy_ledger,
+    previous_report,
+    write_started_marker,
+)
 from ._lock import (
     Lock,
     git_state,
@@ -212,6 +217,7 @@ def certify(
         entries = ledger.entries()
         check_ledger_complete(ledger, entries, root)
         ledger.check_rerun(fingerprint, manifest_sha, rerun_reason, entries)
+        check_legacy_ledger(root, fingerprint, manifest_sha, rerun_reason)
         report_dir, n = _allocate(root, judge.spec.name, judge.spec.version)
         report_id = f"{judge.spec.name}/{judge.spec.version}/{n}"
         try:

@@ -192,3 +192,29 @@ def list_reports(reports_root: str | Path = "reports", *, ledgers: list[Path] | 
         rows.append({"report_id": report_id, "status": status, "outcome": status if status != "lock missing" else f"{closing.outcome} (lock.json missing)" if closing else status, "created_at": str(marker.get("started_at", ""))[:19], "candidate": started.candidate if started else None, "who": started.who if started else None, "rerun_reason": started.rerun_reason if started else None})
     rows.sort(key=lambda r: (r.get("created_at") or "", r["report_id"]))
     return rows
+
+
+LEGACY_LEDGER = "held_out_ledger.jsonl"
+
+
+def check_legacy_ledger(reports_root: Path, fingerprint: str, manifest_sha256: str, rerun_reason: str | None) -> None:
+    """Uses recorded in a pre-chain ledger inside the reports root (``<reports>/held_out_ledger.jsonl``,
+    where the workbench kept it before the ledger moved beside the data) still count."""
+    legacy = reports_root / LEGACY_LEDGER
+    if not legacy.is_file() or (rerun_reason and rerun_reason.strip()):
+        return
+    rows = []
+    try:
+        for number, line in enumerate(legacy.read_text(encoding="utf-8").splitlines(), start=1):
+            if line.strip():
+                row = json.loads(line)
+                if not isinstance(row, dict):
+                    raise ValueError(f"line {number} is not an object")
+                rows.append(row)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise WorkbenchError("cannot certify", [Problem(location=str(legacy), code="legacy_ledger_invalid", message=f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})", fix="restore it from version control: the uses it records still count")]) from None
+    unused = {r.get("opens") for r in rows if r.get("event") == "finished" and r.get("held_out_used") is False}
+    earlier = [r for r in rows if r.get("event") == "started" and r.get("entry_id") not in unused and r.get("candidate_fingerprint") == fingerprint and r.get("held_out_manifest_sha256") == manifest_sha256]
+    if earlier:
+        listing = ", ".join(str(r.get("report_id")) for r in earlier)
+        raise WorkbenchError("refusing to certify again", [Problem(location=str(legacy), code="held_out_reuse", message=f"the earlier held-out ledger in this reports root records this candidate fingerprint on the same held-out manifest: {listing}", fix='pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and printed in the report')])
