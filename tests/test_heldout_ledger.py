@@ -331,3 +331,26 @@ def test_uses_in_the_earlier_reports_root_ledger_still_count(tmp_path: Path) -> 
     result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--gold", str(gold), "--reports", str(reports)])
     assert result.exit_code == 2 and "held_out_reuse" in result.output and "earlier held-out ledger" in result.output
     assert not (reports / "rubric-judge").exists()
+
+
+def test_held_out_access_cannot_be_made_by_hand(tmp_path: Path) -> None:
+    from workbench.heldout import HeldOutAccess
+
+    gold = fresh_gold(tmp_path)
+    report_dir = tmp_path / "reports" / "rubric-judge" / "2" / "1"
+    mine = HeldOutLedger(tmp_path / "mine.jsonl")
+    entry, _, hold = _self_made_entry(mine, gold, report_dir)
+    try:
+        with pytest.raises(WorkbenchError) as info:
+            HeldOutAccess(mine.path, entry)  # an open entry, but in a self-made ledger
+        assert info.value.problems[0].code == "held_out_refused"
+        with pytest.raises(WorkbenchError):
+            HeldOutAccess.grant(mine.path, entry.entry_id, entry.candidate_fingerprint)
+    finally:
+        hold.release()
+    canonical = HeldOutLedger(ledger_path_for(gold))
+    real, _, hold = _self_made_entry(canonical, gold, report_dir)
+    try:
+        assert HeldOutAccess(canonical.path, real).entry == real  # the dataset's own ledger, open: granted
+    finally:
+        hold.release()

@@ -130,11 +130,14 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
             raise SystemExit(1)
         return
     rows = list_reports(reports_root, ledgers=extra)
+    damaged = [p for path in dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]) for p in HeldOutLedger(path).read().problems]
     if as_json:
         echo_json(rows)
-        return
-    if not rows:
+    elif not rows:
         click.echo(f"no reports under {reports_root}")
-        return
-    for r in rows:
+    for r in [] if as_json else rows:
         click.echo(f"{(r.get('created_at') or '')[:19]:<20} {r['report_id']:<36} {r['status']:<10} {r['outcome']:<22} blockers {r.get('blockers', '-')!s:<3} {r.get('who') or '':<10} {('rerun: ' + r['rerun_reason']) if r.get('rerun_reason') else ''}")
+    for problem in damaged:
+        click.echo(problem.format(), err=True)
+    if damaged:
+        raise SystemExit(1)

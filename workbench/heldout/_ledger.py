@@ -444,6 +444,18 @@ class HeldOutAccess:
     ledger_path: Path
     entry: LedgerEntry
 
+    def __post_init__(self) -> None:
+        # Constructed by hand, access still needs the dataset's own ledger to hold the open entry.
+        from ._location import ledger_path_for
+
+        canonical = ledger_path_for(self.entry.gold)
+        ledger = HeldOutLedger(canonical)
+        if Path(self.ledger_path).resolve() != canonical or ledger.status_of(self.entry.entry_id) != "open" or self.entry not in ledger.entries():
+            raise WorkbenchError(
+                "held-out access refused",
+                [Problem(location=str(self.ledger_path), code="held_out_refused", message="the access does not name an open certification in the dataset's own held-out ledger", fix="the held-out partition is used only by `workbench certify`, which records the use first")],
+            )
+
     @classmethod
     def grant(cls, ledger_path: str | Path, entry_id: str, fingerprint: str) -> HeldOutAccess:
         """Check the ledger for an open ``started`` entry of this candidate and return access."""
