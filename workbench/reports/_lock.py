@@ -1,10 +1,15 @@
 """Locked reports: every file hashed, the lock hashed over canonical JSON, files read-only, chained.
 
-``lock.json`` records the sha256 of every file in the report directory and, by name, of the
-evidence a reviewer asks about (gold dataset, held-out manifest, candidate spec, policy, run
-records, executed notebook, HTML). ``lock_sha256`` is the hash of the lock's canonical JSON
-without that field. ``previous_report`` links the report to the one before it for the same
-candidate version, so a report cannot silently disappear from the chain.
+``lock.json`` records the sha256 of every file in the report directory (all but the top-level
+``lock.json`` itself) and, by name, of the evidence a reviewer asks about (gold dataset,
+held-out manifest, candidate spec, policy, run records, lineage, figures, held-out gold
+records, executed notebook, HTML), with the outcome, blockers and figures ``workbench verify``
+recomputes from that evidence. ``lock_sha256`` is the hash of the lock's canonical JSON without
+that field and the signature. ``previous_report`` links the report to the one before it for
+the same candidate version (as the held-out ledger recorded it), so a report cannot silently
+disappear from the chain. An optional Ed25519 ``signature`` over ``lock_sha256`` (see
+:mod:`workbench.reports._signing`) shows who produced the lock; verification lives in
+:mod:`workbench.reports._verify`.
 """
 
 from __future__ import annotations
