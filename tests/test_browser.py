@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,7 +87,9 @@ def demo_report(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> Pat
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
         mp.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("demo-cache")))
-        result = certify(candidate=DEMO_CANDIDATE, policy=DEMO_POLICY, gold=DEMO_GOLD, reports_root=reports / "reports")
+        gold = reports / "gold"  # the held-out ledger lives beside the gold: certify a copy
+        shutil.copytree(ROOT / DEMO_GOLD, gold)
+        result = certify(candidate=DEMO_CANDIDATE, policy=DEMO_POLICY, gold=gold, reports_root=reports / "reports")
     assert (result.report_dir / "report.html").is_file(), f"certify wrote no report.html in {result.report_dir}"
     return result.report_dir
 

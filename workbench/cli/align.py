@@ -7,6 +7,7 @@ import click
 from ..align import align as align_fn
 from ..align import format_report, resolve_partition
 from ..gold import PARTITIONS
+from ..heldout import check_held_out_results
 from ._common import echo_json, user_errors
 
 
@@ -35,6 +36,7 @@ def align(gold: str, results: str, partition: str | None, repeat: int, as_json: 
     comparable. Without --partition, the partition named by the run manifest is used.
     """
     partition, source = resolve_partition(results, partition)
+    check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
     report = align_fn(gold, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, partition_source=source)
     if as_json:
         echo_json(report.model_dump(mode="json"))

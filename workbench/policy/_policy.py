@@ -147,6 +147,11 @@ class Policy(_Model):
     """Most evaluator errors (cases without a verdict because the judge failed) allowed overall."""
     max_cost_usd: float | None = Field(default=None, ge=0)
     """Approved spend for the run; more is a cost-boundary violation. ``None``: not checked."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """Spend limit the certification's held-out run runs under (it stops before a call could
+    exceed it; a stopped run is incomplete). ``workbench certify`` uses it when
+    ``--budget-usd`` is not given, refuses a larger ``--budget-usd`` (exit 2) and uses a smaller
+    one. ``None``: certification is limited only by ``--budget-usd``, if given."""
     min_n_per_slice: int = Field(default=1, ge=0)
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
     controls: ControlsPolicy | None = None
