@@ -16,6 +16,7 @@ from .importers import import_group
 from .noise import noise
 from .override import override
 from .pairwise import pairwise
+from .plan import plan
 from .ranking import ranking
 from .run import run
 from .validate import validate
@@ -43,6 +44,7 @@ main.add_command(ranking)
 main.add_command(certify)
 main.add_command(verify)
 main.add_command(reports)
+main.add_command(plan)
 
 if __name__ == "__main__":
     main()
