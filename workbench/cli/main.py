@@ -10,6 +10,7 @@ from .align import align
 from .card import card
 from .certify import certify, reports, verify
 from .controls import controls
+from .estimate import estimate
 from .fake_llm import fake_llm
 from .gate import gate
 from .importers import import_group
@@ -45,6 +46,7 @@ main.add_command(certify)
 main.add_command(verify)
 main.add_command(reports)
 main.add_command(plan)
+main.add_command(estimate)
 
 if __name__ == "__main__":
     main()
