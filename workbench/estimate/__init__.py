@@ -27,6 +27,7 @@ from ._simulate import (
     estimate_chart,
     simulate,
     true_overall,
+    truths,
 )
 
 __all__ = [
@@ -56,4 +57,5 @@ __all__ = [
     "rogan_gladen",
     "simulate",
     "true_overall",
+    "truths",
 ]

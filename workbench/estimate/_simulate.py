@@ -71,6 +71,11 @@ def true_overall(scenario: Sequence[SimulatedSlice]) -> float:
     return sum(s.traffic / total * s.true_pass_rate for s in scenario)
 
 
+def truths(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO) -> dict[str, float]:
+    """The true pass rate of every slice and ``(all)``: what the intervals should hold."""
+    return {s.slice: s.true_pass_rate for s in scenario} | {"(all)": true_overall(scenario)}
+
+
 def simulate(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO, *, labelled: int = 0, seed: int = 0, interval: RGInterval = "bootstrap", unstable_below: float = UNSTABLE_BELOW) -> ProductionEstimate:
     """One draw of the scenario, estimated exactly as real traffic is (no report: ``certification`` is None)."""
     rng = np.random.default_rng(seed)
@@ -127,20 +132,20 @@ def coverage(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO, seeds: Iterable
     """
     import pandas as pd
 
-    truths = {s.slice: s.true_pass_rate for s in scenario} | {"(all)": true_overall(scenario)}
-    tally: dict[str, dict[str, list[float]]] = {name: {} for name in truths}
+    truth = truths(scenario)
+    tally: dict[str, dict[str, list[float]]] = {name: {} for name in truth}
     draws = 0
     for seed in seeds:
         draws += 1
         est = simulate(scenario, labelled=labelled, seed=seed, interval=interval)
         for row in [*est.slices, est.overall]:
-            _tally(tally[row.slice], row, truths[row.slice])
+            _tally(tally[row.slice], row, truth[row.slice])
     out = []
     for name, t in tally.items():
         out.append(
             {
                 "slice": name,
-                "truth": truths[name],
+                "truth": truth[name],
                 "draws": draws,
                 "naive_coverage": float(np.mean(t["naive"])),
                 "corrected_coverage": float(np.mean(t["corrected"])),
