@@ -198,6 +198,8 @@ class SliceInput:
     errors: int = 0
     missing: int = 0
     labelled_excluded: int = 0
+    ppi_excluded: np.ndarray | None = None
+    """True where a decided case is left out of PPI altogether: labelled, but not pass or fail."""
     cases: int | None = None
     """Mapped cases (default: decided + abstentions + errors + missing)."""
     notes: tuple[str, ...] = field(default=())
@@ -208,6 +210,13 @@ def _corrected(raw: float | None, se: float | None, low: float | None, high: flo
         return CorrectedEstimate(estimate=None, raw=raw, se=se, ci95_low=None, ci95_high=None, clipped=False)
     clipped = raw < 0 or raw > 1 or low < 0 or high > 1
     return CorrectedEstimate(estimate=clip01(raw), raw=raw, se=se, ci95_low=clip01(low), ci95_high=clip01(high), clipped=clipped)
+
+
+def _kept(s: SliceInput) -> np.ndarray:
+    """Decided cases PPI uses: all but labelled ones whose human label is not pass or fail."""
+    if s.ppi_excluded is None:
+        return np.ones(s.judge_pass.size, dtype=bool)
+    return ~s.ppi_excluded
 
 
 def _percentiles(draws: np.ndarray) -> tuple[float, float]:
@@ -276,7 +285,8 @@ def estimate_slices(
         corrected = _corrected(raw, se, low, high)
         if corrected.clipped:
             warnings.append("the corrected estimate or its interval was clipped to [0, 1]")
-        ppi = _ppi(s.judge_pass.astype(float), s.human_pass.astype(float), z)
+        keep = _kept(s)
+        ppi = _ppi(s.judge_pass[keep].astype(float), s.human_pass[keep].astype(float), z)
         labelled = int((~np.isnan(s.human_pass)).sum())
         if labelled and ppi is None:
             warnings.append(f"{labelled} labelled case(s) here: PPI needs at least two labelled and two unlabelled decided cases")
@@ -329,9 +339,9 @@ def _overall(inputs: Sequence[SliceInput], rows: list[SliceEstimate], parts: lis
     if unstable:
         warnings.append("unstable correction in " + ", ".join(unstable) + ": the overall estimate inherits it")
     corrected = _corrected(raw, se, low, high)
-    judge = np.concatenate([s.judge_pass for s in inputs]) if inputs else np.zeros(0)
-    human = np.concatenate([s.human_pass for s in inputs]) if inputs else np.zeros(0)
-    passes = int(judge.sum())
+    judge = np.concatenate([s.judge_pass[_kept(s)] for s in inputs]) if inputs else np.zeros(0)
+    human = np.concatenate([s.human_pass[_kept(s)] for s in inputs]) if inputs else np.zeros(0)
+    passes = int(np.concatenate([s.judge_pass for s in inputs]).sum()) if inputs else 0
     return SliceEstimate(
         slice=OVERALL,
         risk=None,

@@ -323,6 +323,7 @@ def _assemble(certified: Certified, traffic: Traffic, rubric: Rubric, results: s
         decided = [cid for cid in ids if traffic.outcome[cid] in ("pass", "fail")]
         judge = np.array([1.0 if traffic.outcome[cid] == "pass" else 0.0 for cid in decided])
         human = np.array([_human(traffic.human.get(cid), rubric) for cid in decided], dtype=float)
+        excluded = np.array([cid in traffic.human and np.isnan(h) for cid, h in zip(decided, human, strict=True)], dtype=bool)
         labelled_here = [cid for cid in ids if cid in traffic.human]
         used = int((~np.isnan(human)).sum()) if human.size else 0
         counts = Counter(traffic.outcome[cid] for cid in ids)
@@ -341,6 +342,7 @@ def _assemble(certified: Certified, traffic: Traffic, rubric: Rubric, results: s
                 errors=counts["error"],
                 missing=counts["missing"],
                 labelled_excluded=len(labelled_here) - used,
+                ppi_excluded=excluded,
                 cases=len(ids),
             )
         )
