@@ -10,6 +10,7 @@ from .align import align
 from .card import card
 from .certify import certify, reports, verify
 from .controls import controls
+from .estimate import estimate
 from .fake_llm import fake_llm
 from .freeze import freeze
 from .gate import gate
@@ -18,6 +19,7 @@ from .init import init
 from .noise import noise
 from .override import override
 from .pairwise import pairwise
+from .plan import plan
 from .ranking import ranking
 from .run import run
 from .validate import validate
@@ -47,6 +49,8 @@ main.add_command(ranking)
 main.add_command(certify)
 main.add_command(verify)
 main.add_command(reports)
+main.add_command(plan)
+main.add_command(estimate)
 
 if __name__ == "__main__":
     main()
