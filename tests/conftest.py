@@ -240,7 +240,6 @@ from _datasets import (  # noqa: E402,F401  (pytest finds hooks by name in conft
     pytest_terminal_summary,
 )
 
-
 _GUARDED = ("data", "notebooks", "examples")
 """Committed trees no test may write into (a held-out ledger beside data/demo, an executed notebook ...)."""
 
