@@ -440,6 +440,21 @@ def test_unmapped_labels_are_listed_with_every_row(gold: Path, tmp_path: Path) -
     assert len(info.value.problems) == 4 and {p.code for p in info.value.problems} == {"unmapped_label"}
 
 
+def test_a_table_without_any_prediction_is_refused(gold: Path, tmp_path: Path) -> None:
+    source = tmp_path / "p.csv"
+    source.write_text("id,verdict,score\nc01,,0.5\nc02,,\n")
+    result = invoke("import", "results", source, "--gold", gold, "--out", tmp_path / "out", "--case-id", "id", "--label", "verdict", "--name", "j", "--version", "1", "--model", "m", "--prompt-description", "p")
+    assert result.exit_code == 2 and "[no_predictions]" in result.output and "none of the 2 row(s) has a prediction in column 'verdict'" in result.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_label_values_compare_as_text(gold: Path, tmp_path: Path) -> None:
+    source = tmp_path / "p.csv"
+    source.write_text("id,grade\nc01,1.00\nc02,0\nc03,0.50\nc04,1\n")
+    imported = results_from_table(source, {"case_id": "id", "label": "grade", "labels": {1: "pass", 0: "fail", 0.5: "review_required"}, "judge": {"name": "j", "version": "1", "model": "m", "prompt": "p"}}, gold=gold)
+    assert [(r.case_id, r.value) for r in imported.results] == [("c01", "pass"), ("c02", "fail"), ("c03", "review_required"), ("c04", "pass")]
+
+
 def test_duplicate_keys_are_refused(gold: Path, tmp_path: Path) -> None:
     source = tmp_path / "p.csv"
     source.write_text("id,verdict\nc01,pass\nc02,fail\nc01,fail\nc03,pass\nc01,\n")
@@ -532,21 +547,43 @@ def test_reimport_is_byte_identical_and_a_changed_import_needs_force(gold: Path,
     assert [p.code for p in info.value.problems] == ["out_other_candidate"]
 
 
-def test_the_committed_example_imports_and_aligns() -> None:
+def test_the_committed_example_imports_and_aligns(tmp_path: Path) -> None:
     """examples/import-results: the worked example in docs/import-results.md, as a user types it."""
     example = ROOT / "examples" / "import-results"
-    runner = CliRunner()
-    with runner.isolated_filesystem():
-        result = runner.invoke(main, ["import", "results", str(example / "predictions.csv"), "--mapping", str(example / "mapping.yaml"), "--gold", str(ROOT / "data" / "demo"), "--out", "imported"])
-        assert result.exit_code == 0, result.output
-        aligned = runner.invoke(main, ["align", "--gold", str(ROOT / "data" / "demo"), "--results", "imported/results.jsonl", "--partition", "development", "--json"])
-        assert aligned.exit_code == 0, aligned.output
-        report = json.loads(aligned.output)
-    dataset = load_dataset(ROOT / "data" / "demo")
+    demo = ROOT / "data" / "demo"
+    result = invoke("import", "results", example / "predictions.csv", "--mapping", example / "mapping.yaml", "--gold", demo, "--out", tmp_path / "imported")
+    assert result.exit_code == 0, result.output
+    aligned = invoke("align", "--gold", demo, "--results", tmp_path / "imported" / "results.jsonl", "--partition", "development", "--json")
+    assert aligned.exit_code == 0, aligned.output
+    report = json.loads(aligned.output)
+    dataset = load_dataset(demo)
     to_label = yaml.safe_load((example / "mapping.yaml").read_text())["labels"]
-    predicted = {row["case_id"]: to_label[row["verdict"]] for row in csv.DictReader((example / "predictions.csv").open()) if row["verdict"]}
+    with (example / "predictions.csv").open(newline="") as fh:
+        predicted = {row["case_id"]: to_label[row["verdict"]] for row in csv.DictReader(fh) if row["verdict"]}
     counted = Counter((c.gold_label, predicted.get(c.case_id, "(missing)")) for c in dataset.partition("development"))
     assert report["confusion"]["counts"] == [[counted[(h, j)] for j in report["confusion"]["columns"]] for h in report["confusion"]["rows"]]
+    assert report["status"] == "incomplete" and len(report["missing_case_ids"]) == 9
     doc = (ROOT / "docs" / "import-results.md").read_text()
     for human, counts in zip(report["confusion"]["rows"], report["confusion"]["counts"], strict=True):
         assert f"| {human} | " + " | ".join(map(str, counts)) + " |" in doc  # the table in the docs is the real output
+
+
+def test_options_override_the_mapping_file(gold: Path, project: Path, tmp_path: Path) -> None:
+    result = invoke("import", "results", project / "predictions.csv", "--gold", gold, "--mapping", project / "mapping.yaml", "--out", tmp_path / "out", "--version", "4", "--label-map", "unsure=fail")
+    assert result.exit_code == 0, result.output
+    rows = {r["case_id"]: r for r in rows_of(tmp_path / "out" / "results.jsonl")}
+    assert rows["c05"]["value"] == "fail" and rows["c05"]["judge"]["version"] == "4"
+    assert (tmp_path / "out" / "vendor-judge@4.yaml").exists()
+    bad = invoke("import", "results", project / "predictions.csv", "--gold", gold, "--mapping", project / "mapping.yaml", "--out", tmp_path / "o2", "--label-map", "unsure")
+    assert bad.exit_code == 2 and "is not VALUE=LABEL" in bad.output
+
+
+@pytest.mark.parametrize("model", ["ResultsMapping", "JudgeDeclaration", "ScoreThreshold"])
+def test_the_mapping_format_is_documented(model: str) -> None:
+    import workbench.importers as importers
+
+    cls = getattr(importers, model)
+    doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    section = doc.split("## Results mapping", 1)[1].split("\n## ", 1)[0]
+    assert [name for name in cls.model_fields if f"`{name}`" not in section and f" {name}," not in section and f"{{{name}," not in section and f" {name}}}" not in section and f" {name}:" not in section] == []
+    assert [name for name, info in cls.model_fields.items() if not info.description and name != "schema_version"] == []

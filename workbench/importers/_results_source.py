@@ -140,7 +140,8 @@ def is_empty(value: Any) -> bool:
 
 
 def as_text(value: Any) -> str:
-    """A cell as the text a mapping compares: ``1``, ``1.0`` and ``"1"`` are all ``1``; booleans are ``true``/``false``."""
+    """A cell as the text a mapping compares: ``1``, ``1.0``, ``"1"`` and ``"1.00"`` are all ``1``
+    (``"0.50"`` and ``0.5`` are ``0.5``); booleans are ``true``/``false``."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -150,12 +151,10 @@ def as_text(value: Any) -> str:
     text = str(value).strip()
     if text.lower() in ("true", "false"):
         return text.lower()
-    try:
-        number = float(text)
-    except ValueError:
-        return text
-    if math.isfinite(number) and number.is_integer() and re.fullmatch(r"[+-]?\d+(\.0*)?", text):
-        return str(int(number))
+    if re.fullmatch(r"[+-]?\d+", text):
+        return str(int(text))
+    if re.fullmatch(r"[+-]?\d+\.\d*", text):
+        return as_text(float(text))
     return text
 
 

@@ -35,7 +35,7 @@ import yaml
 
 from .._io import atomic_write_text, sha256_json, sha256_text
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldCase, GoldDataset, load_dataset
+from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..results import JudgeIdentity, JudgeResult
 from ._results_mapping import ResultsMapping, check_mapping, load_mapping_file
 from ._results_source import (
@@ -75,6 +75,8 @@ class ResultsImport:
     """Active gold cases with no result (empty prediction or no row), in gold order."""
     cases: int = 0
     """Active gold cases."""
+    partitions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per gold partition: (results written, active cases)."""
 
     def format(self) -> str:
         release = f"release {self.release_id}" if self.release_id else "not frozen"
@@ -84,6 +86,8 @@ class ResultsImport:
             f"imported {self.results} result(s) of judge {self.judge} (fingerprint {str(self.fingerprint)[:12]}) from {self.source} "
             f"against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out} and {self.spec}."
         )
+        if self.partitions:
+            text += " Results per partition: " + ", ".join(f"{name} {done}/{total}" for name, (done, total) in self.partitions.items()) + "."
         if self.missing_case_ids:
             shown = ", ".join(self.missing_case_ids[:10]) + (f" and {len(self.missing_case_ids) - 10} more" if len(self.missing_case_ids) > 10 else "")
             text += (
@@ -113,6 +117,8 @@ class ImportedResults:
     empty_rows: tuple[tuple[str, str], ...] = ()
     """``(case_id, row)`` of rows whose prediction was empty."""
     missing_case_ids: tuple[str, ...] = field(default=())
+    partitions: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per gold partition: (results, active cases)."""
 
     @property
     def label(self) -> str:
@@ -168,6 +174,7 @@ class ImportedResults:
             empty_rows=len(self.empty_rows),
             missing_case_ids=self.missing_case_ids,
             cases=self.cases,
+            partitions=self.partitions,
         )
 
 
@@ -429,8 +436,18 @@ def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location:
                 **stamp,
             )
         )
+    if not results:
+        raise WorkbenchError(
+            f"{table.location}: nothing to import",
+            [Problem(location=table.location, code="no_predictions", message=f"none of the {len(table.rows)} row(s) has a prediction in column {(mapping.label or mapping.score)!r}", fix="check the prediction column named in the mapping; empty cells are missing predictions")],
+        )
     judged = {r.case_id for r in results}
     missing = tuple(case_id for case_id in active if case_id not in judged)
+    partitions: dict[str, tuple[int, int]] = {}
+    for case in active.values():
+        done, total = partitions.get(case.partition.value, (0, 0))
+        partitions[case.partition.value] = (done + (case.case_id in judged), total + 1)
+    partitions = {name: partitions[name] for name in PARTITIONS if name in partitions}
     rule = f"labels from column {mapping.label!r}" if mapping.label else f"score column {mapping.score!r} {threshold.pass_if if threshold else ''} {threshold.value if threshold else ''} -> {threshold.pass_label if threshold else ''}, else {threshold.fail_label if threshold else ''}"
     provenance = f"Predictions imported from {table.name} (sha256 {table.sha256[:12]}) with `workbench import results`; {rule}; source judge fingerprint {fingerprint[:12]}."
     spec = CandidateSpec(
@@ -459,6 +476,7 @@ def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location:
         cases=len(active),
         empty_rows=tuple((case_id, str(table.refs[i])) for case_id, i in empty),
         missing_case_ids=missing,
+        partitions=partitions,
     )
 
 
