@@ -218,6 +218,21 @@ def test_certify_copies_the_imported_candidate_with_its_results(gold: Path, proj
     assert (copies["candidate"].parent / "results.jsonl").read_bytes() == (tmp_path / "out" / "results.jsonl").read_bytes()
 
 
+def test_certify_runs_an_imported_candidate_and_a_missing_prediction_keeps_it_incomplete(tmp_path: Path) -> None:
+    """A real certification (papermill) of an imported candidate on the demo held-out partition."""
+    from workbench.reports import certify
+
+    dataset = load_dataset(ROOT / "data" / "demo")
+    held_out = dataset.partition("held_out")
+    frame = pd.DataFrame([{"case": c.case_id, "label": c.gold_label} for c in held_out[1:]])  # the first held-out case has no prediction
+    mapping = {"case_id": "case", "label": "label", "judge": {"name": "oracle", "version": "1", "model": "copies-the-gold", "prompt_description": "returns the adjudicated label"}}
+    written = results_from_dataframe(frame, mapping, gold=dataset).write(tmp_path / "oracle")
+    result = certify(written.spec, ROOT / "data" / "policies" / "support-release@1.yaml", ROOT / "data" / "demo", reports_root=tmp_path / "reports")
+    assert result.outcome == "evaluation_incomplete"
+    lock = json.loads((result.report_dir / "lock.json").read_text())
+    assert lock["candidate"] == "oracle@1" and lock["candidate_fingerprint"] == load_candidate(written.spec).identity.fingerprint()
+
+
 def test_gate_accepts_the_results_and_missing_ones_keep_it_incomplete(tmp_path: Path) -> None:
     """On the demo gold and policy: a held-out case without a prediction makes the gate incomplete (exit 3)."""
     dataset = load_dataset(ROOT / "data" / "demo")
