@@ -13,6 +13,7 @@ from .._io import bulk_load
 from ..align import align_results, alignment_report, resolve_partition
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, load_dataset
+from ..heldout import check_held_out_results
 from ..policy import (
     EXIT_CODES,
     evaluate_gate,
@@ -89,6 +90,7 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
         if dataset is None or resolved is None or problems:
             raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
         partition, source = resolved
+        check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
         join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
         report = alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=source)
     sha = policy_sha256(policy)

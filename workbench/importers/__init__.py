@@ -9,6 +9,13 @@ from ._registry import (
     run_importer,
 )
 from ._results import ResultsImport, import_results
+from ._results_mapping import JudgeDeclaration, ResultsMapping, ScoreThreshold
+from ._results_table import (
+    ImportedResults,
+    results_from_dataframe,
+    results_from_ragas,
+    results_from_table,
+)
 from .evalsbench import import_evalsbench
 from .llmbar import import_llmbar
 from .pandalm import import_pandalm
@@ -16,6 +23,13 @@ from .table import TableImport, TableMapping, gold_from_dataframe, import_table,
 
 __all__ = [
     "ImportSummary",
+    "ImportedResults",
+    "JudgeDeclaration",
+    "ResultsMapping",
+    "ScoreThreshold",
+    "results_from_dataframe",
+    "results_from_ragas",
+    "results_from_table",
     "ResultsImport",
     "Importer",
     "TableImport",

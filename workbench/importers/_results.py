@@ -8,42 +8,66 @@ record's, no duplicate attempt), results that already carry another gold's linea
 refused, and the results are written to ``OUT/results.jsonl`` stamped with the gold's
 ``dataset_sha256`` and ``rubric_version``. Nothing else about a result changes, so its judge
 fingerprint stays the same.
+
+Predictions in any other shape (CSV, JSONL, Parquet or a DataFrame with a case key and a
+label or score column, a Ragas experiment's CSV, ``EvaluationResult.to_pandas()``) are
+imported with a mapping that declares the judge: see :mod:`._results_table`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .._io import write_jsonl
 from ..errors import Problem, WorkbenchError
 from ..gold import load_dataset
 from ..results import read_results
+from ._results_mapping import ResultsMapping
+from ._results_table import RESULTS_FILE, ResultsImport, results_from_table
 
-RESULTS_FILE = "results.jsonl"
-
-
-@dataclass(frozen=True)
-class ResultsImport:
-    """What :func:`import_results` wrote."""
-
-    source: str
-    out: str
-    results: int
-    dataset_sha256: str
-    rubric_version: str
-    release_id: str | None
-
-    def format(self) -> str:
-        release = f"release {self.release_id}" if self.release_id else "not frozen"
-        return f"declared {self.results} result(s) from {self.source} as produced against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out}"
+__all__ = ["RESULTS_FILE", "ResultsImport", "import_results"]
 
 
-def import_results(source: str | Path, gold: str | Path, out: str | Path, *, force: bool = False) -> ResultsImport:
+def import_results(
+    source: str | Path,
+    gold: str | Path,
+    out: str | Path,
+    *,
+    force: bool = False,
+    mapping: str | Path | dict[str, Any] | ResultsMapping | None = None,
+    options: dict[str, Any] | None = None,
+) -> ResultsImport:
+    """Import judge results produced elsewhere as produced against ``gold``.
+
+    Without ``mapping`` and ``options``, ``source`` is a results file in the judge-result
+    contract: it is checked against ``gold`` and written, stamped with the gold's lineage, to
+    ``out/results.jsonl``. With them, ``source`` is a predictions table (CSV, JSONL, Parquet)
+    read through the mapping; ``out`` receives ``results.jsonl`` and the ``imported``
+    candidate ``<name>@<version>.yaml`` (see :func:`results_from_table`).
+    """
+    if mapping is not None or any(_given(v) for v in (options or {}).values()):
+        return results_from_table(source, mapping, gold=gold, options=options).write(out, force=force)
+    source = Path(source)
+    if source.suffix.lower() in (".csv", ".parquet", ".pq"):
+        raise WorkbenchError(
+            "cannot import results",
+            [Problem(location=str(source), code="mapping_needed", message=f"a {source.suffix} table needs a mapping: which column is the case key and the prediction, and who the judge was", fix="pass --mapping FILE (docs/formats.md#results-mapping), or --case-id/--label (or --score with --threshold) with --name, --version, --model and --prompt-file or --prompt-description")],
+        )
+    return _import_contract(source, gold, out, force=force)
+
+
+def _given(value: Any) -> bool:
+    if isinstance(value, dict):
+        return any(_given(v) for v in value.values())
+    return value is not None and value != ()
+
+
+def _import_contract(source: Path, gold: str | Path, out: str | Path, *, force: bool = False) -> ResultsImport:
     """Check ``source`` against ``gold`` and write it, stamped with the gold's lineage, to ``out/results.jsonl``."""
     from ..align import check_lineage
 
-    source, out = Path(source), Path(out)
+    out = Path(out)
     dataset = load_dataset(gold)
     if out.exists() and not out.is_dir():
         raise WorkbenchError("cannot import results", [Problem(location=str(out), code="out_not_directory", message="--out names a file, not a directory", fix="point --out at a new or empty directory")])
