@@ -34,6 +34,7 @@ from workbench.ranking import (
     position_battery,
     presentation_orders,
     ranking_report,
+    read_payload,
     run_ranking_sync,
 )
 from workbench.results import read_results
@@ -345,8 +346,9 @@ def test_content_ranker_is_position_blind_and_passes(tmp_path: Path) -> None:
     assert all(r.order == ["cand-4", "cand-3", "cand-2", "cand-1"] and r.value == "cand-1" for r in rows)  # worst-first, winner is the best
     assert all(r.presentation and r.presentation["direction"] == "worst-first" for r in rows)
     assert report.position_sensitivity.stable_cases.k == 2
-    request = rows[3].rendered_request
+    request = read_payload(tmp_path / "run", rows[3].rendered_request)  # the full request, kept as a payload beside the results
     assert request["function"] == "test_ranking:by_quality" and "cand-" not in json.dumps(request)
+    assert rows[3].rendered_request["capture"] == "full" and "Answer" not in json.dumps(rows[3].rendered_request)  # the stub holds digests, no text
 
 
 def test_invalid_permutation_is_an_integration_defect_before_quality(tmp_path: Path) -> None:
@@ -410,7 +412,7 @@ def test_resume_and_cache_through_the_run_engine(tmp_path: Path) -> None:
     rows = [r.result for r in read_results(tmp_path / "run2" / "results.jsonl")]
     assert all(r.cached_from_run_id and r.presentation and r.order for r in rows)
     assert report_of(fs, tmp_path / "run2").passed
-    with pytest.raises(WorkbenchError, match="manifest changed"):
+    with pytest.raises(WorkbenchError, match="battery changed"):
         run(spec, fs, tmp_path / "run", repeats=1)  # a different battery is a different run
 
 
@@ -428,7 +430,8 @@ def test_same_texts_under_another_mapping_never_share_a_cached_verdict(tmp_path:
         assert report.passed and not report.integration_defects
     rows = [r.result for r in read_results(tmp_path / "run-cached" / "results.jsonl")]
     assert all(r.cached_from_run_id for r in rows)
-    assert all("answer_mapping" not in json.dumps(r.rendered_request) and "cand-" not in json.dumps(r.rendered_request) for r in rows)
+    payloads = [read_payload(tmp_path / "run", r.rendered_request) for r in rows]  # cached stubs point at the first run's payloads
+    assert all(p is not None and "answer_mapping" not in json.dumps(p) and "cand-" not in json.dumps(p) for p in payloads)
 
 
 def test_candidate_spec_problems(tmp_path: Path) -> None:
@@ -455,9 +458,10 @@ def test_llm_kind_end_to_end_neutral_labels_and_mapping(tmp_path: Path) -> None:
         prompts = [json.dumps(c.body) for c in llm.calls]
         rows = [r.result for r in read_results(tmp_path / "run" / "results.jsonl")]
         for r in rows:
-            text = json.dumps(r.rendered_request)
+            sent = read_payload(tmp_path / "run", r.rendered_request)
+            text = json.dumps(sent)
             assert not any(cid in text for cid in ("cand-1", "cand-2", "cand-3", "cand-4")), "a stable id reached the judge"
-            assert '<candidate label="A">' in r.rendered_request["messages"][-1]["content"]
+            assert '<candidate label="A">' in sent["messages"][-1]["content"]
             fx = next(f for f in fs if f.case_id == r.case_id)
             assert r.order == fx.expected_order and r.value == "cand-1"  # mapped back through the presentation
             assert r.tokens_in and r.cost_usd and r.rendered_request_sha256
