@@ -169,7 +169,7 @@ def report_of(fixtures: Any, out: Path, **kw: Any) -> Any:
 
 def test_demo_fixtures_load_and_hash_the_frozen_content() -> None:
     fs = load_fixtures(DEMO_FIXTURES)
-    assert fs.label == "support-ranking@1" and len(fs.fixtures) == 12
+    assert fs.label == "support-ranking@1" and len(fs.fixtures) == 13
     assert fs.sha256 == hashlib.sha256(DEMO_FIXTURES.read_bytes()).hexdigest()
     f = fs.fixtures[0]
     payload = {"user_input": f.user_input, "context": [{"id": p.id, "text": p.text} for p in f.context], "candidates": [{"id": c.id, "text": c.text} for c in f.candidates]}
@@ -517,26 +517,32 @@ def test_completeness_check_catches_a_template_that_omits_the_context(tmp_path: 
 
 def test_cli_exit_codes_on_the_demo(tmp_path: Path) -> None:
     runner = CliRunner()
-    ok = runner.invoke(ranking_command, ["--candidate", str(ROOT / "data/candidates/policy-ranker@1.yaml"), "--fixtures", str(DEMO_FIXTURES), "--out", str(tmp_path / "policy"), "--no-progress"])
-    assert ok.exit_code == 0, ok.output
-    assert "PASSED" in ok.output and "chargeback-009" in ok.output  # monitor-only drift, reported but not blocking
+    history = ["--history", str(tmp_path / "history.jsonl")]
+    # the deterministic ranker: no must-win reversal; the editorial case chargeback-009 drifts and routes to review (exit 4)
+    ok = runner.invoke(ranking_command, ["--candidate", str(ROOT / "data/candidates/policy-ranker@1.yaml"), "--fixtures", str(DEMO_FIXTURES), "--out", str(tmp_path / "policy"), "--no-progress", *history])
+    assert ok.exit_code == 4, ok.output
+    assert "REVIEW_REQUIRED" in ok.output and "ranking_editorial_drift: chargeback-009" in ok.output
     assert (tmp_path / "policy" / "ranking_report.json").exists() and (tmp_path / "policy" / "failures" / "chargeback-009.json").exists()
     with FakeLLM(responder=demo_respond) as llm:
         spec = yaml.safe_load((ROOT / "data/candidates/support-llm-ranker@1.yaml").read_text())
         spec["endpoint"]["base_url"] = llm.base_url
+        spec["endpoint"].pop("base_url_env", None)
         (tmp_path / "spec").mkdir()
         (tmp_path / "spec" / "support-llm-ranker@1.yaml").write_text(yaml.safe_dump(spec))
-        bad = runner.invoke(ranking_command, ["--candidate", str(tmp_path / "spec" / "support-llm-ranker@1.yaml"), "--fixtures", str(DEMO_FIXTURES), "--out", str(tmp_path / "llm"), "--json", "--no-progress"])
-    assert bad.exit_code == 1
+        bad = runner.invoke(ranking_command, ["run", "--candidate", str(tmp_path / "spec" / "support-llm-ranker@1.yaml"), "--fixtures", str(DEMO_FIXTURES), "--out", str(tmp_path / "llm"), "--json", "--no-progress", *history])
+    assert bad.exit_code == 1  # a confirmed must-win reversal: quality failed
     report = json.loads(bad.stdout[bad.stdout.index("{") :])
-    assert [c["case_id"] for c in report["must_win"]["reversals"]] == ["damaged-item-005"]
+    assert [c["case_id"] for c in report["must_win"]["reversals"]] == ["damaged-item-005", "refund-timing-013"]
+    confirmation = {c["case_id"]: c for c in report["gate"]["confirmation"]}
+    assert confirmation["refund-timing-013"]["status"] == "confirmed" and confirmation["refund-timing-013"]["repeat_reversals"] == 3
+    assert confirmation["damaged-item-005"]["status"] == "unconfirmed" and confirmation["damaged-item-005"]["repeat_reversals"] == 0
     assert {c["case_id"] for c in report["must_win"]["drift"]} == {"chargeback-009", "email-change-012"}
     assert report["repeatability"]["stable_cases"]["rate"] == 1.0 and report["position_sensitivity"]["stable_cases"]["rate"] < 1.0
     by_position = report["position_bias"]["by_position"]
     assert by_position[0]["wins"]["rate"] > by_position[0]["chance"] > by_position[1]["wins"]["rate"]
     damaged = next(a for a in report["failures"] if a["case"] == "damaged-item-005")
     assert damaged["diagnosis"] == "position_sensitive" and damaged["presented_order"][0] == "label-only" == damaged["must_win_actual"]
-    again = runner.invoke(ranking_command, ["--fixtures", str(DEMO_FIXTURES), "--results", str(tmp_path / "llm" / "results.jsonl")])
+    again = runner.invoke(ranking_command, ["--fixtures", str(DEMO_FIXTURES), "--results", str(tmp_path / "llm" / "results.jsonl"), "--no-history"])
     assert again.exit_code == 1 and "damaged-item-005" in again.output
     invalid = runner.invoke(ranking_command, ["--fixtures", str(tmp_path / "none@1.yaml"), "--results", "x"])
     assert invalid.exit_code == 2 and "fixtures_missing" in invalid.output
