@@ -430,7 +430,7 @@ def test_same_texts_under_another_mapping_never_share_a_cached_verdict(tmp_path:
         assert report.passed and not report.integration_defects
     rows = [r.result for r in read_results(tmp_path / "run-cached" / "results.jsonl")]
     assert all(r.cached_from_run_id for r in rows)
-    payloads = [read_payload(tmp_path / "run", r.rendered_request) for r in rows]  # cached stubs point at the first run's payloads
+    payloads = [read_payload(tmp_path / "run-cached", r.rendered_request) for r in rows]  # adopted from the run that produced the cached results
     assert all(p is not None and "answer_mapping" not in json.dumps(p) and "cand-" not in json.dumps(p) for p in payloads)
 
 

@@ -822,3 +822,21 @@ def test_every_ranking_field_is_documented(model: type[BaseModel]) -> None:
     doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     assert [n for n in model.model_fields if f"`{n}`" not in doc and f"{n}:" not in doc and f"{{{n}" not in doc and f" {n}," not in doc and f" {n}}}" not in doc] == []
     assert [n for n, info in model.model_fields.items() if not info.description and n != "schema_version"] == []
+
+
+def test_cached_results_bring_their_payloads_and_never_cross_capture_modes(tmp_path: Path) -> None:
+    fs = fs_of(reviewed("a"), name="cache")
+    spec = function_spec(tmp_path / "spec", "test_ranking_process:quality_ctx")
+    cache = tmp_path / "cache"
+    kw: dict[str, Any] = {"cache_dir": cache, "repeats": 0, "max_exhaustive": 0, "sample": 2}
+    assert run(spec, fs, tmp_path / "one", **kw).calls == 2
+    second = run(spec, fs, tmp_path / "two", **kw)
+    assert (second.calls, second.cache_hits) == (0, 2)
+    copied = sorted(p.name for p in (tmp_path / "two" / "payloads").glob("*.json"))
+    assert copied == sorted(p.name for p in (tmp_path / "one" / "payloads").glob("*.json")) and len(copied) == 2
+    index = [json.loads(line) for line in (tmp_path / "two" / "payloads" / "index.jsonl").read_text().splitlines()]
+    assert all(row["adopted_from"] for row in index)
+    # another capture mode is another cache key: a digest-only run never reuses a full-capture stub
+    third = run(spec, fs, tmp_path / "three", capture=CaptureConfig(mode="digest_and_excerpts", excerpts=["context"]), **kw)
+    assert (third.calls, third.cache_hits) == (2, 0)
+    assert all(r.result.rendered_request["capture"] == "digest_and_excerpts" for r in read_results(tmp_path / "three" / "results.jsonl"))

@@ -63,7 +63,7 @@ _LAZY: dict[str, str] = {
     **dict.fromkeys(["ReviewerAgreementReport", "FixtureCalibration", "CalibrationFigure", "reviewer_agreement", "format_reviewer_agreement"], "._calibration"),
     **dict.fromkeys(["FixtureRelease", "VersionHistory", "freeze_fixtures", "label_history", "read_release", "release_path"], "._releases"),
     **dict.fromkeys(
-        ["RankingPolicy", "Confirmation", "Owners", "AgreementDropExample", "AgreementDropExamples", "ThresholdChoice", "choose_agreement_threshold", "threshold_errors", "default_policy", "is_ranking_policy_file", "load_agreement_examples", "load_ranking_policy"],
+        ["RankingPolicy", "Confirmation", "Owners", "AgreementDropExample", "AgreementDropExamples", "ThresholdChoice", "choose_agreement_threshold", "threshold_errors", "threshold_chart", "default_policy", "is_ranking_policy_file", "load_agreement_examples", "load_ranking_policy"],
         "._policy",
     ),
     **dict.fromkeys(
@@ -204,6 +204,7 @@ __all__ = [
     "run_ranking_sync",
     "scan_reason",
     "side_by_side",
+    "threshold_chart",
     "threshold_errors",
     "verify_ranking_run",
     "write_ranking_artifacts",

@@ -522,6 +522,24 @@ class RankingReport(_Frozen):
             "stability_by_case": pd.DataFrame(
                 [{"battery": f.battery, "case_id": c.case_id, "gate": c.gate, "attempts": c.attempts, "modal_winner": c.modal_winner, "modal_count": c.modal_count, "winners": c.winners, "stable": c.stable} for f in (self.repeatability, self.position_sensitivity) for c in f.cases]
             ),
+            "slices": pd.DataFrame(
+                [
+                    {"slice": s.slice, "cases": s.cases, "must_win_cases": s.must_win_cases, **rate_cols("agreement", s.agreement), **rate_cols("reversed_cases", s.reversed_cases), **rate_cols("reversal_attempts", s.reversal_attempts), **rate_cols("drift_cases", s.drift_cases), **rate_cols("position_stable", s.position_stable), **rate_cols("first_shown_wins", s.first_shown_wins)}
+                    for s in self.slices
+                ]
+            ),
+            "metric_defects": pd.DataFrame([{"case_id": m.case_id, "repeat": m.repeat, "slice": m.slice, "criterion_version": m.criterion_version, "order_held": m.held, "cites": ", ".join(f"{h.category}: {h.matched!r}" for h in m.hits), "reason": m.reason} for m in self.metric_defects], columns=["case_id", "repeat", "slice", "criterion_version", "order_held", "cites", "reason"]),
+            "blockers": pd.DataFrame([b.model_dump() for b in (self.gate.blockers if self.gate else [])], columns=["code", "category", "message", "case_ids", "slice", "waivable"]),
+            "confirmation": pd.DataFrame([c.model_dump() for c in (self.gate.confirmation if self.gate else [])], columns=["case_id", "slice", "reversed_attempts", "repeat_attempts", "repeat_reversals", "previous_run_reversed", "status", "rule"]),
+            "fixture_changes": pd.DataFrame(
+                [{**c.model_dump(exclude={"recorded"}), "approver": c.recorded.approver if c.recorded else None, "reason": c.recorded.reason if c.recorded else None} for c in (self.gate.fixture_changes if self.gate else [])],
+                columns=["case_id", "change", "in_place", "old_version", "new_version", "old_order", "new_order", "approver", "reason"],
+            ),
+            "side_by_side": pd.DataFrame(
+                [{"direction": "scalar passes, ranking does not", **r.model_dump()} for r in (self.gate.side_by_side.scalar_pass_ranking_fail if self.gate and self.gate.side_by_side else [])]
+                + [{"direction": "scalar fails, ranking passes", **r.model_dump()} for r in (self.gate.side_by_side.scalar_fail_ranking_pass if self.gate and self.gate.side_by_side else [])],
+                columns=["direction", "case_id", "slice", "scalar_passed", "scalar_score", "ranking_status", "ranking_codes"],
+            ),
             "failures": pd.DataFrame(
                 [
                     {
@@ -538,8 +556,14 @@ class RankingReport(_Frozen):
                         "request_complete": a.completeness.complete,
                         "missing_context": a.completeness.missing_context,
                         "missing_candidates": a.completeness.missing_candidates,
+                        "duplicated_candidates": a.completeness.duplicated_candidates,
                         "source_candidates_sha256": a.source_candidates_sha256[:12],
                         "rendered_request_sha256": (a.rendered_request_sha256 or "")[:12],
+                        "owner": f"{a.owner}: {a.owners.get(a.owner) or 'not named'}",
+                        "ragas_version": a.ragas_version,
+                        "judge": a.judge,
+                        "capture": a.capture,
+                        "reproduce": a.reproduce,
                     }
                     for a in self.failures
                 ]

@@ -45,7 +45,13 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._io import atomic_write_json
 from ..errors import Problem, WorkbenchError
-from ._capture import CaptureConfig, CapturingJudge, write_capture_config
+from ._capture import (
+    CaptureConfig,
+    CapturingJudge,
+    adopt_cached_payloads,
+    register_run,
+    write_capture_config,
+)
 from ._fixtures import NEUTRAL_LABELS, FixtureSet, RankingFixture, as_fixture_set
 from ._judges import PresentedCandidate, RankingInput
 
@@ -198,7 +204,7 @@ async def run_ranking(
     config = capture or CaptureConfig()
     out.mkdir(parents=True, exist_ok=True)
     write_capture_config(out, config)
-    return await run_items(
+    summary = await run_items(
         CapturingJudge(judge, out, config),
         items,
         out_dir,
@@ -211,6 +217,13 @@ async def run_ranking(
         retry_errors=retry_errors,
         progress=progress,
     )
+    if cache_dir is not False:
+        from ..runs._cache import default_cache_dir
+
+        cache_root = Path(cache_dir) if cache_dir else default_cache_dir()
+        register_run(cache_root, summary.run_id, out)
+        adopt_cached_payloads(out, cache_root)
+    return summary
 
 
 def write_battery(out: Path, fixture_set: FixtureSet, battery: dict[str, Any], candidate_path: str | Path | None, fingerprint: str) -> dict[str, Any]:

@@ -141,6 +141,24 @@ class ReviewerAgreementReport(_Frozen):
     denominators: dict[str, str]
     """How each figure's numerator and denominator are defined."""
 
+    def frames(self) -> dict[str, Any]:
+        """pandas DataFrames for notebooks: overall and per slice, per fixture, per reviewer."""
+        import pandas as pd
+
+        def row(name: str, f: CalibrationFigure) -> dict[str, Any]:
+            return {"group": name, "fixtures": f.fixtures, "pairwise": f.pairwise.format(3), "kendall_tau": f.kendall_tau, "top1": f.top1.format(3), "disputed": f.disputed_fixtures, "adjudicated": f.adjudicated_fixtures}
+
+        return {
+            "figures": pd.DataFrame([row("overall", self.overall), *(row(f"slice {n}", f) for n, f in self.slices.items())]),
+            "cases": pd.DataFrame(
+                [
+                    {"case_id": c.case_id, "slice": c.slice, "gate": c.gate, "status": c.status, "pairwise": f"{c.pairwise.k}/{c.pairwise.n}", "kendall_tau": c.kendall_tau, "top1": f"{c.top1.k}/{c.top1.n}", "disputed": [" vs ".join(p) for p in c.disputed_pairs], "must_win_disputed": [" vs ".join(p) for p in c.must_win_disputed], "adjudicator": c.adjudicator}
+                    for c in self.cases
+                ]
+            ),
+            "by_reviewer": pd.DataFrame([{"reviewer": r.reviewer, "fixtures": r.fixtures, "pairwise_vs_expected": r.pairwise.format(3), "best_is_accepted_winner": f"{r.top1.k}/{r.top1.n}"} for r in self.by_reviewer]),
+        }
+
 
 CALIBRATION_DENOMINATORS: dict[str, str] = {
     "pairwise": "k = candidate pairs two reviewers order the same way; n = candidate pairs x reviewer pairs (a fixture with 3 candidates and 2 reviewers adds 3).",

@@ -165,7 +165,9 @@ class CapturingJudge:
         return getattr(self._inner, name)
 
     def render(self, judge_input: Any, ref: Any = None) -> Any:
-        return self._inner.render(judge_input, ref)
+        """The planned request (its hash keys the verdict cache) plus the capture config, so runs
+        with another capture mode, allow-list or retention never share a cached stub."""
+        return {"request": self._inner.render(judge_input, ref), "capture": self.config.model_dump(mode="json", exclude={"declared_by"})}
 
     def estimate_cost(self, judge_input: Any) -> float:
         return float(self._inner.estimate_cost(judge_input))
@@ -211,6 +213,59 @@ class CapturingJudge:
             if self._index is not None:
                 self._index.close()
                 self._index = None
+
+
+RUN_REGISTRY = "ranking_runs.jsonl"
+"""In the verdict cache directory: ``{run_id, run_dir}`` of every ranking run, so a run served
+from the cache can copy the payloads of the run that produced the cached results."""
+
+
+def register_run(cache_root: str | Path, run_id: str, run_dir: str | Path) -> None:
+    """Record where a ranking run's payloads live (append-only)."""
+    with AppendOnlyLog(Path(cache_root) / RUN_REGISTRY) as log:
+        log.append({"run_id": run_id, "run_dir": str(Path(run_dir).resolve())})
+
+
+def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
+    """Copy into ``run_dir`` the payloads of its cached results from the runs that produced them.
+
+    A cached result's stub points to a payload of the producing run (same capture config: the
+    capture is part of the cache key). The payload is copied when that run is registered and
+    still holds it with the recorded sha256; it keeps the producing capture's expiry. Returns
+    the number of payloads adopted.
+    """
+    from ..results import read_results
+
+    root = Path(run_dir)
+    registry = Path(cache_root) / RUN_REGISTRY
+    results = root / "results.jsonl"
+    if not registry.exists() or not results.exists():
+        return 0
+    where = {row["run_id"]: Path(row["run_dir"]) for row in (json.loads(line) for _, line in iter_jsonl_lines(registry))}
+    known = set(_index(root))
+    adopted = 0
+    log: AppendOnlyLog | None = None
+    try:
+        for line in read_results(results):
+            r = line.result
+            stub = r.rendered_request
+            if not r.cached_from_run_id or not is_stub(stub) or stub["payload"] in known:
+                continue
+            source = where.get(r.cached_from_run_id)
+            if source is None or not (source / stub["payload"]).exists() or sha256_file(source / stub["payload"]) != stub["payload_sha256"]:
+                continue
+            target = root / stub["payload"]
+            if not target.exists():
+                atomic_write_text(target, (source / stub["payload"]).read_text(encoding="utf-8"))
+            if log is None:
+                log = AppendOnlyLog(root / PAYLOAD_INDEX)
+            log.append({"payload": stub["payload"], "payload_sha256": stub["payload_sha256"], "request_sha256": stub["request_sha256"], "captured_at": stub["captured_at"], "expires_at": stub["expires_at"], "adopted_from": r.cached_from_run_id})
+            known.add(stub["payload"])
+            adopted += 1
+    finally:
+        if log is not None:
+            log.close()
+    return adopted
 
 
 def is_stub(request: Any) -> bool:

@@ -357,3 +357,22 @@ def _threshold_problems(path: Path, policy: RankingPolicy) -> list[Problem]:
 def ranking_policy_sha256(policy: RankingPolicy) -> str | None:
     """sha256 of the policy file, when it was read from one."""
     return sha256_file(policy.source) if policy.source else None
+
+
+def threshold_chart(examples: list[AgreementDropExample], choice: ThresholdChoice, policy_threshold: float | None = None) -> Any:
+    """Altair chart: each reviewed example's agreement drop, coloured by the reviewers' verdict,
+    with the chosen threshold (and the policy's, when given) as rules. Render offline with
+    ``workbench.reports.svg_display(chart)``."""
+    import altair as alt
+    import pandas as pd
+
+    data = pd.DataFrame([{"example": e.example_id, "drop": e.drop, "verdict": "changed a release decision" if e.decision_changed else "acceptable variation", "note": e.note} for e in examples])
+    points = alt.Chart(data).mark_circle(size=90).encode(
+        x=alt.X("drop:Q", title="drop of pooled pairwise agreement vs the last passing run"),
+        y=alt.Y("verdict:N", title=None),
+        color=alt.Color("verdict:N", scale=alt.Scale(domain=["acceptable variation", "changed a release decision"], range=["#4c78a8", "#e45756"]), legend=None),
+        tooltip=["example", "drop", "verdict", "note"],
+    )
+    lines = pd.DataFrame([{"x": choice.threshold, "what": f"chosen {choice.threshold}"}] + ([{"x": policy_threshold, "what": f"policy {policy_threshold}"}] if policy_threshold is not None else []))
+    rules = alt.Chart(lines).mark_rule(strokeDash=[4, 3], color="#333333").encode(x="x:Q", tooltip=["what"])
+    return (points + rules).properties(width=420, height=110, title="Reviewed agreement drops and the threshold that separates them")
