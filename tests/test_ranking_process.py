@@ -840,3 +840,13 @@ def test_cached_results_bring_their_payloads_and_never_cross_capture_modes(tmp_p
     third = run(spec, fs, tmp_path / "three", capture=CaptureConfig(mode="digest_and_excerpts", excerpts=["context"]), **kw)
     assert (third.calls, third.cache_hits) == (2, 0)
     assert all(r.result.rendered_request["capture"] == "digest_and_excerpts" for r in read_results(tmp_path / "three" / "results.jsonl"))
+
+
+def test_ranking_codes_waivability_is_consistent() -> None:
+    from workbench.policy import NON_WAIVABLE_CODES
+    from workbench.policy._codes import RANKING_BLOCKER_CODES, RANKING_NON_WAIVABLE_CODES
+    from workbench.ranking._gate import WAIVABLE
+
+    assert WAIVABLE.isdisjoint(RANKING_NON_WAIVABLE_CODES) and set(RANKING_BLOCKER_CODES) == WAIVABLE | RANKING_NON_WAIVABLE_CODES
+    assert RANKING_NON_WAIVABLE_CODES <= NON_WAIVABLE_CODES
+    assert all(RANKING_BLOCKER_CODES[c] != "incomplete" for c in WAIVABLE)  # missing evidence is never waived
