@@ -712,6 +712,8 @@ def test_a_payload_deleted_before_its_expiry_does_not_verify(tmp_path: Path) -> 
     assert [p.code for p in verify_ranking_run(tmp_path / "run")] == ["payload_missing"]
     with pytest.raises(WorkbenchError, match="already locked"):
         lock_ranking_run(tmp_path / "run", "passed")
+    with pytest.raises(WorkbenchError, match="run locked"):  # a locked run takes no further attempts
+        run(function_spec(tmp_path / "spec", "test_ranking_process:quality_ctx"), fs, tmp_path / "run", repeats=0, max_exhaustive=0, sample=1)
 
 
 def test_capture_is_declared_once(tmp_path: Path) -> None:

@@ -197,6 +197,8 @@ async def run_ranking(
 
     fixture_set = as_fixture_set(fixtures)
     out = Path(out_dir)
+    if (out / "ranking_lock.json").exists():
+        raise WorkbenchError("run locked", [Problem(location=str(out), code="run_locked", message="the run directory is locked (ranking_lock.json): nothing may be added to it", fix="use a new output directory")])
     battery = {"plan": plan, "max_exhaustive": max_exhaustive, "sample": sample, "seed": seed, "repeats": repeats}
     if items is None:
         items = position_battery(fixture_set, **battery)
