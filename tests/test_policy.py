@@ -786,4 +786,6 @@ def test_every_gate_code_is_in_the_module_table() -> None:
     assert len(emitted) > 20
     table = gate_module.__doc__ or ""
     assert sorted(c for c in emitted if f"\n{c} " not in table) == []
-    assert emitted >= NON_WAIVABLE_CODES
+    from workbench.policy._codes import RANKING_NON_WAIVABLE_CODES
+
+    assert emitted >= NON_WAIVABLE_CODES - RANKING_NON_WAIVABLE_CODES  # the ranking gate's own are in workbench/ranking/_gate.py

@@ -20,7 +20,7 @@ from .noise import noise
 from .override import override
 from .pairwise import pairwise
 from .plan import plan
-from .ranking import ranking
+from .ranking import prune, ranking
 from .run import run
 from .validate import validate
 
@@ -46,6 +46,7 @@ main.add_command(pairwise)
 main.add_command(controls)
 main.add_command(noise)
 main.add_command(ranking)
+main.add_command(prune)
 main.add_command(certify)
 main.add_command(verify)
 main.add_command(reports)

@@ -81,8 +81,20 @@ def add(policy: str, approver: str, reason: str, expires: str, follow_up: str, c
     policy does not declare; a slice-level waiver of a false pass in a critical slice (name
     every false-pass case with --case instead); a code never waivable in a critical slice.
     """
-    loaded, problems = _load(policy, store)
     fields = {"approver": approver, "reason": reason, "expires_at": expires, "follow_up": follow_up, "codes": codes, "slices": slices, "case_ids": case_ids, "candidate_fingerprint": candidate_fingerprint}
+    from ..ranking import check_ranking_override, is_ranking_policy_file
+
+    if is_ranking_policy_file(resolve_policy(policy, store)):  # a ranking release policy (kind: ranking)
+        label, problems = check_ranking_override(resolve_policy(policy, store), codes, slices, case_ids)
+        if problems:
+            raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
+        record = add_override(store, policy=label, **fields)
+        click.echo(f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}")
+        click.echo("It will apply to:")
+        for line in describe_override(record):
+            click.echo("  " + line)
+        return
+    loaded, problems = _load(policy, store)
     if loaded is None:
         label = policy if _LABEL.match(policy) else "unknown@unknown"
         try:

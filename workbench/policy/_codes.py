@@ -9,7 +9,7 @@ override needs to name them.
 
 from __future__ import annotations
 
-BLOCKER_CODES: dict[str, str] = {
+GATE_BLOCKER_CODES: dict[str, str] = {
     "no_cases": "incomplete",
     "missing_results": "incomplete",
     "evaluator_errors_exceeded": "incomplete",
@@ -39,7 +39,42 @@ BLOCKER_CODES: dict[str, str] = {
     "cost_exceeded": "review",
     "cost_unverified": "review",
 }
-"""code -> category (``incomplete``, ``quality`` or ``review``) of every gate blocker code."""
+"""code -> category (``incomplete``, ``quality`` or ``review``) of every release-gate blocker code."""
+
+RANKING_BLOCKER_CODES: dict[str, str] = {
+    "ranking_incomplete": "incomplete",
+    "ranking_repeats_short": "incomplete",
+    "ranking_integration_defect": "quality",
+    "ranking_reversal_confirmed": "quality",
+    "ranking_agreement_drop": "quality",
+    "ranking_reversal_unconfirmed": "review",
+    "ranking_editorial_drift": "review",
+    "ranking_metric_defect": "review",
+    "ranking_assembly_defect": "review",
+    "ranking_fixture_changed_in_place": "review",
+    "ranking_fixtures_unfrozen": "review",
+    "ranking_must_win_unreviewed": "review",
+    "ranking_no_baseline": "review",
+    "ranking_policy_mismatch": "review",
+}
+"""code -> category of every ranking-gate blocker (the table in :mod:`workbench.ranking._gate`)."""
+
+RANKING_NON_WAIVABLE_CODES = frozenset(
+    {
+        "ranking_incomplete",
+        "ranking_repeats_short",
+        "ranking_integration_defect",
+        "ranking_fixture_changed_in_place",
+        "ranking_fixtures_unfrozen",
+        "ranking_must_win_unreviewed",
+        "ranking_no_baseline",
+        "ranking_policy_mismatch",
+    }
+)
+"""Ranking codes no override may name: missing evidence, a malformed result, fixture or policy integrity."""
+
+BLOCKER_CODES: dict[str, str] = {**GATE_BLOCKER_CODES, **RANKING_BLOCKER_CODES}
+"""Every blocker code an override may name: the release gate's and the ranking gate's."""
 
 FALSE_PASS_CODES = frozenset({"false_passes_exceeded", "false_pass_rate_exceeded"})
 """In a critical slice these are waivable only case by case (every false-pass case named)."""
