@@ -12,8 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import canonical_sha256, make_case, make_result, result_lines
+from lineage_support import stamped
 
-from workbench.align import join_results
+from workbench.align import align_results
 from workbench.errors import WorkbenchError
 from workbench.gold import GoldCase, load_dataset
 from workbench.review import (
@@ -444,8 +445,9 @@ def gold_table(make_dataset):
     root = make_dataset(cases)
     dataset = load_dataset(root)
     request = {"messages": [{"role": "user", "content": "x"}]}
-    lines = result_lines([make_result(cases[0], "pass", rendered_request=request, rendered_request_sha256=canonical_sha256(request)), make_result(cases[1], "fail"), make_result(cases[2], "pass")])
-    join = join_results(dataset, lines, partition="development")
+    rows = [make_result(cases[0], "pass", rendered_request=request, rendered_request_sha256=canonical_sha256(request)), make_result(cases[1], "fail"), make_result(cases[2], "pass")]
+    lines = result_lines(stamped(rows, root))
+    join = align_results(dataset, lines, partition="development")
     return root, dataset, review_cases(dataset, join, lines)
 
 
