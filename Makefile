@@ -23,8 +23,10 @@ $(STAMP): pyproject.toml
 DEMO_CACHE := $(DEMO_OUT)/.cache
 DEMO_CANDIDATE := data/candidates/rubric-judge@2.yaml
 DEMO_POLICY := data/policies/support-release@2.yaml
-# The demo LLM judge talks to the local fake server; the key is a placeholder, read from the
-# environment like a real one and never written anywhere.
+DEMO_CERT_GOLD := $(DEMO_OUT)/gold
+# The demo LLM judge talks to the local fake server, which binds a free port and exports its URL
+# as WORKBENCH_DEMO_LLM_URL (the candidate's endpoint.base_url_env); the key is a placeholder,
+# read from the environment like a real one and never written anywhere.
 export DEMO_LLM_API_KEY ?= demo-placeholder-key
 
 demo: $(STAMP)
@@ -36,7 +38,7 @@ demo: $(STAMP)
 		--partition development --out $(DEMO_OUT)/rubric-judge@1/development --cache $(DEMO_CACHE)
 	$(BIN)/workbench run --candidate data/candidates/rubric-judge@2.yaml --gold $(DEMO_GOLD) \
 		--partition development --out $(DEMO_OUT)/rubric-judge@2/development --cache $(DEMO_CACHE)
-	$(BIN)/workbench fake-llm --port 8765 --latency 0.05 --responder workbench.demo.fake_llm:respond \
+	$(BIN)/workbench fake-llm --port 0 --export WORKBENCH_DEMO_LLM_URL --latency 0.05 --responder workbench.demo.fake_llm:respond \
 		--require-api-key-env DEMO_LLM_API_KEY -- \
 		$(BIN)/workbench run --candidate data/candidates/support-llm-judge@1.yaml --gold $(DEMO_GOLD) \
 		--partition development --out $(DEMO_OUT)/support-llm-judge@1/development --cache $(DEMO_CACHE) \
@@ -47,11 +49,15 @@ demo: $(STAMP)
 			--results $(DEMO_OUT)/$$judge/development/results.jsonl || exit $$?; \
 	done
 	@echo; echo "=== certification of the default offline candidate (held-out, once) ==="
-	@$(BIN)/workbench certify --candidate $(DEMO_CANDIDATE) --policy $(DEMO_POLICY) --gold $(DEMO_GOLD) \
+	@# The held-out ledger belongs to the gold dataset: certify a fresh copy under runs/ so the
+	@# demo is repeatable and never records a use in data/demo itself.
+	cp -R $(DEMO_GOLD) $(DEMO_CERT_GOLD)
+	@$(BIN)/workbench certify --candidate $(DEMO_CANDIDATE) --policy $(DEMO_POLICY) --gold $(DEMO_CERT_GOLD) \
 		--reports $(DEMO_OUT)/reports; status=$$?; \
 	if [ $$status -eq 2 ]; then exit 2; fi; \
 	echo "(exit $$status: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required)"; \
-	$(BIN)/workbench verify $(DEMO_OUT)/reports/rubric-judge/2/1
+	$(BIN)/workbench verify $(DEMO_OUT)/reports/rubric-judge/2/1 && \
+	$(BIN)/workbench reports --reports $(DEMO_OUT)/reports --ledger
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -23,9 +24,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def certify_once(reports: Path) -> dict[str, float]:
+    # The held-out ledger belongs to the gold dataset: each repeat certifies a fresh copy.
+    gold = reports.with_name(reports.name + "-gold")
+    shutil.copytree(ROOT / "data" / "demo", gold)
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-m", "workbench", "certify", "--candidate", "data/candidates/rubric-judge@2.yaml", "--policy", "data/policies/support-release@1.yaml", "--gold", "data/demo", "--reports", str(reports), "--json"],
+        [sys.executable, "-m", "workbench", "certify", "--candidate", "data/candidates/rubric-judge@2.yaml", "--policy", "data/policies/support-release@1.yaml", "--gold", str(gold), "--reports", str(reports), "--json"],
         cwd=ROOT,
         capture_output=True,
         text=True,

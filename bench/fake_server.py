@@ -2,39 +2,31 @@
 
 from __future__ import annotations
 
-import socket
+import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+_SERVING = re.compile(r"serving at (http://\S+/v1)")
 
 
 @contextmanager
 def fake_llm_process(latency: float, *, faults: Sequence[str] = (), responder: str | None = None) -> Iterator[str]:
-    """Serve the fake model on a free port; yield its base URL; stop it afterwards."""
-    port = free_port()
-    cmd = [sys.executable, "-m", "workbench", "fake-llm", "--port", str(port), "--latency", str(latency)]
+    """Serve the fake model on a free port (it binds port 0 and prints its URL); yield the URL; stop it afterwards."""
+    cmd = [sys.executable, "-m", "workbench", "fake-llm", "--port", "0", "--latency", str(latency)]
     for fault in faults:
         cmd += ["--fault-rate", fault]
     if responder:
         cmd += ["--responder", responder]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        yield f"http://127.0.0.1:{port}/v1"
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # "fake LLM serving at http://127.0.0.1:<port>/v1 ..."
+        match = _SERVING.search(first)
+        if match is None:
+            raise RuntimeError(f"workbench fake-llm did not report its URL (exit {proc.poll()}): {first!r}")
+        yield match.group(1)
     finally:
         proc.terminate()
         proc.wait(timeout=10)

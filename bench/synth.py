@@ -36,7 +36,8 @@ def write_synthetic(out: Path, n_cases: int, seed: int = 7, error_rate: float = 
     fingerprint = identity.fingerprint()
     judge = identity.model_dump(mode="json")
     slices = list(SLICES)
-    with open(gold_dir / "gold.jsonl", "w", encoding="utf-8") as gold, open(out / "results.jsonl", "w", encoding="utf-8") as res:
+    results: list[dict] = []
+    with open(gold_dir / "gold.jsonl", "w", encoding="utf-8") as gold:
         for i in range(n_cases):
             group = i // 4
             partition = PARTS[group % 3]
@@ -92,5 +93,16 @@ def write_synthetic(out: Path, n_cases: int, seed: int = 7, error_rate: float = 
                 "rendered_request_sha256": hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest(),
                 "rendered_request": request,
             }
-            res.write(json.dumps(result) + "\n")
+            results.append(result)
+    # Lineage, as the run engine records it: the dataset hash (sha256 over canonical JSON of
+    # the file hashes) and the rubric version.
+    files = {"gold": _sha(gold_dir / "gold.jsonl"), "rubric": _sha(gold_dir / "rubric.yaml"), "evidence": None}
+    lineage = {"dataset_sha256": hashlib.sha256(json.dumps(files, sort_keys=True, separators=(",", ":")).encode()).hexdigest(), "rubric_version": rubric["version"]}
+    with open(out / "results.jsonl", "w", encoding="utf-8") as res:
+        for result in results:
+            res.write(json.dumps({**result, **lineage}) + "\n")
     return gold_dir, out / "results.jsonl"
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

@@ -154,20 +154,13 @@ def wait_until(predicate: Callable[[], T | None], *, timeout_s: float, what: str
 
 
 # -- ports ---------------------------------------------------------------------------------
-def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind((host, port))
-        except OSError:
-            return False
+def port_is_closed(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether nothing accepts connections on ``host:port`` any more (never binds it)."""
+    try:
+        socket.create_connection((host, port), timeout=1.0).close()
+    except OSError:
         return True
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return False
 
 
 # -- JupyterLab ----------------------------------------------------------------------------
@@ -190,7 +183,7 @@ class JupyterLabServer:
     def __init__(self, root_dir: Path, home: Path, env: dict[str, str]) -> None:
         self.root_dir = root_dir
         self.home = home
-        self.port = free_port()
+        self.port = 0  # JupyterLab binds a free port; known once start() returns
         self.token = secrets.token_hex(16)
         self.log_path = home / "jupyterlab.log"
         self.env = {**env, **self._isolation_env()}
@@ -228,7 +221,7 @@ class JupyterLabServer:
             "--no-browser",
             f"--IdentityProvider.token={self.token}",
             "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={self.port}",
+            "--ServerApp.port=0",  # a free port; read back from the runtime file
             "--ServerApp.port_retries=0",
             f"--ServerApp.root_dir={self.root_dir}",
             "--ServerApp.disable_check_xsrf=True",
@@ -244,17 +237,30 @@ class JupyterLabServer:
             self.process = subprocess.Popen(command, cwd=self.root_dir, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         finally:
             log.close()
-        wait_until(self._ready, timeout_s=timeout_s, what=f"JupyterLab to answer on {self.base_url}", interval_s=0.3, diagnose=self.log_tail)
+        wait_until(self._ready, timeout_s=timeout_s, what="JupyterLab to bind a free port and answer", interval_s=0.3, diagnose=self.log_tail)
 
     def _ready(self) -> bool:
         assert self.process is not None
         if self.process.poll() is not None:
             pytest.fail(f"JupyterLab exited with code {self.process.returncode} before it was ready\n{self.log_tail()}", pytrace=False)
+        if not self.port:
+            self.port = self._bound_port()
+            if not self.port:
+                return False
         try:
             with urllib.request.urlopen(self.url("api/status"), timeout=2) as response:
                 return bool(response.status == 200)
         except (urllib.error.URLError, OSError):
             return False
+
+    def _bound_port(self) -> int:
+        """The port from the server's runtime file (``jpserver-<pid>.json``), 0 until it is written."""
+        for info in sorted(Path(self.env["JUPYTER_RUNTIME_DIR"]).glob("jpserver-*.json")):
+            try:
+                return int(json.loads(info.read_text(encoding="utf-8"))["port"])
+            except (OSError, ValueError, KeyError, TypeError):
+                continue
+        return 0
 
     def api(self, method: str, path: str) -> Any:
         request = urllib.request.Request(self.url(path), method=method, headers={"Authorization": f"token {self.token}"}, data=b"" if method == "POST" else None)

@@ -219,3 +219,48 @@ def _isolated_verdict_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatc
     path = tmp_path_factory.mktemp("verdict-cache")
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(path))
     return path
+
+
+DEMO_URL_ENVS = ("WORKBENCH_DEMO_LLM_URL", "WORKBENCH_DEMO_RANKER_URL", "WORKBENCH_DEMO_NOISE_URL")
+"""The variables the demo candidates read their base URL from (``endpoint.base_url_env``)."""
+
+
+@pytest.fixture(autouse=True)
+def _no_inherited_demo_urls(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test sees a demo URL it did not set (a shell's, or one a helper exported in another test)."""
+    for name in DEMO_URL_ENVS:
+        monkeypatch.delenv(name, raising=False)
+
+
+# Tests that need ../shared/datasets: the `datasets` marker, skip or fail, and the count at the end.
+from _datasets import (  # noqa: E402,F401  (pytest finds hooks by name in conftest)
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_makereport,
+    pytest_terminal_summary,
+)
+
+_GUARDED = ("data", "notebooks", "examples")
+"""Committed trees no test may write into (a held-out ledger beside data/demo, an executed notebook ...)."""
+
+
+def _guarded_state(root: Path) -> str | None:
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *_GUARDED], cwd=root, capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None  # not a git checkout: nothing to compare
+    return out.stdout
+
+
+@pytest.fixture(scope="session", autouse=True)
+def committed_trees_stay_untouched() -> Any:
+    """Fail the session if a test changed or added files under data/, notebooks/ or examples/."""
+    root = Path(__file__).resolve().parents[1]
+    before = _guarded_state(root)
+    yield
+    after = _guarded_state(root)
+    if before is not None and after is not None and after != before:
+        new = sorted(set(after.splitlines()) - set(before.splitlines()))
+        pytest.fail("tests wrote into committed trees (use a tmp copy): " + "; ".join(new[:10]), pytrace=False)

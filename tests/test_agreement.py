@@ -33,7 +33,7 @@ def pairs_of(block):
 
 
 def test_pairwise_overall(dataset):
-    report = human_agreement(dataset)
+    report = human_agreement(dataset, min_shared=1)  # tiny fixture: list every pair
     block = report.overall
     assert block.cases == 6 and block.reviewers == ["a", "b", "c"]
     pairs = pairs_of(block)
@@ -77,7 +77,7 @@ def test_disagreement_rate_and_krippendorff(dataset):
 
 
 def test_per_slice_blocks(dataset):
-    report = human_agreement(dataset)
+    report = human_agreement(dataset, min_shared=1)
     # every rubric slice is reported, in rubric order; 'empty' has no cases
     assert list(report.slices) == ["billing", "general", "empty"]
     assert report.slices["empty"].cases == 0 and report.slices["empty"].pairs == []
@@ -103,7 +103,7 @@ def test_pairs_without_shared_cases_are_omitted(make_dataset):
         make_case("c1", reviews={"a": "pass", "b": "fail"}),
         make_case("c2", reviews={"c": "pass", "d": "pass"}),
     ]
-    block = human_agreement(load_dataset(make_dataset(cases))).overall
+    block = human_agreement(load_dataset(make_dataset(cases)), min_shared=1).overall
     assert set(pairs_of(block)) == {("a", "b"), ("c", "d")}
 
 

@@ -25,6 +25,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import JUDGE, fingerprint, make_case, make_result, write_results
+from lineage_support import stamped
 
 from workbench.cli import main
 from workbench.errors import WorkbenchError
@@ -398,7 +399,7 @@ def test_strict_types_still_accept_well_typed_records(make_dataset, tmp_path: Pa
     case = make_case("a")
     root = make_dataset([case])
     row = make_result(case, attempt=2, repeat=0, tokens_in=3, tokens_out=4, cost_usd=0, latency_s=1, score=1, started_at="2026-01-01T00:00:00Z")
-    results = write_results(tmp_path / "r.jsonl", [make_result(case, error={"kind": "timeout", "message": "slow", "retryable": True}), row])
+    results = write_results(tmp_path / "r.jsonl", stamped([make_result(case, error={"kind": "timeout", "message": "slow", "retryable": True}), row], root))
     accepted(invoke("align", "--gold", str(root), "--results", str(results)))
 
 
@@ -426,7 +427,7 @@ def test_verdicts_on_other_repeats_and_retries_after_errors_are_fine(make_datase
     root = make_dataset([case])
     error = {"kind": "timeout", "message": "slow", "retryable": True}
     rows = [make_result(case, error=error, attempt=1), make_result(case, "fail", attempt=2), make_result(case, "pass", attempt=1, repeat=1)]
-    result = invoke("align", "--gold", str(root), "--results", str(write_results(tmp_path / "r.jsonl", rows)), "--json")
+    result = invoke("align", "--gold", str(root), "--results", str(write_results(tmp_path / "r.jsonl", stamped(rows, root))), "--json")
     accepted(result)
     assert json.loads(result.output)["overall"]["agreement"]["k"] == 1
 
@@ -666,6 +667,32 @@ def test_llm_judge_with_an_empty_reason_is_an_evaluator_error(make_dataset, tmp_
     assert summary.errors_by_kind.get("missing_reason") == 1
 
 
+def test_missing_reason_is_retried_and_every_attempt_is_recorded(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Like an unparseable answer, a verdict without a reason is retried up to max_retries."""
+    from workbench.gold import load_dataset
+    from workbench.results import read_results
+    from workbench.runs import run_candidate_sync
+    from workbench.testing import FakeLLM, Reply, Rule
+
+    monkeypatch.setenv("WB_BAD_INPUT_KEY", "test-key")
+    dataset = load_dataset(make_dataset([make_case("a"), make_case("b", response="never explained")]))
+    rules = [
+        Rule(contains="never explained", reply=Reply(value="pass", reason="")),
+        Rule(reply=Reply(value="pass", reason=""), times=2),  # case a: two reasonless answers, then one with a reason
+    ]
+    with FakeLLM(rules=rules, default=Reply(value="pass", reason="cites the policy"), port=0) as server:
+        spec = write_llm_spec(tmp_path / "c", endpoint={"base_url": server.base_url, "api_key_env": "WB_BAD_INPUT_KEY", "max_retries": 2})
+        summary = run_candidate_sync(load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False)
+    attempts: dict[str, list[Any]] = {}
+    for line in read_results(summary.results_path):
+        attempts.setdefault(line.result.case_id, []).append(line.result)
+    a, b = sorted(attempts["a"], key=lambda r: r.attempt), sorted(attempts["b"], key=lambda r: r.attempt)
+    assert [(r.attempt, r.error.kind if r.error else None, r.value) for r in a] == [(1, "missing_reason", None), (2, "missing_reason", None), (3, None, "pass")]
+    assert all(r.error.retryable for r in a[:2])
+    assert [(r.attempt, r.error.kind if r.error else None) for r in b] == [(1, "missing_reason"), (2, "missing_reason"), (3, "missing_reason")]
+    assert summary.errors_by_kind == {"missing_reason": 1}
+
+
 def test_llm_judge_with_no_reason_field_is_an_evaluator_error(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench.gold import load_dataset
     from workbench.results import read_results
@@ -735,9 +762,12 @@ def test_ranking_judge_with_an_empty_reason_is_an_evaluator_error(tmp_path: Path
     fs = [RankingFixture.model_validate(fixture("r-1", n=3))]
     with FakeLLM(responder=responder, port=0) as llm:
         run(llm_spec(tmp_path / "spec", llm.base_url), fs, tmp_path / "run", repeats=0, max_exhaustive=0, sample=1)
-    (line,) = read_results(tmp_path / "run" / "results.jsonl")
-    assert line.result.error is not None and line.result.error.kind == "missing_reason"
-    assert line.result.value is None and line.result.order is not None  # the returned order is kept as evidence
+    lines = read_results(tmp_path / "run" / "results.jsonl")
+    # Retryable like an unparseable answer: the spec's max_retries (1) gives two attempts, both recorded.
+    assert [line.result.attempt for line in lines] == [1, 2]
+    for line in lines:
+        assert line.result.error is not None and line.result.error.kind == "missing_reason" and line.result.error.retryable
+        assert line.result.value is None and line.result.order is not None  # the returned order is kept as evidence
 
 
 @pytest.mark.parametrize(("kw", "name"), [({"max_exhaustive": "4"}, "max_exhaustive"), ({"sample": 0}, "sample"), ({"repeats": 1.5}, "repeats")])
@@ -792,3 +822,177 @@ def test_derived_candidate_with_non_finite_params_is_refused() -> None:
     spec, _ = load_spec(ROOT / "data" / "candidates" / "rubric-judge@1.yaml")
     with pytest.raises(ValueError, match="finite"):
         derive_spec(spec, version="9", params={"temperature": float("nan")})
+
+
+# -- readers that came with lineage, the ledger chain, reports, ranking and importers ----------
+
+
+def test_read_json_file_refuses_pipes_duplicates_and_oversized_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench._io import JSONRecordError, read_json_file
+
+    pipe = tmp_path / "pipe.json"
+    os.mkfifo(pipe)
+    with pytest.raises(OSError):  # refused before opening: opening a pipe without a writer blocks forever
+        read_json_file(pipe)
+    dup = tmp_path / "dup.json"
+    dup.write_text('{"outcome": "quality_failed", "outcome": "certified"}', encoding="utf-8")
+    with pytest.raises(JSONRecordError) as info:
+        read_json_file(dup)
+    assert info.value.code == "duplicate_json_key"
+    monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", "4")  # documents: 32 x 4 = 128 bytes
+    big = tmp_path / "big.json"
+    big.write_text(json.dumps({"a": "x" * 200}), encoding="utf-8")
+    with pytest.raises(JSONRecordError) as info:
+        read_json_file(big)
+    assert info.value.code == "file_too_large"
+    with pytest.raises(JSONRecordError) as info:
+        read_json_file("/dev/zero")
+    assert info.value.code == "file_too_large"
+
+
+def test_run_manifest_with_a_duplicate_key_is_refused(make_dataset, tmp_path: Path) -> None:
+    case = make_case("a")
+    root = make_dataset([case])
+    (tmp_path / "run").mkdir()
+    results = write_results(tmp_path / "run" / "results.jsonl", stamped([make_result(case)], root))
+    (tmp_path / "run" / "manifest.json").write_text('{"partition": "development", "partition": "held_out"}', encoding="utf-8")
+    line = refused(invoke("align", "--gold", str(root), "--results", str(results)), "manifest_invalid")
+    assert "duplicate key" in line
+
+
+def test_held_out_ledger_lines_are_read_bounded_and_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.heldout import HeldOutLedger
+
+    path = tmp_path / "held_out_ledger.jsonl"
+    path.write_text('{"entry_id": "x", "entry_id": "y"}\n', encoding="utf-8")
+    (problem,) = HeldOutLedger(path).read().problems
+    assert problem.code == "ledger_invalid" and "duplicate key" in problem.message
+    monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", "64")
+    path.write_text("{" + '"a": 1, ' * 40 + '"b": 2}\n', encoding="utf-8")
+    (problem,) = HeldOutLedger(path).read().problems
+    assert problem.code == "line_too_long" and problem.location.endswith(":1")
+    with pytest.raises(WorkbenchError):
+        HeldOutLedger(path).entries()
+
+
+def test_a_release_line_may_outgrow_the_record_limit_but_not_the_document_limit(make_dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release holds one hash set per record, so its line grows with the dataset."""
+    from workbench.gold import freeze, read_releases, validate_dataset
+
+    root = make_dataset([make_case(f"c{i}") for i in range(12)])
+    freeze(root, who="tester")
+    release_line = (root / "releases.jsonl").read_bytes().splitlines()[0]
+    gold_line = max(len(line) for line in (root / "gold.jsonl").read_bytes().splitlines())
+    limit = gold_line + 16
+    assert len(release_line) > limit and len(release_line) < 32 * limit  # the premise of the test
+    monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", str(limit))
+    assert read_releases(root).problems == ()
+    assert validate_dataset(root).ok
+    monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", str(len(release_line) // 40))
+    assert [p.code for p in read_releases(root).problems] == ["line_too_long"]
+
+
+def test_release_log_with_a_duplicate_key_is_refused(make_dataset) -> None:
+    from workbench.gold import freeze, read_releases
+
+    root = make_dataset([make_case("a")])
+    freeze(root, who="tester")
+    text = (root / "releases.jsonl").read_text(encoding="utf-8")
+    (root / "releases.jsonl").write_text(text.replace('"who": "tester"', '"who": "tester", "who": "mallory"', 1), encoding="utf-8")
+    assert [p.code for p in read_releases(root).problems] == ["duplicate_json_key"]
+    refused(invoke("validate", str(root)), "duplicate_json_key")
+
+
+def test_verdict_cache_line_with_a_duplicate_key_is_corrupt(tmp_path: Path) -> None:
+    from workbench.runs._cache import VerdictCache
+
+    fp = "ab" * 32
+    path = tmp_path / fp[:2] / f"{fp}.jsonl"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"request_key": "k", "repeat": 0, "repeat": 1, "result": {}}\n', encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        VerdictCache(tmp_path, fp)
+    assert codes(info.value) == ["cache_corrupt"]
+
+
+def test_project_configuration_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
+    from workbench.heldout._location import configured_ledger
+
+    (tmp_path / "workbench.yaml").write_text("held_out_ledger: a.jsonl\nheld_out_ledger: b.jsonl\n", encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        configured_ledger(tmp_path)
+    assert codes(info.value) == ["project_config_invalid"] and "duplicate key" in info.value.problems[0].message
+
+
+def test_table_mapping_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
+    from workbench.importers.table._mapping import read_mapping_text
+
+    path = tmp_path / "mapping.yaml"
+    path.write_text("input: question\ninput: answer\n", encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        read_mapping_text(path)
+    assert codes(info.value) == ["mapping_yaml"] and "duplicate key" in info.value.problems[0].message
+
+
+def test_results_import_source_line_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
+    from workbench.importers._results_source import read_table
+
+    path = tmp_path / "predictions.jsonl"
+    path.write_text('{"case_id": "a", "verdict": "fail", "verdict": "pass"}\n', encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        read_table(path, "jsonl")
+    assert "duplicate_json_key" in codes(info.value)
+
+
+def test_gate_run_summary_with_a_duplicate_key_exits_2(tmp_path: Path) -> None:
+    from workbench.cli.gate import load_run_summary
+
+    path = tmp_path / "run.json"
+    path.write_text('{"status": "incomplete", "status": "complete"}', encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        load_run_summary(path)
+    assert codes(info.value) == ["duplicate_json_key"]
+
+
+def test_edited_battery_record_is_refused(tmp_path: Path) -> None:
+    from workbench.ranking import read_battery
+
+    (tmp_path / "battery.json").write_text('{"repeats": 3, "repeats": 0}', encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        read_battery(tmp_path)
+    assert codes(info.value) == ["battery_unreadable"]
+
+
+def test_production_traffic_line_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
+    from workbench.estimate._production import _read_table
+
+    path = tmp_path / "slices.jsonl"
+    path.write_text('{"case_id": "a", "slice": "general", "slice": "billing"}\n', encoding="utf-8")
+    rows, problems = _read_table(path, ("case_id", "slice"), "slices")
+    assert rows == [] and [p.code for p in problems] == ["slices_malformed"] and "duplicate key" in problems[0].message
+
+
+@pytest.mark.parametrize(("kw", "code"), [({"concurrency": 0}, "invalid_concurrency"), ({"concurrency": "8"}, "invalid_concurrency"), ({"budget_usd": float("nan")}, "invalid_budget"), ({"max_cases": -1}, "invalid_max_cases")])
+def test_library_entry_points_added_on_main_check_their_arguments(tmp_path: Path, kw: dict[str, Any], code: str) -> None:
+    """certify, the certification notebook, the ranking battery and the noise run refuse bad
+    arguments before reading anything (no judge, gold or ledger is needed to be refused)."""
+    import asyncio
+
+    from workbench.noise import run_noise
+    from workbench.ranking import run_ranking
+    from workbench.reports import Certification, certify
+
+    missing = tmp_path / "missing"
+    calls = [
+        lambda: certify(missing, missing, missing, reports_root=tmp_path / "reports", **kw),
+        lambda: asyncio.run(run_ranking(None, [], tmp_path / "ranking", **kw)),  # type: ignore[arg-type]
+    ]
+    if "budget_usd" not in kw:
+        calls.append(lambda: Certification(candidate=missing, policy=missing, gold=missing, report_dir=tmp_path / "r", certification_token="t", **kw))
+    if "max_cases" not in kw:
+        calls.append(lambda: asyncio.run(run_noise(None, None, tmp_path / "noise", **kw)))  # type: ignore[arg-type]
+    for call in calls:
+        with pytest.raises(WorkbenchError) as info:
+            call()
+        assert codes(info.value) == [code]
+    assert not (tmp_path / "reports").exists() and not (tmp_path / "ranking").exists() and not (tmp_path / "noise").exists()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,7 @@ from browser_support import (
     JupyterLabServer,
     PageWatch,
     launch_chromium,
-    port_is_free,
+    port_is_closed,
     require_chromium,
     wait_until,
     watch_page,
@@ -47,7 +48,6 @@ TESTS = Path(__file__).resolve().parent
 DEMO_CANDIDATE = "data/candidates/rubric-judge@2.yaml"
 DEMO_POLICY = "data/policies/support-release@1.yaml"
 DEMO_GOLD = "data/demo"
-DEMO_LLM_PORT = 8765  # the notebook's serve_demo_llm() binds it
 
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMG = '<img src=x onerror="window.__pwned=2">'
@@ -87,7 +87,9 @@ def demo_report(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> Pat
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
         mp.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("demo-cache")))
-        result = certify(candidate=DEMO_CANDIDATE, policy=DEMO_POLICY, gold=DEMO_GOLD, reports_root=reports / "reports")
+        gold = reports / "gold"  # the held-out ledger lives beside the gold: certify a copy
+        shutil.copytree(ROOT / DEMO_GOLD, gold)
+        result = certify(candidate=DEMO_CANDIDATE, policy=DEMO_POLICY, gold=gold, reports_root=reports / "reports")
     assert (result.report_dir / "report.html").is_file(), f"certify wrote no report.html in {result.report_dir}"
     return result.report_dir
 
@@ -131,7 +133,7 @@ def _hostile_policy(directory: Path) -> Path:
         "max_evaluator_errors": 0,
         "min_n_per_slice": 1,
         "slices": {
-            "billing": {"risk": "critical", "max_false_passes": 0, "max_false_pass_rate": 0.1, "false_pass_rate_basis": "upper_95"},
+            "billing": {"risk": "critical", "max_abstention_rate": 0.1, "max_false_passes": 0, "max_false_pass_rate": 0.1, "false_pass_rate_basis": "upper_95"},
             "general": {"risk": "low", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point"},
             "empty": {"risk": "medium", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point", "min_n": 0},
         },
@@ -307,12 +309,6 @@ def _workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def jupyterlab(chromium: None, tmp_path: Path) -> Iterator[JupyterLabServer]:
-    if not port_is_free(DEMO_LLM_PORT):
-        pytest.fail(
-            f"port {DEMO_LLM_PORT} on 127.0.0.1 is busy: 01_develop.ipynb starts the demo fake LLM there. "
-            "Stop whatever holds it (e.g. `workbench fake-llm`, another notebook kernel) and rerun.",
-            pytrace=False,
-        )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTEST_"))}
     env["WORKBENCH_CACHE_DIR"] = str(tmp_path / "cache")
     env["RAGAS_DO_NOT_TRACK"] = "true"
@@ -322,7 +318,16 @@ def jupyterlab(chromium: None, tmp_path: Path) -> Iterator[JupyterLabServer]:
         yield server
     finally:
         server.stop()
-    wait_until(lambda: port_is_free(DEMO_LLM_PORT), timeout_s=15, what=f"port {DEMO_LLM_PORT} to be released after JupyterLab shut down (a kernel outlived the server)")
+    # The notebook's kernel served the demo model on a free port (recorded in run.json): it
+    # must be gone with the server, or a kernel outlived JupyterLab.
+    for port in _demo_model_ports(tmp_path / "runs" / "develop"):
+        wait_until(lambda port=port: port_is_closed(port), timeout_s=15, what=f"the notebook's demo model on port {port} to stop after JupyterLab shut down (a kernel outlived the server)")
+
+
+def _demo_model_ports(run_root: Path) -> set[int]:
+    """Ports of the demo model the notebook's runs called, from each run.json's ``endpoint_url``."""
+    urls = {json.loads(p.read_text(encoding="utf-8")).get("endpoint_url") for p in run_root.glob("*/*/development/run.json")}
+    return {int(url.rsplit(":", 1)[1].split("/", 1)[0]) for url in urls if url}
 
 
 FIND_PANEL = """
@@ -445,6 +450,9 @@ def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(jupyterlab: Jupy
 
     wait_until(run_finished, timeout_s=150, interval_s=0.5, what="01_develop.ipynb to finish running all cells", diagnose=lambda: f"progress: {progress}\n{lab.log_tail()}")
     assert progress["executed"] == progress["code"], f"not every code cell ran: {progress}"
+    default_port = int(yaml.safe_load((ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text())["endpoint"]["base_url"].rsplit(":", 1)[1].split("/")[0])
+    ports = _demo_model_ports(tmp_path / "runs" / "develop")
+    assert len(ports) == 1 and default_port not in ports, f"the notebook's demo model should serve one free port, not the spec's default: {ports}"
 
     slice_dropdown = page.locator(".widget-dropdown", has=page.locator("label", has_text=re.compile(r"^slice$")))
     widget = page.locator(".jp-OutputArea-output", has=slice_dropdown).last

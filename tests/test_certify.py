@@ -14,7 +14,7 @@ from workbench.align import alignment_report, join_results
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
-from workbench.heldout import LEDGER_FILE, HeldOutLedger
+from workbench.heldout import HeldOutLedger, ledger_path_for
 from workbench.policy import evaluate_gate, load_policy
 from workbench.reports import certify, external_references, list_reports, read_lock, verify_report
 from workbench.results import read_results
@@ -23,8 +23,20 @@ from workbench.runs import RunSummary
 ROOT = Path(__file__).resolve().parents[1]
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"
-GOLD = ROOT / "data" / "demo"
+DEMO = ROOT / "data" / "demo"
 SHARED = ("report.html", "certification.ipynb", "gate.json", "lock.json")
+
+
+def fresh_gold(directory: Path) -> Path:
+    """A copy of the demo gold: its held-out ledger lives beside it, so tests never touch data/demo."""
+    gold = directory / "gold"
+    shutil.copytree(DEMO, gold)
+    return gold
+
+
+@pytest.fixture(scope="module")
+def demo_gold(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return fresh_gold(tmp_path_factory.mktemp("module-gold"))
 
 
 @pytest.fixture(scope="module")
@@ -33,17 +45,17 @@ def reports_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def first(reports_root: Path):
-    return certify(CANDIDATE, POLICY, GOLD, reports_root=reports_root)
+def first(reports_root: Path, demo_gold: Path):
+    return certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root)
 
 
-def test_outcome_is_the_gate_recomputed_from_the_run_records(first) -> None:
+def test_outcome_is_the_gate_recomputed_from_the_run_records(first, demo_gold: Path) -> None:
     report_dir = first.report_dir
-    dataset = load_dataset(GOLD)
+    dataset = load_dataset(demo_gold)
     lines = read_results(report_dir / "restricted" / "run" / "results.jsonl", verify_requests=True)
     join = join_results(dataset, lines, partition="held_out")
     summary = RunSummary.model_validate_json((report_dir / "restricted" / "run" / "run.json").read_text())
-    gate = evaluate_gate(alignment_report(join), load_policy(POLICY), rubric=dataset.rubric, run=summary, join=join)
+    gate = evaluate_gate(alignment_report(join), load_policy(POLICY), rubric=dataset.rubric, run=summary, join=join, now=read_lock(report_dir).evaluated_at)
     lock = read_lock(report_dir)
     assert lock.outcome == gate.outcome == first.outcome
     assert [b["code"] for b in lock.blockers] == [b.code for b in gate.blockers]
@@ -51,11 +63,11 @@ def test_outcome_is_the_gate_recomputed_from_the_run_records(first) -> None:
     assert len(lines) == len(dataset.partition("held_out"))  # every held-out case judged exactly once
 
 
-def test_lock_records_every_hash_and_verifies(first) -> None:
+def test_lock_records_every_hash_and_verifies(first, demo_gold: Path) -> None:
     report_dir = first.report_dir
     lock = read_lock(report_dir)
     assert lock.lock_sha256 == first.lock_sha256 == lock.content_sha256()
-    dataset = load_dataset(GOLD)
+    dataset = load_dataset(demo_gold)
     assert lock.evidence["gold_dataset"] == dataset.sha256
     assert lock.evidence["html"] == lock.files["report.html"]
     assert lock.evidence["executed_notebook"] == lock.files["certification.ipynb"]
@@ -65,6 +77,7 @@ def test_lock_records_every_hash_and_verifies(first) -> None:
     assert set(lock.versions) == {"workbench", "ragas", "python"} and lock.versions["ragas"] == "0.4.3"
     assert set(lock.git) == {"commit", "dirty"}
     assert lock.ledger_entry["event"] == "started" and lock.previous_report is None
+    assert lock.ledger_path == str(ledger_path_for(demo_gold)) == str(demo_gold.resolve() / "held_out_ledger.jsonl")
     assert verify_report(report_dir) == []
     result = CliRunner().invoke(main, ["verify", str(report_dir)])
     assert result.exit_code == 0 and "verified" in result.output
@@ -75,8 +88,8 @@ def test_report_is_read_only(first) -> None:
         assert not path.stat().st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH), path
 
 
-def test_shared_files_hold_no_case_level_held_out_detail(first) -> None:
-    held_out_ids = [c.case_id for c in load_dataset(GOLD).partition("held_out")]
+def test_shared_files_hold_no_case_level_held_out_detail(first, demo_gold: Path) -> None:
+    held_out_ids = [c.case_id for c in load_dataset(demo_gold).partition("held_out")]
     for name in SHARED:
         text = (first.report_dir / name).read_text(encoding="utf-8")
         leaked = [cid for cid in held_out_ids if cid in text]
@@ -112,11 +125,11 @@ def test_tampering_is_detected_and_named(first, tmp_path: Path) -> None:
     assert "lock_changed" in {p.code for p in verify_report(report)}
 
 
-def test_second_certification_needs_a_reason_then_chains(first, reports_root: Path) -> None:
+def test_second_certification_needs_a_reason_then_chains(first, reports_root: Path, demo_gold: Path) -> None:
     with pytest.raises(WorkbenchError) as info:
-        certify(CANDIDATE, POLICY, GOLD, reports_root=reports_root)
+        certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root)
     assert info.value.problems[0].code == "held_out_reuse" and first.report_id in info.value.problems[0].message
-    second = certify(CANDIDATE, POLICY, GOLD, reports_root=reports_root, rerun_reason="re-run with a case limit to show an incomplete outcome", max_cases=5)
+    second = certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root, rerun_reason="re-run with a case limit to show an incomplete outcome", max_cases=5)
     assert second.report_id.endswith("/2") and second.report_dir != first.report_dir
     assert second.outcome == "evaluation_incomplete"
     assert "case_limit_reached" in {b["code"] for b in second.blockers}
@@ -124,7 +137,7 @@ def test_second_certification_needs_a_reason_then_chains(first, reports_root: Pa
     assert lock.previous_report is not None and lock.previous_report.lock_sha256 == first.lock_sha256
     assert lock.rerun_reason and "case limit" in (second.report_dir / "report.html").read_text()
     assert verify_report(second.report_dir) == [] and verify_report(first.report_dir) == []
-    entries = HeldOutLedger(reports_root / LEDGER_FILE).entries()
+    entries = HeldOutLedger(ledger_path_for(demo_gold)).entries()
     assert [(e.event, e.report_id) for e in entries] == [("started", first.report_id), ("finished", first.report_id), ("started", second.report_id), ("finished", second.report_id)]
     assert entries[-1].outcome == "evaluation_incomplete" and entries[-2].rerun_reason
     assert [r["outcome"] for r in list_reports(reports_root)] == [first.outcome, "evaluation_incomplete"]
@@ -139,7 +152,7 @@ def test_a_failed_notebook_is_an_incomplete_locked_report(tmp_path: Path) -> Non
     broken.cells.insert(3, nbformat.v4.new_code_cell("raise RuntimeError('kernel died mid-run')"))
     path = tmp_path / "broken.ipynb"
     nbformat.write(broken, path)
-    result = certify(CANDIDATE, POLICY, GOLD, reports_root=tmp_path / "reports", notebook=path)
+    result = certify(CANDIDATE, POLICY, fresh_gold(tmp_path), reports_root=tmp_path / "reports", notebook=path)
     assert result.outcome == "evaluation_incomplete"
     assert [b["code"] for b in result.blockers] == ["certification_failed"]
     assert "kernel died mid-run" in json.dumps(result.blockers)
@@ -147,13 +160,13 @@ def test_a_failed_notebook_is_an_incomplete_locked_report(tmp_path: Path) -> Non
 
 
 def test_held_out_is_refused_outside_certification(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["run", "--candidate", str(CANDIDATE), "--gold", str(GOLD), "--partition", "held_out", "--out", str(tmp_path / "o"), "--no-progress"])
+    result = CliRunner().invoke(main, ["run", "--candidate", str(CANDIDATE), "--gold", str(DEMO), "--partition", "held_out", "--out", str(tmp_path / "o"), "--no-progress"])
     assert result.exit_code == 2 and "held_out_refused" in result.output
     assert not (tmp_path / "o" / "results.jsonl").exists()
 
 
 def test_bad_inputs_exit_2_without_traceback(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(tmp_path / "none.yaml"), "--reports", str(tmp_path / "r")])
+    result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(tmp_path / "none.yaml"), "--gold", str(DEMO), "--reports", str(tmp_path / "r")])
     assert result.exit_code == 2 and "policy_missing" in result.output and "Traceback" not in result.output
     assert not (tmp_path / "r").exists()
 
@@ -173,9 +186,9 @@ def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, 
         (candidates / "prompts").mkdir(parents=True)
         shutil.copyfile(ROOT / "data" / "candidates" / "prompts" / "support-llm-judge@1.md", candidates / "prompts" / "support-llm-judge@1.md")
         (candidates / "support-llm-judge@1.yaml").write_text(yaml.safe_dump(spec))
-        result = certify(candidates / "support-llm-judge@1.yaml", POLICY, GOLD, reports_root=tmp_path / "reports")
+        result = certify(candidates / "support-llm-judge@1.yaml", POLICY, fresh_gold(tmp_path), reports_root=tmp_path / "reports")
         calls = server.calls
-    assert len(calls) == len(load_dataset(GOLD).partition("held_out")) and all(c.authorized for c in calls)
+    assert len(calls) == len(load_dataset(DEMO).partition("held_out")) and all(c.authorized for c in calls)
     assert result.outcome in {"quality_failed", "review_required"}
     lock = read_lock(result.report_dir)
     assert lock.evidence["run_records"] is not None and verify_report(result.report_dir) == []
@@ -186,7 +199,8 @@ def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, 
 
 def test_failed_blocking_controls_stop_before_held_out(tmp_path: Path) -> None:
     policy = ROOT / "data" / "policies" / "support-release@2.yaml"  # = @1 plus a blocking control suite
-    result = certify(CANDIDATE, policy, GOLD, reports_root=tmp_path / "reports")
+    gold = fresh_gold(tmp_path)
+    result = certify(CANDIDATE, policy, gold, reports_root=tmp_path / "reports")
     codes = {b["code"] for b in result.blockers}
     assert result.outcome == "quality_failed" and codes and all(c.startswith("control_failed_") for c in codes)
     assert codes <= {"control_failed_positive", "control_failed_negative", "control_failed_adversarial"}
@@ -197,8 +211,8 @@ def test_failed_blocking_controls_stop_before_held_out(tmp_path: Path) -> None:
     assert lock.evidence["run_records"] is None and verify_report(result.report_dir) == []
     html = (result.report_dir / "report.html").read_text()
     assert "Controls (run first" in html and "the held-out partition was not used" in html
-    entries = HeldOutLedger(tmp_path / "reports" / LEDGER_FILE).entries()
+    entries = HeldOutLedger(ledger_path_for(gold)).entries()
     assert entries[-1].event == "finished" and entries[-1].held_out_used is False
     # held-out was never used, so a second certification needs no re-run reason
-    again = certify(CANDIDATE, policy, GOLD, reports_root=tmp_path / "reports")
+    again = certify(CANDIDATE, policy, gold, reports_root=tmp_path / "reports")
     assert again.report_id.endswith("/2") and again.outcome == "quality_failed"

@@ -10,6 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import make_case, make_result, write_results
+from lineage_support import stamped
 
 from workbench.cli import main
 
@@ -103,7 +104,7 @@ def test_align_text_json_and_refusal(make_dataset, tmp_path: Path) -> None:
     ]
     ds = make_dataset(cases)
     results = write_results(
-        tmp_path / "r.jsonl", [make_result(cases[0], "pass"), make_result(cases[1], "pass")]
+        tmp_path / "r.jsonl", stamped([make_result(cases[0], "pass"), make_result(cases[1], "pass")], ds)
     )
     text = CliRunner().invoke(main, ["align", "--gold", str(ds), "--results", str(results)])
     assert text.exit_code == 0, text.output
@@ -118,7 +119,7 @@ def test_align_text_json_and_refusal(make_dataset, tmp_path: Path) -> None:
         main, ["align", "--gold", str(ds), "--results", str(results), "--fail-incomplete"]
     )
     assert strict.exit_code == 3
-    dup = write_results(tmp_path / "dup.jsonl", [make_result(cases[0]), make_result(cases[0])])
+    dup = write_results(tmp_path / "dup.jsonl", stamped([make_result(cases[0]), make_result(cases[0])], ds))
     refused = CliRunner().invoke(main, ["align", "--gold", str(ds), "--results", str(dup)])
     assert (
         refused.exit_code == 2

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -302,19 +301,14 @@ def test_weak_judge_is_caught_by_verbosity_and_a_sound_judge_is_not(tmp_path: Pa
 
 def test_adversarial_role_catches_the_demo_llm_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEMO_LLM_API_KEY", "test-placeholder-key")
-    # The demo model on a free port (not the fixed 8765, which a notebook may hold), with a
-    # copy of the demo LLM candidate pointed at it.
-    server = serve_demo_llm(port=0)
-    assert server is not None
+    # The demo model on a free port, exported as $WORKBENCH_DEMO_LLM_URL, which the committed
+    # demo candidate reads (endpoint.base_url_env).
+    server = serve_demo_llm()
     try:
-        spec = yaml.safe_load((CANDIDATES / "support-llm-judge@2.yaml").read_text(encoding="utf-8"))
-        spec["endpoint"]["base_url"] = server.base_url
-        (tmp_path / "prompts").mkdir()
-        shutil.copyfile(CANDIDATES / "prompts" / "support-llm-judge@2.md", tmp_path / "prompts" / "support-llm-judge@2.md")
-        candidate = tmp_path / "support-llm-judge@2.yaml"
-        candidate.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
+        judge = load_candidate(CANDIDATES / "support-llm-judge@2.yaml")
+        assert judge.base_url == server.base_url  # type: ignore[attr-defined]
         suite = load_suite(DEMO_SUITE)
-        report = asyncio.run(run_controls(load_candidate(candidate), suite, tmp_path / "llm", progress=False, concurrency=4))
+        report = asyncio.run(run_controls(judge, suite, tmp_path / "llm", progress=False, concurrency=4))
     finally:
         server.stop()
     assert report.run is not None and report.run.status == "complete" and report.run.errors == 0

@@ -16,12 +16,12 @@ from workbench.policy import Blocker, GateResult, Policy, SlicePolicy
 from workbench.policy._overrides import Override
 from workbench.reports import Lock
 from workbench.results import JudgeIdentity, JudgeResult
-from workbench.review import ReviewNote
+from workbench.review import GoldCorrectionDraft, ReviewNote
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
 
 
-DOCUMENTED = [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, AlignmentReport, SliceAlignment, Policy, SlicePolicy, GateResult, Blocker, Override, ReviewNote, Selection, LedgerEntry, Lock]
+DOCUMENTED = [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, AlignmentReport, SliceAlignment, Policy, SlicePolicy, GateResult, Blocker, Override, ReviewNote, GoldCorrectionDraft, Selection, LedgerEntry, Lock]
 
 
 @pytest.mark.parametrize("model", DOCUMENTED)

@@ -475,7 +475,8 @@ def test_evidence_cited_without_a_declared_snapshot(make_dataset):
 )
 def test_inconsistent_rubric_is_reported(make_dataset, change):
     report = validate_dataset(make_dataset([make_case("c1")], rubric={**RUBRIC, **change}))
-    assert [p.code for p in report.errors] == ["rubric_invalid"]
+    # every problem at once: dup-labels also leaves the abstain label out of the vocabulary
+    assert {p.code for p in report.errors} == {"rubric_invalid"}
     assert report.errors[0].location == str(report.path.parent / "rubric.yaml")
 
 

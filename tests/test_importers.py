@@ -1,7 +1,8 @@
 """Importers: EvalsBench and PandaLM into the gold format, read from ../shared/datasets.
 
-Tests that need the public datasets skip only when ``../shared/datasets`` is absent; tests
-of bad input use small synthetic files and always run.
+Tests that need the public datasets skip only when ``../shared/datasets`` (or
+``$WORKBENCH_DATASETS_DIR``) is absent, and never under ``WORKBENCH_REQUIRE_DATASETS=1`` (CI);
+tests of bad input use small synthetic files and always run.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _datasets import DATASETS, require
 from click.testing import CliRunner
 
 from workbench.agreement import human_agreement
@@ -37,10 +39,8 @@ EVALSBENCH_COLUMNS = ["topic", "question", "grading_notes", "target", "response"
 
 @pytest.fixture(scope="session")
 def datasets_dir() -> Path:
-    path = (Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets").resolve()
-    if not path.is_dir():
-        pytest.skip(f"public datasets not present at {path}")
-    return path
+    """The public datasets (a test using this fixture is marked ``datasets``: see tests/_datasets.py)."""
+    return require(DATASETS)
 
 
 @pytest.fixture(scope="module")

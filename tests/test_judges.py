@@ -137,8 +137,8 @@ def test_function_errors_are_evaluator_errors_not_verdicts(tmp_path: Path) -> No
         ({"function": "no_such_module:x"}, "function_unresolved"),
         ({"function": "judge_fixtures:wide"}, "labels_mismatch"),
         ({"kind": "telepathy"}, "unknown_kind"),
-        ({"endpoint": {"api_key_env": "sk-abcdefghijklmnopqrstuvwx"}}, "candidate_invalid"),
-        ({"params": {"api_key": "sk-abcdefghijklmnopqrstuvwx"}}, "candidate_invalid"),
+        ({"endpoint": {"api_key_env": "sk-abcdefghijklmnopqrstuvwx"}}, "secret_in_spec"),
+        ({"params": {"api_key": "sk-abcdefghijklmnopqrstuvwx"}}, "secret_in_spec"),
     ],
 )
 def test_bad_specs_are_refused_with_a_problem(

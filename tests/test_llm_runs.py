@@ -107,7 +107,7 @@ def test_full_ragas_llm_path_records_wire_request_tokens_and_cost(gold: Path, tm
         (Reply(fault="http_500"), "provider_error", True, 3),
         (Reply(fault="http_429"), "rate_limited", True, 3),
         (Reply(fault="http_400"), "provider_error", False, 1),
-        (Reply(fault="malformed_json"), "unparseable", False, 1),
+        (Reply(fault="malformed_json"), "unparseable", True, 3),  # unparseable answers are retried, every attempt recorded
         (Reply(fault="refusal"), "refusal", False, 1),
         (Reply(value="maybe", reason="unsure"), "invalid_label", False, 1),
         (Reply(fault="hang"), "timeout", True, 3),

@@ -1,7 +1,8 @@
 """LLMBar importer and the pairwise analysis, checked against every upstream statistics.json.
 
-The real-data tests read ``../shared/datasets/llmbar`` (relative to the project root) and
-skip only when it is absent; tests of bad input and evaluator errors use small synthetic
+The real-data tests read ``../shared/datasets/llmbar`` (relative to the project root, or
+``$WORKBENCH_DATASETS_DIR/llmbar``) and skip only when it is absent, never under
+``WORKBENCH_REQUIRE_DATASETS=1`` (CI); tests of bad input and evaluator errors use small synthetic
 files and always run.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _datasets import dataset_path, missing_reason, needs_datasets
 from click.testing import CliRunner
 
 from workbench.cli.importers import import_group
@@ -40,10 +42,15 @@ from workbench.pairwise import (
 from workbench.results import read_results
 from workbench.stats import wilson_rate
 
-LLMBAR = Path(__file__).resolve().parents[1].parent / "shared" / "datasets" / "llmbar"
+LLMBAR = dataset_path("llmbar")
 SUBSETS = LLMBAR / "Dataset" / "LLMBar"
 RUNS: list[Path] = sorted(p.parent for p in LLMBAR.rglob("statistics.json")) if LLMBAR.is_dir() else []
-needs_llmbar = pytest.mark.skipif(not LLMBAR.is_dir(), reason=f"LLMBar not present at {LLMBAR}")
+_ABSENT = pytest.mark.skipif(not LLMBAR.is_dir(), reason=missing_reason(LLMBAR))
+
+
+def needs_llmbar(test: Any) -> Any:
+    """A test that reads LLMBar: marked ``datasets`` (counted; it may not skip in CI) and skipped when absent."""
+    return needs_datasets(_ABSENT(test))
 
 
 def _run_id(run: Path) -> str:
@@ -92,7 +99,8 @@ def test_all_45_runs_are_found() -> None:
     assert {subset_name(_subset_of(r)) for r in RUNS} == {"Natural", "Adversarial/GPTInst", "Adversarial/GPTOut", "Adversarial/Manual", "Adversarial/Neighbor"}
 
 
-@pytest.mark.parametrize("run", RUNS or [pytest.param(None, marks=pytest.mark.skip(reason=f"LLMBar not present at {LLMBAR}"))], ids=_run_id if RUNS else None)
+@needs_datasets
+@pytest.mark.parametrize("run", RUNS or [pytest.param(None, marks=pytest.mark.skip(reason=missing_reason(LLMBAR)))], ids=_run_id if RUNS else None)
 def test_report_reproduces_upstream_statistics(run: Path, subset_gold: Any, imported_run: Any) -> None:
     gold_dir, dataset = subset_gold(_subset_of(run))
     out, summary = imported_run(run)
@@ -479,7 +487,7 @@ def test_cli_exit_codes(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
     as_json = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(out / "results.jsonl"), "--json"])
     assert as_json.exit_code == 0
     payload = json.loads(as_json.output)
-    assert payload["kind"] == "workbench.pairwise" and payload["schema_version"] == 1
+    assert payload["kind"] == "workbench.pairwise" and payload["schema_version"] == 2
     assert payload["overall"]["original"]["accuracy"] == {"k": 1, "n": 6, "rate": 1 / 6, "ci95_low": pytest.approx(wilson_rate(1, 6).ci95_low), "ci95_high": pytest.approx(wilson_rate(1, 6).ci95_high)}
     no_results = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(tmp_path / "none.jsonl")])
     assert no_results.exit_code == 2 and "results_missing" in no_results.output and "Traceback" not in no_results.output

@@ -19,11 +19,12 @@ from typing import Any
 
 import pytest
 import yaml
+from _datasets import dataset_path, missing_reason, needs_datasets
 from click.testing import CliRunner
 from pydantic import ValidationError
 
 from workbench.cli.noise import noise as noise_command
-from workbench.demo.noise import parse_prompt
+from workbench.demo.noise import DEMO_NOISE_URL_ENV, parse_prompt
 from workbench.demo.noise import respond as demo_respond
 from workbench.errors import WorkbenchError
 from workbench.judges import available_kinds, load_candidate
@@ -42,7 +43,7 @@ from workbench.testing import ChatRequest, FakeLLM, Reply
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_PAIRS = ROOT / "data" / "noise" / "support-noise@1.yaml"
 DEMO_CANDIDATE = ROOT / "data" / "candidates" / "noise-judge@1.yaml"
-BEGIN_TSV = ROOT.parent / "shared" / "datasets" / "begin" / "begin_dev_wow.tsv"
+BEGIN_TSV = dataset_path("begin", "begin_dev_wow.tsv")
 KEY_ENV = "WB_TEST_NOISE_KEY"
 PRICING = {"input_per_million_usd": 1000.0, "output_per_million_usd": 2000.0}
 CANDIDATE_MARKER = "CANDIDATE-ONLY-7f3a"
@@ -127,7 +128,8 @@ def test_demo_suite_and_candidate_are_valid() -> None:
     assert all(p.expected_relation == ("noisy_worse_than_clean" if p.role == "control" else "noisy_not_worse") for p in suite.pairs)
     spec = yaml.safe_load(DEMO_CANDIDATE.read_text())
     assert spec["kind"] == "ragas-noise" and "ragas-noise" in available_kinds()
-    assert spec["endpoint"]["base_url"] == "http://127.0.0.1:8767/v1" and spec["endpoint"]["api_key_env"] == "DEMO_LLM_API_KEY"
+    # The demo model binds a free port and exports its URL; the spec reads it from the environment.
+    assert spec["endpoint"]["base_url_env"] == DEMO_NOISE_URL_ENV == "WORKBENCH_DEMO_NOISE_URL" and spec["endpoint"]["api_key_env"] == "DEMO_LLM_API_KEY"
 
 
 def test_validation_reports_every_problem_at_once(tmp_path: Path) -> None:
@@ -512,7 +514,8 @@ def test_cli_invalid_input_exits_2_and_failed_controls_exit_3(tmp_path: Path) ->
     assert report["runs"].keys() == {"controls"}
 
 
-@pytest.mark.skipif(not BEGIN_TSV.is_file(), reason=f"public datasets not present at {BEGIN_TSV}")
+@needs_datasets
+@pytest.mark.skipif(not BEGIN_TSV.is_file(), reason=missing_reason(BEGIN_TSV))
 def test_begin_example_builds_a_valid_attributed_suite(tmp_path: Path) -> None:
     out = tmp_path / "begin-distractors@1.yaml"
     script = ROOT / "examples" / "begin_distractors.py"

@@ -7,9 +7,18 @@ from pathlib import Path
 
 import nbformat
 import papermill
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "05_noise_sensitivity.ipynb"
+
+
+def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
+    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be free ports, not the spec's default."""
+    urls = {json.loads(p.read_text(encoding="utf-8"))["endpoint_url"] for p in run_root.rglob("run.json")}
+    default = yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]["base_url"]
+    assert urls and default not in urls and all(u and u.startswith("http://127.0.0.1:") for u in urls), urls
+    return urls
 
 
 def test_committed_without_outputs_with_a_parameters_cell() -> None:
@@ -38,3 +47,4 @@ def test_notebook_runs_controls_first_and_shows_scores_against_limits(tmp_path: 
     assert "<svg" in text and "quality_failed" in text
     assert len(list((tmp_path / "runs").glob("*/*/controls/results.jsonl"))) == 1
     assert len(list((tmp_path / "runs").glob("*/*/candidates/results.jsonl"))) == 1
+    assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "noise-judge@1.yaml")) == 1

@@ -8,9 +8,18 @@ from pathlib import Path
 import nbformat
 import papermill
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+
+def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
+    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be free ports, not the spec's default."""
+    urls = {json.loads(p.read_text(encoding="utf-8"))["endpoint_url"] for p in run_root.rglob("run.json")}
+    default = yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]["base_url"]
+    assert urls and default not in urls and all(u and u.startswith("http://127.0.0.1:") for u in urls), urls
+    return urls
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -67,6 +76,8 @@ def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: 
     assert "support-llm-judge@2-draft" in text and "critical_broken" in text
     assert "application/vnd.jupyter.widget-view+json" in text  # the review widget was displayed
     assert (tmp_path / "candidates" / "support-llm-judge@2-draft.yaml").exists()
+    # The demo model was served on a free port and reached through $WORKBENCH_DEMO_LLM_URL.
+    assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "support-llm-judge@1.yaml")) == 1
 
 
 def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> None:
@@ -83,6 +94,7 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
     text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
     assert "p_mcnemar" in text and "policy_outcome_on_calibration" in text
     assert "false_pass_rate_upper_95" in text and "coverage-judge@2: threshold" in text  # threshold chosen and frozen
+    assert "needed_upper_95" in text and "short_held_out" in text and "<svg" in text  # the sample-size plan and its chart
     record = json.loads(selections.read_text().splitlines()[0])
     assert record["selected"] == "rubric-judge@2" and len(record["compared"]) == 5
 

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from conftest import make_case, make_result, result_lines, write_results
+from lineage_support import stamped
 
 from workbench.align import alignment_report, join_results
 from workbench.cli.gate import gate as gate_cmd
@@ -55,7 +56,7 @@ BASE_POLICY: dict[str, Any] = {
     "rationale": "Limits for the unit-test rubric, written before results.",
     "rubric_version": "r1",
     "slices": {
-        "billing": {"risk": "critical", "max_false_passes": 0, "max_false_pass_rate": 0.5},
+        "billing": {"risk": "critical", "max_false_passes": 0, "max_false_pass_rate": 0.5, "max_abstention_rate": 0.1},
         "general": {"risk": "low", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point"},
         "empty": {"risk": "medium", "min_n": 0},
     },
@@ -178,7 +179,7 @@ def test_wilson_upper_bound_by_hand_upper_fails_point_passes(evaluated) -> None:
     assert bounded.outcome == "review_required"
     b = only(bounded, "false_pass_rate_unproven")
     assert (b.category, b.slice, b.risk) == ("review", "general", "low")
-    assert b.evidence["false_passes"] == 0 and b.evidence["human_fails_with_verdict"] == 10
+    assert b.evidence["false_passes"] == 0 and b.evidence["human_fails_decided"] == 10
     assert b.evidence["ci95_high"] == pytest.approx(upper[1], abs=1e-9)
     assert b.evidence["compared"] == b.evidence["ci95_high"] and b.evidence["limit"] == 0.25 and b.evidence["basis"] == "upper_95"
     # n >= z²(1-L)/L = 3.8415 * 0.75 / 0.25 = 11.52 -> 12 human fails would show the limit
@@ -207,7 +208,7 @@ def test_critical_false_pass_count(evaluated) -> None:
     assert codes(result) == ["false_passes_exceeded"]
     b = result.blockers[0]
     assert b.slice == "billing" and b.risk == "critical" and b.case_ids == ["bil-03"]
-    assert b.evidence == {"false_passes": 1, "human_fails_with_verdict": 10, "limit": 0}
+    assert b.evidence == {"false_passes": 1, "human_fails_decided": 10, "limit": 0, "decided": 15, "cases": 15, "coverage": 1.0}
     assert "1 false passes" in b.message and "0 allowed" in b.message
 
 
@@ -217,7 +218,7 @@ def test_false_fail_rate(evaluated) -> None:
     ev = evaluated(spec)
     assert ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.25}})).outcome == "certified"
     b = only(ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.2}})), "false_fail_rate_exceeded")
-    assert b.category == "quality" and b.evidence["false_fails"] == 1 and b.evidence["human_passes_with_verdict"] == 4
+    assert b.category == "quality" and b.evidence["false_fails"] == 1 and b.evidence["human_passes_decided"] == 4
     assert b.evidence["rate"] == 0.25 and b.evidence["basis"] == "point" and b.case_ids == ["gen-00"]
     upper = ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.5, "false_fail_rate_basis": "upper_95"}}))
     # Wilson upper for 1/4: (p + z²/2n + z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)
@@ -239,7 +240,7 @@ def test_too_few_cases_is_review_and_critical_is_not_waivable(evaluated) -> None
     assert result.outcome == "review_required" and result.exit_code == 4
     b = only(result, "too_few_cases")
     assert (b.slice, b.category, b.waivable) == ("general", "review", True)
-    assert b.evidence == {"verdicts": 6, "cases": 6, "min_n": 7}
+    assert b.evidence == {"decided": 6, "verdicts": 6, "abstentions": 0, "cases": 6, "min_n": 7}
     crit = only(ev.gate(make_policy(slices={"billing": {"min_n": 16}})), "too_few_cases")
     assert crit.slice == "billing" and not crit.waivable and "critical slice" in crit.message
     # a declared slice with no cases needs min_n 0 to pass: the default (1) blocks it
@@ -253,7 +254,7 @@ def test_rate_with_zero_denominator_is_unbounded(evaluated) -> None:
     result = evaluated(spec).gate(make_policy())
     b = only(result, "rate_unbounded")
     assert result.outcome == "review_required"
-    assert b.slice == "general" and b.evidence["human_fails_with_verdict"] == 0 and b.evidence["rate"] == "false_pass_rate"
+    assert b.slice == "general" and b.evidence["human_fails_decided"] == 0 and b.evidence["rate"] == "false_pass_rate"
     # human fails whose only results are errors leave the denominator at 0 as well
     spec["general"] = [("pass", "pass")] * 6 + [("fail", "ERR")]
     both = evaluated(spec).gate(make_policy(max_evaluator_errors=1))
@@ -363,7 +364,7 @@ def test_precedence_and_deterministic_order(evaluated) -> None:
     assert evaluated(spec).gate(policy).outcome == "quality_failed"
     assert evaluated(clean_spec()).gate(policy).outcome == "review_required"
     text = format_gate(result)
-    assert "false_passes=1" in text and "human_fails_with_verdict=10" in text and "cases: bil-02" in text
+    assert "false_passes=1" in text and "human_fails_decided=10" in text and "cases: bil-02" in text
 
 
 def test_good_aggregate_never_offsets_a_slice(evaluated) -> None:
@@ -673,7 +674,7 @@ def cli_files(tmp_path, make_dataset):
     def build(spec: dict[str, list[tuple[str, str | None]]], **policy_changes: Any) -> dict[str, str]:
         cases, rows = cases_for(spec)
         gold = make_dataset(cases)
-        results = write_results(tmp_path / f"results-{len(list(tmp_path.iterdir()))}.jsonl", rows)
+        results = write_results(tmp_path / f"results-{len(list(tmp_path.iterdir()))}.jsonl", stamped(rows, gold))  # with the gold's lineage
         raw = json.loads(make_policy(**policy_changes).model_dump_json(exclude_none=True))
         policies = tmp_path / "policies"
         policies.mkdir(exist_ok=True)
@@ -785,4 +786,6 @@ def test_every_gate_code_is_in_the_module_table() -> None:
     assert len(emitted) > 20
     table = gate_module.__doc__ or ""
     assert sorted(c for c in emitted if f"\n{c} " not in table) == []
-    assert emitted >= NON_WAIVABLE_CODES
+    from workbench.policy._codes import RANKING_NON_WAIVABLE_CODES
+
+    assert emitted >= NON_WAIVABLE_CODES - RANKING_NON_WAIVABLE_CODES  # the ranking gate's own are in workbench/ranking/_gate.py

@@ -34,6 +34,7 @@ from workbench.ranking import (
     position_battery,
     presentation_orders,
     ranking_report,
+    read_payload,
     run_ranking_sync,
 )
 from workbench.results import read_results
@@ -168,7 +169,7 @@ def report_of(fixtures: Any, out: Path, **kw: Any) -> Any:
 
 def test_demo_fixtures_load_and_hash_the_frozen_content() -> None:
     fs = load_fixtures(DEMO_FIXTURES)
-    assert fs.label == "support-ranking@1" and len(fs.fixtures) == 12
+    assert fs.label == "support-ranking@1" and len(fs.fixtures) == 13
     assert fs.sha256 == hashlib.sha256(DEMO_FIXTURES.read_bytes()).hexdigest()
     f = fs.fixtures[0]
     payload = {"user_input": f.user_input, "context": [{"id": p.id, "text": p.text} for p in f.context], "candidates": [{"id": c.id, "text": c.text} for c in f.candidates]}
@@ -345,8 +346,9 @@ def test_content_ranker_is_position_blind_and_passes(tmp_path: Path) -> None:
     assert all(r.order == ["cand-4", "cand-3", "cand-2", "cand-1"] and r.value == "cand-1" for r in rows)  # worst-first, winner is the best
     assert all(r.presentation and r.presentation["direction"] == "worst-first" for r in rows)
     assert report.position_sensitivity.stable_cases.k == 2
-    request = rows[3].rendered_request
+    request = read_payload(tmp_path / "run", rows[3].rendered_request)  # the full request, kept as a payload beside the results
     assert request["function"] == "test_ranking:by_quality" and "cand-" not in json.dumps(request)
+    assert rows[3].rendered_request["capture"] == "full" and "Answer" not in json.dumps(rows[3].rendered_request)  # the stub holds digests, no text
 
 
 def test_invalid_permutation_is_an_integration_defect_before_quality(tmp_path: Path) -> None:
@@ -410,7 +412,7 @@ def test_resume_and_cache_through_the_run_engine(tmp_path: Path) -> None:
     rows = [r.result for r in read_results(tmp_path / "run2" / "results.jsonl")]
     assert all(r.cached_from_run_id and r.presentation and r.order for r in rows)
     assert report_of(fs, tmp_path / "run2").passed
-    with pytest.raises(WorkbenchError, match="manifest changed"):
+    with pytest.raises(WorkbenchError, match="battery changed"):
         run(spec, fs, tmp_path / "run", repeats=1)  # a different battery is a different run
 
 
@@ -428,7 +430,8 @@ def test_same_texts_under_another_mapping_never_share_a_cached_verdict(tmp_path:
         assert report.passed and not report.integration_defects
     rows = [r.result for r in read_results(tmp_path / "run-cached" / "results.jsonl")]
     assert all(r.cached_from_run_id for r in rows)
-    assert all("answer_mapping" not in json.dumps(r.rendered_request) and "cand-" not in json.dumps(r.rendered_request) for r in rows)
+    payloads = [read_payload(tmp_path / "run-cached", r.rendered_request) for r in rows]  # adopted from the run that produced the cached results
+    assert all(p is not None and "answer_mapping" not in json.dumps(p) and "cand-" not in json.dumps(p) for p in payloads)
 
 
 def test_candidate_spec_problems(tmp_path: Path) -> None:
@@ -455,9 +458,10 @@ def test_llm_kind_end_to_end_neutral_labels_and_mapping(tmp_path: Path) -> None:
         prompts = [json.dumps(c.body) for c in llm.calls]
         rows = [r.result for r in read_results(tmp_path / "run" / "results.jsonl")]
         for r in rows:
-            text = json.dumps(r.rendered_request)
+            sent = read_payload(tmp_path / "run", r.rendered_request)
+            text = json.dumps(sent)
             assert not any(cid in text for cid in ("cand-1", "cand-2", "cand-3", "cand-4")), "a stable id reached the judge"
-            assert '<candidate label="A">' in r.rendered_request["messages"][-1]["content"]
+            assert '<candidate label="A">' in sent["messages"][-1]["content"]
             fx = next(f for f in fs if f.case_id == r.case_id)
             assert r.order == fx.expected_order and r.value == "cand-1"  # mapped back through the presentation
             assert r.tokens_in and r.cost_usd and r.rendered_request_sha256
@@ -513,26 +517,32 @@ def test_completeness_check_catches_a_template_that_omits_the_context(tmp_path: 
 
 def test_cli_exit_codes_on_the_demo(tmp_path: Path) -> None:
     runner = CliRunner()
-    ok = runner.invoke(ranking_command, ["--candidate", str(ROOT / "data/candidates/policy-ranker@1.yaml"), "--fixtures", str(DEMO_FIXTURES), "--out", str(tmp_path / "policy"), "--no-progress"])
-    assert ok.exit_code == 0, ok.output
-    assert "PASSED" in ok.output and "chargeback-009" in ok.output  # monitor-only drift, reported but not blocking
+    history = ["--history", str(tmp_path / "history.jsonl")]
+    # the deterministic ranker: no must-win reversal; the editorial case chargeback-009 drifts and routes to review (exit 4)
+    ok = runner.invoke(ranking_command, ["--candidate", str(ROOT / "data/candidates/policy-ranker@1.yaml"), "--fixtures", str(DEMO_FIXTURES), "--out", str(tmp_path / "policy"), "--no-progress", *history])
+    assert ok.exit_code == 4, ok.output
+    assert "REVIEW_REQUIRED" in ok.output and "ranking_editorial_drift: chargeback-009" in ok.output
     assert (tmp_path / "policy" / "ranking_report.json").exists() and (tmp_path / "policy" / "failures" / "chargeback-009.json").exists()
     with FakeLLM(responder=demo_respond) as llm:
         spec = yaml.safe_load((ROOT / "data/candidates/support-llm-ranker@1.yaml").read_text())
         spec["endpoint"]["base_url"] = llm.base_url
+        spec["endpoint"].pop("base_url_env", None)
         (tmp_path / "spec").mkdir()
         (tmp_path / "spec" / "support-llm-ranker@1.yaml").write_text(yaml.safe_dump(spec))
-        bad = runner.invoke(ranking_command, ["--candidate", str(tmp_path / "spec" / "support-llm-ranker@1.yaml"), "--fixtures", str(DEMO_FIXTURES), "--out", str(tmp_path / "llm"), "--json", "--no-progress"])
-    assert bad.exit_code == 1
+        bad = runner.invoke(ranking_command, ["run", "--candidate", str(tmp_path / "spec" / "support-llm-ranker@1.yaml"), "--fixtures", str(DEMO_FIXTURES), "--out", str(tmp_path / "llm"), "--json", "--no-progress", *history])
+    assert bad.exit_code == 1  # a confirmed must-win reversal: quality failed
     report = json.loads(bad.stdout[bad.stdout.index("{") :])
-    assert [c["case_id"] for c in report["must_win"]["reversals"]] == ["damaged-item-005"]
+    assert [c["case_id"] for c in report["must_win"]["reversals"]] == ["damaged-item-005", "refund-timing-013"]
+    confirmation = {c["case_id"]: c for c in report["gate"]["confirmation"]}
+    assert confirmation["refund-timing-013"]["status"] == "confirmed" and confirmation["refund-timing-013"]["repeat_reversals"] == 3
+    assert confirmation["damaged-item-005"]["status"] == "unconfirmed" and confirmation["damaged-item-005"]["repeat_reversals"] == 0
     assert {c["case_id"] for c in report["must_win"]["drift"]} == {"chargeback-009", "email-change-012"}
     assert report["repeatability"]["stable_cases"]["rate"] == 1.0 and report["position_sensitivity"]["stable_cases"]["rate"] < 1.0
     by_position = report["position_bias"]["by_position"]
     assert by_position[0]["wins"]["rate"] > by_position[0]["chance"] > by_position[1]["wins"]["rate"]
     damaged = next(a for a in report["failures"] if a["case"] == "damaged-item-005")
     assert damaged["diagnosis"] == "position_sensitive" and damaged["presented_order"][0] == "label-only" == damaged["must_win_actual"]
-    again = runner.invoke(ranking_command, ["--fixtures", str(DEMO_FIXTURES), "--results", str(tmp_path / "llm" / "results.jsonl")])
+    again = runner.invoke(ranking_command, ["--fixtures", str(DEMO_FIXTURES), "--results", str(tmp_path / "llm" / "results.jsonl"), "--no-history"])
     assert again.exit_code == 1 and "damaged-item-005" in again.output
     invalid = runner.invoke(ranking_command, ["--fixtures", str(tmp_path / "none@1.yaml"), "--results", "x"])
     assert invalid.exit_code == 2 and "fixtures_missing" in invalid.output

@@ -3,26 +3,22 @@
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 
 import nbformat
 import papermill
-import pytest
-
-from workbench.demo.ranking import DEMO_RANKING_PORT
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "notebooks" / "04_ranking.ipynb"
 
 
-def _port_free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
+def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
+    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be free ports, not the spec's default."""
+    urls = {json.loads(p.read_text(encoding="utf-8"))["endpoint_url"] for p in run_root.rglob("run.json")}
+    default = yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]["base_url"]
+    assert urls and default not in urls and all(u and u.startswith("http://127.0.0.1:") for u in urls), urls
+    return urls
 
 
 def _execute(tmp_path: Path, **parameters: object) -> str:
@@ -46,27 +42,43 @@ def test_committed_thin_without_outputs() -> None:
     assert all(len(c.source.splitlines()) <= 12 for c in code)  # library calls and displays only
 
 
-def test_llm_ranker_battery_finds_the_position_bias(tmp_path: Path) -> None:
-    if not _port_free(DEMO_RANKING_PORT):
-        pytest.skip(f"port {DEMO_RANKING_PORT} is in use")
+def test_llm_ranker_battery_finds_the_position_bias_and_applies_the_release_rules(tmp_path: Path) -> None:
+    # The notebook serves the demo ranking model on a free port (never a fixed one that another
+    # run may hold), so this test has no reason to skip.
     text = _execute(tmp_path)
-    assert "support-llm-ranker@1" in text and "NOT PASSED" in text
-    assert "must-win reversal in 1 case(s): damaged-item-005" in text
-    assert "Must-win reversals (blocking)" in text and "Monitor-only drift (not blocking)" in text
-    assert "chargeback-009" in text and "email-change-012" in text  # monitor-only drift
-    assert "No integration defects." in text
-    assert "repeatability (identical presentations)" in text
-    assert "position sensitivity (across permutations)" in text
-    assert "position_sensitive" in text  # the failure artifact's diagnosis
-    assert "<svg" in text and "first places by presented position" in text  # the Altair chart, inline SVG
+    assert "support-llm-ranker@1" in text and "quality_failed" in text
+    # calibration: two reviewers, one adjudicated disagreement; label history; the frozen edit refused
+    assert "Adjudicated disagreement: **refund-destination-003**" in text and "disputed_unadjudicated" in text
+    assert "support-ranking@2" in text and "relabelled" in text
+    assert "frozen_fixture_changed" in text and "refund-timing-013" in text
+    # the threshold from reviewed examples equals the policy's
+    assert "threshold **0.028** (0 misclassified)" in text and "`max_agreement_drop: 0.028`" in text
+    # confirmed vs unconfirmed, report-only
+    assert "ranking_reversal_confirmed" in text and "ranking_reversal_unconfirmed" in text
+    assert "confirmed" in text and "unconfirmed" in text
+    assert "report only: outcome quality_failed (exit 1 when enforced)" in text and "(exit code 0)" in text
+    # leakage, slices, side by side, failure artifacts with reproduction and owners
+    assert "the first one shown" in text and "ranking_metric_defect" in text
+    assert "refund_policy" in text and "reversal_attempts" in text
+    assert "scalar passes, ranking does not" in text and "scalar fails, ranking passes" in text
+    assert "workbench ranking replay --candidate" in text and "Evaluation team" in text and "Ragas 0.4.3" in text
+    # fixture changes since the last run, privacy and prune, rotation
+    assert "chargeback-009" in text and "S. Lindqvist" in text
+    assert "capture **digest_and_excerpts**" in text and "lock problems after pruning: 0" in text
+    assert "rotation plan: 85 attempts; exhaustive battery: 189" in text
+    assert "No integration defects." in text and "repeatability (identical presentations)" in text
+    assert "<svg" in text and "first places by presented position" in text  # the Altair charts, inline SVG
     run = tmp_path / "runs" / "support-llm-ranker@1" / "support-ranking@1"
-    assert len((run / "results.jsonl").read_text().splitlines()) == 180
-    assert (run / "failures" / "damaged-item-005.json").exists()
+    assert len((run / "results.jsonl").read_text().splitlines()) == 189
+    assert (run / "failures" / "refund-timing-013.json").exists() and (run / "ranking_lock.json").exists()
     report = json.loads((run / "ranking_report.json").read_text())
-    assert report["repeatability"]["stable_cases"]["rate"] == 1.0 and report["position_sensitivity"]["stable_cases"]["k"] == 8
+    assert report["repeatability"]["stable_cases"]["rate"] == 1.0 and report["gate"]["outcome"] == "quality_failed"
+    history = (tmp_path / "runs" / "history" / "support-ranking.jsonl").read_text().splitlines()
+    assert [json.loads(line)["fixtures"] for line in history] == ["support-ranking@1", "support-ranking@2"]
+    assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "support-llm-ranker@1.yaml")) == 1
 
 
-def test_deterministic_ranker_passes_with_monitor_only_drift(tmp_path: Path) -> None:
+def test_deterministic_ranker_routes_editorial_drift_to_review(tmp_path: Path) -> None:
     text = _execute(tmp_path, candidate="../data/candidates/policy-ranker@1.yaml", serve_fake_llm=False)
-    assert "policy-ranker@1" in text and "PASSED (complete)" in text and "No blockers." in text
+    assert "policy-ranker@1" in text and "review_required" in text and "ranking_editorial_drift" in text
     assert "stable_disagreement" in text and "chargeback-009" in text

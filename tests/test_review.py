@@ -7,9 +7,10 @@ import json
 import pytest
 from conftest import make_case, make_result, result_lines
 
-from workbench.align import join_results
+from workbench.align import align_results, join_results
 from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
+from workbench.results import ResultLine
 from workbench.review import (
     CAUSES,
     COLUMNS,
@@ -65,6 +66,12 @@ def _lines(spec: dict[str, str | None], judge: dict | None = None, retry: tuple[
     return result_lines(rows)
 
 
+def _join(dataset, lines, **kw):
+    """Join with the lineage check, the results stamped as the run engine stamps them."""
+    lineage = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
+    return align_results(dataset, [ResultLine(x.line, x.result.model_copy(update=lineage)) for x in lines], **kw)
+
+
 BEFORE = {"b1": "fail", "b2": "fail", "b3": None, "b4": "pass", "b5": "fail", "g1": "pass", "g2": "pass", "g4": "pass"}
 AFTER = {"b1": "pass", "b2": "pass", "b3": "fail", "b4": "pass", "b5": None, "g1": "fail", "g2": "review_required", "g4": "pass"}
 
@@ -72,7 +79,7 @@ AFTER = {"b1": "pass", "b2": "pass", "b3": "fail", "b4": "pass", "b5": None, "g1
 # review_cases --------------------------------------------------------------------------
 def test_review_cases_one_row_per_case_with_everything_a_reviewer_needs(dataset):
     lines = _lines(BEFORE, retry=("b1",))
-    join = join_results(dataset, lines, partition="development")
+    join = _join(dataset, lines, partition="development")
     table = review_cases(dataset, join, lines)
     frame = table.frame
     assert list(frame.columns) == list(COLUMNS)
@@ -102,12 +109,12 @@ def test_review_cases_one_row_per_case_with_everything_a_reviewer_needs(dataset)
 
 def test_review_cases_refuses_held_out(dataset):
     lines = _lines(BEFORE)
-    join = join_results(dataset, lines)  # every partition: includes h1 (missing)
+    join = _join(dataset, lines)  # every partition: includes h1 (missing)
     with pytest.raises(WorkbenchError) as exc:
         review_cases(dataset, join, lines)
     assert [p.code for p in exc.value.problems] == ["held_out_refused"]
     assert "restricted to certification" in str(exc.value) and "h1" in str(exc.value)
-    held_join = join_results(dataset, [], partition="held_out")
+    held_join = _join(dataset, [], partition="held_out")
     with pytest.raises(WorkbenchError, match="held_out_refused"):
         review_cases(dataset, held_join, [])
 
@@ -119,7 +126,7 @@ def test_review_table_refuses_held_out_rows_built_by_hand():
 
 def test_review_cases_refuses_results_that_are_not_the_joined_ones(dataset):
     lines = _lines(BEFORE)
-    join = join_results(dataset, lines, partition="development")
+    join = _join(dataset, lines, partition="development")
     with pytest.raises(WorkbenchError) as exc:
         review_cases(dataset, join, lines[1:])
     assert {p.code for p in exc.value.problems} == {"result_line_mismatch"}
@@ -127,8 +134,8 @@ def test_review_cases_refuses_results_that_are_not_the_joined_ones(dataset):
 
 # transitions ---------------------------------------------------------------------------
 def test_transitions_counted_by_hand(dataset):
-    before = join_results(dataset, _lines(BEFORE), partition="development")
-    after = join_results(dataset, _lines(AFTER, judge=V2), partition="development")
+    before = _join(dataset, _lines(BEFORE), partition="development")
+    after = _join(dataset, _lines(AFTER, judge=V2), partition="development")
     df = transitions(before, after)
     change = dict(zip(df["case_id"], df["change"], strict=True))
     assert change == {
@@ -156,16 +163,16 @@ def test_transitions_counted_by_hand(dataset):
 
 
 def test_transitions_refuse_different_case_sets_and_datasets(dataset, make_dataset):
-    before = join_results(dataset, _lines(BEFORE), partition="development")
+    before = _join(dataset, _lines(BEFORE), partition="development")
     only_billing = {k: v for k, v in _cases().items() if k.startswith("b")}
     other = load_dataset(make_dataset(list(only_billing.values())))
-    after = join_results(other, [], partition="development")
+    after = _join(other, [], partition="development")
     with pytest.raises(WorkbenchError) as exc:
         transitions(before, after)
     codes = [p.code for p in exc.value.problems]
     assert codes == ["different_datasets", "different_cases"]
     assert "4 only in before (g1, g2, g3, g4)" in str(exc.value)
-    whole = join_results(dataset, _lines(AFTER, judge=V2))  # all partitions: adds h1
+    whole = _join(dataset, _lines(AFTER, judge=V2))  # all partitions: adds h1
     with pytest.raises(WorkbenchError) as exc:
         transitions(before, whole)
     assert [p.code for p in exc.value.problems] == ["different_cases"]
@@ -173,8 +180,8 @@ def test_transitions_refuse_different_case_sets_and_datasets(dataset, make_datas
 
 
 def test_transitions_refuse_held_out_unless_certifying(dataset):
-    before = join_results(dataset, [], partition="held_out")
-    after = join_results(dataset, [], partition="held_out")
+    before = _join(dataset, [], partition="held_out")
+    after = _join(dataset, [], partition="held_out")
     with pytest.raises(WorkbenchError, match="held_out_refused"):
         transitions(before, after)
     assert transitions(before, after, allow_held_out=True)["change"].tolist() == ["same"]
@@ -222,3 +229,27 @@ def test_notes_report_bad_lines(tmp_path):
     path.write_text('{"note": "hand-written"}\n', encoding="utf-8")
     with ReviewNotes(path) as notes, pytest.raises(WorkbenchError, match="invalid_note"):
         notes.all()
+
+
+def test_review_and_transitions_refuse_joins_without_a_lineage_check_or_of_other_gold(dataset):
+    lines = _lines(BEFORE)
+    unchecked = join_results(dataset, lines, partition="development")
+    checked = _join(dataset, lines, partition="development")
+    with pytest.raises(WorkbenchError) as exc:
+        review_cases(dataset, unchecked, lines)
+    assert [p.code for p in exc.value.problems] == ["lineage_unchecked"]
+    with pytest.raises(WorkbenchError) as exc:
+        transitions(unchecked, checked)
+    assert [p.code for p in exc.value.problems] == ["lineage_unchecked"]
+    # Results stamped with another gold: refused, unless explicitly forced (then reviewable, never compared).
+    other = {"dataset_sha256": "0" * 64, "rubric_version": "r0"}
+    foreign = [ResultLine(x.line, x.result.model_copy(update=other)) for x in lines]
+    with pytest.raises(WorkbenchError) as exc:
+        align_results(dataset, foreign, partition="development")
+    assert exc.value.problems[0].code == "gold_changed" and "r0 -> r1" in exc.value.problems[0].message
+    forced = align_results(dataset, foreign, partition="development", allow_gold_change=True)
+    assert forced.lineage is not None and forced.lineage.comparable is False and forced.lineage.allowed
+    assert len(review_cases(dataset, forced, lines)) == 9
+    with pytest.raises(WorkbenchError) as exc:
+        transitions(checked, forced)
+    assert [p.code for p in exc.value.problems] == ["gold_changed"]

@@ -128,6 +128,7 @@ HTTP_FAULTS = [
     ("http_429", 429, "rate_limit_error"),
     ("http_400", 400, "invalid_request_error"),
     ("http_401", 401, "invalid_request_error"),
+    ("http_403", 403, "permission_denied"),
 ]
 
 
@@ -228,7 +229,35 @@ def test_invalid_configuration_is_rejected() -> None:
         FakeLLM(fault_rates={"hang": 1.5})
     with pytest.raises(RuntimeError):
         _ = FakeLLM().base_url
-    assert FAULTS == ("http_500", "http_429", "http_400", "http_401", "hang", "malformed_json", "refusal")
+    assert FAULTS == ("http_500", "http_429", "http_400", "http_401", "hang", "malformed_json", "refusal", "http_401_echo", "http_403", "disconnect", "inflated_usage")
+
+
+def test_401_echo_repeats_the_presented_key_in_the_body_but_never_records_it(client: httpx.Client) -> None:
+    key = "sk-echo-0123456789abcdef"
+    with FakeLLM(default=Reply(fault="http_401_echo")) as server:
+        response = client.post(f"{server.base_url}/chat/completions", json={"model": "m", "messages": MESSAGES}, headers={"Authorization": f"Bearer {key}"})
+        bare = chat(client, server)
+    assert response.status_code == 401
+    assert response.json()["error"]["message"].startswith(f"Incorrect API key provided: Bearer {key}.")
+    assert "(none)" in bare.json()["error"]["message"]
+    assert key not in repr(server.calls) and server.calls[0].status == 401
+
+
+def test_disconnect_closes_without_answering(client: httpx.Client) -> None:
+    with FakeLLM(rules=[Rule(Reply(fault="disconnect"), times=1)]) as server:
+        with pytest.raises(httpx.RemoteProtocolError):
+            chat(client, server)
+        assert chat(client, server).status_code == 200  # the server itself keeps serving
+    assert [c.status for c in server.calls] == [0, 200]
+
+
+def test_inflated_usage_reports_the_configured_tokens(client: httpx.Client) -> None:
+    with FakeLLM(default=Reply("pass", fault="inflated_usage"), inflated_usage_tokens=123456) as server:
+        data = chat(client, server).json()
+    assert data["usage"] == {"prompt_tokens": 123456, "completion_tokens": 123456, "total_tokens": 246912}
+    assert json.loads(data["choices"][0]["message"]["content"])["value"] == "pass"
+    with pytest.raises(ValueError):
+        FakeLLM(inflated_usage_tokens=-1)
 
 
 # -- scripting ------------------------------------------------------------------------------

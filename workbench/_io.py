@@ -6,14 +6,17 @@ same directory, fsync, rename), except evidence logs, which are append-only JSON
 one flushed and fsynced record per line.
 
 Every reader is bounded and strict (docs/formats.md#reading-rules-for-every-file): JSON Lines
-are read in chunks of at most ``WORKBENCH_MAX_LINE_BYTES`` (8 MiB), YAML and prompt files are
-at most ``WORKBENCH_MAX_YAML_BYTES`` (4 MiB), and JSON records refuse duplicate keys,
-NaN/Infinity and too-deep nesting (:func:`loads_json`, :func:`check_json`).
+are read in chunks of at most ``WORKBENCH_MAX_LINE_BYTES`` (8 MiB), whole JSON documents and
+tables are at most 32 times that (:func:`max_document_bytes`, :func:`read_json_file`,
+:func:`read_jsonl_records`), YAML and prompt files are at most ``WORKBENCH_MAX_YAML_BYTES``
+(4 MiB), and JSON records refuse duplicate keys, NaN/Infinity and too-deep nesting
+(:func:`loads_json`, :func:`check_json`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import hashlib
 import json
@@ -230,6 +233,17 @@ def max_yaml_bytes() -> int:
     return _limit(MAX_YAML_BYTES_ENV, DEFAULT_MAX_YAML_BYTES)
 
 
+DOCUMENT_FACTOR = 32
+"""A whole JSON document may be this many times :func:`max_line_bytes` (256 MiB by default)."""
+
+
+def max_document_bytes() -> int:
+    """The largest whole JSON file, or JSON Lines record that grows with the dataset (a run
+    manifest or a gold release holds one hash set per case), any reader accepts:
+    ``32 x`` :func:`max_line_bytes` (256 MiB by default; ``WORKBENCH_MAX_LINE_BYTES`` scales it)."""
+    return DOCUMENT_FACTOR * max_line_bytes()
+
+
 def open_for_reading(path: str | os.PathLike[str], *, fix: str = "point at a readable file") -> BinaryIO:
     """Open a file for binary reading, or raise :class:`WorkbenchError` with one problem.
 
@@ -256,10 +270,12 @@ def open_for_reading(path: str | os.PathLike[str], *, fix: str = "point at a rea
         raise WorkbenchError(f"{loc}: unreadable", [Problem(location=loc, code="unreadable_file", message=f"the file cannot be read ({exc.strerror or exc})", fix="check the path and its permissions (the workbench only needs to read it)")]) from None
 
 
-def read_bounded(path: str | os.PathLike[str], *, limit: int | None = None, fix: str = "point at a readable file") -> bytes:
+def read_bounded(path: str | os.PathLike[str], *, limit: int | None = None, fix: str = "point at a readable file", setting: str = MAX_YAML_BYTES_ENV) -> bytes:
     """A whole (small) file's bytes, refusing more than ``limit`` (default :func:`max_yaml_bytes`).
 
     At most ``limit + 1`` bytes are ever read, so ``/dev/zero`` or a huge file costs nothing.
+    ``setting`` is the environment variable the refusal tells the user to raise (for a limit
+    other than the YAML one, e.g. :func:`max_document_bytes`: ``WORKBENCH_MAX_LINE_BYTES``).
     """
     limit = max_yaml_bytes() if limit is None else limit
     with open_for_reading(path, fix=fix) as fh:
@@ -268,12 +284,12 @@ def read_bounded(path: str | os.PathLike[str], *, limit: int | None = None, fix:
         loc = os.fspath(path)
         raise WorkbenchError(
             f"{loc}: too large",
-            [Problem(location=loc, code="file_too_large", message=f"the file is larger than {limit} bytes", fix=f"point at the intended file; if it really is this large, raise {MAX_YAML_BYTES_ENV} (bytes)")],
+            [Problem(location=loc, code="file_too_large", message=f"the file is larger than {limit} bytes", fix=f"point at the intended file; if it really is this large, raise {setting} (bytes)")],
         )
     return data
 
 
-def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = None) -> Iterator[tuple[int, str]]:
+def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = None, *, limit: int | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each non-blank line, 1-based.
 
     A line that is not valid UTF-8 raises :class:`UnicodeDecodeError`, unless ``not_utf8`` is
@@ -284,9 +300,10 @@ def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = 
     :class:`WorkbenchError` (``line_too_long``, with its line number) after reading at most
     that many bytes of it, so a file without newlines (``/dev/zero``) cannot exhaust memory.
     A directory, pipe or unreadable file raises :class:`WorkbenchError` too (see
-    :func:`open_for_reading`).
+    :func:`open_for_reading`). ``limit`` replaces the line limit for logs whose records grow
+    with the dataset (gold releases: :func:`max_document_bytes`).
     """
-    limit = max_line_bytes()
+    limit = max_line_bytes() if limit is None else limit
     with open_for_reading(path) as fh:
         number = 0
         while True:
@@ -310,6 +327,74 @@ def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = 
             stripped = line.strip()
             if stripped:
                 yield number, stripped
+
+
+def read_json_file(path: str | os.PathLike[str], *, limit: int | None = None) -> Any:
+    """A whole JSON file, read boundedly and parsed strictly (:func:`loads_json`).
+
+    A drop-in for ``json.loads(Path(path).read_text(encoding="utf-8"))`` that keeps its kinds
+    of exception, so callers keep their handling: :class:`OSError` when the file cannot be
+    opened (missing, permissions, a directory; a named pipe or socket is refused before it is
+    opened, so it can never block) and :class:`JSONRecordError`, a ``ValueError``, for its
+    content: larger than ``limit`` (default :func:`max_document_bytes`; code
+    ``file_too_large``, after reading at most ``limit + 1`` bytes, so ``/dev/zero`` costs
+    nothing), not UTF-8, malformed, a duplicate key, ``NaN``/``Infinity`` or too deep.
+    """
+    limit = max_document_bytes() if limit is None else limit
+    with _open_plain(path) as fh:
+        info = os.fstat(fh.fileno())
+        # A regular file's size is known: a too-large one is refused without reading it.
+        data = b"" if stat.S_ISREG(info.st_mode) and info.st_size > limit else fh.read(limit + 1)
+        too_large = len(data) > limit or (stat.S_ISREG(info.st_mode) and info.st_size > limit)
+    if too_large:
+        raise JSONRecordError("file_too_large", f"the file is larger than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if it really is this large)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONRecordError("not_utf8", f"the file is not valid UTF-8 (byte {exc.start})") from None
+    return loads_json(text)
+
+
+def read_jsonl_records(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Any]:
+    """Every non-blank line of a JSON Lines file, read boundedly and parsed strictly.
+
+    A drop-in for ``[json.loads(line) for line in path.read_text().splitlines() if line.strip()]``
+    with the same kinds of exception as :func:`read_json_file`: :class:`OSError` when the file
+    cannot be opened, :class:`JSONRecordError` (a ``ValueError``) for a line longer than
+    ``limit`` (default :func:`max_line_bytes`; code ``line_too_long``), not UTF-8, malformed,
+    with a duplicate key, ``NaN``/``Infinity`` or too deep. Messages name the line number.
+    """
+    limit = max_line_bytes() if limit is None else limit
+    out: list[Any] = []
+    with _open_plain(path) as fh:
+        number = 0
+        while True:
+            raw = fh.readline(limit + 1)
+            if not raw:
+                return out
+            number += 1
+            if len(raw) > limit and raw[-1:] != b"\n":
+                raise JSONRecordError("line_too_long", f"line {number} is longer than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if records really are this long)")
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise JSONRecordError("not_utf8", f"line {number} is not valid UTF-8 (byte {exc.start})") from None
+            try:
+                out.append(loads_json(text))
+            except JSONRecordError as exc:
+                raise JSONRecordError(exc.code, f"line {number}: {exc.msg}") from None
+
+
+def _open_plain(path: str | os.PathLike[str]) -> BinaryIO:
+    """``open(path, "rb")``, raising :class:`OSError` as it would, but refusing a named pipe or
+    socket before opening it (opening a pipe without a writer would block forever)."""
+    loc = os.fspath(path)
+    mode = os.stat(loc).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise OSError(errno.EINVAL, "a named pipe or socket, not a file", loc)
+    return open(loc, "rb")  # noqa: SIM115 - the caller closes it
 
 
 class JSONRecordError(ValueError):
@@ -407,6 +492,9 @@ def json_problem(exc: JSONRecordError, location: str, *, case_id: str | None = N
         "duplicate_json_key": "keep exactly one of the repeated keys; JSON readers disagree on which one wins",
         "non_finite_number": "write a finite number or null; NaN and Infinity are not JSON",
         "json_too_deep": "flatten the record; no workbench record nests this deeply",
+        "line_too_long": f"each line must be one JSON record; if records really are this long, raise {MAX_LINE_BYTES_ENV} (bytes)",
+        "file_too_large": f"point at the intended file; if it really is this large, raise {MAX_LINE_BYTES_ENV} (bytes)",
+        "not_utf8": "save the file as UTF-8",
     }
     return Problem(location=location, case_id=case_id, code=exc.code, message=exc.msg, fix=fix or fixes.get(exc.code, "correct the JSON"))
 

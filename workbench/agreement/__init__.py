@@ -1,7 +1,9 @@
-"""Human-human agreement: pairwise Cohen's kappa, Fleiss' kappa and Krippendorff's alpha."""
+"""Human-human agreement: pairwise Cohen's kappa, Fleiss' kappa and Krippendorff's alpha; weighted kappa, ordinal/interval alpha and Spearman on ordered rubrics."""
 
 from ._agreement import (
     AGREEMENT_SCHEMA_VERSION,
+    DEFAULT_MIN_SHARED,
+    DISAGREEMENT_BASIS,
     AgreementBlock,
     AgreementReport,
     PairAgreement,
@@ -11,6 +13,8 @@ from ._agreement import (
 
 __all__ = [
     "AGREEMENT_SCHEMA_VERSION",
+    "DEFAULT_MIN_SHARED",
+    "DISAGREEMENT_BASIS",
     "AgreementBlock",
     "AgreementReport",
     "PairAgreement",

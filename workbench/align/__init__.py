@@ -1,6 +1,19 @@
 """Alignment analysis: join judge results to gold, then confusion and per-slice error rates."""
 
 from ._join import ErrorClass, Join, JoinedCase, Outcome, classify, join_results
+from ._lineage import (
+    GoldChange,
+    Lineage,
+    align_results,
+    check_lineage,
+    check_results_file,
+    lineage_problems,
+    manifest_path_for,
+    partition_from_manifest,
+    read_run_manifest,
+    require_comparable,
+    resolve_partition,
+)
 from ._report import (
     ALIGNMENT_SCHEMA_VERSION,
     ERROR_COLUMN,
@@ -14,10 +27,23 @@ from ._report import (
     cases_frame,
     confusion_table,
     format_report,
+    lineage_lines,
     slice_alignment,
 )
 
 __all__ = [
+    "GoldChange",
+    "Lineage",
+    "align_results",
+    "check_lineage",
+    "check_results_file",
+    "lineage_lines",
+    "lineage_problems",
+    "manifest_path_for",
+    "partition_from_manifest",
+    "read_run_manifest",
+    "require_comparable",
+    "resolve_partition",
     "ALIGNMENT_SCHEMA_VERSION",
     "ERROR_COLUMN",
     "MISSING_COLUMN",

@@ -20,12 +20,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .._args import partition_name
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition
 from ..results import JudgeIdentity, ResultLine
+
+if TYPE_CHECKING:
+    from ._lineage import Lineage
 
 Outcome = Literal["verdict", "error", "missing"]
 ErrorClass = Literal["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
@@ -70,6 +73,9 @@ class Join:
     superseded_attempts: int
     """Earlier attempts replaced by a later retry of the same case."""
     results_read: int
+    lineage: Lineage | None = None
+    """The lineage check (:func:`~workbench.align.align_results`); None when the join was
+    built without one, which comparisons of runs refuse."""
 
 
 def classify(human: str, judge: str, pass_label: str | None, fail_label: str | None) -> ErrorClass:

@@ -4,40 +4,82 @@ from __future__ import annotations
 
 import click
 
-from ..agreement import AgreementBlock, human_agreement
+from ..agreement import DEFAULT_MIN_SHARED, AgreementBlock, AgreementReport, human_agreement
 from ..gold import PARTITIONS, load_dataset
-from ..stats import Kappa
+from ..stats import Correlation, Kappa
 from ._common import echo_json, user_errors
+
+NAMES_SHOWN = 20
+"""Reviewer names are listed in a block header up to this many; beyond it, only the count."""
 
 
 def _k(k: Kappa) -> str:
     return f"{k.value:.4f} (n={k.n})" if k.value is not None else f"n/a (n={k.n}; {k.note})"
 
 
-def _block(title: str, block: AgreementBlock) -> list[str]:
-    lines = [f"{title}: {block.cases} cases, reviewers: {', '.join(block.reviewers)}"]
+def _v(k: Kappa | Correlation | None) -> str:
+    if k is None:
+        return "n/a"
+    return f"{k.value:.4f}" if k.value is not None else f"n/a ({k.note})"
+
+
+def _reviewers(block: AgreementBlock) -> str:
+    count = len(block.reviewers)
+    if count == 0:
+        return "0 reviewers"
+    if count <= NAMES_SHOWN:
+        return f"{count} reviewer{'s' if count != 1 else ''} ({', '.join(block.reviewers)})"
+    return f"{count} reviewers (--json lists them)"
+
+
+def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[str]:
+    ordered = report.scale_labels is not None
+    listed = len(block.pairs)
+    total = listed + block.pairs_left_out
+    lines = [
+        f"{title}: {block.cases} cases, {_reviewers(block)}",
+        f"  reviewer pairs sharing >= {block.min_shared} case(s): {listed} of {total} listed"
+        + (f"; {block.pairs_left_out} sharing fewer left out (--min-shared changes this)" if block.pairs_left_out else ""),
+    ]
     for p in block.pairs:
-        lines.append(f"  {p.reviewer_a} vs {p.reviewer_b}: n={p.n}  raw agreement {p.raw_agreement.format(3)}  Cohen's kappa {_k(p.cohen_kappa)}")
+        line = f"  {p.reviewer_a} vs {p.reviewer_b}: n={p.n}  raw agreement {p.raw_agreement.format(3)}  Cohen's kappa (nominal) {_k(p.cohen_kappa)}"
+        if ordered and p.weighted_kappa_linear is not None:
+            line += (
+                f"  weighted kappa linear {_v(p.weighted_kappa_linear)}, quadratic {_v(p.weighted_kappa_quadratic)}"
+                f" (n={p.weighted_kappa_linear.n})  Spearman {_v(p.spearman)}"
+            )
+        lines.append(line)
     lines.append(f"  Krippendorff's alpha (nominal): {_k(block.krippendorff_alpha)}")
-    lines.append(f"  Fleiss' kappa: {_k(block.fleiss_kappa)}")
-    lines.append(f"  cases with reviewer disagreement: {block.disagreement.format(3)}")
+    if ordered:
+        lines.append(f"  Krippendorff's alpha (ordinal): {_k(block.krippendorff_alpha_ordinal)}" if block.krippendorff_alpha_ordinal else "  Krippendorff's alpha (ordinal): n/a")
+        basis = "label values" if report.scale == "numeric" else "ranks as values, equal spacing assumed"
+        lines.append(f"  Krippendorff's alpha (interval, {basis}): {_k(block.krippendorff_alpha_interval)}" if block.krippendorff_alpha_interval else "  Krippendorff's alpha (interval): n/a")
+    lines.append(f"  Fleiss' kappa (nominal): {_k(block.fleiss_kappa)}")
+    lines.append(f"  cases with reviewer disagreement: {block.disagreement.format(3)} of cases with two or more reviews (the cases alpha uses)")
     return lines
 
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
 @click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only this partition.")
+@click.option("--min-shared", type=click.IntRange(min=1), default=DEFAULT_MIN_SHARED, show_default=True, help="List only reviewer pairs sharing at least this many cases; the others are counted as left out.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON structure.")
 @user_errors
-def agreement(path: str, partition: str | None, as_json: bool) -> None:
-    """Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha, Fleiss' kappa; overall and per slice."""
-    report = human_agreement(load_dataset(path), partition)
+def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) -> None:
+    """Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha, Fleiss' kappa; overall and per slice.
+
+    On an ordinal or numeric rubric (``scale`` in rubric.yaml) it adds linear and quadratic
+    weighted Cohen's kappa and Spearman's rho per reviewer pair, and Krippendorff's alpha at
+    the ordinal and interval levels; the nominal figures stay, labelled as such.
+    """
+    report = human_agreement(load_dataset(path), partition, min_shared=min_shared)
     if as_json:
         echo_json(report.model_dump(mode="json"))
         return
-    click.echo(f"Human agreement ({report.partition or 'all partitions'}; rubric {report.rubric_version}; labels {', '.join(report.labels)})")
-    for line in _block("overall", report.overall):
+    scale = f"scale {report.scale}" + (f" ({' < '.join(report.scale_labels)})" if report.scale_labels else "")
+    click.echo(f"Human agreement ({report.partition or 'all partitions'}; rubric {report.rubric_version}; labels {', '.join(report.labels)}; {scale})")
+    for line in _block("overall", report.overall, report):
         click.echo(line)
     for name, block in report.slices.items():
-        for line in _block(f"slice {name}", block):
+        for line in _block(f"slice {name}", block, report):
             click.echo(line)

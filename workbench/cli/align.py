@@ -5,27 +5,39 @@ from __future__ import annotations
 import click
 
 from ..align import align as align_fn
-from ..align import format_report
+from ..align import format_report, resolve_partition
 from ..gold import PARTITIONS
+from ..heldout import check_held_out_results
 from ._common import echo_json, user_errors
 
 
 @click.command()
 @click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
 @click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
-@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition.")
+@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (default: the partition in the run manifest beside the results).")
 @click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to align.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report.")
 @click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case has no result.")
+@click.option("--allow-gold-change", is_flag=True, help="Align even if the gold changed since the results were produced; every changed case is named and the report is marked not comparable.")
 @user_errors
-def align(gold: str, results: str, partition: str | None, repeat: int, as_json: bool, fail_incomplete: bool) -> None:
+def align(gold: str, results: str, partition: str | None, repeat: int, as_json: bool, fail_incomplete: bool, allow_gold_change: bool) -> None:
     """Join judge results to adjudicated gold labels and report alignment per slice.
 
     Refuses duplicate results, unknown cases, response-hash mismatches and mixed judges
     (exit 2). Cases without a result are 'missing': the evaluation is incomplete, which is
-    never a pass and never a disagreement.
+    never a pass and never a disagreement. Coverage (decided verdicts / cases in scope) is
+    shown beside every rate; abstentions (verdicts in the rubric's abstain labels) are in no
+    false-pass or false-fail numerator or denominator.
+
+    Lineage: the results must have been produced against this gold (dataset hash and rubric
+    version, from the run manifest beside them or from the results themselves). Otherwise
+    align refuses (exit 2) and lists the cases that changed and what changed (label,
+    response, notes, grading fields); --allow-gold-change aligns anyway, marked not
+    comparable. Without --partition, the partition named by the run manifest is used.
     """
-    report = align_fn(gold, results, partition=partition, repeat=repeat)
+    partition, source = resolve_partition(results, partition)
+    check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
+    report = align_fn(gold, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, partition_source=source)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from ..errors import Problem, WorkbenchError
 from ._common import BUDGET_USD, echo_json, user_errors
 
 OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
@@ -12,29 +15,31 @@ OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3,
 @click.command()
 @click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec to certify.")
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Policy file, data/policies/<name>@<version>.yaml.")
-@click.option("--gold", default="data/demo", show_default=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl (required: there is no default dataset). Its held-out ledger is found from it.")
 @click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
 @click.option("--rerun-reason", default=None, help="Required to certify the same candidate again on the same held-out manifest; recorded in the ledger and the report.")
 @click.option("--overrides", default=None, type=click.Path(path_type=str), help="Override store (default: overrides.jsonl beside the policy).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit for the held-out run.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit for the held-out run. When the policy declares budget_usd, that is used unless this is lower; higher is refused.")
 @click.option("--max-cases", type=click.IntRange(min=0), default=None, help="Case limit for the held-out run (a limited run is incomplete).")
 @click.option("--notebook", default=None, type=click.Path(path_type=str), help="Certification notebook (default notebooks/03_certify.ipynb).")
+@click.option("--sign", "sign_key", default=None, type=click.Path(path_type=str), help="Sign the lock with this Ed25519 private key (OpenSSH or PEM format).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @user_errors
-def certify(candidate: str, policy: str, gold: str, reports_root: str, rerun_reason: str | None, overrides: str | None, concurrency: int, budget_usd: float | None, max_cases: int | None, notebook: str | None, as_json: bool) -> None:
+def certify(candidate: str, policy: str, gold: str, reports_root: str, rerun_reason: str | None, overrides: str | None, concurrency: int, budget_usd: float | None, max_cases: int | None, notebook: str | None, sign_key: str | None, as_json: bool) -> None:
     """Certify a candidate once on the held-out partition and write a locked report.
 
     Executes notebooks/03_certify.ipynb headless with papermill and writes
     reports/<candidate>/<version>/<n>/: the executed notebook, report.html (no code, charts
     as inline SVG, nothing loaded from the network), lock.json with every hash, and a
     restricted/ directory with case-level held-out detail. Every held-out use is recorded in
-    reports/held_out_ledger.jsonl. Exit code: 0 certified, 1 quality failed, 3 evaluation
-    incomplete, 4 review required, 2 invalid input.
+    the gold dataset's held-out ledger (held_out_ledger.jsonl beside the dataset, or the path
+    workbench.yaml declares), whatever --reports is. Exit code: 0 certified, 1 quality
+    failed, 3 evaluation incomplete, 4 review required, 2 invalid input.
     """
     from ..reports import certify as run_certify
 
-    result = run_certify(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, overrides=overrides, notebook=notebook)
+    result = run_certify(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, overrides=overrides, notebook=notebook, sign_key=sign_key)
     if as_json:
         echo_json({"report_dir": str(result.report_dir), "report_id": result.report_id, "outcome": result.outcome, "blockers": result.blockers, "lock_sha256": result.lock_sha256, "timings_s": result.timings_s})
     else:
@@ -48,47 +53,91 @@ def certify(candidate: str, policy: str, gold: str, reports_root: str, rerun_rea
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
+@click.option("--gold", default=None, type=click.Path(path_type=str), help="The certified gold dataset, to check against its ledger (default: the dataset the lock names, when it is on this machine).")
+@click.option("--trust", default=None, type=click.Path(path_type=str), help="File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be signed by one of them.")
+@click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
 @user_errors
-def verify(path: str) -> None:
-    """Recompute every hash of a locked report; exit 1 naming each changed, missing or added file."""
-    from ..reports import read_lock, verify_report
+def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> None:
+    """Verify a locked report (or every report under a reports root).
 
-    problems = verify_report(path)
-    if problems:
-        for problem in problems:
-            click.echo(problem.format(), err=True)
-        click.echo(f"{path}: NOT VERIFIED - {len(problems)} problem(s)", err=True)
+    Recomputes every file hash, re-runs the gate on the evidence stored in the report and
+    compares outcome, blockers and figures, checks the report against the held-out ledger
+    (chain, started and finished entries, reports the ledger knows but the disk lacks) and
+    the previous report, and checks the signature. Exit 0 verified, 1 not verified, 2 invalid
+    input. PATH may be a report directory, its lock.json, or a reports root.
+    """
+    from ..reports import load_trust, verify_path
+
+    if gold is not None and not Path(gold).exists():
+        raise WorkbenchError("cannot verify", [Problem(location=gold, code="gold_missing", message="the gold dataset does not exist", fix="point --gold at the certified dataset directory")])
+    trusted = load_trust(trust) if trust is not None else None
+    results = verify_path(path, gold=gold, trusted=trusted)
+    if as_json:
+        echo_json({"verified": all(r.verified for r in results), "reports": [r.to_json() for r in results]})
+    else:
+        for r in results:
+            for problem in r.problems:
+                click.echo(problem.format(), err=True)
+            checks = "; ".join(f"{k}: {v}" for k, v in r.checks.items())
+            if r.verified:
+                click.echo(f"{r.path}: verified - {r.files} files, lock sha256 {r.lock_sha256}, outcome {r.outcome}")
+            else:
+                click.echo(f"{r.path}: NOT VERIFIED - {len(r.problems)} problem(s)", err=True)
+            click.echo(f"  {checks}")
+            click.echo(f"  signature: {r.signature}")
+    if not all(r.verified for r in results):
         raise SystemExit(1)
-    lock = read_lock(__import__("pathlib").Path(path))
-    click.echo(f"{path}: verified - {len(lock.files)} files, lock sha256 {lock.lock_sha256}, outcome {lock.outcome}")
 
 
 @click.command()
 @click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
-@click.option("--ledger", is_flag=True, help="Show the held-out ledger instead.")
+@click.option("--ledger", is_flag=True, help="Show the held-out ledger(s) instead, and check their chain.")
+@click.option("--gold", default=None, type=click.Path(path_type=str), help="A gold dataset whose ledger to include (default: the ledgers the reports under --reports were recorded in).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @user_errors
-def reports(reports_root: str, ledger: bool, as_json: bool) -> None:
-    """List every locked report with its outcome (or, with --ledger, every held-out use)."""
-    from pathlib import Path
+def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) -> None:
+    """List every report with its outcome, including aborted certifications (or, with --ledger,
+    every held-out use, with the ledger's chain checked: exit 1 where it is broken).
 
-    from ..heldout import LEDGER_FILE, HeldOutLedger
+    A certification whose process died is marked aborted in its ledger first.
+    """
+    from ..heldout import HeldOutLedger, ledger_path_for
     from ..reports import list_reports
+    from ..reports._listing import ledgers_of, reconcile_ledgers
 
+    extra = [ledger_path_for(gold)] if gold is not None else []
     if ledger:
-        entries = [e.model_dump(mode="json") for e in HeldOutLedger(Path(reports_root) / LEDGER_FILE).entries()]
+        paths = list(dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]))
+        if not paths:
+            raise WorkbenchError("no held-out ledger", [Problem(location=reports_root, code="ledger_not_found", message="no report here names a held-out ledger", fix="pass --gold DATASET to show that dataset's ledger")])
+        problems = reconcile_ledgers(paths)
+        out = []
+        for path in paths:
+            read = HeldOutLedger(path).read()
+            problems += [p for p in read.problems if p not in problems]
+            out.append({"ledger": str(path), "exists": path.exists(), "chain_ok": not read.problems, "problems": [p.model_dump(mode="json") for p in read.problems], "entries": [e.model_dump(mode="json") for e in read.entries]})
         if as_json:
-            echo_json(entries)
-            return
-        for e in entries:
-            click.echo(f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28} {e['candidate_fingerprint'][:12]}  {e['report_id']:<32} {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}")
+            echo_json(out)
+        else:
+            for block in out:
+                state = "chain intact" if block["chain_ok"] else "CHAIN BROKEN"
+                click.echo(f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}" + ("" if block["exists"] else " (no ledger yet)"))
+                for e in block["entries"]:
+                    click.echo(f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28} {e['candidate_fingerprint'][:12]}  {e['report_id']:<32} {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}")
+        for problem in problems:
+            click.echo(problem.format(), err=True)
+        if problems:
+            raise SystemExit(1)
         return
-    rows = list_reports(reports_root)
+    rows = list_reports(reports_root, ledgers=extra)
+    damaged = [p for path in dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]) for p in HeldOutLedger(path).read().problems]
     if as_json:
         echo_json(rows)
-        return
-    if not rows:
+    elif not rows:
         click.echo(f"no reports under {reports_root}")
-        return
-    for r in rows:
-        click.echo(f"{r.get('created_at', '')[:19]:<20} {r['report_id']:<36} {r['outcome']:<22} blockers {r.get('blockers', '?'):<3} {r.get('who') or '':<10} {('rerun: ' + r['rerun_reason']) if r.get('rerun_reason') else ''}")
+    for r in [] if as_json else rows:
+        click.echo(f"{(r.get('created_at') or '')[:19]:<20} {r['report_id']:<36} {r['status']:<10} {r['outcome']:<22} blockers {r.get('blockers', '-')!s:<3} {r.get('who') or '':<10} {('rerun: ' + r['rerun_reason']) if r.get('rerun_reason') else ''}")
+    for problem in damaged:
+        click.echo(problem.format(), err=True)
+    if damaged:
+        raise SystemExit(1)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -14,6 +15,8 @@ from typing import Any
 import click
 
 from ..testing import FAULTS, FakeLLM, Reply
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _parse_fault_rates(values: tuple[str, ...]) -> dict[str, float]:
@@ -65,13 +68,14 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
 
 @click.command("fake-llm", context_settings={"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]})
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port to bind; 0 picks a free port.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port to bind; 0 (the default) picks a free port, reported on startup and exported to COMMAND.")
 @click.option("--latency", type=click.FloatRange(min=0.0), default=0.0, show_default=True, help="Seconds to wait before every answer.")
 @click.option("--fault-rate", "fault_rate", multiple=True, metavar="NAME=RATE", help=f"Inject a fault at random with this probability (repeatable). Faults: {', '.join(FAULTS)}.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault-injection RNG.")
 @click.option("--default-value", default="pass", show_default=True, help="Label the judge answers when no responder is given.")
 @click.option("--responder", metavar="MODULE:ATTR", help="Callable taking a ChatRequest and returning a Reply.")
 @click.option("--require-api-key-env", metavar="NAME", help="Require 'Authorization: Bearer <key>' with the key read from this environment variable.")
+@click.option("--export", "export", multiple=True, metavar="NAME", help="Also set environment variable NAME to the server's base URL for COMMAND (repeatable), e.g. WORKBENCH_DEMO_LLM_URL, which the demo candidates' endpoint.base_url_env names.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def fake_llm(
     host: str,
@@ -82,6 +86,7 @@ def fake_llm(
     default_value: str,
     responder: str | None,
     require_api_key_env: str | None,
+    export: tuple[str, ...],
     command: tuple[str, ...],
 ) -> None:
     """Serve a scripted OpenAI-compatible chat API locally: try a judge with no API key.
@@ -90,11 +95,13 @@ def fake_llm(
     shape Ragas judges parse, unless --responder computes the reply. --fault-rate injects
     HTTP 500/429/400/401 errors, hangs, malformed JSON or refusals at random.
 
+    The server binds a free port unless --port says otherwise, and prints the base URL it got.
     Without COMMAND, serves in the foreground until Ctrl-C. With COMMAND (after --), starts
-    the server, runs COMMAND with FAKE_LLM_BASE_URL set to the server's base URL, stops the
-    server and exits with COMMAND's exit code:
+    the server, runs COMMAND with FAKE_LLM_BASE_URL (and every --export NAME) set to the
+    server's base URL and FAKE_LLM_PORT to its port, stops the server and exits with
+    COMMAND's exit code:
 
-        workbench fake-llm --port 0 -- python my_judge_demo.py
+        workbench fake-llm --export WORKBENCH_DEMO_LLM_URL -- workbench run --candidate ...
     """
     rates = _parse_fault_rates(fault_rate)
     responder_fn = _load_responder(responder) if responder else None
@@ -105,6 +112,9 @@ def fake_llm(
             raise click.BadParameter(
                 f"environment variable {require_api_key_env} is unset or empty", param_hint="--require-api-key-env"
             )
+    for name in export:
+        if not _ENV_NAME.match(name):
+            raise click.BadParameter(f"{name!r} is not an environment variable name (A-Z, 0-9, _)", param_hint="--export")
     if command and command[0] == "--":
         command = command[1:]
 
@@ -124,11 +134,13 @@ def fake_llm(
         raise click.UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
 
     if not command:
-        _serve_forever(server, require_api_key_env)
+        _serve_forever(server, require_api_key_env, export)
         return
 
-    env = dict(os.environ, FAKE_LLM_BASE_URL=server.base_url)
-    click.echo(f"fake LLM at {server.base_url}; running: {' '.join(command)}", err=True)
+    env = dict(os.environ, FAKE_LLM_BASE_URL=server.base_url, FAKE_LLM_PORT=str(server.port))
+    env.update(dict.fromkeys(export, server.base_url))
+    exported = "".join(f", {name}" for name in export)
+    click.echo(f"fake LLM at {server.base_url} (exported as FAKE_LLM_BASE_URL{exported}); running: {' '.join(command)}", err=True)
     try:
         try:
             proc = subprocess.Popen(list(command), env=env)
@@ -145,7 +157,7 @@ def fake_llm(
     sys.exit(returncode if returncode >= 0 else 128 - returncode)
 
 
-def _serve_forever(server: FakeLLM, key_env: str | None) -> None:
+def _serve_forever(server: FakeLLM, key_env: str | None, export: tuple[str, ...] = ()) -> None:
     """Block until Ctrl-C or SIGTERM, then stop the server."""
     done = threading.Event()
     previous = None
@@ -154,6 +166,8 @@ def _serve_forever(server: FakeLLM, key_env: str | None) -> None:
     click.echo(f"fake LLM serving at {server.base_url} (model fake-judge); Ctrl-C to stop")
     key = f"${key_env}" if key_env else "anything"
     click.echo(f"  export OPENAI_BASE_URL={server.base_url} OPENAI_API_KEY={key}")
+    for name in export:
+        click.echo(f"  export {name}={server.base_url}")
     try:
         while not done.wait(0.5):
             pass

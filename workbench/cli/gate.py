@@ -9,10 +9,11 @@ from typing import TypeVar
 import click
 from pydantic import ValidationError
 
-from .._io import bulk_load
-from ..align import alignment_report, join_results
+from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
+from ..align import align_results, alignment_report, resolve_partition
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, load_dataset
+from ..heldout import check_held_out_results
 from ..policy import (
     EXIT_CODES,
     evaluate_gate,
@@ -21,7 +22,6 @@ from ..policy import (
     load_policy,
     policy_sha256,
 )
-from ..results import scan_results
 from ..runs import SUMMARY_FILE, RunSummary
 from ._common import echo_json, user_errors
 
@@ -37,7 +37,13 @@ def load_run_summary(path: str | Path) -> RunSummary:
     if not path.is_file():
         raise WorkbenchError("no run summary", [Problem(location=loc, code="run_missing", message="the run summary does not exist", fix="point --run at a run directory or its run.json")])
     try:
-        return RunSummary.model_validate_json(path.read_bytes())
+        data = read_json_file(path)  # bounded and strict: duplicate keys, NaN, too deep refused
+    except OSError as exc:
+        raise WorkbenchError("unreadable run summary", [Problem(location=loc, code="run_invalid", message=f"the run summary cannot be read ({exc.strerror or exc})", fix="give the run.json written by `workbench run`")]) from None
+    except JSONRecordError as exc:
+        raise WorkbenchError("invalid run summary", [json_problem(exc, loc, fix="give the run.json written by `workbench run`")]) from None
+    try:
+        return RunSummary.model_validate(data)
     except ValidationError as exc:
         problems = [Problem(location=loc, code="run_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'run'}: {e['msg']}", fix="give the run.json written by `workbench run`") for e in exc.errors(include_url=False)]
         raise WorkbenchError("invalid run summary", problems) from None
@@ -56,22 +62,29 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 @click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
 @click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
-@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out).")
-@click.option("--repeat", type=int, default=0, show_default=True, help="Which repeat index to evaluate.")
+@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).")
+@click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to evaluate.")
 @click.option("--run", "run_path", type=click.Path(path_type=str), default=None, help="The run's run.json (or run directory): completeness, stop reason and spend.")
 @click.option("--overrides", "overrides_path", type=click.Path(path_type=str), default=None, help="Override store to apply (JSON Lines); none are applied unless given.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gate result as JSON.")
+@click.option("--allow-gold-change", is_flag=True, help="Evaluate even if the gold changed since the results were produced: the changed cases are named and a non-waivable gold_changed blocker keeps the outcome from certified.")
 @user_errors
-def gate(gold: str, results: str, policy: str, partition: str | None, repeat: int, run_path: str | None, overrides_path: str | None, as_json: bool) -> None:
+def gate(gold: str, results: str, policy: str, partition: str | None, repeat: int, run_path: str | None, overrides_path: str | None, as_json: bool, allow_gold_change: bool) -> None:
     """Decide whether judge results meet a reviewed release policy.
 
     Joins the results to the adjudicated gold labels, checks every slice against the policy's
-    limits (false passes, false-pass rate on its basis, false-fail rate, minimum cases),
-    evaluator errors, run completeness and spend, applies active overrides, and prints the
-    outcome with one line per blocker and its numbers.
+    limits (false passes, false-pass rate on its basis, false-fail rate, abstention rate,
+    minimum decided cases), refuses a constant judge, checks evaluator errors, run
+    completeness and spend, applies active overrides, and prints the outcome with one line
+    per blocker and its numbers, every override that did not apply and why, and a per-slice
+    table with coverage (decided verdicts / cases in scope) beside every rate.
 
     Exit code: 0 certified, 1 quality failed, 3 evaluation incomplete, 4 review required,
     2 invalid input. A missing result is never a pass.
+
+    Lineage: results produced against another gold (dataset hash, rubric version) are
+    refused with the changed cases listed (exit 2), as in `workbench align`. Without
+    --partition, the partition named by the run manifest beside the results is used.
     """
     problems: list[Problem] = []
     loaded_policy = _collect(problems, lambda: load_policy(policy))
@@ -79,12 +92,17 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
     overrides = (_collect(problems, lambda: load_overrides(overrides_path)) or []) if overrides_path else []
     with bulk_load():
         dataset = _collect(problems, lambda: load_dataset(gold))
-        if dataset is None or problems:
+        resolved = _collect(problems, lambda: resolve_partition(results, partition))
+        if dataset is None or resolved is None or problems:
             raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
-        join = join_results(dataset, scan_results(results), partition=partition, repeat=repeat, location=str(results))
-        report = alignment_report(join, gold_path=str(gold), results_path=str(results))
+        partition, source = resolved
+        check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
+        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
+        report = alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=source)
     sha = policy_sha256(policy)
     result = evaluate_gate(report, loaded_policy, rubric=dataset.rubric, run=run, overrides=overrides, join=join, policy_sha256=sha)
+    if source == "run_manifest":
+        click.echo(f"partition: {partition} (from the run manifest beside the results; --partition overrides)", err=as_json)
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
-from ..importers import run_importer
+from ..errors import Problem, WorkbenchError
+from ..importers import import_results, import_table, run_importer
+from ..importers.table import PENDING_FILE
 from ._common import user_errors
+
+EXIT_REVIEW_REQUIRED = 4
+"""Exit code when the dataset was written but some cases wait for an adjudicator."""
 
 _OUT = click.option(
     "--out",
@@ -20,11 +26,154 @@ _FORCE = click.option("--force", is_flag=True, help="Replace a dataset already i
 
 @click.group(name="import")
 def import_group() -> None:
-    """Convert a public human-judgment dataset into the workbench gold format.
+    """Convert your own table, or a public human-judgment dataset, into the workbench gold format.
 
     Importers read the dataset from the path you give; nothing is copied into the project.
-    The output directory validates with `workbench validate`.
+    The output directory validates with `workbench validate` (for `table`, once a person has
+    set the drafted rubric's slice risks). `import results` declares the gold that judge
+    results produced elsewhere were produced against.
     """
+
+
+@import_group.command("table")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--mapping", required=True, type=click.Path(path_type=Path), help="YAML mapping: which column is what (docs/formats.md#table-mapping).")
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False), help="Dataset directory to write gold.jsonl, rubric.yaml and card.md into (created if missing).")
+@click.option("--force", is_flag=True, help="Accept moved or dropped existing cases, or replace a dataset another tool wrote.")
+@user_errors
+def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
+    """Import a CSV, JSONL or Parquet table of human reviews into a gold dataset.
+
+    The mapping names the columns: case id (or a generated one), input, response, reference,
+    grading notes, contexts, slice, group, partition (a column or a seeded, group-aware
+    assignment), tags, metadata, the reviews (long or wide form), the label mapping and the
+    adjudication (a column, or the rule majority, any_fail or unanimous_else_review). Response
+    hashes are computed here.
+
+    Writes gold.jsonl, a drafted rubric.yaml (slice risks 'unset': set them, validate refuses
+    'unset') and card.md (computed part filled in). Re-running on the same input writes the
+    same bytes and keeps the risks and the card's human part; it refuses to move an existing
+    case to another partition or drop one unless --force.
+
+    Exit 0: written; 2: invalid mapping or source (every problem listed); 4: written, but some
+    cases wait for an adjudicator (listed here and in adjudication_needed.csv).
+    """
+    result, summary = import_table(source, out, mapping=mapping, force=force)
+    click.echo(summary.format())
+    if result.pending:
+        click.echo(f"{len(result.pending)} case(s) need an adjudicator (also in {out / PENDING_FILE}):", err=True)
+        for p in result.pending:
+            reviews = ", ".join(f"{who}={label}" for who, label in p.reviews)
+            click.echo(f"  {p.case_id} ({p.partition}, slice {p.slice}; {p.rows}): {reviews} - {p.why}", err=True)
+        click.echo("Fix: have an adjudicator decide each one and record the label in the source's adjudication column, then re-run this import.", err=True)
+        sys.exit(EXIT_REVIEW_REQUIRED)
+
+
+@import_group.command("results")
+@click.argument("source", type=click.Path(path_type=Path))
+@click.option("--gold", required=True, type=click.Path(path_type=str), help="The gold dataset the results were produced against.")
+@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False), help="Directory to write results.jsonl (and the imported candidate) into (created if missing).")
+@click.option("--mapping", type=click.Path(path_type=Path, dir_okay=False), default=None, help="YAML mapping: which column is what, and who the judge was (docs/formats.md#results-mapping).")
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]), default=None, help="Table format (default: from the extension).")
+@click.option("--case-id", default=None, help="Column holding the gold case id.")
+@click.option("--input", "input_col", default=None, help="Column holding the exact input (matched with --response when there is no case id column).")
+@click.option("--response", default=None, help="Column holding the exact response judged (its sha256 must equal the gold's response_hash).")
+@click.option("--label", default=None, help="Prediction column holding labels.")
+@click.option("--score", default=None, help="Prediction column holding scores (kept; labels come from --threshold).")
+@click.option("--threshold", type=float, default=None, help="Score cut-off that makes labels.")
+@click.option("--pass-if", type=click.Choice(["at_least", "at_most"]), default=None, help="at_least: score >= threshold passes (default); at_most: score <= threshold passes.")
+@click.option("--label-map", "label_map", multiple=True, metavar="VALUE=LABEL", help="Map a source value to a rubric label (repeatable); with any given, every value must be mapped.")
+@click.option("--reason", default=None, help="Column holding the judge's reason.")
+@click.option("--latency", default=None, help="Column holding latency in seconds.")
+@click.option("--tokens-in", default=None, help="Column holding prompt tokens.")
+@click.option("--tokens-out", default=None, help="Column holding completion tokens.")
+@click.option("--cost", default=None, help="Column holding cost in USD.")
+@click.option("--name", default=None, help="Judge name (also the imported candidate's name).")
+@click.option("--version", "judge_version", default=None, help="Judge version.")
+@click.option("--model", default=None, help="The model (or detector) that produced the predictions.")
+@click.option("--prompt-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="The judge's prompt template (hashed into the fingerprint).")
+@click.option("--prompt-description", default=None, help="What the prompt asks, when the template is not available.")
+@click.option("--description", default=None, help="What this judge version is (the candidate's description).")
+@_FORCE
+@user_errors
+def results(
+    source: Path,
+    gold: str,
+    out: Path,
+    mapping: Path | None,
+    fmt: str | None,
+    case_id: str | None,
+    input_col: str | None,
+    response: str | None,
+    label: str | None,
+    score: str | None,
+    threshold: float | None,
+    pass_if: str | None,
+    label_map: tuple[str, ...],
+    reason: str | None,
+    latency: str | None,
+    tokens_in: str | None,
+    tokens_out: str | None,
+    cost: str | None,
+    name: str | None,
+    judge_version: str | None,
+    model: str | None,
+    prompt_file: Path | None,
+    prompt_description: str | None,
+    description: str | None,
+    force: bool,
+) -> None:
+    """Import judge results produced elsewhere, as produced against GOLD.
+
+    \b
+    A predictions table (CSV, JSONL, Parquet; a Ragas experiment CSV or an exported
+    EvaluationResult.to_pandas()) with --mapping or column options: each row's case key
+    (--case-id, or --input and --response) and prediction (--label, or --score with
+    --threshold) become one result in the judge-result contract; the judge you declare
+    (--name, --version, --model, --prompt-file or --prompt-description) gives the
+    fingerprint. Writes OUT/results.jsonl and OUT/<name>@<version>.yaml, an `imported`
+    candidate for `workbench run`, `gate` and `certify`. A row with an empty prediction and
+    a gold case with no row get no result: `align` reports them missing (incomplete).
+    Unknown cases, duplicated keys, unmapped labels and mapping problems are all listed
+    (exit 2).
+
+    \b
+    A results file already in the judge-result contract (JSONL, no mapping): checks every
+    result against GOLD (known, active case; same response hash and partition; no duplicate
+    attempt), refuses results that already name another gold, and writes OUT/results.jsonl
+    stamped with the gold's dataset_sha256 and rubric_version.
+    """
+    labels: dict[str, str] = {}
+    bad = [item for item in label_map if "=" not in item]
+    if bad:
+        raise WorkbenchError("invalid --label-map", [Problem(location="--label-map", code="mapping_invalid", message=f"{item!r} is not VALUE=LABEL", fix="write --label-map correct=pass") for item in bad])
+    for item in label_map:
+        key, _, value = item.partition("=")
+        labels[key.strip()] = value.strip()
+    options = {
+        "format": fmt,
+        "case_id": case_id,
+        "input": input_col,
+        "response": response,
+        "label": label,
+        "score": score,
+        "threshold": {"value": threshold, "pass_if": pass_if},
+        "labels": labels,
+        "reason": reason,
+        "latency_s": latency,
+        "tokens_in": tokens_in,
+        "tokens_out": tokens_out,
+        "cost_usd": cost,
+        "judge": {
+            "name": name,
+            "version": judge_version,
+            "model": model,
+            "prompt_file": str(prompt_file.resolve()) if prompt_file else None,
+            "prompt_description": prompt_description,
+            "description": description,
+        },
+    }
+    click.echo(import_results(source, gold, out, force=force, mapping=mapping, options=options).format())
 
 
 @import_group.command("evalsbench")

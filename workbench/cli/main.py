@@ -10,13 +10,17 @@ from .align import align
 from .card import card
 from .certify import certify, reports, verify
 from .controls import controls
+from .estimate import estimate
 from .fake_llm import fake_llm
+from .freeze import freeze
 from .gate import gate
 from .importers import import_group
+from .init import init
 from .noise import noise
 from .override import override
 from .pairwise import pairwise
-from .ranking import ranking
+from .plan import plan
+from .ranking import prune, ranking
 from .run import run
 from .validate import validate
 
@@ -27,7 +31,9 @@ def main() -> None:
     """Judge calibration workbench: prove, or disprove, that an LLM judge agrees with human reviewers."""
 
 
+main.add_command(init)
 main.add_command(validate)
+main.add_command(freeze)
 main.add_command(card)
 main.add_command(agreement)
 main.add_command(align)
@@ -40,9 +46,12 @@ main.add_command(pairwise)
 main.add_command(controls)
 main.add_command(noise)
 main.add_command(ranking)
+main.add_command(prune)
 main.add_command(certify)
 main.add_command(verify)
 main.add_command(reports)
+main.add_command(plan)
+main.add_command(estimate)
 
 if __name__ == "__main__":
     main()

@@ -9,20 +9,47 @@ from pathlib import Path
 import click
 
 from ..errors import Problem, WorkbenchError
-from ..policy import DEFAULT_OVERRIDES_PATH, add_override, load_overrides, load_policy
+from ..policy import (
+    DEFAULT_OVERRIDES_PATH,
+    Policy,
+    add_override,
+    build_override,
+    describe_override,
+    load_overrides,
+    load_policy,
+)
 from ._common import echo_json, user_errors
 
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+DEFAULT_POLICIES_DIR = Path("data/policies")
 _STORE_HELP = f"Override store (append-only JSON Lines). Default: {DEFAULT_OVERRIDES_PATH}."
 
 
-def _policy_label(value: str) -> str:
+def resolve_policy(value: str, store: str | Path) -> Path:
+    """The policy file ``--policy`` names: a path, or ``name@version`` looked up as
+    ``<name@version>.yaml`` beside the override store, then in ``data/policies/``."""
     path = Path(value)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        return load_policy(path).label
-    if _LABEL.match(value):
-        return value
-    raise WorkbenchError("unknown policy", [Problem(location="--policy", code="policy_missing", message=f"{value!r} is neither a policy file nor name@version", fix="give data/policies/<name>@<version>.yaml or <name>@<version>")])
+    if path.suffix in (".yaml", ".yml") or path.exists() or not _LABEL.match(value):
+        return path
+    for folder in dict.fromkeys([Path(store).parent, DEFAULT_POLICIES_DIR]):
+        candidate = folder / f"{value}.yaml"
+        if candidate.is_file():
+            return candidate
+    return Path(store).parent / f"{value}.yaml"
+
+
+def _load(value: str, store: str) -> tuple[Policy | None, list[Problem]]:
+    path = resolve_policy(value, store)
+    try:
+        return load_policy(path), []
+    except WorkbenchError as exc:
+        problems = [
+            p.model_copy(update={"message": f"--policy {value!r}: {p.message}", "fix": f"{p.fix} (an override must name a policy file that exists and loads: a path, or name@version found as {Path(store).parent}/<name@version>.yaml or {DEFAULT_POLICIES_DIR}/<name@version>.yaml)"})
+            if p.code == "policy_missing"
+            else p
+            for p in exc.problems
+        ]
+        return None, problems or [Problem(location="--policy", code="policy_invalid", message=exc.summary, fix="correct the policy file")]
 
 
 @click.group("override")
@@ -47,20 +74,39 @@ def override() -> None:
 @click.option("--store", type=click.Path(path_type=str), default=str(DEFAULT_OVERRIDES_PATH), show_default=True, help=_STORE_HELP)
 @user_errors
 def add(policy: str, approver: str, reason: str, expires: str, follow_up: str, codes: tuple[str, ...], slices: tuple[str, ...], case_ids: tuple[str, ...], candidate_fingerprint: str | None, store: str) -> None:
-    """Append one override to the store (the store is never rewritten) and print its id."""
-    record = add_override(
-        store,
-        policy=_policy_label(policy),
-        approver=approver,
-        reason=reason,
-        expires_at=expires,
-        follow_up=follow_up,
-        codes=codes,
-        slices=slices,
-        case_ids=case_ids,
-        candidate_fingerprint=candidate_fingerprint,
-    )
+    """Append one override to the store (never rewritten), print its id and what it will apply to.
+
+    Refused (exit 2, every problem at once, nothing written): a policy that is not a file that
+    exists and loads; a blocker code the gate never emits or can never waive; a slice the
+    policy does not declare; a slice-level waiver of a false pass in a critical slice (name
+    every false-pass case with --case instead); a code never waivable in a critical slice.
+    """
+    fields = {"approver": approver, "reason": reason, "expires_at": expires, "follow_up": follow_up, "codes": codes, "slices": slices, "case_ids": case_ids, "candidate_fingerprint": candidate_fingerprint}
+    from ..ranking import check_ranking_override, is_ranking_policy_file
+
+    if is_ranking_policy_file(resolve_policy(policy, store)):  # a ranking release policy (kind: ranking)
+        label, problems = check_ranking_override(resolve_policy(policy, store), codes, slices, case_ids)
+        if problems:
+            raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
+        record = add_override(store, policy=label, **fields)
+        click.echo(f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}")
+        click.echo("It will apply to:")
+        for line in describe_override(record):
+            click.echo("  " + line)
+        return
+    loaded, problems = _load(policy, store)
+    if loaded is None:
+        label = policy if _LABEL.match(policy) else "unknown@unknown"
+        try:
+            build_override(store, policy=label, **fields)
+        except WorkbenchError as exc:
+            problems += exc.problems
+        raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
+    record = add_override(store, policy=loaded, **fields)
     click.echo(f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}")
+    click.echo("It will apply to:")
+    for line in describe_override(record, loaded):
+        click.echo("  " + line)
 
 
 @override.command("list")

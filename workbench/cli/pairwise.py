@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..gold import PARTITIONS
+from ..align import check_results_file
+from ..gold import PARTITIONS, load_dataset
 from ..pairwise import format_pairwise, pairwise_report
 from ._common import echo_json, user_errors
 
@@ -13,21 +14,26 @@ from ._common import echo_json, user_errors
 @click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
 @click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its presentation.")
 @click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition.")
+@click.option("--tie-label", "tie_labels", multiple=True, help="A rubric label that names no winner (e.g. 0 for a PandaLM tie); repeat for several. Labels outside a result's presented_order count as ties too.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report (workbench.pairwise).")
 @click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case lacks a result in either order.")
 @user_errors
-def pairwise(gold: str, results: str, partition: str | None, as_json: bool, fail_incomplete: bool) -> None:
+def pairwise(gold: str, results: str, partition: str | None, tie_labels: tuple[str, ...], as_json: bool, fail_incomplete: bool) -> None:
     """Accuracy of a pairwise judge in both presentation orders, position consistency and bias.
 
     Reports, overall and per slice, with denominators and 95% Wilson intervals: accuracy in
     the original order (repeat 0) and the swapped order (repeat 1), their average, correct in
-    both orders, position consistency and how often the first-shown candidate wins.
+    both orders, position consistency and how often the first-shown candidate wins (over
+    decided verdicts: tie verdicts are reported on their own), and accuracy over the cases
+    whose gold label names a winner beside accuracy over all cases.
     Evaluator errors are listed on their own and stay in the denominators as the report
     states (the LLMBar convention, so upstream statistics.json figures are reproduced).
     Refuses unknown cases, hash mismatches, duplicates, mixed judges and results whose
-    presentation contradicts their repeat (exit 2).
+    presentation contradicts their repeat (exit 2). Results produced against another gold
+    (dataset hash, rubric version) are refused, as in `workbench align`.
     """
-    report = pairwise_report(gold, results, partition=partition)
+    check_results_file(load_dataset(gold), results)
+    report = pairwise_report(gold, results, partition=partition, tie_labels=list(tie_labels))
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:

@@ -6,8 +6,13 @@ import click
 
 from ..gold import PARTITIONS, load_dataset
 from ..judges import load_candidate
-from ..runs import run_candidate_sync
+from ..runs import RunSummary, run_candidate_sync
 from ._common import BUDGET_USD, user_errors
+
+EXIT_INCOMPLETE = 3
+"""The run stopped early (budget, case limit, circuit breaker) or left cases unrun or mid-retry."""
+EXIT_EVALUATOR_ERRORS = 5
+"""The run is complete but at least one case ended in an evaluator error."""
 
 
 @click.command()
@@ -30,8 +35,12 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
     The judge only sees allow-listed fields (input, response, grading notes, reference,
     contexts). Every attempt is appended to OUT/results.jsonl; re-running the same command
     resumes without calling settled cases again, and a verdict cached for the same
-    candidate, request and repeat is reused. When --budget-usd or --max-cases would be
-    exceeded no new call starts: the run ends INCOMPLETE and lists every unrun case (exit 3).
+    candidate, request and repeat is reused. One invocation at a time may write OUT.
+
+    Exit codes: 0 complete, every case judged; 3 incomplete (--budget-usd or --max-cases
+    reached, or the circuit breaker stopped the run after consecutive connection, 401, 403 or
+    404 failures): every unrun case and every case stopped mid-retry is listed; 5 complete, but
+    some cases ended in an evaluator error (counted by kind); 2 invalid input.
     """
     judge = load_candidate(candidate)
     dataset = load_dataset(gold)
@@ -48,19 +57,33 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
         retry_errors=retry_errors,
         progress=not no_progress,
     )
+    raise SystemExit(report_summary(summary))
+
+
+def report_summary(summary: RunSummary) -> int:
+    """Print a run summary; return the exit code (0, 3 or 5)."""
     status = summary.status.upper() + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "")
     click.echo(
-        f"{summary.judge} on {summary.partition}: {status} - {summary.verdicts} verdicts, {summary.errors} evaluator errors, "
-        f"{len(summary.unrun)} unrun of {summary.planned}; {summary.calls} calls ({summary.retries} retries), "
+        f"{summary.judge} on {summary.partition}: {status} - {summary.verdicts} verdicts, {summary.errors} evaluator errors"
+        + (f" ({len(summary.pending_retry)} stopped mid-retry)" if summary.pending_retry else "")
+        + f", {len(summary.unrun)} unrun of {summary.planned}; {summary.calls} calls ({summary.retries} retries), "
         f"{summary.cache_hits} cached, {summary.resumed} already done; cost ${summary.cost_usd:.4f}"
         + (f" of ${summary.budget_usd:.4f}" if summary.budget_usd is not None else "")
         + f"; results {summary.results_path}"
     )
     if summary.errors_by_kind:
-        click.echo("evaluator errors: " + ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items()))
+        click.echo("evaluator errors by kind: " + ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items()))
+    if summary.stop_detail:
+        click.echo(f"stopped: {summary.stop_detail}")
+    for warning in summary.warnings:
+        click.echo(f"warning: {warning}", err=True)
     if summary.status != "complete":
         if summary.unrun:
-            click.echo("unrun: " + ", ".join(summary.unrun), err=True)
+            click.echo(f"unrun ({len(summary.unrun)}): " + ", ".join(summary.unrun), err=True)
         if summary.pending_retry:
-            click.echo("awaiting retry: " + ", ".join(summary.pending_retry), err=True)
-        raise SystemExit(3)
+            click.echo(f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error with attempts left, rerun to continue): " + ", ".join(summary.pending_retry), err=True)
+        return EXIT_INCOMPLETE
+    if summary.errors:
+        click.echo(f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {EXIT_EVALUATOR_ERRORS})", err=True)
+        return EXIT_EVALUATOR_ERRORS
+    return 0

@@ -36,7 +36,7 @@ def validate(path: str, as_json: bool, strict: bool) -> None:
         if report.dataset is not None and not failing:
             ds = report.dataset
             parts = ", ".join(f"{p} {len(ds.partition(p))}" for p in ("development", "calibration", "held_out"))
-            click.echo(f"{report.path}: OK - {len(ds.cases)} cases ({parts}), {len(ds.records) - len(ds.cases)} superseded record(s), rubric {ds.rubric.version}, dataset sha256 {ds.sha256[:12]}")
+            click.echo(f"{report.path}: OK - {len(ds.cases)} cases ({parts}), {len(ds.records) - len(ds.cases)} superseded record(s), rubric {ds.rubric.version}, dataset sha256 {ds.sha256[:12]}, release {ds.release.release_id if ds.release else '(not frozen)'}")
         else:
             click.echo(f"{report.path}: {len(report.errors)} error(s), {len(report.problems) - len(report.errors)} warning(s)", err=True)
     if failing:

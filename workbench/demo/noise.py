@@ -12,21 +12,20 @@ answers like a simple but plausible model:
   negation of the statement, and no negation the statement lacks. Otherwise verdict 0.
 
 Deterministic, so demo figures are stable. Use it with
-``workbench fake-llm --port 8767 --responder workbench.demo.noise:respond`` or :func:`serve`.
+``workbench fake-llm --export WORKBENCH_DEMO_NOISE_URL --responder workbench.demo.noise:respond -- COMMAND``
+or :func:`serve`.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
 from typing import Any
-from urllib.parse import urlsplit
 
 from ..testing import ChatRequest, FakeLLM, Reply
 
-DEMO_NOISE_PORT = 8767
-"""The port the demo candidate ``noise-judge@1`` points at."""
+DEMO_NOISE_URL_ENV = "WORKBENCH_DEMO_NOISE_URL"
+"""The variable the demo candidate ``noise-judge@1`` reads its base URL from (``endpoint.base_url_env``)."""
 COVERAGE = 0.75
 """Share of a statement's content words one context sentence must contain to support it."""
 
@@ -127,24 +126,14 @@ def respond(request: ChatRequest) -> Reply:
     return Reply(content=json.dumps(answer(kind, data)))
 
 
-def serve(base_url: str | None = None, *, latency_s: float = 0.0) -> FakeLLM | None:
-    """Start the scripted model on 127.0.0.1 at the port of ``base_url`` (default :data:`DEMO_NOISE_PORT`).
+def serve(*, port: int = 0, latency_s: float = 0.0, env: str | None = DEMO_NOISE_URL_ENV) -> FakeLLM:
+    """Start the scripted model on 127.0.0.1 on a free port (``port=0``) and export its URL.
 
-    Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set: the fake server needs no key,
-    and the candidate reads its key from the environment like a real one. Returns None when
-    a fake model already serves that port (e.g. a notebook cell re-run).
+    Sets ``$WORKBENCH_DEMO_NOISE_URL`` (``env``) to the server's base URL, which
+    ``noise-judge@1`` reads: build the judge after this call. Sets a placeholder
+    ``DEMO_LLM_API_KEY`` when none is set: the fake server needs no key. Returns the running
+    :class:`~workbench.testing.FakeLLM` (call ``.stop()``).
     """
-    port = (urlsplit(base_url).port if base_url else None) or DEMO_NOISE_PORT
-    os.environ.setdefault("DEMO_LLM_API_KEY", "demo-placeholder-key")
-    try:
-        return FakeLLM(responder=respond, latency_s=latency_s, port=port).start()
-    except OSError:
-        import httpx
+    from ._serve import serve_scripted
 
-        try:
-            models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2.0).json().get("data", [])
-        except (httpx.HTTPError, ValueError, AttributeError):
-            models = []
-        if any(m.get("id") == "fake-judge" for m in models):
-            return None
-        raise RuntimeError(f"port {port} is taken by something that is not a fake model; stop it or point the candidate elsewhere") from None
+    return serve_scripted(respond, env=env, port=port, latency_s=latency_s, what="the demo noise model")

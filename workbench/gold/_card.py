@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._io import parse_yaml, read_bounded
 from ..errors import Problem, WorkbenchError
+from ..stats import DEFAULT_MIN_SHARED, shared_pairs
 
 if TYPE_CHECKING:
     from ._dataset import GoldDataset
@@ -113,11 +114,20 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
     return card, problems
 
 
-def card_statistics(dataset: GoldDataset) -> dict[str, Any]:
+DISAGREEMENT_BASIS = "cases with two or more reviews (the cases Krippendorff's alpha is computed over)"
+"""Which cases the card's (and the agreement report's) disagreement rate is computed over."""
+
+
+def card_statistics(dataset: GoldDataset, *, min_shared: int = DEFAULT_MIN_SHARED) -> dict[str, Any]:
     """The computed part of a card: counts by partition x slice x label, reviewers, disagreement.
 
-    Counts use the adjudicated label of the active (latest) record of every case.
+    Counts use the adjudicated label of the active (latest) record of every case. Readable at
+    crowd scale: ``reviewer_summary`` gives the reviewer count and reviews per reviewer, and
+    ``reviewer_pairs`` lists only pairs sharing at least ``min_shared`` cases, counting the rest.
+    The disagreement rate is over cases with two or more reviews (``disagreement_basis``).
     """
+    if min_shared < 1:
+        raise ValueError(f"min_shared must be at least 1, got {min_shared}")
     cases = list(dataset.cases.values())
     counts: dict[str, dict[str, dict[str, int]]] = {}
     for case in cases:
@@ -128,7 +138,8 @@ def card_statistics(dataset: GoldDataset) -> dict[str, Any]:
     for case in cases:
         for review in case.reviews:
             reviewers[review.reviewer] = reviewers.get(review.reviewer, 0) + 1
-    disagreements = sum(1 for case in cases if case.reviewers_disagree)
+    pairable = [case for case in cases if len(case.reviews) >= 2]
+    disagreements = sum(1 for case in pairable if case.reviewers_disagree)
     overturned = sum(
         1
         for case in cases
@@ -147,14 +158,41 @@ def card_statistics(dataset: GoldDataset) -> dict[str, Any]:
         "by_partition_slice_label": {p: {s: dict(sorted(v.items())) for s, v in sorted(sl.items())} for p, sl in sorted(counts.items())},
         "by_label": dict(sorted(label_totals.items())),
         "reviewers": dict(sorted(reviewers.items())),
+        "reviewer_summary": _reviewer_summary(reviewers),
+        "reviewer_pairs": _reviewer_pairs(cases, min_shared),
         "reviews_per_case": _reviews_per_case(cases),
         "disagreement": {
             "cases": disagreements,
-            "n": len(cases),
-            "rate": disagreements / len(cases) if cases else None,
+            "n": len(pairable),
+            "rate": disagreements / len(pairable) if pairable else None,
         },
+        "disagreement_basis": DISAGREEMENT_BASIS,
         "adjudication_overrode_unanimous": overturned,
     }
+
+
+def _reviewer_summary(reviews_by_reviewer: dict[str, int]) -> dict[str, Any]:
+    import statistics
+
+    counts = sorted(reviews_by_reviewer.values())
+    return {
+        "count": len(counts),
+        "reviews_min": counts[0] if counts else None,
+        "reviews_median": statistics.median(counts) if counts else None,
+        "reviews_max": counts[-1] if counts else None,
+    }
+
+
+def _reviewer_pairs(cases: list[Any], min_shared: int) -> dict[str, Any]:
+    """Reviewer pairs sharing at least ``min_shared`` cases (most shared first), and how many were left out."""
+    pairs = shared_pairs([{r.reviewer: r.label for r in case.reviews} for case in cases])
+    listed = [
+        {"reviewer_a": a, "reviewer_b": b, "shared": len(shared), "same_label": sum(1 for x, y in shared if x == y)}
+        for (a, b), shared in pairs.items()
+        if len(shared) >= min_shared
+    ]
+    listed.sort(key=lambda row: (-row["shared"], row["reviewer_a"], row["reviewer_b"]))
+    return {"min_shared": min_shared, "total": len(pairs), "listed": len(listed), "left_out": len(pairs) - len(listed), "pairs": listed}
 
 
 def _reviews_per_case(cases: list[Any]) -> dict[str, int]:

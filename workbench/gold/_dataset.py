@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import unicodedata
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ from .._io import (
 from ..errors import Problem, WorkbenchError, errors_only
 from ._card import DatasetCard, read_card
 from ._records import GOLD_SCHEMA_VERSION, PARTITIONS, GoldCase, Partition
+from ._release import GoldRelease, check_releases, read_releases
 from ._rubric import Rubric, load_rubric
 
 GOLD_FILE = "gold.jsonl"
@@ -74,6 +76,17 @@ class GoldDataset:
     sha256: str
     """Hash of the dataset's content: gold file, rubric and evidence snapshot."""
     warnings: tuple[Problem, ...] = field(default=())
+    releases: tuple[GoldRelease, ...] = field(default=())
+    """The frozen releases of the dataset (``releases.jsonl``), oldest first."""
+
+    @property
+    def release(self) -> GoldRelease | None:
+        """The latest release that froze exactly this dataset state, or None (not frozen)."""
+        return next((r for r in reversed(self.releases) if r.dataset_sha256 == self.sha256), None)
+
+    def release_for(self, dataset_sha256: str) -> GoldRelease | None:
+        """The latest release that froze the dataset state with this hash, if any."""
+        return next((r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None)
 
     def partition(self, name: str | Partition | None) -> list[GoldCase]:
         """Active cases of one partition (all partitions when ``name`` is None), in file order."""
@@ -163,6 +176,10 @@ def validate_dataset(path: str | Path) -> ValidationReport:
         problems.append(Problem(location=loc, code="gold_empty", message="the gold file holds no records", fix="add one JSON object per line; an empty dataset cannot support any alignment claim"))
     problems.extend(_check_records(lines, rubric, evidence_ids, loc))
     problems.extend(_check_cross_records(lines, loc))
+    problems.extend(_check_near_duplicates(lines, loc))
+    release_log = read_releases(root)
+    problems.extend(release_log.problems)
+    problems.extend(check_releases(release_log, ((line.number, line.case) for line in lines if line.case is not None), loc))
 
     problems.sort(key=_problem_order)
     if errors_only(problems) or rubric is None:
@@ -189,6 +206,7 @@ def validate_dataset(path: str | Path) -> ValidationReport:
         evidence_ids=evidence_ids,
         sha256=digest,
         warnings=tuple(problems),
+        releases=release_log.releases,
     )
     return ValidationReport(gold_path, tuple(problems), dataset)
 
@@ -456,4 +474,48 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
             reported.add(key)
             number = record_of[key][0]
             out.append(Problem(location=f"{loc}:{number}", case_id=key, code="supersedes_cycle", message="supersedes chain forms a cycle: " + " -> ".join(cycle + [node]), fix="a correction must point at an older record; break the cycle"))
+    return out
+
+
+def normalize_text(text: str) -> str:
+    """Text as compared for near-exact duplicates: Unicode NFKC, case-folded, whitespace collapsed."""
+    if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
+        return " ".join(text.lower().split())
+    return " ".join(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).split())
+
+
+def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
+    """Refuse the same item in two partitions under different groups.
+
+    Two active records whose input and response are identical after :func:`normalize_text`
+    are one item; in different partitions (and different groups, or ``group_leakage`` already
+    reports them) the item would be tuned on in one and certified on in the other. Every pair
+    is reported.
+    """
+    superseded = {line.case.supersedes for line in lines if line.case is not None and line.case.supersedes}
+    by_key: dict[tuple[str, str], list[tuple[int, GoldCase]]] = defaultdict(list)
+    for line in lines:
+        case = line.case
+        if case is None or case.case_id in superseded:
+            continue
+        by_key[(normalize_text(case.input), normalize_text(case.response))].append((line.number, case))
+    out: list[Problem] = []
+    for members in by_key.values():
+        if len(members) < 2 or len({c.partition for _, c in members}) < 2:
+            continue
+        for i, (first_number, first) in enumerate(members):
+            for number, case in members[i + 1 :]:
+                if case.partition == first.partition or case.group == first.group:
+                    continue
+                exact = case.input == first.input and case.response == first.response
+                how = "the same input and response as" if exact else "the same input and response, after normalizing Unicode, case and whitespace, as"
+                out.append(
+                    Problem(
+                        location=f"{loc}:{number}",
+                        case_id=case.case_id,
+                        code="cross_partition_duplicate",
+                        message=f"{how} case {first.case_id!r} (line {first_number}): {case.partition.value}/{case.group} vs {first.partition.value}/{first.group}",
+                        fix="keep one of the two, or put both in one group and partition: the same item must not be tuned on in one partition and certified on in another",
+                    )
+                )
     return out

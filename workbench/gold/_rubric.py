@@ -1,20 +1,33 @@
-"""The rubric: the label vocabulary, which label means pass, and the risk slices.
+"""The rubric: the label vocabulary, its scale, which labels mean pass, and the risk slices.
 
 Stored as ``rubric.yaml`` beside ``gold.jsonl``. Cases carry the rubric version their
 reviewers applied; a case reviewed under another version is a validation problem.
+
+A rubric's ``scale`` says what its labels are: unordered categories (``nominal``, the
+default), ordered categories such as a 1-5 Likert score (``ordinal``: ``labels`` lists them
+from one end of the scale to the other), or numbers whose differences mean something
+(``numeric``: every label is a number, listed in increasing order). Ordered rubrics keep a
+pass/fail view through ``pass_labels``: an unbroken run of labels at one end of the scale.
 """
 
 from __future__ import annotations
 
+import math
 from enum import StrEnum
 from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._io import read_yaml
+from .._io import read_bounded, read_yaml
 from ..errors import Problem, WorkbenchError
 
 RUBRIC_SCHEMA_VERSION = 1
+
+UNSET_RISK = "unset"
+"""The risk a drafted rubric gives every slice (``workbench import table``): a person must replace
+it with a real level. :func:`load_rubric` refuses a rubric holding it (``rubric_risk_unset``)."""
 
 
 class Risk(StrEnum):
@@ -24,6 +37,29 @@ class Risk(StrEnum):
     high = "high"
     medium = "medium"
     low = "low"
+
+
+class Scale(StrEnum):
+    """What a rubric's labels are: unordered categories, ordered categories, or numbers."""
+
+    nominal = "nominal"
+    """Unordered categories (pass/fail, preference labels): only exact agreement counts."""
+    ordinal = "ordinal"
+    """Ordered categories, e.g. a 1-5 score: ``labels`` lists them from one end of the scale to the other."""
+    numeric = "numeric"
+    """Numbers whose differences are meaningful: every label is a number, listed in increasing order."""
+
+
+class RubricProblems(ValueError):
+    """Every inconsistency of a rubric at once: ``(code, field, message, fix)`` tuples.
+
+    Raised (inside pydantic's ``ValidationError``) by :class:`Rubric`'s label checks;
+    :func:`load_rubric` turns each tuple into its own :class:`~workbench.errors.Problem`.
+    """
+
+    def __init__(self, items: list[tuple[str, str, str, str]]) -> None:
+        self.items = items
+        super().__init__("; ".join(f"{field}: {message}" for _, field, message, _ in items))
 
 
 class SliceSpec(BaseModel):
@@ -51,13 +87,25 @@ class Rubric(BaseModel):
     criterion: str = ""
     """The one-sentence contract: what the judge decides, from which evidence."""
     labels: list[str] = Field(min_length=2)
-    """The label vocabulary, shared by reviewers, adjudicators and judges."""
+    """The label vocabulary, shared by reviewers, adjudicators and judges. On an ``ordinal`` or
+    ``numeric`` scale, the order of this list is the order of the scale (numbers in YAML, e.g.
+    ``[1, 2, 3, 4, 5]``, are read as the labels ``"1"`` ... ``"5"``)."""
+    scale: Scale = Scale.nominal
+    """``nominal`` (default): unordered categories. ``ordinal``: ordered categories, listed in
+    ``labels`` from one end of the scale to the other. ``numeric``: every label is a number,
+    listed in increasing order. Ordered scales add weighted kappa, ordinal and interval
+    Krippendorff's alpha and Spearman correlation to ``agreement``."""
     pass_label: str | None = None
-    """The label that means pass. ``None`` for rubrics without pass/fail, e.g. preferences."""
+    """The label that means pass (nominal rubrics). ``None`` for rubrics without pass/fail, e.g. preferences."""
     fail_label: str | None = None
-    """The label that means fail."""
+    """The label that means fail (nominal rubrics)."""
+    pass_labels: list[str] | None = None
+    """Ordinal and numeric rubrics: the labels that count as pass, an unbroken run at one end
+    of the scale (e.g. ``[4, 5]``); every other scale label counts as fail, abstain labels as
+    neither. ``None`` for ordered rubrics without a pass/fail view."""
     abstain_labels: list[str] = Field(default_factory=list)
-    """Labels that are neither pass nor fail (abstain, review_required); kept as their own row and column."""
+    """Labels that are neither pass nor fail (abstain, review_required); kept as their own row
+    and column. On an ordered scale they are off the scale: ordinal statistics leave them out."""
     min_reviews: int = Field(default=2, ge=1, strict=True)
     """How many independent reviews every case needs."""
     slices: dict[str, SliceSpec] = Field(min_length=1)
@@ -65,25 +113,70 @@ class Rubric(BaseModel):
     evidence_snapshot: str | None = None
     """Path (relative to the rubric) of the evidence snapshot, JSON Lines of ``{id, text, source}``."""
 
+    @field_validator("labels", "pass_labels", "abstain_labels", mode="before")
+    @classmethod
+    def _numbers_as_label_lists(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [_number_as_label(v) for v in value]
+        return value
+
+    @field_validator("pass_label", "fail_label", mode="before")
+    @classmethod
+    def _numbers_as_labels(cls, value: Any) -> Any:
+        return _number_as_label(value)
+
     @model_validator(mode="after")
     def _labels_consistent(self) -> Rubric:
-        vocab = set(self.labels)
-        if len(vocab) != len(self.labels):
-            raise ValueError("labels contains duplicates")
-        for name in ("pass_label", "fail_label"):
-            value = getattr(self, name)
-            if value is not None and value not in vocab:
-                raise ValueError(f"{name} {value!r} is not one of labels {self.labels}")
-        if (self.pass_label is None) != (self.fail_label is None):
-            raise ValueError("declare both pass_label and fail_label, or neither")
-        if self.pass_label is not None and self.pass_label == self.fail_label:
-            raise ValueError("pass_label and fail_label must differ")
-        for label in self.abstain_labels:
-            if label not in vocab:
-                raise ValueError(f"abstain label {label!r} is not one of labels {self.labels}")
-            if label in (self.pass_label, self.fail_label):
-                raise ValueError(f"abstain label {label!r} cannot also be pass or fail")
+        problems = _label_problems(self)
+        if problems:
+            raise RubricProblems(problems)
         return self
+
+    @property
+    def ordered(self) -> bool:
+        """True for ``ordinal`` and ``numeric`` rubrics."""
+        return self.scale != Scale.nominal
+
+    @property
+    def scale_labels(self) -> list[str]:
+        """The labels on the scale, in scale order: ``labels`` without the abstain labels."""
+        return [label for label in self.labels if label not in self.abstain_labels]
+
+    @property
+    def scale_values(self) -> dict[str, float] | None:
+        """Each scale label's value for distance-based statistics (interval alpha, Spearman, MAE).
+
+        ``numeric``: the number itself. ``ordinal``: its rank, 1 for the first scale label (equal
+        spacing assumed). ``None`` for nominal rubrics.
+        """
+        if self.scale == Scale.numeric:
+            return {label: float(label) for label in self.scale_labels}
+        if self.scale == Scale.ordinal:
+            return {label: float(i) for i, label in enumerate(self.scale_labels, start=1)}
+        return None
+
+    @property
+    def fail_labels(self) -> list[str] | None:
+        """Ordered rubrics with ``pass_labels``: the other scale labels, which count as fail."""
+        if self.pass_labels is None:
+            return None
+        return [label for label in self.scale_labels if label not in self.pass_labels]
+
+    def pass_fail(self, label: str) -> Literal["pass", "fail"] | None:
+        """The pass/fail view of one label: ``"pass"``, ``"fail"``, or ``None`` (abstain, or no pass/fail declared).
+
+        Nominal rubrics use ``pass_label``/``fail_label``; ordered rubrics ``pass_labels``.
+        Raises ``ValueError`` for a label outside the vocabulary.
+        """
+        if label not in self.labels:
+            raise ValueError(f"label {label!r} is not one of {self.labels}")
+        if self.pass_labels is not None:
+            if label in self.pass_labels:
+                return "pass"
+            return "fail" if label in self.scale_labels else None
+        if label == self.pass_label:
+            return "pass"
+        return "fail" if self.fail_label is not None and label == self.fail_label else None
 
     @property
     def critical_slices(self) -> list[str]:
@@ -92,6 +185,85 @@ class Rubric(BaseModel):
     def risk_of(self, slice_name: str) -> str | None:
         spec = self.slices.get(slice_name)
         return spec.risk.value if spec else None
+
+
+def _number_as_label(value: Any) -> Any:
+    """YAML reads ``[1, 2, 3]`` as numbers; labels are text. Booleans are left for the type check."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+def _as_number(label: str) -> float | None:
+    try:
+        value = float(label)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
+    """Every inconsistency between labels, scale, pass/fail and abstain labels: ``(code, field, message, fix)``."""
+    out: list[tuple[str, str, str, str]] = []
+    vocab = set(r.labels)
+    duplicates = sorted({label for label in r.labels if r.labels.count(label) > 1})
+    if duplicates:
+        out.append(("rubric_invalid", "labels", f"labels contains duplicates: {duplicates}", "list every label once"))
+    for name in ("pass_label", "fail_label"):
+        value = getattr(r, name)
+        if value is not None and value not in vocab:
+            out.append(("rubric_invalid", name, f"{name} {value!r} is not one of labels {r.labels}", f"set {name} to one of {r.labels}, or add it to labels"))
+    if (r.pass_label is None) != (r.fail_label is None):
+        out.append(("rubric_invalid", "pass_label", "declare both pass_label and fail_label, or neither", "add the missing one, or remove both for a rubric without pass/fail"))
+    if r.pass_label is not None and r.pass_label == r.fail_label:
+        out.append(("rubric_invalid", "fail_label", "pass_label and fail_label must differ", "name two different labels"))
+    for label in r.abstain_labels:
+        if label not in vocab:
+            out.append(("rubric_invalid", "abstain_labels", f"abstain label {label!r} is not one of labels {r.labels}", "add it to labels or remove it from abstain_labels"))
+        if label in (r.pass_label, r.fail_label) or (r.pass_labels and label in r.pass_labels):
+            out.append(("rubric_invalid", "abstain_labels", f"abstain label {label!r} cannot also be pass or fail", "remove it from abstain_labels or from the pass/fail labels"))
+    scale = r.scale.value
+    scale_labels = [label for label in r.labels if label not in r.abstain_labels]
+    if r.scale == Scale.nominal:
+        if r.pass_labels is not None:
+            out.append(("rubric_scale", "pass_labels", "pass_labels is for ordered rubrics, and this rubric's scale is nominal", "declare scale: ordinal (or numeric) for an ordered scale, or use pass_label and fail_label"))
+        return out
+    if r.pass_label is not None or r.fail_label is not None:
+        example = scale_labels[-2:] if len(scale_labels) >= 3 else scale_labels[-1:]
+        out.append(("rubric_scale", "pass_label", f"a {scale} rubric declares its pass labels with pass_labels, not pass_label/fail_label", f"replace pass_label and fail_label with pass_labels, e.g. pass_labels: {example}; every other scale label then counts as fail"))
+    if len(scale_labels) < 2:
+        out.append(("rubric_scale", "labels", f"a {scale} scale needs at least two labels that are not abstain labels; it has {scale_labels}", "list the scale's labels, lowest first, and keep abstain labels for answers off the scale"))
+    if r.scale == Scale.numeric:
+        not_numbers = [label for label in scale_labels if _as_number(label) is None]
+        if not_numbers:
+            out.append(("rubric_scale", "labels", f"a numeric scale needs number labels; {not_numbers} are not finite numbers", "use numbers (e.g. 0, 0.5, 1), declare the others as abstain_labels, or use scale: ordinal for ordered categories"))
+        numbers = [label for label in scale_labels if label not in not_numbers]
+        values = [float(label) for label in numbers]
+        if len(set(values)) != len(values):
+            out.append(("rubric_scale", "labels", f"numeric labels {numbers} name the same number twice", "list each number once"))
+        elif values != sorted(values):
+            out.append(("rubric_scale", "labels", f"numeric labels must be listed in increasing order; got {numbers}", f"list them as {sorted(numbers, key=float)}"))
+    if r.pass_labels is not None:
+        unknown = [label for label in r.pass_labels if label not in vocab]
+        if unknown:
+            out.append(("rubric_scale", "pass_labels", f"pass_labels {unknown} are not among labels {r.labels}", f"choose pass labels among {scale_labels}"))
+        if len(set(r.pass_labels)) != len(r.pass_labels):
+            out.append(("rubric_scale", "pass_labels", f"pass_labels contains duplicates: {r.pass_labels}", "list every pass label once"))
+        on_scale = [label for label in r.pass_labels if label in scale_labels]
+        if not r.pass_labels:
+            out.append(("rubric_scale", "pass_labels", "pass_labels is empty: no label would count as pass", f"list the passing labels, e.g. pass_labels: {scale_labels[-1:]}, or remove pass_labels"))
+        elif len(set(on_scale)) == len(scale_labels):
+            out.append(("rubric_scale", "pass_labels", "every scale label is a pass label: nothing could fail", "leave at least one scale label out of pass_labels"))
+        elif on_scale:
+            positions = sorted({scale_labels.index(label) for label in on_scale})
+            run = positions == list(range(positions[0], positions[-1] + 1))
+            at_end = positions[0] == 0 or positions[-1] == len(scale_labels) - 1
+            if not (run and at_end):
+                top = scale_labels[-len(positions):]
+                out.append(("rubric_scale", "pass_labels", f"pass_labels {r.pass_labels} are not an unbroken run at one end of the scale {scale_labels}", f"a pass region is a threshold: use the top labels, e.g. {top}, or the bottom ones for a scale where lower is better"))
+    return out
 
 
 def load_rubric(path: str | Path) -> Rubric:
@@ -116,22 +288,69 @@ def load_rubric(path: str | Path) -> Rubric:
             "unreadable rubric",
             [Problem(location=location, code="rubric_shape", message="the rubric must be a YAML mapping", fix="write the rubric as key: value pairs")],
         )
+    unset = _unset_risks(raw, path, location)
+    if unset:
+        # Check everything else too, so the person sees every problem at once.
+        slices = raw["slices"]
+        raw = {**raw, "slices": {k: ({**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v) for k, v in slices.items()}}
     try:
         rubric = Rubric.model_validate(raw)
     except ValidationError as exc:
-        problems = [
-            Problem(
-                location=location,
-                code="rubric_invalid",
-                message=f"{'.'.join(str(p) for p in err['loc']) or 'rubric'}: {err['msg']}",
-                fix="correct this rubric field; see docs/formats.md#rubric",
+        problems: list[Problem] = []
+        for err in exc.errors():
+            found = (err.get("ctx") or {}).get("error")
+            if isinstance(found, RubricProblems):
+                problems += [Problem(location=location, code=code, message=f"{field}: {message}", fix=fix) for code, field, message, fix in found.items]
+                continue
+            problems.append(
+                Problem(
+                    location=location,
+                    code="rubric_invalid",
+                    message=f"{'.'.join(str(p) for p in err['loc']) or 'rubric'}: {err['msg']}",
+                    fix="correct this rubric field; see docs/formats.md#rubric",
+                )
             )
-            for err in exc.errors()
-        ]
-        raise WorkbenchError("invalid rubric", problems) from None
+        raise WorkbenchError("invalid rubric", [p for _, p in unset] + problems) from None
+    if unset:
+        raise WorkbenchError(f"{location}: {len(unset)} slice(s) without a risk level", [p for _, p in unset])
     if rubric.schema_version > RUBRIC_SCHEMA_VERSION:
         raise WorkbenchError(
             "rubric from a newer workbench",
             [Problem(location=location, code="schema_version_newer", message=f"rubric schema_version {rubric.schema_version} is newer than this workbench reads ({RUBRIC_SCHEMA_VERSION})", fix="upgrade the workbench")],
         )
     return rubric
+
+
+def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Problem]]:
+    """Slices whose ``risk`` is still :data:`UNSET_RISK`, each with a problem at its line."""
+    slices = raw.get("slices")
+    if not isinstance(slices, dict):
+        return []
+    names = [name for name, spec in slices.items() if isinstance(spec, dict) and spec.get("risk") == UNSET_RISK]
+    if not names:
+        return []
+    lines: dict[str, int] = {}
+    try:
+        root = yaml.compose(read_bounded(path).decode("utf-8"), Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, UnicodeDecodeError, WorkbenchError):  # pragma: no cover - the file was parsed above
+        root = None
+    if isinstance(root, yaml.MappingNode):
+        for key, value in root.value:
+            if key.value == "slices" and isinstance(value, yaml.MappingNode):
+                for slice_key, spec in value.value:
+                    line = slice_key.start_mark.line + 1
+                    if isinstance(spec, yaml.MappingNode):
+                        line = next((k.start_mark.line + 1 for k, _ in spec.value if k.value == "risk"), line)
+                    lines[str(slice_key.value)] = line
+    return [
+        (
+            name,
+            Problem(
+                location=f"{location}:{lines[name]}" if name in lines else location,
+                code="rubric_risk_unset",
+                message=f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong verdict in it does",
+                fix="set its risk to critical, high, medium or low (critical: a false pass is release-critical); the policy's risk for the slice must then equal it",
+            ),
+        )
+        for name in names
+    ]

@@ -1,21 +1,37 @@
-"""Held-out hygiene: the append-only ledger, held-out access and the held-out manifest hash."""
+"""Held-out hygiene: the hash-chained ledger, where it lives, held-out access and accounting."""
 
+from ._accounting import check_held_out_results
 from ._ledger import (
-    LEDGER_FILE,
+    LEDGER_SCHEMA_VERSION,
     HeldOutAccess,
     HeldOutLedger,
     LedgerEntry,
+    LedgerRead,
+    PreviousReport,
+    RunningHold,
     current_user,
     held_out_manifest_sha256,
     refuse_held_out,
+    token_sha256,
 )
+from ._location import LEDGER_FILE, PROJECT_CONFIG, gold_directory, ledger_path_for, project_root
 
 __all__ = [
     "LEDGER_FILE",
+    "LEDGER_SCHEMA_VERSION",
+    "PROJECT_CONFIG",
     "HeldOutAccess",
     "HeldOutLedger",
     "LedgerEntry",
+    "LedgerRead",
+    "PreviousReport",
+    "RunningHold",
+    "check_held_out_results",
     "current_user",
+    "gold_directory",
     "held_out_manifest_sha256",
+    "ledger_path_for",
+    "project_root",
     "refuse_held_out",
+    "token_sha256",
 ]

@@ -1,30 +1,70 @@
-"""The held-out ledger: every use of the held-out partition, append-only.
+"""The held-out ledger: every use of the held-out partition, append-only and hash-chained.
 
-Certification writes a ``started`` entry before the first held-out call and a ``finished``
-entry with the outcome afterwards, so a crashed or abandoned certification still shows up.
+The ledger of a gold dataset lives where :func:`~workbench.heldout.ledger_path_for` says
+(beside the dataset, or the one path the project declares), whatever ``--reports`` directory a
+certification writes to. Certification writes a ``started`` entry before the first held-out
+call and a ``finished`` entry with the outcome afterwards. A certification that died (kill -9,
+power loss) leaves its ``started`` entry open; the next command that reads the ledger
+(``certify``, ``reports``, ``verify``) notices that no process holds it any more and appends
+an ``aborted`` entry. An open or aborted certification counts as a use.
+
+Integrity:
+
+- **chain**: every entry carries ``previous_sha256`` (the ``entry_sha256`` of the line before
+  it, None for the first line) and ``entry_sha256`` (the sha256 of its own canonical JSON
+  without that field). An edited, inserted or deleted line breaks the chain at that line, and
+  every reader says where.
+- **serialized check-then-start**: the re-use check, the report number and the ``started``
+  entry are decided under one file lock (``filelock``, ``.<ledger name>.lock`` beside the
+  ledger), so two simultaneous certifications of one candidate give one certification and
+  one refusal.
+- **liveness**: a running certification holds a second lock,
+  ``.<ledger name>.running/<entry_id>.lock``, for its whole life. The operating system
+  releases it when the process dies, which is how an abandoned entry is told from a running
+  one.
+- **one-time token**: ``certify`` gives the certification notebook a random token whose
+  sha256 is in the ``started`` entry. The notebook runs only for an open entry with that
+  token, while the ``certify`` process that opened it is alive, and only once (it claims the
+  token with an exclusive file).
+
 Running a candidate on held-out data is allowed only with a :class:`HeldOutAccess` that
-matches an open ``started`` entry; ``workbench certify`` is the only thing that opens one.
+matches such an entry.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import os
+import secrets
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json, sha256_json
+from .._io import (
+    AppendOnlyLog,
+    _last_newline_end,
+    iter_jsonl_lines,
+    loads_json,
+    open_for_reading,
+    sha256_json,
+    sha256_text,
+)
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 
-LEDGER_FILE = "held_out_ledger.jsonl"
-LEDGER_SCHEMA_VERSION = 1
+LEDGER_SCHEMA_VERSION = 2
+LOCK_TIMEOUT_S = 120.0
+"""How long a command waits for another one's check-then-start before giving up (exit 2)."""
+
+Event = Literal["started", "finished", "aborted"]
+FIX_RESTORE = "the ledger is append-only evidence: restore it from version control or a backup; never edit or delete its lines"
 
 
 def held_out_manifest_sha256(dataset_sha256: str, cases: Iterable[GoldCase]) -> str:
@@ -46,117 +86,387 @@ def current_user() -> str:
         return "unknown"
 
 
+def token_sha256(token: str) -> str:
+    """The hash of a certification token, as the ledger records it."""
+    return sha256_text(token)
+
+
+class PreviousReport(BaseModel):
+    """The report before this one for the same candidate version in the same reports root."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    report_id: str
+    """``<candidate>/<version>/<n>`` of the previous report."""
+    lock_sha256: str | None = None
+    """Its ``lock_sha256`` (None when it never got a lock: aborted or still running)."""
+    status: Literal["locked", "aborted", "running"] = "locked"
+    """``locked``: a finished report; ``aborted``: a certification that died (its partial
+    directory stays); ``running``: another certification of the same version still running."""
+
+
 class LedgerEntry(BaseModel):
     """One line of the held-out ledger."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = LEDGER_SCHEMA_VERSION
+    """Ledger line format version (2: hash-chained)."""
     entry_id: str
-    """Unique id; a ``finished`` entry names its ``started`` entry in ``opens``."""
-    event: Literal["started", "finished"]
-    """``started`` before the first held-out call, ``finished`` with the outcome."""
+    """Unique id; a ``finished`` or ``aborted`` entry names its ``started`` entry in ``opens``."""
+    event: Event
+    """``started`` before the first held-out call, ``finished`` with the outcome, ``aborted``
+    when the certification died without finishing."""
     opens: str | None = None
-    """For ``finished``: the ``started`` entry it closes."""
+    """For ``finished`` and ``aborted``: the ``started`` entry it closes."""
     who: str
-    """The user who certified."""
+    """The user who certified (for ``aborted``: who noticed)."""
     when: datetime
-    """UTC time of the event."""
+    """UTC time of the event. The ``started`` time is the "now" the gate checks override expiry against."""
     candidate: str
     """``name@version``."""
     candidate_fingerprint: str
+    """The certified candidate's fingerprint."""
     dataset_sha256: str
+    """The gold dataset's hash."""
     held_out_manifest_sha256: str
+    """Hash of the dataset hash and every held-out case id and response hash."""
     report_id: str
     """``<name>/<version>/<n>`` of the report."""
+    reports_root: str
+    """Absolute path of the reports root the report was written under."""
+    gold: str
+    """Absolute path of the gold dataset directory certified on."""
     rerun_reason: str | None = None
     """Why the same candidate was certified again on the same held-out manifest."""
+    budget_usd: float | None = None
+    """The spend limit the held-out run ran under (the policy's ``budget_usd`` or a lower ``--budget-usd``)."""
+    previous_report: PreviousReport | None = None
+    """The previous report of the same candidate version in the same reports root, as decided
+    under the ledger lock; the report's lock must name the same."""
+    token_sha256: str | None = None
+    """For ``started``: sha256 of the one-time token ``certify`` gave the notebook."""
     outcome: str | None = None
-    """For ``finished``: the gate outcome."""
+    """For ``finished``: the gate outcome; ``aborted`` for an aborted entry."""
     lock_sha256: str | None = None
     """For ``finished``: the report's lock hash."""
     held_out_used: bool | None = None
     """For ``finished``: whether any held-out case was judged (False when controls or lineage
-    stopped certification first). A started entry never finished counts as used."""
+    stopped certification first). Open and aborted certifications count as used."""
+    run_id: str | None = None
+    """For ``finished``: the held-out run's id (None when no held-out run was made)."""
+    run_records_sha256: str | None = None
+    """For ``finished``: sha256 of the held-out run's ``results.jsonl``; ``align --partition
+    held_out`` accepts only results whose hash a finished entry records."""
+    previous_sha256: str | None = None
+    """``entry_sha256`` of the line before this one (None for the first line): the chain."""
+    entry_sha256: str = ""
+    """sha256 over the canonical JSON of this entry without this field."""
+
+    def content_sha256(self) -> str:
+        return sha256_json(self.model_dump(mode="json", exclude={"entry_sha256"}))
+
+
+@dataclass(frozen=True)
+class LedgerRead:
+    """Everything read from a ledger file: the entries that parsed, and every problem found."""
+
+    entries: list[LedgerEntry]
+    problems: list[Problem]
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+class RunningHold:
+    """The liveness lock a running certification holds; released on finish (or by the OS on death)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = FileLock(str(path))
+        self._lock.acquire(timeout=0)
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            self._lock.release()
+        with contextlib.suppress(OSError):
+            self.path.unlink()
+
+
+def _bounded_lines(path: Path) -> list[tuple[int, str | None, bool]]:
+    """``(line number, text or None when not UTF-8, unterminated)`` of every non-blank line.
+
+    Read with the bounded reader (a line longer than ``WORKBENCH_MAX_LINE_BYTES`` raises
+    :class:`WorkbenchError`); ``unterminated`` is true only for a last line without its newline.
+    """
+    rows: list[tuple[int, str | None, bool]] = []
+    not_utf8: list[int] = []
+    for number, text in iter_jsonl_lines(path, not_utf8):
+        while not_utf8:
+            rows.append((not_utf8.pop(0), None, False))
+        rows.append((number, text, False))
+    rows += [(n, None, False) for n in not_utf8]
+    if rows:
+        with open_for_reading(path) as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - 1))
+            if fh.read(1) != b"\n":
+                cut = _last_newline_end(fh, size)
+                fh.seek(cut)
+                if fh.read(size - cut).strip():
+                    number, text, _ = rows[-1]
+                    rows[-1] = (number, text, True)
+    return rows
 
 
 class HeldOutLedger:
-    """Append-only ledger at ``<reports_root>/held_out_ledger.jsonl``."""
+    """The append-only, hash-chained ledger of one gold dataset's held-out partition."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
+        self.lock_path = self.path.with_name(f".{self.path.name}.lock")
+        self.running_dir = self.path.with_name(f".{self.path.name}.running")
+        self._filelock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S)
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self) -> LedgerRead:
+        """Parse every line and check the chain; never raises for bad content."""
+        if not self.path.exists():
+            return LedgerRead([], [])
+        if not self.path.is_file():
+            return LedgerRead([], [Problem(location=str(self.path), code="ledger_invalid", message="the ledger path is not a file", fix=FIX_RESTORE)])
+        entries: list[LedgerEntry] = []
+        problems: list[Problem] = []
+        previous: str | None = None
+        seen: dict[str, LedgerEntry] = {}
+        try:
+            lines = _bounded_lines(self.path)
+        except WorkbenchError as exc:  # unreadable, or a line longer than the line limit
+            return LedgerRead([], [p.model_copy(update={"code": "ledger_unreadable"}) if p.code == "unreadable_file" else p for p in exc.problems])
+        if lines and lines[-1][2]:
+            try:
+                loads_json(lines[-1][1] or "")
+            except ValueError:
+                lines = lines[:-1]  # a torn last line (crash mid-append): the next append moves it to .torn
+        for number, text, _unterminated in lines:
+            where = f"{self.path}:{number}"
+            try:
+                if text is None:
+                    raise ValueError("the line is not valid UTF-8")
+                entry = LedgerEntry.model_validate(loads_json(text))
+            except (ValueError, ValidationError) as exc:
+                problems.append(Problem(location=where, code="ledger_invalid", message=f"chain broken at line {number}: unreadable ledger entry ({str(exc).splitlines()[0][:120]})", fix=FIX_RESTORE))
+                previous = "(unreadable)"
+                continue
+            if entry.content_sha256() != entry.entry_sha256:
+                problems.append(Problem(location=where, code="ledger_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)", fix=FIX_RESTORE))
+            elif entry.previous_sha256 != previous:
+                what = "the first line must not name a predecessor" if previous is None else "its previous_sha256 does not match the line before it"
+                problems.append(Problem(location=where, code="ledger_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line before it was deleted, inserted or edited)", fix=FIX_RESTORE))
+            if entry.event != "started" and (entry.opens not in seen or seen[entry.opens].event != "started"):
+                problems.append(Problem(location=where, code="ledger_chain_broken", message=f"chain broken at line {number}: {entry.event} entry closes {entry.opens!r}, which is no started entry before it", fix=FIX_RESTORE))
+            seen[entry.entry_id] = entry
+            previous = entry.entry_sha256
+            entries.append(entry)
+        return LedgerRead(entries, problems)
 
     def entries(self) -> list[LedgerEntry]:
-        if not self.path.exists():
-            return []
-        out: list[LedgerEntry] = []
-        problems: list[Problem] = []
-        for number, line in iter_jsonl_lines(self.path):
-            try:
-                out.append(LedgerEntry.model_validate(loads_json(line)))
-            except ValueError as exc:
-                problems.append(Problem(location=f"{self.path}:{number}", code="ledger_invalid", message=f"unreadable ledger entry ({str(exc)[:120]})", fix="the ledger is append-only evidence: restore it from version control"))
-        if problems:
-            raise WorkbenchError("the held-out ledger is damaged", problems)
-        return out
+        """Every entry; raise :class:`WorkbenchError` when any line is unreadable or the chain is broken."""
+        result = self.read()
+        if result.problems:
+            raise WorkbenchError(f"the held-out ledger {self.path} is damaged: it cannot show which certifications used the held-out partition", result.problems)
+        return result.entries
 
-    def previous_uses(self, fingerprint: str, manifest_sha256: str) -> list[LedgerEntry]:
+    @staticmethod
+    def _closing(entries: list[LedgerEntry]) -> dict[str, LedgerEntry]:
+        return {e.opens: e for e in entries if e.event != "started" and e.opens}
+
+    def open_entries(self, entries: list[LedgerEntry] | None = None) -> list[LedgerEntry]:
+        entries = self.entries() if entries is None else entries
+        closed = self._closing(entries)
+        return [e for e in entries if e.event == "started" and e.entry_id not in closed]
+
+    def status_of(self, entry_id: str, entries: list[LedgerEntry] | None = None) -> str | None:
+        """``open``, ``finished`` or ``aborted`` for a started entry; None when the ledger lacks it."""
+        entries = self.entries() if entries is None else entries
+        if not any(e.entry_id == entry_id and e.event == "started" for e in entries):
+            return None
+        closing = self._closing(entries).get(entry_id)
+        return "open" if closing is None else closing.event
+
+    def previous_uses(self, fingerprint: str, manifest_sha256: str, entries: list[LedgerEntry] | None = None, *, exclude: str | None = None) -> list[LedgerEntry]:
         """Earlier certifications of the same fingerprint on the same manifest that used held-out data.
 
         A ``started`` entry counts unless its ``finished`` entry says no held-out case was
-        judged; an unfinished certification (a crash) counts as a use: fail closed.
+        judged: a running, aborted or crashed certification counts as a use (fail closed).
         """
-        entries = self.entries()
+        entries = self.entries() if entries is None else entries
         unused = {e.opens for e in entries if e.event == "finished" and e.held_out_used is False}
-        return [e for e in entries if e.event == "started" and e.entry_id not in unused and e.candidate_fingerprint == fingerprint and e.held_out_manifest_sha256 == manifest_sha256]
+        return [e for e in entries if e.event == "started" and e.entry_id != exclude and e.entry_id not in unused and e.candidate_fingerprint == fingerprint and e.held_out_manifest_sha256 == manifest_sha256]
 
-    def check_rerun(self, fingerprint: str, manifest_sha256: str, rerun_reason: str | None) -> None:
+    def check_rerun(self, fingerprint: str, manifest_sha256: str, rerun_reason: str | None, entries: list[LedgerEntry] | None = None) -> None:
         """Refuse a second certification of the same fingerprint on the same manifest without a reason."""
-        earlier = self.previous_uses(fingerprint, manifest_sha256)
+        earlier = self.previous_uses(fingerprint, manifest_sha256, entries)
         if earlier and not (rerun_reason and rerun_reason.strip()):
-            listing = ", ".join(f"{e.report_id} ({e.when:%Y-%m-%d %H:%M} by {e.who})" for e in earlier)
-            raise WorkbenchError(
-                "refusing to certify again",
-                [
-                    Problem(
-                        location=str(self.path),
-                        code="held_out_reuse",
-                        message=f"this candidate fingerprint was already certified on the same held-out manifest: {listing}",
-                        fix='pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and printed in the report',
-                    )
-                ],
+            raise WorkbenchError("refusing to certify again", [_reuse_problem(self.path, earlier)])
+
+    # -- liveness --------------------------------------------------------------------------
+
+    def running_lock_path(self, entry_id: str) -> Path:
+        return self.running_dir / f"{entry_id}.lock"
+
+    def is_running(self, entry_id: str) -> bool:
+        """Whether a live process holds the certification's liveness lock."""
+        path = self.running_lock_path(entry_id)
+        if not path.exists():
+            return False
+        probe = FileLock(str(path))
+        try:
+            probe.acquire(timeout=0)
+        except Timeout:
+            return True
+        probe.release()
+        return False
+
+    def claim_token(self, entry: LedgerEntry) -> None:
+        """Use the entry's token once: a second notebook run for the same entry is refused."""
+        self.running_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.running_dir / f"{entry.entry_id}.claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        except FileExistsError:
+            raise WorkbenchError("held-out access refused", [Problem(location=str(self.path), code="certification_token_used", message=f"the certification token of ledger entry {entry.entry_id} was already used", fix="a certification notebook runs once per `workbench certify`; run `workbench certify` again")]) from None
+        os.close(fd)
+
+    # -- writing ---------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the ledger's file lock: check-then-start and every append happen under it."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._filelock.acquire()
+        except Timeout:
+            raise WorkbenchError("held-out ledger busy", [Problem(location=str(self.lock_path), code="ledger_busy", message=f"another command held the ledger lock for more than {LOCK_TIMEOUT_S:.0f} s", fix="wait for the other certification to start, then retry")]) from None
+        try:
+            yield
+        finally:
+            self._filelock.release()
+
+    def reconcile(self) -> list[LedgerEntry]:
+        """Mark every open certification whose process is gone as ``aborted``; return those entries.
+
+        Refuses (raises) on a damaged ledger: nothing is appended to a broken chain.
+        """
+        with self.locked():
+            entries = self.entries()
+            aborted = []
+            for entry in self.open_entries(entries):
+                if not self.is_running(entry.entry_id):
+                    aborted.append(self._append(entry.model_copy(update={"entry_id": _new_id(), "event": "aborted", "opens": entry.entry_id, "who": current_user(), "when": datetime.now(UTC), "outcome": "aborted", "held_out_used": True, "token_sha256": None})))
+                    self._cleanup(entry.entry_id)
+            return aborted
+
+    def start(
+        self,
+        *,
+        candidate: str,
+        fingerprint: str,
+        dataset_sha256: str,
+        manifest_sha256: str,
+        report_id: str,
+        reports_root: str | Path,
+        gold: str | Path,
+        rerun_reason: str | None,
+        budget_usd: float | None = None,
+        previous_report: PreviousReport | None = None,
+    ) -> tuple[LedgerEntry, str, RunningHold]:
+        """Append a ``started`` entry (call under :meth:`locked`); return it, its one-time token and the liveness hold."""
+        entry_id = _new_id()
+        token = secrets.token_hex(32)
+        self.running_dir.mkdir(parents=True, exist_ok=True)
+        hold = RunningHold(self.running_lock_path(entry_id))
+        try:
+            entry = self._append(
+                LedgerEntry(
+                    entry_id=entry_id,
+                    event="started",
+                    who=current_user(),
+                    when=datetime.now(UTC),
+                    candidate=candidate,
+                    candidate_fingerprint=fingerprint,
+                    dataset_sha256=dataset_sha256,
+                    held_out_manifest_sha256=manifest_sha256,
+                    report_id=report_id,
+                    reports_root=str(Path(reports_root).resolve()),
+                    gold=str(Path(gold).resolve()),
+                    rerun_reason=rerun_reason,
+                    budget_usd=budget_usd,
+                    previous_report=previous_report,
+                    token_sha256=token_sha256(token),
+                )
             )
+        except BaseException:
+            hold.release()
+            raise
+        return entry, token, hold
 
-    def start(self, *, candidate: str, fingerprint: str, dataset_sha256: str, manifest_sha256: str, report_id: str, rerun_reason: str | None) -> LedgerEntry:
-        entry = LedgerEntry(
-            entry_id=f"ldg-{uuid.uuid4().hex[:16]}",
-            event="started",
-            who=current_user(),
-            when=datetime.now(UTC),
-            candidate=candidate,
-            candidate_fingerprint=fingerprint,
-            dataset_sha256=dataset_sha256,
-            held_out_manifest_sha256=manifest_sha256,
-            report_id=report_id,
-            rerun_reason=rerun_reason,
-        )
-        self._append(entry)
-        return entry
+    def finish(self, started: LedgerEntry, *, outcome: str, lock_sha256: str | None, held_out_used: bool = True, run_id: str | None = None, run_records_sha256: str | None = None) -> LedgerEntry:
+        with self.locked():
+            return self._append(started.model_copy(update={"entry_id": _new_id(), "event": "finished", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": outcome, "lock_sha256": lock_sha256, "held_out_used": held_out_used, "run_id": run_id, "run_records_sha256": run_records_sha256, "token_sha256": None}))
 
-    def finish(self, started: LedgerEntry, *, outcome: str, lock_sha256: str | None, held_out_used: bool = True) -> LedgerEntry:
-        entry = started.model_copy(update={"entry_id": f"ldg-{uuid.uuid4().hex[:16]}", "event": "finished", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": outcome, "lock_sha256": lock_sha256, "held_out_used": held_out_used})
-        self._append(entry)
-        return entry
+    def abort(self, started: LedgerEntry) -> LedgerEntry:
+        """Close an entry whose certification failed in this process (counts as a use)."""
+        with self.locked():
+            if self.status_of(started.entry_id) != "open":
+                return started
+            return self._append(started.model_copy(update={"entry_id": _new_id(), "event": "aborted", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": "aborted", "held_out_used": True, "token_sha256": None}))
 
-    def _append(self, entry: LedgerEntry) -> None:
+    def _cleanup(self, entry_id: str) -> None:
+        for name in (f"{entry_id}.lock", f"{entry_id}.claimed"):
+            with contextlib.suppress(OSError):
+                (self.running_dir / name).unlink()
+
+    def release(self, entry_id: str, hold: RunningHold | None) -> None:
+        """Drop the liveness lock and the token claim of a closed entry."""
+        if hold is not None:
+            hold.release()
+        self._cleanup(entry_id)
+
+    def _append(self, entry: LedgerEntry) -> LedgerEntry:
+        """Chain ``entry`` to the last line and append it. Caller holds :meth:`locked`."""
+        entries = self.entries()
+        chained = entry.model_copy(update={"schema_version": LEDGER_SCHEMA_VERSION, "previous_sha256": entries[-1].entry_sha256 if entries else None, "entry_sha256": ""})
+        sealed = chained.model_copy(update={"entry_sha256": chained.content_sha256()})
         with AppendOnlyLog(self.path) as log:
-            log.append(entry.model_dump(mode="json"))
+            log.append(sealed.model_dump(mode="json"))
+        return sealed
+
+    # -- lookups ---------------------------------------------------------------------------
 
     def open_entry(self, entry_id: str) -> LedgerEntry | None:
-        """The ``started`` entry with this id, if it has not been finished."""
-        entries = self.entries()
-        finished = {e.opens for e in entries if e.event == "finished"}
-        return next((e for e in entries if e.entry_id == entry_id and e.event == "started" and e.entry_id not in finished), None)
+        """The ``started`` entry with this id, if it has not been closed."""
+        return next((e for e in self.open_entries() if e.entry_id == entry_id), None)
+
+    def open_entry_for_token(self, token: str) -> LedgerEntry | None:
+        """The open ``started`` entry whose token hash matches ``token``."""
+        digest = token_sha256(token)
+        return next((e for e in self.open_entries() if e.token_sha256 is not None and secrets.compare_digest(e.token_sha256, digest)), None)
+
+
+def _new_id() -> str:
+    return f"ldg-{uuid.uuid4().hex[:16]}"
+
+
+def _reuse_problem(path: Path, earlier: list[LedgerEntry]) -> Problem:
+    listing = ", ".join(f"{e.report_id} ({e.when:%Y-%m-%d %H:%M} by {e.who})" for e in earlier)
+    return Problem(
+        location=str(path),
+        code="held_out_reuse",
+        message=f"this candidate fingerprint was already certified (or is being certified) on the same held-out manifest: {listing}",
+        fix='pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and printed in the report',
+    )
 
 
 @dataclass(frozen=True)
@@ -165,6 +475,18 @@ class HeldOutAccess:
 
     ledger_path: Path
     entry: LedgerEntry
+
+    def __post_init__(self) -> None:
+        # Constructed by hand, access still needs the dataset's own ledger to hold the open entry.
+        from ._location import ledger_path_for
+
+        canonical = ledger_path_for(self.entry.gold)
+        ledger = HeldOutLedger(canonical)
+        if Path(self.ledger_path).resolve() != canonical or ledger.status_of(self.entry.entry_id) != "open" or self.entry not in ledger.entries():
+            raise WorkbenchError(
+                "held-out access refused",
+                [Problem(location=str(self.ledger_path), code="held_out_refused", message="the access does not name an open certification in the dataset's own held-out ledger", fix="the held-out partition is used only by `workbench certify`, which records the use first")],
+            )
 
     @classmethod
     def grant(cls, ledger_path: str | Path, entry_id: str, fingerprint: str) -> HeldOutAccess:

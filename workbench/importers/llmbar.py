@@ -338,6 +338,7 @@ def import_llmbar(
     )
     if results is None or result_path is None:
         return summary
+    results = _with_lineage(results, load_dataset(out))
     _write_results(out, results)
     check = _check_statistics(out, result_path.parent / STATISTICS_FILE)
     return summary.model_copy(
@@ -375,7 +376,13 @@ def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> lis
     slices = {case.slice for case in cases}
     subset = slices.pop() if len(slices) == 1 else "+".join(sorted(slices))
     results, _, _ = _judge_results(result_path, evaluator_dir, data, expected, cases, subset)
-    return results
+    return _with_lineage(results, dataset)
+
+
+def _with_lineage(results: list[JudgeResult], dataset: GoldDataset) -> list[JudgeResult]:
+    """The results stamped with the gold they were imported against (dataset hash, rubric version)."""
+    stamp = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
+    return [r.model_copy(update=stamp) for r in results]
 
 
 def write_judge_results(path: Path, results: list[JudgeResult]) -> None:

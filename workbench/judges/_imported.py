@@ -4,12 +4,20 @@ The file is checked against the judge-result contract when the candidate is load
 must come from one judge; that judge's identity and the file's hash become part of this
 candidate's fingerprint, so a changed file is a changed candidate. A case the file has no
 result for stays *missing* (the run is incomplete); it is never an error or a verdict.
+
+Lineage: the results must carry the gold they were produced against (``dataset_sha256`` and
+``rubric_version``, written by ``workbench run`` and by importers, or declared with
+``workbench import results FILE --gold GOLD --out DIR``). Before a run, the judge checks that
+gold against the dataset it is run on (:meth:`ImportedJudge.check_gold`) and refuses results
+without lineage, with mixed lineage, or produced against another gold (naming the changed
+cases when a frozen release of that gold exists).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._io import sha256_file
 from ..errors import Problem, WorkbenchError
@@ -17,6 +25,9 @@ from ..results import JudgeResult, read_results
 from ._input import JudgeInput
 from ._registry import CaseRef, NotAvailable, Verdict, make_identity, register_kind
 from ._spec import CandidateSpec
+
+if TYPE_CHECKING:
+    from ..gold import GoldDataset
 
 
 class ImportedJudge:
@@ -33,8 +44,11 @@ class ImportedJudge:
         if len(fingerprints) > 1:
             raise WorkbenchError("invalid candidate", [Problem(location=str(self.results_path), code="mixed_judges", message=f"the file holds results of {len(fingerprints)} judges", fix="import one judge per candidate; split the file by judge_fingerprint")])
         self._latest: dict[tuple[str, int], tuple[int, JudgeResult]] = {}
+        self.lineages: Counter[tuple[str | None, str | None]] = Counter()
+        """``(dataset_sha256, rubric_version)`` pairs the imported results carry, with counts."""
         for line in lines:
             r = line.result
+            self.lineages[(r.dataset_sha256, r.rubric_version)] += 1
             key = (r.case_id, r.repeat)
             if key not in self._latest or r.attempt > self._latest[key][1].attempt:
                 self._latest[key] = (line.line, r)
@@ -45,6 +59,23 @@ class ImportedJudge:
             results_sha256=sha256_file(self.results_path),
             source_judge=source,
             source_fingerprint=next(iter(fingerprints), None),
+        )
+
+    def check_gold(self, dataset: GoldDataset) -> None:
+        """Refuse to replay results that were not produced against ``dataset`` (see module doc)."""
+        from ..align import check_lineage
+
+        _, problems = check_lineage(dataset, lineages=self.lineages, case_ids={case_id for case_id, _ in self._latest})
+        if not problems:
+            return
+        fixes = {
+            "lineage_missing": f"declare the gold the results were produced against: `workbench import results {self.results_path} --gold GOLD --out DIR`, then point the candidate's results at DIR/results.jsonl",
+            "gold_changed": "import results produced against this gold, or run the candidate on the gold the results were produced against",
+        }
+        where = str(self.results_path)
+        raise WorkbenchError(
+            f"{where}: the imported results were not produced against this gold",
+            [p.model_copy(update={"location": where if p.case_id is None else p.location, "fix": fixes.get(p.code, p.fix)}) for p in problems],
         )
 
     def render(self, judge_input: JudgeInput, ref: CaseRef) -> dict[str, Any]:

@@ -5,7 +5,9 @@ records every request body and every response (status, Retry-After, usage), beca
 ``MetricResult`` carries no token usage and instructor adds its own system message. The
 client's own retries are off (``max_retries=0``); the run engine retries with backoff and
 records every attempt. Provider errors, timeouts, unparseable output, out-of-vocabulary
-labels and refusals become evaluator errors with a kind, never verdicts.
+labels and refusals become evaluator errors with a kind, never verdicts. Error messages and
+reasons are redacted (:mod:`workbench._redact`) before they leave the judge; connection, 401,
+403 and 404 failures are marked as endpoint failures for the run's circuit breaker.
 """
 
 from __future__ import annotations
@@ -21,10 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from .._io import read_bounded, sha256_text
+from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
 from ._registry import CaseRef, Verdict, make_identity, register_kind
-from ._spec import CandidateSpec
+from ._spec import SECRET_FIX, CandidateSpec
+from ._tokens import prompt_tokens
 
 PLACEHOLDERS = frozenset(JUDGE_VISIBLE_FIELDS.values())
 """Names a prompt template may use: exactly the judge-visible fields."""
@@ -151,8 +155,19 @@ class LLMJudge:
         if self.required_placeholder and self.required_placeholder not in used and not unknown and not malformed and template:
             problems.append(Problem(location=loc, code="prompt_no_response", message=f"the prompt never shows {{{self.required_placeholder}}}, the thing under judgment", fix=f"add {{{self.required_placeholder}}} to the prompt template"))
         self.api_key_env = spec.endpoint.api_key_env
+        # Resolved once, when the judge is built: the URL is not part of the fingerprint (only
+        # base_url and the name base_url_env are), so the local demo model may move ports.
+        self.base_url: str | None = None
+        try:
+            self.base_url = spec.endpoint.resolved_base_url()
+        except ValueError as exc:
+            problems.append(Problem(location=loc, code="base_url_env_invalid", message=f"endpoint.base_url_env: {exc}", fix=f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use endpoint.base_url"))
+        # As run.json and error messages name it: no query string, no user information, and the
+        # client's default when the spec names none (never carries the key).
+        self.endpoint_url: str = public_url(_recordable_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")) or ""
         if self.api_key_env and not os.environ.get(self.api_key_env):
             problems.append(Problem(location=loc, code="api_key_missing", message=f"the environment variable {self.api_key_env} is not set", fix=f"export {self.api_key_env}=<your key> (keys are read from the environment and never written to any file)"))
+        problems += self._secret_problems(spec, template, loc)
         if problems:
             raise WorkbenchError("invalid candidate", problems)
         self.template = template
@@ -169,6 +184,23 @@ class LLMJudge:
         self._client_loop: tuple[Any, list[Any]] | None = None
         self._shards = 1
         self._next_shard = 0
+
+    def _secret_problems(self, spec: CandidateSpec, template: str, loc: str) -> list[Problem]:
+        """Secrets in the prompt file, or the key's own value anywhere in the spec."""
+        found = [("prompt_file", what) for _, what in find_secrets({"prompt": template})] if spec.prompt_file else []
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        if key and len(key) >= 8:
+            for field, value in _strings(spec.model_dump(mode="json")):
+                if key in value:
+                    found.append((field, f"the value of ${self.api_key_env}"))
+            if key in template and spec.prompt_file:
+                found.append(("prompt_file", f"the value of ${self.api_key_env}"))
+        return [Problem(location=loc, code="secret_in_spec", message=f"{field} holds {what}", fix=SECRET_FIX) for field, what in found]
+
+    def secrets(self) -> list[str]:
+        """Values that must never be recorded (the API key), for redaction."""
+        key = os.environ.get(self.api_key_env) if self.api_key_env else None
+        return [key] if key else []
 
     # -- kind hooks -----------------------------------------------------------------------
 
@@ -191,8 +223,11 @@ class LLMJudge:
         return self._verdict(exchange, value=value, reason=result.reason)
 
     def _missing_reason(self, exchange: _Exchange, value: Any) -> Verdict:
-        """A verdict without a stated reason cannot be reviewed: an evaluator error, never a verdict."""
-        return self._failed(exchange, "missing_reason", f"the judge answered {value!r} with an empty or missing reason; a verdict must state why")
+        """A verdict without a stated reason cannot be reviewed: an evaluator error, never a verdict.
+
+        Retryable like ``unparseable`` (an unusable answer of the same family): another attempt
+        may state its reason; every attempt is recorded."""
+        return self._failed(exchange, "missing_reason", f"the judge answered {value!r} with an empty or missing reason; a verdict must state why", retryable=True)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -211,13 +246,27 @@ class LLMJudge:
         prompt = self.metric.prompt.format(**self._arguments(judge_input))
         return {"model": self.spec.model, "params": self.spec.params, "prompt": prompt}
 
+    def output_cap(self) -> int:
+        """Output tokens one call may produce: ``params.max_tokens`` (Ragas' default 1024)."""
+        return int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS))
+
+    def estimate_usage(self, judge_input: Any) -> tuple[int, int, str] | None:
+        """``(input tokens, output cap, method)`` of one call, for the engine's reservations.
+
+        Input: the rendered prompt counted offline (:func:`~workbench.judges._tokens.prompt_tokens`:
+        tiktoken or the stated rule, plus the structured-output overhead). None for a subclass
+        that prices its calls its own way (it overrides :meth:`estimate_cost`).
+        """
+        if type(self).estimate_cost is not LLMJudge.estimate_cost:
+            return None
+        tokens_in, method = prompt_tokens(self.render(judge_input)["prompt"], self.spec.model)
+        return tokens_in, self.output_cap(), method
+
     def estimate_cost(self, judge_input: JudgeInput) -> float:
-        """Conservative: ~3 characters per token plus instructor's schema message, and the full
-        ``max_tokens`` of output."""
-        prompt = self.render(judge_input)["prompt"]
-        tokens_in = math.ceil(len(prompt) / 3) + 400
-        tokens_out = int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS))
-        return self.spec.pricing.cost(tokens_in, tokens_out)
+        """The most one call should cost: the prompt estimate and the full ``max_tokens`` of output."""
+        usage = self.estimate_usage(judge_input)
+        assert usage is not None
+        return self.spec.pricing.cost(usage[0], usage[1])
 
     # -- calls ----------------------------------------------------------------------------
 
@@ -253,7 +302,7 @@ class LLMJudge:
         )
         api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "unused"
         client = AsyncOpenAI(
-            base_url=self.spec.endpoint.base_url,
+            base_url=self.base_url,
             api_key=api_key,
             max_retries=0,
             timeout=self.spec.endpoint.timeout_s,
@@ -291,20 +340,23 @@ class LLMJudge:
             # A guard above the HTTP timeout, for anything that would hang outside httpx.
             result = await asyncio.wait_for(self._score(llm, judge_input, ref), timeout=self.spec.endpoint.timeout_s * self.guard_calls + 5)
         except openai.RateLimitError as exc:
-            return self._failed(exchange, "rate_limited", f"HTTP 429: {_api_message(exc)}", retryable=True)
+            return self._failed(exchange, "rate_limited", f"HTTP 429 from {self.endpoint_url}: {_api_message(exc)}", retryable=True)
         except openai.APITimeoutError:
-            return self._failed(exchange, "timeout", f"no response within {self.spec.endpoint.timeout_s:g} s", retryable=True)
+            return self._failed(exchange, "timeout", f"no response from {self.endpoint_url} within {self.spec.endpoint.timeout_s:g} s", retryable=True)
         except openai.APIConnectionError as exc:
-            return self._failed(exchange, "provider_error", f"connection failed: {type(exc).__name__}", retryable=True)
+            return self._failed(exchange, "provider_error", f"connection to {self.endpoint_url} failed: {_cause(exc)}", retryable=True, endpoint_failure="connection")
         except openai.APIStatusError as exc:
             status = exc.status_code
             retryable = status >= 500 or status in (408, 409)
-            return self._failed(exchange, "provider_error", f"HTTP {status}: {_api_message(exc)}", retryable=retryable)
+            failure = "auth" if status in (401, 403) else "not_found" if status == 404 else None
+            return self._failed(exchange, "provider_error", f"HTTP {status} from {self.endpoint_url}: {_api_message(exc)}", retryable=retryable, endpoint_failure=failure)
         except TimeoutError:
             return self._failed(exchange, "timeout", "the call did not finish within the guard timeout", retryable=True)
         except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
             kind, message = self._classify_output_failure(exchange, exc)
-            return self._failed(exchange, kind, message, retryable=False)
+            # An unparseable answer, or one without a reason, may be usable on another attempt:
+            # retried like a transient error, every attempt recorded.
+            return self._failed(exchange, kind, message, retryable=kind in RETRYABLE_ANSWER_KINDS)
         return self._interpret(result, exchange, judge_input, ref)
 
     def _answer_failure(self, exchange: _Exchange, exc: Exception) -> tuple[tuple[str, str] | None, str]:
@@ -351,16 +403,22 @@ class LLMJudge:
 
     def _verdict(self, exchange: _Exchange, **kw: Any) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
+        if isinstance(kw.get("reason"), str):
+            kw["reason"] = redact(kw["reason"], self.secrets())
         return Verdict(tokens_in=tokens_in, tokens_out=tokens_out, rendered_request=self._wire_request(exchange), **kw)
 
-    def _failed(self, exchange: _Exchange, kind: str, message: str, *, retryable: bool = False) -> Verdict:
+    def _failed(self, exchange: _Exchange, kind: str, message: str, *, retryable: bool = False, endpoint_failure: str | None = None) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
         retry_after = None
         for r in reversed(exchange.responses):
             if r.get("retry_after"):
                 retry_after = _seconds(r["retry_after"])
                 break
-        return Verdict.failed(kind, message, tokens_in=tokens_in, tokens_out=tokens_out, rendered_request=self._wire_request(exchange), retryable=retryable, retry_after_s=retry_after)
+        return Verdict.failed(kind, redact(message, self.secrets()), tokens_in=tokens_in, tokens_out=tokens_out, rendered_request=self._wire_request(exchange), retryable=retryable, retry_after_s=retry_after, endpoint_failure=endpoint_failure)
+
+
+RETRYABLE_ANSWER_KINDS: frozenset[str] = frozenset({"unparseable", "missing_reason"})
+"""Unusable answers that are retried up to ``endpoint.max_retries``, like transient errors."""
 
 
 def has_reason(reason: Any) -> bool:
@@ -374,6 +432,26 @@ def _assistant_message(body: Any) -> dict[str, Any] | None:
     except (TypeError, KeyError, IndexError):
         return None
     return message if isinstance(message, dict) else None
+
+
+def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:
+    """``(field, text)`` for every string in a JSON-like object."""
+    if isinstance(obj, str):
+        return [(path, obj)]
+    if isinstance(obj, dict):
+        return [pair for k, v in obj.items() for pair in _strings(v, f"{path}.{k}" if path else str(k))]
+    if isinstance(obj, list):
+        return [pair for i, v in enumerate(obj) for pair in _strings(v, f"{path}[{i}]")]
+    return []
+
+
+def _cause(exc: BaseException) -> str:
+    """``Type: message`` of the lowest exception under an ``APIConnectionError`` (e.g. httpx.ConnectError)."""
+    inner: BaseException = exc
+    while inner.__cause__ is not None and inner.__cause__ is not inner:
+        inner = inner.__cause__
+    text = str(inner).strip()
+    return f"{type(inner).__name__}: {text[:200]}" if text else type(inner).__name__
 
 
 def _api_message(exc: Any) -> str:
@@ -402,3 +480,13 @@ def _seconds(value: str) -> float | None:
 @register_kind("ragas-llm")
 def _build(spec: CandidateSpec, spec_path: Path) -> LLMJudge:
     return LLMJudge(spec, spec_path)
+
+
+def _recordable_url(url: str | None) -> str | None:
+    """``scheme://host[:port]/path`` of ``url``: query strings and fragments are never recorded."""
+    if not url:
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))

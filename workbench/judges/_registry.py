@@ -57,6 +57,9 @@ class Verdict:
     """The raw score of a score-based judge, before its threshold (or the whole result)."""
     order: list[str] | None = None
     """A ranking judge's returned order, mapped back to stable candidate ids."""
+    endpoint_failure: str | None = None
+    """``connection``, ``auth`` (HTTP 401/403) or ``not_found`` (HTTP 404) when the endpoint
+    itself failed; consecutive ones trip the run's circuit breaker."""
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:
@@ -120,8 +123,10 @@ def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) 
     ``extra`` adds kind-specific provenance (e.g. the hash of an imported results file).
     """
     # The template's content is covered by prompt_sha256; where it is stored (inline or in a
-    # file) is not part of what the judge does.
-    rest = spec.model_dump(mode="json", exclude={"name", "version", "kind", "model", "prompt", "prompt_file"})
+    # file) is not part of what the judge does. The circuit breaker only decides when a run
+    # gives up on an unreachable endpoint, never a verdict: it is not part of the identity.
+    excluded: dict[str, Any] = dict.fromkeys(("name", "version", "kind", "model", "prompt", "prompt_file"), True)
+    rest = spec.model_dump(mode="json", exclude={**excluded, "endpoint": {"circuit_breaker_after": True}})
     return JudgeIdentity(
         name=spec.name,
         version=spec.version,

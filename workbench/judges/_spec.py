@@ -10,14 +10,25 @@ Ragas version, so changing any of them yields a new fingerprint.
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 from .._io import read_yaml
+from .._redact import find_secrets
 from ..errors import Problem, WorkbenchError
 
 CANDIDATE_SCHEMA_VERSION = 1
@@ -25,8 +36,6 @@ CANDIDATE_SCHEMA_VERSION = 1
 MAX_RETRIES_LIMIT = 20
 """The largest ``endpoint.max_retries`` a spec may declare: more would hammer a failing provider."""
 
-# Strings that look like credentials must never be stored in a spec.
-_KEY_PATTERN = re.compile(r"^(sk-[A-Za-z0-9_\-]{8,}|[A-Za-z0-9_\-]{32,})$")
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
@@ -36,19 +45,67 @@ class Endpoint(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     base_url: str | None = None
-    """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...)."""
+    """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...); the default when ``base_url_env`` is unset."""
+    base_url_env: str | None = None
+    """NAME of an environment variable whose value, when set and non-empty, is used instead of
+    ``base_url`` (e.g. ``WORKBENCH_DEMO_LLM_URL``: the demo's local model on a free port). The
+    name is part of the fingerprint; the resolved URL is not (it is recorded in ``run.json``)."""
     api_key_env: str | None = None
     """NAME of the environment variable that holds the API key. Never the key."""
     timeout_s: float = Field(default=60.0, gt=0, strict=True)
     """Per-call timeout."""
     max_retries: int = Field(default=4, ge=0, le=MAX_RETRIES_LIMIT, strict=True)
-    """Retries after a retryable failure (429, 5xx, timeout); at most 20."""
+    """Retries after a retryable failure (429, 5xx, timeout, connection, unparseable answer or
+    missing reason); at most 20."""
+    circuit_breaker_after: int = Field(default=8, ge=1, strict=True)
+    """Stop the run after this many consecutive calls failed at the endpoint itself (connection
+    failed, HTTP 401, 403 or 404): the run ends incomplete (exit 3) instead of paying for or
+    waiting on calls that cannot succeed."""
 
     @field_validator("api_key_env")
     @classmethod
     def _env_name_only(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
             raise ValueError("api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key itself")
+        return value
+
+    @field_validator("base_url_env")
+    @classmethod
+    def _url_env_name_only(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError("base_url_env must be the NAME of an environment variable (e.g. WORKBENCH_DEMO_LLM_URL), not a URL")
+        return value
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_url_env(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A spec without base_url_env dumps (and so fingerprints) exactly as before the field existed.
+        data = handler(self)
+        if isinstance(data, dict) and "base_url_env" in data and data["base_url_env"] is None:
+            del data["base_url_env"]
+        return data
+
+    def resolved_base_url(self) -> str | None:
+        """The base URL to call: ``$base_url_env`` when set and non-empty, else ``base_url``.
+
+        Raises :class:`ValueError` when the variable holds something other than an
+        ``http(s)://host[:port][/path]`` URL, or a URL with credentials in it.
+        """
+        if not self.base_url_env:
+            return self.base_url
+        value = os.environ.get(self.base_url_env, "").strip()
+        if not value:
+            return self.base_url
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            parts.port  # noqa: B018  (raises ValueError on a malformed port)
+        except ValueError:
+            raise ValueError(f"${self.base_url_env} is not a URL") from None
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"${self.base_url_env} is not an http(s)://host[:port]/path URL")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError(f"${self.base_url_env} holds credentials (user:password@); keys belong in the variable named by api_key_env")
         return value
 
 
@@ -138,9 +195,9 @@ class CandidateSpec(BaseModel):
 
     @model_validator(mode="after")
     def _no_secrets(self) -> CandidateSpec:
-        for key, value in _walk(self.params):
-            if isinstance(value, str) and ("key" in key.lower() or "token" in key.lower() or "secret" in key.lower()) and _KEY_PATTERN.match(value):
-                raise ValueError(f"params.{key} looks like a credential; put the key in an environment variable and name it in endpoint.api_key_env")
+        found = find_secrets(self.model_dump(mode="json"))
+        if found:
+            raise ValueError("; ".join(f"{field} holds {what}" for field, what in found) + f"; {SECRET_FIX}")
         return self
 
     @property
@@ -162,13 +219,12 @@ def _non_finite(obj: Any, where: str) -> list[str]:
     return []
 
 
-def _walk(obj: Any, prefix: str = "") -> list[tuple[str, Any]]:
-    if isinstance(obj, dict):
-        out: list[tuple[str, Any]] = []
-        for k, v in obj.items():
-            out += _walk(v, f"{prefix}{k}.") if isinstance(v, dict) else [(f"{prefix}{k}", v)]
-        return out
-    return []
+SECRET_FIX = "remove it: put the key in an environment variable and name that variable in endpoint.api_key_env (a spec never holds a credential)"
+
+
+def secret_problems(raw: Any, location: str) -> list[Problem]:
+    """One ``secret_in_spec`` problem per field of a spec that holds something secret-looking."""
+    return [Problem(location=location, code="secret_in_spec", message=f"{field} holds {what}", fix=SECRET_FIX) for field, what in find_secrets(raw)]
 
 
 def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
@@ -180,6 +236,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     raw = read_yaml(path, prefix="candidate")
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_shape", message="the spec must be a YAML mapping", fix="write the spec as key: value pairs")])
+    secrets = secret_problems(raw, loc)
+    if secrets:  # before validation, so no error message can echo the value
+        raise WorkbenchError("a candidate spec must not hold secrets", secrets)
     bad = _non_finite(raw, "spec")
     if bad:
         raise WorkbenchError("invalid candidate", [Problem(location=loc, code="non_finite_number", message=f"{where[5:]} is {NON_FINITE}", fix="write a finite number") for where in bad])

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._args import check_run_arguments
 from .._io import atomic_write_json
 from ..errors import Problem, WorkbenchError
 from ..policy import Blocker
@@ -284,6 +285,7 @@ async def run_noise(
     ``budget_usd`` bounds both together. ``await`` it in notebooks; :func:`run_noise_sync`
     elsewhere.
     """
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
     kind = getattr(getattr(judge, "identity", None), "kind", None)
     if kind != KIND:
         raise WorkbenchError("wrong judge kind", [Problem(location=str(getattr(getattr(judge, "spec", None), "label", "candidate")), code="wrong_kind", message=f"a noise suite is scored by a {KIND} candidate, not {kind!r}", fix=f"use a candidate spec with kind: {KIND}")])

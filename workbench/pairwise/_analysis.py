@@ -13,6 +13,14 @@ error in both orders counts as position-consistent. The same rules apply here, t
 are reported on their own, and :data:`DENOMINATORS` (copied into every report) states how
 they enter each figure. A missing result (no record at all) is counted like an error in
 the accuracy denominators, never as consistent, and makes the report ``incomplete``.
+
+**Ties.** A verdict names no winner (a *tie*) when it is one of the declared ``tie_labels`` or,
+when the result records ``presented_order``, when it is not one of the candidates shown. Tie
+verdicts are counted on their own and left out of the first-shown win rate, so a judge that is
+position-consistent on every case scores exactly 0.5 however often it says "tie". A gold case
+is *decided* when its label names a winner (not a tie label, not an abstain label, and one of
+the candidates shown when they are recorded); accuracy is reported over decided gold cases
+beside accuracy over all cases, each with its own denominator.
 """
 
 from __future__ import annotations
@@ -32,8 +40,8 @@ from ..gold import GoldDataset, Partition, load_dataset
 from ..results import JudgeIdentity, JudgeResult, ResultLine, scan_results
 from ..stats import Rate, wilson_rate
 
-PAIRWISE_SCHEMA_VERSION = 1
-"""Version of :class:`PairwiseReport`'s JSON form."""
+PAIRWISE_SCHEMA_VERSION = 2
+"""Version of :class:`PairwiseReport`'s JSON form (2: ties, decided-gold accuracy, first-shown wins over decided verdicts)."""
 
 ORIGINAL_REPEAT = 0
 """Repeat index of the original presentation order (``swap`` false)."""
@@ -57,9 +65,19 @@ DENOMINATORS: dict[str, str] = {
     ),
     "consistent_verdicts": "k = cases with the same verdict in both orders; n = cases with a verdict in both orders (cases with an error or missing result in either order excluded).",
     "first_shown_wins": (
-        "k = verdicts choosing the candidate shown first; n = verdicts (errors and missing results have no winner "
-        "and are excluded). Over both orders each candidate of a case is shown first once, so a judge that is "
-        "position-consistent on every case scores exactly 0.5; above 0.5 means it favours the first position."
+        "k = verdicts choosing the candidate shown first; n = decided verdicts, i.e. verdicts naming one of the "
+        "candidates (tie verdicts, errors and missing results have no winner and are excluded). Over both orders "
+        "each candidate of a case is shown first once, so a judge that is position-consistent on every case scores "
+        "exactly 0.5, however many ties it gives; above 0.5 means it favours the first position."
+    ),
+    "ties": (
+        "Verdicts naming no winner: a declared tie label (tie_labels), or a label that is not one of the candidates "
+        "in presentation.presented_order. Counted per order and over both (tie_verdicts: k = ties, n = verdicts); "
+        "they stay in accuracy (a tie verdict is correct when the gold label is the same tie) and leave first_shown_wins."
+    ),
+    "accuracy_decided_gold": (
+        "Per order. k = verdicts equal to the gold label on cases whose gold label names a winner; n = those cases "
+        "(gold ties and abstentions excluded, and counted in gold_ties). Errors and missing results stay in n, as in accuracy."
     ),
     "errors": (
         "Evaluator errors (e.g. missing_verdict, unparseable): counted per order and by kind, listed in "
@@ -100,12 +118,16 @@ class OrderStats(_Model):
     """Cases with no result in this order."""
     correct: int
     """Verdicts equal to the gold label."""
+    ties: int = 0
+    """Verdicts naming no winner (see ``tie_labels``)."""
     accuracy: Rate
     """correct / n; errors and missing results count as not correct (upstream correct_False / correct_True)."""
     accuracy_among_verdicts: Rate
     """correct / verdicts."""
+    accuracy_decided_gold: Rate | None = None
+    """Correct verdicts on cases whose gold label names a winner / those cases (errors and missing results stay in n)."""
     first_shown_wins: Rate
-    """Verdicts choosing the candidate shown first / verdicts in this order."""
+    """Verdicts choosing the candidate shown first / decided verdicts (tie verdicts excluded) in this order."""
     errors_by_kind: dict[str, int]
     """Evaluator errors by kind."""
 
@@ -138,7 +160,13 @@ class PairwiseSlice(_Model):
     cases_with_error: int
     """Cases with an evaluator error in at least one order."""
     first_shown_wins: Rate
-    """Verdicts choosing the candidate shown first / all verdicts of both orders."""
+    """Verdicts choosing the candidate shown first / decided verdicts of both orders (tie verdicts excluded)."""
+    tie_verdicts: Rate | None = None
+    """Tie verdicts / all verdicts of both orders."""
+    gold_ties: int = 0
+    """Cases whose gold label names no winner (a tie or an abstention): left out of the decided-gold accuracy."""
+    average_accuracy_decided_gold: Rate | None = None
+    """Correct verdicts of both orders on decided-gold cases / (2 x decided-gold cases)."""
     errors: int
     """Evaluator errors over both orders."""
     missing: int
@@ -200,6 +228,8 @@ class PairwiseReport(_Model):
     """Partition analysed, or None for all."""
     labels: list[str]
     """The rubric's label vocabulary."""
+    tie_labels: list[str] = []
+    """Labels declared to name no winner (``--tie-label``); labels outside a recorded ``presented_order`` are ties too."""
     status: Literal["complete", "incomplete"]
     """``incomplete`` when any case lacks a result in either order. Never a pass."""
     results_read: int
@@ -233,6 +263,8 @@ class _Pair:
     first: JoinedCase
     second: JoinedCase
     first_shown: tuple[str | None, str | None]
+    candidates: frozenset[str] | None = None
+    """Candidate labels shown (from presented_order of either order), when recorded."""
 
 
 ResultsInput = str | Path | Iterable[JudgeResult | ResultLine]
@@ -243,6 +275,7 @@ def pairwise_report(
     results: ResultsInput,
     *,
     partition: str | Partition | None = None,
+    tie_labels: Sequence[str] | None = None,
 ) -> PairwiseReport:
     """Analyse a pairwise judge's results in both presentation orders against the gold labels.
 
@@ -250,7 +283,8 @@ def pairwise_report(
     a results file in the judge-result contract or judge results (records or
     :class:`~workbench.results.ResultLine`). Only repeats 0 (original order) and 1 (swapped) are
     allowed, and every result needs a ``presentation`` whose ``swap`` matches its repeat.
-    Raises :class:`~workbench.errors.WorkbenchError` listing every problem (bad lines, unknown
+    ``tie_labels`` are rubric labels that name no winner (e.g. PandaLM's ``"0"``); a verdict
+    outside a recorded ``presented_order`` is a tie too. Raises :class:`~workbench.errors.WorkbenchError` listing every problem (bad lines, unknown
     cases, response-hash mismatches, duplicates, mixed judges, contradicting presentations).
     """
     with bulk_load():
@@ -265,7 +299,8 @@ def pairwise_report(
         else:
             items = [r if isinstance(r, ResultLine) else ResultLine(i, r) for i, r in enumerate(results, 1)]
         location = results_path or "results"
-        problems, first_shown_of = _check_presentations(items, dataset.rubric.labels, location)
+        ties = list(dict.fromkeys(tie_labels or []))
+        problems, first_shown_of, candidates_of = _check_presentations(items, dataset.rubric.labels, location, ties)
         try:
             original = join_results(dataset, items, partition=partition, repeat=ORIGINAL_REPEAT, location=location)
         except WorkbenchError as exc:
@@ -277,8 +312,11 @@ def pairwise_report(
     pairs: list[_Pair] = []
     for a, b in zip(original.cases, swapped.cases, strict=True):
         assert a.case_id == b.case_id
-        pairs.append(_Pair(a.slice, a.human_label, a, b, (first_shown_of.get(a.result_line), first_shown_of.get(b.result_line))))
+        shown = [candidates_of[line] for line in (a.result_line, b.result_line) if candidates_of.get(line)]
+        candidates = frozenset().union(*shown) if shown else None
+        pairs.append(_Pair(a.slice, a.human_label, a, b, (first_shown_of.get(a.result_line), first_shown_of.get(b.result_line)), candidates))
     rubric = dataset.rubric
+    no_winner = _NoWinner(frozenset(ties), frozenset(rubric.abstain_labels))
     by_slice: dict[str, list[_Pair]] = {name: [] for name in rubric.slices}
     for p in pairs:
         by_slice.setdefault(p.slice, []).append(p)
@@ -304,22 +342,29 @@ def pairwise_report(
         judge_fingerprint=original.judge_fingerprint,
         partition=original.partition,
         labels=list(rubric.labels),
+        tie_labels=ties,
         status="incomplete" if missing else "complete",
         results_read=original.results_read,
         superseded_attempts=original.superseded_attempts + swapped.superseded_attempts,
         missing=missing,
         evaluator_errors=errors,
         denominators=dict(DENOMINATORS),
-        overall=_slice("(all)", None, pairs),
-        slices=[_slice(name, rubric.risk_of(name), ps) for name, ps in by_slice.items()],
+        overall=_slice("(all)", None, pairs, no_winner),
+        slices=[_slice(name, rubric.risk_of(name), ps, no_winner) for name, ps in by_slice.items()],
     )
 
 
-def _check_presentations(items: Sequence[ResultLine | Problem], labels: Sequence[str], location: str) -> tuple[list[Problem], dict[int, str | None]]:
-    """Repeats and presentations that make the two orders meaningful; first-shown label per line."""
+def _check_presentations(
+    items: Sequence[ResultLine | Problem], labels: Sequence[str], location: str, tie_labels: Sequence[str] = ()
+) -> tuple[list[Problem], dict[int, str | None], dict[int, frozenset[str] | None]]:
+    """Repeats and presentations that make the two orders meaningful; first-shown label and candidates per line."""
     problems: list[Problem] = []
     first_shown: dict[int, str | None] = {}
+    candidates: dict[int, frozenset[str] | None] = {}
     vocab = set(labels)
+    for label in tie_labels:
+        if label not in vocab:
+            problems.append(Problem(location="--tie-label", code="unknown_tie_label", message=f"tie label {label!r} is not one of the rubric's labels {list(labels)}", fix=f"name a rubric label that means 'no winner', e.g. one of {list(labels)}"))
     fix = "pairwise results need presentation = {swap, presented_order, first_shown}: swap false on repeat 0 (original order), true on repeat 1 (swapped)"
     for item in items:
         if isinstance(item, Problem):
@@ -348,18 +393,38 @@ def _check_presentations(items: Sequence[ResultLine | Problem], labels: Sequence
         if first is not None and first not in vocab:
             problems.append(Problem(location=where, case_id=r.case_id, code="presentation_invalid", message=f"presentation.first_shown {first!r} is not a rubric label", fix=fix))
             continue
+        if tie_labels and (clash := [label for label in ([*order] if order else [first]) if label in tie_labels]):
+            problems.append(Problem(location=where, case_id=r.case_id, code="tie_label_presented", message=f"tie label(s) {clash} are shown as candidates in this result's presentation", fix="a tie label names no candidate: drop it from --tie-label, or fix the presentation"))
+            continue
         if first is None and r.value is not None:
             problems.append(Problem(location=where, case_id=r.case_id, code="presentation_missing", message="a verdict without presentation.first_shown (or presented_order): position bias cannot be measured", fix=fix))
             continue
         first_shown[item.line] = first
-    return problems, first_shown
+        candidates[item.line] = frozenset(map(str, order)) if order else None
+    return problems, first_shown, candidates
 
 
-def _order(repeat: int, cases: Sequence[JoinedCase], golds: Sequence[str], firsts: Sequence[str | None]) -> OrderStats:
+@dataclass(frozen=True, slots=True)
+class _NoWinner:
+    """Which labels name no winner: declared tie labels, abstain labels (gold only), labels not shown."""
+
+    ties: frozenset[str]
+    abstain: frozenset[str]
+
+    def verdict_is_tie(self, label: str | None, candidates: frozenset[str] | None) -> bool:
+        return label is not None and (label in self.ties or (candidates is not None and label not in candidates))
+
+    def gold_is_decided(self, label: str, candidates: frozenset[str] | None) -> bool:
+        return label not in self.ties and label not in self.abstain and (candidates is None or label in candidates)
+
+
+def _order(repeat: int, cases: Sequence[JoinedCase], golds: Sequence[str], firsts: Sequence[str | None], candidates: Sequence[frozenset[str] | None], decided_gold: Sequence[bool], no_winner: _NoWinner) -> OrderStats:
     n = len(cases)
-    verdicts = [(c, g, f) for c, g, f in zip(cases, golds, firsts, strict=True) if c.outcome == "verdict"]
-    correct = sum(1 for c, g, _ in verdicts if c.judge_label == g)
-    first_wins = sum(1 for c, _, f in verdicts if c.judge_label == f)
+    rows = list(zip(cases, golds, firsts, candidates, decided_gold, strict=True))
+    verdicts = [row for row in rows if row[0].outcome == "verdict"]
+    correct = sum(1 for c, g, *_ in verdicts if c.judge_label == g)
+    decided = [(c, f) for c, _, f, cands, _ in verdicts if not no_winner.verdict_is_tie(c.judge_label, cands)]
+    first_wins = sum(1 for c, f in decided if c.judge_label == f)
     errors = [c for c in cases if c.outcome == "error"]
     return OrderStats(
         repeat=repeat,
@@ -369,23 +434,30 @@ def _order(repeat: int, cases: Sequence[JoinedCase], golds: Sequence[str], first
         errors=len(errors),
         missing=sum(1 for c in cases if c.outcome == "missing"),
         correct=correct,
+        ties=len(verdicts) - len(decided),
         accuracy=wilson_rate(correct, n),
         accuracy_among_verdicts=wilson_rate(correct, len(verdicts)),
-        first_shown_wins=wilson_rate(first_wins, len(verdicts)),
+        accuracy_decided_gold=wilson_rate(sum(1 for c, g, _, _, d in verdicts if d and c.judge_label == g), sum(decided_gold)),
+        first_shown_wins=wilson_rate(first_wins, len(decided)),
         errors_by_kind=dict(Counter(c.error_kind or "unknown" for c in errors).most_common()),
     )
 
 
-def _slice(name: str, risk: str | None, pairs: Sequence[_Pair]) -> PairwiseSlice:
+def _slice(name: str, risk: str | None, pairs: Sequence[_Pair], no_winner: _NoWinner) -> PairwiseSlice:
     golds = [p.gold for p in pairs]
-    original = _order(ORIGINAL_REPEAT, [p.first for p in pairs], golds, [p.first_shown[0] for p in pairs])
-    swapped = _order(SWAPPED_REPEAT, [p.second for p in pairs], golds, [p.first_shown[1] for p in pairs])
+    candidates = [p.candidates for p in pairs]
+    decided_gold = [no_winner.gold_is_decided(p.gold, p.candidates) for p in pairs]
+    original = _order(ORIGINAL_REPEAT, [p.first for p in pairs], golds, [p.first_shown[0] for p in pairs], candidates, decided_gold, no_winner)
+    swapped = _order(SWAPPED_REPEAT, [p.second for p in pairs], golds, [p.first_shown[1] for p in pairs], candidates, decided_gold, no_winner)
     n = len(pairs)
     both_verdicts = [p for p in pairs if p.first.outcome == "verdict" and p.second.outcome == "verdict"]
     same_verdict = sum(1 for p in both_verdicts if p.first.judge_label == p.second.judge_label)
     both_errors = sum(1 for p in pairs if p.first.outcome == "error" and p.second.outcome == "error")
     both_correct = sum(1 for p in both_verdicts if p.first.judge_label == p.gold and p.second.judge_label == p.gold)
     verdicts = original.verdicts + swapped.verdicts
+    ties = original.ties + swapped.ties
+    decided_cases = sum(decided_gold)
+    assert original.accuracy_decided_gold is not None and swapped.accuracy_decided_gold is not None
     return PairwiseSlice(
         slice=name,
         risk=risk,
@@ -399,7 +471,10 @@ def _slice(name: str, risk: str | None, pairs: Sequence[_Pair]) -> PairwiseSlice
         consistent_verdicts=wilson_rate(same_verdict, len(both_verdicts)),
         errors_in_both_orders=both_errors,
         cases_with_error=sum(1 for p in pairs if "error" in (p.first.outcome, p.second.outcome)),
-        first_shown_wins=wilson_rate(original.first_shown_wins.k + swapped.first_shown_wins.k, verdicts),
+        first_shown_wins=wilson_rate(original.first_shown_wins.k + swapped.first_shown_wins.k, verdicts - ties),
+        tie_verdicts=wilson_rate(ties, verdicts),
+        gold_ties=n - decided_cases,
+        average_accuracy_decided_gold=wilson_rate(original.accuracy_decided_gold.k + swapped.accuracy_decided_gold.k, 2 * decided_cases),
         errors=original.errors + swapped.errors,
         missing=original.missing + swapped.missing,
     )
@@ -438,6 +513,8 @@ def _row(s: PairwiseSlice) -> dict[str, Any]:
         "correct both": _rate_text(s.correct_both),
         "consistent": _rate_text(s.position_consistency),
         "first shown wins": _rate_text(s.first_shown_wins),
+        "ties orig/swap": f"{s.original.ties}/{s.swapped.ties}",
+        "acc avg, decided gold": _rate_text(s.average_accuracy_decided_gold) if s.average_accuracy_decided_gold else "-",
         "errors orig/swap": f"{s.original.errors}/{s.swapped.errors}",
         "missing": s.missing,
     }
@@ -462,6 +539,14 @@ def format_pairwise(report: PairwiseReport) -> str:
         lines.append(report.slice_frame().to_string())
     lines.append("")
     lines.append(f"Among verdicts only: original {_rate_text(o.original.accuracy_among_verdicts)}, swapped {_rate_text(o.swapped.accuracy_among_verdicts)}; same verdict in both orders {_rate_text(o.consistent_verdicts)}")
+    if o.tie_verdicts is not None and o.original.accuracy_decided_gold is not None and o.swapped.accuracy_decided_gold is not None:
+        ties = f"tie labels {', '.join(report.tie_labels)}" if report.tie_labels else "no tie label declared (--tie-label)"
+        lines.append(f"Ties ({ties}; labels outside presented_order count too): {_rate_text(o.tie_verdicts)} of verdicts (original {o.original.ties}, swapped {o.swapped.ties}); first-shown wins counts decided verdicts only: {_rate_text(o.first_shown_wins)}")
+        lines.append(
+            f"Accuracy over all {o.n} cases: original {_rate_text(o.original.accuracy)}, swapped {_rate_text(o.swapped.accuracy)}; "
+            f"over the {o.n - o.gold_ties} decided gold cases ({o.gold_ties} gold ties or abstentions left out): "
+            f"original {_rate_text(o.original.accuracy_decided_gold)}, swapped {_rate_text(o.swapped.accuracy_decided_gold)}"
+        )
     if report.evaluator_errors:
         kinds = Counter(e.kind for e in report.evaluator_errors)
         lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))

@@ -8,10 +8,10 @@ from ._calibrate import (
     record_selection,
     threshold_sweep,
 )
-from ._session import DEMO_LLM_PORT, DevelopSession, Iteration, PhaseSession, serve_demo_llm
+from ._session import DEMO_LLM_URL_ENV, DevelopSession, Iteration, PhaseSession, serve_demo_llm
 
 __all__ = [
-    "DEMO_LLM_PORT",
+    "DEMO_LLM_URL_ENV",
     "CalibrationSession",
     "DevelopSession",
     "Iteration",

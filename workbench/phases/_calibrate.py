@@ -27,13 +27,18 @@ class CalibrationSession(PhaseSession):
 def paired_comparison(iterations: list[Iteration]) -> Any:
     """Every pair of candidates on the same cases: who is right where the other is wrong.
 
-    Only cases where both have a verdict are paired. ``p_mcnemar`` is the exact McNemar test
+    Every iteration's results must have been produced against its gold (lineage checked, as
+    :class:`PhaseSession` does). Only cases where both have a verdict are paired. ``p_mcnemar`` is the exact McNemar test
     (statsmodels) on the discordant pairs; ``critical_false_passes`` counts each side's
     false passes in critical slices, which no average may offset.
     """
     import pandas as pd
     from statsmodels.stats.contingency_tables import mcnemar
 
+    from ..align import require_comparable
+
+    for it in iterations:
+        require_comparable(it.join, where=f"paired_comparison({it.label})")
     rows = []
     for a, b in combinations(iterations, 2):
         if a.join.dataset.sha256 != b.join.dataset.sha256:

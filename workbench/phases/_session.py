@@ -8,20 +8,20 @@ builds the review widget.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from .._args import check_run_arguments, partition_name
-from ..align import AlignmentReport, Join, alignment_report, join_results
+from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
 from ..gold import GoldDataset, load_dataset
 from ..heldout import refuse_held_out
 from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
 from ..results import ResultLine, read_results
 from ..runs import RunSummary, run_candidate
 
-DEMO_LLM_PORT = 8765
+DEMO_LLM_URL_ENV = "WORKBENCH_DEMO_LLM_URL"
+"""The variable the demo LLM candidates (``support-llm-judge@*``) read their base URL from."""
 
 
 @dataclass
@@ -88,7 +88,8 @@ class PhaseSession:
         out = self.run_root / judge.spec.label / judge.identity.fingerprint()[:12] / self.partition
         summary = await run_candidate(judge, self.dataset, self.partition, out, concurrency=self.concurrency, budget_usd=self.budget_usd, cache_dir=self.cache_dir, progress=progress)
         lines = read_results(summary.results_path)
-        join = join_results(self.dataset, lines, partition=self.partition, location=summary.results_path)
+        # The lineage check (results vs this gold) uses the run manifest beside the results.
+        join = align_results(self.dataset, lines, partition=self.partition, manifest=read_run_manifest(summary.results_path), location=summary.results_path)
         return Iteration(judge, summary, lines, join, alignment_report(join, results_path=summary.results_path))
 
     def transitions(self, before: Iteration, after: Iteration) -> Any:
@@ -116,30 +117,15 @@ class DevelopSession(PhaseSession):
         super().__init__(gold, partition="development", run_root=run_root, **kw)
 
 
-def serve_demo_llm(port: int = DEMO_LLM_PORT, latency_s: float = 0.02) -> Any:
+def serve_demo_llm(port: int = 0, latency_s: float = 0.02, *, env: str | None = DEMO_LLM_URL_ENV) -> Any:
     """Start the demo's scripted OpenAI-compatible model on 127.0.0.1 (for offline notebooks).
 
-    Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set: the fake server needs no key, and
-    the candidate reads its key from the environment like a real one.
+    Binds a free port (``port=0``) and sets ``$WORKBENCH_DEMO_LLM_URL`` (``env``) to its base
+    URL, which the demo candidates' ``endpoint.base_url_env`` names: build the judge after
+    this call. Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set. Returns the running
+    :class:`~workbench.testing.FakeLLM` (``.port``, ``.base_url``, ``.stop()``).
     """
+    from ..demo._serve import serve_scripted
     from ..demo.fake_llm import respond
-    from ..testing import FakeLLM
 
-    os.environ.setdefault("DEMO_LLM_API_KEY", "demo-placeholder-key")
-    try:
-        return FakeLLM(responder=respond, latency_s=latency_s, port=port).start()
-    except OSError:
-        # Another notebook (or `workbench fake-llm`) already serves the demo model here.
-        if _is_fake_llm(port):
-            return None
-        raise RuntimeError(f"port {port} is taken by something that is not the demo model; stop it or pass another port") from None
-
-
-def _is_fake_llm(port: int) -> bool:
-    import httpx
-
-    try:
-        answer = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=2.0)
-        return any(m.get("id") == "fake-judge" for m in answer.json().get("data", []))
-    except (httpx.HTTPError, ValueError, AttributeError):
-        return False
+    return serve_scripted(respond, env=env, port=port, latency_s=latency_s, what="the demo LLM")

@@ -1,5 +1,6 @@
 """Release policies, the deterministic gate and the override store."""
 
+from ._codes import BLOCKER_CODES
 from ._gate import (
     EXIT_CODES,
     GATE_SCHEMA_VERSION,
@@ -7,9 +8,13 @@ from ._gate import (
     GateOutcome,
     GateResult,
     PolicyRef,
+    SliceFigures,
+    UnappliedOverride,
     WaivedBlocker,
     evaluate_gate,
+    figures_table,
     format_gate,
+    unapplied_overrides,
     waiver_for,
 )
 from ._overrides import (
@@ -19,6 +24,9 @@ from ._overrides import (
     Override,
     active_overrides,
     add_override,
+    build_override,
+    check_override_scope,
+    describe_override,
     expired_overrides,
     load_overrides,
     override_id_of,
@@ -33,6 +41,7 @@ from ._policy import (
 )
 
 __all__ = [
+    "BLOCKER_CODES",
     "DEFAULT_OVERRIDES_PATH",
     "EXIT_CODES",
     "GATE_SCHEMA_VERSION",
@@ -46,16 +55,23 @@ __all__ = [
     "Override",
     "Policy",
     "PolicyRef",
+    "SliceFigures",
     "SlicePolicy",
+    "UnappliedOverride",
     "WaivedBlocker",
     "active_overrides",
     "add_override",
+    "build_override",
+    "check_override_scope",
+    "describe_override",
     "evaluate_gate",
+    "figures_table",
     "expired_overrides",
     "format_gate",
     "load_overrides",
     "load_policy",
     "override_id_of",
     "policy_sha256",
+    "unapplied_overrides",
     "waiver_for",
 ]

@@ -20,9 +20,12 @@ budget_exhausted            incomplete  the run stopped at its budget
 case_limit_reached          incomplete  the run stopped at ``--max-cases``
 pending_retries             incomplete  the run has retryable errors still to retry
 run_incomplete              incomplete  the run is incomplete for another reason
+gold_changed                incomplete  results produced against other gold (forced with --allow-gold-change)
 false_passes_exceeded       quality     slice false passes > ``max_false_passes``
 false_pass_rate_exceeded    quality     slice false-pass rate (basis) > ``max_false_pass_rate``
 false_fail_rate_exceeded    quality     slice false-fail rate (basis) > ``max_false_fail_rate``
+abstention_rate_exceeded    quality     slice abstentions / verdicts > ``max_abstention_rate``
+constant_verdict            quality     decided verdicts all one label, gold has pass and fail
 policy_missing              review      no policy was given
 policy_rubric_mismatch      review      the policy was written for another rubric version
 rubric_mismatch             review      the report was computed under another rubric
@@ -32,8 +35,8 @@ candidate_mismatch          review      the results are of another judge than ``
 slice_not_in_policy         review      a rubric slice (or a slice with cases) has no limits
 policy_unknown_slice        review      the policy names a slice the rubric does not declare
 policy_risk_mismatch        review      the policy's risk for a slice differs from the rubric's
-too_few_cases               review      slice verdicts < ``min_n``
-rate_unbounded              review      a rate limit is set but its denominator is 0
+too_few_cases               review      slice decided verdicts < ``min_n``
+rate_unbounded              review      a limit is set but no case enters its denominator
 false_pass_rate_unproven    review      observed rate within the limit, upper 95% bound above it
 false_fail_rate_unproven    review      the same for false fails (too few cases to bound)
 cost_exceeded               review      run spend > ``max_cost_usd``
@@ -48,11 +51,34 @@ budget must change.
 Too few cases and unbounded rates are *review* blockers too: the judge is not shown to be bad,
 the sample cannot show it is good. In a critical slice, too few cases and an unbounded
 false-pass rate cannot be waived.
+
+Abstentions (verdicts in the rubric's ``abstain_labels``) cannot buy certification:
+
+- *Denominators.* A false-pass rate is false passes / human-fail cases judged pass or fail;
+  a false-fail rate is false fails / human-pass cases judged pass or fail. An abstention,
+  an evaluator error or a missing result is in neither numerator nor denominator, and the
+  evidence states the denominator (``human_fails_decided``, ``human_passes_decided``) beside
+  the slice's coverage (``decided`` of ``cases``).
+- *Abstention limit.* Abstention rate = abstentions / verdicts, observed, against the slice's
+  ``max_abstention_rate`` (mandatory for critical slices, 0 when omitted elsewhere);
+  above it is ``abstention_rate_exceeded`` (quality; waivable slice by slice, never in a
+  critical slice).
+- *No decided case, no pass.* A false-pass limit (count or rate) over a slice without a
+  human-fail case judged pass or fail is ``rate_unbounded`` (review; not waivable in a
+  critical slice). Its message says how many such cases the limit needs:
+  :func:`workbench.stats.cases_needed` on the ``upper_95`` basis (smallest n whose Wilson
+  upper bound with zero false passes is within the limit), 1 on the ``point`` basis. The
+  same holds for false-fail limits and human-pass cases.
+- *Constant judge.* Whatever the policy's limits, a judge whose pass/fail verdicts use only
+  one of the two labels (or none) while the adjudicated labels include both pass and fail is
+  ``constant_verdict`` (quality, never waivable): checked over all cases in scope (labels of
+  every case in scope), then, when that passes, per slice (labels of the slice's cases with a
+  verdict, decided or abstaining).
+- ``min_n`` counts decided verdicts: an abstention is no evidence of agreement.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -62,20 +88,19 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..align import AlignmentReport, Join, SliceAlignment, slice_alignment
 from ..gold import Risk, Rubric
 from ..runs import RunSummary
-from ..stats import Rate
+from ..stats import Rate, cases_needed
+from ._codes import FALSE_PASS_CODES
 from ._overrides import NON_WAIVABLE_CODES, Override, active_overrides, expired_overrides
 from ._policy import Basis, Policy, SlicePolicy
 
-GATE_SCHEMA_VERSION = 1
+GATE_SCHEMA_VERSION = 2
+"""2: adds ``figures`` (coverage beside every rate) and ``unapplied_overrides``."""
 Category = Literal["incomplete", "quality", "review"]
 GateOutcome = Literal["certified", "quality_failed", "evaluation_incomplete", "review_required"]
 CATEGORY_ORDER: dict[str, int] = {"incomplete": 0, "quality": 1, "review": 2}
 EXIT_CODES: dict[str, int] = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
 """Process exit code of ``workbench gate`` per outcome (2 is invalid input)."""
-FALSE_PASS_CODES = frozenset({"false_passes_exceeded", "false_pass_rate_exceeded"})
-"""In a critical slice these are waivable only case by case (every false-pass case named)."""
-Z2_95 = 3.841458820694124
-"""z squared for the two-sided 95% interval (z = 1.959964)."""
+UnappliedReason = Literal["other_policy", "other_candidate", "expired", "not_yet_active", "no_matching_blocker", "already_waived", "not_covered", "not_waivable"]
 
 
 class _Model(BaseModel):
@@ -116,6 +141,54 @@ class WaivedBlocker(_Model):
     """The override that waived it."""
 
 
+class UnappliedOverride(_Model):
+    """An override given to the gate that waived no blocker, and why."""
+
+    override_id: str
+    """The override's id."""
+    policy: str
+    """The policy it names (``name@version``)."""
+    reason: UnappliedReason
+    """``other_policy``, ``other_candidate``, ``expired``, ``not_yet_active``;
+    ``no_matching_blocker`` (no blocker has one of its codes), ``already_waived`` (every
+    blocker it covers was waived by another override first), ``not_covered`` (a blocker has
+    the code but the override's slices/cases do not cover it, e.g. a critical false pass
+    waived by slice instead of by naming every false-pass case) or ``not_waivable`` (the
+    blocker it names can never be waived)."""
+    details: list[str] = Field(default_factory=list)
+    """One sentence per code (or the scope mismatch). Counts only, never case ids, so the
+    list can be shared with a held-out report."""
+
+
+class SliceFigures(_Model):
+    """The numbers the gate read for one slice (or ``(all)``): coverage beside every rate."""
+
+    slice: str
+    """Slice name, or ``(all)``."""
+    risk: str | None
+    """The rubric's risk level (None for ``(all)``)."""
+    n: int
+    """Cases in scope."""
+    verdicts: int
+    """Cases with a verdict (decided + abstentions)."""
+    decided: int
+    """Verdicts that are not abstentions."""
+    abstentions: int
+    """Verdicts in the rubric's abstain labels."""
+    errors: int
+    """Cases ending in an evaluator error."""
+    missing: int
+    """Cases without a result."""
+    coverage: Rate
+    """decided / n."""
+    abstention_rate: Rate
+    """abstentions / verdicts."""
+    false_pass_rate: Rate
+    """false passes / human-fail cases judged pass or fail."""
+    false_fail_rate: Rate
+    """false fails / human-pass cases judged pass or fail."""
+
+
 class PolicyRef(_Model):
     """Which policy the gate applied."""
 
@@ -142,6 +215,10 @@ class GateResult(_Model):
     """Blockers waived by an active override, same order."""
     expired_overrides: list[str] = Field(default_factory=list)
     """Ids of overrides for this policy and candidate that had expired: ignored."""
+    unapplied_overrides: list[UnappliedOverride] = Field(default_factory=list)
+    """Every override given that waived nothing, with the reason (expired ones included)."""
+    figures: list[SliceFigures] = Field(default_factory=list)
+    """Per-slice numbers the gate read, then ``(all)``: coverage beside every rate."""
     policy: PolicyRef | None
     """The policy applied, or None when there was none."""
     summary: str
@@ -197,6 +274,9 @@ def evaluate_gate(
     if policy is not None:
         blockers += _cost(policy, run)
         blockers += _slices(report, policy, rubric, join)
+    blockers += _constant_verdicts(report, rubric)
+    if not any(b.code == "gold_changed" for b in extra_blockers):
+        blockers += _gold_changes(report)
     if fingerprint is not None and report.judge_fingerprint is not None and fingerprint != report.judge_fingerprint:
         blockers.append(_review("candidate_mismatch", "The results were produced by another judge than the candidate being evaluated.", evidence={"candidate_fingerprint": fingerprint, "results_fingerprint": report.judge_fingerprint}))
     blockers += [b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b for b in extra_blockers]
@@ -217,6 +297,8 @@ def evaluate_gate(
         blockers=kept,
         waived=waived,
         expired_overrides=sorted(o.override_id for o in expired_overrides(overrides, policy, fingerprint, now)),
+        unapplied_overrides=unapplied_overrides(overrides, policy, fingerprint, now, kept, waived),
+        figures=[_figures(row) for row in [*report.slices, report.overall]],
         policy=ref,
         judge=f"{report.judge.name}@{report.judge.version}" if report.judge else None,
         judge_fingerprint=fingerprint,
@@ -226,6 +308,105 @@ def evaluate_gate(
         evaluated_at=now,
         summary=_summary(outcome, kept, waived, ref),
     )
+
+
+def _figures(row: SliceAlignment) -> SliceFigures:
+    return SliceFigures(
+        slice=row.slice,
+        risk=row.risk,
+        n=row.n,
+        verdicts=row.verdicts,
+        decided=row.decided,
+        abstentions=row.abstentions,
+        errors=row.errors,
+        missing=row.missing,
+        coverage=row.coverage,
+        abstention_rate=row.abstention_rate,
+        false_pass_rate=row.false_pass_rate,
+        false_fail_rate=row.false_fail_rate,
+    )
+
+
+def unapplied_overrides(
+    overrides: Sequence[Override],
+    policy: Policy | None,
+    fingerprint: str | None,
+    now: datetime,
+    kept: Sequence[Blocker],
+    waived: Sequence[WaivedBlocker],
+) -> list[UnappliedOverride]:
+    """Every override in ``overrides`` that waived no blocker, with the reason, in id order.
+
+    Reasons, checked in this order: ``other_policy`` (it names another policy, or the gate
+    has none), ``other_candidate``, ``expired``, ``not_yet_active``; then, for an override in
+    force, the strongest reason over its codes: ``not_waivable`` (a blocker with the code
+    exists but can never be waived), ``not_covered`` (it exists but the override's slices or
+    cases do not cover it), ``already_waived`` (another override, first in id order, waived
+    it), ``no_matching_blocker``. ``details`` has one sentence per code.
+    """
+    applied = {w.override_id for w in waived}
+    waived_by = {id(w.blocker): w.override_id for w in waived}
+    every = [*kept, *(w.blocker for w in waived)]
+    label = policy.label if policy is not None else None
+    out: list[UnappliedOverride] = []
+    for o in sorted(overrides, key=lambda o: o.override_id):
+        if o.override_id in applied:
+            continue
+        if label is None or o.policy != label:
+            why = "the gate applied no policy" if label is None else f"it is for {o.policy}, the gate applied {label}"
+            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason="other_policy", details=[why]))
+        elif o.candidate_fingerprint is not None and o.candidate_fingerprint != fingerprint:
+            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason="other_candidate", details=[f"it is for candidate {o.candidate_fingerprint[:12]}, the results are of {(fingerprint or '-')[:12]}"]))
+        elif o.expires_at <= now:
+            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason="expired", details=[f"it expired at {o.expires_at.isoformat()}"]))
+        elif o.created_at > now:
+            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason="not_yet_active", details=[f"it starts at {o.created_at.isoformat()}"]))
+        else:
+            reason, details = _why_no_blocker_waived(o, every, waived_by)
+            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason=reason, details=details))
+    return out
+
+
+def _why_no_blocker_waived(o: Override, blockers: Sequence[Blocker], waived_by: dict[int, str]) -> tuple[UnappliedReason, list[str]]:
+    rank = {"no_matching_blocker": 0, "already_waived": 1, "not_covered": 2, "not_waivable": 3}
+    worst: UnappliedReason = "no_matching_blocker"
+    details: list[str] = []
+    for code in o.codes:
+        matching = [b for b in blockers if b.code == code]
+        if not matching:
+            details.append(f"{code}: no blocker has this code")
+            continue
+        for b in matching:
+            where = f"{code} in slice {b.slice}" if b.slice else f"{code} (whole evaluation)"
+            if id(b) in waived_by:
+                details.append(f"{where}: already waived by {waived_by[id(b)]}")
+                if rank["already_waived"] > rank[worst]:
+                    worst = "already_waived"
+                continue
+            if b.category == "incomplete" or not b.waivable or b.code in NON_WAIVABLE_CODES:
+                reason: UnappliedReason = "not_waivable"
+                if b.category == "incomplete":
+                    text = "missing evidence (an incomplete blocker) can never be waived"
+                elif b.risk == Risk.critical.value and b.code in FALSE_PASS_CODES:
+                    text = "a critical false pass is waivable only by naming its false-pass cases, and the gate was given no case list (no join)"
+                elif b.risk == Risk.critical.value:
+                    text = "this blocker is not waivable in a critical slice"
+                else:
+                    text = "this blocker is never waivable"
+                details.append(f"{where}: {text}")
+            else:
+                reason = "not_covered"
+                missing = len(set(b.case_ids) - set(o.case_ids))
+                if b.risk == Risk.critical.value and b.code in FALSE_PASS_CODES:
+                    details.append(f"{where}: a critical false pass is waived only case by case; {missing} of its {len(b.case_ids)} false-pass case(s) are not named")
+                elif b.slice is not None:
+                    scope = f"slices {', '.join(o.slices)}" if o.slices else "no slice"
+                    details.append(f"{where}: the override covers {scope}" + (f" and {len(o.case_ids)} case(s), {missing} of the blocker's {len(b.case_ids)} case(s) not named" if o.case_ids else ""))
+                else:
+                    details.append(f"{where}: the override is limited to slices {', '.join(o.slices)}, the blocker has no slice")
+            if rank[reason] > rank[worst]:
+                worst = reason
+    return worst, details
 
 
 def waiver_for(blocker: Blocker, overrides: Iterable[Override]) -> Override | None:
@@ -367,7 +548,7 @@ def _slices(report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join 
     ]
     for name in names:
         risk = rubric.risk_of(name)
-        row = rows.get(name) or slice_alignment(name, risk, [], list(rubric.labels), rubric.pass_label, rubric.fail_label)
+        row = rows.get(name) or slice_alignment(name, risk, [], list(rubric.labels), rubric.pass_label, rubric.fail_label, abstain_labels=rubric.abstain_labels)
         spec = policy.slices.get(name)
         if spec is None:
             out.append(_review("slice_not_in_policy", f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.", slice=name, risk=risk, evidence={"cases": row.n, "verdicts": row.verdicts}))
@@ -381,11 +562,21 @@ def _slices(report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join 
 def _case_ids(join: Join | None, slice_name: str) -> dict[str, list[str]]:
     if join is None:
         return {}
-    out: dict[str, list[str]] = {"false_pass": [], "false_fail": []}
+    abstain = set(join.dataset.rubric.abstain_labels)
+    out: dict[str, list[str]] = {"false_pass": [], "false_fail": [], "abstained": []}
     for case in join.cases:
-        if case.slice == slice_name and case.error_class in out:
+        if case.slice != slice_name:
+            continue
+        if case.error_class in ("false_pass", "false_fail"):
             out[case.error_class].append(case.case_id)
+        if case.outcome == "verdict" and case.judge_label in abstain:
+            out["abstained"].append(case.case_id)
     return out
+
+
+def _coverage(row: SliceAlignment) -> dict[str, Any]:
+    """The slice's coverage, put beside every rate in a blocker's evidence."""
+    return {"decided": row.decided, "cases": row.n, "coverage": row.coverage.rate}
 
 
 def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_n: int, ids: dict[str, list[str]]) -> list[Blocker]:
@@ -394,62 +585,171 @@ def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_
     fp_ids = ids.get("false_pass", [])
     fp_waivable = bool(fp_ids) if critical else True
     out: list[Blocker] = []
-    if row.verdicts < min_n:
+    if row.decided < min_n:
         what = "to bound a critical slice" if critical else "to judge the slice"
-        out.append(_review("too_few_cases", f"Slice {name!r} has {row.verdicts} cases with a verdict, too few {what} (at least {min_n} required).", slice=name, risk=risk, evidence={"verdicts": row.verdicts, "cases": row.n, "min_n": min_n}, waivable=not critical))
-    if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
         out.append(
-            Blocker(
-                code="false_passes_exceeded",
-                category="quality",
+            _review(
+                "too_few_cases",
+                f"Slice {name!r} has {row.decided} cases with a decided verdict ({row.abstentions} abstentions not counted), too few {what} (at least {min_n} required).",
                 slice=name,
                 risk=risk,
-                message=f"Slice {name!r} has {row.false_passes} false passes (human fail, judge pass), more than the {spec.max_false_passes} allowed.",
-                evidence={"false_passes": row.false_passes, "human_fails_with_verdict": row.false_pass_rate.n, "limit": spec.max_false_passes},
-                case_ids=fp_ids,
-                waivable=fp_waivable,
+                evidence={"decided": row.decided, "verdicts": row.verdicts, "abstentions": row.abstentions, "cases": row.n, "min_n": min_n},
+                waivable=not critical,
             )
         )
-    if spec.max_false_pass_rate is not None:
-        basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
-        out += _rate_check(row, "false_pass", row.false_pass_rate, spec.max_false_pass_rate, basis, risk, fp_ids, fp_waivable, not critical)
+    out += _abstention_check(row, spec, risk, ids.get("abstained", []))
+    fp_limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
+    fp_basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
+    if fp_limited and row.false_pass_rate.n == 0:
+        out.append(_unbounded(row, "false_pass", spec.max_false_pass_rate, fp_basis, risk, waivable=not critical, count_limit=spec.max_false_passes))
+    else:
+        if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
+            out.append(
+                Blocker(
+                    code="false_passes_exceeded",
+                    category="quality",
+                    slice=name,
+                    risk=risk,
+                    message=f"Slice {name!r} has {row.false_passes} false passes (human fail, judge pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail, more than the {spec.max_false_passes} allowed.",
+                    evidence={"false_passes": row.false_passes, "human_fails_decided": row.false_pass_rate.n, "limit": spec.max_false_passes, **_coverage(row)},
+                    case_ids=fp_ids,
+                    waivable=fp_waivable,
+                )
+            )
+        if spec.max_false_pass_rate is not None:
+            out += _rate_check(row, "false_pass", row.false_pass_rate, spec.max_false_pass_rate, fp_basis, risk, fp_ids, fp_waivable, not critical)
     if spec.max_false_fail_rate is not None:
-        out += _rate_check(row, "false_fail", row.false_fail_rate, spec.max_false_fail_rate, spec.false_fail_rate_basis, risk, ids.get("false_fail", []), True, True)
+        if row.false_fail_rate.n == 0:
+            out.append(_unbounded(row, "false_fail", spec.max_false_fail_rate, spec.false_fail_rate_basis, risk, waivable=True))
+        else:
+            out += _rate_check(row, "false_fail", row.false_fail_rate, spec.max_false_fail_rate, spec.false_fail_rate_basis, risk, ids.get("false_fail", []), True, True)
     return out
+
+
+def _abstention_check(row: SliceAlignment, spec: SlicePolicy, risk: str | None, case_ids: list[str]) -> list[Blocker]:
+    rate = row.abstention_rate
+    limit = spec.abstention_limit
+    if rate.rate is None or rate.rate <= limit:
+        return []
+    declared = spec.max_abstention_rate is not None
+    name = row.slice
+    on = f"the limit {limit:g}" if declared else "the limit 0 (the policy declares no max_abstention_rate for the slice, so no abstention is accepted)"
+    return [
+        Blocker(
+            code="abstention_rate_exceeded",
+            category="quality",
+            slice=name,
+            risk=risk,
+            message=f"Slice {name!r}: {rate.k} of {rate.n} verdicts are abstentions (observed {rate.rate:.3f}), above {on}; only {row.decided} of {row.n} cases got a decided verdict.",
+            evidence={"abstentions": rate.k, "verdicts": rate.n, "rate": rate.rate, "ci95_low": rate.ci95_low, "ci95_high": rate.ci95_high, "limit": limit, "limit_declared": declared, **_coverage(row)},
+            case_ids=case_ids,
+            waivable=risk != Risk.critical.value,
+        )
+    ]
+
+
+def _needed(limit: float | None, basis: Basis) -> int | None:
+    """Decided cases a limit needs with zero errors: Wilson on ``upper_95``, 1 on ``point`` or a count limit."""
+    if limit is None or basis == "point":
+        return 1
+    return cases_needed(limit)
+
+
+def _unbounded(row: SliceAlignment, kind: str, limit: float | None, basis: Basis, risk: str | None, *, waivable: bool, count_limit: int | None = None) -> Blocker:
+    if kind == "false_pass":
+        human, total_key, total = "fail", "human_fails", row.human_fails
+    else:
+        human, total_key, total = "pass", "human_passes", row.human_passes
+    what = kind.replace("_", "-")
+    needed = _needed(limit, basis)
+    if needed is None:
+        need = f"no sample can show a limit of {limit:g} on the upper_95 basis: the policy must change"
+    elif limit is None:
+        need = f"the limit needs at least {needed} human-{human} case judged pass or fail"
+    elif basis == "point":
+        need = f"the limit of {limit:g} (point basis) needs at least {needed} human-{human} case judged pass or fail"
+    else:
+        need = f"the limit of {limit:g} needs at least {needed} human-{human} cases judged pass or fail, with no {kind.replace('_', ' ')}, before the upper 95% Wilson bound is within it"
+    return _review(
+        "rate_unbounded",
+        f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human} case(s) in scope; abstentions, errors and missing results do not count), so its {what} limit can never be met: {need}.",
+        slice=row.slice,
+        risk=risk,
+        evidence={"rate": f"{kind}_rate", total_key: total, f"{total_key}_decided": 0, "limit": limit, **({"max_false_passes": count_limit} if count_limit is not None else {}), "basis": basis, "verdicts_needed_at_zero_errors": needed, **_coverage(row)},
+        waivable=waivable,
+    )
 
 
 def _rate_check(row: SliceAlignment, kind: str, rate: Rate, limit: float, basis: Basis, risk: str | None, case_ids: list[str], waivable: bool, unbounded_waivable: bool) -> list[Blocker]:
     name = row.slice
     if kind == "false_pass":
-        human, wrong, errors_key, total_key, total = "fail", "pass", "false_passes", "human_fails", row.human_fails
+        human, wrong, errors_key, total_key = "fail", "pass", "false_passes", "human_fails"
     else:
-        human, wrong, errors_key, total_key, total = "pass", "fail", "false_fails", "human_passes", row.human_passes
-    denominator_key = f"{total_key}_with_verdict"
-    if rate.n == 0 or rate.rate is None or rate.ci95_high is None:
-        return [
-            _review(
-                "rate_unbounded",
-                f"Slice {name!r} has no human-{human} case with a verdict, so its {kind.replace('_', '-')} rate cannot be shown to be within {limit:g}.",
-                slice=name,
-                risk=risk,
-                evidence={"rate": f"{kind}_rate", total_key: total, denominator_key: 0, "limit": limit, "basis": basis},
-                waivable=unbounded_waivable,
-            )
-        ]
+        human, wrong, errors_key, total_key = "pass", "fail", "false_fails", "human_passes"
+    assert rate.rate is not None and rate.ci95_high is not None  # callers handle n == 0
     value = rate.ci95_high if basis == "upper_95" else rate.rate
     if value <= limit:
         return []
-    evidence: dict[str, Any] = {errors_key: rate.k, denominator_key: rate.n, "rate": rate.rate, "ci95_low": rate.ci95_low, "ci95_high": rate.ci95_high, "basis": basis, "compared": value, "limit": limit}
+    evidence: dict[str, Any] = {errors_key: rate.k, f"{total_key}_decided": rate.n, "rate": rate.rate, "ci95_low": rate.ci95_low, "ci95_high": rate.ci95_high, "basis": basis, "compared": value, "limit": limit, **_coverage(row)}
     on = f"the upper 95% bound {rate.ci95_high:.3f}" if basis == "upper_95" else f"the observed rate {rate.rate:.3f}"
-    message = f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged {wrong}; {on} exceeds the limit {limit:g}."
+    message = f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged {wrong}; {on} exceeds the limit {limit:g}."
     if basis == "upper_95" and rate.rate <= limit:
         # The observed rate is within the limit; only the interval is too wide. That is too
         # few cases to bound the slice, not a judge that disagrees: review, not quality.
-        needed = math.ceil(Z2_95 * (1 - limit) / limit) if limit > 0 else None
+        needed = cases_needed(limit)
         evidence["verdicts_needed_at_zero_errors"] = needed
-        message = f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice" + (f"; with no {kind.replace('_', ' ')} at all, {needed} human-{human} verdicts would be needed." if needed else ".")
+        message = (
+            f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), "
+            f"but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice"
+            + (f"; with no {kind.replace('_', ' ')} at all, {needed} human-{human} cases judged pass or fail would be needed." if needed else "; no sample can show a limit of 0.")
+        )
         return [Blocker(code=f"{kind}_rate_unproven", category="review", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=unbounded_waivable)]
     return [Blocker(code=f"{kind}_rate_exceeded", category="quality", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=waivable)]
+
+
+def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]:
+    """``constant_verdict`` over all cases in scope; per slice only when the whole passes.
+
+    Over all cases, the adjudicated labels *in scope* count (a judge that errs on every human
+    fail is caught too); per slice, the adjudicated labels of the cases *with a verdict*
+    (a slice whose fail cases only errored is left to the error and rate blockers).
+    """
+    if rubric.pass_label is None or rubric.fail_label is None:
+        return []
+    row = report.overall
+    overall = _constant(row, rubric.pass_label, rubric.fail_label, row.human_passes, row.human_fails, "in scope")
+    if overall is not None:
+        return [overall]
+    out = []
+    for row in report.slices:
+        humans = row.human_labels_with_verdict
+        blocker = _constant(row, rubric.pass_label, rubric.fail_label, humans.get(rubric.pass_label, 0), humans.get(rubric.fail_label, 0), "with a verdict")
+        if blocker is not None:
+            out.append(blocker)
+    return out
+
+
+def _constant(row: SliceAlignment, pass_label: str, fail_label: str, human_passes: int, human_fails: int, among: str) -> Blocker | None:
+    if human_passes == 0 or human_fails == 0:
+        return None
+    said_pass, said_fail = row.judge_labels.get(pass_label, 0), row.judge_labels.get(fail_label, 0)
+    if said_pass and said_fail:
+        return None
+    scope = "all cases in scope" if row.slice == "(all)" else f"slice {row.slice!r}"
+    if said_pass or said_fail:
+        label = pass_label if said_pass else fail_label
+        what = f"every one of the judge's {said_pass + said_fail} pass/fail verdicts is {label!r}"
+    else:
+        what = f"the judge judged none of the {row.n} cases pass or fail ({row.decided} decided, {row.abstentions} abstentions, {row.errors} errors, {row.missing} missing)"
+    return Blocker(
+        code="constant_verdict",
+        category="quality",
+        slice=None if row.slice == "(all)" else row.slice,
+        risk=row.risk,
+        message=f"Over {scope}, {what}, while the adjudicated labels of the cases {among} include {human_passes} pass and {human_fails} fail: a judge that never separates pass from fail cannot be certified, whatever the policy's limits.",
+        evidence={"judge_passes": said_pass, "judge_fails": said_fail, "human_passes": human_passes, "human_fails": human_fails, "among": among, "verdicts": row.verdicts, "abstentions": row.abstentions, **_coverage(row)},
+        waivable=False,
+    )
 
 
 def format_gate(result: GateResult) -> str:
@@ -469,7 +769,31 @@ def format_gate(result: GateResult) -> str:
         lines.append(f"  waived by {w.override_id}: " + _blocker_line(w.blocker))
     if result.expired_overrides:
         lines.append("expired overrides ignored: " + ", ".join(result.expired_overrides))
+    if result.unapplied_overrides:
+        lines.append(f"overrides that did not apply ({len(result.unapplied_overrides)}):")
+        for u in result.unapplied_overrides:
+            lines.append(f"  {u.override_id} ({u.policy}): {u.reason}: " + "; ".join(u.details))
+    if result.figures:
+        lines.append("figures (coverage = decided verdicts / cases in scope; FP over human fails judged pass or fail, FF over human passes judged pass or fail):")
+        lines += ["  " + line for line in figures_table(result.figures).splitlines()]
     return "\n".join(lines)
+
+
+def figures_table(figures: Sequence[SliceFigures]) -> str:
+    """The gate's per-slice numbers as a fixed-width table, coverage beside every rate."""
+    header = ("slice", "risk", "n", "decided", "abstained", "errors", "missing", "coverage", "abstention rate", "FP rate [95% CI]", "FF rate [95% CI]")
+    rows = [header] + [
+        (f.slice, f.risk or "", str(f.n), str(f.decided), str(f.abstentions), str(f.errors), str(f.missing), _rate_cell(f.coverage), _rate_cell(f.abstention_rate), _rate_cell(f.false_pass_rate), _rate_cell(f.false_fail_rate))
+        for f in figures
+    ]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+
+
+def _rate_cell(rate: Rate) -> str:
+    if rate.rate is None:
+        return f"{rate.k}/{rate.n} n/a"
+    return f"{rate.k}/{rate.n} {rate.rate:.2f} [{rate.ci95_low:.2f}, {rate.ci95_high:.2f}]"
 
 
 def _blocker_line(b: Blocker) -> str:
@@ -487,3 +811,31 @@ def _number(value: Any) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k}: {_number(v)}" for k, v in value.items()) + "}"
     return str(value)
+
+
+def _gold_changes(report: AlignmentReport) -> list[Blocker]:
+    """A non-waivable ``gold_changed`` blocker when the report is not comparable.
+
+    Reached only with --allow-gold-change (otherwise a lineage mismatch is refused before the
+    gate): results produced against another gold can never certify.
+    """
+    if report.comparable is not False:
+        return []
+    lineage = report.lineage
+    reasons = lineage.problems if lineage is not None else []
+    return [
+        Blocker(
+            code="gold_changed",
+            category="incomplete",
+            message="The results were not produced against this gold (forced with --allow-gold-change): " + "; ".join(reasons),
+            evidence={
+                "results_dataset_sha256": lineage.results_dataset_sha256 if lineage else None,
+                "results_rubric_version": lineage.results_rubric_version if lineage else None,
+                "gold_dataset_sha256": report.dataset_sha256,
+                "gold_rubric_version": report.rubric_version,
+                "changed_cases": {c.case_id: c.detail for c in report.gold_changes},
+            },
+            case_ids=[c.case_id for c in report.gold_changes],
+            waivable=False,
+        )
+    ]

@@ -10,8 +10,16 @@ edited line no longer matches its id and the store refuses to load.
 
 What an override can never do (enforced by the gate, see :mod:`workbench.policy._gate`):
 waive a blocker of category ``incomplete`` (missing evidence cannot be approved away), waive
-a policy-integrity blocker (fix the policy instead), or waive a false pass in a critical
-slice by anything but a case-level review naming every false-pass case of that slice.
+a policy-integrity blocker (fix the policy instead), waive a constant judge
+(``constant_verdict``), or waive a false pass in a critical slice by anything but a
+case-level review naming every false-pass case of that slice.
+
+:func:`add_override` refuses, every problem at once, before anything is written: a code no
+override may name, a code the gate never emits (:data:`~workbench.policy._codes.BLOCKER_CODES`)
+and, when the policy itself is given, a slice the policy does not declare, a slice-level
+waiver of a false pass in a critical slice (name the cases instead) and a code that is never
+waivable in a critical slice it names. :func:`describe_override` says what a record will
+apply to.
 """
 
 from __future__ import annotations
@@ -31,6 +39,14 @@ from .._io import (
     sha256_json,
 )
 from ..errors import Problem, WorkbenchError
+from ..gold import Risk
+from ._codes import (
+    BLOCKER_CODES,
+    CRITICAL_NEVER_WAIVABLE,
+    DEFENSE_CODES,
+    FALSE_PASS_CODES,
+    RANKING_NON_WAIVABLE_CODES,
+)
 from ._policy import NAME_PATTERN, Policy
 
 OVERRIDE_SCHEMA_VERSION = 1
@@ -53,7 +69,7 @@ POLICY_INTEGRITY_CODES = frozenset(
     }
 )
 """Blocker codes that say the policy, rubric or evidence do not fit together: fix the inputs."""
-NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES
+NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES | RANKING_NON_WAIVABLE_CODES
 """Codes no override may name."""
 
 
@@ -140,6 +156,63 @@ def _policy_label(policy: Policy | str) -> str:
     return policy.label if isinstance(policy, Policy) else policy
 
 
+def build_override(
+    path: str | Path,
+    *,
+    policy: Policy | str,
+    approver: str,
+    reason: str,
+    expires_at: str | date | datetime,
+    follow_up: str,
+    codes: Sequence[str],
+    slices: Sequence[str] = (),
+    case_ids: Sequence[str] = (),
+    candidate_fingerprint: str | None = None,
+    created_at: datetime | None = None,
+) -> Override:
+    """Validate an override without writing it; raise :class:`WorkbenchError` with every problem.
+
+    Refuses codes no override may waive (:data:`NON_WAIVABLE_CODES`), codes the gate never
+    emits, and (with a loaded ``policy``) unknown slices and critical-slice waivers that could
+    never apply (see :func:`check_override_scope`); an expiry not after ``created_at``; blank
+    approver/reason/follow-up. ``path`` is only where problems are located.
+    """
+    created = (created_at or datetime.now(UTC)).replace(microsecond=0)
+    if created.tzinfo is None:
+        created = created.replace(tzinfo=UTC)
+    loc = str(path)
+    problems: list[Problem] = []
+    try:
+        expires = expiry_from(expires_at).isoformat()
+    except WorkbenchError as exc:
+        problems += exc.problems
+        expires = None
+    record: dict[str, Any] = {
+        "schema_version": OVERRIDE_SCHEMA_VERSION,
+        "approver": approver,
+        "created_at": created.isoformat(),
+        "policy": _policy_label(policy),
+        "candidate_fingerprint": candidate_fingerprint,
+        "codes": sorted(set(codes)),
+        "slices": sorted(set(slices)),
+        "case_ids": sorted(set(case_ids)),
+        "reason": reason,
+        "expires_at": expires,
+        "follow_up": follow_up,
+    }
+    problems += check_override_scope(loc, policy, record["codes"], record["slices"], record["case_ids"])
+    override: Override | None = None
+    if expires is not None:
+        try:
+            body = _OverrideBody.model_validate(record)
+            override = Override(**body.model_dump(), override_id=override_id_of(body.model_dump(mode="json")))
+        except ValidationError as exc:
+            problems += [Problem(location=loc, code="override_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'override'}: {e['msg']}", fix="correct this value") for e in exc.errors(include_url=False)]
+    if problems or override is None:
+        raise WorkbenchError("override refused", problems)
+    return override
+
+
 def add_override(
     path: str | Path,
     *,
@@ -154,47 +227,101 @@ def add_override(
     candidate_fingerprint: str | None = None,
     created_at: datetime | None = None,
 ) -> Override:
-    """Validate an override and append it to the store; the file is never rewritten.
+    """Validate an override (:func:`build_override`) and append it to the store; the file is never rewritten.
 
-    Refuses codes no override may waive (:data:`NON_WAIVABLE_CODES`), an expiry not after
-    ``created_at``, blank approver/reason/follow-up, and a store that does not load cleanly.
+    Also refuses a store that does not load cleanly and an override already in it.
     """
-    created = (created_at or datetime.now(UTC)).replace(microsecond=0)
-    if created.tzinfo is None:
-        created = created.replace(tzinfo=UTC)
-    record: dict[str, Any] = {
-        "schema_version": OVERRIDE_SCHEMA_VERSION,
-        "approver": approver,
-        "created_at": created.isoformat(),
-        "policy": _policy_label(policy),
-        "candidate_fingerprint": candidate_fingerprint,
-        "codes": sorted(set(codes)),
-        "slices": sorted(set(slices)),
-        "case_ids": sorted(set(case_ids)),
-        "reason": reason,
-        "expires_at": expiry_from(expires_at).isoformat(),
-        "follow_up": follow_up,
-    }
+    override = build_override(
+        path,
+        policy=policy,
+        approver=approver,
+        reason=reason,
+        expires_at=expires_at,
+        follow_up=follow_up,
+        codes=codes,
+        slices=slices,
+        case_ids=case_ids,
+        candidate_fingerprint=candidate_fingerprint,
+        created_at=created_at,
+    )
     loc = str(path)
-    problems = [
-        Problem(location=loc, code="override_code_not_waivable", message=f"blocker code {code!r} can never be waived (missing evidence or inconsistent inputs cannot be approved away)", fix="complete the evaluation or fix the policy/inputs instead")
-        for code in record["codes"]
-        if code in NON_WAIVABLE_CODES
-    ]
-    override: Override | None = None
-    try:
-        body = _OverrideBody.model_validate(record)
-        override = Override(**body.model_dump(), override_id=override_id_of(body.model_dump(mode="json")))
-    except ValidationError as exc:
-        problems += [Problem(location=loc, code="override_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'override'}: {e['msg']}", fix="correct this value") for e in exc.errors(include_url=False)]
-    if problems or override is None:
-        raise WorkbenchError("override refused", problems)
     with AppendOnlyLog(path) as log:
         existing = load_overrides(path)
         if any(o.override_id == override.override_id for o in existing):
             raise WorkbenchError("override refused", [Problem(location=loc, code="override_duplicate", message=f"{override.override_id} is already in the store", fix="nothing to do: the same override is already recorded")])
         log.append(override.model_dump(mode="json"))
     return override
+
+
+def _why_never(code: str) -> str:
+    if code in INCOMPLETE_CODES:
+        return "missing evidence cannot be approved away"
+    if code in DEFENSE_CODES:
+        return "a judge that never separates pass from fail cannot be certified, whatever the policy"
+    return "the policy, rubric or evidence do not fit together"
+
+
+def check_override_scope(loc: str, policy: Policy | str, codes: Sequence[str], slices: Sequence[str], case_ids: Sequence[str]) -> list[Problem]:
+    """Every reason an override with these codes, slices and cases could never apply.
+
+    Without a loaded :class:`Policy` (only ``name@version``) the slices cannot be checked;
+    the CLI always loads the policy file.
+    """
+    problems: list[Problem] = []
+    known = ", ".join(sorted(c for c in BLOCKER_CODES if c not in NON_WAIVABLE_CODES))
+    for code in codes:
+        if code not in BLOCKER_CODES:
+            problems.append(Problem(location=loc, code="override_unknown_code", message=f"{code!r} is not a blocker code the gate emits, so the override could never apply", fix=f"name one of the waivable codes: {known}"))
+        elif code in NON_WAIVABLE_CODES:
+            problems.append(Problem(location=loc, code="override_code_not_waivable", message=f"blocker code {code!r} can never be waived ({_why_never(code)})", fix="complete the evaluation or fix the policy/inputs instead"))
+    if not isinstance(policy, Policy):
+        return problems
+    for name in slices:
+        spec = policy.slices.get(name)
+        if spec is None:
+            problems.append(Problem(location=loc, code="override_unknown_slice", message=f"slice {name!r} is not in policy {policy.label}", fix="name one of the policy's slices: " + ", ".join(policy.slices)))
+            continue
+        if spec.risk != Risk.critical:
+            continue
+        fp = sorted(set(codes) & FALSE_PASS_CODES)
+        if fp and not case_ids:
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_critical_false_pass_by_slice",
+                    message=f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is waived only case by case, never for the whole slice",
+                    fix="review each false-pass case and name every one with --case (the gate lists them); drop --slice for these codes",
+                )
+            )
+        never = sorted(set(codes) & CRITICAL_NEVER_WAIVABLE)
+        if never:
+            problems.append(Problem(location=loc, code="override_not_waivable_in_critical", message=f"slice {name!r} is critical: {', '.join(never)} can never be waived there", fix="grow the slice or change the judge; the sample must show a critical slice is bounded"))
+    return problems
+
+
+def describe_override(override: Override, policy: Policy | None = None) -> list[str]:
+    """What an override will apply to, one line each: scope, period and every code's reach."""
+    lines = [
+        f"policy:    {override.policy}",
+        f"candidate: {override.candidate_fingerprint or 'any judge evaluated under this policy'}",
+        f"in force:  from {override.created_at.isoformat()} until {override.expires_at.isoformat()} (then ignored)",
+    ]
+    for code in override.codes:
+        reach: list[str] = []
+        for name in override.slices:
+            spec = policy.slices.get(name) if policy is not None else None
+            risk = f" ({spec.risk.value})" if spec is not None else ""
+            if spec is not None and spec.risk == Risk.critical and code in FALSE_PASS_CODES:
+                reach.append(f"not slice {name}{risk} as a whole: a critical false pass is waived only when every false-pass case is named below")
+            else:
+                reach.append(f"a {code} blocker in slice {name}{risk}")
+        if override.case_ids:
+            shown = ", ".join(override.case_ids[:10]) + (f" +{len(override.case_ids) - 10} more" if len(override.case_ids) > 10 else "")
+            reach.append(f"a {code} blocker in any slice whose every case is among the {len(override.case_ids)} named: {shown}")
+        if not override.slices and not override.case_ids:
+            reach.append(f"a {code} blocker of the whole evaluation (one without a slice), never a slice's")
+        lines.append(f"waives:    {code}: " + "; or ".join(reach))
+    return lines
 
 
 def load_overrides(path: str | Path) -> list[Override]:

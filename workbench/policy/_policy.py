@@ -10,7 +10,15 @@ Rules checked when a policy is loaded (:func:`load_policy`, every problem at onc
 - the file name equals ``<name>@<version>.yaml``;
 - owner and rationale are written;
 - a ``critical`` slice bounds its false-pass rate, on the ``upper_95`` basis (the upper end
-  of the 95% Wilson interval); the ``point`` estimate cannot certify a critical slice.
+  of the 95% Wilson interval); the ``point`` estimate cannot certify a critical slice;
+- a ``critical`` slice declares ``max_abstention_rate``, the largest share of abstaining
+  verdicts it accepts. On other slices an omitted limit means 0: no abstention is accepted.
+
+Definitions the gate uses (see :class:`~workbench.align.SliceAlignment`): an *abstention* is
+a verdict that is one of the rubric's ``abstain_labels``; a *decided* verdict is any other
+verdict. Abstention rate = abstaining verdicts / cases with a verdict; coverage = decided
+verdicts / cases in scope. False-pass and false-fail rates count only decided pass/fail
+verdicts, so abstaining can never lower them.
 """
 
 from __future__ import annotations
@@ -36,6 +44,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
+class SliceRuleError(ValueError):
+    """The rules a slice breaks, each ``(code, message, fix)``; :func:`load_policy` lists each."""
+
+    def __init__(self, rules: list[tuple[str, str, str]]) -> None:
+        self.rules = rules
+        super().__init__("; ".join(message for _, message, _ in rules))
+
+
 class SlicePolicy(_Model):
     """The limits one rubric slice must meet. A limit left out (``None``) is not checked."""
 
@@ -58,18 +74,41 @@ class SlicePolicy(_Model):
     """Basis of the false-fail limit. Defaults to ``point``: a false fail blocks a good response
     and costs review time but releases nothing, so the observed rate is the usual measure; an
     owner may ask for ``upper_95``."""
+    max_abstention_rate: float | None = Field(default=None, ge=0, le=1)
+    """Highest abstention rate accepted: verdicts in the rubric's ``abstain_labels`` divided by
+    cases with a verdict, observed (point) rate, the limit included. Mandatory for critical
+    slices; left out on another slice it means 0 (no abstention accepted), so abstaining can
+    never buy certification. A slice above it gets an ``abstention_rate_exceeded`` blocker."""
     min_n: int | None = Field(default=None, ge=0)
-    """Fewest cases with a judge verdict the slice needs; overrides ``min_n_per_slice``."""
+    """Fewest cases with a decided verdict (not an abstention) the slice needs; overrides
+    ``min_n_per_slice``."""
     rationale: str = ""
     """Why these limits, when the slice differs from the policy's general reasoning."""
 
+    @property
+    def abstention_limit(self) -> float:
+        """``max_abstention_rate``, or 0 when it is left out (only allowed outside critical slices)."""
+        return self.max_abstention_rate if self.max_abstention_rate is not None else 0.0
+
     @model_validator(mode="after")
     def _critical_slices_are_bounded(self) -> SlicePolicy:
-        if self.risk == Risk.critical:
-            if self.max_false_pass_rate is None:
-                raise ValueError("a critical slice must set max_false_pass_rate (on the upper_95 basis)")
-            if self.false_pass_rate_basis != "upper_95":
-                raise ValueError("a critical slice must use false_pass_rate_basis upper_95: the point estimate cannot show the false-pass rate is within the limit")
+        if self.risk != Risk.critical:
+            return self
+        rules: list[tuple[str, str, str]] = []
+        if self.max_false_pass_rate is None:
+            rules.append(("policy_critical_false_pass_rate", "a critical slice must set max_false_pass_rate (on the upper_95 basis)", "add max_false_pass_rate: <limit> with false_pass_rate_basis: upper_95 to the slice"))
+        elif self.false_pass_rate_basis != "upper_95":
+            rules.append(("policy_critical_basis", "a critical slice must use false_pass_rate_basis upper_95: the point estimate cannot show the false-pass rate is within the limit", "set false_pass_rate_basis: upper_95 for the slice"))
+        if self.max_abstention_rate is None:
+            rules.append(
+                (
+                    "policy_critical_abstention_limit",
+                    "a critical slice must set max_abstention_rate: the largest share of verdicts in the rubric's abstain labels (e.g. review_required) it accepts",
+                    "add max_abstention_rate: <limit between 0 and 1> to the slice (0 accepts no abstention); abstentions count toward no false-pass or false-fail figure",
+                )
+            )
+        if rules:
+            raise SliceRuleError(rules)
         return self
 
 
@@ -108,6 +147,11 @@ class Policy(_Model):
     """Most evaluator errors (cases without a verdict because the judge failed) allowed overall."""
     max_cost_usd: float | None = Field(default=None, ge=0)
     """Approved spend for the run; more is a cost-boundary violation. ``None``: not checked."""
+    budget_usd: float | None = Field(default=None, ge=0)
+    """Spend limit the certification's held-out run runs under (it stops before a call could
+    exceed it; a stopped run is incomplete). ``workbench certify`` uses it when
+    ``--budget-usd`` is not given, refuses a larger ``--budget-usd`` (exit 2) and uses a smaller
+    one. ``None``: certification is limited only by ``--budget-usd``, if given."""
     min_n_per_slice: int = Field(default=1, ge=0)
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
     controls: ControlsPolicy | None = None
@@ -172,10 +216,14 @@ def load_policy(path: str | Path) -> Policy:
     try:
         policy = Policy.model_validate(raw)
     except ValidationError as exc:
-        problems += [
-            _problem(loc, "policy_invalid", f"{'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}", "correct this field; see workbench/policy/_policy.py for every field's meaning")
-            for e in exc.errors(include_url=False)
-        ]
+        for e in exc.errors(include_url=False):
+            where = ".".join(map(str, e["loc"])) or "policy"
+            rule = (e.get("ctx") or {}).get("error")
+            if isinstance(rule, SliceRuleError):
+                slice_name = where.rsplit(".", 1)[-1]
+                problems += [_problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix) for code, message, fix in rule.rules]
+            else:
+                problems.append(_problem(loc, "policy_invalid", f"{where}: {e['msg']}", "correct this field; see workbench/policy/_policy.py for every field's meaning"))
     if problems or policy is None:
         raise WorkbenchError(f"{loc}: invalid policy: {len(problems)} problem(s)", problems)
     return policy

@@ -17,12 +17,17 @@
    baseline) and **position sensitivity** (winner stability across permutations, the
    ``position`` battery): two separately labelled figures.
 6. **Failure artifacts**, one per failing case, with a completeness check of the rendered
-   request (every candidate text and every reviewer-cited passage present?) that tells an
-   assembly defect from a judge defect.
+   request (every candidate text once, every reviewer-cited passage present?) that tells an
+   assembly defect from a judge defect, the Ragas version and judge configuration, the exact
+   command that replays the failing attempt from frozen inputs, and the four owners.
+7. **Metric defects**: attempts whose reason cites something outside the criterion
+   (criterion leakage, :mod:`workbench.ranking._leakage`).
+8. **Slices**: agreement, reversals and position sensitivity per fixture slice, with
+   denominators.
 
-A report *passes* when there is no integration defect, no must-win reversal and the evidence
-is complete (every fixture has a valid attempt, every planned attempt has a result, no other
-evaluator error). Every figure carries its numerator and denominator (:data:`DENOMINATORS`).
+The release decision is the ranking gate's (:mod:`workbench.ranking._gate`), embedded as
+``gate``: ``passed`` is true only when its outcome is ``passed``, and ``blockers`` are its
+blockers in words. Every figure carries its numerator and denominator (:data:`DENOMINATORS`).
 """
 
 from __future__ import annotations
@@ -41,7 +46,10 @@ from .._io import atomic_write_json
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult, ResultLine, read_results
 from ..stats import Rate, wilson_rate
+from ._capture import is_stub, occurrences, request_text
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, check_permutation
+from ._gate import RankingGateResult
+from ._leakage import LeakageHit, LeakageRules, rules_for, scan_reason
 
 RANKING_SCHEMA_VERSION = 1
 """Version of :class:`RankingReport`'s JSON form."""
@@ -57,11 +65,33 @@ DENOMINATORS: dict[str, str] = {
     "position_bias.expected_winner_by_position": "Position battery only, fixtures with one expected winner (or a critical pair). wins = attempts whose must-win check held; attempts = attempts that showed the expected winner (better id) at position p.",
     "stability.stable_cases": "k = fixtures whose winner is the same in every valid attempt of the baseline; n = fixtures with at least 2 valid attempts in it.",
     "stability.agreeing_attempts": "k = valid attempts whose winner is the fixture's modal winner in the baseline; n = valid attempts in the baseline of fixtures with at least 2.",
-    "assembly.incomplete_requests": "k = attempts whose stored request lacks a candidate text or a reviewer-cited passage; n = attempts with an inline request.",
-    "assembly.leaked_ids": "k = attempts whose stored request shows a stable candidate id that no fixture text contains; n = attempts with an inline request.",
+    "assembly.incomplete_requests": "k = attempts whose stored request (or its capture evidence) lacks a candidate text or a reviewer-cited passage, or shows a candidate twice; n = attempts with a stored request or capture stub.",
+    "assembly.duplicated_candidates": "k = attempts whose request shows some candidate's text two or more times; n = attempts with a stored request or capture stub.",
+    "assembly.leaked_ids": "k = attempts whose stored request shows a stable candidate id that no fixture text contains; n = attempts with a stored request or capture stub.",
+    "metric_defects": "k = valid attempts whose judge reason cites something outside the criterion (criterion leakage); n = valid attempts with a reason.",
+    "slices.agreement": "As agreement.pairs, over the slice's fixtures.",
+    "slices.reversed_cases": "k = must-win fixtures of the slice with at least one failed must-win check; n = must-win fixtures of the slice with a valid attempt.",
+    "slices.reversal_attempts": "k = failed must-win checks; n = valid attempts of the slice's must-win fixtures.",
+    "slices.drift_cases": "k = monitor-only fixtures of the slice with at least one failed check; n = monitor-only fixtures of the slice with a valid attempt.",
+    "slices.position_stable": "Position battery only. k = fixtures of the slice whose winner is the same in every position attempt; n = fixtures of the slice with at least 2 position attempts.",
+    "slices.first_shown_wins": "Position battery only. k = attempts won by the candidate shown first; n = position attempts of the slice.",
 }
 
 Diagnosis = Literal["integration_defect", "assembly_defect", "judge_variation", "position_sensitive", "stable_disagreement"]
+OwnerRole = Literal["application", "evaluation", "platform", "domain_reviewer"]
+DIAGNOSIS_OWNER: dict[str, OwnerRole] = {
+    "integration_defect": "evaluation",
+    "assembly_defect": "evaluation",
+    "judge_variation": "platform",
+    "position_sensitive": "evaluation",
+    "stable_disagreement": "domain_reviewer",
+}
+"""Who a failure is handed to first, by diagnosis: a malformed list or mapping, an incomplete
+rendering and a position-sensitive order are the evaluation team's (rubric rendering,
+candidate mapping, ranking assertion); a winner that changes across identical requests is the
+platform team's (the model request boundary); a complete, stable, wrong order goes to the
+domain reviewer (is the must-win label still valid?). Changed candidates are the application
+team's (an integration defect of code ``candidates_changed``)."""
 DefectCode = Literal["invalid_ranking", "unknown_case", "candidates_changed", "presentation_mismatch", "winner_mismatch"]
 
 
@@ -154,6 +184,10 @@ class CaseMustWin(_Frozen):
     """Winner id -> attempts."""
     reversed_by_battery: dict[str, int]
     """Failed checks per baseline (``position``, ``repeat``, ``unlabelled``)."""
+    attempts_by_battery: dict[str, int] = {}
+    """Valid attempts per baseline (the confirmation rule reads the ``repeat`` count)."""
+    slice: str | None = None
+    """The fixture's slice."""
 
 
 class MustWinFigure(_Frozen):
@@ -244,11 +278,15 @@ class Completeness(_Frozen):
     """Whether the judge actually saw the evidence: the stored request against the fixture."""
 
     checked: bool
-    """False when the result stores no inline request."""
+    """False when the result stores no inline request or capture stub."""
     complete: bool | None
-    """Every candidate text and every cited passage present (None when not checked)."""
+    """Every candidate text exactly once and every cited passage present (None when not checked)."""
     missing_candidates: list[str] = []
     """Candidate ids whose full text is not in the request (clipped or dropped)."""
+    duplicated_candidates: list[str] = []
+    """Candidate ids whose full text appears two or more times in the request."""
+    source: Literal["request", "capture_evidence", "none"] = "none"
+    """What was checked: the stored request, or the digest evidence of a capture stub."""
     missing_context: list[str] = []
     """Reviewer-cited passage ids whose text is not in the request."""
     leaked_ids: list[str] = []
@@ -259,7 +297,9 @@ class AssemblyFigure(_Frozen):
     """Completeness of the stored requests over every attempt (reported, not blocking)."""
 
     incomplete_requests: Rate
-    """Attempts whose request lacks a candidate text or a cited passage, over attempts with an inline request."""
+    """Attempts whose request lacks a candidate text or a cited passage or shows a candidate twice, over attempts with a stored request."""
+    duplicated_candidates: Rate = wilson_rate(0, 0)
+    """Attempts whose request shows some candidate twice."""
     leaked_ids: Rate
     """Attempts whose request shows a stable candidate id."""
     cases: list[str]
@@ -316,6 +356,72 @@ class FailureArtifact(_Frozen):
     """The judge's reason (it names neutral labels)."""
     error: str | None
     """The evaluator error, for an invalid ranking."""
+    slice: str | None = None
+    """The fixture's slice."""
+    fixture_sha256: str = ""
+    """Per-fixture hash of the fixture as written (the frozen release's)."""
+    judge: str | None = None
+    """``name@version`` of the judge."""
+    judge_fingerprint: str | None = None
+    """The judge fingerprint."""
+    ragas_version: str | None = None
+    """The Ragas version the judge ran with."""
+    judge_configuration: dict[str, Any] = {}
+    """The judge's configuration: kind, model, prompt sha256 and every spec parameter (endpoint, params, labels ...)."""
+    capture: str | None = None
+    """How the request was stored: ``full``, ``digest_and_excerpts``, or ``inline`` (no capture stub)."""
+    request_payload: str | None = None
+    """The payload file of the shown attempt (relative to the run directory), while retained."""
+    metric_defects: list[LeakageHit] = []
+    """Criterion leakage in the shown attempt's reason."""
+    reproduce: str | None = None
+    """The exact command that replays the failing attempt from frozen inputs (None when the run's battery or candidate spec is unknown)."""
+    owner: OwnerRole = "evaluation"
+    """Who the failure goes to first (by diagnosis, :data:`DIAGNOSIS_OWNER`)."""
+    owners: dict[str, str | None] = {}
+    """The four owners (application, evaluation, platform, domain_reviewer) from the ranking policy; None when no policy names them."""
+
+
+class MetricDefect(_Frozen):
+    """An attempt whose reason cites something outside the criterion: the metric answered another question."""
+
+    case_id: str
+    """The fixture."""
+    repeat: int
+    """The attempt's repeat index."""
+    slice: str | None
+    """The fixture's slice."""
+    criterion_version: str
+    """The criterion the reason was checked against."""
+    held: bool
+    """Whether the attempt's must-win check held (a passing order is still a defect)."""
+    hits: list[LeakageHit]
+    """What the reason cites."""
+    reason: str
+    """The judge's reason."""
+
+
+class SliceFigure(_Frozen):
+    """Agreement, reversals and position sensitivity of one slice, with denominators."""
+
+    slice: str
+    """The slice (``(none)`` for fixtures without one)."""
+    cases: int
+    """Fixtures in the slice."""
+    must_win_cases: int
+    """Must-win fixtures in the slice."""
+    agreement: Rate
+    """Agreed pairs over compared pairs, every valid attempt of the slice."""
+    reversed_cases: Rate
+    """Must-win fixtures with a failed check over must-win fixtures with a valid attempt."""
+    reversal_attempts: Rate
+    """Failed must-win checks over valid attempts of must-win fixtures."""
+    drift_cases: Rate
+    """Monitor-only fixtures with a failed check over monitor-only fixtures with a valid attempt."""
+    position_stable: Rate
+    """Fixtures with one winner across the position battery over fixtures with at least 2 position attempts."""
+    first_shown_wins: Rate
+    """Position attempts won by the candidate shown first over position attempts."""
 
 
 class RankingReport(_Frozen):
@@ -328,9 +434,9 @@ class RankingReport(_Frozen):
     status: Literal["complete", "incomplete"]
     """``incomplete`` when a fixture has no valid attempt, a planned attempt has no result, or an attempt ended in another evaluator error."""
     passed: bool
-    """No integration defect, no must-win reversal, complete."""
+    """The ranking gate's outcome is ``passed`` (see ``gate``)."""
     blockers: list[str]
-    """Why it did not pass, in words."""
+    """The gate's unwaived blockers, in words."""
     judge: str | None
     """``name@version`` of the judge."""
     judge_fingerprint: str | None
@@ -377,6 +483,18 @@ class RankingReport(_Frozen):
     """Completeness of the stored requests."""
     failures: list[FailureArtifact]
     """One artifact per failing case."""
+    metric_defects: list[MetricDefect] = []
+    """Attempts whose reason shows criterion leakage."""
+    metric_defect_rate: Rate = wilson_rate(0, 0)
+    """Attempts with leakage over valid attempts with a reason."""
+    slices: list[SliceFigure] = []
+    """Per fixture slice."""
+    fixture_hashes: dict[str, str] = {}
+    """Per-fixture hashes of the fixture set analysed."""
+    fixtures_frozen: bool = False
+    """Whether the fixture file is a verified frozen release."""
+    gate: RankingGateResult | None = None
+    """The ranking gate's decision (:class:`~workbench.ranking.RankingGateResult`)."""
     denominators: dict[str, str]
     """How every figure's numerator and denominator are defined."""
 
@@ -404,6 +522,24 @@ class RankingReport(_Frozen):
             "stability_by_case": pd.DataFrame(
                 [{"battery": f.battery, "case_id": c.case_id, "gate": c.gate, "attempts": c.attempts, "modal_winner": c.modal_winner, "modal_count": c.modal_count, "winners": c.winners, "stable": c.stable} for f in (self.repeatability, self.position_sensitivity) for c in f.cases]
             ),
+            "slices": pd.DataFrame(
+                [
+                    {"slice": s.slice, "cases": s.cases, "must_win_cases": s.must_win_cases, **rate_cols("agreement", s.agreement), **rate_cols("reversed_cases", s.reversed_cases), **rate_cols("reversal_attempts", s.reversal_attempts), **rate_cols("drift_cases", s.drift_cases), **rate_cols("position_stable", s.position_stable), **rate_cols("first_shown_wins", s.first_shown_wins)}
+                    for s in self.slices
+                ]
+            ),
+            "metric_defects": pd.DataFrame([{"case_id": m.case_id, "repeat": m.repeat, "slice": m.slice, "criterion_version": m.criterion_version, "order_held": m.held, "cites": ", ".join(f"{h.category}: {h.matched!r}" for h in m.hits), "reason": m.reason} for m in self.metric_defects], columns=["case_id", "repeat", "slice", "criterion_version", "order_held", "cites", "reason"]),
+            "blockers": pd.DataFrame([b.model_dump() for b in (self.gate.blockers if self.gate else [])], columns=["code", "category", "message", "case_ids", "slice", "waivable"]),
+            "confirmation": pd.DataFrame([c.model_dump() for c in (self.gate.confirmation if self.gate else [])], columns=["case_id", "slice", "reversed_attempts", "repeat_attempts", "repeat_reversals", "previous_run_reversed", "status", "rule"]),
+            "fixture_changes": pd.DataFrame(
+                [{**c.model_dump(exclude={"recorded"}), "approver": c.recorded.approver if c.recorded else None, "reason": c.recorded.reason if c.recorded else None} for c in (self.gate.fixture_changes if self.gate else [])],
+                columns=["case_id", "change", "in_place", "old_version", "new_version", "old_order", "new_order", "approver", "reason"],
+            ),
+            "side_by_side": pd.DataFrame(
+                [{"direction": "scalar passes, ranking does not", **r.model_dump()} for r in (self.gate.side_by_side.scalar_pass_ranking_fail if self.gate and self.gate.side_by_side else [])]
+                + [{"direction": "scalar fails, ranking passes", **r.model_dump()} for r in (self.gate.side_by_side.scalar_fail_ranking_pass if self.gate and self.gate.side_by_side else [])],
+                columns=["direction", "case_id", "slice", "scalar_passed", "scalar_score", "ranking_status", "ranking_codes"],
+            ),
             "failures": pd.DataFrame(
                 [
                     {
@@ -420,8 +556,14 @@ class RankingReport(_Frozen):
                         "request_complete": a.completeness.complete,
                         "missing_context": a.completeness.missing_context,
                         "missing_candidates": a.completeness.missing_candidates,
+                        "duplicated_candidates": a.completeness.duplicated_candidates,
                         "source_candidates_sha256": a.source_candidates_sha256[:12],
                         "rendered_request_sha256": (a.rendered_request_sha256 or "")[:12],
+                        "owner": f"{a.owner}: {a.owners.get(a.owner) or 'not named'}",
+                        "ragas_version": a.ragas_version,
+                        "judge": a.judge,
+                        "capture": a.capture,
+                        "reproduce": a.reproduce,
                     }
                     for a in self.failures
                 ]
@@ -444,6 +586,7 @@ class _Attempt:
     pairs: int
     held: bool
     completeness: Completeness | None = field(default=None)
+    leakage: list[LeakageHit] = field(default_factory=list)
 
     @property
     def failing(self) -> bool:
@@ -513,14 +656,19 @@ def _probe(case_id: str, digest: str, cited: tuple[str, ...], texts: tuple[tuple
     )
 
 
-def completeness(fixture: RankingFixture, rendered_request: Any) -> Completeness:
-    """Check a stored evaluator-visible request against the fixture.
+def completeness(fixture: RankingFixture, rendered_request: Any, presentation: dict[str, Any] | None = None) -> Completeness:
+    """Check a stored evaluator-visible request (or a capture stub's evidence) against the fixture.
 
-    Every candidate's full text and every reviewer-cited passage must appear (whitespace
-    normalised); a stable candidate id must not appear unless some fixture text contains it.
+    Every candidate's full text must appear exactly once and every reviewer-cited passage must
+    appear (whitespace normalised); a stable candidate id must not appear unless some fixture
+    text contains it. A capture stub is checked through its digest evidence (candidate
+    occurrence counts by label, mapped to ids through ``presentation``; context presence by
+    index, in fixture order), so the check survives pruning of the payload.
     """
     if rendered_request is None:
         return Completeness(checked=False, complete=None)
+    if is_stub(rendered_request):
+        return _stub_completeness(fixture, rendered_request["evidence"], presentation or {})
     probe = _probe(
         fixture.case_id,
         fixture.source_candidates_sha256,
@@ -529,13 +677,32 @@ def completeness(fixture: RankingFixture, rendered_request: Any) -> Completeness
         tuple((p.id, p.text) for p in fixture.context),
         fixture.user_input,
     )
-    parts: list[str] = []
-    _strings(rendered_request, parts)
-    text = _norm("\n".join(parts))
-    missing_candidates = [cid for cid, t in probe.candidates if t not in text]
+    text = request_text(rendered_request)
+    counts = occurrences(dict(probe.candidates), text)
+    missing_candidates = [cid for cid, _ in probe.candidates if counts[cid] == 0]
+    duplicated = [cid for cid, _ in probe.candidates if counts[cid] > 1]
     missing_context = [pid for pid, t in probe.cited if t not in text]
     leaked = [cid for cid, tok in probe.leak_tokens if cid in text and tok.search(text)]
-    return Completeness(checked=True, complete=not (missing_candidates or missing_context), missing_candidates=missing_candidates, missing_context=missing_context, leaked_ids=leaked)
+    return Completeness(checked=True, complete=not (missing_candidates or missing_context or duplicated), missing_candidates=missing_candidates, duplicated_candidates=duplicated, missing_context=missing_context, leaked_ids=leaked, source="request")
+
+
+def _stub_completeness(fixture: RankingFixture, evidence: dict[str, Any], presentation: dict[str, Any]) -> Completeness:
+    labels: dict[str, str] = presentation.get("labels") or {}
+    counts = {labels.get(row["label"], row["label"]): int(row["occurrences"]) for row in evidence.get("candidates", [])}
+    present = {int(row["index"]): bool(row["present"]) for row in evidence.get("context", [])}
+    index = {p.id: i for i, p in enumerate(fixture.context)}
+    missing_candidates = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) == 0]
+    duplicated = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) > 1]
+    missing_context = [pid for pid in fixture.cited_context if not present.get(index[pid], False)]
+    return Completeness(
+        checked=True,
+        complete=not (missing_candidates or missing_context or duplicated),
+        missing_candidates=missing_candidates,
+        duplicated_candidates=duplicated,
+        missing_context=missing_context,
+        leaked_ids=list(evidence.get("leaked_ids") or []),
+        source="capture_evidence",
+    )
 
 
 def _token(word: str) -> re.Pattern[str]:
@@ -547,13 +714,36 @@ def ranking_report(
     results: str | Path | Iterable[JudgeResult | ResultLine],
     *,
     planned: Sequence[Any] | None = None,
+    policy: Any = None,
+    history: Sequence[Any] = (),
+    overrides: Iterable[Any] = (),
+    scalar: Iterable[Any] | None = None,
+    battery: dict[str, Any] | None = None,
+    now: Any = None,
 ) -> RankingReport:
-    """Analyse ranking results against the fixtures; see the module docstring.
+    """Analyse ranking results against the fixtures and apply the ranking gate; see the module docstring.
 
     ``results``: a results file (battery run or imported) or results in memory, from one judge.
     ``planned``: the battery's work items, when known, so unrun attempts are listed.
+    ``policy`` (:class:`~workbench.ranking.RankingPolicy`, default rules when None),
+    ``history`` (earlier :class:`~workbench.ranking.RankingHistoryEntry`), ``overrides`` and
+    ``scalar`` (per-case scalar gate outcomes) feed the gate. ``battery``: the run's
+    ``battery.json`` (read from beside a results file when not given), for reproduction commands.
     """
+    from ._gate import ranking_gate
+    from ._policy import default_policy
+
     fixture_set = as_fixture_set(fixtures)
+    policy = policy or default_policy()
+    if battery is None and isinstance(results, str | Path):
+        from ._battery import read_battery
+
+        battery = read_battery(Path(results).parent)
+    if planned is None and battery and battery.get("fixtures_sha256") == fixture_set.dataset_sha256:
+        from ._battery import position_battery
+
+        # the run's own plan: an attempt it planned and never recorded makes the report incomplete
+        planned = position_battery(fixture_set, **{k: battery[k] for k in ("plan", "max_exhaustive", "sample", "seed", "repeats") if k in battery})
     by_id = fixture_set.by_id()
     rows, results_path = _results(results)
     fingerprints = {r.judge_fingerprint for r in rows}
@@ -611,20 +801,15 @@ def ranking_report(
 
     assembly, checks = _assembly(attempts, invalid_results, by_id)
     must_win = _must_win(fixture_set, attempts)
-    failures = _failures(fixture_set, attempts, invalid_results, checks)
+    metric_defects, defect_rate = _metric_defects(attempts, policy.leakage)
+    owners = policy.owners.model_dump() if policy.owners else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
+    failures = _failures(fixture_set, attempts, invalid_results, checks, {"battery": battery, "owners": owners})
     status: Literal["complete", "incomplete"] = "incomplete" if missing_cases or missing_attempts or errors else "complete"
-    blockers: list[str] = []
-    if defects:
-        blockers.append(f"{len(defects)} integration defect(s) in {len({d.case_id for d in defects})} case(s)")
-    if must_win.reversals:
-        blockers.append(f"must-win reversal in {len(must_win.reversals)} case(s): " + ", ".join(c.case_id for c in must_win.reversals))
-    if status == "incomplete":
-        blockers.append(f"incomplete: {len(missing_cases)} case(s) without a valid attempt, {len(missing_attempts)} planned attempt(s) without a result, {len(errors)} evaluator error(s)")
     judge = rows[0].judge if rows else None
-    return RankingReport(
+    report = RankingReport(
         status=status,
-        passed=not blockers,
-        blockers=blockers,
+        passed=False,
+        blockers=[],
         judge=f"{judge.name}@{judge.version}" if judge else None,
         judge_fingerprint=rows[0].judge_fingerprint if rows else None,
         fixtures=fixture_set.label,
@@ -648,8 +833,15 @@ def ranking_report(
         position_sensitivity=_stability(attempts, "position", "position sensitivity (across permutations)"),
         assembly=assembly,
         failures=failures,
+        metric_defects=metric_defects,
+        metric_defect_rate=defect_rate,
+        slices=_slices(fixture_set, attempts),
+        fixture_hashes=fixture_set.fixture_hashes,
+        fixtures_frozen=fixture_set.frozen,
         denominators=DENOMINATORS,
     )
+    gate = ranking_gate(report, fixture_set, policy=policy, history=history, overrides=overrides, scalar=scalar, now=now)
+    return report.model_copy(update={"gate": gate, "passed": gate.outcome == "passed", "blockers": [b.message for b in gate.blockers]})
 
 
 def _invalid_defect(fixture: RankingFixture, r: JudgeResult, message: str) -> IntegrationDefect:
@@ -713,6 +905,8 @@ def _must_win(fixture_set: FixtureSet, attempts: list[_Attempt]) -> MustWinFigur
                 reversed=len(mine) - held,
                 actual_winners=dict(Counter(a.winner for a in mine).most_common()),
                 reversed_by_battery=dict(sorted(Counter(a.battery for a in mine if not a.held).items())),
+                attempts_by_battery=dict(sorted(Counter(a.battery for a in mine).items())),
+                slice=f.slice,
             )
         )
     gates = {f.case_id: f.gate for f in fixture_set.fixtures}
@@ -796,12 +990,13 @@ def _assembly(attempts: list[_Attempt], invalid: dict[str, list[JudgeResult]], b
     for fixture, r in pairs:
         key = (fixture.case_id, r.rendered_request_sha256)
         if key not in memo or r.rendered_request_sha256 is None:
-            memo[key] = completeness(fixture, r.rendered_request)
+            memo[key] = completeness(fixture, r.rendered_request, r.presentation)
         checks[(r.case_id, r.repeat)] = memo[key]
     checked = [c for c in checks.values() if c.checked]
     incomplete_cases = sorted({case_id for (case_id, _), c in checks.items() if c.checked and not c.complete})
     figure = AssemblyFigure(
         incomplete_requests=wilson_rate(sum(not c.complete for c in checked), len(checked)),
+        duplicated_candidates=wilson_rate(sum(bool(c.duplicated_candidates) for c in checked), len(checked)),
         leaked_ids=wilson_rate(sum(bool(c.leaked_ids) for c in checked), len(checked)),
         cases=incomplete_cases,
     )
@@ -812,7 +1007,43 @@ def _sort_key(a: _Attempt) -> tuple[int, int]:
     return ({"position": 0, "repeat": 1}.get(a.battery, 2), a.result.repeat)
 
 
-def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[str, list[JudgeResult]], checks: dict[tuple[str, int], Completeness]) -> list[FailureArtifact]:
+def _judge_fields(r: JudgeResult) -> dict[str, Any]:
+    ident = r.judge
+    stub = r.rendered_request if is_stub(r.rendered_request) else None
+    return {
+        "judge": f"{ident.name}@{ident.version}",
+        "judge_fingerprint": r.judge_fingerprint,
+        "ragas_version": ident.ragas_version,
+        "judge_configuration": {"kind": ident.kind, "model": ident.model, "prompt_sha256": ident.prompt_sha256, **ident.params},
+        "capture": stub["capture"] if stub else ("inline" if r.rendered_request is not None else None),
+        "request_payload": stub["payload"] if stub else None,
+    }
+
+
+def reproduce_command(battery: dict[str, Any] | None, case_id: str, repeat: int) -> str | None:
+    """The command that replays one attempt from frozen inputs, from a run's ``battery.json``."""
+    import shlex
+
+    if not battery or not battery.get("candidate_spec") or not battery.get("fixtures_path"):
+        return None
+    args = [
+        "workbench", "ranking", "replay",
+        "--candidate", str(battery["candidate_spec"]),
+        "--fixtures", str(battery["fixtures_path"]),
+        "--case", case_id,
+        "--repeat", str(repeat),
+        "--plan", str(battery.get("plan", "exhaustive")),
+        "--max-exhaustive", str(battery["max_exhaustive"]),
+        "--sample", str(battery["sample"]),
+        "--seed", str(battery["seed"]),
+        "--repeats", str(battery["repeats"]),
+        "--expect-fixtures-sha256", str(battery["fixtures_sha256"]),
+        "--expect-fingerprint", str(battery["judge_fingerprint"]),
+    ]  # fmt: skip
+    return shlex.join(args)
+
+
+def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[str, list[JudgeResult]], checks: dict[tuple[str, int], Completeness], context: dict[str, Any]) -> list[FailureArtifact]:
     by_case: dict[str, list[_Attempt]] = defaultdict(list)
     for a in attempts:
         by_case[a.fixture.case_id].append(a)
@@ -848,6 +1079,10 @@ def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[s
             "expected_order": list(f.expected_order),
             "must_win_expected": f.must_win_expected(),
             "source_candidates_sha256": f.source_candidates_sha256,
+            "slice": f.slice,
+            "fixture_sha256": f.fixture_sha256,
+            "owner": DIAGNOSIS_OWNER[diagnosis],
+            "owners": context.get("owners") or {},
         }
         if bad:
             r = sorted(bad, key=lambda x: x.repeat)[0]
@@ -868,6 +1103,8 @@ def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[s
                     completeness=checks.get((r.case_id, r.repeat), Completeness(checked=False, complete=None)),
                     reason=r.reason,
                     error=r.error.message if r.error else None,
+                    reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
+                    **_judge_fields(r),
                 )
             )
             continue
@@ -892,6 +1129,58 @@ def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[s
                 completeness=checks.get((r.case_id, r.repeat), Completeness(checked=False, complete=None)),
                 reason=r.reason,
                 error=None,
+                metric_defects=pick.leakage,
+                reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
+                **_judge_fields(r),
+            )
+        )
+    return out
+
+
+def _metric_defects(attempts: list[_Attempt], leakage: dict[str, LeakageRules] | None) -> tuple[list[MetricDefect], Rate]:
+    out: list[MetricDefect] = []
+    with_reason = 0
+    for a in attempts:
+        if not a.result.reason:
+            continue
+        with_reason += 1
+        a.leakage = scan_reason(a.result.reason, a.fixture, rules_for(a.fixture.criterion_version, leakage))
+        if a.leakage:
+            out.append(MetricDefect(case_id=a.fixture.case_id, repeat=a.result.repeat, slice=a.fixture.slice, criterion_version=a.fixture.criterion_version, held=a.held, hits=a.leakage, reason=a.result.reason))
+    return out, wilson_rate(len(out), with_reason)
+
+
+def _slices(fixture_set: FixtureSet, attempts: list[_Attempt]) -> list[SliceFigure]:
+    by_slice: dict[str, list[RankingFixture]] = defaultdict(list)
+    for f in fixture_set.fixtures:
+        by_slice[f.slice or "(none)"].append(f)
+    by_case: dict[str, list[_Attempt]] = defaultdict(list)
+    for a in attempts:
+        by_case[a.fixture.case_id].append(a)
+    out = []
+    for name, fixtures in sorted(by_slice.items()):
+        mine = [a for f in fixtures for a in by_case.get(f.case_id, [])]
+        must = [f for f in fixtures if f.gate == "must-win" and by_case.get(f.case_id)]
+        monitor = [f for f in fixtures if f.gate == "monitor-only" and by_case.get(f.case_id)]
+        must_attempts = [a for f in must for a in by_case[f.case_id]]
+        position = [a for a in mine if a.battery == "position" and a.presented]
+        stable_n = stable_k = 0
+        for f in fixtures:
+            winners = [a.winner for a in by_case.get(f.case_id, []) if a.battery == "position"]
+            if len(winners) >= 2:
+                stable_n += 1
+                stable_k += len(set(winners)) == 1
+        out.append(
+            SliceFigure(
+                slice=name,
+                cases=len(fixtures),
+                must_win_cases=sum(f.gate == "must-win" for f in fixtures),
+                agreement=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
+                reversed_cases=wilson_rate(sum(any(not a.held for a in by_case[f.case_id]) for f in must), len(must)),
+                reversal_attempts=wilson_rate(sum(not a.held for a in must_attempts), len(must_attempts)),
+                drift_cases=wilson_rate(sum(any(not a.held for a in by_case[f.case_id]) for f in monitor), len(monitor)),
+                position_stable=wilson_rate(stable_k, stable_n),
+                first_shown_wins=wilson_rate(sum((a.presented or [None])[0] == a.winner for a in position), len(position)),
             )
         )
     return out
@@ -947,16 +1236,28 @@ def write_ranking_artifacts(report: RankingReport, out_dir: str | Path) -> list[
 
 
 def format_ranking(report: RankingReport) -> str:
-    """The report as plain text: integration defects first, then the quality figures."""
+    """The report as plain text: the gate's outcome, integration defects, then the quality figures."""
 
     def r(rate: Rate) -> str:
         return rate.format(3)
 
-    lines = [
-        f"ranking: {report.judge or '(no results)'} on {report.fixtures} - {'PASSED' if report.passed else 'NOT PASSED'} ({report.status})",
-        f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid, {report.superseded_attempts} superseded retries not analysed)",
-    ]
-    lines += [f"  blocker: {b}" for b in report.blockers]
+    gate = report.gate
+    head = f"{gate.outcome.upper()}" if gate else ("PASSED" if report.passed else "NOT PASSED")
+    lines = [f"ranking: {report.judge or '(no results)'} on {report.fixtures} - {head} ({report.status})"]
+    if gate is not None:
+        lines.append(f"  gate: policy {gate.policy} ({gate.mode}); {gate.note}")
+        if gate.mode == "report_only":
+            lines.append("  REPORT ONLY: nothing below blocks this change")
+    lines.append(f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid, {report.superseded_attempts} superseded retries not analysed); fixtures {'frozen' if report.fixtures_frozen else 'NOT frozen'}")
+    for b in gate.blockers if gate else []:
+        lines.append(f"  blocker [{b.category}] {b.code}: {b.message}")
+    for w in gate.waived if gate else []:
+        lines.append(f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id} ({w.approver}, until {w.expires_at.date().isoformat()})")
+    if gate is not None:
+        lines.append(f"fixture changes since the last run ({gate.previous_run or 'no earlier run in the history'}): {len(gate.fixture_changes)}")
+        for c in gate.fixture_changes:
+            rec = f"; recorded: approved by {c.recorded.approver}: {c.recorded.reason}" if c.recorded else ""
+            lines.append(f"  {c.case_id}: {c.change} {c.old_version} -> {c.new_version}{' IN PLACE' if c.in_place else ''}; expected {c.old_order} -> {c.new_order}{rec}")
     lines.append(f"integration defects: {len(report.integration_defects)} (invalid rankings {r(report.invalid_rankings)})")
     for d in report.integration_defects:
         detail = f" missing={d.missing} unknown={d.unknown} duplicates={d.duplicates}" if d.code == "invalid_ranking" else ""
@@ -966,19 +1267,44 @@ def format_ranking(report: RankingReport) -> str:
         lines += [f"  {e.case_id}#{e.repeat}: {e.kind}: {e.message}" for e in report.evaluator_errors]
     if report.missing_cases or report.missing_attempts:
         lines.append(f"missing: cases {report.missing_cases}; attempts {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}")
+    lines.append(f"metric defects (criterion leakage): {r(report.metric_defect_rate)}")
+    lines += [f"  {m.case_id}#{m.repeat} [{', '.join(h.category + ': ' + repr(h.matched) for h in m.hits)}] order {'held' if m.held else 'reversed'}: {m.reason}" for m in report.metric_defects[:20]]
     lines.append(f"pairwise agreement: pairs {r(report.agreement.pairs)}; exact orders {r(report.agreement.exact)}")
+    if gate is not None and gate.agreement_drop is not None:
+        d = gate.agreement_drop
+        lines.append(f"  vs the last passing run ({d.baseline_judge}, {d.baseline_recorded_at.date().isoformat()}) on {len(d.cases)} unchanged fixture(s): {r(d.baseline)} -> {r(d.current)}; drop {d.drop}, limit {d.threshold}{' BLOCKS' if d.blocked else ''}")
     lines.append(f"must-win: {r(report.must_win.must_win)}; monitor-only: {r(report.must_win.monitor_only)}")
-    for label, rows in (("must-win reversals (blocking)", report.must_win.reversals), ("monitor-only drift (not blocking)", report.must_win.drift)):
-        lines.append(f"{label}: {len(rows)}")
-        lines += [f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}" for c in rows]
+    confirm = {c.case_id: c for c in gate.confirmation} if gate else {}
+    lines.append(f"must-win reversals: {len(report.must_win.reversals)}")
+    for c in report.must_win.reversals:
+        row = confirm.get(c.case_id)
+        state = f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts} repeat-baseline reversals)" if row else ""
+        lines.append(f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}{state}")
+    lines.append(f"monitor-only (editorial) drift: {len(report.must_win.drift)}")
+    lines += [f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}" for c in report.must_win.drift]
     pb = report.position_bias
     lines.append(f"position bias (position battery, {pb.attempts} attempts): first place by presented position")
     lines += [f"  position {p.position}: {r(p.wins)} (position-blind {p.chance:.3f})" for p in pb.by_position if p.chance is not None]
     for fig in (report.repeatability, report.position_sensitivity):
         lines.append(f"{fig.label}: winner stable in cases {r(fig.stable_cases)}; attempts with the modal winner {r(fig.agreeing_attempts)}")
         lines += [f"  {c.case_id}: winners {c.winners}" for c in fig.cases if not c.stable]
-    lines.append(f"assembly: incomplete requests {r(report.assembly.incomplete_requests)}; leaked ids {r(report.assembly.leaked_ids)}" + (f"; cases {report.assembly.cases}" if report.assembly.cases else ""))
+    lines.append("slices:")
+    lines += [f"  {s.slice}: agreement {r(s.agreement)}; reversed must-win cases {s.reversed_cases.k}/{s.reversed_cases.n}; reversal attempts {s.reversal_attempts.k}/{s.reversal_attempts.n}; editorial drift {s.drift_cases.k}/{s.drift_cases.n}; position-stable cases {s.position_stable.k}/{s.position_stable.n}; first-shown wins {s.first_shown_wins.k}/{s.first_shown_wins.n}" for s in report.slices]
+    lines.append(f"assembly: incomplete requests {r(report.assembly.incomplete_requests)}; duplicated candidates {r(report.assembly.duplicated_candidates)}; leaked ids {r(report.assembly.leaked_ids)}" + (f"; cases {report.assembly.cases}" if report.assembly.cases else ""))
+    if gate is not None and gate.side_by_side is not None:
+        sb = gate.side_by_side
+        lines.append(f"scalar vs ranking on {sb.compared} case(s): both pass {sb.both_pass}, neither {sb.both_not_pass}")
+        lines += [f"  scalar passes, ranking {row.ranking_status}: {row.case_id} (score {row.scalar_score}; {', '.join(row.ranking_codes)})" for row in sb.scalar_pass_ranking_fail]
+        lines += [f"  scalar fails, ranking passes: {row.case_id} (score {row.scalar_score})" for row in sb.scalar_fail_ranking_pass]
     lines.append(f"failure artifacts: {len(report.failures)}")
     for a in report.failures:
-        lines.append(f"  {a.case} [{a.gate}, {a.diagnosis}] failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement {a.pairwise_agreement if a.pairwise_agreement is None else round(a.pairwise_agreement, 4)}, must-win {a.must_win_expected} vs {a.must_win_actual}; request complete={a.completeness.complete}" + (f" missing_context={a.completeness.missing_context}" if a.completeness.missing_context else "") + (f" missing_candidates={a.completeness.missing_candidates}" if a.completeness.missing_candidates else ""))
+        lines.append(
+            f"  {a.case} [{a.gate}, {a.diagnosis}, owner {a.owner}{' ' + str(a.owners.get(a.owner)) if a.owners.get(a.owner) else ''}] failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement {a.pairwise_agreement if a.pairwise_agreement is None else round(a.pairwise_agreement, 4)}, must-win {a.must_win_expected} vs {a.must_win_actual}; request complete={a.completeness.complete}"
+            + (f" missing_context={a.completeness.missing_context}" if a.completeness.missing_context else "")
+            + (f" missing_candidates={a.completeness.missing_candidates}" if a.completeness.missing_candidates else "")
+            + (f" duplicated_candidates={a.completeness.duplicated_candidates}" if a.completeness.duplicated_candidates else "")
+            + f"; ragas {a.ragas_version}"
+        )
+        if a.reproduce:
+            lines.append(f"    reproduce: {a.reproduce}")
     return "\n".join(lines)

@@ -1,5 +1,15 @@
 """The position-bias battery: every fixture under several presentation orders, plus a repeat baseline.
 
+Two plans:
+
+- ``exhaustive`` (the diagnostic battery, the default): every fixture under the position
+  battery below;
+- ``rotation`` (the cheap main suite): every fixture under **one seeded, non-identity
+  rotation** (shift ``1 + sha256(f"{seed}:{case_id}") mod (n - 1)``) plus the repeat baseline,
+  while the fixtures marked ``diagnostic: true`` (a small diagnostic set) still get the
+  exhaustive position battery. Per-case position sensitivity is then measured on the
+  diagnostic set only.
+
 Two separate, labelled baselines per fixture (``presentation["battery"]``):
 
 - ``position``: the candidates under different presented orders. All permutations when a
@@ -13,12 +23,18 @@ Two separate, labelled baselines per fixture (``presentation["battery"]``):
 Every work item has a repeat index unique within its fixture (position items first, then the
 repeat baseline), its digest is the fixture's ``source_candidates_sha256``, and its
 presentation is ``{"battery", "presented_order", "labels", "permutation_index",
-"repetition", "direction"}``.
+"repetition", "direction"}`` (plus ``"rotation": shift`` for a rotation item).
+
+:func:`run_ranking` wraps the judge in a :class:`~workbench.ranking.CapturingJudge` (privacy
+mode, see :mod:`workbench.ranking._capture`) and records the battery in ``battery.json``
+(plan, parameters, fixture file and hash, candidate spec, judge fingerprint): what the
+reproduction command of a failure artifact needs.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import itertools
 import math
 import random
@@ -26,7 +42,16 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._args import check_int
+from .._args import check_int, check_run_arguments
+from .._io import atomic_write_json, read_json_file
+from ..errors import Problem, WorkbenchError
+from ._capture import (
+    CaptureConfig,
+    CapturingJudge,
+    adopt_cached_payloads,
+    register_run,
+    write_capture_config,
+)
 from ._fixtures import NEUTRAL_LABELS, FixtureSet, RankingFixture, as_fixture_set
 from ._judges import PresentedCandidate, RankingInput
 
@@ -37,6 +62,16 @@ if TYPE_CHECKING:  # the run engine imports the judges package, which registers 
 
 PARTITION = "ranking"
 """The partition label ranking runs record."""
+BATTERY_FILE = "battery.json"
+Plan = Literal["exhaustive", "rotation"]
+
+
+def rotation_shift(n: int, seed: int, key: str) -> int:
+    """The seeded, non-identity cyclic shift of the rotation plan (1 .. n-1); 0 for a single candidate."""
+    if n < 2:
+        return 0
+    digest = int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest(), 16)
+    return 1 + digest % (n - 1)
 
 
 def presentation_orders(n: int, *, max_exhaustive: int = 4, sample: int = 8, seed: int = 0, key: str = "") -> list[tuple[int, ...]]:
@@ -72,7 +107,7 @@ def presentation_orders(n: int, *, max_exhaustive: int = 4, sample: int = 8, see
     return chosen
 
 
-def _item(fixture: RankingFixture, order: tuple[int, ...], repeat: int, battery: Literal["position", "repeat"], permutation_index: int, repetition: int) -> WorkItem:
+def _item(fixture: RankingFixture, order: tuple[int, ...], repeat: int, battery: Literal["position", "repeat"], permutation_index: int, repetition: int, rotation: int | None = None) -> WorkItem:
     from ..runs._engine import WorkItem
 
     presented = [fixture.candidates[i] for i in order]
@@ -90,29 +125,42 @@ def _item(fixture: RankingFixture, order: tuple[int, ...], repeat: int, battery:
         "repetition": repetition,
         "direction": fixture.direction,
     }
+    if rotation is not None:
+        presentation["rotation"] = rotation
     return WorkItem(case_id=fixture.case_id, digest=fixture.source_candidates_sha256, repeat=repeat, judge_input=judge_input, presentation=presentation)
 
 
 def position_battery(
     fixtures: FixtureSet | str | Path | Iterable[RankingFixture],
     *,
+    plan: Plan = "exhaustive",
     max_exhaustive: int = 4,
     sample: int = 8,
     seed: int = 0,
     repeats: int = 3,
 ) -> list[WorkItem]:
-    """The planned work items: a position battery and a repeatability baseline per fixture.
+    """The planned work items: a position battery (or one rotation) and a repeatability baseline per fixture.
 
-    ``repeats`` = 0 plans the position battery only.
+    ``repeats`` = 0 plans the position battery only. ``plan="rotation"``: one seeded
+    non-identity rotation per fixture, the exhaustive battery for ``diagnostic`` fixtures.
     """
     check_int(repeats, "repeats", minimum=0)
     check_int(sample, "sample", minimum=1)
     check_int(max_exhaustive, "max_exhaustive", minimum=0)
+    if plan not in ("exhaustive", "rotation"):
+        raise ValueError(f"unknown plan {plan!r}: exhaustive or rotation")
     items: list[WorkItem] = []
     for fixture in as_fixture_set(fixtures).fixtures:
-        orders = presentation_orders(len(fixture.candidates), max_exhaustive=max_exhaustive, sample=sample, seed=seed, key=fixture.case_id)
-        for k, order in enumerate(orders):
-            items.append(_item(fixture, order, k, "position", k, 0))
+        n = len(fixture.candidates)
+        if plan == "rotation" and not fixture.diagnostic:
+            shift = rotation_shift(n, seed, fixture.case_id)
+            identity = tuple(range(n))
+            orders = [identity[shift:] + identity[:shift]]
+            items.append(_item(fixture, orders[0], 0, "position", 0, 0, rotation=shift))
+        else:
+            orders = presentation_orders(n, max_exhaustive=max_exhaustive, sample=sample, seed=seed, key=fixture.case_id)
+            for k, order in enumerate(orders):
+                items.append(_item(fixture, order, k, "position", k, 0))
         identity = tuple(range(len(fixture.candidates)))
         for r in range(repeats):
             items.append(_item(fixture, identity, len(orders) + r, "repeat", 0, r))
@@ -124,6 +172,7 @@ async def run_ranking(
     fixtures: FixtureSet | str | Path | Iterable[RankingFixture],
     out_dir: str | Path,
     *,
+    plan: Plan = "exhaustive",
     max_exhaustive: int = 4,
     sample: int = 8,
     seed: int = 0,
@@ -134,17 +183,33 @@ async def run_ranking(
     cache_dir: str | Path | None | Literal[False] = None,
     retry_errors: bool = False,
     progress: bool = True,
+    capture: CaptureConfig | None = None,
+    candidate_path: str | Path | None = None,
+    items: list[WorkItem] | None = None,
 ) -> RunSummary:
     """Run the battery through the run engine (resumable, cached, budgeted); ``await`` it in notebooks.
 
-    Partition label ``ranking``; the dataset hash is the fixture file's sha256.
+    Partition label ``ranking``; the dataset hash is the fixture file's sha256. ``capture``:
+    the privacy mode (default: full payloads, no declared retention). ``candidate_path``: the
+    spec file, recorded in ``battery.json`` for the reproduction command. ``items``: run these
+    planned items instead of the whole battery (a replay).
     """
     from ..runs._engine import run_items
 
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     fixture_set = as_fixture_set(fixtures)
-    items = position_battery(fixture_set, max_exhaustive=max_exhaustive, sample=sample, seed=seed, repeats=repeats)
-    return await run_items(
-        judge,
+    out = Path(out_dir)
+    if (out / "ranking_lock.json").exists():
+        raise WorkbenchError("run locked", [Problem(location=str(out), code="run_locked", message="the run directory is locked (ranking_lock.json): nothing may be added to it", fix="use a new output directory")])
+    battery = {"plan": plan, "max_exhaustive": max_exhaustive, "sample": sample, "seed": seed, "repeats": repeats}
+    if items is None:
+        items = position_battery(fixture_set, **battery)
+        write_battery(out, fixture_set, battery, candidate_path, judge.identity.fingerprint())
+    config = capture or CaptureConfig()
+    out.mkdir(parents=True, exist_ok=True)
+    write_capture_config(out, config)
+    summary = await run_items(
+        CapturingJudge(judge, out, config),
         items,
         out_dir,
         partition=PARTITION,
@@ -156,6 +221,53 @@ async def run_ranking(
         retry_errors=retry_errors,
         progress=progress,
     )
+    if cache_dir is not False:
+        from ..runs._cache import default_cache_dir
+
+        cache_root = Path(cache_dir) if cache_dir else default_cache_dir()
+        register_run(cache_root, summary.run_id, out)
+        adopt_cached_payloads(out, cache_root)
+    return summary
+
+
+def write_battery(out: Path, fixture_set: FixtureSet, battery: dict[str, Any], candidate_path: str | Path | None, fingerprint: str) -> dict[str, Any]:
+    """Record the battery of a run (``battery.json``); refuse a resumed run with another battery."""
+    record = {
+        **battery,
+        "fixtures": fixture_set.label,
+        "fixtures_path": fixture_set.source,
+        "fixtures_sha256": fixture_set.dataset_sha256,
+        "candidate_spec": str(candidate_path) if candidate_path is not None else None,
+        "judge_fingerprint": fingerprint,
+    }
+    path = out / BATTERY_FILE
+    if path.exists():
+        before = _load_battery(path)
+        keep = ("plan", "max_exhaustive", "sample", "seed", "repeats", "fixtures_sha256", "judge_fingerprint")
+        if {k: before.get(k) for k in keep} != {k: record[k] for k in keep}:
+            raise WorkbenchError("battery changed", [Problem(location=str(path), code="battery_changed", message=f"the run directory holds another battery ({ {k: before.get(k) for k in keep} })", fix="use a new --out directory for another plan, fixture version or judge")])
+        return before
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(path, record)
+    return record
+
+
+def _load_battery(path: Path) -> dict[str, Any]:
+    """``battery.json``, read strictly; an unreadable or edited one is refused (exit 2)."""
+    try:
+        record = read_json_file(path)
+    except (OSError, ValueError) as exc:
+        record = f"{exc}"
+    if not isinstance(record, dict):
+        why = record if isinstance(record, str) else "not a JSON object"
+        raise WorkbenchError("unreadable battery", [Problem(location=str(path), code="battery_unreadable", message=f"the run's battery record cannot be read ({why[:160]})", fix="restore battery.json as the run wrote it, or use a new --out directory")])
+    return record
+
+
+def read_battery(run_dir: str | Path) -> dict[str, Any] | None:
+    """The ``battery.json`` of a run directory, if any."""
+    path = Path(run_dir) / BATTERY_FILE
+    return _load_battery(path) if path.exists() else None
 
 
 def run_ranking_sync(*args: Any, **kwargs: Any) -> RunSummary:

@@ -1,17 +1,24 @@
 """Ranking fixtures: reviewed comparisons a ranking judge is tested against.
 
-A fixture file is YAML with a header and a list of fixtures (``schema_version`` 1), named
+A fixture file is YAML with a header and a list of fixtures (``schema_version`` 2; files of
+version 1 are still read: they carry no slices, reviews or change log), named
 ``<name>@<version>.yaml``::
 
-    schema_version: 1
+    schema_version: 2
     name: support-ranking
-    version: "1"
+    version: "2"
     description: what the set covers
+    supersedes: "1"                      # optional: the frozen version this one replaces
+    changes:                             # required with supersedes: one entry per changed case
+      - {case_id: chargeback-009, old_order: [...], new_order: [...], approver: "...",
+         reason: "...", approved_on: 2026-12-01}
     fixtures:
       - case_id: password-reset-policy-001
+        slice: account_security          # the scenario; required from schema_version 2
         criterion_version: policy-faithfulness-v2
         direction: best-first            # or worst-first: what the first id of an order means
         gate: must-win                   # or monitor-only
+        diagnostic: false                # true: in the small diagnostic set (exhaustive battery)
         user_input: "I cannot sign in. Reset my password."
         context:
           - {id: pol-sec-03, text: "..."}
@@ -24,6 +31,10 @@ A fixture file is YAML with a header and a list of fixtures (``schema_version`` 
         acceptable_orders: [[challenger, current, unsafe]]  # optional: ties reviewers accept
         # critical_pair: [current, unsafe]  # optional instead: only this pair is compared
         rationale: ["current follows both required steps", "..."]
+        reviews:                         # optional: two or more independent reviewer orders
+          - {reviewer: "R. Ito", order: [current, challenger, unsafe], rationale: ["..."]}
+          - {reviewer: "M. Okafor", order: [challenger, current, unsafe], rationale: ["..."]}
+        adjudication: {adjudicator: "...", reason: "...", decided_on: 2026-11-30}
 
 ``expected_order`` is always acceptable; ``acceptable_orders`` adds orders reviewers accept
 (ties). ``critical_pair`` (``[better_id, worse_id]``) says only that pair is compared: the
@@ -38,11 +49,23 @@ fix. Codes: ``fixtures_missing``, ``fixtures_yaml``, ``fixtures_shape``, ``heade
 ``too_few_candidates``, ``too_many_candidates``, ``duplicate_candidate_id``,
 ``duplicate_context_id``, ``empty_text``, ``expected_order_not_permutation``,
 ``acceptable_order_not_permutation``, ``ties_conflict``, ``critical_pair_invalid``,
-``critical_pair_contradicts_expected``, ``unknown_cited_context``.
+``critical_pair_contradicts_expected``, ``unknown_cited_context``, ``too_few_reviewers``,
+``duplicate_reviewer``, ``review_order_not_permutation``, ``adjudication_without_reviews``,
+``must_win_unadjudicated``, ``expected_order_unreviewed``; and the release checks of
+:mod:`workbench.ranking._releases` (a frozen file changed in place, an unrecorded change).
+
+**Reviews.** A fixture may hold two or more reviewers' independent orders (each a permutation
+in ``direction``, with a rationale). Two reviewers *disagree* on a candidate pair when they
+order it differently. A *must-win pair* is one the must-win check depends on: the critical
+pair, or an accepted winner against a candidate that is not an accepted winner. A must-win
+fixture whose reviewers disagree on a must-win pair is refused until it is adjudicated
+(``must_win_unadjudicated``); without an adjudication ``expected_order`` must be one of the
+reviewers' orders (``expected_order_unreviewed``).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import string
 from collections import Counter
@@ -57,8 +80,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_fie
 from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
 from ..errors import Problem, WorkbenchError
 
-FIXTURES_SCHEMA_VERSION = 1
-"""Version of the ranking fixture file format."""
+FIXTURES_SCHEMA_VERSION = 2
+"""Version of the ranking fixture file format (2: slices, reviews, adjudication, change log)."""
 
 NEUTRAL_LABELS: tuple[str, ...] = tuple(string.ascii_uppercase)
 """Neutral presentation labels, in presented order: the judge sees these, never stable ids."""
@@ -93,6 +116,56 @@ class Candidate(_Frozen):
     """Stable candidate id; never shown to the judge."""
     text: str
     """The full candidate text, exactly as ranked."""
+
+
+class ReviewerOrder(_Frozen):
+    """One reviewer's independent order of a fixture's candidates."""
+
+    reviewer: str = Field(min_length=1)
+    """Who ordered the candidates (a named person)."""
+    order: list[str]
+    """Every candidate id once, in the fixture's ``direction``."""
+    rationale: list[str] = Field(min_length=1)
+    """The reviewer's reasons for this order."""
+    reviewed_on: dt.date | None = None
+    """When the reviewer ordered the candidates."""
+
+
+class OrderAdjudication(_Frozen):
+    """How a disagreement between reviewers was resolved into ``expected_order``."""
+
+    adjudicator: str = Field(min_length=1)
+    """Who decided the expected order (a named person)."""
+    reason: str = Field(min_length=1)
+    """Why this order: how the reviewers' interpretations of the criterion were reconciled."""
+    decided_on: dt.date | None = None
+    """When the adjudication was made."""
+
+
+class FixtureChange(_Frozen):
+    """One recorded change of a fixture between a frozen version and the version that supersedes it."""
+
+    case_id: str = Field(pattern=_ID_PATTERN)
+    """The fixture changed (added, relabelled, edited or retired)."""
+    old_order: list[str] | None
+    """``expected_order`` in the superseded version; null for a fixture added in this version."""
+    new_order: list[str] | None
+    """``expected_order`` in this version; null for a fixture retired in this version."""
+    approver: str = Field(min_length=1)
+    """Who approved the change (a named person)."""
+    reason: str = Field(min_length=1)
+    """Why the fixture changed, with the evidence reviewed."""
+    approved_on: dt.date
+    """When the change was approved."""
+
+    @property
+    def kind(self) -> str:
+        """``added``, ``retired``, ``relabelled`` (the expected order moved) or ``edited``."""
+        if self.old_order is None:
+            return "added"
+        if self.new_order is None:
+            return "retired"
+        return "relabelled" if list(self.old_order) != list(self.new_order) else "edited"
 
 
 @dataclass(frozen=True)
@@ -131,6 +204,9 @@ class RankingFixture(_Frozen):
 
     case_id: str = Field(pattern=_ID_PATTERN)
     """Unique, stable case id."""
+    slice: str | None = Field(default=None, pattern=_ID_PATTERN)
+    """The scenario the fixture belongs to (required from ``schema_version`` 2): agreement,
+    reversals and position sensitivity are reported per slice."""
     criterion_version: str = Field(min_length=1)
     """The criterion version the reviewers applied (e.g. ``policy-faithfulness-v2``)."""
     direction: Direction
@@ -153,6 +229,13 @@ class RankingFixture(_Frozen):
     """``[better_id, worse_id]``: only this pair is compared."""
     rationale: list[str] = Field(min_length=1)
     """The reviewers' reasons, beside the expected order."""
+    diagnostic: bool = False
+    """In the small diagnostic set: the ``rotation`` plan runs the exhaustive battery on it."""
+    reviews: list[ReviewerOrder] = Field(default_factory=list)
+    """Two or more reviewers' independent orders (optional; required for must-win fixtures by
+    a ranking policy with ``must_win_requires_reviews``)."""
+    adjudication: OrderAdjudication | None = None
+    """How reviewer disagreement was resolved into ``expected_order``."""
 
     @model_validator(mode="after")
     def _consistent(self) -> RankingFixture:
@@ -177,6 +260,38 @@ class RankingFixture(_Frozen):
     def candidate_ids(self) -> list[str]:
         """Candidate ids in fixture (identity) order."""
         return [c.id for c in self.candidates]
+
+    @property
+    def fixture_sha256(self) -> str:
+        """sha256 over the canonical JSON of the whole fixture as written (defaults left out):
+        the per-fixture hash a frozen release records."""
+        return fixture_sha256(self)
+
+    def must_win_pairs(self) -> list[tuple[str, str]]:
+        """The ``(better, worse)`` pairs the must-win check depends on: the critical pair, or
+        every accepted winner against every candidate that is not an accepted winner."""
+        if self.critical_pair:
+            return [(self.critical_pair[0], self.critical_pair[1])]
+        winners = self.expected_winners
+        return [(w, c) for w in winners for c in self.candidate_ids if c not in winners]
+
+    def disputed_pairs(self) -> list[tuple[str, str]]:
+        """Candidate pairs (in fixture order) that two reviewers order differently."""
+        orders = [self.best_first(r.order) for r in self.reviews]
+        if len(orders) < 2:
+            return []
+        out = []
+        ids = self.candidate_ids
+        for i, left in enumerate(ids):
+            for right in ids[i + 1 :]:
+                if len({o.index(left) < o.index(right) for o in orders}) > 1:
+                    out.append((left, right))
+        return out
+
+    def disputed_must_win_pairs(self) -> list[tuple[str, str]]:
+        """Must-win pairs the reviewers disagree on."""
+        disputed = {frozenset(p) for p in self.disputed_pairs()}
+        return [p for p in self.must_win_pairs() if frozenset(p) in disputed]
 
     def best_first(self, order: Sequence[str]) -> list[str]:
         """``order`` (in this fixture's direction) as best-first."""
@@ -234,12 +349,18 @@ class FixtureSet(_Frozen):
     """Fixture set version; an edited expected order is a new version."""
     description: str = ""
     """What the set covers and who reviewed it."""
+    supersedes: str | None = None
+    """The frozen version this version replaces (``<name>@<supersedes>.yaml`` beside it)."""
+    changes: list[FixtureChange] = Field(default_factory=list)
+    """One entry per fixture added, relabelled, edited or retired since ``supersedes``."""
     fixtures: list[RankingFixture] = Field(min_length=1)
     """The reviewed comparisons."""
     source: str | None = None
     """The file the set was read from (not part of the file)."""
     sha256: str | None = None
     """sha256 of the file's bytes (not part of the file); the battery's dataset hash."""
+    release: Any | None = None
+    """The verified frozen release record (:class:`~workbench.ranking.FixtureRelease`), when the file is frozen (not part of the file)."""
 
     @property
     def label(self) -> str:
@@ -252,6 +373,34 @@ class FixtureSet(_Frozen):
 
     def by_id(self) -> dict[str, RankingFixture]:
         return {f.case_id: f for f in self.fixtures}
+
+    @property
+    def fixture_hashes(self) -> dict[str, str]:
+        """``case_id`` -> :attr:`RankingFixture.fixture_sha256`, in fixture order."""
+        return {f.case_id: f.fixture_sha256 for f in self.fixtures}
+
+    @property
+    def header_sha256(self) -> str:
+        """sha256 over the header as written (name, version, description, supersedes, changes)."""
+        return sha256_json(self.model_dump(mode="json", exclude_defaults=True, include={"schema_version", "name", "version", "description", "supersedes", "changes"}) | {"schema_version": self.schema_version})
+
+    @property
+    def frozen(self) -> bool:
+        """Whether a verified release record froze this file."""
+        return self.release is not None
+
+    def change_for(self, case_id: str) -> FixtureChange | None:
+        """The recorded change of ``case_id`` in this version, if any."""
+        return next((c for c in self.changes if c.case_id == case_id), None)
+
+
+def fixture_sha256(fixture: RankingFixture) -> str:
+    """sha256 over the canonical JSON of a fixture as written, defaults and computed fields left out.
+
+    Leaving defaults out keeps the hash of a frozen fixture stable when a later workbench adds
+    an optional field.
+    """
+    return sha256_json(fixture.model_dump(mode="json", exclude_defaults=True, exclude={"source_candidates_sha256"}))
 
 
 def pair_counts(expected: Sequence[str], actual: Sequence[str]) -> tuple[int, int]:
@@ -348,7 +497,66 @@ def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
         unknown = [x for x in cited if x not in ctx_ids]
         if unknown:
             found.append(("cited_context", "unknown_cited_context", f"cited passages not in context: {unknown}", "cite the ids of passages in this fixture's context, or add the passages"))
+    found += _review_problems(raw, cand_ids)
     return found
+
+
+def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_Found]:
+    """Reviews and adjudication: enough reviewers, valid orders, adjudicated must-win disputes."""
+    reviews = raw.get("reviews")
+    adjudication = raw.get("adjudication")
+    if not reviews:
+        if adjudication:
+            return [("adjudication", "adjudication_without_reviews", "an adjudication without reviewer orders", "add the reviewers' independent orders under reviews:, or remove the adjudication")]
+        return []
+    if not isinstance(reviews, list) or cand_ids is None:
+        return []  # a shape problem, reported by the model
+    found: list[_Found] = []
+    items = [r for r in reviews if isinstance(r, dict)]
+    if len(items) < 2:
+        found.append(("reviews", "too_few_reviewers", f"{len(items)} reviewer order(s); calibration needs at least 2 independent reviewers", "add a second reviewer's independent order, or remove reviews:"))
+    names = [r.get("reviewer") for r in items if isinstance(r.get("reviewer"), str)]
+    dup = sorted(n for n, k in Counter(names).items() if k > 1)
+    if dup:
+        found.append(("reviews", "duplicate_reviewer", f"reviewers listed twice: {dup}", "give each reviewer one independent order"))
+    orders: list[list[str]] = []
+    for r in items:
+        order = r.get("order")
+        if not _is_id_list(order):
+            continue  # a shape problem, reported by the model
+        check = check_permutation(cand_ids, order)
+        if not check.ok:
+            found.append(("reviews", "review_order_not_permutation", f"reviewer {r.get('reviewer')!r}: the order is not a permutation of the candidate ids: {check.describe()}", "list every candidate id exactly once, in the fixture's direction"))
+        else:
+            orders.append(list(order))
+    if found or len(orders) < 2 or len(orders) != len(items):
+        return found
+    expected = raw.get("expected_order")
+    if adjudication is None and _is_id_list(expected) and list(expected) not in orders:
+        found.append(("expected_order", "expected_order_unreviewed", "expected_order is none of the reviewers' orders and there is no adjudication", "add adjudication: {adjudicator, reason} recording who decided this order and why, or use a reviewer's order"))
+    if adjudication is None and raw.get("gate") == "must-win" and _is_id_list(expected) and check_permutation(cand_ids, expected).ok:
+        disputed = _disputed_must_win(raw, cand_ids, orders)
+        if disputed:
+            pairs = ", ".join(f"{a} vs {b}" for a, b in disputed)
+            found.append(("gate", "must_win_unadjudicated", f"reviewers disagree on must-win pair(s) {pairs}: the fixture cannot be must-win until adjudicated", "record adjudication: {adjudicator, reason, decided_on}, or make the fixture monitor-only"))
+    return found
+
+
+def _disputed_must_win(raw: dict[str, Any], cand_ids: list[str], orders: list[list[str]]) -> list[tuple[str, str]]:
+    """Must-win pairs (see :meth:`RankingFixture.must_win_pairs`) the reviewer ``orders`` disagree on, from raw fields."""
+
+    def best_first(order: list[str]) -> list[str]:
+        return order[::-1] if raw.get("direction") == "worst-first" else list(order)
+
+    critical = raw.get("critical_pair")
+    if _is_id_list(critical) and len(critical) == 2 and len(set(critical)) == 2 and set(critical) <= set(cand_ids):
+        pairs = [(critical[0], critical[1])]
+    else:
+        accepted = [list(raw["expected_order"])] + [list(o) for o in raw.get("acceptable_orders") or [] if _is_id_list(o) and check_permutation(cand_ids, o).ok]
+        winners = list(dict.fromkeys(best_first(o)[0] for o in accepted))
+        pairs = [(w, c) for w in winners for c in cand_ids if c not in winners]
+    ranked = [best_first(o) for o in orders]
+    return [(a, b) for a, b in pairs if len({o.index(a) < o.index(b) for o in ranked}) > 1]
 
 
 def _line_map(text: str) -> tuple[dict[str, int], list[tuple[int, dict[str, int]]]]:
@@ -367,6 +575,9 @@ def _line_map(text: str) -> tuple[dict[str, int], list[tuple[int, dict[str, int]
             for node in value.value:
                 keys = {str(k.value): k.start_mark.line + 1 for k, _ in node.value} if isinstance(node, yaml.MappingNode) else {}
                 items.append((node.start_mark.line + 1, keys))
+        if key.value == "changes" and isinstance(value, yaml.SequenceNode):
+            for n, node in enumerate(value.value):
+                header[f"changes.{n}"] = node.start_mark.line + 1
     return header, items
 
 
@@ -398,8 +609,8 @@ def load_fixtures(path: str | Path) -> FixtureSet:
     for key in ("name", "version"):
         if key not in header:
             problems.append(Problem(location=loc, code="header_invalid", message=f"the header lacks {key!r}", fix=f"add {key}: at the top of the file"))
-    for key in sorted(set(header) - {"schema_version", "name", "version", "description"}):
-        problems.append(Problem(location=at(header_lines.get(key)), code="header_invalid", message=f"unknown header field {key!r}", fix="the header has schema_version, name, version and description only"))
+    for key in sorted(set(header) - {"schema_version", "name", "version", "description", "supersedes", "changes"}):
+        problems.append(Problem(location=at(header_lines.get(key)), code="header_invalid", message=f"unknown header field {key!r}", fix="the header has schema_version, name, version, description, supersedes and changes only"))
     version = header.get("schema_version", FIXTURES_SCHEMA_VERSION)
     if not isinstance(version, int) or isinstance(version, bool):
         problems.append(Problem(location=at(header_lines.get("schema_version")), code="header_invalid", message=f"schema_version must be an integer, got {version!r}", fix=f"set schema_version: {FIXTURES_SCHEMA_VERSION}"))
@@ -413,6 +624,25 @@ def load_fixtures(path: str | Path) -> FixtureSet:
         value = header.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, str | int) or not _NAME.match(str(value))):
             problems.append(Problem(location=at(header_lines.get(key)), code="header_invalid", message=f"{key} must be letters, digits, '.', '_' or '-', got {value!r}", fix=f'e.g. {key}: "1"'))
+    supersedes = header.get("supersedes")
+    if supersedes is not None and (isinstance(supersedes, bool) or not isinstance(supersedes, str | int) or not _NAME.match(str(supersedes))):
+        problems.append(Problem(location=at(header_lines.get("supersedes")), code="header_invalid", message=f"supersedes must be a version (letters, digits, '.', '_' or '-'), got {supersedes!r}", fix='e.g. supersedes: "1"'))
+        supersedes = None
+    changes: list[FixtureChange] = []
+    raw_changes = header.get("changes") or []
+    if not isinstance(raw_changes, list):
+        problems.append(Problem(location=at(header_lines.get("changes")), code="header_invalid", message="changes must be a list of {case_id, old_order, new_order, approver, reason, approved_on}", fix="write one entry per changed fixture"))
+        raw_changes = []
+    for n, entry in enumerate(raw_changes):
+        where = at(header_lines.get(f"changes.{n}", header_lines.get("changes")))
+        try:
+            changes.append(FixtureChange.model_validate(entry))
+        except ValidationError as exc:
+            for err in exc.errors(include_url=False):
+                field = ".".join(str(x) for x in err["loc"]) or "change"
+                problems.append(Problem(location=where, case_id=entry.get("case_id") if isinstance(entry, dict) else None, code="change_invalid", message=f"change {n + 1}: {field}: {err['msg']}", fix="each change needs case_id, old_order (null when added), new_order (null when retired), approver, reason and approved_on (YYYY-MM-DD)"))
+    if raw_changes and supersedes is None:
+        problems.append(Problem(location=at(header_lines.get("changes")), code="changes_without_supersedes", message="a change log without supersedes: it is not clear which version the changes are relative to", fix="set supersedes: to the frozen version this file replaces"))
     items = raw.get("fixtures")
     if not isinstance(items, list) or not items:
         problems.append(Problem(location=at(header_lines.get("fixtures")), code="fixtures_empty", message="'fixtures' must be a non-empty list", fix="add the reviewed comparisons under fixtures:"))
@@ -427,6 +657,8 @@ def load_fixtures(path: str | Path) -> FixtureSet:
             continue
         case_id = item.get("case_id") if isinstance(item.get("case_id"), str) else None
         found = _item_problems(item, keys, line, at, case_id)
+        if isinstance(version, int) and version >= 2 and "slice" not in item:
+            found.append(Problem(location=at(line), case_id=case_id, code="missing_field", message="missing required field 'slice' (schema_version 2)", fix=_FIELD_FIX["slice"]))
         if case_id is not None:
             if case_id in seen:
                 found.append(Problem(location=at(keys.get("case_id", line)), case_id=case_id, code="duplicate_case_id", message=f"case_id also used by the fixture at line {seen[case_id]}", fix="give every fixture a unique case_id"))
@@ -437,15 +669,21 @@ def load_fixtures(path: str | Path) -> FixtureSet:
             fixtures.append(RankingFixture.model_validate(item))
     if problems:
         raise WorkbenchError(f"{loc}: {len(problems)} problem(s) in the ranking fixtures", problems)
-    return FixtureSet(
+    fixture_set = FixtureSet(
         schema_version=version,
         name=str(header["name"]),
         version=str(header["version"]),
         description=str(header.get("description") or ""),
+        supersedes=None if supersedes is None else str(supersedes),
+        changes=changes,
         fixtures=fixtures,
         source=str(path),
         sha256=sha256_file(path),
     )
+    from ._releases import check_release
+
+    case_lines = {item["case_id"]: line for item, (line, _) in zip(items, item_lines, strict=False) if isinstance(item, dict) and isinstance(item.get("case_id"), str)}
+    return check_release(path, fixture_set, case_lines, header_lines)
 
 
 def _item_problems(item: dict[str, Any], keys: dict[str, int], line: int | None, at: Any, case_id: str | None) -> list[Problem]:
@@ -474,6 +712,10 @@ def _item_problems(item: dict[str, Any], keys: dict[str, int], line: int | None,
 
 _FIELD_FIX: dict[str, str] = {
     "case_id": "a unique, stable id of letters, digits, '-', '_', '.' or ':'",
+    "slice": "name the scenario the fixture belongs to, e.g. slice: account_security",
+    "diagnostic": "true puts the fixture in the small diagnostic set (exhaustive battery under the rotation plan)",
+    "reviews": "a list of {reviewer, order, rationale} from two or more independent reviewers",
+    "adjudication": "{adjudicator, reason, decided_on} recording who decided the expected order and why",
     "criterion_version": "name the criterion version the reviewers applied, e.g. policy-faithfulness-v2",
     "direction": "state what the first id means: best-first or worst-first",
     "gate": "must-win (a reversal blocks) or monitor-only (reported as drift)",

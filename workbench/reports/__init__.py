@@ -1,8 +1,9 @@
-"""Certification and locked reports: certify, render, lock, verify, list."""
+"""Certification and locked reports: certify, render, lock, sign, verify, list."""
 
-from ._certify import Certification, CertificationResult, certify, default_notebook, list_reports
+from ._certify import Certification, CertificationResult, certify, default_notebook, resolve_budget
 from ._charts import slice_rates_chart, svg_display, to_svg
-from ._lock import LOCK_FILE, Lock, read_lock, verify_report
+from ._listing import STARTED_FILE, list_reports
+from ._lock import LOCK_FILE, Lock, read_lock
 from ._present import (
     agreement_summary,
     cost_latency,
@@ -12,12 +13,17 @@ from ._present import (
     outcome_html,
 )
 from ._render import external_references, render_html
+from ._signing import LockSignature, load_signer, load_trust
+from ._verify import ReportVerification, verify_one, verify_path, verify_report
 
 __all__ = [
     "LOCK_FILE",
+    "STARTED_FILE",
     "Certification",
     "CertificationResult",
     "Lock",
+    "LockSignature",
+    "ReportVerification",
     "agreement_summary",
     "certify",
     "cost_latency",
@@ -27,11 +33,16 @@ __all__ = [
     "external_references",
     "key_value_html",
     "list_reports",
+    "load_signer",
+    "load_trust",
     "outcome_html",
     "read_lock",
     "render_html",
+    "resolve_budget",
     "slice_rates_chart",
     "svg_display",
     "to_svg",
+    "verify_one",
+    "verify_path",
     "verify_report",
 ]

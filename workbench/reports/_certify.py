@@ -2,10 +2,13 @@
 
 :func:`certify` is what ``workbench certify`` calls. It is a straight line:
 
-    check inputs -> refuse an unexplained re-certification -> allocate reports/<c>/<v>/<n>
-    -> copy the inputs -> open a held-out ledger entry -> execute 03_certify.ipynb with
-    papermill -> render HTML -> hash everything into lock.json -> close the ledger entry
-    -> make the report read-only.
+    check every input (the policy against the dataset's rubric, the budget against the
+    policy, the signing key) -> under the ledger lock: close dead certifications as aborted,
+    check the ledger's chain and that it knows every report of this reports root, refuse an
+    unexplained re-certification, allocate reports/<c>/<v>/<n>, open a ``started`` entry
+    with a one-time token -> copy the inputs -> execute 03_certify.ipynb with papermill
+    (it finds its entry by the token) -> render HTML -> hash everything into lock.json (and
+    sign it) -> close the ledger entry -> make the report read-only.
 
 The notebook does the evaluation through :class:`Certification`, so the logic lives here,
 where it is tested, and the notebook only calls and displays.
@@ -21,34 +24,59 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, atomic_write_text, sha256_file
+from .._args import check_run_arguments
+from .._io import (
+    atomic_write_json,
+    atomic_write_text,
+    read_json_file,
+    read_jsonl_records,
+    sha256_file,
+)
 from ..agreement import human_agreement
-from ..align import AlignmentReport, Join, alignment_report, join_results
+from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
 from ..heldout import (
-    LEDGER_FILE,
     HeldOutAccess,
     HeldOutLedger,
     LedgerEntry,
+    PreviousReport,
+    gold_directory,
     held_out_manifest_sha256,
+    ledger_path_for,
 )
 from ..judges import Judge, load_candidate, load_spec
 from ..policy import Blocker, GateResult, Policy, evaluate_gate, load_overrides, load_policy
+from ..policy._consistency import check_policy_against_rubric
 from ..results import read_results
 from ..runs import RunSummary, run_candidate
+from ._evaluation import (
+    FIGURES_FILE,
+    HELD_OUT_GOLD,
+    LINEAGE_FILE,
+    RUBRIC_JSON,
+    figures_of,
+    gate_without_held_out,
+    lineage_blockers,
+    public_gate,
+    write_gold_evidence,
+)
+from ._listing import (
+    check_ledger_complete,
+    check_legacy_ledger,
+    previous_report,
+    write_started_marker,
+)
 from ._lock import (
-    LOCK_FILE,
     Lock,
-    PreviousReport,
     git_state,
     hash_tree,
     make_read_only,
-    read_lock,
     versions,
     write_lock,
 )
 from ._render import render_html
+from ._signing import Signer, load_signer
 
 NOTEBOOK_NAME = "03_certify.ipynb"
 EXECUTED_NOTEBOOK = "certification.ipynb"
@@ -91,14 +119,6 @@ def _allocate(reports_root: Path, name: str, version: str) -> tuple[Path, int]:
             n += 1
 
 
-def _previous(reports_root: Path, name: str, version: str, n: int) -> PreviousReport | None:
-    for k in range(n - 1, 0, -1):
-        candidate = reports_root / name / version / str(k)
-        if (candidate / LOCK_FILE).exists():
-            return PreviousReport(report_id=f"{name}/{version}/{k}", lock_sha256=read_lock(candidate).lock_sha256)
-    return None
-
-
 def _copy_inputs(report_dir: Path, candidate: Path, policy: Path, overrides: Path | None) -> dict[str, Path]:
     inputs = report_dir / INPUTS_DIR
     inputs.mkdir()
@@ -132,6 +152,20 @@ def _copy_inputs(report_dir: Path, candidate: Path, policy: Path, overrides: Pat
     return copies
 
 
+def resolve_budget(policy: Policy, requested: float | None, policy_path: str | Path) -> float | None:
+    """The spend limit certification runs under: the policy's ``budget_usd`` unless a lower one is asked."""
+    if policy.budget_usd is None:
+        return requested
+    if requested is None:
+        return policy.budget_usd
+    if requested > policy.budget_usd:
+        raise WorkbenchError(
+            "cannot certify",
+            [Problem(location=f"{policy_path}: budget_usd", code="budget_above_policy", message=f"--budget-usd {requested:g} is above the policy's budget_usd {policy.budget_usd:g}", fix=f"drop --budget-usd (the policy's ${policy.budget_usd:g} is used) or give a lower one; a larger budget needs a new policy version")],
+        )
+    return requested
+
+
 def certify(
     candidate: str | Path,
     policy: str | Path,
@@ -145,10 +179,15 @@ def certify(
     overrides: str | Path | None = None,
     notebook: str | Path | None = None,
     kernel_name: str = "python3",
+    sign_key: str | Path | None = None,
 ) -> CertificationResult:
-    """Certify ``candidate`` on the held-out partition of ``gold`` under ``policy``."""
-    import papermill
+    """Certify ``candidate`` on the held-out partition of ``gold`` under ``policy``.
 
+    Every input is checked (the policy against the dataset's rubric too) before the ledger is
+    touched. The ledger is the gold dataset's own (:func:`~workbench.heldout.ledger_path_for`);
+    no argument can choose another.
+    """
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
     root = Path(reports_root)
     notebook_path = Path(notebook) if notebook else default_notebook()
@@ -160,41 +199,68 @@ def certify(
     if problems:
         raise WorkbenchError("cannot certify", problems)
     judge = load_candidate(candidate)  # every input is checked before anything is written
-    declared = load_policy(policy).controls
-    if declared is not None:
+    policy_model = load_policy(policy)
+    if policy_model.controls is not None:
         from ..controls import load_suite
 
-        load_suite((policy.parent / declared.suite).resolve())
+        load_suite((policy.parent / policy_model.controls.suite).resolve())
     dataset = load_dataset(gold)
     held_out = dataset.partition("held_out")
     if not held_out:
         raise WorkbenchError("cannot certify", [Problem(location=str(dataset.gold_path), code="no_held_out", message="the dataset has no held-out cases", fix="certification needs a held_out partition")])
+    check_policy_against_rubric(policy_model, dataset.rubric, policy_path=policy)
+    budget = resolve_budget(policy_model, budget_usd, policy)
     overrides_path = Path(overrides) if overrides else policy.parent / "overrides.jsonl"
     if overrides_path.exists():
         load_overrides(overrides_path)
+    signer = load_signer(sign_key) if sign_key is not None else None
     fingerprint = judge.identity.fingerprint()
     manifest_sha = held_out_manifest_sha256(dataset.sha256, held_out)
-    ledger = HeldOutLedger(root / LEDGER_FILE)
-    ledger.check_rerun(fingerprint, manifest_sha, rerun_reason)
+    ledger = HeldOutLedger(ledger_path_for(gold))
 
-    report_dir, n = _allocate(root, judge.spec.name, judge.spec.version)
-    report_id = f"{judge.spec.name}/{judge.spec.version}/{n}"
-    previous = _previous(root, judge.spec.name, judge.spec.version, n)
+    # Check-then-start, serialized: two certifications of one candidate give one start and one refusal.
+    with ledger.locked():
+        ledger.reconcile()  # a certification that died is closed as aborted first
+        entries = ledger.entries()
+        check_ledger_complete(ledger, entries, root)
+        ledger.check_rerun(fingerprint, manifest_sha, rerun_reason, entries)
+        check_legacy_ledger(root, fingerprint, manifest_sha, rerun_reason)
+        report_dir, n = _allocate(root, judge.spec.name, judge.spec.version)
+        report_id = f"{judge.spec.name}/{judge.spec.version}/{n}"
+        try:
+            previous = previous_report(root, judge.spec.name, judge.spec.version, n, ledger, entries)
+            entry, token, hold = ledger.start(candidate=judge.spec.label, fingerprint=fingerprint, dataset_sha256=dataset.sha256, manifest_sha256=manifest_sha, report_id=report_id, reports_root=root, gold=gold_directory(gold), rerun_reason=rerun_reason, budget_usd=budget, previous_report=previous)
+        except BaseException:
+            shutil.rmtree(report_dir, ignore_errors=True)  # nothing was recorded for it
+            raise
+        write_started_marker(report_dir, entry, ledger.path)
+
+    try:
+        result = _run_and_lock(judge, dataset, candidate, policy, overrides_path, notebook_path, report_dir, report_id, entry, token, ledger, previous, rerun_reason, fingerprint, manifest_sha, budget, concurrency, max_cases, kernel_name, signer)
+    except BaseException:
+        ledger.abort(entry)  # fail closed: the use is recorded, and counts
+        raise
+    finally:
+        ledger.release(entry.entry_id, hold)
+    make_read_only(report_dir)
+    return result
+
+
+def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: Path, overrides_path: Path, notebook_path: Path, report_dir: Path, report_id: str, entry: LedgerEntry, token: str, ledger: HeldOutLedger, previous: PreviousReport | None, rerun_reason: str | None, fingerprint: str, manifest_sha: str, budget: float | None, concurrency: int, max_cases: int | None, kernel_name: str, signer: Signer | None) -> CertificationResult:
+    import papermill
+
     copies = _copy_inputs(report_dir, candidate, policy, overrides_path)
-    entry = ledger.start(candidate=judge.spec.label, fingerprint=fingerprint, dataset_sha256=dataset.sha256, manifest_sha256=manifest_sha, report_id=report_id, rerun_reason=rerun_reason)
-
     t0 = time.perf_counter()
     parameters = {
         "candidate": str(copies["candidate"].resolve()),
         "policy": str(copies["policy"].resolve()),
-        "gold": str(Path(gold).resolve()),
+        "gold": str(dataset.gold_path.resolve()),
         "overrides": str(copies["overrides"].resolve()) if "overrides" in copies else "",
         "controls": str(copies["controls"].resolve()) if "controls" in copies else "",
         "report_dir": str(report_dir.resolve()),
-        "ledger_path": str(ledger.path.resolve()),
-        "ledger_entry_id": entry.entry_id,
+        "ledger_path": str(ledger.path),
+        "certification_token": token,
         "concurrency": concurrency,
-        "budget_usd": budget_usd,
         "max_cases": max_cases,
     }
     failure: Exception | None = None
@@ -206,12 +272,17 @@ def certify(
     executed_at = time.perf_counter()
     gate = _read_gate(report_dir)
     if failure is not None or gate is None:
-        gate = _public_gate(_failed_gate(failure, judge))
+        gate = public_gate(_failed_gate(failure, judge))
         atomic_write_json(report_dir / GATE_FILE, gate)
     html = render_html(executed, title=f"Certification report: {judge.spec.label} ({report_id})") if executed.exists() else "<p>the certification notebook did not run</p>"
     atomic_write_text(report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()
     timings = _timings(executed, t0, executed_at, rendered_at)
+    figures_path = report_dir / FIGURES_FILE
+    figures = read_json_file(figures_path) if figures_path.exists() and failure is None else None
+    run_dir = report_dir / RUN_DIR
+    run_id = _run_id(run_dir)
+    rel = {name: path.relative_to(report_dir).as_posix() for name, path in copies.items()}
     lock = write_lock(
         report_dir,
         Lock(
@@ -221,6 +292,9 @@ def certify(
             candidate_fingerprint=fingerprint,
             outcome=gate["outcome"],
             blockers=gate["blockers"],
+            figures=figures,
+            evaluated_at=entry.when,
+            budget_usd=budget,
             evidence={
                 "gold_dataset": dataset.sha256,
                 "gold_file": sha256_file(dataset.gold_path),
@@ -230,26 +304,41 @@ def certify(
                 "overrides": sha256_file(copies["overrides"]) if "overrides" in copies else None,
                 "control_suite": sha256_file(copies["controls"]) if "controls" in copies else None,
                 "control_records": _maybe_sha(report_dir / CONTROLS_DIR / "results.jsonl"),
-                "run_records": _maybe_sha(report_dir / RUN_DIR / "results.jsonl"),
-                "run_manifest": _maybe_sha(report_dir / RUN_DIR / "manifest.json"),
+                "run_records": _maybe_sha(run_dir / "results.jsonl"),
+                "run_manifest": _maybe_sha(run_dir / "manifest.json"),
+                "lineage": _maybe_sha(report_dir / LINEAGE_FILE),
+                "figures": _maybe_sha(figures_path),
+                "held_out_gold": _maybe_sha(report_dir / HELD_OUT_GOLD),
+                "rubric": _maybe_sha(report_dir / RUBRIC_JSON),
                 "executed_notebook": _maybe_sha(executed),
                 "html": sha256_file(report_dir / HTML_FILE),
             },
+            input_files={"candidate": rel["candidate"], "policy": rel["policy"], "overrides": rel.get("overrides"), "controls": rel.get("controls")},
             files=hash_tree(report_dir),
             versions=versions(),
             git=git_state(),
+            gold=entry.gold,
+            ledger_path=str(ledger.path),
             ledger_entry=entry.model_dump(mode="json"),
             rerun_reason=rerun_reason,
             previous_report=previous,
             timings_s=timings,
         ),
+        signer=signer,
     )
-    # Any held-out record (even a partial run) is a use; no record at all means controls or
-    # lineage stopped certification before held-out data was touched.
-    ledger.finish(entry, outcome=gate["outcome"], lock_sha256=lock.lock_sha256, held_out_used=(report_dir / RUN_DIR / "results.jsonl").exists())
-    make_read_only(report_dir)
+    # Any held-out run directory (even a partial run) is a use: calls may have been in flight.
+    # No run directory means controls or lineage stopped certification before held-out data.
+    ledger.finish(entry, outcome=gate["outcome"], lock_sha256=lock.lock_sha256, held_out_used=run_dir.exists(), run_id=run_id, run_records_sha256=lock.evidence["run_records"])
     timings["lock"] = round(time.perf_counter() - rendered_at, 3)
     return CertificationResult(report_dir, report_id, gate["outcome"], gate["blockers"], lock.lock_sha256, timings)
+
+
+def _run_id(run_dir: Path) -> str | None:
+    summary = run_dir / "run.json"
+    try:
+        return RunSummary.model_validate(read_json_file(summary)).run_id if summary.exists() else None
+    except (ValueError, OSError):
+        return None
 
 
 def _maybe_sha(path: Path) -> str | None:
@@ -260,7 +349,7 @@ def _read_gate(report_dir: Path) -> dict[str, Any] | None:
     path = report_dir / GATE_FILE
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json_file(path)
 
 
 def _failed_gate(failure: Exception | None, judge: Judge) -> GateResult:
@@ -272,18 +361,6 @@ def _failed_gate(failure: Exception | None, judge: Judge) -> GateResult:
         message = "the certification notebook wrote no gate result"
     blocker = Blocker(code="certification_failed", category="incomplete", slice=None, message=message, evidence=evidence, case_ids=[], waivable=False)
     return GateResult(outcome="evaluation_incomplete", blockers=[blocker], waived=[], policy=None, summary=f"{judge.spec.label}: evaluation incomplete ({message})")
-
-
-def _public_gate(gate: GateResult) -> dict[str, Any]:
-    """The gate as shared in the report: case ids replaced by counts (held-out detail is restricted)."""
-    data = gate.model_dump(mode="json")
-    for key in ("blockers", "waived"):
-        for item in data.get(key, []):
-            block = item.get("blocker", item)
-            if block.get("case_ids"):
-                block["case_count"] = len(block["case_ids"])
-            block["case_ids"] = []
-    return data
 
 
 def _timings(executed: Path, t0: float, executed_at: float, rendered_at: float) -> dict[str, float]:
@@ -301,7 +378,14 @@ def _timings(executed: Path, t0: float, executed_at: float, rendered_at: float) 
 
 
 class Certification:
-    """The evaluation steps of ``03_certify.ipynb``, callable and testable outside the notebook."""
+    """The evaluation steps of ``03_certify.ipynb``, callable and testable outside the notebook.
+
+    It refuses to exist unless ``workbench certify`` opened a ledger entry for it: the ledger
+    is resolved from the gold dataset (a ``ledger_path`` given must be that one), an open
+    ``started`` entry must carry the hash of ``certification_token``, name this report
+    directory and candidate, and be held by a live ``certify`` process; the token is then
+    claimed, so it works once.
+    """
 
     def __init__(
         self,
@@ -310,14 +394,15 @@ class Certification:
         policy: str | Path,
         gold: str | Path,
         report_dir: str | Path,
-        ledger_path: str | Path,
-        ledger_entry_id: str,
+        certification_token: str,
+        ledger_path: str | Path | None = None,
         overrides: str | Path | None = None,
         controls: str | Path | None = None,
         concurrency: int = 8,
-        budget_usd: float | None = None,
         max_cases: int | None = None,
     ) -> None:
+        # Notebook parameters arrive as papermill injected them: checked before the ledger is read.
+        check_run_arguments(concurrency=concurrency, max_cases=max_cases)
         self.report_dir = Path(report_dir)
         self.controls_path = Path(controls) if controls else None
         self.candidate_path = Path(candidate)
@@ -326,12 +411,11 @@ class Certification:
         self.dataset: GoldDataset = load_dataset(gold)
         self.policy: Policy | None = load_policy(policy) if self.policy_path.exists() else None
         self.overrides = load_overrides(overrides) if overrides and Path(overrides).exists() else []
-        self.ledger_path = Path(ledger_path)
-        ledger = HeldOutLedger(ledger_path)
-        self.ledger_entry: LedgerEntry | None = ledger.open_entry(ledger_entry_id)
-        self.ledger_entry_id = ledger_entry_id
+        self.ledger_entry: LedgerEntry = self._open(gold, ledger_path, certification_token)
+        self.ledger_path = self.ledger.path
+        self.ledger_entry_id = self.ledger_entry.entry_id
         self.concurrency = concurrency
-        self.budget_usd = budget_usd
+        self.budget_usd = self.ledger_entry.budget_usd  # decided by certify, recorded in the ledger
         self.max_cases = max_cases
         self.lineage: list[dict[str, Any]] = []
         self.controls: Any | None = None
@@ -341,6 +425,32 @@ class Certification:
         self.alignment: AlignmentReport | None = None
         self.gate: GateResult | None = None
 
+    def _refuse(self, code: str, message: str, fix: str = "run `workbench certify`; the certification notebook is executed only by it") -> WorkbenchError:
+        where = self.ledger.path if hasattr(self, "ledger") else self.report_dir
+        return WorkbenchError("certification refused: the held-out partition was not used", [Problem(location=str(where), code=code, message=message, fix=fix)])
+
+    def _open(self, gold: str | Path, ledger_path: str | Path | None, token: str) -> LedgerEntry:
+        canonical = ledger_path_for(gold)
+        self.ledger = HeldOutLedger(canonical)
+        if ledger_path and Path(ledger_path).resolve() != canonical:
+            raise self._refuse("ledger_mismatch", f"ledger {ledger_path} is not the held-out ledger of this dataset ({canonical})", "the ledger belongs to the gold dataset; no other ledger is accepted")
+        if not isinstance(token, str) or not token:
+            raise self._refuse("certification_not_opened", "no certification token was given")
+        entry = self.ledger.open_entry_for_token(token)  # raises on a damaged ledger
+        if entry is None:
+            raise self._refuse("certification_not_opened", "no open certification in the held-out ledger carries this token")
+        if (Path(entry.reports_root) / entry.report_id).resolve() != self.report_dir.resolve():
+            raise self._refuse("report_dir_mismatch", f"the ledger entry opened report {entry.report_id}, not {self.report_dir}")
+        if entry.candidate_fingerprint != self.judge.identity.fingerprint():
+            raise self._refuse("candidate_mismatch", f"the ledger entry opened a certification of {entry.candidate}, not of this candidate")
+        if not self.ledger.is_running(entry.entry_id):
+            raise self._refuse("certification_not_running", f"the `workbench certify` process that opened ledger entry {entry.entry_id} is not running")
+        earlier = self.ledger.previous_uses(entry.candidate_fingerprint, entry.held_out_manifest_sha256, exclude=entry.entry_id)
+        if earlier and not (entry.rerun_reason and entry.rerun_reason.strip()):
+            raise self._refuse("held_out_reuse", f"the held-out partition was already used for this candidate ({', '.join(e.report_id for e in earlier)}) and the entry gives no re-run reason")
+        self.ledger.claim_token(entry)
+        return entry
+
     # -- steps ----------------------------------------------------------------------------
 
     def check_lineage(self) -> list[dict[str, Any]]:
@@ -348,18 +458,21 @@ class Certification:
         entry = self.ledger_entry
         held_out = self.dataset.partition("held_out")
         fingerprint = self.judge.identity.fingerprint()
+        manifest = held_out_manifest_sha256(self.dataset.sha256, held_out)
         other_groups = {c.group for c in self.dataset.cases.values() if c.partition.value != "held_out"}
         leaked = sorted({c.group for c in held_out} & other_groups)
         checks = [
-            ("ledger entry open for this certification", entry is not None, self.ledger_entry_id, "open" if entry else "missing or already finished"),
-            ("candidate fingerprint", entry is not None and entry.candidate_fingerprint == fingerprint, entry.candidate_fingerprint if entry else None, fingerprint),
-            ("gold dataset sha256", entry is not None and entry.dataset_sha256 == self.dataset.sha256, entry.dataset_sha256 if entry else None, self.dataset.sha256),
-            ("held-out manifest sha256", entry is not None and entry.held_out_manifest_sha256 == held_out_manifest_sha256(self.dataset.sha256, held_out), entry.held_out_manifest_sha256 if entry else None, held_out_manifest_sha256(self.dataset.sha256, held_out)),
+            ("ledger entry open for this certification", self.ledger.status_of(entry.entry_id) == "open", entry.entry_id, self.ledger.status_of(entry.entry_id) or "missing"),
+            ("candidate fingerprint", entry.candidate_fingerprint == fingerprint, entry.candidate_fingerprint, fingerprint),
+            ("gold dataset sha256", entry.dataset_sha256 == self.dataset.sha256, entry.dataset_sha256, self.dataset.sha256),
+            ("held-out manifest sha256", entry.held_out_manifest_sha256 == manifest, entry.held_out_manifest_sha256, manifest),
             ("partition isolation (no held-out group elsewhere)", not leaked, "0 shared groups", f"{len(leaked)} shared groups"),
             ("rubric version (policy vs gold)", self.policy is None or self.policy.rubric_version in (None, self.dataset.rubric.version), getattr(self.policy, "rubric_version", None), self.dataset.rubric.version),
             ("policy present", self.policy is not None, str(self.policy_path.name), "loaded" if self.policy else "missing"),
+            ("gold release (recorded in the run manifest)", True, "releases.jsonl beside the gold", self.dataset.release.release_id if self.dataset.release else "(not frozen)"),
         ]
         self.lineage = [{"check": name, "ok": bool(ok), "expected": expected, "actual": actual} for name, ok, expected, actual in checks]
+        atomic_write_json(self.report_dir / LINEAGE_FILE, self.lineage)
         return self.lineage
 
     @property
@@ -392,7 +505,7 @@ class Certification:
             self.check_lineage()
         if not self.lineage_ok or not self.controls_ok:
             return None
-        access = HeldOutAccess.grant(self.ledger_path, self.ledger_entry_id, self.judge.identity.fingerprint())
+        access = HeldOutAccess.grant(self.ledger.path, self.ledger_entry_id, self.judge.identity.fingerprint())
         self.summary = await run_candidate(
             self.judge,
             self.dataset,
@@ -408,49 +521,37 @@ class Certification:
         return self.summary
 
     def evaluate(self, extra_blockers: list[Blocker] | None = None) -> GateResult:
-        """Align, apply the gate, write gate.json and the restricted case-level files."""
-        blockers = list(extra_blockers or []) + self.control_blockers
-        for row in self.lineage:
-            if not row["ok"]:
-                blockers.append(Blocker(code="lineage_failed", category="incomplete", slice=None, message=f"lineage check failed: {row['check']}", evidence={"expected": str(row["expected"]), "actual": str(row["actual"])}, case_ids=[], waivable=False))
+        """Align, apply the gate, write gate.json, the figures and the restricted evidence.
+
+        Overrides are checked against the certification's start (the ``started`` ledger
+        entry's time), so ``workbench verify`` can re-run the same gate later.
+        """
+        if not self.lineage:
+            self.check_lineage()
+        write_gold_evidence(self.report_dir, self.dataset)
+        blockers = list(extra_blockers or []) + self.control_blockers + lineage_blockers(self.lineage)
         if self.control_blockers:
             # Controls failed: held-out data was deliberately not used, so there is nothing
             # held-out to align. The outcome is decided by the control (and lineage) blockers.
             return self._save_gate(self._gate_without_held_out(blockers))
         results_path = self.report_dir / RUN_DIR / "results.jsonl"
         lines = read_results(results_path) if results_path.exists() else []
-        self.join = join_results(self.dataset, lines, partition="held_out", location=str(results_path))
+        # Lineage of the held-out results against this gold (run manifest: dataset, rubric, per-case hashes).
+        self.join = align_results(self.dataset, lines, partition="held_out", manifest=read_run_manifest(results_path), location=str(results_path))
         self.alignment = alignment_report(self.join, results_path=str(results_path) if results_path.exists() else None)
         self.human = human_agreement(self.dataset, "held_out")
-        gate = evaluate_gate(self.alignment, self.policy, rubric=self.dataset.rubric, run=self.summary, overrides=self.overrides, now=datetime.now(UTC), join=self.join, extra_blockers=blockers, fingerprint=self.judge.identity.fingerprint())
+        gate = evaluate_gate(self.alignment, self.policy, rubric=self.dataset.rubric, run=self.summary, overrides=self.overrides, now=self.ledger_entry.when, join=self.join, extra_blockers=blockers, fingerprint=self.judge.identity.fingerprint())
+        atomic_write_json(self.report_dir / FIGURES_FILE, figures_of(self.alignment))
         self._save_gate(gate)
         self._write_restricted()
         return gate
 
     def _gate_without_held_out(self, blockers: list[Blocker]) -> GateResult:
-        from ..policy import PolicyRef
-
-        order = {"incomplete": 0, "quality": 1, "review": 2}
-        blockers = sorted(blockers, key=lambda b: (order[b.category], b.slice or "", b.code))
-        categories = {b.category for b in blockers}
-        outcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required"
-        ref = PolicyRef(name=self.policy.name, version=self.policy.version, sha256=sha256_file(self.policy_path)) if self.policy else None
-        return GateResult(
-            outcome=outcome,
-            blockers=blockers,
-            waived=[],
-            policy=ref,
-            summary=f"{outcome.upper()}: blocking controls failed, so the held-out partition was not used ({len(blockers)} blocker(s))",
-            judge=self.judge.spec.label,
-            judge_fingerprint=self.judge.identity.fingerprint(),
-            dataset_sha256=self.dataset.sha256,
-            rubric_version=self.dataset.rubric.version,
-            partition="held_out",
-        )
+        return gate_without_held_out(blockers, policy=self.policy, policy_sha256=sha256_file(self.policy_path) if self.policy else None, judge=self.judge.spec.label, fingerprint=self.judge.identity.fingerprint(), dataset_sha256=self.dataset.sha256, rubric_version=self.dataset.rubric.version)
 
     def _save_gate(self, gate: GateResult) -> GateResult:
         self.gate = gate
-        atomic_write_json(self.report_dir / GATE_FILE, _public_gate(gate))
+        atomic_write_json(self.report_dir / GATE_FILE, public_gate(gate))
         return gate
 
     def _write_restricted(self) -> None:
@@ -465,37 +566,8 @@ class Certification:
         path = self.report_dir / RUN_DIR / "results.jsonl"
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return read_jsonl_records(path)
 
 
 def write_gate_json(report_dir: Path, gate: GateResult) -> None:
-    atomic_write_json(report_dir / GATE_FILE, _public_gate(gate))
-
-
-def list_reports(reports_root: str | Path = "reports") -> list[dict[str, Any]]:
-    """Every locked report under ``reports_root`` with its outcome, newest last."""
-    root = Path(reports_root)
-    rows = []
-    for lock_path in sorted(root.glob(f"*/*/*/{LOCK_FILE}")):
-        try:
-            lock = read_lock(lock_path.parent)
-        except (ValueError, OSError):
-            rows.append({"report_id": lock_path.parent.relative_to(root).as_posix(), "outcome": "(unreadable lock)"})
-            continue
-        rows.append(
-            {
-                "report_id": lock.report_id,
-                "created_at": lock.created_at.isoformat(timespec="seconds"),
-                "candidate": lock.candidate,
-                "outcome": lock.outcome,
-                "blockers": len(lock.blockers),
-                "rerun_reason": lock.rerun_reason,
-                "who": lock.ledger_entry.get("who"),
-                "lock_sha256": lock.lock_sha256[:12],
-            }
-        )
-    rows.sort(key=lambda r: (r.get("created_at") or "", r["report_id"]))
-    return rows
-
-
-
+    atomic_write_json(report_dir / GATE_FILE, public_gate(gate))

@@ -74,14 +74,25 @@ def key_value_html(title: str, rows: Iterable[tuple[str, Any]]) -> str:
 
 
 def disagreement_counts(join: Join) -> Any:
-    """Held-out disagreements as counts by slice and error class (no case ids)."""
+    """Held-out disagreements as counts by slice and error class (no case ids).
+
+    Beside the classes: ``abstained`` (verdicts in the rubric's abstain labels, whatever the
+    adjudicated label; they are also counted in their class, ``aligned`` or
+    ``disagreement``), ``decided`` (verdicts that are not abstentions), ``cases`` and
+    ``coverage`` = decided / cases, so no rate is read without the share the judge decided.
+    """
     import pandas as pd
 
+    abstain = set(join.dataset.rubric.abstain_labels)
     counts = Counter((c.slice, c.error_class) for c in join.cases)
+    abstained = Counter(c.slice for c in join.cases if c.outcome == "verdict" and c.judge_label in abstain)
+    decided = Counter(c.slice for c in join.cases if c.outcome == "verdict" and c.judge_label not in abstain)
+    cases = Counter(c.slice for c in join.cases)
     classes = ["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
     slices = list(dict.fromkeys(c.slice for c in join.cases))
-    frame = pd.DataFrame([[counts.get((s, k), 0) for k in classes] for s in slices], index=slices, columns=classes)
+    frame = pd.DataFrame([[counts.get((s, k), 0) for k in classes] + [abstained[s], decided[s], cases[s]] for s in slices], index=slices, columns=[*classes, "abstained", "decided", "cases"])
     frame.loc["(all)"] = frame.sum()
+    frame["coverage"] = [round(d / n, 4) if n else None for d, n in zip(frame["decided"], frame["cases"], strict=True)]
     frame.index.name = "slice"
     return frame
 
@@ -108,7 +119,11 @@ def cost_latency(rows: Sequence[dict[str, Any]]) -> Any:
 
 
 def agreement_summary(report: AlignmentReport, human: Any) -> Any:
-    """Judge-human kappa next to human-human agreement on the same cases, per slice."""
+    """Judge-human kappa next to human-human agreement on the same cases, per slice.
+
+    ``coverage`` (decided verdicts / cases in scope) and ``abstention_rate`` (abstentions /
+    verdicts) stand beside the judge's figures: agreement over few decided cases means little.
+    """
     import pandas as pd
 
     rows = []
@@ -118,6 +133,8 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
             {
                 "slice": s.slice,
                 "n": s.n,
+                "coverage": s.coverage.rate,
+                "abstention_rate": s.abstention_rate.rate,
                 "judge_vs_adjudicated_kappa": s.cohen_kappa.value,
                 "judge_agreement": s.agreement.rate,
                 "human_krippendorff_alpha": block.krippendorff_alpha.value if block else None,

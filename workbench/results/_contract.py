@@ -125,6 +125,12 @@ class JudgeResult(_Record):
     """How candidates were presented (e.g. presented order) for ranking and pairwise judges."""
     cached_from_run_id: str | None = None
     """Set when the verdict was reused from the cache instead of calling the judge: the run that produced it."""
+    dataset_sha256: str | None = None
+    """Lineage: hash of the gold dataset the case was drawn from when the attempt ran (set by
+    the run engine and by importers), so a results file names its gold even without its run
+    manifest. ``align`` and ``gate`` refuse results whose gold differs from the gold given."""
+    rubric_version: str | None = None
+    """Lineage: the rubric version of that gold."""
 
     @model_validator(mode="after")
     def _verdict_xor_error(self) -> JudgeResult:

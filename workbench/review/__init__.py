@@ -1,4 +1,5 @@
-"""Case review: per-case review tables, append-only review notes, verdict transitions.
+"""Case review: per-case review tables, append-only review notes, gold-correction drafts,
+verdict transitions.
 
 Development and calibration only: every entry point refuses held-out cases, whose
 case-level detail is restricted to certification.
@@ -12,7 +13,14 @@ from ._cases import (
     ReviewTable,
     review_cases,
 )
-from ._notes import CAUSES, NOTE_SCHEMA_VERSION, Cause, ReviewNote, ReviewNotes
+from ._drafts import (
+    DRAFT_SCHEMA_VERSION,
+    GoldCorrectionDraft,
+    GoldCorrectionDrafts,
+    drafts_path,
+    proposed_record,
+)
+from ._notes import CAUSES, EXPORT_FORMATS, NOTE_SCHEMA_VERSION, Cause, ReviewNote, ReviewNotes
 from ._transitions import CHANGES, TRANSITION_COLUMNS, change_of, transition_summary, transitions
 
 __all__ = [
@@ -21,7 +29,11 @@ __all__ = [
     "CODED_COLUMNS",
     "COLUMNS",
     "DISAGREEMENT_CLASSES",
+    "DRAFT_SCHEMA_VERSION",
     "ERROR_CLASSES",
+    "EXPORT_FORMATS",
+    "GoldCorrectionDraft",
+    "GoldCorrectionDrafts",
     "NOTE_SCHEMA_VERSION",
     "TRANSITION_COLUMNS",
     "Cause",
@@ -29,6 +41,8 @@ __all__ = [
     "ReviewNotes",
     "ReviewTable",
     "change_of",
+    "drafts_path",
+    "proposed_record",
     "review_cases",
     "transition_summary",
     "transitions",

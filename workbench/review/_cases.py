@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..align import Join
+from ..align import Join, lineage_problems
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition
 from ..results import ResultLine
@@ -46,7 +46,10 @@ COLUMNS: tuple[str, ...] = (
     "adjudication",
     "rendered_request",
     "rendered_request_ref",
+    "rendered_request_sha256",
     "attempts",
+    "reviewers_disagree",
+    "gold_record",
 )
 """Columns of :attr:`ReviewTable.frame`, in order."""
 
@@ -55,6 +58,8 @@ CODED_COLUMNS: tuple[str, ...] = ("slice", "risk", "partition", "error_class", "
 
 _REQUIRED = ("case_id", "slice", "error_class")
 _LIST_COLUMNS = ("tags", "reviews")
+_SEARCHED = ("case_id", "input", "response", "judge_reason", "error_message")
+"""Text columns the search covers, besides every review rationale and the adjudication reason."""
 
 
 def _held_out_refusal(case_ids: Sequence[str]) -> WorkbenchError:
@@ -87,6 +92,7 @@ class ReviewTable:
         *,
         judge_fingerprint: str | None = None,
         dataset_sha256: str | None = None,
+        labels: Sequence[str] | None = None,
     ) -> None:
         missing = [c for c in _REQUIRED if c not in frame.columns]
         if missing:
@@ -105,6 +111,10 @@ class ReviewTable:
         held = frame.loc[frame["partition"].astype(object) == Partition.held_out.value, "case_id"].astype(str).tolist()
         if held:
             raise _held_out_refusal(held)
+        if frame["reviewers_disagree"].isna().any():
+            computed = [_reviewers_disagree(r) for r in frame["reviews"]]
+            frame["reviewers_disagree"] = [c if v is None or v != v else bool(v) for c, v in zip(computed, frame["reviewers_disagree"], strict=True)]
+        frame["reviewers_disagree"] = frame["reviewers_disagree"].astype(bool)
         extra = [c for c in frame.columns if c not in COLUMNS]
         frame = frame[list(COLUMNS) + extra]
         self.codes: dict[str, np.ndarray] = {}
@@ -124,6 +134,11 @@ class ReviewTable:
         """Fingerprint of the judge whose verdicts the table holds (None if unknown)."""
         self.dataset_sha256 = dataset_sha256
         """Hash of the gold dataset the table was built from (None if unknown)."""
+        self.labels: tuple[str, ...] = tuple(labels) if labels else _labels_seen(frame)
+        """The label vocabulary (the rubric's when built by :func:`review_cases`)."""
+        self.reviewers_disagree: np.ndarray = frame["reviewers_disagree"].to_numpy(dtype=bool)
+        """Boolean per row: the human reviewers gave different labels."""
+        self._haystack: list[str] | None = None
 
     @classmethod
     def from_records(cls, records: Iterable[Mapping[str, Any]], **meta: Any) -> ReviewTable:
@@ -165,6 +180,39 @@ class ReviewTable:
         counts = np.bincount(codes[codes >= 0], minlength=len(self.categories[column]))
         return {name: int(k) for name, k in zip(self.categories[column], counts, strict=True)}
 
+    def search_mask(self, terms: Sequence[str], within: np.ndarray | None = None) -> np.ndarray:
+        """Rows whose searchable text contains every term (case-insensitive substrings).
+
+        The text is the case id, input, response, judge reason, evaluator error message, every
+        review rationale and the adjudication reason. ``within`` (a boolean mask) limits the
+        scan: rows outside it are False.
+        """
+        hay = self._searchable()
+        hits: list[int] = list(range(len(hay))) if within is None else np.flatnonzero(within).tolist()
+        for term in (t.casefold() for t in terms if t):
+            hits = [i for i in hits if term in hay[i]]
+        mask = np.zeros(len(hay), dtype=bool)
+        mask[hits] = True
+        return mask
+
+    def _searchable(self) -> list[str]:
+        if self._haystack is None:
+            columns = [self.frame[c].tolist() for c in _SEARCHED]
+            reviews = self.frame["reviews"].tolist()
+            adjudications = self.frame["adjudication"].tolist()
+            hay = []
+            for i in range(len(self.frame)):
+                parts = [str(col[i]) for col in columns if isinstance(col[i], str)]
+                for review in _tag_list(reviews[i]):
+                    if isinstance(review, Mapping) and isinstance(review.get("rationale"), str):
+                        parts.append(review["rationale"])
+                adj = adjudications[i]
+                if isinstance(adj, Mapping) and isinstance(adj.get("reason"), str):
+                    parts.append(adj["reason"])
+                hay.append("\n".join(parts).casefold())
+            self._haystack = hay
+        return self._haystack
+
     def row(self, position: int) -> dict[str, Any]:
         """One case as a plain dict (missing values are ``None``)."""
         out: dict[str, Any] = {}
@@ -177,6 +225,20 @@ class ReviewTable:
 
 def _is_missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and value != value)
+
+
+def _reviewers_disagree(reviews: Any) -> bool:
+    labels = {r.get("label") for r in _tag_list(reviews) if isinstance(r, Mapping)}
+    return len(labels) > 1
+
+
+def _labels_seen(frame: pd.DataFrame) -> tuple[str, ...]:
+    seen: dict[str, None] = {}
+    for col in ("human_label", "judge_label"):
+        for value in frame[col].tolist():
+            if isinstance(value, str):
+                seen.setdefault(value)
+    return tuple(sorted(seen))
 
 
 def _tag_list(tags: Any) -> list[Any]:
@@ -193,26 +255,32 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
     ``results`` are the result lines the join was built from; each case's counted attempt is
     found by the join's ``result_line`` and supplies the evaluator-visible request.
     Raises :class:`WorkbenchError` (``held_out_refused``) when any joined case is held out,
-    and (``result_line_mismatch``) when a counted line is absent or belongs to another case.
+    (``lineage_unchecked``, ``gold_changed``) when the join's lineage was not checked or does
+    not hold (a mismatch accepted with ``allow_gold_change`` is reviewable), and
+    (``result_line_mismatch``) when a counted line is absent or belongs to another case.
     """
     held = [c.case_id for c in join.cases if c.partition == Partition.held_out.value]
     if held:
         raise _held_out_refusal(held)
     if dataset.sha256 != join.dataset.sha256:
         raise WorkbenchError("dataset mismatch", [Problem(location="review", code="different_datasets", message="the join was built on another dataset", fix="pass the dataset the join was built from")])
+    refused = lineage_problems(join, where="review", allow_forced=True)
+    if refused:
+        raise WorkbenchError("refusing to review results against gold they were not produced against", refused)
     by_line = {r.line: r for r in results}
     problems: list[Problem] = []
     records: list[dict[str, Any]] = []
     rubric = dataset.rubric
     for jc in join.cases:
         gold = dataset.cases[jc.case_id]
-        request = request_ref = None
+        request = request_ref = request_sha = None
         if jc.result_line is not None:
             line = by_line.get(jc.result_line)
             if line is None or line.result.case_id != jc.case_id:
                 problems.append(Problem(location=f"results:{jc.result_line}", case_id=jc.case_id, code="result_line_mismatch", message="the counted attempt is not among the given results" if line is None else f"the counted line holds case {line.result.case_id!r}", fix="pass the same result lines the join was built from"))
             else:
                 request, request_ref = line.result.rendered_request, line.result.rendered_request_ref
+                request_sha = line.result.rendered_request_sha256
         records.append(
             {
                 "case_id": jc.case_id,
@@ -236,10 +304,13 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
                 "adjudication": gold.adjudication.model_dump(mode="json") if gold.adjudication else None,
                 "rendered_request": request,
                 "rendered_request_ref": request_ref,
+                "rendered_request_sha256": request_sha,
                 "attempts": jc.attempts,
+                "reviewers_disagree": gold.reviewers_disagree,
+                "gold_record": gold.model_dump(mode="json"),
             }
         )
     if problems:
         raise WorkbenchError(f"refusing to build the review table: {len(problems)} problem(s)", problems)
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
-    return ReviewTable(frame, judge_fingerprint=join.judge_fingerprint, dataset_sha256=dataset.sha256)
+    return ReviewTable(frame, judge_fingerprint=join.judge_fingerprint, dataset_sha256=dataset.sha256, labels=rubric.labels)

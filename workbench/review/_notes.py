@@ -15,7 +15,15 @@ from typing import Literal, get_args
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
+from .._io import (
+    AppendOnlyLog,
+    JSONRecordError,
+    atomic_write_bytes,
+    atomic_write_text,
+    iter_jsonl_lines,
+    json_problem,
+    loads_json,
+)
 from ..errors import Problem, WorkbenchError
 
 NOTE_SCHEMA_VERSION = 1
@@ -33,6 +41,9 @@ Cause = Literal[
 ]
 CAUSES: tuple[str, ...] = get_args(Cause)
 """First causes of a disagreement, in the order a reviewer should rule them out."""
+
+EXPORT_FORMATS: tuple[str, ...] = (".csv", ".parquet")
+"""File suffixes :meth:`ReviewNotes.export` writes."""
 
 
 class ReviewNote(BaseModel):
@@ -113,7 +124,8 @@ class ReviewNotes:
             return []
         notes: list[ReviewNote] = []
         problems: list[Problem] = []
-        for number, text in iter_jsonl_lines(self.path):
+        not_utf8: list[int] = []
+        for number, text in iter_jsonl_lines(self.path, not_utf8):
             where = f"{self.path}:{number}"
             try:
                 record = ReviewNote.model_validate(loads_json(text))
@@ -127,6 +139,7 @@ class ReviewNotes:
                 problems.append(Problem(location=where, case_id=record.case_id, code="schema_version_newer", message=f"note schema_version {record.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
                 continue
             notes.append(record)
+        problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="notes are written by ReviewNotes.add; do not edit the file by hand") for n in not_utf8]
         if problems:
             raise WorkbenchError(f"{self.path}: {len(problems)} bad note line(s)", problems)
         return notes
@@ -148,6 +161,42 @@ class ReviewNotes:
         for note in self.latest_by_case(judge_fingerprint).values():
             counts[note.cause] += 1
         return pd.Series(counts, name="cases", dtype=int).rename_axis("cause")
+
+    def to_frame(self, judge_fingerprint: str | None = None, *, latest_only: bool = False) -> pd.DataFrame:
+        """The notes as a DataFrame, one row per note (or per case with ``latest_only``).
+
+        Columns are the :class:`ReviewNote` fields in order; ``created_at`` is a UTC
+        timestamp. ``judge_fingerprint`` keeps one judge's notes.
+        """
+        if latest_only:
+            notes = list(self.latest_by_case(judge_fingerprint).values())
+        else:
+            notes = [n for n in self.all() if judge_fingerprint is None or n.judge_fingerprint == judge_fingerprint]
+        columns = list(ReviewNote.model_fields)
+        frame = pd.DataFrame.from_records([n.model_dump() for n in notes], columns=columns)
+        frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
+        for col in ("schema_version",):
+            frame[col] = frame[col].astype("int64")
+        return frame
+
+    def export(self, path: str | Path, judge_fingerprint: str | None = None, *, latest_only: bool = False) -> Path:
+        """Write :meth:`to_frame` to ``path`` (``.csv`` or ``.parquet``, atomically); return it."""
+        target = Path(path)
+        suffix = target.suffix.lower()
+        if suffix not in EXPORT_FORMATS:
+            raise WorkbenchError("cannot export review notes", [Problem(location=str(target), code="unknown_export_format", message=f"unknown file type {target.suffix or '(none)'!r}", fix="name the file *.csv or *.parquet")])
+        if target.resolve() == self.path.resolve():
+            raise WorkbenchError("cannot export review notes", [Problem(location=str(target), code="export_over_notes", message="the export would replace the notes file itself", fix="export to another file")])
+        frame = self.to_frame(judge_fingerprint, latest_only=latest_only)
+        if suffix == ".csv":
+            atomic_write_text(target, frame.to_csv(index=False))
+        else:
+            import io
+
+            buffer = io.BytesIO()
+            frame.to_parquet(buffer, index=False, engine="pyarrow")
+            atomic_write_bytes(target, buffer.getvalue())
+        return target
 
     def close(self) -> None:
         """Close the underlying file."""

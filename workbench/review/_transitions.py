@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..align import Join
+from ..align import Join, lineage_problems
 from ..errors import Problem, WorkbenchError
 from ..gold import Partition
 
@@ -57,10 +57,12 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
     Columns: :data:`TRANSITION_COLUMNS`. ``critical_broken`` marks a newly introduced error
     (``broken``) in a critical slice; ``needs_review`` marks every changed verdict in a
     critical slice (fixed, broken or changed), each of which needs evidence-based review.
-    Refuses (:class:`WorkbenchError`) joins on different datasets or different case sets,
-    and, unless ``allow_held_out`` (certification only), held-out cases.
+    Refuses (:class:`WorkbenchError`) joins whose lineage was not checked or does not hold
+    (results produced against other gold; build joins with ``align_results``), joins on
+    different datasets or different case sets, and, unless ``allow_held_out``
+    (certification only), held-out cases.
     """
-    problems: list[Problem] = []
+    problems: list[Problem] = [*lineage_problems(before, where="transitions (before)"), *lineage_problems(after, where="transitions (after)")]
     if before.dataset.sha256 != after.dataset.sha256:
         problems.append(Problem(location="transitions", code="different_datasets", message=f"before is on dataset {before.dataset.sha256[:12]}, after on {after.dataset.sha256[:12]}", fix="run both judges on the same frozen dataset and compare those runs"))
     b_ids = [c.case_id for c in before.cases]

@@ -3,6 +3,7 @@
 from ._cache import VerdictCache, default_cache_dir
 from ._engine import (
     INVOCATIONS_FILE,
+    LOCK_FILE,
     RESULTS_FILE,
     SUMMARY_FILE,
     RunSummary,
@@ -15,6 +16,7 @@ from ._manifest import MANIFEST_FILE, ManifestCase, ManifestUnit, RunManifest, f
 
 __all__ = [
     "INVOCATIONS_FILE",
+    "LOCK_FILE",
     "MANIFEST_FILE",
     "RESULTS_FILE",
     "SUMMARY_FILE",

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
+from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult
 
 
@@ -29,17 +30,39 @@ class VerdictCache:
         self._entries: dict[tuple[str, int], dict[str, Any]] = {}
         if self.path.exists():
             self._log_repair()
-            for _number, line in iter_jsonl_lines(self.path):
-                entry = loads_json(line)
-                self._entries[(entry["request_key"], entry["repeat"])] = entry["result"]
+            not_utf8: list[int] = []
+            for number, line in iter_jsonl_lines(self.path, not_utf8):  # bounded: a line too long is refused
+                if not_utf8:
+                    raise self._corrupt(not_utf8[0])
+                try:
+                    entry = loads_json(line)
+                    key = (entry["request_key"], entry["repeat"])
+                    if not isinstance(key[0], str) or not isinstance(key[1], int) or not isinstance(entry["result"], dict):
+                        raise TypeError
+                except (ValueError, KeyError, TypeError):
+                    raise self._corrupt(number) from None
+                self._entries[key] = entry["result"]
+            if not_utf8:
+                raise self._corrupt(not_utf8[0])
         self._log: AppendOnlyLog | None = None
+
+    def _corrupt(self, number: int) -> WorkbenchError:
+        return WorkbenchError(
+            "unreadable verdict cache",
+            [Problem(location=f"{self.path}:{number}", code="cache_corrupt", message=f"line {number} of the verdict cache is not a cache entry", fix="delete this cache file (it only holds verdicts that can be recomputed), or run with --no-cache")],
+        )
 
     def _log_repair(self) -> None:
         AppendOnlyLog(self.path).close()  # repairs a torn last line, if any
 
     def get(self, request_key: str, repeat: int) -> JudgeResult | None:
         stored = self._entries.get((request_key, repeat))
-        return JudgeResult.model_validate(stored) if stored is not None else None
+        if stored is None:
+            return None
+        try:
+            return JudgeResult.model_validate(stored)
+        except ValueError:  # an entry that is not a valid result is a miss: the judge is called
+            return None
 
     def put(self, request_key: str, repeat: int, result: JudgeResult) -> None:
         """Remember a verdict (errors are never cached). Called from the writer thread."""

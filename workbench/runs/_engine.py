@@ -5,15 +5,20 @@ fsynced line per record, written by a single writer thread so the event loop nev
 the disk. Re-running the same command resumes: a case with a verdict, or with a final error,
 is not called again; a torn last line left by a crash is repaired first.
 
-Limits are checked before every call, retries included: when the next call could exceed
-``budget_usd`` (spend recorded in the run directory plus calls in flight plus this call's
-estimate) or ``max_cases``, no new call is scheduled, completed evidence is kept, and the run
-ends *incomplete* with every unrun case listed. Incomplete is never a pass.
+Limits are checked before every call, retries included (:mod:`._limits`: the budget with
+its stated guarantee, ``max_cases`` and the circuit breaker): when one is reached no new
+call is scheduled, completed evidence is kept, and the run ends *incomplete* with every
+unrun case and every case stopped mid-retry listed. Incomplete is never a pass.
+
+One invocation at a time writes a run directory: a second one is refused at once (a lock
+file, ``.run.lock``). Everything recorded from a provider is redacted (:mod:`workbench._redact`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict
 from tenacity import (
     AsyncRetrying,
@@ -33,18 +39,21 @@ from tenacity import (
 
 from .._args import check_run_arguments, partition_name
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
+from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, Partition
+from ..gold import GoldDataset, GoldLineage, Partition
 from ..heldout import HeldOutAccess
 from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
 from ..results import JudgeResult
 from ._cache import VerdictCache, default_cache_dir
-from ._manifest import ManifestCase, ManifestUnit, RunManifest, freeze_manifest
+from ._limits import CallEstimate, Estimator, Limits, StopReason
+from ._manifest import ManifestCase, ManifestUnit, RunManifest, freeze_manifest, run_lineage
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "run.json"
 INVOCATIONS_FILE = "invocations.jsonl"
-StopReason = Literal["budget_exhausted", "max_cases"]
+LOCK_FILE = ".run.lock"
+RUN_SUMMARY_SCHEMA_VERSION = 2
 
 
 class RunSummary(BaseModel):
@@ -52,11 +61,19 @@ class RunSummary(BaseModel):
 
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
+    schema_version: int = RUN_SUMMARY_SCHEMA_VERSION
+    """Run summary format version. 2 added ``schema_version``, ``stop_detail``, the
+    ``circuit_breaker`` stop reason, the estimate fields and ``warnings``; an older run.json
+    (no such fields) still reads, with those fields empty."""
     run_id: str
     status: Literal["complete", "incomplete"]
     """``complete`` when every case x repeat has a verdict or a final evaluator error."""
     stop_reason: StopReason | None
-    """Why scheduling stopped early in this invocation, if it did."""
+    """Why scheduling stopped early in this invocation, if it did: ``budget_exhausted``,
+    ``max_cases`` or ``circuit_breaker``."""
+    stop_detail: str | None = None
+    """The stop in words: the figures that stopped the budget, or for the circuit breaker the
+    number and kinds of consecutive endpoint failures, the endpoint URL and the last error."""
     judge: str
     judge_fingerprint: str
     partition: str
@@ -83,8 +100,22 @@ class RunSummary(BaseModel):
     unrun: list[str]
     """``case_id#repeat`` pairs with no result at all."""
     pending_retry: list[str]
-    """``case_id#repeat`` pairs whose last attempt is a retryable error with attempts left."""
+    """``case_id#repeat`` pairs stopped mid-retry: the last attempt is a retryable error with
+    attempts left (rerun the same command to continue them)."""
     results_path: str
+    endpoint_url: str | None = None
+    """The base URL this invocation's judge called, resolved from the candidate's
+    ``endpoint.base_url_env`` when set (no query string); None for judges without an endpoint.
+    Not part of the fingerprint, so the local demo model may move ports between runs."""
+    estimate_method: str | None = None
+    """How call reservations were computed: ``tiktoken:<encoding>`` or ``rule`` (prompt
+    tokens, see the README's budget section) or ``estimate_cost`` (the kind's own estimate)."""
+    max_output_tokens_observed: int | None = None
+    """The largest output a call reported, the expected output of later calls (never above
+    the cap)."""
+    warnings: list[str] = []
+    """Things the run recorded but did not stop for, e.g. a call whose reported usage exceeded
+    its reservation (the budget guarantee assumes it does not)."""
 
 
 @dataclass(frozen=True)
@@ -118,39 +149,6 @@ class _Unit:
         return self.item.repeat
 
 
-class _Limits:
-    """Budget and case limits, shared by the workers (all access under ``lock``)."""
-
-    def __init__(self, budget_usd: float | None, max_cases: int | None, spent: float) -> None:
-        self.budget_usd = budget_usd
-        self.max_cases = max_cases
-        self.spent = spent
-        self.reserved = 0.0
-        self.started = 0
-        self.stop_reason: StopReason | None = None
-        self.lock = asyncio.Lock()
-
-    async def reserve(self, estimate: float, first_call: bool) -> bool:
-        async with self.lock:
-            if self.stop_reason is not None:
-                return False
-            if first_call and self.max_cases is not None and self.started >= self.max_cases:
-                self.stop_reason = "max_cases"
-                return False
-            if self.budget_usd is not None and self.spent + self.reserved + estimate > self.budget_usd + 1e-12:
-                self.stop_reason = "budget_exhausted"
-                return False
-            self.reserved += estimate
-            if first_call:
-                self.started += 1
-            return True
-
-    async def settle(self, estimate: float, cost: float) -> None:
-        async with self.lock:
-            self.reserved -= estimate
-            self.spent += cost
-
-
 class _wait_retry_after:
     """Exponential backoff with jitter, but never shorter than the provider's Retry-After."""
 
@@ -165,14 +163,64 @@ class _wait_retry_after:
         return min(self.cap_s, max(fallback, retry_after)) if retry_after is not None else fallback
 
 
+def _row_problem(row: Any) -> str | None:
+    """What makes a recorded line unusable for resuming, or None."""
+    if not isinstance(row, dict):
+        return "it is not a JSON object"
+    if not isinstance(row.get("case_id"), str) or not row["case_id"]:
+        return "case_id is missing or not a string"
+    for name in ("repeat", "attempt"):
+        value = row.get(name, 0 if name == "repeat" else None)
+        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "repeat" else 1):
+            return f"{name} is missing or not a valid integer"
+    error = row.get("error")
+    if error is not None and (not isinstance(error, dict) or not isinstance(error.get("kind"), str)):
+        return "error is neither null nor an object with a kind"
+    cost = row.get("cost_usd")
+    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0):
+        return "cost_usd is not a finite non-negative number"
+    for name in ("tokens_in", "tokens_out"):
+        value = row.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+            return f"{name} is not a non-negative integer"
+    return None
+
+
 def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
-    """Recorded attempts per (case_id, repeat), in attempt order."""
+    """Recorded attempts per (case_id, repeat), in attempt order.
+
+    A line that is not a usable record (a corrupt line in the middle; a torn *last* line is
+    repaired before this) is refused with its line number: resuming past it could call a
+    settled case again or lose spend.
+    """
     found: dict[tuple[str, int], list[dict[str, Any]]] = {}
     if not path.exists():
         return found
-    for _number, line in iter_jsonl_lines(path):
-        row = loads_json(line)
+    problems: list[Problem] = []
+
+    def refuse(number: int, problem: str) -> None:
+        problems.append(Problem(location=f"{path}:{number}", code="results_corrupt", message=f"line {number} of the run's results cannot be resumed from: {problem}", fix="restore results.jsonl from a copy, or move the run directory aside and run into a new --out (a torn last line alone is repaired automatically)"))
+
+    not_utf8: list[int] = []
+    for number, line in iter_jsonl_lines(path, not_utf8):  # bounded: a line too long is refused
+        while not_utf8:
+            refuse(not_utf8.pop(0), "it is not valid UTF-8")
+        if len(problems) >= 10:
+            break
+        try:
+            row = loads_json(line)  # strict: duplicate keys, NaN/Infinity and too-deep nesting refused
+        except ValueError as exc:
+            problem: str | None = f"it is not valid JSON ({str(exc)[:80]})"
+        else:
+            problem = _row_problem(row)
+        if problem is not None:
+            refuse(number, problem)
+            continue
         found.setdefault((row["case_id"], row.get("repeat", 0)), []).append(row)
+    for number in not_utf8:
+        refuse(number, "it is not valid UTF-8")
+    if problems:
+        raise WorkbenchError("refusing to resume: results.jsonl has corrupt lines", problems[:10])
     for rows in found.values():
         rows.sort(key=lambda r: r["attempt"])
     return found
@@ -224,7 +272,8 @@ async def run_candidate(
     if not cases:
         raise WorkbenchError("nothing to run", [Problem(location=str(dataset.gold_path), code="empty_partition", message=f"partition {part!r} has no cases", fix="choose a partition that has cases")])
     items = [WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c)) for c in cases for r in range(repeats)]
-    return await run_items(judge, items, out_dir, partition=part, dataset_sha256=dataset.sha256, repeats=repeats, grid=True, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress)
+    lineage = run_lineage(judge, dataset, cases)  # imported judges refuse results produced against other gold
+    return await run_items(judge, items, out_dir, partition=part, dataset_sha256=dataset.sha256, repeats=repeats, grid=True, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage)
 
 
 async def run_items(
@@ -242,6 +291,7 @@ async def run_items(
     cache_dir: str | Path | None | Literal[False] = None,
     retry_errors: bool = False,
     progress: bool = True,
+    lineage: GoldLineage | None = None,
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
@@ -257,22 +307,66 @@ async def run_items(
     out.mkdir(parents=True, exist_ok=True)
     if not items:
         raise WorkbenchError("nothing to run", [Problem(location=str(out), code="empty_plan", message="there is nothing to judge", fix="give at least one case")])
-    if budget_usd is not None and budget_usd < 0:
-        raise WorkbenchError("invalid budget", [Problem(location="--budget-usd", code="invalid_budget", message="the budget is negative", fix="give a budget of 0 or more")])
+    if budget_usd is not None and (budget_usd < 0 or not math.isfinite(budget_usd)):
+        raise WorkbenchError("invalid budget", [Problem(location="--budget-usd", code="invalid_budget", message="the budget is negative or not finite", fix="give a budget of 0 or more")])
+    run_lock = FileLock(out / LOCK_FILE)
+    try:
+        run_lock.acquire(timeout=0)
+    except Timeout:
+        raise WorkbenchError(
+            "run directory busy",
+            [Problem(location=str(out), code="run_locked", message="another workbench run is writing to this run directory right now", fix="wait for it to finish (then rerun to resume), or give this run its own --out directory")],
+        ) from None
+    except OSError as exc:
+        raise WorkbenchError(
+            "run directory not writable",
+            [Problem(location=str(out / LOCK_FILE), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
+        ) from None
+    try:
+        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage)
+    finally:
+        run_lock.release()
+
+
+def _secrets(judge: Judge) -> list[str]:
+    """Values to redact from everything this judge's run records."""
+    found = list(judge.secrets()) if hasattr(judge, "secrets") else []
+    env = getattr(getattr(judge.spec, "endpoint", None), "api_key_env", None)
+    if env and os.environ.get(env):
+        found.append(os.environ[env])
+    return found
+
+
+async def _run_locked(
+    judge: Judge,
+    items: list[WorkItem],
+    out: Path,
+    *,
+    partition: str,
+    dataset_sha256: str,
+    repeats: int,
+    grid: bool,
+    concurrency: int,
+    budget_usd: float | None,
+    max_cases: int | None,
+    cache_dir: str | Path | None | Literal[False],
+    retry_errors: bool,
+    progress: bool,
+    lineage: GoldLineage | None,
+) -> RunSummary:
     fingerprint = judge.identity.fingerprint()
     manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
     units_plan = None if grid else [ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation) for i in items]
-    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan)
+    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan, lineage)
     results_path = out / RESULTS_FILE
-    log = AppendOnlyLog(results_path)
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
-    cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
-    loop = asyncio.get_running_loop()
+    AppendOnlyLog(results_path).close()  # repairs a torn last line before reading
+    recorded = _read_attempts(results_path)
+    secrets = _secrets(judge)
     max_attempts = _max_attempts(judge)
     part = partition
 
-    recorded = _read_attempts(results_path)
     spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
+    observed = [int(r["tokens_out"]) for rows in recorded.values() for r in rows if r.get("tokens_out") and r.get("tokens_in") is not None and not r.get("cached_from_run_id")]
     units: list[_Unit] = []
     resumed = 0
     for item in items:
@@ -284,7 +378,13 @@ async def run_items(
         next_attempt = rows[-1]["attempt"] + 1 if rows else 1
         units.append(_Unit(item, next_attempt, CaseRef(item.case_id, item.digest, item.repeat, item.presentation)))
 
-    limits = _Limits(budget_usd, max_cases, spent)
+    endpoint = getattr(judge, "endpoint_url", None)
+    limits = Limits(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets)
+    estimator = Estimator(judge, max(observed) if observed else None)
+    cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
+    log = AppendOnlyLog(results_path)
+    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
+    loop = asyncio.get_running_loop()
     if hasattr(judge, "prepare"):
         judge.prepare(concurrency)
     counters: Counter[str] = Counter()
@@ -299,13 +399,17 @@ async def run_items(
         await loop.run_in_executor(writer, write)
 
     def make_result(unit: _Unit, attempt: int, verdict: Verdict, started: datetime, latency: float, sent: Any, cost: float) -> JudgeResult:
+        error = verdict.error
+        if error is not None:
+            error = error.model_copy(update={"message": redact(error.message, secrets)})
+        sent = redact_values(sent, secrets)
         return JudgeResult(
             case_id=unit.item.case_id,
             response_hash=unit.item.digest,
             value=verdict.value,
-            reason=verdict.reason,
+            reason=redact(verdict.reason, secrets) if verdict.reason is not None else None,
             score=verdict.score,
-            order=verdict.order,
+            order=[redact(x, secrets) for x in verdict.order] if verdict.order is not None else None,
             judge=judge.identity,
             judge_fingerprint=fingerprint,
             run_id=manifest.run_id,
@@ -315,28 +419,42 @@ async def run_items(
             tokens_in=verdict.tokens_in,
             tokens_out=verdict.tokens_out,
             cost_usd=cost,
-            error=verdict.error,
+            error=error,
             attempt=attempt,
             repeat=unit.repeat,
             rendered_request_sha256=sha256_json(sent),
             rendered_request=sent,
             presentation=unit.item.presentation,
+            dataset_sha256=manifest.dataset_sha256 if manifest.rubric_version is not None else None,
+            rubric_version=manifest.rubric_version,
         )
 
     async def one_attempt(unit: _Unit, attempt: int, first: bool, request_key: str) -> Verdict | None:
-        estimate = judge.estimate_cost(unit.judge_input)
-        if not await limits.reserve(estimate, first):
+        estimate: CallEstimate = estimator.estimate(unit.judge_input)
+        if not await limits.admit(estimate, first):
             return None
         started = datetime.now(UTC)
         t0 = time.perf_counter()
         try:
             verdict = await judge.evaluate(unit.judge_input, unit.ref)
         except NotAvailable:
-            await limits.settle(estimate, 0.0)
+            await limits.settle(estimate, 0.0, called=False)
             return None
+        except BaseException:
+            await asyncio.shield(limits.settle(estimate, 0.0, called=False))
+            raise
         latency = time.perf_counter() - t0
         cost = verdict.cost_usd if verdict.cost_usd is not None else judge.spec.pricing.cost(verdict.tokens_in, verdict.tokens_out)
-        await limits.settle(estimate, cost)
+        if not math.isfinite(cost) or cost < 0:
+            limits.warn(f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of {cost!r}; recorded as the call's reservation")
+            cost = estimate.reservation
+        estimator.observe(verdict.tokens_in, verdict.tokens_out)
+        if cost > estimate.reservation + 1e-12:
+            limits.warn(
+                f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: reported usage ({verdict.tokens_in} input, {verdict.tokens_out} output tokens, ${cost:.6f}) "
+                f"exceeds the call's reservation (${estimate.reservation:.6f}: {estimate.tokens_in} input, {estimate.tokens_out_cap} output tokens); the budget guarantee assumes it does not"
+            )
+        await limits.settle(estimate, cost, called=True, endpoint_failure=verdict.endpoint_failure if verdict.error is not None else None, error=verdict.error.message if verdict.error is not None else None)
         sent = verdict.rendered_request if verdict.rendered_request is not None else judge.render(unit.judge_input, unit.ref)
         await append(make_result(unit, attempt, verdict, started, latency, sent, cost), request_key if verdict.error is None else None)
         counters["calls"] += 1
@@ -363,6 +481,8 @@ async def run_items(
                     "cost_usd": 0.0,
                     "attempt": unit.next_attempt,
                     "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
+                    "dataset_sha256": manifest.dataset_sha256 if manifest.rubric_version is not None else None,
+                    "rubric_version": manifest.rubric_version,
                 }
             )
             await append(JudgeResult.model_validate(reused.model_dump()), None)
@@ -375,7 +495,7 @@ async def run_items(
         retrying = AsyncRetrying(
             stop=stop_after_attempt(attempts_left),
             wait=_wait_retry_after(),
-            retry=retry_if_result(lambda v: v is not None and v.error is not None and v.retryable),
+            retry=retry_if_result(lambda v: v is not None and v.error is not None and v.retryable and not limits.halted),
             retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
         )
         async for attempt in retrying:
@@ -414,14 +534,14 @@ async def run_items(
             cache.close()
         if bar is not None:
             bar.close()
-    summary = _summarize(manifest, judge, results_path, counters, resumed, limits, max_attempts)
+    summary = _summarize(manifest, judge, results_path, counters, resumed, limits, max_attempts, estimator)
     atomic_write_json(out / SUMMARY_FILE, summary.model_dump(mode="json"))
     with AppendOnlyLog(out / INVOCATIONS_FILE) as invocations:
         invocations.append({"finished_at": datetime.now(UTC).isoformat(), "concurrency": concurrency, "retry_errors": retry_errors, "cache": cache is not None, **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"})})
     return summary
 
 
-def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters: Counter[str], resumed: int, limits: _Limits, max_attempts: int) -> RunSummary:
+def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters: Counter[str], resumed: int, limits: Limits, max_attempts: int, estimator: Estimator) -> RunSummary:
     recorded = _read_attempts(results_path)
     kinds: Counter[str] = Counter()
     verdicts = 0
@@ -445,6 +565,7 @@ def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters
         run_id=manifest.run_id,
         status="incomplete" if unrun or pending or limits.stop_reason else "complete",
         stop_reason=limits.stop_reason,
+        stop_detail=limits.stop_detail,
         judge=judge.spec.label,
         judge_fingerprint=manifest.judge_fingerprint,
         partition=manifest.partition,
@@ -462,8 +583,12 @@ def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters
         tokens_in=sum(int(r.get("tokens_in") or 0) for r in rows_all),
         tokens_out=sum(int(r.get("tokens_out") or 0) for r in rows_all),
         unrun=unrun,
+        endpoint_url=getattr(judge, "endpoint_url", None),
         pending_retry=pending,
         results_path=str(results_path),
+        estimate_method=estimator.method,
+        max_output_tokens_observed=estimator.max_out,
+        warnings=limits.summary_warnings(),
     )
 
 
@@ -475,7 +600,7 @@ def _progress(total: int, initial: int, label: str, enabled: bool) -> Any:
     return tqdm(total=total, initial=initial, desc=label, unit="case", dynamic_ncols=True)
 
 
-def _tick(bar: Any, counters: Counter[str], limits: _Limits) -> None:
+def _tick(bar: Any, counters: Counter[str], limits: Limits) -> None:
     if bar is None:
         return
     bar.update(1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,8 +9,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._io import atomic_write_json, loads_json, sha256_json
+from .._io import atomic_write_json, read_json_file, sha256_json
 from ..errors import Problem, WorkbenchError
+from ..gold import GoldLineage
 from ..results import JudgeIdentity
 
 MANIFEST_SCHEMA_VERSION = 1
@@ -19,10 +19,16 @@ MANIFEST_FILE = "manifest.json"
 
 
 class ManifestCase(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     case_id: str
+    """The case judged."""
     response_hash: str
+    """sha256 of the judged content (the gold response, or a candidates digest)."""
+    gold: dict[str, str] | None = None
+    """For cases drawn from a gold dataset: the per-field hashes of the gold record at run
+    time (``workbench.gold.case_hashes``: label, response, notes, grading, reviews,
+    placement, rubric, other), so that a later change to the gold can be named case by case."""
 
 
 class ManifestUnit(BaseModel):
@@ -50,6 +56,12 @@ class RunManifest(BaseModel):
     """The candidate fingerprint the run is bound to."""
     dataset_sha256: str
     """Hash of the gold dataset the cases were drawn from."""
+    rubric_version: str | None = None
+    """The gold's rubric version (None for runs not drawn from a gold dataset: controls,
+    ranking fixtures, noise pairs)."""
+    gold_release: str | None = None
+    """The frozen gold release (``releases.jsonl``) whose dataset hash equals
+    ``dataset_sha256``; None when that state of the gold was never frozen."""
     partition: str
     """The partition judged."""
     repeats: int = Field(ge=1)
@@ -67,23 +79,29 @@ class RunManifest(BaseModel):
         return [(c.case_id, r) for c in self.cases for r in range(self.repeats)]
 
     def content_sha256(self) -> str:
-        """Hash of what the manifest binds (everything but run_id and created_at)."""
-        return sha256_json(self.model_dump(mode="json", exclude={"run_id", "created_at"}))
+        """Hash of what the manifest binds (everything but run_id, created_at and gold_release:
+        freezing the gold does not change it, so a run started before the freeze resumes)."""
+        return sha256_json(self.model_dump(mode="json", exclude={"run_id", "created_at", "gold_release"}))
 
 
-def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, dataset_sha256: str, partition: str, repeats: int, cases: list[ManifestCase], units: list[ManifestUnit] | None = None) -> tuple[RunManifest, bool]:
+def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, dataset_sha256: str, partition: str, repeats: int, cases: list[ManifestCase], units: list[ManifestUnit] | None = None, lineage: GoldLineage | None = None) -> tuple[RunManifest, bool]:
     """Write the manifest, or check it against an existing one. Returns ``(manifest, resumed)``.
 
     Refuses to continue a run whose manifest differs: a different candidate, dataset,
     partition, case list or repeat count is a different run and needs its own directory.
+    ``lineage`` (gold runs): the rubric version, release and per-case field hashes recorded.
     """
     path = out_dir / MANIFEST_FILE
+    if lineage is not None:
+        cases = [c.model_copy(update={"gold": lineage.cases.get(c.case_id)}) for c in cases]
     proposed = RunManifest(
         run_id=uuid.uuid4().hex,
         created_at=datetime.now(UTC),
         judge=judge,
         judge_fingerprint=fingerprint,
         dataset_sha256=dataset_sha256,
+        rubric_version=lineage.rubric_version if lineage else None,
+        gold_release=lineage.release_id if lineage else None,
         partition=partition,
         repeats=repeats,
         cases=cases,
@@ -93,13 +111,13 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
         atomic_write_json(path, proposed.model_dump(mode="json"))
         return proposed, False
     try:
-        existing = RunManifest.model_validate(loads_json(path.read_text(encoding="utf-8")))
-    except (ValueError, json.JSONDecodeError) as exc:
+        existing = RunManifest.model_validate(read_json_file(path))
+    except (OSError, ValueError) as exc:
         raise WorkbenchError("unreadable manifest", [Problem(location=str(path), code="manifest_invalid", message=f"the run manifest cannot be read ({exc})", fix="restore the manifest or use a new --out directory")]) from None
     if existing.content_sha256() != proposed.content_sha256():
         changed = [
             name
-            for name in ("judge_fingerprint", "dataset_sha256", "partition", "repeats", "cases", "units")
+            for name in ("judge_fingerprint", "dataset_sha256", "rubric_version", "partition", "repeats", "cases", "units")
             if getattr(existing, name) != getattr(proposed, name)
         ]
         raise WorkbenchError(
@@ -107,3 +125,17 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
             [Problem(location=str(path), code="manifest_changed", message=f"this directory holds a run with a different {', '.join(changed) or 'content'}", fix="use a new --out directory for a changed candidate, dataset or case list; evidence of the old run is kept")],
         )
     return existing, True
+
+
+def run_lineage(judge: object, dataset: object, cases: list[object]) -> GoldLineage:
+    """The gold lineage a run of ``judge`` on ``cases`` of ``dataset`` records.
+
+    A judge that replays results produced elsewhere (``imported``) checks first that they were
+    produced against this gold (``judge.check_gold(dataset)``, which raises when not).
+    """
+    from ..gold import gold_lineage
+
+    check = getattr(judge, "check_gold", None)
+    if check is not None:
+        check(dataset)
+    return gold_lineage(dataset, cases)  # type: ignore[arg-type]

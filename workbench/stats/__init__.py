@@ -1,5 +1,58 @@
 """Interval and agreement statistics (thin wrappers over scipy/statsmodels/scikit-learn/krippendorff)."""
 
+from ._bound import (
+    INTERVALS,
+    BoundPlan,
+    Interval,
+    bound_plan,
+    cases_to_bound,
+    too_few_cases_message,
+    upper_bound,
+)
+from ._needed import cases_needed
+from ._ordinal import (
+    DEFAULT_MIN_SHARED,
+    AlphaLevel,
+    Correlation,
+    MeanAbsoluteError,
+    OrdinalConfusion,
+    Weights,
+    krippendorff_alpha,
+    mean_absolute_error,
+    ordinal_confusion,
+    scale_values,
+    shared_pairs,
+    spearman_correlation,
+    weighted_cohen_kappa,
+)
 from ._stats import Kappa, Rate, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson_rate
 
-__all__ = ["Kappa", "Rate", "cohen_kappa", "fleiss_kappa", "krippendorff_alpha_nominal", "wilson_rate"]
+__all__ = [
+    "AlphaLevel",
+    "BoundPlan",
+    "Correlation",
+    "DEFAULT_MIN_SHARED",
+    "INTERVALS",
+    "Interval",
+    "Kappa",
+    "MeanAbsoluteError",
+    "OrdinalConfusion",
+    "Rate",
+    "Weights",
+    "bound_plan",
+    "cases_needed",
+    "cases_to_bound",
+    "cohen_kappa",
+    "fleiss_kappa",
+    "krippendorff_alpha",
+    "krippendorff_alpha_nominal",
+    "mean_absolute_error",
+    "ordinal_confusion",
+    "scale_values",
+    "shared_pairs",
+    "spearman_correlation",
+    "too_few_cases_message",
+    "upper_bound",
+    "weighted_cohen_kappa",
+    "wilson_rate",
+]

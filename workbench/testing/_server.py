@@ -5,7 +5,8 @@
 client, instructor and Ragas can be exercised end to end with no API key and no network.
 What it answers is scripted: :class:`Rule` objects matched against the prompt, an optional
 responder callable, a default :class:`Reply`, plus injectable faults (HTTP errors, hangs,
-truncated JSON, refusals), either scripted per reply or drawn at random with a seeded RNG.
+truncated JSON, refusals, a 401 that echoes the presented key, dropped connections, inflated
+usage), either scripted per reply or drawn at random with a seeded RNG.
 
 Every request to the chat endpoint is recorded as a :class:`RecordedCall` (the API key is
 never recorded), so tests can assert on what the client actually sent.
@@ -61,8 +62,17 @@ FAULTS: tuple[str, ...] = (
     "hang",
     "malformed_json",
     "refusal",
+    "http_401_echo",
+    "http_403",
+    "disconnect",
+    "inflated_usage",
 )
-"""Every fault the server can inject, in the fixed order used for random fault draws."""
+"""Every fault the server can inject, in the fixed order used for random fault draws.
+
+``http_401_echo`` is a 401 whose message echoes the ``Authorization`` header it received
+(as some providers do: "Incorrect API key provided: Bearer sk-..."); ``disconnect`` closes
+the connection without answering; ``inflated_usage`` answers normally but reports
+``inflated_usage_tokens`` prompt and completion tokens."""
 
 MODEL_ID = "fake-judge"
 """The single model listed by ``GET /v1/models``."""
@@ -82,6 +92,7 @@ _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
     "http_429": (429, "rate_limit_error", "rate_limit_exceeded", "Rate limit reached (injected by the fake LLM)."),
     "http_400": (400, "invalid_request_error", None, "Invalid request (injected by the fake LLM)."),
     "http_401": (401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided (injected by the fake LLM)."),
+    "http_403": (403, "permission_denied", "forbidden", "You are not allowed to use this model (injected by the fake LLM)."),
 }
 
 
@@ -157,7 +168,7 @@ class RecordedCall:
     ``headers`` have lower-cased names and never include ``authorization`` (nor ``api-key``).
     ``authorized`` is ``None`` when the server requires no key. ``status`` is the HTTP status
     sent, or ``0`` for a hang abandoned because the server stopped (a hang still in progress
-    also shows ``0`` until it answers).
+    also shows ``0`` until it answers) and for a ``disconnect``.
     """
 
     index: int
@@ -366,7 +377,8 @@ class FakeLLM:
     ``random.Random(seed)``, so the same seed and request order give the same faults.
     ``retry_after_s`` is sent as ``Retry-After`` on 429s; a ``hang`` waits ``hang_s`` (or
     until :meth:`stop`) before answering. ``require_api_key`` makes every chat request
-    present ``Authorization: Bearer <key>``.
+    present ``Authorization: Bearer <key>``. ``inflated_usage_tokens`` is the usage an
+    ``inflated_usage`` fault reports.
     """
 
     def __init__(
@@ -383,6 +395,7 @@ class FakeLLM:
         require_api_key: str | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
+        inflated_usage_tokens: int = 1_000_000,
     ) -> None:
         rates = dict(fault_rates or {})
         for name, rate in rates.items():
@@ -405,6 +418,9 @@ class FakeLLM:
         self.retry_after_s = float(retry_after_s)
         self.hang_s = float(hang_s)
         self.require_api_key = require_api_key
+        if inflated_usage_tokens < 0:
+            raise ValueError("inflated_usage_tokens must be >= 0")
+        self.inflated_usage_tokens = int(inflated_usage_tokens)
         self.host = host
         self._requested_port = port
 
@@ -631,6 +647,22 @@ class FakeLLM:
         record: Callable[[Reply, int], RecordedCall],
     ) -> None:
         fault = reply.fault
+        if fault == "http_401_echo":
+            presented = handler.headers.get("Authorization") or "(none)"
+            record(reply, 401)
+            self._wait(reply)
+            message = f"Incorrect API key provided: {presented}. You can find your API key at https://platform.openai.com/account/api-keys."
+            handler._send_json(401, _error_body(message, "invalid_request_error", "invalid_api_key"))
+            return
+
+        if fault == "disconnect":
+            record(reply, 0)
+            self._wait(reply)
+            handler.close_connection = True
+            with contextlib.suppress(OSError):
+                handler.connection.shutdown(socket.SHUT_RDWR)
+            return
+
         if fault in _HTTP_FAULTS:
             status, type_, code, message = _HTTP_FAULTS[fault]
             if fault == "http_500" and reply.reason.startswith("responder "):
@@ -659,6 +691,9 @@ class FakeLLM:
             payload = self._completion(request, None, REFUSAL_TEXT)
         else:
             payload = self._completion(request, reply.render(), None)
+        if fault == "inflated_usage":
+            n = self.inflated_usage_tokens
+            payload["usage"] = {"prompt_tokens": n, "completion_tokens": n, "total_tokens": 2 * n}
         handler._send_json(200, payload, extra_headers={"x-request-id": f"req-fake-{request.index}"})
 
     def _completion(self, request: ChatRequest, content: str | None, refusal: str | None) -> dict[str, Any]:

@@ -1,21 +1,29 @@
-"""Notebook widgets. The view models are pure Python; ipywidgets is imported by the views."""
+"""Notebook widgets. The view models are pure Python; ipywidgets and anywidget are imported
+by the views only."""
 
-from ._review_widget import (
+from ._model import (
     ALL_CASES,
     ALL_DISAGREEMENTS,
     ALL_SLICES,
     ANY_TAG,
+    FILTERS,
     ReviewModel,
-    ReviewWidget,
-    case_html,
+    count_label,
 )
+from ._render import KEY_LEGEND, case_html, pretty_request
+from ._review_widget import NO_CAUSE, ReviewWidget
 
 __all__ = [
     "ALL_CASES",
     "ALL_DISAGREEMENTS",
     "ALL_SLICES",
     "ANY_TAG",
+    "FILTERS",
+    "KEY_LEGEND",
+    "NO_CAUSE",
     "ReviewModel",
     "ReviewWidget",
     "case_html",
+    "count_label",
+    "pretty_request",
 ]

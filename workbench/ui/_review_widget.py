@@ -1,248 +1,41 @@
-"""The disagreement review widget: a pure-Python view model and its ipywidgets view.
+"""The disagreement review widget: ipywidgets controls around :class:`ReviewModel`.
 
-:class:`ReviewModel` holds the filter state and the filtered row positions (a numpy array
-computed from precomputed integer codes), so it can be tested and benchmarked without a
-browser. :class:`ReviewWidget` draws it. Every piece of case text is HTML-escaped before it
-reaches the HTML pane: responses under review may contain ``<script>`` or ``<img onerror>``.
+Layout (fits 1280x800 in JupyterLab with the side panel open, for a typical case): filters
+on two rows; then a narrow column with the per-slice chart of false passes and false fails
+(click a bar to filter) above the case list, beside the case pane: navigation and progress,
+the case header, input and response, humans and judge side by side, the note form and a
+one-line key legend. Keys (j/k, arrows, 1-8, s) come from :class:`ReviewSidebar`, an inline
+anywidget; Python does what they mean through :meth:`ReviewWidget.key`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import getpass
-import html
-import json
-from collections.abc import Mapping
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from ..errors import WorkbenchError
 from ..review import (
     CAUSES,
-    DISAGREEMENT_CLASSES,
-    ERROR_CLASSES,
+    GoldCorrectionDraft,
+    GoldCorrectionDrafts,
     ReviewNote,
     ReviewNotes,
     ReviewTable,
+    drafts_path,
 )
+from ._model import ReviewModel, count_label
+from ._render import KEY_LEGEND, case_html, cause_label, e
 
-ALL_SLICES = "(all)"
-"""Slice filter value: every slice."""
-ALL_DISAGREEMENTS = "(all disagreements)"
-"""Error-class filter value: false_pass, false_fail, disagreement and error."""
-ALL_CASES = "(all cases)"
-"""Error-class filter value: every case, aligned and missing included."""
-ANY_TAG = "(any)"
-"""Tag filter value: no tag filter."""
 NO_CAUSE = ""
 """Cause dropdown value before a cause is chosen."""
+GOLD_DEFECT = "gold_label_defect"
+NEXT_KEYS = frozenset({"j", "ArrowDown", "ArrowRight"})
+PREVIOUS_KEYS = frozenset({"k", "ArrowUp", "ArrowLeft"})
 
-
-class ReviewModel:
-    """Filter state, filtered positions and the current case of a :class:`ReviewTable`.
-
-    ``positions`` are the matching row positions (numpy int64, table order); ``index`` is
-    the current one within them. Changing a filter resets to the first match.
-    """
-
-    def __init__(self, table: ReviewTable) -> None:
-        self.table = table
-        self.slice = ALL_SLICES
-        self.error_class = ALL_DISAGREEMENTS
-        self.tag = ANY_TAG
-        self.positions: np.ndarray = np.arange(len(table), dtype=np.int64)
-        self.index = 0
-        self._masks: dict[tuple[str, str], np.ndarray] = {}
-        self._apply()
-
-    # options --------------------------------------------------------------------------
-    def slice_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the slice dropdown, with case counts."""
-        counts = self.table.counts("slice")
-        return [(f"{ALL_SLICES} ({len(self.table)})", ALL_SLICES)] + [(f"{s} ({k})", s) for s, k in counts.items()]
-
-    def class_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the error-class dropdown, with case counts."""
-        counts = self.table.counts("error_class")
-        n_dis = sum(counts.get(c, 0) for c in DISAGREEMENT_CLASSES)
-        return (
-            [(f"{ALL_DISAGREEMENTS} ({n_dis})", ALL_DISAGREEMENTS)]
-            + [(f"{c} ({counts.get(c, 0)})", c) for c in ERROR_CLASSES]
-            + [(f"{ALL_CASES} ({len(self.table)})", ALL_CASES)]
-        )
-
-    def tag_options(self) -> list[tuple[str, str]]:
-        """``(label, value)`` pairs for the tag dropdown, with case counts."""
-        return [(ANY_TAG, ANY_TAG)] + [(f"{t} ({len(rows)})", t) for t, rows in self.table.tag_rows.items()]
-
-    # filtering ------------------------------------------------------------------------
-    def set_filter(self, *, slice: str | None = None, error_class: str | None = None, tag: str | None = None) -> None:
-        """Change any of the filters (``None`` leaves one unchanged) and go to the first match."""
-        if slice is not None:
-            if slice != ALL_SLICES and slice not in self.table.categories["slice"]:
-                raise ValueError(f"unknown slice {slice!r}")
-            self.slice = slice
-        if error_class is not None:
-            if error_class not in (ALL_DISAGREEMENTS, ALL_CASES, *ERROR_CLASSES):
-                raise ValueError(f"unknown error class {error_class!r}")
-            self.error_class = error_class
-        if tag is not None:
-            if tag != ANY_TAG and tag not in self.table.tag_rows:
-                raise ValueError(f"unknown tag {tag!r}")
-            self.tag = tag
-        self._apply()
-
-    def _mask(self, kind: str, value: str) -> np.ndarray:
-        key = (kind, value)
-        mask = self._masks.get(key)
-        if mask is None:
-            if kind == "tag":
-                mask = self.table.tag_mask(value)
-            elif value == ALL_DISAGREEMENTS:
-                mask = self.table.value_mask("error_class", DISAGREEMENT_CLASSES)
-            else:
-                mask = self.table.value_mask(kind, value)
-            self._masks[key] = mask
-        return mask
-
-    def _apply(self) -> None:
-        masks = []
-        if self.slice != ALL_SLICES:
-            masks.append(self._mask("slice", self.slice))
-        if self.error_class != ALL_CASES:
-            masks.append(self._mask("error_class", self.error_class))
-        if self.tag != ANY_TAG:
-            masks.append(self._mask("tag", self.tag))
-        if not masks:
-            self.positions = np.arange(len(self.table), dtype=np.int64)
-        else:
-            combined = masks[0] if len(masks) == 1 else np.logical_and.reduce(masks)
-            self.positions = np.flatnonzero(combined)
-        self.index = 0
-
-    # navigation -----------------------------------------------------------------------
-    @property
-    def n_matches(self) -> int:
-        """How many cases match the filters."""
-        return int(self.positions.size)
-
-    @property
-    def has_next(self) -> bool:
-        return self.index + 1 < self.n_matches
-
-    @property
-    def has_previous(self) -> bool:
-        return self.n_matches > 0 and self.index > 0
-
-    def next(self) -> bool:
-        """Go to the next match; return whether it moved."""
-        if not self.has_next:
-            return False
-        self.index += 1
-        return True
-
-    def previous(self) -> bool:
-        """Go to the previous match; return whether it moved."""
-        if not self.has_previous:
-            return False
-        self.index -= 1
-        return True
-
-    def go_to(self, index: int) -> None:
-        """Jump to the ``index``-th match (0-based)."""
-        if not 0 <= index < self.n_matches:
-            raise IndexError(f"match {index} out of range (0..{self.n_matches - 1})")
-        self.index = index
-
-    @property
-    def current_position(self) -> int | None:
-        """Row position of the current case in the table, or None when nothing matches."""
-        return int(self.positions[self.index]) if self.n_matches else None
-
-    def current_case(self) -> dict[str, Any] | None:
-        """The current case as a dict of the table's columns, or None when nothing matches."""
-        pos = self.current_position
-        return None if pos is None else self.table.row(pos)
-
-    def position_text(self) -> str:
-        """``"3 of 17"``, or ``"0 of 0"`` when nothing matches."""
-        return f"{self.index + 1 if self.n_matches else 0} of {self.n_matches}"
-
-    def counts(self) -> dict[str, Any]:
-        """Matches, total and the matches per error class."""
-        return {"matches": self.n_matches, "total": len(self.table), "by_class": self.table.counts("error_class", self.positions)}
-
-
-# rendering ------------------------------------------------------------------------------
-def _e(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _block(title: str, text: Any) -> str:
-    if text is None or text == "":
-        return ""
-    return f"<h4>{_e(title)}</h4><div style='white-space:pre-wrap;border-left:3px solid #ccc;padding-left:6px'>{_e(text)}</div>"
-
-
-def _request_text(request: Any) -> str:
-    if isinstance(request, str):
-        return request
-    return json.dumps(request, indent=2, ensure_ascii=False, default=str)
-
-
-def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) -> str:
-    """The detail pane for one case. Every value is HTML-escaped.
-
-    Human evidence comes before the judge's reason: read the rationale first, then ask
-    whether the verdict follows the rubric.
-    """
-    if case is None:
-        return "<p><b>No case matches these filters.</b></p>"
-    tags = ", ".join(_e(t) for t in case.get("tags") or []) or "none"
-    parts = [
-        f"<h3>{_e(case['case_id'])}</h3>",
-        f"<p>slice <b>{_e(case.get('slice'))}</b> (risk {_e(case.get('risk'))}) · partition {_e(case.get('partition'))} · tags {tags} · "
-        f"class <b>{_e(case.get('error_class'))}</b> · attempts {_e(case.get('attempts'))}</p>",
-        _block("Input", case.get("input")),
-        _block("Response", case.get("response")),
-        _block("Grading notes", case.get("grading_notes")),
-        _block("Reference", case.get("reference")),
-    ]
-    contexts = case.get("contexts") or []
-    if contexts:
-        parts.append("<h4>Contexts</h4><ol>" + "".join(f"<li style='white-space:pre-wrap'>{_e(c)}</li>" for c in contexts) + "</ol>")
-    reviews = case.get("reviews") or []
-    parts.append(f"<h4>Human reviews ({len(reviews)})</h4><ul>")
-    for r in reviews:
-        evidence = ", ".join(_e(x) for x in r.get("evidence") or [])
-        parts.append(
-            f"<li><b>{_e(r.get('reviewer'))}</b>: {_e(r.get('label'))} (confidence {_e(r.get('confidence') or 'n/a')})"
-            + (" · escalated" if r.get("escalate") else "")
-            + (f"<br><i>{_e(r['rationale'])}</i>" if r.get("rationale") else "")
-            + (f"<br>evidence: {evidence}" if evidence else "")
-            + "</li>"
-        )
-    parts.append("</ul>")
-    adj = case.get("adjudication")
-    if adj:
-        parts.append(f"<p><b>Adjudicated label: {_e(adj.get('label'))}</b> by {_e(adj.get('adjudicator') or 'n/a')}" + (f": {_e(adj['reason'])}" if adj.get("reason") else "") + "</p>")
-    else:
-        parts.append(f"<p><b>Human label: {_e(case.get('human_label'))}</b></p>")
-    outcome = case.get("outcome")
-    if outcome == "verdict":
-        parts.append(f"<h4>Judge</h4><p>verdict <b>{_e(case.get('judge_label'))}</b>" + (f": {_e(case['judge_reason'])}" if case.get("judge_reason") else "") + "</p>")
-    elif outcome == "error":
-        parts.append(f"<h4>Judge</h4><p>evaluator error <b>{_e(case.get('error_kind'))}</b>" + (f": {_e(case['error_message'])}" if case.get("error_message") else "") + "</p>")
-    else:
-        parts.append("<h4>Judge</h4><p>no result (missing): the evaluation is incomplete</p>")
-    request = case.get("rendered_request")
-    if request is not None:
-        parts.append(f"<details><summary>Evaluator-visible request</summary><pre style='white-space:pre-wrap'>{_e(_request_text(request))}</pre></details>")
-    elif case.get("rendered_request_ref"):
-        parts.append(f"<p>Evaluator-visible request stored at {_e(case['rendered_request_ref'])}</p>")
-    if note is not None:
-        parts.append(f"<p>Latest note: <b>{_e(note.cause)}</b> by {_e(note.reviewer)} at {_e(note.created_at.isoformat())}" + (f"<br>{_e(note.note)}" if note.note else "") + "</p>")
-    return "".join(parts)
+__all__ = ["NO_CAUSE", "ReviewWidget"]
 
 
 def _default_reviewer() -> str:
@@ -253,12 +46,16 @@ def _default_reviewer() -> str:
 
 
 class ReviewWidget:
-    """Browse disagreements by slice, error class and tag; record the first cause of each.
+    """Browse disagreements with conditional filter counts, search and keys; note first causes.
 
-    Widgets are attributes (``slice_filter``, ``class_filter``, ``tag_filter``,
-    ``prev_button``, ``next_button``, ``position``, ``detail``, ``cause``, ``note``,
-    ``save_button``, ``status``); ``box`` is the layout and ``model`` the view model.
-    ``judge_fingerprint`` defaults to the table's.
+    Widgets are attributes: filters ``slice_filter``, ``class_filter``, ``tag_filter``,
+    ``search``, ``disagree_toggle``, ``critical_toggle``, ``unreviewed_toggle``; the
+    ``sidebar`` (chart, case list, keys); navigation ``prev_button``, ``position``,
+    ``next_button``, ``progress``; the case pane ``detail``; the note form ``cause``,
+    ``note``, ``save_button``, and for ``gold_label_defect`` ``draft_label`` and
+    ``draft_button``; ``legend`` and ``status``. ``box`` is the layout and ``model`` the view
+    model. ``judge_fingerprint`` defaults to the table's; ``drafts`` (gold-correction drafts)
+    defaults to ``<notes stem>.gold_drafts.jsonl`` beside the notes file.
     """
 
     def __init__(
@@ -267,64 +64,261 @@ class ReviewWidget:
         notes: ReviewNotes | None = None,
         reviewer: str | None = None,
         judge_fingerprint: str | None = None,
+        drafts: GoldCorrectionDrafts | str | Path | None = None,
     ) -> None:
         import ipywidgets as w
 
-        self.model = ReviewModel(table)
+        from ._sidebar import ReviewSidebar
+
+        self.table = table
         self.notes = notes
         self.reviewer = reviewer or _default_reviewer()
         self.judge_fingerprint = judge_fingerprint or table.judge_fingerprint
+        if isinstance(drafts, str | Path):
+            drafts = GoldCorrectionDrafts(drafts)
+        self.drafts: GoldCorrectionDrafts | None = drafts if drafts is not None else (GoldCorrectionDrafts(drafts_path(notes.path)) if notes else None)
         self._latest: dict[str, ReviewNote] = {}
         for earlier in notes.all() if notes else []:  # later notes supersede, for this judge only
             if earlier.judge_fingerprint == self.judge_fingerprint:
                 self._latest[earlier.case_id] = earlier
+        self.model = ReviewModel(table, reviewed=self._latest)
+        self._quiet = False
         m = self.model
-        self.slice_filter = w.Dropdown(options=m.slice_options(), value=m.slice, description="slice")
-        self.class_filter = w.Dropdown(options=m.class_options(), value=m.error_class, description="class")
-        self.tag_filter = w.Dropdown(options=m.tag_options(), value=m.tag, description="tag")
-        self.prev_button = w.Button(description="previous", icon="arrow-left")
-        self.next_button = w.Button(description="next", icon="arrow-right")
+
+        narrow = w.Layout(width="auto", flex="1 1 0", min_width="0")
+        self.slice_filter = w.Dropdown(description="slice", layout=narrow, style={"description_width": "32px"})
+        self.class_filter = w.Dropdown(description="class", layout=narrow, style={"description_width": "34px"})
+        self.tag_filter = w.Dropdown(description="tag", layout=narrow, style={"description_width": "24px"})
+        self.search = w.Text(description="search", placeholder="input, response, reasons", continuous_update=True, layout=narrow, style={"description_width": "44px"})
+        toggle = w.Layout(width="auto")
+        self.disagree_toggle = w.Checkbox(description="humans disagreed", indent=False, layout=toggle)
+        self.critical_toggle = w.Checkbox(description="critical only", indent=False, layout=toggle)
+        self.unreviewed_toggle = w.Checkbox(description="unreviewed only", indent=False, layout=toggle)
+        self.sidebar = ReviewSidebar(layout=w.Layout(width="100%"))
+        small = w.Layout(width="auto")
+        self.prev_button = w.Button(description="previous", icon="arrow-left", tooltip="previous case (k)", layout=small)
+        self.next_button = w.Button(description="next", icon="arrow-right", tooltip="next case (j)", layout=small)
         self.position = w.Label()
-        self.detail = w.HTML()
-        self.cause = w.Dropdown(options=[("(choose a cause)", NO_CAUSE)] + [(c, c) for c in CAUSES], value=NO_CAUSE, description="cause")
-        self.note = w.Textarea(placeholder="evidence for the cause", layout=w.Layout(width="60%"))
-        self.save_button = w.Button(description="save note", icon="save")
-        self.status = w.Label()
-        for dropdown in (self.slice_filter, self.class_filter, self.tag_filter):
-            dropdown.observe(self._on_filter, names="value")
+        self.progress = w.Label(layout=w.Layout(margin="0 0 0 12px"))
+        self.detail = w.HTML(layout=w.Layout(width="100%"))
+        self.cause = w.Dropdown(description="cause", layout=w.Layout(width="270px"), style={"description_width": "initial"})
+        self.note = w.Textarea(placeholder="note: the evidence for the cause", rows=2, layout=w.Layout(flex="1 1 auto", width="auto", height="44px"))
+        self.save_button = w.Button(description="save note", icon="save", tooltip="append a note (s)", button_style="primary", layout=small)
+        labels = list(table.labels) or ["pass", "fail"]
+        self.draft_label = w.Dropdown(options=labels, description="proposed label", layout=w.Layout(width="220px"), style={"description_width": "88px"})
+        self.draft_button = w.Button(description="draft a superseding record", icon="file-text", tooltip="write a proposed gold correction for an adjudicator (never applied automatically)", layout=small)
+        self.draft_box = w.HBox([self.draft_label, self.draft_button, w.HTML("<span class='wb-legend'>goes to the adjudicator's drafts file, never into the gold set</span>")], layout=w.Layout(display="none", align_items="center"))
+        self.legend = w.HTML(f"<div class='wb-legend'>{e(KEY_LEGEND)}</div>", layout=w.Layout(flex="1 1 auto", min_width="0", overflow="hidden"))
+        self.status = w.Label(layout=w.Layout(flex="0 1 auto", min_width="0"))
+        self.status.add_class("wb-status")
+
+        for widget in (self.slice_filter, self.class_filter, self.tag_filter, self.search, self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle):
+            widget.observe(self._on_filter, names="value")
+        self.cause.observe(self._on_cause, names="value")
         self.prev_button.on_click(lambda _b: self._move(m.previous))
         self.next_button.on_click(lambda _b: self._move(m.next))
         self.save_button.on_click(lambda _b: self.save())
+        self.draft_button.on_click(lambda _b: self.draft_correction())
+        self.sidebar.on_msg(self._on_message)
+
+        side = w.VBox([self.sidebar], layout=w.Layout(width="250px", flex="0 0 250px", margin="0 6px 0 0"))
+        main = w.VBox(
+            [
+                w.HBox([self.prev_button, self.position, self.next_button, self.progress], layout=w.Layout(align_items="center")),
+                self.detail,
+                w.HBox([self.cause, self.note, self.save_button], layout=w.Layout(align_items="center")),
+                self.draft_box,
+                w.HBox([self.legend, self.status], layout=w.Layout(justify_content="space-between")),
+            ],
+            layout=w.Layout(flex="1 1 auto", min_width="0"),
+        )
         self.box = w.VBox(
             [
-                w.HBox([self.slice_filter, self.class_filter, self.tag_filter]),
-                w.HBox([self.prev_button, self.position, self.next_button]),
-                self.detail,
-                w.HBox([self.cause, self.note, self.save_button]),
-                self.status,
-            ]
+                w.HBox([self.slice_filter, self.class_filter, self.tag_filter, self.search], layout=w.Layout(width="100%")),
+                w.HBox([self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle]),
+                w.HBox([side, main], layout=w.Layout(width="100%")),
+            ],
+            layout=w.Layout(width="100%"),
         )
+        self.box.add_class("wb-review")
+        self._refresh_filters()
+        self._refresh_causes()
         self._render()
+
+    # -- filters ----------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def _quietly(self) -> Iterator[None]:
+        """Set widget values without their observers acting on them."""
+        previous, self._quiet = self._quiet, True
+        try:
+            yield
+        finally:
+            self._quiet = previous
 
     def _on_filter(self, _change: Any) -> None:
-        self.model.set_filter(slice=self.slice_filter.value, error_class=self.class_filter.value, tag=self.tag_filter.value)
+        if self._quiet:
+            return
+        self.model.set_filter(
+            slice=self.slice_filter.value,
+            error_class=self.class_filter.value,
+            tag=self.tag_filter.value,
+            humans_disagree=self.disagree_toggle.value,
+            critical_only=self.critical_toggle.value,
+            unreviewed_only=self.unreviewed_toggle.value,
+            search=self.search.value,
+        )
         self.status.value = ""
+        self._refresh_filters()
         self._render()
 
-    def _move(self, step: Any) -> None:
+    def _refresh_filters(self) -> None:
+        """Every dropdown's counts conditional on the other filters; values from the model."""
+        m = self.model
+        with self._quietly():
+            for dropdown, options, value in (
+                (self.slice_filter, m.slice_options(), m.slice),
+                (self.class_filter, m.class_options(), m.error_class),
+                (self.tag_filter, m.tag_options(), m.tag),
+            ):
+                if list(dropdown.options) != options:
+                    dropdown.options = options
+                if dropdown.value != value:
+                    dropdown.value = value
+            counts = m.toggle_counts()
+            for toggle, name, text in (
+                (self.disagree_toggle, "humans_disagree", "humans disagreed"),
+                (self.critical_toggle, "critical_only", "critical only"),
+                (self.unreviewed_toggle, "unreviewed_only", "unreviewed only"),
+            ):
+                toggle.description = count_label(text, counts[name])
+                if toggle.value != getattr(m, name):
+                    toggle.value = getattr(m, name)
+            if self.search.value != m.search:
+                self.search.value = m.search
+        self.sidebar.chart = m.chart_data()
+        self.sidebar.selected = {"slice": m.slice, "error_class": m.error_class}
+
+    def set_filter(self, **filters: Any) -> None:
+        """Change filters as a user would (names as :meth:`ReviewModel.set_filter`)."""
+        self.model.set_filter(**filters)
+        self.status.value = ""
+        self._refresh_filters()
+        self._render()
+
+    def click_bar(self, slice: str, error_class: str) -> None:
+        """What a click on the chart's bar does: filter to that slice and class (again: clear)."""
+        self.model.select_bar(slice, error_class)
+        self.status.value = ""
+        self._refresh_filters()
+        self._render()
+
+    # -- causes -----------------------------------------------------------------------------
+    def cause_counts(self) -> dict[str, int]:
+        """Cases per cause over the latest note of each case, for this judge."""
+        counts = dict.fromkeys(CAUSES, 0)
+        for note in self._latest.values():
+            counts[note.cause] += 1
+        return counts
+
+    def _refresh_causes(self) -> None:
+        counts = self.cause_counts()
+        options = [("(choose a cause: 1–8)", NO_CAUSE)] + [(cause_label(i, c, counts[c]), c) for i, c in enumerate(CAUSES, start=1)]
+        with self._quietly():
+            value = self.cause.value
+            if list(self.cause.options) != options:
+                self.cause.options = options
+                self.cause.value = value if value in CAUSES else NO_CAUSE
+
+    def _sync_draft_box(self) -> None:
+        """The gold-correction form shows for cause gold_label_defect only."""
+        self.draft_box.layout.display = "flex" if self.cause.value == GOLD_DEFECT and self.model.current_case() is not None else "none"
+
+    def _on_cause(self, _change: Any) -> None:
+        self._sync_draft_box()
+        if not self._quiet:
+            self.status.value = ""
+
+    # -- rendering --------------------------------------------------------------------------
+    def _move(self, step: Any) -> bool:
         if step():
             self.status.value = ""
             self._render()
+            return True
+        return False
+
+    def go_to(self, index: int) -> None:
+        """Show the ``index``-th match (what a click in the case list does)."""
+        self.model.go_to(index)
+        self.status.value = ""
+        self._render()
 
     def _render(self) -> None:
         m = self.model
         case = m.current_case()
+        latest = self._latest.get(case["case_id"]) if case else None
         self.position.value = m.position_text()
+        self.progress.value = m.progress_text()
         self.prev_button.disabled = not m.has_previous
         self.next_button.disabled = not m.has_next
         self.save_button.disabled = case is None or self.notes is None
-        self.detail.value = case_html(case, self._latest.get(case["case_id"]) if case else None)
+        self.draft_button.disabled = case is None or self.notes is None or self.drafts is None
+        self.detail.value = case_html(case, latest)
+        with self._quietly():  # the form starts from the latest note of the case
+            self.cause.value = latest.cause if latest else NO_CAUSE
+            self.note.value = latest.note if latest else ""
+            if case is not None:
+                self.draft_label.value = self._default_proposal(case)
+        self._sync_draft_box()
+        s = self.sidebar
+        s.rows = m.window()
+        s.current = m.index
+        s.list_title = f"Cases: {m.position_text()}" if m.n_matches else "Cases: none match"
 
+    def _default_proposal(self, case: dict[str, Any]) -> str:
+        """The judge's label when it differs from the gold label, else another label."""
+        options = list(self.draft_label.options)
+        gold = case.get("human_label")
+        judge = case.get("judge_label")
+        if judge in options and judge != gold:
+            return str(judge)
+        others = [o for o in options if o != gold]
+        return str(others[0] if others else options[0])
+
+    # -- keys -------------------------------------------------------------------------------
+    def _on_message(self, _widget: Any, content: Any, _buffers: Any) -> None:
+        if not isinstance(content, dict):
+            return
+        kind = content.get("type")
+        if kind == "key":
+            self.key(str(content.get("key", "")))
+        elif kind == "bar":
+            self.click_bar(str(content.get("slice")), str(content.get("error_class")))
+        elif kind == "goto":
+            with contextlib.suppress(IndexError, TypeError, ValueError):
+                self.go_to(int(content.get("index")))  # type: ignore[arg-type]
+
+    def key(self, key: str) -> bool:
+        """Do what ``key`` means (j/k or arrows, 1-8, s); return whether it meant anything."""
+        m = self.model
+        if key in NEXT_KEYS:
+            if not self._move(m.next):
+                self.status.value = "last case of this filter"
+            return True
+        if key in PREVIOUS_KEYS:
+            if not self._move(m.previous):
+                self.status.value = "first case of this filter"
+            return True
+        if len(key) == 1 and key.isdigit() and 1 <= int(key) <= len(CAUSES):
+            if m.current_case() is None:
+                return True
+            self.cause.value = CAUSES[int(key) - 1]
+            return True
+        if key == "s":
+            self.save()
+            return True
+        return False
+
+    # -- notes and drafts -------------------------------------------------------------------
     def save(self) -> ReviewNote | None:
         """Append a note for the current case with the chosen cause (what "save note" does)."""
         case = self.model.current_case()
@@ -332,7 +326,7 @@ class ReviewWidget:
             self.status.value = "nothing to save: no current case" if case is None else "no notes file: pass notes=ReviewNotes(path)"
             return None
         if self.cause.value == NO_CAUSE:
-            self.status.value = "choose a cause first"
+            self.status.value = "choose a cause first (keys 1–8)"
             return None
         try:
             note = self.notes.add(case["case_id"], self.cause.value, self.note.value, reviewer=self.reviewer, judge_fingerprint=self.judge_fingerprint, error_class=case.get("error_class"))
@@ -340,10 +334,53 @@ class ReviewWidget:
             self.status.value = "; ".join(p.message for p in exc.problems) or exc.summary
             return None
         self._latest[note.case_id] = note
-        self.note.value = ""
-        self.status.value = f"saved: {note.case_id} -> {note.cause}"
+        self.model.mark_reviewed(note.case_id)
+        self._refresh_causes()
+        self._refresh_filters()
         self._render()
+        self.status.value = f"saved: {note.case_id} -> {note.cause}"
         return note
+
+    def draft_correction(self) -> GoldCorrectionDraft | None:
+        """Save the note if it changed, then append a proposed superseding gold record.
+
+        Only for cause ``gold_label_defect``; the note's text is the reason. The draft goes
+        to :attr:`drafts` for an adjudicator and is never applied to the gold set.
+        """
+        case = self.model.current_case()
+        if case is None or self.notes is None or self.drafts is None:
+            self.status.value = "nothing to draft: no current case" if case is None else "no notes file: pass notes=ReviewNotes(path)"
+            return None
+        if self.cause.value != GOLD_DEFECT:
+            self.status.value = f"a superseding record needs cause {GOLD_DEFECT}"
+            return None
+        if not self.note.value.strip():
+            self.status.value = "write the reason in the note first: the adjudicator needs it"
+            return None
+        latest = self._latest.get(case["case_id"])
+        note = latest if latest and latest.cause == GOLD_DEFECT and latest.note == self.note.value else self.save()
+        if note is None:
+            return None
+        try:
+            draft = self.drafts.add(
+                note,
+                proposed_label=str(self.draft_label.value),
+                current_label=case.get("human_label"),
+                gold_record=case.get("gold_record"),
+                labels=self.table.labels or None,
+                dataset_sha256=self.table.dataset_sha256,
+            )
+        except WorkbenchError as exc:
+            self.status.value = "; ".join(p.message for p in exc.problems) or exc.summary
+            return None
+        self.status.value = f"drafted {draft.supersedes} -> {draft.proposed_label} for an adjudicator in {self.drafts.path.name}"
+        return draft
+
+    def export_notes(self, path: str | Path, *, latest_only: bool = False) -> Path:
+        """Export this judge's notes to ``.csv`` or ``.parquet`` (see :meth:`ReviewNotes.export`)."""
+        if self.notes is None:
+            raise ValueError("no notes file: pass notes=ReviewNotes(path)")
+        return self.notes.export(path, self.judge_fingerprint, latest_only=latest_only)
 
     def _ipython_display_(self) -> None:
         from IPython.display import display

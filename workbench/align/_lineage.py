@@ -1,0 +1,372 @@
+"""Lineage: results meet only the gold they were produced against.
+
+Every place where judge results meet gold labels (``align``, ``gate``, the phase sessions and
+comparisons, the notebooks, certification) goes through :func:`align_results`, which joins
+*and* checks that the results were produced against the gold given:
+
+- The results' lineage is the run manifest beside them (``manifest.json``: dataset sha256,
+  rubric version, release and per-case field hashes), else the ``dataset_sha256`` and
+  ``rubric_version`` every result carries. Results with no lineage at all, with mixed
+  lineages, or whose manifest belongs to another run are refused: the comparison cannot be
+  trusted (fail closed).
+- A different dataset hash or rubric version is refused (exit 2 in the CLI) with the cases
+  that changed and what changed in each (label, response, notes, grading fields, reviews,
+  slice/partition), from the manifest's per-case hashes or, without a manifest, from a frozen
+  release (``releases.jsonl``) of the results' dataset hash.
+- ``allow_gold_change=True`` aligns anyway: the join and its report are marked not
+  comparable and name every changed case. The gate turns that into a non-waivable blocker.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .._io import JSONRecordError, read_json_file
+from ..errors import Problem, WorkbenchError
+from ..gold import PARTITIONS, GoldDataset, Partition, case_hashes, changed_groups, describe
+from ..results import ResultLine, scan_results
+from ._join import Join, join_results
+
+if TYPE_CHECKING:
+    from ..runs import RunManifest
+
+LineageSource = Literal["run_manifest", "results", "none", "no_results"]
+
+FIX_CHANGED = "re-run the judge on this gold (`workbench run`), or give the gold the results were produced against; --allow-gold-change aligns anyway and marks the report not comparable"
+FIX_MISSING = "re-run the judge with `workbench run` (results then carry their gold), or declare the gold they were produced against with `workbench import results FILE --gold GOLD --out DIR`; --allow-gold-change aligns anyway and marks the report not comparable"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class GoldChange(_Model):
+    """One judged case whose gold record changed since the results were produced."""
+
+    case_id: str
+    """The case id the results refer to."""
+    changes: list[str]
+    """What changed: field groups (``label``, ``response``, ``notes``, ``grading``,
+    ``reviews``, ``placement``, ``other``), or ``removed`` / ``superseded``."""
+    detail: str
+    """The same in words, e.g. ``label, notes`` or ``superseded by case-7b``."""
+
+
+class Lineage(_Model):
+    """The lineage check of one results file against one gold dataset."""
+
+    source: LineageSource
+    """Where the results' lineage came from: ``run_manifest`` (manifest.json beside the
+    results), ``results`` (their ``dataset_sha256``/``rubric_version`` fields), ``none``
+    (no lineage at all) or ``no_results`` (nothing to check)."""
+    manifest_path: str | None = None
+    """The run manifest read, if any."""
+    results_dataset_sha256: str | None = None
+    """The dataset hash the results were produced against."""
+    results_rubric_version: str | None = None
+    """The rubric version the results were produced against."""
+    results_release: str | None = None
+    """The frozen release the run used (from the manifest, or the release with that hash)."""
+    gold_dataset_sha256: str
+    """The hash of the gold given."""
+    gold_rubric_version: str
+    """The rubric version of the gold given."""
+    gold_release: str | None = None
+    """The frozen release of the gold given, or None when that state was never frozen."""
+    comparable: bool
+    """True when the results were produced against exactly the gold given."""
+    allowed: bool = False
+    """True when a mismatch was accepted with ``--allow-gold-change`` (``comparable`` is then False)."""
+    cases_known: bool = True
+    """False when the changed cases cannot be listed (no per-case hashes for the results' gold)."""
+    gold_changes: list[GoldChange] = Field(default_factory=list)
+    """Every judged case that changed, with what changed."""
+    problems: list[str] = Field(default_factory=list)
+    """Why the lineage does not hold, one sentence each (empty when comparable)."""
+
+
+class _Observer:
+    """Watches results stream past (into the join) and remembers their lineage."""
+
+    def __init__(self) -> None:
+        self.lineages: Counter[tuple[str | None, str | None]] = Counter()
+        self.run_ids: set[str] = set()
+        self.case_ids: set[str] = set()
+        self.read = 0
+
+    def watch(self, items: Iterable[ResultLine | Problem]) -> Iterator[ResultLine | Problem]:
+        lineages, run_ids, case_ids = self.lineages, self.run_ids, self.case_ids
+        for item in items:
+            if type(item) is ResultLine:
+                r = item.result
+                lineages[(r.dataset_sha256, r.rubric_version)] += 1
+                run_ids.add(r.run_id)
+                case_ids.add(r.case_id)
+            yield item
+        self.read = sum(lineages.values())
+
+
+def manifest_path_for(results: str | Path) -> Path:
+    """Where the run manifest of a results file lives: ``manifest.json`` in its directory."""
+    from ..runs import MANIFEST_FILE
+
+    return Path(results).parent / MANIFEST_FILE
+
+
+def read_run_manifest(results: str | Path) -> RunManifest | None:
+    """The run manifest beside ``results``, or None when there is none. Unreadable: WorkbenchError."""
+    from ..runs import RunManifest
+
+    path = manifest_path_for(results)
+    if not path.exists():
+        return None
+    try:
+        return RunManifest.model_validate(read_json_file(path))
+    except (OSError, ValueError, ValidationError, RecursionError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else exc.msg if isinstance(exc, JSONRecordError) else type(exc).__name__
+        raise WorkbenchError("unreadable run manifest", [Problem(location=str(path), code="manifest_invalid", message=f"the run manifest beside the results cannot be read ({reason})", fix="restore the manifest.json the run wrote, or move the results away from a foreign manifest")]) from None
+
+
+def partition_from_manifest(manifest: RunManifest | None) -> str | None:
+    """The gold partition a run judged, or None (no manifest, or not a gold partition)."""
+    if manifest is None or manifest.partition not in PARTITIONS:
+        return None
+    return manifest.partition
+
+
+def resolve_partition(results: str | Path, partition: str | None) -> tuple[str | None, str]:
+    """The partition to analyse and where it came from: ``option``, ``run_manifest`` or ``all``.
+
+    When ``partition`` is None, the run manifest beside ``results`` names it.
+    """
+    if partition is not None:
+        return Partition(partition).value, "option"
+    found = partition_from_manifest(read_run_manifest(results))
+    return (found, "run_manifest") if found is not None else (None, "all")
+
+
+def check_lineage(
+    dataset: GoldDataset,
+    *,
+    lineages: Counter[tuple[str | None, str | None]] | dict[tuple[str | None, str | None], int],
+    run_ids: Iterable[str] = (),
+    case_ids: Iterable[str] = (),
+    manifest: RunManifest | None = None,
+    manifest_path: str | Path | None = None,
+    allow_gold_change: bool = False,
+) -> tuple[Lineage, list[Problem]]:
+    """Compare what results were produced against with ``dataset``.
+
+    ``lineages`` counts the ``(dataset_sha256, rubric_version)`` pairs carried by the results,
+    ``run_ids`` and ``case_ids`` are theirs; ``manifest`` is their run manifest, if any.
+    Returns the :class:`Lineage` and the problems that refuse the comparison (empty when it
+    holds, or when ``allow_gold_change`` accepted the mismatch).
+    """
+    loc = str(dataset.gold_path)
+    release = dataset.release
+    base: dict[str, Any] = {
+        "gold_dataset_sha256": dataset.sha256,
+        "gold_rubric_version": dataset.rubric.version,
+        "gold_release": release.release_id if release else None,
+        "manifest_path": str(manifest_path) if manifest_path and manifest is not None else None,
+        "allowed": allow_gold_change,
+    }
+    reasons: list[str] = []
+    lineage_problems: list[Problem] = []
+    run_ids = set(run_ids)
+    case_ids = set(case_ids)
+    read = sum(lineages.values())
+
+    manifest_lineage = manifest is not None and manifest.rubric_version is not None
+    if manifest is not None and run_ids and not run_ids <= {manifest.run_id}:
+        others = sorted(run_ids - {manifest.run_id})
+        text = f"the run manifest beside the results is of run {manifest.run_id[:12]}, but results come from run(s) {', '.join(o[:12] for o in others[:3])}{' ...' if len(others) > 3 else ''}"
+        reasons.append(text)
+        lineage_problems.append(Problem(location=str(manifest_path or loc), code="lineage_manifest_mismatch", message=text, fix="keep each run's results.jsonl with its own manifest.json; results of several runs are never mixed in one file"))
+        manifest_lineage = False
+
+    carried = [key for key in lineages if lineages[key]]
+    field_sha: str | None = None
+    field_rubric: str | None = None
+    if len(carried) > 1:
+        listing = "; ".join(f"{(sha or '(none)')[:12]}/{rubric or '(none)'}: {lineages[(sha, rubric)]} result(s)" for sha, rubric in carried)
+        text = f"the results carry {len(carried)} different gold lineages ({listing})"
+        reasons.append(text)
+        lineage_problems.append(Problem(location=loc, code="lineage_mixed", message=text, fix="align results of one run against the one gold they were produced against; split the file or re-run"))
+    elif carried:
+        field_sha, field_rubric = carried[0]
+
+    if manifest_lineage:
+        assert manifest is not None
+        source: LineageSource = "run_manifest"
+        res_sha, res_rubric = manifest.dataset_sha256, manifest.rubric_version
+        if carried and len(carried) == 1 and (field_sha, field_rubric) != (None, None) and (field_sha, field_rubric) != (res_sha, res_rubric):
+            text = f"the results say dataset {str(field_sha)[:12]} (rubric {field_rubric}) but their run manifest says dataset {res_sha[:12]} (rubric {res_rubric})"
+            reasons.append(text)
+            lineage_problems.append(Problem(location=str(manifest_path or loc), code="lineage_conflict", message=text, fix="results must not be edited by hand or moved between run directories; re-run the judge"))
+    elif read == 0:
+        return Lineage(source="no_results", comparable=True, cases_known=True, **base), []
+    elif field_sha is not None and field_rubric is not None and not lineage_problems:
+        source, res_sha, res_rubric = "results", field_sha, field_rubric
+    else:
+        source, res_sha, res_rubric = "none", field_sha, field_rubric
+        if not lineage_problems:
+            text = "the results carry no gold lineage: no dataset_sha256 and rubric_version on them and no run manifest beside them"
+            reasons.append(text)
+            lineage_problems.append(Problem(location=loc, code="lineage_missing", message=text, fix=FIX_MISSING))
+
+    results_release = manifest.gold_release if manifest_lineage and manifest is not None else None
+    if results_release is None and res_sha is not None:
+        frozen = dataset.release_for(res_sha)
+        results_release = frozen.release_id if frozen else None
+    fields = {"results_dataset_sha256": res_sha, "results_rubric_version": res_rubric, "results_release": results_release}
+    same = not lineage_problems and res_sha == dataset.sha256 and res_rubric == dataset.rubric.version
+    if same:
+        return Lineage(source=source, comparable=True, **fields, **base), []
+
+    changes: list[GoldChange] = []
+    cases_known = False
+    if res_sha is not None and res_rubric is not None and (res_sha != dataset.sha256 or res_rubric != dataset.rubric.version):
+        reference: dict[str, dict[str, str]] | None = None
+        if manifest_lineage and manifest is not None and all(c.gold is not None for c in manifest.cases):
+            reference = {c.case_id: c.gold for c in manifest.cases if c.gold is not None}
+        elif res_sha is not None and (frozen := dataset.release_for(res_sha)) is not None:
+            reference = {cid: h for cid, h in frozen.fields.items() if cid in case_ids}
+        if reference is not None:
+            cases_known = True
+            changes = _changes(dataset, reference)
+        headline = f"the results were produced against dataset {str(res_sha)[:12]} (rubric {res_rubric}{', release ' + results_release if results_release else ''}), the gold given is dataset {dataset.sha256[:12]} (rubric {dataset.rubric.version}{', release ' + release.release_id if release else ''})"
+        detail = []
+        if res_rubric != dataset.rubric.version:
+            detail.append(f"rubric version {res_rubric} -> {dataset.rubric.version}")
+        if cases_known:
+            detail.append(f"{len(changes)} judged case(s) changed" if changes else "no judged case changed, so the gold changed elsewhere (other cases, rubric.yaml or the evidence snapshot)")
+        else:
+            detail.append("which cases changed cannot be listed: no run manifest with per-case hashes beside the results and no frozen release of that dataset (`workbench freeze`)")
+        text = headline + ": " + "; ".join(detail)
+        reasons.insert(0, text)
+        lineage_problems.insert(0, Problem(location=loc, code="gold_changed", message=text, fix=FIX_CHANGED))
+        for change in changes:
+            lineage_problems.append(Problem(location=loc, case_id=change.case_id, code="gold_changed", message=f"{change.detail} changed since the results were produced" if change.changes[0] not in ("removed", "superseded") else change.detail, fix=FIX_CHANGED))
+    lineage = Lineage(source=source, comparable=False, cases_known=cases_known, gold_changes=changes, problems=reasons, **fields, **base)
+    return lineage, ([] if allow_gold_change else lineage_problems)
+
+
+def _changes(dataset: GoldDataset, reference: dict[str, dict[str, str]]) -> list[GoldChange]:
+    by_id = {r.case_id: r for r in dataset.records}
+    out: list[GoldChange] = []
+    for case_id in sorted(reference):
+        record = by_id.get(case_id)
+        if record is None:
+            out.append(GoldChange(case_id=case_id, changes=["removed"], detail="removed from the gold since the results were produced"))
+            continue
+        if case_id in dataset.superseded_by:
+            out.append(GoldChange(case_id=case_id, changes=["superseded"], detail=f"superseded by {dataset.latest_id(case_id)!r} since the results were produced"))
+            continue
+        groups = changed_groups(reference[case_id], case_hashes(record), ignore=("rubric",))
+        if groups:
+            out.append(GoldChange(case_id=case_id, changes=groups, detail=describe(groups)))
+    return out
+
+
+def align_results(
+    dataset: GoldDataset,
+    results: str | Path | Iterable[ResultLine | Problem],
+    *,
+    partition: str | Partition | None = None,
+    repeat: int = 0,
+    allow_gold_change: bool = False,
+    manifest: RunManifest | None = None,
+    location: str | None = None,
+) -> Join:
+    """Join results to ``dataset`` and check their lineage; the join carries the check.
+
+    ``results`` is a results file (its run manifest, beside it, is read) or result lines
+    (give their ``manifest`` when there is one). Raises :class:`WorkbenchError` listing the
+    lineage problems (first) and the join's refusals, unless ``allow_gold_change`` accepted
+    a lineage mismatch: the join is then marked not comparable.
+    """
+    manifest_file: Path | None = None
+    if isinstance(results, str | Path):
+        location = location or str(results)
+        manifest_file = manifest_path_for(results)
+        if manifest is None:
+            manifest = read_run_manifest(results)
+        items: Iterable[ResultLine | Problem] = scan_results(results)
+    else:
+        location = location or "results"
+        items = results
+    observer = _Observer()
+    join: Join | None = None
+    join_error: WorkbenchError | None = None
+    try:
+        join = join_results(dataset, observer.watch(items), partition=partition, repeat=repeat, location=location)
+    except WorkbenchError as exc:
+        join_error = exc
+    lineage, problems = check_lineage(
+        dataset,
+        lineages=observer.lineages,
+        run_ids=observer.run_ids,
+        case_ids=observer.case_ids,
+        manifest=manifest,
+        manifest_path=manifest_file,
+        allow_gold_change=allow_gold_change,
+    )
+    if problems:
+        extra = join_error.problems if join_error is not None else []
+        raise WorkbenchError(f"{location}: refusing to compare: the results were not produced against this gold ({len(problems)} problem(s))", [*problems, *extra])
+    if join_error is not None:
+        raise join_error
+    assert join is not None
+    return replace(join, lineage=lineage)
+
+
+def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> list[Problem]:
+    """Why ``join`` may not be compared: its lineage was not checked, or does not hold.
+
+    ``allow_forced`` accepts a join whose mismatch was explicitly accepted
+    (``allow_gold_change``), e.g. for case review; comparisons of runs never do.
+    """
+    lineage = join.lineage
+    if lineage is None:
+        return [Problem(location=where, code="lineage_unchecked", message="the join was built without a lineage check, so it is unknown whether the results were produced against this gold", fix="build joins with workbench.align.align_results (or a phase session), which checks lineage")]
+    if lineage.comparable or (allow_forced and lineage.allowed):
+        return []
+    changed = ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
+    return [Problem(location=where, code="gold_changed", message=f"the results were not produced against this gold: {'; '.join(lineage.problems)}; changed: {changed}", fix=FIX_CHANGED)]
+
+
+def require_comparable(join: Join, *, where: str, allow_forced: bool = False) -> None:
+    """Raise :class:`WorkbenchError` with :func:`lineage_problems`, if there are any."""
+    problems = lineage_problems(join, where=where, allow_forced=allow_forced)
+    if problems:
+        raise WorkbenchError(f"{where}: refusing to compare results with gold they were not produced against", problems)
+
+
+def check_results_file(dataset: GoldDataset, results: str | Path, *, allow_gold_change: bool = False) -> Lineage:
+    """The lineage check of a results file on its own (for analyses that join it themselves).
+
+    Reads the file once (bad lines are left to the analysis to report) and its run manifest.
+    Raises :class:`WorkbenchError` when the lineage does not hold, unless ``allow_gold_change``.
+    """
+    observer = _Observer()
+    for _ in observer.watch(scan_results(results)):
+        pass
+    lineage, problems = check_lineage(
+        dataset,
+        lineages=observer.lineages,
+        run_ids=observer.run_ids,
+        case_ids=observer.case_ids,
+        manifest=read_run_manifest(results),
+        manifest_path=manifest_path_for(results),
+        allow_gold_change=allow_gold_change,
+    )
+    if problems:
+        raise WorkbenchError(f"{results}: refusing to compare: the results were not produced against this gold ({len(problems)} problem(s))", problems)
+    return lineage

@@ -1,0 +1,46 @@
+"""``workbench plan``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..errors import Problem, WorkbenchError
+from ..gold import load_dataset
+from ..policy import load_policy
+from ..stats import INTERVALS
+from ._common import echo_json, user_errors
+
+
+@click.command()
+@click.option("--policy", "policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
+@click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory (or gold.jsonl) to compare with, per partition.")
+@click.option("--at-fraction", type=float, default=0.5, show_default=True, help="Plan for a judge whose true error rate is this fraction of each limit (0 <= f < 1).")
+@click.option("--interval", type=click.Choice(INTERVALS), default="wilson", show_default=True, help="Upper-bound interval: wilson (the gate's) or clopper-pearson (exact).")
+@click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON plan.")
+@click.option("--fail-short", is_flag=True, help="Exit 4 when the policy's gate partition is short of any requirement.")
+@user_errors
+def plan(policy: str, gold: str, at_fraction: float, interval: str, as_json: bool, fail_short: bool) -> None:
+    """How many decided cases each slice of a policy needs, and the shortfall per partition.
+
+    For a rate limit L checked on the upper_95 basis: the smallest n such that, for it and every
+    larger n, floor(f x L x n) errors (a judge whose true rate is f x L, f = --at-fraction) give a
+    two-sided 95% upper bound within L, on the gate's Wilson interval (or --interval
+    clopper-pearson). Point-basis and count-only limits need one decided case; min_n is the
+    policy's count. 'have' counts adjudicated human-fail / human-pass / all cases of the slice
+    in each partition: an upper bound on the decided verdicts a run yields.
+    """
+    from ..planning import format_plan, plan_policy
+
+    if not (0 <= at_fraction < 1):
+        raise WorkbenchError("invalid arguments", [Problem(location="--at-fraction", code="at_fraction_range", message=f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}", fix="give the true rate to plan for as a fraction of the limit, e.g. 0.5")])
+    loaded = load_policy(policy)
+    dataset = load_dataset(gold)
+    result = plan_policy(loaded, dataset, at_fraction=at_fraction, interval=interval, policy_path=Path(policy))  # type: ignore[arg-type]
+    if as_json:
+        echo_json(result.model_dump(mode="json"))
+    else:
+        click.echo(format_plan(result))
+    if fail_short and result.short():
+        raise SystemExit(4)

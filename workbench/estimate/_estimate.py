@@ -1,0 +1,446 @@
+"""Per-slice and overall estimates, side by side: naive, Rogan-Gladen corrected, and PPI.
+
+:func:`estimate_slices` is the computation (used on real traffic by
+:func:`workbench.estimate.estimate_production` and on simulated traffic by
+:mod:`workbench.estimate._simulate`); the methods are in :mod:`workbench.estimate._methods`.
+
+The estimand is the **human-pass rate among traffic cases the judge decided** (judged pass or
+fail): certification measured sensitivity and specificity on decided verdicts only, so the
+correction applies to the same population. Abstentions, evaluator errors and cases without a
+result are counted beside every estimate and left out of it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..stats import Rate, wilson_rate
+from ._methods import Z95, clip01, ppi_mean, rogan_gladen, rogan_gladen_draws
+
+ESTIMATE_SCHEMA_VERSION = 1
+OVERALL = "(all)"
+UNSTABLE_BELOW = 0.2
+"""Default: the correction is flagged unstable when Youden's J = Se + Sp - 1 is below this."""
+DRAWS = 4000
+"""Parametric-bootstrap draws per slice."""
+RG_METHODS = {
+    "bootstrap": "Rogan-Gladen (p + Sp - 1)/(Se + Sp - 1); 95% parametric-bootstrap percentile interval: {draws} draws of the traffic pass rate, sensitivity and specificity from their Jeffreys Beta(x + 1/2, n - x + 1/2) distributions (seed {seed}); clipped to [0, 1]",
+    "delta": "Rogan-Gladen (p + Sp - 1)/(Se + Sp - 1); 95% delta-method interval with Agresti-Coull-adjusted variances of the traffic pass rate, sensitivity and specificity; clipped to [0, 1]",
+}
+OVERALL_METHODS = {
+    "bootstrap": "stratified: each draw of the slices' unclipped estimates weighted by decided traffic verdicts, then percentiles; clipped to [0, 1]",
+    "delta": "stratified: slice estimates (unclipped) weighted by decided traffic verdicts, variance sum of w^2 Var; clipped to [0, 1]",
+}
+RGInterval = Literal["bootstrap", "delta"]
+PPI_METHOD = "prediction-powered inference (Angelopoulos et al. 2023, Science 382:669): mean of judge verdicts on unlabelled cases + mean of (human - judge) on labelled cases, 95% CLT interval; clipped to [0, 1]"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class CorrectedEstimate(_Model):
+    """The Rogan-Gladen estimate of the human-pass rate with its interval."""
+
+    estimate: float | None
+    """Point estimate clipped to [0, 1]; None when undefined (no decided verdict, or J <= 0)."""
+    raw: float | None
+    """The unclipped estimate ``(p + Sp - 1) / (Se + Sp - 1)``."""
+    se: float | None
+    """Standard error: delta method, or the standard deviation of the bootstrap draws."""
+    ci95_low: float | None
+    """Lower end of the 95% interval (``interval`` of the estimate), clipped to [0, 1]."""
+    ci95_high: float | None
+    """Upper end, clipped to [0, 1]."""
+    clipped: bool
+    """Whether the point estimate or an interval end was clipped to [0, 1]."""
+
+
+class PPIEstimate(_Model):
+    """The prediction-powered estimate of the human-pass rate (needs a labelled sample)."""
+
+    estimate: float
+    """Point estimate clipped to [0, 1]."""
+    raw: float
+    """``mean(judge, unlabelled) + mean(human - judge, labelled)``, unclipped."""
+    se: float
+    """``sqrt(var(judge, unlabelled)/N + var(judge - human, labelled)/n)``."""
+    ci95_low: float
+    """Lower end of ``raw ± 1.96·se``, clipped to [0, 1]."""
+    ci95_high: float
+    """Upper end, clipped to [0, 1]."""
+    rectifier: float
+    """``mean(human - judge)`` on the labelled cases: what the labels correct."""
+    labelled: int
+    """n: labelled cases used (decided judge verdict, human pass or fail)."""
+    unlabelled: int
+    """N: decided traffic cases not in the labelled sample."""
+    clipped: bool
+    """Whether the point estimate or an interval end was clipped to [0, 1]."""
+
+
+class SliceEstimate(_Model):
+    """One slice (or ``(all)``): counts, the naive rate, the corrected rate and PPI, side by side."""
+
+    slice: str
+    """Slice name, or ``(all)``."""
+    risk: str | None
+    """The slice's risk level in the certification (None for ``(all)``)."""
+    cases: int
+    """Traffic cases mapped to the slice."""
+    decided: int
+    """Cases whose final verdict is pass or fail: the population estimated."""
+    abstentions: int
+    """Cases whose verdict is one of the rubric's abstain labels (left out)."""
+    errors: int
+    """Cases whose final attempt is an evaluator error (left out)."""
+    missing: int
+    """Mapped cases without any result (left out)."""
+    naive: Rate
+    """Judge passes / decided verdicts, 95% Wilson interval: the rate taken at face value."""
+    sensitivity: Rate | None
+    """Held-out human passes judged pass / human passes judged pass or fail (1 - false-fail
+    rate), from the certification report. None for ``(all)``."""
+    specificity: Rate | None
+    """Held-out human fails judged fail / human fails judged pass or fail (1 - false-pass
+    rate), from the certification report. None for ``(all)``."""
+    youden: float | None
+    """J = sensitivity + specificity - 1. None for ``(all)``."""
+    youden_ci95_low: float | None
+    """Lower 95% bound of J (Agresti-Coull-adjusted variances). None for ``(all)``."""
+    corrected: CorrectedEstimate
+    """The Rogan-Gladen estimate (stratified for ``(all)``)."""
+    unstable: bool
+    """J below ``unstable_below`` or its lower bound at or below 0 (for ``(all)``: any slice)."""
+    ppi: PPIEstimate | None
+    """Prediction-powered estimate, when a labelled sample with at least two cases here exists."""
+    labelled_excluded: int
+    """Labelled cases left out of PPI: the judge did not decide them, or the human label is not pass or fail."""
+    warnings: list[str] = Field(default_factory=list)
+    """Why a figure is missing or fragile, one sentence each."""
+
+
+class CertificationRef(_Model):
+    """The certification report the sensitivities and specificities came from."""
+
+    report_id: str
+    """``<candidate>/<version>/<n>``."""
+    report_dir: str
+    """Where the report was read."""
+    candidate: str
+    """``name@version`` certified."""
+    candidate_fingerprint: str
+    """The certified judge's fingerprint; the traffic results must carry the same."""
+    lock_sha256: str
+    """The report's lock hash (verified before use)."""
+    outcome: str
+    """Always ``certified`` (anything else is refused)."""
+    policy: str | None
+    """``name@version`` of the policy certified against."""
+    rubric_version: str | None
+    """Rubric version of the certification."""
+    ragas_version: str | None
+    """Ragas version the report was made with (equal to the installed one)."""
+
+
+class ProductionEstimate(_Model):
+    """``workbench estimate --json``: bias-corrected pass rates on unlabelled traffic."""
+
+    schema_version: int = ESTIMATE_SCHEMA_VERSION
+    """Estimate format version."""
+    kind: Literal["workbench.estimate"] = "workbench.estimate"
+    """Document kind."""
+    status: Literal["complete", "incomplete"]
+    """``incomplete`` when a mapped case has no result or ended in an evaluator error: the
+    estimates cover decided cases only (CLI exit 3)."""
+    confidence: float
+    """Nominal coverage of every interval (0.95)."""
+    interval: RGInterval
+    """How the corrected interval was computed: ``bootstrap`` (parametric, Jeffreys) or ``delta``."""
+    seed: int | None
+    """Seed of the bootstrap draws (None for ``delta``)."""
+    unstable_below: float
+    """The J threshold of the ``unstable`` flag."""
+    methods: dict[str, str]
+    """How each column was computed: ``naive``, ``corrected``, ``overall``, ``ppi``."""
+    certification: CertificationRef | None
+    """The report read (None for simulated traffic)."""
+    inputs: dict[str, str | None]
+    """sha256 of the input files (``results``, ``slices``, ``labelled``) and the results' judge fingerprint."""
+    slices: list[SliceEstimate]
+    """One row per slice present in the traffic, in the certification's slice order."""
+    overall: SliceEstimate
+    """All slices together."""
+    warnings: list[str]
+    """Estimate-wide warnings (incomplete traffic, unstable slices)."""
+
+
+@dataclass(frozen=True)
+class SliceInput:
+    """What :func:`estimate_slices` needs for one slice."""
+
+    slice: str
+    risk: str | None
+    judge_pass: np.ndarray
+    """1/0 judge verdict of every decided traffic case of the slice."""
+    human_pass: np.ndarray
+    """1/0 human label aligned with ``judge_pass``; NaN where the case is not labelled."""
+    se_x: int
+    se_n: int
+    sp_x: int
+    sp_n: int
+    abstentions: int = 0
+    errors: int = 0
+    missing: int = 0
+    labelled_excluded: int = 0
+    ppi_excluded: np.ndarray | None = None
+    """True where a decided case is left out of PPI altogether: labelled, but not pass or fail."""
+    cases: int | None = None
+    """Mapped cases (default: decided + abstentions + errors + missing)."""
+    notes: tuple[str, ...] = field(default=())
+
+
+def _corrected(raw: float | None, se: float | None, low: float | None, high: float | None) -> CorrectedEstimate:
+    if raw is None or se is None or low is None or high is None:
+        return CorrectedEstimate(estimate=None, raw=raw, se=se, ci95_low=None, ci95_high=None, clipped=False)
+    clipped = raw < 0 or raw > 1 or low < 0 or high > 1
+    return CorrectedEstimate(estimate=clip01(raw), raw=raw, se=se, ci95_low=clip01(low), ci95_high=clip01(high), clipped=clipped)
+
+
+def _kept(s: SliceInput) -> np.ndarray:
+    """Decided cases PPI uses: all but labelled ones whose human label is not pass or fail."""
+    if s.ppi_excluded is None:
+        return np.ones(s.judge_pass.size, dtype=bool)
+    return ~s.ppi_excluded
+
+
+def _percentiles(draws: np.ndarray) -> tuple[float, float]:
+    low, high = np.quantile(draws, [0.025, 0.975])
+    return float(low), float(high)
+
+
+def _ppi(judge: np.ndarray, human: np.ndarray, z: float) -> PPIEstimate | None:
+    labelled = ~np.isnan(human)
+    if labelled.sum() < 2 or (~labelled).sum() < 2:
+        return None
+    r = ppi_mean(human[labelled], judge[labelled], judge[~labelled])
+    low, high = r.estimate - z * r.se, r.estimate + z * r.se
+    clipped = r.estimate < 0 or r.estimate > 1 or low < 0 or high > 1
+    return PPIEstimate(estimate=clip01(r.estimate), raw=r.estimate, se=r.se, ci95_low=clip01(low), ci95_high=clip01(high), rectifier=r.rectifier, labelled=r.labelled, unlabelled=r.unlabelled, clipped=clipped)
+
+
+def estimate_slices(
+    inputs: Sequence[SliceInput],
+    *,
+    interval: RGInterval = "bootstrap",
+    seed: int = 0,
+    draws: int = DRAWS,
+    unstable_below: float = UNSTABLE_BELOW,
+    z: float = Z95,
+) -> tuple[list[SliceEstimate], SliceEstimate]:
+    """Naive, corrected and PPI estimates per slice, then overall (see the module docstrings)."""
+    if interval not in RG_METHODS:
+        raise ValueError(f"unknown interval {interval!r}; use bootstrap or delta")
+    rows: list[SliceEstimate] = []
+    parts: list[tuple[int, float | None, float | None, np.ndarray | None]] = []
+    for index, s in enumerate(inputs):
+        n = int(s.judge_pass.size)
+        passes = int(s.judge_pass.sum())
+        warnings = list(s.notes)
+        sens = wilson_rate(s.se_x, s.se_n)
+        spec = wilson_rate(s.sp_x, s.sp_n)
+        youden = youden_low = None
+        raw = se = low = high = None
+        sample: np.ndarray | None = None
+        unstable = False
+        if s.se_n > 0 and s.sp_n > 0:
+            if n > 0:
+                rg = rogan_gladen(passes, n, s.se_x, s.se_n, s.sp_x, s.sp_n, z)
+                raw, se = rg.raw, rg.se
+                if raw is not None and se is not None:
+                    if interval == "bootstrap":
+                        sample = rogan_gladen_draws(passes, n, s.se_x, s.se_n, s.sp_x, s.sp_n, np.random.default_rng([seed, index]), draws)
+                        low, high = _percentiles(sample)
+                        se = float(sample.std(ddof=1))
+                    else:
+                        low, high = raw - z * se, raw + z * se
+            else:
+                rg = rogan_gladen(0, 1, s.se_x, s.se_n, s.sp_x, s.sp_n, z)  # J does not depend on the traffic
+                warnings.append("no decided verdict in the traffic: nothing to estimate")
+            youden, youden_low = rg.youden, rg.youden_low
+            if rg.youden <= 0:
+                unstable = True
+                warnings.append(f"sensitivity + specificity = {rg.youden + 1:.3f} <= 1: the judge is no better than chance here and the correction is undefined")
+            elif rg.youden < unstable_below or rg.youden_low <= 0:
+                unstable = True
+                why = f"J = {rg.youden:.3f} < {unstable_below:g}" if rg.youden < unstable_below else f"the lower 95% bound of J is {rg.youden_low:.3f}"
+                warnings.append(f"unstable correction: sensitivity + specificity = {rg.youden + 1:.3f} is close to 1 ({why}); small errors in the rates move the estimate a lot")
+        else:
+            warnings.append("the certification has no decided human-pass or human-fail case for this slice: no correction")
+        corrected = _corrected(raw, se, low, high)
+        if corrected.clipped:
+            warnings.append("the corrected estimate or its interval was clipped to [0, 1]")
+        keep = _kept(s)
+        ppi = _ppi(s.judge_pass[keep].astype(float), s.human_pass[keep].astype(float), z)
+        labelled = int((~np.isnan(s.human_pass)).sum())
+        if labelled and ppi is None:
+            warnings.append(f"{labelled} labelled case(s) here: PPI needs at least two labelled and two unlabelled decided cases")
+        cases = s.cases if s.cases is not None else n + s.abstentions + s.errors + s.missing
+        rows.append(
+            SliceEstimate(
+                slice=s.slice,
+                risk=s.risk,
+                cases=cases,
+                decided=n,
+                abstentions=s.abstentions,
+                errors=s.errors,
+                missing=s.missing,
+                naive=wilson_rate(passes, n),
+                sensitivity=sens,
+                specificity=spec,
+                youden=youden,
+                youden_ci95_low=youden_low,
+                corrected=corrected,
+                unstable=unstable,
+                ppi=ppi,
+                labelled_excluded=s.labelled_excluded,
+                warnings=warnings,
+            )
+        )
+        parts.append((n, raw, se, sample))
+    return rows, _overall(inputs, rows, parts, z)
+
+
+def _overall(inputs: Sequence[SliceInput], rows: list[SliceEstimate], parts: list[tuple[int, float | None, float | None, np.ndarray | None]], z: float) -> SliceEstimate:
+    total = sum(n for n, _, _, _ in parts)
+    warnings: list[str] = []
+    raw = se = low = high = None
+    undefined = [r.slice for r, (n, x, _, _) in zip(rows, parts, strict=True) if n > 0 and x is None]
+    if total == 0:
+        warnings.append("no decided verdict in the traffic: nothing to estimate")
+    elif undefined:
+        warnings.append("no overall corrected estimate: the correction is undefined in " + ", ".join(undefined))
+    else:
+        used = [(n / total, x, v, d) for n, x, v, d in parts if n > 0]
+        raw = float(sum(w * x for w, x, _, _ in used))  # type: ignore[misc]
+        if all(d is not None for _, _, _, d in used):
+            combined = sum(w * d for w, _, _, d in used)  # type: ignore[operator]
+            low, high = _percentiles(np.asarray(combined))
+            se = float(np.asarray(combined).std(ddof=1))
+        else:
+            se = float(np.sqrt(sum(w * w * v * v for w, _, v, _ in used)))  # type: ignore[operator]
+            low, high = raw - z * se, raw + z * se
+    unstable = [r.slice for r in rows if r.unstable]
+    if unstable:
+        warnings.append("unstable correction in " + ", ".join(unstable) + ": the overall estimate inherits it")
+    corrected = _corrected(raw, se, low, high)
+    judge = np.concatenate([s.judge_pass[_kept(s)] for s in inputs]) if inputs else np.zeros(0)
+    human = np.concatenate([s.human_pass[_kept(s)] for s in inputs]) if inputs else np.zeros(0)
+    passes = int(np.concatenate([s.judge_pass for s in inputs]).sum()) if inputs else 0
+    return SliceEstimate(
+        slice=OVERALL,
+        risk=None,
+        cases=sum(r.cases for r in rows),
+        decided=total,
+        abstentions=sum(r.abstentions for r in rows),
+        errors=sum(r.errors for r in rows),
+        missing=sum(r.missing for r in rows),
+        naive=wilson_rate(passes, total),
+        sensitivity=None,
+        specificity=None,
+        youden=None,
+        youden_ci95_low=None,
+        corrected=corrected,
+        unstable=bool(unstable),
+        ppi=_ppi(judge.astype(float), human.astype(float), z),
+        labelled_excluded=sum(r.labelled_excluded for r in rows),
+        warnings=warnings,
+    )
+
+
+def estimate_frame(estimate: ProductionEstimate):  # -> pandas.DataFrame
+    """Per slice and overall, side by side: naive, corrected and PPI with their intervals."""
+    import pandas as pd
+
+    return pd.DataFrame([_flat(r) for r in [*estimate.slices, estimate.overall]])
+
+
+def _flat(r: SliceEstimate) -> dict[str, object]:
+    c, p = r.corrected, r.ppi
+    return {
+        "slice": r.slice,
+        "risk": r.risk,
+        "decided": r.decided,
+        "left_out": r.abstentions + r.errors + r.missing,
+        "naive": r.naive.rate,
+        "naive_low": r.naive.ci95_low,
+        "naive_high": r.naive.ci95_high,
+        "sensitivity": None if r.sensitivity is None else r.sensitivity.rate,
+        "specificity": None if r.specificity is None else r.specificity.rate,
+        "youden": r.youden,
+        "corrected": c.estimate,
+        "corrected_low": c.ci95_low,
+        "corrected_high": c.ci95_high,
+        "ppi": None if p is None else p.estimate,
+        "ppi_low": None if p is None else p.ci95_low,
+        "ppi_high": None if p is None else p.ci95_high,
+        "labelled": None if p is None else p.labelled,
+        "unstable": r.unstable,
+        "warnings": "; ".join(r.warnings),
+    }
+
+
+def format_estimate(estimate: ProductionEstimate) -> str:
+    """Fixed-width text: the three estimates side by side, then the methods and warnings."""
+    lines = []
+    cert = estimate.certification
+    if cert is not None:
+        lines.append(f"certified judge: {cert.candidate} (report {cert.report_id}, lock {cert.lock_sha256[:12]}, fingerprint {cert.candidate_fingerprint[:12]})")
+        lines.append(f"policy {cert.policy or '-'}, rubric {cert.rubric_version or '-'}, ragas {cert.ragas_version or '-'}")
+    lines.append(f"status: {estimate.status}; estimand: human-pass rate among traffic cases the judge decided (pass or fail)")
+    header = ("slice", "risk", "decided", "left out", "naive pass rate [95%]", "Se", "Sp", "J", "corrected [95%]", "PPI [95%] (n labelled)", "")
+    rows = [header]
+    for r in [*estimate.slices, estimate.overall]:
+        rows.append(
+            (
+                r.slice,
+                r.risk or "",
+                str(r.decided),
+                str(r.abstentions + r.errors + r.missing),
+                _interval(r.naive.rate, r.naive.ci95_low, r.naive.ci95_high),
+                "-" if r.sensitivity is None else f"{r.sensitivity.k}/{r.sensitivity.n}",
+                "-" if r.specificity is None else f"{r.specificity.k}/{r.specificity.n}",
+                "-" if r.youden is None else f"{r.youden:.2f}",
+                _interval(r.corrected.estimate, r.corrected.ci95_low, r.corrected.ci95_high),
+                "-" if r.ppi is None else _interval(r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high) + f" ({r.ppi.labelled})",
+                ("UNSTABLE" if r.unstable else "") + (" clipped" if r.corrected.clipped else ""),
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.append("methods:")
+    lines += [f"  {k}: {v}" for k, v in estimate.methods.items()]
+    warnings = list(estimate.warnings) + [f"{r.slice}: {w}" for r in [*estimate.slices, estimate.overall] for w in r.warnings]
+    if warnings:
+        lines.append("warnings:")
+        lines += [f"  {w}" for w in warnings]
+    return "\n".join(lines)
+
+
+def _interval(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None or low is None or high is None:
+        return "n/a"
+    return f"{value:.3f} [{low:.3f}, {high:.3f}]"
+
+
+def methods(labelled: bool, interval: RGInterval = "bootstrap", seed: int = 0, draws: int = DRAWS) -> dict[str, str]:
+    """The ``methods`` entry of an estimate."""
+    out = {"naive": "judge passes / decided verdicts, 95% Wilson interval", "corrected": RG_METHODS[interval].format(draws=draws, seed=seed), "overall": OVERALL_METHODS[interval]}
+    if labelled:
+        out["ppi"] = PPI_METHOD
+    return out

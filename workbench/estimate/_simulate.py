@@ -1,0 +1,199 @@
+"""Simulated traffic with a known true pass rate: what ``06_production_estimate`` shows, and the coverage test.
+
+Per slice, a scenario fixes the true human-pass rate, the judge's true sensitivity and
+specificity, the traffic size and the certification's held-out human-pass / human-fail counts.
+One draw (one seed):
+
+1. the certification: ``Binomial(certified_passes, Se)`` human passes judged pass and
+   ``Binomial(certified_fails, Sp)`` human fails judged fail (what a report's figures hold);
+2. the traffic: each case is a human pass with the true rate, and the judge says pass with
+   probability Se (human pass) or 1 - Sp (human fail);
+3. a labelled sample: ``labelled`` traffic cases drawn uniformly without replacement, whose
+   human labels are revealed (PPI).
+
+Then :func:`~workbench.estimate.estimate_slices` computes the same table as on real traffic.
+:func:`coverage` repeats this over many seeds and counts how often each 95% interval holds the
+true rate (overall: the traffic-weighted mean of the slices' true rates).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from ._estimate import (
+    UNSTABLE_BELOW,
+    ProductionEstimate,
+    RGInterval,
+    SliceEstimate,
+    SliceInput,
+    estimate_slices,
+    methods,
+)
+
+
+class SimulatedSlice(BaseModel):
+    """One slice of a simulation scenario."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    slice: str
+    """Slice name."""
+    risk: str | None = None
+    """Risk level shown beside it."""
+    true_pass_rate: float = Field(ge=0, le=1)
+    """The human-pass rate of the traffic: the truth the estimates are checked against."""
+    sensitivity: float = Field(ge=0, le=1)
+    """The judge's true P(pass | human pass)."""
+    specificity: float = Field(ge=0, le=1)
+    """The judge's true P(fail | human fail)."""
+    traffic: int = Field(ge=1)
+    """Production cases (all decided)."""
+    certified_passes: int = Field(ge=1)
+    """Held-out human-pass cases the certification judged (sensitivity's denominator)."""
+    certified_fails: int = Field(ge=1)
+    """Held-out human-fail cases the certification judged (specificity's denominator)."""
+
+
+DEMO_SCENARIO: tuple[SimulatedSlice, ...] = (
+    SimulatedSlice(slice="refund_policy", risk="critical", true_pass_rate=0.60, sensitivity=0.97, specificity=0.80, traffic=1500, certified_passes=80, certified_fails=60),
+    SimulatedSlice(slice="billing_payments", risk="high", true_pass_rate=0.70, sensitivity=0.95, specificity=0.75, traffic=2500, certified_passes=120, certified_fails=60),
+    SimulatedSlice(slice="shipping_delivery", risk="medium", true_pass_rate=0.85, sensitivity=0.97, specificity=0.65, traffic=3000, certified_passes=150, certified_fails=50),
+)
+"""A three-slice scenario: a lenient judge (it passes some answers reviewers fail), so the naive pass rate is too high everywhere."""
+
+
+def true_overall(scenario: Sequence[SimulatedSlice]) -> float:
+    """The traffic-weighted true pass rate over all slices."""
+    total = sum(s.traffic for s in scenario)
+    return sum(s.traffic / total * s.true_pass_rate for s in scenario)
+
+
+def truths(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO) -> dict[str, float]:
+    """The true pass rate of every slice and ``(all)``: what the intervals should hold."""
+    return {s.slice: s.true_pass_rate for s in scenario} | {"(all)": true_overall(scenario)}
+
+
+def simulate(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO, *, labelled: int = 0, seed: int = 0, interval: RGInterval = "bootstrap", unstable_below: float = UNSTABLE_BELOW) -> ProductionEstimate:
+    """One draw of the scenario, estimated exactly as real traffic is (no report: ``certification`` is None)."""
+    rng = np.random.default_rng(seed)
+    total = sum(s.traffic for s in scenario)
+    if labelled > total:
+        raise ValueError(f"labelled sample {labelled} is larger than the traffic {total}")
+    sample = np.zeros(total, dtype=bool)
+    sample[rng.choice(total, size=labelled, replace=False)] = True
+    inputs: list[SliceInput] = []
+    start = 0
+    for s in scenario:
+        human = rng.random(s.traffic) < s.true_pass_rate
+        judge = np.where(human, rng.random(s.traffic) < s.sensitivity, rng.random(s.traffic) >= s.specificity)
+        revealed = np.where(sample[start : start + s.traffic], human.astype(float), np.nan)
+        start += s.traffic
+        inputs.append(
+            SliceInput(
+                slice=s.slice,
+                risk=s.risk,
+                judge_pass=judge.astype(float),
+                human_pass=revealed,
+                se_x=int(rng.binomial(s.certified_passes, s.sensitivity)),
+                se_n=s.certified_passes,
+                sp_x=int(rng.binomial(s.certified_fails, s.specificity)),
+                sp_n=s.certified_fails,
+            )
+        )
+    rows, overall = estimate_slices(inputs, interval=interval, seed=seed, unstable_below=unstable_below)
+    return ProductionEstimate(
+        status="complete",
+        confidence=0.95,
+        interval=interval,
+        seed=seed if interval == "bootstrap" else None,
+        unstable_below=unstable_below,
+        methods=methods(labelled > 0, interval, seed),
+        certification=None,
+        inputs={"simulation_seed": str(seed), "labelled": str(labelled)},
+        slices=rows,
+        overall=overall,
+        warnings=[],
+    )
+
+
+def _covers(low: float | None, high: float | None, truth: float) -> bool:
+    return low is not None and high is not None and low <= truth <= high
+
+
+def coverage(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO, seeds: Iterable[int] = range(500), *, labelled: int = 300, interval: RGInterval = "bootstrap"):  # -> pandas.DataFrame
+    """How often each 95% interval holds the truth, per slice and overall, over ``seeds``.
+
+    Columns: ``slice``, ``truth``, ``draws``, ``naive_coverage``, ``corrected_coverage``,
+    ``ppi_coverage`` (None without a labelled sample), mean interval widths and the mean bias of
+    each point estimate.
+    """
+    import pandas as pd
+
+    truth = truths(scenario)
+    tally: dict[str, dict[str, list[float]]] = {name: {} for name in truth}
+    draws = 0
+    for seed in seeds:
+        draws += 1
+        est = simulate(scenario, labelled=labelled, seed=seed, interval=interval)
+        for row in [*est.slices, est.overall]:
+            _tally(tally[row.slice], row, truth[row.slice])
+    out = []
+    for name, t in tally.items():
+        out.append(
+            {
+                "slice": name,
+                "truth": truth[name],
+                "draws": draws,
+                "naive_coverage": float(np.mean(t["naive"])),
+                "corrected_coverage": float(np.mean(t["corrected"])),
+                "ppi_coverage": float(np.mean(t["ppi"])) if t.get("ppi") else None,
+                "naive_width": float(np.mean(t["naive_w"])),
+                "corrected_width": float(np.mean(t["corrected_w"])),
+                "ppi_width": float(np.mean(t["ppi_w"])) if t.get("ppi_w") else None,
+                "naive_bias": float(np.mean(t["naive_b"])),
+                "corrected_bias": float(np.mean(t["corrected_b"])),
+            }
+        )
+    return pd.DataFrame(out)
+
+
+def _tally(t: dict[str, list[float]], row: SliceEstimate, truth: float) -> None:
+    n, c, p = row.naive, row.corrected, row.ppi
+    t.setdefault("naive", []).append(_covers(n.ci95_low, n.ci95_high, truth))
+    t.setdefault("corrected", []).append(_covers(c.ci95_low, c.ci95_high, truth))
+    t.setdefault("naive_w", []).append((n.ci95_high or 0) - (n.ci95_low or 0))
+    t.setdefault("corrected_w", []).append((c.ci95_high or 0) - (c.ci95_low or 0) if c.estimate is not None else np.nan)
+    t.setdefault("naive_b", []).append((n.rate or 0) - truth)
+    t.setdefault("corrected_b", []).append((c.raw if c.raw is not None else np.nan) - truth)
+    if p is not None:
+        t.setdefault("ppi", []).append(_covers(p.ci95_low, p.ci95_high, truth))
+        t.setdefault("ppi_w", []).append(p.ci95_high - p.ci95_low)
+
+
+def estimate_chart(estimate: ProductionEstimate, truth: dict[str, float] | None = None):  # -> altair.Chart
+    """Naive, corrected and PPI estimates with their 95% intervals per slice (and the truth, when known)."""
+    import altair as alt
+    import pandas as pd
+
+    rows = []
+    for r in [*estimate.slices, estimate.overall]:
+        for method, value, low, high in (
+            ("naive", r.naive.rate, r.naive.ci95_low, r.naive.ci95_high),
+            ("corrected (Rogan-Gladen)", r.corrected.estimate, r.corrected.ci95_low, r.corrected.ci95_high),
+            ("PPI", None if r.ppi is None else r.ppi.estimate, None if r.ppi is None else r.ppi.ci95_low, None if r.ppi is None else r.ppi.ci95_high),
+        ):
+            if value is not None:
+                rows.append({"slice": r.slice, "method": method, "estimate": value, "low": low, "high": high})
+    data = pd.DataFrame(rows, columns=["slice", "method", "estimate", "low", "high"])
+    base = alt.Chart(data).encode(y=alt.Y("slice:N", title=None, sort=None), yOffset=alt.YOffset("method:N"), color=alt.Color("method:N", title=None, legend=alt.Legend(orient="bottom")))
+    layers = [
+        base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title="human-pass rate with 95% interval"), x2="high:Q"),
+        base.mark_point(filled=True, size=50).encode(x="estimate:Q", tooltip=["slice", "method", "estimate", "low", "high"]),
+    ]
+    if truth:
+        marks = pd.DataFrame([{"slice": k, "truth": v} for k, v in truth.items()])
+        layers.append(alt.Chart(marks).mark_tick(color="black", thickness=2, size=28).encode(y=alt.Y("slice:N", sort=None), x="truth:Q", tooltip=["slice", "truth"]))
+    return alt.layer(*layers).properties(width=460, title="Pass rate: naive vs corrected vs PPI" + (" (black tick: the true rate)" if truth else ""))

@@ -1,0 +1,93 @@
+"""Where the held-out ledger of a gold dataset lives: it belongs to the data, not to a report folder.
+
+The ledger records every use of a dataset's held-out partition. It must be the same ledger
+whichever ``--reports`` directory a certification writes to, so it is found from the gold
+dataset alone:
+
+1. the *project root* is the first directory, walking up from the gold dataset directory,
+   that holds ``workbench.yaml`` or ``.git``;
+2. if that root holds ``workbench.yaml`` with a ``held_out_ledger`` key, the ledger is that
+   path (relative to the root, or absolute): one ledger for every dataset of the project;
+3. otherwise the ledger is ``<gold dataset directory>/held_out_ledger.jsonl``.
+
+Nothing else can choose the ledger: ``workbench certify`` has no ledger option and the
+certification notebook resolves it again itself and refuses any other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from .._io import read_bounded, yaml_loads
+from ..errors import Problem, WorkbenchError
+
+LEDGER_FILE = "held_out_ledger.jsonl"
+PROJECT_CONFIG = "workbench.yaml"
+LEDGER_KEY = "held_out_ledger"
+
+
+def gold_directory(gold: str | Path) -> Path:
+    """The dataset directory of ``gold`` (a directory, or a ``gold.jsonl`` inside one), absolute."""
+    path = Path(gold)
+    directory = path if path.is_dir() else path.parent
+    return directory.resolve()
+
+
+def project_root(start: str | Path) -> Path | None:
+    """The first directory from ``start`` upwards holding ``workbench.yaml`` or ``.git``."""
+    here = Path(start).resolve()
+    for directory in (here, *here.parents):
+        if (directory / PROJECT_CONFIG).is_file() or (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
+    return WorkbenchError("invalid project configuration", [Problem(location=str(path), code="project_config_invalid", message=message, fix=fix)])
+
+
+def configured_ledger(root: Path) -> Path | None:
+    """The ledger path declared in ``<root>/workbench.yaml``, if any."""
+    config = root / PROJECT_CONFIG
+    if not config.is_file():
+        return None
+    try:
+        raw = yaml_loads(read_bounded(config).decode("utf-8"))  # bounded; duplicate keys refused
+    except WorkbenchError as exc:
+        raise _config_problem(config, f"the project configuration cannot be read ({exc.problems[0].message if exc.problems else exc.summary})", "write workbench.yaml as a small UTF-8 YAML mapping") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _config_problem(config, f"the project configuration cannot be read ({str(why)[:120]})", "write workbench.yaml as a UTF-8 YAML mapping") from None
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _config_problem(config, "the project configuration must be a YAML mapping", f"write `{LEDGER_KEY}: path/to/ledger.jsonl` or leave the file empty")
+    value = raw.get(LEDGER_KEY)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _config_problem(config, f"{LEDGER_KEY} must be a path (text)", f"write `{LEDGER_KEY}: path/to/{LEDGER_FILE}` (relative to the project root)")
+    path = Path(value)
+    path = path if path.is_absolute() else root / path
+    if path.is_dir():
+        raise _config_problem(config, f"{LEDGER_KEY} names a directory ({path})", f"name a file, e.g. {Path(value) / LEDGER_FILE}")
+    return path.resolve()
+
+
+def ledger_path_for(gold: str | Path) -> Path:
+    """The one ledger ``gold``'s held-out partition is recorded in (see the module doc)."""
+    directory = gold_directory(gold)
+    root = project_root(directory)
+    declared = configured_ledger(root) if root is not None else None
+    default = directory / LEDGER_FILE
+    if declared is None:
+        return default
+    if declared != default and default.is_file() and default.stat().st_size > 0:
+        # Uses already recorded beside the data cannot be left behind by declaring a fresh ledger.
+        raise WorkbenchError(
+            "two held-out ledgers",
+            [Problem(location=str(default), code="ledger_conflict", message=f"the project declares the ledger {declared} but this dataset already has a ledger with entries beside it", fix=f"keep one ledger: move {default} to {declared} while that one does not exist yet (the chain stays intact), or remove {LEDGER_KEY} from {PROJECT_CONFIG}")],
+        )
+    return declared

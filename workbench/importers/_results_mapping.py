@@ -1,0 +1,263 @@
+"""The results mapping: which column of a predictions table is what, and who the judge was.
+
+A small YAML file (or a dict, or ``workbench import results`` options) read into
+:class:`ResultsMapping`. Every problem is reported at once (:func:`check_mapping`): unknown
+keys and wrong types, columns the table does not have, a missing case key or prediction, a
+score without a threshold, labels that are not in the rubric, a missing judge declaration
+or prompt. The format is documented in ``docs/formats.md#results-mapping``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .._io import read_bounded, sha256_text, yaml_loads
+from ..errors import Problem, WorkbenchError
+from ._results_source import as_text
+
+RESULTS_MAPPING_SCHEMA_VERSION = 1
+"""Version of the results mapping format."""
+
+COLUMN_FIELDS: tuple[str, ...] = ("case_id", "input", "response", "label", "score", "reason", "latency_s", "tokens_in", "tokens_out", "cost_usd")
+"""Mapping fields that name a column of the predictions table."""
+
+FIX_MAPPING = "correct the mapping; see docs/formats.md#results-mapping"
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+def _number_to_text(value: Any) -> Any:
+    # YAML reads `version: 1` as an int; a version is a name.
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+class JudgeDeclaration(_Model):
+    """Who produced the predictions. Its hash (with the verdict rules) is the judge fingerprint."""
+
+    name: str = Field(pattern=_NAME)
+    """Judge name; also the name of the ``imported`` candidate written beside the results."""
+    version: str = Field(pattern=_NAME)
+    """Judge version; a changed prompt, model or threshold is a new version."""
+    model: str = Field(min_length=1)
+    """The model (or detector) that produced the predictions, e.g. ``gpt-4o-mini-2024-07-18``."""
+    prompt: str | None = None
+    """The prompt template, inline; its sha256 becomes the identity's ``prompt_sha256``."""
+    prompt_file: str | None = None
+    """The prompt template in a file (relative to the mapping file, or to the working directory
+    when given as an option); its sha256 becomes the identity's ``prompt_sha256``."""
+    prompt_description: str | None = None
+    """What the prompt asks, when the template itself is not available; kept in the identity."""
+    description: str = ""
+    """What this judge version is; the ``imported`` candidate's description."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Generation parameters the judge ran with (temperature, seed ...); part of the identity."""
+
+    _text = field_validator("name", "version", mode="before")(_number_to_text)
+
+
+class ScoreThreshold(_Model):
+    """How a score becomes a label, as in score-based candidates; the score is kept."""
+
+    value: float
+    """The cut-off score."""
+    pass_if: Literal["at_least", "at_most"] = "at_least"
+    """``at_least``: score >= value passes; ``at_most``: score <= value passes."""
+    pass_label: str | None = None
+    """Label for a score on the passing side (default: the rubric's ``pass_label``)."""
+    fail_label: str | None = None
+    """Label for a score on the failing side (default: the rubric's ``fail_label``)."""
+
+
+class ResultsMapping(_Model):
+    """Which column of a predictions table is what (``workbench import results --mapping``)."""
+
+    schema_version: int = RESULTS_MAPPING_SCHEMA_VERSION
+    """Mapping format version."""
+    format: Literal["csv", "jsonl", "parquet"] | None = None
+    """Table format; default: from the file extension."""
+    case_id: str | None = None
+    """Column holding the gold case id. Without it, rows are matched on ``input`` and ``response``."""
+    input: str | None = None
+    """Column holding the exact input text: matched (with ``response``) to the gold case when
+    there is no ``case_id`` column, else checked against the gold case's input."""
+    response: str | None = None
+    """Column holding the exact response judged: its sha256 must equal the gold case's
+    ``response_hash`` (the judge saw what the reviewers saw)."""
+    label: str | None = None
+    """Prediction column holding labels (mapped through ``labels``)."""
+    score: str | None = None
+    """Prediction column holding scores: kept in each result; with ``threshold``, they make the label."""
+    threshold: ScoreThreshold | None = None
+    """How a score becomes a label; required when ``score`` is the only prediction column."""
+    labels: dict[str, str] = Field(default_factory=dict)
+    """Source value -> rubric label (e.g. ``{correct: pass, incorrect: fail}``). When given,
+    every value must be listed; without it, every value must be a rubric label."""
+    reason: str | None = None
+    """Column holding the judge's stated reason."""
+    latency_s: str | None = None
+    """Column holding the wall time per prediction, in seconds."""
+    tokens_in: str | None = None
+    """Column holding prompt tokens."""
+    tokens_out: str | None = None
+    """Column holding completion tokens."""
+    cost_usd: str | None = None
+    """Column holding the cost per prediction, in USD."""
+    judge: JudgeDeclaration
+    """Who produced the predictions."""
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _keys_as_text(cls, value: Any) -> Any:
+        # YAML reads {0: fail, 1: pass} with int keys, {true: pass} with bool keys.
+        if isinstance(value, dict):
+            return {as_text(k): _number_to_text(v) for k, v in value.items()}
+        return value
+
+
+def load_mapping_file(path: str | Path) -> tuple[dict[str, Any], Path]:
+    """The raw mapping in a YAML file and the directory relative paths are resolved from."""
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no mapping", [Problem(location=loc, code="mapping_missing", message="the mapping file does not exist", fix="point --mapping at a YAML file; see docs/formats.md#results-mapping")])
+    try:
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_yaml", message=f"not readable YAML ({str(exc)[:200]})", fix="correct the YAML syntax")]) from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_shape", message="the mapping must be a YAML mapping (key: value)", fix=FIX_MAPPING)])
+    return raw, path.parent
+
+
+def merge_options(raw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
+    """``raw`` with command-line ``options`` (None = not given) laid over it; ``judge`` and ``labels`` merge key by key."""
+    merged = dict(raw)
+    for key, value in options.items():
+        if isinstance(value, dict):
+            value = {k: v for k, v in value.items() if v is not None}
+        if value is None or value == {}:
+            continue
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+def _loc(location: str, field: str) -> str:
+    return f"{location} ({field})" if field else location
+
+
+def check_mapping(
+    raw: dict[str, Any],
+    *,
+    location: str,
+    base_dir: Path,
+    columns: tuple[str, ...],
+    rubric_labels: list[str],
+    rubric_pass: str | None,
+    rubric_fail: str | None,
+) -> tuple[ResultsMapping, str | None]:
+    """Validate ``raw`` against the table's ``columns`` and the rubric; raise with every problem.
+
+    Returns the mapping and the prompt's sha256 (None when only described).
+    """
+    problems: list[Problem] = []
+
+    def add(field: str, code: str, message: str, fix: str = FIX_MAPPING) -> None:
+        problems.append(Problem(location=_loc(location, field), code=code, message=message, fix=fix))
+
+    mapping: ResultsMapping | None = None
+    try:
+        mapping = ResultsMapping.model_validate(raw)
+    except ValidationError as exc:
+        for e in exc.errors(include_url=False):
+            field = ".".join(map(str, e["loc"])) or "mapping"
+            if e["type"] == "extra_forbidden":
+                add(field, "mapping_unknown_key", f"unknown key {field!r}", "remove it or correct its spelling; the keys are listed in docs/formats.md#results-mapping")
+            elif e["type"] == "missing":
+                add(field, "mapping_missing_key", f"{field} is required", "declare it" + (" (the judge's name, version and model, and its prompt)" if field.startswith("judge") else ""))
+            else:
+                add(field, "mapping_invalid", f"{field}: {e['msg']}")
+
+    def text(key: str, source: dict[str, Any] | None = None) -> str | None:
+        value = (raw if source is None else source).get(key)
+        return value if isinstance(value, str) and value else None
+
+    # Columns the table does not have (checked on the raw values, so they are listed even when other keys are wrong).
+    available = ", ".join(columns[:30]) + (" ..." if len(columns) > 30 else "")
+    for field in COLUMN_FIELDS:
+        column = text(field)
+        if column is not None and column not in columns:
+            add(field, "mapping_unknown_column", f"{field}: the table has no column {column!r} (columns: {available})", "name a column of the table (names are case-sensitive)")
+    case_id, inp, response = text("case_id"), text("input"), text("response")
+    if case_id is None and not (inp and response):
+        add("case_id", "mapping_no_key", "no case key: give case_id (a column holding the gold case id), or both input and response (columns holding the exact texts, e.g. Ragas user_input and response)")
+    label, score = text("label"), text("score")
+    threshold = raw.get("threshold")
+    if label is None and score is None:
+        add("label", "mapping_no_prediction", "no prediction column: give label (a column of labels) or score (a column of scores, with a threshold)")
+    if score is not None and label is None and threshold is None:
+        add("threshold", "mapping_threshold_missing", f"score column {score!r} needs a threshold to make labels", "add threshold: {value: X, pass_if: at_least | at_most}")
+    if threshold is not None and score is None:
+        add("threshold", "mapping_threshold_unused", "a threshold without a score column", "name the score column (score: COLUMN), or remove the threshold")
+    if threshold is not None and score is not None and label is not None:
+        add("threshold", "mapping_prediction_ambiguous", "both a label column and a score threshold: which one makes the label?", "remove label (the threshold makes labels) or threshold (labels come from the label column; the score is kept)")
+    labels = raw.get("labels")
+    if isinstance(labels, dict) and labels:
+        if label is None:
+            add("labels", "mapping_labels_unused", "a label mapping without a label column", "name the label column (label: COLUMN), or remove labels")
+        seen: dict[str, Any] = {}
+        for key, target in labels.items():
+            target = _number_to_text(target)
+            norm = as_text(key)
+            if norm in seen:
+                add("labels", "mapping_duplicate_value", f"source values {seen[norm]!r} and {key!r} are the same value ({norm!r})", "list each source value once")
+            seen[norm] = key
+            if isinstance(target, str) and target not in rubric_labels:
+                add(f"labels.{key}", "mapping_unknown_label", f"{key!r} maps to {target!r}, which is not a rubric label ({', '.join(rubric_labels)})", "map every source value to one of the rubric's labels")
+    if isinstance(threshold, dict):
+        for side, default in (("pass_label", rubric_pass), ("fail_label", rubric_fail)):
+            chosen = threshold.get(side, default)
+            if chosen is None:
+                add(f"threshold.{side}", "mapping_threshold_label", f"the rubric declares no {side}, so the threshold needs one", f"add threshold.{side}: one of {', '.join(rubric_labels)}")
+            elif isinstance(chosen, str) and chosen not in rubric_labels:
+                add(f"threshold.{side}", "mapping_unknown_label", f"threshold {side} {chosen!r} is not a rubric label ({', '.join(rubric_labels)})", "use one of the rubric's labels")
+        if threshold.get("pass_label", rubric_pass) is not None and threshold.get("pass_label", rubric_pass) == threshold.get("fail_label", rubric_fail):
+            add("threshold", "mapping_threshold_label", "the threshold's pass and fail labels are the same", "give two different labels")
+
+    judge = raw.get("judge")
+    prompt_sha: str | None = None
+    if isinstance(judge, dict):
+        prompt, prompt_file, described = text("prompt", judge), text("prompt_file", judge), text("prompt_description", judge)
+        if prompt and prompt_file:
+            add("judge.prompt_file", "mapping_prompt_ambiguous", "both prompt and prompt_file", "give the prompt once: inline (prompt) or in a file (prompt_file)")
+        if not (prompt or prompt_file or described):
+            add("judge.prompt", "mapping_prompt_missing", "the judge's prompt is not declared", "give judge.prompt (the template), judge.prompt_file (a file holding it) or judge.prompt_description (what it asks, when the template is not available)")
+        if prompt:
+            prompt_sha = sha256_text(prompt)
+        elif prompt_file:
+            path = base_dir / prompt_file
+            try:
+                prompt_sha = sha256_text(read_bounded(path).decode("utf-8"))  # bounded, like a prompt_file of a spec
+            except (WorkbenchError, UnicodeDecodeError) as exc:
+                first = exc.problems[0] if isinstance(exc, WorkbenchError) and exc.problems else None
+                reason = "it does not exist" if first is not None and first.code == "file_missing" else f"it cannot be read ({first.message if first is not None else type(exc).__name__})"
+                add("judge.prompt_file", "mapping_prompt_file", f"prompt file {str(path)!r}: {reason}", "point prompt_file at the template (relative to the mapping file), or use prompt_description")
+        from .._redact import find_secrets
+
+        for where, what in find_secrets({"judge": judge}):
+            add(where, "mapping_secret", f"looks like a credential ({what})", "never record keys; remove it (keys belong in environment variables)")
+    if problems:
+        raise WorkbenchError(f"{location}: the results mapping has {len(problems)} problem(s)", problems)
+    assert mapping is not None
+    return mapping, prompt_sha

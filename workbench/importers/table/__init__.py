@@ -1,0 +1,403 @@
+"""``workbench import table``: any CSV, JSONL, Parquet file or pandas DataFrame into a gold dataset.
+
+A mapping (YAML, :class:`TableMapping`, documented in ``docs/formats.md#table-mapping``) says
+which column is what. The importer computes response hashes, groups, partitions and
+adjudications itself, and writes:
+
+- ``gold.jsonl``: the cases, in the order their first row appears in the source;
+- ``rubric.yaml``: a commented draft with the labels and slices found, every new slice's risk
+  ``unset`` (``workbench validate`` refuses it until a person sets it);
+- ``card.md``: a template whose computed part (source hash, counts, partition scheme,
+  adjudication rule) is filled in;
+- ``adjudication_needed.csv``: the cases the adjudication could not settle, when there are any.
+
+Re-running on the same input writes the same bytes. Re-running into the same directory keeps
+what a person decided (slice risks and descriptions, the criterion, the card's human part), and
+refuses to move an existing case to another partition or to drop one (``--force`` accepts it).
+Partitions assigned by ``assign`` depend only on the seed and each group's own name, so adding
+rows never moves an existing case.
+
+Notebook users call :func:`gold_from_dataframe` and :meth:`TableImport.write`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..._io import (
+    atomic_write_text,
+    canonical_json,
+    iter_jsonl_lines,
+    loads_json,
+    read_bounded,
+    yaml_loads,
+)
+from ...errors import Problem, WorkbenchError
+from ...gold import CARD_FILE, GOLD_FILE, RUBRIC_FILE, GoldCase, validate_dataset
+from .._registry import ImportSummary, register_importer
+from ._build import (
+    Built,
+    Pending,
+    assign_partition,
+    build_cases,
+    decide,
+    generated_case_id,
+    input_group,
+    merge_previous,
+)
+from ._mapping import (
+    RULE_TEXT,
+    RULES,
+    Locator,
+    TableMapping,
+    canonical,
+    column_problems,
+    node_lines,
+    parse_mapping,
+    read_mapping_text,
+)
+from ._render import (
+    CARD_MARKER,
+    PENDING_FILE,
+    card_text,
+    computed_section,
+    pending_csv,
+    rubric_yaml,
+)
+from ._source import SourceTable, read_table, source_format, table_from_frame
+
+__all__ = [
+    "CARD_MARKER",
+    "PENDING_FILE",
+    "RULES",
+    "RULE_TEXT",
+    "Pending",
+    "SourceTable",
+    "TableImport",
+    "TableMapping",
+    "assign_partition",
+    "canonical",
+    "decide",
+    "generated_case_id",
+    "gold_from_dataframe",
+    "import_table",
+    "input_group",
+    "load_mapping",
+]
+
+KIND = "table"
+EXPECTED_UNTIL_ADJUDICATED = ("unresolved_disagreement", "no_adjudication")
+"""Validation codes an import with cases waiting for an adjudicator is expected to leave."""
+
+
+@dataclass(frozen=True)
+class _LoadedMapping:
+    mapping: TableMapping
+    label: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class TableImport:
+    """An import built in memory; :meth:`write` puts it on disk."""
+
+    mapping: TableMapping
+    source: SourceTable
+    cases: tuple[GoldCase, ...]
+    """The gold cases, in source order."""
+    pending: tuple[Pending, ...]
+    """Cases the adjudication could not settle (written without adjudication)."""
+    rubric: dict[str, Any]
+    """The drafted rubric (slice risks ``unset``)."""
+    settled: dict[str, int]
+    """Gold labels from the adjudication ``column``, by ``rule``, and ``pending``."""
+    notes: tuple[str, ...]
+    mapping_label: str
+    mapping_sha256: str
+    slice_counts: dict[str, int] = field(default_factory=dict)
+
+    def frame(self) -> Any:
+        """The cases as a DataFrame: id, partition, group, slice, gold label, reviews."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "case_id": c.case_id,
+                    "partition": c.partition.value,
+                    "group": c.group,
+                    "slice": c.slice,
+                    "gold_label": c.gold_label,
+                    "reviews": "; ".join(f"{r.reviewer}={r.label}" for r in c.reviews),
+                }
+                for c in self.cases
+            ],
+            columns=["case_id", "partition", "group", "slice", "gold_label", "reviews"],
+        )
+
+    def gold_text(self) -> str:
+        """``gold.jsonl`` exactly as :meth:`write` writes it."""
+        return "".join(json.dumps(c.model_dump(mode="json", exclude_none=True), ensure_ascii=False, sort_keys=True) + "\n" for c in self.cases)
+
+    def rubric_text(self, previous: Any = None) -> str:
+        """``rubric.yaml``: the draft, with what a person already decided in ``previous`` (a parsed rubric)."""
+        rubric = merge_previous(self.rubric, previous, criterion_given=self.mapping.rubric.criterion is not None)
+        return rubric_yaml(rubric, source_label=self.source.label, mapping_label=self.mapping_label, slice_counts=self.slice_counts)
+
+    def card_text(self, previous: str | None = None) -> str:
+        """``card.md``: the human part of ``previous`` (or a template), then the computed part."""
+        computed = computed_section(
+            mapping=self.mapping,
+            cases=list(self.cases),
+            rubric=self.rubric,
+            pending=list(self.pending),
+            settled=self.settled,
+            source_label=self.source.label,
+            source_format=self.source.format,
+            source_sha256=self.source.sha256,
+            rows=len(self.source.rows),
+            mapping_label=self.mapping_label,
+            mapping_sha256=self.mapping_sha256,
+        )
+        return card_text(previous, self.mapping, computed)
+
+    def write(self, out: str | Path, *, force: bool = False) -> ImportSummary:
+        """Write the dataset into ``out``; see the module docstring for what is kept and refused."""
+        return _write(self, Path(out), force=force)
+
+
+def load_mapping(mapping: str | Path | dict[str, Any] | TableMapping, columns: list[str] | tuple[str, ...] | None = None) -> TableMapping:
+    """Read and check a mapping; raise :class:`WorkbenchError` listing every problem with its line.
+
+    With ``columns`` (the source's column names), also report every column the mapping names
+    that the source lacks.
+    """
+    loaded, _ = _load_mapping(mapping, columns, source_label="the source")
+    return loaded.mapping
+
+
+def _load_mapping(
+    mapping: str | Path | dict[str, Any] | TableMapping, columns: Any, *, source_label: str, extra: list[Problem] | None = None
+) -> tuple[_LoadedMapping, Any]:
+    problems = list(extra or [])
+    if isinstance(mapping, TableMapping):
+        raw: dict[str, Any] = mapping.model_dump(mode="json", exclude_none=True)
+        at = Locator("mapping", {}).at
+        model: TableMapping | None = mapping
+        label, digest = "(TableMapping object)", hashlib.sha256(canonical_json(raw).encode("utf-8")).hexdigest()
+    elif isinstance(mapping, dict):
+        raw = mapping
+        at = Locator("mapping", {}).at
+        model, found = parse_mapping(raw, at, "mapping")
+        problems = found + problems
+        dumped = model.model_dump(mode="json", exclude_none=True) if model is not None else {}
+        label, digest = "(mapping dict)", hashlib.sha256(canonical_json(dumped).encode("utf-8")).hexdigest()
+    else:
+        path = Path(mapping)
+        text, raw = read_mapping_text(path)
+        at = Locator(str(path), node_lines(text)).at
+        model, found = parse_mapping(raw, at, str(path))
+        problems = found + problems
+        label, digest = path.name, hashlib.sha256(path.read_bytes()).hexdigest()
+    if columns is not None:
+        problems += column_problems(raw, columns, at, source_label)
+    if problems or model is None:
+        raise WorkbenchError(f"{label if label.startswith('(') else mapping}: {len(problems)} problem(s) in the mapping", problems)
+    return _LoadedMapping(model, label, digest), at
+
+
+def gold_from_dataframe(df: Any, mapping: str | Path | dict[str, Any] | TableMapping) -> TableImport:
+    """Build gold cases from a pandas DataFrame with a mapping (a path, a dict or a :class:`TableMapping`).
+
+    Nothing is written; call :meth:`TableImport.write` to write the dataset directory. Raises
+    :class:`WorkbenchError` listing every problem (mapping and rows) at once.
+    """
+    table = table_from_frame(df)
+    loaded, at = _load_mapping(mapping, table.columns, source_label="the DataFrame")
+    return _build(table, loaded, at)
+
+
+def _build(table: SourceTable, loaded: _LoadedMapping, at: Any) -> TableImport:
+    built: Built = build_cases(table, loaded.mapping, at=at)
+    return TableImport(
+        mapping=loaded.mapping,
+        source=table,
+        cases=tuple(built.cases),
+        pending=tuple(built.pending),
+        rubric=built.rubric,
+        settled=built.settled,
+        notes=tuple(built.notes),
+        mapping_label=loaded.label,
+        mapping_sha256=loaded.sha256,
+        slice_counts=built.slice_counts,
+    )
+
+
+def read_source_table(source: str | Path, mapping: str | Path | dict[str, Any] | TableMapping) -> tuple[SourceTable, _LoadedMapping, Any]:
+    """Read the source the mapping describes; problems in both are raised together."""
+    source = Path(source)
+    declared = None
+    if isinstance(mapping, TableMapping):
+        declared = mapping.source_format
+    else:
+        raw = mapping if isinstance(mapping, dict) else read_mapping_text(Path(mapping))[1]
+        value = raw.get("source_format")
+        declared = value if value in ("csv", "jsonl", "parquet") else None
+    try:
+        table = read_table(source, source_format(source, declared))
+    except WorkbenchError as exc:
+        # Report the mapping's own problems too, so one run shows everything.
+        try:
+            _load_mapping(mapping, None, source_label=str(source))
+        except WorkbenchError as mapping_exc:
+            raise WorkbenchError(f"{exc.summary}; and {mapping_exc.summary}", exc.problems + mapping_exc.problems) from None
+        raise
+    loaded, at = _load_mapping(mapping, table.columns, source_label=source.name)
+    return table, loaded, at
+
+
+def import_table(source: str | Path, out: str | Path, *, mapping: str | Path | dict[str, Any] | TableMapping, force: bool = False) -> tuple[TableImport, ImportSummary]:
+    """Import a CSV, JSONL or Parquet file into the dataset directory ``out``."""
+    table, loaded, at = read_source_table(source, mapping)
+    result = _build(table, loaded, at)
+    return result, result.write(out, force=force)
+
+
+@register_importer(KIND)
+def _registered(source: Path, out: Path, *, mapping: str | Path | dict[str, Any] | TableMapping, force: bool = False) -> ImportSummary:
+    """``run_importer("table", source, out, mapping=...)``."""
+    return import_table(source, out, mapping=mapping, force=force)[1]
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def _problem(location: str, code: str, message: str, fix: str) -> Problem:
+    return Problem(location=location, code=code, message=message, fix=fix)
+
+
+def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
+    """What a previous import left in ``out``: parsed rubric, card text, case id -> partition."""
+    if out.exists() and not out.is_dir():
+        raise WorkbenchError("cannot write the dataset", [_problem(str(out), "out_not_directory", "--out names a file, not a directory", "point --out at a new directory or at a dataset directory this importer wrote")])
+    rubric: Any = None
+    card: str | None = None
+    partitions: dict[str, str] = {}
+    rubric_path, card_path, gold_path = out / RUBRIC_FILE, out / CARD_FILE, out / GOLD_FILE
+    if card_path.is_file():
+        try:
+            card = read_bounded(card_path).decode("utf-8")
+        except (WorkbenchError, UnicodeDecodeError):
+            card = None
+    if gold_path.exists() and (card is None or CARD_MARKER not in card):
+        if not force:
+            raise WorkbenchError(
+                "refusing to overwrite a dataset",
+                [_problem(str(gold_path), "out_not_empty", f"{out} holds a gold.jsonl that `workbench import table` did not write (its card.md has no import marker)", "choose a new directory, or pass --force to replace it")],
+            )
+        # Replacing another tool's dataset: its rubric and card are not this import's drafts.
+        return None, None, {}
+    if rubric_path.is_file():
+        try:
+            rubric = yaml_loads(read_bounded(rubric_path).decode("utf-8"))
+        except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
+            rubric = None
+    if gold_path.is_file():
+        try:
+            for _number, line in iter_jsonl_lines(gold_path):  # bounded and strict
+                row = loads_json(line)
+                if isinstance(row, dict) and isinstance(row.get("case_id"), str):
+                    partitions[row["case_id"]] = str(row.get("partition"))
+        except (WorkbenchError, ValueError):  # not a file, a line too long, not UTF-8, bad JSON
+            if not force:
+                raise WorkbenchError("refusing to overwrite a dataset", [_problem(str(gold_path), "out_not_empty", "the existing gold.jsonl cannot be read, so the import cannot check that no case moves", "repair or remove it, or pass --force")]) from None
+    return rubric, card, partitions
+
+
+def _check_stability(result: TableImport, before: dict[str, str], gold_path: Path) -> list[Problem]:
+    now = {c.case_id: c.partition.value for c in result.cases}
+    moved = [(cid, part, now[cid]) for cid, part in before.items() if cid in now and now[cid] != part]
+    removed = [cid for cid in before if cid not in now]
+    problems: list[Problem] = []
+    if moved:
+        shown = ", ".join(f"{cid} ({a} -> {b})" for cid, a, b in moved[:20]) + (f" and {len(moved) - 20} more" if len(moved) > 20 else "")
+        problems.append(_problem(str(gold_path), "partition_moved", f"{len(moved)} existing case(s) would move to another partition: {shown}", "keep the mapping's partition settings (seed, shares, column values) as they were; moving a held-out case into development leaks it into tuning. Pass --force only for a new dataset version"))
+    if removed:
+        shown = ", ".join(removed[:20]) + (f" and {len(removed) - 20} more" if len(removed) > 20 else "")
+        problems.append(_problem(str(gold_path), "case_removed", f"{len(removed)} existing case(s) are no longer in the source: {shown}", "keep their rows in the source (a correction is a new record that supersedes the old one), or pass --force for a new dataset version"))
+    return problems
+
+
+def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
+    previous_rubric, previous_card, before = _existing(out, force)
+    gold_path = out / GOLD_FILE
+    if before and not force:
+        problems = _check_stability(result, before, gold_path)
+        if problems:
+            raise WorkbenchError(f"{out}: the import would change existing cases ({len(problems)} problem(s))", problems)
+    rubric_text = result.rubric_text(previous_rubric)
+    card = result.card_text(previous_card)
+    gold = result.gold_text()
+    _self_check(result, gold, card)
+    written: list[str] = []
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(out / RUBRIC_FILE, rubric_text)
+        written.append(RUBRIC_FILE)
+        atomic_write_text(out / CARD_FILE, card)
+        written.append(CARD_FILE)
+        atomic_write_text(gold_path, gold)
+        written.append(GOLD_FILE)
+        pending_path = out / PENDING_FILE
+        if result.pending:
+            atomic_write_text(pending_path, pending_csv(list(result.pending)))
+            written.append(PENDING_FILE)
+        elif pending_path.exists():
+            pending_path.unlink()
+    except OSError as exc:
+        done = f"; already written: {', '.join(written)}" if written else ""
+        raise WorkbenchError("cannot write the dataset", [_problem(str(exc.filename or out), "out_unwritable", f"writing failed ({exc.strerror or exc}){done}", "point --out at a writable directory with free space")]) from None
+    partitions = {p: 0 for p in ("development", "calibration", "held_out")}
+    for case in result.cases:
+        partitions[case.partition.value] += 1
+    notes = list(result.notes)
+    unset = [name for name, spec in (yaml.safe_load(rubric_text) or {}).get("slices", {}).items() if spec.get("risk") == "unset"]
+    if unset:
+        notes.append(f"set the risk of {len(unset)} slice(s) in {out / RUBRIC_FILE} ({', '.join(unset)}); validate refuses 'unset'")
+    if result.pending:
+        notes.append(f"{len(result.pending)} case(s) wait for an adjudicator, listed in {out / PENDING_FILE}")
+    return ImportSummary(
+        kind=KIND,
+        source=result.source.location,
+        out=str(out),
+        cases=len(result.cases),
+        groups=len({c.group for c in result.cases}),
+        partitions=partitions,
+        results=None,
+        files=written,
+        source_sha256=result.source.sha256,
+        notes=notes,
+    )
+
+
+def _self_check(result: TableImport, gold: str, card: str) -> None:
+    """Validate the dataset about to be written (with stand-in risks); anything unexpected is a defect."""
+    probe = json.loads(json.dumps(result.rubric))
+    for spec in probe["slices"].values():
+        spec["risk"] = "low"
+    with tempfile.TemporaryDirectory(prefix="workbench-import-") as tmp:
+        root = Path(tmp)
+        atomic_write_text(root / GOLD_FILE, gold)
+        atomic_write_text(root / RUBRIC_FILE, yaml.safe_dump(probe, sort_keys=False, allow_unicode=True))
+        atomic_write_text(root / CARD_FILE, card)
+        report = validate_dataset(root)
+    unexpected = [p for p in report.errors if p.code not in EXPECTED_UNTIL_ADJUDICATED]
+    if unexpected:
+        raise WorkbenchError("the imported dataset does not validate; this is an importer defect, please report it", unexpected)

@@ -1,0 +1,578 @@
+"""The table mapping: a small YAML file saying which column of a table is what.
+
+``workbench import table SOURCE --mapping MAPPING --out DIR`` reads it; notebook users pass the
+same structure (a path, a dict or a :class:`TableMapping`) to
+:func:`workbench.importers.gold_from_dataframe`. The format is documented, field by field, in
+``docs/formats.md#table-mapping``. :func:`load_mapping` reports every problem at once, each at
+the line of the mapping file it concerns, with a fix.
+
+Wherever a column is expected, write its name (``input: question``) or ``{column: question}``.
+Text fields that may be the same for every case (``reference``, ``grading_notes``, ``slice``)
+also take a constant: ``{value: "..."}``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..._io import read_bounded, yaml_loads
+from ...errors import Problem, WorkbenchError
+from ...gold import Partition
+
+MAPPING_SCHEMA_VERSION = 1
+NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+RULES: tuple[str, ...] = ("majority", "any_fail", "unanimous_else_review")
+"""Adjudication rules a mapping may declare."""
+
+RULE_TEXT: dict[str, str] = {
+    "majority": "the label more than half of the case's reviews give; a case without such a label goes to an adjudicator",
+    "any_fail": "the fail label when any review gives it, otherwise the label every review gives; any other case goes to an adjudicator",
+    "unanimous_else_review": "the label every review gives; a case whose reviews differ goes to an adjudicator",
+}
+"""What each rule decides, in the words the card records."""
+
+
+def _as_column(value: Any) -> Any:
+    return {"column": value} if isinstance(value, str) else value
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class Column(_Model):
+    """A column of the source table."""
+
+    column: str = Field(min_length=1)
+    """The column's name, exactly as in the header (CSV) or the keys (JSONL, Parquet, DataFrame)."""
+
+
+class Text(_Model):
+    """A text field: a column, or one constant for every case."""
+
+    column: str | None = Field(default=None, min_length=1)
+    """The column holding the text."""
+    value: str | None = None
+    """The same text for every case, e.g. grading notes that restate the criterion."""
+
+    @model_validator(mode="after")
+    def _one(self) -> Text:
+        if (self.column is None) == (self.value is None):
+            raise ValueError("give exactly one of column or value")
+        if self.value is not None and not self.value.strip():
+            raise ValueError("value must be written, not blank")
+        return self
+
+
+class Contexts(_Model):
+    """Context passages."""
+
+    column: str = Field(min_length=1)
+    """The column holding the passages: a list (JSONL, Parquet), or text."""
+    separator: str | None = None
+    """Split text cells on this separator (e.g. ``"\\n\\n"``); without it a text cell is one passage."""
+    json_list: bool = False
+    """Text cells hold a JSON list of passages (e.g. a CSV export of a list column)."""
+
+    @model_validator(mode="after")
+    def _either(self) -> Contexts:
+        if self.separator is not None and self.json_list:
+            raise ValueError("give separator or json_list, not both")
+        if self.separator == "":
+            raise ValueError("separator must not be empty")
+        return self
+
+
+class Group(_Model):
+    """Which cases form a group (a source prompt or paraphrase family); a group lives in one partition."""
+
+    column: str | None = Field(default=None, min_length=1)
+    """A column naming the group."""
+    hash_of: Literal["input"] | None = None
+    """``input``: cases whose input is the same text (ignoring case and runs of whitespace) form a group."""
+
+    @model_validator(mode="after")
+    def _one(self) -> Group:
+        if (self.column is None) == (self.hash_of is None):
+            raise ValueError("give exactly one of column or hash_of: input")
+        return self
+
+
+class Assign(_Model):
+    """Group-aware, seeded partition assignment with declared fractions.
+
+    Each group is placed by the sha256 of the seed and its own name, so a group's partition
+    never depends on the other rows: adding rows never moves an existing case.
+    """
+
+    seed: int
+    """Any integer; record it, since another seed gives another split."""
+    development: float = Field(ge=0, le=1)
+    """Share of groups for prompt development."""
+    calibration: float = Field(ge=0, le=1)
+    """Share of groups for candidate selection."""
+    held_out: float = Field(ge=0, le=1)
+    """Share of groups kept for certification."""
+
+    @model_validator(mode="after")
+    def _sum_to_one(self) -> Assign:
+        total = self.development + self.calibration + self.held_out
+        if not math.isclose(total, 1.0, abs_tol=1e-9):
+            raise ValueError(f"development + calibration + held_out must be 1 (they add up to {total:g})")
+        return self
+
+    def fractions(self) -> dict[str, float]:
+        return {"development": self.development, "calibration": self.calibration, "held_out": self.held_out}
+
+
+class PartitionSpec(_Model):
+    """Where each case goes: a column, or ``assign``."""
+
+    column: str | None = Field(default=None, min_length=1)
+    """A column holding the partition of each row."""
+    values: dict[str, Partition] | None = None
+    """Source value -> partition, e.g. ``{train: development, val: calibration, test: held_out}``;
+    without it the column must hold development, calibration or held_out."""
+    assign: Assign | None = None
+    """Assign partitions by group hash (see :class:`Assign`)."""
+
+    @model_validator(mode="after")
+    def _one(self) -> PartitionSpec:
+        if (self.column is None) == (self.assign is None):
+            raise ValueError("give exactly one of column or assign")
+        if self.values is not None and self.column is None:
+            raise ValueError("values maps a partition column's values; it needs column")
+        return self
+
+
+class ReviewerColumns(_Model):
+    """One reviewer's columns in wide form."""
+
+    label: str = Field(min_length=1)
+    """The column holding this reviewer's label; an empty cell means the reviewer did not review the row."""
+    rationale: str | None = Field(default=None, min_length=1)
+    """The column holding the reviewer's rationale."""
+    confidence: str | None = Field(default=None, min_length=1)
+    """The column holding the reviewer's confidence (low, medium or high)."""
+
+
+class ReviewPair(_Model):
+    """A reviewer column and its label column (wide form with reviewer ids in the data)."""
+
+    reviewer: str = Field(min_length=1)
+    """The column holding the reviewer's id."""
+    label: str = Field(min_length=1)
+    """The column holding that reviewer's label."""
+    rationale: str | None = Field(default=None, min_length=1)
+    """The column holding the rationale."""
+    confidence: str | None = Field(default=None, min_length=1)
+    """The column holding the confidence (low, medium or high)."""
+
+
+class Reviews(_Model):
+    """Where the reviews are.
+
+    ``form: long``: one row per review; rows with the same case key form one case, and
+    ``reviewer`` and ``label`` name the reviewer and label columns. ``form: wide``: one row per
+    case; ``columns`` maps each reviewer to their label column (or lists the label columns,
+    named after their reviewers), or ``pairs`` lists reviewer/label column pairs.
+    """
+
+    form: Literal["long", "wide"]
+    """``long`` (one row per review) or ``wide`` (one row per case)."""
+    reviewer: str | None = Field(default=None, min_length=1)
+    """long: the column holding the reviewer id."""
+    label: str | None = Field(default=None, min_length=1)
+    """long: the column holding the label."""
+    rationale: str | None = Field(default=None, min_length=1)
+    """long: the column holding the rationale."""
+    confidence: str | None = Field(default=None, min_length=1)
+    """long: the column holding the confidence (low, medium or high)."""
+    columns: dict[str, ReviewerColumns] | None = None
+    """wide: reviewer id -> their label column (or ``{label, rationale, confidence}``)."""
+    pairs: list[ReviewPair] | None = None
+    """wide: reviewer/label column pairs, for tables whose reviewer ids vary by row."""
+
+    @field_validator("columns", mode="before")
+    @classmethod
+    def _columns(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return {str(c): {"label": c} for c in value}
+        if isinstance(value, dict):
+            return {k: ({"label": v} if isinstance(v, str) else v) for k, v in value.items()}
+        return value
+
+    @model_validator(mode="after")
+    def _shape(self) -> Reviews:
+        long_fields = [n for n in ("reviewer", "label", "rationale", "confidence") if getattr(self, n) is not None]
+        if self.form == "long":
+            missing = [n for n in ("reviewer", "label") if getattr(self, n) is None]
+            if missing:
+                raise ValueError(f"long form needs {' and '.join(missing)}: the column(s) holding each row's reviewer and label")
+            if self.columns is not None or self.pairs is not None:
+                raise ValueError("columns and pairs are for form: wide")
+        else:
+            if long_fields:
+                raise ValueError(f"{', '.join(long_fields)} are for form: long; in wide form use columns or pairs")
+            if (self.columns is None) == (self.pairs is None):
+                raise ValueError("wide form needs exactly one of columns (one label column per reviewer) or pairs (reviewer/label column pairs)")
+            if self.columns is not None and not self.columns:
+                raise ValueError("columns is empty")
+            if self.pairs is not None and not self.pairs:
+                raise ValueError("pairs is empty")
+        return self
+
+
+class AdjudicationSpec(_Model):
+    """Where the gold label comes from: a column, a rule, or a column with a rule for its empty cells."""
+
+    column: str | None = Field(default=None, min_length=1)
+    """The column holding the adjudicated label."""
+    rule: Literal["majority", "any_fail", "unanimous_else_review"] | None = None
+    """``majority``, ``any_fail`` or ``unanimous_else_review`` (see :data:`RULE_TEXT`). Cases the
+    rule cannot settle are written without adjudication and listed for an adjudicator."""
+    adjudicator: Text | None = None
+    """Who adjudicated (column) or a name, for labels from ``column``."""
+    reason: str | None = Field(default=None, min_length=1)
+    """The column holding the adjudicator's reason."""
+
+    @field_validator("adjudicator", mode="before")
+    @classmethod
+    def _adjudicator(cls, value: Any) -> Any:
+        return _as_column(value)
+
+    @model_validator(mode="after")
+    def _some(self) -> AdjudicationSpec:
+        if self.column is None and self.rule is None:
+            raise ValueError("give column, rule, or both (the rule then settles the cases whose cell is empty)")
+        return self
+
+
+class RubricHints(_Model):
+    """What the drafted rubric cannot learn from the data. Everything here is optional."""
+
+    version: str = "1"
+    """The rubric version the reviewers applied; written into every case's ``rubric_version``."""
+    criterion: str | None = None
+    """The one-sentence contract; otherwise kept from an existing rubric.yaml, or left to write."""
+    labels: list[str] | None = None
+    """The label vocabulary, in order, when it holds labels the data does not show."""
+    pass_label: str | None = None
+    """The label that means pass (default ``pass`` when the labels include it)."""
+    fail_label: str | None = None
+    """The label that means fail (default ``fail`` when the labels include it)."""
+    abstain_labels: list[str] = Field(default_factory=list)
+    """Labels that are neither pass nor fail, e.g. ``review_required``."""
+    min_reviews: int | None = Field(default=None, ge=1)
+    """Reviews every case needs; a case with fewer is an import error. Default: the fewest any case has."""
+
+    @field_validator("version", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+class TableMapping(_Model):
+    """A table mapping, exactly as stored in its YAML file."""
+
+    schema_version: int = MAPPING_SCHEMA_VERSION
+    """Mapping format version."""
+    name: str = Field(pattern=NAME_PATTERN)
+    """Dataset name: the drafted rubric's and card's name."""
+    source_format: Literal["csv", "jsonl", "parquet"] | None = None
+    """``csv``, ``jsonl`` or ``parquet``; by default taken from the source's extension."""
+    case_id: Column | None = None
+    """The column holding a unique, stable case id (long form: the case key shared by a case's
+    rows). Without it the id is ``case-`` + the first 16 hex digits of the sha256 of the input
+    and the response."""
+    input: Column
+    """The column holding the user input."""
+    response: Column
+    """The column holding the response the reviewers judged (the tool computes its hash)."""
+    reference: Text | None = None
+    """A reference answer: a column or ``{value: ...}``."""
+    grading_notes: Text | None = None
+    """Grading notes: a column or ``{value: ...}``. A case needs grading_notes or reference."""
+    contexts: Contexts | None = None
+    """Context passages (see :class:`Contexts`)."""
+    slice: Text
+    """The risk slice: a column, or ``{value: name}`` for one slice."""
+    group: Group = Field(default_factory=lambda: Group(hash_of="input"))
+    """A column, or ``{hash_of: input}`` (the default)."""
+    partition: PartitionSpec
+    """A column, or ``{assign: {seed, development, calibration, held_out}}``."""
+    tags: list[str] = Field(default_factory=list)
+    """Columns whose values become tags (a list, or text split on ``tag_separator``)."""
+    tag_separator: str = Field(default=",", min_length=1)
+    """Separator of tags in text cells."""
+    metadata: list[str] = Field(default_factory=list)
+    """Columns copied into each case's ``metadata`` under their own names."""
+    reviews: Reviews
+    """Where the reviews are (see :class:`Reviews`)."""
+    labels: dict[str, Annotated[str, Field(min_length=1)]] | None = None
+    """Source value -> rubric label, e.g. ``{0: fail, 1: pass}``. Without it source values are
+    the labels. A value with no entry is an error listing every such value and its rows."""
+    adjudication: AdjudicationSpec
+    """Where the gold label comes from (see :class:`AdjudicationSpec`)."""
+    rubric: RubricHints = Field(default_factory=RubricHints)
+    """Hints for the drafted rubric (see :class:`RubricHints`)."""
+
+    @field_validator("name", mode="before")
+    @classmethod
+    def _name_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+    @field_validator("case_id", "input", "response", mode="before")
+    @classmethod
+    def _column(cls, value: Any) -> Any:
+        return _as_column(value)
+
+    @field_validator("reference", "grading_notes", "slice", "group", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        return _as_column(value)
+
+    @field_validator("contexts", "partition", mode="before")
+    @classmethod
+    def _contexts(cls, value: Any) -> Any:
+        return _as_column(value)
+
+    @field_validator("labels", mode="before")
+    @classmethod
+    def _label_keys(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        out: dict[str, Any] = {}
+        for key, label in value.items():
+            canon = canonical(key)
+            if canon in out:
+                raise ValueError(f"source value {key!r} is listed twice (as {canon!r})")
+            out[canon] = label
+        return out
+
+    @model_validator(mode="after")
+    def _grading_evidence(self) -> TableMapping:
+        if self.reference is None and self.grading_notes is None:
+            raise ValueError("map reference or grading_notes (or both): a gold case needs grading evidence; for one text shared by every case write grading_notes: {value: \"...\"}")
+        return self
+
+
+def canonical(value: Any) -> str:
+    """The text a cell or a mapping key compares as: ``1``, ``1.0`` and ``"1"`` are all ``"1"``;
+    ``True`` and ``"true"`` are ``"true"``; text is stripped."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    text = str(value).strip()
+    return text.lower() if text.lower() in ("true", "false") else text
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+def node_lines(text: str) -> dict[tuple[Any, ...], int]:
+    """1-based line of every mapping key and sequence item, by its path in the document."""
+    lines: dict[tuple[Any, ...], int] = {}
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return lines
+
+    def walk(node: yaml.Node | None, path: tuple[Any, ...]) -> None:
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    name = key.value
+                    lines[(*path, name)] = key.start_mark.line + 1
+                    walk(value, (*path, name))
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                lines[(*path, i)] = item.start_mark.line + 1
+                walk(item, (*path, i))
+
+    walk(root, ())
+    return lines
+
+
+class Locator:
+    """``file:line`` of a path in the mapping document (the deepest part of it that exists)."""
+
+    def __init__(self, location: str, lines: dict[tuple[Any, ...], int]) -> None:
+        self.location = location
+        self.lines = lines
+
+    def at(self, *path: Any) -> str:
+        found: tuple[Any, ...] = ()
+        for part in path:
+            for candidate in (part, str(part)):
+                if (*found, candidate) in self.lines:
+                    found = (*found, candidate)
+                    break
+        line = self.lines.get(found)
+        return f"{self.location}:{line}" if line else self.location
+
+
+_FIX: dict[str, str] = {
+    "name": "name the dataset with letters, digits, '.', '_' or '-', e.g. name: support-faq",
+    "input": "name the column holding the user input, e.g. input: question",
+    "response": "name the column holding the judged response, e.g. response: answer",
+    "slice": "name the slice column (slice: topic) or give one slice for every case (slice: {value: general})",
+    "partition": "write partition: <column>, or partition: {assign: {seed: 1, development: 0.4, calibration: 0.3, held_out: 0.3}}",
+    "assign": "write assign: {seed: <integer>, development: <share>, calibration: <share>, held_out: <share>} with shares adding up to 1",
+    "reviews": "write reviews: {form: long, reviewer: <column>, label: <column>} or reviews: {form: wide, columns: {<reviewer>: <label column>}}",
+    "adjudication": "write adjudication: {rule: majority} (or any_fail, unanimous_else_review), or adjudication: {column: <adjudicated label column>}",
+    "labels": "map each source value to a rubric label, e.g. labels: {0: fail, 1: pass}",
+    "rule": "use one of " + ", ".join(RULES),
+    "group": "write group: <column>, or group: {hash_of: input}",
+    "contexts": "write contexts: <column>, or contexts: {column: <column>, separator: \"\\n\\n\"}",
+    "source_format": "use csv, jsonl or parquet, or leave it out to use the file extension",
+    "rubric": "see docs/formats.md#table-mapping for the rubric hints",
+    "values": "map each source value to development, calibration or held_out",
+    "grading_notes": "add grading_notes: <column> or reference: <column>; for one text shared by every case write grading_notes: {value: \"...\"}",
+}
+
+
+def mapping_problems_from_validation(exc: ValidationError, at: Any, location: str) -> list[Problem]:
+    problems: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        loc = tuple(err["loc"])
+        where = ".".join(str(p) for p in loc) or "mapping"
+        keys = [p for p in loc if isinstance(p, str)]
+        fix = next((_FIX[k] for k in reversed(keys) if k in _FIX), "correct this field; see docs/formats.md#table-mapping")
+        kind = err["type"]
+        if kind == "missing":
+            message = f"{where} is missing"
+            code = "mapping_field_missing"
+        elif kind == "extra_forbidden":
+            message = f"{where}: unknown key"
+            code = "mapping_field_unknown"
+            fix = "remove it or correct its spelling; see docs/formats.md#table-mapping for every key"
+        else:
+            msg = err["msg"].removeprefix("Value error, ")
+            message = f"{where}: {msg}"
+            code = "mapping_invalid"
+        problems.append(Problem(location=at(*loc), code=code, message=message, fix=fix))
+    return problems
+
+
+def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
+    """The mapping file's text and its YAML mapping; raise when it cannot be read at all."""
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no mapping", [Problem(location=loc, code="mapping_missing", message="the mapping file does not exist", fix="write a mapping (docs/formats.md#table-mapping) and pass it with --mapping")])
+    try:
+        text = read_bounded(path).decode("utf-8")  # bounded: a pipe or /dev/zero is refused
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_encoding", message=f"not valid UTF-8 (byte {exc.start})", fix="save the mapping as UTF-8")]) from None
+    try:
+        raw = yaml_loads(text)  # duplicate keys and too-deep nesting refused
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{loc}:{mark.line + 1}" if mark else loc
+        raise WorkbenchError("unreadable mapping", [Problem(location=where, code="mapping_yaml", message=f"not valid YAML ({getattr(exc, 'problem', exc)})", fix="correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_shape", message="the mapping must be a YAML mapping of keys to columns", fix="write key: value pairs, e.g. input: question")])
+    return text, raw
+
+
+def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
+    """Every column the raw mapping names, with its path, read without validating the rest."""
+    refs: list[tuple[tuple[Any, ...], str]] = []
+
+    def col(path: tuple[Any, ...], value: Any, *, key: str = "column") -> None:
+        if isinstance(value, str):
+            refs.append((path, value))
+        elif isinstance(value, dict) and isinstance(value.get(key), str):
+            refs.append(((*path, key), value[key]))
+
+    for name in ("case_id", "input", "response", "reference", "grading_notes", "slice", "group", "contexts", "partition"):
+        if name in raw:
+            col((name,), raw[name])
+    for name in ("tags", "metadata"):
+        items = raw.get(name)
+        if isinstance(items, list):
+            for i, item in enumerate(items):
+                if isinstance(item, str):
+                    refs.append(((name, i), item))
+    reviews = raw.get("reviews")
+    if isinstance(reviews, dict):
+        for name in ("reviewer", "label", "rationale", "confidence"):
+            if isinstance(reviews.get(name), str):
+                refs.append((("reviews", name), reviews[name]))
+        columns = reviews.get("columns")
+        if isinstance(columns, list):
+            for i, item in enumerate(columns):
+                if isinstance(item, str):
+                    refs.append((("reviews", "columns", i), item))
+        elif isinstance(columns, dict):
+            for reviewer, spec in columns.items():
+                if isinstance(spec, str):
+                    refs.append((("reviews", "columns", reviewer), spec))
+                elif isinstance(spec, dict):
+                    for name in ("label", "rationale", "confidence"):
+                        if isinstance(spec.get(name), str):
+                            refs.append((("reviews", "columns", reviewer, name), spec[name]))
+        pairs = reviews.get("pairs")
+        if isinstance(pairs, list):
+            for i, pair in enumerate(pairs):
+                if isinstance(pair, dict):
+                    for name in ("reviewer", "label", "rationale", "confidence"):
+                        if isinstance(pair.get(name), str):
+                            refs.append((("reviews", "pairs", i, name), pair[name]))
+    adjudication = raw.get("adjudication")
+    if isinstance(adjudication, dict):
+        for name in ("column", "reason"):
+            if isinstance(adjudication.get(name), str):
+                refs.append((("adjudication", name), adjudication[name]))
+        if "adjudicator" in adjudication:
+            col(("adjudication", "adjudicator"), adjudication["adjudicator"])
+    return refs
+
+
+def column_problems(raw: dict[str, Any], columns: Iterable[str], at: Any, source: str) -> list[Problem]:
+    """A problem for every column the mapping names that the source does not have."""
+    available = list(columns)
+    have = set(available)
+    problems: list[Problem] = []
+    for path, name in column_references(raw):
+        if name in have:
+            continue
+        close = difflib.get_close_matches(name, available, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        shown = ", ".join(available[:30]) + (", ..." if len(available) > 30 else "")
+        problems.append(
+            Problem(
+                location=at(*path),
+                code="mapping_column_unknown",
+                message=f"{'.'.join(map(str, path))}: {source} has no column {name!r}",
+                fix=f"{hint}name one of the source's columns: {shown}",
+            )
+        )
+    return problems
+
+
+def parse_mapping(raw: dict[str, Any], at: Any, location: str) -> tuple[TableMapping | None, list[Problem]]:
+    """Validate a raw mapping; returns the mapping (or None) and every problem found."""
+    problems: list[Problem] = []
+    version = raw.get("schema_version", MAPPING_SCHEMA_VERSION)
+    if isinstance(version, int) and not isinstance(version, bool) and version > MAPPING_SCHEMA_VERSION:
+        problems.append(Problem(location=at("schema_version"), code="schema_version_newer", message=f"mapping schema_version {version} is newer than this workbench reads ({MAPPING_SCHEMA_VERSION})", fix="upgrade the workbench"))
+    try:
+        mapping = TableMapping.model_validate(raw)
+    except ValidationError as exc:
+        problems += mapping_problems_from_validation(exc, at, location)
+        if "reference" not in raw and "grading_notes" not in raw and not any("grading evidence" in p.message for p in problems):
+            # The model-level check runs only once every field is valid; report it now too.
+            problems.append(Problem(location=at(), code="mapping_invalid", message="mapping: map reference or grading_notes (or both): a gold case needs grading evidence", fix=_FIX["grading_notes"]))
+        return None, problems
+    return mapping, problems

@@ -1,0 +1,277 @@
+"""Sample-size planning for a policy: :func:`plan_policy`, what ``workbench plan`` prints.
+
+For every slice of a policy the plan states how many **decided** cases the gate will need:
+
+- ``false_pass_rate``: human-fail cases judged pass or fail, for ``max_false_pass_rate``;
+- ``false_fail_rate``: human-pass cases judged pass or fail, for ``max_false_fail_rate``;
+- ``min_n``: cases with a decided verdict, for ``min_n`` / ``min_n_per_slice``.
+
+A rate limit on the ``upper_95`` basis needs :func:`workbench.stats.bound_plan`'s figure: the
+smallest n such that, for it and every larger n, ``floor(f·L·n)`` errors (a judge whose true
+rate is the fraction ``f`` of the limit ``L``, default one half) give a two-sided 95% upper
+bound within the limit, on the gate's interval (Wilson) or, stated, Clopper-Pearson. A
+critical slice's false-pass limit is always on ``upper_95``, as the gate applies it. A limit on
+the ``point`` basis compares the observed rate, so one decided case is enough for the gate
+(the interval figure is still given, as ``needed_upper_95``). A count-only limit
+(``max_false_passes`` without a rate) needs one case, as the gate's ``rate_unbounded`` rule.
+
+Decided counts are only known after a run (an abstention or an evaluator error leaves a case
+out of every denominator), so the plan compares with the best case: the adjudicated
+human-fail / human-pass / all cases of the slice in each partition, and prints the shortfall
+(``needed - have``, 0 when enough). A judge that abstains needs more.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ..gold import PARTITIONS, GoldDataset, Risk
+from ..policy import Policy, policy_sha256
+from ..stats import Interval, bound_plan, cases_needed
+
+PLAN_SCHEMA_VERSION = 1
+Requirement = Literal["false_pass_rate", "false_fail_rate", "min_n"]
+CaseKind = Literal["human_fail", "human_pass", "all"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class PlanRow(_Model):
+    """One requirement of one slice: the cases it needs and what each partition has."""
+
+    slice: str
+    """Rubric slice."""
+    risk: str | None
+    """The rubric's risk level of the slice."""
+    requirement: Requirement
+    """``false_pass_rate`` (max_false_pass_rate), ``false_fail_rate`` (max_false_fail_rate) or
+    ``min_n`` (fewest decided verdicts)."""
+    cases: CaseKind
+    """Which decided cases count: ``human_fail``, ``human_pass`` or ``all``."""
+    limit: float | None
+    """The rate limit, or for ``min_n`` the required count (None: a count-only false-pass limit)."""
+    basis: str | None
+    """``upper_95`` or ``point`` as the gate applies it (critical false-pass limits: always ``upper_95``)."""
+    true_rate: float | None
+    """The true rate planned for: ``at_fraction × limit`` (rate requirements only)."""
+    needed: int | None
+    """Decided cases the gate needs: the interval figure on ``upper_95``, 1 on ``point`` or a
+    count-only limit, the count for ``min_n``. None: no sample can show the limit."""
+    needed_upper_95: int | None
+    """The interval figure (see module doc), shown on every basis."""
+    needed_at_zero_errors: int | None
+    """Cases the upper bound needs when the sample holds no error at all (Wilson: :func:`workbench.stats.cases_needed`)."""
+    errors_at_needed: int | None
+    """``floor(true_rate × needed_upper_95)``: errors the planned sample holds."""
+    power: float | None
+    """Chance that ``needed_upper_95`` cases drawn at the true rate show the limit."""
+    have: dict[str, int]
+    """Adjudicated cases of this kind in the slice, by partition (an upper bound on decided ones)."""
+    shortfall: dict[str, int]
+    """``max(0, needed - have)`` by partition; empty when ``needed`` is None (no sample suffices)."""
+    note: str = ""
+    """A caveat, e.g. a count limit of 0 that any error breaks whatever the sample size."""
+
+
+class SamplePlan(_Model):
+    """The plan for one policy on one dataset: ``workbench plan --json``."""
+
+    schema_version: int = PLAN_SCHEMA_VERSION
+    """Plan format version."""
+    kind: Literal["workbench.plan"] = "workbench.plan"
+    """Document kind."""
+    policy: str
+    """``name@version`` of the policy."""
+    policy_sha256: str | None
+    """sha256 of the policy file, when planned from a file."""
+    dataset_sha256: str
+    """Hash of the gold dataset counted."""
+    rubric_version: str
+    """The dataset's rubric version."""
+    gate_partition: str | None
+    """The partition the policy certifies on (its ``partition``), where the shortfall matters."""
+    at_fraction: float
+    """The true rate planned for, as a fraction of each limit."""
+    interval: Interval
+    """``wilson`` (the gate's) or ``clopper-pearson``, two-sided 95%."""
+    partitions: list[str]
+    """Partitions counted, in order."""
+    rows: list[PlanRow]
+    """Requirements, slice by slice in the policy's order."""
+
+    def short(self, partition: str | None = None) -> list[PlanRow]:
+        """Rows with a shortfall (or no possible sample) in ``partition`` (default: the gate's)."""
+        part = partition or self.gate_partition or "held_out"
+        return [r for r in self.rows if r.needed is None or r.shortfall.get(part, 0) > 0]
+
+
+def plan_policy(policy: Policy, dataset: GoldDataset, *, at_fraction: float = 0.5, interval: Interval = "wilson", policy_path: str | Path | None = None) -> SamplePlan:
+    """Plan every slice of ``policy`` and compare with ``dataset``'s adjudicated counts per partition."""
+    rubric = dataset.rubric
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for case in dataset.cases.values():
+        label = case.gold_label
+        kind = "human_fail" if label == rubric.fail_label else "human_pass" if label == rubric.pass_label else "other"
+        counts[(case.slice, case.partition.value, kind)] += 1
+        counts[(case.slice, case.partition.value, "all")] += 1
+    partitions = list(PARTITIONS)
+    rows: list[PlanRow] = []
+    for name, spec in policy.slices.items():
+        risk = rubric.risk_of(name) or spec.risk.value
+        critical = risk == Risk.critical.value
+
+        def have(kind: str, _name: str = name) -> dict[str, int]:
+            return {p: counts[(_name, p, kind)] for p in partitions}
+
+        fp_limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
+        if fp_limited:
+            basis = "upper_95" if critical else spec.false_pass_rate_basis
+            row = _rate_row(name, risk, "false_pass_rate", "human_fail", spec.max_false_pass_rate, basis, at_fraction, interval, have("human_fail"), "")
+            count = spec.max_false_passes
+            if count is not None and row.limit is not None and row.needed is not None and row.true_rate is not None:
+                errors = int(row.true_rate * row.needed + 1e-9)
+                if errors > count:
+                    row = row.model_copy(
+                        update={
+                            "note": f"max_false_passes {count} also applies: a judge at the planned true rate makes {errors} false passes in {row.needed} cases and fails the count limit whatever n; "
+                            f"with no false pass at all, {row.needed_at_zero_errors} cases bound the rate"
+                        }
+                    )
+            rows.append(row)
+        if spec.max_false_fail_rate is not None:
+            rows.append(_rate_row(name, risk, "false_fail_rate", "human_pass", spec.max_false_fail_rate, spec.false_fail_rate_basis, at_fraction, interval, have("human_pass"), ""))
+        min_n = policy.min_n_for(name)
+        if min_n > 0:
+            got = have("all")
+            rows.append(
+                PlanRow(
+                    slice=name,
+                    risk=risk,
+                    requirement="min_n",
+                    cases="all",
+                    limit=float(min_n),
+                    basis=None,
+                    true_rate=None,
+                    needed=min_n,
+                    needed_upper_95=None,
+                    needed_at_zero_errors=None,
+                    errors_at_needed=None,
+                    power=None,
+                    have=got,
+                    shortfall={p: max(0, min_n - got[p]) for p in partitions},
+                )
+            )
+    return SamplePlan(
+        policy=policy.label,
+        policy_sha256=policy_sha256(policy_path) if policy_path else None,
+        dataset_sha256=dataset.sha256,
+        rubric_version=rubric.version,
+        gate_partition=policy.partition,
+        at_fraction=at_fraction,
+        interval=interval,
+        partitions=partitions,
+        rows=rows,
+    )
+
+
+def _rate_row(name: str, risk: str | None, requirement: Requirement, cases: CaseKind, limit: float | None, basis: str, at_fraction: float, interval: Interval, have: dict[str, int], note: str) -> PlanRow:
+    if limit is None:  # a count-only false-pass limit: one decided human-fail case, as the gate's rate_unbounded rule
+        needed: int | None = 1
+        plan = None
+    else:
+        plan = bound_plan(limit, at_fraction, interval)
+        needed = plan.needed if basis == "upper_95" else 1
+    zero = None if limit is None else (cases_needed(limit) if interval == "wilson" else bound_plan(limit, 0.0, interval).needed)
+    return PlanRow(
+        slice=name,
+        risk=risk,
+        requirement=requirement,
+        cases=cases,
+        limit=limit,
+        basis=basis if limit is not None else None,
+        true_rate=plan.true_rate if plan else None,
+        needed=needed,
+        needed_upper_95=plan.needed if plan else None,
+        needed_at_zero_errors=zero,
+        errors_at_needed=plan.errors_at_needed if plan else None,
+        power=plan.power if plan else None,
+        have=have,
+        shortfall={p: max(0, needed - n) for p, n in have.items()} if needed is not None else {},
+        note=note if limit is not None else "count-only limit: one decided case makes it checkable",
+    )
+
+
+def plan_frame(plan: SamplePlan):  # -> pandas.DataFrame
+    """The plan as a table: one row per requirement, have/short per partition."""
+    import pandas as pd
+
+    records = []
+    for r in plan.rows:
+        row = {
+            "slice": r.slice,
+            "risk": r.risk,
+            "requirement": r.requirement,
+            "cases": r.cases,
+            "limit": r.limit,
+            "basis": r.basis,
+            "true_rate": r.true_rate,
+            "needed": r.needed,
+            "needed_upper_95": r.needed_upper_95,
+            "needed_at_zero_errors": r.needed_at_zero_errors,
+            "power": None if r.power is None else round(r.power, 3),
+        }
+        for p in plan.partitions:
+            row[f"have_{p}"] = r.have.get(p, 0)
+            row[f"short_{p}"] = r.shortfall.get(p)
+        row["note"] = r.note
+        records.append(row)
+    return pd.DataFrame(records)
+
+
+def format_plan(plan: SamplePlan, partitions: Sequence[str] | None = None) -> str:
+    """Fixed-width text of the plan with the shortfall per partition."""
+    parts = list(partitions or plan.partitions)
+    name = "Wilson score" if plan.interval == "wilson" else "Clopper-Pearson (exact)"
+    lines = [
+        f"plan:       {plan.policy}" + (f" (sha256 {plan.policy_sha256[:12]})" if plan.policy_sha256 else ""),
+        f"data:       dataset {plan.dataset_sha256[:12]}, rubric {plan.rubric_version}; the gate certifies on {plan.gate_partition or '(any partition)'}",
+        f"method:     {name} two-sided 95% upper bound <= limit at floor(true_rate x n) errors, for n and every larger n; true rate = {plan.at_fraction:g} x limit",
+        "            'have' counts adjudicated cases; the gate counts decided verdicts (abstentions and errors need more)",
+    ]
+    header = ["slice", "risk", "requirement", "limit", "basis", "true rate", "needed", "upper_95 n", "zero-error n", "power"] + [f"{p} have/short" for p in parts]
+    rows = [header]
+    for r in plan.rows:
+        limit = "-" if r.limit is None else (f"{int(r.limit)} cases" if r.requirement == "min_n" else f"{r.limit:g}")
+        cells = [
+            r.slice,
+            r.risk or "",
+            f"{r.requirement} ({r.cases.replace('_', '-')})",
+            limit,
+            r.basis or "-",
+            "-" if r.true_rate is None else f"{r.true_rate:.3g}",
+            "impossible" if r.needed is None else str(r.needed),
+            "-" if r.needed_upper_95 is None else str(r.needed_upper_95),
+            "-" if r.needed_at_zero_errors is None else str(r.needed_at_zero_errors),
+            "-" if r.power is None else f"{r.power:.2f}",
+        ]
+        for p in parts:
+            short = r.shortfall.get(p)
+            cells.append(f"{r.have.get(p, 0)}/" + ("-" if short is None else ("ok" if short == 0 else f"short {short}")))
+        rows.append(cells)
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    notes = [f"  {r.slice} {r.requirement}: {r.note}" for r in plan.rows if r.note]
+    if notes:
+        lines.append("notes:")
+        lines += notes
+    gate = plan.gate_partition or "held_out"
+    short = plan.short(gate)
+    lines.append(f"{gate}: {len(short)} of {len(plan.rows)} requirement(s) short" + (": " + ", ".join(f"{r.slice} {r.requirement}" for r in short) if short else ""))
+    return "\n".join(lines)

@@ -1,0 +1,142 @@
+"""``workbench init DIR``: a new project's templates, every one commented and fail-closed.
+
+:func:`init_project` writes, under ``DIR``:
+
+- ``data/<name>/rubric.yaml``, ``card.md`` and ``mapping.yaml`` (for ``workbench import table``);
+- ``data/policies/<name>@1.yaml``: every policy limit present, commented and at its strictest;
+- ``data/candidates/<name>-judge@1.yaml`` and its prompt: a ``ragas-llm`` candidate whose key is
+  read from the environment variable it names (``api_key_env``);
+- ``data/controls/<name>-controls@1.yaml``: one control per role, to be written;
+- ``NEXT_STEPS.md``: import -> validate -> agreement -> develop -> calibrate -> certify, with
+  the exact commands.
+
+Placeholders a person must decide are left blank or ``null`` where a loader refuses them (the
+policy's owner and rationale, the candidate's model and prices, every control's text, every
+slice's ``risk: unset``), so nothing runs on an unwritten template. Existing files are never
+overwritten: if any target exists, nothing is written and every such file is listed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import re
+import tempfile
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from ..errors import Problem, WorkbenchError
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+
+TEMPLATES: tuple[tuple[str, str], ...] = (
+    ("rubric.yaml", "data/{name}/rubric.yaml"),
+    ("card.md", "data/{name}/card.md"),
+    ("mapping.yaml", "data/{name}/mapping.yaml"),
+    ("policy.yaml", "data/policies/{name}@1.yaml"),
+    ("candidate.yaml", "data/candidates/{name}-judge@1.yaml"),
+    ("prompt.md", "data/candidates/prompts/{name}-judge@1.md"),
+    ("controls.yaml", "data/controls/{name}-controls@1.yaml"),
+    ("NEXT_STEPS.md", "NEXT_STEPS.md"),
+)
+"""Template file (in ``workbench/project/templates``) -> path it is written to, relative to DIR."""
+
+
+@dataclass(frozen=True)
+class InitResult:
+    """What :func:`init_project` wrote."""
+
+    root: Path
+    name: str
+    files: tuple[Path, ...]
+    """Every file written, in :data:`TEMPLATES` order."""
+
+
+def notebooks_dir() -> str:
+    """The workbench checkout's ``notebooks/`` (absolute), or a placeholder when not installed from one."""
+    candidate = Path(__file__).resolve().parents[2] / "notebooks"
+    return str(candidate) if (candidate / "01_develop.ipynb").exists() else "<path to your judge-workbench checkout>/notebooks"
+
+
+def render(template: str, *, name: str, root: Path, today: dt.date | None = None) -> str:
+    """The text of one template for project ``name`` at ``root``."""
+    text = resources.files(__package__).joinpath("templates", template).read_text(encoding="utf-8")
+    replacements = {
+        "__NAME__": name,
+        "__DIR__": str(root.resolve()),
+        "__NOTEBOOKS__": notebooks_dir(),
+        "__DATE__": (today or dt.date.today()).isoformat(),
+    }
+    for token, value in replacements.items():
+        text = text.replace(token, value)
+    return text
+
+
+def init_project(directory: str | Path, *, name: str | None = None) -> InitResult:
+    """Write a new project's templates into ``directory``; raise listing every problem, write nothing then."""
+    root = Path(directory)
+    chosen = name if name is not None else root.resolve().name
+    problems: list[Problem] = []
+    if not NAME_PATTERN.match(chosen):
+        problems.append(
+            Problem(
+                location=str(root),
+                code="init_name_invalid",
+                message=f"{chosen!r} cannot name a dataset, policy and candidate (letters, digits, '.', '_' and '-', starting with a letter or digit)",
+                fix="pass --name with such a name, e.g. --name support-faq",
+            )
+        )
+    if root.exists() and not root.is_dir():
+        problems.append(Problem(location=str(root), code="init_not_directory", message="the path is a file, not a directory", fix="point workbench init at a new or existing directory"))
+    if problems:
+        raise WorkbenchError("cannot create the project", problems)
+    targets = [(template, root / target.format(name=chosen)) for template, target in TEMPLATES]
+    existing = [path for _, path in targets if path.exists() or path.is_symlink()]
+    if existing:
+        raise WorkbenchError(
+            f"refusing to overwrite {len(existing)} existing file(s); nothing was written",
+            [
+                Problem(location=str(path), code="init_file_exists", message="the file already exists", fix="move it away, or run workbench init on another directory or with another --name")
+                for path in existing
+            ],
+        )
+    today = dt.date.today()
+    written: list[Path] = []
+    try:
+        for template, path in targets:
+            _create(path, render(template, name=chosen, root=root, today=today))
+            written.append(path)
+    except FileExistsError as exc:  # created by someone else between the check and the write
+        raise WorkbenchError(
+            "refusing to overwrite an existing file",
+            [Problem(location=str(exc.filename), code="init_file_exists", message="the file appeared while the project was being written", fix="check who else writes into the directory; files already written: " + (", ".join(map(str, written)) or "none"))],
+        ) from None
+    except OSError as exc:
+        raise WorkbenchError(
+            "cannot create the project",
+            [Problem(location=str(exc.filename or root), code="init_unwritable", message=f"writing failed ({exc.strerror or exc})", fix="point workbench init at a writable directory; files already written: " + (", ".join(map(str, written)) or "none"))],
+        ) from None
+    return InitResult(root=root, name=chosen, files=tuple(written))
+
+
+def _create(path: Path, text: str) -> None:
+    """Write ``text`` to a new file ``path``, atomically, never replacing an existing file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        mask = os.umask(0)
+        os.umask(mask)
+        os.chmod(tmp, 0o666 & ~mask)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(text.encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)  # fails if path exists: never replaces
+        except FileExistsError as exc:
+            raise FileExistsError(exc.errno, exc.strerror, str(path)) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)

@@ -1,0 +1,650 @@
+"""The ranking gate: release rules over a ranking report, the run history and a ranking policy.
+
+:func:`ranking_gate` turns a :class:`~workbench.ranking.RankingReport` into one of four outcomes,
+by precedence over the blockers no valid override waived: ``evaluation_incomplete`` (exit 3) >
+``quality_failed`` (exit 1) > ``review_required`` (exit 4) > ``passed`` (exit 0). In
+``report_only`` mode (policy ``mode: report_only``) the outcome is computed and shown, the exit
+code is 0 and the report says "report only".
+
+Blocker codes (also in :data:`workbench.policy._codes.RANKING_BLOCKER_CODES`, so overrides accept them):
+
+================================  ==========  ================================================
+code                              category    when
+================================  ==========  ================================================
+ranking_incomplete                incomplete  a fixture without a valid attempt, a planned attempt without a result, or another evaluator error
+ranking_repeats_short             incomplete  a reversed must-win fixture has fewer valid repeat-baseline attempts than ``confirmation.repeats``
+ranking_integration_defect        quality     an invalid permutation, unknown case, changed candidates, broken mapping or winner mismatch
+ranking_reversal_confirmed        quality     a must-win reversal confirmed on repeated runs (the policy's ``confirmation``)
+ranking_agreement_drop            quality     pooled pairwise agreement on the unchanged fixtures fell more than ``max_agreement_drop`` below the last passing run
+ranking_reversal_unconfirmed      review      a must-win reversal the confirmation rule does not confirm (a single observation)
+ranking_editorial_drift           review      a monitor-only (editorial) fixture's winner moved (``editorial_drift: review``)
+ranking_metric_defect             review      a judge reason cites something outside the criterion (criterion leakage)
+ranking_assembly_defect           review      a request lacked a candidate or a cited passage, or showed a candidate twice (``assembly_defects: review``)
+ranking_fixture_changed_in_place  review      a fixture's content changed under the same file version since the last run
+ranking_fixtures_unfrozen         review      the policy requires a frozen fixture release and the file has none
+ranking_must_win_unreviewed       review      the policy requires two reviewers' orders for must-win fixtures
+ranking_no_baseline               review      the policy requires a passing baseline run and the history has none
+ranking_policy_mismatch           review      the policy is for another fixture set
+================================  ==========  ================================================
+
+Waivable by an override naming the ranking policy (case by case with ``--case``, by fixture
+slice with ``--slice``, or as a whole): ``ranking_reversal_confirmed``,
+``ranking_agreement_drop``, ``ranking_reversal_unconfirmed``, ``ranking_editorial_drift``,
+``ranking_metric_defect``, ``ranking_assembly_defect``. Never waivable: missing evidence, an
+integration defect, a changed or unfrozen fixture release, unreviewed must-win fixtures, a
+missing baseline and a policy mismatch.
+
+**History.** Every gated run can be appended to a history log (JSON Lines,
+:class:`RankingHistoryEntry`, default ``runs/ranking/history/<fixture set>.jsonl``). The gate
+reads it for the *last run* (which fixtures changed since, in place or in a new version with
+its recorded change; whether a must-win fixture already reversed there) and the *last passing
+run* (the agreement-drop baseline, on the fixtures whose hash is unchanged since).
+
+**Scalar side by side.** Given per-case scalar gate outcomes (:class:`ScalarCaseResult`), the
+gate lists the cases where the scalar gate passes and the ranking gate does not, and the
+reverse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+
+from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
+from ..errors import Problem, WorkbenchError
+from ..stats import Rate, wilson_rate
+from ._fixtures import FixtureChange, FixtureSet
+from ._policy import RankingPolicy, default_policy, ranking_policy_sha256
+
+if TYPE_CHECKING:
+    from ._analysis import RankingReport
+
+RANKING_GATE_SCHEMA_VERSION = 1
+HISTORY_SCHEMA_VERSION = 1
+Category = Literal["incomplete", "quality", "review"]
+Outcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
+EXIT_CODES: dict[str, int] = {"passed": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
+"""Exit code per outcome when enforced (2 is invalid input; report-only always exits 0)."""
+WAIVABLE = frozenset({"ranking_reversal_confirmed", "ranking_agreement_drop", "ranking_reversal_unconfirmed", "ranking_editorial_drift", "ranking_metric_defect", "ranking_assembly_defect"})
+"""Ranking blocker codes an override may waive."""
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+def _codes() -> dict[str, str]:
+    from ..policy._codes import RANKING_BLOCKER_CODES
+
+    return RANKING_BLOCKER_CODES
+
+
+class RankingBlocker(_Frozen):
+    """One reason the ranking gate does not pass."""
+
+    code: str
+    """Stable name (see the module table)."""
+    category: Category
+    """``incomplete``, ``quality`` or ``review``."""
+    message: str
+    """What is wrong, in words."""
+    case_ids: list[str] = []
+    """The fixtures it concerns (empty: the whole evaluation)."""
+    slice: str | None = None
+    """The fixture slice, for a one-case blocker."""
+    waivable: bool = False
+    """Whether an override may waive it."""
+
+
+class RankingWaiver(_Frozen):
+    """A blocker an active override waived."""
+
+    blocker: RankingBlocker
+    """The waived blocker."""
+    override_id: str
+    """The override."""
+    approver: str
+    """Who approved it."""
+    expires_at: datetime
+    """When it stops applying."""
+
+
+class ConfirmationRow(_Frozen):
+    """How the confirmation rule read one reversed must-win fixture."""
+
+    case_id: str
+    """The fixture."""
+    slice: str | None
+    """Its slice."""
+    reversed_attempts: int
+    """Failed must-win checks, every baseline."""
+    repeat_attempts: int
+    """Valid attempts in the repeat baseline (identical presentations)."""
+    repeat_reversals: int
+    """Failed checks among them."""
+    previous_run_reversed: bool | None
+    """Whether the previous run reversed the same unchanged fixture (None: no comparable previous run)."""
+    status: Literal["confirmed", "unconfirmed", "repeats_short"]
+    """``confirmed`` (blocks), ``unconfirmed`` (review) or ``repeats_short`` (incomplete)."""
+    rule: str
+    """The rule applied, in words."""
+
+
+class AgreementDrop(_Frozen):
+    """Pooled pairwise agreement against the last passing run, on the fixtures unchanged since."""
+
+    baseline_recorded_at: datetime
+    """When the baseline run was recorded."""
+    baseline_judge: str | None
+    """The baseline run's judge."""
+    cases: list[str]
+    """The stable set: fixtures in both runs with the same per-fixture hash."""
+    excluded: list[str]
+    """Fixtures left out: changed or added since the baseline."""
+    baseline: Rate
+    """The baseline's agreed pairs over compared pairs on the stable set."""
+    current: Rate
+    """This run's, on the same set."""
+    drop: float | None
+    """baseline rate - current rate (positive: agreement fell)."""
+    threshold: float | None
+    """The policy's ``max_agreement_drop`` (None: not checked)."""
+    blocked: bool
+    """The drop exceeds the threshold."""
+
+
+class FixtureChangeRow(_Frozen):
+    """A fixture that changed since the last run."""
+
+    case_id: str
+    """The fixture."""
+    change: Literal["added", "removed", "changed"]
+    """What happened to it."""
+    in_place: bool
+    """Changed under the same file version (blocks: ``ranking_fixture_changed_in_place``)."""
+    old_version: str
+    """The fixture-file version of the last run."""
+    new_version: str
+    """This run's fixture-file version."""
+    old_order: list[str] | None
+    """The expected order in the last run."""
+    new_order: list[str] | None
+    """The expected order now."""
+    recorded: FixtureChange | None
+    """The change entry of this version, when it records one (approver, reason)."""
+
+
+class CaseStatus(_Frozen):
+    """The ranking gate's view of one fixture."""
+
+    case_id: str
+    """The fixture."""
+    slice: str | None
+    """Its slice."""
+    gate: str
+    """``must-win`` or ``monitor-only``."""
+    status: Literal["pass", "fail", "review", "incomplete"]
+    """``fail`` (a quality blocker), ``review``, ``incomplete`` or ``pass`` (no unwaived blocker names it)."""
+    codes: list[str]
+    """Codes of the unwaived blockers naming it."""
+
+
+class ScalarCaseResult(_Frozen):
+    """One case's scalar gate outcome (a line of a ``--scalar`` JSON Lines file)."""
+
+    case_id: str = Field(min_length=1)
+    """The ranking fixture the scalar gate judged."""
+    passed: bool
+    """Whether the scalar gate passed the case."""
+    score: float | None = None
+    """The scalar score, when there is one."""
+    threshold: float | None = None
+    """The scalar gate's threshold."""
+    detail: str | None = None
+    """How the scalar outcome was reached."""
+
+
+class SideBySideRow(_Frozen):
+    """One case where the scalar and the ranking gate disagree."""
+
+    case_id: str
+    """The fixture."""
+    slice: str | None
+    """Its slice."""
+    scalar_passed: bool
+    """The scalar gate's outcome."""
+    scalar_score: float | None
+    """The scalar score."""
+    ranking_status: str
+    """The ranking gate's case status."""
+    ranking_codes: list[str]
+    """Why the ranking gate did not pass it."""
+
+
+class SideBySide(_Frozen):
+    """Scalar and ranking gates on the same cases."""
+
+    compared: int
+    """Cases with both a scalar and a ranking outcome."""
+    scalar_pass_ranking_fail: list[SideBySideRow]
+    """The scalar gate passes, the ranking gate does not (fail, review or incomplete)."""
+    scalar_fail_ranking_pass: list[SideBySideRow]
+    """The scalar gate fails, the ranking gate passes."""
+    both_pass: int
+    """Cases both pass."""
+    both_not_pass: int
+    """Cases neither passes."""
+    scalar_only: list[str]
+    """Scalar cases that are not fixtures."""
+    ranking_only: list[str]
+    """Fixtures without a scalar outcome."""
+
+
+class RankingGateResult(_Frozen):
+    """The ranking gate's decision."""
+
+    schema_version: int = RANKING_GATE_SCHEMA_VERSION
+    """Format version."""
+    kind: Literal["workbench.ranking.gate"] = "workbench.ranking.gate"
+    """Record type."""
+    policy: str
+    """``name@version`` of the ranking policy, or ``default-ranking-rules@builtin``."""
+    policy_sha256: str | None
+    """sha256 of the policy file."""
+    mode: Literal["enforce", "report_only"]
+    """The policy's mode."""
+    outcome: Outcome
+    """``passed``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
+    exit_code: int
+    """The process exit code: the outcome's, or 0 in report-only mode."""
+    enforced_exit_code: int
+    """The exit code the outcome has when enforced."""
+    note: str
+    """"report only: ..." in report-only mode, else the outcome in words."""
+    blockers: list[RankingBlocker]
+    """Unwaived blockers, by category precedence."""
+    waived: list[RankingWaiver]
+    """Blockers an active override waived."""
+    confirmation: list[ConfirmationRow]
+    """How each reversed must-win fixture was read."""
+    agreement_drop: AgreementDrop | None
+    """The drop against the last passing run (None: no passing baseline)."""
+    previous_run: str | None
+    """``recorded_at judge`` of the last run in the history (None: no history)."""
+    fixture_changes: list[FixtureChangeRow]
+    """Fixtures changed since the last run."""
+    cases: list[CaseStatus]
+    """Per fixture, in file order."""
+    side_by_side: SideBySide | None
+    """Scalar vs ranking, when scalar outcomes were given."""
+    owners: dict[str, str | None]
+    """The four owners from the policy."""
+
+
+class HistoryCase(_Frozen):
+    """One fixture in a history entry."""
+
+    agreed: int
+    """Agreed pairs."""
+    pairs: int
+    """Compared pairs."""
+    reversed: bool
+    """A failed must-win check in any attempt."""
+    sha256: str
+    """The fixture's hash."""
+    expected_order: list[str]
+    """Its expected order."""
+
+
+class RankingHistoryEntry(_Frozen):
+    """One line of the ranking history log: a gated run, for later comparisons."""
+
+    schema_version: int = HISTORY_SCHEMA_VERSION
+    """Entry format version."""
+    kind: Literal["workbench.ranking.history"] = "workbench.ranking.history"
+    """Record type."""
+    recorded_at: AwareDatetime
+    """When the run was recorded (UTC)."""
+    fixtures: str
+    """``name@version`` of the fixture set."""
+    fixtures_name: str
+    """The fixture set name (history is compared within one name)."""
+    fixtures_version: str
+    """Its version."""
+    fixtures_sha256: str
+    """sha256 of the fixture file."""
+    judge: str | None
+    """``name@version`` of the judge."""
+    judge_fingerprint: str | None
+    """Its fingerprint."""
+    policy: str
+    """The ranking policy applied."""
+    outcome: Outcome
+    """The gate's outcome (computed also in report-only mode)."""
+    enforced: bool
+    """Whether the outcome was enforced."""
+    results_path: str | None
+    """The results analysed."""
+    cases: dict[str, HistoryCase]
+    """Per fixture."""
+
+
+def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
+    """Every entry of a history log, in order (none when the file does not exist)."""
+    if path is None or not Path(path).exists():
+        return []
+    out: list[RankingHistoryEntry] = []
+    problems: list[Problem] = []
+    not_utf8: list[int] = []
+    for number, line in iter_jsonl_lines(path, not_utf8):
+        try:
+            out.append(RankingHistoryEntry.model_validate(loads_json(line)))
+        except (ValueError, ValidationError) as exc:
+            problems.append(Problem(location=f"{path}:{number}", code="history_invalid", message=f"not a ranking history entry ({str(exc).splitlines()[0][:120]})", fix="restore the line; the history is append-only"))
+    problems += [Problem(location=f"{path}:{n}", code="history_invalid", message="not a ranking history entry (the line is not valid UTF-8)", fix="restore the line; the history is append-only") for n in not_utf8]
+    if problems:
+        raise WorkbenchError(f"{path}: the ranking history has {len(problems)} problem(s)", problems)
+    return out
+
+
+def history_entry(report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None) -> RankingHistoryEntry:
+    """The history entry of a gated report."""
+    gate: RankingGateResult = report.gate
+    must = {c.case_id: c for c in report.must_win.cases}
+    return RankingHistoryEntry(
+        recorded_at=(now or datetime.now(UTC)).replace(microsecond=0),
+        fixtures=fixture_set.label,
+        fixtures_name=fixture_set.name,
+        fixtures_version=fixture_set.version,
+        fixtures_sha256=fixture_set.dataset_sha256,
+        judge=report.judge,
+        judge_fingerprint=report.judge_fingerprint,
+        policy=gate.policy,
+        outcome=gate.outcome,
+        enforced=gate.mode == "enforce",
+        results_path=report.results_path,
+        cases={
+            c.case_id: HistoryCase(agreed=c.pairs.k, pairs=c.pairs.n, reversed=bool(must[c.case_id].reversed), sha256=f.fixture_sha256, expected_order=list(f.expected_order))
+            for c, f in zip(report.agreement.cases, fixture_set.fixtures, strict=True)
+        },
+    )
+
+
+def record_run(path: str | Path, report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None) -> RankingHistoryEntry:
+    """Append a gated report to the history log (append-only) and return the entry."""
+    entry = history_entry(report, fixture_set, now)
+    with AppendOnlyLog(path) as log:
+        log.append(entry.model_dump(mode="json"))
+    return entry
+
+
+def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
+    """Per-case scalar gate outcomes from a JSON Lines file; every bad line reported at once."""
+    path = Path(path)
+    if not path.is_file():
+        raise WorkbenchError("no scalar results", [Problem(location=str(path), code="scalar_missing", message="the scalar results file does not exist", fix="give a JSON Lines file of {case_id, passed, score, threshold, detail}")])
+    out: list[ScalarCaseResult] = []
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    not_utf8: list[int] = []
+    for number, line in iter_jsonl_lines(path, not_utf8):
+        try:
+            row = ScalarCaseResult.model_validate(loads_json(line))
+        except (ValueError, ValidationError) as exc:
+            problems.append(Problem(location=f"{path}:{number}", code="scalar_invalid", message=f"not a scalar case result ({str(exc).splitlines()[0][:160]})", fix="each line is {case_id, passed: true|false, score, threshold, detail}"))
+            continue
+        if row.case_id in seen:
+            problems.append(Problem(location=f"{path}:{number}", code="scalar_duplicate", case_id=row.case_id, message="a second scalar outcome for the case", fix="one line per case"))
+            continue
+        seen.add(row.case_id)
+        out.append(row)
+    problems += [Problem(location=f"{path}:{n}", code="scalar_invalid", message="not a scalar case result (the line is not valid UTF-8)", fix="save the file as UTF-8") for n in not_utf8]
+    if problems:
+        raise WorkbenchError(f"{path}: {len(problems)} problem(s) in the scalar results", problems)
+    return out
+
+
+def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]) -> SideBySide:
+    """Where the scalar gate and the ranking gate disagree on the same cases."""
+    rows = {s.case_id: s for s in scalar}
+    by_case = {c.case_id: c for c in cases}
+    pass_fail: list[SideBySideRow] = []
+    fail_pass: list[SideBySideRow] = []
+    both_pass = both_not = 0
+    for c in cases:
+        s = rows.get(c.case_id)
+        if s is None:
+            continue
+        row = SideBySideRow(case_id=c.case_id, slice=c.slice, scalar_passed=s.passed, scalar_score=s.score, ranking_status=c.status, ranking_codes=c.codes)
+        ranked = c.status == "pass"
+        if s.passed and not ranked:
+            pass_fail.append(row)
+        elif ranked and not s.passed:
+            fail_pass.append(row)
+        elif ranked:
+            both_pass += 1
+        else:
+            both_not += 1
+    return SideBySide(
+        compared=sum(c.case_id in rows for c in cases),
+        scalar_pass_ranking_fail=pass_fail,
+        scalar_fail_ranking_pass=fail_pass,
+        both_pass=both_pass,
+        both_not_pass=both_not,
+        scalar_only=sorted(set(rows) - set(by_case)),
+        ranking_only=[c.case_id for c in cases if c.case_id not in rows],
+    )
+
+
+def _blocker(code: str, message: str, case_ids: Sequence[str] = (), slice_: str | None = None) -> RankingBlocker:
+    category = _codes()[code]
+    return RankingBlocker(code=code, category=category, message=message, case_ids=list(case_ids), slice=slice_, waivable=code in WAIVABLE)  # type: ignore[arg-type]
+
+
+def _fixture_changes(fixture_set: FixtureSet, previous: RankingHistoryEntry | None) -> list[FixtureChangeRow]:
+    if previous is None:
+        return []
+    now = fixture_set.by_id()
+    out: list[FixtureChangeRow] = []
+    same = previous.fixtures_version == fixture_set.version
+    for case_id, f in now.items():
+        before = previous.cases.get(case_id)
+        if before is None:
+            out.append(FixtureChangeRow(case_id=case_id, change="added", in_place=same, old_version=previous.fixtures_version, new_version=fixture_set.version, old_order=None, new_order=list(f.expected_order), recorded=fixture_set.change_for(case_id)))
+        elif before.sha256 != f.fixture_sha256:
+            out.append(FixtureChangeRow(case_id=case_id, change="changed", in_place=same, old_version=previous.fixtures_version, new_version=fixture_set.version, old_order=before.expected_order, new_order=list(f.expected_order), recorded=fixture_set.change_for(case_id)))
+    for case_id, before in previous.cases.items():
+        if case_id not in now:
+            out.append(FixtureChangeRow(case_id=case_id, change="removed", in_place=same, old_version=previous.fixtures_version, new_version=fixture_set.version, old_order=before.expected_order, new_order=None, recorded=fixture_set.change_for(case_id)))
+    return out
+
+
+def _agreement_drop(report: RankingReport, fixture_set: FixtureSet, baseline: RankingHistoryEntry | None, policy: RankingPolicy) -> AgreementDrop | None:
+    if baseline is None:
+        return None
+    hashes = fixture_set.fixture_hashes
+    current = {c.case_id: c.pairs for c in report.agreement.cases}
+    stable = [cid for cid in hashes if cid in baseline.cases and baseline.cases[cid].sha256 == hashes[cid]]
+    base = wilson_rate(sum(baseline.cases[c].agreed for c in stable), sum(baseline.cases[c].pairs for c in stable))
+    cur = wilson_rate(sum(current[c].k for c in stable), sum(current[c].n for c in stable))
+    drop = round(base.rate - cur.rate, 6) if base.rate is not None and cur.rate is not None else None
+    threshold = policy.max_agreement_drop
+    return AgreementDrop(
+        baseline_recorded_at=baseline.recorded_at,
+        baseline_judge=baseline.judge,
+        cases=stable,
+        excluded=[c for c in hashes if c not in stable],
+        baseline=base,
+        current=cur,
+        drop=drop,
+        threshold=threshold,
+        blocked=threshold is not None and drop is not None and drop > threshold,
+    )
+
+
+def ranking_gate(
+    report: RankingReport,
+    fixture_set: FixtureSet,
+    *,
+    policy: RankingPolicy | None = None,
+    history: Sequence[RankingHistoryEntry] = (),
+    overrides: Iterable[Any] = (),
+    scalar: Iterable[ScalarCaseResult] | None = None,
+    now: datetime | None = None,
+) -> RankingGateResult:
+    """Apply the release rules; see the module docstring."""
+    policy = policy or default_policy()
+    now = now or datetime.now(UTC)
+    fixtures = fixture_set.by_id()
+    slice_of = {f.case_id: f.slice for f in fixture_set.fixtures}
+    mine = [h for h in history if h.fixtures_name == fixture_set.name]
+    previous = mine[-1] if mine else None
+    baseline = next((h for h in reversed(mine) if h.outcome == "passed"), None)
+    blockers: list[RankingBlocker] = []
+
+    if policy.fixtures is not None and policy.fixtures != fixture_set.name:
+        blockers.append(_blocker("ranking_policy_mismatch", f"policy {policy.label} is for fixture set {policy.fixtures!r}, not {fixture_set.name!r}"))
+    if policy.require_frozen_fixtures and not fixture_set.frozen:
+        blockers.append(_blocker("ranking_fixtures_unfrozen", f"{fixture_set.label} is not a frozen release", [f.case_id for f in fixture_set.fixtures]))
+    if policy.must_win_requires_reviews:
+        unreviewed = [f.case_id for f in fixture_set.fixtures if f.gate == "must-win" and len(f.reviews) < 2]
+        if unreviewed:
+            blockers.append(_blocker("ranking_must_win_unreviewed", f"{len(unreviewed)} must-win fixture(s) without two independent reviewer orders: {', '.join(unreviewed)}", unreviewed))
+    if policy.require_baseline and baseline is None:
+        blockers.append(_blocker("ranking_no_baseline", f"no passing run of {fixture_set.name} in the history to compare agreement against"))
+
+    changes = _fixture_changes(fixture_set, previous)
+    for row in changes:
+        if row.in_place:
+            what = "expected_order " + (f"{row.old_order} -> {row.new_order}" if row.old_order != row.new_order else "unchanged, other fields changed")
+            blockers.append(_blocker("ranking_fixture_changed_in_place", f"{row.case_id} {row.change} in place under version {row.new_version} since the last run ({what}); changes go in a new, recorded file version", [row.case_id], slice_of.get(row.case_id)))
+
+    if report.status == "incomplete":
+        blockers.append(_blocker("ranking_incomplete", f"{len(report.missing_cases)} fixture(s) without a valid attempt, {len(report.missing_attempts)} planned attempt(s) without a result, {len(report.evaluator_errors)} evaluator error(s)", report.missing_cases))
+    defect_cases: dict[str, list[str]] = {}
+    for d in report.integration_defects:
+        defect_cases.setdefault(d.case_id, []).append(d.code)
+    for case_id, codes in defect_cases.items():
+        blockers.append(_blocker("ranking_integration_defect", f"{case_id}: {len(codes)} integration defect(s) ({', '.join(sorted(set(codes)))})", [case_id], slice_of.get(case_id)))
+
+    rule = policy.confirmation
+    rule_text = f"confirmed by {rule.min_reversals} or more reversals among {rule.repeats} identical presentations (repeat baseline)" + ("; or by a reversal of the same unchanged fixture in the previous run" if rule.previous_run else "")
+    confirmation: list[ConfirmationRow] = []
+    for c in report.must_win.cases:
+        if not c.reversed:
+            continue
+        f = fixtures[c.case_id]
+        if c.gate == "monitor-only":
+            if policy.editorial_drift == "review":
+                blockers.append(_blocker("ranking_editorial_drift", f"{c.case_id} (editorial, monitor-only): winner moved in {c.reversed}/{c.held.n} attempt(s) ({c.actual_winners}); a person decides", [c.case_id], f.slice))
+            continue
+        repeat_n = c.attempts_by_battery.get("repeat", 0)
+        repeat_k = c.reversed_by_battery.get("repeat", 0)
+        prev = previous.cases.get(c.case_id) if previous is not None else None
+        prev_reversed = prev.reversed if prev is not None and prev.sha256 == f.fixture_sha256 else None
+        if repeat_k >= rule.min_reversals or (rule.previous_run and prev_reversed):
+            status: Literal["confirmed", "unconfirmed", "repeats_short"] = "confirmed"
+            why = f"{repeat_k} of {repeat_n} identical presentations reversed" if repeat_k >= rule.min_reversals else "the previous run reversed the same fixture"
+            blockers.append(_blocker("ranking_reversal_confirmed", f"{c.case_id}: must-win reversal confirmed ({why}; expected {c.expected}, winners {c.actual_winners})", [c.case_id], f.slice))
+        elif repeat_n < rule.repeats:
+            status = "repeats_short"
+            blockers.append(_blocker("ranking_repeats_short", f"{c.case_id}: reversed in {c.reversed} attempt(s) but the repeat baseline has {repeat_n} valid attempt(s); the rule needs {rule.repeats} to confirm or clear it", [c.case_id], f.slice))
+        else:
+            status = "unconfirmed"
+            blockers.append(_blocker("ranking_reversal_unconfirmed", f"{c.case_id}: must-win reversal not confirmed ({repeat_k} of {repeat_n} identical presentations reversed; {c.reversed} reversal(s) overall, by baseline {c.reversed_by_battery}): review", [c.case_id], f.slice))
+        confirmation.append(ConfirmationRow(case_id=c.case_id, slice=f.slice, reversed_attempts=c.reversed, repeat_attempts=repeat_n, repeat_reversals=repeat_k, previous_run_reversed=prev_reversed, status=status, rule=rule_text))
+
+    drop = _agreement_drop(report, fixture_set, baseline, policy)
+    if drop is not None and drop.blocked:
+        blockers.append(_blocker("ranking_agreement_drop", f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f} > {drop.threshold} (policy {policy.label})"))
+
+    leaky: dict[str, int] = {}
+    for m in report.metric_defects:
+        leaky[m.case_id] = leaky.get(m.case_id, 0) + 1
+    for case_id, n in leaky.items():
+        cats = sorted({h.category for m in report.metric_defects if m.case_id == case_id for h in m.hits})
+        blockers.append(_blocker("ranking_metric_defect", f"{case_id}: {n} attempt(s) whose reason cites {', '.join(cats)} (criterion leakage: a metric defect, even where the order passes)", [case_id], slice_of.get(case_id)))
+    for case_id in report.assembly.cases if policy.assembly_defects == "review" else []:
+        blockers.append(_blocker("ranking_assembly_defect", f"{case_id}: the rendered request lacked a candidate or a cited passage, or showed a candidate twice", [case_id], slice_of.get(case_id)))
+
+    blockers, waived = _apply_overrides(blockers, overrides, policy, report.judge_fingerprint, now)
+    order = {"incomplete": 0, "quality": 1, "review": 2}
+    blockers.sort(key=lambda b: (order[b.category], b.code, b.case_ids))
+    categories = {b.category for b in blockers}
+    outcome: Outcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required" if "review" in categories else "passed"
+    enforced = EXIT_CODES[outcome]
+    report_only = policy.mode == "report_only"
+    note = f"report only: outcome {outcome} (exit {enforced} when enforced); this run exits 0 and blocks nothing" if report_only else f"enforced: {outcome}"
+    cases: list[CaseStatus] = []
+    for f in fixture_set.fixtures:
+        mine_b = [b for b in blockers if f.case_id in b.case_ids]
+        cats = {b.category for b in mine_b}
+        if f.case_id in report.missing_cases:
+            cats.add("incomplete")
+        status: Literal["pass", "fail", "review", "incomplete"] = "incomplete" if "incomplete" in cats else "fail" if "quality" in cats else "review" if "review" in cats else "pass"
+        cases.append(CaseStatus(case_id=f.case_id, slice=f.slice, gate=f.gate, status=status, codes=sorted({b.code for b in mine_b})))
+    owners = policy.owners.model_dump() if policy.owners else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
+    return RankingGateResult(
+        policy=policy.label,
+        policy_sha256=ranking_policy_sha256(policy),
+        mode=policy.mode,
+        outcome=outcome,
+        exit_code=0 if report_only else enforced,
+        enforced_exit_code=enforced,
+        note=note,
+        blockers=blockers,
+        waived=waived,
+        confirmation=confirmation,
+        agreement_drop=drop,
+        previous_run=f"{previous.recorded_at.isoformat()} {previous.judge}" if previous else None,
+        fixture_changes=changes,
+        cases=cases,
+        side_by_side=side_by_side(cases, scalar) if scalar is not None else None,
+        owners=owners,
+    )
+
+
+def _apply_overrides(blockers: list[RankingBlocker], overrides: Iterable[Any], policy: RankingPolicy, fingerprint: str | None, now: datetime) -> tuple[list[RankingBlocker], list[RankingWaiver]]:
+    active = [o for o in overrides if o.applies_to(policy.label, fingerprint) and o.is_active(now)]
+    kept: list[RankingBlocker] = []
+    waived: list[RankingWaiver] = []
+    for b in blockers:
+        match = None
+        if b.waivable:
+            for o in active:
+                if b.code not in o.codes:
+                    continue
+                by_case = bool(b.case_ids) and bool(o.case_ids) and set(b.case_ids) <= set(o.case_ids)
+                by_slice = b.slice is not None and b.slice in o.slices
+                whole = not o.case_ids and not o.slices and not b.case_ids
+                if by_case or by_slice or whole:
+                    match = o
+                    break
+        if match is None:
+            kept.append(b)
+        else:
+            waived.append(RankingWaiver(blocker=b, override_id=match.override_id, approver=match.approver, expires_at=match.expires_at))
+    return kept, waived
+
+
+def check_ranking_override(policy_path: str | Path, codes: Sequence[str], slices: Sequence[str], case_ids: Sequence[str]) -> tuple[str, list[Problem]]:
+    """For ``workbench override add --policy <ranking policy>``: the policy label and every reason the override could never apply."""
+    from ._policy import load_ranking_policy
+
+    loc = str(policy_path)
+    try:
+        policy = load_ranking_policy(policy_path)
+    except WorkbenchError as exc:
+        return "unknown@unknown", list(exc.problems)
+    problems: list[Problem] = []
+    ranking_codes = _codes()
+    for code in codes:
+        if code not in ranking_codes:
+            problems.append(Problem(location=loc, code="override_unknown_code", message=f"{code!r} is not a ranking gate blocker, so an override of ranking policy {policy.label} could never apply", fix="name one of: " + ", ".join(sorted(WAIVABLE))))
+        elif code not in WAIVABLE:
+            problems.append(Problem(location=loc, code="override_code_not_waivable", message=f"ranking blocker {code!r} can never be waived", fix="complete the evaluation, fix the fixtures or the policy instead"))
+    return policy.label, problems

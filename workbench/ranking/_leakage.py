@@ -1,0 +1,123 @@
+"""Criterion leakage: judge reasons that cite something outside the criterion and the evaluator-visible fields.
+
+A ranking can match the expected order by chance while the judge's reason proves it answered a
+different question. :func:`scan_reason` flags a reason that cites:
+
+- ``candidate_id``: a stable candidate id (the judge is shown neutral labels only; an id that
+  also occurs in a fixture text is not checked, since it cannot be told from an ordinary word);
+- ``position``: where a candidate was shown (``the first one``, ``listed first``, ``shown
+  last``, ``in the first position``) rather than what it says;
+- ``length``: length as the reason (``longer``, ``shorter``, ``more detailed``, ``too long``,
+  ``concise``), unless the criterion says length matters (``length: false`` in its rules);
+- any extra named pattern (a case-insensitive regular expression) a criterion declares, e.g.
+  ``tone: "friendly tone|polite"`` for a criterion about policy faithfulness.
+
+Rules are configured per criterion version in the ranking policy (``leakage``), with ``"*"``
+for every criterion without its own entry. Flagged attempts are *metric defects* in the report.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from functools import lru_cache
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ._fixtures import RankingFixture
+
+POSITION_PATTERNS: tuple[str, ...] = (
+    r"\b(?:the\s+)?(?:first|second|third|fourth|fifth|last|final|earlier|later)\s+(?:one|candidate|answer|response|option|reply|item)s?\b",
+    r"\b(?:shown|listed|presented|placed|positioned|appears?|appearing)\s+(?:first|second|third|fourth|last|earlier|later|on top|at the (?:top|start|beginning|end|bottom))\b",
+    r"\b(?:in|at)\s+(?:the\s+)?(?:first|second|third|last|top|bottom)\s+(?:position|slot|spot)\b",
+    r"\b(?:presentation|presented|listing)\s+order\b",
+)
+"""Built-in position patterns (case-insensitive)."""
+
+LENGTH_PATTERNS: tuple[str, ...] = (
+    r"\b(?:longer|shorter|lengthier|longest|shortest|wordier|wordy|verbose|verbosity|brevity|concise(?:ness)?|succinct)\b",
+    r"\b(?:more|less)\s+(?:detailed|thorough|words|text)\b",
+    r"\b(?:too\s+(?:long|short)|word\s+count|length)\b",
+)
+"""Built-in length patterns (case-insensitive)."""
+
+
+class LeakageRules(BaseModel):
+    """Which leakage checks apply to one criterion version."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    candidate_ids: bool = True
+    """Flag a reason that names a stable candidate id."""
+    position: bool = True
+    """Flag a reason that cites where a candidate was shown."""
+    length: bool = True
+    """Flag a reason that cites length; set false when length is part of the criterion."""
+    patterns: dict[str, str] = Field(default_factory=dict)
+    """Extra checks: name -> case-insensitive regular expression."""
+
+    @field_validator("patterns")
+    @classmethod
+    def _compiles(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, pattern in value.items():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"pattern {name!r} is not a regular expression ({exc})") from None
+        return value
+
+
+class LeakageHit(BaseModel):
+    """One thing a reason cites that the criterion does not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    category: str
+    """``candidate_id``, ``position``, ``length``, or the name of a criterion pattern."""
+    matched: str
+    """The matched text."""
+
+
+@lru_cache(maxsize=256)
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+
+
+def rules_for(criterion_version: str, configured: dict[str, LeakageRules] | None) -> LeakageRules:
+    """The rules of a criterion: its own entry, else ``"*"``, else the defaults."""
+    configured = configured or {}
+    return configured.get(criterion_version) or configured.get("*") or LeakageRules()
+
+
+def _id_token(word: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
+
+
+@lru_cache(maxsize=4096)
+def _checkable_ids(case_id: str, digest: str, ids: tuple[str, ...], text: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    return tuple((cid, tok) for cid in ids for tok in [_id_token(cid)] if not tok.search(text))
+
+
+def scan_reason(reason: str | None, fixture: RankingFixture, rules: LeakageRules) -> list[LeakageHit]:
+    """Everything ``reason`` cites that ``rules`` forbid (empty for no reason)."""
+    if not reason:
+        return []
+    hits: list[LeakageHit] = []
+    if rules.candidate_ids:
+        text = "\n".join([fixture.user_input, *(p.text for p in fixture.context), *(c.text for c in fixture.candidates)])
+        for cid, tok in _checkable_ids(fixture.case_id, fixture.source_candidates_sha256, tuple(fixture.candidate_ids), text):
+            if tok.search(reason):
+                hits.append(LeakageHit(category="candidate_id", matched=cid))
+    groups: list[tuple[str, Iterable[str]]] = []
+    if rules.position:
+        groups.append(("position", POSITION_PATTERNS))
+    if rules.length:
+        groups.append(("length", LENGTH_PATTERNS))
+    groups += [(name, (pattern,)) for name, pattern in rules.patterns.items()]
+    for category, patterns in groups:
+        for rx in _compiled(tuple(patterns)):
+            found = rx.search(reason)
+            if found:
+                hits.append(LeakageHit(category=category, matched=found.group(0)))
+                break
+    return hits

@@ -1,0 +1,378 @@
+"""Ranking release policies and the reviewed examples an agreement-drop threshold comes from.
+
+A ranking policy is ``data/policies/<name>@<version>.yaml`` with ``kind: ranking``
+(:class:`RankingPolicy`, ``schema_version`` 1). It states the release rules the ranking gate
+(:mod:`workbench.ranking._gate`) applies:
+
+- ``mode``: ``enforce``, or ``report_only`` to roll a gate out non-blocking first (outcomes
+  are computed and shown, the exit code is 0, the report says "report only");
+- ``confirmation``: a must-win reversal blocks only when confirmed on repeated runs: at least
+  ``min_reversals`` reversals among the repeat baseline's identical presentations (the baseline
+  must hold ``repeats`` valid attempts), or, with ``previous_run``, a reversal of the same
+  unchanged fixture in the previous run. A reversal the rule does not confirm is
+  ``review_required``;
+- ``max_agreement_drop``: the largest drop of pooled pairwise agreement, relative to the last
+  passing run on the fixtures unchanged since then, that does not block. It must be supported
+  by ``agreement_drop_evidence``: a file of reviewed examples (:class:`AgreementDropExamples`)
+  on which the threshold misclassifies no more examples than the best threshold
+  (:func:`choose_agreement_threshold`) does (``threshold_not_supported`` otherwise);
+- ``editorial_drift``: ``review`` (a monitor-only fixture whose order moved routes to review)
+  or ``report``; ``assembly_defects`` likewise for incomplete rendered requests;
+- ``must_win_requires_reviews``, ``require_frozen_fixtures``, ``require_baseline``;
+- ``leakage``: criterion-leakage rules per criterion version (``"*"`` for the rest);
+- ``capture``: privacy mode and retention of the run's requests;
+- ``owners``: the four owners a failure is handed to (application, evaluation, platform,
+  domain reviewer).
+
+Without a policy the gate applies :func:`default_policy` (documented there).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .._io import read_bounded, sha256_file, yaml_loads
+from ..errors import Problem, WorkbenchError
+from ._capture import CaptureConfig
+from ._leakage import LeakageRules
+
+RANKING_POLICY_SCHEMA_VERSION = 1
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class Confirmation(_Frozen):
+    """When a must-win reversal counts as confirmed (blocking) rather than a single observation (review)."""
+
+    repeats: int = Field(default=3, ge=1)
+    """Valid attempts the repeat baseline (identical presentations) of a must-win fixture must hold; fewer is incomplete evidence."""
+    min_reversals: int = Field(default=2, ge=1)
+    """Reversals among the repeat baseline that confirm a reversal (e.g. 2 of 3; 1: any reversal in the repeat baseline)."""
+    previous_run: bool = False
+    """Also confirmed when the previous run reversed the same, unchanged fixture."""
+
+    @model_validator(mode="after")
+    def _reachable(self) -> Confirmation:
+        if self.min_reversals > self.repeats:
+            raise ValueError(f"min_reversals ({self.min_reversals}) cannot exceed repeats ({self.repeats}): no reversal could ever be confirmed")
+        return self
+
+
+class Owners(_Frozen):
+    """The four owners a ranking failure can be handed to."""
+
+    application: str = Field(min_length=1)
+    """Owns the frozen candidates and the retrieved context."""
+    evaluation: str = Field(min_length=1)
+    """Owns rubric rendering, candidate mapping and the ranking assertion."""
+    platform: str = Field(min_length=1)
+    """Owns evidence from the model request boundary (shared infrastructure)."""
+    domain_reviewer: str = Field(min_length=1)
+    """Owns the policy rationale and whether a must-win label is still valid."""
+
+
+class RankingPolicy(_Frozen):
+    """A ranking release policy, exactly as stored in ``data/policies/<name>@<version>.yaml`` (``kind: ranking``)."""
+
+    schema_version: int = RANKING_POLICY_SCHEMA_VERSION
+    """Policy file format version."""
+    kind: Literal["ranking"] = "ranking"
+    """Marks a ranking policy (a scalar release policy has no kind)."""
+    name: str = Field(pattern=_NAME)
+    """Policy name."""
+    version: str = Field(pattern=_NAME)
+    """Policy version; a changed rule is a new version (a new file)."""
+    owner: str = Field(min_length=1)
+    """Who is accountable for these rules."""
+    rationale: str = Field(min_length=1)
+    """Why these rules, written before results are seen."""
+    created: dt.date | None = None
+    """When the policy was written."""
+    fixtures: str | None = None
+    """The fixture set name the policy is for; another set is ``ranking_policy_mismatch``."""
+    mode: Literal["enforce", "report_only"] = "enforce"
+    """``report_only``: outcomes are computed and shown, the exit code is 0."""
+    confirmation: Confirmation = Field(default_factory=Confirmation)
+    """When a must-win reversal is confirmed."""
+    max_agreement_drop: float | None = Field(default=None, ge=0, le=1)
+    """Largest drop of pooled pairwise agreement vs the last passing run that does not block; None: not checked."""
+    agreement_drop_evidence: str | None = None
+    """Reviewed examples the threshold was chosen from (path relative to the policy file); required with ``max_agreement_drop``."""
+    require_baseline: bool = False
+    """A run without a passing baseline in the history is ``ranking_no_baseline`` (review)."""
+    editorial_drift: Literal["review", "report"] = "review"
+    """What a monitor-only fixture whose order moved does: route to review, or only report."""
+    assembly_defects: Literal["review", "report"] = "review"
+    """What an incomplete rendered request (a candidate or cited passage missing, a candidate
+    twice) does: route to review, or only report while a new completeness check is rolled out."""
+    must_win_requires_reviews: bool = True
+    """Must-win fixtures need two or more independent reviewer orders."""
+    require_frozen_fixtures: bool = True
+    """The fixture file must be a frozen release."""
+    leakage: dict[str, LeakageRules] = Field(default_factory=lambda: {"*": LeakageRules()})
+    """Criterion-leakage rules per criterion version; ``"*"`` for every other criterion."""
+    capture: CaptureConfig = Field(default_factory=CaptureConfig)
+    """What runs under this policy store of each request, and for how long."""
+    owners: Owners | None = None
+    """The four owners failure artifacts name (required in a policy file)."""
+    source: str | None = Field(default=None, exclude=True)
+    """The file the policy was read from (not part of the file)."""
+
+    @field_validator("name", "version", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+    @property
+    def label(self) -> str:
+        """``name@version``, the identity overrides refer to."""
+        return f"{self.name}@{self.version}"
+
+
+def default_policy() -> RankingPolicy:
+    """The rules applied without ``--policy``: confirmation 2 of 3 repeats, editorial drift to review,
+    assembly defects reported (not routed to review), no agreement-drop rule, reviews and a
+    frozen release not required, default leakage rules, full capture with no declared
+    retention, no owners."""
+    return RankingPolicy(
+        name="default-ranking-rules",
+        version="builtin",
+        owner="(none: no ranking policy given)",
+        rationale="built-in defaults",
+        must_win_requires_reviews=False,
+        require_frozen_fixtures=False,
+        assembly_defects="report",
+    )
+
+
+class AgreementDropExample(_Frozen):
+    """One reviewed comparison of two runs: the agreement drop and whether it changed a release decision."""
+
+    example_id: str = Field(pattern=_NAME)
+    """Stable id."""
+    baseline: str = Field(min_length=1)
+    """The passing run compared against (judge and fixture set)."""
+    candidate: str = Field(min_length=1)
+    """The run under review."""
+    baseline_agreement: float = Field(ge=0, le=1)
+    """Pooled pairwise agreement of the baseline on the stable set."""
+    candidate_agreement: float = Field(ge=0, le=1)
+    """Pooled pairwise agreement of the candidate on the same set."""
+    decision_changed: bool
+    """The reviewers' verdict: would this change have altered a release decision?"""
+    reviewer: str = Field(min_length=1)
+    """Who reviewed the disagreements."""
+    note: str = Field(min_length=1)
+    """What the reviewers found."""
+
+    @property
+    def drop(self) -> float:
+        return round(self.baseline_agreement - self.candidate_agreement, 6)
+
+
+class AgreementDropExamples(_Frozen):
+    """A reviewed-examples file (``data/ranking/<name>@<version>.yaml``, ``kind: agreement-drop-examples``)."""
+
+    schema_version: int = 1
+    """File format version."""
+    kind: Literal["agreement-drop-examples"] = "agreement-drop-examples"
+    """File type."""
+    name: str = Field(pattern=_NAME)
+    """Name."""
+    version: str = Field(pattern=_NAME)
+    """Version."""
+    description: str = ""
+    """Where the examples come from."""
+    examples: list[AgreementDropExample] = Field(min_length=2)
+    """The reviewed comparisons."""
+
+    @field_validator("name", "version", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+class ThresholdChoice(_Frozen):
+    """The agreement-drop threshold the reviewed examples support."""
+
+    threshold: float
+    """The chosen limit: drops strictly above it block."""
+    separable: bool
+    """Whether some threshold passes every acceptable example and blocks every decision-changing one."""
+    largest_acceptable_drop: float | None
+    """The largest drop reviewers accepted."""
+    smallest_harmful_drop: float | None
+    """The smallest drop reviewers said would change a decision."""
+    errors: int
+    """Examples the threshold misclassifies (acceptable but blocked, or harmful but passed)."""
+    misclassified: list[str]
+    """Their ids."""
+    examples: int
+    """Examples considered."""
+
+
+def threshold_errors(examples: list[AgreementDropExample], threshold: float) -> list[str]:
+    """Examples a threshold misclassifies: an acceptable drop above it, or a harmful drop at or below it."""
+    return [e.example_id for e in examples if (e.drop > threshold) != e.decision_changed]
+
+
+def choose_agreement_threshold(examples: list[AgreementDropExample]) -> ThresholdChoice:
+    """The threshold with the fewest misclassified reviewed examples.
+
+    When the examples separate, the midpoint between the largest acceptable drop and the
+    smallest harmful one (rounded to 3 decimals, kept inside the interval); otherwise the
+    candidate cut (each observed drop) with the fewest errors, preferring fewer harmful drops
+    passed, then the lower threshold.
+    """
+    acceptable = [e.drop for e in examples if not e.decision_changed]
+    harmful = [e.drop for e in examples if e.decision_changed]
+    largest = max(acceptable) if acceptable else None
+    smallest = min(harmful) if harmful else None
+    if largest is not None and smallest is not None and largest < smallest:
+        mid = round((largest + smallest) / 2, 3)
+        threshold = mid if largest <= mid < smallest else largest
+        return ThresholdChoice(threshold=threshold, separable=True, largest_acceptable_drop=largest, smallest_harmful_drop=smallest, errors=0, misclassified=[], examples=len(examples))
+    cuts = sorted({0.0, *(e.drop for e in examples)})
+
+    def cost(t: float) -> tuple[int, int, float]:
+        wrong = threshold_errors(examples, t)
+        missed = sum(1 for e in examples if e.example_id in wrong and e.decision_changed)
+        return len(wrong), missed, t
+
+    best = min(cuts, key=cost)
+    wrong = threshold_errors(examples, best)
+    return ThresholdChoice(threshold=best, separable=not wrong, largest_acceptable_drop=largest, smallest_harmful_drop=smallest, errors=len(wrong), misclassified=wrong, examples=len(examples))
+
+
+def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
+    return Problem(location=loc, code=code, message=message, fix=fix)
+
+
+def load_agreement_examples(path: str | Path) -> AgreementDropExamples:
+    """Read a reviewed-examples file; raise :class:`WorkbenchError` listing every problem."""
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no examples", [_problem(loc, "examples_missing", "the reviewed-examples file does not exist", "point agreement_drop_evidence at data/ranking/<name>@<version>.yaml")])
+    try:
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))
+        examples = AgreementDropExamples.model_validate(raw)
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise WorkbenchError("unreadable examples", [_problem(loc, "examples_invalid", f"not valid YAML ({exc})", "correct the YAML syntax")]) from None
+    except ValidationError as exc:
+        raise WorkbenchError("invalid examples", [_problem(loc, "examples_invalid", f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}", "see workbench/ranking/_policy.py") for e in exc.errors(include_url=False)]) from None
+    ids = [e.example_id for e in examples.examples]
+    if len(set(ids)) != len(ids):
+        raise WorkbenchError("invalid examples", [_problem(loc, "examples_invalid", "example ids used twice", "give every example a unique id")])
+    if path.stem != f"{examples.name}@{examples.version}":
+        raise WorkbenchError("invalid examples", [_problem(loc, "examples_invalid", f"file name {path.name!r} does not match name@version {examples.name}@{examples.version}", "rename the file")])
+    return examples
+
+
+def is_ranking_policy_file(path: str | Path) -> bool:
+    """Whether ``path`` is a YAML file declaring ``kind: ranking`` (a ranking release policy)."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    try:
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, WorkbenchError):
+        return False
+    return isinstance(raw, dict) and raw.get("kind") == "ranking"
+
+
+def load_ranking_policy(path: str | Path) -> RankingPolicy:
+    """Read and check a ranking policy; raise :class:`WorkbenchError` listing every problem."""
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no policy", [_problem(loc, "policy_missing", "the ranking policy file does not exist", "point --policy at data/policies/<name>@<version>.yaml (kind: ranking)")])
+    try:
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_yaml", f"not valid YAML ({str(exc).splitlines()[0]})", "correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_shape", "the policy must be a YAML mapping", "write the policy as key: value pairs")])
+    problems: list[Problem] = []
+    if raw.get("kind") != "ranking":
+        problems.append(_problem(loc, "policy_kind", f"kind is {raw.get('kind')!r}, not 'ranking'", "a ranking policy declares kind: ranking (a scalar release policy is read by workbench gate)"))
+    version = raw.get("schema_version", RANKING_POLICY_SCHEMA_VERSION)
+    if isinstance(version, int) and version > RANKING_POLICY_SCHEMA_VERSION:
+        problems.append(_problem(loc, "schema_version_newer", f"policy schema_version {version} is newer than this workbench reads", "upgrade the workbench"))
+    policy: RankingPolicy | None = None
+    try:
+        policy = RankingPolicy.model_validate({k: v for k, v in raw.items() if k != "source"})
+    except ValidationError as exc:
+        problems += [_problem(loc, "policy_invalid", f"{'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}", "correct this field; see workbench/ranking/_policy.py for every field's meaning") for e in exc.errors(include_url=False)]
+    if policy is not None:
+        if path.stem != policy.label:
+            problems.append(_problem(loc, "policy_filename", f"file name {path.name!r} does not match name@version {policy.label}", f"rename the file to {policy.label}.yaml"))
+        if policy.owners is None:
+            problems.append(_problem(loc, "policy_owners_missing", "a ranking policy names the four owners failures are handed to", "add owners: {application, evaluation, platform, domain_reviewer}"))
+        if policy.capture.mode == "full" and policy.capture.excerpts:
+            problems.append(_problem(loc, "policy_invalid", "capture.excerpts is an allow-list for digest_and_excerpts mode; full capture keeps everything", "set capture.mode: digest_and_excerpts, or remove excerpts"))
+        if policy.capture.retention_days is None:
+            problems.append(_problem(loc, "policy_retention_missing", "capture.retention_days is not declared: a policy states how long request payloads are kept", "add capture: {retention_days: N}"))
+        problems += _threshold_problems(path, policy)
+    if problems or policy is None:
+        raise WorkbenchError(f"{loc}: invalid ranking policy: {len(problems)} problem(s)", problems)
+    return policy.model_copy(update={"source": str(path), "capture": policy.capture.model_copy(update={"declared_by": f"policy {policy.label}"})})
+
+
+def _threshold_problems(path: Path, policy: RankingPolicy) -> list[Problem]:
+    loc = str(path)
+    if policy.max_agreement_drop is None:
+        if policy.agreement_drop_evidence is not None:
+            return [_problem(loc, "policy_invalid", "agreement_drop_evidence without max_agreement_drop", "set max_agreement_drop, or remove the evidence")]
+        return []
+    if policy.agreement_drop_evidence is None:
+        return [_problem(loc, "threshold_without_evidence", "max_agreement_drop is set without the reviewed examples it was chosen from", "set agreement_drop_evidence to a reviewed-examples file (see notebooks/04_ranking.ipynb)")]
+    try:
+        examples = load_agreement_examples(path.parent / policy.agreement_drop_evidence)
+    except WorkbenchError as exc:
+        return list(exc.problems)
+    best = choose_agreement_threshold(examples.examples)
+    wrong = threshold_errors(examples.examples, policy.max_agreement_drop)
+    if len(wrong) > best.errors:
+        return [
+            _problem(
+                loc,
+                "threshold_not_supported",
+                f"max_agreement_drop {policy.max_agreement_drop} misclassifies {len(wrong)} reviewed example(s) ({', '.join(wrong)}); the examples support {best.threshold} with {best.errors}"
+                + (f" (any value in [{best.largest_acceptable_drop}, {best.smallest_harmful_drop}) separates them)" if best.separable else ""),
+                "choose the threshold from the reviewed examples (workbench.ranking.choose_agreement_threshold), or review more examples",
+            )
+        ]
+    return []
+
+
+def ranking_policy_sha256(policy: RankingPolicy) -> str | None:
+    """sha256 of the policy file, when it was read from one."""
+    return sha256_file(policy.source) if policy.source else None
+
+
+def threshold_chart(examples: list[AgreementDropExample], choice: ThresholdChoice, policy_threshold: float | None = None) -> Any:
+    """Altair chart: each reviewed example's agreement drop, coloured by the reviewers' verdict,
+    with the chosen threshold (and the policy's, when given) as rules. Render offline with
+    ``workbench.reports.svg_display(chart)``."""
+    import altair as alt
+    import pandas as pd
+
+    data = pd.DataFrame([{"example": e.example_id, "drop": e.drop, "verdict": "changed a release decision" if e.decision_changed else "acceptable variation", "note": e.note} for e in examples])
+    points = alt.Chart(data).mark_circle(size=90).encode(
+        x=alt.X("drop:Q", title="drop of pooled pairwise agreement vs the last passing run"),
+        y=alt.Y("verdict:N", title=None),
+        color=alt.Color("verdict:N", scale=alt.Scale(domain=["acceptable variation", "changed a release decision"], range=["#4c78a8", "#e45756"]), legend=None),
+        tooltip=["example", "drop", "verdict", "note"],
+    )
+    lines = pd.DataFrame([{"x": choice.threshold, "what": f"chosen {choice.threshold}"}] + ([{"x": policy_threshold, "what": f"policy {policy_threshold}"}] if policy_threshold is not None else []))
+    rules = alt.Chart(lines).mark_rule(strokeDash=[4, 3], color="#333333").encode(x="x:Q", tooltip=["what"])
+    return (points + rules).properties(width=420, height=110, title="Reviewed agreement drops and the threshold that separates them")

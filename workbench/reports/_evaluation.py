@@ -1,0 +1,121 @@
+"""The deterministic part of certification, shared by the notebook and by ``workbench verify``.
+
+Certification decides its outcome from evidence it stores in the report; ``verify`` decides it
+again from the same files with the same functions and refuses a lock that says otherwise. So
+everything the gate reads is a file of the report:
+
+============================  =============================================================
+file                          what
+============================  =============================================================
+inputs/<policy>.yaml          the policy
+inputs/overrides.jsonl        the override store (checked against the certification's start
+                              time, the ``started`` ledger entry's ``when``, not "now")
+inputs/controls/<suite>.yaml  the control suite
+controls/results.jsonl        the control run records (controls/controls.json: judge identity)
+lineage.json                  the lineage checks and whether each held
+restricted/gold/held_out.jsonl   the held-out gold records as judged (latest versions)
+restricted/gold/rubric.json      the rubric
+restricted/run/results.jsonl  the held-out run records; restricted/run/run.json its summary
+figures.json                  the per-slice figures the gate read (no case ids)
+============================  =============================================================
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write_text, read_json_file, read_jsonl_records, write_jsonl
+from ..align import AlignmentReport
+from ..gold import GoldCase, GoldDataset, Rubric
+from ..policy import Blocker, GateResult, Policy, PolicyRef
+
+LINEAGE_FILE = "lineage.json"
+FIGURES_FILE = "figures.json"
+GOLD_DIR = "restricted/gold"
+HELD_OUT_GOLD = "restricted/gold/held_out.jsonl"
+RUBRIC_JSON = "restricted/gold/rubric.json"
+CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
+
+
+def lineage_blockers(rows: list[dict[str, Any]]) -> list[Blocker]:
+    """One non-waivable ``lineage_failed`` blocker per lineage check that did not hold."""
+    return [
+        Blocker(code="lineage_failed", category="incomplete", slice=None, message=f"lineage check failed: {row['check']}", evidence={"expected": str(row["expected"]), "actual": str(row["actual"])}, case_ids=[], waivable=False)
+        for row in rows
+        if not row["ok"]
+    ]
+
+
+def gate_without_held_out(blockers: list[Blocker], *, policy: Policy | None, policy_sha256: str | None, judge: str, fingerprint: str, dataset_sha256: str, rubric_version: str) -> GateResult:
+    """The outcome when blocking controls failed: held-out data was deliberately not used."""
+    blockers = sorted(blockers, key=lambda b: (CATEGORY_ORDER[b.category], b.slice or "", b.code))
+    categories = {b.category for b in blockers}
+    outcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required"
+    ref = PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256) if policy else None
+    return GateResult(
+        outcome=outcome,
+        blockers=blockers,
+        waived=[],
+        policy=ref,
+        summary=f"{outcome.upper()}: blocking controls failed, so the held-out partition was not used ({len(blockers)} blocker(s))",
+        judge=judge,
+        judge_fingerprint=fingerprint,
+        dataset_sha256=dataset_sha256,
+        rubric_version=rubric_version,
+        partition="held_out",
+    )
+
+
+def public_gate(gate: GateResult) -> dict[str, Any]:
+    """The gate as shared in the report: case ids replaced by counts (held-out detail is restricted)."""
+    data = gate.model_dump(mode="json")
+    for key in ("blockers", "waived"):
+        for item in data.get(key, []):
+            block = item.get("blocker", item)
+            if block.get("case_ids"):
+                block["case_count"] = len(block["case_ids"])
+            block["case_ids"] = []
+    return data
+
+
+def figures_of(report: AlignmentReport | None) -> dict[str, Any] | None:
+    """The alignment figures the gate read, per slice and overall, without case ids."""
+    if report is None:
+        return None
+    return json.loads(
+        json.dumps(
+            {
+                "status": report.status,
+                "overall": report.overall.model_dump(mode="json"),
+                "slices": [s.model_dump(mode="json") for s in report.slices],
+                "confusion": report.confusion.model_dump(mode="json"),
+            }
+        )
+    )
+
+
+def write_gold_evidence(report_dir: Path, dataset: GoldDataset) -> None:
+    """Store the held-out gold records and the rubric the certification judged against."""
+    write_jsonl(report_dir / HELD_OUT_GOLD, [c.model_dump(mode="json") for c in dataset.partition("held_out")])
+    # Not key-sorted: the order of the rubric's slices is the order of the report's rows.
+    atomic_write_text(report_dir / RUBRIC_JSON, json.dumps(dataset.rubric.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+
+
+def read_gold_evidence(report_dir: Path, dataset_sha256: str) -> GoldDataset:
+    """A :class:`GoldDataset` of the stored held-out records (raises on unreadable evidence)."""
+    rubric = Rubric.model_validate(read_json_file(report_dir / RUBRIC_JSON))
+    cases = [GoldCase.model_validate(row) for row in read_jsonl_records(report_dir / HELD_OUT_GOLD)]
+    return GoldDataset(
+        root=report_dir / GOLD_DIR,
+        gold_path=report_dir / HELD_OUT_GOLD,
+        rubric=rubric,
+        records=tuple(cases),
+        cases={c.case_id: c for c in cases},
+        history={},
+        superseded_by={},
+        card=None,
+        evidence_ids=None,
+        sha256=dataset_sha256,
+    )

@@ -1,0 +1,217 @@
+"""The reports root on disk, read together with the held-out ledger.
+
+Every report directory gets ``started.json`` the moment its ledger entry is opened: the report
+id, the ledger path and the entry id. So a directory left behind by a killed certification
+is still tied to its ledger entry (which the next command marks ``aborted``), the ledgers of a
+reports root can be found from the root alone, and a ledger that lost lines at its end (a
+truncation the hash chain alone cannot show) is caught because a report on disk names an
+entry the ledger no longer has.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._io import atomic_write_json, read_json_file, read_jsonl_records
+from ..errors import Problem, WorkbenchError
+from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport
+from ._lock import LOCK_FILE, read_lock
+
+STARTED_FILE = "started.json"
+STARTED_SCHEMA_VERSION = 1
+
+
+def write_started_marker(report_dir: Path, entry: LedgerEntry, ledger_path: Path) -> None:
+    """Tie a freshly allocated report directory to its ``started`` ledger entry."""
+    atomic_write_json(
+        report_dir / STARTED_FILE,
+        {
+            "schema_version": STARTED_SCHEMA_VERSION,
+            "kind": "workbench.certification_started",
+            "report_id": entry.report_id,
+            "entry_id": entry.entry_id,
+            "entry_sha256": entry.entry_sha256,
+            "ledger_path": str(ledger_path),
+            "gold": entry.gold,
+            "started_at": entry.when.isoformat(),
+        },
+    )
+
+
+def read_marker(report_dir: Path) -> dict[str, Any] | None:
+    """The ``started.json`` of a report directory, or None when absent or unreadable."""
+    try:
+        data = read_json_file(report_dir / STARTED_FILE)
+    except (OSError, ValueError, RecursionError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("entry_id"), str) and isinstance(data.get("ledger_path"), str) else None
+
+
+def report_dirs(reports_root: Path) -> list[Path]:
+    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in name, version, n order."""
+    if not reports_root.is_dir():
+        return []
+    found = [p for p in reports_root.glob("*/*/*") if p.is_dir() and p.name.isdigit()]
+    return sorted(found, key=lambda p: (p.parent.parent.name, p.parent.name, int(p.name)))
+
+
+def ledgers_of(reports_root: Path) -> list[Path]:
+    """The ledgers the reports under ``reports_root`` were recorded in (from their markers and locks)."""
+    paths: dict[str, None] = {}
+    for d in report_dirs(reports_root):
+        marker = read_marker(d)
+        if marker is not None:
+            paths[marker["ledger_path"]] = None
+            continue
+        try:
+            lock = read_lock(d)
+        except (ValueError, OSError, RecursionError):
+            continue
+        if lock.ledger_path:
+            paths[lock.ledger_path] = None
+    return [Path(p) for p in paths]
+
+
+def check_ledger_complete(ledger: HeldOutLedger, entries: list[LedgerEntry], reports_root: Path) -> None:
+    """Refuse when a report on disk names a ledger entry this ledger lacks (lines were removed)."""
+    known = {e.entry_id for e in entries}
+    problems = []
+    for d in report_dirs(reports_root):
+        marker = read_marker(d)
+        if marker is not None and Path(marker["ledger_path"]) == ledger.path and marker["entry_id"] not in known:
+            problems.append(Problem(location=str(ledger.path), code="ledger_truncated", message=f"report {marker.get('report_id', d.name)} was recorded as ledger entry {marker['entry_id']}, which the ledger no longer has: lines were removed", fix="restore the held-out ledger from version control or a backup; it is append-only evidence"))
+    if problems:
+        raise WorkbenchError(f"the held-out ledger {ledger.path} is incomplete", problems)
+
+
+def _status_in(ledger_path: Path, entry_id: str, ledger: HeldOutLedger, entries: list[LedgerEntry]) -> tuple[str | None, LedgerEntry | None]:
+    if ledger_path == ledger.path:
+        pool = entries
+    else:
+        read = HeldOutLedger(ledger_path).read()
+        pool = read.entries
+    closing = next((e for e in pool if e.opens == entry_id and e.event != "started"), None)
+    if not any(e.entry_id == entry_id for e in pool):
+        return None, None
+    return ("open" if closing is None else closing.event), closing
+
+
+def previous_report(reports_root: Path, name: str, version: str, n: int, ledger: HeldOutLedger, entries: list[LedgerEntry]) -> PreviousReport | None:
+    """The report before ``n`` of this candidate version: locked, aborted or still running.
+
+    A directory that never got a ledger entry (killed between allocation and start) holds no
+    evidence and is skipped.
+    """
+    for k in range(n - 1, 0, -1):
+        d = reports_root / name / version / str(k)
+        report_id = f"{name}/{version}/{k}"
+        if (d / LOCK_FILE).exists():
+            try:
+                return PreviousReport(report_id=report_id, lock_sha256=read_lock(d).lock_sha256, status="locked")
+            except (ValueError, OSError, RecursionError):
+                raise WorkbenchError("cannot certify", [Problem(location=str(d / LOCK_FILE), code="previous_report_unreadable", message=f"the lock of the previous report {report_id} cannot be read", fix=f"run `workbench verify {d}` and restore the report; reports form a chain")]) from None
+        marker = read_marker(d)
+        if marker is None:
+            continue
+        status, closing = _status_in(Path(marker["ledger_path"]), marker["entry_id"], ledger, entries)
+        if status == "finished" and closing is not None:
+            return PreviousReport(report_id=report_id, lock_sha256=closing.lock_sha256, status="locked")  # its lock is gone: verify says so
+        if status == "open":
+            return PreviousReport(report_id=report_id, status="running")
+        if status == "aborted":
+            return PreviousReport(report_id=report_id, status="aborted")
+    return None
+
+
+def reconcile_ledgers(paths: list[Path]) -> list[Problem]:
+    """Mark dead certifications ``aborted`` in each ledger; problems for ledgers that cannot be read."""
+    problems: list[Problem] = []
+    for path in paths:
+        if not path.exists():
+            continue
+        try:
+            HeldOutLedger(path).reconcile()
+        except WorkbenchError as exc:
+            problems.extend(exc.problems)
+        except OSError as exc:
+            problems.append(Problem(location=str(path), code="ledger_unwritable", message=f"cannot mark aborted certifications ({exc.strerror or exc})", fix="make the ledger's directory writable"))
+    return problems
+
+
+def list_reports(reports_root: str | Path = "reports", *, ledgers: list[Path] | None = None) -> list[dict[str, Any]]:
+    """Every report directory under ``reports_root``: locked reports with their outcome, and
+    directories without a lock as ``aborted``, ``running`` or ``unrecorded``. Newest last.
+
+    Dead certifications are first marked ``aborted`` in their ledgers.
+    """
+    root = Path(reports_root)
+    paths = list(dict.fromkeys([*(ledgers or []), *ledgers_of(root)]))
+    reconcile_ledgers(paths)
+    ledger_entries: dict[Path, list[LedgerEntry]] = {p: HeldOutLedger(p).read().entries for p in paths}
+    rows: list[dict[str, Any]] = []
+    for d in report_dirs(root):
+        report_id = d.relative_to(root).as_posix()
+        marker = read_marker(d)
+        if (d / LOCK_FILE).exists():
+            try:
+                lock = read_lock(d)
+            except (ValueError, OSError, RecursionError):
+                rows.append({"report_id": report_id, "status": "locked", "outcome": "(unreadable lock)", "created_at": (marker or {}).get("started_at", "")})
+                continue
+            rows.append(
+                {
+                    "report_id": lock.report_id,
+                    "status": "locked",
+                    "created_at": lock.created_at.isoformat(timespec="seconds"),
+                    "candidate": lock.candidate,
+                    "outcome": lock.outcome,
+                    "blockers": len(lock.blockers),
+                    "rerun_reason": lock.rerun_reason,
+                    "who": lock.ledger_entry.get("who"),
+                    "lock_sha256": lock.lock_sha256[:12],
+                    "signed": lock.signature is not None,
+                }
+            )
+            continue
+        if marker is None:
+            rows.append({"report_id": report_id, "status": "unrecorded", "outcome": "(no ledger entry: stopped before it started)", "created_at": ""})
+            continue
+        entries = ledger_entries.get(Path(marker["ledger_path"]), [])
+        started = next((e for e in entries if e.entry_id == marker["entry_id"]), None)
+        closing = next((e for e in entries if e.opens == marker["entry_id"] and e.event != "started"), None)
+        if started is None:
+            status = "unrecorded"
+        elif closing is None:
+            status = "running"
+        elif closing.event == "aborted":
+            status = "aborted"
+        else:
+            status = "lock missing"
+        rows.append({"report_id": report_id, "status": status, "outcome": status if status != "lock missing" else f"{closing.outcome} (lock.json missing)" if closing else status, "created_at": str(marker.get("started_at", ""))[:19], "candidate": started.candidate if started else None, "who": started.who if started else None, "rerun_reason": started.rerun_reason if started else None})
+    rows.sort(key=lambda r: (r.get("created_at") or "", r["report_id"]))
+    return rows
+
+
+LEGACY_LEDGER = "held_out_ledger.jsonl"
+
+
+def check_legacy_ledger(reports_root: Path, fingerprint: str, manifest_sha256: str, rerun_reason: str | None) -> None:
+    """Uses recorded in a pre-chain ledger inside the reports root (``<reports>/held_out_ledger.jsonl``,
+    where the workbench kept it before the ledger moved beside the data) still count."""
+    legacy = reports_root / LEGACY_LEDGER
+    if not legacy.is_file() or (rerun_reason and rerun_reason.strip()):
+        return
+    rows = []
+    try:
+        for number, row in enumerate(read_jsonl_records(legacy), start=1):
+            if not isinstance(row, dict):
+                raise ValueError(f"record {number} is not an object")
+            rows.append(row)
+    except (OSError, ValueError, RecursionError) as exc:
+        raise WorkbenchError("cannot certify", [Problem(location=str(legacy), code="legacy_ledger_invalid", message=f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})", fix="restore it from version control: the uses it records still count")]) from None
+    unused = {r.get("opens") for r in rows if r.get("event") == "finished" and r.get("held_out_used") is False}
+    earlier = [r for r in rows if r.get("event") == "started" and r.get("entry_id") not in unused and r.get("candidate_fingerprint") == fingerprint and r.get("held_out_manifest_sha256") == manifest_sha256]
+    if earlier:
+        listing = ", ".join(str(r.get("report_id")) for r in earlier)
+        raise WorkbenchError("refusing to certify again", [Problem(location=str(legacy), code="held_out_reuse", message=f"the earlier held-out ledger in this reports root records this candidate fingerprint on the same held-out manifest: {listing}", fix='pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and printed in the report')])

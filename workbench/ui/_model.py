@@ -1,0 +1,340 @@
+"""The review widget's view model: filter state, conditional counts, progress, navigation.
+
+Pure Python over numpy masks, so it can be tested and benchmarked without a browser. Every
+filter is one boolean mask over the table's rows; the matches are their conjunction. The
+count shown beside a dropdown option (or a toggle) is the number of matches *if that option
+were chosen with every other filter unchanged*, so a count always equals what the widget
+then shows ("1 of N").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+from ..review import DISAGREEMENT_CLASSES, ERROR_CLASSES, ReviewTable
+
+ALL_SLICES = "(all)"
+"""Slice filter value: every slice."""
+ALL_DISAGREEMENTS = "(all disagreements)"
+"""Error-class filter value: false_pass, false_fail, disagreement and error."""
+ALL_CASES = "(all cases)"
+"""Error-class filter value: every case, aligned and missing included."""
+ANY_TAG = "(any)"
+"""Tag filter value: no tag filter."""
+CHART_CLASSES: tuple[str, ...] = ("false_pass", "false_fail")
+"""The error classes drawn per slice above the case list."""
+
+FILTERS: tuple[str, ...] = ("slice", "error_class", "tag", "humans_disagree", "critical_only", "unreviewed_only", "search")
+"""Every filter of :class:`ReviewModel`, in display order."""
+TOGGLES: tuple[str, ...] = ("humans_disagree", "critical_only", "unreviewed_only")
+"""The on/off filters."""
+
+
+def count_label(name: str, count: int) -> str:
+    """``"name (3)"``, or ``"name (0, no cases)"`` so an empty option says so."""
+    return f"{name} ({count})" if count else f"{name} (0, no cases)"
+
+
+def search_terms(text: str) -> list[str]:
+    """The whitespace-separated terms of a search box (every term must match)."""
+    return [t for t in text.split() if t]
+
+
+class ReviewModel:
+    """Filters, matches and the current case over a :class:`ReviewTable`.
+
+    ``positions`` are the matching row positions (numpy int64, table order); ``index`` is the
+    current one within them. Changing a filter goes to the first match. ``reviewed`` marks
+    the rows that have a review note (for this judge); :meth:`mark_reviewed` updates it.
+    """
+
+    def __init__(self, table: ReviewTable, reviewed: Iterable[str] = ()) -> None:
+        self.table = table
+        n = len(table)
+        self.slice = ALL_SLICES
+        self.error_class = ALL_DISAGREEMENTS
+        self.tag = ANY_TAG
+        self.humans_disagree = False
+        self.critical_only = False
+        self.unreviewed_only = False
+        self.search = ""
+        self._ids: np.ndarray = table.frame["case_id"].astype(str).to_numpy(dtype=object)
+        self._row_of: dict[str, int] = {cid: i for i, cid in enumerate(self._ids.tolist())}
+        self.reviewed: np.ndarray = np.zeros(n, dtype=bool)
+        """Boolean per row: the case has a review note."""
+        for case_id in reviewed:
+            row = self._row_of.get(case_id)
+            if row is not None:
+                self.reviewed[row] = True
+        self._cache: dict[tuple[str, str], np.ndarray] = {}
+        self._search_key: tuple[str, ...] = ()
+        self._search_mask: np.ndarray | None = None
+        self._active: dict[str, np.ndarray] = {}
+        self.positions: np.ndarray = np.arange(n, dtype=np.int64)
+        self.index = 0
+        self._apply()
+
+    # -- masks ---------------------------------------------------------------------------
+    def _cached(self, kind: str, value: str) -> np.ndarray:
+        key = (kind, value)
+        mask = self._cache.get(key)
+        if mask is None:
+            t = self.table
+            if kind == "tag":
+                mask = t.tag_mask(value)
+            elif kind == "error_class" and value == ALL_DISAGREEMENTS:
+                mask = t.value_mask("error_class", DISAGREEMENT_CLASSES)
+            elif kind == "critical":
+                mask = t.value_mask("risk", "critical")
+            else:
+                mask = t.value_mask(kind, value)
+            self._cache[key] = mask
+        return mask
+
+    def _searched(self, terms: list[str]) -> np.ndarray:
+        """The search mask, narrowing the previous one when the new terms extend it (typing)."""
+        key = tuple(t.casefold() for t in terms)
+        if key == self._search_key and self._search_mask is not None:
+            return self._search_mask
+        previous = self._search_key
+        narrows = self._search_mask is not None and previous and len(key) >= len(previous) and all(k.startswith(p) for p, k in zip(previous, key, strict=False))
+        mask = self.table.search_mask(list(key), within=self._search_mask if narrows else None)
+        self._search_key, self._search_mask = key, mask
+        return mask
+
+    def _filter_masks(self) -> dict[str, np.ndarray]:
+        """The mask of every active filter, by filter name."""
+        out: dict[str, np.ndarray] = {}
+        if self.slice != ALL_SLICES:
+            out["slice"] = self._cached("slice", self.slice)
+        if self.error_class != ALL_CASES:
+            out["error_class"] = self._cached("error_class", self.error_class)
+        if self.tag != ANY_TAG:
+            out["tag"] = self._cached("tag", self.tag)
+        if self.humans_disagree:
+            out["humans_disagree"] = self.table.reviewers_disagree
+        if self.critical_only:
+            out["critical_only"] = self._cached("critical", "critical")
+        if self.unreviewed_only:
+            out["unreviewed_only"] = ~self.reviewed
+        terms = search_terms(self.search)
+        if terms:
+            out["search"] = self._searched(terms)
+        return out
+
+    def _others(self, *excluded: str) -> np.ndarray | None:
+        """The conjunction of the active filters except ``excluded`` (None: no filter)."""
+        masks = [m for name, m in self._active.items() if name not in excluded]
+        if not masks:
+            return None
+        if len(masks) == 1:
+            return masks[0]
+        return np.logical_and.reduce(masks)
+
+    def _apply(self, *, keep: bool = False) -> None:
+        old = self.current_position if keep else None
+        self._active = self._filter_masks()
+        combined = self._others()
+        self.positions = np.arange(len(self.table), dtype=np.int64) if combined is None else np.flatnonzero(combined)
+        self.index = 0
+        if old is not None and self.positions.size:
+            # stay on the case, or on the one that took its place (the next match)
+            self.index = min(int(np.searchsorted(self.positions, old)), int(self.positions.size) - 1)
+
+    # -- filters -------------------------------------------------------------------------
+    def set_filter(
+        self,
+        *,
+        slice: str | None = None,
+        error_class: str | None = None,
+        tag: str | None = None,
+        humans_disagree: bool | None = None,
+        critical_only: bool | None = None,
+        unreviewed_only: bool | None = None,
+        search: str | None = None,
+    ) -> None:
+        """Change any filters (``None`` leaves one unchanged) and go to the first match."""
+        if slice is not None:
+            if slice != ALL_SLICES and slice not in self.table.categories["slice"]:
+                raise ValueError(f"unknown slice {slice!r}")
+            self.slice = slice
+        if error_class is not None:
+            if error_class not in (ALL_DISAGREEMENTS, ALL_CASES, *ERROR_CLASSES):
+                raise ValueError(f"unknown error class {error_class!r}")
+            self.error_class = error_class
+        if tag is not None:
+            if tag != ANY_TAG and tag not in self.table.tag_rows:
+                raise ValueError(f"unknown tag {tag!r}")
+            self.tag = tag
+        if humans_disagree is not None:
+            self.humans_disagree = bool(humans_disagree)
+        if critical_only is not None:
+            self.critical_only = bool(critical_only)
+        if unreviewed_only is not None:
+            self.unreviewed_only = bool(unreviewed_only)
+        if search is not None:
+            self.search = str(search)
+        self._apply()
+
+    def filters(self) -> dict[str, Any]:
+        """The current value of every filter."""
+        return {name: getattr(self, name) for name in FILTERS}
+
+    def select_bar(self, slice: str, error_class: str) -> None:
+        """A click on the chart's bar: filter to that slice and class (a second click clears both)."""
+        if (self.slice, self.error_class) == (slice, error_class):
+            self.set_filter(slice=ALL_SLICES, error_class=ALL_DISAGREEMENTS)
+        else:
+            self.set_filter(slice=slice, error_class=error_class)
+
+    # -- conditional counts ----------------------------------------------------------------
+    def _bincount(self, column: str, base: np.ndarray | None) -> dict[str, int]:
+        codes = self.table.codes[column] if base is None else self.table.codes[column][base]
+        counts = np.bincount(codes[codes >= 0], minlength=len(self.table.categories[column]))
+        return {name: int(k) for name, k in zip(self.table.categories[column], counts, strict=True)}
+
+    def slice_counts(self) -> dict[str, int]:
+        """Matches per slice, with every other filter as it is."""
+        return self._bincount("slice", self._others("slice"))
+
+    def class_counts(self) -> dict[str, int]:
+        """Matches per error class (and the two groups), with every other filter as it is."""
+        by = self._bincount("error_class", self._others("error_class"))
+        out = {ALL_DISAGREEMENTS: sum(by.get(c, 0) for c in DISAGREEMENT_CLASSES)}
+        out.update({c: by.get(c, 0) for c in ERROR_CLASSES})
+        out[ALL_CASES] = sum(by.values())
+        return out
+
+    def tag_counts(self) -> dict[str, int]:
+        """Matches per tag (and for any tag), with every other filter as it is."""
+        base = self._others("tag")
+        out = {ANY_TAG: len(self.table) if base is None else int(np.count_nonzero(base))}
+        for tag, rows in self.table.tag_rows.items():
+            out[tag] = int(rows.size) if base is None else int(np.count_nonzero(base[rows]))
+        return out
+
+    def toggle_counts(self) -> dict[str, int]:
+        """Matches if each toggle were on, with every other filter as it is."""
+        masks = {
+            "humans_disagree": self.table.reviewers_disagree,
+            "critical_only": self._cached("critical", "critical"),
+            "unreviewed_only": ~self.reviewed,
+        }
+        out = {}
+        for name, mask in masks.items():
+            base = self._others(name)
+            out[name] = int(np.count_nonzero(mask if base is None else mask & base))
+        return out
+
+    def slice_options(self) -> list[tuple[str, str]]:
+        """``(label, value)`` pairs for the slice dropdown, with conditional counts."""
+        counts = self.slice_counts()
+        return [(count_label(ALL_SLICES, sum(counts.values())), ALL_SLICES)] + [(count_label(s, k), s) for s, k in counts.items()]
+
+    def class_options(self) -> list[tuple[str, str]]:
+        """``(label, value)`` pairs for the error-class dropdown, with conditional counts."""
+        return [(count_label(c, k), c) for c, k in self.class_counts().items()]
+
+    def tag_options(self) -> list[tuple[str, str]]:
+        """``(label, value)`` pairs for the tag dropdown, with conditional counts."""
+        return [(count_label(t, k), t) for t, k in self.tag_counts().items()]
+
+    def chart_data(self) -> list[dict[str, Any]]:
+        """False passes and false fails per slice, under every filter but slice and class."""
+        base = self._others("slice", "error_class")
+        codes = self.table.codes["slice"]
+        n_slices = len(self.table.categories["slice"])
+        per_class = {}
+        for cls in CHART_CLASSES:
+            mask = self._cached("error_class", cls)
+            rows = mask if base is None else mask & base
+            sel = codes[rows]
+            per_class[cls] = np.bincount(sel[sel >= 0], minlength=n_slices)
+        return [{"slice": s, **{cls: int(per_class[cls][i]) for cls in CHART_CLASSES}} for i, s in enumerate(self.table.categories["slice"])]
+
+    # -- progress and navigation -------------------------------------------------------------
+    @property
+    def n_matches(self) -> int:
+        """How many cases match the filters."""
+        return int(self.positions.size)
+
+    @property
+    def n_reviewed(self) -> int:
+        """How many of the matches have a review note."""
+        return int(np.count_nonzero(self.reviewed[self.positions]))
+
+    def progress_text(self) -> str:
+        """``"12 of 25 reviewed"`` over the matches."""
+        return f"{self.n_reviewed} of {self.n_matches} reviewed"
+
+    def mark_reviewed(self, case_id: str) -> None:
+        """Record that ``case_id`` has a note; with "unreviewed only" on, it leaves the matches
+        and the next unreviewed case becomes current."""
+        row = self._row_of.get(case_id)
+        if row is None or self.reviewed[row]:
+            return
+        self.reviewed[row] = True
+        if self.unreviewed_only:
+            self._apply(keep=True)
+
+    @property
+    def has_next(self) -> bool:
+        return self.index + 1 < self.n_matches
+
+    @property
+    def has_previous(self) -> bool:
+        return self.n_matches > 0 and self.index > 0
+
+    def next(self) -> bool:
+        """Go to the next match; return whether it moved."""
+        if not self.has_next:
+            return False
+        self.index += 1
+        return True
+
+    def previous(self) -> bool:
+        """Go to the previous match; return whether it moved."""
+        if not self.has_previous:
+            return False
+        self.index -= 1
+        return True
+
+    def go_to(self, index: int) -> None:
+        """Jump to the ``index``-th match (0-based)."""
+        if not 0 <= index < self.n_matches:
+            raise IndexError(f"match {index} out of range (0..{self.n_matches - 1})")
+        self.index = index
+
+    @property
+    def current_position(self) -> int | None:
+        """Row position of the current case in the table, or None when nothing matches."""
+        return int(self.positions[self.index]) if self.n_matches else None
+
+    def current_case(self) -> dict[str, Any] | None:
+        """The current case as a dict of the table's columns, or None when nothing matches."""
+        pos = self.current_position
+        return None if pos is None else self.table.row(pos)
+
+    def position_text(self) -> str:
+        """``"3 of 17"``, or ``"0 of 0"`` when nothing matches."""
+        return f"{self.index + 1 if self.n_matches else 0} of {self.n_matches}"
+
+    def window(self, size: int = 40) -> list[dict[str, Any]]:
+        """Up to ``size`` matches around the current one, for the case list."""
+        n = self.n_matches
+        start = max(0, min(self.index - size // 2, n - size))
+        stop = min(n, start + size)
+        rows = self.positions[start:stop]
+        codes = self.table.codes["error_class"][rows]
+        names = self.table.categories["error_class"]
+        return [
+            {"index": start + k, "case_id": str(self._ids[r]), "error_class": names[c] if c >= 0 else "", "reviewed": bool(self.reviewed[r])}
+            for k, (r, c) in enumerate(zip(rows.tolist(), codes.tolist(), strict=True))
+        ]
+
+    def counts(self) -> dict[str, Any]:
+        """Matches, total and the matches per error class."""
+        return {"matches": self.n_matches, "total": len(self.table), "by_class": self.table.counts("error_class", self.positions)}
