@@ -17,6 +17,7 @@ from .importers import import_group
 from .noise import noise
 from .override import override
 from .pairwise import pairwise
+from .ping import ping_command
 from .ranking import ranking
 from .run import run
 from .validate import validate
@@ -36,6 +37,7 @@ main.add_command(align)
 main.add_command(run)
 main.add_command(import_group)
 main.add_command(fake_llm)
+main.add_command(ping_command)
 main.add_command(gate)
 main.add_command(override)
 main.add_command(pairwise)
