@@ -178,7 +178,8 @@ def _assess(judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseExcept
     problems: list[Problem] = []
 
     def problem(code: str, message: str, fix: str) -> None:
-        problems.append(Problem(location=where, code=code, message=redact(message, secrets), fix=fix))
+        one_line = " ".join(redact(message, secrets).split())  # provider messages may span lines
+        problems.append(Problem(location=where, code=code, message=one_line, fix=fix))
 
     last = exchange.responses[-1] if exchange.responses else None
     status = last["status"] if last else None
@@ -288,11 +289,18 @@ def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, key_hin
         fix = f"check that {key_hint} holds a valid key for this endpoint"
         if spec.endpoint.provider == "azure":
             fix += " (Azure takes the resource's key, sent as the api-key header)"
+        elif ".openai.azure.com" in where or "/openai/deployments/" in where:
+            fix += "; this looks like Azure OpenAI, which reads the key from an api-key header: set endpoint.provider: azure with deployment and api_version"
         problem("unauthorized", f"HTTP 401 from {where}: the key was refused ({said})", fix)
     elif status == 403:
         problem("forbidden", f"HTTP 403 from {where}: {said}", "the key is valid but may not use this model or deployment: check its permissions, project or quota")
     elif status == 400 and json_asked and _JSON_MODE_REFUSED.search(text):
-        problem("no_json_mode", f"HTTP 400 from {where}: the endpoint refuses response_format json_object ({said})", "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is asked for in a ```json block) in a new candidate version, or enable JSON mode on the server (Azure: api-version 2023-12-01-preview or later and a model that supports it)")
+        hint = ""
+        if spec.endpoint.provider == "azure":
+            hint = " (Azure: api-version 2023-12-01-preview or later, on a model that supports it)"
+        elif "litellm" in text.lower():
+            hint = " (LiteLLM: route to a model that supports response_format; drop_params: true only hides the problem)"
+        problem("no_json_mode", f"HTTP 400 from {where}: the endpoint refuses response_format json_object ({said})", f"set endpoint.json_mode: md_json (the fallback: no response_format, the answer is asked for in a ```json block) in a new candidate version, or enable JSON mode on the server{hint}")
     elif status in (400, 404) and _MODEL_MISSING.search(text):
         what = f"deployment {spec.endpoint.deployment!r}" if spec.endpoint.provider == "azure" else f"model {spec.model!r}"
         problem("model_not_found", f"HTTP {status} from {where}: the endpoint does not serve {what} ({said})", "use a name the server lists at GET <base_url>/models (Ollama: ollama pull <model>; LiteLLM: the model_name in its config; Azure: the deployment name, not the model name)")
