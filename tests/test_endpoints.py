@@ -322,3 +322,68 @@ def copy_recipe(recipe: str, directory: Path, **changes: dict) -> Path:
     path = directory / f"{recipe}.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
+
+
+def test_md_json_verdicts_carry_the_request_actually_sent(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from workbench.judges._ping import PING_INPUT
+
+    fake, _ = serve_like("litellm-judge@2", monkeypatch, reply=Reply("fail", "wrong city"))
+    try:
+        judge = load_candidate(EXAMPLES / "litellm-judge@2.yaml")
+        verdict = asyncio.run(judge.evaluate(PING_INPUT))
+    finally:
+        fake.stop()
+    assert verdict.error is None and verdict.value == "fail"
+    sent = verdict.rendered_request
+    assert "response_format" not in sent and "```json" in json.dumps(sent["messages"])
+    assert sent == fake.calls[0].body
+
+
+# -- the emulation itself -----------------------------------------------------------------------
+
+
+def test_emulation_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="unknown provider"):
+        FakeLLM(emulate="bedrock")
+    with pytest.raises(ValueError, match="unknown json_mode"):
+        FakeLLM(json_mode="sometimes")
+    with pytest.raises(ValueError, match="Ollama ignores API keys"):
+        FakeLLM(emulate="ollama", require_api_key="k")
+    with pytest.raises(ValueError, match="apply only to emulate='azure'"):
+        FakeLLM(azure_deployments=["d"])
+
+
+def test_emulated_paths_model_lists_and_usage() -> None:
+    import httpx
+
+    body = {"model": "m1", "messages": [{"role": "user", "content": "hi"}]}
+    with httpx.Client(timeout=5) as client:
+        with FakeLLM(emulate="llamacpp") as fake:
+            both = [client.post(f"{fake.root_url}{path}", json=body).status_code for path in ("/v1/chat/completions", "/chat/completions")]
+        with FakeLLM(emulate="openai", models=["m1", "m2"], report_usage=False) as fake:
+            listed = client.get(f"{fake.base_url}/models").json()
+            answer = client.post(f"{fake.base_url}/chat/completions", json=body).json()
+            bare_path = client.post(f"{fake.root_url}/chat/completions", json=body).status_code
+    assert both == [200, 200]
+    assert [m["id"] for m in listed["data"]] == ["m1", "m2"]
+    assert "usage" not in answer
+    assert bare_path == 404
+
+
+def test_fake_llm_cli_emulates_a_provider_for_a_real_ping_as_the_docs_print_it(tmp_path: Path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LITELLM_API_KEY": "anything-0123456789", "RAGAS_DO_NOT_TRACK": "true"}
+    ping_cmd = [sys.executable, "-m", "workbench", "ping", "--candidate"]
+    base = [sys.executable, "-m", "workbench", "fake-llm", "--emulate", "litellm", "--json-mode", "reject", "--serve-model", "gpt-4o-mini", "--export", "LITELLM_BASE_URL", "--"]
+    refused = subprocess.run([*base, *ping_cmd, str(EXAMPLES / "litellm-judge@1.yaml")], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    fallback = subprocess.run([*base, *ping_cmd, str(EXAMPLES / "litellm-judge@2.yaml")], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    assert "FAILED [no_json_mode]" in refused.stdout
+    assert fallback.returncode == 0, fallback.stdout + fallback.stderr
+    assert "ok: the endpoint is ready" in fallback.stdout
+    assert "anything-0123456789" not in refused.stdout + fallback.stdout
