@@ -387,3 +387,25 @@ def test_fake_llm_cli_emulates_a_provider_for_a_real_ping_as_the_docs_print_it(t
     assert fallback.returncode == 0, fallback.stdout + fallback.stderr
     assert "ok: the endpoint is ready" in fallback.stdout
     assert "anything-0123456789" not in refused.stdout + fallback.stdout
+
+
+@pytest.mark.parametrize("recipe", ["azure-judge@1", "litellm-judge@2"])
+def test_a_recipe_runs_end_to_end_through_the_engine(recipe: str, make_dataset, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from conftest import make_case
+
+    from workbench.gold import load_dataset
+    from workbench.runs import run_candidate_sync
+
+    gold = make_dataset([make_case(f"c{i}", "pass", response=f"Refund in {i} days.") for i in range(4)])
+    fake, key = serve_like(recipe, monkeypatch)
+    try:
+        summary = run_candidate_sync(load_candidate(EXAMPLES / f"{recipe}.yaml"), load_dataset(gold), "development", tmp_path / "run", progress=False, cache_dir=False)
+        calls = fake.calls
+    finally:
+        fake.stop()
+    assert summary.verdicts == 4 and summary.errors == 0
+    assert len(calls) == 4 and {c.path for c in calls} == {EXPECTED_PATH.get(recipe, "/v1/chat/completions")}
+    records = (tmp_path / "run" / "results.jsonl").read_text()
+    assert key not in records
+    lines = [json.loads(line) for line in records.splitlines()]
+    assert all(("response_format" in line["rendered_request"]) is (recipe == "azure-judge@1") for line in lines)
