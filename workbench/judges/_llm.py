@@ -162,12 +162,6 @@ class LLMJudge:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return [key] if key else []
 
-    @property
-    def endpoint_url(self) -> str:
-        """The endpoint's base URL, safe to print (never carries the key)."""
-        url = self.spec.endpoint.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        return public_url(url) or ""
-
     # -- kind hooks -----------------------------------------------------------------------
 
     def _build_metric(self, spec: CandidateSpec, template: str) -> Any:

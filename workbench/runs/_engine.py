@@ -315,7 +315,7 @@ async def run_items(
             [Problem(location=str(out / LOCK_FILE), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
         ) from None
     try:
-        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress)
+        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage)
     finally:
         run_lock.release()
 
