@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import sha256_text
-from .._redact import find_secrets, public_url, redact
+from .._redact import find_secrets, redact
 from ..errors import Problem, WorkbenchError
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
 from ._registry import CaseRef, Verdict, make_identity, register_kind
