@@ -35,7 +35,13 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationErro
 from .._io import AppendOnlyLog, iter_jsonl_lines, sha256_json
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
-from ._codes import BLOCKER_CODES, CRITICAL_NEVER_WAIVABLE, DEFENSE_CODES, FALSE_PASS_CODES
+from ._codes import (
+    BLOCKER_CODES,
+    CRITICAL_NEVER_WAIVABLE,
+    DEFENSE_CODES,
+    FALSE_PASS_CODES,
+    NOISE_NEVER_WAIVABLE,
+)
 from ._policy import NAME_PATTERN, Policy
 
 OVERRIDE_SCHEMA_VERSION = 1
@@ -58,7 +64,7 @@ POLICY_INTEGRITY_CODES = frozenset(
     }
 )
 """Blocker codes that say the policy, rubric or evidence do not fit together: fix the inputs."""
-NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES
+NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES | NOISE_NEVER_WAIVABLE
 """Codes no override may name."""
 
 
@@ -243,6 +249,8 @@ def add_override(
 
 
 def _why_never(code: str) -> str:
+    if code in NOISE_NEVER_WAIVABLE:
+        return "missing evidence, and cross-tenant retrieval, are never waived as evaluator noise"
     if code in INCOMPLETE_CODES:
         return "missing evidence cannot be approved away"
     if code in DEFENSE_CODES:
