@@ -590,7 +590,10 @@ async def _run_suite(judge: Any, suite: NoiseSuite, out: Path, allowance: _Allow
     failing = [c for c in checks if c.role in SEPARATING_ROLES and not c.separated]
     stopped: str | None = None
     if failing:
-        stopped = f"controls failed ({len(failing)} of {sum(1 for c in checks if c.role in SEPARATING_ROLES)} control and adversarial pairs did not separate or were not run: " + ", ".join(f"{c.pair_id} ({c.detail})" if c.status == "not_run" else c.pair_id for c in failing) + "); candidate pairs were not scored"
+        groups: dict[str, list[str]] = {}
+        for c in failing:
+            groups.setdefault(c.detail if c.status == "not_run" else {"not_separated": "did not separate", "retrieval_failed": "failed their retrieval assertions"}.get(c.status, "have no score"), []).append(c.pair_id)
+        stopped = "controls failed (" + "; ".join(f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in groups.items()) + "); candidate pairs were not scored"
     elif c_summary is not None and c_summary.status != "complete":
         stopped = f"the controls run is incomplete ({c_summary.stop_reason or 'unrun or pending members'}); candidate pairs were not scored"
     k_summary: RunSummary | None = None
