@@ -21,6 +21,20 @@ import pytest
 import yaml
 from _datasets import dataset_path, missing_reason, needs_datasets
 from click.testing import CliRunner
+from noise_support import (  # noqa: F401
+    CTX_POLICY,
+    GEN,
+    IDENTITY,
+    KEY_ENV,
+    PRICING,
+    REF_POLICY,
+    api_key,
+    pair,
+    result,
+    suite_dict,
+    write_spec,
+    write_suite,
+)
 from pydantic import ValidationError
 
 from workbench.cli.noise import noise as noise_command
@@ -30,16 +44,15 @@ from workbench.errors import WorkbenchError
 from workbench.judges import available_kinds, load_candidate
 from workbench.noise import (
     DIRECTION,
-    format_noise,
-    freeze_suite,
     NoiseInput,
     calls_per_score,
+    format_noise,
     load_pairs,
     noise_report,
     run_noise_sync,
     validate_pairs,
 )
-from workbench.results import JudgeIdentity, JudgeResult, read_results
+from workbench.results import read_results
 from workbench.testing import ChatRequest, FakeLLM, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -47,94 +60,10 @@ DEMO_PAIRS = ROOT / "data" / "noise" / "support-noise@2.yaml"
 DEMO_COMPANIONS = ROOT / "data" / "noise" / "support-noise@2.companions.jsonl"
 DEMO_CANDIDATE = ROOT / "data" / "candidates" / "noise-judge@1.yaml"
 BEGIN_TSV = dataset_path("begin", "begin_dev_wow.tsv")
-KEY_ENV = "WB_TEST_NOISE_KEY"
-PRICING = {"input_per_million_usd": 1000.0, "output_per_million_usd": 2000.0}
 CANDIDATE_MARKER = "CANDIDATE-ONLY-7f3a"
 
 
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-noise-never-written")
-
-
-def write_spec(directory: Path, base_url: str, **changes: Any) -> Path:
-    spec: dict[str, Any] = {
-        "name": "noise",
-        "version": "1",
-        "kind": "ragas-noise",
-        "labels": ["pass", "fail"],
-        "model": "fake-judge",
-        "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "timeout_s": 5, "max_retries": 1},
-        "params": {"temperature": 0, "max_tokens": 200},
-        "pricing": PRICING,
-    }
-    spec.update(changes)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{spec['name']}@{spec['version']}.yaml"
-    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return path
-
-
-# -- a small valid suite -------------------------------------------------------------------------
-
-GEN = {"model": "answerer-1", "prompt_sha256": "0" * 64, "retriever": "bm25"}
-REF_POLICY = "Refunds are possible within 30 days of delivery."
-CTX_POLICY = "Refund window. Refunds are possible within 30 days of delivery."
-
-
-def pair(pid: str, *, role: str = "candidate", mode: str = "irrelevant", slice: str = "refunds", clean_response: str = REF_POLICY, noisy_response: str | None = None, distractor: str = "Archived draft. Refunds are possible within 90 days.", partition: str = "development") -> dict[str, Any]:
-    data: dict[str, Any] = {
-        "pair_id": pid,
-        "slice": slice,
-        "mode": mode,
-        "role": role,
-        "partition": partition,
-        "source_family": f"fam-{pid}",
-        "reference_version": "v1",
-        "user_input": "How long do I have for a refund?",
-        "reference": REF_POLICY,
-        "generator": dict(GEN),
-        "clean": {"response": clean_response, "retrieved_contexts": [CTX_POLICY]},
-        "noisy": {
-            "response": noisy_response if noisy_response is not None else ("Refunds are possible within 90 days." if role in ("control", "adversarial") else clean_response),
-            "retrieved_contexts": [CTX_POLICY, distractor],
-            "distractor": {"index": 1, "label": "archived-draft", "change": "add"},
-        },
-        "provenance": {"origin": "constructed"},
-    }
-    if role in ("control", "adversarial", "reference_defect"):
-        data["sign_off"] = {"reviewer": "rev", "reference_sufficient": role != "reference_defect", "context_classes": {"clean": ["relevant"], "noisy": ["relevant", mode if role != "reference_defect" else "irrelevant"]}, "negative_adopts_false_claim": role != "reference_defect"}
-    if role == "adversarial":
-        data["noisy"]["distractor"]["attack"] = "instruction"
-    if role == "reference_defect":
-        data["reference_defect"] = "the reference omits a supported detail"
-    return data
-
-
-POLICY = {"max_cases": 500, "max_cost_usd": 100.0, "required_control_roles": ["control"]}
-MANIFEST = {"window": "2026-01..2026-02", "source_owners": ["o"], "licences": ["internal"], "redaction": "none: synthetic", "known_gaps": ["none known"], "reviewers": ["rev"], "sampling": "constructed", "review_schedule": "on source change"}
-
-
-def suite_dict(pairs: list[dict[str, Any]], **slices: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "schema_version": 2,
-        "name": "t-noise",
-        "version": "1",
-        "approved_reference_versions": ["v1"],
-        "policy": dict(POLICY),
-        "manifest": dict(MANIFEST),
-        "slices": slices or {"refunds": {"max_score": 0.0, "direction": "lower_is_better"}},
-        "pairs": pairs,
-    }
-
-
-def write_suite(directory: Path, data: dict[str, Any], name: str = "t-noise@1.yaml", *, freeze: bool = False) -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    if freeze:
-        freeze_suite(load_pairs(path), by="test")
-    return path
+pytestmark = pytest.mark.usefixtures("api_key")
 
 
 # -- validation ----------------------------------------------------------------------------------
@@ -415,24 +344,6 @@ def test_budget_reached_before_the_controls_is_incomplete(tmp_path: Path) -> Non
 
 
 # -- the gate --------------------------------------------------------------------------------------
-
-IDENTITY = JudgeIdentity(name="noise", version="1", kind="ragas-noise", model="m", ragas_version="0.4.3")
-
-
-def result(suite: Any, case_id: str, score: float | None = None, error: str | None = None, **extra: Any) -> JudgeResult:
-    pid, member = case_id.split(":")
-    return JudgeResult(
-        case_id=case_id,
-        response_hash=suite.pair(pid).judge_input(member).digest(),
-        value=None,
-        score=score,
-        error={"kind": error, "message": error} if error else None,
-        judge=extra.pop("judge", IDENTITY),
-        judge_fingerprint=extra.pop("fingerprint", IDENTITY.fingerprint()),
-        run_id="r",
-        **extra,
-    )
-
 
 def gate_suite(tmp_path: Path) -> Any:
     pairs = [pair("ctl", role="control"), pair("a"), pair("b"), pair("c", slice="shipping"), pair("d", slice="shipping")]

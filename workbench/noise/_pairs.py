@@ -406,8 +406,8 @@ class _Header(_Model):
     owner: str | None = None
     rationale: str | None = None
     approved_reference_versions: list[str]
-    policy: Any
-    manifest: Any
+    policy: Any = None
+    manifest: Any = None
     sentinels: list[str] = Field(default_factory=list)
     slices: dict[str, Any]
     pairs: Any
