@@ -978,7 +978,7 @@ def noise_report(
         blockers.append(Blocker(code="noise_suite_unfrozen", category="review", message=f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so its cases, references and manifest cannot change under the evidence", evidence={"suite_sha256": suite.sha256}))
 
     label = _SuiteLabel(suite.label)
-    active = sorted(active_overrides(overrides, label, fingerprint, now), key=lambda o: o.override_id)  # type: ignore[arg-type]
+    active = sorted(active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id)
     kept: list[Blocker] = []
     waived: list[WaivedBlocker] = []
     for blocker in sorted(blockers, key=lambda b: (_CATEGORY_ORDER[b.category], b.slice or "", b.code, b.message)):
