@@ -33,7 +33,7 @@ from ._evidence import (
     RetrievedContext,
     SignOff,
 )
-from ._judge import KIND, METRIC, NoiseJudge, calls_per_score, explain, parse_claims
+from ._judge import CLAIMS_PREFIX, KIND, METRIC, NoiseJudge, calls_per_score, explain, parse_claims
 from ._pairs import (
     DIRECTION,
     MEMBERS,
@@ -98,6 +98,7 @@ __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 
 __all__ = [
+    "CLAIMS_PREFIX",
     "ATTACKS",
     "CANDIDATES_PARTITION",
     "CONTROLS_PARTITION",
