@@ -304,3 +304,19 @@ def test_every_noise_field_is_documented_with_a_docstring(name: str) -> None:
     assert undocumented == []
     missing = [f for f, info in model.model_fields.items() if not info.description and f not in ("schema_version", "kind")]
     assert missing == []
+
+
+def test_a_lower_noise_score_bought_by_refusing_is_a_warning_trend(tmp_path: Path) -> None:
+    cand, base = pair_suites(tmp_path)
+    scores = {f"p{i}:{m}": 0.0 for i in (1, 2, 3) for m in ("clean", "noisy")}
+    c_report = noise_report(cand, scored(cand, scores))
+    b_report = noise_report(base, scored(base, {**scores, "p1:noisy": 0.5}))
+
+    def with_refusal(report: Any, value: float) -> Any:
+        return report.model_copy(update={"pairs": [r.model_copy(update={"companions": {"refusal": {"clean": 0.0, "noisy": value}}}) if r.pair_id == "p1" else r for r in report.pairs]})
+
+    report = with_baseline(with_refusal(c_report, 1.0), with_refusal(b_report, 0.0), companions={"refusal": "lower_is_better"})
+    assert [(w.kind, w.pair_id) for w in report.warnings] == [("bought_by_refusing", "p1")]
+    assert "refusal got worse (0 -> 1)" in report.warnings[0].message
+    honest = with_baseline(with_refusal(c_report, 0.0), with_refusal(b_report, 0.0), companions={"refusal": "lower_is_better"})
+    assert honest.warnings == []

@@ -25,6 +25,7 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Score the frozen sentinel set this many times and report each pair's spread (repeats never replace the main scores).")
 @click.option("--baseline", default=None, type=click.Path(path_type=str), help="SPEC_OR_RESULTS: a baseline pair suite on the same frozen pairs (scored now by the same evaluator) or an earlier `workbench noise` run directory / noise_report.json.")
 @click.option("--companions", "companion_files", multiple=True, type=click.Path(path_type=str), help="Companion-metric values (JSON Lines {metric, run_id, case_id, value}), joined by generation run id. Repeatable.")
+@click.option("--baseline-companions", "baseline_companion_files", multiple=True, type=click.Path(path_type=str), help="Companion-metric values of the baseline suite's responses (with a SPEC --baseline). Repeatable.")
 @click.option("--overrides", "overrides_path", default=None, type=click.Path(path_type=str), help=f"Override store applied to this suite version (default {_DEFAULT_STORE} when it exists).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Concurrent pair members in flight (default and maximum: the policy's max_concurrency, else 8).")
 @click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Lower the policy's max_cost_usd for this invocation (never raise it).")
@@ -44,6 +45,7 @@ def noise(
     repeat: int,
     baseline: str | None,
     companion_files: tuple[str, ...],
+    baseline_companion_files: tuple[str, ...],
     overrides_path: str | None,
     concurrency: int | None,
     budget_usd: float | None,
@@ -98,6 +100,8 @@ def noise(
         loaders.append(("baseline", (lambda: load_pairs(baseline)) if is_spec else (lambda: load_baseline_report(baseline))))
     if companion_files:
         loaders.append(("companions", lambda: load_companions(companion_files)))
+    if baseline_companion_files:
+        loaders.append(("baseline_companions", lambda: load_companions(baseline_companion_files)))
     store = overrides_path or (_DEFAULT_STORE if Path(_DEFAULT_STORE).is_file() else None)
     if store:
         loaders.append(("overrides", lambda: load_overrides(store)))
@@ -129,7 +133,8 @@ def noise(
     join = join_companions(selected_candidates(suite, partition, sentinels_only), metrics, rows) if companion_files else None
     report = noise_report(suite, run, companions=join, overrides=overrides)
     if base_suite is not None and run.baseline is not None:
-        b_join = join_companions(selected_candidates(base_suite, partition, sentinels_only), metrics, rows) if companion_files else None
+        b_rows = loaded.get("baseline_companions", [])
+        b_join = join_companions(selected_candidates(base_suite, partition, sentinels_only), metrics, b_rows) if baseline_companion_files else None
         base_report = noise_report(base_suite, run.baseline, companions=b_join)
         atomic_write_json(out_dir / "baseline" / NOISE_REPORT_FILE, base_report.model_dump(mode="json"))
     if base_report is not None:
