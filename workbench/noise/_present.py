@@ -130,8 +130,9 @@ def comparison_chart(report: NoiseReport) -> Any:
     rows = [] if cmp is None else [{"slice": s.slice, "mean_delta": s.mean_delta, "low": s.ci95_low if s.ci95_low is not None else s.mean_delta, "high": s.ci95_high if s.ci95_high is not None else s.mean_delta, "n": s.n} for s in cmp.slices if s.mean_delta is not None]
     data = pd.DataFrame(rows, columns=["slice", "mean_delta", "low", "high", "n"])
     y = alt.Y("slice:N", title=None)
-    x = alt.X("mean_delta:Q", title=f"candidate - baseline noisy score, 95% interval ({LOWER_IS_BETTER}: left of 0 is an improvement)")
-    bars = alt.Chart(data).mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=x.title), x2="high:Q", y=y)
+    title = f"candidate - baseline noisy score, 95% interval ({LOWER_IS_BETTER}: left of 0 is an improvement)"
+    x = alt.X("mean_delta:Q", title=title)
+    bars = alt.Chart(data).mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=title), x2="high:Q", y=y)
     dots = alt.Chart(data).mark_point(filled=True, size=70).encode(x=x, y=y, tooltip=["slice", "mean_delta", "low", "high", "n"])
     zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888888", strokeDash=[4, 4]).encode(x="x:Q")
     return alt.layer(zero, bars, dots).properties(width=420, title=f"Baseline vs candidate per slice ({LOWER_IS_BETTER})")
