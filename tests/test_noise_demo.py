@@ -101,6 +101,8 @@ def test_demo_baseline_versus_candidate(demo_run: dict[str, Any]) -> None:
     cmp = report["comparison"]
     assert cmp["baseline"] == "support-noise-baseline@2" and cmp["candidate"] == "support-noise@2" and cmp["evaluator_model"] == "fake-judge"
     deltas = {d["pair_id"]: d["noisy_delta"] for d in cmp["pairs"]}
+    first = {d["pair_id"]: d["first_change"] for d in cmp["pairs"]}
+    assert first["ship-address"] == "response" and first["ref-timing"] == "none" and first["sub-cancel"] == "response"
     assert deltas["ship-address"] == pytest.approx(0.5) and deltas["ref-final-sale"] == pytest.approx(-0.5) and deltas["ship-lost"] is None and deltas["sub-cancel"] is None
     refunds = next(s for s in cmp["slices"] if s["slice"] == "refunds")
     assert refunds["n"] == 3 and refunds["mean_delta"] == pytest.approx(-1 / 6) and refunds["ci95_low"] < refunds["mean_delta"] < refunds["ci95_high"]

@@ -108,6 +108,7 @@ def pair_suites(tmp_path: Path) -> tuple[Any, Any]:
     base["name"] = "t-noise-baseline"
     for p in base["pairs"][1:]:
         p["noisy"]["response"] = p["clean"]["response"] = "Refunds are possible within 30 days of delivery, as the policy says."
+    base["pairs"][1]["noisy"]["retrieved_contexts"][1] = "Archived draft (2021). Refunds are possible within 60 days."  # p1 retrieved another distractor
     return load_pairs(write_suite(tmp_path / "c", cand, freeze=True)), load_pairs(write_suite(tmp_path / "b", base, "t-noise-baseline@1.yaml", freeze=True))
 
 
@@ -125,6 +126,10 @@ def test_baseline_comparison_gives_per_pair_deltas_slice_intervals_and_warning_t
     assert [(w.kind, w.pair_id) for w in report.warnings] == [("pair_worse", "p1"), ("pair_worse", "p3"), ("slice_worse", None)]
     assert "while still inside policy" in report.warnings[0].message
     assert report.outcome == c_report.outcome == "passed" and report.exit_code == 0  # trends never block
+    assert {d.pair_id: d.first_change for d in cmp.pairs} == {"p1": "retrieval", "p2": "response", "p3": "response"}  # debugging order
+    rescored = noise_report(cand, scored(cand, {"p1:clean": 0.0, "p1:noisy": 0.0, "p2:clean": 0.0, "p2:noisy": 0.0, "p3:clean": 0.0, "p3:noisy": 0.25}))
+    same_inputs = with_baseline(c_report, rescored, baseline_source="rescored").comparison
+    assert {d.pair_id: d.first_change for d in same_inputs.pairs} == {"p1": "evaluator", "p2": "none", "p3": "none"}
 
 
 def test_an_incompatible_baseline_is_refused_with_the_reason(tmp_path: Path) -> None:

@@ -425,6 +425,10 @@ class NoiseReport(_Model):
     """``controls`` / ``candidates`` / ``repeats`` run summaries, when made from a :class:`NoiseRun`."""
     pair_keys: dict[str, str] = Field(default_factory=dict)
     """Candidate pair id -> :meth:`~workbench.noise.NoisePair.frame_sha256` (what a baseline must share)."""
+    pair_hashes: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Candidate pair id -> ``{retrieval, response}`` hashes (both members' retrieved document
+    ids, versions, chunks, ranks, corpora, tenants and texts; both responses and abstentions):
+    where a baseline comparison finds the first divergence."""
     comparison: NoiseComparison | None = None
     """The baseline comparison, when ``--baseline`` was given."""
     warnings: list[Trend] = Field(default_factory=list)
@@ -1027,7 +1031,17 @@ def noise_report(
         tokens_out=sum(int(r.tokens_out or 0) for r in attempts),
         runs=runs,
         pair_keys={p.pair_id: p.frame_sha256() for p in candidates},
+        pair_hashes={p.pair_id: evidence_hashes(p) for p in candidates},
     )
+
+
+def evidence_hashes(pair: NoisePair) -> dict[str, str]:
+    """``retrieval`` and ``response`` hashes of a pair's two members (see ``NoiseReport.pair_hashes``)."""
+    from .._io import sha256_json, sha256_text
+
+    retrieval = [[[c.document_id, c.version, c.chunk_id, c.rank, c.corpus_id, c.tenant, sha256_text(c.text)] for c in pair.member(m).contexts()] for m in MEMBERS]
+    responses = [[pair.member(m).response, pair.member(m).abstained] for m in MEMBERS]
+    return {"retrieval": sha256_json(retrieval), "response": sha256_json(responses)}
 
 
 class _SuiteLabel:

@@ -121,6 +121,16 @@ def compare_reports(candidate: NoiseReport, baseline: NoiseReport, *, warn_delta
         raise WorkbenchError(f"refusing the baseline comparison: {len(problems)} reason(s)", problems)
 
     base_rows = {r.pair_id: r for r in baseline.pairs}
+
+    def first_change(pid: str, same_score: bool) -> str | None:
+        a_h, b_h = candidate.pair_hashes.get(pid), baseline.pair_hashes.get(pid)
+        if not a_h or not b_h:
+            return None
+        for boundary in ("retrieval", "response"):
+            if a_h.get(boundary) != b_h.get(boundary):
+                return boundary
+        return "none" if same_score else "evaluator"
+
     deltas: list[PairDelta] = []
     warnings: list[Trend] = []
     for row in candidate.pairs:
@@ -128,11 +138,11 @@ def compare_reports(candidate: NoiseReport, baseline: NoiseReport, *, warn_delta
         bn, cn = _counted_noisy(old), _counted_noisy(row)
         if bn is None or cn is None:
             why = "; ".join(f"{side}: {r.status if r else 'absent'}" for side, r, v in (("baseline", old, bn), ("candidate", row, cn)) if v is None)
-            deltas.append(PairDelta(pair_id=row.pair_id, slice=row.slice, mode=row.mode, baseline_clean=old.clean_score if old else None, baseline_noisy=old.noisy_score if old else None, candidate_clean=row.clean_score, candidate_noisy=row.noisy_score, noisy_delta=None, pair_delta_change=None, status="not_comparable", detail=f"not comparable ({why})"))
+            deltas.append(PairDelta(pair_id=row.pair_id, slice=row.slice, mode=row.mode, baseline_clean=old.clean_score if old else None, baseline_noisy=old.noisy_score if old else None, candidate_clean=row.clean_score, candidate_noisy=row.noisy_score, noisy_delta=None, pair_delta_change=None, status="not_comparable", detail=f"not comparable ({why})", first_change=first_change(row.pair_id, old is not None and old.noisy_score == row.noisy_score and old.clean_score == row.clean_score)))
         else:
             change = None if row.delta is None or old is None or old.delta is None else row.delta - old.delta
             d = cn - bn
-            deltas.append(PairDelta(pair_id=row.pair_id, slice=row.slice, mode=row.mode, baseline_clean=old.clean_score if old else None, baseline_noisy=bn, candidate_clean=row.clean_score, candidate_noisy=cn, noisy_delta=d, pair_delta_change=change, status="compared", detail=f"noisy {bn:.3f} -> {cn:.3f}"))
+            deltas.append(PairDelta(pair_id=row.pair_id, slice=row.slice, mode=row.mode, baseline_clean=old.clean_score if old else None, baseline_noisy=bn, candidate_clean=row.clean_score, candidate_noisy=cn, noisy_delta=d, pair_delta_change=change, status="compared", detail=f"noisy {bn:.3f} -> {cn:.3f}", first_change=first_change(row.pair_id, abs(cn - bn) <= _EPS and old is not None and old.clean_score == row.clean_score)))
             if d > warn_delta + _EPS:
                 inside = row.within_limit is not False
                 warnings.append(Trend(kind="pair_worse", slice=row.slice, pair_id=row.pair_id, message=f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above warn_delta {warn_delta:g})" + (" while still inside policy" if inside else "")))

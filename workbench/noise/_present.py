@@ -63,7 +63,7 @@ def format_noise(report: NoiseReport) -> str:
     if cmp is not None:
         lines += ["", f"baseline comparison: {cmp.candidate} vs {cmp.baseline} ({cmp.baseline_source}); candidate - baseline noisy score, {LOWER_IS_BETTER}:"]
         for d in cmp.pairs:
-            lines.append(f"  {d.slice}/{d.pair_id}: baseline {_num(d.baseline_noisy)} -> candidate {_num(d.candidate_noisy)} (delta {_num(d.noisy_delta)})")
+            lines.append(f"  {d.slice}/{d.pair_id}: baseline {_num(d.baseline_noisy)} -> candidate {_num(d.candidate_noisy)} (delta {_num(d.noisy_delta)}; first change: {d.first_change or '-'})")
         for s in cmp.slices:
             interval = f"[{_num(s.ci95_low)}, {_num(s.ci95_high)}]" if s.ci95_low is not None else "(no interval: n < 2)"
             lines.append(f"  slice {s.slice}: mean delta {_num(s.mean_delta)} 95% {interval} (n={s.n})")

@@ -36,6 +36,10 @@ class PairDelta(_Model):
     """(candidate noisy - clean) - (baseline noisy - clean)."""
     status: Literal["compared", "not_comparable"]
     """``not_comparable`` when a side has no counted noisy score (error, abstention, retrieval failure ...)."""
+    first_change: Literal["retrieval", "response", "evaluator", "none"] | None = None
+    """The first trustworthy boundary that differs, in debugging order: ``retrieval`` (document
+    ids, versions, ranks, corpus or text of a context), else ``response``, else ``evaluator``
+    (same inputs, another score), else ``none``; None when a side lacks the evidence hashes."""
     detail: str
     """Why not comparable, or the scores in words."""
 
