@@ -311,3 +311,25 @@ def test_a_suite_changed_after_freezing_is_refused(tmp_path: Path) -> None:
 def test_cli_without_candidate_or_pairs_is_a_one_line_error() -> None:
     res = CliRunner().invoke(noise_command, [])
     assert res.exit_code == 2 and "option_missing" in res.output and "Traceback" not in res.output
+
+
+def test_a_failing_candidate_run_with_a_baseline_exits_incomplete_not_invalid(tmp_path: Path) -> None:
+    path = write_suite(tmp_path / "suite", free_suite([pair("ctl", role="control"), pair("cand")]), freeze=True)
+
+    def nothing_supported(request: ChatRequest) -> Reply:
+        kind, data = parse_prompt(request.prompt)
+        if kind == "statements":
+            return Reply(content=json.dumps({"statements": [data["answer"]]}))
+        return Reply(content=json.dumps({"statements": [{"statement": s, "reason": "r", "verdict": 0} for s in data["statements"]]}))
+
+    runner = CliRunner()
+    with FakeLLM(responder=demo_respond) as fake:
+        spec = write_spec(tmp_path / "spec", fake.base_url)
+        good = runner.invoke(noise_command, ["--candidate", str(spec), "--pairs", str(path), "--out", str(tmp_path / "base"), "--no-cache", "--no-progress"])
+    assert good.exit_code == 0, good.output
+    with FakeLLM(responder=nothing_supported) as fake:
+        spec = write_spec(tmp_path / "spec2", fake.base_url)
+        res = runner.invoke(noise_command, ["--candidate", str(spec), "--pairs", str(path), "--baseline", str(tmp_path / "base"), "--out", str(tmp_path / "cand"), "--no-cache", "--no-progress", "--json"])
+    assert res.exit_code == 3, res.output
+    assert "baseline comparison skipped" in res.stderr and json.loads(res.stdout)["comparison"] is None
+    assert (tmp_path / "cand" / "noise_report.json").is_file()

@@ -137,9 +137,13 @@ def noise(
         b_join = join_companions(selected_candidates(base_suite, partition, sentinels_only), metrics, b_rows) if baseline_companion_files else None
         base_report = noise_report(base_suite, run.baseline, companions=b_join)
         atomic_write_json(out_dir / "baseline" / NOISE_REPORT_FILE, base_report.model_dump(mode="json"))
-    if base_report is not None:
-        report = with_baseline(report, base_report, warn_delta=suite.policy.warn_delta, baseline_source=str(baseline), companions={m: c.direction for m, c in suite.policy.companions.items()})
     atomic_write_json(out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))
+    if base_report is not None and report.candidates_interpreted:
+        # after the run: only the candidate's own scores can still make the sides incompatible
+        report = with_baseline(report, base_report, warn_delta=suite.policy.warn_delta, baseline_source=str(baseline), companions={m: c.direction for m, c in suite.policy.companions.items()})
+        atomic_write_json(out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))
+    elif base_report is not None:
+        click.echo("baseline comparison skipped: the candidate's controls did not pass, so its scores mean nothing", err=True)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
