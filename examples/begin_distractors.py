@@ -3,7 +3,7 @@
 Usage (from the repository root)::
 
     .venv/bin/python examples/begin_distractors.py [TSV] --out /tmp/begin-distractors@1.yaml \
-        [--seed 20261129] [--limit 60] [--controls 2] [--mode irrelevant] [--max-score 0.25]
+        [--seed 20261129] [--limit 60] [--controls 2] [--mode irrelevant] [--max-score 0.25] [--max-cost-usd 1.0]
 
 ``TSV`` defaults to ``../shared/datasets/begin/begin_dev_wow.tsv`` relative to the repository
 root. Nothing is written into the repository's ``data/`` directory: the output path is yours.
@@ -16,7 +16,8 @@ For each sampled row A (``knowledge``, ``message``, ``response``):
   context (``mode: relevant``, ``change: replace``). Both members keep A's response: BEGIN
   responses were generated from the clean knowledge only, so these pairs test whether the
   *evaluator* attributes claims to a distractor the generator never saw
-  (``provenance.origin`` says so). ``expected_relation`` is ``noisy_not_worse``.
+  (``provenance.origin: constructed``, ``provenance.detail`` says why). ``expected_relation``
+  is ``noisy_not_worse``.
 - **control pairs** ``begin-ctl-<mode>-NNN`` (both modes, from "Fully attributable" rows): the
   negative control's response is row B's own response (grounded in B's knowledge), so it
   adopts the distractor's claims; it must score worse than A's grounded response.
@@ -25,6 +26,14 @@ The reference is A's knowledge passage (BEGIN has no reference answers): a proxy
 ``reference_version`` ``begin-dev-wow@6e65f0d5``. Distractor rows are drawn with
 ``random.Random(seed)``, so the same seed gives the same file.
 
+Suite format 2 needs more than the four scored fields, and the script fills it honestly:
+``partition`` by source family (rows sharing a knowledge passage or a message are one
+family, placed by a hash of the family: about 60% development, 20% calibration, 20%
+held_out), a noise ``policy`` (``--max-cost-usd``, a case limit of four scorings per pair,
+only the ``control`` role required: BEGIN has no adversarial or reference-defect cases, add
+them before gating), an evidence ``manifest``, and a control ``sign_off`` derived from
+BEGIN's human attribution labels (the reviewer field says so: re-sign before gating).
+
 Attribution (CC BY 4.0): the header of the generated file carries the NOTICE of the data.
 """
 
@@ -32,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import random
 import sys
 from pathlib import Path
@@ -77,7 +87,34 @@ def pick_distractor(rng: random.Random, rows: list[dict[str, str]], row: dict[st
     return rng.choice(pool)
 
 
-def _pair(pid: str, row: dict[str, str], other: dict[str, str], *, mode: str, role: str, noisy_response: str) -> dict[str, Any]:
+def families(rows: list[dict[str, str]]) -> dict[str, str]:
+    """Row -> source family: rows sharing a knowledge passage or a message are one family (union-find)."""
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        while parent.setdefault(x, x) != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for r in rows:
+        keys = [f"k:{' '.join(r['knowledge'].lower().split())}", f"m:{' '.join(r['message'].lower().split())}"]
+        for key in keys:
+            parent[find(key)] = find(f"row:{r['row']}")
+    out = {}
+    for r in rows:
+        root = find(f"row:{r['row']}")
+        out[r["row"]] = "begin-fam-" + hashlib.sha256(root.encode()).hexdigest()[:10]
+    return out
+
+
+def partition_of(family: str) -> str:
+    """About 60% development, 20% calibration, 20% held_out, fixed by the family's hash."""
+    bucket = int(hashlib.sha256(family.encode()).hexdigest()[:8], 16) % 10
+    return "development" if bucket < 6 else "calibration" if bucket < 8 else "held_out"
+
+
+def _pair(pid: str, row: dict[str, str], other: dict[str, str], *, mode: str, role: str, noisy_response: str, family: str) -> dict[str, Any]:
     clean_ctx = [row["knowledge"]]
     if mode == "irrelevant":
         noisy_ctx = [row["knowledge"], other["knowledge"]]
@@ -85,16 +122,18 @@ def _pair(pid: str, row: dict[str, str], other: dict[str, str], *, mode: str, ro
     else:
         noisy_ctx = [f"{row['knowledge']} {other['knowledge']}"]
         distractor = {"index": 0, "label": "merged-other-row-knowledge", "change": "replace"}
-    origin = (
+    detail = (
         "constructed control: the negative response is the distractor row's own response"
         if role == "control"
         else "replayed: the BEGIN response was generated from the clean knowledge only"
     )
-    return {
+    pair: dict[str, Any] = {
         "pair_id": pid,
         "slice": row["model_name"],
         "mode": mode,
         "role": role,
+        "partition": partition_of(family),
+        "source_family": family,
         "reference_version": REFERENCE_VERSION,
         "user_input": row["message"],
         "reference": row["knowledge"],
@@ -102,7 +141,8 @@ def _pair(pid: str, row: dict[str, str], other: dict[str, str], *, mode: str, ro
         "clean": {"response": row["response"], "retrieved_contexts": clean_ctx},
         "noisy": {"response": noisy_response, "retrieved_contexts": noisy_ctx, "distractor": distractor},
         "provenance": {
-            "origin": origin,
+            "origin": "constructed",
+            "detail": detail,
             "source": SOURCE,
             "license": LICENSE,
             "row": int(row["row"]),
@@ -111,33 +151,59 @@ def _pair(pid: str, row: dict[str, str], other: dict[str, str], *, mode: str, ro
             "reference_is": "the row's knowledge passage (BEGIN has no reference answers)",
         },
     }
+    if role == "control":
+        pair["sign_off"] = {
+            "reviewer": "BEGIN annotators (derived from the label 'Fully attributable'; re-sign before gating)",
+            "reference_sufficient": True,
+            "context_classes": {"clean": ["relevant"], "noisy": ["relevant", "irrelevant"] if mode == "irrelevant" else ["relevant"]},
+            "negative_adopts_false_claim": True,
+            "notes": "the negative response is attributable to the distractor row's knowledge, per BEGIN's human label",
+        }
+    return pair
 
 
-def build_suite(rows: list[dict[str, str]], *, seed: int, limit: int, controls: int, mode: str, max_score: float) -> dict[str, Any]:
+def build_suite(rows: list[dict[str, str]], *, seed: int, limit: int, controls: int, mode: str, max_score: float, max_cost_usd: float = 1.0) -> dict[str, Any]:
     """The suite mapping (see workbench/noise/_pairs.py)."""
     rng = random.Random(seed)
+    family = families(rows)
     fully = [r for r in rows if r["begin_label"] == FULLY]
     control_rows = rng.sample(fully, min(len(fully), 2 * controls))
     pairs: list[dict[str, Any]] = []
     for k, row in enumerate(control_rows):
         m = "irrelevant" if k % 2 == 0 else "relevant"
         other = pick_distractor(rng, fully, row, label=FULLY)
-        pairs.append(_pair(f"begin-ctl-{m}-{int(row['row']):03d}", row, other, mode=m, role="control", noisy_response=other["response"]))
+        pairs.append(_pair(f"begin-ctl-{m}-{int(row['row']):03d}", row, other, mode=m, role="control", noisy_response=other["response"], family=family[row["row"]]))
     used = {r["row"] for r in control_rows}
     rest = [r for r in rows if r["row"] not in used]
     chosen = sorted(rng.sample(rest, min(limit, len(rest))) if limit else rest, key=lambda r: int(r["row"]))
     for row in chosen:
         other = pick_distractor(rng, rows, row)
-        pairs.append(_pair(f"begin-{int(row['row']):03d}", row, other, mode=mode, role="candidate", noisy_response=row["response"]))
+        pairs.append(_pair(f"begin-{int(row['row']):03d}", row, other, mode=mode, role="candidate", noisy_response=row["response"], family=family[row["row"]]))
     slices = sorted({p["slice"] for p in pairs})
     return {
-        "schema_version": 1,
+        "schema_version": 2,
         "name": "begin-distractors",
         "version": "1",
         "description": f"BEGIN (WoW dev) rows with another row's knowledge as a labelled distractor; seed {seed}.",
         "owner": "whoever runs examples/begin_distractors.py",
         "rationale": "Example limits written by the script, not reviewed: replace max_score with a value derived from adjudicated baseline behaviour before gating anything.",
         "approved_reference_versions": [REFERENCE_VERSION],
+        "policy": {
+            "max_cases": 4 * len(pairs),
+            "max_cost_usd": max_cost_usd,
+            "required_control_roles": ["control"],
+            "rationale": "Example policy written by the script: four scorings per pair (a baseline or repeats need more), and only the control role, since BEGIN has no adversarial or reference-defect cases.",
+        },
+        "manifest": {
+            "window": "BEGIN dev split (WoW), dataset revision 6e65f0d5",
+            "source_owners": ["Google Research (BEGIN)", "Facebook AI Research (Wizard of Wikipedia)"],
+            "licences": [LICENSE],
+            "redaction": "none: public research data, used as published",
+            "known_gaps": ["references are knowledge passages, not answers", "responses replayed, not generated from the noisy contexts", "no adversarial or reference-defect controls"],
+            "reviewers": ["BEGIN annotators (attribution labels)"],
+            "sampling": f"uniform random sample of rows, seed {seed}; controls from 'Fully attributable' rows",
+            "review_schedule": "fixed public snapshot: re-check on a new dataset revision",
+        },
         "slices": {s: {"max_score": max_score, "direction": "lower_is_better", "rationale": "example limit (examples/begin_distractors.py)"} for s in slices},
         "pairs": pairs,
     }
@@ -174,6 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--controls", type=int, default=2, help="control pairs per mode")
     parser.add_argument("--mode", choices=["irrelevant", "relevant"], default="irrelevant", help="NoiseSensitivity mode of the candidate pairs")
     parser.add_argument("--max-score", type=float, default=0.25, help="example per-slice max_score (lower is better)")
+    parser.add_argument("--max-cost-usd", type=float, default=1.0, help="the example policy's evaluator budget per run")
     args = parser.parse_args(argv)
 
     out = args.out.resolve()
@@ -187,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --controls must be at least 1: candidates are interpreted only after controls separate", file=sys.stderr)
         return 2
     rows = read_rows(args.tsv)
-    suite = build_suite(rows, seed=args.seed, limit=args.limit, controls=args.controls, mode=args.mode, max_score=args.max_score)
+    suite = build_suite(rows, seed=args.seed, limit=args.limit, controls=args.controls, mode=args.mode, max_score=args.max_score, max_cost_usd=args.max_cost_usd)
 
     sys.path.insert(0, str(ROOT))
     from workbench.errors import errors_only

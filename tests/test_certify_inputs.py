@@ -73,4 +73,6 @@ def test_a_policy_that_does_not_fit_the_rubric_is_refused_before_the_ledger(tmp_
 def test_the_demo_policies_fit_the_demo_rubric() -> None:
     rubric = load_dataset(DEMO).rubric
     for path in sorted((ROOT / "data" / "policies").glob("*@*.yaml")):
+        if yaml.safe_load(path.read_text(encoding="utf-8")).get("kind") == "ranking":
+            continue  # ranking policies gate fixtures, not a gold rubric (workbench.ranking)
         assert policy_rubric_problems(load_policy(path), rubric, policy_path=path) == [], path

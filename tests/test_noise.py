@@ -21,6 +21,20 @@ import pytest
 import yaml
 from _datasets import dataset_path, missing_reason, needs_datasets
 from click.testing import CliRunner
+from noise_support import (  # noqa: F401
+    CTX_POLICY,
+    GEN,
+    IDENTITY,
+    KEY_ENV,
+    PRICING,
+    REF_POLICY,
+    api_key,
+    pair,
+    result,
+    suite_dict,
+    write_spec,
+    write_suite,
+)
 from pydantic import ValidationError
 
 from workbench.cli.noise import noise as noise_command
@@ -32,88 +46,24 @@ from workbench.noise import (
     DIRECTION,
     NoiseInput,
     calls_per_score,
+    format_noise,
     load_pairs,
     noise_report,
     run_noise_sync,
     validate_pairs,
 )
-from workbench.results import JudgeIdentity, JudgeResult, read_results
+from workbench.results import read_results
 from workbench.testing import ChatRequest, FakeLLM, Reply
 
 ROOT = Path(__file__).resolve().parents[1]
-DEMO_PAIRS = ROOT / "data" / "noise" / "support-noise@1.yaml"
+DEMO_PAIRS = ROOT / "data" / "noise" / "support-noise@2.yaml"
+DEMO_COMPANIONS = ROOT / "data" / "noise" / "support-noise@2.companions.jsonl"
 DEMO_CANDIDATE = ROOT / "data" / "candidates" / "noise-judge@1.yaml"
 BEGIN_TSV = dataset_path("begin", "begin_dev_wow.tsv")
-KEY_ENV = "WB_TEST_NOISE_KEY"
-PRICING = {"input_per_million_usd": 1000.0, "output_per_million_usd": 2000.0}
 CANDIDATE_MARKER = "CANDIDATE-ONLY-7f3a"
 
 
-@pytest.fixture(autouse=True)
-def api_key(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(KEY_ENV, "sk-test-noise-never-written")
-
-
-def write_spec(directory: Path, base_url: str, **changes: Any) -> Path:
-    spec: dict[str, Any] = {
-        "name": "noise",
-        "version": "1",
-        "kind": "ragas-noise",
-        "labels": ["pass", "fail"],
-        "model": "fake-judge",
-        "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "timeout_s": 5, "max_retries": 1},
-        "params": {"temperature": 0, "max_tokens": 200},
-        "pricing": PRICING,
-    }
-    spec.update(changes)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{spec['name']}@{spec['version']}.yaml"
-    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
-    return path
-
-
-# -- a small valid suite -------------------------------------------------------------------------
-
-GEN = {"model": "answerer-1", "prompt_sha256": "0" * 64, "retriever": "bm25"}
-REF_POLICY = "Refunds are possible within 30 days of delivery."
-CTX_POLICY = "Refund window. Refunds are possible within 30 days of delivery."
-
-
-def pair(pid: str, *, role: str = "candidate", mode: str = "irrelevant", slice: str = "refunds", clean_response: str = REF_POLICY, noisy_response: str | None = None, distractor: str = "Archived draft. Refunds are possible within 90 days.") -> dict[str, Any]:
-    return {
-        "pair_id": pid,
-        "slice": slice,
-        "mode": mode,
-        "role": role,
-        "reference_version": "v1",
-        "user_input": "How long do I have for a refund?",
-        "reference": REF_POLICY,
-        "generator": dict(GEN),
-        "clean": {"response": clean_response, "retrieved_contexts": [CTX_POLICY]},
-        "noisy": {
-            "response": noisy_response if noisy_response is not None else ("Refunds are possible within 90 days." if role == "control" else clean_response),
-            "retrieved_contexts": [CTX_POLICY, distractor],
-            "distractor": {"index": 1, "label": "archived-draft", "change": "add"},
-        },
-    }
-
-
-def suite_dict(pairs: list[dict[str, Any]], **slices: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "schema_version": 1,
-        "name": "t-noise",
-        "version": "1",
-        "approved_reference_versions": ["v1"],
-        "slices": slices or {"refunds": {"max_score": 0.0, "direction": "lower_is_better"}},
-        "pairs": pairs,
-    }
-
-
-def write_suite(directory: Path, data: dict[str, Any], name: str = "t-noise@1.yaml") -> Path:
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / name
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+pytestmark = pytest.mark.usefixtures("api_key")
 
 
 # -- validation ----------------------------------------------------------------------------------
@@ -125,7 +75,8 @@ def test_demo_suite_and_candidate_are_valid() -> None:
     assert {p.mode for p in suite.controls()} == {"relevant", "irrelevant"}
     assert len(suite.controls()) >= 4 and 8 <= len(suite.candidates()) <= 12 and 3 <= len(suite.slices) <= 4
     assert all(limit.direction == DIRECTION == "lower_is_better" for limit in suite.slices.values())
-    assert all(p.expected_relation == ("noisy_worse_than_clean" if p.role == "control" else "noisy_not_worse") for p in suite.pairs)
+    assert all(p.expected_relation == {"control": "noisy_worse_than_clean", "adversarial": "noisy_worse_than_clean", "reference_defect": "not_punished", "candidate": "noisy_not_worse"}[p.role] for p in suite.pairs)
+    assert {p.role for p in suite.controls()} == {"control", "adversarial", "reference_defect"}
     spec = yaml.safe_load(DEMO_CANDIDATE.read_text())
     assert spec["kind"] == "ragas-noise" and "ragas-noise" in available_kinds()
     # The demo model binds a free port and exports its URL; the spec reads it from the environment.
@@ -317,7 +268,7 @@ def test_unusable_answers_are_unparseable_not_scores(tmp_path: Path) -> None:
 def small_suite(tmp_path: Path) -> Path:
     cand = pair("cand-1", clean_response=f"{REF_POLICY}", distractor=f"{CANDIDATE_MARKER} Refunds are possible within 90 days.")
     cand["noisy"]["response"] = f"{REF_POLICY} {CANDIDATE_MARKER} Refunds are possible within 90 days."  # adopts the distractor
-    return write_suite(tmp_path, suite_dict([pair("ctl-1", role="control"), cand], refunds={"max_score": 0.5, "direction": "lower_is_better"}))
+    return write_suite(tmp_path, suite_dict([pair("ctl-1", role="control"), cand], refunds={"max_score": 0.5, "direction": "lower_is_better"}), freeze=True)
 
 
 def test_a_control_that_does_not_separate_stops_before_any_candidate_call(tmp_path: Path) -> None:
@@ -385,32 +336,18 @@ def test_budget_reached_before_the_controls_is_incomplete(tmp_path: Path) -> Non
         assert fake.call_count == 0
     report = noise_report(suite, run)
     assert run.candidates is None and report.outcome == "evaluation_incomplete"
-    assert {b.code for b in report.blockers} == {"noise_controls_failed", "budget_exhausted"}
+    # cut by the budget: "not run (budget)", never "did not separate"
+    assert {b.code for b in report.blockers} == {"noise_controls_not_run", "budget_exhausted"}
+    assert [c.status for c in report.controls] == ["not_run"] and report.controls[0].detail == "not run (budget)"
+    assert all("did not separate" not in b.message for b in report.blockers)
+    assert "not run (budget)" in format_noise(report) and "did not separate" not in format_noise(report)
 
 
 # -- the gate --------------------------------------------------------------------------------------
 
-IDENTITY = JudgeIdentity(name="noise", version="1", kind="ragas-noise", model="m", ragas_version="0.4.3")
-
-
-def result(suite: Any, case_id: str, score: float | None = None, error: str | None = None, **extra: Any) -> JudgeResult:
-    pid, member = case_id.split(":")
-    return JudgeResult(
-        case_id=case_id,
-        response_hash=suite.pair(pid).judge_input(member).digest(),
-        value=None,
-        score=score,
-        error={"kind": error, "message": error} if error else None,
-        judge=extra.pop("judge", IDENTITY),
-        judge_fingerprint=extra.pop("fingerprint", IDENTITY.fingerprint()),
-        run_id="r",
-        **extra,
-    )
-
-
 def gate_suite(tmp_path: Path) -> Any:
     pairs = [pair("ctl", role="control"), pair("a"), pair("b"), pair("c", slice="shipping"), pair("d", slice="shipping")]
-    return load_pairs(write_suite(tmp_path, suite_dict(pairs, refunds={"max_score": 0.2, "direction": "lower_is_better"}, shipping={"max_score": 0.5, "direction": "lower_is_better", "max_delta": 0.1})))
+    return load_pairs(write_suite(tmp_path, suite_dict(pairs, refunds={"max_score": 0.2, "direction": "lower_is_better"}, shipping={"max_score": 0.5, "direction": "lower_is_better", "max_delta": 0.1}), freeze=True))
 
 
 def test_gate_blockers_quality_invalid_missing_and_errors(tmp_path: Path) -> None:
@@ -479,13 +416,14 @@ def test_cli_demo_suite_fails_on_quality_and_reports_json(tmp_path: Path) -> Non
     runner = CliRunner()
     with FakeLLM(responder=demo_respond) as fake:
         spec = demo_spec(tmp_path, fake.base_url)
-        res = runner.invoke(noise_command, ["--candidate", str(spec), "--pairs", str(DEMO_PAIRS), "--out", str(tmp_path / "run"), "--json"])
-        text = runner.invoke(noise_command, ["--candidate", str(spec), "--pairs", str(DEMO_PAIRS), "--out", str(tmp_path / "run")])
+        args = ["--candidate", str(spec), "--pairs", str(DEMO_PAIRS), "--companions", str(DEMO_COMPANIONS), "--out", str(tmp_path / "run")]
+        res = runner.invoke(noise_command, [*args, "--json"])
+        text = runner.invoke(noise_command, args)
     assert res.exit_code == 1, res.output
     report = json.loads(res.stdout)
     assert report["kind"] == "workbench.noise" and report["direction"] == "lower_is_better" and report["outcome"] == "quality_failed"
-    assert report["controls_passed"] and [b["code"] for b in report["blockers"]] == ["noise_score_exceeded"]
-    assert report["blockers"][0]["case_ids"] == ["ship-address"]
+    assert report["controls_passed"] and [(b["code"], b["case_ids"]) for b in report["blockers"]] == [("noise_score_exceeded", ["ship-address"]), ("retrieval_forbidden_source", ["ship-lost"]), ("noise_reference_defect_review", ["ctl-refdef-gift-cards"])]
+    assert report["release_id"] is not None
     assert all(s["direction"] == "lower_is_better" for s in report["slices"])
     assert (tmp_path / "run" / "noise_report.json").exists()
     assert text.exit_code == 1 and "lower is better" in text.output and "OVER shipping_delivery" in text.output
@@ -496,7 +434,7 @@ def test_cli_invalid_input_exits_2_and_failed_controls_exit_3(tmp_path: Path) ->
     runner = CliRunner()
     broken = copy.deepcopy(yaml.safe_load(DEMO_PAIRS.read_text()))
     del broken["pairs"][0]["mode"]
-    bad = write_suite(tmp_path, broken, "support-noise@1.yaml")
+    bad = write_suite(tmp_path, broken, "support-noise@2.yaml")
     res = runner.invoke(noise_command, ["--candidate", str(DEMO_CANDIDATE), "--pairs", str(bad)], env={"DEMO_LLM_API_KEY": "x"})
     assert res.exit_code == 2 and "mode_missing" in res.output and "Traceback" not in res.output
 
@@ -510,7 +448,7 @@ def test_cli_invalid_input_exits_2_and_failed_controls_exit_3(tmp_path: Path) ->
         res = runner.invoke(noise_command, ["--candidate", str(demo_spec(tmp_path, fake.base_url)), "--pairs", str(DEMO_PAIRS), "--out", str(tmp_path / "run"), "--json"])
     assert res.exit_code == 3
     report = json.loads(res.stdout)
-    assert not report["controls_passed"] and {b["code"] for b in report["blockers"]} == {"noise_controls_failed"}
+    assert not report["controls_passed"] and {b["code"] for b in report["blockers"]} == {"noise_controls_failed", "retrieval_forbidden_source"}
     assert report["runs"].keys() == {"controls"}
 
 

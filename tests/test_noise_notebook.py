@@ -40,11 +40,17 @@ def test_notebook_runs_controls_first_and_shows_scores_against_limits(tmp_path: 
         kernel_name="python3",
     )
     text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
-    assert "No problems." in text and "lower_is_better" in text and "lower is better" in text
-    assert "all separated" in text and "ctl-rel-express" in text  # the control ordering table
-    assert "ship-lost" in text and "delta" in text  # per-pair deltas
+    assert "No problems." in text and "lower_is_better" in text and "lower is better" in text and "frozen as" in text
+    assert "retrieval_forbidden_source" in text and "ship-lost" in text  # the retrieval assertion failing on a forbidden source
+    assert "all separated" in text and "ctl-adv-injected-policy" in text and "routed_to_review" in text  # every control role
+    assert "ship-address" in text and "delta" in text and "abstained" in text  # per-pair deltas, abstention
     assert "max_noisy_score" in text and "noise_score_exceeded" in text  # per slice vs limits, blocker
+    assert "stable" in text  # sentinel repeats
+    assert "bought_by_refusing" in text and "ci95_low" in text  # baseline versus candidate
+    assert "aligned claims agree" in text and "boundary:" in text  # the claim panel
+    assert "With the override" in text and "noise_reference_defect_review by ovr-" in text
     assert "<svg" in text and "quality_failed" in text
     assert len(list((tmp_path / "runs").glob("*/*/controls/results.jsonl"))) == 1
     assert len(list((tmp_path / "runs").glob("*/*/candidates/results.jsonl"))) == 1
+    assert len(list((tmp_path / "runs").glob("*/*/baseline/candidates/results.jsonl"))) == 1
     assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "noise-judge@1.yaml")) == 1

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from ..testing import FAULTS, FakeLLM, Reply
+from ..testing import FAULTS, JSON_MODES, PROVIDERS, FakeLLM, Reply
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -75,6 +75,9 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
 @click.option("--default-value", default="pass", show_default=True, help="Label the judge answers when no responder is given.")
 @click.option("--responder", metavar="MODULE:ATTR", help="Callable taking a ChatRequest and returning a Reply.")
 @click.option("--require-api-key-env", metavar="NAME", help="Require 'Authorization: Bearer <key>' with the key read from this environment variable.")
+@click.option("--emulate", type=click.Choice(PROVIDERS), default="openai", show_default=True, help="Behave like this provider: chat path (azure: /openai/deployments/<deployment>/chat/completions?api-version=...), key header (azure: api-key; ollama: none), error bodies.")
+@click.option("--json-mode", "json_mode", type=click.Choice(JSON_MODES), default="honour", show_default=True, help="What the server does with response_format: honour it, reject it (HTTP 400), or ignore it (prose around a ```json block).")
+@click.option("--serve-model", "serve_model", multiple=True, metavar="NAME", help="Serve only these model names (repeatable); others get the provider's model-not-found error. With --emulate azure: the deployment names.")
 @click.option("--export", "export", multiple=True, metavar="NAME", help="Also set environment variable NAME to the server's base URL for COMMAND (repeatable), e.g. WORKBENCH_DEMO_LLM_URL, which the demo candidates' endpoint.base_url_env names.")
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def fake_llm(
@@ -88,6 +91,9 @@ def fake_llm(
     require_api_key_env: str | None,
     export: tuple[str, ...],
     command: tuple[str, ...],
+    emulate: str = "openai",
+    json_mode: str = "honour",
+    serve_model: tuple[str, ...] = (),
 ) -> None:
     """Serve a scripted OpenAI-compatible chat API locally: try a judge with no API key.
 
@@ -117,6 +123,11 @@ def fake_llm(
             raise click.BadParameter(f"{name!r} is not an environment variable name (A-Z, 0-9, _)", param_hint="--export")
     if command and command[0] == "--":
         command = command[1:]
+    if emulate == "ollama" and api_key:
+        raise click.BadParameter("Ollama ignores API keys; drop --require-api-key-env", param_hint="--require-api-key-env")
+    emulation: dict[str, Any] = {"emulate": emulate, "json_mode": json_mode}
+    if serve_model:
+        emulation["azure_deployments" if emulate == "azure" else "models"] = list(serve_model)
 
     server = FakeLLM(
         responder=responder_fn,
@@ -127,6 +138,7 @@ def fake_llm(
         require_api_key=api_key,
         host=host,
         port=port,
+        **emulation,
     )
     try:
         server.start()

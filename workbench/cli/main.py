@@ -19,6 +19,7 @@ from .init import init
 from .noise import noise
 from .override import override
 from .pairwise import pairwise
+from .ping import ping_command
 from .plan import plan
 from .ranking import prune, ranking
 from .run import run
@@ -40,6 +41,7 @@ main.add_command(align)
 main.add_command(run)
 main.add_command(import_group)
 main.add_command(fake_llm)
+main.add_command(ping_command)
 main.add_command(gate)
 main.add_command(override)
 main.add_command(pairwise)

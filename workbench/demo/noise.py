@@ -137,3 +137,23 @@ def serve(*, port: int = 0, latency_s: float = 0.0, env: str | None = DEMO_NOISE
     from ._serve import serve_scripted
 
     return serve_scripted(respond, env=env, port=port, latency_s=latency_s, what="the demo noise model")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m workbench.demo.noise build [--out data/noise]``: regenerate the demo noise data."""
+    import argparse
+
+    from ._noise_data import DEFAULT_OUT, write_demo
+
+    parser = argparse.ArgumentParser(prog="python -m workbench.demo.noise", description="Regenerate the demo noise data (data/noise).")
+    sub = parser.add_subparsers(dest="command", required=True)
+    build = sub.add_parser("build", help="write the suites, companions, panel and release log")
+    build.add_argument("--out", default=str(DEFAULT_OUT), help=f"output directory (default {DEFAULT_OUT})")
+    args = parser.parse_args(argv)
+    for path in write_demo(args.out):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -7,6 +7,7 @@ replayed from a results file).
 
 from . import _function, _imported, _llm  # noqa: F401  (register the built-in kinds)
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
+from ._ping import PING_CODES, PING_INPUT, PingResult, aping, ping
 from ._registry import (
     CaseRef,
     Judge,
@@ -38,9 +39,13 @@ __all__ = [
     "Judge",
     "JudgeInput",
     "NotAvailable",
+    "PING_CODES",
+    "PING_INPUT",
+    "PingResult",
     "Pricing",
     "Threshold",
     "Verdict",
+    "aping",
     "available_kinds",
     "build_judge",
     "load_candidate",
@@ -48,6 +53,7 @@ __all__ = [
     "derive_spec",
     "save_spec",
     "make_identity",
+    "ping",
     "ragas_version",
     "register_kind",
 ]

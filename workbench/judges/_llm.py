@@ -43,6 +43,8 @@ class _Exchange:
 
     requests: list[Any] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)
+    urls: list[str] = field(default_factory=list)
+    """The URL of every request, as sent (for ``workbench ping``; never holds the key)."""
 
 
 _CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar("workbench_llm_exchange", default=None)
@@ -52,6 +54,7 @@ async def _on_request(request: Any) -> None:
     exchange = _CURRENT.get()
     if exchange is None:
         return
+    exchange.urls.append(str(request.url))
     try:
         exchange.requests.append(json.loads(request.content))
     except (ValueError, UnicodeDecodeError):
@@ -202,6 +205,11 @@ class LLMJudge:
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         return [key] if key else []
 
+    @property
+    def display_url(self) -> str:
+        """The endpoint's base URL for messages, safe to print (never carries the key)."""
+        return self.endpoint_url
+
     # -- kind hooks -----------------------------------------------------------------------
 
     def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
@@ -301,17 +309,41 @@ class LLMJudge:
             timeout=self.spec.endpoint.timeout_s,
         )
         api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "unused"
-        client = AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=api_key,
-            max_retries=0,
-            timeout=self.spec.endpoint.timeout_s,
-            http_client=http_client,
-        )
+        endpoint = self.spec.endpoint
+        client: AsyncOpenAI
+        if endpoint.provider == "azure":
+            from openai import AsyncAzureOpenAI
+
+            # /openai/deployments/<deployment>/chat/completions?api-version=..., key in `api-key`.
+            client = AsyncAzureOpenAI(
+                azure_endpoint=self.base_url,
+                azure_deployment=endpoint.deployment,
+                api_version=endpoint.api_version,
+                api_key=api_key,
+                max_retries=0,
+                timeout=endpoint.timeout_s,
+                http_client=http_client,
+            )
+        else:
+            client = AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=api_key,
+                max_retries=0,
+                timeout=endpoint.timeout_s,
+                http_client=http_client,
+            )
         # instructor retries any exception 3 times by default, immediately and invisibly;
         # one attempt per call lets the engine back off, honour Retry-After and record it.
         params = {**self.spec.params, "max_retries": 1}
-        return llm_factory(self.spec.model or "", provider="openai", client=client, **params)
+        llm = llm_factory(self.spec.model or "", provider="openai", client=client, **params)
+        if endpoint.json_mode == "md_json":
+            # The fallback for servers without JSON mode: Ragas always patches an OpenAI client
+            # with instructor Mode.JSON (response_format json_object); MD_JSON sends no
+            # response_format and asks for a ```json block instead. Same client, same parsing.
+            import instructor
+
+            llm.client = instructor.from_openai(client, mode=instructor.Mode.MD_JSON)
+        return llm
 
     async def aclose(self) -> None:
         """Close the HTTP clients of the current event loop."""
@@ -340,16 +372,16 @@ class LLMJudge:
             # A guard above the HTTP timeout, for anything that would hang outside httpx.
             result = await asyncio.wait_for(self._score(llm, judge_input, ref), timeout=self.spec.endpoint.timeout_s * self.guard_calls + 5)
         except openai.RateLimitError as exc:
-            return self._failed(exchange, "rate_limited", f"HTTP 429 from {self.endpoint_url}: {_api_message(exc)}", retryable=True)
+            return self._failed(exchange, "rate_limited", f"HTTP 429 from {self.display_url}: {_api_message(exc)}", retryable=True)
         except openai.APITimeoutError:
-            return self._failed(exchange, "timeout", f"no response from {self.endpoint_url} within {self.spec.endpoint.timeout_s:g} s", retryable=True)
+            return self._failed(exchange, "timeout", f"no response from {self.display_url} within {self.spec.endpoint.timeout_s:g} s", retryable=True)
         except openai.APIConnectionError as exc:
-            return self._failed(exchange, "provider_error", f"connection to {self.endpoint_url} failed: {_cause(exc)}", retryable=True, endpoint_failure="connection")
+            return self._failed(exchange, "provider_error", f"connection to {self.display_url} failed: {_cause(exc)}", retryable=True, endpoint_failure="connection")
         except openai.APIStatusError as exc:
             status = exc.status_code
             retryable = status >= 500 or status in (408, 409)
             failure = "auth" if status in (401, 403) else "not_found" if status == 404 else None
-            return self._failed(exchange, "provider_error", f"HTTP {status} from {self.endpoint_url}: {_api_message(exc)}", retryable=retryable, endpoint_failure=failure)
+            return self._failed(exchange, "provider_error", f"HTTP {status} from {self.display_url}: {_api_message(exc)}", retryable=retryable, endpoint_failure=failure)
         except TimeoutError:
             return self._failed(exchange, "timeout", "the call did not finish within the guard timeout", retryable=True)
         except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
@@ -380,7 +412,15 @@ class LLMJudge:
         try:
             parsed = json.loads(content)
         except ValueError:
-            return "unparseable", f"not JSON: {content[:200]!r}"
+            # instructor reads the JSON from the first "{" to the last "}" (a fenced ```json
+            # block under json_mode md_json, or prose around it): classify what it read.
+            start, end = content.find("{"), content.rfind("}")
+            try:
+                parsed = json.loads(content[start : end + 1]) if 0 <= start < end else None
+            except ValueError:
+                parsed = None
+            if parsed is None:
+                return "unparseable", f"not JSON: {content[:200]!r}"
         if isinstance(parsed, dict) and "value" in parsed and parsed["value"] not in self.spec.labels:
             return "invalid_label", f"value {parsed['value']!r} outside {self.spec.labels}"
         if isinstance(parsed, dict) and "value" in parsed and not has_reason(parsed.get("reason")):

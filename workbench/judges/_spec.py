@@ -39,6 +39,10 @@ MAX_RETRIES_LIMIT = 20
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
+_OMITTED_WHEN_DEFAULT: dict[str, Any] = {"base_url_env": None, "provider": "openai", "deployment": None, "api_version": None, "json_mode": "json_object"}
+"""Endpoint fields left out of the dump (and so of the fingerprint) while they hold their default."""
+
+
 class Endpoint(BaseModel):
     """Where an OpenAI-compatible evaluator is served."""
 
@@ -61,6 +65,26 @@ class Endpoint(BaseModel):
     """Stop the run after this many consecutive calls failed at the endpoint itself (connection
     failed, HTTP 401, 403 or 404): the run ends incomplete (exit 3) instead of paying for or
     waiting on calls that cannot succeed."""
+    provider: Literal["openai", "azure"] = "openai"
+    """Which client talks to the endpoint. ``openai`` (the default): any OpenAI-compatible server
+    (OpenAI, vLLM, Ollama's ``/v1``, llama.cpp ``llama-server``, a LiteLLM proxy ...); requests go
+    to ``<base_url>/chat/completions`` with ``Authorization: Bearer <key>``. ``azure``: Azure
+    OpenAI; ``base_url`` is the resource endpoint (``https://<resource>.openai.azure.com``),
+    requests go to ``/openai/deployments/<deployment>/chat/completions?api-version=<api_version>``
+    with the key in an ``api-key`` header. Omitted from the fingerprint when ``openai``."""
+    deployment: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """Azure OpenAI deployment name (``provider: azure`` only; required there). Part of the fingerprint."""
+    api_version: str | None = Field(default=None, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$")
+    """Azure OpenAI ``api-version`` query parameter, e.g. ``2024-10-21`` (``provider: azure`` only;
+    required there). Part of the fingerprint."""
+    json_mode: Literal["json_object", "md_json"] = "json_object"
+    """How the structured answer is asked for. ``json_object`` (the default): JSON mode,
+    ``response_format: {"type": "json_object"}`` (instructor ``Mode.JSON``, what Ragas uses).
+    ``md_json``: the fallback for servers without JSON mode (they reject ``response_format`` or
+    ignore it): no ``response_format`` is sent; the prompt asks for the answer in a fenced
+    ```` ```json ```` block, which is parsed from the first ``{`` to the last ``}`` (instructor
+    ``Mode.MD_JSON``). It changes what the model is sent, so it is part of the fingerprint
+    when set; the default is omitted (fingerprints of older specs do not change)."""
 
     @field_validator("api_key_env")
     @classmethod
@@ -76,12 +100,37 @@ class Endpoint(BaseModel):
             raise ValueError("base_url_env must be the NAME of an environment variable (e.g. WORKBENCH_DEMO_LLM_URL), not a URL")
         return value
 
+    @field_validator("api_version", mode="before")
+    @classmethod
+    def _api_version_text(cls, value: Any) -> Any:
+        # YAML reads an unquoted 2024-10-21 as a date.
+        import datetime
+
+        return value.isoformat() if isinstance(value, datetime.date) else value
+
+    @model_validator(mode="after")
+    def _provider_fields(self) -> Endpoint:
+        if self.provider == "azure":
+            missing = [name for name in ("deployment", "api_version") if getattr(self, name) is None]
+            if missing:
+                raise ValueError(f"provider azure needs {' and '.join(missing)} (the Azure deployment name and the api-version, e.g. 2024-10-21)")
+            if not (self.base_url or self.base_url_env):
+                raise ValueError("provider azure needs base_url (or base_url_env): the resource endpoint, https://<resource>.openai.azure.com")
+        else:
+            given = [name for name in ("deployment", "api_version") if getattr(self, name) is not None]
+            if given:
+                raise ValueError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to provider: azure; an OpenAI-compatible server takes the model name in model:")
+        return self
+
     @model_serializer(mode="wrap")
     def _omit_unset_url_env(self, handler: SerializerFunctionWrapHandler) -> Any:
-        # A spec without base_url_env dumps (and so fingerprints) exactly as before the field existed.
+        # A spec without base_url_env (or any later, optional field) dumps, and so fingerprints,
+        # exactly as before the field existed.
         data = handler(self)
-        if isinstance(data, dict) and "base_url_env" in data and data["base_url_env"] is None:
-            del data["base_url_env"]
+        if isinstance(data, dict):
+            for name, default in _OMITTED_WHEN_DEFAULT.items():
+                if name in data and data[name] == default:
+                    del data[name]
         return data
 
     def resolved_base_url(self) -> str | None:

@@ -1,10 +1,15 @@
 """Noise sensitivity: paired clean/noisy cases scored with Ragas ``NoiseSensitivity`` (lower is better).
 
-- :mod:`._pairs`: the pair-suite format (:class:`NoiseSuite`, :class:`NoisePair`) and
-  :func:`load_pairs`, which reports every problem at once.
+- :mod:`._pairs` and :mod:`._evidence`: the pair-suite format (:class:`NoiseSuite`,
+  :class:`NoisePair`, structured contexts, generation traces, retrieval assertions, sign-offs,
+  the noise policy and evidence manifest) and :func:`load_pairs`, which reports every problem at once.
 - :mod:`._judge`: the ``ragas-noise`` judge kind (registered on import).
-- :mod:`._analysis`: :func:`run_noise` (controls first; candidates only when every control
-  pair separates), :func:`noise_report` and its blockers, :func:`noise_chart`.
+- :mod:`._retrieval`: deterministic retrieval assertions, run before any model call.
+- :mod:`._analysis`: :func:`run_noise` (retrieval, then controls, then candidates and repeats)
+  and :func:`noise_report` with its blockers; :mod:`._present`: text and charts.
+- :mod:`._compare`: baseline versus candidate; :mod:`._companions`: companion metrics;
+  :mod:`._panel`: the claim-level review panel; :mod:`._release`: frozen suite releases;
+  :mod:`._waivers`: overrides of noise blockers.
 
 The analysis names are loaded on first use, so the judge registry can import this package
 (to register ``ragas-noise``) without importing the run engine it is itself imported by.
@@ -14,7 +19,21 @@ from __future__ import annotations
 
 from .._lazy import lazy_attributes
 from . import _judge  # noqa: F401  (registers the ragas-noise kind)
-from ._judge import KIND, METRIC, NoiseJudge, calls_per_score, explain
+from ._evidence import (
+    ATTACKS,
+    CONTROL_ROLES,
+    ORIGINS,
+    PARTITIONS,
+    CompanionMetric,
+    EvidenceManifest,
+    GenerationTrace,
+    NoisePolicy,
+    Retirement,
+    RetrievalAssertions,
+    RetrievedContext,
+    SignOff,
+)
+from ._judge import CLAIMS_PREFIX, KIND, METRIC, NoiseJudge, calls_per_score, explain, parse_claims
 from ._pairs import (
     DIRECTION,
     MEMBERS,
@@ -22,6 +41,7 @@ from ._pairs import (
     PAIRS_SCHEMA_VERSION,
     RELATIONS,
     ROLES,
+    SEPARATING_ROLES,
     CleanMember,
     Distractor,
     NoiseInput,
@@ -35,73 +55,146 @@ from ._pairs import (
     validate_pairs,
 )
 
-_LAZY = {
-    name: "._analysis"
-    for name in (
+_MODULES = {
+    "._analysis": (
         "CANDIDATES_PARTITION",
         "CONTROLS_PARTITION",
         "EXIT_CODES",
         "LOWER_IS_BETTER",
+        "NOISE_REPORT_FILE",
         "NOISE_REPORT_SCHEMA_VERSION",
+        "NOISE_RUN_FILE",
+        "REPEATS_PARTITION",
         "ControlRow",
         "MemberError",
         "NoiseReport",
         "NoiseRun",
         "PairRow",
+        "RepeatRow",
+        "RetiredRow",
         "SliceRow",
         "check_controls",
-        "format_noise",
+        "check_run_request",
+        "load_noise_run",
         "member_items",
-        "noise_chart",
         "noise_report",
         "run_noise",
         "run_noise_sync",
-    )
+        "selected_candidates",
+    ),
+    "._present": ("comparison_chart", "format_noise", "noise_chart"),
+    "._retrieval": ("RetrievalRow", "check_retrieval", "failed_pairs", "retrieval_blockers"),
+    "._release": ("RELEASES_FILE", "FrozenPair", "NoiseRelease", "check_lineage", "freeze_suite", "load_releases", "release_of", "releases_path"),
+    "._compare": ("check_baseline_suite", "compare_reports", "load_baseline_report", "with_baseline"),
+    "._trends": ("NoiseComparison", "PairDelta", "SliceDelta", "Trend"),
+    "._companions": ("CompanionJoin", "CompanionValue", "join_companions", "load_companions"),
+    "._panel": ("ClaimAdjudication", "ClaimJudgment", "ClaimPanel", "ClaimReview", "PanelMemberRow", "PanelReport", "format_panel", "load_panel", "panel_agreement"),
+    "._waivers": ("NOISE_CODES", "add_noise_override"),
 }
+_LAZY = {name: module for module, names in _MODULES.items() for name in names}
 
 
 __getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
 
 
 __all__ = [
+    "CLAIMS_PREFIX",
+    "ATTACKS",
     "CANDIDATES_PARTITION",
     "CONTROLS_PARTITION",
+    "CONTROL_ROLES",
+    "ClaimAdjudication",
+    "ClaimJudgment",
+    "ClaimPanel",
+    "ClaimReview",
+    "CleanMember",
+    "CompanionJoin",
+    "CompanionMetric",
+    "CompanionValue",
+    "ControlRow",
     "DIRECTION",
+    "Distractor",
     "EXIT_CODES",
+    "EvidenceManifest",
+    "FrozenPair",
+    "GenerationTrace",
     "KIND",
     "LOWER_IS_BETTER",
     "MEMBERS",
     "METRIC",
     "MODES",
-    "NOISE_REPORT_SCHEMA_VERSION",
-    "PAIRS_SCHEMA_VERSION",
-    "RELATIONS",
-    "ROLES",
-    "CleanMember",
-    "ControlRow",
-    "Distractor",
     "MemberError",
+    "NOISE_CODES",
+    "NOISE_REPORT_FILE",
+    "NOISE_REPORT_SCHEMA_VERSION",
+    "NOISE_RUN_FILE",
+    "NoiseComparison",
     "NoiseInput",
     "NoiseJudge",
     "NoisePair",
+    "NoisePolicy",
+    "NoiseRelease",
     "NoiseReport",
     "NoiseRun",
     "NoiseSuite",
     "NoisyMember",
+    "ORIGINS",
+    "PAIRS_SCHEMA_VERSION",
+    "PARTITIONS",
+    "PairDelta",
     "PairRow",
+    "PanelMemberRow",
+    "PanelReport",
+    "RELATIONS",
+    "RELEASES_FILE",
+    "REPEATS_PARTITION",
+    "ROLES",
+    "RepeatRow",
+    "RetiredRow",
+    "Retirement",
+    "RetrievalAssertions",
+    "RetrievalRow",
+    "RetrievedContext",
+    "SEPARATING_ROLES",
+    "SignOff",
+    "SliceDelta",
     "SliceLimit",
     "SliceRow",
+    "Trend",
+    "add_noise_override",
     "calls_per_score",
+    "check_baseline_suite",
     "check_controls",
+    "check_lineage",
     "check_pairs",
+    "check_retrieval",
+    "check_run_request",
+    "compare_reports",
+    "comparison_chart",
     "explain",
+    "failed_pairs",
     "format_noise",
+    "format_panel",
+    "freeze_suite",
+    "join_companions",
+    "load_baseline_report",
+    "load_companions",
+    "load_noise_run",
     "load_pairs",
+    "load_panel",
+    "load_releases",
     "member_items",
     "noise_chart",
     "noise_report",
+    "panel_agreement",
+    "parse_claims",
     "parse_pairs",
+    "release_of",
+    "releases_path",
+    "retrieval_blockers",
     "run_noise",
     "run_noise_sync",
+    "selected_candidates",
     "validate_pairs",
+    "with_baseline",
 ]

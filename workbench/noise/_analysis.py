@@ -1,66 +1,112 @@
-"""Running a pair suite (controls first) and reading its NoiseSensitivity scores against the policy.
+"""Running a pair suite (deterministic checks, then controls, then candidates) and reading it against its policy.
 
-**Controls first.** :func:`run_noise` scores every control pair member through the run
-engine (``<out>/controls``), then checks the ordering: each negative control (noisy member)
-must score strictly worse than its paired positive control (clean member), i.e. *higher*,
-because NoiseSensitivity is lower-is-better. If any control pair does not separate (or has
-no score), the run stops: candidate members are never sent to the model, and the report
-says why. Otherwise the candidate pairs are scored (``<out>/candidates``) under what is left
-of the budget.
+**Order of a run** (:func:`run_noise`), the seed's workflow:
 
-**Report.** :func:`noise_report` returns a :class:`NoiseReport`: the control ordering table,
-every candidate pair with its clean score, noisy score and delta (reported even when inside
-policy), per-slice maximum and mean noisy scores against the slice's ``max_score``, and
-:class:`~workbench.policy.Blocker` s:
+1. The policy bounds the run: ``--budget-usd`` and ``--concurrency`` may only lower the
+   policy's ``max_cost_usd`` and ``max_concurrency``; a candidate retrying more than
+   ``max_provider_retries`` is refused; ``max_cases`` bounds the scorings started.
+2. A frozen suite must be unchanged (:func:`~workbench.noise.release_of`).
+3. Retrieval assertions run on the recorded contexts, before any model call; a failing pair
+   is never sent to the evaluator (:mod:`._retrieval`).
+4. Every control pair (roles ``control``, ``adversarial``, ``reference_defect``) is scored
+   (``<out>/controls``). Each control and adversarial pair must separate: the noisy member
+   strictly worse (higher) than the clean one. If one does not, or was not run, the run
+   stops: candidate members are never sent to the model. A reference-defect control never
+   stops the run: a punished correct response routes the case to review.
+5. Candidate pairs of the selected partition (or only the sentinel set) are scored
+   (``<out>/candidates``); abstaining members are an outcome of their own, never scored.
+6. With ``repeat`` K > 1 the frozen sentinel set is scored K more times (``<out>/repeats``);
+   repeats never replace the main scores.
 
-======================  ==========  ===========================================================
-code                    category    when
-======================  ==========  ===========================================================
-noise_controls_failed   incomplete  a control pair did not separate or has no score: candidate
-                                    scores cannot be interpreted
-noise_score_invalid     incomplete  a member's score was NaN, infinite or outside [0, 1]
-noise_evaluator_errors  incomplete  other evaluator errors (provider, timeout, unparseable ...)
-missing_results         incomplete  a candidate member has no result at all
-budget_exhausted        incomplete  a run stopped at its budget
-noise_score_exceeded    quality     a candidate noisy score above the slice's ``max_score``
-noise_delta_exceeded    quality     a noisy - clean increase above the slice's ``max_delta``
-======================  ==========  ===========================================================
+**Report** (:func:`noise_report`): the control table, retrieval checks, every candidate pair
+with clean and noisy scores and delta (reported even inside policy), per-slice figures
+against the limits, repeat spreads, companion metrics, and blockers; active overrides
+(``workbench noise override add``) waive what they cover. Blocker codes:
 
-Outcome: ``evaluation_incomplete`` (any incomplete blocker, exit 3) > ``quality_failed``
-(exit 1) > ``passed`` (exit 0). Every score, threshold, table and chart says lower is better.
+==============================  ==========  ==========================================================
+code                            category    when
+==============================  ==========  ==========================================================
+noise_controls_failed           incomplete  a control or adversarial pair did not separate, a control
+                                            has no score, or the suite has no control pair
+noise_controls_not_run          incomplete  a control was not run (budget, case limit): "not run
+                                            (budget)", never "did not separate"
+noise_control_role_missing      incomplete  the suite lacks a control role the policy requires
+noise_score_invalid             incomplete  a member's score was NaN, infinite or outside [0, 1]
+noise_evaluator_errors          incomplete  other evaluator errors (provider, timeout, unparseable ...)
+noise_repeat_incomplete         incomplete  a sentinel repeat has no score
+noise_companion_missing         incomplete  a declared companion metric has no joined value
+noise_score_exceeded            quality     a candidate noisy score above the slice's ``max_score``
+noise_delta_exceeded            quality     a noisy - clean increase above the slice's ``max_delta``
+noise_abstention_exceeded       quality     abstaining candidate members above ``max_abstention_rate``
+noise_companion_exceeded        quality     a companion metric's slice mean beyond its limit
+noise_reference_defect_review   review      a reference-defect control punished a correct response
+noise_reference_challenged      review      a reviewer marked a candidate's reference insufficient
+noise_abstention_unreviewed     review      abstentions in a slice without ``max_abstention_rate``
+noise_repeat_unstable           review      a sentinel's repeat spread above ``max_spread``
+noise_suite_unfrozen            review      the suite has no frozen release
+==============================  ==========  ==========================================================
+
+Also emitted, with the gate's meaning: ``missing_results``, ``budget_exhausted``,
+``case_limit_reached``, ``run_incomplete`` (incomplete), and the retrieval codes of
+:mod:`._retrieval`. Incomplete blockers, cross-tenant retrieval and absent retrieval evidence
+are never waivable.
+
+Outcome: ``evaluation_incomplete`` (exit 3) > ``quality_failed`` (exit 1) > ``review_required``
+(exit 4) > ``passed`` (exit 0). Every score, threshold, table and chart says lower is better.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from .._args import check_run_arguments
-from .._io import atomic_write_json
+from .._args import check_budget, check_concurrency, check_repeats, partition_name
+from .._io import atomic_write_json, read_json_file
 from ..errors import Problem, WorkbenchError
-from ..policy import Blocker
+from ..policy import (
+    Blocker,
+    Override,
+    UnappliedOverride,
+    WaivedBlocker,
+    active_overrides,
+    unapplied_overrides,
+    waiver_for,
+)
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RunSummary
 from ..runs._engine import RESULTS_FILE, WorkItem, run_items
+from ._companions import CompanionJoin
+from ._evidence import NoisePolicy
 from ._judge import KIND, METRIC
-from ._pairs import DIRECTION, MEMBERS, Member, NoisePair, NoiseSuite
+from ._pairs import DIRECTION, MEMBERS, SEPARATING_ROLES, Member, NoisePair, NoiseSuite
+from ._release import release_of
+from ._retrieval import RetrievalRow, check_retrieval, failed_pairs, retrieval_blockers
+from ._trends import NoiseComparison, Trend
 
-NOISE_REPORT_SCHEMA_VERSION = 1
-"""Version of :class:`NoiseReport`'s JSON form."""
+NOISE_REPORT_SCHEMA_VERSION = 2
+"""Version of :class:`NoiseReport`'s JSON form. 2 added roles, retrieval, abstention, repeats,
+companions, the comparison, overrides and the release."""
 CONTROLS_PARTITION = "noise-controls"
 """Partition label of the controls run (recorded in its manifest and results)."""
 CANDIDATES_PARTITION = "noise-candidates"
 """Partition label of the candidates run."""
+REPEATS_PARTITION = "noise-repeats"
+"""Partition label of the sentinel repeats run."""
+NOISE_RUN_FILE = "noise_run.json"
+NOISE_REPORT_FILE = "noise_report.json"
 LOWER_IS_BETTER = "lower is better"
 """What every table and chart states."""
-EXIT_CODES: dict[str, int] = {"passed": 0, "quality_failed": 1, "evaluation_incomplete": 3}
+EXIT_CODES: dict[str, int] = {"passed": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
 """Process exit code per outcome (2 is invalid input)."""
+_EPS = 1e-12
+_CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
 
-NoiseOutcome = Literal["passed", "quality_failed", "evaluation_incomplete"]
+NoiseOutcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
 
 
 class _Model(BaseModel):
@@ -71,23 +117,31 @@ class ControlRow(_Model):
     """One control pair: the positive (clean) and negative (noisy) control under the same mode."""
 
     pair_id: str
+    """The control pair."""
+    role: str = "control"
+    """``control``, ``adversarial`` or ``reference_defect``."""
     slice: str
+    """Its slice."""
     mode: str
     """NoiseSensitivity mode of both scores."""
     distractor: str
     """The distractor's label."""
+    attack: str | None = None
+    """What an adversarial distractor carries."""
     positive_score: float | None
     """Clean member's score (the positive control)."""
     negative_score: float | None
-    """Noisy member's score (the negative control, which adopts the distractor's claim)."""
+    """Noisy member's score (the negative control; for a reference-defect control, a correct response too)."""
     margin: float | None
-    """negative - positive: must be > 0 (the negative must score worse, i.e. higher)."""
-    separated: bool
-    """True when both scores exist and the negative scored strictly higher."""
-    status: Literal["separated", "not_separated", "error", "missing"]
-    """``error``/``missing`` when a member has no score."""
+    """negative - positive: must be > 0 for control and adversarial pairs."""
+    separated: bool | None
+    """Control and adversarial pairs: True when both scores exist and the negative scored strictly
+    higher. None for reference-defect controls (they are not an ordering)."""
+    status: Literal["separated", "not_separated", "not_punished", "routed_to_review", "error", "missing", "not_run", "retrieval_failed"]
+    """``not_run`` when the run stopped (budget, case limit) before it; ``retrieval_failed`` when
+    its retrieval assertions failed; ``not_punished``/``routed_to_review`` for reference-defect controls."""
     detail: str
-    """One sentence for a reviewer."""
+    """One sentence for a reviewer ("not run (budget)", never "did not separate", for unrun controls)."""
     direction: str = DIRECTION
     """Always ``lower_is_better``."""
 
@@ -96,15 +150,21 @@ class PairRow(_Model):
     """One candidate pair: clean score, noisy score and their delta, against the slice limit."""
 
     pair_id: str
+    """The candidate pair."""
     slice: str
+    """Its slice."""
     mode: str
     """NoiseSensitivity mode of both scores."""
+    partition: str = "development"
+    """Its partition."""
     distractor: str
     """The distractor's label."""
     expected_relation: str
     """``noisy_not_worse``."""
     clean_score: float | None
+    """Clean member's score."""
     noisy_score: float | None
+    """Noisy member's score."""
     delta: float | None
     """noisy - clean (positive: the distractor made the answer worse). Reported even inside policy."""
     relation_held: bool | None
@@ -114,11 +174,22 @@ class PairRow(_Model):
     limit_max_delta: float | None
     """The slice's ``max_delta``, if set."""
     within_limit: bool | None
-    """noisy <= max_score (and delta <= max_delta when set); None when not scored or not interpreted."""
-    status: Literal["scored", "error", "missing", "not_interpreted"]
-    """``not_interpreted`` when the controls failed (candidates are then not run)."""
+    """noisy <= max_score (and delta <= max_delta when set); None when not counted."""
+    status: Literal["scored", "error", "missing", "not_interpreted", "abstained", "retrieval_failed", "reference_challenged"]
+    """``abstained``: a member abstained (its own outcome); ``retrieval_failed``: not scored;
+    ``reference_challenged``: a reviewer marked the reference insufficient (routed to review,
+    never counted); ``not_interpreted``: the controls failed."""
+    abstained: list[str] = Field(default_factory=list)
+    """Members that abstained."""
+    counted: bool = False
+    """Whether the pair counts against the slice limits."""
     errors: list[str]
     """``member: kind: message`` of each member's evaluator error."""
+    companions: dict[str, dict[str, float]] = Field(default_factory=dict)
+    """Companion metric -> member -> value, joined by generation run id."""
+    tradeoffs: list[str] = Field(default_factory=list)
+    """Companion metrics that got worse on the noisy member while its noise score did not rise:
+    a low noise score bought by refusing or saying less."""
     direction: str = DIRECTION
     """Always ``lower_is_better``."""
 
@@ -127,28 +198,45 @@ class SliceRow(_Model):
     """Candidate pairs of one slice against the slice's limit."""
 
     slice: str
+    """The slice."""
     risk: str | None
+    """Its risk."""
     pairs: int
-    """Candidate pairs in the slice."""
+    """Selected candidate pairs in the slice."""
     scored: int
-    """Pairs whose noisy member has a score."""
+    """Counted pairs whose noisy member has a score."""
     errors: int
     """Members with an evaluator error."""
     missing: int
     """Members without any result."""
+    abstentions: int = 0
+    """Abstaining candidate members."""
+    members: int = 0
+    """Candidate members that should have an outcome (pairs not blocked by retrieval x 2)."""
+    abstention_rate: float | None = None
+    """abstentions / members."""
+    limit_max_abstention_rate: float | None = None
+    """The slice's ``max_abstention_rate``."""
     max_noisy_score: float | None
+    """Largest counted noisy score."""
     mean_noisy_score: float | None
+    """Mean counted noisy score."""
     mean_clean_score: float | None
+    """Mean counted clean score."""
     max_delta: float | None
     """Largest observed noisy - clean."""
     mean_delta: float | None
+    """Mean observed noisy - clean."""
     limit_max_score: float
     """The slice's ``max_score`` (lower is better)."""
     limit_max_delta: float | None
+    """The slice's ``max_delta``."""
     within_limit: bool | None
     """None when nothing was scored or candidates were not interpreted."""
     exceeding: list[str]
     """Pairs above a limit."""
+    companions: dict[str, float | None] = Field(default_factory=dict)
+    """Companion metric -> mean over the slice's candidate members."""
     direction: str = DIRECTION
     """Always ``lower_is_better``."""
 
@@ -157,87 +245,203 @@ class MemberError(_Model):
     """One member's final evaluator error."""
 
     case_id: str
+    """``<pair_id>:<member>``."""
     pair_id: str
+    """The pair."""
     member: str
+    """``clean`` or ``noisy``."""
     role: str
+    """The pair's role."""
     slice: str
+    """The pair's slice."""
     kind: str
+    """Evaluator error kind."""
     message: str
+    """What happened."""
+
+
+class RepeatRow(_Model):
+    """One sentinel pair scored ``repeat`` times: the spread of each member and of the delta."""
+
+    pair_id: str
+    """The sentinel pair."""
+    role: str
+    """Its role."""
+    slice: str
+    """Its slice."""
+    clean_scores: list[float | None]
+    """Clean member's score per repeat (None: no score)."""
+    noisy_scores: list[float | None]
+    """Noisy member's score per repeat."""
+    clean_spread: float | None
+    """max - min of the clean scores."""
+    noisy_spread: float | None
+    """max - min of the noisy scores."""
+    delta_spread: float | None
+    """max - min of noisy - clean over the repeats."""
+    max_spread: float | None
+    """The policy's ``max_spread``."""
+    status: Literal["stable", "unstable", "incomplete"]
+    """``unstable`` when a spread exceeds ``max_spread`` (routes to review, never retried away)."""
+
+
+class RetiredRow(_Model):
+    """A retired pair: kept, never scored."""
+
+    pair_id: str
+    """The pair."""
+    reason: str
+    """Why it was retired."""
+    by: str
+    """Who retired it."""
+    on: str
+    """When (ISO date)."""
+    superseded_by: str | None
+    """The pair that fixes it, if any."""
 
 
 class NoiseRun(_Model):
-    """What :func:`run_noise` did: the controls run, the ordering check and (if allowed) the candidates run."""
+    """What :func:`run_noise` did: retrieval checks, the controls run, the ordering check and the other runs."""
 
     out_dir: str
+    """The run directory."""
     suite: str
     """``name@version`` of the pair suite."""
     suite_sha256: str
+    """sha256 of the suite file."""
+    release_id: str | None = None
+    """The frozen release of the suite, or None when unfrozen."""
     judge: str
+    """``name@version`` of the candidate."""
     judge_fingerprint: str
-    controls: RunSummary
-    """The controls run (``<out>/controls``)."""
+    """Its fingerprint."""
+    partition: str | None = None
+    """The candidate partition scored (None: every partition)."""
+    sentinels_only: bool = False
+    """Only the sentinel set's candidate pairs were scored (the fast lane)."""
+    repeat: int = 1
+    """How many times the sentinel set was scored in ``repeats``."""
+    budget_usd: float | None = None
+    """The invocation's budget (the policy's, or lower)."""
+    max_cases: int | None = None
+    """The policy's case limit."""
+    retrieval: list[RetrievalRow] = Field(default_factory=list)
+    """Retrieval assertions, checked before any model call."""
+    controls: RunSummary | None
+    """The controls run (``<out>/controls``); None when no control could be run."""
     control_checks: list[ControlRow]
-    """The ordering of every control pair, as checked before any candidate call."""
+    """Every control pair, as checked before any candidate call."""
     controls_passed: bool
-    """Every control pair separated and the controls run is complete."""
+    """Every control and adversarial pair separated and the controls run is complete."""
     candidates: RunSummary | None
     """The candidates run (``<out>/candidates``); None when it was not started."""
+    repeats: RunSummary | None = None
+    """The sentinel repeats run (``<out>/repeats``), when ``repeat`` > 1."""
+    baseline: NoiseRun | None = None
+    """The baseline suite's run (``<out>/baseline``), when one was given as a suite."""
     stopped_reason: str | None
     """Why candidates were not scored, when they were not."""
 
     def results_paths(self) -> list[Path]:
-        """The results files of both runs (the candidates' only when it ran)."""
-        paths = [Path(self.controls.results_path)]
-        if self.candidates is not None:
-            paths.append(Path(self.candidates.results_path))
-        return paths
+        """The results files of the controls and candidates runs (repeats are read separately)."""
+        return [Path(s.results_path) for s in (self.controls, self.candidates) if s is not None]
 
 
 class NoiseReport(_Model):
     """Everything ``workbench noise`` reports. Stable, versioned JSON (``kind: workbench.noise``)."""
 
     schema_version: int = NOISE_REPORT_SCHEMA_VERSION
+    """Report format version."""
     kind: Literal["workbench.noise"] = "workbench.noise"
+    """Always ``workbench.noise``."""
     metric: str = METRIC
+    """The Ragas metric."""
     direction: str = DIRECTION
     """Always ``lower_is_better``: 0 is the best NoiseSensitivity score."""
     outcome: NoiseOutcome
-    """``passed``, ``quality_failed`` or ``evaluation_incomplete``."""
+    """``passed``, ``quality_failed``, ``review_required`` or ``evaluation_incomplete``."""
     suite: str
     """``name@version`` of the pair suite."""
     suite_sha256: str
+    """sha256 of the suite file."""
     suite_path: str | None
+    """Where the suite was read from."""
+    release_id: str | None = None
+    """The suite's frozen release (None: unfrozen, a review blocker)."""
+    partition: str | None = None
+    """The candidate partition reported (None: every partition)."""
+    sentinels_only: bool = False
+    """Only the sentinel set's candidate pairs were scored."""
     judge: JudgeIdentity | None
+    """The evaluator's identity (model, Ragas version, prompt hash)."""
     judge_fingerprint: str | None
+    """Its fingerprint."""
+    budget_usd: float | None = None
+    """The invocation's budget."""
+    max_cases: int | None = None
+    """The policy's case limit."""
     controls_passed: bool
-    """Every control pair separated (negative scored higher than positive)."""
+    """Every control and adversarial pair separated (negative scored higher than positive)."""
     candidates_interpreted: bool
     """False when the controls failed: candidate scores are then neither run nor read."""
     stopped_reason: str | None
+    """Why candidates were not scored, when they were not."""
+    retrieval: list[RetrievalRow] = Field(default_factory=list)
+    """Every retrieval assertion (checked before any model call)."""
+    retrieval_passed: bool = True
+    """Every retrieval assertion passed."""
     controls: list[ControlRow]
+    """Every control pair of every role."""
+    control_roles: dict[str, int] = Field(default_factory=dict)
+    """Active control pairs per role."""
     pairs: list[PairRow]
     """Candidate pairs."""
     slices: list[SliceRow]
+    """Per slice, against its limits."""
+    repeats: list[RepeatRow] = Field(default_factory=list)
+    """Sentinel pairs scored ``repeat`` times."""
+    retired: list[RetiredRow] = Field(default_factory=list)
+    """Retired pairs (never scored)."""
+    companions_unjoined: list[str] = Field(default_factory=list)
+    """Companion rows that joined no member (other run id, unknown member or metric)."""
     blockers: list[Blocker]
-    """Sorted: incomplete, quality; then slice; then code."""
+    """Sorted: incomplete, quality, review; then slice; then code. Waived ones are in ``waived``."""
+    waived: list[WaivedBlocker] = Field(default_factory=list)
+    """Blockers an active override waived."""
+    unapplied_overrides: list[UnappliedOverride] = Field(default_factory=list)
+    """Overrides given that waived nothing, and why."""
     evaluator_errors: list[MemberError]
+    """Every member's final evaluator error."""
     missing: list[str]
     """Member case ids (``<pair_id>:<member>``) without any result, among those that should have one."""
     results_read: int
+    """Attempts read."""
     cost_usd: float
     """Recorded spend of the attempts read."""
     tokens_in: int
+    """Input tokens of the attempts read."""
     tokens_out: int
+    """Output tokens of the attempts read."""
     runs: dict[str, RunSummary]
-    """``controls`` / ``candidates`` run summaries, when the report was made from a :class:`NoiseRun`."""
+    """``controls`` / ``candidates`` / ``repeats`` run summaries, when made from a :class:`NoiseRun`."""
+    pair_keys: dict[str, str] = Field(default_factory=dict)
+    """Candidate pair id -> :meth:`~workbench.noise.NoisePair.frame_sha256` (what a baseline must share)."""
+    pair_hashes: dict[str, dict[str, str]] = Field(default_factory=dict)
+    """Candidate pair id -> ``{retrieval, response}`` hashes (both members' retrieved document
+    ids, versions, chunks, ranks, corpora, tenants and texts; both responses and abstentions):
+    where a baseline comparison finds the first divergence."""
+    comparison: NoiseComparison | None = None
+    """The baseline comparison, when ``--baseline`` was given."""
+    warnings: list[Trend] = Field(default_factory=list)
+    """Warning trends: never blockers."""
 
     @property
     def exit_code(self) -> int:
-        """0 passed, 1 quality failed, 3 evaluation incomplete (controls failed included)."""
+        """0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required."""
         return EXIT_CODES[self.outcome]
 
     def frames(self) -> dict[str, Any]:
-        """``controls``, ``pairs``, ``slices`` and ``blockers`` as pandas DataFrames, each stating lower is better."""
+        """``controls``, ``retrieval``, ``pairs``, ``slices``, ``repeats`` and ``blockers`` as DataFrames, each stating lower is better."""
         import pandas as pd
 
         def frame(rows: Sequence[BaseModel], columns: list[str]) -> Any:
@@ -247,24 +451,92 @@ class NoiseReport(_Model):
             return df
 
         return {
-            "controls": frame(self.controls, ["pair_id", "slice", "mode", "distractor", "positive_score", "negative_score", "margin", "separated", "status", "detail"]),
-            "pairs": frame(self.pairs, ["pair_id", "slice", "mode", "distractor", "clean_score", "noisy_score", "delta", "relation_held", "limit_max_score", "limit_max_delta", "within_limit", "status"]),
-            "slices": frame(self.slices, ["slice", "risk", "pairs", "scored", "errors", "missing", "max_noisy_score", "mean_noisy_score", "limit_max_score", "max_delta", "mean_delta", "limit_max_delta", "within_limit", "exceeding"]),
-            "blockers": frame(self.blockers, ["category", "slice", "code", "message", "case_ids"]),
+            "controls": frame(self.controls, ["pair_id", "role", "slice", "mode", "distractor", "attack", "positive_score", "negative_score", "margin", "separated", "status", "detail"]),
+            "retrieval": frame(self.retrieval, ["pair_id", "member", "check", "status", "code", "detail"]),
+            "pairs": frame(self.pairs, ["pair_id", "slice", "partition", "mode", "distractor", "clean_score", "noisy_score", "delta", "relation_held", "limit_max_score", "limit_max_delta", "within_limit", "status", "abstained", "companions", "tradeoffs"]),
+            "slices": frame(self.slices, ["slice", "risk", "pairs", "scored", "errors", "missing", "abstentions", "abstention_rate", "max_noisy_score", "mean_noisy_score", "limit_max_score", "max_delta", "mean_delta", "limit_max_delta", "within_limit", "exceeding", "companions"]),
+            "repeats": frame(self.repeats, ["pair_id", "role", "slice", "clean_scores", "noisy_scores", "clean_spread", "noisy_spread", "delta_spread", "max_spread", "status"]),
+            "blockers": frame(self.blockers, ["category", "slice", "code", "message", "case_ids", "waivable"]),
         }
 
 
 # -- running -------------------------------------------------------------------------------
 
 
-def member_items(pairs: Iterable[NoisePair]) -> list[WorkItem]:
-    """One work item per pair member (clean, then noisy), keyed ``<pair_id>:<member>``."""
+def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> list[WorkItem]:
+    """One work item per member (clean, then noisy) and repeat, keyed ``<pair_id>:<member>``.
+
+    Abstaining members are never scored: an abstention is an outcome of its own.
+    """
     items = []
+    chosen = list(repeats)
     for pair in pairs:
         for member in MEMBERS:
+            if pair.member(member).abstained:
+                continue
             judge_input = pair.judge_input(member)
-            items.append(WorkItem(pair.item_id(member), judge_input.digest(), 0, judge_input, {"member": member, "mode": pair.mode, "pair_id": pair.pair_id}))
+            for r in chosen:
+                items.append(WorkItem(pair.item_id(member), judge_input.digest(), r, judge_input, {"member": member, "mode": pair.mode, "pair_id": pair.pair_id}))
     return items
+
+
+def selected_candidates(suite: NoiseSuite, partition: str | None = None, sentinels_only: bool = False) -> list[NoisePair]:
+    """The candidate pairs a run scores: active, of ``partition`` when given, of the sentinel set when ``sentinels_only``."""
+    pairs = suite.candidates(partition)
+    if sentinels_only:
+        pairs = [p for p in pairs if p.pair_id in set(suite.sentinels)]
+    return pairs
+
+
+def check_run_request(suite: NoiseSuite, judge: Any, *, concurrency: int | None, budget_usd: float | None, repeat: int, sentinels_only: bool) -> list[Problem]:
+    """Every way the requested run would break the suite's policy (refused before anything runs)."""
+    policy = suite.policy
+    loc = suite.source or suite.label
+    problems: list[Problem] = []
+    if budget_usd is not None and budget_usd > policy.max_cost_usd + _EPS:
+        problems.append(Problem(location="--budget-usd", code="budget_above_policy", message=f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}", fix="give a budget within the policy, or have a new policy version reviewed"))
+    if concurrency is not None and policy.max_concurrency is not None and concurrency > policy.max_concurrency:
+        problems.append(Problem(location="--concurrency", code="concurrency_above_policy", message=f"{concurrency} is above the policy's max_concurrency {policy.max_concurrency}", fix=f"use --concurrency {policy.max_concurrency} or less"))
+    retries = getattr(getattr(getattr(judge, "spec", None), "endpoint", None), "max_retries", None)
+    if policy.max_provider_retries is not None and isinstance(retries, int) and retries > policy.max_provider_retries:
+        problems.append(Problem(location=str(getattr(judge.spec, "label", "candidate")), code="retries_above_policy", message=f"the candidate retries {retries} times per call; the policy allows {policy.max_provider_retries}", fix=f"set endpoint.max_retries: {policy.max_provider_retries} or less (retries spend the budget)"))
+    if (repeat > 1 or sentinels_only) and not suite.sentinels:
+        problems.append(Problem(location=loc, code="sentinels_missing", message="the suite declares no sentinel set", fix="declare sentinels: [pair ids] (frozen with the suite release) to use --repeat or --sentinels-only"))
+    if repeat < 1:
+        problems.append(Problem(location="--repeat", code="repeat_invalid", message=f"--repeat {repeat}", fix="give 1 or more"))
+    if not any(p.role == "control" for p in suite.controls()):
+        problems.append(Problem(location=loc, code="controls_missing", message="the suite has no control pair", fix="add control pairs: they are scored first and must separate before candidates mean anything"))
+    kind = getattr(getattr(judge, "identity", None), "kind", None)
+    if kind != KIND:
+        problems.append(Problem(location=str(getattr(getattr(judge, "spec", None), "label", "candidate")), code="wrong_kind", message=f"a noise suite is scored by a {KIND} candidate, not {kind!r}", fix=f"use a candidate spec with kind: {KIND}"))
+    return problems
+
+
+def _recorded_cost(directory: Path) -> float:
+    path = directory / RESULTS_FILE
+    if not path.is_file():
+        return 0.0
+    return sum(float(line.result.cost_usd or 0.0) for line in read_results(path))
+
+
+class _Allowance:
+    """The invocation's budget and case limit, shared by its runs (controls, candidates, repeats, baseline)."""
+
+    def __init__(self, root: Path, budget_usd: float, max_cases: int) -> None:
+        self.root = root
+        self.budget = budget_usd
+        self.max_cases = max_cases
+        self.started = 0
+
+    def budget_for(self, directory: Path) -> float:
+        """The budget a run directory may use: the total less what every other run under the root recorded."""
+        others = sum(_recorded_cost(p.parent) for p in self.root.rglob(RESULTS_FILE) if p.parent != directory)
+        return max(0.0, self.budget - others)
+
+    async def run(self, judge: Any, items: list[WorkItem], directory: Path, partition: str, common: dict[str, Any]) -> RunSummary:
+        summary = await run_items(judge, items, directory, partition=partition, budget_usd=self.budget_for(directory), max_cases=max(0, self.max_cases - self.started), **common)
+        self.started += max(0, summary.planned - summary.resumed - len(summary.unrun))
+        return summary
 
 
 async def run_noise(
@@ -272,54 +544,102 @@ async def run_noise(
     suite: NoiseSuite,
     out_dir: str | Path,
     *,
-    concurrency: int = 8,
+    concurrency: int | None = None,
     budget_usd: float | None = None,
+    partition: str | None = None,
+    sentinels_only: bool = False,
+    repeat: int = 1,
+    baseline: NoiseSuite | None = None,
     cache_dir: str | Path | None | Literal[False] = None,
     retry_errors: bool = False,
     progress: bool = True,
 ) -> NoiseRun:
-    """Score the control pairs, check their ordering, then (only if every control separated) the candidates.
+    """Retrieval assertions, then the control pairs, then (only if every control separated) the candidates.
 
-    Both runs go through the run engine (resumable, cached, budgeted, every attempt recorded
-    with its captured requests, tokens and cost): ``<out>/controls`` and ``<out>/candidates``.
-    ``budget_usd`` bounds both together. ``await`` it in notebooks; :func:`run_noise_sync`
-    elsewhere.
+    Every run goes through the run engine (resumable, cached, budgeted, every attempt recorded
+    with its captured requests, tokens and cost). The suite's policy bounds the whole
+    invocation (``budget_usd`` and ``concurrency`` may only lower it). ``baseline`` is a
+    baseline suite on the same frozen pairs, scored by the same judge into ``<out>/baseline``.
+    ``await`` it in notebooks; :func:`run_noise_sync` elsewhere.
     """
-    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
-    kind = getattr(getattr(judge, "identity", None), "kind", None)
-    if kind != KIND:
-        raise WorkbenchError("wrong judge kind", [Problem(location=str(getattr(getattr(judge, "spec", None), "label", "candidate")), code="wrong_kind", message=f"a noise suite is scored by a {KIND} candidate, not {kind!r}", fix=f"use a candidate spec with kind: {KIND}")])
-    controls = suite.controls()
-    if not controls:
-        raise WorkbenchError("no controls", [Problem(location=suite.source or suite.label, code="controls_missing", message="the suite has no control pair", fix="add control pairs: they are scored first and must separate before candidates mean anything")])
+    # Notebook arguments arrive as papermill injected them: types checked before anything else.
+    if concurrency is not None:
+        check_concurrency(concurrency)
+    check_budget(budget_usd)
+    if isinstance(repeat, bool) or not isinstance(repeat, int):
+        check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
+    if partition is not None:
+        partition_name(partition)
+    problems = check_run_request(suite, judge, concurrency=concurrency, budget_usd=budget_usd, repeat=repeat, sentinels_only=sentinels_only)
+    if baseline is not None:
+        from ._compare import check_baseline_suite
+
+        problems += check_baseline_suite(suite, baseline, partition=partition, sentinels_only=sentinels_only)
+    if problems:
+        raise WorkbenchError(f"refusing the noise run: {len(problems)} problem(s)", problems)
     out = Path(out_dir)
-    common: dict[str, Any] = {"dataset_sha256": suite.sha256, "concurrency": concurrency, "cache_dir": cache_dir, "retry_errors": retry_errors, "progress": progress}
-    c_summary = await run_items(judge, member_items(controls), out / "controls", partition=CONTROLS_PARTITION, budget_usd=budget_usd, **common)
-    checks = check_controls(suite, [r.result for r in read_results(Path(c_summary.results_path))])
-    failing = [c for c in checks if not c.separated]
+    policy = suite.policy
+    allowance = _Allowance(out, policy.max_cost_usd if budget_usd is None else budget_usd, policy.max_cases)
+    common: dict[str, Any] = {"concurrency": concurrency or policy.max_concurrency or 8, "cache_dir": cache_dir, "retry_errors": retry_errors, "progress": progress}
+    run = await _run_suite(judge, suite, out, allowance, common, partition=partition, sentinels_only=sentinels_only, repeat=repeat)
+    if baseline is not None:
+        b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, partition=partition, sentinels_only=sentinels_only, repeat=1)
+        run = run.model_copy(update={"baseline": b_run})
+    atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
+    return run
+
+
+async def _run_suite(judge: Any, suite: NoiseSuite, out: Path, allowance: _Allowance, common: dict[str, Any], *, partition: str | None, sentinels_only: bool, repeat: int) -> NoiseRun:
+    release = release_of(suite)
+    common = {**common, "dataset_sha256": suite.sha256}
+    controls = suite.controls()
+    candidates = selected_candidates(suite, partition, sentinels_only)
+    retrieval = check_retrieval([*controls, *candidates])
+    blocked = failed_pairs(retrieval)
+    ctl_items = member_items([p for p in controls if p.pair_id not in blocked])
+    c_summary = await allowance.run(judge, ctl_items, out / "controls", CONTROLS_PARTITION, common) if ctl_items else None
+    results = [line.result for line in read_results(Path(c_summary.results_path))] if c_summary else []
+    checks = check_controls(suite, results, stops={"controls": c_summary.stop_reason if c_summary else None}, blocked=blocked)
+    failing = [c for c in checks if c.role in SEPARATING_ROLES and not c.separated]
     stopped: str | None = None
     if failing:
-        stopped = f"controls failed ({len(failing)} of {len(checks)} control pairs did not separate: {', '.join(c.pair_id for c in failing)}); candidate pairs were not scored"
-    elif c_summary.status != "complete":
+        groups: dict[str, list[str]] = {}
+        for c in failing:
+            groups.setdefault(c.detail if c.status == "not_run" else {"not_separated": "did not separate", "retrieval_failed": "failed their retrieval assertions"}.get(c.status, "have no score"), []).append(c.pair_id)
+        stopped = "controls failed (" + "; ".join(f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in groups.items()) + "); candidate pairs were not scored"
+    elif c_summary is not None and c_summary.status != "complete":
         stopped = f"the controls run is incomplete ({c_summary.stop_reason or 'unrun or pending members'}); candidate pairs were not scored"
     k_summary: RunSummary | None = None
-    candidates = suite.candidates()
-    if stopped is None and candidates:
-        remaining = None if budget_usd is None else max(0.0, budget_usd - c_summary.cost_usd)
-        k_summary = await run_items(judge, member_items(candidates), out / "candidates", partition=CANDIDATES_PARTITION, budget_usd=remaining, **common)
+    k_items = member_items([p for p in candidates if p.pair_id not in blocked])
+    if stopped is None and k_items:
+        k_summary = await allowance.run(judge, k_items, out / "candidates", CANDIDATES_PARTITION, common)
+    r_summary: RunSummary | None = None
+    if repeat > 1 and stopped is None:
+        sentinels = [p for p in suite.active() if p.pair_id in set(suite.sentinels) and p.pair_id not in blocked]
+        r_items = member_items(sentinels, range(repeat))
+        if r_items:
+            r_summary = await allowance.run(judge, r_items, out / "repeats", REPEATS_PARTITION, common)
     run = NoiseRun(
         out_dir=str(out),
         suite=suite.label,
         suite_sha256=suite.sha256,
+        release_id=release.release_id if release else None,
         judge=judge.spec.label,
         judge_fingerprint=judge.identity.fingerprint(),
+        partition=partition,
+        sentinels_only=sentinels_only,
+        repeat=repeat,
+        budget_usd=allowance.budget,
+        max_cases=allowance.max_cases,
+        retrieval=retrieval,
         controls=c_summary,
         control_checks=checks,
         controls_passed=stopped is None,
         candidates=k_summary,
+        repeats=r_summary,
         stopped_reason=stopped,
     )
-    atomic_write_json(out / "noise_run.json", run.model_dump(mode="json"))
+    atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
     return run
 
 
@@ -334,13 +654,24 @@ def run_noise_sync(*args: Any, **kwargs: Any) -> NoiseRun:
 ResultsInput = NoiseRun | str | Path | Iterable[JudgeResult | ResultLine] | Sequence[str | Path]
 
 
+def load_noise_run(directory: str | Path) -> NoiseRun | None:
+    """The :class:`NoiseRun` recorded in a run directory (``noise_run.json``), or None."""
+    path = Path(directory) / NOISE_RUN_FILE
+    if not path.is_file():
+        return None
+    return NoiseRun.model_validate(read_json_file(path))  # bounded and strict
+
+
 def _collect(results: ResultsInput) -> tuple[list[tuple[str, JudgeResult]], dict[str, RunSummary], NoiseRun | None]:
     run = results if isinstance(results, NoiseRun) else None
+    if run is None and isinstance(results, str | Path) and Path(results).is_dir():
+        run = load_noise_run(results)
     runs: dict[str, RunSummary] = {}
     if run is not None:
-        runs["controls"] = run.controls
-        if run.candidates is not None:
-            runs["candidates"] = run.candidates
+        for label in ("controls", "candidates", "repeats"):
+            summary = getattr(run, label)
+            if summary is not None:
+                runs[label] = summary
         sources: Iterable[Any] = run.results_paths()
     elif isinstance(results, str | Path):
         sources = [results]
@@ -359,11 +690,11 @@ def _collect(results: ResultsInput) -> tuple[list[tuple[str, JudgeResult]], dict
     return out, runs, run
 
 
-def _final(results: Iterable[tuple[str, JudgeResult]]) -> dict[str, JudgeResult]:
-    """Per member case id (repeat 0): the latest result with a score, else the latest attempt."""
+def _final(results: Iterable[tuple[str, JudgeResult]], repeat: int = 0) -> dict[str, JudgeResult]:
+    """Per member case id (one repeat): the latest result with a score, else the latest attempt."""
     by_case: dict[str, list[JudgeResult]] = {}
     for _, r in results:
-        if r.repeat == 0:
+        if r.repeat == repeat:
             by_case.setdefault(r.case_id, []).append(r)
     final: dict[str, JudgeResult] = {}
     for case_id, rows in by_case.items():
@@ -403,32 +734,54 @@ def _score(r: JudgeResult | None) -> float | None:
     return None if r is None or r.error is not None else r.score
 
 
-def check_controls(suite: NoiseSuite, results: Iterable[JudgeResult]) -> list[ControlRow]:
-    """The ordering of every control pair: the negative (noisy) must score strictly higher than the positive (clean)."""
+_NOT_RUN = {"budget_exhausted": "not run (budget)", "max_cases": "not run (case limit)", "circuit_breaker": "not run (circuit breaker)"}
+
+
+def check_controls(suite: NoiseSuite, results: Iterable[JudgeResult], *, stops: dict[str, str | None] | None = None, blocked: Iterable[str] = ()) -> list[ControlRow]:
+    """Every control pair. Control and adversarial pairs: the negative (noisy) must score strictly
+    higher than the positive (clean). Reference-defect pairs: a correct response must score 0,
+    else the case routes to review. A member the run stopped before is ``not run (budget)``."""
     final = _final(("", r) for r in results)
+    stop = next((s for s in (stops or {}).values() if s), None)
+    blocked_ids = set(blocked)
     rows = []
     for pair in suite.controls():
         clean, noisy = final.get(pair.item_id("clean")), final.get(pair.item_id("noisy"))
         pos, neg = _score(clean), _score(noisy)
-        if clean is None or noisy is None:
+        separated: bool | None = None
+        if pair.pair_id in blocked_ids:
+            status, detail = "retrieval_failed", "its retrieval assertions failed before any model call; not scored"
+        elif (clean is None or noisy is None) and stop in _NOT_RUN:
+            status, detail = "not_run", _NOT_RUN[stop]
+        elif clean is None or noisy is None:
             status, detail = "missing", "no result for " + " and ".join(m for m, r in (("the positive (clean)", clean), ("the negative (noisy)", noisy)) if r is None)
         elif pos is None or neg is None:
             kinds = [f"{m}: {r.error.kind}" for m, r in (("clean", clean), ("noisy", noisy)) if r.error is not None]
             status, detail = "error", "no score: " + "; ".join(kinds)
+        elif pair.role == "reference_defect":
+            worst = max(pos, neg)
+            if worst <= _EPS:
+                status, detail = "not_punished", "both correct responses scored 0 under the defective reference"
+            else:
+                status, detail = "routed_to_review", f"a correct response scored {worst:.3f} under the defective reference ({pair.reference_defect}): the case routes to review, never counted against the system"
         elif neg > pos:
             status, detail = "separated", f"negative {neg:.3f} > positive {pos:.3f} (lower is better)"
         else:
             status, detail = "not_separated", f"negative {neg:.3f} is not worse than positive {pos:.3f}: the evaluator cannot see this noise adoption (lower is better)"
+        if pair.role in SEPARATING_ROLES:
+            separated = status == "separated"
         rows.append(
             ControlRow(
                 pair_id=pair.pair_id,
+                role=pair.role,
                 slice=pair.slice,
                 mode=pair.mode,
                 distractor=pair.noisy.distractor.label,
+                attack=pair.noisy.distractor.attack,
                 positive_score=pos,
                 negative_score=neg,
                 margin=None if pos is None or neg is None else neg - pos,
-                separated=status == "separated",
+                separated=separated,
                 status=status,  # type: ignore[arg-type]
                 detail=detail,
             )
@@ -436,32 +789,80 @@ def check_controls(suite: NoiseSuite, results: Iterable[JudgeResult]) -> list[Co
     return rows
 
 
-def noise_report(suite: NoiseSuite, results: ResultsInput) -> NoiseReport:
-    """Read a suite's results against its slice limits (lower is better) and list the blockers.
+def _mean(values: Iterable[float]) -> float | None:
+    data = list(values)
+    return sum(data) / len(data) if data else None
 
-    ``results`` is a :class:`NoiseRun` (its run summaries are then included), a results file
-    or run directory, a list of them, or judge results. Refuses (``WorkbenchError``) results
-    of unknown members, of changed content, of several judges or of another kind.
+
+def _spread(values: Sequence[float | None]) -> float | None:
+    data = [v for v in values if v is not None]
+    return None if len(data) < len(values) or not data else max(data) - min(data)
+
+
+def _worse(direction: str, noisy: float, clean: float) -> bool:
+    return noisy < clean - _EPS if direction == "higher_is_better" else noisy > clean + _EPS
+
+
+def _risk(suite: NoiseSuite, name: str | None) -> str | None:
+    return suite.slices[name].risk if name in suite.slices else None
+
+
+def noise_report(
+    suite: NoiseSuite,
+    results: ResultsInput,
+    *,
+    partition: str | None = None,
+    sentinels_only: bool = False,
+    companions: CompanionJoin | None = None,
+    overrides: Sequence[Override] = (),
+    now: datetime | None = None,
+) -> NoiseReport:
+    """Read a suite's results against its policy and slice limits (lower is better) and list the blockers.
+
+    ``results`` is a :class:`NoiseRun` (its run summaries, partition and repeats are then
+    used), a noise run directory (its ``noise_run.json``), a results file, a list of them, or
+    judge results. ``companions`` are the joined companion metrics (:func:`join_companions`);
+    ``overrides`` (active for this suite's ``name@version`` at ``now``) waive the blockers they
+    cover. Refuses (``WorkbenchError``) results of unknown members, of changed content, of
+    several judges or of another kind, and a frozen suite whose file changed.
     """
+    now = now or datetime.now(UTC)
     located, runs, run = _collect(results)
+    if run is not None:
+        partition, sentinels_only = run.partition, run.sentinels_only
     identity, fingerprint = _check_join(suite, located)
+    release = release_of(suite)
     final = _final(located)
-    controls = check_controls(suite, [r for r in final.values()])
-    controls_passed = bool(controls) and all(c.separated for c in controls)
+    policy: NoisePolicy = suite.policy
+    candidates = selected_candidates(suite, partition, sentinels_only)
+    retrieval = check_retrieval([*suite.controls(), *candidates])
+    blocked = failed_pairs(retrieval)
+    stops = {label: s.stop_reason for label, s in runs.items() if label in ("controls", "candidates")}
+    controls = check_controls(suite, final.values(), stops={"controls": stops.get("controls")}, blocked=blocked)
+    separating = [c for c in controls if c.role in SEPARATING_ROLES]
+    controls_passed = any(c.role == "control" for c in separating) and all(c.separated for c in separating)
     if run is not None:
         controls_passed = controls_passed and run.controls_passed
     interpreted = controls_passed
-    blockers: list[Blocker] = []
+    blockers: list[Blocker] = retrieval_blockers(suite, retrieval)
     errors: list[MemberError] = []
     missing: list[str] = []
 
     for c in controls:
-        if not c.separated:
-            blockers.append(
-                Blocker(code="noise_controls_failed", category="incomplete", slice=c.slice, risk=suite.slices[c.slice].risk if c.slice in suite.slices else None, message=f"control pair {c.pair_id} ({c.mode}) did not separate: {c.detail}; candidate scores cannot be interpreted", evidence={"mode": c.mode, "positive_score": c.positive_score, "negative_score": c.negative_score, "status": c.status, "direction": DIRECTION}, case_ids=[c.pair_id], waivable=False)
-            )
-    if not controls:
+        evidence = {"role": c.role, "mode": c.mode, "positive_score": c.positive_score, "negative_score": c.negative_score, "status": c.status, "direction": DIRECTION}
+        if c.status == "not_run":
+            blockers.append(Blocker(code="noise_controls_not_run", category="incomplete", slice=c.slice, risk=_risk(suite, c.slice), message=f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to separate, it was never scored, so candidate scores cannot be interpreted", evidence=evidence, case_ids=[c.pair_id], waivable=False))
+        elif c.status in ("error", "missing", "retrieval_failed") or c.separated is False:
+            what = "did not separate" if c.status == "not_separated" else "has no usable score"
+            blockers.append(Blocker(code="noise_controls_failed", category="incomplete", slice=c.slice, risk=_risk(suite, c.slice), message=f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores cannot be interpreted", evidence=evidence, case_ids=[c.pair_id], waivable=False))
+        elif c.status == "routed_to_review":
+            blockers.append(Blocker(code="noise_reference_defect_review", category="review", slice=c.slice, risk=_risk(suite, c.slice), message=f"reference-defect control {c.pair_id}: {c.detail}", evidence=evidence, case_ids=[c.pair_id]))
+    if not any(c.role == "control" for c in controls):
         blockers.append(Blocker(code="noise_controls_failed", category="incomplete", message="the suite has no control pair: candidate scores cannot be interpreted", evidence={"controls": 0}, waivable=False))
+    roles = {role: sum(1 for p in suite.controls() if p.role == role) for role in ("control", "adversarial", "reference_defect")}
+    for role in policy.required_control_roles:
+        if not roles.get(role):
+            blockers.append(Blocker(code="noise_control_role_missing", category="incomplete", message=f"the suite has no {role} control, which the policy requires: the {role} role is untested, never passed", evidence={"role": role, "n": 0}, waivable=False))
 
     def member_error(pair: NoisePair, member: Member, r: JudgeResult) -> None:
         assert r.error is not None
@@ -473,58 +874,133 @@ def noise_report(suite: NoiseSuite, results: ResultsInput) -> NoiseReport:
             if r is not None and r.error is not None:
                 member_error(pair, m, r)
 
+    values = companions.values if companions is not None else {}
     rows: list[PairRow] = []
-    for pair in suite.candidates():
+    for pair in candidates:
         limit = suite.slices[pair.slice]
         got = {m: final.get(pair.item_id(m)) for m in MEMBERS}
+        abstained = [m for m in MEMBERS if pair.member(m).abstained]
+        base = {"pair_id": pair.pair_id, "slice": pair.slice, "mode": pair.mode, "partition": pair.partition, "distractor": pair.noisy.distractor.label, "expected_relation": pair.expected_relation, "limit_max_score": limit.max_score, "limit_max_delta": limit.max_delta, "abstained": abstained, "companions": values.get(pair.pair_id, {})}
+        if pair.pair_id in blocked:
+            rows.append(PairRow(**base, clean_score=None, noisy_score=None, delta=None, relation_held=None, within_limit=None, status="retrieval_failed", errors=[]))
+            continue
         if not interpreted:
-            rows.append(PairRow(pair_id=pair.pair_id, slice=pair.slice, mode=pair.mode, distractor=pair.noisy.distractor.label, expected_relation=pair.expected_relation, clean_score=None, noisy_score=None, delta=None, relation_held=None, limit_max_score=limit.max_score, limit_max_delta=limit.max_delta, within_limit=None, status="not_interpreted", errors=[]))
+            rows.append(PairRow(**base, clean_score=None, noisy_score=None, delta=None, relation_held=None, within_limit=None, status="not_interpreted", errors=[]))
             continue
         member_errors = []
         for m, r in got.items():
+            if m in abstained:
+                continue
             if r is None:
                 missing.append(pair.item_id(m))
             elif r.error is not None:
                 member_error(pair, m, r)
                 member_errors.append(f"{m}: {r.error.kind}: {r.error.message}")
         clean, noisy = _score(got["clean"]), _score(got["noisy"])
+        if "clean" in abstained:
+            clean = None
+        if "noisy" in abstained:
+            noisy = None
         delta = None if clean is None or noisy is None else noisy - clean
+        challenged = pair.sign_off is not None and not pair.sign_off.reference_sufficient
+        if abstained:
+            status = "abstained"
+        elif clean is not None and noisy is not None:
+            status = "reference_challenged" if challenged else "scored"
+        else:
+            status = "missing" if any(r is None for r in got.values()) else "error"
+        counted = status == "scored" or (status == "abstained" and not challenged and noisy is not None)
         within = None
-        if noisy is not None:
-            within = noisy <= limit.max_score + 1e-12 and (limit.max_delta is None or delta is None or delta <= limit.max_delta + 1e-12)
-        status = "scored" if clean is not None and noisy is not None else ("missing" if any(r is None for r in got.values()) else "error")
-        rows.append(PairRow(pair_id=pair.pair_id, slice=pair.slice, mode=pair.mode, distractor=pair.noisy.distractor.label, expected_relation=pair.expected_relation, clean_score=clean, noisy_score=noisy, delta=delta, relation_held=None if delta is None else delta <= 1e-12, limit_max_score=limit.max_score, limit_max_delta=limit.max_delta, within_limit=within, status=status, errors=member_errors))  # type: ignore[arg-type]
+        if counted and noisy is not None:
+            within = noisy <= limit.max_score + _EPS and (limit.max_delta is None or delta is None or delta <= limit.max_delta + _EPS)
+        tradeoffs = []
+        for metric, spec in policy.companions.items():
+            v = values.get(pair.pair_id, {}).get(metric, {})
+            noise_held = "noisy" in abstained or (noisy is not None and clean is not None and noisy <= clean + _EPS)
+            if "clean" in v and "noisy" in v and noise_held and _worse(spec.direction, v["noisy"], v["clean"]):
+                tradeoffs.append(f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g} ({spec.direction.replace('_', ' ')}) while the noise score did not rise")
+        rows.append(PairRow(**base, clean_score=clean, noisy_score=noisy, delta=delta, relation_held=None if delta is None else delta <= _EPS, within_limit=within, status=status, counted=counted, errors=member_errors, tradeoffs=tradeoffs))  # type: ignore[arg-type]
 
-    slices = [_slice_row(name, limit, [r for r in rows if r.slice == name], errors, missing, interpreted) for name, limit in suite.slices.items()]
+    slices = [_slice_row(suite, name, [r for r in rows if r.slice == name], errors, missing, interpreted, values) for name in suite.slices]
 
     if interpreted:
         for s in slices:
-            over = [r for r in rows if r.slice == s.slice and r.noisy_score is not None and r.noisy_score > s.limit_max_score + 1e-12]
+            over = [r for r in rows if r.slice == s.slice and r.counted and r.noisy_score is not None and r.noisy_score > s.limit_max_score + _EPS]
             if over:
                 blockers.append(Blocker(code="noise_score_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's max_score {s.limit_max_score:g} (lower is better)", evidence={"max_noisy_score": s.max_noisy_score, "mean_noisy_score": s.mean_noisy_score, "max_score": s.limit_max_score, "direction": DIRECTION, "n": s.scored}, case_ids=[r.pair_id for r in over]))
             if s.limit_max_delta is not None:
-                worse = [r for r in rows if r.slice == s.slice and r.delta is not None and r.delta > s.limit_max_delta + 1e-12]
+                worse = [r for r in rows if r.slice == s.slice and r.counted and r.delta is not None and r.delta > s.limit_max_delta + _EPS]
                 if worse:
                     blockers.append(Blocker(code="noise_delta_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{len(worse)} candidate pairs got worse with the distractor by more than max_delta {s.limit_max_delta:g} (lower is better)", evidence={"max_delta_observed": s.max_delta, "max_delta": s.limit_max_delta, "direction": DIRECTION, "n": s.scored}, case_ids=[r.pair_id for r in worse]))
+            abstaining = [r.pair_id for r in rows if r.slice == s.slice and r.abstained]
+            if s.abstentions:
+                evidence = {"abstentions": s.abstentions, "members": s.members, "abstention_rate": s.abstention_rate, "max_abstention_rate": s.limit_max_abstention_rate}
+                if s.limit_max_abstention_rate is None:
+                    blockers.append(Blocker(code="noise_abstention_unreviewed", category="review", slice=s.slice, risk=s.risk, message=f"{s.abstentions} of {s.members} candidate members abstained and the slice sets no max_abstention_rate: an abstention is neither a 0 nor a pass, a person must judge it", evidence=evidence, case_ids=abstaining))
+                elif (s.abstention_rate or 0.0) > s.limit_max_abstention_rate + _EPS:
+                    blockers.append(Blocker(code="noise_abstention_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{s.abstentions} of {s.members} candidate members abstained ({s.abstention_rate:.0%}), above max_abstention_rate {s.limit_max_abstention_rate:g}: a low noise score bought by not answering", evidence=evidence, case_ids=abstaining))
+        challenged = [r for r in rows if r.status == "reference_challenged"]
+        for name in sorted({r.slice for r in challenged}):
+            mine = [r.pair_id for r in challenged if r.slice == name]
+            blockers.append(Blocker(code="noise_reference_challenged", category="review", slice=name, risk=_risk(suite, name), message=f"{len(mine)} candidate pair(s) whose reference a reviewer marked insufficient: routed to review, not counted against the slice limits", evidence={"pairs": len(mine)}, case_ids=mine))
     invalid = [e for e in errors if e.kind == "invalid_score"]
-    other = [e for e in errors if e.kind != "invalid_score" and (e.role == "candidate")]
+    other = [e for e in errors if e.kind != "invalid_score" and e.role == "candidate"]
     for code, group, what in (("noise_score_invalid", invalid, "invalid scores (NaN, infinite or outside [0, 1])"), ("noise_evaluator_errors", other, "evaluator errors")):
         for name in sorted({e.slice for e in group}):
-            mine = [e for e in group if e.slice == name]
+            mine_e = [e for e in group if e.slice == name]
             kinds: dict[str, int] = {}
-            for e in mine:
+            for e in mine_e:
                 kinds[e.kind] = kinds.get(e.kind, 0) + 1
-            blockers.append(Blocker(code=code, category="incomplete", slice=name, risk=suite.slices[name].risk if name in suite.slices else None, message=f"{len(mine)} member(s) have {what}: no score, never counted as 0", evidence={"errors": len(mine), "by_kind": kinds}, case_ids=sorted({e.case_id for e in mine}), waivable=False))
+            blockers.append(Blocker(code=code, category="incomplete", slice=name, risk=_risk(suite, name), message=f"{len(mine_e)} member(s) have {what}: no score, never counted as 0", evidence={"errors": len(mine_e), "by_kind": kinds}, case_ids=sorted({e.case_id for e in mine_e}), waivable=False))
     if missing:
         for name in sorted({suite.pair(m.rsplit(":", 1)[0]).slice for m in missing}):
-            mine = [m for m in missing if suite.pair(m.rsplit(":", 1)[0]).slice == name]
-            blockers.append(Blocker(code="missing_results", category="incomplete", slice=name, risk=suite.slices[name].risk, message=f"{len(mine)} candidate member(s) have no result: the evaluation is incomplete, never a pass", evidence={"missing": len(mine)}, case_ids=mine, waivable=False))
+            mine_m = [m for m in missing if suite.pair(m.rsplit(":", 1)[0]).slice == name]
+            stop = stops.get("candidates")
+            why = f" ({_NOT_RUN[stop]})" if stop in _NOT_RUN else ""
+            blockers.append(Blocker(code="missing_results", category="incomplete", slice=name, risk=_risk(suite, name), message=f"{len(mine_m)} candidate member(s) have no result{why}: the evaluation is incomplete, never a pass", evidence={"missing": len(mine_m)}, case_ids=mine_m, waivable=False))
     for label, summary in runs.items():
-        if summary.stop_reason == "budget_exhausted":
-            blockers.append(Blocker(code="budget_exhausted", category="incomplete", message=f"the {label} run stopped at its budget (${summary.cost_usd:.4f} of ${summary.budget_usd or 0:.4f})", evidence={"cost_usd": summary.cost_usd, "budget_usd": summary.budget_usd, "unrun": len(summary.unrun)}, waivable=False))
+        code = {"budget_exhausted": "budget_exhausted", "max_cases": "case_limit_reached", "circuit_breaker": "run_incomplete"}.get(summary.stop_reason or "")
+        if code:
+            blockers.append(Blocker(code=code, category="incomplete", message=f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f} of ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases}; {len(summary.unrun)} member scoring(s) never ran", evidence={"run": label, "cost_usd": summary.cost_usd, "budget_usd": summary.budget_usd, "max_cases": summary.max_cases, "unrun": len(summary.unrun)}, waivable=False))
 
-    blockers.sort(key=lambda b: b.sort_key())
-    outcome: NoiseOutcome = "evaluation_incomplete" if any(b.category == "incomplete" for b in blockers) else ("quality_failed" if any(b.category == "quality" for b in blockers) else "passed")
+    repeats = _repeat_rows(suite, run, policy, blocked)
+    for row in repeats:
+        if row.status == "incomplete":
+            blockers.append(Blocker(code="noise_repeat_incomplete", category="incomplete", slice=row.slice, risk=_risk(suite, row.slice), message=f"sentinel {row.pair_id} lacks a score in some of its {len(row.clean_scores)} repeats: its repeatability is unproven", evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores}, case_ids=[row.pair_id], waivable=False))
+        elif row.status == "unstable":
+            blockers.append(Blocker(code="noise_repeat_unstable", category="review", slice=row.slice, risk=_risk(suite, row.slice), message=f"sentinel {row.pair_id} varies across repeats (spreads clean {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material judge variation, reviewed by a person, never retried away", evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores, "max_spread": row.max_spread}, case_ids=[row.pair_id]))
+
+    if policy.companions and interpreted:
+        scope = [p for p in candidates if p.pair_id not in blocked]
+        declared = list(policy.companions)
+        absent = [f"{p.item_id(m)}:{metric}" for p in scope for m in MEMBERS for metric in declared if m not in values.get(p.pair_id, {}).get(metric, {})]
+        if absent:
+            why = "no companion results were given" if companions is None else f"{len(absent)} value(s) not joined by generation run id"
+            blockers.append(Blocker(code="noise_companion_missing", category="incomplete", message=f"declared companion metrics ({', '.join(declared)}) are missing for candidate members ({why}): a low noise score cannot be told from a refusal", evidence={"missing": len(absent), "first": absent[:10]}, case_ids=sorted({a.split(":", 1)[0] for a in absent}), waivable=False))
+        for s in slices:
+            for metric, spec in policy.companions.items():
+                mean = s.companions.get(metric)
+                if spec.limit is None or mean is None:
+                    continue
+                bad = mean < spec.limit - _EPS if spec.direction == "higher_is_better" else mean > spec.limit + _EPS
+                if bad:
+                    blockers.append(Blocker(code="noise_companion_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"companion {metric} averages {mean:.3f} in the slice, beyond its limit {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score is not bought by {metric}", evidence={"metric": metric, "mean": mean, "limit": spec.limit, "direction": spec.direction}, case_ids=[r.pair_id for r in rows if r.slice == s.slice and r.companions.get(metric)]))
+    if release is None:
+        blockers.append(Blocker(code="noise_suite_unfrozen", category="review", message=f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so its cases, references and manifest cannot change under the evidence", evidence={"suite_sha256": suite.sha256}))
+
+    label = _SuiteLabel(suite.label)
+    active = sorted(active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id)
+    kept: list[Blocker] = []
+    waived: list[WaivedBlocker] = []
+    for blocker in sorted(blockers, key=lambda b: (_CATEGORY_ORDER[b.category], b.slice or "", b.code, b.message)):
+        override = waiver_for(blocker, active)
+        if override is None:
+            kept.append(blocker)
+        else:
+            waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
+    unapplied = unapplied_overrides(list(overrides), label, fingerprint, now, kept, waived) if overrides else []  # type: ignore[arg-type]
+    categories = {b.category for b in kept}
+    outcome: NoiseOutcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required" if "review" in categories else "passed"
     attempts = [r for _, r in located]
     stopped = run.stopped_reason if run is not None else (None if controls_passed else "controls failed: candidate scores are not interpreted")
     return NoiseReport(
@@ -532,15 +1008,28 @@ def noise_report(suite: NoiseSuite, results: ResultsInput) -> NoiseReport:
         suite=suite.label,
         suite_sha256=suite.sha256,
         suite_path=suite.source,
+        release_id=release.release_id if release else None,
+        partition=partition,
+        sentinels_only=sentinels_only,
         judge=identity,
         judge_fingerprint=fingerprint,
+        budget_usd=run.budget_usd if run is not None else None,
+        max_cases=policy.max_cases,
         controls_passed=controls_passed,
         candidates_interpreted=interpreted,
         stopped_reason=stopped,
+        retrieval=retrieval,
+        retrieval_passed=not blocked,
         controls=controls,
+        control_roles=roles,
         pairs=rows,
         slices=slices,
-        blockers=blockers,
+        repeats=repeats,
+        retired=[RetiredRow(pair_id=p.pair_id, reason=p.retired.reason, by=p.retired.by, on=p.retired.on.isoformat(), superseded_by=next((q.pair_id for q in suite.pairs if q.supersedes == p.pair_id), None)) for p in suite.retired() if p.retired is not None],
+        companions_unjoined=companions.unjoined if companions is not None else [],
+        blockers=kept,
+        waived=waived,
+        unapplied_overrides=unapplied,
         evaluator_errors=errors,
         missing=missing,
         results_read=len(attempts),
@@ -548,19 +1037,63 @@ def noise_report(suite: NoiseSuite, results: ResultsInput) -> NoiseReport:
         tokens_in=sum(int(r.tokens_in or 0) for r in attempts),
         tokens_out=sum(int(r.tokens_out or 0) for r in attempts),
         runs=runs,
+        pair_keys={p.pair_id: p.frame_sha256() for p in candidates},
+        pair_hashes={p.pair_id: evidence_hashes(p) for p in candidates},
     )
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
+def evidence_hashes(pair: NoisePair) -> dict[str, str]:
+    """``retrieval`` and ``response`` hashes of a pair's two members (see ``NoiseReport.pair_hashes``)."""
+    from .._io import sha256_json, sha256_text
+
+    retrieval = [[[c.document_id, c.version, c.chunk_id, c.rank, c.corpus_id, c.tenant, sha256_text(c.text)] for c in pair.member(m).contexts()] for m in MEMBERS]
+    responses = [[pair.member(m).response, pair.member(m).abstained] for m in MEMBERS]
+    return {"retrieval": sha256_json(retrieval), "response": sha256_json(responses)}
 
 
-def _slice_row(name: str, limit: Any, rows: list[PairRow], errors: list[MemberError], missing: list[str], interpreted: bool) -> SliceRow:
-    noisy = [r.noisy_score for r in rows if r.noisy_score is not None]
-    clean = [r.clean_score for r in rows if r.clean_score is not None]
-    deltas = [r.delta for r in rows if r.delta is not None]
+class _SuiteLabel:
+    """What the override helpers read from a policy: its ``name@version`` label (here, the suite's)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+
+def _repeat_rows(suite: NoiseSuite, run: NoiseRun | None, policy: NoisePolicy, blocked: set[str]) -> list[RepeatRow]:
+    if run is None or run.repeats is None or run.repeat <= 1:
+        return []
+    located = [(f"{run.repeats.results_path}:{line.line}", line.result) for line in read_results(run.repeats.results_path)]
+    _check_join(suite, located)
+    by_repeat = [_final(located, r) for r in range(run.repeat)]
+    rows = []
+    for pair in suite.active():
+        if pair.pair_id not in set(suite.sentinels) or pair.pair_id in blocked:
+            continue
+        scores = {m: [None if pair.member(m).abstained else _score(f.get(pair.item_id(m))) for f in by_repeat] for m in MEMBERS}
+        deltas = [None if c is None or n is None else n - c for c, n in zip(scores["clean"], scores["noisy"], strict=True)]
+        spreads = {m: _spread(scores[m]) if not pair.member(m).abstained else 0.0 for m in MEMBERS}
+        delta_spread = _spread(deltas) if not any(pair.member(m).abstained for m in MEMBERS) else 0.0
+        complete = all(not pair.member(m).abstained and v is not None or pair.member(m).abstained for m in MEMBERS for v in scores[m])
+        limit = policy.max_spread if policy.max_spread is not None else 0.0
+        status = "incomplete" if not complete else ("unstable" if max(v or 0.0 for v in (*spreads.values(), delta_spread)) > limit + _EPS else "stable")
+        rows.append(RepeatRow(pair_id=pair.pair_id, role=pair.role, slice=pair.slice, clean_scores=scores["clean"], noisy_scores=scores["noisy"], clean_spread=spreads["clean"], noisy_spread=spreads["noisy"], delta_spread=delta_spread, max_spread=policy.max_spread, status=status))  # type: ignore[arg-type]
+    return rows
+
+
+def _slice_row(suite: NoiseSuite, name: str, rows: list[PairRow], errors: list[MemberError], missing: list[str], interpreted: bool, values: dict[str, dict[str, dict[str, float]]]) -> SliceRow:
+    limit = suite.slices[name]
+    counted = [r for r in rows if r.counted]
+    noisy = [r.noisy_score for r in counted if r.noisy_score is not None]
+    clean = [r.clean_score for r in counted if r.clean_score is not None]
+    deltas = [r.delta for r in counted if r.delta is not None]
     exceeding = [r.pair_id for r in rows if r.within_limit is False]
     ids = {r.pair_id for r in rows}
+    open_rows = [r for r in rows if r.status not in ("retrieval_failed", "not_interpreted")]
+    members = 2 * len(open_rows)
+    abstentions = sum(len(r.abstained) for r in open_rows)
+    companions: dict[str, float | None] = {}
+    for metric in suite.policy.companions:
+        data = [v for r in open_rows for v in values.get(r.pair_id, {}).get(metric, {}).values()]
+        companions[metric] = _mean(data)
     return SliceRow(
         slice=name,
         risk=limit.risk,
@@ -568,87 +1101,18 @@ def _slice_row(name: str, limit: Any, rows: list[PairRow], errors: list[MemberEr
         scored=len(noisy),
         errors=sum(1 for e in errors if e.pair_id in ids),
         missing=sum(1 for m in missing if m.rsplit(":", 1)[0] in ids),
-        max_noisy_score=max(noisy) if noisy else None,
+        abstentions=abstentions,
+        members=members,
+        abstention_rate=abstentions / members if members else None,
+        limit_max_abstention_rate=limit.max_abstention_rate,
+        max_noisy_score=max(noisy) if noisy else None,  # type: ignore[type-var]
         mean_noisy_score=_mean(noisy),  # type: ignore[arg-type]
         mean_clean_score=_mean(clean),  # type: ignore[arg-type]
-        max_delta=max(deltas) if deltas else None,
+        max_delta=max(deltas) if deltas else None,  # type: ignore[type-var]
         mean_delta=_mean(deltas),  # type: ignore[arg-type]
         limit_max_score=limit.max_score,
         limit_max_delta=limit.max_delta,
         within_limit=None if not interpreted or not noisy else not exceeding,
         exceeding=exceeding,
+        companions=companions,
     )
-
-
-# -- presentation --------------------------------------------------------------------------
-
-
-def format_noise(report: NoiseReport) -> str:
-    """Human-readable text: outcome, control ordering, pairs, slices, blockers. Lower is better throughout."""
-
-    def num(x: float | None) -> str:
-        return "-" if x is None else f"{x:.3f}"
-
-    lines = [
-        f"noise:      {report.outcome.upper()} (NoiseSensitivity: {LOWER_IS_BETTER})",
-        f"suite:      {report.suite} (sha256 {report.suite_sha256[:12]})",
-        f"judge:      {report.judge.name + '@' + report.judge.version if report.judge else '(no results)'}" + (f" (fingerprint {report.judge_fingerprint[:12]})" if report.judge_fingerprint else ""),
-        f"cost:       ${report.cost_usd:.4f}, tokens {report.tokens_in} in / {report.tokens_out} out, {report.results_read} attempts read",
-        "",
-        f"controls ({'all separated' if report.controls_passed else 'FAILED'}; the negative must score higher: {LOWER_IS_BETTER}):",
-    ]
-    for c in report.controls:
-        lines.append(f"  {'ok  ' if c.separated else 'FAIL'} {c.pair_id} [{c.mode}] positive {num(c.positive_score)} negative {num(c.negative_score)}: {c.detail}")
-    if report.stopped_reason:
-        lines += ["", f"stopped: {report.stopped_reason}"]
-    if report.candidates_interpreted:
-        lines += ["", f"candidate pairs (clean -> noisy, delta; {LOWER_IS_BETTER}):"]
-        for r in report.pairs:
-            mark = {True: "ok  ", False: "OVER", None: "--  "}[r.within_limit]
-            lines.append(f"  {mark} {r.slice}/{r.pair_id} [{r.mode}] {num(r.clean_score)} -> {num(r.noisy_score)} delta {num(r.delta)} (max {r.limit_max_score:g})" + (f" errors: {'; '.join(r.errors)}" if r.errors else ""))
-        lines += ["", f"slices (noisy score vs max_score; {LOWER_IS_BETTER}):"]
-        for s in report.slices:
-            mark = {True: "ok  ", False: "OVER", None: "--  "}[s.within_limit]
-            lines.append(f"  {mark} {s.slice}: max {num(s.max_noisy_score)} mean {num(s.mean_noisy_score)} vs max_score {s.limit_max_score:g} (n={s.scored} of {s.pairs} pairs, {s.errors} errors, {s.missing} missing)")
-    if report.blockers:
-        lines += ["", "blockers:"]
-        for b in report.blockers:
-            lines.append(f"  [{b.category}] {b.slice or '-'}: {b.code}: {b.message}" + (f" cases: {', '.join(b.case_ids[:10])}" if b.case_ids else ""))
-    return "\n".join(lines)
-
-
-def noise_chart(report: NoiseReport) -> Any:
-    """Clean and noisy score per pair (controls and candidates) with each candidate slice's limit. Lower is better."""
-    import altair as alt
-    import pandas as pd
-
-    members = ["clean (positive control)", "noisy (negative control)", "clean", "noisy"]
-    colors = ["#2e7d32", "#8e24aa", "#1f77b4", "#ff7f0e"]
-    points, limits, order = [], [], []
-    for c in report.controls:
-        label = f"control · {c.slice} · {c.pair_id} [{c.mode}]"
-        order.append(label)
-        for member, score in ((members[0], c.positive_score), (members[1], c.negative_score)):
-            if score is not None:
-                points.append({"pair": label, "member": member, "score": score, "mode": c.mode})
-    for r in report.pairs:
-        label = f"candidate · {r.slice} · {r.pair_id} [{r.mode}]"
-        order.append(label)
-        for member, score in ((members[2], r.clean_score), (members[3], r.noisy_score)):
-            if score is not None:
-                points.append({"pair": label, "member": member, "score": score, "mode": r.mode})
-        if report.candidates_interpreted:
-            limits.append({"pair": label, "max_score": r.limit_max_score})
-    data = pd.DataFrame(points, columns=["pair", "member", "score", "mode"])
-    y = alt.Y("pair:N", sort=order, title=None, axis=alt.Axis(labelLimit=420))
-    x_title = f"NoiseSensitivity score ({LOWER_IS_BETTER})"
-    color = alt.Color("member:N", title=None, scale=alt.Scale(domain=members, range=colors), legend=alt.Legend(orient="bottom"))
-    x = alt.X("score:Q", title=x_title, scale=alt.Scale(domain=[0, 1]))
-    base = alt.Chart(data).encode(x=x, y=y, color=color, tooltip=["pair", "member", "mode", "score"])
-    clean_dots = base.transform_filter(alt.FieldOneOfPredicate(field="member", oneOf=members[0::2])).mark_point(filled=False, size=140, strokeWidth=2)
-    noisy_dots = base.transform_filter(alt.FieldOneOfPredicate(field="member", oneOf=members[1::2])).mark_point(filled=True, size=55)
-    layers: list[Any] = [clean_dots, noisy_dots]
-    if limits:
-        layers.insert(0, alt.Chart(pd.DataFrame(limits)).mark_tick(color="#444444", thickness=2, size=16).encode(x="max_score:Q", y=y, tooltip=["pair", "max_score"]))
-    title = f"Clean vs noisy NoiseSensitivity per pair; ring = clean, dot = noisy, dark tick = slice max_score ({LOWER_IS_BETTER})"
-    return alt.layer(*layers).properties(width=420, title=title)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import json
 import math
 import warnings
 from pathlib import Path
@@ -244,7 +245,27 @@ def explain(metric: Any, mode: str) -> str | None:
     contexts = ", ".join(f"{i + 1}:{'relevant' if r else 'irrelevant'}" for i, r in enumerate(relevant))
     head = f"{mode} mode: {int(counted.sum())} of {len(statements)} response statements are incorrect (not supported by the reference) and supported by {'a relevant' if mode == 'relevant' else 'only irrelevant'} context(s); contexts {contexts}; lower is better"
     listed = [f"- {s!r}" + (" [incorrect, counted]" if c else " [incorrect]" if inc else "") for s, c, inc in zip(statements, counted, incorrect, strict=False)]
-    return "\n".join([head, *listed[:20]])
+    claims = {"statements": [str(s) for s in statements], "incorrect": [bool(x) for x in incorrect], "counted": [bool(x) for x in counted], "contexts_relevant": [bool(x) for x in relevant]}
+    return "\n".join([head, *listed[:20], CLAIMS_PREFIX + json.dumps(claims, ensure_ascii=False, separators=(",", ":"))])
+
+
+CLAIMS_PREFIX = "claims-json: "
+"""The last line of a noise result's reason: the metric's claim verdicts as JSON."""
+
+
+def parse_claims(reason: str | None) -> list[dict[str, Any]] | None:
+    """The metric's claim verdicts recorded in a result's reason: one ``{statement, incorrect,
+    counted}`` per response statement, or None when the reason does not carry them."""
+    if not reason:
+        return None
+    for line in reversed(reason.splitlines()):
+        if line.startswith(CLAIMS_PREFIX):
+            try:
+                data = json.loads(line[len(CLAIMS_PREFIX) :])
+                return [{"statement": s, "incorrect": bool(i), "counted": bool(c)} for s, i, c in zip(data["statements"], data["incorrect"], data["counted"], strict=True)]
+            except (ValueError, KeyError, TypeError):
+                return None
+    return None
 
 
 @register_kind(KIND)

@@ -73,8 +73,39 @@ RANKING_NON_WAIVABLE_CODES = frozenset(
 )
 """Ranking codes no override may name: missing evidence, a malformed result, fixture or policy integrity."""
 
-BLOCKER_CODES: dict[str, str] = {**GATE_BLOCKER_CODES, **RANKING_BLOCKER_CODES}
-"""Every blocker code an override may name: the release gate's and the ranking gate's."""
+
+NOISE_BLOCKER_CODES: dict[str, str] = {
+    "noise_controls_failed": "incomplete",
+    "noise_controls_not_run": "incomplete",
+    "noise_control_role_missing": "incomplete",
+    "noise_score_invalid": "incomplete",
+    "noise_evaluator_errors": "incomplete",
+    "noise_repeat_incomplete": "incomplete",
+    "noise_companion_missing": "incomplete",
+    "retrieval_evidence_missing": "incomplete",
+    "noise_score_exceeded": "quality",
+    "noise_delta_exceeded": "quality",
+    "noise_abstention_exceeded": "quality",
+    "noise_companion_exceeded": "quality",
+    "retrieval_cross_tenant": "quality",
+    "retrieval_forbidden_source": "quality",
+    "retrieval_expected_missing": "quality",
+    "retrieval_rank_violated": "quality",
+    "noise_reference_defect_review": "review",
+    "noise_reference_challenged": "review",
+    "noise_abstention_unreviewed": "review",
+    "noise_repeat_unstable": "review",
+    "noise_suite_unfrozen": "review",
+}
+"""code -> category of the codes only ``workbench noise`` emits (the tables in
+:mod:`workbench.noise._analysis` and :mod:`workbench.noise._retrieval`). It also emits the
+gate's ``missing_results``, ``budget_exhausted``, ``case_limit_reached`` and ``run_incomplete``."""
+
+NOISE_NEVER_WAIVABLE = frozenset({code for code, category in NOISE_BLOCKER_CODES.items() if category == "incomplete"} | {"retrieval_cross_tenant"})
+"""Noise codes no override may name: missing evidence, and cross-tenant retrieval (never evaluator noise)."""
+
+BLOCKER_CODES: dict[str, str] = {**GATE_BLOCKER_CODES, **RANKING_BLOCKER_CODES, **NOISE_BLOCKER_CODES}
+"""code -> category of every blocker code an override may name: the release gate's, the ranking gate's and noise's."""
 
 FALSE_PASS_CODES = frozenset({"false_passes_exceeded", "false_pass_rate_exceeded"})
 """In a critical slice these are waivable only case by case (every false-pass case named)."""

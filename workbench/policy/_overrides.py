@@ -45,6 +45,7 @@ from ._codes import (
     CRITICAL_NEVER_WAIVABLE,
     DEFENSE_CODES,
     FALSE_PASS_CODES,
+    NOISE_NEVER_WAIVABLE,
     RANKING_NON_WAIVABLE_CODES,
 )
 from ._policy import NAME_PATTERN, Policy
@@ -69,7 +70,7 @@ POLICY_INTEGRITY_CODES = frozenset(
     }
 )
 """Blocker codes that say the policy, rubric or evidence do not fit together: fix the inputs."""
-NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES | RANKING_NON_WAIVABLE_CODES
+NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES | RANKING_NON_WAIVABLE_CODES | NOISE_NEVER_WAIVABLE
 """Codes no override may name."""
 
 
@@ -254,6 +255,8 @@ def add_override(
 
 
 def _why_never(code: str) -> str:
+    if code in NOISE_NEVER_WAIVABLE:
+        return "missing evidence, and cross-tenant retrieval, are never waived as evaluator noise"
     if code in INCOMPLETE_CODES:
         return "missing evidence cannot be approved away"
     if code in DEFENSE_CODES:

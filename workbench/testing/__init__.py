@@ -4,6 +4,6 @@
 no API key and no network. See :mod:`workbench.testing._server` for the decision order.
 """
 
-from ._server import FAULTS, ChatRequest, FakeLLM, RecordedCall, Reply, Rule
+from ._server import FAULTS, JSON_MODES, PROVIDERS, ChatRequest, FakeLLM, RecordedCall, Reply, Rule
 
-__all__ = ["FAULTS", "ChatRequest", "FakeLLM", "RecordedCall", "Reply", "Rule"]
+__all__ = ["FAULTS", "JSON_MODES", "PROVIDERS", "ChatRequest", "FakeLLM", "RecordedCall", "Reply", "Rule"]

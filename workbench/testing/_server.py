@@ -24,6 +24,18 @@ Decision order per chat request:
 5. ``default``.
 
 The reply's ``latency_s`` (or the server-wide ``latency_s``) is waited before responding.
+
+Provider emulation (``emulate=``, one of :data:`PROVIDERS`) makes the server behave like a
+real endpoint in the ways a candidate spec depends on: the chat path (Azure OpenAI's
+``/openai/deployments/<deployment>/chat/completions?api-version=...``; llama.cpp and LiteLLM
+also answer ``/chat/completions``), the header that carries the key (``api-key`` for Azure,
+``Authorization: Bearer`` elsewhere, none for Ollama), what an unknown model looks like
+(``models=``: 404 with each provider's own error body, LiteLLM's 400, llama.cpp ignores the
+name), and JSON mode (``json_mode=``: ``honour``; ``reject``, a 400 naming
+``response_format``; ``ignore``, the answer comes as prose around a fenced ```` ```json ````
+block). Between authentication and the decision order above, a request for an unknown
+deployment, api-version or model, or a refused ``response_format``, is answered with that
+error (no rule, responder or fault is consulted).
 """
 
 from __future__ import annotations
@@ -33,6 +45,7 @@ import dataclasses
 import json
 import math
 import random
+import re
 import socket
 import threading
 import time
@@ -40,10 +53,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 __all__ = [
     "FAULTS",
+    "JSON_MODES",
+    "PROVIDERS",
     "MODEL_ID",
     "REFUSAL_TEXT",
     "TRUNCATED_CONTENT",
@@ -86,6 +101,58 @@ TRUNCATED_CONTENT = '{"reason": "cut off mid'
 _CHAT_PATH = "/v1/chat/completions"
 _MODELS_PATH = "/v1/models"
 _SECRET_HEADERS = frozenset({"authorization", "api-key", "proxy-authorization"})
+
+PROVIDERS: tuple[str, ...] = ("openai", "azure", "vllm", "ollama", "llamacpp", "litellm")
+"""Providers the server can emulate (``FakeLLM(emulate=...)``)."""
+
+JSON_MODES: tuple[str, ...] = ("honour", "reject", "ignore")
+"""What the server does with ``response_format``: honour it (bare JSON), reject it (HTTP 400
+naming ``response_format``), or ignore it (the answer is prose around a fenced JSON block)."""
+
+AZURE_JSON_MODE_SINCE = "2023-12-01-preview"
+"""The first Azure OpenAI api-version with JSON mode; older versions answer 400 to ``response_format``."""
+
+_AZURE_CHAT = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$")
+_EXTRA_CHAT_PATHS = {"llamacpp": ("/chat/completions",), "litellm": ("/chat/completions",)}
+_PROSE_BEFORE = "Sure. Here is my assessment of the response.\n\n```json\n"
+_PROSE_AFTER = "\n```\n\nLet me know if you need anything else."
+
+
+def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
+    """Status and body of each provider's answer to a model it does not serve."""
+    if provider == "vllm":  # vLLM's ErrorResponse is not nested under "error"
+        return 404, {"object": "error", "message": f"The model `{model}` does not exist.", "type": "NotFoundError", "param": None, "code": 404}
+    if provider == "ollama":
+        return 404, _error_body(f'model "{model}" not found, try pulling it first', "api_error")
+    if provider == "litellm":
+        return 400, _error_body(f"/chat/completions: Invalid model name passed in model={model}. Call `/v1/models` to view available models for your key.", "None", "400", "None")
+    return 404, _error_body(f"The model `{model}` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found")
+
+
+def _unauthorized(provider: str) -> dict[str, Any]:
+    """Each provider's 401 body."""
+    if provider == "azure":
+        return {"error": {"code": "401", "message": "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource."}}
+    if provider == "vllm":
+        return {"error": "Unauthorized"}
+    if provider == "llamacpp":
+        return {"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}}
+    if provider == "litellm":
+        return _error_body("Authentication Error, Invalid proxy server token passed. Received API Key = sk-...****, Key Hash (Token) =[REDACTED]", "auth_error", "401", "None")
+    return _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
+
+
+def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
+    """Each provider's 400 for a ``response_format`` it does not support."""
+    if provider == "litellm":
+        return _error_body(
+            f"litellm.UnsupportedParamsError: openai does not support parameters: ['response_format'], for model={model}. "
+            "To drop these, set `litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params: true`\n",
+            "None",
+            "400",
+            "None",
+        )
+    return _error_body("Unrecognized request argument supplied: response_format", "invalid_request_error", None, "response_format")
 _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
     # fault: (status, error type, error code, message)
     "http_500": (500, "server_error", None, "The fake LLM injected an internal server error."),
@@ -165,7 +232,9 @@ class ChatRequest:
 class RecordedCall:
     """One request to the chat endpoint, as the server saw and answered it.
 
-    ``headers`` have lower-cased names and never include ``authorization`` (nor ``api-key``).
+    ``headers`` have lower-cased names and never include ``authorization`` (nor ``api-key``);
+    ``auth_headers`` names which of those credential headers were presented (never their
+    values). ``query`` is the URL's query string parsed (e.g. Azure's ``api-version``).
     ``authorized`` is ``None`` when the server requires no key. ``status`` is the HTTP status
     sent, or ``0`` for a hang abandoned because the server stopped (a hang still in progress
     also shows ``0`` until it answers) and for a ``disconnect``.
@@ -178,6 +247,8 @@ class RecordedCall:
     authorized: bool | None
     reply: Reply
     status: int
+    query: dict[str, str] = dataclasses.field(default_factory=dict)
+    auth_headers: tuple[str, ...] = ()
 
 
 def _message_text(content: Any) -> str:
@@ -328,10 +399,11 @@ class _Handler(BaseHTTPRequestHandler):
         path = self._path()
         self._drain()
         if path == _MODELS_PATH:
-            self._send_json(200, {"object": "list", "data": [_model_entry()]})
+            served = self.server.fake.models or (MODEL_ID,)
+            self._send_json(200, {"object": "list", "data": [_model_entry(m) for m in served]})
         elif path == f"{_MODELS_PATH}/{MODEL_ID}":
             self._send_json(200, _model_entry())
-        elif path == _CHAT_PATH:
+        elif self.server.fake._is_chat_path(path):
             self._send_json(405, _error_body(f"Method GET not allowed on {path}; use POST.", "invalid_request_error"))
         else:
             self._send_json(404, _error_body(f"Unknown path {path}", "invalid_request_error", "unknown_url"))
@@ -344,10 +416,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._send_json(400, _error_body("Could not read the request body.", "invalid_request_error"))
             return
-        if path == _CHAT_PATH:
+        if self.server.fake._is_chat_path(path):
             self.server.fake._handle_chat(self, path, raw)
         elif path in (_MODELS_PATH, f"{_MODELS_PATH}/{MODEL_ID}"):
             self._send_json(405, _error_body(f"Method POST not allowed on {path}; use GET.", "invalid_request_error"))
+        elif self.server.fake.emulate == "azure":
+            self._send_json(404, {"error": {"code": "404", "message": "Resource not found"}})
         else:
             self._send_json(404, _error_body(f"Unknown path {path}", "invalid_request_error", "unknown_url"))
 
@@ -358,8 +432,8 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-def _model_entry() -> dict[str, Any]:
-    return {"id": MODEL_ID, "object": "model", "created": 0, "owned_by": "workbench"}
+def _model_entry(model: str = MODEL_ID) -> dict[str, Any]:
+    return {"id": model, "object": "model", "created": 0, "owned_by": "workbench"}
 
 
 class FakeLLM:
@@ -377,8 +451,15 @@ class FakeLLM:
     ``random.Random(seed)``, so the same seed and request order give the same faults.
     ``retry_after_s`` is sent as ``Retry-After`` on 429s; a ``hang`` waits ``hang_s`` (or
     until :meth:`stop`) before answering. ``require_api_key`` makes every chat request
-    present ``Authorization: Bearer <key>``. ``inflated_usage_tokens`` is the usage an
-    ``inflated_usage`` fault reports.
+    present ``Authorization: Bearer <key>`` (``api-key: <key>`` when emulating Azure).
+    ``inflated_usage_tokens`` is the usage an ``inflated_usage`` fault reports.
+
+    Provider emulation (see the module docstring): ``emulate`` is one of :data:`PROVIDERS`;
+    ``models`` are the model names served (``None``: any name is accepted; llama.cpp always
+    ignores the name); ``json_mode`` is one of :data:`JSON_MODES`; ``azure_deployments`` and
+    ``azure_api_versions`` are the deployments and api-versions an Azure emulation knows
+    (``None``: any); an api-version older than :data:`AZURE_JSON_MODE_SINCE` refuses
+    ``response_format`` as Azure does. ``report_usage=False`` leaves ``usage`` out of answers.
     """
 
     def __init__(
@@ -396,7 +477,27 @@ class FakeLLM:
         host: str = "127.0.0.1",
         port: int = 0,
         inflated_usage_tokens: int = 1_000_000,
+        emulate: str = "openai",
+        models: Sequence[str] | None = None,
+        json_mode: str = "honour",
+        azure_deployments: Sequence[str] | None = None,
+        azure_api_versions: Sequence[str] | None = None,
+        report_usage: bool = True,
     ) -> None:
+        if emulate not in PROVIDERS:
+            raise ValueError(f"unknown provider {emulate!r}; expected one of {', '.join(PROVIDERS)}")
+        if json_mode not in JSON_MODES:
+            raise ValueError(f"unknown json_mode {json_mode!r}; expected one of {', '.join(JSON_MODES)}")
+        if emulate == "ollama" and require_api_key is not None:
+            raise ValueError("Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'")
+        if emulate != "azure" and (azure_deployments is not None or azure_api_versions is not None):
+            raise ValueError("azure_deployments and azure_api_versions apply only to emulate='azure'")
+        self.emulate = emulate
+        self.models: tuple[str, ...] | None = None if models is None else tuple(models)
+        self.json_mode = json_mode
+        self.azure_deployments: tuple[str, ...] | None = None if azure_deployments is None else tuple(azure_deployments)
+        self.azure_api_versions: tuple[str, ...] | None = None if azure_api_versions is None else tuple(azure_api_versions)
+        self.report_usage = report_usage
         rates = dict(fault_rates or {})
         for name, rate in rates.items():
             _check_fault(name)
@@ -484,14 +585,21 @@ class FakeLLM:
         return int(self._server.server_address[1])
 
     @property
-    def base_url(self) -> str:
-        """``http://<host>:<port>/v1``, for ``openai.OpenAI(base_url=...)``."""
+    def root_url(self) -> str:
+        """``http://<host>:<port>``."""
         if self._server is None:
             raise RuntimeError("FakeLLM is not running; call start() or use it as a context manager")
         host = self.host
         if ":" in host:
             host = f"[{host}]"
-        return f"http://{host}:{self.port}/v1"
+        return f"http://{host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """What a candidate's ``endpoint.base_url`` should be: ``http://<host>:<port>/v1``, for
+        ``openai.OpenAI(base_url=...)``; the resource root ``http://<host>:<port>`` (Azure's
+        ``azure_endpoint``) when emulating Azure."""
+        return self.root_url if self.emulate == "azure" else f"{self.root_url}/v1"
 
     @property
     def running(self) -> bool:
@@ -522,9 +630,38 @@ class FakeLLM:
     def _authorize(self, handler: _Handler) -> bool | None:
         if self.require_api_key is None:
             return None
+        if self.emulate == "azure":  # Azure reads the key from the api-key header
+            return handler.headers.get("api-key", "").strip() == self.require_api_key
         header = handler.headers.get("Authorization", "")
         scheme, _, token = header.partition(" ")
         return scheme.lower() == "bearer" and token.strip() == self.require_api_key
+
+    def _is_chat_path(self, path: str) -> bool:
+        """Whether ``path`` is the chat-completions path of the emulated provider."""
+        if self.emulate == "azure":
+            return _AZURE_CHAT.match(path) is not None
+        return path == _CHAT_PATH or path in _EXTRA_CHAT_PATHS.get(self.emulate, ())
+
+    def _emulation_error(self, handler: _Handler, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        """The emulated provider's error for this (authorized, well-formed) request, if any."""
+        model = str(body.get("model"))
+        if self.emulate == "azure":
+            match = _AZURE_CHAT.match(path)
+            assert match is not None
+            versions = parse_qs(urlsplit(handler.path).query).get("api-version", [])
+            version = versions[0] if versions else None
+            if version is None or (self.azure_api_versions is not None and version not in self.azure_api_versions):
+                return 404, {"error": {"code": "404", "message": "Resource not found"}}
+            if self.azure_deployments is not None and match["deployment"] not in self.azure_deployments:
+                message = "The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."
+                return 404, {"error": {"code": "DeploymentNotFound", "message": message}}
+            if "response_format" in body and version < AZURE_JSON_MODE_SINCE:
+                return 400, {"error": {"code": "BadRequest", "message": f"response_format value as json_object is enabled only for api versions {AZURE_JSON_MODE_SINCE} and later"}}
+        elif self.models is not None and self.emulate != "llamacpp" and model not in self.models:
+            return _not_found_model(self.emulate, model)
+        if "response_format" in body and self.json_mode == "reject":
+            return 400, _no_json_mode(self.emulate, model)
+        return None
 
     def _draw_fault(self) -> str | None:
         """One RNG draw (caller holds the lock); ``None`` when no fault is drawn."""
@@ -569,6 +706,8 @@ class FakeLLM:
                 continue
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         authorized = self._authorize(handler)
+        auth_headers = tuple(sorted(name.lower() for name in handler.headers if name.lower() in _SECRET_HEADERS))
+        query = {k: v[0] for k, v in parse_qs(urlsplit(handler.path).query).items()}
         with self._lock:
             index = self._next_index
             self._next_index += 1
@@ -581,7 +720,7 @@ class FakeLLM:
         body = parsed if isinstance(parsed, dict) else None
 
         def record(reply: Reply, status: int) -> RecordedCall:
-            call = RecordedCall(index, path, body, headers, authorized, reply, status)
+            call = RecordedCall(index, path, body, headers, authorized, reply, status, query, auth_headers)
             self._record(call)
             return call
 
@@ -590,10 +729,7 @@ class FakeLLM:
             reply = Reply(value=None, reason="missing or wrong API key", fault="http_401")
             record(reply, 401)
             self._wait(reply)
-            handler._send_json(
-                401,
-                _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key"),
-            )
+            handler._send_json(401, _unauthorized(self.emulate))
             return
 
         # request validation (a real API rejects these before doing any work)
@@ -613,6 +749,13 @@ class FakeLLM:
             return
 
         assert body is not None
+        emulated = self._emulation_error(handler, path, body)
+        if emulated is not None:
+            status, payload = emulated
+            record(Reply(value=None, reason=json.dumps(payload)[:300]), status)
+            handler._send_json(status, payload)
+            return
+
         messages = [m for m in body["messages"] if isinstance(m, dict)]
         prompt = "\n\n".join(_message_text(m.get("content")) for m in messages)
         request = ChatRequest(body=body, prompt=prompt, messages=messages, model=body["model"], index=index)
@@ -680,7 +823,7 @@ class FakeLLM:
                 handler.close_connection = True  # abandoned: stop() was called
                 return
             self._update_status(pending, 200)
-            handler._send_json(200, self._completion(request, reply.render(), None))
+            handler._send_json(200, self._completion(request, self._content(reply), None))
             return
 
         record(reply, 200)
@@ -690,18 +833,27 @@ class FakeLLM:
         elif fault == "refusal":
             payload = self._completion(request, None, REFUSAL_TEXT)
         else:
-            payload = self._completion(request, reply.render(), None)
+            payload = self._completion(request, self._content(reply), None)
         if fault == "inflated_usage":
             n = self.inflated_usage_tokens
             payload["usage"] = {"prompt_tokens": n, "completion_tokens": n, "total_tokens": 2 * n}
         handler._send_json(200, payload, extra_headers={"x-request-id": f"req-fake-{request.index}"})
+
+    def _content(self, reply: Reply) -> str:
+        """The assistant content of a normal answer: bare, or prose around a fenced JSON block
+        when the server has no JSON mode (``json_mode`` ``reject`` or ``ignore``: nothing
+        constrains the model's output)."""
+        text = reply.render()
+        if self.json_mode == "honour" or reply.content is not None:
+            return text
+        return f"{_PROSE_BEFORE}{text}{_PROSE_AFTER}"
 
     def _completion(self, request: ChatRequest, content: str | None, refusal: str | None) -> dict[str, Any]:
         n = request.body.get("n", 1)
         n = n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
         prompt_tokens = _tokens(request.prompt)
         completion_tokens = _tokens(content if content is not None else (refusal or "")) * n
-        return {
+        completion: dict[str, Any] = {
             "id": f"chatcmpl-fake-{request.index}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -722,3 +874,6 @@ class FakeLLM:
                 "total_tokens": prompt_tokens + completion_tokens,
             },
         }
+        if not self.report_usage:
+            del completion["usage"]
+        return completion

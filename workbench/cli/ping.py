@@ -1,0 +1,72 @@
+"""``workbench ping``: one real request to a candidate's endpoint, before the first real run."""
+
+from __future__ import annotations
+
+import click
+
+from ..judges._ping import PingResult, ping
+from ._common import echo_json, user_errors
+
+EXIT_PING_FAILED = 1
+"""The endpoint answered badly or not at all: every problem is printed with its code."""
+
+
+@click.command("ping")
+@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec (kind ragas-llm), e.g. data/candidates/<name>@<version>.yaml.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (schema: docs/formats.md#ping-result).")
+@user_errors
+def ping_command(candidate: str, as_json: bool) -> None:
+    """Send ONE real request to a candidate's endpoint and say whether a run can work.
+
+    The request is the candidate's own prompt filled with a fixed, harmless case (no gold is
+    read), sent exactly as `workbench run` would send it. Prints the resolved URL (never the
+    key), the HTTP status, the latency, whether JSON mode was honoured, whether the answer
+    parsed into one of the candidate's labels, the token usage and the call's cost under the
+    price table. The call is paid for like any other (one short prompt).
+
+    Exit codes: 0 everything fine; 1 a check failed, each problem printed with its code
+    (dns_failure, connection_refused, connection_failed, timeout, unauthorized, forbidden,
+    model_not_found, endpoint_not_found, no_json_mode, rate_limited, server_error,
+    bad_request, refusal, unparseable, label_not_allowed, usage_missing; see
+    docs/endpoints.md); 2 invalid input (bad spec, unset key variable, not ragas-llm).
+    """
+    result = ping(candidate)
+    if as_json:
+        echo_json(result.model_dump(mode="json"))
+    else:
+        for line in render(result):
+            click.echo(line)
+    if not result.ok:
+        raise SystemExit(EXIT_PING_FAILED)
+
+
+def render(result: PingResult) -> list[str]:
+    """The human-readable report of a ping."""
+    lines = [f"ping {result.candidate} (model {result.model}, provider {result.provider})"]
+    lines.append(f"  url        {result.url or '(none)'}")
+    lines.append(f"  status     {'HTTP ' + str(result.status) if result.status is not None else 'no HTTP answer'}")
+    lines.append(f"  latency    {result.latency_s:.3f} s" if result.latency_s is not None else "  latency    -")
+    if result.json_mode == "md_json":
+        json_line = "not asked for (json_mode md_json: the answer is read from a ```json block)"
+    elif result.json_mode_honoured is None:
+        json_line = "unknown (no answer to judge)"
+    else:
+        json_line = "honoured (bare JSON answer)" if result.json_mode_honoured else "NOT honoured"
+    lines.append(f"  JSON mode  {json_line}")
+    if result.parsed:
+        verdict = f"parsed: value {result.value!r} is one of {result.labels}" if result.label_ok else f"parsed, but value {result.value!r} is NOT one of {result.labels}"
+    else:
+        verdict = "did not parse into {reason, value}" if result.status == 200 else "none"
+    lines.append(f"  answer     {verdict}")
+    if result.tokens_in is not None or result.tokens_out is not None:
+        lines.append(f"  usage      {result.tokens_in} input + {result.tokens_out} output tokens")
+    else:
+        lines.append("  usage      not reported")
+    lines.append(f"  cost       ${result.cost_usd:.6f} under the price table" if result.cost_usd is not None else "  cost       unknown")
+    if result.ok:
+        lines.append("ok: the endpoint is ready for `workbench run`")
+    else:
+        for problem in result.problems:
+            lines.append(f"FAILED [{problem.code}] {problem.message}")
+            lines.append(f"  fix: {problem.fix}")
+    return lines

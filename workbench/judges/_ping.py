@@ -1,0 +1,377 @@
+"""``workbench ping``: one real request to a candidate's endpoint before the first real run.
+
+:func:`ping` builds the candidate's judge exactly as ``workbench run`` would (same client,
+provider, JSON mode, parameters and prompt template), sends **one** request for a fixed,
+harmless case (:data:`PING_INPUT`; no gold is read) and reports what a run depends on: the
+resolved URL (never the key), the HTTP status, the latency, whether JSON mode was honoured,
+whether the answer parsed into one of the candidate's labels, the token usage and the cost
+under the candidate's price table. Every failure is a :class:`~workbench.errors.Problem`
+with its own code (:data:`PING_CODES`); :attr:`PingResult.ok` is true only when there is
+none. Nothing is written anywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._redact import redact
+from ..errors import Problem, WorkbenchError
+from ._input import JudgeInput
+from ._llm import _CURRENT, LLMJudge, _api_message, _assistant_message, _Exchange, has_reason
+from ._registry import build_judge
+from ._spec import load_spec
+
+PING_SCHEMA_VERSION = 1
+
+PING_INPUT = JudgeInput(
+    user_input="What is the capital of France?",
+    response="The capital of France is Paris.",
+    grading_notes="A correct answer names Paris.",
+    reference="Paris is the capital of France.",
+    retrieved_contexts=["Paris is the capital and most populous city of France."],
+)
+"""The fixed case a ping sends: harmless, public, every judge-visible field filled."""
+
+PING_CODES: dict[str, str] = {
+    "dns_failure": "the endpoint's host name does not resolve",
+    "connection_refused": "nothing accepts connections at the endpoint's host and port",
+    "connection_failed": "the connection failed or was dropped before an answer (TLS, reset, unreachable)",
+    "timeout": "no answer within endpoint.timeout_s",
+    "unauthorized": "HTTP 401: the key was refused",
+    "forbidden": "HTTP 403: the key may not use this model or deployment",
+    "model_not_found": "the endpoint does not serve the model (or Azure deployment) named",
+    "endpoint_not_found": "HTTP 404 for the path itself: the base URL is wrong",
+    "no_json_mode": "JSON mode was asked for and refused (HTTP 400) or ignored (prose around the JSON)",
+    "rate_limited": "HTTP 429",
+    "server_error": "HTTP 5xx",
+    "bad_request": "another HTTP 4xx",
+    "refusal": "the model refused to answer",
+    "unparseable": "the answer is not the {reason, value} JSON the metric parses",
+    "label_not_allowed": "the answer parsed, but its value is not one of the candidate's labels",
+    "missing_reason": "the answer parsed, but its reason is empty or missing: a run records it as an evaluator error (missing_reason), never a verdict",
+    "usage_missing": "the answer reports no token usage, so its cost under a non-zero price table is unknown",
+}
+"""Every problem code a ping can report, with its meaning."""
+
+_REASON_FIX = "make the prompt ask for a short reason before the value (the JSON is {reason, value}); a verdict without a reason cannot be reviewed"
+
+_MODEL_MISSING = re.compile(r"(?i)\b(model|deployment)\b.*\b(not found|does not exist|not exist|unknown|invalid)\b|\binvalid model\b|\bunknown model\b|deploymentnotfound|model_not_found")
+_JSON_MODE_REFUSED = re.compile(r"(?i)response_format|json_object|json mode")
+
+
+class PingResult(BaseModel):
+    """What one ``workbench ping`` found (``workbench ping --json`` prints it)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    schema_version: int = PING_SCHEMA_VERSION
+    """Ping result format version."""
+    candidate: str
+    """``name@version`` of the candidate pinged."""
+    model: str | None
+    """The spec's evaluator model name."""
+    provider: str
+    """``endpoint.provider`` (``openai`` or ``azure``)."""
+    json_mode: str
+    """``endpoint.json_mode`` the request used (``json_object`` or ``md_json``)."""
+    url: str | None
+    """The URL the request was sent to, query included (e.g. Azure's ``api-version``), with any
+    credential redacted; never the key (keys travel in headers)."""
+    status: int | None
+    """HTTP status of the answer; null when none came (DNS, connection, timeout)."""
+    latency_s: float | None
+    """Seconds from sending the request to the parsed answer (or the failure)."""
+    json_mode_honoured: bool | None
+    """``json_object``: true when the answer was bare JSON, false when the endpoint refused
+    ``response_format`` or wrapped the JSON in prose or code fences; null for ``md_json`` (JSON
+    mode not asked for) or when no answer came."""
+    parsed: bool
+    """Whether the answer parsed into ``{reason, value}``."""
+    value: str | None
+    """The label the model answered, when it parsed."""
+    label_ok: bool
+    """Whether ``value`` is one of the candidate's labels."""
+    labels: list[str]
+    """The candidate's labels."""
+    answer_excerpt: str | None
+    """The first 300 characters of the model's answer (redacted), for diagnosis."""
+    tokens_in: int | None
+    """Prompt tokens the endpoint reported; null when it reported no usage."""
+    tokens_out: int | None
+    """Completion tokens the endpoint reported; null when it reported no usage."""
+    cost_usd: float | None
+    """The call's cost under the candidate's price table; null when usage is missing and the price table is not zero."""
+    ok: bool
+    """True only when there is no problem: the endpoint is ready for ``workbench run``."""
+    problems: list[Problem] = Field(default_factory=list)
+    """Every failure found, each with its own code (see ``PING_CODES``), message and fix."""
+
+
+def ping(spec_path: str | Path) -> PingResult:
+    """Send one request for :data:`PING_INPUT` with the candidate at ``spec_path``.
+
+    Raises :class:`~workbench.errors.WorkbenchError` (the CLI's exit 2) when the spec itself is
+    invalid, its key variable is unset, or its kind is not ``ragas-llm``; endpoint failures are
+    reported in the result, never raised. Safe to call inside a running event loop (a notebook):
+    the request then runs on a helper thread; ``await aping(...)`` avoids the thread.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(aping(spec_path))
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = asyncio.run(aping(spec_path))
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=work, name="workbench-ping")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box["result"]
+
+
+async def aping(spec_path: str | Path) -> PingResult:
+    """:func:`ping` for async code."""
+    spec, path = load_spec(spec_path)
+    judge = build_judge(spec, path)
+    if type(judge) is not LLMJudge:
+        raise WorkbenchError(
+            "cannot ping this candidate",
+            [Problem(location=str(path), code="ping_kind", message=f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}", fix="ping a ragas-llm candidate that uses the same endpoint, model and params")],
+        )
+    exchange = _Exchange()
+    token = _CURRENT.set(exchange)
+    result: Any = None
+    error: BaseException | None = None
+    t0 = time.perf_counter()
+    try:
+        llm = judge._llm()
+        result = await asyncio.wait_for(judge._score(llm, PING_INPUT, None), timeout=spec.endpoint.timeout_s + 5)
+    except Exception as exc:  # classified below; nothing escapes as a traceback
+        error = exc
+    finally:
+        latency = time.perf_counter() - t0
+        _CURRENT.reset(token)
+        await judge.aclose()
+    return _assess(judge, exchange, result, error, latency)
+
+
+def _assess(judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseException | None, latency: float) -> PingResult:
+    import openai
+
+    spec = judge.spec
+    secrets = judge.secrets()
+    url = redact(exchange.urls[0], secrets) if exchange.urls else judge.display_url
+    where = url or str(spec.label)
+    problems: list[Problem] = []
+
+    def problem(code: str, message: str, fix: str) -> None:
+        one_line = " ".join(redact(message, secrets).split())  # provider messages may span lines
+        problems.append(Problem(location=where, code=code, message=one_line, fix=fix))
+
+    last = exchange.responses[-1] if exchange.responses else None
+    status = last["status"] if last else None
+    body = last["body"] if last else None
+    json_asked = spec.endpoint.json_mode == "json_object"
+    honoured: bool | None = None
+    parsed = False
+    value: str | None = None
+    content: str | None = None
+    key_hint = f"${spec.endpoint.api_key_env}" if spec.endpoint.api_key_env else "the key (endpoint.api_key_env names no variable)"
+
+    if isinstance(error, (openai.APITimeoutError, TimeoutError)):
+        problem("timeout", f"no answer from {url} within {spec.endpoint.timeout_s:g} s", "check that the server is up and not overloaded, or raise endpoint.timeout_s (large local models can take long for the first call)")
+    elif isinstance(error, openai.APIConnectionError):
+        _connection_problem(error, url, _url_source(spec), problem)
+    elif isinstance(error, openai.APIStatusError):
+        _status_problem(error, spec, url or judge.display_url, json_asked, key_hint, problem)
+        if error.status_code == 400 and json_asked and _JSON_MODE_REFUSED.search(_status_text(error)):
+            honoured = False
+    else:
+        message = _assistant_message(body) if status == 200 else None
+        if status is not None and status != 200:
+            problem("bad_request", f"HTTP {status} from {url}", "see the endpoint's logs")
+        elif message is not None and message.get("refusal"):
+            problem("refusal", f"the model refused the fixed ping case: {str(message['refusal'])[:200]}", "use a model that answers evaluation prompts, or review the prompt template")
+        elif message is not None:
+            content = message.get("content") if isinstance(message.get("content"), str) else None
+            if json_asked and content is not None and content.strip():
+                honoured = content.lstrip().startswith("{")
+                if not honoured:
+                    problem(
+                        "no_json_mode",
+                        f"{url} accepted response_format json_object but answered prose around the JSON ({content.strip()[:80]!r}...): JSON mode is not honoured",
+                        "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is asked for in a ```json block) in a new candidate version, or enable JSON mode on the server",
+                    )
+            if error is None and result is not None:
+                parsed = True
+                value = None if result.value is None else str(result.value)
+                if not has_reason(result.reason):
+                    problem("missing_reason", "the answer has an empty reason: a run records such an answer as an evaluator error (missing_reason)", _REASON_FIX)
+            else:
+                kind, detail = judge._classify_output_failure(exchange, error or ValueError("no result"))
+                if kind == "invalid_label":
+                    parsed = True
+                    raw = _value_in(content)
+                    value = None if raw is None else str(raw)
+                    problem("label_not_allowed", f"the answer's value is not one of the labels: {detail}", "tell the model the exact labels in the prompt template (e.g. 'value: one of pass, fail'), or correct labels: in the spec")
+                elif kind == "refusal":
+                    problem("refusal", detail, "use a model that answers evaluation prompts, or review the prompt template")
+                elif kind == "missing_reason":
+                    parsed = True
+                    raw = _value_in(content)
+                    value = None if raw is None else str(raw)
+                    problem("missing_reason", f"{detail}: a run records such an answer as an evaluator error (missing_reason)", _REASON_FIX)
+                else:
+                    problem("unparseable", f"the answer is not the {{reason, value}} JSON the metric parses: {detail}", _unparseable_fix(spec, honoured))
+        elif error is not None:
+            problem("unparseable", f"no usable answer: {type(error).__name__}: {str(error)[:200]}", _unparseable_fix(spec, honoured))
+
+    label_ok = value is not None and value in spec.labels
+    if parsed and value is not None and not label_ok and not any(p.code == "label_not_allowed" for p in problems):
+        problem("label_not_allowed", f"the answer's value {value!r} is not one of {spec.labels}", "tell the model the exact labels in the prompt template, or correct labels: in the spec")
+
+    tokens_in, tokens_out = judge._usage(exchange)
+    priced = spec.pricing.input_per_million_usd > 0 or spec.pricing.output_per_million_usd > 0
+    cost: float | None = None
+    if tokens_in is not None or tokens_out is not None:
+        cost = spec.pricing.cost(tokens_in, tokens_out)
+    elif status == 200:
+        if priced:
+            problem("usage_missing", f"{url} answered without token usage: runs would record $0 for every call and --budget-usd could not hold", "enable usage reporting on the server (or the proxy), or use an endpoint that reports it")
+        else:
+            cost = 0.0
+    return PingResult(
+        candidate=spec.label,
+        model=spec.model,
+        provider=spec.endpoint.provider,
+        json_mode=spec.endpoint.json_mode,
+        url=url,
+        status=status,
+        latency_s=round(latency, 4),
+        json_mode_honoured=honoured if json_asked else None,
+        parsed=parsed,
+        value=value,
+        label_ok=label_ok,
+        labels=list(spec.labels),
+        answer_excerpt=None if content is None else redact(content[:300], secrets),
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        cost_usd=None if cost is None else round(cost, 10),
+        ok=not problems,
+        problems=problems,
+    )
+
+
+def _connection_problem(error: BaseException, url: str | None, source: str, problem: Any) -> None:
+    chain = _chain(error)
+    host = _host(url)
+    causes = [e for e in chain if isinstance(e, OSError)] or chain[1:2] or chain
+    detail = f"{type(causes[-1]).__name__}: {str(causes[-1])[:160]}"
+    if any(isinstance(e, socket.gaierror) for e in chain):
+        problem("dns_failure", f"the host {host!r} does not resolve (DNS: {detail})", f"check the host name in {source} and your network, VPN or DNS")
+    elif any(isinstance(e, ConnectionRefusedError) for e in chain):
+        problem("connection_refused", f"nothing accepts connections at {host!r} ({detail})", f"start the server (vllm serve, ollama serve, llama-server, litellm ...) or correct the port in {source}")
+    else:
+        problem("connection_failed", f"the connection to {url} failed before an answer ({detail})", f"check the scheme (http/https) and host in {source}, TLS, proxies, and that the server is healthy")
+
+
+def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, key_hint: str, problem: Any) -> None:
+    status = error.status_code
+    text = _status_text(error)
+    said = _api_message(error)
+    if status == 401:
+        fix = f"check that {key_hint} holds a valid key for this endpoint"
+        if spec.endpoint.provider == "azure":
+            fix += " (Azure takes the resource's key, sent as the api-key header)"
+        elif ".openai.azure.com" in where or "/openai/deployments/" in where:
+            fix += "; this looks like Azure OpenAI, which reads the key from an api-key header: set endpoint.provider: azure with deployment and api_version"
+        problem("unauthorized", f"HTTP 401 from {where}: the key was refused ({said})", fix)
+    elif status == 403:
+        problem("forbidden", f"HTTP 403 from {where}: {said}", "the key is valid but may not use this model or deployment: check its permissions, project or quota")
+    elif status == 400 and json_asked and _JSON_MODE_REFUSED.search(text):
+        hint = ""
+        if spec.endpoint.provider == "azure":
+            hint = " (Azure: api-version 2023-12-01-preview or later, on a model that supports it)"
+        elif "litellm" in text.lower():
+            hint = " (LiteLLM: route to a model that supports response_format; drop_params: true only hides the problem)"
+        problem("no_json_mode", f"HTTP 400 from {where}: the endpoint refuses response_format json_object ({said})", f"set endpoint.json_mode: md_json (the fallback: no response_format, the answer is asked for in a ```json block) in a new candidate version, or enable JSON mode on the server{hint}")
+    elif status in (400, 404) and _MODEL_MISSING.search(text):
+        what = f"deployment {spec.endpoint.deployment!r}" if spec.endpoint.provider == "azure" else f"model {spec.model!r}"
+        problem("model_not_found", f"HTTP {status} from {where}: the endpoint does not serve {what} ({said})", "use a name the server lists at GET <base_url>/models (Ollama: ollama pull <model>; LiteLLM: the model_name in its config; Azure: the deployment name, not the model name)")
+    elif status == 404:
+        problem("endpoint_not_found", f"HTTP 404 from {where}: no chat-completions API at this path ({said})", "check endpoint.base_url: OpenAI-compatible servers usually end in /v1 (Ollama: http://HOST:11434/v1); for Azure give the resource root and provider: azure")
+    elif status == 429:
+        problem("rate_limited", f"HTTP 429 from {where}: {said}", "wait and ping again; check the quota of this key")
+    elif status >= 500:
+        problem("server_error", f"HTTP {status} from {where}: {said}", "see the server's logs; ping again once it is healthy")
+    else:
+        problem("bad_request", f"HTTP {status} from {where}: {said}", "check params: and the model name in the spec against what the server accepts")
+
+
+def _url_source(spec: Any) -> str:
+    """Where the URL that was called came from: the spec, or the variable it names."""
+    name = spec.endpoint.base_url_env
+    if name and os.environ.get(name, "").strip():
+        return f"${name} (the variable named by endpoint.base_url_env)"
+    return "endpoint.base_url"
+
+
+def _status_text(error: Any) -> str:
+    body = getattr(error, "body", None)
+    try:
+        return json.dumps(body) if body is not None else str(error)
+    except (TypeError, ValueError):
+        return str(error)
+
+
+def _unparseable_fix(spec: Any, honoured: bool | None) -> str:
+    if spec.endpoint.json_mode == "json_object" and honoured is False:
+        return "set endpoint.json_mode: md_json in a new candidate version, or enable JSON mode on the server"
+    return "make the prompt ask for JSON with a reason and a value from the labels; raise params.max_tokens if the answer was cut off; try a stronger model"
+
+
+def _value_in(content: str | None) -> Any:
+    if not content:
+        return None
+    start, end = content.find("{"), content.rfind("}")
+    try:
+        parsed = json.loads(content[start : end + 1]) if start != -1 and end > start else None
+    except ValueError:
+        return None
+    return parsed.get("value") if isinstance(parsed, dict) else None
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    return chain
+
+
+def _host(url: str | None) -> str:
+    from urllib.parse import urlsplit
+
+    if not url:
+        return "?"
+    parts = urlsplit(url)
+    return f"{parts.hostname}:{parts.port}" if parts.port else (parts.hostname or "?")

@@ -1,0 +1,110 @@
+"""Companion metrics (completeness, refusal ...) declared beside NoiseSensitivity, joined by run id.
+
+A suite's policy declares the companions it requires (``policy.companions``: name ->
+``{direction, limit}``). Their values come from a JSON Lines file (``workbench noise
+--companions FILE``), one row per metric and pair member::
+
+    {"metric": "refusal", "run_id": "gen-2026-11-02", "case_id": "ref-late-request:noisy", "value": 0.0}
+
+A row joins a member only when its ``case_id`` is ``<pair_id>:<member>`` **and** its ``run_id``
+is the member's ``generation_trace.run_id``: a value computed on another generation run (an
+older response, a replay) is never attached to this response. Rows that do not join are
+listed; a declared companion without a joined value is missing evidence (incomplete).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .._io import iter_jsonl_lines, loads_json
+from ..errors import Problem, WorkbenchError
+from ._pairs import MEMBERS, NoisePair
+
+
+class CompanionValue(BaseModel):
+    """One companion-metric value of one pair member, from one generation run."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    metric: str
+    """The metric's name, as the policy declares it (e.g. ``completeness``, ``refusal``)."""
+    run_id: str
+    """The generation run of the response the value was computed on."""
+    case_id: str
+    """``<pair_id>:<member>``."""
+    value: float
+    """The metric's value (finite)."""
+
+
+def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
+    """Every row of the companion files; refuses (every problem at once) malformed rows and non-finite values."""
+    out: list[CompanionValue] = []
+    problems: list[Problem] = []
+    for path in paths:
+        path = Path(path)
+        if not path.is_file():
+            problems.append(Problem(location=str(path), code="companions_missing", message="the companion-metrics file does not exist", fix="point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows"))
+            continue
+        not_utf8: list[int] = []
+        for number, text in iter_jsonl_lines(path, not_utf8):
+            where = f"{path}:{number}"
+            try:
+                row = CompanionValue.model_validate(loads_json(text))  # strict: duplicate keys, NaN refused
+            except (ValueError, ValidationError) as exc:
+                problems.append(Problem(location=where, code="companion_invalid", message=f"not a companion row ({str(exc).splitlines()[0]})", fix="write {metric, run_id, case_id, value} per line"))
+                continue
+            if not math.isfinite(row.value):
+                problems.append(Problem(location=where, code="companion_invalid", message=f"{row.metric} of {row.case_id} is {row.value}", fix="a companion value must be a finite number"))
+                continue
+            out.append(row)
+        problems += [Problem(location=f"{path}:{n}", code="companion_invalid", message="not a companion row (the line is not valid UTF-8)", fix="save the file as UTF-8") for n in not_utf8]
+    if problems:
+        raise WorkbenchError(f"invalid companion metrics: {len(problems)} problem(s)", problems)
+    return out
+
+
+class CompanionJoin(BaseModel):
+    """Companion values joined to pair members."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    values: dict[str, dict[str, dict[str, float]]]
+    """pair id -> metric -> member -> value."""
+    missing: list[str]
+    """``<pair_id>:<member>:<metric>`` of declared metrics with no joined value."""
+    unjoined: list[str]
+    """Rows that joined no member: ``<case_id> <metric> run <run_id>: why``."""
+
+
+def join_companions(pairs: Iterable[NoisePair], metrics: Iterable[str], rows: Iterable[CompanionValue]) -> CompanionJoin:
+    """Join rows to members by (case id, generation run id); list what is missing and what did not join."""
+    declared = list(metrics)
+    by_case: dict[str, NoisePair] = {}
+    for p in pairs:
+        for m in MEMBERS:
+            by_case[p.item_id(m)] = p
+    values: dict[str, dict[str, dict[str, float]]] = {}
+    unjoined: list[str] = []
+    for row in rows:
+        pair = by_case.get(row.case_id)
+        if row.metric not in declared:
+            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: metric not declared in the policy")
+            continue
+        if pair is None:
+            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: no such pair member in this selection")
+            continue
+        member = row.case_id.rsplit(":", 1)[1]
+        trace = pair.member(member).generation_trace  # type: ignore[arg-type]
+        if trace is None:
+            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: the member has no generation trace, so no run id to join on")
+            continue
+        if trace.run_id != row.run_id:
+            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: the response was generated in run {trace.run_id}")
+            continue
+        values.setdefault(pair.pair_id, {}).setdefault(row.metric, {})[member] = row.value
+    missing = [f"{p.item_id(m)}:{metric}" for p in by_case.values() for m in MEMBERS for metric in declared if m not in values.get(p.pair_id, {}).get(metric, {})]
+    return CompanionJoin(values=values, missing=sorted(set(missing)), unjoined=unjoined)

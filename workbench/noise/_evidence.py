@@ -1,0 +1,211 @@
+"""The evidence records of a pair suite (schema_version 2): structured contexts, generation
+traces, retrieval assertions, reviewer sign-offs, retirement, the noise policy and the
+evidence manifest.
+
+Every model here is frozen, forbids unknown fields and documents each field; the pair-suite
+validator (:mod:`._pairs`) checks how they fit together (a trace against its member, a
+sign-off against the pair's role and mode, the policy's mandatory limits ...).
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._io import sha256_text
+
+Member = Literal["clean", "noisy"]
+ContextClass = Literal["relevant", "irrelevant"]
+ControlRole = Literal["control", "adversarial", "reference_defect"]
+Partition = Literal["development", "calibration", "held_out"]
+Origin = Literal["production", "regenerated", "constructed"]
+Attack = Literal["instruction", "fake_policy", "stale_date"]
+
+PARTITIONS: tuple[str, ...] = ("development", "calibration", "held_out")
+"""Noise-suite partitions, as for gold: tune on development, select on calibration, certify on held_out."""
+ORIGINS: tuple[str, ...] = ("production", "regenerated", "constructed")
+"""Where a pair's responses came from. Production and regenerated responses need a generation trace."""
+CONTROL_ROLES: tuple[str, ...] = ("control", "adversarial", "reference_defect")
+"""Control roles: run (and checked) before any candidate pair."""
+ATTACKS: tuple[str, ...] = ("instruction", "fake_policy", "stale_date")
+"""What an adversarial distractor carries."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class RetrievedContext(_Model):
+    """One retrieved context with its retrieval evidence. A plain string context is ``{text}`` only."""
+
+    text: str
+    """The passage text exactly as sent to generation (the only part the evaluator sees)."""
+    document_id: str | None = None
+    """Source document id."""
+    version: str | None = None
+    """Version of the source document."""
+    chunk_id: str | None = None
+    """Id of the chunk within the corpus; the context's id in a generation trace."""
+    rank: int | None = Field(default=None, ge=1)
+    """1-based rank the retriever (after reranking) gave the context."""
+    retrieval_score: float | None = None
+    """The retriever's score: diagnostic metadata, never a gate."""
+    tenant: str | None = None
+    """The tenant the document belongs to (access-control evidence)."""
+    corpus_id: str | None = None
+    """The corpus (snapshot) the document was retrieved from."""
+    retriever_config_sha256: str | None = None
+    """Hash of the retriever and reranker configuration that retrieved it."""
+
+    def context_id(self) -> str:
+        """``chunk_id`` when recorded, else ``sha256:<hex of the text>``: what a trace lists."""
+        return self.chunk_id if self.chunk_id else "sha256:" + sha256_text(self.text)
+
+    def identity(self) -> tuple[str | None, ...]:
+        """What must be equal for two contexts to be the same passage (rank and score excluded:
+        adding a distractor shifts the ranks after it)."""
+        return (self.text, self.document_id, self.version, self.chunk_id, self.tenant, self.corpus_id, self.retriever_config_sha256)
+
+    @property
+    def structured(self) -> bool:
+        """True when any retrieval evidence beyond the text is recorded."""
+        return any(v is not None for v in (self.document_id, self.version, self.chunk_id, self.rank, self.retrieval_score, self.tenant, self.corpus_id, self.retriever_config_sha256))
+
+
+def as_context(value: str | RetrievedContext) -> RetrievedContext:
+    """A context as :class:`RetrievedContext` (a plain string becomes ``{text}``)."""
+    return value if isinstance(value, RetrievedContext) else RetrievedContext(text=value)
+
+
+class GenerationTrace(_Model):
+    """What the system under test recorded when it generated a member's response."""
+
+    run_id: str = Field(min_length=1)
+    """The generation run that produced the response; a replay is a new run id. Companion
+    metrics join to the member by this id."""
+    context_ids: list[str]
+    """Ids of the contexts sent to generation, in order (a context's ``chunk_id``, or
+    ``sha256:<hex>`` of a plain-text context)."""
+    response_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    """sha256 of the UTF-8 response text as generated."""
+    generator_model: str | None = None
+    """Generator model of the run; must equal the pair's ``generator.model`` when set."""
+    prompt_sha256: str | None = None
+    """Generator prompt hash of the run; must equal the pair's ``generator.prompt_sha256`` when both are set."""
+
+
+class RetrievalAssertions(_Model):
+    """Deterministic retrieval checks of one pair, run before any model call."""
+
+    members: list[Member] = Field(default_factory=lambda: ["clean", "noisy"])
+    """Which members' contexts are checked (default both)."""
+    expected_documents: list[str] = Field(default_factory=list)
+    """Document ids that must be among the member's contexts."""
+    forbidden_sources: list[str] = Field(default_factory=list)
+    """Document ids or corpus ids no context may come from."""
+    tenant: str | None = None
+    """Every context must carry this tenant: no context from another tenant, and a context
+    without a tenant is absent access-control evidence."""
+    max_rank: dict[str, int] = Field(default_factory=dict)
+    """Rank constraints: document id -> the worst rank it may have (it must be present)."""
+
+    def empty(self) -> bool:
+        """True when nothing is asserted."""
+        return not (self.expected_documents or self.forbidden_sources or self.tenant or self.max_rank)
+
+
+class SignOff(_Model):
+    """A reviewer's sign-off on one pair. Mandatory for every control pair."""
+
+    reviewer: str = Field(min_length=1)
+    """Who signed off (a name or a controlled pseudonym)."""
+    reference_sufficient: bool
+    """The reference is sufficient and correct for the question. ``false`` routes the pair to
+    review (never counted against the system); a reference-defect control must say ``false``."""
+    context_classes: dict[Member, list[ContextClass]]
+    """Per member, one ``relevant``/``irrelevant`` class per retrieved context, in order."""
+    negative_adopts_false_claim: bool | None = None
+    """The negative control's (noisy member's) response adopts the distractor's false claim.
+    Must be ``true`` for control and adversarial pairs, recorded for reference-defect pairs."""
+    signed_on: date | None = None
+    """When the sign-off was given."""
+    notes: str | None = None
+    """Free text."""
+
+
+class Retirement(_Model):
+    """Why and when a pair was retired. A retired pair stays in the file, is never scored,
+    and a fixed case is a new pair that ``supersedes`` it."""
+
+    reason: str = Field(min_length=1)
+    """Why (e.g. the source policy changed)."""
+    by: str = Field(min_length=1)
+    """Who retired it."""
+    on: date
+    """When."""
+
+
+class CompanionMetric(_Model):
+    """A metric declared beside NoiseSensitivity (e.g. completeness, refusal), joined by run id."""
+
+    direction: Literal["higher_is_better", "lower_is_better"]
+    """Which way is better; mandatory."""
+    limit: float | None = None
+    """Per slice, the mean over candidate members must be at least (higher is better) or at most
+    (lower is better) this; None: reported only."""
+    description: str | None = None
+    """What the metric measures and where its values come from."""
+
+
+class NoisePolicy(_Model):
+    """The reviewed noise policy: run budget, case limit and the process settings. Budget and
+    case limits are mandatory: a suite without them is refused (fail closed)."""
+
+    max_cases: int = Field(ge=1)
+    """Most pair-member scorings one invocation may start (controls, candidates, repeats and a
+    baseline together). Reaching it stops scheduling and the run is incomplete."""
+    max_cost_usd: float = Field(ge=0)
+    """Total evaluator budget of one invocation in USD; ``--budget-usd`` may only lower it."""
+    max_concurrency: int | None = Field(default=None, ge=1)
+    """Most concurrent scorings; a higher ``--concurrency`` is refused."""
+    max_provider_retries: int | None = Field(default=None, ge=0)
+    """Most provider retries per call; a candidate whose ``endpoint.max_retries`` is higher is refused."""
+    token_accounting: str | None = None
+    """How tokens are counted (e.g. provider-reported usage)."""
+    required_control_roles: list[ControlRole] = Field(default_factory=lambda: ["control", "adversarial", "reference_defect"])
+    """Control roles the suite must hold; a missing one blocks (incomplete)."""
+    max_spread: float | None = Field(default=None, ge=0, le=1)
+    """Largest per-member score spread over ``--repeat`` runs before the pair routes to review.
+    Mandatory when the suite declares sentinels."""
+    warn_delta: float = Field(default=0.0, ge=0, le=1)
+    """Baseline comparison: a candidate noisy score above the baseline's by more than this is
+    a warning trend (never a blocker)."""
+    companions: dict[str, CompanionMetric] = Field(default_factory=dict)
+    """Companion metrics (e.g. ``completeness``, ``refusal``) whose results must be joined."""
+    owner: str | None = None
+    """Who owns the policy."""
+    rationale: str | None = None
+    """Why these limits, written before results are seen."""
+
+
+class EvidenceManifest(_Model):
+    """The evidence manifest of a suite release (frozen with it)."""
+
+    window: str = Field(min_length=1)
+    """Inclusion window of the cases (e.g. ``2026-08-01..2026-09-30``)."""
+    source_owners: list[str] = Field(min_length=1)
+    """Owners of the source documents."""
+    licences: list[str] = Field(min_length=1)
+    """Document licences or usage authority."""
+    redaction: str = Field(min_length=1)
+    """Redaction method applied (personal data, secrets), or why none was needed."""
+    known_gaps: list[str] = Field(min_length=1)
+    """Known coverage gaps (write ``none known`` explicitly)."""
+    reviewers: list[str] = Field(min_length=1)
+    """Reviewer identities or controlled pseudonyms."""
+    sampling: str = Field(min_length=1)
+    """How cases were sampled (natural prevalence versus oversampled rare harmful noise)."""
+    review_schedule: str = Field(min_length=1)
+    """When references are reviewed again (tied to source change)."""

@@ -1,0 +1,344 @@
+"""The claim-level human review panel of the calibration partition, and its agreement with the metric.
+
+NoiseSensitivity judges claims: it splits a response into statements and calls each correct
+or incorrect against the reference. The panel records, for members of **calibration** pairs,
+at least two reviewers' independent claim judgments, and an adjudication wherever they
+disagree (``data/noise/<suite>.panel.yaml``)::
+
+    schema_version: 1
+    suite: support-noise@2
+    reviews:
+      - pair_id: cal-ship-cutoff
+        member: noisy
+        reviewer: rev-a
+        claims:
+          - {claim: "Orders placed before 2 pm ship the same day.", incorrect: false, supported_by: [0]}
+          - {claim: "Orders placed before 6 pm ship the same day.", incorrect: true, contradicted_by: [0], supported_by: [1]}
+    adjudications:
+      - {pair_id: ..., member: ..., adjudicator: ..., claims: [{claim, incorrect, rationale}]}
+
+:func:`panel_agreement` joins the panel with the metric's claim verdicts (the statements and
+incorrect flags a ``ragas-noise`` result records in its reason) and reports, per member and
+overall: how the metric's statements align with the reviewers' claims (exact after
+normalizing, else the best word overlap of at least 0.5; unaligned claims on either side are
+**claim-boundary differences**, listed, never counted as agreement), the agreement on the
+aligned claims (rate with a Wilson interval, Cohen's kappa) and the reviewers' agreement
+with each other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .._io import read_bounded, yaml_loads
+from ..errors import Problem, WorkbenchError
+from ..results import JudgeResult
+from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
+from ._judge import parse_claims
+from ._pairs import MEMBERS, NoiseSuite
+
+PANEL_SCHEMA_VERSION = 1
+MIN_REVIEWERS = 2
+"""Independent reviewers each panel member needs."""
+MATCH_OVERLAP = 0.5
+"""Least word overlap (Jaccard) for a metric statement to align with a reviewer claim."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ClaimJudgment(_Model):
+    """One reviewer's judgment of one claim of a response."""
+
+    claim: str = Field(min_length=1)
+    """The claim, as the reviewer bounded it."""
+    incorrect: bool
+    """The claim is incorrect against the approved reference."""
+    supported_by: list[int] = Field(default_factory=list)
+    """0-based indices of the member's contexts that support the claim."""
+    contradicted_by: list[int] = Field(default_factory=list)
+    """0-based indices of the member's contexts that contradict it."""
+    rationale: str | None = None
+    """Why (mandatory in adjudications)."""
+
+
+class ClaimReview(_Model):
+    """One reviewer's independent claim judgments of one pair member."""
+
+    pair_id: str
+    """A calibration pair."""
+    member: Literal["clean", "noisy"]
+    """The member reviewed."""
+    reviewer: str = Field(min_length=1)
+    """Reviewer name or controlled pseudonym."""
+    claims: list[ClaimJudgment] = Field(min_length=1)
+    """Every claim of the response, as this reviewer bounded them."""
+
+
+class ClaimAdjudication(_Model):
+    """The adjudicated claims of a member whose reviewers disagreed."""
+
+    pair_id: str
+    """The pair."""
+    member: Literal["clean", "noisy"]
+    """The member."""
+    adjudicator: str = Field(min_length=1)
+    """Who adjudicated."""
+    claims: list[ClaimJudgment] = Field(min_length=1)
+    """The adjudicated claims, each with its rationale."""
+
+
+class ClaimPanel(_Model):
+    """A validated claim-level review panel."""
+
+    schema_version: int = PANEL_SCHEMA_VERSION
+    """Panel format version."""
+    suite: str
+    """``name@version`` of the suite the panel reviews."""
+    reviews: list[ClaimReview]
+    """Independent reviews."""
+    adjudications: list[ClaimAdjudication] = Field(default_factory=list)
+    """Adjudications of members whose reviewers disagreed."""
+    source: str | None = None
+    """The file it was read from."""
+
+    def members(self) -> list[tuple[str, str]]:
+        """``(pair_id, member)`` reviewed, in first-seen order."""
+        return list(dict.fromkeys((r.pair_id, r.member) for r in self.reviews))
+
+    def reviews_of(self, pair_id: str, member: str) -> list[ClaimReview]:
+        """The independent reviews of one member."""
+        return [r for r in self.reviews if r.pair_id == pair_id and r.member == member]
+
+    def adjudication_of(self, pair_id: str, member: str) -> ClaimAdjudication | None:
+        """The adjudication of one member, if any."""
+        return next((a for a in self.adjudications if a.pair_id == pair_id and a.member == member), None)
+
+
+_WORD = re.compile(r"[a-z0-9$]+")
+
+
+def _norm(text: str) -> str:
+    from ..gold._dataset import normalize_text
+
+    return normalize_text(text).rstrip(".!? ")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower()))
+
+
+def _verdicts(claims: Iterable[ClaimJudgment]) -> dict[str, bool]:
+    return {_norm(c.claim): c.incorrect for c in claims}
+
+
+def reviewers_agree(reviews: list[ClaimReview]) -> bool:
+    """True when every reviewer bounded the same claims and judged each the same way."""
+    first = _verdicts(reviews[0].claims) if reviews else {}
+    return all(_verdicts(r.claims) == first for r in reviews[1:])
+
+
+def consensus(panel: ClaimPanel, pair_id: str, member: str) -> list[ClaimJudgment] | None:
+    """The reviewers' claims when they agree, else the adjudicated claims, else None."""
+    adjudicated = panel.adjudication_of(pair_id, member)
+    if adjudicated is not None:
+        return list(adjudicated.claims)
+    reviews = panel.reviews_of(pair_id, member)
+    return list(reviews[0].claims) if reviews and reviewers_agree(reviews) else None
+
+
+def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
+    """Read and check a panel against its suite; raise :class:`WorkbenchError` with every problem.
+
+    Checked: the suite label; each reviewed pair exists and is in the calibration partition;
+    at least two independent reviewers per member, none twice; context indices within the
+    member's contexts; an adjudication (with a rationale per claim) wherever reviewers
+    disagree.
+    """
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no panel", [Problem(location=loc, code="panel_missing", message="the panel file does not exist", fix="write the claim-level review panel (see workbench/noise/_panel.py)")])
+    try:
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
+        panel = ClaimPanel.model_validate({**(raw or {}), "source": loc})
+    except (yaml.YAMLError, UnicodeDecodeError, ValidationError) as exc:
+        msgs = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)] if isinstance(exc, ValidationError) else [str(exc)]
+        raise WorkbenchError("invalid panel", [Problem(location=loc, code="panel_invalid", message=m, fix="correct the panel (see workbench/noise/_panel.py)") for m in msgs]) from None
+    problems: list[Problem] = []
+    if panel.suite != suite.label:
+        problems.append(Problem(location=loc, code="panel_suite_mismatch", message=f"the panel reviews {panel.suite}, not {suite.label}", fix="review the suite being analysed"))
+    ids = {p.pair_id for p in suite.pairs}
+    for pair_id, member in panel.members():
+        where = f"{loc} ({pair_id}:{member})"
+        if pair_id not in ids:
+            problems.append(Problem(location=where, case_id=pair_id, code="panel_unknown_pair", message=f"{pair_id} is not a pair of {suite.label}", fix="review pairs of the suite"))
+            continue
+        pair = suite.pair(pair_id)
+        if pair.partition != "calibration":
+            problems.append(Problem(location=where, case_id=pair_id, code="panel_not_calibration", message=f"{pair_id} is in the {pair.partition} partition", fix="the claim panel calibrates on the calibration partition only; held-out pairs stay unseen"))
+        reviews = panel.reviews_of(pair_id, member)
+        names = [r.reviewer for r in reviews]
+        if len(set(names)) != len(names):
+            problems.append(Problem(location=where, case_id=pair_id, code="panel_duplicate_review", message=f"a reviewer reviewed {pair_id}:{member} twice", fix="one independent review per reviewer"))
+        if len(set(names)) < MIN_REVIEWERS:
+            problems.append(Problem(location=where, case_id=pair_id, code="panel_too_few_reviewers", message=f"{len(set(names))} reviewer(s) for {pair_id}:{member}", fix=f"have at least {MIN_REVIEWERS} qualified reviewers judge the claims independently"))
+        n_ctx = len(pair.member(member).retrieved_contexts)  # type: ignore[arg-type]
+        adjudication = panel.adjudication_of(pair_id, member)
+        for judged in [*(c for r in reviews for c in r.claims), *(adjudication.claims if adjudication else [])]:
+            bad = [i for i in (*judged.supported_by, *judged.contradicted_by) if not 0 <= i < n_ctx]
+            if bad:
+                problems.append(Problem(location=where, case_id=pair_id, code="panel_context_index", message=f"claim {judged.claim!r} cites context(s) {bad}; the member has {n_ctx}", fix=f"cite 0-based context indices 0..{n_ctx - 1}"))
+        if len(reviews) >= MIN_REVIEWERS and not reviewers_agree(reviews) and adjudication is None:
+            problems.append(Problem(location=where, case_id=pair_id, code="panel_unadjudicated", message=f"the reviewers of {pair_id}:{member} disagree on claim boundaries or verdicts and there is no adjudication", fix="have an adjudicator decide and preserve the rationale (adjudications:)"))
+        if adjudication is not None and any(not (c.rationale or "").strip() for c in adjudication.claims):
+            problems.append(Problem(location=where, case_id=pair_id, code="panel_rationale_missing", message="an adjudicated claim has no rationale", fix="preserve the rationale of every adjudicated claim"))
+    if problems:
+        raise WorkbenchError(f"{loc}: invalid panel: {len(problems)} problem(s)", problems)
+    return panel
+
+
+class PanelMemberRow(_Model):
+    """One reviewed member: metric statements against the panel's claims."""
+
+    pair_id: str
+    """The pair."""
+    member: str
+    """The member."""
+    reviewers: list[str]
+    """Its reviewers."""
+    reviewers_agree: bool
+    """The reviewers bounded and judged every claim alike (else the adjudication is used)."""
+    status: Literal["compared", "no_metric_verdicts"]
+    """``no_metric_verdicts`` when the member has no scored result carrying claim verdicts."""
+    aligned: int
+    """Claims aligned between the metric and the panel."""
+    agreed: int
+    """Aligned claims where the metric's incorrect flag equals the panel's."""
+    metric_only_incorrect: list[str]
+    """Claims the metric calls incorrect and the panel correct."""
+    panel_only_incorrect: list[str]
+    """Claims the panel calls incorrect and the metric correct."""
+    boundary_differences: list[str]
+    """Claims on one side with no counterpart on the other (claim-boundary test)."""
+
+
+class PanelReport(_Model):
+    """Agreement between the metric's claim verdicts and the reviewers' on the calibration panel."""
+
+    suite: str
+    """``name@version``."""
+    panel: str | None
+    """The panel file."""
+    members: list[PanelMemberRow]
+    """Every reviewed member."""
+    aligned: int
+    """Aligned claims over all compared members."""
+    agreement: Rate
+    """Agreed / aligned with a 95% Wilson interval."""
+    kappa: Kappa
+    """Cohen's kappa of the incorrect flags over aligned claims."""
+    reviewer_agreement: Rate
+    """Members whose reviewers agreed (before adjudication) / members."""
+    boundary_differences: int
+    """Claims without a counterpart, over all members."""
+    missing: list[str]
+    """``pair_id:member`` without metric claim verdicts (never counted as agreement)."""
+
+
+def _align(metric: list[dict[str, Any]], panel: list[ClaimJudgment]) -> tuple[list[tuple[dict[str, Any], ClaimJudgment]], list[str]]:
+    pairs: list[tuple[dict[str, Any], ClaimJudgment]] = []
+    free_m = list(range(len(metric)))
+    free_p = list(range(len(panel)))
+    for i in list(free_m):
+        exact = next((j for j in free_p if _norm(panel[j].claim) == _norm(str(metric[i]["statement"]))), None)
+        if exact is not None:
+            pairs.append((metric[i], panel[exact]))
+            free_m.remove(i)
+            free_p.remove(exact)
+    scored = sorted(((len(_words(str(metric[i]["statement"])) & _words(panel[j].claim)) / max(1, len(_words(str(metric[i]["statement"])) | _words(panel[j].claim))), i, j) for i in free_m for j in free_p), reverse=True)
+    for overlap, i, j in scored:
+        if overlap < MATCH_OVERLAP or i not in free_m or j not in free_p:
+            continue
+        pairs.append((metric[i], panel[j]))
+        free_m.remove(i)
+        free_p.remove(j)
+    boundary = [f"metric statement without a reviewer claim: {metric[i]['statement']!r}" for i in free_m] + [f"reviewer claim without a metric statement: {panel[j].claim!r}" for j in free_p]
+    return pairs, boundary
+
+
+def panel_agreement(suite: NoiseSuite, panel: ClaimPanel, results: Iterable[JudgeResult]) -> PanelReport:
+    """Agreement of the metric's claim verdicts with the panel's (see the module doc)."""
+    final: dict[str, JudgeResult] = {}
+    for r in sorted((r for r in results if r.repeat == 0), key=lambda r: r.attempt):
+        if r.error is None or r.case_id not in final:
+            final[r.case_id] = r
+    rows: list[PanelMemberRow] = []
+    missing: list[str] = []
+    metric_flags: list[bool] = []
+    panel_flags: list[bool] = []
+    agree_members = 0
+    for pair_id, member in panel.members():
+        reviews = panel.reviews_of(pair_id, member)
+        agree = reviewers_agree(reviews)
+        agree_members += int(agree)
+        claims = consensus(panel, pair_id, member) or []
+        pair = suite.pair(pair_id)
+        result = final.get(pair.item_id(member)) if member in MEMBERS else None  # type: ignore[arg-type]
+        verdicts = parse_claims(result.reason) if result is not None and result.error is None else None
+        base = {"pair_id": pair_id, "member": member, "reviewers": [r.reviewer for r in reviews], "reviewers_agree": agree}
+        if verdicts is None:
+            missing.append(f"{pair_id}:{member}")
+            rows.append(PanelMemberRow(**base, status="no_metric_verdicts", aligned=0, agreed=0, metric_only_incorrect=[], panel_only_incorrect=[], boundary_differences=[]))
+            continue
+        aligned, boundary = _align(verdicts, claims)
+        agreed = sum(1 for m, p in aligned if bool(m["incorrect"]) == p.incorrect)
+        metric_flags += [bool(m["incorrect"]) for m, _ in aligned]
+        panel_flags += [p.incorrect for _, p in aligned]
+        rows.append(
+            PanelMemberRow(
+                **base,
+                status="compared",
+                aligned=len(aligned),
+                agreed=agreed,
+                metric_only_incorrect=[p.claim for m, p in aligned if m["incorrect"] and not p.incorrect],
+                panel_only_incorrect=[p.claim for m, p in aligned if p.incorrect and not m["incorrect"]],
+                boundary_differences=boundary,
+            )
+        )
+    n = len(metric_flags)
+    return PanelReport(
+        suite=suite.label,
+        panel=panel.source,
+        members=rows,
+        aligned=n,
+        agreement=wilson_rate(sum(1 for a, b in zip(metric_flags, panel_flags, strict=True) if a == b), n),
+        kappa=cohen_kappa(metric_flags, panel_flags, labels=[True, False]),
+        reviewer_agreement=wilson_rate(agree_members, len(rows)),
+        boundary_differences=sum(len(r.boundary_differences) for r in rows),
+        missing=missing,
+    )
+
+
+def format_panel(report: PanelReport) -> str:
+    """The panel agreement as text."""
+    lines = [
+        f"claim panel: {report.suite} ({report.panel})",
+        f"metric vs reviewers: {report.agreement.format()} aligned claims agree; kappa {f'{report.kappa.value:.3f}' if report.kappa.value is not None else '-'} ({report.kappa.note or f'n={report.kappa.n}'})",
+        f"reviewers agreed before adjudication on {report.reviewer_agreement.format()} members; {report.boundary_differences} claim-boundary difference(s)",
+    ]
+    for r in report.members:
+        lines.append(f"  {r.pair_id}:{r.member} [{', '.join(r.reviewers)}{'' if r.reviewers_agree else '; adjudicated'}] {r.status}: {r.agreed}/{r.aligned} agree")
+        lines += [f"    metric says incorrect, panel correct: {c!r}" for c in r.metric_only_incorrect]
+        lines += [f"    panel says incorrect, metric correct: {c!r}" for c in r.panel_only_incorrect]
+        lines += [f"    boundary: {b}" for b in r.boundary_differences]
+    if report.missing:
+        lines.append(f"missing metric verdicts (never counted): {', '.join(report.missing)}")
+    return "\n".join(lines)

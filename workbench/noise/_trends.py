@@ -1,0 +1,103 @@
+"""The records of a baseline comparison (see :mod:`._compare`): per-pair deltas, per-slice intervals, warning trends."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from ._pairs import DIRECTION
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class PairDelta(_Model):
+    """One candidate pair, baseline against candidate."""
+
+    pair_id: str
+    """The pair."""
+    slice: str
+    """Its slice."""
+    mode: str
+    """Its mode (the same on both sides)."""
+    baseline_clean: float | None
+    """Baseline clean score."""
+    baseline_noisy: float | None
+    """Baseline noisy score."""
+    candidate_clean: float | None
+    """Candidate clean score."""
+    candidate_noisy: float | None
+    """Candidate noisy score."""
+    noisy_delta: float | None
+    """candidate noisy - baseline noisy (positive: the change made noise adoption worse)."""
+    pair_delta_change: float | None
+    """(candidate noisy - clean) - (baseline noisy - clean)."""
+    status: Literal["compared", "not_comparable"]
+    """``not_comparable`` when a side has no counted noisy score (error, abstention, retrieval failure ...)."""
+    first_change: Literal["retrieval", "response", "evaluator", "none"] | None = None
+    """The first trustworthy boundary that differs, in debugging order: ``retrieval`` (document
+    ids, versions, ranks, corpus or text of a context), else ``response``, else ``evaluator``
+    (same inputs, another score), else ``none``; None when a side lacks the evidence hashes."""
+    detail: str
+    """Why not comparable, or the scores in words."""
+
+
+class SliceDelta(_Model):
+    """Mean paired difference of one slice with its interval."""
+
+    slice: str
+    """The slice."""
+    n: int
+    """Compared pairs."""
+    baseline_mean: float | None
+    """Mean baseline noisy score over the compared pairs."""
+    candidate_mean: float | None
+    """Mean candidate noisy score over the compared pairs."""
+    mean_delta: float | None
+    """Mean of candidate - baseline noisy scores."""
+    ci95_low: float | None
+    """Lower bound of the 95% t interval of the mean delta (None when n < 2)."""
+    ci95_high: float | None
+    """Upper bound."""
+    method: str = "paired t interval"
+    """How the interval was computed."""
+
+
+class Trend(_Model):
+    """A warning trend: never a blocker, a reason to look before it becomes one."""
+
+    kind: Literal["pair_worse", "slice_worse", "bought_by_refusing"]
+    """What moved."""
+    slice: str
+    """Where."""
+    pair_id: str | None
+    """The pair, for pair-level trends."""
+    message: str
+    """One sentence."""
+
+
+class NoiseComparison(_Model):
+    """Baseline versus candidate on the same frozen pairs (``NoiseReport.comparison``)."""
+
+    baseline: str
+    """``name@version`` of the baseline suite."""
+    baseline_source: str
+    """Where the baseline came from: a suite scored now, or a results directory."""
+    candidate: str
+    """``name@version`` of the candidate suite."""
+    evaluator_model: str | None
+    """The evaluator model of both sides."""
+    ragas_version: str | None
+    """The Ragas version of both sides."""
+    prompt_sha256: str | None
+    """The scoring prompt (metric source) hash of both sides."""
+    pairs: list[PairDelta]
+    """Every candidate pair."""
+    slices: list[SliceDelta]
+    """Per slice."""
+    warnings: list[Trend]
+    """Warning trends (non-blocking)."""
+    direction: str = DIRECTION
+    """Always ``lower_is_better``."""
