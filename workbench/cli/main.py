@@ -16,6 +16,7 @@ from .freeze import freeze
 from .gate import gate
 from .importers import import_group
 from .init import init
+from .migrate import migrate_group
 from .noise import noise
 from .override import override
 from .pairwise import pairwise
@@ -51,6 +52,7 @@ main.add_command(verify)
 main.add_command(reports)
 main.add_command(plan)
 main.add_command(estimate)
+main.add_command(migrate_group)
 
 if __name__ == "__main__":
     main()
