@@ -9,6 +9,7 @@ from .agreement import agreement
 from .align import align
 from .card import card
 from .certify import certify, reports, verify
+from .compare import compare
 from .controls import controls
 from .estimate import estimate
 from .fake_llm import fake_llm
@@ -53,6 +54,7 @@ main.add_command(reports)
 main.add_command(plan)
 main.add_command(estimate)
 main.add_command(migrate_group)
+main.add_command(compare)
 
 if __name__ == "__main__":
     main()

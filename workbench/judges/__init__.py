@@ -21,6 +21,7 @@ from ._registry import (
 )
 from ._spec import (
     CANDIDATE_SCHEMA_VERSION,
+    CHANGE_KINDS,
     CandidateSpec,
     Endpoint,
     Pricing,
@@ -31,6 +32,7 @@ from ._spec import (
 
 __all__ = [
     "CANDIDATE_SCHEMA_VERSION",
+    "CHANGE_KINDS",
     "JUDGE_VISIBLE_FIELDS",
     "CandidateSpec",
     "CaseRef",
