@@ -48,7 +48,15 @@ from ..gold import GoldDataset, load_dataset
 from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..results import ResultLine, read_results
-from ..runs import MANIFEST_FILE, RESULTS_FILE, SUMMARY_FILE, RunManifest, RunSummary, WorkItem, run_candidate
+from ..runs import (
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    RunManifest,
+    RunSummary,
+    WorkItem,
+    run_candidate,
+)
 from ..stats import Rate, wilson_rate
 from ._budget import RunEstimate, estimate_run
 from ._mapping import LoadedMapping, load_label_mapping, mapping_problems
