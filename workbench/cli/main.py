@@ -23,6 +23,7 @@ from .override import override
 from .pairwise import pairwise
 from .plan import plan
 from .ranking import ranking
+from .repeatability import drift, repeatability
 from .run import run
 from .validate import validate
 
@@ -55,6 +56,8 @@ main.add_command(plan)
 main.add_command(estimate)
 main.add_command(migrate_group)
 main.add_command(compare)
+main.add_command(repeatability)
+main.add_command(drift)
 
 if __name__ == "__main__":
     main()
