@@ -139,12 +139,25 @@ def test_repeatability_blockers(gold: Path, flaky: Path, tmp_path: Path) -> None
         ("boundary_crossing_critical", "review", "billing", ["b1"]),
     ]
     assert blockers[0].evidence["rate"] == 0.5 and blockers[0].evidence["limit"] == 0.1
+    assert blockers[1].evidence["studies"] == [study.study_id]
     # without any flip limit, a study's critical crossings are still listed for review
     assert [b.code for b in repeatability_blockers(policy(), study)] == ["boundary_crossing_critical"]
     codes = {b.code for b in repeatability_blockers(policy(billing=0.9), study.model_copy(update={"partition": "development", "repeats": 2, "status": "incomplete", "incomplete_reasons": ["x"]}), fingerprint="f" * 64, dataset_sha256="d" * 64)}
     assert {"repeatability_wrong_partition", "repeatability_too_few_repeats", "repeatability_incomplete", "repeatability_study_other_candidate", "repeatability_study_other_gold"} <= codes
     (unmeasured,) = [b for b in repeatability_blockers(policy(empty=0.2), study) if b.code != "boundary_crossing_critical"]
     assert (unmeasured.code, unmeasured.slice) == ("flip_rate_unmeasured", "empty")
+
+
+def test_a_calmer_later_study_does_not_erase_earlier_crossings(gold: Path, flaky: Path, tmp_path: Path) -> None:
+    log = tmp_path / "log.jsonl"
+    first = run_repeatability_sync(flaky, gold, "calibration", 3, tmp_path / "a", concurrency=1, progress=False, cache_dir=False, log=log)
+    calm = run_repeatability_sync(flaky, gold, "calibration", 3, tmp_path / "b", concurrency=1, progress=False, cache_dir=False, log=log)  # queues empty: all pass
+    assert calm.review == [] and first.review == ["b1"]
+    assert repeatability_blockers(policy(), calm) == []
+    from workbench.repeatability import studies_of
+
+    (blocker,) = repeatability_blockers(policy(), calm, earlier=studies_of(log, calm.candidate_fingerprint))
+    assert (blocker.code, blocker.case_ids, blocker.evidence["studies"]) == ("boundary_crossing_critical", ["b1"], [first.study_id])
 
 
 def test_policy_field_is_documented_and_bounded() -> None:

@@ -211,3 +211,53 @@ def test_a_version_1_cache_entry_is_still_a_hit(tmp_path: Path) -> None:
     del stored["reason"]
     path.write_text(json.dumps({"request_key": "k", "repeat": 0, "result": stored}) + "\n")
     assert VerdictCache(tmp_path, fp).get("k", 0) is None
+
+
+def _as_version_1(path: Path) -> None:
+    """Rewrite a results file the way the version-1 workbench wrote it (same fields, version 1)."""
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for row in rows:
+        row["schema_version"] = 1
+        row.pop("migration", None)
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_verify_reads_a_locked_reports_version_1_records_through_the_migration(tmp_path: Path) -> None:
+    """A locked report cannot be migrated in place: verify recomputes from its v1 records on read."""
+    import shutil
+    import stat
+
+    from workbench.reports import certify, read_lock
+    from workbench.reports._recompute import recompute
+
+    root = Path(__file__).resolve().parents[1]
+    gold = tmp_path / "gold"
+    shutil.copytree(root / "data" / "demo", gold)
+    result = certify(root / "data" / "candidates" / "rubric-judge@2.yaml", root / "data" / "policies" / "support-release@1.yaml", gold, reports_root=tmp_path / "reports")
+    copy = tmp_path / "copy"
+    shutil.copytree(result.report_dir, copy)
+    for p in [copy, *copy.rglob("*")]:
+        p.chmod(p.stat().st_mode | stat.S_IWUSR)
+    lock = read_lock(copy)
+    expected = recompute(copy, lock)
+    records = copy / "restricted" / "run" / "results.jsonl"
+    _as_version_1(records)
+    with pytest.raises(WorkbenchError) as info:
+        read_results(records)
+    assert info.value.problems[0].code == "schema_version_old"
+    assert recompute(copy, lock) == expected
+
+
+def test_control_outcomes_read_version_1_records(tmp_path: Path) -> None:
+    from workbench.controls import load_suite, run_controls_sync
+    from workbench.controls._run import _outcomes
+    from workbench.judges import load_candidate
+
+    root = Path(__file__).resolve().parents[1]
+    judge = load_candidate(root / "data" / "candidates" / "rubric-judge@2.yaml")
+    suite = load_suite(root / "data" / "controls" / "support-controls@1.yaml")
+    run_controls_sync(judge, suite, tmp_path / "controls", progress=False, cache_dir=False)
+    path = tmp_path / "controls" / "results.jsonl"
+    expected = _outcomes(suite, path, judge.identity.fingerprint())
+    _as_version_1(path)
+    assert _outcomes(suite, path, judge.identity.fingerprint()) == expected and expected

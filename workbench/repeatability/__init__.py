@@ -46,6 +46,7 @@ from ._study import (
     repeatability_blockers,
     run_repeatability,
     run_repeatability_sync,
+    studies_of,
     studies_path_for,
     study_from_run,
 )
@@ -84,6 +85,7 @@ __all__ = [
     "run_repeatability",
     "run_repeatability_sync",
     "sentinels_path_for",
+    "studies_of",
     "studies_path_for",
     "study_from_run",
 ]

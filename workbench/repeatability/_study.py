@@ -351,10 +351,16 @@ def latest_study(log: str | Path, fingerprint: str, *, partition: str | None = N
     return found[-1] if found else None
 
 
+def studies_of(log: str | Path, fingerprint: str, *, dataset_sha256: str | None = None) -> list[RepeatabilityStudy]:
+    """Every study of ``fingerprint`` in the log, oldest first (for ``repeatability_blockers(earlier=...)``)."""
+    return [s for s in read_studies(log) if s.candidate_fingerprint == fingerprint and (dataset_sha256 is None or s.dataset_sha256 == dataset_sha256)]
+
+
 def repeatability_blockers(
     policy: Policy,
     study: RepeatabilityStudy | None,
     *,
+    earlier: list[RepeatabilityStudy] | tuple[RepeatabilityStudy, ...] = (),
     fingerprint: str | None = None,
     dataset_sha256: str | None = None,
     min_repeats: int = DEFAULT_MIN_REPEATS,
@@ -369,8 +375,9 @@ def repeatability_blockers(
     the limit is ``flip_rate_exceeded`` (quality; the observed rate), a slice without an
     assessed case ``flip_rate_unmeasured`` (incomplete). Whenever a study is given, its
     boundary-crossing cases in critical slices are ``boundary_crossing_critical`` (review, case
-    ids listed): a human looks at them; repeating the call until it settles is no answer.
-    None of these is waivable.
+    ids listed): a human looks at them; repeating the call until it settles is no answer, so
+    the crossings of ``earlier`` studies of the same fingerprint (``studies_of(log, fp)``) are
+    listed too: a later, calmer study does not erase them. None of these is waivable.
     """
     limited = {name: spec.max_flip_rate for name, spec in policy.slices.items() if spec.max_flip_rate is not None}
     out: list[Blocker] = []
@@ -405,10 +412,17 @@ def repeatability_blockers(
             if row.flip_rate.rate > limit:
                 flipped = [c.case_id for c in study.cases if c.slice == name and c.flipped]
                 out.append(Blocker(code="flip_rate_exceeded", category="quality", slice=name, risk=risk, message=f"slice {name}: {row.flipped} of {row.assessed} cases changed verdict across {study.repeats} repeats of the same judge (flip rate {row.flip_rate.rate:.3f} > {limit:g})", evidence={"study": study.study_id, "flipped": row.flipped, "assessed": row.assessed, "rate": row.flip_rate.rate, "ci95_low": row.flip_rate.ci95_low, "ci95_high": row.flip_rate.ci95_high, "limit": limit, "repeats": study.repeats}, case_ids=flipped, waivable=False))
-    for row in study.slices:
-        ids = [c for c in row.boundary_case_ids if c in study.review]
-        if ids:
-            out.append(Blocker(code="boundary_crossing_critical", category="review", slice=row.slice, risk=row.risk, message=f"slice {row.slice}: {len(ids)} case(s) crossed the pass/fail boundary across {study.repeats} repeats of the same pinned judge; each needs human review (tighten the evidence, widen review or remove authority), not more retries", evidence={"study": study.study_id, "cases": len(ids), "repeats": study.repeats}, case_ids=ids, waivable=False))
+    crossings: dict[str, dict[str, list[str]]] = {}
+    risks: dict[str, str | None] = {}
+    for each in [*(e for e in earlier if e.candidate_fingerprint == study.candidate_fingerprint and e.study_id != study.study_id), study]:
+        for c in each.cases:
+            if c.needs_review:
+                crossings.setdefault(c.slice, {}).setdefault(c.case_id, []).append(each.study_id)
+                risks[c.slice] = c.risk
+    for name, cases in crossings.items():
+        ids = sorted(cases)
+        studies = sorted({sid for sids in cases.values() for sid in sids})
+        out.append(Blocker(code="boundary_crossing_critical", category="review", slice=name, risk=risks[name], message=f"slice {name}: {len(ids)} case(s) crossed the pass/fail boundary across repeats of the same pinned judge ({len(studies)} stud{'y' if len(studies) == 1 else 'ies'}); each needs human review (tighten the evidence, widen review or remove authority), not more retries", evidence={"studies": studies, "cases": len(ids), "repeats": study.repeats}, case_ids=ids, waivable=False))
     return out
 
 
