@@ -261,3 +261,14 @@ def test_control_outcomes_read_version_1_records(tmp_path: Path) -> None:
     expected = _outcomes(suite, path, judge.identity.fingerprint())
     _as_version_1(path)
     assert _outcomes(suite, path, judge.identity.fingerprint()) == expected and expected
+
+
+def test_import_results_migrates_older_records_on_read_with_a_note(gold: Path, tmp_path: Path) -> None:
+    source = write_results(tmp_path / "elsewhere.jsonl", [v1_row(make_case("a")), v1_row(make_case("b", "fail"), "fail")])
+    result = CliRunner().invoke(main, ["import", "results", str(source), "--gold", str(gold), "--out", str(tmp_path / "imported")])
+    assert result.exit_code == 0, result.output
+    assert "note: 2 of 2 result(s) were written under schema_version 1 and migrated on read to 2" in result.output
+    lines = read_results(tmp_path / "imported" / "results.jsonl")
+    assert all(line.result.migration is not None and line.result.migration.filled["partition"] == "development" for line in lines)
+    aligned = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(tmp_path / "imported" / "results.jsonl"), "--partition", "development"])
+    assert aligned.exit_code == 0, aligned.output
