@@ -174,6 +174,9 @@ def make_result(
         "run_id": "run-1",
         "partition": case["partition"],
         "error": error,
+        "attempt": 1,
+        "repeat": 0,
+        "schema_version": 2,
     }
     row.update(extra)
     return row

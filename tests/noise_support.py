@@ -115,6 +115,10 @@ def result(suite: Any, case_id: str, score: float | None = None, error: str | No
         judge=extra.pop("judge", IDENTITY),
         judge_fingerprint=extra.pop("fingerprint", IDENTITY.fingerprint()),
         run_id="r",
+        reason=extra.pop("reason", None),
+        partition=extra.pop("partition", "candidates"),
+        attempt=extra.pop("attempt", 1),
+        repeat=extra.pop("repeat", 0),
         **extra,
     )
 

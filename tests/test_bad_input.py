@@ -996,3 +996,61 @@ def test_library_entry_points_added_on_main_check_their_arguments(tmp_path: Path
             call()
         assert codes(info.value) == [code]
     assert not (tmp_path / "reports").exists() and not (tmp_path / "ranking").exists() and not (tmp_path / "noise").exists()
+
+
+def test_lifecycle_logs_are_read_bounded_and_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.repeatability import read_drift_log, read_studies
+
+    for reader, code in ((read_drift_log, "drift_log_invalid"), (read_studies, "study_invalid")):
+        path = tmp_path / f"{code}.jsonl"
+        path.write_text('{"kind": "check", "kind": "baseline"}\n', encoding="utf-8")
+        with pytest.raises(WorkbenchError) as info:
+            reader(path)
+        assert codes(info.value) == [code] and "duplicate key" in info.value.problems[0].message
+        monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", "2")  # document limit: 64 bytes
+        path.write_text('{"kind": "' + "x" * 100 + '"}\n', encoding="utf-8")
+        with pytest.raises(WorkbenchError) as info:
+            reader(path)
+        assert codes(info.value) == ["line_too_long"]
+        monkeypatch.delenv("WORKBENCH_MAX_LINE_BYTES")
+
+
+def test_label_mapping_and_sentinels_with_a_duplicate_key_are_refused(make_dataset, tmp_path: Path) -> None:
+    from workbench.gold import load_dataset
+    from workbench.migration import load_label_mapping
+    from workbench.repeatability import load_sentinels
+
+    mapping = tmp_path / "mapping.yaml"
+    mapping.write_text("from: a@1\nfrom: a@2\n", encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        load_label_mapping(mapping)
+    assert codes(info.value) == ["mapping_yaml"] and "duplicate key" in info.value.problems[0].message
+    sentinels = tmp_path / "sentinels.yaml"
+    sentinels.write_text("name: s\nname: t\nsentinels: []\n", encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        load_sentinels(sentinels, load_dataset(make_dataset([make_case("a")])))
+    assert codes(info.value) == ["sentinels_yaml"] and "duplicate key" in info.value.problems[0].message
+
+
+@pytest.mark.parametrize(("kw", "code"), [({"concurrency": 0}, "invalid_concurrency"), ({"concurrency": 2.0}, "invalid_concurrency"), ({"budget_usd": float("inf")}, "invalid_budget")])
+def test_compare_repeatability_and_drift_check_their_arguments(tmp_path: Path, kw: dict[str, Any], code: str) -> None:
+    """Refused before anything is read: no candidate, gold or run directory is needed."""
+    import asyncio
+
+    from workbench.migration import compare_candidates
+    from workbench.repeatability import run_drift, run_repeatability
+
+    missing = tmp_path / "missing"
+    calls = [
+        lambda: asyncio.run(compare_candidates(missing, missing, missing, "development", tmp_path / "cmp", **kw)),
+        lambda: asyncio.run(run_repeatability(missing, missing, "development", 3, tmp_path / "rep", **kw)),
+        lambda: asyncio.run(run_drift(missing, missing, out=tmp_path / "drift", **kw)),
+    ]
+    for call in calls:
+        with pytest.raises(WorkbenchError) as info:
+            call()
+        assert codes(info.value) == [code]
+    with pytest.raises(WorkbenchError) as info:
+        asyncio.run(run_repeatability(missing, missing, "development", "3", tmp_path / "rep"))  # type: ignore[arg-type]
+    assert codes(info.value) == ["invalid_repeats"]
+    assert not any((tmp_path / name).exists() for name in ("cmp", "rep", "drift"))

@@ -513,9 +513,9 @@ class _StrictYAMLLoader(yaml.SafeLoader):
             except TypeError:  # an unhashable key; SafeLoader reports it itself
                 continue
             if first is not None:
-                raise DuplicateYAMLKey(
-                    "while constructing a mapping", node.start_mark, f"found duplicate key {key!r} (first on line {first})", key_node.start_mark
-                )
+                # No context: the first line of str(exc) is the problem itself, for callers
+                # that report ``str(exc).splitlines()[0]``.
+                raise DuplicateYAMLKey(None, None, f"found duplicate key {key!r} (first on line {first})", key_node.start_mark)
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 

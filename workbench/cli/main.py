@@ -9,6 +9,7 @@ from .agreement import agreement
 from .align import align
 from .card import card
 from .certify import certify, reports, verify
+from .compare import compare
 from .controls import controls
 from .estimate import estimate
 from .fake_llm import fake_llm
@@ -16,12 +17,14 @@ from .freeze import freeze
 from .gate import gate
 from .importers import import_group
 from .init import init
+from .migrate import migrate_group
 from .noise import noise
 from .override import override
 from .pairwise import pairwise
 from .ping import ping_command
 from .plan import plan
 from .ranking import prune, ranking
+from .repeatability import drift, repeatability
 from .run import run
 from .validate import validate
 
@@ -54,6 +57,10 @@ main.add_command(verify)
 main.add_command(reports)
 main.add_command(plan)
 main.add_command(estimate)
+main.add_command(migrate_group)
+main.add_command(compare)
+main.add_command(repeatability)
+main.add_command(drift)
 
 if __name__ == "__main__":
     main()

@@ -316,7 +316,9 @@ def _outcomes(suite: ControlSuite, results_path: Path, fingerprint: str) -> dict
     has_verdict: set[str] = set()
     if not results_path.exists():
         return found
-    lines = sorted(read_results(results_path), key=lambda line: (line.result.case_id, line.result.attempt, line.line))
+    # migrate=True: control records of a locked report written under an older result schema
+    # are read through the explicit migration (they always carry their partition, "controls").
+    lines = sorted(read_results(results_path, migrate=True), key=lambda line: (line.result.case_id, line.result.attempt, line.line))
     for line in lines:
         r = line.result
         if r.case_id not in digests or r.repeat != 0 or r.judge_fingerprint != fingerprint:

@@ -7,7 +7,9 @@ states which gold they were produced against: every result is checked against th
 record's, no duplicate attempt), results that already carry another gold's lineage are
 refused, and the results are written to ``OUT/results.jsonl`` stamped with the gold's
 ``dataset_sha256`` and ``rubric_version``. Nothing else about a result changes, so its judge
-fingerprint stays the same.
+fingerprint stays the same. Records written under an older result schema are migrated on read
+(:func:`workbench.results.migrate_v1_to_v2`, a missing partition taken from the gold), each
+recording what was filled, and the summary says so.
 
 Predictions in any other shape (CSV, JSONL, Parquet or a DataFrame with a case key and a
 label or score column, a Ragas experiment's CSV, ``EvaluationResult.to_pandas()``) are
@@ -22,7 +24,7 @@ from typing import Any
 from .._io import write_jsonl
 from ..errors import Problem, WorkbenchError
 from ..gold import load_dataset
-from ..results import read_results
+from ..results import migration_note, read_results
 from ._results_mapping import ResultsMapping
 from ._results_table import RESULTS_FILE, ResultsImport, results_from_table
 
@@ -74,7 +76,9 @@ def _import_contract(source: Path, gold: str | Path, out: str | Path, *, force: 
     target = out / RESULTS_FILE
     if target.exists() and not force and target.resolve() != source.resolve():
         raise WorkbenchError("refusing to overwrite results", [Problem(location=str(target), code="out_not_empty", message="the directory already holds results.jsonl", fix="choose a new directory, or pass --force to replace it")])
-    lines = read_results(source)
+    # Results produced elsewhere are often older: declaring their gold migrates them on read,
+    # explicitly (workbench.results.migrate_v1_to_v2, partition from this gold) and on the record.
+    lines = read_results(source, migrate=True, gold=dataset)
     loc = str(source)
     by_id = {r.case_id: r for r in dataset.records}
     problems: list[Problem] = []
@@ -121,4 +125,4 @@ def _import_contract(source: Path, gold: str | Path, out: str | Path, *, force: 
         write_jsonl(target, rows)
     except OSError as exc:
         raise WorkbenchError("cannot import results", [Problem(location=str(exc.filename or out), code="out_unwritable", message=f"writing failed ({exc.strerror or exc})", fix="point --out at a writable directory with free space")]) from None
-    return ResultsImport(source=str(source), out=str(target), results=len(rows), dataset_sha256=dataset.sha256, rubric_version=dataset.rubric.version, release_id=release.release_id if release else None)
+    return ResultsImport(source=str(source), out=str(target), results=len(rows), dataset_sha256=dataset.sha256, rubric_version=dataset.rubric.version, release_id=release.release_id if release else None, migration_note=migration_note(lines))

@@ -84,11 +84,14 @@ class ResultsImport:
     """Active gold cases."""
     partitions: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per gold partition: (results written, active cases)."""
+    migration_note: str | None = None
+    """Set when records written under an older result schema were migrated on read."""
 
     def format(self) -> str:
         release = f"release {self.release_id}" if self.release_id else "not frozen"
         if self.spec is None:
-            return f"declared {self.results} result(s) from {self.source} as produced against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out}"
+            text = f"declared {self.results} result(s) from {self.source} as produced against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out}"
+            return text + (f"\nnote: {self.migration_note} (each migrated line records it in 'migration')" if self.migration_note else "")
         text = (
             f"imported {self.results} result(s) of judge {self.judge} (fingerprint {str(self.fingerprint)[:12]}) from {self.source} "
             f"against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out} and {self.spec}."
@@ -440,6 +443,8 @@ def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location:
                 tokens_in=v["tokens_in"],
                 tokens_out=v["tokens_out"],
                 cost_usd=v["cost_usd"],
+                attempt=1,
+                repeat=0,
                 **stamp,
             )
         )

@@ -65,7 +65,7 @@ from typing import Any
 from .._io import sha256_json, write_jsonl
 from ..errors import Problem, WorkbenchError
 from ..gold import Adjudication, GoldCase, GoldDataset, Review, Rubric, SliceSpec, load_dataset
-from ..results import EvaluatorError, JudgeIdentity, JudgeResult
+from ..results import REQUIRED_SINCE_V2, EvaluatorError, JudgeIdentity, JudgeResult
 from ._registry import (
     RESULTS_FILE,
     Findings,
@@ -386,11 +386,13 @@ def _with_lineage(results: list[JudgeResult], dataset: GoldDataset) -> list[Judg
 
 
 def write_judge_results(path: Path, results: list[JudgeResult]) -> None:
-    """Write judge results as JSON Lines with ``value`` always present (null on evaluator errors)."""
+    """Write judge results as JSON Lines with ``value`` and every required field always present
+    (``value`` and ``reason`` null on evaluator errors); other nulls are left out."""
     rows = []
     for r in results:
         row = r.model_dump(mode="json", exclude_none=True)
-        row["value"] = r.value
+        for name in ("value", *REQUIRED_SINCE_V2):
+            row[name] = getattr(r, name)
         rows.append(row)
     write_jsonl(path, rows)
 

@@ -22,6 +22,7 @@ from ._registry import (
 )
 from ._spec import (
     CANDIDATE_SCHEMA_VERSION,
+    CHANGE_KINDS,
     CandidateSpec,
     Endpoint,
     Pricing,
@@ -32,6 +33,7 @@ from ._spec import (
 
 __all__ = [
     "CANDIDATE_SCHEMA_VERSION",
+    "CHANGE_KINDS",
     "JUDGE_VISIBLE_FIELDS",
     "CandidateSpec",
     "CaseRef",

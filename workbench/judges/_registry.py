@@ -125,7 +125,8 @@ def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) 
     # The template's content is covered by prompt_sha256; where it is stored (inline or in a
     # file) is not part of what the judge does. The circuit breaker only decides when a run
     # gives up on an unreachable endpoint, never a verdict: it is not part of the identity.
-    excluded: dict[str, Any] = dict.fromkeys(("name", "version", "kind", "model", "prompt", "prompt_file"), True)
+    # parent/changes declare lineage, they change nothing the judge does: not part of it either.
+    excluded: dict[str, Any] = dict.fromkeys(("name", "version", "kind", "model", "prompt", "prompt_file", "parent", "changes"), True)
     rest = spec.model_dump(mode="json", exclude={**excluded, "endpoint": {"circuit_breaker_after": True}})
     return JudgeIdentity(
         name=spec.name,

@@ -38,6 +38,15 @@ MAX_RETRIES_LIMIT = 20
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
+CHANGE_KINDS: tuple[str, ...] = ("prompt", "model", "params", "function", "threshold", "labels", "endpoint", "pricing", "kind", "results", "ragas")
+"""What a version may declare it changes relative to its ``parent`` (``changes:``): the spec
+field that changed (``prompt`` covers ``prompt``/``prompt_file`` and the template's content;
+``function`` covers the function path and its module's source), or ``ragas`` (the installed
+Ragas version)."""
+
+_DERIVABLE = {"model": "model", "params": "params", "function": "function", "threshold": "threshold", "labels": "labels", "endpoint": "endpoint", "pricing": "pricing", "kind": "kind", "results": "results", "prompt_file": "prompt"}
+"""Spec fields :func:`derive_spec` may replace, and the change kind each one is."""
+
 
 _OMITTED_WHEN_DEFAULT: dict[str, Any] = {"base_url_env": None, "provider": "openai", "deployment": None, "api_version": None, "json_mode": "json_object"}
 """Endpoint fields left out of the dump (and so of the fingerprint) while they hold their default."""
@@ -226,6 +235,39 @@ class CandidateSpec(BaseModel):
     """Price table for cost accounting."""
     threshold: Threshold | None = None
     """For score-based judges (a Ragas ``@numeric_metric``): how a score becomes a label."""
+    parent: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    """``name@version`` of the candidate this version was derived from. Not part of the
+    fingerprint (declaring lineage does not change what the judge does); left out of the spec
+    when unset."""
+    changes: list[str] | None = None
+    """What this version changes relative to ``parent``, from :data:`CHANGE_KINDS` (e.g.
+    ``[prompt]``). The phases' save refuses a version that changes more than it declares and
+    ``workbench compare`` warns about it. Needs ``parent``; not part of the fingerprint; left
+    out of the spec when unset."""
+
+    @model_validator(mode="after")
+    def _declared_changes(self) -> CandidateSpec:
+        if self.changes is not None:
+            if self.parent is None:
+                raise ValueError("changes needs parent: name@version of the candidate the changes are relative to")
+            unknown = [c for c in self.changes if c not in CHANGE_KINDS]
+            if unknown:
+                raise ValueError(f"changes {unknown} are not change kinds; use {', '.join(CHANGE_KINDS)}")
+            if not self.changes or len(set(self.changes)) != len(self.changes):
+                raise ValueError("changes must name at least one change kind, each once")
+        if self.parent is not None and self.parent == f"{self.name}@{self.version}":
+            raise ValueError("parent names this version itself")
+        return self
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_lineage(self, handler: SerializerFunctionWrapHandler) -> Any:
+        # A spec without parent/changes dumps exactly as before the fields existed.
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in ("parent", "changes"):
+                if name in data and data[name] is None:
+                    del data[name]
+        return data
 
     @model_validator(mode="after")
     def _threshold_labels(self) -> CandidateSpec:
@@ -316,18 +358,56 @@ def _spec_problem(loc: str, err: Any) -> Problem:
     return Problem(location=loc, code="candidate_invalid", message=f"{where}: {err['msg']}", fix="correct this field; see docs/formats.md#candidate-specs")
 
 
-def derive_spec(parent: CandidateSpec, *, version: str, prompt: str | None = None, description: str | None = None, **changes: Any) -> CandidateSpec:
+def derive_spec(
+    parent: CandidateSpec,
+    *,
+    version: str,
+    prompt: str | None = None,
+    description: str | None = None,
+    changes: list[str] | None = None,
+    allow_multiple: bool = False,
+    **fields: Any,
+) -> CandidateSpec:
     """A new candidate version from ``parent``: one declared change at a time.
 
-    A new ``prompt`` replaces the template inline (``prompt_file`` is dropped); other fields
-    are replaced by ``changes``. The parent is untouched: versions are immutable.
+    A new ``prompt`` replaces the template inline (``prompt_file`` is dropped); other spec
+    fields (:data:`_DERIVABLE`: model, params, function, threshold ...) are replaced by
+    ``fields``. The new spec records ``parent`` (the parent's ``name@version``) and
+    ``changes``: the kinds given, or, when ``changes`` is None, the kinds of what was passed
+    and differs from the parent. More than one kind is refused unless ``allow_multiple``;
+    passing something ``changes`` does not declare is refused. The parent is untouched:
+    versions are immutable.
     """
-    update: dict[str, Any] = {"version": version, **changes}
+    loc = f"derive({parent.label} -> {parent.name}@{version})"
+    problems: list[Problem] = []
+    current = parent.model_dump(mode="json")
+    update: dict[str, Any] = {"version": version}
+    inferred: list[str] = []
     if prompt is not None:
         update.update(prompt=prompt, prompt_file=None)
+        inferred.append("prompt")
+    for name, value in fields.items():
+        kind = _DERIVABLE.get(name)
+        if kind is None:
+            problems.append(Problem(location=loc, code="derive_field", message=f"{name!r} is not a field a new version may change", fix="change one of prompt, " + ", ".join(sorted(_DERIVABLE))))
+            continue
+        update[name] = value
+        dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
+        if dumped != current.get(name) and kind not in inferred:
+            inferred.append(kind)
     if description is not None:
         update["description"] = description
-    return CandidateSpec.model_validate({**parent.model_dump(mode="json"), **update})
+    declared = list(dict.fromkeys(changes)) if changes is not None else inferred
+    undeclared = [k for k in inferred if k not in declared]
+    if undeclared:
+        problems.append(Problem(location=loc, code="undeclared_change", message=f"the new version changes {', '.join(undeclared)}, which changes={declared} does not declare", fix="declare every change (changes=[...]), or change only what is declared"))
+    if len(declared) > 1 and not allow_multiple:
+        problems.append(Problem(location=loc, code="derive_multiple_changes", message=f"the new version changes {len(declared)} things at once ({', '.join(declared)}): a difference in verdicts could not be attributed to one of them", fix="derive one change per version, or pass allow_multiple=True to record a multi-change version deliberately"))
+    if problems:
+        raise WorkbenchError(f"{loc}: refused", problems)
+    update["parent"] = parent.label
+    update["changes"] = declared or None
+    return CandidateSpec.model_validate({**current, **update})
 
 
 def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from .._args import check_run_arguments, partition_name
 from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
+from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
 from ..heldout import refuse_held_out
 from ..judges import Judge, build_judge, derive_spec, load_candidate, save_spec
@@ -56,10 +57,12 @@ class PhaseSession:
         self.concurrency = concurrency
         self.budget_usd = budget_usd
         self._spec_paths: dict[str, Path] = {}
+        self._judges: dict[str, Judge] = {}
 
     def load(self, spec_path: str | Path) -> Judge:
         judge = load_candidate(spec_path)
         self._spec_paths[judge.spec.label] = Path(spec_path)
+        self._judges[judge.spec.label] = judge
         return judge
 
     def prompt_of(self, judge: Judge) -> str:
@@ -69,18 +72,50 @@ class PhaseSession:
             raise TypeError(f"{judge.spec.label} ({judge.spec.kind}) has no prompt template")
         return str(template)
 
-    def derive(self, parent: Judge, *, version: str, prompt: str | None = None, description: str | None = None, **changes: Any) -> Judge:
-        """A new, unsaved candidate version that changes one declared thing."""
-        spec = derive_spec(parent.spec, version=version, prompt=prompt, description=description, **changes)
+    def derive(self, parent: Judge, *, version: str, prompt: str | None = None, description: str | None = None, changes: list[str] | None = None, allow_multiple: bool = False, **fields: Any) -> Judge:
+        """A new, unsaved candidate version that changes one declared thing.
+
+        The spec records ``parent`` and ``changes`` (the kinds passed, or ``changes``); more
+        than one kind is refused unless ``allow_multiple`` (:func:`~workbench.judges.derive_spec`).
+        The built judge is then compared with its parent (:func:`workbench.migration.judge_changes`):
+        an actual change the declaration does not cover is refused here and at :meth:`save`.
+        """
+        from ..migration import declaration_problems
+
+        spec = derive_spec(parent.spec, version=version, prompt=prompt, description=description, changes=changes, allow_multiple=allow_multiple, **fields)
         base = self._spec_paths.get(parent.spec.label, Path("."))
         judge = build_judge(spec, base)
+        problems = declaration_problems(parent, judge, location=f"derive({spec.label})")
+        if problems:
+            raise WorkbenchError(f"{spec.label}: refused", problems)
         self._spec_paths[spec.label] = base
+        self._judges[parent.spec.label] = parent
+        self._judges[spec.label] = judge
         return judge
 
     def save(self, judge: Judge, directory: str | Path) -> Path:
-        """Write the candidate as ``<name>@<version>.yaml`` (refuses to overwrite a version)."""
-        path = save_spec(judge.spec, directory)
-        self._spec_paths[judge.spec.label] = path
+        """Write the candidate as ``<name>@<version>.yaml`` (refuses to overwrite a version).
+
+        A version that declares a ``parent`` is checked against it first (the parent this
+        session loaded or derived, else ``<directory>/<parent>.yaml``): a version that changes
+        more than its ``changes`` declare is refused (``undeclared_change``), and so is one
+        whose parent cannot be found (``parent_unknown``).
+        """
+        from ..migration import declaration_problems
+
+        spec = judge.spec
+        if spec.parent is not None:
+            parent = self._judges.get(spec.parent)
+            where = Path(directory) / f"{spec.parent}.yaml"
+            if parent is None and where.exists():
+                parent = load_candidate(where)
+            if parent is None:
+                raise WorkbenchError(f"cannot save {spec.label}", [Problem(location=str(where), code="parent_unknown", message=f"{spec.label} declares parent {spec.parent}, which this session did not load and {where} does not hold", fix="load the parent in this session (session.load) or save next to it, so the declared changes can be checked")])
+            problems = declaration_problems(parent, judge, location=f"save({spec.label})")
+            if problems:
+                raise WorkbenchError(f"refusing to save {spec.label}: it changes more than it declares", problems)
+        path = save_spec(spec, directory)
+        self._spec_paths[spec.label] = path
         return path
 
     async def run(self, judge: Judge, *, progress: bool = True) -> Iteration:

@@ -5,6 +5,10 @@ false passes and which false-pass / false-fail rates an owner accepts, on which 
 many judged cases a slice needs before its numbers mean anything. It also bounds evaluator
 errors and spend. Every limit is an upper bound; a limit that is ``None`` is not checked.
 
+A slice may also bound the judge's own variance, ``max_flip_rate`` (cases whose verdict
+changes across repeated calls of the unchanged judge): certification then needs a
+repeatability study on calibration data (:mod:`workbench.repeatability`).
+
 Rules checked when a policy is loaded (:func:`load_policy`, every problem at once):
 
 - the file name equals ``<name>@<version>.yaml``;
@@ -82,6 +86,12 @@ class SlicePolicy(_Model):
     min_n: int | None = Field(default=None, ge=0)
     """Fewest cases with a decided verdict (not an abstention) the slice needs; overrides
     ``min_n_per_slice``."""
+    max_flip_rate: float | None = Field(default=None, ge=0, le=1)
+    """Highest flip rate accepted: the share of the slice's cases whose verdict differs across
+    repeated calls of the same pinned judge, observed in a repeatability study
+    (``workbench repeatability``). When any slice sets it, certification requires a study of
+    the candidate on calibration data with K >= 3 repeats
+    (``workbench.repeatability.repeatability_blockers``); ``None``: no repeatability limit."""
     rationale: str = ""
     """Why these limits, when the slice differs from the policy's general reasoning."""
 

@@ -111,7 +111,9 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     if lock.evaluated_at is None:
         raise EvidenceError("evidence_missing", "the lock records no evaluation time for override expiry", where)
     results_path = report_dir / RUN_DIR / "results.jsonl"
-    lines = read_results(results_path) if results_path.exists() else []
+    # A locked report's records cannot be rewritten: records written under an older result
+    # schema are read through the explicit, versioned migration (each says what it filled).
+    lines = read_results(results_path, migrate=True, gold=dataset) if results_path.exists() else []
     join = join_results(dataset, lines, partition="held_out", location=str(results_path))
     alignment = alignment_report(join, results_path=str(results_path) if results_path.exists() else None)
     summary_path = report_dir / RUN_DIR / "run.json"

@@ -10,12 +10,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .._io import sha256_json
 
-RESULT_SCHEMA_VERSION = 1
-"""Version of the judge-result record format."""
+RESULT_SCHEMA_VERSION = 2
+"""Version of the judge-result record format. 2 made ``reason``, ``partition``, ``attempt`` and
+``repeat`` required (version 1 filled them with silent defaults) and added ``migration``."""
+
+REQUIRED_SINCE_V2: tuple[str, ...] = ("reason", "partition", "attempt", "repeat")
+"""Fields version 1 defaulted when absent and version 2 requires. Only an explicit, versioned
+migration (:func:`workbench.results.migrate_record`) may fill them, and it records that it did."""
 
 ERROR_KINDS: tuple[str, ...] = (
     "provider_error",
@@ -73,19 +78,38 @@ class EvaluatorError(_Record):
     """Transient (rate limit, 5xx, timeout, connection): a later attempt may succeed."""
 
 
+class ResultMigration(_Record):
+    """What an explicit migration filled in a record written under an older schema version."""
+
+    from_version: int
+    """The schema version the record was written under."""
+    to_version: int
+    """The schema version it was migrated to."""
+    function: str
+    """The migration function that filled it, e.g. ``workbench.results.migrate_v1_to_v2``."""
+    filled: dict[str, Any]
+    """Every field the record lacked and the migration filled, with the value filled (the older
+    version's documented default, or the partition read from the gold)."""
+    partition_source: str | None = None
+    """Where a filled ``partition`` came from (``gold <dataset sha256>``); None when not filled."""
+    migrated_at: datetime
+    """When the migration ran (UTC)."""
+
+
 class JudgeResult(_Record):
     """One attempt of one judge on one case (and one repeat index)."""
 
     schema_version: int = Field(default=RESULT_SCHEMA_VERSION, strict=True)
-    """Result record format version."""
+    """Result record format version (2). Readers route a record whose ``schema_version`` is
+    absent or older to the migration instead of validating it here."""
     case_id: str = Field(min_length=1)
     """The gold case judged."""
     response_hash: str = Field(min_length=64, max_length=64)
     """sha256 of the response the judge saw; must equal the gold record's."""
     value: str | None
     """The verdict: a label from the rubric vocabulary, or None when ``error`` is set."""
-    reason: str | None = None
-    """The judge's stated reason."""
+    reason: str | None
+    """The judge's stated reason; required (null when the judge gave none, e.g. on an error)."""
     score: float | None = Field(default=None, strict=True)
     """For score-based judges: the score (the verdict, if any, was thresholded from it); for
     score-only metrics such as noise sensitivity, the result itself."""
@@ -97,8 +121,9 @@ class JudgeResult(_Record):
     """sha256 of ``judge``; all results joined in one analysis must share it."""
     run_id: str
     """The run that produced the attempt."""
-    partition: str | None = None
-    """Partition of the case, copied from gold at run time."""
+    partition: str = Field(min_length=1)
+    """Partition of the case, copied from gold at run time (or the run's label for non-gold
+    runs: ``controls``, ``sentinels``, a ranking battery ...). Required."""
     started_at: datetime | None = None
     """When the attempt started (UTC)."""
     latency_s: float | None = Field(default=None, ge=0, strict=True)
@@ -111,10 +136,10 @@ class JudgeResult(_Record):
     """Cost from the candidate's price table."""
     error: EvaluatorError | None = None
     """Set when the attempt produced no verdict."""
-    attempt: int = Field(default=1, ge=1, strict=True)
-    """1-based attempt number; retries of one case and repeat share everything but this."""
-    repeat: int = Field(default=0, ge=0, strict=True)
-    """0-based repeat index for repeatability studies; alignment uses one repeat at a time."""
+    attempt: int = Field(ge=1, strict=True)
+    """1-based attempt number; retries of one case and repeat share everything but this. Required."""
+    repeat: int = Field(ge=0, strict=True)
+    """0-based repeat index for repeatability studies; alignment uses one repeat at a time. Required."""
     rendered_request_sha256: str | None = None
     """sha256 of the canonical JSON of the evaluator-visible request."""
     rendered_request: Any | None = None
@@ -131,6 +156,16 @@ class JudgeResult(_Record):
     manifest. ``align`` and ``gate`` refuse results whose gold differs from the gold given."""
     rubric_version: str | None = None
     """Lineage: the rubric version of that gold."""
+    migration: ResultMigration | None = None
+    """Set only by an explicit migration from an older schema version: what it filled. None on
+    records written under the current version."""
+
+    @field_validator("schema_version")
+    @classmethod
+    def _current_version(cls, value: int) -> int:
+        if value != RESULT_SCHEMA_VERSION:
+            raise ValueError(f"schema_version {value} is not {RESULT_SCHEMA_VERSION}: older records are read through an explicit migration (`workbench migrate results FILE`), newer ones need a newer workbench")
+        return value
 
     @model_validator(mode="after")
     def _verdict_xor_error(self) -> JudgeResult:

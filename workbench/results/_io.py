@@ -1,12 +1,20 @@
-"""Reading judge results: every contract violation reported at once, with its line."""
+"""Reading judge results: every contract violation reported at once, with its line.
+
+Records written under an older ``schema_version`` are refused (one ``schema_version_old``
+problem per file, naming ``workbench migrate results FILE``) unless the caller asks for the
+explicit migration (``migrate=True``): each such record is then migrated on read
+(:func:`~workbench.results.migrate_record`) and carries a ``migration`` field saying what was
+filled; :func:`migration_note` summarizes it for display.
+"""
 
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -20,6 +28,16 @@ from .._io import (
 )
 from ..errors import Problem, WorkbenchError
 from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
+from ._migrate import (
+    MigrationRefused,
+    gold_partitions,
+    migrate_record,
+    old_version_problem,
+    record_version,
+)
+
+if TYPE_CHECKING:
+    from ..gold import GoldDataset
 
 
 @dataclass(frozen=True)
@@ -30,26 +48,29 @@ class ResultLine:
     result: JudgeResult
 
 
-def read_results(path: str | Path, *, verify_requests: bool = False) -> list[ResultLine]:
+def read_results(path: str | Path, *, verify_requests: bool = False, migrate: bool = False, gold: GoldDataset | None = None) -> list[ResultLine]:
     """Read a results JSON Lines file; raise :class:`WorkbenchError` listing every bad line.
 
     The judge fingerprint of every line is checked against its identity (once per distinct
     identity). With ``verify_requests``, every inline rendered request is re-hashed too.
+    Older records are refused unless ``migrate`` (see the module doc; ``gold`` supplies the
+    partition of records that lack one).
     """
     out: list[ResultLine] = []
     problems: list[Problem] = []
-    for item in scan_results(path, verify_requests=verify_requests):
+    for item in scan_results(path, verify_requests=verify_requests, migrate=migrate, gold=gold):
         (out if isinstance(item, ResultLine) else problems).append(item)  # type: ignore[arg-type]
     if problems:
         raise WorkbenchError(f"{path}: {len(problems)} result line(s) break the judge-result contract", problems)
     return out
 
 
-def scan_results(path: str | Path, *, verify_requests: bool = False) -> Iterator[ResultLine | Problem]:
+def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bool = False, gold: GoldDataset | None = None) -> Iterator[ResultLine | Problem]:
     """Yield each line of a results file as a :class:`ResultLine` or, if it is bad, a :class:`Problem`.
 
     Streaming form of :func:`read_results`, in line order, for callers that fold results
-    without keeping every record (the alignment join).
+    without keeping every record (the alignment join). Older records: one problem for the
+    file (after its last line), or migrated on read with ``migrate``.
     """
     path = Path(path)
     loc = str(path)
@@ -58,10 +79,15 @@ def scan_results(path: str | Path, *, verify_requests: bool = False) -> Iterator
         return
     verified: dict[str, JudgeIdentity] = {}
     not_utf8: list[int] = []
+    old: dict[int, list[int]] = {}
+    partition_of = source = None
+    if migrate and gold is not None:
+        partition_of, source = gold_partitions(gold)
     for number, text in iter_jsonl_lines(path, not_utf8):
         while not_utf8:
             yield Problem(location=f"{loc}:{not_utf8.pop(0)}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
         where = f"{loc}:{number}"
+        raw: Any = None
         try:
             check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
         except JSONRecordError as exc:
@@ -70,11 +96,31 @@ def scan_results(path: str | Path, *, verify_requests: bool = False) -> Iterator
         try:
             result = JudgeResult.model_validate_json(text)
         except ValidationError as exc:
-            yield from _translate(exc, where, loads_json(text))
-            continue
-        if result.schema_version > RESULT_SCHEMA_VERSION:
-            yield Problem(location=where, case_id=result.case_id, code="schema_version_newer", message=f"result schema_version {result.schema_version} is newer than this workbench reads ({RESULT_SCHEMA_VERSION})", fix="upgrade the workbench")
-            continue
+            raw = loads_json(text)  # cannot fail: check_json accepted the text
+            version = record_version(raw) if isinstance(raw, dict) else None
+            if version is not None and version > RESULT_SCHEMA_VERSION:
+                yield Problem(location=where, case_id=_case_id(raw), code="schema_version_newer", message=f"result schema_version {version} is newer than this workbench reads ({RESULT_SCHEMA_VERSION})", fix="upgrade the workbench")
+                continue
+            if version is None or version == RESULT_SCHEMA_VERSION:
+                yield from _translate(exc, where, raw)
+                continue
+        else:
+            # No schema_version at all is version 1's default: a version-1 record.
+            raw = None if "schema_version" in result.model_fields_set else loads_json(text)
+        if raw is not None:
+            version = record_version(raw) or 1
+            if not migrate:
+                old.setdefault(version, []).append(number)
+                continue
+            try:
+                migrated = migrate_record(raw, partition_of=partition_of, partition_source=source)
+                result = JudgeResult.model_validate(migrated)
+            except MigrationRefused as exc:
+                yield Problem(location=where, case_id=_case_id(raw), code="migration_needs_gold", message=f"cannot migrate this schema_version {version} record on read: cannot fill {exc.field!r} ({exc})", fix=exc.fix)
+                continue
+            except ValidationError as exc:
+                yield from _translate(exc, where, raw)
+                continue
         known = verified.get(result.judge_fingerprint)
         if known is None or known != result.judge:
             try:
@@ -94,6 +140,26 @@ def scan_results(path: str | Path, *, verify_requests: bool = False) -> Iterator
         yield ResultLine(number, result)
     for number in not_utf8:
         yield Problem(location=f"{loc}:{number}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
+    for version, numbers in sorted(old.items()):
+        yield old_version_problem(path, numbers, version)
+
+
+def migration_note(lines: list[ResultLine]) -> str | None:
+    """One sentence on the records of ``lines`` that were migrated on read, or None when none was."""
+    migrated = [line.result for line in lines if line.result.migration is not None]
+    if not migrated:
+        return None
+    filled: Counter[str] = Counter()
+    for r in migrated:
+        assert r.migration is not None
+        filled.update(r.migration.filled.keys())
+    versions = sorted({r.migration.from_version for r in migrated if r.migration is not None})
+    what = ", ".join(f"{name} in {n}" for name, n in sorted(filled.items())) or "nothing"
+    return f"{len(migrated)} of {len(lines)} result(s) were written under schema_version {', '.join(map(str, versions))} and migrated on read to {RESULT_SCHEMA_VERSION}; filled: {what}"
+
+
+def _case_id(raw: Any) -> str | None:
+    return raw.get("case_id") if isinstance(raw, dict) and isinstance(raw.get("case_id"), str) else None
 
 
 def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError
-from ..results import JudgeResult
+from ..results import REQUIRED_SINCE_V2, RESULT_SCHEMA_VERSION, JudgeResult
 
 
 def default_cache_dir() -> Path:
@@ -59,6 +59,10 @@ class VerdictCache:
         stored = self._entries.get((request_key, repeat))
         if stored is None:
             return None
+        if stored.get("schema_version") == 1 and all(name in stored for name in REQUIRED_SINCE_V2):
+            # A version-1 entry was dumped with every field, so reading it as version 2 fills
+            # nothing; the engine replaces run, partition and attempt on reuse anyway.
+            stored = {**stored, "schema_version": RESULT_SCHEMA_VERSION}
         try:
             return JudgeResult.model_validate(stored)
         except ValueError:  # an entry that is not a valid result is a miss: the judge is called

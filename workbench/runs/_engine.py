@@ -44,7 +44,7 @@ from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, GoldLineage, Partition
 from ..heldout import HeldOutAccess
 from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
-from ..results import JudgeResult
+from ..results import RESULT_SCHEMA_VERSION, JudgeResult
 from ._cache import VerdictCache, default_cache_dir
 from ._limits import CallEstimate, Estimator, Limits, StopReason
 from ._manifest import ManifestCase, ManifestUnit, RunManifest, freeze_manifest, run_lineage
@@ -481,6 +481,8 @@ async def _run_locked(
                     "cost_usd": 0.0,
                     "attempt": unit.next_attempt,
                     "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
+                    "schema_version": RESULT_SCHEMA_VERSION,
+                    "migration": None,
                     "dataset_sha256": manifest.dataset_sha256 if manifest.rubric_version is not None else None,
                     "rubric_version": manifest.rubric_version,
                 }

@@ -1,0 +1,76 @@
+"""``workbench compare``: an old and a new judge version on the same frozen cases."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..migration import BudgetInsufficient, compare_candidates_sync, default_out, format_comparison
+from ._common import BUDGET_USD, echo_json, report_problems, user_errors
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 3
+EXIT_REVIEW = 4
+EXIT_EVALUATOR_ERRORS = 5
+
+
+@click.command()
+@click.option("--old", "old", required=True, type=click.Path(path_type=str), help="The current version's candidate spec.")
+@click.option("--new", "new", required=True, type=click.Path(path_type=str), help="The new version's candidate spec.")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
+@click.option("--partition", required=True, type=click.Choice(["development", "calibration"]), help="Partition to compare on (held-out data is for certification only).")
+@click.option("--out", type=click.Path(path_type=str), default=None, help="Comparison directory (default runs/compare/<old>__<new>/<partition>).")
+@click.option("--old-run", type=click.Path(path_type=str), default=None, help="Reuse this complete run of --old (its manifest is checked) instead of running it.")
+@click.option("--new-run", type=click.Path(path_type=str), default=None, help="Reuse this complete run of --new (checked likewise).")
+@click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="Reviewed mapping of the old version's labels to the new ones (required when categories were renamed).")
+@click.option("--controls", type=click.Path(path_type=str), default=None, help="Control suite to run on both versions before the partition.")
+@click.option("--no-controls", is_flag=True, help="Run no controls (say so explicitly: a migration normally runs them).")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit over both candidates (controls included); refused before any call when the estimate exceeds it.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
+@click.option("--json", "as_json", is_flag=True, help="Print the ComparisonReport as JSON.")
+@user_errors
+def compare(old: str, new: str, gold: str, partition: str, out: str | None, old_run: str | None, new_run: str | None, label_mapping: str | None, controls: str | None, no_controls: bool, budget_usd: float | None, concurrency: int, no_cache: bool, no_progress: bool, as_json: bool) -> None:
+    """Compare an old and a new judge version case by case on development or calibration data.
+
+    Both run over the same frozen cases (or complete runs whose manifests match are reused),
+    the controls first. Reports transitions by slice (fixed, broken, still wrong), the
+    pass/fail/abstain matrix, the exact McNemar test, per-slice false-pass and false-fail
+    rates with the paired difference and its 95% interval, what differs in the rendered
+    requests (warning when more changed than the new version declares), and every changed
+    verdict in a critical slice for review. Writes OUT/comparison.json.
+
+    Exit codes: 0 complete, nothing to review; 4 complete, changed verdicts in critical slices
+    need review; 5 complete, but cases ended in evaluator errors; 3 incomplete (a run stopped
+    early, or the budget cannot cover both candidates: then nothing starts and the amount
+    needed is printed); 2 invalid input (held-out, unmapped labels, mismatched runs ...).
+    """
+    if controls is None and not no_controls:
+        raise click.UsageError("give --controls SUITE (run on both versions before the partition) or --no-controls")
+    if controls is not None and no_controls:
+        raise click.UsageError("--controls and --no-controls exclude each other")
+    from ..judges import load_candidate
+
+    old_judge, new_judge = load_candidate(old), load_candidate(new)
+    out_dir = Path(out) if out else default_out(old_judge.spec.label, new_judge.spec.label, partition)
+    try:
+        report = compare_candidates_sync(old_judge, new_judge, gold, partition, out_dir, old_run=old_run, new_run=new_run, label_mapping=label_mapping, controls=controls, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else None, progress=not no_progress)
+    except BudgetInsufficient as exc:
+        report_problems(exc)
+        sys.exit(EXIT_INCOMPLETE)
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    else:
+        click.echo(format_comparison(report))
+        click.echo(f"comparison: {out_dir / 'comparison.json'}")
+    if report.status != "complete":
+        sys.exit(EXIT_INCOMPLETE)
+    if report.old.errors or report.new.errors:
+        click.echo(f"evaluator errors: {report.old.errors} case(s) of {report.old.label}, {report.new.errors} of {report.new.label}: their verdicts are unknown", err=True)
+        sys.exit(EXIT_EVALUATOR_ERRORS)
+    if report.review:
+        sys.exit(EXIT_REVIEW)
+    sys.exit(EXIT_OK)

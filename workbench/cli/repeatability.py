@@ -1,0 +1,108 @@
+"""``workbench repeatability`` and ``workbench drift``: a pinned judge's variance and its drift."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from ..migration import BudgetInsufficient
+from ._common import BUDGET_USD, echo_json, report_problems, user_errors
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 3
+EXIT_REVIEW = 4
+
+
+@click.command()
+@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec.")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
+@click.option("--partition", required=True, type=click.Choice(["development", "calibration"]), help="Partition to study (certification wants calibration; held-out is refused).")
+@click.option("--repeats", required=True, type=click.IntRange(min=2), help="K: judge every case K times (certification wants K >= 3).")
+@click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).")
+@click.option("--log", type=click.Path(path_type=str), default=None, help="Study log to append to (default repeatability_studies.jsonl beside the gold).")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit; refused before any call when the estimate exceeds it.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache (each repeat is its own cache key either way).")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the study as JSON.")
+@user_errors
+def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: str | None, log: str | None, budget_usd: float | None, concurrency: int, no_cache: bool, no_progress: bool, as_json: bool) -> None:
+    """Judge every case K times with the same pinned judge: a variance study, not a repair.
+
+    Reuses the run engine's repeats (every verdict, attempt and cost is kept in OUT). Reports
+    per case and per slice the flip rate (cases whose verdict differs across repeats, with a
+    95% Wilson interval), the majority verdict's share, the boundary-crossing cases (verdicts
+    on both sides of pass/fail, not only into an abstain label) and cost and tokens per repeat,
+    and appends the study to the log certification reads (a policy's max_flip_rate).
+
+    Exit codes: 0 complete, no boundary crossing in a critical slice; 4 complete, critical
+    cases crossed the boundary and are listed for review (never retried away); 3 incomplete
+    (the run stopped early, a case lacks a verdict in some repeat, or the budget cannot cover
+    the study: then nothing starts); 2 invalid input.
+    """
+    from ..judges import load_candidate
+    from ..repeatability import format_study, run_repeatability_sync, studies_path_for
+
+    judge = load_candidate(candidate)
+    run_dir = Path(out) if out else Path("runs") / "repeatability" / judge.spec.label / f"{partition}-k{repeats}"
+    try:
+        study = run_repeatability_sync(judge, gold, partition, repeats, run_dir, log=log, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else None, progress=not no_progress)
+    except BudgetInsufficient as exc:
+        report_problems(exc)
+        sys.exit(EXIT_INCOMPLETE)
+    if as_json:
+        echo_json(study.model_dump(mode="json"))
+    else:
+        click.echo(format_study(study))
+        click.echo(f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}")
+    if study.status != "complete":
+        sys.exit(EXIT_INCOMPLETE)
+    sys.exit(EXIT_REVIEW if study.review else EXIT_OK)
+
+
+@click.command()
+@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec (the pinned judge).")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset the sentinels belong to.")
+@click.option("--against", type=click.Path(path_type=str), default=None, help="Baseline: a certification report directory or a run directory of this judge (default: the latest baseline in the drift log).")
+@click.option("--sentinels", type=click.Path(path_type=str), default=None, help="Sentinel file (default sentinels.yaml beside the gold).")
+@click.option("--record-baseline", is_flag=True, help="Record this run as the baseline instead of comparing.")
+@click.option("--report", type=click.Path(path_type=str), default=None, help="With --record-baseline: the certification report the baseline belongs to.")
+@click.option("--out", type=click.Path(path_type=str), default=None, help="Parent of the run directories (default runs/drift/<candidate>); each run gets its own.")
+@click.option("--log", type=click.Path(path_type=str), default=None, help="Drift log to append to (default drift_log.jsonl beside the gold).")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit; refused before any call when the estimate exceeds it.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@click.option("--json", "as_json", is_flag=True, help="Print the drift-log entry as JSON.")
+@user_errors
+def drift(candidate: str, gold: str, against: str | None, sentinels: str | None, record_baseline: bool, report: str | None, out: str | None, log: str | None, budget_usd: float | None, concurrency: int, no_progress: bool, as_json: bool) -> None:
+    """Run the sentinel cases with a pinned judge and flag every verdict that changed.
+
+    The sentinels (sentinels.yaml: case ids with a reason, never held-out cases) run afresh,
+    never from the verdict cache, and are compared with the baseline: the sentinel run a
+    certification report holds, a baseline recorded for it, a run directory, or the latest
+    baseline recorded for this judge. Every change is flagged (changed verdict, boundary
+    crossing, evaluator error, missing baseline, response changed) and the entry is appended to
+    the drift log that `workbench status` reads.
+
+    Exit codes: 0 stable (or baseline recorded); 4 drifted: changes listed for review; 3
+    incomplete (a sentinel was not judged, or the budget cannot cover the run); 2 invalid
+    input (no baseline, a baseline of another judge, invalid sentinels ...).
+    """
+    from ..repeatability import drift_log_path_for, format_drift, run_drift_sync
+
+    if report is not None and not record_baseline:
+        raise click.UsageError("--report goes with --record-baseline; to compare against a report use --against REPORT")
+    try:
+        entry = run_drift_sync(candidate, gold, against=against, sentinels=sentinels, out=out, log=log, record_baseline=record_baseline, report=report, budget_usd=budget_usd, concurrency=concurrency, progress=not no_progress)
+    except BudgetInsufficient as exc:
+        report_problems(exc)
+        sys.exit(EXIT_INCOMPLETE)
+    if as_json:
+        echo_json(entry.model_dump(mode="json"))
+    else:
+        click.echo(format_drift(entry, log or drift_log_path_for(gold)))
+    if entry.status == "incomplete":
+        sys.exit(EXIT_INCOMPLETE)
+    sys.exit(EXIT_REVIEW if entry.status == "drifted" else EXIT_OK)

@@ -1,0 +1,165 @@
+"""Label mapping: a reviewed, hashed translation of an old judge's labels into the new vocabulary.
+
+When a new version renames categories (its ``labels`` lack one of the old version's), the old
+verdicts cannot be compared with the new ones or with the gold until every old label is
+mapped. The mapping is a reviewed file, never inferred::
+
+    schema_version: 1
+    from: rubric-judge@2          # optional: the version whose labels are mapped
+    to: rubric-judge@3            # optional: the version whose vocabulary they map into
+    approver: Support Quality lead
+    approved: 2026-12-01
+    reason: review_required was renamed needs_review in rubric 2026.12
+    mapping:
+      pass: pass
+      fail: fail
+      review_required: needs_review
+
+Rules (:func:`load_label_mapping`, :func:`mapping_problems`; every problem at once): an
+approver and an approval date are required; every target is a label of the new vocabulary;
+every source is a label of the old vocabulary; and every old label, and every verdict the old
+results hold, is mapped: an unmapped label blocks the comparison. The file's sha256 is
+recorded wherever the mapped verdicts are used (``workbench compare``'s report).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .._io import read_bounded, sha256_file, yaml_loads
+from ..errors import Problem, WorkbenchError
+
+MAPPING_SCHEMA_VERSION = 1
+
+
+class LabelMapping(BaseModel):
+    """A reviewed mapping of old labels to new ones, exactly as stored in its YAML file."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, populate_by_name=True)
+
+    schema_version: int = MAPPING_SCHEMA_VERSION
+    """Mapping file format version."""
+    source: str | None = Field(default=None, alias="from")
+    """``name@version`` whose labels are mapped (``from:`` in the file); checked when given."""
+    target: str | None = Field(default=None, alias="to")
+    """``name@version`` whose vocabulary they map into (``to:`` in the file); checked when given."""
+    approver: str = Field(min_length=1)
+    """Who reviewed and approved the mapping."""
+    approved: dt.date
+    """When it was approved."""
+    reason: str = ""
+    """Why the labels changed."""
+    mapping: dict[str, str] = Field(min_length=1)
+    """``old label -> new label``; several old labels may map to one new label."""
+
+    @field_validator("mapping", mode="before")
+    @classmethod
+    def _labels_as_text(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return {str(k): str(v) for k, v in value.items()}
+        return value
+
+    @field_validator("approver")
+    @classmethod
+    def _written(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name a person, not be blank")
+        return value
+
+
+class LoadedMapping(BaseModel):
+    """A mapping with where it came from and its hash."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    mapping: LabelMapping
+    """The mapping."""
+    path: str
+    """The file."""
+    sha256: str
+    """sha256 of the file's bytes: the identity of the reviewed mapping."""
+
+    def apply(self, label: str) -> str:
+        """The new label for an old one (KeyError for an unmapped label: check first)."""
+        return self.mapping.mapping[label]
+
+
+def load_label_mapping(path: str | Path) -> LoadedMapping:
+    """Read and check a mapping file's shape; raise :class:`WorkbenchError` listing every problem."""
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no label mapping", [Problem(location=loc, code="mapping_missing", message="the label mapping file does not exist", fix="write the reviewed mapping (old -> new, approver, approved date); see docs/formats.md#label-mapping")])
+    try:
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="mapping_yaml", message=f"not valid UTF-8 YAML ({str(exc).splitlines()[0][:120]})", fix="correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="mapping_shape", message="the mapping file must be a YAML mapping", fix="write from/to/approver/approved/mapping as key: value pairs")])
+    version = raw.get("schema_version", MAPPING_SCHEMA_VERSION)
+    if isinstance(version, int) and version > MAPPING_SCHEMA_VERSION:
+        raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="schema_version_newer", message=f"mapping schema_version {version} is newer than this workbench reads", fix="upgrade the workbench")])
+    try:
+        mapping = LabelMapping.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for e in exc.errors(include_url=False):
+            field = ".".join(map(str, e["loc"])) or "mapping"
+            code = "mapping_unapproved" if field in ("approver", "approved") else "mapping_invalid"
+            message = f"missing {field}: a label mapping must be reviewed (approver and approval date)" if e["type"] == "missing" and code == "mapping_unapproved" else f"{field}: {e['msg']}"
+            problems.append(Problem(location=loc, code=code, message=message, fix="see docs/formats.md#label-mapping"))
+        raise WorkbenchError(f"{loc}: invalid label mapping", problems) from None
+    return LoadedMapping(mapping=mapping, path=loc, sha256=sha256_file(path))
+
+
+def mapping_required(old_labels: list[str], new_labels: list[str]) -> list[str]:
+    """The old labels the new vocabulary lacks (renamed or removed): a mapping must cover them."""
+    return [label for label in old_labels if label not in new_labels]
+
+
+def mapping_problems(
+    loaded: LoadedMapping | None,
+    *,
+    old_label: str,
+    new_label: str,
+    old_labels: list[str],
+    new_labels: list[str],
+    observed: set[str] | None = None,
+    location: str = "label mapping",
+) -> list[Problem]:
+    """Every reason the old verdicts cannot be put into the new vocabulary.
+
+    ``old_labels`` is the old version's vocabulary, ``new_labels`` the one verdicts are
+    compared in (``compare`` uses the rubric's labels, which the new version's must be part
+    of); ``observed`` the verdicts the old results actually hold. Without a mapping, every old label must
+    already be a new label. With one, every old label and every observed verdict must be
+    mapped, into the new vocabulary.
+    """
+    needed = mapping_required(old_labels, new_labels)
+    seen = sorted(observed or ())
+    if loaded is None:
+        unmapped = sorted(set(needed) | {v for v in seen if v not in new_labels})
+        if not unmapped:
+            return []
+        return [Problem(location=location, code="label_mapping_required", message=f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is compared in ({new_labels}) does not have: renamed categories need a reviewed mapping", fix="write a label mapping (old -> new, approver, approved date) and pass it with --label-mapping; unknown labels are never guessed")]
+    m = loaded.mapping
+    loc = loaded.path
+    problems: list[Problem] = []
+    if m.source is not None and m.source != old_label:
+        problems.append(Problem(location=loc, code="mapping_other_versions", message=f"the mapping is from {m.source}, not {old_label}", fix="use the mapping reviewed for these two versions"))
+    if m.target is not None and m.target != new_label:
+        problems.append(Problem(location=loc, code="mapping_other_versions", message=f"the mapping is to {m.target}, not {new_label}", fix="use the mapping reviewed for these two versions"))
+    for old, new in sorted(m.mapping.items()):
+        if old not in old_labels:
+            problems.append(Problem(location=loc, code="mapping_unknown_label", message=f"maps {old!r}, which is not one of {old_label}'s labels {old_labels}", fix="map only the old version's labels; correct the spelling"))
+        if new not in new_labels:
+            problems.append(Problem(location=loc, code="mapping_unknown_target", message=f"maps {old!r} to {new!r}, which is not one of {new_labels}", fix="map every old label to a label of the new vocabulary"))
+    unmapped = sorted({label for label in [*old_labels, *seen] if label not in m.mapping})
+    if unmapped:
+        problems.append(Problem(location=loc, code="label_unmapped", message=f"{old_label}'s labels {unmapped} are not mapped: an unmapped label blocks the comparison", fix="map every old label (identity entries such as 'pass: pass' included) and have the mapping reviewed again"))
+    return problems

@@ -1,0 +1,201 @@
+"""Prompt parity: what differs between two judge versions, declared and observed.
+
+Two views, both deterministic and offline:
+
+- :func:`identity_changes`: the change kinds (:data:`~workbench.judges.CHANGE_KINDS`) between
+  two judge identities: which spec fields, the prompt template (or the function's module
+  source) and the Ragas version differ. This is what a version's ``changes:`` must cover.
+- :func:`request_parity`: the evaluator-visible requests both judges *render* for every case
+  (``judge.render``, the same planned request whose hash keys the verdict cache): how many
+  cases differ, which request keys differ and how often, and a text diff of the first case
+  with a difference. A migration meant to change the prompt should show ``prompt`` differing
+  and nothing else.
+
+:func:`check_declared` turns either view into warnings (``workbench compare``) or problems
+(the phases' save).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import Problem
+from ..gold import GoldCase
+from ..judges import CaseRef, Judge, JudgeInput
+from ..results import JudgeIdentity
+
+_NOT_CHANGES = ("description", "schema_version", "parent", "changes")
+"""Spec fields that describe a version without changing what it does."""
+
+REQUEST_KEY_KINDS: dict[str, str] = {"prompt": "prompt", "model": "model", "params": "params", "function": "function", "arguments": "function", "messages": "prompt"}
+"""Which change kind a differing key of a rendered request shows."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+def _spec_of(identity: JudgeIdentity) -> dict[str, Any]:
+    spec = identity.params.get("spec")
+    return spec if isinstance(spec, dict) else {}
+
+
+def identity_changes(old: JudgeIdentity, new: JudgeIdentity) -> list[str]:
+    """The change kinds between two judge identities, in :data:`CHANGE_KINDS` order."""
+    from ..judges import CHANGE_KINDS
+
+    found: set[str] = set()
+    if old.kind != new.kind:
+        found.add("kind")
+    if old.model != new.model:
+        found.add("model")
+    old_spec, new_spec = _spec_of(old), _spec_of(new)
+    if old.prompt_sha256 != new.prompt_sha256:
+        found.add("function" if new_spec.get("function") or old_spec.get("function") else "prompt")
+    if old.ragas_version != new.ragas_version:
+        found.add("ragas")
+    for key in set(old_spec) | set(new_spec):
+        if key in _NOT_CHANGES or old_spec.get(key) == new_spec.get(key):
+            continue
+        found.add(key)
+    extra_old = {k: v for k, v in old.params.items() if k not in ("spec", "spec_sha256")}
+    extra_new = {k: v for k, v in new.params.items() if k not in ("spec", "spec_sha256")}
+    if extra_old != extra_new:
+        found.add("results")
+    order = {k: i for i, k in enumerate(CHANGE_KINDS)}
+    return sorted(found, key=lambda k: (order.get(k, len(order)), k))
+
+
+def judge_changes(old: Judge, new: Judge) -> list[str]:
+    """:func:`identity_changes` of two built judges."""
+    return identity_changes(old.identity, new.identity)
+
+
+def undeclared(actual: list[str], declared: list[str] | None) -> list[str]:
+    """The actual change kinds a declaration does not cover (all of them when nothing is declared)."""
+    return [c for c in actual if declared is None or c not in declared]
+
+
+def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[Problem]:
+    """Why ``judge`` may not be saved as a version of ``parent``: it changes more than it declares.
+
+    Empty when ``judge.spec.changes`` covers every actual change (:func:`judge_changes`) and
+    ``judge.spec.parent`` names ``parent``.
+    """
+    spec = judge.spec
+    problems: list[Problem] = []
+    if spec.parent != parent.spec.label:
+        problems.append(Problem(location=location, code="parent_mismatch", message=f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}", fix="derive the version from its parent (session.derive), which records parent and changes"))
+    actual = judge_changes(parent, judge)
+    extra = undeclared(actual, spec.changes)
+    if extra:
+        declared = ", ".join(spec.changes) if spec.changes else "nothing"
+        problems.append(Problem(location=location, code="undeclared_change", message=f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but declares {declared}", fix="declare every change in changes: (one per version unless deliberate), or undo the undeclared change"))
+    return problems
+
+
+class KeyCount(_Model):
+    """How many cases' rendered requests differ in one request key."""
+
+    key: str
+    """The request key (``prompt``, ``model``, ``params``, ``function``, ``arguments`` ...)."""
+    kind: str
+    """The change kind it shows (:data:`REQUEST_KEY_KINDS`, else the key itself)."""
+    cases: int
+    """Cases whose requests differ in it."""
+
+
+class RequestParity(_Model):
+    """What differs between two judges' rendered requests over the same cases."""
+
+    cases: int
+    """Cases rendered by both."""
+    differing_cases: int
+    """Cases whose two requests are not identical."""
+    keys: list[KeyCount] = Field(default_factory=list)
+    """Per differing request key, how many cases differ in it (most first)."""
+    observed_kinds: list[str] = Field(default_factory=list)
+    """The change kinds the differing keys show."""
+    first_case_id: str | None = None
+    """The first case (in manifest order) whose requests differ."""
+    first_diff: str | None = None
+    """A unified text diff of that case's two requests (strings line by line, other values as
+    indented JSON), old first."""
+
+
+def _render(judge: Judge, case: GoldCase) -> Any:
+    return judge.render(JudgeInput.from_case(case), CaseRef(case.case_id, case.response_hash, 0))
+
+
+def request_parity(old: Judge, new: Judge, cases: list[GoldCase], *, context: int = 2) -> RequestParity:
+    """Render both judges' requests for every case and count what differs (no model calls)."""
+    keys: Counter[str] = Counter()
+    differing = 0
+    first_id: str | None = None
+    first_diff: str | None = None
+    for case in cases:
+        a, b = _render(old, case), _render(new, case)
+        if a == b:
+            continue
+        differing += 1
+        changed = _differing_keys(a, b)
+        keys.update(changed)
+        if first_id is None:
+            first_id = case.case_id
+            first_diff = text_diff(a, b, old_label=old.spec.label, new_label=new.spec.label, context=context)
+    counts = [KeyCount(key=k, kind=REQUEST_KEY_KINDS.get(k, k), cases=n) for k, n in sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))]
+    kinds = sorted({c.kind for c in counts})
+    return RequestParity(cases=len(cases), differing_cases=differing, keys=counts, observed_kinds=kinds, first_case_id=first_id, first_diff=first_diff)
+
+
+def _differing_keys(a: Any, b: Any) -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+    return ["request"]
+
+
+def text_diff(a: Any, b: Any, *, old_label: str = "old", new_label: str = "new", context: int = 2) -> str:
+    """A unified diff of two rendered requests: per differing key, strings line by line."""
+    if not (isinstance(a, dict) and isinstance(b, dict)):
+        return _unified(_lines(a), _lines(b), old_label, new_label, context)
+    parts: list[str] = []
+    for key in _differing_keys(a, b):
+        parts.append(f"# {key}")
+        parts.append(_unified(_lines(a.get(key)), _lines(b.get(key)), f"{old_label} {key}", f"{new_label} {key}", context))
+    return "\n".join(parts)
+
+
+def _lines(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return value.splitlines()
+    return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def _unified(a: list[str], b: list[str], old_label: str, new_label: str, context: int) -> str:
+    return "\n".join(difflib.unified_diff(a, b, fromfile=old_label, tofile=new_label, n=context, lineterm=""))
+
+
+def parity_warnings(new: Judge, old: Judge, actual: list[str], parity: RequestParity) -> list[str]:
+    """Warnings for ``compare``: more changed than declared, or a declaration of another parent."""
+    spec = new.spec
+    out: list[str] = []
+    if spec.parent is None:
+        out.append(f"{spec.label} declares no parent and no changes; it differs from {old.spec.label} in: {', '.join(actual) or 'nothing'}")
+    elif spec.parent != old.spec.label:
+        out.append(f"{spec.label} declares parent {spec.parent}, but is compared against {old.spec.label}: its declared changes are relative to another version")
+    declared = spec.changes if spec.parent == old.spec.label else None
+    if spec.parent is not None:
+        extra = undeclared(actual, declared)
+        if extra:
+            out.append(f"more changed than declared: {spec.label} declares changes {spec.changes or []} relative to {spec.parent}, but differs from {old.spec.label} in {', '.join(extra)}")
+        seen = [k for k in parity.observed_kinds if declared is None or k not in declared]
+        if seen and parity.differing_cases:
+            out.append(f"the rendered requests differ in {', '.join(seen)} beyond the declared changes ({parity.differing_cases} of {parity.cases} cases differ)")
+    return out

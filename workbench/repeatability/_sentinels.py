@@ -1,0 +1,142 @@
+"""Sentinels: a small, declared, stable set of gold cases a judge is re-run on over time.
+
+``data/<gold>/sentinels.yaml``::
+
+    schema_version: 1
+    name: demo-sentinels
+    rubric_version: support-policy-2026.09     # optional; must equal the gold's
+    description: why these cases
+    sentinels:
+      - case_id: ref-01-02
+        reason: a late refund the judge must keep failing (critical slice)
+
+Checked against the gold (:func:`load_sentinels`, every problem at once): each case id is an
+active case of the gold (a superseded id names its replacement), none is held out (held-out
+cases are judged once, by certification, and never re-run on a schedule), ids are unique, and
+every sentinel states why it is one.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .._io import read_bounded, sha256_file, yaml_loads
+from ..errors import Problem, WorkbenchError
+from ..gold import GoldCase, GoldDataset
+
+SENTINELS_SCHEMA_VERSION = 1
+SENTINELS_FILE = "sentinels.yaml"
+
+
+class Sentinel(BaseModel):
+    """One sentinel case."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    case_id: str = Field(min_length=1)
+    """An active development or calibration case of the gold."""
+    reason: str = Field(min_length=1)
+    """Why it is a sentinel (what it guards)."""
+
+    @field_validator("reason")
+    @classmethod
+    def _written(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must say why the case is a sentinel")
+        return value
+
+
+class SentinelSet(BaseModel):
+    """A sentinel file, exactly as stored."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    schema_version: int = SENTINELS_SCHEMA_VERSION
+    """Sentinel file format version."""
+    name: str | None = None
+    """A name for the set."""
+    description: str = ""
+    """What the set guards."""
+    rubric_version: str | None = None
+    """The rubric version the set was chosen under; when given, the gold's must equal it."""
+    sentinels: list[Sentinel] = Field(min_length=1)
+    """The sentinel cases."""
+
+
+class LoadedSentinels(BaseModel):
+    """A checked sentinel set with its gold cases."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, use_attribute_docstrings=True)
+
+    sentinels: SentinelSet
+    """The file's content."""
+    path: str
+    """Where it was read."""
+    sha256: str
+    """sha256 of the file's bytes."""
+    cases: list[GoldCase]
+    """The gold cases, in file order."""
+
+    @property
+    def case_ids(self) -> list[str]:
+        return [c.case_id for c in self.cases]
+
+
+def sentinels_path_for(gold: GoldDataset | str | Path) -> Path:
+    """The default sentinel file: ``<gold dataset directory>/sentinels.yaml``."""
+    root = gold.root if isinstance(gold, GoldDataset) else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
+    return root / SENTINELS_FILE
+
+
+def _problem(loc: str, code: str, message: str, fix: str, case_id: str | None = None) -> Problem:
+    return Problem(location=loc, code=code, message=message, fix=fix, case_id=case_id)
+
+
+def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSentinels:
+    """Read ``path`` (default: beside the gold) and check it against ``dataset`` (module doc)."""
+    path = Path(path) if path is not None else sentinels_path_for(dataset)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no sentinels", [_problem(loc, "sentinels_missing", "the sentinel file does not exist", f"declare the sentinel cases in {SENTINELS_FILE} beside the gold (case ids with a reason; docs/formats.md#sentinels)")])
+    try:
+        raw: Any = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise WorkbenchError("unreadable sentinels", [_problem(loc, "sentinels_yaml", f"not valid UTF-8 YAML ({str(exc).splitlines()[0][:120]})", "correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable sentinels", [_problem(loc, "sentinels_shape", "the sentinel file must be a YAML mapping with a list under sentinels:", "write schema_version, name and sentinels: [{case_id, reason}]")])
+    version = raw.get("schema_version", SENTINELS_SCHEMA_VERSION)
+    if isinstance(version, int) and version > SENTINELS_SCHEMA_VERSION:
+        raise WorkbenchError("unreadable sentinels", [_problem(loc, "schema_version_newer", f"sentinel schema_version {version} is newer than this workbench reads", "upgrade the workbench")])
+    try:
+        parsed = SentinelSet.model_validate(raw)
+    except ValidationError as exc:
+        raise WorkbenchError(f"{loc}: invalid sentinels", [_problem(loc, "sentinels_invalid", f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}", "see docs/formats.md#sentinels") for e in exc.errors(include_url=False)]) from None
+    problems: list[Problem] = []
+    if parsed.rubric_version is not None and parsed.rubric_version != dataset.rubric.version:
+        problems.append(_problem(loc, "sentinels_rubric_mismatch", f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is rubric {dataset.rubric.version}", "review the set for the new rubric and update rubric_version (a new version of the file)"))
+    by_id = {r.case_id: r for r in dataset.records}
+    seen: set[str] = set()
+    cases: list[GoldCase] = []
+    for s in parsed.sentinels:
+        if s.case_id in seen:
+            problems.append(_problem(loc, "duplicate_sentinel", "the case is listed twice", "list each sentinel once", s.case_id))
+            continue
+        seen.add(s.case_id)
+        record = by_id.get(s.case_id)
+        if record is None:
+            problems.append(_problem(loc, "unknown_case", "the gold has no such case", "use case ids of this gold", s.case_id))
+            continue
+        if s.case_id in dataset.superseded_by:
+            problems.append(_problem(loc, "superseded_case", f"the record was superseded by {dataset.latest_id(s.case_id)!r}", "name the latest record (a changed sentinel starts a new baseline)", s.case_id))
+            continue
+        if record.partition.value == "held_out":
+            problems.append(_problem(loc, "held_out_sentinel", "the case is held out: held-out cases are judged once, by certification, never re-run on a schedule", "choose sentinels from development or calibration", s.case_id))
+            continue
+        cases.append(dataset.cases[s.case_id])
+    if problems:
+        raise WorkbenchError(f"{loc}: invalid sentinels: {len(problems)} problem(s)", problems)
+    return LoadedSentinels(sentinels=parsed, path=loc, sha256=sha256_file(path), cases=cases)

@@ -1,0 +1,229 @@
+"""Explicit, versioned migrations of judge-result records; nothing else fills a missing field.
+
+Version 1 of the judge-result contract filled ``reason`` (None), ``partition`` (None),
+``attempt`` (1) and ``repeat`` (0) silently when a record lacked them. Version 2 requires
+them. A version-1 record is never read as version 2: readers refuse it (``schema_version_old``,
+naming ``workbench migrate results FILE``) unless the caller asks for the migration
+(``read_results(path, migrate=True)``), and then every migrated record says so in its
+``migration`` field (:class:`~workbench.results.ResultMigration`: from/to version, the function,
+each field filled and its value).
+
+:func:`migrate_v1_to_v2` fills ``reason``, ``attempt`` and ``repeat`` with version 1's
+documented defaults when they are absent. ``partition`` has no such default (version 1's was
+"unknown"): it is read from the gold record of the case when a gold dataset is given, and the
+record is refused otherwise (``migration_needs_gold``).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from .._io import JSONRecordError, atomic_write_text, iter_jsonl_lines, json_problem, loads_json
+from ..errors import Problem, WorkbenchError
+from ._contract import RESULT_SCHEMA_VERSION, JudgeResult
+
+if TYPE_CHECKING:
+    from ..gold import GoldDataset
+
+PartitionOf = Callable[[str], "str | None"]
+"""Maps a case id to its partition (from a gold dataset), or None when unknown."""
+
+MIGRATE_COMMAND = "workbench migrate results"
+
+
+class MigrationRefused(ValueError):
+    """A record cannot be migrated: ``field`` cannot be filled without more information."""
+
+    def __init__(self, field: str, message: str, fix: str) -> None:
+        self.field = field
+        self.fix = fix
+        super().__init__(message)
+
+
+def record_version(raw: dict[str, Any]) -> int | None:
+    """The record's ``schema_version``: 1 when absent (version 1's default), None when not an int."""
+    value = raw.get("schema_version", 1)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def migrate_v1_to_v2(raw: dict[str, Any], *, partition_of: PartitionOf | None = None, partition_source: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """A version-2 record (as a dict) from a version-1 record; records what it filled.
+
+    ``reason`` -> None, ``attempt`` -> 1, ``repeat`` -> 0 when absent (version 1's defaults;
+    a field present, even as null, is kept). ``partition`` absent or null -> ``partition_of(case_id)``,
+    else :class:`MigrationRefused`. Nothing else changes (so the judge fingerprint holds).
+    """
+    out = dict(raw)
+    filled: dict[str, Any] = {}
+    for name, default in (("reason", None), ("attempt", 1), ("repeat", 0)):
+        if name not in out:
+            out[name] = default
+            filled[name] = default
+    source = None
+    if out.get("partition") is None:
+        case_id = out.get("case_id")
+        found = partition_of(case_id) if partition_of is not None and isinstance(case_id, str) else None
+        if found is None:
+            why = "the record has no partition and no gold was given to read it from" if partition_of is None else f"the record has no partition and the gold has no case {case_id!r}"
+            raise MigrationRefused("partition", why, "give the gold the results were produced against (`--gold GOLD`): the partition is read from its record of the case, never guessed")
+        out["partition"] = found
+        filled["partition"] = found
+        source = partition_source
+    out["schema_version"] = 2
+    out["migration"] = {
+        "from_version": 1,
+        "to_version": 2,
+        "function": "workbench.results.migrate_v1_to_v2",
+        "filled": filled,
+        "partition_source": source,
+        "migrated_at": (now or datetime.now(UTC)).isoformat(),
+    }
+    return out
+
+
+MIGRATIONS: dict[int, Callable[..., dict[str, Any]]] = {1: migrate_v1_to_v2}
+"""``from_version -> function`` taking a record one version forward."""
+
+
+def migrate_record(raw: dict[str, Any], *, partition_of: PartitionOf | None = None, partition_source: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+    """Take a record from its schema version to the current one, step by step.
+
+    Raises :class:`MigrationRefused` when a step cannot fill a field, ``ValueError`` for a
+    version no migration starts from. The returned dict still has to validate as a
+    :class:`JudgeResult` (a migration fills only what the old version defaulted).
+    """
+    version = record_version(raw)
+    if version is None:
+        raise ValueError("schema_version is not an integer")
+    record = raw
+    while version < RESULT_SCHEMA_VERSION:
+        step = MIGRATIONS.get(version)
+        if step is None:
+            raise ValueError(f"no migration from schema_version {version}")
+        record = step(record, partition_of=partition_of, partition_source=partition_source, now=now)
+        version = record_version(record) or RESULT_SCHEMA_VERSION
+    return record
+
+
+def gold_partitions(dataset: GoldDataset) -> tuple[PartitionOf, str]:
+    """``(partition_of, source)`` for a gold dataset: every record's partition (superseded ones too)."""
+    partitions = {r.case_id: r.partition.value for r in dataset.records}
+    return partitions.get, f"gold {dataset.sha256}"
+
+
+def old_version_problem(path: str | Path, lines: list[int], version: int) -> Problem:
+    """The one problem a reader reports for the records of ``path`` written under an older version."""
+    shown = ", ".join(map(str, lines[:5])) + (f" ... ({len(lines)} in all)" if len(lines) > 5 else "")
+    return Problem(
+        location=f"{path}:{lines[0]}",
+        code="schema_version_old",
+        message=f"{len(lines)} result line(s) are schema_version {version} (lines {shown}); this workbench reads version {RESULT_SCHEMA_VERSION}, which requires reason, partition, attempt and repeat instead of filling them silently",
+        fix=f"migrate the file explicitly: `{MIGRATE_COMMAND} {path} --gold GOLD` (it records in each line what it filled and keeps the original)",
+    )
+
+
+@dataclass(frozen=True)
+class MigrationReport:
+    """What :func:`migrate_results_file` did."""
+
+    source: str
+    out: str
+    backup: str | None
+    """Where the original bytes were kept (in-place migration), or None."""
+    lines: int
+    migrated: int
+    """Records taken from an older version."""
+    filled: dict[str, int]
+    """How many records had each field filled."""
+
+    def format(self) -> str:
+        what = ", ".join(f"{name} in {n}" for name, n in sorted(self.filled.items())) or "nothing"
+        kept = f"; the original is kept as {self.backup}" if self.backup else ""
+        return f"migrated {self.migrated} of {self.lines} result line(s) of {self.source} to schema_version {RESULT_SCHEMA_VERSION} (filled {what}): wrote {self.out}{kept}"
+
+
+def migrate_results_file(path: str | Path, *, gold: str | Path | GoldDataset | None = None, out: str | Path | None = None) -> MigrationReport:
+    """Migrate every older record of a results file; write all or nothing.
+
+    In place by default: the original bytes are kept first as ``<file>.v1`` (refused when it
+    exists). ``out`` writes elsewhere and leaves the source untouched. Current-version lines
+    are copied unchanged; a line that is neither valid now nor migratable is a problem, and
+    every problem is reported before anything is written.
+    """
+    from ..gold import GoldDataset, load_dataset
+
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("cannot migrate results", [Problem(location=loc, code="results_missing", message="the results file does not exist", fix="point at a results.jsonl")])
+    partition_of: PartitionOf | None = None
+    source: str | None = None
+    if gold is not None:
+        dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
+        partition_of, source = gold_partitions(dataset)
+    now = datetime.now(UTC)
+    problems: list[Problem] = []
+    rows: list[str] = []
+    migrated = 0
+    filled: Counter[str] = Counter()
+    not_utf8: list[int] = []
+    for number, text in iter_jsonl_lines(path, not_utf8):
+        where = f"{loc}:{number}"
+        try:
+            raw = loads_json(text)  # strict: duplicate keys, NaN/Infinity, too deep refused
+        except JSONRecordError as exc:
+            problems.append(json_problem(exc, where))
+            continue
+        if not isinstance(raw, dict):
+            problems.append(Problem(location=where, code="invalid_result", message="the line is not a JSON object", fix="each line must be one judge-result object"))
+            continue
+        case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
+        version = record_version(raw)
+        if version is None or version > RESULT_SCHEMA_VERSION:
+            problems.append(Problem(location=where, case_id=case_id, code="schema_version_newer" if version else "invalid_result", message=f"schema_version {raw.get('schema_version')!r} cannot be migrated by this workbench", fix="upgrade the workbench, or correct schema_version"))
+            continue
+        record = raw
+        if version < RESULT_SCHEMA_VERSION:
+            try:
+                record = migrate_record(raw, partition_of=partition_of, partition_source=source, now=now)
+            except MigrationRefused as exc:
+                problems.append(Problem(location=where, case_id=case_id, code="migration_needs_gold", message=f"cannot fill {exc.field!r}: {exc}", fix=exc.fix))
+                continue
+            migrated += 1
+            filled.update(record["migration"]["filled"].keys())
+        try:
+            result = JudgeResult.model_validate(record)
+        except ValidationError as exc:
+            for err in exc.errors(include_url=False):
+                field = ".".join(str(p) for p in err["loc"]) or "record"
+                message = f"missing required field '{field}'" if err["type"] == "missing" else f"{field}: {err['msg']}"
+                problems.append(Problem(location=where, case_id=case_id, code="invalid_result", message=message, fix="a migration fills only what the older version defaulted; correct the record or re-run the judge"))
+            continue
+        rows.append(result.model_dump_json() if record is not raw else text)
+    for number in not_utf8:
+        problems.append(Problem(location=f"{loc}:{number}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines"))
+    if problems:
+        raise WorkbenchError(f"{loc}: nothing migrated: {len(problems)} problem(s)", problems)
+    target = Path(out) if out is not None else path
+    backup: Path | None = None
+    if out is None:
+        if migrated == 0:
+            return MigrationReport(source=loc, out=loc, backup=None, lines=len(rows), migrated=0, filled={})
+        backup = path.with_name(path.name + ".v1")
+        if backup.exists():
+            raise WorkbenchError("cannot migrate results", [Problem(location=str(backup), code="backup_exists", message="a kept original from an earlier migration is in the way", fix="move it aside, or give --out to write the migrated file elsewhere")])
+        shutil.copy2(path, backup)
+    elif target.exists():
+        same = target.resolve() == path.resolve()
+        raise WorkbenchError("cannot migrate results", [Problem(location=str(target), code="out_is_source" if same else "out_exists", message="--out names the source file" if same else "--out already exists", fix="omit --out to migrate in place (the original is kept as <file>.v1), or name a new file")])
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, "".join(row + "\n" for row in rows))
+    return MigrationReport(source=loc, out=str(target), backup=str(backup) if backup else None, lines=len(rows), migrated=migrated, filled=dict(filled))
