@@ -73,7 +73,7 @@ def write_synthetic(out: Path, n_cases: int, seed: int = 7, error_rate: float = 
                 error = None
             request = {"messages": [{"role": "user", "content": f"judge case {i}"}]}
             result = {
-                "schema_version": 1,
+                "schema_version": 2,  # the judge-result contract's current version (every field present)
                 "case_id": case["case_id"],
                 "response_hash": rhash,
                 "value": value,

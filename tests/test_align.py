@@ -236,8 +236,8 @@ def test_retries_last_attempt_counts_in_any_line_order(dataset):
     rows = [
         make_result(CASES["b1"], "fail", attempt=3),
         make_result(CASES["b1"], error=TIMEOUT, attempt=1),
-        make_result(CASES["b1"], "pass", attempt=2),
-        make_result(CASES["b2"], "fail", attempt=1),
+        make_result(CASES["b1"], error=TIMEOUT, attempt=2),
+        make_result(CASES["b2"], error=TIMEOUT, attempt=1),
         make_result(CASES["b2"], error=TIMEOUT, attempt=2),
     ]
     join = join_results(dataset, result_lines(rows), partition="development")
@@ -373,7 +373,9 @@ def counts(report: AlignmentReport):
 @given(outcomes=OUTCOMES, seed=st.integers(0, 2**32))
 def test_shuffling_results_never_changes_the_report(dataset, outcomes, seed):
     rows = rows_for(outcomes)
-    rows += [make_result(CASES[cid], error=TIMEOUT, attempt=2) for cid in ("b1", "g2")]
+    for cid in ("b1", "g2"):  # retries: an earlier errored attempt before the recorded outcome
+        rows = [{**row, "attempt": 2} if row["case_id"] == cid else row for row in rows]
+        rows.append(make_result(CASES[cid], error=TIMEOUT, attempt=1))
     rows += [make_result(CASES["h1"], "pass")]
     shuffled = rows[:]
     random.Random(seed).shuffle(shuffled)

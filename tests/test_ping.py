@@ -258,6 +258,15 @@ def test_label_not_allowed(spec: Path, env: pytest.MonkeyPatch) -> None:
     assert result.parsed and result.value == "maybe" and not result.label_ok
 
 
+@pytest.mark.parametrize("reply", [Reply("pass", ""), Reply(content='{"value": "pass"}')], ids=["empty", "absent"])
+def test_missing_reason(spec: Path, env: pytest.MonkeyPatch, reply: Reply) -> None:
+    """A run would record this answer as a missing_reason error, so ping says so before the run."""
+    with FakeLLM(default=reply) as fake:
+        result = ping_against(fake, spec, env)
+    assert codes(result) == ["missing_reason"] and not result.ok
+    assert result.parsed and result.value == "pass"
+
+
 def test_refusal(spec: Path, env: pytest.MonkeyPatch) -> None:
     with FakeLLM(default=Reply(fault="refusal")) as fake:
         result = ping_against(fake, spec, env)

@@ -4,19 +4,33 @@ Every hash the workbench records is a sha256 over canonical JSON: sorted keys, U
 insignificant whitespace. Every file it writes is written atomically (temporary file in the
 same directory, fsync, rename), except evidence logs, which are append-only JSON Lines with
 one flushed and fsynced record per line.
+
+Every reader is bounded and strict (docs/formats.md#reading-rules-for-every-file): JSON Lines
+are read in chunks of at most ``WORKBENCH_MAX_LINE_BYTES`` (8 MiB), whole JSON documents and
+tables are at most 32 times that (:func:`max_document_bytes`, :func:`read_json_file`,
+:func:`read_jsonl_records`), YAML and prompt files are at most ``WORKBENCH_MAX_YAML_BYTES``
+(4 MiB), and JSON records refuse duplicate keys, NaN/Infinity and too-deep nesting
+(:func:`loads_json`, :func:`check_json`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gc
 import hashlib
 import json
+import math
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
+
+import yaml
+
+from .errors import Problem, WorkbenchError
 
 
 def canonical_json(obj: Any) -> str:
@@ -181,15 +195,128 @@ def _last_newline_end(fh: Any, size: int, block: int = 1 << 16) -> int:
     return 0
 
 
-def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = None) -> Iterator[tuple[int, str]]:
+# -- bounded, strict reading ------------------------------------------------------------------
+
+MAX_LINE_BYTES_ENV = "WORKBENCH_MAX_LINE_BYTES"
+"""Environment variable that overrides :data:`DEFAULT_MAX_LINE_BYTES`."""
+DEFAULT_MAX_LINE_BYTES = 8 * 1024 * 1024
+"""Longest JSON Lines record any reader accepts (bytes, without the newline): 8 MiB."""
+MAX_YAML_BYTES_ENV = "WORKBENCH_MAX_YAML_BYTES"
+"""Environment variable that overrides :data:`DEFAULT_MAX_YAML_BYTES`."""
+DEFAULT_MAX_YAML_BYTES = 4 * 1024 * 1024
+"""Largest YAML file (rubric, candidate spec, card, prompt file) any reader accepts: 4 MiB."""
+
+
+def _limit(env: str, default: int) -> int:
+    raw = os.environ.get(env, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise WorkbenchError(
+            f"invalid {env}",
+            [Problem(location=env, code="invalid_setting", message=f"{env}={raw!r} is not a positive whole number of bytes", fix=f"set {env} to a number of bytes such as {default}, or unset it for the default")],
+        )
+    return value
+
+
+def max_line_bytes() -> int:
+    """The longest line a JSON Lines reader accepts: ``$WORKBENCH_MAX_LINE_BYTES`` or 8 MiB."""
+    return _limit(MAX_LINE_BYTES_ENV, DEFAULT_MAX_LINE_BYTES)
+
+
+def max_yaml_bytes() -> int:
+    """The largest YAML or text file a reader accepts: ``$WORKBENCH_MAX_YAML_BYTES`` or 4 MiB."""
+    return _limit(MAX_YAML_BYTES_ENV, DEFAULT_MAX_YAML_BYTES)
+
+
+DOCUMENT_FACTOR = 32
+"""A whole JSON document may be this many times :func:`max_line_bytes` (256 MiB by default)."""
+
+
+def max_document_bytes() -> int:
+    """The largest whole JSON file, or JSON Lines record that grows with the dataset (a run
+    manifest or a gold release holds one hash set per case), any reader accepts:
+    ``32 x`` :func:`max_line_bytes` (256 MiB by default; ``WORKBENCH_MAX_LINE_BYTES`` scales it)."""
+    return DOCUMENT_FACTOR * max_line_bytes()
+
+
+def open_for_reading(path: str | os.PathLike[str], *, fix: str = "point at a readable file") -> BinaryIO:
+    """Open a file for binary reading, or raise :class:`WorkbenchError` with one problem.
+
+    Refused: a directory or a named pipe or socket in place of the file (``not_a_file``; a
+    pipe without a writer would block forever) and anything the OS will not open
+    (``unreadable_file``: permissions, I/O errors). Devices such as ``/dev/zero`` open; the
+    bounded readers then refuse their endless content.
+    """
+    loc = os.fspath(path)
+    try:
+        mode = os.stat(loc).st_mode
+    except FileNotFoundError:
+        raise WorkbenchError(f"{loc}: missing", [Problem(location=loc, code="file_missing", message="the file does not exist", fix=fix)]) from None
+    except OSError as exc:
+        raise WorkbenchError(f"{loc}: unreadable", [Problem(location=loc, code="unreadable_file", message=f"the file cannot be read ({exc.strerror or exc})", fix="check the path and its permissions")]) from None
+    kind = "a directory" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else None
+    if kind is not None:
+        raise WorkbenchError(f"{loc}: not a file", [Problem(location=loc, code="not_a_file", message=f"this is {kind}, not a file", fix=fix)])
+    try:
+        return open(loc, "rb")  # noqa: SIM115 - the caller closes it
+    except IsADirectoryError:
+        raise WorkbenchError(f"{loc}: not a file", [Problem(location=loc, code="not_a_file", message="this is a directory, not a file", fix=fix)]) from None
+    except OSError as exc:
+        raise WorkbenchError(f"{loc}: unreadable", [Problem(location=loc, code="unreadable_file", message=f"the file cannot be read ({exc.strerror or exc})", fix="check the path and its permissions (the workbench only needs to read it)")]) from None
+
+
+def read_bounded(path: str | os.PathLike[str], *, limit: int | None = None, fix: str = "point at a readable file", setting: str = MAX_YAML_BYTES_ENV) -> bytes:
+    """A whole (small) file's bytes, refusing more than ``limit`` (default :func:`max_yaml_bytes`).
+
+    At most ``limit + 1`` bytes are ever read, so ``/dev/zero`` or a huge file costs nothing.
+    ``setting`` is the environment variable the refusal tells the user to raise (for a limit
+    other than the YAML one, e.g. :func:`max_document_bytes`: ``WORKBENCH_MAX_LINE_BYTES``).
+    """
+    limit = max_yaml_bytes() if limit is None else limit
+    with open_for_reading(path, fix=fix) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        loc = os.fspath(path)
+        raise WorkbenchError(
+            f"{loc}: too large",
+            [Problem(location=loc, code="file_too_large", message=f"the file is larger than {limit} bytes", fix=f"point at the intended file; if it really is this large, raise {setting} (bytes)")],
+        )
+    return data
+
+
+def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = None, *, limit: int | None = None) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each non-blank line, 1-based.
 
     A line that is not valid UTF-8 raises :class:`UnicodeDecodeError`, unless ``not_utf8`` is
     given: then its number is appended there and reading continues, so that a caller can
     report every bad line at once.
+
+    Lines are read in bounded chunks: a line longer than :func:`max_line_bytes` raises
+    :class:`WorkbenchError` (``line_too_long``, with its line number) after reading at most
+    that many bytes of it, so a file without newlines (``/dev/zero``) cannot exhaust memory.
+    A directory, pipe or unreadable file raises :class:`WorkbenchError` too (see
+    :func:`open_for_reading`). ``limit`` replaces the line limit for logs whose records grow
+    with the dataset (gold releases: :func:`max_document_bytes`).
     """
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
+    limit = max_line_bytes() if limit is None else limit
+    with open_for_reading(path) as fh:
+        number = 0
+        while True:
+            raw = fh.readline(limit + 1)
+            if not raw:
+                return
+            number += 1
+            if len(raw) > limit and raw[-1:] != b"\n":
+                loc = f"{os.fspath(path)}:{number}"
+                raise WorkbenchError(
+                    f"{loc}: line too long",
+                    [Problem(location=loc, code="line_too_long", message=f"the line is longer than {limit} bytes", fix=f"each line must be one JSON record; if records really are this long, raise {MAX_LINE_BYTES_ENV} (bytes)")],
+                )
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError:
@@ -200,6 +327,253 @@ def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = 
             stripped = line.strip()
             if stripped:
                 yield number, stripped
+
+
+def read_json_file(path: str | os.PathLike[str], *, limit: int | None = None) -> Any:
+    """A whole JSON file, read boundedly and parsed strictly (:func:`loads_json`).
+
+    A drop-in for ``json.loads(Path(path).read_text(encoding="utf-8"))`` that keeps its kinds
+    of exception, so callers keep their handling: :class:`OSError` when the file cannot be
+    opened (missing, permissions, a directory; a named pipe or socket is refused before it is
+    opened, so it can never block) and :class:`JSONRecordError`, a ``ValueError``, for its
+    content: larger than ``limit`` (default :func:`max_document_bytes`; code
+    ``file_too_large``, after reading at most ``limit + 1`` bytes, so ``/dev/zero`` costs
+    nothing), not UTF-8, malformed, a duplicate key, ``NaN``/``Infinity`` or too deep.
+    """
+    limit = max_document_bytes() if limit is None else limit
+    with _open_plain(path) as fh:
+        info = os.fstat(fh.fileno())
+        # A regular file's size is known: a too-large one is refused without reading it.
+        data = b"" if stat.S_ISREG(info.st_mode) and info.st_size > limit else fh.read(limit + 1)
+        too_large = len(data) > limit or (stat.S_ISREG(info.st_mode) and info.st_size > limit)
+    if too_large:
+        raise JSONRecordError("file_too_large", f"the file is larger than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if it really is this large)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONRecordError("not_utf8", f"the file is not valid UTF-8 (byte {exc.start})") from None
+    return loads_json(text)
+
+
+def read_jsonl_records(path: str | os.PathLike[str], *, limit: int | None = None) -> list[Any]:
+    """Every non-blank line of a JSON Lines file, read boundedly and parsed strictly.
+
+    A drop-in for ``[json.loads(line) for line in path.read_text().splitlines() if line.strip()]``
+    with the same kinds of exception as :func:`read_json_file`: :class:`OSError` when the file
+    cannot be opened, :class:`JSONRecordError` (a ``ValueError``) for a line longer than
+    ``limit`` (default :func:`max_line_bytes`; code ``line_too_long``), not UTF-8, malformed,
+    with a duplicate key, ``NaN``/``Infinity`` or too deep. Messages name the line number.
+    """
+    limit = max_line_bytes() if limit is None else limit
+    out: list[Any] = []
+    with _open_plain(path) as fh:
+        number = 0
+        while True:
+            raw = fh.readline(limit + 1)
+            if not raw:
+                return out
+            number += 1
+            if len(raw) > limit and raw[-1:] != b"\n":
+                raise JSONRecordError("line_too_long", f"line {number} is longer than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if records really are this long)")
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise JSONRecordError("not_utf8", f"line {number} is not valid UTF-8 (byte {exc.start})") from None
+            try:
+                out.append(loads_json(text))
+            except JSONRecordError as exc:
+                raise JSONRecordError(exc.code, f"line {number}: {exc.msg}") from None
+
+
+def _open_plain(path: str | os.PathLike[str]) -> BinaryIO:
+    """``open(path, "rb")``, raising :class:`OSError` as it would, but refusing a named pipe or
+    socket before opening it (opening a pipe without a writer would block forever)."""
+    loc = os.fspath(path)
+    mode = os.stat(loc).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        raise OSError(errno.EINVAL, "a named pipe or socket, not a file", loc)
+    return open(loc, "rb")  # noqa: SIM115 - the caller closes it
+
+
+class JSONRecordError(ValueError):
+    """A JSON text the workbench refuses, with the problem ``code`` to report.
+
+    ``malformed_json`` (not JSON), ``duplicate_json_key`` (the last key would silently win),
+    ``non_finite_number`` (``NaN``, ``Infinity``, ``-Infinity`` or a number too large for a
+    float) or ``json_too_deep`` (nested deeper than the interpreter can follow).
+    """
+
+    def __init__(self, code: str, msg: str) -> None:
+        super().__init__(msg)
+        self.code = code
+        self.msg = msg
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise JSONRecordError("duplicate_json_key", f"duplicate key {key!r} in one JSON object")
+            seen.add(key)
+    return obj
+
+
+def _constant(name: str) -> Any:
+    raise JSONRecordError("non_finite_number", f"{name} is not a number JSON allows")
+
+
+def _float(text: str) -> float:
+    value = float(text)
+    if value in (math.inf, -math.inf):
+        raise JSONRecordError("non_finite_number", f"{text[:40]} is too large for a number")
+    return value
+
+
+def _check_pairs(pairs: list[tuple[str, Any]]) -> None:
+    if len(dict(pairs)) != len(pairs):
+        _object_pairs(pairs)
+    return None
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_object_pairs, parse_constant=_constant, parse_float=_float)
+_CHECKER = json.JSONDecoder(object_pairs_hook=_check_pairs, parse_constant=_constant, parse_float=_float)
+
+
+def loads_json(text: str) -> Any:
+    """Parse one JSON text strictly; raise :class:`JSONRecordError` (a ``ValueError``).
+
+    Unlike :func:`json.loads` this refuses duplicate keys, ``NaN``/``Infinity`` and numbers
+    that overflow a float, and turns too-deep nesting into an error instead of a
+    ``RecursionError``. Every JSON record the workbench reads goes through it (or through
+    :func:`check_json`).
+    """
+    return _strict(_DECODER, text)
+
+
+def check_json(text: str) -> None:
+    """Refuse ``text`` exactly as :func:`loads_json` would, without keeping what it parsed.
+
+    For readers that then validate the same text with pydantic's faster JSON parser
+    (``Model.model_validate_json``), which would let the last duplicate key win.
+    """
+    _strict(_CHECKER, text)
+
+
+def _strict(decoder: json.JSONDecoder, text: str) -> Any:
+    try:
+        return decoder.decode(text)
+    except JSONRecordError:
+        raise
+    except json.JSONDecodeError as exc:
+        raise JSONRecordError("malformed_json", f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+    except RecursionError:
+        raise JSONRecordError("json_too_deep", "the JSON is nested too deeply to read") from None
+    except ValueError as exc:  # e.g. an integer with more digits than Python converts
+        raise JSONRecordError("malformed_json", f"malformed JSON ({str(exc)[:120]})") from None
+
+
+WRONG_TYPE_ERRORS: dict[str, str] = {
+    "int_type": "a whole number",
+    "float_type": "a number",
+    "bool_type": "true or false",
+    "string_type": "a string",
+}
+"""Pydantic error types that readers report as ``wrong_type``: records are read with strict JSON types."""
+
+
+def json_problem(exc: JSONRecordError, location: str, *, case_id: str | None = None, fix: str | None = None) -> Problem:
+    """The :class:`Problem` for a refused JSON record, with a fix for its code."""
+    fixes = {
+        "malformed_json": "each line must be one complete JSON object; a torn last line means the writer crashed",
+        "duplicate_json_key": "keep exactly one of the repeated keys; JSON readers disagree on which one wins",
+        "non_finite_number": "write a finite number or null; NaN and Infinity are not JSON",
+        "json_too_deep": "flatten the record; no workbench record nests this deeply",
+        "line_too_long": f"each line must be one JSON record; if records really are this long, raise {MAX_LINE_BYTES_ENV} (bytes)",
+        "file_too_large": f"point at the intended file; if it really is this large, raise {MAX_LINE_BYTES_ENV} (bytes)",
+        "not_utf8": "save the file as UTF-8",
+    }
+    return Problem(location=location, case_id=case_id, code=exc.code, message=exc.msg, fix=fix or fixes.get(exc.code, "correct the JSON"))
+
+
+class _StrictYAMLLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key repeated in one mapping (merge keys aside)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key; SafeLoader reports it itself
+                continue
+            if first is not None:
+                # No context: the first line of str(exc) is the problem itself, for callers
+                # that report ``str(exc).splitlines()[0]``.
+                raise DuplicateYAMLKey(None, None, f"found duplicate key {key!r} (first on line {first})", key_node.start_mark)
+            seen[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+class DuplicateYAMLKey(yaml.constructor.ConstructorError):
+    """A YAML mapping repeats a key (the last one would silently win)."""
+
+
+class YAMLTooDeep(yaml.YAMLError):
+    """The YAML nests deeper than the interpreter can follow."""
+
+    problem = "the YAML is nested too deeply to read"
+    problem_mark = None
+
+    def __str__(self) -> str:
+        return self.problem
+
+
+def yaml_loads(text: str) -> Any:
+    """``yaml.safe_load`` that refuses duplicate keys (:class:`DuplicateYAMLKey`) and too-deep
+    nesting (:class:`YAMLTooDeep` instead of a ``RecursionError``). Both are ``yaml.YAMLError``,
+    so a caller that handles syntax errors handles these too."""
+    try:
+        return yaml.load(text, Loader=_StrictYAMLLoader)  # noqa: S506 - a SafeLoader subclass
+    except RecursionError:
+        raise YAMLTooDeep() from None
+
+
+def read_yaml(path: str | os.PathLike[str], *, prefix: str, fix: str = "correct the YAML syntax") -> Any:
+    """Read a small YAML file strictly; raise :class:`WorkbenchError` with one problem.
+
+    Codes: ``not_a_file`` / ``unreadable_file`` / ``file_too_large`` (see :func:`read_bounded`),
+    ``<prefix>_encoding`` (not UTF-8), ``<prefix>_yaml`` (syntax, with its line),
+    ``duplicate_yaml_key`` and ``yaml_too_deep``.
+    """
+    loc = os.fspath(path)
+    data = read_bounded(path)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError(f"{loc}: not UTF-8", [Problem(location=loc, code=f"{prefix}_encoding", message=f"the file is not valid UTF-8 (byte {exc.start})", fix="save the file as UTF-8")]) from None
+    return parse_yaml(text, loc, prefix=prefix, fix=fix)
+
+
+def parse_yaml(text: str, loc: str, *, prefix: str, fix: str = "correct the YAML syntax", severity: str = "error") -> Any:
+    """Parse YAML text strictly (see :func:`read_yaml`); ``loc`` names it in problems."""
+    try:
+        return yaml_loads(text)
+    except YAMLTooDeep as exc:
+        raise WorkbenchError(f"{loc}: too deep", [Problem(location=loc, code="yaml_too_deep", message=exc.problem, fix="flatten the file; no workbench file nests this deeply", severity=severity)]) from None  # type: ignore[arg-type]
+    except DuplicateYAMLKey as exc:
+        mark = exc.problem_mark
+        where = f"{loc}:{mark.line + 1}" if mark else loc
+        raise WorkbenchError(f"{loc}: duplicate key", [Problem(location=where, code="duplicate_yaml_key", message=str(exc.problem), fix="keep exactly one of the repeated keys", severity=severity)]) from None  # type: ignore[arg-type]
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"{loc}:{mark.line + 1}" if mark else loc
+        raise WorkbenchError(f"{loc}: not valid YAML", [Problem(location=where, code=f"{prefix}_yaml", message=f"not valid YAML ({getattr(exc, 'problem', None) or exc})", fix=fix, severity=severity)]) from None  # type: ignore[arg-type]
 
 
 @contextlib.contextmanager

@@ -3,6 +3,8 @@
 The join refuses (raises :class:`~workbench.errors.WorkbenchError` listing every problem):
 
 - two results for the same case, repeat and attempt (retries are fine: the last attempt counts);
+- any attempt after a verdict for the same case and repeat (a verdict is final: a later
+  verdict must never silently replace it);
 - results for cases the dataset does not have, or for superseded records;
 - a response hash that differs from the gold record's (the judge saw another response);
 - a partition that differs from the gold record's;
@@ -20,6 +22,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from .._args import partition_name
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition
 from ..results import JudgeIdentity, ResultLine
@@ -114,12 +117,15 @@ def join_results(
     """
     rubric = dataset.rubric
     vocab = set(rubric.labels)
-    scope = Partition(partition).value if partition is not None else None
+    scope = partition_name(partition) if partition is not None else None
     records_by_id = {r.case_id: r for r in dataset.records}
     problems: list[Problem] = []
     final: dict[str, _Attempt] = {}
     attempts: Counter[str] = Counter()
     seen_attempt: dict[tuple[str, int, int], int] = {}
+    # (case_id, repeat) -> (attempt, line) of the earliest verdict and of the latest attempt
+    first_verdict: dict[tuple[str, int], tuple[int, int]] = {}
+    last_attempt: dict[tuple[str, int], tuple[int, int]] = {}
     fingerprints: Counter[str] = Counter()
     identity_of: dict[str, JudgeIdentity] = {}
     first_line_of_fp: dict[str, int] = {}
@@ -161,6 +167,11 @@ def join_results(
             problems.append(Problem(location=where, case_id=r.case_id, code="duplicate_result", message=f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen_attempt[key]})", fix="results files must not be concatenated or re-imported; keep one result per case, repeat and attempt"))
             continue
         seen_attempt[key] = item.line
+        unit = (r.case_id, r.repeat)
+        if r.value is not None and (unit not in first_verdict or r.attempt < first_verdict[unit][0]):
+            first_verdict[unit] = (r.attempt, item.line)
+        if unit not in last_attempt or r.attempt > last_attempt[unit][0]:
+            last_attempt[unit] = (r.attempt, item.line)
         if scope is not None and gold.partition.value != scope:
             excluded += 1
             continue
@@ -177,6 +188,10 @@ def join_results(
         else:
             superseded += 1
 
+    for unit, (verdict_attempt, verdict_line) in first_verdict.items():
+        later_attempt, later_line = last_attempt[unit]
+        if later_attempt > verdict_attempt:
+            problems.append(Problem(location=f"{location}:{later_line}", case_id=unit[0], code="attempt_after_verdict", message=f"attempt {later_attempt} of repeat {unit[1]} comes after the verdict of attempt {verdict_attempt} (line {verdict_line}); a verdict is final and is never replaced", fix="results must not be edited, merged or re-run into one file; keep the attempts of one run, or re-run the judge into a fresh --out"))
     if len(fingerprints) > 1:
         listing = "; ".join(
             f"{fp[:12]} ({identity_of[fp].name}@{identity_of[fp].version}, {count} results, first on line {first_line_of_fp[fp]})"

@@ -19,7 +19,6 @@ comparisons, the notebooks, certification) goes through :func:`align_results`, w
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import replace
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._io import JSONRecordError, read_json_file
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldDataset, Partition, case_hashes, changed_groups, describe
 from ..results import ResultLine, scan_results
@@ -127,9 +127,9 @@ def read_run_manifest(results: str | Path) -> RunManifest | None:
     if not path.exists():
         return None
     try:
-        return RunManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        return RunManifest.model_validate(read_json_file(path))
     except (OSError, ValueError, ValidationError, RecursionError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else type(exc).__name__
+        reason = exc.strerror if isinstance(exc, OSError) else exc.msg if isinstance(exc, JSONRecordError) else type(exc).__name__
         raise WorkbenchError("unreadable run manifest", [Problem(location=str(path), code="manifest_invalid", message=f"the run manifest beside the results cannot be read ({reason})", fix="restore the manifest.json the run wrote, or move the results away from a foreign manifest")]) from None
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -16,6 +17,22 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_INVALID_INPUT = 2
 """Exit code for invalid user input (bad data, bad arguments, refused joins)."""
+
+
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that also refuses ``nan``, ``inf`` and ``-inf`` (which it lets through)."""
+
+    name = "finite float range"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        converted = super().convert(value, param, ctx)
+        if converted is not None and not math.isfinite(converted):
+            self.fail(f"{value!r} is not a finite number.", param, ctx)
+        return converted
+
+
+BUDGET_USD = FiniteFloatRange(min=0)
+"""The type of every ``--budget-usd`` option: a finite number of dollars, at least 0."""
 
 
 def report_problems(exc: WorkbenchError) -> None:

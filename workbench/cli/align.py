@@ -15,7 +15,7 @@ from ._common import echo_json, user_errors
 @click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
 @click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
 @click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (default: the partition in the run manifest beside the results).")
-@click.option("--repeat", type=int, default=0, show_default=True, help="Which repeat index to align.")
+@click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to align.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report.")
 @click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case has no result.")
 @click.option("--allow-gold-change", is_flag=True, help="Align even if the gold changed since the results were produced; every changed case is named and the report is marked not comparable.")

@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from ..errors import Problem, WorkbenchError
-from ._common import echo_json, user_errors
+from ._common import BUDGET_USD, echo_json, user_errors
 
 OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
 
@@ -20,7 +20,7 @@ OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3,
 @click.option("--rerun-reason", default=None, help="Required to certify the same candidate again on the same held-out manifest; recorded in the ledger and the report.")
 @click.option("--overrides", default=None, type=click.Path(path_type=str), help="Override store (default: overrides.jsonl beside the policy).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Spend limit for the held-out run. When the policy declares budget_usd, that is used unless this is lower; higher is refused.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit for the held-out run. When the policy declares budget_usd, that is used unless this is lower; higher is refused.")
 @click.option("--max-cases", type=click.IntRange(min=0), default=None, help="Case limit for the held-out run (a limited run is incomplete).")
 @click.option("--notebook", default=None, type=click.Path(path_type=str), help="Certification notebook (default notebooks/03_certify.ipynb).")
 @click.option("--sign", "sign_key", default=None, type=click.Path(path_type=str), help="Sign the lock with this Ed25519 private key (OpenSSH or PEM format).")

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..migration import BudgetInsufficient, compare_candidates_sync, default_out, format_comparison
-from ._common import echo_json, report_problems, user_errors
+from ._common import BUDGET_USD, echo_json, report_problems, user_errors
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 3
@@ -27,7 +27,7 @@ EXIT_EVALUATOR_ERRORS = 5
 @click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="Reviewed mapping of the old version's labels to the new ones (required when categories were renamed).")
 @click.option("--controls", type=click.Path(path_type=str), default=None, help="Control suite to run on both versions before the partition.")
 @click.option("--no-controls", is_flag=True, help="Run no controls (say so explicitly: a migration normally runs them).")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Spend limit over both candidates (controls included); refused before any call when the estimate exceeds it.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit over both candidates (controls included); refused before any call when the estimate exceeds it.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")

@@ -8,7 +8,7 @@ import click
 
 from ..controls import format_controls, load_suite, run_controls_sync
 from ..judges import load_candidate
-from ._common import echo_json, user_errors
+from ._common import BUDGET_USD, echo_json, user_errors
 
 EXIT_PASSED = 0
 EXIT_ROLE_FAILED = 1
@@ -26,7 +26,7 @@ def default_out(candidate_label: str, suite_label: str) -> Path:
 @click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/controls/<candidate>/<suite>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the ControlsReport as JSON.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop scheduling calls before recorded spend could exceed this.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Stop scheduling calls before recorded spend could exceed this.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @user_errors

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ._common import echo_json, user_errors
+from ._common import FiniteFloatRange, echo_json, user_errors
 
 
 @click.command()
@@ -15,7 +15,7 @@ from ._common import echo_json, user_errors
 @click.option("--labelled", "labelled", default=None, type=click.Path(path_type=str), help="Optional random labelled sample of the same traffic: CSV case_id,label or JSONL {case_id, label}; adds PPI.")
 @click.option("--interval", type=click.Choice(["bootstrap", "delta"]), default="bootstrap", show_default=True, help="Corrected interval: parametric bootstrap (Jeffreys draws) or the delta method.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap draws (same inputs and seed, same interval).")
-@click.option("--unstable-below", type=click.FloatRange(0, 1), default=0.2, show_default=True, help="Flag the correction unstable when sensitivity + specificity - 1 is below this.")
+@click.option("--unstable-below", type=FiniteFloatRange(0, 1), default=0.2, show_default=True, help="Flag the correction unstable when sensitivity + specificity - 1 is below this.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON estimate.")
 @user_errors
 def estimate(report: str, results: str, slices: str, rubric: str, labelled: str | None, interval: str, seed: int, unstable_below: float, as_json: bool) -> None:

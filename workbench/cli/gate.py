@@ -9,7 +9,7 @@ from typing import TypeVar
 import click
 from pydantic import ValidationError
 
-from .._io import bulk_load
+from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
 from ..align import align_results, alignment_report, resolve_partition
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, load_dataset
@@ -37,7 +37,13 @@ def load_run_summary(path: str | Path) -> RunSummary:
     if not path.is_file():
         raise WorkbenchError("no run summary", [Problem(location=loc, code="run_missing", message="the run summary does not exist", fix="point --run at a run directory or its run.json")])
     try:
-        return RunSummary.model_validate_json(path.read_bytes())
+        data = read_json_file(path)  # bounded and strict: duplicate keys, NaN, too deep refused
+    except OSError as exc:
+        raise WorkbenchError("unreadable run summary", [Problem(location=loc, code="run_invalid", message=f"the run summary cannot be read ({exc.strerror or exc})", fix="give the run.json written by `workbench run`")]) from None
+    except JSONRecordError as exc:
+        raise WorkbenchError("invalid run summary", [json_problem(exc, loc, fix="give the run.json written by `workbench run`")]) from None
+    try:
+        return RunSummary.model_validate(data)
     except ValidationError as exc:
         problems = [Problem(location=loc, code="run_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'run'}: {e['msg']}", fix="give the run.json written by `workbench run`") for e in exc.errors(include_url=False)]
         raise WorkbenchError("invalid run summary", problems) from None
@@ -57,7 +63,7 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 @click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
 @click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).")
-@click.option("--repeat", type=int, default=0, show_default=True, help="Which repeat index to evaluate.")
+@click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to evaluate.")
 @click.option("--run", "run_path", type=click.Path(path_type=str), default=None, help="The run's run.json (or run directory): completeness, stop reason and spend.")
 @click.option("--overrides", "overrides_path", type=click.Path(path_type=str), default=None, help="Override store to apply (JSON Lines); none are applied unless given.")
 @click.option("--json", "as_json", is_flag=True, help="Print the gate result as JSON.")

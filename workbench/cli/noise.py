@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..errors import Problem, WorkbenchError
-from ._common import echo_json, user_errors
+from ._common import BUDGET_USD, echo_json, user_errors
 
 _PARTITIONS = ("development", "calibration", "held_out")
 _DEFAULT_STORE = "data/policies/overrides.jsonl"
@@ -28,7 +28,7 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
 @click.option("--baseline-companions", "baseline_companion_files", multiple=True, type=click.Path(path_type=str), help="Companion-metric values of the baseline suite's responses (with a SPEC --baseline). Repeatable.")
 @click.option("--overrides", "overrides_path", default=None, type=click.Path(path_type=str), help=f"Override store applied to this suite version (default {_DEFAULT_STORE} when it exists).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Concurrent pair members in flight (default and maximum: the policy's max_concurrency, else 8).")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Lower the policy's max_cost_usd for this invocation (never raise it).")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Lower the policy's max_cost_usd for this invocation (never raise it).")
 @click.option("--cache", "cache_dir", type=click.Path(path_type=str), default=None, help="Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bars.")

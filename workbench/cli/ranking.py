@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from ..errors import Problem, WorkbenchError
-from ._common import echo_json, user_errors
+from ._common import BUDGET_USD, echo_json, user_errors
 
 EXIT_NOT_PASSED = 1
 """Exit code of a failed quality check (the gate's ``quality_failed``; a replay that reproduces a failure)."""
@@ -71,7 +71,7 @@ def _capture(policy: Any, capture: str | None, excerpts: tuple[str, ...], retent
 @click.option("--lock", "lock", is_flag=True, help="Lock the run directory (ranking_lock.json) after the report: `workbench ranking verify` checks it, also after pruning.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report (workbench.ranking.RankingReport).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop scheduling calls before recorded spend could exceed this.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Stop scheduling calls before recorded spend could exceed this.")
 @click.option("--max-exhaustive", type=click.IntRange(min=0), default=4, show_default=True, help="All permutations for fixtures with at most this many candidates.")
 @click.option("--sample", type=click.IntRange(min=1), default=8, show_default=True, help="Permutations per larger fixture (identity, rotations, then seeded random).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutation sample and of the rotation plan.")

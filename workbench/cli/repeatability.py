@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..migration import BudgetInsufficient
-from ._common import echo_json, report_problems, user_errors
+from ._common import BUDGET_USD, echo_json, report_problems, user_errors
 
 EXIT_OK = 0
 EXIT_INCOMPLETE = 3
@@ -22,7 +22,7 @@ EXIT_REVIEW = 4
 @click.option("--repeats", required=True, type=click.IntRange(min=2), help="K: judge every case K times (certification wants K >= 3).")
 @click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).")
 @click.option("--log", type=click.Path(path_type=str), default=None, help="Study log to append to (default repeatability_studies.jsonl beside the gold).")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Spend limit; refused before any call when the estimate exceeds it.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit; refused before any call when the estimate exceeds it.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache (each repeat is its own cache key either way).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
@@ -71,7 +71,7 @@ def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: 
 @click.option("--report", type=click.Path(path_type=str), default=None, help="With --record-baseline: the certification report the baseline belongs to.")
 @click.option("--out", type=click.Path(path_type=str), default=None, help="Parent of the run directories (default runs/drift/<candidate>); each run gets its own.")
 @click.option("--log", type=click.Path(path_type=str), default=None, help="Drift log to append to (default drift_log.jsonl beside the gold).")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Spend limit; refused before any call when the estimate exceeds it.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit; refused before any call when the estimate exceeds it.")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the drift-log entry as JSON.")

@@ -7,7 +7,7 @@ import click
 from ..gold import PARTITIONS, load_dataset
 from ..judges import load_candidate
 from ..runs import RunSummary, run_candidate_sync
-from ._common import user_errors
+from ._common import BUDGET_USD, user_errors
 
 EXIT_INCOMPLETE = 3
 """The run stopped early (budget, case limit, circuit breaker) or left cases unrun or mid-retry."""
@@ -21,7 +21,7 @@ EXIT_EVALUATOR_ERRORS = 5
 @click.option("--partition", required=True, type=click.Choice(PARTITIONS), help="Partition to judge.")
 @click.option("--out", required=True, type=click.Path(path_type=str), help="Run directory (manifest.json, results.jsonl, run.json).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Stop scheduling calls before recorded spend could exceed this.")
+@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Stop scheduling calls before recorded spend could exceed this.")
 @click.option("--max-cases", type=click.IntRange(min=0), default=None, help="Start calls for at most this many case x repeat pairs in this invocation.")
 @click.option("--repeat", "repeats", type=click.IntRange(min=1), default=1, show_default=True, help="Judge each case K times (repeatability).")
 @click.option("--cache", "cache_dir", type=click.Path(path_type=str), default=None, help="Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).")

@@ -45,7 +45,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
-from .._io import sha256_file, sha256_json
+from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
 from ..errors import Problem, WorkbenchError
 from ..judges import JudgeInput
 
@@ -303,11 +303,11 @@ def load_suite(path: str | Path) -> ControlSuite:
     if not path.is_file():
         raise WorkbenchError("no control suite", [_problem(loc, "suite_missing", "the control suite file does not exist", "point --suite at data/controls/<name>@<version>.yaml")])
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path).decode("utf-8")
     except UnicodeDecodeError as exc:
         raise WorkbenchError("unreadable control suite", [_problem(loc, "suite_encoding", f"not valid UTF-8 (byte {exc.start})", "save the suite as UTF-8")]) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_loads(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{loc}:{mark.line + 1}" if mark else loc

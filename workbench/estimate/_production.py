@@ -34,7 +34,6 @@ Refusals (:class:`~workbench.errors.WorkbenchError`, CLI exit 2), every problem 
 from __future__ import annotations
 
 import csv
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +42,15 @@ from typing import Any
 import numpy as np
 from pydantic import ValidationError
 
-from .._io import sha256_file
+from .._io import (
+    MAX_LINE_BYTES_ENV,
+    JSONRecordError,
+    loads_json,
+    max_document_bytes,
+    read_bounded,
+    read_json_file,
+    sha256_file,
+)
 from ..errors import Problem, WorkbenchError
 from ..gold import Rubric, load_rubric
 from ..results import scan_results
@@ -90,7 +97,9 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
     ]
     try:
         lock = read_lock(root)
-        gate = json.loads((root / GATE_FILE).read_text(encoding="utf-8"))
+        gate = read_json_file(root / GATE_FILE)
+        if not isinstance(gate, dict):
+            raise ValueError("gate.json is not a JSON object")
     except (OSError, ValueError) as exc:
         return None, problems + [_p(loc, "report_unreadable", f"lock.json or gate.json cannot be read ({str(exc)[:120]})", "point --report at an intact certification report")]
     outcomes = {lock.outcome, gate.get("outcome")}
@@ -133,7 +142,10 @@ def _read_table(path: Path, columns: tuple[str, str], what: str) -> tuple[list[t
     rows: list[tuple[str, dict[str, str]]] = []
     problems: list[Problem] = []
     try:
-        text = path.read_text(encoding="utf-8")
+        # Bounded (a pipe or /dev/zero is refused): the document limit, 256 MiB by default.
+        text = read_bounded(path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV).decode("utf-8")
+    except WorkbenchError as exc:
+        return [], list(exc.problems)
     except UnicodeDecodeError:
         return [], [_p(loc, f"{what}_encoding", "the file is not UTF-8", "save it as UTF-8")]
     if path.suffix.lower() in (".jsonl", ".ndjson", ".json"):
@@ -141,9 +153,9 @@ def _read_table(path: Path, columns: tuple[str, str], what: str) -> tuple[list[t
             if not line.strip():
                 continue
             try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(_p(f"{loc}:{number}", f"{what}_malformed", f"malformed JSON ({exc.msg})", "write one JSON object per line"))
+                obj = loads_json(line)  # strict: duplicate keys, NaN/Infinity, too deep refused
+            except JSONRecordError as exc:
+                problems.append(_p(f"{loc}:{number}", f"{what}_malformed", exc.msg, "write one JSON object per line"))
                 continue
             if not isinstance(obj, dict):
                 problems.append(_p(f"{loc}:{number}", f"{what}_malformed", "a line is not a JSON object", "write one JSON object per line"))

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import Problem
+from .._io import parse_yaml, read_bounded
+from ..errors import Problem, WorkbenchError
 from ..stats import DEFAULT_MIN_SHARED, shared_pairs
 
 if TYPE_CHECKING:
@@ -67,7 +67,11 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
             )
         ]
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_bounded(path, fix="point at the dataset's card.md, a small markdown file")
+    except WorkbenchError as exc:  # present but unreadable, not a file or too large: an error
+        return None, list(exc.problems)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [
             Problem(location=location, code="card_encoding", message=f"the card is not valid UTF-8 (byte {exc.start})", fix="save card.md as UTF-8", severity="warning")
@@ -78,11 +82,9 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
         end = text.find("\n---", 3)
         if end != -1:
             try:
-                loaded = yaml.safe_load(text[3:end])
-            except yaml.YAMLError as exc:
-                return None, [
-                    Problem(location=location, code="card_yaml", message=f"the card front matter is not valid YAML ({exc})", fix="correct the YAML between the --- lines", severity="warning")
-                ]
+                loaded = parse_yaml(text[3:end], location, prefix="card", fix="correct the YAML between the --- lines", severity="warning")
+            except WorkbenchError as exc:
+                return None, list(exc.problems)
             front = loaded if isinstance(loaded, dict) else {}
             body = text[end + 4 :].lstrip("\n")
     try:

@@ -19,7 +19,18 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .._io import bulk_load, sha256_file, sha256_json
+from .._args import partition_name
+from .._io import (
+    WRONG_TYPE_ERRORS,
+    JSONRecordError,
+    bulk_load,
+    check_json,
+    iter_jsonl_lines,
+    json_problem,
+    loads_json,
+    sha256_file,
+    sha256_json,
+)
 from ..errors import Problem, WorkbenchError, errors_only
 from ._card import DatasetCard, read_card
 from ._records import GOLD_SCHEMA_VERSION, PARTITIONS, GoldCase, Partition
@@ -81,7 +92,7 @@ class GoldDataset:
         """Active cases of one partition (all partitions when ``name`` is None), in file order."""
         if name is None:
             return list(self.cases.values())
-        key = Partition(name)
+        key = Partition(partition_name(name))
         return [case for case in self.cases.values() if case.partition == key]
 
     def latest_id(self, case_id: str) -> str:
@@ -150,7 +161,7 @@ def validate_dataset(path: str | Path) -> ValidationReport:
     evidence_ids: frozenset[str] | None = None
     evidence_path: Path | None = None
     if rubric is not None and rubric.evidence_snapshot:
-        evidence_path = (rubric_path.parent / rubric.evidence_snapshot).resolve()
+        evidence_path = rubric_path.parent / rubric.evidence_snapshot  # not resolved: problems name the declared path
         evidence_ids, evidence_problems = _read_evidence_ids(evidence_path, rubric.evidence_snapshot)
         problems.extend(evidence_problems)
 
@@ -159,8 +170,9 @@ def validate_dataset(path: str | Path) -> ValidationReport:
 
     loc = str(gold_path)
     with bulk_load():
-        lines = _parse_lines(gold_path, problems)
-    if not lines:
+        parsed = _parse_lines(gold_path, problems)
+    lines = parsed or []
+    if parsed is not None and not lines:
         problems.append(Problem(location=loc, code="gold_empty", message="the gold file holds no records", fix="add one JSON object per line; an empty dataset cannot support any alignment claim"))
     problems.extend(_check_records(lines, rubric, evidence_ids, loc))
     problems.extend(_check_cross_records(lines, loc))
@@ -244,19 +256,13 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
         ]
     ids: set[str] = set()
     problems: list[Problem] = []
-    with open(path, "rb") as fh:
-        for number, raw_line in enumerate(fh, start=1):
-            if not raw_line.strip():
-                continue
+    not_utf8: list[int] = []
+    try:
+        for number, line in iter_jsonl_lines(path, not_utf8):
             try:
-                line = raw_line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problems.append(Problem(location=f"{path}:{number}", code="evidence_malformed", message=f"the evidence snapshot line is not valid UTF-8 (byte {exc.start})", fix="save the evidence snapshot as UTF-8"))
-                continue
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                problems.append(Problem(location=f"{path}:{number}", code="evidence_malformed", message=f"malformed JSON in the evidence snapshot ({exc.msg})", fix="write one JSON object {id, text, source} per line"))
+                row = loads_json(line)
+            except JSONRecordError as exc:
+                problems.append(json_problem(exc, f"{path}:{number}", fix="write one JSON object {id, text, source} per line") if exc.code == "malformed_json" else json_problem(exc, f"{path}:{number}"))
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
                 problems.append(Problem(location=f"{path}:{number}", code="evidence_malformed", message="an evidence snapshot line has no string 'id'", fix="write one JSON object {id, text, source} per line"))
@@ -264,52 +270,51 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
             if row["id"] in ids:
                 problems.append(Problem(location=f"{path}:{number}", code="evidence_duplicate_id", message=f"evidence id {row['id']!r} appears twice", fix="give each passage a unique id"))
             ids.add(row["id"])
+    except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
+        return None, [*problems, *exc.problems]
+    problems += [Problem(location=f"{path}:{n}", code="evidence_malformed", message="the evidence snapshot line is not valid UTF-8", fix="save the evidence snapshot as UTF-8") for n in not_utf8]
     return frozenset(ids), problems
 
 
-def _parse_lines(gold_path: Path, problems: list[Problem]) -> list[_Line]:
+def _parse_lines(gold_path: Path, problems: list[Problem]) -> list[_Line] | None:
+    """Every non-blank line, parsed; ``None`` when the file could not be read to its end."""
     lines: list[_Line] = []
     loc = str(gold_path)
-    with open(gold_path, "rb") as fh:
-        for number, raw_bytes in enumerate(fh, start=1):
-            if not raw_bytes.strip():
-                continue
+    not_utf8: list[int] = []
+    try:
+        for number, text in iter_jsonl_lines(gold_path, not_utf8):
+            while not_utf8:
+                bad = not_utf8.pop(0)
+                problems.append(Problem(location=f"{loc}:{bad}", code="not_utf8", message="the line is not valid UTF-8", fix="save the file as UTF-8"))
+                lines.append(_Line(bad, None, None))
             try:
-                text = raw_bytes.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problems.append(Problem(location=f"{loc}:{number}", code="not_utf8", message=f"the line is not valid UTF-8 (byte {exc.start})", fix="save the file as UTF-8"))
+                check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+            except JSONRecordError as exc:
+                problems.append(json_problem(exc, f"{loc}:{number}", fix="write exactly one complete JSON object on this line" if exc.code == "malformed_json" else None))
                 lines.append(_Line(number, None, None))
                 continue
             try:
-                case = GoldCase.model_validate_json(text)
-                lines.append(_Line(number, None, case))
-                continue
+                lines.append(_Line(number, None, GoldCase.model_validate_json(text)))
             except ValidationError as exc:
-                raw = _raw_object(text)
-                if raw is None:
-                    problems.append(_malformed(loc, number, text))
+                raw = loads_json(text)
+                if not isinstance(raw, dict):
+                    problems.append(Problem(location=f"{loc}:{number}", code="malformed_json", message=f"the line holds a JSON {_json_type(raw)}, not an object", fix="write exactly one JSON object per line"))
                     lines.append(_Line(number, None, None))
                     continue
                 case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
                 problems.extend(_translate(exc, loc, number, case_id))
                 lines.append(_Line(number, raw, None))
+    except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
+        problems.extend(exc.problems)
+        return None
+    for bad in not_utf8:
+        problems.append(Problem(location=f"{loc}:{bad}", code="not_utf8", message="the line is not valid UTF-8", fix="save the file as UTF-8"))
+        lines.append(_Line(bad, None, None))
     return lines
 
 
-def _raw_object(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _malformed(loc: str, number: int, text: str) -> Problem:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        return Problem(location=f"{loc}:{number}", code="malformed_json", message=f"malformed JSON ({exc.msg} at column {exc.colno})", fix="write exactly one complete JSON object on this line")
-    return Problem(location=f"{loc}:{number}", code="malformed_json", message=f"the line holds a JSON {type(value).__name__}, not an object", fix="write exactly one JSON object per line")
+def _json_type(value: Any) -> str:
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
 
 
 def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None) -> list[Problem]:
@@ -323,6 +328,8 @@ def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None)
             out.append(Problem(location=where, case_id=case_id, code="missing_field", message=f"missing required field '{path}'", fix=_FIELD_HINTS.get(leaf, f"add '{leaf}'")))
         elif kind == "extra_forbidden":
             out.append(Problem(location=where, case_id=case_id, code="unknown_field", message=f"unknown field '{path}'", fix="remove it or correct its spelling; free-form data belongs in 'metadata'"))
+        elif kind in WRONG_TYPE_ERRORS:
+            out.append(Problem(location=where, case_id=case_id, code="wrong_type", message=f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got {_short(err.get('input'))})", fix="write the value with its JSON type: numbers and true/false without quotes, whole numbers without a decimal point"))
         elif path == "partition" and kind == "enum":
             out.append(Problem(location=where, case_id=case_id, code="unknown_partition", message=f"unknown partition {err.get('input')!r}", fix="use one of " + ", ".join(PARTITIONS)))
         elif kind == "value_error" and not err["loc"]:
@@ -352,6 +359,8 @@ def _check_records(lines: list[_Line], rubric: Rubric | None, evidence_ids: froz
 
         if case.schema_version > GOLD_SCHEMA_VERSION:
             add("schema_version_newer", f"schema_version {case.schema_version} is newer than this workbench reads ({GOLD_SCHEMA_VERSION})", "upgrade the workbench")
+        if not case.response.strip():
+            add("empty_response", "the response under judgment is empty", "check the export: an empty response is rarely what reviewers judged; keep it only if judging empty answers is intended", "warning")
         actual_hash = hashlib.sha256(case.response.encode("utf-8")).hexdigest()
         if case.response_hash != actual_hash:
             add(

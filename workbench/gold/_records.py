@@ -49,7 +49,7 @@ class Review(_Record):
     """Why the reviewer chose the label, citing evidence."""
     evidence: list[str] = Field(default_factory=list)
     """Ids of evidence passages the reviewer cited; they must resolve in the evidence snapshot."""
-    escalate: bool = False
+    escalate: bool = Field(default=False, strict=True)
     """The reviewer asked for adjudication regardless of agreement."""
 
 
@@ -67,7 +67,7 @@ class Adjudication(_Record):
 class GoldCase(_Record):
     """One case of a gold dataset, as stored on one line of ``gold.jsonl``."""
 
-    schema_version: int = GOLD_SCHEMA_VERSION
+    schema_version: int = Field(default=GOLD_SCHEMA_VERSION, strict=True)
     """Gold record format version."""
     case_id: str = Field(min_length=1)
     """Unique, stable id. A correction is a new record with a new id that ``supersedes`` the old one."""

@@ -28,7 +28,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._io import AppendOnlyLog, iter_jsonl_lines, sha256_file, sha256_json
+from .._io import (
+    AppendOnlyLog,
+    JSONRecordError,
+    check_json,
+    iter_jsonl_lines,
+    json_problem,
+    max_document_bytes,
+    sha256_file,
+    sha256_json,
+)
 from ..errors import Problem, WorkbenchError
 from ._records import GoldCase
 
@@ -196,13 +205,23 @@ def read_releases(root: str | Path) -> ReleaseLog:
         return ReleaseLog(path, (), (Problem(location=loc, code="release_malformed", message="the release log is not a regular file", fix=fix_chain),))
     not_utf8: list[int] = []
     try:
-        lines = list(iter_jsonl_lines(path, not_utf8))
+        # A release holds one hash set per record, so its line grows with the dataset: the
+        # document limit (256 MiB by default), not the record limit, bounds it.
+        lines = list(iter_jsonl_lines(path, not_utf8, limit=max_document_bytes()))
     except OSError as exc:
         return ReleaseLog(path, (), (Problem(location=loc, code="release_malformed", message=f"the release log cannot be read ({exc.strerror or exc})", fix=fix_chain),))
+    except WorkbenchError as exc:  # unreadable, or a line longer than the limit
+        return ReleaseLog(path, (), tuple(exc.problems))
     for number in not_utf8:
         problems.append(Problem(location=f"{loc}:{number}", code="release_malformed", message="the release line is not valid UTF-8", fix=fix_chain))
     for number, text in lines:
         where = f"{loc}:{number}"
+        try:
+            check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+        except JSONRecordError as exc:
+            problem = json_problem(exc, where, fix=fix_chain)
+            problems.append(problem.model_copy(update={"code": "release_malformed"}) if exc.code == "malformed_json" else problem)
+            continue
         try:
             release = GoldRelease.model_validate_json(text)
         except ValidationError as exc:

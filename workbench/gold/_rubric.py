@@ -20,6 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._io import read_bounded, read_yaml
 from ..errors import Problem, WorkbenchError
 
 RUBRIC_SCHEMA_VERSION = 1
@@ -77,7 +78,7 @@ class Rubric(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
-    schema_version: int = RUBRIC_SCHEMA_VERSION
+    schema_version: int = Field(default=RUBRIC_SCHEMA_VERSION, strict=True)
     """Rubric file format version."""
     name: str
     """Short name of the criterion, e.g. ``support-policy-correctness``."""
@@ -105,7 +106,7 @@ class Rubric(BaseModel):
     abstain_labels: list[str] = Field(default_factory=list)
     """Labels that are neither pass nor fail (abstain, review_required); kept as their own row
     and column. On an ordered scale they are off the scale: ordinal statistics leave them out."""
-    min_reviews: int = Field(default=2, ge=1)
+    min_reviews: int = Field(default=2, ge=1, strict=True)
     """How many independent reviews every case needs."""
     slices: dict[str, SliceSpec] = Field(min_length=1)
     """Every slice a case may belong to, with its risk level."""
@@ -281,20 +282,7 @@ def load_rubric(path: str | Path) -> Rubric:
                 )
             ],
         )
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError(
-            "unreadable rubric",
-            [Problem(location=location, code="rubric_encoding", message=f"the rubric is not valid UTF-8 (byte {exc.start})", fix="save rubric.yaml as UTF-8")],
-        ) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{location}:{mark.line + 1}" if mark else location
-        raise WorkbenchError(
-            "unreadable rubric",
-            [Problem(location=where, code="rubric_yaml", message=f"the rubric is not valid YAML ({getattr(exc, 'problem', exc)})", fix="correct the YAML syntax")],
-        ) from None
+    raw = read_yaml(path, prefix="rubric")
     if not isinstance(raw, dict):
         raise WorkbenchError(
             "unreadable rubric",
@@ -343,8 +331,8 @@ def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Proble
         return []
     lines: dict[str, int] = {}
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"), Loader=yaml.SafeLoader)
-    except yaml.YAMLError:  # pragma: no cover - the file was parsed above
+        root = yaml.compose(read_bounded(path).decode("utf-8"), Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, UnicodeDecodeError, WorkbenchError):  # pragma: no cover - the file was parsed above
         root = None
     if isinstance(root, yaml.MappingNode):
         for key, value in root.value:

@@ -9,10 +9,9 @@ held-out verdicts is accepted only when its sha256 is the ``run_records_sha256``
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from .._io import sha256_file
+from .._io import iter_jsonl_lines, loads_json, sha256_file
 from ..errors import Problem, WorkbenchError
 from ._ledger import HeldOutLedger
 from ._location import ledger_path_for
@@ -20,14 +19,14 @@ from ._location import ledger_path_for
 
 def _result_case_ids(path: Path) -> set[str]:
     ids: set[str] = set()
-    with open(path, "rb") as fh:
-        for raw in fh:
-            try:
-                record = json.loads(raw)
-            except (ValueError, RecursionError):
-                continue  # bad lines are reported by the results reader itself
-            if isinstance(record, dict) and isinstance(record.get("case_id"), str):
-                ids.add(record["case_id"])
+    # Bounded (a line too long is refused); not-UTF-8 lines are reported by the results reader.
+    for _number, line in iter_jsonl_lines(path, []):
+        try:
+            record = loads_json(line)
+        except ValueError:
+            continue  # bad lines are reported by the results reader itself
+        if isinstance(record, dict) and isinstance(record.get("case_id"), str):
+            ids.add(record["case_id"])
     return ids
 
 

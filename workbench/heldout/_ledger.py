@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import getpass
-import json
 import os
 import secrets
 import uuid
@@ -48,7 +47,15 @@ from typing import Literal
 from filelock import FileLock, Timeout
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .._io import AppendOnlyLog, sha256_json, sha256_text
+from .._io import (
+    AppendOnlyLog,
+    _last_newline_end,
+    iter_jsonl_lines,
+    loads_json,
+    open_for_reading,
+    sha256_json,
+    sha256_text,
+)
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 
@@ -187,6 +194,32 @@ class RunningHold:
             self.path.unlink()
 
 
+def _bounded_lines(path: Path) -> list[tuple[int, str | None, bool]]:
+    """``(line number, text or None when not UTF-8, unterminated)`` of every non-blank line.
+
+    Read with the bounded reader (a line longer than ``WORKBENCH_MAX_LINE_BYTES`` raises
+    :class:`WorkbenchError`); ``unterminated`` is true only for a last line without its newline.
+    """
+    rows: list[tuple[int, str | None, bool]] = []
+    not_utf8: list[int] = []
+    for number, text in iter_jsonl_lines(path, not_utf8):
+        while not_utf8:
+            rows.append((not_utf8.pop(0), None, False))
+        rows.append((number, text, False))
+    rows += [(n, None, False) for n in not_utf8]
+    if rows:
+        with open_for_reading(path) as fh:
+            size = fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, size - 1))
+            if fh.read(1) != b"\n":
+                cut = _last_newline_end(fh, size)
+                fh.seek(cut)
+                if fh.read(size - cut).strip():
+                    number, text, _ = rows[-1]
+                    rows[-1] = (number, text, True)
+    return rows
+
+
 class HeldOutLedger:
     """The append-only, hash-chained ledger of one gold dataset's held-out partition."""
 
@@ -209,22 +242,21 @@ class HeldOutLedger:
         previous: str | None = None
         seen: dict[str, LedgerEntry] = {}
         try:
-            with open(self.path, "rb") as fh:
-                lines = fh.read().split(b"\n")
-        except OSError as exc:
-            return LedgerRead([], [Problem(location=str(self.path), code="ledger_unreadable", message=f"the ledger cannot be read ({exc.strerror or exc})", fix="make the ledger readable")])
-        if lines and lines[-1].strip():
+            lines = _bounded_lines(self.path)
+        except WorkbenchError as exc:  # unreadable, or a line longer than the line limit
+            return LedgerRead([], [p.model_copy(update={"code": "ledger_unreadable"}) if p.code == "unreadable_file" else p for p in exc.problems])
+        if lines and lines[-1][2]:
             try:
-                json.loads(lines[-1].decode("utf-8"))
-            except (ValueError, UnicodeDecodeError, RecursionError):
+                loads_json(lines[-1][1] or "")
+            except ValueError:
                 lines = lines[:-1]  # a torn last line (crash mid-append): the next append moves it to .torn
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
+        for number, text, _unterminated in lines:
             where = f"{self.path}:{number}"
             try:
-                entry = LedgerEntry.model_validate(json.loads(raw.decode("utf-8")))
-            except (ValueError, UnicodeDecodeError, RecursionError, ValidationError) as exc:
+                if text is None:
+                    raise ValueError("the line is not valid UTF-8")
+                entry = LedgerEntry.model_validate(loads_json(text))
+            except (ValueError, ValidationError) as exc:
                 problems.append(Problem(location=where, code="ledger_invalid", message=f"chain broken at line {number}: unreadable ledger entry ({str(exc).splitlines()[0][:120]})", fix=FIX_RESTORE))
                 previous = "(unreadable)"
                 continue

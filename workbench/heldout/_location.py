@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from .._io import read_bounded, yaml_loads
 from ..errors import Problem, WorkbenchError
 
 LEDGER_FILE = "held_out_ledger.jsonl"
@@ -53,9 +54,12 @@ def configured_ledger(root: Path) -> Path | None:
     if not config.is_file():
         return None
     try:
-        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise _config_problem(config, f"the project configuration cannot be read ({str(exc).splitlines()[0][:120]})", "write workbench.yaml as a UTF-8 YAML mapping") from None
+        raw = yaml_loads(read_bounded(config).decode("utf-8"))  # bounded; duplicate keys refused
+    except WorkbenchError as exc:
+        raise _config_problem(config, f"the project configuration cannot be read ({exc.problems[0].message if exc.problems else exc.summary})", "write workbench.yaml as a small UTF-8 YAML mapping") from None
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise _config_problem(config, f"the project configuration cannot be read ({str(why)[:120]})", "write workbench.yaml as a UTF-8 YAML mapping") from None
     if raw is None:
         return None
     if not isinstance(raw, dict):

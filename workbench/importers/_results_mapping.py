@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._io import sha256_text
+from .._io import read_bounded, sha256_text, yaml_loads
 from ..errors import Problem, WorkbenchError
 from ._results_source import as_text
 
@@ -128,8 +128,8 @@ def load_mapping_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     if not path.is_file():
         raise WorkbenchError("no mapping", [Problem(location=loc, code="mapping_missing", message="the mapping file does not exist", fix="point --mapping at a YAML file; see docs/formats.md#results-mapping")])
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_yaml", message=f"not readable YAML ({str(exc)[:200]})", fix="correct the YAML syntax")]) from None
     if raw is None:
         raw = {}
@@ -248,9 +248,10 @@ def check_mapping(
         elif prompt_file:
             path = base_dir / prompt_file
             try:
-                prompt_sha = sha256_text(path.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError) as exc:
-                reason = "it does not exist" if isinstance(exc, FileNotFoundError) else f"it cannot be read ({getattr(exc, 'strerror', None) or type(exc).__name__})"
+                prompt_sha = sha256_text(read_bounded(path).decode("utf-8"))  # bounded, like a prompt_file of a spec
+            except (WorkbenchError, UnicodeDecodeError) as exc:
+                first = exc.problems[0] if isinstance(exc, WorkbenchError) and exc.problems else None
+                reason = "it does not exist" if first is not None and first.code == "file_missing" else f"it cannot be read ({first.message if first is not None else type(exc).__name__})"
                 add("judge.prompt_file", "mapping_prompt_file", f"prompt file {str(path)!r}: {reason}", "point prompt_file at the template (relative to the mapping file), or use prompt_description")
         from .._redact import find_secrets
 

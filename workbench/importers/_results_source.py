@@ -17,14 +17,20 @@ import ast
 import csv
 import hashlib
 import io
-import json
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import canonical_json
+from .._io import (
+    MAX_LINE_BYTES_ENV,
+    JSONRecordError,
+    canonical_json,
+    loads_json,
+    max_document_bytes,
+    read_bounded,
+)
 from ..errors import Problem, WorkbenchError
 
 FORMATS: dict[str, str] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
@@ -94,9 +100,10 @@ def read_table(path: Path, fmt: str) -> Table:
         what = "is a directory, not a table" if path.is_dir() else "does not exist"
         raise WorkbenchError("cannot read the predictions", [_problem(loc, "source_missing", f"the predictions file {what}", "point at a .csv, .jsonl or .parquet file")])
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise WorkbenchError("cannot read the predictions", [_problem(loc, "source_unreadable", f"the file cannot be read ({exc.strerror or exc})", "check the path and its permissions")]) from None
+        # Bounded: a pipe or /dev/zero is refused; the document limit (256 MiB by default).
+        data = read_bounded(path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV, fix="point at a .csv, .jsonl or .parquet file")
+    except WorkbenchError as exc:
+        raise WorkbenchError("cannot read the predictions", list(exc.problems)) from None
     digest = hashlib.sha256(data).hexdigest()
     if fmt == "csv":
         columns, rows, refs = _read_csv(data, loc)
@@ -245,15 +252,13 @@ def _read_jsonl(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]],
         if not raw.strip():
             continue
         try:
-            value = json.loads(raw.decode("utf-8"))
+            value = loads_json(raw.decode("utf-8"))  # strict: duplicate keys, NaN/Infinity, too deep refused
         except UnicodeDecodeError as exc:
             problems.append(_problem(f"{loc}:{number}", "source_encoding", f"the line is not valid UTF-8 (byte {exc.start})", "save the table as UTF-8"))
             continue
-        except json.JSONDecodeError as exc:
-            problems.append(_problem(f"{loc}:{number}", "source_malformed", f"malformed JSON ({exc.msg} at column {exc.colno})", "write one complete JSON object per line"))
-            continue
-        except RecursionError:
-            problems.append(_problem(f"{loc}:{number}", "source_malformed", "the JSON is nested too deeply", "write one flat JSON object (column: value) per line"))
+        except JSONRecordError as exc:
+            code = "source_malformed" if exc.code in ("malformed_json", "json_too_deep") else exc.code
+            problems.append(_problem(f"{loc}:{number}", code, exc.msg, "write one complete JSON object per line"))
             continue
         if not isinstance(value, dict):
             problems.append(_problem(f"{loc}:{number}", "source_malformed", f"the line holds a JSON {type(value).__name__}, not an object", "write one JSON object (column: value) per line"))

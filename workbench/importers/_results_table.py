@@ -33,7 +33,14 @@ from typing import Any
 
 import yaml
 
-from .._io import atomic_write_text, sha256_json, sha256_text
+from .._io import (
+    atomic_write_text,
+    max_document_bytes,
+    read_bounded,
+    sha256_json,
+    sha256_text,
+    yaml_loads,
+)
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..results import JudgeIdentity, JudgeResult
@@ -183,15 +190,15 @@ class ImportedResults:
 
 def _read_bytes(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
-    except OSError:
+        return read_bounded(path, limit=max_document_bytes())
+    except WorkbenchError:
         return None
 
 
 def _replays(spec: Path, results: Path) -> bool:
     try:
-        raw = yaml.safe_load(spec.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        raw = yaml_loads(read_bounded(spec).decode("utf-8"))
+    except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
         return False
     return isinstance(raw, dict) and raw.get("kind") == "imported" and isinstance(raw.get("results"), str) and (spec.parent / raw["results"]).resolve() == results.resolve()
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._io import sha256_text
+from .._io import read_bounded, sha256_text
 from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
@@ -78,6 +78,45 @@ def template_fields(template: str) -> list[str]:
     return [name for _, name, _, _ in string.Formatter().parse(template) if name]
 
 
+def _placeholders(template: str) -> tuple[list[str], list[str]]:
+    """``(bare names, malformed placeholders)`` of a ``str.format`` template.
+
+    Only ``{name}`` is allowed. A format spec (``{response:>999999999}`` pads to any size),
+    a conversion (``{response!r}``), attribute or index access (``{response.__class__}``,
+    ``{response[0]}``) and positional fields (``{}``, ``{0}``) are malformed. Raises
+    ``ValueError`` for a template that is not a format string at all.
+    """
+    names: list[str] = []
+    malformed: list[str] = []
+    for _, name, spec, conversion in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if name.isidentifier() and not spec and conversion is None:
+            names.append(name)
+        else:
+            malformed.append("{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
+    return names, list(dict.fromkeys(malformed))
+
+
+def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Problem]]:
+    """The prompt template named by ``prompt_file``, which must stay inside the spec's folder tree."""
+    loc = str(spec_path)
+    folder = spec_path.parent.resolve()
+    target = (spec_path.parent / prompt_file).resolve()  # follows symlinks and '..'
+    if not target.is_relative_to(folder):
+        return "", [Problem(location=loc, code="prompt_file_outside", message=f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder {folder}", fix="keep the prompt file in the spec's folder or below it (no '..', absolute paths or symlinks out), so the spec and its prompt are versioned together")]
+    if not target.exists():
+        return "", [Problem(location=loc, code="prompt_file_missing", message=f"prompt_file {prompt_file!r} does not exist", fix="create the prompt file next to the spec or correct the path")]
+    try:
+        data = read_bounded(target, fix="point prompt_file at a text file")
+    except WorkbenchError as exc:
+        return "", list(exc.problems)
+    try:
+        return data.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        return "", [Problem(location=str(target), code="prompt_encoding", message=f"the prompt file is not valid UTF-8 (byte {exc.start})", fix="save the prompt file as UTF-8")]
+
+
 class LLMJudge:
     """A Ragas ``DiscreteMetric`` evaluated by an OpenAI-compatible model.
 
@@ -104,20 +143,19 @@ class LLMJudge:
             problems.append(Problem(location=loc, code="prompt_missing", message="give exactly one of prompt (inline) or prompt_file", fix="put the judge prompt template inline under prompt:, or in a file named by prompt_file:"))
         template = spec.prompt or ""
         if spec.prompt_file:
-            prompt_path = (spec_path.parent / spec.prompt_file).resolve()
-            if not prompt_path.exists():
-                problems.append(Problem(location=loc, code="prompt_file_missing", message=f"prompt_file {spec.prompt_file!r} does not exist", fix="create the prompt file next to the spec or correct the path"))
-            else:
-                template = prompt_path.read_text(encoding="utf-8")
+            template, file_problems = _read_prompt_file(spec_path, spec.prompt_file)
+            problems += file_problems
         try:
-            used = template_fields(template)
+            used, malformed = _placeholders(template)
         except ValueError as exc:
-            used = []
+            used, malformed = [], []
             problems.append(Problem(location=loc, code="prompt_invalid", message=f"the prompt template is not a valid format string ({exc})", fix="double literal braces: {{ and }}"))
+        if malformed:
+            problems.append(Problem(location=loc, code="prompt_placeholder_syntax", message=f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders are allowed (no format specs, conversions, attribute or index access)", fix="write placeholders as {response}, {user_input} ...; double literal braces: {{ and }}"))
         unknown = sorted(set(used) - self.allowed_placeholders)
         if unknown:
             problems.append(Problem(location=loc, code="prompt_placeholder", message=f"the prompt uses {unknown}, which are not judge-visible fields", fix="use only " + ", ".join(sorted(self.allowed_placeholders)) + "; labels and reviews can never reach a prompt"))
-        if self.required_placeholder and self.required_placeholder not in used and not unknown and template:
+        if self.required_placeholder and self.required_placeholder not in used and not unknown and not malformed and template:
             problems.append(Problem(location=loc, code="prompt_no_response", message=f"the prompt never shows {{{self.required_placeholder}}}, the thing under judgment", fix=f"add {{{self.required_placeholder}}} to the prompt template"))
         self.api_key_env = spec.endpoint.api_key_env
         # Resolved once, when the judge is built: the URL is not part of the fingerprint (only
@@ -188,7 +226,16 @@ class LLMJudge:
         value = None if result.value is None else str(result.value)
         if value is None or value not in self.spec.labels:
             return self._failed(exchange, "invalid_label", f"value {result.value!r} outside {self.spec.labels}")
+        if not has_reason(result.reason):
+            return self._missing_reason(exchange, value)
         return self._verdict(exchange, value=value, reason=result.reason)
+
+    def _missing_reason(self, exchange: _Exchange, value: Any) -> Verdict:
+        """A verdict without a stated reason cannot be reviewed: an evaluator error, never a verdict.
+
+        Retryable like ``unparseable`` (an unusable answer of the same family): another attempt
+        may state its reason; every attempt is recorded."""
+        return self._failed(exchange, "missing_reason", f"the judge answered {value!r} with an empty or missing reason; a verdict must state why", retryable=True)
 
     # -- requests -------------------------------------------------------------------------
 
@@ -339,8 +386,9 @@ class LLMJudge:
             return self._failed(exchange, "timeout", "the call did not finish within the guard timeout", retryable=True)
         except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
             kind, message = self._classify_output_failure(exchange, exc)
-            # An unparseable answer may parse on another attempt: retried like a transient error.
-            return self._failed(exchange, kind, message, retryable=kind == "unparseable")
+            # An unparseable answer, or one without a reason, may be usable on another attempt:
+            # retried like a transient error, every attempt recorded.
+            return self._failed(exchange, kind, message, retryable=kind in RETRYABLE_ANSWER_KINDS)
         return self._interpret(result, exchange, judge_input, ref)
 
     def _answer_failure(self, exchange: _Exchange, exc: Exception) -> tuple[tuple[str, str] | None, str]:
@@ -375,6 +423,8 @@ class LLMJudge:
                 return "unparseable", f"not JSON: {content[:200]!r}"
         if isinstance(parsed, dict) and "value" in parsed and parsed["value"] not in self.spec.labels:
             return "invalid_label", f"value {parsed['value']!r} outside {self.spec.labels}"
+        if isinstance(parsed, dict) and "value" in parsed and not has_reason(parsed.get("reason")):
+            return "missing_reason", f"the judge answered {parsed['value']!r} with an empty or missing reason; a verdict must state why"
         return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
 
     def _usage(self, exchange: _Exchange) -> tuple[int | None, int | None]:
@@ -405,6 +455,15 @@ class LLMJudge:
                 retry_after = _seconds(r["retry_after"])
                 break
         return Verdict.failed(kind, redact(message, self.secrets()), tokens_in=tokens_in, tokens_out=tokens_out, rendered_request=self._wire_request(exchange), retryable=retryable, retry_after_s=retry_after, endpoint_failure=endpoint_failure)
+
+
+RETRYABLE_ANSWER_KINDS: frozenset[str] = frozenset({"unparseable", "missing_reason"})
+"""Unusable answers that are retried up to ``endpoint.max_retries``, like transient errors."""
+
+
+def has_reason(reason: Any) -> bool:
+    """Whether a judge's stated reason is present and not blank."""
+    return isinstance(reason, str) and bool(reason.strip())
 
 
 def _assistant_message(body: Any) -> dict[str, Any] | None:

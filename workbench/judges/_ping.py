@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
 from ._input import JudgeInput
-from ._llm import _CURRENT, LLMJudge, _api_message, _assistant_message, _Exchange
+from ._llm import _CURRENT, LLMJudge, _api_message, _assistant_message, _Exchange, has_reason
 from ._registry import build_judge
 from ._spec import load_spec
 
@@ -58,9 +58,12 @@ PING_CODES: dict[str, str] = {
     "refusal": "the model refused to answer",
     "unparseable": "the answer is not the {reason, value} JSON the metric parses",
     "label_not_allowed": "the answer parsed, but its value is not one of the candidate's labels",
+    "missing_reason": "the answer parsed, but its reason is empty or missing: a run records it as an evaluator error (missing_reason), never a verdict",
     "usage_missing": "the answer reports no token usage, so its cost under a non-zero price table is unknown",
 }
 """Every problem code a ping can report, with its meaning."""
+
+_REASON_FIX = "make the prompt ask for a short reason before the value (the JSON is {reason, value}); a verdict without a reason cannot be reviewed"
 
 _MODEL_MISSING = re.compile(r"(?i)\b(model|deployment)\b.*\b(not found|does not exist|not exist|unknown|invalid)\b|\binvalid model\b|\bunknown model\b|deploymentnotfound|model_not_found")
 _JSON_MODE_REFUSED = re.compile(r"(?i)response_format|json_object|json mode")
@@ -218,6 +221,8 @@ def _assess(judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseExcept
             if error is None and result is not None:
                 parsed = True
                 value = None if result.value is None else str(result.value)
+                if not has_reason(result.reason):
+                    problem("missing_reason", "the answer has an empty reason: a run records such an answer as an evaluator error (missing_reason)", _REASON_FIX)
             else:
                 kind, detail = judge._classify_output_failure(exchange, error or ValueError("no result"))
                 if kind == "invalid_label":
@@ -227,6 +232,11 @@ def _assess(judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseExcept
                     problem("label_not_allowed", f"the answer's value is not one of the labels: {detail}", "tell the model the exact labels in the prompt template (e.g. 'value: one of pass, fail'), or correct labels: in the spec")
                 elif kind == "refusal":
                     problem("refusal", detail, "use a model that answers evaluation prompts, or review the prompt template")
+                elif kind == "missing_reason":
+                    parsed = True
+                    raw = _value_in(content)
+                    value = None if raw is None else str(raw)
+                    problem("missing_reason", f"{detail}: a run records such an answer as an evaluator error (missing_reason)", _REASON_FIX)
                 else:
                     problem("unparseable", f"the answer is not the {{reason, value}} JSON the metric parses: {detail}", _unparseable_fix(spec, honoured))
         elif error is not None:

@@ -9,6 +9,7 @@ Ragas version, so changing any of them yields a new fingerprint.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -26,10 +27,14 @@ from pydantic import (
     model_validator,
 )
 
+from .._io import read_yaml
 from .._redact import find_secrets
 from ..errors import Problem, WorkbenchError
 
 CANDIDATE_SCHEMA_VERSION = 1
+
+MAX_RETRIES_LIMIT = 20
+"""The largest ``endpoint.max_retries`` a spec may declare: more would hammer a failing provider."""
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
@@ -50,7 +55,7 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {"base_url_env": None, "provider": "open
 class Endpoint(BaseModel):
     """Where an OpenAI-compatible evaluator is served."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     base_url: str | None = None
     """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...); the default when ``base_url_env`` is unset."""
@@ -60,11 +65,12 @@ class Endpoint(BaseModel):
     name is part of the fingerprint; the resolved URL is not (it is recorded in ``run.json``)."""
     api_key_env: str | None = None
     """NAME of the environment variable that holds the API key. Never the key."""
-    timeout_s: float = Field(default=60.0, gt=0)
+    timeout_s: float = Field(default=60.0, gt=0, strict=True)
     """Per-call timeout."""
-    max_retries: int = Field(default=4, ge=0)
-    """Retries after a retryable failure (429, 5xx, timeout, connection, unparseable answer)."""
-    circuit_breaker_after: int = Field(default=8, ge=1)
+    max_retries: int = Field(default=4, ge=0, le=MAX_RETRIES_LIMIT, strict=True)
+    """Retries after a retryable failure (429, 5xx, timeout, connection, unparseable answer or
+    missing reason); at most 20."""
+    circuit_breaker_after: int = Field(default=8, ge=1, strict=True)
     """Stop the run after this many consecutive calls failed at the endpoint itself (connection
     failed, HTTP 401, 403 or 404): the run ends incomplete (exit 3) instead of paying for or
     waiting on calls that cannot succeed."""
@@ -164,7 +170,7 @@ class Endpoint(BaseModel):
 class Pricing(BaseModel):
     """Price table used to compute ``cost_usd`` of each call."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     input_per_million_usd: float = Field(default=0.0, ge=0)
     """USD per million prompt tokens."""
@@ -178,7 +184,7 @@ class Pricing(BaseModel):
 class Threshold(BaseModel):
     """How a score-based judge's score becomes a label. Chosen on calibration data, then frozen."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     value: float
     """The cut-off score."""
@@ -197,7 +203,7 @@ class Threshold(BaseModel):
 class CandidateSpec(BaseModel):
     """A judge candidate, exactly as stored in its YAML file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
     schema_version: int = CANDIDATE_SCHEMA_VERSION
     """Candidate spec format version."""
@@ -272,6 +278,13 @@ class CandidateSpec(BaseModel):
         return self
 
     @model_validator(mode="after")
+    def _finite_params(self) -> CandidateSpec:
+        bad = _non_finite(self.params, "params")
+        if bad:
+            raise ValueError(f"{NON_FINITE}: {', '.join(bad)}")
+        return self
+
+    @model_validator(mode="after")
     def _no_secrets(self) -> CandidateSpec:
         found = find_secrets(self.model_dump(mode="json"))
         if found:
@@ -281,6 +294,20 @@ class CandidateSpec(BaseModel):
     @property
     def label(self) -> str:
         return f"{self.name}@{self.version}"
+
+
+NON_FINITE = "not a finite number (.nan, .inf and -.inf would be recorded as null)"
+
+
+def _non_finite(obj: Any, where: str) -> list[str]:
+    """Paths of every NaN or infinite float in ``obj``."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return [where]
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _non_finite(v, f"{where}.{k}")]
+    if isinstance(obj, list):
+        return [p for i, v in enumerate(obj) for p in _non_finite(v, f"{where}[{i}]")]
+    return []
 
 
 SECRET_FIX = "remove it: put the key in an environment variable and name that variable in endpoint.api_key_env (a spec never holds a credential)"
@@ -297,24 +324,21 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     loc = str(path)
     if not path.exists():
         raise WorkbenchError("no candidate", [Problem(location=loc, code="candidate_missing", message="the candidate spec does not exist", fix="point --candidate at data/candidates/<name>@<version>.yaml")])
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_yaml", message=f"not valid YAML ({exc})", fix="correct the YAML syntax")]) from None
+    raw = read_yaml(path, prefix="candidate")
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_shape", message="the spec must be a YAML mapping", fix="write the spec as key: value pairs")])
     secrets = secret_problems(raw, loc)
     if secrets:  # before validation, so no error message can echo the value
         raise WorkbenchError("a candidate spec must not hold secrets", secrets)
+    bad = _non_finite(raw, "spec")
+    if bad:
+        raise WorkbenchError("invalid candidate", [Problem(location=loc, code="non_finite_number", message=f"{where[5:]} is {NON_FINITE}", fix="write a finite number") for where in bad])
     try:
         spec = CandidateSpec.model_validate(raw)
     except ValidationError as exc:
         raise WorkbenchError(
             "invalid candidate",
-            [
-                Problem(location=loc, code="candidate_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'spec'}: {e['msg']}", fix="correct this field; see docs/formats.md#candidate-specs")
-                for e in exc.errors(include_url=False)
-            ],
+            [_spec_problem(loc, e) for e in exc.errors(include_url=False)],
         ) from None
     problems: list[Problem] = []
     if spec.schema_version > CANDIDATE_SCHEMA_VERSION:
@@ -325,6 +349,13 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     if problems:
         raise WorkbenchError("invalid candidate", problems)
     return spec, path
+
+
+def _spec_problem(loc: str, err: Any) -> Problem:
+    where = ".".join(map(str, err["loc"])) or "spec"
+    if tuple(err["loc"]) == ("endpoint", "max_retries") and err["type"] == "less_than_equal":
+        return Problem(location=loc, code="max_retries_too_high", message=f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT} retries are allowed", fix=f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing that often needs attention, not more calls")
+    return Problem(location=loc, code="candidate_invalid", message=f"{where}: {err['msg']}", fix="correct this field; see docs/formats.md#candidate-specs")
 
 
 def derive_spec(

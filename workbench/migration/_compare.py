@@ -31,7 +31,6 @@ What it does, in order (nothing is called before every check has passed):
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -41,7 +40,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._io import atomic_write_json, sha256_json
+from .._args import check_run_arguments
+from .._io import atomic_write_json, read_json_file, sha256_json
 from ..align import Join, JoinedCase, align_results, read_run_manifest
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
@@ -411,7 +411,7 @@ def _reused_problems(run_dir: Path, judge: Judge, dataset: GoldDataset, partitio
     if not manifest_path.is_file() or not (run_dir / RESULTS_FILE).is_file():
         return [Problem(location=loc, code="run_missing", message=f"--{side}-run is not a run directory (manifest.json and results.jsonl)", fix="point at a directory written by `workbench run`, or drop the option to run the candidate here")]
     try:
-        manifest = RunManifest.model_validate(json.loads(manifest_path.read_text(encoding="utf-8")))
+        manifest = RunManifest.model_validate(read_json_file(manifest_path))
     except (OSError, ValueError) as exc:
         return [Problem(location=str(manifest_path), code="manifest_invalid", message=f"the run manifest cannot be read ({type(exc).__name__})", fix="restore the manifest.json the run wrote")]
     problems: list[Problem] = []
@@ -431,7 +431,8 @@ def _reused_problems(run_dir: Path, judge: Judge, dataset: GoldDataset, partitio
     status = None
     if summary_path.is_file():
         try:
-            status = json.loads(summary_path.read_text(encoding="utf-8")).get("status")
+            data = read_json_file(summary_path)
+            status = data.get("status") if isinstance(data, dict) else None
         except (OSError, ValueError):
             status = None
     if status != "complete":
@@ -506,7 +507,7 @@ def _freeze(out: Path, content: dict[str, Any]) -> str:
     path = out / MANIFEST
     if path.exists():
         try:
-            existing = json.loads(path.read_text(encoding="utf-8"))
+            existing = read_json_file(path)
         except (OSError, ValueError):
             raise WorkbenchError("unreadable comparison manifest", [Problem(location=str(path), code="manifest_invalid", message="the comparison manifest cannot be read", fix="restore it, or compare into a new --out")]) from None
         old_content = {k: v for k, v in existing.items() if k not in ("comparison_id", "created_at")}
@@ -542,6 +543,7 @@ async def compare_candidates(
     reused runs, a changed comparison directory) and :class:`BudgetInsufficient` when the
     budget cannot cover both candidates; in both cases before any call.
     """
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
     refuse_held_out(partition, where="compare --partition")
     if partition not in ("development", "calibration"):
         raise WorkbenchError("invalid partition", [Problem(location="--partition", code="partition_invalid", message=f"unknown partition {partition!r}", fix="compare on development or calibration")])
@@ -696,7 +698,7 @@ def _remap_controls(suite: Any, report: Any, run_dir: Path, judge: Judge, mappin
 
 def _side(judge: Judge, run_dir: Path, reused: bool, summary: RunSummary | None, manifest: RunManifest | None, join: Join) -> CandidateSide:
     if summary is None and (run_dir / SUMMARY_FILE).is_file():
-        summary = RunSummary.model_validate(json.loads((run_dir / SUMMARY_FILE).read_text(encoding="utf-8")))
+        summary = RunSummary.model_validate(read_json_file(run_dir / SUMMARY_FILE))
     outcomes = Counter(c.outcome for c in join.cases)
     return CandidateSide(
         label=judge.spec.label,

@@ -31,7 +31,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._io import sha256_file
+from .._io import read_bounded, sha256_file, yaml_loads
 from ..errors import Problem, WorkbenchError
 
 MAPPING_SCHEMA_VERSION = 1
@@ -96,7 +96,7 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
     if not path.is_file():
         raise WorkbenchError("no label mapping", [Problem(location=loc, code="mapping_missing", message="the label mapping file does not exist", fix="write the reviewed mapping (old -> new, approver, approved date); see docs/formats.md#label-mapping")])
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="mapping_yaml", message=f"not valid UTF-8 YAML ({str(exc).splitlines()[0][:120]})", fix="correct the YAML syntax")]) from None
     if not isinstance(raw, dict):

@@ -65,7 +65,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._io import atomic_write_json
+from .._args import check_budget, check_concurrency, check_repeats, partition_name
+from .._io import atomic_write_json, read_json_file
 from ..errors import Problem, WorkbenchError
 from ..policy import (
     Blocker,
@@ -561,6 +562,14 @@ async def run_noise(
     baseline suite on the same frozen pairs, scored by the same judge into ``<out>/baseline``.
     ``await`` it in notebooks; :func:`run_noise_sync` elsewhere.
     """
+    # Notebook arguments arrive as papermill injected them: types checked before anything else.
+    if concurrency is not None:
+        check_concurrency(concurrency)
+    check_budget(budget_usd)
+    if isinstance(repeat, bool) or not isinstance(repeat, int):
+        check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
+    if partition is not None:
+        partition_name(partition)
     problems = check_run_request(suite, judge, concurrency=concurrency, budget_usd=budget_usd, repeat=repeat, sentinels_only=sentinels_only)
     if baseline is not None:
         from ._compare import check_baseline_suite
@@ -650,9 +659,7 @@ def load_noise_run(directory: str | Path) -> NoiseRun | None:
     path = Path(directory) / NOISE_RUN_FILE
     if not path.is_file():
         return None
-    import json
-
-    return NoiseRun.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    return NoiseRun.model_validate(read_json_file(path))  # bounded and strict
 
 
 def _collect(results: ResultsInput) -> tuple[list[tuple[str, JudgeResult]], dict[str, RunSummary], NoiseRun | None]:

@@ -14,14 +14,13 @@ listed; a declared companion without a joined value is missing evidence (incompl
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from .._io import iter_jsonl_lines
+from .._io import iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError
 from ._pairs import MEMBERS, NoisePair
 
@@ -50,10 +49,11 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
         if not path.is_file():
             problems.append(Problem(location=str(path), code="companions_missing", message="the companion-metrics file does not exist", fix="point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows"))
             continue
-        for number, text in iter_jsonl_lines(path):
+        not_utf8: list[int] = []
+        for number, text in iter_jsonl_lines(path, not_utf8):
             where = f"{path}:{number}"
             try:
-                row = CompanionValue.model_validate(json.loads(text))
+                row = CompanionValue.model_validate(loads_json(text))  # strict: duplicate keys, NaN refused
             except (ValueError, ValidationError) as exc:
                 problems.append(Problem(location=where, code="companion_invalid", message=f"not a companion row ({str(exc).splitlines()[0]})", fix="write {metric, run_id, case_id, value} per line"))
                 continue
@@ -61,6 +61,7 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
                 problems.append(Problem(location=where, code="companion_invalid", message=f"{row.metric} of {row.case_id} is {row.value}", fix="a companion value must be a finite number"))
                 continue
             out.append(row)
+        problems += [Problem(location=f"{path}:{n}", code="companion_invalid", message="not a companion row (the line is not valid UTF-8)", fix="save the file as UTF-8") for n in not_utf8]
     if problems:
         raise WorkbenchError(f"invalid companion metrics: {len(problems)} problem(s)", problems)
     return out

@@ -23,11 +23,11 @@ abstention got worse (a lower score bought by saying less).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
 
+from .._io import read_json_file
 from ..errors import Problem, WorkbenchError
 from ._analysis import NOISE_REPORT_FILE, NoiseReport, PairRow
 from ._pairs import NoiseSuite
@@ -88,8 +88,8 @@ def load_baseline_report(path: str | Path) -> NoiseReport:
     if not file.is_file():
         raise WorkbenchError("no baseline report", [Problem(location=str(path), code="baseline_missing", message=f"no {NOISE_REPORT_FILE} here", fix="give a pair-suite YAML (scored now) or the directory of an earlier `workbench noise` run")])
     try:
-        return NoiseReport.model_validate(json.loads(file.read_text(encoding="utf-8")))
-    except ValueError as exc:
+        return NoiseReport.model_validate(read_json_file(file))  # bounded and strict
+    except (OSError, ValueError) as exc:
         raise WorkbenchError("invalid baseline report", [Problem(location=str(file), code="baseline_invalid", message=f"not a noise report ({str(exc).splitlines()[0]})", fix="point at the noise_report.json a `workbench noise` run wrote")]) from None
 
 

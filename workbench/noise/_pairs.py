@@ -92,7 +92,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._io import sha256_file, sha256_json, sha256_text
+from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_loads
 from ..errors import Problem, WorkbenchError, errors_only
 from ._evidence import (
     ATTACKS,
@@ -924,10 +924,15 @@ def validate_pairs(path: str | Path) -> tuple[NoiseSuite | None, list[Problem]]:
     loc = str(path)
     if not path.is_file():
         return None, [Problem(location=loc, code="pairs_missing", message="the pair suite does not exist", fix="point at a pairs YAML file, e.g. data/noise/<name>@<version>.yaml")]
-    text = path.read_text(encoding="utf-8")
     try:
+        text = read_bounded(path).decode("utf-8")
+    except WorkbenchError as exc:  # not a file, unreadable or too large
+        return None, list(exc.problems)
+    except UnicodeDecodeError as exc:
+        return None, [Problem(location=loc, code="pairs_yaml", message=f"not valid UTF-8 (byte {exc.start})", fix="save the pair suite as UTF-8")]
+    try:
+        raw = yaml_loads(text)
         node = yaml.compose(text)
-        raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         return None, [Problem(location=loc, code="pairs_yaml", message=f"not valid YAML ({exc})", fix="correct the YAML syntax")]
     lines = _lines(node) if node is not None else {(): 1}

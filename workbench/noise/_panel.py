@@ -36,6 +36,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._io import read_bounded, yaml_loads
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
@@ -166,9 +167,9 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
     if not path.is_file():
         raise WorkbenchError("no panel", [Problem(location=loc, code="panel_missing", message="the panel file does not exist", fix="write the claim-level review panel (see workbench/noise/_panel.py)")])
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
         panel = ClaimPanel.model_validate({**(raw or {}), "source": loc})
-    except (yaml.YAMLError, ValidationError) as exc:
+    except (yaml.YAMLError, UnicodeDecodeError, ValidationError) as exc:
         msgs = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)] if isinstance(exc, ValidationError) else [str(exc)]
         raise WorkbenchError("invalid panel", [Problem(location=loc, code="panel_invalid", message=m, fix="correct the panel (see workbench/noise/_panel.py)") for m in msgs]) from None
     problems: list[Problem] = []

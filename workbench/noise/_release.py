@@ -23,13 +23,12 @@ unfrozen suite runs but its report carries the review blocker ``noise_suite_unfr
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
-from .._io import AppendOnlyLog, iter_jsonl_lines, sha256_json, sha256_text
+from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json, sha256_json, sha256_text
 from ..errors import Problem, WorkbenchError
 from ._evidence import EvidenceManifest
 from ._pairs import NoiseSuite
@@ -111,10 +110,11 @@ def load_releases(path: str | Path) -> list[NoiseRelease]:
     out: list[NoiseRelease] = []
     problems: list[Problem] = []
     previous: str | None = None
-    for number, text in iter_jsonl_lines(path):
+    not_utf8: list[int] = []
+    for number, text in iter_jsonl_lines(path, not_utf8):
         where = f"{path}:{number}"
         try:
-            raw = json.loads(text)
+            raw = loads_json(text)  # strict: duplicate keys, NaN/Infinity, too deep refused
             release = NoiseRelease.model_validate(raw)
         except (ValueError, ValidationError) as exc:
             problems.append(Problem(location=where, code="release_malformed", message=f"not a release record ({str(exc).splitlines()[0]})", fix="restore the line from version control; the release log is append-only"))
@@ -126,6 +126,7 @@ def load_releases(path: str | Path) -> list[NoiseRelease]:
             problems.append(Problem(location=where, code="release_chain_broken", message="previous_sha256 does not match the line before: a release was edited, deleted or reordered", fix="restore the log from version control"))
         previous = sha256_json(release.model_dump(mode="json"))
         out.append(release)
+    problems += [Problem(location=f"{path}:{n}", code="release_malformed", message="not a release record (the line is not valid UTF-8)", fix="restore the line from version control; the release log is append-only") for n in not_utf8]
     if problems:
         raise WorkbenchError(f"{path}: the release log has {len(problems)} problem(s)", problems)
     return out

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from .._args import check_run_arguments, partition_name
 from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
@@ -48,7 +49,8 @@ class PhaseSession:
 
     def __init__(self, gold: str | Path, *, partition: Literal["development", "calibration"], run_root: str | Path, cache_dir: str | Path | None = None, concurrency: int = 8, budget_usd: float | None = None) -> None:
         refuse_held_out(partition, where=f"{type(self).__name__}(partition=...)")
-        self.partition = partition
+        check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
+        self.partition = partition_name(partition)
         self.dataset: GoldDataset = load_dataset(gold)
         self.run_root = Path(run_root)
         self.cache_dir = cache_dir

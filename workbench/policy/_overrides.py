@@ -24,7 +24,6 @@ apply to.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time
 from pathlib import Path
@@ -32,7 +31,13 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from .._io import AppendOnlyLog, iter_jsonl_lines, sha256_json
+from .._io import (
+    AppendOnlyLog,
+    JSONRecordError,
+    iter_jsonl_lines,
+    loads_json,
+    sha256_json,
+)
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ._codes import (
@@ -338,9 +343,10 @@ def load_overrides(path: str | Path) -> list[Override]:
     for number, text in iter_jsonl_lines(path, not_utf8):
         where = f"{path}:{number}"
         try:
-            raw = json.loads(text)
-        except ValueError as exc:
-            problems.append(Problem(location=where, code="override_malformed", message=f"not a JSON object ({exc.msg})", fix="restore the line from version control; the store is append-only"))
+            raw = loads_json(text)
+        except JSONRecordError as exc:
+            code = "override_malformed" if exc.code == "malformed_json" else exc.code
+            problems.append(Problem(location=where, code=code, message=f"not a valid JSON object ({exc.msg})", fix="restore the line from version control; the store is append-only"))
             continue
         if not isinstance(raw, dict):
             problems.append(Problem(location=where, code="override_malformed", message="not a JSON object", fix="restore the line from version control; the store is append-only"))

@@ -34,7 +34,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._io import sha256_file
+from .._io import read_bounded, sha256_file, yaml_loads
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 
@@ -206,7 +206,7 @@ def load_policy(path: str | Path) -> Policy:
     if not path.is_file():
         raise WorkbenchError("no policy", [_problem(loc, "policy_missing", "the policy file does not exist", "point --policy at data/policies/<name>@<version>.yaml")])
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise WorkbenchError("unreadable policy", [_problem(loc, "policy_encoding", f"not valid UTF-8 (byte {exc.start})", "save the policy as UTF-8")]) from None
     except yaml.YAMLError as exc:

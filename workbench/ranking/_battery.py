@@ -36,14 +36,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import itertools
-import json
 import math
 import random
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._io import atomic_write_json
+from .._args import check_int, check_run_arguments
+from .._io import atomic_write_json, read_json_file
 from ..errors import Problem, WorkbenchError
 from ._capture import (
     CaptureConfig,
@@ -144,8 +144,9 @@ def position_battery(
     ``repeats`` = 0 plans the position battery only. ``plan="rotation"``: one seeded
     non-identity rotation per fixture, the exhaustive battery for ``diagnostic`` fixtures.
     """
-    if repeats < 0 or sample < 1 or max_exhaustive < 0:
-        raise ValueError("repeats must be >= 0, sample >= 1 and max_exhaustive >= 0")
+    check_int(repeats, "repeats", minimum=0)
+    check_int(sample, "sample", minimum=1)
+    check_int(max_exhaustive, "max_exhaustive", minimum=0)
     if plan not in ("exhaustive", "rotation"):
         raise ValueError(f"unknown plan {plan!r}: exhaustive or rotation")
     items: list[WorkItem] = []
@@ -195,6 +196,7 @@ async def run_ranking(
     """
     from ..runs._engine import run_items
 
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     fixture_set = as_fixture_set(fixtures)
     out = Path(out_dir)
     if (out / "ranking_lock.json").exists():
@@ -240,7 +242,7 @@ def write_battery(out: Path, fixture_set: FixtureSet, battery: dict[str, Any], c
     }
     path = out / BATTERY_FILE
     if path.exists():
-        before = json.loads(path.read_text(encoding="utf-8"))
+        before = _load_battery(path)
         keep = ("plan", "max_exhaustive", "sample", "seed", "repeats", "fixtures_sha256", "judge_fingerprint")
         if {k: before.get(k) for k in keep} != {k: record[k] for k in keep}:
             raise WorkbenchError("battery changed", [Problem(location=str(path), code="battery_changed", message=f"the run directory holds another battery ({ {k: before.get(k) for k in keep} })", fix="use a new --out directory for another plan, fixture version or judge")])
@@ -250,10 +252,22 @@ def write_battery(out: Path, fixture_set: FixtureSet, battery: dict[str, Any], c
     return record
 
 
+def _load_battery(path: Path) -> dict[str, Any]:
+    """``battery.json``, read strictly; an unreadable or edited one is refused (exit 2)."""
+    try:
+        record = read_json_file(path)
+    except (OSError, ValueError) as exc:
+        record = f"{exc}"
+    if not isinstance(record, dict):
+        why = record if isinstance(record, str) else "not a JSON object"
+        raise WorkbenchError("unreadable battery", [Problem(location=str(path), code="battery_unreadable", message=f"the run's battery record cannot be read ({why[:160]})", fix="restore battery.json as the run wrote it, or use a new --out directory")])
+    return record
+
+
 def read_battery(run_dir: str | Path) -> dict[str, Any] | None:
     """The ``battery.json`` of a run directory, if any."""
     path = Path(run_dir) / BATTERY_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+    return _load_battery(path) if path.exists() else None
 
 
 def run_ranking_sync(*args: Any, **kwargs: Any) -> RunSummary:

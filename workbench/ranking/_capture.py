@@ -49,6 +49,8 @@ from .._io import (
     atomic_write_text,
     canonical_json,
     iter_jsonl_lines,
+    loads_json,
+    read_json_file,
     sha256_file,
     sha256_json,
     sha256_text,
@@ -241,7 +243,7 @@ def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
     results = root / "results.jsonl"
     if not registry.exists() or not results.exists():
         return 0
-    where = {row["run_id"]: Path(row["run_dir"]) for row in (json.loads(line) for _, line in iter_jsonl_lines(registry))}
+    where = {row["run_id"]: Path(row["run_dir"]) for row in (loads_json(line) for _, line in iter_jsonl_lines(registry))}
     known = set(_index(root))
     adopted = 0
     log: AppendOnlyLog | None = None
@@ -278,7 +280,7 @@ def write_capture_config(out_dir: str | Path, config: CaptureConfig) -> None:
     path = Path(out_dir) / CAPTURE_FILE
     if path.exists():
         try:
-            before = CaptureConfig.model_validate(json.loads(path.read_text(encoding="utf-8")))
+            before = CaptureConfig.model_validate(read_json_file(path))
         except (ValueError, OSError):
             before = None
         if before is None or before.model_dump(exclude={"declared_by"}) != config.model_dump(exclude={"declared_by"}):
@@ -291,7 +293,7 @@ def read_capture_config(run_dir: str | Path) -> CaptureConfig | None:
     path = Path(run_dir) / CAPTURE_FILE
     if not path.exists():
         return None
-    return CaptureConfig.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    return CaptureConfig.model_validate(read_json_file(path))
 
 
 # -- pruning ------------------------------------------------------------------------------------
@@ -321,7 +323,7 @@ def _index(run_dir: Path) -> dict[str, dict[str, Any]]:
     if not path.exists():
         return out
     for _, line in iter_jsonl_lines(path):
-        row = json.loads(line)
+        row = loads_json(line)
         entry = out.setdefault(row["payload"], {"payload_sha256": row["payload_sha256"], "expires_at": row.get("expires_at"), "never": False})
         if row.get("expires_at") is None:
             entry["never"] = True
@@ -337,7 +339,7 @@ def _pruned(run_dir: Path) -> dict[str, dict[str, Any]]:
     path = run_dir / PRUNE_LOG
     if not path.exists():
         return {}
-    return {row["payload"]: row for row in (json.loads(line) for _, line in iter_jsonl_lines(path))}
+    return {row["payload"]: row for row in (loads_json(line) for _, line in iter_jsonl_lines(path))}
 
 
 def prune_run(run_dir: str | Path, now: datetime | None = None, *, dry_run: bool = False) -> PruneResult:
@@ -433,7 +435,7 @@ def verify_ranking_run(run_dir: str | Path) -> list[Problem]:
     if not path.exists():
         return [Problem(location=str(path), code="lock_missing", message="the run has no ranking_lock.json", fix="lock a run with workbench ranking run --lock")]
     try:
-        lock = RankingLock.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        lock = RankingLock.model_validate(read_json_file(path))
     except (ValueError, OSError) as exc:
         return [Problem(location=str(path), code="lock_unreadable", message=f"the lock cannot be read ({str(exc).splitlines()[0][:120]})", fix="restore ranking_lock.json; a lock is never edited")]
     problems: list[Problem] = []
@@ -475,4 +477,4 @@ def read_payload(run_dir: str | Path, rendered_request: Any) -> Any | None:
     path = Path(run_dir) / rendered_request["payload"]
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json_file(path)

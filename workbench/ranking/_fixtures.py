@@ -77,7 +77,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
-from .._io import sha256_file, sha256_json
+from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
 from ..errors import Problem, WorkbenchError
 
 FIXTURES_SCHEMA_VERSION = 2
@@ -590,9 +590,9 @@ def load_fixtures(path: str | Path) -> FixtureSet:
     loc = str(path)
     if not path.is_file():
         raise WorkbenchError("no fixtures", [Problem(location=loc, code="fixtures_missing", message="the fixture file does not exist", fix="point --fixtures at data/ranking/<name>@<version>.yaml")])
-    text = path.read_text(encoding="utf-8")
+    text = read_bounded(path).decode("utf-8")
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_loads(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{loc}:{mark.line + 1}" if mark is not None else loc

@@ -47,7 +47,6 @@ reverse.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,7 +54,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
-from .._io import AppendOnlyLog, iter_jsonl_lines
+from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError
 from ..stats import Rate, wilson_rate
 from ._fixtures import FixtureChange, FixtureSet
@@ -340,11 +339,13 @@ def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
         return []
     out: list[RankingHistoryEntry] = []
     problems: list[Problem] = []
-    for number, line in iter_jsonl_lines(path):
+    not_utf8: list[int] = []
+    for number, line in iter_jsonl_lines(path, not_utf8):
         try:
-            out.append(RankingHistoryEntry.model_validate(json.loads(line)))
+            out.append(RankingHistoryEntry.model_validate(loads_json(line)))
         except (ValueError, ValidationError) as exc:
             problems.append(Problem(location=f"{path}:{number}", code="history_invalid", message=f"not a ranking history entry ({str(exc).splitlines()[0][:120]})", fix="restore the line; the history is append-only"))
+    problems += [Problem(location=f"{path}:{n}", code="history_invalid", message="not a ranking history entry (the line is not valid UTF-8)", fix="restore the line; the history is append-only") for n in not_utf8]
     if problems:
         raise WorkbenchError(f"{path}: the ranking history has {len(problems)} problem(s)", problems)
     return out
@@ -389,9 +390,10 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
     out: list[ScalarCaseResult] = []
     problems: list[Problem] = []
     seen: set[str] = set()
-    for number, line in iter_jsonl_lines(path):
+    not_utf8: list[int] = []
+    for number, line in iter_jsonl_lines(path, not_utf8):
         try:
-            row = ScalarCaseResult.model_validate(json.loads(line))
+            row = ScalarCaseResult.model_validate(loads_json(line))
         except (ValueError, ValidationError) as exc:
             problems.append(Problem(location=f"{path}:{number}", code="scalar_invalid", message=f"not a scalar case result ({str(exc).splitlines()[0][:160]})", fix="each line is {case_id, passed: true|false, score, threshold, detail}"))
             continue
@@ -400,6 +402,7 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
             continue
         seen.add(row.case_id)
         out.append(row)
+    problems += [Problem(location=f"{path}:{n}", code="scalar_invalid", message="not a scalar case result (the line is not valid UTF-8)", fix="save the file as UTF-8") for n in not_utf8]
     if problems:
         raise WorkbenchError(f"{path}: {len(problems)} problem(s) in the scalar results", problems)
     return out

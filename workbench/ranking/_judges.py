@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
-from ..judges._llm import LLMJudge, _Exchange
+from ..judges._llm import LLMJudge, _Exchange, has_reason
 from ..judges._registry import CaseRef, Verdict, make_identity, register_kind
 from ..judges._spec import CandidateSpec
 from ._fixtures import NEUTRAL_LABELS, check_permutation
@@ -204,6 +204,8 @@ class LLMRankingJudge(LLMJudge):
         if problem is not None:
             verdict = self._failed(exchange, "invalid_ranking", problem)
             return dataclasses.replace(verdict, order=order)
+        if not has_reason(result.reason):
+            return dataclasses.replace(self._missing_reason(exchange, winner), order=order)
         return self._verdict(exchange, value=winner, reason=result.reason, order=order)
 
     def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:

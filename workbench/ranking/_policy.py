@@ -36,7 +36,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._io import sha256_file
+from .._io import read_bounded, sha256_file, yaml_loads
 from ..errors import Problem, WorkbenchError
 from ._capture import CaptureConfig
 from ._leakage import LeakageRules
@@ -263,9 +263,9 @@ def load_agreement_examples(path: str | Path) -> AgreementDropExamples:
     if not path.is_file():
         raise WorkbenchError("no examples", [_problem(loc, "examples_missing", "the reviewed-examples file does not exist", "point agreement_drop_evidence at data/ranking/<name>@<version>.yaml")])
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))
         examples = AgreementDropExamples.model_validate(raw)
-    except yaml.YAMLError as exc:
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise WorkbenchError("unreadable examples", [_problem(loc, "examples_invalid", f"not valid YAML ({exc})", "correct the YAML syntax")]) from None
     except ValidationError as exc:
         raise WorkbenchError("invalid examples", [_problem(loc, "examples_invalid", f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}", "see workbench/ranking/_policy.py") for e in exc.errors(include_url=False)]) from None
@@ -283,8 +283,8 @@ def is_ranking_policy_file(path: str | Path) -> bool:
     if not path.is_file():
         return False
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError, OSError):
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError, WorkbenchError):
         return False
     return isinstance(raw, dict) and raw.get("kind") == "ranking"
 
@@ -296,7 +296,7 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
     if not path.is_file():
         raise WorkbenchError("no policy", [_problem(loc, "policy_missing", "the ranking policy file does not exist", "point --policy at data/policies/<name>@<version>.yaml (kind: ranking)")])
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yaml_loads(read_bounded(path).decode("utf-8"))
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise WorkbenchError("unreadable policy", [_problem(loc, "policy_yaml", f"not valid YAML ({str(exc).splitlines()[0]})", "correct the YAML syntax")]) from None
     if not isinstance(raw, dict):

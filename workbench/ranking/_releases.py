@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
 
-from .._io import atomic_write_text, sha256_json
+from .._io import atomic_write_text, read_json_file, sha256_json
 from ..errors import Problem, WorkbenchError
 from ._fixtures import FixtureChange, FixtureSet
 
@@ -100,7 +100,7 @@ def read_release(path: str | Path) -> tuple[FixtureRelease | None, list[Problem]
         return None, []
     loc = str(path)
     try:
-        record = FixtureRelease.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        record = FixtureRelease.model_validate(read_json_file(path))
     except (ValueError, ValidationError, OSError) as exc:
         return None, [Problem(location=loc, code="release_unreadable", message=f"the release record cannot be read ({str(exc).splitlines()[0][:160]})", fix="restore the release record from version control; it is never edited")]
     if record.content_sha256() != record.release_sha256:

@@ -27,7 +27,6 @@ check is appended to the drift log (``drift_log.jsonl`` beside the gold, append-
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -35,7 +34,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._io import AppendOnlyLog
+from .._args import check_run_arguments
+from .._io import (
+    AppendOnlyLog,
+    JSONRecordError,
+    check_json,
+    iter_jsonl_lines,
+    max_document_bytes,
+    read_json_file,
+)
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
 from ..heldout import current_user
@@ -163,6 +170,18 @@ def drift_log_path_for(gold: GoldDataset | str | Path) -> Path:
     return root / DRIFT_LOG_FILE
 
 
+def _read_lock(path: Path) -> dict[str, Any]:
+    """A report's ``lock.json``, read boundedly and strictly; unreadable: a one-line refusal."""
+    try:
+        lock = read_json_file(path)
+    except (OSError, ValueError) as exc:
+        lock = f"{exc}"
+    if not isinstance(lock, dict):
+        why = lock if isinstance(lock, str) else "not a JSON object"
+        raise WorkbenchError("unreadable report lock", [Problem(location=str(path), code="lock_unreadable", message=f"lock.json cannot be read ({why[:160]})", fix="restore the report from its original copy (`workbench verify` names every change)")])
+    return lock
+
+
 def read_drift_log(log: str | Path) -> list[DriftEntry]:
     """Every entry of a drift log, oldest first (none when it does not exist; a bad line is refused)."""
     path = Path(log)
@@ -170,13 +189,17 @@ def read_drift_log(log: str | Path) -> list[DriftEntry]:
         return []
     out: list[DriftEntry] = []
     problems: list[Problem] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    fix = "the drift log is append-only and written by `workbench drift`; restore it"
+    not_utf8: list[int] = []
+    for number, line in iter_jsonl_lines(path, not_utf8, limit=max_document_bytes()):  # bounded
         try:
+            check_json(line)  # duplicate keys, NaN/Infinity, too deep: refused before validation
             out.append(DriftEntry.model_validate_json(line))
+        except JSONRecordError as exc:
+            problems.append(Problem(location=f"{path}:{number}", code="drift_log_invalid", message=f"not a drift-log entry ({exc.msg})", fix=fix))
         except ValidationError as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="drift_log_invalid", message=f"not a drift-log entry ({exc.error_count()} error(s))", fix="the drift log is append-only and written by `workbench drift`; restore it"))
+            problems.append(Problem(location=f"{path}:{number}", code="drift_log_invalid", message=f"not a drift-log entry ({exc.error_count()} error(s))", fix=fix))
+    problems += [Problem(location=f"{path}:{n}", code="drift_log_invalid", message="not a drift-log entry (the line is not valid UTF-8)", fix=fix) for n in not_utf8]
     if problems:
         raise WorkbenchError(f"{path}: unreadable drift log", problems)
     return out
@@ -191,7 +214,7 @@ def latest_drift(log: str | Path, fingerprint: str, *, kind: Literal["baseline",
 def _observations(run_dir: Path, ids: list[str]) -> tuple[RunManifest, dict[str, Observation]]:
     manifest_path = run_dir / MANIFEST_FILE
     try:
-        manifest = RunManifest.model_validate(json.loads(manifest_path.read_text(encoding="utf-8")))
+        manifest = RunManifest.model_validate(read_json_file(manifest_path))
     except (OSError, ValueError) as exc:
         raise WorkbenchError("unreadable baseline run", [Problem(location=str(manifest_path), code="manifest_invalid", message=f"the run manifest cannot be read ({type(exc).__name__})", fix="point at a run directory written by the workbench")]) from None
     wanted = set(ids)
@@ -212,7 +235,7 @@ def _resolve_baseline(against: Path | None, judge: Judge, dataset: GoldDataset, 
     fingerprint = judge.identity.fingerprint()
     other_judge_fix = "drift compares one pinned judge over time; compare two versions with `workbench compare`"
     if against is not None and (against / "lock.json").is_file():
-        lock = json.loads((against / "lock.json").read_text(encoding="utf-8"))
+        lock = _read_lock(against / "lock.json")
         report_id = str(lock.get("report_id"))
         if lock.get("candidate_fingerprint") != fingerprint:
             raise WorkbenchError("refusing the baseline", [Problem(location=str(against), code="baseline_other_judge", message=f"report {report_id} certified {lock.get('candidate')} ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label} ({fingerprint[:12]}) as it is now", fix=other_judge_fix)])
@@ -295,6 +318,8 @@ async def run_drift(
     from ..migration import BudgetInsufficient, estimate_run
     from ..runs import run_items
 
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
+
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
     loaded = load_sentinels(sentinels, dataset)
@@ -310,7 +335,7 @@ async def run_drift(
             lock_path = Path(report) / "lock.json"
             if not lock_path.is_file():
                 raise WorkbenchError("not a report", [Problem(location=str(report), code="report_missing", message="--report is not a certification report directory (no lock.json)", fix="point at reports/<candidate>/<version>/<n>")])
-            lock = json.loads(lock_path.read_text(encoding="utf-8"))
+            lock = _read_lock(lock_path)
             if lock.get("candidate_fingerprint") != fingerprint:
                 raise WorkbenchError("refusing the baseline", [Problem(location=str(report), code="baseline_other_judge", message=f"report {lock.get('report_id')} certified {lock.get('candidate')} ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label} ({fingerprint[:12]})", fix="record the baseline with the certified candidate's spec")])
             report_id = str(lock.get("report_id"))

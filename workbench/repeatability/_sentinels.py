@@ -24,7 +24,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._io import sha256_file
+from .._io import read_bounded, sha256_file, yaml_loads
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase, GoldDataset
 
@@ -103,7 +103,7 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
     if not path.is_file():
         raise WorkbenchError("no sentinels", [_problem(loc, "sentinels_missing", "the sentinel file does not exist", f"declare the sentinel cases in {SENTINELS_FILE} beside the gold (case ids with a reason; docs/formats.md#sentinels)")])
     try:
-        raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw: Any = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
     except (yaml.YAMLError, UnicodeDecodeError) as exc:
         raise WorkbenchError("unreadable sentinels", [_problem(loc, "sentinels_yaml", f"not valid UTF-8 YAML ({str(exc).splitlines()[0][:120]})", "correct the YAML syntax")]) from None
     if not isinstance(raw, dict):

@@ -23,7 +23,6 @@ given), so certification can find the latest study of a candidate fingerprint
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 from collections import Counter
 from datetime import UTC, datetime
@@ -32,7 +31,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._io import AppendOnlyLog, sha256_file
+from .._args import check_run_arguments, partition_name
+from .._io import (
+    AppendOnlyLog,
+    JSONRecordError,
+    check_json,
+    iter_jsonl_lines,
+    max_document_bytes,
+    read_json_file,
+    sha256_file,
+)
 from ..align import align_results, read_run_manifest
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
@@ -287,7 +295,7 @@ def study_from_run(run_dir: str | Path, dataset: GoldDataset | str | Path, *, su
         per_repeat.append(RepeatCost(repeat=r, attempts=len(mine), cached=sum(1 for x in mine if x.cached_from_run_id), cost_usd=round(sum(x.cost_usd or 0.0 for x in mine), 10), tokens_in=sum(x.tokens_in or 0 for x in mine), tokens_out=sum(x.tokens_out or 0 for x in mine)))
     reasons: list[str] = []
     if summary is None and (run / "run.json").is_file():
-        summary = RunSummary.model_validate(json.loads((run / "run.json").read_text(encoding="utf-8")))
+        summary = RunSummary.model_validate(read_json_file(run / "run.json"))
     if summary is not None and summary.status != "complete":
         reasons.append("the run is incomplete" + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "") + f": {len(summary.unrun)} unrun, {len(summary.pending_retry)} mid-retry")
     incomplete = [c.case_id for c in cases if c.status == "incomplete"]
@@ -333,13 +341,18 @@ def read_studies(log: str | Path) -> list[RepeatabilityStudy]:
         return []
     out: list[RepeatabilityStudy] = []
     problems: list[Problem] = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
+    fix = "the study log is append-only and written by `workbench repeatability`; restore it"
+    not_utf8: list[int] = []
+    # A study holds one row per case, so its line grows with the dataset: the document limit.
+    for number, line in iter_jsonl_lines(path, not_utf8, limit=max_document_bytes()):
         try:
+            check_json(line)  # duplicate keys, NaN/Infinity, too deep: refused before validation
             out.append(RepeatabilityStudy.model_validate_json(line))
+        except JSONRecordError as exc:
+            problems.append(Problem(location=f"{path}:{number}", code="study_invalid", message=f"not a repeatability study ({exc.msg})", fix=fix))
         except ValidationError as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="study_invalid", message=f"not a repeatability study ({exc.error_count()} error(s))", fix="the study log is append-only and written by `workbench repeatability`; restore it"))
+            problems.append(Problem(location=f"{path}:{number}", code="study_invalid", message=f"not a repeatability study ({exc.error_count()} error(s))", fix=fix))
+    problems += [Problem(location=f"{path}:{n}", code="study_invalid", message="not a repeatability study (the line is not valid UTF-8)", fix=fix) for n in not_utf8]
     if problems:
         raise WorkbenchError(f"{path}: unreadable study log", problems)
     return out
@@ -447,7 +460,9 @@ async def run_repeatability(
     """
     from ..migration import BudgetInsufficient, estimate_run
 
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, repeats=repeats)
     refuse_held_out(partition, where="repeatability --partition")
+    partition = partition_name(partition)
     if repeats < 2:
         raise WorkbenchError("too few repeats", [Problem(location="--repeats", code="too_few_repeats", message=f"{repeats} repeat(s) cannot show a flip", fix="give --repeats 3 or more (certification wants K >= 3)")])
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)

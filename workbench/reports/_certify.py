@@ -24,7 +24,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, atomic_write_text, sha256_file
+from .._args import check_run_arguments
+from .._io import (
+    atomic_write_json,
+    atomic_write_text,
+    read_json_file,
+    read_jsonl_records,
+    sha256_file,
+)
 from ..agreement import human_agreement
 from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
 from ..errors import Problem, WorkbenchError
@@ -180,7 +187,7 @@ def certify(
     touched. The ledger is the gold dataset's own (:func:`~workbench.heldout.ledger_path_for`);
     no argument can choose another.
     """
-
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
     root = Path(reports_root)
     notebook_path = Path(notebook) if notebook else default_notebook()
@@ -272,7 +279,7 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: P
     rendered_at = time.perf_counter()
     timings = _timings(executed, t0, executed_at, rendered_at)
     figures_path = report_dir / FIGURES_FILE
-    figures = json.loads(figures_path.read_text(encoding="utf-8")) if figures_path.exists() and failure is None else None
+    figures = read_json_file(figures_path) if figures_path.exists() and failure is None else None
     run_dir = report_dir / RUN_DIR
     run_id = _run_id(run_dir)
     rel = {name: path.relative_to(report_dir).as_posix() for name, path in copies.items()}
@@ -329,7 +336,7 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: P
 def _run_id(run_dir: Path) -> str | None:
     summary = run_dir / "run.json"
     try:
-        return RunSummary.model_validate_json(summary.read_text(encoding="utf-8")).run_id if summary.exists() else None
+        return RunSummary.model_validate(read_json_file(summary)).run_id if summary.exists() else None
     except (ValueError, OSError):
         return None
 
@@ -342,7 +349,7 @@ def _read_gate(report_dir: Path) -> dict[str, Any] | None:
     path = report_dir / GATE_FILE
     if not path.exists():
         return None
-    return json.loads(path.read_text(encoding="utf-8"))
+    return read_json_file(path)
 
 
 def _failed_gate(failure: Exception | None, judge: Judge) -> GateResult:
@@ -394,6 +401,8 @@ class Certification:
         concurrency: int = 8,
         max_cases: int | None = None,
     ) -> None:
+        # Notebook parameters arrive as papermill injected them: checked before the ledger is read.
+        check_run_arguments(concurrency=concurrency, max_cases=max_cases)
         self.report_dir = Path(report_dir)
         self.controls_path = Path(controls) if controls else None
         self.candidate_path = Path(candidate)
@@ -557,7 +566,7 @@ class Certification:
         path = self.report_dir / RUN_DIR / "results.jsonl"
         if not path.exists():
             return []
-        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        return read_jsonl_records(path)
 
 
 def write_gate_json(report_dir: Path, gate: GateResult) -> None:

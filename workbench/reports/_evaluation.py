@@ -26,7 +26,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_text, write_jsonl
+from .._io import atomic_write_text, read_json_file, read_jsonl_records, write_jsonl
 from ..align import AlignmentReport
 from ..gold import GoldCase, GoldDataset, Rubric
 from ..policy import Blocker, GateResult, Policy, PolicyRef
@@ -105,8 +105,8 @@ def write_gold_evidence(report_dir: Path, dataset: GoldDataset) -> None:
 
 def read_gold_evidence(report_dir: Path, dataset_sha256: str) -> GoldDataset:
     """A :class:`GoldDataset` of the stored held-out records (raises on unreadable evidence)."""
-    rubric = Rubric.model_validate(json.loads((report_dir / RUBRIC_JSON).read_text(encoding="utf-8")))
-    cases = [GoldCase.model_validate(json.loads(line)) for line in (report_dir / HELD_OUT_GOLD).read_text(encoding="utf-8").splitlines() if line.strip()]
+    rubric = Rubric.model_validate(read_json_file(report_dir / RUBRIC_JSON))
+    cases = [GoldCase.model_validate(row) for row in read_jsonl_records(report_dir / HELD_OUT_GOLD)]
     return GoldDataset(
         root=report_dir / GOLD_DIR,
         gold_path=report_dir / HELD_OUT_GOLD,

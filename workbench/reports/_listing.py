@@ -10,11 +10,10 @@ entry the ledger no longer has.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json
+from .._io import atomic_write_json, read_json_file, read_jsonl_records
 from ..errors import Problem, WorkbenchError
 from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport
 from ._lock import LOCK_FILE, read_lock
@@ -43,7 +42,7 @@ def write_started_marker(report_dir: Path, entry: LedgerEntry, ledger_path: Path
 def read_marker(report_dir: Path) -> dict[str, Any] | None:
     """The ``started.json`` of a report directory, or None when absent or unreadable."""
     try:
-        data = json.loads((report_dir / STARTED_FILE).read_text(encoding="utf-8"))
+        data = read_json_file(report_dir / STARTED_FILE)
     except (OSError, ValueError, RecursionError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("entry_id"), str) and isinstance(data.get("ledger_path"), str) else None
@@ -205,12 +204,10 @@ def check_legacy_ledger(reports_root: Path, fingerprint: str, manifest_sha256: s
         return
     rows = []
     try:
-        for number, line in enumerate(legacy.read_text(encoding="utf-8").splitlines(), start=1):
-            if line.strip():
-                row = json.loads(line)
-                if not isinstance(row, dict):
-                    raise ValueError(f"line {number} is not an object")
-                rows.append(row)
+        for number, row in enumerate(read_jsonl_records(legacy), start=1):
+            if not isinstance(row, dict):
+                raise ValueError(f"record {number} is not an object")
+            rows.append(row)
     except (OSError, ValueError, RecursionError) as exc:
         raise WorkbenchError("cannot certify", [Problem(location=str(legacy), code="legacy_ledger_invalid", message=f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})", fix="restore it from version control: the uses it records still count")]) from None
     unused = {r.get("opens") for r in rows if r.get("event") == "finished" and r.get("held_out_used") is False}

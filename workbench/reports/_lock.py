@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from .. import __version__
-from .._io import atomic_write_text, sha256_file, sha256_json
+from .._io import atomic_write_text, read_json_file, sha256_file, sha256_json
 from ..heldout import PreviousReport
 from ._signing import LockSignature, Signer
 
@@ -138,7 +138,7 @@ def read_lock(report_dir: Path) -> Lock:
     path = Path(report_dir)
     if path.name == LOCK_FILE and path.is_file():
         path = path.parent
-    return Lock.model_validate(json.loads((path / LOCK_FILE).read_text(encoding="utf-8")))
+    return Lock.model_validate(read_json_file(path / LOCK_FILE))
 
 
 def make_read_only(root: Path) -> None:

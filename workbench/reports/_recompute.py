@@ -8,12 +8,11 @@ same functions certification used, on the report's own files (see
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import sha256_file
+from .._io import read_json_file, sha256_file
 from ..align import alignment_report, join_results
 from ..errors import Problem, WorkbenchError
 from ..heldout import held_out_manifest_sha256
@@ -83,7 +82,7 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     if policy_path is None:
         raise EvidenceError("evidence_missing", "the lock names no policy file", where)
     policy = load_policy(policy_path)
-    rows = json.loads((report_dir / LINEAGE_FILE).read_text(encoding="utf-8"))
+    rows = read_json_file(report_dir / LINEAGE_FILE)
     lineage = lineage_blockers(rows)
     fingerprint = lock.candidate_fingerprint
     dataset_sha = lock.evidence.get("gold_dataset")
@@ -101,7 +100,7 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
         if suite_path is None:
             raise EvidenceError("evidence_missing", "the policy declares controls but the report holds no control suite", where)
         suite = load_suite(suite_path)
-        identity = JudgeIdentity.model_validate(json.loads((report_dir / CONTROLS_DIR / "controls.json").read_text(encoding="utf-8"))["judge_identity"])
+        identity = JudgeIdentity.model_validate(read_json_file(report_dir / CONTROLS_DIR / "controls.json")["judge_identity"])
         if identity.fingerprint() != fingerprint:
             raise EvidenceError("evidence_mismatch", "the control records are of another judge than the certified candidate", str(report_dir / CONTROLS_DIR))
         report = evaluate_controls(suite, _outcomes(suite, report_dir / CONTROLS_DIR / "results.jsonl", fingerprint), judge=identity)
@@ -118,7 +117,7 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     join = join_results(dataset, lines, partition="held_out", location=str(results_path))
     alignment = alignment_report(join, results_path=str(results_path) if results_path.exists() else None)
     summary_path = report_dir / RUN_DIR / "run.json"
-    summary = RunSummary.model_validate_json(summary_path.read_text(encoding="utf-8")) if summary_path.exists() else None
+    summary = RunSummary.model_validate(read_json_file(summary_path)) if summary_path.exists() else None
     overrides_path = _path(report_dir, lock, "overrides")
     overrides = load_overrides(overrides_path) if overrides_path is not None else []
     gate = evaluate_gate(alignment, policy, rubric=dataset.rubric, run=summary, overrides=overrides, now=lock.evaluated_at, join=join, extra_blockers=lineage, fingerprint=fingerprint)

@@ -7,11 +7,10 @@ reason and the text, as JSON Lines and as an HTML table in which all text is esc
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, atomic_write_text, write_jsonl
+from .._io import atomic_write_json, atomic_write_text, read_jsonl_records, write_jsonl
 from ..align import Join
 from ..gold import GoldDataset
 from ._present import esc
@@ -65,4 +64,4 @@ def _html(rows: list[dict[str, Any]]) -> str:
 
 
 def read_restricted(directory: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (directory / "held_out_cases.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    return read_jsonl_records(directory / "held_out_cases.jsonl")

@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._io import read_bounded
 from ..errors import Problem, WorkbenchError
 
 PASSPHRASE_ENV = "WORKBENCH_SIGNING_PASSPHRASE"
@@ -82,9 +83,9 @@ def load_signer(path: str | Path) -> Signer:
     key_path = Path(path)
     loc = str(key_path)
     try:
-        data = key_path.read_bytes()
-    except OSError as exc:
-        raise _problem(loc, "signing_key_unreadable", f"the signing key cannot be read ({exc.strerror or exc})", "point --sign at an Ed25519 private key file (ssh-keygen -t ed25519 -f KEY)") from None
+        data = read_bounded(key_path)  # bounded: a pipe or /dev/zero is refused
+    except WorkbenchError as exc:
+        raise _problem(loc, "signing_key_unreadable", f"the signing key cannot be read ({exc.problems[0].message if exc.problems else exc})", "point --sign at an Ed25519 private key file (ssh-keygen -t ed25519 -f KEY)") from None
     passphrase = os.environ.get(PASSPHRASE_ENV)
     password = passphrase.encode() if passphrase else None
     key = None
@@ -117,9 +118,10 @@ def load_trust(path: str | Path) -> dict[bytes, str]:
 
     trust_path = Path(path)
     try:
-        text = trust_path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise WorkbenchError("trust file refused", [Problem(location=str(trust_path), code="trust_unreadable", message=f"the trust file cannot be read ({getattr(exc, 'strerror', None) or exc})", fix="give a text file with one OpenSSH public key per line")]) from None
+        text = read_bounded(trust_path).decode("utf-8")  # bounded: a pipe or /dev/zero is refused
+    except (WorkbenchError, UnicodeDecodeError) as exc:
+        why = exc.problems[0].message if isinstance(exc, WorkbenchError) and exc.problems else exc
+        raise WorkbenchError("trust file refused", [Problem(location=str(trust_path), code="trust_unreadable", message=f"the trust file cannot be read ({why})", fix="give a text file with one OpenSSH public key per line")]) from None
     keys: dict[bytes, str] = {}
     problems: list[Problem] = []
     for number, line in enumerate(text.splitlines(), start=1):

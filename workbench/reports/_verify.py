@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._io import read_json_file
 from ..errors import Problem, WorkbenchError
 from ..heldout import HeldOutLedger, LedgerEntry, ledger_path_for
 from ._listing import read_marker, report_dirs
@@ -162,7 +163,7 @@ def _iso(value: Any) -> str | None:
 
 def _check_outcome(root: Path, lock: Lock, result: ReportVerification) -> None:
     try:
-        gate_file = json.loads((root / GATE_FILE).read_text(encoding="utf-8"))
+        gate_file = read_json_file(root / GATE_FILE)
     except (OSError, ValueError, RecursionError):
         gate_file = None
     if not isinstance(gate_file, dict):

@@ -33,12 +33,15 @@ ERROR_KINDS: tuple[str, ...] = (
     "missing_verdict",
     "invalid_ranking",
     "invalid_score",
+    "missing_reason",
 )
 """Documented evaluator-error kinds. Importers and judge kinds may only use these."""
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    # Numbers are finite; ints, floats and bools are strict (``"1"`` is not an attempt
+    # number, ``1.0`` is not an int, ``"false"`` is not a bool): see the per-field ``strict``.
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
 
 
 class JudgeIdentity(_Record):
@@ -71,7 +74,7 @@ class EvaluatorError(_Record):
     """One of :data:`ERROR_KINDS`."""
     message: str
     """What happened, without secrets."""
-    retryable: bool = False
+    retryable: bool = Field(default=False, strict=True)
     """Transient (rate limit, 5xx, timeout, connection): a later attempt may succeed."""
 
 
@@ -96,7 +99,7 @@ class ResultMigration(_Record):
 class JudgeResult(_Record):
     """One attempt of one judge on one case (and one repeat index)."""
 
-    schema_version: int = RESULT_SCHEMA_VERSION
+    schema_version: int = Field(default=RESULT_SCHEMA_VERSION, strict=True)
     """Result record format version (2). Readers route a record whose ``schema_version`` is
     absent or older to the migration instead of validating it here."""
     case_id: str = Field(min_length=1)
@@ -107,7 +110,7 @@ class JudgeResult(_Record):
     """The verdict: a label from the rubric vocabulary, or None when ``error`` is set."""
     reason: str | None
     """The judge's stated reason; required (null when the judge gave none, e.g. on an error)."""
-    score: float | None = None
+    score: float | None = Field(default=None, strict=True)
     """For score-based judges: the score (the verdict, if any, was thresholded from it); for
     score-only metrics such as noise sensitivity, the result itself."""
     order: list[str] | None = None
@@ -123,19 +126,19 @@ class JudgeResult(_Record):
     runs: ``controls``, ``sentinels``, a ranking battery ...). Required."""
     started_at: datetime | None = None
     """When the attempt started (UTC)."""
-    latency_s: float | None = Field(default=None, ge=0)
+    latency_s: float | None = Field(default=None, ge=0, strict=True)
     """Wall time of the attempt."""
-    tokens_in: int | None = Field(default=None, ge=0)
+    tokens_in: int | None = Field(default=None, ge=0, strict=True)
     """Prompt tokens reported by the provider."""
-    tokens_out: int | None = Field(default=None, ge=0)
+    tokens_out: int | None = Field(default=None, ge=0, strict=True)
     """Completion tokens reported by the provider."""
-    cost_usd: float | None = Field(default=None, ge=0)
+    cost_usd: float | None = Field(default=None, ge=0, strict=True)
     """Cost from the candidate's price table."""
     error: EvaluatorError | None = None
     """Set when the attempt produced no verdict."""
-    attempt: int = Field(ge=1)
+    attempt: int = Field(ge=1, strict=True)
     """1-based attempt number; retries of one case and repeat share everything but this. Required."""
-    repeat: int = Field(ge=0)
+    repeat: int = Field(ge=0, strict=True)
     """0-based repeat index for repeatability studies; alignment uses one repeat at a time. Required."""
     rendered_request_sha256: str | None = None
     """sha256 of the canonical JSON of the evaluator-visible request."""

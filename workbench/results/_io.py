@@ -18,7 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .._io import iter_jsonl_lines
+from .._io import (
+    WRONG_TYPE_ERRORS,
+    JSONRecordError,
+    check_json,
+    iter_jsonl_lines,
+    json_problem,
+    loads_json,
+)
 from ..errors import Problem, WorkbenchError
 from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
 from ._migrate import (
@@ -82,19 +89,24 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
         where = f"{loc}:{number}"
         raw: Any = None
         try:
+            check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+        except JSONRecordError as exc:
+            yield json_problem(exc, where)
+            continue
+        try:
             result = JudgeResult.model_validate_json(text)
         except ValidationError as exc:
-            raw = _raw(text)
+            raw = loads_json(text)  # cannot fail: check_json accepted the text
             version = record_version(raw) if isinstance(raw, dict) else None
             if version is not None and version > RESULT_SCHEMA_VERSION:
                 yield Problem(location=where, case_id=_case_id(raw), code="schema_version_newer", message=f"result schema_version {version} is newer than this workbench reads ({RESULT_SCHEMA_VERSION})", fix="upgrade the workbench")
                 continue
             if version is None or version == RESULT_SCHEMA_VERSION:
-                yield from _translate(exc, where, text)
+                yield from _translate(exc, where, raw)
                 continue
         else:
             # No schema_version at all is version 1's default: a version-1 record.
-            raw = None if "schema_version" in result.model_fields_set else _raw(text)
+            raw = None if "schema_version" in result.model_fields_set else loads_json(text)
         if raw is not None:
             version = record_version(raw) or 1
             if not migrate:
@@ -107,11 +119,15 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
                 yield Problem(location=where, case_id=_case_id(raw), code="migration_needs_gold", message=f"cannot migrate this schema_version {version} record on read: cannot fill {exc.field!r} ({exc})", fix=exc.fix)
                 continue
             except ValidationError as exc:
-                yield from _translate(exc, where, text)
+                yield from _translate(exc, where, raw)
                 continue
         known = verified.get(result.judge_fingerprint)
         if known is None or known != result.judge:
-            if result.judge.fingerprint() != result.judge_fingerprint:
+            try:
+                actual = result.judge.fingerprint()
+            except ValueError:  # a value canonical JSON cannot hold
+                actual = None
+            if actual != result.judge_fingerprint:
                 yield Problem(location=where, case_id=result.case_id, code="fingerprint_mismatch", message="judge_fingerprint is not the sha256 of the judge identity", fix="recompute judge_fingerprint from 'judge'; results must not be edited by hand")
                 continue
             verified[result.judge_fingerprint] = result.judge
@@ -142,31 +158,25 @@ def migration_note(lines: list[ResultLine]) -> str | None:
     return f"{len(migrated)} of {len(lines)} result(s) were written under schema_version {', '.join(map(str, versions))} and migrated on read to {RESULT_SCHEMA_VERSION}; filled: {what}"
 
 
-def _raw(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        return None
-
-
 def _case_id(raw: Any) -> str | None:
     return raw.get("case_id") if isinstance(raw, dict) and isinstance(raw.get("case_id"), str) else None
 
 
-def _translate(exc: ValidationError, where: str, text: str) -> list[Problem]:
-    try:
-        raw = json.loads(text)
-    except json.JSONDecodeError as jexc:
-        return [Problem(location=where, code="malformed_json", message=f"malformed JSON ({jexc.msg} at column {jexc.colno})", fix="each line must be one complete JSON object; a torn last line means the writer crashed")]
+def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
     case_id = raw.get("case_id") if isinstance(raw, dict) and isinstance(raw.get("case_id"), str) else None
     out = []
     for err in exc.errors(include_url=False):
         path = ".".join(str(p) for p in err["loc"]) or "record"
+        code = "invalid_result"
         if err["type"] == "missing":
             message, fix = f"missing required field '{path}'", "see docs/formats.md#judge-results for the required fields"
         elif err["type"] == "extra_forbidden":
             message, fix = f"unknown field '{path}'", "remove it or correct its spelling"
+        elif err["type"] in WRONG_TYPE_ERRORS:
+            code = "wrong_type"
+            message = f"field '{path}' must be {WRONG_TYPE_ERRORS[err['type']]} (got {json.dumps(err.get('input'))[:60]})"
+            fix = "write the value with its JSON type: numbers and true/false without quotes, whole numbers without a decimal point"
         else:
             message, fix = f"{path}: {err['msg']}", "see docs/formats.md#judge-results"
-        out.append(Problem(location=where, case_id=case_id, code="invalid_result", message=message, fix=fix))
+        out.append(Problem(location=where, case_id=case_id, code=code, message=message, fix=fix))
     return out

@@ -16,7 +16,6 @@ record is refused otherwise (``migration_needs_gold``).
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections import Counter
 from collections.abc import Callable
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from .._io import atomic_write_text, iter_jsonl_lines
+from .._io import JSONRecordError, atomic_write_text, iter_jsonl_lines, json_problem, loads_json
 from ..errors import Problem, WorkbenchError
 from ._contract import RESULT_SCHEMA_VERSION, JudgeResult
 
@@ -179,9 +178,9 @@ def migrate_results_file(path: str | Path, *, gold: str | Path | GoldDataset | N
     for number, text in iter_jsonl_lines(path, not_utf8):
         where = f"{loc}:{number}"
         try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(location=where, code="malformed_json", message=f"malformed JSON ({exc.msg} at column {exc.colno})", fix="each line must be one complete JSON object"))
+            raw = loads_json(text)  # strict: duplicate keys, NaN/Infinity, too deep refused
+        except JSONRecordError as exc:
+            problems.append(json_problem(exc, where))
             continue
         if not isinstance(raw, dict):
             problems.append(Problem(location=where, code="invalid_result", message="the line is not a JSON object", fix="each line must be one judge-result object"))

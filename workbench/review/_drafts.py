@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .._io import AppendOnlyLog, iter_jsonl_lines
+from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 from ._notes import ReviewNote
@@ -103,9 +103,13 @@ class GoldCorrectionDrafts:
             return []
         drafts: list[GoldCorrectionDraft] = []
         problems: list[Problem] = []
-        for number, text in iter_jsonl_lines(self.path):
+        not_utf8: list[int] = []
+        for number, text in iter_jsonl_lines(self.path, not_utf8):
             try:
-                draft = GoldCorrectionDraft.model_validate_json(text)
+                draft = GoldCorrectionDraft.model_validate(loads_json(text))
+            except JSONRecordError as exc:
+                problems.append(json_problem(exc, f"{self.path}:{number}", fix="drafts are written by the review widget; do not edit the file by hand"))
+                continue
             except ValidationError as exc:
                 problems.append(Problem(location=f"{self.path}:{number}", code="invalid_draft", message=str(exc.errors(include_url=False)[0]["msg"]), fix="drafts are written by the review widget; do not edit the file by hand"))
                 continue
@@ -113,6 +117,7 @@ class GoldCorrectionDrafts:
                 problems.append(Problem(location=f"{self.path}:{number}", code="schema_version_newer", message=f"draft schema_version {draft.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
                 continue
             drafts.append(draft)
+        problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="drafts are written by the review widget; do not edit the file by hand") for n in not_utf8]
         if problems:
             raise WorkbenchError(f"{self.path}: {len(problems)} bad draft line(s)", problems)
         return drafts

@@ -15,7 +15,15 @@ from typing import Literal, get_args
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._io import AppendOnlyLog, atomic_write_bytes, atomic_write_text, iter_jsonl_lines
+from .._io import (
+    AppendOnlyLog,
+    JSONRecordError,
+    atomic_write_bytes,
+    atomic_write_text,
+    iter_jsonl_lines,
+    json_problem,
+    loads_json,
+)
 from ..errors import Problem, WorkbenchError
 
 NOTE_SCHEMA_VERSION = 1
@@ -116,10 +124,14 @@ class ReviewNotes:
             return []
         notes: list[ReviewNote] = []
         problems: list[Problem] = []
-        for number, text in iter_jsonl_lines(self.path):
+        not_utf8: list[int] = []
+        for number, text in iter_jsonl_lines(self.path, not_utf8):
             where = f"{self.path}:{number}"
             try:
-                record = ReviewNote.model_validate_json(text)
+                record = ReviewNote.model_validate(loads_json(text))
+            except JSONRecordError as exc:
+                problems.append(json_problem(exc, where, fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
+                continue
             except ValidationError as exc:
                 problems.append(Problem(location=where, code="invalid_note", message=str(exc.errors(include_url=False)[0]["msg"]), fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
                 continue
@@ -127,6 +139,7 @@ class ReviewNotes:
                 problems.append(Problem(location=where, case_id=record.case_id, code="schema_version_newer", message=f"note schema_version {record.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
                 continue
             notes.append(record)
+        problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="notes are written by ReviewNotes.add; do not edit the file by hand") for n in not_utf8]
         if problems:
             raise WorkbenchError(f"{self.path}: {len(problems)} bad note line(s)", problems)
         return notes

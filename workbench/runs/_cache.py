@@ -8,12 +8,11 @@ file per fingerprint under the cache directory (``$WORKBENCH_CACHE_DIR``, defaul
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
-from .._io import AppendOnlyLog
+from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError
 from ..results import REQUIRED_SINCE_V2, RESULT_SCHEMA_VERSION, JudgeResult
 
@@ -31,22 +30,27 @@ class VerdictCache:
         self._entries: dict[tuple[str, int], dict[str, Any]] = {}
         if self.path.exists():
             self._log_repair()
-            with open(self.path, encoding="utf-8", errors="replace") as fh:
-                for number, line in enumerate(fh, start=1):
-                    if not line.strip():
-                        continue
-                    try:
-                        entry = json.loads(line)
-                        key = (entry["request_key"], entry["repeat"])
-                        if not isinstance(key[0], str) or not isinstance(key[1], int) or not isinstance(entry["result"], dict):
-                            raise TypeError
-                    except (ValueError, KeyError, TypeError):
-                        raise WorkbenchError(
-                            "unreadable verdict cache",
-                            [Problem(location=f"{self.path}:{number}", code="cache_corrupt", message=f"line {number} of the verdict cache is not a cache entry", fix="delete this cache file (it only holds verdicts that can be recomputed), or run with --no-cache")],
-                        ) from None
-                    self._entries[key] = entry["result"]
+            not_utf8: list[int] = []
+            for number, line in iter_jsonl_lines(self.path, not_utf8):  # bounded: a line too long is refused
+                if not_utf8:
+                    raise self._corrupt(not_utf8[0])
+                try:
+                    entry = loads_json(line)
+                    key = (entry["request_key"], entry["repeat"])
+                    if not isinstance(key[0], str) or not isinstance(key[1], int) or not isinstance(entry["result"], dict):
+                        raise TypeError
+                except (ValueError, KeyError, TypeError):
+                    raise self._corrupt(number) from None
+                self._entries[key] = entry["result"]
+            if not_utf8:
+                raise self._corrupt(not_utf8[0])
         self._log: AppendOnlyLog | None = None
+
+    def _corrupt(self, number: int) -> WorkbenchError:
+        return WorkbenchError(
+            "unreadable verdict cache",
+            [Problem(location=f"{self.path}:{number}", code="cache_corrupt", message=f"line {number} of the verdict cache is not a cache entry", fix="delete this cache file (it only holds verdicts that can be recomputed), or run with --no-cache")],
+        )
 
     def _log_repair(self) -> None:
         AppendOnlyLog(self.path).close()  # repairs a torn last line, if any

@@ -17,7 +17,6 @@ file, ``.run.lock``). Everything recorded from a provider is redacted (:mod:`wor
 from __future__ import annotations
 
 import asyncio
-import json
 import math
 import os
 import time
@@ -38,7 +37,8 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
-from .._io import AppendOnlyLog, atomic_write_json, sha256_json
+from .._args import check_run_arguments, partition_name
+from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
 from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, GoldLineage, Partition
@@ -197,24 +197,30 @@ def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
     if not path.exists():
         return found
     problems: list[Problem] = []
-    with open(path, encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as exc:
-                problem: str | None = f"it is not valid JSON ({str(exc)[:80]})"
-            else:
-                problem = _row_problem(row)
-            if problem is not None:
-                problems.append(Problem(location=f"{path}:{number}", code="results_corrupt", message=f"line {number} of the run's results cannot be resumed from: {problem}", fix="restore results.jsonl from a copy, or move the run directory aside and run into a new --out (a torn last line alone is repaired automatically)"))
-                if len(problems) >= 10:
-                    break
-                continue
-            found.setdefault((row["case_id"], row.get("repeat", 0)), []).append(row)
+
+    def refuse(number: int, problem: str) -> None:
+        problems.append(Problem(location=f"{path}:{number}", code="results_corrupt", message=f"line {number} of the run's results cannot be resumed from: {problem}", fix="restore results.jsonl from a copy, or move the run directory aside and run into a new --out (a torn last line alone is repaired automatically)"))
+
+    not_utf8: list[int] = []
+    for number, line in iter_jsonl_lines(path, not_utf8):  # bounded: a line too long is refused
+        while not_utf8:
+            refuse(not_utf8.pop(0), "it is not valid UTF-8")
+        if len(problems) >= 10:
+            break
+        try:
+            row = loads_json(line)  # strict: duplicate keys, NaN/Infinity and too-deep nesting refused
+        except ValueError as exc:
+            problem: str | None = f"it is not valid JSON ({str(exc)[:80]})"
+        else:
+            problem = _row_problem(row)
+        if problem is not None:
+            refuse(number, problem)
+            continue
+        found.setdefault((row["case_id"], row.get("repeat", 0)), []).append(row)
+    for number in not_utf8:
+        refuse(number, "it is not valid UTF-8")
     if problems:
-        raise WorkbenchError("refusing to resume: results.jsonl has corrupt lines", problems)
+        raise WorkbenchError("refusing to resume: results.jsonl has corrupt lines", problems[:10])
     for rows in found.values():
         rows.sort(key=lambda r: r["attempt"])
     return found
@@ -255,7 +261,8 @@ async def run_candidate(
     ``held_out_access``: required for the held-out partition; only certification grants it,
     after recording the use in the held-out ledger.
     """
-    part = Partition(partition).value
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
+    part = Partition(partition_name(partition)).value
     if part == "held_out" and (held_out_access is None or held_out_access.entry.candidate_fingerprint != judge.identity.fingerprint()):
         raise WorkbenchError(
             "held-out refused",
@@ -293,6 +300,7 @@ async def run_items(
     ``grid`` says the items are every case x every repeat (the manifest then stores the
     cases only).
     """
+    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
     if partition == "held_out" and not grid:
         raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="held_out_refused", message="held-out gold is judged only through certification", fix="use development or calibration")])
     out = Path(out_dir)

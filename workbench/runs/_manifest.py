@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
@@ -10,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .._io import atomic_write_json, sha256_json
+from .._io import atomic_write_json, read_json_file, sha256_json
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldLineage
 from ..results import JudgeIdentity
@@ -112,8 +111,8 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
         atomic_write_json(path, proposed.model_dump(mode="json"))
         return proposed, False
     try:
-        existing = RunManifest.model_validate(json.loads(path.read_text(encoding="utf-8")))
-    except (ValueError, json.JSONDecodeError) as exc:
+        existing = RunManifest.model_validate(read_json_file(path))
+    except (OSError, ValueError) as exc:
         raise WorkbenchError("unreadable manifest", [Problem(location=str(path), code="manifest_invalid", message=f"the run manifest cannot be read ({exc})", fix="restore the manifest or use a new --out directory")]) from None
     if existing.content_sha256() != proposed.content_sha256():
         changed = [

@@ -31,7 +31,14 @@ from typing import Any
 
 import yaml
 
-from ..._io import atomic_write_text, canonical_json
+from ..._io import (
+    atomic_write_text,
+    canonical_json,
+    iter_jsonl_lines,
+    loads_json,
+    read_bounded,
+    yaml_loads,
+)
 from ...errors import Problem, WorkbenchError
 from ...gold import CARD_FILE, GOLD_FILE, RUBRIC_FILE, GoldCase, validate_dataset
 from .._registry import ImportSummary, register_importer
@@ -286,8 +293,8 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
     rubric_path, card_path, gold_path = out / RUBRIC_FILE, out / CARD_FILE, out / GOLD_FILE
     if card_path.is_file():
         try:
-            card = card_path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            card = read_bounded(card_path).decode("utf-8")
+        except (WorkbenchError, UnicodeDecodeError):
             card = None
     if gold_path.exists() and (card is None or CARD_MARKER not in card):
         if not force:
@@ -299,18 +306,16 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
         return None, None, {}
     if rubric_path.is_file():
         try:
-            rubric = yaml.safe_load(rubric_path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError):
+            rubric = yaml_loads(read_bounded(rubric_path).decode("utf-8"))
+        except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
             rubric = None
     if gold_path.is_file():
         try:
-            with open(gold_path, encoding="utf-8") as fh:
-                for line in fh:
-                    if line.strip():
-                        row = json.loads(line)
-                        if isinstance(row, dict) and isinstance(row.get("case_id"), str):
-                            partitions[row["case_id"]] = str(row.get("partition"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            for _number, line in iter_jsonl_lines(gold_path):  # bounded and strict
+                row = loads_json(line)
+                if isinstance(row, dict) and isinstance(row.get("case_id"), str):
+                    partitions[row["case_id"]] = str(row.get("partition"))
+        except (WorkbenchError, ValueError):  # not a file, a line too long, not UTF-8, bad JSON
             if not force:
                 raise WorkbenchError("refusing to overwrite a dataset", [_problem(str(gold_path), "out_not_empty", "the existing gold.jsonl cannot be read, so the import cannot check that no case moves", "repair or remove it, or pass --force")]) from None
     return rubric, card, partitions

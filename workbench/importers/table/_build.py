@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ..._io import JSONRecordError, loads_json
 from ...errors import Problem, WorkbenchError
 from ...gold import PARTITIONS, Adjudication, GoldCase, Partition, Review, Risk, Rubric
 from ...gold._rubric import UNSET_RISK
@@ -256,8 +257,8 @@ def _contexts(reader: _Reader, m: TableMapping, i: int) -> list[str] | None:
         return None
     if isinstance(value, str) and spec.json_list:
         try:
-            value = json.loads(value)
-        except json.JSONDecodeError as exc:
+            value = loads_json(value)  # strict: duplicate keys, NaN/Infinity, too deep refused
+        except JSONRecordError as exc:
             reader.issues.add("contexts_invalid", f"column {spec.column!r} is not a JSON list ({exc.msg})", "write the passages as a JSON list of strings, or use separator: instead of json_list", i)
             return None
     if isinstance(value, str):

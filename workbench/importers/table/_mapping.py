@@ -22,6 +22,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from ..._io import read_bounded, yaml_loads
 from ...errors import Problem, WorkbenchError
 from ...gold import Partition
 
@@ -470,11 +471,11 @@ def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
     if not path.is_file():
         raise WorkbenchError("no mapping", [Problem(location=loc, code="mapping_missing", message="the mapping file does not exist", fix="write a mapping (docs/formats.md#table-mapping) and pass it with --mapping")])
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path).decode("utf-8")  # bounded: a pipe or /dev/zero is refused
     except UnicodeDecodeError as exc:
         raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_encoding", message=f"not valid UTF-8 (byte {exc.start})", fix="save the mapping as UTF-8")]) from None
     try:
-        raw = yaml.safe_load(text)
+        raw = yaml_loads(text)  # duplicate keys and too-deep nesting refused
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"{loc}:{mark.line + 1}" if mark else loc
