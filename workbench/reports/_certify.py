@@ -549,7 +549,7 @@ class Certification:
         from ._restricted import write_restricted
 
         assert self.join is not None and self.gate is not None
-        write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, self.report_dir / RUN_DIR / "results.jsonl", self.gate)
+        write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, self.report_dir / RUN_DIR / "results.jsonl", self.gate, report_id=self.ledger_entry.report_id)
 
     # -- what the report shows --------------------------------------------------------------
 
