@@ -54,6 +54,7 @@ from ._evaluation import (
     public_gate,
     write_gold_evidence,
 )
+from ._kernel import kernel_manager_class
 from ._listing import (
     check_ledger_complete,
     check_legacy_ledger,
@@ -259,7 +260,8 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: P
     failure: Exception | None = None
     executed = report_dir / EXECUTED_NOTEBOOK
     try:
-        papermill.execute_notebook(str(notebook_path), str(executed), parameters=parameters, cwd=str(report_dir), kernel_name=kernel_name, progress_bar=False, log_output=False)
+        with kernel_manager_class() as manager:  # IPC: no TCP port, no "TCP without encryption" warning
+            papermill.execute_notebook(str(notebook_path), str(executed), parameters=parameters, cwd=str(report_dir), kernel_name=kernel_name, progress_bar=False, log_output=False, kernel_manager_class=manager)
     except papermill.PapermillExecutionError as exc:
         failure = exc
     executed_at = time.perf_counter()
