@@ -8,6 +8,7 @@ Presentation shared with the notebooks: styled tables (:func:`slice_table`, :fun
 from ._blockers import BlockerGroup, group_blockers, more_needed, why_lines
 from ._certify import Certification, CertificationResult, certify, default_notebook, resolve_budget
 from ._charts import (
+    candidates_chart,
     charts_row,
     confusion_heatmap,
     slice_error_chart,
@@ -43,6 +44,8 @@ from ._slices import SliceRow, slice_rows
 from ._tables import (
     Table,
     confusion_table,
+    merge_interval,
+    percent,
     rate_columns,
     slice_table,
     styled,
@@ -67,6 +70,7 @@ __all__ = [
     "agreement_summary",
     "blockers_display",
     "blockers_html",
+    "candidates_chart",
     "certify",
     "charts_row",
     "confusion_heatmap",
@@ -86,11 +90,13 @@ __all__ = [
     "list_reports",
     "load_signer",
     "load_trust",
+    "merge_interval",
     "more_needed",
     "next_step",
     "not_used_html",
     "outcome_html",
     "pct",
+    "percent",
     "previous_certification",
     "rate_columns",
     "rate_text",

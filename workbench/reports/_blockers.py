@@ -231,12 +231,12 @@ def _rate_family(fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict
     human = "fail" if fam == "false_pass" else "pass"
     what = "false passes" if fam == "false_pass" else "false fails"
     count_key = "false_passes" if fam == "false_pass" else "false_fails"
-    total_key = f"human_{human}s_decided"
+    total_key = "human_fails_decided" if fam == "false_pass" else "human_passes_decided"
     limit = next((r["evidence"].get("limit") for r in raw if r["code"] != f"{fam}es_exceeded" and isinstance(r["evidence"].get("limit"), float)), None)
     count_limit = next((r["evidence"].get("limit") for r in raw if r["code"] == "false_passes_exceeded"), None)
     if "rate_unbounded" in codes:
         needed = ev.get("verdicts_needed_at_zero_errors")
-        in_scope = ev.get(f"human_{human}s", 0)
+        in_scope = ev.get("human_fails" if fam == "false_pass" else "human_passes", 0)
         need = f"at least {needed} are needed" if needed else "no sample can show this limit: the policy must change"
         text = f"no human-{human} case judged pass or fail ({in_scope} in scope), so the {what} limit cannot be checked: {need}"
         return text, f"no human-{human} case decided: {needed or 'no sample'} needed", needed, f"human-{human}"
@@ -251,11 +251,12 @@ def _rate_family(fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict
         if limit is not None:
             on = "upper 95% bound" if basis == "upper_95" else "observed rate"
             allowed.append(f"{pct(limit)} ({on} {pct(ev.get('compared'))})")
-        text = f"{k} {what} in {n} human-{human} cases judged pass or fail ({rate_text(rate)}); the policy allows " + " and ".join(allowed)
+        noun = what if k != 1 else what[:-2]
+        text = f"{k} {noun} in {n} human-{human} cases judged pass or fail ({rate_text(rate)}); the policy allows " + " and ".join(allowed)
         short = f"{k} of {n} {what} ({pct(ev.get('rate'))}), over " + " and ".join(a.split(" (")[0] for a in allowed)
         return text, short, None, None
     more = more_needed(k, n, limit)
-    observed = f"no {what[:-2]}" if k == 0 else f"{k} {what} (observed {pct(ev.get('rate'))}, within the limit)"
+    observed = f"no {what[:-2]}" if k == 0 else f"{k} {what if k != 1 else what[:-2]} (observed {pct(ev.get('rate'))}, within the limit)"
     if more is None:
         tail = "no sample can show this limit"
     else:

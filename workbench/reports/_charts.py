@@ -128,6 +128,39 @@ def slice_error_chart(source: Any, policy: Any = None, gate: Any = None, *, titl
     return chart
 
 
+def candidates_chart(reports: Any, policy: Any = None, *, title: str = "False passes and false fails per slice, by candidate", width: int = 330) -> Any:
+    """Several candidates' per-slice rates side by side (``reports``: ``{label: AlignmentReport}``).
+
+    Same encoding as :func:`slice_error_chart` (dot, 95% Wilson interval, the policy limit as a
+    black tick), one colour per candidate, offset within each slice row.
+    """
+    import altair as alt
+    import pandas as pd
+
+    frames = []
+    for label, report in dict(reports).items():
+        part = slice_error_data(report, policy)
+        part.insert(0, "candidate", label)
+        frames.append(part)
+    data = pd.concat(frames, ignore_index=True) if frames else slice_error_data([], policy)
+    order = list(dict.fromkeys(data["slice"]))
+    panels = []
+    for metric in data["metric"].drop_duplicates():
+        part = data[data["metric"] == metric]
+        base = alt.Chart(part).encode(y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220)))
+        offset = alt.YOffset("candidate:N")
+        color = alt.Color("candidate:N", title="candidate", legend=alt.Legend(orient="bottom"))
+        layers = [
+            base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=f"{metric}, 95% Wilson interval", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")), x2="high:Q", yOffset=offset, color=color).transform_filter("datum.rate != null"),
+            base.mark_point(filled=True, size=45).encode(x="rate:Q", yOffset=offset, color=color, tooltip=["candidate", "slice", "k/n", "rate_text", "limit_text", "status"]).transform_filter("datum.rate != null"),
+        ]
+        limits = part.drop_duplicates("slice")
+        if limits["limit"].notna().any():
+            layers.append(alt.Chart(limits).mark_tick(color="black", thickness=2, size=22).encode(y=alt.Y("slice:N", sort=order), x="limit:Q", tooltip=["slice", "limit_text", "basis"]).transform_filter("datum.limit != null"))
+        panels.append(alt.layer(*layers).properties(width=width, height=max(80, 12 * len(order) * max(1, len(reports))), title=metric))
+    return alt.hconcat(*panels).properties(title=alt.Title(title, subtitle="dot: observed rate; bar: 95% Wilson interval; black tick: the policy limit"))
+
+
 def slice_rates_chart(report: Any, policy: Any = None, gate: Any = None) -> Any:
     """Per-slice false-pass and false-fail rates with 95% Wilson intervals (and limits, given a policy)."""
     return slice_error_chart(report, policy, gate)
@@ -185,7 +218,11 @@ def threshold_sweep_chart(sweep: Any, *, limit: float | None = None, basis: str 
                 continue
             rows.append({"threshold": float(r["threshold"]), "series": series, "value": float(value), "meets": "fails a limit" if (over or ff_over) else "meets the limits", "fp": f"{int(r['false_passes'])}/{int(r['human_fails'])}", "ff": f"{int(r['false_fails'])}/{int(r['human_passes'])}", "agreement": float(r["agreement"])})
     data = pd.DataFrame(rows, columns=["threshold", "series", "value", "meets", "fp", "ff", "agreement"])
-    base = alt.Chart(data).encode(x=alt.X("threshold:Q", title="threshold (pass when the score is at least this)"))
+    low_x = float(data["threshold"].min()) if len(data) else 0.0
+    high_x = float(data["threshold"].max()) if len(data) else 1.0
+    pad = max(0.02, 0.06 * (high_x - low_x))
+    xscale = alt.Scale(domain=[low_x - pad, high_x + pad], nice=False)
+    base = alt.Chart(data).encode(x=alt.X("threshold:Q", title="threshold (pass when the score is at least this)", scale=xscale))
     lines = base.mark_line(interpolate="step-after").encode(
         y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
         color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["false-pass rate", "false-pass upper 95% bound", "false-fail rate"], range=["#cf222e", "#ff8182", "#0969da"]), legend=alt.Legend(orient="bottom")),
@@ -201,13 +238,13 @@ def threshold_sweep_chart(sweep: Any, *, limit: float | None = None, basis: str 
     if limit is not None:
         on = "upper 95% bound" if basis == "upper_95" else "observed rate"
         layers.append(alt.Chart(marks).mark_rule(color="black", strokeWidth=2).encode(y="limit:Q"))
-        layers.append(alt.Chart(marks).mark_text(align="left", dx=4, dy=-7, color="black").encode(y="limit:Q", x=alt.datum(float(data["threshold"].min()) if len(data) else 0), text=alt.value(f"false-pass limit {pct(limit)} ({on})")))
+        layers.append(alt.Chart(marks).mark_text(align="left", dx=4, dy=-7, color="black").encode(y="limit:Q", x=alt.datum(low_x), text=alt.value(f"false-pass limit {pct(limit)} ({on})")))
     if max_false_fail_rate is not None:
         layers.append(alt.Chart(marks).mark_rule(color="#0969da", strokeDash=[2, 2]).encode(y="ff_limit:Q"))
     if chosen is not None and math.isfinite(chosen):
         layers.append(alt.Chart(marks).mark_rule(color="#8250df", strokeWidth=2).encode(x="chosen:Q"))
-        layers.append(alt.Chart(marks).mark_text(align="left", dx=4, y=8, color="#8250df").encode(x="chosen:Q", text=alt.value(f"frozen threshold {chosen:g}")))
-    return alt.layer(*layers).properties(width=560, height=280, title=alt.Title(title, subtitle="red points: a limit is not met at that threshold; black line: the policy's false-pass limit"))
+        layers.append(alt.Chart(marks).mark_text(align="right", dx=-4, y=8, color="#8250df").encode(x="chosen:Q", text=alt.value(f"frozen threshold {chosen:g}")))
+    return alt.layer(*layers).resolve_scale(color="independent").properties(width=560, height=280, title=alt.Title(title, subtitle="red points: a limit is not met at that threshold; black line: the policy's false-pass limit"))
 
 
 def _nan(value: Any) -> bool:

@@ -257,7 +257,7 @@ def first_screen_html(cert: Any, gate: Any) -> str:
     from .._io import sha256_file
     from ._blockers import group_blockers, why_lines
     from ._slices import slice_rows
-    from ._templates import render
+    from ._templates import fragment, render
 
     outcome = str(_attr(gate, "outcome"))
     color, background, title = OUTCOME_STYLE.get(outcome, ("#000", "#eee", outcome.upper()))
@@ -300,22 +300,36 @@ def first_screen_html(cert: Any, gate: Any) -> str:
         "why": why,
         "next_step": next_step(outcome, groups, held_out_used=held_out_used),
     }
-    return render("summary.html.j2", s=context, slice_table=slices_html(rows, note=note))
+    return fragment(render("summary.html.j2", s=context, slice_table=slices_html(rows, note=note)))
 
 
-def blockers_html(gate: Any, policy: Any = None) -> str:
-    """Blockers grouped per slice and code family, the first line visible and the detail folded."""
+def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) -> str:
+    """Blockers grouped per slice and code family, the first line visible and the detail folded.
+
+    With ``title`` (say, a candidate's label), the whole list folds under one line: the title,
+    the outcome and how many slices and problems it holds.
+    """
     from ._blockers import group_blockers
-    from ._templates import render
+    from ._templates import fragment, render
 
-    return render("blockers.html.j2", groups=group_blockers(_attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=policy))
+    groups = group_blockers(_attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=policy)
+    body = render("blockers.html.j2", groups=groups)
+    if title is None:
+        return fragment(body)
+    outcome = str(_attr(gate, "outcome", ""))
+    _, _, label = OUTCOME_STYLE.get(outcome, ("", "", outcome.upper()))
+    css = {"certified": "pass", "quality_failed": "fail", "review_required": "review", "evaluation_incomplete": "incomplete"}.get(outcome, "notrun")
+    active = [g for g in groups if not g.waived_by]
+    slices = len({g.slice for g in active if g.slice})
+    count = f"{len(active)} problem(s) in {slices} slice(s)" if active else "no blocker"
+    return fragment(f'<details class="wb-candidate"><summary><span class="badge r-{css}">{esc(label)}</span> <b>{esc(title)}</b>: {esc(count)}</summary>{body}</details>')
 
 
-def blockers_display(gate: Any, policy: Any = None) -> Any:
+def blockers_display(gate: Any, policy: Any = None, *, title: str | None = None) -> Any:
     """:func:`blockers_html` as an IPython display object."""
     from IPython.display import HTML
 
-    return HTML(blockers_html(gate, policy))
+    return HTML(blockers_html(gate, policy, title=title))
 
 
 def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
@@ -325,7 +339,7 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
     control run records).
     """
     from ._format import DASH
-    from ._templates import render
+    from ._templates import fragment, render
 
     if report is None:
         return "<p>The policy declares no control suite.</p>"
@@ -359,7 +373,7 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
                 "passed": [c.control_id for c in rows if c.status == "passed"],
             }
         )
-    return render("controls.html.j2", suite=f"{report.suite.name}@{report.suite.version}", groups=groups, status=report.status)
+    return fragment(render("controls.html.j2", suite=f"{report.suite.name}@{report.suite.version}", groups=groups, status=report.status))
 
 
 def _short(text: str, limit: int) -> str:
@@ -369,9 +383,9 @@ def _short(text: str, limit: int) -> str:
 
 def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
     """The lineage checks as a table: check, held, expected, actual."""
-    from ._templates import render
+    from ._templates import fragment, render
 
-    return render("lineage.html.j2", rows=[{"check": r["check"], "ok": bool(r["ok"]), "expected": "" if r["expected"] is None else str(r["expected"]), "actual": "" if r["actual"] is None else str(r["actual"])} for r in rows])
+    return fragment(render("lineage.html.j2", rows=[{"check": r["check"], "ok": bool(r["ok"]), "expected": "" if r["expected"] is None else str(r["expected"]), "actual": "" if r["actual"] is None else str(r["actual"])} for r in rows]))
 
 
 def not_used_html() -> str:

@@ -68,8 +68,10 @@ def styled(frame: Any, *, caption: str | None = None, highlight: Callable[[Mappi
     import pandas as pd
 
     data = frame.copy()
-    if index or (data.index.name is not None and data.index.name not in data.columns):
+    named = any(name is not None for name in data.index.names)
+    if index or named:
         data = data.reset_index()
+    data.columns = [str(c) for c in data.columns]
     data = data.reset_index(drop=True)
     raw = data.copy()
     had_missing = False
@@ -235,6 +237,16 @@ def rate_columns(frame: Any, rates: Mapping[str, tuple[str, str]]) -> Any:
         out = out.drop(columns=[k_col])
         out.insert(position, name, texts)
         out.insert(position + 1, f"{name} k/n", kns)
+    return out
+
+
+def merge_interval(frame: Any, value: str, low: str, high: str, *, name: str | None = None) -> Any:
+    """Replace three columns (a proportion and its interval) by one ``"82% [59–94%]"`` column."""
+    out = frame.copy()
+    texts = [rate_text({"rate": v, "ci95_low": lo, "ci95_high": hi}) for v, lo, hi in zip(out[value], out[low], out[high], strict=True)]
+    position = list(out.columns).index(value)
+    out = out.drop(columns=[value, low, high])
+    out.insert(position, name or f"{value} [95% CI]", texts)
     return out
 
 

@@ -34,7 +34,23 @@ def render(template: str, **context: Any) -> str:
     return str(environment().get_template(template).render(**context))
 
 
+def _css(name: str) -> str:
+    return files("workbench.reports").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def fragment_stylesheet() -> str:
+    """Class-scoped CSS of the report's fragments (badges, tables, folded blockers)."""
+    return _css("fragments.css")
+
+
 @lru_cache(maxsize=1)
 def stylesheet() -> str:
-    """The report's CSS (screen and print)."""
-    return files("workbench.reports").joinpath("templates", "style.css").read_text(encoding="utf-8")
+    """The report page's CSS: page rules (screen and print) and the fragments' rules."""
+    return _css("page.css") + "\n" + fragment_stylesheet()
+
+
+def fragment(body: str) -> str:
+    """Wrap rendered HTML so it is styled on its own (in a notebook) as in the report."""
+    return f'<div class="wb-frag"><style>{fragment_stylesheet()}</style>{body}</div>'
+
