@@ -146,7 +146,7 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
 
 # -- the report's first screen, blockers, controls, lineage ---------------------------------
 
-NOT_USED_NOTE = "The held-out partition was not used (see the outcome): no held-out figure exists for this report."
+NOT_USED_NOTE = "No held-out figure exists for this report: the held-out partition was not used (see the outcome)."
 
 
 def _attr(obj: Any, name: str, default: Any = None) -> Any:
@@ -390,4 +390,4 @@ def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
 
 def not_used_html() -> str:
     """The single note that replaces every held-out section when held-out data was not used."""
-    return f'<p class="wb-footnote">{esc(NOT_USED_NOTE)} The alignment, disagreement, agreement and cost sections are therefore empty.</p>'
+    return f'<p class="wb-footnote">{esc(NOT_USED_NOTE)} Error rates, alignment, disagreements, agreement and cost exist only for a held-out run.</p>'
