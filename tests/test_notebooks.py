@@ -71,7 +71,7 @@ def test_overview_runs_and_shows_alignment(tmp_path: Path) -> None:
     for label in ("rubric-judge@1", "rubric-judge@2", "rubric-judge@3"):
         assert f"Judge error rates by slice: {label}" in html  # a chart per candidate
     assert html.count("<svg") >= 7 and "Confusion: adjudicated label" in html  # 3 charts, 3 heatmaps, the comparison
-    assert "black tick: the policy limit" in html and "(missing)" in html
+    assert "black rule: the policy limit" in html and "(missing)" in html
     assert re.search(r"\d+% \[\d+\u2013\d+%\]|\d+% \[\d+–\d+%\]", html)  # rates as "28% [17–43%]"
     _assert_tables_read_at_a_glance(nb)
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")

@@ -95,11 +95,28 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
     return pd.DataFrame(records, columns=["slice", "metric", "rate", "low", "high", "k/n", "label", "limit", "basis", "status", "rate_text", "limit_text"])
 
 
+def _limit_rule(data: Any, order: list[str]) -> Any:
+    """Each slice's policy limit as a rule mark spanning the slice's row (slices without a limit drawn none)."""
+    import altair as alt
+
+    return (
+        alt.Chart(data)
+        .mark_rule(color="black", strokeWidth=2.5)
+        .encode(
+            x="limit:Q",
+            y=alt.Y("slice:N", sort=order, bandPosition=0.08, title=None),
+            y2=alt.Y2("slice:N", bandPosition=0.92),
+            tooltip=["slice", "limit_text", "basis"],
+        )
+        .transform_filter("datum.limit != null")
+    )
+
+
 def slice_error_chart(source: Any, policy: Any = None, gate: Any = None, *, title: str = TITLE, width: int = 330) -> Any:
     """False-pass and false-fail rates per slice with 95% Wilson intervals and the policy limits.
 
     ``source``: an :class:`~workbench.align.AlignmentReport`, a list of figures (the gate's
-    ``figures``) or of :class:`SliceRow`. ``policy`` draws each slice's limit as a black rule;
+    ``figures``) or of :class:`SliceRow`. ``policy`` draws each slice's limit as a black rule mark across the slice's row;
     ``gate`` colours each slice by its result (otherwise by whether the figure the gate would
     compare is within the limit). Rates over no case are left out of the marks (their k/n is
     still written).
@@ -122,9 +139,9 @@ def slice_error_chart(source: Any, policy: Any = None, gate: Any = None, *, titl
             base.mark_text(align="left", dx=2, fontSize=10, color="#888").encode(x=alt.datum(0), text="label:N").transform_filter("datum.rate == null"),
         ]
         if part["limit"].notna().any():
-            layers.append(base.mark_tick(color="black", thickness=2, size=16).encode(x="limit:Q", tooltip=["slice", "limit_text", "basis"]).transform_filter("datum.limit != null"))
+            layers.append(_limit_rule(part, order))
         panels.append(alt.layer(*layers).properties(width=width, height=max(60, 22 * len(order)), title=metric))
-    chart = alt.hconcat(*panels).resolve_scale(color="shared").properties(title=alt.Title(title, subtitle="dot: observed rate; bar: 95% Wilson interval; black tick: the policy limit; k/n beside each bar"))
+    chart = alt.hconcat(*panels).resolve_scale(color="shared").properties(title=alt.Title(title, subtitle="dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit; k/n beside each bar"))
     return chart
 
 
@@ -132,7 +149,7 @@ def candidates_chart(reports: Any, policy: Any = None, *, title: str = "False pa
     """Several candidates' per-slice rates side by side (``reports``: ``{label: AlignmentReport}``).
 
     Same encoding as :func:`slice_error_chart` (dot, 95% Wilson interval, the policy limit as a
-    black tick), one colour per candidate, offset within each slice row.
+    black rule), one colour per candidate, offset within each slice row.
     """
     import altair as alt
     import pandas as pd
@@ -156,9 +173,9 @@ def candidates_chart(reports: Any, policy: Any = None, *, title: str = "False pa
         ]
         limits = part.drop_duplicates("slice")
         if limits["limit"].notna().any():
-            layers.append(alt.Chart(limits).mark_tick(color="black", thickness=2, size=22).encode(y=alt.Y("slice:N", sort=order), x="limit:Q", tooltip=["slice", "limit_text", "basis"]).transform_filter("datum.limit != null"))
+            layers.append(_limit_rule(limits, order))
         panels.append(alt.layer(*layers).properties(width=width, height=max(80, 12 * len(order) * max(1, len(reports))), title=metric))
-    return alt.hconcat(*panels).properties(title=alt.Title(title, subtitle="dot: observed rate; bar: 95% Wilson interval; black tick: the policy limit"))
+    return alt.hconcat(*panels).properties(title=alt.Title(title, subtitle="dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit"))
 
 
 def slice_rates_chart(report: Any, policy: Any = None, gate: Any = None) -> Any:
