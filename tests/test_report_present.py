@@ -323,3 +323,23 @@ def test_demo_policy_3_is_loadable_and_reachable_in_principle() -> None:
         if spec.risk.value == "critical":
             assert spec.max_false_passes == 0 and spec.false_pass_rate_basis == "upper_95" and cases_needed(spec.max_false_pass_rate) == 16, name
     assert policy.min_n_for("escalation_handoff") <= 3  # the smallest held-out slice has 4 cases
+
+
+def test_cli_output_is_quiet_in_a_log(tmp_path: Path) -> None:
+    """Piped (not a terminal), as in CI or `make demo > log`: no carriage-return progress bar and
+    no kernel warning about TCP without encryption from the certification kernel."""
+    import shutil
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "RAGAS_DO_NOT_TRACK": "true", "WORKBENCH_CACHE_DIR": str(tmp_path / "cache")}
+    run = subprocess.run([sys.executable, "-m", "workbench", "run", "--candidate", "data/candidates/rubric-judge@1.yaml", "--gold", "data/demo", "--partition", "development", "--out", str(tmp_path / "run"), "--cache", str(tmp_path / "cache")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-2000:]
+    progress = [line for line in run.stderr.splitlines() if line.startswith("rubric-judge@1: ")]
+    assert "\r" not in run.stderr and 1 <= len(progress) <= 11 and progress[-1].startswith("rubric-judge@1: 109/109 cases (100%)")
+    gold = tmp_path / "gold"
+    shutil.copytree(DEMO, gold)
+    cert = subprocess.run([sys.executable, "-m", "workbench", "certify", "--candidate", "data/candidates/rubric-judge@2.yaml", "--policy", "data/policies/support-release@2.yaml", "--gold", str(gold), "--reports", str(tmp_path / "reports")], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert cert.returncode == 1, cert.stderr[-2000:]  # controls fail: quality failed
+    assert "TCP without encryption" not in cert.stderr + cert.stdout and "\r" not in cert.stderr + cert.stdout
+    assert "WARNING" not in cert.stderr, cert.stderr[-2000:]
