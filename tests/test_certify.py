@@ -216,3 +216,26 @@ def test_failed_blocking_controls_stop_before_held_out(tmp_path: Path) -> None:
     # held-out was never used, so a second certification needs no re-run reason
     again = certify(CANDIDATE, policy, gold, reports_root=tmp_path / "reports")
     assert again.report_id.endswith("/2") and again.outcome == "quality_failed"
+
+
+def test_demo_has_both_endings(tmp_path: Path) -> None:
+    """make demo's two certifications: rubric-judge@2 fails its controls, rubric-judge@3 needs
+    review and says how many more human-fail cases each critical slice needs."""
+    from workbench.stats import cases_needed
+
+    policy = ROOT / "data" / "policies" / "support-release@3.yaml"
+    gold = fresh_gold(tmp_path)
+    reports = tmp_path / "reports"
+    two = certify(CANDIDATE, policy, gold, reports_root=reports)
+    three = certify(ROOT / "data" / "candidates" / "rubric-judge@3.yaml", policy, gold, reports_root=reports)
+    assert two.outcome == "quality_failed" and {b["code"] for b in two.blockers} == {"control_failed_negative", "control_failed_adversarial"}
+    assert not (two.report_dir / "restricted" / "run").exists()
+    assert three.outcome == "review_required"
+    assert [(b["slice"], b["code"]) for b in three.blockers] == [("account_security", "false_pass_rate_unproven"), ("refund_policy", "false_pass_rate_unproven")]
+    html = (three.report_dir / "report.html").read_text(encoding="utf-8")
+    for b in three.blockers:
+        more = cases_needed(0.2) - b["evidence"]["human_fails_decided"]
+        assert more > 0 and f"{b['slice']} +{more} human-fail" in html
+    assert f"report {two.report_id}" in html and "QUALITY FAILED" in html  # the previous certification of the same judge
+    assert "Controls failed; held-out data was not used; fix the judge and certify again." in (two.report_dir / "report.html").read_text(encoding="utf-8")
+    assert verify_report(two.report_dir) == [] and verify_report(three.report_dir) == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -30,9 +31,31 @@ def test_committed_without_outputs_and_with_a_parameters_cell(path: Path) -> Non
     assert any("parameters" in c.metadata.get("tags", []) for c in code)
 
 
+def _execute(*args: object, **kwargs: object) -> object:
+    """papermill over an IPC kernel (as certification runs it): no TCP port, no warning."""
+    from workbench.reports._kernel import kernel_manager_class
+
+    with kernel_manager_class() as manager:
+        return papermill.execute_notebook(*args, kernel_manager_class=manager, **kwargs)  # type: ignore[arg-type]
+
+
+def _html_outputs(nb: nbformat.NotebookNode) -> list[str]:
+    return ["".join(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", [])]
+
+
+def _assert_tables_read_at_a_glance(nb: nbformat.NotebookNode) -> None:
+    """Styled tables: no NaN or None cell, no pandas index column."""
+    tables = [h for h in _html_outputs(nb) if "<table" in h]
+    assert tables
+    for html in tables:
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", html, flags=re.S)
+        assert not [c for c in cells if c.strip() in ("NaN", "nan", "None", "<NA>")], html[:300]
+        assert 'class="row_heading' not in html and 'class="blank level0' not in html, "a table shows its index"
+
+
 def test_overview_runs_and_shows_alignment(tmp_path: Path) -> None:
     out = tmp_path / "out.ipynb"
-    papermill.execute_notebook(
+    _execute(
         str(ROOT / "notebooks" / "00_overview.ipynb"),
         str(out),
         parameters={"run_root": str(tmp_path / "runs")},
@@ -42,15 +65,24 @@ def test_overview_runs_and_shows_alignment(tmp_path: Path) -> None:
     )
     nb = nbformat.read(out, as_version=4)
     text = json.dumps([c.get("outputs", []) for c in nb.cells])
-    assert "rubric-judge@1" in text and "rubric-judge@2" in text
-    assert "false_pass" in text and "(missing)" in text  # the per-slice table and confusion rendered
+    assert "rubric-judge@1" in text and "rubric-judge@2" in text and "rubric-judge@3" in text
+    assert "false-pass rate [95% CI]" in text and "FP limit" in text  # the per-slice table, with the policy's limits
+    html = "".join(_html_outputs(nb))
+    for label in ("rubric-judge@1", "rubric-judge@2", "rubric-judge@3"):
+        assert f"Judge error rates by slice: {label}" in html  # a chart per candidate
+    assert html.count("<svg") >= 7 and "Confusion: adjudicated label" in html  # 3 charts, 3 heatmaps, the comparison
+    assert "black rule: the policy limit" in html and "(missing)" in html
+    assert re.search(r"\d+% \[\d+\u2013\d+%\]|\d+% \[\d+–\d+%\]", html)  # rates as "28% [17–43%]"
+    _assert_tables_read_at_a_glance(nb)
+    source = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "Why the demo LLM judge's verdicts mirror the rubric judges" in source
     results = list((tmp_path / "runs").glob("*/development/results.jsonl"))
-    assert len(results) == 2 and all(len(p.read_text().splitlines()) > 100 for p in results)
+    assert len(results) == 3 and all(len(p.read_text().splitlines()) > 100 for p in results)
 
 
 def test_overview_refuses_the_held_out_partition(tmp_path: Path) -> None:
     with pytest.raises(papermill.PapermillExecutionError) as info:
-        papermill.execute_notebook(
+        _execute(
             str(ROOT / "notebooks" / "00_overview.ipynb"),
             str(tmp_path / "out.ipynb"),
             parameters={"partition": "held_out", "run_root": str(tmp_path / "runs")},
@@ -64,7 +96,7 @@ def test_overview_refuses_the_held_out_partition(tmp_path: Path) -> None:
 
 def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: Path) -> None:
     out = tmp_path / "dev.ipynb"
-    papermill.execute_notebook(
+    _execute(
         str(ROOT / "notebooks" / "01_develop.ipynb"),
         str(out),
         parameters={"run_root": str(tmp_path / "runs"), "notes_path": str(tmp_path / "notes.jsonl"), "save_to": str(tmp_path / "candidates")},
@@ -72,8 +104,11 @@ def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: 
         progress_bar=False,
         kernel_name="python3",
     )
-    text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
+    nb = nbformat.read(out, as_version=4)
+    text = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "support-llm-judge@2-draft" in text and "critical_broken" in text
+    assert "Judge error rates by slice" in text and "Confusion: adjudicated label" in text
+    _assert_tables_read_at_a_glance(nb)
     assert "application/vnd.jupyter.widget-view+json" in text  # the review widget was displayed
     assert (tmp_path / "candidates" / "support-llm-judge@2-draft.yaml").exists()
     # The demo model was served on a free port and reached through $WORKBENCH_DEMO_LLM_URL.
@@ -83,7 +118,7 @@ def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: 
 def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> None:
     out = tmp_path / "cal.ipynb"
     selections = tmp_path / "selections.jsonl"
-    papermill.execute_notebook(
+    _execute(
         str(ROOT / "notebooks" / "02_calibrate.ipynb"),
         str(out),
         parameters={"run_root": str(tmp_path / "runs"), "selections_path": str(selections), "select": "rubric-judge@2", "selection_reason": "fewest false fails"},
@@ -91,14 +126,47 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
         progress_bar=False,
         kernel_name="python3",
     )
-    text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
+    nb = nbformat.read(out, as_version=4)
+    text = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "p_mcnemar" in text and "policy_outcome_on_calibration" in text
     assert "false_pass_rate_upper_95" in text and "coverage-judge@2: threshold" in text  # threshold chosen and frozen
     assert "needed_upper_95" in text and "short_held_out" in text and "<svg" in text  # the sample-size plan and its chart
     assert "rubric-judge@1 -> rubric-judge@2: complete" in text and "needs_review" in text and "still_wrong" in text  # the migration section
     assert (tmp_path / "runs" / "compare" / "comparison.json").exists()
+    html = "".join(_html_outputs(nb))
+    assert "Threshold sweep on calibration" in html and "false-pass limit 20% (upper 95% bound)" in html  # the sweep with the limit drawn
+    assert "by candidate" in html and html.count('class="wb-candidate"') == 4  # blockers folded per candidate
+    # No threshold of the demo's coverage judge meets the demo policy: warned, and not saved.
+    assert "fails the policy on calibration" in html and "accept_failing=True" in html
+    _assert_tables_read_at_a_glance(nb)
     record = json.loads(selections.read_text().splitlines()[0])
     assert record["selected"] == "rubric-judge@2" and len(record["compared"]) == 5
+
+
+def test_calibrate_notebook_saves_a_failing_threshold_only_when_accepted(tmp_path: Path) -> None:
+    base = {"run_root": str(tmp_path / "runs"), "selections_path": str(tmp_path / "sel.jsonl"), "candidates": ["../data/candidates/rubric-judge@2.yaml"], "serve_fake_llm": False, "save_to": str(tmp_path / "candidates")}
+    with pytest.raises(papermill.PapermillExecutionError) as info:
+        _execute(str(ROOT / "notebooks" / "02_calibrate.ipynb"), str(tmp_path / "refused.ipynb"), parameters=base, cwd=str(ROOT / "notebooks"), progress_bar=False, kernel_name="python3")
+    assert "threshold_fails_policy" in str(info.value) and "accept_failing=True" in str(info.value)
+    assert not (tmp_path / "candidates" / "coverage-judge@2.yaml").exists()
+    _execute(str(ROOT / "notebooks" / "02_calibrate.ipynb"), str(tmp_path / "accepted.ipynb"), parameters={**base, "accept_failing": True}, cwd=str(ROOT / "notebooks"), progress_bar=False, kernel_name="python3")
+    saved = yaml.safe_load((tmp_path / "candidates" / "coverage-judge@2.yaml").read_text())
+    assert "accept_failing=True although it fails" in saved["description"]
+
+
+def test_calibrate_notebook_runs_without_a_score_candidate(tmp_path: Path) -> None:
+    out = tmp_path / "cal.ipynb"
+    _execute(
+        str(ROOT / "notebooks" / "02_calibrate.ipynb"),
+        str(out),
+        parameters={"run_root": str(tmp_path / "runs"), "selections_path": str(tmp_path / "sel.jsonl"), "candidates": ["../data/candidates/rubric-judge@1.yaml", "../data/candidates/rubric-judge@2.yaml"], "serve_fake_llm": False, "score_candidate": None, "select": "rubric-judge@2", "selection_reason": "r"},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+        kernel_name="python3",
+    )
+    text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
+    assert "No score-based candidate given" in text and "Threshold sweep" not in text
+    assert len(json.loads((tmp_path / "sel.jsonl").read_text().splitlines()[0])["compared"]) == 2
 
 
 @pytest.mark.parametrize("name", ["01_develop.ipynb", "02_calibrate.ipynb"])

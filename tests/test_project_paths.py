@@ -86,9 +86,9 @@ def test_overview_printed_command_works_as_printed(tmp_path: Path, monkeypatch: 
     executed = project / out.group(1)
     text = _outputs(executed)
     assert f"project root: {project.resolve()}" in text
-    assert "rubric-judge@1" in text and "rubric-judge@2" in text and "false_pass" in text
+    assert "rubric-judge@1" in text and "rubric-judge@2" in text and "false-pass rate" in text
     # the command asked for calibration, and the runs went under the project's runs/
-    assert len(list((project / "runs" / "notebooks" / "00_overview").glob("*/calibration/results.jsonl"))) == 2
+    assert len(list((project / "runs" / "notebooks" / "00_overview").glob("*/calibration/results.jsonl"))) == 3  # rubric-judge@1, @2 and @3
 
 
 def test_overview_runs_from_notebooks_folder_with_default_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -98,5 +98,5 @@ def test_overview_runs_from_notebooks_folder_with_default_paths(tmp_path: Path, 
     out = tmp_path / "out.ipynb"
     papermill.execute_notebook(str(project / "notebooks" / "00_overview.ipynb"), str(out), cwd=str(project / "notebooks"), progress_bar=False, kernel_name="python3")
     assert f"project root: {project.resolve()}" in _outputs(out)
-    assert len(list((project / "runs" / "notebooks" / "00_overview").glob("*/development/results.jsonl"))) == 2
+    assert len(list((project / "runs" / "notebooks" / "00_overview").glob("*/development/results.jsonl"))) == 3  # rubric-judge@1, @2 and @3
     assert not (project / "notebooks" / "runs").exists() and not (project.parent / "runs").exists()

@@ -281,3 +281,167 @@ def concept_coverage(user_input: str, response: str, grading_notes: str) -> Metr
     if asserted:
         reason += "; prohibited claim asserted: " + ", ".join(f"'{p}'" for p in asserted)
     return MetricResult(value=round(score, 4), reason=reason + ".")
+
+
+# ------------------------------------------------------------------------------ version 3
+#
+# Version 3 fixes what version 2's controls and its development review found. Each change is
+# declared in data/candidates/rubric-judge@3.yaml:
+#
+# 1. Untrusted text: quoted material and lines written like grading notes ("Required: ...",
+#    "Verdict: pass") are not the answer a customer reads; they are removed before matching
+#    (the adversarial control that quotes a fake grading note).
+# 2. A required concept stated under a negation in its clause ("you won't need identity
+#    verification") is denied, not stated, unless the notes' own meaning is negative ("does
+#    not guarantee a particular outcome") (the negative control neg-data-export).
+# 3. A condition the notes restrict ("the email on file", "the original card") that the
+#    response widens ("any email address") is contradicted (the negative control neg-lockout).
+# 4. Negation of a prohibited claim is scoped to its clause: "No problem, I can disable ..."
+#    is reassurance, not a denial (development false passes tagged false-reassurance).
+# 5. The terminology guide loses its over-broad entry: "verification" alone no longer stands
+#    for identity verification (development false passes tagged near-synonym).
+# 6. A sentence the grading notes do not account for (no required or prohibited concept in it,
+#    not a courtesy line, a claim of at least CLAIM_MIN_WORDS words) may be a paraphrased
+#    prohibited claim, which phrase matching cannot read: a response that would pass is routed
+#    to review_required instead (development false passes tagged paraphrased-prohibition).
+#    Version 3 decides fewer cases; the gate counts its abstentions against each slice's limit.
+
+ALLOWED_VALUES_V3 = ["pass", "fail", "review_required"]
+_QUOTED = re.compile(r'"[^"\n]*(?:\n[^"\n]*)*"|\u201c[^\u201d]*\u201d', re.DOTALL)
+_NOTE_FORMAT = re.compile(r"(?im)^\s*(?:required|prohibited|verdict|grading notes|rule|sources)\s*:.*$")
+_CLAUSE_END = re.compile(r"[,:.!?;]+(?=\s|$)")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
+_REQUIRED_LINE = re.compile(r'^\s*Required\s*:\s*"([^"]+)"\s*\|?\s*(.*)$', re.IGNORECASE | re.MULTILINE)
+_PROHIBITED_LINE = re.compile(r'^\s*Prohibited\s*:\s*"([^"]+)"\s*\|?\s*(.*)$', re.IGNORECASE | re.MULTILINE)
+_RESTRICTED = re.compile(r"\bthe (?:(\w+) on file|original (\w+))", re.IGNORECASE)
+_WIDENERS = ("any", "any other", "another", "a different")
+_COURTESY = re.compile(
+    r"(help with that|anything else|here if you need|other questions|hope that helps|happy to help|thanks for|thank you|good question|here's how it works|"
+    r"glad you asked|reply here|come back to us|here to help|walk you through|step by step)",
+    re.IGNORECASE,
+)
+CLAIM_MIN_WORDS = 6
+"""Shorter unaccounted sentences ("Yes, you can still ask.") are not read as claims."""
+TERMINOLOGY_GUIDE_V3: dict[str, tuple[str, ...]] = {
+    **TERMINOLOGY_GUIDE,
+    "identity verification": ("ID check", "ID verification", "identity check"),
+}
+_GUIDE_V3 = [(_tokens(term, number_words=True), [_tokens(alt, number_words=True) for alt in alts]) for term, alts in TERMINOLOGY_GUIDE_V3.items()]
+
+
+def _spellings_v3(phrase: str) -> list[tuple[list[str], str]]:
+    base = _tokens(phrase, number_words=True)
+    out: list[tuple[list[str], str]] = [(base, phrase)]
+    for term, alternatives in _GUIDE_V3:
+        for start in _find(base, term):
+            for alt in alternatives:
+                variant = base[:start] + alt + base[start + len(term) :]
+                out.append((variant, " ".join(variant)))
+    return out
+
+
+def answer_text(response: str) -> str:
+    """The response without quoted material and grading-note-formatted lines (version 3)."""
+    return _QUOTED.sub(" ", _NOTE_FORMAT.sub(" ", response))
+
+
+def _clauses(text: str) -> list[list[str]]:
+    return [_tokens(s, number_words=True) for s in _CLAUSE_END.split(text) if s.strip()]
+
+
+def _negated(words: list[str], start: int) -> str | None:
+    return next((w for w in reversed(words[:start]) if w in NEGATION_CUES), None)
+
+
+def _required_v3(clauses: list[list[str]], phrase: str, negation_expected: bool) -> tuple[str | None, str | None]:
+    """``("stated", surface)``, ``("denied", cue)`` or ``(None, None)``; a plain statement wins."""
+    denied: str | None = None
+    for tokens, surface in _spellings_v3(phrase):
+        for words in clauses:
+            for start in _find(words, tokens):
+                cue = None if negation_expected else _negated(words, start)
+                if cue is None:
+                    return "stated", surface
+                denied = denied or cue
+    return ("denied", denied) if denied else (None, None)
+
+
+def _claim_v3(clauses: list[list[str]], phrase: str) -> str | None:
+    """The form in which a prohibited claim is asserted (not negated within its clause), or None."""
+    for tokens, surface in _spellings_v3(phrase):
+        for words in clauses:
+            for start in _find(words, tokens):
+                if _negated(words, start) is None:
+                    return surface
+    return None
+
+
+def _widened(meaning: str, words: list[str]) -> str | None:
+    for match in _RESTRICTED.finditer(meaning):
+        noun = (match.group(1) or match.group(2)).lower()
+        for widener in _WIDENERS:
+            if _find(words, [*_tokens(widener), noun]):
+                return f"'{widener} {noun}' where the notes say '{match.group(0)}'"
+    return None
+
+
+def _unaccounted(sentences: list[str], phrases: list[str]) -> list[str]:
+    out = []
+    spellings = [tokens for p in phrases for tokens, _ in _spellings_v3(p)]
+    for sentence in sentences:
+        words = _tokens(sentence, number_words=True)
+        if len(words) < CLAIM_MIN_WORDS or _COURTESY.search(sentence):
+            continue
+        if not any(_find(words, tokens) for tokens in spellings):
+            out.append(sentence.strip())
+    return out
+
+
+def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
+    notes = parse_notes(grading_notes)
+    if not notes.required and not notes.prohibited:
+        return MetricResult(value="fail", reason="The grading notes contain no Required or Prohibited lines to check.")
+    meanings = {p.strip(): m for p, m in _REQUIRED_LINE.findall(grading_notes or "")}
+    answer = answer_text(response)
+    clauses = _clauses(answer)
+    words = _tokens(answer, number_words=True)
+    found: list[str] = []
+    missing: list[str] = []
+    denied: list[str] = []
+    widened: list[str] = []
+    for phrase in notes.required:
+        meaning = meanings.get(phrase, "")
+        state, detail = _required_v3(clauses, phrase, negation_expected=bool(set(_tokens(meaning)) & NEGATION_CUES))
+        if state is None:
+            missing.append(f"'{phrase}'")
+        elif state == "denied":
+            denied.append(f"'{phrase}' (under '{detail}')")
+        elif (why := _widened(meaning, words)) is not None:
+            widened.append(f"'{phrase}' ({why})")
+        else:
+            found.append(f"'{phrase}'" if detail == phrase else f"'{phrase}' (as '{detail}')")
+    asserted = [f"'{p}'" for p in notes.prohibited if _claim_v3(clauses, p) is not None]
+    if missing or denied or widened or asserted:
+        parts = []
+        if missing:
+            parts.append("missing required concept " + ", ".join(missing))
+        if denied:
+            parts.append("required concept denied " + ", ".join(denied))
+        if widened:
+            parts.append("required condition widened " + ", ".join(widened))
+        if asserted:
+            parts.append("prohibited claim matched " + ", ".join(asserted))
+        return MetricResult(value="fail", reason=_sentence(parts))
+    extra = _unaccounted(_SENTENCE_SPLIT.split(answer), [*notes.required, *notes.prohibited])
+    if extra:
+        shown = extra[0] if len(extra[0]) <= 120 else extra[0][:117] + "..."
+        more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
+        return MetricResult(value="review_required", reason=f"Every required concept is stated, but a claim the grading notes do not cover could be a paraphrased prohibited claim: '{shown}'{more}.")
+    return MetricResult(value="pass", reason=f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim asserted; every claim is covered by the notes.")
+
+
+@discrete_metric(name="rubric_judge_v3", allowed_values=ALLOWED_VALUES_V3)
+def rubric_judge_v3(user_input: str, response: str, grading_notes: str) -> MetricResult:
+    """Version 2 hardened by its controls and development review; abstains on unaccounted claims."""
+    del user_input  # the verdict depends on the response and the notes only
+    return _v3_verdict(response, grading_notes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
@@ -190,3 +191,98 @@ def record_selection(path: str | Path, selected: Iteration, compared: list[Itera
     with AppendOnlyLog(path) as log:
         log.append(selection.model_dump(mode="json"))
     return selection
+
+
+@dataclass
+class FrozenThreshold:
+    """A score judge's threshold frozen into a new candidate version, checked against the policy."""
+
+    judge: Any
+    """The new candidate version (threshold set)."""
+    iteration: Iteration
+    """Its run on the calibration partition."""
+    choice: dict[str, Any]
+    """What :func:`choose_threshold` returned."""
+    failing: list[str] = field(default_factory=list)
+    """One sentence per policy limit the frozen threshold fails on calibration (empty: none)."""
+    saved: Path | None = None
+    """Where the version was written, when it was saved."""
+    accepted_failing: bool = False
+    """True when it was saved although it fails a limit (``accept_failing=True``)."""
+
+    @property
+    def meets_policy(self) -> bool:
+        return not self.failing
+
+    def _repr_html_(self) -> str:
+        import html
+
+        label = html.escape(self.judge.spec.label)
+        threshold = f"{self.judge.spec.threshold.value:g}"
+        saved = f" Saved to <code>{html.escape(str(self.saved))}</code>." if self.saved else " Not saved (set <code>save_to</code> to keep it)."
+        if self.meets_policy:
+            return f'<div style="border-left:6px solid #1a7f37;background:#dafbe1;padding:6px 12px;margin:6px 0"><b>{label}</b>: threshold {threshold} meets the policy\'s limits on calibration.{saved}</div>'
+        items = "".join(f"<li>{html.escape(f)}</li>" for f in self.failing)
+        tail = " It was saved anyway because <code>accept_failing=True</code> was given; the description says so." if self.accepted_failing else " Saving it needs an explicit <code>accept_failing=True</code>."
+        return f'<div style="border-left:6px solid #cf222e;background:#ffebe9;padding:6px 12px;margin:6px 0"><b>Warning: {label} with threshold {threshold} fails the policy on calibration.</b><ul style="margin:4px 0">{items}</ul>{tail}{saved if self.saved else ""}</div>'
+
+
+def threshold_failures(choice: dict[str, Any], iteration: Iteration, policy: Any) -> list[str]:
+    """The policy limits a frozen threshold fails on calibration, one sentence each.
+
+    The choice itself (no threshold met the false-pass limit it was chosen against), then every
+    quality blocker of the policy's gate on the frozen judge's calibration run in the
+    false-pass, false-fail and abstention families (the partition and sample-size findings of
+    a calibration preview are left to certification).
+    """
+    from ..policy import evaluate_gate
+    from ..reports._blockers import group_blockers
+
+    out: list[str] = []
+    if not choice.get("meets_limit", True):
+        bound = choice.get("false_pass_rate_upper_95") if choice.get("basis") == "upper_95" else choice.get("false_pass_rate")
+        out.append(
+            f"no threshold meets the false-pass limit {choice.get('max_false_pass_rate'):g} ({choice.get('basis')}); the one chosen has the fewest false passes: "
+            f"{choice.get('false_passes')} of {choice.get('human_fails')} human fails, figure {bound:.2f}" if isinstance(bound, float) else f"no threshold meets the false-pass limit ({choice.get('basis')})"
+        )
+    if policy is not None:
+        gate = evaluate_gate(iteration.report, policy, rubric=iteration.join.dataset.rubric, run=iteration.summary, join=iteration.join)
+        quality = [b for b in gate.blockers if b.category == "quality"]
+        for group in group_blockers(quality, policy=policy):
+            if group.family in ("false_pass", "false_fail", "abstention", "constant"):
+                out.append(f"{group.slice or 'all cases'}: {group.headline}")
+    return out
+
+
+async def freeze_threshold(session: PhaseSession, scored: Iteration, choice: dict[str, Any], *, version: str, policy: Any = None, save_to: str | Path | None = None, accept_failing: bool = False) -> FrozenThreshold:
+    """Freeze ``choice['threshold']`` into ``scored``'s judge as ``version``, run it, check the policy.
+
+    Warns (``FrozenThreshold.failing``, shown in the notebook) when the threshold fails a
+    policy limit on calibration; saving such a version (``save_to``) raises
+    :class:`~workbench.errors.WorkbenchError` unless ``accept_failing=True``, and an accepted
+    failing version says so in its description.
+    """
+    from ..errors import Problem, WorkbenchError
+
+    spec = scored.judge.spec
+    if spec.threshold is None:
+        raise WorkbenchError("cannot freeze a threshold", [Problem(location=spec.label, code="not_a_score_judge", message=f"{spec.label} has no threshold", fix="freeze thresholds of score-based candidates (a Ragas @numeric_metric with threshold:) only")])
+    value = float(choice["threshold"])
+    description = f"threshold {value:g} chosen on calibration (meets the false-pass limit: {choice['meets_limit']})"
+    frozen = session.derive(scored.judge, version=version, threshold={**spec.threshold.model_dump(), "value": value}, description=description)
+    run = await session.run(frozen, progress=False)
+    failing = threshold_failures(choice, run, policy)
+    result = FrozenThreshold(judge=frozen, iteration=run, choice=choice, failing=failing)
+    if save_to is None:
+        return result
+    if failing and not accept_failing:
+        raise WorkbenchError(
+            "threshold not saved",
+            [Problem(location=f"{frozen.spec.label} (threshold {value:g})", code="threshold_fails_policy", message="the threshold fails the policy on calibration: " + "; ".join(failing), fix="choose another threshold or candidate, or pass accept_failing=True to save it anyway (its description then records the failure)")],
+        )
+    if failing:
+        frozen = session.derive(scored.judge, version=version, threshold={**spec.threshold.model_dump(), "value": value}, description=description + "; saved with accept_failing=True although it fails: " + "; ".join(failing))
+    result.saved = session.save(frozen, save_to)
+    result.judge = frozen
+    result.accepted_failing = bool(failing)
+    return result

@@ -1,48 +1,120 @@
-"""Certification and locked reports: certify, render, lock, sign, verify, list."""
+"""Certification and locked reports: certify, render, lock, sign, verify, list.
 
+Presentation shared with the notebooks: styled tables (:func:`slice_table`, :func:`styled`,
+:func:`transitions_table`), charts (:func:`slice_error_chart`, :func:`confusion_heatmap`,
+:func:`threshold_sweep_chart`) and blockers grouped per slice (:func:`blockers_display`).
+"""
+
+from ._blockers import BlockerGroup, group_blockers, more_needed, why_lines
 from ._certify import Certification, CertificationResult, certify, default_notebook, resolve_budget
-from ._charts import slice_rates_chart, svg_display, to_svg
+from ._charts import (
+    candidates_chart,
+    charts_row,
+    confusion_heatmap,
+    slice_error_chart,
+    slice_rates_chart,
+    svg_display,
+    threshold_sweep_chart,
+    to_svg,
+)
+from ._format import DASH, DASH_NOTE, pct, rate_text
 from ._listing import STARTED_FILE, list_reports
 from ._lock import LOCK_FILE, Lock, read_lock
 from ._present import (
     agreement_summary,
+    blockers_display,
+    blockers_html,
+    controls_html,
     cost_latency,
     disagreement_counts,
     esc,
+    first_screen,
+    first_screen_html,
     key_value_html,
+    last_certified,
+    lineage_html,
+    next_step,
+    not_used_html,
     outcome_html,
+    previous_certification,
 )
 from ._render import external_references, render_html
 from ._signing import LockSignature, load_signer, load_trust
+from ._slices import SliceRow, slice_rows
+from ._tables import (
+    Table,
+    confusion_table,
+    merge_interval,
+    percent,
+    rate_columns,
+    slice_table,
+    styled,
+    transition_summary_table,
+    transitions_table,
+)
 from ._verify import ReportVerification, verify_one, verify_path, verify_report
 
 __all__ = [
+    "DASH",
+    "DASH_NOTE",
     "LOCK_FILE",
     "STARTED_FILE",
+    "BlockerGroup",
     "Certification",
     "CertificationResult",
     "Lock",
     "LockSignature",
     "ReportVerification",
+    "SliceRow",
+    "Table",
     "agreement_summary",
+    "blockers_display",
+    "blockers_html",
+    "candidates_chart",
     "certify",
+    "charts_row",
+    "confusion_heatmap",
+    "confusion_table",
+    "controls_html",
     "cost_latency",
     "default_notebook",
     "disagreement_counts",
     "esc",
     "external_references",
+    "first_screen",
+    "first_screen_html",
+    "group_blockers",
     "key_value_html",
+    "last_certified",
+    "lineage_html",
     "list_reports",
     "load_signer",
     "load_trust",
+    "merge_interval",
+    "more_needed",
+    "next_step",
+    "not_used_html",
     "outcome_html",
+    "pct",
+    "percent",
+    "previous_certification",
+    "rate_columns",
+    "rate_text",
     "read_lock",
     "render_html",
     "resolve_budget",
+    "slice_error_chart",
     "slice_rates_chart",
+    "slice_rows",
+    "slice_table",
+    "styled",
     "svg_display",
+    "threshold_sweep_chart",
     "to_svg",
+    "transition_summary_table",
+    "transitions_table",
     "verify_one",
     "verify_path",
     "verify_report",
+    "why_lines",
 ]

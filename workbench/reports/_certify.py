@@ -61,6 +61,7 @@ from ._evaluation import (
     public_gate,
     write_gold_evidence,
 )
+from ._kernel import kernel_manager_class
 from ._listing import (
     check_ledger_complete,
     check_legacy_ledger,
@@ -266,7 +267,8 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: P
     failure: Exception | None = None
     executed = report_dir / EXECUTED_NOTEBOOK
     try:
-        papermill.execute_notebook(str(notebook_path), str(executed), parameters=parameters, cwd=str(report_dir), kernel_name=kernel_name, progress_bar=False, log_output=False)
+        with kernel_manager_class() as manager:  # IPC: no TCP port, no "TCP without encryption" warning
+            papermill.execute_notebook(str(notebook_path), str(executed), parameters=parameters, cwd=str(report_dir), kernel_name=kernel_name, progress_bar=False, log_output=False, kernel_manager_class=manager)
     except papermill.PapermillExecutionError as exc:
         failure = exc
     executed_at = time.perf_counter()
@@ -558,7 +560,7 @@ class Certification:
         from ._restricted import write_restricted
 
         assert self.join is not None and self.gate is not None
-        write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, self.report_dir / RUN_DIR / "results.jsonl", self.gate)
+        write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, self.report_dir / RUN_DIR / "results.jsonl", self.gate, report_id=self.ledger_entry.report_id)
 
     # -- what the report shows --------------------------------------------------------------
 

@@ -142,3 +142,252 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
             }
         )
     return pd.DataFrame(rows).set_index("slice")
+
+
+# -- the report's first screen, blockers, controls, lineage ---------------------------------
+
+NOT_USED_NOTE = "No held-out figure exists for this report: the held-out partition was not used (see the outcome)."
+
+
+def _attr(obj: Any, name: str, default: Any = None) -> Any:
+    if obj is None:
+        return default
+    return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
+
+
+def previous_certification(entries: Sequence[Any], name: str, *, before: str | None = None) -> dict[str, Any] | None:
+    """The last *complete* certification of judge ``name`` (any version) in ``entries`` (a
+    held-out ledger), before the ``started`` entry ``before``: candidate, outcome, report id, when.
+
+    Complete means the ledger has its ``finished`` entry (an aborted or running one is skipped).
+    """
+    started = {e.entry_id: e for e in entries if e.event == "started"}
+    cut = None
+    if before is not None:
+        ids = [e.entry_id for e in entries]
+        cut = ids.index(before) if before in ids else None
+    found = None
+    for index, e in enumerate(entries):
+        if cut is not None and index >= cut:
+            break
+        if e.event != "finished" or e.opens not in started:
+            continue
+        if e.candidate.split("@", 1)[0] != name:
+            continue
+        found = {"candidate": e.candidate, "outcome": e.outcome, "report_id": e.report_id, "when": e.when}
+    return found
+
+
+def last_certified(entries: Sequence[Any], name: str, *, before: str | None = None) -> dict[str, Any] | None:
+    """The last certification of ``name`` whose outcome was ``certified`` (before ``before``)."""
+    certified = [e for e in entries if e.event == "finished" and e.outcome == "certified"]
+    ids = [e.entry_id for e in entries]
+    cut = ids.index(before) if before in ids else len(entries)
+    found = None
+    for e in certified:
+        if ids.index(e.entry_id) < cut and e.candidate.split("@", 1)[0] == name:
+            found = {"candidate": e.candidate, "outcome": e.outcome, "report_id": e.report_id, "when": e.when}
+    return found
+
+
+def next_step(outcome: str, groups: Sequence[Any], *, held_out_used: bool) -> str:
+    """One sentence: what to do next, for this outcome and these blocker groups."""
+    active = [g for g in groups if not g.waived_by]
+    families = {g.family for g in active}
+    if outcome == "certified":
+        waived = sum(1 for g in groups if g.waived_by)
+        extra = f" {waived} problem(s) were waived by approved overrides: follow them up before they expire." if waived else ""
+        return "The judge may gate releases within this policy's slices; keep this report, and certify again when the judge, the rubric, the policy or the gold release changes." + extra
+    if outcome == "quality_failed" and "controls" in families and not held_out_used:
+        return "Controls failed; held-out data was not used; fix the judge and certify again."
+    if outcome == "quality_failed":
+        return "The judge missed the policy's limits on held-out data, which is now spent for this candidate: fix the judge on development data, select on calibration, and certify a new version."
+    if outcome == "review_required":
+        sample = [g for g in active if g.sample_only and g.more_cases is not None]
+        if sample and len(sample) == len(active):
+            needs = ", ".join(f"{g.slice} +{g.more_cases} {g.more_of}" for g in sample)
+            return f"The judge broke no limit, but the sample is too small to show it: add held-out cases ({needs}), freeze a new gold release and certify again."
+        return "A person must decide: resolve the review blockers below (inputs that do not fit, spend, or too little evidence), or record an approved override where one is allowed, and certify again."
+    codes = sorted({b["code"] for g in active for b in g.blockers if g.category == "incomplete"})
+    return f"Evidence is missing ({', '.join(codes) or 'see the blockers'}), so nothing was decided: fix the cause and certify again (with --rerun-reason if the held-out partition was used)."
+
+
+def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
+    held_out = dataset.partition("held_out")
+    counts = Counter(c.slice for c in held_out)
+    return [{"slice": name, "risk": dataset.rubric.risk_of(name), "n": counts.get(name, 0), "decided": 0} for name in dataset.rubric.slices]
+
+
+def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
+    """The per-slice table of the report (risk, n, coverage, false-pass rate with CI, limit, basis, result)."""
+    from ._format import DASH, DASH_NOTE
+    from ._templates import render
+
+    columns = ["slice", "risk", "n", "coverage", "false-pass rate [95% CI]", "FP k/n", "FP limit", "basis", "false-fail rate [95% CI]", "FF k/n", "FF limit", "result"]
+    records = []
+    has_dash = False
+    for row in rows:
+        record = row.record()
+        has_dash = has_dash or any(record[c] == DASH for c in columns if c not in ("risk",))
+        css = ""
+        if row.result in ("fail", "incomplete"):
+            css = "over"
+        elif row.result == "review":
+            css = "review"
+        result_css = {"not run": "notrun", DASH: "dash"}.get(row.result, row.result)
+        records.append({"cells": [(c, record[c], c in ("n", "FP k/n", "FF k/n")) for c in columns], "css": css, "slice": row.slice, "result": row.result, "result_css": result_css})
+    notes = []
+    if note:
+        notes.append(note)
+    notes.append("Rates are over cases judged pass or fail; FP over human fails, FF over human passes; abstentions, errors and missing results are in neither. Interval: 95% Wilson.")
+    if has_dash:
+        notes.append(DASH_NOTE)
+    return render("slices.html.j2", columns=columns, rows=records, footnotes=notes)
+
+
+def first_screen(cert: Any, gate: Any) -> Any:
+    """The report's first screen: what was certified, the outcome, why, and what to do next."""
+    from IPython.display import HTML
+
+    return HTML(first_screen_html(cert, gate))
+
+
+def first_screen_html(cert: Any, gate: Any) -> str:
+    """:func:`first_screen` as an HTML string (every value escaped by the template)."""
+    from .._io import sha256_file
+    from ._blockers import group_blockers, why_lines
+    from ._slices import slice_rows
+    from ._templates import fragment, render
+
+    outcome = str(_attr(gate, "outcome"))
+    color, background, title = OUTCOME_STYLE.get(outcome, ("#000", "#eee", outcome.upper()))
+    entry = cert.ledger_entry
+    held_out_used = cert.alignment is not None
+    groups = group_blockers(_attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=cert.policy)
+    why = why_lines(groups)
+    if not why:
+        why = [("every slice", "PASS", "within the policy's limits")]
+    figures = _attr(gate, "figures", []) or []
+    rows = slice_rows(figures if held_out_used and figures else _pseudo_figures(cert.dataset), cert.policy, gate, held_out_used=held_out_used)
+    note = None if held_out_used else NOT_USED_NOTE
+    entries = cert.ledger.entries()
+    name = cert.judge.spec.name
+    previous = previous_certification(entries, name, before=entry.entry_id)
+    certified = last_certified(entries, name, before=entry.entry_id)
+    if previous:
+        p_color, _, p_title = OUTCOME_STYLE.get(str(previous["outcome"]), ("#000", "#eee", str(previous["outcome"]).upper()))
+        previous = {**previous, "title": p_title, "css": {"certified": "pass", "quality_failed": "fail", "review_required": "review", "evaluation_incomplete": "incomplete"}.get(str(previous["outcome"]), "notrun")}
+    release = cert.dataset.release
+    policy = cert.policy
+    context = {
+        "outcome": outcome,
+        "title": title,
+        "color": color,
+        "background": background,
+        "report_id": entry.report_id,
+        "date": entry.when.strftime("%Y-%m-%d %H:%M UTC"),
+        "candidate": cert.judge.spec.label,
+        "fingerprint_short": cert.judge.identity.fingerprint()[:12],
+        "previous": previous,
+        "last_certified": certified,
+        "policy": f"{policy.name}@{policy.version}" if policy else "(missing)",
+        "policy_sha": sha256_file(cert.policy_path)[:12] if cert.policy_path.exists() else None,
+        "release": release.release_id if release else "(not frozen)",
+        "dataset_sha": cert.dataset.sha256[:12],
+        "rubric": cert.dataset.rubric.version,
+        "held_out": f"{len(cert.dataset.partition('held_out'))} cases, " + ("judged once" if held_out_used else "not used: certification stopped before held-out data"),
+        "rerun_reason": entry.rerun_reason,
+        "why": why,
+        "next_step": next_step(outcome, groups, held_out_used=held_out_used),
+    }
+    return fragment(render("summary.html.j2", s=context, slice_table=slices_html(rows, note=note)))
+
+
+def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) -> str:
+    """Blockers grouped per slice and code family, the first line visible and the detail folded.
+
+    With ``title`` (say, a candidate's label), the whole list folds under one line: the title,
+    the outcome and how many slices and problems it holds.
+    """
+    from ._blockers import group_blockers
+    from ._templates import fragment, render
+
+    groups = group_blockers(_attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=policy)
+    body = render("blockers.html.j2", groups=groups)
+    if title is None:
+        return fragment(body)
+    outcome = str(_attr(gate, "outcome", ""))
+    _, _, label = OUTCOME_STYLE.get(outcome, ("", "", outcome.upper()))
+    css = {"certified": "pass", "quality_failed": "fail", "review_required": "review", "evaluation_incomplete": "incomplete"}.get(outcome, "notrun")
+    active = [g for g in groups if not g.waived_by]
+    slices = len({g.slice for g in active if g.slice})
+    count = f"{len(active)} problem(s) in {slices} slice(s)" if active else "no blocker"
+    return fragment(f'<details class="wb-candidate"><summary><span class="badge r-{css}">{esc(label)}</span> <b>{esc(title)}</b>: {esc(count)}</summary>{body}</details>')
+
+
+def blockers_display(gate: Any, policy: Any = None, *, title: str | None = None) -> Any:
+    """:func:`blockers_html` as an IPython display object."""
+    from IPython.display import HTML
+
+    return HTML(blockers_html(gate, policy, title=title))
+
+
+def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
+    """The control suite's result as one table, grouped by role, failed roles and controls first.
+
+    No NaN or None: a missing verdict is a dash; reasons are shortened (the full text is in the
+    control run records).
+    """
+    from ._format import DASH
+    from ._templates import fragment, render
+
+    if report is None:
+        return "<p>The policy declares no control suite.</p>"
+    from ..controls._run import ROLE_MESSAGES
+
+    rank = {"failed": 0, "incomplete": 1, "passed": 2}
+    roles = sorted(report.roles, key=lambda r: (rank.get(r.status, 9), r.role not in blocking_roles))
+    groups = []
+    for role in roles:
+        rows = sorted((c for c in report.controls if c.role == role.role), key=lambda c: (rank.get(c.status, 9), c.control_id))
+        groups.append(
+            {
+                "role": role.role,
+                "status": role.status,
+                "blocking": role.role in blocking_roles,
+                "counts": f"{role.passed} of {role.n} passed" + (f", {role.failed} failed" if role.failed else "") + (f", {role.incomplete} not evaluated" if role.incomplete else ""),
+                "meaning": ROLE_MESSAGES.get(role.role, "") if role.status == "failed" else "",
+                "rows": [
+                    {
+                        "control": c.control_id,
+                        "member": " / ".join(x for x in (c.set, c.member) if x),
+                        "slice": c.slice or DASH,
+                        "expected": " or ".join(c.acceptable),
+                        "verdict": c.verdict or (c.error.split(":", 1)[0] if c.error else DASH),
+                        "status": c.status,
+                        "reason": _short(c.error or c.reason or DASH, 140),
+                    }
+                    for c in rows
+                    if c.status != "passed"
+                ],
+                "passed": [c.control_id for c in rows if c.status == "passed"],
+            }
+        )
+    return fragment(render("controls.html.j2", suite=f"{report.suite.name}@{report.suite.version}", groups=groups, status=report.status))
+
+
+def _short(text: str, limit: int) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
+    """The lineage checks as a table: check, held, expected, actual."""
+    from ._templates import fragment, render
+
+    return fragment(render("lineage.html.j2", rows=[{"check": r["check"], "ok": bool(r["ok"]), "expected": "" if r["expected"] is None else str(r["expected"]), "actual": "" if r["actual"] is None else str(r["actual"])} for r in rows]))
+
+
+def not_used_html() -> str:
+    """The single note that replaces every held-out section when held-out data was not used."""
+    return f'<p class="wb-footnote">{esc(NOT_USED_NOTE)} Error rates, alignment, disagreements, agreement and cost exist only for a held-out run.</p>'

@@ -1,39 +1,81 @@
-"""Executed notebook -> a self-contained HTML report: code hidden, nothing loaded from the network."""
+"""Executed notebook -> a self-contained HTML report: code hidden, nothing loaded from the network.
+
+The page is the report's own template (``templates/page.html.j2``, with the screen and print
+stylesheet), not a notebook export: it holds each cell's displayed output in order, markdown
+cells rendered, and no code, prompts or notebook chrome. Output HTML is what the workbench's
+display functions produced (every data value escaped by the template engine or by pandas);
+text outputs are escaped here. Scripts are removed and a Content-Security-Policy forbids
+scripts and network requests, so even escaped-but-misrendered text could not run.
+
+A cell tagged ``report-skip`` is left out of the HTML (the notebook's own title, for one: the
+report has its own first screen).
+"""
 
 from __future__ import annotations
 
+import base64
+import html as html_lib
 import re
 from pathlib import Path
+from typing import Any
+
+from ._templates import CSP, render, stylesheet
 
 EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|@import\s+url\(\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//""", re.IGNORECASE)
 """Anything in an HTML document that would make a browser fetch from a network host."""
+SKIP_TAG = "report-skip"
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_ANCHOR = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.DOTALL)
 
 
 def render_html(notebook_path: str | Path, title: str = "Certification report") -> str:
-    """Render an executed notebook to HTML without code, prompts, scripts or network loads.
-
-    The report is static: every ``<script>`` nbconvert's template adds (MathJax and mermaid
-    loaders, require.js) is removed, and a Content-Security-Policy forbids scripts and
-    network requests, so even escaped-but-misrendered text could not run.
-    """
+    """Render an executed notebook to one static HTML page (see the module doc)."""
     import nbformat
-    from nbconvert import HTMLExporter
 
-    exporter = HTMLExporter(
-        template_name="lab",
-        exclude_input=True,
-        exclude_input_prompt=True,
-        exclude_output_prompt=True,
-        exclude_anchor_links=True,
-    )
-    # nbconvert's template links require.js, MathJax and widget renderers from CDNs,
-    # which are unreachable offline and are a privacy leak for a shared report.
-    for trait in ("require_js_url", "mathjax_url", "jquery_url", "widget_renderer_url", "jupyter_widgets_base_url", "mermaid_js_url", "mermaid_layout_elk_js_url"):
-        if exporter.has_trait(trait):
-            setattr(exporter, trait, "")
     notebook = nbformat.read(str(notebook_path), as_version=4)
-    body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": title}})
-    return add_content_security_policy(strip_scripts(strip_external(body)))
+    blocks = [block for cell in notebook.cells if SKIP_TAG not in cell.get("metadata", {}).get("tags", []) for block in _cell_blocks(cell)]
+    page = render("page.html.j2", csp=CSP, css=stylesheet(), title=title, blocks=blocks)
+    return add_content_security_policy(strip_scripts(strip_external(page)))
+
+
+def _cell_blocks(cell: Any) -> list[str]:
+    if cell.cell_type == "markdown":
+        from nbconvert.filters import markdown2html_mistune
+
+        return [f'<div class="wb-md">{_ANCHOR.sub("", markdown2html_mistune(cell.source))}</div>'] if cell.source.strip() else []
+    if cell.cell_type != "code":
+        return []
+    return [block for output in cell.get("outputs", []) if (block := _output(output))]
+
+
+def _output(output: Any) -> str:
+    kind = output.get("output_type")
+    if kind == "stream":
+        text = _ANSI.sub("", "".join(output.get("text", "")))
+        if not text.strip():
+            return ""
+        css = "wb-stderr" if output.get("name") == "stderr" else "wb-stdout"
+        return f'<pre class="{css}">{html_lib.escape(text)}</pre>'
+    if kind == "error":
+        text = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
+        return f'<pre class="wb-error">{html_lib.escape(_ANSI.sub("", text))}</pre>'
+    data = output.get("data", {})
+    if "text/html" in data:
+        return "".join(data["text/html"]) if isinstance(data["text/html"], list) else str(data["text/html"])
+    if "image/svg+xml" in data:
+        svg = "".join(data["image/svg+xml"]) if isinstance(data["image/svg+xml"], list) else str(data["image/svg+xml"])
+        return f'<div class="wb-chart"><img alt="chart" src="data:image/svg+xml;base64,{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></div>'
+    if "image/png" in data:
+        return f'<div class="wb-chart"><img alt="chart" src="data:image/png;base64,{str(data["image/png"]).strip()}"></div>'
+    if "text/markdown" in data:
+        from nbconvert.filters import markdown2html_mistune
+
+        text = "".join(data["text/markdown"]) if isinstance(data["text/markdown"], list) else str(data["text/markdown"])
+        return f'<div class="wb-md">{_ANCHOR.sub("", markdown2html_mistune(text))}</div>'
+    if "text/plain" in data:
+        text = "".join(data["text/plain"]) if isinstance(data["text/plain"], list) else str(data["text/plain"])
+        return f"<pre>{html_lib.escape(_ANSI.sub('', text))}</pre>"
+    return ""
 
 
 def strip_scripts(html: str) -> str:
@@ -41,13 +83,11 @@ def strip_scripts(html: str) -> str:
     return re.sub(r"<script\b[^>]*>.*?</script\s*>", "", html, flags=re.IGNORECASE | re.DOTALL)
 
 
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:"
-"""The report needs no script and no network: the browser is told so, as a second line of defence."""
-
-
 def add_content_security_policy(html: str) -> str:
-    """Insert a Content-Security-Policy meta tag as the first element of ``<head>``."""
+    """Make sure a Content-Security-Policy meta tag is the first element of ``<head>``."""
     meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+    if meta in html:
+        return html
     return re.sub(r"<head([^>]*)>", lambda m: f"<head{m.group(1)}>{meta}", html, count=1, flags=re.IGNORECASE)
 
 

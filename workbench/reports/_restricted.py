@@ -2,7 +2,9 @@
 
 Held-out disagreements appear in the shared HTML only as counts. The independent review
 process gets this directory instead: every case with its human and judge labels, the judge's
-reason and the text, as JSON Lines and as an HTML table in which all text is escaped.
+reason and the text, as JSON Lines, and an HTML page (same styling as the report, every value
+escaped by the template engine) that puts the reviewers' labels and rationales, the
+adjudication and its reason and the grading notes beside the judge's verdict and reason.
 """
 
 from __future__ import annotations
@@ -13,19 +15,21 @@ from typing import Any
 from .._io import atomic_write_json, atomic_write_text, read_jsonl_records, write_jsonl
 from ..align import Join
 from ..gold import GoldDataset
-from ._present import esc
+from ._templates import CSP, render, stylesheet
 
 NOTICE = (
     "RESTRICTED: case-level held-out evidence. Share only with the independent review process;\n"
     "do not show it to prompt authors (it would turn held-out data into development data).\n"
 )
+ORDER = {"false_pass": 0, "false_fail": 1, "disagreement": 2, "error": 3, "missing": 4, "aligned": 5}
 
 
-def write_restricted(directory: Path, dataset: GoldDataset, join: Join, results_path: Path, gate: Any) -> None:
+def write_restricted(directory: Path, dataset: GoldDataset, join: Join, results_path: Path, gate: Any, *, report_id: str | None = None) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     rows = []
     for c in join.cases:
         case = dataset.cases[c.case_id]
+        adjudication = case.adjudication
         rows.append(
             {
                 "case_id": c.case_id,
@@ -39,27 +43,36 @@ def write_restricted(directory: Path, dataset: GoldDataset, join: Join, results_
                 "attempts": c.attempts,
                 "input": case.input,
                 "response": case.response,
+                "grading_notes": case.grading_notes,
+                "reviews": [{"reviewer": r.reviewer, "label": r.label, "rationale": r.rationale} for r in case.reviews],
+                "adjudication_reason": adjudication.reason if adjudication else None,
+                "adjudicator": adjudication.adjudicator if adjudication else None,
             }
         )
     atomic_write_text(directory / "README.txt", NOTICE)
     write_jsonl(directory / "held_out_cases.jsonl", rows)
     atomic_write_json(directory / "gate_with_cases.json", gate.model_dump(mode="json"))
-    atomic_write_text(directory / "held_out_cases.html", _html(rows))
+    atomic_write_text(directory / "held_out_cases.html", restricted_html(rows, report_id=report_id))
 
 
-def _html(rows: list[dict[str, Any]]) -> str:
-    columns = ["case_id", "slice", "risk", "error_class", "human_label", "judge_label", "error_kind", "judge_reason", "input", "response"]
-    head = "".join(f"<th>{esc(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{esc(row.get(c))}</td>" for c in columns) + "</tr>" for row in rows if row["error_class"] != "aligned")
-    aligned = sum(1 for row in rows if row["error_class"] == "aligned")
-    return (
-        "<!DOCTYPE html><html><head><meta charset='utf-8'>"
-        "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-        "<title>RESTRICTED held-out cases</title>"
-        "<style>body{font-family:sans-serif;margin:16px}table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px;vertical-align:top;white-space:pre-wrap;max-width:40em}</style>"
-        f"</head><body><p class='restricted'><b>{esc(NOTICE)}</b></p>"
-        f"<p>{len(rows) - aligned} non-aligned case(s) shown; {aligned} aligned case(s) omitted.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></body></html>\n"
+def restricted_html(rows: list[dict[str, Any]], *, report_id: str | None = None) -> str:
+    """The restricted page: non-aligned cases, worst first (critical false passes first)."""
+    shown = [r for r in rows if r.get("error_class") != "aligned"]
+    shown.sort(key=lambda r: (ORDER.get(str(r.get("error_class")), 9), r.get("risk") != "critical", str(r.get("slice")), str(r.get("case_id"))))
+    counts: dict[str, int] = {}
+    for r in shown:
+        counts[str(r.get("error_class"))] = counts.get(str(r.get("error_class")), 0) + 1
+    context_rows = [{**{k: r.get(k) for k in ("case_id", "slice", "risk", "error_class", "human_label", "judge_label", "error_kind", "judge_reason", "grading_notes", "input", "response", "adjudication_reason", "adjudicator")}, "reviews": r.get("reviews") or []} for r in shown]
+    return render(
+        "restricted.html.j2",
+        csp=CSP,
+        css=stylesheet(),
+        notice=NOTICE,
+        report_id=report_id,
+        rows=context_rows,
+        shown=len(shown),
+        aligned=len(rows) - len(shown),
+        counts=sorted(counts.items(), key=lambda kv: ORDER.get(kv[0], 9)),
     )
 
 

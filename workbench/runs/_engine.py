@@ -595,11 +595,12 @@ def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters
 
 
 def _progress(total: int, initial: int, label: str, enabled: bool) -> Any:
+    """A tqdm bar on a terminal or in a notebook; one line per 10% when output is not a terminal."""
     if not enabled:
         return None
-    from tqdm.auto import tqdm
+    from ._progress import progress_bar
 
-    return tqdm(total=total, initial=initial, desc=label, unit="case", dynamic_ncols=True)
+    return progress_bar(total=total, initial=initial, label=label)
 
 
 def _tick(bar: Any, counters: Counter[str], limits: Limits) -> None:

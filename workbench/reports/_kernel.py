@@ -1,0 +1,43 @@
+"""The kernel certification notebooks run in: IPC transport, so nothing listens on TCP.
+
+papermill's default kernel manager connects to the kernel over TCP on 127.0.0.1, and the
+kernel warns (``[IPKernelApp] WARNING | Kernel is running over TCP without encryption``) on
+every certification. Over IPC the kernel's sockets are files in a private temporary
+directory (mode 0700) that only this user can reach: no port, no warning.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+def ipc_kernel_manager(socket_dir: Path) -> type:
+    """An ``AsyncKernelManager`` subclass whose kernels talk over IPC sockets in ``socket_dir``."""
+    from jupyter_client.manager import AsyncKernelManager
+
+    class IPCKernelManager(AsyncKernelManager):  # type: ignore[misc]
+        def __init__(self, **kwargs: Any) -> None:
+            kwargs.setdefault("transport", "ipc")
+            kwargs.setdefault("ip", str(socket_dir / "kernel"))
+            super().__init__(**kwargs)
+
+    return IPCKernelManager
+
+
+@contextlib.contextmanager
+def kernel_manager_class() -> Iterator[type]:
+    """Yield an IPC kernel manager class whose socket directory is removed afterwards.
+
+    The directory is short (``/tmp/wbk-XXXX``): a Unix socket path is limited to about 100
+    bytes, which a deep working directory would exceed.
+    """
+    directory = Path(tempfile.mkdtemp(prefix="wbk-", dir="/tmp" if Path("/tmp").is_dir() else None))
+    try:
+        yield ipc_kernel_manager(directory)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)

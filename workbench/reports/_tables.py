@@ -1,0 +1,255 @@
+"""Tables that read at a glance, for the notebooks and the report: pandas Styler, no index,
+no NaN or None, rates as ``"28% [17–43%]"`` with k/n beside them, rows that matter highlighted.
+
+Every table is a :class:`Table`: it displays as HTML in Jupyter (the Styler's HTML, every cell
+escaped, plus its footnotes) and keeps the display frame as ``.data`` for tests and export.
+A missing value is shown as a dash and explained in a footnote (:data:`DASH_NOTE`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._format import DASH, DASH_NOTE, missing, number, pct, rate_text
+from ._slices import SliceRow, rows_from_alignment, slice_rows
+
+HIGHLIGHT = {
+    "critical": "background-color:#ffebe9;color:#82071e;font-weight:600",
+    "fail": "background-color:#ffebe9",
+    "review": "background-color:#fbefff",
+    "incomplete": "background-color:#fff1e5",
+    "good": "background-color:#dafbe1",
+}
+TABLE_STYLES = [
+    {"selector": "", "props": "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;margin:4px 0"},
+    {"selector": "th", "props": "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 8px;border-bottom:1px solid #d8dee4;white-space:nowrap"},
+    {"selector": "td", "props": "padding:2px 8px;border-bottom:1px solid #eef1f4;text-align:left"},
+    {"selector": "caption", "props": "caption-side:top;text-align:left;font-weight:600;padding:2px 0 4px"},
+]
+
+
+@dataclass
+class Table:
+    """A styled table: ``.data`` (display strings), ``.styler`` and footnotes; displays as HTML."""
+
+    data: Any
+    styler: Any
+    footnotes: list[str] = field(default_factory=list)
+
+    def to_html(self) -> str:
+        import html
+
+        notes = "".join(f'<p class="wb-footnote" style="color:#59636e;font-size:12px;margin:0 0 8px">{html.escape(n)}</p>' for n in self.footnotes)
+        return f'<div class="wb-styled">{self.styler.to_html()}{notes}</div>'
+
+    def _repr_html_(self) -> str:
+        return self.to_html()
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+def _cell(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) if value else DASH
+    if isinstance(value, dict):
+        return number(value)
+    if missing(value):
+        return DASH
+    return value
+
+
+def styled(frame: Any, *, caption: str | None = None, highlight: Callable[[Mapping[str, Any]], str | None] | None = None, footnotes: Sequence[str] = (), formats: Mapping[str, Callable[[Any], str]] | None = None, index: bool = False) -> Table:
+    """Any DataFrame as a :class:`Table`: index hidden (or made a column), missing values as a
+    dash with a footnote, floats rounded, ``highlight(row) -> key`` colouring whole rows
+    (keys of :data:`HIGHLIGHT`)."""
+    import pandas as pd
+
+    data = frame.copy()
+    named = any(name is not None for name in data.index.names)
+    if index or named:
+        data = data.reset_index()
+    data.columns = [str(c) for c in data.columns]
+    data = data.reset_index(drop=True)
+    raw = data.copy()
+    had_missing = False
+    for column in data.columns:
+        fmt = (formats or {}).get(column)
+        values = []
+        for value in raw[column]:
+            if fmt is not None and not (not isinstance(value, (list, tuple, dict)) and missing(value)):
+                values.append(fmt(value))
+                continue
+            cell = _cell(value)
+            if cell == DASH and not isinstance(value, str):
+                had_missing = True
+            values.append(number(cell) if isinstance(cell, float) else cell)
+        data[column] = pd.Series(values, dtype=object)
+    notes = list(footnotes)
+    if had_missing and DASH_NOTE not in notes:
+        notes.append(DASH_NOTE)
+    styler = data.style.hide(axis="index").format(escape="html", na_rep=DASH).set_table_styles(TABLE_STYLES)
+    if caption:
+        styler = styler.set_caption(caption)
+    if highlight is not None:
+        keys = [highlight(dict(raw.iloc[i])) for i in range(len(raw))]
+
+        def paint(row: Any) -> list[str]:
+            key = keys[row.name] if row.name < len(keys) else None
+            return [HIGHLIGHT.get(key, "") if key else "" for _ in row]
+
+        styler = styler.apply(paint, axis=1)
+    return Table(data=data, styler=styler, footnotes=notes)
+
+
+SLICE_COLUMNS = ("slice", "risk", "n", "coverage", "false-pass rate [95% CI]", "FP k/n", "FP limit", "basis", "false-fail rate [95% CI]", "FF k/n", "FF limit", "abstained", "result")
+
+
+def slice_table(source: Any, policy: Any = None, gate: Any = None, *, columns: Sequence[str] = SLICE_COLUMNS, caption: str | None = None) -> Table:
+    """The per-slice table: coverage, rates with intervals and k/n, the policy's limits, the result.
+
+    ``source``: an :class:`~workbench.align.AlignmentReport`, the gate's figures, or
+    :class:`SliceRow` objects. Without a gate, the result column compares each figure with its
+    limit the way the gate does (``over limit``, ``bound too wide``, ``within limits``).
+    Critical slices over a limit are highlighted in red, other slices over a limit in a lighter
+    red, slices whose bound is too wide in purple.
+    """
+    import pandas as pd
+
+    rows = _slice_rows(source, policy, gate)
+    records = []
+    for row in rows:
+        record = row.record()
+        if gate is None:
+            record["result"] = _limit_result(row)
+        records.append(record)
+    keep = [c for c in columns if not (c in ("FP limit", "basis", "FF limit") and policy is None)]
+    if gate is None and policy is None:
+        keep = [c for c in keep if c != "result"]
+    frame = pd.DataFrame(records, columns=list(SLICE_COLUMNS) + ["abstention limit"])[keep]
+    by_slice = {r.slice: r for r in rows}
+
+    def highlight(record: Mapping[str, Any]) -> str | None:
+        result = record.get("result")
+        row = by_slice.get(record["slice"])
+        if result in ("fail", "over limit"):
+            return "critical" if row is not None and row.critical else "fail"
+        if result in ("review", "bound too wide"):
+            return "review"
+        if result == "incomplete":
+            return "incomplete"
+        return None
+
+    notes = ["Rates are over cases judged pass or fail: FP over human fails, FF over human passes (abstentions, errors and missing results are in neither). Interval: 95% Wilson."]
+    if policy is not None:
+        notes.append("FP limit: the policy's maximum false passes and false-pass rate; basis: the figure compared with the rate limit (critical slices: the upper 95% bound).")
+    return styled(frame, caption=caption, highlight=highlight, footnotes=notes)
+
+
+def _slice_rows(source: Any, policy: Any, gate: Any) -> list[SliceRow]:
+    if isinstance(source, list) and source and isinstance(source[0], SliceRow):
+        return source
+    if hasattr(source, "slices"):
+        return rows_from_alignment(source, policy, gate)
+    return slice_rows(source, policy, gate)
+
+
+def _limit_result(row: SliceRow) -> str:
+    """Without a gate: how the slice's figures compare with its limits (the gate's comparisons)."""
+    limits = row.limits
+    if limits is None:
+        return DASH
+    verdicts: list[str] = []
+    fp, ff = row.false_pass_rate, row.false_fail_rate
+    fp_k, fp_n = _get(fp, "k"), _get(fp, "n")
+    if limits.max_false_passes is not None and fp_n and fp_k > limits.max_false_passes:
+        verdicts.append("over limit")
+    for rate, limit, basis in ((fp, limits.max_false_pass_rate, limits.false_pass_basis), (ff, limits.max_false_fail_rate, limits.false_fail_basis)):
+        if limit is None:
+            continue
+        value, high = _get(rate, "rate"), _get(rate, "ci95_high")
+        if value is None:
+            verdicts.append("unbounded")
+        elif value > limit:
+            verdicts.append("over limit")
+        elif basis == "upper_95" and high is not None and high > limit:
+            verdicts.append("bound too wide")
+    abst = _get(row.abstention_rate, "rate")
+    if abst is not None and limits.max_abstention_rate is not None and abst > limits.max_abstention_rate:
+        verdicts.append("over limit")
+    for word in ("over limit", "bound too wide", "unbounded"):
+        if word in verdicts:
+            return word
+    return "within limits"
+
+
+def _get(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def confusion_table(confusion: Any) -> Table:
+    """The confusion counts (adjudicated rows x judge columns) with the human label as a column."""
+    frame = confusion.to_frame() if hasattr(confusion, "to_frame") else confusion
+    frame = frame.reset_index()
+    return styled(frame, caption="adjudicated (rows) x judge (columns)")
+
+
+def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
+    """Case-level transitions between two iterations; ``critical_broken`` rows highlighted red."""
+    frame = changes[changes["change"] != "same"] if only_changed else changes
+    columns = [c for c in ("case_id", "slice", "risk", "human_label", "before_label", "after_label", "change", "critical_broken") if c in frame.columns]
+    frame = frame[columns].sort_values(["critical_broken", "change"], ascending=[False, True], kind="stable")
+
+    def highlight(row: Mapping[str, Any]) -> str | None:
+        if row.get("critical_broken"):
+            return "critical"
+        if row.get("change") == "broken":
+            return "fail"
+        if row.get("change") == "fixed":
+            return "good"
+        return None
+
+    return styled(frame, highlight=highlight, formats={"critical_broken": lambda v: "CRITICAL BROKEN" if v else ""}, footnotes=["critical_broken: a case the new version gets wrong that the old one got right, in a critical slice: it needs a risk decision, whatever the totals say."])
+
+
+def transition_summary_table(summary: Any) -> Table:
+    """:func:`workbench.review.transition_summary` with slices that broke a critical case highlighted."""
+    return styled(summary, highlight=lambda r: "critical" if (r.get("critical_broken") or 0) > 0 else None)
+
+
+def rate_columns(frame: Any, rates: Mapping[str, tuple[str, str]]) -> Any:
+    """Replace count columns by ``"28% [17–43%]"`` text with ``k/n`` beside it.
+
+    ``rates`` maps an output column name to (k column, n column); the Wilson interval is computed.
+    """
+    from ..stats import wilson_rate
+
+    out = frame.copy()
+    for name, (k_col, n_col) in rates.items():
+        texts, kns = [], []
+        for k, n in zip(out[k_col], out[n_col], strict=True):
+            rate = wilson_rate(int(k), int(n))
+            texts.append(rate_text(rate))
+            kns.append(f"{int(k)}/{int(n)}")
+        position = list(out.columns).index(k_col)
+        out = out.drop(columns=[k_col])
+        out.insert(position, name, texts)
+        out.insert(position + 1, f"{name} k/n", kns)
+    return out
+
+
+def merge_interval(frame: Any, value: str, low: str, high: str, *, name: str | None = None) -> Any:
+    """Replace three columns (a proportion and its interval) by one ``"82% [59–94%]"`` column."""
+    out = frame.copy()
+    texts = [rate_text({"rate": v, "ci95_low": lo, "ci95_high": hi}) for v, lo, hi in zip(out[value], out[low], out[high], strict=True)]
+    position = list(out.columns).index(value)
+    out = out.drop(columns=[value, low, high])
+    out.insert(position, name or f"{value} [95% CI]", texts)
+    return out
+
+
+def percent(value: Any) -> str:
+    """A Styler formatter: a rate as a percentage."""
+    return pct(value)

@@ -1,0 +1,56 @@
+"""Jinja2 templates for the report's HTML, with autoescape on: data never becomes markup.
+
+Every template lives in ``workbench/reports/templates/``; :func:`render` escapes every value
+(``{{ x }}``) unless a template marks a fragment ``|safe``, which only ever wraps HTML this
+package rendered itself from escaped values.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib.resources import files
+from typing import Any
+
+CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:"
+"""The report needs no script and no network: the browser is told so, as a second line of defence."""
+
+
+@lru_cache(maxsize=1)
+def environment() -> Any:
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("workbench.reports", "templates"),
+        autoescape=True,  # every template, whatever its file name
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=False,
+        lstrip_blocks=False,
+        keep_trailing_newline=True,
+    )
+
+
+def render(template: str, **context: Any) -> str:
+    """Render ``templates/<template>`` with autoescaping."""
+    return str(environment().get_template(template).render(**context))
+
+
+def _css(name: str) -> str:
+    return files("workbench.reports").joinpath("templates", name).read_text(encoding="utf-8")
+
+
+@lru_cache(maxsize=1)
+def fragment_stylesheet() -> str:
+    """Class-scoped CSS of the report's fragments (badges, tables, folded blockers)."""
+    return _css("fragments.css")
+
+
+@lru_cache(maxsize=1)
+def stylesheet() -> str:
+    """The report page's CSS: page rules (screen and print) and the fragments' rules."""
+    return _css("page.css") + "\n" + fragment_stylesheet()
+
+
+def fragment(body: str) -> str:
+    """Wrap rendered HTML so it is styled on its own (in a notebook) as in the report."""
+    return f'<div class="wb-frag"><style>{fragment_stylesheet()}</style>{body}</div>'
+
