@@ -131,7 +131,7 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
     assert "p_mcnemar" in text and "policy_outcome_on_calibration" in text
     assert "false_pass_rate_upper_95" in text and "coverage-judge@2: threshold" in text  # threshold chosen and frozen
     assert "needed_upper_95" in text and "short_held_out" in text and "<svg" in text  # the sample-size plan and its chart
-    assert "rubric-judge@1 -> rubric-judge@2: complete" in text and "needs_review" in text and "still_wrong" in text  # the migration section
+    assert "rubric-judge@2 -> rubric-judge@3: complete" in text and "needs_review" in text and "still_wrong" in text  # the migration section
     assert (tmp_path / "runs" / "compare" / "comparison.json").exists()
     html = "".join(_html_outputs(nb))
     assert "Threshold sweep on calibration" in html and "false-pass limit 20% (upper 95% bound)" in html  # the sweep with the limit drawn
