@@ -302,6 +302,17 @@ def test_a_drift_check_crossing_pass_fail_withholds_block(world: dict[str, Path]
     assert f"crossed pass/fail on {case_id}" in result.output and "drift status changed: stable -> drifted" in result.output
 
 
+def test_a_rebound_judge_keeps_block_only_with_a_drift_check_after_its_report(world: dict[str, Path], gold: Path, tmp_path: Path) -> None:
+    to_block(world, gold, tmp_path)
+    assert "granted rubric-judge@2: block -> block" in ok(grant(world, gold))  # the check ran after the report
+    log = drift_log_path_for(gold)
+    early = read_drift_log(log)[-1].model_copy(update={"entry_id": "drift-early", "recorded_at": datetime(2000, 1, 1, tzinfo=UTC)})
+    with log.open("a", encoding="utf-8") as fh:
+        fh.write(early.model_dump_json() + "\n")  # now the latest check predates the report
+    assert "granted rubric-judge@2: block -> route" in ok(grant(world, gold))
+    refused(promote(world, gold), "drift_check_required")
+
+
 # -- shadow mode -------------------------------------------------------------------------------------
 
 

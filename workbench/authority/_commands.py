@@ -5,7 +5,8 @@ is a separate, approved entry). What each step needs:
 
 - **grant** (a judge without authority starts at ``advisory``; a judge with authority keeps
   its level, capped by the new report, which becomes its evidence: this is how a recertified
-  judge is rebound to its new report): a certified report of exactly this version (its lock
+  judge is rebound to its new report; it keeps ``block`` only with a stable drift check made
+  after the new report, else it continues at ``route`` until promoted again): a certified report of exactly this version (its lock
   names the spec's current fingerprint) that verifies, whose policy grants a use
   (:func:`~workbench.authority.grant_for`), and that is not stale (:mod:`._stale`). After a
   revocation, only a report certified after it.
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import Problem, WorkbenchError
 from ..heldout import current_user
@@ -35,6 +37,9 @@ from ._grant import LEVELS, level_rank, lower, next_level
 from ._location import authority_path_for
 from ._record import AuthorityEntry, AuthorityRecord, JudgeAuthority, RecordRead, new_entry_id
 from ._stale import gold_state, staleness
+
+if TYPE_CHECKING:
+    from ..repeatability import DriftEntry
 
 
 def _p(location: str, code: str, message: str, fix: str) -> Problem:
@@ -60,7 +65,7 @@ def _damaged(record: AuthorityRecord, read: RecordRead) -> list[Problem]:
     return [_p(str(record.path), "authority_record_damaged", f"the authority record is damaged ({len(read.problems)} problem(s)): nothing can be granted on it", "restore the record from version control or a backup; demote and revoke still work"), *read.problems]
 
 
-def latest_stable_drift(gold: str | Path, fingerprint: str) -> tuple[object | None, str]:
+def _latest_check(gold: str | Path, fingerprint: str) -> tuple[DriftEntry | None, str]:
     """The latest drift check of ``fingerprint`` in the gold's drift log, and how it reads."""
     from ..repeatability import drift_log_path_for, latest_drift
 
@@ -143,7 +148,19 @@ def grant(gold: str | Path, candidate: str | Path, report: str | Path, *, approv
             raise WorkbenchError(f"refusing to grant {label} authority: {len(problems)} problem(s)", problems)
         current = state.authority if state is not None else "none"
         level = lower(current if current != "none" else "advisory", facts.grant.use)
+        if level == "block" and not _drift_after(gold, facts)[0]:
+            level = "route"  # block rests on sentinels seen stable after *this* report: promote again once checked
         return record.append(_entry(label, "granted", level, current, facts, candidate, approver, reason, scope=facts.grant.scope), read)
+
+
+def _drift_after(gold: str | Path, facts: ReportFacts) -> tuple[bool, str]:
+    """Whether the latest drift check of the certified fingerprint is stable and made after the report."""
+    entry, how = _latest_check(gold, facts.candidate_fingerprint)
+    if entry is None or entry.status != "stable":
+        return False, how
+    if entry.recorded_at <= facts.created_at:
+        return False, f"{how}, made before the report ({facts.created_at:%Y-%m-%d %H:%M})"
+    return True, how
 
 
 def promote(gold: str | Path, candidate: str | Path, report: str | Path, *, approver: str, reason: str) -> AuthorityEntry:
@@ -166,10 +183,8 @@ def promote(gold: str | Path, candidate: str | Path, report: str | Path, *, appr
         if facts is not None and target is not None and facts.grant.use != "none" and level_rank(facts.grant.use) < level_rank(target):
             problems.append(_p(str(report), "report_grants_less", f"the report grants {facts.grant.use}, the next step is {target}", f"certify under a policy that declares use: {target} (or block) to promote further"))
         if facts is not None and target == "block":
-            entry, how = latest_stable_drift(gold, facts.candidate_fingerprint)
-            recorded = getattr(entry, "recorded_at", None)
-            if entry is None or getattr(entry, "status", None) != "stable" or recorded is None or recorded <= facts.created_at:
-                detail = how if entry is None or getattr(entry, "status", None) != "stable" else f"{how}, made before the report ({facts.created_at:%Y-%m-%d %H:%M})"
+            stable, detail = _drift_after(gold, facts)
+            if not stable:
                 problems.append(_p(str(report), "drift_check_required", f"block needs a stable sentinel drift check of this fingerprint after certification: {detail}", f"record the baseline with the report and check: `workbench drift --candidate {candidate} --gold {gold} --record-baseline --report {report}`, then `workbench drift --candidate {candidate} --gold {gold}`"))
         if problems or facts is None or target is None:
             raise WorkbenchError(f"refusing to promote {label}: {len(problems)} problem(s)", problems)
