@@ -23,6 +23,7 @@ from workbench.authority import (
     AuthorityRecord,
     authority_path_for,
     authority_status,
+    beside_candidate,
     gold_state,
     last_certified,
     read_report,
@@ -386,3 +387,18 @@ def test_a_report_grants_what_its_own_locked_policy_requests(world: dict[str, Pa
     assert requested_authority(policy).use == "block"
     failed, _ = read_report(world["failed"])
     assert failed is not None and failed.grant.use == "none" and "declares no use" in failed.grant.withheld[0]
+
+
+def test_a_report_shows_the_requested_authority_and_the_last_certified_version_beside_it(world: dict[str, Path], gold: Path) -> None:
+    policy = load_policy(world["base"] / "policies" / "lenient-block@1.yaml")
+    context = beside_candidate(policy, "rubric-judge@3", world["reports"], gold)
+    assert context.requested.use == "block" and context.last_certified is not None and context.last_certified.report_id == "rubric-judge/2/2"
+    assert context.last_certified_stale == []
+    lines = context.describe()
+    assert lines[0].startswith("authority requested: lenient-block@1 requests block on slices refund_policy") and "last complete certified version: rubric-judge@2 (report rubric-judge/2/2" in lines[1]
+    assert beside_candidate(policy, "rubric-judge@2", world["reports"], gold).last_certified is None  # never the candidate's own version
+    rubric = gold / "rubric.yaml"
+    rubric.write_text(rubric.read_text(encoding="utf-8").replace("version: support-policy-2026.09", "version: support-policy-2027.01", 1), encoding="utf-8")
+    changed = beside_candidate(policy, "rubric-judge@3", world["reports"], gold)
+    assert {r.kind for r in changed.last_certified_stale} == {"rubric_version", "gold_release"}
+    assert "not a fallback" in changed.describe()[2]

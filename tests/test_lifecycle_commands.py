@@ -23,6 +23,7 @@ from click.testing import CliRunner
 from pydantic import BaseModel
 
 from workbench.authority import (
+    AuthorityContext,
     AuthorityEntry,
     AuthorityGrant,
     AuthorityStatus,
@@ -160,7 +161,7 @@ def test_the_authority_walk_through_runs_as_written(tmp_path: Path, monkeypatch:
     assert not (ROOT / "data" / "demo" / "authority.jsonl").exists()
 
 
-MODELS = [PolicyScope, RequestedAuthority, AuthorityGrant, ReportFacts, AuthorityEntry, GoldState, StaleReason, DriftSummary, ShadowPair, JudgeStatus, AuthorityStatus, ShadowSlice, ShadowDisagreement, ShadowEntry]
+MODELS = [PolicyScope, RequestedAuthority, AuthorityContext, AuthorityGrant, ReportFacts, AuthorityEntry, GoldState, StaleReason, DriftSummary, ShadowPair, JudgeStatus, AuthorityStatus, ShadowSlice, ShadowDisagreement, ShadowEntry]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)

@@ -10,11 +10,12 @@
   certified report, staleness and drift: :func:`authority_status`.
 - Shadow mode: ``workbench run --shadow-of`` / :func:`run_shadow`.
 - The last complete certified version of a judge, to show beside a candidate:
-  :func:`last_certified`.
+  :func:`last_certified`; with the requested authority and staleness: :func:`beside_candidate`.
 """
 
 from ._certified import ReportFacts, last_certified, read_report
 from ._commands import attach_shadow, demote, grant, promote, revoke
+from ._context import AuthorityContext, beside_candidate
 from ._grant import (
     GRANT_SCHEMA_VERSION,
     LEVELS,
@@ -76,6 +77,7 @@ __all__ = [
     "SHADOW_LOG_FILE",
     "SHADOW_SCHEMA_VERSION",
     "STATUS_SCHEMA_VERSION",
+    "AuthorityContext",
     "AuthorityEntry",
     "AuthorityGrant",
     "AuthorityRecord",
@@ -96,6 +98,7 @@ __all__ = [
     "attach_shadow",
     "authority_path_for",
     "authority_status",
+    "beside_candidate",
     "demote",
     "describe_scope",
     "format_shadow",

@@ -189,3 +189,4 @@ def last_certified(judge: str, reports_root: str | Path = "reports", *, exclude_
         if facts is not None and facts.certified:
             return facts
     return None
+
