@@ -25,6 +25,7 @@ from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset, load_rubric
 from workbench.policy import (
     NON_WAIVABLE_CODES,
+    POLICY_SCHEMA_VERSION,
     Blocker,
     GateResult,
     Override,
@@ -642,7 +643,7 @@ def test_unreadable_policy_files(tmp_path) -> None:
     (tmp_path / "list@1.yaml").write_text("- a\n", encoding="utf-8")
     with pytest.raises(WorkbenchError, match="mapping"):
         load_policy(tmp_path / "list@1.yaml")
-    newer = write_policy(tmp_path, {**BASE_POLICY, "name": "newer", "schema_version": 2})
+    newer = write_policy(tmp_path, {**BASE_POLICY, "name": "newer", "schema_version": POLICY_SCHEMA_VERSION + 1})
     with pytest.raises(WorkbenchError) as exc:
         load_policy(newer)
     assert exc.value.problems[0].code == "schema_version_newer"

@@ -7,6 +7,7 @@ import click
 from .. import __version__
 from .agreement import agreement
 from .align import align
+from .authority import authority, status
 from .card import card
 from .certify import certify, reports, verify
 from .compare import compare
@@ -61,6 +62,8 @@ main.add_command(migrate_group)
 main.add_command(compare)
 main.add_command(repeatability)
 main.add_command(drift)
+main.add_command(authority)
+main.add_command(status)
 
 if __name__ == "__main__":
     main()

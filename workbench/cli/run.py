@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from ..gold import PARTITIONS, load_dataset
 from ..judges import load_candidate
 from ..runs import RunSummary, run_candidate_sync
-from ._common import BUDGET_USD, user_errors
+from ._common import BUDGET_USD, report_problems, user_errors
 
 EXIT_INCOMPLETE = 3
 """The run stopped early (budget, case limit, circuit breaker) or left cases unrun or mid-retry."""
@@ -28,8 +30,10 @@ EXIT_EVALUATOR_ERRORS = 5
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
 @click.option("--retry-errors", is_flag=True, help="Give cases whose last attempt is a final evaluator error another round.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@click.option("--shadow-of", "shadow_of", type=click.Path(path_type=str), default=None, help="Run --candidate in shadow of this judge (the spec of the judge holding authority): both judge the same cases, OUT holds both runs and shadow.json; disagreements are recorded in the shadow log, never in a gate.")
+@click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when categories were renamed).")
 @user_errors
-def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool) -> None:
+def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, shadow_of: str | None, label_mapping: str | None) -> None:
     """Run a judge candidate over one partition of a gold dataset.
 
     The judge only sees allow-listed fields (input, response, grading notes, reference,
@@ -41,7 +45,20 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
     reached, or the circuit breaker stopped the run after consecutive connection, 401, 403 or
     404 failures): every unrun case and every case stopped mid-retry is listed; 5 complete, but
     some cases ended in an evaluator error (counted by kind); 2 invalid input.
+
+    Shadow mode (--shadow-of CURRENT): CURRENT and the candidate judge the same frozen cases
+    of a development or calibration partition under one --budget-usd (OUT/old: CURRENT,
+    OUT/new: the candidate, as `workbench compare` lays them out, without controls). Every
+    disagreement is summarized in OUT/shadow.json and the shadow log beside the gold's
+    authority record, for review; none changes an exit code or a gate. Exit codes then: 0
+    complete, 3 incomplete (or the budget cannot cover both: nothing starts), 5 evaluator
+    errors, 2 invalid input.
     """
+    if shadow_of is not None:
+        _run_shadow(candidate, shadow_of, gold, partition, out, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats, cache_dir=cache_dir, no_cache=no_cache, retry_errors=retry_errors, no_progress=no_progress, label_mapping=label_mapping)
+        return
+    if label_mapping is not None:
+        raise click.UsageError("--label-mapping applies only with --shadow-of")
     judge = load_candidate(candidate)
     dataset = load_dataset(gold)
     summary = run_candidate_sync(
@@ -87,3 +104,27 @@ def report_summary(summary: RunSummary) -> int:
         click.echo(f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {EXIT_EVALUATOR_ERRORS})", err=True)
         return EXIT_EVALUATOR_ERRORS
     return 0
+
+
+def _run_shadow(candidate: str, current: str, gold: str, partition: str, out: str, *, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, label_mapping: str | None) -> None:
+    """``workbench run --shadow-of``: both judges on the same cases; disagreements recorded, no gate."""
+    from ..authority import format_shadow, run_shadow_sync
+    from ..migration import BudgetInsufficient
+
+    refused = [flag for flag, used in (("--repeat", repeats != 1), ("--max-cases", max_cases is not None), ("--retry-errors", retry_errors)) if used]
+    if refused:
+        raise click.UsageError(f"{', '.join(refused)} cannot be combined with --shadow-of: a shadow comparison judges every case of the partition once with both judges")
+    if partition not in ("development", "calibration"):
+        raise click.UsageError("--shadow-of runs on development or calibration data (held-out data is for certification only)")
+    try:
+        entry = run_shadow_sync(candidate, current, gold, partition, out, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else cache_dir, progress=not no_progress, label_mapping=label_mapping)
+    except BudgetInsufficient as exc:
+        report_problems(exc)
+        sys.exit(EXIT_INCOMPLETE)
+    click.echo(format_shadow(entry))
+    if entry.status != "complete":
+        sys.exit(EXIT_INCOMPLETE)
+    if entry.current_errors or entry.shadow_errors:
+        click.echo(f"evaluator errors: {entry.current_errors} case(s) of {entry.current}, {entry.shadow_errors} of {entry.shadow}: their verdicts are unknown", err=True)
+        sys.exit(EXIT_EVALUATOR_ERRORS)
+    sys.exit(0)

@@ -33,9 +33,12 @@ from ._overrides import (
 )
 from ._policy import (
     POLICY_SCHEMA_VERSION,
+    USES,
     ControlsPolicy,
     Policy,
+    PolicyScope,
     SlicePolicy,
+    Use,
     load_policy,
     policy_sha256,
 )
@@ -48,6 +51,7 @@ __all__ = [
     "NON_WAIVABLE_CODES",
     "OVERRIDE_SCHEMA_VERSION",
     "POLICY_SCHEMA_VERSION",
+    "USES",
     "Blocker",
     "ControlsPolicy",
     "GateOutcome",
@@ -55,9 +59,11 @@ __all__ = [
     "Override",
     "Policy",
     "PolicyRef",
+    "PolicyScope",
     "SliceFigures",
     "SlicePolicy",
     "UnappliedOverride",
+    "Use",
     "WaivedBlocker",
     "active_overrides",
     "add_override",

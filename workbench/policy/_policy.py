@@ -5,6 +5,12 @@ false passes and which false-pass / false-fail rates an owner accepts, on which 
 many judged cases a slice needs before its numbers mean anything. It also bounds evaluator
 errors and spend. Every limit is an upper bound; a limit that is ``None`` is not checked.
 
+The policy also declares the judge's **use** (``advisory``: annotate only; ``route``: send
+verdicts to human review; ``block``: gate a release unattended) and its **scope** (the rubric
+slices, and optionally products and other declared dimensions, it may act in). Certification
+grants at most that use, only in that scope (:mod:`workbench.authority`); a policy without
+``use`` grants no authority.
+
 A slice may also bound the judge's own variance, ``max_flip_rate`` (cases whose verdict
 changes across repeated calls of the unchanged judge): certification then needs a
 repeatability study on calibration data (:mod:`workbench.repeatability`).
@@ -38,10 +44,14 @@ from .._io import read_bounded, sha256_file, yaml_loads
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 
-POLICY_SCHEMA_VERSION = 1
+POLICY_SCHEMA_VERSION = 2
+"""2: ``use`` and ``scope`` (a version-1 file reads unchanged: it declares no use)."""
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 Basis = Literal["upper_95", "point"]
 PartitionName = Literal["development", "calibration", "held_out"]
+Use = Literal["advisory", "route", "block"]
+"""What a certified judge may do, least to most: annotate, route to human review, block a release."""
+USES: tuple[str, ...] = ("advisory", "route", "block")
 
 
 class _Model(BaseModel):
@@ -122,6 +132,47 @@ class SlicePolicy(_Model):
         return self
 
 
+class PolicyRuleError(ValueError):
+    """Policy-level rules broken, each ``(code, message, fix)``; :func:`load_policy` lists each."""
+
+    def __init__(self, rules: list[tuple[str, str, str]]) -> None:
+        self.rules = rules
+        super().__init__("; ".join(message for _, message, _ in rules))
+
+
+class PolicyScope(_Model):
+    """Where a judge certified under the policy may act. Evidence from one slice, product or
+    language does not authorize the judge elsewhere: whatever is not listed is out of scope."""
+
+    slices: list[str] = Field(min_length=1)
+    """Rubric slices the judge may act on; each must be a slice of this policy. A slice left
+    out gets no authority, whatever its certification figures."""
+    products: list[str] = Field(default_factory=list)
+    """Products, surfaces or pipelines its verdicts may be used in (e.g. ``support-chat``).
+    Empty: the policy names none, and the authority is bounded by the slices alone."""
+    dimensions: dict[str, list[str]] = Field(default_factory=dict)
+    """Any other declared scope, dimension -> allowed values (e.g. ``language: [en]``,
+    ``answer_form: [single_turn]``). Recorded with every grant; the workbench cannot check
+    traffic against it, the consumer of the verdicts must."""
+
+    @field_validator("slices", "products")
+    @classmethod
+    def _distinct_names(cls, value: list[str]) -> list[str]:
+        if any(not str(v).strip() for v in value):
+            raise ValueError("names must be written, not blank")
+        if len(set(value)) != len(value):
+            raise ValueError("a name is listed twice")
+        return value
+
+    @field_validator("dimensions")
+    @classmethod
+    def _values_listed(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        for name, allowed in value.items():
+            if not name.strip() or not allowed or any(not str(v).strip() for v in allowed):
+                raise ValueError(f"dimension {name!r} must name at least one allowed value")
+        return value
+
+
 class ControlsPolicy(_Model):
     """Controls certification runs before it touches held-out data."""
 
@@ -166,6 +217,31 @@ class Policy(_Model):
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
     controls: ControlsPolicy | None = None
     """The control suite certification runs first, and which roles block."""
+    use: Use | None = None
+    """The judge's declared use: ``advisory`` (annotate experiments; every verdict is reviewed),
+    ``route`` (verdicts route cases, e.g. clear passes and fails, while humans inspect
+    abstentions and sampled agreements) or ``block`` (gate a release unattended).
+    Certification under this policy grants at most this use, and only in ``scope``
+    (``workbench.authority.grant_for``). None: the policy declares no use, so certification
+    grants no authority (the judge stays a diagnosis). Requires ``scope``."""
+    scope: PolicyScope | None = None
+    """Where that use applies (slices, products, other declared dimensions). Required with
+    ``use``; every scope slice must be a slice of this policy."""
+
+    @model_validator(mode="after")
+    def _use_has_a_scope(self) -> Policy:
+        rules: list[tuple[str, str, str]] = []
+        if self.use is not None and self.scope is None:
+            rules.append(("policy_use_without_scope", f"use {self.use!r} is declared without a scope: authority would have no bounds", "add scope: {slices: [<the rubric slices the judge may act on>]} (optionally products and dimensions)"))
+        if self.scope is not None and self.use is None:
+            rules.append(("policy_scope_without_use", "a scope is declared without a use", "add use: advisory | route | block, or remove scope"))
+        if self.scope is not None:
+            unknown = [name for name in self.scope.slices if name not in self.slices]
+            if unknown:
+                rules.append(("policy_scope_unknown_slice", f"scope.slices names {unknown}, which the policy sets no limits for", "list only slices of this policy (its `slices:` keys): a slice without reviewed limits cannot be certified"))
+        if rules:
+            raise PolicyRuleError(rules)
+        return self
 
     @field_validator("name", "version", mode="before")
     @classmethod
@@ -229,7 +305,9 @@ def load_policy(path: str | Path) -> Policy:
         for e in exc.errors(include_url=False):
             where = ".".join(map(str, e["loc"])) or "policy"
             rule = (e.get("ctx") or {}).get("error")
-            if isinstance(rule, SliceRuleError):
+            if isinstance(rule, PolicyRuleError):
+                problems += [_problem(loc, code, message, fix) for code, message, fix in rule.rules]
+            elif isinstance(rule, SliceRuleError):
                 slice_name = where.rsplit(".", 1)[-1]
                 problems += [_problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix) for code, message, fix in rule.rules]
             else:

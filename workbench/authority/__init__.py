@@ -1,0 +1,122 @@
+"""Authority: what a certified judge may do, in which scope, and for how long.
+
+- A policy declares the judge's **use** (``advisory``, ``route``, ``block``) and **scope**;
+  certification grants at most that use, only in that scope (:func:`grant_for`,
+  :func:`requested_authority`; a report's grant: :func:`read_report`).
+- ``workbench authority`` keeps an append-only, hash-chained record per judge (``granted``,
+  ``promoted``, ``demoted``, ``revoked``, ``shadow``): :func:`grant`, :func:`promote`,
+  :func:`demote`, :func:`revoke`, :func:`attach_shadow`, :class:`AuthorityRecord`.
+- ``workbench status`` lists every judge's recorded and effective authority, its last
+  certified report, staleness and drift: :func:`authority_status`.
+- Shadow mode: ``workbench run --shadow-of`` / :func:`run_shadow`.
+- The last complete certified version of a judge, to show beside a candidate:
+  :func:`last_certified`; with the requested authority and staleness: :func:`beside_candidate`.
+"""
+
+from ._certified import ReportFacts, last_certified, read_report
+from ._commands import attach_shadow, demote, grant, promote, revoke
+from ._context import AuthorityContext, beside_candidate
+from ._grant import (
+    GRANT_SCHEMA_VERSION,
+    LEVELS,
+    AuthorityGrant,
+    Level,
+    RequestedAuthority,
+    describe_scope,
+    grant_for,
+    level_rank,
+    next_level,
+    requested_authority,
+)
+from ._location import (
+    AUTHORITY_FILE,
+    AUTHORITY_KEY,
+    SHADOW_LOG_FILE,
+    authority_path_for,
+    shadow_log_path_for,
+)
+from ._record import (
+    AUTHORITY_SCHEMA_VERSION,
+    EVENTS,
+    AuthorityEntry,
+    AuthorityRecord,
+    JudgeAuthority,
+    RecordRead,
+)
+from ._shadow import (
+    SHADOW_FILE,
+    SHADOW_SCHEMA_VERSION,
+    ShadowDisagreement,
+    ShadowEntry,
+    ShadowSlice,
+    format_shadow,
+    read_shadow_log,
+    run_shadow,
+    run_shadow_sync,
+    shadow_entry,
+)
+from ._stale import GoldState, StaleReason, gold_state, staleness
+from ._status import (
+    STATUS_SCHEMA_VERSION,
+    AuthorityStatus,
+    DriftSummary,
+    JudgeStatus,
+    ShadowPair,
+    authority_status,
+    format_status,
+)
+
+__all__ = [
+    "AUTHORITY_FILE",
+    "AUTHORITY_KEY",
+    "AUTHORITY_SCHEMA_VERSION",
+    "EVENTS",
+    "GRANT_SCHEMA_VERSION",
+    "LEVELS",
+    "SHADOW_FILE",
+    "SHADOW_LOG_FILE",
+    "SHADOW_SCHEMA_VERSION",
+    "STATUS_SCHEMA_VERSION",
+    "AuthorityContext",
+    "AuthorityEntry",
+    "AuthorityGrant",
+    "AuthorityRecord",
+    "AuthorityStatus",
+    "DriftSummary",
+    "GoldState",
+    "JudgeAuthority",
+    "JudgeStatus",
+    "Level",
+    "RecordRead",
+    "ReportFacts",
+    "RequestedAuthority",
+    "ShadowDisagreement",
+    "ShadowEntry",
+    "ShadowPair",
+    "ShadowSlice",
+    "StaleReason",
+    "attach_shadow",
+    "authority_path_for",
+    "authority_status",
+    "beside_candidate",
+    "demote",
+    "describe_scope",
+    "format_shadow",
+    "format_status",
+    "gold_state",
+    "grant",
+    "grant_for",
+    "last_certified",
+    "level_rank",
+    "next_level",
+    "promote",
+    "read_report",
+    "read_shadow_log",
+    "requested_authority",
+    "revoke",
+    "run_shadow",
+    "run_shadow_sync",
+    "shadow_entry",
+    "shadow_log_path_for",
+    "staleness",
+]

@@ -1,0 +1,192 @@
+"""What a locked certification report says: what the certification saw, and what it grants.
+
+:func:`read_report` verifies a report (``workbench verify``'s machinery) and reads what the
+authority commands need from it: the candidate and its fingerprint, the Ragas version, the
+rubric version, the gold dataset and release, the judge's model name, and the authority its
+own locked policy copy grants (:func:`~workbench.authority.grant_for`).
+
+:func:`last_certified` finds the last complete certified report of a judge under a reports
+root: the newest report whose outcome is ``certified`` and which verifies. A report shows it
+beside the candidate it certifies; an unverifiable report is never taken for it.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._io import sha256_file
+from ..errors import Problem, WorkbenchError
+from ._grant import AuthorityGrant, grant_for
+
+GATE_FILE = "gate.json"
+RUN_MANIFEST = "restricted/run/manifest.json"
+
+
+class ReportFacts(BaseModel):
+    """A certification report as the authority commands read it (:func:`read_report`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    report_id: str
+    """``<candidate>/<version>/<n>``."""
+    report_dir: str
+    """Absolute path of the report directory."""
+    created_at: datetime
+    """When the report was locked."""
+    candidate: str
+    """``name@version`` certified."""
+    candidate_fingerprint: str
+    """Its fingerprint."""
+    outcome: str
+    """The locked outcome."""
+    lock_sha256: str
+    """The lock's hash."""
+    verified: bool
+    """Whether ``workbench verify`` finds nothing wrong with it (False also when not checked)."""
+    problems: list[str] = Field(default_factory=list)
+    """What verification found, one line each."""
+    policy: str | None
+    """``name@version`` of the policy certified under."""
+    policy_sha256: str | None
+    """sha256 of the report's policy copy, as locked."""
+    ragas_version: str | None
+    """The Ragas version installed when it was certified."""
+    rubric_version: str | None
+    """The gold's rubric version it was certified against."""
+    dataset_sha256: str | None
+    """The gold dataset's hash it was certified on."""
+    gold_release: str | None
+    """The frozen gold release of that dataset state (None: not frozen)."""
+    gold: str | None
+    """Absolute path of the gold dataset directory it was certified on."""
+    model: str | None
+    """The judge's model name as certified (None for deterministic judges)."""
+    grant: AuthorityGrant
+    """What it grants: at most its policy's use, only in its scope."""
+
+    @property
+    def certified(self) -> bool:
+        """Outcome ``certified`` and verified: complete evidence."""
+        return self.outcome == "certified" and self.verified
+
+
+def _p(location: str, code: str, message: str, fix: str) -> Problem:
+    return Problem(location=location, code=code, message=message, fix=fix)
+
+
+def read_report(report_dir: str | Path, *, verify: bool = True, gold: str | Path | None = None) -> tuple[ReportFacts | None, list[Problem]]:
+    """Verify ``report_dir`` and read its facts; never raises for bad content.
+
+    Returns ``(None, problems)`` when the report cannot be read at all, else the facts and the
+    problems verification found (``facts.verified`` is False when there are any, or when
+    ``verify`` is False).
+    """
+    from ..policy import load_policy
+    from ..reports import LOCK_FILE, read_lock, verify_one
+
+    root = Path(report_dir)
+    if root.name == LOCK_FILE and root.is_file():
+        root = root.parent
+    loc = str(root)
+    if not (root / LOCK_FILE).is_file():
+        return None, [_p(loc, "report_missing", "no certification report here (no lock.json)", "point at reports/<candidate>/<version>/<n> written by `workbench certify`")]
+    problems: list[Problem] = []
+    if verify:
+        problems += [_p(p.location, "report_unverified", f"the report does not verify: {p.message} [{p.code}]", "restore the report as certified (`workbench verify` names every change); an altered report is no evidence") for p in verify_one(root, gold=gold).problems if p.severity == "error"]
+    try:
+        lock = read_lock(root)
+        gate = json.loads((root / GATE_FILE).read_text(encoding="utf-8"))
+        if not isinstance(gate, dict):
+            raise ValueError("gate.json is not an object")
+    except (OSError, ValueError, RecursionError) as exc:
+        return None, problems + [_p(loc, "report_unreadable", f"lock.json or gate.json cannot be read ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})", "point at an intact certification report")]
+    policy_rel = lock.input_files.get("policy")
+    grant: AuthorityGrant
+    policy_label = None
+    policy_sha = None
+    if not policy_rel or not (root / policy_rel).is_file():
+        problems.append(_p(loc, "report_policy_missing", "the report holds no copy of the policy it was certified under", "point at a report written by `workbench certify`"))
+        grant = AuthorityGrant(policy=None, outcome=lock.outcome, requested=None, use="none", scope=None, withheld=["the report's policy copy is missing"], report_id=lock.report_id, lock_sha256=lock.lock_sha256)
+    else:
+        policy_sha = sha256_file(root / policy_rel)
+        try:
+            policy = load_policy(root / policy_rel)
+        except WorkbenchError as exc:
+            problems += exc.problems
+            grant = AuthorityGrant(policy=None, outcome=lock.outcome, requested=None, use="none", scope=None, withheld=["the report's policy copy does not load"], report_id=lock.report_id, lock_sha256=lock.lock_sha256)
+        else:
+            policy_label = policy.label
+            if policy_sha != lock.evidence.get("policy"):
+                problems.append(_p(str(root / policy_rel), "report_policy_changed", "the report's policy copy is not the one its lock records", "restore the report as certified"))
+            grant = grant_for(policy, gate, report_id=lock.report_id, lock_sha256=lock.lock_sha256)
+            if gate.get("outcome") != lock.outcome:
+                problems.append(_p(str(root / GATE_FILE), "report_outcome_mismatch", f"gate.json says {gate.get('outcome')!r}, the lock {lock.outcome!r}", "restore the report as certified"))
+    manifest: dict = {}
+    try:
+        raw = json.loads((root / RUN_MANIFEST).read_text(encoding="utf-8"))
+        manifest = raw if isinstance(raw, dict) else {}
+    except (OSError, ValueError, RecursionError):
+        manifest = {}
+    judge = manifest.get("judge") if isinstance(manifest.get("judge"), dict) else {}
+    facts = ReportFacts(
+        report_id=lock.report_id,
+        report_dir=str(root.resolve()),
+        created_at=lock.created_at,
+        candidate=lock.candidate,
+        candidate_fingerprint=lock.candidate_fingerprint,
+        outcome=lock.outcome,
+        lock_sha256=lock.lock_sha256,
+        verified=verify and not problems,
+        problems=[p.format() for p in problems],
+        policy=policy_label,
+        policy_sha256=policy_sha,
+        ragas_version=lock.versions.get("ragas"),
+        rubric_version=gate.get("rubric_version"),
+        dataset_sha256=lock.evidence.get("gold_dataset"),
+        gold_release=manifest.get("gold_release"),
+        gold=lock.gold,
+        model=judge.get("model"),
+        grant=grant,
+    )
+    return facts, problems
+
+
+def _split(judge: str) -> tuple[str, str | None]:
+    name, _, version = judge.partition("@")
+    return name, (version or None)
+
+
+def last_certified(judge: str, reports_root: str | Path = "reports", *, exclude_version: str | None = None, gold: str | Path | None = None) -> ReportFacts | None:
+    """The last complete certified report of ``judge`` under ``reports_root``, or None.
+
+    ``judge``: a candidate name (``rubric-judge``: any version) or ``name@version`` (that
+    version only). ``exclude_version``: leave one version out (the candidate being certified,
+    so its report can show the last certified *other* version beside it). Newest lock first;
+    the first one whose outcome is ``certified`` and which verifies is returned, so a tampered
+    or incomplete report is never shown as the last certified judge.
+    """
+    from ..reports import LOCK_FILE
+    from ..reports._listing import report_dirs
+
+    name, version = _split(judge)
+    candidates: list[tuple[datetime, Path]] = []
+    for d in report_dirs(Path(reports_root)):
+        if d.parent.parent.name != name or (version is not None and d.parent.name != version) or d.parent.name == exclude_version:
+            continue
+        try:
+            lock = json.loads((d / LOCK_FILE).read_text(encoding="utf-8"))
+            created = datetime.fromisoformat(str(lock["created_at"]).replace("Z", "+00:00"))
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            continue
+        if lock.get("outcome") == "certified":
+            candidates.append((created, d))
+    for _, d in sorted(candidates, key=lambda item: item[0], reverse=True):
+        facts, _problems = read_report(d, gold=gold)
+        if facts is not None and facts.certified:
+            return facts
+    return None
+

@@ -1,0 +1,70 @@
+"""What a certification report shows beside its candidate (:func:`beside_candidate`).
+
+The seed: publish the last complete certified judge beside the candidate result, but do not
+silently fall back to it for cases whose rubric or schema changed. So the context names the
+authority the candidate's policy requests, the last complete certified *other* version of the
+judge (:func:`~workbench.authority.last_certified`: verified, outcome ``certified``), and every
+way the gold, rubric or Ragas changed since that certification.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..policy import Policy
+from ._certified import ReportFacts, last_certified
+from ._grant import RequestedAuthority, requested_authority
+from ._stale import StaleReason, gold_state, staleness
+
+
+class AuthorityContext(BaseModel):
+    """What a report shows beside its candidate: the authority requested, and the last complete
+    certified version of the judge with whether it still fits the gold (:func:`beside_candidate`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    candidate: str
+    """The candidate being certified (``name@version``)."""
+    requested: RequestedAuthority
+    """The use and scope its policy asks for."""
+    last_certified: ReportFacts | None
+    """The newest verified ``certified`` report of another version of the judge, or None."""
+    last_certified_stale: list[StaleReason] = Field(default_factory=list)
+    """How the gold, rubric or Ragas changed since that certification: it is shown, never
+    silently used in the candidate's place."""
+
+    def describe(self) -> list[str]:
+        """Lines for a report."""
+        lines = [f"authority requested: {self.requested.describe()}"]
+        last = self.last_certified
+        if last is None:
+            lines.append(f"last complete certified version: none (no verified certified report of another version of {self.candidate.split('@')[0]})")
+            return lines
+        lines.append(f"last complete certified version: {last.candidate} (report {last.report_id}, {last.created_at:%Y-%m-%d}, policy {last.policy}; {last.grant.describe()})")
+        if self.last_certified_stale:
+            lines.append("  not a fallback: " + "; ".join(r.message for r in self.last_certified_stale))
+        return lines
+
+
+def beside_candidate(policy: Policy, candidate: str, reports_root: str | Path, gold: str | Path) -> AuthorityContext:
+    """The authority ``policy`` requests for ``candidate`` (``name@version``) and the last complete
+    certified other version of the judge under ``reports_root``, checked against ``gold`` now."""
+    name, _, version = candidate.partition("@")
+    last = last_certified(name, reports_root, exclude_version=version or None, gold=None)
+    stale: list[StaleReason] = []
+    if last is not None:
+        spec = _spec_copy(Path(last.report_dir))
+        stale = [r for r in staleness(last, gold_state(gold), spec) if r.kind != "candidate" or spec is None]
+    return AuthorityContext(candidate=candidate, requested=requested_authority(policy), last_certified=last, last_certified_stale=stale)
+
+
+def _spec_copy(report_dir: Path) -> Path | None:
+    from ..reports import read_lock
+
+    try:
+        rel = read_lock(report_dir).input_files.get("candidate")
+    except (OSError, ValueError):
+        return None
+    return report_dir / rel if rel else None

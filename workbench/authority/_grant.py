@@ -1,0 +1,168 @@
+"""What a policy asks for and what a certification grants.
+
+A policy declares the judge's use (``advisory``, ``route`` or ``block``) and its scope
+(:class:`~workbench.policy.PolicyScope`). :func:`requested_authority` says what a policy asks
+for, for the report to show beside the candidate. :func:`grant_for` says what a certification
+actually grants: **at most the declared use, only in the declared scope**, and less when the
+evidence is weaker:
+
+- no authority at all unless the gate's outcome is ``certified`` on the held-out partition and
+  the policy declares a use;
+- a scope slice with no decided held-out verdict is left out (nothing was shown there);
+- a scope slice certified only because an override waived one of its blockers is left out
+  (authority does not rest on a waiver, which expires);
+- a waived blocker that names no slice (a cost or evaluator-error limit, say) caps the use at
+  ``route``: a judge never blocks unattended on a waived certification;
+- nothing remains in scope: no authority.
+
+Every reduction is listed in :attr:`AuthorityGrant.withheld`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..policy import Policy, PolicyScope
+
+GRANT_SCHEMA_VERSION = 1
+Level = Literal["none", "advisory", "route", "block"]
+"""An authority level, least to most: ``none`` (no use), ``advisory`` (annotate only), ``route``
+(send to human review), ``block`` (gate a release)."""
+LEVELS: tuple[str, ...] = ("none", "advisory", "route", "block")
+
+
+def level_rank(level: str | None) -> int:
+    """0 for ``none`` (or None) up to 3 for ``block``."""
+    return LEVELS.index(level) if level in LEVELS else 0
+
+
+def lower(a: str, b: str) -> str:
+    """The lower of two levels."""
+    return a if level_rank(a) <= level_rank(b) else b
+
+
+def next_level(level: str) -> str | None:
+    """The next step on the promotion path (advisory -> route -> block), None after block."""
+    rank = level_rank(level)
+    return LEVELS[rank + 1] if 0 < rank < len(LEVELS) - 1 else None
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class RequestedAuthority(_Model):
+    """The authority a policy asks certification to grant (shown in the report beside the candidate)."""
+
+    policy: str
+    """``name@version`` of the policy."""
+    use: Literal["advisory", "route", "block"] | None
+    """The declared use; None: the policy declares none, so certification grants no authority."""
+    scope: PolicyScope | None
+    """Where the use applies."""
+
+    def describe(self) -> str:
+        """One line for a report."""
+        if self.use is None or self.scope is None:
+            return f"{self.policy} declares no use: certification grants no authority"
+        return f"{self.policy} requests {self.use} on {describe_scope(self.scope)}"
+
+
+class AuthorityGrant(_Model):
+    """What one certification grants (:func:`grant_for`)."""
+
+    schema_version: int = GRANT_SCHEMA_VERSION
+    """Grant format version."""
+    policy: str | None
+    """``name@version`` of the policy certified under."""
+    outcome: str | None
+    """The gate's outcome."""
+    requested: Literal["advisory", "route", "block"] | None
+    """The policy's declared use."""
+    use: Level
+    """The use granted: at most ``requested``; ``none`` unless certified."""
+    scope: PolicyScope | None
+    """The scope granted: the declared scope less the slices left out; None with ``use: none``."""
+    withheld: list[str] = Field(default_factory=list)
+    """Why less than requested was granted, one sentence each (empty: all of it)."""
+    report_id: str | None = None
+    """The report this grant is read from, when it is one."""
+    lock_sha256: str | None = None
+    """That report's lock hash."""
+
+    def describe(self) -> str:
+        """One line for the terminal or a report."""
+        if self.use == "none" or self.scope is None:
+            why = "; ".join(self.withheld) or "nothing granted"
+            return f"grants no authority ({why})"
+        return f"grants {self.use} on {describe_scope(self.scope)}"
+
+
+def describe_scope(scope: PolicyScope) -> str:
+    """``slices a, b; products p; language: en``."""
+    parts = [f"slices {', '.join(scope.slices)}"]
+    if scope.products:
+        parts.append(f"products {', '.join(scope.products)}")
+    parts += [f"{name}: {', '.join(values)}" for name, values in sorted(scope.dimensions.items())]
+    return "; ".join(parts)
+
+
+def requested_authority(policy: Policy) -> RequestedAuthority:
+    """The use and scope ``policy`` asks for (for a report to show beside the candidate)."""
+    return RequestedAuthority(policy=policy.label, use=policy.use, scope=policy.scope)
+
+
+def _as_dict(gate: Any) -> dict[str, Any]:
+    if isinstance(gate, Mapping):
+        return dict(gate)
+    dump = getattr(gate, "model_dump", None)
+    if dump is None:
+        raise TypeError("gate must be a GateResult or its JSON (gate.json)")
+    return dump(mode="json")
+
+
+def grant_for(policy: Policy, gate: Any, *, report_id: str | None = None, lock_sha256: str | None = None) -> AuthorityGrant:
+    """What a certification under ``policy`` with gate result ``gate`` grants (module doc).
+
+    ``gate``: a :class:`~workbench.policy.GateResult` or its JSON (a report's ``gate.json``).
+    Pure: it reads nothing from disk; :func:`workbench.authority.read_report` verifies a
+    report and calls it with the report's own policy copy and gate.
+    """
+    g = _as_dict(gate)
+    outcome = g.get("outcome")
+    base = {"policy": policy.label, "outcome": outcome, "requested": policy.use, "report_id": report_id, "lock_sha256": lock_sha256}
+    if policy.use is None or policy.scope is None:
+        return AuthorityGrant(**base, use="none", scope=None, withheld=[f"policy {policy.label} declares no use: certification grants no authority (declare use and scope in a new policy version)"])
+    if outcome != "certified":
+        return AuthorityGrant(**base, use="none", scope=None, withheld=[f"the outcome is {outcome!r}: only a certified report grants authority"])
+    if g.get("partition") != "held_out":
+        return AuthorityGrant(**base, use="none", scope=None, withheld=[f"the gate evaluated {g.get('partition')!r}, not held_out: only a held-out certification grants authority"])
+    figures = {f.get("slice"): f for f in g.get("figures") or [] if isinstance(f, Mapping)}
+    waived = [w for w in g.get("waived") or [] if isinstance(w, Mapping)]
+    withheld: list[str] = []
+    kept: list[str] = []
+    for name in policy.scope.slices:
+        fig = figures.get(name)
+        if fig is None or not fig.get("decided"):
+            withheld.append(f"slice {name}: no decided held-out verdict, so nothing was shown there")
+            continue
+        waivers = [w for w in waived if (w.get("blocker") or {}).get("slice") == name]
+        if waivers:
+            codes = ", ".join(f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})" for w in waivers)
+            withheld.append(f"slice {name}: certified only because an override waived {codes}; authority does not rest on a waiver")
+            continue
+        kept.append(name)
+    use: str = policy.use
+    general = [w for w in waived if not (w.get("blocker") or {}).get("slice")]
+    if general and level_rank(use) > level_rank("route"):
+        codes = ", ".join(f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})" for w in general)
+        withheld.append(f"block withheld: an override waived {codes}; a judge never blocks unattended on a waived certification")
+        use = "route"
+    if not kept:
+        withheld.append("no scope slice remains: no authority")
+        return AuthorityGrant(**base, use="none", scope=None, withheld=withheld)
+    scope = policy.scope.model_copy(update={"slices": kept})
+    return AuthorityGrant(**base, use=use, scope=scope, withheld=withheld)  # type: ignore[arg-type]

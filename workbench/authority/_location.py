@@ -1,0 +1,81 @@
+"""Where the authority record and the shadow log live: beside the gold, like the held-out ledger.
+
+A judge's authority rests on certifications made on one gold dataset, so its record is found
+from that dataset alone, exactly as the held-out ledger is (:mod:`workbench.heldout._location`):
+
+1. the *project root* is the first directory, walking up from the gold dataset directory,
+   that holds ``workbench.yaml`` or ``.git``;
+2. if that root holds ``workbench.yaml`` with an ``authority_record`` key, the record is that
+   path (relative to the root, or absolute): one record for every dataset of the project;
+3. otherwise it is ``<gold dataset directory>/authority.jsonl``.
+
+The shadow log (``shadow_log.jsonl``) and the record's head (``.authority.jsonl.head``) sit in
+the same directory as the record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from ..errors import Problem, WorkbenchError
+from ..heldout import PROJECT_CONFIG, gold_directory, project_root
+
+AUTHORITY_FILE = "authority.jsonl"
+"""The authority record's default file name, beside the gold dataset."""
+AUTHORITY_KEY = "authority_record"
+"""The ``workbench.yaml`` key that declares one record for the whole project."""
+SHADOW_LOG_FILE = "shadow_log.jsonl"
+"""The shadow log's file name, beside the authority record."""
+
+
+def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
+    return WorkbenchError("invalid project configuration", [Problem(location=str(path), code="project_config_invalid", message=message, fix=fix)])
+
+
+def configured_record(root: Path) -> Path | None:
+    """The authority record declared in ``<root>/workbench.yaml``, if any."""
+    config = root / PROJECT_CONFIG
+    if not config.is_file():
+        return None
+    try:
+        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise _config_problem(config, f"the project configuration cannot be read ({str(exc).splitlines()[0][:120]})", "write workbench.yaml as a UTF-8 YAML mapping") from None
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _config_problem(config, "the project configuration must be a YAML mapping", f"write `{AUTHORITY_KEY}: path/to/{AUTHORITY_FILE}` or leave the file empty")
+    value = raw.get(AUTHORITY_KEY)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise _config_problem(config, f"{AUTHORITY_KEY} must be a path (text)", f"write `{AUTHORITY_KEY}: path/to/{AUTHORITY_FILE}` (relative to the project root)")
+    path = Path(value)
+    path = path if path.is_absolute() else root / path
+    if path.is_dir():
+        raise _config_problem(config, f"{AUTHORITY_KEY} names a directory ({path})", f"name a file, e.g. {Path(value) / AUTHORITY_FILE}")
+    return path.resolve()
+
+
+def authority_path_for(gold: str | Path) -> Path:
+    """The one authority record of ``gold`` (see the module doc)."""
+    directory = gold_directory(gold)
+    root = project_root(directory)
+    declared = configured_record(root) if root is not None else None
+    default = directory / AUTHORITY_FILE
+    if declared is None:
+        return default
+    if declared != default and default.is_file() and default.stat().st_size > 0:
+        # Entries already recorded beside the data cannot be left behind by declaring a fresh record.
+        raise WorkbenchError(
+            "two authority records",
+            [Problem(location=str(default), code="authority_record_conflict", message=f"the project declares the authority record {declared} but this dataset already has a record with entries beside it", fix=f"keep one record: move {default} (and its .head file) to {declared} while that one does not exist yet, or remove {AUTHORITY_KEY} from {PROJECT_CONFIG}")],
+        )
+    return declared
+
+
+def shadow_log_path_for(gold: str | Path) -> Path:
+    """The shadow log of ``gold``: ``shadow_log.jsonl`` beside its authority record."""
+    return authority_path_for(gold).with_name(SHADOW_LOG_FILE)

@@ -1,0 +1,265 @@
+"""The authority record: what each judge may do, since when, on which evidence, approved by whom.
+
+One append-only, hash-chained JSON Lines file (``authority.jsonl`` beside the gold, see
+:mod:`._location`) holds the entries of every judge (``name@version``). An entry is an event
+(``granted``, ``promoted``, ``demoted``, ``revoked``, ``shadow``) and the state it leaves the
+judge in: its authority level, its scope, and the certification report it rests on. A
+judge's current authority is its last entry's.
+
+Integrity, as the held-out ledger's:
+
+- **chain**: every entry carries ``previous_sha256`` (the ``entry_sha256`` of the line before
+  it) and ``entry_sha256`` (the sha256 of its own canonical JSON without that field): an
+  edited, inserted or deleted line breaks the chain there;
+- **head**: ``.authority.jsonl.head`` beside the record holds the entry count and the last
+  entry's hash, rewritten atomically after every append. Deleting lines at the end (which
+  the chain alone cannot show: say, the line that revoked a judge) leaves the head ahead of
+  the record, and every reader says so;
+- **serialized appends**: every append happens under a file lock.
+
+A damaged record grants nothing (``workbench status`` shows every judge with effective
+authority ``none``). Grants, promotions and shadow attachments are refused on it; demotions
+and revocations are still appended, because rollback must always be possible.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Literal
+
+from filelock import FileLock, Timeout
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from .._io import AppendOnlyLog, atomic_write_json, sha256_json
+from ..errors import Problem, WorkbenchError
+from ..policy import PolicyScope
+from ._grant import Level
+
+AUTHORITY_SCHEMA_VERSION = 1
+LOCK_TIMEOUT_S = 60.0
+Event = Literal["granted", "promoted", "demoted", "revoked", "shadow"]
+EVENTS: tuple[str, ...] = ("granted", "promoted", "demoted", "revoked", "shadow")
+FIX_RESTORE = "the authority record is append-only evidence: restore it (and its .head file) from version control or a backup; never edit or delete its lines"
+
+
+class AuthorityEntry(BaseModel):
+    """One line of the authority record."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    schema_version: int = AUTHORITY_SCHEMA_VERSION
+    """Authority record format version."""
+    entry_id: str
+    """Unique id of the entry (``auth-`` + 16 hex digits)."""
+    judge: str
+    """The judge, ``name@version``."""
+    event: Event
+    """``granted`` (a certified report recorded as the judge's evidence; a judge without
+    authority starts at ``advisory``), ``promoted`` (one step up the path advisory -> route ->
+    block), ``demoted`` (down, any number of steps), ``revoked`` (to ``none``) or ``shadow``
+    (attached in shadow to another judge: its verdicts are recorded, never used)."""
+    authority: Level
+    """The judge's authority after this entry."""
+    previous_authority: Level
+    """Its authority before."""
+    scope: PolicyScope | None
+    """The scope the authority applies in after this entry (None with ``none``)."""
+    report_id: str | None
+    """The certification report the authority rests on (for ``demoted`` and ``revoked``: the
+    one it rested on; None when there is none)."""
+    report_dir: str | None
+    """Absolute path of that report."""
+    lock_sha256: str | None
+    """That report's lock hash: the entry is bound to exactly that report."""
+    candidate_fingerprint: str | None
+    """The fingerprint the report certified."""
+    candidate_spec: str | None
+    """Absolute path of the candidate spec the judge runs from; ``workbench status`` reads the
+    model name and fingerprint there to tell whether the judge is stale."""
+    policy: str | None
+    """``name@version`` of the policy the report was certified under."""
+    granted_use: Level | None
+    """What that report grants (the ceiling of this judge's authority on its evidence)."""
+    shadow_of: str | None
+    """For ``shadow``: the judge (``name@version``) this one runs beside."""
+    approver: str
+    """Who approved the entry (for ``demoted``/``revoked`` by default who recorded it)."""
+    reason: str
+    """Why, in the approver's words."""
+    when: datetime
+    """When the entry was recorded (UTC)."""
+    recorded_by: str
+    """The user who ran the command."""
+    previous_sha256: str | None
+    """``entry_sha256`` of the line before this one (None for the first line): the chain."""
+    entry_sha256: str = ""
+    """sha256 over the canonical JSON of this entry without this field."""
+
+    def content_sha256(self) -> str:
+        return sha256_json(self.model_dump(mode="json", exclude={"entry_sha256"}))
+
+
+@dataclass(frozen=True)
+class JudgeAuthority:
+    """A judge's state in the record: its last entry, and its history."""
+
+    judge: str
+    last: AuthorityEntry
+    entries: tuple[AuthorityEntry, ...]
+
+    @property
+    def authority(self) -> str:
+        return self.last.authority
+
+    @property
+    def evidence(self) -> AuthorityEntry | None:
+        """The last entry naming a report (the evidence the authority rests on)."""
+        return next((e for e in reversed(self.entries) if e.report_dir), None)
+
+    @property
+    def revoked_at(self) -> datetime | None:
+        """When it was last revoked, if ever."""
+        return next((e.when for e in reversed(self.entries) if e.event == "revoked"), None)
+
+    @property
+    def shadow_of(self) -> str | None:
+        """The judge it currently runs in shadow of."""
+        return self.last.shadow_of if self.last.event == "shadow" else None
+
+
+@dataclass(frozen=True)
+class RecordRead:
+    """Every entry that parsed, and every problem found."""
+
+    entries: list[AuthorityEntry]
+    problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def judges(self) -> dict[str, JudgeAuthority]:
+        """Every judge with an entry, in order of first appearance."""
+        grouped: dict[str, list[AuthorityEntry]] = {}
+        for e in self.entries:
+            grouped.setdefault(e.judge, []).append(e)
+        return {name: JudgeAuthority(name, items[-1], tuple(items)) for name, items in grouped.items()}
+
+
+class AuthorityRecord:
+    """The append-only, hash-chained authority record at ``path``."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.head_path = self.path.with_name(f".{self.path.name}.head")
+        self.lock_path = self.path.with_name(f".{self.path.name}.lock")
+        self._filelock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S)
+
+    def read(self) -> RecordRead:
+        """Parse every line and check the chain and the head; never raises for bad content."""
+        loc = str(self.path)
+        head = self._read_head()
+        if not self.path.exists():
+            if head is not None and head.get("entries"):
+                return RecordRead([], [Problem(location=loc, code="authority_record_missing", message=f"the record is gone but its head says it held {head.get('entries')} entries", fix=FIX_RESTORE)])
+            return RecordRead([])
+        try:
+            raw_lines = self.path.read_bytes().split(b"\n")
+        except OSError as exc:
+            return RecordRead([], [Problem(location=loc, code="authority_record_unreadable", message=f"the record cannot be read ({exc.strerror or exc})", fix="make the record readable")])
+        entries: list[AuthorityEntry] = []
+        problems: list[Problem] = []
+        previous: str | None = None
+        seen: set[str] = set()
+        for number, raw in enumerate(raw_lines, start=1):
+            if not raw.strip():
+                continue
+            where = f"{loc}:{number}"
+            try:
+                entry = AuthorityEntry.model_validate(json.loads(raw.decode("utf-8")))
+            except (ValueError, UnicodeDecodeError, RecursionError, ValidationError) as exc:
+                problems.append(Problem(location=where, code="authority_record_invalid", message=f"chain broken at line {number}: unreadable entry ({str(exc).splitlines()[0][:120]})", fix=FIX_RESTORE))
+                previous = "(unreadable)"
+                continue
+            if entry.schema_version > AUTHORITY_SCHEMA_VERSION:
+                problems.append(Problem(location=where, code="schema_version_newer", message=f"entry schema_version {entry.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+            if entry.content_sha256() != entry.entry_sha256:
+                problems.append(Problem(location=where, code="authority_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)", fix=FIX_RESTORE))
+            elif entry.previous_sha256 != previous:
+                what = "the first line must not name a predecessor" if previous is None else "its previous_sha256 does not match the line before it"
+                problems.append(Problem(location=where, code="authority_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line before it was deleted, inserted or edited)", fix=FIX_RESTORE))
+            if entry.entry_id in seen:
+                problems.append(Problem(location=where, code="authority_chain_broken", message=f"entry id {entry.entry_id} appears twice", fix=FIX_RESTORE))
+            seen.add(entry.entry_id)
+            previous = entry.entry_sha256
+            entries.append(entry)
+        problems += self._check_head(head, entries)
+        return RecordRead(entries, problems)
+
+    def _read_head(self) -> dict | None:
+        try:
+            data = json.loads(self.head_path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, RecursionError):
+            return {"unreadable": True}
+        return data if isinstance(data, dict) else {"unreadable": True}
+
+    def _check_head(self, head: dict | None, entries: list[AuthorityEntry]) -> list[Problem]:
+        loc = str(self.head_path)
+        if not entries:
+            if head is not None and head.get("entries"):
+                return [Problem(location=str(self.path), code="authority_record_truncated", message=f"the record holds no entry but its head says {head.get('entries')}: lines were removed", fix=FIX_RESTORE)]
+            return []
+        if head is None:
+            return [Problem(location=loc, code="authority_head_missing", message=f"the record has {len(entries)} entries but no head file: lines removed at its end could not be told", fix=FIX_RESTORE)]
+        if head.get("unreadable") or not isinstance(head.get("entries"), int):
+            return [Problem(location=loc, code="authority_head_invalid", message="the head file cannot be read", fix=FIX_RESTORE)]
+        count, digest = head["entries"], head.get("entry_sha256")
+        if count > len(entries):
+            return [Problem(location=str(self.path), code="authority_record_truncated", message=f"the head says the record held {count} entries, it holds {len(entries)}: lines were removed at its end", fix=FIX_RESTORE)]
+        if count < 1 or entries[count - 1].entry_sha256 != digest:
+            return [Problem(location=loc, code="authority_head_mismatch", message=f"entry {count} of the record is not the one the head names", fix=FIX_RESTORE)]
+        if count < len(entries) - 1:
+            # An append is followed by its head at once; a crash leaves the head one entry behind at most.
+            return [Problem(location=loc, code="authority_head_mismatch", message=f"the head names entry {count} of {len(entries)}: entries were appended without the workbench", fix=FIX_RESTORE)]
+        return []
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the record's file lock (every append happens under it)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._filelock.acquire()
+        except Timeout:
+            raise WorkbenchError("authority record busy", [Problem(location=str(self.lock_path), code="authority_record_busy", message=f"another command held the record's lock for more than {LOCK_TIMEOUT_S:.0f} s", fix="retry in a moment")]) from None
+        try:
+            yield
+        finally:
+            self._filelock.release()
+
+    def append(self, entry: AuthorityEntry, read: RecordRead) -> AuthorityEntry:
+        """Chain ``entry`` to the last entry of ``read`` and append it; then move the head.
+
+        Caller holds :meth:`locked` and read the record under it. On a damaged record (a
+        demotion or revocation is still appended) the head is left as it is, so the damage
+        stays visible.
+        """
+        previous = read.entries[-1].entry_sha256 if read.entries else None
+        chained = entry.model_copy(update={"schema_version": AUTHORITY_SCHEMA_VERSION, "previous_sha256": previous, "entry_sha256": ""})
+        sealed = chained.model_copy(update={"entry_sha256": chained.content_sha256()})
+        with AppendOnlyLog(self.path) as log:
+            log.append(sealed.model_dump(mode="json"))
+        if read.ok:
+            atomic_write_json(self.head_path, {"entries": len(read.entries) + 1, "entry_sha256": sealed.entry_sha256})
+        return sealed
+
+
+def new_entry_id() -> str:
+    return f"auth-{uuid.uuid4().hex[:16]}"

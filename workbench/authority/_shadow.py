@@ -1,0 +1,288 @@
+"""Shadow mode: run a candidate beside the judge holding authority, record where they disagree.
+
+``workbench run --candidate NEW --shadow-of CURRENT ...`` (or :func:`run_shadow` from CI)
+runs both judges over the same frozen cases of a development or calibration partition under
+one budget. The pairing, budget, resumption and lineage checks are ``workbench compare``'s
+(:func:`workbench.migration.compare_candidates`, CURRENT as the old side, NEW as the new one,
+without controls), so both verdicts of every case come from the same manifest. Then:
+
+- every case whose verdicts differ is a **disagreement** (a verdict against an evaluator
+  error counts too); one between pass and fail is a **boundary crossing**; a disagreement in
+  a critical slice is listed for review; where the gold says who was right, it is counted
+  (``shadow_right``: the candidate agreed with the reviewers and CURRENT did not;
+  ``current_right``: the reverse);
+- the summary goes to ``OUT/shadow.json`` and is appended to the shadow log
+  (``shadow_log.jsonl`` beside the authority record), which ``workbench status`` reads.
+
+Shadow verdicts have **no effect on any gate**: nothing here writes a gate result, touches
+the authority record or the held-out ledger, or changes an exit code because of a
+disagreement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .._io import AppendOnlyLog, atomic_write_json
+from ..errors import Problem, WorkbenchError
+from ..gold import GoldDataset, load_dataset
+from ..heldout import current_user
+from ..judges import Judge, load_candidate
+from ._grant import Level
+from ._location import authority_path_for, shadow_log_path_for
+from ._record import AuthorityRecord
+
+SHADOW_SCHEMA_VERSION = 1
+SHADOW_FILE = "shadow.json"
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class ShadowSlice(_Model):
+    """Disagreements in one slice."""
+
+    slice: str
+    """The slice."""
+    risk: str | None
+    """Its risk."""
+    cases: int
+    """Cases both judges judged (with a verdict or an error)."""
+    disagreements: int
+    """Cases whose verdicts differ."""
+    boundary_crossings: int
+    """Disagreements between pass and fail."""
+    shadow_right: int
+    """Disagreements where the shadow agreed with the adjudicated label and the current judge did not."""
+    current_right: int
+    """Disagreements where the current judge agreed and the shadow did not."""
+
+
+class ShadowDisagreement(_Model):
+    """One case the two judges judged differently."""
+
+    case_id: str
+    """The case."""
+    slice: str
+    """Its slice."""
+    risk: str | None
+    """The slice's risk."""
+    current: str | None
+    """The current judge's verdict (``error``/``missing`` category when None)."""
+    shadow: str | None
+    """The shadow's verdict."""
+    current_category: str
+    """pass, fail, abstain, other, error or missing."""
+    shadow_category: str
+    """Likewise."""
+    boundary_crossing: bool
+    """One passed and the other failed."""
+    right: Literal["shadow", "current", "neither"]
+    """Who agreed with the adjudicated label."""
+
+
+class ShadowEntry(_Model):
+    """One shadow comparison: a line of the shadow log, and ``OUT/shadow.json``."""
+
+    schema_version: int = SHADOW_SCHEMA_VERSION
+    """Shadow log format version."""
+    entry_id: str
+    """Id of the entry (``shadow-`` + 12 hex digits)."""
+    recorded_at: datetime
+    """When (UTC)."""
+    who: str
+    """Who ran it."""
+    current: str
+    """The judge holding authority (``name@version``)."""
+    current_fingerprint: str
+    """Its fingerprint."""
+    current_authority: Level
+    """Its recorded authority at the time (``none`` when it has no record)."""
+    shadow: str
+    """The candidate run in shadow."""
+    shadow_fingerprint: str
+    """Its fingerprint."""
+    attached: bool
+    """Whether the authority record attaches the candidate in shadow to the current judge
+    (``workbench authority shadow``); a comparison without it is still recorded."""
+    dataset_sha256: str
+    """The gold both ran on."""
+    rubric_version: str
+    """Its rubric version."""
+    partition: str
+    """development or calibration."""
+    out_dir: str
+    """The comparison directory (both runs, ``comparison.json``, ``shadow.json``)."""
+    comparison_id: str
+    """The comparison's id (its manifest's)."""
+    status: Literal["complete", "incomplete"]
+    """``incomplete`` when a run stopped early or a case lacks a result from either judge."""
+    incomplete_reasons: list[str] = Field(default_factory=list)
+    """Why."""
+    warnings: list[str] = Field(default_factory=list)
+    """The comparison's warnings (e.g. the candidate changes more than it declares)."""
+    cases: int
+    """Cases in the partition."""
+    disagreements: int
+    """Cases whose verdicts differ."""
+    boundary_crossings: int
+    """Disagreements between pass and fail."""
+    current_errors: int
+    """Cases whose last attempt by the current judge is an evaluator error."""
+    shadow_errors: int
+    """Likewise for the shadow."""
+    review: list[str] = Field(default_factory=list)
+    """Disagreements in critical slices, by case id: for review."""
+    slices: list[ShadowSlice]
+    """Per slice, critical first."""
+    matrix: dict[str, dict[str, int]]
+    """Current verdict category -> shadow verdict category -> cases."""
+    disagreement_cases: list[ShadowDisagreement]
+    """Every disagreement."""
+    cost_usd: float
+    """Spend of both runs."""
+
+
+def read_shadow_log(log: str | Path) -> list[ShadowEntry]:
+    """Every entry of a shadow log, oldest first (none when it does not exist)."""
+    path = Path(log)
+    if not path.exists():
+        return []
+    out: list[ShadowEntry] = []
+    problems: list[Problem] = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(ShadowEntry.model_validate_json(line))
+        except ValidationError as exc:
+            problems.append(Problem(location=f"{path}:{number}", code="shadow_log_invalid", message=f"not a shadow-log entry ({exc.error_count()} error(s))", fix="the shadow log is append-only and written by `workbench run --shadow-of`; restore it"))
+    if problems:
+        raise WorkbenchError(f"{path}: unreadable shadow log", problems)
+    return out
+
+
+def _as_judge(candidate: Judge | str | Path) -> Judge:
+    return candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
+
+
+def shadow_entry(report: Any, *, current_authority: str, attached: bool, out_dir: str | Path) -> ShadowEntry:
+    """The shadow summary of a :class:`~workbench.migration.ComparisonReport` (old = current, new = shadow)."""
+    rows: list[ShadowDisagreement] = []
+    for c in report.cases:
+        if not c.verdict_changed or c.transition == "incomplete":
+            continue
+        crossing = {c.old_category, c.new_category} == {"pass", "fail"}
+        right = "shadow" if c.transition == "fixed" else "current" if c.transition == "broken" else "neither"
+        rows.append(ShadowDisagreement(case_id=c.case_id, slice=c.slice, risk=c.risk, current=c.old_label, shadow=c.new_label, current_category=c.old_category, shadow_category=c.new_category, boundary_crossing=crossing, right=right))
+    slices = []
+    for s in report.slices:
+        mine = [r for r in rows if r.slice == s.slice]
+        judged = s.cases - s.transitions.get("incomplete", 0)
+        slices.append(ShadowSlice(slice=s.slice, risk=s.risk, cases=judged, disagreements=len(mine), boundary_crossings=sum(r.boundary_crossing for r in mine), shadow_right=sum(r.right == "shadow" for r in mine), current_right=sum(r.right == "current" for r in mine)))
+    return ShadowEntry(
+        entry_id=f"shadow-{uuid.uuid4().hex[:12]}",
+        recorded_at=datetime.now(UTC),
+        who=current_user(),
+        current=report.old.label,
+        current_fingerprint=report.old.fingerprint,
+        current_authority=current_authority,  # type: ignore[arg-type]
+        shadow=report.new.label,
+        shadow_fingerprint=report.new.fingerprint,
+        attached=attached,
+        dataset_sha256=report.dataset_sha256,
+        rubric_version=report.rubric_version,
+        partition=report.partition,
+        out_dir=str(Path(out_dir)),
+        comparison_id=report.comparison_id,
+        status=report.status,
+        incomplete_reasons=list(report.incomplete_reasons),
+        warnings=list(report.warnings),
+        cases=report.overall.cases,
+        disagreements=len(rows),
+        boundary_crossings=sum(r.boundary_crossing for r in rows),
+        current_errors=report.old.errors,
+        shadow_errors=report.new.errors,
+        review=[r.case_id for r in rows if r.risk == "critical"],
+        slices=slices,
+        matrix={k: dict(v) for k, v in report.matrix.items()},
+        disagreement_cases=rows,
+        cost_usd=report.budget.spent_usd,
+    )
+
+
+async def run_shadow(
+    candidate: Judge | str | Path,
+    current: Judge | str | Path,
+    gold: GoldDataset | str | Path,
+    partition: str,
+    out: str | Path,
+    *,
+    budget_usd: float | None = None,
+    concurrency: int = 8,
+    cache_dir: str | Path | None | Literal[False] = None,
+    progress: bool = True,
+    label_mapping: str | Path | None = None,
+    log: str | Path | None = None,
+) -> ShadowEntry:
+    """Run ``candidate`` in shadow of ``current`` on one partition; record the disagreements.
+
+    ``out`` holds both runs (``old/`` = current, ``new/`` = shadow), ``comparison.json`` and
+    ``shadow.json``; re-running the same command resumes. ``log``: the shadow log (default
+    ``shadow_log.jsonl`` beside the gold's authority record). Raises :class:`WorkbenchError`
+    for invalid input (held-out data, other labels without ``label_mapping``, a changed
+    directory) and :class:`~workbench.migration.BudgetInsufficient` before any call when the
+    budget cannot cover both judges. Never affects a gate (module doc).
+    """
+    from ..migration import compare_candidates
+
+    dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
+    shadow_judge, current_judge = _as_judge(candidate), _as_judge(current)
+    if shadow_judge.identity.fingerprint() == current_judge.identity.fingerprint():
+        raise WorkbenchError("nothing to shadow", [Problem(location="--shadow-of", code="shadow_of_itself", message=f"{shadow_judge.spec.label} and {current_judge.spec.label} are the same judge (same fingerprint)", fix="run another version in shadow; to measure one judge's own variance use `workbench repeatability`")])
+    report = await compare_candidates(current_judge, shadow_judge, dataset, partition, out, label_mapping=label_mapping, controls=None, budget_usd=budget_usd, concurrency=concurrency, cache_dir=cache_dir, progress=progress)
+    read = AuthorityRecord(authority_path_for(dataset.root)).read()
+    states = read.judges()
+    held = states.get(current_judge.spec.label)
+    mine = states.get(shadow_judge.spec.label)
+    current_authority = held.authority if held is not None and read.ok else "none"
+    attached = read.ok and mine is not None and mine.shadow_of == current_judge.spec.label
+    entry = shadow_entry(report, current_authority=current_authority, attached=attached, out_dir=out)
+    atomic_write_json(Path(out) / SHADOW_FILE, entry.model_dump(mode="json"))
+    log_path = Path(log) if log is not None else shadow_log_path_for(dataset.root)
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with AppendOnlyLog(log_path) as out_log:
+        out_log.append(entry.model_dump(mode="json"))
+    return entry
+
+
+def run_shadow_sync(*args: Any, **kwargs: Any) -> ShadowEntry:
+    """:func:`run_shadow` for scripts, CI and the CLI (not inside a running event loop)."""
+    return asyncio.run(run_shadow(*args, **kwargs))
+
+
+def format_shadow(entry: ShadowEntry) -> str:
+    """A plain-text account for the terminal."""
+    attached = "attached in shadow" if entry.attached else "not attached in the authority record"
+    lines = [
+        f"shadow {entry.entry_id}: {entry.shadow} ({entry.shadow_fingerprint[:12]}) beside {entry.current} ({entry.current_fingerprint[:12]}, authority {entry.current_authority}; {attached}) on {entry.partition}: {entry.status.upper()}",
+        f"  {entry.disagreements} disagreement(s) of {entry.cases} case(s), {entry.boundary_crossings} across pass/fail; no effect on any gate",
+    ]
+    for reason in entry.incomplete_reasons:
+        lines.append(f"  incomplete: {reason}")
+    for warning in entry.warnings:
+        lines.append(f"  warning: {warning}")
+    for s in entry.slices:
+        if s.disagreements:
+            lines.append(f"  {s.slice:26} {(s.risk or ''):8} {s.disagreements} of {s.cases}: {s.boundary_crossings} across pass/fail; shadow right {s.shadow_right}, current right {s.current_right}")
+    if entry.review:
+        lines.append(f"REVIEW: {len(entry.review)} disagreement(s) in critical slices: " + ", ".join(entry.review))
+    lines.append(f"cost ${entry.cost_usd:.4f}; summary {Path(entry.out_dir) / SHADOW_FILE}")
+    return "\n".join(lines)

@@ -1,0 +1,342 @@
+"""``workbench status``: every judge with an authority record, what it may do now, and why.
+
+For each judge it lists the **recorded** authority and scope (its last entry), the report the
+authority rests on (verified again), whether the judge is **stale** (:mod:`._stale`), its
+latest sentinel drift check, its shadows, and the **effective** authority:
+
+- ``none`` when the record is damaged, or the report no longer verifies or is not the one the
+  entry was bound to (its lock hash);
+- at most ``route`` when the judge is stale: a stale judge loses ``block`` until it is
+  recertified (and the new report granted);
+- at most ``route`` when its latest drift check crossed the release boundary (a sentinel
+  moved between pass and fail since certification): the judge no longer says what it was
+  certified saying;
+- otherwise the recorded authority.
+
+Every other drift finding (a changed verdict not crossing pass/fail, an evaluator error, an
+incomplete check, no check since certification, a status change since the check before) is
+flagged without changing the authority.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import Problem, WorkbenchError
+from ..policy import PolicyScope
+from ._certified import read_report
+from ._grant import Level, describe_scope, level_rank, lower
+from ._location import authority_path_for, shadow_log_path_for
+from ._record import AuthorityRecord, JudgeAuthority
+from ._stale import GoldState, StaleReason, gold_state, staleness
+
+STATUS_SCHEMA_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class DriftSummary(_Model):
+    """The latest sentinel drift check of the certified fingerprint."""
+
+    entry_id: str
+    """The drift-log entry."""
+    recorded_at: datetime
+    """When the check ran."""
+    status: Literal["recorded", "stable", "drifted", "incomplete"]
+    """The check's status."""
+    changes: int
+    """Flagged sentinel changes."""
+    boundary_crossings: list[str]
+    """Sentinels whose verdict moved between pass and fail."""
+    critical_changes: list[str]
+    """Changed sentinels in critical slices."""
+    previous_status: str | None
+    """The status of the check before it (None: it is the first)."""
+    since_report: bool
+    """Whether the check ran after the report the authority rests on."""
+
+
+class ShadowPair(_Model):
+    """A judge attached in shadow, with its latest shadow comparison."""
+
+    shadow: str
+    """The shadow judge (``name@version``)."""
+    attached_at: datetime
+    """When it was attached."""
+    latest: str | None
+    """The latest shadow-log entry comparing it with this judge (None: never run)."""
+    recorded_at: datetime | None
+    """When that comparison ran."""
+    cases: int | None
+    """Cases both judged."""
+    disagreements: int | None
+    """Cases where their verdicts differ."""
+    boundary_crossings: int | None
+    """Disagreements between pass and fail."""
+    review: list[str] = Field(default_factory=list)
+    """Disagreements in critical slices, for review."""
+
+
+class JudgeStatus(_Model):
+    """One judge in ``workbench status``."""
+
+    judge: str
+    """``name@version``."""
+    recorded: Level
+    """The authority its last record entry gives it."""
+    effective: Level
+    """What it may do now (module doc): at most ``recorded``."""
+    scope: PolicyScope | None
+    """Where the authority applies."""
+    event: str
+    """Its last entry's event."""
+    since: datetime
+    """When that entry was recorded."""
+    approver: str
+    """Who approved it."""
+    reason: str
+    """Why."""
+    report_id: str | None
+    """The certification report the authority rests on (the last certified report recorded)."""
+    report_dir: str | None
+    """Its directory."""
+    report_created_at: datetime | None
+    """When it was locked."""
+    report_verified: bool | None
+    """Whether it verifies now (None: no report)."""
+    stale: bool
+    """Whether anything the certification saw has changed (False when no report is recorded)."""
+    stale_reasons: list[StaleReason] = Field(default_factory=list)
+    """What changed."""
+    drift: DriftSummary | None = None
+    """The latest drift check of the certified fingerprint (None: never checked)."""
+    drift_flags: list[str] = Field(default_factory=list)
+    """Drift findings to read."""
+    shadow_of: str | None = None
+    """The judge it runs in shadow of."""
+    shadows: list[ShadowPair] = Field(default_factory=list)
+    """Judges attached in shadow to it."""
+    limits: list[str] = Field(default_factory=list)
+    """Why ``effective`` is below ``recorded``, one sentence each."""
+    problems: list[str] = Field(default_factory=list)
+    """What verifying its evidence found."""
+
+
+class AuthorityStatus(_Model):
+    """What ``workbench status`` reports (``--json``)."""
+
+    schema_version: int = STATUS_SCHEMA_VERSION
+    """Status format version."""
+    record: str
+    """The authority record read."""
+    gold: GoldState
+    """The gold as it is now."""
+    ragas_version: str
+    """The installed Ragas version."""
+    checked_at: datetime
+    """When status was computed (UTC)."""
+    record_problems: list[str] = Field(default_factory=list)
+    """What is wrong with the record itself (any: every judge's effective authority is none)."""
+    judges: list[JudgeStatus]
+    """Every judge with an entry, in order of first entry."""
+
+    @property
+    def exit_code(self) -> int:
+        """1: the record is damaged or a report does not verify; 4: review required (a judge
+        may do less than recorded, or a judge with authority is stale or its latest drift
+        check drifted); 0 otherwise."""
+        if self.record_problems or any(j.report_verified is False for j in self.judges):
+            return 1
+        if any(j.effective != j.recorded or (j.recorded != "none" and (j.stale or (j.drift is not None and j.drift.status == "drifted"))) for j in self.judges):
+            return 4
+        return 0
+
+
+def _drift(gold: str | Path, fingerprint: str, since: datetime | None) -> tuple[DriftSummary | None, list[str]]:
+    from ..repeatability import drift_log_path_for, read_drift_log
+
+    log = drift_log_path_for(gold)
+    try:
+        checks = [e for e in read_drift_log(log) if e.candidate_fingerprint == fingerprint and e.kind == "check"]
+    except WorkbenchError as exc:
+        return None, [f"the drift log {log} cannot be read ({exc.summary})"]
+    if not checks:
+        return None, [f"no sentinel drift check of fingerprint {fingerprint[:12]} (`workbench drift`)"]
+    latest = checks[-1]
+    previous = checks[-2].status if len(checks) > 1 else None
+    summary = DriftSummary(
+        entry_id=latest.entry_id,
+        recorded_at=latest.recorded_at,
+        status=latest.status,
+        changes=len(latest.changes),
+        boundary_crossings=[c.case_id for c in latest.changes if c.boundary_crossing],
+        critical_changes=[c.case_id for c in latest.changes if c.risk == "critical"],
+        previous_status=previous,
+        since_report=since is None or latest.recorded_at > since,
+    )
+    flags: list[str] = []
+    if latest.status == "drifted":
+        flags.append(f"DRIFTED: {summary.changes} sentinel change(s) in check {latest.entry_id}" + (f", crossing pass/fail: {', '.join(summary.boundary_crossings)}" if summary.boundary_crossings else "") + (f", in critical slices: {', '.join(summary.critical_changes)}" if summary.critical_changes else ""))
+    elif latest.status == "incomplete":
+        flags.append(f"the latest drift check {latest.entry_id} is incomplete: not every sentinel was judged")
+    if previous is not None and previous != latest.status:
+        flags.append(f"drift status changed: {previous} -> {latest.status}")
+    if not summary.since_report:
+        flags.append("no drift check since the report the authority rests on")
+    return summary, flags
+
+
+def _shadows(name: str, states: dict[str, JudgeAuthority], gold: str | Path) -> list[ShadowPair]:
+    from ._shadow import read_shadow_log
+
+    try:
+        log = read_shadow_log(shadow_log_path_for(gold))
+    except WorkbenchError:
+        log = []
+    out: list[ShadowPair] = []
+    for other, state in states.items():
+        if state.shadow_of != name:
+            continue
+        runs = [e for e in log if e.current == name and e.shadow == other]
+        last = runs[-1] if runs else None
+        out.append(
+            ShadowPair(
+                shadow=other,
+                attached_at=state.last.when,
+                latest=last.entry_id if last else None,
+                recorded_at=last.recorded_at if last else None,
+                cases=last.cases if last else None,
+                disagreements=last.disagreements if last else None,
+                boundary_crossings=last.boundary_crossings if last else None,
+                review=list(last.review) if last else [],
+            )
+        )
+    return out
+
+
+def _judge_status(state: JudgeAuthority, states: dict[str, JudgeAuthority], gold: str | Path, now: GoldState, damaged: bool, installed: str) -> JudgeStatus:
+    last = state.last
+    evidence = state.evidence
+    recorded = last.authority
+    limits: list[str] = []
+    problems: list[str] = []
+    stale_reasons: list[StaleReason] = []
+    drift: DriftSummary | None = None
+    flags: list[str] = []
+    verified: bool | None = None
+    created: datetime | None = None
+    effective = recorded
+    if damaged and recorded != "none":
+        limits.append("the authority record is damaged: no authority rests on it")
+        effective = "none"
+    if evidence is not None and evidence.report_dir:
+        facts, found = read_report(evidence.report_dir)
+        problems += [p.format() for p in found]
+        if facts is not None and facts.lock_sha256 != evidence.lock_sha256:
+            problems.append(f"{evidence.report_dir}: the report's lock is {facts.lock_sha256[:12]}, the record was bound to {str(evidence.lock_sha256)[:12]} [report_rebound]")
+        verified = facts is not None and facts.verified and facts.lock_sha256 == evidence.lock_sha256
+        if not verified and recorded != "none":
+            limits.append(f"its report {evidence.report_id} does not verify: no authority rests on it")
+            effective = "none"
+        if facts is not None:
+            created = facts.created_at
+            stale_reasons = staleness(facts, now, last.candidate_spec or evidence.candidate_spec, installed_ragas=installed)
+            drift, flags = _drift(gold, facts.candidate_fingerprint, facts.created_at)
+    elif recorded != "none":
+        limits.append("no report is recorded for it")
+        effective = "none"
+    if stale_reasons and level_rank(effective) > level_rank("route"):
+        limits.append("stale: block is withheld until the judge is recertified (" + "; ".join(r.kind for r in stale_reasons) + ")")
+        effective = lower(effective, "route")
+    if drift is not None and drift.boundary_crossings and level_rank(effective) > level_rank("route"):
+        limits.append(f"its latest drift check crossed pass/fail on {', '.join(drift.boundary_crossings)}: block is withheld")
+        effective = lower(effective, "route")
+    return JudgeStatus(
+        judge=state.judge,
+        recorded=recorded,
+        effective=effective,  # type: ignore[arg-type]
+        scope=last.scope,
+        event=last.event,
+        since=last.when,
+        approver=last.approver,
+        reason=last.reason,
+        report_id=evidence.report_id if evidence else None,
+        report_dir=evidence.report_dir if evidence else None,
+        report_created_at=created,
+        report_verified=verified,
+        stale=bool(stale_reasons),
+        stale_reasons=stale_reasons,
+        drift=drift,
+        drift_flags=flags,
+        shadow_of=state.shadow_of,
+        shadows=_shadows(state.judge, states, gold),
+        limits=limits,
+        problems=problems,
+    )
+
+
+def authority_status(gold: str | Path, *, judge: str | None = None) -> AuthorityStatus:
+    """Status of every judge in ``gold``'s authority record (module doc); ``judge``: one only."""
+    from ..judges import ragas_version
+
+    record = AuthorityRecord(authority_path_for(gold))
+    read = record.read()
+    now = gold_state(gold)
+    installed = ragas_version()
+    states = read.judges()
+    if judge is not None and judge not in states:
+        raise WorkbenchError("no such judge", [Problem(location=str(record.path), code="judge_unknown", message=f"the authority record has no entry for {judge}", fix="name the judge as name@version, as `workbench status` lists it")])
+    chosen = [states[judge]] if judge is not None else list(states.values())
+    return AuthorityStatus(
+        record=str(record.path),
+        gold=now,
+        ragas_version=installed,
+        checked_at=datetime.now(UTC),
+        record_problems=[p.format() for p in read.problems],
+        judges=[_judge_status(s, states, gold, now, not read.ok, installed) for s in chosen],
+    )
+
+
+def format_status(status: AuthorityStatus) -> str:
+    """A plain-text account for the terminal."""
+    g = status.gold
+    lines = [f"authority record {status.record}; gold {g.path} (rubric {g.rubric_version}, release {g.release or '(not frozen)'}); Ragas {status.ragas_version}"]
+    for problem in status.record_problems:
+        lines.append(f"RECORD DAMAGED: {problem}")
+    if not status.judges:
+        lines.append("no judge has an authority record (grant one with `workbench authority grant`)")
+    for j in status.judges:
+        head = f"{j.judge}: {j.effective.upper()}"
+        if j.effective != j.recorded:
+            head += f" (recorded {j.recorded}, effective {j.effective})"
+        if j.shadow_of:
+            head += f", in shadow of {j.shadow_of}"
+        lines.append(head)
+        lines.append(f"  scope: {describe_scope(j.scope) if j.scope else '-'}")
+        lines.append(f"  last entry: {j.event} {j.since:%Y-%m-%d %H:%M} by {j.approver}: {j.reason}")
+        if j.report_id:
+            when = f" ({j.report_created_at:%Y-%m-%d %H:%M})" if j.report_created_at else ""
+            lines.append(f"  last certified report: {j.report_id}{when}, {'verified' if j.report_verified else 'DOES NOT VERIFY'}")
+        if j.report_id:
+            lines.append("  stale: " + ("YES: " + "; ".join(r.message for r in j.stale_reasons) if j.stale else "no"))
+        if j.drift is not None:
+            d = j.drift
+            lines.append(f"  drift: {d.status} (check {d.entry_id}, {d.recorded_at:%Y-%m-%d %H:%M}, {d.changes} change(s))")
+        for flag in j.drift_flags:
+            lines.append(f"  drift flag: {flag}")
+        for s in j.shadows:
+            if s.latest is None:
+                lines.append(f"  shadow {s.shadow}: attached {s.attached_at:%Y-%m-%d}, not run yet (`workbench run --shadow-of`)")
+            else:
+                lines.append(f"  shadow {s.shadow}: {s.disagreements} disagreement(s) of {s.cases} case(s), {s.boundary_crossings} across pass/fail" + (f"; review: {', '.join(s.review)}" if s.review else "") + f" ({s.latest})")
+        for limit in j.limits:
+            lines.append(f"  LIMITED: {limit}")
+        for problem in j.problems:
+            lines.append(f"  problem: {problem}")
+    return "\n".join(lines)

@@ -1,0 +1,195 @@
+"""``workbench authority`` (grant, promote, demote, revoke, shadow, log) and ``workbench status``."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import click
+
+from ._common import echo_json, user_errors
+
+if TYPE_CHECKING:
+    from ..authority import AuthorityEntry
+    from ..errors import Problem
+
+LEVEL_CHOICES = click.Choice(["none", "advisory", "route", "block"])
+GOLD_HELP = "Gold dataset the judge was certified on; its authority record lives beside it (or where workbench.yaml's authority_record says)."
+
+
+def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
+    if as_json:
+        echo_json(e.model_dump(mode="json"))
+        return
+    scope = ""
+    if e.scope is not None:
+        from ..authority import describe_scope
+
+        scope = f" on {describe_scope(e.scope)}"
+    report = f"; report {e.report_id}" if e.report_id else ""
+    shadow = f" in shadow of {e.shadow_of}" if e.shadow_of else ""
+    click.echo(f"{e.event} {e.judge}: {e.previous_authority} -> {e.authority}{scope}{shadow}{report}; approved by {e.approver}: {e.reason} ({e.entry_id}, {e.when:%Y-%m-%d %H:%M} UTC)")
+
+
+def _warn_damaged(problems: list[Problem]) -> None:
+    if problems:
+        click.echo(f"warning: the authority record is damaged ({len(problems)} problem(s)); the entry was appended anyway, because rollback must always be possible:", err=True)
+        for problem in problems:
+            click.echo(problem.format(), err=True)
+
+
+@click.group()
+def authority() -> None:
+    """The authority record: what each certified judge may do (advisory, route, block), where, and since when.
+
+    The promotion path is advisory -> route -> block, one approved step at a time: grant
+    (advisory), promote, promote. Each step needs a certified report of exactly this version
+    that verifies, is not stale and grants at least that use; block also needs a stable
+    sentinel drift check after certification. Rollback needs only a reason: demote, revoke.
+    Every entry is appended to a hash-chained record beside the gold.
+    """
+
+
+@authority.command("grant")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@click.option("--candidate", required=True, type=click.Path(path_type=str), help="The candidate spec the judge runs from (its fingerprint must be the certified one).")
+@click.option("--report", required=True, type=click.Path(path_type=str), help="A certified report of this version: reports/<name>/<version>/<n>.")
+@click.option("--approver", required=True, help="The person accountable for this authority.")
+@click.option("--reason", required=True, help="Why.")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@user_errors
+def grant_command(gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool) -> None:
+    """Record a certified report as a judge's evidence: a judge without authority becomes advisory.
+
+    A judge that already holds authority keeps its level (capped by what the new report
+    grants) and is rebound to the new report: record a recertification this way. Refused
+    (exit 2) unless the report verifies, is certified, is of this version, grants a use and
+    is not stale; after a revocation, only a report certified after it.
+    """
+    from ..authority import grant
+
+    _print_entry(grant(gold, candidate, report, approver=approver, reason=reason), as_json)
+
+
+@authority.command("promote")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@click.option("--candidate", required=True, type=click.Path(path_type=str), help="The candidate spec the judge runs from.")
+@click.option("--report", required=True, type=click.Path(path_type=str), help="A certified report of this version granting at least the next level.")
+@click.option("--approver", required=True, help="The person accountable for the promotion.")
+@click.option("--reason", required=True, help="Why, e.g. what the monitored window showed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@user_errors
+def promote_command(gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool) -> None:
+    """One step up the path: advisory -> route, route -> block. No skipping.
+
+    Needs what grant needs, a report granting at least the next level and, for block, a
+    stable sentinel drift check of this fingerprint made after the report (`workbench drift`).
+    """
+    from ..authority import promote
+
+    _print_entry(promote(gold, candidate, report, approver=approver, reason=reason), as_json)
+
+
+@authority.command("demote")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@click.option("--judge", required=True, help="The judge, name@version.")
+@click.option("--reason", required=True, help="Why (e.g. the disagreement sample that found a critical false pass).")
+@click.option("--to", "to", type=LEVEL_CHOICES, default=None, help="The level to demote to (default: one step down).")
+@click.option("--approver", default=None, help="Who decided (default: you).")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@user_errors
+def demote_command(gold: str, judge: str, reason: str, to: str | None, approver: str | None, as_json: bool) -> None:
+    """Lower a judge's authority at once: a reason is all it needs. Nothing is deleted."""
+    from ..authority import demote
+
+    entry, damaged = demote(gold, judge, reason=reason, to=to, approver=approver)
+    _print_entry(entry, as_json)
+    _warn_damaged(damaged)
+
+
+@authority.command("revoke")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@click.option("--judge", required=True, help="The judge, name@version.")
+@click.option("--reason", required=True, help="Why.")
+@click.option("--approver", default=None, help="Who decided (default: you).")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@user_errors
+def revoke_command(gold: str, judge: str, reason: str, approver: str | None, as_json: bool) -> None:
+    """Take all authority from a judge (or detach a shadow) at once: a reason is all it needs."""
+    from ..authority import revoke
+
+    entry, damaged = revoke(gold, judge, reason=reason, approver=approver)
+    _print_entry(entry, as_json)
+    _warn_damaged(damaged)
+
+
+@authority.command("shadow")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@click.option("--candidate", required=True, type=click.Path(path_type=str), help="The judge to run in shadow (it must hold no authority).")
+@click.option("--of", "of", required=True, help="The judge holding authority, name@version.")
+@click.option("--approver", required=True, help="Who approved the attachment.")
+@click.option("--reason", required=True, help="Why (e.g. diagnosing a rolled-back version, or watching a migration).")
+@click.option("--report", type=click.Path(path_type=str), default=None, help="The candidate's latest report, if any (recorded, not required).")
+@click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
+@user_errors
+def shadow_command(gold: str, candidate: str, of: str, approver: str, reason: str, report: str | None, as_json: bool) -> None:
+    """Attach a judge in shadow to the judge holding authority; run it with `workbench run --shadow-of`.
+
+    A shadow's verdicts are recorded and summarized for review; they never affect a gate.
+    """
+    from ..authority import attach_shadow
+
+    _print_entry(attach_shadow(gold, candidate, of, approver=approver, reason=reason, report=report), as_json)
+
+
+@authority.command("log")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@click.option("--judge", default=None, help="Only this judge (name@version).")
+@click.option("--json", "as_json", is_flag=True, help="Print the entries as JSON.")
+@user_errors
+def log_command(gold: str, judge: str | None, as_json: bool) -> None:
+    """Print the authority record and check its chain (exit 1 when it is damaged)."""
+    from ..authority import AuthorityRecord, authority_path_for
+
+    record = AuthorityRecord(authority_path_for(gold))
+    read = record.read()
+    entries = [e for e in read.entries if judge is None or e.judge == judge]
+    if as_json:
+        echo_json({"record": str(record.path), "entries": [e.model_dump(mode="json") for e in entries], "problems": [p.model_dump(mode="json") for p in read.problems]})
+    else:
+        click.echo(f"authority record {record.path}: {len(read.entries)} entries, chain {'intact' if read.ok else 'DAMAGED'}")
+        for e in entries:
+            _print_entry(e, False)
+        for problem in read.problems:
+            click.echo(problem.format(), err=True)
+    if not read.ok:
+        sys.exit(1)
+
+
+@click.command()
+@click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
+@click.option("--judge", default=None, help="Only this judge (name@version).")
+@click.option("--json", "as_json", is_flag=True, help="Print the AuthorityStatus as JSON.")
+@user_errors
+def status(gold: str, judge: str | None, as_json: bool) -> None:
+    """Every judge with an authority record: recorded and effective authority, scope, last
+    certified report, staleness, drift and shadows.
+
+    A judge is stale when the installed Ragas version, the gold's rubric version, the gold
+    release or the model name (or anything else in its fingerprint) differs from what its
+    certification saw; a stale judge loses block until it is recertified. A latest drift
+    check that crossed pass/fail withholds block too. A damaged record or a report that no
+    longer verifies leaves no authority at all.
+
+    Exit codes: 0 every judge may do what it is recorded to; 4 review required (a judge may do
+    less than recorded, or one with authority is stale or drifted); 1 the record is damaged or
+    a report does not verify; 2 invalid input.
+    """
+    from ..authority import authority_status, format_status
+
+    result = authority_status(gold, judge=judge)
+    if as_json:
+        echo_json(result.model_dump(mode="json"))
+    else:
+        click.echo(format_status(result))
+    sys.exit(result.exit_code)
