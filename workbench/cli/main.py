@@ -9,6 +9,7 @@ from .agreement import agreement
 from .align import align
 from .card import card
 from .certify import certify, reports, verify
+from .ci import ci
 from .compare import compare
 from .controls import controls
 from .estimate import estimate
@@ -61,6 +62,7 @@ main.add_command(migrate_group)
 main.add_command(compare)
 main.add_command(repeatability)
 main.add_command(drift)
+main.add_command(ci)
 
 if __name__ == "__main__":
     main()
