@@ -66,7 +66,7 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
                 for line in c.details[:20]:
                     click.echo(f"    {line}")
         counts = {s: sum(c.status == s for c in report.checks) for s in ("passed", "failed", "error", "expected_failure")}
-        click.echo(f"{len(report.checks)} checks: {counts['passed']} passed, {counts['failed']} failed, {counts['error']} incomplete, {counts['expected_failure']} failed as expected")
+        click.echo(f"contracts: {counts['passed']} of {len(report.checks)} checks passed; {counts['failed']} failed, {counts['error']} incomplete, {counts['expected_failure']} failed as expected")
         click.echo(f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in {report.run_dir}" + (f"; JUnit {junit_path}" if junit_path else ""))
     sys.exit(report.exit_code)
 
