@@ -29,7 +29,7 @@ def git_project(dest: Path) -> Path:
     """A copy of the demo project as a git repository with one commit (runs/ ignored)."""
     copy_project(dest)
     (dest / ".gitignore").write_text("runs/\n", encoding="utf-8")
-    git(dest, "init", "-q")
+    git(dest, "init", "-q", "-b", "main")
     git(dest, "add", "-A")
     git(dest, "commit", "-qm", "demo project")
     return dest

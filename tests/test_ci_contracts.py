@@ -46,7 +46,8 @@ def test_the_demo_project_passes_with_its_reviewed_expected_failures(tmp_path: P
     result = CliRunner().invoke(main, ["ci", "contracts", "--project", str(ROOT), "--junit", str(tmp_path / "c.xml"), "--out", str(tmp_path / "run")])
     assert result.exit_code == 0, result.output
     assert "outcome: PASSED (exit 0)" in result.output
-    report = json.loads((tmp_path / "run" / "contracts.json").read_text(encoding="utf-8"))
+    (run_dir,) = (tmp_path / "run").iterdir()  # one directory of its own per invocation
+    report = json.loads((run_dir / "contracts.json").read_text(encoding="utf-8"))
     statuses = {c["group"] + "/" + c["name"]: c["status"] for c in report["checks"]}
     # Every kind of file was found and checked.
     for check_id in ("gold/data/demo", "gold/data/demo release", "gold/data/demo sentinels", "candidates/data/candidates/support-llm-judge@2.yaml", "policies/data/policies/support-release@3.yaml", "policies/data/policies/support-ranking-release@1.yaml", "controls/data/controls/support-controls@1.yaml", "ranking/data/ranking/support-ranking@2.yaml", "ranking/data/ranking/agreement-drop-review@1.yaml", "noise/data/noise/support-noise@2.yaml", "noise/data/noise/support-noise@2.panel.yaml"):
@@ -59,7 +60,9 @@ def test_the_demo_project_passes_with_its_reviewed_expected_failures(tmp_path: P
     cases = junit_cases(root)
     assert cases["control-runs/rubric-judge@2 on support-controls@1"] == "skipped"
     assert cases["gold/data/demo"] == "passed" and len(cases) == len(statuses)
-    assert (tmp_path / "run" / "controls" / "rubric-judge@2" / "support-controls@1" / "results.jsonl").is_file()
+    assert (run_dir / "controls" / "rubric-judge@2" / "support-controls@1" / "results.jsonl").is_file()
+    again = run_contracts(ROOT, out=tmp_path / "run")  # a second invocation never resumes the first
+    assert again.exit_code == 0 and len(list((tmp_path / "run").iterdir())) == 2
 
 
 def test_without_the_reviewed_list_the_demo_control_failures_fail_the_lane(tmp_path: Path) -> None:

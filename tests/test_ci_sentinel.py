@@ -76,7 +76,8 @@ def test_a_changed_prompt_runs_only_its_candidate_and_flags_control_failures_and
     assert report.exit_code == 1 and report.outcome == "failed"
     # Nothing was written beside the gold (no drift log, no ledger).
     assert sorted(p.name for p in (project / "data" / "demo").iterdir()) == gold_before
-    assert json.loads((tmp_path / "lane1" / "sentinel.json").read_text(encoding="utf-8"))["exit_code"] == 1
+    assert json.loads((Path(report.run_dir) / "sentinel.json").read_text(encoding="utf-8"))["exit_code"] == 1
+    assert Path(report.run_dir).parent == tmp_path / "lane1"
 
     # Reviewed, exact control failures in workbench.yaml: what is left is the drift (exit 4, review).
     config = yaml.safe_load((project / "workbench.yaml").read_text(encoding="utf-8"))
@@ -125,7 +126,8 @@ def test_a_cap_too_small_refuses_before_any_call(project: Path, model, tmp_path:
     result = CliRunner().invoke(main, ["ci", "sentinel", "--since", "HEAD", "--project", str(project), "--budget-usd", "0.001", "--out", str(tmp_path / "lane"), "--junit", str(junit)])
     assert result.exit_code == 3, result.output
     assert "budget_insufficient" in result.output and "nothing was started" in result.output
-    assert model.call_count == 0 and not (tmp_path / "lane" / "support-llm-judge@1").exists()
+    (run_dir,) = (tmp_path / "lane").iterdir()
+    assert model.call_count == 0 and [p.name for p in run_dir.iterdir()] == ["sentinel.json"]
     assert junit_cases(assert_junit_shape(junit.read_text(encoding="utf-8")))["budget/per-job cap"] == "error"
     above = CliRunner().invoke(main, ["ci", "sentinel", "--since", "HEAD", "--project", str(project), "--budget-usd", "1", "--out", str(tmp_path / "lane2")])
     assert above.exit_code == 2 and "budget_above_policy" in above.output and model.call_count == 0
@@ -196,3 +198,16 @@ def test_shared_files_affect_every_label_candidate_and_only_them(project: Path) 
     assert {c.spec.label for c in found} == labels and all(c.code_changed for c in found)
     deleted = Changes(top=top, ref="HEAD", commit="0" * 40, files=("data/candidates/old-judge@1.yaml",))
     assert affected_candidates(inv, deleted, shared)[1] == ["data/candidates/old-judge@1.yaml"]
+
+
+def test_changes_are_measured_from_the_branch_point(project: Path, model, tmp_path: Path) -> None:
+    git(project, "checkout", "-qb", "feature")
+    (project / "NOTES.md").write_text("feature work\n", encoding="utf-8")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "feature")
+    git(project, "checkout", "-q", "main")
+    _change_prompt(project)  # the base branch moves on after the branch point
+    git(project, "commit", "-qam", "base changes a prompt")
+    git(project, "checkout", "-q", "feature")
+    report = run_sentinel_lane_sync(project, since="main", out=tmp_path / "lane")
+    assert report.changed_files == ["NOTES.md"] and report.affected == [] and model.call_count == 0

@@ -75,7 +75,8 @@ class ContractsReport(BaseModel):
     evaluated_at: datetime
     """When (UTC)."""
     run_dir: str
-    """Where the control runs' records and this report were written."""
+    """Where the control runs' records and this report were written: a new directory under
+    ``--out`` (default ``runs/ci/contracts``) per invocation."""
     checks: list[CheckResult]
     """Every check, in order: config, gold, candidates, policies, controls, ranking, noise,
     control runs."""
@@ -83,6 +84,14 @@ class ContractsReport(BaseModel):
     """``passed``, ``failed`` (exit 1), ``contract_problems`` (exit 2) or ``incomplete`` (exit 3)."""
     exit_code: int
     """The process exit code."""
+
+
+def invocation_dir(parent: Path) -> Path:
+    """A new directory of its own under ``parent`` (``<UTC time>-<id>``): a lane never resumes
+    or mixes with the records of an earlier invocation."""
+    path = parent / f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    path.mkdir(parents=True)
+    return path
 
 
 def lane_outcome(checks: list[CheckResult]) -> Outcome:
@@ -140,7 +149,7 @@ def run_contracts(project: str | Path = ".", *, out: str | Path | None = None, c
     """Run every contract check of the project (module doc). Never calls a model."""
     root = Path(project)
     inv = discover(root)
-    run_dir = Path(out) if out is not None else root / "runs" / "ci" / "contracts" / f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    run_dir = invocation_dir(Path(out) if out is not None else root / "runs" / "ci" / "contracts")
     checks: list[CheckResult] = []
     config_path = root / CONFIG_FILE
     checks.append(_from_problems("config", CONFIG_FILE if config_path.is_file() else f"{CONFIG_FILE} (absent: conventions)", inv.problems, 0.0))

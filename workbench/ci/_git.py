@@ -18,7 +18,8 @@ class Changes:
     ref: str
     """The ref as given."""
     commit: str
-    """The commit it resolved to."""
+    """The commit compared with: the merge base of the ref and ``HEAD`` (the ref itself when
+    it is an ancestor of ``HEAD``; for a pull request, the branch point)."""
     files: tuple[str, ...]
     """Changed paths relative to ``top`` (committed, staged, unstaged, and untracked files
     that are not ignored), sorted."""
@@ -36,7 +37,7 @@ def _refuse(location: str, code: str, message: str, fix: str) -> WorkbenchError:
 
 
 def changed_since(root: str | Path, ref: str) -> Changes:
-    """Every file changed since ``ref`` in the repository holding ``root``."""
+    """Every file changed since ``ref`` (from its merge base with ``HEAD``) in the repository holding ``root``."""
     try:
         top_run = _git(root, "rev-parse", "--show-toplevel")
     except FileNotFoundError:
@@ -49,12 +50,17 @@ def changed_since(root: str | Path, ref: str) -> Changes:
     resolved = _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if resolved.returncode != 0:
         raise _refuse("--since", "git_ref_unknown", f"{ref!r} is not a commit of this repository", "fetch it first (a shallow CI checkout lacks history: fetch-depth 0), or give another ref")
-    diff = _git(top, "diff", "--name-only", "--no-renames", ref, "--")
+    commit = resolved.stdout.strip()
+    # From the branch point: what the base branch changed since is not this change.
+    base = _git(top, "merge-base", commit, "HEAD")
+    if base.returncode == 0 and base.stdout.strip():
+        commit = base.stdout.strip()
+    diff = _git(top, "diff", "--name-only", "--no-renames", commit, "--")
     if diff.returncode != 0:
         raise _refuse("--since", "git_diff_failed", f"git diff failed ({diff.stderr.strip()[:160]})", "check the ref and the repository")
     untracked = _git(top, "ls-files", "--others", "--exclude-standard")
     files = {line.strip() for line in (diff.stdout + "\n" + untracked.stdout).splitlines() if line.strip()}
-    return Changes(top=top, ref=ref, commit=resolved.stdout.strip(), files=tuple(sorted(files)))
+    return Changes(top=top, ref=ref, commit=commit, files=tuple(sorted(files)))
 
 
 def show_at(changes: Changes, path: Path) -> bytes | None:

@@ -1,6 +1,7 @@
 """``workbench ci sentinel --since REF``: judge-backed checks of what a change affects, under a cap.
 
-1. **What changed**: ``git diff --name-only REF`` plus untracked files (:mod:`._git`).
+1. **What changed**: ``git diff --name-only`` from the merge base of REF and ``HEAD`` (for a
+   pull request, the branch point), plus untracked files (:mod:`._git`).
 2. **Which candidates it affects** (:func:`affected_candidates`): a candidate is affected when
    its spec, its prompt file, the module of its ``function``, or its imported results file
    changed; a *label* candidate (``ragas-llm``, ``ragas-function``, ``imported``) also when the
@@ -49,7 +50,14 @@ from pydantic import BaseModel, ConfigDict
 
 from .._io import atomic_write_json, sha256_text
 from ..errors import Problem, WorkbenchError
-from ._contracts import EXIT_CODES, LABEL_KINDS, Outcome, control_check, lane_outcome
+from ._contracts import (
+    EXIT_CODES,
+    LABEL_KINDS,
+    Outcome,
+    control_check,
+    invocation_dir,
+    lane_outcome,
+)
 from ._expected import apply_expected_failures
 from ._git import Changes, changed_since, show_at
 from ._junit import CheckResult
@@ -122,7 +130,7 @@ class SentinelLaneReport(_Model):
     since: str
     """The ref given to ``--since``."""
     since_commit: str
-    """The commit it resolved to."""
+    """The commit compared with: the merge base of the ref and ``HEAD``."""
     changed_files: list[str]
     """Every changed file (relative to the repository top level)."""
     affected: list[AffectedCandidate]
@@ -161,7 +169,8 @@ class SentinelLaneReport(_Model):
     exit_code: int
     """The process exit code."""
     run_dir: str
-    """Where the lane's runs and this report were written."""
+    """Where the lane's runs and this report were written: a new directory under ``--out``
+    (default ``runs/ci/sentinel``) per invocation."""
     evaluated_at: datetime
     """When (UTC)."""
 
@@ -405,7 +414,7 @@ async def run_sentinel_lane(
     if inv.problems:
         raise WorkbenchError(f"{root / CONFIG_FILE}: invalid CI configuration", inv.problems)
     changes = changed_since(root, since)
-    run_dir = Path(out) if out is not None else root / "runs" / "ci" / "sentinel" / f"{datetime.now(UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}"
+    run_dir = invocation_dir(Path(out) if out is not None else root / "runs" / "ci" / "sentinel")
     started = datetime.now(UTC)
     checks: list[CheckResult] = []
     runs: list[LaneRun] = []

@@ -36,7 +36,7 @@ def _junit(path: str | None, lane: str, checks: list) -> None:
 @click.option("--project", default=".", show_default=True, type=click.Path(path_type=str), help="Project root (holds data/ and, optionally, workbench.yaml).")
 @click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--out", default=None, type=click.Path(path_type=str), help="Run directory for the control runs and contracts.json (default runs/ci/contracts/<time>-<id> under the project).")
+@click.option("--out", default=None, type=click.Path(path_type=str), help="Parent of this invocation's directory (control runs, contracts.json): OUT/<time>-<id> (default runs/ci/contracts under the project).")
 @user_errors
 def contracts(project: str, junit_path: str | None, as_json: bool, out: str | None) -> None:
     """Check every gold dataset, candidate, policy, control suite, ranking fixture file and
@@ -72,14 +72,14 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
 
 
 @ci.command("sentinel")
-@click.option("--since", required=True, help="Git ref the change is measured from (e.g. origin/main); `git diff --name-only REF` plus untracked files.")
+@click.option("--since", required=True, help="Git ref the change is measured from (e.g. origin/main): `git diff --name-only` from its merge base with HEAD, plus untracked files.")
 @click.option("--project", default=".", show_default=True, type=click.Path(path_type=str), help="Project root.")
 @click.option("--gold", default=None, type=click.Path(path_type=str), help="Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with sentinels).")
 @click.option("--policy", default=None, type=click.Path(path_type=str), help="Policy whose ci_budget_usd caps the job and whose control suite runs (default: ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd).")
 @click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="A lower cap than the policy's ci_budget_usd (a higher one is refused).")
 @click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--out", default=None, type=click.Path(path_type=str), help="Run directory (default runs/ci/sentinel/<time>-<id> under the project).")
+@click.option("--out", default=None, type=click.Path(path_type=str), help="Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default runs/ci/sentinel under the project).")
 @click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
 @user_errors
 def sentinel(since: str, project: str, gold: str | None, policy: str | None, budget_usd: float | None, junit_path: str | None, as_json: bool, out: str | None, concurrency: int) -> None:
