@@ -87,8 +87,9 @@ class SentinelDefaults(_Model):
     Default: the only scalar policy for the gold's rubric that sets ``ci_budget_usd``."""
     judge_code: list[str] = Field(default_factory=list)
     """Globs (relative to the root) of code every label judge depends on (a provider client,
-    a shared prompt builder ...): a change to any of them makes every label candidate
-    affected. A ``ragas-function`` candidate's own module is found from its ``function``."""
+    a shared prompt builder ...): a change to any of them makes every ``ragas-llm`` and
+    ``ragas-function`` candidate affected. A ``ragas-function`` candidate's own module is found
+    from its ``function``."""
 
 
 class ExpectedFailure(_Model):

@@ -4,8 +4,8 @@
    pull request, the branch point), plus untracked files (:mod:`._git`).
 2. **Which candidates it affects** (:func:`affected_candidates`): a candidate is affected when
    its spec, its prompt file, the module of its ``function``, or its imported results file
-   changed; a *label* candidate (``ragas-llm``, ``ragas-function``, ``imported``) also when the
-   lane's gold ``rubric.yaml`` or ``sentinels.yaml``, the control suite, or a file matching
+   changed; a ``ragas-llm`` or ``ragas-function`` candidate also when the lane's gold
+   ``rubric.yaml`` or ``sentinels.yaml``, the control suite, or a file matching
    ``ci: sentinel: judge_code`` in ``workbench.yaml`` changed.
 3. **The cap**: the policy's ``ci_budget_usd`` (``--budget-usd`` may lower it, never raise it;
    neither: refused). Every planned call of every run (controls, sentinels, baselines) is
@@ -52,7 +52,6 @@ from .._io import atomic_write_json, sha256_text
 from ..errors import Problem, WorkbenchError
 from ._contracts import (
     EXIT_CODES,
-    LABEL_KINDS,
     Outcome,
     control_check,
     invocation_dir,
@@ -71,7 +70,7 @@ _OTHER_LANES = {
     "ragas-ranking": "workbench ranking run --candidate {spec} --fixtures FILE --policy P",
     "ragas-ranking-function": "workbench ranking run --candidate {spec} --fixtures FILE --policy P",
     "ragas-noise": "workbench noise --candidate {spec} --pairs FILE --sentinels-only",
-    "imported": "workbench import results ... (an imported judge's verdicts are replayed, not re-run)",
+    "imported": "workbench ci contracts (it checks the results file; an imported judge's verdicts are replayed, never re-run)",
 }
 
 
@@ -248,7 +247,7 @@ def affected_candidates(inv: Inventory, changes: Changes, shared: dict[Path, str
         files = own_files(spec, path)
         reasons = [f"{role}: {inv.rel(f)}" for f, role in files.items() if f in changed]
         code_changed = any(role == "function module" and f in changed for f, role in files.items())
-        if spec.kind in LABEL_KINDS:
+        if spec.kind in RUNNABLE_KINDS:
             reasons += [f"{role}: {inv.rel(f)}" for f, role in shared.items() if f in changed]
             reasons += [f"judge code: {f}" for f in code_hits]
             code_changed = code_changed or bool(code_hits)

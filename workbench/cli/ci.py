@@ -86,7 +86,7 @@ def sentinel(since: str, project: str, gold: str | None, policy: str | None, bud
     """Run the candidates a change affects on the sentinel cases and the control suite.
 
     Affected: a candidate whose spec, prompt file, function module or results file changed
-    since REF; every label candidate when the gold's rubric.yaml or sentinels.yaml, the
+    since REF; every ragas-llm and ragas-function candidate when the gold's rubric.yaml or sentinels.yaml, the
     control suite or a `ci: sentinel: judge_code` file changed. Everything is priced first
     and refused (exit 3, nothing started) above the policy's per-job cap, ci_budget_usd.
     Sentinel verdicts are compared with a recorded baseline (drift log) or the candidate as
