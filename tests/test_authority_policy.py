@@ -107,10 +107,17 @@ def test_use_and_scope_are_checked_when_the_policy_loads(tmp_path: Path, change:
 
 
 def test_the_released_demo_policies_load_unchanged_and_declare_no_use() -> None:
-    for path in sorted((ROOT / "data" / "policies").glob("support-release@*.yaml")):
+    for path in sorted((ROOT / "data" / "policies").glob("support-release@[12].yaml")):
         policy = load_policy(path)
         assert policy.use is None and policy.scope is None, path.name
         assert "no authority" in requested_authority(policy).describe()
+
+
+def test_the_reachable_demo_policy_requests_block_on_every_slice() -> None:
+    policy = load_policy(ROOT / "data" / "policies" / "support-release@3.yaml")
+    assert policy.use == "block" and policy.scope is not None
+    assert set(policy.scope.slices) == set(policy.slices) and policy.scope.products == ["support-chat"]
+    assert requested_authority(policy).describe().startswith("support-release@3 requests block on slices ")
 
 
 def test_requested_authority_is_what_the_policy_declares() -> None:

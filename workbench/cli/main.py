@@ -10,6 +10,7 @@ from .align import align
 from .authority import authority, status
 from .card import card
 from .certify import certify, reports, verify
+from .ci import ci
 from .compare import compare
 from .controls import controls
 from .estimate import estimate
@@ -64,6 +65,7 @@ main.add_command(repeatability)
 main.add_command(drift)
 main.add_command(authority)
 main.add_command(status)
+main.add_command(ci)
 
 if __name__ == "__main__":
     main()

@@ -213,6 +213,12 @@ class Policy(_Model):
     exceed it; a stopped run is incomplete). ``workbench certify`` uses it when
     ``--budget-usd`` is not given, refuses a larger ``--budget-usd`` (exit 2) and uses a smaller
     one. ``None``: certification is limited only by ``--budget-usd``, if given."""
+    ci_budget_usd: float | None = Field(default=None, ge=0)
+    """Per-job spend cap of a judge-backed CI job (``workbench ci sentinel``): every run of one
+    job (controls, sentinels and baselines of every affected candidate) together. The job is
+    refused before any call when its estimate exceeds the cap, and runs under what is left of
+    it; ``--budget-usd`` may lower it, never raise it. ``None``: the policy approves no
+    judge-backed CI spend, and the sentinel lane needs ``--budget-usd``."""
     min_n_per_slice: int = Field(default=1, ge=0)
     """Fewest cases with a judge verdict each slice needs, unless the slice sets ``min_n``."""
     controls: ControlsPolicy | None = None

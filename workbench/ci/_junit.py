@@ -1,0 +1,110 @@
+"""JUnit XML for the CI lanes: one ``<testcase>`` per checked item.
+
+The shape is the common Ant/Surefire one that GitHub and GitLab test reporters read::
+
+    <testsuites name="workbench ci contracts" tests=".." failures=".." errors=".." skipped=".." time="..">
+      <testsuite name="gold" tests=".." failures=".." errors=".." skipped=".." time=".." timestamp="..">
+        <testcase classname="ci.contracts.gold" name="data/demo" time="..">
+          <failure type="gold_invalid" message="one line">every problem, one per line</failure>
+        </testcase>
+      </testsuite>
+    </testsuites>
+
+A check *fails* (``<failure>``) when it found a problem, is an *error* (``<error>``) when it
+could not be completed (missing evidence, a stopped run: never a pass), and is *skipped*
+(``<skipped type="expected_failure">``) when it failed exactly as a reviewed entry of the
+project's expected-failure list says (like pytest's xfail).
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .._io import atomic_write_text
+
+CheckStatus = Literal["passed", "failed", "error", "expected_failure"]
+
+
+class CheckResult(BaseModel):
+    """One checked item of a CI lane: a JUnit ``<testcase>``."""
+
+    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+    group: str
+    """What kind of item: ``gold``, ``candidates``, ``policies``, ``controls``, ``ranking``,
+    ``noise``, ``noise-retrieval``, ``control-runs``, ``sentinels``, ``config`` ... (the
+    JUnit ``testsuite``)."""
+    name: str
+    """The item, e.g. a path or ``rubric-judge@2 on support-controls@1`` (the JUnit ``testcase``)."""
+    status: CheckStatus
+    """``passed``; ``failed`` (a problem found); ``error`` (could not be completed: never a
+    pass); ``expected_failure`` (failed exactly as a reviewed expected-failure entry says)."""
+    category: Literal["ok", "contract", "failure", "incomplete", "review"] = "ok"
+    """What a non-passing check means for the exit code: ``contract`` (invalid input or
+    broken lineage, exit 2), ``failure`` (a deterministic or judge check failed, exit 1),
+    ``incomplete`` (exit 3), ``review`` (sentinel drift, exit 4); ``ok`` when it passed or
+    failed as expected."""
+    code: str | None = None
+    """Machine-readable reason of a non-passing check (the first problem code)."""
+    message: str = ""
+    """One line: what was found."""
+    details: list[str] = []
+    """Every problem or failing item, one per line."""
+    failing: list[str] = []
+    """Ids of what failed (control ids, pair ids), for matching expected failures."""
+    seconds: float = 0.0
+    """Time the check took."""
+
+    @property
+    def check_id(self) -> str:
+        """``group/name``: how the expected-failure list names the check."""
+        return f"{self.group}/{self.name}"
+
+
+def _counts(checks: Sequence[CheckResult]) -> dict[str, str]:
+    return {
+        "tests": str(len(checks)),
+        "failures": str(sum(c.status == "failed" for c in checks)),
+        "errors": str(sum(c.status == "error" for c in checks)),
+        "skipped": str(sum(c.status == "expected_failure" for c in checks)),
+        "time": f"{sum(c.seconds for c in checks):.3f}",
+    }
+
+
+def junit_xml(lane: str, checks: Iterable[CheckResult], *, timestamp: datetime | None = None) -> str:
+    """The JUnit XML document of a lane's checks (see the module doc)."""
+    checks = list(checks)
+    when = (timestamp or datetime.now(UTC)).replace(microsecond=0).isoformat()
+    root = ET.Element("testsuites", {"name": f"workbench ci {lane}", **_counts(checks)})
+    groups: dict[str, list[CheckResult]] = {}
+    for check in checks:
+        groups.setdefault(check.group, []).append(check)
+    for group, members in groups.items():
+        suite = ET.SubElement(root, "testsuite", {"name": group, **_counts(members), "timestamp": when})
+        for check in members:
+            case = ET.SubElement(suite, "testcase", {"classname": f"ci.{lane}.{group}", "name": check.name, "time": f"{check.seconds:.3f}"})
+            body = "\n".join(check.details) or check.message
+            if check.status == "failed":
+                ET.SubElement(case, "failure", {"type": check.code or check.category, "message": check.message}).text = body
+            elif check.status == "error":
+                ET.SubElement(case, "error", {"type": check.code or check.category, "message": check.message}).text = body
+            elif check.status == "expected_failure":
+                ET.SubElement(case, "skipped", {"type": "expected_failure", "message": check.message}).text = body
+            elif check.details:
+                ET.SubElement(case, "system-out").text = body
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def write_junit(path: str | Path, lane: str, checks: Iterable[CheckResult]) -> Path:
+    """Write :func:`junit_xml` atomically to ``path`` (parents created)."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(target, junit_xml(lane, checks))
+    return target

@@ -1,0 +1,234 @@
+"""What a CI lane checks: the project's files, found by convention or declared in ``workbench.yaml``.
+
+Discovery rule (documented in docs/formats.md#ci-configuration):
+
+- the project root is ``--project DIR`` (default: the working directory);
+- by convention each kind of file lives in one folder under ``data/``:
+
+  ==============  ==========================  ==========================================
+  kind            default glob                notes
+  ==============  ==========================  ==========================================
+  gold            ``data/*``                  the directories holding ``gold.jsonl``
+  candidates      ``data/candidates/*.yaml``
+  policies        ``data/policies/*.yaml``    ``kind: ranking`` files are ranking policies
+  controls        ``data/controls/*.yaml``
+  ranking         ``data/ranking/*.yaml``     ``kind: agreement-drop-examples`` files are
+                                              reviewed threshold evidence; ``*.release.json``
+                                              are read with their fixture file
+  noise           ``data/noise/*.yaml``       ``*.panel.yaml`` files are claim panels
+  ==============  ==========================  ==========================================
+
+- ``workbench.yaml`` at the root may declare, under ``ci: paths:``, a list of globs
+  (relative to the root) for any kind; a declared list replaces that kind's convention, and
+  a declared glob that matches nothing is a problem (a typo must not check nothing).
+
+The same ``ci:`` block holds the sentinel lane's defaults (``sentinel:``) and the reviewed
+expected-failure list (``expected_failures:``), see :class:`CiConfig`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..errors import Problem
+
+CONFIG_FILE = "workbench.yaml"
+"""The project configuration file at the project root (shared with the held-out ledger's
+``held_out_ledger`` key)."""
+CI_KEY = "ci"
+CI_CONFIG_SCHEMA_VERSION = 1
+
+KINDS: tuple[str, ...] = ("gold", "candidates", "policies", "controls", "ranking", "noise")
+DEFAULT_GLOBS: dict[str, list[str]] = {
+    "gold": ["data/*"],
+    "candidates": ["data/candidates/*.yaml"],
+    "policies": ["data/policies/*.yaml"],
+    "controls": ["data/controls/*.yaml"],
+    "ranking": ["data/ranking/*.yaml"],
+    "noise": ["data/noise/*.yaml"],
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class CiPaths(_Model):
+    """Globs (relative to the project root) per kind of file; a kind left out keeps its convention."""
+
+    gold: list[str] | None = None
+    """Gold dataset directories (each holding ``gold.jsonl``); default ``data/*``."""
+    candidates: list[str] | None = None
+    """Candidate specs; default ``data/candidates/*.yaml``."""
+    policies: list[str] | None = None
+    """Release policies (scalar and ``kind: ranking``); default ``data/policies/*.yaml``."""
+    controls: list[str] | None = None
+    """Control suites; default ``data/controls/*.yaml``."""
+    ranking: list[str] | None = None
+    """Ranking fixture files (and agreement-drop evidence); default ``data/ranking/*.yaml``."""
+    noise: list[str] | None = None
+    """Noise pair suites (``*.panel.yaml`` are claim panels); default ``data/noise/*.yaml``."""
+
+
+class SentinelDefaults(_Model):
+    """Defaults of ``workbench ci sentinel`` (each overridden by its option)."""
+
+    gold: str | None = None
+    """The gold dataset whose ``sentinels.yaml`` the lane runs (relative to the root). Default:
+    the only discovered gold that has a ``sentinels.yaml``."""
+    policy: str | None = None
+    """The policy whose ``ci_budget_usd`` caps the job and whose ``controls.suite`` is run.
+    Default: the only scalar policy for the gold's rubric that sets ``ci_budget_usd``."""
+    judge_code: list[str] = Field(default_factory=list)
+    """Globs (relative to the root) of code every label judge depends on (a provider client,
+    a shared prompt builder ...): a change to any of them makes every ``ragas-llm`` and
+    ``ragas-function`` candidate affected. A ``ragas-function`` candidate's own module is found
+    from its ``function``."""
+
+
+class ExpectedFailure(_Model):
+    """A reviewed, exact statement that one check fails, and why that is accepted for now."""
+
+    check: str = Field(min_length=3)
+    """The check, ``group/name`` as the JUnit report and ``--json`` name it, e.g.
+    ``control-runs/rubric-judge@2 on support-controls@1``."""
+    failing: list[str] = Field(min_length=1)
+    """Exactly what fails: the control ids (or noise pair ids) the check reports. A failure
+    outside this list fails the lane; an id listed here that no longer fails makes the entry
+    stale, which fails the lane too (update the list)."""
+    reason: str = Field(min_length=1)
+    """Why the failure is accepted (e.g. a superseded baseline kept for comparison)."""
+    approver: str = Field(min_length=1)
+    """Who accepted it."""
+    expires: dt.date | None = None
+    """After this date the entry no longer applies (and is reported). Omit only for
+    deliberate, permanent demonstrations."""
+
+    @field_validator("reason", "approver")
+    @classmethod
+    def _written(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be written, not blank")
+        return value
+
+
+class CiConfig(_Model):
+    """The ``ci:`` block of ``workbench.yaml``."""
+
+    schema_version: int = CI_CONFIG_SCHEMA_VERSION
+    """CI configuration format version."""
+    paths: CiPaths = Field(default_factory=CiPaths)
+    """Where each kind of file is (globs); unset kinds follow the convention."""
+    sentinel: SentinelDefaults = Field(default_factory=SentinelDefaults)
+    """Defaults of the sentinel lane."""
+    expected_failures: list[ExpectedFailure] = Field(default_factory=list)
+    """Reviewed failures of deterministic checks (control runs, retrieval assertions) that do
+    not fail the lane while they fail exactly as stated. Never covers invalid input, broken
+    lineage or an incomplete check."""
+
+
+def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
+    return Problem(location=loc, code=code, message=message, fix=fix)
+
+
+def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
+    """The ``ci:`` block of ``<root>/workbench.yaml`` (defaults when absent), and its problems."""
+    path = Path(root) / CONFIG_FILE
+    loc = str(path)
+    if not path.is_file():
+        return CiConfig(), []
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return CiConfig(), [_problem(loc, "ci_config_invalid", f"the project configuration cannot be read ({str(exc).splitlines()[0][:120]})", "write workbench.yaml as a UTF-8 YAML mapping")]
+    if raw is None:
+        return CiConfig(), []
+    if not isinstance(raw, dict):
+        return CiConfig(), [_problem(loc, "ci_config_invalid", "the project configuration must be a YAML mapping", "write key: value pairs, e.g. `ci: {paths: {...}}`")]
+    block = raw.get(CI_KEY)
+    if block is None:
+        return CiConfig(), []
+    if not isinstance(block, dict):
+        return CiConfig(), [_problem(f"{loc}: {CI_KEY}", "ci_config_invalid", "the ci block must be a mapping", "see docs/formats.md#ci-configuration")]
+    version = block.get("schema_version", CI_CONFIG_SCHEMA_VERSION)
+    if isinstance(version, int) and version > CI_CONFIG_SCHEMA_VERSION:
+        return CiConfig(), [_problem(f"{loc}: {CI_KEY}.schema_version", "schema_version_newer", f"ci schema_version {version} is newer than this workbench reads", "upgrade the workbench")]
+    try:
+        return CiConfig.model_validate(block), []
+    except ValidationError as exc:
+        return CiConfig(), [_problem(f"{loc}: {CI_KEY}.{'.'.join(map(str, e['loc']))}", "ci_config_invalid", e["msg"], "correct this field; see docs/formats.md#ci-configuration") for e in exc.errors(include_url=False)]
+
+
+@dataclass
+class Inventory:
+    """Every file a lane checks, by kind, with the problems met while finding them."""
+
+    root: Path
+    config: CiConfig
+    gold: list[Path] = field(default_factory=list)
+    candidates: list[Path] = field(default_factory=list)
+    policies: list[Path] = field(default_factory=list)
+    controls: list[Path] = field(default_factory=list)
+    ranking: list[Path] = field(default_factory=list)
+    agreement_examples: list[Path] = field(default_factory=list)
+    noise: list[Path] = field(default_factory=list)
+    noise_panels: list[Path] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+
+    def rel(self, path: Path) -> str:
+        """``path`` relative to the project root when it is inside it."""
+        try:
+            return path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            return str(path)
+
+    @property
+    def empty(self) -> bool:
+        return not any((self.gold, self.candidates, self.policies, self.controls, self.ranking, self.noise))
+
+
+def _yaml_kind(path: Path) -> Any:
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+    return raw.get("kind") if isinstance(raw, dict) else None
+
+
+def discover(root: str | Path) -> Inventory:
+    """Find the project's files (module doc); config problems are in ``problems``."""
+    root = Path(root)
+    config, problems = load_ci_config(root)
+    inv = Inventory(root=root, config=config, problems=list(problems))
+    loc = str(root / CONFIG_FILE)
+    for kind in KINDS:
+        declared = getattr(config.paths, kind)
+        globs = declared if declared is not None else DEFAULT_GLOBS[kind]
+        found: list[Path] = []
+        for pattern in globs:
+            if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
+                inv.problems.append(_problem(f"{loc}: {CI_KEY}.paths.{kind}", "ci_path_outside", f"{pattern!r} is not a path inside the project", "give globs relative to the project root"))
+                continue
+            matches = sorted(p for p in root.glob(pattern))
+            if kind == "gold":
+                matches = [p for p in matches if p.is_dir() and (p / "gold.jsonl").is_file()]
+            else:
+                matches = [p for p in matches if p.is_file()]
+            if declared is not None and not matches:
+                inv.problems.append(_problem(f"{loc}: {CI_KEY}.paths.{kind}", "ci_path_empty", f"{pattern!r} matches no {kind} file", "correct the glob, or remove it: a declared path that matches nothing would check nothing"))
+            found += [p for p in matches if p not in found]
+        if kind == "ranking":
+            for p in found:
+                (inv.agreement_examples if _yaml_kind(p) == "agreement-drop-examples" else inv.ranking).append(p)
+        elif kind == "noise":
+            for p in found:
+                (inv.noise_panels if p.name.endswith(".panel.yaml") else inv.noise).append(p)
+        else:
+            setattr(inv, kind, found)
+    return inv

@@ -1,0 +1,146 @@
+"""``workbench ci``: the three CI lanes, ``contracts``, ``sentinel`` and ``release``."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import WorkbenchError
+from ._common import echo_json, report_problems, user_errors
+
+
+@click.group("ci")
+def ci() -> None:
+    """CI lanes: contracts on every change, sentinel when judge files change, release by hand.
+
+    \b
+    contracts  deterministic and free: every file and the lineage between them, the
+               deterministic candidates over the controls; no model call
+    sentinel   the candidates a change affects (git diff --name-only REF), on the sentinel
+               cases and the control suite, under the policy's ci_budget_usd
+    release    certify (the only lane that touches held-out data), verify, summarize
+
+    Each lane writes a JUnit report (--junit) and a JSON record.
+    """
+
+
+def _junit(path: str | None, lane: str, checks: list) -> None:
+    if path:
+        from ..ci import write_junit
+
+        write_junit(path, lane, checks)
+
+
+@ci.command("contracts")
+@click.option("--project", default=".", show_default=True, type=click.Path(path_type=str), help="Project root (holds data/ and, optionally, workbench.yaml).")
+@click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--out", default=None, type=click.Path(path_type=str), help="Parent of this invocation's directory (control runs, contracts.json): OUT/<time>-<id> (default runs/ci/contracts under the project).")
+@user_errors
+def contracts(project: str, junit_path: str | None, as_json: bool, out: str | None) -> None:
+    """Check every gold dataset, candidate, policy, control suite, ranking fixture file and
+    noise suite of the project, and the lineage between them; run the deterministic
+    candidates over the control suites. No model call, no cost.
+
+    Files are found under data/ by convention (data/*/gold.jsonl, data/candidates/*.yaml,
+    data/policies/*.yaml, data/controls/*.yaml, data/ranking/*.yaml, data/noise/*.yaml) or
+    where `ci: paths:` in workbench.yaml says. A failure of a deterministic check that a
+    reviewed entry of `ci: expected_failures:` states exactly is reported, not counted.
+
+    Exit codes: 0 every check passed; 2 a contract problem (invalid file, broken lineage,
+    an expected-failure entry that is stale, unknown or expired); 3 a check could not be
+    completed (no verdict on a control, retrieval evidence missing); 1 a deterministic
+    control or retrieval assertion failed.
+    """
+    from ..ci import run_contracts
+
+    report = run_contracts(project, out=out)
+    _junit(junit_path, "contracts", report.checks)
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    else:
+        for c in report.checks:
+            click.echo(f"{c.status.upper():16} {c.check_id}" + (f": {c.message}" if c.message else ""))
+            if c.status in ("failed", "error"):
+                for line in c.details[:20]:
+                    click.echo(f"    {line}")
+        counts = {s: sum(c.status == s for c in report.checks) for s in ("passed", "failed", "error", "expected_failure")}
+        click.echo(f"contracts: {counts['passed']} of {len(report.checks)} checks passed; {counts['failed']} failed, {counts['error']} incomplete, {counts['expected_failure']} failed as expected")
+        click.echo(f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in {report.run_dir}" + (f"; JUnit {junit_path}" if junit_path else ""))
+    sys.exit(report.exit_code)
+
+
+@ci.command("sentinel")
+@click.option("--since", required=True, help="Git ref the change is measured from (e.g. origin/main): `git diff --name-only` from its merge base with HEAD, plus untracked files.")
+@click.option("--project", default=".", show_default=True, type=click.Path(path_type=str), help="Project root.")
+@click.option("--gold", default=None, type=click.Path(path_type=str), help="Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with sentinels).")
+@click.option("--policy", default=None, type=click.Path(path_type=str), help="Policy whose ci_budget_usd caps the job and whose control suite runs (default: ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd).")
+@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="A lower cap than the policy's ci_budget_usd (a higher one is refused).")
+@click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.option("--out", default=None, type=click.Path(path_type=str), help="Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default runs/ci/sentinel under the project).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@user_errors
+def sentinel(since: str, project: str, gold: str | None, policy: str | None, budget_usd: float | None, junit_path: str | None, as_json: bool, out: str | None, concurrency: int) -> None:
+    """Run the candidates a change affects on the sentinel cases and the control suite.
+
+    Affected: a candidate whose spec, prompt file, function module or results file changed
+    since REF; every ragas-llm and ragas-function candidate when the gold's rubric.yaml or sentinels.yaml, the
+    control suite or a `ci: sentinel: judge_code` file changed. Everything is priced first
+    and refused (exit 3, nothing started) above the policy's per-job cap, ci_budget_usd.
+    Sentinel verdicts are compared with a recorded baseline (drift log) or the candidate as
+    it was at REF. Cost and tokens are printed.
+
+    Exit codes: 0 nothing affected, or every control passed and no sentinel changed; 1 a
+    control failed; 4 sentinel drift (review; accept by recording a new baseline with
+    `workbench drift --record-baseline`); 3 incomplete (cap too small, a run stopped, no
+    baseline, an affected candidate this lane cannot run); 2 invalid input.
+    """
+    from ..ci import LaneRefused, format_sentinel_lane, run_sentinel_lane_sync
+
+    try:
+        report = run_sentinel_lane_sync(project, since=since, gold=gold, policy=policy, budget_usd=budget_usd, out=out, concurrency=concurrency)
+    except LaneRefused as exc:
+        report_problems(exc)
+        report = exc.report
+    _junit(junit_path, "sentinel", report.checks)
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    else:
+        click.echo(format_sentinel_lane(report))
+    sys.exit(report.exit_code)
+
+
+@ci.command("release")
+@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec to certify.")
+@click.option("--policy", required=True, type=click.Path(path_type=str), help="Policy file.")
+@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset (its held-out ledger is found from it).")
+@click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
+@click.option("--rerun-reason", default=None, help="Required to certify the same candidate again on the same held-out manifest.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Spend limit for the held-out run (the policy's budget_usd unless lower).")
+@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
+@click.option("--json", "json_path", default=None, type=click.Path(path_type=str), help="Write the machine-readable summary (JSON) here.")
+@click.option("--notebook", default=None, type=click.Path(path_type=str), help="Certification notebook (default notebooks/03_certify.ipynb).")
+def release(candidate: str, policy: str, gold: str, reports_root: str, rerun_reason: str | None, budget_usd: float | None, concurrency: int, junit_path: str | None, json_path: str | None, notebook: str | None) -> None:
+    """Certify a candidate on the held-out partition (exactly `workbench certify`), verify
+    the locked report, and write a machine-readable summary (--json FILE) and a JUnit report
+    (--junit FILE), also when the input is invalid. The only lane that touches held-out data.
+
+    Exit codes: 0 certified and verified; 1 quality failed, or the report does not verify;
+    3 evaluation incomplete; 4 review required; 2 invalid input.
+    """
+    from ..ci import format_release, run_release, write_release_summary
+
+    try:
+        summary = run_release(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, budget_usd=budget_usd, concurrency=concurrency, notebook=notebook)
+    except WorkbenchError as exc:  # verification input problems after the report exists
+        report_problems(exc)
+        sys.exit(2)
+    if json_path:
+        write_release_summary(json_path, summary)
+    _junit(junit_path, "release", summary.checks)
+    click.echo(format_release(summary), err=summary.outcome == "invalid_input")
+    sys.exit(summary.exit_code)
+
