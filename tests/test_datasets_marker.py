@@ -54,7 +54,9 @@ def _pytest(tmp_path: Path, *, present: bool, required: bool) -> subprocess.Comp
     if present:
         data.mkdir()
         (data / "corpus.txt").write_text("data", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    # CI=1 (or BUILD_NUMBER) makes pytest print the short summary untruncated, so each failure
+    # message would appear twice: the subprocess sees the terminal a developer sees.
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k not in ("CI", "BUILD_NUMBER")}
     env.update(WORKBENCH_DATASETS_DIR=str(data), RAGAS_DO_NOT_TRACK="true")
     env.pop("WORKBENCH_REQUIRE_DATASETS", None)
     if required:
