@@ -211,7 +211,7 @@ def abstaining_files(make_dataset, tmp_path: Path) -> dict[str, str]:
 def test_align_shows_coverage_in_text_and_json(make_dataset, tmp_path: Path) -> None:
     files = abstaining_files(make_dataset, tmp_path)
     body = json.loads(CliRunner().invoke(align_cmd, ["--gold", files["gold"], "--results", files["results"], "--json"]).output)
-    assert body["schema_version"] == 2
+    assert body["schema_version"] == 3
     general = next(s for s in body["slices"] if s["slice"] == "general")
     assert (general["verdicts"], general["abstentions"], general["decided"]) == (8, 2, 6)
     assert general["coverage"]["k"] == 6 and general["coverage"]["n"] == 8
