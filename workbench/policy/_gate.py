@@ -70,6 +70,14 @@ Abstentions (verdicts in the rubric's ``abstain_labels``) cannot buy certificati
   :func:`workbench.stats.cases_needed` on the ``upper_95`` basis (smallest n whose Wilson
   upper bound with zero false passes is within the limit), 1 on the ``point`` basis. The
   same holds for false-fail limits and human-pass cases.
+- *Sample-size figures.* ``rate_unbounded``, ``false_pass_rate_unproven`` and
+  ``false_fail_rate_unproven`` on the ``upper_95`` basis cite two numbers, labelled: "at zero
+  errors" (``verdicts_needed_at_zero_errors``, the floor above) and "to bound at half the
+  limit" (``verdicts_needed_to_bound_at_half_limit``: :func:`workbench.stats.cases_to_bound`
+  at half the limit, Wilson, quoted as :func:`workbench.stats.too_few_cases_message` words
+  it), then ``more_verdicts_needed`` (:func:`workbench.stats.shortfall`), the "+N" the
+  certification report shows. On the ``point`` basis no bound is compared, so only the first
+  (1) is given.
 - *Constant judge.* Whatever the policy's limits, a judge whose pass/fail verdicts use only
   one of the two labels (or none) while the adjudicated labels include both pass and fail is
   ``constant_verdict`` (quality, never waivable): checked over all cases in scope (labels of
@@ -99,7 +107,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..align import AlignmentReport, Join, SliceAlignment, has_pass_fail_view, slice_alignment
 from ..gold import Risk, Rubric
 from ..runs import RunSummary
-from ..stats import Rate, cases_needed
+from ..stats import Rate, Shortfall, shortfall, too_few_cases_message
 from ._codes import FALSE_PASS_CODES
 from ._overrides import NON_WAIVABLE_CODES, Override, active_overrides, expired_overrides
 from ._policy import Basis, Policy, SlicePolicy
@@ -690,11 +698,36 @@ def _abstention_check(row: SliceAlignment, spec: SlicePolicy, risk: str | None, 
     ]
 
 
-def _needed(limit: float | None, basis: Basis) -> int | None:
-    """Decided cases a limit needs with zero errors: Wilson on ``upper_95``, 1 on ``point`` or a count limit."""
-    if limit is None or basis == "point":
-        return 1
-    return cases_needed(limit)
+def _sample_evidence(need: Shortfall) -> dict[str, Any]:
+    """The sample-size figures a ``rate_unbounded`` or ``*_rate_unproven`` blocker carries.
+
+    Both numbers, labelled: at zero errors (the floor) and to bound at half the limit (the
+    planned sample :func:`~workbench.stats.too_few_cases_message` cites), then the further
+    decided cases the slice needs, the figure the certification report shows as "+N".
+    """
+    return {
+        "verdicts_needed_at_zero_errors": need.needed_at_zero_errors,
+        "verdicts_needed_to_bound_at_half_limit": need.needed_to_bound,
+        "bound_at_rate": need.bound_at_rate,
+        "bound_interval": need.interval,
+        "more_verdicts_needed": need.more,
+    }
+
+
+def _cited(name: str, need: Shortfall, human: str, kind: str, *, at_zero: bool = True) -> str:
+    """The sentences a sample-size blocker cites: the planned number, then the floor at zero errors."""
+    if need.limit is None or need.basis == "point":
+        return ""
+    what = kind.replace("_", " ")
+    plan = too_few_cases_message(name, need.have, need.limit, human="fail" if human == "fail" else "pass", at_fraction=need.at_fraction)
+    text = f" To bound at half the limit: {plan}."
+    if need.planned_already and need.more is not None:
+        text += f" The slice has that many, but its observed rate is above half the limit: with no further {what}, {need.more} more human-{human} case{'s' if need.more != 1 else ''} judged pass or fail would bound it."
+    if not at_zero:
+        return text
+    if need.needed_at_zero_errors is None:
+        return text + " At zero errors: no sample can show a limit of 0."
+    return text + f" At zero errors: {need.needed_at_zero_errors} human-{human} cases judged pass or fail, with no {what} at all."
 
 
 def _unbounded(row: SliceAlignment, kind: str, limit: float | None, basis: Basis, risk: str | None, *, waivable: bool, count_limit: int | None = None) -> Blocker:
@@ -703,21 +736,22 @@ def _unbounded(row: SliceAlignment, kind: str, limit: float | None, basis: Basis
     else:
         human, total_key, total = "pass", "human_passes", row.human_passes
     what = kind.replace("_", "-")
-    needed = _needed(limit, basis)
+    need = shortfall(0, 0, limit, basis)
+    needed = need.needed_at_zero_errors
     if needed is None:
-        need = f"no sample can show a limit of {limit:g} on the upper_95 basis: the policy must change"
+        text = f"no sample can show a limit of {limit:g} on the upper_95 basis: the policy must change."
     elif limit is None:
-        need = f"the limit needs at least {needed} human-{human} case judged pass or fail"
+        text = f"the limit needs at least {needed} human-{human} case judged pass or fail."
     elif basis == "point":
-        need = f"the limit of {limit:g} (point basis) needs at least {needed} human-{human} case judged pass or fail"
+        text = f"the limit of {limit:g} (point basis) needs at least {needed} human-{human} case judged pass or fail."
     else:
-        need = f"the limit of {limit:g} needs at least {needed} human-{human} cases judged pass or fail, with no {kind.replace('_', ' ')}, before the upper 95% Wilson bound is within it"
+        text = f"at zero errors, the limit of {limit:g} needs at least {needed} human-{human} cases judged pass or fail, with no {kind.replace('_', ' ')}, before the upper 95% Wilson bound is within it." + _cited(row.slice, need, human, kind, at_zero=False)
     return _review(
         "rate_unbounded",
-        f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human} case(s) in scope; abstentions, errors and missing results do not count), so its {what} limit can never be met: {need}.",
+        f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human} case(s) in scope; abstentions, errors and missing results do not count), so its {what} limit can never be met: {text}",
         slice=row.slice,
         risk=risk,
-        evidence={"rate": f"{kind}_rate", total_key: total, f"{total_key}_decided": 0, "limit": limit, **({"max_false_passes": count_limit} if count_limit is not None else {}), "basis": basis, "verdicts_needed_at_zero_errors": needed, **_coverage(row)},
+        evidence={"rate": f"{kind}_rate", total_key: total, f"{total_key}_decided": 0, "limit": limit, **({"max_false_passes": count_limit} if count_limit is not None else {}), "basis": basis, **_sample_evidence(need), **_coverage(row)},
         waivable=waivable,
     )
 
@@ -738,12 +772,11 @@ def _rate_check(row: SliceAlignment, kind: str, rate: Rate, limit: float, basis:
     if basis == "upper_95" and rate.rate <= limit:
         # The observed rate is within the limit; only the interval is too wide. That is too
         # few cases to bound the slice, not a judge that disagrees: review, not quality.
-        needed = cases_needed(limit)
-        evidence["verdicts_needed_at_zero_errors"] = needed
+        need = shortfall(rate.n, rate.k, limit, basis)
+        evidence.update(_sample_evidence(need))
         message = (
             f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), "
-            f"but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice"
-            + (f"; with no {kind.replace('_', ' ')} at all, {needed} human-{human} cases judged pass or fail would be needed." if needed else "; no sample can show a limit of 0.")
+            f"but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice." + _cited(name, need, human, kind)
         )
         return [Blocker(code=f"{kind}_rate_unproven", category="review", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=unbounded_waivable)]
     return [Blocker(code=f"{kind}_rate_exceeded", category="quality", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=waivable)]
