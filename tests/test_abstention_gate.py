@@ -146,7 +146,9 @@ def test_no_decided_human_fail_is_review_and_says_how_many_are_needed(evaluated)
     assert result.outcome == "review_required" and b.slice == "billing" and not b.waivable and result.waived == []
     assert b.evidence["human_fails"] == 10 and b.evidence["human_fails_decided"] == 0
     assert b.evidence["verdicts_needed_at_zero_errors"] == 35 == cases_needed(0.1)
-    assert "needs at least 35 human-fail cases judged pass or fail" in b.message
+    assert "At zero errors: 35 human-fail cases judged pass or fail" in b.message
+    assert "billing: 0 human-fail cases; the limit 0.10 needs at least 127 to bound at 0.05 (Wilson)" in b.message  # the plan's figure
+    assert b.evidence["verdicts_needed_to_bound_at_half_limit"] == 127 == b.evidence["more_verdicts_needed"]
     # outside critical slices: 1 on the point basis, waivable by slice
     spec = clean_spec()
     spec["general"] = [("pass", "pass")] * 4 + [("fail", RR)] * 2

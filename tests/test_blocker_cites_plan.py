@@ -75,7 +75,7 @@ def test_unbounded_blocker_cites_the_plan(evaluated, tmp_path: Path) -> None:
     b = only(ev.gate(policy), "rate_unbounded")
     planned = _planned(tmp_path, ev, _raw(policy), "general")["needed"]
     assert planned == cases_to_bound(0.20) == 61
-    assert f"general: 0 human-fail cases; the limit 0.20 needs at least {planned} to bound at 0.10 (Wilson)" in b.message
+    assert f"To bound at half the limit: general: 0 human-fail cases; the limit 0.20 needs at least {planned} to bound at 0.10 (Wilson). At zero errors: {cases_needed(0.20)} human-fail cases" in b.message
     assert b.evidence["verdicts_needed_to_bound_at_half_limit"] == planned == b.evidence["more_verdicts_needed"]
     (group,) = [g for g in group_blockers([b.model_dump(mode="json")]) if g.slice == "general"]
     assert group.more_cases == planned and f"{planned} are needed to bound it at half the limit ({cases_needed(0.20)} at zero errors)" in group.headline

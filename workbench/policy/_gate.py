@@ -714,7 +714,7 @@ def _sample_evidence(need: Shortfall) -> dict[str, Any]:
     }
 
 
-def _cited(name: str, need: Shortfall, human: str, kind: str, *, at_zero: bool = True) -> str:
+def _cited(name: str, need: Shortfall, human: str, kind: str) -> str:
     """The sentences a sample-size blocker cites: the planned number, then the floor at zero errors."""
     if need.limit is None or need.basis == "point":
         return ""
@@ -723,8 +723,6 @@ def _cited(name: str, need: Shortfall, human: str, kind: str, *, at_zero: bool =
     text = f" To bound at half the limit: {plan}."
     if need.planned_already and need.more is not None:
         text += f" The slice has that many, but its observed rate is above half the limit: with no further {what}, {need.more} more human-{human} case{'s' if need.more != 1 else ''} judged pass or fail would bound it."
-    if not at_zero:
-        return text
     if need.needed_at_zero_errors is None:
         return text + " At zero errors: no sample can show a limit of 0."
     return text + f" At zero errors: {need.needed_at_zero_errors} human-{human} cases judged pass or fail, with no {what} at all."
@@ -745,7 +743,7 @@ def _unbounded(row: SliceAlignment, kind: str, limit: float | None, basis: Basis
     elif basis == "point":
         text = f"the limit of {limit:g} (point basis) needs at least {needed} human-{human} case judged pass or fail."
     else:
-        text = f"at zero errors, the limit of {limit:g} needs at least {needed} human-{human} cases judged pass or fail, with no {kind.replace('_', ' ')}, before the upper 95% Wilson bound is within it." + _cited(row.slice, need, human, kind, at_zero=False)
+        text = f"on the upper_95 basis the 95% Wilson bound needs decided cases.{_cited(row.slice, need, human, kind)}"
     return _review(
         "rate_unbounded",
         f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human} case(s) in scope; abstentions, errors and missing results do not count), so its {what} limit can never be met: {text}",
