@@ -146,7 +146,9 @@ def test_no_decided_human_fail_is_review_and_says_how_many_are_needed(evaluated)
     assert result.outcome == "review_required" and b.slice == "billing" and not b.waivable and result.waived == []
     assert b.evidence["human_fails"] == 10 and b.evidence["human_fails_decided"] == 0
     assert b.evidence["verdicts_needed_at_zero_errors"] == 35 == cases_needed(0.1)
-    assert "needs at least 35 human-fail cases judged pass or fail" in b.message
+    assert "At zero errors: 35 human-fail cases judged pass or fail" in b.message
+    assert "billing: 0 human-fail cases; the limit 0.10 needs at least 127 to bound at 0.05 (Wilson)" in b.message  # the plan's figure
+    assert b.evidence["verdicts_needed_to_bound_at_half_limit"] == 127 == b.evidence["more_verdicts_needed"]
     # outside critical slices: 1 on the point basis, waivable by slice
     spec = clean_spec()
     spec["general"] = [("pass", "pass")] * 4 + [("fail", RR)] * 2
@@ -211,7 +213,7 @@ def abstaining_files(make_dataset, tmp_path: Path) -> dict[str, str]:
 def test_align_shows_coverage_in_text_and_json(make_dataset, tmp_path: Path) -> None:
     files = abstaining_files(make_dataset, tmp_path)
     body = json.loads(CliRunner().invoke(align_cmd, ["--gold", files["gold"], "--results", files["results"], "--json"]).output)
-    assert body["schema_version"] == 2
+    assert body["schema_version"] == 3
     general = next(s for s in body["slices"] if s["slice"] == "general")
     assert (general["verdicts"], general["abstentions"], general["decided"]) == (8, 2, 6)
     assert general["coverage"]["k"] == 6 and general["coverage"]["n"] == 8

@@ -32,7 +32,7 @@ from conftest import RUBRIC, make_case, write_dataset
 
 from workbench.gold import load_dataset
 from workbench.reports import certify, read_lock
-from workbench.stats import cases_needed
+from workbench.stats import cases_to_bound
 
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
@@ -143,7 +143,7 @@ def test_first_screen_answers_what_outcome_why_and_next(demo_reports: dict[str, 
     blocked = sorted({b["slice"] for b in gate["blockers"] if b["slice"]})
     assert len(why) == len(blocked) == 2 and all(_within(b) for b in why)
     for name in blocked:
-        needed = cases_needed(0.2)
+        needed = cases_to_bound(0.2)  # the figure `workbench plan` prints, not the zero-error floor
         have = next(b["evidence"]["human_fails_decided"] for b in gate["blockers"] if b["slice"] == name)
         line = next(b["text"] for b in why if name in b["text"])
         assert f"{needed - have} more human-fail cases needed" in line, line
@@ -153,7 +153,7 @@ def test_first_screen_answers_what_outcome_why_and_next(demo_reports: dict[str, 
     assert "freeze a new gold release and certify again" in next_step
     for name in blocked:
         have = next(b["evidence"]["human_fails_decided"] for b in gate["blockers"] if b["slice"] == name)
-        assert f"{name} +{cases_needed(0.2) - have} human-fail" in next_step
+        assert f"{name} +{cases_to_bound(0.2) - have} human-fail" in next_step
 
     # the per-slice table, every slice's result inside the first screen
     figures = [f for f in lock.figures["slices"]] if lock.figures else []

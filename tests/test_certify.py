@@ -233,9 +233,16 @@ def test_demo_has_both_endings(tmp_path: Path) -> None:
     assert three.outcome == "review_required"
     assert [(b["slice"], b["code"]) for b in three.blockers] == [("account_security", "false_pass_rate_unproven"), ("refund_policy", "false_pass_rate_unproven")]
     html = (three.report_dir / "report.html").read_text(encoding="utf-8")
+    # the gate, the report and `workbench plan` cite one figure: the plan's cases to bound at half the limit
+    planned = json.loads(CliRunner().invoke(main, ["plan", "--policy", str(policy), "--gold", str(gold), "--json"]).output)
     for b in three.blockers:
-        more = cases_needed(0.2) - b["evidence"]["human_fails_decided"]
-        assert more > 0 and f"{b['slice']} +{more} human-fail" in html
+        row = next(r for r in planned["rows"] if r["slice"] == b["slice"] and r["requirement"] == "false_pass_rate")
+        have = b["evidence"]["human_fails_decided"]
+        assert row["needed"] == b["evidence"]["verdicts_needed_to_bound_at_half_limit"] > cases_needed(0.2)
+        assert f"{b['slice']}: {have} human-fail cases; the limit 0.20 needs at least {row['needed']} to bound at 0.10 (Wilson)" in b["message"]
+        more = row["needed"] - have
+        assert more > 0 and b["evidence"]["more_verdicts_needed"] == more and f"{b['slice']} +{more} human-fail" in html
+        assert f"{more} more human-fail cases judged pass or fail needed: {row['needed']} to bound it at half the limit" in html
     assert f"report {two.report_id}" in html and "QUALITY FAILED" in html  # the previous certification of the same judge
     assert "Controls failed; held-out data was not used; fix the judge and certify again." in (two.report_dir / "report.html").read_text(encoding="utf-8")
     assert verify_report(two.report_dir) == [] and verify_report(three.report_dir) == []

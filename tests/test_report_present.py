@@ -39,7 +39,7 @@ from workbench.reports import (
 from workbench.reports._blockers import family
 from workbench.reports._present import blockers_html, first_screen_html
 from workbench.runs._progress import LineProgress
-from workbench.stats import cases_needed, upper_bound, wilson_rate
+from workbench.stats import cases_needed, cases_to_bound, upper_bound, wilson_rate
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
@@ -115,10 +115,12 @@ def test_unproven_bound_says_how_many_more_human_fail_cases() -> None:
     rate = wilson_rate(0, 5)
     blocker = Blocker(code="false_pass_rate_unproven", category="review", slice="refund_policy", risk="critical", message="too few", evidence={"false_passes": 0, "human_fails_decided": 5, "rate": 0.0, "ci95_low": 0.0, "ci95_high": rate.ci95_high, "basis": "upper_95", "compared": rate.ci95_high, "limit": 0.2, "verdicts_needed_at_zero_errors": 16}, waivable=False)
     (group,) = group_blockers([blocker])
-    assert group.more_cases == 11 and group.more_of == "human-fail" and group.sample_only
-    assert "11 more human-fail cases" in group.headline and "43%" in group.headline
+    # a gate.json written before the sample-size fields: the report computes the gate's figures
+    planned = cases_to_bound(0.2)  # to bound at half the limit (0.10), Wilson: the gate's citation
+    assert planned == 61 and group.more_cases == planned - 5 == 56 and group.more_of == "human-fail" and group.sample_only
+    assert "56 more human-fail cases judged pass or fail needed: 61 to bound it at half the limit (16 at zero errors)" in group.headline and "43%" in group.headline
     sentence = next_step("review_required", [group], held_out_used=True)
-    assert "refund_policy +11 human-fail" in sentence and "certify again" in sentence
+    assert "refund_policy +56 human-fail" in sentence and "certify again" in sentence
 
 
 def test_next_step_for_every_outcome() -> None:

@@ -1,6 +1,6 @@
 """Alignment analysis: join judge results to gold, then confusion and per-slice error rates."""
 
-from ._join import ErrorClass, Join, JoinedCase, Outcome, classify, join_results
+from ._join import ErrorClass, Join, JoinedCase, Outcome, PassFail, classify, join_results
 from ._lineage import (
     GoldChange,
     Lineage,
@@ -21,13 +21,16 @@ from ._report import (
     AlignmentReport,
     CaseError,
     Confusion,
+    OrdinalAlignment,
     SliceAlignment,
     align,
     alignment_report,
     cases_frame,
     confusion_table,
     format_report,
+    has_pass_fail_view,
     lineage_lines,
+    ordinal_alignment,
     slice_alignment,
 )
 
@@ -53,7 +56,9 @@ __all__ = [
     "ErrorClass",
     "Join",
     "JoinedCase",
+    "OrdinalAlignment",
     "Outcome",
+    "PassFail",
     "SliceAlignment",
     "align",
     "alignment_report",
@@ -61,6 +66,8 @@ __all__ = [
     "classify",
     "confusion_table",
     "format_report",
+    "has_pass_fail_view",
     "join_results",
+    "ordinal_alignment",
     "slice_alignment",
 ]

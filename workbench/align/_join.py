@@ -18,7 +18,7 @@ disagreement and never a fail. Evaluator errors are counted on their own.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
@@ -47,7 +47,9 @@ class JoinedCase:
     judge_label: str | None
     error_class: ErrorClass
     """aligned, false_pass (human fail, judge pass), false_fail (human pass, judge fail),
-    disagreement (any other mismatch, e.g. involving abstain), error or missing."""
+    disagreement (any other mismatch, e.g. involving abstain, or two labels on the same side of
+    an ordered rubric's pass/fail threshold), error or missing. Pass and fail are the rubric's
+    pass/fail view (:meth:`~workbench.gold.Rubric.pass_fail`)."""
     error_kind: str | None
     reason: str | None
     attempts: int
@@ -78,16 +80,49 @@ class Join:
     built without one, which comparisons of runs refuse."""
 
 
-def classify(human: str, judge: str, pass_label: str | None, fail_label: str | None) -> ErrorClass:
-    """Error class of one verdict against the adjudicated label."""
+PassFail = Literal["pass", "fail"] | None
+"""A label's pass/fail view (:meth:`~workbench.gold.Rubric.pass_fail`): pass, fail or neither."""
+
+
+def classify(
+    human: str,
+    judge: str,
+    pass_label: str | None = None,
+    fail_label: str | None = None,
+    *,
+    view: Callable[[str], PassFail] | None = None,
+) -> ErrorClass:
+    """Error class of one verdict against the adjudicated label.
+
+    ``view`` maps a label to its pass/fail side (normally :meth:`Rubric.pass_fail
+    <workbench.gold.Rubric.pass_fail>`, which covers nominal rubrics through
+    ``pass_label``/``fail_label`` and ordered rubrics through ``pass_labels``). Without it,
+    ``pass_label`` and ``fail_label`` are the only pass and fail labels. A false pass is a
+    human label on the fail side judged on the pass side, whatever the exact labels (on a 1-5
+    scale with ``pass_labels: [4, 5]``, human 2 judged 4 is a false pass); any other mismatch,
+    including one on the same side of the threshold (human 2, judge 3) or one involving an
+    abstain label, is a ``disagreement``.
+    """
     if human == judge:
         return "aligned"
-    if pass_label is not None:
-        if human == fail_label and judge == pass_label:
-            return "false_pass"
-        if human == pass_label and judge == fail_label:
-            return "false_fail"
+    side_of = view if view is not None else _label_view(pass_label, fail_label)
+    side = (side_of(human), side_of(judge))
+    if side == ("fail", "pass"):
+        return "false_pass"
+    if side == ("pass", "fail"):
+        return "false_fail"
     return "disagreement"
+
+
+def _label_view(pass_label: str | None, fail_label: str | None) -> Callable[[str], PassFail]:
+    """The pass/fail view of a rubric given only as one pass and one fail label."""
+
+    def side(label: str) -> PassFail:
+        if pass_label is not None and label == pass_label:
+            return "pass"
+        return "fail" if fail_label is not None and label == fail_label else None
+
+    return side
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +257,7 @@ def join_results(
                 human,
                 "verdict",
                 a.value,
-                classify(human, a.value, rubric.pass_label, rubric.fail_label),
+                classify(human, a.value, view=rubric.pass_fail),
                 None,
                 a.reason,
                 attempts[case.case_id],

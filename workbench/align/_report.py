@@ -15,21 +15,65 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .._io import bulk_load, sha256_file
-from ..gold import load_dataset
+from ..gold import Rubric, load_dataset
 from ..results import JudgeIdentity
-from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
-from ._join import Join, JoinedCase
+from ..stats import (
+    Kappa,
+    MeanAbsoluteError,
+    OrdinalConfusion,
+    Rate,
+    cohen_kappa,
+    mean_absolute_error,
+    ordinal_confusion,
+    weighted_cohen_kappa,
+    wilson_rate,
+)
+from ._join import Join, JoinedCase, PassFail, _label_view
 from ._lineage import GoldChange, Lineage, align_results
 
-ALIGNMENT_SCHEMA_VERSION = 2
+ALIGNMENT_SCHEMA_VERSION = 3
 """2: adds abstentions, decided, abstention_rate and coverage; false-pass and false-fail
-denominators count only pass/fail verdicts (abstentions left out)."""
+denominators count only pass/fail verdicts (abstentions left out). 3: adds ``scale``,
+``scale_labels``, ``pass_labels`` and ``pass_fail_view``; false passes and false fails follow
+the rubric's pass/fail view (an ordered rubric's ``pass_labels``); on an ordered rubric every
+slice row adds ``ordinal`` (weighted kappa, mean absolute error, the full ordinal confusion)."""
 ERROR_COLUMN = "(error)"
 MISSING_COLUMN = "(missing)"
 
 
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+
+
+class OrdinalAlignment(_Model):
+    """Judge against adjudicated labels on an ordered scale (``ordinal`` or ``numeric`` rubrics).
+
+    Computed over the *pairs*: cases with a verdict whose adjudicated label and judge label are
+    both on the scale (abstain labels are off the scale). Each figure also carries its own ``n``.
+    """
+
+    scale: Literal["ordinal", "numeric"]
+    """The rubric's scale."""
+    labels: list[str]
+    """The scale labels in scale order (the rubric's labels without its abstain labels)."""
+    pairs: int
+    """Verdicts with both the adjudicated and the judge label on the scale: the denominator of
+    every figure below."""
+    off_scale: int
+    """Verdicts left out because the judge's label or the adjudicated label is an abstain label."""
+    weighted_kappa_linear: Kappa
+    """Linear weighted Cohen's kappa (scikit-learn ``cohen_kappa_score(weights="linear")``
+    with the whole scale as labels): disagreement weight ``|i - j|`` in scale steps (in scale
+    values on a numeric scale with unequal spacing)."""
+    weighted_kappa_quadratic: Kappa
+    """Quadratic weighted Cohen's kappa: disagreement weight ``(i - j)^2``."""
+    mean_absolute_error: MeanAbsoluteError
+    """Mean of ``|judge - adjudicated|``: in scale steps (ranks) on an ordinal scale, in scale
+    values on a numeric one (``unit`` says which)."""
+    confusion: OrdinalConfusion
+    """The full confusion over the scale (rows adjudicated, columns judge) with ``exact``,
+    ``within_one`` (at most one scale step apart), ``predicted_higher`` (the judge put the case
+    higher on the scale than the reviewers) and ``predicted_lower``; ``n`` equals ``pairs``."""
 
 
 class SliceAlignment(_Model):
@@ -71,15 +115,18 @@ class SliceAlignment(_Model):
     agreement: Rate
     """aligned / verdicts with a 95% Wilson interval."""
     human_passes: int
-    """Cases adjudicated pass (any outcome)."""
+    """Cases whose adjudicated label is on the pass side (any outcome): the pass label, or one
+    of an ordered rubric's ``pass_labels``. 0 when the rubric has no pass/fail view."""
     human_fails: int
-    """Cases adjudicated fail (any outcome)."""
+    """Cases whose adjudicated label is on the fail side (any outcome): the fail label, or a
+    scale label outside an ordered rubric's ``pass_labels``."""
     false_passes: int
-    """Human fail, judge pass."""
+    """Human fail, judge pass (by the rubric's pass/fail view)."""
     false_fails: int
-    """Human pass, judge fail."""
+    """Human pass, judge fail (by the rubric's pass/fail view)."""
     other_disagreements: int
-    """Mismatches involving abstain/review_required labels (or any mismatch without pass/fail)."""
+    """Mismatches that are neither: involving an abstain label, on the same side of an ordered
+    rubric's pass/fail threshold (human 2, judge 3), or any mismatch without a pass/fail view."""
     false_pass_rate: Rate
     """false_passes / human-fail cases with a decided pass-or-fail verdict, 95% Wilson
     interval. Abstentions, errors and missing results are in neither numerator nor
@@ -88,9 +135,13 @@ class SliceAlignment(_Model):
     """false_fails / human-pass cases with a decided pass-or-fail verdict, 95% Wilson
     interval (abstentions, errors and missing results excluded, as above)."""
     cohen_kappa: Kappa
-    """Cohen's kappa between adjudicated and judge labels over verdicts."""
+    """Cohen's kappa between adjudicated and judge labels over verdicts (nominal: every label
+    an unordered category, also on an ordered rubric)."""
     errors_by_kind: dict[str, int]
     """Evaluator errors by kind."""
+    ordinal: OrdinalAlignment | None = None
+    """Ordered rubrics (``ordinal``, ``numeric``): weighted kappa, mean absolute error and the
+    full ordinal confusion over the slice's on-scale verdicts. None on a nominal rubric."""
 
 
 class Confusion(_Model):
@@ -134,6 +185,17 @@ class AlignmentReport(_Model):
     pass_label: str | None
     fail_label: str | None
     abstain_labels: list[str]
+    scale: Literal["nominal", "ordinal", "numeric"] = "nominal"
+    """The rubric's scale. On ``ordinal`` and ``numeric`` every slice row has ``ordinal``."""
+    scale_labels: list[str] | None = None
+    """Ordered rubrics: the scale labels in scale order (labels without the abstain labels)."""
+    pass_labels: list[str] | None = None
+    """Ordered rubrics: the labels that count as pass (every other scale label counts as fail)."""
+    pass_fail_view: bool = True
+    """Whether the rubric says which labels are pass and which fail (``pass_label``/``fail_label``,
+    or ``pass_labels`` on an ordered rubric). False: false passes and false fails cannot be
+    counted (they are 0 with empty denominators) and the gate never certifies
+    (``no_pass_fail_view``)."""
     status: Literal["complete", "incomplete"]
     """``incomplete`` when any case in scope has no result. Never a pass."""
     results_read: int
@@ -170,6 +232,42 @@ class AlignmentReport(_Model):
         import pandas as pd
 
         return pd.DataFrame([_row(s) for s in [*self.slices, self.overall]]).set_index("slice")
+
+    def ordinal_frame(self) -> Any:
+        """Ordered rubrics: the per-slice ordinal figures as a DataFrame (one row per slice plus
+        ``(all)``), each count with its denominator ``pairs``; None on a nominal rubric."""
+        import pandas as pd
+
+        rows = [_ordinal_row(s) for s in [*self.slices, self.overall] if s.ordinal is not None]
+        return pd.DataFrame(rows).set_index("slice") if rows else None
+
+
+def _kappa_text(kappa: Kappa) -> str:
+    return f"{kappa.value:.3f}" if kappa.value is not None else "n/a"
+
+
+def _share(k: int, n: int) -> str:
+    return f"{k}/{n}" + (f" = {k / n:.2f}" if n else "")
+
+
+def _ordinal_row(s: SliceAlignment) -> dict[str, Any]:
+    o = s.ordinal
+    assert o is not None
+    c = o.confusion
+    mae = o.mean_absolute_error
+    return {
+        "slice": s.slice,
+        "risk": s.risk or "",
+        "pairs": o.pairs,
+        "off scale": o.off_scale,
+        "kappa linear": _kappa_text(o.weighted_kappa_linear),
+        "kappa quadratic": _kappa_text(o.weighted_kappa_quadratic),
+        "MAE": f"{mae.value:.3f}" if mae.value is not None else "n/a",
+        "exact": _share(c.exact, c.n),
+        "within one": _share(c.within_one, c.n),
+        "judge higher": _share(c.predicted_higher, c.n),
+        "judge lower": _share(c.predicted_lower, c.n),
+    }
 
 
 def _row(s: SliceAlignment) -> dict[str, Any]:
@@ -209,27 +307,39 @@ def slice_alignment(
     risk: str | None,
     cases: Sequence[JoinedCase],
     labels: list[str],
-    pass_label: str | None,
-    fail_label: str | None,
+    pass_label: str | None = None,
+    fail_label: str | None = None,
     *,
-    abstain_labels: Sequence[str],
+    abstain_labels: Sequence[str] = (),
+    rubric: Rubric | None = None,
 ) -> SliceAlignment:
     """Statistics of one slice from its joined cases.
 
     A verdict in ``abstain_labels`` is an abstention; every other verdict is decided. The
     false-pass and false-fail denominators are the human-fail (human-pass) cases whose verdict
-    is the pass or the fail label, so an abstention can neither add a false pass nor dilute
+    is on the pass or the fail side, so an abstention can neither add a false pass nor dilute
     the rate.
+
+    With ``rubric``, pass and fail are the rubric's pass/fail view (:meth:`Rubric.pass_fail
+    <workbench.gold.Rubric.pass_fail>`: ``pass_label``/``fail_label``, or an ordered rubric's
+    ``pass_labels``), its abstain labels are used, and an ordered rubric adds ``ordinal``.
+    Without it, ``pass_label`` and ``fail_label`` are the only pass and fail labels.
     """
+    if rubric is not None:
+        side_of = rubric.pass_fail
+        abstain = set(rubric.abstain_labels)
+    else:
+        side_of = _label_view(pass_label, fail_label)
+        abstain = set(abstain_labels)
+    side: dict[str, PassFail] = {label: side_of(label) for label in labels}
     outcome = Counter(c.outcome for c in cases)
     klass = Counter(c.error_class for c in cases)
-    abstain = set(abstain_labels)
     verdict_cases = [c for c in cases if c.outcome == "verdict"]
     abstentions = sum(1 for c in verdict_cases if c.judge_label in abstain)
     decided = len(verdict_cases) - abstentions
-    two_way = [c for c in verdict_cases if pass_label is not None and c.judge_label in (pass_label, fail_label)]
-    judged_fails = sum(1 for c in two_way if c.human_label == fail_label)
-    judged_passes = sum(1 for c in two_way if c.human_label == pass_label)
+    two_way = [c for c in verdict_cases if side.get(c.judge_label or "") is not None]
+    judged_fails = sum(1 for c in two_way if side.get(c.human_label) == "fail")
+    judged_passes = sum(1 for c in two_way if side.get(c.human_label) == "pass")
     return SliceAlignment(
         slice=name,
         risk=risk,
@@ -246,8 +356,8 @@ def slice_alignment(
         complete=outcome["missing"] == 0,
         aligned=klass["aligned"],
         agreement=wilson_rate(klass["aligned"], outcome["verdict"]),
-        human_passes=sum(1 for c in cases if c.human_label == pass_label) if pass_label else 0,
-        human_fails=sum(1 for c in cases if c.human_label == fail_label) if fail_label else 0,
+        human_passes=sum(1 for c in cases if side.get(c.human_label) == "pass"),
+        human_fails=sum(1 for c in cases if side.get(c.human_label) == "fail"),
         false_passes=klass["false_pass"],
         false_fails=klass["false_fail"],
         other_disagreements=klass["disagreement"],
@@ -255,7 +365,40 @@ def slice_alignment(
         false_fail_rate=wilson_rate(klass["false_fail"], judged_passes),
         cohen_kappa=cohen_kappa([c.human_label for c in verdict_cases], [c.judge_label for c in verdict_cases], labels=labels),
         errors_by_kind=dict(sorted(Counter(c.error_kind or "unknown" for c in cases if c.outcome == "error").items())),
+        ordinal=ordinal_alignment(verdict_cases, rubric) if rubric is not None and rubric.ordered else None,
     )
+
+
+def ordinal_alignment(cases: Sequence[JoinedCase], rubric: Rubric) -> OrdinalAlignment:
+    """Weighted kappa, mean absolute error and the full ordinal confusion of ``cases``' verdicts.
+
+    Only verdicts whose adjudicated and judge labels are both on the rubric's scale are paired
+    (the rest are counted in ``off_scale``). Distances are scale steps on an ordinal rubric and
+    scale values on a numeric one (:attr:`Rubric.scale_values <workbench.gold.Rubric.scale_values>`).
+    """
+    scale = rubric.scale_labels
+    on_scale = set(scale)
+    verdicts = [c for c in cases if c.outcome == "verdict" and c.judge_label is not None]
+    pairs = [(c.human_label, c.judge_label) for c in verdicts if c.human_label in on_scale and c.judge_label in on_scale]
+    human = [h for h, _ in pairs]
+    judge = [j for _, j in pairs]
+    values = rubric.scale_values if rubric.scale.value == "numeric" else None
+    return OrdinalAlignment(
+        scale="numeric" if rubric.scale.value == "numeric" else "ordinal",
+        labels=list(scale),
+        pairs=len(pairs),
+        off_scale=len(verdicts) - len(pairs),
+        weighted_kappa_linear=weighted_cohen_kappa(human, judge, scale, "linear", values),
+        weighted_kappa_quadratic=weighted_cohen_kappa(human, judge, scale, "quadratic", values),
+        mean_absolute_error=mean_absolute_error(human, judge, scale, values),
+        confusion=ordinal_confusion(human, judge, scale),
+    )
+
+
+def has_pass_fail_view(rubric: Rubric) -> bool:
+    """Whether some label of ``rubric`` counts as pass and some as fail (:meth:`Rubric.pass_fail`)."""
+    sides = {rubric.pass_fail(label) for label in rubric.labels}
+    return {"pass", "fail"} <= sides
 
 
 def confusion_table(cases: Sequence[JoinedCase], labels: list[str]) -> Confusion:
@@ -277,9 +420,8 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
     by_slice: dict[str, list[JoinedCase]] = {name: [] for name in rubric.slices}
     for c in join.cases:
         by_slice.setdefault(c.slice, []).append(c)
-    abstain = list(rubric.abstain_labels)
-    slices = [slice_alignment(name, rubric.risk_of(name), cases, labels, rubric.pass_label, rubric.fail_label, abstain_labels=abstain) for name, cases in by_slice.items()]
-    overall = slice_alignment("(all)", None, join.cases, labels, rubric.pass_label, rubric.fail_label, abstain_labels=abstain)
+    slices = [slice_alignment(name, rubric.risk_of(name), cases, labels, rubric=rubric) for name, cases in by_slice.items()]
+    overall = slice_alignment("(all)", None, join.cases, labels, rubric=rubric)
     missing = [c.case_id for c in join.cases if c.outcome == "missing"]
     return AlignmentReport(
         dataset_sha256=join.dataset.sha256,
@@ -295,6 +437,10 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
         pass_label=rubric.pass_label,
         fail_label=rubric.fail_label,
         abstain_labels=list(rubric.abstain_labels),
+        scale=rubric.scale.value,
+        scale_labels=rubric.scale_labels if rubric.ordered else None,
+        pass_labels=list(rubric.pass_labels) if rubric.pass_labels is not None else None,
+        pass_fail_view=has_pass_fail_view(rubric),
         status="incomplete" if missing else "complete",
         results_read=join.results_read,
         excluded_other_partition=join.excluded_other_partition,
@@ -369,6 +515,16 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
     return lines
 
 
+def _pass_fail_text(report: AlignmentReport) -> str:
+    if not report.pass_fail_view:
+        what = "the rubric declares no pass_labels" if report.scale != "nominal" else "the rubric declares no pass_label and fail_label"
+        return f"none ({what}): false passes and false fails are not counted, and the gate will not certify (no_pass_fail_view)"
+    if report.pass_labels is not None:
+        fails = [label for label in report.scale_labels or [] if label not in report.pass_labels]
+        return f"pass = {', '.join(report.pass_labels)}; fail = {', '.join(fails)}" + (f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else "")
+    return f"pass = {report.pass_label}; fail = {report.fail_label}" + (f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else "")
+
+
 def format_report(report: AlignmentReport) -> str:
     """Human-readable text: header, per-slice table and confusion table."""
     import pandas as pd
@@ -387,13 +543,33 @@ def format_report(report: AlignmentReport) -> str:
         lines.append(
             f"skipped:    {report.excluded_other_partition} result(s) outside the partition, {report.other_repeats} of other repeats, {report.superseded_attempts} earlier attempt(s) replaced by retries"
         )
+    if report.scale != "nominal":
+        lines.append(f"scale:      {report.scale} ({' < '.join(report.scale_labels or [])})")
+    lines.append(f"pass/fail:  {_pass_fail_text(report)}")
     lines.append("")
     lines.append(
         "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human fail judged pass, over human fails judged pass or fail;"
-        " FF = human pass judged fail, over human passes judged pass or fail; abstentions are in neither):"
+        " FF = human pass judged fail, over human passes judged pass or fail; abstentions are in neither"
+        + ("; kappa = nominal Cohen's kappa, every label an unordered category" if report.scale != "nominal" else "")
+        + "):"
     )
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         lines.append(report.slice_frame().to_string())
+        ordinal = report.ordinal_frame()
+        if ordinal is not None:
+            unit = report.overall.ordinal.mean_absolute_error.unit if report.overall.ordinal is not None else "scale step"
+            lines.append("")
+            lines.append(
+                f"Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge label both on the scale, the denominator of every figure; off scale = verdicts left out;"
+                f" weighted Cohen's kappa, linear and quadratic; MAE = mean |judge - adjudicated| in {unit}s; judge higher/lower = judge above/below the adjudicated label on the scale):"
+            )
+            lines.append(ordinal.to_string())
+            if report.overall.ordinal is not None:
+                lines.append("")
+                lines.append(f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs} pairs; rows: adjudicated label, columns: judge):")
+                frame = report.overall.ordinal.confusion.to_frame()
+                frame.index.name, frame.columns.name = "human \\ judge", None
+                lines.append(frame.to_string())
         lines.append("")
         lines.append("Confusion (rows: adjudicated human label, columns: judge):")
         lines.append(report.confusion.to_frame().to_string())

@@ -32,6 +32,7 @@ GATE_BLOCKER_CODES: dict[str, str] = {
     "slice_not_in_policy": "review",
     "policy_unknown_slice": "review",
     "policy_risk_mismatch": "review",
+    "no_pass_fail_view": "review",
     "too_few_cases": "review",
     "rate_unbounded": "review",
     "false_pass_rate_unproven": "review",

@@ -10,13 +10,16 @@ before it touches the ledger, and refuses (exit 2) on any problem:
 - ``slice_not_in_policy``: a rubric slice has no limits in the policy;
 - ``policy_risk_mismatch``: the policy reviewed a slice at another risk level than the rubric's;
 - ``policy_rubric_mismatch``: the policy was written for another rubric version;
-- ``partition_mismatch``: the policy certifies on another partition than the one evaluated.
+- ``partition_mismatch``: the policy certifies on another partition than the one evaluated;
+- ``no_pass_fail_view``: the rubric says no label is pass or fail (an ordered rubric without
+  ``pass_labels``), so no limit of the policy could ever be shown.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from ..align import has_pass_fail_view
 from ..errors import Problem, WorkbenchError
 from ..gold import Rubric
 from ._policy import Policy
@@ -30,6 +33,10 @@ def policy_rubric_problems(policy: Policy, rubric: Rubric, *, policy_path: str |
         out.append(Problem(location=f"{loc}: rubric_version", code="policy_rubric_mismatch", message=f"the policy was written for rubric {policy.rubric_version!r} but the dataset uses {rubric.version!r}", fix="write a new policy version reviewed for the dataset's rubric"))
     if policy.partition is not None and policy.partition != partition:
         out.append(Problem(location=f"{loc}: partition", code="partition_mismatch", message=f"the policy certifies on partition {policy.partition!r}, not {partition!r}", fix=f"use a policy written for {partition!r} (set `partition: {partition}`)"))
+    if not has_pass_fail_view(rubric):
+        fix = "declare pass_labels (an unbroken run at one end of the scale, e.g. the top labels) in a new rubric version" if rubric.ordered else "declare pass_label and fail_label in a new rubric version"
+        what = f"the {rubric.scale.value} rubric declares no pass_labels" if rubric.ordered else "the rubric declares no pass_label and fail_label"
+        out.append(Problem(location=f"{loc}: rubric {rubric.version}", code="no_pass_fail_view", message=f"no label counts as pass or fail ({what}): false passes and false fails cannot be counted, so the policy's limits can never be shown", fix=fix))
     for name in policy.slices:
         if name not in rubric.slices:
             out.append(Problem(location=f"{loc}: slices.{name}", code="policy_unknown_slice", message=f"the policy sets limits for slice {name!r}, which the rubric does not declare", fix=f"remove the slice or correct its name; the rubric's slices are {', '.join(rubric.slices)}"))

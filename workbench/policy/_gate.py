@@ -35,6 +35,7 @@ candidate_mismatch          review      the results are of another judge than ``
 slice_not_in_policy         review      a rubric slice (or a slice with cases) has no limits
 policy_unknown_slice        review      the policy names a slice the rubric does not declare
 policy_risk_mismatch        review      the policy's risk for a slice differs from the rubric's
+no_pass_fail_view           review      the rubric says no label is pass or fail (never waivable)
 too_few_cases               review      slice decided verdicts < ``min_n``
 rate_unbounded              review      a limit is set but no case enters its denominator
 false_pass_rate_unproven    review      observed rate within the limit, upper 95% bound above it
@@ -69,12 +70,30 @@ Abstentions (verdicts in the rubric's ``abstain_labels``) cannot buy certificati
   :func:`workbench.stats.cases_needed` on the ``upper_95`` basis (smallest n whose Wilson
   upper bound with zero false passes is within the limit), 1 on the ``point`` basis. The
   same holds for false-fail limits and human-pass cases.
+- *Sample-size figures.* ``rate_unbounded``, ``false_pass_rate_unproven`` and
+  ``false_fail_rate_unproven`` on the ``upper_95`` basis cite two numbers, labelled: "at zero
+  errors" (``verdicts_needed_at_zero_errors``, the floor above) and "to bound at half the
+  limit" (``verdicts_needed_to_bound_at_half_limit``: :func:`workbench.stats.cases_to_bound`
+  at half the limit, Wilson, quoted as :func:`workbench.stats.too_few_cases_message` words
+  it), then ``more_verdicts_needed`` (:func:`workbench.stats.shortfall`), the "+N" the
+  certification report shows. On the ``point`` basis no bound is compared, so only the first
+  (1) is given.
 - *Constant judge.* Whatever the policy's limits, a judge whose pass/fail verdicts use only
   one of the two labels (or none) while the adjudicated labels include both pass and fail is
   ``constant_verdict`` (quality, never waivable): checked over all cases in scope (labels of
   every case in scope), then, when that passes, per slice (labels of the slice's cases with a
   verdict, decided or abstaining).
 - ``min_n`` counts decided verdicts: an abstention is no evidence of agreement.
+
+Pass and fail are the rubric's pass/fail view (:meth:`~workbench.gold.Rubric.pass_fail`):
+``pass_label``/``fail_label`` on a nominal rubric; on an ordinal or numeric rubric, the labels
+in ``pass_labels`` are pass and every other scale label is fail (on a 1-5 scale with
+``pass_labels: [4, 5]``, a human 2 judged 4 is a false pass; a human 2 judged 3 is neither).
+Every limit above is a pass/fail figure, so a rubric without a pass/fail view (an ordered
+rubric without ``pass_labels``, a preference rubric) can never be certified: the gate adds
+``no_pass_fail_view`` (review, never waivable: the rubric must change) and checks no
+false-pass or false-fail limit of its slices; ``workbench certify`` refuses such a rubric
+before it uses held-out data (:func:`~workbench.policy._consistency.policy_rubric_problems`).
 """
 
 from __future__ import annotations
@@ -85,10 +104,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..align import AlignmentReport, Join, SliceAlignment, slice_alignment
+from ..align import AlignmentReport, Join, SliceAlignment, has_pass_fail_view, slice_alignment
 from ..gold import Risk, Rubric
 from ..runs import RunSummary
-from ..stats import Rate, cases_needed
+from ..stats import Rate, Shortfall, shortfall, too_few_cases_message
 from ._codes import FALSE_PASS_CODES
 from ._overrides import NON_WAIVABLE_CODES, Override, active_overrides, expired_overrides
 from ._policy import Basis, Policy, SlicePolicy
@@ -274,6 +293,7 @@ def evaluate_gate(
     if policy is not None:
         blockers += _cost(policy, run)
         blockers += _slices(report, policy, rubric, join)
+    blockers += _no_pass_fail_view(rubric, policy)
     blockers += _constant_verdicts(report, rubric)
     if not any(b.code == "gold_changed" for b in extra_blockers):
         blockers += _gold_changes(report)
@@ -540,6 +560,7 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
 
 def _slices(report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join | None) -> list[Blocker]:
     rows = {s.slice: s for s in report.slices}
+    view = has_pass_fail_view(rubric)
     names = list(dict.fromkeys([*rubric.slices, *(s.slice for s in report.slices if s.n > 0)]))
     out = [
         _review("policy_unknown_slice", f"The policy sets limits for slice {name!r}, which the rubric does not declare.", slice=name)
@@ -548,15 +569,42 @@ def _slices(report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join 
     ]
     for name in names:
         risk = rubric.risk_of(name)
-        row = rows.get(name) or slice_alignment(name, risk, [], list(rubric.labels), rubric.pass_label, rubric.fail_label, abstain_labels=rubric.abstain_labels)
+        row = rows.get(name) or slice_alignment(name, risk, [], list(rubric.labels), rubric=rubric)
         spec = policy.slices.get(name)
         if spec is None:
             out.append(_review("slice_not_in_policy", f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.", slice=name, risk=risk, evidence={"cases": row.n, "verdicts": row.verdicts}))
             continue
         if risk is not None and spec.risk.value != risk:
             out.append(_review("policy_risk_mismatch", f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric says {risk}.", slice=name, risk=risk, evidence={"policy": spec.risk.value, "rubric": risk}))
-        out += _slice_checks(row, spec, risk, policy.min_n_for(name), _case_ids(join, name))
+        out += _slice_checks(row, spec, risk, policy.min_n_for(name), _case_ids(join, name), pass_fail=view)
     return out
+
+
+def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
+    """``no_pass_fail_view``: the rubric does not say which labels pass and which fail.
+
+    Every limit the gate checks is a pass/fail figure, so without a pass/fail view nothing
+    could show the judge is fit to gate a release: an ordered rubric must declare
+    ``pass_labels``, a nominal one ``pass_label`` and ``fail_label``. Never waivable.
+    """
+    if has_pass_fail_view(rubric):
+        return []
+    limited = sorted(name for name, spec in (policy.slices.items() if policy else []) if spec.max_false_passes is not None or spec.max_false_pass_rate is not None or spec.max_false_fail_rate is not None)
+    if rubric.ordered:
+        scale = rubric.scale_labels
+        what = f"the {rubric.scale.value} rubric declares no pass_labels"
+        fix = f"declare pass_labels in the rubric (an unbroken run at one end of the scale, e.g. pass_labels: {scale[-2:] if len(scale) >= 3 else scale[-1:]}) in a new rubric version"
+    else:
+        what = "the rubric declares no pass_label and fail_label"
+        fix = "declare pass_label and fail_label in a new rubric version"
+    limits = f"; the policy's pass/fail limits for {', '.join(repr(n) for n in limited)} cannot be checked" if limited else ""
+    return [
+        _review(
+            "no_pass_fail_view",
+            f"No label counts as pass or fail ({what}), so false passes and false fails cannot be counted and no limit can show the judge is fit to gate a release{limits}: {fix}.",
+            evidence={"scale": rubric.scale.value, "labels": list(rubric.labels), "pass_label": rubric.pass_label, "fail_label": rubric.fail_label, "pass_labels": rubric.pass_labels, "slices_with_pass_fail_limits": limited},
+        )
+    ]
 
 
 def _case_ids(join: Join | None, slice_name: str) -> dict[str, list[str]]:
@@ -579,7 +627,7 @@ def _coverage(row: SliceAlignment) -> dict[str, Any]:
     return {"decided": row.decided, "cases": row.n, "coverage": row.coverage.rate}
 
 
-def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_n: int, ids: dict[str, list[str]]) -> list[Blocker]:
+def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_n: int, ids: dict[str, list[str]], *, pass_fail: bool = True) -> list[Blocker]:
     name = row.slice
     critical = risk == Risk.critical.value
     fp_ids = ids.get("false_pass", [])
@@ -598,6 +646,8 @@ def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_
             )
         )
     out += _abstention_check(row, spec, risk, ids.get("abstained", []))
+    if not pass_fail:
+        return out  # no label is pass or fail: the whole evaluation has a no_pass_fail_view blocker
     fp_limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
     fp_basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
     if fp_limited and row.false_pass_rate.n == 0:
@@ -648,11 +698,34 @@ def _abstention_check(row: SliceAlignment, spec: SlicePolicy, risk: str | None, 
     ]
 
 
-def _needed(limit: float | None, basis: Basis) -> int | None:
-    """Decided cases a limit needs with zero errors: Wilson on ``upper_95``, 1 on ``point`` or a count limit."""
-    if limit is None or basis == "point":
-        return 1
-    return cases_needed(limit)
+def _sample_evidence(need: Shortfall) -> dict[str, Any]:
+    """The sample-size figures a ``rate_unbounded`` or ``*_rate_unproven`` blocker carries.
+
+    Both numbers, labelled: at zero errors (the floor) and to bound at half the limit (the
+    planned sample :func:`~workbench.stats.too_few_cases_message` cites), then the further
+    decided cases the slice needs, the figure the certification report shows as "+N".
+    """
+    return {
+        "verdicts_needed_at_zero_errors": need.needed_at_zero_errors,
+        "verdicts_needed_to_bound_at_half_limit": need.needed_to_bound,
+        "bound_at_rate": need.bound_at_rate,
+        "bound_interval": need.interval,
+        "more_verdicts_needed": need.more,
+    }
+
+
+def _cited(name: str, need: Shortfall, human: str, kind: str) -> str:
+    """The sentences a sample-size blocker cites: the planned number, then the floor at zero errors."""
+    if need.limit is None or need.basis == "point":
+        return ""
+    what = kind.replace("_", " ")
+    plan = too_few_cases_message(name, need.have, need.limit, human="fail" if human == "fail" else "pass", at_fraction=need.at_fraction)
+    text = f" To bound at half the limit: {plan}."
+    if need.planned_already and need.more is not None:
+        text += f" The slice has that many, but its observed rate is above half the limit: with no further {what}, {need.more} more human-{human} case{'s' if need.more != 1 else ''} judged pass or fail would bound it."
+    if need.needed_at_zero_errors is None:
+        return text + " At zero errors: no sample can show a limit of 0."
+    return text + f" At zero errors: {need.needed_at_zero_errors} human-{human} cases judged pass or fail, with no {what} at all."
 
 
 def _unbounded(row: SliceAlignment, kind: str, limit: float | None, basis: Basis, risk: str | None, *, waivable: bool, count_limit: int | None = None) -> Blocker:
@@ -661,21 +734,22 @@ def _unbounded(row: SliceAlignment, kind: str, limit: float | None, basis: Basis
     else:
         human, total_key, total = "pass", "human_passes", row.human_passes
     what = kind.replace("_", "-")
-    needed = _needed(limit, basis)
+    need = shortfall(0, 0, limit, basis)
+    needed = need.needed_at_zero_errors
     if needed is None:
-        need = f"no sample can show a limit of {limit:g} on the upper_95 basis: the policy must change"
+        text = f"no sample can show a limit of {limit:g} on the upper_95 basis: the policy must change."
     elif limit is None:
-        need = f"the limit needs at least {needed} human-{human} case judged pass or fail"
+        text = f"the limit needs at least {needed} human-{human} case judged pass or fail."
     elif basis == "point":
-        need = f"the limit of {limit:g} (point basis) needs at least {needed} human-{human} case judged pass or fail"
+        text = f"the limit of {limit:g} (point basis) needs at least {needed} human-{human} case judged pass or fail."
     else:
-        need = f"the limit of {limit:g} needs at least {needed} human-{human} cases judged pass or fail, with no {kind.replace('_', ' ')}, before the upper 95% Wilson bound is within it"
+        text = f"on the upper_95 basis the 95% Wilson bound needs decided cases.{_cited(row.slice, need, human, kind)}"
     return _review(
         "rate_unbounded",
-        f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human} case(s) in scope; abstentions, errors and missing results do not count), so its {what} limit can never be met: {need}.",
+        f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human} case(s) in scope; abstentions, errors and missing results do not count), so its {what} limit can never be met: {text}",
         slice=row.slice,
         risk=risk,
-        evidence={"rate": f"{kind}_rate", total_key: total, f"{total_key}_decided": 0, "limit": limit, **({"max_false_passes": count_limit} if count_limit is not None else {}), "basis": basis, "verdicts_needed_at_zero_errors": needed, **_coverage(row)},
+        evidence={"rate": f"{kind}_rate", total_key: total, f"{total_key}_decided": 0, "limit": limit, **({"max_false_passes": count_limit} if count_limit is not None else {}), "basis": basis, **_sample_evidence(need), **_coverage(row)},
         waivable=waivable,
     )
 
@@ -696,12 +770,11 @@ def _rate_check(row: SliceAlignment, kind: str, rate: Rate, limit: float, basis:
     if basis == "upper_95" and rate.rate <= limit:
         # The observed rate is within the limit; only the interval is too wide. That is too
         # few cases to bound the slice, not a judge that disagrees: review, not quality.
-        needed = cases_needed(limit)
-        evidence["verdicts_needed_at_zero_errors"] = needed
+        need = shortfall(rate.n, rate.k, limit, basis)
+        evidence.update(_sample_evidence(need))
         message = (
             f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), "
-            f"but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice"
-            + (f"; with no {kind.replace('_', ' ')} at all, {needed} human-{human} cases judged pass or fail would be needed." if needed else "; no sample can show a limit of 0.")
+            f"but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice." + _cited(name, need, human, kind)
         )
         return [Blocker(code=f"{kind}_rate_unproven", category="review", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=unbounded_waivable)]
     return [Blocker(code=f"{kind}_rate_exceeded", category="quality", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=waivable)]
@@ -712,33 +785,39 @@ def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]
 
     Over all cases, the adjudicated labels *in scope* count (a judge that errs on every human
     fail is caught too); per slice, the adjudicated labels of the cases *with a verdict*
-    (a slice whose fail cases only errored is left to the error and rate blockers).
+    (a slice whose fail cases only errored is left to the error and rate blockers). Pass and
+    fail are the rubric's pass/fail view: on an ordered rubric, every label in ``pass_labels``
+    is a pass verdict and every other scale label a fail verdict.
     """
-    if rubric.pass_label is None or rubric.fail_label is None:
+    if not has_pass_fail_view(rubric):
         return []
+    passes = [label for label in rubric.labels if rubric.pass_fail(label) == "pass"]
+    fails = [label for label in rubric.labels if rubric.pass_fail(label) == "fail"]
     row = report.overall
-    overall = _constant(row, rubric.pass_label, rubric.fail_label, row.human_passes, row.human_fails, "in scope")
+    overall = _constant(row, passes, fails, row.human_passes, row.human_fails, "in scope")
     if overall is not None:
         return [overall]
     out = []
     for row in report.slices:
         humans = row.human_labels_with_verdict
-        blocker = _constant(row, rubric.pass_label, rubric.fail_label, humans.get(rubric.pass_label, 0), humans.get(rubric.fail_label, 0), "with a verdict")
+        blocker = _constant(row, passes, fails, sum(humans.get(label, 0) for label in passes), sum(humans.get(label, 0) for label in fails), "with a verdict")
         if blocker is not None:
             out.append(blocker)
     return out
 
 
-def _constant(row: SliceAlignment, pass_label: str, fail_label: str, human_passes: int, human_fails: int, among: str) -> Blocker | None:
+def _constant(row: SliceAlignment, passes: list[str], fails: list[str], human_passes: int, human_fails: int, among: str) -> Blocker | None:
     if human_passes == 0 or human_fails == 0:
         return None
-    said_pass, said_fail = row.judge_labels.get(pass_label, 0), row.judge_labels.get(fail_label, 0)
+    said_pass = sum(row.judge_labels.get(label, 0) for label in passes)
+    said_fail = sum(row.judge_labels.get(label, 0) for label in fails)
     if said_pass and said_fail:
         return None
     scope = "all cases in scope" if row.slice == "(all)" else f"slice {row.slice!r}"
     if said_pass or said_fail:
-        label = pass_label if said_pass else fail_label
-        what = f"every one of the judge's {said_pass + said_fail} pass/fail verdicts is {label!r}"
+        side = passes if said_pass else fails
+        label = repr(side[0]) if len(side) == 1 else f"{'pass' if said_pass else 'fail'} ({', '.join(side)})"
+        what = f"every one of the judge's {said_pass + said_fail} pass/fail verdicts is {label}"
     else:
         what = f"the judge judged none of the {row.n} cases pass or fail ({row.decided} decided, {row.abstentions} abstentions, {row.errors} errors, {row.missing} missing)"
     return Blocker(

@@ -67,6 +67,7 @@ POLICY_INTEGRITY_CODES = frozenset(
         "run_mismatch",
         "candidate_mismatch",
         "cost_unverified",
+        "no_pass_fail_view",
     }
 )
 """Blocker codes that say the policy, rubric or evidence do not fit together: fix the inputs."""

@@ -20,6 +20,7 @@ from ._charts import (
 from ._format import DASH, DASH_NOTE, pct, rate_text
 from ._listing import STARTED_FILE, list_reports
 from ._lock import LOCK_FILE, Lock, read_lock
+from ._ordinal import ordinal_section_html, ordinal_tables
 from ._present import (
     agreement_summary,
     blockers_display,
@@ -68,6 +69,8 @@ __all__ = [
     "SliceRow",
     "Table",
     "agreement_summary",
+    "ordinal_section_html",
+    "ordinal_tables",
     "blockers_display",
     "blockers_html",
     "candidates_chart",

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..stats import cases_needed, upper_bound
+from ..stats import more_without_errors, shortfall
 from ._format import number, pct, rate_text
 
 FAMILY_TITLES = {
@@ -76,26 +76,24 @@ def family(blocker: Any) -> str:
 
 def more_needed(errors: int, have: int, limit: float | None) -> int | None:
     """Decided cases to add (with no further error) before the 95% Wilson upper bound of
-    ``errors`` out of ``have + more`` is within ``limit``; None when no sample can show it."""
-    if limit is None or limit <= 0:
-        return None
-    if errors == 0:
-        needed = cases_needed(limit)
-        return None if needed is None else max(0, needed - have)
-    if float(upper_bound(errors, max(have, 1))) <= limit:
-        return 0
-    low, high = max(have, 1), max(have, 1) * 2
-    while float(upper_bound(errors, high)) > limit:
-        low, high = high, high * 2
-        if high > 10_000_000:
-            return None
-    while high - low > 1:
-        mid = (low + high) // 2
-        if float(upper_bound(errors, mid)) <= limit:
-            high = mid
-        else:
-            low = mid
-    return high - have
+    ``errors`` out of ``have + more`` is within ``limit``; None when no sample can show it
+    (:func:`workbench.stats.more_without_errors`)."""
+    return more_without_errors(errors, have, limit)
+
+
+def sample_figures(ev: dict[str, Any], *, have: int, errors: int, limit: float | None) -> tuple[int | None, int | None, int | None]:
+    """``(to bound at half the limit, at zero errors, more)`` of a sample-size blocker.
+
+    Read from the gate's evidence (``verdicts_needed_to_bound_at_half_limit``,
+    ``verdicts_needed_at_zero_errors``, ``more_verdicts_needed``), so the report shows the
+    numbers the gate cited; a gate result written before those fields existed gets them from
+    the same function the gate uses (:func:`workbench.stats.shortfall`).
+    """
+    basis = "point" if ev.get("basis") == "point" else "upper_95"
+    if "more_verdicts_needed" in ev:
+        return ev.get("verdicts_needed_to_bound_at_half_limit"), ev.get("verdicts_needed_at_zero_errors"), ev.get("more_verdicts_needed")
+    need = shortfall(have, errors, limit, basis)
+    return need.needed_to_bound, need.needed_at_zero_errors, need.more
 
 
 @dataclass
@@ -235,11 +233,16 @@ def _rate_family(fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict
     limit = next((r["evidence"].get("limit") for r in raw if r["code"] != f"{fam}es_exceeded" and isinstance(r["evidence"].get("limit"), float)), None)
     count_limit = next((r["evidence"].get("limit") for r in raw if r["code"] == "false_passes_exceeded"), None)
     if "rate_unbounded" in codes:
-        needed = ev.get("verdicts_needed_at_zero_errors")
+        to_bound, at_zero, more = sample_figures(ev, have=0, errors=0, limit=limit)
         in_scope = ev.get("human_fails" if fam == "false_pass" else "human_passes", 0)
-        need = f"at least {needed} are needed" if needed else "no sample can show this limit: the policy must change"
+        if more is None:
+            need = "no sample can show this limit: the policy must change"
+        elif to_bound is not None:
+            need = f"{to_bound} are needed to bound it at half the limit ({at_zero} at zero errors)"
+        else:
+            need = f"at least {more} {'is' if more == 1 else 'are'} needed"
         text = f"no human-{human} case judged pass or fail ({in_scope} in scope), so the {what} limit cannot be checked: {need}"
-        return text, f"no human-{human} case decided: {needed or 'no sample'} needed", needed, f"human-{human}"
+        return text, f"no human-{human} case decided: {more if more is not None else 'no sample'} needed", more, f"human-{human}"
     k, n = int(ev.get(count_key, 0)), int(ev.get(total_key, 0))
     rate = {"rate": ev.get("rate"), "ci95_low": ev.get("ci95_low"), "ci95_high": ev.get("ci95_high")}
     basis = ev.get("basis")
@@ -255,10 +258,12 @@ def _rate_family(fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict
         text = f"{k} {noun} in {n} human-{human} cases judged pass or fail ({rate_text(rate)}); the policy allows " + " and ".join(allowed)
         short = f"{k} of {n} {what} ({pct(ev.get('rate'))}), over " + " and ".join(a.split(" (")[0] for a in allowed)
         return text, short, None, None
-    more = more_needed(k, n, limit)
+    to_bound, at_zero, more = sample_figures(ev, have=n, errors=k, limit=limit)
     observed = f"no {what[:-2]}" if k == 0 else f"{k} {what if k != 1 else what[:-2]} (observed {pct(ev.get('rate'))}, within the limit)"
     if more is None:
         tail = "no sample can show this limit"
+    elif to_bound is not None and n < to_bound:
+        tail = f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail needed: {to_bound} to bound it at half the limit ({at_zero} at zero errors)"
     else:
         tail = f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail (with no further {what[:-2]}) would bound it"
     text = f"{observed} in {n} human-{human} cases judged pass or fail, but the upper 95% bound {pct(ev.get('ci95_high'))} is above the {pct(limit)} limit: {tail}"

@@ -123,25 +123,45 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
 
     ``coverage`` (decided verdicts / cases in scope) and ``abstention_rate`` (abstentions /
     verdicts) stand beside the judge's figures: agreement over few decided cases means little.
+    On an ordered rubric (``ordinal``, ``numeric``) the judge's kappa is labelled nominal and the
+    linear and quadratic weighted kappas follow it (:class:`~workbench.align.OrdinalAlignment`).
     """
     import pandas as pd
 
+    ordered = report.scale != "nominal"
     rows = []
     for s in [*report.slices, report.overall]:
         block = human.overall if s.slice == "(all)" else human.slices.get(s.slice)
+        kappas: dict[str, Any] = {"judge_vs_adjudicated_kappa": s.cohen_kappa.value}
+        if ordered:
+            kappas = {
+                "judge_vs_adjudicated_kappa (nominal)": s.cohen_kappa.value,
+                "judge_vs_adjudicated_kappa (linear weighted)": s.ordinal.weighted_kappa_linear.value if s.ordinal else None,
+                "judge_vs_adjudicated_kappa (quadratic weighted)": s.ordinal.weighted_kappa_quadratic.value if s.ordinal else None,
+            }
         rows.append(
             {
                 "slice": s.slice,
                 "n": s.n,
                 "coverage": s.coverage.rate,
                 "abstention_rate": s.abstention_rate.rate,
-                "judge_vs_adjudicated_kappa": s.cohen_kappa.value,
+                **kappas,
                 "judge_agreement": s.agreement.rate,
-                "human_krippendorff_alpha": block.krippendorff_alpha.value if block else None,
+                **_human_alphas(block, report.scale),
                 "human_disagreement_rate": block.disagreement.rate if block else None,
             }
         )
     return pd.DataFrame(rows).set_index("slice")
+
+
+def _human_alphas(block: Any, scale: str) -> dict[str, Any]:
+    """Human-human Krippendorff's alpha: nominal, and on an ordered rubric the ordinal (numeric: interval) level too, labelled."""
+    nominal = block.krippendorff_alpha.value if block else None
+    if scale == "nominal":
+        return {"human_krippendorff_alpha": nominal}
+    level = "interval" if scale == "numeric" else "ordinal"
+    ordered = getattr(block, f"krippendorff_alpha_{level}", None) if block else None
+    return {"human_krippendorff_alpha (nominal)": nominal, f"human_krippendorff_alpha ({level})": ordered.value if ordered is not None else None}
 
 
 # -- the report's first screen, blockers, controls, lineage ---------------------------------

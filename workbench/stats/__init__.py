@@ -25,10 +25,12 @@ from ._ordinal import (
     spearman_correlation,
     weighted_cohen_kappa,
 )
+from ._shortfall import BOUND_FRACTION, Shortfall, more_without_errors, shortfall
 from ._stats import Kappa, Rate, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson_rate
 
 __all__ = [
     "AlphaLevel",
+    "BOUND_FRACTION",
     "BoundPlan",
     "Correlation",
     "DEFAULT_MIN_SHARED",
@@ -38,6 +40,7 @@ __all__ = [
     "MeanAbsoluteError",
     "OrdinalConfusion",
     "Rate",
+    "Shortfall",
     "Weights",
     "bound_plan",
     "cases_needed",
@@ -47,9 +50,11 @@ __all__ = [
     "krippendorff_alpha",
     "krippendorff_alpha_nominal",
     "mean_absolute_error",
+    "more_without_errors",
     "ordinal_confusion",
     "scale_values",
     "shared_pairs",
+    "shortfall",
     "spearman_correlation",
     "too_few_cases_message",
     "upper_bound",

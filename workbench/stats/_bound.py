@@ -159,5 +159,11 @@ def too_few_cases_message(slice_name: str, have: int, limit: float, *, human: Li
     name = "Wilson" if interval == "wilson" else "Clopper-Pearson"
     head = f"{slice_name}: {have} human-{human} case{'s' if have != 1 else ''}"
     if plan.needed is None:
-        return f"{head}; no sample can bound the limit {limit:.2f} at {plan.true_rate:.2f} ({name})"
-    return f"{head}; the limit {limit:.2f} needs at least {plan.needed} to bound at {plan.true_rate:.2f} ({name})"
+        return f"{head}; no sample can bound the limit {_rate(limit)} at {_rate(plan.true_rate)} ({name})"
+    return f"{head}; the limit {_rate(limit)} needs at least {plan.needed} to bound at {_rate(plan.true_rate)} ({name})"
+
+
+def _rate(value: float) -> str:
+    """Two decimals (``0.10``), more when two would round the figure (``0.025``, not ``0.03``)."""
+    text = f"{value:.2f}"
+    return text if math.isclose(float(text), value, abs_tol=1e-12) else f"{value:.6g}"
