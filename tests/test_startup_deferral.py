@@ -18,9 +18,16 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
-pytest.importorskip("rfc3987_syntax", reason="jsonschema[format-nongpl] is not installed: nothing to defer")
+pytest.importorskip(
+    "rfc3987_syntax", reason="jsonschema[format-nongpl] is not installed: nothing to defer"
+)
 
-_CHECKS = [("http://example.com/ä", "iri"), ("not an iri", "iri"), ("/a/b?c#d", "iri-reference"), ("a b", "iri-reference")]
+_CHECKS = [
+    ("http://example.com/ä", "iri"),
+    ("not an iri", "iri"),
+    ("/a/b?c#d", "iri-reference"),
+    ("a b", "iri-reference"),
+]
 
 _PROBE = """
 import json, sys
@@ -38,7 +45,14 @@ print(json.dumps(state))
 
 def _probe(first: str) -> dict:
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
-    done = subprocess.run([sys.executable, "-c", _PROBE, first, json.dumps(_CHECKS)], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, first, json.dumps(_CHECKS)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -59,6 +73,13 @@ def test_iri_checks_answer_as_without_the_deferral() -> None:
 def test_no_stand_in_when_jsonschema_came_first() -> None:
     # The real package is already in use: the stand-in must not replace it.
     code = "import sys, jsonschema; from workbench import _startup; print(_startup.defer_rfc3987_syntax(), type(sys.modules['rfc3987_syntax']).__name__)"
-    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120, env={**os.environ, "RAGAS_DO_NOT_TRACK": "true"})
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAGAS_DO_NOT_TRACK": "true"},
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False", "module"]

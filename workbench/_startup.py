@@ -52,7 +52,9 @@ def defer_rfc3987_syntax() -> bool:
         return False
     if spec is None or spec.submodule_search_locations is None:
         return False
-    stand_in = _Deferred(_NAME, "Deferred: the real rfc3987_syntax loads on first use (workbench._startup).")
+    stand_in = _Deferred(
+        _NAME, "Deferred: the real rfc3987_syntax loads on first use (workbench._startup)."
+    )
     stand_in.__path__ = list(spec.submodule_search_locations)  # its submodules still import
 
     def is_valid_syntax(term: str, value: str) -> Any:
