@@ -7,9 +7,12 @@ median) to the bare interpreter. Targets (issue 14): ``workbench --help`` under 
 ``workbench validate`` on the demo under 0.8 s.
 
 ``--importtime`` adds the ten largest cumulative imports of ``validate`` (``python -X
-importtime``), the list to read when a figure regresses.
+importtime``), the list to read when a figure regresses. ``--docstrings`` adds what pydantic's
+``use_attribute_docstrings=True`` costs (the field docstrings docs/formats.md and
+tests/test_docs.py rely on): ``validate`` and ``import workbench.reports`` (the most models),
+each with pydantic's docstring extraction as is and replaced by a no-op, interleaved.
 
-    .venv/bin/python bench/bench_cli.py [--repeats 15] [--importtime]
+    .venv/bin/python bench/bench_cli.py [--repeats 15] [--importtime] [--docstrings]
 """
 
 from __future__ import annotations
@@ -85,6 +88,33 @@ def largest_imports(argv: list[str], top: int = 10) -> list[tuple[str, float]]:
     return sorted(rows, key=lambda row: -row[1])[:top]
 
 
+_NO_DOCSTRINGS = (
+    "import pydantic._internal._fields as f; "
+    "f.extract_docstrings_from_cls = lambda cls, use_inspect=False: {}; "
+)
+
+
+def docstring_cost(repeats: int) -> dict[str, dict[str, float]]:
+    """Median wall time with and without pydantic's attribute-docstring extraction."""
+    cases = {
+        "validate": "from workbench.cli import main; main(['validate', 'data/demo'])",
+        "import workbench.reports": "import workbench.reports",
+    }
+    out = {}
+    for name, code in cases.items():
+        on: list[float] = []
+        off: list[float] = []
+        for _ in range(repeats):
+            on.append(wall([sys.executable, "-c", code]))
+            off.append(wall([sys.executable, "-c", _NO_DOCSTRINGS + code]))
+        out[name] = {
+            "with_docstrings_s": round(statistics.median(on), 3),
+            "without_s": round(statistics.median(off), 3),
+            "ratio": round(statistics.median(on) / statistics.median(off), 2),
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -92,6 +122,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument(
         "--importtime", action="store_true", help="Also list the largest imports of validate."
+    )
+    parser.add_argument(
+        "--docstrings", action="store_true", help="Also measure use_attribute_docstrings."
     )
     args = parser.parse_args()
     argvs = commands()
@@ -124,6 +157,8 @@ def main() -> None:
             "from workbench.cli import main; main(['validate', 'data/demo'])",
         ]
         out["largest_imports_of_validate_ms"] = dict(largest_imports(validate_argv[1:]))
+    if args.docstrings:
+        out["use_attribute_docstrings_cost"] = docstring_cost(args.repeats)
     print(json.dumps(out, indent=2))
 
 
