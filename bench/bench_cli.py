@@ -12,7 +12,11 @@ importtime``), the list to read when a figure regresses. ``--docstrings`` adds w
 tests/test_docs.py rely on): ``validate`` and ``import workbench.reports`` (the most models),
 each with pydantic's docstring extraction as is and replaced by a no-op, interleaved.
 
-    .venv/bin/python bench/bench_cli.py [--repeats 15] [--importtime] [--docstrings]
+``--before DIR`` measures another checkout's commands in the same run, interleaved (the
+figures named ``before: ...``), e.g. the commit before the lazy CLI:
+``git archive a8b6282 workbench data | tar -x -C /tmp/clibefore``.
+
+    .venv/bin/python bench/bench_cli.py [--repeats 15] [--importtime] [--docstrings] [--before DIR]
 """
 
 from __future__ import annotations
@@ -47,18 +51,21 @@ def commands() -> dict[str, list[str]]:
 PYCACHE = Path(tempfile.gettempdir()) / "workbench-bench-cli-pycache"
 
 
-def _env() -> dict[str, str]:
+def _env(tree: Path | None = None) -> dict[str, str]:
     # An installed package has its byte code compiled (pip does it on install); a checkout run
     # with PYTHONDONTWRITEBYTECODE would compile every module of the workbench on every start.
     # The byte code goes to a prefix under the temporary directory, never into the tree.
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true", "PYTHONPYCACHEPREFIX": str(PYCACHE)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if tree is not None:  # another checkout's workbench package comes first on the path
+        env["PYTHONPATH"] = str(tree)
     return env
 
 
-def wall(argv: list[str]) -> float:
+def wall(argv: list[str], tree: Path | None = None) -> float:
+    """Wall time of one process; ``tree``: run another checkout's workbench (from that directory)."""
     t0 = time.perf_counter()
-    done = subprocess.run(argv, cwd=ROOT, capture_output=True, env=_env())
+    done = subprocess.run(argv, cwd=tree or ROOT, capture_output=True, env=_env(tree))
     elapsed = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(
@@ -126,14 +133,25 @@ def main() -> None:
     parser.add_argument(
         "--docstrings", action="store_true", help="Also measure use_attribute_docstrings."
     )
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="Another checkout (e.g. `git archive <commit> workbench data | tar -x -C DIR`): "
+        "its commands are measured in the same run, interleaved, as 'before: <command>'.",
+    )
     args = parser.parse_args()
-    argvs = commands()
-    for argv in argvs.values():  # warm the byte-code caches and the page cache once
-        wall(argv)
-    times: dict[str, list[float]] = {name: [] for name in argvs}
+    runs: dict[str, tuple[list[str], Path | None]] = {}
+    for name, argv in commands().items():
+        runs[name] = (argv, None)
+        if args.before is not None and name != "python -c pass":
+            runs[f"before: {name}"] = (argv, args.before.resolve())
+    for argv, tree in runs.values():  # warm the byte-code caches and the page cache once
+        wall(argv, tree)
+    times: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(args.repeats):
-        for name, argv in argvs.items():
-            times[name].append(wall(argv))
+        for name, (argv, tree) in runs.items():
+            times[name].append(wall(argv, tree))
     baseline = statistics.median(times["python -c pass"])
     figures = {
         name: {
@@ -150,6 +168,12 @@ def main() -> None:
         "targets_s": TARGETS_S,
         "met": {name: figures[name]["median_s"] < limit for name, limit in TARGETS_S.items()},
     }
+    if args.before is not None:
+        out["before_over_after"] = {
+            name: round(figures[f"before: {name}"]["median_s"] / figures[name]["median_s"], 1)
+            for name in times
+            if f"before: {name}" in times
+        }
     if args.importtime:
         validate_argv = [
             sys.executable,

@@ -125,6 +125,35 @@ def test_validate_on_the_demo_loads_no_heavy_library() -> None:
     assert _loaded(modules, ("workbench.stats",)) == []
 
 
+_IMPORT_EACH = """
+import importlib, json, sys
+heavy = json.loads(sys.argv[1])
+found = {}
+for module in json.loads(sys.argv[2]):
+    importlib.import_module(module)
+    loaded = [h for h in heavy if h in sys.modules and h not in found]
+    for h in loaded:
+        found[h] = module
+print(json.dumps({h: m for h, m in found.items()}))
+"""
+
+
+def test_no_command_module_imports_a_heavy_library() -> None:
+    # A heavy library belongs inside the function that uses it: loading any command (as
+    # `workbench <command> --help` does) must not pay for Ragas, pandas, numpy, papermill...
+    modules = sorted({entry.target.partition(":")[0] for entry in COMMANDS.values()})
+    done = subprocess.run(
+        [sys.executable, "-c", _IMPORT_EACH, json.dumps(HEAVY), json.dumps(modules)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=_env(),
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {}  # {library: the first command module that imported it}
+
+
 @pytest.mark.parametrize("name", sorted(COMMANDS))
 def test_static_help_matches_the_command(name: str) -> None:
     group = main
