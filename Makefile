@@ -72,6 +72,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check workbench tests bench
 
 bench: $(STAMP)
+	$(BIN)/python bench/bench_cli.py
 	$(BIN)/python bench/bench_align.py
 	$(BIN)/python bench/bench_runs.py
 	$(BIN)/python bench/bench_ranking.py

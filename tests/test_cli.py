@@ -18,8 +18,13 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def all_commands(group: click.Group, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
+    # list_commands/get_command, not group.commands: the top-level group imports its
+    # commands on first use (workbench.cli._lazy_group).
+    ctx = click.Context(group)
     out = []
-    for name, command in group.commands.items():
+    for name in group.list_commands(ctx):
+        command = group.get_command(ctx, name)
+        assert command is not None, name
         path = (*prefix, name)
         out.append(path)
         if isinstance(command, click.Group):

@@ -12,6 +12,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 import yaml
 from click.testing import CliRunner
@@ -188,8 +189,8 @@ def test_next_steps_walk_through_runs_as_printed(tmp_path: Path, monkeypatch: py
     for args in commands:
         command: Any = main
         words = args[1:]
-        while hasattr(command, "commands") and words and words[0] in command.commands:
-            command, words = command.commands[words[0]], words[1:]
+        while isinstance(command, click.Group) and words and (sub := command.get_command(click.Context(command), words[0])) is not None:
+            command, words = sub, words[1:]
         command.make_context(args[1], list(words))
 
     source = _reviews_csv(tmp_path / "reviews.csv")

@@ -72,9 +72,9 @@ def _resolve(words: list[str]) -> tuple[click.Command, list[str], str]:
     """The (sub)command ``words`` name and the arguments left for it."""
     command: click.Command = main
     path = "workbench"
-    while isinstance(command, click.Group) and words and words[0] in command.commands:
+    while isinstance(command, click.Group) and words and (sub := command.get_command(click.Context(command), words[0])) is not None:
         path += " " + words[0]
-        command = command.commands[words[0]]
+        command = sub
         words = words[1:]
     return command, words, path
 

@@ -1,71 +1,143 @@
-"""Entry point: one click group; each command lives in its own module."""
+"""Entry point: one click group; each command lives in its own module, imported when used.
+
+``COMMANDS`` maps each command name to its module and the first paragraph of its help, so
+``workbench --help`` lists every command without importing any of them (start-up stays well
+under the 0.3 s target; ``bench/bench_cli.py`` measures it). ``tests/test_cli_startup.py``
+checks the table against each command's docstring.
+"""
 
 from __future__ import annotations
 
 import click
 
 from .. import __version__
-from .agreement import agreement
-from .align import align
-from .authority import authority, status
-from .card import card
-from .certify import certify, reports, verify
-from .ci import ci
-from .compare import compare
-from .controls import controls
-from .estimate import estimate
-from .fake_llm import fake_llm
-from .freeze import freeze
-from .gate import gate
-from .importers import import_group
-from .init import init
-from .migrate import migrate_group
-from .noise import noise
-from .override import override
-from .pairwise import pairwise
-from .ping import ping_command
-from .plan import plan
-from .ranking import prune, ranking
-from .repeatability import drift, repeatability
-from .run import run
-from .validate import validate
+from ._lazy_group import LazyCommand, LazyGroup
+
+COMMANDS: dict[str, LazyCommand] = {
+    "init": LazyCommand(
+        "workbench.cli.init:init",
+        "Create a project's templates in DIRECTORY: rubric, card, mapping, policy, judge, controls.",
+    ),
+    "validate": LazyCommand(
+        "workbench.cli.validate:validate",
+        "Check a gold dataset (directory or gold.jsonl) and report every problem at once.",
+    ),
+    "freeze": LazyCommand(
+        "workbench.cli.freeze:freeze", "Freeze the current state of a gold dataset as a release."
+    ),
+    "card": LazyCommand(
+        "workbench.cli.card:card",
+        "Show a dataset card: the documented front matter plus computed counts.",
+    ),
+    "agreement": LazyCommand(
+        "workbench.cli.agreement:agreement",
+        "Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha, Fleiss' kappa; overall and per slice.",
+    ),
+    "align": LazyCommand(
+        "workbench.cli.align:align",
+        "Join judge results to adjudicated gold labels and report alignment per slice.",
+    ),
+    "run": LazyCommand(
+        "workbench.cli.run:run", "Run a judge candidate over one partition of a gold dataset."
+    ),
+    "import": LazyCommand(
+        "workbench.cli.importers:import_group",
+        "Convert your own table, or a public human-judgment dataset, into the workbench gold format.",
+    ),
+    "fake-llm": LazyCommand(
+        "workbench.cli.fake_llm:fake_llm",
+        "Serve a scripted OpenAI-compatible chat API locally: try a judge with no API key.",
+    ),
+    "ping": LazyCommand(
+        "workbench.cli.ping:ping_command",
+        "Send ONE real request to a candidate's endpoint and say whether a run can work.",
+    ),
+    "gate": LazyCommand(
+        "workbench.cli.gate:gate", "Decide whether judge results meet a reviewed release policy."
+    ),
+    "override": LazyCommand(
+        "workbench.cli.override:override",
+        "Record and list approved, expiring waivers of gate blockers.",
+    ),
+    "pairwise": LazyCommand(
+        "workbench.cli.pairwise:pairwise",
+        "Accuracy of a pairwise judge in both presentation orders, position consistency and bias.",
+    ),
+    "controls": LazyCommand(
+        "workbench.cli.controls:controls",
+        "Run a candidate, with its pinned configuration, on a control suite.",
+    ),
+    "noise": LazyCommand(
+        "workbench.cli.noise:noise",
+        "Score a noise-sensitivity pair suite with Ragas NoiseSensitivity (lower is better).",
+    ),
+    "ranking": LazyCommand(
+        "workbench.cli.ranking:ranking",
+        "Ranking judges: battery and gate (run, the default), reviewer agreement, fixture releases, replay, verify.",
+    ),
+    "prune": LazyCommand(
+        "workbench.cli.ranking:prune",
+        "Delete expired request payloads of ranking runs (default: under runs/), keeping every digest.",
+    ),
+    "certify": LazyCommand(
+        "workbench.cli.certify:certify",
+        "Certify a candidate once on the held-out partition and write a locked report.",
+    ),
+    "verify": LazyCommand(
+        "workbench.cli.certify:verify",
+        "Verify a locked report (or every report under a reports root).",
+    ),
+    "reports": LazyCommand(
+        "workbench.cli.certify:reports",
+        "List every report with its outcome, including aborted certifications (or, with --ledger, every held-out use, with the ledger's chain checked: exit 1 where it is broken).",
+    ),
+    "plan": LazyCommand(
+        "workbench.cli.plan:plan",
+        "How many decided cases each slice of a policy needs, and the shortfall per partition.",
+    ),
+    "estimate": LazyCommand(
+        "workbench.cli.estimate:estimate",
+        "Bias-corrected pass rates of a certified judge on unlabelled production traffic.",
+    ),
+    "migrate": LazyCommand(
+        "workbench.cli.migrate:migrate_group",
+        "Migrate records written under an older schema version, explicitly and on the record.",
+    ),
+    "compare": LazyCommand(
+        "workbench.cli.compare:compare",
+        "Compare an old and a new judge version case by case on development or calibration data.",
+    ),
+    "repeatability": LazyCommand(
+        "workbench.cli.repeatability:repeatability",
+        "Judge every case K times with the same pinned judge: a variance study, not a repair.",
+    ),
+    "drift": LazyCommand(
+        "workbench.cli.repeatability:drift",
+        "Run the sentinel cases with a pinned judge and flag every verdict that changed.",
+    ),
+    "authority": LazyCommand(
+        "workbench.cli.authority:authority",
+        "The authority record: what each certified judge may do (advisory, route, block), where, and since when.",
+    ),
+    "status": LazyCommand(
+        "workbench.cli.authority:status",
+        "Every judge with an authority record: recorded and effective authority, scope, last certified report, staleness, drift and shadows.",
+    ),
+    "ci": LazyCommand(
+        "workbench.cli.ci:ci",
+        "CI lanes: contracts on every change, sentinel when judge files change, release by hand.",
+    ),
+}
+"""Every ``workbench`` command: ``"module:attribute"`` and the first paragraph of its help."""
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(
+    cls=LazyGroup, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]}
+)
 @click.version_option(__version__, prog_name="workbench")
 def main() -> None:
     """Judge calibration workbench: prove, or disprove, that an LLM judge agrees with human reviewers."""
 
-
-main.add_command(init)
-main.add_command(validate)
-main.add_command(freeze)
-main.add_command(card)
-main.add_command(agreement)
-main.add_command(align)
-main.add_command(run)
-main.add_command(import_group)
-main.add_command(fake_llm)
-main.add_command(ping_command)
-main.add_command(gate)
-main.add_command(override)
-main.add_command(pairwise)
-main.add_command(controls)
-main.add_command(noise)
-main.add_command(ranking)
-main.add_command(prune)
-main.add_command(certify)
-main.add_command(verify)
-main.add_command(reports)
-main.add_command(plan)
-main.add_command(estimate)
-main.add_command(migrate_group)
-main.add_command(compare)
-main.add_command(repeatability)
-main.add_command(drift)
-main.add_command(authority)
-main.add_command(status)
-main.add_command(ci)
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,6 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._io import parse_yaml, read_bounded
 from ..errors import Problem, WorkbenchError
-from ..stats import DEFAULT_MIN_SHARED, shared_pairs
 
 if TYPE_CHECKING:
     from ._dataset import GoldDataset
@@ -118,14 +117,20 @@ DISAGREEMENT_BASIS = "cases with two or more reviews (the cases Krippendorff's a
 """Which cases the card's (and the agreement report's) disagreement rate is computed over."""
 
 
-def card_statistics(dataset: GoldDataset, *, min_shared: int = DEFAULT_MIN_SHARED) -> dict[str, Any]:
+def card_statistics(dataset: GoldDataset, *, min_shared: int | None = None) -> dict[str, Any]:
     """The computed part of a card: counts by partition x slice x label, reviewers, disagreement.
 
     Counts use the adjudicated label of the active (latest) record of every case. Readable at
     crowd scale: ``reviewer_summary`` gives the reviewer count and reviews per reviewer, and
     ``reviewer_pairs`` lists only pairs sharing at least ``min_shared`` cases, counting the rest.
     The disagreement rate is over cases with two or more reviews (``disagreement_basis``).
+    ``min_shared`` defaults to :data:`workbench.stats.DEFAULT_MIN_SHARED`.
     """
+    # Imported when used: validate never needs the statistics.
+    from ..stats import DEFAULT_MIN_SHARED
+
+    if min_shared is None:
+        min_shared = DEFAULT_MIN_SHARED
     if min_shared < 1:
         raise ValueError(f"min_shared must be at least 1, got {min_shared}")
     cases = list(dataset.cases.values())
@@ -185,6 +190,8 @@ def _reviewer_summary(reviews_by_reviewer: dict[str, int]) -> dict[str, Any]:
 
 def _reviewer_pairs(cases: list[Any], min_shared: int) -> dict[str, Any]:
     """Reviewer pairs sharing at least ``min_shared`` cases (most shared first), and how many were left out."""
+    from ..stats import shared_pairs
+
     pairs = shared_pairs([{r.reviewer: r.label for r in case.reviews} for case in cases])
     listed = [
         {"reviewer_a": a, "reviewer_b": b, "shared": len(shared), "same_label": sum(1 for x, y in shared if x == y)}

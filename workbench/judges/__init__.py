@@ -26,6 +26,7 @@ from ._spec import (
     CandidateSpec,
     Endpoint,
     Pricing,
+    Threshold,
     derive_spec,
     load_spec,
     save_spec,

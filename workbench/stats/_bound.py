@@ -25,10 +25,12 @@ bound is within ``L``; planning at ``floor(r·n)`` errors gives roughly even odd
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Interval = Literal["wilson", "clopper-pearson"]
 INTERVALS: tuple[str, ...] = ("wilson", "clopper-pearson")
@@ -69,6 +71,7 @@ class BoundPlan(BaseModel):
 
 def upper_bound(errors: int | np.ndarray, n: int | np.ndarray, interval: Interval = "wilson") -> float | np.ndarray:
     """Upper end of the two-sided 95% interval of ``errors / n`` (statsmodels ``proportion_confint``)."""
+    import numpy as np
     from statsmodels.stats.proportion import proportion_confint
 
     if interval not in _METHOD:
@@ -80,6 +83,8 @@ def upper_bound(errors: int | np.ndarray, n: int | np.ndarray, interval: Interva
 
 
 def _errors(rate: float, n: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     return np.floor(rate * n + _EPS)
 
 
@@ -89,6 +94,8 @@ def bound_plan(limit: float, at_fraction: float = 0.5, interval: Interval = "wil
     See the module docstring for the exact definition. Raises ``ValueError`` for an unknown
     interval or a fraction outside ``[0, 1)``.
     """
+    import numpy as np
+
     if interval not in _METHOD:
         raise ValueError(f"unknown interval {interval!r}; use one of {', '.join(INTERVALS)}")
     if not (0 <= at_fraction < 1) or math.isnan(at_fraction):
@@ -125,6 +132,8 @@ def cases_to_bound(limit: float, at_fraction: float = 0.5, interval: Interval = 
 
 def _max_errors(n: int, limit: float, interval: Interval) -> int:
     """Most errors out of ``n`` whose upper bound is within ``limit`` (-1 when even 0 is not)."""
+    import numpy as np
+
     ks = np.arange(0, min(n, math.ceil(limit * n) + 1) + 1)
     upper = np.asarray(upper_bound(ks, np.full_like(ks, n), interval))
     ok = np.flatnonzero(upper <= limit)

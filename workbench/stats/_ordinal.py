@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any, Literal
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from ._stats import Kappa, _check_vocabulary
@@ -152,6 +151,8 @@ def weighted_cohen_kappa(
 
 
 def _weighted_kappa_closed_form(a: Sequence[str], b: Sequence[str], labels: list[str], numbers: list[float], weights: Weights) -> float:
+    import numpy as np
+
     index = {label: i for i, label in enumerate(labels)}
     k = len(labels)
     observed = np.zeros((k, k))
@@ -179,6 +180,8 @@ def krippendorff_alpha(
     ``ordered_labels``; ``interval`` and ``ratio`` use ``values`` (default: ranks 1..k, i.e.
     equal spacing). ``n`` is the number of units with at least two ratings (the pairable units).
     """
+    import numpy as np
+
     raters = sorted({r for unit in units for r in unit})
     pairable = [u for u in units if len(u) >= 2]
     if not pairable:
@@ -256,6 +259,8 @@ def mean_absolute_error(
 
 def ordinal_confusion(reference: Sequence[str], predicted: Sequence[str], ordered_labels: Sequence[str]) -> OrdinalConfusion:
     """The full confusion over the ordered scale (scikit-learn ``confusion_matrix``), with direction counts."""
+    import numpy as np
+
     n = _pairs(reference, predicted, ordered_labels)
     labels = list(ordered_labels)
     if n == 0:

@@ -12,7 +12,6 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 
@@ -88,6 +87,8 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any] | None
 
 def fleiss_kappa(items: Sequence[Sequence[Any]], categories: Sequence[Any]) -> Kappa:
     """Fleiss' kappa when every item has the same number of ratings (statsmodels)."""
+    import numpy as np
+
     n = len(items)
     if n == 0:
         return Kappa(value=None, n=0, note="no items")
@@ -117,6 +118,8 @@ def krippendorff_alpha_nominal(units: Sequence[dict[str, Any]], categories: Sequ
 
     ``units`` is one ``{rater: label}`` mapping per item; missing ratings are allowed.
     """
+    import numpy as np
+
     raters = sorted({r for unit in units for r in unit})
     pairable = [u for u in units if len(u) >= 2]
     if not pairable:

@@ -1,0 +1,65 @@
+"""Process start-up costs that are not the workbench's own.
+
+jsonschema (imported by nbformat, so by papermill and nbconvert, and by Altair) registers its
+``iri`` format checks with ``rfc3987_syntax`` when that package is installed (JupyterLab's
+``jsonschema[format-nongpl]`` installs it). Importing ``rfc3987_syntax`` builds about forty
+Earley parsers of the RFC 3987 grammar: about a second, in the certify process before the
+notebook starts and again in its kernel when Altair is imported. Neither nbformat's schema
+nor Vega-Lite's uses the ``iri`` formats, so that second buys nothing.
+
+:func:`defer_rfc3987_syntax` puts a stand-in under the name ``rfc3987_syntax`` until it is
+used: its ``is_valid_syntax`` (the one name jsonschema imports) and any other attribute load
+the real package on first use and delegate to it, so every check gives the answer it gave
+before, only the grammar is built when an ``iri`` is first checked, if ever.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+import threading
+import types
+from typing import Any
+
+_NAME = "rfc3987_syntax"
+_lock = threading.Lock()
+
+
+class _Deferred(types.ModuleType):
+    """Stands for ``rfc3987_syntax`` until an attribute other than ``is_valid_syntax`` is used."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(_real(self), name)
+
+
+def _real(stand_in: types.ModuleType) -> types.ModuleType:
+    with _lock:
+        if sys.modules.get(_NAME) is stand_in:
+            del sys.modules[_NAME]
+        return importlib.import_module(_NAME)
+
+
+def defer_rfc3987_syntax() -> bool:
+    """Install the stand-in; ``False`` (nothing done) when the package is absent or already in use."""
+    if _NAME in sys.modules or "jsonschema" in sys.modules:
+        return False
+    try:
+        spec = importlib.util.find_spec(_NAME)
+    except (ImportError, ValueError):  # pragma: no cover - a broken installation: leave it alone
+        return False
+    if spec is None or spec.submodule_search_locations is None:
+        return False
+    stand_in = _Deferred(
+        _NAME, "Deferred: the real rfc3987_syntax loads on first use (workbench._startup)."
+    )
+    stand_in.__path__ = list(spec.submodule_search_locations)  # its submodules still import
+
+    def is_valid_syntax(term: str, value: str) -> Any:
+        return _real(stand_in).is_valid_syntax(term, value)
+
+    stand_in.is_valid_syntax = is_valid_syntax  # type: ignore[attr-defined]
+    sys.modules[_NAME] = stand_in
+    return True
