@@ -302,11 +302,15 @@ def align_results(
     else:
         location = location or "results"
         items = results
+    from ._sampled import verified_sampled_out
+
+    # Cases a declared plan left out (re-drawn from the plan in the manifest) are out of scope.
+    sampled_out, plan_sha = verified_sampled_out(manifest, dataset)
     observer = _Observer()
     join: Join | None = None
     join_error: WorkbenchError | None = None
     try:
-        join = join_results(dataset, observer.watch(items), partition=partition, repeat=repeat, location=location)
+        join = join_results(dataset, observer.watch(items), partition=partition, repeat=repeat, location=location, sampled_out=sampled_out)
     except WorkbenchError as exc:
         join_error = exc
     lineage, problems = check_lineage(
@@ -324,7 +328,7 @@ def align_results(
     if join_error is not None:
         raise join_error
     assert join is not None
-    return replace(join, lineage=lineage)
+    return replace(join, lineage=lineage, sampling_plan_sha256=plan_sha if join.sampled_out else None)
 
 
 def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> list[Problem]:

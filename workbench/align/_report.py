@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 from .._io import bulk_load, sha256_file
 from ..gold import load_dataset
 from ..results import JudgeIdentity
+from ..runs._costs import SliceCost, costs_from_usage, format_slice_costs
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._join import Join, JoinedCase
 from ._lineage import GoldChange, Lineage, align_results
@@ -91,6 +92,8 @@ class SliceAlignment(_Model):
     """Cohen's kappa between adjudicated and judge labels over verdicts."""
     errors_by_kind: dict[str, int]
     """Evaluator errors by kind."""
+    sampled_out: int = 0
+    """Cases of the slice a declared sampling plan left out: not in ``n``, in no figure."""
 
 
 class Confusion(_Model):
@@ -158,6 +161,15 @@ class AlignmentReport(_Model):
     partition_source: Literal["option", "run_manifest", "all"] | None = None
     """Where ``partition`` came from: the ``--partition`` option, the run manifest beside the
     results (when the option is omitted), or ``all`` (neither)."""
+    sampling_plan_sha256: str | None = None
+    """The declared sampling plan (from the run manifest, re-drawn and verified) that left
+    cases out, or None when none was left out."""
+    sampled_out_case_ids: list[str] = []
+    """Cases the declared plan left out: not in scope, in no count, never a pass; the gate
+    reports them (``sampled_out``) and never certifies a sample."""
+    costs: list[SliceCost] = []
+    """Cost and tokens per judged case per slice, then ``(all)``: total, median, p95 (nearest
+    rank), max (``workbench.runs._costs``; cached verdicts left out)."""
     """Every rubric slice, including slices with no cases in scope (n = 0)."""
 
     def slice_frame(self) -> Any:
@@ -213,6 +225,7 @@ def slice_alignment(
     fail_label: str | None,
     *,
     abstain_labels: Sequence[str],
+    sampled_out: int = 0,
 ) -> SliceAlignment:
     """Statistics of one slice from its joined cases.
 
@@ -255,6 +268,7 @@ def slice_alignment(
         false_fail_rate=wilson_rate(klass["false_fail"], judged_passes),
         cohen_kappa=cohen_kappa([c.human_label for c in verdict_cases], [c.judge_label for c in verdict_cases], labels=labels),
         errors_by_kind=dict(sorted(Counter(c.error_kind or "unknown" for c in cases if c.outcome == "error").items())),
+        sampled_out=sampled_out,
     )
 
 
@@ -278,8 +292,10 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
     for c in join.cases:
         by_slice.setdefault(c.slice, []).append(c)
     abstain = list(rubric.abstain_labels)
-    slices = [slice_alignment(name, rubric.risk_of(name), cases, labels, rubric.pass_label, rubric.fail_label, abstain_labels=abstain) for name, cases in by_slice.items()]
-    overall = slice_alignment("(all)", None, join.cases, labels, rubric.pass_label, rubric.fail_label, abstain_labels=abstain)
+    left_out = Counter(join.dataset.cases[c].slice for c in join.sampled_out if c in join.dataset.cases)
+    slices = [slice_alignment(name, rubric.risk_of(name), cases, labels, rubric.pass_label, rubric.fail_label, abstain_labels=abstain, sampled_out=left_out.get(name, 0)) for name, cases in by_slice.items()]
+    overall = slice_alignment("(all)", None, join.cases, labels, rubric.pass_label, rubric.fail_label, abstain_labels=abstain, sampled_out=len(join.sampled_out))
+    slice_of = {c.case_id: c.slice for c in join.cases}
     missing = [c.case_id for c in join.cases if c.outcome == "missing"]
     return AlignmentReport(
         dataset_sha256=join.dataset.sha256,
@@ -309,6 +325,9 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
         gold_changes=list(join.lineage.gold_changes) if join.lineage is not None and not join.lineage.comparable else [],
         lineage=join.lineage,
         partition_source=partition_source,
+        sampling_plan_sha256=join.sampling_plan_sha256,
+        sampled_out_case_ids=list(join.sampled_out),
+        costs=costs_from_usage({(case, join.repeat): u for case, u in join.usage.items()}, slice_of, {name: rubric.risk_of(name) for name in rubric.slices}),
     )
 
 
@@ -383,6 +402,12 @@ def format_report(report: AlignmentReport) -> str:
         f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts ({report.overall.decided} decided, {report.overall.abstentions} abstentions), {report.overall.errors} evaluator errors, {report.overall.missing} missing",
         f"coverage:   {_coverage_text(report.overall)} (decided verdicts / cases in scope; abstentions, errors and missing results are not decided)",
     ]
+    if report.sampled_out_case_ids:
+        by_slice = ", ".join(f"{s.slice} {s.sampled_out}" for s in report.slices if s.sampled_out)
+        lines.append(
+            f"sampled:    {len(report.sampled_out_case_ids)} case(s) sampled out (declared plan {(report.sampling_plan_sha256 or '')[:12]}; {by_slice}): not in scope, in no figure, never a pass;"
+            " the figures are of the sampled cases and the gate does not certify a sample"
+        )
     if report.excluded_other_partition or report.other_repeats or report.superseded_attempts:
         lines.append(
             f"skipped:    {report.excluded_other_partition} result(s) outside the partition, {report.other_repeats} of other repeats, {report.superseded_attempts} earlier attempt(s) replaced by retries"
@@ -405,4 +430,8 @@ def format_report(report: AlignmentReport) -> str:
         shown = ", ".join(report.missing_case_ids[:10])
         more = f" and {len(report.missing_case_ids) - 10} more" if len(report.missing_case_ids) > 10 else ""
         lines.append(f"Missing: {shown}{more}")
+    if report.costs and report.costs[-1].cases:
+        lines.append("")
+        lines.append("Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):")
+        lines.append(format_slice_costs(report.costs))
     return "\n".join(lines)
