@@ -85,6 +85,9 @@ class Join:
     of scope, in no count. Empty without a plan."""
     sampling_plan_sha256: str | None = None
     """The declared plan they were left out under."""
+    sampling_rejected: str | None = None
+    """Why the run manifest's sampling plan was not accepted (its cases then count as
+    missing), or None."""
     usage: Mapping[str, tuple[int, float, int, int, int]] = field(default_factory=dict)
     """Per case in scope with results of the analysed repeat: (calls, cost USD, tokens in,
     tokens out, cached attempts), over every attempt (retries included)."""

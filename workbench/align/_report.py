@@ -18,6 +18,7 @@ from .._io import bulk_load, sha256_file
 from ..gold import load_dataset
 from ..results import JudgeIdentity
 from ..runs._costs import SliceCost, costs_from_usage, format_slice_costs
+from ..sampling import SamplingPlan
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._join import Join, JoinedCase
 from ._lineage import GoldChange, Lineage, align_results
@@ -167,6 +168,11 @@ class AlignmentReport(_Model):
     sampled_out_case_ids: list[str] = []
     """Cases the declared plan left out: not in scope, in no count, never a pass; the gate
     reports them (``sampled_out``) and never certifies a sample."""
+    sampling_rejected: str | None = None
+    """Why the run manifest's sampling plan was not accepted, or None. Its sampled-out cases
+    then count as missing (``evaluation_incomplete``): only a plan declared to the reader (the
+    policy's ``sampling:``, or ``workbench align --policy/--sampling-plan``) with the same
+    sha256 takes cases out of scope."""
     costs: list[SliceCost] = []
     """Cost and tokens per judged case per slice, then ``(all)``: total, median, p95 (nearest
     rank), max (``workbench.runs._costs``; cached verdicts left out)."""
@@ -327,19 +333,21 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
         partition_source=partition_source,
         sampling_plan_sha256=join.sampling_plan_sha256,
         sampled_out_case_ids=list(join.sampled_out),
+        sampling_rejected=join.sampling_rejected,
         costs=costs_from_usage({(case, join.repeat): u for case, u in join.usage.items()}, slice_of, {name: rubric.risk_of(name) for name in rubric.slices}),
     )
 
 
-def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0, allow_gold_change: bool = False, partition_source: Literal["option", "run_manifest", "all"] | None = None) -> AlignmentReport:
+def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0, allow_gold_change: bool = False, partition_source: Literal["option", "run_manifest", "all"] | None = None, sampling_plan: SamplingPlan | None = None) -> AlignmentReport:
     """Load, join, check lineage and analyse in one call: the library form of ``workbench align``.
 
     Refuses results produced against another gold (see :func:`align_results`) unless
-    ``allow_gold_change``, which marks the report not comparable.
+    ``allow_gold_change``, which marks the report not comparable. ``sampling_plan``: the
+    declared plan whose sampled-out cases leave the scope (see :func:`align_results`).
     """
     with bulk_load():
         dataset = load_dataset(gold)
-        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
+        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, sampling_plan=sampling_plan)
         return alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=partition_source)
 
 
@@ -408,6 +416,8 @@ def format_report(report: AlignmentReport) -> str:
             f"sampled:    {len(report.sampled_out_case_ids)} case(s) sampled out (declared plan {(report.sampling_plan_sha256 or '')[:12]}; {by_slice}): not in scope, in no figure, never a pass;"
             " the figures are of the sampled cases and the gate does not certify a sample"
         )
+    if report.sampling_rejected:
+        lines.append(f"sampling:   plan not accepted: {report.sampling_rejected}; its sampled-out cases count as missing (a scope change)")
     if report.excluded_other_partition or report.other_repeats or report.superseded_attempts:
         lines.append(
             f"skipped:    {report.excluded_other_partition} result(s) outside the partition, {report.other_repeats} of other repeats, {report.superseded_attempts} earlier attempt(s) replaced by retries"

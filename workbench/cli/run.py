@@ -73,7 +73,7 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
         return
     if label_mapping is not None:
         raise click.UsageError("--label-mapping applies only with --shadow-of")
-    plan, source = _sampling_plan(policy_path, plan_path)
+    plan, source = sampling_plan_from(policy_path, plan_path)
     judge = load_candidate(candidate)
     dataset = load_dataset(gold)
     summary = run_candidate_sync(
@@ -94,7 +94,7 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
     raise SystemExit(report_summary(summary))
 
 
-def _sampling_plan(policy_path: str | None, plan_path: str | None) -> tuple[SamplingPlan | None, str | None]:
+def sampling_plan_from(policy_path: str | None, plan_path: str | None, *, quiet: bool = False) -> tuple[SamplingPlan | None, str | None]:
     """The declared plan ``--policy`` or ``--sampling-plan`` names, and where it came from."""
     if policy_path is not None and plan_path is not None:
         raise click.UsageError("give --policy or --sampling-plan, not both: a run is drawn under one declared plan")
@@ -103,6 +103,8 @@ def _sampling_plan(policy_path: str | None, plan_path: str | None) -> tuple[Samp
     if policy_path is not None:
         policy = load_policy(policy_path)
         if policy.sampling is None:
+            if quiet:
+                return None, None
             click.echo(f"policy {policy.label} declares no sampling plan: every case of the partition is planned", err=True)
             return None, None
         return policy.sampling, f"policy {policy.label}"

@@ -474,8 +474,9 @@ def _completeness(report: AlignmentReport, run: RunSummary | None, max_errors: i
             Blocker(
                 code="missing_results",
                 category="incomplete",
-                message=f"{overall.missing} of {overall.n} cases have no judge result; a missing result is never a pass.",
-                evidence={"missing": overall.missing, "cases_in_scope": overall.n, "missing_by_slice": by_slice},
+                message=f"{overall.missing} of {overall.n} cases have no judge result; a missing result is never a pass."
+                + (f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out without the policy's declared plan is a scope change)." if report.sampling_rejected else ""),
+                evidence={"missing": overall.missing, "cases_in_scope": overall.n, "missing_by_slice": by_slice, **({"sampling_rejected": report.sampling_rejected} if report.sampling_rejected else {})},
                 case_ids=list(report.missing_case_ids),
                 waivable=False,
             )
