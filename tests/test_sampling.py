@@ -411,3 +411,19 @@ def test_a_reserved_slice_retry_is_paid_from_its_hold(tmp_path: Path, make_datas
     assert summary.stop_reason == "budget_exhausted" and summary.cost_usd <= budget + 1e-12
     lanes = plan_lanes(plan, {"billing": "critical", "general": "low", "empty": "medium"}, budget)
     assert lanes.holds == {"billing": pytest.approx(0.4 * budget)}
+
+
+def test_the_certification_report_table_shows_the_distribution_per_slice(make_dataset) -> None:
+    from workbench.reports import cost_by_slice
+
+    dataset = load_dataset(make_dataset(gold_cases(general=3, billing=2)))
+    rows = [
+        {"case_id": "g0", "repeat": 0, "cost_usd": 0.1, "tokens_in": 10, "tokens_out": 1},
+        {"case_id": "g1", "repeat": 0, "cost_usd": 0.3, "tokens_in": 30, "tokens_out": 3},
+        {"case_id": "g2", "repeat": 0, "cost_usd": 0.2, "tokens_in": 20, "tokens_out": 2},
+        {"case_id": "b0", "repeat": 0, "cost_usd": 0.9, "tokens_in": 90, "tokens_out": 9},
+    ]
+    frame = cost_by_slice(rows, dataset)
+    assert list(frame.index) == ["billing", "general", "(all)"]  # critical first
+    assert frame.loc["general", "cost_usd_median"] == pytest.approx(0.2) and frame.loc["general", "cost_usd_max"] == pytest.approx(0.3)
+    assert frame.loc["(all)", "cost_usd_p95"] == pytest.approx(0.9) and frame.loc["(all)", "tokens_in_median"] == pytest.approx(25)
