@@ -241,6 +241,7 @@ def test_a_run_under_a_plan_records_the_plan_hash_and_judges_only_the_sample(sam
     assert all(not c.startswith("b") for c in summary["sampled_out"])  # critical billing is complete
     assert 0 < len(summary["sampled_out"]) < 10
     assert "sampled out (" in result.output and plan.sha256()[:12] in result.output
+    assert "cost and tokens per judged case, by slice" in result.output and "p95" in result.output
     # a resume under another plan is a different run
     other = write_policy(sampled_run["tmp"] / "other", {**PLAN, "seed": 8})
     again = run_cli("run", "--candidate", sampled_run["spec"], "--gold", sampled_run["gold"], "--partition", "development", "--out", out, "--policy", other, "--no-progress")
