@@ -419,7 +419,9 @@ def test_an_error_then_verdict_retry_counts_like_the_verdict_alone(dataset, outc
     random.Random(seed).shuffle(retried)
     alone = report_of(dataset, rows, partition="development")
     with_retry = report_of(dataset, retried, partition="development")
-    bookkeeping = {"superseded_attempts", "results_read"}
+    bookkeeping = {"superseded_attempts", "results_read", "costs"}
     assert with_retry.model_dump(exclude=bookkeeping) == alone.model_dump(exclude=bookkeeping)
     assert with_retry.superseded_attempts == alone.superseded_attempts + 1
+    # the cost figures count every call, the failed attempt included
+    assert with_retry.costs[-1].calls == alone.costs[-1].calls + 1
     assert with_retry.results_read == alone.results_read + 1

@@ -17,11 +17,14 @@ from workbench.policy._overrides import Override
 from workbench.reports import Lock
 from workbench.results import JudgeIdentity, JudgeResult
 from workbench.review import GoldCorrectionDraft, ReviewNote
+from workbench.runs import ManifestSampling
+from workbench.runs._costs import Distribution, SliceCost
+from workbench.sampling import SamplingPlan, SliceSampling
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
 
 
-DOCUMENTED = [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, AlignmentReport, SliceAlignment, Policy, SlicePolicy, GateResult, Blocker, Override, ReviewNote, GoldCorrectionDraft, Selection, LedgerEntry, Lock]
+DOCUMENTED = [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, AlignmentReport, SliceAlignment, Policy, SlicePolicy, GateResult, Blocker, Override, ReviewNote, GoldCorrectionDraft, Selection, LedgerEntry, Lock, SamplingPlan, SliceSampling, ManifestSampling, SliceCost, Distribution]
 
 
 @pytest.mark.parametrize("model", DOCUMENTED)
@@ -30,7 +33,7 @@ def test_every_field_is_documented(model: type[BaseModel]) -> None:
     assert undocumented == []
 
 
-@pytest.mark.parametrize("model", [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, SliceAlignment])
+@pytest.mark.parametrize("model", [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, SliceAlignment, SamplingPlan, SliceSampling, ManifestSampling, SliceCost, Distribution])
 def test_every_field_has_a_docstring(model: type[BaseModel]) -> None:
     missing = [name for name, info in model.model_fields.items() if not info.description and name != "schema_version"]
     assert missing == []

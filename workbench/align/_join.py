@@ -13,13 +13,17 @@ The join refuses (raises :class:`~workbench.errors.WorkbenchError` listing every
 
 A gold case without a result is *missing*: the evaluation is incomplete. It is never a
 disagreement and never a fail. Evaluator errors are counted on their own.
+
+A case a *declared* sampling plan left out (``sampled_out``, verified against the plan by
+:func:`~workbench.align.align_results`) and without a result is not in scope: it is listed in
+``Join.sampled_out``, never counted as missing, judged or passed.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from .._args import partition_name
@@ -78,6 +82,17 @@ class Join:
     lineage: Lineage | None = None
     """The lineage check (:func:`~workbench.align.align_results`); None when the join was
     built without one, which comparisons of runs refuse."""
+    sampled_out: tuple[str, ...] = ()
+    """Cases of the partition a declared sampling plan left out (and without a result): out
+    of scope, in no count. Empty without a plan."""
+    sampling_plan_sha256: str | None = None
+    """The declared plan they were left out under."""
+    sampling_rejected: str | None = None
+    """Why the run manifest's sampling plan was not accepted (its cases then count as
+    missing), or None."""
+    usage: Mapping[str, tuple[int, float, int, int, int]] = field(default_factory=dict)
+    """Per case in scope with results of the analysed repeat: (calls, cost USD, tokens in,
+    tokens out, cached attempts), over every attempt (retries included)."""
 
 
 PassFail = Literal["pass", "fail"] | None
@@ -144,11 +159,14 @@ def join_results(
     partition: str | Partition | None = None,
     repeat: int = 0,
     location: str = "results",
+    sampled_out: Collection[str] = (),
 ) -> Join:
     """Join results to the dataset's active cases; refuse inconsistent input (see module doc).
 
     ``results`` may interleave :class:`~workbench.errors.Problem` items (bad lines from
     :func:`workbench.results.scan_results`); they are reported with the join's own refusals.
+    ``sampled_out``: case ids a declared plan left out (already verified); those without a
+    result leave the scope.
     """
     rubric = dataset.rubric
     vocab = set(rubric.labels)
@@ -165,6 +183,7 @@ def join_results(
     identity_of: dict[str, JudgeIdentity] = {}
     first_line_of_fp: dict[str, int] = {}
     excluded = other_repeats = superseded = read = 0
+    usage: dict[str, list[float]] = {}
 
     for item in results:
         if isinstance(item, Problem):
@@ -214,6 +233,14 @@ def join_results(
             other_repeats += 1
             continue
         attempts[r.case_id] += 1
+        spent = usage.setdefault(r.case_id, [0, 0.0, 0, 0, 0])
+        if r.cached_from_run_id:
+            spent[4] += 1
+        else:
+            spent[0] += 1
+            spent[1] += float(r.cost_usd or 0.0)
+            spent[2] += int(r.tokens_in or 0)
+            spent[3] += int(r.tokens_out or 0)
         current = final.get(r.case_id)
         if current is None or r.attempt > current.attempt:
             if current is not None:
@@ -237,10 +264,14 @@ def join_results(
         raise WorkbenchError(f"{location}: refusing to align: {len(problems)} problem(s)", problems)
 
     joined: list[JoinedCase] = []
+    left_out: list[str] = []
     for case in dataset.partition(scope):
         human = case.gold_label
         assert human is not None  # validated datasets always carry an adjudication
         a = final.get(case.case_id)
+        if a is None and case.case_id in sampled_out:
+            left_out.append(case.case_id)
+            continue
         if a is None:
             joined.append(JoinedCase(case.case_id, case.slice, case.partition.value, tuple(case.tags), human, "missing", None, "missing", None, None, 0, None))
             continue
@@ -276,4 +307,6 @@ def join_results(
         other_repeats=other_repeats,
         superseded_attempts=superseded,
         results_read=read,
+        sampled_out=tuple(left_out),
+        usage={k: (int(v[0]), float(v[1]), int(v[2]), int(v[3]), int(v[4])) for k, v in usage.items()},
     )

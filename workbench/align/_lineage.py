@@ -35,6 +35,7 @@ from ._join import Join, join_results
 
 if TYPE_CHECKING:
     from ..runs import RunManifest
+    from ..sampling import SamplingPlan
 
 LineageSource = Literal["run_manifest", "results", "none", "no_results"]
 
@@ -284,6 +285,7 @@ def align_results(
     allow_gold_change: bool = False,
     manifest: RunManifest | None = None,
     location: str | None = None,
+    sampling_plan: SamplingPlan | None = None,
 ) -> Join:
     """Join results to ``dataset`` and check their lineage; the join carries the check.
 
@@ -291,6 +293,10 @@ def align_results(
     (give their ``manifest`` when there is one). Raises :class:`WorkbenchError` listing the
     lineage problems (first) and the join's refusals, unless ``allow_gold_change`` accepted
     a lineage mismatch: the join is then marked not comparable.
+
+    ``sampling_plan``: the declared plan (the policy's ``sampling:``) under which cases the run
+    manifest lists as sampled out leave the scope; only when its sha256 equals the manifest's
+    and a re-draw confirms them (:mod:`workbench.align._sampled`). Otherwise they are missing.
     """
     manifest_file: Path | None = None
     if isinstance(results, str | Path):
@@ -302,11 +308,15 @@ def align_results(
     else:
         location = location or "results"
         items = results
+    from ._sampled import verified_sampled_out
+
+    # Cases a declared plan left out (re-drawn from the plan in the manifest) are out of scope.
+    sampled_out, plan_sha, rejected = verified_sampled_out(manifest, dataset, sampling_plan)
     observer = _Observer()
     join: Join | None = None
     join_error: WorkbenchError | None = None
     try:
-        join = join_results(dataset, observer.watch(items), partition=partition, repeat=repeat, location=location)
+        join = join_results(dataset, observer.watch(items), partition=partition, repeat=repeat, location=location, sampled_out=sampled_out)
     except WorkbenchError as exc:
         join_error = exc
     lineage, problems = check_lineage(
@@ -324,7 +334,7 @@ def align_results(
     if join_error is not None:
         raise join_error
     assert join is not None
-    return replace(join, lineage=lineage)
+    return replace(join, lineage=lineage, sampling_plan_sha256=plan_sha if join.sampled_out else None, sampling_rejected=rejected)
 
 
 def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> list[Problem]:

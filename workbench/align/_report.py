@@ -17,6 +17,8 @@ from pydantic import BaseModel, ConfigDict
 from .._io import bulk_load, sha256_file
 from ..gold import Rubric, load_dataset
 from ..results import JudgeIdentity
+from ..runs._costs import SliceCost, costs_from_usage, format_slice_costs
+from ..sampling import SamplingPlan
 from ..stats import (
     Kappa,
     MeanAbsoluteError,
@@ -36,7 +38,9 @@ ALIGNMENT_SCHEMA_VERSION = 3
 denominators count only pass/fail verdicts (abstentions left out). 3: adds ``scale``,
 ``scale_labels``, ``pass_labels`` and ``pass_fail_view``; false passes and false fails follow
 the rubric's pass/fail view (an ordered rubric's ``pass_labels``); on an ordered rubric every
-slice row adds ``ordinal`` (weighted kappa, mean absolute error, the full ordinal confusion)."""
+slice row adds ``ordinal`` (weighted kappa, mean absolute error, the full ordinal confusion);
+also ``sampling_plan_sha256``, ``sampled_out_case_ids``, ``sampling_rejected``, ``costs`` and
+each slice's ``sampled_out`` (a declared sampling plan)."""
 ERROR_COLUMN = "(error)"
 MISSING_COLUMN = "(missing)"
 
@@ -142,6 +146,8 @@ class SliceAlignment(_Model):
     ordinal: OrdinalAlignment | None = None
     """Ordered rubrics (``ordinal``, ``numeric``): weighted kappa, mean absolute error and the
     full ordinal confusion over the slice's on-scale verdicts. None on a nominal rubric."""
+    sampled_out: int = 0
+    """Cases of the slice a declared sampling plan left out: not in ``n``, in no figure."""
 
 
 class Confusion(_Model):
@@ -220,6 +226,20 @@ class AlignmentReport(_Model):
     partition_source: Literal["option", "run_manifest", "all"] | None = None
     """Where ``partition`` came from: the ``--partition`` option, the run manifest beside the
     results (when the option is omitted), or ``all`` (neither)."""
+    sampling_plan_sha256: str | None = None
+    """The declared sampling plan (from the run manifest, re-drawn and verified) that left
+    cases out, or None when none was left out."""
+    sampled_out_case_ids: list[str] = []
+    """Cases the declared plan left out: not in scope, in no count, never a pass; the gate
+    reports them (``sampled_out``) and never certifies a sample."""
+    sampling_rejected: str | None = None
+    """Why the run manifest's sampling plan was not accepted, or None. Its sampled-out cases
+    then count as missing (``evaluation_incomplete``): only a plan declared to the reader (the
+    policy's ``sampling:``, or ``workbench align --policy/--sampling-plan``) with the same
+    sha256 takes cases out of scope."""
+    costs: list[SliceCost] = []
+    """Cost and tokens per judged case per slice, then ``(all)``: total, median, p95 (nearest
+    rank), max (``workbench.runs._costs``; cached verdicts left out)."""
     """Every rubric slice, including slices with no cases in scope (n = 0)."""
 
     def slice_frame(self) -> Any:
@@ -312,6 +332,7 @@ def slice_alignment(
     *,
     abstain_labels: Sequence[str] = (),
     rubric: Rubric | None = None,
+    sampled_out: int = 0,
 ) -> SliceAlignment:
     """Statistics of one slice from its joined cases.
 
@@ -366,6 +387,7 @@ def slice_alignment(
         cohen_kappa=cohen_kappa([c.human_label for c in verdict_cases], [c.judge_label for c in verdict_cases], labels=labels),
         errors_by_kind=dict(sorted(Counter(c.error_kind or "unknown" for c in cases if c.outcome == "error").items())),
         ordinal=ordinal_alignment(verdict_cases, rubric) if rubric is not None and rubric.ordered else None,
+        sampled_out=sampled_out,
     )
 
 
@@ -420,8 +442,10 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
     by_slice: dict[str, list[JoinedCase]] = {name: [] for name in rubric.slices}
     for c in join.cases:
         by_slice.setdefault(c.slice, []).append(c)
-    slices = [slice_alignment(name, rubric.risk_of(name), cases, labels, rubric=rubric) for name, cases in by_slice.items()]
-    overall = slice_alignment("(all)", None, join.cases, labels, rubric=rubric)
+    left_out = Counter(join.dataset.cases[c].slice for c in join.sampled_out if c in join.dataset.cases)
+    slices = [slice_alignment(name, rubric.risk_of(name), cases, labels, rubric=rubric, sampled_out=left_out.get(name, 0)) for name, cases in by_slice.items()]
+    overall = slice_alignment("(all)", None, join.cases, labels, rubric=rubric, sampled_out=len(join.sampled_out))
+    slice_of = {c.case_id: c.slice for c in join.cases}
     missing = [c.case_id for c in join.cases if c.outcome == "missing"]
     return AlignmentReport(
         dataset_sha256=join.dataset.sha256,
@@ -455,18 +479,23 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
         gold_changes=list(join.lineage.gold_changes) if join.lineage is not None and not join.lineage.comparable else [],
         lineage=join.lineage,
         partition_source=partition_source,
+        sampling_plan_sha256=join.sampling_plan_sha256,
+        sampled_out_case_ids=list(join.sampled_out),
+        sampling_rejected=join.sampling_rejected,
+        costs=costs_from_usage({(case, join.repeat): u for case, u in join.usage.items()}, slice_of, {name: rubric.risk_of(name) for name in rubric.slices}),
     )
 
 
-def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0, allow_gold_change: bool = False, partition_source: Literal["option", "run_manifest", "all"] | None = None) -> AlignmentReport:
+def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0, allow_gold_change: bool = False, partition_source: Literal["option", "run_manifest", "all"] | None = None, sampling_plan: SamplingPlan | None = None) -> AlignmentReport:
     """Load, join, check lineage and analyse in one call: the library form of ``workbench align``.
 
     Refuses results produced against another gold (see :func:`align_results`) unless
-    ``allow_gold_change``, which marks the report not comparable.
+    ``allow_gold_change``, which marks the report not comparable. ``sampling_plan``: the
+    declared plan whose sampled-out cases leave the scope (see :func:`align_results`).
     """
     with bulk_load():
         dataset = load_dataset(gold)
-        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
+        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, sampling_plan=sampling_plan)
         return alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=partition_source)
 
 
@@ -539,6 +568,14 @@ def format_report(report: AlignmentReport) -> str:
         f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts ({report.overall.decided} decided, {report.overall.abstentions} abstentions), {report.overall.errors} evaluator errors, {report.overall.missing} missing",
         f"coverage:   {_coverage_text(report.overall)} (decided verdicts / cases in scope; abstentions, errors and missing results are not decided)",
     ]
+    if report.sampled_out_case_ids:
+        by_slice = ", ".join(f"{s.slice} {s.sampled_out}" for s in report.slices if s.sampled_out)
+        lines.append(
+            f"sampled:    {len(report.sampled_out_case_ids)} case(s) sampled out (declared plan {(report.sampling_plan_sha256 or '')[:12]}; {by_slice}): not in scope, in no figure, never a pass;"
+            " the figures are of the sampled cases and the gate does not certify a sample"
+        )
+    if report.sampling_rejected:
+        lines.append(f"sampling:   plan not accepted: {report.sampling_rejected}; its sampled-out cases count as missing (a scope change)")
     if report.excluded_other_partition or report.other_repeats or report.superseded_attempts:
         lines.append(
             f"skipped:    {report.excluded_other_partition} result(s) outside the partition, {report.other_repeats} of other repeats, {report.superseded_attempts} earlier attempt(s) replaced by retries"
@@ -581,4 +618,8 @@ def format_report(report: AlignmentReport) -> str:
         shown = ", ".join(report.missing_case_ids[:10])
         more = f" and {len(report.missing_case_ids) - 10} more" if len(report.missing_case_ids) > 10 else ""
         lines.append(f"Missing: {shown}{more}")
+    if report.costs and report.costs[-1].cases:
+        lines.append("")
+        lines.append("Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):")
+        lines.append(format_slice_costs(report.costs))
     return "\n".join(lines)

@@ -19,8 +19,10 @@ from ._common import echo_json, user_errors
 @click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report.")
 @click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case has no result.")
 @click.option("--allow-gold-change", is_flag=True, help="Align even if the gold changed since the results were produced; every changed case is named and the report is marked not comparable.")
+@click.option("--policy", "policy_path", type=click.Path(path_type=str), default=None, help="Accept the cases a run's sampling plan left out only if the plan is this policy's `sampling:` plan (same sha256); otherwise they are missing.")
+@click.option("--sampling-plan", "plan_path", type=click.Path(path_type=str), default=None, help="The same with a sampling plan file (instead of --policy).")
 @user_errors
-def align(gold: str, results: str, partition: str | None, repeat: int, as_json: bool, fail_incomplete: bool, allow_gold_change: bool) -> None:
+def align(gold: str, results: str, partition: str | None, repeat: int, as_json: bool, fail_incomplete: bool, allow_gold_change: bool, policy_path: str | None, plan_path: str | None) -> None:
     """Join judge results to adjudicated gold labels and report alignment per slice.
 
     Refuses duplicate results, unknown cases, response-hash mismatches and mixed judges
@@ -34,10 +36,19 @@ def align(gold: str, results: str, partition: str | None, repeat: int, as_json: 
     align refuses (exit 2) and lists the cases that changed and what changed (label,
     response, notes, grading fields); --allow-gold-change aligns anyway, marked not
     comparable. Without --partition, the partition named by the run manifest is used.
+
+    Sampling: cases a run's declared sampling plan left out are out of scope (listed, in no
+    figure) only when the same plan is declared here (--policy P with that `sampling:` plan,
+    or --sampling-plan FILE): same sha256, re-drawn and confirmed. Otherwise they are missing
+    (the evaluation is incomplete). The report ends with cost and tokens per judged case by
+    slice: median, p95 and max, beside the totals.
     """
     partition, source = resolve_partition(results, partition)
     check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
-    report = align_fn(gold, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, partition_source=source)
+    from .run import sampling_plan_from
+
+    plan, _ = sampling_plan_from(policy_path, plan_path, quiet=True)
+    report = align_fn(gold, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, partition_source=source, sampling_plan=plan)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:

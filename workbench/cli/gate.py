@@ -97,7 +97,8 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
             raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
         partition, source = resolved
         check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
-        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
+        # Cases a run's declared plan left out leave the scope only under the policy's own plan (same sha256).
+        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, sampling_plan=loaded_policy.sampling if loaded_policy is not None else None)
         report = alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=source)
     sha = policy_sha256(policy)
     result = evaluate_gate(report, loaded_policy, rubric=dataset.rubric, run=run, overrides=overrides, join=join, policy_sha256=sha)

@@ -8,7 +8,10 @@ import click
 
 from ..gold import PARTITIONS, load_dataset
 from ..judges import load_candidate
+from ..policy import load_policy
 from ..runs import RunSummary, run_candidate_sync
+from ..runs._costs import format_slice_costs
+from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import BUDGET_USD, report_problems, user_errors
 
 EXIT_INCOMPLETE = 3
@@ -32,8 +35,10 @@ EXIT_EVALUATOR_ERRORS = 5
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 @click.option("--shadow-of", "shadow_of", type=click.Path(path_type=str), default=None, help="Run --candidate in shadow of this judge (the spec of the judge holding authority): both judge the same cases, OUT holds both runs and shadow.json; disagreements are recorded in the shadow log, never in a gate.")
 @click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when categories were renamed).")
+@click.option("--policy", "policy_path", type=click.Path(path_type=str), default=None, help="Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every case.")
+@click.option("--sampling-plan", "plan_path", type=click.Path(path_type=str), default=None, help="Apply this declared sampling plan file (instead of --policy).")
 @user_errors
-def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, shadow_of: str | None, label_mapping: str | None) -> None:
+def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, shadow_of: str | None, label_mapping: str | None, policy_path: str | None, plan_path: str | None) -> None:
     """Run a judge candidate over one partition of a gold dataset.
 
     The judge only sees allow-listed fields (input, response, grading notes, reference,
@@ -46,6 +51,13 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
     404 failures): every unrun case and every case stopped mid-retry is listed; 5 complete, but
     some cases ended in an evaluator error (counted by kind); 2 invalid input.
 
+    Sampling (--policy P with a `sampling:` plan, or --sampling-plan FILE): only the plan's
+    sample is planned, drawn from its seed (whole groups, reproducible); critical slices and
+    slices with a reservation run first, and their reservations are held from the other
+    slices while they have cases left. The plan's sha256 and every sampled-out case id are
+    frozen in OUT/manifest.json before the first call and listed in OUT/run.json. A plan never
+    applies to held-out data, and a gate never certifies a sample (`sampled_out`).
+
     Shadow mode (--shadow-of CURRENT): CURRENT and the candidate judge the same frozen cases
     of a development or calibration partition under one --budget-usd (OUT/old: CURRENT,
     OUT/new: the candidate, as `workbench compare` lays them out, without controls). Every
@@ -55,10 +67,13 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
     errors, 2 invalid input.
     """
     if shadow_of is not None:
+        if policy_path is not None or plan_path is not None:
+            raise click.UsageError("--policy and --sampling-plan cannot be combined with --shadow-of: a shadow comparison judges every case")
         _run_shadow(candidate, shadow_of, gold, partition, out, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats, cache_dir=cache_dir, no_cache=no_cache, retry_errors=retry_errors, no_progress=no_progress, label_mapping=label_mapping)
         return
     if label_mapping is not None:
         raise click.UsageError("--label-mapping applies only with --shadow-of")
+    plan, source = sampling_plan_from(policy_path, plan_path)
     judge = load_candidate(candidate)
     dataset = load_dataset(gold)
     summary = run_candidate_sync(
@@ -73,8 +88,27 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
         cache_dir=False if no_cache else cache_dir,
         retry_errors=retry_errors,
         progress=not no_progress,
+        sampling=plan,
+        sampling_source=source,
     )
     raise SystemExit(report_summary(summary))
+
+
+def sampling_plan_from(policy_path: str | None, plan_path: str | None, *, quiet: bool = False) -> tuple[SamplingPlan | None, str | None]:
+    """The declared plan ``--policy`` or ``--sampling-plan`` names, and where it came from."""
+    if policy_path is not None and plan_path is not None:
+        raise click.UsageError("give --policy or --sampling-plan, not both: a run is drawn under one declared plan")
+    if plan_path is not None:
+        return load_sampling_plan(plan_path), plan_path
+    if policy_path is not None:
+        policy = load_policy(policy_path)
+        if policy.sampling is None:
+            if quiet:
+                return None, None
+            click.echo(f"policy {policy.label} declares no sampling plan: every case of the partition is planned", err=True)
+            return None, None
+        return policy.sampling, f"policy {policy.label}"
+    return None, None
 
 
 def report_summary(summary: RunSummary) -> int:
@@ -88,6 +122,16 @@ def report_summary(summary: RunSummary) -> int:
         + (f" of ${summary.budget_usd:.4f}" if summary.budget_usd is not None else "")
         + f"; results {summary.results_path}"
     )
+    if summary.sampling_plan_sha256:
+        click.echo(
+            f"sampled out ({len(summary.sampled_out)}, declared plan {summary.sampling_plan_sha256[:12]}"
+            + (f" from {summary.sampling_plan_source}" if summary.sampling_plan_source else "")
+            + "; not judged, never a pass): "
+            + (", ".join(summary.sampled_out) or "none")
+        )
+    if summary.slice_costs and summary.slice_costs[-1].cases:
+        click.echo("cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):")
+        click.echo(format_slice_costs(summary.slice_costs))
     if summary.errors_by_kind:
         click.echo("evaluator errors by kind: " + ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items()))
     if summary.stop_detail:

@@ -39,6 +39,7 @@ GATE_BLOCKER_CODES: dict[str, str] = {
     "false_fail_rate_unproven": "review",
     "cost_exceeded": "review",
     "cost_unverified": "review",
+    "sampled_out": "review",
 }
 """code -> category (``incomplete``, ``quality`` or ``review``) of every release-gate blocker code."""
 

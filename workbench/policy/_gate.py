@@ -42,12 +42,20 @@ false_pass_rate_unproven    review      observed rate within the limit, upper 95
 false_fail_rate_unproven    review      the same for false fails (too few cases to bound)
 cost_exceeded               review      run spend > ``max_cost_usd``
 cost_unverified             review      ``max_cost_usd`` is set but no run summary was given
+sampled_out                 review      a declared sampling plan left cases out (never waivable)
 ==========================  ==========  ======================================================
 
 Cost is a *review* blocker: spending beyond the approved budget says nothing about how well
 the judge agrees with reviewers (not quality) and the evidence is complete (not incomplete),
 but the spend was not approved, so a person must approve it (an override) or the policy's
 budget must change.
+
+Sampling: a case left out *without* a declared plan is missing (``missing_results``,
+incomplete). A case a declared plan left out (the plan and its sha256 are in the run manifest,
+re-drawn and verified by :func:`workbench.align.align_results`) is out of scope: in no count,
+never a pass. The gate then adds ``sampled_out`` (review, never waivable): the figures are of
+a sample, so the best outcome of a sampled run is ``review_required``, never ``certified``.
+No plan can cover held-out data, so certification always requires every held-out case.
 
 Too few cases and unbounded rates are *review* blockers too: the judge is not shown to be bad,
 the sample cannot show it is good. In a critical slice, too few cases and an unbounded
@@ -295,6 +303,7 @@ def evaluate_gate(
         blockers += _slices(report, policy, rubric, join)
     blockers += _no_pass_fail_view(rubric, policy)
     blockers += _constant_verdicts(report, rubric)
+    blockers += _sampled(report)
     if not any(b.code == "gold_changed" for b in extra_blockers):
         blockers += _gold_changes(report)
     if fingerprint is not None and report.judge_fingerprint is not None and fingerprint != report.judge_fingerprint:
@@ -485,8 +494,9 @@ def _completeness(report: AlignmentReport, run: RunSummary | None, max_errors: i
             Blocker(
                 code="missing_results",
                 category="incomplete",
-                message=f"{overall.missing} of {overall.n} cases have no judge result; a missing result is never a pass.",
-                evidence={"missing": overall.missing, "cases_in_scope": overall.n, "missing_by_slice": by_slice},
+                message=f"{overall.missing} of {overall.n} cases have no judge result; a missing result is never a pass."
+                + (f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out without the policy's declared plan is a scope change)." if report.sampling_rejected else ""),
+                evidence={"missing": overall.missing, "cases_in_scope": overall.n, "missing_by_slice": by_slice, **({"sampling_rejected": report.sampling_rejected} if report.sampling_rejected else {})},
                 case_ids=list(report.missing_case_ids),
                 waivable=False,
             )
@@ -546,6 +556,23 @@ def _consistency(report: AlignmentReport, policy: Policy | None, rubric: Rubric,
             )
         )
     return out
+
+
+def _sampled(report: AlignmentReport) -> list[Blocker]:
+    """``sampled_out`` when a declared plan left cases out: a sample is never certified."""
+    if not report.sampled_out_case_ids:
+        return []
+    sha = report.sampling_plan_sha256 or ""
+    by_slice = {s.slice: s.sampled_out for s in report.slices if s.sampled_out}
+    n = len(report.sampled_out_case_ids)
+    return [
+        _review(
+            "sampled_out",
+            f"{n} case(s) were sampled out (declared plan {sha[:12]}): they were not judged and count as nothing, so the figures are of a sample and the evaluation cannot certify; run every case to certify.",
+            evidence={"sampled_out": n, "cases_in_scope": report.overall.n, "sampled_out_by_slice": by_slice, "plan_sha256": sha},
+            waivable=False,
+        ).model_copy(update={"case_ids": list(report.sampled_out_case_ids)})
+    ]
 
 
 def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:

@@ -71,7 +71,9 @@ POLICY_INTEGRITY_CODES = frozenset(
     }
 )
 """Blocker codes that say the policy, rubric or evidence do not fit together: fix the inputs."""
-NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES | RANKING_NON_WAIVABLE_CODES | NOISE_NEVER_WAIVABLE
+SAMPLING_CODES = frozenset({"sampled_out"})
+"""A declared sample is never certified: no override turns a sample into the partition."""
+NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES | RANKING_NON_WAIVABLE_CODES | NOISE_NEVER_WAIVABLE | SAMPLING_CODES
 """Codes no override may name."""
 
 

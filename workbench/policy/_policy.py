@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from .._io import read_bounded, sha256_file, yaml_loads
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
+from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
 
 POLICY_SCHEMA_VERSION = 2
 """2: ``use`` and ``scope`` (a version-1 file reads unchanged: it declares no use)."""
@@ -233,6 +234,13 @@ class Policy(_Model):
     scope: PolicyScope | None = None
     """Where that use applies (slices, products, other declared dimensions). Required with
     ``use``; every scope slice must be a slice of this policy."""
+    sampling: SamplingPlan | None = None
+    """A declared sampling plan for judge runs over large development or calibration
+    partitions or production traffic (:mod:`workbench.sampling`): per slice a sample size or
+    fraction and a budget reservation, one seed. Critical slices are never sampled and no
+    plan applies to held-out data: certification judges every held-out case. ``workbench run
+    --policy`` applies it; the run records its sha256 and every sampled-out case. None: runs
+    judge every case (leaving cases out is then a scope change: ``evaluation_incomplete``)."""
 
     @model_validator(mode="after")
     def _use_has_a_scope(self) -> Policy:
@@ -245,6 +253,9 @@ class Policy(_Model):
             unknown = [name for name in self.scope.slices if name not in self.slices]
             if unknown:
                 rules.append(("policy_scope_unknown_slice", f"scope.slices names {unknown}, which the policy sets no limits for", "list only slices of this policy (its `slices:` keys): a slice without reviewed limits cannot be certified"))
+        if self.sampling is not None:
+            risks = {name: spec.risk.value for name, spec in self.slices.items()}
+            rules += [(p.code, f"sampling: {p.message}", p.fix) for p in plan_problems(self.sampling, risks, location="sampling")]
         if rules:
             raise PolicyRuleError(rules)
         return self
@@ -316,6 +327,8 @@ def load_policy(path: str | Path) -> Policy:
             elif isinstance(rule, SliceRuleError):
                 slice_name = where.rsplit(".", 1)[-1]
                 problems += [_problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix) for code, message, fix in rule.rules]
+            elif isinstance(rule, SamplingRuleError):
+                problems += [_problem(loc, code, f"{where}: {message}", fix) for code, message, fix in rule.rules]
             else:
                 problems.append(_problem(loc, "policy_invalid", f"{where}: {e['msg']}", "correct this field; see workbench/policy/_policy.py for every field's meaning"))
     if problems or policy is None:

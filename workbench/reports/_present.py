@@ -118,6 +118,40 @@ def cost_latency(rows: Sequence[dict[str, Any]]) -> Any:
     )
 
 
+def cost_by_slice(rows: Sequence[dict[str, Any]], dataset: Any) -> Any:
+    """Cost and tokens per judged case by slice (critical first), then ``(all)``: total,
+    median, p95 (nearest rank) and max per case; retries included, cached verdicts left out
+    (:mod:`workbench.runs._costs`). A total hides the few cases that take most of the spend."""
+    import pandas as pd
+
+    from ..runs._costs import slice_costs
+
+    slice_of = {case_id: case.slice for case_id, case in dataset.cases.items()}
+    risks = {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
+    frame = pd.DataFrame(
+        [
+            {
+                "slice": c.slice,
+                "risk": c.risk or "",
+                "cases": c.cases,
+                "calls": c.calls,
+                "cost_usd_total": round(c.cost_usd.total, 6),
+                "cost_usd_median": c.cost_usd.median,
+                "cost_usd_p95": c.cost_usd.p95,
+                "cost_usd_max": c.cost_usd.max,
+                "tokens_in_median": c.tokens_in.median,
+                "tokens_in_p95": c.tokens_in.p95,
+                "tokens_in_max": c.tokens_in.max,
+                "tokens_out_median": c.tokens_out.median,
+                "tokens_out_p95": c.tokens_out.p95,
+                "tokens_out_max": c.tokens_out.max,
+            }
+            for c in slice_costs(rows, slice_of, risks)
+        ]
+    )
+    return frame.set_index("slice")
+
+
 def agreement_summary(report: AlignmentReport, human: Any) -> Any:
     """Judge-human kappa next to human-human agreement on the same cases, per slice.
 

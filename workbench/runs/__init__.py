@@ -12,7 +12,14 @@ from ._engine import (
     run_candidate_sync,
     run_items,
 )
-from ._manifest import MANIFEST_FILE, ManifestCase, ManifestUnit, RunManifest, freeze_manifest
+from ._manifest import (
+    MANIFEST_FILE,
+    ManifestCase,
+    ManifestSampling,
+    ManifestUnit,
+    RunManifest,
+    freeze_manifest,
+)
 
 __all__ = [
     "INVOCATIONS_FILE",
@@ -22,6 +29,7 @@ __all__ = [
     "SUMMARY_FILE",
     "ManifestCase",
     "ManifestUnit",
+    "ManifestSampling",
     "RunManifest",
     "RunSummary",
     "WorkItem",

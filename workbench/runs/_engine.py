@@ -21,6 +21,7 @@ import math
 import os
 import time
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -45,15 +46,24 @@ from ..gold import GoldDataset, GoldLineage, Partition
 from ..heldout import HeldOutAccess
 from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
 from ..results import RESULT_SCHEMA_VERSION, JudgeResult
+from ..sampling import Lanes, SampleCase, SamplingPlan, check_plan, draw_sample, plan_lanes
 from ._cache import VerdictCache, default_cache_dir
+from ._costs import SliceCost, slice_costs
 from ._limits import CallEstimate, Estimator, Limits, StopReason
-from ._manifest import ManifestCase, ManifestUnit, RunManifest, freeze_manifest, run_lineage
+from ._manifest import (
+    ManifestCase,
+    ManifestSampling,
+    ManifestUnit,
+    RunManifest,
+    freeze_manifest,
+    run_lineage,
+)
 
 RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "run.json"
 INVOCATIONS_FILE = "invocations.jsonl"
 LOCK_FILE = ".run.lock"
-RUN_SUMMARY_SCHEMA_VERSION = 2
+RUN_SUMMARY_SCHEMA_VERSION = 3
 
 
 class RunSummary(BaseModel):
@@ -63,8 +73,9 @@ class RunSummary(BaseModel):
 
     schema_version: int = RUN_SUMMARY_SCHEMA_VERSION
     """Run summary format version. 2 added ``schema_version``, ``stop_detail``, the
-    ``circuit_breaker`` stop reason, the estimate fields and ``warnings``; an older run.json
-    (no such fields) still reads, with those fields empty."""
+    ``circuit_breaker`` stop reason, the estimate fields and ``warnings``; 3 added
+    ``sampling_plan_sha256``, ``sampling_plan_source``, ``sampled_out`` and ``slice_costs``. An
+    older run.json (no such fields) still reads, with those fields empty."""
     run_id: str
     status: Literal["complete", "incomplete"]
     """``complete`` when every case x repeat has a verdict or a final evaluator error."""
@@ -116,6 +127,17 @@ class RunSummary(BaseModel):
     warnings: list[str] = []
     """Things the run recorded but did not stop for, e.g. a call whose reported usage exceeded
     its reservation (the budget guarantee assumes it does not)."""
+    sampling_plan_sha256: str | None = None
+    """The declared sampling plan the cases were drawn under (also in the manifest), or None
+    when every case of the partition was planned."""
+    sampling_plan_source: str | None = None
+    """Where the plan came from: ``policy <name@version>`` or the plan file's path."""
+    sampled_out: list[str] = []
+    """Case ids the declared plan left out: never planned, never judged, never a pass. They are
+    not ``unrun`` (which lists planned pairs without a result)."""
+    slice_costs: list[SliceCost] = []
+    """Cost and tokens per judged case, per slice then ``(all)``: total, median, p95 (nearest
+    rank) and max (:mod:`workbench.runs._costs`)."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +154,8 @@ class WorkItem:
     repeat: int
     judge_input: Any
     presentation: dict[str, Any] | None = None
+    slice: str | None = None
+    """The case's slice: its lane under a sampling plan, and its row in the cost figures."""
 
 
 @dataclass
@@ -139,6 +163,7 @@ class _Unit:
     item: WorkItem
     next_attempt: int
     ref: CaseRef
+    admitted: bool = False
 
     @property
     def judge_input(self) -> Any:
@@ -253,6 +278,8 @@ async def run_candidate(
     retry_errors: bool = False,
     progress: bool = True,
     held_out_access: HeldOutAccess | None = None,
+    sampling: SamplingPlan | None = None,
+    sampling_source: str | None = None,
 ) -> RunSummary:
     """Run ``judge`` on every case of ``partition``, resumably; ``await`` it in notebooks.
 
@@ -260,6 +287,10 @@ async def run_candidate(
     ``retry_errors``: give cases whose last attempt is a final error another round of attempts.
     ``held_out_access``: required for the held-out partition; only certification grants it,
     after recording the use in the held-out ledger.
+    ``sampling``: a declared plan (:mod:`workbench.sampling`), checked against the rubric, the
+    partition (never held-out) and the budget; only its sample is planned, reserved slices
+    run first, and the plan, its sha256 and every sampled-out case id are frozen in the
+    manifest before the first call. ``sampling_source`` names where the plan came from.
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
     part = Partition(partition_name(partition)).value
@@ -271,9 +302,19 @@ async def run_candidate(
     cases = dataset.partition(part)
     if not cases:
         raise WorkbenchError("nothing to run", [Problem(location=str(dataset.gold_path), code="empty_partition", message=f"partition {part!r} has no cases", fix="choose a partition that has cases")])
-    items = [WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c)) for c in cases for r in range(repeats)]
+    risks = {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
+    recorded_plan: ManifestSampling | None = None
+    lanes: Lanes | None = None
+    if sampling is not None:
+        check_plan(sampling, risks, location=sampling_source or "sampling plan", scope=part, budget_usd=budget_usd)
+        sample = draw_sample(sampling, [SampleCase(c.case_id, c.slice, c.group) for c in cases])
+        kept = set(sample.sampled)
+        cases = [c for c in cases if c.case_id in kept]
+        recorded_plan = ManifestSampling(plan=sampling, plan_sha256=sample.plan_sha256, sampled_out=sorted(sample.sampled_out), slices={d.slice: {"cases": d.cases, "target": d.target, "sampled": d.sampled} for d in sample.slices})
+        lanes = plan_lanes(sampling, risks, budget_usd)
+    items = [WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice) for c in cases for r in range(repeats)]
     lineage = run_lineage(judge, dataset, cases)  # imported judges refuse results produced against other gold
-    return await run_items(judge, items, out_dir, partition=part, dataset_sha256=dataset.sha256, repeats=repeats, grid=True, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage)
+    return await run_items(judge, items, out_dir, partition=part, dataset_sha256=dataset.sha256, repeats=repeats, grid=True, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage, lanes=lanes, risks=risks, sampling=recorded_plan, sampling_source=sampling_source)
 
 
 async def run_items(
@@ -292,13 +333,21 @@ async def run_items(
     retry_errors: bool = False,
     progress: bool = True,
     lineage: GoldLineage | None = None,
+    lanes: Lanes | None = None,
+    risks: Mapping[str, str | None] | None = None,
+    sampling: ManifestSampling | None = None,
+    sampling_source: str | None = None,
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
     ``partition`` is a label recorded in the manifest and every result; ``held_out`` is
     refused here: held-out gold runs only through :func:`run_candidate` with access.
     ``grid`` says the items are every case x every repeat (the manifest then stores the
-    cases only).
+    cases only). ``lanes`` (:func:`workbench.sampling.plan_lanes`): items are reordered
+    reserved lanes first (stable) and admitted by :class:`~._limits.Limits`'s lane rules;
+    ``risks`` (slice -> risk) orders the lanes and the cost figures; ``sampling`` is the plan
+    record frozen in the manifest (production traffic can be sampled this way: draw with
+    :func:`workbench.sampling.draw_sample`, give the items their slices).
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
     if partition == "held_out" and not grid:
@@ -307,6 +356,11 @@ async def run_items(
     out.mkdir(parents=True, exist_ok=True)
     if not items:
         raise WorkbenchError("nothing to run", [Problem(location=str(out), code="empty_plan", message="there is nothing to judge", fix="give at least one case")])
+    if sampling is not None and partition == "held_out":
+        raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="sampling_held_out", message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case", fix="run held-out data only through `workbench certify`, without a plan")])
+    if lanes is not None:
+        order = risks or {}
+        items = sorted(items, key=lambda i: lanes.order_key(i.slice, order))
     if budget_usd is not None and (budget_usd < 0 or not math.isfinite(budget_usd)):
         raise WorkbenchError("invalid budget", [Problem(location="--budget-usd", code="invalid_budget", message="the budget is negative or not finite", fix="give a budget of 0 or more")])
     run_lock = FileLock(out / LOCK_FILE)
@@ -323,7 +377,7 @@ async def run_items(
             [Problem(location=str(out / LOCK_FILE), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
         ) from None
     try:
-        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage)
+        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage, lanes=lanes, risks=risks, sampling=sampling, sampling_source=sampling_source)
     finally:
         run_lock.release()
 
@@ -353,11 +407,15 @@ async def _run_locked(
     retry_errors: bool,
     progress: bool,
     lineage: GoldLineage | None,
+    lanes: Lanes | None,
+    risks: Mapping[str, str | None] | None,
+    sampling: ManifestSampling | None,
+    sampling_source: str | None,
 ) -> RunSummary:
     fingerprint = judge.identity.fingerprint()
     manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
     units_plan = None if grid else [ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation) for i in items]
-    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan, lineage)
+    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan, lineage, sampling)
     results_path = out / RESULTS_FILE
     AppendOnlyLog(results_path).close()  # repairs a torn last line before reading
     recorded = _read_attempts(results_path)
@@ -379,7 +437,16 @@ async def _run_locked(
         units.append(_Unit(item, next_attempt, CaseRef(item.case_id, item.digest, item.repeat, item.presentation)))
 
     endpoint = getattr(judge, "endpoint_url", None)
-    limits = Limits(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets)
+    slice_of = {i.case_id: i.slice for i in items}
+    lane_kw: dict[str, Any] = {}
+    if lanes is not None:
+        lane_spent: dict[str, float] = {}
+        for (case_id, _repeat), rows in recorded.items():
+            lane = slice_of.get(case_id)
+            if lane is not None:
+                lane_spent[lane] = lane_spent.get(lane, 0.0) + sum(float(r.get("cost_usd") or 0.0) for r in rows)
+        lane_kw = {"priority": dict(lanes.priority), "holds": dict(lanes.holds), "lane_units": Counter(u.item.slice or "" for u in units), "lane_spent": lane_spent}
+    limits = Limits(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets, **lane_kw)
     estimator = Estimator(judge, max(observed) if observed else None)
     cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
     log = AppendOnlyLog(results_path)
@@ -431,17 +498,19 @@ async def _run_locked(
 
     async def one_attempt(unit: _Unit, attempt: int, first: bool, request_key: str) -> Verdict | None:
         estimate: CallEstimate = estimator.estimate(unit.judge_input)
-        if not await limits.admit(estimate, first):
+        lane = unit.item.slice
+        if not await limits.admit(estimate, first, lane):
             return None
+        unit.admitted = True
         started = datetime.now(UTC)
         t0 = time.perf_counter()
         try:
             verdict = await judge.evaluate(unit.judge_input, unit.ref)
         except NotAvailable:
-            await limits.settle(estimate, 0.0, called=False)
+            await limits.settle(estimate, 0.0, called=False, lane=lane)
             return None
         except BaseException:
-            await asyncio.shield(limits.settle(estimate, 0.0, called=False))
+            await asyncio.shield(limits.settle(estimate, 0.0, called=False, lane=lane))
             raise
         latency = time.perf_counter() - t0
         cost = verdict.cost_usd if verdict.cost_usd is not None else judge.spec.pricing.cost(verdict.tokens_in, verdict.tokens_out)
@@ -454,7 +523,7 @@ async def _run_locked(
                 f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: reported usage ({verdict.tokens_in} input, {verdict.tokens_out} output tokens, ${cost:.6f}) "
                 f"exceeds the call's reservation (${estimate.reservation:.6f}: {estimate.tokens_in} input, {estimate.tokens_out_cap} output tokens); the budget guarantee assumes it does not"
             )
-        await limits.settle(estimate, cost, called=True, endpoint_failure=verdict.endpoint_failure if verdict.error is not None else None, error=verdict.error.message if verdict.error is not None else None)
+        await limits.settle(estimate, cost, called=True, endpoint_failure=verdict.endpoint_failure if verdict.error is not None else None, error=verdict.error.message if verdict.error is not None else None, lane=lane)
         sent = verdict.rendered_request if verdict.rendered_request is not None else judge.render(unit.judge_input, unit.ref)
         await append(make_result(unit, attempt, verdict, started, latency, sent, cost), request_key if verdict.error is None else None)
         counters["calls"] += 1
@@ -521,9 +590,13 @@ async def _run_locked(
                 unit = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            if limits.stop_reason is not None:
-                continue  # drain: nothing new is scheduled after a limit is reached
-            await settle_unit(unit)
+            if limits.stop_reason is None:  # else drain: nothing new is scheduled after a limit is reached
+                try:
+                    await settle_unit(unit)
+                finally:
+                    await asyncio.shield(limits.unit_done(unit.item.slice, started=unit.admitted))
+            else:
+                await limits.unit_done(unit.item.slice, started=False)
 
     try:
         await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(units) or 1)))))
@@ -536,14 +609,14 @@ async def _run_locked(
             cache.close()
         if bar is not None:
             bar.close()
-    summary = _summarize(manifest, judge, results_path, counters, resumed, limits, max_attempts, estimator)
+    summary = _summarize(manifest, judge, results_path, counters, resumed, limits, max_attempts, estimator, slice_of, risks or {}, sampling_source)
     atomic_write_json(out / SUMMARY_FILE, summary.model_dump(mode="json"))
     with AppendOnlyLog(out / INVOCATIONS_FILE) as invocations:
         invocations.append({"finished_at": datetime.now(UTC).isoformat(), "concurrency": concurrency, "retry_errors": retry_errors, "cache": cache is not None, **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"})})
     return summary
 
 
-def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters: Counter[str], resumed: int, limits: Limits, max_attempts: int, estimator: Estimator) -> RunSummary:
+def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters: Counter[str], resumed: int, limits: Limits, max_attempts: int, estimator: Estimator, slice_of: Mapping[str, str | None], risks: Mapping[str, str | None], sampling_source: str | None) -> RunSummary:
     recorded = _read_attempts(results_path)
     kinds: Counter[str] = Counter()
     verdicts = 0
@@ -591,6 +664,10 @@ def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters
         estimate_method=estimator.method,
         max_output_tokens_observed=estimator.max_out,
         warnings=limits.summary_warnings(),
+        sampling_plan_sha256=manifest.sampling.plan_sha256 if manifest.sampling else None,
+        sampling_plan_source=sampling_source if manifest.sampling else None,
+        sampled_out=list(manifest.sampling.sampled_out) if manifest.sampling else [],
+        slice_costs=slice_costs(rows_all, slice_of, risks),
     )
 
 

@@ -28,6 +28,26 @@ less than the reservations of the calls in flight. A call whose reported cost ex
 reservation breaks that assumption: it is recorded as a warning on the run, and once the
 recorded spend reaches the budget nothing new starts, retries included.
 
+**Lanes (runs under a sampling plan).** Units carry their slice; critical slices and slices
+with a reservation are *reserved* lanes, every other slice a *lower* lane
+(:func:`workbench.sampling.plan_lanes`). The engine queues reserved units first, and:
+
+- no call of a lower lane is admitted while a reserved unit of this invocation has not started
+  (its first attempt admitted) or finished (cached, stopped): every reserved unit starts before
+  any lower-lane call, whatever the scheduling of the workers;
+- while a reserved slice has unfinished units, its *hold* (its reservation less its recorded
+  spend and the reservations of its calls in flight, never below 0) is kept from lower lanes: a
+  lower-lane call is admitted only if ``spend + reservations in flight + its expected cost +
+  the holds of the unfinished reserved slices <= budget``;
+- a lower-lane call that does not fit never stops the run while a reserved slice is
+  unfinished; it waits. Only reserved calls, or lower-lane calls once every reserved slice has
+  finished, stop the run at the budget.
+
+So when a run stops at its budget, no reserved case is unrun while a lower-lane call was paid,
+and lower lanes spent only budget that no unfinished reserved slice had reserved. Reserved calls
+are admitted by the rule above without holds, so the guarantee is unchanged: every admission
+still satisfies ``spend + reservations in flight + expected <= budget``.
+
 **Circuit breaker.** After ``endpoint.circuit_breaker_after`` consecutive calls that failed
 at the endpoint itself (connection failed, HTTP 401/403/404) nothing new starts, retries
 included: ``circuit_breaker``. Any other outcome resets the count.
@@ -36,6 +56,7 @@ included: ``circuit_breaker``. Any other outcome resets the count.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -90,7 +111,29 @@ class Estimator:
 class Limits:
     """Budget, case limit and circuit breaker; every method runs on the event loop."""
 
-    def __init__(self, budget_usd: float | None, max_cases: int | None, spent: float, *, breaker_after: int, endpoint: str | None, secrets: list[str]) -> None:
+    def __init__(
+        self,
+        budget_usd: float | None,
+        max_cases: int | None,
+        spent: float,
+        *,
+        breaker_after: int,
+        endpoint: str | None,
+        secrets: list[str],
+        priority: Mapping[str, int] | None = None,
+        holds: Mapping[str, float] | None = None,
+        lane_units: Mapping[str, int] | None = None,
+        lane_spent: Mapping[str, float] | None = None,
+    ) -> None:
+        """``priority``: slice -> lane (0 reserved, 1 lower); ``holds``: slice -> USD reserved;
+        ``lane_units``: units per slice in this invocation; ``lane_spent``: recorded spend per
+        slice before it. Without ``priority`` every call is in one lane (no ordering, no holds)."""
+        self.priority = dict(priority or {})
+        self.holds = dict(holds or {})
+        self.lane_open = dict(lane_units or {})
+        self.lane_spent = dict(lane_spent or {})
+        self.lane_in_flight: dict[str, float] = {}
+        self.unstarted_reserved = sum(n for lane, n in self.lane_open.items() if self.priority.get(lane, 1) == 0) if self.priority else 0
         self.budget_usd = budget_usd
         self.max_cases = max_cases
         self.spent = spent
@@ -119,8 +162,23 @@ class Limits:
             self.stop_reason = reason
             self.stop_detail = redact(detail, self.secrets)
 
-    async def admit(self, estimate: CallEstimate, first_call: bool) -> bool:
-        """Reserve ``estimate`` for a call about to start; False when it must not start."""
+    def _lower(self, lane: str | None) -> bool:
+        return bool(self.priority) and self.priority.get(lane or "", 1) > 0
+
+    def _reserved_open(self) -> bool:
+        return any(n > 0 and self.priority.get(lane, 1) == 0 for lane, n in self.lane_open.items())
+
+    def held_for_others(self, lane: str | None) -> float:
+        """US dollars a call of ``lane`` may not use: the holds of unfinished reserved slices."""
+        return sum(
+            max(0.0, hold - self.lane_spent.get(name, 0.0) - self.lane_in_flight.get(name, 0.0))
+            for name, hold in self.holds.items()
+            if name != lane and self.lane_open.get(name, 0) > 0
+        )
+
+    async def admit(self, estimate: CallEstimate, first_call: bool, lane: str | None = None) -> bool:
+        """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not start."""
+        lower = self._lower(lane)
         async with self.cond:
             while True:
                 if self.halted:
@@ -128,28 +186,55 @@ class Limits:
                 if first_call and self.max_cases is not None and self.started >= self.max_cases:
                     self._stop("max_cases", f"{self.max_cases} case x repeat pair(s) started in this invocation (--max-cases); calls of started pairs, retries included, were allowed to finish")
                     return False
+                if lower and self.unstarted_reserved > 0:
+                    await self.cond.wait()  # reserved units start first
+                    continue
                 if self.budget_usd is not None:
+                    held = self.held_for_others(lane) if lower else 0.0
                     if self.spent + estimate.expected > self.budget_usd + _EPS:
+                        if lower and self._reserved_open():
+                            await self.cond.wait()  # never stop a reserved slice's work for a lower lane's call
+                            continue
                         self._stop("budget_exhausted", f"recorded spend ${self.spent:.6f} + the next call's expected cost ${estimate.expected:.6f} exceeds the budget ${self.budget_usd:.6f}")
                         self.cond.notify_all()
                         return False
                     probing = self.settled == 0 and self.in_flight > 0
-                    if probing or self.spent + self.reserved + estimate.expected > self.budget_usd + _EPS:
-                        await self.cond.wait()  # the probe, or the calls in flight, are in the way: wait
+                    if probing or self.spent + self.reserved + estimate.expected + held > self.budget_usd + _EPS:
+                        await self.cond.wait()  # the probe, calls in flight or reserved slices' holds are in the way: wait
                         continue
                 self.reserved += estimate.reservation
                 self.in_flight += 1
+                if lane is not None:
+                    self.lane_in_flight[lane] = self.lane_in_flight.get(lane, 0.0) + estimate.reservation
                 if first_call:
                     self.started += 1
+                    if self.priority and not lower:
+                        self.unstarted_reserved -= 1
+                        self.cond.notify_all()
                 return True
 
-    async def settle(self, estimate: CallEstimate, cost: float, *, called: bool, endpoint_failure: str | None = None, error: str | None = None) -> None:
+    async def unit_done(self, lane: str | None, *, started: bool) -> None:
+        """A unit of ``lane`` is finished for this invocation (``started``: its first attempt was
+        admitted). Releases the lane's hold when it was the lane's last unit."""
+        if not self.priority:
+            return
+        async with self.cond:
+            if lane is not None and lane in self.lane_open:
+                self.lane_open[lane] -= 1
+            if not started and not self._lower(lane):
+                self.unstarted_reserved -= 1
+            self.cond.notify_all()
+
+    async def settle(self, estimate: CallEstimate, cost: float, *, called: bool, endpoint_failure: str | None = None, error: str | None = None, lane: str | None = None) -> None:
         """Release a reservation and record the call's cost and outcome."""
         async with self.cond:
             self.reserved = max(0.0, self.reserved - estimate.reservation)
             self.in_flight -= 1
             self.settled += 1
             self.spent += cost
+            if lane is not None:
+                self.lane_in_flight[lane] = max(0.0, self.lane_in_flight.get(lane, 0.0) - estimate.reservation)
+                self.lane_spent[lane] = self.lane_spent.get(lane, 0.0) + cost
             if called:
                 if endpoint_failure is not None:
                     self.consecutive += 1

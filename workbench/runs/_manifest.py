@@ -13,6 +13,7 @@ from .._io import atomic_write_json, read_json_file, sha256_json
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldLineage
 from ..results import JudgeIdentity
+from ..sampling import SamplingPlan
 
 MANIFEST_SCHEMA_VERSION = 1
 MANIFEST_FILE = "manifest.json"
@@ -39,6 +40,22 @@ class ManifestUnit(BaseModel):
     case_id: str
     repeat: int
     presentation: dict[str, Any] | None = None
+
+
+class ManifestSampling(BaseModel):
+    """The declared sampling plan a run's cases were drawn under, fixed before the first call."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    plan: SamplingPlan
+    """The plan as declared (``sampling:`` of the policy, or the plan file)."""
+    plan_sha256: str
+    """sha256 of the plan's canonical JSON (:meth:`~workbench.sampling.SamplingPlan.sha256`)."""
+    sampled_out: list[str]
+    """Case ids of the partition the plan leaves out, sorted: never judged, never a pass."""
+    slices: dict[str, dict[str, int]]
+    """Per slice: ``cases`` (in the partition), ``target`` (what the plan asks for) and
+    ``sampled`` (drawn, whole groups)."""
 
 
 class RunManifest(BaseModel):
@@ -71,6 +88,10 @@ class RunManifest(BaseModel):
     units: list[ManifestUnit] | None = None
     """The planned (case, repeat) units when they are not every case x every repeat
     (e.g. a position-bias battery's permutations); None means the full grid."""
+    sampling: ManifestSampling | None = None
+    """The declared sampling plan the cases were drawn under (None: every case of the
+    partition is planned). Part of the manifest's content: a resume under another plan is
+    refused."""
 
     def planned(self) -> list[tuple[str, int]]:
         """Every planned (case_id, repeat) unit, in order."""
@@ -84,12 +105,13 @@ class RunManifest(BaseModel):
         return sha256_json(self.model_dump(mode="json", exclude={"run_id", "created_at", "gold_release"}))
 
 
-def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, dataset_sha256: str, partition: str, repeats: int, cases: list[ManifestCase], units: list[ManifestUnit] | None = None, lineage: GoldLineage | None = None) -> tuple[RunManifest, bool]:
+def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, dataset_sha256: str, partition: str, repeats: int, cases: list[ManifestCase], units: list[ManifestUnit] | None = None, lineage: GoldLineage | None = None, sampling: ManifestSampling | None = None) -> tuple[RunManifest, bool]:
     """Write the manifest, or check it against an existing one. Returns ``(manifest, resumed)``.
 
     Refuses to continue a run whose manifest differs: a different candidate, dataset,
     partition, case list or repeat count is a different run and needs its own directory.
     ``lineage`` (gold runs): the rubric version, release and per-case field hashes recorded.
+    ``sampling``: the declared plan, its hash and the cases it leaves out.
     """
     path = out_dir / MANIFEST_FILE
     if lineage is not None:
@@ -106,9 +128,11 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
         repeats=repeats,
         cases=cases,
         units=units,
+        sampling=sampling,
     )
     if not path.exists():
-        atomic_write_json(path, proposed.model_dump(mode="json"))
+        # A run without a plan writes no ``sampling`` key, so its manifest reads as before.
+        atomic_write_json(path, proposed.model_dump(mode="json", exclude={"sampling"} if sampling is None else None))
         return proposed, False
     try:
         existing = RunManifest.model_validate(read_json_file(path))
@@ -117,12 +141,12 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
     if existing.content_sha256() != proposed.content_sha256():
         changed = [
             name
-            for name in ("judge_fingerprint", "dataset_sha256", "rubric_version", "partition", "repeats", "cases", "units")
+            for name in ("judge_fingerprint", "dataset_sha256", "rubric_version", "partition", "repeats", "cases", "units", "sampling")
             if getattr(existing, name) != getattr(proposed, name)
         ]
         raise WorkbenchError(
             "refusing to resume: the run manifest changed",
-            [Problem(location=str(path), code="manifest_changed", message=f"this directory holds a run with a different {', '.join(changed) or 'content'}", fix="use a new --out directory for a changed candidate, dataset or case list; evidence of the old run is kept")],
+            [Problem(location=str(path), code="manifest_changed", message=f"this directory holds a run with a different {', '.join(changed) or 'content'}", fix="use a new --out directory for a changed candidate, dataset, case list or sampling plan; evidence of the old run is kept")],
         )
     return existing, True
 

@@ -1,0 +1,251 @@
+"""The sampling plan: which share of each slice a judge run may leave out, declared in advance.
+
+A plan is part of a reviewed policy (``sampling:``) or a file of its own
+(``workbench run --sampling-plan FILE``). It states, per rubric slice, a sample size or a
+fraction, or nothing (the slice is judged completely), and a budget reservation; one seed
+draws every sample. Rules checked on every plan, every problem at once:
+
+- a slice entry gives at most one of ``size``, ``fraction`` and ``complete: true``, and at most
+  one of ``reserve_usd`` and ``reserve_share``; the shares add up to at most 1;
+- ``applies_to`` names ``development``, ``calibration`` or ``production`` (traffic), never
+  ``held_out``: certification judges every held-out case, so a plan can never cover it;
+- against the rubric (or the policy's slices): every slice named exists, and no **critical**
+  slice is sampled (``size`` or ``fraction``): critical slices always run completely.
+
+Leaving cases out *without* a declared plan is a scope change: the gate reports the cases as
+missing (``evaluation_incomplete``), as for any run that stopped early.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .._io import read_bounded, sha256_json, yaml_loads
+from ..errors import Problem, WorkbenchError
+
+SAMPLING_SCHEMA_VERSION = 1
+PLAN_SCOPES: tuple[str, ...] = ("development", "calibration", "production")
+"""What a plan may apply to: two gold partitions and production traffic. Never ``held_out``."""
+RISK_ORDER: dict[str, int] = {"critical": 0, "high": 1, "medium": 2, "low": 3}
+
+
+class SamplingRuleError(ValueError):
+    """Rules a plan (or a slice entry) breaks, each ``(code, message, fix)``; loaders list each."""
+
+    def __init__(self, rules: list[tuple[str, str, str]]) -> None:
+        self.rules = rules
+        super().__init__("; ".join(message for _, message, _ in rules))
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+
+class SliceSampling(_Model):
+    """How one slice is sampled and how much budget it reserves. Empty: judged completely."""
+
+    size: int | None = Field(default=None, ge=1)
+    """Judge this many of the slice's cases (whole groups: at least ``size``, less than one more
+    group beyond it; the whole slice when it has fewer cases)."""
+    fraction: float | None = Field(default=None, gt=0, le=1)
+    """Judge this share of the slice's cases: ``ceil(fraction x cases)``, drawn like ``size``."""
+    complete: bool = False
+    """Judge every case of the slice (also what a slice without ``size`` or ``fraction``, or not
+    listed at all, gets). Critical slices are always complete."""
+    reserve_usd: float | None = Field(default=None, ge=0)
+    """Budget held for this slice while it has unfinished cases: calls of slices without a
+    reservation may not spend it. The slice also runs before every slice without one."""
+    reserve_share: float | None = Field(default=None, gt=0, le=1)
+    """The reservation as a share of the run's budget (``--budget-usd``)."""
+    rationale: str = ""
+    """Why this size or reservation, when it differs from the plan's general reasoning."""
+
+    @model_validator(mode="after")
+    def _one_of_each(self) -> SliceSampling:
+        rules: list[tuple[str, str, str]] = []
+        given = [name for name in ("size", "fraction") if getattr(self, name) is not None] + (["complete"] if self.complete else [])
+        if len(given) > 1:
+            rules.append(("sampling_size_conflict", f"gives {' and '.join(given)}: a slice has one sample size, one fraction, or is complete", "keep exactly one of size, fraction, complete: true"))
+        if self.reserve_usd is not None and self.reserve_share is not None:
+            rules.append(("sampling_reserve_conflict", "gives both reserve_usd and reserve_share", "keep one of reserve_usd (US dollars) and reserve_share (share of the run's budget)"))
+        if rules:
+            raise SamplingRuleError(rules)
+        return self
+
+    @property
+    def sampled(self) -> bool:
+        """True when the slice is drawn from (``size`` or ``fraction``), not judged completely."""
+        return self.size is not None or self.fraction is not None
+
+    @property
+    def reserved(self) -> bool:
+        """True when the plan reserves budget for the slice."""
+        return bool(self.reserve_usd) or bool(self.reserve_share)
+
+    def target(self, cases: int) -> int:
+        """How many of ``cases`` the slice's sample needs (before rounding up to whole groups)."""
+        if self.size is not None:
+            return min(self.size, cases)
+        if self.fraction is not None:
+            return min(cases, math.ceil(self.fraction * cases - 1e-9))
+        return cases
+
+    def reservation(self, budget_usd: float | None) -> float:
+        """The reservation in US dollars under ``budget_usd`` (0 without a budget for a share)."""
+        if self.reserve_usd is not None:
+            return float(self.reserve_usd)
+        if self.reserve_share is not None and budget_usd is not None:
+            return float(self.reserve_share) * budget_usd
+        return 0.0
+
+
+class SamplingPlan(_Model):
+    """A declared, reviewed, reproducible sampling plan (``sampling:`` in a policy, or a file)."""
+
+    schema_version: int = SAMPLING_SCHEMA_VERSION
+    """Plan format version."""
+    seed: int = Field(ge=0)
+    """Seeds every draw: a case's place in its slice's order is sha256(seed, group), then
+    sha256(seed, case_id), and depends on no other case."""
+    applies_to: list[str] = Field(min_length=1)
+    """What the plan may be used on: ``development``, ``calibration`` and/or ``production``
+    (traffic). Never ``held_out``."""
+    owner: str | None = None
+    """Who reviewed the plan. Required in a plan file; in a policy the policy's owner is."""
+    rationale: str = Field(min_length=1)
+    """Why these sizes and reservations, written before results are seen."""
+    slices: dict[str, SliceSampling] = Field(min_length=1)
+    """Per rubric slice: size, fraction or complete, and a reservation. A slice not listed is
+    judged completely, without a reservation."""
+
+    @field_validator("rationale")
+    @classmethod
+    def _written(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must be written, not blank")
+        return value
+
+    @field_validator("applies_to")
+    @classmethod
+    def _scopes(cls, value: list[str]) -> list[str]:
+        rules: list[tuple[str, str, str]] = []
+        if "held_out" in value:
+            rules.append(("sampling_held_out", "applies_to names held_out: certification judges every held-out case, so no plan may leave one out", "remove held_out from applies_to; plans apply to development, calibration and production traffic"))
+        unknown = [s for s in value if s not in PLAN_SCOPES and s != "held_out"]
+        if unknown:
+            rules.append(("sampling_unknown_scope", f"applies_to names {unknown}", f"use {', '.join(PLAN_SCOPES)}"))
+        if len(set(value)) != len(value):
+            rules.append(("sampling_unknown_scope", "applies_to lists a scope twice", "list each scope once"))
+        if rules:
+            raise SamplingRuleError(rules)
+        return value
+
+    def sha256(self) -> str:
+        """The plan's identity: sha256 of its canonical JSON (the same plan in a policy or a file
+        with the same fields has the same hash)."""
+        return sha256_json(self.model_dump(mode="json"))
+
+    def entry(self, slice_name: str) -> SliceSampling:
+        """The slice's entry, or the default (complete, no reservation)."""
+        return self.slices.get(slice_name) or SliceSampling()
+
+    def reservations(self, budget_usd: float | None) -> dict[str, float]:
+        """US dollars reserved per slice under ``budget_usd`` (slices with a reservation only)."""
+        return {name: s.reservation(budget_usd) for name, s in self.slices.items() if s.reserved}
+
+
+def plan_problems(plan: SamplingPlan, risks: Mapping[str, str | None] | None, *, location: str, scope: str | None = None, budget_usd: float | None = None) -> list[Problem]:
+    """Every problem of ``plan`` as a whole and against the slices and risks it is used with.
+
+    ``risks``: slice -> risk (``critical``, ``high`` ...), from the rubric or the policy; None
+    checks the plan alone (a plan file before a dataset is known).
+    ``scope``: the partition (or ``production``) the plan is about to be applied to.
+    ``budget_usd``: the run's budget; the reservations must fit in it.
+    """
+    out: list[Problem] = []
+    shares = sum(s.reserve_share or 0.0 for s in plan.slices.values())
+    if shares > 1 + 1e-9:
+        out.append(Problem(location=location, code="sampling_reserve_shares", message=f"the reserve_share values add up to {shares:g}, more than the whole budget", fix="lower the shares so that they add up to at most 1"))
+    for name, entry in plan.slices.items() if risks is not None else ():
+        assert risks is not None
+        if name not in risks:
+            out.append(Problem(location=location, code="sampling_unknown_slice", message=f"sampling.slices names {name!r}, which is not one of the slices the plan is used with ({', '.join(risks) or 'none'})", fix="list only slices of the rubric (and of the policy) in the plan"))
+            continue
+        if risks[name] == "critical" and entry.sampled:
+            what = f"size {entry.size}" if entry.size is not None else f"fraction {entry.fraction:g}"
+            out.append(Problem(location=location, code="sampling_critical_sampled", message=f"slice {name!r} is critical and the plan samples it ({what}): critical slices always run completely", fix=f"remove size/fraction from slice {name!r} (give it a reservation instead); a cheaper run that leaves out critical cases is a scope change"))
+    if scope is not None and scope not in plan.applies_to:
+        if scope == "held_out":
+            out.append(Problem(location=location, code="sampling_held_out", message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case", fix="run held-out data only through `workbench certify`, without a plan"))
+        else:
+            out.append(Problem(location=location, code="sampling_scope_not_covered", message=f"the plan applies to {', '.join(plan.applies_to)}, not to {scope}", fix=f"add {scope} to applies_to in a reviewed plan, or run without the plan"))
+    if budget_usd is not None:
+        reserved = plan.reservations(budget_usd)
+        total = sum(reserved.values())
+        if total > budget_usd + 1e-12:
+            listing = ", ".join(f"{k} ${v:.4f}" for k, v in reserved.items())
+            out.append(Problem(location=location, code="sampling_reservations_exceed_budget", message=f"the plan reserves ${total:.4f} ({listing}), more than the budget ${budget_usd:.4f}", fix="give a budget that covers the reservations, or lower them in a reviewed plan"))
+    return out
+
+
+def check_plan(plan: SamplingPlan, risks: Mapping[str, str | None], *, location: str, scope: str | None = None, budget_usd: float | None = None) -> None:
+    """Raise :class:`WorkbenchError` listing every problem :func:`plan_problems` finds."""
+    problems = plan_problems(plan, risks, location=location, scope=scope, budget_usd=budget_usd)
+    if problems:
+        raise WorkbenchError(f"{location}: the sampling plan cannot be used: {len(problems)} problem(s)", problems)
+
+
+def validation_problems(exc: ValidationError, location: str, *, prefix: str = "") -> list[Problem]:
+    """A plan's pydantic errors as problems: rule errors with their own codes, others generic."""
+    out: list[Problem] = []
+    for e in exc.errors(include_url=False):
+        where = ".".join(map(str, e["loc"]))
+        where = f"{prefix}{'.' if prefix and where else ''}{where}" or prefix or "sampling"
+        rule = (e.get("ctx") or {}).get("error")
+        if isinstance(rule, SamplingRuleError):
+            out += [Problem(location=location, code=code, message=f"{where}: {message}", fix=fix) for code, message, fix in rule.rules]
+        else:
+            out.append(Problem(location=location, code="sampling_invalid", message=f"{where}: {e['msg']}", fix="correct this field; see docs/formats.md#sampling-plan"))
+    return out
+
+
+def load_sampling_plan(path: str | Path) -> SamplingPlan:
+    """Read and check a plan file (YAML); raise :class:`WorkbenchError` listing every problem.
+
+    A plan file must name its ``owner`` (in a policy, the policy's owner is the plan's).
+    """
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        raise WorkbenchError("no sampling plan", [Problem(location=loc, code="sampling_missing", message="the sampling plan file does not exist", fix="point --sampling-plan at a plan YAML file")])
+    try:
+        raw: Any = yaml_loads(read_bounded(path).decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_encoding", message=f"not valid UTF-8 (byte {exc.start})", fix="save the plan as UTF-8")]) from None
+    except yaml.YAMLError as exc:
+        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_yaml", message=f"not valid YAML ({getattr(exc, 'problem', exc)})", fix="correct the YAML syntax")]) from None
+    if not isinstance(raw, dict):
+        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_shape", message="the plan must be a YAML mapping", fix="write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)")])
+    problems: list[Problem] = []
+    version = raw.get("schema_version", SAMPLING_SCHEMA_VERSION)
+    if isinstance(version, int) and version > SAMPLING_SCHEMA_VERSION:
+        problems.append(Problem(location=loc, code="schema_version_newer", message=f"plan schema_version {version} is newer than this workbench reads ({SAMPLING_SCHEMA_VERSION})", fix="upgrade the workbench"))
+    owner = raw.get("owner")
+    if not isinstance(owner, str) or not owner.strip():
+        problems.append(Problem(location=loc, code="sampling_owner", message="a plan file must name its owner, who reviewed it", fix="add owner: <a named person or team>"))
+    plan: SamplingPlan | None = None
+    try:
+        plan = SamplingPlan.model_validate(raw)
+    except ValidationError as exc:
+        problems += validation_problems(exc, loc)
+    if plan is not None:
+        problems += plan_problems(plan, None, location=loc)
+    if problems or plan is None:
+        raise WorkbenchError(f"{loc}: invalid sampling plan: {len(problems)} problem(s)", problems)
+    return plan
