@@ -27,6 +27,7 @@ from .ping import ping_command
 from .plan import plan
 from .ranking import prune, ranking
 from .repeatability import drift, repeatability
+from .review import review_group
 from .run import run
 from .validate import validate
 
@@ -66,6 +67,7 @@ main.add_command(drift)
 main.add_command(authority)
 main.add_command(status)
 main.add_command(ci)
+main.add_command(review_group)
 
 if __name__ == "__main__":
     main()
