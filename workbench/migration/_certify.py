@@ -38,6 +38,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..align import Join, JoinedCase, join_results
 from ..gold import GoldDataset
 from ..policy import Blocker
+from ..policy._codes import (
+    MIGRATION_BLOCKER_CODES as MIGRATION_BLOCKER_CODES,  # the registry (module table)
+)
 from ..results import ResultLine
 from ..review._transition_reviews import PendingTransition, TransitionReview
 from ._compare import (
@@ -61,14 +64,6 @@ BASELINE_RUN_DIR = "restricted/baseline/run"
 """The baseline's held-out run (restricted, like the candidate's ``restricted/run``)."""
 BASELINE_CONTROLS_DIR = "baseline/controls"
 """The baseline's control run (public, like ``controls/``)."""
-
-MIGRATION_BLOCKER_CODES: dict[str, str] = {
-    "critical_transition_unreviewed": "review",
-    "critical_transition_rejected": "quality",
-    "label_unmapped": "incomplete",
-    "baseline_incomplete": "incomplete",
-}
-"""code -> category of the blockers a migration certification adds (the module table); none is waivable."""
 
 ReviewStatus = Literal["accepted", "rejected", "unreviewed"]
 
