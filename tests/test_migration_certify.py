@@ -188,12 +188,35 @@ def test_reviews_then_resume_certify_and_a_rejection_fails(copy: dict[str, Any])
     assert log == gold.resolve() / "transition_reviews.jsonl" and len(log.read_text().splitlines()) == len(pending)
     entries = HeldOutLedger(ledger_path_for(copy["gold"])).entries()
     assert [(e.kind, e.held_out_used) for e in entries if e.event == "finished"] == [("migration", True), ("review_reevaluation", False)]  # the re-evaluation judged nothing
+    # The demo's ending: status shows the promotion, then the judge stale after the rubric changes.
+    status_after_promotion_then_stale(copy, Path(again.report_dir))
     # A later rejection of one transition (the latest review counts): quality failed.
     p = pending[0]
     record_transition_review(first, p.case_id, "reject", list(p.cited) or ["pol-ref-01"], reviewer="Second Reviewer", note="on a second reading the change breaks the refund rule", gold=gold)
     rejected = resume_review(first, gold=gold)
     assert rejected.outcome == "quality_failed" and "critical_transition_rejected" in {b["code"] for b in rejected.blockers}
     assert verify_report(rejected.report_dir, gold=gold) == []
+
+
+def status_after_promotion_then_stale(w: dict[str, Any], report: Path) -> None:
+    gold, spec = w["gold"], w["new"]
+    common = ("--gold", gold, "--candidate", spec, "--report", report, "--approver", "Ana Quality")
+    for step in (("grant", "--reason", "migration certified, transitions reviewed"), ("promote", "--reason", "annotations reviewed")):
+        result = cli("authority", step[0], *common, *step[1:])
+        assert result.exit_code == 0, result.output
+    result = cli("drift", "--candidate", spec, "--gold", gold, "--against", report, "--out", w["base"] / "drift", "--no-progress")
+    assert result.exit_code == 0, result.output  # the sentinel verdicts recorded at certification
+    result = cli("authority", "promote", *common, "--reason", "sentinels stable after certification")
+    assert result.exit_code == 0 and "route -> block" in result.output, result.output
+    shown = cli("status", "--gold", gold)
+    assert shown.exit_code == 0 and "rubric-judge@3: BLOCK" in shown.output, shown.output
+    changed = w["base"] / "gold-next-rubric"
+    shutil.copytree(gold, changed)
+    rubric = changed / "rubric.yaml"
+    rubric.write_text(rubric.read_text(encoding="utf-8").replace("version: support-policy-2026.09", "version: support-policy-2027.01", 1), encoding="utf-8")
+    stale = cli("status", "--gold", changed)
+    assert stale.exit_code == 4 and "rubric-judge@3: ROUTE (recorded block, effective route)" in stale.output, stale.output
+    assert "stale" in stale.output
 
 
 @pytest.mark.parametrize("target", ["restricted/transitions.jsonl", "restricted/transition_reviews.jsonl", "migration.json"])

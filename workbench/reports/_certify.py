@@ -541,6 +541,7 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, copies: dict[str, Path], n
             migration=migration,
             requested_authority=requested_authority(policy_model).model_dump(mode="json"),
             grant=grant_for(policy_model, gate, report_id=report_id).model_dump(mode="json"),
+            last_certified=_last_certified(policy_model, judge, entry, dataset),
         ),
         signer=signer,
     )
@@ -941,6 +942,17 @@ class Certification:
         if self.policy is None:
             return None
         return beside_candidate(self.policy, self.judge.spec.label, self.ledger_entry.reports_root, self.dataset.root)
+
+
+def _last_certified(policy: Policy, judge: Judge, entry: LedgerEntry, dataset: GoldDataset) -> dict[str, Any] | None:
+    """The last complete certified other version beside the candidate, for the lock."""
+    from ..authority import beside_candidate
+
+    context = beside_candidate(policy, judge.spec.label, entry.reports_root, dataset.root)
+    last = context.last_certified
+    if last is None:
+        return None
+    return {"report_id": last.report_id, "candidate": last.candidate, "candidate_fingerprint": last.candidate_fingerprint, "outcome": last.outcome, "stale": [r.message for r in context.last_certified_stale]}
 
 
 def _read_summary(run_dir: Path) -> RunSummary | None:

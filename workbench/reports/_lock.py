@@ -32,7 +32,7 @@ from ._signing import LockSignature, Signer
 
 LOCK_FILE = "lock.json"
 LOCK_SCHEMA_VERSION = 2
-_OMITTED_WHEN_DEFAULT: dict[str, Any] = {"kind": "certification", "baseline": None, "baseline_fingerprint": None, "resumes": None, "migration": None, "requested_authority": None, "grant": None}
+_OMITTED_WHEN_DEFAULT: dict[str, Any] = {"kind": "certification", "baseline": None, "baseline_fingerprint": None, "resumes": None, "migration": None, "requested_authority": None, "grant": None, "last_certified": None}
 """Fields added to lock format 2 later: a lock without them dumps, and so hashes, as before."""
 
 
@@ -108,6 +108,11 @@ class Lock(BaseModel):
     grant: dict[str, Any] | None = None
     """What this certification grants (:func:`~workbench.authority.grant_for` on the policy copy
     and the gate; ``lock_sha256`` left out). ``verify`` recomputes it from the same inputs."""
+    last_certified: dict[str, Any] | None = None
+    """The last complete certified other version of the judge when this report was written,
+    shown beside the candidate and never used in its place (``{report_id, candidate,
+    candidate_fingerprint, outcome, stale}``; None: there was none). Informational: ``verify``
+    does not recompute it (later reports change the answer)."""
     lock_sha256: str = ""
     """sha256 over the canonical JSON of this lock without this field and ``signature``."""
     signature: LockSignature | None = None
