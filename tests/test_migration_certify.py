@@ -154,6 +154,8 @@ def test_a_second_migration_without_a_reason_is_a_reuse(world: dict[str, Any], c
     with pytest.raises(WorkbenchError) as info:
         certify(copy["new"], copy["policy"], copy["gold"], reports_root=copy["reports"], baseline=copy["old"])
     assert "held_out_reuse" in {p.code for p in info.value.problems}
+    assert any("--rerun-reason" in p.fix for p in info.value.problems)  # the candidate's re-use needs a reason
+    assert len([e for e in HeldOutLedger(ledger_path_for(copy["gold"])).entries() if e.event == "started"]) == 1
 
 
 def test_reviews_then_resume_certify_and_a_rejection_fails(copy: dict[str, Any]) -> None:
@@ -296,3 +298,28 @@ def test_lifecycle_codes_are_registered_and_never_waivable() -> None:
     assert {family({"code": c}) for c in REPEATABILITY_BLOCKER_CODES} == {"repeatability"}
     source = (ROOT / "workbench" / "repeatability" / "_study.py").read_text(encoding="utf-8")
     assert all(f'"{code}"' in source for code in REPEATABILITY_BLOCKER_CODES)
+
+
+@pytest.mark.parametrize("model", ["MigrationSummary", "SliceReview", "TransitionRow", "TransitionReview"])
+def test_every_new_record_field_is_documented(model: str) -> None:
+    from workbench.migration import _certify
+    from workbench.review import _transition_reviews
+
+    cls = getattr(_certify, model, None) or getattr(_transition_reviews, model)
+    doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
+    assert [name for name in cls.model_fields if f"`{name}`" not in doc] == []
+    assert [name for name, info in cls.model_fields.items() if not info.description and name != "schema_version"] == []
+
+
+def test_every_command_of_the_migration_section_is_exercised_here() -> None:
+    import re
+
+    text = (ROOT / "docs" / "lifecycle.md").read_text(encoding="utf-8")
+    section = text.split("## Migration certification", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"workbench ([a-z][a-z-]*(?: [a-z][a-z-]*)?)", section))
+    flags = set(re.findall(r"(--[a-z][a-z-]+)", section))
+    source = Path(__file__).read_text(encoding="utf-8")
+    assert named >= {"certify", "review transition", "verify"}
+    exercised = {"certify": "certify(", "review transition": '"review", "transition"', "verify": "verify", "drift": '"drift"', "repeatability": "repeatability_study_missing"}
+    assert [c for c in named if exercised.get(c, c) not in source] == []
+    assert [f for f in flags if f.lstrip("-").replace("-", "_") not in source and f not in source] == []
