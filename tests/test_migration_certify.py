@@ -323,3 +323,31 @@ def test_every_command_of_the_migration_section_is_exercised_here() -> None:
     exercised = {"certify": "certify(", "review transition": '"review", "transition"', "verify": "verify", "drift": '"drift"', "repeatability": "repeatability_study_missing"}
     assert [c for c in named if exercised.get(c, c) not in source] == []
     assert [f for f in flags if f.lstrip("-").replace("-", "_") not in source and f not in source] == []
+
+
+def test_a_flip_limit_reads_the_study_exceeded_is_quality_and_critical_crossings_are_listed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reproduction: certification never read a repeatability study; a judge that flipped on
+    identical inputs in a critical slice could be certified under a policy limiting the flip rate."""
+    import migration_judges
+
+    from workbench.gold import load_dataset
+    from workbench.repeatability import run_repeatability_sync
+
+    slices = {**LENIENT["slices"], "refund_policy": {**LENIENT["slices"]["refund_policy"], "max_flip_rate": 0.0}}
+    w = make_world(tmp_path, slices=slices, controls=None)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # the kernel imports migration_judges
+    spec = tmp_path / "candidates" / "flaky@1.yaml"
+    spec.write_text(yaml.safe_dump({"schema_version": 1, "name": "flaky", "version": "1", "kind": "ragas-function", "labels": ["pass", "fail", "review_required"], "function": "migration_judges:flaky"}), encoding="utf-8")
+    dataset = load_dataset(w["gold"])
+    refund = next(c for c in dataset.partition("calibration") if c.slice == "refund_policy")
+    migration_judges.FLAKY.clear()
+    migration_judges.FLAKY[refund.response] = ["fail"]  # fail once, then pass: a boundary crossing
+    study = run_repeatability_sync(spec, w["gold"], "calibration", 3, tmp_path / "study", concurrency=1, progress=False, cache_dir=False)
+    assert study.slices and any(c.needs_review for c in study.cases)
+    done = certify(spec, w["policy"], w["gold"], reports_root=w["reports"])
+    codes = {(b["code"], b["category"]) for b in done.blockers}
+    assert ("flip_rate_exceeded", "quality") in codes and ("boundary_crossing_critical", "review") in codes
+    assert done.outcome == "quality_failed"
+    crossing = next(b for b in done.blockers if b["code"] == "boundary_crossing_critical")
+    assert crossing["case_ids"] == [] and crossing["case_count"] == 1  # the case by id stays restricted
+    assert read_lock(done.report_dir).evidence["repeatability_studies"] and verify_report(done.report_dir, gold=w["gold"]) == []
