@@ -351,3 +351,17 @@ def test_a_flip_limit_reads_the_study_exceeded_is_quality_and_critical_crossings
     crossing = next(b for b in done.blockers if b["code"] == "boundary_crossing_critical")
     assert crossing["case_ids"] == [] and crossing["case_count"] == 1  # the case by id stays restricted
     assert read_lock(done.report_dir).evidence["repeatability_studies"] and verify_report(done.report_dir, gold=w["gold"]) == []
+
+
+def test_a_damaged_transition_review_log_is_refused_before_the_ledger(tmp_path: Path) -> None:
+    w = make_world(tmp_path)
+    (w["gold"] / "transition_reviews.jsonl").write_text('{"review_id": "x"}\n', encoding="utf-8")
+    result = cli("certify", "--candidate", w["new"], "--policy", w["policy"], "--gold", w["gold"], "--reports", w["reports"], "--baseline", w["old"])
+    assert result.exit_code == 2 and "[transition_review_invalid]" in result.output and "Traceback" not in result.output, result.output
+    assert not ledger_path_for(w["gold"]).exists() or not HeldOutLedger(ledger_path_for(w["gold"])).entries()
+    baseline_is_candidate = cli("certify", "--candidate", w["new"], "--policy", w["policy"], "--gold", w["gold"], "--reports", w["reports"], "--baseline", w["new"])
+    assert baseline_is_candidate.exit_code == 2 and "[baseline_is_candidate]" in baseline_is_candidate.output
+    mapping_alone = cli("certify", "--candidate", w["new"], "--policy", w["policy"], "--gold", w["gold"], "--reports", w["reports"], "--label-mapping", tmp_path / "m.yaml")
+    assert mapping_alone.exit_code == 2 and "[mapping_without_baseline]" in mapping_alone.output
+    resume_extra = cli("certify", "--resume-review", tmp_path / "nowhere", "--candidate", w["new"])
+    assert resume_extra.exit_code == 2 and "[option_with_resume_review]" in resume_extra.output

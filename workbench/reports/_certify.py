@@ -261,7 +261,7 @@ def certify(
     overrides_path = Path(overrides) if overrides else policy.parent / "overrides.jsonl"
     if overrides_path.exists():
         load_overrides(overrides_path)
-    _check_side_logs(dataset, judge, policy_model)
+    _check_side_logs(dataset, judge, policy_model, migration=old_judge is not None)
     signer = load_signer(sign_key) if sign_key is not None else None
     fingerprint = judge.identity.fingerprint()
     baseline_fp = old_judge.identity.fingerprint() if old_judge is not None else None
@@ -315,7 +315,7 @@ def _check_paired_budget(judge: Judge, old: Judge, dataset: GoldDataset, budget:
         raise BudgetInsufficient("the budget does not cover both versions: nothing was started", [Problem(location="--budget-usd", code="budget_insufficient", message=f"judging {len(cases)} held-out case(s) with {judge.spec.label} and {old.spec.label} needs up to ${needed:.4f} (the engine's reservations, one attempt per call), the budget is ${budget:.4f}", fix=f"give --budget-usd {needed:.4f} or more (a new policy version if it is above the policy's budget_usd); certifying on fewer cases is a scope change, not a saving")])
 
 
-def _check_side_logs(dataset: GoldDataset, judge: Judge, policy: Policy) -> None:
+def _check_side_logs(dataset: GoldDataset, judge: Judge, policy: Policy, *, migration: bool = True) -> None:
     """Read what the notebook will read beside the gold before any held-out use: a damaged
     repeatability log, transition-review log or sentinel file is refused here (exit 2)."""
     from ..repeatability import load_sentinels, read_studies, sentinels_path_for, studies_path_for
@@ -324,7 +324,8 @@ def _check_side_logs(dataset: GoldDataset, judge: Judge, policy: Policy) -> None
     studies = studies_path_for(dataset)
     if studies.exists() or needs_repeatability(policy):
         read_studies(studies)
-    read_transition_reviews(transition_reviews_path_for(dataset.root))
+    if migration:
+        read_transition_reviews(transition_reviews_path_for(dataset.root))
     if sentinels_path_for(dataset).exists():
         load_sentinels(None, dataset)
 
