@@ -57,7 +57,7 @@ def certify(candidate: str | None, policy: str | None, gold: str | None, baselin
     else:
         missing = [name for name, value in (("--candidate", candidate), ("--policy", policy), ("--gold", gold)) if value is None]
         if missing:
-            raise WorkbenchError("cannot certify", [Problem(location=name, code="option_missing", message=f"{name} is required", fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration report)") for name in missing])
+            raise WorkbenchError("cannot certify", [Problem(location=name, code="option_missing", message=f"Missing option '{name}' (there is no default)", fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration report)") for name in missing])
         assert candidate is not None and policy is not None and gold is not None
         result = run_certify(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, overrides=overrides, notebook=notebook, sign_key=sign_key, baseline=baseline, label_mapping=label_mapping)
     if as_json:
