@@ -189,7 +189,12 @@ def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, 
         (candidates / "support-llm-judge@1.yaml").write_text(yaml.safe_dump(spec))
         result = certify(candidates / "support-llm-judge@1.yaml", POLICY, fresh_gold(tmp_path), reports_root=tmp_path / "reports")
         calls = server.calls
-    assert len(calls) == len(load_dataset(DEMO).partition("held_out")) and all(c.authorized for c in calls)
+    # Held-out once, then the sentinels (never held-out cases) so `workbench drift --against REPORT` has a baseline.
+    from workbench.repeatability import load_sentinels
+
+    sentinels = load_sentinels(None, load_dataset(DEMO)).cases
+    assert len(calls) == len(load_dataset(DEMO).partition("held_out")) + len(sentinels) and all(c.authorized for c in calls)
+    assert (result.report_dir / "sentinels" / "results.jsonl").exists() and read_lock(result.report_dir).evidence["sentinel_records"]
     assert result.outcome in {"quality_failed", "review_required"}
     lock = read_lock(result.report_dir)
     assert lock.evidence["run_records"] is not None and verify_report(result.report_dir) == []

@@ -13,9 +13,12 @@ OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3,
 
 
 @click.command()
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec to certify.")
-@click.option("--policy", required=True, type=click.Path(path_type=str), help="Policy file, data/policies/<name>@<version>.yaml.")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl (required: there is no default dataset). Its held-out ledger is found from it.")
+@click.option("--candidate", default=None, type=click.Path(path_type=str), help="Candidate spec to certify (required unless --resume-review).")
+@click.option("--policy", default=None, type=click.Path(path_type=str), help="Policy file, data/policies/<name>@<version>.yaml (required unless --resume-review).")
+@click.option("--gold", default=None, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl (required: there is no default dataset; with --resume-review, default the dataset the report names). Its held-out ledger is found from it.")
+@click.option("--baseline", default=None, type=click.Path(path_type=str), help="Migration certification: the previous version's spec, judged on the same held-out cases under the same ledger entry (one use).")
+@click.option("--label-mapping", default=None, type=click.Path(path_type=str), help="With --baseline: the reviewed mapping of the baseline's labels into the rubric's (required when the rubric renamed categories; its hash is locked).")
+@click.option("--resume-review", default=None, type=click.Path(path_type=str), help="REPORT: re-evaluate a locked migration report with the transition reviews recorded since (a new report number; nothing is judged again, no held-out use).")
 @click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
 @click.option("--rerun-reason", default=None, help="Required to certify the same candidate again on the same held-out manifest; recorded in the ledger and the report.")
 @click.option("--overrides", default=None, type=click.Path(path_type=str), help="Override store (default: overrides.jsonl beside the policy).")
@@ -26,7 +29,7 @@ OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3,
 @click.option("--sign", "sign_key", default=None, type=click.Path(path_type=str), help="Sign the lock with this Ed25519 private key (OpenSSH or PEM format).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @user_errors
-def certify(candidate: str, policy: str, gold: str, reports_root: str, rerun_reason: str | None, overrides: str | None, concurrency: int, budget_usd: float | None, max_cases: int | None, notebook: str | None, sign_key: str | None, as_json: bool) -> None:
+def certify(candidate: str | None, policy: str | None, gold: str | None, baseline: str | None, label_mapping: str | None, resume_review: str | None, reports_root: str, rerun_reason: str | None, overrides: str | None, concurrency: int, budget_usd: float | None, max_cases: int | None, notebook: str | None, sign_key: str | None, as_json: bool) -> None:
     """Certify a candidate once on the held-out partition and write a locked report.
 
     Executes notebooks/03_certify.ipynb headless with papermill and writes
@@ -36,10 +39,27 @@ def certify(candidate: str, policy: str, gold: str, reports_root: str, rerun_rea
     the gold dataset's held-out ledger (held_out_ledger.jsonl beside the dataset, or the path
     workbench.yaml declares), whatever --reports is. Exit code: 0 certified, 1 quality
     failed, 3 evaluation incomplete, 4 review required, 2 invalid input.
+
+    With --baseline OLD it is a migration certification: both versions' controls first, then
+    both on held-out data under one ledger entry; transitions by case in restricted/, counts
+    in migration.json; every changed verdict in a critical slice needs a transition review
+    (`workbench review transition`) before the outcome can be certified. After the reviews,
+    `--resume-review REPORT` re-evaluates the locked report without judging anything again.
     """
     from ..reports import certify as run_certify
+    from ..reports._certify import resume_review as run_resume
 
-    result = run_certify(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, overrides=overrides, notebook=notebook, sign_key=sign_key)
+    if resume_review is not None:
+        extra = [name for name, value in (("--candidate", candidate), ("--policy", policy), ("--baseline", baseline), ("--label-mapping", label_mapping), ("--rerun-reason", rerun_reason), ("--budget-usd", budget_usd), ("--max-cases", max_cases), ("--overrides", overrides)) if value is not None]
+        if extra:
+            raise WorkbenchError("cannot re-evaluate the report", [Problem(location=name, code="option_with_resume_review", message=f"{name} is taken from the locked report with --resume-review", fix=f"drop {name}") for name in extra])
+        result = run_resume(resume_review, gold=gold, notebook=notebook, sign_key=sign_key)
+    else:
+        missing = [name for name, value in (("--candidate", candidate), ("--policy", policy), ("--gold", gold)) if value is None]
+        if missing:
+            raise WorkbenchError("cannot certify", [Problem(location=name, code="option_missing", message=f"Missing option '{name}' (there is no default)", fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration report)") for name in missing])
+        assert candidate is not None and policy is not None and gold is not None
+        result = run_certify(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, overrides=overrides, notebook=notebook, sign_key=sign_key, baseline=baseline, label_mapping=label_mapping)
     if as_json:
         echo_json({"report_dir": str(result.report_dir), "report_id": result.report_id, "outcome": result.outcome, "blockers": result.blockers, "lock_sha256": result.lock_sha256, "timings_s": result.timings_s})
     else:

@@ -107,6 +107,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "workbench.cli.compare:compare",
         "Compare an old and a new judge version case by case on development or calibration data.",
     ),
+    "review": LazyCommand(
+        "workbench.cli.review:review_group",
+        "Reviews recorded outside the notebooks (append-only logs beside the gold).",
+    ),
     "repeatability": LazyCommand(
         "workbench.cli.repeatability:repeatability",
         "Judge every case K times with the same pinned judge: a variance study, not a repair.",

@@ -45,7 +45,13 @@ from pathlib import Path
 from typing import Literal
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    ValidationError,
+    model_serializer,
+)
 
 from .._io import (
     AppendOnlyLog,
@@ -59,11 +65,19 @@ from .._io import (
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 
-LEDGER_SCHEMA_VERSION = 2
+LEDGER_SCHEMA_VERSION = 3
 LOCK_TIMEOUT_S = 120.0
 """How long a command waits for another one's check-then-start before giving up (exit 2)."""
 
 Event = Literal["started", "finished", "aborted"]
+Kind = Literal["certification", "migration", "review_reevaluation"]
+"""What a ledger entry records: a certification of one candidate, a migration certification
+(candidate and baseline judged on held-out data under one entry: one use, both fingerprints),
+or the re-evaluation of a locked report with the transition reviews recorded since (no
+held-out case judged: the locked run records are reused)."""
+_OMITTED_WHEN_DEFAULT: dict[str, object] = {"kind": "certification", "baseline": None, "baseline_fingerprint": None, "resumes": None, "baseline_run_records_sha256": None}
+"""Fields added after ledger format 2: an entry that does not use them dumps, and so hashes,
+exactly as before they existed (old ledgers keep an intact chain, old locks their copies)."""
 FIX_RESTORE = "the ledger is append-only evidence: restore it from version control or a backup; never edit or delete its lines"
 
 
@@ -111,7 +125,7 @@ class LedgerEntry(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = LEDGER_SCHEMA_VERSION
-    """Ledger line format version (2: hash-chained)."""
+    """Ledger line format version (2: hash-chained; 3: ``kind``, ``baseline``, ``resumes``)."""
     entry_id: str
     """Unique id; a ``finished`` or ``aborted`` entry names its ``started`` entry in ``opens``."""
     event: Event
@@ -158,13 +172,45 @@ class LedgerEntry(BaseModel):
     run_records_sha256: str | None = None
     """For ``finished``: sha256 of the held-out run's ``results.jsonl``; ``align --partition
     held_out`` accepts only results whose hash a finished entry records."""
+    kind: Kind = "certification"
+    """``certification`` (one candidate), ``migration`` (``certify --baseline``: the candidate
+    and the baseline judged on held-out data under this one entry) or ``review_reevaluation``
+    (``certify --resume-review``: a locked report re-evaluated with the transition reviews
+    recorded since; no held-out case is judged). Omitted from the line when ``certification``."""
+    baseline: str | None = None
+    """For ``migration``: ``name@version`` of the baseline (the old version) judged beside the candidate."""
+    baseline_fingerprint: str | None = None
+    """For ``migration``: the baseline's fingerprint. A later certification of either
+    fingerprint on the same held-out manifest is a re-use."""
+    resumes: str | None = None
+    """For ``review_reevaluation``: the report id of the locked report whose run records are reused."""
+    baseline_run_records_sha256: str | None = None
+    """For a ``finished`` migration: sha256 of the baseline's held-out ``results.jsonl``."""
     previous_sha256: str | None = None
     """``entry_sha256`` of the line before this one (None for the first line): the chain."""
     entry_sha256: str = ""
     """sha256 over the canonical JSON of this entry without this field."""
 
+    @model_serializer(mode="wrap")
+    def _omit_unused_fields(self, handler: SerializerFunctionWrapHandler) -> object:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name, default in _OMITTED_WHEN_DEFAULT.items():
+                if name in data and data[name] == default:
+                    del data[name]
+        return data
+
     def content_sha256(self) -> str:
         return sha256_json(self.model_dump(mode="json", exclude={"entry_sha256"}))
+
+    @property
+    def uses_held_out(self) -> bool:
+        """Whether the entry's kind judges held-out cases (a re-evaluation never does)."""
+        return self.kind != "review_reevaluation"
+
+    def covers(self, fingerprint: str) -> bool:
+        """Whether the entry judges held-out cases with this judge fingerprint (candidate or baseline)."""
+        return self.uses_held_out and fingerprint in (self.candidate_fingerprint, self.baseline_fingerprint)
 
 
 @dataclass(frozen=True)
@@ -300,11 +346,13 @@ class HeldOutLedger:
         """Earlier certifications of the same fingerprint on the same manifest that used held-out data.
 
         A ``started`` entry counts unless its ``finished`` entry says no held-out case was
-        judged: a running, aborted or crashed certification counts as a use (fail closed).
+        judged: a running, aborted or crashed certification counts as a use (fail closed). A
+        migration entry counts for both its candidate and its baseline; a review
+        re-evaluation never counts (it judges nothing).
         """
         entries = self.entries() if entries is None else entries
         unused = {e.opens for e in entries if e.event == "finished" and e.held_out_used is False}
-        return [e for e in entries if e.event == "started" and e.entry_id != exclude and e.entry_id not in unused and e.candidate_fingerprint == fingerprint and e.held_out_manifest_sha256 == manifest_sha256]
+        return [e for e in entries if e.event == "started" and e.entry_id != exclude and e.entry_id not in unused and e.covers(fingerprint) and e.held_out_manifest_sha256 == manifest_sha256]
 
     def check_rerun(self, fingerprint: str, manifest_sha256: str, rerun_reason: str | None, entries: list[LedgerEntry] | None = None) -> None:
         """Refuse a second certification of the same fingerprint on the same manifest without a reason."""
@@ -364,7 +412,7 @@ class HeldOutLedger:
             aborted = []
             for entry in self.open_entries(entries):
                 if not self.is_running(entry.entry_id):
-                    aborted.append(self._append(entry.model_copy(update={"entry_id": _new_id(), "event": "aborted", "opens": entry.entry_id, "who": current_user(), "when": datetime.now(UTC), "outcome": "aborted", "held_out_used": True, "token_sha256": None})))
+                    aborted.append(self._append(entry.model_copy(update={"entry_id": _new_id(), "event": "aborted", "opens": entry.entry_id, "who": current_user(), "when": datetime.now(UTC), "outcome": "aborted", "held_out_used": entry.uses_held_out, "token_sha256": None})))
                     self._cleanup(entry.entry_id)
             return aborted
 
@@ -381,6 +429,10 @@ class HeldOutLedger:
         rerun_reason: str | None,
         budget_usd: float | None = None,
         previous_report: PreviousReport | None = None,
+        kind: Kind = "certification",
+        baseline: str | None = None,
+        baseline_fingerprint: str | None = None,
+        resumes: str | None = None,
     ) -> tuple[LedgerEntry, str, RunningHold]:
         """Append a ``started`` entry (call under :meth:`locked`); return it, its one-time token and the liveness hold."""
         entry_id = _new_id()
@@ -405,6 +457,10 @@ class HeldOutLedger:
                     budget_usd=budget_usd,
                     previous_report=previous_report,
                     token_sha256=token_sha256(token),
+                    kind=kind,
+                    baseline=baseline,
+                    baseline_fingerprint=baseline_fingerprint,
+                    resumes=resumes,
                 )
             )
         except BaseException:
@@ -412,16 +468,16 @@ class HeldOutLedger:
             raise
         return entry, token, hold
 
-    def finish(self, started: LedgerEntry, *, outcome: str, lock_sha256: str | None, held_out_used: bool = True, run_id: str | None = None, run_records_sha256: str | None = None) -> LedgerEntry:
+    def finish(self, started: LedgerEntry, *, outcome: str, lock_sha256: str | None, held_out_used: bool = True, run_id: str | None = None, run_records_sha256: str | None = None, baseline_run_records_sha256: str | None = None) -> LedgerEntry:
         with self.locked():
-            return self._append(started.model_copy(update={"entry_id": _new_id(), "event": "finished", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": outcome, "lock_sha256": lock_sha256, "held_out_used": held_out_used, "run_id": run_id, "run_records_sha256": run_records_sha256, "token_sha256": None}))
+            return self._append(started.model_copy(update={"entry_id": _new_id(), "event": "finished", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": outcome, "lock_sha256": lock_sha256, "held_out_used": held_out_used, "run_id": run_id, "run_records_sha256": run_records_sha256, "baseline_run_records_sha256": baseline_run_records_sha256, "token_sha256": None}))
 
     def abort(self, started: LedgerEntry) -> LedgerEntry:
         """Close an entry whose certification failed in this process (counts as a use)."""
         with self.locked():
             if self.status_of(started.entry_id) != "open":
                 return started
-            return self._append(started.model_copy(update={"entry_id": _new_id(), "event": "aborted", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": "aborted", "held_out_used": True, "token_sha256": None}))
+            return self._append(started.model_copy(update={"entry_id": _new_id(), "event": "aborted", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": "aborted", "held_out_used": started.uses_held_out, "token_sha256": None}))
 
     def _cleanup(self, entry_id: str) -> None:
         for name in (f"{entry_id}.lock", f"{entry_id}.claimed"):
@@ -476,13 +532,17 @@ class HeldOutAccess:
     ledger_path: Path
     entry: LedgerEntry
 
+    def covers(self, fingerprint: str) -> bool:
+        """Whether this access lets a judge with ``fingerprint`` run on held-out data."""
+        return self.entry.covers(fingerprint)
+
     def __post_init__(self) -> None:
         # Constructed by hand, access still needs the dataset's own ledger to hold the open entry.
         from ._location import ledger_path_for
 
         canonical = ledger_path_for(self.entry.gold)
         ledger = HeldOutLedger(canonical)
-        if Path(self.ledger_path).resolve() != canonical or ledger.status_of(self.entry.entry_id) != "open" or self.entry not in ledger.entries():
+        if Path(self.ledger_path).resolve() != canonical or not self.entry.uses_held_out or ledger.status_of(self.entry.entry_id) != "open" or self.entry not in ledger.entries():
             raise WorkbenchError(
                 "held-out access refused",
                 [Problem(location=str(self.ledger_path), code="held_out_refused", message="the access does not name an open certification in the dataset's own held-out ledger", fix="the held-out partition is used only by `workbench certify`, which records the use first")],
@@ -490,10 +550,11 @@ class HeldOutAccess:
 
     @classmethod
     def grant(cls, ledger_path: str | Path, entry_id: str, fingerprint: str) -> HeldOutAccess:
-        """Check the ledger for an open ``started`` entry of this candidate and return access."""
+        """Check the ledger for an open ``started`` entry of this candidate (or, for a migration,
+        its baseline) and return access. A review re-evaluation entry gives no access."""
         ledger = HeldOutLedger(ledger_path)
         entry = ledger.open_entry(entry_id)
-        if entry is None or entry.candidate_fingerprint != fingerprint:
+        if entry is None or not entry.covers(fingerprint):
             raise WorkbenchError(
                 "held-out access refused",
                 [Problem(location=str(ledger_path), code="held_out_refused", message="no open certification in the held-out ledger for this candidate", fix="the held-out partition is used only by `workbench certify`, which records the use first")],

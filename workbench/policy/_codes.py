@@ -117,3 +117,31 @@ CRITICAL_NEVER_WAIVABLE = frozenset({"too_few_cases", "false_pass_rate_unproven"
 
 DEFENSE_CODES = frozenset({"constant_verdict"})
 """Codes that hold whatever the policy says: a judge that never separates pass from fail."""
+
+REPEATABILITY_BLOCKER_CODES: dict[str, str] = {
+    "repeatability_study_missing": "incomplete",
+    "repeatability_study_other_candidate": "incomplete",
+    "repeatability_study_other_gold": "incomplete",
+    "repeatability_wrong_partition": "incomplete",
+    "repeatability_too_few_repeats": "incomplete",
+    "repeatability_incomplete": "incomplete",
+    "flip_rate_unmeasured": "incomplete",
+    "flip_rate_exceeded": "quality",
+    "boundary_crossing_critical": "review",
+}
+"""code -> category of the blockers certification adds from repeatability studies when a policy
+slice sets ``max_flip_rate`` (:func:`workbench.repeatability.repeatability_blockers`)."""
+
+MIGRATION_BLOCKER_CODES: dict[str, str] = {
+    "critical_transition_unreviewed": "review",
+    "critical_transition_rejected": "quality",
+    "label_unmapped": "incomplete",
+    "baseline_incomplete": "incomplete",
+}
+"""code -> category of the blockers a migration certification (``certify --baseline``) adds
+(the table in :mod:`workbench.migration._certify`)."""
+
+LIFECYCLE_BLOCKER_CODES: dict[str, str] = {**REPEATABILITY_BLOCKER_CODES, **MIGRATION_BLOCKER_CODES}
+"""Repeatability and migration codes. None is waivable, so none is in :data:`BLOCKER_CODES`
+(an override naming one is refused): a flip rate, a boundary crossing or a changed critical
+verdict is settled by evidence (a study, a transition review), never waived."""

@@ -29,6 +29,8 @@ FAMILY_TITLES = {
     "abstention": "abstentions",
     "min_n": "too few cases",
     "constant": "constant verdict",
+    "migration": "migration transitions",
+    "repeatability": "repeatability",
     "other": "other",
 }
 CATEGORY_RANK = {"incomplete": 0, "quality": 1, "review": 2}
@@ -71,6 +73,12 @@ def family(blocker: Any) -> str:
         return "min_n"
     if code == "constant_verdict":
         return "constant"
+    from ..policy._codes import MIGRATION_BLOCKER_CODES, REPEATABILITY_BLOCKER_CODES
+
+    if code in MIGRATION_BLOCKER_CODES:
+        return "migration"
+    if code in REPEATABILITY_BLOCKER_CODES:
+        return "repeatability"
     return "other"
 
 

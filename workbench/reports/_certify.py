@@ -12,6 +12,25 @@
 
 The notebook does the evaluation through :class:`Certification`, so the logic lives here,
 where it is tested, and the notebook only calls and displays.
+
+A *migration certification* (``baseline=OLD``) judges the held-out partition with the
+candidate and the baseline under one ledger entry of kind ``migration`` (one use; both
+fingerprints recorded, so certifying either again on the same manifest is a re-use). Controls
+of both run before any held-out call; a blocking control failure of the candidate stops it as
+for one candidate, the baseline's controls are shown beside. The case-level transitions go to
+the restricted part, counts to ``migration.json``; every changed verdict in a critical slice
+needs a transition review (:mod:`workbench.review._transition_reviews`) before the outcome
+can be ``certified``. Reviews come after the held-out run, so :func:`resume_review` (``certify
+--resume-review REPORT``) re-evaluates a locked migration report with the reviews recorded
+since: a new report number, linked to the first (``resumes``), whose run records are copied
+from the locked report (held-out data is not judged again) under a ledger entry of kind
+``review_reevaluation``, which is no held-out use.
+
+Every certification also: requires a repeatability study when a policy slice sets
+``max_flip_rate`` (the studies read are stored in the report); records the authority the
+policy requests and the grant (:func:`~workbench.authority.grant_for`) in the lock; and runs
+the candidate on the gold's sentinels (``sentinels.yaml``, never held-out cases) into
+``REPORT/sentinels/`` so ``workbench drift --against REPORT`` has a baseline.
 """
 
 from __future__ import annotations
@@ -45,7 +64,18 @@ from ..heldout import (
     held_out_manifest_sha256,
     ledger_path_for,
 )
-from ..judges import Judge, load_candidate, load_spec
+from ..judges import Judge, load_candidate
+from ..migration._certify import (
+    BASELINE_CONTROLS_DIR,
+    BASELINE_RUN_DIR,
+    MIGRATION_FILE,
+    REVIEWS_SNAPSHOT,
+    TRANSITIONS_FILE,
+    MigrationEvidence,
+    evaluate_migration,
+    map_old_lines,
+)
+from ..migration._mapping import LoadedMapping, load_label_mapping
 from ..policy import Blocker, GateResult, Policy, evaluate_gate, load_overrides, load_policy
 from ..policy._consistency import check_policy_against_rubric
 from ..results import read_results
@@ -75,6 +105,19 @@ from ._lock import (
     make_read_only,
     versions,
     write_lock,
+)
+from ._migration import (
+    BASELINE_INPUTS,
+    MAPPING_COPY,
+    SENTINELS_DIR,
+    check_migration_inputs,
+    control_report_from_records,
+    copy_spec,
+    needs_repeatability,
+    repeatability_gate_blockers,
+    snapshot_studies,
+    stored_studies,
+    write_migration,
 )
 from ._render import render_html
 from ._signing import Signer, load_signer
@@ -120,24 +163,10 @@ def _allocate(reports_root: Path, name: str, version: str) -> tuple[Path, int]:
             n += 1
 
 
-def _copy_inputs(report_dir: Path, candidate: Path, policy: Path, overrides: Path | None) -> dict[str, Path]:
+def _copy_inputs(report_dir: Path, candidate: Path, policy: Path, overrides: Path | None, *, baseline: Path | None = None, label_mapping: Path | None = None) -> dict[str, Path]:
     inputs = report_dir / INPUTS_DIR
     inputs.mkdir()
-    spec, _ = load_spec(candidate)
-    copies = {"candidate": inputs / candidate.name, "policy": inputs / policy.name}
-    shutil.copyfile(candidate, copies["candidate"])
-    if spec.prompt_file:
-        prompt = (candidate.parent / spec.prompt_file).resolve()
-        target = (inputs / spec.prompt_file).resolve()
-        if inputs.resolve() in target.parents:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(prompt, target)
-    if spec.results:
-        results = (candidate.parent / spec.results).resolve()
-        target = (inputs / spec.results).resolve()
-        if inputs.resolve() in target.parents:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(results, target)
+    copies = {"candidate": copy_spec(candidate, inputs), "policy": inputs / policy.name}
     shutil.copyfile(policy, copies["policy"])
     declared = load_policy(policy).controls
     if declared is not None:
@@ -150,6 +179,11 @@ def _copy_inputs(report_dir: Path, candidate: Path, policy: Path, overrides: Pat
     if overrides is not None and overrides.exists():
         copies["overrides"] = inputs / "overrides.jsonl"
         shutil.copyfile(overrides, copies["overrides"])
+    if baseline is not None:
+        copies["baseline"] = copy_spec(baseline, report_dir / BASELINE_INPUTS)
+    if label_mapping is not None:
+        copies["label_mapping"] = report_dir / MAPPING_COPY
+        shutil.copyfile(label_mapping, copies["label_mapping"])
     return copies
 
 
@@ -181,15 +215,21 @@ def certify(
     notebook: str | Path | None = None,
     kernel_name: str = "python3",
     sign_key: str | Path | None = None,
+    baseline: str | Path | None = None,
+    label_mapping: str | Path | None = None,
 ) -> CertificationResult:
     """Certify ``candidate`` on the held-out partition of ``gold`` under ``policy``.
 
     Every input is checked (the policy against the dataset's rubric too) before the ledger is
     touched. The ledger is the gold dataset's own (:func:`~workbench.heldout.ledger_path_for`);
-    no argument can choose another.
+    no argument can choose another. ``baseline`` (the previous version's spec) makes it a
+    migration certification (module doc); ``label_mapping`` is the reviewed mapping of the
+    baseline's labels, required when the rubric lacks any of them.
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
+    baseline_path = Path(baseline) if baseline is not None else None
+    mapping_path = Path(label_mapping) if label_mapping is not None else None
     root = Path(reports_root)
     notebook_path = Path(notebook) if notebook else default_notebook()
     problems: list[Problem] = []
@@ -197,6 +237,8 @@ def certify(
         problems.append(Problem(location=str(policy), code="policy_missing", message="the policy file does not exist", fix="point --policy at data/policies/<name>@<version>.yaml; certification without a policy is never possible"))
     if not notebook_path.exists():
         problems.append(Problem(location=str(notebook_path), code="notebook_missing", message="the certification notebook is missing", fix="run from the project root, or pass --notebook"))
+    if mapping_path is not None and baseline_path is None:
+        problems.append(Problem(location="--label-mapping", code="mapping_without_baseline", message="a label mapping translates a baseline's verdicts, but no --baseline was given", fix="give --baseline OLD with --label-mapping, or drop --label-mapping"))
     if problems:
         raise WorkbenchError("cannot certify", problems)
     judge = load_candidate(candidate)  # every input is checked before anything is written
@@ -210,12 +252,19 @@ def certify(
     if not held_out:
         raise WorkbenchError("cannot certify", [Problem(location=str(dataset.gold_path), code="no_held_out", message="the dataset has no held-out cases", fix="certification needs a held_out partition")])
     check_policy_against_rubric(policy_model, dataset.rubric, policy_path=policy)
+    old_judge = None
+    if baseline_path is not None:
+        old_judge, _mapping = check_migration_inputs(judge, baseline_path, mapping_path, dataset)
     budget = resolve_budget(policy_model, budget_usd, policy)
+    if old_judge is not None and budget is not None:
+        _check_paired_budget(judge, old_judge, dataset, budget)
     overrides_path = Path(overrides) if overrides else policy.parent / "overrides.jsonl"
     if overrides_path.exists():
         load_overrides(overrides_path)
+    _check_side_logs(dataset, judge, policy_model, migration=old_judge is not None)
     signer = load_signer(sign_key) if sign_key is not None else None
     fingerprint = judge.identity.fingerprint()
+    baseline_fp = old_judge.identity.fingerprint() if old_judge is not None else None
     manifest_sha = held_out_manifest_sha256(dataset.sha256, held_out)
     ledger = HeldOutLedger(ledger_path_for(gold))
 
@@ -224,20 +273,25 @@ def certify(
         ledger.reconcile()  # a certification that died is closed as aborted first
         entries = ledger.entries()
         check_ledger_complete(ledger, entries, root)
+        # Only the candidate's earlier uses need a re-run reason: the baseline is judged again
+        # as the reference its transitions are read against (its own earlier certification
+        # already saw these cases), and this entry records its fingerprint too.
         ledger.check_rerun(fingerprint, manifest_sha, rerun_reason, entries)
         check_legacy_ledger(root, fingerprint, manifest_sha, rerun_reason)
         report_dir, n = _allocate(root, judge.spec.name, judge.spec.version)
         report_id = f"{judge.spec.name}/{judge.spec.version}/{n}"
         try:
             previous = previous_report(root, judge.spec.name, judge.spec.version, n, ledger, entries)
-            entry, token, hold = ledger.start(candidate=judge.spec.label, fingerprint=fingerprint, dataset_sha256=dataset.sha256, manifest_sha256=manifest_sha, report_id=report_id, reports_root=root, gold=gold_directory(gold), rerun_reason=rerun_reason, budget_usd=budget, previous_report=previous)
+            migration = {"kind": "migration", "baseline": old_judge.spec.label, "baseline_fingerprint": baseline_fp} if old_judge is not None else {}
+            entry, token, hold = ledger.start(candidate=judge.spec.label, fingerprint=fingerprint, dataset_sha256=dataset.sha256, manifest_sha256=manifest_sha, report_id=report_id, reports_root=root, gold=gold_directory(gold), rerun_reason=rerun_reason, budget_usd=budget, previous_report=previous, **migration)
         except BaseException:
             shutil.rmtree(report_dir, ignore_errors=True)  # nothing was recorded for it
             raise
         write_started_marker(report_dir, entry, ledger.path)
 
     try:
-        result = _run_and_lock(judge, dataset, candidate, policy, overrides_path, notebook_path, report_dir, report_id, entry, token, ledger, previous, rerun_reason, fingerprint, manifest_sha, budget, concurrency, max_cases, kernel_name, signer)
+        copies = _copy_inputs(report_dir, candidate, policy, overrides_path, baseline=baseline_path, label_mapping=mapping_path)
+        result = _run_and_lock(judge, dataset, copies, notebook_path, report_dir, report_id, entry, token, ledger, previous, rerun_reason, fingerprint, manifest_sha, budget, concurrency, max_cases, kernel_name, signer)
     except BaseException:
         ledger.abort(entry)  # fail closed: the use is recorded, and counts
         raise
@@ -247,10 +301,143 @@ def certify(
     return result
 
 
-def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: Path, overrides_path: Path, notebook_path: Path, report_dir: Path, report_id: str, entry: LedgerEntry, token: str, ledger: HeldOutLedger, previous: PreviousReport | None, rerun_reason: str | None, fingerprint: str, manifest_sha: str, budget: float | None, concurrency: int, max_cases: int | None, kernel_name: str, signer: Signer | None) -> CertificationResult:
+def _check_paired_budget(judge: Judge, old: Judge, dataset: GoldDataset, budget: float) -> None:
+    """Refuse, before the ledger, a budget that cannot cover both held-out runs."""
+    from ..judges import JudgeInput
+    from ..migration import BudgetInsufficient, estimate_run
+    from ..runs import WorkItem
+
+    cases = dataset.partition("held_out")
+    items = [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in cases]
+    estimates = [estimate_run(name, j, items, Path("/nonexistent-run-dir"), cache_dir=False) for name, j in (("candidate", judge), ("baseline", old))]
+    needed = sum(e.needed_usd for e in estimates)
+    if needed > budget + 1e-12:
+        raise BudgetInsufficient("the budget does not cover both versions: nothing was started", [Problem(location="--budget-usd", code="budget_insufficient", message=f"judging {len(cases)} held-out case(s) with {judge.spec.label} and {old.spec.label} needs up to ${needed:.4f} (the engine's reservations, one attempt per call), the budget is ${budget:.4f}", fix=f"give --budget-usd {needed:.4f} or more (a new policy version if it is above the policy's budget_usd); certifying on fewer cases is a scope change, not a saving")])
+
+
+def _check_side_logs(dataset: GoldDataset, judge: Judge, policy: Policy, *, migration: bool = True) -> None:
+    """Read what the notebook will read beside the gold before any held-out use: a damaged
+    repeatability log, transition-review log or sentinel file is refused here (exit 2)."""
+    from ..repeatability import load_sentinels, read_studies, sentinels_path_for, studies_path_for
+    from ..review._transition_reviews import read_transition_reviews, transition_reviews_path_for
+
+    studies = studies_path_for(dataset)
+    if studies.exists() or needs_repeatability(policy):
+        read_studies(studies)
+    if migration:
+        read_transition_reviews(transition_reviews_path_for(dataset.root))
+    if sentinels_path_for(dataset).exists():
+        load_sentinels(None, dataset)
+
+
+def resume_review(
+    report: str | Path,
+    *,
+    gold: str | Path | None = None,
+    notebook: str | Path | None = None,
+    kernel_name: str = "python3",
+    sign_key: str | Path | None = None,
+) -> CertificationResult:
+    """Re-evaluate a locked migration report with the transition reviews recorded since.
+
+    Writes a new report number of the same candidate version, linked to ``report``
+    (``resumes``), under a ledger entry of kind ``review_reevaluation`` (no held-out use).
+    Nothing is judged again: the inputs, both control runs, both held-out runs, the sentinel
+    run and the repeatability studies are copied from the locked report; only the transition
+    reviews are read again, and the gate runs again (overrides checked at the re-evaluation's
+    start). Refused (exit 2) for a report that does not verify, that is no migration, that
+    judged no held-out case, or whose gold, candidate or policy changed since.
+    """
+    from ._verify import resolve_report_path, verify_one
+
+    first = resolve_report_path(report)
+    notebook_path = Path(notebook) if notebook else default_notebook()
+    where = str(first)
+
+    def refuse(code: str, message: str, fix: str) -> WorkbenchError:
+        return WorkbenchError("cannot re-evaluate the report", [Problem(location=where, code=code, message=message, fix=fix)])
+
+    if not (first / "lock.json").is_file():
+        raise refuse("report_missing", "no locked certification report here (no lock.json)", "point --resume-review at reports/<candidate>/<version>/<n> of a migration certification")
+    if not notebook_path.exists():
+        raise refuse("notebook_missing", f"the certification notebook {notebook_path} is missing", "run from the project root, or pass --notebook")
+    from ._lock import read_lock
+
+    lock = read_lock(first)
+    if lock.baseline_fingerprint is None:
+        raise refuse("not_a_migration", f"report {lock.report_id} is no migration certification: it has no transitions to review", "transition reviews belong to `workbench certify --candidate NEW --baseline OLD`")
+    if lock.evidence.get("run_records") is None or lock.evidence.get("baseline_run_records") is None:
+        raise refuse("held_out_not_used", f"report {lock.report_id} judged no held-out case (controls or lineage stopped it): there is nothing to review", "fix what stopped it and certify again")
+    gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
+    if gold_dir is None or not gold_dir.exists():
+        raise refuse("gold_missing", f"the certified dataset {lock.gold} is not on this machine", "pass --gold with the certified dataset (its ledger and transition reviews live beside it)")
+    checked = verify_one(first, gold=gold_dir)
+    if not checked.verified:
+        raise WorkbenchError("cannot re-evaluate a report that does not verify", checked.problems)
+    dataset = load_dataset(gold_dir)
+    if dataset.sha256 != lock.evidence.get("gold_dataset"):
+        raise refuse("gold_changed", f"the gold dataset changed since report {lock.report_id} ({str(lock.evidence.get('gold_dataset'))[:12]} -> {dataset.sha256[:12]})", "the transitions were judged against the old gold: certify again on the new gold release")
+    root = first.resolve().parents[2]
+    if "/".join(first.resolve().parts[-3:]) != lock.report_id:
+        raise refuse("report_moved", f"the report is not inside its reports root (expected .../{lock.report_id})", "resume the report where certification wrote it")
+    candidate_copy = first / str(lock.input_files.get("candidate"))
+    judge = load_candidate(candidate_copy)
+    if judge.identity.fingerprint() != lock.candidate_fingerprint:
+        raise refuse("candidate_changed", f"the candidate copied in the report now has fingerprint {judge.identity.fingerprint()[:12]}, the report certified {lock.candidate_fingerprint[:12]} (its code or the installed Ragas changed)", "certify the candidate as it is now (a new certification)")
+    baseline_copy = first / str(lock.input_files.get("baseline"))
+    signer = load_signer(sign_key) if sign_key is not None else None
+    _check_side_logs(dataset, judge, load_policy(first / str(lock.input_files.get("policy"))))
+    ledger = HeldOutLedger(ledger_path_for(gold_dir))
+    resumed = PreviousReport(report_id=lock.report_id, lock_sha256=lock.lock_sha256, status="locked")
+
+    with ledger.locked():
+        ledger.reconcile()
+        entries = ledger.entries()
+        check_ledger_complete(ledger, entries, root)
+        report_dir, n = _allocate(root, judge.spec.name, judge.spec.version)
+        report_id = f"{judge.spec.name}/{judge.spec.version}/{n}"
+        try:
+            previous = previous_report(root, judge.spec.name, judge.spec.version, n, ledger, entries)
+            entry, token, hold = ledger.start(candidate=judge.spec.label, fingerprint=lock.candidate_fingerprint, dataset_sha256=dataset.sha256, manifest_sha256=str(lock.evidence.get("held_out_manifest")), report_id=report_id, reports_root=root, gold=gold_directory(gold_dir), rerun_reason=None, budget_usd=None, previous_report=previous, kind="review_reevaluation", baseline=lock.baseline, baseline_fingerprint=lock.baseline_fingerprint, resumes=lock.report_id)
+        except BaseException:
+            shutil.rmtree(report_dir, ignore_errors=True)
+            raise
+        write_started_marker(report_dir, entry, ledger.path)
+
+    try:
+        copies = _copy_locked_evidence(first, report_dir, lock)
+        copies["baseline"] = report_dir / baseline_copy.relative_to(first)
+        result = _run_and_lock(judge, dataset, copies, notebook_path, report_dir, report_id, entry, token, ledger, previous, None, lock.candidate_fingerprint, str(lock.evidence.get("held_out_manifest")), None, 8, None, kernel_name, signer, resumes=resumed, resume_from=first)
+    except BaseException:
+        ledger.abort(entry)
+        raise
+    finally:
+        ledger.release(entry.entry_id, hold)
+    make_read_only(report_dir)
+    return result
+
+
+_LOCKED_EVIDENCE = (INPUTS_DIR, CONTROLS_DIR, "baseline", "restricted/run", "restricted/baseline", SENTINELS_DIR, "repeatability")
+"""What :func:`resume_review` copies from the locked report (everything judged; nothing decided)."""
+
+
+def _copy_locked_evidence(first: Path, report_dir: Path, lock: Any) -> dict[str, Path]:
+    for rel in _LOCKED_EVIDENCE:
+        source = first / rel
+        if source.is_dir():
+            target = report_dir / rel
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copytree(source, target, copy_function=shutil.copyfile)
+    for path in report_dir.rglob("*"):  # the copies are writable until this report is locked
+        path.chmod(path.stat().st_mode | 0o200)
+    return {name: report_dir / rel for name, rel in lock.input_files.items() if rel}
+
+
+def _run_and_lock(judge: Judge, dataset: GoldDataset, copies: dict[str, Path], notebook_path: Path, report_dir: Path, report_id: str, entry: LedgerEntry, token: str, ledger: HeldOutLedger, previous: PreviousReport | None, rerun_reason: str | None, fingerprint: str, manifest_sha: str, budget: float | None, concurrency: int, max_cases: int | None, kernel_name: str, signer: Signer | None, *, resumes: PreviousReport | None = None, resume_from: Path | None = None) -> CertificationResult:
     import papermill
 
-    copies = _copy_inputs(report_dir, candidate, policy, overrides_path)
+    from ..authority import grant_for, requested_authority
+
     t0 = time.perf_counter()
     parameters = {
         "candidate": str(copies["candidate"].resolve()),
@@ -258,6 +445,9 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: P
         "gold": str(dataset.gold_path.resolve()),
         "overrides": str(copies["overrides"].resolve()) if "overrides" in copies else "",
         "controls": str(copies["controls"].resolve()) if "controls" in copies else "",
+        "baseline": str(copies["baseline"].resolve()) if "baseline" in copies else "",
+        "label_mapping": str(copies["label_mapping"].resolve()) if "label_mapping" in copies else "",
+        "resume_from": str(resume_from.resolve()) if resume_from is not None else "",
         "report_dir": str(report_dir.resolve()),
         "ledger_path": str(ledger.path),
         "certification_token": token,
@@ -285,6 +475,43 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: P
     run_dir = report_dir / RUN_DIR
     run_id = _run_id(run_dir)
     rel = {name: path.relative_to(report_dir).as_posix() for name, path in copies.items()}
+    policy_model = load_policy(copies["policy"])
+    migration_path = report_dir / MIGRATION_FILE
+    migration = read_json_file(migration_path) if migration_path.exists() and failure is None else None
+    evidence: dict[str, str | None] = {
+        "gold_dataset": dataset.sha256,
+        "gold_file": sha256_file(dataset.gold_path),
+        "held_out_manifest": manifest_sha,
+        "candidate_spec": sha256_file(copies["candidate"]),
+        "policy": sha256_file(copies["policy"]),
+        "overrides": sha256_file(copies["overrides"]) if "overrides" in copies else None,
+        "control_suite": sha256_file(copies["controls"]) if "controls" in copies else None,
+        "control_records": _maybe_sha(report_dir / CONTROLS_DIR / "results.jsonl"),
+        "run_records": _maybe_sha(run_dir / "results.jsonl"),
+        "run_manifest": _maybe_sha(run_dir / "manifest.json"),
+        "lineage": _maybe_sha(report_dir / LINEAGE_FILE),
+        "figures": _maybe_sha(figures_path),
+        "held_out_gold": _maybe_sha(report_dir / HELD_OUT_GOLD),
+        "rubric": _maybe_sha(report_dir / RUBRIC_JSON),
+        "executed_notebook": _maybe_sha(executed),
+        "html": sha256_file(report_dir / HTML_FILE),
+    }
+    if "baseline" in copies:
+        evidence.update(
+            {
+                "baseline_spec": sha256_file(copies["baseline"]),
+                "label_mapping": sha256_file(copies["label_mapping"]) if "label_mapping" in copies else None,
+                "baseline_control_records": _maybe_sha(report_dir / BASELINE_CONTROLS_DIR / "results.jsonl"),
+                "baseline_run_records": _maybe_sha(report_dir / BASELINE_RUN_DIR / "results.jsonl"),
+                "baseline_run_manifest": _maybe_sha(report_dir / BASELINE_RUN_DIR / "manifest.json"),
+                "transitions": _maybe_sha(report_dir / TRANSITIONS_FILE),
+                "transition_reviews": _maybe_sha(report_dir / REVIEWS_SNAPSHOT),
+                "migration": _maybe_sha(migration_path),
+            }
+        )
+    for name, path in (("repeatability_studies", report_dir / "repeatability" / "studies.jsonl"), ("sentinel_records", report_dir / SENTINELS_DIR / "results.jsonl")):
+        if path.exists():
+            evidence[name] = sha256_file(path)
     lock = write_lock(
         report_dir,
         Lock(
@@ -297,25 +524,8 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: P
             figures=figures,
             evaluated_at=entry.when,
             budget_usd=budget,
-            evidence={
-                "gold_dataset": dataset.sha256,
-                "gold_file": sha256_file(dataset.gold_path),
-                "held_out_manifest": manifest_sha,
-                "candidate_spec": sha256_file(copies["candidate"]),
-                "policy": sha256_file(copies["policy"]),
-                "overrides": sha256_file(copies["overrides"]) if "overrides" in copies else None,
-                "control_suite": sha256_file(copies["controls"]) if "controls" in copies else None,
-                "control_records": _maybe_sha(report_dir / CONTROLS_DIR / "results.jsonl"),
-                "run_records": _maybe_sha(run_dir / "results.jsonl"),
-                "run_manifest": _maybe_sha(run_dir / "manifest.json"),
-                "lineage": _maybe_sha(report_dir / LINEAGE_FILE),
-                "figures": _maybe_sha(figures_path),
-                "held_out_gold": _maybe_sha(report_dir / HELD_OUT_GOLD),
-                "rubric": _maybe_sha(report_dir / RUBRIC_JSON),
-                "executed_notebook": _maybe_sha(executed),
-                "html": sha256_file(report_dir / HTML_FILE),
-            },
-            input_files={"candidate": rel["candidate"], "policy": rel["policy"], "overrides": rel.get("overrides"), "controls": rel.get("controls")},
+            evidence=evidence,
+            input_files={"candidate": rel["candidate"], "policy": rel["policy"], "overrides": rel.get("overrides"), "controls": rel.get("controls"), **({"baseline": rel["baseline"], "label_mapping": rel.get("label_mapping")} if "baseline" in rel else {})},
             files=hash_tree(report_dir),
             versions=versions(),
             git=git_state(),
@@ -325,12 +535,22 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, candidate: Path, policy: P
             rerun_reason=rerun_reason,
             previous_report=previous,
             timings_s=timings,
+            kind=entry.kind,
+            baseline=entry.baseline,
+            baseline_fingerprint=entry.baseline_fingerprint,
+            resumes=resumes,
+            migration=migration,
+            requested_authority=requested_authority(policy_model).model_dump(mode="json"),
+            grant=grant_for(policy_model, gate, report_id=report_id).model_dump(mode="json"),
+            last_certified=_last_certified(policy_model, judge, entry, dataset),
         ),
         signer=signer,
     )
     # Any held-out run directory (even a partial run) is a use: calls may have been in flight.
     # No run directory means controls or lineage stopped certification before held-out data.
-    ledger.finish(entry, outcome=gate["outcome"], lock_sha256=lock.lock_sha256, held_out_used=run_dir.exists(), run_id=run_id, run_records_sha256=lock.evidence["run_records"])
+    # A review re-evaluation copied the locked run records: it judged nothing.
+    used = run_dir.exists() and entry.uses_held_out
+    ledger.finish(entry, outcome=gate["outcome"], lock_sha256=lock.lock_sha256, held_out_used=used, run_id=run_id, run_records_sha256=lock.evidence["run_records"], baseline_run_records_sha256=lock.evidence.get("baseline_run_records"))
     timings["lock"] = round(time.perf_counter() - rendered_at, 3)
     return CertificationResult(report_dir, report_id, gate["outcome"], gate["blockers"], lock.lock_sha256, timings)
 
@@ -385,8 +605,9 @@ class Certification:
     It refuses to exist unless ``workbench certify`` opened a ledger entry for it: the ledger
     is resolved from the gold dataset (a ``ledger_path`` given must be that one), an open
     ``started`` entry must carry the hash of ``certification_token``, name this report
-    directory and candidate, and be held by a live ``certify`` process; the token is then
-    claimed, so it works once.
+    directory and candidate (and, for a migration, this baseline; for a re-evaluation, the
+    report it resumes), and be held by a live ``certify`` process; the token is then claimed,
+    so it works once.
     """
 
     def __init__(
@@ -402,6 +623,9 @@ class Certification:
         controls: str | Path | None = None,
         concurrency: int = 8,
         max_cases: int | None = None,
+        baseline: str | Path | None = None,
+        label_mapping: str | Path | None = None,
+        resume_from: str | Path | None = None,
     ) -> None:
         # Notebook parameters arrive as papermill injected them: checked before the ledger is read.
         check_run_arguments(concurrency=concurrency, max_cases=max_cases)
@@ -410,6 +634,9 @@ class Certification:
         self.candidate_path = Path(candidate)
         self.policy_path = Path(policy)
         self.judge: Judge = load_candidate(candidate)
+        self.baseline_judge: Judge | None = load_candidate(baseline) if baseline else None
+        self.mapping: LoadedMapping | None = load_label_mapping(label_mapping) if label_mapping else None
+        self.resume_from: Path | None = Path(resume_from) if resume_from else None
         self.dataset: GoldDataset = load_dataset(gold)
         self.policy: Policy | None = load_policy(policy) if self.policy_path.exists() else None
         self.overrides = load_overrides(overrides) if overrides and Path(overrides).exists() else []
@@ -421,11 +648,25 @@ class Certification:
         self.max_cases = max_cases
         self.lineage: list[dict[str, Any]] = []
         self.controls: Any | None = None
+        self.baseline_controls: Any | None = None
         self.control_blockers: list[Blocker] = []
         self.summary: RunSummary | None = None
+        self.baseline_summary: RunSummary | None = None
+        self.sentinels: RunSummary | None = None
         self.join: Join | None = None
         self.alignment: AlignmentReport | None = None
+        self.migration: MigrationEvidence | None = None
         self.gate: GateResult | None = None
+
+    @property
+    def is_migration(self) -> bool:
+        """Whether a baseline is judged beside the candidate."""
+        return self.baseline_judge is not None
+
+    @property
+    def kind(self) -> str:
+        """The ledger entry's kind: certification, migration or review_reevaluation."""
+        return self.ledger_entry.kind
 
     def _refuse(self, code: str, message: str, fix: str = "run `workbench certify`; the certification notebook is executed only by it") -> WorkbenchError:
         where = self.ledger.path if hasattr(self, "ledger") else self.report_dir
@@ -445,11 +686,20 @@ class Certification:
             raise self._refuse("report_dir_mismatch", f"the ledger entry opened report {entry.report_id}, not {self.report_dir}")
         if entry.candidate_fingerprint != self.judge.identity.fingerprint():
             raise self._refuse("candidate_mismatch", f"the ledger entry opened a certification of {entry.candidate}, not of this candidate")
+        baseline_fp = self.baseline_judge.identity.fingerprint() if self.baseline_judge is not None else None
+        if entry.baseline_fingerprint != baseline_fp:
+            raise self._refuse("baseline_mismatch", f"the ledger entry opened a certification with baseline {entry.baseline or '(none)'}, not {self.baseline_judge.spec.label if self.baseline_judge else '(none)'}")
+        expected_kind = "review_reevaluation" if self.resume_from is not None else ("migration" if baseline_fp else "certification")
+        if entry.kind != expected_kind:
+            raise self._refuse("entry_kind_mismatch", f"the ledger entry is a {entry.kind}, not a {expected_kind}")
+        if self.resume_from is not None and entry.resumes != "/".join(self.resume_from.resolve().parts[-3:]):
+            raise self._refuse("resumes_mismatch", f"the ledger entry re-evaluates report {entry.resumes}, not {self.resume_from}")
         if not self.ledger.is_running(entry.entry_id):
             raise self._refuse("certification_not_running", f"the `workbench certify` process that opened ledger entry {entry.entry_id} is not running")
-        earlier = self.ledger.previous_uses(entry.candidate_fingerprint, entry.held_out_manifest_sha256, exclude=entry.entry_id)
-        if earlier and not (entry.rerun_reason and entry.rerun_reason.strip()):
-            raise self._refuse("held_out_reuse", f"the held-out partition was already used for this candidate ({', '.join(e.report_id for e in earlier)}) and the entry gives no re-run reason")
+        if entry.uses_held_out:
+            earlier = self.ledger.previous_uses(entry.candidate_fingerprint, entry.held_out_manifest_sha256, exclude=entry.entry_id)
+            if earlier and not (entry.rerun_reason and entry.rerun_reason.strip()):
+                raise self._refuse("held_out_reuse", f"the held-out partition was already used for this candidate ({', '.join(e.report_id for e in earlier)}) and the entry gives no re-run reason")
         self.ledger.claim_token(entry)
         return entry
 
@@ -473,6 +723,9 @@ class Certification:
             ("policy present", self.policy is not None, str(self.policy_path.name), "loaded" if self.policy else "missing"),
             ("gold release (recorded in the run manifest)", True, "releases.jsonl beside the gold", self.dataset.release.release_id if self.dataset.release else "(not frozen)"),
         ]
+        if self.baseline_judge is not None:
+            fp = self.baseline_judge.identity.fingerprint()
+            checks.append(("baseline fingerprint", entry.baseline_fingerprint == fp, entry.baseline_fingerprint, fp))
         self.lineage = [{"check": name, "ok": bool(ok), "expected": expected, "actual": actual} for name, ok, expected, actual in checks]
         atomic_write_json(self.report_dir / LINEAGE_FILE, self.lineage)
         return self.lineage
@@ -481,19 +734,34 @@ class Certification:
     def lineage_ok(self) -> bool:
         return bool(self.lineage) and all(row["ok"] for row in self.lineage)
 
-    async def run_controls(self) -> Any | None:
-        """Run the policy's control suite before any held-out call.
+    def _suite(self) -> Any:
+        from ..controls import load_suite
 
-        A failed blocking role (positive, negative, adversarial by default) becomes a blocker
-        with its own text, and the held-out partition is then not used at all: a judge that
-        fails its controls is not worth spending held-out data on.
+        assert self.policy is not None and self.policy.controls is not None
+        return load_suite(self.controls_path or (self.policy_path.parent / self.policy.controls.suite).resolve())
+
+    async def run_controls(self) -> Any | None:
+        """Run the policy's control suite before any held-out call (for a migration: on both versions).
+
+        A failed blocking role (positive, negative, adversarial by default) of the candidate
+        becomes a blocker with its own text, and the held-out partition is then not used at
+        all: a judge that fails its controls is not worth spending held-out data on. The
+        baseline's controls are shown beside (verdicts mapped), never a blocker. A
+        re-evaluation rebuilds both reports from the locked report's control records.
         """
         if self.policy is None or self.policy.controls is None:
             return None
-        from ..controls import load_suite, run_controls
+        from ..controls import run_controls
 
-        suite = load_suite(self.controls_path or (self.policy_path.parent / self.policy.controls.suite).resolve())
-        self.controls = await run_controls(self.judge, suite, self.report_dir / CONTROLS_DIR, concurrency=self.concurrency, cache_dir=False, progress=False)
+        suite = self._suite()
+        if self.resume_from is not None:
+            self.controls = control_report_from_records(suite, self.report_dir / CONTROLS_DIR, None)
+        else:
+            self.controls = await run_controls(self.judge, suite, self.report_dir / CONTROLS_DIR, concurrency=self.concurrency, cache_dir=False, progress=False)
+        if self.baseline_judge is not None:
+            if self.resume_from is None:
+                await run_controls(self.baseline_judge, suite, self.report_dir / BASELINE_CONTROLS_DIR, concurrency=self.concurrency, cache_dir=False, progress=False)
+            self.baseline_controls = control_report_from_records(suite, self.report_dir / BASELINE_CONTROLS_DIR, self.mapping)
         self.control_blockers = list(self.controls.blockers(self.policy.controls.blocking_roles))
         return self.controls
 
@@ -502,31 +770,76 @@ class Certification:
         return not self.control_blockers
 
     async def run_held_out(self) -> RunSummary | None:
-        """Run the candidate once on held-out data (only when lineage holds and controls pass)."""
+        """Run the candidate (and the baseline) once on held-out data, when lineage holds and controls pass.
+
+        One ledger entry covers both runs; with a budget, the candidate's run may spend what
+        the baseline's reservation leaves, the baseline's what the candidate's spend leaves. A
+        re-evaluation judges nothing: it reads the run summaries of the copied records.
+        """
         if not self.lineage:
             self.check_lineage()
         if not self.lineage_ok or not self.controls_ok:
             return None
+        if self.resume_from is not None:
+            self.summary = _read_summary(self.report_dir / RUN_DIR)
+            self.baseline_summary = _read_summary(self.report_dir / BASELINE_RUN_DIR)
+            return self.summary
         access = HeldOutAccess.grant(self.ledger.path, self.ledger_entry_id, self.judge.identity.fingerprint())
+        limit = self.budget_usd
+        if limit is not None and self.baseline_judge is not None:
+            from ..migration import estimate_run
+
+            items = _held_out_items(self.dataset)
+            limit = max(0.0, limit - estimate_run("baseline", self.baseline_judge, items, self.report_dir / BASELINE_RUN_DIR, cache_dir=False).needed_usd)
         self.summary = await run_candidate(
             self.judge,
             self.dataset,
             "held_out",
             self.report_dir / RUN_DIR,
             concurrency=self.concurrency,
-            budget_usd=self.budget_usd,
+            budget_usd=limit,
             max_cases=self.max_cases,
             cache_dir=False,  # held-out verdicts are neither reused nor shared through a cache
             progress=False,  # progress widgets do not render in static HTML
             held_out_access=access,
         )
+        if self.baseline_judge is not None:
+            rest = None if self.budget_usd is None else max(0.0, self.budget_usd - self.summary.cost_usd)
+            baseline_access = HeldOutAccess.grant(self.ledger.path, self.ledger_entry_id, self.baseline_judge.identity.fingerprint())
+            self.baseline_summary = await run_candidate(self.baseline_judge, self.dataset, "held_out", self.report_dir / BASELINE_RUN_DIR, concurrency=self.concurrency, budget_usd=rest, max_cases=self.max_cases, cache_dir=False, progress=False, held_out_access=baseline_access)
         return self.summary
+
+    async def run_sentinels(self) -> RunSummary | None:
+        """Run the candidate on the gold's sentinels (``sentinels.yaml``) into ``REPORT/sentinels/``.
+
+        Only after a held-out run, never on held-out cases (the sentinel file refuses them),
+        and no ledger use: it is the baseline ``workbench drift --against REPORT`` compares
+        later runs of this judge with. Not a gate input. A re-evaluation keeps the copied run.
+        """
+        from ..repeatability import load_sentinels, sentinels_path_for
+
+        if self.summary is None or self.resume_from is not None or not sentinels_path_for(self.dataset).exists():
+            return None
+        from ..gold import gold_lineage
+        from ..judges import JudgeInput
+        from ..repeatability._drift import PARTITION
+        from ..runs import WorkItem, run_items
+
+        loaded = load_sentinels(None, self.dataset)
+        items = [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in loaded.cases]
+        spent = self.summary.cost_usd + (self.baseline_summary.cost_usd if self.baseline_summary else 0.0)
+        limit = None if self.budget_usd is None else max(0.0, self.budget_usd - spent)
+        self.sentinels = await run_items(self.judge, items, self.report_dir / SENTINELS_DIR, partition=PARTITION, dataset_sha256=self.dataset.sha256, repeats=1, grid=True, concurrency=self.concurrency, budget_usd=limit, cache_dir=False, progress=False, lineage=gold_lineage(self.dataset, loaded.cases))
+        return self.sentinels
 
     def evaluate(self, extra_blockers: list[Blocker] | None = None) -> GateResult:
         """Align, apply the gate, write gate.json, the figures and the restricted evidence.
 
         Overrides are checked against the certification's start (the ``started`` ledger
-        entry's time), so ``workbench verify`` can re-run the same gate later.
+        entry's time), so ``workbench verify`` can re-run the same gate later. Beside the
+        policy's limits the gate reads the repeatability studies (when a slice limits the flip
+        rate, or the candidate has one) and, for a migration, the transitions and the
+        transition reviews in effect; each is stored in the report first.
         """
         if not self.lineage:
             self.check_lineage()
@@ -542,11 +855,52 @@ class Certification:
         self.join = align_results(self.dataset, lines, partition="held_out", manifest=read_run_manifest(results_path), location=str(results_path))
         self.alignment = alignment_report(self.join, results_path=str(results_path) if results_path.exists() else None)
         self.human = human_agreement(self.dataset, "held_out")
-        gate = evaluate_gate(self.alignment, self.policy, rubric=self.dataset.rubric, run=self.summary, overrides=self.overrides, now=self.ledger_entry.when, join=self.join, extra_blockers=blockers, fingerprint=self.judge.identity.fingerprint())
+        fingerprint = self.judge.identity.fingerprint()
+        blockers += self._repeatability_blockers(fingerprint)
+        if self.baseline_judge is not None:
+            blockers += self._migration_blockers(lines)
+        gate = evaluate_gate(self.alignment, self.policy, rubric=self.dataset.rubric, run=self.summary, overrides=self.overrides, now=self.ledger_entry.when, join=self.join, extra_blockers=blockers, fingerprint=fingerprint)
         atomic_write_json(self.report_dir / FIGURES_FILE, figures_of(self.alignment))
         self._save_gate(gate)
         self._write_restricted()
         return gate
+
+    def _repeatability_blockers(self, fingerprint: str) -> list[Blocker]:
+        from ..repeatability import studies_of, studies_path_for
+
+        if self.resume_from is None:
+            log = studies_path_for(self.dataset)
+            mine = studies_of(log, fingerprint) if log.exists() else []
+            if mine or needs_repeatability(self.policy):
+                snapshot_studies(self.report_dir, mine)
+        return repeatability_gate_blockers(self.policy, stored_studies(self.report_dir), fingerprint=fingerprint, dataset_sha256=self.dataset.sha256)
+
+    def _migration_blockers(self, lines: list[Any]) -> list[Blocker]:
+        from ..review._transition_reviews import TransitionReviews, transition_reviews_path_for
+
+        assert self.baseline_judge is not None
+        old_path = self.report_dir / BASELINE_RUN_DIR / "results.jsonl"
+        if old_path.exists():  # the baseline's lineage against this gold (raises when it does not hold)
+            mapped, _, _ = map_old_lines(read_results(old_path), self.mapping)
+            align_results(self.dataset, [line for line in mapped if line.result.value is None or line.result.value in self.dataset.rubric.labels], partition="held_out", manifest=read_run_manifest(old_path), location=str(old_path))
+        old_lines = read_results(old_path) if old_path.exists() else []
+        old_fp, new_fp = self.baseline_judge.identity.fingerprint(), self.judge.identity.fingerprint()
+        reviews = TransitionReviews(transition_reviews_path_for(self.dataset.root)).in_effect(old_fp, new_fp)
+        self.migration = evaluate_migration(
+            self.dataset,
+            lines,
+            old_lines,
+            candidate=self.judge.spec.label,
+            candidate_fingerprint=new_fp,
+            baseline=self.baseline_judge.spec.label,
+            baseline_fingerprint=old_fp,
+            mapping=self.mapping,
+            reviews=reviews,
+            baseline_run_status=self.baseline_summary.status if self.baseline_summary else None,
+            baseline_controls=self.baseline_controls.status if self.baseline_controls is not None else None,
+        )
+        write_migration(self.report_dir, self.migration, reviews)
+        return self.migration.blockers
 
     def _gate_without_held_out(self, blockers: list[Blocker]) -> GateResult:
         return gate_without_held_out(blockers, policy=self.policy, policy_sha256=sha256_file(self.policy_path) if self.policy else None, judge=self.judge.spec.label, fingerprint=self.judge.identity.fingerprint(), dataset_sha256=self.dataset.sha256, rubric_version=self.dataset.rubric.version)
@@ -557,10 +911,13 @@ class Certification:
         return gate
 
     def _write_restricted(self) -> None:
+        from ._migration import write_transitions_html
         from ._restricted import write_restricted
 
         assert self.join is not None and self.gate is not None
         write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, self.report_dir / RUN_DIR / "results.jsonl", self.gate, report_id=self.ledger_entry.report_id)
+        if self.migration is not None:
+            write_transitions_html(self.report_dir / RESTRICTED_DIR, self.migration, report_id=self.ledger_entry.report_id)
 
     # -- what the report shows --------------------------------------------------------------
 
@@ -569,6 +926,46 @@ class Certification:
         if not path.exists():
             return []
         return read_jsonl_records(path)
+
+    def grant(self, gate: GateResult | None = None) -> Any:
+        """What this certification grants (:func:`~workbench.authority.grant_for` on the policy and the public gate)."""
+        from ..authority import AuthorityGrant, grant_for
+
+        gate = gate or self.gate
+        if self.policy is None or gate is None:
+            return AuthorityGrant(policy=None, outcome=getattr(gate, "outcome", None), requested=None, use="none", scope=None, withheld=["no policy or no gate"], report_id=self.ledger_entry.report_id)
+        return grant_for(self.policy, public_gate(gate), report_id=self.ledger_entry.report_id)
+
+    def beside(self) -> Any:
+        """The authority requested and the last complete certified other version (:func:`~workbench.authority.beside_candidate`)."""
+        from ..authority import beside_candidate
+
+        if self.policy is None:
+            return None
+        return beside_candidate(self.policy, self.judge.spec.label, self.ledger_entry.reports_root, self.dataset.root)
+
+
+def _last_certified(policy: Policy, judge: Judge, entry: LedgerEntry, dataset: GoldDataset) -> dict[str, Any] | None:
+    """The last complete certified other version beside the candidate, for the lock."""
+    from ..authority import beside_candidate
+
+    context = beside_candidate(policy, judge.spec.label, entry.reports_root, dataset.root)
+    last = context.last_certified
+    if last is None:
+        return None
+    return {"report_id": last.report_id, "candidate": last.candidate, "candidate_fingerprint": last.candidate_fingerprint, "outcome": last.outcome, "stale": [r.message for r in context.last_certified_stale]}
+
+
+def _read_summary(run_dir: Path) -> RunSummary | None:
+    path = run_dir / "run.json"
+    return RunSummary.model_validate(read_json_file(path)) if path.exists() else None
+
+
+def _held_out_items(dataset: GoldDataset) -> list[Any]:
+    from ..judges import JudgeInput
+    from ..runs import WorkItem
+
+    return [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in dataset.partition("held_out")]
 
 
 def write_gate_json(report_dir: Path, gate: GateResult) -> None:

@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
 
 from .. import __version__
 from .._io import atomic_write_text, read_json_file, sha256_file, sha256_json
@@ -32,6 +32,8 @@ from ._signing import LockSignature, Signer
 
 LOCK_FILE = "lock.json"
 LOCK_SCHEMA_VERSION = 2
+_OMITTED_WHEN_DEFAULT: dict[str, Any] = {"kind": "certification", "baseline": None, "baseline_fingerprint": None, "resumes": None, "migration": None, "requested_authority": None, "grant": None, "last_certified": None}
+"""Fields added to lock format 2 later: a lock without them dumps, and so hashes, as before."""
 
 
 class Lock(BaseModel):
@@ -63,10 +65,13 @@ class Lock(BaseModel):
     evidence: dict[str, str | None]
     """Named hashes: gold_dataset, gold_file, held_out_manifest, candidate_spec, policy, overrides,
     control_suite, control_records, run_records, run_manifest, lineage, figures, held_out_gold,
-    rubric, executed_notebook, html."""
+    rubric, executed_notebook, html; for a migration also baseline_spec, label_mapping,
+    baseline_control_records, baseline_run_records, baseline_run_manifest, transitions,
+    transition_reviews, migration; when present repeatability_studies and sentinel_records."""
     input_files: dict[str, str | None] = {}
     """Where the evidence ``verify`` recomputes from lies in the report: candidate, policy,
-    overrides, controls (paths relative to the report directory)."""
+    overrides, controls, and for a migration baseline and label_mapping (paths relative to the
+    report directory)."""
     files: dict[str, str]
     """sha256 of every file in the report directory except the top-level lock.json, by relative path."""
     versions: dict[str, str]
@@ -86,10 +91,41 @@ class Lock(BaseModel):
     as the ledger's started entry records it: a chain."""
     timings_s: dict[str, float]
     """Wall time of kernel start, notebook run and render (informational)."""
+    kind: str = "certification"
+    """The ledger entry's kind: ``certification``, ``migration`` (``certify --baseline``) or
+    ``review_reevaluation`` (``certify --resume-review``). Omitted when ``certification``."""
+    baseline: str | None = None
+    """For a migration (and its re-evaluation): ``name@version`` of the baseline judged beside the candidate."""
+    baseline_fingerprint: str | None = None
+    """Its fingerprint (the ledger entry records both)."""
+    resumes: PreviousReport | None = None
+    """For a re-evaluation: the locked report whose run records it reused (``{report_id, lock_sha256, status}``)."""
+    migration: dict[str, Any] | None = None
+    """For a migration: the public migration summary (``migration.json``: counts per slice,
+    matrix, transition-review counts; no case ids), recomputed by ``verify``."""
+    requested_authority: dict[str, Any] | None = None
+    """The use and scope the policy asks for (:class:`~workbench.authority.RequestedAuthority`)."""
+    grant: dict[str, Any] | None = None
+    """What this certification grants (:func:`~workbench.authority.grant_for` on the policy copy
+    and the gate; ``lock_sha256`` left out). ``verify`` recomputes it from the same inputs."""
+    last_certified: dict[str, Any] | None = None
+    """The last complete certified other version of the judge when this report was written,
+    shown beside the candidate and never used in its place (``{report_id, candidate,
+    candidate_fingerprint, outcome, stale}``; None: there was none). Informational: ``verify``
+    does not recompute it (later reports change the answer)."""
     lock_sha256: str = ""
     """sha256 over the canonical JSON of this lock without this field and ``signature``."""
     signature: LockSignature | None = None
     """Ed25519 signature over ``lock_sha256`` (``certify --sign``); outside the hashed content."""
+
+    @model_serializer(mode="wrap")
+    def _omit_unused_fields(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name, default in _OMITTED_WHEN_DEFAULT.items():
+                if name in data and data[name] == default:
+                    del data[name]
+        return data
 
     def content_sha256(self) -> str:
         return sha256_json(self.model_dump(mode="json", exclude={"lock_sha256", "signature"}))

@@ -46,6 +46,8 @@ class Recomputed:
     gate: dict[str, Any] | None
     """The public gate (as in gate.json), or None when certification failed before the gate."""
     figures: dict[str, Any] | None
+    migration: Any = None
+    """For a migration: the recomputed :class:`~workbench.migration._certify.MigrationEvidence`."""
 
 
 def _path(report_dir: Path, lock: Lock, name: str) -> Path | None:
@@ -92,6 +94,7 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     if held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out")) != lock.evidence.get("held_out_manifest"):
         raise EvidenceError("evidence_mismatch", "the stored held-out gold records do not hash to the lock's held-out manifest", str(report_dir / "restricted" / "gold"))
     control_blockers = []
+    suite = None
     if policy.controls is not None:
         from ..controls import evaluate_controls, load_suite
         from ..controls._run import _outcomes
@@ -120,5 +123,9 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     summary = RunSummary.model_validate(read_json_file(summary_path)) if summary_path.exists() else None
     overrides_path = _path(report_dir, lock, "overrides")
     overrides = load_overrides(overrides_path) if overrides_path is not None else []
-    gate = evaluate_gate(alignment, policy, rubric=dataset.rubric, run=summary, overrides=overrides, now=lock.evaluated_at, join=join, extra_blockers=lineage, fingerprint=fingerprint)
-    return Recomputed(public_gate(gate), figures_of(alignment))
+    # What certification added beside the policy's limits: repeatability, migration (transitions, reviews).
+    from ._migration import recompute_lifecycle_blockers
+
+    extra, migration = recompute_lifecycle_blockers(report_dir, lock, policy, dataset, lines, suite)
+    gate = evaluate_gate(alignment, policy, rubric=dataset.rubric, run=summary, overrides=overrides, now=lock.evaluated_at, join=join, extra_blockers=[*lineage, *extra], fingerprint=fingerprint)
+    return Recomputed(public_gate(gate), figures_of(alignment), migration)

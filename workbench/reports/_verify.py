@@ -110,7 +110,7 @@ def verify_one(path: str | Path, *, gold: str | Path | None = None, trusted: dic
     result.ok("lock")
     _check_files(root, lock, result)
     _check_consistency(root, lock, result)
-    _check_outcome(root, lock, result)
+    _check_outcome(root, lock, result, gold)
     _check_signature(lock, trusted, result)
     entries, started = _check_ledger(root, lock, gold, result)
     _check_chain(root, lock, entries, started, result)
@@ -145,6 +145,12 @@ def _check_consistency(root: Path, lock: Lock, result: ReportVerification) -> No
             ("evaluated_at", lock.evaluated_at.isoformat() if lock.evaluated_at else None, _iso(entry.get("when"))),
             ("previous_report", lock.previous_report.model_dump(mode="json") if lock.previous_report else None, entry.get("previous_report")),
         ]
+    pairs += [  # a migration: both fingerprints under the one entry (omitted from older entries)
+        ("kind", lock.kind, entry.get("kind", "certification")),
+        ("baseline", lock.baseline, entry.get("baseline")),
+        ("baseline_fingerprint", lock.baseline_fingerprint, entry.get("baseline_fingerprint")),
+        ("resumes", lock.resumes.report_id if lock.resumes else None, entry.get("resumes")),
+    ]
     for name, mine, recorded in pairs:
         if _canon(mine) != _canon(recorded):
             result.fail("lock", root / LOCK_FILE, "lock_inconsistent", f"the lock's {name} ({mine!r}) differs from its ledger entry's ({recorded!r})")
@@ -161,7 +167,7 @@ def _iso(value: Any) -> str | None:
         return value
 
 
-def _check_outcome(root: Path, lock: Lock, result: ReportVerification) -> None:
+def _check_outcome(root: Path, lock: Lock, result: ReportVerification, gold: str | Path | None = None) -> None:
     try:
         gate_file = read_json_file(root / GATE_FILE)
     except (OSError, ValueError, RecursionError):
@@ -188,6 +194,15 @@ def _check_outcome(root: Path, lock: Lock, result: ReportVerification) -> None:
         mine, theirs = [b.get("code") for b in lock.blockers], [b["code"] for b in expected["blockers"]]
         detail = f"codes {mine} vs {theirs}" if mine != theirs else "same codes, different messages or figures"
         result.fail("outcome", root / LOCK_FILE, "blockers_mismatch", f"the lock's blockers differ from the gate re-run on the report's evidence ({detail})")
+    if again.migration is not None:
+        from ..review._transition_reviews import transition_reviews_path_for
+        from ._migration import migration_problems
+
+        gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
+        log = transition_reviews_path_for(gold_dir) if gold_dir is not None and gold_dir.exists() else None
+        for problem in migration_problems(root, lock, again.migration, log):
+            result.fail("migration", problem.location, problem.code, problem.message)
+        result.checks.setdefault("migration", "ok (transitions and reviews recomputed)")
     if _canon(lock.figures) != _canon(again.figures):
         result.fail("outcome", root / LOCK_FILE, "figures_mismatch", "the lock's figures differ from the alignment recomputed from the run records and gold evidence")
     for key in ("outcome", "blockers", "waived", "expired_overrides"):

@@ -294,7 +294,7 @@ async def run_candidate(
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
     part = Partition(partition_name(partition)).value
-    if part == "held_out" and (held_out_access is None or held_out_access.entry.candidate_fingerprint != judge.identity.fingerprint()):
+    if part == "held_out" and (held_out_access is None or not held_out_access.covers(judge.identity.fingerprint())):
         raise WorkbenchError(
             "held-out refused",
             [Problem(location=str(out_dir), code="held_out_refused", message="running a candidate on the held-out partition needs an open certification in the held-out ledger", fix="use development or calibration; held-out data is judged only by `workbench certify`")],

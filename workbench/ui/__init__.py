@@ -12,6 +12,7 @@ from ._model import (
 )
 from ._render import KEY_LEGEND, case_html, pretty_request
 from ._review_widget import NO_CAUSE, ReviewWidget
+from ._transition_form import TransitionReviewForm, transition_review_form
 
 __all__ = [
     "ALL_CASES",
@@ -23,7 +24,9 @@ __all__ = [
     "NO_CAUSE",
     "ReviewModel",
     "ReviewWidget",
+    "TransitionReviewForm",
     "case_html",
     "count_label",
     "pretty_request",
+    "transition_review_form",
 ]

@@ -1,0 +1,239 @@
+"""Transition reviews: the evidence-based decision on each changed verdict in a critical slice.
+
+A migration certification (``workbench certify --candidate NEW --baseline OLD``) lists every
+held-out case of a critical slice whose verdict changed between the two versions. Each needs a
+review before the outcome can be ``certified``: a named reviewer reads the case in the report's
+restricted part (the independent review process; never the prompt author), decides, and cites
+the evidence the decision rests on.
+
+The reviews are an append-only log beside the gold dataset (``transition_reviews.jsonl``, like
+the held-out ledger and the drift log), one :class:`TransitionReview` per line, written only by
+:meth:`TransitionReviews.add` (through the review widget's note form, or ``workbench review
+transition``). A review is keyed by (old fingerprint, new fingerprint, case id) and records the
+verdicts it saw; the latest review of a key (file order) is the one in effect, and it counts
+only while the transition is still the one it saw (same old verdict, new verdict and human
+label). Decisions:
+
+- ``accept``: on the cited evidence, the new verdict (or the change into abstention) stands;
+- ``reject``: on the cited evidence, the change is not acceptable; the migration fails
+  (``critical_transition_rejected``, quality).
+
+Evidence ids must resolve: in the gold's evidence snapshot when the rubric declares one, else
+among the evidence the case itself cites (its ``evidence`` and its reviewers').
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
+from ..errors import Problem, WorkbenchError
+
+TRANSITION_REVIEW_SCHEMA_VERSION = 1
+"""Version of the transition-review record format."""
+TRANSITION_REVIEWS_FILE = "transition_reviews.jsonl"
+"""The log's file name, beside the gold dataset."""
+Decision = Literal["accept", "reject"]
+DECISIONS: tuple[str, ...] = get_args(Decision)
+"""``accept`` (the changed verdict stands on the evidence) or ``reject`` (it does not)."""
+FIX = "transition reviews are written by `workbench review transition` or the review widget; restore the log, never edit it"
+
+
+class TransitionReview(BaseModel):
+    """One reviewer's decision on one changed verdict between two judge versions."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    schema_version: int = TRANSITION_REVIEW_SCHEMA_VERSION
+    """Transition-review record format version."""
+    review_id: str = Field(min_length=1)
+    """Unique id of this review."""
+    old_fingerprint: str = Field(min_length=1)
+    """Fingerprint of the baseline (old version)."""
+    new_fingerprint: str = Field(min_length=1)
+    """Fingerprint of the candidate (new version)."""
+    case_id: str = Field(min_length=1)
+    """The held-out case whose verdict changed."""
+    report_id: str = Field(min_length=1)
+    """The certification report whose restricted part the reviewer read."""
+    slice: str
+    """The case's slice."""
+    human_label: str
+    """The adjudicated label the reviewer saw."""
+    old_verdict: str
+    """The old version's verdict the reviewer saw (mapped into the rubric's labels; ``error``
+    or ``missing`` when it gave none)."""
+    new_verdict: str
+    """The new version's verdict the reviewer saw (likewise)."""
+    decision: Decision
+    """``accept`` or ``reject``."""
+    evidence_ids: list[str] = Field(min_length=1)
+    """The evidence the decision rests on: ids in the gold's evidence snapshot (or cited by the case)."""
+    reviewer: str = Field(min_length=1)
+    """Who decided."""
+    created_at: datetime
+    """When (UTC)."""
+    note: str = ""
+    """Free text: how the evidence settles it."""
+
+    @field_validator("created_at")
+    @classmethod
+    def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is None:
+            raise ValueError("created_at needs a timezone")
+        return value.astimezone(UTC)
+
+    @field_validator("evidence_ids")
+    @classmethod
+    def _ids(cls, value: list[str]) -> list[str]:
+        cleaned = [v.strip() for v in value]
+        if any(not v for v in cleaned):
+            raise ValueError("an evidence id is blank")
+        if len(set(cleaned)) != len(cleaned):
+            raise ValueError("an evidence id is cited twice")
+        return cleaned
+
+    @field_validator("reviewer")
+    @classmethod
+    def _named(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("must name the reviewer")
+        return value
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        """(old fingerprint, new fingerprint, case id)."""
+        return (self.old_fingerprint, self.new_fingerprint, self.case_id)
+
+    def matches(self, pending: PendingTransition) -> bool:
+        """Whether this review is of ``pending`` exactly as it stands (same versions, case and verdicts)."""
+        return self.key == pending.key and (self.old_verdict, self.new_verdict, self.human_label) == (pending.old_verdict, pending.new_verdict, pending.human_label)
+
+
+@dataclass(frozen=True)
+class PendingTransition:
+    """A changed verdict in a critical slice that needs a transition review (from a report's restricted part)."""
+
+    old_fingerprint: str
+    new_fingerprint: str
+    case_id: str
+    slice: str
+    human_label: str
+    old_verdict: str
+    new_verdict: str
+    report_id: str
+    evidence_ids: frozenset[str] | None = None
+    """The ids a review may cite (None: not known here, so any id is accepted)."""
+    cited: tuple[str, ...] = field(default_factory=tuple)
+    """The evidence the case itself cites, shown to the reviewer as a starting point."""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.old_fingerprint, self.new_fingerprint, self.case_id)
+
+
+def transition_reviews_path_for(gold: str | Path) -> Path:
+    """The transition-review log of a gold dataset: ``<gold dataset directory>/transition_reviews.jsonl``."""
+    path = Path(gold)
+    root = path if path.is_dir() else path.parent
+    return root.resolve() / TRANSITION_REVIEWS_FILE
+
+
+def parse_evidence_ids(text: str | Iterable[str]) -> list[str]:
+    """``"pol-1, pol-2"`` (or a list of such strings) -> ``["pol-1", "pol-2"]``."""
+    parts = [text] if isinstance(text, str) else list(text)
+    return [piece.strip() for part in parts for piece in str(part).replace(";", ",").split(",") if piece.strip()]
+
+
+class TransitionReviews:
+    """The append-only transition-review log (JSON Lines of :class:`TransitionReview`)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+
+    def add(self, pending: PendingTransition, decision: str, evidence_ids: str | Sequence[str], *, reviewer: str, note: str = "") -> TransitionReview:
+        """Validate and append a review of ``pending``; return it. Raises :class:`WorkbenchError`
+        listing every problem (unknown decision, no evidence, evidence that does not resolve)."""
+        ids = parse_evidence_ids(evidence_ids)
+        loc = str(self.path)
+        problems: list[Problem] = []
+        if decision not in DECISIONS:
+            problems.append(Problem(location=loc, case_id=pending.case_id, code="transition_decision_invalid", message=f"decision {decision!r} is not one of {', '.join(DECISIONS)}", fix="accept (the changed verdict stands on the evidence) or reject (it does not)"))
+        if not ids:
+            problems.append(Problem(location=loc, case_id=pending.case_id, code="transition_evidence_missing", message="a transition review must cite the evidence it rests on", fix="give one or more evidence ids" + (f" (the case cites {', '.join(pending.cited)})" if pending.cited else "")))
+        elif pending.evidence_ids is not None:
+            unknown = [i for i in ids if i not in pending.evidence_ids]
+            if unknown:
+                problems.append(Problem(location=loc, case_id=pending.case_id, code="unresolved_evidence", message=f"evidence id(s) {unknown} do not resolve in the gold's evidence", fix="cite ids of the gold's evidence snapshot" + (f", e.g. the case's own {', '.join(pending.cited)}" if pending.cited else "")))
+        if problems:
+            raise WorkbenchError(f"invalid transition review of {pending.case_id}", problems)
+        try:
+            review = TransitionReview(
+                review_id=f"trv-{uuid.uuid4().hex[:16]}",
+                old_fingerprint=pending.old_fingerprint,
+                new_fingerprint=pending.new_fingerprint,
+                case_id=pending.case_id,
+                report_id=pending.report_id,
+                slice=pending.slice,
+                human_label=pending.human_label,
+                old_verdict=pending.old_verdict,
+                new_verdict=pending.new_verdict,
+                decision=decision,  # type: ignore[arg-type]
+                evidence_ids=ids,
+                reviewer=reviewer,
+                created_at=datetime.now(UTC),
+                note=note,
+            )
+        except ValidationError as exc:
+            raise WorkbenchError(f"invalid transition review of {pending.case_id}", [Problem(location=loc, case_id=pending.case_id, code="transition_review_invalid", message=f"{'.'.join(map(str, e['loc']))}: {e['msg']}", fix="name the reviewer and cite the evidence") for e in exc.errors(include_url=False)]) from None
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with AppendOnlyLog(self.path) as log:
+            log.append(review.model_dump(mode="json"))
+        return review
+
+    def all(self) -> list[TransitionReview]:
+        """Every review in file order; raises :class:`WorkbenchError` listing every bad line."""
+        return read_transition_reviews(self.path)
+
+    def in_effect(self, old_fingerprint: str, new_fingerprint: str) -> dict[str, TransitionReview]:
+        """The latest review per case id for this pair of versions (file order)."""
+        out: dict[str, TransitionReview] = {}
+        for review in self.all():
+            if review.old_fingerprint == old_fingerprint and review.new_fingerprint == new_fingerprint:
+                out[review.case_id] = review
+        return out
+
+
+def read_transition_reviews(path: str | Path) -> list[TransitionReview]:
+    """Every review of a log (none when it does not exist); a bad line is refused, never skipped."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    reviews: list[TransitionReview] = []
+    problems: list[Problem] = []
+    not_utf8: list[int] = []
+    for number, text in iter_jsonl_lines(path, not_utf8):
+        where = f"{path}:{number}"
+        try:
+            record = TransitionReview.model_validate(loads_json(text))
+        except JSONRecordError as exc:
+            problems.append(json_problem(exc, where, fix=FIX))
+            continue
+        except ValidationError as exc:
+            problems.append(Problem(location=where, code="transition_review_invalid", message=str(exc.errors(include_url=False)[0]["msg"]), fix=FIX))
+            continue
+        if record.schema_version > TRANSITION_REVIEW_SCHEMA_VERSION:
+            problems.append(Problem(location=where, case_id=record.case_id, code="schema_version_newer", message=f"transition review schema_version {record.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+            continue
+        reviews.append(record)
+    problems += [Problem(location=f"{path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix=FIX) for n in not_utf8]
+    if problems:
+        raise WorkbenchError(f"{path}: {len(problems)} bad transition-review line(s)", problems)
+    return reviews

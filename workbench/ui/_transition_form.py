@@ -1,0 +1,117 @@
+"""The transition-review note form: the review widget's note form for changed critical verdicts.
+
+A migration certification (``workbench certify --candidate NEW --baseline OLD``) lists, in its
+restricted part, every held-out case of a critical slice whose verdict changed. This form
+shows them one at a time (case, slice, human label, old and new verdict, the evidence the case
+cites) with the same note form as :class:`~workbench.ui.ReviewWidget` (a choice, a note, a
+save button) plus the decision and the evidence ids; ``save`` appends a
+:class:`~workbench.review._transition_reviews.TransitionReview` to the gold's append-only
+log, exactly as ``workbench review transition`` does. It is meant for the restricted review
+room: it shows held-out case ids.
+"""
+
+from __future__ import annotations
+
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from ..errors import WorkbenchError
+from ..review._transition_reviews import (
+    DECISIONS,
+    PendingTransition,
+    TransitionReview,
+    TransitionReviews,
+)
+from ._review_widget import _default_reviewer
+
+__all__ = ["TransitionReviewForm"]
+
+
+class TransitionReviewForm:
+    """Decide each changed critical verdict of a locked migration report on the evidence.
+
+    Widgets: ``case`` (the transition), ``detail``, the note form ``decision``,
+    ``evidence`` (ids, comma-separated), ``note``, ``save_button``; ``status``. ``pending``
+    holds the transitions and ``reviews`` the log.
+    """
+
+    def __init__(self, report: str | Path, *, gold: str | Path | None = None, reviewer: str | None = None) -> None:
+        import ipywidgets as w
+
+        from ..reports._migration import pending_for_report
+
+        self.report = Path(report)
+        self.pending, log, _ = pending_for_report(report, gold)
+        self.reviews = TransitionReviews(log)
+        self.reviewer = w.Text(value=reviewer or _default_reviewer(), description="reviewer")
+        self.case = w.Dropdown(options=[(self._label(p), i) for i, p in enumerate(self.pending)], description="transition", layout=w.Layout(width="auto"))
+        self.detail = w.HTML()
+        self.decision = w.ToggleButtons(options=list(DECISIONS), value=None, description="decision")
+        self.evidence = w.Text(placeholder="evidence ids, e.g. pol-ref-02, pol-ref-03", description="evidence")
+        self.note = w.Textarea(placeholder="note: how the evidence settles it", rows=2)
+        self.save_button = w.Button(description="save review", icon="save", button_style="primary")
+        self.status = w.HTML()
+        self.case.observe(lambda _c: self._render(), names="value")
+        self.save_button.on_click(lambda _b: self.save())
+        self.box = w.VBox([self.case, self.detail, w.HBox([self.decision, self.reviewer]), w.HBox([self.evidence, self.note, self.save_button]), self.status])
+        self._render()
+
+    def _label(self, p: PendingTransition) -> str:
+        return f"{p.case_id} [{p.slice}] {p.old_verdict} -> {p.new_verdict}"
+
+    @property
+    def current(self) -> PendingTransition | None:
+        return self.pending[self.case.value] if self.pending and self.case.value is not None else None
+
+    def in_effect(self) -> dict[str, TransitionReview]:
+        """The latest review per case of this pair of versions (what the gate will read)."""
+        if not self.pending:
+            return {}
+        return self.reviews.in_effect(self.pending[0].old_fingerprint, self.pending[0].new_fingerprint)
+
+    def _render(self) -> None:
+        p = self.current
+        if p is None:
+            self.detail.value = "<p>No verdict changed in a critical slice: nothing to review.</p>"
+            return
+        done = self.in_effect().get(p.case_id)
+        state = f"{done.decision}ed by {escape(done.reviewer)} on {escape(', '.join(done.evidence_ids))}" if done is not None and done.matches(p) else "unreviewed"
+        self.detail.value = (
+            f"<p><b>{escape(p.case_id)}</b> (slice {escape(p.slice)}, restricted held-out case): human label <b>{escape(p.human_label)}</b>; "
+            f"old verdict <b>{escape(p.old_verdict)}</b> &rarr; new verdict <b>{escape(p.new_verdict)}</b>. Status: {state}.</p>"
+            + (f"<p>The case cites: {escape(', '.join(p.cited))}</p>" if p.cited else "")
+        )
+        if not self.evidence.value and p.cited:
+            self.evidence.value = ", ".join(p.cited)
+
+    def save(self) -> TransitionReview | None:
+        """Append the review of the current transition; problems go to ``status`` (nothing written)."""
+        p = self.current
+        if p is None:
+            return None
+        if self.decision.value is None:
+            self.status.value = "<span style='color:#b00'>choose accept or reject</span>"
+            return None
+        try:
+            review = self.reviews.add(p, str(self.decision.value), self.evidence.value, reviewer=self.reviewer.value, note=self.note.value)
+        except WorkbenchError as exc:
+            self.status.value = "<br>".join(f"<span style='color:#b00'>{escape(problem.code)}: {escape(problem.message)}</span>" for problem in exc.problems)
+            return None
+        self.status.value = f"saved {escape(review.review_id)}; when every transition is reviewed: <code>workbench certify --resume-review {escape(str(self.report))}</code>"
+        self.note.value = ""
+        self._render()
+        return review
+
+    def _ipython_display_(self) -> None:
+        from IPython.display import display
+
+        display(self.box)
+
+    def __repr__(self) -> str:
+        return f"TransitionReviewForm({self.report}, {len(self.pending)} transition(s))"
+
+
+def transition_review_form(report: str | Path, **kwargs: Any) -> TransitionReviewForm:
+    """The note form for a migration report's changed critical verdicts."""
+    return TransitionReviewForm(report, **kwargs)
