@@ -49,6 +49,10 @@ class PreparedRequest:
     """instructor's response model (an ``OpenAISchema`` subclass), built once."""
     mode: Any
     """instructor's mode (``JSON``, or ``MD_JSON`` under ``json_mode: md_json``)."""
+    url: Any = _PATH
+    """Where the body is posted: the client's chat-completions URL, resolved once against its
+    ``base_url`` (an absolute ``httpx.URL``: OpenAI's client then skips parsing and merging
+    the URL on every call), or the relative path."""
 
     def body(self, prompt: str) -> dict[str, Any]:
         """The request body for ``prompt``: a copy of the template; shared parts are not mutated."""
@@ -62,12 +66,12 @@ class PreparedRequest:
 
         from instructor.retry import InstructorRetryException
         from openai import AsyncStream
-        from openai.types.chat import ChatCompletion, ChatCompletionChunk
+        from openai.types.chat import ChatCompletionChunk
         from pydantic import ValidationError
         from ragas.metrics.result import MetricResult
 
         body = self.body(prompt)
-        completion = await client.post(_PATH, body=body, cast_to=ChatCompletion, options={}, stream=False, stream_cls=AsyncStream[ChatCompletionChunk])
+        completion = await client.post(self.url, body=body, cast_to=_completion_type(), options={}, stream=False, stream_cls=AsyncStream[ChatCompletionChunk])
         try:
             # instructor's process_response_async for a plain (non-streaming, non-iterable)
             # response model is this one call, after logging the completion's repr.
@@ -76,6 +80,35 @@ class PreparedRequest:
             # What instructor's retry loop raises after its single attempt (max_retries=1).
             raise InstructorRetryException(exc, last_completion=completion, n_attempts=1, messages=body["messages"], total_usage=getattr(completion, "usage", None)) from exc
         return MetricResult(**model.model_dump())
+
+
+_COMPLETION: list[Any] = []
+
+
+def _completion_type() -> Any:
+    """``cast_to`` for the chat completion: OpenAI's client builds it through ``build`` (its
+    ``ModelBuilderProtocol``) instead of its recursive ``construct_type``.
+
+    ``build`` validates the JSON body into a plain ``ChatCompletion`` with pydantic (the same
+    fields and values for any body that matches the type, many times faster) and falls back to
+    exactly what the client does otherwise (``construct_type``), so an odd body is handled as
+    before. The class is made once per process.
+    """
+    if not _COMPLETION:
+        from openai._models import construct_type
+        from openai.types.chat import ChatCompletion
+        from pydantic import ValidationError
+
+        class _Completion(ChatCompletion):
+            @classmethod
+            def build(cls, *, response: Any, data: object) -> ChatCompletion:
+                try:
+                    return ChatCompletion.model_validate(data, strict=True)
+                except ValidationError:
+                    return construct_type(type_=ChatCompletion, value=data)  # type: ignore[no-any-return]
+
+        _COMPLETION.append(_Completion)
+    return _COMPLETION[0]
 
 
 @dataclass(frozen=True)
@@ -179,8 +212,9 @@ async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
     response_model, _ = handle_response_model(response_model=metric._response_model, mode=mode, messages=messages)
     if not _plain(response_model):
         return Preparation(None, f"instructor's response model {response_model!r} is not a plain OpenAISchema model")
-    prepared = PreparedRequest(template, *located, response_model=response_model, mode=mode)
-    fast = await _capture(make, lambda llm: prepared.ascore(llm.client.client, sentinel))
-    if len(fast) != 1 or _wire(fast[0]) != _wire(stock[0]):
-        return Preparation(None, "the prepared request differs from the stock request on the wire")
-    return Preparation(prepared)
+    for url in (llms[0].client.client._prepare_url(_PATH), _PATH):
+        prepared = PreparedRequest(template, *located, response_model=response_model, mode=mode, url=url)
+        fast = await _capture(make, lambda llm, prepared=prepared: prepared.ascore(llm.client.client, sentinel))
+        if len(fast) == 1 and _wire(fast[0]) == _wire(stock[0]):
+            return Preparation(prepared)
+    return Preparation(None, "the prepared request differs from the stock request on the wire")
