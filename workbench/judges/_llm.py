@@ -440,8 +440,10 @@ class LLMJudge:
 
         try:
             llm = self._llm()
-            # A guard above the HTTP timeout, for anything that would hang outside httpx.
-            result = await asyncio.wait_for(self._score(llm, judge_input, ref), timeout=self.spec.endpoint.timeout_s * self.guard_calls + 5)
+            # A guard above the HTTP timeout, for anything that would hang outside httpx. (A
+            # timeout scope, not wait_for: no second task per call; TimeoutError all the same.)
+            async with asyncio.timeout(self.spec.endpoint.timeout_s * self.guard_calls + 5):
+                result = await self._score(llm, judge_input, ref)
         except openai.RateLimitError as exc:
             return self._failed(exchange, "rate_limited", f"HTTP 429 from {self.display_url}: {_api_message(exc)}", retryable=True)
         except openai.APITimeoutError:
