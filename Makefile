@@ -75,6 +75,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_cli.py
 	$(BIN)/python bench/bench_align.py
 	$(BIN)/python bench/bench_runs.py
+	$(BIN)/python bench/bench_engine.py
 	$(BIN)/python bench/bench_ranking.py
 	$(BIN)/python bench/bench_llmbar.py
 	$(BIN)/python bench/bench_certify.py

@@ -18,6 +18,7 @@ import json
 import math
 import os
 import string
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from .._io import read_bounded, sha256_text
 from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
+from ._prepared import Preparation, prepare
 from ._registry import CaseRef, Verdict, make_identity, register_kind
 from ._spec import SECRET_FIX, CandidateSpec
 from ._tokens import prompt_tokens
@@ -35,6 +37,18 @@ PLACEHOLDERS = frozenset(JUDGE_VISIBLE_FIELDS.values())
 
 _DEFAULT_MAX_TOKENS = 1024  # Ragas' InstructorModelArgs default
 CONNECTIONS_PER_CLIENT = 8
+RENDERED_KEPT = 4096
+"""Rendered prompts (and their token estimates) kept per judge: a run renders a work item for
+its cache key, prices it before every attempt and sends it; all three reuse one rendering."""
+
+
+@dataclass
+class _Rendered:
+    """One work item's prompt, formatted once, and its token estimate once asked for."""
+
+    judge_input: Any
+    prompt: str
+    tokens: tuple[int, str] | None = None
 
 
 @dataclass
@@ -185,6 +199,10 @@ class LLMJudge:
 
         self.metric = self._build_metric(spec, template)
         self._client_loop: tuple[Any, list[Any]] | None = None
+        self._rendered: OrderedDict[int, _Rendered] = OrderedDict()
+        self._prepared: dict[int, tuple[Any, Preparation]] = {}
+        self._prepare_lock: tuple[Any, asyncio.Lock] | None = None
+        self._tls: Any = None
         self._shards = 1
         self._next_shard = 0
 
@@ -219,7 +237,30 @@ class LLMJudge:
 
     def _score(self, llm: Any, judge_input: Any, ref: CaseRef | None) -> Any:
         """The awaitable that asks the model (one Ragas ``ascore``)."""
-        return self.metric.ascore(llm=llm, **self._arguments(judge_input))
+        return self._ascore(llm, self.metric, judge_input)
+
+    async def _ascore(self, llm: Any, metric: Any, judge_input: Any) -> Any:
+        """``metric.ascore`` for ``judge_input``: through the request prepared once for ``metric``
+        (:mod:`._prepared`: same wire request, same parsing), or Ragas' own ``ascore`` when the
+        prepared request did not match the stock one."""
+        preparation = await self._preparation(metric)
+        if preparation.request is None:
+            return await metric.ascore(llm=llm, **self._arguments(judge_input))
+        return await preparation.request.ascore(llm.client.client, self._prompt(judge_input))
+
+    async def _preparation(self, metric: Any) -> Preparation:
+        """The prepared request of ``metric``, built on first use (once per candidate and metric)."""
+        found = self._prepared.get(id(metric))
+        if found is not None and found[0] is metric:
+            return found[1]
+        loop = asyncio.get_running_loop()
+        if self._prepare_lock is None or self._prepare_lock[0] is not loop:
+            self._prepare_lock = (loop, asyncio.Lock())
+        async with self._prepare_lock[1]:
+            found = self._prepared.get(id(metric))
+            if found is None or found[0] is not metric:
+                found = self._prepared[id(metric)] = (metric, await prepare(metric, self._new_llm))
+        return found[1]
 
     def _interpret(self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None) -> Verdict:
         """Turn the metric's result into a verdict, or an evaluator error."""
@@ -249,10 +290,29 @@ class LLMJudge:
             args[name] = "" if value is None else str(value)
         return args
 
+    def _rendering(self, judge_input: Any) -> _Rendered:
+        """``judge_input``'s prompt as Ragas formats it, formatted once per work item.
+
+        Kept by object identity (the entry holds the input, so its id cannot be reused while
+        kept) for the last :data:`RENDERED_KEPT` inputs; judge inputs are frozen models.
+        """
+        key = id(judge_input)
+        found = self._rendered.get(key)
+        if found is not None and found.judge_input is judge_input:
+            return found
+        found = _Rendered(judge_input, self.metric.prompt.format(**self._arguments(judge_input)))
+        self._rendered[key] = found
+        if len(self._rendered) > RENDERED_KEPT:
+            self._rendered.popitem(last=False)
+        return found
+
+    def _prompt(self, judge_input: Any) -> str:
+        """The prompt sent for ``judge_input`` (see :meth:`_rendering`)."""
+        return self._rendering(judge_input).prompt
+
     def render(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> dict[str, Any]:
         """The planned request: model, parameters and the prompt exactly as Ragas formats it."""
-        prompt = self.metric.prompt.format(**self._arguments(judge_input))
-        return {"model": self.spec.model, "params": self.spec.params, "prompt": prompt}
+        return {"model": self.spec.model, "params": self.spec.params, "prompt": self._prompt(judge_input)}
 
     def output_cap(self) -> int:
         """Output tokens one call may produce: ``params.max_tokens`` (Ragas' default 1024)."""
@@ -267,7 +327,10 @@ class LLMJudge:
         """
         if type(self).estimate_cost is not LLMJudge.estimate_cost:
             return None
-        tokens_in, method = prompt_tokens(self.render(judge_input)["prompt"], self.spec.model)
+        rendered = self._rendering(judge_input)
+        if rendered.tokens is None:
+            rendered.tokens = prompt_tokens(rendered.prompt, self.spec.model)
+        tokens_in, method = rendered.tokens
         return tokens_in, self.output_cap(), method
 
     def estimate_cost(self, judge_input: JudgeInput) -> float:
@@ -298,16 +361,24 @@ class LLMJudge:
         self._next_shard = (self._next_shard + 1) % len(shards)
         return shards[self._next_shard]
 
-    def _new_llm(self) -> Any:
+    def _new_llm(self, http_client: Any = None) -> Any:
+        """A Ragas LLM (``llm_factory``) over a new OpenAI client, on ``http_client`` or a new
+        pooled httpx client with the wire-capture hooks."""
         import httpx
         from openai import AsyncOpenAI
         from ragas.llms import llm_factory
 
-        http_client = httpx.AsyncClient(
-            event_hooks={"request": [_on_request], "response": [_on_response]},
-            limits=httpx.Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT),
-            timeout=self.spec.endpoint.timeout_s,
-        )
+        if http_client is None:
+            if self._tls is None:
+                # httpx's default TLS settings, loaded once: every client shard (and, without a
+                # context, every proxy mount of every shard) would load the CA bundle again.
+                self._tls = httpx.create_ssl_context()
+            http_client = httpx.AsyncClient(
+                event_hooks={"request": [_on_request], "response": [_on_response]},
+                limits=httpx.Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT),
+                timeout=self.spec.endpoint.timeout_s,
+                verify=self._tls,
+            )
         api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "unused"
         endpoint = self.spec.endpoint
         client: AsyncOpenAI
@@ -369,8 +440,10 @@ class LLMJudge:
 
         try:
             llm = self._llm()
-            # A guard above the HTTP timeout, for anything that would hang outside httpx.
-            result = await asyncio.wait_for(self._score(llm, judge_input, ref), timeout=self.spec.endpoint.timeout_s * self.guard_calls + 5)
+            # A guard above the HTTP timeout, for anything that would hang outside httpx. (A
+            # timeout scope, not wait_for: no second task per call; TimeoutError all the same.)
+            async with asyncio.timeout(self.spec.endpoint.timeout_s * self.guard_calls + 5):
+                result = await self._score(llm, judge_input, ref)
         except openai.RateLimitError as exc:
             return self._failed(exchange, "rate_limited", f"HTTP 429 from {self.display_url}: {_api_message(exc)}", retryable=True)
         except openai.APITimeoutError:

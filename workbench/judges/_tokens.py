@@ -62,7 +62,7 @@ def _offline_encoding(model: str | None) -> Any | None:
 
 def rule_tokens(text: str) -> int:
     """The conservative rule: ceil(ASCII characters / 3) + UTF-8 bytes of other characters."""
-    ascii_chars = sum(1 for ch in text if ord(ch) < 128)
+    ascii_chars = len(text.encode("ascii", "ignore"))  # one byte per ASCII character, others dropped
     other_bytes = len(text.encode("utf-8")) - ascii_chars
     return math.ceil(ascii_chars / 3) + other_bytes
 

@@ -182,7 +182,7 @@ class LLMRankingJudge(LLMJudge):
 
     def visible_request(self, judge_input: Any) -> dict[str, Any]:
         """What the model is asked: model, parameters and the prompt with neutral labels only."""
-        return {"model": self.spec.model, "params": self.spec.params, "prompt": self.metric.prompt.format(**self._arguments(judge_input))}
+        return {"model": self.spec.model, "params": self.spec.params, "prompt": self._prompt(judge_input)}
 
     def render(self, judge_input: Any, ref: CaseRef | None = None) -> dict[str, Any]:
         """The planned request (its hash keys the cache): the visible request plus the answer mapping."""
@@ -197,7 +197,8 @@ class LLMRankingJudge(LLMJudge):
         return verdict
 
     def _score(self, llm: Any, judge_input: Any, ref: CaseRef | None) -> Any:
-        return self._metric_for(len(judge_input.candidates)).ascore(llm=llm, **self._arguments(judge_input))
+        # Every per-count metric formats the same template: the prompt is the one rendered.
+        return self._ascore(llm, self._metric_for(len(judge_input.candidates)), judge_input)
 
     def _interpret(self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None) -> Verdict:
         order, winner, problem = interpret_ranking(result.value, judge_input, ref)

@@ -1,0 +1,179 @@
+"""Benchmark: the judge run engine's overhead and CPU per call, against the bare HTTP floor.
+
+The local OpenAI-compatible server (``workbench fake-llm``) runs in its own process with a
+fixed latency, so it does not compete with the client for the GIL. For every concurrency
+(default 32 and 128), measured in the same run against the same server:
+
+1. ``httpx_floor``: the same number of POSTs of a chat-completions body of the same size
+   through one pooled ``httpx.AsyncClient`` (as many connections as the concurrency) under a
+   semaphore: the bare HTTP client, no OpenAI client, no parsing, no records.
+   ``httpx_sharded_floor``: the same through pools of 8 connections used round robin, as the
+   engine shards its clients (one pool of 128 connections spends most of its CPU in httpcore's
+   pool bookkeeping, so it is no floor at 128).
+2. ``engine``: ``workbench.runs.run_candidate`` on the same number of cases, cache off, with
+   everything it does (Ragas DiscreteMetric through ``llm_factory``, wire capture, token
+   estimate and budget reservation, fsynced append per attempt).
+
+A warm-up (64 POSTs and a 32-case engine run) comes first and is not measured: lazy imports
+and pydantic's deferred model builds are paid once per process. Each is reported as wall time, its ratio to the ideal ``n x latency / concurrency`` and CPU
+milliseconds per call (``time.process_time`` of this process over the run, divided by calls).
+Targets (issue 14): engine ratio <= 1.25 at concurrency 32, engine CPU < 3 ms per call.
+
+    .venv/bin/python bench/bench_engine.py [--cases 1000] [--latency 0.2] [--concurrency 32 128]
+    .venv/bin/python bench/bench_engine.py --profile 40   # cProfile the engine at the first concurrency
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import io
+import json
+import os
+import pstats
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from bench_runs import write_spec  # noqa: E402
+from fake_server import fake_llm_process  # noqa: E402
+
+import workbench  # noqa: E402,F401  (sets RAGAS_DO_NOT_TRACK before ragas loads)
+from workbench.gold import load_dataset  # noqa: E402
+from workbench.judges import JudgeInput, load_candidate  # noqa: E402
+from workbench.judges._llm import CONNECTIONS_PER_CLIENT  # noqa: E402
+from workbench.runs import run_candidate  # noqa: E402
+
+TARGET_RATIO = 1.25
+TARGET_CPU_MS = 3.0
+
+
+def _timed(fn):  # type: ignore[no-untyped-def]
+    """``(result, wall s, cpu s)`` of ``fn()``."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    result = fn()
+    return result, time.perf_counter() - w0, time.process_time() - c0
+
+
+def httpx_floor(url: str, body: bytes, n: int, concurrency: int, per_client: int | None = None) -> tuple[float, float, int]:
+    """``(wall s, cpu s, ok responses)`` of ``n`` POSTs through pooled httpx clients: one pool of
+    ``concurrency`` connections, or (``per_client``) pools of that many, used round robin."""
+    import httpx
+
+    size = per_client or concurrency
+    clients = -(-concurrency // size)
+
+    async def go() -> int:
+        limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+        headers = {"content-type": "application/json", "authorization": "Bearer " + os.environ["BENCH_KEY"]}
+        gate = asyncio.Semaphore(concurrency)
+        pool = [httpx.AsyncClient(limits=limits, timeout=30) for _ in range(clients)]
+
+        async def one(i: int) -> int:
+            async with gate:
+                response = await pool[i % clients].post(url + "/chat/completions", content=body, headers=headers)
+                response.json()
+                return response.status_code
+
+        try:
+            codes = await asyncio.gather(*(one(i) for i in range(n)))
+        finally:
+            for client in pool:
+                await client.aclose()
+        return sum(1 for c in codes if c == 200)
+
+    ok, wall, cpu = _timed(lambda: asyncio.run(go()))
+    return wall, cpu, ok
+
+
+def engine(spec: Path, gold: Path, out: Path, concurrency: int, profile: cProfile.Profile | None = None) -> tuple[float, float, dict]:
+    """``(wall s, cpu s, run summary)`` of one cold engine run (cache off)."""
+    judge = load_candidate(spec)
+    dataset = load_dataset(gold)
+
+    def go() -> dict:
+        if profile is not None:
+            profile.enable()
+        try:
+            return asyncio.run(run_candidate(judge, dataset, "development", out, concurrency=concurrency, cache_dir=False, progress=False)).model_dump()
+        finally:
+            if profile is not None:
+                profile.disable()
+
+    summary, wall, cpu = _timed(go)
+    return wall, cpu, summary
+
+
+def sample_body(spec: Path, gold: Path) -> bytes:
+    """A chat-completions body the size of the engine's (its prompt for the first case)."""
+    judge = load_candidate(spec)
+    case = load_dataset(gold).partition("development")[0]
+    prompt = judge.render(JudgeInput.from_case(case))["prompt"]
+    schema = "Understand the content and provide the parsed objects in json that match the following json_schema:\n\n" + "x" * 400
+    body = {"messages": [{"role": "system", "content": schema}, {"role": "user", "content": prompt}], "model": "fake-judge", "max_tokens": 128, "temperature": 0, "response_format": {"type": "json_object"}}
+    return json.dumps(body).encode()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.2)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 128])
+    parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the engine at the first concurrency; print the top N functions")
+    parser.add_argument("--profile-out", type=Path, default=None, help="also write the raw cProfile stats here (for pstats)")
+    args = parser.parse_args()
+    os.environ.setdefault("BENCH_KEY", "bench-key-not-secret")
+    from synth import write_synthetic
+
+    figures: dict[str, object] = {"cases": args.cases, "latency_s": args.latency, "targets": {"engine_ratio_to_ideal_at_32": TARGET_RATIO, "engine_cpu_ms_per_call": TARGET_CPU_MS}}
+    profile_text = ""
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        gold_dir, _ = write_synthetic(tmp / "data", args.cases * 3, missing_rate=0.0)  # ~1/3 in development
+        with fake_llm_process(args.latency) as url:
+            spec = write_spec(tmp / "spec", url)
+            n = len(load_dataset(gold_dir).partition("development"))
+            figures["cases"] = n
+            body = sample_body(spec, gold_dir)
+            # Warm-up, not measured: the server's threads, lazy imports and pydantic's deferred model
+            # builds (paid once per process, by any run), so each figure is the steady state.
+            httpx_floor(url, body, min(n, 64), 32)
+            warm_gold, _ = write_synthetic(tmp / "warm", 96, seed=11, missing_rate=0.0)
+            engine(spec, warm_gold, tmp / "run-warm", 32)
+            for index, concurrency in enumerate(args.concurrency):
+                ideal = n * args.latency / concurrency
+                f_wall, f_cpu, f_ok = httpx_floor(url, body, n, concurrency)
+                s_wall, s_cpu, s_ok = httpx_floor(url, body, n, concurrency, per_client=CONNECTIONS_PER_CLIENT)
+                profile = cProfile.Profile() if args.profile and index == 0 else None
+                e_wall, e_cpu, summary = engine(spec, gold_dir, tmp / f"run-{concurrency}", concurrency, profile)
+                calls = summary["calls"] or 1
+                figures[f"concurrency_{concurrency}"] = {
+                    "ideal_s": round(ideal, 3),
+                    "httpx_floor": {"wall_s": round(f_wall, 3), "ratio_to_ideal": round(f_wall / ideal, 3), "cpu_ms_per_call": round(1000 * f_cpu / n, 3), "ok": f_ok},
+                    "httpx_sharded_floor": {"wall_s": round(s_wall, 3), "ratio_to_ideal": round(s_wall / ideal, 3), "cpu_ms_per_call": round(1000 * s_cpu / n, 3), "ok": s_ok, "connections_per_client": CONNECTIONS_PER_CLIENT},
+                    "engine": {"wall_s": round(e_wall, 3), "ratio_to_ideal": round(e_wall / ideal, 3), "cpu_ms_per_call": round(1000 * e_cpu / calls, 3), "calls": summary["calls"], "verdicts": summary["verdicts"], "errors": summary["errors"]},
+                    "engine_cpu_over_floor": round((e_cpu / calls) / (f_cpu / n), 2) if f_cpu else None,
+                    "engine_wall_over_floor": round(e_wall / f_wall, 3),
+                    "engine_cpu_over_sharded_floor": round((e_cpu / calls) / (s_cpu / n), 2) if s_cpu else None,
+                    "engine_wall_over_sharded_floor": round(e_wall / s_wall, 3),
+                }
+                if profile is not None:
+                    stream = io.StringIO()
+                    stats = pstats.Stats(profile, stream=stream)
+                    stats.sort_stats("tottime").print_stats(args.profile)
+                    stats.sort_stats("cumulative").print_stats(args.profile)
+                    profile_text = stream.getvalue()
+                    if args.profile_out:
+                        profile.dump_stats(args.profile_out)
+    if profile_text:
+        print(profile_text, file=sys.stderr)
+    print(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
