@@ -21,6 +21,7 @@ import math
 import os
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -53,6 +54,8 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "run.json"
 INVOCATIONS_FILE = "invocations.jsonl"
 LOCK_FILE = ".run.lock"
+SHARDS_FILE = "shards.json"
+"""Present in a run directory sharded by the Ray executor (:mod:`._ray`)."""
 RUN_SUMMARY_SCHEMA_VERSION = 2
 
 
@@ -292,19 +295,23 @@ async def run_items(
     retry_errors: bool = False,
     progress: bool = True,
     lineage: GoldLineage | None = None,
+    limits_factory: Callable[..., Limits] | None = None,
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
     ``partition`` is a label recorded in the manifest and every result; ``held_out`` is
     refused here: held-out gold runs only through :func:`run_candidate` with access.
     ``grid`` says the items are every case x every repeat (the manifest then stores the
-    cases only).
+    cases only). ``limits_factory`` replaces :class:`~._limits.Limits` (same arguments), e.g.
+    with limits held by a Ray actor for every shard of a sharded run (:mod:`._ray`).
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
     if partition == "held_out" and not grid:
         raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="held_out_refused", message="held-out gold is judged only through certification", fix="use development or calibration")])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if (out / SHARDS_FILE).exists():
+        raise WorkbenchError("sharded run directory", [Problem(location=str(out), code="executor_mismatch", message=f"this run directory holds a sharded run ({SHARDS_FILE}); its results live in its shard directories", fix="resume it with the same command and --executor ray --shards N, or give this run its own --out directory")])
     if not items:
         raise WorkbenchError("nothing to run", [Problem(location=str(out), code="empty_plan", message="there is nothing to judge", fix="give at least one case")])
     if budget_usd is not None and (budget_usd < 0 or not math.isfinite(budget_usd)):
@@ -323,7 +330,7 @@ async def run_items(
             [Problem(location=str(out / LOCK_FILE), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
         ) from None
     try:
-        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage)
+        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage, limits_factory=limits_factory)
     finally:
         run_lock.release()
 
@@ -353,6 +360,7 @@ async def _run_locked(
     retry_errors: bool,
     progress: bool,
     lineage: GoldLineage | None,
+    limits_factory: Callable[..., Limits] | None = None,
 ) -> RunSummary:
     fingerprint = judge.identity.fingerprint()
     manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
@@ -379,7 +387,7 @@ async def _run_locked(
         units.append(_Unit(item, next_attempt, CaseRef(item.case_id, item.digest, item.repeat, item.presentation)))
 
     endpoint = getattr(judge, "endpoint_url", None)
-    limits = Limits(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets)
+    limits = (limits_factory or Limits)(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets)
     estimator = Estimator(judge, max(observed) if observed else None)
     cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
     log = AppendOnlyLog(results_path)
