@@ -327,7 +327,7 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
     finally:
         if started_ray:
             ray.shutdown()
-    for index, answer in sorted(results.items()):
+    for _, answer in sorted(results.items()):
         for problem in answer.get("problems", []):
             problems.append(Problem.model_validate(problem))
     if problems:
