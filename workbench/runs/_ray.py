@@ -97,6 +97,8 @@ class GlobalLimits:
         self.last = time.monotonic()
         self.bucket: asyncio.Lock | None = None
         self.calls = 0
+        self.held: dict[int, list[float]] = {}
+        """Per shard: the reservations of its calls in flight, released if its worker dies."""
 
     def _state(self) -> dict[str, Any]:
         lim = self.limits
@@ -117,19 +119,38 @@ class GlobalLimits:
                     return
                 await asyncio.sleep((1.0 - self.tokens) / self.rate)
 
-    async def admit(self, reservation: float, expected: float, first_call: bool) -> tuple[bool, dict[str, Any]]:
+    async def admit(self, shard: int, reservation: float, expected: float, first_call: bool) -> tuple[bool, dict[str, Any]]:
         estimate = CallEstimate(reservation, expected)
         if not await self.limits.admit(estimate, first_call):
             return False, self._state()
+        self.held.setdefault(shard, []).append(reservation)
         await self._token()
         if self.limits.halted:  # stopped while this call waited for its token: it does not start
-            await self.limits.settle(estimate, 0.0, called=False)
+            await self.settle(shard, reservation, 0.0, False, None, None)
             return False, self._state()
         self.calls += 1
         return True, self._state()
 
-    async def settle(self, reservation: float, cost: float, called: bool, endpoint_failure: str | None, error: str | None) -> dict[str, Any]:
+    async def settle(self, shard: int, reservation: float, cost: float, called: bool, endpoint_failure: str | None, error: str | None) -> dict[str, Any]:
+        held = self.held.get(shard, [])
+        if reservation not in held:  # the shard was released (its worker died): nothing to settle
+            return self._state()
+        held.remove(reservation)
         await self.limits.settle(CallEstimate(reservation, reservation), cost, called=called, endpoint_failure=endpoint_failure, error=error)
+        return self._state()
+
+    async def release(self, shard: int) -> dict[str, Any]:
+        """A shard's worker died: free the reservations of its calls in flight, so others go on.
+
+        What those calls cost is unknown (never recorded); the recorded spend is what a resume
+        starts from, as after a crash of a local run.
+        """
+        held = self.held.pop(shard, [])
+        lim = self.limits
+        async with lim.cond:
+            lim.reserved = max(0.0, lim.reserved - sum(held))
+            lim.in_flight -= len(held)
+            lim.cond.notify_all()
         return self._state()
 
     async def state(self) -> dict[str, Any]:
@@ -139,9 +160,10 @@ class GlobalLimits:
 class RemoteLimits(Limits):
     """A shard's limits: every decision is the :class:`GlobalLimits` actor's (same interface)."""
 
-    def __init__(self, actor: Any, budget_usd: float | None, max_cases: int | None, spent: float, *, breaker_after: int, endpoint: str | None, secrets: list[str]) -> None:
+    def __init__(self, actor: Any, shard: int, budget_usd: float | None, max_cases: int | None, spent: float, *, breaker_after: int, endpoint: str | None, secrets: list[str]) -> None:
         super().__init__(budget_usd, max_cases, spent, breaker_after=breaker_after, endpoint=endpoint, secrets=secrets)
         self.actor = actor
+        self.shard = shard
 
     def _sync(self, state: dict[str, Any]) -> None:
         self.spent = state["spent"]
@@ -149,12 +171,12 @@ class RemoteLimits(Limits):
         self.stop_detail = redact(state["stop_detail"], self.secrets) if state["stop_detail"] else None
 
     async def admit(self, estimate: CallEstimate, first_call: bool) -> bool:
-        ok, state = await self.actor.admit.remote(estimate.reservation, estimate.expected, first_call)
+        ok, state = await self.actor.admit.remote(self.shard, estimate.reservation, estimate.expected, first_call)
         self._sync(state)
         return bool(ok)
 
     async def settle(self, estimate: CallEstimate, cost: float, *, called: bool, endpoint_failure: str | None = None, error: str | None = None) -> None:
-        state = await self.actor.settle.remote(estimate.reservation, cost, called, endpoint_failure, redact(error, self.secrets) if error else None)
+        state = await self.actor.settle.remote(self.shard, estimate.reservation, cost, called, endpoint_failure, redact(error, self.secrets) if error else None)
         self._sync(state)
 
 
@@ -179,7 +201,7 @@ def run_shard(task: dict[str, Any], actor: Any) -> dict[str, Any]:
             run_items(
                 judge, items, out, partition=task["partition"], dataset_sha256=dataset.sha256, repeats=task["repeats"], grid=True,
                 concurrency=task["concurrency"], budget_usd=task["budget_usd"], max_cases=task["max_cases"], cache_dir=task["cache_dir"],
-                retry_errors=task["retry_errors"], progress=False, lineage=lineage, limits_factory=partial(RemoteLimits, actor),
+                retry_errors=task["retry_errors"], progress=False, lineage=lineage, limits_factory=partial(RemoteLimits, actor, task["index"]),
             )
         )
     except WorkbenchError as exc:
@@ -312,17 +334,22 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
         task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
         refs = {
             index: task.remote(
-                {"dir": str(shard_dir(out, index)), "candidate": candidate_path, "gold": gold_path, "partition": part, "case_ids": by_shard[index], "repeats": repeats, "concurrency": per_shard, "budget_usd": budget_usd, "max_cases": max_cases, "cache_dir": cache, "retry_errors": retry_errors},
+                {"index": index, "dir": str(shard_dir(out, index)), "candidate": candidate_path, "gold": gold_path, "partition": part, "case_ids": by_shard[index], "repeats": repeats, "concurrency": per_shard, "budget_usd": budget_usd, "max_cases": max_cases, "cache_dir": cache, "retry_errors": retry_errors},
                 actor,
             )
             for index in active
         }
-        for index, ref in refs.items():
+        shard_of_ref = {ref: index for index, ref in refs.items()}
+        pending = list(refs.values())
+        while pending:  # as each shard ends: a dead one's reservations are released at once
+            ready, pending = ray.wait(pending, num_returns=1)
+            index = shard_of_ref[ready[0]]
             try:
-                results[index] = ray.get(ref)
+                results[index] = ray.get(ready[0])
             except ray.exceptions.RayError as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 warnings.append(f"shard {index:03d} did not finish ({type(exc).__name__}: {first[:200]}); its settled cases are kept, rerun the same command to resume it")
+            ray.get(actor.release.remote(index))
         final = ray.get(actor.state.remote())
     finally:
         if started_ray:
