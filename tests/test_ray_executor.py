@@ -146,37 +146,47 @@ def _settled(path: Path) -> set[str]:
 
 
 def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_path: Path) -> None:
-    """Under a budget: the dead shard's reservation is released, so the other shard finishes."""
+    """Under a budget: the dead shard's reservation is released, so the other shard finishes.
+
+    The output cap (max_tokens 1000) makes one call's reservation larger than all the room the
+    budget leaves once a call is in flight: if the call in flight on the killed shard kept its
+    reservation, the other shard could never start another call.
+    """
     from workbench.judges import JudgeInput
     from workbench.runs._limits import Estimator
 
     out = tmp_path / "out"
     victim = shard_dir(out, 0)
-    with FakeLLM(default=Reply(value="pass"), latency_s=0.4) as server:
-        spec = write_spec(tmp_path, server.base_url)
+    victim_cases = [f"Answer number {i}:" for i in range(N) if shard_of(f"k{i}", 2) == 0]
+    seen: list[str] = []
+
+    def respond(request) -> Reply:
+        # the second request of the victim shard: kill its worker while that call is in flight
+        if (victim / "worker.json").exists() and any(m in request.prompt for m in victim_cases):
+            seen.append(request.prompt)
+            if len(seen) == 2:
+                os.kill(json.loads((victim / "worker.json").read_text())["pid"], signal.SIGKILL)
+        return Reply(value="pass")
+
+    with FakeLLM(responder=respond, latency_s=0.3) as server:
+        spec = write_spec(tmp_path, server.base_url, params={"max_tokens": 1000})
         dataset = load_dataset(gold)
         full = run_candidate_sync(load_candidate(spec), dataset, "development", tmp_path / "full", progress=False, cache_dir=False, concurrency=N)
         observed = max(r["tokens_out"] for r in rows(tmp_path / "full" / "results.jsonl"))
-        estimator = Estimator(load_candidate(spec), observed)
-        expected = max(estimator.estimate(JudgeInput.from_case(c)).expected for c in dataset.partition("development"))
-        budget = full.cost_usd + expected  # covers the run; a reservation that is never released would not fit
-
-        def kill_after_first_result() -> None:
-            _wait_for(lambda: len(rows(victim / "results.jsonl")) >= 1 and (victim / "worker.json").exists())
-            os.kill(json.loads((victim / "worker.json").read_text())["pid"], signal.SIGKILL)
-
-        killer = threading.Thread(target=kill_after_first_result)
-        killer.start()
+        estimates = [Estimator(load_candidate(spec), observed).estimate(JudgeInput.from_case(c)) for c in dataset.partition("development")]
+        expected, reservation = max(e.expected for e in estimates), max(e.reservation for e in estimates)
+        budget = max(full.cost_usd + expected, reservation) * 1.01  # covers the run, one call at a time
+        assert reservation + expected > budget  # a reservation never released would block every later call
+        seen.clear()
         answer: dict[str, object] = {}
         driver = threading.Thread(target=lambda: answer.update(summary=run_candidate_ray(spec, gold, "development", out, shards=2, concurrency=2, budget_usd=budget, cache_dir=False)), daemon=True)
         driver.start()
         driver.join(timeout=120)
-        killer.join(timeout=5)
         assert not driver.is_alive(), "the surviving shard waited forever for the dead shard's reservation"
         first = answer["summary"]
-        assert first.status == "incomplete" and any("shard 000 did not finish" in w for w in first.warnings)
+        assert first.status == "incomplete" and any("shard 000 did not finish" in w for w in first.warnings), (first.stop_reason, first.stop_detail, first.warnings, first.unrun, len(seen))
         survivor = {f"k{i}" for i in range(N) if shard_of(f"k{i}", 2) == 1}
-        assert survivor <= _settled(out / "results.jsonl")  # the other shard went on to the end
+        assert survivor <= _settled(out / "results.jsonl"), (first.stop_reason, first.stop_detail, first.warnings, first.unrun, len(seen))  # the other shard went on to the end
         assert first.unrun and {u.split("#")[0] for u in first.unrun} <= {f"k{i}" for i in range(N)} - survivor
         before = dict(calls_per_case(server))
         settled_before = _settled(out / "results.jsonl")

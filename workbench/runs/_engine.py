@@ -457,6 +457,7 @@ async def _run_locked(
             limits.warn(f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of {cost!r}; recorded as the call's reservation")
             cost = estimate.reservation
         estimator.observe(verdict.tokens_in, verdict.tokens_out)
+        limits.observe(verdict.tokens_in, verdict.tokens_out)
         if cost > estimate.reservation + 1e-12:
             limits.warn(
                 f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: reported usage ({verdict.tokens_in} input, {verdict.tokens_out} output tokens, ${cost:.6f}) "

@@ -89,7 +89,8 @@ class GlobalLimits:
     window of ``t`` seconds at most ``burst + calls_per_second * t`` calls start, over all shards.
     """
 
-    def __init__(self, budget_usd: float | None, max_cases: int | None, spent: float, breaker_after: int, endpoint: str | None, calls_per_second: float | None, burst: int) -> None:
+    def __init__(self, budget_usd: float | None, max_cases: int | None, spent: float, breaker_after: int, endpoint: str | None, calls_per_second: float | None, burst: int, pricing: Any = None, observed_out: int | None = None) -> None:
+        self.pricing = pricing
         self.limits = Limits(budget_usd, max_cases, spent, breaker_after=breaker_after, endpoint=endpoint, secrets=[])
         self.rate = calls_per_second
         self.burst = float(burst)
@@ -97,12 +98,14 @@ class GlobalLimits:
         self.last = time.monotonic()
         self.bucket: asyncio.Lock | None = None
         self.calls = 0
+        self.max_out: int | None = observed_out
+        """The largest output any call of the run has reported in this invocation, over all shards."""
         self.held: dict[int, list[float]] = {}
         """Per shard: the reservations of its calls in flight, released if its worker dies."""
 
     def _state(self) -> dict[str, Any]:
         lim = self.limits
-        return {"spent": lim.spent, "reserved": lim.reserved, "in_flight": lim.in_flight, "started": lim.started, "stop_reason": lim.stop_reason, "stop_detail": lim.stop_detail, "calls": self.calls}
+        return {"spent": lim.spent, "reserved": lim.reserved, "in_flight": lim.in_flight, "started": lim.started, "stop_reason": lim.stop_reason, "stop_detail": lim.stop_detail, "calls": self.calls, "max_out": self.max_out}
 
     async def _token(self) -> None:
         if self.rate is None:
@@ -119,7 +122,18 @@ class GlobalLimits:
                     return
                 await asyncio.sleep((1.0 - self.tokens) / self.rate)
 
-    async def admit(self, shard: int, reservation: float, expected: float, first_call: bool) -> tuple[bool, dict[str, Any]]:
+    async def admit(self, shard: int, reservation: float, expected: float, tokens_in: int | None, tokens_out_cap: int | None, first_call: bool) -> tuple[bool, dict[str, Any]]:
+        """Admit a call as :meth:`Limits.admit` does; its expected cost priced with the run's largest output.
+
+        Under a budget the probe (the invocation's first call) settles first, so a shard's first
+        call is priced with the output the probe reported, not the full cap.
+        """
+        lim = self.limits
+        if lim.budget_usd is not None:
+            async with lim.cond:
+                await lim.cond.wait_for(lambda: lim.halted or not (lim.settled == 0 and lim.in_flight > 0))
+        if self.max_out is not None and tokens_in is not None and tokens_out_cap is not None and self.pricing is not None:
+            expected = float(self.pricing.cost(tokens_in, min(tokens_out_cap, self.max_out)))
         estimate = CallEstimate(reservation, expected)
         if not await self.limits.admit(estimate, first_call):
             return False, self._state()
@@ -131,7 +145,9 @@ class GlobalLimits:
         self.calls += 1
         return True, self._state()
 
-    async def settle(self, shard: int, reservation: float, cost: float, called: bool, endpoint_failure: str | None, error: str | None) -> dict[str, Any]:
+    async def settle(self, shard: int, reservation: float, cost: float, called: bool, endpoint_failure: str | None, error: str | None, tokens_out: int | None = None) -> dict[str, Any]:
+        if tokens_out is not None and tokens_out > 0:
+            self.max_out = tokens_out if self.max_out is None else max(self.max_out, tokens_out)
         held = self.held.get(shard, [])
         if reservation not in held:  # the shard was released (its worker died): nothing to settle
             return self._state()
@@ -158,12 +174,21 @@ class GlobalLimits:
 
 
 class RemoteLimits(Limits):
-    """A shard's limits: every decision is the :class:`GlobalLimits` actor's (same interface)."""
+    """A shard's limits: every decision is the :class:`GlobalLimits` actor's (same interface).
+
+    Calls report their usage to the actor, which prices every call's expected cost with the
+    largest output reported by any shard (as a local run does with its own calls).
+    """
 
     def __init__(self, actor: Any, shard: int, budget_usd: float | None, max_cases: int | None, spent: float, *, breaker_after: int, endpoint: str | None, secrets: list[str]) -> None:
         super().__init__(budget_usd, max_cases, spent, breaker_after=breaker_after, endpoint=endpoint, secrets=secrets)
         self.actor = actor
         self.shard = shard
+        self.observed: int | None = None
+
+    def observe(self, tokens_in: int | None, tokens_out: int | None) -> None:
+        if tokens_in is not None and tokens_out is not None and tokens_out > 0:
+            self.observed = tokens_out  # sent with the settle that follows
 
     def _sync(self, state: dict[str, Any]) -> None:
         self.spent = state["spent"]
@@ -171,12 +196,13 @@ class RemoteLimits(Limits):
         self.stop_detail = redact(state["stop_detail"], self.secrets) if state["stop_detail"] else None
 
     async def admit(self, estimate: CallEstimate, first_call: bool) -> bool:
-        ok, state = await self.actor.admit.remote(self.shard, estimate.reservation, estimate.expected, first_call)
+        ok, state = await self.actor.admit.remote(self.shard, estimate.reservation, estimate.expected, estimate.tokens_in, estimate.tokens_out_cap, first_call)
         self._sync(state)
         return bool(ok)
 
     async def settle(self, estimate: CallEstimate, cost: float, *, called: bool, endpoint_failure: str | None = None, error: str | None = None) -> None:
-        state = await self.actor.settle.remote(self.shard, estimate.reservation, cost, called, endpoint_failure, redact(error, self.secrets) if error else None)
+        observed, self.observed = self.observed, None
+        state = await self.actor.settle.remote(self.shard, estimate.reservation, cost, called, endpoint_failure, redact(error, self.secrets) if error else None, observed)
         self._sync(state)
 
 
@@ -316,11 +342,14 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
     manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset.sha256, part, repeats, manifest_cases, None, lineage)
     by_shard = _freeze_plan(out, manifest, shards)
     spent = 0.0
+    observed: list[int] = []
     for index in range(shards):
         path = shard_dir(out, index) / RESULTS_FILE
         if path.exists():
             AppendOnlyLog(path).close()  # repairs a torn last line before reading
-            spent += sum(float(r.get("cost_usd") or 0.0) for rows in _read_attempts(path).values() for r in rows)
+            recorded = [r for rows in _read_attempts(path).values() for r in rows]
+            spent += sum(float(r.get("cost_usd") or 0.0) for r in recorded)
+            observed += [int(r["tokens_out"]) for r in recorded if r.get("tokens_out") and r.get("tokens_in") is not None and not r.get("cached_from_run_id")]
     active = [i for i, ids in enumerate(by_shard) if ids]
     per_shard = max(1, math.ceil(concurrency / len(active)))
     cache: str | Literal[False] = False if cache_dir is False else str(Path(cache_dir).resolve() if cache_dir else default_cache_dir())
@@ -330,7 +359,7 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
     problems: list[Problem] = []
     results: dict[int, dict[str, Any]] = {}
     try:
-        actor = ray.remote(num_cpus=0)(GlobalLimits).remote(budget_usd, max_cases, spent, judge.spec.endpoint.circuit_breaker_after, endpoint if isinstance(endpoint, str) else None, calls_per_second, max(1, burst))
+        actor = ray.remote(num_cpus=0)(GlobalLimits).remote(budget_usd, max_cases, spent, judge.spec.endpoint.circuit_breaker_after, endpoint if isinstance(endpoint, str) else None, calls_per_second, max(1, burst), judge.spec.pricing, max(observed) if observed else None)
         task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
         refs = {
             index: task.remote(
@@ -372,8 +401,8 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
     limits.stop_detail = redact(final["stop_detail"], secrets) if final["stop_detail"] else None
     for message in warnings + [f"shard {i:03d}: {w}" for i, a in sorted(results.items()) if "summary" in a for w in a["summary"]["warnings"]]:
         limits.warn(message)
-    observed = [s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed is not None]
-    estimator = SimpleNamespace(method=next((s.estimate_method for s in summaries if s.estimate_method), None), max_out=max(observed) if observed else None)
+    seen_out = [s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed is not None]
+    estimator = SimpleNamespace(method=next((s.estimate_method for s in summaries if s.estimate_method), None), max_out=max(seen_out) if seen_out else None)
     summary = _summarize(manifest, judge, out / RESULTS_FILE, counters, resumed, limits, _max_attempts(judge), estimator)  # type: ignore[arg-type]
     if warnings and summary.status == "complete":
         summary = summary.model_copy(update={"status": "incomplete"})  # a shard that failed is never a pass
