@@ -176,12 +176,14 @@ class GlobalLimits:
 class RemoteLimits(Limits):
     """A shard's limits: every decision is the :class:`GlobalLimits` actor's (same interface).
 
+    ``lane`` is accepted for the engine's interface; shards run without sampling lanes.
+
     Calls report their usage to the actor, which prices every call's expected cost with the
     largest output reported by any shard (as a local run does with its own calls).
     """
 
-    def __init__(self, actor: Any, shard: int, budget_usd: float | None, max_cases: int | None, spent: float, *, breaker_after: int, endpoint: str | None, secrets: list[str]) -> None:
-        super().__init__(budget_usd, max_cases, spent, breaker_after=breaker_after, endpoint=endpoint, secrets=secrets)
+    def __init__(self, actor: Any, shard: int, budget_usd: float | None, max_cases: int | None, spent: float, *, breaker_after: int, endpoint: str | None, secrets: list[str], **lane_kw: Any) -> None:
+        super().__init__(budget_usd, max_cases, spent, breaker_after=breaker_after, endpoint=endpoint, secrets=secrets, **lane_kw)
         self.actor = actor
         self.shard = shard
         self.observed: int | None = None
@@ -195,12 +197,12 @@ class RemoteLimits(Limits):
         self.stop_reason = state["stop_reason"]
         self.stop_detail = redact(state["stop_detail"], self.secrets) if state["stop_detail"] else None
 
-    async def admit(self, estimate: CallEstimate, first_call: bool) -> bool:
+    async def admit(self, estimate: CallEstimate, first_call: bool, lane: str | None = None) -> bool:
         ok, state = await self.actor.admit.remote(self.shard, estimate.reservation, estimate.expected, estimate.tokens_in, estimate.tokens_out_cap, first_call)
         self._sync(state)
         return bool(ok)
 
-    async def settle(self, estimate: CallEstimate, cost: float, *, called: bool, endpoint_failure: str | None = None, error: str | None = None) -> None:
+    async def settle(self, estimate: CallEstimate, cost: float, *, called: bool, endpoint_failure: str | None = None, error: str | None = None, lane: str | None = None) -> None:
         observed, self.observed = self.observed, None
         state = await self.actor.settle.remote(self.shard, estimate.reservation, cost, called, endpoint_failure, redact(error, self.secrets) if error else None, observed)
         self._sync(state)
