@@ -1,24 +1,29 @@
 # Two commands do all the setup: `make demo` and `make test`.
 # Both create .venv from pyproject.toml when it is missing or older than pyproject.toml.
+# EXTRAS: the optional dependency groups installed into .venv (CI: `make test EXTRAS=test,ray`,
+# so the Ray executor's tests run); .venv is reinstalled when it was made with other EXTRAS.
 
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+EXTRAS ?= test
+# The extras .venv was installed with (a stamp from before EXTRAS existed is empty: test).
+STAMP_EXTRAS := $(or $(strip $(shell cat $(STAMP) 2>/dev/null)),test)
 export RAGAS_DO_NOT_TRACK := true
 
 DEMO_GOLD := data/demo
 DEMO_OUT  := runs/demo
 
-.PHONY: demo test lint bench clean-demo venv
+.PHONY: demo test lint bench clean-demo venv FORCE
 
 venv: $(STAMP)
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml $(if $(filter $(EXTRAS),$(STAMP_EXTRAS)),,FORCE)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	@touch $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[$(EXTRAS)]'
+	@echo '$(EXTRAS)' > $(STAMP)
 
 DEMO_CACHE := $(DEMO_OUT)/.cache
 # Two endings: rubric-judge@2 fails its controls (held-out data is not used); rubric-judge@3
@@ -84,3 +89,6 @@ bench: $(STAMP)
 clean-demo:
 	@chmod -R u+w $(DEMO_OUT) 2>/dev/null || true
 	rm -rf $(DEMO_OUT)
+
+# Forces the .venv stamp when EXTRAS differ from the ones it was installed with.
+FORCE:

@@ -19,7 +19,7 @@ def test_environment_yml_mirrors_pyproject() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = {
         r.replace(" ", "")
-        for r in project["dependencies"] + project["optional-dependencies"]["test"]
+        for r in project["dependencies"] + [d for group in project["optional-dependencies"].values() for d in group]
     }
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))

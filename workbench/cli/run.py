@@ -37,8 +37,11 @@ EXIT_EVALUATOR_ERRORS = 5
 @click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when categories were renamed).")
 @click.option("--policy", "policy_path", type=click.Path(path_type=str), default=None, help="Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every case.")
 @click.option("--sampling-plan", "plan_path", type=click.Path(path_type=str), default=None, help="Apply this declared sampling plan file (instead of --policy).")
+@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True, help="local: this process; ray: --shards Ray tasks (extra: pip install 'judge-workbench[ray]'; RAY_ADDRESS selects an existing cluster).")
+@click.option("--shards", type=click.IntRange(min=1), default=None, help="With --executor ray: split the cases into N shards by case-id hash (OUT/shards/<k>/); a resume gives the same N.")
+@click.option("--calls-per-second", type=click.FloatRange(min=0, min_open=True), default=None, help="With --executor ray: start at most this many judge calls a second over all shards (a token bucket).")
 @user_errors
-def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, shadow_of: str | None, label_mapping: str | None, policy_path: str | None, plan_path: str | None) -> None:
+def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, shadow_of: str | None, label_mapping: str | None, policy_path: str | None, plan_path: str | None, executor: str, shards: int | None, calls_per_second: float | None) -> None:
     """Run a judge candidate over one partition of a gold dataset.
 
     The judge only sees allow-listed fields (input, response, grading notes, reference,
@@ -65,7 +68,26 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
     authority record, for review; none changes an exit code or a gate. Exit codes then: 0
     complete, 3 incomplete (or the budget cannot cover both: nothing starts), 5 evaluator
     errors, 2 invalid input.
+
+    Ray executor (--executor ray --shards N): the frozen manifest is split by case-id hash
+    into N shards, each run by the same engine in a Ray task into OUT/shards/<k>/; one Ray
+    actor holds --budget-usd, --max-cases and --calls-per-second for all shards together;
+    OUT/results.jsonl and OUT/run.json are the shards merged. --concurrency is the total.
+    Same exit codes; a shard whose worker died leaves the run incomplete (3): rerun to resume.
     """
+    if executor == "ray":
+        if shadow_of is not None:
+            raise click.UsageError("--shadow-of runs on the local executor only")
+        if policy_path is not None or plan_path is not None:
+            raise click.UsageError("--policy and --sampling-plan (sampling plans) run on the local executor only")
+        if shards is None:
+            raise click.UsageError("--executor ray needs --shards N (the number of Ray tasks)")
+        from ..runs._ray import run_candidate_ray
+
+        summary = run_candidate_ray(candidate, gold, partition, out, shards=shards, concurrency=concurrency, repeats=repeats, budget_usd=budget_usd, max_cases=max_cases, cache_dir=False if no_cache else cache_dir, retry_errors=retry_errors, calls_per_second=calls_per_second)
+        raise SystemExit(report_summary(summary))
+    if shards is not None or calls_per_second is not None:
+        raise click.UsageError("--shards and --calls-per-second apply only with --executor ray")
     if shadow_of is not None:
         if policy_path is not None or plan_path is not None:
             raise click.UsageError("--policy and --sampling-plan cannot be combined with --shadow-of: a shadow comparison judges every case")

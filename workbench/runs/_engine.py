@@ -21,7 +21,7 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -63,6 +63,8 @@ RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "run.json"
 INVOCATIONS_FILE = "invocations.jsonl"
 LOCK_FILE = ".run.lock"
+SHARDS_FILE = "shards.json"
+"""Present in a run directory sharded by the Ray executor (:mod:`._ray`)."""
 RUN_SUMMARY_SCHEMA_VERSION = 3
 
 
@@ -337,6 +339,7 @@ async def run_items(
     risks: Mapping[str, str | None] | None = None,
     sampling: ManifestSampling | None = None,
     sampling_source: str | None = None,
+    limits_factory: Callable[..., Limits] | None = None,
 ) -> RunSummary:
     """The engine for any planned work items (controls, ranking batteries, noise pairs ...).
 
@@ -348,12 +351,16 @@ async def run_items(
     ``risks`` (slice -> risk) orders the lanes and the cost figures; ``sampling`` is the plan
     record frozen in the manifest (production traffic can be sampled this way: draw with
     :func:`workbench.sampling.draw_sample`, give the items their slices).
+    ``limits_factory`` replaces :class:`~._limits.Limits` (same arguments), e.g.
+    with limits held by a Ray actor for every shard of a sharded run (:mod:`._ray`).
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
     if partition == "held_out" and not grid:
         raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="held_out_refused", message="held-out gold is judged only through certification", fix="use development or calibration")])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if (out / SHARDS_FILE).exists():
+        raise WorkbenchError("sharded run directory", [Problem(location=str(out), code="executor_mismatch", message=f"this run directory holds a sharded run ({SHARDS_FILE}); its results live in its shard directories", fix="resume it with the same command and --executor ray --shards N, or give this run its own --out directory")])
     if not items:
         raise WorkbenchError("nothing to run", [Problem(location=str(out), code="empty_plan", message="there is nothing to judge", fix="give at least one case")])
     if sampling is not None and partition == "held_out":
@@ -377,7 +384,7 @@ async def run_items(
             [Problem(location=str(out / LOCK_FILE), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
         ) from None
     try:
-        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage, lanes=lanes, risks=risks, sampling=sampling, sampling_source=sampling_source)
+        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage, lanes=lanes, risks=risks, sampling=sampling, sampling_source=sampling_source, limits_factory=limits_factory)
     finally:
         run_lock.release()
 
@@ -411,6 +418,7 @@ async def _run_locked(
     risks: Mapping[str, str | None] | None,
     sampling: ManifestSampling | None,
     sampling_source: str | None,
+    limits_factory: Callable[..., Limits] | None = None,
 ) -> RunSummary:
     fingerprint = judge.identity.fingerprint()
     manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
@@ -446,7 +454,7 @@ async def _run_locked(
             if lane is not None:
                 lane_spent[lane] = lane_spent.get(lane, 0.0) + sum(float(r.get("cost_usd") or 0.0) for r in rows)
         lane_kw = {"priority": dict(lanes.priority), "holds": dict(lanes.holds), "lane_units": Counter(u.item.slice or "" for u in units), "lane_spent": lane_spent}
-    limits = Limits(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets, **lane_kw)
+    limits = (limits_factory or Limits)(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets, **lane_kw)
     estimator = Estimator(judge, max(observed) if observed else None)
     cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
     log = AppendOnlyLog(results_path)
@@ -518,6 +526,7 @@ async def _run_locked(
             limits.warn(f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of {cost!r}; recorded as the call's reservation")
             cost = estimate.reservation
         estimator.observe(verdict.tokens_in, verdict.tokens_out)
+        limits.observe(verdict.tokens_in, verdict.tokens_out)
         if cost > estimate.reservation + 1e-12:
             limits.warn(
                 f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: reported usage ({verdict.tokens_in} input, {verdict.tokens_out} output tokens, ${cost:.6f}) "

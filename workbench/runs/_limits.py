@@ -249,6 +249,9 @@ class Limits:
                 self._stop("budget_exhausted", f"recorded spend ${self.spent:.6f} passed the budget ${self.budget_usd:.6f}")
             self.cond.notify_all()
 
+    def observe(self, tokens_in: int | None, tokens_out: int | None) -> None:
+        """A call's reported usage (the engine's estimator learns it too); shared limits use it."""
+
     def warn(self, message: str) -> None:
         self.warning_count += 1
         if len(self.warnings) < MAX_WARNINGS:

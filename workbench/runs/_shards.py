@@ -1,0 +1,84 @@
+"""The layout of a sharded run directory (the Ray executor, :mod:`._ray`); no Ray needed here.
+
+A run started with ``workbench run ... --executor ray --shards N`` lays out ``OUT`` as::
+
+    OUT/manifest.json              the whole run's frozen manifest (every case), as for a local run
+    OUT/shards.json                the shard plan (:class:`ShardPlan`): N and the assignment rule
+    OUT/shards/<k>/manifest.json   shard k's manifest: the run's, restricted to its cases (same run_id)
+    OUT/shards/<k>/results.jsonl   shard k's evidence: every attempt, appended by its engine
+    OUT/shards/<k>/run.json        shard k's summary of its last invocation
+    OUT/shards/<k>/worker.json     where shard k last ran (pid, host), written when it starts
+    OUT/results.jsonl              the shards' results merged, rewritten atomically by the driver
+    OUT/run.json                   the merged run summary (``RunSummary``), as for a local run
+    OUT/invocations.jsonl          one line per driver invocation
+
+``<k>`` is the shard index written with three digits (``000``, ``001``, ...). A case goes to
+shard ``int(sha256(case_id)[:16], 16) % N``, every repeat of it with it, so a resume with the
+same N finds each case's attempts in the same file. The shard files are the evidence;
+``OUT/results.jsonl`` is a derived copy, so that ``align``, ``gate`` and ``agreement`` read the
+run as one file, and it is current once a driver invocation has finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .._io import atomic_write_bytes
+
+SHARD_PLAN_SCHEMA_VERSION = 1
+SHARDS_DIR = "shards"
+WORKER_FILE = "worker.json"
+ASSIGNMENT = "int(sha256(case_id)[:16], 16) % shards"
+
+
+def shard_of(case_id: str, shards: int) -> int:
+    """The shard a case belongs to (every repeat of it goes there too)."""
+    return int(hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:16], 16) % shards
+
+
+def shard_dir(out: Path, index: int) -> Path:
+    """``OUT/shards/<k>``: shard ``index``'s own run directory."""
+    return out / SHARDS_DIR / f"{index:03d}"
+
+
+class ShardPlan(BaseModel):
+    """``shards.json``: how a run directory is split into shards; fixed at its first invocation."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    schema_version: int = SHARD_PLAN_SCHEMA_VERSION
+    """Shard plan format version."""
+    executor: Literal["ray"] = "ray"
+    """The executor that runs the shards."""
+    run_id: str
+    """The run's id (``manifest.json``); every shard's manifest and result carries it."""
+    shards: int = Field(ge=1)
+    """N, the number of shards; a resume must give the same ``--shards``."""
+    assignment: Literal["int(sha256(case_id)[:16], 16) % shards"] = ASSIGNMENT
+    """The rule that puts a case (with all its repeats) in a shard."""
+    cases_per_shard: list[int]
+    """How many cases each shard holds, by shard index (a shard with none is not started)."""
+
+
+def merge_results(out: Path, shards: int, target: Path) -> int:
+    """Write the shards' results, in shard order, to ``target`` atomically; returns the line count.
+
+    Each shard file is copied whole: a shard's engine repairs its own torn last line on its
+    next start, so a line without its newline (a crash mid-write) is left out here.
+    """
+    chunks: list[bytes] = []
+    lines = 0
+    for index in range(shards):
+        path = shard_dir(out, index) / "results.jsonl"
+        if not path.exists():
+            continue
+        data = path.read_bytes()
+        complete = data[: data.rfind(b"\n") + 1]
+        chunks.append(complete)
+        lines += complete.count(b"\n")
+    atomic_write_bytes(target, b"".join(chunks))
+    return lines
