@@ -589,4 +589,7 @@ def bulk_load() -> Iterator[None]:
         yield
     finally:
         if was_enabled:
+            # Move what was loaded to the permanent generation first: re-enabling the collector
+            # would otherwise rescan every record on its next full collection (1.24x CPU in align).
+            gc.freeze()
             gc.enable()

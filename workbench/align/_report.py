@@ -15,7 +15,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .._io import bulk_load, sha256_file
-from ..gold import load_dataset
 from ..results import JudgeIdentity
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._join import Join, JoinedCase
@@ -315,12 +314,23 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
 def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0, allow_gold_change: bool = False, partition_source: Literal["option", "run_manifest", "all"] | None = None) -> AlignmentReport:
     """Load, join, check lineage and analyse in one call: the library form of ``workbench align``.
 
+    Columnar (:func:`~workbench.align._columnar.align_columnar` over the cached gold index);
+    input it cannot vouch for goes through the per-record join, which reports every problem.
+    ``results`` may be a file or a directory of result shards (JSON Lines or Parquet).
+
     Refuses results produced against another gold (see :func:`align_results`) unless
     ``allow_gold_change``, which marks the report not comparable.
     """
+    from ..gold._index import gold_index
+    from ._columnar import align_columnar
+
     with bulk_load():
-        dataset = load_dataset(gold)
-        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
+        index = gold_index(gold)  # validated once per dataset sha256, then read from the cache
+        report = align_columnar(index, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, partition_source=partition_source, gold_path=str(gold))
+        if report is not None:
+            return report
+        # Refused or unusual input: the per-record path names every problem with its line.
+        join = align_results(index.dataset(), results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change)
         return alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=partition_source)
 
 
