@@ -7,8 +7,9 @@ an Arrow IPC file instead, written the first time the dataset validates.
 
 The cache (docs/formats.md#gold-index-cache):
 
-- lives in ``$WORKBENCH_CACHE_DIR/gold-index/`` (default ``$XDG_CACHE_HOME/judge-workbench``,
-  else ``~/.cache/judge-workbench``); ``WORKBENCH_CACHE_DIR=off`` disables it;
+- lives in ``$WORKBENCH_CACHE_DIR/gold-index/`` (default ``~/.cache/judge-workbench/gold-index/``,
+  beside the verdict cache); ``WORKBENCH_GOLD_INDEX=off``
+  disables it;
 - is keyed by the dataset sha256 (gold file, rubric, evidence snapshot: the hash every run and
   report records), the sha256 of ``card.md`` and ``releases.jsonl`` (their checks are part of
   validation), the index format and the workbench version. The key is computed from the files
@@ -42,22 +43,19 @@ if TYPE_CHECKING:
 INDEX_FORMAT = 1
 """Version of the cached index layout; part of the cache key."""
 CACHE_ENV = "WORKBENCH_CACHE_DIR"
-"""Environment variable naming the cache directory (``off`` disables the gold index cache)."""
+"""Environment variable naming the cache directory (shared with the verdict cache)."""
+SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
+"""``WORKBENCH_GOLD_INDEX=off`` disables the gold index cache (every call validates in full)."""
 INDEX_COLUMNS = ("case_id", "partition", "slice", "label", "response_hash", "active")
 """One row per gold record in file order; ``active`` is False for superseded records."""
 
 
 def cache_dir() -> Path | None:
-    """Where gold indexes are cached, or None when ``WORKBENCH_CACHE_DIR=off``."""
-    raw = os.environ.get(CACHE_ENV, "").strip()
-    if raw.lower() in ("off", "0", "none", "false"):
+    """Where gold indexes are cached, or None when ``WORKBENCH_GOLD_INDEX=off``."""
+    if os.environ.get(SWITCH_ENV, "").strip().lower() in ("off", "0", "no", "false"):
         return None
-    if raw:
-        base = Path(raw)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "judge-workbench"
-    return base / "gold-index"
+    raw = os.environ.get(CACHE_ENV, "").strip()
+    return (Path(raw) if raw else Path.home() / ".cache" / "judge-workbench") / "gold-index"
 
 
 @dataclass(frozen=True)
@@ -209,4 +207,4 @@ def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
         atomic_write_bytes(path, sink.getvalue().to_pybytes())
 
 
-__all__ = ["CACHE_ENV", "GoldIndex", "INDEX_COLUMNS", "INDEX_FORMAT", "cache_dir", "gold_index", "index_table"]
+__all__ = ["CACHE_ENV", "SWITCH_ENV", "GoldIndex", "INDEX_COLUMNS", "INDEX_FORMAT", "cache_dir", "gold_index", "index_table"]
