@@ -14,8 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .._io import bulk_load, sha256_file
+from .._io import bulk_load
 from ..results import JudgeIdentity
+from ..results._columnar import results_sha256
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._join import Join, JoinedCase
 from ._lineage import GoldChange, Lineage, align_results
@@ -285,7 +286,7 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
         rubric_version=rubric.version,
         gold_path=gold_path,
         results_path=results_path,
-        results_sha256=sha256_file(results_path) if results_path and Path(results_path).exists() else None,
+        results_sha256=results_sha256(results_path) if results_path and Path(results_path).exists() else None,
         judge=join.judge,
         judge_fingerprint=join.judge_fingerprint,
         partition=join.partition,
