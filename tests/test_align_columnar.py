@@ -266,3 +266,23 @@ def test_align_hot_path_imports_neither_statsmodels_nor_sklearn(rich):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_validation_hashes_the_gold_file_while_parsing_it(rich, monkeypatch):
+    """The gold file is read once: its sha256 comes from the bytes the parser read."""
+    import hashlib
+
+    import workbench.gold._dataset as dataset_module
+
+    gold, _ = rich
+    hashed: list[str] = []
+    real = dataset_module.sha256_file
+    monkeypatch.setattr(dataset_module, "sha256_file", lambda p: hashed.append(str(p)) or real(p))
+    dataset = load_dataset(gold)
+    assert str(gold / "gold.jsonl") not in hashed and str(gold / "rubric.yaml") in hashed
+
+    def sha(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    files = {"evidence": sha(gold / "evidence.jsonl"), "gold": sha(gold / "gold.jsonl"), "rubric": sha(gold / "rubric.yaml")}
+    assert dataset.sha256 == hashlib.sha256(json.dumps(files, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
