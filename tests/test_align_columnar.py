@@ -286,3 +286,33 @@ def test_validation_hashes_the_gold_file_while_parsing_it(rich, monkeypatch):
 
     files = {"evidence": sha(gold / "evidence.jsonl"), "gold": sha(gold / "gold.jsonl"), "rubric": sha(gold / "rubric.yaml")}
     assert dataset.sha256 == hashlib.sha256(json.dumps(files, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def test_key_counting_is_exact_around_quotes_and_colons(rich):
+    """Arrow reads an absent key as null; the reader counts the keys each line really holds.
+
+    Strings holding '":' or starting with ':' must not hide an absent key (which would change
+    the judge fingerprint the strict reader checks), nor push valid lines off the fast path.
+    """
+    gold, results = rich
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    rows[0]["reason"] = 'the policy says "late": refunds need review'
+    rows[1]["reason"] = ":starts with a colon"
+    rows[2]["judge"]["params"]["note"] = None
+    for row in rows[3:]:
+        row["judge"]["params"]["note"] = None
+    for row in rows[:2]:
+        row["judge"]["params"]["note"] = None
+    write_results(results, rows)
+    # valid: every judge the same, null note everywhere
+    fixed = [{**r, "judge_fingerprint": __import__("conftest").fingerprint(r["judge"])} for r in rows]
+    write_results(results, fixed)
+    assert read_columnar(results) is not None
+    assert_same(gold, results, "development")
+    # one line without the null key (another identity under the same fingerprint), its lost
+    # '":' made up by a string: refused here, and by the strict reader as it always was
+    damaged = [dict(r) for r in fixed]
+    damaged[4] = {**damaged[4], "judge": {**damaged[4]["judge"], "params": {k: v for k, v in damaged[4]["judge"]["params"].items() if k != "note"}}, "reason": 'x": y'}
+    write_results(results, damaged)
+    assert read_columnar(results) is None
+    assert any(p["code"] == "fingerprint_mismatch" for p in _problems(lambda: align(gold, results)))

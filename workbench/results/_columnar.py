@@ -40,7 +40,8 @@ _STRINGS = ("case_id", "response_hash", "judge_fingerprint", "run_id", "partitio
 _OPTIONAL_STRINGS = ("value", "reason", "rendered_request_sha256", "rendered_request_ref", "cached_from_run_id", "dataset_sha256", "rubric_version")
 _JUDGE_FIELDS = {"name", "version", "kind", "model", "prompt_sha256", "ragas_version", "params"}
 _ERROR_FIELDS = {"kind", "message", "retryable"}
-_KEY = r'[{,]\s*"(?:[^"\\]|\\.)*"\s*:'
+_KEY_PREFIX = r'[{,]\s*"'
+"""A key starts right after "{" or "," (inside a string a quote is always escaped)."""
 _ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
 
 
@@ -154,10 +155,13 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
             table = pj.read_json(pa.BufferReader(block), read_options=pj.ReadOptions(use_threads=True, block_size=1 << 22))
             if table.num_rows != len(starts):
                 raise _Refuse("more than one JSON value on a line")
-            # Arrow reads an absent key as null. Count the keys each line really holds (a key is a
-            # string token right after "{" or ","; inside a string a quote is always escaped) and
-            # require every key Arrow's columns imply: then null means null, as in the strict reader.
-            written = pc.count_substring_regex(lines, _KEY).to_numpy(zero_copy_only=False)
+            # Arrow reads an absent key as null. Count the keys each line really holds and require
+            # every key Arrow's columns imply: then null means null, as in the strict reader. A key
+            # ends in '":'; so does an escaped quote before a colon inside a string, or a string
+            # value that starts with a colon: those are counted from the parsed strings and added
+            # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
+            # and the block goes to the strict reader).
+            written = pc.count_substring(lines, '":').to_numpy(zero_copy_only=False)
             implied = sum((_keys_per_row(col.combine_chunks()) for col in table.columns), np.full(table.num_rows, table.num_columns, dtype=np.int64))
             if not np.array_equal(written, implied) and not np.array_equal(written, _keys_with_absent(table, lines)):
                 raise _Refuse("a key absent on some line (Arrow would read it as null)")
@@ -397,7 +401,7 @@ def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
             continue
         if name in nested:
             raise _Refuse(f"a nested key named {name!r}")
-        count = pc.count_substring_regex(lines, r'[{,]\s*"' + name + r'"\s*:').to_numpy(zero_copy_only=False)
+        count = pc.count_substring_regex(lines, _KEY_PREFIX + name + r'"\s*:').to_numpy(zero_copy_only=False)
         present = np.where(pc.is_valid(column).to_numpy(zero_copy_only=False), 1, count)
         if name in ("value", "reason") and (present == 0).any():
             raise _Refuse(f"{name} absent on a line")
@@ -406,7 +410,8 @@ def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
 
 
 def _keys_per_row(array: Any) -> Any:
-    """How many object keys each row holds when every field of every object is present."""
+    """How many times '":' occurs in each row's JSON when every field of every object is
+    present: once per key, plus once per '":' inside a string and per string starting with ':'."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -424,6 +429,10 @@ def _keys_per_row(array: Any) -> Any:
             return np.zeros(n, dtype=np.int64)
         parents = pc.list_parent_indices(array).to_numpy()
         return np.bincount(parents, weights=_keys_per_row(flat), minlength=n).astype(np.int64)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        inner = pc.fill_null(pc.count_substring(array, '":'), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        leading = pc.fill_null(pc.starts_with(array, ":"), False).to_numpy(zero_copy_only=False).astype(np.int64)
+        return inner + leading
     return np.zeros(n, dtype=np.int64)
 
 
