@@ -84,6 +84,12 @@ def align_columnar(
     # -- lineage (only a comparable one is handled here)
     pairs = res.group_by(["dataset_sha256", "rubric_version"], use_threads=False).aggregate([([], "count_all")])
     lineages = {(s, r): c for s, r, c in zip(pairs["dataset_sha256"].to_pylist(), pairs["rubric_version"].to_pylist(), pairs["count_all"].to_pylist(), strict=True)}
+    gold_lineage = (index.sha256, rubric.version)
+    if manifest is not None and manifest.rubric_version is not None:
+        if (manifest.dataset_sha256, manifest.rubric_version) != gold_lineage:
+            return None  # another gold: the per-record path names what changed
+    elif set(lineages) != {gold_lineage}:
+        return None  # another gold, mixed or missing lineage
     lineage, problems = check_lineage(
         index,  # type: ignore[arg-type]  # offers what a comparable check reads
         lineages=lineages,
