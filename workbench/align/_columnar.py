@@ -17,6 +17,7 @@ verdict, mixed judges, or a lineage that does not hold.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -48,42 +49,48 @@ def align_columnar(
     from ._report import ERROR_COLUMN, MISSING_COLUMN, AlignmentReport, CaseError, Confusion
 
     manifest = read_run_manifest(results)  # unreadable: WorkbenchError, as on the per-record path
-    read = read_columnar(results)
-    if read is None or read.table.num_rows == 0:
-        return None
     rubric = index.rubric
     labels = list(rubric.labels)
+    gold = index.table
+    gold_keys = gold.select(["case_id", "response_hash", "partition", "active"]).rename_columns(["case_id", "g_hash", "g_partition", "active"])
+    vocabulary = pa.array(labels, pa.string())
+    lineages: Counter[tuple[str | None, str | None]] = Counter()
+    run_ids: set[str] = set()
+
+    def per_block(block: pa.Table) -> pa.Table:
+        """The join rules on one block (any breach: the per-record path names every one)."""
+        joined = block.join(gold_keys, keys="case_id", join_type="left outer")
+        if joined.num_rows != block.num_rows or joined["active"].null_count or not pc.all(joined["active"]).as_py():
+            raise ValueError("unknown or superseded case")
+        if not pc.all(pc.equal(joined["response_hash"], joined["g_hash"])).as_py() or not pc.all(pc.equal(joined["partition"], joined["g_partition"])).as_py():
+            raise ValueError("response hash or partition differs from the gold's")
+        value, error_kind = joined["value"], joined["error_kind"]
+        if pc.any(pc.and_(pc.is_null(value), pc.is_null(error_kind))).as_py():
+            raise ValueError("score-only result")
+        if pc.any(pc.and_(pc.is_valid(value), pc.invert(pc.is_in(value, value_set=vocabulary)))).as_py():
+            raise ValueError("verdict outside the vocabulary")
+        pairs = block.group_by(["dataset_sha256", "rubric_version"], use_threads=False).aggregate([([], "count_all")])
+        for sha, version, count in zip(pairs["dataset_sha256"].to_pylist(), pairs["rubric_version"].to_pylist(), pairs["count_all"].to_pylist(), strict=True):
+            lineages[(sha, version)] += count
+        run_ids.update(pc.unique(block["run_id"]).to_pylist())
+        return joined.select(["case_id", "partition", "value", "error_kind", "error_message", "attempt", "repeat"])
+
+    read = read_columnar(results, per_block)
+    if read is None or read.table.num_rows == 0 or len(read.identities) != 1:
+        return None  # refused, empty, or several judges
     res = read.table
     n_read = res.num_rows
-
-    # -- join rules: any breach goes to the per-record path, which names every one
-    gold = index.table
-    joined = res.select(["case_id", "response_hash", "partition", "value", "error_kind", "attempt", "repeat"]).join(
-        gold.select(["case_id", "response_hash", "partition", "active"]).rename_columns(["case_id", "g_hash", "g_partition", "active"]), keys="case_id", join_type="left outer"
-    )
-    if joined.num_rows != n_read or joined["active"].null_count or not pc.all(joined["active"]).as_py():
-        return None  # unknown or superseded case
-    if not pc.all(pc.equal(joined["response_hash"], joined["g_hash"])).as_py() or not pc.all(pc.equal(joined["partition"], joined["g_partition"])).as_py():
-        return None
-    value, error_kind = joined["value"], joined["error_kind"]
-    if pc.any(pc.and_(pc.is_null(value), pc.is_null(error_kind))).as_py():
-        return None  # score-only
-    if pc.any(pc.and_(pc.is_valid(value), pc.invert(pc.is_in(value, value_set=pa.array(labels, pa.string()))))).as_py():
-        return None
-    keys = joined.group_by(["case_id", "repeat", "attempt"]).aggregate([([], "count_all")])
+    keys = res.group_by(["case_id", "repeat", "attempt"]).aggregate([([], "count_all")])
     if keys.num_rows != n_read:
         return None  # duplicate result
-    verdict_attempt = pc.if_else(pc.is_valid(value), joined["attempt"], pa.scalar(None, pa.int64()))
-    units = pa.table({"case_id": joined["case_id"], "repeat": joined["repeat"], "attempt": joined["attempt"], "va": verdict_attempt}).group_by(["case_id", "repeat"]).aggregate([("attempt", "max"), ("va", "min")])
+    verdict_attempt = pc.if_else(pc.is_valid(res["value"]), res["attempt"], pa.scalar(None, pa.int64()))
+    units = pa.table({"case_id": res["case_id"], "repeat": res["repeat"], "attempt": res["attempt"], "va": verdict_attempt}).group_by(["case_id", "repeat"]).aggregate([("attempt", "max"), ("va", "min")])
     if pc.any(pc.greater(units["attempt_max"], units["va_min"])).as_py():
         return None  # attempt after verdict
-    fingerprints = pc.unique(res["judge_fingerprint"]).to_pylist()
-    if len(fingerprints) != 1:
-        return None  # mixed judges
+    del keys, units, verdict_attempt
+    fingerprints = list(read.identities)
 
-    # -- lineage (only a comparable one is handled here)
-    pairs = res.group_by(["dataset_sha256", "rubric_version"], use_threads=False).aggregate([([], "count_all")])
-    lineages = {(s, r): c for s, r, c in zip(pairs["dataset_sha256"].to_pylist(), pairs["rubric_version"].to_pylist(), pairs["count_all"].to_pylist(), strict=True)}
+    # -- lineage (only the gold's own is handled here)
     gold_lineage = (index.sha256, rubric.version)
     if manifest is not None and manifest.rubric_version is not None:
         if (manifest.dataset_sha256, manifest.rubric_version) != gold_lineage:
@@ -93,7 +100,7 @@ def align_columnar(
     lineage, problems = check_lineage(
         index,  # type: ignore[arg-type]  # offers what a comparable check reads
         lineages=lineages,
-        run_ids=pc.unique(res["run_id"]).to_pylist(),
+        run_ids=sorted(run_ids),
         manifest=manifest,
         manifest_path=manifest_path_for(results),
         allow_gold_change=allow_gold_change,

@@ -18,6 +18,7 @@ the strict reader, which reports every problem with its line, exactly as before.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,8 +81,13 @@ def results_sha256(path: str | Path) -> str:
     return sha256_file(p)
 
 
-def read_columnar(path: str | Path) -> ColumnarResults | None:
-    """Read and check results columnar; None when the strict reader must judge them."""
+def read_columnar(path: str | Path, block: Callable[[pa.Table], pa.Table] | None = None) -> ColumnarResults | None:
+    """Read and check results columnar; None when the strict reader must judge them.
+
+    ``block``, when given, receives each checked block (columns :data:`NARROW`) and returns
+    what to keep of it (raising ``ValueError`` to hand the input to the strict reader): an
+    analysis checks and narrows each block as it is read, so memory stays bounded.
+    """
     import pyarrow as pa
 
     p = Path(path)
@@ -96,13 +102,14 @@ def read_columnar(path: str | Path) -> ColumnarResults | None:
             digest = hashlib.sha256()
             blocks = _parquet_blocks(file, digest) if file.suffix == ".parquet" else _jsonl_blocks(file, digest)
             for table, first_line in blocks:
-                tables.append(_check(table, first_line, number, identities))
+                checked = _check(table, first_line, number, identities)
+                tables.append(block(checked) if block is not None else checked)
             digests[file.name] = digest.hexdigest()
     except (_Refuse, pa.ArrowException, OSError, ValueError, UnicodeDecodeError, RecursionError):
         return None  # e.g. nesting deeper than the checks follow: the strict reader says why
     sha = sha256_json(digests) if p.is_dir() else digests[files[0].name]
     schema = _narrow_schema()
-    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    table = pa.concat_tables(tables) if tables else (block(schema.empty_table()) if block is not None else schema.empty_table())
     return ColumnarResults(table=table, sha256=sha, identities=identities, shards=tuple(files))
 
 
