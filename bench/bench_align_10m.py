@@ -89,15 +89,22 @@ def main() -> None:
     parser.add_argument("--cases", type=int, default=101_000)
     parser.add_argument("--repeats", type=int, default=100)
     parser.add_argument("--keep", type=Path, default=None, help="Write the data here and keep it (default: a temporary directory).")
+    parser.add_argument("--data", type=Path, default=None, help="Reuse data an earlier --keep wrote (gold/, shards/) instead of generating it.")
     args = parser.parse_args()
     from synth import write_synthetic
 
     with tempfile.TemporaryDirectory() as tmp:
-        root = args.keep or Path(tmp)
+        root = args.data or args.keep or Path(tmp)
         started = time.perf_counter()
-        gold, results = write_synthetic(root, args.cases)
-        total = write_shards(results, root / "shards", args.repeats)
-        results.unlink()
+        if args.data is None:
+            gold, results = write_synthetic(root, args.cases)
+            total = write_shards(results, root / "shards", args.repeats)
+            results.unlink()
+        else:
+            import pyarrow.parquet as pq
+
+            gold = root / "gold"
+            total = sum(pq.ParquetFile(f).metadata.num_rows for f in (root / "shards").glob("*.parquet"))
         generated = time.perf_counter() - started
         cache = root / "cache"
         cold = measure("align", gold, root / "shards", cache)
