@@ -27,6 +27,12 @@ sys.path.insert(0, str(HERE))
 
 MEASURE = r"""
 import json, resource, sys, time
+def peak_mb():
+    # VmHWM: this process's own peak (ru_maxrss survives exec and would report the parent's)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 mode, gold, shards = sys.argv[1:4]
 t0 = time.perf_counter()
 c0 = time.process_time()
@@ -50,7 +56,7 @@ else:
     ).fetchall()
     out = {"n": sum(r[-1] for r in rows)}
 usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({**out, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "peak_rss_mb": usage.ru_maxrss / 1024}))
+print(json.dumps({**out, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "peak_rss_mb": peak_mb()}))
 """
 
 
