@@ -13,7 +13,7 @@ from ._common import echo_json, user_errors
 
 @click.command()
 @click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
+@click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.")
 @click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (default: the partition in the run manifest beside the results).")
 @click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to align.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report.")

@@ -60,7 +60,7 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 
 @click.command()
 @click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
+@click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.")
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
 @click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).")
 @click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to evaluate.")
