@@ -195,6 +195,8 @@ class Content(NamedTuple):
 
 
 _TOPICS = TypeAdapter(tuple[Topic, ...])
+_UNREAD = object()
+"""What :func:`_yaml` returns for a file it could not read or parse (its problem is listed)."""
 
 
 def _problems(exc: ValidationError, loc: str, prefix: str = "") -> list[Problem]:
@@ -217,10 +219,12 @@ def _yaml(root: Traversable, name: str, problems: list[Problem]) -> Any:
         problems.extend(exc.problems)
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(location=loc, code="demo_content_missing", message=f"cannot read the file ({exc})", fix="reinstall the workbench; the demo content ships with it"))
-    return None
+    return _UNREAD
 
 
 def _validate(model: Any, raw: Any, loc: str, problems: list[Problem], prefix: str = "") -> Any:
+    if raw is _UNREAD:
+        return None
     try:
         return model.validate_python(raw) if isinstance(model, TypeAdapter) else model.model_validate(raw)
     except ValidationError as exc:
@@ -228,29 +232,34 @@ def _validate(model: Any, raw: Any, loc: str, problems: list[Problem], prefix: s
         return None
 
 
-def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage]:
+def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage] | None:
+    """The passages, or ``None`` when a line could not be read (its problem is listed)."""
     loc = f"workbench/demo/{CONTENT}/evidence.jsonl"
     try:
         text = root.joinpath("evidence.jsonl").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         problems.append(Problem(location=loc, code="demo_content_missing", message=f"cannot read the file ({exc})", fix="reinstall the workbench; the demo content ships with it"))
-        return []
+        return None
     out: list[Passage] = []
+    complete = True
     for number, line in enumerate(text.splitlines(), start=1):
         try:
             raw = loads_json(line)
         except (JSONRecordError, ValueError) as exc:
             problems.append(Problem(location=f"{loc}:{number}", code="demo_content_json", message=f"not valid JSON ({exc})", fix="write one JSON object a line"))
+            complete = False
             continue
         passage = _validate(Passage, raw, f"{loc}:{number}", problems)
-        if passage is not None:
-            out.append(passage)
-    return out
+        complete = complete and passage is not None
+        out.extend([passage] if passage is not None else [])
+    return out if complete else None
 
 
-def _cross_checks(handbook: Handbook, evidence: list[Passage], topics: list[Topic], problems: list[Problem]) -> None:
+def _cross_checks(evidence: list[Passage] | None, topics: list[Topic], problems: list[Problem]) -> None:
+    """Duplicate ids and slugs, cited passages, concept positions (cited passages only when
+    every passage was read, so a broken line is not reported again as missing passages)."""
     where = f"workbench/demo/{CONTENT}"
-    ids = [p.id for p in evidence]
+    ids = [p.id for p in evidence or ()]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
         problems.append(Problem(location=f"{where}/evidence.jsonl", code="demo_content_duplicate", message=f"passage id {dup!r} appears more than once", fix="give every passage its own id"))
     slugs = [t.slug for t in topics]
@@ -258,7 +267,7 @@ def _cross_checks(handbook: Handbook, evidence: list[Passage], topics: list[Topi
         problems.append(Problem(location=f"{where}/topics", code="demo_content_duplicate", message=f"topic slug {dup!r} appears more than once", fix="give every topic its own slug"))
     for topic in topics:
         loc = f"{where}/topics/{topic.slice}.yaml"
-        for eid in topic.evidence:
+        for eid in topic.evidence if evidence is not None else ():
             if eid not in ids:
                 problems.append(Problem(location=loc, code="demo_content_unknown_evidence", message=f"topic {topic.slug!r} cites passage {eid!r}, which evidence.jsonl lacks", fix="cite a passage id of evidence.jsonl"))
         if topic.wrong_replaces >= len(topic.concepts):
@@ -286,9 +295,8 @@ def load_content(root: Traversable | None = None) -> Content:
             if topic.slice != info.name:
                 problems.append(Problem(location=loc, code="demo_content_slice", message=f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not {info.name!r}", fix=f"move it to topics/{topic.slice}.yaml"))
         topics.extend(found or ())
-    if handbook is not None:
-        _cross_checks(handbook, evidence, topics, problems)
-    if problems or handbook is None or phrases is None:
+    _cross_checks(evidence, topics, problems)
+    if problems or handbook is None or phrases is None or evidence is None:
         raise WorkbenchError(f"the demo content is invalid: {len(problems)} problem(s)", problems)
     return Content(handbook, tuple(evidence), phrases, tuple(topics))
 
