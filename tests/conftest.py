@@ -246,3 +246,7 @@ from _datasets import (  # noqa: E402,F401  (pytest finds hooks by name in conft
 # The session fails if a test wrote into data/, notebooks/ or examples/ (checked once, by the
 # process that owns the session: the only one or the pytest-xdist controller).
 from _guard import pytest_sessionfinish, pytest_sessionstart  # noqa: E402,F401
+
+# An unmarked test that executes a notebook or launches chromium fails (`make test-fast` relies
+# on the `notebook` and `browser` markers).
+from _markers import pytest_collection_finish, pytest_runtest_call, pytest_runtest_setup  # noqa: E402,F401
