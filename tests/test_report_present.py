@@ -170,7 +170,7 @@ def demo_alignment():
     rows = []
     for i, case in enumerate(dataset.partition("development"), start=1):
         verdict = _v3_verdict(case.response, case.grading_notes or "")
-        row = JudgeResult(case_id=case.case_id, response_hash=case.response_hash, value=str(verdict.value), reason=verdict.reason, judge=judge.identity, judge_fingerprint=judge.identity.fingerprint(), run_id="r", partition="development", error=None)
+        row = JudgeResult(case_id=case.case_id, response_hash=case.response_hash, value=str(verdict.value), reason=verdict.reason, judge=judge.identity, judge_fingerprint=judge.identity.fingerprint(), run_id="r", partition="development", error=None, attempt=1, repeat=0)
         rows.append(ResultLine(i, row))
     join = join_results(dataset, rows, partition="development")
     report = alignment_report(join)
