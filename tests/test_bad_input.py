@@ -610,6 +610,7 @@ def test_library_functions_refuse_a_bad_partition(make_dataset, value: object) -
         assert codes(info.value) == ["invalid_partition"]
 
 
+@pytest.mark.notebook
 @pytest.mark.parametrize(("parameters", "needle"), [({"concurrency": "8"}, "concurrency"), ({"concurrency": 0}, "concurrency"), ({"partition": 5}, "partition")])
 def test_notebook_with_a_wrongly_typed_parameter_fails_with_a_clear_error(tmp_path: Path, parameters: dict[str, object], needle: str) -> None:
     import papermill
