@@ -76,17 +76,25 @@ from ..migration._certify import (
     map_old_lines,
 )
 from ..migration._mapping import LoadedMapping, load_label_mapping
-from ..policy import Blocker, GateResult, Policy, evaluate_gate, load_overrides, load_policy
+from ..policy import (
+    Blocker,
+    GateResult,
+    NotEvaluated,
+    Policy,
+    evaluate_gate,
+    load_overrides,
+    load_policy,
+)
 from ..policy._consistency import check_policy_against_rubric
 from ..results import read_results
 from ..runs import RunSummary, run_candidate
 from ._evaluation import (
     FIGURES_FILE,
     HELD_OUT_GOLD,
+    HELD_OUT_NOT_USED,
     LINEAGE_FILE,
     RUBRIC_JSON,
     figures_of,
-    gate_without_held_out,
     lineage_blockers,
     public_gate,
     write_gold_evidence,
@@ -848,7 +856,9 @@ class Certification:
         if self.control_blockers:
             # Controls failed: held-out data was deliberately not used, so there is nothing
             # held-out to align. The outcome is decided by the control (and lineage) blockers.
-            return self._save_gate(self._gate_without_held_out(blockers))
+            not_used = NotEvaluated(reason=HELD_OUT_NOT_USED, judge=self.judge.spec.label, dataset_sha256=self.dataset.sha256, partition="held_out")
+            policy_sha = sha256_file(self.policy_path) if self.policy else None
+            return self._save_gate(evaluate_gate(not_used, self.policy, rubric=self.dataset.rubric, extra_blockers=blockers, policy_sha256=policy_sha, fingerprint=self.judge.identity.fingerprint()))
         results_path = self.report_dir / RUN_DIR / "results.jsonl"
         lines = read_results(results_path) if results_path.exists() else []
         # Lineage of the held-out results against this gold (run manifest: dataset, rubric, per-case hashes).
@@ -901,9 +911,6 @@ class Certification:
         )
         write_migration(self.report_dir, self.migration, reviews)
         return self.migration.blockers
-
-    def _gate_without_held_out(self, blockers: list[Blocker]) -> GateResult:
-        return gate_without_held_out(blockers, policy=self.policy, policy_sha256=sha256_file(self.policy_path) if self.policy else None, judge=self.judge.spec.label, fingerprint=self.judge.identity.fingerprint(), dataset_sha256=self.dataset.sha256, rubric_version=self.dataset.rubric.version)
 
     def _save_gate(self, gate: GateResult) -> GateResult:
         self.gate = gate
