@@ -8,6 +8,7 @@ from ..align import align as align_fn
 from ..align import format_report, resolve_partition
 from ..gold import PARTITIONS
 from ..heldout import check_held_out_results
+from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 
 
@@ -54,4 +55,4 @@ def align(gold: str, results: str, partition: str | None, repeat: int, as_json: 
     else:
         click.echo(format_report(report))
     if fail_incomplete and report.status != "complete":
-        raise SystemExit(3)
+        raise SystemExit(ExitCode.INCOMPLETE)

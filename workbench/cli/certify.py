@@ -7,9 +7,8 @@ from pathlib import Path
 import click
 
 from ..errors import Problem, WorkbenchError
+from ..outcomes import ExitCode, exit_code
 from ._common import BUDGET_USD, echo_json, user_errors
-
-OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
 
 
 @click.command()
@@ -68,7 +67,7 @@ def certify(candidate: str | None, policy: str | None, gold: str | None, baselin
         for b in result.blockers:
             click.echo(f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]: {b['message']}")
         click.echo("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in result.timings_s.items()))
-    raise SystemExit(OUTCOME_EXIT.get(result.outcome, 1))
+    raise SystemExit(exit_code(result.outcome))
 
 
 @click.command()
@@ -106,7 +105,7 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
             click.echo(f"  {checks}")
             click.echo(f"  signature: {r.signature}")
     if not all(r.verified for r in results):
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)
 
 
 @click.command()
@@ -147,7 +146,7 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
         for problem in problems:
             click.echo(problem.format(), err=True)
         if problems:
-            raise SystemExit(1)
+            raise SystemExit(ExitCode.FAILED)
         return
     rows = list_reports(reports_root, ledgers=extra)
     damaged = [p for path in dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]) for p in HeldOutLedger(path).read().problems]
@@ -160,4 +159,4 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
     for problem in damaged:
         click.echo(problem.format(), err=True)
     if damaged:
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)

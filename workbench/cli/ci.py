@@ -7,6 +7,7 @@ import sys
 import click
 
 from ..errors import WorkbenchError
+from ..outcomes import ExitCode
 from ._common import echo_json, report_problems, user_errors
 
 
@@ -137,7 +138,7 @@ def release(candidate: str, policy: str, gold: str, reports_root: str, rerun_rea
         summary = run_release(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, budget_usd=budget_usd, concurrency=concurrency, notebook=notebook)
     except WorkbenchError as exc:  # verification input problems after the report exists
         report_problems(exc)
-        sys.exit(2)
+        sys.exit(ExitCode.INVALID_INPUT)
     if json_path:
         write_release_summary(json_path, summary)
     _junit(junit_path, "release", summary.checks)

@@ -8,12 +8,8 @@ from pathlib import Path
 import click
 
 from ..migration import BudgetInsufficient, compare_candidates_sync, default_out, format_comparison
+from ..outcomes import ExitCode
 from ._common import BUDGET_USD, echo_json, report_problems, user_errors
-
-EXIT_OK = 0
-EXIT_INCOMPLETE = 3
-EXIT_REVIEW = 4
-EXIT_EVALUATOR_ERRORS = 5
 
 
 @click.command()
@@ -60,17 +56,17 @@ def compare(old: str, new: str, gold: str, partition: str, out: str | None, old_
         report = compare_candidates_sync(old_judge, new_judge, gold, partition, out_dir, old_run=old_run, new_run=new_run, label_mapping=label_mapping, controls=controls, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else None, progress=not no_progress)
     except BudgetInsufficient as exc:
         report_problems(exc)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_comparison(report))
         click.echo(f"comparison: {out_dir / 'comparison.json'}")
     if report.status != "complete":
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if report.old.errors or report.new.errors:
         click.echo(f"evaluator errors: {report.old.errors} case(s) of {report.old.label}, {report.new.errors} of {report.new.label}: their verdicts are unknown", err=True)
-        sys.exit(EXIT_EVALUATOR_ERRORS)
+        sys.exit(ExitCode.EVALUATOR_ERRORS)
     if report.review:
-        sys.exit(EXIT_REVIEW)
-    sys.exit(EXIT_OK)
+        sys.exit(ExitCode.REVIEW_REQUIRED)
+    sys.exit(ExitCode.OK)

@@ -8,11 +8,8 @@ import click
 
 from ..controls import format_controls, load_suite, run_controls_sync
 from ..judges import load_candidate
+from ..outcomes import ExitCode
 from ._common import BUDGET_USD, echo_json, user_errors
-
-EXIT_PASSED = 0
-EXIT_ROLE_FAILED = 1
-EXIT_INCOMPLETE = 3
 
 
 def default_out(candidate_label: str, suite_label: str) -> Path:
@@ -52,7 +49,7 @@ def controls(candidate: str, suite: str, out: str | None, as_json: bool, concurr
         click.echo(format_controls(report))
         click.echo(f"run directory: {run_dir}")
     if report.failed_roles:
-        raise SystemExit(EXIT_ROLE_FAILED)
+        raise SystemExit(ExitCode.FAILED)
     if report.incomplete_roles:
-        raise SystemExit(EXIT_INCOMPLETE)
-    raise SystemExit(EXIT_PASSED)
+        raise SystemExit(ExitCode.INCOMPLETE)
+    raise SystemExit(ExitCode.OK)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from ..errors import Problem, WorkbenchError
+from ..outcomes import ExitCode
 from ._common import BUDGET_USD, echo_json, user_errors
 
 _PARTITIONS = ("development", "calibration", "held_out")
@@ -181,7 +182,7 @@ def check(pairs_path: str, as_json: bool) -> None:
         raise WorkbenchError(f"{suite.label}: breaks the lineage of its frozen releases", lineage)
     rows = check_retrieval([*suite.controls(), *suite.candidates()])
     blockers = retrieval_blockers(suite, rows)
-    code = 3 if any(b.category == "incomplete" for b in blockers) else (1 if blockers else 0)
+    code = ExitCode.INCOMPLETE if any(b.category == "incomplete" for b in blockers) else (ExitCode.FAILED if blockers else ExitCode.OK)
     if as_json:
         echo_json({"suite": suite.label, "sha256": suite.sha256, "release_id": release.release_id if release else None, "warnings": [p.model_dump() for p in problems], "retrieval": [r.model_dump(mode="json") for r in rows], "blockers": [b.model_dump(mode="json") for b in blockers], "exit_code": code})
     else:
@@ -241,7 +242,7 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_panel(report))
-    sys.exit(3 if report.missing else 0)
+    sys.exit(ExitCode.INCOMPLETE if report.missing else ExitCode.OK)
 
 
 @noise.group("override")

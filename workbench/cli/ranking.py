@@ -9,9 +9,9 @@ from typing import Any
 import click
 
 from ..errors import Problem, WorkbenchError
+from ..outcomes import ExitCode
 from ._common import BUDGET_USD, echo_json, user_errors
 
-EXIT_NOT_PASSED = 1
 """Exit code of a failed quality check (the gate's ``quality_failed``; a replay that reproduces a failure)."""
 DEFAULT_HISTORY_DIR = Path("runs/ranking/history")
 DEFAULT_OVERRIDES = Path("data/policies/overrides.jsonl")
@@ -186,7 +186,7 @@ def run(
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_ranking(report))
-    code = report.gate.exit_code if report.gate else (0 if report.passed else EXIT_NOT_PASSED)
+    code = report.gate.exit_code if report.gate else (ExitCode.OK if report.passed else ExitCode.FAILED)
     if code:
         raise SystemExit(code)
 
@@ -298,18 +298,18 @@ def replay(candidate: str, fixtures: str, case_id: str, repeat: int, plan: str, 
     click.echo(f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented {presented}")
     if not rows:
         click.echo("no result was recorded (budget or the judge declined)")
-        raise SystemExit(3)
+        raise SystemExit(ExitCode.INCOMPLETE)
     r = rows[-1]
     if r.error is not None:
         click.echo(f"evaluator error {r.error.kind}: {r.error.message}; returned {r.order}")
-        raise SystemExit(EXIT_NOT_PASSED if r.error.kind == "invalid_ranking" else 5)
+        raise SystemExit(ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS)
     order = list(r.order or [])
     agreed, pairs = fixture.agreement(order)
     held = fixture.must_win_holds(order)
     check = completeness(fixture, r.rendered_request, r.presentation)
     click.echo(f"returned {order} (expected {list(fixture.expected_order)}); agreement {agreed}/{pairs}; must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request complete={check.complete}; reason: {r.reason}")
     if not held or agreed < pairs:
-        raise SystemExit(EXIT_NOT_PASSED)
+        raise SystemExit(ExitCode.FAILED)
 
 
 @ranking.command("verify")
@@ -324,7 +324,7 @@ def verify(run_dir: str) -> None:
         click.echo(p.format())
     if problems:
         click.echo(f"{run_dir}: {len(problems)} problem(s): NOT verified")
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)
     click.echo(f"{run_dir}: verified (every locked file matches; payloads present or pruned after expiry)")
 
 
@@ -364,4 +364,4 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
             for p in d.lock_problems:
                 click.echo("  " + p.format())
     if any(d.lock_problems for d in done):
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)

@@ -8,11 +8,8 @@ from pathlib import Path
 import click
 
 from ..migration import BudgetInsufficient
+from ..outcomes import ExitCode
 from ._common import BUDGET_USD, echo_json, report_problems, user_errors
-
-EXIT_OK = 0
-EXIT_INCOMPLETE = 3
-EXIT_REVIEW = 4
 
 
 @click.command()
@@ -51,15 +48,15 @@ def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: 
         study = run_repeatability_sync(judge, gold, partition, repeats, run_dir, log=log, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else None, progress=not no_progress)
     except BudgetInsufficient as exc:
         report_problems(exc)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if as_json:
         echo_json(study.model_dump(mode="json"))
     else:
         click.echo(format_study(study))
         click.echo(f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}")
     if study.status != "complete":
-        sys.exit(EXIT_INCOMPLETE)
-    sys.exit(EXIT_REVIEW if study.review else EXIT_OK)
+        sys.exit(ExitCode.INCOMPLETE)
+    sys.exit(ExitCode.REVIEW_REQUIRED if study.review else ExitCode.OK)
 
 
 @click.command()
@@ -98,11 +95,11 @@ def drift(candidate: str, gold: str, against: str | None, sentinels: str | None,
         entry = run_drift_sync(candidate, gold, against=against, sentinels=sentinels, out=out, log=log, record_baseline=record_baseline, report=report, budget_usd=budget_usd, concurrency=concurrency, progress=not no_progress)
     except BudgetInsufficient as exc:
         report_problems(exc)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if as_json:
         echo_json(entry.model_dump(mode="json"))
     else:
         click.echo(format_drift(entry, log or drift_log_path_for(gold)))
     if entry.status == "incomplete":
-        sys.exit(EXIT_INCOMPLETE)
-    sys.exit(EXIT_REVIEW if entry.status == "drifted" else EXIT_OK)
+        sys.exit(ExitCode.INCOMPLETE)
+    sys.exit(ExitCode.REVIEW_REQUIRED if entry.status == "drifted" else ExitCode.OK)

@@ -8,16 +8,12 @@ import click
 
 from ..gold import PARTITIONS, load_dataset
 from ..judges import load_candidate
+from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..runs import RunSummary, run_candidate_sync
 from ..runs._costs import format_slice_costs
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import BUDGET_USD, report_problems, user_errors
-
-EXIT_INCOMPLETE = 3
-"""The run stopped early (budget, case limit, circuit breaker) or left cases unrun or mid-retry."""
-EXIT_EVALUATOR_ERRORS = 5
-"""The run is complete but at least one case ended in an evaluator error."""
 
 
 @click.command()
@@ -165,11 +161,11 @@ def report_summary(summary: RunSummary) -> int:
             click.echo(f"unrun ({len(summary.unrun)}): " + ", ".join(summary.unrun), err=True)
         if summary.pending_retry:
             click.echo(f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error with attempts left, rerun to continue): " + ", ".join(summary.pending_retry), err=True)
-        return EXIT_INCOMPLETE
+        return ExitCode.INCOMPLETE
     if summary.errors:
-        click.echo(f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {EXIT_EVALUATOR_ERRORS})", err=True)
-        return EXIT_EVALUATOR_ERRORS
-    return 0
+        click.echo(f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {int(ExitCode.EVALUATOR_ERRORS)})", err=True)
+        return ExitCode.EVALUATOR_ERRORS
+    return ExitCode.OK
 
 
 def _run_shadow(candidate: str, current: str, gold: str, partition: str, out: str, *, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, label_mapping: str | None) -> None:
@@ -186,11 +182,11 @@ def _run_shadow(candidate: str, current: str, gold: str, partition: str, out: st
         entry = run_shadow_sync(candidate, current, gold, partition, out, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else cache_dir, progress=not no_progress, label_mapping=label_mapping)
     except BudgetInsufficient as exc:
         report_problems(exc)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     click.echo(format_shadow(entry))
     if entry.status != "complete":
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if entry.current_errors or entry.shadow_errors:
         click.echo(f"evaluator errors: {entry.current_errors} case(s) of {entry.current}, {entry.shadow_errors} of {entry.shadow}: their verdicts are unknown", err=True)
-        sys.exit(EXIT_EVALUATOR_ERRORS)
-    sys.exit(0)
+        sys.exit(ExitCode.EVALUATOR_ERRORS)
+    sys.exit(ExitCode.OK)

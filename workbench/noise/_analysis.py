@@ -68,6 +68,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._args import check_budget, check_concurrency, check_repeats, partition_name
 from .._io import atomic_write_json, read_json_file
 from ..errors import Problem, WorkbenchError
+from ..outcomes import exit_codes, outcome_of
 from ..policy import (
     Blocker,
     Override,
@@ -101,7 +102,7 @@ NOISE_RUN_FILE = "noise_run.json"
 NOISE_REPORT_FILE = "noise_report.json"
 LOWER_IS_BETTER = "lower is better"
 """What every table and chart states."""
-EXIT_CODES: dict[str, int] = {"passed": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
+EXIT_CODES: dict[str, int] = exit_codes("passed", "quality_failed", "evaluation_incomplete", "review_required")
 """Process exit code per outcome (2 is invalid input)."""
 _EPS = 1e-12
 _CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
@@ -1000,7 +1001,7 @@ def noise_report(
             waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
     unapplied = unapplied_overrides(list(overrides), label, fingerprint, now, kept, waived) if overrides else []  # type: ignore[arg-type]
     categories = {b.category for b in kept}
-    outcome: NoiseOutcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required" if "review" in categories else "passed"
+    outcome: NoiseOutcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
     attempts = [r for _, r in located]
     stopped = run.stopped_reason if run is not None else (None if controls_passed else "controls failed: candidate scores are not interpreted")
     return NoiseReport(

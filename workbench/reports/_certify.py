@@ -76,17 +76,25 @@ from ..migration._certify import (
     map_old_lines,
 )
 from ..migration._mapping import LoadedMapping, load_label_mapping
-from ..policy import Blocker, GateResult, Policy, evaluate_gate, load_overrides, load_policy
+from ..policy import (
+    Blocker,
+    GateResult,
+    NotEvaluated,
+    Policy,
+    evaluate_gate,
+    load_overrides,
+    load_policy,
+)
 from ..policy._consistency import check_policy_against_rubric
 from ..results import read_results
 from ..runs import RunSummary, run_candidate
 from ._evaluation import (
     FIGURES_FILE,
     HELD_OUT_GOLD,
+    HELD_OUT_NOT_USED,
     LINEAGE_FILE,
     RUBRIC_JSON,
     figures_of,
-    gate_without_held_out,
     lineage_blockers,
     public_gate,
     write_gold_evidence,
@@ -225,22 +233,76 @@ def certify(
     no argument can choose another. ``baseline`` (the previous version's spec) makes it a
     migration certification (module doc); ``label_mapping`` is the reviewed mapping of the
     baseline's labels, required when the rubric lacks any of them.
+
+    Three steps: :func:`_check_inputs`, :func:`_start` (under the ledger lock) and
+    :func:`_execute` (notebook, lock, ledger entry closed, report read-only).
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
-    candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
-    baseline_path = Path(baseline) if baseline is not None else None
-    mapping_path = Path(label_mapping) if label_mapping is not None else None
-    root = Path(reports_root)
-    notebook_path = Path(notebook) if notebook else default_notebook()
+    inputs = _check_inputs(candidate, policy, gold, notebook=notebook, baseline=baseline, label_mapping=label_mapping, budget_usd=budget_usd, overrides=overrides, sign_key=sign_key)
+    ledger = HeldOutLedger(ledger_path_for(inputs.gold))
+    started = _start(ledger, inputs, Path(reports_root), rerun_reason)
+    return _execute(ledger, inputs, started, rerun_reason, concurrency=concurrency, max_cases=max_cases, kernel_name=kernel_name)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """Every input of one certification, loaded and checked before the ledger is touched."""
+
+    candidate: Path
+    policy_path: Path
+    gold: Path
+    notebook: Path
+    baseline: Path | None
+    mapping: Path | None
+    overrides: Path
+    judge: Judge
+    policy: Policy
+    dataset: GoldDataset
+    old_judge: Judge | None
+    budget: float | None
+    signer: Signer | None
+
+    @property
+    def fingerprint(self) -> str:
+        return self.judge.identity.fingerprint()
+
+    @property
+    def manifest_sha(self) -> str:
+        return held_out_manifest_sha256(self.dataset.sha256, self.dataset.partition("held_out"))
+
+
+@dataclass(frozen=True)
+class _Started:
+    """What :func:`_start` allocated and recorded: the report directory and its ``started`` entry."""
+
+    report_dir: Path
+    report_id: str
+    entry: LedgerEntry
+    token: str
+    hold: Any
+    previous: PreviousReport | None
+
+
+def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: Path | None) -> None:
+    """The files that must exist and the option pairs that must go together, all problems at once."""
     problems: list[Problem] = []
     if not policy.exists():
         problems.append(Problem(location=str(policy), code="policy_missing", message="the policy file does not exist", fix="point --policy at data/policies/<name>@<version>.yaml; certification without a policy is never possible"))
-    if not notebook_path.exists():
-        problems.append(Problem(location=str(notebook_path), code="notebook_missing", message="the certification notebook is missing", fix="run from the project root, or pass --notebook"))
-    if mapping_path is not None and baseline_path is None:
+    if not notebook.exists():
+        problems.append(Problem(location=str(notebook), code="notebook_missing", message="the certification notebook is missing", fix="run from the project root, or pass --notebook"))
+    if mapping is not None and baseline is None:
         problems.append(Problem(location="--label-mapping", code="mapping_without_baseline", message="a label mapping translates a baseline's verdicts, but no --baseline was given", fix="give --baseline OLD with --label-mapping, or drop --label-mapping"))
     if problems:
         raise WorkbenchError("cannot certify", problems)
+
+
+def _check_inputs(candidate: str | Path, policy: str | Path, gold: str | Path, *, notebook: str | Path | None, baseline: str | Path | None, label_mapping: str | Path | None, budget_usd: float | None, overrides: str | Path | None, sign_key: str | Path | None) -> _Inputs:
+    """Load and check every input (nothing is written): spec, policy, controls, dataset, budget, overrides, key."""
+    candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
+    baseline_path = Path(baseline) if baseline is not None else None
+    mapping_path = Path(label_mapping) if label_mapping is not None else None
+    notebook_path = Path(notebook) if notebook else default_notebook()
+    _check_paths(policy, notebook_path, mapping_path, baseline_path)
     judge = load_candidate(candidate)  # every input is checked before anything is written
     policy_model = load_policy(policy)
     if policy_model.controls is not None:
@@ -248,8 +310,7 @@ def certify(
 
         load_suite((policy.parent / policy_model.controls.suite).resolve())
     dataset = load_dataset(gold)
-    held_out = dataset.partition("held_out")
-    if not held_out:
+    if not dataset.partition("held_out"):
         raise WorkbenchError("cannot certify", [Problem(location=str(dataset.gold_path), code="no_held_out", message="the dataset has no held-out cases", fix="certification needs a held_out partition")])
     check_policy_against_rubric(policy_model, dataset.rubric, policy_path=policy)
     old_judge = None
@@ -263,12 +324,12 @@ def certify(
         load_overrides(overrides_path)
     _check_side_logs(dataset, judge, policy_model, migration=old_judge is not None)
     signer = load_signer(sign_key) if sign_key is not None else None
-    fingerprint = judge.identity.fingerprint()
-    baseline_fp = old_judge.identity.fingerprint() if old_judge is not None else None
-    manifest_sha = held_out_manifest_sha256(dataset.sha256, held_out)
-    ledger = HeldOutLedger(ledger_path_for(gold))
+    return _Inputs(candidate, policy, gold, notebook_path, baseline_path, mapping_path, overrides_path, judge, policy_model, dataset, old_judge, budget, signer)
 
-    # Check-then-start, serialized: two certifications of one candidate give one start and one refusal.
+
+def _start(ledger: HeldOutLedger, inputs: _Inputs, root: Path, rerun_reason: str | None) -> _Started:
+    """Check-then-start, serialized: two certifications of one candidate give one start and one refusal."""
+    judge, old_judge, fingerprint, manifest_sha = inputs.judge, inputs.old_judge, inputs.fingerprint, inputs.manifest_sha
     with ledger.locked():
         ledger.reconcile()  # a certification that died is closed as aborted first
         entries = ledger.entries()
@@ -282,22 +343,27 @@ def certify(
         report_id = f"{judge.spec.name}/{judge.spec.version}/{n}"
         try:
             previous = previous_report(root, judge.spec.name, judge.spec.version, n, ledger, entries)
-            migration = {"kind": "migration", "baseline": old_judge.spec.label, "baseline_fingerprint": baseline_fp} if old_judge is not None else {}
-            entry, token, hold = ledger.start(candidate=judge.spec.label, fingerprint=fingerprint, dataset_sha256=dataset.sha256, manifest_sha256=manifest_sha, report_id=report_id, reports_root=root, gold=gold_directory(gold), rerun_reason=rerun_reason, budget_usd=budget, previous_report=previous, **migration)
+            migration = {"kind": "migration", "baseline": old_judge.spec.label, "baseline_fingerprint": old_judge.identity.fingerprint()} if old_judge is not None else {}
+            entry, token, hold = ledger.start(candidate=judge.spec.label, fingerprint=fingerprint, dataset_sha256=inputs.dataset.sha256, manifest_sha256=manifest_sha, report_id=report_id, reports_root=root, gold=gold_directory(inputs.gold), rerun_reason=rerun_reason, budget_usd=inputs.budget, previous_report=previous, **migration)
         except BaseException:
             shutil.rmtree(report_dir, ignore_errors=True)  # nothing was recorded for it
             raise
         write_started_marker(report_dir, entry, ledger.path)
+    return _Started(report_dir, report_id, entry, token, hold, previous)
 
+
+def _execute(ledger: HeldOutLedger, inputs: _Inputs, started: _Started, rerun_reason: str | None, *, concurrency: int, max_cases: int | None, kernel_name: str) -> CertificationResult:
+    """Copy the inputs, run the notebook and lock the report; any failure aborts the entry (the use counts)."""
+    s = started
     try:
-        copies = _copy_inputs(report_dir, candidate, policy, overrides_path, baseline=baseline_path, label_mapping=mapping_path)
-        result = _run_and_lock(judge, dataset, copies, notebook_path, report_dir, report_id, entry, token, ledger, previous, rerun_reason, fingerprint, manifest_sha, budget, concurrency, max_cases, kernel_name, signer)
+        copies = _copy_inputs(s.report_dir, inputs.candidate, inputs.policy_path, inputs.overrides, baseline=inputs.baseline, label_mapping=inputs.mapping)
+        result = _run_and_lock(inputs.judge, inputs.dataset, copies, inputs.notebook, s.report_dir, s.report_id, s.entry, s.token, ledger, s.previous, rerun_reason, inputs.fingerprint, inputs.manifest_sha, inputs.budget, concurrency, max_cases, kernel_name, inputs.signer)
     except BaseException:
-        ledger.abort(entry)  # fail closed: the use is recorded, and counts
+        ledger.abort(s.entry)  # fail closed: the use is recorded, and counts
         raise
     finally:
-        ledger.release(entry.entry_id, hold)
-    make_read_only(report_dir)
+        ledger.release(s.entry.entry_id, s.hold)
+    make_read_only(s.report_dir)
     return result
 
 
@@ -848,7 +914,9 @@ class Certification:
         if self.control_blockers:
             # Controls failed: held-out data was deliberately not used, so there is nothing
             # held-out to align. The outcome is decided by the control (and lineage) blockers.
-            return self._save_gate(self._gate_without_held_out(blockers))
+            not_used = NotEvaluated(reason=HELD_OUT_NOT_USED, judge=self.judge.spec.label, dataset_sha256=self.dataset.sha256, partition="held_out")
+            policy_sha = sha256_file(self.policy_path) if self.policy else None
+            return self._save_gate(evaluate_gate(not_used, self.policy, rubric=self.dataset.rubric, extra_blockers=blockers, policy_sha256=policy_sha, fingerprint=self.judge.identity.fingerprint()))
         results_path = self.report_dir / RUN_DIR / "results.jsonl"
         lines = read_results(results_path) if results_path.exists() else []
         # Lineage of the held-out results against this gold (run manifest: dataset, rubric, per-case hashes).
@@ -901,9 +969,6 @@ class Certification:
         )
         write_migration(self.report_dir, self.migration, reviews)
         return self.migration.blockers
-
-    def _gate_without_held_out(self, blockers: list[Blocker]) -> GateResult:
-        return gate_without_held_out(blockers, policy=self.policy, policy_sha256=sha256_file(self.policy_path) if self.policy else None, judge=self.judge.spec.label, fingerprint=self.judge.identity.fingerprint(), dataset_sha256=self.dataset.sha256, rubric_version=self.dataset.rubric.version)
 
     def _save_gate(self, gate: GateResult) -> GateResult:
         self.gate = gate

@@ -16,13 +16,13 @@ from .._io import read_json_file, sha256_file
 from ..align import alignment_report, join_results
 from ..errors import Problem, WorkbenchError
 from ..heldout import held_out_manifest_sha256
-from ..policy import evaluate_gate, load_overrides, load_policy
+from ..policy import NotEvaluated, evaluate_gate, load_overrides, load_policy
 from ..results import JudgeIdentity, read_results
 from ..runs import RunSummary
 from ._evaluation import (
+    HELD_OUT_NOT_USED,
     LINEAGE_FILE,
     figures_of,
-    gate_without_held_out,
     lineage_blockers,
     public_gate,
     read_gold_evidence,
@@ -109,7 +109,8 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
         report = evaluate_controls(suite, _outcomes(suite, report_dir / CONTROLS_DIR / "results.jsonl", fingerprint), judge=identity)
         control_blockers = report.blockers(policy.controls.blocking_roles)
     if control_blockers:
-        gate = gate_without_held_out([*control_blockers, *lineage], policy=policy, policy_sha256=sha256_file(policy_path), judge=lock.candidate, fingerprint=fingerprint, dataset_sha256=dataset.sha256, rubric_version=dataset.rubric.version)
+        held_out_not_used = NotEvaluated(reason=HELD_OUT_NOT_USED, judge=lock.candidate, dataset_sha256=dataset.sha256, partition="held_out")
+        gate = evaluate_gate(held_out_not_used, policy, rubric=dataset.rubric, extra_blockers=[*control_blockers, *lineage], policy_sha256=sha256_file(policy_path), fingerprint=fingerprint)
         return Recomputed(public_gate(gate), None)
     if lock.evaluated_at is None:
         raise EvidenceError("evidence_missing", "the lock records no evaluation time for override expiry", where)
