@@ -141,11 +141,15 @@ CONTROLS_DIR = "controls"
 
 
 def default_notebook() -> Path:
-    """``notebooks/03_certify.ipynb`` of the project (cwd first, then beside the package)."""
+    """The certification notebook: the project's ``notebooks/03_certify.ipynb`` when the
+    current directory has one, else the copy shipped in the package (``workbench/notebooks/``,
+    package data), so an installed wheel certifies from any directory."""
     local = Path("notebooks") / NOTEBOOK_NAME
     if local.exists():
         return local
-    return Path(__file__).resolve().parents[2] / "notebooks" / NOTEBOOK_NAME
+    from importlib.resources import files
+
+    return Path(str(files("workbench") / "notebooks" / NOTEBOOK_NAME))
 
 
 @dataclass(frozen=True)
