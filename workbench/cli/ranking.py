@@ -266,7 +266,7 @@ def replay(candidate: str, fixtures: str, case_id: str, repeat: int, plan: str, 
     """
     from ..judges import load_candidate
     from ..ranking import completeness, load_fixtures, position_battery, run_ranking_sync
-    from ..results import read_results
+    from ..runs import RunDir
 
     fixture_set = load_fixtures(fixtures)
     problems: list[Problem] = []
@@ -287,7 +287,7 @@ def replay(candidate: str, fixtures: str, case_id: str, repeat: int, plan: str, 
             n += 1
         out = str(base / f"{case_id}-r{repeat}-{n}")
     run_ranking_sync(judge, fixture_set, out, items=items, cache_dir=False, progress=False)
-    rows = [line.result for line in read_results(Path(out) / "results.jsonl") if line.result.case_id == case_id and line.result.repeat == repeat]
+    rows = [line.result for line in RunDir(out).read_results(required=True) if line.result.case_id == case_id and line.result.repeat == repeat]
     fixture = fixture_set.by_id()[case_id]
     presented = items[0].presentation["presented_order"] if items[0].presentation else None
     click.echo(f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented {presented}")

@@ -79,7 +79,8 @@ from ..policy import (
 )
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RunSummary
-from ..runs._engine import RESULTS_FILE, WorkItem, run_items
+from ..runs import RESULTS_FILE
+from ..runs._engine import WorkItem, run_items
 from ._companions import CompanionJoin
 from ._evidence import NoisePolicy
 from ._judge import KIND, METRIC

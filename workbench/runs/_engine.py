@@ -58,13 +58,8 @@ from ._manifest import (
     freeze_manifest,
     run_lineage,
 )
+from ._rundir import SHARDS_FILE, RunDir
 
-RESULTS_FILE = "results.jsonl"
-SUMMARY_FILE = "run.json"
-INVOCATIONS_FILE = "invocations.jsonl"
-LOCK_FILE = ".run.lock"
-SHARDS_FILE = "shards.json"
-"""Present in a run directory sharded by the Ray executor (:mod:`._ray`)."""
 RUN_SUMMARY_SCHEMA_VERSION = 3
 
 
@@ -359,7 +354,7 @@ async def run_items(
         raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="held_out_refused", message="held-out gold is judged only through certification", fix="use development or calibration")])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if (out / SHARDS_FILE).exists():
+    if RunDir(out).shards_file.exists():
         raise WorkbenchError("sharded run directory", [Problem(location=str(out), code="executor_mismatch", message=f"this run directory holds a sharded run ({SHARDS_FILE}); its results live in its shard directories", fix="resume it with the same command and --executor ray --shards N, or give this run its own --out directory")])
     if not items:
         raise WorkbenchError("nothing to run", [Problem(location=str(out), code="empty_plan", message="there is nothing to judge", fix="give at least one case")])
@@ -370,7 +365,7 @@ async def run_items(
         items = sorted(items, key=lambda i: lanes.order_key(i.slice, order))
     if budget_usd is not None and (budget_usd < 0 or not math.isfinite(budget_usd)):
         raise WorkbenchError("invalid budget", [Problem(location="--budget-usd", code="invalid_budget", message="the budget is negative or not finite", fix="give a budget of 0 or more")])
-    run_lock = FileLock(out / LOCK_FILE)
+    run_lock = FileLock(RunDir(out).lock)
     try:
         run_lock.acquire(timeout=0)
     except Timeout:
@@ -381,7 +376,7 @@ async def run_items(
     except OSError as exc:
         raise WorkbenchError(
             "run directory not writable",
-            [Problem(location=str(out / LOCK_FILE), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
+            [Problem(location=str(RunDir(out).lock), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
         ) from None
     try:
         return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage, lanes=lanes, risks=risks, sampling=sampling, sampling_source=sampling_source, limits_factory=limits_factory)
@@ -424,7 +419,7 @@ async def _run_locked(
     manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
     units_plan = None if grid else [ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation) for i in items]
     manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan, lineage, sampling)
-    results_path = out / RESULTS_FILE
+    results_path = RunDir(out).results
     AppendOnlyLog(results_path).close()  # repairs a torn last line before reading
     recorded = _read_attempts(results_path)
     secrets = _secrets(judge)
@@ -619,8 +614,8 @@ async def _run_locked(
         if bar is not None:
             bar.close()
     summary = _summarize(manifest, judge, results_path, counters, resumed, limits, max_attempts, estimator, slice_of, risks or {}, sampling_source)
-    atomic_write_json(out / SUMMARY_FILE, summary.model_dump(mode="json"))
-    with AppendOnlyLog(out / INVOCATIONS_FILE) as invocations:
+    atomic_write_json(RunDir(out).summary, summary.model_dump(mode="json"))
+    with AppendOnlyLog(RunDir(out).invocations) as invocations:
         invocations.append({"finished_at": datetime.now(UTC).isoformat(), "concurrency": concurrency, "retry_errors": retry_errors, "cache": cache is not None, **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"})})
     return summary
 
