@@ -96,3 +96,12 @@ def test_a_commands_own_option_of_the_same_name_stays_its_own() -> None:
     result = CliRunner().invoke(probe, ["--repeats", "3"])
     assert result.exit_code == 0, result.output
     assert seen == [(3, RunOptions())]
+
+
+def test_two_run_options_on_one_command_are_refused() -> None:
+    with pytest.raises(ValueError, match="one @run_options"):
+
+        @run_options("budget")
+        @click.option("--other")
+        @run_options("concurrency")
+        def probe(other: str, options: RunOptions) -> None: ...

@@ -65,12 +65,16 @@ def run_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callable[
         raise ValueError(f"unknown run options: {unknown}")
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if getattr(fn, "__run_options__", False):
+            raise ValueError("a command takes one @run_options; add the options placed apart with run_option()")
+
         @functools.wraps(fn)
         def command(*args: Any, **kwargs: Any) -> Any:
             return fn(*args, options=_gather(kwargs), **kwargs)
 
         for name in reversed(names):
             command = run_option(name, **overrides.get(name, {}))(command)
+        command.__run_options__ = True  # type: ignore[attr-defined]
         return command
 
     return decorate

@@ -11,7 +11,7 @@ import click
 from ..errors import Problem, WorkbenchError
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
-from ._run_options import run_options
+from ._run_options import run_option, run_options
 
 EXIT_NOT_PASSED = 1
 """Exit code of a failed quality check (the gate's ``quality_failed``; a replay that reproduces a failure)."""
@@ -77,7 +77,9 @@ def _capture(policy: Any, capture: str | None, excerpts: tuple[str, ...], retent
 @click.option("--sample", type=click.IntRange(min=1), default=8, show_default=True, help="Permutations per larger fixture (identity, rotations, then seeded random).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutation sample and of the rotation plan.")
 @click.option("--repeats", type=click.IntRange(min=0), default=3, show_default=True, help="Repeatability baseline: the identity order this many times (0: none).")
-@run_options("cache", "no_cache", "no_progress")
+@run_option("cache")
+@run_option("no_cache")
+@run_option("no_progress")
 @user_errors
 def run(
     candidate: str | None,
