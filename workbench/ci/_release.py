@@ -85,10 +85,11 @@ class ReleaseSummary(BaseModel):
 
 def _run_usage(report_dir: Path) -> tuple[float, int, int, int]:
     from ..reports._certify import CONTROLS_DIR, RUN_DIR
+    from ..runs import RunDir
 
     cost, tin, tout, calls = 0.0, 0, 0, 0
     for sub in (CONTROLS_DIR, RUN_DIR):
-        path = report_dir / sub / "run.json"
+        path = RunDir(report_dir / sub).summary
         if path.is_file():
             data = json.loads(path.read_text(encoding="utf-8"))
             cost += float(data.get("cost_usd") or 0.0)

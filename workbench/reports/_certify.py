@@ -86,8 +86,7 @@ from ..policy import (
     load_policy,
 )
 from ..policy._consistency import check_policy_against_rubric
-from ..results import read_results
-from ..runs import RunSummary, run_candidate
+from ..runs import RunDir, RunSummary, run_candidate
 from ._evaluation import (
     FIGURES_FILE,
     HELD_OUT_GOLD,
@@ -556,9 +555,9 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, copies: dict[str, Path], n
         "policy": sha256_file(copies["policy"]),
         "overrides": sha256_file(copies["overrides"]) if "overrides" in copies else None,
         "control_suite": sha256_file(copies["controls"]) if "controls" in copies else None,
-        "control_records": _maybe_sha(report_dir / CONTROLS_DIR / "results.jsonl"),
-        "run_records": _maybe_sha(run_dir / "results.jsonl"),
-        "run_manifest": _maybe_sha(run_dir / "manifest.json"),
+        "control_records": _maybe_sha(RunDir(report_dir / CONTROLS_DIR).results),
+        "run_records": _maybe_sha(RunDir(run_dir).results),
+        "run_manifest": _maybe_sha(RunDir(run_dir).manifest),
         "lineage": _maybe_sha(report_dir / LINEAGE_FILE),
         "figures": _maybe_sha(figures_path),
         "held_out_gold": _maybe_sha(report_dir / HELD_OUT_GOLD),
@@ -571,15 +570,15 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, copies: dict[str, Path], n
             {
                 "baseline_spec": sha256_file(copies["baseline"]),
                 "label_mapping": sha256_file(copies["label_mapping"]) if "label_mapping" in copies else None,
-                "baseline_control_records": _maybe_sha(report_dir / BASELINE_CONTROLS_DIR / "results.jsonl"),
-                "baseline_run_records": _maybe_sha(report_dir / BASELINE_RUN_DIR / "results.jsonl"),
-                "baseline_run_manifest": _maybe_sha(report_dir / BASELINE_RUN_DIR / "manifest.json"),
+                "baseline_control_records": _maybe_sha(RunDir(report_dir / BASELINE_CONTROLS_DIR).results),
+                "baseline_run_records": _maybe_sha(RunDir(report_dir / BASELINE_RUN_DIR).results),
+                "baseline_run_manifest": _maybe_sha(RunDir(report_dir / BASELINE_RUN_DIR).manifest),
                 "transitions": _maybe_sha(report_dir / TRANSITIONS_FILE),
                 "transition_reviews": _maybe_sha(report_dir / REVIEWS_SNAPSHOT),
                 "migration": _maybe_sha(migration_path),
             }
         )
-    for name, path in (("repeatability_studies", report_dir / "repeatability" / "studies.jsonl"), ("sentinel_records", report_dir / SENTINELS_DIR / "results.jsonl")):
+    for name, path in (("repeatability_studies", report_dir / "repeatability" / "studies.jsonl"), ("sentinel_records", RunDir(report_dir / SENTINELS_DIR).results)):
         if path.exists():
             evidence[name] = sha256_file(path)
     lock = write_lock(
@@ -626,9 +625,9 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, copies: dict[str, Path], n
 
 
 def _run_id(run_dir: Path) -> str | None:
-    summary = run_dir / "run.json"
     try:
-        return RunSummary.model_validate(read_json_file(summary)).run_id if summary.exists() else None
+        summary = RunDir(run_dir).read_summary()
+        return summary.run_id if summary is not None else None
     except (ValueError, OSError):
         return None
 
@@ -921,8 +920,9 @@ class Certification:
             not_used = NotEvaluated(reason=HELD_OUT_NOT_USED, judge=self.judge.spec.label, dataset_sha256=self.dataset.sha256, partition="held_out")
             policy_sha = sha256_file(self.policy_path) if self.policy else None
             return self._save_gate(evaluate_gate(not_used, self.policy, rubric=self.dataset.rubric, extra_blockers=blockers, policy_sha256=policy_sha, fingerprint=self.judge.identity.fingerprint()))
-        results_path = self.report_dir / RUN_DIR / "results.jsonl"
-        lines = read_results(results_path) if results_path.exists() else []
+        run = RunDir(self.report_dir / RUN_DIR)
+        results_path = run.results
+        lines = run.read_results()
         # Lineage of the held-out results against this gold (run manifest: dataset, rubric, per-case hashes).
         self.join = align_results(self.dataset, lines, partition="held_out", manifest=read_run_manifest(results_path), location=str(results_path))
         self.alignment = alignment_report(self.join, results_path=str(results_path) if results_path.exists() else None)
@@ -951,11 +951,12 @@ class Certification:
         from ..review._transition_reviews import TransitionReviews, transition_reviews_path_for
 
         assert self.baseline_judge is not None
-        old_path = self.report_dir / BASELINE_RUN_DIR / "results.jsonl"
+        old_run = RunDir(self.report_dir / BASELINE_RUN_DIR)
+        old_path = old_run.results
+        old_lines = old_run.read_results()
         if old_path.exists():  # the baseline's lineage against this gold (raises when it does not hold)
-            mapped, _, _ = map_old_lines(read_results(old_path), self.mapping)
+            mapped, _, _ = map_old_lines(old_lines, self.mapping)
             align_results(self.dataset, [line for line in mapped if line.result.value is None or line.result.value in self.dataset.rubric.labels], partition="held_out", manifest=read_run_manifest(old_path), location=str(old_path))
-        old_lines = read_results(old_path) if old_path.exists() else []
         old_fp, new_fp = self.baseline_judge.identity.fingerprint(), self.judge.identity.fingerprint()
         reviews = TransitionReviews(transition_reviews_path_for(self.dataset.root)).in_effect(old_fp, new_fp)
         self.migration = evaluate_migration(
@@ -984,14 +985,14 @@ class Certification:
         from ._restricted import write_restricted
 
         assert self.join is not None and self.gate is not None
-        write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, self.report_dir / RUN_DIR / "results.jsonl", self.gate, report_id=self.ledger_entry.report_id)
+        write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, RunDir(self.report_dir / RUN_DIR).results, self.gate, report_id=self.ledger_entry.report_id)
         if self.migration is not None:
             write_transitions_html(self.report_dir / RESTRICTED_DIR, self.migration, report_id=self.ledger_entry.report_id)
 
     # -- what the report shows --------------------------------------------------------------
 
     def run_rows(self) -> list[dict[str, Any]]:
-        path = self.report_dir / RUN_DIR / "results.jsonl"
+        path = RunDir(self.report_dir / RUN_DIR).results
         if not path.exists():
             return []
         return read_jsonl_records(path)
@@ -1026,8 +1027,7 @@ def _last_certified(policy: Policy, judge: Judge, entry: LedgerEntry, dataset: G
 
 
 def _read_summary(run_dir: Path) -> RunSummary | None:
-    path = run_dir / "run.json"
-    return RunSummary.model_validate(read_json_file(path)) if path.exists() else None
+    return RunDir(run_dir).read_summary()
 
 
 def _held_out_items(dataset: GoldDataset) -> list[Any]:
