@@ -19,11 +19,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..._io import read_bounded, yaml_loads
-from ...errors import Problem, WorkbenchError
+from ..._load import Lines, load_yaml, yaml_lines
+from ...errors import Problem
 from ...gold import Partition
 
 MAPPING_SCHEMA_VERSION = 1
@@ -380,46 +379,10 @@ def canonical(value: Any) -> str:
 # ------------------------------------------------------------------------------ loading
 
 
-def node_lines(text: str) -> dict[tuple[Any, ...], int]:
-    """1-based line of every mapping key and sequence item, by its path in the document."""
-    lines: dict[tuple[Any, ...], int] = {}
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return lines
-
-    def walk(node: yaml.Node | None, path: tuple[Any, ...]) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    name = key.value
-                    lines[(*path, name)] = key.start_mark.line + 1
-                    walk(value, (*path, name))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                lines[(*path, i)] = item.start_mark.line + 1
-                walk(item, (*path, i))
-
-    walk(root, ())
-    return lines
-
-
-class Locator:
-    """``file:line`` of a path in the mapping document (the deepest part of it that exists)."""
-
-    def __init__(self, location: str, lines: dict[tuple[Any, ...], int]) -> None:
-        self.location = location
-        self.lines = lines
-
-    def at(self, *path: Any) -> str:
-        found: tuple[Any, ...] = ()
-        for part in path:
-            for candidate in (part, str(part)):
-                if (*found, candidate) in self.lines:
-                    found = (*found, candidate)
-                    break
-        line = self.lines.get(found)
-        return f"{self.location}:{line}" if line else self.location
+node_lines = yaml_lines
+"""1-based line of every mapping key and sequence item, by its path (:func:`workbench._load.yaml_lines`)."""
+Locator = Lines
+"""``file:line`` of a path in the mapping document (:class:`workbench._load.Lines`)."""
 
 
 _FIX: dict[str, str] = {
@@ -467,22 +430,14 @@ def mapping_problems_from_validation(exc: ValidationError, at: Any, location: st
 
 def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
     """The mapping file's text and its YAML mapping; raise when it cannot be read at all."""
-    loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no mapping", [Problem(location=loc, code="mapping_missing", message="the mapping file does not exist", fix="write a mapping (docs/formats.md#table-mapping) and pass it with --mapping")])
-    try:
-        text = read_bounded(path).decode("utf-8")  # bounded: a pipe or /dev/zero is refused
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_encoding", message=f"not valid UTF-8 (byte {exc.start})", fix="save the mapping as UTF-8")]) from None
-    try:
-        raw = yaml_loads(text)  # duplicate keys and too-deep nesting refused
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{loc}:{mark.line + 1}" if mark else loc
-        raise WorkbenchError("unreadable mapping", [Problem(location=where, code="mapping_yaml", message=f"not valid YAML ({getattr(exc, 'problem', exc)})", fix="correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_shape", message="the mapping must be a YAML mapping of keys to columns", fix="write key: value pairs, e.g. input: question")])
-    return text, raw
+    doc = load_yaml(
+        path,
+        prefix="mapping",
+        what="mapping",
+        missing_fix="write a mapping (docs/formats.md#table-mapping) and pass it with --mapping",
+        shape=("the mapping must be a YAML mapping of keys to columns", "write key: value pairs, e.g. input: question"),
+    )
+    return doc.text, doc.data
 
 
 def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
