@@ -132,15 +132,17 @@ def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Pa
         if id(current) in seen:
             continue
         seen.add(id(current))
+        children: list[tuple[yaml.Node, Path_]] = []
         if isinstance(current, yaml.MappingNode):
             for key, value in current.value:
                 if isinstance(key, yaml.ScalarNode):
                     lines.setdefault((*path, key.value), key.start_mark.line + 1)
-                    stack.append((value, (*path, key.value)))
+                    children.append((value, (*path, key.value)))
         elif isinstance(current, yaml.SequenceNode):
             for i, item in enumerate(current.value):
                 lines[(*path, i)] = item.start_mark.line + 1
-                stack.append((item, (*path, i)))
+                children.append((item, (*path, i)))
+        stack.extend(reversed(children))  # depth first, in document order
     return lines
 
 

@@ -37,10 +37,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._io import read_bounded, sha256_file, yaml_loads
+from .._io import sha256_file
+from .._load import load_yaml
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
@@ -296,18 +296,7 @@ def load_policy(path: str | Path) -> Policy:
     """Read and check a policy file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no policy", [_problem(loc, "policy_missing", "the policy file does not exist", "point --policy at data/policies/<name>@<version>.yaml")])
-    try:
-        raw = yaml_loads(read_bounded(path).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_encoding", f"not valid UTF-8 (byte {exc.start})", "save the policy as UTF-8")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{loc}:{mark.line + 1}" if mark else loc
-        raise WorkbenchError("unreadable policy", [_problem(where, "policy_yaml", f"not valid YAML ({getattr(exc, 'problem', exc)})", "correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_shape", "the policy must be a YAML mapping", "write the policy as key: value pairs")])
+    raw = load_yaml(path, prefix="policy", what="policy", missing_fix="point --policy at data/policies/<name>@<version>.yaml", shape=("the policy must be a YAML mapping", "write the policy as key: value pairs")).data
     problems: list[Problem] = []
     version = raw.get("schema_version", POLICY_SCHEMA_VERSION)
     if isinstance(version, int) and version > POLICY_SCHEMA_VERSION:
