@@ -23,10 +23,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .._io import read_bounded, sha256_json, yaml_loads
+from .._io import sha256_json
+from .._load import load_yaml
 from ..errors import Problem, WorkbenchError
 
 SAMPLING_SCHEMA_VERSION = 1
@@ -222,16 +222,13 @@ def load_sampling_plan(path: str | Path) -> SamplingPlan:
     """
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no sampling plan", [Problem(location=loc, code="sampling_missing", message="the sampling plan file does not exist", fix="point --sampling-plan at a plan YAML file")])
-    try:
-        raw: Any = yaml_loads(read_bounded(path).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_encoding", message=f"not valid UTF-8 (byte {exc.start})", fix="save the plan as UTF-8")]) from None
-    except yaml.YAMLError as exc:
-        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_yaml", message=f"not valid YAML ({getattr(exc, 'problem', exc)})", fix="correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_shape", message="the plan must be a YAML mapping", fix="write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)")])
+    raw: Any = load_yaml(
+        path,
+        prefix="sampling",
+        what="sampling plan",
+        missing_fix="point --sampling-plan at a plan YAML file",
+        shape=("the plan must be a YAML mapping", "write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)"),
+    ).data
     problems: list[Problem] = []
     version = raw.get("schema_version", SAMPLING_SCHEMA_VERSION)
     if isinstance(version, int) and version > SAMPLING_SCHEMA_VERSION:
