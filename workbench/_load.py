@@ -41,6 +41,7 @@ __all__ = [
     "YAMLFile",
     "error_field",
     "first_error",
+    "rule_error",
     "load_yaml",
     "parse_yaml_text",
     "read_utf8",
@@ -254,6 +255,11 @@ def error_field(error: Mapping[str, Any], root: str = "") -> str:
     return ".".join(map(str, error["loc"])) or root
 
 
+def rule_error(error: Mapping[str, Any]) -> Any:
+    """The exception a model's validator raised for this error (its checks), if any."""
+    return (error.get("ctx") or {}).get("error")
+
+
 def first_error(exc: ValidationError) -> str:
     """The message of the first error, for records reported as one problem each."""
     return str(exc.errors(include_url=False)[0]["msg"])
@@ -274,6 +280,7 @@ def validation_problems(
     case_id: str | None = None,
     message: Callable[[Mapping[str, Any], str], str] | None = None,
     keep: Callable[[Mapping[str, Any]], bool] | None = None,
+    expand: Callable[[Mapping[str, Any], str, str], list[Problem] | None] | None = None,
 ) -> list[Problem]:
     """One :class:`Problem` per pydantic error.
 
@@ -281,7 +288,9 @@ def validation_problems(
     the path is empty) unless ``message(error, dotted)`` says otherwise; ``code`` and ``fix``
     are fixed or chosen per error. ``at`` is a location, or a function of the error's path
     (after ``base``, the record's own path in the document) such as :meth:`Lines.at`.
-    Errors for which ``keep(error)`` is false are left out (reported elsewhere).
+    Errors for which ``keep(error)`` is false are left out (reported elsewhere);
+    ``expand(error, dotted, location)`` may replace an error by its own problems (a model's
+    rule error carrying several checks, each with its code), or return ``None``.
     """
     out: list[Problem] = []
     for err in exc.errors(include_url=False):
@@ -289,6 +298,10 @@ def validation_problems(
             continue
         dotted = error_field(err, root)
         where = at if isinstance(at, str) else at(*base, *err["loc"])
+        expanded = expand(err, dotted, where) if expand is not None else None
+        if expanded is not None:
+            out += expanded
+            continue
         out.append(
             Problem(
                 location=where,

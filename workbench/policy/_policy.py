@@ -40,7 +40,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._io import sha256_file
-from .._load import load_yaml
+from .._load import load_yaml, rule_error, validation_problems
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
@@ -292,6 +292,19 @@ def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
     return Problem(location=loc, code=code, message=message, fix=fix)
 
 
+def _rule_problems(e: Any, where: str, loc: str) -> list[Problem] | None:
+    """A policy, slice or sampling rule error's own problems, each with its code."""
+    rule = rule_error(e)
+    if isinstance(rule, PolicyRuleError):
+        return [_problem(loc, code, message, fix) for code, message, fix in rule.rules]
+    if isinstance(rule, SliceRuleError):
+        slice_name = where.rsplit(".", 1)[-1]
+        return [_problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix) for code, message, fix in rule.rules]
+    if isinstance(rule, SamplingRuleError):
+        return [_problem(loc, code, f"{where}: {message}", fix) for code, message, fix in rule.rules]
+    return None
+
+
 def load_policy(path: str | Path) -> Policy:
     """Read and check a policy file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
@@ -308,18 +321,7 @@ def load_policy(path: str | Path) -> Policy:
     try:
         policy = Policy.model_validate(raw)
     except ValidationError as exc:
-        for e in exc.errors(include_url=False):
-            where = ".".join(map(str, e["loc"])) or "policy"
-            rule = (e.get("ctx") or {}).get("error")
-            if isinstance(rule, PolicyRuleError):
-                problems += [_problem(loc, code, message, fix) for code, message, fix in rule.rules]
-            elif isinstance(rule, SliceRuleError):
-                slice_name = where.rsplit(".", 1)[-1]
-                problems += [_problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix) for code, message, fix in rule.rules]
-            elif isinstance(rule, SamplingRuleError):
-                problems += [_problem(loc, code, f"{where}: {message}", fix) for code, message, fix in rule.rules]
-            else:
-                problems.append(_problem(loc, "policy_invalid", f"{where}: {e['msg']}", "correct this field; see workbench/policy/_policy.py for every field's meaning"))
+        problems += validation_problems(exc, at=loc, code="policy_invalid", root="policy", fix="correct this field; see workbench/policy/_policy.py for every field's meaning", expand=_rule_problems)
     if problems or policy is None:
         raise WorkbenchError(f"{loc}: invalid policy: {len(problems)} problem(s)", problems)
     return policy
