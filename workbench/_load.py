@@ -43,6 +43,8 @@ __all__ = [
     "first_error",
     "rule_error",
     "load_yaml",
+    "peek_yaml",
+    "read_config",
     "parse_yaml_text",
     "read_utf8",
     "validation_problems",
@@ -221,6 +223,7 @@ def load_yaml(
     missing_message: str | None = None,
     encoding_code: str | None = None,
     yaml_code: str | None = None,
+    shape_code: str | None = None,
     if_empty: Any = _MISSING,
 ) -> YAMLFile:
     """Read a YAML file that must exist and hold a mapping; raise :class:`WorkbenchError`
@@ -230,7 +233,7 @@ def load_yaml(
     ``not_a_file`` / ``unreadable_file`` / ``file_too_large`` (bounded read),
     ``<prefix>_encoding`` (not UTF-8), ``<prefix>_yaml`` (syntax, duplicate key, too deep;
     at its line) and, when ``shape`` = ``(message, fix)`` is given, ``<prefix>_shape`` for a
-    document that is not a mapping. An empty document becomes ``if_empty`` when that is given.
+    document that is not a mapping (the ``*_code`` arguments keep a reader's own codes). An empty document becomes ``if_empty`` when that is given.
     Summaries: ``no <what>`` and ``unreadable <what>``.
     """
     path = Path(path)
@@ -243,8 +246,29 @@ def load_yaml(
     if data is None and if_empty is not _MISSING:
         data = if_empty
     if shape is not None and not isinstance(data, dict):
-        raise WorkbenchError(f"unreadable {what}", [Problem(location=loc, code=f"{prefix}_shape", message=shape[0], fix=shape[1])])
+        raise WorkbenchError(f"unreadable {what}", [Problem(location=loc, code=shape_code or f"{prefix}_shape", message=shape[0], fix=shape[1])])
     return YAMLFile(location=loc, text=text, data=data)
+
+
+def peek_yaml(path: str | os.PathLike[str]) -> Any:
+    """A YAML file's parsed content, or ``None`` when it cannot be read or parsed: for
+    sniffing what kind of file it is (``kind: ranking``), never for reading it."""
+    try:
+        return yaml_loads(read_bounded(path).decode("utf-8"))
+    except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+
+
+def read_config(path: str | os.PathLike[str]) -> tuple[Any, Problem | None]:
+    """An optional project configuration file (``workbench.yaml``): its parsed content
+    (``None`` when absent or empty), or the :class:`Problem` that it cannot be read
+    (bounded, UTF-8, strict YAML: a repeated key is refused, at its line)."""
+    if not Path(path).is_file():
+        return None, None
+    try:
+        return load_yaml(path, prefix="config", what="project configuration", missing_fix="", shape=None).data, None
+    except WorkbenchError as exc:
+        return None, exc.problems[0] if exc.problems else Problem(location=os.fspath(path), code="config_yaml", message=exc.summary, fix="correct the file")
 
 
 # -- 4. validation ----------------------------------------------------------------------------
@@ -281,6 +305,7 @@ def validation_problems(
     message: Callable[[Mapping[str, Any], str], str] | None = None,
     keep: Callable[[Mapping[str, Any]], bool] | None = None,
     expand: Callable[[Mapping[str, Any], str, str], list[Problem] | None] | None = None,
+    severity: Severity = "error",
 ) -> list[Problem]:
     """One :class:`Problem` per pydantic error.
 
@@ -309,6 +334,7 @@ def validation_problems(
                 message=message(err, dotted) if message else f"{dotted}: {err['msg']}",
                 fix=fix if isinstance(fix, str) else fix(err),
                 case_id=case_id,
+                severity=severity,
             )
         )
     return out

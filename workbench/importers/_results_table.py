@@ -39,8 +39,8 @@ from .._io import (
     read_bounded,
     sha256_json,
     sha256_text,
-    yaml_loads,
 )
+from .._load import peek_yaml
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..results import JudgeIdentity, JudgeResult
@@ -196,10 +196,7 @@ def _read_bytes(path: Path) -> bytes | None:
 
 
 def _replays(spec: Path, results: Path) -> bool:
-    try:
-        raw = yaml_loads(read_bounded(spec).decode("utf-8"))
-    except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
-        return False
+    raw = peek_yaml(spec)
     return isinstance(raw, dict) and raw.get("kind") == "imported" and isinstance(raw.get("results"), str) and (spec.parent / raw["results"]).resolve() == results.resolve()
 
 

@@ -36,7 +36,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._io import sha256_file
-from .._load import load_yaml, validation_problems
+from .._load import load_yaml, peek_yaml, validation_problems
 from ..errors import Problem, WorkbenchError
 from ._capture import CaptureConfig
 from ._leakage import LeakageRules
@@ -287,10 +287,7 @@ def is_ranking_policy_file(path: str | Path) -> bool:
     path = Path(path)
     if not path.is_file():
         return False
-    try:
-        raw = load_yaml(path, prefix="policy", what="policy", missing_fix="", shape=None).data
-    except WorkbenchError:
-        return False
+    raw = peek_yaml(path)
     return isinstance(raw, dict) and raw.get("kind") == "ranking"
 
 
