@@ -93,7 +93,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_loads
-from .._load import yaml_lines, yaml_problem
+from .._load import Problems, yaml_lines, yaml_problem
 from ..errors import Problem, WorkbenchError, errors_only
 from ._evidence import (
     ATTACKS,
@@ -421,7 +421,7 @@ class _Checker:
     def __init__(self, location: str, lines: dict[tuple[Any, ...], int]) -> None:
         self.location = location
         self.lines = lines
-        self.problems: list[Problem] = []
+        self.problems = Problems()
 
     def where(self, path: tuple[Any, ...]) -> str:
         line = None
@@ -433,7 +433,7 @@ class _Checker:
         return f"{self.location}:{line}" + (f" ({dotted})" if dotted else "") if line else (f"{self.location} ({dotted})" if dotted else self.location)
 
     def add(self, path: tuple[Any, ...], code: str, message: str, fix: str, *, case_id: str | None = None, severity: str = "error") -> None:
-        self.problems.append(Problem(location=self.where(path), code=code, message=message, fix=fix, case_id=case_id, severity=severity))  # type: ignore[arg-type]
+        self.problems.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)  # type: ignore[arg-type]
 
 
 def _dotted(path: Iterable[Any]) -> str:

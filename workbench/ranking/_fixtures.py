@@ -77,7 +77,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
 
 from .._io import sha256_file, sha256_json
-from .._load import load_yaml, yaml_lines
+from .._load import load_yaml, validation_problems, yaml_lines
 from ..errors import Problem, WorkbenchError
 
 FIXTURES_SCHEMA_VERSION = 2
@@ -632,9 +632,15 @@ def load_fixtures(path: str | Path) -> FixtureSet:
         try:
             changes.append(FixtureChange.model_validate(entry))
         except ValidationError as exc:
-            for err in exc.errors(include_url=False):
-                field = ".".join(str(x) for x in err["loc"]) or "change"
-                problems.append(Problem(location=where, case_id=entry.get("case_id") if isinstance(entry, dict) else None, code="change_invalid", message=f"change {n + 1}: {field}: {err['msg']}", fix="each change needs case_id, old_order (null when added), new_order (null when retired), approver, reason and approved_on (YYYY-MM-DD)"))
+            problems += validation_problems(
+                exc,
+                at=where,
+                case_id=entry.get("case_id") if isinstance(entry, dict) else None,
+                code="change_invalid",
+                root="change",
+                message=lambda err, field, n=n: f"change {n + 1}: {field}: {err['msg']}",
+                fix="each change needs case_id, old_order (null when added), new_order (null when retired), approver, reason and approved_on (YYYY-MM-DD)",
+            )
     if raw_changes and supersedes is None:
         problems.append(Problem(location=at(header_lines.get("changes")), code="changes_without_supersedes", message="a change log without supersedes: it is not clear which version the changes are relative to", fix="set supersedes: to the frozen version this file replaces"))
     items = raw.get("fixtures")
@@ -690,18 +696,30 @@ def _item_problems(item: dict[str, Any], keys: dict[str, int], line: int | None,
     try:
         RankingFixture.model_validate(item)
     except ValidationError as exc:
-        for err in exc.errors(include_url=False):
-            if not err["loc"]:
-                continue  # the model-level check: already reported above, one problem each
-            field = str(err["loc"][0])
-            where = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "missing":
-                out.append(Problem(location=at(line), case_id=case_id, code="missing_field", message=f"missing required field {where!r}", fix=_FIELD_FIX.get(field, "add the field")))
-            elif err["type"] == "extra_forbidden":
-                out.append(Problem(location=at(keys.get(field, line)), case_id=case_id, code="unknown_field", message=f"unknown field {where!r}", fix="remove it or correct its spelling; see the format in workbench.ranking"))
-            else:
-                out.append(Problem(location=at(keys.get(field, line)), case_id=case_id, code="invalid_field", message=f"{where}: {err['msg']}", fix=_FIELD_FIX.get(field, "correct the value")))
+        out += validation_problems(
+            exc,
+            at=lambda *path: at(keys.get(str(path[0]), line)),
+            case_id=case_id,
+            keep=lambda err: bool(err["loc"]),  # the model-level check: already reported above, one problem each
+            code=lambda err: _ITEM_CODES.get(err["type"], "invalid_field"),
+            message=_item_message,
+            fix=_item_fix,
+        )
     return out
+
+
+_ITEM_CODES = {"missing": "missing_field", "extra_forbidden": "unknown_field"}
+
+
+def _item_message(err: Any, where: str) -> str:
+    return {"missing": f"missing required field {where!r}", "extra_forbidden": f"unknown field {where!r}"}.get(err["type"]) or f"{where}: {err['msg']}"
+
+
+def _item_fix(err: Any) -> str:
+    field = str(err["loc"][0])
+    if err["type"] == "extra_forbidden":
+        return "remove it or correct its spelling; see the format in workbench.ranking"
+    return _FIELD_FIX.get(field, "add the field" if err["type"] == "missing" else "correct the value")
 
 
 _FIELD_FIX: dict[str, str] = {

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..._load import Lines, load_yaml, yaml_lines
+from ..._load import Lines, load_yaml, validation_problems, yaml_lines
 from ...errors import Problem
 from ...gold import Partition
 
@@ -406,26 +406,22 @@ _FIX: dict[str, str] = {
 
 
 def mapping_problems_from_validation(exc: ValidationError, at: Any, location: str) -> list[Problem]:
-    problems: list[Problem] = []
-    for err in exc.errors(include_url=False):
-        loc = tuple(err["loc"])
-        where = ".".join(str(p) for p in loc) or "mapping"
-        keys = [p for p in loc if isinstance(p, str)]
-        fix = next((_FIX[k] for k in reversed(keys) if k in _FIX), "correct this field; see docs/formats.md#table-mapping")
-        kind = err["type"]
-        if kind == "missing":
-            message = f"{where} is missing"
-            code = "mapping_field_missing"
-        elif kind == "extra_forbidden":
-            message = f"{where}: unknown key"
-            code = "mapping_field_unknown"
-            fix = "remove it or correct its spelling; see docs/formats.md#table-mapping for every key"
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            message = f"{where}: {msg}"
-            code = "mapping_invalid"
-        problems.append(Problem(location=at(*loc), code=code, message=message, fix=fix))
-    return problems
+    return validation_problems(exc, at=at, root="mapping", code=_error_code, message=_error_message, fix=_error_fix)
+
+
+def _error_code(err: Any) -> str:
+    return {"missing": "mapping_field_missing", "extra_forbidden": "mapping_field_unknown"}.get(err["type"], "mapping_invalid")
+
+
+def _error_message(err: Any, where: str) -> str:
+    return {"missing": f"{where} is missing", "extra_forbidden": f"{where}: unknown key"}.get(err["type"]) or f"{where}: {err['msg'].removeprefix('Value error, ')}"
+
+
+def _error_fix(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "remove it or correct its spelling; see docs/formats.md#table-mapping for every key"
+    keys = [p for p in err["loc"] if isinstance(p, str)]
+    return next((_FIX[k] for k in reversed(keys) if k in _FIX), "correct this field; see docs/formats.md#table-mapping")
 
 
 def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
