@@ -555,29 +555,23 @@ def read_yaml(path: str | os.PathLike[str], *, prefix: str, fix: str = "correct 
     ``<prefix>_encoding`` (not UTF-8), ``<prefix>_yaml`` (syntax, with its line),
     ``duplicate_yaml_key`` and ``yaml_too_deep``.
     """
+    from ._load import read_utf8
+
     loc = os.fspath(path)
-    data = read_bounded(path)
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError(f"{loc}: not UTF-8", [Problem(location=loc, code=f"{prefix}_encoding", message=f"the file is not valid UTF-8 (byte {exc.start})", fix="save the file as UTF-8")]) from None
+    text = read_utf8(path, code=f"{prefix}_encoding", what="file", summary=f"{loc}: not UTF-8")
     return parse_yaml(text, loc, prefix=prefix, fix=fix)
 
 
 def parse_yaml(text: str, loc: str, *, prefix: str, fix: str = "correct the YAML syntax", severity: str = "error") -> Any:
     """Parse YAML text strictly (see :func:`read_yaml`); ``loc`` names it in problems."""
+    from ._load import yaml_problem  # the one YAML-error translation (imports this module)
+
     try:
         return yaml_loads(text)
-    except YAMLTooDeep as exc:
-        raise WorkbenchError(f"{loc}: too deep", [Problem(location=loc, code="yaml_too_deep", message=exc.problem, fix="flatten the file; no workbench file nests this deeply", severity=severity)]) from None  # type: ignore[arg-type]
-    except DuplicateYAMLKey as exc:
-        mark = exc.problem_mark
-        where = f"{loc}:{mark.line + 1}" if mark else loc
-        raise WorkbenchError(f"{loc}: duplicate key", [Problem(location=where, code="duplicate_yaml_key", message=str(exc.problem), fix="keep exactly one of the repeated keys", severity=severity)]) from None  # type: ignore[arg-type]
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{loc}:{mark.line + 1}" if mark else loc
-        raise WorkbenchError(f"{loc}: not valid YAML", [Problem(location=where, code=f"{prefix}_yaml", message=f"not valid YAML ({getattr(exc, 'problem', None) or exc})", fix=fix, severity=severity)]) from None  # type: ignore[arg-type]
+        problem = yaml_problem(exc, loc, code=f"{prefix}_yaml", fix=fix, severity=severity, split=True)  # type: ignore[arg-type]
+        summary = {"yaml_too_deep": "too deep", "duplicate_yaml_key": "duplicate key"}.get(problem.code, "not valid YAML")
+        raise WorkbenchError(f"{loc}: {summary}", [problem]) from None
 
 
 @contextlib.contextmanager

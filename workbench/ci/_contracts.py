@@ -41,6 +41,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from .._io import atomic_write_json
+from .._load import Problems
 from ..errors import Problem, WorkbenchError
 from ..outcomes import exit_codes
 from ._expected import apply_expected_failures
@@ -130,7 +131,7 @@ class _Check:
 
     def __init__(self) -> None:
         self.t0 = time.perf_counter()
-        self.problems: list[Problem] = []
+        self.problems = Problems()
 
     @property
     def seconds(self) -> float:

@@ -10,6 +10,7 @@ import click
 from pydantic import ValidationError
 
 from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
+from .._load import validation_problems
 from ..align import align_results, alignment_report, resolve_partition
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, load_dataset
@@ -45,7 +46,7 @@ def load_run_summary(path: str | Path) -> RunSummary:
     try:
         return RunSummary.model_validate(data)
     except ValidationError as exc:
-        problems = [Problem(location=loc, code="run_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'run'}: {e['msg']}", fix="give the run.json written by `workbench run`") for e in exc.errors(include_url=False)]
+        problems = validation_problems(exc, at=loc, code="run_invalid", root="run", fix="give the run.json written by `workbench run`")
         raise WorkbenchError("invalid run summary", problems) from None
 
 
