@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Literal
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from .._io import AppendOnlyLog, atomic_write_json, sha256_json
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ..policy import PolicyScope
 from ._grant import Level
@@ -48,10 +49,8 @@ EVENTS: tuple[str, ...] = ("granted", "promoted", "demoted", "revoked", "shadow"
 FIX_RESTORE = "the authority record is append-only evidence: restore it (and its .head file) from version control or a backup; never edit or delete its lines"
 
 
-class AuthorityEntry(BaseModel):
+class AuthorityEntry(Record):
     """One line of the authority record."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = AUTHORITY_SCHEMA_VERSION
     """Authority record format version."""

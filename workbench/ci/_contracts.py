@@ -38,9 +38,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import atomic_write_json
+from .._record import LooseRecord
 from ..errors import Problem, WorkbenchError
 from ._expected import apply_expected_failures
 from ._junit import CheckResult
@@ -59,10 +58,8 @@ EXIT_CODES: dict[str, int] = {"passed": 0, "failed": 1, "contract_problems": 2, 
 """Exit code of each lane outcome."""
 
 
-class ContractsReport(BaseModel):
+class ContractsReport(LooseRecord):
     """What ``workbench ci contracts`` found (``--json``, and ``contracts.json`` in its run directory)."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     schema_version: int = CONTRACTS_SCHEMA_VERSION
     """Report format version."""

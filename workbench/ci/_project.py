@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
+from .._record import Record as _Model
 from ..errors import Problem
 
 CONFIG_FILE = "workbench.yaml"
@@ -53,10 +54,6 @@ DEFAULT_GLOBS: dict[str, list[str]] = {
     "ranking": ["data/ranking/*.yaml"],
     "noise": ["data/noise/*.yaml"],
 }
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class CiPaths(_Model):

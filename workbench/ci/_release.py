@@ -20,9 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import atomic_write_json
+from .._record import LooseRecord
 from ..errors import WorkbenchError
 from ._junit import CheckResult
 
@@ -31,10 +30,8 @@ OUTCOME_EXIT: dict[str, int] = {"certified": 0, "quality_failed": 1, "evaluation
 _CATEGORY = {"quality": "failure", "incomplete": "incomplete", "review": "review"}
 
 
-class ReleaseSummary(BaseModel):
+class ReleaseSummary(LooseRecord):
     """The machine-readable result of ``workbench ci release`` (``--json FILE``)."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     schema_version: int = RELEASE_SCHEMA_VERSION
     """Summary format version."""

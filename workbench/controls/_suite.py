@@ -43,9 +43,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..judges import JudgeInput
 
@@ -89,10 +90,6 @@ SET_MEMBERS: dict[str, tuple[str, ...]] = {
 
 JUDGE_HIDDEN_FIELDS: tuple[str, ...] = ("control_id", "role", "set", "member", "slice", "expected_label", "acceptable_labels", "rationale")
 """Control fields that never reach a judge."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Control(_Model):

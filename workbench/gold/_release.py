@@ -38,6 +38,7 @@ from .._io import (
     sha256_file,
     sha256_json,
 )
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ._records import GoldCase
 
@@ -134,10 +135,8 @@ def gold_lineage(dataset: GoldDataset, cases: Iterable[GoldCase] | None = None) 
     )
 
 
-class GoldRelease(BaseModel):
+class GoldRelease(Record):
     """One line of ``releases.jsonl``: a frozen state of a gold dataset."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = RELEASE_SCHEMA_VERSION
     """Release record format version."""

@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, read_yaml
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 
 RUBRIC_SCHEMA_VERSION = 1
@@ -73,10 +74,8 @@ class SliceSpec(BaseModel):
     """What belongs in the slice and why its errors matter."""
 
 
-class Rubric(BaseModel):
+class Rubric(Record):
     """The judgment contract a gold dataset was reviewed under."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = Field(default=RUBRIC_SCHEMA_VERSION, strict=True)
     """Rubric file format version."""

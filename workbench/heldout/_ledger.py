@@ -62,6 +62,7 @@ from .._io import (
     sha256_json,
     sha256_text,
 )
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 
@@ -119,10 +120,8 @@ class PreviousReport(BaseModel):
     directory stays); ``running``: another certification of the same version still running."""
 
 
-class LedgerEntry(BaseModel):
+class LedgerEntry(Record):
     """One line of the held-out ledger."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = LEDGER_SCHEMA_VERSION
     """Ledger line format version (2: hash-chained; 3: ``kind``, ``baseline``, ``resumes``)."""

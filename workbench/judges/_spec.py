@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from .._io import read_yaml
+from .._record import Record
 from .._redact import find_secrets
 from ..errors import Problem, WorkbenchError
 
@@ -200,10 +201,10 @@ class Threshold(BaseModel):
         return self.pass_label if passes else self.fail_label
 
 
-class CandidateSpec(BaseModel):
+class CandidateSpec(Record):
     """A judge candidate, exactly as stored in its YAML file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)
 
     schema_version: int = CANDIDATE_SCHEMA_VERSION
     """Candidate spec format version."""

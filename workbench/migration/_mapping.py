@@ -32,15 +32,16 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_file, yaml_loads
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 
 MAPPING_SCHEMA_VERSION = 1
 
 
-class LabelMapping(BaseModel):
+class LabelMapping(Record):
     """A reviewed mapping of old labels to new ones, exactly as stored in its YAML file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     schema_version: int = MAPPING_SCHEMA_VERSION
     """Mapping file format version."""

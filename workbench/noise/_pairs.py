@@ -87,12 +87,13 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_loads
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError, errors_only
 from ._evidence import (
     ATTACKS,
@@ -135,10 +136,6 @@ MEMBERS: tuple[Member, ...] = ("clean", "noisy")
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FORMAT = "see the pair-suite format in workbench/noise/_pairs.py"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class NoiseInput(_Model):
@@ -399,6 +396,7 @@ class NoiseSuite(_Model):
 
 
 class _Header(_Model):
+    KIND: ClassVar[str] = "noise pair suite"
     schema_version: int = PAIRS_SCHEMA_VERSION
     name: str
     version: str | int

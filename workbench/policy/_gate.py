@@ -110,8 +110,9 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._record import Record as _Model
 from ..align import AlignmentReport, Join, SliceAlignment, has_pass_fail_view, slice_alignment
 from ..gold import Risk, Rubric
 from ..runs import RunSummary
@@ -128,10 +129,6 @@ CATEGORY_ORDER: dict[str, int] = {"incomplete": 0, "quality": 1, "review": 2}
 EXIT_CODES: dict[str, int] = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
 """Process exit code of ``workbench gate`` per outcome (2 is invalid input)."""
 UnappliedReason = Literal["other_policy", "other_candidate", "expired", "not_yet_active", "no_matching_blocker", "already_waived", "not_covered", "not_waivable"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Blocker(_Model):

@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AwareDatetime, Field, ValidationError, model_validator
 
 from .._io import (
     AppendOnlyLog,
@@ -38,6 +38,7 @@ from .._io import (
     loads_json,
     sha256_json,
 )
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ._codes import (
@@ -77,10 +78,10 @@ NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES |
 """Codes no override may name."""
 
 
-class _OverrideBody(BaseModel):
+class _OverrideBody(Record):
     """Every field of an override but its id (the id is a hash of these)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    KIND: ClassVar[str] = "override"
 
     schema_version: int = OVERRIDE_SCHEMA_VERSION
     """Override record format version."""

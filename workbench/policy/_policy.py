@@ -38,9 +38,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, sha256_file, yaml_loads
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
@@ -53,10 +54,6 @@ PartitionName = Literal["development", "calibration", "held_out"]
 Use = Literal["advisory", "route", "block"]
 """What a certified judge may do, least to most: annotate, route to human review, block a release."""
 USES: tuple[str, ...] = ("advisory", "route", "block")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class SliceRuleError(ValueError):

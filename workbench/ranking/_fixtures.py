@@ -75,9 +75,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
+from pydantic import Field, ValidationError, computed_field, model_validator
 
 from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
+from .._record import Record as _Frozen
 from ..errors import Problem, WorkbenchError
 
 FIXTURES_SCHEMA_VERSION = 2
@@ -94,10 +95,6 @@ Gate = Literal["must-win", "monitor-only"]
 
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Passage(_Frozen):

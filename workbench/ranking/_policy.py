@@ -34,19 +34,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, sha256_file, yaml_loads
+from .._record import Record as _Frozen
 from ..errors import Problem, WorkbenchError
 from ._capture import CaptureConfig
 from ._leakage import LeakageRules
 
 RANKING_POLICY_SCHEMA_VERSION = 1
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Confirmation(_Frozen):

@@ -25,6 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_file, yaml_loads
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase, GoldDataset
 
@@ -50,10 +51,8 @@ class Sentinel(BaseModel):
         return value
 
 
-class SentinelSet(BaseModel):
+class SentinelSet(Record):
     """A sentinel file, exactly as stored."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = SENTINELS_SCHEMA_VERSION
     """Sentinel file format version."""

@@ -23,10 +23,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from .. import __version__
 from .._io import atomic_write_text, read_json_file, sha256_file, sha256_json
+from .._record import Record
 from ..heldout import PreviousReport
 from ._signing import LockSignature, Signer
 
@@ -36,10 +37,8 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {"kind": "certification", "baseline": No
 """Fields added to lock format 2 later: a lock without them dumps, and so hashes, as before."""
 
 
-class Lock(BaseModel):
+class Lock(Record):
     """The content of ``lock.json``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = LOCK_SCHEMA_VERSION
     """Lock format version (2: outcome recomputable from the stored evidence, ledger-bound, signable)."""

@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 from ._notes import ReviewNote
@@ -27,10 +28,8 @@ DRAFT_SCHEMA_VERSION = 1
 """Version of the gold-correction draft record format."""
 
 
-class GoldCorrectionDraft(BaseModel):
+class GoldCorrectionDraft(Record):
     """A proposed superseding gold record, waiting for an adjudicator. Never applied automatically."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = DRAFT_SCHEMA_VERSION
     """Draft record format version."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from .._io import (
     AppendOnlyLog,
@@ -24,6 +24,7 @@ from .._io import (
     json_problem,
     loads_json,
 )
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 
 NOTE_SCHEMA_VERSION = 1
@@ -46,10 +47,8 @@ EXPORT_FORMATS: tuple[str, ...] = (".csv", ".parquet")
 """File suffixes :meth:`ReviewNotes.export` writes."""
 
 
-class ReviewNote(BaseModel):
+class ReviewNote(Record):
     """One reviewer's note on one case for one judge."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = NOTE_SCHEMA_VERSION
     """Review-note record format version."""

@@ -31,9 +31,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 
 TRANSITION_REVIEW_SCHEMA_VERSION = 1
@@ -46,10 +47,8 @@ DECISIONS: tuple[str, ...] = get_args(Decision)
 FIX = "transition reviews are written by `workbench review transition` or the review widget; restore the log, never edit it"
 
 
-class TransitionReview(BaseModel):
+class TransitionReview(Record):
     """One reviewer's decision on one changed verdict between two judge versions."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = TRANSITION_REVIEW_SCHEMA_VERSION
     """Transition-review record format version."""

@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._io import atomic_write_json, read_json_file, sha256_json
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldLineage
 from ..results import JudgeIdentity
@@ -58,10 +59,8 @@ class ManifestSampling(BaseModel):
     ``sampled`` (drawn, whole groups)."""
 
 
-class RunManifest(BaseModel):
+class RunManifest(Record):
     """What a run will judge, fixed before the first model call."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = MANIFEST_SCHEMA_VERSION
     run_id: str

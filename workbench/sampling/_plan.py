@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, sha256_json, yaml_loads
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 
 SAMPLING_SCHEMA_VERSION = 1
@@ -41,10 +42,6 @@ class SamplingRuleError(ValueError):
     def __init__(self, rules: list[tuple[str, str, str]]) -> None:
         self.rules = rules
         super().__init__("; ".join(message for _, message, _ in rules))
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class SliceSampling(_Model):

@@ -20,9 +20,10 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..._io import read_bounded, yaml_loads
+from ..._record import Record as _Model
 from ...errors import Problem, WorkbenchError
 from ...gold import Partition
 
@@ -41,10 +42,6 @@ RULE_TEXT: dict[str, str] = {
 
 def _as_column(value: Any) -> Any:
     return {"column": value} if isinstance(value, str) else value
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Column(_Model):
