@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from .errors import Problem, WorkbenchError
 
-__all__ = ["LooseRecord", "Record", "SchemaTooNew", "newer_version_problem", "schema_too_new"]
+__all__ = ["LooseRecord", "Record", "SchemaTooNew", "newer_version_problem", "schema_too_new", "version_problem"]
 
 SCHEMA_TOO_NEW = "schema_version_newer"
 """The code of the problem a record from a newer workbench gets (the code the hand-written
@@ -48,9 +48,35 @@ def newer_version_problem(kind: str, version: object, supported: int, location: 
     )
 
 
+def _as_version(value: object) -> int | None:
+    """``value`` as the integer a (lax) ``int`` field would read it as, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
 def schema_too_new(version: object, supported: int) -> bool:
-    """Whether ``version`` (as read, any type) is an integer above ``supported``."""
-    return isinstance(version, int) and not isinstance(version, bool) and version > supported
+    """Whether ``version`` (as read, any type) is an integer above ``supported`` (``"3"`` and
+    ``3.0`` count: a lax field would read them as 3)."""
+    number = _as_version(version)
+    return number is not None and number > supported
+
+
+def version_problem(model: type[Record], raw: object, location: str, *, case_id: str | None = None) -> Problem | None:
+    """The gate of ``model`` applied to a raw mapping before validation, for readers that
+    report the version at its own line next to the file's other problems; None when the
+    version is readable (or absent, or not an integer: validation reports that)."""
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    supported = model.SCHEMA_VERSION
+    if supported is None or not schema_too_new(version, supported):
+        return None
+    return newer_version_problem(model.KIND, version, supported, location, case_id=case_id)
 
 
 class SchemaTooNew(WorkbenchError):
@@ -62,15 +88,19 @@ class SchemaTooNew(WorkbenchError):
     :meth:`problem_at` to name the line.
     """
 
-    def __init__(self, kind: str, version: int, supported: int) -> None:
+    def __init__(self, kind: str, version: int, supported: int, location: str | None = None) -> None:
         self.kind = kind
         self.version = version
         self.supported = supported
-        super().__init__(f"{kind} from a newer workbench", [newer_version_problem(kind, version, supported)])
+        super().__init__(f"{kind} from a newer workbench", [newer_version_problem(kind, version, supported, location)])
 
     def problem_at(self, location: str, *, case_id: str | None = None) -> Problem:
         """The same problem, located at ``location`` (``file:line`` or ``file``)."""
         return newer_version_problem(self.kind, self.version, self.supported, location, case_id=case_id)
+
+    def at(self, location: str) -> SchemaTooNew:
+        """The same refusal, located at ``location``: for readers that re-raise it."""
+        return SchemaTooNew(self.kind, self.version, self.supported, location)
 
 
 class Record(BaseModel):
@@ -104,6 +134,16 @@ class Record(BaseModel):
             if schema_too_new(version, supported):
                 raise SchemaTooNew(cls.KIND, version, supported)
         return data
+
+    @model_validator(mode="after")
+    def _refuse_newer_read(self) -> Record:
+        """The same gate on the value as read (a backstop for any input the check above
+        cannot see, e.g. a version coerced from another type)."""
+        supported = type(self).SCHEMA_VERSION
+        version = getattr(self, "schema_version", None)
+        if supported is not None and schema_too_new(version, supported):
+            raise SchemaTooNew(type(self).KIND, version, supported)  # type: ignore[arg-type]
+        return self
 
 
 class LooseRecord(Record):

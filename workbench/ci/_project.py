@@ -37,6 +37,7 @@ import yaml
 from pydantic import Field, ValidationError, field_validator
 
 from .._record import Record as _Model
+from .._record import SchemaTooNew
 from ..errors import Problem
 
 CONFIG_FILE = "workbench.yaml"
@@ -153,11 +154,10 @@ def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
         return CiConfig(), []
     if not isinstance(block, dict):
         return CiConfig(), [_problem(f"{loc}: {CI_KEY}", "ci_config_invalid", "the ci block must be a mapping", "see docs/formats.md#ci-configuration")]
-    version = block.get("schema_version", CI_CONFIG_SCHEMA_VERSION)
-    if isinstance(version, int) and version > CI_CONFIG_SCHEMA_VERSION:
-        return CiConfig(), [_problem(f"{loc}: {CI_KEY}.schema_version", "schema_version_newer", f"ci schema_version {version} is newer than this workbench reads", "upgrade the workbench")]
     try:
         return CiConfig.model_validate(block), []
+    except SchemaTooNew as exc:
+        return CiConfig(), [exc.problem_at(f"{loc}: {CI_KEY}.schema_version")]
     except ValidationError as exc:
         return CiConfig(), [_problem(f"{loc}: {CI_KEY}.{'.'.join(map(str, e['loc']))}", "ci_config_invalid", e["msg"], "correct this field; see docs/formats.md#ci-configuration") for e in exc.errors(include_url=False)]
 

@@ -47,6 +47,7 @@ from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
 from .._record import Record as _Model
+from .._record import SchemaTooNew, version_problem
 from ..errors import Problem, WorkbenchError
 from ..judges import JudgeInput
 
@@ -327,8 +328,8 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     version = raw.get("schema_version", SUITE_SCHEMA_VERSION)
     if not isinstance(version, int) or isinstance(version, bool):
         problems.append(_problem(at("schema_version"), "schema_version_invalid", f"schema_version must be an integer, not {version!r}", f"write schema_version: {SUITE_SCHEMA_VERSION}"))
-    elif version > SUITE_SCHEMA_VERSION:
-        problems.append(_problem(at("schema_version"), "schema_version_newer", f"suite schema_version {version} is newer than this workbench reads ({SUITE_SCHEMA_VERSION})", "upgrade the workbench"))
+    elif (newer := version_problem(ControlSuite, raw, at("schema_version"))) is not None:
+        problems.append(newer)
     name, ver = raw.get("name"), raw.get("version")
     if name is not None and ver is not None and path.stem != f"{name}@{ver}":
         problems.append(_problem(loc, "suite_filename", f"file name {path.name!r} does not match name@version {name}@{ver!s}", f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused"))
@@ -339,6 +340,8 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     labels: list[str] | None = None
     try:
         labels = list(ControlSuite.model_validate(header).labels)
+    except SchemaTooNew:
+        pass  # reported above, at its line
     except ValidationError as exc:
         for e in exc.errors(include_url=False):
             field = ".".join(map(str, e["loc"])) or "suite"

@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, read_yaml
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 RUBRIC_SCHEMA_VERSION = 1
@@ -294,6 +294,8 @@ def load_rubric(path: str | Path) -> Rubric:
         raw = {**raw, "slices": {k: ({**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v) for k, v in slices.items()}}
     try:
         rubric = Rubric.model_validate(raw)
+    except SchemaTooNew as exc:
+        raise WorkbenchError("rubric from a newer workbench", [exc.problem_at(location)]) from None
     except ValidationError as exc:
         problems: list[Problem] = []
         for err in exc.errors():
@@ -312,11 +314,6 @@ def load_rubric(path: str | Path) -> Rubric:
         raise WorkbenchError("invalid rubric", [p for _, p in unset] + problems) from None
     if unset:
         raise WorkbenchError(f"{location}: {len(unset)} slice(s) without a risk level", [p for _, p in unset])
-    if rubric.schema_version > RUBRIC_SCHEMA_VERSION:
-        raise WorkbenchError(
-            "rubric from a newer workbench",
-            [Problem(location=location, code="schema_version_newer", message=f"rubric schema_version {rubric.schema_version} is newer than this workbench reads ({RUBRIC_SCHEMA_VERSION})", fix="upgrade the workbench")],
-        )
     return rubric
 
 

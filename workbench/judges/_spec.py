@@ -28,7 +28,7 @@ from pydantic import (
 )
 
 from .._io import read_yaml
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from .._redact import find_secrets
 from ..errors import Problem, WorkbenchError
 
@@ -341,9 +341,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
             "invalid candidate",
             [_spec_problem(loc, e) for e in exc.errors(include_url=False)],
         ) from None
+    except SchemaTooNew as exc:
+        raise WorkbenchError("candidate from a newer workbench", [exc.problem_at(loc)]) from None
     problems: list[Problem] = []
-    if spec.schema_version > CANDIDATE_SCHEMA_VERSION:
-        problems.append(Problem(location=loc, code="schema_version_newer", message=f"spec schema_version {spec.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
     expected = f"{spec.name}@{spec.version}"
     if path.stem != expected:
         problems.append(Problem(location=loc, code="candidate_filename", message=f"file name {path.name!r} does not match name@version {expected!r}", fix=f"rename the file to {expected}.yaml so versions cannot be confused"))

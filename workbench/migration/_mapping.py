@@ -32,7 +32,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_file, yaml_loads
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 MAPPING_SCHEMA_VERSION = 1
@@ -102,11 +102,10 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
         raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="mapping_yaml", message=f"not valid UTF-8 YAML ({str(exc).splitlines()[0][:120]})", fix="correct the YAML syntax")]) from None
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="mapping_shape", message="the mapping file must be a YAML mapping", fix="write from/to/approver/approved/mapping as key: value pairs")])
-    version = raw.get("schema_version", MAPPING_SCHEMA_VERSION)
-    if isinstance(version, int) and version > MAPPING_SCHEMA_VERSION:
-        raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="schema_version_newer", message=f"mapping schema_version {version} is newer than this workbench reads", fix="upgrade the workbench")])
     try:
         mapping = LabelMapping.model_validate(raw)
+    except SchemaTooNew as exc:
+        raise WorkbenchError("unreadable label mapping", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
         problems = []
         for e in exc.errors(include_url=False):

@@ -94,6 +94,7 @@ from pydantic import Field, ValidationError
 
 from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_loads
 from .._record import Record as _Model
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError, errors_only
 from ._evidence import (
     ATTACKS,
@@ -755,10 +756,10 @@ def check_pairs(raw: Any, *, location: str = "pairs", lines: dict[tuple[Any, ...
     header: _Header | None = None
     try:
         header = _Header.model_validate(raw)
+    except SchemaTooNew as exc:
+        chk.add(("schema_version",), exc.problems[0].code, exc.problems[0].message, exc.problems[0].fix)
     except ValidationError as exc:
         _translate(chk, exc, (), None)
-    if isinstance(version, int) and version > PAIRS_SCHEMA_VERSION:
-        chk.add(("schema_version",), "schema_version_newer", f"schema_version {version} is newer than this workbench reads", "upgrade the workbench")
     if header is not None and not header.approved_reference_versions:
         chk.add(("approved_reference_versions",), "field_empty", "no approved reference versions", "list the reviewed reference versions pairs may cite")
 

@@ -38,7 +38,7 @@ from .._io import (
     loads_json,
     sha256_json,
 )
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ._codes import (
@@ -355,11 +355,11 @@ def load_overrides(path: str | Path) -> list[Override]:
         if not isinstance(raw, dict):
             problems.append(Problem(location=where, code="override_malformed", message="not a JSON object", fix="restore the line from version control; the store is append-only"))
             continue
-        if isinstance(raw.get("schema_version"), int) and raw["schema_version"] > OVERRIDE_SCHEMA_VERSION:
-            problems.append(Problem(location=where, code="schema_version_newer", message=f"override schema_version {raw['schema_version']} is newer than this workbench reads", fix="upgrade the workbench"))
-            continue
         try:
             override = Override.model_validate(raw)
+        except SchemaTooNew as exc:
+            problems.append(exc.problem_at(where))
+            continue
         except ValidationError as exc:
             problems += [Problem(location=where, code="override_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'override'}: {e['msg']}", fix="restore the line from version control; add a new override instead of editing one") for e in exc.errors(include_url=False)]
             continue

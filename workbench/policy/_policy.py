@@ -42,6 +42,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, sha256_file, yaml_loads
 from .._record import Record as _Model
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
@@ -306,15 +307,14 @@ def load_policy(path: str | Path) -> Policy:
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable policy", [_problem(loc, "policy_shape", "the policy must be a YAML mapping", "write the policy as key: value pairs")])
     problems: list[Problem] = []
-    version = raw.get("schema_version", POLICY_SCHEMA_VERSION)
-    if isinstance(version, int) and version > POLICY_SCHEMA_VERSION:
-        problems.append(_problem(loc, "schema_version_newer", f"policy schema_version {version} is newer than this workbench reads ({POLICY_SCHEMA_VERSION})", "upgrade the workbench"))
     name, ver = raw.get("name"), raw.get("version")
     if name is not None and ver is not None and path.stem != f"{name}@{ver}":
         problems.append(_problem(loc, "policy_filename", f"file name {path.name!r} does not match name@version {name}@{ver!s}", f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused"))
     policy: Policy | None = None
     try:
         policy = Policy.model_validate(raw)
+    except SchemaTooNew as exc:
+        problems.insert(0, exc.problem_at(loc))
     except ValidationError as exc:
         for e in exc.errors(include_url=False):
             where = ".".join(map(str, e["loc"])) or "policy"

@@ -38,6 +38,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, sha256_file, yaml_loads
 from .._record import Record as _Frozen
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ._capture import CaptureConfig
 from ._leakage import LeakageRules
@@ -301,12 +302,11 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
     problems: list[Problem] = []
     if raw.get("kind") != "ranking":
         problems.append(_problem(loc, "policy_kind", f"kind is {raw.get('kind')!r}, not 'ranking'", "a ranking policy declares kind: ranking (a scalar release policy is read by workbench gate)"))
-    version = raw.get("schema_version", RANKING_POLICY_SCHEMA_VERSION)
-    if isinstance(version, int) and version > RANKING_POLICY_SCHEMA_VERSION:
-        problems.append(_problem(loc, "schema_version_newer", f"policy schema_version {version} is newer than this workbench reads", "upgrade the workbench"))
     policy: RankingPolicy | None = None
     try:
         policy = RankingPolicy.model_validate({k: v for k, v in raw.items() if k != "source"})
+    except SchemaTooNew as exc:
+        problems.append(exc.problem_at(loc))
     except ValidationError as exc:
         problems += [_problem(loc, "policy_invalid", f"{'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}", "correct this field; see workbench/ranking/_policy.py for every field's meaning") for e in exc.errors(include_url=False)]
     if policy is not None:

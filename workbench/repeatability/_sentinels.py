@@ -25,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_file, yaml_loads
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase, GoldDataset
 
@@ -107,11 +107,10 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
         raise WorkbenchError("unreadable sentinels", [_problem(loc, "sentinels_yaml", f"not valid UTF-8 YAML ({str(exc).splitlines()[0][:120]})", "correct the YAML syntax")]) from None
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable sentinels", [_problem(loc, "sentinels_shape", "the sentinel file must be a YAML mapping with a list under sentinels:", "write schema_version, name and sentinels: [{case_id, reason}]")])
-    version = raw.get("schema_version", SENTINELS_SCHEMA_VERSION)
-    if isinstance(version, int) and version > SENTINELS_SCHEMA_VERSION:
-        raise WorkbenchError("unreadable sentinels", [_problem(loc, "schema_version_newer", f"sentinel schema_version {version} is newer than this workbench reads", "upgrade the workbench")])
     try:
         parsed = SentinelSet.model_validate(raw)
+    except SchemaTooNew as exc:
+        raise WorkbenchError("unreadable sentinels", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
         raise WorkbenchError(f"{loc}: invalid sentinels", [_problem(loc, "sentinels_invalid", f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}", "see docs/formats.md#sentinels") for e in exc.errors(include_url=False)]) from None
     problems: list[Problem] = []

@@ -27,7 +27,7 @@ from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from .. import __version__
 from .._io import atomic_write_text, read_json_file, sha256_file, sha256_json
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from ..heldout import PreviousReport
 from ._signing import LockSignature, Signer
 
@@ -169,11 +169,16 @@ def write_lock(report_dir: Path, lock: Lock, signer: Signer | None = None) -> Lo
 
 
 def read_lock(report_dir: Path) -> Lock:
-    """The lock of a report directory (or of ``.../lock.json`` itself). Raises ValueError or OSError."""
+    """The lock of a report directory (or of ``.../lock.json`` itself). Raises ValueError or OSError,
+    and :class:`~workbench._record.SchemaTooNew` (located at the file) for a lock written by a newer
+    workbench."""
     path = Path(report_dir)
     if path.name == LOCK_FILE and path.is_file():
         path = path.parent
-    return Lock.model_validate(read_json_file(path / LOCK_FILE))
+    try:
+        return Lock.model_validate(read_json_file(path / LOCK_FILE))
+    except SchemaTooNew as exc:
+        raise exc.at(str(path / LOCK_FILE)) from None
 
 
 def make_read_only(root: Path) -> None:

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 from ._notes import ReviewNote
@@ -112,8 +112,8 @@ class GoldCorrectionDrafts:
             except ValidationError as exc:
                 problems.append(Problem(location=f"{self.path}:{number}", code="invalid_draft", message=str(exc.errors(include_url=False)[0]["msg"]), fix="drafts are written by the review widget; do not edit the file by hand"))
                 continue
-            if draft.schema_version > DRAFT_SCHEMA_VERSION:
-                problems.append(Problem(location=f"{self.path}:{number}", code="schema_version_newer", message=f"draft schema_version {draft.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+            except SchemaTooNew as exc:
+                problems.append(exc.problem_at(f"{self.path}:{number}"))
                 continue
             drafts.append(draft)
         problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="drafts are written by the review widget; do not edit the file by hand") for n in not_utf8]

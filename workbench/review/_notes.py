@@ -24,7 +24,7 @@ from .._io import (
     json_problem,
     loads_json,
 )
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 NOTE_SCHEMA_VERSION = 1
@@ -134,8 +134,8 @@ class ReviewNotes:
             except ValidationError as exc:
                 problems.append(Problem(location=where, code="invalid_note", message=str(exc.errors(include_url=False)[0]["msg"]), fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
                 continue
-            if record.schema_version > NOTE_SCHEMA_VERSION:
-                problems.append(Problem(location=where, case_id=record.case_id, code="schema_version_newer", message=f"note schema_version {record.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+            except SchemaTooNew as exc:
+                problems.append(exc.problem_at(where))
                 continue
             notes.append(record)
         problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="notes are written by ReviewNotes.add; do not edit the file by hand") for n in not_utf8]

@@ -34,7 +34,7 @@ from typing import Literal, get_args
 from pydantic import Field, ValidationError, field_validator
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
-from .._record import Record
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 TRANSITION_REVIEW_SCHEMA_VERSION = 1
@@ -228,8 +228,8 @@ def read_transition_reviews(path: str | Path) -> list[TransitionReview]:
         except ValidationError as exc:
             problems.append(Problem(location=where, code="transition_review_invalid", message=str(exc.errors(include_url=False)[0]["msg"]), fix=FIX))
             continue
-        if record.schema_version > TRANSITION_REVIEW_SCHEMA_VERSION:
-            problems.append(Problem(location=where, case_id=record.case_id, code="schema_version_newer", message=f"transition review schema_version {record.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+        except SchemaTooNew as exc:
+            problems.append(exc.problem_at(where))
             continue
         reviews.append(record)
     problems += [Problem(location=f"{path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix=FIX) for n in not_utf8]

@@ -28,6 +28,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, sha256_json, yaml_loads
 from .._record import Record as _Model
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 SAMPLING_SCHEMA_VERSION = 1
@@ -230,15 +231,14 @@ def load_sampling_plan(path: str | Path) -> SamplingPlan:
     if not isinstance(raw, dict):
         raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_shape", message="the plan must be a YAML mapping", fix="write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)")])
     problems: list[Problem] = []
-    version = raw.get("schema_version", SAMPLING_SCHEMA_VERSION)
-    if isinstance(version, int) and version > SAMPLING_SCHEMA_VERSION:
-        problems.append(Problem(location=loc, code="schema_version_newer", message=f"plan schema_version {version} is newer than this workbench reads ({SAMPLING_SCHEMA_VERSION})", fix="upgrade the workbench"))
     owner = raw.get("owner")
     if not isinstance(owner, str) or not owner.strip():
         problems.append(Problem(location=loc, code="sampling_owner", message="a plan file must name its owner, who reviewed it", fix="add owner: <a named person or team>"))
     plan: SamplingPlan | None = None
     try:
         plan = SamplingPlan.model_validate(raw)
+    except SchemaTooNew as exc:
+        problems.insert(0, exc.problem_at(loc))
     except ValidationError as exc:
         problems += validation_problems(exc, loc)
     if plan is not None:

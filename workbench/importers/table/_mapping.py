@@ -24,6 +24,7 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..._io import read_bounded, yaml_loads
 from ..._record import Record as _Model
+from ..._record import SchemaTooNew
 from ...errors import Problem, WorkbenchError
 from ...gold import Partition
 
@@ -561,11 +562,10 @@ def column_problems(raw: dict[str, Any], columns: Iterable[str], at: Any, source
 def parse_mapping(raw: dict[str, Any], at: Any, location: str) -> tuple[TableMapping | None, list[Problem]]:
     """Validate a raw mapping; returns the mapping (or None) and every problem found."""
     problems: list[Problem] = []
-    version = raw.get("schema_version", MAPPING_SCHEMA_VERSION)
-    if isinstance(version, int) and not isinstance(version, bool) and version > MAPPING_SCHEMA_VERSION:
-        problems.append(Problem(location=at("schema_version"), code="schema_version_newer", message=f"mapping schema_version {version} is newer than this workbench reads ({MAPPING_SCHEMA_VERSION})", fix="upgrade the workbench"))
     try:
         mapping = TableMapping.model_validate(raw)
+    except SchemaTooNew as exc:
+        return None, [exc.problem_at(at("schema_version"))]
     except ValidationError as exc:
         problems += mapping_problems_from_validation(exc, at, location)
         if "reference" not in raw and "grading_notes" not in raw and not any("grading evidence" in p.message for p in problems):
