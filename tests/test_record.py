@@ -154,7 +154,7 @@ def test_report_lock_from_a_newer_workbench_is_refused(tmp_path: Path) -> None:
     assert info.value.problems[0].location == str(newer / LOCK_FILE)
     result = verify_one(newer)
     assert result.checks["lock"] == "failed"
-    assert [(p.code, p.message) for p in result.problems] == [("schema_version_newer", "lock schema_version 3 is newer than this workbench reads (2)")]
+    assert [(p.code, p.message) for p in result.problems] == [("schema_version_newer", "report lock schema_version 3 is newer than this workbench reads (2)")]
 
 
 def _ledger_with_one_entry(tmp_path: Path, schema_version: int) -> HeldOutLedger:

@@ -47,7 +47,7 @@ from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
 from .._record import Record as _Model
-from .._record import SchemaTooNew, version_problem
+from .._record import version_problem
 from ..errors import Problem, WorkbenchError
 from ..judges import JudgeInput
 
@@ -326,6 +326,7 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     problems: list[Problem] = []
     loc = str(path)
     version = raw.get("schema_version", SUITE_SCHEMA_VERSION)
+    newer = None
     if not isinstance(version, int) or isinstance(version, bool):
         problems.append(_problem(at("schema_version"), "schema_version_invalid", f"schema_version must be an integer, not {version!r}", f"write schema_version: {SUITE_SCHEMA_VERSION}"))
     elif (newer := version_problem(ControlSuite, raw, at("schema_version"))) is not None:
@@ -337,11 +338,11 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     # The header, checked on its own so that every control problem is reported too.
     header = {k: v for k, v in raw.items() if k != "controls"}
     header["controls"] = [{"control_id": "x", "role": "positive", "input": "x", "response": "x", "grading_notes": "x", "expected_label": "x", "rationale": "x"}]
+    if newer is not None:  # reported above, at its line; the other fields are still checked
+        header["schema_version"] = SUITE_SCHEMA_VERSION
     labels: list[str] | None = None
     try:
         labels = list(ControlSuite.model_validate(header).labels)
-    except SchemaTooNew:
-        pass  # reported above, at its line
     except ValidationError as exc:
         for e in exc.errors(include_url=False):
             field = ".".join(map(str, e["loc"])) or "suite"

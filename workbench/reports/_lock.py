@@ -21,7 +21,7 @@ import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import SerializerFunctionWrapHandler, model_serializer
 
@@ -39,6 +39,8 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {"kind": "certification", "baseline": No
 
 class Lock(Record):
     """The content of ``lock.json``."""
+
+    KIND: ClassVar[str] = "report lock"
 
     schema_version: int = LOCK_SCHEMA_VERSION
     """Lock format version (2: outcome recomputable from the stored evidence, ledger-bound, signable)."""
