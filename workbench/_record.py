@@ -4,11 +4,10 @@ A record is a frozen pydantic model: unknown keys are refused, and each field's 
 is its documentation (``docs/formats.md`` lists them). A record that carries a
 ``schema_version`` declares the newest version this workbench reads in
 :attr:`Record.SCHEMA_VERSION` (by default the field's default value). Reading a record
-written by a newer workbench is refused in one place, :meth:`Record._refuse_newer`, before
-any field is checked, with the same :class:`~workbench.errors.Problem` everywhere
-(``schema_version_newer``, fix "upgrade the workbench"): results, run manifests and
-summaries, report locks, ledger entries, alignment reports, gate results, policies,
-candidates, ...
+written by a newer workbench is refused in one place, :meth:`Record._refuse_newer`, with
+the same :class:`~workbench.errors.Problem` everywhere (``schema_version_newer``, fix
+"upgrade the workbench"): results, run manifests and summaries, report locks, ledger
+entries, alignment reports, gate results, policies, candidates, ...
 
 :class:`LooseRecord` is the one documented variant: the same, except that unknown keys are
 ignored, kept for the models that ignored them before this base existed (derived reports
@@ -20,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from .errors import Problem, WorkbenchError
 
@@ -124,26 +123,19 @@ class Record(BaseModel):
         if "SCHEMA_VERSION" not in cls.__dict__ and field is not None and isinstance(field.default, int) and not isinstance(field.default, bool):
             cls.SCHEMA_VERSION = field.default
 
-    @model_validator(mode="before")
+    @field_validator("schema_version", mode="after", check_fields=False)
     @classmethod
-    def _refuse_newer(cls, data: Any) -> Any:
-        """The one version gate: refuse a ``schema_version`` newer than :attr:`SCHEMA_VERSION`."""
-        supported = cls.SCHEMA_VERSION
-        if supported is not None and isinstance(data, dict):
-            version = data.get("schema_version")
-            if schema_too_new(version, supported):
-                raise SchemaTooNew(cls.KIND, version, supported)
-        return data
+    def _refuse_newer(cls, version: object) -> object:
+        """The one version gate: refuse a ``schema_version`` newer than :attr:`SCHEMA_VERSION`.
 
-    @model_validator(mode="after")
-    def _refuse_newer_read(self) -> Record:
-        """The same gate on the value as read (a backstop for any input the check above
-        cannot see, e.g. a version coerced from another type)."""
-        supported = type(self).SCHEMA_VERSION
-        version = getattr(self, "schema_version", None)
+        A field validator, so that it costs one call per versioned record and nothing on the
+        records without a version. It raises :class:`SchemaTooNew`, which is no ``ValueError``:
+        validation stops there, whatever else is wrong with the record (a newer format's other
+        fields cannot be judged by this reader)."""
+        supported = cls.SCHEMA_VERSION
         if supported is not None and schema_too_new(version, supported):
-            raise SchemaTooNew(type(self).KIND, version, supported)  # type: ignore[arg-type]
-        return self
+            raise SchemaTooNew(cls.KIND, version, supported)  # type: ignore[arg-type]
+        return version
 
 
 class LooseRecord(Record):
