@@ -15,7 +15,7 @@ export RAGAS_DO_NOT_TRACK := true
 DEMO_GOLD := data/demo
 DEMO_OUT  := runs/demo
 
-.PHONY: demo test lint bench clean-demo venv FORCE
+.PHONY: demo test test-fast lint bench clean-demo venv FORCE
 
 venv: $(STAMP)
 
@@ -70,8 +70,19 @@ demo: $(STAMP)
 	$(BIN)/workbench reports --reports $(DEMO_OUT)/reports --ledger
 	@echo; echo "Open the reports: $(DEMO_OUT)/reports/rubric-judge/2/1/report.html and $(DEMO_OUT)/reports/rubric-judge/3/1/report.html"
 
+# The suite runs on pytest-xdist workers (one per core; PYTEST_WORKERS=2 or 0 to choose), a test
+# module per worker at a time (--dist loadscope), so module fixtures (a certified report, a
+# JupyterLab server) are built once. The 15 slowest tests are listed at the end.
+PYTEST_WORKERS ?= auto
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --durations=15
+
 test: $(STAMP)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL)
+
+# Everything but the tests that launch chromium or execute a notebook (certification included);
+# `make test` runs those too.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not browser and not notebook"
 
 lint: $(STAMP)
 	$(BIN)/ruff check workbench tests bench

@@ -7,6 +7,8 @@
 - With ``WORKBENCH_REQUIRE_DATASETS=1`` (``.ci/run`` sets it: CI has the datasets) a
   ``datasets`` test that skips, for whatever reason, is reported as failed instead.
 - Every session that collected such tests ends with one line: how many ran, how many skipped.
+  Under pytest-xdist the controller counts the reports its workers send, so the totals are the
+  whole session's.
 
 ``tests/conftest.py`` imports the hooks below, which is how pytest finds them.
 """
@@ -61,6 +63,7 @@ def require(path: Path) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", f"{MARKER}: the test reads the public datasets ({DATASETS_ENV} or ../shared/datasets); under {REQUIRE_ENV}=1 it may not skip")
     config.stash[_STATE] = {}
+    config.pluginmanager.register(_Counter(config.stash[_STATE]), "workbench-datasets-counter")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -69,23 +72,51 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(needs_datasets)
 
 
+_PROPERTY = "workbench_datasets"
+"""The ``user_properties`` key a report carries its dataset accounting under: ``ran``, ``skipped``
+or ``failed_missing``. Reports travel from pytest-xdist workers to the controller with their
+``user_properties``, so the controller counts every worker's tests (a worker's stash never reaches it)."""
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
     outcome = yield
     if item.get_closest_marker(MARKER) is None:
         return
     report = outcome.get_result()  # type: ignore[attr-defined]
-    state = item.config.stash[_STATE]
     if report.skipped:
         if required():
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
             report.outcome = "failed"
             report.longrepr = f"{REQUIRE_ENV}=1 and this dataset-dependent test skipped: {reason}"
-            state[item.nodeid] = "failed_missing"
+            _tag(report, "failed_missing")
         else:
-            state[item.nodeid] = "skipped"
-    elif (report.when == "call" or report.failed) and state.get(item.nodeid) is None:
-        state[item.nodeid] = "ran"
+            _tag(report, "skipped")
+    elif report.when == "call" or report.failed:
+        _tag(report, "ran")
+
+
+def _tag(report: pytest.TestReport, value: str) -> None:
+    # A new list: the report shares its item's list, which every later phase's report would inherit.
+    report.user_properties = [*report.user_properties, (_PROPERTY, value)]
+
+
+class _Counter:
+    """Counts reports in the process that prints the summary: the only one, or the xdist controller
+    as workers send their reports (``pytest_configure`` registers it; a plugin, so the conftest
+    files that import the hooks by name need nothing more)."""
+
+    def __init__(self, state: dict[str, str]) -> None:
+        self.state = state
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        for key, value in report.user_properties:
+            if key != _PROPERTY:
+                continue
+            if value != "ran":
+                self.state[report.nodeid] = value  # a skip (or its refusal) decides, whatever came before
+            elif self.state.get(report.nodeid) is None:
+                self.state[report.nodeid] = value
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:

@@ -71,7 +71,10 @@ def require_chromium() -> None:
 @contextlib.contextmanager
 def launch_chromium() -> Iterator[Browser]:
     """Headless Debian chromium under Playwright; closed (and Playwright stopped) on exit."""
+    from _markers import note
     from playwright.sync_api import sync_playwright
+
+    note("browser")  # the running test must carry @pytest.mark.browser
 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(

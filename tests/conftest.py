@@ -237,33 +237,39 @@ def _no_inherited_demo_urls(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Tests that need ../shared/datasets: the `datasets` marker, skip or fail, and the count at the end.
 from _datasets import (  # noqa: E402,F401  (pytest finds hooks by name in conftest)
-    pytest_collection_modifyitems,
     pytest_configure,
     pytest_runtest_makereport,
     pytest_terminal_summary,
 )
 
-_GUARDED = ("data", "notebooks", "examples")
-"""Committed trees no test may write into (a held-out ledger beside data/demo, an executed notebook ...)."""
+# The session fails if a test wrote into data/, notebooks/ or examples/ (checked once, by the
+# process that owns the session: the only one or the pytest-xdist controller).
+from _guard import pytest_sessionfinish, pytest_sessionstart  # noqa: E402,F401
+
+# An unmarked test that executes a notebook or launches chromium fails (`make test-fast` relies
+# on the `notebook` and `browser` markers).
+from _markers import pytest_collection_finish, pytest_runtest_call, pytest_runtest_setup  # noqa: E402,F401
 
 
-def _guarded_state(root: Path) -> str | None:
-    import subprocess
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    import _datasets
 
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *_GUARDED], cwd=root, capture_output=True, text=True, timeout=30, check=True)
-    except (OSError, subprocess.SubprocessError):
-        return None  # not a git checkout: nothing to compare
-    return out.stdout
+    _datasets.pytest_collection_modifyitems(config, items)
+    _slow_modules_first(items)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def committed_trees_stay_untouched() -> Any:
-    """Fail the session if a test changed or added files under data/, notebooks/ or examples/."""
-    root = Path(__file__).resolve().parents[1]
-    before = _guarded_state(root)
-    yield
-    after = _guarded_state(root)
-    if before is not None and after is not None and after != before:
-        new = sorted(set(after.splitlines()) - set(before.splitlines()))
-        pytest.fail("tests wrote into committed trees (use a tmp copy): " + "; ".join(new[:10]), pytrace=False)
+def _slow_modules_first(items: list[pytest.Item]) -> None:
+    """Modules with the most notebook and browser tests run first, the rest in file order.
+
+    Under ``--dist loadscope`` each xdist worker takes a whole module at a time in this order:
+    the long ones start at once and the short ones fill in, instead of one long module running
+    alone at the end while the other worker idles. The order within a module is kept.
+    """
+    weight: Counter[str] = Counter()
+    for item in items:
+        if item.get_closest_marker("notebook") or item.get_closest_marker("browser"):
+            weight[item.nodeid.split("::", 1)[0]] += 1
+    first_seen = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(item.nodeid.split("::", 1)[0], index)
+    items.sort(key=lambda item: (-weight[m := item.nodeid.split("::", 1)[0]], first_seen[m]))

@@ -36,6 +36,8 @@ from workbench.policy import load_policy
 from workbench.repeatability import DriftEntry, SentinelChange, drift_log_path_for, read_drift_log
 from workbench.reports import certify
 
+pytestmark = pytest.mark.notebook
+
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "data" / "demo"
 SLICES = ["refund_policy", "account_security", "billing_payments", "subscription_cancellation", "privacy_data_requests", "shipping_delivery", "escalation_handoff"]

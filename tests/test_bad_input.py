@@ -116,9 +116,10 @@ def test_named_pipe_in_place_of_the_evidence_snapshot_is_refused_without_hanging
 
 
 def test_align_results_directory_exits_2(make_dataset, tmp_path: Path) -> None:
+    # A directory is read as result shards (issue 14); one holding none is refused.
     root = make_dataset([make_case("a")])
     (tmp_path / "results_dir").mkdir()
-    refused(invoke("align", "--gold", str(root), "--results", str(tmp_path / "results_dir")), "not_a_file")
+    refused(invoke("align", "--gold", str(root), "--results", str(tmp_path / "results_dir")), "results_missing")
 
 
 def test_unreadable_results_exit_2(make_dataset, deny_reading, tmp_path: Path) -> None:
@@ -609,6 +610,7 @@ def test_library_functions_refuse_a_bad_partition(make_dataset, value: object) -
         assert codes(info.value) == ["invalid_partition"]
 
 
+@pytest.mark.notebook
 @pytest.mark.parametrize(("parameters", "needle"), [({"concurrency": "8"}, "concurrency"), ({"concurrency": 0}, "concurrency"), ({"partition": 5}, "partition")])
 def test_notebook_with_a_wrongly_typed_parameter_fails_with_a_clear_error(tmp_path: Path, parameters: dict[str, object], needle: str) -> None:
     import papermill

@@ -40,6 +40,8 @@ from workbench.reports import certify
 from workbench.results import read_results
 from workbench.review import DISAGREEMENT_CLASSES
 
+pytestmark = [pytest.mark.browser, pytest.mark.notebook]
+
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Locator, Page
 

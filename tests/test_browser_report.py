@@ -34,6 +34,8 @@ from workbench.gold import load_dataset
 from workbench.reports import certify, read_lock
 from workbench.stats import cases_to_bound
 
+pytestmark = [pytest.mark.browser, pytest.mark.notebook]
+
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, Page
 

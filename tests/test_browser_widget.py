@@ -49,6 +49,8 @@ from workbench.gold import load_dataset
 from workbench.results import read_results
 from workbench.review import CAUSES, DISAGREEMENT_CLASSES
 
+pytestmark = pytest.mark.browser
+
 if TYPE_CHECKING:
     from playwright.sync_api import Locator, Page
 

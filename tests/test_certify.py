@@ -20,6 +20,8 @@ from workbench.reports import certify, external_references, list_reports, read_l
 from workbench.results import read_results
 from workbench.runs import RunSummary
 
+pytestmark = pytest.mark.notebook
+
 ROOT = Path(__file__).resolve().parents[1]
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from ci_support import ROOT, assert_junit_shape, junit_cases
 from click.testing import CliRunner
 
@@ -22,6 +23,7 @@ def _gold(tmp_path: Path) -> Path:
     return gold
 
 
+@pytest.mark.notebook
 def test_release_certifies_verifies_and_summarizes(tmp_path: Path) -> None:
     gold = _gold(tmp_path)
     policy = ROOT / "data" / "policies" / "support-release@1.yaml"

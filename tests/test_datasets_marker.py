@@ -45,7 +45,7 @@ def test_needs_nothing():
 """
 
 
-def _pytest(tmp_path: Path, *, present: bool, required: bool) -> subprocess.CompletedProcess[str]:
+def _pytest(tmp_path: Path, *, present: bool, required: bool, workers: int = 0) -> subprocess.CompletedProcess[str]:
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "conftest.py").write_text(CONFTEST, encoding="utf-8")
@@ -61,8 +61,9 @@ def _pytest(tmp_path: Path, *, present: bool, required: bool) -> subprocess.Comp
     env.pop("WORKBENCH_REQUIRE_DATASETS", None)
     if required:
         env["WORKBENCH_REQUIRE_DATASETS"] = "1"
+    parallel = ["-p", "xdist", "-n", str(workers)] if workers else []
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--strict-markers", "--rootdir", str(suite), str(suite)],
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--strict-markers", *parallel, "--rootdir", str(suite), str(suite)],
         cwd=suite, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
 
@@ -78,7 +79,9 @@ def test_under_require_a_missing_dataset_fails_instead_of_skipping(tmp_path: Pat
     proc = _pytest(tmp_path, present=False, required=True)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "skipped" not in proc.stdout.splitlines()[-1]
-    assert proc.stdout.count("WORKBENCH_REQUIRE_DATASETS=1 and this dataset-dependent test skipped") == 2
+    # One refusal per test in its report; the short summary repeats them (in full when CI is set).
+    refusals = [line for line in proc.stdout.splitlines() if line.startswith("WORKBENCH_REQUIRE_DATASETS=1 and this dataset-dependent test skipped")]
+    assert len(refusals) == 2, proc.stdout
     assert "dataset-dependent tests: 0 ran, 0 skipped" in proc.stdout and "WORKBENCH_REQUIRE_DATASETS=1: 2 failed instead of skipping" in proc.stdout
 
 
@@ -87,6 +90,20 @@ def test_present_datasets_run_and_are_counted(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout
     assert "dataset-dependent tests: 2 ran, 0 skipped" in proc.stdout and "0 failed instead of skipping" in proc.stdout
+
+
+@pytest.mark.parametrize("present", [True, False], ids=["present", "missing"])
+def test_under_xdist_the_controller_counts_every_workers_tests(tmp_path: Path, present: bool) -> None:
+    """`make test` runs on pytest-xdist workers: the line must still give the whole session's totals."""
+    proc = _pytest(tmp_path, present=present, required=True, workers=2)
+    assert proc.returncode == (0 if present else 1), proc.stdout + proc.stderr
+    assert "bringing up nodes" in proc.stdout, proc.stdout  # it did run on xdist workers
+    if present:
+        assert "3 passed" in proc.stdout
+        assert "dataset-dependent tests: 2 ran, 0 skipped" in proc.stdout and "0 failed instead of skipping" in proc.stdout
+    else:
+        assert "1 passed" in proc.stdout and "2 failed" in proc.stdout
+        assert "dataset-dependent tests: 0 ran, 0 skipped" in proc.stdout and "2 failed instead of skipping" in proc.stdout
 
 
 @pytest.mark.parametrize(

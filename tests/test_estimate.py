@@ -107,6 +107,7 @@ def _final_verdicts(results: Path) -> dict[str, str | None]:
     return {cid: v for cid, (_, v) in best.items()}
 
 
+@pytest.mark.notebook
 def test_estimate_from_a_real_certified_report_matches_hand_computation(work: dict[str, Path]) -> None:
     out = _estimate_cli(work, "--labelled", str(work["labelled"]), "--json")
     assert out.exit_code == 0, out.output
@@ -150,6 +151,7 @@ def test_estimate_from_a_real_certified_report_matches_hand_computation(work: di
     assert text.exit_code == 0 and "naive pass rate" in text.output and "corrected" in text.output and "bootstrap" in text.output
 
 
+@pytest.mark.notebook
 def test_same_inputs_and_seed_give_the_same_interval(work: dict[str, Path]) -> None:
     a = estimate_production(work["report"], work["results"], work["slices"], GOLD, seed=3)
     b = estimate_production(work["report"], work["results"], work["slices"], GOLD, seed=3)
@@ -158,6 +160,7 @@ def test_same_inputs_and_seed_give_the_same_interval(work: dict[str, Path]) -> N
     assert a.overall.corrected.raw == pytest.approx(c.overall.corrected.raw) and c.seed is None and "delta-method" in c.methods["corrected"]
 
 
+@pytest.mark.notebook
 def test_traffic_without_a_verdict_is_incomplete_exit_3(work: dict[str, Path], tmp_path: Path) -> None:
     slices = tmp_path / "slices.csv"
     slices.write_text(work["slices"].read_text() + "prod-never-judged,refund_policy\n")
@@ -198,6 +201,7 @@ def _refused(out, code: str) -> None:
     assert f"[{code}]" in out.output and "Traceback" not in out.output
 
 
+@pytest.mark.notebook
 def test_refuses_a_tampered_report(work: dict[str, Path], tmp_path: Path) -> None:
     # The attack: edit the certified report so the judge looks more specific (no false pass).
     copy = _copy(work["report"], tmp_path / "tampered")
@@ -208,6 +212,7 @@ def test_refuses_a_tampered_report(work: dict[str, Path], tmp_path: Path) -> Non
     _refused(_estimate_cli(work, report=copy), "report_unverified")
 
 
+@pytest.mark.notebook
 def test_refuses_a_report_that_is_not_certified(work: dict[str, Path], tmp_path: Path) -> None:
     def review(gate):
         gate["outcome"] = "review_required"
@@ -217,6 +222,7 @@ def test_refuses_a_report_that_is_not_certified(work: dict[str, Path], tmp_path:
     _refused(_estimate_cli(work, report=tmp_path / "empty"), "report_missing")
 
 
+@pytest.mark.notebook
 def test_refuses_a_report_without_figures(work: dict[str, Path], tmp_path: Path) -> None:
     def old(gate):
         gate["figures"] = []
@@ -224,6 +230,7 @@ def test_refuses_a_report_without_figures(work: dict[str, Path], tmp_path: Path)
     _refused(_estimate_cli(work, report=_reseal(work["report"], tmp_path / "old", old)), "report_without_figures")
 
 
+@pytest.mark.notebook
 def test_refuses_a_stale_report_other_ragas(work: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
     import workbench.judges
 
@@ -233,10 +240,12 @@ def test_refuses_a_stale_report_other_ragas(work: dict[str, Path], monkeypatch: 
     assert "0.0.0-not-the-certified-one" in out.output
 
 
+@pytest.mark.notebook
 def test_refuses_traffic_judged_by_another_candidate(work: dict[str, Path]) -> None:
     _refused(_estimate_cli(work, results=work["other_results"]), "report_stale_candidate")
 
 
+@pytest.mark.notebook
 def test_refuses_slices_the_certification_does_not_cover(work: dict[str, Path], tmp_path: Path) -> None:
     def drop(gate):
         gate["figures"] = [f for f in gate["figures"] if f["slice"] != "escalation_handoff"]
@@ -255,6 +264,7 @@ def test_refuses_slices_the_certification_does_not_cover(work: dict[str, Path], 
     _refused(_estimate_cli(work, rubric=tmp_path / "rubric.yaml"), "rubric_mismatch")
 
 
+@pytest.mark.notebook
 def test_refuses_bad_traffic_files_listing_every_problem(work: dict[str, Path], tmp_path: Path) -> None:
     lines = work["slices"].read_text().splitlines()
     slices = tmp_path / "slices.csv"
@@ -351,6 +361,7 @@ def test_corrected_intervals_cover_the_truth_and_the_naive_one_does_not() -> Non
 # -- notebook 06 ------------------------------------------------------------------------------
 
 
+@pytest.mark.notebook
 def test_notebook_06_simulates_checks_coverage_and_estimates_real_traffic(work: dict[str, Path], tmp_path: Path) -> None:
     out = tmp_path / "06.ipynb"
     papermill.execute_notebook(
@@ -374,6 +385,7 @@ def test_notebook_06_simulates_checks_coverage_and_estimates_real_traffic(work: 
     assert read_lock(work["report"]).report_id in text  # the real report's estimate was shown
 
 
+@pytest.mark.notebook
 def test_notebook_06_without_a_report_runs_the_simulation_only(tmp_path: Path) -> None:
     out = tmp_path / "06.ipynb"
     papermill.execute_notebook(str(ROOT / "notebooks" / "06_production_estimate.ipynb"), str(out), parameters={"coverage_seeds": 20, "labelled": 0}, cwd=str(ROOT / "notebooks"), progress_bar=False, kernel_name="python3")

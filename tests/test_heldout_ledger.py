@@ -48,8 +48,14 @@ def fresh_gold(directory: Path, name: str = "gold") -> Path:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
-    return subprocess.run([PYTHON, "-m", "workbench", *args], cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
+    """``workbench <args>`` in-process (click's CliRunner): its exit code and separate stdout and stderr.
+
+    A subprocess per call re-imported the workbench (seconds under load) to test refusals that
+    happen in the command itself; the concurrent and killed certifications below stay processes.
+    """
+    result = CliRunner().invoke(main, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output  # never a traceback
+    return subprocess.CompletedProcess(["workbench", *args], result.exit_code, result.stdout, result.stderr)
 
 
 def lines(path: Path) -> list[str]:
@@ -68,6 +74,7 @@ def certified(tmp_path_factory: pytest.TempPathFactory):
 # -- where the ledger lives ----------------------------------------------------------------
 
 
+@pytest.mark.notebook
 def test_certifying_into_another_reports_directory_is_refused(certified, tmp_path: Path) -> None:
     gold, _, first = certified
     ledger = gold / LEDGER_FILE
@@ -137,6 +144,7 @@ def _delete_a_middle_line(rows: list[dict]) -> tuple[list[dict], int]:
     return [rows[0], rows[2]], 2
 
 
+@pytest.mark.notebook
 @pytest.mark.parametrize("tamper", [_edit_outcome, _edit_and_rehash_the_line, _delete_first_line, _delete_a_middle_line], ids=lambda f: f.__name__.strip("_"))
 def test_an_edited_or_deleted_ledger_line_breaks_the_chain(certified, tmp_path: Path, tamper) -> None:
     gold, _, first = certified
@@ -159,6 +167,7 @@ def test_an_edited_or_deleted_ledger_line_breaks_the_chain(certified, tmp_path: 
     assert listing.returncode == 1 and "CHAIN BROKEN" in listing.stdout and f"chain broken at line {broken_at}" in listing.stderr
 
 
+@pytest.mark.notebook
 def test_deleting_the_last_lines_is_caught_by_the_reports_on_disk(tmp_path: Path) -> None:
     gold = fresh_gold(tmp_path)
     reports = tmp_path / "reports"
@@ -174,6 +183,7 @@ def test_deleting_the_last_lines_is_caught_by_the_reports_on_disk(tmp_path: Path
 # -- two certifications at the same moment ---------------------------------------------------
 
 
+@pytest.mark.notebook
 def test_two_simultaneous_certifications_give_one_certification_and_one_refusal(tmp_path: Path) -> None:
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
     for trial in range(3):
@@ -214,6 +224,7 @@ def _self_made_entry(ledger: HeldOutLedger, gold: Path, report_dir: Path):
         return ledger.start(candidate=judge.spec.label, fingerprint=judge.identity.fingerprint(), dataset_sha256=dataset.sha256, manifest_sha256=held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out")), report_id=f"{report_dir.parent.parent.name}/{report_dir.parent.name}/{report_dir.name}", reports_root=report_dir.parents[2], gold=gold, rerun_reason=None)
 
 
+@pytest.mark.notebook
 @pytest.mark.parametrize("attack", ["self_made_ledger", "token_not_opened", "hand_appended_entry"])
 def test_the_notebook_refuses_to_run_unless_certify_opened_its_entry(tmp_path: Path, attack: str) -> None:
     import papermill
@@ -250,6 +261,7 @@ def test_the_notebook_refuses_to_run_unless_certify_opened_its_entry(tmp_path: P
 # -- align --partition held_out ------------------------------------------------------------
 
 
+@pytest.mark.notebook
 def test_align_refuses_held_out_results_no_certification_recorded(certified, tmp_path: Path) -> None:
     gold, _, first = certified
     recorded = first.report_dir / "restricted" / "run" / "results.jsonl"
@@ -268,6 +280,7 @@ def test_align_refuses_held_out_results_no_certification_recorded(certified, tmp
 # -- a certification killed mid-run ----------------------------------------------------------
 
 
+@pytest.mark.notebook
 def test_a_killed_certification_is_aborted_listed_and_chained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from workbench.demo.fake_llm import respond
     from workbench.testing import FakeLLM
@@ -318,6 +331,7 @@ def test_a_killed_certification_is_aborted_listed_and_chained(tmp_path: Path, mo
     assert [e.event for e in HeldOutLedger(ledger_path_for(gold)).entries()] == ["started", "aborted", "started", "finished"]
 
 
+@pytest.mark.notebook
 def test_uses_in_the_earlier_reports_root_ledger_still_count(tmp_path: Path) -> None:
     """Before the ledger moved beside the data it lived in the reports root (schema 1, no chain)."""
     gold = fresh_gold(tmp_path)

@@ -219,6 +219,7 @@ def test_certify_copies_the_imported_candidate_with_its_results(gold: Path, proj
     assert (copies["candidate"].parent / "results.jsonl").read_bytes() == (tmp_path / "out" / "results.jsonl").read_bytes()
 
 
+@pytest.mark.notebook
 def test_certify_runs_an_imported_candidate_and_a_missing_prediction_keeps_it_incomplete(tmp_path: Path) -> None:
     """A real certification (papermill) of an imported candidate on the demo held-out partition."""
     from workbench.reports import certify

@@ -177,6 +177,7 @@ def _commands(next_steps: str) -> list[list[str]]:
     return [shlex.split(line) for line in lines if line.startswith("workbench ")]
 
 
+@pytest.mark.notebook
 def test_next_steps_walk_through_runs_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = init_project(tmp_path / "proj", name=NAME).root
     next_steps = (root / "NEXT_STEPS.md").read_text()

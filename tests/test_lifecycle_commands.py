@@ -147,6 +147,7 @@ def _run(body: str, work: Path) -> list[str]:
     return statuses
 
 
+@pytest.mark.notebook
 def test_the_authority_walk_through_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     marked = {mark: body for mark, _, body in _blocks() if mark}
     assert set(marked) == {"policy", "promote", "output promote", "stale", "output stale"}

@@ -28,6 +28,9 @@ from workbench.reports import certify, read_lock, verify_report
 from workbench.reports._certify import resume_review
 from workbench.reports._migration import pending_for_report, record_transition_review
 
+# Migration certifications execute 03_certify.ipynb (both versions, then resumes).
+pytestmark = pytest.mark.notebook
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo"
 SLICES = ["refund_policy", "account_security", "billing_payments", "subscription_cancellation", "privacy_data_requests", "shipping_delivery", "escalation_handoff"]

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import papermill
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,6 +30,7 @@ def test_committed_without_outputs_with_a_parameters_cell() -> None:
     assert len(params) == 1 and "serve_fake_llm = True" in params[0].source and "run_root" in params[0].source
 
 
+@pytest.mark.notebook
 def test_notebook_runs_controls_first_and_shows_scores_against_limits(tmp_path: Path) -> None:
     out = tmp_path / "noise.ipynb"
     papermill.execute_notebook(

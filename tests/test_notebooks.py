@@ -53,6 +53,7 @@ def _assert_tables_read_at_a_glance(nb: nbformat.NotebookNode) -> None:
         assert 'class="row_heading' not in html and 'class="blank level0' not in html, "a table shows its index"
 
 
+@pytest.mark.notebook
 def test_overview_runs_and_shows_alignment(tmp_path: Path) -> None:
     out = tmp_path / "out.ipynb"
     _execute(
@@ -80,6 +81,7 @@ def test_overview_runs_and_shows_alignment(tmp_path: Path) -> None:
     assert len(results) == 3 and all(len(p.read_text().splitlines()) > 100 for p in results)
 
 
+@pytest.mark.notebook
 def test_overview_refuses_the_held_out_partition(tmp_path: Path) -> None:
     with pytest.raises(papermill.PapermillExecutionError) as info:
         _execute(
@@ -94,6 +96,7 @@ def test_overview_refuses_the_held_out_partition(tmp_path: Path) -> None:
     assert not (tmp_path / "runs").exists()
 
 
+@pytest.mark.notebook
 def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: Path) -> None:
     out = tmp_path / "dev.ipynb"
     _execute(
@@ -115,6 +118,7 @@ def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: 
     assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "support-llm-judge@1.yaml")) == 1
 
 
+@pytest.mark.notebook
 def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> None:
     out = tmp_path / "cal.ipynb"
     selections = tmp_path / "selections.jsonl"
@@ -143,6 +147,7 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
     assert record["selected"] == "rubric-judge@2" and len(record["compared"]) == 5
 
 
+@pytest.mark.notebook
 def test_calibrate_notebook_saves_a_failing_threshold_only_when_accepted(tmp_path: Path) -> None:
     base = {"run_root": str(tmp_path / "runs"), "selections_path": str(tmp_path / "sel.jsonl"), "candidates": ["../data/candidates/rubric-judge@2.yaml"], "serve_fake_llm": False, "save_to": str(tmp_path / "candidates")}
     with pytest.raises(papermill.PapermillExecutionError) as info:
@@ -154,6 +159,7 @@ def test_calibrate_notebook_saves_a_failing_threshold_only_when_accepted(tmp_pat
     assert "accept_failing=True although it fails" in saved["description"]
 
 
+@pytest.mark.notebook
 def test_calibrate_notebook_runs_without_a_score_candidate(tmp_path: Path) -> None:
     out = tmp_path / "cal.ipynb"
     _execute(
@@ -169,6 +175,7 @@ def test_calibrate_notebook_runs_without_a_score_candidate(tmp_path: Path) -> No
     assert len(json.loads((tmp_path / "sel.jsonl").read_text().splitlines()[0])["compared"]) == 2
 
 
+@pytest.mark.notebook
 @pytest.mark.parametrize("name", ["01_develop.ipynb", "02_calibrate.ipynb"])
 def test_phase_notebooks_refuse_held_out(name: str, tmp_path: Path) -> None:
     nb = nbformat.read(ROOT / "notebooks" / name, as_version=4)

@@ -6,6 +6,7 @@ import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,3 +59,31 @@ def test_ragas_telemetry_disabled_on_import() -> None:
         [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "true"
+
+
+def test_the_package_data_ships_the_certification_notebook_and_py_typed() -> None:
+    """An installed wheel can certify from any directory: 03_certify.ipynb is package data
+    (workbench/notebooks/ links to notebooks/, the file users open) and py.typed is there.
+    A stand-in for building the wheel (which needs setuptools from the package index): the
+    globs setuptools applies must match both files. Built by hand: see the closing note."""
+    import fnmatch
+    import json
+
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["workbench"]
+    package = ROOT / "workbench"
+    for relative in ("py.typed", "notebooks/03_certify.ipynb"):
+        assert (package / relative).is_file(), relative
+        assert any(fnmatch.fnmatch(relative, g) for g in globs), relative
+    shipped = json.loads((package / "notebooks" / "03_certify.ipynb").read_text(encoding="utf-8"))
+    assert shipped == json.loads((ROOT / "notebooks" / "03_certify.ipynb").read_text(encoding="utf-8"))
+
+
+def test_default_notebook_falls_back_to_the_packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from workbench.reports._certify import default_notebook
+
+    monkeypatch.chdir(tmp_path)  # no notebooks/ here
+    packaged = default_notebook()
+    assert packaged.is_file() and packaged.parent.name == "notebooks" and packaged.parent.parent.name == "workbench"
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "03_certify.ipynb").write_text("{}", encoding="utf-8")
+    assert default_notebook() == Path("notebooks") / "03_certify.ipynb"  # a project's own copy wins

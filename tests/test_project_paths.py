@@ -91,6 +91,7 @@ def test_overview_printed_command_works_as_printed(tmp_path: Path, monkeypatch: 
     assert len(list((project / "runs" / "notebooks" / "00_overview").glob("*/calibration/results.jsonl"))) == 3  # rubric-judge@1, @2 and @3
 
 
+@pytest.mark.notebook
 def test_overview_runs_from_notebooks_folder_with_default_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Jupyter's way: the kernel starts in notebooks/; the default (project-relative) paths still resolve."""
     monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 import papermill
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,6 +43,7 @@ def test_committed_thin_without_outputs() -> None:
     assert all(len(c.source.splitlines()) <= 12 for c in code)  # library calls and displays only
 
 
+@pytest.mark.notebook
 def test_llm_ranker_battery_finds_the_position_bias_and_applies_the_release_rules(tmp_path: Path) -> None:
     # The notebook serves the demo ranking model on a free port (never a fixed one that another
     # run may hold), so this test has no reason to skip.
@@ -78,6 +80,7 @@ def test_llm_ranker_battery_finds_the_position_bias_and_applies_the_release_rule
     assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "support-llm-ranker@1.yaml")) == 1
 
 
+@pytest.mark.notebook
 def test_deterministic_ranker_routes_editorial_drift_to_review(tmp_path: Path) -> None:
     text = _execute(tmp_path, candidate="../data/candidates/policy-ranker@1.yaml", serve_fake_llm=False)
     assert "policy-ranker@1" in text and "review_required" in text and "ranking_editorial_drift" in text

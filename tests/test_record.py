@@ -20,7 +20,8 @@ from workbench.heldout import HeldOutLedger
 from workbench.reports._lock import LOCK_FILE, Lock, read_lock, write_lock
 from workbench.reports._verify import verify_one
 from workbench.results import JudgeIdentity
-from workbench.runs._manifest import MANIFEST_FILE, RunManifest, freeze_manifest
+from workbench.runs._manifest import RunManifest, freeze_manifest
+from workbench.runs._rundir import MANIFEST_FILE
 
 
 def _all_models() -> list[type[BaseModel]]:

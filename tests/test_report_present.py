@@ -327,6 +327,7 @@ def test_demo_policy_3_is_loadable_and_reachable_in_principle() -> None:
     assert policy.min_n_for("escalation_handoff") <= 3  # the smallest held-out slice has 4 cases
 
 
+@pytest.mark.notebook
 def test_cli_output_is_quiet_in_a_log(tmp_path: Path) -> None:
     """Piped (not a terminal), as in CI or `make demo > log`: no carriage-return progress bar and
     no kernel warning about TCP without encryption from the certification kernel."""

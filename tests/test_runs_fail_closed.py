@@ -270,8 +270,10 @@ def test_second_run_on_the_same_out_is_refused_at_once(make_dataset, tmp_path: P
     cases = [make_case(f"c{i:02d}", "pass", response=f"Unique response {i:02d}.") for i in range(12)]
     gold = make_dataset(cases)
     out = tmp_path / "out"
-    with FakeLLM(default=Reply("pass"), latency_s=1.0) as server:
-        spec = write_spec(tmp_path / "specs", server.base_url)
+    # 3 s a call holds the first run (36 s) while the second starts, however loaded the machine;
+    # once the second is refused the latency drops, so the first finishes at once.
+    with FakeLLM(default=Reply("pass"), latency_s=3.0) as server:
+        spec = write_spec(tmp_path / "specs", server.base_url, endpoint={"timeout_s": 10})
         command = [sys.executable, "-m", "workbench.cli.main", "run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development", "--out", str(out), "--concurrency", "1", "--no-progress", "--no-cache"]
         env = {**os.environ, KEY_ENV: SECRET}
         first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

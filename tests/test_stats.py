@@ -215,3 +215,35 @@ def test_cohen_kappa_refuses_labels_outside_the_vocabulary():
     # scikit-learn would drop the ("x", "x") item and still n would say 3
     with pytest.raises(ValueError, match="outside the vocabulary"):
         cohen_kappa(["x", "pass", "fail"], ["x", "fail", "fail"], labels=["pass", "fail"])
+
+
+# ------------------------------------------- closed forms equal the libraries to the last bit
+
+
+def test_wilson_closed_form_equals_statsmodels_exactly():
+    """The hot path computes Wilson intervals itself; the report must not change by one bit."""
+    for n in [*range(1, 60), 99, 100, 101, 997, 1000, 33_333, 100_000, 1_000_000]:
+        for k in sorted({0, 1, 2, n // 7, n // 3, n // 2, n - 1, n} & set(range(n + 1))):
+            rate = wilson_rate(k, n)
+            sm_low, sm_high = proportion_confint(k, n, alpha=0.05, method="wilson")
+            assert (rate.ci95_low, rate.ci95_high) == (float(sm_low), float(sm_high)), (k, n)
+    for alpha in (0.1, 0.01):
+        rate = wilson_rate(7, 33, alpha=alpha)
+        assert (rate.ci95_low, rate.ci95_high) == tuple(map(float, proportion_confint(7, 33, alpha=alpha, method="wilson")))
+
+
+def test_cohen_kappa_closed_form_equals_sklearn_exactly():
+    rng = np.random.default_rng(11)
+    vocab = ["pass", "fail", "review_required"]
+    for trial in range(300):
+        n = int(rng.integers(2, 400))
+        k = int(rng.integers(2, 4))
+        a = [vocab[i] for i in rng.integers(0, k, n)]
+        b = [x if rng.random() < 0.7 else vocab[int(rng.integers(0, k))] for x in a]
+        if len(set(a) | set(b)) < 2:
+            continue
+        used = [lab for lab in vocab if lab in set(a) | set(b)]
+        ours = cohen_kappa(a, b, labels=vocab).value
+        reference = float(cohen_kappa_score(a, b, labels=used))
+        assert ours == reference or (ours is None and math.isnan(reference)), trial
+        assert cohen_kappa(a, b).value == float(cohen_kappa_score(a, b)) or cohen_kappa(a, b).value is None

@@ -24,6 +24,8 @@ from workbench.policy import load_policy
 from workbench.reports import Lock, certify, load_signer, read_lock, resolve_budget, verify_one
 from workbench.reports._lock import hash_tree, write_lock
 
+pytestmark = pytest.mark.notebook
+
 ROOT = Path(__file__).resolve().parents[1]
 CANDIDATE = ROOT / "data" / "candidates" / "rubric-judge@2.yaml"
 POLICY = ROOT / "data" / "policies" / "support-release@1.yaml"

@@ -191,7 +191,7 @@ def join_results(
             continue
         read += 1
         r = item.result
-        where = f"{location}:{item.line}"
+        where = f"{item.source or location}:{item.line}"
         fingerprints[r.judge_fingerprint] += 1
         identity_of.setdefault(r.judge_fingerprint, r.judge)
         first_line_of_fp.setdefault(r.judge_fingerprint, item.line)

@@ -111,10 +111,12 @@ class _Observer:
 
 
 def manifest_path_for(results: str | Path) -> Path:
-    """Where the run manifest of a results file lives: ``manifest.json`` in its directory."""
+    """Where the run manifest of results lives: ``manifest.json`` in the results file's
+    directory, or in the directory of result shards itself."""
     from ..runs import MANIFEST_FILE
 
-    return Path(results).parent / MANIFEST_FILE
+    path = Path(results)
+    return (path if path.is_dir() else path.parent) / MANIFEST_FILE
 
 
 def read_run_manifest(results: str | Path) -> RunManifest | None:

@@ -17,8 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
+from .._load import read_config
 from ..errors import Problem, WorkbenchError
 from ..heldout import PROJECT_CONFIG, gold_directory, project_root
 
@@ -37,12 +36,9 @@ def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
 def configured_record(root: Path) -> Path | None:
     """The authority record declared in ``<root>/workbench.yaml``, if any."""
     config = root / PROJECT_CONFIG
-    if not config.is_file():
-        return None
-    try:
-        raw = yaml.safe_load(config.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise _config_problem(config, f"the project configuration cannot be read ({str(exc).splitlines()[0][:120]})", "write workbench.yaml as a UTF-8 YAML mapping") from None
+    raw, unreadable = read_config(config)
+    if unreadable is not None:
+        raise _config_problem(config, f"the project configuration cannot be read ({unreadable.message[:120]})", "write workbench.yaml as a UTF-8 YAML mapping")
     if raw is None:
         return None
     if not isinstance(raw, dict):

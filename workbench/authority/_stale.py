@@ -23,10 +23,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import Field
 
 from .._io import sha256_file, sha256_json
+from .._load import load_yaml
 from .._record import Record as _Model
 from ..errors import WorkbenchError
 from ..heldout import gold_directory
@@ -75,14 +75,12 @@ def gold_state(gold: str | Path) -> GoldState:
     version: str | None = None
     evidence: Path | None = None
     try:
-        raw = yaml.safe_load(rubric_path.read_text(encoding="utf-8"))
-        if not isinstance(raw, dict):
-            raise ValueError("not a mapping")
+        raw = load_yaml(rubric_path, prefix="rubric", what="rubric", missing_fix="", shape=("not a mapping", "")).data
         version = str(raw["version"]) if raw.get("version") is not None else None
         if raw.get("evidence_snapshot"):
             evidence = (rubric_path.parent / str(raw["evidence_snapshot"])).resolve()
-    except (OSError, ValueError, yaml.YAMLError) as exc:
-        problems.append(f"{rubric_path}: the rubric cannot be read ({type(exc).__name__})")
+    except WorkbenchError as exc:  # missing, unreadable, not UTF-8, bad or duplicate-key YAML, not a mapping
+        problems.append(f"{rubric_path}: the rubric cannot be read ({exc.problems[0].code if exc.problems else exc.summary})")
     digest: str | None = None
     try:
         digest = sha256_json({"gold": sha256_file(gold_path), "rubric": sha256_file(rubric_path), "evidence": sha256_file(evidence) if evidence else None})

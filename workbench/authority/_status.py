@@ -28,6 +28,7 @@ from pydantic import Field
 
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
+from ..outcomes import ExitCode
 from ..policy import PolicyScope
 from ._certified import read_report
 from ._grant import Level, describe_scope, level_rank, lower
@@ -149,10 +150,10 @@ class AuthorityStatus(_Model):
         may do less than recorded, or a judge with authority is stale or its latest drift
         check drifted); 0 otherwise."""
         if self.record_problems or any(j.report_verified is False for j in self.judges):
-            return 1
+            return int(ExitCode.FAILED)
         if any(j.effective != j.recorded or (j.recorded != "none" and (j.stale or (j.drift is not None and j.drift.status == "drifted"))) for j in self.judges):
-            return 4
-        return 0
+            return int(ExitCode.REVIEW_REQUIRED)
+        return int(ExitCode.OK)
 
 
 def _drift(gold: str | Path, fingerprint: str, since: datetime | None) -> tuple[DriftSummary | None, list[str]]:

@@ -39,8 +39,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from .._io import atomic_write_json
+from .._load import Problems
 from .._record import LooseRecord
 from ..errors import Problem, WorkbenchError
+from ..outcomes import exit_codes
 from ._expected import apply_expected_failures
 from ._junit import CheckResult
 from ._project import CONFIG_FILE, Inventory, discover
@@ -54,7 +56,7 @@ DETERMINISTIC_KINDS: tuple[str, ...] = ("ragas-function",)
 PLACEHOLDER_KEY = "ci-contracts-placeholder-not-a-key"
 
 Outcome = Literal["passed", "contract_problems", "incomplete", "failed", "review_required"]
-EXIT_CODES: dict[str, int] = {"passed": 0, "failed": 1, "contract_problems": 2, "incomplete": 3, "review_required": 4}
+EXIT_CODES: dict[str, int] = exit_codes("passed", "failed", "contract_problems", "incomplete", "review_required")
 """Exit code of each lane outcome."""
 
 
@@ -126,7 +128,7 @@ class _Check:
 
     def __init__(self) -> None:
         self.t0 = time.perf_counter()
-        self.problems: list[Problem] = []
+        self.problems = Problems()
 
     @property
     def seconds(self) -> float:

@@ -33,9 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import Field, ValidationError, field_validator
 
+from .._load import peek_yaml, read_config, validation_problems
 from .._record import Record as _Model
 from .._record import SchemaTooNew
 from ..errors import Problem
@@ -139,12 +139,9 @@ def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
     """The ``ci:`` block of ``<root>/workbench.yaml`` (defaults when absent), and its problems."""
     path = Path(root) / CONFIG_FILE
     loc = str(path)
-    if not path.is_file():
-        return CiConfig(), []
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        return CiConfig(), [_problem(loc, "ci_config_invalid", f"the project configuration cannot be read ({str(exc).splitlines()[0][:120]})", "write workbench.yaml as a UTF-8 YAML mapping")]
+    raw, unreadable = read_config(path)
+    if unreadable is not None:
+        return CiConfig(), [_problem(unreadable.location, "ci_config_invalid", f"the project configuration cannot be read ({unreadable.message[:120]})", "write workbench.yaml as a UTF-8 YAML mapping")]
     if raw is None:
         return CiConfig(), []
     if not isinstance(raw, dict):
@@ -159,7 +156,7 @@ def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
     except SchemaTooNew as exc:
         return CiConfig(), [exc.problem_at(f"{loc}: {CI_KEY}.schema_version")]
     except ValidationError as exc:
-        return CiConfig(), [_problem(f"{loc}: {CI_KEY}.{'.'.join(map(str, e['loc']))}", "ci_config_invalid", e["msg"], "correct this field; see docs/formats.md#ci-configuration") for e in exc.errors(include_url=False)]
+        return CiConfig(), validation_problems(exc, at=lambda *path: f"{loc}: {CI_KEY}.{'.'.join(map(str, path))}", code="ci_config_invalid", message=lambda e, _: e["msg"], fix="correct this field; see docs/formats.md#ci-configuration")
 
 
 @dataclass
@@ -191,10 +188,7 @@ class Inventory:
 
 
 def _yaml_kind(path: Path) -> Any:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError):
-        return None
+    raw = peek_yaml(path)
     return raw.get("kind") if isinstance(raw, dict) else None
 
 

@@ -23,10 +23,12 @@ from typing import Any, Literal
 from .._io import atomic_write_json
 from .._record import LooseRecord
 from ..errors import WorkbenchError
+from ..outcomes import GATE_OUTCOMES, ExitCode, exit_codes
 from ._junit import CheckResult
 
 RELEASE_SCHEMA_VERSION = 1
-OUTCOME_EXIT: dict[str, int] = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4, "invalid_input": 2}
+OUTCOME_EXIT: dict[str, int] = exit_codes(*GATE_OUTCOMES, "invalid_input")
+"""Exit code of each release-lane outcome: certification's, and invalid input (:mod:`workbench.outcomes`)."""
 _CATEGORY = {"quality": "failure", "incomplete": "incomplete", "review": "review"}
 
 
@@ -80,10 +82,11 @@ class ReleaseSummary(LooseRecord):
 
 def _run_usage(report_dir: Path) -> tuple[float, int, int, int]:
     from ..reports._certify import CONTROLS_DIR, RUN_DIR
+    from ..runs import RunDir
 
     cost, tin, tout, calls = 0.0, 0, 0, 0
     for sub in (CONTROLS_DIR, RUN_DIR):
-        path = report_dir / sub / "run.json"
+        path = RunDir(report_dir / sub).summary
         if path.is_file():
             data = json.loads(path.read_text(encoding="utf-8"))
             cost += float(data.get("cost_usd") or 0.0)
@@ -103,7 +106,7 @@ def run_release(candidate: str | Path, policy: str | Path, gold: str | Path, *, 
     except WorkbenchError as exc:
         lines = [p.format() for p in exc.problems] or [exc.summary]
         check = CheckResult(group="certification", name=Path(candidate).stem, status="failed", category="contract", code=exc.problems[0].code if exc.problems else "invalid_input", message=exc.summary, details=lines)
-        return ReleaseSummary(**base, outcome="invalid_input", exit_code=2, report_dir=None, report_id=None, lock_sha256=None, blockers=[], verified=None, verify_problems=[], problems=lines, budget_usd=None, cost_usd=0.0, tokens_in=0, tokens_out=0, calls=0, checks=[check])
+        return ReleaseSummary(**base, outcome="invalid_input", exit_code=OUTCOME_EXIT["invalid_input"], report_dir=None, report_id=None, lock_sha256=None, blockers=[], verified=None, verify_problems=[], problems=lines, budget_usd=None, cost_usd=0.0, tokens_in=0, tokens_out=0, calls=0, checks=[check])
     report_dir = Path(result.report_dir)
     checks: list[CheckResult] = []
     name = result.report_id
@@ -122,8 +125,8 @@ def run_release(candidate: str | Path, policy: str | Path, gold: str | Path, *, 
     lock = json.loads((report_dir / "lock.json").read_text(encoding="utf-8"))
     cost, tin, tout, calls = _run_usage(report_dir)
     exit_code = OUTCOME_EXIT[result.outcome]
-    if not verification.verified and exit_code == 0:
-        exit_code = 1
+    if not verification.verified and exit_code == ExitCode.OK:
+        exit_code = int(ExitCode.FAILED)  # the report does not verify
     return ReleaseSummary(**base, outcome=result.outcome, exit_code=exit_code, report_dir=str(report_dir), report_id=result.report_id, lock_sha256=result.lock_sha256, blockers=list(result.blockers), verified=verification.verified, verify_problems=verify_lines, problems=[], budget_usd=lock.get("budget_usd"), cost_usd=round(cost, 6), tokens_in=tin, tokens_out=tout, calls=calls, checks=checks)
 
 

@@ -12,11 +12,9 @@ from typing import Any, TypeVar
 import click
 
 from ..errors import WorkbenchError
+from ..outcomes import ExitCode
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-EXIT_INVALID_INPUT = 2
-"""Exit code for invalid user input (bad data, bad arguments, refused joins)."""
 
 
 class FiniteFloatRange(click.FloatRange):
@@ -50,7 +48,7 @@ def user_errors(func: F) -> F:
             return func(*args, **kwargs)
         except WorkbenchError as exc:
             report_problems(exc)
-            sys.exit(EXIT_INVALID_INPUT)
+            sys.exit(ExitCode.INVALID_INPUT)
 
     return wrapper  # type: ignore[return-value]
 

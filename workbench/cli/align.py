@@ -8,12 +8,13 @@ from ..align import align as align_fn
 from ..align import format_report, resolve_partition
 from ..gold import PARTITIONS
 from ..heldout import check_held_out_results
+from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 
 
 @click.command()
 @click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
+@click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.")
 @click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (default: the partition in the run manifest beside the results).")
 @click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to align.")
 @click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report.")
@@ -54,4 +55,4 @@ def align(gold: str, results: str, partition: str | None, repeat: int, as_json: 
     else:
         click.echo(format_report(report))
     if fail_incomplete and report.status != "complete":
-        raise SystemExit(3)
+        raise SystemExit(ExitCode.INCOMPLETE)

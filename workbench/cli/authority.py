@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 
 if TYPE_CHECKING:
@@ -163,7 +164,7 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
         for problem in read.problems:
             click.echo(problem.format(), err=True)
     if not read.ok:
-        sys.exit(1)
+        sys.exit(ExitCode.FAILED)
 
 
 @click.command()

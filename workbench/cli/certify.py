@@ -7,9 +7,10 @@ from pathlib import Path
 import click
 
 from ..errors import Problem, WorkbenchError
-from ._common import BUDGET_USD, echo_json, user_errors
-
-OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
+from ..outcomes import ExitCode, exit_code
+from ..runs._options import RunOptions
+from ._common import echo_json, user_errors
+from ._run_options import run_options
 
 
 @click.command()
@@ -22,14 +23,12 @@ OUTCOME_EXIT = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3,
 @click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
 @click.option("--rerun-reason", default=None, help="Required to certify the same candidate again on the same held-out manifest; recorded in the ledger and the report.")
 @click.option("--overrides", default=None, type=click.Path(path_type=str), help="Override store (default: overrides.jsonl beside the policy).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit for the held-out run. When the policy declares budget_usd, that is used unless this is lower; higher is refused.")
-@click.option("--max-cases", type=click.IntRange(min=0), default=None, help="Case limit for the held-out run (a limited run is incomplete).")
+@run_options("concurrency", "budget", "max_cases", budget={"help": "Spend limit for the held-out run. When the policy declares budget_usd, that is used unless this is lower; higher is refused."}, max_cases={"help": "Case limit for the held-out run (a limited run is incomplete)."})
 @click.option("--notebook", default=None, type=click.Path(path_type=str), help="Certification notebook (default notebooks/03_certify.ipynb).")
 @click.option("--sign", "sign_key", default=None, type=click.Path(path_type=str), help="Sign the lock with this Ed25519 private key (OpenSSH or PEM format).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @user_errors
-def certify(candidate: str | None, policy: str | None, gold: str | None, baseline: str | None, label_mapping: str | None, resume_review: str | None, reports_root: str, rerun_reason: str | None, overrides: str | None, concurrency: int, budget_usd: float | None, max_cases: int | None, notebook: str | None, sign_key: str | None, as_json: bool) -> None:
+def certify(candidate: str | None, policy: str | None, gold: str | None, baseline: str | None, label_mapping: str | None, resume_review: str | None, reports_root: str, rerun_reason: str | None, overrides: str | None, options: RunOptions, notebook: str | None, sign_key: str | None, as_json: bool) -> None:
     """Certify a candidate once on the held-out partition and write a locked report.
 
     Executes notebooks/03_certify.ipynb headless with papermill and writes
@@ -50,7 +49,7 @@ def certify(candidate: str | None, policy: str | None, gold: str | None, baselin
     from ..reports._certify import resume_review as run_resume
 
     if resume_review is not None:
-        extra = [name for name, value in (("--candidate", candidate), ("--policy", policy), ("--baseline", baseline), ("--label-mapping", label_mapping), ("--rerun-reason", rerun_reason), ("--budget-usd", budget_usd), ("--max-cases", max_cases), ("--overrides", overrides)) if value is not None]
+        extra = [name for name, value in (("--candidate", candidate), ("--policy", policy), ("--baseline", baseline), ("--label-mapping", label_mapping), ("--rerun-reason", rerun_reason), ("--budget-usd", options.budget_usd), ("--max-cases", options.max_cases), ("--overrides", overrides)) if value is not None]
         if extra:
             raise WorkbenchError("cannot re-evaluate the report", [Problem(location=name, code="option_with_resume_review", message=f"{name} is taken from the locked report with --resume-review", fix=f"drop {name}") for name in extra])
         result = run_resume(resume_review, gold=gold, notebook=notebook, sign_key=sign_key)
@@ -59,7 +58,7 @@ def certify(candidate: str | None, policy: str | None, gold: str | None, baselin
         if missing:
             raise WorkbenchError("cannot certify", [Problem(location=name, code="option_missing", message=f"Missing option '{name}' (there is no default)", fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration report)") for name in missing])
         assert candidate is not None and policy is not None and gold is not None
-        result = run_certify(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, overrides=overrides, notebook=notebook, sign_key=sign_key, baseline=baseline, label_mapping=label_mapping)
+        result = run_certify(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, concurrency=options.concurrency, budget_usd=options.budget_usd, max_cases=options.max_cases, overrides=overrides, notebook=notebook, sign_key=sign_key, baseline=baseline, label_mapping=label_mapping)
     if as_json:
         echo_json({"report_dir": str(result.report_dir), "report_id": result.report_id, "outcome": result.outcome, "blockers": result.blockers, "lock_sha256": result.lock_sha256, "timings_s": result.timings_s})
     else:
@@ -68,7 +67,7 @@ def certify(candidate: str | None, policy: str | None, gold: str | None, baselin
         for b in result.blockers:
             click.echo(f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]: {b['message']}")
         click.echo("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in result.timings_s.items()))
-    raise SystemExit(OUTCOME_EXIT.get(result.outcome, 1))
+    raise SystemExit(exit_code(result.outcome))
 
 
 @click.command()
@@ -106,7 +105,7 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
             click.echo(f"  {checks}")
             click.echo(f"  signature: {r.signature}")
     if not all(r.verified for r in results):
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)
 
 
 @click.command()
@@ -147,7 +146,7 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
         for problem in problems:
             click.echo(problem.format(), err=True)
         if problems:
-            raise SystemExit(1)
+            raise SystemExit(ExitCode.FAILED)
         return
     rows = list_reports(reports_root, ledgers=extra)
     damaged = [p for path in dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]) for p in HeldOutLedger(path).read().problems]
@@ -160,4 +159,4 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
     for problem in damaged:
         click.echo(problem.format(), err=True)
     if damaged:
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)

@@ -7,7 +7,10 @@ import sys
 import click
 
 from ..errors import WorkbenchError
+from ..outcomes import ExitCode
+from ..runs._options import RunOptions
 from ._common import echo_json, report_problems, user_errors
+from ._run_options import run_option, run_options
 
 
 @click.group("ci")
@@ -76,13 +79,13 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
 @click.option("--project", default=".", show_default=True, type=click.Path(path_type=str), help="Project root.")
 @click.option("--gold", default=None, type=click.Path(path_type=str), help="Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with sentinels).")
 @click.option("--policy", default=None, type=click.Path(path_type=str), help="Policy whose ci_budget_usd caps the job and whose control suite runs (default: ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd).")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="A lower cap than the policy's ci_budget_usd (a higher one is refused).")
+@run_options("budget", budget={"type": click.FloatRange(min=0), "help": "A lower cap than the policy's ci_budget_usd (a higher one is refused)."})
 @click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--out", default=None, type=click.Path(path_type=str), help="Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default runs/ci/sentinel under the project).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@run_option("concurrency")
 @user_errors
-def sentinel(since: str, project: str, gold: str | None, policy: str | None, budget_usd: float | None, junit_path: str | None, as_json: bool, out: str | None, concurrency: int) -> None:
+def sentinel(since: str, project: str, gold: str | None, policy: str | None, junit_path: str | None, as_json: bool, out: str | None, options: RunOptions) -> None:
     """Run the candidates a change affects on the sentinel cases and the control suite.
 
     Affected: a candidate whose spec, prompt file, function module or results file changed
@@ -100,7 +103,7 @@ def sentinel(since: str, project: str, gold: str | None, policy: str | None, bud
     from ..ci import LaneRefused, format_sentinel_lane, run_sentinel_lane_sync
 
     try:
-        report = run_sentinel_lane_sync(project, since=since, gold=gold, policy=policy, budget_usd=budget_usd, out=out, concurrency=concurrency)
+        report = run_sentinel_lane_sync(project, since=since, gold=gold, policy=policy, budget_usd=options.budget_usd, out=out, concurrency=options.concurrency)
     except LaneRefused as exc:
         report_problems(exc)
         report = exc.report
@@ -118,12 +121,11 @@ def sentinel(since: str, project: str, gold: str | None, policy: str | None, bud
 @click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset (its held-out ledger is found from it).")
 @click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
 @click.option("--rerun-reason", default=None, help="Required to certify the same candidate again on the same held-out manifest.")
-@click.option("--budget-usd", type=click.FloatRange(min=0), default=None, help="Spend limit for the held-out run (the policy's budget_usd unless lower).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
+@run_options("budget", "concurrency", budget={"type": click.FloatRange(min=0), "help": "Spend limit for the held-out run (the policy's budget_usd unless lower)."})
 @click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
 @click.option("--json", "json_path", default=None, type=click.Path(path_type=str), help="Write the machine-readable summary (JSON) here.")
 @click.option("--notebook", default=None, type=click.Path(path_type=str), help="Certification notebook (default notebooks/03_certify.ipynb).")
-def release(candidate: str, policy: str, gold: str, reports_root: str, rerun_reason: str | None, budget_usd: float | None, concurrency: int, junit_path: str | None, json_path: str | None, notebook: str | None) -> None:
+def release(candidate: str, policy: str, gold: str, reports_root: str, rerun_reason: str | None, options: RunOptions, junit_path: str | None, json_path: str | None, notebook: str | None) -> None:
     """Certify a candidate on the held-out partition (exactly `workbench certify`), verify
     the locked report, and write a machine-readable summary (--json FILE) and a JUnit report
     (--junit FILE), also when the input is invalid. The only lane that touches held-out data.
@@ -134,10 +136,10 @@ def release(candidate: str, policy: str, gold: str, reports_root: str, rerun_rea
     from ..ci import format_release, run_release, write_release_summary
 
     try:
-        summary = run_release(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, budget_usd=budget_usd, concurrency=concurrency, notebook=notebook)
+        summary = run_release(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, budget_usd=options.budget_usd, concurrency=options.concurrency, notebook=notebook)
     except WorkbenchError as exc:  # verification input problems after the report exists
         report_problems(exc)
-        sys.exit(2)
+        sys.exit(ExitCode.INVALID_INPUT)
     if json_path:
         write_release_summary(json_path, summary)
     _junit(junit_path, "release", summary.checks)

@@ -8,12 +8,10 @@ from pathlib import Path
 import click
 
 from ..migration import BudgetInsufficient, compare_candidates_sync, default_out, format_comparison
-from ._common import BUDGET_USD, echo_json, report_problems, user_errors
-
-EXIT_OK = 0
-EXIT_INCOMPLETE = 3
-EXIT_REVIEW = 4
-EXIT_EVALUATOR_ERRORS = 5
+from ..outcomes import ExitCode
+from ..runs._options import RunOptions
+from ._common import echo_json, report_problems, user_errors
+from ._run_options import run_options
 
 
 @click.command()
@@ -27,13 +25,10 @@ EXIT_EVALUATOR_ERRORS = 5
 @click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="Reviewed mapping of the old version's labels to the new ones (required when categories were renamed).")
 @click.option("--controls", type=click.Path(path_type=str), default=None, help="Control suite to run on both versions before the partition.")
 @click.option("--no-controls", is_flag=True, help="Run no controls (say so explicitly: a migration normally runs them).")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit over both candidates (controls included); refused before any call when the estimate exceeds it.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
+@run_options("budget", "concurrency", "no_cache", "no_progress", budget={"help": "Spend limit over both candidates (controls included); refused before any call when the estimate exceeds it."}, no_progress={"help": "Hide the progress bars."})
 @click.option("--json", "as_json", is_flag=True, help="Print the ComparisonReport as JSON.")
 @user_errors
-def compare(old: str, new: str, gold: str, partition: str, out: str | None, old_run: str | None, new_run: str | None, label_mapping: str | None, controls: str | None, no_controls: bool, budget_usd: float | None, concurrency: int, no_cache: bool, no_progress: bool, as_json: bool) -> None:
+def compare(old: str, new: str, gold: str, partition: str, out: str | None, old_run: str | None, new_run: str | None, label_mapping: str | None, controls: str | None, no_controls: bool, options: RunOptions, as_json: bool) -> None:
     """Compare an old and a new judge version case by case on development or calibration data.
 
     Both run over the same frozen cases (or complete runs whose manifests match are reused),
@@ -57,20 +52,20 @@ def compare(old: str, new: str, gold: str, partition: str, out: str | None, old_
     old_judge, new_judge = load_candidate(old), load_candidate(new)
     out_dir = Path(out) if out else default_out(old_judge.spec.label, new_judge.spec.label, partition)
     try:
-        report = compare_candidates_sync(old_judge, new_judge, gold, partition, out_dir, old_run=old_run, new_run=new_run, label_mapping=label_mapping, controls=controls, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else None, progress=not no_progress)
+        report = compare_candidates_sync(old_judge, new_judge, gold, partition, out_dir, old_run=old_run, new_run=new_run, label_mapping=label_mapping, controls=controls, budget_usd=options.budget_usd, concurrency=options.concurrency, cache_dir=options.cache_dir, progress=options.progress)
     except BudgetInsufficient as exc:
         report_problems(exc)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_comparison(report))
         click.echo(f"comparison: {out_dir / 'comparison.json'}")
     if report.status != "complete":
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if report.old.errors or report.new.errors:
         click.echo(f"evaluator errors: {report.old.errors} case(s) of {report.old.label}, {report.new.errors} of {report.new.label}: their verdicts are unknown", err=True)
-        sys.exit(EXIT_EVALUATOR_ERRORS)
+        sys.exit(ExitCode.EVALUATOR_ERRORS)
     if report.review:
-        sys.exit(EXIT_REVIEW)
-    sys.exit(EXIT_OK)
+        sys.exit(ExitCode.REVIEW_REQUIRED)
+    sys.exit(ExitCode.OK)

@@ -8,11 +8,10 @@ import click
 
 from ..controls import format_controls, load_suite, run_controls_sync
 from ..judges import load_candidate
-from ._common import BUDGET_USD, echo_json, user_errors
-
-EXIT_PASSED = 0
-EXIT_ROLE_FAILED = 1
-EXIT_INCOMPLETE = 3
+from ..outcomes import ExitCode
+from ..runs._options import RunOptions
+from ._common import echo_json, user_errors
+from ._run_options import run_options
 
 
 def default_out(candidate_label: str, suite_label: str) -> Path:
@@ -25,12 +24,9 @@ def default_out(candidate_label: str, suite_label: str) -> Path:
 @click.option("--suite", required=True, type=click.Path(path_type=str), help="Control suite, e.g. data/controls/support-controls@1.yaml.")
 @click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/controls/<candidate>/<suite>).")
 @click.option("--json", "as_json", is_flag=True, help="Print the ControlsReport as JSON.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Stop scheduling calls before recorded spend could exceed this.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@run_options("concurrency", "budget", "no_cache", "no_progress")
 @user_errors
-def controls(candidate: str, suite: str, out: str | None, as_json: bool, concurrency: int, budget_usd: float | None, no_cache: bool, no_progress: bool) -> None:
+def controls(candidate: str, suite: str, out: str | None, as_json: bool, options: RunOptions) -> None:
     """Run a candidate, with its pinned configuration, on a control suite.
 
     Each control passes when the verdict is one of its acceptable labels; an evaluator error or
@@ -45,14 +41,14 @@ def controls(candidate: str, suite: str, out: str | None, as_json: bool, concurr
     control_suite = load_suite(suite)
     judge = load_candidate(candidate)
     run_dir = Path(out) if out else default_out(judge.spec.label, control_suite.label)
-    report = run_controls_sync(judge, control_suite, run_dir, concurrency=concurrency, budget_usd=budget_usd, cache_dir=False if no_cache else None, progress=not no_progress)
+    report = run_controls_sync(judge, control_suite, run_dir, concurrency=options.concurrency, budget_usd=options.budget_usd, cache_dir=options.cache_dir, progress=options.progress)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_controls(report))
         click.echo(f"run directory: {run_dir}")
     if report.failed_roles:
-        raise SystemExit(EXIT_ROLE_FAILED)
+        raise SystemExit(ExitCode.FAILED)
     if report.incomplete_roles:
-        raise SystemExit(EXIT_INCOMPLETE)
-    raise SystemExit(EXIT_PASSED)
+        raise SystemExit(ExitCode.INCOMPLETE)
+    raise SystemExit(ExitCode.OK)

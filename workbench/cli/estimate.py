@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ..outcomes import ExitCode
 from ._common import FiniteFloatRange, echo_json, user_errors
 
 
@@ -41,4 +42,4 @@ def estimate(report: str, results: str, slices: str, rubric: str, labelled: str 
     else:
         click.echo(format_estimate(result))
     if result.status != "complete":
-        raise SystemExit(3)
+        raise SystemExit(ExitCode.INCOMPLETE)

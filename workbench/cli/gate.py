@@ -10,6 +10,7 @@ import click
 from pydantic import ValidationError
 
 from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
+from .._load import validation_problems
 from ..align import align_results, alignment_report, resolve_partition
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, load_dataset
@@ -45,7 +46,7 @@ def load_run_summary(path: str | Path) -> RunSummary:
     try:
         return RunSummary.model_validate(data)
     except ValidationError as exc:
-        problems = [Problem(location=loc, code="run_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'run'}: {e['msg']}", fix="give the run.json written by `workbench run`") for e in exc.errors(include_url=False)]
+        problems = validation_problems(exc, at=loc, code="run_invalid", root="run", fix="give the run.json written by `workbench run`")
         raise WorkbenchError("invalid run summary", problems) from None
 
 
@@ -60,7 +61,7 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 
 @click.command()
 @click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results (JSON Lines, judge-result contract).")
+@click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.")
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
 @click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).")
 @click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to evaluate.")

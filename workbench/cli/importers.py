@@ -10,9 +10,9 @@ import click
 from ..errors import Problem, WorkbenchError
 from ..importers import import_results, import_table, run_importer
 from ..importers.table import PENDING_FILE
+from ..outcomes import ExitCode
 from ._common import user_errors
 
-EXIT_REVIEW_REQUIRED = 4
 """Exit code when the dataset was written but some cases wait for an adjudicator."""
 
 _OUT = click.option(
@@ -66,7 +66,7 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
             reviews = ", ".join(f"{who}={label}" for who, label in p.reviews)
             click.echo(f"  {p.case_id} ({p.partition}, slice {p.slice}; {p.rows}): {reviews} - {p.why}", err=True)
         click.echo("Fix: have an adjudicator decide each one and record the label in the source's adjudication column, then re-run this import.", err=True)
-        sys.exit(EXIT_REVIEW_REQUIRED)
+        sys.exit(ExitCode.REVIEW_REQUIRED)
 
 
 @import_group.command("results")

@@ -9,7 +9,10 @@ from typing import Any
 import click
 
 from ..errors import Problem, WorkbenchError
-from ._common import BUDGET_USD, echo_json, user_errors
+from ..outcomes import ExitCode
+from ..runs._options import RunOptions
+from ._common import echo_json, user_errors
+from ._run_options import run_options
 
 _PARTITIONS = ("development", "calibration", "held_out")
 _DEFAULT_STORE = "data/policies/overrides.jsonl"
@@ -27,11 +30,16 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
 @click.option("--companions", "companion_files", multiple=True, type=click.Path(path_type=str), help="Companion-metric values (JSON Lines {metric, run_id, case_id, value}), joined by generation run id. Repeatable.")
 @click.option("--baseline-companions", "baseline_companion_files", multiple=True, type=click.Path(path_type=str), help="Companion-metric values of the baseline suite's responses (with a SPEC --baseline). Repeatable.")
 @click.option("--overrides", "overrides_path", default=None, type=click.Path(path_type=str), help=f"Override store applied to this suite version (default {_DEFAULT_STORE} when it exists).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=None, help="Concurrent pair members in flight (default and maximum: the policy's max_concurrency, else 8).")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Lower the policy's max_cost_usd for this invocation (never raise it).")
-@click.option("--cache", "cache_dir", type=click.Path(path_type=str), default=None, help="Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
+@run_options(
+    "concurrency",
+    "budget",
+    "cache",
+    "no_cache",
+    "no_progress",
+    concurrency={"default": None, "show_default": False, "help": "Concurrent pair members in flight (default and maximum: the policy's max_concurrency, else 8)."},
+    budget={"help": "Lower the policy's max_cost_usd for this invocation (never raise it)."},
+    no_progress={"help": "Hide the progress bars."},
+)
 @click.pass_context
 @user_errors
 def noise(
@@ -47,11 +55,7 @@ def noise(
     companion_files: tuple[str, ...],
     baseline_companion_files: tuple[str, ...],
     overrides_path: str | None,
-    concurrency: int | None,
-    budget_usd: float | None,
-    cache_dir: str | None,
-    no_cache: bool,
-    no_progress: bool,
+    options: RunOptions,
 ) -> None:
     """Score a noise-sensitivity pair suite with Ragas NoiseSensitivity (lower is better).
 
@@ -122,13 +126,13 @@ def noise(
     if judge is not None and judge.spec.kind != KIND:
         problems.append(Problem(location=candidate, code="wrong_kind", message=f"the candidate's kind is {judge.spec.kind!r}", fix=f"use a candidate with kind: {KIND}"))
     if suite is not None and judge is not None and judge.spec.kind == KIND:
-        problems += check_run_request(suite, judge, concurrency=concurrency, budget_usd=budget_usd, repeat=repeat, sentinels_only=sentinels_only)
+        problems += check_run_request(suite, judge, concurrency=options.concurrency, budget_usd=options.budget_usd, repeat=repeat, sentinels_only=sentinels_only)
         if base_report is not None:
             problems += check_baseline_report(suite, judge.identity, base_report, baseline_source=str(baseline), partition=partition, sentinels_only=sentinels_only)
     if problems or suite is None or judge is None:
         raise WorkbenchError("invalid input", problems)
     out_dir = Path(out) if out else Path("runs") / "noise" / suite.label / judge.spec.label
-    run = run_noise_sync(judge, suite, out_dir, concurrency=concurrency, budget_usd=budget_usd, partition=partition, sentinels_only=sentinels_only, repeat=repeat, baseline=base_suite, cache_dir=False if no_cache else cache_dir, progress=not (no_progress or as_json))
+    run = run_noise_sync(judge, suite, out_dir, concurrency=options.concurrency, budget_usd=options.budget_usd, partition=partition, sentinels_only=sentinels_only, repeat=repeat, baseline=base_suite, cache_dir=options.cache_dir, progress=options.progress and not as_json)
     metrics = list(suite.policy.companions)
     join = join_companions(selected_candidates(suite, partition, sentinels_only), metrics, rows) if companion_files else None
     report = noise_report(suite, run, companions=join, overrides=overrides)
@@ -181,7 +185,7 @@ def check(pairs_path: str, as_json: bool) -> None:
         raise WorkbenchError(f"{suite.label}: breaks the lineage of its frozen releases", lineage)
     rows = check_retrieval([*suite.controls(), *suite.candidates()])
     blockers = retrieval_blockers(suite, rows)
-    code = 3 if any(b.category == "incomplete" for b in blockers) else (1 if blockers else 0)
+    code = ExitCode.INCOMPLETE if any(b.category == "incomplete" for b in blockers) else (ExitCode.FAILED if blockers else ExitCode.OK)
     if as_json:
         echo_json({"suite": suite.label, "sha256": suite.sha256, "release_id": release.release_id if release else None, "warnings": [p.model_dump() for p in problems], "retrieval": [r.model_dump(mode="json") for r in rows], "blockers": [b.model_dump(mode="json") for b in blockers], "exit_code": code})
     else:
@@ -241,7 +245,7 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_panel(report))
-    sys.exit(3 if report.missing else 0)
+    sys.exit(ExitCode.INCOMPLETE if report.missing else ExitCode.OK)
 
 
 @noise.group("override")

@@ -6,6 +6,7 @@ import click
 
 from ..align import check_results_file
 from ..gold import PARTITIONS, load_dataset
+from ..outcomes import ExitCode
 from ..pairwise import format_pairwise, pairwise_report
 from ._common import echo_json, user_errors
 
@@ -39,4 +40,4 @@ def pairwise(gold: str, results: str, partition: str | None, tie_labels: tuple[s
     else:
         click.echo(format_pairwise(report))
     if fail_incomplete and report.status != "complete":
-        raise SystemExit(3)
+        raise SystemExit(ExitCode.INCOMPLETE)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import click
 
 from ..judges._ping import PingResult, ping
+from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
 
-EXIT_PING_FAILED = 1
 """The endpoint answered badly or not at all: every problem is printed with its code."""
 
 
@@ -37,7 +37,7 @@ def ping_command(candidate: str, as_json: bool) -> None:
         for line in render(result):
             click.echo(line)
     if not result.ok:
-        raise SystemExit(EXIT_PING_FAILED)
+        raise SystemExit(ExitCode.FAILED)
 
 
 def render(result: PingResult) -> list[str]:

@@ -8,6 +8,7 @@ import click
 
 from ..errors import Problem, WorkbenchError
 from ..gold import load_dataset
+from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..stats import INTERVALS
 from ._common import echo_json, user_errors
@@ -43,4 +44,4 @@ def plan(policy: str, gold: str, at_fraction: float, interval: str, as_json: boo
     else:
         click.echo(format_plan(result))
     if fail_short and result.short():
-        raise SystemExit(4)
+        raise SystemExit(ExitCode.REVIEW_REQUIRED)

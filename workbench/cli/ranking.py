@@ -9,9 +9,11 @@ from typing import Any
 import click
 
 from ..errors import Problem, WorkbenchError
-from ._common import BUDGET_USD, echo_json, user_errors
+from ..outcomes import ExitCode
+from ..runs._options import RunOptions
+from ._common import echo_json, user_errors
+from ._run_options import run_option, run_options
 
-EXIT_NOT_PASSED = 1
 """Exit code of a failed quality check (the gate's ``quality_failed``; a replay that reproduces a failure)."""
 DEFAULT_HISTORY_DIR = Path("runs/ranking/history")
 DEFAULT_OVERRIDES = Path("data/policies/overrides.jsonl")
@@ -70,15 +72,14 @@ def _capture(policy: Any, capture: str | None, excerpts: tuple[str, ...], retent
 @click.option("--retention-days", type=click.IntRange(min=0), default=None, help="Days request payloads are kept before `workbench prune` may delete them (without a policy).")
 @click.option("--lock", "lock", is_flag=True, help="Lock the run directory (ranking_lock.json) after the report: `workbench ranking verify` checks it, also after pruning.")
 @click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report (workbench.ranking.RankingReport).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Stop scheduling calls before recorded spend could exceed this.")
+@run_options("concurrency", "budget")
 @click.option("--max-exhaustive", type=click.IntRange(min=0), default=4, show_default=True, help="All permutations for fixtures with at most this many candidates.")
 @click.option("--sample", type=click.IntRange(min=1), default=8, show_default=True, help="Permutations per larger fixture (identity, rotations, then seeded random).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutation sample and of the rotation plan.")
 @click.option("--repeats", type=click.IntRange(min=0), default=3, show_default=True, help="Repeatability baseline: the identity order this many times (0: none).")
-@click.option("--cache", "cache_dir", type=click.Path(path_type=str), default=None, help="Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@run_option("cache")
+@run_option("no_cache")
+@run_option("no_progress")
 @user_errors
 def run(
     candidate: str | None,
@@ -96,15 +97,11 @@ def run(
     retention_days: int | None,
     lock: bool,
     as_json: bool,
-    concurrency: int,
-    budget_usd: float | None,
+    options: RunOptions,
     max_exhaustive: int,
     sample: int,
     seed: int,
     repeats: int,
-    cache_dir: str | None,
-    no_cache: bool,
-    no_progress: bool,
 ) -> None:
     """Run a ranking judge's position-bias battery over reviewed fixtures, report it and apply the ranking gate.
 
@@ -164,7 +161,7 @@ def run(
         out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
         if (out_dir / "ranking_lock.json").exists():
             raise WorkbenchError("run locked", [Problem(location=str(out_dir), code="run_locked", message="the run directory is locked", fix="use a new --out directory")])
-        summary = run_ranking_sync(judge, fixture_set, out_dir, concurrency=concurrency, budget_usd=budget_usd, cache_dir=False if no_cache else cache_dir, progress=not no_progress, capture=config, candidate_path=candidate, **battery)
+        summary = run_ranking_sync(judge, fixture_set, out_dir, concurrency=options.concurrency, budget_usd=options.budget_usd, cache_dir=options.cache_dir, progress=options.progress, capture=config, candidate_path=candidate, **battery)
         click.echo(
             f"{summary.judge}: {summary.status.upper()} - {summary.verdicts} answers, {summary.errors} evaluator errors, {len(summary.unrun)} unrun of {summary.planned}; "
             f"{summary.calls} calls, {summary.cache_hits} cached, {summary.resumed} already done; cost ${summary.cost_usd:.4f}; results {summary.results_path}",
@@ -186,7 +183,7 @@ def run(
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_ranking(report))
-    code = report.gate.exit_code if report.gate else (0 if report.passed else EXIT_NOT_PASSED)
+    code = report.gate.exit_code if report.gate else (ExitCode.OK if report.passed else ExitCode.FAILED)
     if code:
         raise SystemExit(code)
 
@@ -271,7 +268,7 @@ def replay(candidate: str, fixtures: str, case_id: str, repeat: int, plan: str, 
     """
     from ..judges import load_candidate
     from ..ranking import completeness, load_fixtures, position_battery, run_ranking_sync
-    from ..results import read_results
+    from ..runs import RunDir
 
     fixture_set = load_fixtures(fixtures)
     problems: list[Problem] = []
@@ -292,24 +289,24 @@ def replay(candidate: str, fixtures: str, case_id: str, repeat: int, plan: str, 
             n += 1
         out = str(base / f"{case_id}-r{repeat}-{n}")
     run_ranking_sync(judge, fixture_set, out, items=items, cache_dir=False, progress=False)
-    rows = [line.result for line in read_results(Path(out) / "results.jsonl") if line.result.case_id == case_id and line.result.repeat == repeat]
+    rows = [line.result for line in RunDir(out).read_results(required=True) if line.result.case_id == case_id and line.result.repeat == repeat]
     fixture = fixture_set.by_id()[case_id]
     presented = items[0].presentation["presented_order"] if items[0].presentation else None
     click.echo(f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented {presented}")
     if not rows:
         click.echo("no result was recorded (budget or the judge declined)")
-        raise SystemExit(3)
+        raise SystemExit(ExitCode.INCOMPLETE)
     r = rows[-1]
     if r.error is not None:
         click.echo(f"evaluator error {r.error.kind}: {r.error.message}; returned {r.order}")
-        raise SystemExit(EXIT_NOT_PASSED if r.error.kind == "invalid_ranking" else 5)
+        raise SystemExit(ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS)
     order = list(r.order or [])
     agreed, pairs = fixture.agreement(order)
     held = fixture.must_win_holds(order)
     check = completeness(fixture, r.rendered_request, r.presentation)
     click.echo(f"returned {order} (expected {list(fixture.expected_order)}); agreement {agreed}/{pairs}; must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request complete={check.complete}; reason: {r.reason}")
     if not held or agreed < pairs:
-        raise SystemExit(EXIT_NOT_PASSED)
+        raise SystemExit(ExitCode.FAILED)
 
 
 @ranking.command("verify")
@@ -324,7 +321,7 @@ def verify(run_dir: str) -> None:
         click.echo(p.format())
     if problems:
         click.echo(f"{run_dir}: {len(problems)} problem(s): NOT verified")
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)
     click.echo(f"{run_dir}: verified (every locked file matches; payloads present or pruned after expiry)")
 
 
@@ -364,4 +361,4 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
             for p in d.lock_problems:
                 click.echo("  " + p.format())
     if any(d.lock_problems for d in done):
-        raise SystemExit(1)
+        raise SystemExit(ExitCode.FAILED)

@@ -8,11 +8,12 @@ from pathlib import Path
 import click
 
 from ..migration import BudgetInsufficient
-from ._common import BUDGET_USD, echo_json, report_problems, user_errors
+from ..outcomes import ExitCode
+from ..runs._options import RunOptions
+from ._common import echo_json, report_problems, user_errors
+from ._run_options import run_options
 
-EXIT_OK = 0
-EXIT_INCOMPLETE = 3
-EXIT_REVIEW = 4
+_BUDGET = {"help": "Spend limit; refused before any call when the estimate exceeds it."}
 
 
 @click.command()
@@ -22,13 +23,10 @@ EXIT_REVIEW = 4
 @click.option("--repeats", required=True, type=click.IntRange(min=2), help="K: judge every case K times (certification wants K >= 3).")
 @click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).")
 @click.option("--log", type=click.Path(path_type=str), default=None, help="Study log to append to (default repeatability_studies.jsonl beside the gold).")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit; refused before any call when the estimate exceeds it.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache (each repeat is its own cache key either way).")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@run_options("budget", "concurrency", "no_cache", "no_progress", budget=_BUDGET, no_cache={"help": "Neither read nor write the verdict cache (each repeat is its own cache key either way)."})
 @click.option("--json", "as_json", is_flag=True, help="Print the study as JSON.")
 @user_errors
-def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: str | None, log: str | None, budget_usd: float | None, concurrency: int, no_cache: bool, no_progress: bool, as_json: bool) -> None:
+def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: str | None, log: str | None, options: RunOptions, as_json: bool) -> None:
     """Judge every case K times with the same pinned judge: a variance study, not a repair.
 
     Reuses the run engine's repeats (every verdict, attempt and cost is kept in OUT). Reports
@@ -48,18 +46,18 @@ def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: 
     judge = load_candidate(candidate)
     run_dir = Path(out) if out else Path("runs") / "repeatability" / judge.spec.label / f"{partition}-k{repeats}"
     try:
-        study = run_repeatability_sync(judge, gold, partition, repeats, run_dir, log=log, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else None, progress=not no_progress)
+        study = run_repeatability_sync(judge, gold, partition, repeats, run_dir, log=log, budget_usd=options.budget_usd, concurrency=options.concurrency, cache_dir=options.cache_dir, progress=options.progress)
     except BudgetInsufficient as exc:
         report_problems(exc)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if as_json:
         echo_json(study.model_dump(mode="json"))
     else:
         click.echo(format_study(study))
         click.echo(f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}")
     if study.status != "complete":
-        sys.exit(EXIT_INCOMPLETE)
-    sys.exit(EXIT_REVIEW if study.review else EXIT_OK)
+        sys.exit(ExitCode.INCOMPLETE)
+    sys.exit(ExitCode.REVIEW_REQUIRED if study.review else ExitCode.OK)
 
 
 @click.command()
@@ -71,12 +69,10 @@ def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: 
 @click.option("--report", type=click.Path(path_type=str), default=None, help="With --record-baseline: the certification report the baseline belongs to.")
 @click.option("--out", type=click.Path(path_type=str), default=None, help="Parent of the run directories (default runs/drift/<candidate>); each run gets its own.")
 @click.option("--log", type=click.Path(path_type=str), default=None, help="Drift log to append to (default drift_log.jsonl beside the gold).")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Spend limit; refused before any call when the estimate exceeds it.")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@run_options("budget", "concurrency", "no_progress", budget=_BUDGET)
 @click.option("--json", "as_json", is_flag=True, help="Print the drift-log entry as JSON.")
 @user_errors
-def drift(candidate: str, gold: str, against: str | None, sentinels: str | None, record_baseline: bool, report: str | None, out: str | None, log: str | None, budget_usd: float | None, concurrency: int, no_progress: bool, as_json: bool) -> None:
+def drift(candidate: str, gold: str, against: str | None, sentinels: str | None, record_baseline: bool, report: str | None, out: str | None, log: str | None, options: RunOptions, as_json: bool) -> None:
     """Run the sentinel cases with a pinned judge and flag every verdict that changed.
 
     The sentinels (sentinels.yaml: case ids with a reason, never held-out cases) run afresh,
@@ -95,14 +91,14 @@ def drift(candidate: str, gold: str, against: str | None, sentinels: str | None,
     if report is not None and not record_baseline:
         raise click.UsageError("--report goes with --record-baseline; to compare against a report use --against REPORT")
     try:
-        entry = run_drift_sync(candidate, gold, against=against, sentinels=sentinels, out=out, log=log, record_baseline=record_baseline, report=report, budget_usd=budget_usd, concurrency=concurrency, progress=not no_progress)
+        entry = run_drift_sync(candidate, gold, against=against, sentinels=sentinels, out=out, log=log, record_baseline=record_baseline, report=report, budget_usd=options.budget_usd, concurrency=options.concurrency, progress=options.progress)
     except BudgetInsufficient as exc:
         report_problems(exc)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if as_json:
         echo_json(entry.model_dump(mode="json"))
     else:
         click.echo(format_drift(entry, log or drift_log_path_for(gold)))
     if entry.status == "incomplete":
-        sys.exit(EXIT_INCOMPLETE)
-    sys.exit(EXIT_REVIEW if entry.status == "drifted" else EXIT_OK)
+        sys.exit(ExitCode.INCOMPLETE)
+    sys.exit(ExitCode.REVIEW_REQUIRED if entry.status == "drifted" else ExitCode.OK)

@@ -8,16 +8,14 @@ import click
 
 from ..gold import PARTITIONS, load_dataset
 from ..judges import load_candidate
+from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..runs import RunSummary, run_candidate_sync
 from ..runs._costs import format_slice_costs
+from ..runs._options import RunOptions
 from ..sampling import SamplingPlan, load_sampling_plan
-from ._common import BUDGET_USD, report_problems, user_errors
-
-EXIT_INCOMPLETE = 3
-"""The run stopped early (budget, case limit, circuit breaker) or left cases unrun or mid-retry."""
-EXIT_EVALUATOR_ERRORS = 5
-"""The run is complete but at least one case ended in an evaluator error."""
+from ._common import report_problems, user_errors
+from ._run_options import run_options
 
 
 @click.command()
@@ -25,14 +23,7 @@ EXIT_EVALUATOR_ERRORS = 5
 @click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
 @click.option("--partition", required=True, type=click.Choice(PARTITIONS), help="Partition to judge.")
 @click.option("--out", required=True, type=click.Path(path_type=str), help="Run directory (manifest.json, results.jsonl, run.json).")
-@click.option("--concurrency", type=click.IntRange(min=1), default=8, show_default=True, help="Concurrent judge calls.")
-@click.option("--budget-usd", type=BUDGET_USD, default=None, help="Stop scheduling calls before recorded spend could exceed this.")
-@click.option("--max-cases", type=click.IntRange(min=0), default=None, help="Start calls for at most this many case x repeat pairs in this invocation.")
-@click.option("--repeat", "repeats", type=click.IntRange(min=1), default=1, show_default=True, help="Judge each case K times (repeatability).")
-@click.option("--cache", "cache_dir", type=click.Path(path_type=str), default=None, help="Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write the verdict cache.")
-@click.option("--retry-errors", is_flag=True, help="Give cases whose last attempt is a final evaluator error another round.")
-@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+@run_options("concurrency", "budget", "max_cases", "repeats", "cache", "no_cache", "retry_errors", "no_progress")
 @click.option("--shadow-of", "shadow_of", type=click.Path(path_type=str), default=None, help="Run --candidate in shadow of this judge (the spec of the judge holding authority): both judge the same cases, OUT holds both runs and shadow.json; disagreements are recorded in the shadow log, never in a gate.")
 @click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when categories were renamed).")
 @click.option("--policy", "policy_path", type=click.Path(path_type=str), default=None, help="Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every case.")
@@ -41,7 +32,7 @@ EXIT_EVALUATOR_ERRORS = 5
 @click.option("--shards", type=click.IntRange(min=1), default=None, help="With --executor ray: split the cases into N shards by case-id hash (OUT/shards/<k>/); a resume gives the same N.")
 @click.option("--calls-per-second", type=click.FloatRange(min=0, min_open=True), default=None, help="With --executor ray: start at most this many judge calls a second over all shards (a token bucket).")
 @user_errors
-def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, shadow_of: str | None, label_mapping: str | None, policy_path: str | None, plan_path: str | None, executor: str, shards: int | None, calls_per_second: float | None) -> None:
+def run(candidate: str, gold: str, partition: str, out: str, options: RunOptions, shadow_of: str | None, label_mapping: str | None, policy_path: str | None, plan_path: str | None, executor: str, shards: int | None, calls_per_second: float | None) -> None:
     """Run a judge candidate over one partition of a gold dataset.
 
     The judge only sees allow-listed fields (input, response, grading notes, reference,
@@ -84,14 +75,14 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
             raise click.UsageError("--executor ray needs --shards N (the number of Ray tasks)")
         from ..runs._ray import run_candidate_ray
 
-        summary = run_candidate_ray(candidate, gold, partition, out, shards=shards, concurrency=concurrency, repeats=repeats, budget_usd=budget_usd, max_cases=max_cases, cache_dir=False if no_cache else cache_dir, retry_errors=retry_errors, calls_per_second=calls_per_second)
+        summary = run_candidate_ray(candidate, gold, partition, out, shards=shards, concurrency=options.concurrency, repeats=options.repeats, budget_usd=options.budget_usd, max_cases=options.max_cases, cache_dir=options.cache_dir, retry_errors=options.retry_errors, calls_per_second=calls_per_second)
         raise SystemExit(report_summary(summary))
     if shards is not None or calls_per_second is not None:
         raise click.UsageError("--shards and --calls-per-second apply only with --executor ray")
     if shadow_of is not None:
         if policy_path is not None or plan_path is not None:
             raise click.UsageError("--policy and --sampling-plan cannot be combined with --shadow-of: a shadow comparison judges every case")
-        _run_shadow(candidate, shadow_of, gold, partition, out, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats, cache_dir=cache_dir, no_cache=no_cache, retry_errors=retry_errors, no_progress=no_progress, label_mapping=label_mapping)
+        _run_shadow(candidate, shadow_of, gold, partition, out, options, label_mapping=label_mapping)
         return
     if label_mapping is not None:
         raise click.UsageError("--label-mapping applies only with --shadow-of")
@@ -103,13 +94,7 @@ def run(candidate: str, gold: str, partition: str, out: str, concurrency: int, b
         dataset,
         partition,
         out,
-        concurrency=concurrency,
-        repeats=repeats,
-        budget_usd=budget_usd,
-        max_cases=max_cases,
-        cache_dir=False if no_cache else cache_dir,
-        retry_errors=retry_errors,
-        progress=not no_progress,
+        **options.engine_kwargs(),
         sampling=plan,
         sampling_source=source,
     )
@@ -165,32 +150,32 @@ def report_summary(summary: RunSummary) -> int:
             click.echo(f"unrun ({len(summary.unrun)}): " + ", ".join(summary.unrun), err=True)
         if summary.pending_retry:
             click.echo(f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error with attempts left, rerun to continue): " + ", ".join(summary.pending_retry), err=True)
-        return EXIT_INCOMPLETE
+        return ExitCode.INCOMPLETE
     if summary.errors:
-        click.echo(f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {EXIT_EVALUATOR_ERRORS})", err=True)
-        return EXIT_EVALUATOR_ERRORS
-    return 0
+        click.echo(f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {int(ExitCode.EVALUATOR_ERRORS)})", err=True)
+        return ExitCode.EVALUATOR_ERRORS
+    return ExitCode.OK
 
 
-def _run_shadow(candidate: str, current: str, gold: str, partition: str, out: str, *, concurrency: int, budget_usd: float | None, max_cases: int | None, repeats: int, cache_dir: str | None, no_cache: bool, retry_errors: bool, no_progress: bool, label_mapping: str | None) -> None:
+def _run_shadow(candidate: str, current: str, gold: str, partition: str, out: str, options: RunOptions, *, label_mapping: str | None) -> None:
     """``workbench run --shadow-of``: both judges on the same cases; disagreements recorded, no gate."""
     from ..authority import format_shadow, run_shadow_sync
     from ..migration import BudgetInsufficient
 
-    refused = [flag for flag, used in (("--repeat", repeats != 1), ("--max-cases", max_cases is not None), ("--retry-errors", retry_errors)) if used]
+    refused = [flag for flag, used in (("--repeat", options.repeats != 1), ("--max-cases", options.max_cases is not None), ("--retry-errors", options.retry_errors)) if used]
     if refused:
         raise click.UsageError(f"{', '.join(refused)} cannot be combined with --shadow-of: a shadow comparison judges every case of the partition once with both judges")
     if partition not in ("development", "calibration"):
         raise click.UsageError("--shadow-of runs on development or calibration data (held-out data is for certification only)")
     try:
-        entry = run_shadow_sync(candidate, current, gold, partition, out, budget_usd=budget_usd, concurrency=concurrency, cache_dir=False if no_cache else cache_dir, progress=not no_progress, label_mapping=label_mapping)
+        entry = run_shadow_sync(candidate, current, gold, partition, out, budget_usd=options.budget_usd, concurrency=options.concurrency, cache_dir=options.cache_dir, progress=options.progress, label_mapping=label_mapping)
     except BudgetInsufficient as exc:
         report_problems(exc)
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     click.echo(format_shadow(entry))
     if entry.status != "complete":
-        sys.exit(EXIT_INCOMPLETE)
+        sys.exit(ExitCode.INCOMPLETE)
     if entry.current_errors or entry.shadow_errors:
         click.echo(f"evaluator errors: {entry.current_errors} case(s) of {entry.current}, {entry.shadow_errors} of {entry.shadow}: their verdicts are unknown", err=True)
-        sys.exit(EXIT_EVALUATOR_ERRORS)
-    sys.exit(0)
+        sys.exit(ExitCode.EVALUATOR_ERRORS)
+    sys.exit(ExitCode.OK)

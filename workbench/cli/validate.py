@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from ..gold import validate_dataset
-from ._common import EXIT_INVALID_INPUT, echo_json
+from ..outcomes import ExitCode
+from ._common import echo_json
 
 
 @click.command()
@@ -40,4 +41,4 @@ def validate(path: str, as_json: bool, strict: bool) -> None:
         else:
             click.echo(f"{report.path}: {len(report.errors)} error(s), {len(report.problems) - len(report.errors)} warning(s)", err=True)
     if failing:
-        raise SystemExit(EXIT_INVALID_INPUT)
+        raise SystemExit(ExitCode.INVALID_INPUT)

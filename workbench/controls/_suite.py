@@ -42,10 +42,10 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
-from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
+from .._io import sha256_file, sha256_json
+from .._load import error_field, load_yaml, validation_problems
 from .._record import Record as _Model
 from .._record import version_problem
 from ..errors import Problem, WorkbenchError
@@ -232,41 +232,19 @@ def _problem(loc: str, code: str, message: str, fix: str, case_id: str | None = 
     return Problem(location=loc, code=code, message=message, fix=fix, case_id=case_id)
 
 
-def _node_lines(text: str) -> dict[tuple[Any, ...], int]:
-    """1-based line of every mapping key and sequence item, by its path in the document."""
-    lines: dict[tuple[Any, ...], int] = {}
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return lines
-
-    def walk(node: yaml.Node | None, path: tuple[Any, ...]) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    lines[(*path, key.value)] = key.start_mark.line + 1
-                    walk(value, (*path, key.value))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                lines[(*path, i)] = item.start_mark.line + 1
-                walk(item, (*path, i))
-
-    walk(root, ())
-    return lines
+def _top_field(e: Any) -> str:
+    return str(e["loc"][0]) if e["loc"] else "control"
 
 
-class _Locator:
-    def __init__(self, loc: str, lines: dict[tuple[Any, ...], int]) -> None:
-        self.loc = loc
-        self.lines = lines
+def _field_code(e: Any) -> str:
+    return "field_missing" if e["type"] == "missing" else "field_unknown" if e["type"] == "extra_forbidden" else "field_invalid"
 
-    def at(self, *path: Any) -> str:
-        """``file:line`` of the deepest known prefix of ``path``."""
-        for end in range(len(path), 0, -1):
-            line = self.lines.get(tuple(path[:end]))
-            if line is not None:
-                return f"{self.loc}:{line}"
-        return self.loc
+
+def _field_fix(e: Any) -> str:
+    field = _top_field(e)
+    if _field_code(e) == "field_missing":
+        return _FIELD_FIX.get(field, f"add {field}")
+    return _FIELD_FIX.get(field, "remove the field; see workbench/controls/_suite.py for the fields a control has")
 
 
 _FIELD_FIX: dict[str, str] = {
@@ -298,21 +276,8 @@ def load_suite(path: str | Path) -> ControlSuite:
     """
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no control suite", [_problem(loc, "suite_missing", "the control suite file does not exist", "point --suite at data/controls/<name>@<version>.yaml")])
-    try:
-        text = read_bounded(path).decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable control suite", [_problem(loc, "suite_encoding", f"not valid UTF-8 (byte {exc.start})", "save the suite as UTF-8")]) from None
-    try:
-        raw = yaml_loads(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{loc}:{mark.line + 1}" if mark else loc
-        raise WorkbenchError("unreadable control suite", [_problem(where, "suite_yaml", f"not valid YAML ({getattr(exc, 'problem', exc)})", "correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable control suite", [_problem(loc, "suite_shape", "the suite must be a YAML mapping", "write the suite as key: value pairs with a list of controls")])
-    at = _Locator(loc, _node_lines(text)).at
+    doc = load_yaml(path, prefix="suite", what="control suite", missing_fix="point --suite at data/controls/<name>@<version>.yaml", shape=("the suite must be a YAML mapping", "write the suite as key: value pairs with a list of controls"))
+    raw, at = doc.data, doc.at
     problems = _check(raw, path, at)
     if problems:
         raise WorkbenchError(f"{loc}: invalid control suite: {len(problems)} problem(s)", problems)
@@ -344,9 +309,7 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     try:
         labels = list(ControlSuite.model_validate(header).labels)
     except ValidationError as exc:
-        for e in exc.errors(include_url=False):
-            field = ".".join(map(str, e["loc"])) or "suite"
-            problems.append(_problem(at(*e["loc"]), "suite_invalid", f"{field}: {e['msg']}", f"correct {field}; see workbench/controls/_suite.py for every field's meaning"))
+        problems += validation_problems(exc, at=at, code="suite_invalid", root="suite", fix=lambda e: f"correct {error_field(e, 'suite')}; see workbench/controls/_suite.py for every field's meaning")
         raw_labels = raw.get("labels")
         if isinstance(raw_labels, list) and all(isinstance(x, str) for x in raw_labels):
             labels = list(raw_labels)
@@ -379,13 +342,8 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
         try:
             control = Control.model_validate(item)
         except ValidationError as exc:
-            for e in exc.errors(include_url=False):
-                field = str(e["loc"][0]) if e["loc"] else "control"
-                if field == "role" and isinstance(item.get("role"), str):
-                    continue  # reported above as role_unknown
-                code = "field_missing" if e["type"] == "missing" else "field_unknown" if e["type"] == "extra_forbidden" else "field_invalid"
-                fix = _FIELD_FIX.get(field, "remove the field; see workbench/controls/_suite.py for the fields a control has") if code != "field_missing" else _FIELD_FIX.get(field, f"add {field}")
-                problems.append(_problem(at("controls", i, *e["loc"]), code, f"{'.'.join(map(str, e['loc']))}: {e['msg']}", fix, cid))
+            role_reported = isinstance(item.get("role"), str)  # reported above as role_unknown
+            problems += validation_problems(exc, at=at, base=("controls", i), case_id=cid, code=_field_code, fix=_field_fix, keep=lambda e, skip=role_reported: not (skip and _top_field(e) == "role"))
             continue
         controls.append((i, control))
         problems += _check_control(i, control, labels, at)

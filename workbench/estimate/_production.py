@@ -51,6 +51,7 @@ from .._io import (
     read_json_file,
     sha256_file,
 )
+from .._load import first_error
 from ..errors import Problem, WorkbenchError
 from ..gold import Rubric, load_rubric
 from ..results import scan_results
@@ -115,7 +116,7 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
         try:
             fig = SliceFigures.model_validate(item)
         except ValidationError as exc:
-            problems.append(_p(f"{loc}/{GATE_FILE}", "report_figures_unreadable", f"a figures entry cannot be read ({str(exc.errors(include_url=False)[0]['msg'])[:120]})", "restore gate.json as certified"))
+            problems.append(_p(f"{loc}/{GATE_FILE}", "report_figures_unreadable", f"a figures entry cannot be read ({first_error(exc)[:120]})", "restore gate.json as certified"))
             continue
         if fig.slice != "(all)":
             figures[fig.slice] = fig

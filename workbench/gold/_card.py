@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .._io import parse_yaml, read_bounded
+from .._load import validation_problems
 from ..errors import Problem, WorkbenchError
 
 if TYPE_CHECKING:
@@ -89,16 +90,15 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
     try:
         card = DatasetCard.model_validate({**front, "body": body})
     except ValidationError as exc:
-        return None, [
-            Problem(
-                location=location,
-                code="card_invalid",
-                message=f"card field {'.'.join(str(p) for p in err['loc']) or 'card'}: {err['msg']}",
-                fix="correct this front-matter field; documented fields are text (known_gaps and excluded_domains may be lists of text)",
-                severity="warning",
-            )
-            for err in exc.errors(include_url=False)
-        ]
+        return None, validation_problems(
+            exc,
+            at=location,
+            code="card_invalid",
+            root="card",
+            message=lambda err, field: f"card field {field}: {err['msg']}",
+            fix="correct this front-matter field; documented fields are text (known_gaps and excluded_domains may be lists of text)",
+            severity="warning",
+        )
     problems = [
         Problem(
             location=location,

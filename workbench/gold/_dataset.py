@@ -170,8 +170,9 @@ def validate_dataset(path: str | Path) -> ValidationReport:
     problems.extend(card_problems)
 
     loc = str(gold_path)
+    gold_digest = hashlib.sha256()  # fed while parsing: the gold file is read once
     with bulk_load():
-        parsed = _parse_lines(gold_path, problems)
+        parsed = _parse_lines(gold_path, problems, gold_digest)
     lines = parsed or []
     if parsed is not None and not lines:
         problems.append(Problem(location=loc, code="gold_empty", message="the gold file holds no records", fix="add one JSON object per line; an empty dataset cannot support any alignment claim"))
@@ -190,7 +191,7 @@ def validate_dataset(path: str | Path) -> ValidationReport:
     cases, history, superseded_by = resolve_corrections(records)
     digest = sha256_json(
         {
-            "gold": sha256_file(gold_path),
+            "gold": gold_digest.hexdigest(),
             "rubric": sha256_file(rubric_path),
             "evidence": sha256_file(evidence_path) if evidence_path else None,
         }
@@ -277,13 +278,13 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
     return frozenset(ids), problems
 
 
-def _parse_lines(gold_path: Path, problems: list[Problem]) -> list[_Line] | None:
+def _parse_lines(gold_path: Path, problems: list[Problem], digest: Any = None) -> list[_Line] | None:
     """Every non-blank line, parsed; ``None`` when the file could not be read to its end."""
     lines: list[_Line] = []
     loc = str(gold_path)
     not_utf8: list[int] = []
     try:
-        for number, text in iter_jsonl_lines(gold_path, not_utf8):
+        for number, text in iter_jsonl_lines(gold_path, not_utf8, digest=digest):
             while not_utf8:
                 bad = not_utf8.pop(0)
                 problems.append(Problem(location=f"{loc}:{bad}", code="not_utf8", message="the line is not valid UTF-8", fix="save the file as UTF-8"))

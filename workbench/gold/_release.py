@@ -38,6 +38,7 @@ from .._io import (
     sha256_file,
     sha256_json,
 )
+from .._load import error_field
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ._records import GoldCase
@@ -225,7 +226,7 @@ def read_releases(root: str | Path) -> ReleaseLog:
             release = GoldRelease.model_validate_json(text)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
-            problems.append(Problem(location=where, code="release_malformed", message=f"not a release record ({'.'.join(map(str, first['loc'])) or 'line'}: {first['msg']})", fix=fix_chain))
+            problems.append(Problem(location=where, code="release_malformed", message=f"not a release record ({error_field(first, 'line')}: {first['msg']})", fix=fix_chain))
             continue
         except SchemaTooNew as exc:
             problems.append(exc.problem_at(where))

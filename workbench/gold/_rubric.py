@@ -17,10 +17,10 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .._io import read_bounded, read_yaml
+from .._load import Lines, rule_error, validation_problems, yaml_lines
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
@@ -297,24 +297,18 @@ def load_rubric(path: str | Path) -> Rubric:
     except SchemaTooNew as exc:
         raise WorkbenchError("rubric from a newer workbench", [exc.problem_at(location)]) from None
     except ValidationError as exc:
-        problems: list[Problem] = []
-        for err in exc.errors():
-            found = (err.get("ctx") or {}).get("error")
-            if isinstance(found, RubricProblems):
-                problems += [Problem(location=location, code=code, message=f"{field}: {message}", fix=fix) for code, field, message, fix in found.items]
-                continue
-            problems.append(
-                Problem(
-                    location=location,
-                    code="rubric_invalid",
-                    message=f"{'.'.join(str(p) for p in err['loc']) or 'rubric'}: {err['msg']}",
-                    fix="correct this rubric field; see docs/formats.md#rubric",
-                )
-            )
+        problems = validation_problems(exc, at=location, code="rubric_invalid", root="rubric", fix="correct this rubric field; see docs/formats.md#rubric", expand=_rubric_problems)
         raise WorkbenchError("invalid rubric", [p for _, p in unset] + problems) from None
     if unset:
         raise WorkbenchError(f"{location}: {len(unset)} slice(s) without a risk level", [p for _, p in unset])
     return rubric
+
+
+def _rubric_problems(err: Any, _dotted: str, location: str) -> list[Problem] | None:
+    found = rule_error(err)
+    if not isinstance(found, RubricProblems):
+        return None
+    return [Problem(location=location, code=code, message=f"{field}: {message}", fix=fix) for code, field, message, fix in found.items]
 
 
 def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Problem]]:
@@ -325,24 +319,15 @@ def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Proble
     names = [name for name, spec in slices.items() if isinstance(spec, dict) and spec.get("risk") == UNSET_RISK]
     if not names:
         return []
-    lines: dict[str, int] = {}
     try:
-        root = yaml.compose(read_bounded(path).decode("utf-8"), Loader=yaml.SafeLoader)
-    except (yaml.YAMLError, UnicodeDecodeError, WorkbenchError):  # pragma: no cover - the file was parsed above
-        root = None
-    if isinstance(root, yaml.MappingNode):
-        for key, value in root.value:
-            if key.value == "slices" and isinstance(value, yaml.MappingNode):
-                for slice_key, spec in value.value:
-                    line = slice_key.start_mark.line + 1
-                    if isinstance(spec, yaml.MappingNode):
-                        line = next((k.start_mark.line + 1 for k, _ in spec.value if k.value == "risk"), line)
-                    lines[str(slice_key.value)] = line
+        at = Lines(location, yaml_lines(read_bounded(path).decode("utf-8"))).at
+    except (UnicodeDecodeError, WorkbenchError):  # pragma: no cover - the file was parsed above
+        at = Lines(location, {}).at
     return [
         (
             name,
             Problem(
-                location=f"{location}:{lines[name]}" if name in lines else location,
+                location=at("slices", str(name), "risk"),
                 code="rubric_risk_unset",
                 message=f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong verdict in it does",
                 fix="set its risk to critical, high, medium or low (critical: a false pass is release-critical); the policy's risk for the slice must then equal it",

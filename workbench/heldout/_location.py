@@ -18,9 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import yaml
-
-from .._io import read_bounded, yaml_loads
+from .._load import read_config
 from ..errors import Problem, WorkbenchError
 
 LEDGER_FILE = "held_out_ledger.jsonl"
@@ -51,15 +49,9 @@ def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
 def configured_ledger(root: Path) -> Path | None:
     """The ledger path declared in ``<root>/workbench.yaml``, if any."""
     config = root / PROJECT_CONFIG
-    if not config.is_file():
-        return None
-    try:
-        raw = yaml_loads(read_bounded(config).decode("utf-8"))  # bounded; duplicate keys refused
-    except WorkbenchError as exc:
-        raise _config_problem(config, f"the project configuration cannot be read ({exc.problems[0].message if exc.problems else exc.summary})", "write workbench.yaml as a small UTF-8 YAML mapping") from None
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        why = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise _config_problem(config, f"the project configuration cannot be read ({str(why)[:120]})", "write workbench.yaml as a UTF-8 YAML mapping") from None
+    raw, unreadable = read_config(config)  # bounded; duplicate keys refused
+    if unreadable is not None:
+        raise _config_problem(config, f"the project configuration cannot be read ({unreadable.message[:120]})", "write workbench.yaml as a small UTF-8 YAML mapping")
     if raw is None:
         return None
     if not isinstance(raw, dict):

@@ -12,10 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator
 
-from .._io import read_bounded, sha256_text, yaml_loads
+from .._io import read_bounded, sha256_text
+from .._load import error_field, load_yaml, validation_problems
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ._results_source import as_text
@@ -121,17 +121,15 @@ class ResultsMapping(_Model):
 def load_mapping_file(path: str | Path) -> tuple[dict[str, Any], Path]:
     """The raw mapping in a YAML file and the directory relative paths are resolved from."""
     path = Path(path)
-    loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no mapping", [Problem(location=loc, code="mapping_missing", message="the mapping file does not exist", fix="point --mapping at a YAML file; see docs/formats.md#results-mapping")])
-    try:
-        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
-    except (UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_yaml", message=f"not readable YAML ({str(exc)[:200]})", fix="correct the YAML syntax")]) from None
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_shape", message="the mapping must be a YAML mapping (key: value)", fix=FIX_MAPPING)])
+    raw = load_yaml(
+        path,
+        prefix="mapping",
+        what="mapping",
+        missing_fix="point --mapping at a YAML file; see docs/formats.md#results-mapping",
+        encoding_code="mapping_yaml",
+        shape=("the mapping must be a YAML mapping (key: value)", FIX_MAPPING),
+        if_empty={},
+    ).data
     return raw, path.parent
 
 
@@ -152,6 +150,21 @@ def merge_options(raw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any
 
 def _loc(location: str, field: str) -> str:
     return f"{location} ({field})" if field else location
+
+
+_ERROR_CODES = {"extra_forbidden": "mapping_unknown_key", "missing": "mapping_missing_key"}
+
+
+def _error_message(e: Any, field: str) -> str:
+    return {"extra_forbidden": f"unknown key {field!r}", "missing": f"{field} is required"}.get(e["type"], f"{field}: {e['msg']}")
+
+
+def _error_fix(e: Any) -> str:
+    if e["type"] == "extra_forbidden":
+        return "remove it or correct its spelling; the keys are listed in docs/formats.md#results-mapping"
+    if e["type"] == "missing":
+        return "declare it" + (" (the judge's name, version and model, and its prompt)" if error_field(e, "mapping").startswith("judge") else "")
+    return FIX_MAPPING
 
 
 def check_mapping(
@@ -177,14 +190,14 @@ def check_mapping(
     try:
         mapping = ResultsMapping.model_validate(raw)
     except ValidationError as exc:
-        for e in exc.errors(include_url=False):
-            field = ".".join(map(str, e["loc"])) or "mapping"
-            if e["type"] == "extra_forbidden":
-                add(field, "mapping_unknown_key", f"unknown key {field!r}", "remove it or correct its spelling; the keys are listed in docs/formats.md#results-mapping")
-            elif e["type"] == "missing":
-                add(field, "mapping_missing_key", f"{field} is required", "declare it" + (" (the judge's name, version and model, and its prompt)" if field.startswith("judge") else ""))
-            else:
-                add(field, "mapping_invalid", f"{field}: {e['msg']}")
+        problems += validation_problems(
+            exc,
+            at=lambda *path: _loc(location, ".".join(map(str, path)) or "mapping"),
+            root="mapping",
+            code=lambda e: _ERROR_CODES.get(e["type"], "mapping_invalid"),
+            message=_error_message,
+            fix=_error_fix,
+        )
 
     def text(key: str, source: dict[str, Any] | None = None) -> str | None:
         value = (raw if source is None else source).get(key)

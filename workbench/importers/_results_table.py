@@ -39,8 +39,8 @@ from .._io import (
     read_bounded,
     sha256_json,
     sha256_text,
-    yaml_loads,
 )
+from .._load import Problems, peek_yaml
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..results import JudgeIdentity, JudgeResult
@@ -196,10 +196,7 @@ def _read_bytes(path: Path) -> bytes | None:
 
 
 def _replays(spec: Path, results: Path) -> bool:
-    try:
-        raw = yaml_loads(read_bounded(spec).decode("utf-8"))
-    except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
-        return False
+    raw = peek_yaml(spec)
     return isinstance(raw, dict) and raw.get("kind") == "imported" and isinstance(raw.get("results"), str) and (spec.parent / raw["results"]).resolve() == results.resolve()
 
 
@@ -300,12 +297,12 @@ class _Issues:
 
     def __init__(self, table: Table) -> None:
         self.table = table
-        self.problems: list[Problem] = []
+        self.problems = Problems()
         self.grouped: dict[tuple[str, str, str | None], list[int]] = defaultdict(list)
         self.texts: dict[tuple[str, str, str | None], tuple[str, str]] = {}
 
     def row(self, i: int, code: str, message: str, fix: str, case_id: str | None = None) -> None:
-        self.problems.append(Problem(location=self.table.where(i), case_id=case_id, code=code, message=message, fix=fix))
+        self.problems.add(self.table.where(i), code, message, fix, case_id=case_id)
 
     def group(self, i: int, code: str, key: str, message: str, fix: str, case_id: str | None = None) -> None:
         """One problem per (code, key), listing every row; ``{rows}`` and ``{n}`` in ``message`` name them."""

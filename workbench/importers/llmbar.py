@@ -241,80 +241,105 @@ def import_llmbar(
     source, out = Path(source), Path(out)
     subset_dir, dataset_path = _resolve(source, DATASET_FILE)
     data = read_source(dataset_path, "LLMBar dataset.json", f"point at a subset directory holding dataset.json ({_FIX_SHAPE})")
-    evaluator_dir = result_path = None
-    result_data: bytes | None = None
-    if evaluator is not None:
-        evaluator_dir, result_path = _resolve(Path(evaluator), RESULT_FILE)
-        result_data = read_source(result_path, "LLMBar evaluator result.json", f"point --evaluator at a directory holding result.json ({_FIX_RESULT})")
+    evaluator_dir, result_path, result_data = _read_evaluator(evaluator)
     replaced = prepare_out(out, force=force)
     name = subset.strip() if subset and subset.strip() else subset_name(subset_dir)
     source_sha256 = hashlib.sha256(data).hexdigest()
     items = _read_items(dataset_path, data)
-
-    cases: list[GoldCase] = []
-    marker_clash: list[str] = []
-    empty_outputs = 0
-    for index, item in enumerate(items):
-        label = str(item["label"])
-        o1, o2 = item["output_1"], item["output_2"]
-        response = render_pair(o1, o2)
-        group = stable_id("instruction", item["input"])
-        case_id = case_id_for(name, index)
-        if any(marker in text for text in (o1, o2) for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER)):
-            marker_clash.append(str(index))
-        empty_outputs += sum(1 for text in (o1, o2) if not text.strip())
-        cases.append(
-            GoldCase(
-                case_id=case_id,
-                partition=partition_for(KIND, group),
-                group=group,
-                slice=name,
-                tags=[f"set:{name.split('/')[0]}"],
-                rubric_version=RUBRIC_VERSION,
-                input=item["input"],
-                response=response,
-                response_hash=hashlib.sha256(response.encode("utf-8")).hexdigest(),
-                grading_notes=GRADING_NOTES,
-                reviews=[Review(reviewer=AUTHORS, label=label)],
-                adjudication=Adjudication(
-                    label=label,
-                    adjudicator=AUTHORS,
-                    reason="Gold label released by the LLMBar authors (dataset.json 'label'); not an independent human review.",
-                ),
-                metadata={
-                    "source": f"{dataset_path.name}[{index}]",
-                    "upstream": UPSTREAM,
-                    "subset": name,
-                    "index": index,
-                    "output_1_sha256": hashlib.sha256(o1.encode("utf-8")).hexdigest(),
-                    "output_2_sha256": hashlib.sha256(o2.encode("utf-8")).hexdigest(),
-                },
-            )
-        )
-
-    notes = list(replaced)
-    quirks: list[str] = []
-    if marker_clash:
-        quirks.append(f"{len(marker_clash)} item(s) have an output containing a [Response N] marker, which makes the rendering ambiguous to a reader (index {', '.join(marker_clash[:5])})")
-    if empty_outputs:
-        quirks.append(f"{empty_outputs} output(s) are empty in the source and kept as empty text")
-    notes += quirks
-    released = _released_subset(source_sha256)
-    if released is None:
-        notes.append(f"{dataset_path.name} is not byte-identical to any subset released at {UPSTREAM}; the card records its sha256")
-    elif released != name:
-        notes.append(f"{dataset_path.name} is upstream's {released} subset, imported as slice {name!r}")
-
+    cases = [_gold_case(item, index, name, dataset_path) for index, item in enumerate(items)]
+    quirks = _quirks(items)
+    notes = [*replaced, *quirks, *_provenance_notes(dataset_path, source_sha256, name)]
     results: list[JudgeResult] | None = None
     judge_front: dict[str, Any] | None = None
     if evaluator_dir is not None and result_path is not None and result_data is not None:
         results, judge_notes, judge_front = _judge_results(result_path, evaluator_dir, result_data, _expected(items), cases, name)
         notes += judge_notes
-
     if results is not None and (out / RESULTS_FILE).is_file():
         (out / RESULTS_FILE).unlink()  # replaced below; prepare_out allowed it (force)
-    counts = Counter(case.gold_label for case in cases)
-    rubric = Rubric(
+    summary = write_dataset(
+        kind=KIND,
+        source=dataset_path,
+        source_sha256=source_sha256,
+        out=out,
+        cases=cases,
+        rubric=_rubric(name),
+        card_front=_card_front(dataset_path, name, source_sha256, quirks, judge_front),
+        card_body=_card_body(name, len(cases), Counter(case.gold_label for case in cases), judge_front),
+        results=None,
+        notes=notes,
+    )
+    if results is None or result_path is None:
+        return summary
+    return _add_results(summary, out, results, result_path)
+
+
+def _read_evaluator(evaluator: Path | None) -> tuple[Path | None, Path | None, bytes | None]:
+    """The evaluator directory, its ``result.json`` and that file's bytes (all None without one)."""
+    if evaluator is None:
+        return None, None, None
+    evaluator_dir, result_path = _resolve(Path(evaluator), RESULT_FILE)
+    return evaluator_dir, result_path, read_source(result_path, "LLMBar evaluator result.json", f"point --evaluator at a directory holding result.json ({_FIX_RESULT})")
+
+
+def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) -> GoldCase:
+    """Item ``index`` of the subset as a gold case: the pair rendered as one response, the authors' label."""
+    label = str(item["label"])
+    o1, o2 = item["output_1"], item["output_2"]
+    response = render_pair(o1, o2)
+    group = stable_id("instruction", item["input"])
+    return GoldCase(
+        case_id=case_id_for(name, index),
+        partition=partition_for(KIND, group),
+        group=group,
+        slice=name,
+        tags=[f"set:{name.split('/')[0]}"],
+        rubric_version=RUBRIC_VERSION,
+        input=item["input"],
+        response=response,
+        response_hash=hashlib.sha256(response.encode("utf-8")).hexdigest(),
+        grading_notes=GRADING_NOTES,
+        reviews=[Review(reviewer=AUTHORS, label=label)],
+        adjudication=Adjudication(
+            label=label,
+            adjudicator=AUTHORS,
+            reason="Gold label released by the LLMBar authors (dataset.json 'label'); not an independent human review.",
+        ),
+        metadata={
+            "source": f"{dataset_path.name}[{index}]",
+            "upstream": UPSTREAM,
+            "subset": name,
+            "index": index,
+            "output_1_sha256": hashlib.sha256(o1.encode("utf-8")).hexdigest(),
+            "output_2_sha256": hashlib.sha256(o2.encode("utf-8")).hexdigest(),
+        },
+    )
+
+
+def _quirks(items: list[dict[str, Any]]) -> list[str]:
+    """What the source does that a reader should know: outputs holding a response marker, empty outputs."""
+    marker_clash = [str(index) for index, item in enumerate(items) if any(marker in text for text in (item["output_1"], item["output_2"]) for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER))]
+    empty_outputs = sum(1 for item in items for text in (item["output_1"], item["output_2"]) if not text.strip())
+    quirks: list[str] = []
+    if marker_clash:
+        quirks.append(f"{len(marker_clash)} item(s) have an output containing a [Response N] marker, which makes the rendering ambiguous to a reader (index {', '.join(marker_clash[:5])})")
+    if empty_outputs:
+        quirks.append(f"{empty_outputs} output(s) are empty in the source and kept as empty text")
+    return quirks
+
+
+def _provenance_notes(dataset_path: Path, source_sha256: str, name: str) -> list[str]:
+    """Whether the file is a subset released upstream, byte for byte, and under which name."""
+    released = _released_subset(source_sha256)
+    if released is None:
+        return [f"{dataset_path.name} is not byte-identical to any subset released at {UPSTREAM}; the card records its sha256"]
+    if released != name:
+        return [f"{dataset_path.name} is upstream's {released} subset, imported as slice {name!r}"]
+    return []
+
+
+def _rubric(name: str) -> Rubric:
+    """The pairwise rubric of an LLMBar subset: labels 1 and 2, one medium-risk slice."""
+    return Rubric(
         name="llmbar-instruction-following",
         version=RUBRIC_VERSION,
         criterion="Which of two outputs better follows the instruction: 1 (Response 1) or 2 (Response 2); exactly one is better.",
@@ -324,20 +349,10 @@ def import_llmbar(
         min_reviews=1,
         slices={name: SliceSpec(risk="medium", description=f"LLMBar {name}: {_SUBSET_DESCRIPTIONS.get(name, 'an LLMBar subset')}")},
     )
-    summary = write_dataset(
-        kind=KIND,
-        source=dataset_path,
-        source_sha256=source_sha256,
-        out=out,
-        cases=cases,
-        rubric=rubric,
-        card_front=_card_front(dataset_path, name, source_sha256, quirks, judge_front),
-        card_body=_card_body(name, len(cases), counts, judge_front),
-        results=None,
-        notes=notes,
-    )
-    if results is None or result_path is None:
-        return summary
+
+
+def _add_results(summary: ImportSummary, out: Path, results: list[JudgeResult], result_path: Path) -> ImportSummary:
+    """Write the evaluator's results (with the written gold's lineage) and check upstream's statistics."""
     results = _with_lineage(results, load_dataset(out))
     _write_results(out, results)
     check = _check_statistics(out, result_path.parent / STATISTICS_FILE)

@@ -1,20 +1,36 @@
 """Judge candidates: specs, fingerprints, the allow-listed judge input and the kind registry.
 
-Built-in kinds: ``ragas-llm`` (a Ragas ``DiscreteMetric`` on an OpenAI-compatible endpoint),
-``ragas-function`` (a deterministic Ragas ``@discrete_metric``) and ``imported`` (verdicts
-replayed from a results file).
+Built-in kinds (:data:`BUILTIN_KINDS`): ``ragas-llm`` (a Ragas ``DiscreteMetric`` on an
+OpenAI-compatible endpoint), ``ragas-function`` (a deterministic Ragas ``@discrete_metric``),
+``imported`` (verdicts replayed from a results file), ``ragas-noise``
+(:mod:`workbench.noise`), ``ragas-ranking`` and ``ragas-ranking-function``
+(:mod:`workbench.ranking`). Each is a ``"module:attribute"`` stub, imported only when a judge
+of that kind is built: this package imports no package that defines a kind.
+
+A kind outside the core is a factory ``(spec, spec_path) -> Judge``, registered with
+:func:`register_kind` (decorator) or :func:`declare_kind` (``"module:attribute"``, imported on
+first use). A kind that asks an OpenAI-compatible model through a Ragas metric subclasses
+:class:`LLMJudge`, which brings the HTTP client, the wire capture, token usage, retries by
+the run engine and the error classification, and overrides its hooks:
+:attr:`~LLMJudge.allowed_placeholders`, :attr:`~LLMJudge.required_placeholder`,
+:attr:`~LLMJudge.needs_prompt`, ``_build_metric(spec, template)`` (the Ragas metric),
+``_score(llm, judge_input, ref)`` (the awaitable that asks the model),
+``_interpret(result, exchange, judge_input, ref)`` (result to :class:`Verdict`, through
+``self._verdict``/``self._failed``) and :meth:`~LLMJudge.render`.
 """
 
-from . import _function, _imported, _llm  # noqa: F401  (register the built-in kinds)
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
+from ._llm import LLMJudge
 from ._ping import PING_CODES, PING_INPUT, PingResult, aping, ping
 from ._registry import (
+    BUILTIN_KINDS,
     CaseRef,
     Judge,
     NotAvailable,
     Verdict,
     available_kinds,
     build_judge,
+    declare_kind,
     load_candidate,
     make_identity,
     ragas_version,
@@ -33,6 +49,7 @@ from ._spec import (
 )
 
 __all__ = [
+    "BUILTIN_KINDS",
     "CANDIDATE_SCHEMA_VERSION",
     "CHANGE_KINDS",
     "JUDGE_VISIBLE_FIELDS",
@@ -41,6 +58,7 @@ __all__ = [
     "Endpoint",
     "Judge",
     "JudgeInput",
+    "LLMJudge",
     "NotAvailable",
     "PING_CODES",
     "PING_INPUT",
@@ -51,6 +69,7 @@ __all__ = [
     "aping",
     "available_kinds",
     "build_judge",
+    "declare_kind",
     "load_candidate",
     "load_spec",
     "derive_spec",
@@ -60,6 +79,3 @@ __all__ = [
     "ragas_version",
     "register_kind",
 ]
-
-from ..noise import _judge as _noise_judge  # noqa: E402,F401  (register ragas-noise)
-from ..ranking import _judges as _ranking_kinds  # noqa: E402,F401  (register ragas-ranking, ragas-ranking-function)

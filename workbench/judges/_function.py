@@ -11,7 +11,7 @@ from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeIdentity
 from ._input import JudgeInput
-from ._registry import CaseRef, Verdict, make_identity, register_kind
+from ._registry import CaseRef, Verdict, make_identity
 from ._spec import CandidateSpec
 
 
@@ -74,8 +74,3 @@ class FunctionJudge:
             kind = "judge_exception" if reason.startswith(f"Error executing metric {self.metric.name}:") else "invalid_label"
             return Verdict.failed(kind, reason)
         return Verdict(value=str(result.value), reason=result.reason)
-
-
-@register_kind("ragas-function")
-def _build(spec: CandidateSpec, spec_path: Path) -> FunctionJudge:
-    return FunctionJudge(spec, spec_path)

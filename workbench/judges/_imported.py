@@ -23,7 +23,7 @@ from .._io import sha256_file
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult, read_results
 from ._input import JudgeInput
-from ._registry import CaseRef, NotAvailable, Verdict, make_identity, register_kind
+from ._registry import CaseRef, NotAvailable, Verdict, make_identity
 from ._spec import CandidateSpec
 
 if TYPE_CHECKING:
@@ -101,8 +101,3 @@ class ImportedJudge:
         if r.value not in self.spec.labels:
             return Verdict.failed("invalid_label", f"imported value {r.value!r} outside {self.spec.labels}", rendered_request=self.render(judge_input, ref))
         return Verdict(value=r.value, reason=r.reason, score=r.score, order=r.order, tokens_in=r.tokens_in, tokens_out=r.tokens_out, rendered_request=self.render(judge_input, ref), latency_s=r.latency_s, cost_usd=r.cost_usd)
-
-
-@register_kind("imported")
-def _build(spec: CandidateSpec, spec_path: Path) -> ImportedJudge:
-    return ImportedJudge(spec, spec_path)

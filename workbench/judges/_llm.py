@@ -28,7 +28,7 @@ from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
 from ._prepared import Preparation, prepare
-from ._registry import CaseRef, Verdict, make_identity, register_kind
+from ._registry import CaseRef, Verdict, make_identity
 from ._spec import SECRET_FIX, CandidateSpec
 from ._tokens import prompt_tokens
 
@@ -588,11 +588,6 @@ def _seconds(value: str) -> float | None:
             return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
         except (TypeError, ValueError):
             return None
-
-
-@register_kind("ragas-llm")
-def _build(spec: CandidateSpec, spec_path: Path) -> LLMJudge:
-    return LLMJudge(spec, spec_path)
 
 
 def _recordable_url(url: str | None) -> str | None:

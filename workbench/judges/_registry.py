@@ -1,11 +1,16 @@
 """The judge interface and the small registry of judge kinds.
 
-A kind is a factory ``(spec, spec_path) -> Judge``. Built-in kinds register on import of
-:mod:`workbench.judges`; a third-party package can register more with :func:`register_kind`.
+A kind is a factory ``(spec, spec_path) -> Judge`` (a judge class is one). The built-in kinds
+are declared in :data:`BUILTIN_KINDS` as ``"module:attribute"`` stubs: a kind's module is
+imported only when a judge of that kind is built, so this package imports none of the
+packages that define kinds (``workbench.noise``, ``workbench.ranking``), and they import it.
+Kinds outside the core register with :func:`register_kind` (a decorator, for a factory that
+is already imported) or :func:`declare_kind` (a stub, imported on first use).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -93,11 +98,23 @@ class Judge(Protocol):
 
 
 JudgeFactory = Callable[[CandidateSpec, Path], Judge]
-_KINDS: dict[str, JudgeFactory] = {}
+
+BUILTIN_KINDS: dict[str, str] = {
+    "ragas-llm": "workbench.judges._llm:LLMJudge",
+    "ragas-function": "workbench.judges._function:FunctionJudge",
+    "imported": "workbench.judges._imported:ImportedJudge",
+    "ragas-noise": "workbench.noise._judge:NoiseJudge",
+    "ragas-ranking": "workbench.ranking._judges:LLMRankingJudge",
+    "ragas-ranking-function": "workbench.ranking._judges:FunctionRankingJudge",
+}
+"""kind -> ``"module:attribute"`` of its factory, for every kind the workbench ships."""
+
+_KINDS: dict[str, JudgeFactory | str] = dict(BUILTIN_KINDS)
+"""kind -> its factory, or the ``"module:attribute"`` stub that names it until first use."""
 
 
 def register_kind(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
-    """Register a judge kind under ``name``."""
+    """Register a judge kind under ``name``: a decorator for its factory (or judge class)."""
 
     def decorate(factory: JudgeFactory) -> JudgeFactory:
         _KINDS[name] = factory
@@ -106,8 +123,42 @@ def register_kind(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
     return decorate
 
 
+def declare_kind(name: str, target: str) -> None:
+    """Register a judge kind under ``name`` by the import path of its factory, ``"module:attribute"``.
+
+    Nothing is imported now: the module loads when a judge of this kind is first built.
+    """
+    module, _, attribute = target.partition(":")
+    if not module or not attribute:
+        raise ValueError(f"a judge kind is declared as 'module:attribute', got {target!r}")
+    _KINDS[name] = target
+
+
 def available_kinds() -> list[str]:
     return sorted(_KINDS)
+
+
+def _factory(kind: str, spec_path: Path) -> JudgeFactory:
+    """The factory of ``kind``, importing its module the first time it is asked for."""
+    entry = _KINDS.get(kind)
+    if entry is None:
+        raise WorkbenchError(
+            "unknown judge kind",
+            [Problem(location=str(spec_path), code="unknown_kind", message=f"unknown judge kind {kind!r}", fix="use one of " + ", ".join(available_kinds()))],
+        )
+    if not isinstance(entry, str):
+        return entry
+    module, _, attribute = entry.partition(":")
+    try:
+        factory = getattr(importlib.import_module(module), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise WorkbenchError(
+            "judge kind unavailable",
+            [Problem(location=str(spec_path), code="kind_unavailable", message=f"judge kind {kind!r} is declared as {entry!r}, which cannot be loaded ({exc})", fix="install the package that provides the kind, or correct its declaration")],
+        ) from None
+    if _KINDS.get(kind) == entry:  # importing it may have registered the factory already
+        _KINDS[kind] = factory
+    return factory
 
 
 def ragas_version() -> str:
@@ -140,13 +191,8 @@ def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) 
 
 
 def build_judge(spec: CandidateSpec, spec_path: Path) -> Judge:
-    factory = _KINDS.get(spec.kind)
-    if factory is None:
-        raise WorkbenchError(
-            "unknown judge kind",
-            [Problem(location=str(spec_path), code="unknown_kind", message=f"unknown judge kind {spec.kind!r}", fix="use one of " + ", ".join(available_kinds()))],
-        )
-    return factory(spec, spec_path)
+    """Build the judge of ``spec``; its kind's module is imported here on first use."""
+    return _factory(spec.kind, spec_path)(spec, spec_path)
 
 
 def load_candidate(path: str | Path) -> Judge:

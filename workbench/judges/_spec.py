@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from .._io import read_yaml
+from .._load import validation_problems
 from .._record import Record, SchemaTooNew
 from .._redact import find_secrets
 from ..errors import Problem, WorkbenchError
@@ -339,7 +340,7 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     except ValidationError as exc:
         raise WorkbenchError(
             "invalid candidate",
-            [_spec_problem(loc, e) for e in exc.errors(include_url=False)],
+            validation_problems(exc, at=loc, code="candidate_invalid", root="spec", fix="correct this field; see docs/formats.md#candidate-specs", expand=_retries_problem),
         ) from None
     except SchemaTooNew as exc:
         raise WorkbenchError("candidate from a newer workbench", [exc.problem_at(loc)]) from None
@@ -352,11 +353,10 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     return spec, path
 
 
-def _spec_problem(loc: str, err: Any) -> Problem:
-    where = ".".join(map(str, err["loc"])) or "spec"
+def _retries_problem(err: Any, _where: str, loc: str) -> list[Problem] | None:
     if tuple(err["loc"]) == ("endpoint", "max_retries") and err["type"] == "less_than_equal":
-        return Problem(location=loc, code="max_retries_too_high", message=f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT} retries are allowed", fix=f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing that often needs attention, not more calls")
-    return Problem(location=loc, code="candidate_invalid", message=f"{where}: {err['msg']}", fix="correct this field; see docs/formats.md#candidate-specs")
+        return [Problem(location=loc, code="max_retries_too_high", message=f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT} retries are allowed", fix=f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing that often needs attention, not more calls")]
+    return None
 
 
 def derive_spec(

@@ -28,10 +28,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._io import read_bounded, sha256_file, yaml_loads
+from .._io import sha256_file
+from .._load import error_field, load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
@@ -94,27 +94,32 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
     """Read and check a mapping file's shape; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no label mapping", [Problem(location=loc, code="mapping_missing", message="the label mapping file does not exist", fix="write the reviewed mapping (old -> new, approver, approved date); see docs/formats.md#label-mapping")])
-    try:
-        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="mapping_yaml", message=f"not valid UTF-8 YAML ({str(exc).splitlines()[0][:120]})", fix="correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="mapping_shape", message="the mapping file must be a YAML mapping", fix="write from/to/approver/approved/mapping as key: value pairs")])
+    raw = load_yaml(
+        path,
+        prefix="mapping",
+        what="label mapping",
+        missing_fix="write the reviewed mapping (old -> new, approver, approved date); see docs/formats.md#label-mapping",
+        encoding_code="mapping_yaml",
+        shape=("the mapping file must be a YAML mapping", "write from/to/approver/approved/mapping as key: value pairs"),
+    ).data
     try:
         mapping = LabelMapping.model_validate(raw)
     except SchemaTooNew as exc:
         raise WorkbenchError("unreadable label mapping", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
-        problems = []
-        for e in exc.errors(include_url=False):
-            field = ".".join(map(str, e["loc"])) or "mapping"
-            code = "mapping_unapproved" if field in ("approver", "approved") else "mapping_invalid"
-            message = f"missing {field}: a label mapping must be reviewed (approver and approval date)" if e["type"] == "missing" and code == "mapping_unapproved" else f"{field}: {e['msg']}"
-            problems.append(Problem(location=loc, code=code, message=message, fix="see docs/formats.md#label-mapping"))
+        problems = validation_problems(exc, at=loc, root="mapping", code=_error_code, message=_error_message, fix="see docs/formats.md#label-mapping")
         raise WorkbenchError(f"{loc}: invalid label mapping", problems) from None
     return LoadedMapping(mapping=mapping, path=loc, sha256=sha256_file(path))
+
+
+def _error_code(e: Any) -> str:
+    return "mapping_unapproved" if error_field(e) in ("approver", "approved") else "mapping_invalid"
+
+
+def _error_message(e: Any, field: str) -> str:
+    if e["type"] == "missing" and _error_code(e) == "mapping_unapproved":
+        return f"missing {field}: a label mapping must be reviewed (approver and approval date)"
+    return f"{field}: {e['msg']}"
 
 
 def mapping_required(old_labels: list[str], new_labels: list[str]) -> list[str]:

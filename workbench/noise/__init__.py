@@ -3,22 +3,55 @@
 - :mod:`._pairs` and :mod:`._evidence`: the pair-suite format (:class:`NoiseSuite`,
   :class:`NoisePair`, structured contexts, generation traces, retrieval assertions, sign-offs,
   the noise policy and evidence manifest) and :func:`load_pairs`, which reports every problem at once.
-- :mod:`._judge`: the ``ragas-noise`` judge kind (registered on import).
+- :mod:`._judge`: the ``ragas-noise`` judge kind (declared in :data:`workbench.judges.BUILTIN_KINDS`).
 - :mod:`._retrieval`: deterministic retrieval assertions, run before any model call.
 - :mod:`._analysis`: :func:`run_noise` (retrieval, then controls, then candidates and repeats)
   and :func:`noise_report` with its blockers; :mod:`._present`: text and charts.
 - :mod:`._compare`: baseline versus candidate; :mod:`._companions`: companion metrics;
   :mod:`._panel`: the claim-level review panel; :mod:`._release`: frozen suite releases;
   :mod:`._waivers`: overrides of noise blockers.
-
-The analysis names are loaded on first use, so the judge registry can import this package
-(to register ``ragas-noise``) without importing the run engine it is itself imported by.
 """
 
 from __future__ import annotations
 
-from .._lazy import lazy_attributes
-from . import _judge  # noqa: F401  (registers the ragas-noise kind)
+from ._analysis import (
+    CANDIDATES_PARTITION,
+    CONTROLS_PARTITION,
+    EXIT_CODES,
+    LOWER_IS_BETTER,
+    NOISE_REPORT_FILE,
+    NOISE_REPORT_SCHEMA_VERSION,
+    NOISE_RUN_FILE,
+    REPEATS_PARTITION,
+    ControlRow,
+    MemberError,
+    NoiseReport,
+    NoiseRun,
+    PairRow,
+    RepeatRow,
+    RetiredRow,
+    SliceRow,
+    check_controls,
+    check_run_request,
+    load_noise_run,
+    member_items,
+    noise_report,
+    run_noise,
+    run_noise_sync,
+    selected_candidates,
+)
+from ._companions import (
+    CompanionJoin,
+    CompanionValue,
+    join_companions,
+    load_companions,
+)
+from ._compare import (
+    check_baseline_suite,
+    compare_reports,
+    load_baseline_report,
+    with_baseline,
+)
 from ._evidence import (
     ATTACKS,
     CONTROL_ROLES,
@@ -54,48 +87,48 @@ from ._pairs import (
     parse_pairs,
     validate_pairs,
 )
-
-_MODULES = {
-    "._analysis": (
-        "CANDIDATES_PARTITION",
-        "CONTROLS_PARTITION",
-        "EXIT_CODES",
-        "LOWER_IS_BETTER",
-        "NOISE_REPORT_FILE",
-        "NOISE_REPORT_SCHEMA_VERSION",
-        "NOISE_RUN_FILE",
-        "REPEATS_PARTITION",
-        "ControlRow",
-        "MemberError",
-        "NoiseReport",
-        "NoiseRun",
-        "PairRow",
-        "RepeatRow",
-        "RetiredRow",
-        "SliceRow",
-        "check_controls",
-        "check_run_request",
-        "load_noise_run",
-        "member_items",
-        "noise_report",
-        "run_noise",
-        "run_noise_sync",
-        "selected_candidates",
-    ),
-    "._present": ("comparison_chart", "format_noise", "noise_chart"),
-    "._retrieval": ("RetrievalRow", "check_retrieval", "failed_pairs", "retrieval_blockers"),
-    "._release": ("RELEASES_FILE", "FrozenPair", "NoiseRelease", "check_lineage", "freeze_suite", "load_releases", "release_of", "releases_path"),
-    "._compare": ("check_baseline_suite", "compare_reports", "load_baseline_report", "with_baseline"),
-    "._trends": ("NoiseComparison", "PairDelta", "SliceDelta", "Trend"),
-    "._companions": ("CompanionJoin", "CompanionValue", "join_companions", "load_companions"),
-    "._panel": ("ClaimAdjudication", "ClaimJudgment", "ClaimPanel", "ClaimReview", "PanelMemberRow", "PanelReport", "format_panel", "load_panel", "panel_agreement"),
-    "._waivers": ("NOISE_CODES", "add_noise_override"),
-}
-_LAZY = {name: module for module, names in _MODULES.items() for name in names}
-
-
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
-
+from ._panel import (
+    ClaimAdjudication,
+    ClaimJudgment,
+    ClaimPanel,
+    ClaimReview,
+    PanelMemberRow,
+    PanelReport,
+    format_panel,
+    load_panel,
+    panel_agreement,
+)
+from ._present import (
+    comparison_chart,
+    format_noise,
+    noise_chart,
+)
+from ._release import (
+    RELEASES_FILE,
+    FrozenPair,
+    NoiseRelease,
+    check_lineage,
+    freeze_suite,
+    load_releases,
+    release_of,
+    releases_path,
+)
+from ._retrieval import (
+    RetrievalRow,
+    check_retrieval,
+    failed_pairs,
+    retrieval_blockers,
+)
+from ._trends import (
+    NoiseComparison,
+    PairDelta,
+    SliceDelta,
+    Trend,
+)
+from ._waivers import (
+    NOISE_CODES,
+    add_noise_override,
+)
 
 __all__ = [
     "CLAIMS_PREFIX",

@@ -58,7 +58,7 @@ Outcome: ``evaluation_incomplete`` (exit 3) > ``quality_failed`` (exit 1) > ``re
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -69,6 +69,7 @@ from .._args import check_budget, check_concurrency, check_repeats, partition_na
 from .._io import atomic_write_json, read_json_file
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
+from ..outcomes import exit_codes, outcome_of
 from ..policy import (
     Blocker,
     Override,
@@ -79,8 +80,8 @@ from ..policy import (
     waiver_for,
 )
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
-from ..runs import RunSummary
-from ..runs._engine import RESULTS_FILE, WorkItem, run_items
+from ..runs import RESULTS_FILE, RunSummary
+from ..runs._engine import WorkItem, run_items
 from ._companions import CompanionJoin
 from ._evidence import NoisePolicy
 from ._judge import KIND, METRIC
@@ -102,7 +103,7 @@ NOISE_RUN_FILE = "noise_run.json"
 NOISE_REPORT_FILE = "noise_report.json"
 LOWER_IS_BETTER = "lower is better"
 """What every table and chart states."""
-EXIT_CODES: dict[str, int] = {"passed": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
+EXIT_CODES: dict[str, int] = exit_codes("passed", "quality_failed", "evaluation_incomplete", "review_required")
 """Process exit code per outcome (2 is invalid input)."""
 _EPS = 1e-12
 _CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
@@ -841,163 +842,30 @@ def noise_report(
     if run is not None:
         controls_passed = controls_passed and run.controls_passed
     interpreted = controls_passed
-    blockers: list[Blocker] = retrieval_blockers(suite, retrieval)
-    errors: list[MemberError] = []
+    control_blockers, roles = _control_blockers(suite, controls, policy)
+    blockers: list[Blocker] = [*retrieval_blockers(suite, retrieval), *control_blockers]
+    errors = _control_errors(suite, final)
     missing: list[str] = []
-
-    for c in controls:
-        evidence = {"role": c.role, "mode": c.mode, "positive_score": c.positive_score, "negative_score": c.negative_score, "status": c.status, "direction": DIRECTION}
-        if c.status == "not_run":
-            blockers.append(Blocker(code="noise_controls_not_run", category="incomplete", slice=c.slice, risk=_risk(suite, c.slice), message=f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to separate, it was never scored, so candidate scores cannot be interpreted", evidence=evidence, case_ids=[c.pair_id], waivable=False))
-        elif c.status in ("error", "missing", "retrieval_failed") or c.separated is False:
-            what = "did not separate" if c.status == "not_separated" else "has no usable score"
-            blockers.append(Blocker(code="noise_controls_failed", category="incomplete", slice=c.slice, risk=_risk(suite, c.slice), message=f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores cannot be interpreted", evidence=evidence, case_ids=[c.pair_id], waivable=False))
-        elif c.status == "routed_to_review":
-            blockers.append(Blocker(code="noise_reference_defect_review", category="review", slice=c.slice, risk=_risk(suite, c.slice), message=f"reference-defect control {c.pair_id}: {c.detail}", evidence=evidence, case_ids=[c.pair_id]))
-    if not any(c.role == "control" for c in controls):
-        blockers.append(Blocker(code="noise_controls_failed", category="incomplete", message="the suite has no control pair: candidate scores cannot be interpreted", evidence={"controls": 0}, waivable=False))
-    roles = {role: sum(1 for p in suite.controls() if p.role == role) for role in ("control", "adversarial", "reference_defect")}
-    for role in policy.required_control_roles:
-        if not roles.get(role):
-            blockers.append(Blocker(code="noise_control_role_missing", category="incomplete", message=f"the suite has no {role} control, which the policy requires: the {role} role is untested, never passed", evidence={"role": role, "n": 0}, waivable=False))
-
-    def member_error(pair: NoisePair, member: Member, r: JudgeResult) -> None:
-        assert r.error is not None
-        errors.append(MemberError(case_id=r.case_id, pair_id=pair.pair_id, member=member, role=pair.role, slice=pair.slice, kind=r.error.kind, message=r.error.message))
-
-    for pair in suite.controls():
-        for m in MEMBERS:
-            r = final.get(pair.item_id(m))
-            if r is not None and r.error is not None:
-                member_error(pair, m, r)
-
     values = companions.values if companions is not None else {}
     rows: list[PairRow] = []
     for pair in candidates:
-        limit = suite.slices[pair.slice]
-        got = {m: final.get(pair.item_id(m)) for m in MEMBERS}
-        abstained = [m for m in MEMBERS if pair.member(m).abstained]
-        base = {"pair_id": pair.pair_id, "slice": pair.slice, "mode": pair.mode, "partition": pair.partition, "distractor": pair.noisy.distractor.label, "expected_relation": pair.expected_relation, "limit_max_score": limit.max_score, "limit_max_delta": limit.max_delta, "abstained": abstained, "companions": values.get(pair.pair_id, {})}
-        if pair.pair_id in blocked:
-            rows.append(PairRow(**base, clean_score=None, noisy_score=None, delta=None, relation_held=None, within_limit=None, status="retrieval_failed", errors=[]))
-            continue
-        if not interpreted:
-            rows.append(PairRow(**base, clean_score=None, noisy_score=None, delta=None, relation_held=None, within_limit=None, status="not_interpreted", errors=[]))
-            continue
-        member_errors = []
-        for m, r in got.items():
-            if m in abstained:
-                continue
-            if r is None:
-                missing.append(pair.item_id(m))
-            elif r.error is not None:
-                member_error(pair, m, r)
-                member_errors.append(f"{m}: {r.error.kind}: {r.error.message}")
-        clean, noisy = _score(got["clean"]), _score(got["noisy"])
-        if "clean" in abstained:
-            clean = None
-        if "noisy" in abstained:
-            noisy = None
-        delta = None if clean is None or noisy is None else noisy - clean
-        challenged = pair.sign_off is not None and not pair.sign_off.reference_sufficient
-        if abstained:
-            status = "abstained"
-        elif clean is not None and noisy is not None:
-            status = "reference_challenged" if challenged else "scored"
-        else:
-            status = "missing" if any(r is None for r in got.values()) else "error"
-        counted = status == "scored" or (status == "abstained" and not challenged and noisy is not None)
-        within = None
-        if counted and noisy is not None:
-            within = noisy <= limit.max_score + _EPS and (limit.max_delta is None or delta is None or delta <= limit.max_delta + _EPS)
-        tradeoffs = []
-        for metric, spec in policy.companions.items():
-            v = values.get(pair.pair_id, {}).get(metric, {})
-            noise_held = "noisy" in abstained or (noisy is not None and clean is not None and noisy <= clean + _EPS)
-            if "clean" in v and "noisy" in v and noise_held and _worse(spec.direction, v["noisy"], v["clean"]):
-                tradeoffs.append(f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g} ({spec.direction.replace('_', ' ')}) while the noise score did not rise")
-        rows.append(PairRow(**base, clean_score=clean, noisy_score=noisy, delta=delta, relation_held=None if delta is None else delta <= _EPS, within_limit=within, status=status, counted=counted, errors=member_errors, tradeoffs=tradeoffs))  # type: ignore[arg-type]
-
+        row, pair_errors, pair_missing = _pair_row(suite, pair, final, blocked, interpreted, values)
+        rows.append(row)
+        errors += pair_errors
+        missing += pair_missing
     slices = [_slice_row(suite, name, [r for r in rows if r.slice == name], errors, missing, interpreted, values) for name in suite.slices]
-
     if interpreted:
-        for s in slices:
-            over = [r for r in rows if r.slice == s.slice and r.counted and r.noisy_score is not None and r.noisy_score > s.limit_max_score + _EPS]
-            if over:
-                blockers.append(Blocker(code="noise_score_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's max_score {s.limit_max_score:g} (lower is better)", evidence={"max_noisy_score": s.max_noisy_score, "mean_noisy_score": s.mean_noisy_score, "max_score": s.limit_max_score, "direction": DIRECTION, "n": s.scored}, case_ids=[r.pair_id for r in over]))
-            if s.limit_max_delta is not None:
-                worse = [r for r in rows if r.slice == s.slice and r.counted and r.delta is not None and r.delta > s.limit_max_delta + _EPS]
-                if worse:
-                    blockers.append(Blocker(code="noise_delta_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{len(worse)} candidate pairs got worse with the distractor by more than max_delta {s.limit_max_delta:g} (lower is better)", evidence={"max_delta_observed": s.max_delta, "max_delta": s.limit_max_delta, "direction": DIRECTION, "n": s.scored}, case_ids=[r.pair_id for r in worse]))
-            abstaining = [r.pair_id for r in rows if r.slice == s.slice and r.abstained]
-            if s.abstentions:
-                evidence = {"abstentions": s.abstentions, "members": s.members, "abstention_rate": s.abstention_rate, "max_abstention_rate": s.limit_max_abstention_rate}
-                if s.limit_max_abstention_rate is None:
-                    blockers.append(Blocker(code="noise_abstention_unreviewed", category="review", slice=s.slice, risk=s.risk, message=f"{s.abstentions} of {s.members} candidate members abstained and the slice sets no max_abstention_rate: an abstention is neither a 0 nor a pass, a person must judge it", evidence=evidence, case_ids=abstaining))
-                elif (s.abstention_rate or 0.0) > s.limit_max_abstention_rate + _EPS:
-                    blockers.append(Blocker(code="noise_abstention_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{s.abstentions} of {s.members} candidate members abstained ({s.abstention_rate:.0%}), above max_abstention_rate {s.limit_max_abstention_rate:g}: a low noise score bought by not answering", evidence=evidence, case_ids=abstaining))
-        challenged = [r for r in rows if r.status == "reference_challenged"]
-        for name in sorted({r.slice for r in challenged}):
-            mine = [r.pair_id for r in challenged if r.slice == name]
-            blockers.append(Blocker(code="noise_reference_challenged", category="review", slice=name, risk=_risk(suite, name), message=f"{len(mine)} candidate pair(s) whose reference a reviewer marked insufficient: routed to review, not counted against the slice limits", evidence={"pairs": len(mine)}, case_ids=mine))
-    invalid = [e for e in errors if e.kind == "invalid_score"]
-    other = [e for e in errors if e.kind != "invalid_score" and e.role == "candidate"]
-    for code, group, what in (("noise_score_invalid", invalid, "invalid scores (NaN, infinite or outside [0, 1])"), ("noise_evaluator_errors", other, "evaluator errors")):
-        for name in sorted({e.slice for e in group}):
-            mine_e = [e for e in group if e.slice == name]
-            kinds: dict[str, int] = {}
-            for e in mine_e:
-                kinds[e.kind] = kinds.get(e.kind, 0) + 1
-            blockers.append(Blocker(code=code, category="incomplete", slice=name, risk=_risk(suite, name), message=f"{len(mine_e)} member(s) have {what}: no score, never counted as 0", evidence={"errors": len(mine_e), "by_kind": kinds}, case_ids=sorted({e.case_id for e in mine_e}), waivable=False))
-    if missing:
-        for name in sorted({suite.pair(m.rsplit(":", 1)[0]).slice for m in missing}):
-            mine_m = [m for m in missing if suite.pair(m.rsplit(":", 1)[0]).slice == name]
-            stop = stops.get("candidates")
-            why = f" ({_NOT_RUN[stop]})" if stop in _NOT_RUN else ""
-            blockers.append(Blocker(code="missing_results", category="incomplete", slice=name, risk=_risk(suite, name), message=f"{len(mine_m)} candidate member(s) have no result{why}: the evaluation is incomplete, never a pass", evidence={"missing": len(mine_m)}, case_ids=mine_m, waivable=False))
-    for label, summary in runs.items():
-        code = {"budget_exhausted": "budget_exhausted", "max_cases": "case_limit_reached", "circuit_breaker": "run_incomplete"}.get(summary.stop_reason or "")
-        if code:
-            blockers.append(Blocker(code=code, category="incomplete", message=f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f} of ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases}; {len(summary.unrun)} member scoring(s) never ran", evidence={"run": label, "cost_usd": summary.cost_usd, "budget_usd": summary.budget_usd, "max_cases": summary.max_cases, "unrun": len(summary.unrun)}, waivable=False))
-
+        blockers += _slice_blockers(suite, slices, rows)
+    blockers += _error_blockers(suite, errors, missing, stops, runs)
     repeats = _repeat_rows(suite, run, policy, blocked)
-    for row in repeats:
-        if row.status == "incomplete":
-            blockers.append(Blocker(code="noise_repeat_incomplete", category="incomplete", slice=row.slice, risk=_risk(suite, row.slice), message=f"sentinel {row.pair_id} lacks a score in some of its {len(row.clean_scores)} repeats: its repeatability is unproven", evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores}, case_ids=[row.pair_id], waivable=False))
-        elif row.status == "unstable":
-            blockers.append(Blocker(code="noise_repeat_unstable", category="review", slice=row.slice, risk=_risk(suite, row.slice), message=f"sentinel {row.pair_id} varies across repeats (spreads clean {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material judge variation, reviewed by a person, never retried away", evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores, "max_spread": row.max_spread}, case_ids=[row.pair_id]))
-
+    blockers += _repeat_blockers(suite, repeats)
     if policy.companions and interpreted:
-        scope = [p for p in candidates if p.pair_id not in blocked]
-        declared = list(policy.companions)
-        absent = [f"{p.item_id(m)}:{metric}" for p in scope for m in MEMBERS for metric in declared if m not in values.get(p.pair_id, {}).get(metric, {})]
-        if absent:
-            why = "no companion results were given" if companions is None else f"{len(absent)} value(s) not joined by generation run id"
-            blockers.append(Blocker(code="noise_companion_missing", category="incomplete", message=f"declared companion metrics ({', '.join(declared)}) are missing for candidate members ({why}): a low noise score cannot be told from a refusal", evidence={"missing": len(absent), "first": absent[:10]}, case_ids=sorted({a.split(":", 1)[0] for a in absent}), waivable=False))
-        for s in slices:
-            for metric, spec in policy.companions.items():
-                mean = s.companions.get(metric)
-                if spec.limit is None or mean is None:
-                    continue
-                bad = mean < spec.limit - _EPS if spec.direction == "higher_is_better" else mean > spec.limit + _EPS
-                if bad:
-                    blockers.append(Blocker(code="noise_companion_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"companion {metric} averages {mean:.3f} in the slice, beyond its limit {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score is not bought by {metric}", evidence={"metric": metric, "mean": mean, "limit": spec.limit, "direction": spec.direction}, case_ids=[r.pair_id for r in rows if r.slice == s.slice and r.companions.get(metric)]))
+        blockers += _companion_blockers(policy, [p for p in candidates if p.pair_id not in blocked], values, companions, slices, rows)
     if release is None:
         blockers.append(Blocker(code="noise_suite_unfrozen", category="review", message=f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so its cases, references and manifest cannot change under the evidence", evidence={"suite_sha256": suite.sha256}))
-
-    label = _SuiteLabel(suite.label)
-    active = sorted(active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id)
-    kept: list[Blocker] = []
-    waived: list[WaivedBlocker] = []
-    for blocker in sorted(blockers, key=lambda b: (_CATEGORY_ORDER[b.category], b.slice or "", b.code, b.message)):
-        override = waiver_for(blocker, active)
-        if override is None:
-            kept.append(blocker)
-        else:
-            waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
-    unapplied = unapplied_overrides(list(overrides), label, fingerprint, now, kept, waived) if overrides else []  # type: ignore[arg-type]
+    kept, waived, unapplied = _apply_overrides(suite, blockers, overrides, fingerprint, now)
     categories = {b.category for b in kept}
-    outcome: NoiseOutcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required" if "review" in categories else "passed"
+    outcome: NoiseOutcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
     attempts = [r for _, r in located]
     stopped = run.stopped_reason if run is not None else (None if controls_passed else "controls failed: candidate scores are not interpreted")
     return NoiseReport(
@@ -1037,6 +905,203 @@ def noise_report(
         pair_keys={p.pair_id: p.frame_sha256() for p in candidates},
         pair_hashes={p.pair_id: evidence_hashes(p) for p in candidates},
     )
+
+
+def _control_blockers(suite: NoiseSuite, controls: list[Any], policy: NoisePolicy) -> tuple[list[Blocker], dict[str, int]]:
+    """Blockers of the control pairs (not run, failed, routed to review, a required role absent) and the count per role."""
+    blockers: list[Blocker] = []
+    for c in controls:
+        evidence = {"role": c.role, "mode": c.mode, "positive_score": c.positive_score, "negative_score": c.negative_score, "status": c.status, "direction": DIRECTION}
+        if c.status == "not_run":
+            blockers.append(Blocker(code="noise_controls_not_run", category="incomplete", slice=c.slice, risk=_risk(suite, c.slice), message=f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to separate, it was never scored, so candidate scores cannot be interpreted", evidence=evidence, case_ids=[c.pair_id], waivable=False))
+        elif c.status in ("error", "missing", "retrieval_failed") or c.separated is False:
+            what = "did not separate" if c.status == "not_separated" else "has no usable score"
+            blockers.append(Blocker(code="noise_controls_failed", category="incomplete", slice=c.slice, risk=_risk(suite, c.slice), message=f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores cannot be interpreted", evidence=evidence, case_ids=[c.pair_id], waivable=False))
+        elif c.status == "routed_to_review":
+            blockers.append(Blocker(code="noise_reference_defect_review", category="review", slice=c.slice, risk=_risk(suite, c.slice), message=f"reference-defect control {c.pair_id}: {c.detail}", evidence=evidence, case_ids=[c.pair_id]))
+    if not any(c.role == "control" for c in controls):
+        blockers.append(Blocker(code="noise_controls_failed", category="incomplete", message="the suite has no control pair: candidate scores cannot be interpreted", evidence={"controls": 0}, waivable=False))
+    roles = {role: sum(1 for p in suite.controls() if p.role == role) for role in ("control", "adversarial", "reference_defect")}
+    for role in policy.required_control_roles:
+        if not roles.get(role):
+            blockers.append(Blocker(code="noise_control_role_missing", category="incomplete", message=f"the suite has no {role} control, which the policy requires: the {role} role is untested, never passed", evidence={"role": role, "n": 0}, waivable=False))
+    return blockers, roles
+
+
+def _member_error(pair: NoisePair, member: Member, r: JudgeResult) -> MemberError:
+    assert r.error is not None
+    return MemberError(case_id=r.case_id, pair_id=pair.pair_id, member=member, role=pair.role, slice=pair.slice, kind=r.error.kind, message=r.error.message)
+
+
+def _control_errors(suite: NoiseSuite, final: Mapping[str, JudgeResult]) -> list[MemberError]:
+    """The evaluator errors of the control pairs' members."""
+    errors: list[MemberError] = []
+    for pair in suite.controls():
+        for m in MEMBERS:
+            r = final.get(pair.item_id(m))
+            if r is not None and r.error is not None:
+                errors.append(_member_error(pair, m, r))
+    return errors
+
+
+def _pair_row(suite: NoiseSuite, pair: NoisePair, final: Mapping[str, JudgeResult], blocked: set[str], interpreted: bool, values: Mapping[str, Any]) -> tuple[PairRow, list[MemberError], list[str]]:
+    """A candidate pair's row, its members' evaluator errors and its members without a result."""
+    limit = suite.slices[pair.slice]
+    got = {m: final.get(pair.item_id(m)) for m in MEMBERS}
+    abstained = [m for m in MEMBERS if pair.member(m).abstained]
+    base = {"pair_id": pair.pair_id, "slice": pair.slice, "mode": pair.mode, "partition": pair.partition, "distractor": pair.noisy.distractor.label, "expected_relation": pair.expected_relation, "limit_max_score": limit.max_score, "limit_max_delta": limit.max_delta, "abstained": abstained, "companions": values.get(pair.pair_id, {})}
+    if pair.pair_id in blocked:
+        return PairRow(**base, clean_score=None, noisy_score=None, delta=None, relation_held=None, within_limit=None, status="retrieval_failed", errors=[]), [], []
+    if not interpreted:
+        return PairRow(**base, clean_score=None, noisy_score=None, delta=None, relation_held=None, within_limit=None, status="not_interpreted", errors=[]), [], []
+    errors: list[MemberError] = []
+    missing: list[str] = []
+    member_errors = []
+    for m, r in got.items():
+        if m in abstained:
+            continue
+        if r is None:
+            missing.append(pair.item_id(m))
+        elif r.error is not None:
+            errors.append(_member_error(pair, m, r))
+            member_errors.append(f"{m}: {r.error.kind}: {r.error.message}")
+    clean, noisy = _score(got["clean"]), _score(got["noisy"])
+    if "clean" in abstained:
+        clean = None
+    if "noisy" in abstained:
+        noisy = None
+    delta = None if clean is None or noisy is None else noisy - clean
+    status, counted = _pair_status(pair, got, abstained, clean, noisy)
+    within = None
+    if counted and noisy is not None:
+        within = noisy <= limit.max_score + _EPS and (limit.max_delta is None or delta is None or delta <= limit.max_delta + _EPS)
+    tradeoffs = _tradeoffs(suite.policy, values.get(pair.pair_id, {}), abstained, clean, noisy)
+    row = PairRow(**base, clean_score=clean, noisy_score=noisy, delta=delta, relation_held=None if delta is None else delta <= _EPS, within_limit=within, status=status, counted=counted, errors=member_errors, tradeoffs=tradeoffs)  # type: ignore[arg-type]
+    return row, errors, missing
+
+
+def _pair_status(pair: NoisePair, got: Mapping[str, JudgeResult | None], abstained: list[str], clean: float | None, noisy: float | None) -> tuple[str, bool]:
+    """A scored pair's status and whether it counts against the slice limits."""
+    challenged = pair.sign_off is not None and not pair.sign_off.reference_sufficient
+    if abstained:
+        status = "abstained"
+    elif clean is not None and noisy is not None:
+        status = "reference_challenged" if challenged else "scored"
+    else:
+        status = "missing" if any(r is None for r in got.values()) else "error"
+    return status, status == "scored" or (status == "abstained" and not challenged and noisy is not None)
+
+
+def _tradeoffs(policy: NoisePolicy, values: Mapping[str, Any], abstained: list[str], clean: float | None, noisy: float | None) -> list[str]:
+    """Companion metrics that got worse with the distractor while the noise score did not rise."""
+    tradeoffs = []
+    for metric, spec in policy.companions.items():
+        v = values.get(metric, {})
+        noise_held = "noisy" in abstained or (noisy is not None and clean is not None and noisy <= clean + _EPS)
+        if "clean" in v and "noisy" in v and noise_held and _worse(spec.direction, v["noisy"], v["clean"]):
+            tradeoffs.append(f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g} ({spec.direction.replace('_', ' ')}) while the noise score did not rise")
+    return tradeoffs
+
+
+def _slice_blockers(suite: NoiseSuite, slices: list[Any], rows: list[PairRow]) -> list[Blocker]:
+    """Blockers of interpreted candidate scores against each slice's limits, and challenged references."""
+    blockers: list[Blocker] = []
+    for s in slices:
+        over = [r for r in rows if r.slice == s.slice and r.counted and r.noisy_score is not None and r.noisy_score > s.limit_max_score + _EPS]
+        if over:
+            blockers.append(Blocker(code="noise_score_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's max_score {s.limit_max_score:g} (lower is better)", evidence={"max_noisy_score": s.max_noisy_score, "mean_noisy_score": s.mean_noisy_score, "max_score": s.limit_max_score, "direction": DIRECTION, "n": s.scored}, case_ids=[r.pair_id for r in over]))
+        if s.limit_max_delta is not None:
+            worse = [r for r in rows if r.slice == s.slice and r.counted and r.delta is not None and r.delta > s.limit_max_delta + _EPS]
+            if worse:
+                blockers.append(Blocker(code="noise_delta_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{len(worse)} candidate pairs got worse with the distractor by more than max_delta {s.limit_max_delta:g} (lower is better)", evidence={"max_delta_observed": s.max_delta, "max_delta": s.limit_max_delta, "direction": DIRECTION, "n": s.scored}, case_ids=[r.pair_id for r in worse]))
+        blockers += _abstention_blockers(s, [r.pair_id for r in rows if r.slice == s.slice and r.abstained])
+    challenged = [r for r in rows if r.status == "reference_challenged"]
+    for name in sorted({r.slice for r in challenged}):
+        mine = [r.pair_id for r in challenged if r.slice == name]
+        blockers.append(Blocker(code="noise_reference_challenged", category="review", slice=name, risk=_risk(suite, name), message=f"{len(mine)} candidate pair(s) whose reference a reviewer marked insufficient: routed to review, not counted against the slice limits", evidence={"pairs": len(mine)}, case_ids=mine))
+    return blockers
+
+
+def _abstention_blockers(s: Any, abstaining: list[str]) -> list[Blocker]:
+    """A slice's abstentions: unreviewed without a max_abstention_rate, else against it."""
+    if not s.abstentions:
+        return []
+    evidence = {"abstentions": s.abstentions, "members": s.members, "abstention_rate": s.abstention_rate, "max_abstention_rate": s.limit_max_abstention_rate}
+    if s.limit_max_abstention_rate is None:
+        return [Blocker(code="noise_abstention_unreviewed", category="review", slice=s.slice, risk=s.risk, message=f"{s.abstentions} of {s.members} candidate members abstained and the slice sets no max_abstention_rate: an abstention is neither a 0 nor a pass, a person must judge it", evidence=evidence, case_ids=abstaining)]
+    if (s.abstention_rate or 0.0) > s.limit_max_abstention_rate + _EPS:
+        return [Blocker(code="noise_abstention_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{s.abstentions} of {s.members} candidate members abstained ({s.abstention_rate:.0%}), above max_abstention_rate {s.limit_max_abstention_rate:g}: a low noise score bought by not answering", evidence=evidence, case_ids=abstaining)]
+    return []
+
+
+def _error_blockers(suite: NoiseSuite, errors: list[MemberError], missing: list[str], stops: Mapping[str, str | None], runs: Mapping[str, Any]) -> list[Blocker]:
+    """Blockers of invalid scores, evaluator errors, members without a result and runs that stopped early."""
+    blockers: list[Blocker] = []
+    invalid = [e for e in errors if e.kind == "invalid_score"]
+    other = [e for e in errors if e.kind != "invalid_score" and e.role == "candidate"]
+    for code, group, what in (("noise_score_invalid", invalid, "invalid scores (NaN, infinite or outside [0, 1])"), ("noise_evaluator_errors", other, "evaluator errors")):
+        for name in sorted({e.slice for e in group}):
+            mine_e = [e for e in group if e.slice == name]
+            kinds: dict[str, int] = {}
+            for e in mine_e:
+                kinds[e.kind] = kinds.get(e.kind, 0) + 1
+            blockers.append(Blocker(code=code, category="incomplete", slice=name, risk=_risk(suite, name), message=f"{len(mine_e)} member(s) have {what}: no score, never counted as 0", evidence={"errors": len(mine_e), "by_kind": kinds}, case_ids=sorted({e.case_id for e in mine_e}), waivable=False))
+    for name in sorted({suite.pair(m.rsplit(":", 1)[0]).slice for m in missing}):
+        mine_m = [m for m in missing if suite.pair(m.rsplit(":", 1)[0]).slice == name]
+        stop = stops.get("candidates")
+        why = f" ({_NOT_RUN[stop]})" if stop in _NOT_RUN else ""
+        blockers.append(Blocker(code="missing_results", category="incomplete", slice=name, risk=_risk(suite, name), message=f"{len(mine_m)} candidate member(s) have no result{why}: the evaluation is incomplete, never a pass", evidence={"missing": len(mine_m)}, case_ids=mine_m, waivable=False))
+    for label, summary in runs.items():
+        code = {"budget_exhausted": "budget_exhausted", "max_cases": "case_limit_reached", "circuit_breaker": "run_incomplete"}.get(summary.stop_reason or "")
+        if code:
+            blockers.append(Blocker(code=code, category="incomplete", message=f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f} of ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases}; {len(summary.unrun)} member scoring(s) never ran", evidence={"run": label, "cost_usd": summary.cost_usd, "budget_usd": summary.budget_usd, "max_cases": summary.max_cases, "unrun": len(summary.unrun)}, waivable=False))
+    return blockers
+
+
+def _repeat_blockers(suite: NoiseSuite, repeats: list[Any]) -> list[Blocker]:
+    """Sentinels whose repeats lack a score, or vary beyond max_spread."""
+    blockers: list[Blocker] = []
+    for row in repeats:
+        if row.status == "incomplete":
+            blockers.append(Blocker(code="noise_repeat_incomplete", category="incomplete", slice=row.slice, risk=_risk(suite, row.slice), message=f"sentinel {row.pair_id} lacks a score in some of its {len(row.clean_scores)} repeats: its repeatability is unproven", evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores}, case_ids=[row.pair_id], waivable=False))
+        elif row.status == "unstable":
+            blockers.append(Blocker(code="noise_repeat_unstable", category="review", slice=row.slice, risk=_risk(suite, row.slice), message=f"sentinel {row.pair_id} varies across repeats (spreads clean {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material judge variation, reviewed by a person, never retried away", evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores, "max_spread": row.max_spread}, case_ids=[row.pair_id]))
+    return blockers
+
+
+def _companion_blockers(policy: NoisePolicy, scope: list[NoisePair], values: Mapping[str, Any], companions: CompanionJoin | None, slices: list[Any], rows: list[PairRow]) -> list[Blocker]:
+    """Declared companion metrics missing for candidate members, or beyond their limits in a slice."""
+    blockers: list[Blocker] = []
+    declared = list(policy.companions)
+    absent = [f"{p.item_id(m)}:{metric}" for p in scope for m in MEMBERS for metric in declared if m not in values.get(p.pair_id, {}).get(metric, {})]
+    if absent:
+        why = "no companion results were given" if companions is None else f"{len(absent)} value(s) not joined by generation run id"
+        blockers.append(Blocker(code="noise_companion_missing", category="incomplete", message=f"declared companion metrics ({', '.join(declared)}) are missing for candidate members ({why}): a low noise score cannot be told from a refusal", evidence={"missing": len(absent), "first": absent[:10]}, case_ids=sorted({a.split(":", 1)[0] for a in absent}), waivable=False))
+    for s in slices:
+        for metric, spec in policy.companions.items():
+            mean = s.companions.get(metric)
+            if spec.limit is None or mean is None:
+                continue
+            bad = mean < spec.limit - _EPS if spec.direction == "higher_is_better" else mean > spec.limit + _EPS
+            if bad:
+                blockers.append(Blocker(code="noise_companion_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"companion {metric} averages {mean:.3f} in the slice, beyond its limit {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score is not bought by {metric}", evidence={"metric": metric, "mean": mean, "limit": spec.limit, "direction": spec.direction}, case_ids=[r.pair_id for r in rows if r.slice == s.slice and r.companions.get(metric)]))
+    return blockers
+
+
+def _apply_overrides(suite: NoiseSuite, blockers: list[Blocker], overrides: Sequence[Override], fingerprint: str, now: datetime) -> tuple[list[Blocker], list[WaivedBlocker], list[Any]]:
+    """The blockers kept (in report order), those waived by an active override, and overrides that applied to none."""
+    label = _SuiteLabel(suite.label)
+    active = sorted(active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id)
+    kept: list[Blocker] = []
+    waived: list[WaivedBlocker] = []
+    for blocker in sorted(blockers, key=lambda b: (_CATEGORY_ORDER[b.category], b.slice or "", b.code, b.message)):
+        override = waiver_for(blocker, active)
+        if override is None:
+            kept.append(blocker)
+        else:
+            waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
+    unapplied = unapplied_overrides(list(overrides), label, fingerprint, now, kept, waived) if overrides else []  # type: ignore[arg-type]
+    return kept, waived, unapplied
 
 
 def evidence_hashes(pair: NoisePair) -> dict[str, str]:

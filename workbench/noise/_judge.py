@@ -41,7 +41,7 @@ from typing import Any
 from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
 from ..judges._llm import LLMJudge, _Exchange
-from ..judges._registry import CaseRef, Verdict, make_identity, register_kind
+from ..judges._registry import CaseRef, Verdict, make_identity
 from ..judges._spec import CandidateSpec
 from ._pairs import NoiseInput
 
@@ -266,8 +266,3 @@ def parse_claims(reason: str | None) -> list[dict[str, Any]] | None:
             except (ValueError, KeyError, TypeError):
                 return None
     return None
-
-
-@register_kind(KIND)
-def _build(spec: CandidateSpec, spec_path: Path) -> NoiseJudge:
-    return NoiseJudge(spec, spec_path)

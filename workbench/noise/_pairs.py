@@ -93,6 +93,7 @@ import yaml
 from pydantic import Field, ValidationError
 
 from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_loads
+from .._load import Problems, yaml_lines, yaml_problem
 from .._record import Record as _Model
 from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError, errors_only
@@ -412,28 +413,14 @@ class _Header(_Model):
     pairs: Any
 
 
-# -- YAML line numbers ------------------------------------------------------------------------
-
-
-def _lines(node: Any, path: tuple[Any, ...] = ()) -> dict[tuple[Any, ...], int]:
-    """Map every path in a composed YAML node tree to its 1-based line."""
-    out: dict[tuple[Any, ...], int] = {path: node.start_mark.line + 1}
-    if isinstance(node, yaml.MappingNode):
-        for key, value in node.value:
-            k = key.value
-            out.update(_lines(value, (*path, k)))
-            out[(*path, k)] = key.start_mark.line + 1  # a field's line is its key's line
-    elif isinstance(node, yaml.SequenceNode):
-        for i, item in enumerate(node.value):
-            out.update(_lines(item, (*path, i)))
-    return out
+# -- locating problems ------------------------------------------------------------------------
 
 
 class _Checker:
     def __init__(self, location: str, lines: dict[tuple[Any, ...], int]) -> None:
         self.location = location
         self.lines = lines
-        self.problems: list[Problem] = []
+        self.problems = Problems()
 
     def where(self, path: tuple[Any, ...]) -> str:
         line = None
@@ -445,7 +432,7 @@ class _Checker:
         return f"{self.location}:{line}" + (f" ({dotted})" if dotted else "") if line else (f"{self.location} ({dotted})" if dotted else self.location)
 
     def add(self, path: tuple[Any, ...], code: str, message: str, fix: str, *, case_id: str | None = None, severity: str = "error") -> None:
-        self.problems.append(Problem(location=self.where(path), code=code, message=message, fix=fix, case_id=case_id, severity=severity))  # type: ignore[arg-type]
+        self.problems.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)  # type: ignore[arg-type]
 
 
 def _dotted(path: Iterable[Any]) -> str:
@@ -931,10 +918,9 @@ def validate_pairs(path: str | Path) -> tuple[NoiseSuite | None, list[Problem]]:
         return None, [Problem(location=loc, code="pairs_yaml", message=f"not valid UTF-8 (byte {exc.start})", fix="save the pair suite as UTF-8")]
     try:
         raw = yaml_loads(text)
-        node = yaml.compose(text)
     except yaml.YAMLError as exc:
-        return None, [Problem(location=loc, code="pairs_yaml", message=f"not valid YAML ({exc})", fix="correct the YAML syntax")]
-    lines = _lines(node) if node is not None else {(): 1}
+        return None, [yaml_problem(exc, loc, code="pairs_yaml")]
+    lines = yaml_lines(text, root=True) or {(): 1}  # a field's line is its key's line
     suite, problems = check_pairs(raw, location=loc, lines=lines, sha256=sha256_file(path))
     if suite is not None and path.stem != suite.label:
         problems.append(Problem(location=loc, code="pairs_filename", message=f"file name {path.name!r} does not match name@version {suite.label!r}", fix=f"rename the file to {suite.label}.yaml so versions cannot be confused", severity="warning"))

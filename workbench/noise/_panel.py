@@ -33,10 +33,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError
 
-from .._io import read_bounded, yaml_loads
+from .._load import load_yaml, validation_problems
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult
@@ -161,14 +160,22 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
     """
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no panel", [Problem(location=loc, code="panel_missing", message="the panel file does not exist", fix="write the claim-level review panel (see workbench/noise/_panel.py)")])
+    fix = "correct the panel (see workbench/noise/_panel.py)"
+    raw = load_yaml(
+        path,
+        prefix="panel",
+        what="panel",
+        missing_fix="write the claim-level review panel (see workbench/noise/_panel.py)",
+        encoding_code="panel_invalid",
+        yaml_code="panel_invalid",
+        shape_code="panel_invalid",
+        shape=("the panel must be a YAML mapping", fix),
+        if_empty={},
+    ).data
     try:
-        raw = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
-        panel = ClaimPanel.model_validate({**(raw or {}), "source": loc})
-    except (yaml.YAMLError, UnicodeDecodeError, ValidationError) as exc:
-        msgs = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors(include_url=False)] if isinstance(exc, ValidationError) else [str(exc)]
-        raise WorkbenchError("invalid panel", [Problem(location=loc, code="panel_invalid", message=m, fix="correct the panel (see workbench/noise/_panel.py)") for m in msgs]) from None
+        panel = ClaimPanel.model_validate({**raw, "source": loc})
+    except ValidationError as exc:
+        raise WorkbenchError("invalid panel", validation_problems(exc, at=loc, code="panel_invalid", fix=fix)) from None
     problems: list[Problem] = []
     if panel.suite != suite.label:
         problems.append(Problem(location=loc, code="panel_suite_mismatch", message=f"the panel reviews {panel.suite}, not {suite.label}", fix="review the suite being analysed"))

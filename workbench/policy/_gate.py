@@ -107,6 +107,7 @@ before it uses held-out data (:func:`~workbench.policy._consistency.policy_rubri
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -115,6 +116,7 @@ from pydantic import Field
 from .._record import Record as _Model
 from ..align import AlignmentReport, Join, SliceAlignment, has_pass_fail_view, slice_alignment
 from ..gold import Risk, Rubric
+from ..outcomes import GATE_OUTCOMES, exit_codes, outcome_of
 from ..runs import RunSummary
 from ..stats import Rate, Shortfall, shortfall, too_few_cases_message
 from ._codes import FALSE_PASS_CODES
@@ -126,9 +128,28 @@ GATE_SCHEMA_VERSION = 2
 Category = Literal["incomplete", "quality", "review"]
 GateOutcome = Literal["certified", "quality_failed", "evaluation_incomplete", "review_required"]
 CATEGORY_ORDER: dict[str, int] = {"incomplete": 0, "quality": 1, "review": 2}
-EXIT_CODES: dict[str, int] = {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
-"""Process exit code of ``workbench gate`` per outcome (2 is invalid input)."""
+EXIT_CODES: dict[str, int] = exit_codes(*GATE_OUTCOMES)
+"""Process exit code of ``workbench gate`` per outcome (2 is invalid input): :mod:`workbench.outcomes`."""
 UnappliedReason = Literal["other_policy", "other_candidate", "expired", "not_yet_active", "no_matching_blocker", "already_waived", "not_covered", "not_waivable"]
+
+
+@dataclass(frozen=True)
+class NotEvaluated:
+    """What the gate is given instead of an alignment report when no evidence was gathered on purpose.
+
+    Certification passes it when blocking controls failed: the held-out partition was then
+    deliberately not used, so there is nothing to align. The gate decides on the blockers it
+    is given (controls, lineage) by the same rule, never better than their categories allow.
+    """
+
+    reason: str
+    """Why there is no evidence, for the summary, e.g. "blocking controls failed, so the held-out partition was not used"."""
+    judge: str
+    """``name@version`` of the candidate."""
+    dataset_sha256: str
+    """The gold dataset hash."""
+    partition: str | None = None
+    """The partition that was not evaluated."""
 
 
 class Blocker(_Model):
@@ -267,7 +288,7 @@ class GateResult(_Model):
 
 
 def evaluate_gate(
-    report: AlignmentReport,
+    report: AlignmentReport | NotEvaluated,
     policy: Policy | None,
     *,
     rubric: Rubric,
@@ -287,7 +308,14 @@ def evaluate_gate(
     ``incomplete`` one is never waivable. ``fingerprint`` is the candidate being certified:
     overrides are scoped to it (default: the results' judge fingerprint), and results from
     another judge are a ``candidate_mismatch`` blocker.
+
+    ``report`` may be :class:`NotEvaluated` (no evidence on purpose): only ``extra_blockers``
+    count, no override is checked (nothing measured was there to waive, and blockers from
+    other checks are never waivable), and with no blocker at all it fails closed
+    (``missing_results``).
     """
+    if isinstance(report, NotEvaluated):
+        return _not_evaluated(report, policy, rubric, extra_blockers, policy_sha256, fingerprint)
     now = now or datetime.now(UTC)
     if now.tzinfo is None:
         now = now.replace(tzinfo=UTC)
@@ -333,6 +361,26 @@ def evaluate_gate(
         partition=report.partition,
         evaluated_at=now,
         summary=_summary(outcome, kept, waived, ref),
+    )
+
+
+def _not_evaluated(report: NotEvaluated, policy: Policy | None, rubric: Rubric, extra_blockers: Sequence[Blocker], policy_sha256: str | None, fingerprint: str | None) -> GateResult:
+    blockers = [b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b for b in extra_blockers]
+    if not blockers:  # fail closed: no evidence is never a pass
+        blockers.append(Blocker(code="missing_results", category="incomplete", message=f"No evidence was gathered ({report.reason}); a missing result is never a pass.", evidence={"partition": report.partition}, waivable=False))
+    kept = sorted(blockers, key=Blocker.sort_key)
+    outcome = _outcome(kept)
+    return GateResult(
+        outcome=outcome,
+        blockers=kept,
+        waived=[],
+        policy=PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256) if policy else None,
+        summary=f"{outcome.upper()}: {report.reason} ({len(kept)} blocker(s))",
+        judge=report.judge,
+        judge_fingerprint=fingerprint,
+        dataset_sha256=report.dataset_sha256,
+        rubric_version=rubric.version,
+        partition=report.partition,
     )
 
 
@@ -463,14 +511,7 @@ def _covers(blocker: Blocker, override: Override) -> bool:
 
 
 def _outcome(blockers: Sequence[Blocker]) -> GateOutcome:
-    categories = {b.category for b in blockers}
-    if "incomplete" in categories:
-        return "evaluation_incomplete"
-    if "quality" in categories:
-        return "quality_failed"
-    if "review" in categories:
-        return "review_required"
-    return "certified"
+    return outcome_of(b.category for b in blockers)  # type: ignore[return-value]
 
 
 def _summary(outcome: str, kept: Sequence[Blocker], waived: Sequence[WaivedBlocker], ref: PolicyRef | None) -> str:

@@ -38,6 +38,7 @@ from .._io import (
     loads_json,
     sha256_json,
 )
+from .._load import validation_problems
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
@@ -212,7 +213,7 @@ def build_override(
             body = _OverrideBody.model_validate(record)
             override = Override(**body.model_dump(), override_id=override_id_of(body.model_dump(mode="json")))
         except ValidationError as exc:
-            problems += [Problem(location=loc, code="override_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'override'}: {e['msg']}", fix="correct this value") for e in exc.errors(include_url=False)]
+            problems += validation_problems(exc, at=loc, code="override_invalid", root="override", fix="correct this value")
     if problems or override is None:
         raise WorkbenchError("override refused", problems)
     return override
@@ -361,7 +362,7 @@ def load_overrides(path: str | Path) -> list[Override]:
             problems.append(exc.problem_at(where))
             continue
         except ValidationError as exc:
-            problems += [Problem(location=where, code="override_invalid", message=f"{'.'.join(map(str, e['loc'])) or 'override'}: {e['msg']}", fix="restore the line from version control; add a new override instead of editing one") for e in exc.errors(include_url=False)]
+            problems += validation_problems(exc, at=where, code="override_invalid", root="override", fix="restore the line from version control; add a new override instead of editing one")
             continue
         if override.override_id in seen:
             problems.append(Problem(location=where, code="override_duplicate", message=f"{override.override_id} already on line {seen[override.override_id]}", fix="remove the duplicated line (a copied store)"))

@@ -37,10 +37,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from .._io import read_bounded, sha256_file, yaml_loads
+from .._io import sha256_file
+from .._load import load_yaml, rule_error, validation_problems
 from .._record import Record as _Model
 from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
@@ -290,22 +290,24 @@ def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
     return Problem(location=loc, code=code, message=message, fix=fix)
 
 
+def _rule_problems(e: Any, where: str, loc: str) -> list[Problem] | None:
+    """A policy, slice or sampling rule error's own problems, each with its code."""
+    rule = rule_error(e)
+    if isinstance(rule, PolicyRuleError):
+        return [_problem(loc, code, message, fix) for code, message, fix in rule.rules]
+    if isinstance(rule, SliceRuleError):
+        slice_name = where.rsplit(".", 1)[-1]
+        return [_problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix) for code, message, fix in rule.rules]
+    if isinstance(rule, SamplingRuleError):
+        return [_problem(loc, code, f"{where}: {message}", fix) for code, message, fix in rule.rules]
+    return None
+
+
 def load_policy(path: str | Path) -> Policy:
     """Read and check a policy file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no policy", [_problem(loc, "policy_missing", "the policy file does not exist", "point --policy at data/policies/<name>@<version>.yaml")])
-    try:
-        raw = yaml_loads(read_bounded(path).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_encoding", f"not valid UTF-8 (byte {exc.start})", "save the policy as UTF-8")]) from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{loc}:{mark.line + 1}" if mark else loc
-        raise WorkbenchError("unreadable policy", [_problem(where, "policy_yaml", f"not valid YAML ({getattr(exc, 'problem', exc)})", "correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_shape", "the policy must be a YAML mapping", "write the policy as key: value pairs")])
+    raw = load_yaml(path, prefix="policy", what="policy", missing_fix="point --policy at data/policies/<name>@<version>.yaml", shape=("the policy must be a YAML mapping", "write the policy as key: value pairs")).data
     problems: list[Problem] = []
     name, ver = raw.get("name"), raw.get("version")
     if name is not None and ver is not None and path.stem != f"{name}@{ver}":
@@ -316,18 +318,7 @@ def load_policy(path: str | Path) -> Policy:
     except SchemaTooNew as exc:
         problems.insert(0, exc.problem_at(loc))
     except ValidationError as exc:
-        for e in exc.errors(include_url=False):
-            where = ".".join(map(str, e["loc"])) or "policy"
-            rule = (e.get("ctx") or {}).get("error")
-            if isinstance(rule, PolicyRuleError):
-                problems += [_problem(loc, code, message, fix) for code, message, fix in rule.rules]
-            elif isinstance(rule, SliceRuleError):
-                slice_name = where.rsplit(".", 1)[-1]
-                problems += [_problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix) for code, message, fix in rule.rules]
-            elif isinstance(rule, SamplingRuleError):
-                problems += [_problem(loc, code, f"{where}: {message}", fix) for code, message, fix in rule.rules]
-            else:
-                problems.append(_problem(loc, "policy_invalid", f"{where}: {e['msg']}", "correct this field; see workbench/policy/_policy.py for every field's meaning"))
+        problems += validation_problems(exc, at=loc, code="policy_invalid", root="policy", fix="correct this field; see workbench/policy/_policy.py for every field's meaning", expand=_rule_problems)
     if problems or policy is None:
         raise WorkbenchError(f"{loc}: invalid policy: {len(problems)} problem(s)", problems)
     return policy

@@ -19,7 +19,48 @@
 - :func:`prune_run` / :func:`lock_ranking_run` / :func:`verify_ranking_run`: privacy mode.
 """
 
-from .._lazy import lazy_attributes
+from ._analysis import (
+    DENOMINATORS,
+    RANKING_SCHEMA_VERSION,
+    AgreementFigure,
+    AssemblyFigure,
+    CaseAgreement,
+    CaseMustWin,
+    CaseStability,
+    Completeness,
+    EvaluatorErrorRow,
+    FailureArtifact,
+    IntegrationDefect,
+    MetricDefect,
+    MustWinFigure,
+    PositionBias,
+    PositionRow,
+    RankingReport,
+    SliceFigure,
+    StabilityFigure,
+    completeness,
+    first_place_chart,
+    format_ranking,
+    ranking_report,
+    reproduce_command,
+    write_ranking_artifacts,
+)
+from ._battery import (
+    PARTITION,
+    position_battery,
+    presentation_orders,
+    read_battery,
+    rotation_shift,
+    run_ranking,
+    run_ranking_sync,
+)
+from ._calibration import (
+    CalibrationFigure,
+    FixtureCalibration,
+    ReviewerAgreementReport,
+    format_reviewer_agreement,
+    reviewer_agreement,
+)
 from ._capture import (
     CaptureConfig,
     CapturingJudge,
@@ -47,6 +88,20 @@ from ._fixtures import (
     load_fixtures,
     pairwise_agreement,
 )
+from ._gate import (
+    RankingBlocker,
+    RankingGateResult,
+    RankingHistoryEntry,
+    ScalarCaseResult,
+    SideBySide,
+    check_ranking_override,
+    history_entry,
+    ranking_gate,
+    read_history,
+    read_scalar,
+    record_run,
+    side_by_side,
+)
 from ._judges import (
     RANKING_PLACEHOLDERS,
     FunctionRankingJudge,
@@ -56,56 +111,34 @@ from ._judges import (
     format_candidates,
     format_context,
 )
-
-# The analysis and the battery load on first use: workbench.judges imports this package to
-# register the kinds, and every command pays for what is imported here.
-_LAZY: dict[str, str] = {
-    **dict.fromkeys(["ReviewerAgreementReport", "FixtureCalibration", "CalibrationFigure", "reviewer_agreement", "format_reviewer_agreement"], "._calibration"),
-    **dict.fromkeys(["FixtureRelease", "VersionHistory", "freeze_fixtures", "label_history", "read_release", "release_path"], "._releases"),
-    **dict.fromkeys(
-        ["RankingPolicy", "Confirmation", "Owners", "AgreementDropExample", "AgreementDropExamples", "ThresholdChoice", "choose_agreement_threshold", "threshold_errors", "threshold_chart", "default_policy", "is_ranking_policy_file", "load_agreement_examples", "load_ranking_policy"],
-        "._policy",
-    ),
-    **dict.fromkeys(
-        ["RankingGateResult", "RankingBlocker", "RankingHistoryEntry", "ScalarCaseResult", "SideBySide", "check_ranking_override", "history_entry", "ranking_gate", "read_history", "read_scalar", "record_run", "side_by_side"],
-        "._gate",
-    ),
-    **dict.fromkeys(["LeakageRules", "LeakageHit", "scan_reason"], "._leakage"),
-    **dict.fromkeys(
-        [
-            "DENOMINATORS",
-            "RANKING_SCHEMA_VERSION",
-            "AgreementFigure",
-            "AssemblyFigure",
-            "CaseAgreement",
-            "CaseMustWin",
-            "CaseStability",
-            "Completeness",
-            "EvaluatorErrorRow",
-            "FailureArtifact",
-            "IntegrationDefect",
-            "MetricDefect",
-            "MustWinFigure",
-            "SliceFigure",
-            "PositionBias",
-            "PositionRow",
-            "RankingReport",
-            "StabilityFigure",
-            "completeness",
-            "first_place_chart",
-            "format_ranking",
-            "ranking_report",
-            "reproduce_command",
-            "write_ranking_artifacts",
-        ],
-        "._analysis",
-    ),
-    **dict.fromkeys(["PARTITION", "position_battery", "presentation_orders", "read_battery", "rotation_shift", "run_ranking", "run_ranking_sync"], "._battery"),
-}
-
-
-__getattr__, __dir__ = lazy_attributes(__name__, globals(), _LAZY)
-
+from ._leakage import (
+    LeakageHit,
+    LeakageRules,
+    scan_reason,
+)
+from ._policy import (
+    AgreementDropExample,
+    AgreementDropExamples,
+    Confirmation,
+    Owners,
+    RankingPolicy,
+    ThresholdChoice,
+    choose_agreement_threshold,
+    default_policy,
+    is_ranking_policy_file,
+    load_agreement_examples,
+    load_ranking_policy,
+    threshold_chart,
+    threshold_errors,
+)
+from ._releases import (
+    FixtureRelease,
+    VersionHistory,
+    freeze_fixtures,
+    label_history,
+    read_release,
+    release_path,
+)
 
 __all__ = [
     "AgreementDropExample",

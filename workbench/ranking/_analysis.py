@@ -730,76 +730,21 @@ def ranking_report(
 
     fixture_set = as_fixture_set(fixtures)
     policy = policy or default_policy()
-    if battery is None and isinstance(results, str | Path):
-        from ._battery import read_battery
-
-        battery = read_battery(Path(results).parent)
-    if planned is None and battery and battery.get("fixtures_sha256") == fixture_set.dataset_sha256:
-        from ._battery import position_battery
-
-        # the run's own plan: an attempt it planned and never recorded makes the report incomplete
-        planned = position_battery(fixture_set, **{k: battery[k] for k in ("plan", "max_exhaustive", "sample", "seed", "repeats") if k in battery})
+    battery, planned = _battery_plan(fixture_set, results, battery, planned)
     by_id = fixture_set.by_id()
     rows, results_path = _results(results)
-    fingerprints = {r.judge_fingerprint for r in rows}
-    if len(fingerprints) > 1:
-        raise WorkbenchError("mixed judges", [Problem(location=results_path or "<results>", code="mixed_judges", message=f"the results come from {len(fingerprints)} judges", fix="analyse one judge at a time; split the file by judge_fingerprint")])
-    latest: dict[tuple[str, int], JudgeResult] = {}
-    for r in rows:
-        key = (r.case_id, r.repeat)
-        if key not in latest or r.attempt >= latest[key].attempt:
-            latest[key] = r
-    ordered = [latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1]))]
-
-    defects: list[IntegrationDefect] = []
-    errors: list[EvaluatorErrorRow] = []
-    attempts: list[_Attempt] = []
-    invalid_results: dict[str, list[JudgeResult]] = defaultdict(list)
-    answered = 0
-    for r in ordered:
-        fixture = by_id.get(r.case_id)
-        presented = (r.presentation or {}).get("presented_order")
-        if fixture is None:
-            defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="unknown_case", message="a result for a case the fixtures do not have", returned=r.order))
-            continue
-        if r.response_hash != fixture.source_candidates_sha256:
-            defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="candidates_changed", message=f"the judged candidates digest {r.response_hash[:12]} differs from the frozen fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream", returned=r.order))
-            continue
-        problem = _presentation_problem(fixture, r)
-        if problem is not None:
-            defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="presentation_mismatch", message=problem, returned=r.order, presented_order=presented if isinstance(presented, list) else None))
-            continue
-        if r.error is not None and r.error.kind != "invalid_ranking":
-            errors.append(EvaluatorErrorRow(case_id=r.case_id, repeat=r.repeat, kind=r.error.kind, message=r.error.message))
-            continue
-        answered += 1
-        if r.error is not None:
-            defects.append(_invalid_defect(fixture, r, r.error.message))
-            invalid_results[r.case_id].append(r)
-            continue
-        order = list(r.order or [])
-        check = check_permutation(fixture.candidate_ids, order)
-        if not check.ok or len(order) != len(fixture.candidate_ids):
-            defects.append(_invalid_defect(fixture, r, f"the recorded order {order} is not a permutation of the fixture's candidates"))
-            invalid_results[r.case_id].append(r)
-            continue
-        winner = fixture.best_first(order)[0]
-        if r.value != winner:
-            defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="winner_mismatch", message=f"value {r.value!r} is not the best of the recorded order ({winner!r} in {fixture.direction} terms)", returned=order, presented_order=presented))
-            continue
-        agreed, pairs = fixture.agreement(order)
-        attempts.append(_Attempt(fixture, r, order, winner, _battery(r), presented, agreed, pairs, fixture.must_win_holds(order)))
-
+    latest = _latest_attempts(rows, results_path)
+    read = _read_attempts([latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1]))], by_id)
+    attempts = read.attempts
     with_valid = {a.fixture.case_id for a in attempts}
     missing_cases = [f.case_id for f in fixture_set.fixtures if f.case_id not in with_valid]
     missing_attempts = [f"{i.case_id}#{i.repeat}" for i in planned or [] if (i.case_id, i.repeat) not in latest]
-
-    assembly, checks = _assembly(attempts, invalid_results, by_id)
+    assembly, checks = _assembly(attempts, read.invalid_results, by_id)
     must_win = _must_win(fixture_set, attempts)
     metric_defects, defect_rate = _metric_defects(attempts, policy.leakage)
     owners = policy.owners.model_dump() if policy.owners else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
-    failures = _failures(fixture_set, attempts, invalid_results, checks, {"battery": battery, "owners": owners})
-    status: Literal["complete", "incomplete"] = "incomplete" if missing_cases or missing_attempts or errors else "complete"
+    failures = _failures(fixture_set, attempts, read.invalid_results, checks, {"battery": battery, "owners": owners})
+    status: Literal["complete", "incomplete"] = "incomplete" if missing_cases or missing_attempts or read.errors else "complete"
     judge = rows[0].judge if rows else None
     report = RankingReport(
         status=status,
@@ -816,9 +761,9 @@ def ranking_report(
         attempts=len(latest),
         valid_attempts=len(attempts),
         unlabelled_attempts=sum(a.battery == "unlabelled" for a in attempts),
-        integration_defects=defects,
-        invalid_rankings=wilson_rate(sum(d.code == "invalid_ranking" for d in defects), answered),
-        evaluator_errors=errors,
+        integration_defects=read.defects,
+        invalid_rankings=wilson_rate(sum(d.code == "invalid_ranking" for d in read.defects), read.answered),
+        evaluator_errors=read.errors,
         missing_cases=missing_cases,
         missing_attempts=missing_attempts,
         agreement=_agreement(fixture_set, attempts),
@@ -837,6 +782,96 @@ def ranking_report(
     )
     gate = ranking_gate(report, fixture_set, policy=policy, history=history, overrides=overrides, scalar=scalar, now=now)
     return report.model_copy(update={"gate": gate, "passed": gate.outcome == "passed", "blockers": [b.message for b in gate.blockers]})
+
+
+def _battery_plan(fixture_set: FixtureSet, results: Any, battery: dict[str, Any] | None, planned: Sequence[Any] | None) -> tuple[dict[str, Any] | None, Sequence[Any] | None]:
+    """The run's ``battery.json`` (from beside a results file when not given) and its planned items."""
+    if battery is None and isinstance(results, str | Path):
+        from ._battery import read_battery
+
+        battery = read_battery(Path(results).parent)
+    if planned is None and battery and battery.get("fixtures_sha256") == fixture_set.dataset_sha256:
+        from ._battery import position_battery
+
+        # the run's own plan: an attempt it planned and never recorded makes the report incomplete
+        planned = position_battery(fixture_set, **{k: battery[k] for k in ("plan", "max_exhaustive", "sample", "seed", "repeats") if k in battery})
+    return battery, planned
+
+
+def _latest_attempts(rows: list[JudgeResult], results_path: str | None) -> dict[tuple[str, int], JudgeResult]:
+    """The last attempt of each (case, repeat); results of several judges are refused."""
+    fingerprints = {r.judge_fingerprint for r in rows}
+    if len(fingerprints) > 1:
+        raise WorkbenchError("mixed judges", [Problem(location=results_path or "<results>", code="mixed_judges", message=f"the results come from {len(fingerprints)} judges", fix="analyse one judge at a time; split the file by judge_fingerprint")])
+    latest: dict[tuple[str, int], JudgeResult] = {}
+    for r in rows:
+        key = (r.case_id, r.repeat)
+        if key not in latest or r.attempt >= latest[key].attempt:
+            latest[key] = r
+    return latest
+
+
+@dataclass
+class _Read:
+    """The attempts sorted: valid ones, integration defects, evaluator errors, invalid rankings by case."""
+
+    attempts: list[_Attempt] = field(default_factory=list)
+    defects: list[IntegrationDefect] = field(default_factory=list)
+    errors: list[EvaluatorErrorRow] = field(default_factory=list)
+    invalid_results: dict[str, list[JudgeResult]] = field(default_factory=lambda: defaultdict(list))
+    answered: int = 0
+
+
+def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture]) -> _Read:
+    """Sort each last attempt into a valid attempt, an integration defect or an evaluator error."""
+    read = _Read()
+    for r in ordered:
+        fixture = by_id.get(r.case_id)
+        defect = _integration_defect(fixture, r)
+        if defect is not None:
+            read.defects.append(defect)
+            continue
+        assert fixture is not None
+        if r.error is not None and r.error.kind != "invalid_ranking":
+            read.errors.append(EvaluatorErrorRow(case_id=r.case_id, repeat=r.repeat, kind=r.error.kind, message=r.error.message))
+            continue
+        read.answered += 1
+        _read_answer(read, fixture, r)
+    return read
+
+
+def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> IntegrationDefect | None:
+    """What makes a result unusable before its answer is read: unknown case, changed candidates, wrong presentation."""
+    presented = (r.presentation or {}).get("presented_order")
+    if fixture is None:
+        return IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="unknown_case", message="a result for a case the fixtures do not have", returned=r.order)
+    if r.response_hash != fixture.source_candidates_sha256:
+        return IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="candidates_changed", message=f"the judged candidates digest {r.response_hash[:12]} differs from the frozen fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream", returned=r.order)
+    problem = _presentation_problem(fixture, r)
+    if problem is not None:
+        return IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="presentation_mismatch", message=problem, returned=r.order, presented_order=presented if isinstance(presented, list) else None)
+    return None
+
+
+def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
+    """An answered attempt: an invalid ranking, a winner that does not match its order, or a valid attempt."""
+    presented = (r.presentation or {}).get("presented_order")
+    if r.error is not None:
+        read.defects.append(_invalid_defect(fixture, r, r.error.message))
+        read.invalid_results[r.case_id].append(r)
+        return
+    order = list(r.order or [])
+    check = check_permutation(fixture.candidate_ids, order)
+    if not check.ok or len(order) != len(fixture.candidate_ids):
+        read.defects.append(_invalid_defect(fixture, r, f"the recorded order {order} is not a permutation of the fixture's candidates"))
+        read.invalid_results[r.case_id].append(r)
+        return
+    winner = fixture.best_first(order)[0]
+    if r.value != winner:
+        read.defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="winner_mismatch", message=f"value {r.value!r} is not the best of the recorded order ({winner!r} in {fixture.direction} terms)", returned=order, presented_order=presented))
+        return
+    agreed, pairs = fixture.agreement(order)
+    read.attempts.append(_Attempt(fixture, r, order, winner, _battery(r), presented, agreed, pairs, fixture.must_win_holds(order)))
 
 
 def _invalid_defect(fixture: RankingFixture, r: JudgeResult, message: str) -> IntegrationDefect:

@@ -55,7 +55,7 @@ from ._capture import (
 from ._fixtures import NEUTRAL_LABELS, FixtureSet, RankingFixture, as_fixture_set
 from ._judges import PresentedCandidate, RankingInput
 
-if TYPE_CHECKING:  # the run engine imports the judges package, which registers these kinds
+if TYPE_CHECKING:  # the run engine loads only when a battery runs (importing ranking stays light)
     from ..judges import Judge
     from ..runs import RunSummary
     from ..runs._engine import WorkItem

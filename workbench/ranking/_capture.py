@@ -234,10 +234,11 @@ def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
     the number of payloads adopted.
     """
     from ..results import read_results
+    from ..runs import RunDir
 
     root = Path(run_dir)
     registry = Path(cache_root) / RUN_REGISTRY
-    results = root / "results.jsonl"
+    results = RunDir(root).results
     if not registry.exists() or not results.exists():
         return 0
     where = {row["run_id"]: Path(row["run_dir"]) for row in (loads_json(line) for _, line in iter_jsonl_lines(registry))}

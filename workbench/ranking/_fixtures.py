@@ -74,10 +74,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, computed_field, model_validator
 
-from .._io import read_bounded, sha256_file, sha256_json, yaml_loads
+from .._io import sha256_file, sha256_json
+from .._load import load_yaml, validation_problems, yaml_lines
 from .._record import Record as _Frozen
 from .._record import version_problem
 from ..errors import Problem, WorkbenchError
@@ -559,24 +559,20 @@ def _disputed_must_win(raw: dict[str, Any], cand_ids: list[str], orders: list[li
 
 def _line_map(text: str) -> tuple[dict[str, int], list[tuple[int, dict[str, int]]]]:
     """Line numbers (1-based) of header keys, and of each fixture and its keys."""
+    lines = yaml_lines(text)
     header: dict[str, int] = {}
-    items: list[tuple[int, dict[str, int]]] = []
-    try:
-        root = yaml.compose(text)
-    except yaml.YAMLError:
-        return header, items
-    if not isinstance(root, yaml.MappingNode):
-        return header, items
-    for key, value in root.value:
-        header[str(key.value)] = key.start_mark.line + 1
-        if key.value == "fixtures" and isinstance(value, yaml.SequenceNode):
-            for node in value.value:
-                keys = {str(k.value): k.start_mark.line + 1 for k, _ in node.value} if isinstance(node, yaml.MappingNode) else {}
-                items.append((node.start_mark.line + 1, keys))
-        if key.value == "changes" and isinstance(value, yaml.SequenceNode):
-            for n, node in enumerate(value.value):
-                header[f"changes.{n}"] = node.start_mark.line + 1
-    return header, items
+    starts: dict[int, int] = {}
+    keys: dict[int, dict[str, int]] = {}
+    for path, line in lines.items():
+        if len(path) == 1 and isinstance(path[0], str):
+            header[path[0]] = line
+        elif len(path) == 2 and path[0] == "changes" and isinstance(path[1], int):
+            header[f"changes.{path[1]}"] = line
+        elif len(path) == 2 and path[0] == "fixtures" and isinstance(path[1], int):
+            starts[path[1]] = line
+        elif len(path) == 3 and path[0] == "fixtures" and isinstance(path[1], int) and isinstance(path[2], str):
+            keys.setdefault(path[1], {})[path[2]] = line
+    return header, [(starts[i], keys.get(i, {})) for i in range(len(starts))]
 
 
 def load_fixtures(path: str | Path) -> FixtureSet:
@@ -586,18 +582,16 @@ def load_fixtures(path: str | Path) -> FixtureSet:
     """
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no fixtures", [Problem(location=loc, code="fixtures_missing", message="the fixture file does not exist", fix="point --fixtures at data/ranking/<name>@<version>.yaml")])
-    text = read_bounded(path).decode("utf-8")
-    try:
-        raw = yaml_loads(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{loc}:{mark.line + 1}" if mark is not None else loc
-        raise WorkbenchError("unreadable fixtures", [Problem(location=where, code="fixtures_yaml", message=f"not valid YAML ({getattr(exc, 'problem', None) or exc})", fix="correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable fixtures", [Problem(location=loc, code="fixtures_shape", message="the file must be a YAML mapping with schema_version, name, version and fixtures", fix="see the format in workbench.ranking (module docstring)")])
-    header_lines, item_lines = _line_map(text)
+    doc = load_yaml(
+        path,
+        prefix="fixtures",
+        what="fixtures",
+        missing_message="the fixture file does not exist",
+        missing_fix="point --fixtures at data/ranking/<name>@<version>.yaml",
+        shape=("the file must be a YAML mapping with schema_version, name, version and fixtures", "see the format in workbench.ranking (module docstring)"),
+    )
+    raw = doc.data
+    header_lines, item_lines = _line_map(doc.text)
     problems: list[Problem] = []
 
     def at(line: int | None) -> str:
@@ -636,9 +630,15 @@ def load_fixtures(path: str | Path) -> FixtureSet:
         try:
             changes.append(FixtureChange.model_validate(entry))
         except ValidationError as exc:
-            for err in exc.errors(include_url=False):
-                field = ".".join(str(x) for x in err["loc"]) or "change"
-                problems.append(Problem(location=where, case_id=entry.get("case_id") if isinstance(entry, dict) else None, code="change_invalid", message=f"change {n + 1}: {field}: {err['msg']}", fix="each change needs case_id, old_order (null when added), new_order (null when retired), approver, reason and approved_on (YYYY-MM-DD)"))
+            problems += validation_problems(
+                exc,
+                at=where,
+                case_id=entry.get("case_id") if isinstance(entry, dict) else None,
+                code="change_invalid",
+                root="change",
+                message=lambda err, field, n=n: f"change {n + 1}: {field}: {err['msg']}",
+                fix="each change needs case_id, old_order (null when added), new_order (null when retired), approver, reason and approved_on (YYYY-MM-DD)",
+            )
     if raw_changes and supersedes is None:
         problems.append(Problem(location=at(header_lines.get("changes")), code="changes_without_supersedes", message="a change log without supersedes: it is not clear which version the changes are relative to", fix="set supersedes: to the frozen version this file replaces"))
     items = raw.get("fixtures")
@@ -694,18 +694,30 @@ def _item_problems(item: dict[str, Any], keys: dict[str, int], line: int | None,
     try:
         RankingFixture.model_validate(item)
     except ValidationError as exc:
-        for err in exc.errors(include_url=False):
-            if not err["loc"]:
-                continue  # the model-level check: already reported above, one problem each
-            field = str(err["loc"][0])
-            where = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "missing":
-                out.append(Problem(location=at(line), case_id=case_id, code="missing_field", message=f"missing required field {where!r}", fix=_FIELD_FIX.get(field, "add the field")))
-            elif err["type"] == "extra_forbidden":
-                out.append(Problem(location=at(keys.get(field, line)), case_id=case_id, code="unknown_field", message=f"unknown field {where!r}", fix="remove it or correct its spelling; see the format in workbench.ranking"))
-            else:
-                out.append(Problem(location=at(keys.get(field, line)), case_id=case_id, code="invalid_field", message=f"{where}: {err['msg']}", fix=_FIELD_FIX.get(field, "correct the value")))
+        out += validation_problems(
+            exc,
+            at=lambda *path: at(keys.get(str(path[0]), line)),
+            case_id=case_id,
+            keep=lambda err: bool(err["loc"]),  # the model-level check: already reported above, one problem each
+            code=lambda err: _ITEM_CODES.get(err["type"], "invalid_field"),
+            message=_item_message,
+            fix=_item_fix,
+        )
     return out
+
+
+_ITEM_CODES = {"missing": "missing_field", "extra_forbidden": "unknown_field"}
+
+
+def _item_message(err: Any, where: str) -> str:
+    return {"missing": f"missing required field {where!r}", "extra_forbidden": f"unknown field {where!r}"}.get(err["type"]) or f"{where}: {err['msg']}"
+
+
+def _item_fix(err: Any) -> str:
+    field = str(err["loc"][0])
+    if err["type"] == "extra_forbidden":
+        return "remove it or correct its spelling; see the format in workbench.ranking"
+    return _FIELD_FIX.get(field, "add the field" if err["type"] == "missing" else "correct the value")
 
 
 _FIELD_FIX: dict[str, str] = {

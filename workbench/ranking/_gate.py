@@ -57,6 +57,7 @@ from pydantic import AwareDatetime, Field, ValidationError
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
 from .._record import Record as _Frozen
 from ..errors import Problem, WorkbenchError
+from ..outcomes import ExitCode, exit_codes, outcome_of
 from ..stats import Rate, wilson_rate
 from ._fixtures import FixtureChange, FixtureSet
 from ._policy import RankingPolicy, default_policy, ranking_policy_sha256
@@ -68,7 +69,7 @@ RANKING_GATE_SCHEMA_VERSION = 1
 HISTORY_SCHEMA_VERSION = 1
 Category = Literal["incomplete", "quality", "review"]
 Outcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
-EXIT_CODES: dict[str, int] = {"passed": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
+EXIT_CODES: dict[str, int] = exit_codes("passed", "quality_failed", "evaluation_incomplete", "review_required")
 """Exit code per outcome when enforced (2 is invalid input; report-only always exits 0)."""
 WAIVABLE = frozenset({"ranking_reversal_confirmed", "ranking_agreement_drop", "ranking_reversal_unconfirmed", "ranking_editorial_drift", "ranking_metric_defect", "ranking_assembly_defect"})
 """Ranking blocker codes an override may waive."""
@@ -572,7 +573,7 @@ def ranking_gate(
     order = {"incomplete": 0, "quality": 1, "review": 2}
     blockers.sort(key=lambda b: (order[b.category], b.code, b.case_ids))
     categories = {b.category for b in blockers}
-    outcome: Outcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required" if "review" in categories else "passed"
+    outcome: Outcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
     enforced = EXIT_CODES[outcome]
     report_only = policy.mode == "report_only"
     note = f"report only: outcome {outcome} (exit {enforced} when enforced); this run exits 0 and blocks nothing" if report_only else f"enforced: {outcome}"
@@ -590,7 +591,7 @@ def ranking_gate(
         policy_sha256=ranking_policy_sha256(policy),
         mode=policy.mode,
         outcome=outcome,
-        exit_code=0 if report_only else enforced,
+        exit_code=int(ExitCode.OK) if report_only else enforced,
         enforced_exit_code=enforced,
         note=note,
         blockers=blockers,

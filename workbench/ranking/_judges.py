@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
 from ..judges._llm import LLMJudge, _Exchange, has_reason
-from ..judges._registry import CaseRef, Verdict, make_identity, register_kind
+from ..judges._registry import CaseRef, Verdict, make_identity
 from ..judges._spec import CandidateSpec
 from ._fixtures import NEUTRAL_LABELS, check_permutation
 
@@ -313,13 +313,3 @@ class FunctionRankingJudge:
         if problem is not None:
             return Verdict.failed("invalid_ranking", problem, order=order)
         return Verdict(value=winner, reason=None if result.reason is None else str(result.reason), order=order)
-
-
-@register_kind("ragas-ranking")
-def _build_llm(spec: CandidateSpec, spec_path: Path) -> LLMRankingJudge:
-    return LLMRankingJudge(spec, spec_path)
-
-
-@register_kind("ragas-ranking-function")
-def _build_function(spec: CandidateSpec, spec_path: Path) -> FunctionRankingJudge:
-    return FunctionRankingJudge(spec, spec_path)

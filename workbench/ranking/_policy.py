@@ -33,10 +33,10 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from .._io import read_bounded, sha256_file, yaml_loads
+from .._io import sha256_file
+from .._load import load_yaml, peek_yaml, validation_problems
 from .._record import Record as _Frozen
 from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
@@ -258,15 +258,20 @@ def load_agreement_examples(path: str | Path) -> AgreementDropExamples:
     """Read a reviewed-examples file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no examples", [_problem(loc, "examples_missing", "the reviewed-examples file does not exist", "point agreement_drop_evidence at data/ranking/<name>@<version>.yaml")])
+    doc = load_yaml(
+        path,
+        prefix="examples",
+        what="examples",
+        missing_message="the reviewed-examples file does not exist",
+        missing_fix="point agreement_drop_evidence at data/ranking/<name>@<version>.yaml",
+        encoding_code="examples_invalid",
+        yaml_code="examples_invalid",
+        shape=None,
+    )
     try:
-        raw = yaml_loads(read_bounded(path).decode("utf-8"))
-        examples = AgreementDropExamples.model_validate(raw)
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise WorkbenchError("unreadable examples", [_problem(loc, "examples_invalid", f"not valid YAML ({exc})", "correct the YAML syntax")]) from None
+        examples = AgreementDropExamples.model_validate(doc.data)
     except ValidationError as exc:
-        raise WorkbenchError("invalid examples", [_problem(loc, "examples_invalid", f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}", "see workbench/ranking/_policy.py") for e in exc.errors(include_url=False)]) from None
+        raise WorkbenchError("invalid examples", validation_problems(exc, at=loc, code="examples_invalid", root="file", fix="see workbench/ranking/_policy.py")) from None
     ids = [e.example_id for e in examples.examples]
     if len(set(ids)) != len(ids):
         raise WorkbenchError("invalid examples", [_problem(loc, "examples_invalid", "example ids used twice", "give every example a unique id")])
@@ -280,10 +285,7 @@ def is_ranking_policy_file(path: str | Path) -> bool:
     path = Path(path)
     if not path.is_file():
         return False
-    try:
-        raw = yaml_loads(read_bounded(path).decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError, WorkbenchError):
-        return False
+    raw = peek_yaml(path)
     return isinstance(raw, dict) and raw.get("kind") == "ranking"
 
 
@@ -291,14 +293,15 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
     """Read and check a ranking policy; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no policy", [_problem(loc, "policy_missing", "the ranking policy file does not exist", "point --policy at data/policies/<name>@<version>.yaml (kind: ranking)")])
-    try:
-        raw = yaml_loads(read_bounded(path).decode("utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_yaml", f"not valid YAML ({str(exc).splitlines()[0]})", "correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable policy", [_problem(loc, "policy_shape", "the policy must be a YAML mapping", "write the policy as key: value pairs")])
+    raw = load_yaml(
+        path,
+        prefix="policy",
+        what="policy",
+        missing_message="the ranking policy file does not exist",
+        missing_fix="point --policy at data/policies/<name>@<version>.yaml (kind: ranking)",
+        encoding_code="policy_yaml",
+        shape=("the policy must be a YAML mapping", "write the policy as key: value pairs"),
+    ).data
     problems: list[Problem] = []
     if raw.get("kind") != "ranking":
         problems.append(_problem(loc, "policy_kind", f"kind is {raw.get('kind')!r}, not 'ranking'", "a ranking policy declares kind: ranking (a scalar release policy is read by workbench gate)"))
@@ -308,7 +311,7 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
     except SchemaTooNew as exc:
         problems.append(exc.problem_at(loc))
     except ValidationError as exc:
-        problems += [_problem(loc, "policy_invalid", f"{'.'.join(map(str, e['loc'])) or 'policy'}: {e['msg']}", "correct this field; see workbench/ranking/_policy.py for every field's meaning") for e in exc.errors(include_url=False)]
+        problems += validation_problems(exc, at=loc, code="policy_invalid", root="policy", fix="correct this field; see workbench/ranking/_policy.py for every field's meaning")
     if policy is not None:
         if path.stem != policy.label:
             problems.append(_problem(loc, "policy_filename", f"file name {path.name!r} does not match name@version {policy.label}", f"rename the file to {policy.label}.yaml"))

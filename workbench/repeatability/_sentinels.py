@@ -21,10 +21,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .._io import read_bounded, sha256_file, yaml_loads
+from .._io import sha256_file
+from .._load import load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase, GoldDataset
@@ -99,20 +99,21 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
     """Read ``path`` (default: beside the gold) and check it against ``dataset`` (module doc)."""
     path = Path(path) if path is not None else sentinels_path_for(dataset)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no sentinels", [_problem(loc, "sentinels_missing", "the sentinel file does not exist", f"declare the sentinel cases in {SENTINELS_FILE} beside the gold (case ids with a reason; docs/formats.md#sentinels)")])
-    try:
-        raw: Any = yaml_loads(read_bounded(path).decode("utf-8"))  # bounded; duplicate keys refused
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise WorkbenchError("unreadable sentinels", [_problem(loc, "sentinels_yaml", f"not valid UTF-8 YAML ({str(exc).splitlines()[0][:120]})", "correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable sentinels", [_problem(loc, "sentinels_shape", "the sentinel file must be a YAML mapping with a list under sentinels:", "write schema_version, name and sentinels: [{case_id, reason}]")])
+    raw: Any = load_yaml(
+        path,
+        prefix="sentinels",
+        what="sentinels",
+        missing_message="the sentinel file does not exist",
+        missing_fix=f"declare the sentinel cases in {SENTINELS_FILE} beside the gold (case ids with a reason; docs/formats.md#sentinels)",
+        encoding_code="sentinels_yaml",
+        shape=("the sentinel file must be a YAML mapping with a list under sentinels:", "write schema_version, name and sentinels: [{case_id, reason}]"),
+    ).data
     try:
         parsed = SentinelSet.model_validate(raw)
     except SchemaTooNew as exc:
         raise WorkbenchError("unreadable sentinels", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
-        raise WorkbenchError(f"{loc}: invalid sentinels", [_problem(loc, "sentinels_invalid", f"{'.'.join(map(str, e['loc'])) or 'file'}: {e['msg']}", "see docs/formats.md#sentinels") for e in exc.errors(include_url=False)]) from None
+        raise WorkbenchError(f"{loc}: invalid sentinels", validation_problems(exc, at=loc, code="sentinels_invalid", root="file", fix="see docs/formats.md#sentinels")) from None
     problems: list[Problem] = []
     if parsed.rubric_version is not None and parsed.rubric_version != dataset.rubric.version:
         problems.append(_problem(loc, "sentinels_rubric_mismatch", f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is rubric {dataset.rubric.version}", "review the set for the new rubric and update rubric_version (a new version of the file)"))

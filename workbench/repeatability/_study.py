@@ -38,7 +38,6 @@ from .._io import (
     check_json,
     iter_jsonl_lines,
     max_document_bytes,
-    read_json_file,
     sha256_file,
 )
 from .._record import Record as _Model
@@ -49,7 +48,7 @@ from ..heldout import current_user, refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..policy import Blocker, Policy
 from ..results import read_results
-from ..runs import RESULTS_FILE, RunSummary, WorkItem, run_candidate
+from ..runs import RESULTS_FILE, RunDir, RunSummary, WorkItem, run_candidate
 from ..stats import Rate, wilson_rate
 
 STUDY_SCHEMA_VERSION = 1
@@ -291,8 +290,8 @@ def study_from_run(run_dir: str | Path, dataset: GoldDataset | str | Path, *, su
         mine = [line.result for line in lines if line.result.repeat == r]
         per_repeat.append(RepeatCost(repeat=r, attempts=len(mine), cached=sum(1 for x in mine if x.cached_from_run_id), cost_usd=round(sum(x.cost_usd or 0.0 for x in mine), 10), tokens_in=sum(x.tokens_in or 0 for x in mine), tokens_out=sum(x.tokens_out or 0 for x in mine)))
     reasons: list[str] = []
-    if summary is None and (run / "run.json").is_file():
-        summary = RunSummary.model_validate(read_json_file(run / "run.json"))
+    if summary is None and RunDir(run).summary.is_file():
+        summary = RunDir(run).read_summary()
     if summary is not None and summary.status != "complete":
         reasons.append("the run is incomplete" + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "") + f": {len(summary.unrun)} unrun, {len(summary.pending_retry)} mid-retry")
     incomplete = [c.case_id for c in cases if c.status == "incomplete"]

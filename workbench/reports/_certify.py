@@ -76,17 +76,24 @@ from ..migration._certify import (
     map_old_lines,
 )
 from ..migration._mapping import LoadedMapping, load_label_mapping
-from ..policy import Blocker, GateResult, Policy, evaluate_gate, load_overrides, load_policy
+from ..policy import (
+    Blocker,
+    GateResult,
+    NotEvaluated,
+    Policy,
+    evaluate_gate,
+    load_overrides,
+    load_policy,
+)
 from ..policy._consistency import check_policy_against_rubric
-from ..results import read_results
-from ..runs import RunSummary, run_candidate
+from ..runs import RunDir, RunSummary, run_candidate
 from ._evaluation import (
     FIGURES_FILE,
     HELD_OUT_GOLD,
+    HELD_OUT_NOT_USED,
     LINEAGE_FILE,
     RUBRIC_JSON,
     figures_of,
-    gate_without_held_out,
     lineage_blockers,
     public_gate,
     write_gold_evidence,
@@ -133,11 +140,15 @@ CONTROLS_DIR = "controls"
 
 
 def default_notebook() -> Path:
-    """``notebooks/03_certify.ipynb`` of the project (cwd first, then beside the package)."""
+    """The certification notebook: the project's ``notebooks/03_certify.ipynb`` when the
+    current directory has one, else the copy shipped in the package (``workbench/notebooks/``,
+    package data), so an installed wheel certifies from any directory."""
     local = Path("notebooks") / NOTEBOOK_NAME
     if local.exists():
         return local
-    return Path(__file__).resolve().parents[2] / "notebooks" / NOTEBOOK_NAME
+    from importlib.resources import files
+
+    return Path(str(files("workbench") / "notebooks" / NOTEBOOK_NAME))
 
 
 @dataclass(frozen=True)
@@ -225,22 +236,76 @@ def certify(
     no argument can choose another. ``baseline`` (the previous version's spec) makes it a
     migration certification (module doc); ``label_mapping`` is the reviewed mapping of the
     baseline's labels, required when the rubric lacks any of them.
+
+    Three steps: :func:`_check_inputs`, :func:`_start` (under the ledger lock) and
+    :func:`_execute` (notebook, lock, ledger entry closed, report read-only).
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
-    candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
-    baseline_path = Path(baseline) if baseline is not None else None
-    mapping_path = Path(label_mapping) if label_mapping is not None else None
-    root = Path(reports_root)
-    notebook_path = Path(notebook) if notebook else default_notebook()
+    inputs = _check_inputs(candidate, policy, gold, notebook=notebook, baseline=baseline, label_mapping=label_mapping, budget_usd=budget_usd, overrides=overrides, sign_key=sign_key)
+    ledger = HeldOutLedger(ledger_path_for(inputs.gold))
+    started = _start(ledger, inputs, Path(reports_root), rerun_reason)
+    return _execute(ledger, inputs, started, rerun_reason, concurrency=concurrency, max_cases=max_cases, kernel_name=kernel_name)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    """Every input of one certification, loaded and checked before the ledger is touched."""
+
+    candidate: Path
+    policy_path: Path
+    gold: Path
+    notebook: Path
+    baseline: Path | None
+    mapping: Path | None
+    overrides: Path
+    judge: Judge
+    policy: Policy
+    dataset: GoldDataset
+    old_judge: Judge | None
+    budget: float | None
+    signer: Signer | None
+
+    @property
+    def fingerprint(self) -> str:
+        return self.judge.identity.fingerprint()
+
+    @property
+    def manifest_sha(self) -> str:
+        return held_out_manifest_sha256(self.dataset.sha256, self.dataset.partition("held_out"))
+
+
+@dataclass(frozen=True)
+class _Started:
+    """What :func:`_start` allocated and recorded: the report directory and its ``started`` entry."""
+
+    report_dir: Path
+    report_id: str
+    entry: LedgerEntry
+    token: str
+    hold: Any
+    previous: PreviousReport | None
+
+
+def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: Path | None) -> None:
+    """The files that must exist and the option pairs that must go together, all problems at once."""
     problems: list[Problem] = []
     if not policy.exists():
         problems.append(Problem(location=str(policy), code="policy_missing", message="the policy file does not exist", fix="point --policy at data/policies/<name>@<version>.yaml; certification without a policy is never possible"))
-    if not notebook_path.exists():
-        problems.append(Problem(location=str(notebook_path), code="notebook_missing", message="the certification notebook is missing", fix="run from the project root, or pass --notebook"))
-    if mapping_path is not None and baseline_path is None:
+    if not notebook.exists():
+        problems.append(Problem(location=str(notebook), code="notebook_missing", message="the certification notebook is missing", fix="run from the project root, or pass --notebook"))
+    if mapping is not None and baseline is None:
         problems.append(Problem(location="--label-mapping", code="mapping_without_baseline", message="a label mapping translates a baseline's verdicts, but no --baseline was given", fix="give --baseline OLD with --label-mapping, or drop --label-mapping"))
     if problems:
         raise WorkbenchError("cannot certify", problems)
+
+
+def _check_inputs(candidate: str | Path, policy: str | Path, gold: str | Path, *, notebook: str | Path | None, baseline: str | Path | None, label_mapping: str | Path | None, budget_usd: float | None, overrides: str | Path | None, sign_key: str | Path | None) -> _Inputs:
+    """Load and check every input (nothing is written): spec, policy, controls, dataset, budget, overrides, key."""
+    candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
+    baseline_path = Path(baseline) if baseline is not None else None
+    mapping_path = Path(label_mapping) if label_mapping is not None else None
+    notebook_path = Path(notebook) if notebook else default_notebook()
+    _check_paths(policy, notebook_path, mapping_path, baseline_path)
     judge = load_candidate(candidate)  # every input is checked before anything is written
     policy_model = load_policy(policy)
     if policy_model.controls is not None:
@@ -248,8 +313,7 @@ def certify(
 
         load_suite((policy.parent / policy_model.controls.suite).resolve())
     dataset = load_dataset(gold)
-    held_out = dataset.partition("held_out")
-    if not held_out:
+    if not dataset.partition("held_out"):
         raise WorkbenchError("cannot certify", [Problem(location=str(dataset.gold_path), code="no_held_out", message="the dataset has no held-out cases", fix="certification needs a held_out partition")])
     check_policy_against_rubric(policy_model, dataset.rubric, policy_path=policy)
     old_judge = None
@@ -263,12 +327,12 @@ def certify(
         load_overrides(overrides_path)
     _check_side_logs(dataset, judge, policy_model, migration=old_judge is not None)
     signer = load_signer(sign_key) if sign_key is not None else None
-    fingerprint = judge.identity.fingerprint()
-    baseline_fp = old_judge.identity.fingerprint() if old_judge is not None else None
-    manifest_sha = held_out_manifest_sha256(dataset.sha256, held_out)
-    ledger = HeldOutLedger(ledger_path_for(gold))
+    return _Inputs(candidate, policy, gold, notebook_path, baseline_path, mapping_path, overrides_path, judge, policy_model, dataset, old_judge, budget, signer)
 
-    # Check-then-start, serialized: two certifications of one candidate give one start and one refusal.
+
+def _start(ledger: HeldOutLedger, inputs: _Inputs, root: Path, rerun_reason: str | None) -> _Started:
+    """Check-then-start, serialized: two certifications of one candidate give one start and one refusal."""
+    judge, old_judge, fingerprint, manifest_sha = inputs.judge, inputs.old_judge, inputs.fingerprint, inputs.manifest_sha
     with ledger.locked():
         ledger.reconcile()  # a certification that died is closed as aborted first
         entries = ledger.entries()
@@ -282,22 +346,27 @@ def certify(
         report_id = f"{judge.spec.name}/{judge.spec.version}/{n}"
         try:
             previous = previous_report(root, judge.spec.name, judge.spec.version, n, ledger, entries)
-            migration = {"kind": "migration", "baseline": old_judge.spec.label, "baseline_fingerprint": baseline_fp} if old_judge is not None else {}
-            entry, token, hold = ledger.start(candidate=judge.spec.label, fingerprint=fingerprint, dataset_sha256=dataset.sha256, manifest_sha256=manifest_sha, report_id=report_id, reports_root=root, gold=gold_directory(gold), rerun_reason=rerun_reason, budget_usd=budget, previous_report=previous, **migration)
+            migration = {"kind": "migration", "baseline": old_judge.spec.label, "baseline_fingerprint": old_judge.identity.fingerprint()} if old_judge is not None else {}
+            entry, token, hold = ledger.start(candidate=judge.spec.label, fingerprint=fingerprint, dataset_sha256=inputs.dataset.sha256, manifest_sha256=manifest_sha, report_id=report_id, reports_root=root, gold=gold_directory(inputs.gold), rerun_reason=rerun_reason, budget_usd=inputs.budget, previous_report=previous, **migration)
         except BaseException:
             shutil.rmtree(report_dir, ignore_errors=True)  # nothing was recorded for it
             raise
         write_started_marker(report_dir, entry, ledger.path)
+    return _Started(report_dir, report_id, entry, token, hold, previous)
 
+
+def _execute(ledger: HeldOutLedger, inputs: _Inputs, started: _Started, rerun_reason: str | None, *, concurrency: int, max_cases: int | None, kernel_name: str) -> CertificationResult:
+    """Copy the inputs, run the notebook and lock the report; any failure aborts the entry (the use counts)."""
+    s = started
     try:
-        copies = _copy_inputs(report_dir, candidate, policy, overrides_path, baseline=baseline_path, label_mapping=mapping_path)
-        result = _run_and_lock(judge, dataset, copies, notebook_path, report_dir, report_id, entry, token, ledger, previous, rerun_reason, fingerprint, manifest_sha, budget, concurrency, max_cases, kernel_name, signer)
+        copies = _copy_inputs(s.report_dir, inputs.candidate, inputs.policy_path, inputs.overrides, baseline=inputs.baseline, label_mapping=inputs.mapping)
+        result = _run_and_lock(inputs.judge, inputs.dataset, copies, inputs.notebook, s.report_dir, s.report_id, s.entry, s.token, ledger, s.previous, rerun_reason, inputs.fingerprint, inputs.manifest_sha, inputs.budget, concurrency, max_cases, kernel_name, inputs.signer)
     except BaseException:
-        ledger.abort(entry)  # fail closed: the use is recorded, and counts
+        ledger.abort(s.entry)  # fail closed: the use is recorded, and counts
         raise
     finally:
-        ledger.release(entry.entry_id, hold)
-    make_read_only(report_dir)
+        ledger.release(s.entry.entry_id, s.hold)
+    make_read_only(s.report_dir)
     return result
 
 
@@ -486,9 +555,9 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, copies: dict[str, Path], n
         "policy": sha256_file(copies["policy"]),
         "overrides": sha256_file(copies["overrides"]) if "overrides" in copies else None,
         "control_suite": sha256_file(copies["controls"]) if "controls" in copies else None,
-        "control_records": _maybe_sha(report_dir / CONTROLS_DIR / "results.jsonl"),
-        "run_records": _maybe_sha(run_dir / "results.jsonl"),
-        "run_manifest": _maybe_sha(run_dir / "manifest.json"),
+        "control_records": _maybe_sha(RunDir(report_dir / CONTROLS_DIR).results),
+        "run_records": _maybe_sha(RunDir(run_dir).results),
+        "run_manifest": _maybe_sha(RunDir(run_dir).manifest),
         "lineage": _maybe_sha(report_dir / LINEAGE_FILE),
         "figures": _maybe_sha(figures_path),
         "held_out_gold": _maybe_sha(report_dir / HELD_OUT_GOLD),
@@ -501,15 +570,15 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, copies: dict[str, Path], n
             {
                 "baseline_spec": sha256_file(copies["baseline"]),
                 "label_mapping": sha256_file(copies["label_mapping"]) if "label_mapping" in copies else None,
-                "baseline_control_records": _maybe_sha(report_dir / BASELINE_CONTROLS_DIR / "results.jsonl"),
-                "baseline_run_records": _maybe_sha(report_dir / BASELINE_RUN_DIR / "results.jsonl"),
-                "baseline_run_manifest": _maybe_sha(report_dir / BASELINE_RUN_DIR / "manifest.json"),
+                "baseline_control_records": _maybe_sha(RunDir(report_dir / BASELINE_CONTROLS_DIR).results),
+                "baseline_run_records": _maybe_sha(RunDir(report_dir / BASELINE_RUN_DIR).results),
+                "baseline_run_manifest": _maybe_sha(RunDir(report_dir / BASELINE_RUN_DIR).manifest),
                 "transitions": _maybe_sha(report_dir / TRANSITIONS_FILE),
                 "transition_reviews": _maybe_sha(report_dir / REVIEWS_SNAPSHOT),
                 "migration": _maybe_sha(migration_path),
             }
         )
-    for name, path in (("repeatability_studies", report_dir / "repeatability" / "studies.jsonl"), ("sentinel_records", report_dir / SENTINELS_DIR / "results.jsonl")):
+    for name, path in (("repeatability_studies", report_dir / "repeatability" / "studies.jsonl"), ("sentinel_records", RunDir(report_dir / SENTINELS_DIR).results)):
         if path.exists():
             evidence[name] = sha256_file(path)
     lock = write_lock(
@@ -556,9 +625,9 @@ def _run_and_lock(judge: Judge, dataset: GoldDataset, copies: dict[str, Path], n
 
 
 def _run_id(run_dir: Path) -> str | None:
-    summary = run_dir / "run.json"
     try:
-        return RunSummary.model_validate(read_json_file(summary)).run_id if summary.exists() else None
+        summary = RunDir(run_dir).read_summary()
+        return summary.run_id if summary is not None else None
     except (ValueError, OSError):
         return None
 
@@ -848,9 +917,12 @@ class Certification:
         if self.control_blockers:
             # Controls failed: held-out data was deliberately not used, so there is nothing
             # held-out to align. The outcome is decided by the control (and lineage) blockers.
-            return self._save_gate(self._gate_without_held_out(blockers))
-        results_path = self.report_dir / RUN_DIR / "results.jsonl"
-        lines = read_results(results_path) if results_path.exists() else []
+            not_used = NotEvaluated(reason=HELD_OUT_NOT_USED, judge=self.judge.spec.label, dataset_sha256=self.dataset.sha256, partition="held_out")
+            policy_sha = sha256_file(self.policy_path) if self.policy else None
+            return self._save_gate(evaluate_gate(not_used, self.policy, rubric=self.dataset.rubric, extra_blockers=blockers, policy_sha256=policy_sha, fingerprint=self.judge.identity.fingerprint()))
+        run = RunDir(self.report_dir / RUN_DIR)
+        results_path = run.results
+        lines = run.read_results()
         # Lineage of the held-out results against this gold (run manifest: dataset, rubric, per-case hashes).
         self.join = align_results(self.dataset, lines, partition="held_out", manifest=read_run_manifest(results_path), location=str(results_path))
         self.alignment = alignment_report(self.join, results_path=str(results_path) if results_path.exists() else None)
@@ -879,11 +951,12 @@ class Certification:
         from ..review._transition_reviews import TransitionReviews, transition_reviews_path_for
 
         assert self.baseline_judge is not None
-        old_path = self.report_dir / BASELINE_RUN_DIR / "results.jsonl"
+        old_run = RunDir(self.report_dir / BASELINE_RUN_DIR)
+        old_path = old_run.results
+        old_lines = old_run.read_results()
         if old_path.exists():  # the baseline's lineage against this gold (raises when it does not hold)
-            mapped, _, _ = map_old_lines(read_results(old_path), self.mapping)
+            mapped, _, _ = map_old_lines(old_lines, self.mapping)
             align_results(self.dataset, [line for line in mapped if line.result.value is None or line.result.value in self.dataset.rubric.labels], partition="held_out", manifest=read_run_manifest(old_path), location=str(old_path))
-        old_lines = read_results(old_path) if old_path.exists() else []
         old_fp, new_fp = self.baseline_judge.identity.fingerprint(), self.judge.identity.fingerprint()
         reviews = TransitionReviews(transition_reviews_path_for(self.dataset.root)).in_effect(old_fp, new_fp)
         self.migration = evaluate_migration(
@@ -902,9 +975,6 @@ class Certification:
         write_migration(self.report_dir, self.migration, reviews)
         return self.migration.blockers
 
-    def _gate_without_held_out(self, blockers: list[Blocker]) -> GateResult:
-        return gate_without_held_out(blockers, policy=self.policy, policy_sha256=sha256_file(self.policy_path) if self.policy else None, judge=self.judge.spec.label, fingerprint=self.judge.identity.fingerprint(), dataset_sha256=self.dataset.sha256, rubric_version=self.dataset.rubric.version)
-
     def _save_gate(self, gate: GateResult) -> GateResult:
         self.gate = gate
         atomic_write_json(self.report_dir / GATE_FILE, public_gate(gate))
@@ -915,14 +985,14 @@ class Certification:
         from ._restricted import write_restricted
 
         assert self.join is not None and self.gate is not None
-        write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, self.report_dir / RUN_DIR / "results.jsonl", self.gate, report_id=self.ledger_entry.report_id)
+        write_restricted(self.report_dir / RESTRICTED_DIR, self.dataset, self.join, RunDir(self.report_dir / RUN_DIR).results, self.gate, report_id=self.ledger_entry.report_id)
         if self.migration is not None:
             write_transitions_html(self.report_dir / RESTRICTED_DIR, self.migration, report_id=self.ledger_entry.report_id)
 
     # -- what the report shows --------------------------------------------------------------
 
     def run_rows(self) -> list[dict[str, Any]]:
-        path = self.report_dir / RUN_DIR / "results.jsonl"
+        path = RunDir(self.report_dir / RUN_DIR).results
         if not path.exists():
             return []
         return read_jsonl_records(path)
@@ -957,8 +1027,7 @@ def _last_certified(policy: Policy, judge: Judge, entry: LedgerEntry, dataset: G
 
 
 def _read_summary(run_dir: Path) -> RunSummary | None:
-    path = run_dir / "run.json"
-    return RunSummary.model_validate(read_json_file(path)) if path.exists() else None
+    return RunDir(run_dir).read_summary()
 
 
 def _held_out_items(dataset: GoldDataset) -> list[Any]:

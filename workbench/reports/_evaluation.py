@@ -29,14 +29,13 @@ from typing import Any
 from .._io import atomic_write_text, read_json_file, read_jsonl_records, write_jsonl
 from ..align import AlignmentReport
 from ..gold import GoldCase, GoldDataset, Rubric
-from ..policy import Blocker, GateResult, Policy, PolicyRef
+from ..policy import Blocker, GateResult
 
 LINEAGE_FILE = "lineage.json"
 FIGURES_FILE = "figures.json"
 GOLD_DIR = "restricted/gold"
 HELD_OUT_GOLD = "restricted/gold/held_out.jsonl"
 RUBRIC_JSON = "restricted/gold/rubric.json"
-CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
 
 
 def lineage_blockers(rows: list[dict[str, Any]]) -> list[Blocker]:
@@ -48,24 +47,8 @@ def lineage_blockers(rows: list[dict[str, Any]]) -> list[Blocker]:
     ]
 
 
-def gate_without_held_out(blockers: list[Blocker], *, policy: Policy | None, policy_sha256: str | None, judge: str, fingerprint: str, dataset_sha256: str, rubric_version: str) -> GateResult:
-    """The outcome when blocking controls failed: held-out data was deliberately not used."""
-    blockers = sorted(blockers, key=lambda b: (CATEGORY_ORDER[b.category], b.slice or "", b.code))
-    categories = {b.category for b in blockers}
-    outcome = "evaluation_incomplete" if "incomplete" in categories else "quality_failed" if "quality" in categories else "review_required"
-    ref = PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256) if policy else None
-    return GateResult(
-        outcome=outcome,
-        blockers=blockers,
-        waived=[],
-        policy=ref,
-        summary=f"{outcome.upper()}: blocking controls failed, so the held-out partition was not used ({len(blockers)} blocker(s))",
-        judge=judge,
-        judge_fingerprint=fingerprint,
-        dataset_sha256=dataset_sha256,
-        rubric_version=rubric_version,
-        partition="held_out",
-    )
+HELD_OUT_NOT_USED = "blocking controls failed, so the held-out partition was not used"
+"""The gate's reason when controls failed (:class:`~workbench.policy.NotEvaluated`)."""
 
 
 def public_gate(gate: GateResult) -> dict[str, Any]:

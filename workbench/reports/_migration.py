@@ -86,9 +86,10 @@ def control_report_from_records(suite: Any, run_dir: Path, mapping: LoadedMappin
     from ..controls import ControlOutcome, evaluate_controls
     from ..controls._run import _outcomes
     from ..results import JudgeIdentity
+    from ..runs import RunDir
 
     identity = JudgeIdentity.model_validate(read_json_file(run_dir / "controls.json")["judge_identity"])
-    outcomes = _outcomes(suite, run_dir / "results.jsonl", identity.fingerprint())
+    outcomes = _outcomes(suite, RunDir(run_dir).results, identity.fingerprint())
     if mapping is not None:
         outcomes = {cid: ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error) if o.verdict is not None and o.verdict in mapping.mapping.mapping else o for cid, o in outcomes.items()}
     return evaluate_controls(suite, outcomes, judge=identity)
@@ -273,8 +274,7 @@ def recompute_lifecycle_blockers(report_dir: Path, lock: Any, policy: Policy, da
     files (``workbench verify``): repeatability blockers from the stored studies and, for a
     migration, the migration blockers from both stored runs, the stored label mapping and
     the stored snapshot of transition reviews."""
-    from ..results import read_results
-    from ..runs import RunSummary
+    from ..runs import RunDir
 
     blockers = repeatability_gate_blockers(policy, stored_studies(report_dir), fingerprint=lock.candidate_fingerprint, dataset_sha256=dataset.sha256)
     if lock.baseline_fingerprint is None:
@@ -286,10 +286,9 @@ def recompute_lifecycle_blockers(report_dir: Path, lock: Any, policy: Policy, da
     mapping = load_label_mapping(report_dir / mapping_rel) if mapping_rel else None
     if (mapping.sha256 if mapping else None) != lock.evidence.get("label_mapping"):
         raise WorkbenchError("migration evidence changed", [Problem(location=str(report_dir / MAPPING_COPY), code="evidence_mismatch", message="the stored label mapping does not hash to the lock's label_mapping", fix="restore the report")])
-    old_path = report_dir / BASELINE_RUN_DIR / "results.jsonl"
-    old_lines = read_results(old_path, migrate=True, gold=dataset) if old_path.exists() else []
-    summary_path = report_dir / BASELINE_RUN_DIR / "run.json"
-    old_summary = RunSummary.model_validate(read_json_file(summary_path)) if summary_path.exists() else None
+    old_run = RunDir(report_dir / BASELINE_RUN_DIR)
+    old_lines = old_run.read_results(migrate=True, gold=dataset)
+    old_summary = old_run.read_summary()
     controls = None
     if suite is not None and (report_dir / BASELINE_CONTROLS_DIR / "controls.json").exists():
         report = control_report_from_records(suite, report_dir / BASELINE_CONTROLS_DIR, mapping)

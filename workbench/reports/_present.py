@@ -14,13 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from ..align import AlignmentReport, Join
-
-OUTCOME_STYLE = {
-    "certified": ("#1b5e20", "#e8f5e9", "CERTIFIED"),
-    "quality_failed": ("#b71c1c", "#ffebee", "QUALITY FAILED"),
-    "evaluation_incomplete": ("#e65100", "#fff3e0", "EVALUATION INCOMPLETE"),
-    "review_required": ("#4a148c", "#f3e5f5", "REVIEW REQUIRED"),
-}
+from ..outcomes import style as outcome_style
 
 
 def esc(value: Any) -> str:
@@ -29,7 +23,8 @@ def esc(value: Any) -> str:
 
 def outcome_html(outcome: str, blockers: Sequence[Any], *, candidate: str, waived: Sequence[Any] = (), rerun_reason: str | None = None) -> str:
     """The banner a reviewer reads first: outcome, then every blocker with its evidence."""
-    color, background, title = OUTCOME_STYLE.get(outcome, ("#000", "#eee", outcome.upper()))
+    shown = outcome_style(outcome)
+    color, background, title = shown.color, shown.background, shown.title
     parts = [
         f'<div class="wb-outcome" data-outcome="{esc(outcome)}" style="border:3px solid {color};background:{background};padding:12px 16px;margin:8px 0;">',
         f'<div style="font-size:24px;font-weight:bold;color:{color}">{esc(title)}</div>',
@@ -314,7 +309,8 @@ def first_screen_html(cert: Any, gate: Any) -> str:
     from ._templates import fragment, render
 
     outcome = str(_attr(gate, "outcome"))
-    color, background, title = OUTCOME_STYLE.get(outcome, ("#000", "#eee", outcome.upper()))
+    shown = outcome_style(outcome)
+    color, background, title = shown.color, shown.background, shown.title
     entry = cert.ledger_entry
     held_out_used = cert.alignment is not None
     groups = group_blockers(_attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=cert.policy)
@@ -329,8 +325,8 @@ def first_screen_html(cert: Any, gate: Any) -> str:
     previous = previous_certification(entries, name, before=entry.entry_id)
     certified = last_certified(entries, name, before=entry.entry_id)
     if previous:
-        p_color, _, p_title = OUTCOME_STYLE.get(str(previous["outcome"]), ("#000", "#eee", str(previous["outcome"]).upper()))
-        previous = {**previous, "title": p_title, "css": {"certified": "pass", "quality_failed": "fail", "review_required": "review", "evaluation_incomplete": "incomplete"}.get(str(previous["outcome"]), "notrun")}
+        shown = outcome_style(str(previous["outcome"]))
+        previous = {**previous, "title": shown.title, "css": shown.css}
     release = cert.dataset.release
     policy = cert.policy
     context = {
@@ -371,8 +367,8 @@ def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) ->
     if title is None:
         return fragment(body)
     outcome = str(_attr(gate, "outcome", ""))
-    _, _, label = OUTCOME_STYLE.get(outcome, ("", "", outcome.upper()))
-    css = {"certified": "pass", "quality_failed": "fail", "review_required": "review", "evaluation_incomplete": "incomplete"}.get(outcome, "notrun")
+    shown = outcome_style(outcome)
+    label, css = shown.title, shown.css
     active = [g for g in groups if not g.waived_by]
     slices = len({g.slice for g in active if g.slice})
     count = f"{len(active)} problem(s) in {slices} slice(s)" if active else "no blocker"

@@ -16,13 +16,13 @@ from .._io import read_json_file, sha256_file
 from ..align import alignment_report, join_results
 from ..errors import Problem, WorkbenchError
 from ..heldout import held_out_manifest_sha256
-from ..policy import evaluate_gate, load_overrides, load_policy
-from ..results import JudgeIdentity, read_results
-from ..runs import RunSummary
+from ..policy import NotEvaluated, evaluate_gate, load_overrides, load_policy
+from ..results import JudgeIdentity
+from ..runs import RunDir
 from ._evaluation import (
+    HELD_OUT_NOT_USED,
     LINEAGE_FILE,
     figures_of,
-    gate_without_held_out,
     lineage_blockers,
     public_gate,
     read_gold_evidence,
@@ -106,21 +106,22 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
         identity = JudgeIdentity.model_validate(read_json_file(report_dir / CONTROLS_DIR / "controls.json")["judge_identity"])
         if identity.fingerprint() != fingerprint:
             raise EvidenceError("evidence_mismatch", "the control records are of another judge than the certified candidate", str(report_dir / CONTROLS_DIR))
-        report = evaluate_controls(suite, _outcomes(suite, report_dir / CONTROLS_DIR / "results.jsonl", fingerprint), judge=identity)
+        report = evaluate_controls(suite, _outcomes(suite, RunDir(report_dir / CONTROLS_DIR).results, fingerprint), judge=identity)
         control_blockers = report.blockers(policy.controls.blocking_roles)
     if control_blockers:
-        gate = gate_without_held_out([*control_blockers, *lineage], policy=policy, policy_sha256=sha256_file(policy_path), judge=lock.candidate, fingerprint=fingerprint, dataset_sha256=dataset.sha256, rubric_version=dataset.rubric.version)
+        held_out_not_used = NotEvaluated(reason=HELD_OUT_NOT_USED, judge=lock.candidate, dataset_sha256=dataset.sha256, partition="held_out")
+        gate = evaluate_gate(held_out_not_used, policy, rubric=dataset.rubric, extra_blockers=[*control_blockers, *lineage], policy_sha256=sha256_file(policy_path), fingerprint=fingerprint)
         return Recomputed(public_gate(gate), None)
     if lock.evaluated_at is None:
         raise EvidenceError("evidence_missing", "the lock records no evaluation time for override expiry", where)
-    results_path = report_dir / RUN_DIR / "results.jsonl"
+    run = RunDir(report_dir / RUN_DIR)
+    results_path = run.results
     # A locked report's records cannot be rewritten: records written under an older result
     # schema are read through the explicit, versioned migration (each says what it filled).
-    lines = read_results(results_path, migrate=True, gold=dataset) if results_path.exists() else []
+    lines = run.read_results(migrate=True, gold=dataset)
     join = join_results(dataset, lines, partition="held_out", location=str(results_path))
     alignment = alignment_report(join, results_path=str(results_path) if results_path.exists() else None)
-    summary_path = report_dir / RUN_DIR / "run.json"
-    summary = RunSummary.model_validate(read_json_file(summary_path)) if summary_path.exists() else None
+    summary = run.read_summary()
     overrides_path = _path(report_dir, lock, "overrides")
     overrides = load_overrides(overrides_path) if overrides_path is not None else []
     # What certification added beside the policy's limits: repeatability, migration (transitions, reviews).

@@ -47,6 +47,8 @@ class ResultLine:
 
     line: int
     result: JudgeResult
+    source: str | None = None
+    """The shard the line came from, when the results are a directory of shards."""
 
 
 def read_results(path: str | Path, *, verify_requests: bool = False, migrate: bool = False, gold: GoldDataset | None = None) -> list[ResultLine]:
@@ -75,6 +77,9 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
     """
     path = Path(path)
     loc = str(path)
+    if path.is_dir():
+        yield from _scan_shards(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
+        return
     if not path.exists():
         yield Problem(location=loc, code="results_missing", message="the results file does not exist", fix="point --results at a results.jsonl written by `workbench run` or an importer")
         return
@@ -84,7 +89,8 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
     partition_of = source = None
     if migrate and gold is not None:
         partition_of, source = gold_partitions(gold)
-    for number, text in iter_jsonl_lines(path, not_utf8):
+    lines = _parquet_lines(path) if path.suffix == ".parquet" else iter_jsonl_lines(path, not_utf8)
+    for number, text in lines:
         while not_utf8:
             yield Problem(location=f"{loc}:{not_utf8.pop(0)}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
         where = f"{loc}:{number}"
@@ -143,6 +149,44 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
         yield Problem(location=f"{loc}:{number}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
     for version, numbers in sorted(old.items()):
         yield old_version_problem(path, numbers, version)
+
+
+def _scan_shards(directory: Path, **options: Any) -> Iterator[ResultLine | Problem]:
+    """Every shard of a results directory (``*.jsonl``, ``*.parquet``, by name), line by line."""
+    from ._columnar import result_files
+
+    shards = result_files(directory)
+    if not shards:
+        yield Problem(location=str(directory), code="results_missing", message="the results directory holds no shards (*.jsonl or *.parquet files)", fix="point --results at a results file, or at a directory of result shards")
+        return
+    for shard in shards:
+        for item in scan_results(shard, **options):
+            yield ResultLine(item.line, item.result, str(shard)) if isinstance(item, ResultLine) else item
+
+
+def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """Each row of a Parquet shard as the JSON text of its object (row numbers from 1).
+
+    A Parquet row has every column of the file, so a value absent from a record reads as null.
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        table = pq.read_table(path)
+    except (OSError, pa.ArrowException) as exc:
+        raise WorkbenchError(f"{path}: unreadable", [Problem(location=str(path), code="unreadable_file", message=f"the Parquet shard cannot be read ({str(exc)[:120]})", fix="write shards with pyarrow or pandas (to_parquet), or as JSON Lines")]) from None
+    for number, row in enumerate(table.to_pylist(), start=1):
+        try:
+            yield number, json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default)
+        except ValueError:
+            yield number, '{"schema_version": NaN}'  # refused below as non_finite_number, with its row
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON")
 
 
 def migration_note(lines: list[ResultLine]) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
+from .._load import first_error, validation_problems
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
@@ -85,7 +86,7 @@ def proposed_record(gold_record: dict[str, Any], *, case_id: str, proposed_label
     except ValidationError as exc:
         raise WorkbenchError(
             "cannot draft a gold correction",
-            [Problem(location="gold draft", case_id=old_id, code="invalid_draft", message=f"{'.'.join(map(str, err['loc']))}: {err['msg']}", fix="correct the gold record by hand") for err in exc.errors(include_url=False)],
+            validation_problems(exc, at="gold draft", case_id=old_id, code="invalid_draft", fix="correct the gold record by hand"),
         ) from None
 
 
@@ -110,7 +111,7 @@ class GoldCorrectionDrafts:
                 problems.append(json_problem(exc, f"{self.path}:{number}", fix="drafts are written by the review widget; do not edit the file by hand"))
                 continue
             except ValidationError as exc:
-                problems.append(Problem(location=f"{self.path}:{number}", code="invalid_draft", message=str(exc.errors(include_url=False)[0]["msg"]), fix="drafts are written by the review widget; do not edit the file by hand"))
+                problems.append(Problem(location=f"{self.path}:{number}", code="invalid_draft", message=first_error(exc), fix="drafts are written by the review widget; do not edit the file by hand"))
                 continue
             except SchemaTooNew as exc:
                 problems.append(exc.problem_at(f"{self.path}:{number}"))

@@ -24,6 +24,7 @@ from .._io import (
     json_problem,
     loads_json,
 )
+from .._load import first_error, validation_problems
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
@@ -113,7 +114,7 @@ class ReviewNotes:
                 error_class=error_class,
             )
         except ValidationError as exc:
-            raise WorkbenchError("invalid review note", [Problem(location=str(self.path), case_id=case_id or None, code="invalid_note", message=f"{'.'.join(map(str, e['loc']))}: {e['msg']}", fix="give a case id, a reviewer and a documented cause") for e in exc.errors(include_url=False)]) from None
+            raise WorkbenchError("invalid review note", validation_problems(exc, at=str(self.path), case_id=case_id or None, code="invalid_note", fix="give a case id, a reviewer and a documented cause")) from None
         self._log.append(record.model_dump(mode="json"))
         return record
 
@@ -132,7 +133,7 @@ class ReviewNotes:
                 problems.append(json_problem(exc, where, fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
                 continue
             except ValidationError as exc:
-                problems.append(Problem(location=where, code="invalid_note", message=str(exc.errors(include_url=False)[0]["msg"]), fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
+                problems.append(Problem(location=where, code="invalid_note", message=first_error(exc), fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
                 continue
             except SchemaTooNew as exc:
                 problems.append(exc.problem_at(where))

@@ -34,6 +34,7 @@ from typing import Literal, get_args
 from pydantic import Field, ValidationError, field_validator
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
+from .._load import first_error, validation_problems
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
@@ -191,7 +192,7 @@ class TransitionReviews:
                 note=note,
             )
         except ValidationError as exc:
-            raise WorkbenchError(f"invalid transition review of {pending.case_id}", [Problem(location=loc, case_id=pending.case_id, code="transition_review_invalid", message=f"{'.'.join(map(str, e['loc']))}: {e['msg']}", fix="name the reviewer and cite the evidence") for e in exc.errors(include_url=False)]) from None
+            raise WorkbenchError(f"invalid transition review of {pending.case_id}", validation_problems(exc, at=loc, case_id=pending.case_id, code="transition_review_invalid", fix="name the reviewer and cite the evidence")) from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with AppendOnlyLog(self.path) as log:
             log.append(review.model_dump(mode="json"))
@@ -226,7 +227,7 @@ def read_transition_reviews(path: str | Path) -> list[TransitionReview]:
             problems.append(json_problem(exc, where, fix=FIX))
             continue
         except ValidationError as exc:
-            problems.append(Problem(location=where, code="transition_review_invalid", message=str(exc.errors(include_url=False)[0]["msg"]), fix=FIX))
+            problems.append(Problem(location=where, code="transition_review_invalid", message=first_error(exc), fix=FIX))
             continue
         except SchemaTooNew as exc:
             problems.append(exc.problem_at(where))

@@ -2,10 +2,6 @@
 
 from ._cache import VerdictCache, default_cache_dir
 from ._engine import (
-    INVOCATIONS_FILE,
-    LOCK_FILE,
-    RESULTS_FILE,
-    SUMMARY_FILE,
     RunSummary,
     WorkItem,
     run_candidate,
@@ -13,12 +9,20 @@ from ._engine import (
     run_items,
 )
 from ._manifest import (
-    MANIFEST_FILE,
     ManifestCase,
     ManifestSampling,
     ManifestUnit,
     RunManifest,
     freeze_manifest,
+)
+from ._options import RunOptions
+from ._rundir import (
+    INVOCATIONS_FILE,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    RESULTS_FILE,
+    SUMMARY_FILE,
+    RunDir,
 )
 
 __all__ = [
@@ -30,7 +34,9 @@ __all__ = [
     "ManifestCase",
     "ManifestUnit",
     "ManifestSampling",
+    "RunDir",
     "RunManifest",
+    "RunOptions",
     "RunSummary",
     "WorkItem",
     "VerdictCache",

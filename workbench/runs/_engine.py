@@ -21,8 +21,9 @@ import math
 import os
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -58,13 +59,9 @@ from ._manifest import (
     freeze_manifest,
     run_lineage,
 )
+from ._options import RunOptions
+from ._rundir import SHARDS_FILE, RunDir
 
-RESULTS_FILE = "results.jsonl"
-SUMMARY_FILE = "run.json"
-INVOCATIONS_FILE = "invocations.jsonl"
-LOCK_FILE = ".run.lock"
-SHARDS_FILE = "shards.json"
-"""Present in a run directory sharded by the Ray executor (:mod:`._ray`)."""
 RUN_SUMMARY_SCHEMA_VERSION = 3
 
 
@@ -353,22 +350,36 @@ async def run_items(
     with limits held by a Ray actor for every shard of a sharded run (:mod:`._ray`).
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
+    out = Path(out_dir)
+    _prepare_run_dir(items, out_dir, partition=partition, grid=grid, sampling=sampling, budget_usd=budget_usd)
+    if lanes is not None:
+        order = risks or {}
+        items = sorted(items, key=lambda i: lanes.order_key(i.slice, order))
+    options = RunOptions(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress)
+    with _run_lock(out):
+        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, options=options, lineage=lineage, lanes=lanes, risks=risks, sampling=sampling, sampling_source=sampling_source, limits_factory=limits_factory)
+
+
+def _prepare_run_dir(items: list[WorkItem], out_dir: str | Path, *, partition: str, grid: bool, sampling: ManifestSampling | None, budget_usd: float | None) -> None:
+    """Refuse what cannot run (held-out outside certification, a sharded directory, no items, a bad budget); create the directory."""
     if partition == "held_out" and not grid:
         raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="held_out_refused", message="held-out gold is judged only through certification", fix="use development or calibration")])
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    if (out / SHARDS_FILE).exists():
+    if RunDir(out).shards_file.exists():
         raise WorkbenchError("sharded run directory", [Problem(location=str(out), code="executor_mismatch", message=f"this run directory holds a sharded run ({SHARDS_FILE}); its results live in its shard directories", fix="resume it with the same command and --executor ray --shards N, or give this run its own --out directory")])
     if not items:
         raise WorkbenchError("nothing to run", [Problem(location=str(out), code="empty_plan", message="there is nothing to judge", fix="give at least one case")])
     if sampling is not None and partition == "held_out":
         raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="sampling_held_out", message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case", fix="run held-out data only through `workbench certify`, without a plan")])
-    if lanes is not None:
-        order = risks or {}
-        items = sorted(items, key=lambda i: lanes.order_key(i.slice, order))
     if budget_usd is not None and (budget_usd < 0 or not math.isfinite(budget_usd)):
         raise WorkbenchError("invalid budget", [Problem(location="--budget-usd", code="invalid_budget", message="the budget is negative or not finite", fix="give a budget of 0 or more")])
-    run_lock = FileLock(out / LOCK_FILE)
+
+
+@contextmanager
+def _run_lock(out: Path) -> Iterator[None]:
+    """Hold ``.run.lock``: one invocation at a time writes a run directory; a second is refused at once."""
+    run_lock = FileLock(RunDir(out).lock)
     try:
         run_lock.acquire(timeout=0)
     except Timeout:
@@ -379,10 +390,10 @@ async def run_items(
     except OSError as exc:
         raise WorkbenchError(
             "run directory not writable",
-            [Problem(location=str(out / LOCK_FILE), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
+            [Problem(location=str(RunDir(out).lock), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
         ) from None
     try:
-        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage, lanes=lanes, risks=risks, sampling=sampling, sampling_source=sampling_source, limits_factory=limits_factory)
+        yield
     finally:
         run_lock.release()
 
@@ -396,41 +407,30 @@ def _secrets(judge: Judge) -> list[str]:
     return found
 
 
-async def _run_locked(
-    judge: Judge,
-    items: list[WorkItem],
-    out: Path,
-    *,
-    partition: str,
-    dataset_sha256: str,
-    repeats: int,
-    grid: bool,
-    concurrency: int,
-    budget_usd: float | None,
-    max_cases: int | None,
-    cache_dir: str | Path | None | Literal[False],
-    retry_errors: bool,
-    progress: bool,
-    lineage: GoldLineage | None,
-    lanes: Lanes | None,
-    risks: Mapping[str, str | None] | None,
-    sampling: ManifestSampling | None,
-    sampling_source: str | None,
-    limits_factory: Callable[..., Limits] | None = None,
-) -> RunSummary:
+async def _run_locked(judge: Judge, items: list[WorkItem], out: Path, *, partition: str, dataset_sha256: str, repeats: int, grid: bool, options: RunOptions, lineage: GoldLineage | None, lanes: Lanes | None, risks: Mapping[str, str | None] | None, sampling: ManifestSampling | None, sampling_source: str | None, limits_factory: Callable[..., Limits] | None = None) -> RunSummary:
+    """Freeze the manifest, read what is recorded, run what is left and write the summary."""
     fingerprint = judge.identity.fingerprint()
     manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
     units_plan = None if grid else [ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation) for i in items]
     manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan, lineage, sampling)
-    results_path = out / RESULTS_FILE
-    AppendOnlyLog(results_path).close()  # repairs a torn last line before reading
-    recorded = _read_attempts(results_path)
-    secrets = _secrets(judge)
+    run_dir = RunDir(out)
+    AppendOnlyLog(run_dir.results).close()  # repairs a torn last line before reading
+    recorded = _read_attempts(run_dir.results)
     max_attempts = _max_attempts(judge)
-    part = partition
+    units, resumed = _plan_units(items, recorded, max_attempts, options.retry_errors)
+    slice_of = {i.case_id: i.slice for i in items}
+    limits = _limits(judge, recorded, units, slice_of, lanes, options, limits_factory)
+    run = _Execution(judge, manifest, partition, run_dir, limits, options, max_attempts, len(items), resumed, recorded)
+    await run.execute(units)
+    summary = _summarize(manifest, judge, run_dir.results, run.counters, resumed, limits, max_attempts, run.estimator, slice_of, risks or {}, sampling_source)
+    atomic_write_json(run_dir.summary, summary.model_dump(mode="json"))
+    with AppendOnlyLog(run_dir.invocations) as invocations:
+        invocations.append({"finished_at": datetime.now(UTC).isoformat(), "concurrency": options.concurrency, "retry_errors": options.retry_errors, "cache": run.cache is not None, **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"})})
+    return summary
 
-    spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
-    observed = [int(r["tokens_out"]) for rows in recorded.values() for r in rows if r.get("tokens_out") and r.get("tokens_in") is not None and not r.get("cached_from_run_id")]
+
+def _plan_units(items: list[WorkItem], recorded: Mapping[tuple[str, int], list[dict[str, Any]]], max_attempts: int, retry_errors: bool) -> tuple[list[_Unit], int]:
+    """The items still to judge (each with its next attempt number) and how many are settled already."""
     units: list[_Unit] = []
     resumed = 0
     for item in items:
@@ -441,9 +441,12 @@ async def _run_locked(
             continue
         next_attempt = rows[-1]["attempt"] + 1 if rows else 1
         units.append(_Unit(item, next_attempt, CaseRef(item.case_id, item.digest, item.repeat, item.presentation)))
+    return units, resumed
 
-    endpoint = getattr(judge, "endpoint_url", None)
-    slice_of = {i.case_id: i.slice for i in items}
+
+def _limits(judge: Judge, recorded: Mapping[tuple[str, int], list[dict[str, Any]]], units: list[_Unit], slice_of: Mapping[str, str | None], lanes: Lanes | None, options: RunOptions, limits_factory: Callable[..., Limits] | None) -> Limits:
+    """The run's limits, starting from the spend already recorded (per lane under a sampling plan)."""
+    spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
     lane_kw: dict[str, Any] = {}
     if lanes is not None:
         lane_spent: dict[str, float] = {}
@@ -452,58 +455,133 @@ async def _run_locked(
             if lane is not None:
                 lane_spent[lane] = lane_spent.get(lane, 0.0) + sum(float(r.get("cost_usd") or 0.0) for r in rows)
         lane_kw = {"priority": dict(lanes.priority), "holds": dict(lanes.holds), "lane_units": Counter(u.item.slice or "" for u in units), "lane_spent": lane_spent}
-    limits = (limits_factory or Limits)(budget_usd, max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=secrets, **lane_kw)
-    estimator = Estimator(judge, max(observed) if observed else None)
-    cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), fingerprint) if cache_dir is not False else None
-    log = AppendOnlyLog(results_path)
-    writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
-    loop = asyncio.get_running_loop()
-    if hasattr(judge, "prepare"):
-        judge.prepare(concurrency)
-    counters: Counter[str] = Counter()
-    bar = _progress(len(items), resumed, judge.spec.label, progress)
+    endpoint = getattr(judge, "endpoint_url", None)
+    return (limits_factory or Limits)(options.budget_usd, options.max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=_secrets(judge), **lane_kw)
 
-    async def append(result: JudgeResult, request_key: str | None) -> None:
+
+class _Execution:
+    """One invocation's judging: workers take units, settle each from the cache or by calls, record every attempt."""
+
+    def __init__(self, judge: Judge, manifest: RunManifest, partition: str, run_dir: RunDir, limits: Limits, options: RunOptions, max_attempts: int, total: int, resumed: int, recorded: Mapping[tuple[str, int], list[dict[str, Any]]]) -> None:
+        self.judge, self.manifest, self.partition, self.limits, self.options, self.max_attempts = judge, manifest, partition, limits, options, max_attempts
+        self.fingerprint = judge.identity.fingerprint()
+        self.secrets = _secrets(judge)
+        observed = [int(r["tokens_out"]) for rows in recorded.values() for r in rows if r.get("tokens_out") and r.get("tokens_in") is not None and not r.get("cached_from_run_id")]
+        self.estimator = Estimator(judge, max(observed) if observed else None)
+        cache_dir = options.cache_dir
+        self.cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), self.fingerprint) if cache_dir is not False else None
+        self.log = AppendOnlyLog(run_dir.results)
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
+        self.loop = asyncio.get_running_loop()
+        if hasattr(judge, "prepare"):
+            judge.prepare(options.concurrency)
+        self.counters: Counter[str] = Counter()
+        self.bar = _progress(total, resumed, judge.spec.label, options.progress)
+
+    async def execute(self, units: list[_Unit]) -> None:
+        """Settle every unit with ``concurrency`` workers, then close the judge, log, cache and bar."""
+        queue: asyncio.Queue[_Unit] = asyncio.Queue()
+        for unit in units:
+            queue.put_nowait(unit)
+        try:
+            await asyncio.gather(*(self.worker(queue) for _ in range(max(1, min(self.options.concurrency or 1, len(units) or 1)))))
+        finally:
+            if hasattr(self.judge, "aclose"):
+                await self.judge.aclose()
+            self.writer.shutdown(wait=True)
+            self.log.close()
+            if self.cache is not None:
+                self.cache.close()
+            if self.bar is not None:
+                self.bar.close()
+
+    async def worker(self, queue: asyncio.Queue[_Unit]) -> None:
+        while True:
+            try:
+                unit = queue.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            if self.limits.stop_reason is None:  # else drain: nothing new is scheduled after a limit is reached
+                try:
+                    await self.settle_unit(unit)
+                finally:
+                    await asyncio.shield(self.limits.unit_done(unit.item.slice, started=unit.admitted))
+            else:
+                await self.limits.unit_done(unit.item.slice, started=False)
+
+    async def append(self, result: JudgeResult, request_key: str | None) -> None:
+        """Record one attempt (and cache a verdict) on the writer thread."""
+
         def write() -> None:
-            log.append(result.model_dump(mode="json"))
-            if cache is not None and request_key is not None:
-                cache.put(request_key, result.repeat, result)
+            self.log.append(result.model_dump(mode="json"))
+            if self.cache is not None and request_key is not None:
+                self.cache.put(request_key, result.repeat, result)
 
-        await loop.run_in_executor(writer, write)
+        await self.loop.run_in_executor(self.writer, write)
 
-    def make_result(unit: _Unit, attempt: int, verdict: Verdict, started: datetime, latency: float, sent: Any, cost: float) -> JudgeResult:
-        error = verdict.error
-        if error is not None:
-            error = error.model_copy(update={"message": redact(error.message, secrets)})
-        sent = redact_values(sent, secrets)
-        return JudgeResult(
-            case_id=unit.item.case_id,
-            response_hash=unit.item.digest,
-            value=verdict.value,
-            reason=redact(verdict.reason, secrets) if verdict.reason is not None else None,
-            score=verdict.score,
-            order=[redact(x, secrets) for x in verdict.order] if verdict.order is not None else None,
-            judge=judge.identity,
-            judge_fingerprint=fingerprint,
-            run_id=manifest.run_id,
-            partition=part,
-            started_at=started,
-            latency_s=verdict.latency_s if verdict.latency_s is not None else latency,
-            tokens_in=verdict.tokens_in,
-            tokens_out=verdict.tokens_out,
-            cost_usd=cost,
-            error=error,
-            attempt=attempt,
-            repeat=unit.repeat,
-            rendered_request_sha256=sha256_json(sent),
-            rendered_request=sent,
-            presentation=unit.item.presentation,
-            dataset_sha256=manifest.dataset_sha256 if manifest.rubric_version is not None else None,
-            rubric_version=manifest.rubric_version,
+    async def settle_unit(self, unit: _Unit) -> None:
+        """A unit's verdict from the cache, else from its attempts (retried while retryable and not halted)."""
+        request_key = sha256_json(self.judge.render(unit.judge_input, unit.ref))
+        cached = self.cache.get(request_key, unit.repeat) if self.cache is not None else None
+        if cached is not None:
+            await self.append(self.reused(unit, cached), None)
+            self.counters["cache_hits"] += 1
+            _tick(self.bar, self.counters, self.limits)
+            return
+        verdict = await self.attempts(unit, request_key)
+        if verdict is not None and verdict.error is not None:
+            self.counters["errors"] += 1
+        if verdict is not None:
+            _tick(self.bar, self.counters, self.limits)
+
+    def reused(self, unit: _Unit, cached: JudgeResult) -> JudgeResult:
+        """A cached verdict recorded as this run's attempt, at no cost."""
+        manifest = self.manifest
+        reused = cached.model_copy(
+            update={
+                "case_id": unit.item.case_id,
+                "response_hash": unit.item.digest,
+                "presentation": unit.item.presentation,
+                "run_id": manifest.run_id,
+                "partition": self.partition,
+                "started_at": datetime.now(UTC),
+                "latency_s": 0.0,
+                "tokens_in": None,
+                "tokens_out": None,
+                "cost_usd": 0.0,
+                "attempt": unit.next_attempt,
+                "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
+                "schema_version": RESULT_SCHEMA_VERSION,
+                "migration": None,
+                "dataset_sha256": manifest.dataset_sha256 if manifest.rubric_version is not None else None,
+                "rubric_version": manifest.rubric_version,
+            }
         )
+        return JudgeResult.model_validate(reused.model_dump())
 
-    async def one_attempt(unit: _Unit, attempt: int, first: bool, request_key: str) -> Verdict | None:
-        estimate: CallEstimate = estimator.estimate(unit.judge_input)
+    async def attempts(self, unit: _Unit, request_key: str) -> Verdict | None:
+        """Call the judge for ``unit`` until a verdict, a final error, the unit's attempts run out or a limit halts."""
+        max_attempts, next_attempt = self.max_attempts, unit.next_attempt
+        attempts_left = max_attempts if self.options.retry_errors or next_attempt == 1 else max(1, max_attempts - next_attempt + 1)
+        verdict: Verdict | None = None
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts_left),
+            wait=_wait_retry_after(),
+            retry=retry_if_result(lambda v: v is not None and v.error is not None and v.retryable and not self.limits.halted),
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+        )
+        async for attempt in retrying:
+            with attempt:
+                n = attempt.retry_state.attempt_number
+                verdict = await self.one_attempt(unit, next_attempt + n - 1, first=(n == 1), request_key=request_key)
+            if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
+                attempt.retry_state.set_result(verdict)
+        return verdict
+
+    async def one_attempt(self, unit: _Unit, attempt: int, first: bool, request_key: str) -> Verdict | None:
+        """One admitted call: its cost settled with the limits and the attempt recorded (None when not admitted)."""
+        judge, limits = self.judge, self.limits
+        estimate: CallEstimate = self.estimator.estimate(unit.judge_input)
         lane = unit.item.slice
         if not await limits.admit(estimate, first, lane):
             return None
@@ -519,108 +597,63 @@ async def _run_locked(
             await asyncio.shield(limits.settle(estimate, 0.0, called=False, lane=lane))
             raise
         latency = time.perf_counter() - t0
-        cost = verdict.cost_usd if verdict.cost_usd is not None else judge.spec.pricing.cost(verdict.tokens_in, verdict.tokens_out)
+        cost = self.checked_cost(unit, attempt, verdict, estimate)
+        await limits.settle(estimate, cost, called=True, endpoint_failure=verdict.endpoint_failure if verdict.error is not None else None, error=verdict.error.message if verdict.error is not None else None, lane=lane)
+        sent = verdict.rendered_request if verdict.rendered_request is not None else judge.render(unit.judge_input, unit.ref)
+        await self.append(self.make_result(unit, attempt, verdict, started, latency, sent, cost), request_key if verdict.error is None else None)
+        self.counters["calls"] += 1
+        if not first:
+            self.counters["retries"] += 1
+        return verdict
+
+    def checked_cost(self, unit: _Unit, attempt: int, verdict: Verdict, estimate: CallEstimate) -> float:
+        """The call's cost (the reservation when the judge reports an invalid one); usage beyond the reservation is warned about."""
+        limits = self.limits
+        cost = verdict.cost_usd if verdict.cost_usd is not None else self.judge.spec.pricing.cost(verdict.tokens_in, verdict.tokens_out)
         if not math.isfinite(cost) or cost < 0:
             limits.warn(f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of {cost!r}; recorded as the call's reservation")
             cost = estimate.reservation
-        estimator.observe(verdict.tokens_in, verdict.tokens_out)
+        self.estimator.observe(verdict.tokens_in, verdict.tokens_out)
         limits.observe(verdict.tokens_in, verdict.tokens_out)
         if cost > estimate.reservation + 1e-12:
             limits.warn(
                 f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: reported usage ({verdict.tokens_in} input, {verdict.tokens_out} output tokens, ${cost:.6f}) "
                 f"exceeds the call's reservation (${estimate.reservation:.6f}: {estimate.tokens_in} input, {estimate.tokens_out_cap} output tokens); the budget guarantee assumes it does not"
             )
-        await limits.settle(estimate, cost, called=True, endpoint_failure=verdict.endpoint_failure if verdict.error is not None else None, error=verdict.error.message if verdict.error is not None else None, lane=lane)
-        sent = verdict.rendered_request if verdict.rendered_request is not None else judge.render(unit.judge_input, unit.ref)
-        await append(make_result(unit, attempt, verdict, started, latency, sent, cost), request_key if verdict.error is None else None)
-        counters["calls"] += 1
-        if not first:
-            counters["retries"] += 1
-        return verdict
+        return cost
 
-    async def settle_unit(unit: _Unit) -> None:
-        planned = judge.render(unit.judge_input, unit.ref)
-        request_key = sha256_json(planned)
-        cached = cache.get(request_key, unit.repeat) if cache is not None else None
-        if cached is not None:
-            reused = cached.model_copy(
-                update={
-                    "case_id": unit.item.case_id,
-                    "response_hash": unit.item.digest,
-                    "presentation": unit.item.presentation,
-                    "run_id": manifest.run_id,
-                    "partition": part,
-                    "started_at": datetime.now(UTC),
-                    "latency_s": 0.0,
-                    "tokens_in": None,
-                    "tokens_out": None,
-                    "cost_usd": 0.0,
-                    "attempt": unit.next_attempt,
-                    "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
-                    "schema_version": RESULT_SCHEMA_VERSION,
-                    "migration": None,
-                    "dataset_sha256": manifest.dataset_sha256 if manifest.rubric_version is not None else None,
-                    "rubric_version": manifest.rubric_version,
-                }
-            )
-            await append(JudgeResult.model_validate(reused.model_dump()), None)
-            counters["cache_hits"] += 1
-            _tick(bar, counters, limits)
-            return
-        attempts_left = max_attempts if retry_errors or unit.next_attempt == 1 else max(1, max_attempts - unit.next_attempt + 1)
-        attempt_no = unit.next_attempt
-        verdict: Verdict | None = None
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts_left),
-            wait=_wait_retry_after(),
-            retry=retry_if_result(lambda v: v is not None and v.error is not None and v.retryable and not limits.halted),
-            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+    def make_result(self, unit: _Unit, attempt: int, verdict: Verdict, started: datetime, latency: float, sent: Any, cost: float) -> JudgeResult:
+        """The judge-result record of one call, redacted."""
+        secrets, manifest = self.secrets, self.manifest
+        error = verdict.error
+        if error is not None:
+            error = error.model_copy(update={"message": redact(error.message, secrets)})
+        sent = redact_values(sent, secrets)
+        return JudgeResult(
+            case_id=unit.item.case_id,
+            response_hash=unit.item.digest,
+            value=verdict.value,
+            reason=redact(verdict.reason, secrets) if verdict.reason is not None else None,
+            score=verdict.score,
+            order=[redact(x, secrets) for x in verdict.order] if verdict.order is not None else None,
+            judge=self.judge.identity,
+            judge_fingerprint=self.fingerprint,
+            run_id=manifest.run_id,
+            partition=self.partition,
+            started_at=started,
+            latency_s=verdict.latency_s if verdict.latency_s is not None else latency,
+            tokens_in=verdict.tokens_in,
+            tokens_out=verdict.tokens_out,
+            cost_usd=cost,
+            error=error,
+            attempt=attempt,
+            repeat=unit.repeat,
+            rendered_request_sha256=sha256_json(sent),
+            rendered_request=sent,
+            presentation=unit.item.presentation,
+            dataset_sha256=manifest.dataset_sha256 if manifest.rubric_version is not None else None,
+            rubric_version=manifest.rubric_version,
         )
-        async for attempt in retrying:
-            with attempt:
-                n = attempt.retry_state.attempt_number
-                verdict = await one_attempt(unit, attempt_no + n - 1, first=(n == 1), request_key=request_key)
-            if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
-                attempt.retry_state.set_result(verdict)
-        if verdict is not None and verdict.error is not None:
-            counters["errors"] += 1
-        if verdict is not None:
-            _tick(bar, counters, limits)
-
-    queue: asyncio.Queue[_Unit] = asyncio.Queue()
-    for unit in units:
-        queue.put_nowait(unit)
-
-    async def worker() -> None:
-        while True:
-            try:
-                unit = queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            if limits.stop_reason is None:  # else drain: nothing new is scheduled after a limit is reached
-                try:
-                    await settle_unit(unit)
-                finally:
-                    await asyncio.shield(limits.unit_done(unit.item.slice, started=unit.admitted))
-            else:
-                await limits.unit_done(unit.item.slice, started=False)
-
-    try:
-        await asyncio.gather(*(worker() for _ in range(max(1, min(concurrency, len(units) or 1)))))
-    finally:
-        if hasattr(judge, "aclose"):
-            await judge.aclose()
-        writer.shutdown(wait=True)
-        log.close()
-        if cache is not None:
-            cache.close()
-        if bar is not None:
-            bar.close()
-    summary = _summarize(manifest, judge, results_path, counters, resumed, limits, max_attempts, estimator, slice_of, risks or {}, sampling_source)
-    atomic_write_json(out / SUMMARY_FILE, summary.model_dump(mode="json"))
-    with AppendOnlyLog(out / INVOCATIONS_FILE) as invocations:
-        invocations.append({"finished_at": datetime.now(UTC).isoformat(), "concurrency": concurrency, "retry_errors": retry_errors, "cache": cache is not None, **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"})})
-    return summary
 
 
 def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters: Counter[str], resumed: int, limits: Limits, max_attempts: int, estimator: Estimator, slice_of: Mapping[str, str | None], risks: Mapping[str, str | None], sampling_source: str | None) -> RunSummary:

@@ -15,9 +15,9 @@ from ..errors import Problem, WorkbenchError
 from ..gold import GoldLineage
 from ..results import JudgeIdentity
 from ..sampling import SamplingPlan
+from ._rundir import RunDir
 
 MANIFEST_SCHEMA_VERSION = 1
-MANIFEST_FILE = "manifest.json"
 
 
 class ManifestCase(BaseModel):
@@ -112,7 +112,7 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
     ``lineage`` (gold runs): the rubric version, release and per-case field hashes recorded.
     ``sampling``: the declared plan, its hash and the cases it leaves out.
     """
-    path = out_dir / MANIFEST_FILE
+    path = RunDir(out_dir).manifest
     if lineage is not None:
         cases = [c.model_copy(update={"gold": lineage.cases.get(c.case_id)}) for c in cases]
     proposed = RunManifest(

@@ -51,11 +51,6 @@ from ..gold import Partition, load_dataset
 from ..judges import JudgeInput, load_candidate
 from ._cache import default_cache_dir
 from ._engine import (
-    INVOCATIONS_FILE,
-    LOCK_FILE,
-    RESULTS_FILE,
-    SHARDS_FILE,
-    SUMMARY_FILE,
     RunSummary,
     WorkItem,
     _max_attempts,
@@ -65,7 +60,8 @@ from ._engine import (
     run_items,
 )
 from ._limits import CallEstimate, Limits
-from ._manifest import MANIFEST_FILE, ManifestCase, RunManifest, freeze_manifest, run_lineage
+from ._manifest import ManifestCase, RunManifest, freeze_manifest, run_lineage
+from ._rundir import RunDir
 from ._shards import WORKER_FILE, ShardPlan, merge_results, shard_dir, shard_of
 
 RAY_MISSING = "the Ray executor needs the optional extra: pip install 'judge-workbench[ray]' (or pip install -e '.[ray]' in a checkout)"
@@ -260,7 +256,7 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
     for case in manifest.cases:
         by_shard[shard_of(case.case_id, shards)].append(case)
     plan = ShardPlan(run_id=manifest.run_id, shards=shards, cases_per_shard=[len(c) for c in by_shard])
-    path = out / SHARDS_FILE
+    path = RunDir(out).shards_file
     if path.exists():
         try:
             existing = ShardPlan.model_validate(read_json_file(path))
@@ -273,7 +269,7 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
     else:
         atomic_write_json(path, plan.model_dump(mode="json"))
     for index, cases in enumerate(by_shard):
-        target = shard_dir(out, index) / MANIFEST_FILE
+        target = RunDir(out).shard(index).manifest
         if cases and not target.exists():
             target.parent.mkdir(parents=True, exist_ok=True)
             atomic_write_json(target, manifest.model_copy(update={"cases": cases}).model_dump(mode="json"))
@@ -322,9 +318,9 @@ def run_candidate_ray(
     if not cases:
         raise _problem("empty_partition", str(dataset.gold_path), f"partition {part!r} has no cases", "choose a partition that has cases")
     out.mkdir(parents=True, exist_ok=True)
-    if (out / RESULTS_FILE).exists() and not (out / SHARDS_FILE).exists():
+    if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
         raise _problem("executor_mismatch", str(out), "this run directory holds a run of the local executor", "resume it without --executor ray, or give this run its own --out directory")
-    lock = FileLock(out / LOCK_FILE)
+    lock = FileLock(RunDir(out).lock)
     try:
         lock.acquire(timeout=0)
     except Timeout:
@@ -346,7 +342,7 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
     spent = 0.0
     observed: list[int] = []
     for index in range(shards):
-        path = shard_dir(out, index) / RESULTS_FILE
+        path = RunDir(out).shard(index).results
         if path.exists():
             AppendOnlyLog(path).close()  # repairs a torn last line before reading
             recorded = [r for rows in _read_attempts(path).values() for r in rows]
@@ -390,7 +386,7 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
             problems.append(Problem.model_validate(problem))
     if problems:
         raise WorkbenchError("a shard refused to run", problems)
-    merge_results(out, shards, out / RESULTS_FILE)
+    merge_results(out, shards, RunDir(out).results)
     summaries = [RunSummary.model_validate(a["summary"]) for _, a in sorted(results.items()) if "summary" in a]
     counters: Counter[str] = Counter()
     resumed = 0
@@ -405,10 +401,10 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
         limits.warn(message)
     seen_out = [s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed is not None]
     estimator = SimpleNamespace(method=next((s.estimate_method for s in summaries if s.estimate_method), None), max_out=max(seen_out) if seen_out else None)
-    summary = _summarize(manifest, judge, out / RESULTS_FILE, counters, resumed, limits, _max_attempts(judge), estimator, {}, {}, None)  # type: ignore[arg-type]
+    summary = _summarize(manifest, judge, RunDir(out).results, counters, resumed, limits, _max_attempts(judge), estimator, {}, {}, None)  # type: ignore[arg-type]
     if warnings and summary.status == "complete":
         summary = summary.model_copy(update={"status": "incomplete"})  # a shard that failed is never a pass
-    atomic_write_json(out / SUMMARY_FILE, summary.model_dump(mode="json"))
-    with AppendOnlyLog(out / INVOCATIONS_FILE) as invocations:
+    atomic_write_json(RunDir(out).summary, summary.model_dump(mode="json"))
+    with AppendOnlyLog(RunDir(out).invocations) as invocations:
         invocations.append({"finished_at": datetime.now(UTC).isoformat(), "executor": "ray", "shards": shards, "concurrency": concurrency, "calls_per_second": calls_per_second, "retry_errors": retry_errors, "cache": cache is not False, **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"})})
     return summary

@@ -29,9 +29,10 @@ from pydantic import Field
 
 from .._io import atomic_write_bytes
 from .._record import Record
+from ._rundir import SHARDS_DIR as SHARDS_DIR
+from ._rundir import RunDir
 
 SHARD_PLAN_SCHEMA_VERSION = 1
-SHARDS_DIR = "shards"
 WORKER_FILE = "worker.json"
 ASSIGNMENT = "int(sha256(case_id)[:16], 16) % shards"
 
@@ -43,7 +44,7 @@ def shard_of(case_id: str, shards: int) -> int:
 
 def shard_dir(out: Path, index: int) -> Path:
     """``OUT/shards/<k>``: shard ``index``'s own run directory."""
-    return out / SHARDS_DIR / f"{index:03d}"
+    return RunDir(out).shard(index).path
 
 
 class ShardPlan(Record):
@@ -72,7 +73,7 @@ def merge_results(out: Path, shards: int, target: Path) -> int:
     chunks: list[bytes] = []
     lines = 0
     for index in range(shards):
-        path = shard_dir(out, index) / "results.jsonl"
+        path = RunDir(out).shard(index).results
         if not path.exists():
             continue
         data = path.read_bytes()

@@ -23,10 +23,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from .._io import read_bounded, sha256_json, yaml_loads
+from .._io import sha256_json
+from .._load import error_field, load_yaml, rule_error
+from .._load import validation_problems as _problems
 from .._record import Record as _Model
 from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
@@ -201,16 +202,16 @@ def check_plan(plan: SamplingPlan, risks: Mapping[str, str | None], *, location:
 
 def validation_problems(exc: ValidationError, location: str, *, prefix: str = "") -> list[Problem]:
     """A plan's pydantic errors as problems: rule errors with their own codes, others generic."""
-    out: list[Problem] = []
-    for e in exc.errors(include_url=False):
-        where = ".".join(map(str, e["loc"]))
-        where = f"{prefix}{'.' if prefix and where else ''}{where}" or prefix or "sampling"
-        rule = (e.get("ctx") or {}).get("error")
-        if isinstance(rule, SamplingRuleError):
-            out += [Problem(location=location, code=code, message=f"{where}: {message}", fix=fix) for code, message, fix in rule.rules]
-        else:
-            out.append(Problem(location=location, code="sampling_invalid", message=f"{where}: {e['msg']}", fix="correct this field; see docs/formats.md#sampling-plan"))
-    return out
+
+    def field(e: Any) -> str:
+        where = error_field(e)
+        return f"{prefix}{'.' if prefix and where else ''}{where}" or prefix or "sampling"
+
+    def rules(e: Any, _dotted: str, where: str) -> list[Problem] | None:
+        rule = rule_error(e)
+        return [Problem(location=where, code=code, message=f"{field(e)}: {message}", fix=fix) for code, message, fix in rule.rules] if isinstance(rule, SamplingRuleError) else None
+
+    return _problems(exc, at=location, code="sampling_invalid", message=lambda e, _: f"{field(e)}: {e['msg']}", fix="correct this field; see docs/formats.md#sampling-plan", expand=rules)
 
 
 def load_sampling_plan(path: str | Path) -> SamplingPlan:
@@ -220,16 +221,13 @@ def load_sampling_plan(path: str | Path) -> SamplingPlan:
     """
     path = Path(path)
     loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no sampling plan", [Problem(location=loc, code="sampling_missing", message="the sampling plan file does not exist", fix="point --sampling-plan at a plan YAML file")])
-    try:
-        raw: Any = yaml_loads(read_bounded(path).decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_encoding", message=f"not valid UTF-8 (byte {exc.start})", fix="save the plan as UTF-8")]) from None
-    except yaml.YAMLError as exc:
-        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_yaml", message=f"not valid YAML ({getattr(exc, 'problem', exc)})", fix="correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable sampling plan", [Problem(location=loc, code="sampling_shape", message="the plan must be a YAML mapping", fix="write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)")])
+    raw: Any = load_yaml(
+        path,
+        prefix="sampling",
+        what="sampling plan",
+        missing_fix="point --sampling-plan at a plan YAML file",
+        shape=("the plan must be a YAML mapping", "write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)"),
+    ).data
     problems: list[Problem] = []
     owner = raw.get("owner")
     if not isinstance(owner, str) or not owner.strip():

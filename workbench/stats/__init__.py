@@ -26,7 +26,16 @@ from ._ordinal import (
     weighted_cohen_kappa,
 )
 from ._shortfall import BOUND_FRACTION, Shortfall, more_without_errors, shortfall
-from ._stats import Kappa, Rate, cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson_rate
+from ._stats import (
+    Kappa,
+    Rate,
+    cohen_kappa,
+    cohen_kappa_counts,
+    fleiss_kappa,
+    krippendorff_alpha_nominal,
+    wilson_interval,
+    wilson_rate,
+)
 
 __all__ = [
     "AlphaLevel",
@@ -46,6 +55,7 @@ __all__ = [
     "cases_needed",
     "cases_to_bound",
     "cohen_kappa",
+    "cohen_kappa_counts",
     "fleiss_kappa",
     "krippendorff_alpha",
     "krippendorff_alpha_nominal",
@@ -59,5 +69,6 @@ __all__ = [
     "too_few_cases_message",
     "upper_bound",
     "weighted_cohen_kappa",
+    "wilson_interval",
     "wilson_rate",
 ]

@@ -37,8 +37,8 @@ from ..._io import (
     iter_jsonl_lines,
     loads_json,
     read_bounded,
-    yaml_loads,
 )
+from ..._load import peek_yaml
 from ...errors import Problem, WorkbenchError
 from ...gold import CARD_FILE, GOLD_FILE, RUBRIC_FILE, GoldCase, validate_dataset
 from .._registry import ImportSummary, register_importer
@@ -305,10 +305,7 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
         # Replacing another tool's dataset: its rubric and card are not this import's drafts.
         return None, None, {}
     if rubric_path.is_file():
-        try:
-            rubric = yaml_loads(read_bounded(rubric_path).decode("utf-8"))
-        except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
-            rubric = None
+        rubric = peek_yaml(rubric_path)
     if gold_path.is_file():
         try:
             for _number, line in iter_jsonl_lines(gold_path):  # bounded and strict

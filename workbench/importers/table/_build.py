@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..._io import JSONRecordError, loads_json
+from ..._load import validation_problems
 from ...errors import Problem, WorkbenchError
 from ...gold import PARTITIONS, Adjudication, GoldCase, Partition, Review, Risk, Rubric
 from ...gold._rubric import UNSET_RISK
@@ -489,9 +490,15 @@ def _draft_rubric(cases: dict[str, _Case], m: TableMapping, at: Any) -> tuple[di
         try:
             Rubric.model_validate(probe)
         except ValidationError as exc:
-            for err in exc.errors(include_url=False):
-                where = ".".join(str(p) for p in err["loc"]) or "rubric"
-                problems.append(Problem(location=at("rubric", *err["loc"]), code="mapping_invalid", message=f"drafted rubric {where}: {err['msg'].removeprefix('Value error, ')}", fix="correct the rubric hints (rubric.labels, pass_label, fail_label, abstain_labels) or the label mapping"))
+            problems += validation_problems(
+                exc,
+                at=at,
+                base=("rubric",),
+                code="mapping_invalid",
+                root="rubric",
+                message=lambda err, where: f"drafted rubric {where}: {err['msg'].removeprefix('Value error, ')}",
+                fix="correct the rubric hints (rubric.labels, pass_label, fail_label, abstain_labels) or the label mapping",
+            )
     else:
         problems.append(Problem(location=at("labels") if m.labels is not None else at("reviews"), code="mapping_invalid", message=f"the data uses {len(labels)} label(s) ({', '.join(labels)}); a rubric needs at least two", fix="list the whole vocabulary under rubric.labels (e.g. [pass, fail]) so labels the data does not show yet are declared"))
     return rubric, problems, notes

@@ -19,13 +19,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ..._io import read_bounded, yaml_loads
+from ..._load import Lines, load_yaml, validation_problems, yaml_lines
 from ..._record import Record as _Model
 from ..._record import SchemaTooNew
-from ...errors import Problem, WorkbenchError
+from ...errors import Problem
 from ...gold import Partition
 
 MAPPING_SCHEMA_VERSION = 1
@@ -378,46 +377,10 @@ def canonical(value: Any) -> str:
 # ------------------------------------------------------------------------------ loading
 
 
-def node_lines(text: str) -> dict[tuple[Any, ...], int]:
-    """1-based line of every mapping key and sequence item, by its path in the document."""
-    lines: dict[tuple[Any, ...], int] = {}
-    try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
-        return lines
-
-    def walk(node: yaml.Node | None, path: tuple[Any, ...]) -> None:
-        if isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                if isinstance(key, yaml.ScalarNode):
-                    name = key.value
-                    lines[(*path, name)] = key.start_mark.line + 1
-                    walk(value, (*path, name))
-        elif isinstance(node, yaml.SequenceNode):
-            for i, item in enumerate(node.value):
-                lines[(*path, i)] = item.start_mark.line + 1
-                walk(item, (*path, i))
-
-    walk(root, ())
-    return lines
-
-
-class Locator:
-    """``file:line`` of a path in the mapping document (the deepest part of it that exists)."""
-
-    def __init__(self, location: str, lines: dict[tuple[Any, ...], int]) -> None:
-        self.location = location
-        self.lines = lines
-
-    def at(self, *path: Any) -> str:
-        found: tuple[Any, ...] = ()
-        for part in path:
-            for candidate in (part, str(part)):
-                if (*found, candidate) in self.lines:
-                    found = (*found, candidate)
-                    break
-        line = self.lines.get(found)
-        return f"{self.location}:{line}" if line else self.location
+node_lines = yaml_lines
+"""1-based line of every mapping key and sequence item, by its path (:func:`workbench._load.yaml_lines`)."""
+Locator = Lines
+"""``file:line`` of a path in the mapping document (:class:`workbench._load.Lines`)."""
 
 
 _FIX: dict[str, str] = {
@@ -441,46 +404,34 @@ _FIX: dict[str, str] = {
 
 
 def mapping_problems_from_validation(exc: ValidationError, at: Any, location: str) -> list[Problem]:
-    problems: list[Problem] = []
-    for err in exc.errors(include_url=False):
-        loc = tuple(err["loc"])
-        where = ".".join(str(p) for p in loc) or "mapping"
-        keys = [p for p in loc if isinstance(p, str)]
-        fix = next((_FIX[k] for k in reversed(keys) if k in _FIX), "correct this field; see docs/formats.md#table-mapping")
-        kind = err["type"]
-        if kind == "missing":
-            message = f"{where} is missing"
-            code = "mapping_field_missing"
-        elif kind == "extra_forbidden":
-            message = f"{where}: unknown key"
-            code = "mapping_field_unknown"
-            fix = "remove it or correct its spelling; see docs/formats.md#table-mapping for every key"
-        else:
-            msg = err["msg"].removeprefix("Value error, ")
-            message = f"{where}: {msg}"
-            code = "mapping_invalid"
-        problems.append(Problem(location=at(*loc), code=code, message=message, fix=fix))
-    return problems
+    return validation_problems(exc, at=at, root="mapping", code=_error_code, message=_error_message, fix=_error_fix)
+
+
+def _error_code(err: Any) -> str:
+    return {"missing": "mapping_field_missing", "extra_forbidden": "mapping_field_unknown"}.get(err["type"], "mapping_invalid")
+
+
+def _error_message(err: Any, where: str) -> str:
+    return {"missing": f"{where} is missing", "extra_forbidden": f"{where}: unknown key"}.get(err["type"]) or f"{where}: {err['msg'].removeprefix('Value error, ')}"
+
+
+def _error_fix(err: Any) -> str:
+    if err["type"] == "extra_forbidden":
+        return "remove it or correct its spelling; see docs/formats.md#table-mapping for every key"
+    keys = [p for p in err["loc"] if isinstance(p, str)]
+    return next((_FIX[k] for k in reversed(keys) if k in _FIX), "correct this field; see docs/formats.md#table-mapping")
 
 
 def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
     """The mapping file's text and its YAML mapping; raise when it cannot be read at all."""
-    loc = str(path)
-    if not path.is_file():
-        raise WorkbenchError("no mapping", [Problem(location=loc, code="mapping_missing", message="the mapping file does not exist", fix="write a mapping (docs/formats.md#table-mapping) and pass it with --mapping")])
-    try:
-        text = read_bounded(path).decode("utf-8")  # bounded: a pipe or /dev/zero is refused
-    except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_encoding", message=f"not valid UTF-8 (byte {exc.start})", fix="save the mapping as UTF-8")]) from None
-    try:
-        raw = yaml_loads(text)  # duplicate keys and too-deep nesting refused
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"{loc}:{mark.line + 1}" if mark else loc
-        raise WorkbenchError("unreadable mapping", [Problem(location=where, code="mapping_yaml", message=f"not valid YAML ({getattr(exc, 'problem', exc)})", fix="correct the YAML syntax")]) from None
-    if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable mapping", [Problem(location=loc, code="mapping_shape", message="the mapping must be a YAML mapping of keys to columns", fix="write key: value pairs, e.g. input: question")])
-    return text, raw
+    doc = load_yaml(
+        path,
+        prefix="mapping",
+        what="mapping",
+        missing_fix="write a mapping (docs/formats.md#table-mapping) and pass it with --mapping",
+        shape=("the mapping must be a YAML mapping of keys to columns", "write key: value pairs, e.g. input: question"),
+    )
+    return doc.text, doc.data
 
 
 def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:

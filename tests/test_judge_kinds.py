@@ -1,0 +1,156 @@
+"""The registry of judge kinds: kinds outside the core, stubs imported on first build.
+
+``TerseReasonJudge`` below is a kind defined outside ``workbench``: it subclasses the public
+``workbench.judges.LLMJudge`` and overrides one hook (``_interpret``), and is registered with
+``register_kind`` (decorator) or ``declare_kind`` (``"module:attribute"``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from conftest import make_case
+
+from workbench.errors import WorkbenchError
+from workbench.gold import load_dataset
+from workbench.judges import (
+    BUILTIN_KINDS,
+    CaseRef,
+    JudgeInput,
+    LLMJudge,
+    Verdict,
+    available_kinds,
+    declare_kind,
+    load_candidate,
+    register_kind,
+)
+from workbench.judges import _registry as registry
+from workbench.runs import run_candidate_sync
+from workbench.testing import FakeLLM, Reply, Rule
+
+ROOT = Path(__file__).resolve().parents[1]
+KEY_ENV = "WB_TEST_KIND_KEY"
+PROMPT = "Question: {user_input}\n\nResponse:\n{response}\n\nAnswer pass or fail."
+
+
+class TerseReasonJudge(LLMJudge):
+    """A kind outside the core: an LLM verdict whose reason has fewer than 3 words is refused."""
+
+    def _interpret(self, result: Any, exchange: Any, judge_input: Any, ref: CaseRef | None) -> Verdict:
+        if result.reason is not None and len(str(result.reason).split()) < 3:
+            return self._failed(exchange, "reason_too_short", f"the reason {result.reason!r} has fewer than 3 words")
+        return super()._interpret(result, exchange, judge_input, ref)
+
+
+@pytest.fixture(autouse=True)
+def kinds(monkeypatch: pytest.MonkeyPatch) -> dict:
+    """A private copy of the registry: kinds registered by a test vanish after it."""
+    monkeypatch.setenv(KEY_ENV, "k-test-kinds")
+    copy = dict(registry._KINDS)
+    monkeypatch.setattr(registry, "_KINDS", copy)
+    return copy
+
+
+def write_spec(directory: Path, kind: str, base_url: str = "http://127.0.0.1:9/v1") -> Path:
+    spec = {
+        "name": "terse",
+        "version": "1",
+        "kind": kind,
+        "labels": ["pass", "fail"],
+        "model": "fake-judge",
+        "prompt": PROMPT,
+        "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "timeout_s": 2, "max_retries": 1},
+        "params": {"temperature": 0, "max_tokens": 100},
+    }
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "terse@1.yaml"
+    path.write_text(yaml.safe_dump(spec), encoding="utf-8")
+    return path
+
+
+def test_a_kind_outside_the_core_subclasses_llm_judge_and_runs(make_dataset, tmp_path: Path) -> None:
+    register_kind("test-terse-llm")(TerseReasonJudge)
+    assert "test-terse-llm" in available_kinds()
+    cases = [make_case(f"c{i}", "pass", response=f"Answer {i}: refund in 5 business days.") for i in range(4)]
+    gold = make_dataset(cases)
+    rules = [Rule(contains="Answer 0:", reply=Reply(value="pass", reason="fine"))]
+    with FakeLLM(rules=rules, default=Reply(value="pass", reason="names the refund window"), require_api_key="k-test-kinds") as server:
+        judge = load_candidate(write_spec(tmp_path, "test-terse-llm", server.base_url))
+        assert isinstance(judge, TerseReasonJudge) and judge.identity.kind == "test-terse-llm"
+        direct = asyncio.run(judge.evaluate(JudgeInput(user_input="q", response="Answer 9: ok"), CaseRef(case_id="x", response_hash="h")))
+        summary = run_candidate_sync(judge, load_dataset(gold), "development", tmp_path / "out", progress=False)
+    # the base class did the HTTP call, the wire capture and the token count ...
+    assert direct.value == "pass" and direct.rendered_request is not None and direct.tokens_in
+    # ... and the subclass's hook decided: the one-word reason became an evaluator error
+    rows = {r["case_id"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    assert rows["c0"]["value"] is None and rows["c0"]["error"]["kind"] == "reason_too_short"
+    assert {rows[f"c{i}"]["value"] for i in (1, 2, 3)} == {"pass"}
+    assert summary.verdicts == 3 and rows["c1"]["judge"]["kind"] == "test-terse-llm"
+
+
+def test_a_declared_kind_is_imported_when_first_built(tmp_path: Path, kinds: dict) -> None:
+    declare_kind("test-declared", f"{__name__}:TerseReasonJudge")
+    assert kinds["test-declared"] == f"{__name__}:TerseReasonJudge"  # a stub until built
+    judge = load_candidate(write_spec(tmp_path, "test-declared"))
+    assert type(judge) is TerseReasonJudge
+    assert kinds["test-declared"] is TerseReasonJudge  # resolved once, then kept
+
+
+def test_a_declaration_must_name_module_and_attribute() -> None:
+    with pytest.raises(ValueError, match="module:attribute"):
+        declare_kind("test-bad", "no_colon_here")
+
+
+@pytest.mark.parametrize(
+    ("target", "fragment"),
+    [("workbench_no_such_module:Judge", "No module named"), (f"{__name__}:NoSuchJudge", "NoSuchJudge")],
+)
+def test_a_declared_kind_that_cannot_load_is_one_problem(tmp_path: Path, target: str, fragment: str) -> None:
+    declare_kind("test-missing", target)
+    with pytest.raises(WorkbenchError) as info:
+        load_candidate(write_spec(tmp_path, "test-missing"))
+    [problem] = info.value.problems
+    assert problem.code == "kind_unavailable" and target in problem.message and fragment in problem.message
+
+
+def test_an_unknown_kind_lists_the_registered_ones(tmp_path: Path) -> None:
+    with pytest.raises(WorkbenchError) as info:
+        load_candidate(write_spec(tmp_path, "no-such-kind"))
+    [problem] = info.value.problems
+    assert problem.code == "unknown_kind" and "ragas-noise" in problem.fix and "ragas-ranking" in problem.fix
+
+
+def test_every_builtin_stub_names_a_judge_factory() -> None:
+    import importlib
+
+    for kind, target in BUILTIN_KINDS.items():
+        module, _, attribute = target.partition(":")
+        assert callable(getattr(importlib.import_module(module), attribute)), kind
+    assert set(BUILTIN_KINDS) <= set(available_kinds())
+
+
+_PROBE = """
+import json, sys
+from workbench.judges import load_candidate
+loaded = lambda: sorted(m for m in sys.modules if m.startswith(("workbench.noise", "workbench.ranking")))
+before = loaded()
+load_candidate(sys.argv[1])
+print(json.dumps([before, loaded()]))
+"""
+
+
+@pytest.mark.parametrize(("candidate", "module"), [("noise-judge@1.yaml", "workbench.noise._judge"), ("policy-ranker@1.yaml", "workbench.ranking._judges")])
+def test_a_builtin_kind_module_loads_only_when_its_judge_is_built(candidate: str, module: str) -> None:
+    env = {**os.environ, "DEMO_LLM_API_KEY": "k-demo", "RAGAS_DO_NOT_TRACK": "true"}
+    done = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT / "data" / "candidates" / candidate)], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr
+    before, after = json.loads(done.stdout)
+    assert before == [] and module in after

@@ -1,0 +1,97 @@
+"""The ``notebook`` and ``browser`` markers are registered, enforced and selectable (tests/_markers.py).
+
+``make test-fast`` deselects ``-m "not browser and not notebook"``; a test that executes a notebook
+without the marker would slip into it, so such a test fails. The small suites below run in a
+subprocess with a stand-in ``papermill`` (no kernel), so the exit codes are those a user sees.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+
+CONFTEST = f"""
+import sys, types
+sys.path.insert(0, {str(TESTS)!r})
+fake = types.ModuleType("papermill")
+fake.execute_notebook = lambda *a, **k: "executed"
+sys.modules["papermill"] = fake
+from _markers import pytest_collection_finish, pytest_runtest_call, pytest_runtest_setup  # noqa: F401
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "notebook: runs a notebook")
+    config.addinivalue_line("markers", "browser: drives a browser")
+"""
+
+SUITE = """
+import papermill
+import pytest
+
+
+@pytest.fixture(scope="module")
+def certified():
+    return papermill.execute_notebook("03_certify.ipynb", "out.ipynb")
+
+
+def test_unmarked_runs_a_notebook():
+    assert papermill.execute_notebook("a.ipynb", "b.ipynb") == "executed"
+
+
+def test_unmarked_through_a_module_fixture(certified):
+    assert certified == "executed"
+
+
+@pytest.mark.notebook
+def test_marked_runs_a_notebook():
+    assert papermill.execute_notebook("a.ipynb", "b.ipynb") == "executed"
+
+
+def test_plain():
+    assert True
+"""
+
+
+def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    (tmp_path / "test_suite.py").write_text(SUITE, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--strict-markers", *args, "--rootdir", str(tmp_path), str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+
+
+def test_an_unmarked_notebook_run_fails_and_names_the_marker(tmp_path: Path) -> None:
+    proc = _pytest(tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed, 2 passed, 1 error" in proc.stdout, proc.stdout  # the fixture's run fails its setup
+    assert "test_suite.py::test_unmarked_runs_a_notebook executes a notebook without @pytest.mark.notebook" in proc.stdout
+    assert "test_suite.py::test_unmarked_through_a_module_fixture executes a notebook without @pytest.mark.notebook" in proc.stdout
+
+
+def test_the_fast_selection_deselects_the_marked(tmp_path: Path) -> None:
+    proc = _pytest(tmp_path, "-m", "not browser and not notebook", "-k", "not unmarked")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed, 3 deselected" in proc.stdout, proc.stdout
+
+
+def test_markers_are_registered_and_make_has_both_lanes() -> None:
+    ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
+    assert {m.split(":", 1)[0] for m in ini["markers"]} >= {"browser", "notebook"}
+    makefile = (ROOT / "Makefile").read_text()
+    fast = re.search(r"^test-fast: .*\n\t(.+)$", makefile, re.M)
+    full = re.search(r"^test: .*\n\t(.+)$", makefile, re.M)
+    assert fast and full, makefile
+    assert "-m 'not browser and not notebook'" in fast.group(1) or '-m "not browser and not notebook"' in fast.group(1)
+    assert "not browser" not in full.group(1) and "not notebook" not in full.group(1)  # `make test` runs everything
+    parallel = re.search(r"^PYTEST_PARALLEL := (.+)$", makefile, re.M)
+    assert parallel and "$(PYTEST_PARALLEL)" in full.group(1) and "$(PYTEST_PARALLEL)" in fast.group(1)
+    assert "-n " in parallel.group(1) and "--dist loadscope" in parallel.group(1)  # in parallel on pytest-xdist

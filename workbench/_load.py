@@ -1,0 +1,364 @@
+"""One input loader: a UTF-8 file -> YAML with line numbers -> a model -> a list of problems.
+
+Every YAML input the workbench reads (control suites, policies, table mappings, ranking
+fixtures, pair suites, sampling plans, sentinels, label mappings, the project configuration)
+goes through the same steps, each here once:
+
+1. :func:`read_utf8`: the file's text, read boundedly (:func:`workbench._io.read_bounded`: a
+   directory, pipe, ``/dev/zero`` or huge file is refused) and decoded as UTF-8 (a
+   ``<prefix>_encoding`` problem otherwise).
+2. :func:`parse_yaml_text`: parsed strictly (:func:`workbench._io.yaml_loads`: duplicate keys
+   and too-deep nesting refused) with one :func:`yaml_problem` for every refusal, located at
+   the offending line.
+3. :class:`YAMLFile.lines`: a :class:`Lines` map from every path in the document
+   (``("controls", 3, "role")``) to its 1-based line, built once by :func:`yaml_lines`, so a
+   problem found later in the parsed data is reported at ``file:line``.
+4. :func:`validation_problems`: pydantic's ``ValidationError`` as one :class:`Problem` per
+   error, located through the same line map.
+5. :class:`Problems`: the collector that gathers every problem and raises them together.
+
+:func:`load_yaml` chains steps 1-3 for a file that must hold a YAML mapping.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, NoReturn
+
+import yaml
+from pydantic import ValidationError
+
+from ._io import DuplicateYAMLKey, YAMLTooDeep, read_bounded, yaml_loads
+from .errors import Problem, Severity, WorkbenchError
+
+__all__ = [
+    "Lines",
+    "Problems",
+    "YAMLFile",
+    "error_field",
+    "first_error",
+    "rule_error",
+    "load_yaml",
+    "peek_yaml",
+    "read_config",
+    "parse_yaml_text",
+    "read_utf8",
+    "validation_problems",
+    "yaml_lines",
+    "yaml_problem",
+]
+
+Path_ = tuple[Any, ...]
+"""A path into a parsed document: mapping keys and sequence indexes, outermost first."""
+
+
+# -- 1. text ----------------------------------------------------------------------------------
+
+
+def read_utf8(path: str | os.PathLike[str], *, code: str, what: str, summary: str | None = None, fix: str | None = None, location: str | None = None) -> str:
+    """The file's text: read boundedly (see :func:`workbench._io.read_bounded`), then decoded.
+
+    Bytes that are not UTF-8 raise :class:`WorkbenchError` with one problem ``code``
+    (``not valid UTF-8 (byte N)``); ``what`` names the file in the fix and, unless given,
+    the summary (``unreadable <what>``).
+    """
+    loc = location or os.fspath(path)
+    data = read_bounded(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem = Problem(location=loc, code=code, message=f"not valid UTF-8 (byte {exc.start})", fix=fix or f"save the {what} as UTF-8")
+        raise WorkbenchError(summary or f"unreadable {what}", [problem]) from None
+
+
+# -- 2. YAML ----------------------------------------------------------------------------------
+
+
+def yaml_problem(exc: yaml.YAMLError, location: str, *, code: str, fix: str = "correct the YAML syntax", severity: Severity = "error", split: bool = False) -> Problem:
+    """The :class:`Problem` for YAML the workbench refuses, at ``file:line`` when the parser
+    knows the line.
+
+    With ``split``, a repeated key and too-deep nesting get their own codes
+    (``duplicate_yaml_key``, ``yaml_too_deep``); otherwise every refusal is ``code``.
+    """
+    mark = getattr(exc, "problem_mark", None)
+    where = f"{location}:{mark.line + 1}" if mark is not None else location
+    if split and isinstance(exc, YAMLTooDeep):
+        return Problem(location=location, code="yaml_too_deep", message=exc.problem, fix="flatten the file; no workbench file nests this deeply", severity=severity)
+    if split and isinstance(exc, DuplicateYAMLKey):
+        return Problem(location=where, code="duplicate_yaml_key", message=str(exc.problem), fix="keep exactly one of the repeated keys", severity=severity)
+    why = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+    return Problem(location=where, code=code, message=f"not valid YAML ({why})", fix=fix, severity=severity)
+
+
+def parse_yaml_text(text: str, location: str, *, code: str, summary: str, fix: str = "correct the YAML syntax", severity: Severity = "error", split: bool = False) -> Any:
+    """Parse YAML strictly (:func:`workbench._io.yaml_loads`); raise :class:`WorkbenchError`
+    with the one :func:`yaml_problem` when it is refused."""
+    try:
+        return yaml_loads(text)
+    except yaml.YAMLError as exc:
+        raise WorkbenchError(summary, [yaml_problem(exc, location, code=code, fix=fix, severity=severity, split=split)]) from None
+
+
+# -- 3. line numbers --------------------------------------------------------------------------
+
+
+def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Path_, int]:
+    """The 1-based line of every mapping key and sequence item, by its path in the document.
+
+    A key's line is the line of the key itself; an item's line is where the item starts.
+    With ``root``, the empty path maps to the document's first line. Text that does not
+    parse gives an empty map (the caller reports the YAML error itself). Keys that are not
+    scalars, and a node reached a second time through an alias, are not descended into: an
+    alias bomb costs one visit per node, and the alias's own line stands for its content.
+    """
+    if source is None or isinstance(source, yaml.Node):
+        node = source
+    else:
+        try:
+            node = yaml.compose(source, Loader=yaml.SafeLoader)
+        except (yaml.YAMLError, RecursionError):
+            return {}
+    lines: dict[Path_, int] = {}
+    if node is None:
+        return lines
+    if root:
+        lines[()] = node.start_mark.line + 1
+    seen: set[int] = set()
+    stack: list[tuple[yaml.Node, Path_]] = [(node, ())]
+    while stack:
+        current, path = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        children: list[tuple[yaml.Node, Path_]] = []
+        if isinstance(current, yaml.MappingNode):
+            for key, value in current.value:
+                if isinstance(key, yaml.ScalarNode):
+                    lines.setdefault((*path, key.value), key.start_mark.line + 1)
+                    children.append((value, (*path, key.value)))
+        elif isinstance(current, yaml.SequenceNode):
+            for i, item in enumerate(current.value):
+                lines[(*path, i)] = item.start_mark.line + 1
+                children.append((item, (*path, i)))
+        stack.extend(reversed(children))  # depth first, in document order
+    return lines
+
+
+class Lines:
+    """``file:line`` of a path in a document: the line of the deepest part of it that exists.
+
+    A path part that is not found as it is is also tried as text (pydantic may report the
+    YAML key ``0`` as the integer ``0``); one not found at all is passed over.
+    """
+
+    def __init__(self, location: str, lines: Mapping[Path_, int]) -> None:
+        self.location = location
+        self.lines = lines
+
+    def found(self, *path: Any) -> Path_:
+        """The deepest path in the document along ``path``; a part it lacks is passed over,
+        so that pydantic's union tags (``("partition", "PartitionAssign", "seed")``) still
+        lead to the line of ``partition.seed``."""
+        out: Path_ = ()
+        for part in path:
+            for candidate in (part, str(part)):
+                if (*out, candidate) in self.lines:
+                    out = (*out, candidate)
+                    break
+        return out
+
+    def line(self, *path: Any) -> int | None:
+        """The line of the deepest existing part of ``path`` (``None`` when nothing of it exists)."""
+        return self.lines.get(self.found(*path))
+
+    def at(self, *path: Any) -> str:
+        """``file:line`` of ``path`` (see :meth:`line`), or ``file`` when no part of it exists."""
+        line = self.line(*path)
+        return f"{self.location}:{line}" if line else self.location
+
+    def children(self, *path: Any) -> Iterator[tuple[Any, int]]:
+        """The keys (or indexes) directly under ``path``, each with its line, in document order."""
+        depth = len(path)
+        for key, line in self.lines.items():
+            if len(key) == depth + 1 and key[:depth] == path:
+                yield key[depth], line
+
+
+@dataclass(frozen=True)
+class YAMLFile:
+    """A YAML file read by :func:`load_yaml`: its text, its parsed data and its line map."""
+
+    location: str
+    """The file as problems name it."""
+    text: str
+    """The UTF-8 text."""
+    data: Any
+    """The parsed document."""
+
+    @cached_property
+    def lines(self) -> Lines:
+        """The line of every path in the document (built on first use)."""
+        return Lines(self.location, yaml_lines(self.text))
+
+    def at(self, *path: Any) -> str:
+        """``file:line`` of a path in the document (see :meth:`Lines.at`)."""
+        return self.lines.at(*path)
+
+
+_MISSING = object()
+
+
+def load_yaml(
+    path: str | os.PathLike[str],
+    *,
+    prefix: str,
+    what: str,
+    missing_fix: str,
+    shape: tuple[str, str] | None,
+    missing_message: str | None = None,
+    encoding_code: str | None = None,
+    yaml_code: str | None = None,
+    shape_code: str | None = None,
+    if_empty: Any = _MISSING,
+) -> YAMLFile:
+    """Read a YAML file that must exist and hold a mapping; raise :class:`WorkbenchError`
+    with one problem when it cannot be read at all.
+
+    Codes: ``<prefix>_missing`` (not a file; ``missing_fix`` says where to point),
+    ``not_a_file`` / ``unreadable_file`` / ``file_too_large`` (bounded read),
+    ``<prefix>_encoding`` (not UTF-8), ``<prefix>_yaml`` (syntax, duplicate key, too deep;
+    at its line) and, when ``shape`` = ``(message, fix)`` is given, ``<prefix>_shape`` for a
+    document that is not a mapping (the ``*_code`` arguments keep a reader's own codes). An empty document becomes ``if_empty`` when that is given.
+    Summaries: ``no <what>`` and ``unreadable <what>``.
+    """
+    path = Path(path)
+    loc = str(path)
+    if not path.is_file():
+        message = missing_message or f"the {what} file does not exist"
+        raise WorkbenchError(f"no {what}", [Problem(location=loc, code=f"{prefix}_missing", message=message, fix=missing_fix)])
+    text = read_utf8(path, code=encoding_code or f"{prefix}_encoding", what=what)
+    data = parse_yaml_text(text, loc, code=yaml_code or f"{prefix}_yaml", summary=f"unreadable {what}")
+    if data is None and if_empty is not _MISSING:
+        data = if_empty
+    if shape is not None and not isinstance(data, dict):
+        raise WorkbenchError(f"unreadable {what}", [Problem(location=loc, code=shape_code or f"{prefix}_shape", message=shape[0], fix=shape[1])])
+    return YAMLFile(location=loc, text=text, data=data)
+
+
+def peek_yaml(path: str | os.PathLike[str]) -> Any:
+    """A YAML file's parsed content, or ``None`` when it cannot be read or parsed: for
+    sniffing what kind of file it is (``kind: ranking``), never for reading it."""
+    try:
+        return yaml_loads(read_bounded(path).decode("utf-8"))
+    except (WorkbenchError, UnicodeDecodeError, yaml.YAMLError):
+        return None
+
+
+def read_config(path: str | os.PathLike[str]) -> tuple[Any, Problem | None]:
+    """An optional project configuration file (``workbench.yaml``): its parsed content
+    (``None`` when absent or empty), or the :class:`Problem` that it cannot be read
+    (bounded, UTF-8, strict YAML: a repeated key is refused, at its line)."""
+    if not Path(path).is_file():
+        return None, None
+    try:
+        return load_yaml(path, prefix="config", what="project configuration", missing_fix="", shape=None).data, None
+    except WorkbenchError as exc:
+        return None, exc.problems[0] if exc.problems else Problem(location=os.fspath(path), code="config_yaml", message=exc.summary, fix="correct the file")
+
+
+# -- 4. validation ----------------------------------------------------------------------------
+
+
+def error_field(error: Mapping[str, Any], root: str = "") -> str:
+    """The dotted path of one pydantic error (``controls.3.role``), or ``root`` for the document."""
+    return ".".join(map(str, error["loc"])) or root
+
+
+def rule_error(error: Mapping[str, Any]) -> Any:
+    """The exception a model's validator raised for this error (its checks), if any."""
+    return (error.get("ctx") or {}).get("error")
+
+
+def first_error(exc: ValidationError) -> str:
+    """The message of the first error, for records reported as one problem each."""
+    return str(exc.errors(include_url=False)[0]["msg"])
+
+
+Located = str | Callable[..., str]
+"""Where problems go: one location for all, or a function of the error's path (``Lines.at``)."""
+
+
+def validation_problems(
+    exc: ValidationError,
+    *,
+    at: Located,
+    code: str | Callable[[Mapping[str, Any]], str],
+    fix: str | Callable[[Mapping[str, Any]], str],
+    root: str = "",
+    base: Path_ = (),
+    case_id: str | None = None,
+    message: Callable[[Mapping[str, Any], str], str] | None = None,
+    keep: Callable[[Mapping[str, Any]], bool] | None = None,
+    expand: Callable[[Mapping[str, Any], str, str], list[Problem] | None] | None = None,
+    severity: Severity = "error",
+) -> list[Problem]:
+    """One :class:`Problem` per pydantic error.
+
+    The message is ``<dotted path>: <pydantic message>`` (``root`` names the document when
+    the path is empty) unless ``message(error, dotted)`` says otherwise; ``code`` and ``fix``
+    are fixed or chosen per error. ``at`` is a location, or a function of the error's path
+    (after ``base``, the record's own path in the document) such as :meth:`Lines.at`.
+    Errors for which ``keep(error)`` is false are left out (reported elsewhere);
+    ``expand(error, dotted, location)`` may replace an error by its own problems (a model's
+    rule error carrying several checks, each with its code), or return ``None``.
+    """
+    out: list[Problem] = []
+    for err in exc.errors(include_url=False):
+        if keep is not None and not keep(err):
+            continue
+        dotted = error_field(err, root)
+        where = at if isinstance(at, str) else at(*base, *err["loc"])
+        expanded = expand(err, dotted, where) if expand is not None else None
+        if expanded is not None:
+            out += expanded
+            continue
+        out.append(
+            Problem(
+                location=where,
+                code=code if isinstance(code, str) else code(err),
+                message=message(err, dotted) if message else f"{dotted}: {err['msg']}",
+                fix=fix if isinstance(fix, str) else fix(err),
+                case_id=case_id,
+                severity=severity,
+            )
+        )
+    return out
+
+
+# -- 5. collecting ----------------------------------------------------------------------------
+
+
+class Problems(list[Problem]):
+    """Every problem found in one input, raised together by :meth:`raise_if_any`."""
+
+    def add(self, location: str, code: str, message: str, fix: str, *, case_id: str | None = None, severity: Severity = "error") -> None:
+        """Record one problem."""
+        self.append(Problem(location=location, code=code, message=message, fix=fix, case_id=case_id, severity=severity))
+
+    def errors(self) -> list[Problem]:
+        """The problems that block use, without warnings."""
+        return [p for p in self if p.severity == "error"]
+
+    def raise_if_any(self, summary: str) -> None:
+        """Raise one :class:`WorkbenchError` listing every problem, if there are any."""
+        if self:
+            self.fail(summary)
+
+    def fail(self, summary: str) -> NoReturn:
+        """Raise one :class:`WorkbenchError` with every problem recorded so far."""
+        raise WorkbenchError(summary, list(self))

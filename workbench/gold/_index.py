@@ -1,0 +1,210 @@
+"""A validated gold release, once, as a columnar index in a cache keyed by its dataset sha256.
+
+Validating a gold dataset builds one pydantic record per case and runs every record and
+cross-record check: seconds at 100,000 cases. Analyses that only need each case's id,
+partition, slice, adjudicated label and response hash (``align``, ``gate``) read those from
+an Arrow IPC file instead, written the first time the dataset validates.
+
+The cache (docs/formats.md#gold-index-cache):
+
+- lives in ``$WORKBENCH_CACHE_DIR/gold-index/`` (default ``~/.cache/judge-workbench/gold-index/``,
+  beside the verdict cache); ``WORKBENCH_GOLD_INDEX=off``
+  disables it;
+- is keyed by the dataset sha256 (gold file, rubric, evidence snapshot: the hash every run and
+  report records), the sha256 of ``card.md`` and ``releases.jsonl`` (their checks are part of
+  validation), the index format and the workbench version. The key is computed from the files
+  as they are now, on every call, so a changed file is a different key: a stale index is
+  never found, let alone trusted; an index whose recorded dataset sha256 differs from the one
+  just computed is ignored and rebuilt;
+- is written atomically (temporary file, fsync, rename): a reader sees a whole index or none;
+- is only ever written for a dataset that validated without errors. Anything unreadable in it
+  is treated as absent and rebuilt; when it cannot be written the analysis runs without it.
+
+Each gold file is read once per call, for its hash; the rubric is small and parsed every time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._io import atomic_write_bytes, open_for_reading, sha256_file, sha256_json
+from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
+from ._release import RELEASES_FILE, GoldRelease, read_releases
+from ._rubric import Rubric, load_rubric
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+INDEX_FORMAT = 1
+"""Version of the cached index layout; part of the cache key."""
+CACHE_ENV = "WORKBENCH_CACHE_DIR"
+"""Environment variable naming the cache directory (shared with the verdict cache)."""
+SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
+"""``WORKBENCH_GOLD_INDEX=off`` disables the gold index cache (every call validates in full)."""
+INDEX_COLUMNS = ("case_id", "partition", "slice", "label", "response_hash", "active")
+"""One row per gold record in file order; ``active`` is False for superseded records."""
+
+
+def cache_dir() -> Path | None:
+    """Where gold indexes are cached, or None when ``WORKBENCH_GOLD_INDEX=off``."""
+    if os.environ.get(SWITCH_ENV, "").strip().lower() in ("off", "0", "no", "false"):
+        return None
+    raw = os.environ.get(CACHE_ENV, "").strip()
+    return (Path(raw) if raw else Path.home() / ".cache" / "judge-workbench") / "gold-index"
+
+
+@dataclass(frozen=True)
+class GoldIndex:
+    """What an analysis needs of a validated gold dataset, columnar.
+
+    Offers the attributes of :class:`GoldDataset` that lineage checks read (``gold_path``,
+    ``rubric``, ``sha256``, ``release``, ``release_for``); :meth:`dataset` loads the full
+    dataset when a caller needs the records themselves.
+    """
+
+    root: Path
+    gold_path: Path
+    rubric: Rubric
+    sha256: str
+    releases: tuple[GoldRelease, ...]
+    table: pa.Table
+    """Columns :data:`INDEX_COLUMNS`, one row per record, in file order."""
+    from_cache: bool
+    """True when the index was read from the cache instead of validating the dataset."""
+
+    @property
+    def release(self) -> GoldRelease | None:
+        return next((r for r in reversed(self.releases) if r.dataset_sha256 == self.sha256), None)
+
+    def release_for(self, dataset_sha256: str) -> GoldRelease | None:
+        return next((r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None)
+
+    def dataset(self) -> GoldDataset:
+        """The full, validated dataset (slow: validates every record)."""
+        return load_dataset(self.gold_path)
+
+    def case_ids(self, partition: str | None = None) -> list[str]:
+        """Active case ids of one partition (all when None), in file order."""
+        import pyarrow.compute as pc
+
+        mask = self.table["active"]
+        if partition is not None:
+            mask = pc.and_(mask, pc.equal(self.table["partition"], partition))
+        return self.table.filter(mask)["case_id"].to_pylist()
+
+
+def _hash_file(path: Path) -> str | None:
+    """sha256 of a file read once in blocks, or None when it does not exist."""
+    if not path.exists():
+        return None
+    digest = hashlib.sha256()
+    with open_for_reading(path) as fh:
+        for block in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def gold_index(path: str | Path) -> GoldIndex:
+    """The columnar index of a validated gold dataset, from the cache or built (and cached).
+
+    Raises :class:`~workbench.errors.WorkbenchError` listing every problem when the dataset
+    does not validate (exactly as :func:`~workbench.gold.load_dataset`).
+    """
+    root, gold_path = resolve_paths(path)
+    rubric_path = root / RUBRIC_FILE
+    try:
+        rubric = load_rubric(rubric_path)
+        gold_sha = _hash_file(gold_path)
+    except Exception:  # noqa: BLE001 - any trouble: the full validation reports it in its words
+        return _build(path, root, gold_path, None, None)
+    if gold_sha is None:
+        return _build(path, root, gold_path, None, None)
+    evidence = rubric_path.parent / rubric.evidence_snapshot if rubric.evidence_snapshot else None
+    try:
+        digest = sha256_json({"gold": gold_sha, "rubric": sha256_file(rubric_path), "evidence": sha256_file(evidence) if evidence else None})
+        key = sha256_json(
+            {
+                "format": INDEX_FORMAT,
+                "workbench": _version(),
+                "dataset": digest,
+                "card": _hash_file(root / CARD_FILE),
+                "releases": _hash_file(root / RELEASES_FILE),
+            }
+        )
+    except Exception:  # noqa: BLE001 - e.g. a missing evidence snapshot: validation reports it
+        return _build(path, root, gold_path, None, None)
+    directory = cache_dir()
+    cached = _read(directory / f"gold-{key}.arrow", key, digest) if directory is not None else None
+    if cached is not None:
+        releases = read_releases(root).releases if (root / RELEASES_FILE).exists() else ()
+        return GoldIndex(root=root, gold_path=gold_path, rubric=rubric, sha256=digest, releases=releases, table=cached, from_cache=True)
+    return _build(path, root, gold_path, key if directory is not None else None, digest)
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def _build(path: str | Path, root: Path, gold_path: Path, key: str | None, digest: str | None) -> GoldIndex:
+    dataset = load_dataset(path)
+    table = index_table(dataset)
+    if key is not None and dataset.sha256 == digest:  # the files did not change while validating
+        _write(cache_dir() / f"gold-{key}.arrow", table, key, digest)  # type: ignore[operator]
+    return GoldIndex(root=root, gold_path=gold_path, rubric=dataset.rubric, sha256=dataset.sha256, releases=dataset.releases, table=table, from_cache=False)
+
+
+def index_table(dataset: GoldDataset) -> pa.Table:
+    """The index columns of a loaded dataset."""
+    import pyarrow as pa
+
+    records = dataset.records
+    active = dataset.cases
+    return pa.table(
+        {
+            "case_id": pa.array([r.case_id for r in records], pa.string()),
+            "partition": pa.array([r.partition.value for r in records], pa.string()),
+            "slice": pa.array([r.slice for r in records], pa.string()),
+            "label": pa.array([r.gold_label for r in records], pa.string()),
+            "response_hash": pa.array([r.response_hash for r in records], pa.string()),
+            "active": pa.array([active.get(r.case_id) is r for r in records], pa.bool_()),
+        }
+    )
+
+
+def _read(path: Path, key: str, digest: str) -> pa.Table | None:
+    import pyarrow as pa
+
+    if not path.is_file():
+        return None
+    try:
+        with pa.memory_map(str(path)) as source:
+            table = pa.ipc.open_file(source).read_all()
+    except (OSError, pa.ArrowException):
+        return None  # unreadable or torn: rebuilt
+    meta = table.schema.metadata or {}
+    if meta.get(b"workbench.key") != key.encode() or meta.get(b"workbench.dataset_sha256") != digest.encode():
+        return None  # never trusted when the sha differs
+    if tuple(table.column_names) != INDEX_COLUMNS:
+        return None
+    return table.replace_schema_metadata(None)
+
+
+def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
+    import pyarrow as pa
+
+    stamped = table.replace_schema_metadata({"workbench.key": key, "workbench.dataset_sha256": digest, "workbench.format": str(INDEX_FORMAT)})
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_file(sink, stamped.schema) as writer:
+        writer.write_table(stamped)
+    with contextlib.suppress(OSError):  # a read-only or full cache only costs speed
+        atomic_write_bytes(path, sink.getvalue().to_pybytes())
+
+
+__all__ = ["CACHE_ENV", "SWITCH_ENV", "GoldIndex", "INDEX_COLUMNS", "INDEX_FORMAT", "cache_dir", "gold_index", "index_table"]

@@ -1,0 +1,126 @@
+"""The one table of outcomes and process exit codes.
+
+Every command ends in one outcome, and the outcome alone decides the exit code. The gate,
+certification, ``verify``, the CI lanes, the ranking and noise gates, the run commands and
+the report's banner read this table; none keeps its own copy. The README's "Exit codes" table
+is checked against it (``tests/test_outcomes.py``).
+
+====  =====================================================================================
+exit  outcomes
+====  =====================================================================================
+0     ``certified``, ``passed``, ``complete`` (ok)
+1     ``quality_failed``, ``failed`` (a judge misses a limit, a check or ``verify`` failed)
+2     ``invalid_input``, ``contract_problems`` (bad input, a refused join, a contract problem)
+3     ``evaluation_incomplete``, ``incomplete`` (evidence missing: budget, case limit, breaker)
+4     ``review_required`` (a person must decide)
+5     ``evaluator_errors`` (a run finished, but some cases ended in evaluator errors)
+====  =====================================================================================
+
+Gate outcomes follow from blocker categories, by precedence: any ``incomplete`` blocker
+-> ``evaluation_incomplete``, else any ``quality`` -> ``quality_failed``, else any ``review``
+-> ``review_required``, else the clear outcome (``certified`` for the release gate,
+``passed`` for the ranking and noise gates). :func:`outcome_of` is that rule.
+
+Deliberately a plain module (no pydantic, no third-party import): the CLI imports it at start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """The process exit codes every command shares."""
+
+    OK = 0
+    """Certified, passed, complete."""
+    FAILED = 1
+    """Quality failed: the judge misses a limit, a deterministic check or ``verify`` failed."""
+    INVALID_INPUT = 2
+    """Invalid input: bad data or arguments, a refused join, a contract problem."""
+    INCOMPLETE = 3
+    """Evaluation incomplete: a run stopped early (budget, case limit, circuit breaker), evidence missing."""
+    REVIEW_REQUIRED = 4
+    """Review required: a person must decide."""
+    EVALUATOR_ERRORS = 5
+    """A run finished, but some cases ended in evaluator errors (their verdicts are unknown)."""
+
+
+@dataclass(frozen=True)
+class Style:
+    """How the certification report shows a gate outcome."""
+
+    title: str
+    """The banner text."""
+    css: str
+    """The badge class suffix (``r-<css>``)."""
+    color: str
+    """Banner border and text colour."""
+    background: str
+    """Banner background colour."""
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One outcome: its name in records, its exit code and, for a gate outcome, its report style."""
+
+    name: str
+    """The outcome as records spell it, e.g. ``quality_failed``."""
+    exit_code: ExitCode
+    """The process exit code of a command that ends in it."""
+    style: Style | None = None
+    """The report's banner and badge (gate outcomes only)."""
+
+
+OUTCOMES: dict[str, Outcome] = {
+    o.name: o
+    for o in (
+        Outcome("certified", ExitCode.OK, Style("CERTIFIED", "pass", "#1b5e20", "#e8f5e9")),
+        Outcome("passed", ExitCode.OK),
+        Outcome("complete", ExitCode.OK),
+        Outcome("quality_failed", ExitCode.FAILED, Style("QUALITY FAILED", "fail", "#b71c1c", "#ffebee")),
+        Outcome("failed", ExitCode.FAILED),
+        Outcome("invalid_input", ExitCode.INVALID_INPUT),
+        Outcome("contract_problems", ExitCode.INVALID_INPUT),
+        Outcome("evaluation_incomplete", ExitCode.INCOMPLETE, Style("EVALUATION INCOMPLETE", "incomplete", "#e65100", "#fff3e0")),
+        Outcome("incomplete", ExitCode.INCOMPLETE),
+        Outcome("review_required", ExitCode.REVIEW_REQUIRED, Style("REVIEW REQUIRED", "review", "#4a148c", "#f3e5f5")),
+        Outcome("evaluator_errors", ExitCode.EVALUATOR_ERRORS),
+    )
+}
+"""Every outcome a command can end in, by name."""
+
+GATE_OUTCOMES = ("certified", "quality_failed", "evaluation_incomplete", "review_required")
+"""The release gate's (and certification's) outcomes."""
+
+CATEGORY_OUTCOMES: dict[str, str] = {"incomplete": "evaluation_incomplete", "quality": "quality_failed", "review": "review_required"}
+"""Blocker category -> the outcome it forces, in precedence order (first wins)."""
+
+
+def outcome_of(categories: Iterable[str], *, clear: str = "certified") -> str:
+    """The outcome of blockers with these categories; ``clear`` when there is none."""
+    present = set(categories)
+    for category, outcome in CATEGORY_OUTCOMES.items():
+        if category in present:
+            return outcome
+    return clear
+
+
+def exit_code(outcome: str) -> int:
+    """The exit code of ``outcome`` (raises ``KeyError`` for a name not in :data:`OUTCOMES`)."""
+    return int(OUTCOMES[outcome].exit_code)
+
+
+def exit_codes(*names: str) -> dict[str, int]:
+    """``{name: exit code}`` for ``names``: a command's outcomes, read from the one table."""
+    return {name: exit_code(name) for name in names}
+
+
+def style(outcome: str) -> Style:
+    """How the report shows ``outcome``: a gate outcome in its colours, any other name as itself on grey."""
+    known = OUTCOMES.get(outcome)
+    if known is not None and known.style is not None:
+        return known.style
+    return Style(outcome.upper(), "notrun", "#000", "#eee")

@@ -1,0 +1,455 @@
+"""Judge results read columnar (Arrow), validated in one vectorized pass per block.
+
+:func:`read_columnar` reads a results file, or a directory of result shards (JSON Lines or
+Parquet), once: it hashes the bytes it reads, parses each block of lines with Arrow's JSON
+reader and checks the whole block with Arrow compute kernels against the judge-result
+contract (``docs/formats.md#judge-results``): field names and types, required and non-empty
+fields, ``schema_version`` 2, attempt and repeat ranges, verdict-xor-error, error kinds, and
+that every judge identity hashes to its fingerprint. Only the narrow columns an analysis needs
+are kept, so a large file never becomes Python objects.
+
+It accepts nothing the strict per-line reader (:func:`~workbench.results.scan_results`)
+refuses: whenever the vectorized checks cannot prove a block valid (a bad line, a duplicate
+or NaN the Arrow parser would tolerate, a key written with unusual spacing, a timestamp it
+does not parse, a judge parameter holding a list ...) it returns ``None`` and the caller runs
+the strict reader, which reports every problem with its line, exactly as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .._io import max_line_bytes, open_for_reading, sha256_json
+from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+SHARD_SUFFIXES = (".jsonl", ".parquet")
+"""Files of a results directory that are shards; anything else in it is ignored."""
+BLOCK_BYTES = 32 << 20
+"""Bytes of whole lines parsed and checked at once (bounds memory on any file size)."""
+
+NARROW = ("case_id", "response_hash", "value", "error_kind", "error_message", "judge_fingerprint", "run_id", "partition", "attempt", "repeat", "dataset_sha256", "rubric_version", "line", "shard", "cost_usd", "tokens_in", "tokens_out", "cached_from_run_id")
+"""The columns kept per result: what joins and lineage checks read."""
+
+_STRINGS = ("case_id", "response_hash", "judge_fingerprint", "run_id", "partition")
+_OPTIONAL_STRINGS = ("value", "reason", "rendered_request_sha256", "rendered_request_ref", "cached_from_run_id", "dataset_sha256", "rubric_version")
+_JUDGE_FIELDS = {"name", "version", "kind", "model", "prompt_sha256", "ragas_version", "params"}
+_ERROR_FIELDS = {"kind", "message", "retryable"}
+_KEY_PREFIX = r'[{,]\s*"'
+"""A key starts right after "{" or "," (inside a string a quote is always escaped)."""
+_ISO = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$"
+
+
+class _Refuse(Exception):
+    """The vectorized checks cannot vouch for this input: use the strict reader."""
+
+
+@dataclass(frozen=True)
+class ColumnarResults:
+    """A results file (or directory of shards) that passed the contract checks."""
+
+    table: pa.Table
+    """Columns :data:`NARROW`; ``line`` is the 1-based line (row) in shard number ``shard``."""
+    sha256: str
+    """sha256 of the file's bytes; for a directory, of ``{shard name: sha256}`` as canonical JSON."""
+    identities: dict[str, JudgeIdentity]
+    """The judge identity of every fingerprint, verified."""
+    shards: tuple[Path, ...]
+
+
+def result_files(path: str | Path) -> list[Path]:
+    """The shards of a results directory (sorted by name), or ``[path]`` for a file."""
+    p = Path(path)
+    if p.is_dir():
+        return sorted(f for f in p.iterdir() if f.suffix in SHARD_SUFFIXES and f.is_file() and not f.name.startswith("."))
+    return [p]
+
+
+def results_sha256(path: str | Path) -> str:
+    """The digest :class:`ColumnarResults` records, computed without parsing."""
+    from .._io import sha256_file
+
+    p = Path(path)
+    if p.is_dir():
+        return sha256_json({f.name: sha256_file(f) for f in result_files(p)})
+    return sha256_file(p)
+
+
+def read_columnar(path: str | Path, block: Callable[[pa.Table], pa.Table] | None = None) -> ColumnarResults | None:
+    """Read and check results columnar; None when the strict reader must judge them.
+
+    ``block``, when given, receives each checked block (columns :data:`NARROW`) and returns
+    what to keep of it (raising ``ValueError`` to hand the input to the strict reader): an
+    analysis checks and narrows each block as it is read, so memory stays bounded.
+    """
+    import pyarrow as pa
+
+    p = Path(path)
+    files = result_files(p)
+    if not files or not all(f.is_file() for f in files):
+        return None
+    tables: list[pa.Table] = []
+    digests: dict[str, str] = {}
+    identities: dict[str, JudgeIdentity] = {}
+    try:
+        for number, file in enumerate(files):
+            digest = hashlib.sha256()
+            blocks = _parquet_blocks(file, digest) if file.suffix == ".parquet" else _jsonl_blocks(file, digest)
+            for table, first_line in blocks:
+                checked = _check(table, first_line, number, identities)
+                tables.append(block(checked) if block is not None else checked)
+            digests[file.name] = digest.hexdigest()
+    except (_Refuse, pa.ArrowException, OSError, ValueError, UnicodeDecodeError, RecursionError):
+        return None  # e.g. nesting deeper than the checks follow: the strict reader says why
+    sha = sha256_json(digests) if p.is_dir() else digests[files[0].name]
+    schema = _narrow_schema()
+    table = pa.concat_tables(tables) if tables else (block(schema.empty_table()) if block is not None else schema.empty_table())
+    return ColumnarResults(table=table, sha256=sha, identities=identities, shards=tuple(files))
+
+
+def _narrow_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    s, i = pa.string(), pa.int64()
+    kinds = {"attempt": i, "repeat": i, "line": i, "tokens_in": i, "tokens_out": i, "shard": pa.int32(), "cost_usd": pa.float64()}
+    return pa.schema([(name, kinds.get(name, s)) for name in NARROW])
+
+
+def _jsonl_blocks(file: Path, digest: Any) -> Any:
+    """Yield ``(table, first line number)`` per block of whole lines; hash every byte read."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.json as pj
+
+    limit = max_line_bytes()
+    line = 1
+    rest = b""
+    with open_for_reading(file) as fh:
+        while True:
+            data = fh.read(BLOCK_BYTES)
+            digest.update(data)
+            if not data:
+                if rest:
+                    raise _Refuse("the last line has no newline")  # a torn line: the strict reader says so
+                return
+            chunk = rest + data
+            cut = chunk.rfind(b"\n") + 1
+            if cut == 0:
+                if len(chunk) > limit:
+                    raise _Refuse("line too long")
+                rest = chunk
+                continue
+            block, rest = chunk[:cut], chunk[cut:]
+            if b"NaN" in block or b"Infinity" in block:
+                raise _Refuse("NaN/Infinity, which Arrow would accept")
+            ends = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+            starts = np.concatenate(([0], ends[:-1] + 1))
+            lengths = ends - starts
+            if int(lengths.min()) <= 1 or int(lengths.max()) > limit:
+                raise _Refuse("blank or too long line")
+            offsets = pa.py_buffer(np.concatenate((starts, [len(block)])).astype(np.int64).tobytes())
+            lines = pa.LargeStringArray.from_buffers(len(starts), offsets, pa.py_buffer(block))
+            lines.validate(full=True)  # UTF-8
+            raw = np.frombuffer(block, dtype=np.uint8)
+            if (raw[starts] != ord("{")).any() or (raw[ends - 1] != ord("}")).any():
+                raise _Refuse("a line that is not exactly one JSON object")
+            table = pj.read_json(pa.BufferReader(block), read_options=pj.ReadOptions(use_threads=True, block_size=1 << 22))
+            if table.num_rows != len(starts):
+                raise _Refuse("more than one JSON value on a line")
+            # Arrow reads an absent key as null. Count the keys each line really holds and require
+            # every key Arrow's columns imply: then null means null, as in the strict reader. A key
+            # ends in '":'; so does an escaped quote before a colon inside a string, or a string
+            # value that starts with a colon: those are counted from the parsed strings and added
+            # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
+            # and the block goes to the strict reader).
+            written = pc.count_substring(lines, '":').to_numpy(zero_copy_only=False)
+            implied = sum((_keys_per_row(col.combine_chunks()) for col in table.columns), np.full(table.num_rows, table.num_columns, dtype=np.int64))
+            if not np.array_equal(written, implied) and not np.array_equal(written, _keys_with_absent(table, lines)):
+                raise _Refuse("a key absent on some line (Arrow would read it as null)")
+            yield table, line
+            line += len(starts)
+
+
+def _parquet_blocks(file: Path, digest: Any) -> Any:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    with open_for_reading(file) as fh:
+        data = fh.read()
+    digest.update(data)
+    shard = pq.ParquetFile(pa.BufferReader(data))
+    for name in ("value", "reason"):  # a Parquet row always has every column: present means a column
+        if name not in shard.schema_arrow.names:
+            raise _Refuse(f"no {name} column")
+    line = 1
+    for batch in shard.iter_batches(batch_size=1 << 18):
+        yield pa.Table.from_batches([batch]), line
+        line += batch.num_rows
+
+
+def _check(t: pa.Table, first_line: int, shard: int, identities: dict[str, JudgeIdentity]) -> pa.Table:
+    """Every contract check the strict reader makes, over a whole block; the narrow columns."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = t.num_rows
+    names = set(t.column_names)
+    if not names <= set(JudgeResult.model_fields) or "migration" in names and t["migration"].null_count != n:
+        raise _Refuse("unknown field, or a migrated record")
+
+    def col(name: str) -> pa.ChunkedArray:
+        return t[name]
+
+    def typed(name: str, *ok: Any) -> None:
+        kind = t.schema.field(name).type
+        if not any(kind == k for k in ok) and not pa.types.is_null(kind):
+            raise _Refuse(f"{name} has type {kind}")
+
+    def true(mask: Any) -> bool:
+        return bool(pc.any(mask).as_py())
+
+    for name in ("schema_version", "attempt", "repeat", *_STRINGS, "judge", "value", "reason"):
+        if name not in names or (name not in ("value", "reason") and col(name).null_count):
+            raise _Refuse(f"{name} missing")
+    for name in _STRINGS:
+        typed(name, pa.string())
+        if pa.types.is_null(t.schema.field(name).type):
+            raise _Refuse(f"{name} null")
+    for name in ("schema_version", "attempt", "repeat"):
+        if t.schema.field(name).type != pa.int64():
+            raise _Refuse(f"{name} not an integer")
+    for name in _OPTIONAL_STRINGS:
+        if name in names:
+            typed(name, pa.string())
+    if true(pc.not_equal(col("schema_version"), RESULT_SCHEMA_VERSION)) or true(pc.less(col("attempt"), 1)) or true(pc.less(col("repeat"), 0)):
+        raise _Refuse("schema_version, attempt or repeat out of range")
+    if true(pc.less(pc.utf8_length(col("case_id")), 1)) or true(pc.less(pc.utf8_length(col("partition")), 1)) or true(pc.not_equal(pc.utf8_length(col("response_hash")), 64)):
+        raise _Refuse("empty case_id/partition or a response_hash not 64 characters")
+    for name, kinds in (("score", (pa.float64(),)), ("latency_s", (pa.float64(),)), ("cost_usd", (pa.float64(),)), ("tokens_in", (pa.int64(),)), ("tokens_out", (pa.int64(),))):
+        if name in names:
+            typed(name, *kinds)
+            if name != "score" and not pa.types.is_null(t.schema.field(name).type) and true(pc.less(col(name), 0)):
+                raise _Refuse(f"{name} negative")
+    if "order" in names:
+        typed("order", pa.list_(pa.string()))
+    if "presentation" in names and not (pa.types.is_struct(t.schema.field("presentation").type) or pa.types.is_null(t.schema.field("presentation").type)):
+        raise _Refuse("presentation is not an object")
+    if "started_at" in names:
+        kind = t.schema.field("started_at").type
+        if pa.types.is_string(kind):
+            valid = pc.drop_null(col("started_at"))
+            if not pc.all(pc.match_substring_regex(valid, _ISO)).as_py():
+                raise _Refuse("started_at format")
+            pc.cast(valid, pa.timestamp("us", tz="UTC"))  # raises on an impossible date
+        elif not (pa.types.is_timestamp(kind) or pa.types.is_null(kind)):
+            raise _Refuse("started_at type")
+
+    # error: null, or {kind in ERROR_KINDS, message, retryable?}
+    has_error = pa.array([False] * n) if "error" not in names else pc.is_valid(col("error"))
+    error_kind = error_message = pa.nulls(n, pa.string())
+    if "error" in names and not pa.types.is_null(t.schema.field("error").type):
+        etype = t.schema.field("error").type
+        fields = {f.name for f in etype} if pa.types.is_struct(etype) else None
+        if fields is None or not {"kind", "message"} <= fields <= _ERROR_FIELDS:
+            raise _Refuse("error fields")
+        if etype.field("kind").type != pa.string() or etype.field("message").type != pa.string():
+            raise _Refuse("error field types")
+        if "retryable" in fields and not (etype.field("retryable").type == pa.bool_() or pa.types.is_null(etype.field("retryable").type)):
+            raise _Refuse("retryable type")
+        error_kind = pc.struct_field(col("error"), "kind")
+        error_message = pc.struct_field(col("error"), "message")
+        if "retryable" in fields and pa.types.is_null(etype.field("retryable").type) and true(has_error):
+            raise _Refuse("retryable null")  # null is not a bool: the strict reader refuses it
+        if true(pc.and_(has_error, pc.or_(pc.is_null(error_kind), pc.is_null(error_message)))):
+            raise _Refuse("error without kind or message")
+        if true(pc.and_(has_error, pc.invert(pc.is_in(error_kind, value_set=pa.array(ERROR_KINDS))))):
+            raise _Refuse("unknown error kind")
+    value_set = pc.is_valid(col("value"))
+    score_set = pc.is_valid(col("score")) if "score" in names else pa.array([False] * n)
+    if true(pc.invert(pc.or_(pc.or_(value_set, score_set), has_error))) or true(pc.and_(has_error, pc.or_(value_set, score_set))):
+        raise _Refuse("verdict xor error")
+
+    _check_judges(t, identities)
+    lines = pa.array(range(first_line, first_line + n), pa.int64())
+
+    def optional(name: str) -> Any:
+        return col(name).cast(pa.string()) if name in names else pa.nulls(n, pa.string())
+
+    return pa.table(
+        {
+            "case_id": col("case_id"),
+            "response_hash": col("response_hash"),
+            "value": col("value").cast(pa.string()),
+            "error_kind": pc.if_else(has_error, error_kind, pa.scalar(None, pa.string())),
+            "error_message": pc.if_else(has_error, error_message, pa.scalar(None, pa.string())),
+            "judge_fingerprint": col("judge_fingerprint"),
+            "run_id": col("run_id"),
+            "partition": col("partition"),
+            "attempt": col("attempt"),
+            "repeat": col("repeat"),
+            "dataset_sha256": optional("dataset_sha256"),
+            "rubric_version": optional("rubric_version"),
+            "line": lines,
+            "shard": pa.array(np.full(n, shard, dtype=np.int32)),
+            "cost_usd": col("cost_usd").cast(pa.float64()) if "cost_usd" in names else pa.nulls(n, pa.float64()),
+            "tokens_in": col("tokens_in").cast(pa.int64()) if "tokens_in" in names else pa.nulls(n, pa.int64()),
+            "tokens_out": col("tokens_out").cast(pa.int64()) if "tokens_out" in names else pa.nulls(n, pa.int64()),
+            "cached_from_run_id": optional("cached_from_run_id"),
+        }
+    )
+
+
+def _check_judges(t: pa.Table, identities: dict[str, JudgeIdentity]) -> None:
+    """One fingerprint per block (several are refused by the join anyway), every row's judge
+    equal to the first row's, and that identity hashes to the fingerprint."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    jtype = t.schema.field("judge").type
+    if not pa.types.is_struct(jtype):
+        raise _Refuse("judge is not an object")
+    fields = {f.name for f in jtype}
+    if not {"name", "version", "kind"} <= fields <= _JUDGE_FIELDS:
+        raise _Refuse("judge fields")
+    judge = t["judge"].combine_chunks()
+    for name in ("name", "version", "kind"):
+        if jtype.field(name).type != pa.string():
+            raise _Refuse(f"judge.{name} type")
+        child = pc.struct_field(judge, name)
+        if child.null_count or true_any(pc.less(pc.utf8_length(child), 1)):
+            raise _Refuse(f"judge.{name} empty")
+    for name in ("model", "prompt_sha256", "ragas_version"):
+        if name in fields and not (jtype.field(name).type == pa.string() or pa.types.is_null(jtype.field(name).type)):
+            raise _Refuse(f"judge.{name} type")
+    if "params" in fields and (not pa.types.is_struct(jtype.field("params").type) or pc.struct_field(judge, "params").null_count):
+        raise _Refuse("judge.params is not an object")
+    fingerprints = pc.unique(t["judge_fingerprint"]).to_pylist()
+    if len(fingerprints) != 1:
+        raise _Refuse("several judge fingerprints")
+    if not _periodic(judge, 1):
+        raise _Refuse("rows of one fingerprint with different judges")
+    fp = fingerprints[0]
+    try:
+        identity = JudgeIdentity.model_validate(judge[0].as_py())
+        actual = identity.fingerprint()
+    except ValueError:
+        raise _Refuse("judge identity invalid") from None
+    if actual != fp:
+        raise _Refuse("fingerprint mismatch")
+    known = identities.get(fp)
+    if known is not None and known != identity:
+        raise _Refuse("one fingerprint, two identities across blocks")
+    identities.setdefault(fp, identity)
+
+
+def _periodic(array: Any, period: int) -> bool:
+    """Whether ``array`` repeats its first ``period`` values (nulls included) to its end."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(array)
+    if n <= period or period == 0:
+        return True
+    idx = pa.array(np.arange(n, dtype=np.int64) % period)
+    valid = pc.is_valid(array)
+    if not pc.all(pc.equal(valid, pc.take(valid, idx))).as_py():
+        return False
+    kind = array.type
+    if pa.types.is_struct(kind):
+        return all(_periodic(pc.struct_field(array, i), period) for i in range(kind.num_fields))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        lengths = pc.fill_null(pc.list_value_length(array), 0)
+        if not _periodic(lengths, period):
+            return False
+        first = int(pc.sum(lengths.slice(0, period)).as_py() or 0)
+        return _periodic(pc.list_flatten(array), first)
+    if pa.types.is_null(kind):
+        return True
+    if pa.types.is_nested(kind):
+        return False  # maps, unions: not compared here (the strict reader judges them)
+    same = pc.equal(array, pc.take(array, idx))
+    return bool(pc.all(pc.or_kleene(same, pc.is_null(array))).as_py())
+
+
+def _nested_names(kind: Any, out: set[str]) -> set[str]:
+    import pyarrow as pa
+
+    if pa.types.is_struct(kind):
+        for field in kind:
+            out.add(field.name)
+            _nested_names(field.type, out)
+    elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        _nested_names(kind.value_type, out)
+    return out
+
+
+def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
+    """Keys per line when top-level fields may be absent (optional ones default to null).
+
+    Each top-level column with nulls is looked up by name on every line (present or absent);
+    refused when a nested object has a key of the same name (the count would be ambiguous) or
+    when ``value`` or ``reason``, required even when null, is absent.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    nested: set[str] = set()
+    for field in table.schema:
+        _nested_names(field.type, nested)
+    total = sum((_keys_per_row(col.combine_chunks()) for col in table.columns), np.zeros(table.num_rows, dtype=np.int64))
+    for name in table.column_names:
+        column = table[name]
+        if column.null_count == 0:
+            total += 1
+            continue
+        if name in nested:
+            raise _Refuse(f"a nested key named {name!r}")
+        count = pc.count_substring_regex(lines, _KEY_PREFIX + name + r'"\s*:').to_numpy(zero_copy_only=False)
+        present = np.where(pc.is_valid(column).to_numpy(zero_copy_only=False), 1, count)
+        if name in ("value", "reason") and (present == 0).any():
+            raise _Refuse(f"{name} absent on a line")
+        total += present
+    return total
+
+
+def _keys_per_row(array: Any) -> Any:
+    """How many times '":' occurs in each row's JSON when every field of every object is
+    present: once per key, plus once per '":' inside a string and per string starting with ':'."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(array)
+    kind = array.type
+    if pa.types.is_struct(kind):
+        total = np.full(n, kind.num_fields, dtype=np.int64)
+        for i in range(kind.num_fields):
+            total += _keys_per_row(pc.struct_field(array, i))
+        return np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), total, 0)
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        flat = pc.list_flatten(array)
+        if not len(flat):
+            return np.zeros(n, dtype=np.int64)
+        parents = pc.list_parent_indices(array).to_numpy()
+        return np.bincount(parents, weights=_keys_per_row(flat), minlength=n).astype(np.int64)
+    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        inner = pc.fill_null(pc.count_substring(array, '":'), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+        leading = pc.fill_null(pc.starts_with(array, ":"), False).to_numpy(zero_copy_only=False).astype(np.int64)
+        return inner + leading
+    return np.zeros(n, dtype=np.int64)
+
+
+def true_any(mask: Any) -> bool:
+    import pyarrow.compute as pc
+
+    return bool(pc.any(mask).as_py())
+
