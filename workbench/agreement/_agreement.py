@@ -17,8 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
+from .._record import LooseRecord as _Model
 from ..gold import GoldCase, GoldDataset, Partition
 from ..gold._card import DISAGREEMENT_BASIS
 from ..stats import (
@@ -39,10 +38,6 @@ from ..stats import (
 AGREEMENT_SCHEMA_VERSION = 2
 """Version of :class:`AgreementReport`'s JSON form (2: scale, ordinal figures, ``min_shared``)."""
 
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
 
 class PairAgreement(_Model):

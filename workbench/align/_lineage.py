@@ -25,9 +25,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._io import JSONRecordError, read_json_file
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldDataset, Partition, case_hashes, changed_groups, describe
 from ..results import ResultLine, scan_results
@@ -41,10 +42,6 @@ LineageSource = Literal["run_manifest", "results", "none", "no_results"]
 
 FIX_CHANGED = "re-run the judge on this gold (`workbench run`), or give the gold the results were produced against; --allow-gold-change aligns anyway and marks the report not comparable"
 FIX_MISSING = "re-run the judge with `workbench run` (results then carry their gold), or declare the gold they were produced against with `workbench import results FILE --gold GOLD --out DIR`; --allow-gold-change aligns anyway and marks the report not comparable"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class GoldChange(_Model):

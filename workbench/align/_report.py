@@ -12,9 +12,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import bulk_load
+from .._record import LooseRecord as _Model
 from ..gold import Rubric
 from ..results import JudgeIdentity
 from ..results._columnar import results_sha256
@@ -44,10 +43,6 @@ also ``sampling_plan_sha256``, ``sampled_out_case_ids``, ``sampling_rejected``, 
 each slice's ``sampled_out`` (a declared sampling plan)."""
 ERROR_COLUMN = "(error)"
 MISSING_COLUMN = "(missing)"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
 
 class OrdinalAlignment(_Model):

@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._record import Record as _Model
 from ..policy import Policy, PolicyScope
 
 GRANT_SCHEMA_VERSION = 1
@@ -48,10 +49,6 @@ def next_level(level: str) -> str | None:
     """The next step on the promotion path (advisory -> route -> block), None after block."""
     rank = level_rank(level)
     return LEVELS[rank + 1] if 0 < rank < len(LEVELS) - 1 else None
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class RequestedAuthority(_Model):

@@ -34,9 +34,10 @@ from pathlib import Path
 from typing import Literal
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ValidationError
 
 from .._io import AppendOnlyLog, atomic_write_json, sha256_json
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..policy import PolicyScope
 from ._grant import Level
@@ -48,10 +49,8 @@ EVENTS: tuple[str, ...] = ("granted", "promoted", "demoted", "revoked", "shadow"
 FIX_RESTORE = "the authority record is append-only evidence: restore it (and its .head file) from version control or a backup; never edit or delete its lines"
 
 
-class AuthorityEntry(BaseModel):
+class AuthorityEntry(Record):
     """One line of the authority record."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = AUTHORITY_SCHEMA_VERSION
     """Authority record format version."""
@@ -181,14 +180,18 @@ class AuthorityRecord:
             if not raw.strip():
                 continue
             where = f"{loc}:{number}"
+            data: object = None
             try:
-                entry = AuthorityEntry.model_validate(json.loads(raw.decode("utf-8")))
+                data = json.loads(raw.decode("utf-8"))
+                entry = AuthorityEntry.model_validate(data)
             except (ValueError, UnicodeDecodeError, RecursionError, ValidationError) as exc:
                 problems.append(Problem(location=where, code="authority_record_invalid", message=f"chain broken at line {number}: unreadable entry ({str(exc).splitlines()[0][:120]})", fix=FIX_RESTORE))
                 previous = "(unreadable)"
                 continue
-            if entry.schema_version > AUTHORITY_SCHEMA_VERSION:
-                problems.append(Problem(location=where, code="schema_version_newer", message=f"entry schema_version {entry.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+            except SchemaTooNew as exc:  # readable by a newer workbench: the chain goes on through its hash
+                problems.append(exc.problem_at(where))
+                previous = data.get("entry_sha256") if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str) else "(unreadable)"
+                continue
             if entry.content_sha256() != entry.entry_sha256:
                 problems.append(Problem(location=where, code="authority_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)", fix=FIX_RESTORE))
             elif entry.previous_sha256 != previous:

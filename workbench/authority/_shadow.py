@@ -27,9 +27,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._io import AppendOnlyLog, atomic_write_json
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
 from ..heldout import current_user
@@ -40,10 +41,6 @@ from ._record import AuthorityRecord
 
 SHADOW_SCHEMA_VERSION = 1
 SHADOW_FILE = "shadow.json"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class ShadowSlice(_Model):

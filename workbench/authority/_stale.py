@@ -23,19 +23,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .._io import sha256_file, sha256_json
 from .._load import load_yaml
+from .._record import Record as _Model
 from ..errors import WorkbenchError
 from ..heldout import gold_directory
 from ._certified import ReportFacts
 
 StaleKind = Literal["ragas_version", "rubric_version", "gold_release", "model", "candidate"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class GoldState(_Model):

@@ -24,8 +24,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..outcomes import ExitCode
 from ..policy import PolicyScope
@@ -36,10 +37,6 @@ from ._record import AuthorityRecord, JudgeAuthority
 from ._stale import GoldState, StaleReason, gold_state, staleness
 
 STATUS_SCHEMA_VERSION = 1
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class DriftSummary(_Model):

@@ -38,10 +38,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import atomic_write_json
 from .._load import Problems
+from .._record import LooseRecord
 from ..errors import Problem, WorkbenchError
 from ..outcomes import exit_codes
 from ._expected import apply_expected_failures
@@ -61,10 +60,8 @@ EXIT_CODES: dict[str, int] = exit_codes("passed", "failed", "contract_problems",
 """Exit code of each lane outcome."""
 
 
-class ContractsReport(BaseModel):
+class ContractsReport(LooseRecord):
     """What ``workbench ci contracts`` found (``--json``, and ``contracts.json`` in its run directory)."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     schema_version: int = CONTRACTS_SCHEMA_VERSION
     """Report format version."""

@@ -33,9 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from .._load import peek_yaml, read_config, validation_problems
+from .._record import Record as _Model
+from .._record import SchemaTooNew
 from ..errors import Problem
 
 CONFIG_FILE = "workbench.yaml"
@@ -53,10 +55,6 @@ DEFAULT_GLOBS: dict[str, list[str]] = {
     "ranking": ["data/ranking/*.yaml"],
     "noise": ["data/noise/*.yaml"],
 }
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class CiPaths(_Model):
@@ -153,11 +151,10 @@ def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
         return CiConfig(), []
     if not isinstance(block, dict):
         return CiConfig(), [_problem(f"{loc}: {CI_KEY}", "ci_config_invalid", "the ci block must be a mapping", "see docs/formats.md#ci-configuration")]
-    version = block.get("schema_version", CI_CONFIG_SCHEMA_VERSION)
-    if isinstance(version, int) and version > CI_CONFIG_SCHEMA_VERSION:
-        return CiConfig(), [_problem(f"{loc}: {CI_KEY}.schema_version", "schema_version_newer", f"ci schema_version {version} is newer than this workbench reads", "upgrade the workbench")]
     try:
         return CiConfig.model_validate(block), []
+    except SchemaTooNew as exc:
+        return CiConfig(), [exc.problem_at(f"{loc}: {CI_KEY}.schema_version")]
     except ValidationError as exc:
         return CiConfig(), validation_problems(exc, at=lambda *path: f"{loc}: {CI_KEY}.{'.'.join(map(str, path))}", code="ci_config_invalid", message=lambda e, _: e["msg"], fix="correct this field; see docs/formats.md#ci-configuration")
 

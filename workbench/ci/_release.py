@@ -20,9 +20,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import atomic_write_json
+from .._record import LooseRecord
 from ..errors import WorkbenchError
 from ..outcomes import GATE_OUTCOMES, ExitCode, exit_codes
 from ._junit import CheckResult
@@ -33,10 +32,8 @@ OUTCOME_EXIT: dict[str, int] = exit_codes(*GATE_OUTCOMES, "invalid_input")
 _CATEGORY = {"quality": "failure", "incomplete": "incomplete", "review": "review"}
 
 
-class ReleaseSummary(BaseModel):
+class ReleaseSummary(LooseRecord):
     """The machine-readable result of ``workbench ci release`` (``--json FILE``)."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     schema_version: int = RELEASE_SCHEMA_VERSION
     """Summary format version."""

@@ -46,9 +46,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import atomic_write_json, sha256_text
+from .._record import LooseRecord as _Model
 from ..errors import Problem, WorkbenchError
 from ._contracts import (
     EXIT_CODES,
@@ -72,10 +71,6 @@ _OTHER_LANES = {
     "ragas-noise": "workbench noise --candidate {spec} --pairs FILE --sentinels-only",
     "imported": "workbench ci contracts (it checks the results file; an imported judge's verdicts are replayed, never re-run)",
 }
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
 
 class AffectedCandidate(_Model):

@@ -16,9 +16,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import Field, computed_field, model_validator
 
 from .._io import atomic_write_json, sha256_text
+from .._record import Record as _Model
 from ..judges import Judge
 from ..policy import Blocker
 from ..results import JudgeIdentity, read_results
@@ -51,10 +52,6 @@ ROLE_MESSAGES: dict[str, str] = {
     "conflicting_evidence": "the judge settled a verdict on contradictory evidence: it passed a response whose evidence conflicts instead of failing it or routing it to review",
 }
 """What a failed role means, for a reviewer."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 @dataclass(frozen=True)

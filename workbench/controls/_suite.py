@@ -42,10 +42,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
+from pydantic import Field, PrivateAttr, ValidationError, field_validator
 
 from .._io import sha256_file, sha256_json
 from .._load import error_field, load_yaml, validation_problems
+from .._record import Record as _Model
+from .._record import version_problem
 from ..errors import Problem, WorkbenchError
 from ..judges import JudgeInput
 
@@ -89,10 +91,6 @@ SET_MEMBERS: dict[str, tuple[str, ...]] = {
 
 JUDGE_HIDDEN_FIELDS: tuple[str, ...] = ("control_id", "role", "set", "member", "slice", "expected_label", "acceptable_labels", "rationale")
 """Control fields that never reach a judge."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Control(_Model):
@@ -293,10 +291,11 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     problems: list[Problem] = []
     loc = str(path)
     version = raw.get("schema_version", SUITE_SCHEMA_VERSION)
+    newer = None
     if not isinstance(version, int) or isinstance(version, bool):
         problems.append(_problem(at("schema_version"), "schema_version_invalid", f"schema_version must be an integer, not {version!r}", f"write schema_version: {SUITE_SCHEMA_VERSION}"))
-    elif version > SUITE_SCHEMA_VERSION:
-        problems.append(_problem(at("schema_version"), "schema_version_newer", f"suite schema_version {version} is newer than this workbench reads ({SUITE_SCHEMA_VERSION})", "upgrade the workbench"))
+    elif (newer := version_problem(ControlSuite, raw, at("schema_version"))) is not None:
+        problems.append(newer)
     name, ver = raw.get("name"), raw.get("version")
     if name is not None and ver is not None and path.stem != f"{name}@{ver}":
         problems.append(_problem(loc, "suite_filename", f"file name {path.name!r} does not match name@version {name}@{ver!s}", f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused"))
@@ -304,6 +303,8 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     # The header, checked on its own so that every control problem is reported too.
     header = {k: v for k, v in raw.items() if k != "controls"}
     header["controls"] = [{"control_id": "x", "role": "positive", "input": "x", "response": "x", "grading_notes": "x", "expected_label": "x", "rationale": "x"}]
+    if newer is not None:  # reported above, at its line; the other fields are still checked
+        header["schema_version"] = SUITE_SCHEMA_VERSION
     labels: list[str] | None = None
     try:
         labels = list(ControlSuite.model_validate(header).labels)

@@ -30,9 +30,10 @@ from importlib.resources import files
 from importlib.resources.abc import Traversable
 from typing import Annotated, Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import Field, TypeAdapter, ValidationError
 
 from .._io import JSONRecordError, loads_json, parse_yaml
+from .._record import Record as _Content
 from ..errors import Problem, WorkbenchError
 
 AltKind = Literal["abbreviation", "synonym", "spelling-variant", "plain-language"]
@@ -41,10 +42,6 @@ NonEmpty = Annotated[str, Field(min_length=1)]
 
 CONTENT = "content"
 """The package-data directory (under ``workbench/demo``) that holds the content files."""
-
-
-class _Content(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class SliceInfo(_Content):

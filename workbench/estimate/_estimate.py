@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._record import Record as _Model
 from ..stats import Rate, wilson_rate
 from ._methods import Z95, clip01, ppi_mean, rogan_gladen, rogan_gladen_draws
 
@@ -38,10 +39,6 @@ OVERALL_METHODS = {
 }
 RGInterval = Literal["bootstrap", "delta"]
 PPI_METHOD = "prediction-powered inference (Angelopoulos et al. 2023, Science 382:669): mean of judge verdicts on unlabelled cases + mean of (human - judge) on labelled cases, 95% CLT interval; clipped to [0, 1]"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class CorrectedEstimate(_Model):

@@ -31,9 +31,10 @@ from .._io import (
     sha256_file,
     sha256_json,
 )
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError, errors_only
 from ._card import DatasetCard, read_card
-from ._records import GOLD_SCHEMA_VERSION, PARTITIONS, GoldCase, Partition
+from ._records import PARTITIONS, GoldCase, Partition
 from ._release import GoldRelease, check_releases, read_releases
 from ._rubric import Rubric, load_rubric
 
@@ -296,6 +297,10 @@ def _parse_lines(gold_path: Path, problems: list[Problem], digest: Any = None) -
                 continue
             try:
                 lines.append(_Line(number, None, GoldCase.model_validate_json(text)))
+            except SchemaTooNew as exc:
+                raw = loads_json(text)
+                problems.append(exc.problem_at(f"{loc}:{number}", case_id=raw.get("case_id") if isinstance(raw.get("case_id"), str) else None))
+                lines.append(_Line(number, None, None))
             except ValidationError as exc:
                 raw = loads_json(text)
                 if not isinstance(raw, dict):
@@ -358,8 +363,6 @@ def _check_records(lines: list[_Line], rubric: Rubric | None, evidence_ids: froz
         def add(code: str, message: str, fix: str, severity: str = "error", _w: str = where, _c: str = cid) -> None:
             out.append(Problem(location=_w, case_id=_c, code=code, message=message, fix=fix, severity=severity))  # type: ignore[arg-type]
 
-        if case.schema_version > GOLD_SCHEMA_VERSION:
-            add("schema_version_newer", f"schema_version {case.schema_version} is newer than this workbench reads ({GOLD_SCHEMA_VERSION})", "upgrade the workbench")
         if not case.response.strip():
             add("empty_response", "the response under judgment is empty", "check the export: an empty response is rarely what reviewers judged; keep it only if judging empty answers is intended", "warning")
         actual_hash = hashlib.sha256(case.response.encode("utf-8")).hexdigest()

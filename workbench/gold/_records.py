@@ -10,7 +10,9 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from .._record import Record as _Record
 
 GOLD_SCHEMA_VERSION = 1
 """Version of the gold record format this package reads and writes."""
@@ -30,10 +32,6 @@ class Partition(StrEnum):
 PARTITIONS: tuple[str, ...] = tuple(p.value for p in Partition)
 
 Confidence = Literal["low", "medium", "high"]
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Review(_Record):

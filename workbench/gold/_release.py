@@ -39,6 +39,7 @@ from .._io import (
     sha256_json,
 )
 from .._load import error_field
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ._records import GoldCase
 
@@ -135,10 +136,8 @@ def gold_lineage(dataset: GoldDataset, cases: Iterable[GoldCase] | None = None) 
     )
 
 
-class GoldRelease(BaseModel):
+class GoldRelease(Record):
     """One line of ``releases.jsonl``: a frozen state of a gold dataset."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = RELEASE_SCHEMA_VERSION
     """Release record format version."""
@@ -229,8 +228,9 @@ def read_releases(root: str | Path) -> ReleaseLog:
             first = exc.errors(include_url=False)[0]
             problems.append(Problem(location=where, code="release_malformed", message=f"not a release record ({error_field(first, 'line')}: {first['msg']})", fix=fix_chain))
             continue
-        if release.schema_version > RELEASE_SCHEMA_VERSION:
-            problems.append(Problem(location=where, code="release_malformed", message=f"release schema_version {release.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+        except SchemaTooNew as exc:
+            problems.append(exc.problem_at(where))
+            continue
         if release.sha256 != release.expected_sha256():
             problems.append(Problem(location=where, code="release_chain_broken", message=f"release {release.release_id} does not hash to its recorded sha256: it was edited", fix=fix_chain))
         expected_previous = releases[-1].sha256 if releases else None

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._io import read_bounded, read_yaml
 from .._load import Lines, rule_error, validation_problems, yaml_lines
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 RUBRIC_SCHEMA_VERSION = 1
@@ -73,10 +74,8 @@ class SliceSpec(BaseModel):
     """What belongs in the slice and why its errors matter."""
 
 
-class Rubric(BaseModel):
+class Rubric(Record):
     """The judgment contract a gold dataset was reviewed under."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = Field(default=RUBRIC_SCHEMA_VERSION, strict=True)
     """Rubric file format version."""
@@ -295,16 +294,13 @@ def load_rubric(path: str | Path) -> Rubric:
         raw = {**raw, "slices": {k: ({**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v) for k, v in slices.items()}}
     try:
         rubric = Rubric.model_validate(raw)
+    except SchemaTooNew as exc:
+        raise WorkbenchError("rubric from a newer workbench", [exc.problem_at(location)]) from None
     except ValidationError as exc:
         problems = validation_problems(exc, at=location, code="rubric_invalid", root="rubric", fix="correct this rubric field; see docs/formats.md#rubric", expand=_rubric_problems)
         raise WorkbenchError("invalid rubric", [p for _, p in unset] + problems) from None
     if unset:
         raise WorkbenchError(f"{location}: {len(unset)} slice(s) without a risk level", [p for _, p in unset])
-    if rubric.schema_version > RUBRIC_SCHEMA_VERSION:
-        raise WorkbenchError(
-            "rubric from a newer workbench",
-            [Problem(location=location, code="schema_version_newer", message=f"rubric schema_version {rubric.schema_version} is newer than this workbench reads ({RUBRIC_SCHEMA_VERSION})", fix="upgrade the workbench")],
-        )
     return rubric
 
 

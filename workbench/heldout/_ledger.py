@@ -62,6 +62,7 @@ from .._io import (
     sha256_json,
     sha256_text,
 )
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 
@@ -119,10 +120,8 @@ class PreviousReport(BaseModel):
     directory stays); ``running``: another certification of the same version still running."""
 
 
-class LedgerEntry(BaseModel):
+class LedgerEntry(Record):
     """One line of the held-out ledger."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = LEDGER_SCHEMA_VERSION
     """Ledger line format version (2: hash-chained; 3: ``kind``, ``baseline``, ``resumes``)."""
@@ -298,10 +297,16 @@ class HeldOutLedger:
                 lines = lines[:-1]  # a torn last line (crash mid-append): the next append moves it to .torn
         for number, text, _unterminated in lines:
             where = f"{self.path}:{number}"
+            data: object = None
             try:
                 if text is None:
                     raise ValueError("the line is not valid UTF-8")
-                entry = LedgerEntry.model_validate(loads_json(text))
+                data = loads_json(text)
+                entry = LedgerEntry.model_validate(data)
+            except SchemaTooNew as exc:  # written by a newer workbench: refused, the chain goes on through its hash
+                problems.append(exc.problem_at(where))
+                previous = data.get("entry_sha256") if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str) else "(unreadable)"
+                continue
             except (ValueError, ValidationError) as exc:
                 problems.append(Problem(location=where, code="ledger_invalid", message=f"chain broken at line {number}: unreadable ledger entry ({str(exc).splitlines()[0][:120]})", fix=FIX_RESTORE))
                 previous = "(unreadable)"

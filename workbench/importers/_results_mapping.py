@@ -12,10 +12,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_text
 from .._load import error_field, load_yaml, validation_problems
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ._results_source import as_text
 
@@ -27,10 +28,6 @@ COLUMN_FIELDS: tuple[str, ...] = ("case_id", "input", "response", "label", "scor
 
 FIX_MAPPING = "correct the mapping; see docs/formats.md#results-mapping"
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 def _number_to_text(value: Any) -> Any:

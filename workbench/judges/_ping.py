@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._record import Record
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
 from ._input import JudgeInput
@@ -69,10 +70,8 @@ _MODEL_MISSING = re.compile(r"(?i)\b(model|deployment)\b.*\b(not found|does not 
 _JSON_MODE_REFUSED = re.compile(r"(?i)response_format|json_object|json mode")
 
 
-class PingResult(BaseModel):
+class PingResult(Record):
     """What one ``workbench ping`` found (``workbench ping --json`` prints it)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = PING_SCHEMA_VERSION
     """Ping result format version."""

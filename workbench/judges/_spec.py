@@ -29,6 +29,7 @@ from pydantic import (
 
 from .._io import read_yaml
 from .._load import validation_problems
+from .._record import Record, SchemaTooNew
 from .._redact import find_secrets
 from ..errors import Problem, WorkbenchError
 
@@ -201,10 +202,10 @@ class Threshold(BaseModel):
         return self.pass_label if passes else self.fail_label
 
 
-class CandidateSpec(BaseModel):
+class CandidateSpec(Record):
     """A judge candidate, exactly as stored in its YAML file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)
 
     schema_version: int = CANDIDATE_SCHEMA_VERSION
     """Candidate spec format version."""
@@ -341,9 +342,9 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
             "invalid candidate",
             validation_problems(exc, at=loc, code="candidate_invalid", root="spec", fix="correct this field; see docs/formats.md#candidate-specs", expand=_retries_problem),
         ) from None
+    except SchemaTooNew as exc:
+        raise WorkbenchError("candidate from a newer workbench", [exc.problem_at(loc)]) from None
     problems: list[Problem] = []
-    if spec.schema_version > CANDIDATE_SCHEMA_VERSION:
-        problems.append(Problem(location=loc, code="schema_version_newer", message=f"spec schema_version {spec.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
     expected = f"{spec.name}@{spec.version}"
     if path.stem != expected:
         problems.append(Problem(location=loc, code="candidate_filename", message=f"file name {path.name!r} does not match name@version {expected!r}", fix=f"rename the file to {expected}.yaml so versions cannot be confused"))

@@ -33,8 +33,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._record import Record as _Model
 from ..align import Join, JoinedCase, join_results
 from ..gold import GoldDataset
 from ..policy import Blocker
@@ -66,10 +67,6 @@ BASELINE_CONTROLS_DIR = "baseline/controls"
 """The baseline's control run (public, like ``controls/``)."""
 
 ReviewStatus = Literal["accepted", "rejected", "unreviewed"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class TransitionRow(_Model):

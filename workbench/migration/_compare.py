@@ -38,10 +38,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .._args import check_run_arguments
 from .._io import atomic_write_json, read_json_file, sha256_json
+from .._record import Record as _Model
 from ..align import Join, JoinedCase, align_results, read_run_manifest
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
@@ -77,10 +78,6 @@ _RISK_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 class BudgetInsufficient(WorkbenchError):
     """The budget cannot cover both candidates: nothing was started."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class CandidateSide(_Model):

@@ -32,15 +32,16 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._io import sha256_file
 from .._load import error_field, load_yaml, validation_problems
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 MAPPING_SCHEMA_VERSION = 1
 
 
-class LabelMapping(BaseModel):
+class LabelMapping(Record):
     """A reviewed mapping of old labels to new ones, exactly as stored in its YAML file."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, populate_by_name=True)
+    model_config = ConfigDict(populate_by_name=True)
 
     schema_version: int = MAPPING_SCHEMA_VERSION
     """Mapping file format version."""
@@ -101,11 +102,10 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
         encoding_code="mapping_yaml",
         shape=("the mapping file must be a YAML mapping", "write from/to/approver/approved/mapping as key: value pairs"),
     ).data
-    version = raw.get("schema_version", MAPPING_SCHEMA_VERSION)
-    if isinstance(version, int) and version > MAPPING_SCHEMA_VERSION:
-        raise WorkbenchError("unreadable label mapping", [Problem(location=loc, code="schema_version_newer", message=f"mapping schema_version {version} is newer than this workbench reads", fix="upgrade the workbench")])
     try:
         mapping = LabelMapping.model_validate(raw)
+    except SchemaTooNew as exc:
+        raise WorkbenchError("unreadable label mapping", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
         problems = validation_problems(exc, at=loc, root="mapping", code=_error_code, message=_error_message, fix="see docs/formats.md#label-mapping")
         raise WorkbenchError(f"{loc}: invalid label mapping", problems) from None

@@ -22,8 +22,9 @@ import json
 from collections import Counter
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._record import Record as _Model
 from ..errors import Problem
 from ..gold import GoldCase
 from ..judges import CaseRef, Judge, JudgeInput
@@ -34,10 +35,6 @@ _NOT_CHANGES = ("description", "schema_version", "parent", "changes")
 
 REQUEST_KEY_KINDS: dict[str, str] = {"prompt": "prompt", "model": "model", "params": "params", "function": "function", "arguments": "function", "messages": "prompt"}
 """Which change kind a differing key of a rendered request shows."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 def _spec_of(identity: JudgeIdentity) -> dict[str, Any]:

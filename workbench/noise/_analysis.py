@@ -63,10 +63,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from .._args import check_budget, check_concurrency, check_repeats, partition_name
 from .._io import atomic_write_json, read_json_file
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..outcomes import exit_codes, outcome_of
 from ..policy import (
@@ -108,10 +109,6 @@ _EPS = 1e-12
 _CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
 
 NoiseOutcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class ControlRow(_Model):

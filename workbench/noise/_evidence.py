@@ -12,9 +12,10 @@ from __future__ import annotations
 from datetime import date
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .._io import sha256_text
+from .._record import Record as _Model
 
 Member = Literal["clean", "noisy"]
 ContextClass = Literal["relevant", "irrelevant"]
@@ -31,10 +32,6 @@ CONTROL_ROLES: tuple[str, ...] = ("control", "adversarial", "reference_defect")
 """Control roles: run (and checked) before any candidate pair."""
 ATTACKS: tuple[str, ...] = ("instruction", "fake_policy", "stale_date")
 """What an adversarial distractor carries."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class RetrievedContext(_Model):

@@ -87,13 +87,15 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_loads
 from .._load import Problems, yaml_lines, yaml_problem
+from .._record import Record as _Model
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError, errors_only
 from ._evidence import (
     ATTACKS,
@@ -136,10 +138,6 @@ MEMBERS: tuple[Member, ...] = ("clean", "noisy")
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
 _FORMAT = "see the pair-suite format in workbench/noise/_pairs.py"
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class NoiseInput(_Model):
@@ -400,6 +398,7 @@ class NoiseSuite(_Model):
 
 
 class _Header(_Model):
+    KIND: ClassVar[str] = "noise pair suite"
     schema_version: int = PAIRS_SCHEMA_VERSION
     name: str
     version: str | int
@@ -744,10 +743,10 @@ def check_pairs(raw: Any, *, location: str = "pairs", lines: dict[tuple[Any, ...
     header: _Header | None = None
     try:
         header = _Header.model_validate(raw)
+    except SchemaTooNew as exc:
+        chk.add(("schema_version",), exc.problems[0].code, exc.problems[0].message, exc.problems[0].fix)
     except ValidationError as exc:
         _translate(chk, exc, (), None)
-    if isinstance(version, int) and version > PAIRS_SCHEMA_VERSION:
-        chk.add(("schema_version",), "schema_version_newer", f"schema_version {version} is newer than this workbench reads", "upgrade the workbench")
     if header is not None and not header.approved_reference_versions:
         chk.add(("approved_reference_versions",), "field_empty", "no approved reference versions", "list the reviewed reference versions pairs may cite")
 

@@ -33,9 +33,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._load import load_yaml, validation_problems
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
@@ -47,10 +48,6 @@ MIN_REVIEWERS = 2
 """Independent reviewers each panel member needs."""
 MATCH_OVERLAP = 0.5
 """Least word overlap (Jaccard) for a metric statement to align with a reviewer claim."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class ClaimJudgment(_Model):

@@ -26,9 +26,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, Field, ValidationError
 
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json, sha256_json, sha256_text
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ._evidence import EvidenceManifest
 from ._pairs import NoiseSuite
@@ -36,10 +37,6 @@ from ._pairs import NoiseSuite
 RELEASES_FILE = "releases.jsonl"
 """The release log, in the directory of the suite files."""
 NOISE_RELEASE_SCHEMA_VERSION = 1
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class FrozenPair(_Model):

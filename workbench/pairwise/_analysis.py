@@ -31,9 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import bulk_load, sha256_file
+from .._record import LooseRecord as _Model
 from ..align import JoinedCase, join_results
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition, load_dataset
@@ -95,10 +94,6 @@ UPSTREAM_KEYS: dict[str, str] = {
     "equal": "position_consistency",
 }
 """LLMBar ``statistics.json`` keys and the :class:`PairwiseSlice` figure that reproduces each."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
 
 class OrderStats(_Model):

@@ -9,9 +9,8 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import AppendOnlyLog
+from .._record import Record
 from ..heldout import current_user
 from ._session import Iteration, PhaseSession
 
@@ -145,10 +144,8 @@ def choose_threshold(sweep: Any, *, max_false_pass_rate: float | None = None, ba
     return out
 
 
-class Selection(BaseModel):
+class Selection(Record):
     """The record of choosing a candidate for certification (append-only ``selections.jsonl``)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = SELECTION_SCHEMA_VERSION
     selection_id: str

@@ -28,8 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from .._record import Record as _Model
 from ..gold import PARTITIONS, GoldDataset, Risk
 from ..policy import Policy, policy_sha256
 from ..stats import Interval, bound_plan, cases_needed
@@ -37,10 +36,6 @@ from ..stats import Interval, bound_plan, cases_needed
 PLAN_SCHEMA_VERSION = 1
 Requirement = Literal["false_pass_rate", "false_fail_rate", "min_n"]
 CaseKind = Literal["human_fail", "human_pass", "all"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class PlanRow(_Model):

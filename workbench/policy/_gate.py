@@ -111,8 +111,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from .._record import Record as _Model
 from ..align import AlignmentReport, Join, SliceAlignment, has_pass_fail_view, slice_alignment
 from ..gold import Risk, Rubric
 from ..outcomes import GATE_OUTCOMES, exit_codes, outcome_of
@@ -149,10 +150,6 @@ class NotEvaluated:
     """The gold dataset hash."""
     partition: str | None = None
     """The partition that was not evaluated."""
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Blocker(_Model):

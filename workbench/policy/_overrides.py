@@ -27,9 +27,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, date, datetime, time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import AwareDatetime, Field, ValidationError, model_validator
 
 from .._io import (
     AppendOnlyLog,
@@ -39,6 +39,7 @@ from .._io import (
     sha256_json,
 )
 from .._load import validation_problems
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ._codes import (
@@ -78,10 +79,10 @@ NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES |
 """Codes no override may name."""
 
 
-class _OverrideBody(BaseModel):
+class _OverrideBody(Record):
     """Every field of an override but its id (the id is a hash of these)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    KIND: ClassVar[str] = "override"
 
     schema_version: int = OVERRIDE_SCHEMA_VERSION
     """Override record format version."""
@@ -355,11 +356,11 @@ def load_overrides(path: str | Path) -> list[Override]:
         if not isinstance(raw, dict):
             problems.append(Problem(location=where, code="override_malformed", message="not a JSON object", fix="restore the line from version control; the store is append-only"))
             continue
-        if isinstance(raw.get("schema_version"), int) and raw["schema_version"] > OVERRIDE_SCHEMA_VERSION:
-            problems.append(Problem(location=where, code="schema_version_newer", message=f"override schema_version {raw['schema_version']} is newer than this workbench reads", fix="upgrade the workbench"))
-            continue
         try:
             override = Override.model_validate(raw)
+        except SchemaTooNew as exc:
+            problems.append(exc.problem_at(where))
+            continue
         except ValidationError as exc:
             problems += validation_problems(exc, at=where, code="override_invalid", root="override", fix="restore the line from version control; add a new override instead of editing one")
             continue

@@ -37,10 +37,12 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import sha256_file
 from .._load import load_yaml, rule_error, validation_problems
+from .._record import Record as _Model
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
@@ -53,10 +55,6 @@ PartitionName = Literal["development", "calibration", "held_out"]
 Use = Literal["advisory", "route", "block"]
 """What a certified judge may do, least to most: annotate, route to human review, block a release."""
 USES: tuple[str, ...] = ("advisory", "route", "block")
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class SliceRuleError(ValueError):
@@ -311,15 +309,14 @@ def load_policy(path: str | Path) -> Policy:
     loc = str(path)
     raw = load_yaml(path, prefix="policy", what="policy", missing_fix="point --policy at data/policies/<name>@<version>.yaml", shape=("the policy must be a YAML mapping", "write the policy as key: value pairs")).data
     problems: list[Problem] = []
-    version = raw.get("schema_version", POLICY_SCHEMA_VERSION)
-    if isinstance(version, int) and version > POLICY_SCHEMA_VERSION:
-        problems.append(_problem(loc, "schema_version_newer", f"policy schema_version {version} is newer than this workbench reads ({POLICY_SCHEMA_VERSION})", "upgrade the workbench"))
     name, ver = raw.get("name"), raw.get("version")
     if name is not None and ver is not None and path.stem != f"{name}@{ver}":
         problems.append(_problem(loc, "policy_filename", f"file name {path.name!r} does not match name@version {name}@{ver!s}", f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused"))
     policy: Policy | None = None
     try:
         policy = Policy.model_validate(raw)
+    except SchemaTooNew as exc:
+        problems.insert(0, exc.problem_at(loc))
     except ValidationError as exc:
         problems += validation_problems(exc, at=loc, code="policy_invalid", root="policy", fix="correct this field; see workbench/policy/_policy.py for every field's meaning", expand=_rule_problems)
     if problems or policy is None:

@@ -40,9 +40,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
 from .._io import atomic_write_json
+from .._record import Record as _Frozen
 from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult, ResultLine, read_results
 from ..stats import Rate, wilson_rate
@@ -93,10 +92,6 @@ platform team's (the model request boundary); a complete, stable, wrong order go
 domain reviewer (is the must-win label still valid?). Changed candidates are the application
 team's (an integration defect of code ``candidates_changed``)."""
 DefectCode = Literal["invalid_ranking", "unknown_case", "candidates_changed", "presentation_mismatch", "winner_mismatch"]
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class IntegrationDefect(_Frozen):

@@ -25,17 +25,12 @@ from itertools import combinations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
-
+from .._record import Record as _Frozen
 from ..stats import Rate, wilson_rate
 from ._fixtures import FixtureSet, RankingFixture, as_fixture_set, pair_counts
 
 CALIBRATION_SCHEMA_VERSION = 1
 """Version of :class:`ReviewerAgreementReport`."""
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class ReviewerPairAgreement(_Frozen):

@@ -41,7 +41,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
 
 from .._io import (
     AppendOnlyLog,
@@ -55,6 +55,7 @@ from .._io import (
     sha256_json,
     sha256_text,
 )
+from .._record import Record as _Frozen
 from ..errors import Problem, WorkbenchError
 
 CAPTURE_FILE = "capture.json"
@@ -64,10 +65,6 @@ PRUNE_LOG = f"{PAYLOAD_DIR}/pruned.jsonl"
 LOCK_FILE = "ranking_lock.json"
 LOCK_SCHEMA_VERSION = 1
 Excerpt = Literal["user_input", "context", "candidates"]
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class CaptureConfig(_Frozen):

@@ -74,10 +74,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field, model_validator
+from pydantic import Field, ValidationError, computed_field, model_validator
 
 from .._io import sha256_file, sha256_json
 from .._load import load_yaml, validation_problems, yaml_lines
+from .._record import Record as _Frozen
+from .._record import version_problem
 from ..errors import Problem, WorkbenchError
 
 FIXTURES_SCHEMA_VERSION = 2
@@ -94,10 +96,6 @@ Gate = Literal["must-win", "monitor-only"]
 
 _ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:\-]*$"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Passage(_Frozen):
@@ -608,8 +606,8 @@ def load_fixtures(path: str | Path) -> FixtureSet:
     version = header.get("schema_version", FIXTURES_SCHEMA_VERSION)
     if not isinstance(version, int) or isinstance(version, bool):
         problems.append(Problem(location=at(header_lines.get("schema_version")), code="header_invalid", message=f"schema_version must be an integer, got {version!r}", fix=f"set schema_version: {FIXTURES_SCHEMA_VERSION}"))
-    elif version > FIXTURES_SCHEMA_VERSION:
-        problems.append(Problem(location=at(header_lines.get("schema_version")), code="schema_version_newer", message=f"schema_version {version} is newer than this workbench reads ({FIXTURES_SCHEMA_VERSION})", fix="upgrade the workbench"))
+    elif (newer := version_problem(FixtureSet, header, at(header_lines.get("schema_version")))) is not None:
+        problems.append(newer)
     if "name" in header and "version" in header:
         expected = f"{header['name']}@{header['version']}"
         if path.stem != expected:

@@ -52,9 +52,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, Field, ValidationError
 
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
+from .._record import Record as _Frozen
 from ..errors import Problem, WorkbenchError
 from ..outcomes import ExitCode, exit_codes, outcome_of
 from ..stats import Rate, wilson_rate
@@ -72,10 +73,6 @@ EXIT_CODES: dict[str, int] = exit_codes("passed", "quality_failed", "evaluation_
 """Exit code per outcome when enforced (2 is invalid input; report-only always exits 0)."""
 WAIVABLE = frozenset({"ranking_reversal_confirmed", "ranking_agreement_drop", "ranking_reversal_unconfirmed", "ranking_editorial_drift", "ranking_metric_defect", "ranking_assembly_defect"})
 """Ranking blocker codes an override may waive."""
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 def _codes() -> dict[str, str]:

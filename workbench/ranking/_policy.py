@@ -33,20 +33,18 @@ import datetime as dt
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import sha256_file
 from .._load import load_yaml, peek_yaml, validation_problems
+from .._record import Record as _Frozen
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ._capture import CaptureConfig
 from ._leakage import LeakageRules
 
 RANKING_POLICY_SCHEMA_VERSION = 1
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Confirmation(_Frozen):
@@ -307,12 +305,11 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
     problems: list[Problem] = []
     if raw.get("kind") != "ranking":
         problems.append(_problem(loc, "policy_kind", f"kind is {raw.get('kind')!r}, not 'ranking'", "a ranking policy declares kind: ranking (a scalar release policy is read by workbench gate)"))
-    version = raw.get("schema_version", RANKING_POLICY_SCHEMA_VERSION)
-    if isinstance(version, int) and version > RANKING_POLICY_SCHEMA_VERSION:
-        problems.append(_problem(loc, "schema_version_newer", f"policy schema_version {version} is newer than this workbench reads", "upgrade the workbench"))
     policy: RankingPolicy | None = None
     try:
         policy = RankingPolicy.model_validate({k: v for k, v in raw.items() if k != "source"})
+    except SchemaTooNew as exc:
+        problems.append(exc.problem_at(loc))
     except ValidationError as exc:
         problems += validation_problems(exc, at=loc, code="policy_invalid", root="policy", fix="correct this field; see workbench/ranking/_policy.py for every field's meaning")
     if policy is not None:

@@ -29,19 +29,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AwareDatetime, Field, ValidationError
 
 from .._io import atomic_write_text, read_json_file, sha256_json
+from .._record import Record as _Frozen
 from ..errors import Problem, WorkbenchError
 from ._fixtures import FixtureChange, FixtureSet
 
 RELEASE_SCHEMA_VERSION = 1
 """Version of :class:`FixtureRelease`."""
 RELEASE_SUFFIX = ".release.json"
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class SupersededRelease(_Frozen):

@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._args import check_run_arguments
 from .._io import (
@@ -43,6 +43,7 @@ from .._io import (
     max_document_bytes,
     read_json_file,
 )
+from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
 from ..heldout import current_user
@@ -59,10 +60,6 @@ SENTINEL_REPORT_DIR = "sentinels"
 PARTITION = "sentinels"
 """The partition label of a sentinel run's manifest and results."""
 ChangeKind = Literal["verdict_changed", "now_error", "was_error", "no_baseline", "not_judged", "input_changed"]
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Observation(_Model):

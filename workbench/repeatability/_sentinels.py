@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .._io import sha256_file
 from .._load import load_yaml, validation_problems
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase, GoldDataset
 
@@ -50,10 +51,8 @@ class Sentinel(BaseModel):
         return value
 
 
-class SentinelSet(BaseModel):
+class SentinelSet(Record):
     """A sentinel file, exactly as stored."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = SENTINELS_SCHEMA_VERSION
     """Sentinel file format version."""
@@ -109,11 +108,10 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
         encoding_code="sentinels_yaml",
         shape=("the sentinel file must be a YAML mapping with a list under sentinels:", "write schema_version, name and sentinels: [{case_id, reason}]"),
     ).data
-    version = raw.get("schema_version", SENTINELS_SCHEMA_VERSION)
-    if isinstance(version, int) and version > SENTINELS_SCHEMA_VERSION:
-        raise WorkbenchError("unreadable sentinels", [_problem(loc, "schema_version_newer", f"sentinel schema_version {version} is newer than this workbench reads", "upgrade the workbench")])
     try:
         parsed = SentinelSet.model_validate(raw)
+    except SchemaTooNew as exc:
+        raise WorkbenchError("unreadable sentinels", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
         raise WorkbenchError(f"{loc}: invalid sentinels", validation_problems(exc, at=loc, code="sentinels_invalid", root="file", fix="see docs/formats.md#sentinels")) from None
     problems: list[Problem] = []

@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._args import check_run_arguments, partition_name
 from .._io import (
@@ -40,6 +40,7 @@ from .._io import (
     max_document_bytes,
     sha256_file,
 )
+from .._record import Record as _Model
 from ..align import align_results, read_run_manifest
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, load_dataset
@@ -58,10 +59,6 @@ DEFAULT_MIN_REPEATS = 3
 DEFAULT_PARTITION = "calibration"
 """The partition certification wants the study on."""
 _RISK_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class CaseRepeatability(_Model):

@@ -21,12 +21,13 @@ import subprocess
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, SerializerFunctionWrapHandler, model_serializer
+from pydantic import SerializerFunctionWrapHandler, model_serializer
 
 from .. import __version__
 from .._io import atomic_write_text, read_json_file, sha256_file, sha256_json
+from .._record import Record, SchemaTooNew
 from ..heldout import PreviousReport
 from ._signing import LockSignature, Signer
 
@@ -36,10 +37,10 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {"kind": "certification", "baseline": No
 """Fields added to lock format 2 later: a lock without them dumps, and so hashes, as before."""
 
 
-class Lock(BaseModel):
+class Lock(Record):
     """The content of ``lock.json``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    KIND: ClassVar[str] = "report lock"
 
     schema_version: int = LOCK_SCHEMA_VERSION
     """Lock format version (2: outcome recomputable from the stored evidence, ledger-bound, signable)."""
@@ -170,11 +171,16 @@ def write_lock(report_dir: Path, lock: Lock, signer: Signer | None = None) -> Lo
 
 
 def read_lock(report_dir: Path) -> Lock:
-    """The lock of a report directory (or of ``.../lock.json`` itself). Raises ValueError or OSError."""
+    """The lock of a report directory (or of ``.../lock.json`` itself). Raises ValueError or OSError,
+    and :class:`~workbench._record.SchemaTooNew` (located at the file) for a lock written by a newer
+    workbench."""
     path = Path(report_dir)
     if path.name == LOCK_FILE and path.is_file():
         path = path.parent
-    return Lock.model_validate(read_json_file(path / LOCK_FILE))
+    try:
+        return Lock.model_validate(read_json_file(path / LOCK_FILE))
+    except SchemaTooNew as exc:
+        raise exc.at(str(path / LOCK_FILE)) from None
 
 
 def make_read_only(root: Path) -> None:

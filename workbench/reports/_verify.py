@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import read_json_file
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..heldout import HeldOutLedger, LedgerEntry, ledger_path_for
 from ._listing import read_marker, report_dirs
@@ -101,6 +102,10 @@ def verify_one(path: str | Path, *, gold: str | Path | None = None, trusted: dic
         return result
     try:
         lock = read_lock(root)
+    except SchemaTooNew as exc:  # fail closed: a lock this workbench cannot read is never verified
+        newer = exc.problems[0]
+        result.fail("lock", lock_path, newer.code, newer.message, newer.fix)
+        return result
     except (ValueError, OSError, RecursionError, UnicodeDecodeError) as exc:
         result.fail("lock", lock_path, "lock_unreadable", f"lock.json cannot be read ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})", "the lock was altered; restore the report from its original copy")
         return result

@@ -10,9 +10,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from .._io import sha256_json
+from .._record import Record
 
 RESULT_SCHEMA_VERSION = 2
 """Version of the judge-result record format. 2 made ``reason``, ``partition``, ``attempt`` and
@@ -38,10 +39,10 @@ ERROR_KINDS: tuple[str, ...] = (
 """Documented evaluator-error kinds. Importers and judge kinds may only use these."""
 
 
-class _Record(BaseModel):
+class _Record(Record):
     # Numbers are finite; ints, floats and bools are strict (``"1"`` is not an attempt
     # number, ``1.0`` is not an int, ``"false"`` is not a bool): see the per-field ``strict``.
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+    model_config = ConfigDict(allow_inf_nan=False)
 
 
 class JudgeIdentity(_Record):

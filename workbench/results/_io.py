@@ -26,6 +26,7 @@ from .._io import (
     json_problem,
     loads_json,
 )
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
 from ._migrate import (
@@ -101,12 +102,12 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
             continue
         try:
             result = JudgeResult.model_validate_json(text)
+        except SchemaTooNew as exc:
+            yield exc.problem_at(where, case_id=_case_id(loads_json(text)))
+            continue
         except ValidationError as exc:
             raw = loads_json(text)  # cannot fail: check_json accepted the text
             version = record_version(raw) if isinstance(raw, dict) else None
-            if version is not None and version > RESULT_SCHEMA_VERSION:
-                yield Problem(location=where, case_id=_case_id(raw), code="schema_version_newer", message=f"result schema_version {version} is newer than this workbench reads ({RESULT_SCHEMA_VERSION})", fix="upgrade the workbench")
-                continue
             if version is None or version == RESULT_SCHEMA_VERSION:
                 yield from _translate(exc, where, raw)
                 continue

@@ -16,10 +16,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import Field, ValidationError
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
 from .._load import first_error, validation_problems
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 from ._notes import ReviewNote
@@ -28,10 +29,8 @@ DRAFT_SCHEMA_VERSION = 1
 """Version of the gold-correction draft record format."""
 
 
-class GoldCorrectionDraft(BaseModel):
+class GoldCorrectionDraft(Record):
     """A proposed superseding gold record, waiting for an adjudicator. Never applied automatically."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = DRAFT_SCHEMA_VERSION
     """Draft record format version."""
@@ -114,8 +113,8 @@ class GoldCorrectionDrafts:
             except ValidationError as exc:
                 problems.append(Problem(location=f"{self.path}:{number}", code="invalid_draft", message=first_error(exc), fix="drafts are written by the review widget; do not edit the file by hand"))
                 continue
-            if draft.schema_version > DRAFT_SCHEMA_VERSION:
-                problems.append(Problem(location=f"{self.path}:{number}", code="schema_version_newer", message=f"draft schema_version {draft.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+            except SchemaTooNew as exc:
+                problems.append(exc.problem_at(f"{self.path}:{number}"))
                 continue
             drafts.append(draft)
         problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="drafts are written by the review widget; do not edit the file by hand") for n in not_utf8]

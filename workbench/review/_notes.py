@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal, get_args
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from .._io import (
     AppendOnlyLog,
@@ -25,6 +25,7 @@ from .._io import (
     loads_json,
 )
 from .._load import first_error, validation_problems
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 NOTE_SCHEMA_VERSION = 1
@@ -47,10 +48,8 @@ EXPORT_FORMATS: tuple[str, ...] = (".csv", ".parquet")
 """File suffixes :meth:`ReviewNotes.export` writes."""
 
 
-class ReviewNote(BaseModel):
+class ReviewNote(Record):
     """One reviewer's note on one case for one judge."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = NOTE_SCHEMA_VERSION
     """Review-note record format version."""
@@ -136,8 +135,8 @@ class ReviewNotes:
             except ValidationError as exc:
                 problems.append(Problem(location=where, code="invalid_note", message=first_error(exc), fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
                 continue
-            if record.schema_version > NOTE_SCHEMA_VERSION:
-                problems.append(Problem(location=where, case_id=record.case_id, code="schema_version_newer", message=f"note schema_version {record.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+            except SchemaTooNew as exc:
+                problems.append(exc.problem_at(where))
                 continue
             notes.append(record)
         problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="notes are written by ReviewNotes.add; do not edit the file by hand") for n in not_utf8]

@@ -31,10 +31,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import Field, ValidationError, field_validator
 
 from .._io import AppendOnlyLog, JSONRecordError, iter_jsonl_lines, json_problem, loads_json
 from .._load import first_error, validation_problems
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 TRANSITION_REVIEW_SCHEMA_VERSION = 1
@@ -47,10 +48,8 @@ DECISIONS: tuple[str, ...] = get_args(Decision)
 FIX = "transition reviews are written by `workbench review transition` or the review widget; restore the log, never edit it"
 
 
-class TransitionReview(BaseModel):
+class TransitionReview(Record):
     """One reviewer's decision on one changed verdict between two judge versions."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = TRANSITION_REVIEW_SCHEMA_VERSION
     """Transition-review record format version."""
@@ -230,8 +229,8 @@ def read_transition_reviews(path: str | Path) -> list[TransitionReview]:
         except ValidationError as exc:
             problems.append(Problem(location=where, code="transition_review_invalid", message=first_error(exc), fix=FIX))
             continue
-        if record.schema_version > TRANSITION_REVIEW_SCHEMA_VERSION:
-            problems.append(Problem(location=where, case_id=record.case_id, code="schema_version_newer", message=f"transition review schema_version {record.schema_version} is newer than this workbench reads", fix="upgrade the workbench"))
+        except SchemaTooNew as exc:
+            problems.append(exc.problem_at(where))
             continue
         reviews.append(record)
     problems += [Problem(location=f"{path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix=FIX) for n in not_utf8]

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from filelock import FileLock, Timeout
-from pydantic import BaseModel, ConfigDict
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -41,6 +40,7 @@ from tenacity import (
 
 from .._args import check_run_arguments, partition_name
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
+from .._record import LooseRecord
 from .._redact import redact, redact_values
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, GoldLineage, Partition
@@ -65,10 +65,8 @@ from ._rundir import SHARDS_FILE, RunDir
 RUN_SUMMARY_SCHEMA_VERSION = 3
 
 
-class RunSummary(BaseModel):
+class RunSummary(LooseRecord):
     """How a run stands after an invocation. ``incomplete`` is never a pass."""
-
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     schema_version: int = RUN_SUMMARY_SCHEMA_VERSION
     """Run summary format version. 2 added ``schema_version``, ``stop_detail``, the

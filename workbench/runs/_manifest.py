@@ -10,6 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._io import atomic_write_json, read_json_file, sha256_json
+from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldLineage
 from ..results import JudgeIdentity
@@ -58,10 +59,8 @@ class ManifestSampling(BaseModel):
     ``sampled`` (drawn, whole groups)."""
 
 
-class RunManifest(BaseModel):
+class RunManifest(Record):
     """What a run will judge, fixed before the first model call."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = MANIFEST_SCHEMA_VERSION
     run_id: str
@@ -136,6 +135,8 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
         return proposed, False
     try:
         existing = RunManifest.model_validate(read_json_file(path))
+    except SchemaTooNew as exc:
+        raise exc.at(str(path)) from None
     except (OSError, ValueError) as exc:
         raise WorkbenchError("unreadable manifest", [Problem(location=str(path), code="manifest_invalid", message=f"the run manifest cannot be read ({exc})", fix="restore the manifest or use a new --out directory")]) from None
     if existing.content_sha256() != proposed.content_sha256():

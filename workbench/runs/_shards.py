@@ -25,9 +25,10 @@ import hashlib
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from .._io import atomic_write_bytes
+from .._record import Record
 from ._rundir import SHARDS_DIR as SHARDS_DIR
 from ._rundir import RunDir
 
@@ -46,10 +47,8 @@ def shard_dir(out: Path, index: int) -> Path:
     return RunDir(out).shard(index).path
 
 
-class ShardPlan(BaseModel):
+class ShardPlan(Record):
     """``shards.json``: how a run directory is split into shards; fixed at its first invocation."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
     schema_version: int = SHARD_PLAN_SCHEMA_VERSION
     """Shard plan format version."""

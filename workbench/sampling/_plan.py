@@ -23,11 +23,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from .._io import sha256_json
 from .._load import error_field, load_yaml, rule_error
 from .._load import validation_problems as _problems
+from .._record import Record as _Model
+from .._record import SchemaTooNew
 from ..errors import Problem, WorkbenchError
 
 SAMPLING_SCHEMA_VERSION = 1
@@ -42,10 +44,6 @@ class SamplingRuleError(ValueError):
     def __init__(self, rules: list[tuple[str, str, str]]) -> None:
         self.rules = rules
         super().__init__("; ".join(message for _, message, _ in rules))
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class SliceSampling(_Model):
@@ -231,15 +229,14 @@ def load_sampling_plan(path: str | Path) -> SamplingPlan:
         shape=("the plan must be a YAML mapping", "write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)"),
     ).data
     problems: list[Problem] = []
-    version = raw.get("schema_version", SAMPLING_SCHEMA_VERSION)
-    if isinstance(version, int) and version > SAMPLING_SCHEMA_VERSION:
-        problems.append(Problem(location=loc, code="schema_version_newer", message=f"plan schema_version {version} is newer than this workbench reads ({SAMPLING_SCHEMA_VERSION})", fix="upgrade the workbench"))
     owner = raw.get("owner")
     if not isinstance(owner, str) or not owner.strip():
         problems.append(Problem(location=loc, code="sampling_owner", message="a plan file must name its owner, who reviewed it", fix="add owner: <a named person or team>"))
     plan: SamplingPlan | None = None
     try:
         plan = SamplingPlan.model_validate(raw)
+    except SchemaTooNew as exc:
+        problems.insert(0, exc.problem_at(loc))
     except ValidationError as exc:
         problems += validation_problems(exc, loc)
     if plan is not None:

@@ -19,9 +19,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from ..._load import Lines, load_yaml, validation_problems, yaml_lines
+from ..._record import Record as _Model
+from ..._record import SchemaTooNew
 from ...errors import Problem
 from ...gold import Partition
 
@@ -40,10 +42,6 @@ RULE_TEXT: dict[str, str] = {
 
 def _as_column(value: Any) -> Any:
     return {"column": value} if isinstance(value, str) else value
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
 
 class Column(_Model):
@@ -515,11 +513,10 @@ def column_problems(raw: dict[str, Any], columns: Iterable[str], at: Any, source
 def parse_mapping(raw: dict[str, Any], at: Any, location: str) -> tuple[TableMapping | None, list[Problem]]:
     """Validate a raw mapping; returns the mapping (or None) and every problem found."""
     problems: list[Problem] = []
-    version = raw.get("schema_version", MAPPING_SCHEMA_VERSION)
-    if isinstance(version, int) and not isinstance(version, bool) and version > MAPPING_SCHEMA_VERSION:
-        problems.append(Problem(location=at("schema_version"), code="schema_version_newer", message=f"mapping schema_version {version} is newer than this workbench reads ({MAPPING_SCHEMA_VERSION})", fix="upgrade the workbench"))
     try:
         mapping = TableMapping.model_validate(raw)
+    except SchemaTooNew as exc:
+        return None, [exc.problem_at(at("schema_version"))]
     except ValidationError as exc:
         problems += mapping_problems_from_validation(exc, at, location)
         if "reference" not in raw and "grading_notes" not in raw and not any("grading evidence" in p.message for p in problems):

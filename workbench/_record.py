@@ -1,0 +1,145 @@
+"""One base for every record the workbench writes and reads back, and one version gate.
+
+A record is a frozen pydantic model: unknown keys are refused, and each field's docstring
+is its documentation (``docs/formats.md`` lists them). A record that carries a
+``schema_version`` declares the newest version this workbench reads in
+:attr:`Record.SCHEMA_VERSION` (by default the field's default value). Reading a record
+written by a newer workbench is refused in one place, :meth:`Record._refuse_newer`, with
+the same :class:`~workbench.errors.Problem` everywhere (``schema_version_newer``, fix
+"upgrade the workbench"): results, run manifests and summaries, report locks, ledger
+entries, alignment reports, gate results, policies, candidates, ...
+
+:class:`LooseRecord` is the one documented variant: the same, except that unknown keys are
+ignored, kept for the models that ignored them before this base existed (derived reports
+read back for display and summaries).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from .errors import Problem, WorkbenchError
+
+__all__ = ["LooseRecord", "Record", "SchemaTooNew", "newer_version_problem", "schema_too_new", "version_problem"]
+
+SCHEMA_TOO_NEW = "schema_version_newer"
+"""The code of the problem a record from a newer workbench gets (the code the hand-written
+checks used before; kept so that scripts matching on it keep working)."""
+FIX_UPGRADE = "upgrade the workbench"
+
+
+def _kind_of(name: str) -> str:
+    """``RunManifest`` -> ``run manifest``: the file kind named in the refusal."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name.lstrip("_")).lower()
+
+
+def newer_version_problem(kind: str, version: object, supported: int, location: str | None = None, *, case_id: str | None = None) -> Problem:
+    """The problem for a ``kind`` file whose ``schema_version`` is newer than ``supported``."""
+    return Problem(
+        location=location or f"{kind}: schema_version",
+        case_id=case_id,
+        code=SCHEMA_TOO_NEW,
+        message=f"{kind} schema_version {version} is newer than this workbench reads ({supported})",
+        fix=FIX_UPGRADE,
+    )
+
+
+def _as_version(value: object) -> int | None:
+    """``value`` as the integer a (lax) ``int`` field would read it as, or None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def schema_too_new(version: object, supported: int) -> bool:
+    """Whether ``version`` (as read, any type) is an integer above ``supported`` (``"3"`` and
+    ``3.0`` count: a lax field would read them as 3)."""
+    number = _as_version(version)
+    return number is not None and number > supported
+
+
+def version_problem(model: type[Record], raw: object, location: str, *, case_id: str | None = None) -> Problem | None:
+    """The gate of ``model`` applied to a raw mapping before validation, for readers that
+    report the version at its own line next to the file's other problems; None when the
+    version is readable (or absent, or not an integer: validation reports that)."""
+    version = raw.get("schema_version") if isinstance(raw, dict) else None
+    supported = model.SCHEMA_VERSION
+    if supported is None or not schema_too_new(version, supported):
+        return None
+    return newer_version_problem(model.KIND, version, supported, location, case_id=case_id)
+
+
+class SchemaTooNew(WorkbenchError):
+    """A record was written by a newer workbench than this one.
+
+    Raised from validation itself (it is no ``ValueError``, so pydantic does not fold it
+    into a ``ValidationError``): every reader refuses the record, including readers that
+    do not catch it. Readers that collect problems per line catch it and use
+    :meth:`problem_at` to name the line.
+    """
+
+    def __init__(self, kind: str, version: int, supported: int, location: str | None = None) -> None:
+        self.kind = kind
+        self.version = version
+        self.supported = supported
+        super().__init__(f"{kind} from a newer workbench", [newer_version_problem(kind, version, supported, location)])
+
+    def problem_at(self, location: str, *, case_id: str | None = None) -> Problem:
+        """The same problem, located at ``location`` (``file:line`` or ``file``)."""
+        return newer_version_problem(self.kind, self.version, self.supported, location, case_id=case_id)
+
+    def at(self, location: str) -> SchemaTooNew:
+        """The same refusal, located at ``location``: for readers that re-raise it."""
+        return SchemaTooNew(self.kind, self.version, self.supported, location)
+
+
+class Record(BaseModel):
+    """Base of every frozen workbench record: unknown keys refused, fields documented,
+    newer schema versions refused."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+
+    SCHEMA_VERSION: ClassVar[int | None] = None
+    """The newest ``schema_version`` this workbench reads for this record; None for records
+    without a version. Defaults to the ``schema_version`` field's default."""
+    KIND: ClassVar[str] = "record"
+    """What the record is called in the refusal (default: the class name in words)."""
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if "KIND" not in cls.__dict__:
+            cls.KIND = _kind_of(cls.__name__)
+        field = cls.model_fields.get("schema_version")
+        if "SCHEMA_VERSION" not in cls.__dict__ and field is not None and isinstance(field.default, int) and not isinstance(field.default, bool):
+            cls.SCHEMA_VERSION = field.default
+
+    @field_validator("schema_version", mode="after", check_fields=False)
+    @classmethod
+    def _refuse_newer(cls, version: object) -> object:
+        """The one version gate: refuse a ``schema_version`` newer than :attr:`SCHEMA_VERSION`.
+
+        A field validator, so that it costs one call per versioned record and nothing on the
+        records without a version. It raises :class:`SchemaTooNew`, which is no ``ValueError``:
+        validation stops there, whatever else is wrong with the record (a newer format's other
+        fields cannot be judged by this reader)."""
+        supported = cls.SCHEMA_VERSION
+        if supported is not None and schema_too_new(version, supported):
+            raise SchemaTooNew(cls.KIND, version, supported)  # type: ignore[arg-type]
+        return version
+
+
+class LooseRecord(Record):
+    """A :class:`Record` that ignores unknown keys instead of refusing them (the models that
+    ignored them before this base existed)."""
+
+    model_config = ConfigDict(extra="ignore")
