@@ -24,6 +24,7 @@ import krippendorff
 import numpy as np
 import pytest
 import yaml
+from _datasets import DATASETS, needs_datasets, require
 from click.testing import CliRunner
 from conftest import RUBRIC, make_case
 from scipy.stats import spearmanr
@@ -45,10 +46,7 @@ from workbench.stats import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-_SHARED = [ROOT.parent / "shared" / "datasets", ROOT.parent.parent / "shared" / "datasets"]
-DATASETS = next((p for p in _SHARED if p.is_dir()), _SHARED[0])
 PANDALM = DATASETS / "pandalm" / "testset-v1.json"
-needs_pandalm = pytest.mark.skipif(not PANDALM.is_file(), reason=f"public datasets not found: ../shared/datasets/pandalm/testset-v1.json (looked in {', '.join(map(str, _SHARED))})")
 
 LIKERT = ["1", "2", "3", "4", "5"]
 ORDINAL_RUBRIC: dict[str, Any] = {
@@ -428,13 +426,13 @@ def _check_against_libraries(report: Any, dataset: Any) -> None:
     assert block.krippendorff_alpha_interval.value == pytest.approx(alpha_by_hand(scale_units, scale, "interval", values), abs=1e-9)
 
 
-@needs_pandalm
+@needs_datasets
 def test_pandalm_as_an_ordered_preference_scale(tmp_path: Path) -> None:
     """PandaLM: 999 cases, 3 annotators; ordered as "1 better" < "tie" (0) < "2 better"."""
     from workbench.importers import run_importer
 
     out = tmp_path / "pandalm"
-    run_importer("pandalm", PANDALM, out)
+    run_importer("pandalm", require(PANDALM), out)
     rubric = yaml.safe_load((out / "rubric.yaml").read_text(encoding="utf-8"))
     rubric["scale"] = "ordinal"
     rubric["labels"] = ["1", "0", "2", *[label for label in rubric["labels"] if label not in ("0", "1", "2")]]
