@@ -94,6 +94,9 @@ def test_shards_run_the_engine_and_merge_into_one_run(gold: Path, tmp_path: Path
     summary = json.loads((out / "run.json").read_text())
     assert (summary["status"], summary["verdicts"], summary["planned"]) == ("complete", N, N)
     assert summary["results_path"] == str(out / "results.jsonl")
+    # cost and tokens per slice, as a local run reports them (the last row is every slice)
+    by_slice = {row["slice"]: row for row in summary["slice_costs"]}
+    assert by_slice and sum(row["cases"] for name, row in by_slice.items() if name != "(all)") == by_slice["(all)"]["cases"]
     aligned = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(out / "results.jsonl")])
     assert aligned.exit_code == 0, aligned.output  # align reads the sharded run as one
     assert {r["case_id"]: r["value"] for r in merged} == {r["case_id"]: r["value"] for r in rows(tmp_path / "local" / "results.jsonl")}

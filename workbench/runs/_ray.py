@@ -401,7 +401,7 @@ def _drive(judge: Any, dataset: Any, cases: list[Any], part: str, out: Path, can
         limits.warn(message)
     seen_out = [s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed is not None]
     estimator = SimpleNamespace(method=next((s.estimate_method for s in summaries if s.estimate_method), None), max_out=max(seen_out) if seen_out else None)
-    summary = _summarize(manifest, judge, RunDir(out).results, counters, resumed, limits, _max_attempts(judge), estimator, {}, {}, None)  # type: ignore[arg-type]
+    summary = _summarize(manifest, judge, RunDir(out).results, counters, resumed, limits, _max_attempts(judge), estimator, {c.case_id: c.slice for c in cases}, {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}, None)  # type: ignore[arg-type]
     if warnings and summary.status == "complete":
         summary = summary.model_copy(update={"status": "incomplete"})  # a shard that failed is never a pass
     atomic_write_json(RunDir(out).summary, summary.model_dump(mode="json"))
