@@ -1,9 +1,10 @@
 """Tests that cannot collide: no fixed ports, demo models on port 0, URLs through the environment.
 
-The demo candidates name an environment variable in ``endpoint.base_url_env``; the demo's
-local model binds a free port and exports its URL there. The variable's *name* and the
-default ``base_url`` are part of the fingerprint, the resolved URL is not (``run.json``
-records it), so the verdict cache and certification survive a port change.
+The demo candidates name an environment variable in ``endpoint.base_url_env`` and no
+``base_url``; the demo's local model binds a free port and exports its URL there. With the
+variable unset the judge refuses to load (``base_url_unset``): no fixed port, and never the
+provider's default. The variable's *name* is part of the fingerprint, the resolved URL is not
+(``run.json`` records it), so the verdict cache and certification survive a port change.
 """
 
 from __future__ import annotations
@@ -65,18 +66,17 @@ FIXED_BIND = re.compile(
     """
 )
 """A bind of a fixed, non-zero port."""
-DEFAULT_URL = re.compile(r"^\s*base_url:\s*http://127\.0\.0\.1:876[5-7]/v1\s*$")
-"""The one allowed mention: a demo spec's default base_url, beside its base_url_env."""
+LOCAL_URL = re.compile(r"\bbase_url:\s*https?://(?:127\.0\.0\.1|localhost):[1-9][0-9]*")
+"""A spec's base_url on a fixed local port: a busy port (or another session's server) answers."""
 
 
 def _offences(path: Path, text: str) -> list[str]:
     rel = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path
-    declares_env = path.suffix in (".yaml", ".yml") and re.search(r"^\s*base_url_env:\s*[A-Z_][A-Z0-9_]*\s*(#.*)?$", text, re.M) is not None
     found = []
     for number, line in enumerate(text.splitlines(), 1):
         if FIXED_BIND.search(line):
             found.append(f"{rel}:{number}: fixed port bind: {line.strip()[:120]}")
-        elif DEMO_PORT.search(line) and not (declares_env and DEFAULT_URL.match(line)):
+        elif DEMO_PORT.search(line) or (path.suffix in (".yaml", ".yml") and LOCAL_URL.search(line)):
             found.append(f"{rel}:{number}: fixed demo port: {line.strip()[:120]}")
     return found
 
@@ -133,10 +133,12 @@ def test_the_guard_allows_port_zero_and_lookalikes(line: str, tmp_path: Path) ->
     assert _offences(tmp_path / "ok.py", line + "\n") == []
 
 
-def test_the_guard_allows_only_a_default_base_url_beside_base_url_env(tmp_path: Path) -> None:
-    spec = "endpoint:\n  base_url_env: WORKBENCH_DEMO_LLM_URL\n  base_url: http://127.0.0.1:8765/v1\n"
+def test_the_guard_refuses_a_fixed_local_base_url_even_beside_base_url_env(tmp_path: Path) -> None:
+    spec = "endpoint:\n  base_url_env: WORKBENCH_DEMO_LLM_URL\n"
     assert _offences(tmp_path / "ok.yaml", spec) == []
-    assert _offences(tmp_path / "ok.yaml", spec + "# served on port 8765\n") != []
+    assert _offences(tmp_path / "bad.yaml", spec + "  base_url: http://127.0.0.1:8765/v1\n") != []
+    assert _offences(tmp_path / "bad.yaml", spec + "  base_url: http://localhost:40010/v1\n") != []
+    assert _offences(tmp_path / "ok.yaml", "endpoint:\n  base_url: https://api.example.com/v1\n") == []
 
 
 # -- the spec: base_url_env -------------------------------------------------------------------
@@ -146,9 +148,13 @@ def test_the_guard_allows_only_a_default_base_url_beside_base_url_env(tmp_path: 
 def test_demo_specs_read_their_base_url_from_the_environment(name: str, env: str, monkeypatch: pytest.MonkeyPatch) -> None:
     assert env in DEMO_URL_ENVS
     spec, _ = load_spec(CANDIDATES / name)
-    assert spec.endpoint.base_url_env == env and spec.endpoint.base_url  # a default for a by-hand server
+    assert spec.endpoint.base_url_env == env and spec.endpoint.base_url is None  # no fixed port to fall back to
+    with pytest.raises(WorkbenchError) as unset:  # the variable unset: refused, never api.openai.com
+        load_candidate(CANDIDATES / name)
+    (problem,) = [p for p in unset.value.problems if p.code == "base_url_unset"]
+    assert env in problem.message and f"--export {env}" in problem.fix
+    monkeypatch.setenv(env, "http://127.0.0.1:40000/v1")
     default = load_candidate(CANDIDATES / name)
-    assert default.base_url == spec.endpoint.base_url  # type: ignore[attr-defined]
     monkeypatch.setenv(env, "http://127.0.0.1:40001/v1")
     moved = load_candidate(CANDIDATES / name)
     assert moved.base_url == "http://127.0.0.1:40001/v1"  # type: ignore[attr-defined]

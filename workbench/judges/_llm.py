@@ -179,6 +179,12 @@ class LLMJudge:
             self.base_url = spec.endpoint.resolved_base_url()
         except ValueError as exc:
             problems.append(Problem(location=loc, code="base_url_env_invalid", message=f"endpoint.base_url_env: {exc}", fix=f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use endpoint.base_url"))
+        else:
+            name = spec.endpoint.base_url_env
+            if name and self.base_url is None:
+                # Never fall back to the client's default (api.openai.com) or to a fixed port:
+                # a spec that names its URL variable and no base_url is served where that says.
+                problems.append(Problem(location=loc, code="base_url_unset", message=f"endpoint.base_url_env names ${name}, which is not set, and the spec has no base_url: there is no endpoint to call", fix=f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() / serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)"))
         # As run.json and error messages name it: no query string, no user information, and the
         # client's default when the spec names none (never carries the key).
         self.endpoint_url: str = public_url(_recordable_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")) or ""
