@@ -54,6 +54,9 @@ LABEL_KINDS: tuple[str, ...] = ("ragas-llm", "ragas-function", "imported")
 DETERMINISTIC_KINDS: tuple[str, ...] = ("ragas-function",)
 """Kinds the contracts lane runs over the control suites (no model, no cost)."""
 PLACEHOLDER_KEY = "ci-contracts-placeholder-not-a-key"
+PLACEHOLDER_URL = "http://ci-contracts-placeholder.invalid/v1"
+"""What a spec's ``base_url_env`` reads while its judge is built offline (``.invalid`` never
+resolves; the lane calls no model)."""
 
 Outcome = Literal["passed", "contract_problems", "incomplete", "failed", "review_required"]
 EXIT_CODES: dict[str, int] = exit_codes("passed", "failed", "contract_problems", "incomplete", "review_required")
@@ -111,11 +114,12 @@ def _from_problems(group: str, name: str, problems: list[Problem], seconds: floa
 
 
 @contextlib.contextmanager
-def placeholder_keys(names: list[str | None]) -> Iterator[None]:
-    """Set each unset key variable to a placeholder while a judge is built offline, then restore."""
-    added = [n for n in dict.fromkeys(names) if n and not os.environ.get(n)]
-    for name in added:
-        os.environ[name] = PLACEHOLDER_KEY
+def placeholder_environment(endpoint: Any) -> Iterator[None]:
+    """Set the endpoint's unset key and URL variables to placeholders while a judge is built
+    offline (no call is made), then restore: the lane checks the spec, not the deployment."""
+    values = {endpoint.api_key_env: PLACEHOLDER_KEY, endpoint.base_url_env: PLACEHOLDER_URL}
+    added = {n: v for n, v in values.items() if n and not os.environ.get(n)}
+    os.environ.update(added)
     try:
         yield
     finally:
@@ -249,7 +253,7 @@ def _check_candidates(inv: Inventory, golds: dict[Path, Any], checks: list[Check
             checks.append(_from_problems("candidates", inv.rel(path), c.problems, c.seconds))
             continue
         spec, _ = loaded
-        with placeholder_keys([spec.endpoint.api_key_env]):
+        with placeholder_environment(spec.endpoint):
             judge = c.attempt(build_judge, spec, path)
         specs[path] = (spec, judge, c)
     labels = {spec.label for spec, _, _ in specs.values()}
