@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .._load import read_config
 from ..errors import Problem, WorkbenchError
 from ..heldout import PROJECT_CONFIG, gold_directory, project_root
+from ..heldout._location import configured_path
 
 AUTHORITY_FILE = "authority.jsonl"
 """The authority record's default file name, beside the gold dataset."""
@@ -29,30 +29,9 @@ SHADOW_LOG_FILE = "shadow_log.jsonl"
 """The shadow log's file name, beside the authority record."""
 
 
-def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError("invalid project configuration", [Problem(location=str(path), code="project_config_invalid", message=message, fix=fix)])
-
-
 def configured_record(root: Path) -> Path | None:
     """The authority record declared in ``<root>/workbench.yaml``, if any."""
-    config = root / PROJECT_CONFIG
-    raw, unreadable = read_config(config)
-    if unreadable is not None:
-        raise _config_problem(config, f"the project configuration cannot be read ({unreadable.message[:120]})", "write workbench.yaml as a UTF-8 YAML mapping")
-    if raw is None:
-        return None
-    if not isinstance(raw, dict):
-        raise _config_problem(config, "the project configuration must be a YAML mapping", f"write `{AUTHORITY_KEY}: path/to/{AUTHORITY_FILE}` or leave the file empty")
-    value = raw.get(AUTHORITY_KEY)
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise _config_problem(config, f"{AUTHORITY_KEY} must be a path (text)", f"write `{AUTHORITY_KEY}: path/to/{AUTHORITY_FILE}` (relative to the project root)")
-    path = Path(value)
-    path = path if path.is_absolute() else root / path
-    if path.is_dir():
-        raise _config_problem(config, f"{AUTHORITY_KEY} names a directory ({path})", f"name a file, e.g. {Path(value) / AUTHORITY_FILE}")
-    return path.resolve()
+    return configured_path(root, AUTHORITY_KEY, AUTHORITY_FILE)
 
 
 def authority_path_for(gold: str | Path) -> Path:

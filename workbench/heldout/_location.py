@@ -46,8 +46,10 @@ def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
     return WorkbenchError("invalid project configuration", [Problem(location=str(path), code="project_config_invalid", message=message, fix=fix)])
 
 
-def configured_ledger(root: Path) -> Path | None:
-    """The ledger path declared in ``<root>/workbench.yaml``, if any."""
+def configured_path(root: Path, key: str, filename: str) -> Path | None:
+    """The file ``key`` declares in ``<root>/workbench.yaml`` (resolved; relative to ``root``),
+    or None when the file or the key is absent. Shared by the held-out ledger and the
+    authority record: a bad declaration is one ``project_config_invalid`` problem."""
     config = root / PROJECT_CONFIG
     raw, unreadable = read_config(config)  # bounded; duplicate keys refused
     if unreadable is not None:
@@ -55,17 +57,22 @@ def configured_ledger(root: Path) -> Path | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise _config_problem(config, "the project configuration must be a YAML mapping", f"write `{LEDGER_KEY}: path/to/ledger.jsonl` or leave the file empty")
-    value = raw.get(LEDGER_KEY)
+        raise _config_problem(config, "the project configuration must be a YAML mapping", f"write `{key}: path/to/{filename}` or leave the file empty")
+    value = raw.get(key)
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise _config_problem(config, f"{LEDGER_KEY} must be a path (text)", f"write `{LEDGER_KEY}: path/to/{LEDGER_FILE}` (relative to the project root)")
+        raise _config_problem(config, f"{key} must be a path (text)", f"write `{key}: path/to/{filename}` (relative to the project root)")
     path = Path(value)
     path = path if path.is_absolute() else root / path
     if path.is_dir():
-        raise _config_problem(config, f"{LEDGER_KEY} names a directory ({path})", f"name a file, e.g. {Path(value) / LEDGER_FILE}")
+        raise _config_problem(config, f"{key} names a directory ({path})", f"name a file, e.g. {Path(value) / filename}")
     return path.resolve()
+
+
+def configured_ledger(root: Path) -> Path | None:
+    """The ledger path declared in ``<root>/workbench.yaml``, if any."""
+    return configured_path(root, LEDGER_KEY, LEDGER_FILE)
 
 
 def ledger_path_for(gold: str | Path) -> Path:
