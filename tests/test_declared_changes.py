@@ -138,6 +138,7 @@ def test_changes_need_a_parent_and_known_kinds(tmp_path: Path) -> None:
 
 def test_demo_versions_declare_what_they_change(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DEMO_LLM_API_KEY", "k")
+    monkeypatch.setenv("WORKBENCH_DEMO_LLM_URL", "http://127.0.0.1:40020/v1")  # built, never called
     c = ROOT / "data" / "candidates"
     r1, r2 = load_candidate(c / "rubric-judge@1.yaml"), load_candidate(c / "rubric-judge@2.yaml")
     s1, s2 = load_candidate(c / "support-llm-judge@1.yaml"), load_candidate(c / "support-llm-judge@2.yaml")

@@ -149,7 +149,7 @@ print(json.dumps([before, loaded()]))
 
 @pytest.mark.parametrize(("candidate", "module"), [("noise-judge@1.yaml", "workbench.noise._judge"), ("policy-ranker@1.yaml", "workbench.ranking._judges")])
 def test_a_builtin_kind_module_loads_only_when_its_judge_is_built(candidate: str, module: str) -> None:
-    env = {**os.environ, "DEMO_LLM_API_KEY": "k-demo", "RAGAS_DO_NOT_TRACK": "true"}
+    env = {**os.environ, "DEMO_LLM_API_KEY": "k-demo", "RAGAS_DO_NOT_TRACK": "true", "WORKBENCH_DEMO_NOISE_URL": "http://127.0.0.1:40021/v1"}  # built, never called
     done = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT / "data" / "candidates" / candidate)], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
     assert done.returncode == 0, done.stderr
     before, after = json.loads(done.stdout)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import nbformat
@@ -15,10 +16,10 @@ NOTEBOOK = ROOT / "notebooks" / "04_ranking.ipynb"
 
 
 def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
-    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be free ports, not the spec's default."""
+    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be the free ports the notebook's local model bound (the spec names only the variable)."""
     urls = {json.loads(p.read_text(encoding="utf-8"))["endpoint_url"] for p in run_root.rglob("run.json")}
-    default = yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]["base_url"]
-    assert urls and default not in urls and all(u and u.startswith("http://127.0.0.1:") for u in urls), urls
+    assert "base_url" not in yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]  # no fixed port to fall back to
+    assert urls and all(u and re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*/v1", u) for u in urls), urls
     return urls
 
 
