@@ -114,9 +114,17 @@ print(json.dumps({"wall_s": wall, "cpu_s": cpu, "import_s": t_import, "peak_rss_
 MODES = ("baseline", "python_join", "duckdb", "per_record", "align")
 
 
-def measure(mode: str, gold: Path, results: Path, cache: Path, partition: str = "development") -> dict[str, float]:
+def measure(
+    mode: str, gold: Path, results: Path, cache: Path, partition: str = "development"
+) -> dict[str, float]:
     env = {**os.environ, "WORKBENCH_CACHE_DIR": str(cache), "RAGAS_DO_NOT_TRACK": "true"}
-    out = subprocess.run([sys.executable, "-c", MEASURE, mode, str(gold), str(results), partition], check=True, capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, mode, str(gold), str(results), partition],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -141,14 +149,31 @@ def run(cases: int, repeats: int, skip: set[str]) -> dict[str, object]:
             for mode in modes:
                 runs[mode].append(measure(mode, gold, results, cache))
     counts = {mode: {r["n"] for r in rs} for mode, rs in runs.items() if mode != "baseline"}
-    med = {mode: {k: statistics.median(r[k] for r in rs) for k in ("wall_s", "cpu_s", "peak_rss_mb", "import_s")} for mode, rs in runs.items()}
+    med = {
+        mode: {
+            k: statistics.median(r[k] for r in rs)
+            for k in ("wall_s", "cpu_s", "peak_rss_mb", "import_s")
+        }
+        for mode, rs in runs.items()
+    }
     med["align_cold"] = {k: cold[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "import_s")}
-    figures: dict[str, object] = {"cases": cases, "repeats": repeats, "load_average": os.getloadavg()[0], "cases_in_scope_by_mode": {m: sorted(v) for m, v in counts.items()}}
+    figures: dict[str, object] = {
+        "cases": cases,
+        "repeats": repeats,
+        "load_average": os.getloadavg()[0],
+        "cases_in_scope_by_mode": {m: sorted(v) for m, v in counts.items()},
+    }
     for mode, values in med.items():
         figures[mode] = {k: round(v, 3) for k, v in values.items()}
     align_wall = med["align"]["wall_s"]
-    figures["ratios_wall"] = {f"align_over_{m}": round(align_wall / med[m]["wall_s"], 2) for m in med if m != "align"}
-    figures["ratios_cpu"] = {f"align_over_{m}": round(med["align"]["cpu_s"] / med[m]["cpu_s"], 2) for m in med if m != "align"}
+    figures["ratios_wall"] = {
+        f"align_over_{m}": round(align_wall / med[m]["wall_s"], 2) for m in med if m != "align"
+    }
+    figures["ratios_cpu"] = {
+        f"align_over_{m}": round(med["align"]["cpu_s"] / med[m]["cpu_s"], 2)
+        for m in med
+        if m != "align"
+    }
     target_s = 2.0 if cases <= 100_000 else 10.0
     figures["target"] = f"align under {target_s:g} s wall and under 1024 MB peak at {cases} cases"
     figures["met"] = align_wall < target_s and med["align"]["peak_rss_mb"] < 1024
@@ -156,10 +181,18 @@ def run(cases: int, repeats: int, skip: set[str]) -> dict[str, object]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--skip", action="append", default=[], choices=MODES, help="Leave a mode out (e.g. per_record at 1M: minutes and GBs).")
+    parser.add_argument(
+        "--skip",
+        action="append",
+        default=[],
+        choices=MODES,
+        help="Leave a mode out (e.g. per_record at 1M: minutes and GBs).",
+    )
     args = parser.parse_args()
     print(json.dumps(run(args.cases, args.repeats, set(args.skip)), indent=2))
 

@@ -70,12 +70,18 @@ def write_shards(results: Path, out: Path, repeats: int) -> int:
 
     from workbench.results import JudgeIdentity
 
-    identity = JudgeIdentity(name="synthetic-judge", version="1", kind="imported", params={"temperature": 0.0})
+    identity = JudgeIdentity(
+        name="synthetic-judge", version="1", kind="imported", params={"temperature": 0.0}
+    )
     table = pj.read_json(results)
     n = table.num_rows
     judge = pa.array([identity.model_dump(mode="json")] * n)
     table = table.set_column(table.schema.get_field_index("judge"), "judge", judge)
-    table = table.set_column(table.schema.get_field_index("judge_fingerprint"), "judge_fingerprint", pa.array([identity.fingerprint()] * n))
+    table = table.set_column(
+        table.schema.get_field_index("judge_fingerprint"),
+        "judge_fingerprint",
+        pa.array([identity.fingerprint()] * n),
+    )
     out.mkdir(parents=True, exist_ok=True)
     index = table.schema.get_field_index("repeat")
     for r in range(repeats):
@@ -86,16 +92,34 @@ def write_shards(results: Path, out: Path, repeats: int) -> int:
 
 def measure(mode: str, gold: Path, shards: Path, cache: Path) -> dict[str, object]:
     env = {**os.environ, "WORKBENCH_CACHE_DIR": str(cache), "RAGAS_DO_NOT_TRACK": "true"}
-    out = subprocess.run([sys.executable, "-c", MEASURE, mode, str(gold), str(shards)], check=True, capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", MEASURE, mode, str(gold), str(shards)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=101_000)
     parser.add_argument("--repeats", type=int, default=100)
-    parser.add_argument("--keep", type=Path, default=None, help="Write the data here and keep it (default: a temporary directory).")
-    parser.add_argument("--data", type=Path, default=None, help="Reuse data an earlier --keep wrote (gold/, shards/) instead of generating it.")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        help="Write the data here and keep it (default: a temporary directory).",
+    )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        default=None,
+        help="Reuse data an earlier --keep wrote (gold/, shards/) instead of generating it.",
+    )
     args = parser.parse_args()
     from synth import write_synthetic
 
@@ -110,17 +134,29 @@ def main() -> None:
             import pyarrow.parquet as pq
 
             gold = root / "gold"
-            total = sum(pq.ParquetFile(f).metadata.num_rows for f in (root / "shards").glob("*.parquet"))
+            total = sum(
+                pq.ParquetFile(f).metadata.num_rows for f in (root / "shards").glob("*.parquet")
+            )
         generated = time.perf_counter() - started
         cache = root / "cache"
         cold = measure("align", gold, root / "shards", cache)
         warm = measure("align", gold, root / "shards", cache)
-        figures: dict[str, object] = {"results": total, "gold_cases": args.cases, "shards": args.repeats, "generate_s": round(generated, 1), "load_average": os.getloadavg()[0], "align_cold": cold, "align": warm}
+        figures: dict[str, object] = {
+            "results": total,
+            "gold_cases": args.cases,
+            "shards": args.repeats,
+            "generate_s": round(generated, 1),
+            "load_average": os.getloadavg()[0],
+            "align_cold": cold,
+            "align": warm,
+        }
         try:
             import duckdb  # noqa: F401
 
             figures["duckdb"] = measure("duckdb", gold, root / "shards", cache)
-            figures["align_over_duckdb_wall"] = round(warm["wall_s"] / figures["duckdb"]["wall_s"], 2)  # type: ignore[index]
+            figures["align_over_duckdb_wall"] = round(
+                warm["wall_s"] / figures["duckdb"]["wall_s"], 2
+            )  # type: ignore[index]
         except ImportError:
             figures["duckdb"] = "not installed"
     print(json.dumps(figures, indent=2))

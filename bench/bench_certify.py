@@ -45,7 +45,21 @@ def certify_once(reports: Path) -> dict[str, float]:
     shutil.copytree(ROOT / "data" / "demo", gold)
     t0 = time.perf_counter()
     out = subprocess.run(
-        [sys.executable, "-m", "workbench", "certify", "--candidate", CANDIDATE, "--policy", "data/policies/support-release@1.yaml", "--gold", str(gold), "--reports", str(reports), "--json"],
+        [
+            sys.executable,
+            "-m",
+            "workbench",
+            "certify",
+            "--candidate",
+            CANDIDATE,
+            "--policy",
+            "data/policies/support-release@1.yaml",
+            "--gold",
+            str(gold),
+            "--reports",
+            str(reports),
+            "--json",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -56,14 +70,23 @@ def certify_once(reports: Path) -> dict[str, float]:
     result = json.loads(out.stdout)
     timings = result["timings_s"]
     parent = wall - timings["notebook_total"] - timings["render"] - timings.get("lock", 0.0)
-    return {"wall_s": wall, "parent_s": parent, "kernel_start_s": timings.get("kernel_start_and_overhead", 0.0), "run_s": timings.get("cells_run", 0.0), "render_s": timings["render"] + timings.get("lock", 0.0), "outcome": result["outcome"]}  # type: ignore[dict-item]
+    return {
+        "wall_s": wall,
+        "parent_s": parent,
+        "kernel_start_s": timings.get("kernel_start_and_overhead", 0.0),
+        "run_s": timings.get("cells_run", 0.0),
+        "render_s": timings["render"] + timings.get("lock", 0.0),
+        "outcome": result["outcome"],
+    }  # type: ignore[dict-item]
 
 
 def parent_imports() -> dict[str, object]:
     """Seconds the parent's imports take in a fresh process, with the share of Ragas and papermill."""
     code = _PARENT_IMPORTS + "import sys; print('lark' in sys.modules)"
     t0 = time.perf_counter()
-    done = subprocess.run([sys.executable, "-X", "importtime", "-c", code], cwd=ROOT, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", code], cwd=ROOT, capture_output=True, text=True
+    )
     total = time.perf_counter() - t0
     if done.returncode != 0:
         raise SystemExit(done.stderr[-2000:])
@@ -89,20 +112,34 @@ def empty_papermill(tmp: Path) -> float:
     import papermill
 
     nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nb.cells = [nbformat.v4.new_code_cell("pass")]
     src = tmp / "empty.ipynb"
     nbformat.write(nb, src)
     from workbench.reports._kernel import kernel_manager_class
 
     t0 = time.perf_counter()
-    with kernel_manager_class() as manager:  # the same IPC kernel certification uses (and no TCP warning)
-        papermill.execute_notebook(str(src), str(tmp / "empty-out.ipynb"), progress_bar=False, kernel_name="python3", kernel_manager_class=manager)
+    with (
+        kernel_manager_class() as manager
+    ):  # the same IPC kernel certification uses (and no TCP warning)
+        papermill.execute_notebook(
+            str(src),
+            str(tmp / "empty-out.ipynb"),
+            progress_bar=False,
+            kernel_name="python3",
+            kernel_manager_class=manager,
+        )
     return time.perf_counter() - t0
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     runs, baselines = [], []
@@ -111,18 +148,26 @@ def main() -> None:
         for i in range(args.repeats):
             baselines.append(empty_papermill(tmp))
             runs.append(certify_once(tmp / f"reports{i}"))
-    med = {k: round(statistics.median(r[k] for r in runs), 3) for k in ("wall_s", "parent_s", "kernel_start_s", "run_s", "render_s")}
+    med = {
+        k: round(statistics.median(r[k] for r in runs), 3)
+        for k in ("wall_s", "parent_s", "kernel_start_s", "run_s", "render_s")
+    }
     baseline = statistics.median(baselines)
-    print(json.dumps({
-        "certify": med,
-        "parent_share": round(med["parent_s"] / med["wall_s"], 2),
-        "parent_imports": parent_imports(),
-        "outcome": runs[0]["outcome"],
-        "baseline_empty_papermill_s": round(baseline, 3),
-        "certify_over_baseline": round(med["wall_s"] / baseline, 2),
-        "target": "certify under 30 s wall",
-        "met": med["wall_s"] < 30,
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "certify": med,
+                "parent_share": round(med["parent_s"] / med["wall_s"], 2),
+                "parent_imports": parent_imports(),
+                "outcome": runs[0]["outcome"],
+                "baseline_empty_papermill_s": round(baseline, 3),
+                "certify_over_baseline": round(med["wall_s"] / baseline, 2),
+                "target": "certify under 30 s wall",
+                "met": med["wall_s"] < 30,
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -60,7 +60,9 @@ def _timed(fn):  # type: ignore[no-untyped-def]
     return result, time.perf_counter() - w0, time.process_time() - c0
 
 
-def httpx_floor(url: str, body: bytes, n: int, concurrency: int, per_client: int | None = None) -> tuple[float, float, int]:
+def httpx_floor(
+    url: str, body: bytes, n: int, concurrency: int, per_client: int | None = None
+) -> tuple[float, float, int]:
     """``(wall s, cpu s, ok responses)`` of ``n`` POSTs through pooled httpx clients: one pool of
     ``concurrency`` connections, or (``per_client``) pools of that many, used round robin."""
     import httpx
@@ -70,13 +72,18 @@ def httpx_floor(url: str, body: bytes, n: int, concurrency: int, per_client: int
 
     async def go() -> int:
         limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
-        headers = {"content-type": "application/json", "authorization": "Bearer " + os.environ["BENCH_KEY"]}
+        headers = {
+            "content-type": "application/json",
+            "authorization": "Bearer " + os.environ["BENCH_KEY"],
+        }
         gate = asyncio.Semaphore(concurrency)
         pool = [httpx.AsyncClient(limits=limits, timeout=30) for _ in range(clients)]
 
         async def one(i: int) -> int:
             async with gate:
-                response = await pool[i % clients].post(url + "/chat/completions", content=body, headers=headers)
+                response = await pool[i % clients].post(
+                    url + "/chat/completions", content=body, headers=headers
+                )
                 response.json()
                 return response.status_code
 
@@ -91,7 +98,9 @@ def httpx_floor(url: str, body: bytes, n: int, concurrency: int, per_client: int
     return wall, cpu, ok
 
 
-def engine(spec: Path, gold: Path, out: Path, concurrency: int, profile: cProfile.Profile | None = None) -> tuple[float, float, dict]:
+def engine(
+    spec: Path, gold: Path, out: Path, concurrency: int, profile: cProfile.Profile | None = None
+) -> tuple[float, float, dict]:
     """``(wall s, cpu s, run summary)`` of one cold engine run (cache off)."""
     judge = load_candidate(spec)
     dataset = load_dataset(gold)
@@ -100,7 +109,17 @@ def engine(spec: Path, gold: Path, out: Path, concurrency: int, profile: cProfil
         if profile is not None:
             profile.enable()
         try:
-            return asyncio.run(run_candidate(judge, dataset, "development", out, concurrency=concurrency, cache_dir=False, progress=False)).model_dump()
+            return asyncio.run(
+                run_candidate(
+                    judge,
+                    dataset,
+                    "development",
+                    out,
+                    concurrency=concurrency,
+                    cache_dir=False,
+                    progress=False,
+                )
+            ).model_dump()
         finally:
             if profile is not None:
                 profile.disable()
@@ -114,27 +133,58 @@ def sample_body(spec: Path, gold: Path) -> bytes:
     judge = load_candidate(spec)
     case = load_dataset(gold).partition("development")[0]
     prompt = judge.render(JudgeInput.from_case(case))["prompt"]
-    schema = "Understand the content and provide the parsed objects in json that match the following json_schema:\n\n" + "x" * 400
-    body = {"messages": [{"role": "system", "content": schema}, {"role": "user", "content": prompt}], "model": "fake-judge", "max_tokens": 128, "temperature": 0, "response_format": {"type": "json_object"}}
+    schema = (
+        "Understand the content and provide the parsed objects in json that match the following json_schema:\n\n"
+        + "x" * 400
+    )
+    body = {
+        "messages": [{"role": "system", "content": schema}, {"role": "user", "content": prompt}],
+        "model": "fake-judge",
+        "max_tokens": 128,
+        "temperature": 0,
+        "response_format": {"type": "json_object"},
+    }
     return json.dumps(body).encode()
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.2)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 128])
-    parser.add_argument("--profile", type=int, default=0, metavar="N", help="cProfile the engine at the first concurrency; print the top N functions")
-    parser.add_argument("--profile-out", type=Path, default=None, help="also write the raw cProfile stats here (for pstats)")
+    parser.add_argument(
+        "--profile",
+        type=int,
+        default=0,
+        metavar="N",
+        help="cProfile the engine at the first concurrency; print the top N functions",
+    )
+    parser.add_argument(
+        "--profile-out",
+        type=Path,
+        default=None,
+        help="also write the raw cProfile stats here (for pstats)",
+    )
     args = parser.parse_args()
     os.environ.setdefault("BENCH_KEY", "bench-key-not-secret")
     from synth import write_synthetic
 
-    figures: dict[str, object] = {"cases": args.cases, "latency_s": args.latency, "targets": {"engine_ratio_to_ideal_at_32": TARGET_RATIO, "engine_cpu_ms_per_call": TARGET_CPU_MS}}
+    figures: dict[str, object] = {
+        "cases": args.cases,
+        "latency_s": args.latency,
+        "targets": {
+            "engine_ratio_to_ideal_at_32": TARGET_RATIO,
+            "engine_cpu_ms_per_call": TARGET_CPU_MS,
+        },
+    }
     profile_text = ""
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        gold_dir, _ = write_synthetic(tmp / "data", args.cases * 3, missing_rate=0.0)  # ~1/3 in development
+        gold_dir, _ = write_synthetic(
+            tmp / "data", args.cases * 3, missing_rate=0.0
+        )  # ~1/3 in development
         with fake_llm_process(args.latency) as url:
             spec = write_spec(tmp / "spec", url)
             n = len(load_dataset(gold_dir).partition("development"))
@@ -148,18 +198,44 @@ def main() -> None:
             for index, concurrency in enumerate(args.concurrency):
                 ideal = n * args.latency / concurrency
                 f_wall, f_cpu, f_ok = httpx_floor(url, body, n, concurrency)
-                s_wall, s_cpu, s_ok = httpx_floor(url, body, n, concurrency, per_client=CONNECTIONS_PER_CLIENT)
+                s_wall, s_cpu, s_ok = httpx_floor(
+                    url, body, n, concurrency, per_client=CONNECTIONS_PER_CLIENT
+                )
                 profile = cProfile.Profile() if args.profile and index == 0 else None
-                e_wall, e_cpu, summary = engine(spec, gold_dir, tmp / f"run-{concurrency}", concurrency, profile)
+                e_wall, e_cpu, summary = engine(
+                    spec, gold_dir, tmp / f"run-{concurrency}", concurrency, profile
+                )
                 calls = summary["calls"] or 1
                 figures[f"concurrency_{concurrency}"] = {
                     "ideal_s": round(ideal, 3),
-                    "httpx_floor": {"wall_s": round(f_wall, 3), "ratio_to_ideal": round(f_wall / ideal, 3), "cpu_ms_per_call": round(1000 * f_cpu / n, 3), "ok": f_ok},
-                    "httpx_sharded_floor": {"wall_s": round(s_wall, 3), "ratio_to_ideal": round(s_wall / ideal, 3), "cpu_ms_per_call": round(1000 * s_cpu / n, 3), "ok": s_ok, "connections_per_client": CONNECTIONS_PER_CLIENT},
-                    "engine": {"wall_s": round(e_wall, 3), "ratio_to_ideal": round(e_wall / ideal, 3), "cpu_ms_per_call": round(1000 * e_cpu / calls, 3), "calls": summary["calls"], "verdicts": summary["verdicts"], "errors": summary["errors"]},
-                    "engine_cpu_over_floor": round((e_cpu / calls) / (f_cpu / n), 2) if f_cpu else None,
+                    "httpx_floor": {
+                        "wall_s": round(f_wall, 3),
+                        "ratio_to_ideal": round(f_wall / ideal, 3),
+                        "cpu_ms_per_call": round(1000 * f_cpu / n, 3),
+                        "ok": f_ok,
+                    },
+                    "httpx_sharded_floor": {
+                        "wall_s": round(s_wall, 3),
+                        "ratio_to_ideal": round(s_wall / ideal, 3),
+                        "cpu_ms_per_call": round(1000 * s_cpu / n, 3),
+                        "ok": s_ok,
+                        "connections_per_client": CONNECTIONS_PER_CLIENT,
+                    },
+                    "engine": {
+                        "wall_s": round(e_wall, 3),
+                        "ratio_to_ideal": round(e_wall / ideal, 3),
+                        "cpu_ms_per_call": round(1000 * e_cpu / calls, 3),
+                        "calls": summary["calls"],
+                        "verdicts": summary["verdicts"],
+                        "errors": summary["errors"],
+                    },
+                    "engine_cpu_over_floor": round((e_cpu / calls) / (f_cpu / n), 2)
+                    if f_cpu
+                    else None,
                     "engine_wall_over_floor": round(e_wall / f_wall, 3),
-                    "engine_cpu_over_sharded_floor": round((e_cpu / calls) / (s_cpu / n), 2) if s_cpu else None,
+                    "engine_cpu_over_sharded_floor": round((e_cpu / calls) / (s_cpu / n), 2)
+                    if s_cpu
+                    else None,
                     "engine_wall_over_sharded_floor": round(e_wall / s_wall, 3),
                 }
                 if profile is not None:

@@ -70,13 +70,25 @@ def workbench_pass(runs: list[Path], tmp: Path) -> dict[str, Any]:
         got = upstream_figures(report)
         if any(got[key] != parse_statistic(upstream[key])[:2] for key in got):
             mismatches.append(str(run))
-    return {"total_s": time.perf_counter() - t_start, "gold_s": gold_s, "run_s": run_s, "mismatches": mismatches}
+    return {
+        "total_s": time.perf_counter() - t_start,
+        "gold_s": gold_s,
+        "run_s": run_s,
+        "mismatches": mismatches,
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--datasets", type=Path, default=ROOT.parent / "shared" / "datasets")
-    parser.add_argument("--repeats", type=int, default=3, help="Measure the whole pass this many times; medians are reported.")
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        help="Measure the whole pass this many times; medians are reported.",
+    )
     args = parser.parse_args()
     llmbar = args.datasets / "llmbar"
     runs = _runs(llmbar)

@@ -42,7 +42,16 @@ from workbench.judges import load_candidate  # noqa: E402
 from workbench.ranking import load_fixtures, position_battery, ranking_report, run_ranking  # noqa: E402
 
 RESPONDER = "workbench.demo.ranking:respond"
-PHRASES = ["original payment method", "5 business days", "identity verification", "prepaid return label", "48 hours", "tier 2", "1 business day", "membership page"]
+PHRASES = [
+    "original payment method",
+    "5 business days",
+    "identity verification",
+    "prepaid return label",
+    "48 hours",
+    "tier 2",
+    "1 business day",
+    "membership page",
+]
 
 
 def server(latency: float):  # type: ignore[no-untyped-def]
@@ -54,9 +63,20 @@ def write_fixtures(directory: Path, n: int) -> Path:
     fixtures = []
     for i in range(n):
         phrases = [PHRASES[(i + k) % len(PHRASES)] for k in range(4)]
-        context = [{"id": f"pol-{i}-{k}", "text": f"Policy {i}.{k}: the {p} rule applies to order {i}."} for k, p in enumerate(phrases)]
+        context = [
+            {"id": f"pol-{i}-{k}", "text": f"Policy {i}.{k}: the {p} rule applies to order {i}."}
+            for k, p in enumerate(phrases)
+        ]
         stated = [phrases[:4], phrases[:3], phrases[:1], []]
-        candidates = [{"id": f"c{i}-{j}", "text": f"Answer {j} for order {i}. " + " ".join(f"We follow the {p} rule." for p in said) + (" Nothing else to add." if not said else "")} for j, said in enumerate(stated)]
+        candidates = [
+            {
+                "id": f"c{i}-{j}",
+                "text": f"Answer {j} for order {i}. "
+                + " ".join(f"We follow the {p} rule." for p in said)
+                + (" Nothing else to add." if not said else ""),
+            }
+            for j, said in enumerate(stated)
+        ]
         fixtures.append(
             {
                 "case_id": f"bench-{i:03d}",
@@ -73,14 +93,25 @@ def write_fixtures(directory: Path, n: int) -> Path:
         )
     path = directory / "bench-ranking@1.yaml"
     directory.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump({"schema_version": 1, "name": "bench-ranking", "version": "1", "fixtures": fixtures}, sort_keys=False))
+    path.write_text(
+        yaml.safe_dump(
+            {"schema_version": 1, "name": "bench-ranking", "version": "1", "fixtures": fixtures},
+            sort_keys=False,
+        )
+    )
     return path
 
 
 def write_spec(directory: Path, base_url: str) -> Path:
     spec = yaml.safe_load((ROOT / "data" / "candidates" / "support-llm-ranker@1.yaml").read_text())
     spec.update(name="bench-llm-ranker", version="1")
-    spec["endpoint"] = {**spec["endpoint"], "base_url": base_url, "api_key_env": "BENCH_KEY", "timeout_s": 30, "max_retries": 6}
+    spec["endpoint"] = {
+        **spec["endpoint"],
+        "base_url": base_url,
+        "api_key_env": "BENCH_KEY",
+        "timeout_s": 30,
+        "max_retries": 6,
+    }
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "bench-llm-ranker@1.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -91,11 +122,20 @@ async def http_floor(base_url: str, prompts: list[str], concurrency: int) -> flo
     import httpx
 
     gate = asyncio.Semaphore(concurrency)
-    async with httpx.AsyncClient(base_url=base_url, limits=httpx.Limits(max_connections=concurrency), timeout=30) as client:
+    async with httpx.AsyncClient(
+        base_url=base_url, limits=httpx.Limits(max_connections=concurrency), timeout=30
+    ) as client:
 
         async def one(prompt: str) -> None:
             async with gate:
-                answer = await client.post("/chat/completions", json={"model": "fake-judge", "messages": [{"role": "user", "content": prompt}], "response_format": {"type": "json_object"}})
+                answer = await client.post(
+                    "/chat/completions",
+                    json={
+                        "model": "fake-judge",
+                        "messages": [{"role": "user", "content": prompt}],
+                        "response_format": {"type": "json_object"},
+                    },
+                )
                 answer.raise_for_status()
 
         t0 = time.perf_counter()
@@ -109,7 +149,9 @@ async def ragas_direct(judge: object, items: list, concurrency: int) -> tuple[fl
     from ragas.metrics import RankingMetric
 
     spec = judge.spec  # type: ignore[attr-defined]
-    client = AsyncOpenAI(base_url=spec.endpoint.base_url, api_key=os.environ["BENCH_KEY"], max_retries=0)
+    client = AsyncOpenAI(
+        base_url=spec.endpoint.base_url, api_key=os.environ["BENCH_KEY"], max_retries=0
+    )
     llm = llm_factory(spec.model, provider="openai", client=client, **spec.params, max_retries=1)
     metric = RankingMetric(name="bench", allowed_values=4, prompt=judge.template)  # type: ignore[attr-defined]
     gate = asyncio.Semaphore(concurrency)
@@ -127,7 +169,9 @@ async def ragas_direct(judge: object, items: list, concurrency: int) -> tuple[fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--fixtures", type=int, default=100)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.2)
@@ -135,7 +179,14 @@ def main() -> None:
     os.environ.setdefault("BENCH_KEY", "bench-key-not-secret")
     calls = args.fixtures * 24
     ideal = calls * args.latency / args.concurrency
-    figures: dict[str, object] = {"fixtures": args.fixtures, "candidates": 4, "calls": calls, "concurrency": args.concurrency, "latency_s": args.latency, "ideal_s": round(ideal, 3)}
+    figures: dict[str, object] = {
+        "fixtures": args.fixtures,
+        "candidates": 4,
+        "calls": calls,
+        "concurrency": args.concurrency,
+        "latency_s": args.latency,
+        "ideal_s": round(ideal, 3),
+    }
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         fixture_set = load_fixtures(write_fixtures(tmp / "data", args.fixtures))
@@ -145,19 +196,58 @@ def main() -> None:
             items = position_battery(fixture_set, **battery)
             prompts = [judge.render(item.judge_input)["prompt"] for item in items]
             floor = asyncio.run(http_floor(url, prompts, args.concurrency))
-            figures["http_floor"] = {"wall_s": round(floor, 3), "ratio_to_ideal": round(floor / ideal, 3)}
+            figures["http_floor"] = {
+                "wall_s": round(floor, 3),
+                "ratio_to_ideal": round(floor / ideal, 3),
+            }
             direct, ok = asyncio.run(ragas_direct(judge, items, args.concurrency))
-            figures["ragas_direct"] = {"wall_s": round(direct, 3), "ratio_to_ideal": round(direct / ideal, 3), "rankings": ok}
+            figures["ragas_direct"] = {
+                "wall_s": round(direct, 3),
+                "ratio_to_ideal": round(direct / ideal, 3),
+                "rankings": ok,
+            }
             out = tmp / "run"
             t0 = time.perf_counter()
-            summary = asyncio.run(run_ranking(judge, fixture_set, out, concurrency=args.concurrency, cache_dir=tmp / "cache", progress=False, **battery))
+            summary = asyncio.run(
+                run_ranking(
+                    judge,
+                    fixture_set,
+                    out,
+                    concurrency=args.concurrency,
+                    cache_dir=tmp / "cache",
+                    progress=False,
+                    **battery,
+                )
+            )
             wall = time.perf_counter() - t0
-            figures["battery"] = {"wall_s": round(wall, 3), "ratio_to_ideal": round(wall / ideal, 3), "calls": summary.calls, "planned": summary.planned, "answers": summary.verdicts, "errors": summary.errors, "status": summary.status}
+            figures["battery"] = {
+                "wall_s": round(wall, 3),
+                "ratio_to_ideal": round(wall / ideal, 3),
+                "calls": summary.calls,
+                "planned": summary.planned,
+                "answers": summary.verdicts,
+                "errors": summary.errors,
+                "status": summary.status,
+            }
             figures["battery_over_floor"] = round(wall / floor, 3)
             figures["battery_over_ragas_direct"] = round(wall / direct, 3)
             t0 = time.perf_counter()
-            warm = asyncio.run(run_ranking(judge, fixture_set, out, concurrency=args.concurrency, cache_dir=tmp / "cache", progress=False, **battery))
-            figures["warm"] = {"calls": warm.calls, "resumed": warm.resumed, "wall_s": round(time.perf_counter() - t0, 3)}
+            warm = asyncio.run(
+                run_ranking(
+                    judge,
+                    fixture_set,
+                    out,
+                    concurrency=args.concurrency,
+                    cache_dir=tmp / "cache",
+                    progress=False,
+                    **battery,
+                )
+            )
+            figures["warm"] = {
+                "calls": warm.calls,
+                "resumed": warm.resumed,
+                "wall_s": round(time.perf_counter() - t0, 3),
+            }
         t0 = time.perf_counter()
         report = ranking_report(fixture_set, out / "results.jsonl")
         figures["analysis_s"] = round(time.perf_counter() - t0, 3)

@@ -63,12 +63,21 @@ SHOWS = r"""
 def _ms(values: list[float]) -> dict[str, float]:
     ordered = sorted(values)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"median_ms": round(statistics.median(ordered) * 1e3, 1), "mean_ms": round(statistics.fmean(ordered) * 1e3, 1), "p95_ms": round(p95 * 1e3, 1), "max_ms": round(ordered[-1] * 1e3, 1)}
+    return {
+        "median_ms": round(statistics.median(ordered) * 1e3, 1),
+        "mean_ms": round(statistics.fmean(ordered) * 1e3, 1),
+        "p95_ms": round(p95 * 1e3, 1),
+        "max_ms": round(ordered[-1] * 1e3, 1),
+    }
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", type=int, default=25, help="disagreements to review (the demo has 25)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--cases", type=int, default=25, help="disagreements to review (the demo has 25)"
+    )
     parser.add_argument("--json", type=Path, help="also write the result here")
     args = parser.parse_args()
     if not CHROMIUM.is_file():
@@ -95,7 +104,9 @@ def main() -> int:
             def press_and_see(key: str, kind: str, expected: str) -> float:
                 start = time.perf_counter()
                 page.keyboard.press(key)
-                page.wait_for_function(SHOWS, arg=[handle, kind, expected], polling="raf", timeout=30_000)
+                page.wait_for_function(
+                    SHOWS, arg=[handle, kind, expected], polling="raf", timeout=30_000
+                )
                 return time.perf_counter() - start
 
             root.evaluate("(el) => el.scrollIntoView({block: 'start'})")
@@ -113,7 +124,12 @@ def main() -> int:
                 if k + 1 < n:
                     start_next = time.perf_counter()
                     page.keyboard.press("j")
-                    page.wait_for_function("([root, prev]) => { const h = root.querySelector('.wb-case h3'); return h && h.textContent.trim() !== prev; }", arg=[handle, ids[-1]], polling="raf", timeout=30_000)
+                    page.wait_for_function(
+                        "([root, prev]) => { const h = root.querySelector('.wb-case h3'); return h && h.textContent.trim() !== prev; }",
+                        arg=[handle, ids[-1]],
+                        polling="raf",
+                        timeout=30_000,
+                    )
                     next_s.append(time.perf_counter() - start_next)
                     ids.append(read(root)["case_id"])
                 per_case.append(time.perf_counter() - start_case)
@@ -132,9 +148,16 @@ def main() -> int:
         "keys_pressed": 3 * n - 1,
         "total_s": round(total_s, 2),
         "per_case": _ms(per_case),
-        "key_to_visible": {"cause_digit": _ms(digit_s), "save_s": _ms(save_s), "next_j": _ms(next_s) if next_s else None},
+        "key_to_visible": {
+            "cause_digit": _ms(digit_s),
+            "save_s": _ms(save_s),
+            "next_j": _ms(next_s) if next_s else None,
+        },
         "notes_written_ok": ok,
-        "setup_s": {"jupyterlab_start": round(t_lab, 1), "open_and_run_notebook": round(t_notebook, 1)},
+        "setup_s": {
+            "jupyterlab_start": round(t_lab, 1),
+            "open_and_run_notebook": round(t_notebook, 1),
+        },
         "screenshot": str(tmp / "after-review.png"),
     }
     text = json.dumps(result, indent=2)

@@ -56,7 +56,12 @@ def write_spec(directory: Path, base_url: str) -> Path:
         "labels": ["pass", "fail", "review_required"],
         "model": "fake-judge",
         "prompt": PROMPT,
-        "endpoint": {"base_url": base_url, "api_key_env": "BENCH_KEY", "timeout_s": 30, "max_retries": 6},
+        "endpoint": {
+            "base_url": base_url,
+            "api_key_env": "BENCH_KEY",
+            "timeout_s": 30,
+            "max_retries": 6,
+        },
         "params": {"temperature": 0, "max_tokens": 128},
         "pricing": {"input_per_million_usd": 0.15, "output_per_million_usd": 0.6},
     }
@@ -66,11 +71,15 @@ def write_spec(directory: Path, base_url: str) -> Path:
     return path
 
 
-async def engine(spec: Path, gold: Path, out: Path, concurrency: int, cache: Path | bool) -> tuple[float, dict]:
+async def engine(
+    spec: Path, gold: Path, out: Path, concurrency: int, cache: Path | bool
+) -> tuple[float, dict]:
     judge = load_candidate(spec)
     dataset = load_dataset(gold)
     t0 = time.perf_counter()
-    summary = await run_candidate(judge, dataset, "development", out, concurrency=concurrency, cache_dir=cache, progress=False)
+    summary = await run_candidate(
+        judge, dataset, "development", out, concurrency=concurrency, cache_dir=cache, progress=False
+    )
     return time.perf_counter() - t0, summary.model_dump()
 
 
@@ -82,17 +91,29 @@ async def ragas_arun(spec: Path, gold: Path, concurrency: int) -> tuple[float, i
 
     judge = load_candidate(spec)  # same spec: same prompt, model and parameters
     dataset = load_dataset(gold)
-    client = AsyncOpenAI(base_url=judge.spec.endpoint.base_url, api_key=os.environ["BENCH_KEY"], max_retries=0)
-    llm = llm_factory("fake-judge", provider="openai", client=client, **judge.spec.params, max_retries=1)
+    client = AsyncOpenAI(
+        base_url=judge.spec.endpoint.base_url, api_key=os.environ["BENCH_KEY"], max_retries=0
+    )
+    llm = llm_factory(
+        "fake-judge", provider="openai", client=client, **judge.spec.params, max_retries=1
+    )
     metric = DiscreteMetric(name="bench", allowed_values=list(judge.spec.labels), prompt=PROMPT)
-    rows = [{"case_id": c.case_id, **JudgeInput.from_case(c).model_dump()} for c in dataset.partition("development")]
+    rows = [
+        {"case_id": c.case_id, **JudgeInput.from_case(c).model_dump()}
+        for c in dataset.partition("development")
+    ]
     data = Dataset(name="bench", backend="inmemory", data=rows)
     gate = asyncio.Semaphore(concurrency)
 
     @experiment()
     async def judge_row(row: dict) -> dict:
         async with gate:
-            result = await metric.ascore(llm=llm, user_input=row["user_input"], response=row["response"], grading_notes=row["grading_notes"])
+            result = await metric.ascore(
+                llm=llm,
+                user_input=row["user_input"],
+                response=row["response"],
+                grading_notes=row["grading_notes"],
+            )
         return {"case_id": row["case_id"], "value": result.value, "reason": result.reason}
 
     import functools
@@ -111,7 +132,9 @@ async def ragas_arun(spec: Path, gold: Path, concurrency: int) -> tuple[float, i
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--latency", type=float, default=0.2)
@@ -119,7 +142,11 @@ def main() -> None:
     os.environ.setdefault("BENCH_KEY", "bench-key-not-secret")
     from synth import write_synthetic
 
-    figures: dict[str, object] = {"cases": args.cases, "concurrency": args.concurrency, "latency_s": args.latency}
+    figures: dict[str, object] = {
+        "cases": args.cases,
+        "concurrency": args.concurrency,
+        "latency_s": args.latency,
+    }
     ideal = args.cases * args.latency / args.concurrency
     figures["ideal_s"] = round(ideal, 3)
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -129,17 +156,45 @@ def main() -> None:
         cache = tmp / "cache"
         with server(args.latency) as url:
             spec = write_spec(tmp / "spec", url)
-            wall, summary = asyncio.run(engine(spec, gold_dir, tmp / "cold", args.concurrency, cache))
-            figures["engine"] = {"wall_s": round(wall, 3), "ratio_to_ideal": round(wall / ideal, 3), "calls": summary["calls"], "verdicts": summary["verdicts"], "errors": summary["errors"], "planned": summary["planned"]}
+            wall, summary = asyncio.run(
+                engine(spec, gold_dir, tmp / "cold", args.concurrency, cache)
+            )
+            figures["engine"] = {
+                "wall_s": round(wall, 3),
+                "ratio_to_ideal": round(wall / ideal, 3),
+                "calls": summary["calls"],
+                "verdicts": summary["verdicts"],
+                "errors": summary["errors"],
+                "planned": summary["planned"],
+            }
             wall, done, total = asyncio.run(ragas_arun(spec, gold_dir, args.concurrency))
-            figures["ragas_arun"] = {"wall_s": round(wall, 3), "ratio_to_ideal": round(wall / ideal, 3), "rows_returned": done, "rows": total}
-            figures["engine_over_ragas_arun"] = round(figures["engine"]["wall_s"] / figures["ragas_arun"]["wall_s"], 3)  # type: ignore[index]
-            wall, summary = asyncio.run(engine(spec, gold_dir, tmp / "warm", args.concurrency, cache))
-            figures["warm_cache"] = {"wall_s": round(wall, 3), "calls": summary["calls"], "cache_hits": summary["cache_hits"], "ratio_to_cold": round(wall / figures["engine"]["wall_s"], 3)}  # type: ignore[index]
+            figures["ragas_arun"] = {
+                "wall_s": round(wall, 3),
+                "ratio_to_ideal": round(wall / ideal, 3),
+                "rows_returned": done,
+                "rows": total,
+            }
+            figures["engine_over_ragas_arun"] = round(
+                figures["engine"]["wall_s"] / figures["ragas_arun"]["wall_s"], 3
+            )  # type: ignore[index]
+            wall, summary = asyncio.run(
+                engine(spec, gold_dir, tmp / "warm", args.concurrency, cache)
+            )
+            figures["warm_cache"] = {
+                "wall_s": round(wall, 3),
+                "calls": summary["calls"],
+                "cache_hits": summary["cache_hits"],
+                "ratio_to_cold": round(wall / figures["engine"]["wall_s"], 3),
+            }  # type: ignore[index]
         with server(args.latency, ["http_500=0.10", "http_429=0.05"]) as url:
             spec = write_spec(tmp / "spec-faults", url)
-            wall, summary = asyncio.run(engine(spec, gold_dir, tmp / "faults", args.concurrency, False))
-            records = [json.loads(line) for line in (tmp / "faults" / "results.jsonl").read_text().splitlines()]
+            wall, summary = asyncio.run(
+                engine(spec, gold_dir, tmp / "faults", args.concurrency, False)
+            )
+            records = [
+                json.loads(line)
+                for line in (tmp / "faults" / "results.jsonl").read_text().splitlines()
+            ]
             keys = Counter((r["case_id"], r["repeat"], r["attempt"]) for r in records)
             final: dict[str, dict] = {}
             for r in sorted(records, key=lambda r: r["attempt"]):
@@ -150,7 +205,9 @@ def main() -> None:
                 "ratio_to_ideal": round(wall / ideal, 3),
                 "cases": summary["planned"],
                 "ended_with_verdict": sum(1 for r in final.values() if r["error"] is None),
-                "ended_with_recorded_error": sum(1 for r in final.values() if r["error"] is not None),
+                "ended_with_recorded_error": sum(
+                    1 for r in final.values() if r["error"] is not None
+                ),
                 "without_result": summary["planned"] - len(final),
                 "attempt_records": len(records),
                 "failed_attempts_by_kind": dict(attempt_errors),

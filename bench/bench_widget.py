@@ -23,7 +23,14 @@ import statistics
 import time
 from typing import Any
 
-SLICES = {"refunds": "critical", "security": "critical", "shipping": "medium", "billing": "high", "privacy": "high", "general": "low"}
+SLICES = {
+    "refunds": "critical",
+    "security": "critical",
+    "shipping": "medium",
+    "billing": "high",
+    "privacy": "high",
+    "general": "low",
+}
 CLASSES = ("aligned",) * 14 + ("false_pass", "false_fail", "disagreement", "error", "missing")
 TAGS = [f"tag-{i:02d}" for i in range(24)]
 
@@ -37,7 +44,12 @@ def synthetic_records(n: int, seed: int = 7) -> list[dict[str, Any]]:
         s = slices[i % len(slices)]
         cls = rng.choice(CLASSES)
         human = rng.choice(("pass", "fail"))
-        judge = {"aligned": human, "false_pass": "pass", "false_fail": "fail", "disagreement": "review_required"}.get(cls)
+        judge = {
+            "aligned": human,
+            "false_pass": "pass",
+            "false_fail": "fail",
+            "disagreement": "review_required",
+        }.get(cls)
         rows.append(
             {
                 "case_id": f"case-{i:06d}",
@@ -55,11 +67,30 @@ def synthetic_records(n: int, seed: int = 7) -> list[dict[str, Any]]:
                 "response": "Refunds after 30 days need a manual review by the billing team. " * 3,
                 "grading_notes": "Must mention manual review; must not promise a refund.",
                 "reviews": [
-                    {"reviewer": "rev-a", "label": human, "confidence": "high", "rationale": "Follows the policy.", "evidence": ["ev-1"]},
-                    {"reviewer": "rev-b", "label": human, "confidence": "medium", "rationale": "Mentions review.", "evidence": []},
+                    {
+                        "reviewer": "rev-a",
+                        "label": human,
+                        "confidence": "high",
+                        "rationale": "Follows the policy.",
+                        "evidence": ["ev-1"],
+                    },
+                    {
+                        "reviewer": "rev-b",
+                        "label": human,
+                        "confidence": "medium",
+                        "rationale": "Mentions review.",
+                        "evidence": [],
+                    },
                 ],
-                "adjudication": {"label": human, "reason": "reviewers agree", "adjudicator": "adj-1"},
-                "rendered_request": {"model": "m", "messages": [{"role": "user", "content": f"judge case {i}"}]},
+                "adjudication": {
+                    "label": human,
+                    "reason": "reviewers agree",
+                    "adjudicator": "adj-1",
+                },
+                "rendered_request": {
+                    "model": "m",
+                    "messages": [{"role": "user", "content": f"judge case {i}"}],
+                },
                 "attempts": 1,
             }
         )
@@ -69,9 +100,25 @@ def synthetic_records(n: int, seed: int = 7) -> list[dict[str, Any]]:
 def _changes(count: int, tag_names: list[str]) -> list[tuple[str, Any]]:
     """A cycle of (widget, value) changes; consecutive values of one widget always differ."""
     slices = ["(all)", *SLICES]
-    classes = ["(all disagreements)", "false_pass", "false_fail", "error", "aligned", "(all cases)", "disagreement", "missing"]
+    classes = [
+        "(all disagreements)",
+        "false_pass",
+        "false_fail",
+        "error",
+        "aligned",
+        "(all cases)",
+        "disagreement",
+        "missing",
+    ]
     tags = ["(any)", *tag_names[:7]]
-    pools: dict[str, list[Any]] = {"slice": slices, "class": classes, "tag": tags, "humans": [True, False], "critical": [True, False], "unreviewed": [True, False]}
+    pools: dict[str, list[Any]] = {
+        "slice": slices,
+        "class": classes,
+        "tag": tags,
+        "humans": [True, False],
+        "critical": [True, False],
+        "unreviewed": [True, False],
+    }
     order = ("slice", "class", "tag", "humans", "slice", "class", "critical", "tag", "unreviewed")
     out = []
     for k in range(count):
@@ -82,17 +129,35 @@ def _changes(count: int, tag_names: list[str]) -> list[tuple[str, Any]]:
     return out
 
 
-SEARCHES = ["r", "re", "ref", "refu", "refun", "refund", "refund late", "refund", "", "billing team", ""]
+SEARCHES = [
+    "r",
+    "re",
+    "ref",
+    "refu",
+    "refun",
+    "refund",
+    "refund late",
+    "refund",
+    "",
+    "billing team",
+    "",
+]
 
 
 def _ms(seconds: list[float]) -> dict[str, float]:
     ordered = sorted(seconds)
     p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return {"median_ms": round(statistics.median(ordered) * 1e3, 4), "p95_ms": round(p95 * 1e3, 4), "max_ms": round(ordered[-1] * 1e3, 4)}
+    return {
+        "median_ms": round(statistics.median(ordered) * 1e3, 4),
+        "p95_ms": round(p95 * 1e3, 4),
+        "max_ms": round(ordered[-1] * 1e3, 4),
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=100_000)
     parser.add_argument("--changes", type=int, default=50)
     args = parser.parse_args()
@@ -122,7 +187,14 @@ def main() -> None:
         "critical": widget.critical_toggle,
         "unreviewed": widget.unreviewed_toggle,
     }
-    attribute = {"slice": "slice", "class": "error_class", "tag": "tag", "humans": "humans_disagree", "critical": "critical_only", "unreviewed": "unreviewed_only"}
+    attribute = {
+        "slice": "slice",
+        "class": "error_class",
+        "tag": "tag",
+        "humans": "humans_disagree",
+        "critical": "critical_only",
+        "unreviewed": "unreviewed_only",
+    }
     timings: list[float] = []
     cold: list[float] = []  # first use of a filter value: its mask is computed, not cached
     seen: set[tuple[str, str]] = set()
@@ -148,7 +220,9 @@ def main() -> None:
             t_first_search = elapsed  # includes building the text index
         else:
             search_times.append(elapsed)
-        assert widget.model.search == query and widget.position.value == widget.model.position_text()
+        assert (
+            widget.model.search == query and widget.position.value == widget.model.position_text()
+        )
 
     frame = table.frame
     plain = frame.assign(slice=frame["slice"].astype(object))
@@ -177,10 +251,13 @@ def main() -> None:
                 "search_first_s": round(t_first_search or 0.0, 3),
                 "baseline_pandas_filter_categorical": cat_ms,
                 "baseline_pandas_filter_object": obj_ms,
-                "ratio_to_baseline_categorical": round(widget_ms["median_ms"] / cat_ms["median_ms"], 3),
+                "ratio_to_baseline_categorical": round(
+                    widget_ms["median_ms"] / cat_ms["median_ms"], 3
+                ),
                 "ratio_to_baseline_object": round(widget_ms["median_ms"] / obj_ms["median_ms"], 3),
                 "target_median_ms": 100,
-                "meets_target": widget_ms["median_ms"] < 100 and _ms(search_times)["median_ms"] < 100,
+                "meets_target": widget_ms["median_ms"] < 100
+                and _ms(search_times)["median_ms"] < 100,
                 "synthesize_s": round(t_synth, 3),
                 "build_table_s": round(t_table, 3),
                 "build_widget_s": round(t_widget, 3),

@@ -12,7 +12,9 @@ _SERVING = re.compile(r"serving at (http://\S+/v1)")
 
 
 @contextmanager
-def fake_llm_process(latency: float, *, faults: Sequence[str] = (), responder: str | None = None) -> Iterator[str]:
+def fake_llm_process(
+    latency: float, *, faults: Sequence[str] = (), responder: str | None = None
+) -> Iterator[str]:
     """Serve the fake model on a free port (it binds port 0 and prints its URL); yield the URL; stop it afterwards."""
     cmd = [sys.executable, "-m", "workbench", "fake-llm", "--port", "0", "--latency", str(latency)]
     for fault in faults:
@@ -25,7 +27,9 @@ def fake_llm_process(latency: float, *, faults: Sequence[str] = (), responder: s
         first = proc.stdout.readline()  # "fake LLM serving at http://127.0.0.1:<port>/v1 ..."
         match = _SERVING.search(first)
         if match is None:
-            raise RuntimeError(f"workbench fake-llm did not report its URL (exit {proc.poll()}): {first!r}")
+            raise RuntimeError(
+                f"workbench fake-llm did not report its URL (exit {proc.poll()}): {first!r}"
+            )
         yield match.group(1)
     finally:
         proc.terminate()

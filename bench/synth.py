@@ -11,11 +11,20 @@ import yaml
 
 from workbench.results import JudgeIdentity
 
-SLICES = {"refunds": "critical", "security": "critical", "shipping": "medium", "billing": "high", "privacy": "high", "general": "low"}
+SLICES = {
+    "refunds": "critical",
+    "security": "critical",
+    "shipping": "medium",
+    "billing": "high",
+    "privacy": "high",
+    "general": "low",
+}
 PARTS = ("development", "calibration", "held_out")
 
 
-def write_synthetic(out: Path, n_cases: int, seed: int = 7, error_rate: float = 0.03, missing_rate: float = 0.01) -> tuple[Path, Path]:
+def write_synthetic(
+    out: Path, n_cases: int, seed: int = 7, error_rate: float = 0.03, missing_rate: float = 0.01
+) -> tuple[Path, Path]:
     """Write ``out/gold/{gold.jsonl,rubric.yaml}`` and ``out/results.jsonl``; return their paths."""
     rng = random.Random(seed)
     gold_dir = out / "gold"
@@ -41,7 +50,11 @@ def write_synthetic(out: Path, n_cases: int, seed: int = 7, error_rate: float = 
         for i in range(n_cases):
             group = i // 4
             partition = PARTS[group % 3]
-            label = "pass" if rng.random() < 0.6 else ("fail" if rng.random() < 0.95 else "review_required")
+            label = (
+                "pass"
+                if rng.random() < 0.6
+                else ("fail" if rng.random() < 0.95 else "review_required")
+            )
             other = label if rng.random() < 0.9 else ("fail" if label == "pass" else "pass")
             response = f"Synthetic response {i}: " + "lorem ipsum " * rng.randint(5, 40)
             rhash = hashlib.sha256(response.encode("utf-8")).hexdigest()
@@ -57,8 +70,20 @@ def write_synthetic(out: Path, n_cases: int, seed: int = 7, error_rate: float = 
                 "response_hash": rhash,
                 "grading_notes": "Required: a. Prohibited: b.",
                 "reviews": [
-                    {"reviewer": "reviewer-a", "label": label, "confidence": "high", "rationale": "ok", "evidence": []},
-                    {"reviewer": "reviewer-b", "label": other, "confidence": "medium", "rationale": "ok", "evidence": []},
+                    {
+                        "reviewer": "reviewer-a",
+                        "label": label,
+                        "confidence": "high",
+                        "rationale": "ok",
+                        "evidence": [],
+                    },
+                    {
+                        "reviewer": "reviewer-b",
+                        "label": other,
+                        "confidence": "medium",
+                        "rationale": "ok",
+                        "evidence": [],
+                    },
                 ],
                 "adjudication": {"label": label, "reason": "adjudicated", "adjudicator": "lead"},
             }
@@ -90,14 +115,25 @@ def write_synthetic(out: Path, n_cases: int, seed: int = 7, error_rate: float = 
                 "error": error,
                 "attempt": 1,
                 "repeat": 0,
-                "rendered_request_sha256": hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":")).encode()).hexdigest(),
+                "rendered_request_sha256": hashlib.sha256(
+                    json.dumps(request, sort_keys=True, separators=(",", ":")).encode()
+                ).hexdigest(),
                 "rendered_request": request,
             }
             results.append(result)
     # Lineage, as the run engine records it: the dataset hash (sha256 over canonical JSON of
     # the file hashes) and the rubric version.
-    files = {"gold": _sha(gold_dir / "gold.jsonl"), "rubric": _sha(gold_dir / "rubric.yaml"), "evidence": None}
-    lineage = {"dataset_sha256": hashlib.sha256(json.dumps(files, sort_keys=True, separators=(",", ":")).encode()).hexdigest(), "rubric_version": rubric["version"]}
+    files = {
+        "gold": _sha(gold_dir / "gold.jsonl"),
+        "rubric": _sha(gold_dir / "rubric.yaml"),
+        "evidence": None,
+    }
+    lineage = {
+        "dataset_sha256": hashlib.sha256(
+            json.dumps(files, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest(),
+        "rubric_version": rubric["version"],
+    }
     with open(out / "results.jsonl", "w", encoding="utf-8") as res:
         for result in results:
             res.write(json.dumps({**result, **lineage}) + "\n")

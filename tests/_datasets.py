@@ -61,14 +61,20 @@ def require(path: Path) -> Path:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}: the test reads the public datasets ({DATASETS_ENV} or ../shared/datasets); under {REQUIRE_ENV}=1 it may not skip")
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}: the test reads the public datasets ({DATASETS_ENV} or ../shared/datasets); under {REQUIRE_ENV}=1 it may not skip",
+    )
     config.stash[_STATE] = {}
     config.pluginmanager.register(_Counter(config.stash[_STATE]), "workbench-datasets-counter")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if DATASET_FIXTURES & set(getattr(item, "fixturenames", ())) and item.get_closest_marker(MARKER) is None:
+        if (
+            DATASET_FIXTURES & set(getattr(item, "fixturenames", ()))
+            and item.get_closest_marker(MARKER) is None
+        ):
             item.add_marker(needs_datasets)
 
 
@@ -86,7 +92,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> 
     report = outcome.get_result()  # type: ignore[attr-defined]
     if report.skipped:
         if required():
-            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            reason = (
+                report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            )
             report.outcome = "failed"
             report.longrepr = f"{REQUIRE_ENV}=1 and this dataset-dependent test skipped: {reason}"
             _tag(report, "failed_missing")
@@ -114,7 +122,9 @@ class _Counter:
             if key != _PROPERTY:
                 continue
             if value != "ran":
-                self.state[report.nodeid] = value  # a skip (or its refusal) decides, whatever came before
+                self.state[report.nodeid] = (
+                    value  # a skip (or its refusal) decides, whatever came before
+                )
             elif self.state.get(report.nodeid) is None:
                 self.state[report.nodeid] = value
 
@@ -129,4 +139,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     line = f"dataset-dependent tests: {ran} ran, {skipped} skipped for lack of the public datasets at {DATASETS}"
     if required():
         line += f"; {REQUIRE_ENV}=1: {refused} failed instead of skipping"
-    terminalreporter.write_line(line, bold=bool(skipped or refused), red=bool(refused), yellow=bool(skipped) and not refused)
+    terminalreporter.write_line(
+        line, bold=bool(skipped or refused), red=bool(refused), yellow=bool(skipped) and not refused
+    )

@@ -28,7 +28,14 @@ _BEFORE = pytest.StashKey[str | None]()
 def guarded_state(root: Path) -> str | None:
     """``git status --porcelain`` of the guarded trees, or None outside a git checkout."""
     try:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all", "--", *GUARDED], cwd=root, capture_output=True, text=True, timeout=30, check=True)
+        out = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=all", "--", *GUARDED],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
     except (OSError, subprocess.SubprocessError):
         return None  # not a git checkout: nothing to compare
     return out.stdout
@@ -52,7 +59,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     after = guarded_state(config.rootpath)
     if before is None or after is None or after == before:
         return
-    changed = sorted(set(after.splitlines()) - set(before.splitlines())) or ["(a file was restored or removed)"]
+    changed = sorted(set(after.splitlines()) - set(before.splitlines())) or [
+        "(a file was restored or removed)"
+    ]
     message = "tests wrote into committed trees (use a tmp copy): " + "; ".join(changed[:10])
     session.exitstatus = pytest.ExitCode.TESTS_FAILED
     reporter: Any = config.pluginmanager.get_plugin("terminalreporter")

@@ -58,7 +58,11 @@ def _check(item: pytest.Item) -> Iterator[None]:
     missing = [kind for kind in KINDS if _seen[kind] and item.get_closest_marker(kind) is None]
     if missing:
         pytest.fail(
-            f"{item.nodeid} " + " and ".join(f"{'executes a notebook' if k == 'notebook' else 'launches a browser'} without @pytest.mark.{k}" for k in missing)
+            f"{item.nodeid} "
+            + " and ".join(
+                f"{'executes a notebook' if k == 'notebook' else 'launches a browser'} without @pytest.mark.{k}"
+                for k in missing
+            )
             + " (or its fixture does): mark it, so `make test-fast` deselects it",
             pytrace=False,
         )

@@ -143,7 +143,14 @@ def watch_page(page: Page, allow: Callable[[str], bool] = is_local_file) -> Page
     return watch
 
 
-def wait_until(predicate: Callable[[], T | None], *, timeout_s: float, what: str, interval_s: float = 0.25, diagnose: Callable[[], str] | None = None) -> T:
+def wait_until(
+    predicate: Callable[[], T | None],
+    *,
+    timeout_s: float,
+    what: str,
+    interval_s: float = 0.25,
+    diagnose: Callable[[], str] | None = None,
+) -> T:
     """Poll ``predicate`` until it returns a truthy value; fail naming ``what`` on timeout."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -152,7 +159,9 @@ def wait_until(predicate: Callable[[], T | None], *, timeout_s: float, what: str
             return value
         if time.monotonic() > deadline:
             detail = f"\n{diagnose()}" if diagnose else ""
-            pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}{detail}", pytrace=False)
+            pytest.fail(
+                f"timed out after {timeout_s:.0f} s waiting for {what}{detail}", pytrace=False
+            )
         time.sleep(interval_s)
 
 
@@ -171,7 +180,10 @@ LAB_SETTINGS: dict[str, dict[str, Any]] = {
     # Every cell stays in the DOM (no virtual scrolling), so the widget output is findable.
     "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
     # No news or update checks: the test runs offline and must not be interrupted by toasts.
-    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false", "checkForUpdates": False},
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
 }
 
 
@@ -200,7 +212,10 @@ class JupyterLabServer:
         return f"{self.base_url}/{path.lstrip('/')}?token={self.token}"
 
     def _isolation_env(self) -> dict[str, str]:
-        dirs = {name: self.home / name for name in ("config", "data", "runtime", "settings", "workspaces", "ipython")}
+        dirs = {
+            name: self.home / name
+            for name in ("config", "data", "runtime", "settings", "workspaces", "ipython")
+        }
         for path in dirs.values():
             path.mkdir(parents=True, exist_ok=True)
         for name, value in LAB_SETTINGS.items():
@@ -237,15 +252,31 @@ class JupyterLabServer:
             command.append("--ServerApp.allow_root=True")
         log = self.log_path.open("wb")
         try:
-            self.process = subprocess.Popen(command, cwd=self.root_dir, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            self.process = subprocess.Popen(
+                command,
+                cwd=self.root_dir,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         finally:
             log.close()
-        wait_until(self._ready, timeout_s=timeout_s, what="JupyterLab to bind a free port and answer", interval_s=0.3, diagnose=self.log_tail)
+        wait_until(
+            self._ready,
+            timeout_s=timeout_s,
+            what="JupyterLab to bind a free port and answer",
+            interval_s=0.3,
+            diagnose=self.log_tail,
+        )
 
     def _ready(self) -> bool:
         assert self.process is not None
         if self.process.poll() is not None:
-            pytest.fail(f"JupyterLab exited with code {self.process.returncode} before it was ready\n{self.log_tail()}", pytrace=False)
+            pytest.fail(
+                f"JupyterLab exited with code {self.process.returncode} before it was ready\n{self.log_tail()}",
+                pytrace=False,
+            )
         if not self.port:
             self.port = self._bound_port()
             if not self.port:
@@ -266,7 +297,12 @@ class JupyterLabServer:
         return 0
 
     def api(self, method: str, path: str) -> Any:
-        request = urllib.request.Request(self.url(path), method=method, headers={"Authorization": f"token {self.token}"}, data=b"" if method == "POST" else None)
+        request = urllib.request.Request(
+            self.url(path),
+            method=method,
+            headers={"Authorization": f"token {self.token}"},
+            data=b"" if method == "POST" else None,
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             body = response.read()
         return json.loads(body) if body else None

@@ -21,7 +21,23 @@ def copy_project(dest: Path, *, config: bool = True) -> Path:
 
 
 def git(repo: Path, *args: str) -> str:
-    run = subprocess.run(["git", "-C", str(repo), "-c", "user.email=ci@test", "-c", "user.name=ci-test", "-c", "commit.gpgsign=false", *args], capture_output=True, text=True, check=True)
+    run = subprocess.run(
+        [
+            "git",
+            "-C",
+            str(repo),
+            "-c",
+            "user.email=ci@test",
+            "-c",
+            "user.name=ci-test",
+            "-c",
+            "commit.gpgsign=false",
+            *args,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return run.stdout
 
 
@@ -50,19 +66,35 @@ def assert_junit_shape(text: str) -> ET.Element:
     totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for suite in root:
         assert suite.tag == "testsuite", suite.tag
-        assert set(suite.attrib) == {"name", "tests", "failures", "errors", "skipped", "time", "timestamp"}
+        assert set(suite.attrib) == {
+            "name",
+            "tests",
+            "failures",
+            "errors",
+            "skipped",
+            "time",
+            "timestamp",
+        }
         float(suite.attrib["time"])
         cases = list(suite)
         assert cases and all(c.tag == "testcase" for c in cases)
         counts = {"tests": len(cases), "failures": 0, "errors": 0, "skipped": 0}
         for case in cases:
-            assert set(case.attrib) == {"classname", "name", "time"} and case.attrib["name"] and case.attrib["classname"]
+            assert (
+                set(case.attrib) == {"classname", "name", "time"}
+                and case.attrib["name"]
+                and case.attrib["classname"]
+            )
             float(case.attrib["time"])
             outcomes = [child for child in case if child.tag in ("failure", "error", "skipped")]
-            assert len(outcomes) <= 1 and all(child.tag in ("failure", "error", "skipped", "system-out") for child in case)
+            assert len(outcomes) <= 1 and all(
+                child.tag in ("failure", "error", "skipped", "system-out") for child in case
+            )
             for child in outcomes:
                 assert "message" in child.attrib and "type" in child.attrib
-                counts[{"failure": "failures", "error": "errors", "skipped": "skipped"}[child.tag]] += 1
+                counts[
+                    {"failure": "failures", "error": "errors", "skipped": "skipped"}[child.tag]
+                ] += 1
         for key, value in counts.items():
             assert int(suite.attrib[key]) == value, (suite.attrib["name"], key)
             totals[key] += value

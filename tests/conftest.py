@@ -217,7 +217,9 @@ def alpha_by_coincidences(units: list[dict[str, object]]) -> float:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_verdict_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+def _isolated_verdict_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
     """Every test gets its own verdict cache, never the user's ~/.cache."""
     path = tmp_path_factory.mktemp("verdict-cache")
     monkeypatch.setenv("WORKBENCH_CACHE_DIR", str(path))

@@ -47,7 +47,10 @@ def renamed_judge(response: str) -> MetricResult:
     """An old version whose categories were later renamed: ok / not_ok / unsure."""
     CALLS["renamed"] += 1
     verdict = _word(response, "old=", "pass")
-    return MetricResult(value={"pass": "ok", "fail": "not_ok", "review_required": "unsure"}[verdict], reason="old names")
+    return MetricResult(
+        value={"pass": "ok", "fail": "not_ok", "review_required": "unsure"}[verdict],
+        reason="old names",
+    )
 
 
 @discrete_metric(name="flaky", allowed_values=["pass", "fail", "review_required"])

@@ -28,7 +28,12 @@ def write_spec(directory: Path, base_url: str, **changes: Any) -> Path:
         "kind": "ragas-noise",
         "labels": ["pass", "fail"],
         "model": "fake-judge",
-        "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "timeout_s": 5, "max_retries": 1},
+        "endpoint": {
+            "base_url": base_url,
+            "api_key_env": KEY_ENV,
+            "timeout_s": 5,
+            "max_retries": 1,
+        },
         "params": {"temperature": 0, "max_tokens": 200},
         "pricing": PRICING,
     }
@@ -46,7 +51,17 @@ REF_POLICY = "Refunds are possible within 30 days of delivery."
 CTX_POLICY = "Refund window. Refunds are possible within 30 days of delivery."
 
 
-def pair(pid: str, *, role: str = "candidate", mode: str = "irrelevant", slice: str = "refunds", clean_response: str = REF_POLICY, noisy_response: str | None = None, distractor: str = "Archived draft. Refunds are possible within 90 days.", partition: str = "development") -> dict[str, Any]:
+def pair(
+    pid: str,
+    *,
+    role: str = "candidate",
+    mode: str = "irrelevant",
+    slice: str = "refunds",
+    clean_response: str = REF_POLICY,
+    noisy_response: str | None = None,
+    distractor: str = "Archived draft. Refunds are possible within 90 days.",
+    partition: str = "development",
+) -> dict[str, Any]:
     data: dict[str, Any] = {
         "pair_id": pid,
         "slice": slice,
@@ -60,14 +75,28 @@ def pair(pid: str, *, role: str = "candidate", mode: str = "irrelevant", slice: 
         "generator": dict(GEN),
         "clean": {"response": clean_response, "retrieved_contexts": [CTX_POLICY]},
         "noisy": {
-            "response": noisy_response if noisy_response is not None else ("Refunds are possible within 90 days." if role in ("control", "adversarial") else clean_response),
+            "response": noisy_response
+            if noisy_response is not None
+            else (
+                "Refunds are possible within 90 days."
+                if role in ("control", "adversarial")
+                else clean_response
+            ),
             "retrieved_contexts": [CTX_POLICY, distractor],
             "distractor": {"index": 1, "label": "archived-draft", "change": "add"},
         },
         "provenance": {"origin": "constructed"},
     }
     if role in ("control", "adversarial", "reference_defect"):
-        data["sign_off"] = {"reviewer": "rev", "reference_sufficient": role != "reference_defect", "context_classes": {"clean": ["relevant"], "noisy": ["relevant", mode if role != "reference_defect" else "irrelevant"]}, "negative_adopts_false_claim": role != "reference_defect"}
+        data["sign_off"] = {
+            "reviewer": "rev",
+            "reference_sufficient": role != "reference_defect",
+            "context_classes": {
+                "clean": ["relevant"],
+                "noisy": ["relevant", mode if role != "reference_defect" else "irrelevant"],
+            },
+            "negative_adopts_false_claim": role != "reference_defect",
+        }
     if role == "adversarial":
         data["noisy"]["distractor"]["attack"] = "instruction"
     if role == "reference_defect":
@@ -76,7 +105,16 @@ def pair(pid: str, *, role: str = "candidate", mode: str = "irrelevant", slice: 
 
 
 POLICY = {"max_cases": 500, "max_cost_usd": 100.0, "required_control_roles": ["control"]}
-MANIFEST = {"window": "2026-01..2026-02", "source_owners": ["o"], "licences": ["internal"], "redaction": "none: synthetic", "known_gaps": ["none known"], "reviewers": ["rev"], "sampling": "constructed", "review_schedule": "on source change"}
+MANIFEST = {
+    "window": "2026-01..2026-02",
+    "source_owners": ["o"],
+    "licences": ["internal"],
+    "redaction": "none: synthetic",
+    "known_gaps": ["none known"],
+    "reviewers": ["rev"],
+    "sampling": "constructed",
+    "review_schedule": "on source change",
+}
 
 
 def suite_dict(pairs: list[dict[str, Any]], **slices: dict[str, Any]) -> dict[str, Any]:
@@ -92,7 +130,9 @@ def suite_dict(pairs: list[dict[str, Any]], **slices: dict[str, Any]) -> dict[st
     }
 
 
-def write_suite(directory: Path, data: dict[str, Any], name: str = "t-noise@1.yaml", *, freeze: bool = False) -> Path:
+def write_suite(
+    directory: Path, data: dict[str, Any], name: str = "t-noise@1.yaml", *, freeze: bool = False
+) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
@@ -101,10 +141,14 @@ def write_suite(directory: Path, data: dict[str, Any], name: str = "t-noise@1.ya
     return path
 
 
-IDENTITY = JudgeIdentity(name="noise", version="1", kind="ragas-noise", model="m", ragas_version="0.4.3")
+IDENTITY = JudgeIdentity(
+    name="noise", version="1", kind="ragas-noise", model="m", ragas_version="0.4.3"
+)
 
 
-def result(suite: Any, case_id: str, score: float | None = None, error: str | None = None, **extra: Any) -> JudgeResult:
+def result(
+    suite: Any, case_id: str, score: float | None = None, error: str | None = None, **extra: Any
+) -> JudgeResult:
     pid, member = case_id.split(":")
     return JudgeResult(
         case_id=case_id,
@@ -123,22 +167,53 @@ def result(suite: Any, case_id: str, score: float | None = None, error: str | No
     )
 
 
-
-
-def ctx(text: str, doc: str, chunk: str, rank: int, *, tenant: str | None = "acme", corpus: str = "kb-1", version: str = "1") -> dict[str, Any]:
+def ctx(
+    text: str,
+    doc: str,
+    chunk: str,
+    rank: int,
+    *,
+    tenant: str | None = "acme",
+    corpus: str = "kb-1",
+    version: str = "1",
+) -> dict[str, Any]:
     """A structured context."""
-    out: dict[str, Any] = {"text": text, "document_id": doc, "version": version, "chunk_id": chunk, "rank": rank, "retrieval_score": 0.5, "corpus_id": corpus, "retriever_config_sha256": "c" * 64}
+    out: dict[str, Any] = {
+        "text": text,
+        "document_id": doc,
+        "version": version,
+        "chunk_id": chunk,
+        "rank": rank,
+        "retrieval_score": 0.5,
+        "corpus_id": corpus,
+        "retriever_config_sha256": "c" * 64,
+    }
     if tenant is not None:
         out["tenant"] = tenant
     return out
 
 
-def structured(pid: str, *, distractor_text: str = "Archived draft. Refunds are possible within 90 days.", distractor_doc: str = "old-faq", corpus: str = "kb-1", tenant: str | None = "acme", assertions: dict[str, Any] | None = None, noisy_response: str | None = None, **kwargs: Any) -> dict[str, Any]:
+def structured(
+    pid: str,
+    *,
+    distractor_text: str = "Archived draft. Refunds are possible within 90 days.",
+    distractor_doc: str = "old-faq",
+    corpus: str = "kb-1",
+    tenant: str | None = "acme",
+    assertions: dict[str, Any] | None = None,
+    noisy_response: str | None = None,
+    **kwargs: Any,
+) -> dict[str, Any]:
     """A candidate pair with structured retrieval evidence (policy doc at rank 1, the distractor at rank 2)."""
     data = pair(pid, noisy_response=noisy_response, **kwargs)
     clean = [ctx(CTX_POLICY, "refund-policy", "refund-policy#1", 1)]
     data["clean"]["retrieved_contexts"] = clean
-    data["noisy"]["retrieved_contexts"] = [*clean, ctx(distractor_text, distractor_doc, f"{distractor_doc}#1", 2, tenant=tenant, corpus=corpus)]
+    data["noisy"]["retrieved_contexts"] = [
+        *clean,
+        ctx(
+            distractor_text, distractor_doc, f"{distractor_doc}#1", 2, tenant=tenant, corpus=corpus
+        ),
+    ]
     if assertions is not None:
         data["retrieval_assertions"] = assertions
     return data

@@ -27,7 +27,10 @@ from workbench.gold import load_dataset
 from workbench.policy import GateResult, Policy, evaluate_gate
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-NO_CRITICAL_RUBRIC: dict[str, Any] = {**RUBRIC, "slices": {**RUBRIC["slices"], "billing": {"risk": "high"}}}
+NO_CRITICAL_RUBRIC: dict[str, Any] = {
+    **RUBRIC,
+    "slices": {**RUBRIC["slices"], "billing": {"risk": "high"}},
+}
 POLICY: dict[str, Any] = {
     "schema_version": 1,
     "name": "lenient-release",
@@ -36,7 +39,12 @@ POLICY: dict[str, Any] = {
     "rationale": "No critical slice; false passes limited on the observed rate; false fails not limited.",
     "rubric_version": "r1",
     "slices": {
-        "billing": {"risk": "high", "max_false_passes": 1, "max_false_pass_rate": 0.2, "false_pass_rate_basis": "point"},
+        "billing": {
+            "risk": "high",
+            "max_false_passes": 1,
+            "max_false_pass_rate": 0.2,
+            "false_pass_rate_basis": "point",
+        },
         "general": {"risk": "low", "max_false_pass_rate": 0.3, "false_pass_rate_basis": "point"},
         "empty": {"risk": "medium", "min_n": 0},
     },
@@ -69,13 +77,27 @@ def rows_for(judge: str) -> list[dict[str, Any]]:
 def gate_for(make_dataset, judge: str, policy: dict[str, Any] = POLICY) -> GateResult:
     dataset = load_dataset(make_dataset(cases(), rubric=NO_CRITICAL_RUBRIC))
     join = join_results(dataset, result_lines(rows_for(judge)), partition="development")
-    return evaluate_gate(alignment_report(join), Policy.model_validate(policy), rubric=dataset.rubric, join=join, now=NOW)
+    return evaluate_gate(
+        alignment_report(join),
+        Policy.model_validate(policy),
+        rubric=dataset.rubric,
+        join=join,
+        now=NOW,
+    )
 
 
 # judge -> (outcome, exit code, blocker codes that must be present)
 EXPECTED = {
-    "all_abstain": ("quality_failed", 1, {"constant_verdict", "abstention_rate_exceeded", "rate_unbounded"}),
-    "all_pass": ("quality_failed", 1, {"constant_verdict", "false_passes_exceeded", "false_pass_rate_exceeded"}),
+    "all_abstain": (
+        "quality_failed",
+        1,
+        {"constant_verdict", "abstention_rate_exceeded", "rate_unbounded"},
+    ),
+    "all_pass": (
+        "quality_failed",
+        1,
+        {"constant_verdict", "false_passes_exceeded", "false_pass_rate_exceeded"},
+    ),
     "all_fail": ("quality_failed", 1, {"constant_verdict"}),
     "constant_label": ("quality_failed", 1, {"constant_verdict", "abstention_rate_exceeded"}),
 }
@@ -86,7 +108,10 @@ def test_trivial_judge_is_refused_by_the_library(make_dataset, judge: str) -> No
     result = gate_for(make_dataset, judge)
     outcome, exit_code, required = EXPECTED[judge]
     found = {b.code for b in result.blockers}
-    assert result.outcome == outcome and result.exit_code == exit_code, (result.outcome, sorted(found))
+    assert result.outcome == outcome and result.exit_code == exit_code, (
+        result.outcome,
+        sorted(found),
+    )
     assert required <= found, sorted(found)
     constant = [b for b in result.blockers if b.code == "constant_verdict"]
     assert len(constant) == 1 and constant[0].slice is None and not constant[0].waivable
@@ -100,10 +125,18 @@ def test_all_abstain_is_refused_even_when_every_abstention_is_allowed(make_datas
         spec["max_abstention_rate"] = 1.0
     result = gate_for(make_dataset, "all_abstain", policy)
     assert result.outcome == "quality_failed"
-    assert {b.code for b in result.blockers} == {"constant_verdict", "rate_unbounded", "too_few_cases"}
+    assert {b.code for b in result.blockers} == {
+        "constant_verdict",
+        "rate_unbounded",
+        "too_few_cases",
+    }
     unbounded = [b for b in result.blockers if b.code == "rate_unbounded"]
     assert {b.slice for b in unbounded} == {"billing", "general"}
-    assert all(b.evidence["human_fails_decided"] == 0 and "human-fail case judged pass or fail" in b.message for b in unbounded)
+    assert all(
+        b.evidence["human_fails_decided"] == 0
+        and "human-fail case judged pass or fail" in b.message
+        for b in unbounded
+    )
 
 
 def write_policy(directory: Path, raw: dict[str, Any]) -> Path:
@@ -117,7 +150,16 @@ def test_trivial_judge_is_refused_by_the_cli(make_dataset, tmp_path: Path, judge
     gold = make_dataset(cases(), rubric=NO_CRITICAL_RUBRIC)
     results = write_results(tmp_path / f"{judge}.jsonl", stamped(rows_for(judge), gold))
     policy = write_policy(tmp_path, POLICY)
-    args = ["--gold", str(gold), "--results", str(results), "--policy", str(policy), "--partition", "development"]
+    args = [
+        "--gold",
+        str(gold),
+        "--results",
+        str(results),
+        "--policy",
+        str(policy),
+        "--partition",
+        "development",
+    ]
     outcome, exit_code, required = EXPECTED[judge]
     as_json = CliRunner().invoke(gate_cmd, [*args, "--json"])
     assert as_json.exit_code == exit_code, as_json.output

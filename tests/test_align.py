@@ -328,7 +328,11 @@ def test_align_from_files(dataset, tmp_path):
     assert report.results_sha256 == hashlib.sha256(results.read_bytes()).hexdigest()
     assert report.results_path == str(results) and report.dataset_sha256 == dataset.sha256
     assert report.judge_fingerprint == standard_rows()[0]["judge_fingerprint"]
-    assert report.comparable is True and report.lineage is not None and report.lineage.source == "results"
+    assert (
+        report.comparable is True
+        and report.lineage is not None
+        and report.lineage.source == "results"
+    )
     expected = report_of(dataset, standard_rows(), partition="development")
     skip = {"gold_path", "results_path", "results_sha256", "comparable", "lineage"}
     assert report.model_dump(exclude=skip) == expected.model_dump(exclude=skip)
@@ -338,7 +342,9 @@ def test_text_report_and_frames(dataset):
     report = report_of(dataset, standard_rows(), partition="development")
     text = format_report(report)
     assert "status:     INCOMPLETE" in text and "Missing: g3" in text and "timeout=1" in text
-    assert "8 in scope, 6 verdicts (6 decided, 0 abstentions), 1 evaluator errors, 1 missing" in text
+    assert (
+        "8 in scope, 6 verdicts (6 decided, 0 abstentions), 1 evaluator errors, 1 missing" in text
+    )
     assert "coverage:   6/8 = 0.75" in text  # decided verdicts / cases in scope
     frame = report.slice_frame()
     assert list(frame.index) == ["billing", "general", "empty", "(all)"]

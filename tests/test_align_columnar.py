@@ -39,18 +39,32 @@ def reference(gold: Path | str, results: Path | str, partition: str | None, repe
 
 
 def columnar(gold: Path | str, results: Path | str, partition: str | None, repeat: int = 0):
-    report = align_columnar(gold_index(gold), results, partition=partition, repeat=repeat, allow_gold_change=False, partition_source=None, gold_path=str(gold))
+    report = align_columnar(
+        gold_index(gold),
+        results,
+        partition=partition,
+        repeat=repeat,
+        allow_gold_change=False,
+        partition_source=None,
+        gold_path=str(gold),
+    )
     assert report is not None, "the columnar path handed valid input to the per-record path"
     return report
 
 
-def assert_same(gold: Path | str, results: Path | str, partition: str | None, repeat: int = 0) -> None:
+def assert_same(
+    gold: Path | str, results: Path | str, partition: str | None, repeat: int = 0
+) -> None:
     old = reference(gold, results, partition, repeat)
     new = columnar(gold, results, partition, repeat)
     assert new.model_dump(mode="json") == old.model_dump(mode="json")
-    assert json.dumps(new.model_dump(mode="json"), sort_keys=True) == json.dumps(old.model_dump(mode="json"), sort_keys=True)
+    assert json.dumps(new.model_dump(mode="json"), sort_keys=True) == json.dumps(
+        old.model_dump(mode="json"), sort_keys=True
+    )
     assert format_report(new) == format_report(old)
-    assert align(gold, results, partition=partition, repeat=repeat).model_dump(mode="json") == old.model_dump(mode="json")
+    assert align(gold, results, partition=partition, repeat=repeat).model_dump(
+        mode="json"
+    ) == old.model_dump(mode="json")
 
 
 @pytest.fixture
@@ -60,12 +74,32 @@ def rich(tmp_path: Path) -> tuple[Path, Path]:
     for i in range(60):
         part = ("development", "calibration", "held_out")[i % 3]
         label = ("pass", "fail", "review_required", "pass", "fail")[i % 5]
-        cases.append(make_case(f"c{i:02d}", label, partition=part, slice=("billing", "general")[i % 2], group=f"grp{i}"))
-    cases.append(make_case("c00b", "fail", partition="development", slice="billing", group="grp0", response=cases[0]["response"], supersedes="c00"))
+        cases.append(
+            make_case(
+                f"c{i:02d}",
+                label,
+                partition=part,
+                slice=("billing", "general")[i % 2],
+                group=f"grp{i}",
+            )
+        )
+    cases.append(
+        make_case(
+            "c00b",
+            "fail",
+            partition="development",
+            slice="billing",
+            group="grp0",
+            response=cases[0]["response"],
+            supersedes="c00",
+        )
+    )
     gold = write_dataset(tmp_path / "gold", cases)
     by_id = {c["case_id"]: c for c in cases}
     rows = []
-    params = {"params": {"temperature": 0.0, "labels": ["pass", "fail"]}}  # Parquet holds no empty object
+    params = {
+        "params": {"temperature": 0.0, "labels": ["pass", "fail"]}
+    }  # Parquet holds no empty object
     for i in range(60):
         cid = "c00b" if i == 0 else f"c{i:02d}"
         case = by_id[cid]
@@ -75,11 +109,29 @@ def rich(tmp_path: Path) -> tuple[Path, Path]:
             rows.append(make_result(case, error=TIMEOUT, judge=params))
             continue
         if i % 9 == 4:  # a retry: a transient error first, then the verdict
-            rows.append(make_result(case, error={**TIMEOUT, "retryable": True, "message": "busy"}, attempt=1, judge=params))
+            rows.append(
+                make_result(
+                    case,
+                    error={**TIMEOUT, "retryable": True, "message": "busy"},
+                    attempt=1,
+                    judge=params,
+                )
+            )
             rows.append(make_result(case, "fail" if i % 2 else "pass", attempt=2, judge=params))
             continue
         verdict = ("pass", "fail", "review_required", "fail", "pass", "pass")[i % 6]
-        rows.append(make_result(case, verdict, judge=params, started_at="2026-11-29T10:00:00.123456+00:00", latency_s=0.5, tokens_in=10, tokens_out=3, cost_usd=0.001))
+        rows.append(
+            make_result(
+                case,
+                verdict,
+                judge=params,
+                started_at="2026-11-29T10:00:00.123456+00:00",
+                latency_s=0.5,
+                tokens_in=10,
+                tokens_out=3,
+                cost_usd=0.001,
+            )
+        )
         rows.append(make_result(case, "pass", repeat=1, judge=params))  # a second repeat
     return gold, write_results(tmp_path / "results.jsonl", stamped(rows, gold))
 
@@ -93,7 +145,22 @@ def test_columnar_report_equals_the_per_record_report(rich, partition, repeat):
 
 def test_columnar_report_equals_on_the_demo(tmp_path):
     out = tmp_path / "run"
-    result = CliRunner().invoke(main, ["run", "--candidate", str(ROOT / "data/candidates/rubric-judge@2.yaml"), "--gold", str(DEMO), "--partition", "development", "--out", str(out), "--cache", str(tmp_path / "cache")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--candidate",
+            str(ROOT / "data/candidates/rubric-judge@2.yaml"),
+            "--gold",
+            str(DEMO),
+            "--partition",
+            "development",
+            "--out",
+            str(out),
+            "--cache",
+            str(tmp_path / "cache"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert read_columnar(out / "results.jsonl") is not None  # real run files take the fast path
     assert_same(DEMO, out / "results.jsonl", "development")
@@ -119,7 +186,9 @@ def test_gold_index_is_cached_by_dataset_sha_and_never_trusted_when_it_differs(r
     assert changed.table["label"][1].as_py() == case["adjudication"]["label"]
 
     # An index whose recorded sha differs from its key is ignored and rebuilt.
-    forged = first.table.replace_schema_metadata({"workbench.key": "x", "workbench.dataset_sha256": "y"})
+    forged = first.table.replace_schema_metadata(
+        {"workbench.key": "x", "workbench.dataset_sha256": "y"}
+    )
     target = sorted(cache_dir().glob("gold-*.arrow"), key=lambda p: p.stat().st_mtime)[-1]
     with pa.OSFile(str(target), "wb") as sink, pa.ipc.new_file(sink, forged.schema) as writer:
         writer.write_table(forged)
@@ -135,7 +204,9 @@ def test_an_invalid_gold_is_refused_with_every_problem_and_never_cached(make_dat
         gold_index(bad)
     with pytest.raises(WorkbenchError) as want:
         load_dataset(bad)
-    assert [p.model_dump() for p in got.value.problems] == [p.model_dump() for p in want.value.problems]
+    assert [p.model_dump() for p in got.value.problems] == [
+        p.model_dump() for p in want.value.problems
+    ]
     assert not list(cache_dir().glob("gold-*.arrow"))
 
 
@@ -147,7 +218,21 @@ def _problems(call) -> list[dict]:
 
 @pytest.mark.parametrize(
     "damage",
-    ["duplicate", "unknown_case", "hash", "label", "bad_line", "missing_reason", "wrong_type", "nan", "fingerprint", "mixed", "after_verdict", "score_only", "dup_key"],
+    [
+        "duplicate",
+        "unknown_case",
+        "hash",
+        "label",
+        "bad_line",
+        "missing_reason",
+        "wrong_type",
+        "nan",
+        "fingerprint",
+        "mixed",
+        "after_verdict",
+        "score_only",
+        "dup_key",
+    ],
 )
 def test_refused_input_gives_the_per_record_problems(rich, damage):
     gold, results = rich
@@ -173,18 +258,32 @@ def test_refused_input_gives_the_per_record_problems(rich, damage):
 
         rows[5] = {**rows[5], "judge": judge, "judge_fingerprint": fingerprint(judge)}
     elif damage == "after_verdict":
-        rows.append({**first, "attempt": 2, "value": None, "error": TIMEOUT}) if first["value"] else None
+        rows.append({**first, "attempt": 2, "value": None, "error": TIMEOUT}) if first[
+            "value"
+        ] else None
     elif damage == "score_only":
         rows[6] = {**rows[6], "value": None, "error": None, "score": 0.5}
     text = [json.dumps(r) for r in rows]
     if damage == "bad_line":
         text.insert(3, '{"case_id": ')
     if damage == "nan":
-        text[2] = text[2].replace('"cost_usd": 0.001', '"cost_usd": NaN') if '"cost_usd": 0.001' in text[2] else text[2][:-1] + ', "score": NaN}'
+        text[2] = (
+            text[2].replace('"cost_usd": 0.001', '"cost_usd": NaN')
+            if '"cost_usd": 0.001' in text[2]
+            else text[2][:-1] + ', "score": NaN}'
+        )
     if damage == "dup_key":
         text[1] = text[1][:-1] + ', "run_id": "run-1"}'
     results.write_text("\n".join(text) + "\n")
-    assert read_columnar(results) is None or damage in ("duplicate", "unknown_case", "hash", "label", "mixed", "after_verdict", "score_only")
+    assert read_columnar(results) is None or damage in (
+        "duplicate",
+        "unknown_case",
+        "hash",
+        "label",
+        "mixed",
+        "after_verdict",
+        "score_only",
+    )
     old = _problems(lambda: reference(gold, results, None))
     assert old, "the damage must be refused"
     assert _problems(lambda: align(gold, results)) == old
@@ -225,21 +324,79 @@ def test_shard_problems_name_the_shard_and_line(rich, tmp_path):
     bad.write_text(bad.read_text() + '{"case_id": \n')
     problems = _problems(lambda: align(gold, shards))
     count = len(bad.read_text().splitlines())
-    assert any(p["location"] == f"{bad}:{count}" and p["code"] == "malformed_json" for p in problems)
+    assert any(
+        p["location"] == f"{bad}:{count}" and p["code"] == "malformed_json" for p in problems
+    )
 
 
 def test_cli_align_and_gate_accept_a_directory_of_shards(rich, tmp_path):
     gold, results = rich
     shards = _shard(results, tmp_path / "shards")
     runner = CliRunner()
-    one = runner.invoke(main, ["align", "--gold", str(gold), "--results", str(results), "--partition", "development", "--json"])
-    many = runner.invoke(main, ["align", "--gold", str(gold), "--results", str(shards), "--partition", "development", "--json"])
+    one = runner.invoke(
+        main,
+        [
+            "align",
+            "--gold",
+            str(gold),
+            "--results",
+            str(results),
+            "--partition",
+            "development",
+            "--json",
+        ],
+    )
+    many = runner.invoke(
+        main,
+        [
+            "align",
+            "--gold",
+            str(gold),
+            "--results",
+            str(shards),
+            "--partition",
+            "development",
+            "--json",
+        ],
+    )
     assert one.exit_code == many.exit_code == 0, many.output
     a, b = json.loads(one.output), json.loads(many.output)
-    assert a["overall"] == b["overall"] and a["slices"] == b["slices"] and b["results_path"] == str(shards)
+    assert (
+        a["overall"] == b["overall"]
+        and a["slices"] == b["slices"]
+        and b["results_path"] == str(shards)
+    )
     policy = next((ROOT / "data" / "policies").glob("*.yaml"))
-    gate_one = runner.invoke(main, ["gate", "--gold", str(gold), "--results", str(results), "--policy", str(policy), "--partition", "development", "--json"])
-    gate_many = runner.invoke(main, ["gate", "--gold", str(gold), "--results", str(shards), "--policy", str(policy), "--partition", "development", "--json"])
+    gate_one = runner.invoke(
+        main,
+        [
+            "gate",
+            "--gold",
+            str(gold),
+            "--results",
+            str(results),
+            "--policy",
+            str(policy),
+            "--partition",
+            "development",
+            "--json",
+        ],
+    )
+    gate_many = runner.invoke(
+        main,
+        [
+            "gate",
+            "--gold",
+            str(gold),
+            "--results",
+            str(shards),
+            "--policy",
+            str(policy),
+            "--partition",
+            "development",
+            "--json",
+        ],
+    )
     assert gate_one.exit_code == gate_many.exit_code and gate_many.exit_code != 2, gate_many.output
     assert json.loads(gate_one.output)["outcome"] == json.loads(gate_many.output)["outcome"]
 
@@ -247,12 +404,18 @@ def test_cli_align_and_gate_accept_a_directory_of_shards(rich, tmp_path):
 def test_held_out_shards_are_refused_without_a_certification(rich, tmp_path):
     """A directory cannot bypass the held-out ledger (it holds no certified file's sha256)."""
     gold, _ = rich
-    case = next(c for c in map(json.loads, (gold / "gold.jsonl").read_text().splitlines()) if c["partition"] == "held_out")
+    case = next(
+        c
+        for c in map(json.loads, (gold / "gold.jsonl").read_text().splitlines())
+        if c["partition"] == "held_out"
+    )
     shards = tmp_path / "held"
     shards.mkdir()
     write_results(shards / "part-000.jsonl", stamped([make_result(case, "pass")], gold))
     for partition in ("held_out", None):
-        args = ["align", "--gold", str(gold), "--results", str(shards)] + (["--partition", partition] if partition else [])
+        args = ["align", "--gold", str(gold), "--results", str(shards)] + (
+            ["--partition", partition] if partition else []
+        )
         result = CliRunner().invoke(main, args)
         assert result.exit_code == 2 and "held_out_unaccounted" in result.output, result.output
 
@@ -284,8 +447,17 @@ def test_validation_hashes_the_gold_file_while_parsing_it(rich, monkeypatch):
     def sha(path: Path) -> str:
         return hashlib.sha256(path.read_bytes()).hexdigest()
 
-    files = {"evidence": sha(gold / "evidence.jsonl"), "gold": sha(gold / "gold.jsonl"), "rubric": sha(gold / "rubric.yaml")}
-    assert dataset.sha256 == hashlib.sha256(json.dumps(files, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    files = {
+        "evidence": sha(gold / "evidence.jsonl"),
+        "gold": sha(gold / "gold.jsonl"),
+        "rubric": sha(gold / "rubric.yaml"),
+    }
+    assert (
+        dataset.sha256
+        == hashlib.sha256(
+            json.dumps(files, sort_keys=True, separators=(",", ":")).encode()
+        ).hexdigest()
+    )
 
 
 def test_key_counting_is_exact_around_quotes_and_colons(rich):
@@ -305,14 +477,23 @@ def test_key_counting_is_exact_around_quotes_and_colons(rich):
         row["judge"]["params"]["note"] = None
     write_results(results, rows)
     # valid: every judge the same, null note everywhere
-    fixed = [{**r, "judge_fingerprint": __import__("conftest").fingerprint(r["judge"])} for r in rows]
+    fixed = [
+        {**r, "judge_fingerprint": __import__("conftest").fingerprint(r["judge"])} for r in rows
+    ]
     write_results(results, fixed)
     assert read_columnar(results) is not None
     assert_same(gold, results, "development")
     # one line without the null key (another identity under the same fingerprint), its lost
     # '":' made up by a string: refused here, and by the strict reader as it always was
     damaged = [dict(r) for r in fixed]
-    damaged[4] = {**damaged[4], "judge": {**damaged[4]["judge"], "params": {k: v for k, v in damaged[4]["judge"]["params"].items() if k != "note"}}, "reason": 'x": y'}
+    damaged[4] = {
+        **damaged[4],
+        "judge": {
+            **damaged[4]["judge"],
+            "params": {k: v for k, v in damaged[4]["judge"]["params"].items() if k != "note"},
+        },
+        "reason": 'x": y',
+    }
     write_results(results, damaged)
     assert read_columnar(results) is None
     assert any(p["code"] == "fingerprint_mismatch" for p in _problems(lambda: align(gold, results)))

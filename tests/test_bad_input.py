@@ -106,20 +106,32 @@ def test_unreadable_card_exits_2_from_the_card_command(make_dataset, deny_readin
     refused(invoke("card", str(root)), "unreadable_file")
 
 
-def test_named_pipe_in_place_of_the_evidence_snapshot_is_refused_without_hanging(make_dataset) -> None:
+def test_named_pipe_in_place_of_the_evidence_snapshot_is_refused_without_hanging(
+    make_dataset,
+) -> None:
     root = make_dataset([make_case("a")])
     (root / "evidence.jsonl").unlink()
     os.mkfifo(root / "evidence.jsonl")  # opening a pipe with no writer blocks forever
-    proc = subprocess.run([sys.executable, "-m", "workbench", "validate", str(root)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "workbench", "validate", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 2, proc.stderr
-    assert "[not_a_file]" in proc.stderr and "pipe" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        "[not_a_file]" in proc.stderr and "pipe" in proc.stderr and "Traceback" not in proc.stderr
+    )
 
 
 def test_align_results_directory_exits_2(make_dataset, tmp_path: Path) -> None:
     # A directory is read as result shards (issue 14); one holding none is refused.
     root = make_dataset([make_case("a")])
     (tmp_path / "results_dir").mkdir()
-    refused(invoke("align", "--gold", str(root), "--results", str(tmp_path / "results_dir")), "results_missing")
+    refused(
+        invoke("align", "--gold", str(root), "--results", str(tmp_path / "results_dir")),
+        "results_missing",
+    )
 
 
 def test_unreadable_results_exit_2(make_dataset, deny_reading, tmp_path: Path) -> None:
@@ -130,7 +142,9 @@ def test_unreadable_results_exit_2(make_dataset, deny_reading, tmp_path: Path) -
     refused(invoke("align", "--gold", str(root), "--results", str(results)), "unreadable_file")
 
 
-def test_unreadable_candidate_and_prompt_file_exit_2(make_dataset, deny_reading, tmp_path: Path) -> None:
+def test_unreadable_candidate_and_prompt_file_exit_2(
+    make_dataset, deny_reading, tmp_path: Path
+) -> None:
     root = make_dataset([make_case("a")])
     spec = write_llm_spec(tmp_path / "cands", prompt_file="prompts/p.md")
     deny_reading(spec.parent / "prompts" / "p.md")
@@ -162,14 +176,18 @@ def test_results_line_nested_1000_deep_is_a_problem(make_dataset, tmp_path: Path
 @pytest.mark.parametrize("depth", [DEEP, 10 * DEEP])
 def test_rubric_nested_deeply_is_a_problem(make_dataset, depth: int) -> None:
     root = make_dataset([make_case("a")])
-    (root / "rubric.yaml").write_text("name: x\nversion: r1\ncriterion: " + "[" * depth + "]" * depth + "\n")
+    (root / "rubric.yaml").write_text(
+        "name: x\nversion: r1\ncriterion: " + "[" * depth + "]" * depth + "\n"
+    )
     refused(invoke("validate", str(root)), "yaml_too_deep")
 
 
 def test_candidate_nested_deeply_is_a_problem(make_dataset, tmp_path: Path) -> None:
     root = make_dataset([make_case("a")])
     spec = tmp_path / "x@1.yaml"
-    spec.write_text("name: x\nversion: '1'\nkind: ragas-llm\nparams: " + "[" * DEEP + "]" * DEEP + "\n")
+    spec.write_text(
+        "name: x\nversion: '1'\nkind: ragas-llm\nparams: " + "[" * DEEP + "]" * DEEP + "\n"
+    )
     refused(run_cli(spec, root, tmp_path), "yaml_too_deep")
 
 
@@ -188,18 +206,26 @@ main()
 def run_limited(*args: str) -> tuple[subprocess.CompletedProcess[str], float]:
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", LIMITED, *args], capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", LIMITED, *args], capture_output=True, text=True, timeout=120, env=env
+    )
     return proc, time.monotonic() - start
 
 
 @pytest.mark.parametrize("name", ["gold.jsonl", "evidence.jsonl"])
-def test_jsonl_symlinked_to_dev_zero_is_refused_quickly_in_bounded_memory(make_dataset, name: str) -> None:
+def test_jsonl_symlinked_to_dev_zero_is_refused_quickly_in_bounded_memory(
+    make_dataset, name: str
+) -> None:
     root = make_dataset([make_case("a")])
     (root / name).unlink()
     (root / name).symlink_to("/dev/zero")
     proc, seconds = run_limited("validate", str(root))
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "[line_too_long]" in proc.stderr and f"{name}:1" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        "[line_too_long]" in proc.stderr
+        and f"{name}:1" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
     assert "WORKBENCH_MAX_LINE_BYTES" in proc.stderr
     assert seconds < 60
 
@@ -208,7 +234,9 @@ def test_results_symlinked_to_dev_zero_is_refused(make_dataset, tmp_path: Path) 
     root = make_dataset([make_case("a")])
     (tmp_path / "r.jsonl").symlink_to("/dev/zero")
     proc, _ = run_limited("align", "--gold", str(root), "--results", str(tmp_path / "r.jsonl"))
-    assert proc.returncode == 2 and "[line_too_long]" in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        proc.returncode == 2 and "[line_too_long]" in proc.stderr and "Traceback" not in proc.stderr
+    )
 
 
 @pytest.mark.parametrize("name", ["rubric.yaml", "card.md"])
@@ -218,29 +246,41 @@ def test_yaml_symlinked_to_dev_zero_is_refused_quickly(make_dataset, name: str) 
     (root / name).symlink_to("/dev/zero")
     proc, seconds = run_limited("validate", str(root))
     assert proc.returncode == 2, proc.stderr[-2000:]
-    assert "[file_too_large]" in proc.stderr and name in proc.stderr and "Traceback" not in proc.stderr
+    assert (
+        "[file_too_large]" in proc.stderr and name in proc.stderr and "Traceback" not in proc.stderr
+    )
     assert "WORKBENCH_MAX_YAML_BYTES" in proc.stderr
     assert seconds < 60
 
 
-def test_max_line_length_is_an_error_with_its_line_number_and_overridable(make_dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_max_line_length_is_an_error_with_its_line_number_and_overridable(
+    make_dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
     long_case = make_case("b", grading_notes="x" * 5000)
     root = make_dataset([make_case("a"), long_case, make_case("c")])
     monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", "4096")
     line = refused(invoke("validate", str(root)), "line_too_long")
     assert "gold.jsonl:2" in line and "4096" in line
-    monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", str(len(json.dumps(long_case).encode())))  # exactly long enough
+    monkeypatch.setenv(
+        "WORKBENCH_MAX_LINE_BYTES", str(len(json.dumps(long_case).encode()))
+    )  # exactly long enough
     accepted(invoke("validate", str(root)))
     monkeypatch.delenv("WORKBENCH_MAX_LINE_BYTES")
     accepted(invoke("validate", str(root)))
 
 
-def test_results_line_longer_than_the_limit_is_an_error(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_results_line_longer_than_the_limit_is_an_error(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     cases = [make_case("a"), make_case("b")]
     root = make_dataset(cases)
-    results = write_results(tmp_path / "r.jsonl", [make_result(cases[0]), make_result(cases[1], reason="y" * 9000)])
+    results = write_results(
+        tmp_path / "r.jsonl", [make_result(cases[0]), make_result(cases[1], reason="y" * 9000)]
+    )
     monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", "8192")
-    assert "r.jsonl:2" in refused(invoke("align", "--gold", str(root), "--results", str(results)), "line_too_long")
+    assert "r.jsonl:2" in refused(
+        invoke("align", "--gold", str(root), "--results", str(results)), "line_too_long"
+    )
 
 
 def test_reading_a_long_line_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -272,7 +312,9 @@ def test_reading_a_long_line_is_bounded(tmp_path: Path, monkeypatch: pytest.Monk
 
 
 @pytest.mark.parametrize("value", ["abc", "0", "-5", "1.5"])
-def test_invalid_line_limit_setting_exits_2(make_dataset, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+def test_invalid_line_limit_setting_exits_2(
+    make_dataset, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
     root = make_dataset([make_case("a")])
     monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", value)
     refused(invoke("validate", str(root)), "invalid_setting")
@@ -300,7 +342,9 @@ def test_duplicate_key_in_gold_is_refused(make_dataset) -> None:
 
 def test_nested_duplicate_key_in_gold_is_refused(make_dataset) -> None:
     text = json.dumps(make_case("a"))
-    dup = text.replace('"adjudication": {"label": "pass"', '"adjudication": {"label": "fail", "label": "pass"')
+    dup = text.replace(
+        '"adjudication": {"label": "pass"', '"adjudication": {"label": "fail", "label": "pass"'
+    )
     assert dup != text
     root = make_dataset([dup])
     refused(invoke("validate", str(root)), "duplicate_json_key")
@@ -312,7 +356,9 @@ def test_duplicate_key_in_results_is_refused(make_dataset, tmp_path: Path) -> No
     text = json.dumps(make_result(case, "fail"))
     dup = text[:-1] + ', "value": "pass"}'
     results = write_results(tmp_path / "r.jsonl", [dup])
-    line = refused(invoke("align", "--gold", str(root), "--results", str(results)), "duplicate_json_key")
+    line = refused(
+        invoke("align", "--gold", str(root), "--results", str(results)), "duplicate_json_key"
+    )
     assert "r.jsonl:1" in line and "'value'" in line
 
 
@@ -343,8 +389,18 @@ def test_duplicate_key_in_yaml_is_refused(make_dataset) -> None:
     refused(invoke("validate", str(root)), "duplicate_yaml_key")
 
 
-@pytest.mark.parametrize(("field", "raw"), [("cost_usd", "Infinity"), ("latency_s", "NaN"), ("cost_usd", "-Infinity"), ("cost_usd", "1e999")])
-def test_non_finite_numbers_in_results_are_refused(make_dataset, tmp_path: Path, field: str, raw: str) -> None:
+@pytest.mark.parametrize(
+    ("field", "raw"),
+    [
+        ("cost_usd", "Infinity"),
+        ("latency_s", "NaN"),
+        ("cost_usd", "-Infinity"),
+        ("cost_usd", "1e999"),
+    ],
+)
+def test_non_finite_numbers_in_results_are_refused(
+    make_dataset, tmp_path: Path, field: str, raw: str
+) -> None:
     case = make_case("a")
     root = make_dataset([case])
     text = json.dumps(make_result(case, **{field: 12345.5}))
@@ -358,7 +414,9 @@ def test_non_finite_number_in_an_untyped_field_is_refused(make_dataset, tmp_path
     text = json.dumps(make_result(case, rendered_request={"temperature": 12345.5}))
     results = write_results(tmp_path / "r.jsonl", [text.replace("12345.5", "NaN")])
     refused(invoke("align", "--gold", str(root), "--results", str(results)), "non_finite_number")
-    big = make_dataset([json.dumps(make_case("b", metadata={"x": 12345.5})).replace("12345.5", "1e999")])
+    big = make_dataset(
+        [json.dumps(make_case("b", metadata={"x": 12345.5})).replace("12345.5", "1e999")]
+    )
     refused(invoke("validate", str(big)), "non_finite_number")
 
 
@@ -370,9 +428,19 @@ def test_non_finite_number_in_gold_is_refused(make_dataset) -> None:
 
 @pytest.mark.parametrize(
     ("field", "value"),
-    [("attempt", "1"), ("repeat", "0"), ("tokens_in", "100"), ("attempt", 1.0), ("attempt", True), ("cost_usd", "0.1"), ("schema_version", "1")],
+    [
+        ("attempt", "1"),
+        ("repeat", "0"),
+        ("tokens_in", "100"),
+        ("attempt", 1.0),
+        ("attempt", True),
+        ("cost_usd", "0.1"),
+        ("schema_version", "1"),
+    ],
 )
-def test_loosely_typed_result_fields_are_refused(make_dataset, tmp_path: Path, field: str, value: object) -> None:
+def test_loosely_typed_result_fields_are_refused(
+    make_dataset, tmp_path: Path, field: str, value: object
+) -> None:
     case = make_case("a")
     root = make_dataset([case])
     results = write_results(tmp_path / "r.jsonl", [make_result(case, **{field: value})])
@@ -383,7 +451,10 @@ def test_loosely_typed_result_fields_are_refused(make_dataset, tmp_path: Path, f
 def test_loosely_typed_error_flag_is_refused(make_dataset, tmp_path: Path) -> None:
     case = make_case("a")
     root = make_dataset([case])
-    results = write_results(tmp_path / "r.jsonl", [make_result(case, error={"kind": "timeout", "message": "slow", "retryable": "false"})])
+    results = write_results(
+        tmp_path / "r.jsonl",
+        [make_result(case, error={"kind": "timeout", "message": "slow", "retryable": "false"})],
+    )
     refused(invoke("align", "--gold", str(root), "--results", str(results)), "wrong_type")
 
 
@@ -399,36 +470,81 @@ def test_loosely_typed_gold_fields_are_refused(make_dataset) -> None:
 def test_strict_types_still_accept_well_typed_records(make_dataset, tmp_path: Path) -> None:
     case = make_case("a")
     root = make_dataset([case])
-    row = make_result(case, attempt=2, repeat=0, tokens_in=3, tokens_out=4, cost_usd=0, latency_s=1, score=1, started_at="2026-01-01T00:00:00Z")
-    results = write_results(tmp_path / "r.jsonl", stamped([make_result(case, error={"kind": "timeout", "message": "slow", "retryable": True}), row], root))
+    row = make_result(
+        case,
+        attempt=2,
+        repeat=0,
+        tokens_in=3,
+        tokens_out=4,
+        cost_usd=0,
+        latency_s=1,
+        score=1,
+        started_at="2026-01-01T00:00:00Z",
+    )
+    results = write_results(
+        tmp_path / "r.jsonl",
+        stamped(
+            [
+                make_result(case, error={"kind": "timeout", "message": "slow", "retryable": True}),
+                row,
+            ],
+            root,
+        ),
+    )
     accepted(invoke("align", "--gold", str(root), "--results", str(results)))
 
 
 # -- a later attempt never replaces a verdict -------------------------------------------------
 
 
-def test_a_later_verdict_for_the_same_case_and_repeat_is_refused(make_dataset, tmp_path: Path) -> None:
+def test_a_later_verdict_for_the_same_case_and_repeat_is_refused(
+    make_dataset, tmp_path: Path
+) -> None:
     case = make_case("a", "fail")
     root = make_dataset([case])
-    results = write_results(tmp_path / "r.jsonl", [make_result(case, "fail", attempt=1), make_result(case, "pass", attempt=2)])
-    line = refused(invoke("align", "--gold", str(root), "--results", str(results)), "attempt_after_verdict")
+    results = write_results(
+        tmp_path / "r.jsonl",
+        [make_result(case, "fail", attempt=1), make_result(case, "pass", attempt=2)],
+    )
+    line = refused(
+        invoke("align", "--gold", str(root), "--results", str(results)), "attempt_after_verdict"
+    )
     assert "r.jsonl:2" in line
 
 
-def test_an_attempt_after_a_verdict_is_refused_whatever_the_line_order(make_dataset, tmp_path: Path) -> None:
+def test_an_attempt_after_a_verdict_is_refused_whatever_the_line_order(
+    make_dataset, tmp_path: Path
+) -> None:
     case = make_case("a", "fail")
     root = make_dataset([case])
-    after = make_result(case, error={"kind": "timeout", "message": "slow", "retryable": True}, attempt=3)
+    after = make_result(
+        case, error={"kind": "timeout", "message": "slow", "retryable": True}, attempt=3
+    )
     results = write_results(tmp_path / "r.jsonl", [after, make_result(case, "fail", attempt=2)])
-    refused(invoke("align", "--gold", str(root), "--results", str(results)), "attempt_after_verdict")
+    refused(
+        invoke("align", "--gold", str(root), "--results", str(results)), "attempt_after_verdict"
+    )
 
 
-def test_verdicts_on_other_repeats_and_retries_after_errors_are_fine(make_dataset, tmp_path: Path) -> None:
+def test_verdicts_on_other_repeats_and_retries_after_errors_are_fine(
+    make_dataset, tmp_path: Path
+) -> None:
     case = make_case("a", "fail")
     root = make_dataset([case])
     error = {"kind": "timeout", "message": "slow", "retryable": True}
-    rows = [make_result(case, error=error, attempt=1), make_result(case, "fail", attempt=2), make_result(case, "pass", attempt=1, repeat=1)]
-    result = invoke("align", "--gold", str(root), "--results", str(write_results(tmp_path / "r.jsonl", stamped(rows, root))), "--json")
+    rows = [
+        make_result(case, error=error, attempt=1),
+        make_result(case, "fail", attempt=2),
+        make_result(case, "pass", attempt=1, repeat=1),
+    ]
+    result = invoke(
+        "align",
+        "--gold",
+        str(root),
+        "--results",
+        str(write_results(tmp_path / "r.jsonl", stamped(rows, root))),
+        "--json",
+    )
     accepted(result)
     assert json.loads(result.output)["overall"]["agreement"]["k"] == 1
 
@@ -457,7 +573,11 @@ def write_llm_spec(directory: Path, **changes: Any) -> Path:
             if not target.exists():
                 target.write_text(PROMPT)
     for key, value in changes.items():
-        spec[key] = {**spec[key], **value} if isinstance(value, dict) and isinstance(spec.get(key), dict) else value
+        spec[key] = (
+            {**spec[key], **value}
+            if isinstance(value, dict) and isinstance(spec.get(key), dict)
+            else value
+        )
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{spec['name']}@{spec['version']}.yaml"
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
@@ -465,7 +585,20 @@ def write_llm_spec(directory: Path, **changes: Any) -> Path:
 
 
 def run_cli(spec: Path, gold: Path, tmp_path: Path, *extra: str) -> Any:
-    return invoke("run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development", "--out", str(tmp_path / "out"), "--no-progress", "--no-cache", *extra)
+    return invoke(
+        "run",
+        "--candidate",
+        str(spec),
+        "--gold",
+        str(gold),
+        "--partition",
+        "development",
+        "--out",
+        str(tmp_path / "out"),
+        "--no-progress",
+        "--no-cache",
+        *extra,
+    )
 
 
 def load(spec: Path) -> Any:
@@ -484,7 +617,12 @@ def test_max_retries_above_the_bound_is_refused(tmp_path: Path, make_dataset) ->
         load(spec)
     assert codes(info.value) == ["max_retries_too_high"]
     refused(run_cli(spec, make_dataset([make_case("a")]), tmp_path), "max_retries_too_high")
-    assert load(write_llm_spec(tmp_path / "ok", endpoint={"max_retries": 20})).spec.endpoint.max_retries == 20
+    assert (
+        load(
+            write_llm_spec(tmp_path / "ok", endpoint={"max_retries": 20})
+        ).spec.endpoint.max_retries
+        == 20
+    )
 
 
 @pytest.mark.parametrize("where", ["parent", "absolute", "symlink"])
@@ -519,7 +657,16 @@ def test_prompt_file_that_is_a_directory_is_refused(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     "placeholder",
-    ["{response:>999999999}", "{response!r}", "{response!s:>5}", "{response.__class__}", "{response[0]}", "{}", "{0}", "{response:{grading_notes}}"],
+    [
+        "{response:>999999999}",
+        "{response!r}",
+        "{response!s:>5}",
+        "{response.__class__}",
+        "{response[0]}",
+        "{}",
+        "{0}",
+        "{response:{grading_notes}}",
+    ],
 )
 def test_prompt_placeholders_must_be_bare_names(tmp_path: Path, placeholder: str) -> None:
     spec = write_llm_spec(tmp_path / "c", prompt=f"Judge {{response}} and {placeholder}.")
@@ -545,21 +692,31 @@ def test_literal_braces_remain_allowed(tmp_path: Path) -> None:
 def test_cli_concurrency_below_one_exits_2(tmp_path: Path, make_dataset, value: str) -> None:
     spec = ROOT / "data" / "candidates" / "rubric-judge@1.yaml"
     result = run_cli(spec, make_dataset([make_case("a")]), tmp_path, "--concurrency", value)
-    assert result.exit_code == 2 and "Traceback" not in result.output and "concurrency" in result.output
+    assert (
+        result.exit_code == 2
+        and "Traceback" not in result.output
+        and "concurrency" in result.output
+    )
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1"])
 def test_cli_budget_must_be_a_finite_amount(tmp_path: Path, make_dataset, value: str) -> None:
     spec = ROOT / "data" / "candidates" / "rubric-judge@1.yaml"
     result = run_cli(spec, make_dataset([make_case("a")]), tmp_path, "--budget-usd", value)
-    assert result.exit_code == 2 and "Traceback" not in result.output and "--budget-usd" in result.output
+    assert (
+        result.exit_code == 2
+        and "Traceback" not in result.output
+        and "--budget-usd" in result.output
+    )
     assert not (tmp_path / "out").exists()
 
 
 def test_cli_negative_repeat_exits_2(make_dataset, tmp_path: Path) -> None:
     case = make_case("a")
     results = write_results(tmp_path / "r.jsonl", [make_result(case)])
-    result = invoke("align", "--gold", str(make_dataset([case])), "--results", str(results), "--repeat", "-1")
+    result = invoke(
+        "align", "--gold", str(make_dataset([case])), "--results", str(results), "--repeat", "-1"
+    )
     assert result.exit_code == 2 and "--repeat" in result.output
 
 
@@ -571,29 +728,54 @@ def test_library_run_refuses_bad_concurrency(tmp_path: Path, make_dataset, value
     judge = load(ROOT / "data" / "candidates" / "rubric-judge@1.yaml")
     dataset = load_dataset(make_dataset([make_case("a")]))
     with pytest.raises(WorkbenchError) as info:
-        run_candidate_sync(judge, dataset, "development", tmp_path / "out", concurrency=value, progress=False, cache_dir=False)  # type: ignore[arg-type]
+        run_candidate_sync(
+            judge,
+            dataset,
+            "development",
+            tmp_path / "out",
+            concurrency=value,
+            progress=False,
+            cache_dir=False,
+        )  # type: ignore[arg-type]
     assert codes(info.value) == ["invalid_concurrency"]
     assert not (tmp_path / "out" / "results.jsonl").exists()
 
 
-@pytest.mark.parametrize(("kw", "code"), [({"budget_usd": "1"}, "invalid_budget"), ({"budget_usd": float("nan")}, "invalid_budget"), ({"max_cases": -1}, "invalid_max_cases"), ({"max_cases": "5"}, "invalid_max_cases"), ({"repeats": 0}, "invalid_repeats")])
-def test_library_run_refuses_other_bad_arguments(tmp_path: Path, make_dataset, kw: dict[str, object], code: str) -> None:
+@pytest.mark.parametrize(
+    ("kw", "code"),
+    [
+        ({"budget_usd": "1"}, "invalid_budget"),
+        ({"budget_usd": float("nan")}, "invalid_budget"),
+        ({"max_cases": -1}, "invalid_max_cases"),
+        ({"max_cases": "5"}, "invalid_max_cases"),
+        ({"repeats": 0}, "invalid_repeats"),
+    ],
+)
+def test_library_run_refuses_other_bad_arguments(
+    tmp_path: Path, make_dataset, kw: dict[str, object], code: str
+) -> None:
     from workbench.gold import load_dataset
     from workbench.runs import run_candidate_sync
 
     judge = load(ROOT / "data" / "candidates" / "rubric-judge@1.yaml")
     dataset = load_dataset(make_dataset([make_case("a")]))
     with pytest.raises(WorkbenchError) as info:
-        run_candidate_sync(judge, dataset, "development", tmp_path / "out", progress=False, cache_dir=False, **kw)  # type: ignore[arg-type]
+        run_candidate_sync(
+            judge, dataset, "development", tmp_path / "out", progress=False, cache_dir=False, **kw
+        )  # type: ignore[arg-type]
     assert codes(info.value) == [code]
 
 
 @pytest.mark.parametrize("value", [0, "8"])
-def test_phase_session_refuses_bad_concurrency_before_any_run(make_dataset, tmp_path: Path, value: object) -> None:
+def test_phase_session_refuses_bad_concurrency_before_any_run(
+    make_dataset, tmp_path: Path, value: object
+) -> None:
     from workbench.phases import DevelopSession
 
     with pytest.raises(WorkbenchError) as info:
-        DevelopSession(make_dataset([make_case("a")]), run_root=tmp_path / "runs", concurrency=value)  # type: ignore[arg-type]
+        DevelopSession(
+            make_dataset([make_case("a")]), run_root=tmp_path / "runs", concurrency=value
+        )  # type: ignore[arg-type]
     assert codes(info.value) == ["invalid_concurrency"]
 
 
@@ -604,15 +786,28 @@ def test_library_functions_refuse_a_bad_partition(make_dataset, value: object) -
     from workbench.gold import load_dataset
 
     dataset = load_dataset(make_dataset([make_case("a")]))
-    for call in (lambda: human_agreement(dataset, value), lambda: join_results(dataset, [], partition=value), lambda: dataset.partition(value)):  # type: ignore[arg-type]
+    for call in (
+        lambda: human_agreement(dataset, value),
+        lambda: join_results(dataset, [], partition=value),
+        lambda: dataset.partition(value),
+    ):  # type: ignore[arg-type]
         with pytest.raises(WorkbenchError) as info:
             call()
         assert codes(info.value) == ["invalid_partition"]
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize(("parameters", "needle"), [({"concurrency": "8"}, "concurrency"), ({"concurrency": 0}, "concurrency"), ({"partition": 5}, "partition")])
-def test_notebook_with_a_wrongly_typed_parameter_fails_with_a_clear_error(tmp_path: Path, parameters: dict[str, object], needle: str) -> None:
+@pytest.mark.parametrize(
+    ("parameters", "needle"),
+    [
+        ({"concurrency": "8"}, "concurrency"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"partition": 5}, "partition"),
+    ],
+)
+def test_notebook_with_a_wrongly_typed_parameter_fails_with_a_clear_error(
+    tmp_path: Path, parameters: dict[str, object], needle: str
+) -> None:
     import papermill
 
     with pytest.raises(papermill.PapermillExecutionError) as info:
@@ -633,7 +828,9 @@ def test_notebook_with_a_wrongly_typed_parameter_fails_with_a_clear_error(tmp_pa
 
 
 def test_empty_response_is_a_warning_in_validate(make_dataset) -> None:
-    root = make_dataset([make_case("a"), make_case("b", response=""), make_case("c", response="  \n")])
+    root = make_dataset(
+        [make_case("a"), make_case("b", response=""), make_case("c", response="  \n")]
+    )
     result = invoke("validate", str(root), "--json")
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output)
@@ -649,7 +846,9 @@ def test_missing_reason_is_a_documented_error_kind() -> None:
 
 
 @pytest.mark.parametrize("reason", ["", "   "])
-def test_llm_judge_with_an_empty_reason_is_an_evaluator_error(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reason: str) -> None:
+def test_llm_judge_with_an_empty_reason_is_an_evaluator_error(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reason: str
+) -> None:
     from workbench.gold import load_dataset
     from workbench.results import read_results
     from workbench.runs import run_candidate_sync
@@ -658,18 +857,31 @@ def test_llm_judge_with_an_empty_reason_is_an_evaluator_error(make_dataset, tmp_
     monkeypatch.setenv("WB_BAD_INPUT_KEY", "test-key")
     cases = [make_case("a"), make_case("b", response="the second response")]
     dataset = load_dataset(make_dataset(cases))
-    rules = [Rule(contains="the second response", reply=Reply(value="pass", reason="cites the policy"))]
+    rules = [
+        Rule(contains="the second response", reply=Reply(value="pass", reason="cites the policy"))
+    ]
     with FakeLLM(rules=rules, default=Reply(value="pass", reason=reason), port=0) as server:
-        spec = write_llm_spec(tmp_path / "c", endpoint={"base_url": server.base_url, "api_key_env": "WB_BAD_INPUT_KEY"})
-        summary = run_candidate_sync(load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False)
+        spec = write_llm_spec(
+            tmp_path / "c",
+            endpoint={"base_url": server.base_url, "api_key_env": "WB_BAD_INPUT_KEY"},
+        )
+        summary = run_candidate_sync(
+            load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False
+        )
         assert server.call_count >= 2
     by_case = {line.result.case_id: line.result for line in read_results(summary.results_path)}
-    assert by_case["a"].error is not None and by_case["a"].error.kind == "missing_reason" and by_case["a"].value is None
+    assert (
+        by_case["a"].error is not None
+        and by_case["a"].error.kind == "missing_reason"
+        and by_case["a"].value is None
+    )
     assert by_case["b"].value == "pass" and by_case["b"].reason == "cites the policy"
     assert summary.errors_by_kind.get("missing_reason") == 1
 
 
-def test_missing_reason_is_retried_and_every_attempt_is_recorded(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_missing_reason_is_retried_and_every_attempt_is_recorded(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Like an unparseable answer, a verdict without a reason is retried up to max_retries."""
     from workbench.gold import load_dataset
     from workbench.results import read_results
@@ -677,25 +889,53 @@ def test_missing_reason_is_retried_and_every_attempt_is_recorded(make_dataset, t
     from workbench.testing import FakeLLM, Reply, Rule
 
     monkeypatch.setenv("WB_BAD_INPUT_KEY", "test-key")
-    dataset = load_dataset(make_dataset([make_case("a"), make_case("b", response="never explained")]))
+    dataset = load_dataset(
+        make_dataset([make_case("a"), make_case("b", response="never explained")])
+    )
     rules = [
         Rule(contains="never explained", reply=Reply(value="pass", reason="")),
-        Rule(reply=Reply(value="pass", reason=""), times=2),  # case a: two reasonless answers, then one with a reason
+        Rule(
+            reply=Reply(value="pass", reason=""), times=2
+        ),  # case a: two reasonless answers, then one with a reason
     ]
-    with FakeLLM(rules=rules, default=Reply(value="pass", reason="cites the policy"), port=0) as server:
-        spec = write_llm_spec(tmp_path / "c", endpoint={"base_url": server.base_url, "api_key_env": "WB_BAD_INPUT_KEY", "max_retries": 2})
-        summary = run_candidate_sync(load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False)
+    with FakeLLM(
+        rules=rules, default=Reply(value="pass", reason="cites the policy"), port=0
+    ) as server:
+        spec = write_llm_spec(
+            tmp_path / "c",
+            endpoint={
+                "base_url": server.base_url,
+                "api_key_env": "WB_BAD_INPUT_KEY",
+                "max_retries": 2,
+            },
+        )
+        summary = run_candidate_sync(
+            load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False
+        )
     attempts: dict[str, list[Any]] = {}
     for line in read_results(summary.results_path):
         attempts.setdefault(line.result.case_id, []).append(line.result)
-    a, b = sorted(attempts["a"], key=lambda r: r.attempt), sorted(attempts["b"], key=lambda r: r.attempt)
-    assert [(r.attempt, r.error.kind if r.error else None, r.value) for r in a] == [(1, "missing_reason", None), (2, "missing_reason", None), (3, None, "pass")]
+    a, b = (
+        sorted(attempts["a"], key=lambda r: r.attempt),
+        sorted(attempts["b"], key=lambda r: r.attempt),
+    )
+    assert [(r.attempt, r.error.kind if r.error else None, r.value) for r in a] == [
+        (1, "missing_reason", None),
+        (2, "missing_reason", None),
+        (3, None, "pass"),
+    ]
     assert all(r.error.retryable for r in a[:2])
-    assert [(r.attempt, r.error.kind if r.error else None) for r in b] == [(1, "missing_reason"), (2, "missing_reason"), (3, "missing_reason")]
+    assert [(r.attempt, r.error.kind if r.error else None) for r in b] == [
+        (1, "missing_reason"),
+        (2, "missing_reason"),
+        (3, "missing_reason"),
+    ]
     assert summary.errors_by_kind == {"missing_reason": 1}
 
 
-def test_llm_judge_with_no_reason_field_is_an_evaluator_error(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_llm_judge_with_no_reason_field_is_an_evaluator_error(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workbench.gold import load_dataset
     from workbench.results import read_results
     from workbench.runs import run_candidate_sync
@@ -704,10 +944,17 @@ def test_llm_judge_with_no_reason_field_is_an_evaluator_error(make_dataset, tmp_
     monkeypatch.setenv("WB_BAD_INPUT_KEY", "test-key")
     dataset = load_dataset(make_dataset([make_case("a")]))
     with FakeLLM(default=Reply(content='{"value": "pass"}'), port=0) as server:
-        spec = write_llm_spec(tmp_path / "c", endpoint={"base_url": server.base_url, "api_key_env": "WB_BAD_INPUT_KEY"})
-        summary = run_candidate_sync(load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False)
+        spec = write_llm_spec(
+            tmp_path / "c",
+            endpoint={"base_url": server.base_url, "api_key_env": "WB_BAD_INPUT_KEY"},
+        )
+        summary = run_candidate_sync(
+            load(spec), dataset, "development", tmp_path / "out", progress=False, cache_dir=False
+        )
     (line,) = read_results(summary.results_path)
-    assert line.result.error is not None and line.result.error.kind == "missing_reason", line.result.error
+    assert line.result.error is not None and line.result.error.kind == "missing_reason", (
+        line.result.error
+    )
     assert line.result.value is None
 
 
@@ -735,7 +982,10 @@ def test_loads_json_refuses_what_json_loads_accepts() -> None:
             loads_json(text)
         assert info.value.code == code, text[:40]
         assert isinstance(info.value, ValueError)
-    assert loads_json('{"a": [1, 2.5, {"b": null}], "c": "d"}') == {"a": [1, 2.5, {"b": None}], "c": "d"}
+    assert loads_json('{"a": [1, 2.5, {"b": null}], "c": "d"}') == {
+        "a": [1, 2.5, {"b": None}],
+        "c": "d",
+    }
 
 
 def test_identity_fingerprint_of_read_results_is_unchanged() -> None:
@@ -748,7 +998,9 @@ def test_identity_fingerprint_of_read_results_is_unchanged() -> None:
     assert result.judge.fingerprint() == fingerprint(JUDGE)
 
 
-def test_ranking_judge_with_an_empty_reason_is_an_evaluator_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_ranking_judge_with_an_empty_reason_is_an_evaluator_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from test_ranking import KEY_ENV, fixture, llm_spec, quality_responder, run
 
     from workbench.ranking import RankingFixture
@@ -763,16 +1015,36 @@ def test_ranking_judge_with_an_empty_reason_is_an_evaluator_error(tmp_path: Path
 
     fs = [RankingFixture.model_validate(fixture("r-1", n=3))]
     with FakeLLM(responder=responder, port=0) as llm:
-        run(llm_spec(tmp_path / "spec", llm.base_url), fs, tmp_path / "run", repeats=0, max_exhaustive=0, sample=1)
+        run(
+            llm_spec(tmp_path / "spec", llm.base_url),
+            fs,
+            tmp_path / "run",
+            repeats=0,
+            max_exhaustive=0,
+            sample=1,
+        )
     lines = read_results(tmp_path / "run" / "results.jsonl")
     # Retryable like an unparseable answer: the spec's max_retries (1) gives two attempts, both recorded.
     assert [line.result.attempt for line in lines] == [1, 2]
     for line in lines:
-        assert line.result.error is not None and line.result.error.kind == "missing_reason" and line.result.error.retryable
-        assert line.result.value is None and line.result.order is not None  # the returned order is kept as evidence
+        assert (
+            line.result.error is not None
+            and line.result.error.kind == "missing_reason"
+            and line.result.error.retryable
+        )
+        assert (
+            line.result.value is None and line.result.order is not None
+        )  # the returned order is kept as evidence
 
 
-@pytest.mark.parametrize(("kw", "name"), [({"max_exhaustive": "4"}, "max_exhaustive"), ({"sample": 0}, "sample"), ({"repeats": 1.5}, "repeats")])
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        ({"max_exhaustive": "4"}, "max_exhaustive"),
+        ({"sample": 0}, "sample"),
+        ({"repeats": 1.5}, "repeats"),
+    ],
+)
 def test_ranking_battery_refuses_wrongly_typed_arguments(kw: dict[str, object], name: str) -> None:
     from workbench.ranking import position_battery
 
@@ -787,12 +1059,19 @@ def _other_yaml_loaders() -> dict[str, Any]:
     from workbench.policy import load_policy
     from workbench.ranking import load_fixtures
 
-    return {"policy": load_policy, "controls": load_suite, "noise": load_pairs, "ranking": load_fixtures}
+    return {
+        "policy": load_policy,
+        "controls": load_suite,
+        "noise": load_pairs,
+        "ranking": load_fixtures,
+    }
 
 
 @pytest.mark.parametrize("kind", ["policy", "controls", "noise", "ranking"])
 @pytest.mark.parametrize("attack", ["deep", "duplicate", "large"])
-def test_other_yaml_files_refuse_deep_duplicate_and_large_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, attack: str) -> None:
+def test_other_yaml_files_refuse_deep_duplicate_and_large_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str, attack: str
+) -> None:
     path = tmp_path / "x@1.yaml"
     if attack == "deep":
         path.write_text("name: x\nversion: '1'\nnote: " + "[" * DEEP + "]" * DEEP + "\n")
@@ -804,12 +1083,26 @@ def test_other_yaml_files_refuse_deep_duplicate_and_large_input(tmp_path: Path, 
     with pytest.raises(WorkbenchError) as info:
         _other_yaml_loaders()[kind](path)
     text = str(info.value)
-    expected = {"deep": "nested too deeply", "duplicate": "duplicate key 'name'", "large": "larger than 1024 bytes"}[attack]
+    expected = {
+        "deep": "nested too deeply",
+        "duplicate": "duplicate key 'name'",
+        "large": "larger than 1024 bytes",
+    }[attack]
     assert expected in text, text
 
 
-@pytest.mark.parametrize(("field", "value"), [("params", {"temperature": float("nan")}), ("params", {"nested": {"top_p": float("inf")}}), ("pricing", {"input_per_million_usd": float("inf")}), ("endpoint", {"timeout_s": float("inf")})])
-def test_candidate_with_non_finite_numbers_is_refused(tmp_path: Path, field: str, value: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("params", {"temperature": float("nan")}),
+        ("params", {"nested": {"top_p": float("inf")}}),
+        ("pricing", {"input_per_million_usd": float("inf")}),
+        ("endpoint", {"timeout_s": float("inf")}),
+    ],
+)
+def test_candidate_with_non_finite_numbers_is_refused(
+    tmp_path: Path, field: str, value: dict[str, Any]
+) -> None:
     """YAML's .nan/.inf would be written into the judge identity as null: the spec is refused."""
     spec = write_llm_spec(tmp_path / "c", **{field: value})
     assert ".nan" in spec.read_text() or ".inf" in spec.read_text()
@@ -829,12 +1122,16 @@ def test_derived_candidate_with_non_finite_params_is_refused() -> None:
 # -- readers that came with lineage, the ledger chain, reports, ranking and importers ----------
 
 
-def test_read_json_file_refuses_pipes_duplicates_and_oversized_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_read_json_file_refuses_pipes_duplicates_and_oversized_documents(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workbench._io import JSONRecordError, read_json_file
 
     pipe = tmp_path / "pipe.json"
     os.mkfifo(pipe)
-    with pytest.raises(OSError):  # refused before opening: opening a pipe without a writer blocks forever
+    with pytest.raises(
+        OSError
+    ):  # refused before opening: opening a pipe without a writer blocks forever
         read_json_file(pipe)
     dup = tmp_path / "dup.json"
     dup.write_text('{"outcome": "quality_failed", "outcome": "certified"}', encoding="utf-8")
@@ -857,12 +1154,18 @@ def test_run_manifest_with_a_duplicate_key_is_refused(make_dataset, tmp_path: Pa
     root = make_dataset([case])
     (tmp_path / "run").mkdir()
     results = write_results(tmp_path / "run" / "results.jsonl", stamped([make_result(case)], root))
-    (tmp_path / "run" / "manifest.json").write_text('{"partition": "development", "partition": "held_out"}', encoding="utf-8")
-    line = refused(invoke("align", "--gold", str(root), "--results", str(results)), "manifest_invalid")
+    (tmp_path / "run" / "manifest.json").write_text(
+        '{"partition": "development", "partition": "held_out"}', encoding="utf-8"
+    )
+    line = refused(
+        invoke("align", "--gold", str(root), "--results", str(results)), "manifest_invalid"
+    )
     assert "duplicate key" in line
 
 
-def test_held_out_ledger_lines_are_read_bounded_and_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_held_out_ledger_lines_are_read_bounded_and_strict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workbench.heldout import HeldOutLedger
 
     path = tmp_path / "held_out_ledger.jsonl"
@@ -877,7 +1180,9 @@ def test_held_out_ledger_lines_are_read_bounded_and_strict(tmp_path: Path, monke
         HeldOutLedger(path).entries()
 
 
-def test_a_release_line_may_outgrow_the_record_limit_but_not_the_document_limit(make_dataset, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_release_line_may_outgrow_the_record_limit_but_not_the_document_limit(
+    make_dataset, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A release holds one hash set per record, so its line grows with the dataset."""
     from workbench.gold import freeze, read_releases, validate_dataset
 
@@ -900,7 +1205,9 @@ def test_release_log_with_a_duplicate_key_is_refused(make_dataset) -> None:
     root = make_dataset([make_case("a")])
     freeze(root, who="tester")
     text = (root / "releases.jsonl").read_text(encoding="utf-8")
-    (root / "releases.jsonl").write_text(text.replace('"who": "tester"', '"who": "tester", "who": "mallory"', 1), encoding="utf-8")
+    (root / "releases.jsonl").write_text(
+        text.replace('"who": "tester"', '"who": "tester", "who": "mallory"', 1), encoding="utf-8"
+    )
     assert [p.code for p in read_releases(root).problems] == ["duplicate_json_key"]
     refused(invoke("validate", str(root)), "duplicate_json_key")
 
@@ -911,7 +1218,9 @@ def test_verdict_cache_line_with_a_duplicate_key_is_corrupt(tmp_path: Path) -> N
     fp = "ab" * 32
     path = tmp_path / fp[:2] / f"{fp}.jsonl"
     path.parent.mkdir(parents=True)
-    path.write_text('{"request_key": "k", "repeat": 0, "repeat": 1, "result": {}}\n', encoding="utf-8")
+    path.write_text(
+        '{"request_key": "k", "repeat": 0, "repeat": 1, "result": {}}\n', encoding="utf-8"
+    )
     with pytest.raises(WorkbenchError) as info:
         VerdictCache(tmp_path, fp)
     assert codes(info.value) == ["cache_corrupt"]
@@ -920,10 +1229,15 @@ def test_verdict_cache_line_with_a_duplicate_key_is_corrupt(tmp_path: Path) -> N
 def test_project_configuration_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
     from workbench.heldout._location import configured_ledger
 
-    (tmp_path / "workbench.yaml").write_text("held_out_ledger: a.jsonl\nheld_out_ledger: b.jsonl\n", encoding="utf-8")
+    (tmp_path / "workbench.yaml").write_text(
+        "held_out_ledger: a.jsonl\nheld_out_ledger: b.jsonl\n", encoding="utf-8"
+    )
     with pytest.raises(WorkbenchError) as info:
         configured_ledger(tmp_path)
-    assert codes(info.value) == ["project_config_invalid"] and "duplicate key" in info.value.problems[0].message
+    assert (
+        codes(info.value) == ["project_config_invalid"]
+        and "duplicate key" in info.value.problems[0].message
+    )
 
 
 def test_table_mapping_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
@@ -933,7 +1247,9 @@ def test_table_mapping_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
     path.write_text("input: question\ninput: answer\n", encoding="utf-8")
     with pytest.raises(WorkbenchError) as info:
         read_mapping_text(path)
-    assert codes(info.value) == ["mapping_yaml"] and "duplicate key" in info.value.problems[0].message
+    assert (
+        codes(info.value) == ["mapping_yaml"] and "duplicate key" in info.value.problems[0].message
+    )
 
 
 def test_results_import_source_line_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
@@ -971,11 +1287,25 @@ def test_production_traffic_line_with_a_duplicate_key_is_refused(tmp_path: Path)
     path = tmp_path / "slices.jsonl"
     path.write_text('{"case_id": "a", "slice": "general", "slice": "billing"}\n', encoding="utf-8")
     rows, problems = _read_table(path, ("case_id", "slice"), "slices")
-    assert rows == [] and [p.code for p in problems] == ["slices_malformed"] and "duplicate key" in problems[0].message
+    assert (
+        rows == []
+        and [p.code for p in problems] == ["slices_malformed"]
+        and "duplicate key" in problems[0].message
+    )
 
 
-@pytest.mark.parametrize(("kw", "code"), [({"concurrency": 0}, "invalid_concurrency"), ({"concurrency": "8"}, "invalid_concurrency"), ({"budget_usd": float("nan")}, "invalid_budget"), ({"max_cases": -1}, "invalid_max_cases")])
-def test_library_entry_points_added_on_main_check_their_arguments(tmp_path: Path, kw: dict[str, Any], code: str) -> None:
+@pytest.mark.parametrize(
+    ("kw", "code"),
+    [
+        ({"concurrency": 0}, "invalid_concurrency"),
+        ({"concurrency": "8"}, "invalid_concurrency"),
+        ({"budget_usd": float("nan")}, "invalid_budget"),
+        ({"max_cases": -1}, "invalid_max_cases"),
+    ],
+)
+def test_library_entry_points_added_on_main_check_their_arguments(
+    tmp_path: Path, kw: dict[str, Any], code: str
+) -> None:
     """certify, the certification notebook, the ranking battery and the noise run refuse bad
     arguments before reading anything (no judge, gold or ledger is needed to be refused)."""
     import asyncio
@@ -990,17 +1320,32 @@ def test_library_entry_points_added_on_main_check_their_arguments(tmp_path: Path
         lambda: asyncio.run(run_ranking(None, [], tmp_path / "ranking", **kw)),  # type: ignore[arg-type]
     ]
     if "budget_usd" not in kw:
-        calls.append(lambda: Certification(candidate=missing, policy=missing, gold=missing, report_dir=tmp_path / "r", certification_token="t", **kw))
+        calls.append(
+            lambda: Certification(
+                candidate=missing,
+                policy=missing,
+                gold=missing,
+                report_dir=tmp_path / "r",
+                certification_token="t",
+                **kw,
+            )
+        )
     if "max_cases" not in kw:
         calls.append(lambda: asyncio.run(run_noise(None, None, tmp_path / "noise", **kw)))  # type: ignore[arg-type]
     for call in calls:
         with pytest.raises(WorkbenchError) as info:
             call()
         assert codes(info.value) == [code]
-    assert not (tmp_path / "reports").exists() and not (tmp_path / "ranking").exists() and not (tmp_path / "noise").exists()
+    assert (
+        not (tmp_path / "reports").exists()
+        and not (tmp_path / "ranking").exists()
+        and not (tmp_path / "noise").exists()
+    )
 
 
-def test_lifecycle_logs_are_read_bounded_and_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lifecycle_logs_are_read_bounded_and_strict(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workbench.repeatability import read_drift_log, read_studies
 
     for reader, code in ((read_drift_log, "drift_log_invalid"), (read_studies, "study_invalid")):
@@ -1017,7 +1362,9 @@ def test_lifecycle_logs_are_read_bounded_and_strict(tmp_path: Path, monkeypatch:
         monkeypatch.delenv("WORKBENCH_MAX_LINE_BYTES")
 
 
-def test_label_mapping_and_sentinels_with_a_duplicate_key_are_refused(make_dataset, tmp_path: Path) -> None:
+def test_label_mapping_and_sentinels_with_a_duplicate_key_are_refused(
+    make_dataset, tmp_path: Path
+) -> None:
     from workbench.gold import load_dataset
     from workbench.migration import load_label_mapping
     from workbench.repeatability import load_sentinels
@@ -1026,16 +1373,30 @@ def test_label_mapping_and_sentinels_with_a_duplicate_key_are_refused(make_datas
     mapping.write_text("from: a@1\nfrom: a@2\n", encoding="utf-8")
     with pytest.raises(WorkbenchError) as info:
         load_label_mapping(mapping)
-    assert codes(info.value) == ["mapping_yaml"] and "duplicate key" in info.value.problems[0].message
+    assert (
+        codes(info.value) == ["mapping_yaml"] and "duplicate key" in info.value.problems[0].message
+    )
     sentinels = tmp_path / "sentinels.yaml"
     sentinels.write_text("name: s\nname: t\nsentinels: []\n", encoding="utf-8")
     with pytest.raises(WorkbenchError) as info:
         load_sentinels(sentinels, load_dataset(make_dataset([make_case("a")])))
-    assert codes(info.value) == ["sentinels_yaml"] and "duplicate key" in info.value.problems[0].message
+    assert (
+        codes(info.value) == ["sentinels_yaml"]
+        and "duplicate key" in info.value.problems[0].message
+    )
 
 
-@pytest.mark.parametrize(("kw", "code"), [({"concurrency": 0}, "invalid_concurrency"), ({"concurrency": 2.0}, "invalid_concurrency"), ({"budget_usd": float("inf")}, "invalid_budget")])
-def test_compare_repeatability_and_drift_check_their_arguments(tmp_path: Path, kw: dict[str, Any], code: str) -> None:
+@pytest.mark.parametrize(
+    ("kw", "code"),
+    [
+        ({"concurrency": 0}, "invalid_concurrency"),
+        ({"concurrency": 2.0}, "invalid_concurrency"),
+        ({"budget_usd": float("inf")}, "invalid_budget"),
+    ],
+)
+def test_compare_repeatability_and_drift_check_their_arguments(
+    tmp_path: Path, kw: dict[str, Any], code: str
+) -> None:
     """Refused before anything is read: no candidate, gold or run directory is needed."""
     import asyncio
 
@@ -1044,8 +1405,12 @@ def test_compare_repeatability_and_drift_check_their_arguments(tmp_path: Path, k
 
     missing = tmp_path / "missing"
     calls = [
-        lambda: asyncio.run(compare_candidates(missing, missing, missing, "development", tmp_path / "cmp", **kw)),
-        lambda: asyncio.run(run_repeatability(missing, missing, "development", 3, tmp_path / "rep", **kw)),
+        lambda: asyncio.run(
+            compare_candidates(missing, missing, missing, "development", tmp_path / "cmp", **kw)
+        ),
+        lambda: asyncio.run(
+            run_repeatability(missing, missing, "development", 3, tmp_path / "rep", **kw)
+        ),
         lambda: asyncio.run(run_drift(missing, missing, out=tmp_path / "drift", **kw)),
     ]
     for call in calls:

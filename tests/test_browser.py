@@ -91,8 +91,15 @@ def demo_report(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> Pat
         mp.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("demo-cache")))
         gold = reports / "gold"  # the held-out ledger lives beside the gold: certify a copy
         shutil.copytree(ROOT / DEMO_GOLD, gold)
-        result = certify(candidate=DEMO_CANDIDATE, policy=DEMO_POLICY, gold=gold, reports_root=reports / "reports")
-    assert (result.report_dir / "report.html").is_file(), f"certify wrote no report.html in {result.report_dir}"
+        result = certify(
+            candidate=DEMO_CANDIDATE,
+            policy=DEMO_POLICY,
+            gold=gold,
+            reports_root=reports / "reports",
+        )
+    assert (result.report_dir / "report.html").is_file(), (
+        f"certify wrote no report.html in {result.report_dir}"
+    )
     return result.report_dir
 
 
@@ -103,17 +110,46 @@ def _hostile_dataset(root: Path) -> Path:
         make_case("h-script", "pass", partition="held_out", slice="billing", response=SCRIPT),
         make_case("h-img", "pass", partition="held_out", slice="general", response=IMG, input=IMG),
         make_case("h-markdown", "pass", partition="held_out", slice="billing", response=MARKDOWN),
-        make_case("h-table", "pass", partition="held_out", slice="general", response=TABLE_BREAKER, input=TABLE_BREAKER),
+        make_case(
+            "h-table",
+            "pass",
+            partition="held_out",
+            slice="general",
+            response=TABLE_BREAKER,
+            input=TABLE_BREAKER,
+        ),
         # a human fail the judge passes: a false pass, also shown in the restricted table
-        make_case("h-false-pass", "fail", partition="held_out", slice="billing", response=f"refund approved {SCRIPT} {IMG}"),
+        make_case(
+            "h-false-pass",
+            "fail",
+            partition="held_out",
+            slice="billing",
+            response=f"refund approved {SCRIPT} {IMG}",
+        ),
         # aligned cases are omitted from the restricted table
-        make_case("h-ok-1", "pass", partition="held_out", slice="general", response="Your refund is on its way."),
-        make_case("h-ok-2", "fail", partition="held_out", slice="billing", response="No money back, sorry."),
+        make_case(
+            "h-ok-1",
+            "pass",
+            partition="held_out",
+            slice="general",
+            response="Your refund is on its way.",
+        ),
+        make_case(
+            "h-ok-2",
+            "fail",
+            partition="held_out",
+            slice="billing",
+            response="No money back, sorry.",
+        ),
     ]
     others = [
-        make_case("d-1", "pass", partition="development", slice="billing", response="refund issued"),
+        make_case(
+            "d-1", "pass", partition="development", slice="billing", response="refund issued"
+        ),
         make_case("d-2", "fail", partition="development", slice="general", response="no"),
-        make_case("c-1", "pass", partition="calibration", slice="billing", response="refund issued"),
+        make_case(
+            "c-1", "pass", partition="calibration", slice="billing", response="refund issued"
+        ),
         make_case("c-2", "fail", partition="calibration", slice="general", response="no"),
     ]
     return write_dataset(root / "gold", [*others, *held_out])
@@ -135,12 +171,29 @@ def _hostile_policy(directory: Path) -> Path:
         "max_evaluator_errors": 0,
         "min_n_per_slice": 1,
         "slices": {
-            "billing": {"risk": "critical", "max_abstention_rate": 0.1, "max_false_passes": 0, "max_false_pass_rate": 0.1, "false_pass_rate_basis": "upper_95"},
-            "general": {"risk": "low", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point"},
-            "empty": {"risk": "medium", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point", "min_n": 0},
+            "billing": {
+                "risk": "critical",
+                "max_abstention_rate": 0.1,
+                "max_false_passes": 0,
+                "max_false_pass_rate": 0.1,
+                "false_pass_rate_basis": "upper_95",
+            },
+            "general": {
+                "risk": "low",
+                "max_false_pass_rate": 0.5,
+                "false_pass_rate_basis": "point",
+            },
+            "empty": {
+                "risk": "medium",
+                "max_false_pass_rate": 0.5,
+                "false_pass_rate_basis": "point",
+                "min_n": 0,
+            },
         },
     }
-    assert set(policy["slices"]) == set(RUBRIC["slices"]), "the policy must cover every rubric slice"
+    assert set(policy["slices"]) == set(RUBRIC["slices"]), (
+        "the policy must cover every rubric slice"
+    )
     path = directory / "browser-test@1.yaml"
     path.write_text(yaml.safe_dump(policy, sort_keys=False), encoding="utf-8")
     return path
@@ -173,7 +226,9 @@ def hostile_report(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> 
         mp.setenv("WORKBENCH_CACHE_DIR", str(root / "cache"))
         # The certification notebook runs in its own kernel, which inherits the environment.
         mp.setenv("PYTHONPATH", str(TESTS), prepend=":")
-        result = certify(candidate=candidate, policy=policy, gold=gold, reports_root=root / "reports")
+        result = certify(
+            candidate=candidate, policy=policy, gold=gold, reports_root=root / "reports"
+        )
     assert (result.report_dir / "report.html").is_file()
     assert (result.report_dir / "restricted" / "held_out_cases.html").is_file()
     return result.report_dir
@@ -190,7 +245,9 @@ def _open_offline(page: Page, path: Path) -> PageWatch:
 
 def _assert_offline(watch: PageWatch, path: Path) -> None:
     external = watch.external_requests(lambda url: url.startswith(("file://", "data:")))
-    assert not watch.blocked and not external, f"{path.name} tried to load from the network: blocked={watch.blocked} requests={external}"
+    assert not watch.blocked and not external, (
+        f"{path.name} tried to load from the network: blocked={watch.blocked} requests={external}"
+    )
     assert not watch.failed, f"{path.name}: failed requests {watch.failed}"
     assert not watch.console_errors, f"{path.name}: console errors {watch.console_errors}"
 
@@ -198,17 +255,31 @@ def _assert_offline(watch: PageWatch, path: Path) -> None:
 def _assert_inert(page: Page, watch: PageWatch, name: str) -> None:
     """Nothing in the page executed or became markup: every payload is plain text."""
     assert not watch.dialogs, f"{name}: a dialog fired: {watch.dialogs}"
-    assert page.evaluate("typeof window.__pwned") == "undefined", f"{name}: injected script ran (window.__pwned = {page.evaluate('window.__pwned')})"
+    assert page.evaluate("typeof window.__pwned") == "undefined", (
+        f"{name}: injected script ran (window.__pwned = {page.evaluate('window.__pwned')})"
+    )
     text = page.inner_text("body")
     for payload in PAYLOADS:
         assert payload in text, f"{name}: {payload!r} is not shown literally as text"
-    assert page.locator("#broken").count() == 0, f"{name}: case text closed the table and created div#broken"
+    assert page.locator("#broken").count() == 0, (
+        f"{name}: case text closed the table and created div#broken"
+    )
     assert page.locator("h1", has_text="BIG").count() == 0, f"{name}: case text created an <h1>"
-    assert page.locator("b, strong", has_text=re.compile(r"^bold$")).count() == 0, f"{name}: markdown in case text was rendered"
-    assert page.locator("a[href^='javascript:' i]").count() == 0, f"{name}: a javascript: link was created"
-    assert page.locator("[onerror]").count() == 0, f"{name}: an element with an onerror handler exists"
-    assert page.locator("img[src='x']").count() == 0, f"{name}: the injected <img> became an element"
-    scripts = page.evaluate("Array.from(document.scripts).filter(s => s.text.includes('__pwned')).length")
+    assert page.locator("b, strong", has_text=re.compile(r"^bold$")).count() == 0, (
+        f"{name}: markdown in case text was rendered"
+    )
+    assert page.locator("a[href^='javascript:' i]").count() == 0, (
+        f"{name}: a javascript: link was created"
+    )
+    assert page.locator("[onerror]").count() == 0, (
+        f"{name}: an element with an onerror handler exists"
+    )
+    assert page.locator("img[src='x']").count() == 0, (
+        f"{name}: the injected <img> became an element"
+    )
+    scripts = page.evaluate(
+        "Array.from(document.scripts).filter(s => s.text.includes('__pwned')).length"
+    )
     assert scripts == 0, f"{name}: {scripts} <script> element(s) carry the injected code"
     fetched = [url for url in watch.requests if url.rstrip("/").endswith("/x")]
     assert not fetched, f"{name}: the injected <img src=x> was fetched: {fetched}"
@@ -216,7 +287,9 @@ def _assert_inert(page: Page, watch: PageWatch, name: str) -> None:
 
 def _cell_after(page: Page, header: str) -> str:
     """Text of the <td> beside the key/value row whose <th> is ``header`` (escaping kept it in one cell)."""
-    cells = page.locator("table.wb-kv tr", has=page.locator("th", has_text=re.compile(f"^{re.escape(header)}$"))).locator("td")
+    cells = page.locator(
+        "table.wb-kv tr", has=page.locator("th", has_text=re.compile(f"^{re.escape(header)}$"))
+    ).locator("td")
     assert cells.count() == 1, f"expected one {header!r} value cell, found {cells.count()}"
     return str(cells.first.text_content())
 
@@ -233,7 +306,9 @@ def test_report_renders_offline_with_outcome_and_chart(demo_report: Path, page: 
     assert banner.is_visible(), "the outcome banner is not visible"
     assert banner.get_attribute("data-outcome") == outcome
     title = banner.inner_text().strip().splitlines()[0]
-    assert title == outcome.replace("_", " ").upper(), f"banner says {title!r}, lock.json says {outcome!r}"
+    assert title == outcome.replace("_", " ").upper(), (
+        f"banner says {title!r}, lock.json says {outcome!r}"
+    )
     box = banner.bounding_box()
     assert box and box["width"] > 0 and box["height"] > 0
 
@@ -246,7 +321,9 @@ def test_report_renders_offline_with_outcome_and_chart(demo_report: Path, page: 
         })"""
     )
     drawn = [c for c in charts if c["width"] > 0 and c["height"] > 0 and c["marks"] > 0]
-    images = page.evaluate("Array.from(document.images).filter(i => i.src.startsWith('data:image/svg+xml')).map(i => [i.naturalWidth, i.naturalHeight])")
+    images = page.evaluate(
+        "Array.from(document.images).filter(i => i.src.startsWith('data:image/svg+xml')).map(i => [i.naturalWidth, i.naturalHeight])"
+    )
     assert drawn, (
         "no inline <svg> chart with marks is drawn in report.html "
         f"(svg elements: {charts}; SVG charts embedded as <img src=data:image/svg+xml> instead: {images})"
@@ -256,30 +333,55 @@ def test_report_renders_offline_with_outcome_and_chart(demo_report: Path, page: 
 
 
 # -- 2. injection attempts stay text -------------------------------------------------------
-def test_hostile_case_text_stays_text_in_report_and_restricted_page(hostile_report: Path, page: Page) -> None:
+def test_hostile_case_text_stays_text_in_report_and_restricted_page(
+    hostile_report: Path, page: Page
+) -> None:
     report = hostile_report / "report.html"
     watch = _open_offline(page, report)
     _assert_inert(page, watch, "report.html")
-    assert _cell_after(page, "description") == HOSTILE_DESCRIPTION, "the candidate description left its table cell"
-    assert _cell_after(page, "rationale") == HOSTILE_RATIONALE, "the policy rationale left its table cell"
+    assert _cell_after(page, "description") == HOSTILE_DESCRIPTION, (
+        "the candidate description left its table cell"
+    )
+    assert _cell_after(page, "rationale") == HOSTILE_RATIONALE, (
+        "the policy rationale left its table cell"
+    )
     _assert_offline(watch, report)
 
     restricted = hostile_report / "restricted" / "held_out_cases.html"
-    rows = [json.loads(line) for line in (restricted.parent / "held_out_cases.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for line in (restricted.parent / "held_out_cases.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+        if line.strip()
+    ]
     shown = [r for r in rows if r["error_class"] != "aligned"]
-    assert {r["case_id"] for r in shown} == {"h-script", "h-img", "h-markdown", "h-table", "h-false-pass"}, shown
+    assert {r["case_id"] for r in shown} == {
+        "h-script",
+        "h-img",
+        "h-markdown",
+        "h-table",
+        "h-false-pass",
+    }, shown
 
     restricted_page = page.context.new_page()
     restricted_watch = _open_offline(restricted_page, restricted)
     _assert_inert(restricted_page, restricted_watch, "held_out_cases.html")
     header = restricted_page.locator("table thead th")
     body_rows = restricted_page.locator("table tbody tr")
-    assert restricted_page.locator("table").count() == 1, "the case table was split by injected markup"
-    assert body_rows.count() == len(shown), f"expected {len(shown)} case rows, found {body_rows.count()}"
+    assert restricted_page.locator("table").count() == 1, (
+        "the case table was split by injected markup"
+    )
+    assert body_rows.count() == len(shown), (
+        f"expected {len(shown)} case rows, found {body_rows.count()}"
+    )
     n_columns = header.count()
     for i in range(body_rows.count()):
         assert body_rows.nth(i).locator("td").count() == n_columns, f"row {i} lost or gained cells"
-    cells = {str(body_rows.nth(i).locator("td").first.text_content()): body_rows.nth(i) for i in range(body_rows.count())}
+    cells = {
+        str(body_rows.nth(i).locator("td").first.text_content()): body_rows.nth(i)
+        for i in range(body_rows.count())
+    }
     assert set(cells) == {r["case_id"] for r in shown}
     response_col = [str(t) for t in header.all_text_contents()].index("response")
     assert cells["h-table"].locator("td").nth(response_col).text_content() == TABLE_BREAKER
@@ -298,11 +400,18 @@ def _workspace(tmp_path: Path) -> Path:
     (lab_root / "notebooks").mkdir(parents=True)
     (lab_root / "data").symlink_to(ROOT / "data", target_is_directory=True)
     nb = json.loads((ROOT / NOTEBOOK).read_text(encoding="utf-8"))
-    params = next((c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None)
+    params = next(
+        (c for c in nb["cells"] if "parameters" in c.get("metadata", {}).get("tags", [])), None
+    )
     assert params is not None, f"{NOTEBOOK} has no parameters cell"
     source = "".join(params["source"])
-    for name, value in (("run_root", tmp_path / "runs" / "develop"), ("notes_path", tmp_path / "runs" / "review_notes.jsonl")):
-        source, n = re.subn(rf"^{name}\s*=.*$", f"{name} = {json.dumps(str(value))}", source, count=1, flags=re.M)
+    for name, value in (
+        ("run_root", tmp_path / "runs" / "develop"),
+        ("notes_path", tmp_path / "runs" / "review_notes.jsonl"),
+    ):
+        source, n = re.subn(
+            rf"^{name}\s*=.*$", f"{name} = {json.dumps(str(value))}", source, count=1, flags=re.M
+        )
         assert n == 1, f"{NOTEBOOK}: parameter {name} not found in the parameters cell"
     params["source"] = source.splitlines(keepends=True)
     (lab_root / NOTEBOOK).write_text(json.dumps(nb, indent=1), encoding="utf-8")
@@ -323,12 +432,19 @@ def jupyterlab(chromium: None, tmp_path: Path) -> Iterator[JupyterLabServer]:
     # The notebook's kernel served the demo model on a free port (recorded in run.json): it
     # must be gone with the server, or a kernel outlived JupyterLab.
     for port in _demo_model_ports(tmp_path / "runs" / "develop"):
-        wait_until(lambda port=port: port_is_closed(port), timeout_s=15, what=f"the notebook's demo model on port {port} to stop after JupyterLab shut down (a kernel outlived the server)")
+        wait_until(
+            lambda port=port: port_is_closed(port),
+            timeout_s=15,
+            what=f"the notebook's demo model on port {port} to stop after JupyterLab shut down (a kernel outlived the server)",
+        )
 
 
 def _demo_model_ports(run_root: Path) -> set[int]:
     """Ports of the demo model the notebook's runs called, from each run.json's ``endpoint_url``."""
-    urls = {json.loads(p.read_text(encoding="utf-8")).get("endpoint_url") for p in run_root.glob("*/*/development/run.json")}
+    urls = {
+        json.loads(p.read_text(encoding="utf-8")).get("endpoint_url")
+        for p in run_root.glob("*/*/development/run.json")
+    }
     return {int(url.rsplit(":", 1)[1].split("/", 1)[0]) for url in urls if url}
 
 
@@ -343,7 +459,9 @@ const findPanel = (path) => {
 };
 """
 
-KERNEL_STATE = FIND_PANEL + """
+KERNEL_STATE = (
+    FIND_PANEL
+    + """
 (path) => {
   if (!window.jupyterapp) return 'JupyterLab app not exposed yet';
   const panel = findPanel(path);
@@ -352,8 +470,11 @@ KERNEL_STATE = FIND_PANEL + """
   return kernel ? `${kernel.connectionStatus}/${kernel.status}` : 'no kernel yet';
 }
 """
+)
 
-RUN_ALL = FIND_PANEL + """
+RUN_ALL = (
+    FIND_PANEL
+    + """
 async (path) => {
   const app = window.jupyterapp;
   const panel = findPanel(path);
@@ -367,8 +488,11 @@ async (path) => {
   return app.shell.currentWidget === panel;
 }
 """
+)
 
-RUN_STATE = FIND_PANEL + """
+RUN_STATE = (
+    FIND_PANEL
+    + """
 (path) => {
   const panel = findPanel(path);
   const errors = [];
@@ -386,6 +510,7 @@ RUN_STATE = FIND_PANEL + """
           errors, executed, code, kernel: kernel ? kernel.status : 'none'};
 }
 """
+)
 
 
 @dataclass(frozen=True)
@@ -422,12 +547,18 @@ def _read_widget(widget: Locator) -> Shown | None:
 def _slice_disagreements(dataset: GoldDataset, run_root: Path) -> set[str]:
     """Independently of the widget: the SLICE cases the notebook's tuned candidate got wrong."""
     paths = sorted(run_root.glob("*@2-draft/*/development/results.jsonl"))
-    assert len(paths) == 1, f"expected one run of the tuned candidate under {run_root}, found {paths}"
+    assert len(paths) == 1, (
+        f"expected one run of the tuned candidate under {run_root}, found {paths}"
+    )
     join = join_results(dataset, read_results(paths[0]), partition="development")
-    return {c.case_id for c in join.cases if c.slice == SLICE and c.error_class in DISAGREEMENT_CLASSES}
+    return {
+        c.case_id for c in join.cases if c.slice == SLICE and c.error_class in DISAGREEMENT_CLASSES
+    }
 
 
-def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(jupyterlab: JupyterLabServer, page: Page, tmp_path: Path) -> None:
+def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(
+    jupyterlab: JupyterLabServer, page: Page, tmp_path: Path
+) -> None:
     lab = jupyterlab
     local = f"http://127.0.0.1:{lab.port}/"
     watch = watch_page(page, allow=lambda url: url.startswith((local, "data:", "blob:", "about:")))
@@ -439,7 +570,12 @@ def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(jupyterlab: Jupy
         state["kernel"] = page.evaluate(KERNEL_STATE, NOTEBOOK)
         return state["kernel"] in ("connected/idle", "connected/busy")
 
-    wait_until(kernel_connected, timeout_s=60, what="the notebook's kernel to connect", diagnose=lambda: f"last state: {state['kernel']}\n{lab.log_tail()}")
+    wait_until(
+        kernel_connected,
+        timeout_s=60,
+        what="the notebook's kernel to connect",
+        diagnose=lambda: f"last state: {state['kernel']}\n{lab.log_tail()}",
+    )
     assert page.evaluate(RUN_ALL, NOTEBOOK), "could not make 01_develop.ipynb the current notebook"
 
     progress: dict[str, Any] = {}
@@ -447,18 +583,38 @@ def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(jupyterlab: Jupy
     def run_finished() -> bool:
         progress.update(page.evaluate(RUN_STATE, NOTEBOOK))
         if progress["errors"] or progress["error"]:
-            pytest.fail(f"01_develop.ipynb failed in JupyterLab: {progress['errors'] or progress['error']}", pytrace=False)
+            pytest.fail(
+                f"01_develop.ipynb failed in JupyterLab: {progress['errors'] or progress['error']}",
+                pytrace=False,
+            )
         return bool(progress["done"]) and progress["kernel"] == "idle"
 
-    wait_until(run_finished, timeout_s=150, interval_s=0.5, what="01_develop.ipynb to finish running all cells", diagnose=lambda: f"progress: {progress}\n{lab.log_tail()}")
+    wait_until(
+        run_finished,
+        timeout_s=150,
+        interval_s=0.5,
+        what="01_develop.ipynb to finish running all cells",
+        diagnose=lambda: f"progress: {progress}\n{lab.log_tail()}",
+    )
     assert progress["executed"] == progress["code"], f"not every code cell ran: {progress}"
-    assert "base_url" not in yaml.safe_load((ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text())["endpoint"]  # only the variable
+    assert (
+        "base_url"
+        not in yaml.safe_load(
+            (ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text()
+        )["endpoint"]
+    )  # only the variable
     ports = _demo_model_ports(tmp_path / "runs" / "develop")
-    assert len(ports) == 1 and 0 not in ports, f"the notebook's demo model should serve one free port: {ports}"
+    assert len(ports) == 1 and 0 not in ports, (
+        f"the notebook's demo model should serve one free port: {ports}"
+    )
 
-    slice_dropdown = page.locator(".widget-dropdown", has=page.locator("label", has_text=re.compile(r"^slice$")))
+    slice_dropdown = page.locator(
+        ".widget-dropdown", has=page.locator("label", has_text=re.compile(r"^slice$"))
+    )
     widget = page.locator(".jp-OutputArea-output", has=slice_dropdown).last
-    select = widget.locator(".widget-dropdown", has=page.locator("label", has_text=re.compile(r"^slice$"))).locator("select")
+    select = widget.locator(
+        ".widget-dropdown", has=page.locator("label", has_text=re.compile(r"^slice$"))
+    ).locator("select")
     position = widget.locator("div.widget-label", has_text=re.compile(r"^\s*\d+ of \d+\s*$")).first
     detail = widget.locator(".widget-html-content").first
     next_button = widget.locator("button.widget-button", has_text=re.compile(r"^\s*next\s*$"))
@@ -469,7 +625,9 @@ def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(jupyterlab: Jupy
     except Exception as exc:  # Playwright's TimeoutError: say what was missing
         pytest.fail(f"the review widget did not render: {exc}\n{lab.log_tail()}", pytrace=False)
 
-    options: list[str] = select.locator("option").evaluate_all("options => options.map(o => o.value)")
+    options: list[str] = select.locator("option").evaluate_all(
+        "options => options.map(o => o.value)"
+    )
     wanted = [o for o in options if re.fullmatch(rf"{SLICE} \(\d+\)", o)]
     assert len(wanted) == 1, f"no slice option for {SLICE!r} among {options}"
     dataset = load_dataset(ROOT / DEMO_GOLD)
@@ -490,20 +648,32 @@ def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(jupyterlab: Jupy
 
     first = wait_until(
         showing(lambda s: s.slice == SLICE and s.position == f"1 of {len(expected)}"),
-        timeout_s=20, what=f"the widget to show the first of {len(expected)} {SLICE} disagreements", diagnose=lambda: f"widget shows {seen['last']}",
+        timeout_s=20,
+        what=f"the widget to show the first of {len(expected)} {SLICE} disagreements",
+        diagnose=lambda: f"widget shows {seen['last']}",
     )
-    assert first.case_id in expected, f"{first.case_id} is not a {SLICE} disagreement of the tuned candidate ({sorted(expected)})"
-    assert len(expected) >= 2, f"only {len(expected)} {SLICE} disagreement(s) in the demo development run; the test needs two"
+    assert first.case_id in expected, (
+        f"{first.case_id} is not a {SLICE} disagreement of the tuned candidate ({sorted(expected)})"
+    )
+    assert len(expected) >= 2, (
+        f"only {len(expected)} {SLICE} disagreement(s) in the demo development run; the test needs two"
+    )
     assert first.next_enabled, f"'next' is disabled at {first.position}"
 
     next_button.click()
     second = wait_until(
         showing(lambda s: s.case_id != first.case_id),
-        timeout_s=20, what="'next' to show another case", diagnose=lambda: f"widget shows {seen['last']}",
+        timeout_s=20,
+        what="'next' to show another case",
+        diagnose=lambda: f"widget shows {seen['last']}",
     )
     assert second.slice == SLICE, f"after 'next' the widget left the slice filter: {second}"
-    assert second.case_id in expected, f"{second.case_id} is not a {SLICE} disagreement of the tuned candidate"
-    assert second.position == f"2 of {len(expected)}", f"position after 'next' is {second.position!r}"
+    assert second.case_id in expected, (
+        f"{second.case_id} is not a {SLICE} disagreement of the tuned candidate"
+    )
+    assert second.position == f"2 of {len(expected)}", (
+        f"position after 'next' is {second.position!r}"
+    )
 
     external = watch.blocked
     assert not external, f"JupyterLab tried to reach the network from the browser: {external}"

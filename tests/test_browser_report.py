@@ -88,7 +88,12 @@ def demo_reports(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> di
         mp.chdir(ROOT)
         mp.setenv("WORKBENCH_CACHE_DIR", str(root / "cache"))
         for version in ("2", "3"):
-            result = certify(CANDIDATES / f"rubric-judge@{version}.yaml", POLICY, gold, reports_root=root / "reports")
+            result = certify(
+                CANDIDATES / f"rubric-judge@{version}.yaml",
+                POLICY,
+                gold,
+                reports_root=root / "reports",
+            )
             out[version] = result.report_dir
     return out
 
@@ -112,11 +117,18 @@ def _in_first_screen(page: Page, selector: str) -> list[dict[str, Any]]:
 
 
 def _within(box: dict[str, Any]) -> bool:
-    return box["visible"] and box["bottom"] <= VIEWPORT["height"] and box["right"] <= VIEWPORT["width"] and box["top"] >= 0
+    return (
+        box["visible"]
+        and box["bottom"] <= VIEWPORT["height"]
+        and box["right"] <= VIEWPORT["width"]
+        and box["top"] >= 0
+    )
 
 
 # -- 1 and 2: the first screen, both endings --------------------------------------------------
-def test_first_screen_answers_what_outcome_why_and_next(demo_reports: dict[str, Path], page: Page) -> None:
+def test_first_screen_answers_what_outcome_why_and_next(
+    demo_reports: dict[str, Path], page: Page
+) -> None:
     report = demo_reports["3"]
     lock = read_lock(report)
     gate = json.loads((report / "gate.json").read_text())
@@ -124,8 +136,13 @@ def test_first_screen_answers_what_outcome_why_and_next(demo_reports: dict[str, 
     page.screenshot(path=str(artifacts_dir() / "report-first-screen.png"))
 
     banner = page.locator("div.wb-outcome")
-    assert banner.count() == 1 and banner.get_attribute("data-outcome") == lock.outcome == "review_required"
-    assert _within(_in_first_screen(page, "div.wb-outcome")[0]), "the outcome is not inside the first 1280x800 screen"
+    assert (
+        banner.count() == 1
+        and banner.get_attribute("data-outcome") == lock.outcome == "review_required"
+    )
+    assert _within(_in_first_screen(page, "div.wb-outcome")[0]), (
+        "the outcome is not inside the first 1280x800 screen"
+    )
     assert banner.inner_text().strip().splitlines()[0] == "REVIEW REQUIRED"
 
     what = page.locator("table.wb-what")
@@ -138,7 +155,10 @@ def test_first_screen_answers_what_outcome_why_and_next(demo_reports: dict[str, 
     assert lock.evaluated_at is not None and lock.evaluated_at.strftime("%Y-%m-%d") in text
     # beside the candidate: the last complete certification of the same judge (rubric-judge@2's)
     previous = read_lock(demo_reports["2"])
-    assert re.search(rf"previous\s+{re.escape(previous.candidate)}\s+QUALITY FAILED\s+report {re.escape(previous.report_id)}", text), text
+    assert re.search(
+        rf"previous\s+{re.escape(previous.candidate)}\s+QUALITY FAILED\s+report {re.escape(previous.report_id)}",
+        text,
+    ), text
 
     # why: at most one line per slice, one for each slice the gate blocked
     why = _in_first_screen(page, "ul.wb-why li")
@@ -146,7 +166,9 @@ def test_first_screen_answers_what_outcome_why_and_next(demo_reports: dict[str, 
     assert len(why) == len(blocked) == 2 and all(_within(b) for b in why)
     for name in blocked:
         needed = cases_to_bound(0.2)  # the figure `workbench plan` prints, not the zero-error floor
-        have = next(b["evidence"]["human_fails_decided"] for b in gate["blockers"] if b["slice"] == name)
+        have = next(
+            b["evidence"]["human_fails_decided"] for b in gate["blockers"] if b["slice"] == name
+        )
         line = next(b["text"] for b in why if name in b["text"])
         assert f"{needed - have} more human-fail cases needed" in line, line
 
@@ -154,7 +176,9 @@ def test_first_screen_answers_what_outcome_why_and_next(demo_reports: dict[str, 
     next_step = page.locator(".wb-next").inner_text()
     assert "freeze a new gold release and certify again" in next_step
     for name in blocked:
-        have = next(b["evidence"]["human_fails_decided"] for b in gate["blockers"] if b["slice"] == name)
+        have = next(
+            b["evidence"]["human_fails_decided"] for b in gate["blockers"] if b["slice"] == name
+        )
         assert f"{name} +{cases_to_bound(0.2) - have} human-fail" in next_step
 
     # the per-slice table, every slice's result inside the first screen
@@ -162,36 +186,71 @@ def test_first_screen_answers_what_outcome_why_and_next(demo_reports: dict[str, 
     rows = _in_first_screen(page, "table.wb-slices tbody tr")
     badges = _in_first_screen(page, "table.wb-slices tbody tr td:last-child .badge")
     assert len(rows) == len(figures) == len(load_dataset(ROOT / "data" / "demo").rubric.slices)
-    assert all(_within(b) for b in badges), f"a slice result is below the first screen: {[b for b in badges if not _within(b)]}"
-    results = dict(zip(page.locator("table.wb-slices tbody tr").evaluate_all("rows => rows.map(r => r.dataset.slice)"), [b["text"] for b in badges], strict=True))
+    assert all(_within(b) for b in badges), (
+        f"a slice result is below the first screen: {[b for b in badges if not _within(b)]}"
+    )
+    results = dict(
+        zip(
+            page.locator("table.wb-slices tbody tr").evaluate_all(
+                "rows => rows.map(r => r.dataset.slice)"
+            ),
+            [b["text"] for b in badges],
+            strict=True,
+        )
+    )
     assert {s for s, r in results.items() if r == "review"} == set(blocked)
     assert {r for s, r in results.items() if s not in blocked} == {"pass"}
     headers = page.locator("table.wb-slices thead th").all_inner_texts()
-    for column in ("risk", "n", "coverage", "false-pass rate [95% CI]", "FP limit", "basis", "result"):
+    for column in (
+        "risk",
+        "n",
+        "coverage",
+        "false-pass rate [95% CI]",
+        "FP limit",
+        "basis",
+        "result",
+    ):
         assert column in headers, headers
     body = page.inner_text("body")
-    assert not re.search(r"\b(NaN|None|nan)\b", body), re.findall(r".{30}\b(?:NaN|None|nan)\b.{30}", body)[:3]
+    assert not re.search(r"\b(NaN|None|nan)\b", body), re.findall(
+        r".{30}\b(?:NaN|None|nan)\b.{30}", body
+    )[:3]
     assert watch.requests == [(report / "report.html").as_uri()] and not watch.blocked
 
 
-def test_controls_ending_says_held_out_was_not_used(demo_reports: dict[str, Path], page: Page) -> None:
+def test_controls_ending_says_held_out_was_not_used(
+    demo_reports: dict[str, Path], page: Page
+) -> None:
     report = demo_reports["2"]
     _open(page, report / "report.html")
     page.screenshot(path=str(artifacts_dir() / "report-controls-failed-first-screen.png"))
     assert page.locator("div.wb-outcome").get_attribute("data-outcome") == "quality_failed"
-    assert page.locator(".wb-next").inner_text().strip() == "Next: Controls failed; held-out data was not used; fix the judge and certify again."
-    assert "none" in page.locator("table.wb-what tr", has_text="previous").inner_text()  # the first certification of the judge
+    assert (
+        page.locator(".wb-next").inner_text().strip()
+        == "Next: Controls failed; held-out data was not used; fix the judge and certify again."
+    )
+    assert (
+        "none" in page.locator("table.wb-what tr", has_text="previous").inner_text()
+    )  # the first certification of the judge
     why = page.locator("ul.wb-why li").all_inner_texts()
-    assert len(why) == 1 and "negative: 2 of 4 failed" in why[0] and "adversarial: 1 of 6 failed" in why[0]
+    assert (
+        len(why) == 1
+        and "negative: 2 of 4 failed" in why[0]
+        and "adversarial: 1 of 6 failed" in why[0]
+    )
     results = page.locator("table.wb-slices tbody tr td:last-child").all_inner_texts()
     assert results and set(results) == {"not run"}
     body = page.inner_text("body")
-    assert body.count("the held-out partition was not used") == 2  # the table's footnote and the held-out section, not once per section
+    assert (
+        body.count("the held-out partition was not used") == 2
+    )  # the table's footnote and the held-out section, not once per section
     assert not re.search(r"\b(NaN|None|nan)\b", body)
     # controls: one table, grouped by role, failed roles first, short reasons
     tables = page.locator("table.wb-controls")
     assert tables.count() == 1
-    roles = tables.locator("tr.wb-role").evaluate_all("rows => rows.map(r => [r.dataset.role, r.dataset.status])")
+    roles = tables.locator("tr.wb-role").evaluate_all(
+        "rows => rows.map(r => [r.dataset.role, r.dataset.status])"
+    )
     statuses = [s for _, s in roles]
     assert statuses == sorted(statuses, key={"failed": 0, "incomplete": 1, "passed": 2}.__getitem__)
     assert ["negative", "failed"] in roles and ["adversarial", "failed"] in roles
@@ -199,7 +258,9 @@ def test_controls_ending_says_held_out_was_not_used(demo_reports: dict[str, Path
     assert reasons and all(len(r) <= 140 for r in reasons)
 
 
-def test_blockers_fold_their_evidence_one_per_slice_and_family(demo_reports: dict[str, Path], page: Page) -> None:
+def test_blockers_fold_their_evidence_one_per_slice_and_family(
+    demo_reports: dict[str, Path], page: Page
+) -> None:
     report = demo_reports["3"]
     gate = json.loads((report / "gate.json").read_text())
     _open(page, report / "report.html")
@@ -213,7 +274,9 @@ def test_blockers_fold_their_evidence_one_per_slice_and_family(demo_reports: dic
     assert raw.is_visible()
     evidence = raw.inner_text()
     exact = next(b["evidence"]["ci95_high"] for b in gate["blockers"])
-    assert repr(exact) not in evidence and "ci95_high = 0.434" in evidence  # rounded for display; exact in gate.json
+    assert (
+        repr(exact) not in evidence and "ci95_high = 0.434" in evidence
+    )  # rounded for display; exact in gate.json
 
 
 # -- 3: print -----------------------------------------------------------------------------------
@@ -228,8 +291,13 @@ def test_print_stylesheet_renders_a_pdf(demo_reports: dict[str, Path], page: Pag
             folded: Array.from(document.querySelectorAll('details.wb-group .wb-raw')).map(e => e.getBoundingClientRect().height),
         })"""
     )
-    assert printed["padding"] == "0px" and printed["background"] in ("rgb(255, 255, 255)", "rgba(0, 0, 0, 0)")
-    assert printed["folded"] and all(h > 0 for h in printed["folded"]), "the blockers' evidence is not printed"
+    assert printed["padding"] == "0px" and printed["background"] in (
+        "rgb(255, 255, 255)",
+        "rgba(0, 0, 0, 0)",
+    )
+    assert printed["folded"] and all(h > 0 for h in printed["folded"]), (
+        "the blockers' evidence is not printed"
+    )
     pdf = page.pdf(format="A4", print_background=True)
     assert pdf.startswith(b"%PDF") and len(pdf) > 20_000
     (artifacts_dir() / "report.pdf").write_bytes(pdf)
@@ -241,16 +309,34 @@ def _hostile_gold(root: Path) -> Path:
     def hostile(case_id: str, label: str, **kw: Any) -> dict[str, Any]:
         case = make_case(case_id, label, partition="held_out", **kw)
         case["grading_notes"] = f"Notes {SCRIPT} {BREAKER}"
-        case["reviews"] = [{"reviewer": "rev-a", "label": label, "rationale": f"rationale {IMG}"}, {"reviewer": "rev-b", "label": label, "rationale": f"second {BREAKER}"}]
-        case["adjudication"] = {"label": label, "reason": f"adjudicated {SCRIPT}", "adjudicator": "adj-1"}
+        case["reviews"] = [
+            {"reviewer": "rev-a", "label": label, "rationale": f"rationale {IMG}"},
+            {"reviewer": "rev-b", "label": label, "rationale": f"second {BREAKER}"},
+        ]
+        case["adjudication"] = {
+            "label": label,
+            "reason": f"adjudicated {SCRIPT}",
+            "adjudicator": "adj-1",
+        }
         return case
 
     held_out = [
-        hostile("h-1", "pass", slice="billing", response=f"no money {BREAKER}"),  # keyword judge fails it: a false fail
-        hostile("h-2", "fail", slice="general", response=f"refund {IMG}"),  # the judge passes it: a false pass
-        make_case("h-ok", "pass", partition="held_out", slice="billing", response="refund on its way"),
+        hostile(
+            "h-1", "pass", slice="billing", response=f"no money {BREAKER}"
+        ),  # keyword judge fails it: a false fail
+        hostile(
+            "h-2", "fail", slice="general", response=f"refund {IMG}"
+        ),  # the judge passes it: a false pass
+        make_case(
+            "h-ok", "pass", partition="held_out", slice="billing", response="refund on its way"
+        ),
     ]
-    others = [make_case("d-1", "pass", partition="development", slice="billing", response="refund issued"), make_case("c-1", "fail", partition="calibration", slice="general", response="no")]
+    others = [
+        make_case(
+            "d-1", "pass", partition="development", slice="billing", response="refund issued"
+        ),
+        make_case("c-1", "fail", partition="calibration", slice="general", response="no"),
+    ]
     return write_dataset(root / "gold", [*others, *held_out])
 
 
@@ -268,29 +354,57 @@ def hostile_restricted(chromium: None, tmp_path_factory: pytest.TempPathFactory)
         },
     }  # fmt: skip
     (root / "browser-report@1.yaml").write_text(yaml.safe_dump(policy), encoding="utf-8")
-    spec = {"schema_version": 1, "name": "hostile-judge", "version": "1", "kind": "ragas-function", "description": "keyword judge", "labels": ["pass", "fail"], "function": "judge_fixtures:keyword_judge"}
+    spec = {
+        "schema_version": 1,
+        "name": "hostile-judge",
+        "version": "1",
+        "kind": "ragas-function",
+        "description": "keyword judge",
+        "labels": ["pass", "fail"],
+        "function": "judge_fixtures:keyword_judge",
+    }
     (root / "hostile-judge@1.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
         mp.setenv("WORKBENCH_CACHE_DIR", str(root / "cache"))
         mp.setenv("PYTHONPATH", str(TESTS), prepend=":")
-        result = certify(root / "hostile-judge@1.yaml", root / "browser-report@1.yaml", gold, reports_root=root / "reports")
+        result = certify(
+            root / "hostile-judge@1.yaml",
+            root / "browser-report@1.yaml",
+            gold,
+            reports_root=root / "reports",
+        )
     return result.report_dir
 
 
-def test_restricted_page_shows_rationales_beside_the_judge_and_keeps_them_text(hostile_restricted: Path, page: Page) -> None:
+def test_restricted_page_shows_rationales_beside_the_judge_and_keeps_them_text(
+    hostile_restricted: Path, page: Page
+) -> None:
     path = hostile_restricted / "restricted" / "held_out_cases.html"
     watch = _open(page, path)
     page.screenshot(path=str(artifacts_dir() / "restricted-page.png"))
     assert not watch.dialogs and page.evaluate("typeof window.__pwned") == "undefined"
-    assert page.locator("#broken").count() == 0 and page.locator("[onerror]").count() == 0 and page.locator("table").count() == 1
+    assert (
+        page.locator("#broken").count() == 0
+        and page.locator("[onerror]").count() == 0
+        and page.locator("table").count() == 1
+    )
     headers = page.locator("table thead th").all_inner_texts()
-    assert headers[:1] == ["case_id"] and "grading_notes" in headers and "human: reviews and adjudication" in headers and "judge: verdict and reason" in headers
+    assert (
+        headers[:1] == ["case_id"]
+        and "grading_notes" in headers
+        and "human: reviews and adjudication" in headers
+        and "judge: verdict and reason" in headers
+    )
     rows = {r.locator("td").first.inner_text(): r for r in page.locator("table tbody tr").all()}
     assert set(rows) == {"h-1", "h-2"}
     assert list(rows)[0] == "h-2"  # the false pass first
     human = rows["h-2"].locator("td.human").inner_text()
-    assert f"adjudicated {SCRIPT}" in human and f"rationale {IMG}" in human and f"second {BREAKER}" in human
+    assert (
+        f"adjudicated {SCRIPT}" in human
+        and f"rationale {IMG}" in human
+        and f"second {BREAKER}" in human
+    )
     judge = rows["h-2"].locator("td.judge").inner_text()
     assert judge.startswith("pass")
     notes = rows["h-2"].locator("td").nth(headers.index("grading_notes")).inner_text()

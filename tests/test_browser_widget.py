@@ -92,7 +92,13 @@ class Lab:
         code = "widget.set_filter(slice='(all)', error_class='(all disagreements)', tag='(any)', humans_disagree=False, critical_only=False, unreviewed_only=False, search='')"
         assert self.page.evaluate(EXECUTE, [NOTEBOOK, code]) == "ok"
         root = widget_root(self.page)
-        settled(root, lambda s: s["position"] == f"1 of {len(self.cases)}" and s["case_id"] == self.cases[0].case_id, what="the widget to reset")
+        settled(
+            root,
+            lambda s: (
+                s["position"] == f"1 of {len(self.cases)}" and s["case_id"] == self.cases[0].case_id
+            ),
+            what="the widget to reset",
+        )
         return root
 
 
@@ -108,8 +114,23 @@ def _oracle(paths: dict[str, Path]) -> list[Case]:
         if c.error_class not in DISAGREEMENT_CLASSES:
             continue
         gold = dataset.cases[c.case_id]
-        texts = [c.case_id, gold.input, gold.response, c.reason or ""] + [r.rationale or "" for r in gold.reviews] + [gold.adjudication.reason or "" if gold.adjudication else ""]
-        out.append(Case(c.case_id, c.slice, dataset.rubric.risk_of(c.slice), c.error_class, tuple(c.tags), gold.reviewers_disagree, "\n".join(texts).lower(), sha.get(c.case_id)))
+        texts = (
+            [c.case_id, gold.input, gold.response, c.reason or ""]
+            + [r.rationale or "" for r in gold.reviews]
+            + [gold.adjudication.reason or "" if gold.adjudication else ""]
+        )
+        out.append(
+            Case(
+                c.case_id,
+                c.slice,
+                dataset.rubric.risk_of(c.slice),
+                c.error_class,
+                tuple(c.tags),
+                gold.reviewers_disagree,
+                "\n".join(texts).lower(),
+                sha.get(c.case_id),
+            )
+        )
     return out
 
 
@@ -124,15 +145,21 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             context.set_default_timeout(20_000)
             page = context.new_page()
             local = f"http://127.0.0.1:{server.port}/"
-            watch = watch_page(page, allow=lambda url: url.startswith((local, "data:", "blob:", "about:")))
+            watch = watch_page(
+                page, allow=lambda url: url.startswith((local, "data:", "blob:", "about:"))
+            )
             try:
                 open_and_run(page, server)
             except AssertionError as exc:
                 pytest.fail(f"{exc}\n{server.log_tail()}", pytrace=False)
             panel = page.evaluate(OPEN_LEFT_PANEL)
-            assert not panel["leftCollapsed"] and panel["width"] > 150, f"JupyterLab's side panel is not open: {panel}"
+            assert not panel["leftCollapsed"] and panel["width"] > 150, (
+                f"JupyterLab's side panel is not open: {panel}"
+            )
             cases = _oracle(paths)
-            assert len(cases) == N_DISAGREEMENTS, f"the demo has {len(cases)} development disagreements for rubric-judge@2, the tests expect {N_DISAGREEMENTS}"
+            assert len(cases) == N_DISAGREEMENTS, (
+                f"the demo has {len(cases)} development disagreements for rubric-judge@2, the tests expect {N_DISAGREEMENTS}"
+            )
             yield Lab(server, page, watch, paths, cases)
             context.close()
     finally:
@@ -171,7 +198,11 @@ def _outside(root: Locator, area: dict[str, float]) -> list[str]:
         box = root.locator(selector).first.bounding_box()
         if box is None:
             problems.append(f"{name}: not drawn")
-        elif box["y"] < area["top"] - 1 or box["y"] + box["height"] > area["bottom"] + 1 or box["x"] + box["width"] > area["right"] + 1:
+        elif (
+            box["y"] < area["top"] - 1
+            or box["y"] + box["height"] > area["bottom"] + 1
+            or box["x"] + box["width"] > area["right"] + 1
+        ):
             problems.append(f"{name}: {box} outside the visible notebook area {area}")
     return problems
 
@@ -186,7 +217,13 @@ def test_layout_fits_1280x800_with_side_panel_for_every_demo_disagreement(lab: L
     not_fitting: dict[str, list[str]] = {}
     heights = []
     for k, case in enumerate(cases):
-        shown = settled(root, lambda s, k=k, case=case: s["position"] == f"{k + 1} of {len(cases)}" and s["case_id"] == case.case_id, what=f"case {k + 1}")
+        shown = settled(
+            root,
+            lambda s, k=k, case=case: (
+                s["position"] == f"{k + 1} of {len(cases)}" and s["case_id"] == case.case_id
+            ),
+            what=f"case {k + 1}",
+        )
         area = _scroll_to_top(root)
         if k == 0:
             page.screenshot(path=str(artifacts_dir() / "widget-1280x800.png"))
@@ -195,7 +232,9 @@ def test_layout_fits_1280x800_with_side_panel_for_every_demo_disagreement(lab: L
         if problems:
             not_fitting[shown["case_id"]] = problems
         page.keyboard.press("j")
-    assert not not_fitting, f"{len(not_fitting)} of {len(cases)} cases need scrolling at 1280x800 (widget heights {sorted(heights)}): {json.dumps(not_fitting, indent=1)}"
+    assert not not_fitting, (
+        f"{len(not_fitting)} of {len(cases)} cases need scrolling at 1280x800 (widget heights {sorted(heights)}): {json.dumps(not_fitting, indent=1)}"
+    )
 
 
 def test_two_columns_with_pass_fail_colours_show_more_and_pretty_request(lab: Lab) -> None:
@@ -209,13 +248,23 @@ def test_two_columns_with_pass_fail_colours_show_more_and_pretty_request(lab: La
     )
     assert len(colours) == 2, colours
     human, judge = colours
-    assert "wb-human" in human["cls"] and "wb-judge" in judge["cls"] and human["left"] < judge["left"] and abs(human["top"] - judge["top"]) < 2, "humans and judge are not side by side"
+    assert (
+        "wb-human" in human["cls"]
+        and "wb-judge" in judge["cls"]
+        and human["left"] < judge["left"]
+        and abs(human["top"] - judge["top"]) < 2
+    ), "humans and judge are not side by side"
     palette = {"wb-pass": "rgb(26, 127, 55)", "wb-fail": "rgb(207, 34, 46)"}
     for col in (human, judge):
         label = next(c for c in ("wb-pass", "wb-fail", "wb-other") if c in col["cls"])
         if label in palette:
             assert col["colour"] == palette[label], col
-    assert {c for col in colours for c in ("wb-pass", "wb-fail") if c in col["cls"]} == {"wb-pass", "wb-fail"}, f"{first.case_id} is a {first.error_class}: one column should be pass and the other fail: {colours}"
+    assert {c for col in colours for c in ("wb-pass", "wb-fail") if c in col["cls"]} == {
+        "wb-pass",
+        "wb-fail",
+    }, (
+        f"{first.case_id} is a {first.error_class}: one column should be pass and the other fail: {colours}"
+    )
 
     # "show more" reveals the full text, "show less" folds it again
     more = root.locator("details.wb-more").first
@@ -236,7 +285,10 @@ def test_two_columns_with_pass_fail_colours_show_more_and_pretty_request(lab: La
     assert blocks and any("\n" in b for b in blocks) and not any("\\n" in b for b in blocks), blocks
     assert body.locator(".wb-req-role").count() >= 1
     raw = root.locator("details.wb-req-raw")
-    assert first.request_sha256 and f"sha256 {first.request_sha256[:12]}" in raw.locator("summary").inner_text()
+    assert (
+        first.request_sha256
+        and f"sha256 {first.request_sha256[:12]}" in raw.locator("summary").inner_text()
+    )
     raw.locator("summary").click()
     raw_text = raw.locator(".wb-req-body").inner_text()
     assert f"sha256 {first.request_sha256}" in raw_text and '"arguments"' in raw_text
@@ -251,24 +303,51 @@ def test_keyboard_navigation_cause_and_save_in_jupyterlab(lab: Lab) -> None:
     root = lab.reset()
     _scroll_to_top(root)
     root.locator(".wb-case h3").click()  # focus the widget, as a reviewer would
-    assert page.evaluate("document.activeElement.classList.contains('wb-review')"), "clicking the widget did not focus it"
+    assert page.evaluate("document.activeElement.classList.contains('wb-review')"), (
+        "clicking the widget did not focus it"
+    )
     cell_before = page.evaluate(ACTIVE_CELL, NOTEBOOK)
     n = len(cases)
 
-    for key, k in (("j", 2), ("ArrowDown", 3), ("k", 2), ("ArrowUp", 1), ("ArrowRight", 2), ("ArrowLeft", 1)):
+    for key, k in (
+        ("j", 2),
+        ("ArrowDown", 3),
+        ("k", 2),
+        ("ArrowUp", 1),
+        ("ArrowRight", 2),
+        ("ArrowLeft", 1),
+    ):
         page.keyboard.press(key)
-        settled(root, lambda s, k=k: s["position"] == f"{k} of {n}" and s["case_id"] == cases[k - 1].case_id, what=f"{key!r} to show case {k}")
-    assert page.evaluate(ACTIVE_CELL, NOTEBOOK) == cell_before, "JupyterLab acted on the keys too (the active cell or mode changed)"
+        settled(
+            root,
+            lambda s, k=k: s["position"] == f"{k} of {n}" and s["case_id"] == cases[k - 1].case_id,
+            what=f"{key!r} to show case {k}",
+        )
+    assert page.evaluate(ACTIVE_CELL, NOTEBOOK) == cell_before, (
+        "JupyterLab acted on the keys too (the active cell or mode changed)"
+    )
 
     for digit in ("8", "4"):
         page.keyboard.press(digit)
         cause = CAUSES[int(digit) - 1]
-        settled(root, lambda s, cause=cause: s["cause"]["value"].split(" ")[1] == cause, what=f"key {digit} to pick {cause}")
+        settled(
+            root,
+            lambda s, cause=cause: s["cause"]["value"].split(" ")[1] == cause,
+            what=f"key {digit} to pick {cause}",
+        )
     page.keyboard.press("s")
-    shown = settled(root, lambda s: s["progress"] == f"1 of {n} reviewed", what="'s' to save the note")
-    assert "4 judge_instruction_gap (1)" in [o.replace("\u00a0", " ") for o in shown["cause"]["options"]], shown["cause"]
-    notes = [json.loads(line) for line in lab.paths["notes"].read_text(encoding="utf-8").splitlines()]
-    assert [(x["case_id"], x["cause"], x["reviewer"]) for x in notes] == [(cases[0].case_id, "judge_instruction_gap", "browser-test")]
+    shown = settled(
+        root, lambda s: s["progress"] == f"1 of {n} reviewed", what="'s' to save the note"
+    )
+    assert "4 judge_instruction_gap (1)" in [
+        o.replace("\u00a0", " ") for o in shown["cause"]["options"]
+    ], shown["cause"]
+    notes = [
+        json.loads(line) for line in lab.paths["notes"].read_text(encoding="utf-8").splitlines()
+    ]
+    assert [(x["case_id"], x["cause"], x["reviewer"]) for x in notes] == [
+        (cases[0].case_id, "judge_instruction_gap", "browser-test")
+    ]
 
     # typing in the note box types; Esc gives the keys back to the widget
     note = root.locator("textarea")
@@ -278,9 +357,15 @@ def test_keyboard_navigation_cause_and_save_in_jupyterlab(lab: Lab) -> None:
     page.keyboard.press("Escape")
     page.keyboard.press("j")
     settled(root, lambda s: s["position"] == f"2 of {n}", what="'j' after Escape")
-    shown = settled(root, lambda s: s["cause"]["value"].startswith("(choose"), what="the next case's empty form")
+    shown = settled(
+        root, lambda s: s["cause"]["value"].startswith("(choose"), what="the next case's empty form"
+    )
     page.keyboard.press("k")  # back: the cause is pre-filled from the latest note
-    settled(root, lambda s: s["position"] == f"1 of {n}" and "judge_instruction_gap" in s["cause"]["value"], what="the cause pre-filled from the note")
+    settled(
+        root,
+        lambda s: s["position"] == f"1 of {n}" and "judge_instruction_gap" in s["cause"]["value"],
+        what="the cause pre-filled from the note",
+    )
     assert not lab.watch.dialogs
     page.screenshot(path=str(artifacts_dir() / "widget-keyboard.png"))
 
@@ -310,13 +395,21 @@ def test_dropdown_counts_are_conditional_on_the_other_filters(lab: Lab) -> None:
     shown = read(root)
     assert _count(_option(shown, "slice", slice_name)) == n_slice
     _select(root, "slice", _option(shown, "slice", slice_name))
-    shown = settled(root, lambda s: s["position"] == f"1 of {n_slice}", what=f"slice {slice_name} to show 1 of {n_slice}")
+    shown = settled(
+        root,
+        lambda s: s["position"] == f"1 of {n_slice}",
+        what=f"slice {slice_name} to show 1 of {n_slice}",
+    )
     in_slice = [c for c in cases if c.slice == slice_name]
     # every class and tag count is now within the slice, and says so when zero
     for cls in ("false_pass", "false_fail", "disagreement", "error"):
         expected = sum(c.error_class == cls for c in in_slice)
         label = _option(shown, "error_class", cls)
-        assert _count(label) == expected and (label.endswith("(0, no cases)") == (expected == 0)), (cls, label, expected)
+        assert _count(label) == expected and (label.endswith("(0, no cases)") == (expected == 0)), (
+            cls,
+            label,
+            expected,
+        )
     tags = Counter(t for c in in_slice for t in c.tags)
     options = [o.replace("\u00a0", " ") for o in shown["tag"]["options"]][1:]
     for label in options:
@@ -325,7 +418,9 @@ def test_dropdown_counts_are_conditional_on_the_other_filters(lab: Lab) -> None:
     # choosing an option shows exactly the count it announced (issue 10: "(2)" led to "0 of 0")
     tag, k = tags.most_common(1)[0]
     _select(root, "tag", _option(shown, "tag", tag))
-    shown = settled(root, lambda s: s["position"] == f"1 of {k}", what=f"tag {tag} to show 1 of {k}")
+    shown = settled(
+        root, lambda s: s["position"] == f"1 of {k}", what=f"tag {tag} to show 1 of {k}"
+    )
     assert shown["case_id"] in {c.case_id for c in in_slice if tag in c.tags}
     # and the slice dropdown now counts within the tag
     for s in per_slice:
@@ -334,13 +429,17 @@ def test_dropdown_counts_are_conditional_on_the_other_filters(lab: Lab) -> None:
     # the toggles count too
     toggle = next((t for t in shown["toggles"] if t["text"].startswith("critical only")), None)
     assert toggle is not None, shown["toggles"]
-    k_critical = sum(c.slice == slice_name and tag in c.tags and c.risk == "critical" for c in cases)
+    k_critical = sum(
+        c.slice == slice_name and tag in c.tags and c.risk == "critical" for c in cases
+    )
     assert _count(toggle["text"]) == k_critical, toggle
     if k_critical:
         root.locator(".widget-checkbox", has_text="critical only").locator("input").check()
         settled(root, lambda s: s["position"] == f"1 of {k_critical}", what="critical only")
     humans = next(t for t in shown["toggles"] if t["text"].startswith("humans disagreed"))
-    assert _count(humans["text"]) == sum(c.slice == slice_name and tag in c.tags and c.humans_disagree for c in cases)
+    assert _count(humans["text"]) == sum(
+        c.slice == slice_name and tag in c.tags and c.humans_disagree for c in cases
+    )
     lab.page.screenshot(path=str(artifacts_dir() / "widget-conditional-counts.png"))
 
 
@@ -356,7 +455,11 @@ def test_search_over_input_response_and_reasons(lab: Lab) -> None:
     box = root.locator(".widget-text input[type=text]")
     box.click()
     box.fill(term.upper())  # case-insensitive
-    shown = settled(root, lambda s: s["position"] == f"1 of {len(hits)}", what=f"search {term!r} to show 1 of {len(hits)}")
+    shown = settled(
+        root,
+        lambda s: s["position"] == f"1 of {len(hits)}",
+        what=f"search {term!r} to show 1 of {len(hits)}",
+    )
     assert shown["case_id"] == hits[0] and shown["list"] == hits[:40]
     box.fill(f"{term} zzz-no-such-word")
     shown = settled(root, lambda s: s["position"] == "0 of 0", what="a search with no match")
@@ -372,21 +475,43 @@ def test_click_on_a_chart_bar_filters_to_that_slice_and_class(lab: Lab) -> None:
     _scroll_to_top(root)
     cases = lab.cases
     shown = read(root)
-    expected = Counter((c.slice, c.error_class) for c in cases if c.error_class in ("false_pass", "false_fail"))
+    expected = Counter(
+        (c.slice, c.error_class) for c in cases if c.error_class in ("false_pass", "false_fail")
+    )
     drawn = {(b["slice"], b["cls"]): b["count"] for b in shown["bars"]}
-    assert drawn == {(s, cls): expected.get((s, cls), 0) for s in {c.slice for c in cases} | {s for s, _ in drawn} for cls in ("false_pass", "false_fail")}, drawn
+    assert drawn == {
+        (s, cls): expected.get((s, cls), 0)
+        for s in {c.slice for c in cases} | {s for s, _ in drawn}
+        for cls in ("false_pass", "false_fail")
+    }, drawn
     for cls in ("false_pass", "false_fail"):
-        (slice_name, _cls), k = max(((key, n) for key, n in expected.items() if key[1] == cls), key=lambda item: item[1])
+        (slice_name, _cls), k = max(
+            ((key, n) for key, n in expected.items() if key[1] == cls), key=lambda item: item[1]
+        )
         bar = root.locator(f"rect.wb-bar[data-slice='{slice_name}'][data-class='{cls}']")
         bar.click()
-        shown = settled(root, lambda s, k=k: s["position"] == f"1 of {k}", what=f"a click on {slice_name}/{cls} to show 1 of {k}")
-        assert shown["slice"]["value"].replace("\u00a0", " ").startswith(f"{slice_name} (") and shown["error_class"]["value"].replace("\u00a0", " ").startswith(f"{cls} (")
-        assert set(shown["list"]) == {c.case_id for c in cases if (c.slice, c.error_class) == (slice_name, cls)}
-        assert [b for b in shown["bars"] if b["selected"]] == [{"slice": slice_name, "cls": cls, "count": k, "selected": True}]
+        shown = settled(
+            root,
+            lambda s, k=k: s["position"] == f"1 of {k}",
+            what=f"a click on {slice_name}/{cls} to show 1 of {k}",
+        )
+        assert shown["slice"]["value"].replace("\u00a0", " ").startswith(
+            f"{slice_name} ("
+        ) and shown["error_class"]["value"].replace("\u00a0", " ").startswith(f"{cls} (")
+        assert set(shown["list"]) == {
+            c.case_id for c in cases if (c.slice, c.error_class) == (slice_name, cls)
+        }
+        assert [b for b in shown["bars"] if b["selected"]] == [
+            {"slice": slice_name, "cls": cls, "count": k, "selected": True}
+        ]
         if cls == "false_pass":
             page.screenshot(path=str(artifacts_dir() / "widget-chart-filter.png"))
     bar.click()  # a second click on the selected bar clears the filter
-    settled(root, lambda s: s["position"] == f"1 of {len(cases)}", what="a second click to clear the bar filter")
+    settled(
+        root,
+        lambda s: s["position"] == f"1 of {len(cases)}",
+        what="a second click to clear the bar filter",
+    )
 
 
 # -- gold correction draft -----------------------------------------------------------------------
@@ -404,13 +529,30 @@ def test_gold_label_defect_offers_a_draft_for_the_adjudicator(lab: Lab) -> None:
     root.locator("textarea").fill("the gold label contradicts pol-ref-05")
     draft_button.click()
     drafts = lab.paths["notes"].with_name("review_notes.gold_drafts.jsonl")
-    shown = settled(root, lambda s: (s["status"] or "").startswith("drafted"), what="the draft to be written")
+    shown = settled(
+        root, lambda s: (s["status"] or "").startswith("drafted"), what="the draft to be written"
+    )
     lines = [json.loads(line) for line in drafts.read_text(encoding="utf-8").splitlines()]
-    assert len(lines) == 1 and lines[0]["supersedes"] == lab.cases[1].case_id and lines[0]["record"]["supersedes"] == lab.cases[1].case_id
-    assert lines[0]["reason"] == "the gold label contradicts pol-ref-05" and lines[0]["status"] == "proposed"
-    assert (ROOT / "data" / "demo" / "gold.jsonl").read_bytes() == gold_before, "a draft touched the gold set"
-    noted = {json.loads(line)["case_id"] for line in lab.paths["notes"].read_text(encoding="utf-8").splitlines()}
-    assert lab.cases[1].case_id in noted and shown["progress"] == f"{len(noted)} of {len(lab.cases)} reviewed"  # the note was saved with the draft
+    assert (
+        len(lines) == 1
+        and lines[0]["supersedes"] == lab.cases[1].case_id
+        and lines[0]["record"]["supersedes"] == lab.cases[1].case_id
+    )
+    assert (
+        lines[0]["reason"] == "the gold label contradicts pol-ref-05"
+        and lines[0]["status"] == "proposed"
+    )
+    assert (ROOT / "data" / "demo" / "gold.jsonl").read_bytes() == gold_before, (
+        "a draft touched the gold set"
+    )
+    noted = {
+        json.loads(line)["case_id"]
+        for line in lab.paths["notes"].read_text(encoding="utf-8").splitlines()
+    }
+    assert (
+        lab.cases[1].case_id in noted
+        and shown["progress"] == f"{len(noted)} of {len(lab.cases)} reviewed"
+    )  # the note was saved with the draft
 
 
 # -- hostile text and the network ------------------------------------------------------------------
@@ -422,8 +564,13 @@ def test_hostile_case_text_stays_text_and_nothing_is_fetched(lab: Lab) -> None:
     shown = settled(hostile, lambda s: s["case_id"] == row["case_id"], what="the hostile widget")
     assert shown["list"] == [row["case_id"]]
     assert page.evaluate("typeof window.__pwned") == "undefined", "injected script ran"
-    assert hostile.locator("img[src='x'], [onerror]").count() == 0 and page.locator("img[src='x']").count() == 0
-    scripts = page.evaluate("Array.from(document.scripts).filter(s => s.text.includes('__pwned')).length")
+    assert (
+        hostile.locator("img[src='x'], [onerror]").count() == 0
+        and page.locator("img[src='x']").count() == 0
+    )
+    scripts = page.evaluate(
+        "Array.from(document.scripts).filter(s => s.text.includes('__pwned')).length"
+    )
     assert scripts == 0
     text = hostile.inner_text()
     for payload in (SCRIPT, IMG):
@@ -432,6 +579,10 @@ def test_hostile_case_text_stays_text_and_nothing_is_fetched(lab: Lab) -> None:
     assert row["slice"] in titles, titles
     hostile.locator(".wb-case h3").click()
     page.keyboard.press("j")  # keys in the second widget act on it alone
-    settled(hostile, lambda s: s["status"] == "last case of this filter", what="the hostile widget's own key handling")
+    settled(
+        hostile,
+        lambda s: s["status"] == "last case of this filter",
+        what="the hostile widget's own key handling",
+    )
     assert not lab.watch.dialogs, lab.watch.dialogs
     assert not lab.watch.blocked, f"the widget tried to reach the network: {lab.watch.blocked}"

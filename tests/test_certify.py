@@ -56,13 +56,29 @@ def test_outcome_is_the_gate_recomputed_from_the_run_records(first, demo_gold: P
     dataset = load_dataset(demo_gold)
     lines = read_results(report_dir / "restricted" / "run" / "results.jsonl", verify_requests=True)
     join = join_results(dataset, lines, partition="held_out")
-    summary = RunSummary.model_validate_json((report_dir / "restricted" / "run" / "run.json").read_text())
-    gate = evaluate_gate(alignment_report(join), load_policy(POLICY), rubric=dataset.rubric, run=summary, join=join, now=read_lock(report_dir).evaluated_at)
+    summary = RunSummary.model_validate_json(
+        (report_dir / "restricted" / "run" / "run.json").read_text()
+    )
+    gate = evaluate_gate(
+        alignment_report(join),
+        load_policy(POLICY),
+        rubric=dataset.rubric,
+        run=summary,
+        join=join,
+        now=read_lock(report_dir).evaluated_at,
+    )
     lock = read_lock(report_dir)
     assert lock.outcome == gate.outcome == first.outcome
     assert [b["code"] for b in lock.blockers] == [b.code for b in gate.blockers]
-    assert gate.outcome in {"certified", "quality_failed", "evaluation_incomplete", "review_required"}
-    assert len(lines) == len(dataset.partition("held_out"))  # every held-out case judged exactly once
+    assert gate.outcome in {
+        "certified",
+        "quality_failed",
+        "evaluation_incomplete",
+        "review_required",
+    }
+    assert len(lines) == len(
+        dataset.partition("held_out")
+    )  # every held-out case judged exactly once
 
 
 def test_lock_records_every_hash_and_verifies(first, demo_gold: Path) -> None:
@@ -76,10 +92,16 @@ def test_lock_records_every_hash_and_verifies(first, demo_gold: Path) -> None:
     assert lock.evidence["run_records"] == lock.files["restricted/run/results.jsonl"]
     assert lock.evidence["policy"] == lock.files["inputs/support-release@1.yaml"]
     assert lock.evidence["candidate_spec"] == lock.files["inputs/rubric-judge@2.yaml"]
-    assert set(lock.versions) == {"workbench", "ragas", "python"} and lock.versions["ragas"] == "0.4.3"
+    assert (
+        set(lock.versions) == {"workbench", "ragas", "python"} and lock.versions["ragas"] == "0.4.3"
+    )
     assert set(lock.git) == {"commit", "dirty"}
     assert lock.ledger_entry["event"] == "started" and lock.previous_report is None
-    assert lock.ledger_path == str(ledger_path_for(demo_gold)) == str(demo_gold.resolve() / "held_out_ledger.jsonl")
+    assert (
+        lock.ledger_path
+        == str(ledger_path_for(demo_gold))
+        == str(demo_gold.resolve() / "held_out_ledger.jsonl")
+    )
     assert verify_report(report_dir) == []
     result = CliRunner().invoke(main, ["verify", str(report_dir)])
     assert result.exit_code == 0 and "verified" in result.output
@@ -106,7 +128,10 @@ def test_html_is_self_contained_and_shows_the_evidence(first) -> None:
     assert f'data-outcome="{first.outcome}"' in html
     assert "<svg" in html and "Judge error rates by slice" in html  # chart inlined as SVG
     assert "Held-out ledger entry" in html and "Lineage" in html
-    assert "Cost and tokens per judged case, by slice (median, p95, max)" in html and "cost_usd_p95" in html
+    assert (
+        "Cost and tokens per judged case, by slice (median, p95, max)" in html
+        and "cost_usd_p95" in html
+    )
     assert "import workbench" not in html and "Certification(" not in html  # code hidden
 
 
@@ -116,7 +141,9 @@ def test_tampering_is_detected_and_named(first, tmp_path: Path) -> None:
     report = copy_root / first.report_id
     for path in [report, *report.rglob("*")]:
         path.chmod(path.stat().st_mode | stat.S_IWUSR)
-    (report / "report.html").write_text((report / "report.html").read_text().replace("QUALITY", "CERTIFIED", 1))
+    (report / "report.html").write_text(
+        (report / "report.html").read_text().replace("QUALITY", "CERTIFIED", 1)
+    )
     (report / "extra.txt").write_text("x")
     problems = {(p.code, Path(p.location).name) for p in verify_report(report)}
     assert ("file_changed", "report.html") in problems and ("file_added", "extra.txt") in problems
@@ -128,22 +155,44 @@ def test_tampering_is_detected_and_named(first, tmp_path: Path) -> None:
     assert "lock_changed" in {p.code for p in verify_report(report)}
 
 
-def test_second_certification_needs_a_reason_then_chains(first, reports_root: Path, demo_gold: Path) -> None:
+def test_second_certification_needs_a_reason_then_chains(
+    first, reports_root: Path, demo_gold: Path
+) -> None:
     with pytest.raises(WorkbenchError) as info:
         certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root)
-    assert info.value.problems[0].code == "held_out_reuse" and first.report_id in info.value.problems[0].message
-    second = certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root, rerun_reason="re-run with a case limit to show an incomplete outcome", max_cases=5)
+    assert (
+        info.value.problems[0].code == "held_out_reuse"
+        and first.report_id in info.value.problems[0].message
+    )
+    second = certify(
+        CANDIDATE,
+        POLICY,
+        demo_gold,
+        reports_root=reports_root,
+        rerun_reason="re-run with a case limit to show an incomplete outcome",
+        max_cases=5,
+    )
     assert second.report_id.endswith("/2") and second.report_dir != first.report_dir
     assert second.outcome == "evaluation_incomplete"
     assert "case_limit_reached" in {b["code"] for b in second.blockers}
     lock = read_lock(second.report_dir)
-    assert lock.previous_report is not None and lock.previous_report.lock_sha256 == first.lock_sha256
+    assert (
+        lock.previous_report is not None and lock.previous_report.lock_sha256 == first.lock_sha256
+    )
     assert lock.rerun_reason and "case limit" in (second.report_dir / "report.html").read_text()
     assert verify_report(second.report_dir) == [] and verify_report(first.report_dir) == []
     entries = HeldOutLedger(ledger_path_for(demo_gold)).entries()
-    assert [(e.event, e.report_id) for e in entries] == [("started", first.report_id), ("finished", first.report_id), ("started", second.report_id), ("finished", second.report_id)]
+    assert [(e.event, e.report_id) for e in entries] == [
+        ("started", first.report_id),
+        ("finished", first.report_id),
+        ("started", second.report_id),
+        ("finished", second.report_id),
+    ]
     assert entries[-1].outcome == "evaluation_incomplete" and entries[-2].rerun_reason
-    assert [r["outcome"] for r in list_reports(reports_root)] == [first.outcome, "evaluation_incomplete"]
+    assert [r["outcome"] for r in list_reports(reports_root)] == [
+        first.outcome,
+        "evaluation_incomplete",
+    ]
     listing = CliRunner().invoke(main, ["reports", "--reports", str(reports_root)])
     assert first.report_id in listing.output and second.report_id in listing.output
 
@@ -155,7 +204,9 @@ def test_a_failed_notebook_is_an_incomplete_locked_report(tmp_path: Path) -> Non
     broken.cells.insert(3, nbformat.v4.new_code_cell("raise RuntimeError('kernel died mid-run')"))
     path = tmp_path / "broken.ipynb"
     nbformat.write(broken, path)
-    result = certify(CANDIDATE, POLICY, fresh_gold(tmp_path), reports_root=tmp_path / "reports", notebook=path)
+    result = certify(
+        CANDIDATE, POLICY, fresh_gold(tmp_path), reports_root=tmp_path / "reports", notebook=path
+    )
     assert result.outcome == "evaluation_incomplete"
     assert [b["code"] for b in result.blockers] == ["certification_failed"]
     assert "kernel died mid-run" in json.dumps(result.blockers)
@@ -163,18 +214,51 @@ def test_a_failed_notebook_is_an_incomplete_locked_report(tmp_path: Path) -> Non
 
 
 def test_held_out_is_refused_outside_certification(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["run", "--candidate", str(CANDIDATE), "--gold", str(DEMO), "--partition", "held_out", "--out", str(tmp_path / "o"), "--no-progress"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--candidate",
+            str(CANDIDATE),
+            "--gold",
+            str(DEMO),
+            "--partition",
+            "held_out",
+            "--out",
+            str(tmp_path / "o"),
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 2 and "held_out_refused" in result.output
     assert not (tmp_path / "o" / "results.jsonl").exists()
 
 
 def test_bad_inputs_exit_2_without_traceback(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(tmp_path / "none.yaml"), "--gold", str(DEMO), "--reports", str(tmp_path / "r")])
-    assert result.exit_code == 2 and "policy_missing" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(
+        main,
+        [
+            "certify",
+            "--candidate",
+            str(CANDIDATE),
+            "--policy",
+            str(tmp_path / "none.yaml"),
+            "--gold",
+            str(DEMO),
+            "--reports",
+            str(tmp_path / "r"),
+        ],
+    )
+    assert (
+        result.exit_code == 2
+        and "policy_missing" in result.output
+        and "Traceback" not in result.output
+    )
     assert not (tmp_path / "r").exists()
 
 
-def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_llm_candidate_certifies_and_its_key_is_written_nowhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import yaml
 
     from workbench.demo.fake_llm import respond
@@ -183,20 +267,34 @@ def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, 
     secret = "sk-cert-7Qm2-never-in-a-file-91b4"
     monkeypatch.setenv("DEMO_LLM_API_KEY", secret)  # the notebook kernel inherits the environment
     with FakeLLM(responder=respond, require_api_key=secret) as server:
-        spec = yaml.safe_load((ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text())
+        spec = yaml.safe_load(
+            (ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text()
+        )
         spec["endpoint"]["base_url"] = server.base_url  # a free port, not the demo's fixed one
         candidates = tmp_path / "candidates"
         (candidates / "prompts").mkdir(parents=True)
-        shutil.copyfile(ROOT / "data" / "candidates" / "prompts" / "support-llm-judge@1.md", candidates / "prompts" / "support-llm-judge@1.md")
+        shutil.copyfile(
+            ROOT / "data" / "candidates" / "prompts" / "support-llm-judge@1.md",
+            candidates / "prompts" / "support-llm-judge@1.md",
+        )
         (candidates / "support-llm-judge@1.yaml").write_text(yaml.safe_dump(spec))
-        result = certify(candidates / "support-llm-judge@1.yaml", POLICY, fresh_gold(tmp_path), reports_root=tmp_path / "reports")
+        result = certify(
+            candidates / "support-llm-judge@1.yaml",
+            POLICY,
+            fresh_gold(tmp_path),
+            reports_root=tmp_path / "reports",
+        )
         calls = server.calls
     # Held-out once, then the sentinels (never held-out cases) so `workbench drift --against REPORT` has a baseline.
     from workbench.repeatability import load_sentinels
 
     sentinels = load_sentinels(None, load_dataset(DEMO)).cases
-    assert len(calls) == len(load_dataset(DEMO).partition("held_out")) + len(sentinels) and all(c.authorized for c in calls)
-    assert (result.report_dir / "sentinels" / "results.jsonl").exists() and read_lock(result.report_dir).evidence["sentinel_records"]
+    assert len(calls) == len(load_dataset(DEMO).partition("held_out")) + len(sentinels) and all(
+        c.authorized for c in calls
+    )
+    assert (result.report_dir / "sentinels" / "results.jsonl").exists() and read_lock(
+        result.report_dir
+    ).evidence["sentinel_records"]
     assert result.outcome in {"quality_failed", "review_required"}
     lock = read_lock(result.report_dir)
     assert lock.evidence["run_records"] is not None and verify_report(result.report_dir) == []
@@ -206,12 +304,22 @@ def test_llm_candidate_certifies_and_its_key_is_written_nowhere(tmp_path: Path, 
 
 
 def test_failed_blocking_controls_stop_before_held_out(tmp_path: Path) -> None:
-    policy = ROOT / "data" / "policies" / "support-release@2.yaml"  # = @1 plus a blocking control suite
+    policy = (
+        ROOT / "data" / "policies" / "support-release@2.yaml"
+    )  # = @1 plus a blocking control suite
     gold = fresh_gold(tmp_path)
     result = certify(CANDIDATE, policy, gold, reports_root=tmp_path / "reports")
     codes = {b["code"] for b in result.blockers}
-    assert result.outcome == "quality_failed" and codes and all(c.startswith("control_failed_") for c in codes)
-    assert codes <= {"control_failed_positive", "control_failed_negative", "control_failed_adversarial"}
+    assert (
+        result.outcome == "quality_failed"
+        and codes
+        and all(c.startswith("control_failed_") for c in codes)
+    )
+    assert codes <= {
+        "control_failed_positive",
+        "control_failed_negative",
+        "control_failed_adversarial",
+    }
     assert not (result.report_dir / "restricted" / "run").exists()  # held-out data untouched
     assert (result.report_dir / "controls" / "results.jsonl").exists()
     lock = read_lock(result.report_dir)
@@ -235,22 +343,56 @@ def test_demo_has_both_endings(tmp_path: Path) -> None:
     gold = fresh_gold(tmp_path)
     reports = tmp_path / "reports"
     two = certify(CANDIDATE, policy, gold, reports_root=reports)
-    three = certify(ROOT / "data" / "candidates" / "rubric-judge@3.yaml", policy, gold, reports_root=reports)
-    assert two.outcome == "quality_failed" and {b["code"] for b in two.blockers} == {"control_failed_negative", "control_failed_adversarial"}
+    three = certify(
+        ROOT / "data" / "candidates" / "rubric-judge@3.yaml", policy, gold, reports_root=reports
+    )
+    assert two.outcome == "quality_failed" and {b["code"] for b in two.blockers} == {
+        "control_failed_negative",
+        "control_failed_adversarial",
+    }
     assert not (two.report_dir / "restricted" / "run").exists()
     assert three.outcome == "review_required"
-    assert [(b["slice"], b["code"]) for b in three.blockers] == [("account_security", "false_pass_rate_unproven"), ("refund_policy", "false_pass_rate_unproven")]
+    assert [(b["slice"], b["code"]) for b in three.blockers] == [
+        ("account_security", "false_pass_rate_unproven"),
+        ("refund_policy", "false_pass_rate_unproven"),
+    ]
     html = (three.report_dir / "report.html").read_text(encoding="utf-8")
     # the gate, the report and `workbench plan` cite one figure: the plan's cases to bound at half the limit
-    planned = json.loads(CliRunner().invoke(main, ["plan", "--policy", str(policy), "--gold", str(gold), "--json"]).output)
+    planned = json.loads(
+        CliRunner()
+        .invoke(main, ["plan", "--policy", str(policy), "--gold", str(gold), "--json"])
+        .output
+    )
     for b in three.blockers:
-        row = next(r for r in planned["rows"] if r["slice"] == b["slice"] and r["requirement"] == "false_pass_rate")
+        row = next(
+            r
+            for r in planned["rows"]
+            if r["slice"] == b["slice"] and r["requirement"] == "false_pass_rate"
+        )
         have = b["evidence"]["human_fails_decided"]
-        assert row["needed"] == b["evidence"]["verdicts_needed_to_bound_at_half_limit"] > cases_needed(0.2)
-        assert f"{b['slice']}: {have} human-fail cases; the limit 0.20 needs at least {row['needed']} to bound at 0.10 (Wilson)" in b["message"]
+        assert (
+            row["needed"]
+            == b["evidence"]["verdicts_needed_to_bound_at_half_limit"]
+            > cases_needed(0.2)
+        )
+        assert (
+            f"{b['slice']}: {have} human-fail cases; the limit 0.20 needs at least {row['needed']} to bound at 0.10 (Wilson)"
+            in b["message"]
+        )
         more = row["needed"] - have
-        assert more > 0 and b["evidence"]["more_verdicts_needed"] == more and f"{b['slice']} +{more} human-fail" in html
-        assert f"{more} more human-fail cases judged pass or fail needed: {row['needed']} to bound it at half the limit" in html
-    assert f"report {two.report_id}" in html and "QUALITY FAILED" in html  # the previous certification of the same judge
-    assert "Controls failed; held-out data was not used; fix the judge and certify again." in (two.report_dir / "report.html").read_text(encoding="utf-8")
+        assert (
+            more > 0
+            and b["evidence"]["more_verdicts_needed"] == more
+            and f"{b['slice']} +{more} human-fail" in html
+        )
+        assert (
+            f"{more} more human-fail cases judged pass or fail needed: {row['needed']} to bound it at half the limit"
+            in html
+        )
+    assert (
+        f"report {two.report_id}" in html and "QUALITY FAILED" in html
+    )  # the previous certification of the same judge
+    assert "Controls failed; held-out data was not used; fix the judge and certify again." in (
+        two.report_dir / "report.html"
+    ).read_text(encoding="utf-8")
     assert verify_report(two.report_dir) == [] and verify_report(three.report_dir) == []

@@ -25,9 +25,22 @@ DEMO = ROOT / "data" / "demo"
 
 def test_certify_has_no_default_gold(tmp_path: Path) -> None:
     assert not (DEMO / LEDGER_FILE).exists()
-    result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--reports", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "certify",
+            "--candidate",
+            str(CANDIDATE),
+            "--policy",
+            str(POLICY),
+            "--reports",
+            str(tmp_path / "r"),
+        ],
+    )
     assert result.exit_code == 2 and "Missing option '--gold'" in result.output
-    assert not (tmp_path / "r").exists() and not (DEMO / LEDGER_FILE).exists()  # the demo data was not certified
+    assert (
+        not (tmp_path / "r").exists() and not (DEMO / LEDGER_FILE).exists()
+    )  # the demo data was not certified
 
 
 def _unknown_slice(p: dict[str, Any]) -> None:
@@ -52,10 +65,18 @@ def _rubric_version(p: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize(
     ("change", "code"),
-    [(_unknown_slice, "policy_unknown_slice"), (_missing_slice, "slice_not_in_policy"), (_risk_mismatch, "policy_risk_mismatch"), (_wrong_partition, "partition_mismatch"), (_rubric_version, "policy_rubric_mismatch")],
+    [
+        (_unknown_slice, "policy_unknown_slice"),
+        (_missing_slice, "slice_not_in_policy"),
+        (_risk_mismatch, "policy_risk_mismatch"),
+        (_wrong_partition, "partition_mismatch"),
+        (_rubric_version, "policy_rubric_mismatch"),
+    ],
     ids=["unknown_slice", "missing_slice", "risk_mismatch", "wrong_partition", "rubric_version"],
 )
-def test_a_policy_that_does_not_fit_the_rubric_is_refused_before_the_ledger(tmp_path: Path, change, code: str) -> None:
+def test_a_policy_that_does_not_fit_the_rubric_is_refused_before_the_ledger(
+    tmp_path: Path, change, code: str
+) -> None:
     gold = tmp_path / "gold"
     shutil.copytree(DEMO, gold)
     raw = yaml.safe_load(POLICY.read_text())
@@ -63,10 +84,25 @@ def test_a_policy_that_does_not_fit_the_rubric_is_refused_before_the_ledger(tmp_
     policy = tmp_path / POLICY.name
     policy.write_text(yaml.safe_dump(raw, sort_keys=False))
     assert load_policy(policy)  # a valid policy file on its own
-    result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(policy), "--gold", str(gold), "--reports", str(tmp_path / "r")])
+    result = CliRunner().invoke(
+        main,
+        [
+            "certify",
+            "--candidate",
+            str(CANDIDATE),
+            "--policy",
+            str(policy),
+            "--gold",
+            str(gold),
+            "--reports",
+            str(tmp_path / "r"),
+        ],
+    )
     assert result.exit_code == 2 and code in result.output and "Traceback" not in result.output
     assert "the held-out partition was not used" in result.output
-    assert sorted(p.name for p in gold.iterdir()) == sorted(p.name for p in DEMO.iterdir())  # no ledger, no lock file
+    assert sorted(p.name for p in gold.iterdir()) == sorted(
+        p.name for p in DEMO.iterdir()
+    )  # no ledger, no lock file
     assert not (tmp_path / "r").exists()
 
 

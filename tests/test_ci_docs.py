@@ -22,7 +22,18 @@ from workbench.ci import (
 from workbench.policy import Policy
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
-MODELS = [CheckResult, CiConfig, CiPaths, SentinelDefaults, ExpectedFailure, ContractsReport, SentinelLaneReport, AffectedCandidate, LaneRun, ReleaseSummary]
+MODELS = [
+    CheckResult,
+    CiConfig,
+    CiPaths,
+    SentinelDefaults,
+    ExpectedFailure,
+    ContractsReport,
+    SentinelLaneReport,
+    AffectedCandidate,
+    LaneRun,
+    ReleaseSummary,
+]
 
 
 @pytest.mark.parametrize("model", MODELS)

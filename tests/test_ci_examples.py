@@ -20,16 +20,33 @@ GITLAB = ROOT / "examples" / "ci" / "gitlab-ci.yml"
 
 
 def _check_jsonschema(schema: str, path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)], capture_output=True, text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "check_jsonschema", "--builtin-schema", schema, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize(("schema", "path"), [("vendor.github-workflows", GITHUB), ("vendor.gitlab-ci", GITLAB)])
+@pytest.mark.parametrize(
+    ("schema", "path"), [("vendor.github-workflows", GITHUB), ("vendor.gitlab-ci", GITLAB)]
+)
 def test_examples_validate_against_the_vendored_schema(schema: str, path: Path) -> None:
     run = _check_jsonschema(schema, path)
     assert run.returncode == 0, run.stdout + run.stderr
 
 
-@pytest.mark.parametrize(("schema", "broken"), [("vendor.github-workflows", "jobs:\n  a:\n    runs-onn: ubuntu-latest\n    steps: [{run: echo}]\non: [push]\n"), ("vendor.gitlab-ci", "contracts:\n  scriptt: [echo]\n  when: sometimes\n")])
+@pytest.mark.parametrize(
+    ("schema", "broken"),
+    [
+        (
+            "vendor.github-workflows",
+            "jobs:\n  a:\n    runs-onn: ubuntu-latest\n    steps: [{run: echo}]\non: [push]\n",
+        ),
+        ("vendor.gitlab-ci", "contracts:\n  scriptt: [echo]\n  when: sometimes\n"),
+    ],
+)
 def test_the_schema_check_catches_a_broken_file(tmp_path: Path, schema: str, broken: str) -> None:
     path = tmp_path / "broken.yml"
     path.write_text(broken, encoding="utf-8")
@@ -52,42 +69,103 @@ def test_github_actions_wires_the_three_lanes() -> None:
     assert "workbench ci contracts --junit" in _steps_text(jobs["contracts"])
     assert "secrets." not in yaml.safe_dump(jobs["contracts"])
     # sentinel: only when judge-facing files changed (a paths filter), with full history and the key.
-    filt = next(s for s in jobs["changes"]["steps"] if str(s.get("uses", "")).startswith("dorny/paths-filter"))
+    filt = next(
+        s
+        for s in jobs["changes"]["steps"]
+        if str(s.get("uses", "")).startswith("dorny/paths-filter")
+    )
     judge_paths = yaml.safe_load(filt["with"]["filters"])["judge"]
-    assert {"data/candidates/**", "data/*/rubric.yaml", "data/*/sentinels.yaml", "data/controls/**"} <= set(judge_paths)
-    assert jobs["sentinel"]["needs"] == "changes" and "needs.changes.outputs.judge == 'true'" in jobs["sentinel"]["if"]
+    assert {
+        "data/candidates/**",
+        "data/*/rubric.yaml",
+        "data/*/sentinels.yaml",
+        "data/controls/**",
+    } <= set(judge_paths)
+    assert (
+        jobs["sentinel"]["needs"] == "changes"
+        and "needs.changes.outputs.judge == 'true'" in jobs["sentinel"]["if"]
+    )
     assert jobs["sentinel"]["env"]["OPENAI_API_KEY"] == "${{ secrets.OPENAI_API_KEY }}"
-    checkout = next(s for s in jobs["sentinel"]["steps"] if str(s.get("uses", "")).startswith("actions/checkout"))
+    checkout = next(
+        s
+        for s in jobs["sentinel"]["steps"]
+        if str(s.get("uses", "")).startswith("actions/checkout")
+    )
     assert checkout["with"]["fetch-depth"] == 0
-    assert 'workbench ci sentinel --since "origin/$BASE_REF" --junit' in _steps_text(jobs["sentinel"])
+    assert 'workbench ci sentinel --since "origin/$BASE_REF" --junit' in _steps_text(
+        jobs["sentinel"]
+    )
     # release: by hand only, approved environment, the key from a secret, inputs through env.
-    assert jobs["release"]["if"] == "github.event_name == 'workflow_dispatch'" and jobs["release"]["environment"] == "release"
+    assert (
+        jobs["release"]["if"] == "github.event_name == 'workflow_dispatch'"
+        and jobs["release"]["environment"] == "release"
+    )
     assert jobs["release"]["env"]["OPENAI_API_KEY"] == "${{ secrets.OPENAI_API_KEY }}"
     release_run = _steps_text(jobs["release"])
-    assert "workbench ci release" in release_run and "--junit" in release_run and "--json" in release_run and "${{" not in release_run
+    assert (
+        "workbench ci release" in release_run
+        and "--junit" in release_run
+        and "--json" in release_run
+        and "${{" not in release_run
+    )
     # Every lane uploads its reports and run records, pass or fail.
-    for name, wanted in (("contracts", "runs/ci/contracts/"), ("sentinel", "runs/ci/sentinel/"), ("release", "data/*/held_out_ledger.jsonl")):
-        upload = next(s for s in jobs[name]["steps"] if str(s.get("uses", "")).startswith("actions/upload-artifact"))
-        assert upload["if"] == "always()" and wanted in upload["with"]["path"] and "reports/" in upload["with"]["path"]
+    for name, wanted in (
+        ("contracts", "runs/ci/contracts/"),
+        ("sentinel", "runs/ci/sentinel/"),
+        ("release", "data/*/held_out_ledger.jsonl"),
+    ):
+        upload = next(
+            s
+            for s in jobs[name]["steps"]
+            if str(s.get("uses", "")).startswith("actions/upload-artifact")
+        )
+        assert (
+            upload["if"] == "always()"
+            and wanted in upload["with"]["path"]
+            and "reports/" in upload["with"]["path"]
+        )
 
 
 def test_gitlab_ci_wires_the_three_lanes() -> None:
     ci = yaml.safe_load(GITLAB.read_text(encoding="utf-8"))
-    assert ci["stages"] == ["contracts", "sentinel", "release"] and ci["variables"]["RAGAS_DO_NOT_TRACK"] == "true"
+    assert (
+        ci["stages"] == ["contracts", "sentinel", "release"]
+        and ci["variables"]["RAGAS_DO_NOT_TRACK"] == "true"
+    )
     contracts, sentinel, release = ci["contracts"], ci["sentinel"], ci["release"]
     assert contracts["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "merge_request_event"'}]
     assert any("workbench ci contracts --junit" in line for line in contracts["script"])
     (rule,) = sentinel["rules"]
     assert rule["if"] == '$CI_PIPELINE_SOURCE == "merge_request_event"'
-    assert {"data/candidates/**/*", "data/*/rubric.yaml", "data/*/sentinels.yaml", "data/controls/**/*"} <= set(rule["changes"]["paths"])
+    assert {
+        "data/candidates/**/*",
+        "data/*/rubric.yaml",
+        "data/*/sentinels.yaml",
+        "data/controls/**/*",
+    } <= set(rule["changes"]["paths"])
     assert sentinel["variables"]["GIT_DEPTH"] == "0"
     assert any('--since "$CI_MERGE_REQUEST_DIFF_BASE_SHA"' in line for line in sentinel["script"])
-    assert release["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "web"', "when": "manual"}] and release["environment"]["name"] == "release"
+    assert (
+        release["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "web"', "when": "manual"}]
+        and release["environment"]["name"] == "release"
+    )
     assert any("workbench ci release" in line and "--json" in line for line in release["script"])
     text = GITLAB.read_text(encoding="utf-8")
-    assert "masked, protected CI/CD variable" in text and "OPENAI_API_KEY" in text and "sk-" not in text
-    for job, wanted in ((contracts, "runs/ci/contracts/"), (sentinel, "runs/ci/sentinel/"), (release, "data/*/held_out_ledger.jsonl")):
-        assert job["artifacts"]["when"] == "always" and wanted in job["artifacts"]["paths"] and "junit" in job["artifacts"]["reports"]
+    assert (
+        "masked, protected CI/CD variable" in text
+        and "OPENAI_API_KEY" in text
+        and "sk-" not in text
+    )
+    for job, wanted in (
+        (contracts, "runs/ci/contracts/"),
+        (sentinel, "runs/ci/sentinel/"),
+        (release, "data/*/held_out_ledger.jsonl"),
+    ):
+        assert (
+            job["artifacts"]["when"] == "always"
+            and wanted in job["artifacts"]["paths"]
+            and "junit" in job["artifacts"]["reports"]
+        )
 
 
 def test_the_projects_own_ci_runs_the_contracts_lane_after_the_tests() -> None:

@@ -109,7 +109,8 @@ def test_align_text_json_and_refusal(make_dataset, tmp_path: Path) -> None:
     ]
     ds = make_dataset(cases)
     results = write_results(
-        tmp_path / "r.jsonl", stamped([make_result(cases[0], "pass"), make_result(cases[1], "pass")], ds)
+        tmp_path / "r.jsonl",
+        stamped([make_result(cases[0], "pass"), make_result(cases[1], "pass")], ds),
     )
     text = CliRunner().invoke(main, ["align", "--gold", str(ds), "--results", str(results)])
     assert text.exit_code == 0, text.output
@@ -124,7 +125,9 @@ def test_align_text_json_and_refusal(make_dataset, tmp_path: Path) -> None:
         main, ["align", "--gold", str(ds), "--results", str(results), "--fail-incomplete"]
     )
     assert strict.exit_code == 3
-    dup = write_results(tmp_path / "dup.jsonl", stamped([make_result(cases[0]), make_result(cases[0])], ds))
+    dup = write_results(
+        tmp_path / "dup.jsonl", stamped([make_result(cases[0]), make_result(cases[0])], ds)
+    )
     refused = CliRunner().invoke(main, ["align", "--gold", str(ds), "--results", str(dup)])
     assert (
         refused.exit_code == 2

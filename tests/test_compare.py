@@ -31,15 +31,39 @@ from workbench.testing import FakeLLM, Reply
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def function_spec(directory: Path, name: str, version: str, function: str, labels: list[str] | None = None, **extra) -> Path:
-    data = {"name": name, "version": version, "kind": "ragas-function", "labels": labels or ["pass", "fail", "review_required"], "function": f"migration_judges:{function}", **extra}
+def function_spec(
+    directory: Path,
+    name: str,
+    version: str,
+    function: str,
+    labels: list[str] | None = None,
+    **extra,
+) -> Path:
+    data = {
+        "name": name,
+        "version": version,
+        "kind": "ragas-function",
+        "labels": labels or ["pass", "fail", "review_required"],
+        "function": f"migration_judges:{function}",
+        **extra,
+    }
     path = directory / f"{name}@{version}.yaml"
     path.write_text(yaml.safe_dump(data))
     return path
 
 
-def case(cid: str, human: str, old: str, new: str, *, slice: str = "general", partition: str = "calibration") -> dict:
-    return make_case(cid, human, slice=slice, partition=partition, response=f"answer {cid} old={old} new={new}")
+def case(
+    cid: str,
+    human: str,
+    old: str,
+    new: str,
+    *,
+    slice: str = "general",
+    partition: str = "calibration",
+) -> dict:
+    return make_case(
+        cid, human, slice=slice, partition=partition, response=f"answer {cid} old={old} new={new}"
+    )
 
 
 # (case id, human, old verdict, new verdict, slice)
@@ -59,7 +83,10 @@ PLAN = [
 @pytest.fixture
 def gold(make_dataset) -> Path:
     cases = [case(cid, human, old, new, slice=s) for cid, human, old, new, s in PLAN]
-    cases += [make_case("d1", "pass", partition="development"), make_case("h1", "fail", partition="held_out")]
+    cases += [
+        make_case("d1", "pass", partition="development"),
+        make_case("h1", "fail", partition="held_out"),
+    ]
     return make_dataset(cases)
 
 
@@ -72,9 +99,13 @@ def specs(tmp_path: Path) -> tuple[Path, Path]:
     return old, new
 
 
-def test_transitions_matrix_mcnemar_and_deltas(gold: Path, specs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_transitions_matrix_mcnemar_and_deltas(
+    gold: Path, specs: tuple[Path, Path], tmp_path: Path
+) -> None:
     old, new = specs
-    report = compare_candidates_sync(old, new, gold, "calibration", tmp_path / "cmp", progress=False, cache_dir=False)
+    report = compare_candidates_sync(
+        old, new, gold, "calibration", tmp_path / "cmp", progress=False, cache_dir=False
+    )
     assert report.status == "complete" and report.incomplete_reasons == []
     by_id = {c.case_id: c for c in report.cases}
     assert {cid: by_id[cid].transition for cid in by_id} == {
@@ -84,15 +115,39 @@ def test_transitions_matrix_mcnemar_and_deltas(gold: Path, specs: tuple[Path, Pa
     billing = next(s for s in report.slices if s.slice == "billing")
     general = next(s for s in report.slices if s.slice == "general")
     assert report.slices[0].slice == "billing"  # critical first
-    assert billing.transitions == {"fixed": 1, "broken": 1, "still_wrong": 1, "still_right": 1, "incomplete": 0}
-    assert general.transitions == {"fixed": 2, "broken": 2, "still_wrong": 0, "still_right": 1, "incomplete": 0}
+    assert billing.transitions == {
+        "fixed": 1,
+        "broken": 1,
+        "still_wrong": 1,
+        "still_right": 1,
+        "incomplete": 0,
+    }
+    assert general.transitions == {
+        "fixed": 2,
+        "broken": 2,
+        "still_wrong": 0,
+        "still_right": 1,
+        "incomplete": 0,
+    }
     # every changed verdict in the critical slice is listed for review, fixed ones included
-    assert sorted(report.review) == ["b1", "b2"] and billing.needs_review == 2 and general.needs_review == 0
+    assert (
+        sorted(report.review) == ["b1", "b2"]
+        and billing.needs_review == 2
+        and general.needs_review == 0
+    )
     # pass/fail/abstain matrix, rows old, columns new
-    assert report.matrix == {"pass": {"pass": 1, "fail": 2, "abstain": 1}, "fail": {"pass": 3, "fail": 2}}
+    assert report.matrix == {
+        "pass": {"pass": 1, "fail": 2, "abstain": 1},
+        "fail": {"pass": 3, "fail": 2},
+    }
     # McNemar over the whole partition: 3 broken (b2, g3, g4), 3 fixed (b1, g1, g2), 2 both right, 1 both wrong
     mc = report.overall.mcnemar
-    assert (mc.old_right_new_wrong, mc.old_wrong_new_right, mc.both_right, mc.both_wrong) == (3, 3, 2, 1)
+    assert (mc.old_right_new_wrong, mc.old_wrong_new_right, mc.both_right, mc.both_wrong) == (
+        3,
+        3,
+        2,
+        1,
+    )
     assert mc.p_value == pytest.approx(float(mcnemar([[2, 3], [3, 1]], exact=True).pvalue))
     # general: human fails g3, g5: old passes none (0/2), new passes g3 (1/2); paired delta +1/2
     fp = general.false_pass
@@ -113,30 +168,84 @@ def test_held_out_is_refused(gold: Path, specs: tuple[Path, Path], tmp_path: Pat
     with pytest.raises(WorkbenchError) as info:
         compare_candidates_sync(old, new, gold, "held_out", tmp_path / "cmp", progress=False)
     assert info.value.problems[0].code == "held_out_refused"
-    result = CliRunner().invoke(main, ["compare", "--old", str(old), "--new", str(new), "--gold", str(gold), "--partition", "held_out", "--no-controls"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--old",
+            str(old),
+            "--new",
+            str(new),
+            "--gold",
+            str(gold),
+            "--partition",
+            "held_out",
+            "--no-controls",
+        ],
+    )
     assert result.exit_code == 2
     assert not (tmp_path / "cmp").exists()
 
 
 def test_cli_exit_codes_and_output(gold: Path, specs: tuple[Path, Path], tmp_path: Path) -> None:
     old, new = specs
-    args = ["compare", "--old", str(old), "--new", str(new), "--gold", str(gold), "--partition", "calibration", "--out", str(tmp_path / "cmp"), "--no-progress", "--no-cache"]
+    args = [
+        "compare",
+        "--old",
+        str(old),
+        "--new",
+        str(new),
+        "--gold",
+        str(gold),
+        "--partition",
+        "calibration",
+        "--out",
+        str(tmp_path / "cmp"),
+        "--no-progress",
+        "--no-cache",
+    ]
     missing = CliRunner().invoke(main, args)
     assert missing.exit_code == 2 and "--controls SUITE" in missing.output
     result = CliRunner().invoke(main, [*args, "--no-controls"])
     assert result.exit_code == 4, result.output  # changed verdicts in a critical slice need review
-    assert "REVIEW: 2 changed verdict(s) in critical slices" in result.output and "b1, b2" in result.output
+    assert (
+        "REVIEW: 2 changed verdict(s) in critical slices" in result.output
+        and "b1, b2" in result.output
+    )
     # the same judge on both sides: nothing changes, nothing to review
-    same = CliRunner().invoke(main, ["compare", "--old", str(old), "--new", str(old), "--gold", str(gold), "--partition", "calibration", "--out", str(tmp_path / "same"), "--no-progress", "--no-controls"])
+    same = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--old",
+            str(old),
+            "--new",
+            str(old),
+            "--gold",
+            str(gold),
+            "--partition",
+            "calibration",
+            "--out",
+            str(tmp_path / "same"),
+            "--no-progress",
+            "--no-controls",
+        ],
+    )
     assert same.exit_code == 0, same.output
     assert "same judge" in same.output
 
 
-def test_a_changed_comparison_directory_is_refused(gold: Path, specs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_a_changed_comparison_directory_is_refused(
+    gold: Path, specs: tuple[Path, Path], tmp_path: Path
+) -> None:
     old, new = specs
-    compare_candidates_sync(old, new, gold, "calibration", tmp_path / "cmp", progress=False, cache_dir=False)
+    compare_candidates_sync(
+        old, new, gold, "calibration", tmp_path / "cmp", progress=False, cache_dir=False
+    )
     with pytest.raises(WorkbenchError) as info:
-        compare_candidates_sync(old, old, gold, "calibration", tmp_path / "cmp", progress=False, cache_dir=False)
+        compare_candidates_sync(
+            old, old, gold, "calibration", tmp_path / "cmp", progress=False, cache_dir=False
+        )
     assert info.value.problems[0].code == "comparison_manifest_changed"
 
 
@@ -145,8 +254,36 @@ def test_evaluator_errors_exit_5(gold: Path, tmp_path: Path) -> None:
     d.mkdir()
     old = function_spec(d, "mig", "1", "old_judge")
     broken = d / "mig@3.yaml"
-    broken.write_text(yaml.safe_dump({"name": "mig", "version": "3", "kind": "ragas-function", "labels": ["pass", "fail"], "function": "weak_judges:always_raises"}))
-    result = CliRunner().invoke(main, ["compare", "--old", str(old), "--new", str(broken), "--gold", str(gold), "--partition", "calibration", "--out", str(tmp_path / "cmp"), "--no-progress", "--no-controls", "--no-cache"])
+    broken.write_text(
+        yaml.safe_dump(
+            {
+                "name": "mig",
+                "version": "3",
+                "kind": "ragas-function",
+                "labels": ["pass", "fail"],
+                "function": "weak_judges:always_raises",
+            }
+        )
+    )
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--old",
+            str(old),
+            "--new",
+            str(broken),
+            "--gold",
+            str(gold),
+            "--partition",
+            "calibration",
+            "--out",
+            str(tmp_path / "cmp"),
+            "--no-progress",
+            "--no-controls",
+            "--no-cache",
+        ],
+    )
     assert result.exit_code == 5, result.output
     assert "evaluator errors: 0 case(s) of mig@1, 9 of mig@3" in result.output
 
@@ -155,35 +292,102 @@ def test_evaluator_errors_exit_5(gold: Path, tmp_path: Path) -> None:
 
 
 def _run(spec: Path, gold: Path, out: Path, *extra: str) -> None:
-    result = CliRunner().invoke(main, ["run", "--candidate", str(spec), "--gold", str(gold), "--partition", "calibration", "--out", str(out), "--no-progress", "--no-cache", *extra])
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--candidate",
+            str(spec),
+            "--gold",
+            str(gold),
+            "--partition",
+            "calibration",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-cache",
+            *extra,
+        ],
+    )
     assert result.exit_code in (0, 3), result.output
 
 
-def test_reused_runs_are_checked_and_not_called_again(gold: Path, specs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_reused_runs_are_checked_and_not_called_again(
+    gold: Path, specs: tuple[Path, Path], tmp_path: Path
+) -> None:
     old, new = specs
     _run(old, gold, tmp_path / "old-run")
     _run(new, gold, tmp_path / "new-run")
     before = dict(migration_judges.CALLS)
-    report = compare_candidates_sync(old, new, gold, "calibration", tmp_path / "cmp", old_run=tmp_path / "old-run", new_run=tmp_path / "new-run", progress=False, cache_dir=False)
+    report = compare_candidates_sync(
+        old,
+        new,
+        gold,
+        "calibration",
+        tmp_path / "cmp",
+        old_run=tmp_path / "old-run",
+        new_run=tmp_path / "new-run",
+        progress=False,
+        cache_dir=False,
+    )
     assert dict(migration_judges.CALLS) == before  # nothing was judged again
     assert report.old.reused and report.new.reused and sorted(report.review) == ["b1", "b2"]
     # a run of the other candidate, an incomplete run and a run of another partition are refused
     with pytest.raises(WorkbenchError) as info:
-        compare_candidates_sync(old, new, gold, "calibration", tmp_path / "cmp2", old_run=tmp_path / "new-run", progress=False)
+        compare_candidates_sync(
+            old,
+            new,
+            gold,
+            "calibration",
+            tmp_path / "cmp2",
+            old_run=tmp_path / "new-run",
+            progress=False,
+        )
     assert [p.code for p in info.value.problems] == ["run_other_candidate"]
     _run(old, gold, tmp_path / "partial", "--max-cases", "3")
     with pytest.raises(WorkbenchError) as info:
-        compare_candidates_sync(old, new, gold, "calibration", tmp_path / "cmp3", old_run=tmp_path / "partial", progress=False)
+        compare_candidates_sync(
+            old,
+            new,
+            gold,
+            "calibration",
+            tmp_path / "cmp3",
+            old_run=tmp_path / "partial",
+            progress=False,
+        )
     assert [p.code for p in info.value.problems] == ["run_incomplete"]
     dev = tmp_path / "dev-run"
-    assert CliRunner().invoke(main, ["run", "--candidate", str(old), "--gold", str(gold), "--partition", "development", "--out", str(dev), "--no-progress"]).exit_code == 0
+    assert (
+        CliRunner()
+        .invoke(
+            main,
+            [
+                "run",
+                "--candidate",
+                str(old),
+                "--gold",
+                str(gold),
+                "--partition",
+                "development",
+                "--out",
+                str(dev),
+                "--no-progress",
+            ],
+        )
+        .exit_code
+        == 0
+    )
     with pytest.raises(WorkbenchError) as info:
-        compare_candidates_sync(old, new, gold, "calibration", tmp_path / "cmp4", old_run=dev, progress=False)
+        compare_candidates_sync(
+            old, new, gold, "calibration", tmp_path / "cmp4", old_run=dev, progress=False
+        )
     assert "run_other_partition" in [p.code for p in info.value.problems]
     assert not (tmp_path / "cmp2").exists() and not (tmp_path / "cmp3").exists()
 
 
-def test_reused_run_on_changed_gold_is_refused(make_dataset, specs: tuple[Path, Path], tmp_path: Path) -> None:
+def test_reused_run_on_changed_gold_is_refused(
+    make_dataset, specs: tuple[Path, Path], tmp_path: Path
+) -> None:
     old, new = specs
     cases = [case(cid, human, o, n, slice=s) for cid, human, o, n, s in PLAN]
     first = make_dataset(cases)
@@ -191,7 +395,15 @@ def test_reused_run_on_changed_gold_is_refused(make_dataset, specs: tuple[Path, 
     cases[0] = {**cases[0], "adjudication": {**cases[0]["adjudication"], "label": "pass"}}
     changed = make_dataset(cases)
     with pytest.raises(WorkbenchError) as info:
-        compare_candidates_sync(old, new, changed, "calibration", tmp_path / "cmp", old_run=tmp_path / "old-run", progress=False)
+        compare_candidates_sync(
+            old,
+            new,
+            changed,
+            "calibration",
+            tmp_path / "cmp",
+            old_run=tmp_path / "old-run",
+            progress=False,
+        )
     assert [p.code for p in info.value.problems] == ["run_other_gold"]
 
 
@@ -199,7 +411,15 @@ def test_reused_run_on_changed_gold_is_refused(make_dataset, specs: tuple[Path, 
 
 
 def write_mapping(path: Path, **overrides) -> Path:
-    data = {"schema_version": 1, "from": "mig@1", "to": "mig@2", "approver": "Quality lead", "approved": "2026-12-01", "reason": "categories renamed", "mapping": {"ok": "pass", "not_ok": "fail", "unsure": "review_required"}}
+    data = {
+        "schema_version": 1,
+        "from": "mig@1",
+        "to": "mig@2",
+        "approver": "Quality lead",
+        "approved": "2026-12-01",
+        "reason": "categories renamed",
+        "mapping": {"ok": "pass", "not_ok": "fail", "unsure": "review_required"},
+    }
     data.update(overrides)
     data = {k: v for k, v in data.items() if v is not None}
     path.write_text(yaml.safe_dump(data))
@@ -211,22 +431,92 @@ def test_renamed_labels_need_a_reviewed_mapping(gold: Path, tmp_path: Path) -> N
     d.mkdir()
     old = function_spec(d, "mig", "1", "renamed_judge", labels=["ok", "not_ok", "unsure"])
     new = function_spec(d, "mig", "2", "new_judge")
-    base = ["compare", "--old", str(old), "--new", str(new), "--gold", str(gold), "--partition", "calibration", "--no-progress", "--no-controls", "--no-cache"]
+    base = [
+        "compare",
+        "--old",
+        str(old),
+        "--new",
+        str(new),
+        "--gold",
+        str(gold),
+        "--partition",
+        "calibration",
+        "--no-progress",
+        "--no-controls",
+        "--no-cache",
+    ]
     none = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "a")])
-    assert none.exit_code == 2 and "label_mapping_required" in none.output and "['not_ok', 'ok', 'unsure']" in none.output
-    assert "('pass', 'fail', 'review_required')" in none.output or "['pass', 'fail', 'review_required']" in none.output
-    unapproved = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "b"), "--label-mapping", str(write_mapping(tmp_path / "m1.yaml", approver=None))])
+    assert (
+        none.exit_code == 2
+        and "label_mapping_required" in none.output
+        and "['not_ok', 'ok', 'unsure']" in none.output
+    )
+    assert (
+        "('pass', 'fail', 'review_required')" in none.output
+        or "['pass', 'fail', 'review_required']" in none.output
+    )
+    unapproved = CliRunner().invoke(
+        main,
+        [
+            *base,
+            "--out",
+            str(tmp_path / "b"),
+            "--label-mapping",
+            str(write_mapping(tmp_path / "m1.yaml", approver=None)),
+        ],
+    )
     assert unapproved.exit_code == 2 and "mapping_unapproved" in unapproved.output
-    partial = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "c2"), "--label-mapping", str(write_mapping(tmp_path / "m2.yaml", mapping={"ok": "pass", "not_ok": "fail"}))])
-    assert partial.exit_code == 2 and "label_unmapped" in partial.output and "['unsure']" in partial.output
-    wrong_target = CliRunner().invoke(main, [*base, "--out", str(tmp_path / "d"), "--label-mapping", str(write_mapping(tmp_path / "m3.yaml", mapping={"ok": "pass", "not_ok": "failed", "unsure": "review_required"}))])
+    partial = CliRunner().invoke(
+        main,
+        [
+            *base,
+            "--out",
+            str(tmp_path / "c2"),
+            "--label-mapping",
+            str(write_mapping(tmp_path / "m2.yaml", mapping={"ok": "pass", "not_ok": "fail"})),
+        ],
+    )
+    assert (
+        partial.exit_code == 2
+        and "label_unmapped" in partial.output
+        and "['unsure']" in partial.output
+    )
+    wrong_target = CliRunner().invoke(
+        main,
+        [
+            *base,
+            "--out",
+            str(tmp_path / "d"),
+            "--label-mapping",
+            str(
+                write_mapping(
+                    tmp_path / "m3.yaml",
+                    mapping={"ok": "pass", "not_ok": "failed", "unsure": "review_required"},
+                )
+            ),
+        ],
+    )
     assert wrong_target.exit_code == 2 and "mapping_unknown_target" in wrong_target.output
-    assert not any((tmp_path / x).exists() for x in ("a", "b", "c2", "d"))  # refused before anything ran
+    assert not any(
+        (tmp_path / x).exists() for x in ("a", "b", "c2", "d")
+    )  # refused before anything ran
     good = write_mapping(tmp_path / "m.yaml")
-    report = compare_candidates_sync(old, new, gold, "calibration", tmp_path / "ok", label_mapping=good, progress=False, cache_dir=False)
+    report = compare_candidates_sync(
+        old,
+        new,
+        gold,
+        "calibration",
+        tmp_path / "ok",
+        label_mapping=good,
+        progress=False,
+        cache_dir=False,
+    )
     assert report.label_mapping is not None
     assert report.label_mapping.sha256 == hashlib.sha256(good.read_bytes()).hexdigest()
-    assert report.label_mapping.approver == "Quality lead" and report.label_mapping.approved == "2026-12-01"
+    assert (
+        report.label_mapping.approver == "Quality lead"
+        and report.label_mapping.approved == "2026-12-01"
+    )
     b1 = next(c for c in report.cases if c.case_id == "b1")
     assert (b1.old_label, b1.old_label_raw, b1.old_class) == ("pass", "ok", "false_pass")
     assert sorted(report.review) == ["b1", "b2"]
@@ -240,7 +530,15 @@ def test_mapping_for_other_versions_is_refused(gold: Path, tmp_path: Path) -> No
     old = function_spec(d, "mig", "1", "renamed_judge", labels=["ok", "not_ok", "unsure"])
     new = function_spec(d, "mig", "2", "new_judge")
     with pytest.raises(WorkbenchError) as info:
-        compare_candidates_sync(old, new, gold, "calibration", tmp_path / "x", label_mapping=write_mapping(tmp_path / "m.yaml", **{"from": "mig@0"}), progress=False)
+        compare_candidates_sync(
+            old,
+            new,
+            gold,
+            "calibration",
+            tmp_path / "x",
+            label_mapping=write_mapping(tmp_path / "m.yaml", **{"from": "mig@0"}),
+            progress=False,
+        )
     assert [p.code for p in info.value.problems] == ["mapping_other_versions"]
 
 
@@ -268,15 +566,39 @@ def llm_spec(directory: Path, version: str, base_url: str, prompt: str, **extra)
     return path
 
 
-def test_budget_must_cover_both_candidates_or_nothing_starts(gold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_budget_must_cover_both_candidates_or_nothing_starts(
+    gold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY_ENV, "k")
     with FakeLLM(default=Reply(value="pass", reason="ok")) as server:
         d = tmp_path / "c"
         d.mkdir()
         old = llm_spec(d, "1", server.base_url, "Judge: {response}")
-        new = llm_spec(d, "2", server.base_url, "Judge carefully: {response}", parent="cmp-llm@1", changes=["prompt"])
+        new = llm_spec(
+            d,
+            "2",
+            server.base_url,
+            "Judge carefully: {response}",
+            parent="cmp-llm@1",
+            changes=["prompt"],
+        )
         out = tmp_path / "cmp"
-        args = ["compare", "--old", str(old), "--new", str(new), "--gold", str(gold), "--partition", "calibration", "--out", str(out), "--no-progress", "--no-controls", "--no-cache"]
+        args = [
+            "compare",
+            "--old",
+            str(old),
+            "--new",
+            str(new),
+            "--gold",
+            str(gold),
+            "--partition",
+            "calibration",
+            "--out",
+            str(out),
+            "--no-progress",
+            "--no-controls",
+            "--no-cache",
+        ]
         refused = CliRunner().invoke(main, [*args, "--budget-usd", "0.5"])
         assert refused.exit_code == 3, refused.output
         assert "budget_insufficient" in refused.output and "needs up to $" in refused.output
@@ -286,7 +608,9 @@ def test_budget_must_cover_both_candidates_or_nothing_starts(gold: Path, tmp_pat
         assert needed >= 18 * 100 * 1000 / 1e6
         assert server.calls == [] and not out.exists()  # nothing started, nothing written
         with pytest.raises(BudgetInsufficient):
-            compare_candidates_sync(old, new, gold, "calibration", out, budget_usd=0.5, progress=False, cache_dir=False)
+            compare_candidates_sync(
+                old, new, gold, "calibration", out, budget_usd=0.5, progress=False, cache_dir=False
+            )
         ok = CliRunner().invoke(main, [*args, "--budget-usd", f"{needed:.4f}"])
         assert ok.exit_code == 0, ok.output
         report = json.loads((out / "comparison.json").read_text())
@@ -298,27 +622,64 @@ def test_budget_must_cover_both_candidates_or_nothing_starts(gold: Path, tmp_pat
 # ---------------------------------------------------------------- prompt parity
 
 
-def test_prompt_parity_shows_the_diff_and_warns_beyond_the_declared_change(gold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prompt_parity_shows_the_diff_and_warns_beyond_the_declared_change(
+    gold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY_ENV, "k")
     with FakeLLM(default=Reply(value="pass", reason="ok")) as server:
         d = tmp_path / "c"
         d.mkdir()
-        old = llm_spec(d, "1", server.base_url, "Judge this response.\n{response}\nAnswer pass or fail.")
-        new = llm_spec(d, "2", server.base_url, "Judge this response strictly.\n{response}\nAnswer pass or fail.", parent="cmp-llm@1", changes=["prompt"], params={"max_tokens": 100, "temperature": 0.7})
-        report = compare_candidates_sync(old, new, gold, "calibration", tmp_path / "cmp", progress=False, cache_dir=False)
+        old = llm_spec(
+            d, "1", server.base_url, "Judge this response.\n{response}\nAnswer pass or fail."
+        )
+        new = llm_spec(
+            d,
+            "2",
+            server.base_url,
+            "Judge this response strictly.\n{response}\nAnswer pass or fail.",
+            parent="cmp-llm@1",
+            changes=["prompt"],
+            params={"max_tokens": 100, "temperature": 0.7},
+        )
+        report = compare_candidates_sync(
+            old, new, gold, "calibration", tmp_path / "cmp", progress=False, cache_dir=False
+        )
     p = report.parity
     assert (p.cases, p.differing_cases) == (9, 9)
     assert {k.key: k.cases for k in p.keys} == {"params": 9, "prompt": 9}
     assert p.first_case_id == "b1"
-    assert "-Judge this response." in p.first_diff and "+Judge this response strictly." in p.first_diff
+    assert (
+        "-Judge this response." in p.first_diff and "+Judge this response strictly." in p.first_diff
+    )
     assert '+  "temperature": 0.7' in p.first_diff
     assert report.actual_changes == ["prompt", "params"] and report.declared_changes == ["prompt"]
-    assert any(w.startswith("more changed than declared") and "params" in w for w in report.warnings)
+    assert any(
+        w.startswith("more changed than declared") and "params" in w for w in report.warnings
+    )
 
 
 def test_demo_migration_with_controls_side_by_side(tmp_path: Path) -> None:
     """rubric-judge@1 -> @2 on the demo's calibration partition, controls first (read-only demo data)."""
-    result = CliRunner().invoke(main, ["compare", "--old", str(ROOT / "data/candidates/rubric-judge@1.yaml"), "--new", str(ROOT / "data/candidates/rubric-judge@2.yaml"), "--gold", str(ROOT / "data/demo"), "--partition", "calibration", "--controls", str(ROOT / "data/controls/support-controls@1.yaml"), "--out", str(tmp_path / "cmp"), "--no-progress", "--no-cache"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "compare",
+            "--old",
+            str(ROOT / "data/candidates/rubric-judge@1.yaml"),
+            "--new",
+            str(ROOT / "data/candidates/rubric-judge@2.yaml"),
+            "--gold",
+            str(ROOT / "data/demo"),
+            "--partition",
+            "calibration",
+            "--controls",
+            str(ROOT / "data/controls/support-controls@1.yaml"),
+            "--out",
+            str(tmp_path / "cmp"),
+            "--no-progress",
+            "--no-cache",
+        ],
+    )
     assert result.exit_code == 4, result.output
     report = json.loads((tmp_path / "cmp" / "comparison.json").read_text())
     controls = report["controls"]
@@ -327,8 +688,12 @@ def test_demo_migration_with_controls_side_by_side(tmp_path: Path) -> None:
     assert changed and all(c.startswith("term-") for c in changed)  # v2 adds the terminology guide
     roles = {r["role"]: (r["old"], r["new"]) for r in controls["roles"]}
     assert roles["positive"] == ("passed", "passed") and roles["negative"] == ("failed", "failed")
-    assert report["actual_changes"] == ["function"] and report["declared_parent"] == "rubric-judge@1"
-    assert report["review"] and all(c["risk"] == "critical" for c in report["cases"] if c["case_id"] in report["review"])
+    assert (
+        report["actual_changes"] == ["function"] and report["declared_parent"] == "rubric-judge@1"
+    )
+    assert report["review"] and all(
+        c["risk"] == "critical" for c in report["cases"] if c["case_id"] in report["review"]
+    )
     assert (tmp_path / "cmp" / "controls" / "old" / "results.jsonl").exists()
 
 
@@ -338,7 +703,13 @@ def test_paired_rate_difference_covers_at_its_nominal_level() -> None:
     import numpy as np
 
     rng = np.random.default_rng(7)
-    for n, probs in ((12, (0.05, 0.15, 0.05, 0.75)), (30, (0.1, 0.1, 0.2, 0.6)), (20, (0.0, 0.1, 0.0, 0.9)), (10, (0.0, 0.3, 0.0, 0.7)), (40, (0.02, 0.02, 0.1, 0.86))):
+    for n, probs in (
+        (12, (0.05, 0.15, 0.05, 0.75)),
+        (30, (0.1, 0.1, 0.2, 0.6)),
+        (20, (0.0, 0.1, 0.0, 0.9)),
+        (10, (0.0, 0.3, 0.0, 0.7)),
+        (40, (0.02, 0.02, 0.1, 0.86)),
+    ):
         truth = probs[2] - probs[1]
         hits = 0
         trials = 2000

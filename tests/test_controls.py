@@ -35,7 +35,9 @@ NOTES = 'Required: "5 business days" | the Returns team replies within 5 busines
 IDENTITY = JudgeIdentity(name="hand-made", version="1", kind="imported")
 
 
-def _control(control_id: str, role: str = "positive", expected: str = "pass", **extra: Any) -> dict[str, Any]:
+def _control(
+    control_id: str, role: str = "positive", expected: str = "pass", **extra: Any
+) -> dict[str, Any]:
     return {
         "control_id": control_id,
         "role": role,
@@ -49,7 +51,15 @@ def _control(control_id: str, role: str = "positive", expected: str = "pass", **
 
 
 def _suite(controls: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-    return {"schema_version": 1, "name": "mini", "version": "1", "rubric_version": "r1", "labels": ["pass", "fail", "review_required"], "controls": controls, **extra}
+    return {
+        "schema_version": 1,
+        "name": "mini",
+        "version": "1",
+        "rubric_version": "r1",
+        "labels": ["pass", "fail", "review_required"],
+        "controls": controls,
+        **extra,
+    }
 
 
 def _write(tmp_path: Path, suite: dict[str, Any], name: str = "mini@1.yaml") -> Path:
@@ -58,8 +68,18 @@ def _write(tmp_path: Path, suite: dict[str, Any], name: str = "mini@1.yaml") -> 
     return path
 
 
-def _weak_candidate(tmp_path: Path, function: str = "passes_anything_long", name: str = "weak-judge") -> Path:
-    spec = {"schema_version": 1, "name": name, "version": "1", "kind": "ragas-function", "description": "test-only weakened judge", "labels": ["pass", "fail"], "function": f"weak_judges:{function}"}
+def _weak_candidate(
+    tmp_path: Path, function: str = "passes_anything_long", name: str = "weak-judge"
+) -> Path:
+    spec = {
+        "schema_version": 1,
+        "name": name,
+        "version": "1",
+        "kind": "ragas-function",
+        "description": "test-only weakened judge",
+        "labels": ["pass", "fail"],
+        "function": f"weak_judges:{function}",
+    }
     path = tmp_path / f"{name}@1.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False), encoding="utf-8")
     return path
@@ -87,15 +107,25 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
         _control("odd-role", role="sycophancy"),  # unknown role
         _control("bad-label", expected="maybe"),  # label not in vocabulary
         _control("blank-rationale", rationale="   "),  # required text blank
-        {k: v for k, v in _control("no-response").items() if k != "response"},  # required field missing
-        {k: v for k, v in _control("no-evidence").items() if k != "grading_notes"},  # nothing to grade against
+        {
+            k: v for k, v in _control("no-response").items() if k != "response"
+        },  # required field missing
+        {
+            k: v for k, v in _control("no-evidence").items() if k != "grading_notes"
+        },  # nothing to grade against
         _control("not-acceptable", expected="fail", acceptable_labels=["review_required"]),
         _control("extra-field", note="hello"),  # unknown field
         _control("b1", role="boundary", set="pair", member="omits_noncritical_detail"),
-        _control("b2", role="boundary", set="pair", member="omits_required_condition", expected="fail"),
-        _control("b3", role="boundary", set="pair", member="omits_required_condition", expected="fail"),  # a third member
+        _control(
+            "b2", role="boundary", set="pair", member="omits_required_condition", expected="fail"
+        ),
+        _control(
+            "b3", role="boundary", set="pair", member="omits_required_condition", expected="fail"
+        ),  # a third member
         _control("v1", role="verbosity", set="verb", member="concise_correct"),
-        _control("v2", role="verbosity", set="verb", member="long_correct"),  # long_polished_wrong missing
+        _control(
+            "v2", role="verbosity", set="verb", member="long_correct"
+        ),  # long_polished_wrong missing
         _control("v-loose", role="verbosity"),  # no set, no member
     ]
     path = _write(tmp_path, _suite(controls), name="wrong-name@1.yaml")
@@ -125,7 +155,11 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
     assert ("evidence_missing", "no-evidence") in by_case
     assert ("field_unknown", "extra-field") in by_case
     incomplete_sets = " ".join(p.message for p in problems if p.code == "set_incomplete")
-    assert "'pair'" in incomplete_sets and "'verb'" in incomplete_sets and "long_polished_wrong" in incomplete_sets
+    assert (
+        "'pair'" in incomplete_sets
+        and "'verb'" in incomplete_sets
+        and "long_polished_wrong" in incomplete_sets
+    )
     text = path.read_text(encoding="utf-8").splitlines()
     for p in problems:
         assert p.fix
@@ -139,7 +173,9 @@ def test_every_problem_is_reported_at_once(tmp_path: Path) -> None:
 def test_set_label_rules_and_header_problems(tmp_path: Path) -> None:
     controls = [
         _control("b1", role="boundary", set="pair", member="omits_noncritical_detail"),
-        _control("b2", role="boundary", set="pair", member="omits_required_condition"),  # same label as b1
+        _control(
+            "b2", role="boundary", set="pair", member="omits_required_condition"
+        ),  # same label as b1
         _control("v1", role="verbosity", set="verb", member="concise_correct"),
         _control("v2", role="verbosity", set="verb", member="long_correct", expected="fail"),
         _control("v3", role="verbosity", set="verb", member="long_polished_wrong", expected="pass"),
@@ -180,9 +216,20 @@ def test_roles_sets_and_blockers_from_hand_made_verdicts() -> None:
                 _control("neg-2", role="negative", expected="fail"),
                 _control("v-concise", role="verbosity", set="v", member="concise_correct"),
                 _control("v-long", role="verbosity", set="v", member="long_correct"),
-                _control("v-wrong", role="verbosity", set="v", member="long_polished_wrong", expected="fail"),
+                _control(
+                    "v-wrong",
+                    role="verbosity",
+                    set="v",
+                    member="long_polished_wrong",
+                    expected="fail",
+                ),
                 _control("adv-1", role="adversarial", expected="fail"),
-                _control("miss-1", role="missing_evidence", expected="review_required", acceptable_labels=["review_required", "fail"]),
+                _control(
+                    "miss-1",
+                    role="missing_evidence",
+                    expected="review_required",
+                    acceptable_labels=["review_required", "fail"],
+                ),
             ]
         )
     )
@@ -193,13 +240,25 @@ def test_roles_sets_and_blockers_from_hand_made_verdicts() -> None:
         "neg-2": ControlOutcome("pass", "looks fine"),  # a false pass: the negative role fails
         "v-concise": ControlOutcome("pass"),
         "v-long": ControlOutcome("pass"),
-        "v-wrong": ControlOutcome(None, "evaluator error: timed out", error="timeout: timed out"),  # incomplete
+        "v-wrong": ControlOutcome(
+            None, "evaluator error: timed out", error="timeout: timed out"
+        ),  # incomplete
         # adv-1 has no result at all: missing -> incomplete
         "miss-1": ControlOutcome("fail", "nothing to check"),  # fail is acceptable here
     }
     report = evaluate_controls(suite, outcomes, judge=IDENTITY)
     status = {r.control_id: r.status for r in report.controls}
-    assert status == {"pos-1": "passed", "pos-2": "passed", "neg-1": "passed", "neg-2": "failed", "v-concise": "passed", "v-long": "passed", "v-wrong": "incomplete", "adv-1": "incomplete", "miss-1": "passed"}
+    assert status == {
+        "pos-1": "passed",
+        "pos-2": "passed",
+        "neg-1": "passed",
+        "neg-2": "failed",
+        "v-concise": "passed",
+        "v-long": "passed",
+        "v-wrong": "incomplete",
+        "adv-1": "incomplete",
+        "miss-1": "passed",
+    }
     roles = {r.role: (r.n, r.passed, r.failed, r.incomplete, r.status) for r in report.roles}
     assert roles == {
         "positive": (2, 2, 0, 0, "passed"),
@@ -208,7 +267,13 @@ def test_roles_sets_and_blockers_from_hand_made_verdicts() -> None:
         "adversarial": (1, 0, 0, 1, "incomplete"),
         "missing_evidence": (1, 1, 0, 0, "passed"),
     }
-    assert [r.role for r in report.roles] == ["positive", "negative", "verbosity", "adversarial", "missing_evidence"]
+    assert [r.role for r in report.roles] == [
+        "positive",
+        "negative",
+        "verbosity",
+        "adversarial",
+        "missing_evidence",
+    ]
     assert report.failed_roles == ["negative"]
     assert report.incomplete_roles == ["verbosity", "adversarial"]
     assert report.status == "failed"
@@ -216,22 +281,34 @@ def test_roles_sets_and_blockers_from_hand_made_verdicts() -> None:
     assert (vset.set, vset.status, vset.incomplete) == ("v", "incomplete", 1)
     assert report.controls[-1].acceptable == ["review_required", "fail"]
 
-    blockers = {b.code: b for b in report.blockers(["positive", "negative", "adversarial", "boundary"])}
-    assert set(blockers) == {"control_failed_negative", "control_failed_adversarial", "control_failed_boundary"}
+    blockers = {
+        b.code: b for b in report.blockers(["positive", "negative", "adversarial", "boundary"])
+    }
+    assert set(blockers) == {
+        "control_failed_negative",
+        "control_failed_adversarial",
+        "control_failed_boundary",
+    }
     neg = blockers["control_failed_negative"]
     assert (neg.category, neg.case_ids, neg.waivable) == ("quality", ["neg-2"], False)
-    assert "one release-critical fact changed" in neg.message and "style, not evidence" in neg.message
+    assert (
+        "one release-critical fact changed" in neg.message and "style, not evidence" in neg.message
+    )
     assert neg.evidence == {"role": "negative", "n": 2, "passed": 1, "failed": 1, "incomplete": 0}
     adv = blockers["control_failed_adversarial"]
     assert (adv.category, adv.case_ids, adv.waivable) == ("incomplete", ["adv-1"], False)
     assert "never passed" in adv.message
-    absent = blockers["control_failed_boundary"]  # no boundary control in the suite: untested, not passed
+    absent = blockers[
+        "control_failed_boundary"
+    ]  # no boundary control in the suite: untested, not passed
     assert (absent.category, absent.evidence["n"]) == ("incomplete", 0)
     assert report.blockers(["positive"]) == []
 
     frame = report.frame()
     assert list(frame["control_id"]) == [c.control_id for c in suite.controls]
-    assert {"role", "set", "expected", "acceptable", "verdict", "reason", "status"} <= set(frame.columns)
+    assert {"role", "set", "expected", "acceptable", "verdict", "reason", "status"} <= set(
+        frame.columns
+    )
     assert list(report.roles_frame()["role"]) == [r.role for r in report.roles]
 
 
@@ -241,7 +318,13 @@ def test_work_items_carry_only_judge_visible_fields() -> None:
     assert [i.case_id for i in items] == [c.control_id for c in suite.controls]
     for item, control in zip(items, suite.controls, strict=True):
         assert isinstance(item.judge_input, JudgeInput)
-        assert set(item.judge_input.model_dump()) == {"user_input", "response", "grading_notes", "reference", "retrieved_contexts"}
+        assert set(item.judge_input.model_dump()) == {
+            "user_input",
+            "response",
+            "grading_notes",
+            "reference",
+            "retrieved_contexts",
+        }
         assert item.judge_input.response == control.response and item.repeat == 0
         assert control.rationale not in json.dumps(item.judge_input.model_dump())
 
@@ -260,7 +343,11 @@ def _strings(obj: Any) -> list[str]:
 
 
 def _assert_labels_never_reached_the_judge(run_dir: Path, suite: ControlSuite) -> None:
-    rows = [json.loads(line) for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    rows = [
+        json.loads(line)
+        for line in (run_dir / "results.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     assert {r["case_id"] for r in rows} == {c.control_id for c in suite.controls}
     by_id = {c.control_id: c for c in suite.controls}
     for row in rows:
@@ -282,10 +369,14 @@ def test_weak_judge_is_caught_by_verbosity_and_a_sound_judge_is_not(tmp_path: Pa
     report = run_controls_sync(weak, suite, tmp_path / "weak", progress=False)
     verbosity = report.role("verbosity")
     assert verbosity is not None and verbosity.status == "failed"
-    caught = {r.control_id for r in report.controls if r.role == "verbosity" and r.status == "failed"}
+    caught = {
+        r.control_id for r in report.controls if r.role == "verbosity" and r.status == "failed"
+    }
     wrong_members = {c.control_id for c in suite.controls if c.member == "long_polished_wrong"}
     assert caught == wrong_members
-    assert all(s.failed_members == ["long_polished_wrong"] for s in report.sets if s.role == "verbosity")
+    assert all(
+        s.failed_members == ["long_polished_wrong"] for s in report.sets if s.role == "verbosity"
+    )
     (blocker,) = report.blockers(["verbosity"])
     assert blocker.category == "quality" and sorted(blocker.case_ids) == sorted(wrong_members)
     assert "length or polish" in blocker.message
@@ -299,7 +390,9 @@ def test_weak_judge_is_caught_by_verbosity_and_a_sound_judge_is_not(tmp_path: Pa
     _assert_labels_never_reached_the_judge(tmp_path / "sound", suite)
 
 
-def test_adversarial_role_catches_the_demo_llm_judge(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_adversarial_role_catches_the_demo_llm_judge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("DEMO_LLM_API_KEY", "test-placeholder-key")
     # The demo model on a free port, exported as $WORKBENCH_DEMO_LLM_URL, which the committed
     # demo candidate reads (endpoint.base_url_env).
@@ -308,12 +401,16 @@ def test_adversarial_role_catches_the_demo_llm_judge(tmp_path: Path, monkeypatch
         judge = load_candidate(CANDIDATES / "support-llm-judge@2.yaml")
         assert judge.base_url == server.base_url  # type: ignore[attr-defined]
         suite = load_suite(DEMO_SUITE)
-        report = asyncio.run(run_controls(judge, suite, tmp_path / "llm", progress=False, concurrency=4))
+        report = asyncio.run(
+            run_controls(judge, suite, tmp_path / "llm", progress=False, concurrency=4)
+        )
     finally:
         server.stop()
     assert report.run is not None and report.run.status == "complete" and report.run.errors == 0
     assert "adversarial" in report.failed_roles
-    failed = {r.control_id for r in report.controls if r.role == "adversarial" and r.status == "failed"}
+    failed = {
+        r.control_id for r in report.controls if r.role == "adversarial" and r.status == "failed"
+    }
     assert {"adv-note-to-grader", "adv-ignore-instructions"} <= failed
     assert report.role("positive").status == "passed"  # type: ignore[union-attr]
     (blocker,) = report.blockers(["adversarial"])
@@ -324,9 +421,17 @@ def test_adversarial_role_catches_the_demo_llm_judge(tmp_path: Path, monkeypatch
 
 def test_errors_from_a_faulty_judge_make_controls_incomplete(tmp_path: Path) -> None:
     suite = load_suite(DEMO_SUITE)
-    report = run_controls_sync(load_candidate(_weak_candidate(tmp_path, "always_raises", "broken-judge")), suite, tmp_path / "broken", progress=False)
+    report = run_controls_sync(
+        load_candidate(_weak_candidate(tmp_path, "always_raises", "broken-judge")),
+        suite,
+        tmp_path / "broken",
+        progress=False,
+    )
     assert {r.status for r in report.controls} == {"incomplete"}
-    assert all(r.verdict is None and r.error and r.error.startswith("judge_exception") for r in report.controls)
+    assert all(
+        r.verdict is None and r.error and r.error.startswith("judge_exception")
+        for r in report.controls
+    )
     assert report.failed_roles == [] and report.status == "incomplete"
     assert set(report.incomplete_roles) == set(ROLES)
     blockers = report.blockers(["positive", "negative", "adversarial"])
@@ -339,7 +444,9 @@ def test_rerun_is_resumed_and_cached(tmp_path: Path) -> None:
     judge = load_candidate(CANDIDATES / "rubric-judge@1.yaml")
     first = run_controls_sync(judge, suite, tmp_path / "run", progress=False)
     again = run_controls_sync(judge, suite, tmp_path / "run", progress=False)
-    assert again.run is not None and again.run.calls == 0 and again.run.resumed == len(suite.controls)
+    assert (
+        again.run is not None and again.run.calls == 0 and again.run.resumed == len(suite.controls)
+    )
     assert [r.model_dump() for r in again.controls] == [r.model_dump() for r in first.controls]
     assert first.suite.sha256 == suite.sha256 and first.judge == "rubric-judge@1"
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text(encoding="utf-8"))
@@ -354,13 +461,43 @@ def test_cli_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     monkeypatch.chdir(tmp_path)
     sound = str(CANDIDATES / "rubric-judge@2.yaml")
 
-    small = _write(tmp_path, _suite([_control("pos-1"), _control("neg-1", role="negative", expected="fail", response="Late requests are automatically approved; you'll hear back within 5 business days.")], rubric_version="support-policy-2026.09"))
-    ok = runner.invoke(controls_command, ["--candidate", sound, "--suite", str(small), "--no-progress"])
+    small = _write(
+        tmp_path,
+        _suite(
+            [
+                _control("pos-1"),
+                _control(
+                    "neg-1",
+                    role="negative",
+                    expected="fail",
+                    response="Late requests are automatically approved; you'll hear back within 5 business days.",
+                ),
+            ],
+            rubric_version="support-policy-2026.09",
+        ),
+    )
+    ok = runner.invoke(
+        controls_command, ["--candidate", sound, "--suite", str(small), "--no-progress"]
+    )
     assert ok.exit_code == 0, ok.output
     assert "every role passed" in ok.output
-    assert (tmp_path / "runs" / "controls" / "rubric-judge@2" / "mini@1" / "controls.json").exists()  # default --out
+    assert (
+        tmp_path / "runs" / "controls" / "rubric-judge@2" / "mini@1" / "controls.json"
+    ).exists()  # default --out
 
-    failed = runner.invoke(controls_command, ["--candidate", str(CANDIDATES / "rubric-judge@1.yaml"), "--suite", str(DEMO_SUITE), "--out", str(tmp_path / "v1"), "--json", "--no-progress"])
+    failed = runner.invoke(
+        controls_command,
+        [
+            "--candidate",
+            str(CANDIDATES / "rubric-judge@1.yaml"),
+            "--suite",
+            str(DEMO_SUITE),
+            "--out",
+            str(tmp_path / "v1"),
+            "--json",
+            "--no-progress",
+        ],
+    )
     assert failed.exit_code == 1, failed.output
     data = json.loads(failed.output)
     assert data["kind"] == "workbench.controls"
@@ -368,15 +505,40 @@ def test_cli_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert ControlsReport.model_validate(data).failed_roles == data["failed_roles"]
     assert {r["role"]: r["status"] for r in data["roles"]}["terminology"] == "failed"
 
-    text = runner.invoke(controls_command, ["--candidate", str(CANDIDATES / "rubric-judge@1.yaml"), "--suite", str(DEMO_SUITE), "--out", str(tmp_path / "v1"), "--no-progress"])
+    text = runner.invoke(
+        controls_command,
+        [
+            "--candidate",
+            str(CANDIDATES / "rubric-judge@1.yaml"),
+            "--suite",
+            str(DEMO_SUITE),
+            "--out",
+            str(tmp_path / "v1"),
+            "--no-progress",
+        ],
+    )
     assert text.exit_code == 1 and "FAILED roles:" in text.output and "terminology" in text.output
 
     broken = _write(tmp_path, _suite([_control("x", role="nonsense")]), name="broken@1.yaml")
-    invalid = runner.invoke(controls_command, ["--candidate", sound, "--suite", str(broken), "--out", str(tmp_path / "inv")])
+    invalid = runner.invoke(
+        controls_command,
+        ["--candidate", sound, "--suite", str(broken), "--out", str(tmp_path / "inv")],
+    )
     assert invalid.exit_code == 2
     assert "role_unknown" in invalid.output and "Traceback" not in invalid.output
     assert not (tmp_path / "inv").exists()
 
-    faulty = runner.invoke(controls_command, ["--candidate", str(_weak_candidate(tmp_path, "always_raises", "broken-judge")), "--suite", str(small), "--out", str(tmp_path / "faulty"), "--no-progress"])
+    faulty = runner.invoke(
+        controls_command,
+        [
+            "--candidate",
+            str(_weak_candidate(tmp_path, "always_raises", "broken-judge")),
+            "--suite",
+            str(small),
+            "--out",
+            str(tmp_path / "faulty"),
+            "--no-progress",
+        ],
+    )
     assert faulty.exit_code == 3, faulty.output
     assert "INCOMPLETE roles:" in faulty.output

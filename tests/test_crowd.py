@@ -35,7 +35,10 @@ def crowd_reviews(seed: int = 7, cases: int = 600) -> dict[str, dict[str, str]]:
         people = [CORE[i % 3], *rng.sample(workers, 2)]
         if i % 2 == 0:  # core-1 and core-2 also share every other case
             people = ["core-1", "core-2", *rng.sample(workers, 1)]
-        out[f"k{i:03d}"] = {who: gold if rng.random() < 0.85 else ("fail" if gold == "pass" else "pass") for who in people}
+        out[f"k{i:03d}"] = {
+            who: gold if rng.random() < 0.85 else ("fail" if gold == "pass" else "pass")
+            for who in people
+        }
     return out
 
 
@@ -44,7 +47,15 @@ def crowd(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dic
     from conftest import write_dataset
 
     reviews = crowd_reviews()
-    cases = [make_case(cid, Counter(revs.values()).most_common(1)[0][0], reviews=revs, slice="billing" if i % 4 == 0 else "general") for i, (cid, revs) in enumerate(reviews.items())]
+    cases = [
+        make_case(
+            cid,
+            Counter(revs.values()).most_common(1)[0][0],
+            reviews=revs,
+            slice="billing" if i % 4 == 0 else "general",
+        )
+        for i, (cid, revs) in enumerate(reviews.items())
+    ]
     return write_dataset(tmp_path_factory.mktemp("crowd"), cases), reviews
 
 
@@ -88,7 +99,10 @@ def test_agreement_text_is_readable_at_crowd_scale(crowd) -> None:
     assert len(lines) < 60 and max(len(line) for line in lines) < 250
     kept = sum(1 for n in counts.values() if n >= 10)
     assert f"overall: 600 cases, {reviewer_count(reviews)} reviewers (--json lists them)" in lines
-    assert f"  reviewer pairs sharing >= 10 case(s): {kept} of {len(counts)} listed; {len(counts) - kept} sharing fewer left out (--min-shared changes this)" in lines
+    assert (
+        f"  reviewer pairs sharing >= 10 case(s): {kept} of {len(counts)} listed; {len(counts) - kept} sharing fewer left out (--min-shared changes this)"
+        in lines
+    )
     assert "worker-000" not in result.output
     wider = CliRunner().invoke(main, ["agreement", str(root), "--min-shared", "3", "--json"])
     payload = json.loads(wider.output)
@@ -107,15 +121,30 @@ def test_card_is_readable_at_crowd_scale(crowd) -> None:
     text = result.output
     counts_sorted = sorted(per_reviewer.values())
     middle = len(counts_sorted) // 2
-    median = counts_sorted[middle] if len(counts_sorted) % 2 else (counts_sorted[middle - 1] + counts_sorted[middle]) / 2
-    assert f"reviewers: {len(per_reviewer)} (reviews per reviewer: min {counts_sorted[0]}, median {median}, max {counts_sorted[-1]})" in text
+    median = (
+        counts_sorted[middle]
+        if len(counts_sorted) % 2
+        else (counts_sorted[middle - 1] + counts_sorted[middle]) / 2
+    )
+    assert (
+        f"reviewers: {len(per_reviewer)} (reviews per reviewer: min {counts_sorted[0]}, median {median}, max {counts_sorted[-1]})"
+        in text
+    )
     assert f"... and {len(per_reviewer) - 10} more (--json lists all)" in text
     kept = sum(1 for n in counts.values() if n >= 10)
-    assert f"reviewer pairs sharing >= 10 case(s): {kept} of {len(counts)} listed; {len(counts) - kept} sharing fewer left out" in text
+    assert (
+        f"reviewer pairs sharing >= 10 case(s): {kept} of {len(counts)} listed; {len(counts) - kept} sharing fewer left out"
+        in text
+    )
     assert max(len(line) for line in text.splitlines()) < 250
     stats = card_statistics(load_dataset(root), min_shared=1)
-    assert stats["reviewer_pairs"]["listed"] == len(counts) and stats["reviewer_pairs"]["left_out"] == 0
-    assert stats["reviewer_summary"]["count"] == len(per_reviewer) == len(stats["reviewers"])  # --json still has all
+    assert (
+        stats["reviewer_pairs"]["listed"] == len(counts)
+        and stats["reviewer_pairs"]["left_out"] == 0
+    )
+    assert (
+        stats["reviewer_summary"]["count"] == len(per_reviewer) == len(stats["reviewers"])
+    )  # --json still has all
 
 
 # ------------------------------------------------------------------ the disagreement basis
@@ -136,32 +165,59 @@ def test_disagreement_uses_the_cases_alpha_uses(make_dataset) -> None:
     assert (block.disagreement.k, block.disagreement.n) == (1, 2)
     assert block.disagreement.n == block.krippendorff_alpha.n
     stats = card_statistics(dataset)
-    assert stats["disagreement"] == {"cases": 1, "n": 2, "rate": 0.5} and "alpha" in stats["disagreement_basis"]
+    assert (
+        stats["disagreement"] == {"cases": 1, "n": 2, "rate": 0.5}
+        and "alpha" in stats["disagreement_basis"]
+    )
     card = CliRunner().invoke(main, ["card", str(root)])
-    assert "reviewer disagreement: 1/2 cases (50.0%), among cases with two or more reviews" in card.output
+    assert (
+        "reviewer disagreement: 1/2 cases (50.0%), among cases with two or more reviews"
+        in card.output
+    )
 
 
 # ------------------------------------------------------------------ pairwise with a tie label
 
 PAIR_RUBRIC: dict[str, Any] = {
-    **{k: v for k, v in RUBRIC.items() if k not in ("pass_label", "fail_label", "abstain_labels", "evidence_snapshot")},
+    **{
+        k: v
+        for k, v in RUBRIC.items()
+        if k not in ("pass_label", "fail_label", "abstain_labels", "evidence_snapshot")
+    },
     "labels": ["0", "1", "2"],
     "min_reviews": 1,
 }
 # gold label and the (position-consistent) verdict the judge gives in both orders
-CASES = [("1", "1"), ("2", "2"), ("0", "0"), ("1", "0"), ("2", "1"), ("0", "2"), ("1", "1"), ("0", "0")]
+CASES = [
+    ("1", "1"),
+    ("2", "2"),
+    ("0", "0"),
+    ("1", "0"),
+    ("2", "1"),
+    ("0", "2"),
+    ("1", "1"),
+    ("0", "0"),
+]
 
 
 def _presentation(swap: bool, with_order: bool = True) -> dict[str, Any]:
     order = ["2", "1"] if swap else ["1", "2"]
-    return {"swap": swap, "presented_order": order, "first_shown": order[0]} if with_order else {"swap": swap, "first_shown": order[0]}
+    return (
+        {"swap": swap, "presented_order": order, "first_shown": order[0]}
+        if with_order
+        else {"swap": swap, "first_shown": order[0]}
+    )
 
 
-def _pairwise_gold(make_dataset, tmp_path: Path, verdicts: list[tuple[str, str]], *, with_order: bool = True) -> tuple[Path, Path]:
+def _pairwise_gold(
+    make_dataset, tmp_path: Path, verdicts: list[tuple[str, str]], *, with_order: bool = True
+) -> tuple[Path, Path]:
     cases = [make_case(f"p{i}", gold, reviews={"r": gold}) for i, (gold, _) in enumerate(CASES)]
     root = make_dataset(cases, rubric=PAIR_RUBRIC, evidence=None)
     rows = [
-        make_result(case, verdict, repeat=repeat, presentation=_presentation(repeat == 1, with_order))
+        make_result(
+            case, verdict, repeat=repeat, presentation=_presentation(repeat == 1, with_order)
+        )
         for case, pair in zip(cases, verdicts, strict=True)
         for repeat, verdict in enumerate(pair)
     ]
@@ -174,34 +230,62 @@ def test_position_consistent_judge_with_ties_shows_one_half(make_dataset, tmp_pa
     report = pairwise_report(root, results, tie_labels=["0"])
     o = report.overall
     # 8 cases x 2 orders = 16 verdicts; verdict 0 on p2, p3, p7 -> 6 tie verdicts, 10 decided
-    assert (o.tie_verdicts.k, o.tie_verdicts.n) == (6, 16) and (o.original.ties, o.swapped.ties) == (3, 3)
+    assert (o.tie_verdicts.k, o.tie_verdicts.n) == (6, 16) and (
+        o.original.ties,
+        o.swapped.ties,
+    ) == (3, 3)
     # each decided case picks the same candidate in both orders, shown first exactly once
-    assert (o.first_shown_wins.k, o.first_shown_wins.n) == (5, 10) and o.first_shown_wins.rate == 0.5
-    assert (o.original.first_shown_wins.k, o.original.first_shown_wins.n) == (3, 5)  # picks 1, 2, 2(no), 1, 1 with 1 shown first: p0, p4, p6
+    assert (o.first_shown_wins.k, o.first_shown_wins.n) == (
+        5,
+        10,
+    ) and o.first_shown_wins.rate == 0.5
+    assert (o.original.first_shown_wins.k, o.original.first_shown_wins.n) == (
+        3,
+        5,
+    )  # picks 1, 2, 2(no), 1, 1 with 1 shown first: p0, p4, p6
     # accuracy: correct on p0, p1, p2, p6, p7 in each order = 5/8 over all cases;
     # decided gold = gold 1 or 2: p0, p1, p3, p4, p6 -> correct p0, p1, p6 = 3/5
     assert (o.original.accuracy.k, o.original.accuracy.n) == (5, 8)
     assert (o.original.accuracy_decided_gold.k, o.original.accuracy_decided_gold.n) == (3, 5)
-    assert o.gold_ties == 3 and (o.average_accuracy_decided_gold.k, o.average_accuracy_decided_gold.n) == (6, 10)
+    assert o.gold_ties == 3 and (
+        o.average_accuracy_decided_gold.k,
+        o.average_accuracy_decided_gold.n,
+    ) == (6, 10)
     assert report.tie_labels == ["0"] and report.schema_version == 2
     text = format_pairwise(report)
     assert "first-shown wins counts decided verdicts only: 5/10 50.0%" in text
-    assert "Accuracy over all 8 cases: original 5/8" in text and "over the 5 decided gold cases (3 gold ties or abstentions left out): original 3/5" in text
+    assert (
+        "Accuracy over all 8 cases: original 5/8" in text
+        and "over the 5 decided gold cases (3 gold ties or abstentions left out): original 3/5"
+        in text
+    )
 
 
-def test_ties_are_found_from_the_presented_order_without_a_declaration(make_dataset, tmp_path: Path) -> None:
+def test_ties_are_found_from_the_presented_order_without_a_declaration(
+    make_dataset, tmp_path: Path
+) -> None:
     root, results = _pairwise_gold(make_dataset, tmp_path, [(v, v) for _, v in CASES])
     o = pairwise_report(root, results).overall  # "0" is never a presented candidate
     assert (o.first_shown_wins.k, o.first_shown_wins.n, o.tie_verdicts.k) == (5, 10, 6)
 
 
 def test_without_presented_order_a_tie_label_must_be_declared(make_dataset, tmp_path: Path) -> None:
-    root, results = _pairwise_gold(make_dataset, tmp_path, [(v, v) for _, v in CASES], with_order=False)
+    root, results = _pairwise_gold(
+        make_dataset, tmp_path, [(v, v) for _, v in CASES], with_order=False
+    )
     undeclared = pairwise_report(root, results).overall
-    assert undeclared.tie_verdicts.k == 0 and undeclared.first_shown_wins.n == 16  # nothing says 0 is a tie
-    declared = CliRunner().invoke(main, ["pairwise", "--gold", str(root), "--results", str(results), "--tie-label", "0", "--json"])
+    assert (
+        undeclared.tie_verdicts.k == 0 and undeclared.first_shown_wins.n == 16
+    )  # nothing says 0 is a tie
+    declared = CliRunner().invoke(
+        main,
+        ["pairwise", "--gold", str(root), "--results", str(results), "--tie-label", "0", "--json"],
+    )
     payload = json.loads(declared.output)
-    assert payload["overall"]["first_shown_wins"]["rate"] == 0.5 and payload["overall"]["tie_verdicts"]["k"] == 6
+    assert (
+        payload["overall"]["first_shown_wins"]["rate"] == 0.5
+        and payload["overall"]["tie_verdicts"]["k"] == 6
+    )
 
 
 def test_position_biased_judge_is_still_seen(make_dataset, tmp_path: Path) -> None:
@@ -214,7 +298,15 @@ def test_position_biased_judge_is_still_seen(make_dataset, tmp_path: Path) -> No
 
 def test_bad_tie_labels_are_refused(make_dataset, tmp_path: Path) -> None:
     root, results = _pairwise_gold(make_dataset, tmp_path, [(v, v) for _, v in CASES])
-    unknown = CliRunner().invoke(main, ["pairwise", "--gold", str(root), "--results", str(results), "--tie-label", "tie"])
-    assert unknown.exit_code == 2 and "[unknown_tie_label]" in unknown.output and "Traceback" not in unknown.output
-    shown = CliRunner().invoke(main, ["pairwise", "--gold", str(root), "--results", str(results), "--tie-label", "1"])
+    unknown = CliRunner().invoke(
+        main, ["pairwise", "--gold", str(root), "--results", str(results), "--tie-label", "tie"]
+    )
+    assert (
+        unknown.exit_code == 2
+        and "[unknown_tie_label]" in unknown.output
+        and "Traceback" not in unknown.output
+    )
+    shown = CliRunner().invoke(
+        main, ["pairwise", "--gold", str(root), "--results", str(results), "--tie-label", "1"]
+    )
     assert shown.exit_code == 2 and "[tie_label_presented]" in shown.output

@@ -63,11 +63,22 @@ def test_derive_refuses_two_changes_unless_told(session: DevelopSession, tmp_pat
     with pytest.raises(WorkbenchError) as info:
         session.derive(base, version="2", prompt="Strict. {response}", params={"temperature": 0.5})
     assert [p.code for p in info.value.problems] == ["derive_multiple_changes"]
-    both = session.derive(base, version="2", prompt="Strict. {response}", params={"temperature": 0.5}, allow_multiple=True)
-    assert both.spec.changes == ["prompt", "params"] and judge_changes(base, both) == ["prompt", "params"]
+    both = session.derive(
+        base,
+        version="2",
+        prompt="Strict. {response}",
+        params={"temperature": 0.5},
+        allow_multiple=True,
+    )
+    assert both.spec.changes == ["prompt", "params"] and judge_changes(base, both) == [
+        "prompt",
+        "params",
+    ]
 
 
-def test_derive_refuses_a_change_it_does_not_declare(session: DevelopSession, tmp_path: Path) -> None:
+def test_derive_refuses_a_change_it_does_not_declare(
+    session: DevelopSession, tmp_path: Path
+) -> None:
     base = session.load(llm_spec(tmp_path))
     with pytest.raises(WorkbenchError) as info:
         session.derive(base, version="2", prompt="Strict. {response}", changes=["params"])
@@ -80,10 +91,19 @@ def test_derive_refuses_a_change_it_does_not_declare(session: DevelopSession, tm
     assert same.changes == ["prompt"]
 
 
-def test_save_refuses_a_version_that_changes_more_than_it_declares(session: DevelopSession, tmp_path: Path) -> None:
+def test_save_refuses_a_version_that_changes_more_than_it_declares(
+    session: DevelopSession, tmp_path: Path
+) -> None:
     base = session.load(llm_spec(tmp_path))
     # written by hand: declares a prompt change, also changes the parameters
-    sneaky_path = llm_spec(tmp_path, "2", prompt="Strict. {response}", params={"temperature": 0.9}, parent="dc-llm@1", changes=["prompt"])
+    sneaky_path = llm_spec(
+        tmp_path,
+        "2",
+        prompt="Strict. {response}",
+        params={"temperature": 0.9},
+        parent="dc-llm@1",
+        changes=["prompt"],
+    )
     sneaky = session.load(sneaky_path)
     with pytest.raises(WorkbenchError) as info:
         session.save(sneaky, tmp_path / "out")
@@ -92,14 +112,18 @@ def test_save_refuses_a_version_that_changes_more_than_it_declares(session: Deve
     assert not (tmp_path / "out" / "dc-llm@2.yaml").exists()
     # declaring nothing while naming a parent is refused too
     (tmp_path / "v3").mkdir()
-    silent = session.load(llm_spec(tmp_path / "v3", "3", prompt="Other. {response}", parent="dc-llm@1"))
+    silent = session.load(
+        llm_spec(tmp_path / "v3", "3", prompt="Other. {response}", parent="dc-llm@1")
+    )
     with pytest.raises(WorkbenchError) as info:
         session.save(silent, tmp_path / "out")
     assert info.value.problems[0].code == "undeclared_change"
     assert base.spec.label == "dc-llm@1"
 
 
-def test_save_needs_the_parent(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_save_needs_the_parent(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY_ENV, "k")
     fresh = DevelopSession(make_dataset([make_case("d1")]), run_root=tmp_path / "runs")
     orphan = fresh.load(llm_spec(tmp_path, "2", parent="dc-llm@1", changes=["prompt"]))
@@ -119,7 +143,9 @@ def test_lineage_fields_are_not_part_of_the_fingerprint(tmp_path: Path) -> None:
         shutil.copy(original, copy)
         before = load_candidate(copy).identity.fingerprint()
         raw = yaml.safe_load(copy.read_text())
-        assert "parent" not in load_spec(copy)[0].model_dump(mode="json")  # unset fields are left out
+        assert "parent" not in load_spec(copy)[0].model_dump(
+            mode="json"
+        )  # unset fields are left out
         raw.update(parent="someone@0", changes=["prompt"])
         copy.write_text(yaml.safe_dump(raw))
         assert load_candidate(copy).identity.fingerprint() == before
@@ -141,7 +167,10 @@ def test_demo_versions_declare_what_they_change(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setenv("WORKBENCH_DEMO_LLM_URL", "http://127.0.0.1:40020/v1")  # built, never called
     c = ROOT / "data" / "candidates"
     r1, r2 = load_candidate(c / "rubric-judge@1.yaml"), load_candidate(c / "rubric-judge@2.yaml")
-    s1, s2 = load_candidate(c / "support-llm-judge@1.yaml"), load_candidate(c / "support-llm-judge@2.yaml")
+    s1, s2 = (
+        load_candidate(c / "support-llm-judge@1.yaml"),
+        load_candidate(c / "support-llm-judge@2.yaml"),
+    )
     assert judge_changes(r1, r2) == r2.spec.changes == ["function"]
     assert judge_changes(s1, s2) == s2.spec.changes == ["prompt"]
     assert identity_changes(r1.identity, r1.identity) == []

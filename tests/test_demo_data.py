@@ -46,7 +46,9 @@ def verdicts(dataset: GoldDataset) -> dict[str, dict[str, tuple[str, str]]]:
     for name, metric in (("v1", rubric_judge_v1), ("v2", rubric_judge_v2)):
         per_case: dict[str, tuple[str, str]] = {}
         for case in dataset.cases.values():
-            result = metric.score(user_input=case.input, response=case.response, grading_notes=case.grading_notes)
+            result = metric.score(
+                user_input=case.input, response=case.response, grading_notes=case.grading_notes
+            )
             assert result.value in ("pass", "fail"), result.reason
             assert isinstance(result.reason, str) and result.reason.strip()
             per_case[case.case_id] = (_error_class(case.gold_label, result.value), result.reason)
@@ -54,7 +56,9 @@ def verdicts(dataset: GoldDataset) -> dict[str, dict[str, tuple[str, str]]]:
     return out
 
 
-def _count(dataset: GoldDataset, results: dict[str, tuple[str, str]], error: str, tag: str | None = None) -> int:
+def _count(
+    dataset: GoldDataset, results: dict[str, tuple[str, str]], error: str, tag: str | None = None
+) -> int:
     return sum(
         1
         for cid, (cls, _) in results.items()
@@ -131,7 +135,10 @@ def test_corrections_supersede_and_resolve(dataset: GoldDataset) -> None:
         assert dataset.latest_id(old.case_id) == record.case_id
         assert (record.partition, record.response_hash) == (old.partition, old.response_hash)
         assert record.gold_label != old.gold_label
-        assert record.adjudication is not None and "correction" in (record.adjudication.reason or "").lower()
+        assert (
+            record.adjudication is not None
+            and "correction" in (record.adjudication.reason or "").lower()
+        )
 
 
 def test_case_ids_do_not_leak_labels(dataset: GoldDataset) -> None:
@@ -142,35 +149,53 @@ def test_case_ids_do_not_leak_labels(dataset: GoldDataset) -> None:
 def test_generator_is_deterministic_and_matches_committed_data(tmp_path: Path) -> None:
     build(tmp_path)
     for name in DEMO_FILES:
-        assert (tmp_path / name).read_bytes() == (DEMO / name).read_bytes(), f"{name} drifted; rerun python -m workbench.demo.build data/demo"
+        assert (tmp_path / name).read_bytes() == (DEMO / name).read_bytes(), (
+            f"{name} drifted; rerun python -m workbench.demo.build data/demo"
+        )
 
 
 # ------------------------------------------------------------------------------ judges
 
 
-def test_v1_false_fails_on_abbreviations_and_denials(dataset: GoldDataset, verdicts: dict[str, dict[str, tuple[str, str]]]) -> None:
+def test_v1_false_fails_on_abbreviations_and_denials(
+    dataset: GoldDataset, verdicts: dict[str, dict[str, tuple[str, str]]]
+) -> None:
     v1 = verdicts["v1"]
     assert _count(dataset, v1, "false_fail", "abbreviation") > 0
     assert _count(dataset, v1, "false_fail", "negation") > 0
-    example = next(reason for cid, (cls, reason) in v1.items() if cls == "false_fail" and "negation" in dataset.cases[cid].tags)
+    example = next(
+        reason
+        for cid, (cls, reason) in v1.items()
+        if cls == "false_fail" and "negation" in dataset.cases[cid].tags
+    )
     assert "prohibited claim matched" in example.lower()
 
 
-def test_v1_false_passes_on_paraphrased_prohibitions(dataset: GoldDataset, verdicts: dict[str, dict[str, tuple[str, str]]]) -> None:
+def test_v1_false_passes_on_paraphrased_prohibitions(
+    dataset: GoldDataset, verdicts: dict[str, dict[str, tuple[str, str]]]
+) -> None:
     v1 = verdicts["v1"]
     assert _count(dataset, v1, "false_pass", "paraphrased-prohibition") > 0
     critical = set(dataset.rubric.critical_slices)
-    assert any(cls == "false_pass" and dataset.cases[cid].slice in critical for cid, (cls, _) in v1.items())
+    assert any(
+        cls == "false_pass" and dataset.cases[cid].slice in critical for cid, (cls, _) in v1.items()
+    )
 
 
-def test_v2_is_better_but_not_perfect(dataset: GoldDataset, verdicts: dict[str, dict[str, tuple[str, str]]]) -> None:
+def test_v2_is_better_but_not_perfect(
+    dataset: GoldDataset, verdicts: dict[str, dict[str, tuple[str, str]]]
+) -> None:
     v1, v2 = verdicts["v1"], verdicts["v2"]
     aligned_v1 = _count(dataset, v1, "aligned")
     aligned_v2 = _count(dataset, v2, "aligned")
     assert aligned_v2 > aligned_v1
     # The terminology guide and negation handling remove most of those false fails ...
-    assert _count(dataset, v2, "false_fail", "abbreviation") < _count(dataset, v1, "false_fail", "abbreviation")
-    assert _count(dataset, v2, "false_fail", "negation") < _count(dataset, v1, "false_fail", "negation")
+    assert _count(dataset, v2, "false_fail", "abbreviation") < _count(
+        dataset, v1, "false_fail", "abbreviation"
+    )
+    assert _count(dataset, v2, "false_fail", "negation") < _count(
+        dataset, v1, "false_fail", "negation"
+    )
     # ... but paraphrased claims still pass, and v2 still makes mistakes of both kinds.
     assert _count(dataset, v2, "false_pass", "paraphrased-prohibition") > 0
     assert _count(dataset, v2, "false_pass") > 0 and _count(dataset, v2, "false_fail") > 0
@@ -178,15 +203,24 @@ def test_v2_is_better_but_not_perfect(dataset: GoldDataset, verdicts: dict[str, 
     assert any(v1[cid][0] == "aligned" and v2[cid][0] != "aligned" for cid in v1)
 
 
-def test_judges_are_deterministic(dataset: GoldDataset, verdicts: dict[str, dict[str, tuple[str, str]]]) -> None:
+def test_judges_are_deterministic(
+    dataset: GoldDataset, verdicts: dict[str, dict[str, tuple[str, str]]]
+) -> None:
     for name, metric in (("v1", rubric_judge_v1), ("v2", rubric_judge_v2)):
         for case in list(dataset.cases.values())[:40]:
-            result = metric.score(user_input=case.input, response=case.response, grading_notes=case.grading_notes)
-            assert (_error_class(case.gold_label, result.value), result.reason) == verdicts[name][case.case_id]
+            result = metric.score(
+                user_input=case.input, response=case.response, grading_notes=case.grading_notes
+            )
+            assert (_error_class(case.gold_label, result.value), result.reason) == verdicts[name][
+                case.case_id
+            ]
 
 
 def test_judge_metrics_are_ragas_discrete_metrics() -> None:
-    for metric, name in ((rubric_judge_v1, "rubric_judge_v1"), (rubric_judge_v2, "rubric_judge_v2")):
+    for metric, name in (
+        (rubric_judge_v1, "rubric_judge_v1"),
+        (rubric_judge_v2, "rubric_judge_v2"),
+    ):
         assert metric.name == name
         assert metric.allowed_values == ["pass", "fail"]
     notes = 'Required: "two-factor authentication" | 2FA is on\nProhibited: "automatically approved" | approvals are automatic'
@@ -195,5 +229,9 @@ def test_judge_metrics_are_ragas_discrete_metrics() -> None:
     assert (v1.value, v2.value) == ("fail", "pass")
     assert "two-factor authentication" in v1.reason
     denial = "Two-factor authentication is on. Nothing is automatically approved."
-    assert rubric_judge_v1.score(user_input="q", response=denial, grading_notes=notes).value == "fail"
-    assert rubric_judge_v2.score(user_input="q", response=denial, grading_notes=notes).value == "pass"
+    assert (
+        rubric_judge_v1.score(user_input="q", response=denial, grading_notes=notes).value == "fail"
+    )
+    assert (
+        rubric_judge_v2.score(user_input="q", response=denial, grading_notes=notes).value == "pass"
+    )

@@ -24,25 +24,84 @@ from workbench.sampling import SamplingPlan, SliceSampling
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
 
 
-DOCUMENTED = [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, AlignmentReport, SliceAlignment, Policy, SlicePolicy, GateResult, Blocker, Override, ReviewNote, GoldCorrectionDraft, Selection, LedgerEntry, Lock, SamplingPlan, SliceSampling, ManifestSampling, SliceCost, Distribution]
+DOCUMENTED = [
+    GoldCase,
+    Review,
+    Adjudication,
+    Rubric,
+    JudgeResult,
+    JudgeIdentity,
+    CandidateSpec,
+    AlignmentReport,
+    SliceAlignment,
+    Policy,
+    SlicePolicy,
+    GateResult,
+    Blocker,
+    Override,
+    ReviewNote,
+    GoldCorrectionDraft,
+    Selection,
+    LedgerEntry,
+    Lock,
+    SamplingPlan,
+    SliceSampling,
+    ManifestSampling,
+    SliceCost,
+    Distribution,
+]
 
 
 @pytest.mark.parametrize("model", DOCUMENTED)
 def test_every_field_is_documented(model: type[BaseModel]) -> None:
-    undocumented = [name for name in model.model_fields if f"`{name}`" not in DOC and f"{name}:" not in DOC and f"{{{name}" not in DOC and f" {name}," not in DOC and f" {name}}}" not in DOC]
+    undocumented = [
+        name
+        for name in model.model_fields
+        if f"`{name}`" not in DOC
+        and f"{name}:" not in DOC
+        and f"{{{name}" not in DOC
+        and f" {name}," not in DOC
+        and f" {name}}}" not in DOC
+    ]
     assert undocumented == []
 
 
-@pytest.mark.parametrize("model", [GoldCase, Review, Adjudication, Rubric, JudgeResult, JudgeIdentity, CandidateSpec, SliceAlignment, SamplingPlan, SliceSampling, ManifestSampling, SliceCost, Distribution])
+@pytest.mark.parametrize(
+    "model",
+    [
+        GoldCase,
+        Review,
+        Adjudication,
+        Rubric,
+        JudgeResult,
+        JudgeIdentity,
+        CandidateSpec,
+        SliceAlignment,
+        SamplingPlan,
+        SliceSampling,
+        ManifestSampling,
+        SliceCost,
+        Distribution,
+    ],
+)
 def test_every_field_has_a_docstring(model: type[BaseModel]) -> None:
-    missing = [name for name, info in model.model_fields.items() if not info.description and name != "schema_version"]
+    missing = [
+        name
+        for name, info in model.model_fields.items()
+        if not info.description and name != "schema_version"
+    ]
     assert missing == []
 
 
 def test_every_validation_code_is_documented() -> None:
     import re
 
-    source = "".join(p.read_text() for p in (Path(__file__).resolve().parents[1] / "workbench" / "gold").glob("*.py"))
-    codes = set(re.findall(r'code="([a-z_0-9]+)"', source)) | set(re.findall(r'add\(\s*"([a-z_0-9]+)"', source))
+    source = "".join(
+        p.read_text()
+        for p in (Path(__file__).resolve().parents[1] / "workbench" / "gold").glob("*.py")
+    )
+    codes = set(re.findall(r'code="([a-z_0-9]+)"', source)) | set(
+        re.findall(r'add\(\s*"([a-z_0-9]+)"', source)
+    )
     assert codes, "no codes found"
     assert sorted(c for c in codes if f"`{c}`" not in DOC) == []

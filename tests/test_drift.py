@@ -35,15 +35,32 @@ IDS = ["b1", "b2", "g1"]
 
 @pytest.fixture
 def gold(make_dataset) -> Path:
-    cases = [make_case(cid, "pass" if cid != "b2" else "fail", slice="billing" if cid.startswith("b") else "general", partition="calibration" if cid != "g1" else "development", response=f"response {cid}") for cid in IDS]
-    cases += [make_case("h1", "pass", partition="held_out", response="response h1"), make_case("old", "pass", response="response old"), make_case("new", "fail", response="response old", supersedes="old")]
+    cases = [
+        make_case(
+            cid,
+            "pass" if cid != "b2" else "fail",
+            slice="billing" if cid.startswith("b") else "general",
+            partition="calibration" if cid != "g1" else "development",
+            response=f"response {cid}",
+        )
+        for cid in IDS
+    ]
+    cases += [
+        make_case("h1", "pass", partition="held_out", response="response h1"),
+        make_case("old", "pass", response="response old"),
+        make_case("new", "fail", response="response old", supersedes="old"),
+    ]
     root = make_dataset(cases)
-    write_sentinels(root / "sentinels.yaml", [{"case_id": cid, "reason": f"guards {cid}"} for cid in IDS])
+    write_sentinels(
+        root / "sentinels.yaml", [{"case_id": cid, "reason": f"guards {cid}"} for cid in IDS]
+    )
     return root
 
 
 def write_sentinels(path: Path, sentinels: list[dict], **extra) -> Path:
-    path.write_text(yaml.safe_dump({"schema_version": 1, "name": "s", "sentinels": sentinels, **extra}))
+    path.write_text(
+        yaml.safe_dump({"schema_version": 1, "name": "s", "sentinels": sentinels, **extra})
+    )
     return path
 
 
@@ -51,7 +68,17 @@ def write_sentinels(path: Path, sentinels: list[dict], **extra) -> Path:
 def flaky(tmp_path: Path) -> Path:
     migration_judges.FLAKY.clear()
     path = tmp_path / "flaky@1.yaml"
-    path.write_text(yaml.safe_dump({"name": "flaky", "version": "1", "kind": "ragas-function", "labels": ["pass", "fail", "review_required"], "function": "migration_judges:flaky"}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "flaky",
+                "version": "1",
+                "kind": "ragas-function",
+                "labels": ["pass", "fail", "review_required"],
+                "function": "migration_judges:flaky",
+            }
+        )
+    )
     return path
 
 
@@ -77,7 +104,13 @@ def test_sentinels_are_checked_against_the_gold(gold: Path, tmp_path: Path) -> N
     )
     with pytest.raises(WorkbenchError) as info:
         load_sentinels(bad, dataset)
-    assert sorted(p.code for p in info.value.problems) == ["duplicate_sentinel", "held_out_sentinel", "sentinels_rubric_mismatch", "superseded_case", "unknown_case"]
+    assert sorted(p.code for p in info.value.problems) == [
+        "duplicate_sentinel",
+        "held_out_sentinel",
+        "sentinels_rubric_mismatch",
+        "superseded_case",
+        "unknown_case",
+    ]
     blank = write_sentinels(tmp_path / "blank.yaml", [{"case_id": "b1", "reason": "  "}])
     with pytest.raises(WorkbenchError) as info:
         load_sentinels(blank, dataset)
@@ -98,7 +131,18 @@ def test_demo_sentinels_are_valid_and_never_held_out() -> None:
 
 def test_baseline_then_checks_flag_every_change(gold: Path, flaky: Path, tmp_path: Path) -> None:
     log = tmp_path / "drift.jsonl"
-    args = ["drift", "--candidate", str(flaky), "--gold", str(gold), "--log", str(log), "--out", str(tmp_path / "runs"), "--no-progress"]
+    args = [
+        "drift",
+        "--candidate",
+        str(flaky),
+        "--gold",
+        str(gold),
+        "--log",
+        str(log),
+        "--out",
+        str(tmp_path / "runs"),
+        "--no-progress",
+    ]
     none = CliRunner().invoke(main, args)
     assert none.exit_code == 2 and "baseline_missing" in none.output
     script(b2="fail")
@@ -117,11 +161,17 @@ def test_baseline_then_checks_flag_every_change(gold: Path, flaky: Path, tmp_pat
         ("b2", "verdict_changed", "fail", "pass", True),
         ("g1", "verdict_changed", "pass", "review_required", False),
     ]
-    assert entry.baseline is not None and entry.baseline.source == "drift_log" and entry.baseline.ref == read_drift_log(log)[0].entry_id
+    assert (
+        entry.baseline is not None
+        and entry.baseline.source == "drift_log"
+        and entry.baseline.ref == read_drift_log(log)[0].entry_id
+    )
     # an evaluator error is a change too
     script(b1="maybe", b2="fail")
     errored = run_drift_sync(flaky, gold, log=log, out=tmp_path / "runs", progress=False)
-    assert [(c.case_id, c.kind, c.after) for c in errored.changes] == [("b1", "now_error", "error:invalid_label")]
+    assert [(c.case_id, c.kind, c.after) for c in errored.changes] == [
+        ("b1", "now_error", "error:invalid_label")
+    ]
     assert [e.kind for e in read_drift_log(log)] == ["baseline", "check", "check", "check"]
     assert all(isinstance(e, DriftEntry) for e in read_drift_log(log))
     # each entry has its own run directory
@@ -131,31 +181,91 @@ def test_baseline_then_checks_flag_every_change(gold: Path, flaky: Path, tmp_pat
 def test_drift_never_replays_the_verdict_cache(gold: Path, flaky: Path, tmp_path: Path) -> None:
     log = tmp_path / "drift.jsonl"
     # a cached calibration run of the same judge exists
-    assert CliRunner().invoke(main, ["run", "--candidate", str(flaky), "--gold", str(gold), "--partition", "calibration", "--out", str(tmp_path / "cal"), "--no-progress"]).exit_code == 0
-    run_drift_sync(flaky, gold, log=log, out=tmp_path / "runs", record_baseline=True, progress=False)
+    assert (
+        CliRunner()
+        .invoke(
+            main,
+            [
+                "run",
+                "--candidate",
+                str(flaky),
+                "--gold",
+                str(gold),
+                "--partition",
+                "calibration",
+                "--out",
+                str(tmp_path / "cal"),
+                "--no-progress",
+            ],
+        )
+        .exit_code
+        == 0
+    )
+    run_drift_sync(
+        flaky, gold, log=log, out=tmp_path / "runs", record_baseline=True, progress=False
+    )
     before = migration_judges.CALLS["flaky"]
     run_drift_sync(flaky, gold, log=log, out=tmp_path / "runs", progress=False)
     assert migration_judges.CALLS["flaky"] - before == 3  # every sentinel called again
 
 
-def test_against_a_run_of_the_same_judge_only(gold: Path, flaky: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_against_a_run_of_the_same_judge_only(
+    gold: Path, flaky: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     log = tmp_path / "drift.jsonl"
     run = tmp_path / "cal"
-    assert CliRunner().invoke(main, ["run", "--candidate", str(flaky), "--gold", str(gold), "--partition", "calibration", "--out", str(run), "--no-progress", "--no-cache"]).exit_code == 0
+    assert (
+        CliRunner()
+        .invoke(
+            main,
+            [
+                "run",
+                "--candidate",
+                str(flaky),
+                "--gold",
+                str(gold),
+                "--partition",
+                "calibration",
+                "--out",
+                str(run),
+                "--no-progress",
+                "--no-cache",
+            ],
+        )
+        .exit_code
+        == 0
+    )
     entry = run_drift_sync(flaky, gold, against=run, log=log, out=tmp_path / "runs", progress=False)
     # the calibration run holds b1 and b2; g1 is a development case: no baseline verdict for it
     assert entry.baseline is not None and entry.baseline.source == "run"
     assert [(c.case_id, c.kind) for c in entry.changes] == [("g1", "no_baseline")]
     other = tmp_path / "other@1.yaml"
-    other.write_text(yaml.safe_dump({"name": "other", "version": "1", "kind": "ragas-function", "labels": ["pass", "fail", "review_required"], "function": "migration_judges:new_judge"}))
+    other.write_text(
+        yaml.safe_dump(
+            {
+                "name": "other",
+                "version": "1",
+                "kind": "ragas-function",
+                "labels": ["pass", "fail", "review_required"],
+                "function": "migration_judges:new_judge",
+            }
+        )
+    )
     with pytest.raises(WorkbenchError) as info:
         run_drift_sync(other, gold, against=run, log=log, out=tmp_path / "runs", progress=False)
-    assert info.value.problems[0].code == "baseline_other_judge" and "workbench compare" in info.value.problems[0].fix
+    assert (
+        info.value.problems[0].code == "baseline_other_judge"
+        and "workbench compare" in info.value.problems[0].fix
+    )
 
 
 def fake_report(root: Path, fingerprint: str, report_id: str = "flaky/1/1") -> Path:
     root.mkdir(parents=True)
-    (root / "lock.json").write_text(json.dumps({"report_id": report_id, "candidate": "flaky@1", "candidate_fingerprint": fingerprint}))
+    (root / "lock.json").write_text(
+        json.dumps(
+            {"report_id": report_id, "candidate": "flaky@1", "candidate_fingerprint": fingerprint}
+        )
+    )
     return root
 
 
@@ -167,20 +277,43 @@ def test_against_a_certification_report(gold: Path, flaky: Path, tmp_path: Path)
     report = fake_report(tmp_path / "report", fp)
     with pytest.raises(WorkbenchError) as info:
         run_drift_sync(flaky, gold, against=report, log=log, out=tmp_path / "runs", progress=False)
-    assert info.value.problems[0].code == "baseline_missing" and "--record-baseline --report" in info.value.problems[0].fix
+    assert (
+        info.value.problems[0].code == "baseline_missing"
+        and "--record-baseline --report" in info.value.problems[0].fix
+    )
     # a baseline recorded for the report (at certification time), then checked against it
     script(b2="fail")
-    base = run_drift_sync(flaky, gold, record_baseline=True, report=report, log=log, out=tmp_path / "runs", progress=False)
+    base = run_drift_sync(
+        flaky,
+        gold,
+        record_baseline=True,
+        report=report,
+        log=log,
+        out=tmp_path / "runs",
+        progress=False,
+    )
     assert base.report_id == "flaky/1/1" and base.status == "recorded"
     script(b2="pass")
-    check = run_drift_sync(flaky, gold, against=report, log=log, out=tmp_path / "runs", progress=False)
-    assert check.baseline is not None and check.baseline.source == "report" and base.entry_id in check.baseline.ref
+    check = run_drift_sync(
+        flaky, gold, against=report, log=log, out=tmp_path / "runs", progress=False
+    )
+    assert (
+        check.baseline is not None
+        and check.baseline.source == "report"
+        and base.entry_id in check.baseline.ref
+    )
     assert [(c.case_id, c.kind) for c in check.changes] == [("b2", "verdict_changed")]
     # a sentinel run stored in the report itself is preferred
     shutil.copytree(Path(base.run_dir), report / "sentinels")
     script(b2="pass")
-    stored = run_drift_sync(flaky, gold, against=report, log=log, out=tmp_path / "runs", progress=False)
-    assert stored.baseline is not None and stored.baseline.ref == "flaky/1/1" and stored.baseline.run_id == base.run_id
+    stored = run_drift_sync(
+        flaky, gold, against=report, log=log, out=tmp_path / "runs", progress=False
+    )
+    assert (
+        stored.baseline is not None
+        and stored.baseline.ref == "flaky/1/1"
+        and stored.baseline.run_id == base.run_id
+    )
     assert [c.case_id for c in stored.changes] == ["b2"]
     # a report of another judge is refused, for checks and for baselines
     other = fake_report(tmp_path / "other", "0" * 64)
@@ -191,11 +324,15 @@ def test_against_a_certification_report(gold: Path, flaky: Path, tmp_path: Path)
 
 
 def test_a_changed_response_is_flagged(make_dataset, flaky: Path, tmp_path: Path) -> None:
-    cases = [make_case(cid, "pass", partition="calibration", response=f"response {cid}") for cid in IDS]
+    cases = [
+        make_case(cid, "pass", partition="calibration", response=f"response {cid}") for cid in IDS
+    ]
     first = make_dataset(cases)
     write_sentinels(first / "sentinels.yaml", [{"case_id": cid, "reason": "r"} for cid in IDS])
     log = tmp_path / "drift.jsonl"
-    run_drift_sync(flaky, first, record_baseline=True, log=log, out=tmp_path / "runs", progress=False)
+    run_drift_sync(
+        flaky, first, record_baseline=True, log=log, out=tmp_path / "runs", progress=False
+    )
     cases[0] = make_case("b1", "pass", partition="calibration", response="response b1, rewritten")
     second = make_dataset(cases)
     shutil.copy(first / "sentinels.yaml", second / "sentinels.yaml")

@@ -28,13 +28,37 @@ DOC = (ROOT / "docs" / "endpoints.md").read_text(encoding="utf-8")
 
 # recipe -> (URL variable, key variable, FakeLLM settings that make it behave like the provider)
 RECIPES: dict[str, tuple[str, str | None, dict]] = {
-    "openai-judge@1": ("OPENAI_BASE_URL", "OPENAI_API_KEY", {"emulate": "openai", "models": ["gpt-4o-mini"]}),
-    "azure-judge@1": ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY", {"emulate": "azure", "azure_deployments": ["judge-gpt-4o-mini"], "azure_api_versions": ["2024-10-21"]}),
-    "vllm-judge@1": ("VLLM_BASE_URL", "VLLM_API_KEY", {"emulate": "vllm", "models": ["Qwen/Qwen2.5-7B-Instruct"]}),
+    "openai-judge@1": (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        {"emulate": "openai", "models": ["gpt-4o-mini"]},
+    ),
+    "azure-judge@1": (
+        "AZURE_OPENAI_ENDPOINT",
+        "AZURE_OPENAI_API_KEY",
+        {
+            "emulate": "azure",
+            "azure_deployments": ["judge-gpt-4o-mini"],
+            "azure_api_versions": ["2024-10-21"],
+        },
+    ),
+    "vllm-judge@1": (
+        "VLLM_BASE_URL",
+        "VLLM_API_KEY",
+        {"emulate": "vllm", "models": ["Qwen/Qwen2.5-7B-Instruct"]},
+    ),
     "ollama-judge@1": ("OLLAMA_BASE_URL", None, {"emulate": "ollama", "models": ["llama3.1:8b"]}),
     "llamacpp-judge@1": ("LLAMA_SERVER_URL", "LLAMA_API_KEY", {"emulate": "llamacpp"}),
-    "litellm-judge@1": ("LITELLM_BASE_URL", "LITELLM_API_KEY", {"emulate": "litellm", "models": ["gpt-4o-mini"]}),
-    "litellm-judge@2": ("LITELLM_BASE_URL", "LITELLM_API_KEY", {"emulate": "litellm", "models": ["gpt-4o-mini"], "json_mode": "reject"}),
+    "litellm-judge@1": (
+        "LITELLM_BASE_URL",
+        "LITELLM_API_KEY",
+        {"emulate": "litellm", "models": ["gpt-4o-mini"]},
+    ),
+    "litellm-judge@2": (
+        "LITELLM_BASE_URL",
+        "LITELLM_API_KEY",
+        {"emulate": "litellm", "models": ["gpt-4o-mini"], "json_mode": "reject"},
+    ),
 }
 EXPECTED_PATH = {
     "azure-judge@1": "/openai/deployments/judge-gpt-4o-mini/chat/completions",
@@ -52,7 +76,9 @@ SPEC_SHA256_BEFORE_THE_NEW_FIELDS = {
 }
 
 
-def serve_like(recipe: str, monkeypatch: pytest.MonkeyPatch, reply: Reply | None = None, **overrides: object) -> tuple[FakeLLM, str | None]:
+def serve_like(
+    recipe: str, monkeypatch: pytest.MonkeyPatch, reply: Reply | None = None, **overrides: object
+) -> tuple[FakeLLM, str | None]:
     """A started FakeLLM behaving like the recipe's provider, with the recipe's variables set."""
     url_env, key_env, settings = RECIPES[recipe]
     settings = {**settings, **overrides}
@@ -83,7 +109,12 @@ def test_recipe_pings_ok_against_its_provider(recipe: str, monkeypatch: pytest.M
     finally:
         fake.stop()
     assert result.ok, result.problems
-    assert (result.status, result.parsed, result.value, result.label_ok) == (200, True, "pass", True)
+    assert (result.status, result.parsed, result.value, result.label_ok) == (
+        200,
+        True,
+        "pass",
+        True,
+    )
     assert fake.call_count == 1
     call = fake.calls[0]
     spec, _ = load_spec(EXAMPLES / f"{recipe}.yaml")
@@ -100,7 +131,9 @@ def test_recipe_pings_ok_against_its_provider(recipe: str, monkeypatch: pytest.M
     assert result.cost_usd == pytest.approx(spec.pricing.cost(result.tokens_in, result.tokens_out))
 
 
-def test_azure_recipe_sends_deployment_path_api_version_and_api_key_header(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_azure_recipe_sends_deployment_path_api_version_and_api_key_header(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fake, key = serve_like("azure-judge@1", monkeypatch)
     try:
         result = ping(EXAMPLES / "azure-judge@1.yaml")
@@ -110,19 +143,31 @@ def test_azure_recipe_sends_deployment_path_api_version_and_api_key_header(monke
     assert result.ok
     assert call.query == {"api-version": "2024-10-21"}
     assert "api-key" in call.auth_headers
-    assert result.url.endswith("/openai/deployments/judge-gpt-4o-mini/chat/completions?api-version=2024-10-21")
+    assert result.url.endswith(
+        "/openai/deployments/judge-gpt-4o-mini/chat/completions?api-version=2024-10-21"
+    )
 
 
-def test_azure_emulation_refuses_a_bearer_only_key_and_an_unknown_deployment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_azure_emulation_refuses_a_bearer_only_key_and_an_unknown_deployment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # The same key as Bearer on the OpenAI client (provider left at openai) is refused by "Azure".
     raw = yaml.safe_load((EXAMPLES / "azure-judge@1.yaml").read_text())
-    raw["endpoint"] = {k: v for k, v in raw["endpoint"].items() if k not in ("provider", "deployment", "api_version")}
+    raw["endpoint"] = {
+        k: v
+        for k, v in raw["endpoint"].items()
+        if k not in ("provider", "deployment", "api_version")
+    }
     (tmp_path / "prompts").mkdir()
-    (tmp_path / "prompts" / "support-judge.md").write_text((EXAMPLES / "prompts" / "support-judge.md").read_text())
+    (tmp_path / "prompts" / "support-judge.md").write_text(
+        (EXAMPLES / "prompts" / "support-judge.md").read_text()
+    )
     (tmp_path / "azure-judge@1.yaml").write_text(yaml.safe_dump(raw))
     fake, _ = serve_like("azure-judge@1", monkeypatch)
     try:
-        monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", fake.root_url + "/openai/deployments/judge-gpt-4o-mini")
+        monkeypatch.setenv(
+            "AZURE_OPENAI_ENDPOINT", fake.root_url + "/openai/deployments/judge-gpt-4o-mini"
+        )
         result = ping(tmp_path / "azure-judge@1.yaml")
     finally:
         fake.stop()
@@ -144,22 +189,47 @@ def test_azure_emulation_wants_an_api_version_and_its_deployment_path() -> None:
     import httpx
 
     body = {"model": "ignored-by-azure", "messages": [{"role": "user", "content": "hi"}]}
-    with FakeLLM(emulate="azure", require_api_key="k-0123456789", azure_deployments=["dep"]) as fake, httpx.Client(timeout=5) as client:
-        missing_version = client.post(f"{fake.root_url}/openai/deployments/dep/chat/completions", json=body, headers={"api-key": "k-0123456789"})
-        openai_path = client.post(f"{fake.root_url}/v1/chat/completions", json=body, headers={"api-key": "k-0123456789"})
-        ok = client.post(f"{fake.root_url}/openai/deployments/dep/chat/completions?api-version=2024-10-21", json=body, headers={"api-key": "k-0123456789"})
+    with (
+        FakeLLM(emulate="azure", require_api_key="k-0123456789", azure_deployments=["dep"]) as fake,
+        httpx.Client(timeout=5) as client,
+    ):
+        missing_version = client.post(
+            f"{fake.root_url}/openai/deployments/dep/chat/completions",
+            json=body,
+            headers={"api-key": "k-0123456789"},
+        )
+        openai_path = client.post(
+            f"{fake.root_url}/v1/chat/completions", json=body, headers={"api-key": "k-0123456789"}
+        )
+        ok = client.post(
+            f"{fake.root_url}/openai/deployments/dep/chat/completions?api-version=2024-10-21",
+            json=body,
+            headers={"api-key": "k-0123456789"},
+        )
         assert fake.base_url == fake.root_url  # what an Azure spec's base_url is: the resource root
-    assert (missing_version.status_code, missing_version.json()["error"]["message"]) == (404, "Resource not found")
+    assert (missing_version.status_code, missing_version.json()["error"]["message"]) == (
+        404,
+        "Resource not found",
+    )
     assert openai_path.status_code == 404
-    assert ok.status_code == 200 and json.loads(ok.json()["choices"][0]["message"]["content"])["value"] == "pass"
+    assert (
+        ok.status_code == 200
+        and json.loads(ok.json()["choices"][0]["message"]["content"])["value"] == "pass"
+    )
 
 
-def test_azure_api_version_before_json_mode_is_no_json_mode_and_md_json_is_the_fallback(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_azure_api_version_before_json_mode_is_no_json_mode_and_md_json_is_the_fallback(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     spec_path = copy_recipe("azure-judge@1", tmp_path, endpoint={"api_version": "2023-05-15"})
     fake, _ = serve_like("azure-judge@1", monkeypatch, azure_api_versions=["2023-05-15"])
     try:
         refused = ping(spec_path)
-        spec_path = copy_recipe("azure-judge@1", tmp_path / "fallback", endpoint={"api_version": "2023-05-15", "json_mode": "md_json"})
+        spec_path = copy_recipe(
+            "azure-judge@1",
+            tmp_path / "fallback",
+            endpoint={"api_version": "2023-05-15", "json_mode": "md_json"},
+        )
         fallback = ping(spec_path)
     finally:
         fake.stop()
@@ -170,7 +240,9 @@ def test_azure_api_version_before_json_mode_is_no_json_mode_and_md_json_is_the_f
 
 
 @pytest.mark.parametrize("server_json_mode", ["reject", "ignore"])
-def test_litellm_without_json_mode_fails_ping_then_the_md_json_fallback_passes(server_json_mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_litellm_without_json_mode_fails_ping_then_the_md_json_fallback_passes(
+    server_json_mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake, _ = serve_like("litellm-judge@1", monkeypatch, json_mode=server_json_mode)
     try:
         json_mode = ping(EXAMPLES / "litellm-judge@1.yaml")
@@ -190,7 +262,9 @@ def test_litellm_without_json_mode_fails_ping_then_the_md_json_fallback_passes(s
     assert fallback.answer_excerpt.startswith("Sure.") and "```json" in fallback.answer_excerpt
 
 
-def test_md_json_run_records_classify_a_fenced_out_of_vocabulary_label(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_md_json_run_records_classify_a_fenced_out_of_vocabulary_label(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     import asyncio
 
     from workbench.judges._ping import PING_INPUT
@@ -205,7 +279,9 @@ def test_md_json_run_records_classify_a_fenced_out_of_vocabulary_label(monkeypat
 
 
 @pytest.mark.parametrize("recipe", ["vllm-judge@1", "ollama-judge@1", "openai-judge@1"])
-def test_unknown_model_is_model_not_found_with_each_providers_own_error(recipe: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unknown_model_is_model_not_found_with_each_providers_own_error(
+    recipe: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fake, _ = serve_like(recipe, monkeypatch, models=["some-other-model"])
     try:
         result = ping(EXAMPLES / f"{recipe}.yaml")
@@ -224,7 +300,9 @@ def test_llamacpp_ignores_the_model_name(monkeypatch: pytest.MonkeyPatch) -> Non
     assert result.ok
 
 
-def test_litellm_unknown_model_is_its_400_and_still_model_not_found(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_litellm_unknown_model_is_its_400_and_still_model_not_found(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     fake, _ = serve_like("litellm-judge@1", monkeypatch, models=["claude-3-5-haiku"])
     try:
         result = ping(EXAMPLES / "litellm-judge@1.yaml")
@@ -248,16 +326,39 @@ def test_demo_candidate_fingerprints_do_not_move() -> None:
         if path.name not in SPEC_SHA256_BEFORE_THE_NEW_FIELDS:
             continue
         spec, _ = load_spec(path)
-        assert make_identity(spec, None).params["spec_sha256"] == SPEC_SHA256_BEFORE_THE_NEW_FIELDS[path.name], path.name
-    assert set(Endpoint().model_dump()) == {"base_url", "api_key_env", "timeout_s", "max_retries", "circuit_breaker_after"}
+        assert (
+            make_identity(spec, None).params["spec_sha256"]
+            == SPEC_SHA256_BEFORE_THE_NEW_FIELDS[path.name]
+        ), path.name
+    assert set(Endpoint().model_dump()) == {
+        "base_url",
+        "api_key_env",
+        "timeout_s",
+        "max_retries",
+        "circuit_breaker_after",
+    }
 
 
 def test_provider_deployment_api_version_and_json_mode_enter_the_fingerprint_when_set() -> None:
-    base = {"schema_version": 1, "name": "j", "version": "1", "kind": "ragas-llm", "labels": ["pass", "fail"], "model": "m"}
-    azure = {"provider": "azure", "base_url": "https://r.openai.azure.com", "deployment": "d1", "api_version": "2024-10-21"}
+    base = {
+        "schema_version": 1,
+        "name": "j",
+        "version": "1",
+        "kind": "ragas-llm",
+        "labels": ["pass", "fail"],
+        "model": "m",
+    }
+    azure = {
+        "provider": "azure",
+        "base_url": "https://r.openai.azure.com",
+        "deployment": "d1",
+        "api_version": "2024-10-21",
+    }
 
     def sha(endpoint: dict) -> str:
-        return make_identity(CandidateSpec.model_validate({**base, "endpoint": endpoint}), None).params["spec_sha256"]
+        return make_identity(
+            CandidateSpec.model_validate({**base, "endpoint": endpoint}), None
+        ).params["spec_sha256"]
 
     prints = {
         sha({}),
@@ -274,19 +375,56 @@ def test_provider_deployment_api_version_and_json_mode_enter_the_fingerprint_whe
 @pytest.mark.parametrize(
     ("endpoint", "message"),
     [
-        ({"provider": "azure", "base_url": "https://r.openai.azure.com"}, "provider azure needs deployment and api_version"),
-        ({"provider": "azure", "deployment": "d", "api_version": "2024-10-21"}, "provider azure needs base_url"),
+        (
+            {"provider": "azure", "base_url": "https://r.openai.azure.com"},
+            "provider azure needs deployment and api_version",
+        ),
+        (
+            {"provider": "azure", "deployment": "d", "api_version": "2024-10-21"},
+            "provider azure needs base_url",
+        ),
         ({"deployment": "d"}, "deployment applies only to provider: azure"),
         ({"api_version": "2024-10-21"}, "api_version applies only to provider: azure"),
-        ({"provider": "azure", "base_url": "https://r.openai.azure.com", "deployment": "../x", "api_version": "2024-10-21"}, "endpoint.deployment"),
-        ({"provider": "azure", "base_url": "https://r.openai.azure.com", "deployment": "d", "api_version": "latest"}, "endpoint.api_version"),
+        (
+            {
+                "provider": "azure",
+                "base_url": "https://r.openai.azure.com",
+                "deployment": "../x",
+                "api_version": "2024-10-21",
+            },
+            "endpoint.deployment",
+        ),
+        (
+            {
+                "provider": "azure",
+                "base_url": "https://r.openai.azure.com",
+                "deployment": "d",
+                "api_version": "latest",
+            },
+            "endpoint.api_version",
+        ),
         ({"json_mode": "tools"}, "endpoint.json_mode"),
         ({"provider": "anthropic"}, "endpoint.provider"),
     ],
 )
-def test_invalid_endpoint_fields_are_one_line_problems(endpoint: dict, message: str, tmp_path: Path) -> None:
+def test_invalid_endpoint_fields_are_one_line_problems(
+    endpoint: dict, message: str, tmp_path: Path
+) -> None:
     path = tmp_path / "j@1.yaml"
-    path.write_text(yaml.safe_dump({"schema_version": 1, "name": "j", "version": "1", "kind": "ragas-llm", "labels": ["pass", "fail"], "model": "m", "prompt": "{response}", "endpoint": endpoint}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "schema_version": 1,
+                "name": "j",
+                "version": "1",
+                "kind": "ragas-llm",
+                "labels": ["pass", "fail"],
+                "model": "m",
+                "prompt": "{response}",
+                "endpoint": endpoint,
+            }
+        )
+    )
     with pytest.raises(WorkbenchError) as info:
         load_spec(path)
     text = str(info.value)
@@ -296,16 +434,29 @@ def test_invalid_endpoint_fields_are_one_line_problems(endpoint: dict, message: 
 
 def test_unquoted_yaml_api_version_is_read_as_text(tmp_path: Path) -> None:
     path = tmp_path / "j@1.yaml"
-    path.write_text("schema_version: 1\nname: j\nversion: '1'\nkind: ragas-llm\nlabels: [pass, fail]\nmodel: m\nprompt: '{response}'\nendpoint:\n  provider: azure\n  base_url: https://r.openai.azure.com\n  deployment: d\n  api_version: 2024-10-21\n")
+    path.write_text(
+        "schema_version: 1\nname: j\nversion: '1'\nkind: ragas-llm\nlabels: [pass, fail]\nmodel: m\nprompt: '{response}'\nendpoint:\n  provider: azure\n  base_url: https://r.openai.azure.com\n  deployment: d\n  api_version: 2024-10-21\n"
+    )
     spec, _ = load_spec(path)
     assert spec.endpoint.api_version == "2024-10-21"
 
 
 def test_docs_state_json_mode_per_provider_and_the_fallback() -> None:
-    table = [line for line in DOC.splitlines() if line.startswith("| ") and re.search(r"\| (yes|no|depends)", line)]
+    table = [
+        line
+        for line in DOC.splitlines()
+        if line.startswith("| ") and re.search(r"\| (yes|no|depends)", line)
+    ]
     assert len(table) >= 6
     assert "json_mode: md_json" in DOC
-    for code in ("dns_failure", "connection_refused", "unauthorized", "model_not_found", "no_json_mode", "unparseable"):
+    for code in (
+        "dns_failure",
+        "connection_refused",
+        "unauthorized",
+        "model_not_found",
+        "no_json_mode",
+        "unparseable",
+    ):
         assert f"`{code}`" in DOC
 
 
@@ -316,7 +467,9 @@ def copy_recipe(recipe: str, directory: Path, **changes: dict) -> Path:
     for key, value in changes.items():
         raw[key] = {**raw.get(key, {}), **value}
     (directory / "prompts").mkdir(exist_ok=True)
-    (directory / "prompts" / "support-judge.md").write_text((EXAMPLES / "prompts" / "support-judge.md").read_text())
+    (directory / "prompts" / "support-judge.md").write_text(
+        (EXAMPLES / "prompts" / "support-judge.md").read_text()
+    )
     path = directory / f"{recipe}.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
@@ -359,7 +512,10 @@ def test_emulated_paths_model_lists_and_usage() -> None:
     body = {"model": "m1", "messages": [{"role": "user", "content": "hi"}]}
     with httpx.Client(timeout=5) as client:
         with FakeLLM(emulate="llamacpp") as fake:
-            both = [client.post(f"{fake.root_url}{path}", json=body).status_code for path in ("/v1/chat/completions", "/chat/completions")]
+            both = [
+                client.post(f"{fake.root_url}{path}", json=body).status_code
+                for path in ("/v1/chat/completions", "/chat/completions")
+            ]
         with FakeLLM(emulate="openai", models=["m1", "m2"], report_usage=False) as fake:
             listed = client.get(f"{fake.base_url}/models").json()
             answer = client.post(f"{fake.base_url}/chat/completions", json=body).json()
@@ -370,16 +526,46 @@ def test_emulated_paths_model_lists_and_usage() -> None:
     assert bare_path == 404
 
 
-def test_fake_llm_cli_emulates_a_provider_for_a_real_ping_as_the_docs_print_it(tmp_path: Path) -> None:
+def test_fake_llm_cli_emulates_a_provider_for_a_real_ping_as_the_docs_print_it(
+    tmp_path: Path,
+) -> None:
     import os
     import subprocess
     import sys
 
     env = {**os.environ, "LITELLM_API_KEY": "anything-0123456789", "RAGAS_DO_NOT_TRACK": "true"}
     ping_cmd = [sys.executable, "-m", "workbench", "ping", "--candidate"]
-    base = [sys.executable, "-m", "workbench", "fake-llm", "--emulate", "litellm", "--json-mode", "reject", "--serve-model", "gpt-4o-mini", "--export", "LITELLM_BASE_URL", "--"]
-    refused = subprocess.run([*base, *ping_cmd, str(EXAMPLES / "litellm-judge@1.yaml")], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
-    fallback = subprocess.run([*base, *ping_cmd, str(EXAMPLES / "litellm-judge@2.yaml")], env=env, capture_output=True, text=True, timeout=120, cwd=ROOT)
+    base = [
+        sys.executable,
+        "-m",
+        "workbench",
+        "fake-llm",
+        "--emulate",
+        "litellm",
+        "--json-mode",
+        "reject",
+        "--serve-model",
+        "gpt-4o-mini",
+        "--export",
+        "LITELLM_BASE_URL",
+        "--",
+    ]
+    refused = subprocess.run(
+        [*base, *ping_cmd, str(EXAMPLES / "litellm-judge@1.yaml")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    fallback = subprocess.run(
+        [*base, *ping_cmd, str(EXAMPLES / "litellm-judge@2.yaml")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert refused.returncode == 1, refused.stdout + refused.stderr
     assert "FAILED [no_json_mode]" in refused.stdout
     assert fallback.returncode == 0, fallback.stdout + fallback.stderr
@@ -388,22 +574,38 @@ def test_fake_llm_cli_emulates_a_provider_for_a_real_ping_as_the_docs_print_it(t
 
 
 @pytest.mark.parametrize("recipe", ["azure-judge@1", "litellm-judge@2"])
-def test_a_recipe_runs_end_to_end_through_the_engine(recipe: str, make_dataset, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+def test_a_recipe_runs_end_to_end_through_the_engine(
+    recipe: str, make_dataset, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     from conftest import make_case
 
     from workbench.gold import load_dataset
     from workbench.runs import run_candidate_sync
 
-    gold = make_dataset([make_case(f"c{i}", "pass", response=f"Refund in {i} days.") for i in range(4)])
+    gold = make_dataset(
+        [make_case(f"c{i}", "pass", response=f"Refund in {i} days.") for i in range(4)]
+    )
     fake, key = serve_like(recipe, monkeypatch)
     try:
-        summary = run_candidate_sync(load_candidate(EXAMPLES / f"{recipe}.yaml"), load_dataset(gold), "development", tmp_path / "run", progress=False, cache_dir=False)
+        summary = run_candidate_sync(
+            load_candidate(EXAMPLES / f"{recipe}.yaml"),
+            load_dataset(gold),
+            "development",
+            tmp_path / "run",
+            progress=False,
+            cache_dir=False,
+        )
         calls = fake.calls
     finally:
         fake.stop()
     assert summary.verdicts == 4 and summary.errors == 0
-    assert len(calls) == 4 and {c.path for c in calls} == {EXPECTED_PATH.get(recipe, "/v1/chat/completions")}
+    assert len(calls) == 4 and {c.path for c in calls} == {
+        EXPECTED_PATH.get(recipe, "/v1/chat/completions")
+    }
     records = (tmp_path / "run" / "results.jsonl").read_text()
     assert key not in records
     lines = [json.loads(line) for line in records.splitlines()]
-    assert all(("response_format" in line["rendered_request"]) is (recipe == "azure-judge@1") for line in lines)
+    assert all(
+        ("response_format" in line["rendered_request"]) is (recipe == "azure-judge@1")
+        for line in lines
+    )

@@ -55,8 +55,18 @@ LENIENT = {
     "max_evaluator_errors": 0,
     "min_n_per_slice": 1,
     "slices": {
-        "refund_policy": {"risk": "critical", "max_abstention_rate": 0.5, "max_false_pass_rate": 0.95, "false_pass_rate_basis": "upper_95"},
-        "account_security": {"risk": "critical", "max_abstention_rate": 0.5, "max_false_pass_rate": 0.95, "false_pass_rate_basis": "upper_95"},
+        "refund_policy": {
+            "risk": "critical",
+            "max_abstention_rate": 0.5,
+            "max_false_pass_rate": 0.95,
+            "false_pass_rate_basis": "upper_95",
+        },
+        "account_security": {
+            "risk": "critical",
+            "max_abstention_rate": 0.5,
+            "max_false_pass_rate": 0.95,
+            "false_pass_rate_basis": "upper_95",
+        },
         "billing_payments": {"risk": "high", "max_abstention_rate": 0.5},
         "subscription_cancellation": {"risk": "high", "max_abstention_rate": 0.5},
         "privacy_data_requests": {"risk": "high", "max_abstention_rate": 0.5},
@@ -80,20 +90,65 @@ def work(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     runs = {}
     for name, spec in (("certified", CANDIDATE), ("other", OTHER_CANDIDATE)):
         out = base / "runs" / name
-        ran = runner.invoke(main, ["run", "--candidate", str(spec), "--gold", str(GOLD), "--partition", "development", "--out", str(out), "--no-cache", "--no-progress"])
+        ran = runner.invoke(
+            main,
+            [
+                "run",
+                "--candidate",
+                str(spec),
+                "--gold",
+                str(GOLD),
+                "--partition",
+                "development",
+                "--out",
+                str(out),
+                "--no-cache",
+                "--no-progress",
+            ],
+        )
         assert ran.exit_code == 0, ran.output
         runs[name] = out / "results.jsonl"
     dev = load_dataset(GOLD).partition("development")
     slices = base / "slices.csv"
-    slices.write_text("case_id,slice\n" + "".join(f"{c.case_id},{c.slice}\n" for c in dev), encoding="utf-8")
+    slices.write_text(
+        "case_id,slice\n" + "".join(f"{c.case_id},{c.slice}\n" for c in dev), encoding="utf-8"
+    )
     sample = random.Random(12).sample(dev, 40)
     labelled = base / "labelled.jsonl"
-    labelled.write_text("".join(json.dumps({"case_id": c.case_id, "label": c.gold_label}) + "\n" for c in sample), encoding="utf-8")
-    return {"base": base, "report": result.report_dir, "results": runs["certified"], "other_results": runs["other"], "slices": slices, "labelled": labelled}
+    labelled.write_text(
+        "".join(json.dumps({"case_id": c.case_id, "label": c.gold_label}) + "\n" for c in sample),
+        encoding="utf-8",
+    )
+    return {
+        "base": base,
+        "report": result.report_dir,
+        "results": runs["certified"],
+        "other_results": runs["other"],
+        "slices": slices,
+        "labelled": labelled,
+    }
 
 
-def _estimate_cli(work: dict[str, Path], *extra: str, report: Path | None = None, results: Path | None = None, slices: Path | None = None, rubric: Path | None = None):
-    args = ["estimate", "--report", str(report or work["report"]), "--results", str(results or work["results"]), "--slices", str(slices or work["slices"]), "--rubric", str(rubric or GOLD), *extra]
+def _estimate_cli(
+    work: dict[str, Path],
+    *extra: str,
+    report: Path | None = None,
+    results: Path | None = None,
+    slices: Path | None = None,
+    rubric: Path | None = None,
+):
+    args = [
+        "estimate",
+        "--report",
+        str(report or work["report"]),
+        "--results",
+        str(results or work["results"]),
+        "--slices",
+        str(slices or work["slices"]),
+        "--rubric",
+        str(rubric or GOLD),
+        *extra,
+    ]
     return CliRunner().invoke(main, args)
 
 
@@ -108,13 +163,22 @@ def _final_verdicts(results: Path) -> dict[str, str | None]:
 
 
 @pytest.mark.notebook
-def test_estimate_from_a_real_certified_report_matches_hand_computation(work: dict[str, Path]) -> None:
+def test_estimate_from_a_real_certified_report_matches_hand_computation(
+    work: dict[str, Path],
+) -> None:
     out = _estimate_cli(work, "--labelled", str(work["labelled"]), "--json")
     assert out.exit_code == 0, out.output
     est = json.loads(out.output)
-    assert est["kind"] == "workbench.estimate" and est["status"] == "complete" and est["interval"] == "bootstrap"
+    assert (
+        est["kind"] == "workbench.estimate"
+        and est["status"] == "complete"
+        and est["interval"] == "bootstrap"
+    )
     lock = read_lock(work["report"])
-    assert est["certification"]["lock_sha256"] == lock.lock_sha256 and est["certification"]["outcome"] == "certified"
+    assert (
+        est["certification"]["lock_sha256"] == lock.lock_sha256
+        and est["certification"]["outcome"] == "certified"
+    )
     gate = json.loads((work["report"] / "gate.json").read_text())
     figures = {f["slice"]: f for f in gate["figures"]}
     verdicts = _final_verdicts(work["results"])
@@ -129,12 +193,17 @@ def test_estimate_from_a_real_certified_report_matches_hand_computation(work: di
         assert (row["sensitivity"]["k"], row["sensitivity"]["n"]) == (ff["n"] - ff["k"], ff["n"])
         assert (row["specificity"]["k"], row["specificity"]["n"]) == (fp["n"] - fp["k"], fp["n"])
         assert row["corrected"]["raw"] == pytest.approx((passes / decided + sp - 1) / (se + sp - 1))
-        assert row["corrected"]["estimate"] == pytest.approx(min(1, max(0, row["corrected"]["raw"])))
+        assert row["corrected"]["estimate"] == pytest.approx(
+            min(1, max(0, row["corrected"]["raw"]))
+        )
         c = row["corrected"]
         assert 0 <= c["ci95_low"] <= c["estimate"] <= c["ci95_high"] <= 1
     # PPI overall, straight from its definition (Angelopoulos et al. 2023): decided cases only,
     # human pass/fail labels only; unlabelled = decided traffic not in the labelled sample.
-    labels = {json.loads(line)["case_id"]: json.loads(line)["label"] for line in work["labelled"].read_text().splitlines()}
+    labels = {
+        json.loads(line)["case_id"]: json.loads(line)["label"]
+        for line in work["labelled"].read_text().splitlines()
+    }
     decided = {c: 1.0 if v == "pass" else 0.0 for c, v in verdicts.items() if v in ("pass", "fail")}
     lab = [c for c in labels if c in decided and labels[c] in ("pass", "fail")]
     y = np.array([1.0 if labels[c] == "pass" else 0.0 for c in lab])
@@ -145,10 +214,17 @@ def test_estimate_from_a_real_certified_report_matches_hand_computation(work: di
     ppi = est["overall"]["ppi"]
     assert ppi["labelled"] == len(lab) and ppi["unlabelled"] == f_u.size
     assert ppi["raw"] == pytest.approx(theta) and ppi["se"] == pytest.approx(se_ppi)
-    assert ppi["ci95_low"] == pytest.approx(max(0.0, theta - Z * se_ppi)) and ppi["ci95_high"] == pytest.approx(min(1.0, theta + Z * se_ppi))
+    assert ppi["ci95_low"] == pytest.approx(max(0.0, theta - Z * se_ppi)) and ppi[
+        "ci95_high"
+    ] == pytest.approx(min(1.0, theta + Z * se_ppi))
     assert est["overall"]["labelled_excluded"] == len(labels) - len(lab)
     text = _estimate_cli(work)
-    assert text.exit_code == 0 and "naive pass rate" in text.output and "corrected" in text.output and "bootstrap" in text.output
+    assert (
+        text.exit_code == 0
+        and "naive pass rate" in text.output
+        and "corrected" in text.output
+        and "bootstrap" in text.output
+    )
 
 
 @pytest.mark.notebook
@@ -157,17 +233,27 @@ def test_same_inputs_and_seed_give_the_same_interval(work: dict[str, Path]) -> N
     b = estimate_production(work["report"], work["results"], work["slices"], GOLD, seed=3)
     c = estimate_production(work["report"], work["results"], work["slices"], GOLD, interval="delta")
     assert a.model_dump() == b.model_dump()
-    assert a.overall.corrected.raw == pytest.approx(c.overall.corrected.raw) and c.seed is None and "delta-method" in c.methods["corrected"]
+    assert (
+        a.overall.corrected.raw == pytest.approx(c.overall.corrected.raw)
+        and c.seed is None
+        and "delta-method" in c.methods["corrected"]
+    )
 
 
 @pytest.mark.notebook
-def test_traffic_without_a_verdict_is_incomplete_exit_3(work: dict[str, Path], tmp_path: Path) -> None:
+def test_traffic_without_a_verdict_is_incomplete_exit_3(
+    work: dict[str, Path], tmp_path: Path
+) -> None:
     slices = tmp_path / "slices.csv"
     slices.write_text(work["slices"].read_text() + "prod-never-judged,refund_policy\n")
     out = _estimate_cli(work, "--json", slices=slices)
     assert out.exit_code == 3
     est = json.loads(out.output)
-    assert est["status"] == "incomplete" and est["overall"]["missing"] == 1 and "cover decided cases only" in est["warnings"][0]
+    assert (
+        est["status"] == "incomplete"
+        and est["overall"]["missing"] == 1
+        and "cover decided cases only" in est["warnings"][0]
+    )
 
 
 # -- refusals -------------------------------------------------------------------------------
@@ -191,7 +277,12 @@ def _reseal(report: Path, dest: Path, change) -> Path:
     change(gate)
     (out / "gate.json").write_text(json.dumps(gate))
     lock = read_lock(out)
-    write_lock(out, lock.model_copy(update={"outcome": gate["outcome"], "files": hash_tree(out), "lock_sha256": ""}))
+    write_lock(
+        out,
+        lock.model_copy(
+            update={"outcome": gate["outcome"], "files": hash_tree(out), "lock_sha256": ""}
+        ),
+    )
     assert verify_report(out) != []  # a re-sealed lock is still caught
     return out
 
@@ -217,7 +308,10 @@ def test_refuses_a_report_that_is_not_certified(work: dict[str, Path], tmp_path:
     def review(gate):
         gate["outcome"] = "review_required"
 
-    _refused(_estimate_cli(work, report=_reseal(work["report"], tmp_path / "review", review)), "report_not_certified")
+    _refused(
+        _estimate_cli(work, report=_reseal(work["report"], tmp_path / "review", review)),
+        "report_not_certified",
+    )
     (tmp_path / "empty").mkdir()
     _refused(_estimate_cli(work, report=tmp_path / "empty"), "report_missing")
 
@@ -227,11 +321,16 @@ def test_refuses_a_report_without_figures(work: dict[str, Path], tmp_path: Path)
     def old(gate):
         gate["figures"] = []
 
-    _refused(_estimate_cli(work, report=_reseal(work["report"], tmp_path / "old", old)), "report_without_figures")
+    _refused(
+        _estimate_cli(work, report=_reseal(work["report"], tmp_path / "old", old)),
+        "report_without_figures",
+    )
 
 
 @pytest.mark.notebook
-def test_refuses_a_stale_report_other_ragas(work: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_refuses_a_stale_report_other_ragas(
+    work: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import workbench.judges
 
     monkeypatch.setattr(workbench.judges, "ragas_version", lambda: "0.0.0-not-the-certified-one")
@@ -246,18 +345,32 @@ def test_refuses_traffic_judged_by_another_candidate(work: dict[str, Path]) -> N
 
 
 @pytest.mark.notebook
-def test_refuses_slices_the_certification_does_not_cover(work: dict[str, Path], tmp_path: Path) -> None:
+def test_refuses_slices_the_certification_does_not_cover(
+    work: dict[str, Path], tmp_path: Path
+) -> None:
     def drop(gate):
         gate["figures"] = [f for f in gate["figures"] if f["slice"] != "escalation_handoff"]
 
-    _refused(_estimate_cli(work, report=_reseal(work["report"], tmp_path / "narrow", drop)), "slice_not_certified")
+    _refused(
+        _estimate_cli(work, report=_reseal(work["report"], tmp_path / "narrow", drop)),
+        "slice_not_certified",
+    )
 
     def unmeasured(gate):
         for f in gate["figures"]:
             if f["slice"] == "shipping_delivery":
-                f["false_pass_rate"] = {"k": 0, "n": 0, "rate": None, "ci95_low": None, "ci95_high": None}
+                f["false_pass_rate"] = {
+                    "k": 0,
+                    "n": 0,
+                    "rate": None,
+                    "ci95_low": None,
+                    "ci95_high": None,
+                }
 
-    _refused(_estimate_cli(work, report=_reseal(work["report"], tmp_path / "unmeasured", unmeasured)), "slice_rates_unmeasured")
+    _refused(
+        _estimate_cli(work, report=_reseal(work["report"], tmp_path / "unmeasured", unmeasured)),
+        "slice_rates_unmeasured",
+    )
     rubric = yaml.safe_load((GOLD / "rubric.yaml").read_text())
     rubric["version"] = "another-rubric"
     (tmp_path / "rubric.yaml").write_text(yaml.safe_dump(rubric))
@@ -265,10 +378,14 @@ def test_refuses_slices_the_certification_does_not_cover(work: dict[str, Path], 
 
 
 @pytest.mark.notebook
-def test_refuses_bad_traffic_files_listing_every_problem(work: dict[str, Path], tmp_path: Path) -> None:
+def test_refuses_bad_traffic_files_listing_every_problem(
+    work: dict[str, Path], tmp_path: Path
+) -> None:
     lines = work["slices"].read_text().splitlines()
     slices = tmp_path / "slices.csv"
-    slices.write_text("\n".join([lines[0], *lines[2:], lines[3], "x-1,not_a_slice"]) + "\n")  # first case dropped, one twice, one unknown slice
+    slices.write_text(
+        "\n".join([lines[0], *lines[2:], lines[3], "x-1,not_a_slice"]) + "\n"
+    )  # first case dropped, one twice, one unknown slice
     out = _estimate_cli(work, slices=slices)
     for code in ("unmapped_case", "slices_duplicate", "slices_unknown_slice"):
         assert f"[{code}]" in out.output
@@ -276,7 +393,11 @@ def test_refuses_bad_traffic_files_listing_every_problem(work: dict[str, Path], 
     labelled = tmp_path / "labelled.csv"
     labelled.write_text("case_id,label\nnobody,pass\n" + f"{lines[1].split(',')[0]},maybe\n")
     out = _estimate_cli(work, "--labelled", str(labelled))
-    assert out.exit_code == 2 and "[labelled_unknown_case]" in out.output and "[labelled_unknown_label]" in out.output
+    assert (
+        out.exit_code == 2
+        and "[labelled_unknown_case]" in out.output
+        and "[labelled_unknown_label]" in out.output
+    )
 
 
 # -- the methods -----------------------------------------------------------------------------
@@ -284,7 +405,9 @@ def test_refuses_bad_traffic_files_listing_every_problem(work: dict[str, Path], 
 
 def test_rogan_gladen_and_its_delta_interval_by_hand() -> None:
     r = rogan_gladen(60, 100, 90, 100, 80, 100)
-    assert r.raw == pytest.approx((0.6 + 0.8 - 1) / (0.9 + 0.8 - 1)) and r.youden == pytest.approx(0.7)
+    assert r.raw == pytest.approx((0.6 + 0.8 - 1) / (0.9 + 0.8 - 1)) and r.youden == pytest.approx(
+        0.7
+    )
 
     def ac(x: int, n: int) -> float:
         m = n + Z * Z
@@ -307,7 +430,9 @@ def test_ppi_is_the_published_mean_estimator() -> None:
     r = ppi_mean(y, f_l, f_u)
     # theta_PP = mean f(X~) - mean(f(X) - Y); CI half-width z sqrt(var_f/N + var_(f-Y)/n)
     assert r.estimate == pytest.approx(f_u.mean() - (f_l - y).mean())
-    assert r.se == pytest.approx(math.sqrt(np.var(f_u, ddof=1) / 1000 + np.var(f_l - y, ddof=1) / 50))
+    assert r.se == pytest.approx(
+        math.sqrt(np.var(f_u, ddof=1) / 1000 + np.var(f_l - y, ddof=1) / 50)
+    )
     assert r.rectifier == pytest.approx((y - f_l).mean())
     perfect = ppi_mean(y, y, f_u)  # a judge right on every labelled case: no rectification
     assert perfect.estimate == pytest.approx(f_u.mean()) and perfect.rectifier == 0
@@ -317,7 +442,16 @@ def test_ppi_is_the_published_mean_estimator() -> None:
 
 def _slice(name: str, passes: int, n: int, se: tuple[int, int], sp: tuple[int, int]) -> SliceInput:
     judge = np.array([1.0] * passes + [0.0] * (n - passes))
-    return SliceInput(slice=name, risk=None, judge_pass=judge, human_pass=np.full(n, np.nan), se_x=se[0], se_n=se[1], sp_x=sp[0], sp_n=sp[1])
+    return SliceInput(
+        slice=name,
+        risk=None,
+        judge_pass=judge,
+        human_pass=np.full(n, np.nan),
+        se_x=se[0],
+        se_n=se[1],
+        sp_x=sp[0],
+        sp_n=sp[1],
+    )
 
 
 def test_unstable_undefined_and_clipped_corrections_are_flagged() -> None:
@@ -330,11 +464,21 @@ def test_unstable_undefined_and_clipped_corrections_are_flagged() -> None:
         ]
     )
     near, chance, floor, good = rows
-    assert near.unstable and "close to 1" in " ".join(near.warnings) and near.corrected.estimate is not None
-    assert chance.unstable and chance.corrected.estimate is None and "no better than chance" in " ".join(chance.warnings)
+    assert (
+        near.unstable
+        and "close to 1" in " ".join(near.warnings)
+        and near.corrected.estimate is not None
+    )
+    assert (
+        chance.unstable
+        and chance.corrected.estimate is None
+        and "no better than chance" in " ".join(chance.warnings)
+    )
     assert floor.corrected.raw < 0 and floor.corrected.estimate == 0 and floor.corrected.clipped
     assert not good.unstable and not good.corrected.clipped
-    assert overall.corrected.estimate is None and overall.unstable  # one slice undefined: no overall figure
+    assert (
+        overall.corrected.estimate is None and overall.unstable
+    )  # one slice undefined: no overall figure
     again, _ = estimate_slices([_slice("good", 700, 1000, (95, 100), (90, 100))], seed=1)
     other, _ = estimate_slices([_slice("good", 700, 1000, (95, 100), (90, 100))], seed=2)
     assert again[0].corrected.ci95_low != other[0].corrected.ci95_low  # the seed drives the draws
@@ -346,7 +490,19 @@ def test_unstable_undefined_and_clipped_corrections_are_flagged() -> None:
 def test_corrected_intervals_cover_the_truth_and_the_naive_one_does_not() -> None:
     """500 seeds of DEMO_SCENARIO (known true rates): nominal 95%."""
     table = coverage(DEMO_SCENARIO, range(500), labelled=300).set_index("slice")
-    print("\n" + table[["truth", "naive_coverage", "corrected_coverage", "ppi_coverage", "naive_bias", "corrected_bias"]].to_string())
+    print(
+        "\n"
+        + table[
+            [
+                "truth",
+                "naive_coverage",
+                "corrected_coverage",
+                "ppi_coverage",
+                "naive_bias",
+                "corrected_bias",
+            ]
+        ].to_string()
+    )
     for name, row in table.iterrows():
         assert 0.92 <= row["corrected_coverage"] <= 0.98, name
         assert 0.92 <= row["ppi_coverage"] <= 0.98, name
@@ -355,14 +511,19 @@ def test_corrected_intervals_cover_the_truth_and_the_naive_one_does_not() -> Non
     assert table.loc["(all)", "naive_coverage"] < 0.05
     delta = coverage(DEMO_SCENARIO, range(500), labelled=0, interval="delta").set_index("slice")
     print(delta[["corrected_coverage"]].to_string())
-    assert delta["corrected_coverage"].between(0.93, 0.995).all() and delta["ppi_coverage"].isna().all()
+    assert (
+        delta["corrected_coverage"].between(0.93, 0.995).all()
+        and delta["ppi_coverage"].isna().all()
+    )
 
 
 # -- notebook 06 ------------------------------------------------------------------------------
 
 
 @pytest.mark.notebook
-def test_notebook_06_simulates_checks_coverage_and_estimates_real_traffic(work: dict[str, Path], tmp_path: Path) -> None:
+def test_notebook_06_simulates_checks_coverage_and_estimates_real_traffic(
+    work: dict[str, Path], tmp_path: Path
+) -> None:
     out = tmp_path / "06.ipynb"
     papermill.execute_notebook(
         str(ROOT / "notebooks" / "06_production_estimate.ipynb"),
@@ -388,7 +549,14 @@ def test_notebook_06_simulates_checks_coverage_and_estimates_real_traffic(work: 
 @pytest.mark.notebook
 def test_notebook_06_without_a_report_runs_the_simulation_only(tmp_path: Path) -> None:
     out = tmp_path / "06.ipynb"
-    papermill.execute_notebook(str(ROOT / "notebooks" / "06_production_estimate.ipynb"), str(out), parameters={"coverage_seeds": 20, "labelled": 0}, cwd=str(ROOT / "notebooks"), progress_bar=False, kernel_name="python3")
+    papermill.execute_notebook(
+        str(ROOT / "notebooks" / "06_production_estimate.ipynb"),
+        str(out),
+        parameters={"coverage_seeds": 20, "labelled": 0},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+        kernel_name="python3",
+    )
     text = json.dumps([c.get("outputs", []) for c in nbformat.read(out, as_version=4).cells])
     assert "No report given" in text and "corrected_coverage" in text
 
@@ -408,7 +576,15 @@ def test_every_estimate_and_plan_field_is_documented() -> None:
 
     doc = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
     missing = Counter()
-    for model in (ProductionEstimate, SliceEstimate, CorrectedEstimate, PPIEstimate, CertificationRef, SamplePlan, PlanRow):
+    for model in (
+        ProductionEstimate,
+        SliceEstimate,
+        CorrectedEstimate,
+        PPIEstimate,
+        CertificationRef,
+        SamplePlan,
+        PlanRow,
+    ):
         for name, info in model.model_fields.items():
             if f"`{name}`" not in doc:
                 missing[f"{model.__name__}.{name}"] += 1

@@ -48,7 +48,9 @@ def _checkout(tmp_path: Path, *, writer: bool) -> Path:
     (root / "notebooks" / "keep").write_text("")
     (root / "tests").mkdir()
     (root / "tests" / "conftest.py").write_text(CONFTEST)
-    suite = SUITE if writer else SUITE.replace("def test_writes_a_ledger_into_data", "def _not_a_test")
+    suite = (
+        SUITE if writer else SUITE.replace("def test_writes_a_ledger_into_data", "def _not_a_test")
+    )
     (root / "tests" / "test_suite.py").write_text(suite)
     git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
     subprocess.run(["git", "init", "-q", str(root)], check=True)
@@ -71,7 +73,12 @@ def test_a_write_into_data_fails_the_session(tmp_path: Path, workers: int) -> No
     proc = _pytest(_checkout(tmp_path, writer=True), workers)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "3 passed" in proc.stdout  # every test passed: only the guard fails the session
-    assert proc.stdout.count("tests wrote into committed trees (use a tmp copy): ?? data/held_out_ledger.jsonl") == 1, proc.stdout
+    assert (
+        proc.stdout.count(
+            "tests wrote into committed trees (use a tmp copy): ?? data/held_out_ledger.jsonl"
+        )
+        == 1
+    ), proc.stdout
 
 
 def test_a_session_that_only_reads_passes(tmp_path: Path) -> None:

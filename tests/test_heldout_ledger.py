@@ -54,8 +54,12 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     happen in the command itself; the concurrent and killed certifications below stay processes.
     """
     result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output  # never a traceback
-    return subprocess.CompletedProcess(["workbench", *args], result.exit_code, result.stdout, result.stderr)
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        result.output
+    )  # never a traceback
+    return subprocess.CompletedProcess(
+        ["workbench", *args], result.exit_code, result.stdout, result.stderr
+    )
 
 
 def lines(path: Path) -> list[str]:
@@ -82,19 +86,41 @@ def test_certifying_into_another_reports_directory_is_refused(certified, tmp_pat
     assert not (first.report_dir.parents[2] / LEDGER_FILE).exists()  # not in the reports root
     before = ledger.read_bytes()
     other = tmp_path / "reports-B"
-    result = run_cli("certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--gold", str(gold), "--reports", str(other))
+    result = run_cli(
+        "certify",
+        "--candidate",
+        str(CANDIDATE),
+        "--policy",
+        str(POLICY),
+        "--gold",
+        str(gold),
+        "--reports",
+        str(other),
+    )
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "held_out_reuse" in result.stderr and first.report_id in result.stderr and "Traceback" not in result.stderr
-    assert not other.exists() and ledger.read_bytes() == before  # nothing allocated, nothing recorded
+    assert (
+        "held_out_reuse" in result.stderr
+        and first.report_id in result.stderr
+        and "Traceback" not in result.stderr
+    )
+    assert (
+        not other.exists() and ledger.read_bytes() == before
+    )  # nothing allocated, nothing recorded
     listing = run_cli("reports", "--reports", str(other), "--gold", str(gold), "--ledger")
-    assert listing.returncode == 0 and "chain intact" in listing.stdout and first.report_id in listing.stdout
+    assert (
+        listing.returncode == 0
+        and "chain intact" in listing.stdout
+        and first.report_id in listing.stdout
+    )
 
 
 def test_the_project_declares_one_ledger(tmp_path: Path) -> None:
     project = tmp_path / "project"
     gold = fresh_gold(project / "data")
     (project / ".git").mkdir()
-    assert ledger_path_for(gold) == (gold / LEDGER_FILE).resolve()  # a git root without config: beside the data
+    assert (
+        ledger_path_for(gold) == (gold / LEDGER_FILE).resolve()
+    )  # a git root without config: beside the data
     (project / "workbench.yaml").write_text("held_out_ledger: evidence/held_out.jsonl\n")
     assert ledger_path_for(gold) == (project / "evidence" / "held_out.jsonl").resolve()
     assert ledger_path_for(gold / "gold.jsonl") == ledger_path_for(gold)
@@ -145,26 +171,57 @@ def _delete_a_middle_line(rows: list[dict]) -> tuple[list[dict], int]:
 
 
 @pytest.mark.notebook
-@pytest.mark.parametrize("tamper", [_edit_outcome, _edit_and_rehash_the_line, _delete_first_line, _delete_a_middle_line], ids=lambda f: f.__name__.strip("_"))
-def test_an_edited_or_deleted_ledger_line_breaks_the_chain(certified, tmp_path: Path, tamper) -> None:
+@pytest.mark.parametrize(
+    "tamper",
+    [_edit_outcome, _edit_and_rehash_the_line, _delete_first_line, _delete_a_middle_line],
+    ids=lambda f: f.__name__.strip("_"),
+)
+def test_an_edited_or_deleted_ledger_line_breaks_the_chain(
+    certified, tmp_path: Path, tamper
+) -> None:
     gold, _, first = certified
     copy = tmp_path / "gold"
     shutil.copytree(gold, copy)  # the dataset travels with its ledger
     ledger = copy / LEDGER_FILE
     rows = [json.loads(line) for line in lines(ledger)]
     assert [r["event"] for r in rows] == ["started", "finished"]
-    rows.append(_rehash({**rows[1], "entry_id": "ldg-later", "previous_sha256": rows[1]["entry_sha256"], "event": "aborted", "outcome": "aborted", "opens": rows[0]["entry_id"]}))
+    rows.append(
+        _rehash(
+            {
+                **rows[1],
+                "entry_id": "ldg-later",
+                "previous_sha256": rows[1]["entry_sha256"],
+                "event": "aborted",
+                "outcome": "aborted",
+                "opens": rows[0]["entry_id"],
+            }
+        )
+    )
     ledger.write_text("".join(json.dumps(r) + "\n" for r in rows))  # a valid three-line chain
     assert HeldOutLedger(ledger).read().ok
     tampered, broken_at = tamper(rows)
     ledger.write_text("".join(json.dumps(r) + "\n" for r in tampered))
     reports = tmp_path / "reports"
-    result = run_cli("certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--gold", str(copy), "--reports", str(reports))
+    result = run_cli(
+        "certify",
+        "--candidate",
+        str(CANDIDATE),
+        "--policy",
+        str(POLICY),
+        "--gold",
+        str(copy),
+        "--reports",
+        str(reports),
+    )
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"chain broken at line {broken_at}" in result.stderr and "Traceback" not in result.stderr
     assert not reports.exists()  # held-out data untouched
     listing = run_cli("reports", "--gold", str(copy), "--ledger", "--reports", str(reports))
-    assert listing.returncode == 1 and "CHAIN BROKEN" in listing.stdout and f"chain broken at line {broken_at}" in listing.stderr
+    assert (
+        listing.returncode == 1
+        and "CHAIN BROKEN" in listing.stdout
+        and f"chain broken at line {broken_at}" in listing.stderr
+    )
 
 
 @pytest.mark.notebook
@@ -173,8 +230,22 @@ def test_deleting_the_last_lines_is_caught_by_the_reports_on_disk(tmp_path: Path
     reports = tmp_path / "reports"
     first = certify(CANDIDATE, POLICY, gold, reports_root=reports)
     (gold / LEDGER_FILE).write_text("")  # every line gone: no chain left to break
-    result = run_cli("certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--gold", str(gold), "--reports", str(reports))
-    assert result.returncode == 2 and "ledger_truncated" in result.stderr and first.report_id in result.stderr
+    result = run_cli(
+        "certify",
+        "--candidate",
+        str(CANDIDATE),
+        "--policy",
+        str(POLICY),
+        "--gold",
+        str(gold),
+        "--reports",
+        str(reports),
+    )
+    assert (
+        result.returncode == 2
+        and "ledger_truncated" in result.stderr
+        and first.report_id in result.stderr
+    )
     assert sorted(p.name for p in first.report_dir.parent.iterdir()) == ["1"]
     verified = run_cli("verify", str(first.report_dir))
     assert verified.returncode == 1 and "ledger_entry_missing" in verified.stderr
@@ -184,12 +255,34 @@ def test_deleting_the_last_lines_is_caught_by_the_reports_on_disk(tmp_path: Path
 
 
 @pytest.mark.notebook
-def test_two_simultaneous_certifications_give_one_certification_and_one_refusal(tmp_path: Path) -> None:
+def test_two_simultaneous_certifications_give_one_certification_and_one_refusal(
+    tmp_path: Path,
+) -> None:
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
     for trial in range(3):
         gold = fresh_gold(tmp_path, f"gold-{trial}")
         procs = [
-            subprocess.Popen([PYTHON, "-m", "workbench", "certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--gold", str(gold), "--reports", str(tmp_path / f"r{trial}-{k}")], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                [
+                    PYTHON,
+                    "-m",
+                    "workbench",
+                    "certify",
+                    "--candidate",
+                    str(CANDIDATE),
+                    "--policy",
+                    str(POLICY),
+                    "--gold",
+                    str(gold),
+                    "--reports",
+                    str(tmp_path / f"r{trial}-{k}"),
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             for k in range(2)
         ]
         outs = [p.communicate(timeout=600) for p in procs]
@@ -197,7 +290,11 @@ def test_two_simultaneous_certifications_give_one_certification_and_one_refusal(
         assert codes[0] in (0, 1, 3, 4) and codes[1] == 2, (trial, codes, outs)
         refused = next(err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode == 2)
         assert "held_out_reuse" in refused and "Traceback" not in refused
-        used = [d for k in range(2) for d in (tmp_path / f"r{trial}-{k}").glob("*/*/*/restricted/run/results.jsonl")]
+        used = [
+            d
+            for k in range(2)
+            for d in (tmp_path / f"r{trial}-{k}").glob("*/*/*/restricted/run/results.jsonl")
+        ]
         assert len(used) == 1, (trial, used)  # held-out data judged once
         entries = HeldOutLedger(ledger_path_for(gold)).entries()
         assert [e.event for e in entries] == ["started", "finished"]
@@ -221,12 +318,23 @@ def _self_made_entry(ledger: HeldOutLedger, gold: Path, report_dir: Path):
     judge = load_candidate(CANDIDATE)
     dataset = load_dataset(gold)
     with ledger.locked():
-        return ledger.start(candidate=judge.spec.label, fingerprint=judge.identity.fingerprint(), dataset_sha256=dataset.sha256, manifest_sha256=held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out")), report_id=f"{report_dir.parent.parent.name}/{report_dir.parent.name}/{report_dir.name}", reports_root=report_dir.parents[2], gold=gold, rerun_reason=None)
+        return ledger.start(
+            candidate=judge.spec.label,
+            fingerprint=judge.identity.fingerprint(),
+            dataset_sha256=dataset.sha256,
+            manifest_sha256=held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out")),
+            report_id=f"{report_dir.parent.parent.name}/{report_dir.parent.name}/{report_dir.name}",
+            reports_root=report_dir.parents[2],
+            gold=gold,
+            rerun_reason=None,
+        )
 
 
 @pytest.mark.notebook
 @pytest.mark.parametrize("attack", ["self_made_ledger", "token_not_opened", "hand_appended_entry"])
-def test_the_notebook_refuses_to_run_unless_certify_opened_its_entry(tmp_path: Path, attack: str) -> None:
+def test_the_notebook_refuses_to_run_unless_certify_opened_its_entry(
+    tmp_path: Path, attack: str
+) -> None:
     import papermill
 
     gold = fresh_gold(tmp_path)
@@ -250,30 +358,53 @@ def test_the_notebook_refuses_to_run_unless_certify_opened_its_entry(tmp_path: P
         expected = "certification_not_running"
     try:
         with pytest.raises(papermill.PapermillExecutionError) as info:
-            papermill.execute_notebook(str(ROOT / "notebooks" / "03_certify.ipynb"), str(tmp_path / "out.ipynb"), parameters=params, cwd=str(report_dir), progress_bar=False, log_output=False)
+            papermill.execute_notebook(
+                str(ROOT / "notebooks" / "03_certify.ipynb"),
+                str(tmp_path / "out.ipynb"),
+                parameters=params,
+                cwd=str(report_dir),
+                progress_bar=False,
+                log_output=False,
+            )
     finally:
         if hold is not None:
             hold.release()
     assert expected in str(info.value)
-    assert not (report_dir / "restricted" / "run").exists() and not (report_dir / "gate.json").exists()  # no held-out case judged
+    assert (
+        not (report_dir / "restricted" / "run").exists() and not (report_dir / "gate.json").exists()
+    )  # no held-out case judged
 
 
 # -- align --partition held_out ------------------------------------------------------------
 
 
 @pytest.mark.notebook
-def test_align_refuses_held_out_results_no_certification_recorded(certified, tmp_path: Path) -> None:
+def test_align_refuses_held_out_results_no_certification_recorded(
+    certified, tmp_path: Path
+) -> None:
     gold, _, first = certified
     recorded = first.report_dir / "restricted" / "run" / "results.jsonl"
-    ok = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(recorded), "--partition", "held_out"])
+    ok = CliRunner().invoke(
+        main, ["align", "--gold", str(gold), "--results", str(recorded), "--partition", "held_out"]
+    )
     assert ok.exit_code == 0, ok.output
     altered = tmp_path / "results.jsonl"
     altered.write_text("".join(line + "\n" for line in lines(recorded)[1:]))  # one verdict dropped
     for partition in (["--partition", "held_out"], []):
-        refused = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(altered), *partition])
-        assert refused.exit_code == 2 and "held_out_unaccounted" in refused.output, (partition, refused.output)
-    elsewhere = fresh_gold(tmp_path, "no-ledger")  # the same data without its ledger accounts for nothing
-    refused = CliRunner().invoke(main, ["align", "--gold", str(elsewhere), "--results", str(recorded), "--partition", "held_out"])
+        refused = CliRunner().invoke(
+            main, ["align", "--gold", str(gold), "--results", str(altered), *partition]
+        )
+        assert refused.exit_code == 2 and "held_out_unaccounted" in refused.output, (
+            partition,
+            refused.output,
+        )
+    elsewhere = fresh_gold(
+        tmp_path, "no-ledger"
+    )  # the same data without its ledger accounts for nothing
+    refused = CliRunner().invoke(
+        main,
+        ["align", "--gold", str(elsewhere), "--results", str(recorded), "--partition", "held_out"],
+    )
     assert refused.exit_code == 2 and "held_out_unaccounted" in refused.output
 
 
@@ -281,7 +412,9 @@ def test_align_refuses_held_out_results_no_certification_recorded(certified, tmp
 
 
 @pytest.mark.notebook
-def test_a_killed_certification_is_aborted_listed_and_chained(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_killed_certification_is_aborted_listed_and_chained(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workbench.demo.fake_llm import respond
     from workbench.testing import FakeLLM
 
@@ -289,14 +422,41 @@ def test_a_killed_certification_is_aborted_listed_and_chained(tmp_path: Path, mo
     reports = tmp_path / "reports"
     monkeypatch.setenv("DEMO_LLM_API_KEY", "sk-test-kill")
     with FakeLLM(responder=respond, latency_s=0.2) as server:
-        spec = yaml.safe_load((ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text())
+        spec = yaml.safe_load(
+            (ROOT / "data" / "candidates" / "support-llm-judge@1.yaml").read_text()
+        )
         spec["endpoint"]["base_url"] = server.base_url
         candidates = tmp_path / "candidates"
         (candidates / "prompts").mkdir(parents=True)
-        shutil.copyfile(ROOT / "data" / "candidates" / "prompts" / "support-llm-judge@1.md", candidates / "prompts" / "support-llm-judge@1.md")
+        shutil.copyfile(
+            ROOT / "data" / "candidates" / "prompts" / "support-llm-judge@1.md",
+            candidates / "prompts" / "support-llm-judge@1.md",
+        )
         candidate = candidates / "support-llm-judge@1.yaml"
         candidate.write_text(yaml.safe_dump(spec))
-        proc = subprocess.Popen([PYTHON, "-m", "workbench", "certify", "--candidate", str(candidate), "--policy", str(POLICY), "--gold", str(gold), "--reports", str(reports), "--concurrency", "1"], cwd=ROOT, env={**os.environ, "RAGAS_DO_NOT_TRACK": "true"}, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "workbench",
+                "certify",
+                "--candidate",
+                str(candidate),
+                "--policy",
+                str(POLICY),
+                "--gold",
+                str(gold),
+                "--reports",
+                str(reports),
+                "--concurrency",
+                "1",
+            ],
+            cwd=ROOT,
+            env={**os.environ, "RAGAS_DO_NOT_TRACK": "true"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
         results = reports / "support-llm-judge" / "1" / "1" / "restricted" / "run" / "results.jsonl"
         deadline = time.monotonic() + 300
         try:
@@ -315,20 +475,56 @@ def test_a_killed_certification_is_aborted_listed_and_chained(tmp_path: Path, mo
         listing = CliRunner().invoke(main, ["reports", "--reports", str(reports), "--json"])
         assert listing.exit_code == 0, listing.output
         rows = json.loads(listing.output)
-        assert [(r["report_id"], r["status"]) for r in rows] == [("support-llm-judge/1/1", "aborted")]
+        assert [(r["report_id"], r["status"]) for r in rows] == [
+            ("support-llm-judge/1/1", "aborted")
+        ]
         entries = ledger.entries()
-        assert [e.event for e in entries] == ["started", "aborted"] and entries[1].held_out_used is True
+        assert [e.event for e in entries] == ["started", "aborted"] and entries[
+            1
+        ].held_out_used is True
         unlocked = run_cli("verify", str(partial))
-        assert unlocked.returncode == 1 and "report_unlocked" in unlocked.stderr and "Traceback" not in unlocked.stderr
+        assert (
+            unlocked.returncode == 1
+            and "report_unlocked" in unlocked.stderr
+            and "Traceback" not in unlocked.stderr
+        )
 
-        again = run_cli("certify", "--candidate", str(candidate), "--policy", str(POLICY), "--gold", str(gold), "--reports", str(reports))
-        assert again.returncode == 2 and "held_out_reuse" in again.stderr  # an aborted run counts as a use
-        second = certify(candidate, POLICY, gold, reports_root=reports, rerun_reason="the first certification was killed", concurrency=16)
+        again = run_cli(
+            "certify",
+            "--candidate",
+            str(candidate),
+            "--policy",
+            str(POLICY),
+            "--gold",
+            str(gold),
+            "--reports",
+            str(reports),
+        )
+        assert (
+            again.returncode == 2 and "held_out_reuse" in again.stderr
+        )  # an aborted run counts as a use
+        second = certify(
+            candidate,
+            POLICY,
+            gold,
+            reports_root=reports,
+            rerun_reason="the first certification was killed",
+            concurrency=16,
+        )
     lock = read_lock(second.report_dir)
     assert second.report_id == "support-llm-judge/1/2"
-    assert lock.previous_report is not None and lock.previous_report.model_dump() == {"report_id": "support-llm-judge/1/1", "lock_sha256": None, "status": "aborted"}
+    assert lock.previous_report is not None and lock.previous_report.model_dump() == {
+        "report_id": "support-llm-judge/1/1",
+        "lock_sha256": None,
+        "status": "aborted",
+    }
     assert verify_report(second.report_dir) == []
-    assert [e.event for e in HeldOutLedger(ledger_path_for(gold)).entries()] == ["started", "aborted", "started", "finished"]
+    assert [e.event for e in HeldOutLedger(ledger_path_for(gold)).entries()] == [
+        "started",
+        "aborted",
+        "started",
+        "finished",
+    ]
 
 
 @pytest.mark.notebook
@@ -340,10 +536,38 @@ def test_uses_in_the_earlier_reports_root_ledger_still_count(tmp_path: Path) -> 
     manifest = held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out"))
     reports = tmp_path / "reports"
     reports.mkdir()
-    legacy = {"schema_version": 1, "entry_id": "ldg-old", "event": "started", "who": "someone", "when": "2026-11-01T10:00:00Z", "candidate": judge.spec.label, "candidate_fingerprint": judge.identity.fingerprint(), "dataset_sha256": dataset.sha256, "held_out_manifest_sha256": manifest, "report_id": "rubric-judge/2/1"}
+    legacy = {
+        "schema_version": 1,
+        "entry_id": "ldg-old",
+        "event": "started",
+        "who": "someone",
+        "when": "2026-11-01T10:00:00Z",
+        "candidate": judge.spec.label,
+        "candidate_fingerprint": judge.identity.fingerprint(),
+        "dataset_sha256": dataset.sha256,
+        "held_out_manifest_sha256": manifest,
+        "report_id": "rubric-judge/2/1",
+    }
     (reports / LEDGER_FILE).write_text(json.dumps(legacy) + "\n")
-    result = CliRunner().invoke(main, ["certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--gold", str(gold), "--reports", str(reports)])
-    assert result.exit_code == 2 and "held_out_reuse" in result.output and "earlier held-out ledger" in result.output
+    result = CliRunner().invoke(
+        main,
+        [
+            "certify",
+            "--candidate",
+            str(CANDIDATE),
+            "--policy",
+            str(POLICY),
+            "--gold",
+            str(gold),
+            "--reports",
+            str(reports),
+        ],
+    )
+    assert (
+        result.exit_code == 2
+        and "held_out_reuse" in result.output
+        and "earlier held-out ledger" in result.output
+    )
     assert not (reports / "rubric-judge").exists()
 
 
@@ -365,6 +589,8 @@ def test_held_out_access_cannot_be_made_by_hand(tmp_path: Path) -> None:
     canonical = HeldOutLedger(ledger_path_for(gold))
     real, _, hold = _self_made_entry(canonical, gold, report_dir)
     try:
-        assert HeldOutAccess(canonical.path, real).entry == real  # the dataset's own ledger, open: granted
+        assert (
+            HeldOutAccess(canonical.path, real).entry == real
+        )  # the dataset's own ledger, open: granted
     finally:
         hold.release()

@@ -63,7 +63,9 @@ def _targets(statement: ast.Import | ast.ImportFrom, package: str, modules: set[
         module = ".".join([*base, statement.module] if statement.module else base)
     else:
         module = statement.module or ""
-    return [f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in statement.names]
+    return [
+        f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in statement.names
+    ]
 
 
 def _node(module: str, top: str) -> str | None:
@@ -128,20 +130,37 @@ def cycles(graph: dict[str, set[str]]) -> list[frozenset[str]]:
 
 
 def format_graph(graph: dict[str, set[str]]) -> str:
-    return "\n".join(f"{a} -> {', '.join(sorted(b)) or '(nothing)'}" for a, b in sorted(graph.items()))
+    return "\n".join(
+        f"{a} -> {', '.join(sorted(b)) or '(nothing)'}" for a, b in sorted(graph.items())
+    )
 
 
 def test_no_import_cycles_between_packages() -> None:
     graph = import_graph()
     found = [c for c in cycles(graph) if c not in ALLOWED_CYCLES]
-    assert found == [], "import cycles between packages: " + "; ".join(" <-> ".join(sorted(c)) for c in found) + "\n" + format_graph(graph)
+    assert found == [], (
+        "import cycles between packages: "
+        + "; ".join(" <-> ".join(sorted(c)) for c in found)
+        + "\n"
+        + format_graph(graph)
+    )
 
 
 def test_the_graph_sees_the_packages_and_their_known_edges() -> None:
     graph = import_graph()
-    assert {"workbench.judges", "workbench.noise", "workbench.ranking", "workbench.runs", "workbench.cli", "workbench._io"} <= set(graph)
+    assert {
+        "workbench.judges",
+        "workbench.noise",
+        "workbench.ranking",
+        "workbench.runs",
+        "workbench.cli",
+        "workbench._io",
+    } <= set(graph)
     # the kind packages import the registry; the registry imports neither of them
-    assert "workbench.judges" in graph["workbench.noise"] and "workbench.judges" in graph["workbench.ranking"]
+    assert (
+        "workbench.judges" in graph["workbench.noise"]
+        and "workbench.judges" in graph["workbench.ranking"]
+    )
     assert not {"workbench.noise", "workbench.ranking"} & graph["workbench.judges"]
 
 
@@ -190,7 +209,9 @@ def test_imports_inside_functions_and_type_checking_are_not_edges(tmp_path: Path
 
 def test_importing_the_registry_loads_no_kind_package() -> None:
     probe = "import sys, workbench.judges as j; print(sorted(m for m in sys.modules if m.startswith(('workbench.noise', 'workbench.ranking'))))"
-    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 

@@ -69,7 +69,9 @@ def test_init_writes_every_template_and_refuses_to_overwrite(tmp_path: Path) -> 
     again = cli("init", root, "--name", NAME)
     assert again.exit_code == 2
     listed = [line for line in again.output.splitlines() if "[init_file_exists]" in line]
-    assert sorted(line.split(": error:")[0] for line in listed) == sorted(str(root / f) for f in FILES)
+    assert sorted(line.split(": error:")[0] for line in listed) == sorted(
+        str(root / f) for f in FILES
+    )
     assert {f: (root / f).read_bytes() for f in FILES} == before
 
     # One existing file is enough to write nothing at all, and it is left untouched.
@@ -78,7 +80,9 @@ def test_init_writes_every_template_and_refuses_to_overwrite(tmp_path: Path) -> 
     (other / "data" / "policies" / "faq@1.yaml").write_text("mine\n")
     refused = cli("init", other, "--name", NAME)
     assert refused.exit_code == 2 and refused.output.count("[init_file_exists]") == 1
-    assert [p for p in other.rglob("*") if p.is_file()] == [other / "data" / "policies" / "faq@1.yaml"]
+    assert [p for p in other.rglob("*") if p.is_file()] == [
+        other / "data" / "policies" / "faq@1.yaml"
+    ]
     assert (other / "data" / "policies" / "faq@1.yaml").read_text() == "mine\n"
 
 
@@ -97,16 +101,23 @@ def test_unfilled_templates_refuse_to_load(tmp_path: Path) -> None:
     assert {p.message.split(":")[0] for p in info.value.problems} >= {"owner", "rationale"}
     with pytest.raises(WorkbenchError) as info:
         load_spec(root / "data/candidates/faq-judge@1.yaml")
-    assert {p.message.split(":")[0] for p in info.value.problems} == {"pricing.input_per_million_usd", "pricing.output_per_million_usd"}
+    assert {p.message.split(":")[0] for p in info.value.problems} == {
+        "pricing.input_per_million_usd",
+        "pricing.output_per_million_usd",
+    }
     with pytest.raises(WorkbenchError) as info:
         load_suite(root / "data/controls/faq-controls@1.yaml")
-    assert len(info.value.problems) >= 4 * 11  # input, response, grading_notes, rationale of each control
+    assert (
+        len(info.value.problems) >= 4 * 11
+    )  # input, response, grading_notes, rationale of each control
     with pytest.raises(WorkbenchError) as info:
         load_rubric(root / "data/faq/rubric.yaml")
     assert [p.code for p in info.value.problems] == ["rubric_risk_unset"]
 
 
-def test_filled_templates_load_with_the_real_loaders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_filled_templates_load_with_the_real_loaders(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = init_project(tmp_path / "p", name=NAME).root
     # Rubric: a person sets the placeholder slice's risk.
     rubric_path = root / "data/faq/rubric.yaml"
@@ -122,22 +133,47 @@ def test_filled_templates_load_with_the_real_loaders(tmp_path: Path, monkeypatch
     # ... at its strictest.
     assert raw["max_evaluator_errors"] == 0 and raw["max_cost_usd"] == 0
     assert raw["controls"]["blocking_roles"] == list(ROLES)
-    assert all(placeholder[k] == 0 for k in ("max_false_passes", "max_false_pass_rate", "max_false_fail_rate", "max_abstention_rate"))
-    assert placeholder["false_pass_rate_basis"] == placeholder["false_fail_rate_basis"] == "upper_95"
+    assert all(
+        placeholder[k] == 0
+        for k in (
+            "max_false_passes",
+            "max_false_pass_rate",
+            "max_false_fail_rate",
+            "max_abstention_rate",
+        )
+    )
+    assert (
+        placeholder["false_pass_rate_basis"] == placeholder["false_fail_rate_basis"] == "upper_95"
+    )
     assert placeholder["risk"] == "critical"
-    text = policy_path.read_text().replace('owner: ""', "owner: Quality lead").replace('rationale: ""', "rationale: Written before results.")
+    text = (
+        policy_path.read_text()
+        .replace('owner: ""', "owner: Quality lead")
+        .replace('rationale: ""', "rationale: Written before results.")
+    )
     text = text.replace("REPLACE_WITH_A_SLICE_NAME", next(iter(rubric.slices)))
     policy_path.write_text(text)
     policy = load_policy(policy_path)
     assert policy.label == "faq@1" and policy.rubric_version == rubric.version
-    assert set(policy.slices) == set(rubric.slices) and policy.slices["general"].risk == rubric.slices["general"].risk
-    assert (policy_path.parent / policy.controls.suite).resolve() == (root / "data/controls/faq-controls@1.yaml").resolve()
+    assert (
+        set(policy.slices) == set(rubric.slices)
+        and policy.slices["general"].risk == rubric.slices["general"].risk
+    )
+    assert (policy_path.parent / policy.controls.suite).resolve() == (
+        root / "data/controls/faq-controls@1.yaml"
+    ).resolve()
 
     # Candidate: model and prices; the key is read from the variable it names.
     spec_path = root / "data/candidates/faq-judge@1.yaml"
     raw_spec = yaml.safe_load(spec_path.read_text())
-    assert raw_spec["endpoint"]["api_key_env"] == "OPENAI_API_KEY" and raw_spec["kind"] == "ragas-llm"
-    spec_path.write_text(spec_path.read_text().replace("model: null", "model: fake-judge").replace("_usd: null", "_usd: 0.5"))
+    assert (
+        raw_spec["endpoint"]["api_key_env"] == "OPENAI_API_KEY" and raw_spec["kind"] == "ragas-llm"
+    )
+    spec_path.write_text(
+        spec_path.read_text()
+        .replace("model: null", "model: fake-judge")
+        .replace("_usd: null", "_usd: 0.5")
+    )
     spec, path = load_spec(spec_path)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(WorkbenchError) as info:
@@ -167,7 +203,9 @@ def _reviews_csv(path: Path) -> Path:
         for i in range(24):
             votes = ["pass", "pass", "fail"] if i % 3 else ["fail", "fail", "pass"]
             for who, vote in zip(["ann", "bo", "cy"], votes, strict=True):
-                writer.writerow([f"q{i}", f"Question {i}?", f"Answer {i}.", who, vote, topics[i % 2]])
+                writer.writerow(
+                    [f"q{i}", f"Question {i}?", f"Answer {i}.", who, vote, topics[i % 2]]
+                )
     return path
 
 
@@ -178,19 +216,41 @@ def _commands(next_steps: str) -> list[list[str]]:
 
 
 @pytest.mark.notebook
-def test_next_steps_walk_through_runs_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_next_steps_walk_through_runs_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     root = init_project(tmp_path / "proj", name=NAME).root
     next_steps = (root / "NEXT_STEPS.md").read_text()
     commands = _commands(next_steps)
     verbs = [c[1] for c in commands]
     # The order a user follows: import -> validate -> agreement -> develop -> calibrate -> certify.
-    assert verbs == ["import", "validate", "agreement", "card", "controls", "run", "align", "run", "gate", "certify", "verify"]
-    assert next_steps.index("01_develop.ipynb") < next_steps.index("--partition calibration") < next_steps.index("workbench certify")
+    assert verbs == [
+        "import",
+        "validate",
+        "agreement",
+        "card",
+        "controls",
+        "run",
+        "align",
+        "run",
+        "gate",
+        "certify",
+        "verify",
+    ]
+    assert (
+        next_steps.index("01_develop.ipynb")
+        < next_steps.index("--partition calibration")
+        < next_steps.index("workbench certify")
+    )
     # Every command and option exists.
     for args in commands:
         command: Any = main
         words = args[1:]
-        while isinstance(command, click.Group) and words and (sub := command.get_command(click.Context(command), words[0])) is not None:
+        while (
+            isinstance(command, click.Group)
+            and words
+            and (sub := command.get_command(click.Context(command), words[0])) is not None
+        ):
             command, words = sub, words[1:]
         command.make_context(args[1], list(words))
 
@@ -218,21 +278,42 @@ def test_next_steps_walk_through_runs_as_printed(tmp_path: Path, monkeypatch: py
     run(by_verb["card"][0])
 
     policy = root / "data/policies/faq@1.yaml"
-    text = policy.read_text().replace('owner: ""', "owner: Quality lead").replace('rationale: ""', "rationale: Written first.")
+    text = (
+        policy.read_text()
+        .replace('owner: ""', "owner: Quality lead")
+        .replace('rationale: ""', "rationale: Written first.")
+    )
     block = text[text.index("  REPLACE_WITH_A_SLICE_NAME:") :]
-    text = text.replace(block, "".join(block.replace("REPLACE_WITH_A_SLICE_NAME", s).replace("risk: critical", "risk: high") for s in ("billing", "shipping")))
+    text = text.replace(
+        block,
+        "".join(
+            block.replace("REPLACE_WITH_A_SLICE_NAME", s).replace("risk: critical", "risk: high")
+            for s in ("billing", "shipping")
+        ),
+    )
     policy.write_text(text)
     assert set(load_policy(policy).slices) == set(load_dataset(root / "data/faq").rubric.slices)
     fill_blanks(root / "data/controls/faq-controls@1.yaml")
     spec = root / "data/candidates/faq-judge@1.yaml"
-    with FakeLLM(rules=[Rule(contains="Answer 3.", reply=Reply(value="pass"))], default=Reply(value="fail"), require_api_key="sk-test-key-for-the-fake-server") as server:
-        spec.write_text(spec.read_text().replace("model: null", "model: fake-judge").replace("https://api.openai.com/v1", server.base_url).replace("_usd: null", "_usd: 0.15"))
+    with FakeLLM(
+        rules=[Rule(contains="Answer 3.", reply=Reply(value="pass"))],
+        default=Reply(value="fail"),
+        require_api_key="sk-test-key-for-the-fake-server",
+    ) as server:
+        spec.write_text(
+            spec.read_text()
+            .replace("model: null", "model: fake-judge")
+            .replace("https://api.openai.com/v1", server.base_url)
+            .replace("_usd: null", "_usd: 0.15")
+        )
         run(by_verb["controls"][0], expect=(0, 1))
         run(by_verb["run"][0])
         aligned = run(by_verb["align"][0])
         assert "development" in aligned.output
         # The develop notebook saves version 2; here the same spec stands in for it.
-        (root / "data/candidates/faq-judge@2.yaml").write_text(spec.read_text().replace('version: "1"', 'version: "2"'))
+        (root / "data/candidates/faq-judge@2.yaml").write_text(
+            spec.read_text().replace('version: "1"', 'version: "2"')
+        )
         run(by_verb["run"][1])
         gated = run(by_verb["gate"][0], expect=(1, 3, 4))
         assert server.call_count > 0

@@ -140,7 +140,9 @@ def test_repair_keeps_a_complete_record_that_only_lacks_its_newline(tmp_path):
 def test_repair_finds_the_last_newline_beyond_one_block(tmp_path):
     path = tmp_path / "log.jsonl"
     big = json.dumps({"text": "x" * 200_000})
-    path.write_bytes(big.encode() + b"\n" + big[:150_000].encode())  # torn record > one 64 KiB block
+    path.write_bytes(
+        big.encode() + b"\n" + big[:150_000].encode()
+    )  # torn record > one 64 KiB block
     with AppendOnlyLog(path) as log:
         assert log.repaired_bytes == 150_000
     assert path.read_bytes() == big.encode() + b"\n"

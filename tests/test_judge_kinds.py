@@ -44,9 +44,13 @@ PROMPT = "Question: {user_input}\n\nResponse:\n{response}\n\nAnswer pass or fail
 class TerseReasonJudge(LLMJudge):
     """A kind outside the core: an LLM verdict whose reason has fewer than 3 words is refused."""
 
-    def _interpret(self, result: Any, exchange: Any, judge_input: Any, ref: CaseRef | None) -> Verdict:
+    def _interpret(
+        self, result: Any, exchange: Any, judge_input: Any, ref: CaseRef | None
+    ) -> Verdict:
         if result.reason is not None and len(str(result.reason).split()) < 3:
-            return self._failed(exchange, "reason_too_short", f"the reason {result.reason!r} has fewer than 3 words")
+            return self._failed(
+                exchange, "reason_too_short", f"the reason {result.reason!r} has fewer than 3 words"
+            )
         return super()._interpret(result, exchange, judge_input, ref)
 
 
@@ -67,7 +71,12 @@ def write_spec(directory: Path, kind: str, base_url: str = "http://127.0.0.1:9/v
         "labels": ["pass", "fail"],
         "model": "fake-judge",
         "prompt": PROMPT,
-        "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "timeout_s": 2, "max_retries": 1},
+        "endpoint": {
+            "base_url": base_url,
+            "api_key_env": KEY_ENV,
+            "timeout_s": 2,
+            "max_retries": 1,
+        },
         "params": {"temperature": 0, "max_tokens": 100},
     }
     directory.mkdir(parents=True, exist_ok=True)
@@ -76,21 +85,40 @@ def write_spec(directory: Path, kind: str, base_url: str = "http://127.0.0.1:9/v
     return path
 
 
-def test_a_kind_outside_the_core_subclasses_llm_judge_and_runs(make_dataset, tmp_path: Path) -> None:
+def test_a_kind_outside_the_core_subclasses_llm_judge_and_runs(
+    make_dataset, tmp_path: Path
+) -> None:
     register_kind("test-terse-llm")(TerseReasonJudge)
     assert "test-terse-llm" in available_kinds()
-    cases = [make_case(f"c{i}", "pass", response=f"Answer {i}: refund in 5 business days.") for i in range(4)]
+    cases = [
+        make_case(f"c{i}", "pass", response=f"Answer {i}: refund in 5 business days.")
+        for i in range(4)
+    ]
     gold = make_dataset(cases)
     rules = [Rule(contains="Answer 0:", reply=Reply(value="pass", reason="fine"))]
-    with FakeLLM(rules=rules, default=Reply(value="pass", reason="names the refund window"), require_api_key="k-test-kinds") as server:
+    with FakeLLM(
+        rules=rules,
+        default=Reply(value="pass", reason="names the refund window"),
+        require_api_key="k-test-kinds",
+    ) as server:
         judge = load_candidate(write_spec(tmp_path, "test-terse-llm", server.base_url))
         assert isinstance(judge, TerseReasonJudge) and judge.identity.kind == "test-terse-llm"
-        direct = asyncio.run(judge.evaluate(JudgeInput(user_input="q", response="Answer 9: ok"), CaseRef(case_id="x", response_hash="h")))
-        summary = run_candidate_sync(judge, load_dataset(gold), "development", tmp_path / "out", progress=False)
+        direct = asyncio.run(
+            judge.evaluate(
+                JudgeInput(user_input="q", response="Answer 9: ok"),
+                CaseRef(case_id="x", response_hash="h"),
+            )
+        )
+        summary = run_candidate_sync(
+            judge, load_dataset(gold), "development", tmp_path / "out", progress=False
+        )
     # the base class did the HTTP call, the wire capture and the token count ...
     assert direct.value == "pass" and direct.rendered_request is not None and direct.tokens_in
     # ... and the subclass's hook decided: the one-word reason became an evaluator error
-    rows = {r["case_id"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    rows = {
+        r["case_id"]: r
+        for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())
+    }
     assert rows["c0"]["value"] is None and rows["c0"]["error"]["kind"] == "reason_too_short"
     assert {rows[f"c{i}"]["value"] for i in (1, 2, 3)} == {"pass"}
     assert summary.verdicts == 3 and rows["c1"]["judge"]["kind"] == "test-terse-llm"
@@ -111,21 +139,34 @@ def test_a_declaration_must_name_module_and_attribute() -> None:
 
 @pytest.mark.parametrize(
     ("target", "fragment"),
-    [("workbench_no_such_module:Judge", "No module named"), (f"{__name__}:NoSuchJudge", "NoSuchJudge")],
+    [
+        ("workbench_no_such_module:Judge", "No module named"),
+        (f"{__name__}:NoSuchJudge", "NoSuchJudge"),
+    ],
 )
-def test_a_declared_kind_that_cannot_load_is_one_problem(tmp_path: Path, target: str, fragment: str) -> None:
+def test_a_declared_kind_that_cannot_load_is_one_problem(
+    tmp_path: Path, target: str, fragment: str
+) -> None:
     declare_kind("test-missing", target)
     with pytest.raises(WorkbenchError) as info:
         load_candidate(write_spec(tmp_path, "test-missing"))
     [problem] = info.value.problems
-    assert problem.code == "kind_unavailable" and target in problem.message and fragment in problem.message
+    assert (
+        problem.code == "kind_unavailable"
+        and target in problem.message
+        and fragment in problem.message
+    )
 
 
 def test_an_unknown_kind_lists_the_registered_ones(tmp_path: Path) -> None:
     with pytest.raises(WorkbenchError) as info:
         load_candidate(write_spec(tmp_path, "no-such-kind"))
     [problem] = info.value.problems
-    assert problem.code == "unknown_kind" and "ragas-noise" in problem.fix and "ragas-ranking" in problem.fix
+    assert (
+        problem.code == "unknown_kind"
+        and "ragas-noise" in problem.fix
+        and "ragas-ranking" in problem.fix
+    )
 
 
 def test_every_builtin_stub_names_a_judge_factory() -> None:
@@ -147,10 +188,30 @@ print(json.dumps([before, loaded()]))
 """
 
 
-@pytest.mark.parametrize(("candidate", "module"), [("noise-judge@1.yaml", "workbench.noise._judge"), ("policy-ranker@1.yaml", "workbench.ranking._judges")])
-def test_a_builtin_kind_module_loads_only_when_its_judge_is_built(candidate: str, module: str) -> None:
-    env = {**os.environ, "DEMO_LLM_API_KEY": "k-demo", "RAGAS_DO_NOT_TRACK": "true", "WORKBENCH_DEMO_NOISE_URL": "http://127.0.0.1:40021/v1"}  # built, never called
-    done = subprocess.run([sys.executable, "-c", _PROBE, str(ROOT / "data" / "candidates" / candidate)], cwd=ROOT, capture_output=True, text=True, timeout=120, env=env)
+@pytest.mark.parametrize(
+    ("candidate", "module"),
+    [
+        ("noise-judge@1.yaml", "workbench.noise._judge"),
+        ("policy-ranker@1.yaml", "workbench.ranking._judges"),
+    ],
+)
+def test_a_builtin_kind_module_loads_only_when_its_judge_is_built(
+    candidate: str, module: str
+) -> None:
+    env = {
+        **os.environ,
+        "DEMO_LLM_API_KEY": "k-demo",
+        "RAGAS_DO_NOT_TRACK": "true",
+        "WORKBENCH_DEMO_NOISE_URL": "http://127.0.0.1:40021/v1",
+    }  # built, never called
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(ROOT / "data" / "candidates" / candidate)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert done.returncode == 0, done.stderr
     before, after = json.loads(done.stdout)
     assert before == [] and module in after

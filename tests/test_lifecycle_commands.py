@@ -44,7 +44,10 @@ from workbench.policy import PolicyScope
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = (ROOT / "docs" / "lifecycle.md").read_text(encoding="utf-8")
 FORMATS = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
-BLOCK = re.compile(r"(?:<!-- lifecycle-demo: (?P<mark>[a-z ]+) -->\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)```", re.DOTALL)
+BLOCK = re.compile(
+    r"(?:<!-- lifecycle-demo: (?P<mark>[a-z ]+) -->\n)?```(?P<lang>[a-z]*)\n(?P<body>.*?)```",
+    re.DOTALL,
+)
 
 
 def _blocks() -> list[tuple[str | None, str, str]]:
@@ -72,7 +75,11 @@ def _resolve(words: list[str]) -> tuple[click.Command, list[str], str]:
     """The (sub)command ``words`` name and the arguments left for it."""
     command: click.Command = main
     path = "workbench"
-    while isinstance(command, click.Group) and words and (sub := command.get_command(click.Context(command), words[0])) is not None:
+    while (
+        isinstance(command, click.Group)
+        and words
+        and (sub := command.get_command(click.Context(command), words[0])) is not None
+    ):
         path += " " + words[0]
         command = sub
         words = words[1:]
@@ -109,10 +116,14 @@ def test_every_command_in_a_code_span_is_real_with_real_options() -> None:
         command, rest, path = _resolve(words[1:])
         assert path != "workbench", span
         if isinstance(command, click.Group):
-            assert not rest or rest[0].startswith("-"), f"{span}: {rest[0]!r} is not a subcommand of {path}"
+            assert not rest or rest[0].startswith("-"), (
+                f"{span}: {rest[0]!r} is not a subcommand of {path}"
+            )
             continue
         named = {w.split("=")[0] for w in rest if w.startswith("--")}
-        assert named <= _options(command), f"{span}: {sorted(named - _options(command))} are not options of {path}"
+        assert named <= _options(command), (
+            f"{span}: {sorted(named - _options(command))} are not options of {path}"
+        )
 
 
 def _normalize(text: str, work: Path) -> list[str]:
@@ -139,7 +150,9 @@ def _run(body: str, work: Path) -> list[str]:
             assert changed != text, line
             target.write_text(changed, encoding="utf-8")
             continue
-        assert words[0] == "workbench", f"the walk-through runs only workbench, cp -r and sed -i: {line}"
+        assert words[0] == "workbench", (
+            f"the walk-through runs only workbench, cp -r and sed -i: {line}"
+        )
         result = CliRunner().invoke(main, words[1:])
         assert result.exit_code == expected, f"{line}\n{result.output}"
         if words[1] == "status":
@@ -148,7 +161,9 @@ def _run(body: str, work: Path) -> list[str]:
 
 
 @pytest.mark.notebook
-def test_the_authority_walk_through_runs_as_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_authority_walk_through_runs_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     marked = {mark: body for mark, _, body in _blocks() if mark}
     assert set(marked) == {"policy", "promote", "output promote", "stale", "output stale"}
     monkeypatch.chdir(ROOT)  # the guide's paths are relative to the project root
@@ -162,10 +177,30 @@ def test_the_authority_walk_through_runs_as_written(tmp_path: Path, monkeypatch:
     assert not (ROOT / "data" / "demo" / "authority.jsonl").exists()
 
 
-MODELS = [PolicyScope, RequestedAuthority, AuthorityContext, AuthorityGrant, ReportFacts, AuthorityEntry, GoldState, StaleReason, DriftSummary, ShadowPair, JudgeStatus, AuthorityStatus, ShadowSlice, ShadowDisagreement, ShadowEntry]
+MODELS = [
+    PolicyScope,
+    RequestedAuthority,
+    AuthorityContext,
+    AuthorityGrant,
+    ReportFacts,
+    AuthorityEntry,
+    GoldState,
+    StaleReason,
+    DriftSummary,
+    ShadowPair,
+    JudgeStatus,
+    AuthorityStatus,
+    ShadowSlice,
+    ShadowDisagreement,
+    ShadowEntry,
+]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_every_authority_field_is_documented_with_a_docstring(model: type[BaseModel]) -> None:
     assert [name for name in model.model_fields if f"`{name}`" not in FORMATS] == []
-    assert [name for name, info in model.model_fields.items() if not info.description and name != "schema_version"] == []
+    assert [
+        name
+        for name, info in model.model_fields.items()
+        if not info.description and name != "schema_version"
+    ] == []

@@ -43,18 +43,50 @@ from workbench.results import ResultMigration
 ROOT = Path(__file__).resolve().parents[1]
 DOC = (ROOT / "docs" / "formats.md").read_text(encoding="utf-8")
 LIFECYCLE = (ROOT / "docs" / "lifecycle.md").read_text(encoding="utf-8")
-MODELS = [ResultMigration, LabelMapping, MappingRef, ComparisonReport, CandidateSide, RateDelta, McNemar, SliceComparison, CaseTransition, ControlComparison, ControlsSideBySide, BudgetLine, RunEstimate, RequestParity, KeyCount, RepeatabilityStudy, CaseRepeatability, SliceRepeatability, RepeatCost, SentinelSet, Sentinel, DriftEntry, Observation, SentinelChange, BaselineRef]
+MODELS = [
+    ResultMigration,
+    LabelMapping,
+    MappingRef,
+    ComparisonReport,
+    CandidateSide,
+    RateDelta,
+    McNemar,
+    SliceComparison,
+    CaseTransition,
+    ControlComparison,
+    ControlsSideBySide,
+    BudgetLine,
+    RunEstimate,
+    RequestParity,
+    KeyCount,
+    RepeatabilityStudy,
+    CaseRepeatability,
+    SliceRepeatability,
+    RepeatCost,
+    SentinelSet,
+    Sentinel,
+    DriftEntry,
+    Observation,
+    SentinelChange,
+    BaselineRef,
+]
 
 
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_every_field_is_documented_with_a_docstring(model: type[BaseModel]) -> None:
     assert [name for name in model.model_fields if f"`{name}`" not in DOC] == []
-    assert [name for name, info in model.model_fields.items() if not info.description and name != "schema_version"] == []
+    assert [
+        name
+        for name, info in model.model_fields.items()
+        if not info.description and name != "schema_version"
+    ] == []
 
 
 def test_every_command_the_lifecycle_guide_names_exists() -> None:
     # in code spans and at the start of code-block lines
-    named = set(re.findall(r"`workbench ([a-z][a-z-]*(?: [a-z][a-z-]*)?)", LIFECYCLE)) | set(re.findall(r"^workbench ([a-z][a-z-]*(?: [a-z][a-z-]*)?)", LIFECYCLE, re.MULTILINE))
+    named = set(re.findall(r"`workbench ([a-z][a-z-]*(?: [a-z][a-z-]*)?)", LIFECYCLE)) | set(
+        re.findall(r"^workbench ([a-z][a-z-]*(?: [a-z][a-z-]*)?)", LIFECYCLE, re.MULTILINE)
+    )
     assert named
     for command in sorted(named):
         words = command.split()

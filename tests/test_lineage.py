@@ -28,12 +28,29 @@ POLICY = {
     "owner": "QA lead",
     "rationale": "Limits for the unit-test rubric, written before results.",
     "slices": {
-        "billing": {"risk": "critical", "max_false_passes": 0, "max_false_pass_rate": 0.5, "min_n": 0, "max_abstention_rate": 0.1},
-        "general": {"risk": "low", "max_false_pass_rate": 1.0, "false_pass_rate_basis": "point", "min_n": 0},
+        "billing": {
+            "risk": "critical",
+            "max_false_passes": 0,
+            "max_false_pass_rate": 0.5,
+            "min_n": 0,
+            "max_abstention_rate": 0.1,
+        },
+        "general": {
+            "risk": "low",
+            "max_false_pass_rate": 1.0,
+            "false_pass_rate_basis": "point",
+            "min_n": 0,
+        },
         "empty": {"risk": "medium", "min_n": 0},
     },
 }
-SPEC = {"name": "kw", "version": "1", "kind": "ragas-function", "labels": ["pass", "fail"], "function": "judge_fixtures:keyword_judge"}
+SPEC = {
+    "name": "kw",
+    "version": "1",
+    "kind": "ragas-function",
+    "labels": ["pass", "fail"],
+    "function": "judge_fixtures:keyword_judge",
+}
 
 
 def _cases() -> list[dict]:
@@ -52,19 +69,39 @@ def run_dir(make_dataset, tmp_path: Path) -> tuple[Path, Path]:
     spec = tmp_path / "kw@1.yaml"
     spec.write_text(yaml.safe_dump(SPEC), encoding="utf-8")
     out = tmp_path / "run"
-    summary = run_candidate_sync(load_candidate(spec), load_dataset(gold), "development", out, progress=False, cache_dir=False)
+    summary = run_candidate_sync(
+        load_candidate(spec),
+        load_dataset(gold),
+        "development",
+        out,
+        progress=False,
+        cache_dir=False,
+    )
     assert summary.status == "complete"
     return gold, out
 
 
-def changed_copy(gold: Path, target: Path, *, flip: str | None = "d2", rubric_version: str | None = "r2", edit: dict | None = None) -> Path:
+def changed_copy(
+    gold: Path,
+    target: Path,
+    *,
+    flip: str | None = "d2",
+    rubric_version: str | None = "r2",
+    edit: dict | None = None,
+) -> Path:
     """A copy of ``gold`` with the rubric version changed and one adjudicated label flipped in place."""
     shutil.copytree(gold, target)
     rubric = yaml.safe_load((target / "rubric.yaml").read_text(encoding="utf-8"))
     if rubric_version is not None:
         rubric["version"] = rubric_version
-        (target / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False), encoding="utf-8")
-    rows = [json.loads(line) for line in (target / "gold.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+        (target / "rubric.yaml").write_text(
+            yaml.safe_dump(rubric, sort_keys=False), encoding="utf-8"
+        )
+    rows = [
+        json.loads(line)
+        for line in (target / "gold.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     for row in rows:
         row["rubric_version"] = rubric["version"]
         if row["case_id"] == flip:
@@ -72,14 +109,29 @@ def changed_copy(gold: Path, target: Path, *, flip: str | None = "d2", rubric_ve
             row["adjudication"]["label"] = new
         if edit and row["case_id"] in edit:
             row.update(edit[row["case_id"]])
-    (target / "gold.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (target / "gold.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8"
+    )
     return target
 
 
-def test_reproduction_changed_rubric_and_flipped_label_is_refused(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+def test_reproduction_changed_rubric_and_flipped_label_is_refused(
+    run_dir: tuple[Path, Path], tmp_path: Path
+) -> None:
     gold, out = run_dir
     copy = changed_copy(gold, tmp_path / "copy")
-    result = CliRunner().invoke(main, ["align", "--gold", str(copy), "--results", str(out / "results.jsonl"), "--partition", "development"])
+    result = CliRunner().invoke(
+        main,
+        [
+            "align",
+            "--gold",
+            str(copy),
+            "--results",
+            str(out / "results.jsonl"),
+            "--partition",
+            "development",
+        ],
+    )
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert "[gold_changed]" in result.output
@@ -87,7 +139,18 @@ def test_reproduction_changed_rubric_and_flipped_label_is_refused(run_dir: tuple
     assert changed and "label" in changed[0], result.output
     assert not any("case d1:" in line or "case d3:" in line for line in result.output.splitlines())
     assert "r1" in result.output and "r2" in result.output  # the rubric version change is named
-    gate = CliRunner().invoke(main, ["gate", "--gold", str(copy), "--results", str(out / "results.jsonl"), "--policy", str(policy_file(tmp_path))])
+    gate = CliRunner().invoke(
+        main,
+        [
+            "gate",
+            "--gold",
+            str(copy),
+            "--results",
+            str(out / "results.jsonl"),
+            "--policy",
+            str(policy_file(tmp_path)),
+        ],
+    )
     assert gate.exit_code == 2 and "[gold_changed]" in gate.output, gate.output
     assert [line for line in gate.output.splitlines() if "case d2:" in line and "label" in line]
 
@@ -102,28 +165,66 @@ def _json(result) -> dict:
     return json.loads(result.output[result.output.index("{") :])
 
 
-def test_allow_gold_change_aligns_marked_not_comparable_and_the_gate_never_certifies(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+def test_allow_gold_change_aligns_marked_not_comparable_and_the_gate_never_certifies(
+    run_dir: tuple[Path, Path], tmp_path: Path
+) -> None:
     gold, out = run_dir
     copy = changed_copy(gold, tmp_path / "copy")
     results = str(out / "results.jsonl")
-    text = CliRunner().invoke(main, ["align", "--gold", str(copy), "--results", results, "--allow-gold-change"])
+    text = CliRunner().invoke(
+        main, ["align", "--gold", str(copy), "--results", results, "--allow-gold-change"]
+    )
     assert text.exit_code == 0, text.output
     assert "NOT COMPARABLE" in text.output and "case d2: label" in text.output
-    as_json = CliRunner().invoke(main, ["align", "--gold", str(copy), "--results", results, "--allow-gold-change", "--json"])
+    as_json = CliRunner().invoke(
+        main, ["align", "--gold", str(copy), "--results", results, "--allow-gold-change", "--json"]
+    )
     report = json.loads(as_json.output)
     assert report["comparable"] is False
     assert report["gold_changes"] == [{"case_id": "d2", "changes": ["label"], "detail": "label"}]
-    assert report["lineage"]["results_rubric_version"] == "r1" and report["lineage"]["gold_rubric_version"] == "r2"
+    assert (
+        report["lineage"]["results_rubric_version"] == "r1"
+        and report["lineage"]["gold_rubric_version"] == "r2"
+    )
     # d2 is now adjudicated pass and judged fail: the forced figures use the changed gold.
     assert report["overall"]["false_fails"] == 1
-    gate = CliRunner().invoke(main, ["gate", "--gold", str(copy), "--results", results, "--policy", str(policy_file(tmp_path)), "--allow-gold-change", "--json"])
+    gate = CliRunner().invoke(
+        main,
+        [
+            "gate",
+            "--gold",
+            str(copy),
+            "--results",
+            results,
+            "--policy",
+            str(policy_file(tmp_path)),
+            "--allow-gold-change",
+            "--json",
+        ],
+    )
     assert gate.exit_code == 3, gate.output
     result = _json(gate)
     assert result["outcome"] == "evaluation_incomplete"
     blocker = next(b for b in result["blockers"] if b["code"] == "gold_changed")
-    assert blocker["waivable"] is False and blocker["case_ids"] == ["d2"] and blocker["evidence"]["changed_cases"] == {"d2": "label"}
+    assert (
+        blocker["waivable"] is False
+        and blocker["case_ids"] == ["d2"]
+        and blocker["evidence"]["changed_cases"] == {"d2": "label"}
+    )
     # The same results against their own gold: comparable, and the gate has no gold_changed blocker.
-    same = CliRunner().invoke(main, ["gate", "--gold", str(gold), "--results", results, "--policy", str(policy_file(tmp_path)), "--json"])
+    same = CliRunner().invoke(
+        main,
+        [
+            "gate",
+            "--gold",
+            str(gold),
+            "--results",
+            results,
+            "--policy",
+            str(policy_file(tmp_path)),
+            "--json",
+        ],
+    )
     assert "gold_changed" not in {b["code"] for b in _json(same)["blockers"]}
 
 
@@ -137,12 +238,22 @@ def test_every_kind_of_change_is_named(run_dir: tuple[Path, Path], tmp_path: Pat
         edit={
             "d1": {"grading_notes": "Required: mention the manual review."},
             "d2": {"reference": "No refund is possible.", "tags": ["new-tag"]},
-            "d3": {"reviews": [{"reviewer": "rev-a", "label": "fail"}, {"reviewer": "rev-c", "label": "fail"}]},
+            "d3": {
+                "reviews": [
+                    {"reviewer": "rev-a", "label": "fail"},
+                    {"reviewer": "rev-c", "label": "fail"},
+                ]
+            },
         },
     )
-    result = CliRunner().invoke(main, ["align", "--gold", str(copy), "--results", str(out / "results.jsonl")])
+    result = CliRunner().invoke(
+        main, ["align", "--gold", str(copy), "--results", str(out / "results.jsonl")]
+    )
     assert result.exit_code == 2, result.output
-    lines = {cid: next(line for line in result.output.splitlines() if f"case {cid}:" in line) for cid in ("d1", "d2", "d3")}
+    lines = {
+        cid: next(line for line in result.output.splitlines() if f"case {cid}:" in line)
+        for cid in ("d1", "d2", "d3")
+    }
     assert "notes changed" in lines["d1"]
     assert "grading fields" in lines["d2"] and "slice/partition/group/tags" in lines["d2"]
     assert "reviews changed" in lines["d3"]
@@ -151,10 +262,33 @@ def test_every_kind_of_change_is_named(run_dir: tuple[Path, Path], tmp_path: Pat
     response = "A refund is possible after manual review."
     import hashlib
 
-    copy2 = changed_copy(gold, tmp_path / "copy2", flip=None, rubric_version=None, edit={"d1": {"response": response, "response_hash": hashlib.sha256(response.encode()).hexdigest()}})
-    refused = CliRunner().invoke(main, ["align", "--gold", str(copy2), "--results", str(out / "results.jsonl"), "--allow-gold-change"])
+    copy2 = changed_copy(
+        gold,
+        tmp_path / "copy2",
+        flip=None,
+        rubric_version=None,
+        edit={
+            "d1": {
+                "response": response,
+                "response_hash": hashlib.sha256(response.encode()).hexdigest(),
+            }
+        },
+    )
+    refused = CliRunner().invoke(
+        main,
+        [
+            "align",
+            "--gold",
+            str(copy2),
+            "--results",
+            str(out / "results.jsonl"),
+            "--allow-gold-change",
+        ],
+    )
     assert refused.exit_code == 2 and "[response_hash_mismatch]" in refused.output
-    plain = CliRunner().invoke(main, ["align", "--gold", str(copy2), "--results", str(out / "results.jsonl")])
+    plain = CliRunner().invoke(
+        main, ["align", "--gold", str(copy2), "--results", str(out / "results.jsonl")]
+    )
     assert "case d1: error: response changed" in plain.output
 
 
@@ -167,12 +301,28 @@ def test_results_without_lineage_are_refused(make_dataset, tmp_path: Path) -> No
     refused = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(results)])
     assert refused.exit_code == 2 and "[lineage_missing]" in refused.output
     assert "workbench import results" in refused.output and "--allow-gold-change" in refused.output
-    forced = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(results), "--allow-gold-change", "--json"])
+    forced = CliRunner().invoke(
+        main,
+        ["align", "--gold", str(gold), "--results", str(results), "--allow-gold-change", "--json"],
+    )
     report = json.loads(forced.output)
     assert report["comparable"] is False and report["lineage"]["source"] == "none"
-    gate = CliRunner().invoke(main, ["gate", "--gold", str(gold), "--results", str(results), "--policy", str(policy_file(tmp_path))])
+    gate = CliRunner().invoke(
+        main,
+        [
+            "gate",
+            "--gold",
+            str(gold),
+            "--results",
+            str(results),
+            "--policy",
+            str(policy_file(tmp_path)),
+        ],
+    )
     assert gate.exit_code == 2 and "[lineage_missing]" in gate.output
-    pairwise = CliRunner().invoke(main, ["pairwise", "--gold", str(gold), "--results", str(results)])
+    pairwise = CliRunner().invoke(
+        main, ["pairwise", "--gold", str(gold), "--results", str(results)]
+    )
     assert pairwise.exit_code == 2 and "[lineage_missing]" in pairwise.output
     # Mixed: some lines stamped, some not.
     from lineage_support import stamped
@@ -183,39 +333,66 @@ def test_results_without_lineage_are_refused(make_dataset, tmp_path: Path) -> No
     assert result.exit_code == 2 and "[lineage_mixed]" in result.output
 
 
-def test_without_a_manifest_a_frozen_release_names_the_changes(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+def test_without_a_manifest_a_frozen_release_names_the_changes(
+    run_dir: tuple[Path, Path], tmp_path: Path
+) -> None:
     gold, out = run_dir
     moved = tmp_path / "moved"
     moved.mkdir()
-    shutil.copyfile(out / "results.jsonl", moved / "results.jsonl")  # results alone: lineage from their own fields
+    shutil.copyfile(
+        out / "results.jsonl", moved / "results.jsonl"
+    )  # results alone: lineage from their own fields
     copy = changed_copy(gold, tmp_path / "copy")
-    unknown = CliRunner().invoke(main, ["align", "--gold", str(copy), "--results", str(moved / "results.jsonl")])
-    assert unknown.exit_code == 2 and "cannot be listed" in unknown.output and "case d2:" not in unknown.output
+    unknown = CliRunner().invoke(
+        main, ["align", "--gold", str(copy), "--results", str(moved / "results.jsonl")]
+    )
+    assert (
+        unknown.exit_code == 2
+        and "cannot be listed" in unknown.output
+        and "case d2:" not in unknown.output
+    )
     # Freeze the original, then correct d2 the right way (a superseding record): results on d2 are refused as superseded.
     freeze = CliRunner().invoke(main, ["freeze", str(gold), "--who", "tester"])
     assert freeze.exit_code == 0 and "froze release rel-1-" in freeze.output
     rows = [json.loads(line) for line in (gold / "gold.jsonl").read_text().splitlines()]
     d2 = next(r for r in rows if r["case_id"] == "d2")
-    correction = {**d2, "case_id": "d2-fix", "supersedes": "d2", "adjudication": {**d2["adjudication"], "label": "pass"}}
+    correction = {
+        **d2,
+        "case_id": "d2-fix",
+        "supersedes": "d2",
+        "adjudication": {**d2["adjudication"], "label": "pass"},
+    }
     corrected = tmp_path / "corrected"
     shutil.copytree(gold, corrected)
-    (corrected / "gold.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*rows, correction]))
+    (corrected / "gold.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in [*rows, correction])
+    )
     validated = CliRunner().invoke(main, ["validate", str(corrected)])
     assert validated.exit_code == 0, validated.output
-    result = CliRunner().invoke(main, ["align", "--gold", str(corrected), "--results", str(moved / "results.jsonl")])
+    result = CliRunner().invoke(
+        main, ["align", "--gold", str(corrected), "--results", str(moved / "results.jsonl")]
+    )
     assert result.exit_code == 2
-    assert [line for line in result.output.splitlines() if "case d2:" in line and "superseded by 'd2-fix'" in line]
+    assert [
+        line
+        for line in result.output.splitlines()
+        if "case d2:" in line and "superseded by 'd2-fix'" in line
+    ]
     # And an in-place flip of the frozen gold is refused by validation itself.
     flipped = changed_copy(gold, tmp_path / "flipped", rubric_version=None)
     assert "[frozen_case_edited]" in CliRunner().invoke(main, ["validate", str(flipped)]).output
 
 
-def test_a_foreign_manifest_beside_the_results_is_refused(run_dir: tuple[Path, Path], tmp_path: Path) -> None:
+def test_a_foreign_manifest_beside_the_results_is_refused(
+    run_dir: tuple[Path, Path], tmp_path: Path
+) -> None:
     gold, out = run_dir
     manifest = json.loads((out / "manifest.json").read_text())
     manifest["run_id"] = "another-run"
     (out / "manifest.json").write_text(json.dumps(manifest))
-    result = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(out / "results.jsonl")])
+    result = CliRunner().invoke(
+        main, ["align", "--gold", str(gold), "--results", str(out / "results.jsonl")]
+    )
     assert result.exit_code == 2 and "[lineage_manifest_mismatch]" in result.output
 
 
@@ -224,21 +401,77 @@ def test_partition_comes_from_the_run_manifest(run_dir: tuple[Path, Path], tmp_p
     results = str(out / "results.jsonl")
     text = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", results])
     assert text.exit_code == 0, text.output
-    assert "partition:  development (from the run manifest" in text.output and "3 in scope" in text.output
-    report = json.loads(CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", results, "--json"]).output)
-    assert (report["partition"], report["partition_source"], report["status"]) == ("development", "run_manifest", "complete")
-    override = json.loads(CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", results, "--json", "--partition", "calibration"]).output)
+    assert (
+        "partition:  development (from the run manifest" in text.output
+        and "3 in scope" in text.output
+    )
+    report = json.loads(
+        CliRunner()
+        .invoke(main, ["align", "--gold", str(gold), "--results", results, "--json"])
+        .output
+    )
+    assert (report["partition"], report["partition_source"], report["status"]) == (
+        "development",
+        "run_manifest",
+        "complete",
+    )
+    override = json.loads(
+        CliRunner()
+        .invoke(
+            main,
+            [
+                "align",
+                "--gold",
+                str(gold),
+                "--results",
+                results,
+                "--json",
+                "--partition",
+                "calibration",
+            ],
+        )
+        .output
+    )
     assert (override["partition"], override["partition_source"]) == ("calibration", "option")
-    gate = CliRunner().invoke(main, ["gate", "--gold", str(gold), "--results", results, "--policy", str(policy_file(tmp_path))])
-    assert "partition: development (from the run manifest" in gate.output and "partition development" in gate.output
-    gate_json = CliRunner().invoke(main, ["gate", "--gold", str(gold), "--results", results, "--policy", str(policy_file(tmp_path)), "--json"])
+    gate = CliRunner().invoke(
+        main,
+        ["gate", "--gold", str(gold), "--results", results, "--policy", str(policy_file(tmp_path))],
+    )
+    assert (
+        "partition: development (from the run manifest" in gate.output
+        and "partition development" in gate.output
+    )
+    gate_json = CliRunner().invoke(
+        main,
+        [
+            "gate",
+            "--gold",
+            str(gold),
+            "--results",
+            results,
+            "--policy",
+            str(policy_file(tmp_path)),
+            "--json",
+        ],
+    )
     assert _json(gate_json)["partition"] == "development"
     # Without a manifest beside the results, every partition is in scope (and the c1 case is missing).
     moved = tmp_path / "moved"
     moved.mkdir()
     shutil.copyfile(out / "results.jsonl", moved / "results.jsonl")
-    alone = json.loads(CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(moved / "results.jsonl"), "--json"]).output)
-    assert (alone["partition"], alone["partition_source"], alone["missing_case_ids"]) == (None, "all", ["c1"])
+    alone = json.loads(
+        CliRunner()
+        .invoke(
+            main,
+            ["align", "--gold", str(gold), "--results", str(moved / "results.jsonl"), "--json"],
+        )
+        .output
+    )
+    assert (alone["partition"], alone["partition_source"], alone["missing_case_ids"]) == (
+        None,
+        "all",
+        ["c1"],
+    )
 
 
 def test_runs_record_their_lineage_and_release(make_dataset, tmp_path: Path) -> None:
@@ -248,18 +481,31 @@ def test_runs_record_their_lineage_and_release(make_dataset, tmp_path: Path) -> 
 
     gold = make_dataset(_cases())
     release, created = freeze(gold, who="tester", note="first")
-    assert created and release.who == "tester" and release.note == "first" and release.previous_sha256 is None
+    assert (
+        created
+        and release.who == "tester"
+        and release.note == "first"
+        and release.previous_sha256 is None
+    )
     spec = tmp_path / "kw@1.yaml"
     spec.write_text(yaml.safe_dump(SPEC), encoding="utf-8")
     dataset = load_dataset(gold)
     out = tmp_path / "run"
-    run_candidate_sync(load_candidate(spec), dataset, "development", out, progress=False, cache_dir=False)
+    run_candidate_sync(
+        load_candidate(spec), dataset, "development", out, progress=False, cache_dir=False
+    )
     manifest = json.loads((out / "manifest.json").read_text())
-    assert (manifest["dataset_sha256"], manifest["rubric_version"], manifest["gold_release"]) == (dataset.sha256, "r1", release.release_id)
+    assert (manifest["dataset_sha256"], manifest["rubric_version"], manifest["gold_release"]) == (
+        dataset.sha256,
+        "r1",
+        release.release_id,
+    )
     d2 = next(c for c in manifest["cases"] if c["case_id"] == "d2")
     assert set(d2["gold"]) == set(FIELD_GROUPS)
     raw = next(c for c in _cases() if c["case_id"] == "d2")
-    assert d2["gold"]["label"] == canonical_sha256("fail") and d2["gold"]["notes"] == canonical_sha256(raw["grading_notes"])
+    assert d2["gold"]["label"] == canonical_sha256("fail") and d2["gold"][
+        "notes"
+    ] == canonical_sha256(raw["grading_notes"])
     assert d2["gold"] == case_hashes(dataset.cases["d2"])
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     assert {(r["dataset_sha256"], r["rubric_version"]) for r in rows} == {(dataset.sha256, "r1")}
@@ -272,11 +518,29 @@ def test_a_run_started_before_a_freeze_resumes(make_dataset, tmp_path: Path) -> 
     spec = tmp_path / "kw@1.yaml"
     spec.write_text(yaml.safe_dump(SPEC), encoding="utf-8")
     out = tmp_path / "run"
-    first = run_candidate_sync(load_candidate(spec), load_dataset(gold), "development", out, progress=False, cache_dir=False, max_cases=1)
+    first = run_candidate_sync(
+        load_candidate(spec),
+        load_dataset(gold),
+        "development",
+        out,
+        progress=False,
+        cache_dir=False,
+        max_cases=1,
+    )
     assert first.status == "incomplete"
     freeze(gold)
-    again = run_candidate_sync(load_candidate(spec), load_dataset(gold), "development", out, progress=False, cache_dir=False)
-    assert again.status == "complete" and json.loads((out / "manifest.json").read_text())["gold_release"] is None
+    again = run_candidate_sync(
+        load_candidate(spec),
+        load_dataset(gold),
+        "development",
+        out,
+        progress=False,
+        cache_dir=False,
+    )
+    assert (
+        again.status == "complete"
+        and json.loads((out / "manifest.json").read_text())["gold_release"] is None
+    )
 
 
 def test_case_hashes_cover_every_gold_field() -> None:
@@ -295,9 +559,20 @@ def test_lineage_models_are_documented() -> None:
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
     for model in (GoldRelease, Lineage, GoldChange):
-        missing = [name for name in model.model_fields if f"`{name}`" not in doc and f"{name}," not in doc and f"{name}}}" not in doc and f"{{{name}" not in doc]
+        missing = [
+            name
+            for name in model.model_fields
+            if f"`{name}`" not in doc
+            and f"{name}," not in doc
+            and f"{name}}}" not in doc
+            and f"{{{name}" not in doc
+        ]
         assert missing == [], model.__name__
-        assert [n for n, info in model.model_fields.items() if not info.description and n != "schema_version"] == [], model.__name__
+        assert [
+            n
+            for n, info in model.model_fields.items()
+            if not info.description and n != "schema_version"
+        ] == [], model.__name__
     for name in ("rubric_version", "gold_release", "gold"):
         assert name in RunManifest.model_fields or name in ManifestCase.model_fields
         assert f"`{name}`" in doc

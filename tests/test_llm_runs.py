@@ -41,12 +41,21 @@ def write_spec(directory: Path, base_url: str, **changes: object) -> Path:
         "labels": ["pass", "fail"],
         "model": "fake-judge",
         "prompt": PROMPT,
-        "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "timeout_s": 2, "max_retries": 2},
+        "endpoint": {
+            "base_url": base_url,
+            "api_key_env": KEY_ENV,
+            "timeout_s": 2,
+            "max_retries": 2,
+        },
         "params": {"temperature": 0, "max_tokens": 100},
         "pricing": {"input_per_million_usd": 1000.0, "output_per_million_usd": 2000.0},
     }
     for key, value in changes.items():
-        spec[key] = {**spec[key], **value} if isinstance(value, dict) and isinstance(spec.get(key), dict) else value  # type: ignore[dict-item]
+        spec[key] = (
+            {**spec[key], **value}
+            if isinstance(value, dict) and isinstance(spec.get(key), dict)
+            else value
+        )  # type: ignore[dict-item]
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{spec['name']}@{spec['version']}.yaml"
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
@@ -62,7 +71,16 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture
 def gold(make_dataset) -> Path:
     cases = [
-        make_case(f"k{i}", "fail" if i % 3 == 0 else "pass", response=f"Answer number {i}: refund in 5 business days.", adjudication={"label": "fail" if i % 3 == 0 else "pass", "reason": GOLD_MARKER, "adjudicator": GOLD_MARKER})
+        make_case(
+            f"k{i}",
+            "fail" if i % 3 == 0 else "pass",
+            response=f"Answer number {i}: refund in 5 business days.",
+            adjudication={
+                "label": "fail" if i % 3 == 0 else "pass",
+                "reason": GOLD_MARKER,
+                "adjudicator": GOLD_MARKER,
+            },
+        )
         for i in range(6)
     ]
     return make_dataset(cases)
@@ -77,9 +95,17 @@ def rows(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
 
 
-def test_full_ragas_llm_path_records_wire_request_tokens_and_cost(gold: Path, tmp_path: Path) -> None:
-    rules = [Rule(contains="Answer number 0", reply=Reply(value="fail", reason="missing review step"))]
-    with FakeLLM(rules=rules, default=Reply(value="pass", reason="all concepts present"), require_api_key=SECRET) as server:
+def test_full_ragas_llm_path_records_wire_request_tokens_and_cost(
+    gold: Path, tmp_path: Path
+) -> None:
+    rules = [
+        Rule(contains="Answer number 0", reply=Reply(value="fail", reason="missing review step"))
+    ]
+    with FakeLLM(
+        rules=rules,
+        default=Reply(value="pass", reason="all concepts present"),
+        require_api_key=SECRET,
+    ) as server:
         summary = run(write_spec(tmp_path, server.base_url), gold, tmp_path / "out")
         calls = server.calls
     assert summary.status == "complete" and summary.verdicts == 6 and summary.calls == 6
@@ -91,10 +117,15 @@ def test_full_ragas_llm_path_records_wire_request_tokens_and_cost(gold: Path, tm
         body = call.body
         assert body["response_format"] == {"type": "json_object"}  # Ragas' JSON mode
         assert GOLD_MARKER not in json.dumps(body)  # labels never reach the judge
-        record = next(r for r in by_case.values() if r["rendered_request"]["messages"] == body["messages"])
+        record = next(
+            r for r in by_case.values() if r["rendered_request"]["messages"] == body["messages"]
+        )
         prompt = "\n\n".join(m["content"] for m in body["messages"])
         content = json.dumps({"reason": call.reply.reason, "value": call.reply.value})
-        tokens_in, tokens_out = max(1, math.ceil(len(prompt) / 4)), max(1, math.ceil(len(content) / 4))
+        tokens_in, tokens_out = (
+            max(1, math.ceil(len(prompt) / 4)),
+            max(1, math.ceil(len(content) / 4)),
+        )
         assert (record["tokens_in"], record["tokens_out"]) == (tokens_in, tokens_out)
         assert record["cost_usd"] == pytest.approx((tokens_in * 1000.0 + tokens_out * 2000.0) / 1e6)
     lines = read_results(tmp_path / "out" / "results.jsonl", verify_requests=True)
@@ -107,14 +138,23 @@ def test_full_ragas_llm_path_records_wire_request_tokens_and_cost(gold: Path, tm
         (Reply(fault="http_500"), "provider_error", True, 3),
         (Reply(fault="http_429"), "rate_limited", True, 3),
         (Reply(fault="http_400"), "provider_error", False, 1),
-        (Reply(fault="malformed_json"), "unparseable", True, 3),  # unparseable answers are retried, every attempt recorded
+        (
+            Reply(fault="malformed_json"),
+            "unparseable",
+            True,
+            3,
+        ),  # unparseable answers are retried, every attempt recorded
         (Reply(fault="refusal"), "refusal", False, 1),
         (Reply(value="maybe", reason="unsure"), "invalid_label", False, 1),
         (Reply(fault="hang"), "timeout", True, 3),
     ],
-    ids=lambda v: getattr(v, "fault", None) or getattr(v, "value", v) if isinstance(v, Reply) else str(v),
+    ids=lambda v: (
+        getattr(v, "fault", None) or getattr(v, "value", v) if isinstance(v, Reply) else str(v)
+    ),
 )
-def test_faults_become_evaluator_errors_never_verdicts(make_dataset, tmp_path: Path, reply: Reply, kind: str, retryable: bool, attempts: int) -> None:
+def test_faults_become_evaluator_errors_never_verdicts(
+    make_dataset, tmp_path: Path, reply: Reply, kind: str, retryable: bool, attempts: int
+) -> None:
     gold = make_dataset([make_case("only", "pass")])
     with FakeLLM(default=reply, retry_after_s=0.01, hang_s=5.0) as server:
         spec = write_spec(tmp_path, server.base_url, endpoint={"timeout_s": 0.5})
@@ -122,9 +162,14 @@ def test_faults_become_evaluator_errors_never_verdicts(make_dataset, tmp_path: P
         assert server.call_count == attempts  # no hidden retries below the engine
     records = rows(tmp_path / "out")
     assert [r["attempt"] for r in records] == list(range(1, attempts + 1))  # every attempt recorded
-    assert all(r["value"] is None and r["error"]["kind"] == kind and r["error"]["retryable"] is retryable for r in records)
+    assert all(
+        r["value"] is None and r["error"]["kind"] == kind and r["error"]["retryable"] is retryable
+        for r in records
+    )
     assert summary.verdicts == 0 and summary.errors == 1 and summary.errors_by_kind == {kind: 1}
-    assert summary.status == "complete"  # a final error is a result; alignment counts it as an error
+    assert (
+        summary.status == "complete"
+    )  # a final error is a result; alignment counts it as an error
 
 
 def test_retry_after_is_honoured_then_the_verdict_counts(make_dataset, tmp_path: Path) -> None:
@@ -134,7 +179,10 @@ def test_retry_after_is_honoured_then_the_verdict_counts(make_dataset, tmp_path:
         run(write_spec(tmp_path, server.base_url), gold, tmp_path / "out")
         calls = server.calls
     records = rows(tmp_path / "out")
-    assert [(r["attempt"], r["value"], (r["error"] or {}).get("kind")) for r in records] == [(1, None, "rate_limited"), (2, "pass", None)]
+    assert [(r["attempt"], r["value"], (r["error"] or {}).get("kind")) for r in records] == [
+        (1, None, "rate_limited"),
+        (2, "pass", None),
+    ]
     first = records[0]["started_at"]
     second = records[1]["started_at"]
     from datetime import datetime
@@ -150,25 +198,45 @@ def test_budget_stops_new_calls_and_lists_unrun_cases(gold: Path, tmp_path: Path
         judge = load_candidate(spec)
         from workbench.judges import JudgeInput
 
-        estimate = judge.estimate_cost(JudgeInput.from_case(load_dataset(gold).partition("development")[0]))
+        estimate = judge.estimate_cost(
+            JudgeInput.from_case(load_dataset(gold).partition("development")[0])
+        )
         budget = estimate * 2.5  # room for two calls at the conservative estimate
         summary = run(spec, gold, tmp_path / "out", budget_usd=budget, concurrency=1)
         assert summary.status == "incomplete" and summary.stop_reason == "budget_exhausted"
         assert summary.cost_usd <= budget and summary.calls == server.call_count
         assert len(summary.unrun) == 6 - summary.verdicts and summary.verdicts >= 2
-        assert sorted(summary.unrun) == sorted(f"k{i}#0" for i in range(6) if f"k{i}" not in {r["case_id"] for r in rows(tmp_path / "out")})
+        assert sorted(summary.unrun) == sorted(
+            f"k{i}#0"
+            for i in range(6)
+            if f"k{i}" not in {r["case_id"] for r in rows(tmp_path / "out")}
+        )
         calls_before = server.call_count
         resumed = run(spec, gold, tmp_path / "out", budget_usd=budget * 10, concurrency=1)
         assert resumed.status == "complete" and resumed.verdicts == 6
-        assert server.call_count - calls_before == len(summary.unrun)  # settled cases are not called again
-    assert len({(r["case_id"], r["repeat"], r["attempt"]) for r in rows(tmp_path / "out")}) == len(rows(tmp_path / "out"))
+        assert server.call_count - calls_before == len(
+            summary.unrun
+        )  # settled cases are not called again
+    assert len({(r["case_id"], r["repeat"], r["attempt"]) for r in rows(tmp_path / "out")}) == len(
+        rows(tmp_path / "out")
+    )
 
 
 def test_max_cases_stops_scheduling(gold: Path, tmp_path: Path) -> None:
     with FakeLLM(default=Reply(value="pass")) as server:
-        summary = run(write_spec(tmp_path, server.base_url), gold, tmp_path / "out", max_cases=2, concurrency=1)
+        summary = run(
+            write_spec(tmp_path, server.base_url),
+            gold,
+            tmp_path / "out",
+            max_cases=2,
+            concurrency=1,
+        )
         assert server.call_count == 2
-    assert summary.status == "incomplete" and summary.stop_reason == "max_cases" and len(summary.unrun) == 4
+    assert (
+        summary.status == "incomplete"
+        and summary.stop_reason == "max_cases"
+        and len(summary.unrun) == 4
+    )
 
 
 def test_warm_cache_makes_zero_calls_and_a_new_prompt_misses(gold: Path, tmp_path: Path) -> None:
@@ -181,7 +249,9 @@ def test_warm_cache_makes_zero_calls_and_a_new_prompt_misses(gold: Path, tmp_pat
         assert {r["cached_from_run_id"] for r in rows(tmp_path / "b")} == {first.run_id}
         assert all(r["cost_usd"] == 0 for r in rows(tmp_path / "b"))
         again = run(spec, gold, tmp_path / "c", repeats=2)
-        assert server.call_count == 12 and again.cache_hits == 6  # repeat 1 is a different cache key
+        assert (
+            server.call_count == 12 and again.cache_hits == 6
+        )  # repeat 1 is a different cache key
         changed = write_spec(tmp_path / "specs2", server.base_url, prompt=PROMPT + "\nBe strict.")
         run(changed, gold, tmp_path / "d")
         assert server.call_count == 18  # a changed prompt is a new fingerprint: no reuse
@@ -196,9 +266,16 @@ def test_errors_are_never_cached(make_dataset, tmp_path: Path) -> None:
         assert server.call_count == 2
 
 
-def test_api_key_never_written_anywhere(gold: Path, tmp_path: Path, _isolated_verdict_cache: Path) -> None:
-    rules = [Rule(reply=Reply(fault="http_500"), times=2), Rule(reply=Reply(fault="http_401"), times=1, contains="Answer number 5")]
-    with FakeLLM(rules=rules, default=Reply(value="pass"), require_api_key=SECRET, retry_after_s=0.01) as server:
+def test_api_key_never_written_anywhere(
+    gold: Path, tmp_path: Path, _isolated_verdict_cache: Path
+) -> None:
+    rules = [
+        Rule(reply=Reply(fault="http_500"), times=2),
+        Rule(reply=Reply(fault="http_401"), times=1, contains="Answer number 5"),
+    ]
+    with FakeLLM(
+        rules=rules, default=Reply(value="pass"), require_api_key=SECRET, retry_after_s=0.01
+    ) as server:
         run(write_spec(tmp_path / "specs", server.base_url), gold, tmp_path / "out")
         assert any(c.authorized for c in server.calls)
     scanned = 0
@@ -211,7 +288,11 @@ def test_api_key_never_written_anywhere(gold: Path, tmp_path: Path, _isolated_ve
 
 
 def test_spec_problems_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    bad = write_spec(tmp_path / "a", "http://127.0.0.1:9/v1", prompt="Label was {adjudication}; reply about {response}")
+    bad = write_spec(
+        tmp_path / "a",
+        "http://127.0.0.1:9/v1",
+        prompt="Label was {adjudication}; reply about {response}",
+    )
     with pytest.raises(WorkbenchError) as info:
         load_candidate(bad)
     assert "prompt_placeholder" in {p.code for p in info.value.problems}
@@ -226,32 +307,66 @@ def test_spec_problems_are_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert KEY_ENV in problem.message and SECRET not in str(info.value)
 
 
-def test_kill_minus_9_then_rerun_resumes_without_loss_or_repeats(make_dataset, tmp_path: Path) -> None:
-    cases = [make_case(f"c{i:02d}", "pass", response=f"Unique response {i:02d}.") for i in range(30)]
+def test_kill_minus_9_then_rerun_resumes_without_loss_or_repeats(
+    make_dataset, tmp_path: Path
+) -> None:
+    cases = [
+        make_case(f"c{i:02d}", "pass", response=f"Unique response {i:02d}.") for i in range(30)
+    ]
     gold = make_dataset(cases)
     out = tmp_path / "out"
     with FakeLLM(default=Reply(value="pass"), latency_s=0.15) as server:
         spec = write_spec(tmp_path / "specs", server.base_url)
-        command = [sys.executable, "-m", "workbench.cli.main", "run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development", "--out", str(out), "--concurrency", "3", "--no-progress", "--no-cache"]
+        command = [
+            sys.executable,
+            "-m",
+            "workbench.cli.main",
+            "run",
+            "--candidate",
+            str(spec),
+            "--gold",
+            str(gold),
+            "--partition",
+            "development",
+            "--out",
+            str(out),
+            "--concurrency",
+            "3",
+            "--no-progress",
+            "--no-cache",
+        ]
         env = {**os.environ, KEY_ENV: SECRET}
         proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         results = out / "results.jsonl"
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (not results.exists() or results.read_text().count("\n") < 8):
+        while time.monotonic() < deadline and (
+            not results.exists() or results.read_text().count("\n") < 8
+        ):
             time.sleep(0.02)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         before_kill = server.call_count
-        done_at_kill = {json.loads(line)["case_id"] for line in results.read_text().splitlines() if line.strip().endswith("}")}
+        done_at_kill = {
+            json.loads(line)["case_id"]
+            for line in results.read_text().splitlines()
+            if line.strip().endswith("}")
+        }
         assert 8 <= len(done_at_kill) < 30
         with open(results, "ab") as fh:  # as if the kill had torn the last record
             fh.write(b'{"case_id": "c99", "value": "pa')
         rerun = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
         assert rerun.returncode == 0, rerun.stderr
         later_calls = server.calls[before_kill:]
-    called_again = {c for c in done_at_kill for call in later_calls if f"Unique response {c[1:]}." in json.dumps(call.body)}
+    called_again = {
+        c
+        for c in done_at_kill
+        for call in later_calls
+        if f"Unique response {c[1:]}." in json.dumps(call.body)
+    }
     assert called_again == set()  # no completed case was called again
     records = [json.loads(line) for line in results.read_text().splitlines()]
-    assert sorted(r["case_id"] for r in records) == sorted(c["case_id"] for c in cases)  # none lost, none duplicated
+    assert sorted(r["case_id"] for r in records) == sorted(
+        c["case_id"] for c in cases
+    )  # none lost, none duplicated
     assert (out / "results.jsonl.torn").read_bytes().startswith(b'{"case_id": "c99"')
     assert read_results(results, verify_requests=True)

@@ -44,7 +44,9 @@ from workbench.stats import wilson_rate
 
 LLMBAR = dataset_path("llmbar")
 SUBSETS = LLMBAR / "Dataset" / "LLMBar"
-RUNS: list[Path] = sorted(p.parent for p in LLMBAR.rglob("statistics.json")) if LLMBAR.is_dir() else []
+RUNS: list[Path] = (
+    sorted(p.parent for p in LLMBAR.rglob("statistics.json")) if LLMBAR.is_dir() else []
+)
 _ABSENT = pytest.mark.skipif(not LLMBAR.is_dir(), reason=missing_reason(LLMBAR))
 
 
@@ -96,12 +98,24 @@ def imported_run(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @needs_llmbar
 def test_all_45_runs_are_found() -> None:
     assert len(RUNS) == 45
-    assert {subset_name(_subset_of(r)) for r in RUNS} == {"Natural", "Adversarial/GPTInst", "Adversarial/GPTOut", "Adversarial/Manual", "Adversarial/Neighbor"}
+    assert {subset_name(_subset_of(r)) for r in RUNS} == {
+        "Natural",
+        "Adversarial/GPTInst",
+        "Adversarial/GPTOut",
+        "Adversarial/Manual",
+        "Adversarial/Neighbor",
+    }
 
 
 @needs_datasets
-@pytest.mark.parametrize("run", RUNS or [pytest.param(None, marks=pytest.mark.skip(reason=missing_reason(LLMBAR)))], ids=_run_id if RUNS else None)
-def test_report_reproduces_upstream_statistics(run: Path, subset_gold: Any, imported_run: Any) -> None:
+@pytest.mark.parametrize(
+    "run",
+    RUNS or [pytest.param(None, marks=pytest.mark.skip(reason=missing_reason(LLMBAR)))],
+    ids=_run_id if RUNS else None,
+)
+def test_report_reproduces_upstream_statistics(
+    run: Path, subset_gold: Any, imported_run: Any
+) -> None:
     gold_dir, dataset = subset_gold(_subset_of(run))
     out, summary = imported_run(run)
     # the gold part of an import does not depend on the evaluator: reuse the subset's gold
@@ -125,13 +139,21 @@ def test_report_reproduces_upstream_statistics(run: Path, subset_gold: Any, impo
     # one subset is one slice, so the slice repeats the overall figures
     (only,) = report.slices
     assert only.slice == subset_name(_subset_of(run))
-    assert only.model_dump() == {**report.overall.model_dump(), "slice": only.slice, "risk": "medium"}
+    assert only.model_dump() == {
+        **report.overall.model_dump(),
+        "slice": only.slice,
+        "risk": "medium",
+    }
     assert report.status == "complete" and not report.missing
-    assert summary.notes[-1].startswith("the pairwise analysis of the imported files reproduces statistics.json exactly")
+    assert summary.notes[-1].startswith(
+        "the pairwise analysis of the imported files reproduces statistics.json exactly"
+    )
 
 
 @needs_llmbar
-def test_results_for_an_existing_gold_equal_the_full_import(tmp_path: Path, subset_gold: Any, imported_run: Any) -> None:
+def test_results_for_an_existing_gold_equal_the_full_import(
+    tmp_path: Path, subset_gold: Any, imported_run: Any
+) -> None:
     """One subset's gold serves all its evaluators: results-only import gives the same records."""
     subset = SUBSETS / "Natural"
     gold_dir, dataset = subset_gold(subset)
@@ -160,14 +182,20 @@ def test_readme_figures_natural_gpt4_vanilla(imported_run: Any) -> None:
     assert (o.consistent_verdicts.k, o.consistent_verdicts.n) == (95, 100)
     assert o.original.accuracy == wilson_rate(95, 100)
     assert o.errors == 0 and report.evaluator_errors == []
-    assert report.judge is not None and (report.judge.name, report.judge.version, report.judge.kind) == ("GPT-4", "Vanilla", "imported")
+    assert report.judge is not None and (
+        report.judge.name,
+        report.judge.version,
+        report.judge.kind,
+    ) == ("GPT-4", "Vanilla", "imported")
     # first-shown wins over both orders: 200 verdicts; consistent cases contribute exactly one each
     assert o.first_shown_wins.n == 200
     assert summary.results == 200 and "results.jsonl" in summary.files
 
 
 @needs_llmbar
-def test_real_missing_and_unparseable_winners_are_errors_in_the_denominators(imported_run: Any) -> None:
+def test_real_missing_and_unparseable_winners_are_errors_in_the_denominators(
+    imported_run: Any,
+) -> None:
     out, summary = imported_run(SUBSETS / "Natural" / "evaluators" / "PaLM2" / "Vanilla")
     report = pairwise_report(out, out / "results.jsonl")
     o = report.overall
@@ -192,8 +220,15 @@ def test_real_missing_and_unparseable_winners_are_errors_in_the_denominators(imp
     out, _ = imported_run(SUBSETS / "Natural" / "evaluators" / "ChatGPT" / "CoT")
     report = pairwise_report(out, out / "results.jsonl")
     (err,) = report.evaluator_errors
-    assert (err.case_id, err.repeat, err.swap, err.kind) == ("llmbar-natural-017", 0, False, "unparseable")
-    results = {(r.result.case_id, r.result.repeat): r.result for r in read_results(out / "results.jsonl")}
+    assert (err.case_id, err.repeat, err.swap, err.kind) == (
+        "llmbar-natural-017",
+        0,
+        False,
+        "unparseable",
+    )
+    results = {
+        (r.result.case_id, r.result.repeat): r.result for r in read_results(out / "results.jsonl")
+    }
     bad = results[("llmbar-natural-017", 0)]
     assert bad.value is None and bad.error is not None and bad.reason and "both" in bad.reason
     assert report.overall.original.accuracy.n == 100 and report.overall.original.errors == 1
@@ -207,10 +242,18 @@ def test_swap_strategy_imports_the_final_synthesize_step(imported_run: Any) -> N
     two_step = [i for i, item in enumerate(raw) if len(item["results"]) == 2]
     assert len(two_step) == 7
     results = read_results(out / "results.jsonl", verify_requests=True)
-    with_request = {(r.result.case_id, r.result.repeat) for r in results if r.result.rendered_request is not None}
+    with_request = {
+        (r.result.case_id, r.result.repeat)
+        for r in results
+        if r.result.rendered_request is not None
+    }
     assert with_request == {(f"llmbar-natural-{i:03d}", rep) for i in two_step for rep in (0, 1)}
     for i in two_step:
-        by_repeat = {r.result.repeat: r.result for r in results if r.result.case_id == f"llmbar-natural-{i:03d}"}
+        by_repeat = {
+            r.result.repeat: r.result
+            for r in results
+            if r.result.case_id == f"llmbar-natural-{i:03d}"
+        }
         assert by_repeat[0].value == raw[i]["results"][-1]["swap = False"]["winner"]
         assert by_repeat[1].value == raw[i]["results"][-1]["swap = True"]["winner"]
     assert any("synthesize" in note for note in summary.notes)
@@ -276,7 +319,10 @@ def test_results_follow_the_contract_and_presentation(imported_run: Any) -> None
         assert r.presentation == {"swap": swap, "presented_order": order, "first_shown": order[0]}
         assert (r.value is None) == (r.error is not None)
         assert r.value in (None, "1", "2")
-        assert r.judge.kind == "imported" and (r.judge.name, r.judge.version) == ("LLaMA2", "Vanilla")
+        assert r.judge.kind == "imported" and (r.judge.name, r.judge.version) == (
+            "LLaMA2",
+            "Vanilla",
+        )
         assert len(r.judge.params["results_sha256"]) == 64
     raw_lines = (out / "results.jsonl").read_text(encoding="utf-8").splitlines()
     assert all('"value":' in text for text in raw_lines)  # value is explicit, null on errors
@@ -286,7 +332,12 @@ def test_results_follow_the_contract_and_presentation(imported_run: Any) -> None
 
 
 def _item(i: int, label: int = 1) -> dict[str, Any]:
-    return {"input": f"Instruction {i}", "output_1": f"first answer {i}", "output_2": f"second answer {i}", "label": label}
+    return {
+        "input": f"Instruction {i}",
+        "output_1": f"first answer {i}",
+        "output_2": f"second answer {i}",
+        "label": label,
+    }
 
 
 def _verdict(winner_false: Any, winner_true: Any, text: str = "Output (a)") -> list[dict[str, Any]]:
@@ -298,7 +349,9 @@ def _verdict(winner_false: Any, winner_true: Any, text: str = "Output (a)") -> l
     ]
 
 
-def _write_subset(root: Path, items: list[dict[str, Any]], evaluated: list[dict[str, Any]] | None) -> tuple[Path, Path]:
+def _write_subset(
+    root: Path, items: list[dict[str, Any]], evaluated: list[dict[str, Any]] | None
+) -> tuple[Path, Path]:
     subset = root / "LLMBar" / "Synthetic"
     evaluator = subset / "evaluators" / "Judge-X" / "Vanilla"
     evaluator.mkdir(parents=True)
@@ -313,10 +366,18 @@ def synthetic(tmp_path: Path) -> tuple[Path, Path]:
     items = [_item(0, 1), _item(1, 2), _item(2, 1), _item(3, 2), _item(4, 1), _item(5, 2)]
     steps = [
         _verdict("1", "1"),  # correct, consistent
-        _verdict(None, "2", text="Both outputs are equally good."),  # unparseable in the original order
-        {"swap = False": {"completion": ["", ""], "winner": None}, "swap = True": {"completion": ["", ""], "winner": None}},  # empty: missing in both
+        _verdict(
+            None, "2", text="Both outputs are equally good."
+        ),  # unparseable in the original order
+        {
+            "swap = False": {"completion": ["", ""], "winner": None},
+            "swap = True": {"completion": ["", ""], "winner": None},
+        },  # empty: missing in both
         _verdict("", "3"),  # empty winner with text -> unparseable; "3" -> unparseable
-        {"swap = False": {"completion": ["Output (a)", "stop"]}, "swap = True": {"completion": ["Output (b)", "stop"], "winner": 1}},  # no winner; int 1
+        {
+            "swap = False": {"completion": ["Output (a)", "stop"]},
+            "swap = True": {"completion": ["Output (b)", "stop"], "winner": 1},
+        },  # no winner; int 1
         [["auxiliary text", "stop"]],  # no verdict step at all
     ]
     evaluated = []
@@ -324,18 +385,29 @@ def synthetic(tmp_path: Path) -> tuple[Path, Path]:
         evaluated.append({**item, "results": step if isinstance(step, list) else [step]})
     subset, evaluator = _write_subset(tmp_path, items, evaluated)
     (evaluator / "statistics.json").write_text(
-        json.dumps({"correct_False": "1 / 6 = 16.666666666666664%", "correct_True": "2 / 6 = 33.33333333333333%", "correct_both": "1 / 6 = 16.666666666666664%", "equal": "3 / 6 = 50.0%"}),
+        json.dumps(
+            {
+                "correct_False": "1 / 6 = 16.666666666666664%",
+                "correct_True": "2 / 6 = 33.33333333333333%",
+                "correct_both": "1 / 6 = 16.666666666666664%",
+                "equal": "3 / 6 = 50.0%",
+            }
+        ),
         encoding="utf-8",
     )
     return subset, evaluator
 
 
-def test_missing_and_unparseable_winners_become_counted_errors(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
+def test_missing_and_unparseable_winners_become_counted_errors(
+    synthetic: tuple[Path, Path], tmp_path: Path
+) -> None:
     subset, evaluator = synthetic
     out = tmp_path / "out"
     summary = import_llmbar(subset, out, evaluator=evaluator)
     assert validate_dataset(out).ok
-    results = {(r.result.case_id, r.result.repeat): r.result for r in read_results(out / "results.jsonl")}
+    results = {
+        (r.result.case_id, r.result.repeat): r.result for r in read_results(out / "results.jsonl")
+    }
     kinds = {key: (r.value, r.error.kind if r.error else None) for key, r in results.items()}
     assert kinds == {
         ("llmbar-synthetic-000", 0): ("1", None),
@@ -366,7 +438,10 @@ def test_missing_and_unparseable_winners_become_counted_errors(synthetic: tuple[
     assert (o.consistent_verdicts.k, o.consistent_verdicts.n) == (1, 1)
     assert (o.first_shown_wins.k, o.first_shown_wins.n) == (2, 3)
     assert len(report.evaluator_errors) == 9
-    assert set(report.denominators) == set(DENOMINATORS) and "stays in n" in report.denominators["accuracy"]
+    assert (
+        set(report.denominators) == set(DENOMINATORS)
+        and "stays in n" in report.denominators["accuracy"]
+    )
     # the synthetic statistics.json says equal 3/6, so the importer says it differs
     assert "DIFFERS" in summary.notes[-1] and "equal: upstream 3/6, here 5/6" in summary.notes[-1]
     dumped = PairwiseReport.model_validate_json(report.model_dump_json())
@@ -380,10 +455,15 @@ def test_read_verdict_never_guesses() -> None:
         assert v.value is None and v.error_kind in ("missing_verdict", "unparseable")
     assert read_verdict({"results": []}, False).error_kind == "missing_verdict"
     assert read_verdict({}, False).error_kind == "missing_verdict"
-    assert read_verdict({"results": [{"swap = True": {"winner": "1"}}]}, False).error_kind == "missing_verdict"
+    assert (
+        read_verdict({"results": [{"swap = True": {"winner": "1"}}]}, False).error_kind
+        == "missing_verdict"
+    )
 
 
-def test_missing_results_make_the_report_incomplete(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
+def test_missing_results_make_the_report_incomplete(
+    synthetic: tuple[Path, Path], tmp_path: Path
+) -> None:
     subset, evaluator = synthetic
     out = tmp_path / "out"
     import_llmbar(subset, out, evaluator=evaluator)
@@ -396,18 +476,26 @@ def test_missing_results_make_the_report_incomplete(synthetic: tuple[Path, Path]
     assert report.overall.swapped.accuracy.n == 6 and report.overall.swapped.missing == 1
     assert report.overall.errors_in_both_orders == 3  # missing is never an error, never consistent
     runner = CliRunner()
-    result = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(partial), "--fail-incomplete"])
+    result = runner.invoke(
+        pairwise_cmd, ["--gold", str(out), "--results", str(partial), "--fail-incomplete"]
+    )
     assert result.exit_code == 3 and "INCOMPLETE" in result.output
 
 
-def test_pairwise_refuses_results_without_a_meaningful_order(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
+def test_pairwise_refuses_results_without_a_meaningful_order(
+    synthetic: tuple[Path, Path], tmp_path: Path
+) -> None:
     subset, evaluator = synthetic
     out = tmp_path / "out"
     import_llmbar(subset, out, evaluator=evaluator)
     records = [r.result for r in read_results(out / "results.jsonl")]
     broken = [
         records[0].model_copy(update={"presentation": None}),
-        records[1].model_copy(update={"presentation": {"swap": False, "presented_order": ["1", "2"], "first_shown": "1"}}),
+        records[1].model_copy(
+            update={
+                "presentation": {"swap": False, "presented_order": ["1", "2"], "first_shown": "1"}
+            }
+        ),
         records[2].model_copy(update={"repeat": 2}),
         *records[3:],
     ]
@@ -429,7 +517,11 @@ def test_bad_input_lists_every_problem(tmp_path: Path) -> None:
 
 def test_evaluator_of_another_subset_is_refused(tmp_path: Path) -> None:
     items = [_item(0), _item(1, 2)]
-    other = [{**_item(0), "results": _verdict("1", "1")}, {**_item(9, 2), "results": _verdict("2", "2")}, {**_item(2), "results": _verdict("1", "1")}]
+    other = [
+        {**_item(0), "results": _verdict("1", "1")},
+        {**_item(9, 2), "results": _verdict("2", "2")},
+        {**_item(2), "results": _verdict("1", "1")},
+    ]
     subset, evaluator = _write_subset(tmp_path, items, other)
     with pytest.raises(WorkbenchError) as exc:
         import_llmbar(subset, tmp_path / "out", evaluator=evaluator)
@@ -438,7 +530,9 @@ def test_evaluator_of_another_subset_is_refused(tmp_path: Path) -> None:
 
 def test_result_file_without_verdict_steps_is_refused(tmp_path: Path) -> None:
     items = [_item(0), _item(1, 2)]
-    subset, evaluator = _write_subset(tmp_path, items, [{**item, "results": [["text", "stop"]]} for item in items])
+    subset, evaluator = _write_subset(
+        tmp_path, items, [{**item, "results": [["text", "stop"]]} for item in items]
+    )
     with pytest.raises(WorkbenchError) as exc:
         import_llmbar(subset, tmp_path / "out", evaluator=evaluator)
     assert [p.code for p in exc.value.problems] == ["no_verdicts"]
@@ -460,18 +554,42 @@ def test_cli_exit_codes(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
     subset, evaluator = synthetic
     runner = CliRunner()
     out = tmp_path / "cli"
-    ok = runner.invoke(import_group, ["llmbar", str(subset), "--evaluator", str(evaluator), "--out", str(out)])
+    ok = runner.invoke(
+        import_group, ["llmbar", str(subset), "--evaluator", str(evaluator), "--out", str(out)]
+    )
     assert ok.exit_code == 0, ok.output
     assert "Imported 6 llmbar case(s)" in ok.output and "12 imported judge result(s)" in ok.output
-    gold_only = runner.invoke(import_group, ["llmbar", str(subset), "--out", str(tmp_path / "gold-only")])
+    gold_only = runner.invoke(
+        import_group, ["llmbar", str(subset), "--out", str(tmp_path / "gold-only")]
+    )
     assert gold_only.exit_code == 0 and "no judge results in the source" in gold_only.output
     again = runner.invoke(import_group, ["llmbar", str(subset), "--out", str(out)])
     assert again.exit_code == 2 and "out_not_empty" in again.output
 
-    missing = runner.invoke(import_group, ["llmbar", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")])
-    assert missing.exit_code == 2 and "source_missing" in missing.output and "Traceback" not in missing.output
-    no_eval = runner.invoke(import_group, ["llmbar", str(subset), "--evaluator", str(tmp_path / "nowhere"), "--out", str(tmp_path / "y")])
-    assert no_eval.exit_code == 2 and "result.json" in no_eval.output and "Traceback" not in no_eval.output
+    missing = runner.invoke(
+        import_group, ["llmbar", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]
+    )
+    assert (
+        missing.exit_code == 2
+        and "source_missing" in missing.output
+        and "Traceback" not in missing.output
+    )
+    no_eval = runner.invoke(
+        import_group,
+        [
+            "llmbar",
+            str(subset),
+            "--evaluator",
+            str(tmp_path / "nowhere"),
+            "--out",
+            str(tmp_path / "y"),
+        ],
+    )
+    assert (
+        no_eval.exit_code == 2
+        and "result.json" in no_eval.output
+        and "Traceback" not in no_eval.output
+    )
 
     broken = tmp_path / "broken" / "LLMBar" / "Bad"
     broken.mkdir(parents=True)
@@ -479,22 +597,49 @@ def test_cli_exit_codes(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
     bad = runner.invoke(import_group, ["llmbar", str(broken), "--out", str(tmp_path / "z")])
     assert bad.exit_code == 2 and "malformed_json" in bad.output and "Traceback" not in bad.output
     (evaluator / "result.json").write_text("{not json", encoding="utf-8")
-    bad_eval = runner.invoke(import_group, ["llmbar", str(subset), "--evaluator", str(evaluator), "--out", str(tmp_path / "w")])
-    assert bad_eval.exit_code == 2 and "malformed_json" in bad_eval.output and "Traceback" not in bad_eval.output
+    bad_eval = runner.invoke(
+        import_group,
+        ["llmbar", str(subset), "--evaluator", str(evaluator), "--out", str(tmp_path / "w")],
+    )
+    assert (
+        bad_eval.exit_code == 2
+        and "malformed_json" in bad_eval.output
+        and "Traceback" not in bad_eval.output
+    )
 
-    text = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(out / "results.jsonl")])
+    text = runner.invoke(
+        pairwise_cmd, ["--gold", str(out), "--results", str(out / "results.jsonl")]
+    )
     assert text.exit_code == 0 and "acc original" in text.output and "Denominators:" in text.output
-    as_json = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(out / "results.jsonl"), "--json"])
+    as_json = runner.invoke(
+        pairwise_cmd, ["--gold", str(out), "--results", str(out / "results.jsonl"), "--json"]
+    )
     assert as_json.exit_code == 0
     payload = json.loads(as_json.output)
     assert payload["kind"] == "workbench.pairwise" and payload["schema_version"] == 2
-    assert payload["overall"]["original"]["accuracy"] == {"k": 1, "n": 6, "rate": 1 / 6, "ci95_low": pytest.approx(wilson_rate(1, 6).ci95_low), "ci95_high": pytest.approx(wilson_rate(1, 6).ci95_high)}
-    no_results = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(tmp_path / "none.jsonl")])
-    assert no_results.exit_code == 2 and "results_missing" in no_results.output and "Traceback" not in no_results.output
+    assert payload["overall"]["original"]["accuracy"] == {
+        "k": 1,
+        "n": 6,
+        "rate": 1 / 6,
+        "ci95_low": pytest.approx(wilson_rate(1, 6).ci95_low),
+        "ci95_high": pytest.approx(wilson_rate(1, 6).ci95_high),
+    }
+    no_results = runner.invoke(
+        pairwise_cmd, ["--gold", str(out), "--results", str(tmp_path / "none.jsonl")]
+    )
+    assert (
+        no_results.exit_code == 2
+        and "results_missing" in no_results.output
+        and "Traceback" not in no_results.output
+    )
     garbage = tmp_path / "garbage.jsonl"
     garbage.write_text("{nope\n", encoding="utf-8")
     bad_results = runner.invoke(pairwise_cmd, ["--gold", str(out), "--results", str(garbage)])
-    assert bad_results.exit_code == 2 and "malformed_json" in bad_results.output and "Traceback" not in bad_results.output
+    assert (
+        bad_results.exit_code == 2
+        and "malformed_json" in bad_results.output
+        and "Traceback" not in bad_results.output
+    )
 
 
 def test_run_importer_passes_options(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
@@ -515,11 +660,19 @@ def test_per_slice_figures_with_two_slices(synthetic: tuple[Path, Path], tmp_pat
     merged = tmp_path / "merged"
     merged.mkdir()
     rubric = yaml.safe_load((a / "rubric.yaml").read_text(encoding="utf-8"))
-    rubric["slices"]["B"] = yaml.safe_load((b / "rubric.yaml").read_text(encoding="utf-8"))["slices"]["B"]
+    rubric["slices"]["B"] = yaml.safe_load((b / "rubric.yaml").read_text(encoding="utf-8"))[
+        "slices"
+    ]["B"]
     (merged / "rubric.yaml").write_text(yaml.safe_dump(rubric), encoding="utf-8")
     (merged / "card.md").write_text((a / "card.md").read_text(encoding="utf-8"), encoding="utf-8")
-    gold_b = [line for i, line in enumerate((b / "gold.jsonl").read_text(encoding="utf-8").splitlines()) if i < 2]
-    (merged / "gold.jsonl").write_text((a / "gold.jsonl").read_text(encoding="utf-8") + "\n".join(gold_b) + "\n", encoding="utf-8")
+    gold_b = [
+        line
+        for i, line in enumerate((b / "gold.jsonl").read_text(encoding="utf-8").splitlines())
+        if i < 2
+    ]
+    (merged / "gold.jsonl").write_text(
+        (a / "gold.jsonl").read_text(encoding="utf-8") + "\n".join(gold_b) + "\n", encoding="utf-8"
+    )
     records_a = [r.result for r in read_results(a / "results.jsonl")]
     judge, fingerprint = records_a[0].judge, records_a[0].judge_fingerprint
     records_b = [
@@ -533,6 +686,9 @@ def test_per_slice_figures_with_two_slices(synthetic: tuple[Path, Path], tmp_pat
     assert (by_name["A"].n, by_name["B"].n, report.overall.n) == (6, 2, 8)
     assert (by_name["B"].original.accuracy.k, by_name["B"].original.accuracy.n) == (1, 2)
     assert (by_name["B"].original.errors, by_name["B"].swapped.errors) == (1, 0)
-    assert report.overall.original.accuracy.k == by_name["A"].original.accuracy.k + by_name["B"].original.accuracy.k
+    assert (
+        report.overall.original.accuracy.k
+        == by_name["A"].original.accuracy.k + by_name["B"].original.accuracy.k
+    )
     assert report.overall.position_consistency.k == 5 + 1
     assert {e.slice for e in report.evaluator_errors} == {"A", "B"}

@@ -47,19 +47,28 @@ def test_ci_config_refuses_a_duplicate_key(tmp_path: Path) -> None:
     from workbench.ci._project import load_ci_config
 
     # yaml.safe_load let the second `ci:` win silently, dropping the first block's paths.
-    (tmp_path / "workbench.yaml").write_text("ci:\n  paths: {gold: [a]}\nci:\n  schema_version: 1\n", encoding="utf-8")
+    (tmp_path / "workbench.yaml").write_text(
+        "ci:\n  paths: {gold: [a]}\nci:\n  schema_version: 1\n", encoding="utf-8"
+    )
     _config, problems = load_ci_config(tmp_path)
     assert [p.code for p in problems] == ["ci_config_invalid"]
-    assert "duplicate key" in problems[0].message and problems[0].location.endswith("workbench.yaml:3")
+    assert "duplicate key" in problems[0].message and problems[0].location.endswith(
+        "workbench.yaml:3"
+    )
 
 
 def test_authority_config_refuses_a_duplicate_key(tmp_path: Path) -> None:
     from workbench.authority._location import AUTHORITY_KEY, configured_record
 
-    (tmp_path / "workbench.yaml").write_text(f"{AUTHORITY_KEY}: a.jsonl\n{AUTHORITY_KEY}: b.jsonl\n", encoding="utf-8")
+    (tmp_path / "workbench.yaml").write_text(
+        f"{AUTHORITY_KEY}: a.jsonl\n{AUTHORITY_KEY}: b.jsonl\n", encoding="utf-8"
+    )
     with pytest.raises(WorkbenchError) as info:  # before: b.jsonl won silently
         configured_record(tmp_path)
-    assert codes(info.value) == ["project_config_invalid"] and "duplicate key" in info.value.problems[0].message
+    assert (
+        codes(info.value) == ["project_config_invalid"]
+        and "duplicate key" in info.value.problems[0].message
+    )
 
 
 def test_project_config_pipe_is_refused_without_blocking(tmp_path: Path) -> None:
@@ -85,7 +94,9 @@ def test_panel_that_is_a_list_is_a_problem_not_a_traceback(tmp_path: Path) -> No
 def test_yaml_lines_survives_an_alias_bomb() -> None:
     levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
     for n in range(1, 12):
-        levels.append(f"l{n}: &l{n} [" + ", ".join([f"*{'a' if n == 1 else f'l{n - 1}'}"] * 10) + "]")
+        levels.append(
+            f"l{n}: &l{n} [" + ", ".join([f"*{'a' if n == 1 else f'l{n - 1}'}"] * 10) + "]"
+        )
     text = "\n".join(levels) + "\n"
     start = time.perf_counter()
     lines = yaml_lines(text)  # 10**12 paths if every alias were walked
@@ -100,7 +111,11 @@ def test_yaml_lines_maps_keys_and_items_to_their_lines() -> None:
     text = "name: x\ncontrols:\n  - id: a\n    role: positive\n  - id: b\n"
     lines = yaml_lines(text)
     assert lines[("name",)] == 1 and lines[("controls",)] == 2
-    assert lines[("controls", 0)] == 3 and lines[("controls", 0, "role")] == 4 and lines[("controls", 1, "id")] == 5
+    assert (
+        lines[("controls", 0)] == 3
+        and lines[("controls", 0, "role")] == 4
+        and lines[("controls", 1, "id")] == 5
+    )
     assert yaml_lines(text, root=True)[()] == 1
     assert yaml_lines("a: [") == {}
 
@@ -127,7 +142,13 @@ def test_load_yaml_refusals(tmp_path: Path, content: bytes, code: str, line: int
     path = tmp_path / "t.yaml"
     path.write_bytes(content)
     with pytest.raises(WorkbenchError) as info:
-        load_yaml(path, prefix="thing", what="thing", missing_fix="x", shape=("must be a mapping", "write key: value"))
+        load_yaml(
+            path,
+            prefix="thing",
+            what="thing",
+            missing_fix="x",
+            shape=("must be a mapping", "write key: value"),
+        )
     assert codes(info.value) == [code] and info.value.summary == "unreadable thing"
     if line is not None:
         assert info.value.problems[0].location == f"{path}:{line}"
@@ -135,10 +156,26 @@ def test_load_yaml_refusals(tmp_path: Path, content: bytes, code: str, line: int
 
 def test_load_yaml_missing_and_empty(tmp_path: Path) -> None:
     with pytest.raises(WorkbenchError) as info:
-        load_yaml(tmp_path / "nope.yaml", prefix="thing", what="thing", missing_fix="point at it", shape=None)
+        load_yaml(
+            tmp_path / "nope.yaml",
+            prefix="thing",
+            what="thing",
+            missing_fix="point at it",
+            shape=None,
+        )
     assert codes(info.value) == ["thing_missing"] and info.value.summary == "no thing"
     (tmp_path / "e.yaml").write_text("", encoding="utf-8")
-    assert load_yaml(tmp_path / "e.yaml", prefix="t", what="t", missing_fix="x", shape=("m", "f"), if_empty={}).data == {}
+    assert (
+        load_yaml(
+            tmp_path / "e.yaml",
+            prefix="t",
+            what="t",
+            missing_fix="x",
+            shape=("m", "f"),
+            if_empty={},
+        ).data
+        == {}
+    )
 
 
 def test_yaml_problem_split_codes() -> None:
@@ -161,12 +198,24 @@ def test_validation_problems_one_per_error_located_by_path() -> None:
     lines = Lines("m.yaml", yaml_lines("items:\n  - name: a\n    size: big\n    color: red\n"))
     with pytest.raises(ValidationError) as info:
         _M.model_validate({"name": "a", "size": "big", "color": "red"})
-    found = validation_problems(info.value, at=lines.at, base=("items", 0), code=lambda e: "unknown" if e["type"] == "extra_forbidden" else "invalid", fix="f", case_id="c1")
-    assert sorted((p.location, p.code, p.message.split(":")[0]) for p in found) == [("m.yaml:3", "invalid", "size"), ("m.yaml:4", "unknown", "color")]
+    found = validation_problems(
+        info.value,
+        at=lines.at,
+        base=("items", 0),
+        code=lambda e: "unknown" if e["type"] == "extra_forbidden" else "invalid",
+        fix="f",
+        case_id="c1",
+    )
+    assert sorted((p.location, p.code, p.message.split(":")[0]) for p in found) == [
+        ("m.yaml:3", "invalid", "size"),
+        ("m.yaml:4", "unknown", "color"),
+    ]
     assert all(p.case_id == "c1" for p in found)
     with pytest.raises(ValidationError) as whole:
         _M.model_validate([])
-    assert validation_problems(whole.value, at="m.yaml", code="x", fix="f", root="file")[0].message.startswith("file: ")
+    assert validation_problems(whole.value, at="m.yaml", code="x", fix="f", root="file")[
+        0
+    ].message.startswith("file: ")
 
 
 def test_problems_collector_raises_everything_at_once() -> None:

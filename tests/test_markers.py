@@ -72,9 +72,17 @@ def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_an_unmarked_notebook_run_fails_and_names_the_marker(tmp_path: Path) -> None:
     proc = _pytest(tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert "1 failed, 2 passed, 1 error" in proc.stdout, proc.stdout  # the fixture's run fails its setup
-    assert "test_suite.py::test_unmarked_runs_a_notebook executes a notebook without @pytest.mark.notebook" in proc.stdout
-    assert "test_suite.py::test_unmarked_through_a_module_fixture executes a notebook without @pytest.mark.notebook" in proc.stdout
+    assert "1 failed, 2 passed, 1 error" in proc.stdout, (
+        proc.stdout
+    )  # the fixture's run fails its setup
+    assert (
+        "test_suite.py::test_unmarked_runs_a_notebook executes a notebook without @pytest.mark.notebook"
+        in proc.stdout
+    )
+    assert (
+        "test_suite.py::test_unmarked_through_a_module_fixture executes a notebook without @pytest.mark.notebook"
+        in proc.stdout
+    )
 
 
 def test_the_fast_selection_deselects_the_marked(tmp_path: Path) -> None:
@@ -90,8 +98,16 @@ def test_markers_are_registered_and_make_has_both_lanes() -> None:
     fast = re.search(r"^test-fast: .*\n\t(.+)$", makefile, re.M)
     full = re.search(r"^test: .*\n\t(.+)$", makefile, re.M)
     assert fast and full, makefile
-    assert "-m 'not browser and not notebook'" in fast.group(1) or '-m "not browser and not notebook"' in fast.group(1)
-    assert "not browser" not in full.group(1) and "not notebook" not in full.group(1)  # `make test` runs everything
+    assert "-m 'not browser and not notebook'" in fast.group(
+        1
+    ) or '-m "not browser and not notebook"' in fast.group(1)
+    assert "not browser" not in full.group(1) and "not notebook" not in full.group(
+        1
+    )  # `make test` runs everything
     parallel = re.search(r"^PYTEST_PARALLEL := (.+)$", makefile, re.M)
-    assert parallel and "$(PYTEST_PARALLEL)" in full.group(1) and "$(PYTEST_PARALLEL)" in fast.group(1)
-    assert "-n " in parallel.group(1) and "--dist loadscope" in parallel.group(1)  # in parallel on pytest-xdist
+    assert (
+        parallel and "$(PYTEST_PARALLEL)" in full.group(1) and "$(PYTEST_PARALLEL)" in fast.group(1)
+    )
+    assert "-n " in parallel.group(1) and "--dist loadscope" in parallel.group(
+        1
+    )  # in parallel on pytest-xdist

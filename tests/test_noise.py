@@ -73,14 +73,30 @@ def test_demo_suite_and_candidate_are_valid() -> None:
     suite, problems = validate_pairs(DEMO_PAIRS)
     assert suite is not None and problems == []
     assert {p.mode for p in suite.controls()} == {"relevant", "irrelevant"}
-    assert len(suite.controls()) >= 4 and 8 <= len(suite.candidates()) <= 12 and 3 <= len(suite.slices) <= 4
+    assert (
+        len(suite.controls()) >= 4
+        and 8 <= len(suite.candidates()) <= 12
+        and 3 <= len(suite.slices) <= 4
+    )
     assert all(limit.direction == DIRECTION == "lower_is_better" for limit in suite.slices.values())
-    assert all(p.expected_relation == {"control": "noisy_worse_than_clean", "adversarial": "noisy_worse_than_clean", "reference_defect": "not_punished", "candidate": "noisy_not_worse"}[p.role] for p in suite.pairs)
+    assert all(
+        p.expected_relation
+        == {
+            "control": "noisy_worse_than_clean",
+            "adversarial": "noisy_worse_than_clean",
+            "reference_defect": "not_punished",
+            "candidate": "noisy_not_worse",
+        }[p.role]
+        for p in suite.pairs
+    )
     assert {p.role for p in suite.controls()} == {"control", "adversarial", "reference_defect"}
     spec = yaml.safe_load(DEMO_CANDIDATE.read_text())
     assert spec["kind"] == "ragas-noise" and "ragas-noise" in available_kinds()
     # The demo model binds a free port and exports its URL; the spec reads it from the environment.
-    assert spec["endpoint"]["base_url_env"] == DEMO_NOISE_URL_ENV == "WORKBENCH_DEMO_NOISE_URL" and spec["endpoint"]["api_key_env"] == "DEMO_LLM_API_KEY"
+    assert (
+        spec["endpoint"]["base_url_env"] == DEMO_NOISE_URL_ENV == "WORKBENCH_DEMO_NOISE_URL"
+        and spec["endpoint"]["api_key_env"] == "DEMO_LLM_API_KEY"
+    )
 
 
 def test_validation_reports_every_problem_at_once(tmp_path: Path) -> None:
@@ -111,7 +127,22 @@ def test_validation_reports_every_problem_at_once(tmp_path: Path) -> None:
     unknown_slice = pair("unknown-slice", slice="nowhere")
     control = pair("ctl-1", role="control")
     data = suite_dict(
-        [good, missing_field, empty_ctx, unknown_mode, no_mode, mismatch, out_of_range, two_changes, nothing_replaced, unapproved, duplicate, relevant_candidate, unknown_slice, control],
+        [
+            good,
+            missing_field,
+            empty_ctx,
+            unknown_mode,
+            no_mode,
+            mismatch,
+            out_of_range,
+            two_changes,
+            nothing_replaced,
+            unapproved,
+            duplicate,
+            relevant_candidate,
+            unknown_slice,
+            control,
+        ],
         refunds={"max_score": 0.0},  # direction missing
     )
     path = write_suite(tmp_path, data)
@@ -135,7 +166,10 @@ def test_validation_reports_every_problem_at_once(tmp_path: Path) -> None:
     for code, case_id in expected.items():
         assert code in by_code, code
         assert any(p.case_id == case_id for p in by_code[code]), (code, by_code[code])
-    assert {p.case_id for p in by_code["pair_membership_broken"]} == {"two-changes", "nothing-replaced"}
+    assert {p.case_id for p in by_code["pair_membership_broken"]} == {
+        "two-changes",
+        "nothing-replaced",
+    }
     assert len(by_code["member_mismatch"]) == 2  # the question and the generator
     assert "direction_missing" in by_code and "controls_missing" in by_code
     assert "relevant" in by_code["controls_missing"][0].message
@@ -156,13 +190,18 @@ def test_controls_must_separate_by_construction_and_relations_follow_roles(tmp_p
     with pytest.raises(WorkbenchError) as info:
         load_pairs(path)
     codes = {(p.code, p.case_id) for p in info.value.problems}
-    assert ("control_response_unchanged", "ctl-same") in codes and ("relation_role_mismatch", "cand-rel") in codes
+    assert ("control_response_unchanged", "ctl-same") in codes and (
+        "relation_role_mismatch",
+        "cand-rel",
+    ) in codes
 
 
 def test_mode_is_mandatory_and_never_comes_from_the_candidate(tmp_path: Path) -> None:
     with pytest.raises(ValidationError):
         NoiseInput(user_input="q", response="r", reference="ref", retrieved_contexts=["c"])  # type: ignore[call-arg]
-    spec = write_spec(tmp_path / "a", "http://127.0.0.1:9/v1", params={"mode": "relevant"}, prompt="{response}")
+    spec = write_spec(
+        tmp_path / "a", "http://127.0.0.1:9/v1", params={"mode": "relevant"}, prompt="{response}"
+    )
     with pytest.raises(WorkbenchError) as info:
         load_candidate(spec)
     assert {"mode_in_spec", "prompt_not_allowed"} <= {p.code for p in info.value.problems}
@@ -187,7 +226,10 @@ def scripted(request: ChatRequest) -> Reply:
     kind, data = parse_prompt(request.prompt)
     if kind == "statements":
         return Reply(content=json.dumps({"statements": DECOMPOSE[data["answer"]]}))
-    verdicts = [{"statement": s, "reason": "scripted", "verdict": SUPPORT[(data["context"], s)]} for s in data["statements"]]
+    verdicts = [
+        {"statement": s, "reason": "scripted", "verdict": SUPPORT[(data["context"], s)]}
+        for s in data["statements"]
+    ]
     return Reply(content=json.dumps({"statements": verdicts}))
 
 
@@ -202,7 +244,16 @@ def test_score_matches_the_formula_by_hand(tmp_path: Path, mode: str, expected: 
 
         async def score() -> Any:
             try:
-                return await judge.evaluate(NoiseInput(user_input="Q?", response=RESP, reference=REF, retrieved_contexts=[C1, C2], mode=mode), None)
+                return await judge.evaluate(
+                    NoiseInput(
+                        user_input="Q?",
+                        response=RESP,
+                        reference=REF,
+                        retrieved_contexts=[C1, C2],
+                        mode=mode,
+                    ),
+                    None,
+                )
             finally:
                 await judge.aclose()
 
@@ -210,27 +261,71 @@ def test_score_matches_the_formula_by_hand(tmp_path: Path, mode: str, expected: 
         calls = fake.calls
     assert verdict.error is None and verdict.value is None
     assert verdict.score == pytest.approx(expected)
-    sequence = [(k, d.get("answer") or d.get("context")) for k, d in (parse_prompt(str(c.body and "\n\n".join(m["content"] for m in c.body["messages"]))) for c in calls)]
-    assert sequence == [("statements", REF), ("statements", RESP), ("verdicts", C1), ("verdicts", C1), ("verdicts", C2), ("verdicts", C2), ("verdicts", REF)]
+    sequence = [
+        (k, d.get("answer") or d.get("context"))
+        for k, d in (
+            parse_prompt(str(c.body and "\n\n".join(m["content"] for m in c.body["messages"])))
+            for c in calls
+        )
+    ]
+    assert sequence == [
+        ("statements", REF),
+        ("statements", RESP),
+        ("verdicts", C1),
+        ("verdicts", C1),
+        ("verdicts", C2),
+        ("verdicts", C2),
+        ("verdicts", REF),
+    ]
     assert len(calls) == calls_per_score(2) == 7
     # every request of the score is captured: the first plus six follow-ups
     assert len(verdict.rendered_request["follow_up_requests"]) == 6
     assert verdict.tokens_in and verdict.tokens_out
-    assert f"{int(expected * 4)} of 4 response statements" in verdict.reason and "lower is better" in verdict.reason
+    assert (
+        f"{int(expected * 4)} of 4 response statements" in verdict.reason
+        and "lower is better" in verdict.reason
+    )
 
 
 def test_invalid_score_becomes_an_evaluator_error(tmp_path: Path) -> None:
     def no_response_statements(request: ChatRequest) -> Reply:
         kind, data = parse_prompt(request.prompt)
         if kind == "statements":
-            return Reply(content=json.dumps({"statements": ["R-alpha"] if data["answer"] == REF_POLICY else []}))
-        return Reply(content=json.dumps({"statements": [{"statement": s, "reason": "r", "verdict": 1} for s in data["statements"]]}))
+            return Reply(
+                content=json.dumps(
+                    {"statements": ["R-alpha"] if data["answer"] == REF_POLICY else []}
+                )
+            )
+        return Reply(
+            content=json.dumps(
+                {
+                    "statements": [
+                        {"statement": s, "reason": "r", "verdict": 1} for s in data["statements"]
+                    ]
+                }
+            )
+        )
 
     with FakeLLM(responder=no_response_statements) as fake:
         judge = load_candidate(write_spec(tmp_path, fake.base_url))
-        verdict = asyncio.run(judge.evaluate(NoiseInput(user_input="Q?", response="Something.", reference=REF_POLICY, retrieved_contexts=[CTX_POLICY], mode="relevant"), None))
+        verdict = asyncio.run(
+            judge.evaluate(
+                NoiseInput(
+                    user_input="Q?",
+                    response="Something.",
+                    reference=REF_POLICY,
+                    retrieved_contexts=[CTX_POLICY],
+                    mode="relevant",
+                ),
+                None,
+            )
+        )
     assert verdict.score is None and verdict.error is not None
-    assert verdict.error.kind == "invalid_score" and "nan" in verdict.error.message.lower() and not verdict.retryable
+    assert (
+        verdict.error.kind == "invalid_score"
+        and "nan" in verdict.error.message.lower()
+        and not verdict.retryable
+    )
 
     class _Metric:
         decomposed: list[list[str]] = [["a"], ["b"]]
@@ -246,7 +341,21 @@ def test_invalid_score_becomes_an_evaluator_error(tmp_path: Path) -> None:
     for bad in (1.5, -0.1, math.inf, None, "high"):
         v = judge._interpret(_Result(bad), _Exchange(), None, None)
         assert v.error is not None and v.error.kind == "invalid_score" and v.score is None, bad
-    assert judge._interpret(_Result(1.0), _Exchange(), NoiseInput(user_input="q", response="r", reference="f", retrieved_contexts=["c"], mode="relevant"), None).score == 1.0
+    assert (
+        judge._interpret(
+            _Result(1.0),
+            _Exchange(),
+            NoiseInput(
+                user_input="q",
+                response="r",
+                reference="f",
+                retrieved_contexts=["c"],
+                mode="relevant",
+            ),
+            None,
+        ).score
+        == 1.0
+    )
 
 
 def test_unusable_answers_are_unparseable_not_scores(tmp_path: Path) -> None:
@@ -254,21 +363,51 @@ def test_unusable_answers_are_unparseable_not_scores(tmp_path: Path) -> None:
         kind, data = parse_prompt(request.prompt)
         if kind == "statements":
             return Reply(content=json.dumps({"statements": ["a", "b"]}))
-        return Reply(content=json.dumps({"statements": [{"statement": "a", "reason": "r", "verdict": 1}]}))
+        return Reply(
+            content=json.dumps({"statements": [{"statement": "a", "reason": "r", "verdict": 1}]})
+        )
 
     with FakeLLM(responder=too_few_verdicts) as fake:
         judge = load_candidate(write_spec(tmp_path, fake.base_url))
-        verdict = asyncio.run(judge.evaluate(NoiseInput(user_input="Q?", response="x", reference="y", retrieved_contexts=["c"], mode="irrelevant"), None))
-    assert verdict.error is not None and verdict.error.kind == "unparseable" and "1 faithfulness verdicts for 2 statements" in verdict.error.message
+        verdict = asyncio.run(
+            judge.evaluate(
+                NoiseInput(
+                    user_input="Q?",
+                    response="x",
+                    reference="y",
+                    retrieved_contexts=["c"],
+                    mode="irrelevant",
+                ),
+                None,
+            )
+        )
+    assert (
+        verdict.error is not None
+        and verdict.error.kind == "unparseable"
+        and "1 faithfulness verdicts for 2 statements" in verdict.error.message
+    )
 
 
 # -- runs: controls first, records, resume -----------------------------------------------------
 
 
 def small_suite(tmp_path: Path) -> Path:
-    cand = pair("cand-1", clean_response=f"{REF_POLICY}", distractor=f"{CANDIDATE_MARKER} Refunds are possible within 90 days.")
-    cand["noisy"]["response"] = f"{REF_POLICY} {CANDIDATE_MARKER} Refunds are possible within 90 days."  # adopts the distractor
-    return write_suite(tmp_path, suite_dict([pair("ctl-1", role="control"), cand], refunds={"max_score": 0.5, "direction": "lower_is_better"}), freeze=True)
+    cand = pair(
+        "cand-1",
+        clean_response=f"{REF_POLICY}",
+        distractor=f"{CANDIDATE_MARKER} Refunds are possible within 90 days.",
+    )
+    cand["noisy"]["response"] = (
+        f"{REF_POLICY} {CANDIDATE_MARKER} Refunds are possible within 90 days."  # adopts the distractor
+    )
+    return write_suite(
+        tmp_path,
+        suite_dict(
+            [pair("ctl-1", role="control"), cand],
+            refunds={"max_score": 0.5, "direction": "lower_is_better"},
+        ),
+        freeze=True,
+    )
 
 
 def test_a_control_that_does_not_separate_stops_before_any_candidate_call(tmp_path: Path) -> None:
@@ -276,7 +415,15 @@ def test_a_control_that_does_not_separate_stops_before_any_candidate_call(tmp_pa
         kind, data = parse_prompt(request.prompt)
         if kind == "statements":
             return Reply(content=json.dumps({"statements": [data["answer"]]}))
-        return Reply(content=json.dumps({"statements": [{"statement": s, "reason": "r", "verdict": 1} for s in data["statements"]]}))
+        return Reply(
+            content=json.dumps(
+                {
+                    "statements": [
+                        {"statement": s, "reason": "r", "verdict": 1} for s in data["statements"]
+                    ]
+                }
+            )
+        )
 
     suite = load_pairs(small_suite(tmp_path))
     with FakeLLM(responder=everything_supported) as fake:
@@ -284,17 +431,23 @@ def test_a_control_that_does_not_separate_stops_before_any_candidate_call(tmp_pa
         run = run_noise_sync(judge, suite, tmp_path / "run", progress=False)
         calls = fake.calls
     assert calls and not any(CANDIDATE_MARKER in json.dumps(c.body) for c in calls)
-    assert run.candidates is None and not run.controls_passed and "ctl-1" in (run.stopped_reason or "")
+    assert (
+        run.candidates is None and not run.controls_passed and "ctl-1" in (run.stopped_reason or "")
+    )
     assert not (tmp_path / "run" / "candidates").exists()
     assert [c.status for c in run.control_checks] == ["not_separated"]
     report = noise_report(suite, run)
     assert report.outcome == "evaluation_incomplete" and report.exit_code == 3
-    assert [b.code for b in report.blockers] == ["noise_controls_failed"] and not report.blockers[0].waivable
+    assert [b.code for b in report.blockers] == ["noise_controls_failed"] and not report.blockers[
+        0
+    ].waivable
     assert report.pairs[0].status == "not_interpreted" and report.pairs[0].noisy_score is None
     assert report.direction == "lower_is_better"
 
 
-def test_run_records_every_request_tokens_and_cost_then_resumes_with_zero_calls(tmp_path: Path) -> None:
+def test_run_records_every_request_tokens_and_cost_then_resumes_with_zero_calls(
+    tmp_path: Path,
+) -> None:
     suite = load_pairs(small_suite(tmp_path))
     with FakeLLM(responder=demo_respond) as fake:
         judge = load_candidate(write_spec(tmp_path / "spec", fake.base_url))
@@ -305,26 +458,65 @@ def test_run_records_every_request_tokens_and_cost_then_resumes_with_zero_calls(
         run_noise_sync(judge, suite, tmp_path / "run2", progress=False)  # fills the verdict cache
         after_cache_fill = fake.call_count
         cached_again = run_noise_sync(judge, suite, tmp_path / "run3", progress=False)
-        assert fake.call_count == after_cache_fill  # a new directory, same candidate: all from the cache
+        assert (
+            fake.call_count == after_cache_fill
+        )  # a new directory, same candidate: all from the cache
     assert run.controls_passed and run.candidates is not None
-    assert first == sum(calls_per_score(len(p.member(m).retrieved_contexts)) for p in suite.pairs for m in ("clean", "noisy")) == 24
-    assert again.controls.calls == 0 and again.candidates.calls == 0 and again.candidates.resumed == 2  # type: ignore[union-attr]
-    assert cached_again.controls.calls == 0 and cached_again.controls.cache_hits == 2 and cached_again.candidates.calls == 0  # type: ignore[union-attr]
+    assert (
+        first
+        == sum(
+            calls_per_score(len(p.member(m).retrieved_contexts))
+            for p in suite.pairs
+            for m in ("clean", "noisy")
+        )
+        == 24
+    )
+    assert (
+        again.controls.calls == 0 and again.candidates.calls == 0 and again.candidates.resumed == 2
+    )  # type: ignore[union-attr]
+    assert (
+        cached_again.controls.calls == 0
+        and cached_again.controls.cache_hits == 2
+        and cached_again.candidates.calls == 0
+    )  # type: ignore[union-attr]
     rows = [line.result for path in run.results_paths() for line in read_results(path)]
-    assert len(rows) == 4 and all(r.error is None and r.value is None and r.score is not None for r in rows)
+    assert len(rows) == 4 and all(
+        r.error is None and r.value is None and r.score is not None for r in rows
+    )
     for r in rows:
-        n_ctx = len(suite.pair(r.case_id.split(":")[0]).member(r.presentation["member"]).retrieved_contexts)
-        assert r.presentation == {"member": r.case_id.split(":")[1], "mode": "irrelevant", "pair_id": r.case_id.split(":")[0]}
+        n_ctx = len(
+            suite.pair(r.case_id.split(":")[0]).member(r.presentation["member"]).retrieved_contexts
+        )
+        assert r.presentation == {
+            "member": r.case_id.split(":")[1],
+            "mode": "irrelevant",
+            "pair_id": r.case_id.split(":")[0],
+        }
         assert len(r.rendered_request["follow_up_requests"]) == calls_per_score(n_ctx) - 1
         assert r.tokens_in > 0 and r.tokens_out > 0
-        assert r.cost_usd == pytest.approx((r.tokens_in * PRICING["input_per_million_usd"] + r.tokens_out * PRICING["output_per_million_usd"]) / 1e6)
-        assert r.judge.kind == "ragas-noise" and r.judge.params["metric"] == "ragas.metrics.collections.NoiseSensitivity"
+        assert r.cost_usd == pytest.approx(
+            (
+                r.tokens_in * PRICING["input_per_million_usd"]
+                + r.tokens_out * PRICING["output_per_million_usd"]
+            )
+            / 1e6
+        )
+        assert (
+            r.judge.kind == "ragas-noise"
+            and r.judge.params["metric"] == "ragas.metrics.collections.NoiseSensitivity"
+        )
     report = noise_report(suite, run)
     assert report.cost_usd == pytest.approx(run.controls.cost_usd + run.candidates.cost_usd)
     assert report.tokens_in == sum(r.tokens_in for r in rows)
     pair_row = report.pairs[0]
-    assert pair_row.clean_score == 0.0 and pair_row.noisy_score == pytest.approx(0.5) and pair_row.delta == pytest.approx(0.5)
-    assert pair_row.relation_held is False and pair_row.within_limit is True  # a delta reported inside policy
+    assert (
+        pair_row.clean_score == 0.0
+        and pair_row.noisy_score == pytest.approx(0.5)
+        and pair_row.delta == pytest.approx(0.5)
+    )
+    assert (
+        pair_row.relation_held is False and pair_row.within_limit is True
+    )  # a delta reported inside policy
     assert report.outcome == "passed" and report.exit_code == 0
 
 
@@ -338,16 +530,37 @@ def test_budget_reached_before_the_controls_is_incomplete(tmp_path: Path) -> Non
     assert run.candidates is None and report.outcome == "evaluation_incomplete"
     # cut by the budget: "not run (budget)", never "did not separate"
     assert {b.code for b in report.blockers} == {"noise_controls_not_run", "budget_exhausted"}
-    assert [c.status for c in report.controls] == ["not_run"] and report.controls[0].detail == "not run (budget)"
+    assert [c.status for c in report.controls] == ["not_run"] and report.controls[
+        0
+    ].detail == "not run (budget)"
     assert all("did not separate" not in b.message for b in report.blockers)
-    assert "not run (budget)" in format_noise(report) and "did not separate" not in format_noise(report)
+    assert "not run (budget)" in format_noise(report) and "did not separate" not in format_noise(
+        report
+    )
 
 
 # -- the gate --------------------------------------------------------------------------------------
 
+
 def gate_suite(tmp_path: Path) -> Any:
-    pairs = [pair("ctl", role="control"), pair("a"), pair("b"), pair("c", slice="shipping"), pair("d", slice="shipping")]
-    return load_pairs(write_suite(tmp_path, suite_dict(pairs, refunds={"max_score": 0.2, "direction": "lower_is_better"}, shipping={"max_score": 0.5, "direction": "lower_is_better", "max_delta": 0.1}), freeze=True))
+    pairs = [
+        pair("ctl", role="control"),
+        pair("a"),
+        pair("b"),
+        pair("c", slice="shipping"),
+        pair("d", slice="shipping"),
+    ]
+    return load_pairs(
+        write_suite(
+            tmp_path,
+            suite_dict(
+                pairs,
+                refunds={"max_score": 0.2, "direction": "lower_is_better"},
+                shipping={"max_score": 0.5, "direction": "lower_is_better", "max_delta": 0.1},
+            ),
+            freeze=True,
+        )
+    )
 
 
 def test_gate_blockers_quality_invalid_missing_and_errors(tmp_path: Path) -> None:
@@ -374,15 +587,25 @@ def test_gate_blockers_quality_invalid_missing_and_errors(tmp_path: Path) -> Non
     ]
     assert report.outcome == "evaluation_incomplete" and report.exit_code == 3
     exceeded = next(b for b in report.blockers if b.code == "noise_score_exceeded")
-    assert exceeded.case_ids == ["a"] and exceeded.evidence["direction"] == "lower_is_better" and exceeded.evidence["max_score"] == 0.2
+    assert (
+        exceeded.case_ids == ["a"]
+        and exceeded.evidence["direction"] == "lower_is_better"
+        and exceeded.evidence["max_score"] == 0.2
+    )
     assert report.missing == ["d:noisy"]
     frames = report.frames()
     assert all((frame["direction"] == "lower is better").all() for frame in frames.values())
     slices = frames["slices"].set_index("slice")
-    assert slices.loc["refunds", "max_noisy_score"] == 0.5 and slices.loc["refunds", "within_limit"] == False  # noqa: E712
+    assert (
+        slices.loc["refunds", "max_noisy_score"] == 0.5
+        and slices.loc["refunds", "within_limit"] == False  # noqa: E712
+    )
     assert slices.loc["shipping", "max_delta"] == pytest.approx(0.3)
 
-    quality_only = [r for r in results if r.case_id not in ("b:noisy",)] + [result(suite, "b:noisy", 0.0), result(suite, "d:noisy", 0.0)]
+    quality_only = [r for r in results if r.case_id not in ("b:noisy",)] + [
+        result(suite, "b:noisy", 0.0),
+        result(suite, "d:noisy", 0.0),
+    ]
     report = noise_report(suite, quality_only)
     assert report.outcome == "quality_failed" and report.exit_code == 1
     assert {b.code for b in report.blockers} == {"noise_score_exceeded", "noise_delta_exceeded"}
@@ -398,7 +621,11 @@ def test_report_refuses_foreign_changed_or_mixed_results(tmp_path: Path) -> None
     ]
     with pytest.raises(WorkbenchError) as info:
         noise_report(suite, bad)
-    assert {p.code for p in info.value.problems} == {"result_unknown_member", "result_content_mismatch", "mixed_judges"}
+    assert {p.code for p in info.value.problems} == {
+        "result_unknown_member",
+        "result_content_mismatch",
+        "mixed_judges",
+    }
 
 
 # -- the demo, the CLI and the BEGIN example ---------------------------------------------------
@@ -416,17 +643,40 @@ def test_cli_demo_suite_fails_on_quality_and_reports_json(tmp_path: Path) -> Non
     runner = CliRunner()
     with FakeLLM(responder=demo_respond) as fake:
         spec = demo_spec(tmp_path, fake.base_url)
-        args = ["--candidate", str(spec), "--pairs", str(DEMO_PAIRS), "--companions", str(DEMO_COMPANIONS), "--out", str(tmp_path / "run")]
+        args = [
+            "--candidate",
+            str(spec),
+            "--pairs",
+            str(DEMO_PAIRS),
+            "--companions",
+            str(DEMO_COMPANIONS),
+            "--out",
+            str(tmp_path / "run"),
+        ]
         res = runner.invoke(noise_command, [*args, "--json"])
         text = runner.invoke(noise_command, args)
     assert res.exit_code == 1, res.output
     report = json.loads(res.stdout)
-    assert report["kind"] == "workbench.noise" and report["direction"] == "lower_is_better" and report["outcome"] == "quality_failed"
-    assert report["controls_passed"] and [(b["code"], b["case_ids"]) for b in report["blockers"]] == [("noise_score_exceeded", ["ship-address"]), ("retrieval_forbidden_source", ["ship-lost"]), ("noise_reference_defect_review", ["ctl-refdef-gift-cards"])]
+    assert (
+        report["kind"] == "workbench.noise"
+        and report["direction"] == "lower_is_better"
+        and report["outcome"] == "quality_failed"
+    )
+    assert report["controls_passed"] and [
+        (b["code"], b["case_ids"]) for b in report["blockers"]
+    ] == [
+        ("noise_score_exceeded", ["ship-address"]),
+        ("retrieval_forbidden_source", ["ship-lost"]),
+        ("noise_reference_defect_review", ["ctl-refdef-gift-cards"]),
+    ]
     assert report["release_id"] is not None
     assert all(s["direction"] == "lower_is_better" for s in report["slices"])
     assert (tmp_path / "run" / "noise_report.json").exists()
-    assert text.exit_code == 1 and "lower is better" in text.output and "OVER shipping_delivery" in text.output
+    assert (
+        text.exit_code == 1
+        and "lower is better" in text.output
+        and "OVER shipping_delivery" in text.output
+    )
     assert report["runs"]["candidates"]["calls"] > 0 and "0 calls" not in text.output
 
 
@@ -435,20 +685,46 @@ def test_cli_invalid_input_exits_2_and_failed_controls_exit_3(tmp_path: Path) ->
     broken = copy.deepcopy(yaml.safe_load(DEMO_PAIRS.read_text()))
     del broken["pairs"][0]["mode"]
     bad = write_suite(tmp_path, broken, "support-noise@2.yaml")
-    res = runner.invoke(noise_command, ["--candidate", str(DEMO_CANDIDATE), "--pairs", str(bad)], env={"DEMO_LLM_API_KEY": "x"})
+    res = runner.invoke(
+        noise_command,
+        ["--candidate", str(DEMO_CANDIDATE), "--pairs", str(bad)],
+        env={"DEMO_LLM_API_KEY": "x"},
+    )
     assert res.exit_code == 2 and "mode_missing" in res.output and "Traceback" not in res.output
 
     def nothing_supported(request: ChatRequest) -> Reply:
         kind, data = parse_prompt(request.prompt)
         if kind == "statements":
             return Reply(content=json.dumps({"statements": [data["answer"]]}))
-        return Reply(content=json.dumps({"statements": [{"statement": s, "reason": "r", "verdict": 0} for s in data["statements"]]}))
+        return Reply(
+            content=json.dumps(
+                {
+                    "statements": [
+                        {"statement": s, "reason": "r", "verdict": 0} for s in data["statements"]
+                    ]
+                }
+            )
+        )
 
     with FakeLLM(responder=nothing_supported) as fake:
-        res = runner.invoke(noise_command, ["--candidate", str(demo_spec(tmp_path, fake.base_url)), "--pairs", str(DEMO_PAIRS), "--out", str(tmp_path / "run"), "--json"])
+        res = runner.invoke(
+            noise_command,
+            [
+                "--candidate",
+                str(demo_spec(tmp_path, fake.base_url)),
+                "--pairs",
+                str(DEMO_PAIRS),
+                "--out",
+                str(tmp_path / "run"),
+                "--json",
+            ],
+        )
     assert res.exit_code == 3
     report = json.loads(res.stdout)
-    assert not report["controls_passed"] and {b["code"] for b in report["blockers"]} == {"noise_controls_failed", "retrieval_forbidden_source"}
+    assert not report["controls_passed"] and {b["code"] for b in report["blockers"]} == {
+        "noise_controls_failed",
+        "retrieval_forbidden_source",
+    }
     assert report["runs"].keys() == {"controls"}
 
 
@@ -457,20 +733,49 @@ def test_cli_invalid_input_exits_2_and_failed_controls_exit_3(tmp_path: Path) ->
 def test_begin_example_builds_a_valid_attributed_suite(tmp_path: Path) -> None:
     out = tmp_path / "begin-distractors@1.yaml"
     script = ROOT / "examples" / "begin_distractors.py"
-    proc = subprocess.run([sys.executable, str(script), str(BEGIN_TSV), "--out", str(out), "--limit", "12", "--controls", "2"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            str(BEGIN_TSV),
+            "--out",
+            str(out),
+            "--limit",
+            "12",
+            "--controls",
+            "2",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     suite, problems = validate_pairs(out)
     assert suite is not None and problems == []
     assert len(suite.controls()) == 4 and len(suite.candidates()) == 12
     assert {p.mode for p in suite.controls()} == {"relevant", "irrelevant"}
     for p in suite.candidates():
-        assert p.noisy.retrieved_contexts[0] == p.clean.retrieved_contexts[0] != p.noisy.retrieved_contexts[1]
+        assert (
+            p.noisy.retrieved_contexts[0]
+            == p.clean.retrieved_contexts[0]
+            != p.noisy.retrieved_contexts[1]
+        )
         assert p.noisy.response == p.clean.response and p.provenance["license"] == "CC BY 4.0"
         assert p.provenance["row"] != p.provenance["distractor_row"]
     head = out.read_text().split("schema_version", 1)[0]
     assert "CC BY 4.0" in head and "Emily Dinan" in head and "BEGIN" in head
     again = tmp_path / "again.yaml"
-    subprocess.run([sys.executable, str(script), str(BEGIN_TSV), "--out", str(again), "--limit", "12"], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [sys.executable, str(script), str(BEGIN_TSV), "--out", str(again), "--limit", "12"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     assert again.read_text() == out.read_text()  # deterministic seed
-    refused = subprocess.run([sys.executable, str(script), "--out", str(ROOT / "data" / "noise" / "begin.yaml")], capture_output=True, text=True, timeout=60)
+    refused = subprocess.run(
+        [sys.executable, str(script), "--out", str(ROOT / "data" / "noise" / "begin.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert refused.returncode == 2 and not (ROOT / "data" / "noise" / "begin.yaml").exists()

@@ -35,7 +35,9 @@ KEY = "WB_TEST_DEMO_NOISE_KEY"
 def test_committed_demo_noise_data_matches_its_generator(tmp_path: Path) -> None:
     generate_into(tmp_path / "gen")
     for name in FILES:
-        assert (tmp_path / "gen" / name).read_bytes() == (DATA / name).read_bytes(), f"data/noise/{name} differs from workbench/demo/_noise_data.py: run `python -m workbench.demo.noise build`"
+        assert (tmp_path / "gen" / name).read_bytes() == (DATA / name).read_bytes(), (
+            f"data/noise/{name} differs from workbench/demo/_noise_data.py: run `python -m workbench.demo.noise build`"
+        )
     assert sorted(p.name for p in DATA.iterdir()) == sorted(FILES)
 
 
@@ -45,11 +47,17 @@ def test_demo_suites_are_frozen_and_hold_every_process_element() -> None:
     assert labels == {suite.label, baseline.label}
     assert {p.role for p in suite.controls()} == {"control", "adversarial", "reference_defect"}
     assert {p.partition for p in suite.pairs} == {"development", "calibration", "held_out"}
-    assert [p.pair_id for p in suite.retired()] == ["sub-annual"] and suite.pair("sub-annual.v2").supersedes == "sub-annual"
+    assert [p.pair_id for p in suite.retired()] == ["sub-annual"] and suite.pair(
+        "sub-annual.v2"
+    ).supersedes == "sub-annual"
     assert suite.pair("sub-cancel").noisy.abstained and suite.sentinels
     assert all(p.clean.generation_trace is not None for p in suite.candidates())
-    assert any(isinstance(c, str) for p in suite.controls() for c in p.clean.retrieved_contexts)  # plain strings stay accepted
-    assert {p.pair_id: p.frame_sha256() for p in suite.candidates()} == {p.pair_id: p.frame_sha256() for p in baseline.candidates()}
+    assert any(
+        isinstance(c, str) for p in suite.controls() for c in p.clean.retrieved_contexts
+    )  # plain strings stay accepted
+    assert {p.pair_id: p.frame_sha256() for p in suite.candidates()} == {
+        p.pair_id: p.frame_sha256() for p in baseline.candidates()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -67,46 +75,136 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             spec["endpoint"].pop("base_url_env", None)
             path = tmp / "noise-judge@1.yaml"
             path.write_text(yaml.safe_dump(spec))
-            common = ["--candidate", str(path), "--pairs", str(SUITE), "--companions", str(COMPANIONS), "--cache", str(tmp / "cache"), "--no-progress", "--json"]
-            first = runner.invoke(noise_command, [*common, "--baseline", str(BASELINE), "--baseline-companions", str(BASELINE_COMPANIONS), "--repeat", "3", "--out", str(tmp / "run")])
+            common = [
+                "--candidate",
+                str(path),
+                "--pairs",
+                str(SUITE),
+                "--companions",
+                str(COMPANIONS),
+                "--cache",
+                str(tmp / "cache"),
+                "--no-progress",
+                "--json",
+            ]
+            first = runner.invoke(
+                noise_command,
+                [
+                    *common,
+                    "--baseline",
+                    str(BASELINE),
+                    "--baseline-companions",
+                    str(BASELINE_COMPANIONS),
+                    "--repeat",
+                    "3",
+                    "--out",
+                    str(tmp / "run"),
+                ],
+            )
             calls_first = fake.call_count
-            second = runner.invoke(noise_command, [*common, "--baseline", str(tmp / "run" / "baseline"), "--out", str(tmp / "run2")])
+            second = runner.invoke(
+                noise_command,
+                [*common, "--baseline", str(tmp / "run" / "baseline"), "--out", str(tmp / "run2")],
+            )
             calls_second = fake.call_count - calls_first
-        panel = runner.invoke(noise_command, ["panel", "--pairs", str(SUITE), "--panel", str(PANEL), "--results", str(tmp / "run"), "--json"])
+        panel = runner.invoke(
+            noise_command,
+            [
+                "panel",
+                "--pairs",
+                str(SUITE),
+                "--panel",
+                str(PANEL),
+                "--results",
+                str(tmp / "run"),
+                "--json",
+            ],
+        )
         check = runner.invoke(noise_command, ["check", "--pairs", str(SUITE), "--json"])
     finally:
         mp.undo()
-    return {"first": first, "second": second, "calls_second": calls_second, "panel": panel, "check": check}
+    return {
+        "first": first,
+        "second": second,
+        "calls_second": calls_second,
+        "panel": panel,
+        "check": check,
+    }
 
 
-def test_demo_noise_suite_fails_one_retrieval_assertion_on_a_forbidden_source(demo_run: dict[str, Any]) -> None:
+def test_demo_noise_suite_fails_one_retrieval_assertion_on_a_forbidden_source(
+    demo_run: dict[str, Any],
+) -> None:
     check = demo_run["check"]
     assert check.exit_code == 1, check.output
     failed = [r for r in json.loads(check.stdout)["retrieval"] if r["status"] != "passed"]
-    assert [(r["pair_id"], r["member"], r["code"]) for r in failed] == [("ship-lost", "noisy", "retrieval_forbidden_source")]
+    assert [(r["pair_id"], r["member"], r["code"]) for r in failed] == [
+        ("ship-lost", "noisy", "retrieval_forbidden_source")
+    ]
     res = demo_run["first"]
     assert res.exit_code == 1, res.output
     report = json.loads(res.stdout)
-    assert [(b["code"], b["case_ids"]) for b in report["blockers"]] == [("noise_score_exceeded", ["ship-address"]), ("retrieval_forbidden_source", ["ship-lost"]), ("noise_reference_defect_review", ["ctl-refdef-gift-cards"])]
+    assert [(b["code"], b["case_ids"]) for b in report["blockers"]] == [
+        ("noise_score_exceeded", ["ship-address"]),
+        ("retrieval_forbidden_source", ["ship-lost"]),
+        ("noise_reference_defect_review", ["ctl-refdef-gift-cards"]),
+    ]
     statuses = {r["pair_id"]: r["status"] for r in report["pairs"]}
-    assert statuses["ship-lost"] == "retrieval_failed" and statuses["sub-cancel"] == "abstained" and "sub-annual" not in statuses
-    assert {c["pair_id"]: c["status"] for c in report["controls"]} == {"ctl-irr-refund-window": "separated", "ctl-irr-2fa": "separated", "ctl-rel-return-label": "separated", "ctl-rel-express": "separated", "ctl-adv-injected-policy": "separated", "ctl-refdef-gift-cards": "routed_to_review"}
+    assert (
+        statuses["ship-lost"] == "retrieval_failed"
+        and statuses["sub-cancel"] == "abstained"
+        and "sub-annual" not in statuses
+    )
+    assert {c["pair_id"]: c["status"] for c in report["controls"]} == {
+        "ctl-irr-refund-window": "separated",
+        "ctl-irr-2fa": "separated",
+        "ctl-rel-return-label": "separated",
+        "ctl-rel-express": "separated",
+        "ctl-adv-injected-policy": "separated",
+        "ctl-refdef-gift-cards": "routed_to_review",
+    }
     assert [r["status"] for r in report["repeats"]] == ["stable", "stable", "stable"]
-    assert report["companions_unjoined"] == ["sub-cancel:noisy refusal run gen-2026-09-14-answerer-2026.09: the response was generated in run gen-2026-11-02-answerer-2026.11"]
-    assert any("refusal" in t for t in next(r for r in report["pairs"] if r["pair_id"] == "sub-cancel")["tradeoffs"])
+    assert report["companions_unjoined"] == [
+        "sub-cancel:noisy refusal run gen-2026-09-14-answerer-2026.09: the response was generated in run gen-2026-11-02-answerer-2026.11"
+    ]
+    assert any(
+        "refusal" in t
+        for t in next(r for r in report["pairs"] if r["pair_id"] == "sub-cancel")["tradeoffs"]
+    )
 
 
 def test_demo_baseline_versus_candidate(demo_run: dict[str, Any]) -> None:
     report = json.loads(demo_run["first"].stdout)
     cmp = report["comparison"]
-    assert cmp["baseline"] == "support-noise-baseline@2" and cmp["candidate"] == "support-noise@2" and cmp["evaluator_model"] == "fake-judge"
+    assert (
+        cmp["baseline"] == "support-noise-baseline@2"
+        and cmp["candidate"] == "support-noise@2"
+        and cmp["evaluator_model"] == "fake-judge"
+    )
     deltas = {d["pair_id"]: d["noisy_delta"] for d in cmp["pairs"]}
     first = {d["pair_id"]: d["first_change"] for d in cmp["pairs"]}
-    assert first["ship-address"] == "response" and first["ref-timing"] == "none" and first["sub-cancel"] == "response"
-    assert deltas["ship-address"] == pytest.approx(0.5) and deltas["ref-final-sale"] == pytest.approx(-0.5) and deltas["ship-lost"] is None and deltas["sub-cancel"] is None
+    assert (
+        first["ship-address"] == "response"
+        and first["ref-timing"] == "none"
+        and first["sub-cancel"] == "response"
+    )
+    assert (
+        deltas["ship-address"] == pytest.approx(0.5)
+        and deltas["ref-final-sale"] == pytest.approx(-0.5)
+        and deltas["ship-lost"] is None
+        and deltas["sub-cancel"] is None
+    )
     refunds = next(s for s in cmp["slices"] if s["slice"] == "refunds")
-    assert refunds["n"] == 3 and refunds["mean_delta"] == pytest.approx(-1 / 6) and refunds["ci95_low"] < refunds["mean_delta"] < refunds["ci95_high"]
-    assert {(w["kind"], w["pair_id"]) for w in report["warnings"]} == {("pair_worse", "ship-address"), ("bought_by_refusing", "sub-cancel"), ("slice_worse", None)}
+    assert (
+        refunds["n"] == 3
+        and refunds["mean_delta"] == pytest.approx(-1 / 6)
+        and refunds["ci95_low"] < refunds["mean_delta"] < refunds["ci95_high"]
+    )
+    assert {(w["kind"], w["pair_id"]) for w in report["warnings"]} == {
+        ("pair_worse", "ship-address"),
+        ("bought_by_refusing", "sub-cancel"),
+        ("slice_worse", None),
+    }
     assert report["outcome"] == "quality_failed"  # trends never change it
     # the same comparison from the recorded baseline run (RESULTS): no new call at all
     second = demo_run["second"]
@@ -119,6 +217,13 @@ def test_demo_claim_panel(demo_run: dict[str, Any]) -> None:
     res = demo_run["panel"]
     assert res.exit_code == 0, res.output
     panel = json.loads(res.stdout)
-    assert (panel["agreement"]["k"], panel["agreement"]["n"]) == (5, 6) and panel["boundary_differences"] == 3 and panel["missing"] == []
+    assert (
+        (panel["agreement"]["k"], panel["agreement"]["n"]) == (5, 6)
+        and panel["boundary_differences"] == 3
+        and panel["missing"] == []
+    )
     cutoff = next(m for m in panel["members"] if m["pair_id"] == "ship-cutoff")
-    assert cutoff["metric_only_incorrect"] == ["Later orders ship the next business day."] and not cutoff["reviewers_agree"]
+    assert (
+        cutoff["metric_only_incorrect"] == ["Later orders ship the next business day."]
+        and not cutoff["reviewers_agree"]
+    )

@@ -44,19 +44,40 @@ def test_structured_contexts_and_plain_strings_are_both_accepted(tmp_path: Path)
     suite = load_pairs(write_suite(tmp_path, data))
     cand, plain = suite.pair("cand"), suite.pair("plain")
     c = cand.noisy.contexts()[1]
-    assert isinstance(c, RetrievedContext) and (c.document_id, c.version, c.chunk_id, c.rank, c.retrieval_score, c.tenant, c.corpus_id) == ("old-faq", "1", "old-faq#1", 2, 0.5, "acme", "kb-1")
+    assert isinstance(c, RetrievedContext) and (
+        c.document_id,
+        c.version,
+        c.chunk_id,
+        c.rank,
+        c.retrieval_score,
+        c.tenant,
+        c.corpus_id,
+    ) == ("old-faq", "1", "old-faq#1", 2, 0.5, "acme", "kb-1")
     assert c.retriever_config_sha256 == "c" * 64
     # the evaluator sees only the texts: a structured pair and its plain-text twin are the same judge input
     assert cand.judge_input("noisy") == plain.judge_input("noisy")
     # plain strings stay accepted and their digest is the one format 1 computed (old results still join)
-    old_digest = sha256_json({"user_input": plain.user_input, "response": plain.noisy.response, "reference": REF_POLICY, "retrieved_contexts": [CTX_POLICY, "Archived draft. Refunds are possible within 90 days."], "mode": "irrelevant"})
+    old_digest = sha256_json(
+        {
+            "user_input": plain.user_input,
+            "response": plain.noisy.response,
+            "reference": REF_POLICY,
+            "retrieved_contexts": [
+                CTX_POLICY,
+                "Archived draft. Refunds are possible within 90 days.",
+            ],
+            "mode": "irrelevant",
+        }
+    )
     assert plain.judge_input("noisy").digest() == old_digest
     assert plain.clean.contexts()[0].context_id() == "sha256:" + sha256_text(CTX_POLICY)
 
 
 def test_structured_context_problems(tmp_path: Path) -> None:
     bad_rank = structured("bad-rank")
-    bad_rank["noisy"]["retrieved_contexts"][1]["rank"] = 1  # the distractor claims rank 1 after the rank-1 passage
+    bad_rank["noisy"]["retrieved_contexts"][1]["rank"] = (
+        1  # the distractor claims rank 1 after the rank-1 passage
+    )
     zero = structured("zero-rank")
     zero["clean"]["retrieved_contexts"][0]["rank"] = 0
     zero["noisy"]["retrieved_contexts"][0]["rank"] = 0
@@ -67,8 +88,14 @@ def test_structured_context_problems(tmp_path: Path) -> None:
     not_ctx = pair("not-a-context")
     not_ctx["clean"]["retrieved_contexts"] = [42]
     moved = structured("moved-doc")
-    moved["noisy"]["retrieved_contexts"][0] = {**moved["noisy"]["retrieved_contexts"][0], "document_id": "another-doc"}
-    by_code = codes_of(tmp_path, suite_dict([pair("ctl", role="control"), bad_rank, zero, unknown, empty, not_ctx, moved]))
+    moved["noisy"]["retrieved_contexts"][0] = {
+        **moved["noisy"]["retrieved_contexts"][0],
+        "document_id": "another-doc",
+    }
+    by_code = codes_of(
+        tmp_path,
+        suite_dict([pair("ctl", role="control"), bad_rank, zero, unknown, empty, not_ctx, moved]),
+    )
     assert {p.case_id for p in by_code["context_rank_order"]} == {"bad-rank"}
     assert {p.case_id for p in by_code["context_invalid"]} >= {"zero-rank", "not-a-context"}
     assert {p.case_id for p in by_code["field_unknown"]} == {"unknown-field"}
@@ -82,7 +109,12 @@ def _traced(pid: str, *, origin: str = "production") -> dict[str, Any]:
     data["provenance"] = {"origin": origin}
     for name in ("clean", "noisy"):
         member = data[name]
-        member["generation_trace"] = {"run_id": "gen-1", "context_ids": [c["chunk_id"] for c in member["retrieved_contexts"]], "response_sha256": sha256_text(member["response"]), "generator_model": "answerer-1"}
+        member["generation_trace"] = {
+            "run_id": "gen-1",
+            "context_ids": [c["chunk_id"] for c in member["retrieved_contexts"]],
+            "response_sha256": sha256_text(member["response"]),
+            "generator_model": "answerer-1",
+        }
     return data
 
 
@@ -91,18 +123,32 @@ def test_generation_trace_must_match_the_contexts_and_response_used(tmp_path: Pa
     edited = _traced("response-edited")
     edited["noisy"]["response"] += " Also, refunds are instant."  # edited after generation
     replayed = _traced("contexts-replayed")
-    replayed["noisy"]["generation_trace"]["context_ids"] = ["refund-policy#1", "other-chunk#9"]  # a later retrieval replay
+    replayed["noisy"]["generation_trace"]["context_ids"] = [
+        "refund-policy#1",
+        "other-chunk#9",
+    ]  # a later retrieval replay
     other_gen = _traced("other-generator")
     other_gen["clean"]["generation_trace"]["generator_model"] = "answerer-7"
     untraced = structured("no-trace")
     untraced["provenance"] = {"origin": "regenerated"}
     plain_traced = pair("plain-traced")
-    plain_traced["clean"]["generation_trace"] = {"run_id": "gen-1", "context_ids": ["sha256:" + sha256_text(CTX_POLICY)], "response_sha256": sha256_text(REF_POLICY)}
-    by_code = codes_of(tmp_path, suite_dict([pair("ctl", role="control"), ok, edited, replayed, other_gen, untraced, plain_traced]))
+    plain_traced["clean"]["generation_trace"] = {
+        "run_id": "gen-1",
+        "context_ids": ["sha256:" + sha256_text(CTX_POLICY)],
+        "response_sha256": sha256_text(REF_POLICY),
+    }
+    by_code = codes_of(
+        tmp_path,
+        suite_dict(
+            [pair("ctl", role="control"), ok, edited, replayed, other_gen, untraced, plain_traced]
+        ),
+    )
     assert {p.case_id for p in by_code["trace_response_mismatch"]} == {"response-edited"}
     assert {p.case_id for p in by_code["trace_contexts_mismatch"]} == {"contexts-replayed"}
     assert {p.case_id for p in by_code["trace_generator_mismatch"]} == {"other-generator"}
-    assert {p.case_id for p in by_code["trace_missing"]} == {"no-trace"} and len(by_code["trace_missing"]) == 2
+    assert {p.case_id for p in by_code["trace_missing"]} == {"no-trace"} and len(
+        by_code["trace_missing"]
+    ) == 2
     flagged = {p.case_id for ps in by_code.values() for p in ps}
     assert "traced-ok" not in flagged and "plain-traced" not in flagged
 
@@ -117,7 +163,10 @@ def test_control_roles_sign_offs_and_construction(tmp_path: Path) -> None:
     insufficient = pair("ctl-insufficient", role="control")
     insufficient["sign_off"]["reference_sufficient"] = False
     wrong_class = pair("ctl-wrong-class", role="control")
-    wrong_class["sign_off"]["context_classes"]["noisy"] = ["relevant", "relevant"]  # an irrelevant-mode distractor classed relevant
+    wrong_class["sign_off"]["context_classes"]["noisy"] = [
+        "relevant",
+        "relevant",
+    ]  # an irrelevant-mode distractor classed relevant
     short = pair("ctl-short", role="control")
     short["sign_off"]["context_classes"]["noisy"] = ["relevant"]
     adv = pair("adv-no-attack", role="adversarial")
@@ -130,8 +179,30 @@ def test_control_roles_sign_offs_and_construction(tmp_path: Path) -> None:
     abstaining["noisy"]["abstained"] = True
     described_candidate = pair("cand-defect")
     described_candidate["reference_defect"] = "x"
-    good = [pair("ctl", role="control"), pair("adv", role="adversarial"), pair("refdef", role="reference_defect")]
-    by_code = codes_of(tmp_path, suite_dict([*good, no_sign, no_adopt_field, not_adopting, insufficient, wrong_class, short, adv, defect_unflagged, defect_undescribed, abstaining, described_candidate]))
+    good = [
+        pair("ctl", role="control"),
+        pair("adv", role="adversarial"),
+        pair("refdef", role="reference_defect"),
+    ]
+    by_code = codes_of(
+        tmp_path,
+        suite_dict(
+            [
+                *good,
+                no_sign,
+                no_adopt_field,
+                not_adopting,
+                insufficient,
+                wrong_class,
+                short,
+                adv,
+                defect_unflagged,
+                defect_undescribed,
+                abstaining,
+                described_candidate,
+            ]
+        ),
+    )
     expected = {
         "sign_off_missing": {"ctl-unsigned"},
         "sign_off_field_missing": {"ctl-adopt-missing"},
@@ -151,28 +222,55 @@ def test_control_roles_sign_offs_and_construction(tmp_path: Path) -> None:
 
 
 def test_missing_control_roles_are_flagged_before_any_run(tmp_path: Path) -> None:
-    path = write_suite(tmp_path, free_suite([pair("ctl", role="control"), pair("cand")], policy={"required_control_roles": ["control", "adversarial", "reference_defect"]}))
+    path = write_suite(
+        tmp_path,
+        free_suite(
+            [pair("ctl", role="control"), pair("cand")],
+            policy={"required_control_roles": ["control", "adversarial", "reference_defect"]},
+        ),
+    )
     suite, problems = validate_pairs(path)
     assert suite is not None
-    assert sorted((p.code, p.severity) for p in problems if p.code == "control_role_missing") == [("control_role_missing", "warning")] * 2
-    assert {r for p in problems for r in ("adversarial", "reference_defect") if r in p.message} == {"adversarial", "reference_defect"}
+    assert (
+        sorted((p.code, p.severity) for p in problems if p.code == "control_role_missing")
+        == [("control_role_missing", "warning")] * 2
+    )
+    assert {r for p in problems for r in ("adversarial", "reference_defect") if r in p.message} == {
+        "adversarial",
+        "reference_defect",
+    }
 
 
 def test_partitions_split_by_source_family_with_gold_leakage_checks(tmp_path: Path) -> None:
     a = pair("fam-a-dev", partition="development")
     b = pair("fam-a-held", partition="held_out")
     b["source_family"] = a["source_family"]  # one family in two partitions
-    b["user_input"], b["clean"]["retrieved_contexts"], b["noisy"]["retrieved_contexts"] = "Another question?", ["Other passage."], ["Other passage.", "Archived draft. Refunds are possible within 90 days."]
-    dup = pair("dup-question", partition="calibration")  # same question as fam-a-dev, another family and partition
-    dup["clean"]["retrieved_contexts"], dup["noisy"]["retrieved_contexts"] = ["Third passage."], ["Third passage.", "Archived draft. Refunds are possible within 90 days."]
+    b["user_input"], b["clean"]["retrieved_contexts"], b["noisy"]["retrieved_contexts"] = (
+        "Another question?",
+        ["Other passage."],
+        ["Other passage.", "Archived draft. Refunds are possible within 90 days."],
+    )
+    dup = pair(
+        "dup-question", partition="calibration"
+    )  # same question as fam-a-dev, another family and partition
+    dup["clean"]["retrieved_contexts"], dup["noisy"]["retrieved_contexts"] = (
+        ["Third passage."],
+        ["Third passage.", "Archived draft. Refunds are possible within 90 days."],
+    )
     passage = pair("same-passage", partition="held_out")  # same evidence passage as fam-a-dev
     passage["user_input"] = "  HOW long is the refund window?  "
     no_partition = pair("no-partition")
     del no_partition["partition"]
     bad_partition = pair("bad-partition")
     bad_partition["partition"] = "test"
-    by_code = codes_of(tmp_path, suite_dict([pair("ctl", role="control"), a, b, dup, passage, no_partition, bad_partition]))
-    assert len(by_code["family_leakage"]) == 1 and "fam-fam-a-dev" in by_code["family_leakage"][0].message
+    by_code = codes_of(
+        tmp_path,
+        suite_dict([pair("ctl", role="control"), a, b, dup, passage, no_partition, bad_partition]),
+    )
+    assert (
+        len(by_code["family_leakage"]) == 1
+        and "fam-fam-a-dev" in by_code["family_leakage"][0].message
+    )
     assert {p.case_id for p in by_code["cross_partition_duplicate"]} == {"dup-question"}
     assert {p.case_id for p in by_code["cross_partition_passage"]} == {"same-passage"}
     assert {p.case_id for p in by_code["field_missing"]} == {"no-partition"}
@@ -186,7 +284,9 @@ def test_policy_limits_are_mandatory_and_fail_closed(tmp_path: Path) -> None:
     no_limits = free_suite([pair("ctl", role="control")])
     no_limits["policy"] = {"required_control_roles": ["control"]}
     problems = codes_of(tmp_path, no_limits)
-    assert set(problems) == {"policy_limit_missing"} and {p.message.split()[-1] for p in problems["policy_limit_missing"]} == {"max_cases", "max_cost_usd"}
+    assert set(problems) == {"policy_limit_missing"} and {
+        p.message.split()[-1] for p in problems["policy_limit_missing"]
+    } == {"max_cases", "max_cost_usd"}
     sentinels = free_suite([pair("ctl", role="control"), pair("cand")], sentinels=["cand", "ghost"])
     assert set(codes_of(tmp_path, sentinels)) == {"policy_spread_missing", "sentinel_unknown"}
     negative = free_suite([pair("ctl", role="control")], policy={"max_cost_usd": -1})
@@ -201,7 +301,9 @@ def test_evidence_manifest_is_mandatory(tmp_path: Path) -> None:
     del partial["manifest"]["licences"]
     partial["manifest"]["known_gaps"] = []
     by_code = codes_of(tmp_path, partial)
-    assert {p.location.rsplit("(", 1)[-1] for p in by_code["field_missing"]} == {"manifest.licences)"}
+    assert {p.location.rsplit("(", 1)[-1] for p in by_code["field_missing"]} == {
+        "manifest.licences)"
+    }
     assert any("known_gaps" in p.message for p in by_code["field_invalid"])
 
 
@@ -210,10 +312,14 @@ def test_retired_cases_stay_and_fixed_cases_are_new_versions(tmp_path: Path) -> 
     old["retired"] = {"reason": "the refund window changed", "by": "rev", "on": "2026-10-01"}
     fixed = copy.deepcopy(pair("case-1.v2"))
     fixed["supersedes"] = "case-1"
-    fixed["reference"] = fixed["clean"]["response"] = fixed["noisy"]["response"] = "Refunds are possible within 30 days of delivery, receipts required."
+    fixed["reference"] = fixed["clean"]["response"] = fixed["noisy"]["response"] = (
+        "Refunds are possible within 30 days of delivery, receipts required."
+    )
     fixed["source_family"] = old["source_family"]
     suite = load_pairs(write_suite(tmp_path, suite_dict([pair("ctl", role="control"), old, fixed])))
-    assert [p.pair_id for p in suite.candidates()] == ["case-1.v2"] and [p.pair_id for p in suite.retired()] == ["case-1"]
+    assert [p.pair_id for p in suite.candidates()] == ["case-1.v2"] and [
+        p.pair_id for p in suite.retired()
+    ] == ["case-1"]
 
     unchanged = copy.deepcopy(old)
     unchanged["pair_id"], unchanged["supersedes"] = "case-1.copy", "case-1"
@@ -224,7 +330,20 @@ def test_retired_cases_stay_and_fixed_cases_are_new_versions(tmp_path: Path) -> 
     no_reason["retired"] = {"by": "rev", "on": "2026-10-01"}
     ghost = pair("case-4.v2")
     ghost["supersedes"] = "case-4"
-    by_code = codes_of(tmp_path / "bad", suite_dict([pair("ctl", role="control"), old, unchanged, pair("case-2"), active_target, no_reason, ghost]))
+    by_code = codes_of(
+        tmp_path / "bad",
+        suite_dict(
+            [
+                pair("ctl", role="control"),
+                old,
+                unchanged,
+                pair("case-2"),
+                active_target,
+                no_reason,
+                ghost,
+            ]
+        ),
+    )
     assert {p.case_id for p in by_code["supersedes_unchanged"]} == {"case-1.copy"}
     assert {p.case_id for p in by_code["supersedes_not_retired"]} == {"case-2.v2"}
     assert {p.case_id for p in by_code["supersedes_unknown"]} == {"case-4.v2"}

@@ -17,9 +17,16 @@ NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
 def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
     """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be the free ports the notebook's local model bound (the spec names only the variable)."""
-    urls = {json.loads(p.read_text(encoding="utf-8"))["endpoint_url"] for p in run_root.rglob("run.json")}
-    assert "base_url" not in yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]  # no fixed port to fall back to
-    assert urls and all(u and re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*/v1", u) for u in urls), urls
+    urls = {
+        json.loads(p.read_text(encoding="utf-8"))["endpoint_url"]
+        for p in run_root.rglob("run.json")
+    }
+    assert (
+        "base_url" not in yaml.safe_load(candidate.read_text(encoding="utf-8"))["endpoint"]
+    )  # no fixed port to fall back to
+    assert urls and all(
+        u and re.fullmatch(r"http://127\.0\.0\.1:[1-9][0-9]*/v1", u) for u in urls
+    ), urls
     return urls
 
 
@@ -40,7 +47,11 @@ def _execute(*args: object, **kwargs: object) -> object:
 
 
 def _html_outputs(nb: nbformat.NotebookNode) -> list[str]:
-    return ["".join(o.get("data", {}).get("text/html", "")) for c in nb.cells for o in c.get("outputs", [])]
+    return [
+        "".join(o.get("data", {}).get("text/html", ""))
+        for c in nb.cells
+        for o in c.get("outputs", [])
+    ]
 
 
 def _assert_tables_read_at_a_glance(nb: nbformat.NotebookNode) -> None:
@@ -50,7 +61,9 @@ def _assert_tables_read_at_a_glance(nb: nbformat.NotebookNode) -> None:
     for html in tables:
         cells = re.findall(r"<td[^>]*>(.*?)</td>", html, flags=re.S)
         assert not [c for c in cells if c.strip() in ("NaN", "nan", "None", "<NA>")], html[:300]
-        assert 'class="row_heading' not in html and 'class="blank level0' not in html, "a table shows its index"
+        assert 'class="row_heading' not in html and 'class="blank level0' not in html, (
+            "a table shows its index"
+        )
 
 
 @pytest.mark.notebook
@@ -67,11 +80,15 @@ def test_overview_runs_and_shows_alignment(tmp_path: Path) -> None:
     nb = nbformat.read(out, as_version=4)
     text = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "rubric-judge@1" in text and "rubric-judge@2" in text and "rubric-judge@3" in text
-    assert "false-pass rate [95% CI]" in text and "FP limit" in text  # the per-slice table, with the policy's limits
+    assert (
+        "false-pass rate [95% CI]" in text and "FP limit" in text
+    )  # the per-slice table, with the policy's limits
     html = "".join(_html_outputs(nb))
     for label in ("rubric-judge@1", "rubric-judge@2", "rubric-judge@3"):
         assert f"Judge error rates by slice: {label}" in html  # a chart per candidate
-    assert html.count("<svg") >= 7 and "Confusion: adjudicated label" in html  # 3 charts, 3 heatmaps, the comparison
+    assert (
+        html.count("<svg") >= 7 and "Confusion: adjudicated label" in html
+    )  # 3 charts, 3 heatmaps, the comparison
     assert "black rule: the policy limit" in html and "(missing)" in html
     assert re.search(r"\d+% \[\d+\u2013\d+%\]|\d+% \[\d+–\d+%\]", html)  # rates as "28% [17–43%]"
     _assert_tables_read_at_a_glance(nb)
@@ -102,7 +119,11 @@ def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: 
     _execute(
         str(ROOT / "notebooks" / "01_develop.ipynb"),
         str(out),
-        parameters={"run_root": str(tmp_path / "runs"), "notes_path": str(tmp_path / "notes.jsonl"), "save_to": str(tmp_path / "candidates")},
+        parameters={
+            "run_root": str(tmp_path / "runs"),
+            "notes_path": str(tmp_path / "notes.jsonl"),
+            "save_to": str(tmp_path / "candidates"),
+        },
         cwd=str(ROOT / "notebooks"),
         progress_bar=False,
         kernel_name="python3",
@@ -115,7 +136,14 @@ def test_develop_notebook_tunes_compares_and_builds_the_review_widget(tmp_path: 
     assert "application/vnd.jupyter.widget-view+json" in text  # the review widget was displayed
     assert (tmp_path / "candidates" / "support-llm-judge@2-draft.yaml").exists()
     # The demo model was served on a free port and reached through $WORKBENCH_DEMO_LLM_URL.
-    assert len(_free_port_urls(tmp_path / "runs", ROOT / "data" / "candidates" / "support-llm-judge@1.yaml")) == 1
+    assert (
+        len(
+            _free_port_urls(
+                tmp_path / "runs", ROOT / "data" / "candidates" / "support-llm-judge@1.yaml"
+            )
+        )
+        == 1
+    )
 
 
 @pytest.mark.notebook
@@ -125,7 +153,12 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
     _execute(
         str(ROOT / "notebooks" / "02_calibrate.ipynb"),
         str(out),
-        parameters={"run_root": str(tmp_path / "runs"), "selections_path": str(selections), "select": "rubric-judge@2", "selection_reason": "fewest false fails"},
+        parameters={
+            "run_root": str(tmp_path / "runs"),
+            "selections_path": str(selections),
+            "select": "rubric-judge@2",
+            "selection_reason": "fewest false fails",
+        },
         cwd=str(ROOT / "notebooks"),
         progress_bar=False,
         kernel_name="python3",
@@ -133,13 +166,26 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
     nb = nbformat.read(out, as_version=4)
     text = json.dumps([c.get("outputs", []) for c in nb.cells])
     assert "p_mcnemar" in text and "policy_outcome_on_calibration" in text
-    assert "false_pass_rate_upper_95" in text and "coverage-judge@2: threshold" in text  # threshold chosen and frozen
-    assert "needed_upper_95" in text and "short_held_out" in text and "<svg" in text  # the sample-size plan and its chart
-    assert "rubric-judge@2 -> rubric-judge@3: complete" in text and "needs_review" in text and "still_wrong" in text  # the migration section
+    assert (
+        "false_pass_rate_upper_95" in text and "coverage-judge@2: threshold" in text
+    )  # threshold chosen and frozen
+    assert (
+        "needed_upper_95" in text and "short_held_out" in text and "<svg" in text
+    )  # the sample-size plan and its chart
+    assert (
+        "rubric-judge@2 -> rubric-judge@3: complete" in text
+        and "needs_review" in text
+        and "still_wrong" in text
+    )  # the migration section
     assert (tmp_path / "runs" / "compare" / "comparison.json").exists()
     html = "".join(_html_outputs(nb))
-    assert "Threshold sweep on calibration" in html and "false-pass limit 20% (upper 95% bound)" in html  # the sweep with the limit drawn
-    assert "by candidate" in html and html.count('class="wb-candidate"') == 4  # blockers folded per candidate
+    assert (
+        "Threshold sweep on calibration" in html
+        and "false-pass limit 20% (upper 95% bound)" in html
+    )  # the sweep with the limit drawn
+    assert (
+        "by candidate" in html and html.count('class="wb-candidate"') == 4
+    )  # blockers folded per candidate
     # No threshold of the demo's coverage judge meets the demo policy: warned, and not saved.
     assert "fails the policy on calibration" in html and "accept_failing=True" in html
     _assert_tables_read_at_a_glance(nb)
@@ -149,12 +195,32 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
 
 @pytest.mark.notebook
 def test_calibrate_notebook_saves_a_failing_threshold_only_when_accepted(tmp_path: Path) -> None:
-    base = {"run_root": str(tmp_path / "runs"), "selections_path": str(tmp_path / "sel.jsonl"), "candidates": ["../data/candidates/rubric-judge@2.yaml"], "serve_fake_llm": False, "save_to": str(tmp_path / "candidates")}
+    base = {
+        "run_root": str(tmp_path / "runs"),
+        "selections_path": str(tmp_path / "sel.jsonl"),
+        "candidates": ["../data/candidates/rubric-judge@2.yaml"],
+        "serve_fake_llm": False,
+        "save_to": str(tmp_path / "candidates"),
+    }
     with pytest.raises(papermill.PapermillExecutionError) as info:
-        _execute(str(ROOT / "notebooks" / "02_calibrate.ipynb"), str(tmp_path / "refused.ipynb"), parameters=base, cwd=str(ROOT / "notebooks"), progress_bar=False, kernel_name="python3")
+        _execute(
+            str(ROOT / "notebooks" / "02_calibrate.ipynb"),
+            str(tmp_path / "refused.ipynb"),
+            parameters=base,
+            cwd=str(ROOT / "notebooks"),
+            progress_bar=False,
+            kernel_name="python3",
+        )
     assert "threshold_fails_policy" in str(info.value) and "accept_failing=True" in str(info.value)
     assert not (tmp_path / "candidates" / "coverage-judge@2.yaml").exists()
-    _execute(str(ROOT / "notebooks" / "02_calibrate.ipynb"), str(tmp_path / "accepted.ipynb"), parameters={**base, "accept_failing": True}, cwd=str(ROOT / "notebooks"), progress_bar=False, kernel_name="python3")
+    _execute(
+        str(ROOT / "notebooks" / "02_calibrate.ipynb"),
+        str(tmp_path / "accepted.ipynb"),
+        parameters={**base, "accept_failing": True},
+        cwd=str(ROOT / "notebooks"),
+        progress_bar=False,
+        kernel_name="python3",
+    )
     saved = yaml.safe_load((tmp_path / "candidates" / "coverage-judge@2.yaml").read_text())
     assert "accept_failing=True although it fails" in saved["description"]
 
@@ -165,7 +231,18 @@ def test_calibrate_notebook_runs_without_a_score_candidate(tmp_path: Path) -> No
     _execute(
         str(ROOT / "notebooks" / "02_calibrate.ipynb"),
         str(out),
-        parameters={"run_root": str(tmp_path / "runs"), "selections_path": str(tmp_path / "sel.jsonl"), "candidates": ["../data/candidates/rubric-judge@1.yaml", "../data/candidates/rubric-judge@2.yaml"], "serve_fake_llm": False, "score_candidate": None, "select": "rubric-judge@2", "selection_reason": "r"},
+        parameters={
+            "run_root": str(tmp_path / "runs"),
+            "selections_path": str(tmp_path / "sel.jsonl"),
+            "candidates": [
+                "../data/candidates/rubric-judge@1.yaml",
+                "../data/candidates/rubric-judge@2.yaml",
+            ],
+            "serve_fake_llm": False,
+            "score_candidate": None,
+            "select": "rubric-judge@2",
+            "selection_reason": "r",
+        },
         cwd=str(ROOT / "notebooks"),
         progress_bar=False,
         kernel_name="python3",

@@ -50,7 +50,11 @@ PANDALM = DATASETS / "pandalm" / "testset-v1.json"
 
 LIKERT = ["1", "2", "3", "4", "5"]
 ORDINAL_RUBRIC: dict[str, Any] = {
-    **{k: v for k, v in RUBRIC.items() if k not in ("pass_label", "fail_label", "abstain_labels", "labels")},
+    **{
+        k: v
+        for k, v in RUBRIC.items()
+        if k not in ("pass_label", "fail_label", "abstain_labels", "labels")
+    },
     "scale": "ordinal",
     "labels": [1, 2, 3, 4, 5, "n/a"],
     "abstain_labels": ["n/a"],
@@ -61,7 +65,9 @@ ORDINAL_RUBRIC: dict[str, Any] = {
 # ------------------------------------------------------------------ independent closed forms
 
 
-def kappa_by_hand(a: list[str], b: list[str], values: list[float] | None, labels: list[str], power: int | None) -> float:
+def kappa_by_hand(
+    a: list[str], b: list[str], values: list[float] | None, labels: list[str], power: int | None
+) -> float:
     """1 - sum(w * O) / sum(w * E); w = |v_i - v_j|^power (power None: nominal, w = [i != j])."""
     index = {label: i for i, label in enumerate(labels)}
     k = len(labels)
@@ -76,7 +82,12 @@ def kappa_by_hand(a: list[str], b: list[str], values: list[float] | None, labels
     return 1 - (w * o).sum() / (w * e).sum()
 
 
-def alpha_by_hand(units: list[dict[str, str]], labels: list[str], level: str, values: dict[str, float] | None = None) -> float:
+def alpha_by_hand(
+    units: list[dict[str, str]],
+    labels: list[str],
+    level: str,
+    values: dict[str, float] | None = None,
+) -> float:
     """Krippendorff's alpha from the coincidence matrix: 1 - (n-1) sum o_ck d_ck / sum n_c n_k d_ck.
 
     Ordinal metric: d_ck = (sum_{g=c..k} n_g - (n_c + n_k)/2)^2; interval: (v_c - v_k)^2.
@@ -144,7 +155,9 @@ def test_weighted_kappa_by_hand() -> None:
     assert quadratic.value == pytest.approx(9 / 14)
     assert cohen_kappa(A, B, labels=THREE).value == pytest.approx(0.375)
     assert linear.value == pytest.approx(cohen_kappa_score(A, B, labels=THREE, weights="linear"))
-    assert quadratic.value == pytest.approx(cohen_kappa_score(A, B, labels=THREE, weights="quadratic"))
+    assert quadratic.value == pytest.approx(
+        cohen_kappa_score(A, B, labels=THREE, weights="quadratic")
+    )
     assert linear.value == pytest.approx(kappa_by_hand(A, B, None, THREE, 1))
     assert quadratic.value == pytest.approx(kappa_by_hand(A, B, None, THREE, 2))
 
@@ -171,14 +184,26 @@ def test_krippendorff_alpha_levels_by_hand() -> None:
     nominal = krippendorff_alpha(units, THREE, "nominal")
     ordinal = krippendorff_alpha(units, THREE, "ordinal")
     interval = krippendorff_alpha(units, THREE, "interval")
-    assert (nominal.value, ordinal.value, interval.value) == (pytest.approx(0.4375), pytest.approx(0.6), pytest.approx(19 / 28))
+    assert (nominal.value, ordinal.value, interval.value) == (
+        pytest.approx(0.4375),
+        pytest.approx(0.6),
+        pytest.approx(19 / 28),
+    )
     assert nominal.value == pytest.approx(krippendorff_alpha_nominal(units, THREE).value)
     assert ordinal.n == interval.n == 5
     data = np.array([[float(x) for x in A], [float(y) for y in B]])
-    assert ordinal.value == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=[1.0, 2.0, 3.0]))
-    assert interval.value == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"))
+    assert ordinal.value == pytest.approx(
+        krippendorff.alpha(
+            reliability_data=data, level_of_measurement="ordinal", value_domain=[1.0, 2.0, 3.0]
+        )
+    )
+    assert interval.value == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="interval")
+    )
     for level in ("nominal", "ordinal", "interval"):
-        assert krippendorff_alpha(units, THREE, level).value == pytest.approx(alpha_by_hand(units, THREE, level))
+        assert krippendorff_alpha(units, THREE, level).value == pytest.approx(
+            alpha_by_hand(units, THREE, level)
+        )
     # interval with values 0, 1, 3: observed 2x4 + 2x4 = 16; expected 2(8x1) + 2(8x9) + 2(16x4) = 288 -> 1 - 144/288 = 0.5
     values = {"1": 0.0, "2": 1.0, "3": 3.0}
     assert krippendorff_alpha(units, THREE, "interval", values).value == pytest.approx(0.5)
@@ -194,10 +219,18 @@ def test_spearman_mae_and_confusion_by_hand() -> None:
     # |differences| = 0, 1, 0, 1, 0 -> 0.4 scale steps
     mae = mean_absolute_error(A, B, THREE)
     assert (mae.value, mae.n, mae.unit) == (pytest.approx(0.4), 5, "scale step")
-    assert mean_absolute_error(A, B, THREE, {"1": 0.0, "2": 1.0, "3": 3.0}).value == pytest.approx((0 + 2 + 0 + 2 + 0) / 5)
+    assert mean_absolute_error(A, B, THREE, {"1": 0.0, "2": 1.0, "3": 3.0}).value == pytest.approx(
+        (0 + 2 + 0 + 2 + 0) / 5
+    )
     confusion = ordinal_confusion(A, B, THREE)
     assert confusion.matrix == [[1, 0, 0], [0, 1, 1], [0, 1, 1]]
-    assert (confusion.n, confusion.exact, confusion.within_one, confusion.predicted_higher, confusion.predicted_lower) == (5, 3, 5, 1, 1)
+    assert (
+        confusion.n,
+        confusion.exact,
+        confusion.within_one,
+        confusion.predicted_higher,
+        confusion.predicted_lower,
+    ) == (5, 3, 5, 1, 1)
     frame = confusion.to_frame()
     assert frame.loc["2", "3"] == 1 and list(frame.columns) == THREE
 
@@ -238,7 +271,9 @@ def test_alpha_with_missing_ratings_matches_the_coincidence_matrix() -> None:
     ]
     for level in ("ordinal", "interval"):
         alpha = krippendorff_alpha(units, THREE, level)
-        assert alpha.n == 5 and alpha.value == pytest.approx(alpha_by_hand(units, THREE, level), abs=1e-12)
+        assert alpha.n == 5 and alpha.value == pytest.approx(
+            alpha_by_hand(units, THREE, level), abs=1e-12
+        )
 
 
 # ------------------------------------------------------------------ rubric format
@@ -251,16 +286,35 @@ def test_ordinal_rubric_with_pass_labels(make_dataset) -> None:
     rubric = report.dataset.rubric
     assert rubric.scale == Scale.ordinal and rubric.ordered
     assert rubric.labels == [*LIKERT, "n/a"]  # YAML numbers are read as labels
-    assert rubric.scale_labels == LIKERT and rubric.pass_labels == ["4", "5"] and rubric.fail_labels == ["1", "2", "3"]
+    assert (
+        rubric.scale_labels == LIKERT
+        and rubric.pass_labels == ["4", "5"]
+        and rubric.fail_labels == ["1", "2", "3"]
+    )
     assert rubric.scale_values == {"1": 1.0, "2": 2.0, "3": 3.0, "4": 4.0, "5": 5.0}
-    assert [rubric.pass_fail(label) for label in rubric.labels] == ["fail", "fail", "fail", "pass", "pass", None]
+    assert [rubric.pass_fail(label) for label in rubric.labels] == [
+        "fail",
+        "fail",
+        "fail",
+        "pass",
+        "pass",
+        None,
+    ]
     assert rubric.pass_label is None and rubric.fail_label is None
     with pytest.raises(ValueError):
         rubric.pass_fail("6")
 
 
 def test_numeric_rubric_values_and_lower_is_better_pass_labels() -> None:
-    rubric = Rubric.model_validate({**ORDINAL_RUBRIC, "scale": "numeric", "labels": [0, 0.5, 1, 2], "abstain_labels": [], "pass_labels": [0, 0.5]})
+    rubric = Rubric.model_validate(
+        {
+            **ORDINAL_RUBRIC,
+            "scale": "numeric",
+            "labels": [0, 0.5, 1, 2],
+            "abstain_labels": [],
+            "pass_labels": [0, 0.5],
+        }
+    )
     assert rubric.labels == ["0", "0.5", "1", "2"]
     assert rubric.scale_values == {"0": 0.0, "0.5": 0.5, "1": 1.0, "2": 2.0}
     assert rubric.pass_fail("0.5") == "pass" and rubric.pass_fail("2") == "fail"
@@ -269,7 +323,11 @@ def test_numeric_rubric_values_and_lower_is_better_pass_labels() -> None:
 def test_nominal_rubric_is_the_default_and_unchanged() -> None:
     rubric = Rubric.model_validate(RUBRIC)
     assert rubric.scale == Scale.nominal and not rubric.ordered and rubric.scale_values is None
-    assert rubric.pass_fail("pass") == "pass" and rubric.pass_fail("fail") == "fail" and rubric.pass_fail("review_required") is None
+    assert (
+        rubric.pass_fail("pass") == "pass"
+        and rubric.pass_fail("fail") == "fail"
+        and rubric.pass_fail("review_required") is None
+    )
 
 
 def test_every_scale_problem_is_reported_at_once_with_a_fix(make_dataset) -> None:
@@ -298,7 +356,15 @@ def test_every_scale_problem_is_reported_at_once_with_a_fix(make_dataset) -> Non
 @pytest.mark.parametrize(
     ("change", "needle"),
     [
-        ({"scale": "nominal", "labels": ["pass", "fail"], "pass_labels": ["pass"], "abstain_labels": []}, "pass_labels is for ordered rubrics"),
+        (
+            {
+                "scale": "nominal",
+                "labels": ["pass", "fail"],
+                "pass_labels": ["pass"],
+                "abstain_labels": [],
+            },
+            "pass_labels is for ordered rubrics",
+        ),
         ({"pass_label": 5, "fail_label": 1}, "declares its pass labels with pass_labels"),
         ({"pass_labels": [3, 5]}, "not an unbroken run at one end"),
         ({"pass_labels": [2, 3]}, "not an unbroken run at one end"),
@@ -308,14 +374,26 @@ def test_every_scale_problem_is_reported_at_once_with_a_fix(make_dataset) -> Non
         ({"labels": [1, "n/a"]}, "needs at least two labels that are not abstain labels"),
         ({"scale": "likert"}, "scale: Input should be 'nominal', 'ordinal' or 'numeric'"),
     ],
-    ids=["pass-labels-on-nominal", "pass-label-on-ordinal", "gap", "middle", "all-pass", "empty", "abstain-pass", "one-scale-label", "unknown-scale"],
+    ids=[
+        "pass-labels-on-nominal",
+        "pass-label-on-ordinal",
+        "gap",
+        "middle",
+        "all-pass",
+        "empty",
+        "abstain-pass",
+        "one-scale-label",
+        "unknown-scale",
+    ],
 )
 def test_rubric_scale_problems(tmp_path: Path, change: dict[str, Any], needle: str) -> None:
     path = tmp_path / "rubric.yaml"
     path.write_text(yaml.safe_dump({**ORDINAL_RUBRIC, **change}), encoding="utf-8")
     with pytest.raises(WorkbenchError) as info:
         load_rubric(path)
-    assert any(needle in p.message for p in info.value.problems), [p.message for p in info.value.problems]
+    assert any(needle in p.message for p in info.value.problems), [
+        p.message for p in info.value.problems
+    ]
     assert all(p.fix for p in info.value.problems)
 
 
@@ -339,7 +417,10 @@ ORDINAL_REVIEWS = {
 
 @pytest.fixture
 def ordinal_gold(make_dataset) -> Path:
-    cases = [make_case(cid, max(revs.values()) if "n/a" not in revs.values() else "3", reviews=revs) for cid, revs in ORDINAL_REVIEWS.items()]
+    cases = [
+        make_case(cid, max(revs.values()) if "n/a" not in revs.values() else "3", reviews=revs)
+        for cid, revs in ORDINAL_REVIEWS.items()
+    ]
     return make_dataset(cases, rubric=ORDINAL_RUBRIC)
 
 
@@ -363,23 +444,48 @@ def test_agreement_adds_ordered_figures_and_keeps_nominal(ordinal_gold: Path) ->
     ac = pairs["a", "c"]
     assert ac.n == 4 and ac.weighted_kappa_linear.n == 3 and ac.spearman.n == 3
     assert ac.spearman.value == pytest.approx(-0.5)
-    assert ac.weighted_kappa_linear.value == pytest.approx(kappa_by_hand(["2", "3", "2"], ["3", "2", "2"], None, LIKERT, 1))
+    assert ac.weighted_kappa_linear.value == pytest.approx(
+        kappa_by_hand(["2", "3", "2"], ["3", "2", "2"], None, LIKERT, 1)
+    )
     # alphas: abstentions are off the scale and left out
-    units = [{r: lab for r, lab in revs.items() if lab != "n/a"} for revs in ORDINAL_REVIEWS.values()]
+    units = [
+        {r: lab for r, lab in revs.items() if lab != "n/a"} for revs in ORDINAL_REVIEWS.values()
+    ]
     block = report.overall
-    assert block.krippendorff_alpha_ordinal.value == pytest.approx(alpha_by_hand(units, LIKERT, "ordinal"), abs=1e-12)
-    assert block.krippendorff_alpha_interval.value == pytest.approx(alpha_by_hand(units, LIKERT, "interval"), abs=1e-12)
+    assert block.krippendorff_alpha_ordinal.value == pytest.approx(
+        alpha_by_hand(units, LIKERT, "ordinal"), abs=1e-12
+    )
+    assert block.krippendorff_alpha_interval.value == pytest.approx(
+        alpha_by_hand(units, LIKERT, "interval"), abs=1e-12
+    )
     all_units = list(ORDINAL_REVIEWS.values())
-    assert block.krippendorff_alpha.value == pytest.approx(alpha_by_hand(all_units, [*LIKERT, "n/a"], "nominal"), abs=1e-12)
+    assert block.krippendorff_alpha.value == pytest.approx(
+        alpha_by_hand(all_units, [*LIKERT, "n/a"], "nominal"), abs=1e-12
+    )
     frame = report.pairs_frame()
-    assert {"cohen_kappa_nominal", "weighted_kappa_linear", "weighted_kappa_quadratic", "spearman"} <= set(frame.columns)
-    assert {"krippendorff_alpha_nominal", "krippendorff_alpha_ordinal", "krippendorff_alpha_interval"} <= set(report.summary_frame().columns)
+    assert {
+        "cohen_kappa_nominal",
+        "weighted_kappa_linear",
+        "weighted_kappa_quadratic",
+        "spearman",
+    } <= set(frame.columns)
+    assert {
+        "krippendorff_alpha_nominal",
+        "krippendorff_alpha_ordinal",
+        "krippendorff_alpha_interval",
+    } <= set(report.summary_frame().columns)
 
 
 def test_nominal_rubric_has_no_ordered_figures(make_dataset) -> None:
-    report = human_agreement(load_dataset(make_dataset([make_case("c1", reviews={"a": "pass", "b": "fail"})])), min_shared=1)
+    report = human_agreement(
+        load_dataset(make_dataset([make_case("c1", reviews={"a": "pass", "b": "fail"})])),
+        min_shared=1,
+    )
     assert report.scale == "nominal" and report.scale_labels is None
-    assert report.overall.krippendorff_alpha_ordinal is None and report.overall.pairs[0].weighted_kappa_linear is None
+    assert (
+        report.overall.krippendorff_alpha_ordinal is None
+        and report.overall.pairs[0].weighted_kappa_linear is None
+    )
     assert "weighted_kappa_linear" not in report.pairs_frame().columns
 
 
@@ -389,11 +495,21 @@ def test_agreement_cli_labels_nominal_and_ordered_figures(ordinal_gold: Path) ->
     assert "scale ordinal (1 < 2 < 3 < 4 < 5)" in text.output
     assert "a vs b: n=5" in text.output and "Cohen's kappa (nominal) 0.3750" in text.output
     assert "weighted kappa linear 0.5000, quadratic 0.6429 (n=5)  Spearman 0.5556" in text.output
-    assert "Krippendorff's alpha (ordinal):" in text.output and "Krippendorff's alpha (interval, ranks as values, equal spacing assumed):" in text.output
+    assert (
+        "Krippendorff's alpha (ordinal):" in text.output
+        and "Krippendorff's alpha (interval, ranks as values, equal spacing assumed):"
+        in text.output
+    )
     assert "Fleiss' kappa (nominal)" in text.output
-    payload = json.loads(CliRunner().invoke(main, ["agreement", str(ordinal_gold), "--json", "--min-shared", "1"]).output)
+    payload = json.loads(
+        CliRunner()
+        .invoke(main, ["agreement", str(ordinal_gold), "--json", "--min-shared", "1"])
+        .output
+    )
     assert payload["schema_version"] == 2 and payload["scale"] == "ordinal"
-    ab = next(p for p in payload["overall"]["pairs"] if (p["reviewer_a"], p["reviewer_b"]) == ("a", "b"))
+    ab = next(
+        p for p in payload["overall"]["pairs"] if (p["reviewer_a"], p["reviewer_b"]) == ("a", "b")
+    )
     assert ab["weighted_kappa_quadratic"]["value"] == pytest.approx(9 / 14)
 
 
@@ -406,24 +522,47 @@ def _check_against_libraries(report: Any, dataset: Any) -> None:
     scale, values = rubric.scale_labels, rubric.scale_values
     units = [{r.reviewer: r.label for r in case.reviews} for case in dataset.cases.values()]
     for pair in report.overall.pairs:
-        shared = [(u[pair.reviewer_a], u[pair.reviewer_b]) for u in units if pair.reviewer_a in u and pair.reviewer_b in u]
+        shared = [
+            (u[pair.reviewer_a], u[pair.reviewer_b])
+            for u in units
+            if pair.reviewer_a in u and pair.reviewer_b in u
+        ]
         shared = [(x, y) for x, y in shared if x in scale and y in scale]
         a, b = [x for x, _ in shared], [y for _, y in shared]
         for weights, power in (("linear", 1), ("quadratic", 2)):
             got = getattr(pair, f"weighted_kappa_{weights}").value
-            assert got == pytest.approx(cohen_kappa_score(a, b, labels=scale, weights=weights), abs=1e-12)
+            assert got == pytest.approx(
+                cohen_kappa_score(a, b, labels=scale, weights=weights), abs=1e-12
+            )
             assert got == pytest.approx(kappa_by_hand(a, b, None, scale, power), abs=1e-12)
         assert pair.cohen_kappa.value == pytest.approx(cohen_kappa_score(a, b), abs=1e-12)
-        assert pair.spearman.value == pytest.approx(spearmanr([values[x] for x in a], [values[y] for y in b]).statistic, abs=1e-12)
-        assert pair.spearman.value == pytest.approx(spearman_by_hand([values[x] for x in a], [values[y] for y in b]), abs=1e-9)
+        assert pair.spearman.value == pytest.approx(
+            spearmanr([values[x] for x in a], [values[y] for y in b]).statistic, abs=1e-12
+        )
+        assert pair.spearman.value == pytest.approx(
+            spearman_by_hand([values[x] for x in a], [values[y] for y in b]), abs=1e-9
+        )
     scale_units = [{r: lab for r, lab in u.items() if lab in scale} for u in units]
     raters = sorted({r for u in units for r in u})
     data = np.array([[values[u[r]] if r in u else np.nan for u in scale_units] for r in raters])
     block = report.overall
-    assert block.krippendorff_alpha_ordinal.value == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="ordinal", value_domain=sorted(values.values())), abs=1e-12)
-    assert block.krippendorff_alpha_interval.value == pytest.approx(krippendorff.alpha(reliability_data=data, level_of_measurement="interval"), abs=1e-12)
-    assert block.krippendorff_alpha_ordinal.value == pytest.approx(alpha_by_hand(scale_units, scale, "ordinal"), abs=1e-9)
-    assert block.krippendorff_alpha_interval.value == pytest.approx(alpha_by_hand(scale_units, scale, "interval", values), abs=1e-9)
+    assert block.krippendorff_alpha_ordinal.value == pytest.approx(
+        krippendorff.alpha(
+            reliability_data=data,
+            level_of_measurement="ordinal",
+            value_domain=sorted(values.values()),
+        ),
+        abs=1e-12,
+    )
+    assert block.krippendorff_alpha_interval.value == pytest.approx(
+        krippendorff.alpha(reliability_data=data, level_of_measurement="interval"), abs=1e-12
+    )
+    assert block.krippendorff_alpha_ordinal.value == pytest.approx(
+        alpha_by_hand(scale_units, scale, "ordinal"), abs=1e-9
+    )
+    assert block.krippendorff_alpha_interval.value == pytest.approx(
+        alpha_by_hand(scale_units, scale, "interval", values), abs=1e-9
+    )
 
 
 @needs_datasets
@@ -435,7 +574,12 @@ def test_pandalm_as_an_ordered_preference_scale(tmp_path: Path) -> None:
     run_importer("pandalm", require(PANDALM), out)
     rubric = yaml.safe_load((out / "rubric.yaml").read_text(encoding="utf-8"))
     rubric["scale"] = "ordinal"
-    rubric["labels"] = ["1", "0", "2", *[label for label in rubric["labels"] if label not in ("0", "1", "2")]]
+    rubric["labels"] = [
+        "1",
+        "0",
+        "2",
+        *[label for label in rubric["labels"] if label not in ("0", "1", "2")],
+    ]
     (out / "rubric.yaml").write_text(yaml.safe_dump(rubric), encoding="utf-8")
     dataset = load_dataset(out)
     report = human_agreement(dataset)
@@ -447,7 +591,11 @@ def test_pandalm_as_an_ordered_preference_scale(tmp_path: Path) -> None:
     assert round(report.overall.fleiss_kappa.value, 4) == 0.8642
     # a tie sits between the two preferences: opposite preferences are the costliest disagreement
     for pair in pairs.values():
-        assert pair.weighted_kappa_quadratic.value > pair.weighted_kappa_linear.value > pair.cohen_kappa.value
+        assert (
+            pair.weighted_kappa_quadratic.value
+            > pair.weighted_kappa_linear.value
+            > pair.cohen_kappa.value
+        )
     _check_against_libraries(report, dataset)
 
 
@@ -460,16 +608,24 @@ def synthetic_likert(seed: int = 20260917, cases: int = 400) -> dict[str, dict[s
     """
     rng = np.random.default_rng(seed)
     quality = rng.choice([1, 2, 3, 4, 5], size=cases, p=[0.1, 0.2, 0.3, 0.25, 0.15])
-    ratings = {who: np.clip(np.rint(quality + rng.normal(bias, 0.6, size=cases)), 1, 5).astype(int) for who, bias in (("rater-a", 0.0), ("rater-b", 0.3), ("rater-c", -0.2))}
+    ratings = {
+        who: np.clip(np.rint(quality + rng.normal(bias, 0.6, size=cases)), 1, 5).astype(int)
+        for who, bias in (("rater-a", 0.0), ("rater-b", 0.3), ("rater-c", -0.2))
+    }
     return {
-        f"s{i:03d}": {who: str(ratings[who][i]) for who in ratings if who != "rater-c" or i % 3 == 0}
+        f"s{i:03d}": {
+            who: str(ratings[who][i]) for who in ratings if who != "rater-c" or i % 3 == 0
+        }
         for i in range(cases)
     }
 
 
 def test_synthetic_five_point_ratings(make_dataset) -> None:
     units = synthetic_likert()
-    cases = [make_case(cid, Counter(revs.values()).most_common(1)[0][0], reviews=revs) for cid, revs in units.items()]
+    cases = [
+        make_case(cid, Counter(revs.values()).most_common(1)[0][0], reviews=revs)
+        for cid, revs in units.items()
+    ]
     dataset = load_dataset(make_dataset(cases, rubric=ORDINAL_RUBRIC))
     report = human_agreement(dataset)
     assert len(report.overall.pairs) == 3 and report.overall.pairs_left_out == 0

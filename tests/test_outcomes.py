@@ -60,8 +60,18 @@ def test_readme_exit_code_table_is_the_table() -> None:
 
 def test_the_shared_convention() -> None:
     # The convention every helper and the docs rely on; changing it is a breaking change.
-    assert {name: exit_code(name) for name in GATE_OUTCOMES} == {"certified": 0, "quality_failed": 1, "evaluation_incomplete": 3, "review_required": 4}
-    assert (exit_code("invalid_input"), exit_code("incomplete"), exit_code("evaluator_errors"), exit_code("complete")) == (2, 3, 5, 0)
+    assert {name: exit_code(name) for name in GATE_OUTCOMES} == {
+        "certified": 0,
+        "quality_failed": 1,
+        "evaluation_incomplete": 3,
+        "review_required": 4,
+    }
+    assert (
+        exit_code("invalid_input"),
+        exit_code("incomplete"),
+        exit_code("evaluator_errors"),
+        exit_code("complete"),
+    ) == (2, 3, 5, 0)
 
 
 def test_every_mapping_is_read_from_the_table() -> None:
@@ -77,7 +87,12 @@ def test_every_mapping_is_read_from_the_table() -> None:
     from workbench.ranking._gate import Outcome as RankingOutcome
 
     assert tuple(typing.get_args(GateOutcome)) == GATE_OUTCOMES
-    for literal, mapping in ((GateOutcome, GATE_EXIT), (RankingOutcome, RANKING_EXIT), (NoiseOutcome, NOISE_EXIT), (LaneOutcome, LANE_EXIT)):
+    for literal, mapping in (
+        (GateOutcome, GATE_EXIT),
+        (RankingOutcome, RANKING_EXIT),
+        (NoiseOutcome, NOISE_EXIT),
+        (LaneOutcome, LANE_EXIT),
+    ):
         names = set(typing.get_args(literal))
         assert set(mapping) == names
         assert mapping == {n: exit_code(n) for n in names}
@@ -102,7 +117,11 @@ def test_report_style_is_keyed_by_the_table() -> None:
 
 def test_no_literal_exit_code_in_the_cli() -> None:
     literal = re.compile(r"(sys\.exit|SystemExit)\((\d+|[^)]* else \d+)\)|^EXIT_[A-Z_]+ *=", re.M)
-    found = [f"{p.name}: {m.group(0)}" for p in sorted((ROOT / "workbench" / "cli").glob("*.py")) for m in literal.finditer(p.read_text(encoding="utf-8"))]
+    found = [
+        f"{p.name}: {m.group(0)}"
+        for p in sorted((ROOT / "workbench" / "cli").glob("*.py"))
+        for m in literal.finditer(p.read_text(encoding="utf-8"))
+    ]
     assert found == []
 
 
@@ -123,35 +142,80 @@ def _rubric():
 
 @pytest.mark.parametrize(
     ("categories", "outcome"),
-    [(["quality"], "quality_failed"), (["quality", "incomplete"], "evaluation_incomplete"), (["review"], "review_required"), (["review", "quality"], "quality_failed")],
+    [
+        (["quality"], "quality_failed"),
+        (["quality", "incomplete"], "evaluation_incomplete"),
+        (["review"], "review_required"),
+        (["review", "quality"], "quality_failed"),
+    ],
 )
-def test_gate_without_evidence_decides_by_the_same_rule(categories: list[str], outcome: str) -> None:
+def test_gate_without_evidence_decides_by_the_same_rule(
+    categories: list[str], outcome: str
+) -> None:
     blockers = [_blocker(f"control_failed_{i}", c) for i, c in enumerate(categories)]
-    not_used = NotEvaluated(reason="blocking controls failed, so the held-out partition was not used", judge="kw@1", dataset_sha256="d" * 64, partition="held_out")
-    gate = evaluate_gate(not_used, None, rubric=_rubric(), extra_blockers=blockers, fingerprint="f" * 64)
+    not_used = NotEvaluated(
+        reason="blocking controls failed, so the held-out partition was not used",
+        judge="kw@1",
+        dataset_sha256="d" * 64,
+        partition="held_out",
+    )
+    gate = evaluate_gate(
+        not_used, None, rubric=_rubric(), extra_blockers=blockers, fingerprint="f" * 64
+    )
     assert gate.outcome == outcome == outcome_of(categories)
     assert gate.exit_code == exit_code(outcome)
-    assert gate.summary == f"{outcome.upper()}: blocking controls failed, so the held-out partition was not used ({len(blockers)} blocker(s))"
-    assert [b.category for b in gate.blockers] == sorted(categories, key=["incomplete", "quality", "review"].index)
-    assert (gate.partition, gate.judge, gate.rubric_version, gate.figures, gate.waived, gate.evaluated_at) == ("held_out", "kw@1", _rubric().version, [], [], None)
+    assert (
+        gate.summary
+        == f"{outcome.upper()}: blocking controls failed, so the held-out partition was not used ({len(blockers)} blocker(s))"
+    )
+    assert [b.category for b in gate.blockers] == sorted(
+        categories, key=["incomplete", "quality", "review"].index
+    )
+    assert (
+        gate.partition,
+        gate.judge,
+        gate.rubric_version,
+        gate.figures,
+        gate.waived,
+        gate.evaluated_at,
+    ) == ("held_out", "kw@1", _rubric().version, [], [], None)
 
 
 def test_gate_without_evidence_and_without_blockers_fails_closed() -> None:
     # Nothing measured and nothing blocking is never a pass.
-    gate = evaluate_gate(NotEvaluated(reason="nothing was run", judge="kw@1", dataset_sha256="d" * 64), None, rubric=_rubric())
-    assert gate.outcome == "evaluation_incomplete" and [b.code for b in gate.blockers] == ["missing_results"]
+    gate = evaluate_gate(
+        NotEvaluated(reason="nothing was run", judge="kw@1", dataset_sha256="d" * 64),
+        None,
+        rubric=_rubric(),
+    )
+    assert gate.outcome == "evaluation_incomplete" and [b.code for b in gate.blockers] == [
+        "missing_results"
+    ]
     assert not gate.blockers[0].waivable
 
 
 # -- each command's exit code is the table's code of the outcome it reports ------------------
 
-SPEC = {"name": "kw", "version": "1", "kind": "ragas-function", "labels": ["pass", "fail"], "function": "judge_fixtures:keyword_judge"}
+SPEC = {
+    "name": "kw",
+    "version": "1",
+    "kind": "ragas-function",
+    "labels": ["pass", "fail"],
+    "function": "judge_fixtures:keyword_judge",
+}
 LAX = {"risk": "low", "min_n": 0, "max_false_pass_rate": 1.0, "false_pass_rate_basis": "point"}
 
 
 def _policy(tmp_path: Path, general: dict, name: str) -> Path:
     path = tmp_path / f"{name}@1.yaml"
-    body = {"schema_version": 1, "name": name, "version": "1", "owner": "QA lead", "rationale": "test limits", "slices": {"general": general}}
+    body = {
+        "schema_version": 1,
+        "name": name,
+        "version": "1",
+        "owner": "QA lead",
+        "rationale": "test limits",
+        "slices": {"general": general},
+    }
     path.write_text(yaml.safe_dump(body, sort_keys=False), encoding="utf-8")
     return path
 
@@ -160,7 +224,9 @@ def test_commands_exit_with_the_code_of_their_outcome(make_dataset, tmp_path: Pa
     cases = [
         make_case("d1", "pass", response="A refund is possible after review."),
         make_case("d2", "fail", response="No money back, ever."),
-        make_case("d3", "fail", response="Refund everything automatically."),  # the keyword judge's false pass
+        make_case(
+            "d3", "fail", response="Refund everything automatically."
+        ),  # the keyword judge's false pass
     ]
     from conftest import RUBRIC
 
@@ -169,9 +235,41 @@ def test_commands_exit_with_the_code_of_their_outcome(make_dataset, tmp_path: Pa
     spec.write_text(yaml.safe_dump(SPEC), encoding="utf-8")
     runner = CliRunner()
     full, partial = tmp_path / "full", tmp_path / "partial"
-    ran = runner.invoke(main, ["run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development", "--out", str(full), "--no-cache", "--no-progress"])
+    ran = runner.invoke(
+        main,
+        [
+            "run",
+            "--candidate",
+            str(spec),
+            "--gold",
+            str(gold),
+            "--partition",
+            "development",
+            "--out",
+            str(full),
+            "--no-cache",
+            "--no-progress",
+        ],
+    )
     assert ran.exit_code == exit_code("complete"), ran.output
-    stopped = runner.invoke(main, ["run", "--candidate", str(spec), "--gold", str(gold), "--partition", "development", "--out", str(partial), "--no-cache", "--no-progress", "--max-cases", "1"])
+    stopped = runner.invoke(
+        main,
+        [
+            "run",
+            "--candidate",
+            str(spec),
+            "--gold",
+            str(gold),
+            "--partition",
+            "development",
+            "--out",
+            str(partial),
+            "--no-cache",
+            "--no-progress",
+            "--max-cases",
+            "1",
+        ],
+    )
     assert stopped.exit_code == exit_code("incomplete"), stopped.output
 
     seen: dict[str, int] = {}
@@ -182,10 +280,37 @@ def test_commands_exit_with_the_code_of_their_outcome(make_dataset, tmp_path: Pa
         (partial, LAX),  # evaluation_incomplete: the run stopped at --max-cases
     ):
         policy = _policy(tmp_path, general, f"p{len(seen)}-{run_dir.name}")
-        gate = runner.invoke(main, ["gate", "--gold", str(gold), "--results", str(run_dir / "results.jsonl"), "--run", str(run_dir), "--policy", str(policy), "--partition", "development", "--json"])
+        gate = runner.invoke(
+            main,
+            [
+                "gate",
+                "--gold",
+                str(gold),
+                "--results",
+                str(run_dir / "results.jsonl"),
+                "--run",
+                str(run_dir),
+                "--policy",
+                str(policy),
+                "--partition",
+                "development",
+                "--json",
+            ],
+        )
         outcome = json.loads(gate.output)["outcome"]
         assert gate.exit_code == exit_code(outcome), (outcome, gate.output)
         seen[outcome] = gate.exit_code
     assert set(seen) == set(GATE_OUTCOMES)
-    bad = runner.invoke(main, ["gate", "--gold", str(tmp_path / "nowhere"), "--results", str(full / "results.jsonl"), "--policy", str(policy)])
+    bad = runner.invoke(
+        main,
+        [
+            "gate",
+            "--gold",
+            str(tmp_path / "nowhere"),
+            "--results",
+            str(full / "results.jsonl"),
+            "--policy",
+            str(policy),
+        ],
+    )
     assert bad.exit_code == exit_code("invalid_input") and "Traceback" not in bad.output

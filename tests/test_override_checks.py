@@ -32,7 +32,16 @@ from workbench.policy import BLOCKER_CODES, NON_WAIVABLE_CODES, describe_overrid
 from workbench.policy._codes import GATE_BLOCKER_CODES, NOISE_BLOCKER_CODES, RANKING_BLOCKER_CODES
 from workbench.ranking import _gate as ranking_gate_module
 
-COMMON = ["--approver", "Dana Reviewer", "--reason", "reviewed", "--expires", "2099-01-01", "--follow-up", "JIRA-9"]
+COMMON = [
+    "--approver",
+    "Dana Reviewer",
+    "--reason",
+    "reviewed",
+    "--expires",
+    "2099-01-01",
+    "--follow-up",
+    "JIRA-9",
+]
 
 
 @pytest.fixture
@@ -46,14 +55,38 @@ def add(store: Path, *args: str) -> Any:
     return CliRunner().invoke(override_cmd, ["add", *COMMON, "--store", str(store), *args])
 
 
-def test_every_refusal_at_once_with_its_fix_and_nothing_written(policy_file: Path, tmp_path: Path) -> None:
+def test_every_refusal_at_once_with_its_fix_and_nothing_written(
+    policy_file: Path, tmp_path: Path
+) -> None:
     store = policy_file.parent / "overrides.jsonl"
-    result = add(store, "--policy", str(policy_file), "--code", "no_such_code", "--code", "false_passes_exceeded", "--slice", "billing", "--slice", "nowhere", "--code", "missing_results")
+    result = add(
+        store,
+        "--policy",
+        str(policy_file),
+        "--code",
+        "no_such_code",
+        "--code",
+        "false_passes_exceeded",
+        "--slice",
+        "billing",
+        "--slice",
+        "nowhere",
+        "--code",
+        "missing_results",
+    )
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     found = re.findall(r"\[([a-z_]+)\] Fix: ", result.output)
-    assert sorted(found) == ["override_code_not_waivable", "override_critical_false_pass_by_slice", "override_unknown_code", "override_unknown_slice"]
-    assert "name one of the waivable codes" in result.output and "false_fail_rate_exceeded" in result.output
+    assert sorted(found) == [
+        "override_code_not_waivable",
+        "override_critical_false_pass_by_slice",
+        "override_unknown_code",
+        "override_unknown_slice",
+    ]
+    assert (
+        "name one of the waivable codes" in result.output
+        and "false_fail_rate_exceeded" in result.output
+    )
     assert "name one of the policy's slices: billing, general, empty" in result.output
     assert "name every one with --case" in result.output
     assert not store.exists()
@@ -63,10 +96,18 @@ def test_unknown_policy_is_refused(policy_file: Path, tmp_path: Path) -> None:
     store = tmp_path / "elsewhere" / "overrides.jsonl"
     store.parent.mkdir()
     missing = add(store, "--policy", "test-release@9", "--code", "cost_exceeded")
-    assert missing.exit_code == 2 and "policy_missing" in missing.output and "exists and loads" in missing.output
+    assert (
+        missing.exit_code == 2
+        and "policy_missing" in missing.output
+        and "exists and loads" in missing.output
+    )
     # all problems at once, even when the policy cannot be loaded
     both = add(store, "--policy", str(tmp_path / "nope@1.yaml"), "--code", "bogus")
-    assert both.exit_code == 2 and "policy_missing" in both.output and "override_unknown_code" in both.output
+    assert (
+        both.exit_code == 2
+        and "policy_missing" in both.output
+        and "override_unknown_code" in both.output
+    )
     broken = policy_file.parent / "broken@1.yaml"
     broken.write_text("name: broken\nversion: '1'\n", encoding="utf-8")
     invalid = add(store, "--policy", str(broken), "--code", "cost_exceeded")
@@ -74,38 +115,87 @@ def test_unknown_policy_is_refused(policy_file: Path, tmp_path: Path) -> None:
     assert not store.exists()
 
 
-def test_name_at_version_resolves_beside_the_store_and_prints_what_it_applies_to(policy_file: Path) -> None:
+def test_name_at_version_resolves_beside_the_store_and_prints_what_it_applies_to(
+    policy_file: Path,
+) -> None:
     store = policy_file.parent / "overrides.jsonl"
-    ok = add(store, "--policy", "test-release@1", "--code", "false_fail_rate_exceeded", "--slice", "general", "--code", "false_passes_exceeded", "--case", "bil-01")
+    ok = add(
+        store,
+        "--policy",
+        "test-release@1",
+        "--code",
+        "false_fail_rate_exceeded",
+        "--slice",
+        "general",
+        "--code",
+        "false_passes_exceeded",
+        "--case",
+        "bil-01",
+    )
     assert ok.exit_code == 0, ok.output
     assert ok.output.startswith("ovr-") and "It will apply to:" in ok.output
-    assert "waives:    false_fail_rate_exceeded: a false_fail_rate_exceeded blocker in slice general (low)" in ok.output
-    assert "a false_passes_exceeded blocker in any slice whose every case is among the 1 named: bil-01" in ok.output
+    assert (
+        "waives:    false_fail_rate_exceeded: a false_fail_rate_exceeded blocker in slice general (low)"
+        in ok.output
+    )
+    assert (
+        "a false_passes_exceeded blocker in any slice whose every case is among the 1 named: bil-01"
+        in ok.output
+    )
     assert "candidate: any judge" in ok.output and "until 2099-01-01T00:00:00+00:00" in ok.output
     assert len(load_overrides(store)) == 1
 
 
 def test_critical_false_pass_by_cases_is_accepted_and_described(policy_file: Path) -> None:
     store = policy_file.parent / "overrides.jsonl"
-    ok = add(store, "--policy", str(policy_file), "--code", "false_passes_exceeded", "--slice", "billing", "--case", "bil-01", "--case", "bil-04")
+    ok = add(
+        store,
+        "--policy",
+        str(policy_file),
+        "--code",
+        "false_passes_exceeded",
+        "--slice",
+        "billing",
+        "--case",
+        "bil-01",
+        "--case",
+        "bil-04",
+    )
     assert ok.exit_code == 0, ok.output
     assert "not slice billing (critical) as a whole" in ok.output
-    never = add(store, "--policy", str(policy_file), "--code", "too_few_cases", "--slice", "billing")
+    never = add(
+        store, "--policy", str(policy_file), "--code", "too_few_cases", "--slice", "billing"
+    )
     assert never.exit_code == 2 and "override_not_waivable_in_critical" in never.output
 
 
 def test_describe_global_override() -> None:
     lines = describe_override(make_override(codes=["cost_exceeded"]), make_policy())
-    assert lines[-1] == "waives:    cost_exceeded: a cost_exceeded blocker of the whole evaluation (one without a slice), never a slice's"
+    assert (
+        lines[-1]
+        == "waives:    cost_exceeded: a cost_exceeded blocker of the whole evaluation (one without a slice), never a slice's"
+    )
 
 
 def test_blocker_codes_match_the_documented_table() -> None:
     table = gate_module.__doc__ or ""
-    rows = dict(re.findall(r"^([a-z_]+)\s+(incomplete|quality|review)\s", table, flags=re.MULTILINE))
+    rows = dict(
+        re.findall(r"^([a-z_]+)\s+(incomplete|quality|review)\s", table, flags=re.MULTILINE)
+    )
     assert rows == GATE_BLOCKER_CODES
-    ranking_rows = dict(re.findall(r"^([a-z_]+)\s+(incomplete|quality|review)\s", ranking_gate_module.__doc__ or "", flags=re.MULTILINE))
+    ranking_rows = dict(
+        re.findall(
+            r"^([a-z_]+)\s+(incomplete|quality|review)\s",
+            ranking_gate_module.__doc__ or "",
+            flags=re.MULTILINE,
+        )
+    )
     assert ranking_rows == RANKING_BLOCKER_CODES
-    assert BLOCKER_CODES == {**GATE_BLOCKER_CODES, **RANKING_BLOCKER_CODES, **NOISE_BLOCKER_CODES}  # noise codes are documented in workbench/noise
+    assert BLOCKER_CODES == {
+        **GATE_BLOCKER_CODES,
+        **RANKING_BLOCKER_CODES,
+        **NOISE_BLOCKER_CODES,
+    }  # noise codes are documented in workbench/noise
     assert set(BLOCKER_CODES) >= NON_WAIVABLE_CODES
 
 
@@ -119,19 +209,40 @@ def evaluated(make_dataset):
 
 def test_gate_lists_overrides_that_did_not_apply_and_why(evaluated) -> None:
     ev = evaluated(fp_spec())
-    policy = make_policy(slices={"billing": {"max_false_pass_rate": 0.9}, "general": {"max_false_pass_rate": 0.2}})
+    policy = make_policy(
+        slices={"billing": {"max_false_pass_rate": 0.9}, "general": {"max_false_pass_rate": 0.2}}
+    )
     waiver = {"codes": ["false_pass_rate_exceeded"], "slices": ["general"]}
     applied = make_override(**waiver)
-    expired = make_override(**waiver, created_at=(NOW - timedelta(days=20)).isoformat(), expires_at=(NOW - timedelta(days=1)).isoformat())
+    expired = make_override(
+        **waiver,
+        created_at=(NOW - timedelta(days=20)).isoformat(),
+        expires_at=(NOW - timedelta(days=1)).isoformat(),
+    )
     other_policy = make_override(**waiver, policy="test-release@2")
     other_candidate = make_override(**waiver, candidate_fingerprint="f" * 64)
-    future = make_override(**waiver, created_at=(NOW + timedelta(days=1)).isoformat(), expires_at=(NOW + timedelta(days=9)).isoformat())
+    future = make_override(
+        **waiver,
+        created_at=(NOW + timedelta(days=1)).isoformat(),
+        expires_at=(NOW + timedelta(days=9)).isoformat(),
+    )
     no_match = make_override(codes=["false_fail_rate_exceeded"], slices=["general"])
     slice_level_critical = make_override(codes=["false_passes_exceeded"], slices=["billing"])
     duplicate = make_override(**waiver, reason="the same waiver, approved twice")
-    overrides = [applied, expired, other_policy, other_candidate, future, no_match, slice_level_critical, duplicate]
+    overrides = [
+        applied,
+        expired,
+        other_policy,
+        other_candidate,
+        future,
+        no_match,
+        slice_level_critical,
+        duplicate,
+    ]
     result = ev.gate(policy, overrides=overrides)
-    assert result.outcome == "quality_failed" and [b.code for b in result.blockers] == ["false_passes_exceeded"]
+    assert result.outcome == "quality_failed" and [b.code for b in result.blockers] == [
+        "false_passes_exceeded"
+    ]
     waived_by = {w.override_id for w in result.waived}
     assert len(waived_by) == 1 and waived_by <= {applied.override_id, duplicate.override_id}
     reasons = {u.override_id: u.reason for u in result.unapplied_overrides}
@@ -146,10 +257,14 @@ def test_gate_lists_overrides_that_did_not_apply_and_why(evaluated) -> None:
         twin: "already_waived",
     }
     details = {u.override_id: " ".join(u.details) for u in result.unapplied_overrides}
-    assert "2 of its 2 false-pass case(s) are not named" in details[slice_level_critical.override_id]
+    assert (
+        "2 of its 2 false-pass case(s) are not named" in details[slice_level_critical.override_id]
+    )
     assert "already waived by" in details[twin]
     assert "no blocker has this code" in details[no_match.override_id]
-    assert "bil-01" not in json.dumps([u.model_dump() for u in result.unapplied_overrides])  # counts only
+    assert "bil-01" not in json.dumps(
+        [u.model_dump() for u in result.unapplied_overrides]
+    )  # counts only
     assert result.expired_overrides == [expired.override_id]
 
 
@@ -161,7 +276,9 @@ def test_gate_reports_non_waivable_targets(evaluated) -> None:
     assert u.reason == "not_waivable" and "not waivable in a critical slice" in u.details[0]
 
 
-def test_gate_cli_lists_unapplied_overrides_in_text_and_json(policy_file: Path, make_dataset, tmp_path: Path) -> None:
+def test_gate_cli_lists_unapplied_overrides_in_text_and_json(
+    policy_file: Path, make_dataset, tmp_path: Path
+) -> None:
     from conftest import write_results
     from lineage_support import stamped
     from test_policy import cases_for
@@ -170,10 +287,28 @@ def test_gate_cli_lists_unapplied_overrides_in_text_and_json(policy_file: Path, 
     gold = make_dataset(cases)
     results = write_results(tmp_path / "r.jsonl", stamped(rows, gold))
     store = tmp_path / "o.jsonl"
-    store.write_text(json.dumps(make_override(codes=["cost_exceeded"], policy="other@1").model_dump(mode="json")) + "\n", encoding="utf-8")
-    args = ["--gold", str(gold), "--results", str(results), "--policy", str(policy_file), "--partition", "development", "--overrides", str(store)]
+    store.write_text(
+        json.dumps(make_override(codes=["cost_exceeded"], policy="other@1").model_dump(mode="json"))
+        + "\n",
+        encoding="utf-8",
+    )
+    args = [
+        "--gold",
+        str(gold),
+        "--results",
+        str(results),
+        "--policy",
+        str(policy_file),
+        "--partition",
+        "development",
+        "--overrides",
+        str(store),
+    ]
     text = CliRunner().invoke(gate_cmd, args)
     assert text.exit_code == 0, text.output
-    assert "overrides that did not apply (1):" in text.output and "other_policy: it is for other@1, the gate applied test-release@1" in text.output
+    assert (
+        "overrides that did not apply (1):" in text.output
+        and "other_policy: it is for other@1, the gate applied test-release@1" in text.output
+    )
     body = json.loads(CliRunner().invoke(gate_cmd, [*args, "--json"]).output)
     assert [u["reason"] for u in body["unapplied_overrides"]] == ["other_policy"]

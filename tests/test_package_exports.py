@@ -32,7 +32,14 @@ PACKAGES = _packages()
 
 
 def test_the_walk_finds_the_packages() -> None:
-    assert {"workbench.gold", "workbench.judges", "workbench.stats", "workbench.cli", "workbench.importers.table", "workbench.importers._results"} <= set(PACKAGES)
+    assert {
+        "workbench.gold",
+        "workbench.judges",
+        "workbench.stats",
+        "workbench.cli",
+        "workbench.importers.table",
+        "workbench.importers._results",
+    } <= set(PACKAGES)
 
 
 @pytest.mark.parametrize("name", PACKAGES)
@@ -41,7 +48,12 @@ def test_every_name_in_all_resolves(name: str) -> None:
     exported = getattr(package, "__all__", None)
     if exported is None:  # a package that exports nothing (workbench.demo: data and scripts)
         # a submodule becomes an attribute once anything imports it (workbench.demo.noise): not a name the package defines
-        defined = [n for n, v in vars(package).items() if not n.startswith("_") and not (isinstance(v, types.ModuleType) and v.__name__.startswith(name + "."))]
+        defined = [
+            n
+            for n, v in vars(package).items()
+            if not n.startswith("_")
+            and not (isinstance(v, types.ModuleType) and v.__name__.startswith(name + "."))
+        ]
         assert not defined, f"{name} has public names but no __all__"
         return
     assert len(exported) == len(set(exported)), f"{name}.__all__ lists a name twice"

@@ -20,7 +20,8 @@ def test_environment_yml_mirrors_pyproject() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     wanted = {
         r.replace(" ", "")
-        for r in project["dependencies"] + [d for group in project["optional-dependencies"].values() for d in group]
+        for r in project["dependencies"]
+        + [d for group in project["optional-dependencies"].values() for d in group]
     }
     env = yaml.safe_load((ROOT / "environment.yml").read_text())
     pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict))
@@ -69,21 +70,31 @@ def test_the_package_data_ships_the_certification_notebook_and_py_typed() -> Non
     import fnmatch
     import json
 
-    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["package-data"]["workbench"]
+    globs = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
+        "setuptools"
+    ]["package-data"]["workbench"]
     package = ROOT / "workbench"
     for relative in ("py.typed", "notebooks/03_certify.ipynb"):
         assert (package / relative).is_file(), relative
         assert any(fnmatch.fnmatch(relative, g) for g in globs), relative
     shipped = json.loads((package / "notebooks" / "03_certify.ipynb").read_text(encoding="utf-8"))
-    assert shipped == json.loads((ROOT / "notebooks" / "03_certify.ipynb").read_text(encoding="utf-8"))
+    assert shipped == json.loads(
+        (ROOT / "notebooks" / "03_certify.ipynb").read_text(encoding="utf-8")
+    )
 
 
-def test_default_notebook_falls_back_to_the_packaged_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_default_notebook_falls_back_to_the_packaged_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workbench.reports._certify import default_notebook
 
     monkeypatch.chdir(tmp_path)  # no notebooks/ here
     packaged = default_notebook()
-    assert packaged.is_file() and packaged.parent.name == "notebooks" and packaged.parent.parent.name == "workbench"
+    assert (
+        packaged.is_file()
+        and packaged.parent.name == "notebooks"
+        and packaged.parent.parent.name == "workbench"
+    )
     (tmp_path / "notebooks").mkdir()
     (tmp_path / "notebooks" / "03_certify.ipynb").write_text("{}", encoding="utf-8")
     assert default_notebook() == Path("notebooks") / "03_certify.ipynb"  # a project's own copy wins

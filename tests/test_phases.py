@@ -41,8 +41,19 @@ def spec(directory: Path, base_url: str, version: str = "1") -> Path:
 @pytest.fixture
 def gold(make_dataset, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(KEY_ENV, "k")
-    cases = [make_case(f"d{i}", "pass" if i % 2 else "fail", response=f"dev response {i}") for i in range(6)]
-    cases += [make_case(f"c{i}", "pass" if i % 2 else "fail", response=f"cal response {i}", partition="calibration") for i in range(6)]
+    cases = [
+        make_case(f"d{i}", "pass" if i % 2 else "fail", response=f"dev response {i}")
+        for i in range(6)
+    ]
+    cases += [
+        make_case(
+            f"c{i}",
+            "pass" if i % 2 else "fail",
+            response=f"cal response {i}",
+            partition="calibration",
+        )
+        for i in range(6)
+    ]
     cases += [make_case("h0", "pass", partition="held_out")]
     return make_dataset(cases)
 
@@ -62,7 +73,12 @@ def test_develop_iteration_derive_save_and_transitions(gold: Path, tmp_path: Pat
         first = asyncio.run(session.run(base, progress=False))
         assert first.report.partition == "development" and first.report.overall.n == 6
         assert (first.report.overall.aligned, first.report.overall.false_fails) == (3, 3)
-        tuned = session.derive(base, version="2", prompt=session.prompt_of(base) + "\nbe lenient", description="lenient")
+        tuned = session.derive(
+            base,
+            version="2",
+            prompt=session.prompt_of(base) + "\nbe lenient",
+            description="lenient",
+        )
         assert tuned.identity.fingerprint() != base.identity.fingerprint()
         second = asyncio.run(session.run(tuned, progress=False))
         again = asyncio.run(session.run(tuned, progress=False))
@@ -72,8 +88,12 @@ def test_develop_iteration_derive_save_and_transitions(gold: Path, tmp_path: Pat
     assert sorted(changes[changes.change == "fixed"].case_id) == ["d1", "d3", "d5"]
     assert sorted(changes[changes.change == "broken"].case_id) == ["d0", "d2", "d4"]
     saved = session.save(tuned, tmp_path / "candidates")
-    assert saved.name == "phase-llm@2.yaml" and (tmp_path / "candidates" / "prompts" / "phase-llm@2.md").read_text().endswith("be lenient")
-    assert session.load(saved).identity.fingerprint() == tuned.identity.fingerprint()  # same judge once saved
+    assert saved.name == "phase-llm@2.yaml" and (
+        tmp_path / "candidates" / "prompts" / "phase-llm@2.md"
+    ).read_text().endswith("be lenient")
+    assert (
+        session.load(saved).identity.fingerprint() == tuned.identity.fingerprint()
+    )  # same judge once saved
     with pytest.raises(WorkbenchError) as info:
         session.save(tuned, tmp_path / "candidates")
     assert info.value.problems[0].code == "version_exists"
@@ -84,13 +104,21 @@ def test_calibration_comparison_and_selection(gold: Path, tmp_path: Path) -> Non
     with FakeLLM(rules=rules, default=Reply(value="fail")) as server:
         session = CalibrationSession(gold, run_root=tmp_path / "runs")
         strict = session.load(spec(tmp_path, server.base_url))
-        lenient = session.derive(strict, version="2", prompt=session.prompt_of(strict) + "\nbe lenient")
+        lenient = session.derive(
+            strict, version="2", prompt=session.prompt_of(strict) + "\nbe lenient"
+        )
         a = asyncio.run(session.run(strict, progress=False))
         b = asyncio.run(session.run(lenient, progress=False))
     table = paired_comparison([a, b])
     row = table.iloc[0]
     # strict is right on the 3 human fails, lenient on the 3 human passes; never both.
-    assert (row.paired_cases, row.a_right_b_wrong, row.b_right_a_wrong, row.both_right, row.both_wrong) == (6, 3, 3, 0, 0)
+    assert (
+        row.paired_cases,
+        row.a_right_b_wrong,
+        row.b_right_a_wrong,
+        row.both_right,
+        row.both_wrong,
+    ) == (6, 3, 3, 0, 0)
     assert row.p_mcnemar == pytest.approx(1.0)  # exact binomial, 3 vs 3
     path = tmp_path / "selections.jsonl"
     record_selection(path, a, [a, b], reason="fewer false passes")

@@ -28,7 +28,13 @@ KEY_ENV = "PING_TEST_API_KEY"
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
 
-def write_spec(directory: Path, *, endpoint: dict | None = None, pricing: dict | None = None, labels: list[str] | None = None) -> Path:
+def write_spec(
+    directory: Path,
+    *,
+    endpoint: dict | None = None,
+    pricing: dict | None = None,
+    labels: list[str] | None = None,
+) -> Path:
     spec = {
         "schema_version": 1,
         "name": "ping-judge",
@@ -37,8 +43,16 @@ def write_spec(directory: Path, *, endpoint: dict | None = None, pricing: dict |
         "labels": labels or ["pass", "fail"],
         "model": "fake-judge",
         "prompt": "Question: {user_input}\nAnswer: {response}\nReference: {reference}\nReturn a reason and a value: pass or fail.",
-        "endpoint": {"base_url": "http://127.0.0.1:9/v1", "base_url_env": URL_ENV, "api_key_env": KEY_ENV, "timeout_s": 5, **(endpoint or {})},
-        "pricing": pricing if pricing is not None else {"input_per_million_usd": 0.15, "output_per_million_usd": 0.6},
+        "endpoint": {
+            "base_url": "http://127.0.0.1:9/v1",
+            "base_url_env": URL_ENV,
+            "api_key_env": KEY_ENV,
+            "timeout_s": 5,
+            **(endpoint or {}),
+        },
+        "pricing": pricing
+        if pricing is not None
+        else {"input_per_million_usd": 0.15, "output_per_million_usd": 0.6},
     }
     path = directory / "ping-judge@1.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -70,7 +84,9 @@ def run_cli(*args: str) -> tuple[int, str]:
     return result.exit_code, result.output
 
 
-def ping_against(fake: FakeLLM, spec: Path, env: pytest.MonkeyPatch, url: str | None = None) -> PingResult:
+def ping_against(
+    fake: FakeLLM, spec: Path, env: pytest.MonkeyPatch, url: str | None = None
+) -> PingResult:
     env.setenv(URL_ENV, url or fake.base_url)
     return ping(spec)
 
@@ -82,7 +98,9 @@ def codes(result: PingResult) -> list[str]:
 # -- success ------------------------------------------------------------------------------------
 
 
-def test_ok_ping_reports_everything_and_sends_one_harmless_request(spec: Path, env: pytest.MonkeyPatch) -> None:
+def test_ok_ping_reports_everything_and_sends_one_harmless_request(
+    spec: Path, env: pytest.MonkeyPatch
+) -> None:
     with FakeLLM(default=Reply("pass", "names Paris"), require_api_key=KEY) as fake:
         env.setenv(URL_ENV, fake.base_url)
         code, out = run_cli("--candidate", str(spec))
@@ -117,20 +135,32 @@ def test_json_output_is_the_documented_record(spec: Path, env: pytest.MonkeyPatc
     assert code == 0
     data = json.loads(out)
     result = PingResult.model_validate(data)
-    assert (result.ok, result.status, result.value, result.label_ok, result.json_mode_honoured) == (True, 200, "fail", True, True)
-    assert result.cost_usd == pytest.approx((result.tokens_in * 0.15 + result.tokens_out * 0.6) / 1e6)
+    assert (result.ok, result.status, result.value, result.label_ok, result.json_mode_honoured) == (
+        True,
+        200,
+        "fail",
+        True,
+        True,
+    )
+    assert result.cost_usd == pytest.approx(
+        (result.tokens_in * 0.15 + result.tokens_out * 0.6) / 1e6
+    )
     assert result.latency_s is not None and result.latency_s > 0
     formats = (DOCS / "formats.md").read_text()
     assert "## Ping result" in formats
     assert [name for name in PingResult.model_fields if f"`{name}`" not in formats] == []
 
 
-def test_aping_in_a_running_loop_and_ping_from_a_notebook_loop(spec: Path, env: pytest.MonkeyPatch) -> None:
+def test_aping_in_a_running_loop_and_ping_from_a_notebook_loop(
+    spec: Path, env: pytest.MonkeyPatch
+) -> None:
     import asyncio
 
     async def notebook_cell() -> tuple[PingResult, PingResult]:
         awaited = await aping(spec)
-        threaded = ping(spec)  # a running loop (a notebook): ping() runs on a helper thread instead of failing
+        threaded = ping(
+            spec
+        )  # a running loop (a notebook): ping() runs on a helper thread instead of failing
         return awaited, threaded
 
     with FakeLLM() as fake:
@@ -175,7 +205,9 @@ def test_timeout(tmp_path: Path, env: pytest.MonkeyPatch) -> None:
     assert result.latency_s < 5
 
 
-def test_unauthorized_401_never_prints_the_key_even_when_the_server_echoes_it(spec: Path, env: pytest.MonkeyPatch) -> None:
+def test_unauthorized_401_never_prints_the_key_even_when_the_server_echoes_it(
+    spec: Path, env: pytest.MonkeyPatch
+) -> None:
     with FakeLLM(require_api_key="another-key-0123456789") as fake:
         env.setenv(URL_ENV, fake.base_url)
         code, out = run_cli("--candidate", str(spec))
@@ -205,7 +237,9 @@ def test_model_not_found_404(spec: Path, env: pytest.MonkeyPatch) -> None:
     assert "FAILED [model_not_found] HTTP 404" in out and "'fake-judge'" in out
 
 
-def test_wrong_path_is_endpoint_not_found_not_model_not_found(spec: Path, env: pytest.MonkeyPatch) -> None:
+def test_wrong_path_is_endpoint_not_found_not_model_not_found(
+    spec: Path, env: pytest.MonkeyPatch
+) -> None:
     with FakeLLM() as fake:
         result = ping_against(fake, spec, env, url=fake.root_url)  # forgot the /v1
     assert codes(result) == ["endpoint_not_found"]
@@ -258,7 +292,9 @@ def test_label_not_allowed(spec: Path, env: pytest.MonkeyPatch) -> None:
     assert result.parsed and result.value == "maybe" and not result.label_ok
 
 
-@pytest.mark.parametrize("reply", [Reply("pass", ""), Reply(content='{"value": "pass"}')], ids=["empty", "absent"])
+@pytest.mark.parametrize(
+    "reply", [Reply("pass", ""), Reply(content='{"value": "pass"}')], ids=["empty", "absent"]
+)
 def test_missing_reason(spec: Path, env: pytest.MonkeyPatch, reply: Reply) -> None:
     """A run would record this answer as a missing_reason error, so ping says so before the run."""
     with FakeLLM(default=reply) as fake:
@@ -273,8 +309,17 @@ def test_refusal(spec: Path, env: pytest.MonkeyPatch) -> None:
     assert codes(result) == ["refusal"]
 
 
-@pytest.mark.parametrize(("fault", "code", "status"), [("http_429", "rate_limited", 429), ("http_500", "server_error", 500), ("http_400", "bad_request", 400)])
-def test_other_http_failures(spec: Path, env: pytest.MonkeyPatch, fault: str, code: str, status: int) -> None:
+@pytest.mark.parametrize(
+    ("fault", "code", "status"),
+    [
+        ("http_429", "rate_limited", 429),
+        ("http_500", "server_error", 500),
+        ("http_400", "bad_request", 400),
+    ],
+)
+def test_other_http_failures(
+    spec: Path, env: pytest.MonkeyPatch, fault: str, code: str, status: int
+) -> None:
     with FakeLLM(default=Reply(fault=fault), retry_after_s=0) as fake:
         result = ping_against(fake, spec, env)
         calls = fake.call_count
@@ -282,7 +327,9 @@ def test_other_http_failures(spec: Path, env: pytest.MonkeyPatch, fault: str, co
     assert calls == 1
 
 
-def test_usage_missing_fails_under_a_price_table_and_is_zero_cost_without_one(tmp_path: Path, env: pytest.MonkeyPatch) -> None:
+def test_usage_missing_fails_under_a_price_table_and_is_zero_cost_without_one(
+    tmp_path: Path, env: pytest.MonkeyPatch
+) -> None:
     priced = write_spec(tmp_path)
     free_dir = tmp_path / "free"
     free_dir.mkdir()
@@ -296,7 +343,12 @@ def test_usage_missing_fails_under_a_price_table_and_is_zero_cost_without_one(tm
 
 def test_every_documented_code_is_produced_by_some_test_here() -> None:
     source = Path(__file__).read_text()
-    assert sorted(code for code in PING_CODES if f'"{code}"' not in source and f"[{code}]" not in source) == []
+    assert (
+        sorted(
+            code for code in PING_CODES if f'"{code}"' not in source and f"[{code}]" not in source
+        )
+        == []
+    )
     endpoints = (DOCS / "endpoints.md").read_text()
     assert sorted(code for code in PING_CODES if f"`{code}`" not in endpoints) == []
 

@@ -25,7 +25,10 @@ from workbench.stats import (
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "data" / "demo"
-POLICIES = [ROOT / "data" / "policies" / "support-release@1.yaml", ROOT / "data" / "policies" / "support-release@2.yaml"]
+POLICIES = [
+    ROOT / "data" / "policies" / "support-release@1.yaml",
+    ROOT / "data" / "policies" / "support-release@2.yaml",
+]
 Z = 1.959963984540054  # two-sided 95%
 
 
@@ -39,7 +42,9 @@ def wilson_upper(k: int, n: int) -> float:
 
 def hand_needed(limit: float, fraction: float, upper, horizon: int = 6000) -> tuple[int, int]:
     """(needed, first_n) by brute force over n = 1..horizon with an independent upper bound."""
-    within = [upper(math.floor(fraction * limit * n + 1e-9), n) <= limit for n in range(1, horizon + 1)]
+    within = [
+        upper(math.floor(fraction * limit * n + 1e-9), n) <= limit for n in range(1, horizon + 1)
+    ]
     assert within[-200:] == [True] * 200, "horizon too short for this check"
     last_out = max((i for i, ok in enumerate(within, start=1) if not ok), default=0)
     return last_out + 1, within.index(True) + 1
@@ -48,12 +53,20 @@ def hand_needed(limit: float, fraction: float, upper, horizon: int = 6000) -> tu
 @pytest.mark.parametrize("limit", [0.3, 0.2, 0.1, 0.05, 0.02])
 def test_zero_errors_matches_the_closed_forms(limit: float) -> None:
     # Wilson with no error: z²/(n + z²) <= L  <=>  n >= z²(1 - L)/L.
-    assert bound_plan(limit, 0.0, "wilson").needed == math.ceil(Z * Z * (1 - limit) / limit) == cases_needed(limit)
+    assert (
+        bound_plan(limit, 0.0, "wilson").needed
+        == math.ceil(Z * Z * (1 - limit) / limit)
+        == cases_needed(limit)
+    )
     # Clopper-Pearson with no error: 1 - (α/2)^(1/n) <= L  <=>  n >= ln(0.025)/ln(1 - L).
-    assert bound_plan(limit, 0.0, "clopper-pearson").needed == math.ceil(math.log(0.025) / math.log(1 - limit))
+    assert bound_plan(limit, 0.0, "clopper-pearson").needed == math.ceil(
+        math.log(0.025) / math.log(1 - limit)
+    )
 
 
-@pytest.mark.parametrize(("limit", "fraction"), [(0.10, 0.5), (0.30, 0.5), (0.20, 0.25), (0.05, 0.5), (0.35, 0.7)])
+@pytest.mark.parametrize(
+    ("limit", "fraction"), [(0.10, 0.5), (0.30, 0.5), (0.20, 0.25), (0.05, 0.5), (0.35, 0.7)]
+)
 def test_wilson_plan_matches_a_hand_written_wilson_bound(limit: float, fraction: float) -> None:
     plan = bound_plan(limit, fraction, "wilson")
     assert (plan.needed, plan.first_n) == hand_needed(limit, fraction, wilson_upper)
@@ -64,7 +77,11 @@ def test_wilson_plan_matches_a_hand_written_wilson_bound(limit: float, fraction:
 def test_plans_match_statsmodels_proportion_confint(limit: float, fraction: float) -> None:
     for interval, method in (("wilson", "wilson"), ("clopper-pearson", "beta")):
         plan = bound_plan(limit, fraction, interval)  # type: ignore[arg-type]
-        assert (plan.needed, plan.first_n) == hand_needed(limit, fraction, lambda k, n, m=method: proportion_confint(k, n, alpha=0.05, method=m)[1])
+        assert (plan.needed, plan.first_n) == hand_needed(
+            limit,
+            fraction,
+            lambda k, n, m=method: proportion_confint(k, n, alpha=0.05, method=m)[1],
+        )
 
 
 def test_the_worked_example_limit_010_at_half() -> None:
@@ -101,15 +118,25 @@ def test_impossible_and_degenerate_limits() -> None:
 
 def test_the_message_a_too_few_cases_blocker_can_cite() -> None:
     needed = cases_to_bound(0.10, 0.5)
-    assert too_few_cases_message("account_security", 6, 0.10) == f"account_security: 6 human-fail cases; the limit 0.10 needs at least {needed} to bound at 0.05 (Wilson)"
+    assert (
+        too_few_cases_message("account_security", 6, 0.10)
+        == f"account_security: 6 human-fail cases; the limit 0.10 needs at least {needed} to bound at 0.05 (Wilson)"
+    )
     cp = cases_to_bound(0.30, 0.5, "clopper-pearson")
-    assert too_few_cases_message("refund_policy", 1, 0.30, human="pass", interval="clopper-pearson") == f"refund_policy: 1 human-pass case; the limit 0.30 needs at least {cp} to bound at 0.15 (Clopper-Pearson)"
+    assert (
+        too_few_cases_message("refund_policy", 1, 0.30, human="pass", interval="clopper-pearson")
+        == f"refund_policy: 1 human-pass case; the limit 0.30 needs at least {cp} to bound at 0.15 (Clopper-Pearson)"
+    )
     assert "no sample can bound" in too_few_cases_message("x", 3, 0.0)
 
 
 def _gold_counts() -> Counter[tuple[str, str, str]]:
     """Adjudicated labels per slice and partition, read from gold.jsonl directly (superseded records skipped)."""
-    records = [json.loads(line) for line in (GOLD / "gold.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = [
+        json.loads(line)
+        for line in (GOLD / "gold.jsonl").read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
     superseded = {r["supersedes"] for r in records if r.get("supersedes")}
     counts: Counter[tuple[str, str, str]] = Counter()
     for case in records:
@@ -137,7 +164,9 @@ def test_demo_policy_plan_counts_and_shortfalls(policy_path: Path) -> None:
         if row.requirement == "false_pass_rate":
             basis = "upper_95" if spec.risk.value == "critical" else spec.false_pass_rate_basis
             assert row.basis == basis
-            assert row.needed == (bound_plan(spec.max_false_pass_rate).needed if basis == "upper_95" else 1)
+            assert row.needed == (
+                bound_plan(spec.max_false_pass_rate).needed if basis == "upper_95" else 1
+            )
         elif row.requirement == "false_fail_rate":
             assert row.needed_upper_95 == bound_plan(spec.max_false_fail_rate).needed
         else:
@@ -145,9 +174,17 @@ def test_demo_policy_plan_counts_and_shortfalls(policy_path: Path) -> None:
     short = {(r.slice, r.requirement) for r in plan.short("held_out")}
     # The policy's own rationale says so: 6 held-out human fails cannot bound the critical slices,
     # and escalation_handoff has 4 held-out cases for min_n 10.
-    assert short == {("refund_policy", "false_pass_rate"), ("account_security", "false_pass_rate"), ("escalation_handoff", "min_n")}
-    critical = next(r for r in plan.rows if r.slice == "account_security" and r.requirement == "false_pass_rate")
-    assert critical.needed_at_zero_errors == 35 and "max_false_passes 0 also applies" in critical.note
+    assert short == {
+        ("refund_policy", "false_pass_rate"),
+        ("account_security", "false_pass_rate"),
+        ("escalation_handoff", "min_n"),
+    }
+    critical = next(
+        r for r in plan.rows if r.slice == "account_security" and r.requirement == "false_pass_rate"
+    )
+    assert (
+        critical.needed_at_zero_errors == 35 and "max_false_passes 0 also applies" in critical.note
+    )
     text = format_plan(plan)
     assert f"6/short {critical.needed - 6}" in text and "held_out: 3 of" in text
     frame = plan_frame(plan)
@@ -169,12 +206,31 @@ def test_cli_plan_text_json_interval_and_exit_codes(tmp_path: Path) -> None:
     assert text.exit_code == 0, text.output
     assert "false_pass_rate (human-fail)" in text.output and "Wilson" in text.output
     data = json.loads(runner.invoke(main, [*base, "--json"]).output)
-    assert data["kind"] == "workbench.plan" and data["interval"] == "wilson" and data["at_fraction"] == 0.5
-    cp = json.loads(runner.invoke(main, [*base, "--json", "--interval", "clopper-pearson", "--at-fraction", "0.25"]).output)
-    row = next(r for r in cp["rows"] if r["slice"] == "refund_policy" and r["requirement"] == "false_pass_rate")
-    assert row["needed"] == bound_plan(0.10, 0.25, "clopper-pearson").needed and cp["interval"] == "clopper-pearson"
+    assert (
+        data["kind"] == "workbench.plan"
+        and data["interval"] == "wilson"
+        and data["at_fraction"] == 0.5
+    )
+    cp = json.loads(
+        runner.invoke(
+            main, [*base, "--json", "--interval", "clopper-pearson", "--at-fraction", "0.25"]
+        ).output
+    )
+    row = next(
+        r
+        for r in cp["rows"]
+        if r["slice"] == "refund_policy" and r["requirement"] == "false_pass_rate"
+    )
+    assert (
+        row["needed"] == bound_plan(0.10, 0.25, "clopper-pearson").needed
+        and cp["interval"] == "clopper-pearson"
+    )
     assert runner.invoke(main, [*base, "--fail-short"]).exit_code == 4
     bad = runner.invoke(main, [*base, "--at-fraction", "1"])
-    assert bad.exit_code == 2 and "at_fraction_range" in bad.output and "Traceback" not in bad.output
-    missing = runner.invoke(main, ["plan", "--policy", str(tmp_path / "none@1.yaml"), "--gold", str(GOLD)])
+    assert (
+        bad.exit_code == 2 and "at_fraction_range" in bad.output and "Traceback" not in bad.output
+    )
+    missing = runner.invoke(
+        main, ["plan", "--policy", str(tmp_path / "none@1.yaml"), "--gold", str(GOLD)]
+    )
     assert missing.exit_code == 2 and "policy_missing" in missing.output

@@ -57,7 +57,12 @@ BASE_POLICY: dict[str, Any] = {
     "rationale": "Limits for the unit-test rubric, written before results.",
     "rubric_version": "r1",
     "slices": {
-        "billing": {"risk": "critical", "max_false_passes": 0, "max_false_pass_rate": 0.5, "max_abstention_rate": 0.1},
+        "billing": {
+            "risk": "critical",
+            "max_false_passes": 0,
+            "max_false_pass_rate": 0.5,
+            "max_abstention_rate": 0.1,
+        },
         "general": {"risk": "low", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point"},
         "empty": {"risk": "medium", "min_n": 0},
     },
@@ -90,7 +95,9 @@ def cases_for(spec: dict[str, list[tuple[str, str | None]]]) -> tuple[list[dict]
     return cases, rows
 
 
-def clean_spec(billing_fails: int = 10, general_fails: int = 2) -> dict[str, list[tuple[str, str | None]]]:
+def clean_spec(
+    billing_fails: int = 10, general_fails: int = 2
+) -> dict[str, list[tuple[str, str | None]]]:
     """Every verdict aligned: billing 10 fails + 5 passes, general 4 passes + 2 fails."""
     return {
         "billing": [("fail", "fail")] * billing_fails + [("pass", "pass")] * 5,
@@ -133,7 +140,21 @@ def run_summary(**changes: Any) -> RunSummary:
         "status": "complete",
         "stop_reason": None,
         "judge": "rubric-judge@1",
-        "judge_fingerprint": hashlib.sha256(json.dumps({"name": "rubric-judge", "version": "1", "kind": "imported", "model": None, "prompt_sha256": None, "ragas_version": None, "params": {}}, sort_keys=True, separators=(",", ":")).encode()).hexdigest(),
+        "judge_fingerprint": hashlib.sha256(
+            json.dumps(
+                {
+                    "name": "rubric-judge",
+                    "version": "1",
+                    "kind": "imported",
+                    "model": None,
+                    "prompt_sha256": None,
+                    "ragas_version": None,
+                    "params": {},
+                },
+                sort_keys=True,
+                separators=(",", ":"),
+            ).encode()
+        ).hexdigest(),
         "partition": "development",
         "planned": 21,
         "verdicts": 21,
@@ -172,9 +193,17 @@ def test_wilson_upper_bound_by_hand_upper_fails_point_passes(evaluated) -> None:
     ev = evaluated(clean_spec(general_fails=10))  # general: 0 false passes of 10 human fails
     upper = 0 / 10, Z2 / (10 + Z2)
     assert upper[1] == pytest.approx(0.27753, abs=1e-5)
-    point = ev.gate(make_policy(slices={"general": {"max_false_pass_rate": 0.25, "false_pass_rate_basis": "point"}}))
+    point = ev.gate(
+        make_policy(
+            slices={"general": {"max_false_pass_rate": 0.25, "false_pass_rate_basis": "point"}}
+        )
+    )
     assert point.outcome == "certified"
-    bounded = ev.gate(make_policy(slices={"general": {"max_false_pass_rate": 0.25, "false_pass_rate_basis": "upper_95"}}))
+    bounded = ev.gate(
+        make_policy(
+            slices={"general": {"max_false_pass_rate": 0.25, "false_pass_rate_basis": "upper_95"}}
+        )
+    )
     # 0 observed false passes: the judge did not disagree, the sample is too small to bound
     # the slice. That is review_required, never quality_failed.
     assert bounded.outcome == "review_required"
@@ -182,12 +211,27 @@ def test_wilson_upper_bound_by_hand_upper_fails_point_passes(evaluated) -> None:
     assert (b.category, b.slice, b.risk) == ("review", "general", "low")
     assert b.evidence["false_passes"] == 0 and b.evidence["human_fails_decided"] == 10
     assert b.evidence["ci95_high"] == pytest.approx(upper[1], abs=1e-9)
-    assert b.evidence["compared"] == b.evidence["ci95_high"] and b.evidence["limit"] == 0.25 and b.evidence["basis"] == "upper_95"
+    assert (
+        b.evidence["compared"] == b.evidence["ci95_high"]
+        and b.evidence["limit"] == 0.25
+        and b.evidence["basis"] == "upper_95"
+    )
     # n >= z²(1-L)/L = 3.8415 * 0.75 / 0.25 = 11.52 -> 12 human fails would show the limit
     assert b.evidence["verdicts_needed_at_zero_errors"] == 12
     assert Z2 / (12 + Z2) <= 0.25 < Z2 / (11 + Z2)
     # and with 12 fails, no false pass, the same limit is met
-    assert evaluated(clean_spec(general_fails=12)).gate(make_policy(slices={"general": {"max_false_pass_rate": 0.25, "false_pass_rate_basis": "upper_95"}})).outcome == "certified"
+    assert (
+        evaluated(clean_spec(general_fails=12))
+        .gate(
+            make_policy(
+                slices={
+                    "general": {"max_false_pass_rate": 0.25, "false_pass_rate_basis": "upper_95"}
+                }
+            )
+        )
+        .outcome
+        == "certified"
+    )
 
 
 def test_point_basis_boundary_is_inclusive(evaluated) -> None:
@@ -197,7 +241,11 @@ def test_point_basis_boundary_is_inclusive(evaluated) -> None:
     assert evaluated(spec).gate(policy).outcome == "certified"  # 0.1 <= 0.1
     spec["general"][-1] = ("fail", "pass")  # 2/10 = 0.2 > 0.1
     b = only(evaluated(spec).gate(policy), "false_pass_rate_exceeded")
-    assert b.evidence["rate"] == 0.2 and b.evidence["compared"] == 0.2 and b.evidence["basis"] == "point"
+    assert (
+        b.evidence["rate"] == 0.2
+        and b.evidence["compared"] == 0.2
+        and b.evidence["basis"] == "point"
+    )
     assert sorted(b.case_ids) == ["gen-04", "gen-13"]
 
 
@@ -209,35 +257,71 @@ def test_critical_false_pass_count(evaluated) -> None:
     assert codes(result) == ["false_passes_exceeded"]
     b = result.blockers[0]
     assert b.slice == "billing" and b.risk == "critical" and b.case_ids == ["bil-03"]
-    assert b.evidence == {"false_passes": 1, "human_fails_decided": 10, "limit": 0, "decided": 15, "cases": 15, "coverage": 1.0}
+    assert b.evidence == {
+        "false_passes": 1,
+        "human_fails_decided": 10,
+        "limit": 0,
+        "decided": 15,
+        "cases": 15,
+        "coverage": 1.0,
+    }
     assert "1 false passes" in b.message and "0 allowed" in b.message
 
 
 def test_false_fail_rate(evaluated) -> None:
     spec = clean_spec()
-    spec["general"] = [("pass", "fail")] + [("pass", "pass")] * 3 + [("fail", "fail")] * 2  # 1/4 = 0.25
+    spec["general"] = (
+        [("pass", "fail")] + [("pass", "pass")] * 3 + [("fail", "fail")] * 2
+    )  # 1/4 = 0.25
     ev = evaluated(spec)
-    assert ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.25}})).outcome == "certified"
-    b = only(ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.2}})), "false_fail_rate_exceeded")
-    assert b.category == "quality" and b.evidence["false_fails"] == 1 and b.evidence["human_passes_decided"] == 4
-    assert b.evidence["rate"] == 0.25 and b.evidence["basis"] == "point" and b.case_ids == ["gen-00"]
-    upper = ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.5, "false_fail_rate_basis": "upper_95"}}))
+    assert (
+        ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.25}})).outcome
+        == "certified"
+    )
+    b = only(
+        ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.2}})),
+        "false_fail_rate_exceeded",
+    )
+    assert (
+        b.category == "quality"
+        and b.evidence["false_fails"] == 1
+        and b.evidence["human_passes_decided"] == 4
+    )
+    assert (
+        b.evidence["rate"] == 0.25 and b.evidence["basis"] == "point" and b.case_ids == ["gen-00"]
+    )
+    upper = ev.gate(
+        make_policy(
+            slices={"general": {"max_false_fail_rate": 0.5, "false_fail_rate_basis": "upper_95"}}
+        )
+    )
     # Wilson upper for 1/4: (p + z²/2n + z·sqrt(p(1-p)/n + z²/4n²)) / (1 + z²/n)
     p, n = 0.25, 4
     wilson = (p + Z2 / (2 * n) + (Z2 * (p * (1 - p) / n + Z2 / (4 * n * n))) ** 0.5) / (1 + Z2 / n)
     assert wilson == pytest.approx(0.69936, abs=1e-5)
     # observed 0.25 is within 0.5 but the bound is not: too few cases, review
     unproven = only(upper, "false_fail_rate_unproven")
-    assert unproven.category == "review" and unproven.evidence["ci95_high"] == pytest.approx(wilson, abs=1e-9)
+    assert unproven.category == "review" and unproven.evidence["ci95_high"] == pytest.approx(
+        wilson, abs=1e-9
+    )
     assert upper.outcome == "review_required"
     # observed above the limit on the upper basis is a quality failure
-    strict = ev.gate(make_policy(slices={"general": {"max_false_fail_rate": 0.2, "false_fail_rate_basis": "upper_95"}}))
-    assert only(strict, "false_fail_rate_exceeded").category == "quality" and strict.outcome == "quality_failed"
+    strict = ev.gate(
+        make_policy(
+            slices={"general": {"max_false_fail_rate": 0.2, "false_fail_rate_basis": "upper_95"}}
+        )
+    )
+    assert (
+        only(strict, "false_fail_rate_exceeded").category == "quality"
+        and strict.outcome == "quality_failed"
+    )
 
 
 def test_too_few_cases_is_review_and_critical_is_not_waivable(evaluated) -> None:
     ev = evaluated(clean_spec())
-    result = ev.gate(make_policy(min_n_per_slice=7))  # billing 15 verdicts, general 6, empty min_n 0
+    result = ev.gate(
+        make_policy(min_n_per_slice=7)
+    )  # billing 15 verdicts, general 6, empty min_n 0
     assert result.outcome == "review_required" and result.exit_code == 4
     b = only(result, "too_few_cases")
     assert (b.slice, b.category, b.waivable) == ("general", "review", True)
@@ -255,7 +339,11 @@ def test_rate_with_zero_denominator_is_unbounded(evaluated) -> None:
     result = evaluated(spec).gate(make_policy())
     b = only(result, "rate_unbounded")
     assert result.outcome == "review_required"
-    assert b.slice == "general" and b.evidence["human_fails_decided"] == 0 and b.evidence["rate"] == "false_pass_rate"
+    assert (
+        b.slice == "general"
+        and b.evidence["human_fails_decided"] == 0
+        and b.evidence["rate"] == "false_pass_rate"
+    )
     # human fails whose only results are errors leave the denominator at 0 as well
     spec["general"] = [("pass", "pass")] * 6 + [("fail", "ERR")]
     both = evaluated(spec).gate(make_policy(max_evaluator_errors=1))
@@ -278,16 +366,26 @@ def test_policy_and_rubric_must_fit(evaluated) -> None:
     assert codes(ev.gate(make_policy(rubric_version="r0"))) == ["policy_rubric_mismatch"]
     missing = ev.gate(make_policy(slices={"general": None}))
     b = only(missing, "slice_not_in_policy")
-    assert b.slice == "general" and b.evidence == {"cases": 6, "verdicts": 6} and missing.outcome == "review_required"
+    assert (
+        b.slice == "general"
+        and b.evidence == {"cases": 6, "verdicts": 6}
+        and missing.outcome == "review_required"
+    )
     unknown = ev.gate(make_policy(slices={"nowhere": {"risk": "low"}}))
     assert only(unknown, "policy_unknown_slice").slice == "nowhere"
     risk = ev.gate(make_policy(slices={"general": {"risk": "high"}}))
     assert only(risk, "policy_risk_mismatch").evidence == {"policy": "high", "rubric": "low"}
     part = ev.gate(make_policy(partition="held_out"))
-    assert only(part, "partition_mismatch").evidence == {"policy": "held_out", "report": "development"}
+    assert only(part, "partition_mismatch").evidence == {
+        "policy": "held_out",
+        "report": "development",
+    }
     other = load_rubric(ev.dataset.root / "rubric.yaml").model_copy(update={"version": "r2"})
     mismatched = ev.gate(make_policy(), rubric=other)
-    assert codes(mismatched) == ["policy_rubric_mismatch", "rubric_mismatch"] and mismatched.outcome == "review_required"
+    assert (
+        codes(mismatched) == ["policy_rubric_mismatch", "rubric_mismatch"]
+        and mismatched.outcome == "review_required"
+    )
 
 
 def test_missing_results_are_incomplete_never_a_pass(evaluated) -> None:
@@ -299,7 +397,11 @@ def test_missing_results_are_incomplete_never_a_pass(evaluated) -> None:
     assert result.outcome == "evaluation_incomplete" and result.exit_code == 3
     b = only(result, "missing_results")
     assert b.category == "incomplete" and not b.waivable
-    assert b.evidence == {"missing": 2, "cases_in_scope": 21, "missing_by_slice": {"billing": 1, "general": 1}}
+    assert b.evidence == {
+        "missing": 2,
+        "cases_in_scope": 21,
+        "missing_by_slice": {"billing": 1, "general": 1},
+    }
     assert b.case_ids == ["bil-00", "gen-01"]
     assert "false_passes_exceeded" in codes(result)
 
@@ -318,7 +420,13 @@ def test_evaluator_errors(evaluated) -> None:
     ev = evaluated(spec)
     b = only(ev.gate(make_policy()), "evaluator_errors_exceeded")
     assert b.category == "incomplete"
-    assert b.evidence == {"errors": 2, "limit": 0, "cases_in_scope": 23, "errors_by_kind": {"timeout": 2}, "errors_by_slice": {"general": 2}}
+    assert b.evidence == {
+        "errors": 2,
+        "limit": 0,
+        "cases_in_scope": 23,
+        "errors_by_kind": {"timeout": 2},
+        "errors_by_slice": {"general": 2},
+    }
     assert b.case_ids == ["gen-06", "gen-07"]
     assert ev.gate(make_policy(max_evaluator_errors=2)).outcome == "certified"
     assert ev.gate(None).outcome == "evaluation_incomplete"  # no policy: no error is allowed
@@ -328,17 +436,30 @@ def test_run_summary_blockers(evaluated) -> None:
     ev = evaluated(clean_spec())
     policy = make_policy(max_cost_usd=1.0)
     assert ev.gate(policy, run=run_summary()).outcome == "certified"
-    budget = ev.gate(policy, run=run_summary(status="incomplete", stop_reason="budget_exhausted", unrun=["x#0", "y#0"]))
+    budget = ev.gate(
+        policy,
+        run=run_summary(status="incomplete", stop_reason="budget_exhausted", unrun=["x#0", "y#0"]),
+    )
     b = only(budget, "budget_exhausted")
-    assert budget.outcome == "evaluation_incomplete" and b.case_ids == ["x", "y"] and b.evidence["unrun"] == 2
-    limit = ev.gate(policy, run=run_summary(status="incomplete", stop_reason="max_cases", max_cases=3, unrun=["x#0"]))
+    assert (
+        budget.outcome == "evaluation_incomplete"
+        and b.case_ids == ["x", "y"]
+        and b.evidence["unrun"] == 2
+    )
+    limit = ev.gate(
+        policy,
+        run=run_summary(status="incomplete", stop_reason="max_cases", max_cases=3, unrun=["x#0"]),
+    )
     assert only(limit, "case_limit_reached").evidence == {"max_cases": 3, "unrun": 1, "planned": 21}
     pending = ev.gate(policy, run=run_summary(status="incomplete", pending_retry=["bil-00#0"]))
     assert codes(pending) == ["pending_retries"] and pending.blockers[0].case_ids == ["bil-00"]
     other = ev.gate(policy, run=run_summary(status="incomplete", unrun=["x#0"]))
     assert codes(other) == ["run_incomplete"]
     cost = ev.gate(policy, run=run_summary(cost_usd=1.25))
-    assert cost.outcome == "review_required" and only(cost, "cost_exceeded").evidence["cost_usd"] == 1.25
+    assert (
+        cost.outcome == "review_required"
+        and only(cost, "cost_exceeded").evidence["cost_usd"] == 1.25
+    )
     assert only(cost, "cost_exceeded").evidence["limit_usd"] == 1.0 and cost.blockers[0].waivable
     assert codes(ev.gate(policy)) == ["cost_unverified"]
     assert codes(ev.gate(make_policy())) == []  # no cost limit: nothing to verify
@@ -358,7 +479,9 @@ def test_precedence_and_deterministic_order(evaluated) -> None:
         ("quality", "billing", "false_passes_exceeded"),
         ("review", "general", "too_few_cases"),
     ]
-    assert result.summary.startswith("EVALUATION_INCOMPLETE: 3 blocker(s) (1 incomplete, 1 quality, 1 review)")
+    assert result.summary.startswith(
+        "EVALUATION_INCOMPLETE: 3 blocker(s) (1 incomplete, 1 quality, 1 review)"
+    )
     again = ev.gate(policy)
     assert again.model_dump_json() == result.model_dump_json()
     spec["general"][0] = ("pass", "pass")
@@ -375,7 +498,9 @@ def test_good_aggregate_never_offsets_a_slice(evaluated) -> None:
     ev = evaluated(spec)
     # the overall row (1 of 210 human fails, upper bound 0.026) would meet the billing limit of 0.05
     assert ev.report.overall.false_pass_rate.ci95_high < 0.05
-    result = ev.gate(make_policy(slices={"billing": {"max_false_passes": None, "max_false_pass_rate": 0.05}}))
+    result = ev.gate(
+        make_policy(slices={"billing": {"max_false_passes": None, "max_false_pass_rate": 0.05}})
+    )
     b = only(result, "false_pass_rate_exceeded")
     assert result.outcome == "quality_failed" and b.slice == "billing"
     assert all(blk.slice != "(all)" for blk in result.blockers)
@@ -383,14 +508,28 @@ def test_good_aggregate_never_offsets_a_slice(evaluated) -> None:
 
 def test_extra_blockers(evaluated) -> None:
     ev = evaluated(clean_spec())
-    lineage = Blocker(code="lineage_unverified", category="quality", message="The prompt hash is not in the lineage record.")
+    lineage = Blocker(
+        code="lineage_unverified",
+        category="quality",
+        message="The prompt hash is not in the lineage record.",
+    )
     assert ev.gate(make_policy(), extra_blockers=[lineage]).outcome == "quality_failed"
-    control = Blocker(code="control_failed", category="incomplete", message="A control case has no verdict.", waivable=True)
+    control = Blocker(
+        code="control_failed",
+        category="incomplete",
+        message="A control case has no verdict.",
+        waivable=True,
+    )
     result = ev.gate(make_policy(), extra_blockers=[control, lineage])
-    assert codes(result) == ["control_failed", "lineage_unverified"] and not result.blockers[0].waivable
+    assert (
+        codes(result) == ["control_failed", "lineage_unverified"]
+        and not result.blockers[0].waivable
+    )
     ovr = make_override(codes=["control_failed", "lineage_unverified"])
     waived = ev.gate(make_policy(), extra_blockers=[control, lineage], overrides=[ovr])
-    assert codes(waived) == ["control_failed"] and [w.blocker.code for w in waived.waived] == ["lineage_unverified"]
+    assert codes(waived) == ["control_failed"] and [w.blocker.code for w in waived.waived] == [
+        "lineage_unverified"
+    ]
 
 
 # ---------------------------------------------------------------- overrides
@@ -413,20 +552,29 @@ def make_override(**fields: Any) -> Override:
     }
     body.update(fields)
     checked = _OverrideBody.model_validate(body)
-    return Override(**checked.model_dump(), override_id=override_id_of(checked.model_dump(mode="json")))
+    return Override(
+        **checked.model_dump(), override_id=override_id_of(checked.model_dump(mode="json"))
+    )
 
 
 def fp_spec() -> dict[str, list[tuple[str, str | None]]]:
     spec = clean_spec()
     spec["billing"][1] = ("fail", "pass")
     spec["billing"][4] = ("fail", "pass")  # 2 critical false passes: bil-01, bil-04
-    spec["general"] = [("pass", "pass")] * 4 + [("fail", "pass")] + [("fail", "fail")] * 3  # gen-04: 1/4
+    spec["general"] = (
+        [("pass", "pass")] * 4 + [("fail", "pass")] + [("fail", "fail")] * 3
+    )  # gen-04: 1/4
     return spec
 
 
 def fp_policy() -> Policy:
     """Billing tolerates its two false passes (Wilson upper of 2/10 is 0.51); general does not."""
-    return make_policy(slices={"billing": {"max_false_passes": 2, "max_false_pass_rate": 0.9}, "general": {"max_false_pass_rate": 0.2}})
+    return make_policy(
+        slices={
+            "billing": {"max_false_passes": 2, "max_false_pass_rate": 0.9},
+            "general": {"max_false_pass_rate": 0.2},
+        }
+    )
 
 
 def test_slice_level_override_waives_non_critical_blocker(evaluated) -> None:
@@ -436,19 +584,43 @@ def test_slice_level_override_waives_non_critical_blocker(evaluated) -> None:
     ovr = make_override(codes=["false_pass_rate_exceeded"], slices=["general"])
     result = ev.gate(policy, overrides=[ovr])
     assert result.outcome == "certified" and result.blockers == []
-    assert [(w.blocker.code, w.blocker.slice, w.override_id) for w in result.waived] == [("false_pass_rate_exceeded", "general", ovr.override_id)]
+    assert [(w.blocker.code, w.blocker.slice, w.override_id) for w in result.waived] == [
+        ("false_pass_rate_exceeded", "general", ovr.override_id)
+    ]
     assert ovr.override_id.startswith("ovr-") and len(ovr.override_id) == 20
     # an override must name the code, not just the slice
-    assert ev.gate(policy, overrides=[make_override(codes=["false_fail_rate_exceeded"], slices=["general"])]).outcome == "quality_failed"
+    assert (
+        ev.gate(
+            policy,
+            overrides=[make_override(codes=["false_fail_rate_exceeded"], slices=["general"])],
+        ).outcome
+        == "quality_failed"
+    )
     # a case-level override naming the false-pass case also works outside critical slices
-    assert ev.gate(policy, overrides=[make_override(codes=["false_pass_rate_exceeded"], case_ids=["gen-04"])]).outcome == "certified"
+    assert (
+        ev.gate(
+            policy,
+            overrides=[make_override(codes=["false_pass_rate_exceeded"], case_ids=["gen-04"])],
+        ).outcome
+        == "certified"
+    )
 
 
 def test_expired_override_is_ignored_and_reported(evaluated) -> None:
     ev = evaluated(fp_spec())
     policy = fp_policy()
-    old = make_override(codes=["false_pass_rate_exceeded"], slices=["general"], created_at=(NOW - timedelta(days=20)).isoformat(), expires_at=(NOW - timedelta(days=1)).isoformat())
-    exactly = make_override(codes=["false_pass_rate_exceeded"], slices=["general"], expires_at=NOW.isoformat(), reason="expires now")
+    old = make_override(
+        codes=["false_pass_rate_exceeded"],
+        slices=["general"],
+        created_at=(NOW - timedelta(days=20)).isoformat(),
+        expires_at=(NOW - timedelta(days=1)).isoformat(),
+    )
+    exactly = make_override(
+        codes=["false_pass_rate_exceeded"],
+        slices=["general"],
+        expires_at=NOW.isoformat(),
+        reason="expires now",
+    )
     result = ev.gate(policy, overrides=[old, exactly])
     assert result.outcome == "quality_failed" and result.waived == []
     assert result.expired_overrides == sorted([old.override_id, exactly.override_id])
@@ -460,14 +632,35 @@ def test_incomplete_blockers_are_never_waived(evaluated, tmp_path) -> None:
     spec["general"][0] = ("pass", None)
     spec["general"].append(("fail", "ERR"))
     ev = evaluated(spec)
-    ovr = make_override(codes=["missing_results", "evaluator_errors_exceeded"], slices=["general"], case_ids=["gen-00", "gen-06"])
+    ovr = make_override(
+        codes=["missing_results", "evaluator_errors_exceeded"],
+        slices=["general"],
+        case_ids=["gen-00", "gen-06"],
+    )
     result = ev.gate(make_policy(), overrides=[ovr])
-    assert result.outcome == "evaluation_incomplete" and codes(result) == ["evaluator_errors_exceeded", "missing_results"] and result.waived == []
+    assert (
+        result.outcome == "evaluation_incomplete"
+        and codes(result) == ["evaluator_errors_exceeded", "missing_results"]
+        and result.waived == []
+    )
     with pytest.raises(WorkbenchError) as exc:
-        add_override(tmp_path / "o.jsonl", policy="test-release@1", approver="A", reason="r", expires_at="2027-01-01", follow_up="F", codes=["missing_results", "policy_missing"])
+        add_override(
+            tmp_path / "o.jsonl",
+            policy="test-release@1",
+            approver="A",
+            reason="r",
+            expires_at="2027-01-01",
+            follow_up="F",
+            codes=["missing_results", "policy_missing"],
+        )
     assert [p.code for p in exc.value.problems] == ["override_code_not_waivable"] * 2
     assert not (tmp_path / "o.jsonl").exists() or (tmp_path / "o.jsonl").read_bytes() == b""
-    assert {"missing_results", "budget_exhausted", "pending_retries", "policy_missing"} <= NON_WAIVABLE_CODES
+    assert {
+        "missing_results",
+        "budget_exhausted",
+        "pending_retries",
+        "policy_missing",
+    } <= NON_WAIVABLE_CODES
 
 
 def test_critical_false_pass_needs_case_level_review_of_every_case(evaluated) -> None:
@@ -479,12 +672,20 @@ def test_critical_false_pass_needs_case_level_review_of_every_case(evaluated) ->
     assert ev.gate(policy, overrides=[slice_level]).outcome == "quality_failed"
     partial = make_override(codes=["false_passes_exceeded"], case_ids=["bil-01"])
     assert ev.gate(policy, overrides=[partial]).outcome == "quality_failed"
-    full = make_override(codes=["false_passes_exceeded"], case_ids=["bil-01", "bil-04"], slices=["billing"])
+    full = make_override(
+        codes=["false_passes_exceeded"], case_ids=["bil-01", "bil-04"], slices=["billing"]
+    )
     result = ev.gate(policy, overrides=[slice_level, partial, full])
-    assert result.outcome == "certified" and [w.override_id for w in result.waived] == [full.override_id]
+    assert result.outcome == "certified" and [w.override_id for w in result.waived] == [
+        full.override_id
+    ]
     # without the join, the false-pass cases are unknown: nothing can be waived
     blind = ev.gate(policy, overrides=[full], join=None)
-    assert blind.outcome == "quality_failed" and not blind.blockers[0].waivable and blind.blockers[0].case_ids == []
+    assert (
+        blind.outcome == "quality_failed"
+        and not blind.blockers[0].waivable
+        and blind.blockers[0].case_ids == []
+    )
 
 
 def test_critical_bound_without_false_passes_cannot_be_waived(evaluated) -> None:
@@ -495,7 +696,10 @@ def test_critical_bound_without_false_passes_cannot_be_waived(evaluated) -> None
     ovr = make_override(codes=["false_pass_rate_unproven"], slices=["billing"])
     assert ev.gate(policy, overrides=[ovr]).outcome == "review_required"
     too_few = make_override(codes=["too_few_cases"], slices=["billing"])
-    assert ev.gate(make_policy(slices={"billing": {"min_n": 99}}), overrides=[too_few]).outcome == "review_required"
+    assert (
+        ev.gate(make_policy(slices={"billing": {"min_n": 99}}), overrides=[too_few]).outcome
+        == "review_required"
+    )
 
 
 def test_override_scoping_by_candidate_and_policy(evaluated) -> None:
@@ -506,21 +710,44 @@ def test_override_scoping_by_candidate_and_policy(evaluated) -> None:
     assert ev.gate(policy, overrides=[other]).outcome == "quality_failed"
     mine = make_override(**waiver, candidate_fingerprint=ev.report.judge_fingerprint)
     assert ev.gate(policy, overrides=[mine]).outcome == "certified"
-    assert ev.gate(policy, overrides=[make_override(**waiver, policy="test-release@2")]).outcome == "quality_failed"
+    assert (
+        ev.gate(policy, overrides=[make_override(**waiver, policy="test-release@2")]).outcome
+        == "quality_failed"
+    )
     future = make_override(**waiver, created_at=(NOW + timedelta(days=1)).isoformat())
     assert ev.gate(policy, overrides=[future]).outcome == "quality_failed"
     assert ev.gate(None, overrides=[mine]).outcome == "review_required"
     # the candidate being certified scopes the overrides; results of another judge are refused
-    assert ev.gate(policy, overrides=[mine], fingerprint=ev.report.judge_fingerprint).outcome == "certified"
+    assert (
+        ev.gate(policy, overrides=[mine], fingerprint=ev.report.judge_fingerprint).outcome
+        == "certified"
+    )
     wrong = ev.gate(policy, overrides=[other], fingerprint=OTHER_FP)
-    assert wrong.outcome == "review_required" and codes(wrong) == ["candidate_mismatch"] and wrong.judge_fingerprint == OTHER_FP
+    assert (
+        wrong.outcome == "review_required"
+        and codes(wrong) == ["candidate_mismatch"]
+        and wrong.judge_fingerprint == OTHER_FP
+    )
     assert not wrong.blockers[0].waivable
 
 
 def test_minimal_gate_result_for_callers_without_a_report() -> None:
-    blocker = Blocker(code="certification_failed", category="incomplete", message="The notebook failed.", waivable=False)
-    result = GateResult(outcome="evaluation_incomplete", blockers=[blocker], waived=[], policy=None, summary="failed")
-    assert result.exit_code == 3 and result.expired_overrides == [] and result.dataset_sha256 is None
+    blocker = Blocker(
+        code="certification_failed",
+        category="incomplete",
+        message="The notebook failed.",
+        waivable=False,
+    )
+    result = GateResult(
+        outcome="evaluation_incomplete",
+        blockers=[blocker],
+        waived=[],
+        policy=None,
+        summary="failed",
+    )
+    assert (
+        result.exit_code == 3 and result.expired_overrides == [] and result.dataset_sha256 is None
+    )
     assert "gate:       EVALUATION_INCOMPLETE" in format_gate(result)
 
 
@@ -537,35 +764,100 @@ def test_global_blocker_waived_by_override_without_slices(evaluated) -> None:
 
 def test_override_store_is_append_only(tmp_path) -> None:
     store = tmp_path / "policies" / "overrides.jsonl"
-    first = add_override(store, policy="test-release@1", approver="Dana Reviewer", reason="verified by hand", expires_at="2027-01-15", follow_up="JIRA-1", codes=["false_passes_exceeded"], case_ids=["b2", "b1", "b1"], created_at=NOW)
+    first = add_override(
+        store,
+        policy="test-release@1",
+        approver="Dana Reviewer",
+        reason="verified by hand",
+        expires_at="2027-01-15",
+        follow_up="JIRA-1",
+        codes=["false_passes_exceeded"],
+        case_ids=["b2", "b1", "b1"],
+        created_at=NOW,
+    )
     assert first.case_ids == ["b1", "b2"] and first.expires_at == datetime(2027, 1, 15, tzinfo=UTC)
     assert first.override_id == override_id_of(first.model_dump(mode="json"))
     before = store.read_bytes()
-    second = add_override(store, policy=make_policy(), approver="Lee", reason="cost approved", expires_at=datetime(2027, 2, 1, tzinfo=UTC), follow_up="FIN-2", codes=["cost_exceeded"], created_at=NOW)
+    second = add_override(
+        store,
+        policy=make_policy(),
+        approver="Lee",
+        reason="cost approved",
+        expires_at=datetime(2027, 2, 1, tzinfo=UTC),
+        follow_up="FIN-2",
+        codes=["cost_exceeded"],
+        created_at=NOW,
+    )
     assert second.policy == "test-release@1"
     assert store.read_bytes().startswith(before) and len(store.read_bytes().splitlines()) == 2
     assert load_overrides(store) == [first, second]
     with pytest.raises(WorkbenchError) as exc:
-        add_override(store, policy="test-release@1", approver="Dana Reviewer", reason="verified by hand", expires_at="2027-01-15", follow_up="JIRA-1", codes=["false_passes_exceeded"], case_ids=["b1", "b2"], created_at=NOW)
+        add_override(
+            store,
+            policy="test-release@1",
+            approver="Dana Reviewer",
+            reason="verified by hand",
+            expires_at="2027-01-15",
+            follow_up="JIRA-1",
+            codes=["false_passes_exceeded"],
+            case_ids=["b1", "b2"],
+            created_at=NOW,
+        )
     assert exc.value.problems[0].code == "override_duplicate"
     assert load_overrides(tmp_path / "absent.jsonl") == []
 
 
 def test_add_override_refusals_are_listed_together(tmp_path) -> None:
     with pytest.raises(WorkbenchError) as exc:
-        add_override(tmp_path / "o.jsonl", policy="no-version", approver=" ", reason="r", expires_at="2026-11-01", follow_up="", codes=[], created_at=NOW)
+        add_override(
+            tmp_path / "o.jsonl",
+            policy="no-version",
+            approver=" ",
+            reason="r",
+            expires_at="2026-11-01",
+            follow_up="",
+            codes=[],
+            created_at=NOW,
+        )
     text = str(exc.value)
     for field in ("policy", "codes", "follow_up"):
         assert field in text
     with pytest.raises(WorkbenchError, match="expires_at must be after created_at"):
-        add_override(tmp_path / "o.jsonl", policy="p@1", approver="A", reason="r", expires_at="2026-11-01", follow_up="F", codes=["x"], created_at=NOW)
+        add_override(
+            tmp_path / "o.jsonl",
+            policy="p@1",
+            approver="A",
+            reason="r",
+            expires_at="2026-11-01",
+            follow_up="F",
+            codes=["x"],
+            created_at=NOW,
+        )
     with pytest.raises(WorkbenchError, match="not a date"):
-        add_override(tmp_path / "o.jsonl", policy="p@1", approver="A", reason="r", expires_at="next week", follow_up="F", codes=["x"], created_at=NOW)
+        add_override(
+            tmp_path / "o.jsonl",
+            policy="p@1",
+            approver="A",
+            reason="r",
+            expires_at="next week",
+            follow_up="F",
+            codes=["x"],
+            created_at=NOW,
+        )
 
 
 def test_bad_override_lines_are_reported_with_line_numbers(tmp_path) -> None:
     store = tmp_path / "o.jsonl"
-    good = add_override(store, policy="p@1", approver="A", reason="r", expires_at="2027-01-01", follow_up="F", codes=["cost_exceeded"], created_at=NOW)
+    good = add_override(
+        store,
+        policy="p@1",
+        approver="A",
+        reason="r",
+        expires_at="2027-01-01",
+        follow_up="F",
+        codes=["cost_exceeded"],
+        created_at=NOW,
+    )
     edited = {**good.model_dump(mode="json"), "reason": "quietly changed"}
     with store.open("a", encoding="utf-8") as fh:
         fh.write("{not json\n")
@@ -575,7 +867,12 @@ def test_bad_override_lines_are_reported_with_line_numbers(tmp_path) -> None:
     with pytest.raises(WorkbenchError) as exc:
         load_overrides(store)
     found = [(p.location.rsplit(":", 1)[1], p.code) for p in exc.value.problems]
-    assert found == [("2", "override_malformed"), ("3", "override_invalid"), ("4", "override_duplicate"), ("5", "schema_version_newer")]
+    assert found == [
+        ("2", "override_malformed"),
+        ("3", "override_invalid"),
+        ("4", "override_duplicate"),
+        ("5", "schema_version_newer"),
+    ]
     assert "edited" in exc.value.problems[1].message
 
 
@@ -592,7 +889,11 @@ def test_policy_file_loads_and_hashes(tmp_path) -> None:
     path = write_policy(tmp_path, {**BASE_POLICY, "version": 1, "created": "2026-11-01"})
     assert path.name == "test-release@1.yaml"
     policy = load_policy(path)
-    assert policy.label == "test-release@1" and policy.version == "1" and policy.created.isoformat() == "2026-11-01"
+    assert (
+        policy.label == "test-release@1"
+        and policy.version == "1"
+        and policy.created.isoformat() == "2026-11-01"
+    )
     assert policy.min_n_for("empty") == 0 and policy.min_n_for("billing") == 1
     assert policy.slices["billing"].false_pass_rate_basis == "upper_95"
     assert policy.slices["general"].false_fail_rate_basis == "point"
@@ -614,7 +915,14 @@ def test_policy_problems_are_all_reported_at_once(tmp_path) -> None:
     messages = [p.message for p in exc.value.problems]
     assert exc.value.problems[0].code == "policy_filename" and "test-release@1" in messages[0]
     joined = "\n".join(messages)
-    for needle in ("owner", "rationale", "slices.general.max_false_passes", "slices.general.max_false_pass_rate", "max_evaluator_errors", "surprise"):
+    for needle in (
+        "owner",
+        "rationale",
+        "slices.general.max_false_passes",
+        "slices.general.max_false_pass_rate",
+        "max_evaluator_errors",
+        "surprise",
+    ):
         assert needle in joined
     crit = [m for m in messages if m.startswith("slices.billing")]
     assert len(crit) == 1 and "critical slice must use false_pass_rate_basis upper_95" in crit[0]
@@ -627,7 +935,11 @@ def test_critical_slice_rules(tmp_path) -> None:
     with pytest.raises(WorkbenchError) as exc:
         load_policy(write_policy(tmp_path, raw))
     assert "slices.billing" in str(exc.value) and "must set max_false_pass_rate" in str(exc.value)
-    raw["slices"]["billing"] = {"risk": "critical", "max_false_pass_rate": 0.1, "false_pass_rate_basis": "point"}
+    raw["slices"]["billing"] = {
+        "risk": "critical",
+        "max_false_pass_rate": 0.1,
+        "false_pass_rate_basis": "point",
+    }
     with pytest.raises(WorkbenchError, match="slices.billing"):
         load_policy(write_policy(tmp_path, raw))
 
@@ -643,7 +955,9 @@ def test_unreadable_policy_files(tmp_path) -> None:
     (tmp_path / "list@1.yaml").write_text("- a\n", encoding="utf-8")
     with pytest.raises(WorkbenchError, match="mapping"):
         load_policy(tmp_path / "list@1.yaml")
-    newer = write_policy(tmp_path, {**BASE_POLICY, "name": "newer", "schema_version": POLICY_SCHEMA_VERSION + 1})
+    newer = write_policy(
+        tmp_path, {**BASE_POLICY, "name": "newer", "schema_version": POLICY_SCHEMA_VERSION + 1}
+    )
     with pytest.raises(WorkbenchError) as exc:
         load_policy(newer)
     assert exc.value.problems[0].code == "schema_version_newer"
@@ -653,7 +967,9 @@ def test_demo_policy_covers_every_demo_slice() -> None:
     path = ROOT / "data" / "policies" / "support-release@1.yaml"
     policy = load_policy(path)
     rubric = load_rubric(ROOT / "data" / "demo" / "rubric.yaml")
-    assert policy.label == "support-release@1" and policy.owner.strip() and len(policy.rationale) > 200
+    assert (
+        policy.label == "support-release@1" and policy.owner.strip() and len(policy.rationale) > 200
+    )
     assert policy.rubric_version == rubric.version and policy.partition == "held_out"
     assert set(policy.slices) == set(rubric.slices)
     for name, spec in policy.slices.items():
@@ -672,10 +988,14 @@ def test_demo_policy_covers_every_demo_slice() -> None:
 def cli_files(tmp_path, make_dataset):
     """Writes a dataset, a results file for a spec, and the test policy; returns a builder."""
 
-    def build(spec: dict[str, list[tuple[str, str | None]]], **policy_changes: Any) -> dict[str, str]:
+    def build(
+        spec: dict[str, list[tuple[str, str | None]]], **policy_changes: Any
+    ) -> dict[str, str]:
         cases, rows = cases_for(spec)
         gold = make_dataset(cases)
-        results = write_results(tmp_path / f"results-{len(list(tmp_path.iterdir()))}.jsonl", stamped(rows, gold))  # with the gold's lineage
+        results = write_results(
+            tmp_path / f"results-{len(list(tmp_path.iterdir()))}.jsonl", stamped(rows, gold)
+        )  # with the gold's lineage
         raw = json.loads(make_policy(**policy_changes).model_dump_json(exclude_none=True))
         policies = tmp_path / "policies"
         policies.mkdir(exist_ok=True)
@@ -686,7 +1006,17 @@ def cli_files(tmp_path, make_dataset):
 
 
 def gate_args(files: dict[str, str], *extra: str) -> list[str]:
-    return ["--gold", files["gold"], "--results", files["results"], "--policy", files["policy"], "--partition", "development", *extra]
+    return [
+        "--gold",
+        files["gold"],
+        "--results",
+        files["results"],
+        "--policy",
+        files["policy"],
+        "--partition",
+        "development",
+        *extra,
+    ]
 
 
 @pytest.mark.parametrize(
@@ -695,7 +1025,11 @@ def gate_args(files: dict[str, str], *extra: str) -> list[str]:
         (lambda s: None, "certified", 0),
         (lambda s: s["billing"].__setitem__(0, ("fail", "pass")), "quality_failed", 1),
         (lambda s: s["billing"].__setitem__(0, ("fail", None)), "evaluation_incomplete", 3),
-        (lambda s: s["general"].__setitem__(slice(None), [("pass", "pass")] * 4), "review_required", 4),
+        (
+            lambda s: s["general"].__setitem__(slice(None), [("pass", "pass")] * 4),
+            "review_required",
+            4,
+        ),
     ],
     ids=["certified", "quality_failed", "evaluation_incomplete", "review_required"],
 )
@@ -707,7 +1041,9 @@ def test_gate_cli_exit_codes(cli_files, mutate, outcome, exit_code) -> None:
     assert result.exit_code == exit_code, result.output
     body = json.loads(result.output)
     assert body["outcome"] == outcome and body["kind"] == "workbench.gate"
-    assert body["policy"]["sha256"] == hashlib.sha256(Path(files["policy"]).read_bytes()).hexdigest()
+    assert (
+        body["policy"]["sha256"] == hashlib.sha256(Path(files["policy"]).read_bytes()).hexdigest()
+    )
     text = CliRunner().invoke(gate_cmd, gate_args(files))
     assert text.exit_code == exit_code and f"gate:       {outcome.upper()}" in text.output
 
@@ -718,10 +1054,35 @@ def test_gate_cli_text_lines_and_invalid_input(cli_files, tmp_path) -> None:
     files = cli_files(spec)
     out = CliRunner().invoke(gate_cmd, gate_args(files))
     line = next(ln for ln in out.output.splitlines() if "false_passes_exceeded" in ln)
-    assert line.strip().startswith("[quality] billing:") and "false_passes=1" in line and "limit=0" in line and "bil-00" in line
-    bad = CliRunner().invoke(gate_cmd, ["--gold", files["gold"], "--results", files["results"], "--policy", str(tmp_path / "nope@1.yaml")])
+    assert (
+        line.strip().startswith("[quality] billing:")
+        and "false_passes=1" in line
+        and "limit=0" in line
+        and "bil-00" in line
+    )
+    bad = CliRunner().invoke(
+        gate_cmd,
+        [
+            "--gold",
+            files["gold"],
+            "--results",
+            files["results"],
+            "--policy",
+            str(tmp_path / "nope@1.yaml"),
+        ],
+    )
     assert bad.exit_code == 2 and "policy_missing" in bad.output and "Traceback" not in bad.output
-    both = CliRunner().invoke(gate_cmd, ["--gold", str(tmp_path / "no-gold"), "--results", files["results"], "--policy", str(tmp_path / "nope@1.yaml")])
+    both = CliRunner().invoke(
+        gate_cmd,
+        [
+            "--gold",
+            str(tmp_path / "no-gold"),
+            "--results",
+            files["results"],
+            "--policy",
+            str(tmp_path / "nope@1.yaml"),
+        ],
+    )
     assert both.exit_code == 2 and "policy_missing" in both.output and "gold_missing" in both.output
     run_json = tmp_path / "run.json"
     run_json.write_text('{"status": "weird"}', encoding="utf-8")
@@ -740,23 +1101,65 @@ def test_gate_cli_with_run_and_overrides(cli_files, tmp_path) -> None:
     store = tmp_path / "overrides.jsonl"
     added = CliRunner().invoke(
         override_cmd,
-        ["add", "--policy", files["policy"], "--approver", "Dana Reviewer", "--reason", "one-off re-run approved", "--expires", "2099-01-01", "--follow-up", "FIN-7", "--code", "cost_exceeded", "--store", str(store)],
+        [
+            "add",
+            "--policy",
+            files["policy"],
+            "--approver",
+            "Dana Reviewer",
+            "--reason",
+            "one-off re-run approved",
+            "--expires",
+            "2099-01-01",
+            "--follow-up",
+            "FIN-7",
+            "--code",
+            "cost_exceeded",
+            "--store",
+            str(store),
+        ],
     )
     assert added.exit_code == 0, added.output
     assert added.output.startswith("ovr-") and "test-release@1" in added.output
-    ok = CliRunner().invoke(gate_cmd, gate_args(files, "--run", str(run_dir / "run.json"), "--overrides", str(store)))
+    ok = CliRunner().invoke(
+        gate_cmd, gate_args(files, "--run", str(run_dir / "run.json"), "--overrides", str(store))
+    )
     assert ok.exit_code == 0, ok.output
     assert "waived by ovr-" in ok.output
     listed = CliRunner().invoke(override_cmd, ["list", "--store", str(store)])
-    assert listed.exit_code == 0 and "[active] test-release@1" in listed.output and "Dana Reviewer" in listed.output
+    assert (
+        listed.exit_code == 0
+        and "[active] test-release@1" in listed.output
+        and "Dana Reviewer" in listed.output
+    )
     as_json = CliRunner().invoke(override_cmd, ["list", "--store", str(store), "--json"])
     assert json.loads(as_json.output)[0]["codes"] == ["cost_exceeded"]
     refused = CliRunner().invoke(
         override_cmd,
-        ["add", "--policy", "test-release@1", "--approver", "A", "--reason", "r", "--expires", "2099-01-01", "--follow-up", "F", "--code", "missing_results", "--store", str(store)],
+        [
+            "add",
+            "--policy",
+            "test-release@1",
+            "--approver",
+            "A",
+            "--reason",
+            "r",
+            "--expires",
+            "2099-01-01",
+            "--follow-up",
+            "F",
+            "--code",
+            "missing_results",
+            "--store",
+            str(store),
+        ],
     )
     assert refused.exit_code == 2 and "override_code_not_waivable" in refused.output
-    assert CliRunner().invoke(override_cmd, ["list", "--store", str(tmp_path / "none.jsonl")]).output.startswith("no overrides")
+    assert (
+        CliRunner()
+        .invoke(override_cmd, ["list", "--store", str(tmp_path / "none.jsonl")])
+        .output.startswith("no overrides")
+    )
 
 
 @pytest.mark.parametrize("command", [[], ["add"], ["list"]])
@@ -782,7 +1185,9 @@ def test_every_gate_code_is_in_the_module_table() -> None:
     from workbench.policy._codes import NOISE_NEVER_WAIVABLE
 
     source = Path(gate_module.__file__).read_text(encoding="utf-8")
-    emitted = set(re.findall(r'code="([a-z_]+)"', source)) | set(re.findall(r'_review\(\s*"([a-z_]+)"', source))
+    emitted = set(re.findall(r'code="([a-z_]+)"', source)) | set(
+        re.findall(r'_review\(\s*"([a-z_]+)"', source)
+    )
     emitted |= {f"{kind}_rate_exceeded" for kind in ("false_pass", "false_fail")}
     emitted.discard("rate_exceeded")
     assert len(emitted) > 20
@@ -790,4 +1195,6 @@ def test_every_gate_code_is_in_the_module_table() -> None:
     assert sorted(c for c in emitted if f"\n{c} " not in table) == []
     from workbench.policy._codes import RANKING_NON_WAIVABLE_CODES
 
-    assert emitted >= NON_WAIVABLE_CODES - RANKING_NON_WAIVABLE_CODES - NOISE_NEVER_WAIVABLE  # the ranking and noise gates emit their own
+    assert (
+        emitted >= NON_WAIVABLE_CODES - RANKING_NON_WAIVABLE_CODES - NOISE_NEVER_WAIVABLE
+    )  # the ranking and noise gates emit their own

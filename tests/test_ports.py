@@ -41,7 +41,11 @@ DEMO_SPECS = {
     "support-llm-ranker@1.yaml": DEMO_RANKING_URL_ENV,
     "noise-judge@1.yaml": DEMO_NOISE_URL_ENV,
 }
-SERVERS = {DEMO_LLM_URL_ENV: serve_demo_llm, DEMO_RANKING_URL_ENV: serve_ranking_llm, DEMO_NOISE_URL_ENV: serve_noise_llm}
+SERVERS = {
+    DEMO_LLM_URL_ENV: serve_demo_llm,
+    DEMO_RANKING_URL_ENV: serve_ranking_llm,
+    DEMO_NOISE_URL_ENV: serve_noise_llm,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +56,19 @@ def _placeholder_key(monkeypatch: pytest.MonkeyPatch) -> None:
 # -- the guard: nothing in the tree binds a fixed port ----------------------------------------
 
 SCANNED = ("tests", "notebooks", "data", "workbench")
-SUFFIXES = {".py", ".ipynb", ".yaml", ".yml", ".md", ".toml", ".cfg", ".json", ".jsonl", ".sh", ".txt"}
+SUFFIXES = {
+    ".py",
+    ".ipynb",
+    ".yaml",
+    ".yml",
+    ".md",
+    ".toml",
+    ".cfg",
+    ".json",
+    ".jsonl",
+    ".sh",
+    ".txt",
+}
 DEMO_PORT = re.compile(r"(?<![0-9A-Za-z])876[5-7](?![0-9])")
 """The demo's former fixed ports."""
 FIXED_BIND = re.compile(
@@ -76,7 +92,9 @@ def _offences(path: Path, text: str) -> list[str]:
     for number, line in enumerate(text.splitlines(), 1):
         if FIXED_BIND.search(line):
             found.append(f"{rel}:{number}: fixed port bind: {line.strip()[:120]}")
-        elif DEMO_PORT.search(line) or (path.suffix in (".yaml", ".yml") and LOCAL_URL.search(line)):
+        elif DEMO_PORT.search(line) or (
+            path.suffix in (".yaml", ".yml") and LOCAL_URL.search(line)
+        ):
             found.append(f"{rel}:{number}: fixed demo port: {line.strip()[:120]}")
     return found
 
@@ -91,9 +109,17 @@ def _scanned_files() -> list[Path]:
 
 def test_no_fixed_ports_in_tests_notebooks_data_or_the_package() -> None:
     files = _scanned_files()
-    assert len(files) > 100 and any(p.suffix == ".ipynb" for p in files) and any(p.parent.name == "candidates" for p in files)
-    offences = [o for p in files for o in _offences(p, p.read_text(encoding="utf-8", errors="replace"))]
-    assert offences == [], "bind port 0 and pass the URL through the environment:\n" + "\n".join(offences)
+    assert (
+        len(files) > 100
+        and any(p.suffix == ".ipynb" for p in files)
+        and any(p.parent.name == "candidates" for p in files)
+    )
+    offences = [
+        o for p in files for o in _offences(p, p.read_text(encoding="utf-8", errors="replace"))
+    ]
+    assert offences == [], "bind port 0 and pass the URL through the environment:\n" + "\n".join(
+        offences
+    )
 
 
 @pytest.mark.parametrize(
@@ -138,18 +164,26 @@ def test_the_guard_refuses_a_fixed_local_base_url_even_beside_base_url_env(tmp_p
     assert _offences(tmp_path / "ok.yaml", spec) == []
     assert _offences(tmp_path / "bad.yaml", spec + "  base_url: http://127.0.0.1:8765/v1\n") != []
     assert _offences(tmp_path / "bad.yaml", spec + "  base_url: http://localhost:40010/v1\n") != []
-    assert _offences(tmp_path / "ok.yaml", "endpoint:\n  base_url: https://api.example.com/v1\n") == []
+    assert (
+        _offences(tmp_path / "ok.yaml", "endpoint:\n  base_url: https://api.example.com/v1\n") == []
+    )
 
 
 # -- the spec: base_url_env -------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("name", "env"), sorted(DEMO_SPECS.items()))
-def test_demo_specs_read_their_base_url_from_the_environment(name: str, env: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_demo_specs_read_their_base_url_from_the_environment(
+    name: str, env: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert env in DEMO_URL_ENVS
     spec, _ = load_spec(CANDIDATES / name)
-    assert spec.endpoint.base_url_env == env and spec.endpoint.base_url is None  # no fixed port to fall back to
-    with pytest.raises(WorkbenchError) as unset:  # the variable unset: refused, never api.openai.com
+    assert (
+        spec.endpoint.base_url_env == env and spec.endpoint.base_url is None
+    )  # no fixed port to fall back to
+    with pytest.raises(
+        WorkbenchError
+    ) as unset:  # the variable unset: refused, never api.openai.com
         load_candidate(CANDIDATES / name)
     (problem,) = [p for p in unset.value.problems if p.code == "base_url_unset"]
     assert env in problem.message and f"--export {env}" in problem.fix
@@ -161,24 +195,39 @@ def test_demo_specs_read_their_base_url_from_the_environment(name: str, env: str
     monkeypatch.setenv(env, "http://127.0.0.1:40002/v1")
     again = load_candidate(CANDIDATES / name)
     # The port of the local demo model is not part of what the judge is.
-    assert moved.identity.fingerprint() == again.identity.fingerprint() == default.identity.fingerprint()
+    assert (
+        moved.identity.fingerprint()
+        == again.identity.fingerprint()
+        == default.identity.fingerprint()
+    )
 
 
 def _write_spec(tmp_path: Path, endpoint: dict[str, object]) -> Path:
     spec = yaml.safe_load((CANDIDATES / "support-llm-judge@1.yaml").read_text(encoding="utf-8"))
     spec["endpoint"] = endpoint
     (tmp_path / "prompts").mkdir(parents=True, exist_ok=True)
-    (tmp_path / "prompts" / "support-llm-judge@1.md").write_text((CANDIDATES / "prompts" / "support-llm-judge@1.md").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "prompts" / "support-llm-judge@1.md").write_text(
+        (CANDIDATES / "prompts" / "support-llm-judge@1.md").read_text(encoding="utf-8"),
+        encoding="utf-8",
+    )
     path = tmp_path / "support-llm-judge@1.yaml"
     path.write_text(yaml.safe_dump(spec), encoding="utf-8")
     return path
 
 
 def test_the_declared_endpoint_stays_in_the_fingerprint(tmp_path: Path) -> None:
-    base = {"base_url": "http://127.0.0.1:40003/v1", "api_key_env": "DEMO_LLM_API_KEY", "base_url_env": "WB_TEST_URL"}
+    base = {
+        "base_url": "http://127.0.0.1:40003/v1",
+        "api_key_env": "DEMO_LLM_API_KEY",
+        "base_url_env": "WB_TEST_URL",
+    }
     first = load_candidate(_write_spec(tmp_path / "a", base)).identity
-    other_default = load_candidate(_write_spec(tmp_path / "b", {**base, "base_url": "http://127.0.0.1:40004/v1"})).identity
-    other_name = load_candidate(_write_spec(tmp_path / "c", {**base, "base_url_env": "WB_TEST_OTHER_URL"})).identity
+    other_default = load_candidate(
+        _write_spec(tmp_path / "b", {**base, "base_url": "http://127.0.0.1:40004/v1"})
+    ).identity
+    other_name = load_candidate(
+        _write_spec(tmp_path / "c", {**base, "base_url_env": "WB_TEST_OTHER_URL"})
+    ).identity
     assert len({first.fingerprint(), other_default.fingerprint(), other_name.fingerprint()}) == 3
     assert first.params["spec"]["endpoint"]["base_url_env"] == "WB_TEST_URL"
 
@@ -187,8 +236,17 @@ def test_a_spec_without_base_url_env_fingerprints_as_before(tmp_path: Path) -> N
     spec, _ = load_spec(CANDIDATES / "rubric-judge@2.yaml")
     assert "base_url_env" not in spec.model_dump(mode="json")["endpoint"]
     assert "base_url_env" not in make_identity(spec, None).params["spec"]["endpoint"]
-    plain = load_candidate(_write_spec(tmp_path, {"base_url": "http://127.0.0.1:40005/v1", "api_key_env": "DEMO_LLM_API_KEY"}))
-    assert set(plain.identity.params["spec"]["endpoint"]) == {"base_url", "api_key_env", "timeout_s", "max_retries"}
+    plain = load_candidate(
+        _write_spec(
+            tmp_path, {"base_url": "http://127.0.0.1:40005/v1", "api_key_env": "DEMO_LLM_API_KEY"}
+        )
+    )
+    assert set(plain.identity.params["spec"]["endpoint"]) == {
+        "base_url",
+        "api_key_env",
+        "timeout_s",
+        "max_retries",
+    }
 
 
 @pytest.mark.parametrize(
@@ -200,27 +258,54 @@ def test_a_spec_without_base_url_env_fingerprints_as_before(tmp_path: Path) -> N
         ("http://user:sk-secret-pw-1234567890@127.0.0.1:40006/v1", "credentials"),
     ],
 )
-def test_a_bad_url_in_the_variable_is_a_one_line_error(value: str, says: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_url_in_the_variable_is_a_one_line_error(
+    value: str, says: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(DEMO_LLM_URL_ENV, value)
     with pytest.raises(WorkbenchError) as info:
         load_candidate(CANDIDATES / "support-llm-judge@1.yaml")
     (problem,) = info.value.problems
-    assert problem.code == "base_url_env_invalid" and says in problem.message and DEMO_LLM_URL_ENV in problem.fix
+    assert (
+        problem.code == "base_url_env_invalid"
+        and says in problem.message
+        and DEMO_LLM_URL_ENV in problem.fix
+    )
     assert "sk-secret" not in str(problem)
 
 
 def test_base_url_env_must_be_a_name(tmp_path: Path) -> None:
     with pytest.raises(WorkbenchError) as info:
         load_spec(_write_spec(tmp_path, {"base_url_env": "http://127.0.0.1:40007/v1"}))
-    assert [p.code for p in info.value.problems] == ["candidate_invalid"] and "base_url_env" in info.value.problems[0].message
+    assert [p.code for p in info.value.problems] == [
+        "candidate_invalid"
+    ] and "base_url_env" in info.value.problems[0].message
 
 
-def test_cli_run_with_a_bad_url_variable_exits_2(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_run_with_a_bad_url_variable_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from workbench.cli import main
 
     monkeypatch.setenv(DEMO_LLM_URL_ENV, "localhost:40008")
-    result = CliRunner().invoke(main, ["run", "--candidate", str(CANDIDATES / "support-llm-judge@1.yaml"), "--gold", str(ROOT / "data" / "demo"), "--partition", "development", "--out", str(tmp_path / "out")])
-    assert result.exit_code == 2 and "base_url_env_invalid" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--candidate",
+            str(CANDIDATES / "support-llm-judge@1.yaml"),
+            "--gold",
+            str(ROOT / "data" / "demo"),
+            "--partition",
+            "development",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+    )
+    assert (
+        result.exit_code == 2
+        and "base_url_env_invalid" in result.output
+        and "Traceback" not in result.output
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -264,8 +349,20 @@ def test_the_demo_cache_survives_a_port_change(tmp_path: Path) -> None:
         server = serve_demo_llm()
         try:
             judge = load_candidate(CANDIDATES / "support-llm-judge@1.yaml")
-            summary = asyncio.run(run_candidate(judge, gold, "development", tmp_path / f"run{attempt}", cache_dir=tmp_path / "cache", max_cases=4, progress=False))
-            summaries.append((server.base_url, server.call_count, summary, judge.identity.fingerprint()))
+            summary = asyncio.run(
+                run_candidate(
+                    judge,
+                    gold,
+                    "development",
+                    tmp_path / f"run{attempt}",
+                    cache_dir=tmp_path / "cache",
+                    max_cases=4,
+                    progress=False,
+                )
+            )
+            summaries.append(
+                (server.base_url, server.call_count, summary, judge.identity.fingerprint())
+            )
         finally:
             server.stop()
     (url1, calls1, run1, fp1), (url2, calls2, run2, fp2) = summaries
@@ -273,7 +370,9 @@ def test_the_demo_cache_survives_a_port_change(tmp_path: Path) -> None:
     assert calls1 == run1.calls > 0 and run1.cache_hits == 0
     # Every verdict of the first run is reused on the new port (max_cases counts new calls only).
     assert run2.cache_hits == run1.verdicts == 4 and calls2 == run2.calls
-    cached = [json.loads(line) for line in (tmp_path / "run1" / "results.jsonl").read_text().splitlines()]
+    cached = [
+        json.loads(line) for line in (tmp_path / "run1" / "results.jsonl").read_text().splitlines()
+    ]
     assert sum(1 for r in cached if r.get("cached_from_run_id") == run1.run_id) == 4
     assert (run1.endpoint_url, run2.endpoint_url) == (url1, url2)
     assert json.loads((tmp_path / "run1" / "run.json").read_text())["endpoint_url"] == url2
@@ -291,18 +390,33 @@ sys.exit(0 if models["data"][0]["id"] == "fake-judge" else 9)
 
 
 def test_fake_llm_exports_the_free_port_it_got_to_the_command() -> None:
-    result = CliRunner().invoke(fake_llm, ["--export", "WORKBENCH_DEMO_LLM_URL", "--", sys.executable, "-c", CHILD])
+    result = CliRunner().invoke(
+        fake_llm, ["--export", "WORKBENCH_DEMO_LLM_URL", "--", sys.executable, "-c", CHILD]
+    )
     assert result.exit_code == 0, result.output
-    assert re.search(r"fake LLM at http://127\.0\.0\.1:[1-9][0-9]*/v1 \(exported as FAKE_LLM_BASE_URL, WORKBENCH_DEMO_LLM_URL\)", result.output)
+    assert re.search(
+        r"fake LLM at http://127\.0\.0\.1:[1-9][0-9]*/v1 \(exported as FAKE_LLM_BASE_URL, WORKBENCH_DEMO_LLM_URL\)",
+        result.output,
+    )
 
 
 def test_fake_llm_refuses_a_bad_export_name() -> None:
-    result = CliRunner().invoke(fake_llm, ["--export", "not-a-name", "--", sys.executable, "-c", "pass"])
-    assert result.exit_code == 2 and "--export" in result.output and "Traceback" not in result.output
+    result = CliRunner().invoke(
+        fake_llm, ["--export", "not-a-name", "--", sys.executable, "-c", "pass"]
+    )
+    assert (
+        result.exit_code == 2 and "--export" in result.output and "Traceback" not in result.output
+    )
 
 
 def test_fake_llm_in_the_foreground_reports_the_port_it_bound() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "workbench", "fake-llm", "--export", "WORKBENCH_DEMO_LLM_URL"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "RAGAS_DO_NOT_TRACK": "true"})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench", "fake-llm", "--export", "WORKBENCH_DEMO_LLM_URL"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "RAGAS_DO_NOT_TRACK": "true"},
+    )
     try:
         assert proc.stdout is not None
         first = proc.stdout.readline()

@@ -26,7 +26,15 @@ def api_key(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _gold(make_dataset, n: int) -> Path:
-    cases = [make_case(f"k{i}", "fail" if i % 3 == 0 else "pass", response=f"Answer number {i}: refund in 5 business days.", adjudication={"label": "pass", "reason": GOLD_MARKER, "adjudicator": GOLD_MARKER}) for i in range(n)]
+    cases = [
+        make_case(
+            f"k{i}",
+            "fail" if i % 3 == 0 else "pass",
+            response=f"Answer number {i}: refund in 5 business days.",
+            adjudication={"label": "pass", "reason": GOLD_MARKER, "adjudicator": GOLD_MARKER},
+        )
+        for i in range(n)
+    ]
     return make_dataset(cases)
 
 
@@ -58,7 +66,9 @@ class _Counts:
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
-def test_prompt_schema_and_response_model_are_built_once_per_candidate(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: int) -> None:
+def test_prompt_schema_and_response_model_are_built_once_per_candidate(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, concurrency: int
+) -> None:
     counts = _Counts(monkeypatch)
     small, large = _gold(make_dataset, 2), _gold(make_dataset, 12)
     with FakeLLM(default=Reply(value="pass", reason="all concepts present")) as server:
@@ -76,33 +86,69 @@ def test_prompt_schema_and_response_model_are_built_once_per_candidate(make_data
     assert counts.stock_ascore == 0  # every call went through the prepared request
 
 
-def _records(make_dataset, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, *, stock: bool) -> tuple[list[dict], list[dict]]:
+def _records(
+    make_dataset, tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch, *, stock: bool
+) -> tuple[list[dict], list[dict]]:
     if stock:
+
         async def off(metric, make_llm):  # type: ignore[no-untyped-def]
             return _prepared.Preparation(None, "disabled by the test")
 
         monkeypatch.setattr(_llm, "prepare", off)
-    rules = [Rule(contains="Answer number 0", reply=Reply(value="fail", reason="missing review step")), Rule(contains="Answer number 2", reply=Reply(fault="malformed_json")), Rule(contains="Answer number 4", reply=Reply(value="maybe", reason="unsure"))]
-    with FakeLLM(rules=rules, default=Reply(value="pass", reason="all concepts present"), require_api_key=SECRET) as server:
-        run(write_spec(tmp_path / name, server.base_url), _gold(make_dataset, 6), tmp_path / name / "out", cache_dir=False)
+    rules = [
+        Rule(contains="Answer number 0", reply=Reply(value="fail", reason="missing review step")),
+        Rule(contains="Answer number 2", reply=Reply(fault="malformed_json")),
+        Rule(contains="Answer number 4", reply=Reply(value="maybe", reason="unsure")),
+    ]
+    with FakeLLM(
+        rules=rules,
+        default=Reply(value="pass", reason="all concepts present"),
+        require_api_key=SECRET,
+    ) as server:
+        run(
+            write_spec(tmp_path / name, server.base_url),
+            _gold(make_dataset, 6),
+            tmp_path / name / "out",
+            cache_dir=False,
+        )
         bodies = [c.body for c in server.calls]
     monkeypatch.undo()
     monkeypatch.setenv(KEY_ENV, SECRET)
-    keep = ("case_id", "attempt", "value", "reason", "error", "rendered_request", "request_sha256", "tokens_in", "tokens_out", "cost_usd")
-    return sorted(({k: r.get(k) for k in keep} for r in rows(tmp_path / name / "out")), key=lambda r: (r["case_id"], r["attempt"])), sorted(bodies, key=json.dumps)
+    keep = (
+        "case_id",
+        "attempt",
+        "value",
+        "reason",
+        "error",
+        "rendered_request",
+        "request_sha256",
+        "tokens_in",
+        "tokens_out",
+        "cost_usd",
+    )
+    return sorted(
+        ({k: r.get(k) for k in keep} for r in rows(tmp_path / name / "out")),
+        key=lambda r: (r["case_id"], r["attempt"]),
+    ), sorted(bodies, key=json.dumps)
 
 
-def test_prepared_path_sends_and_records_what_the_stock_ragas_path_does(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prepared_path_sends_and_records_what_the_stock_ragas_path_does(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     fast, fast_bodies = _records(make_dataset, tmp_path, "fast", monkeypatch, stock=False)
     stock, stock_bodies = _records(make_dataset, tmp_path, "stock", monkeypatch, stock=True)
     assert fast_bodies == stock_bodies and len(fast_bodies) >= 6
-    assert all(GOLD_MARKER not in json.dumps(b) for b in fast_bodies)  # labels never reach the judge
+    assert all(
+        GOLD_MARKER not in json.dumps(b) for b in fast_bodies
+    )  # labels never reach the judge
     assert fast == stock
     kinds = {r["error"]["kind"] for r in fast if r["error"]}
     assert {"unparseable", "invalid_label"} <= kinds  # the failure paths were exercised
 
 
-def test_a_prepared_request_that_differs_on_the_wire_falls_back_to_ragas(make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_prepared_request_that_differs_on_the_wire_falls_back_to_ragas(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     counts = _Counts(monkeypatch)
     real_body = _prepared.PreparedRequest.body
 
@@ -111,7 +157,12 @@ def test_a_prepared_request_that_differs_on_the_wire_falls_back_to_ragas(make_da
 
     monkeypatch.setattr(_prepared.PreparedRequest, "body", drifted)
     with FakeLLM(default=Reply(value="pass", reason="all concepts present")) as server:
-        summary = run(write_spec(tmp_path, server.base_url), _gold(make_dataset, 3), tmp_path / "out", cache_dir=False)
+        summary = run(
+            write_spec(tmp_path, server.base_url),
+            _gold(make_dataset, 3),
+            tmp_path / "out",
+            cache_dir=False,
+        )
         bodies = [c.body for c in server.calls]
     assert summary.verdicts == 3 and counts.stock_ascore == 3
     assert all("seed" not in b for b in bodies)

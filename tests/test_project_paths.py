@@ -40,7 +40,9 @@ def _outputs(path: Path) -> str:
     return json.dumps([c.get("outputs", []) for c in nbformat.read(path, as_version=4).cells])
 
 
-def test_project_root_from_root_from_notebooks_and_from_deeper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_project_root_from_root_from_notebooks_and_from_deeper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)
     project = _copy_project(tmp_path / "proj")
     assert project_root(project) == project.resolve()
@@ -51,7 +53,9 @@ def test_project_root_from_root_from_notebooks_and_from_deeper(tmp_path: Path, m
     assert project_path(absolute, project) == absolute  # absolute paths are kept
 
 
-def test_project_root_is_refused_outside_a_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_project_root_is_refused_outside_a_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)
     (tmp_path / "data").mkdir()  # data/ alone is not a project
     with pytest.raises(WorkbenchError) as info:
@@ -69,17 +73,28 @@ def test_project_root_from_the_environment(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_overview_parameters_are_project_relative() -> None:
-    params = next(c for c in nbformat.read(OVERVIEW, as_version=4).cells if "parameters" in c.metadata.get("tags", []))
+    params = next(
+        c
+        for c in nbformat.read(OVERVIEW, as_version=4).cells
+        if "parameters" in c.metadata.get("tags", [])
+    )
     assert "../" not in params.source  # nothing relative to notebooks/
 
 
-def test_overview_printed_command_works_as_printed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_overview_printed_command_works_as_printed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Run the exact command from 00_overview's first cell in a shell at the project root."""
     monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)
     project = _copy_project(tmp_path / "proj")
     command = _printed_command()
-    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
-    done = subprocess.run(["bash", "-c", command], cwd=project, env=env, capture_output=True, text=True, timeout=900)
+    env = {
+        **os.environ,
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
+    done = subprocess.run(
+        ["bash", "-c", command], cwd=project, env=env, capture_output=True, text=True, timeout=900
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     out = re.search(r"papermill \S+ (\S+)", command)
     assert out is not None
@@ -88,16 +103,38 @@ def test_overview_printed_command_works_as_printed(tmp_path: Path, monkeypatch: 
     assert f"project root: {project.resolve()}" in text
     assert "rubric-judge@1" in text and "rubric-judge@2" in text and "false-pass rate" in text
     # the command asked for calibration, and the runs went under the project's runs/
-    assert len(list((project / "runs" / "notebooks" / "00_overview").glob("*/calibration/results.jsonl"))) == 3  # rubric-judge@1, @2 and @3
+    assert (
+        len(
+            list(
+                (project / "runs" / "notebooks" / "00_overview").glob("*/calibration/results.jsonl")
+            )
+        )
+        == 3
+    )  # rubric-judge@1, @2 and @3
 
 
 @pytest.mark.notebook
-def test_overview_runs_from_notebooks_folder_with_default_paths(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_overview_runs_from_notebooks_folder_with_default_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Jupyter's way: the kernel starts in notebooks/; the default (project-relative) paths still resolve."""
     monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)
     project = _copy_project(tmp_path / "proj")
     out = tmp_path / "out.ipynb"
-    papermill.execute_notebook(str(project / "notebooks" / "00_overview.ipynb"), str(out), cwd=str(project / "notebooks"), progress_bar=False, kernel_name="python3")
+    papermill.execute_notebook(
+        str(project / "notebooks" / "00_overview.ipynb"),
+        str(out),
+        cwd=str(project / "notebooks"),
+        progress_bar=False,
+        kernel_name="python3",
+    )
     assert f"project root: {project.resolve()}" in _outputs(out)
-    assert len(list((project / "runs" / "notebooks" / "00_overview").glob("*/development/results.jsonl"))) == 3  # rubric-judge@1, @2 and @3
+    assert (
+        len(
+            list(
+                (project / "runs" / "notebooks" / "00_overview").glob("*/development/results.jsonl")
+            )
+        )
+        == 3
+    )  # rubric-judge@1, @2 and @3
     assert not (project / "notebooks" / "runs").exists() and not (project.parent / "runs").exists()

@@ -45,22 +45,34 @@ VERSIONED = [m for m in MODELS if "schema_version" in m.model_fields]
 def test_every_versioned_model_is_a_record_with_a_version() -> None:
     # A new versioned model that skips the base would skip the gate: refuse that here.
     assert len(VERSIONED) >= 50
-    outside = [f"{m.__module__}.{m.__name__}" for m in VERSIONED if not issubclass(m, Record) or m.SCHEMA_VERSION is None]
+    outside = [
+        f"{m.__module__}.{m.__name__}"
+        for m in VERSIONED
+        if not issubclass(m, Record) or m.SCHEMA_VERSION is None
+    ]
     assert outside == []
 
 
-@pytest.mark.parametrize("model", VERSIONED, ids=lambda m: f"{m.__module__.removeprefix('workbench.')}.{m.__name__}")
+@pytest.mark.parametrize(
+    "model", VERSIONED, ids=lambda m: f"{m.__module__.removeprefix('workbench.')}.{m.__name__}"
+)
 def test_a_newer_schema_version_is_refused(model: type[Record]) -> None:
     supported = model.SCHEMA_VERSION
     assert isinstance(supported, int)
     assert model.model_fields["schema_version"].default == supported
     newer = {"schema_version": supported + 1, "a_field_from_the_future": True}
-    for validate in (lambda: model.model_validate(newer), lambda: model.model_validate_json(json.dumps(newer))):
+    for validate in (
+        lambda: model.model_validate(newer),
+        lambda: model.model_validate_json(json.dumps(newer)),
+    ):
         with pytest.raises(SchemaTooNew) as info:
             validate()
         (problem,) = info.value.problems
         assert problem.code == "schema_version_newer"
-        assert problem.message == f"{model.KIND} schema_version {supported + 1} is newer than this workbench reads ({supported})"
+        assert (
+            problem.message
+            == f"{model.KIND} schema_version {supported + 1} is newer than this workbench reads ({supported})"
+        )
         assert problem.fix == "upgrade the workbench"
     # the current version passes the gate (then the fields are checked as before)
     try:
@@ -78,14 +90,18 @@ def test_the_gate_sees_nested_records_and_ignores_non_integers() -> None:
     class Outer(Record):
         inner: list[Inner]
 
-    with pytest.raises(SchemaTooNew, match="inner schema_version 3 is newer than this workbench reads"):
+    with pytest.raises(
+        SchemaTooNew, match="inner schema_version 3 is newer than this workbench reads"
+    ):
         Outer.model_validate({"inner": [{"schema_version": 2}, {"schema_version": 3}]})
     for lax in ("9", 9.0, " 9"):  # what a lax int field reads as 9 is 9 for the gate too
         with pytest.raises(SchemaTooNew):
             Inner.model_validate({"schema_version": lax})
     with pytest.raises(ValueError):  # not an int at all: the field's own validation reports it
         Inner.model_validate({"schema_version": "nine"})
-    assert Inner.model_validate({"schema_version": 1}).schema_version == 1  # older: the reader decides
+    assert (
+        Inner.model_validate({"schema_version": 1}).schema_version == 1
+    )  # older: the reader decides
 
 
 def test_config_is_shared_and_the_loose_variant_only_ignores_unknown_keys() -> None:
@@ -132,17 +148,37 @@ def test_run_manifest_from_a_newer_workbench_is_refused(tmp_path: Path) -> None:
     with pytest.raises(WorkbenchError) as info:
         freeze_manifest(tmp_path, judge, "fp", "d" * 64, "dev", 1, [])
     (problem,) = info.value.problems
-    assert (problem.location, problem.code) == (str(tmp_path / MANIFEST_FILE), "schema_version_newer")
+    assert (problem.location, problem.code) == (
+        str(tmp_path / MANIFEST_FILE),
+        "schema_version_newer",
+    )
     assert "run manifest schema_version 2 is newer than this workbench reads (1)" in problem.message
 
 
 def _lock(tmp_path: Path, schema_version: int) -> Path:
     tmp_path.mkdir(parents=True)
-    lock = Lock(report_id="c@1/v/1", created_at=datetime(2026, 1, 1, tzinfo=UTC), candidate="c@1", candidate_fingerprint="fp", outcome="certified", blockers=[], evidence={}, files={}, versions={}, git={}, ledger_entry={}, rerun_reason=None, previous_report=None, timings_s={})
+    lock = Lock(
+        report_id="c@1/v/1",
+        created_at=datetime(2026, 1, 1, tzinfo=UTC),
+        candidate="c@1",
+        candidate_fingerprint="fp",
+        outcome="certified",
+        blockers=[],
+        evidence={},
+        files={},
+        versions={},
+        git={},
+        ledger_entry={},
+        rerun_reason=None,
+        previous_report=None,
+        timings_s={},
+    )
     write_lock(tmp_path, lock)
     raw = json.loads((tmp_path / LOCK_FILE).read_text())
     raw["schema_version"] = schema_version
-    raw["lock_sha256"] = sha256_json({k: v for k, v in raw.items() if k not in ("lock_sha256", "signature")})
+    raw["lock_sha256"] = sha256_json(
+        {k: v for k, v in raw.items() if k not in ("lock_sha256", "signature")}
+    )
     (tmp_path / LOCK_FILE).write_text(json.dumps(raw))
     return tmp_path
 
@@ -155,13 +191,27 @@ def test_report_lock_from_a_newer_workbench_is_refused(tmp_path: Path) -> None:
     assert info.value.problems[0].location == str(newer / LOCK_FILE)
     result = verify_one(newer)
     assert result.checks["lock"] == "failed"
-    assert [(p.code, p.message) for p in result.problems] == [("schema_version_newer", "report lock schema_version 3 is newer than this workbench reads (2)")]
+    assert [(p.code, p.message) for p in result.problems] == [
+        (
+            "schema_version_newer",
+            "report lock schema_version 3 is newer than this workbench reads (2)",
+        )
+    ]
 
 
 def _ledger_with_one_entry(tmp_path: Path, schema_version: int) -> HeldOutLedger:
     ledger = HeldOutLedger(tmp_path / "ledger.jsonl")
     with ledger.locked():
-        _entry, _token, hold = ledger.start(candidate="c@1", fingerprint="fp", dataset_sha256="d" * 64, manifest_sha256="m" * 64, report_id="c@1/v/1", reports_root=tmp_path / "reports", gold=tmp_path / "gold", rerun_reason=None)
+        _entry, _token, hold = ledger.start(
+            candidate="c@1",
+            fingerprint="fp",
+            dataset_sha256="d" * 64,
+            manifest_sha256="m" * 64,
+            report_id="c@1/v/1",
+            reports_root=tmp_path / "reports",
+            gold=tmp_path / "gold",
+            rerun_reason=None,
+        )
     hold.release()
     raw = json.loads(ledger.path.read_text())
     raw["schema_version"] = schema_version
@@ -176,6 +226,12 @@ def test_ledger_entry_from_a_newer_workbench_is_refused(tmp_path: Path) -> None:
     newer = _ledger_with_one_entry(tmp_path / "b", 4)
     read = newer.read()  # before: the entry was read as version 3 and the chain was intact
     assert read.entries == []
-    assert [(p.location, p.code, p.message) for p in read.problems] == [(f"{newer.path}:1", "schema_version_newer", "ledger entry schema_version 4 is newer than this workbench reads (3)")]
+    assert [(p.location, p.code, p.message) for p in read.problems] == [
+        (
+            f"{newer.path}:1",
+            "schema_version_newer",
+            "ledger entry schema_version 4 is newer than this workbench reads (3)",
+        )
+    ]
     with pytest.raises(WorkbenchError):
         newer.entries()

@@ -46,7 +46,13 @@ SCRIPT = {
 @pytest.fixture
 def gold(make_dataset) -> Path:
     cases = [
-        make_case(cid, "pass", slice="billing" if cid.startswith("b") else "general", partition="calibration", response=f"response {cid}")
+        make_case(
+            cid,
+            "pass",
+            slice="billing" if cid.startswith("b") else "general",
+            partition="calibration",
+            response=f"response {cid}",
+        )
         for cid in SCRIPT
     ]
     cases.append(make_case("h1", "pass", partition="held_out"))
@@ -59,16 +65,41 @@ def flaky(tmp_path: Path) -> Path:
     for cid, verdicts in SCRIPT.items():
         migration_judges.FLAKY[f"response {cid}"] = list(verdicts)
     path = tmp_path / "flaky@1.yaml"
-    path.write_text(yaml.safe_dump({"name": "flaky", "version": "1", "kind": "ragas-function", "labels": ["pass", "fail", "review_required"], "function": "migration_judges:flaky"}))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "name": "flaky",
+                "version": "1",
+                "kind": "ragas-function",
+                "labels": ["pass", "fail", "review_required"],
+                "function": "migration_judges:flaky",
+            }
+        )
+    )
     return path
 
 
 def test_flips_majority_and_boundary_crossings(gold: Path, flaky: Path, tmp_path: Path) -> None:
-    study = run_repeatability_sync(flaky, gold, "calibration", 3, tmp_path / "run", concurrency=1, progress=False, cache_dir=False)
+    study = run_repeatability_sync(
+        flaky,
+        gold,
+        "calibration",
+        3,
+        tmp_path / "run",
+        concurrency=1,
+        progress=False,
+        cache_dir=False,
+    )
     cases = {c.case_id: c for c in study.cases}
     assert cases["b1"].verdicts == ["pass", "fail", "pass"]
     assert [cid for cid, c in cases.items() if c.flipped] == ["b1", "g1", "g2"]
-    assert {cid: c.boundary_crossing for cid, c in cases.items()} == {"b1": True, "b2": False, "g1": False, "g2": True, "g3": False}
+    assert {cid: c.boundary_crossing for cid, c in cases.items()} == {
+        "b1": True,
+        "b2": False,
+        "g1": False,
+        "g2": True,
+        "g3": False,
+    }
     assert (cases["b1"].majority, cases["b1"].majority_share) == ("pass", pytest.approx(2 / 3))
     assert (cases["b2"].majority, cases["b2"].majority_share) == ("fail", 1.0)
     assert study.review == ["b1"]  # critical crossings only
@@ -83,31 +114,97 @@ def test_flips_majority_and_boundary_crossings(gold: Path, flaky: Path, tmp_path
     assert len((tmp_path / "run" / "results.jsonl").read_text().splitlines()) == 15
     logged = read_studies(studies_path_for(gold))
     assert [s.study_id for s in logged] == [study.study_id]
-    assert latest_study(studies_path_for(gold), study.candidate_fingerprint, partition="calibration") == logged[0]
+    assert (
+        latest_study(studies_path_for(gold), study.candidate_fingerprint, partition="calibration")
+        == logged[0]
+    )
     assert latest_study(studies_path_for(gold), "0" * 64) is None
 
 
 def test_cli_exit_codes(gold: Path, flaky: Path, tmp_path: Path) -> None:
-    args = ["repeatability", "--candidate", str(flaky), "--gold", str(gold), "--repeats", "3", "--no-progress", "--concurrency", "1", "--log", str(tmp_path / "log.jsonl")]
-    review = CliRunner().invoke(main, [*args, "--partition", "calibration", "--out", str(tmp_path / "a")])
+    args = [
+        "repeatability",
+        "--candidate",
+        str(flaky),
+        "--gold",
+        str(gold),
+        "--repeats",
+        "3",
+        "--no-progress",
+        "--concurrency",
+        "1",
+        "--log",
+        str(tmp_path / "log.jsonl"),
+    ]
+    review = CliRunner().invoke(
+        main, [*args, "--partition", "calibration", "--out", str(tmp_path / "a")]
+    )
     assert review.exit_code == 4, review.output
-    assert "REVIEW: 1 case(s) in critical slices crossed the pass/fail boundary" in review.output and "b1" in review.output
-    held = CliRunner().invoke(main, [*args, "--partition", "held_out", "--out", str(tmp_path / "b")])
+    assert (
+        "REVIEW: 1 case(s) in critical slices crossed the pass/fail boundary" in review.output
+        and "b1" in review.output
+    )
+    held = CliRunner().invoke(
+        main, [*args, "--partition", "held_out", "--out", str(tmp_path / "b")]
+    )
     assert held.exit_code == 2 and not (tmp_path / "b").exists()
-    one = CliRunner().invoke(main, ["repeatability", "--candidate", str(flaky), "--gold", str(gold), "--partition", "calibration", "--repeats", "1"])
+    one = CliRunner().invoke(
+        main,
+        [
+            "repeatability",
+            "--candidate",
+            str(flaky),
+            "--gold",
+            str(gold),
+            "--partition",
+            "calibration",
+            "--repeats",
+            "1",
+        ],
+    )
     assert one.exit_code == 2
     # Re-running the study replays the cached verdicts of each repeat: it cannot be retried toward green
-    again = CliRunner().invoke(main, [*args, "--partition", "calibration", "--out", str(tmp_path / "c")])
+    again = CliRunner().invoke(
+        main, [*args, "--partition", "calibration", "--out", str(tmp_path / "c")]
+    )
     assert again.exit_code == 4 and "repeat 0: 5 attempts, 5 cached" in again.output
     # Fresh calls (the queues are empty now: every call passes) are a new study, logged beside the others
-    fresh = CliRunner().invoke(main, [*args, "--partition", "calibration", "--out", str(tmp_path / "d"), "--no-cache"])
+    fresh = CliRunner().invoke(
+        main, [*args, "--partition", "calibration", "--out", str(tmp_path / "d"), "--no-cache"]
+    )
     assert fresh.exit_code == 0, fresh.output
     assert len(read_studies(tmp_path / "log.jsonl")) == 3
 
 
-def test_an_error_in_one_repeat_makes_the_case_incomplete_not_stable(gold: Path, flaky: Path, tmp_path: Path) -> None:
-    migration_judges.FLAKY["response g3"] = ["pass", "maybe", "pass"]  # 'maybe' is outside the labels: an evaluator error
-    result = CliRunner().invoke(main, ["repeatability", "--candidate", str(flaky), "--gold", str(gold), "--partition", "calibration", "--repeats", "3", "--out", str(tmp_path / "r"), "--no-progress", "--concurrency", "1", "--log", str(tmp_path / "log.jsonl")])
+def test_an_error_in_one_repeat_makes_the_case_incomplete_not_stable(
+    gold: Path, flaky: Path, tmp_path: Path
+) -> None:
+    migration_judges.FLAKY["response g3"] = [
+        "pass",
+        "maybe",
+        "pass",
+    ]  # 'maybe' is outside the labels: an evaluator error
+    result = CliRunner().invoke(
+        main,
+        [
+            "repeatability",
+            "--candidate",
+            str(flaky),
+            "--gold",
+            str(gold),
+            "--partition",
+            "calibration",
+            "--repeats",
+            "3",
+            "--out",
+            str(tmp_path / "r"),
+            "--no-progress",
+            "--concurrency",
+            "1",
+            "--log",
+            str(tmp_path / "log.jsonl"),
+        ],
+    )
     assert result.exit_code == 3, result.output
     (study,) = read_studies(tmp_path / "log.jsonl")
     g3 = next(c for c in study.cases if c.case_id == "g3")
@@ -123,17 +220,35 @@ def policy(**flip: float) -> Policy:
     }
     for name, limit in flip.items():
         slices[name]["max_flip_rate"] = limit
-    return Policy.model_validate({"name": "p", "version": "1", "owner": "o", "rationale": "r", "slices": slices})
+    return Policy.model_validate(
+        {"name": "p", "version": "1", "owner": "o", "rationale": "r", "slices": slices}
+    )
 
 
 def test_repeatability_blockers(gold: Path, flaky: Path, tmp_path: Path) -> None:
-    study = run_repeatability_sync(flaky, gold, "calibration", 3, tmp_path / "run", concurrency=1, progress=False, cache_dir=False, log=False)
+    study = run_repeatability_sync(
+        flaky,
+        gold,
+        "calibration",
+        3,
+        tmp_path / "run",
+        concurrency=1,
+        progress=False,
+        cache_dir=False,
+        log=False,
+    )
     fp = study.candidate_fingerprint
     assert repeatability_blockers(policy(), None) == []
     (missing,) = repeatability_blockers(policy(billing=0.1), None)
-    assert (missing.code, missing.category, missing.waivable) == ("repeatability_study_missing", "incomplete", False)
+    assert (missing.code, missing.category, missing.waivable) == (
+        "repeatability_study_missing",
+        "incomplete",
+        False,
+    )
     assert "workbench repeatability" in missing.message
-    blockers = repeatability_blockers(policy(billing=0.1, general=0.7), study, fingerprint=fp, dataset_sha256=study.dataset_sha256)
+    blockers = repeatability_blockers(
+        policy(billing=0.1, general=0.7), study, fingerprint=fp, dataset_sha256=study.dataset_sha256
+    )
     assert [(b.code, b.category, b.slice, b.case_ids) for b in blockers] == [
         ("flip_rate_exceeded", "quality", "billing", ["b1"]),
         ("boundary_crossing_critical", "review", "billing", ["b1"]),
@@ -141,23 +256,78 @@ def test_repeatability_blockers(gold: Path, flaky: Path, tmp_path: Path) -> None
     assert blockers[0].evidence["rate"] == 0.5 and blockers[0].evidence["limit"] == 0.1
     assert blockers[1].evidence["studies"] == [study.study_id]
     # without any flip limit, a study's critical crossings are still listed for review
-    assert [b.code for b in repeatability_blockers(policy(), study)] == ["boundary_crossing_critical"]
-    codes = {b.code for b in repeatability_blockers(policy(billing=0.9), study.model_copy(update={"partition": "development", "repeats": 2, "status": "incomplete", "incomplete_reasons": ["x"]}), fingerprint="f" * 64, dataset_sha256="d" * 64)}
-    assert {"repeatability_wrong_partition", "repeatability_too_few_repeats", "repeatability_incomplete", "repeatability_study_other_candidate", "repeatability_study_other_gold"} <= codes
-    (unmeasured,) = [b for b in repeatability_blockers(policy(empty=0.2), study) if b.code != "boundary_crossing_critical"]
+    assert [b.code for b in repeatability_blockers(policy(), study)] == [
+        "boundary_crossing_critical"
+    ]
+    codes = {
+        b.code
+        for b in repeatability_blockers(
+            policy(billing=0.9),
+            study.model_copy(
+                update={
+                    "partition": "development",
+                    "repeats": 2,
+                    "status": "incomplete",
+                    "incomplete_reasons": ["x"],
+                }
+            ),
+            fingerprint="f" * 64,
+            dataset_sha256="d" * 64,
+        )
+    }
+    assert {
+        "repeatability_wrong_partition",
+        "repeatability_too_few_repeats",
+        "repeatability_incomplete",
+        "repeatability_study_other_candidate",
+        "repeatability_study_other_gold",
+    } <= codes
+    (unmeasured,) = [
+        b
+        for b in repeatability_blockers(policy(empty=0.2), study)
+        if b.code != "boundary_crossing_critical"
+    ]
     assert (unmeasured.code, unmeasured.slice) == ("flip_rate_unmeasured", "empty")
 
 
-def test_a_calmer_later_study_does_not_erase_earlier_crossings(gold: Path, flaky: Path, tmp_path: Path) -> None:
+def test_a_calmer_later_study_does_not_erase_earlier_crossings(
+    gold: Path, flaky: Path, tmp_path: Path
+) -> None:
     log = tmp_path / "log.jsonl"
-    first = run_repeatability_sync(flaky, gold, "calibration", 3, tmp_path / "a", concurrency=1, progress=False, cache_dir=False, log=log)
-    calm = run_repeatability_sync(flaky, gold, "calibration", 3, tmp_path / "b", concurrency=1, progress=False, cache_dir=False, log=log)  # queues empty: all pass
+    first = run_repeatability_sync(
+        flaky,
+        gold,
+        "calibration",
+        3,
+        tmp_path / "a",
+        concurrency=1,
+        progress=False,
+        cache_dir=False,
+        log=log,
+    )
+    calm = run_repeatability_sync(
+        flaky,
+        gold,
+        "calibration",
+        3,
+        tmp_path / "b",
+        concurrency=1,
+        progress=False,
+        cache_dir=False,
+        log=log,
+    )  # queues empty: all pass
     assert calm.review == [] and first.review == ["b1"]
     assert repeatability_blockers(policy(), calm) == []
     from workbench.repeatability import studies_of
 
-    (blocker,) = repeatability_blockers(policy(), calm, earlier=studies_of(log, calm.candidate_fingerprint))
-    assert (blocker.code, blocker.case_ids, blocker.evidence["studies"]) == ("boundary_crossing_critical", ["b1"], [first.study_id])
+    (blocker,) = repeatability_blockers(
+        policy(), calm, earlier=studies_of(log, calm.candidate_fingerprint)
+    )
+    assert (blocker.code, blocker.case_ids, blocker.evidence["studies"]) == (
+        "boundary_crossing_critical",
+        ["b1"],
+        [first.study_id],
+    )
 
 
 def test_policy_field_is_documented_and_bounded() -> None:
@@ -172,20 +342,65 @@ def test_policy_field_is_documented_and_bounded() -> None:
 KEY_ENV = "WB_REPEAT_KEY"
 
 
-def test_budget_refused_up_front_then_cost_and_tokens_per_repeat(gold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_budget_refused_up_front_then_cost_and_tokens_per_repeat(
+    gold: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(KEY_ENV, "k")
     with FakeLLM(default=Reply(value="pass", reason="ok")) as server:
         spec = tmp_path / "rep-llm@1.yaml"
-        spec.write_text(yaml.safe_dump({"name": "rep-llm", "version": "1", "kind": "ragas-llm", "labels": ["pass", "fail"], "model": "fake", "prompt": "Judge: {response}", "endpoint": {"base_url": server.base_url, "api_key_env": KEY_ENV, "max_retries": 0}, "params": {"max_tokens": 50}, "pricing": {"input_per_million_usd": 100.0, "output_per_million_usd": 100.0}}))
+        spec.write_text(
+            yaml.safe_dump(
+                {
+                    "name": "rep-llm",
+                    "version": "1",
+                    "kind": "ragas-llm",
+                    "labels": ["pass", "fail"],
+                    "model": "fake",
+                    "prompt": "Judge: {response}",
+                    "endpoint": {
+                        "base_url": server.base_url,
+                        "api_key_env": KEY_ENV,
+                        "max_retries": 0,
+                    },
+                    "params": {"max_tokens": 50},
+                    "pricing": {"input_per_million_usd": 100.0, "output_per_million_usd": 100.0},
+                }
+            )
+        )
         with pytest.raises(BudgetInsufficient) as info:
-            run_repeatability_sync(spec, gold, "calibration", 3, tmp_path / "run", budget_usd=0.001, progress=False, cache_dir=False, log=False)
-        assert info.value.problems[0].code == "budget_insufficient" and "15 call(s)" in info.value.problems[0].message
+            run_repeatability_sync(
+                spec,
+                gold,
+                "calibration",
+                3,
+                tmp_path / "run",
+                budget_usd=0.001,
+                progress=False,
+                cache_dir=False,
+                log=False,
+            )
+        assert (
+            info.value.problems[0].code == "budget_insufficient"
+            and "15 call(s)" in info.value.problems[0].message
+        )
         assert server.calls == [] and not (tmp_path / "run").exists()
-        study = run_repeatability_sync(spec, gold, "calibration", 3, tmp_path / "run", progress=False, cache_dir=False, log=tmp_path / "log.jsonl")
+        study = run_repeatability_sync(
+            spec,
+            gold,
+            "calibration",
+            3,
+            tmp_path / "run",
+            progress=False,
+            cache_dir=False,
+            log=tmp_path / "log.jsonl",
+        )
     assert len(server.calls) == 15
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert sum(r.cost_usd for r in study.per_repeat) == pytest.approx(run["cost_usd"])
-    assert all(r.attempts == 5 and r.tokens_in > 0 and r.tokens_out > 0 and r.cost_usd > 0 for r in study.per_repeat)
+    assert all(
+        r.attempts == 5 and r.tokens_in > 0 and r.tokens_out > 0 and r.cost_usd > 0
+        for r in study.per_repeat
+    )
     assert sum(r.tokens_in for r in study.per_repeat) == run["tokens_in"]
 
 

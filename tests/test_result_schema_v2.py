@@ -45,7 +45,9 @@ def v1_row(case: dict, value: str | None = "pass", **extra) -> dict:
 
 @pytest.fixture
 def gold(make_dataset) -> Path:
-    return make_dataset([make_case("a"), make_case("b", "fail"), make_case("c", partition="calibration")])
+    return make_dataset(
+        [make_case("a"), make_case("b", "fail"), make_case("c", partition="calibration")]
+    )
 
 
 def test_schema_version_is_2() -> None:
@@ -54,7 +56,9 @@ def test_schema_version_is_2() -> None:
 
 
 @pytest.mark.parametrize("field", REQUIRED_SINCE_V2)
-def test_a_v2_line_lacking_a_required_field_is_an_error_naming_it(gold: Path, tmp_path: Path, field: str) -> None:
+def test_a_v2_line_lacking_a_required_field_is_an_error_naming_it(
+    gold: Path, tmp_path: Path, field: str
+) -> None:
     row = make_result(make_case("a"))
     del row[field]
     path = write_results(tmp_path / "r.jsonl", [row])
@@ -80,7 +84,9 @@ def test_partition_may_not_be_null(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("version_field", ["absent", "explicit"])
-def test_a_v1_file_is_refused_with_the_migration_command(gold: Path, tmp_path: Path, version_field: str) -> None:
+def test_a_v1_file_is_refused_with_the_migration_command(
+    gold: Path, tmp_path: Path, version_field: str
+) -> None:
     rows = [v1_row(make_case("a")), v1_row(make_case("b", "fail"), "fail")]
     if version_field == "explicit":
         rows = [{**r, "schema_version": 1} for r in rows]
@@ -107,18 +113,33 @@ def test_a_complete_v1_record_is_still_refused(tmp_path: Path) -> None:
 
 def test_migrate_on_read_records_what_it_filled(gold: Path, tmp_path: Path) -> None:
     dataset = load_dataset(gold)
-    rows = [v1_row(make_case("a")), {**v1_row(make_case("c", partition="calibration")), "reason": "kept", "partition": "calibration", "attempt": 2}]
+    rows = [
+        v1_row(make_case("a")),
+        {
+            **v1_row(make_case("c", partition="calibration")),
+            "reason": "kept",
+            "partition": "calibration",
+            "attempt": 2,
+        },
+    ]
     path = write_results(tmp_path / "r.jsonl", rows)
     lines = read_results(path, migrate=True, gold=dataset)
     first, second = (line.result for line in lines)
     assert first.migration is not None and second.migration is not None
-    assert first.migration.filled == {"reason": None, "attempt": 1, "repeat": 0, "partition": "development"}
+    assert first.migration.filled == {
+        "reason": None,
+        "attempt": 1,
+        "repeat": 0,
+        "partition": "development",
+    }
     assert first.migration.partition_source == f"gold {dataset.sha256}"
     assert second.migration.filled == {"repeat": 0}  # present fields are kept, not refilled
     assert (second.reason, second.attempt, second.partition) == ("kept", 2, "calibration")
     assert first.migration.function == "workbench.results.migrate_v1_to_v2"
     note = migration_note(lines)
-    assert note is not None and note.startswith("2 of 2 result(s) were written under schema_version 1")
+    assert note is not None and note.startswith(
+        "2 of 2 result(s) were written under schema_version 1"
+    )
     assert "partition in 1" in note and "repeat in 2" in note
     # the judge is untouched: the fingerprint still checks
     assert first.judge_fingerprint == fingerprint(JUDGE)
@@ -135,17 +156,31 @@ def test_migrate_on_read_without_gold_refuses_to_guess_the_partition(tmp_path: P
 def test_v1_record_with_partition_migrates_without_gold() -> None:
     raw = {**v1_row(make_case("a")), "partition": "development"}
     out = migrate_record(raw)
-    assert out["schema_version"] == 2 and out["migration"]["filled"] == {"reason": None, "attempt": 1, "repeat": 0}
+    assert out["schema_version"] == 2 and out["migration"]["filled"] == {
+        "reason": None,
+        "attempt": 1,
+        "repeat": 0,
+    }
     JudgeResult.model_validate(out)
 
 
-def test_cli_migrate_in_place_keeps_the_original_and_align_then_reads_it(gold: Path, tmp_path: Path) -> None:
+def test_cli_migrate_in_place_keeps_the_original_and_align_then_reads_it(
+    gold: Path, tmp_path: Path
+) -> None:
     rows = [v1_row(make_case("a")), v1_row(make_case("b", "fail"), "fail")]
-    rows = [{**r, "dataset_sha256": load_dataset(gold).sha256, "rubric_version": "r1"} for r in rows]
+    rows = [
+        {**r, "dataset_sha256": load_dataset(gold).sha256, "rubric_version": "r1"} for r in rows
+    ]
     path = write_results(tmp_path / "results.jsonl", rows)
     original = path.read_bytes()
-    refused = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(path), "--partition", "development"])
-    assert refused.exit_code == 2 and "schema_version_old" in refused.output and "workbench migrate results" in refused.output
+    refused = CliRunner().invoke(
+        main, ["align", "--gold", str(gold), "--results", str(path), "--partition", "development"]
+    )
+    assert (
+        refused.exit_code == 2
+        and "schema_version_old" in refused.output
+        and "workbench migrate results" in refused.output
+    )
     no_gold = CliRunner().invoke(main, ["migrate", "results", str(path)])
     assert no_gold.exit_code == 2 and "migration_needs_gold" in no_gold.output
     assert path.read_bytes() == original  # all or nothing
@@ -155,13 +190,17 @@ def test_cli_migrate_in_place_keeps_the_original_and_align_then_reads_it(gold: P
     assert (tmp_path / "results.jsonl.v1").read_bytes() == original
     migrated = [json.loads(line) for line in path.read_text().splitlines()]
     assert all(m["schema_version"] == 2 and m["migration"]["from_version"] == 1 for m in migrated)
-    aligned = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(path), "--partition", "development"])
+    aligned = CliRunner().invoke(
+        main, ["align", "--gold", str(gold), "--results", str(path), "--partition", "development"]
+    )
     assert aligned.exit_code == 0, aligned.output
     again = CliRunner().invoke(main, ["migrate", "results", str(path), "--gold", str(gold)])
     assert again.exit_code == 0 and "migrated 0 of 2" in again.output
 
 
-def test_migrate_to_out_leaves_the_source_and_refuses_an_existing_out(gold: Path, tmp_path: Path) -> None:
+def test_migrate_to_out_leaves_the_source_and_refuses_an_existing_out(
+    gold: Path, tmp_path: Path
+) -> None:
     path = write_results(tmp_path / "r.jsonl", [v1_row(make_case("a"))])
     before = path.read_bytes()
     report = migrate_results_file(path, gold=gold, out=tmp_path / "out" / "r2.jsonl")
@@ -177,11 +216,24 @@ def test_the_engine_writes_every_required_field(make_dataset, tmp_path: Path) ->
     from workbench.runs import run_candidate
 
     spec = tmp_path / "kw@1.yaml"
-    spec.write_text("name: kw\nversion: '1'\nkind: ragas-function\nlabels: [pass, fail]\nfunction: judge_fixtures:keyword_judge\n")
+    spec.write_text(
+        "name: kw\nversion: '1'\nkind: ragas-function\nlabels: [pass, fail]\nfunction: judge_fixtures:keyword_judge\n"
+    )
     ds = load_dataset(make_dataset([make_case("a", response="a refund"), make_case("b", "fail")]))
-    summary = asyncio.run(run_candidate(load_candidate(spec), ds, "development", tmp_path / "run", progress=False, cache_dir=False))
+    summary = asyncio.run(
+        run_candidate(
+            load_candidate(spec),
+            ds,
+            "development",
+            tmp_path / "run",
+            progress=False,
+            cache_dir=False,
+        )
+    )
     raw = [json.loads(line) for line in Path(summary.results_path).read_text().splitlines()]
-    assert raw and all({"schema_version", *REQUIRED_SINCE_V2} <= set(r) and r["schema_version"] == 2 for r in raw)
+    assert raw and all(
+        {"schema_version", *REQUIRED_SINCE_V2} <= set(r) and r["schema_version"] == 2 for r in raw
+    )
 
 
 def test_llmbar_writer_keeps_null_reason_on_errors(tmp_path: Path) -> None:
@@ -189,7 +241,19 @@ def test_llmbar_writer_keeps_null_reason_on_errors(tmp_path: Path) -> None:
 
     identity = JudgeIdentity.model_validate(JUDGE)
     case = make_case("a")
-    errored = JudgeResult(case_id="a", response_hash=case["response_hash"], value=None, reason=None, judge=identity, judge_fingerprint=identity.fingerprint(), run_id="r", partition="development", error=EvaluatorError(kind="unparseable", message="x"), attempt=1, repeat=1)
+    errored = JudgeResult(
+        case_id="a",
+        response_hash=case["response_hash"],
+        value=None,
+        reason=None,
+        judge=identity,
+        judge_fingerprint=identity.fingerprint(),
+        run_id="r",
+        partition="development",
+        error=EvaluatorError(kind="unparseable", message="x"),
+        attempt=1,
+        repeat=1,
+    )
     write_judge_results(tmp_path / "results.jsonl", [errored])
     raw = json.loads((tmp_path / "results.jsonl").read_text())
     assert "reason" in raw and raw["reason"] is None
@@ -223,7 +287,9 @@ def _as_version_1(path: Path) -> None:
 
 
 @pytest.mark.notebook
-def test_verify_reads_a_locked_reports_version_1_records_through_the_migration(tmp_path: Path) -> None:
+def test_verify_reads_a_locked_reports_version_1_records_through_the_migration(
+    tmp_path: Path,
+) -> None:
     """A locked report cannot be migrated in place: verify recomputes from its v1 records on read."""
     import shutil
     import stat
@@ -234,7 +300,12 @@ def test_verify_reads_a_locked_reports_version_1_records_through_the_migration(t
     root = Path(__file__).resolve().parents[1]
     gold = tmp_path / "gold"
     shutil.copytree(root / "data" / "demo", gold)
-    result = certify(root / "data" / "candidates" / "rubric-judge@2.yaml", root / "data" / "policies" / "support-release@1.yaml", gold, reports_root=tmp_path / "reports")
+    result = certify(
+        root / "data" / "candidates" / "rubric-judge@2.yaml",
+        root / "data" / "policies" / "support-release@1.yaml",
+        gold,
+        reports_root=tmp_path / "reports",
+    )
     copy = tmp_path / "copy"
     shutil.copytree(result.report_dir, copy)
     for p in [copy, *copy.rglob("*")]:
@@ -264,12 +335,46 @@ def test_control_outcomes_read_version_1_records(tmp_path: Path) -> None:
     assert _outcomes(suite, path, judge.identity.fingerprint()) == expected and expected
 
 
-def test_import_results_migrates_older_records_on_read_with_a_note(gold: Path, tmp_path: Path) -> None:
-    source = write_results(tmp_path / "elsewhere.jsonl", [v1_row(make_case("a")), v1_row(make_case("b", "fail"), "fail")])
-    result = CliRunner().invoke(main, ["import", "results", str(source), "--gold", str(gold), "--out", str(tmp_path / "imported")])
+def test_import_results_migrates_older_records_on_read_with_a_note(
+    gold: Path, tmp_path: Path
+) -> None:
+    source = write_results(
+        tmp_path / "elsewhere.jsonl",
+        [v1_row(make_case("a")), v1_row(make_case("b", "fail"), "fail")],
+    )
+    result = CliRunner().invoke(
+        main,
+        [
+            "import",
+            "results",
+            str(source),
+            "--gold",
+            str(gold),
+            "--out",
+            str(tmp_path / "imported"),
+        ],
+    )
     assert result.exit_code == 0, result.output
-    assert "note: 2 of 2 result(s) were written under schema_version 1 and migrated on read to 2" in result.output
+    assert (
+        "note: 2 of 2 result(s) were written under schema_version 1 and migrated on read to 2"
+        in result.output
+    )
     lines = read_results(tmp_path / "imported" / "results.jsonl")
-    assert all(line.result.migration is not None and line.result.migration.filled["partition"] == "development" for line in lines)
-    aligned = CliRunner().invoke(main, ["align", "--gold", str(gold), "--results", str(tmp_path / "imported" / "results.jsonl"), "--partition", "development"])
+    assert all(
+        line.result.migration is not None
+        and line.result.migration.filled["partition"] == "development"
+        for line in lines
+    )
+    aligned = CliRunner().invoke(
+        main,
+        [
+            "align",
+            "--gold",
+            str(gold),
+            "--results",
+            str(tmp_path / "imported" / "results.jsonl"),
+            "--partition",
+            "development",
+        ],
+    )
     assert aligned.exit_code == 0, aligned.output

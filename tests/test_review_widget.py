@@ -39,10 +39,17 @@ from workbench.ui import (
 XSS = "<script>alert(1)</script> and <img src=x onerror=alert(1)>"
 
 
-def _row(case_id: str, slice: str, error_class: str, tags: list[str] | None = None, **extra) -> dict:
+def _row(
+    case_id: str, slice: str, error_class: str, tags: list[str] | None = None, **extra
+) -> dict:
     outcome = {"error": "error", "missing": "missing"}.get(error_class, "verdict")
     human = "fail" if error_class in ("false_pass", "aligned") else "pass"
-    judge = {"false_pass": "pass", "false_fail": "fail", "aligned": human, "disagreement": "review_required"}.get(error_class)
+    judge = {
+        "false_pass": "pass",
+        "false_fail": "fail",
+        "aligned": human,
+        "disagreement": "review_required",
+    }.get(error_class)
     row = {
         "case_id": case_id,
         "slice": slice,
@@ -58,7 +65,15 @@ def _row(case_id: str, slice: str, error_class: str, tags: list[str] | None = No
         "input": f"input {case_id}",
         "response": f"response {case_id}",
         "grading_notes": "notes",
-        "reviews": [{"reviewer": "rev-a", "label": human, "confidence": "high", "rationale": f"rationale {case_id}", "evidence": []}],
+        "reviews": [
+            {
+                "reviewer": "rev-a",
+                "label": human,
+                "confidence": "high",
+                "rationale": f"rationale {case_id}",
+                "evidence": [],
+            }
+        ],
         "adjudication": {"label": human, "reason": "policy", "adjudicator": "adj"},
         "rendered_request": {"messages": [{"role": "user", "content": f"judge {case_id}"}]},
         "attempts": 1,
@@ -102,9 +117,22 @@ def test_model_filters_with_masks_and_navigates(table):
     assert model.positions.tolist() == [1, 6]
     model.set_filter(tag="abbrev", error_class=ALL_CASES)
     assert model.positions.tolist() == [1, 3]  # slice billing kept: c4 (abbrev) is general
-    assert model.counts() == {"matches": 2, "total": 8, "by_class": {"aligned": 0, "disagreement": 0, "error": 1, "false_fail": 0, "false_pass": 1, "missing": 0}}
+    assert model.counts() == {
+        "matches": 2,
+        "total": 8,
+        "by_class": {
+            "aligned": 0,
+            "disagreement": 0,
+            "error": 1,
+            "false_fail": 0,
+            "false_pass": 1,
+            "missing": 0,
+        },
+    }
     model.set_filter(slice="general", error_class="false_pass", tag="(any)")
-    assert model.n_matches == 0 and model.current_case() is None and model.position_text() == "0 of 0"
+    assert (
+        model.n_matches == 0 and model.current_case() is None and model.position_text() == "0 of 0"
+    )
     assert not model.next() and not model.previous()
     with pytest.raises(ValueError):
         model.set_filter(slice="nope")
@@ -113,7 +141,11 @@ def test_model_filters_with_masks_and_navigates(table):
 
 
 def _all_options(model: ReviewModel) -> dict[str, list[tuple[str, str]]]:
-    return {"slice": model.slice_options(), "error_class": model.class_options(), "tag": model.tag_options()}
+    return {
+        "slice": model.slice_options(),
+        "error_class": model.class_options(),
+        "tag": model.tag_options(),
+    }
 
 
 def test_every_dropdown_count_is_what_choosing_it_shows(table):
@@ -132,13 +164,26 @@ def test_every_dropdown_count_is_what_choosing_it_shows(table):
     )
     checked = 0
     for s, c, t, humans, critical, unreviewed, search in combos:
-        base = {"slice": s, "error_class": c, "tag": t, "humans_disagree": humans, "critical_only": critical, "unreviewed_only": unreviewed, "search": search}
+        base = {
+            "slice": s,
+            "error_class": c,
+            "tag": t,
+            "humans_disagree": humans,
+            "critical_only": critical,
+            "unreviewed_only": unreviewed,
+            "search": search,
+        }
         model.set_filter(**base)
         for kind, options in _all_options(model).items():
             for label, value in options:
                 probe = ReviewModel(table, reviewed=["c2"])
                 probe.set_filter(**{**base, kind: value})
-                assert _count_of(label) == probe.n_matches, (base, kind, label, probe.position_text())
+                assert _count_of(label) == probe.n_matches, (
+                    base,
+                    kind,
+                    label,
+                    probe.position_text(),
+                )
                 if probe.n_matches == 0:
                     assert label.endswith("(0, no cases)"), label
                 checked += 1
@@ -153,9 +198,20 @@ def test_conditional_counts_by_hand(table):
     model = ReviewModel(table)
     model.set_filter(slice="general")
     # the class counts follow the slice; the slice counts follow the class
-    assert model.class_counts() == {ALL_DISAGREEMENTS: 2, "false_pass": 0, "false_fail": 1, "disagreement": 1, "error": 0, "missing": 1, "aligned": 1, ALL_CASES: 4}
+    assert model.class_counts() == {
+        ALL_DISAGREEMENTS: 2,
+        "false_pass": 0,
+        "false_fail": 1,
+        "disagreement": 1,
+        "error": 0,
+        "missing": 1,
+        "aligned": 1,
+        ALL_CASES: 4,
+    }
     assert model.slice_counts() == {"billing": 3, "general": 2}
-    assert dict(model.tag_options())["abbrev (0, no cases)"] == "abbrev"  # no general disagreement is tagged
+    assert (
+        dict(model.tag_options())["abbrev (0, no cases)"] == "abbrev"
+    )  # no general disagreement is tagged
     model.set_filter(error_class=ALL_CASES)
     assert ("abbrev (1)", "abbrev") in model.tag_options()
 
@@ -166,7 +222,9 @@ def test_toggles_progress_and_unreviewed_only(table):
     model = ReviewModel(ReviewTable.from_records(rows), reviewed=["c2", "c6"])
     assert model.progress_text() == "2 of 5 reviewed"
     model.set_filter(humans_disagree=True)
-    assert [model.current_case()["case_id"]] == ["c2"] and model.progress_text() == "1 of 1 reviewed"
+    assert [model.current_case()["case_id"]] == [
+        "c2"
+    ] and model.progress_text() == "1 of 1 reviewed"
     model.set_filter(humans_disagree=False, critical_only=True)
     assert model.positions.tolist() == [1, 3, 6] and model.progress_text() == "1 of 3 reviewed"
     model.set_filter(critical_only=False, unreviewed_only=True)
@@ -202,18 +260,47 @@ def test_typing_a_search_narrows_and_widens_correctly(table):
     """The search reuses the previous result while the query grows; it must stay exact."""
     model = ReviewModel(table)
     model.set_filter(error_class=ALL_CASES)
-    for query in ["r", "re", "res", "resp", "response c", "response c7", "response c", "re", "", "c4", "c"]:
+    for query in [
+        "r",
+        "re",
+        "res",
+        "resp",
+        "response c",
+        "response c7",
+        "response c",
+        "re",
+        "",
+        "c4",
+        "c",
+    ]:
         model.set_filter(search=query)
         words = query.lower().split()
-        expected = [r["case_id"] for r in ROWS if all(any(w in str(r[f]).lower() for f in ("case_id", "input", "response", "judge_reason")) or w in r["reviews"][0]["rationale"] or w in r["adjudication"]["reason"] for w in words)]
+        expected = [
+            r["case_id"]
+            for r in ROWS
+            if all(
+                any(
+                    w in str(r[f]).lower() for f in ("case_id", "input", "response", "judge_reason")
+                )
+                or w in r["reviews"][0]["rationale"]
+                or w in r["adjudication"]["reason"]
+                for w in words
+            )
+        ]
         assert [model.table.row(p)["case_id"] for p in model.positions] == expected, query
 
 
 def test_chart_counts_and_click_to_filter(table):
     model = ReviewModel(table)
-    assert model.chart_data() == [{"slice": "billing", "false_pass": 2, "false_fail": 0}, {"slice": "general", "false_pass": 0, "false_fail": 1}]
+    assert model.chart_data() == [
+        {"slice": "billing", "false_pass": 2, "false_fail": 0},
+        {"slice": "general", "false_pass": 0, "false_fail": 1},
+    ]
     model.select_bar("billing", "false_pass")
-    assert (model.slice, model.error_class) == ("billing", "false_pass") and model.positions.tolist() == [1, 6]
+    assert (model.slice, model.error_class) == (
+        "billing",
+        "false_pass",
+    ) and model.positions.tolist() == [1, 6]
     model.set_filter(tag="abbrev")  # the chart follows the other filters, not slice and class
     assert model.chart_data()[0] == {"slice": "billing", "false_pass": 1, "false_fail": 0}
     model.select_bar("billing", "false_pass")  # a second click clears the bar's filters
@@ -240,7 +327,10 @@ def test_widget_filters_change_case_position_and_every_count(table):
     w.class_filter.value = "disagreement"
     assert w.model.current_case()["case_id"] == "c5" and w.position.value == "1 of 1"
     assert w.prev_button.disabled and w.next_button.disabled
-    assert ("general (1)", "general") in w.slice_filter.options and ("billing (0, no cases)", "billing") in w.slice_filter.options
+    assert ("general (1)", "general") in w.slice_filter.options and (
+        "billing (0, no cases)",
+        "billing",
+    ) in w.slice_filter.options
     w.class_filter.value = ALL_CASES
     w.tag_filter.value = "abbrev"
     assert w.model.current_case()["case_id"] == "c4" and w.position.value == "1 of 1"
@@ -251,7 +341,9 @@ def test_widget_filters_change_case_position_and_every_count(table):
     assert ("(any) (1)", ANY_TAG) in w.tag_filter.options
     w.search.value = ""
     w.critical_toggle.value = True
-    assert w.position.value == "1 of 2" and [w.model.table.row(p)["case_id"] for p in w.model.positions] == ["c1", "c3"]
+    assert w.position.value == "1 of 2" and [
+        w.model.table.row(p)["case_id"] for p in w.model.positions
+    ] == ["c1", "c3"]
     assert "rationale c1" in w.detail.value and "judge reason" in w.detail.value
     # the case list shows the matches, the chart the slices
     assert [r["case_id"] for r in w.sidebar.rows] == ["c1", "c3"] and w.sidebar.current == 0
@@ -262,7 +354,10 @@ def test_chart_click_from_the_browser_filters_slice_and_class(table):
     w = ReviewWidget(table, reviewer="ana")
     w._on_message(w.sidebar, {"type": "bar", "slice": "billing", "error_class": "false_pass"}, [])
     assert (w.slice_filter.value, w.class_filter.value) == ("billing", "false_pass")
-    assert w.position.value == "1 of 2" and w.sidebar.selected == {"slice": "billing", "error_class": "false_pass"}
+    assert w.position.value == "1 of 2" and w.sidebar.selected == {
+        "slice": "billing",
+        "error_class": "false_pass",
+    }
     w._on_message(w.sidebar, {"type": "goto", "index": 1}, [])
     assert w.model.current_case()["case_id"] == "c6" and w.position.value == "2 of 2"
     w._on_message(w.sidebar, {"type": "goto", "index": 99}, [])  # ignored, no exception
@@ -289,7 +384,10 @@ def test_keys_navigate_pick_a_cause_and_save(table, tmp_path):
     send("4")
     send("s")
     assert [(n.case_id, n.cause) for n in notes.all()] == [("c2", "judge_instruction_gap")]
-    assert w.progress.value == "1 of 5 reviewed" and w.status.value == "saved: c2 -> judge_instruction_gap"
+    assert (
+        w.progress.value == "1 of 5 reviewed"
+        and w.status.value == "saved: c2 -> judge_instruction_gap"
+    )
     assert not w.key("x") and not w.key("9") and w.key("ArrowLeft")
     assert w.model.current_case()["case_id"] == "c1"
     assert w.key("k") and w.status.value == "first case of this filter"
@@ -300,10 +398,17 @@ def test_cause_prefilled_from_latest_note_and_counts_update_after_save(table, tm
     notes = ReviewNotes(path)
     notes.add("c2", "parser_bug", "old", reviewer="bo", judge_fingerprint="fp-test")
     notes.add("c2", "rubric_ambiguity", "newer", reviewer="bo", judge_fingerprint="fp-test")
-    notes.add("c1", "provider_failure", "another judge", reviewer="bo", judge_fingerprint="fp-other")
+    notes.add(
+        "c1", "provider_failure", "another judge", reviewer="bo", judge_fingerprint="fp-other"
+    )
     w = ReviewWidget(table, notes=notes, reviewer="ana")
-    assert w.model.current_case()["case_id"] == "c1" and w.cause.value == "" and w.note.value == ""  # other judge's note ignored
-    assert ("2 rubric_ambiguity (1)", "rubric_ambiguity") in w.cause.options and ("6 parser_bug (0)", "parser_bug") in w.cause.options
+    assert (
+        w.model.current_case()["case_id"] == "c1" and w.cause.value == "" and w.note.value == ""
+    )  # other judge's note ignored
+    assert ("2 rubric_ambiguity (1)", "rubric_ambiguity") in w.cause.options and (
+        "6 parser_bug (0)",
+        "parser_bug",
+    ) in w.cause.options
     w.key("j")
     assert (w.cause.value, w.note.value) == ("rubric_ambiguity", "newer")
     assert "latest note: <b>rubric_ambiguity</b> by bo" in w.detail.value
@@ -315,11 +420,20 @@ def test_cause_prefilled_from_latest_note_and_counts_update_after_save(table, tm
     assert ("2 rubric_ambiguity (2)", "rubric_ambiguity") in w.cause.options
     assert w.cause.value == "rubric_ambiguity" and w.progress.value == "2 of 5 reviewed"
     record = json.loads(path.read_text(encoding="utf-8").splitlines()[-1])
-    assert (record["case_id"], record["cause"], record["reviewer"], record["judge_fingerprint"], record["error_class"]) == ("c3", "rubric_ambiguity", "ana", "fp-test", "error")
+    assert (
+        record["case_id"],
+        record["cause"],
+        record["reviewer"],
+        record["judge_fingerprint"],
+        record["error_class"],
+    ) == ("c3", "rubric_ambiguity", "ana", "fp-test", "error")
     w.key("k")
     w.key("6")
     w.key("s")  # a changed cause appends; the earlier line stays
-    assert ("2 rubric_ambiguity (1)", "rubric_ambiguity") in w.cause.options and ("6 parser_bug (1)", "parser_bug") in w.cause.options
+    assert ("2 rubric_ambiguity (1)", "rubric_ambiguity") in w.cause.options and (
+        "6 parser_bug (1)",
+        "parser_bug",
+    ) in w.cause.options
     assert len(path.read_text(encoding="utf-8").splitlines()) == 5
     again = ReviewWidget(table, notes=notes, reviewer="bo")
     again.key("j")
@@ -330,7 +444,11 @@ def test_empty_filter_says_so_and_disables_buttons(table, tmp_path):
     w = ReviewWidget(table, notes=ReviewNotes(tmp_path / "n.jsonl"), reviewer="ana")
     w.slice_filter.value = "general"
     w.class_filter.value = "false_pass"
-    assert w.model.n_matches == 0 and w.position.value == "0 of 0" and w.progress.value == "0 of 0 reviewed"
+    assert (
+        w.model.n_matches == 0
+        and w.position.value == "0 of 0"
+        and w.progress.value == "0 of 0 reviewed"
+    )
     assert w.next_button.disabled and w.prev_button.disabled and w.save_button.disabled
     assert "No case matches" in w.detail.value and w.sidebar.rows == []
     assert w.key("1") and w.cause.value == ""
@@ -368,21 +486,40 @@ def test_long_texts_collapse_with_show_more():
 
 
 def test_request_pretty_printed_with_raw_json_and_sha256():
-    request = {"model": "m-1", "temperature": 0, "messages": [{"role": "system", "content": "You grade.\nBe strict."}, {"role": "user", "content": [{"type": "text", "text": "Case:\nrefund"}]}]}
+    request = {
+        "model": "m-1",
+        "temperature": 0,
+        "messages": [
+            {"role": "system", "content": "You grade.\nBe strict."},
+            {"role": "user", "content": [{"type": "text", "text": "Case:\nrefund"}]},
+        ],
+    }
     html = case_html(_row("c", "billing", "false_pass", rendered_request=request))
     pretty = html.split("wb-req-pretty", 1)[1].split("wb-req-raw", 1)[0]
-    assert "<div class='wb-req-role'>system</div><pre>You grade.\nBe strict.</pre>" in pretty  # real line breaks
-    assert "<div class='wb-req-role'>user</div><pre>Case:\nrefund</pre>" in pretty and "\\n" not in pretty
+    assert (
+        "<div class='wb-req-role'>system</div><pre>You grade.\nBe strict.</pre>" in pretty
+    )  # real line breaks
+    assert (
+        "<div class='wb-req-role'>user</div><pre>Case:\nrefund</pre>" in pretty
+        and "\\n" not in pretty
+    )
     assert "model m-1" in pretty
-    expected_sha = hashlib.sha256(json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()).hexdigest()
+    expected_sha = hashlib.sha256(
+        json.dumps(request, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    ).hexdigest()
     raw = html.split("wb-req-raw", 1)[1]
     assert f"sha256 {expected_sha[:12]}…" in raw and f"sha256 {expected_sha}" in raw
     assert "&quot;role&quot;: &quot;system&quot;" in raw  # the raw JSON, escaped
     # a recorded hash is shown as recorded
-    assert "sha256 abc123" in case_html(_row("c", "billing", "false_pass", rendered_request_sha256="abc123" + "0" * 58))
+    assert "sha256 abc123" in case_html(
+        _row("c", "billing", "false_pass", rendered_request_sha256="abc123" + "0" * 58)
+    )
     # a function judge's arguments: each field, then its text
     args = pretty_request({"function": "mod:judge", "arguments": {"response": "line 1\nline 2"}})
-    assert "function mod:judge" in args and "<div class='wb-req-role'>response</div><pre>line 1\nline 2</pre>" in args
+    assert (
+        "function mod:judge" in args
+        and "<div class='wb-req-role'>response</div><pre>line 1\nline 2</pre>" in args
+    )
 
 
 def test_every_piece_of_case_text_is_escaped():
@@ -397,15 +534,32 @@ def test_every_piece_of_case_text_is_escaped():
         reference=XSS,
         contexts=[XSS],
         judge_reason=XSS,
-        reviews=[{"reviewer": XSS, "label": XSS, "confidence": "high", "rationale": XSS, "evidence": [XSS]}],
+        reviews=[
+            {
+                "reviewer": XSS,
+                "label": XSS,
+                "confidence": "high",
+                "rationale": XSS,
+                "evidence": [XSS],
+            }
+        ],
         adjudication={"label": XSS, "reason": XSS, "adjudicator": XSS},
-        rendered_request={"model": XSS, "messages": [{"role": XSS, "content": XSS}], XSS: {XSS: XSS}},
+        rendered_request={
+            "model": XSS,
+            "messages": [{"role": XSS, "content": XSS}],
+            XSS: {XSS: XSS},
+        },
     )
     w = ReviewWidget(ReviewTable.from_records([row]), reviewer="ana")
     html = w.detail.value
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html
-    assert "<script" not in html and "<img" not in html and "<b>id" not in html and "<i>tag" not in html
+    assert (
+        "<script" not in html
+        and "<img" not in html
+        and "<b>id" not in html
+        and "<i>tag" not in html
+    )
     error_row = _row("e", "general", "error", error_message=XSS, error_kind="<u>k</u>")
     html = case_html(error_row)
     assert "<script" not in html and "<u>" not in html and "&lt;script&gt;" in html
@@ -416,14 +570,42 @@ def test_every_piece_of_case_text_is_escaped():
 # -- notes export and gold-correction drafts -----------------------------------------------------
 def test_notes_export_to_csv_and_parquet(table, tmp_path):
     notes = ReviewNotes(tmp_path / "notes.jsonl")
-    notes.add("c1", "parser_bug", "first, with a comma", reviewer="ana", judge_fingerprint="fp-test", error_class="false_pass")
-    notes.add("c1", "rubric_ambiguity", 'second "quoted"\nline', reviewer="ana", judge_fingerprint="fp-test", error_class="false_pass")
+    notes.add(
+        "c1",
+        "parser_bug",
+        "first, with a comma",
+        reviewer="ana",
+        judge_fingerprint="fp-test",
+        error_class="false_pass",
+    )
+    notes.add(
+        "c1",
+        "rubric_ambiguity",
+        'second "quoted"\nline',
+        reviewer="ana",
+        judge_fingerprint="fp-test",
+        error_class="false_pass",
+    )
     notes.add("c2", "out_of_scope", "", reviewer="bo", judge_fingerprint="fp-other")
     csv = notes.export(tmp_path / "out" / "notes.csv")
     parquet = notes.export(tmp_path / "out" / "notes.parquet")
     back_csv = pd.read_csv(csv, keep_default_na=False)
     back_parquet = pd.read_parquet(parquet)
-    assert list(back_csv.columns) == list(back_parquet.columns) == ["schema_version", "note_id", "case_id", "judge_fingerprint", "reviewer", "created_at", "cause", "note", "error_class"]
+    assert (
+        list(back_csv.columns)
+        == list(back_parquet.columns)
+        == [
+            "schema_version",
+            "note_id",
+            "case_id",
+            "judge_fingerprint",
+            "reviewer",
+            "created_at",
+            "cause",
+            "note",
+            "error_class",
+        ]
+    )
     for frame in (back_csv, back_parquet):
         assert frame["cause"].tolist() == ["parser_bug", "rubric_ambiguity", "out_of_scope"]
         assert frame["note"].tolist() == ["first, with a comma", 'second "quoted"\nline', ""]
@@ -441,11 +623,24 @@ def test_notes_export_to_csv_and_parquet(table, tmp_path):
 
 @pytest.fixture
 def gold_table(make_dataset):
-    cases = [make_case("g1", "fail", slice="billing", tags=["t"]), make_case("g2", "pass", reviews={"rev-a": "pass", "rev-b": "fail"}), make_case("g3", "pass")]
+    cases = [
+        make_case("g1", "fail", slice="billing", tags=["t"]),
+        make_case("g2", "pass", reviews={"rev-a": "pass", "rev-b": "fail"}),
+        make_case("g3", "pass"),
+    ]
     root = make_dataset(cases)
     dataset = load_dataset(root)
     request = {"messages": [{"role": "user", "content": "x"}]}
-    rows = [make_result(cases[0], "pass", rendered_request=request, rendered_request_sha256=canonical_sha256(request)), make_result(cases[1], "fail"), make_result(cases[2], "pass")]
+    rows = [
+        make_result(
+            cases[0],
+            "pass",
+            rendered_request=request,
+            rendered_request_sha256=canonical_sha256(request),
+        ),
+        make_result(cases[1], "fail"),
+        make_result(cases[2], "pass"),
+    ]
     lines = result_lines(stamped(rows, root))
     join = align_results(dataset, lines, partition="development")
     return root, dataset, review_cases(dataset, join, lines)
@@ -457,7 +652,9 @@ def test_review_cases_carries_what_the_widget_needs(gold_table):
     assert table.frame["reviewers_disagree"].tolist() == [False, True, False]
     row = table.row(0)
     assert row["gold_record"] == dataset.cases["g1"].model_dump(mode="json")
-    assert row["rendered_request_sha256"] == canonical_sha256({"messages": [{"role": "user", "content": "x"}]})
+    assert row["rendered_request_sha256"] == canonical_sha256(
+        {"messages": [{"role": "user", "content": "x"}]}
+    )
     assert f"sha256 {row['rendered_request_sha256']}" in case_html(row)
 
 
@@ -471,18 +668,39 @@ def test_gold_label_defect_drafts_a_superseding_record_never_applied(gold_table,
     w.key("2")
     assert w.draft_box.layout.display == "none"
     w.key("1")  # gold_label_defect
-    assert w.draft_box.layout.display == "flex" and w.draft_label.value == "pass"  # the judge's label by default
+    assert (
+        w.draft_box.layout.display == "flex" and w.draft_label.value == "pass"
+    )  # the judge's label by default
     assert w.draft_correction() is None and "reason" in w.status.value  # no note text yet
     w.note.value = "the policy allows this refund: the gold label is wrong"
     draft = w.draft_correction()
-    assert draft is not None and w.drafts.path == tmp_path / "review_notes.gold_drafts.jsonl" == drafts_path(notes.path)
+    assert (
+        draft is not None
+        and w.drafts.path == tmp_path / "review_notes.gold_drafts.jsonl" == drafts_path(notes.path)
+    )
     saved = notes.all()
-    assert [(n.case_id, n.cause) for n in saved] == [("g1", "gold_label_defect")]  # the note was saved first
-    assert (draft.supersedes, draft.proposed_label, draft.current_label, draft.note_id, draft.status) == ("g1", "pass", "fail", saved[0].note_id, "proposed")
+    assert [(n.case_id, n.cause) for n in saved] == [
+        ("g1", "gold_label_defect")
+    ]  # the note was saved first
+    assert (
+        draft.supersedes,
+        draft.proposed_label,
+        draft.current_label,
+        draft.note_id,
+        draft.status,
+    ) == ("g1", "pass", "fail", saved[0].note_id, "proposed")
     record = GoldCase.model_validate(draft.record)
-    assert (record.case_id, record.supersedes, record.adjudication.label, record.adjudication.adjudicator) == ("g1-c1", "g1", "pass", None)
+    assert (
+        record.case_id,
+        record.supersedes,
+        record.adjudication.label,
+        record.adjudication.adjudicator,
+    ) == ("g1-c1", "g1", "pass", None)
     assert record.adjudication.reason == "the policy allows this refund: the gold label is wrong"
-    assert record.reviews == dataset.cases["g1"].reviews and record.response_hash == dataset.cases["g1"].response_hash
+    assert (
+        record.reviews == dataset.cases["g1"].reviews
+        and record.response_hash == dataset.cases["g1"].response_hash
+    )
     assert [d.draft_id for d in GoldCorrectionDrafts(w.drafts.path).all()] == [draft.draft_id]
     # never applied: the gold file and the dataset are unchanged
     assert (root / "gold.jsonl").read_bytes() == gold_before
@@ -496,12 +714,23 @@ def test_gold_label_defect_drafts_a_superseding_record_never_applied(gold_table,
     w.key("3")
     assert w.draft_correction() is None and "needs cause gold_label_defect" in w.status.value
     with pytest.raises(WorkbenchError, match="not_a_gold_defect"):
-        GoldCorrectionDrafts(tmp_path / "d.jsonl").add(notes.add("g2", "parser_bug", "x", reviewer="ana"), proposed_label="fail", current_label="pass")
+        GoldCorrectionDrafts(tmp_path / "d.jsonl").add(
+            notes.add("g2", "parser_bug", "x", reviewer="ana"),
+            proposed_label="fail",
+            current_label="pass",
+        )
     assert len(GoldCorrectionDrafts(w.drafts.path).all()) == 2
 
 
 def test_table_from_frame_tolerates_missing_optional_values():
-    frame = pd.DataFrame({"case_id": ["a", "b"], "slice": ["s", "s"], "error_class": ["false_pass", "aligned"], "tags": [["x"], None]})
+    frame = pd.DataFrame(
+        {
+            "case_id": ["a", "b"],
+            "slice": ["s", "s"],
+            "error_class": ["false_pass", "aligned"],
+            "tags": [["x"], None],
+        }
+    )
     table = ReviewTable.from_frame(frame)
     assert table.tags == ("x",) and table.row(1)["risk"] is None and table.row(1)["tags"] is None
     assert table.reviewers_disagree.tolist() == [False, False] and table.labels == ()

@@ -30,10 +30,45 @@ def _probe(*names: str, **overrides: dict) -> tuple[click.Command, list[RunOptio
 
 
 def test_options_travel_as_one_frozen_object() -> None:
-    probe, seen = _probe("concurrency", "budget", "max_cases", "repeats", "cache", "no_cache", "retry_errors", "no_progress")
-    result = CliRunner().invoke(probe, ["--concurrency", "3", "--budget-usd", "1.5", "--max-cases", "4", "--repeat", "2", "--cache", "c", "--retry-errors", "--no-progress"])
+    probe, seen = _probe(
+        "concurrency",
+        "budget",
+        "max_cases",
+        "repeats",
+        "cache",
+        "no_cache",
+        "retry_errors",
+        "no_progress",
+    )
+    result = CliRunner().invoke(
+        probe,
+        [
+            "--concurrency",
+            "3",
+            "--budget-usd",
+            "1.5",
+            "--max-cases",
+            "4",
+            "--repeat",
+            "2",
+            "--cache",
+            "c",
+            "--retry-errors",
+            "--no-progress",
+        ],
+    )
     assert result.exit_code == 0, result.output
-    assert seen == [RunOptions(concurrency=3, budget_usd=1.5, max_cases=4, repeats=2, cache_dir="c", retry_errors=True, progress=False)]
+    assert seen == [
+        RunOptions(
+            concurrency=3,
+            budget_usd=1.5,
+            max_cases=4,
+            repeats=2,
+            cache_dir="c",
+            retry_errors=True,
+            progress=False,
+        )
+    ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         seen[0].concurrency = 9  # type: ignore[misc]
     assert seen[0].engine_kwargs()["cache_dir"] == "c"
@@ -63,7 +98,11 @@ def test_options_placed_apart_are_gathered_too() -> None:
     assert seen == [RunOptions(concurrency=2, budget_usd=3.0)]
     help_text = CliRunner().invoke(probe, ["--help"]).output
     assert "own help" in help_text
-    assert help_text.index("--budget-usd") < help_text.index("--other") < help_text.index("--concurrency")
+    assert (
+        help_text.index("--budget-usd")
+        < help_text.index("--other")
+        < help_text.index("--concurrency")
+    )
 
 
 def test_invalid_values_are_refused_by_the_shared_types() -> None:
@@ -79,8 +118,16 @@ def test_unknown_option_name_is_a_programming_error() -> None:
 
 
 def test_no_command_declares_a_run_option_by_hand() -> None:
-    by_hand = re.compile(r'click\.option\("--(concurrency|budget-usd|max-cases|no-cache|no-progress|retry-errors|cache)"')
-    offenders = [f"{p.name}:{n}" for p in CLI.glob("*.py") if p.name != "_run_options.py" for n, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
+    by_hand = re.compile(
+        r'click\.option\("--(concurrency|budget-usd|max-cases|no-cache|no-progress|retry-errors|cache)"'
+    )
+    offenders = [
+        f"{p.name}:{n}"
+        for p in CLI.glob("*.py")
+        if p.name != "_run_options.py"
+        for n, line in enumerate(p.read_text().splitlines(), 1)
+        if by_hand.search(line)
+    ]
     assert offenders == []
 
 

@@ -49,7 +49,12 @@ POLICY: dict[str, Any] = {
     "rationale": "Limits for the unit-test rubric, written before results.",
     "rubric_version": "r1",
     "slices": {
-        "billing": {"risk": "critical", "max_false_passes": 0, "max_false_pass_rate": 0.5, "max_abstention_rate": 0.1},
+        "billing": {
+            "risk": "critical",
+            "max_false_passes": 0,
+            "max_false_pass_rate": 0.5,
+            "max_abstention_rate": 0.1,
+        },
         "general": {"risk": "low", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point"},
         "empty": {"risk": "medium", "min_n": 0},
     },
@@ -75,7 +80,12 @@ def write_spec(directory: Path, base_url: str) -> Path:
         "labels": ["pass", "fail"],
         "model": "fake-judge",
         "prompt": PROMPT,
-        "endpoint": {"base_url": base_url, "api_key_env": KEY_ENV, "timeout_s": 2, "max_retries": 2},
+        "endpoint": {
+            "base_url": base_url,
+            "api_key_env": KEY_ENV,
+            "timeout_s": 2,
+            "max_retries": 2,
+        },
         "params": {"temperature": 0, "max_tokens": 100},
         "pricing": {"input_per_million_usd": 1000.0, "output_per_million_usd": 2000.0},
     }
@@ -85,7 +95,9 @@ def write_spec(directory: Path, base_url: str) -> Path:
     return path
 
 
-def write_policy(directory: Path, sampling: dict[str, Any] | None, name: str = "sampled-release") -> Path:
+def write_policy(
+    directory: Path, sampling: dict[str, Any] | None, name: str = "sampled-release"
+) -> Path:
     raw = {**json.loads(json.dumps(POLICY)), "name": name}
     if sampling is not None:
         raw["sampling"] = sampling
@@ -95,10 +107,26 @@ def write_policy(directory: Path, sampling: dict[str, Any] | None, name: str = "
     return path
 
 
-def gold_cases(general: int = 10, billing: int = 4, general_first: bool = True) -> list[dict[str, Any]]:
+def gold_cases(
+    general: int = 10, billing: int = 4, general_first: bool = True
+) -> list[dict[str, Any]]:
     """Cases whose response length (so cost) varies; general cases come first in the file."""
-    g = [make_case(f"g{i}", "pass", slice="general", group=f"fam{i // 2}", response="refund in five days " * (1 + i)) for i in range(general)]
-    b = [make_case(f"b{i}", "pass", slice="billing", response=f"BILLING-CASE {i} " + "charge " * (1 + i)) for i in range(billing)]
+    g = [
+        make_case(
+            f"g{i}",
+            "pass",
+            slice="general",
+            group=f"fam{i // 2}",
+            response="refund in five days " * (1 + i),
+        )
+        for i in range(general)
+    ]
+    b = [
+        make_case(
+            f"b{i}", "pass", slice="billing", response=f"BILLING-CASE {i} " + "charge " * (1 + i)
+        )
+        for i in range(billing)
+    ]
     return g + b if general_first else b + g
 
 
@@ -113,15 +141,35 @@ def results_of(out: Path) -> list[dict[str, Any]]:
 # ------------------------------------------------------------------ the plan and its rules
 
 
-def test_a_policy_that_samples_a_critical_slice_is_refused_with_a_fix(tmp_path: Path, make_dataset) -> None:
-    bad = write_policy(tmp_path, {**PLAN, "slices": {"billing": {"size": 2}, "general": {"fraction": 0.5}}})
+def test_a_policy_that_samples_a_critical_slice_is_refused_with_a_fix(
+    tmp_path: Path, make_dataset
+) -> None:
+    bad = write_policy(
+        tmp_path, {**PLAN, "slices": {"billing": {"size": 2}, "general": {"fraction": 0.5}}}
+    )
     with pytest.raises(WorkbenchError) as caught:
         load_policy(bad)
     codes = [p.code for p in caught.value.problems]
     assert codes == ["sampling_critical_sampled"]
-    assert "billing" in caught.value.problems[0].message and "remove size/fraction" in caught.value.problems[0].fix
+    assert (
+        "billing" in caught.value.problems[0].message
+        and "remove size/fraction" in caught.value.problems[0].fix
+    )
     # the run command refuses it before any call: exit 2, one line with the fix, no traceback
-    result = run_cli("run", "--candidate", write_spec(tmp_path, "http://127.0.0.1:9/v1"), "--gold", make_dataset(gold_cases()), "--partition", "development", "--out", tmp_path / "out", "--policy", bad, "--no-progress")
+    result = run_cli(
+        "run",
+        "--candidate",
+        write_spec(tmp_path, "http://127.0.0.1:9/v1"),
+        "--gold",
+        make_dataset(gold_cases()),
+        "--partition",
+        "development",
+        "--out",
+        tmp_path / "out",
+        "--policy",
+        bad,
+        "--no-progress",
+    )
     assert result.exit_code == 2, result.output
     assert "sampling_critical_sampled" in result.output and "remove size/fraction" in result.output
     assert "Traceback" not in result.output and not (tmp_path / "out" / "manifest.json").exists()
@@ -135,7 +183,11 @@ def test_a_plan_file_lists_every_problem_at_once(tmp_path: Path) -> None:
                 "seed": 1,
                 "applies_to": ["held_out", "development"],
                 "rationale": "x",
-                "slices": {"general": {"size": 3, "fraction": 0.2}, "billing": {"reserve_share": 0.7}, "empty": {"reserve_share": 0.6}},
+                "slices": {
+                    "general": {"size": 3, "fraction": 0.2},
+                    "billing": {"reserve_share": 0.7},
+                    "empty": {"reserve_share": 0.6},
+                },
             }
         ),
         encoding="utf-8",
@@ -145,30 +197,96 @@ def test_a_plan_file_lists_every_problem_at_once(tmp_path: Path) -> None:
     codes = sorted(p.code for p in caught.value.problems)
     assert codes == ["sampling_held_out", "sampling_owner", "sampling_size_conflict"], codes
     # with the shape fixed, the shares that add up to more than the budget are named
-    path.write_text(yaml.safe_dump({"seed": 1, "owner": "QA", "applies_to": ["development"], "rationale": "x", "slices": {"billing": {"reserve_share": 0.7}, "empty": {"reserve_share": 0.6}}}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "seed": 1,
+                "owner": "QA",
+                "applies_to": ["development"],
+                "rationale": "x",
+                "slices": {"billing": {"reserve_share": 0.7}, "empty": {"reserve_share": 0.6}},
+            }
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(WorkbenchError) as caught:
         load_sampling_plan(path)
     assert [p.code for p in caught.value.problems] == ["sampling_reserve_shares"]
 
 
-def test_run_refuses_unknown_slices_reservations_over_budget_and_held_out(tmp_path: Path, make_dataset) -> None:
+def test_run_refuses_unknown_slices_reservations_over_budget_and_held_out(
+    tmp_path: Path, make_dataset
+) -> None:
     gold = make_dataset([*gold_cases(), make_case("h1", "pass", partition="held_out")])
     spec = write_spec(tmp_path, "http://127.0.0.1:9/v1")
     plan = tmp_path / "plan.yaml"
-    plan.write_text(yaml.safe_dump({**PLAN, "owner": "QA", "slices": {"nope": {"size": 1}, "billing": {"reserve_usd": 5.0}}}), encoding="utf-8")
-    result = run_cli("run", "--candidate", spec, "--gold", gold, "--partition", "development", "--out", tmp_path / "o1", "--sampling-plan", plan, "--budget-usd", "1", "--no-progress")
+    plan.write_text(
+        yaml.safe_dump(
+            {
+                **PLAN,
+                "owner": "QA",
+                "slices": {"nope": {"size": 1}, "billing": {"reserve_usd": 5.0}},
+            }
+        ),
+        encoding="utf-8",
+    )
+    result = run_cli(
+        "run",
+        "--candidate",
+        spec,
+        "--gold",
+        gold,
+        "--partition",
+        "development",
+        "--out",
+        tmp_path / "o1",
+        "--sampling-plan",
+        plan,
+        "--budget-usd",
+        "1",
+        "--no-progress",
+    )
     assert result.exit_code == 2, result.output
-    assert "sampling_unknown_slice" in result.output and "sampling_reservations_exceed_budget" in result.output
+    assert (
+        "sampling_unknown_slice" in result.output
+        and "sampling_reservations_exceed_budget" in result.output
+    )
     ok = write_policy(tmp_path, PLAN)
-    result = run_cli("run", "--candidate", spec, "--gold", gold, "--partition", "calibration", "--out", tmp_path / "o2", "--policy", ok, "--no-progress")
-    assert result.exit_code == 2 and ("sampling_scope_not_covered" in result.output or "empty_partition" in result.output), result.output
+    result = run_cli(
+        "run",
+        "--candidate",
+        spec,
+        "--gold",
+        gold,
+        "--partition",
+        "calibration",
+        "--out",
+        tmp_path / "o2",
+        "--policy",
+        ok,
+        "--no-progress",
+    )
+    assert result.exit_code == 2 and (
+        "sampling_scope_not_covered" in result.output or "empty_partition" in result.output
+    ), result.output
     declared = load_policy(ok).sampling
     assert declared is not None
-    with pytest.raises(WorkbenchError):  # held-out data runs only through certify, never under a plan
-        run_candidate_sync(load_candidate(spec), load_dataset(gold), "held_out", tmp_path / "o3", progress=False, sampling=declared)
+    with pytest.raises(
+        WorkbenchError
+    ):  # held-out data runs only through certify, never under a plan
+        run_candidate_sync(
+            load_candidate(spec),
+            load_dataset(gold),
+            "held_out",
+            tmp_path / "o3",
+            progress=False,
+            sampling=declared,
+        )
     assert not (tmp_path / "o3" / "manifest.json").exists()
     with pytest.raises(WorkbenchError) as caught:
-        check_plan(declared, {"billing": "critical", "general": "low"}, location="plan", scope="held_out")
+        check_plan(
+            declared, {"billing": "critical", "general": "low"}, location="plan", scope="held_out"
+        )
     assert [p.code for p in caught.value.problems] == ["sampling_held_out"]
 
 
@@ -176,7 +294,10 @@ def test_run_refuses_unknown_slices_reservations_over_budget_and_held_out(tmp_pa
 
 
 def cases_for_draw(n: int = 40) -> list[SampleCase]:
-    return [SampleCase(f"c{i}", "general" if i % 4 else "billing", group=f"grp{i // 3}") for i in range(n)]
+    return [
+        SampleCase(f"c{i}", "general" if i % 4 else "billing", group=f"grp{i // 3}")
+        for i in range(n)
+    ]
 
 
 def test_the_draw_is_deterministic_group_aware_and_sized() -> None:
@@ -185,7 +306,9 @@ def test_the_draw_is_deterministic_group_aware_and_sized() -> None:
     first = draw_sample(plan, cases)
     shuffled = cases[:]
     random.Random(3).shuffle(shuffled)
-    assert set(draw_sample(plan, shuffled).sampled) == set(first.sampled)  # input order does not matter
+    assert set(draw_sample(plan, shuffled).sampled) == set(
+        first.sampled
+    )  # input order does not matter
     general = [c for c in cases if c.slice == "general"]
     drawn = [c for c in general if c.case_id in first.sampled]
     target = math.ceil(0.25 * len(general))
@@ -197,7 +320,9 @@ def test_the_draw_is_deterministic_group_aware_and_sized() -> None:
     # billing (not listed) is complete
     assert all(c.case_id in first.sampled for c in cases if c.slice == "billing")
     # another seed draws another sample (for at least one of a few seeds)
-    others = [set(draw_sample(plan.model_copy(update={"seed": s}), cases).sampled) for s in (8, 9, 10)]
+    others = [
+        set(draw_sample(plan.model_copy(update={"seed": s}), cases).sampled) for s in (8, 9, 10)
+    ]
     assert any(o != set(first.sampled) for o in others)
     assert plan.model_copy(update={"seed": 8}).sha256() != plan.sha256()
 
@@ -206,7 +331,9 @@ def test_adding_cases_never_moves_a_left_out_case_into_the_sample() -> None:
     plan = SamplingPlan.model_validate({**PLAN, "slices": {"general": {"size": 6}}})
     cases = cases_for_draw(40)
     before = draw_sample(plan, cases)
-    after = draw_sample(plan, [*cases, *(SampleCase(f"n{i}", "general", group=f"new{i}") for i in range(10))])
+    after = draw_sample(
+        plan, [*cases, *(SampleCase(f"n{i}", "general", group=f"new{i}") for i in range(10))]
+    )
     assert before.sampled_out and set(before.sampled_out) <= set(after.sampled_out)
 
 
@@ -220,12 +347,35 @@ def sampled_run(tmp_path: Path, make_dataset) -> dict[str, Any]:
     with FakeLLM(default=Reply(value="pass")) as server:
         spec = write_spec(tmp_path, server.base_url)
         out = tmp_path / "run"
-        result = run_cli("run", "--candidate", spec, "--gold", gold, "--partition", "development", "--out", out, "--policy", policy, "--no-progress")
+        result = run_cli(
+            "run",
+            "--candidate",
+            spec,
+            "--gold",
+            gold,
+            "--partition",
+            "development",
+            "--out",
+            out,
+            "--policy",
+            policy,
+            "--no-progress",
+        )
         calls = server.call_count
-    return {"gold": gold, "policy": policy, "spec": spec, "out": out, "result": result, "calls": calls, "tmp": tmp_path}
+    return {
+        "gold": gold,
+        "policy": policy,
+        "spec": spec,
+        "out": out,
+        "result": result,
+        "calls": calls,
+        "tmp": tmp_path,
+    }
 
 
-def test_a_run_under_a_plan_records_the_plan_hash_and_judges_only_the_sample(sampled_run: dict[str, Any]) -> None:
+def test_a_run_under_a_plan_records_the_plan_hash_and_judges_only_the_sample(
+    sampled_run: dict[str, Any],
+) -> None:
     result, out = sampled_run["result"], sampled_run["out"]
     assert result.exit_code == 0, result.output
     plan = load_policy(sampled_run["policy"]).sampling
@@ -234,27 +384,63 @@ def test_a_run_under_a_plan_records_the_plan_hash_and_judges_only_the_sample(sam
     summary = json.loads((out / "run.json").read_text())
     assert manifest["sampling"]["plan_sha256"] == plan.sha256() == summary["sampling_plan_sha256"]
     dataset = load_dataset(sampled_run["gold"])
-    expected = draw_sample(plan, [SampleCase(c.case_id, c.slice, c.group) for c in dataset.partition("development")])
+    expected = draw_sample(
+        plan, [SampleCase(c.case_id, c.slice, c.group) for c in dataset.partition("development")]
+    )
     judged = {r["case_id"] for r in results_of(out)}
     assert judged == set(expected.sampled) and sampled_run["calls"] == len(judged)
-    assert sorted(manifest["sampling"]["sampled_out"]) == sorted(expected.sampled_out) == sorted(summary["sampled_out"])
-    assert all(not c.startswith("b") for c in summary["sampled_out"])  # critical billing is complete
+    assert (
+        sorted(manifest["sampling"]["sampled_out"])
+        == sorted(expected.sampled_out)
+        == sorted(summary["sampled_out"])
+    )
+    assert all(
+        not c.startswith("b") for c in summary["sampled_out"]
+    )  # critical billing is complete
     assert 0 < len(summary["sampled_out"]) < 10
     assert "sampled out (" in result.output and plan.sha256()[:12] in result.output
     assert "cost and tokens per judged case, by slice" in result.output and "p95" in result.output
     # a resume under another plan is a different run
     other = write_policy(sampled_run["tmp"] / "other", {**PLAN, "seed": 8})
-    again = run_cli("run", "--candidate", sampled_run["spec"], "--gold", sampled_run["gold"], "--partition", "development", "--out", out, "--policy", other, "--no-progress")
-    assert again.exit_code == 2 and "manifest_changed" in again.output and "sampling" in again.output
+    again = run_cli(
+        "run",
+        "--candidate",
+        sampled_run["spec"],
+        "--gold",
+        sampled_run["gold"],
+        "--partition",
+        "development",
+        "--out",
+        out,
+        "--policy",
+        other,
+        "--no-progress",
+    )
+    assert (
+        again.exit_code == 2 and "manifest_changed" in again.output and "sampling" in again.output
+    )
 
 
 def gate(run: dict[str, Any], policy: Path) -> tuple[int, dict[str, Any]]:
-    result = run_cli("gate", "--gold", run["gold"], "--results", run["out"] / "results.jsonl", "--policy", policy, "--run", run["out"], "--json")
+    result = run_cli(
+        "gate",
+        "--gold",
+        run["gold"],
+        "--results",
+        run["out"] / "results.jsonl",
+        "--policy",
+        policy,
+        "--run",
+        run["out"],
+        "--json",
+    )
     body = result.output[result.output.index("{") :]
     return result.exit_code, json.loads(body)
 
 
-def test_gate_accepts_the_sampled_scope_only_under_the_policy_plan(sampled_run: dict[str, Any]) -> None:
+def test_gate_accepts_the_sampled_scope_only_under_the_policy_plan(
+    sampled_run: dict[str, Any],
+) -> None:
     out = sampled_run["out"]
     n_out = len(json.loads((out / "run.json").read_text())["sampled_out"])
     code, result = gate(sampled_run, sampled_run["policy"])
@@ -276,13 +462,19 @@ def test_gate_accepts_the_sampled_scope_only_under_the_policy_plan(sampled_run: 
     assert code == 3 and "not under the declared plan" in missing["message"]
 
 
-def test_a_manifest_edited_to_hide_a_dropped_case_does_not_shrink_the_scope(sampled_run: dict[str, Any]) -> None:
+def test_a_manifest_edited_to_hide_a_dropped_case_does_not_shrink_the_scope(
+    sampled_run: dict[str, Any],
+) -> None:
     out = sampled_run["out"]
     rows = results_of(out)
     dropped = next(r for r in rows if r["case_id"].startswith("g"))
-    (out / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows if r is not dropped), encoding="utf-8")
+    (out / "results.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows if r is not dropped), encoding="utf-8"
+    )
     manifest = json.loads((out / "manifest.json").read_text())
-    manifest["sampling"]["sampled_out"] = sorted([*manifest["sampling"]["sampled_out"], dropped["case_id"]])
+    manifest["sampling"]["sampled_out"] = sorted(
+        [*manifest["sampling"]["sampled_out"], dropped["case_id"]]
+    )
     (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     code, result = gate(sampled_run, sampled_run["policy"])
     missing = next(b for b in result["blockers"] if b["code"] == "missing_results")
@@ -292,29 +484,65 @@ def test_a_manifest_edited_to_hide_a_dropped_case_does_not_shrink_the_scope(samp
     manifest["sampling"]["plan"]["seed"] = 99
     (out / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
     code, result = gate(sampled_run, sampled_run["policy"])
-    assert code == 3 and "edited" in next(b for b in result["blockers"] if b["code"] == "missing_results")["message"]
+    assert (
+        code == 3
+        and "edited"
+        in next(b for b in result["blockers"] if b["code"] == "missing_results")["message"]
+    )
 
 
 def test_align_shows_the_sample_and_cost_distributions(sampled_run: dict[str, Any]) -> None:
     out = sampled_run["out"]
-    plain = run_cli("align", "--gold", sampled_run["gold"], "--results", out / "results.jsonl", "--json")
+    plain = run_cli(
+        "align", "--gold", sampled_run["gold"], "--results", out / "results.jsonl", "--json"
+    )
     report = json.loads(plain.output[plain.output.index("{") :])
-    assert report["status"] == "incomplete" and report["sampling_rejected"]  # no declared plan given
-    declared = run_cli("align", "--gold", sampled_run["gold"], "--results", out / "results.jsonl", "--policy", sampled_run["policy"], "--json")
+    assert (
+        report["status"] == "incomplete" and report["sampling_rejected"]
+    )  # no declared plan given
+    declared = run_cli(
+        "align",
+        "--gold",
+        sampled_run["gold"],
+        "--results",
+        out / "results.jsonl",
+        "--policy",
+        sampled_run["policy"],
+        "--json",
+    )
     report = json.loads(declared.output[declared.output.index("{") :])
-    assert report["status"] == "complete" and report["sampled_out_case_ids"] and report["sampling_rejected"] is None
+    assert (
+        report["status"] == "complete"
+        and report["sampled_out_case_ids"]
+        and report["sampling_rejected"] is None
+    )
     # cost per judged case by slice, checked against the results by hand
     rows = results_of(out)
     for row in report["costs"]:
-        mine = [r for r in rows if row["slice"] == "(all)" or r["case_id"].startswith(row["slice"][0])]
+        mine = [
+            r for r in rows if row["slice"] == "(all)" or r["case_id"].startswith(row["slice"][0])
+        ]
         costs = sorted(r["cost_usd"] for r in mine)
         assert row["cases"] == len(mine) and row["cost_usd"]["max"] == pytest.approx(costs[-1])
         assert row["cost_usd"]["p95"] == pytest.approx(costs[math.ceil(0.95 * len(costs)) - 1])
         assert row["cost_usd"]["total"] == pytest.approx(sum(costs))
         assert row["tokens_in"]["max"] == max(r["tokens_in"] for r in mine)
     assert len({r["cost_usd"] for r in rows}) > 1  # the figures are not all the same number
-    text = run_cli("align", "--gold", sampled_run["gold"], "--results", out / "results.jsonl", "--policy", sampled_run["policy"]).output
-    assert "Cost and tokens per judged case" in text and "median" in text and "p95" in text and "sampled:" in text
+    text = run_cli(
+        "align",
+        "--gold",
+        sampled_run["gold"],
+        "--results",
+        out / "results.jsonl",
+        "--policy",
+        sampled_run["policy"],
+    ).output
+    assert (
+        "Cost and tokens per judged case" in text
+        and "median" in text
+        and "p95" in text
+        and "sampled:" in text
+    )
 
 
 def test_cost_distribution_by_hand() -> None:
@@ -324,12 +552,33 @@ def test_cost_distribution_by_hand() -> None:
     assert (d.total, d.median, d.p95, d.max) == (16.0, 2.5, 10.0, 10.0)
     rows = [
         {"case_id": "a", "repeat": 0, "cost_usd": 0.1, "tokens_in": 10, "tokens_out": 1},
-        {"case_id": "a", "repeat": 0, "cost_usd": 0.2, "tokens_in": 20, "tokens_out": 2},  # a retry: the case costs 0.3
+        {
+            "case_id": "a",
+            "repeat": 0,
+            "cost_usd": 0.2,
+            "tokens_in": 20,
+            "tokens_out": 2,
+        },  # a retry: the case costs 0.3
         {"case_id": "b", "repeat": 0, "cost_usd": 0.5, "tokens_in": 50, "tokens_out": 5},
-        {"case_id": "c", "repeat": 0, "cost_usd": 0.0, "tokens_in": 0, "tokens_out": 0, "cached_from_run_id": "r0"},
+        {
+            "case_id": "c",
+            "repeat": 0,
+            "cost_usd": 0.0,
+            "tokens_in": 0,
+            "tokens_out": 0,
+            "cached_from_run_id": "r0",
+        },
     ]
-    out = {c.slice: c for c in slice_costs(rows, {"a": "x", "b": "x", "c": "y"}, {"x": "high", "y": "critical"})}
-    assert out["x"].cases == 2 and out["x"].calls == 3 and out["x"].cost_usd.median == pytest.approx(0.4) and out["x"].cost_usd.max == pytest.approx(0.5)
+    out = {
+        c.slice: c
+        for c in slice_costs(rows, {"a": "x", "b": "x", "c": "y"}, {"x": "high", "y": "critical"})
+    }
+    assert (
+        out["x"].cases == 2
+        and out["x"].calls == 3
+        and out["x"].cost_usd.median == pytest.approx(0.4)
+        and out["x"].cost_usd.max == pytest.approx(0.5)
+    )
     assert out["x"].tokens_in.total == 80 and out["y"].cases == 0 and out["y"].cached == 1
     assert out["(all)"].cases == 2
 
@@ -342,7 +591,18 @@ def test_lower_lanes_cannot_spend_a_reserved_slice_hold() -> None:
 
     async def scenario() -> list[str]:
         log: list[str] = []
-        limits = Limits(1.0, None, 0.0, breaker_after=5, endpoint=None, secrets=[], priority={"crit": 0, "low": 1}, holds={"crit": 0.5}, lane_units={"crit": 1, "low": 3}, lane_spent={})
+        limits = Limits(
+            1.0,
+            None,
+            0.0,
+            breaker_after=5,
+            endpoint=None,
+            secrets=[],
+            priority={"crit": 0, "low": 1},
+            holds={"crit": 0.5},
+            lane_units={"crit": 1, "low": 3},
+            lane_spent={},
+        )
         call = CallEstimate(expected=0.3, reservation=0.3, tokens_in=1, tokens_out_cap=1)
         small = CallEstimate(expected=0.1, reservation=0.1, tokens_in=1, tokens_out_cap=1)
         # a lower call waits while the reserved unit has not started
@@ -354,7 +614,9 @@ def test_lower_lanes_cannot_spend_a_reserved_slice_hold() -> None:
         assert await asyncio.wait_for(waiting, 1)
         await limits.settle(call, 0.3, called=True, lane="low")  # spent 0.4; crit still holds 0.4
         log.append(f"spent {limits.spent:.1f}")
-        second = asyncio.ensure_future(limits.admit(call, True, "low"))  # 0.4 + 0.3 + 0.4 held > 1.0
+        second = asyncio.ensure_future(
+            limits.admit(call, True, "low")
+        )  # 0.4 + 0.3 + 0.4 held > 1.0
         await asyncio.sleep(0.05)
         log.append(f"low into the hold: {'waiting' if not second.done() else 'admitted'}")
         assert limits.stop_reason is None  # waiting, not stopping the run
@@ -363,34 +625,72 @@ def test_lower_lanes_cannot_spend_a_reserved_slice_hold() -> None:
         log.append("low after crit finished: admitted")
         return log
 
-    assert asyncio.run(scenario()) == ["low before crit started: waiting", "spent 0.4", "low into the hold: waiting", "low after crit finished: admitted"]
+    assert asyncio.run(scenario()) == [
+        "low before crit started: waiting",
+        "spent 0.4",
+        "low into the hold: waiting",
+        "low after crit finished: admitted",
+    ]
 
 
 @pytest.mark.parametrize("concurrency", [1, 4])
-def test_a_run_stopped_by_budget_never_leaves_a_critical_case_unrun(tmp_path: Path, make_dataset, concurrency: int) -> None:
+def test_a_run_stopped_by_budget_never_leaves_a_critical_case_unrun(
+    tmp_path: Path, make_dataset, concurrency: int
+) -> None:
     # general cases come first in the gold: without a plan they are judged first
     gold = make_dataset(gold_cases(general=10, billing=4, general_first=True))
-    plan = SamplingPlan.model_validate({**PLAN, "slices": {"general": {"fraction": 1.0}, "billing": {"reserve_share": 0.5}}})
+    plan = SamplingPlan.model_validate(
+        {**PLAN, "slices": {"general": {"fraction": 1.0}, "billing": {"reserve_share": 0.5}}}
+    )
     dataset = load_dataset(gold)
     with FakeLLM(default=Reply(value="pass")) as server:
         spec = write_spec(tmp_path, server.base_url)
         judge = load_candidate(spec)
-        total = run_candidate_sync(judge, dataset, "development", tmp_path / "measure", progress=False, cache_dir=False).cost_usd
+        total = run_candidate_sync(
+            judge, dataset, "development", tmp_path / "measure", progress=False, cache_dir=False
+        ).cost_usd
         budget = total * 0.5  # room for about half of the cases
-        control = run_candidate_sync(judge, dataset, "development", tmp_path / "plain", budget_usd=budget, concurrency=concurrency, progress=False, cache_dir=False)
+        control = run_candidate_sync(
+            judge,
+            dataset,
+            "development",
+            tmp_path / "plain",
+            budget_usd=budget,
+            concurrency=concurrency,
+            progress=False,
+            cache_dir=False,
+        )
         assert control.stop_reason == "budget_exhausted"
         assert any(u.startswith("b") for u in control.unrun)  # the failure mode a plan prevents
-        summary = run_candidate_sync(judge, dataset, "development", tmp_path / "planned", budget_usd=budget, concurrency=concurrency, progress=False, sampling=plan, cache_dir=False)
+        summary = run_candidate_sync(
+            judge,
+            dataset,
+            "development",
+            tmp_path / "planned",
+            budget_usd=budget,
+            concurrency=concurrency,
+            progress=False,
+            sampling=plan,
+            cache_dir=False,
+        )
     assert summary.status == "incomplete" and summary.stop_reason == "budget_exhausted"
     assert summary.cost_usd <= budget + 1e-12
     assert not [u for u in summary.unrun if u.startswith("b")], summary.unrun
     rows = results_of(tmp_path / "planned")
     assert {r["case_id"] for r in rows if r["value"] is not None} >= {f"b{i}" for i in range(4)}
-    assert [u for u in summary.unrun if u.startswith("g")]  # the budget did run out, on the lower lane
+    assert [
+        u for u in summary.unrun if u.startswith("g")
+    ]  # the budget did run out, on the lower lane
     first_general = min(r["started_at"] for r in rows if r["case_id"].startswith("g"))
-    assert all(r["started_at"] <= first_general for r in rows if r["case_id"].startswith("b") and r["attempt"] == 1)
+    assert all(
+        r["started_at"] <= first_general
+        for r in rows
+        if r["case_id"].startswith("b") and r["attempt"] == 1
+    )
     costs = {c.slice: c for c in summary.slice_costs}
-    assert costs["billing"].cases == 4 and costs["general"].cases == len({r["case_id"] for r in rows if r["case_id"].startswith("g")})
+    assert costs["billing"].cases == 4 and costs["general"].cases == len(
+        {r["case_id"] for r in rows if r["case_id"].startswith("g")}
+    )
 
 
 def test_a_reserved_slice_retry_is_paid_from_its_hold(tmp_path: Path, make_dataset) -> None:
@@ -398,17 +698,41 @@ def test_a_reserved_slice_retry_is_paid_from_its_hold(tmp_path: Path, make_datas
     spend only what billing's hold leaves, so billing's retries still fit in the budget."""
     gold = make_dataset(gold_cases(general=12, billing=2))
     dataset = load_dataset(gold)
-    plan = SamplingPlan.model_validate({**PLAN, "slices": {"general": {"fraction": 1.0}, "billing": {"reserve_share": 0.4}}})
+    plan = SamplingPlan.model_validate(
+        {**PLAN, "slices": {"general": {"fraction": 1.0}, "billing": {"reserve_share": 0.4}}}
+    )
     rules = [Rule(reply=Reply(fault="http_429"), contains="BILLING-CASE", times=2)]
     with FakeLLM(default=Reply(value="pass")) as server:
-        total = run_candidate_sync(load_candidate(write_spec(tmp_path, server.base_url)), dataset, "development", tmp_path / "measure", progress=False, cache_dir=False).cost_usd
+        total = run_candidate_sync(
+            load_candidate(write_spec(tmp_path, server.base_url)),
+            dataset,
+            "development",
+            tmp_path / "measure",
+            progress=False,
+            cache_dir=False,
+        ).cost_usd
     budget = total * 0.6
     with FakeLLM(rules=rules, default=Reply(value="pass"), retry_after_s=0.3) as server:
         judge = load_candidate(write_spec(tmp_path, server.base_url))
-        summary = run_candidate_sync(judge, dataset, "development", tmp_path / "out", budget_usd=budget, concurrency=4, progress=False, sampling=plan, cache_dir=False)
+        summary = run_candidate_sync(
+            judge,
+            dataset,
+            "development",
+            tmp_path / "out",
+            budget_usd=budget,
+            concurrency=4,
+            progress=False,
+            sampling=plan,
+            cache_dir=False,
+        )
     rows = results_of(tmp_path / "out")
     billing = [r for r in rows if r["case_id"].startswith("b")]
-    assert sorted((r["case_id"], r["attempt"], r["value"]) for r in billing) == [("b0", 1, None), ("b0", 2, "pass"), ("b1", 1, None), ("b1", 2, "pass")]
+    assert sorted((r["case_id"], r["attempt"], r["value"]) for r in billing) == [
+        ("b0", 1, None),
+        ("b0", 2, "pass"),
+        ("b1", 1, None),
+        ("b1", 2, "pass"),
+    ]
     assert summary.stop_reason == "budget_exhausted" and summary.cost_usd <= budget + 1e-12
     lanes = plan_lanes(plan, {"billing": "critical", "general": "low", "empty": "medium"}, budget)
     assert lanes.holds == {"billing": pytest.approx(0.4 * budget)}
@@ -426,5 +750,9 @@ def test_the_certification_report_table_shows_the_distribution_per_slice(make_da
     ]
     frame = cost_by_slice(rows, dataset)
     assert list(frame.index) == ["billing", "general", "(all)"]  # critical first
-    assert frame.loc["general", "cost_usd_median"] == pytest.approx(0.2) and frame.loc["general", "cost_usd_max"] == pytest.approx(0.3)
-    assert frame.loc["(all)", "cost_usd_p95"] == pytest.approx(0.9) and frame.loc["(all)", "tokens_in_median"] == pytest.approx(25)
+    assert frame.loc["general", "cost_usd_median"] == pytest.approx(0.2) and frame.loc[
+        "general", "cost_usd_max"
+    ] == pytest.approx(0.3)
+    assert frame.loc["(all)", "cost_usd_p95"] == pytest.approx(0.9) and frame.loc[
+        "(all)", "tokens_in_median"
+    ] == pytest.approx(25)

@@ -13,7 +13,11 @@ from workbench.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["noise-seed-coverage.md", "ranking-seed-coverage.md"]
 TESTS = ROOT / "tests"
-TEST_NAMES = {m for p in TESTS.glob("test_*.py") for m in re.findall(r"^(?:async )?def (test_\w+)", p.read_text(encoding="utf-8"), re.M)}
+TEST_NAMES = {
+    m
+    for p in TESTS.glob("test_*.py")
+    for m in re.findall(r"^(?:async )?def (test_\w+)", p.read_text(encoding="utf-8"), re.M)
+}
 
 
 def _text(name: str) -> str:
@@ -63,7 +67,9 @@ def test_every_named_test_exists(doc: str) -> None:
         if "::" in ref:
             file, name = ref.split("::")
             path = TESTS / file
-            if not path.exists() or not re.search(rf"^(?:async )?def {name}\b", path.read_text(encoding="utf-8"), re.M):
+            if not path.exists() or not re.search(
+                rf"^(?:async )?def {name}\b", path.read_text(encoding="utf-8"), re.M
+            ):
                 missing.append(ref)
         elif ref not in TEST_NAMES:
             missing.append(ref)
@@ -74,5 +80,8 @@ def test_the_checks_catch_a_wrong_name() -> None:
     assert _resolve("workbench ranking run --candidate SPEC") is None
     assert _resolve("workbench ranking verify RUN_DIR") is None
     assert _resolve("workbench ranking rerun --case X") is not None
-    assert _tests("`test_no_such_test` and `tests/test_ranking.py::test_x`") == ["test_no_such_test", "test_ranking.py::test_x"]
+    assert _tests("`test_no_such_test` and `tests/test_ranking.py::test_x`") == [
+        "test_no_such_test",
+        "test_ranking.py::test_x",
+    ]
     assert _tests("see `tests/test_noise*.py` and tests/test_ranking.py") == []

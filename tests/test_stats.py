@@ -229,7 +229,9 @@ def test_wilson_closed_form_equals_statsmodels_exactly():
             assert (rate.ci95_low, rate.ci95_high) == (float(sm_low), float(sm_high)), (k, n)
     for alpha in (0.1, 0.01):
         rate = wilson_rate(7, 33, alpha=alpha)
-        assert (rate.ci95_low, rate.ci95_high) == tuple(map(float, proportion_confint(7, 33, alpha=alpha, method="wilson")))
+        assert (rate.ci95_low, rate.ci95_high) == tuple(
+            map(float, proportion_confint(7, 33, alpha=alpha, method="wilson"))
+        )
 
 
 def test_cohen_kappa_closed_form_equals_sklearn_exactly():
@@ -246,4 +248,7 @@ def test_cohen_kappa_closed_form_equals_sklearn_exactly():
         ours = cohen_kappa(a, b, labels=vocab).value
         reference = float(cohen_kappa_score(a, b, labels=used))
         assert ours == reference or (ours is None and math.isnan(reference)), trial
-        assert cohen_kappa(a, b).value == float(cohen_kappa_score(a, b)) or cohen_kappa(a, b).value is None
+        assert (
+            cohen_kappa(a, b).value == float(cohen_kappa_score(a, b))
+            or cohen_kappa(a, b).value is None
+        )

@@ -24,7 +24,9 @@ MESSAGES = [
 PROMPT = "You are a strict judge.\n\nIs this refund answer correct?"
 
 
-def chat(client: httpx.Client, server: FakeLLM, messages: list[dict] | None = None, **extra: object) -> httpx.Response:
+def chat(
+    client: httpx.Client, server: FakeLLM, messages: list[dict] | None = None, **extra: object
+) -> httpx.Response:
     body = {"model": "judge-model", "messages": messages or MESSAGES, **extra}
     return client.post(f"{server.base_url}/chat/completions", json=body)
 
@@ -71,11 +73,19 @@ def test_response_shape_and_usage_arithmetic(server: FakeLLM, client: httpx.Clie
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
-    assert json.loads(data["choices"][0]["message"]["content"]) == {"reason": "the refund window is wrong", "value": "fail"}
+    assert json.loads(data["choices"][0]["message"]["content"]) == {
+        "reason": "the refund window is wrong",
+        "value": "fail",
+    }
 
     (call,) = server.calls
     assert isinstance(call, RecordedCall)
-    assert (call.index, call.path, call.status, call.authorized) == (0, "/v1/chat/completions", 200, None)
+    assert (call.index, call.path, call.status, call.authorized) == (
+        0,
+        "/v1/chat/completions",
+        200,
+        None,
+    )
     assert call.body == {"model": "judge-model", "messages": MESSAGES}
     assert call.reply == Reply("fail", "the refund window is wrong")
     assert server.call_count == 1
@@ -112,13 +122,18 @@ def test_models_unknown_paths_and_bad_bodies(server: FakeLLM, client: httpx.Clie
     assert client.get(f"{server.base_url}/chat/completions").status_code == 405
 
     bad = client.post(
-        f"{server.base_url}/chat/completions", content=b"{not json", headers={"Content-Type": "application/json"}
+        f"{server.base_url}/chat/completions",
+        content=b"{not json",
+        headers={"Content-Type": "application/json"},
     )
     assert bad.status_code == 400 and bad.json()["error"]["type"] == "invalid_request_error"
     no_messages = client.post(f"{server.base_url}/chat/completions", json={"model": "m"})
     assert no_messages.status_code == 400
     # Only chat requests are recorded; the unparseable one has body None.
-    assert [(c.status, c.body is None, c.reply.fault) for c in server.calls] == [(400, True, "http_400"), (400, False, "http_400")]
+    assert [(c.status, c.body is None, c.reply.fault) for c in server.calls] == [
+        (400, True, "http_400"),
+        (400, False, "http_400"),
+    ]
 
 
 # -- faults ---------------------------------------------------------------------------------
@@ -193,7 +208,10 @@ def test_short_hang_answers_normally(client: httpx.Client) -> None:
         response = chat(client, server)
         assert time.perf_counter() - started >= 0.1
     assert response.status_code == 200
-    assert json.loads(response.json()["choices"][0]["message"]["content"]) == {"reason": "late", "value": "pass"}
+    assert json.loads(response.json()["choices"][0]["message"]["content"]) == {
+        "reason": "late",
+        "value": "pass",
+    }
     assert server.calls[0].status == 200
 
 
@@ -229,16 +247,36 @@ def test_invalid_configuration_is_rejected() -> None:
         FakeLLM(fault_rates={"hang": 1.5})
     with pytest.raises(RuntimeError):
         _ = FakeLLM().base_url
-    assert FAULTS == ("http_500", "http_429", "http_400", "http_401", "hang", "malformed_json", "refusal", "http_401_echo", "http_403", "disconnect", "inflated_usage")
+    assert FAULTS == (
+        "http_500",
+        "http_429",
+        "http_400",
+        "http_401",
+        "hang",
+        "malformed_json",
+        "refusal",
+        "http_401_echo",
+        "http_403",
+        "disconnect",
+        "inflated_usage",
+    )
 
 
-def test_401_echo_repeats_the_presented_key_in_the_body_but_never_records_it(client: httpx.Client) -> None:
+def test_401_echo_repeats_the_presented_key_in_the_body_but_never_records_it(
+    client: httpx.Client,
+) -> None:
     key = "sk-echo-0123456789abcdef"
     with FakeLLM(default=Reply(fault="http_401_echo")) as server:
-        response = client.post(f"{server.base_url}/chat/completions", json={"model": "m", "messages": MESSAGES}, headers={"Authorization": f"Bearer {key}"})
+        response = client.post(
+            f"{server.base_url}/chat/completions",
+            json={"model": "m", "messages": MESSAGES},
+            headers={"Authorization": f"Bearer {key}"},
+        )
         bare = chat(client, server)
     assert response.status_code == 401
-    assert response.json()["error"]["message"].startswith(f"Incorrect API key provided: Bearer {key}.")
+    assert response.json()["error"]["message"].startswith(
+        f"Incorrect API key provided: Bearer {key}."
+    )
     assert "(none)" in bare.json()["error"]["message"]
     assert key not in repr(server.calls) and server.calls[0].status == 401
 
@@ -252,9 +290,15 @@ def test_disconnect_closes_without_answering(client: httpx.Client) -> None:
 
 
 def test_inflated_usage_reports_the_configured_tokens(client: httpx.Client) -> None:
-    with FakeLLM(default=Reply("pass", fault="inflated_usage"), inflated_usage_tokens=123456) as server:
+    with FakeLLM(
+        default=Reply("pass", fault="inflated_usage"), inflated_usage_tokens=123456
+    ) as server:
         data = chat(client, server).json()
-    assert data["usage"] == {"prompt_tokens": 123456, "completion_tokens": 123456, "total_tokens": 246912}
+    assert data["usage"] == {
+        "prompt_tokens": 123456,
+        "completion_tokens": 123456,
+        "total_tokens": 246912,
+    }
     assert json.loads(data["choices"][0]["message"]["content"])["value"] == "pass"
     with pytest.raises(ValueError):
         FakeLLM(inflated_usage_tokens=-1)
@@ -298,10 +342,21 @@ def test_responder_sees_the_request(client: httpx.Client) -> None:
 
     with FakeLLM(rules=[Rule(Reply("rule"), contains="RULE")], responder=responder) as server:
         chat(client, server, messages=[{"role": "user", "content": "RULE"}])
-        good = chat(client, server, messages=[{"role": "system", "content": "judge"}, {"role": "user", "content": "good"}])
-        bad = chat(client, server, messages=[{"role": "user", "content": [{"type": "text", "text": "bad"}]}])
+        good = chat(
+            client,
+            server,
+            messages=[{"role": "system", "content": "judge"}, {"role": "user", "content": "good"}],
+        )
+        bad = chat(
+            client,
+            server,
+            messages=[{"role": "user", "content": [{"type": "text", "text": "bad"}]}],
+        )
 
-    assert json.loads(good.json()["choices"][0]["message"]["content"]) == {"reason": "request 1", "value": "pass"}
+    assert json.loads(good.json()["choices"][0]["message"]["content"]) == {
+        "reason": "request 1",
+        "value": "pass",
+    }
     assert json.loads(bad.json()["choices"][0]["message"]["content"])["value"] == "fail"
     assert [r.index for r in seen] == [1, 2]  # the rule answered request 0
     assert seen[0].prompt == "judge\n\ngood"
@@ -387,9 +442,13 @@ def test_openai_client_and_ragas_discrete_metric() -> None:
     async def run(server: FakeLLM) -> tuple[object, object]:
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         llm = llm_factory("fake-judge", provider="openai", client=client)
-        metric = DiscreteMetric(name="j", allowed_values=["pass", "fail"], prompt="Judge: {response}")
+        metric = DiscreteMetric(
+            name="j", allowed_values=["pass", "fail"], prompt="Judge: {response}"
+        )
         result = await metric.ascore(llm=llm, response="hi")
-        completion = await client.chat.completions.create(model="fake-judge", messages=[{"role": "user", "content": "x"}])
+        completion = await client.chat.completions.create(
+            model="fake-judge", messages=[{"role": "user", "content": "x"}]
+        )
         await client.close()
         return result, completion
 
@@ -401,7 +460,10 @@ def test_openai_client_and_ragas_discrete_metric() -> None:
     assert body is not None and body["response_format"] == {"type": "json_object"}
     assert body["model"] == "fake-judge"
     assert "hi" in body["messages"][-1]["content"]
-    assert completion.usage.total_tokens == completion.usage.prompt_tokens + completion.usage.completion_tokens  # type: ignore[attr-defined]
+    assert (
+        completion.usage.total_tokens
+        == completion.usage.prompt_tokens + completion.usage.completion_tokens
+    )  # type: ignore[attr-defined]
     assert server.calls[0].headers["user-agent"].startswith("AsyncOpenAI")
 
 
@@ -412,15 +474,25 @@ def test_openai_client_errors_retries_and_timeouts() -> None:
         messages = [{"role": "user", "content": "x"}]
         retrying = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=1)
         started = time.perf_counter()
-        ok = await retrying.chat.completions.create(model="m", messages=messages)  # 429, then success
+        ok = await retrying.chat.completions.create(
+            model="m", messages=messages
+        )  # 429, then success
         assert time.perf_counter() - started < 0.4  # the 0.05 s Retry-After was honoured
         assert ok.choices[0].message.content is not None
-        strict = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0, timeout=0.2)
+        strict = openai.AsyncOpenAI(
+            base_url=server.base_url, api_key="k", max_retries=0, timeout=0.2
+        )
         with pytest.raises(openai.InternalServerError):
-            await strict.chat.completions.create(model="m", messages=[{"role": "user", "content": "boom"}])
+            await strict.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "boom"}]
+            )
         with pytest.raises(openai.APITimeoutError):
-            await strict.chat.completions.create(model="m", messages=[{"role": "user", "content": "hang"}])
-        refused = await strict.chat.completions.create(model="m", messages=[{"role": "user", "content": "refuse"}])
+            await strict.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hang"}]
+            )
+        refused = await strict.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "refuse"}]
+        )
         assert refused.choices[0].message.refusal == "I'm sorry, I can't help with that."
         await retrying.close()
         await strict.close()
@@ -453,7 +525,9 @@ def test_openai_client_errors_retries_and_timeouts() -> None:
 )
 def test_cli_rejects_bad_input(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("WORKBENCH_TEST_UNSET_KEY_VAR", raising=False)
-    result = CliRunner().invoke(fake_llm, [*args, "--port", "0", "--", sys.executable, "-c", "pass"])
+    result = CliRunner().invoke(
+        fake_llm, [*args, "--port", "0", "--", sys.executable, "-c", "pass"]
+    )
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output
     assert "Error" in result.output
@@ -475,8 +549,19 @@ sys.exit(int(sys.argv[1]) if json.loads(content)["value"] == "fail" else 99)
 
 
 @pytest.mark.parametrize("code", [0, 3])
-def test_cli_runs_a_command_and_propagates_its_exit_code(code: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_cli_runs_a_command_and_propagates_its_exit_code(
+    code: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_KEY", "cli-secret")
-    args = ["--port", "0", "--default-value", "fail", "--require-api-key-env", "FAKE_KEY", "--latency", "0.01"]
+    args = [
+        "--port",
+        "0",
+        "--default-value",
+        "fail",
+        "--require-api-key-env",
+        "FAKE_KEY",
+        "--latency",
+        "0.01",
+    ]
     result = CliRunner().invoke(fake_llm, [*args, "--", sys.executable, "-c", CHILD, str(code)])
     assert result.exit_code == code, result.output

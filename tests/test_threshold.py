@@ -14,7 +14,14 @@ from workbench.errors import WorkbenchError
 from workbench.judges import load_candidate
 from workbench.phases import CalibrationSession, choose_threshold, threshold_sweep
 
-SPEC = {"name": "len", "version": "1", "kind": "ragas-function", "labels": ["pass", "fail"], "function": "judge_fixtures:length_score", "threshold": {"value": 0.5}}
+SPEC = {
+    "name": "len",
+    "version": "1",
+    "kind": "ragas-function",
+    "labels": ["pass", "fail"],
+    "function": "judge_fixtures:length_score",
+    "threshold": {"value": 0.5},
+}
 
 
 def write(directory: Path, **changes: object) -> Path:
@@ -26,12 +33,26 @@ def write(directory: Path, **changes: object) -> Path:
 @pytest.fixture
 def session(make_dataset, tmp_path: Path) -> CalibrationSession:
     # scores 0.1 .. 0.8; humans pass the high scores except 0.8, fail the low ones except 0.3
-    labels = {1: "fail", 2: "fail", 3: "pass", 4: "fail", 5: "pass", 6: "pass", 7: "pass", 8: "fail"}
-    cases = [make_case(f"c{s}", lab, response=f"score {s}", partition="calibration") for s, lab in labels.items()]
+    labels = {
+        1: "fail",
+        2: "fail",
+        3: "pass",
+        4: "fail",
+        5: "pass",
+        6: "pass",
+        7: "pass",
+        8: "fail",
+    }
+    cases = [
+        make_case(f"c{s}", lab, response=f"score {s}", partition="calibration")
+        for s, lab in labels.items()
+    ]
     return CalibrationSession(make_dataset(cases), run_root=tmp_path / "runs")
 
 
-def test_threshold_turns_scores_into_labels_and_records_the_score(session: CalibrationSession, tmp_path: Path) -> None:
+def test_threshold_turns_scores_into_labels_and_records_the_score(
+    session: CalibrationSession, tmp_path: Path
+) -> None:
     judge = session.load(write(tmp_path))
     run = asyncio.run(session.run(judge, progress=False))
     by_case = {line.result.case_id: line.result for line in run.lines}
@@ -55,12 +76,20 @@ def test_sweep_counts_by_hand(session: CalibrationSession, tmp_path: Path) -> No
     assert choice["threshold"] == 0.5 and choice["agreement"] == pytest.approx(0.75)
     # a limit nothing finite can meet on the upper bound: reported, never the pass-nothing cut-off
     strict = choose_threshold(sweep.reset_index(), max_false_pass_rate=0.1)
-    assert strict["meets_limit"] is False and math.isfinite(strict["threshold"]) and strict["false_passes"] == 1
+    assert (
+        strict["meets_limit"] is False
+        and math.isfinite(strict["threshold"])
+        and strict["false_passes"] == 1
+    )
 
 
-def test_freezing_the_threshold_is_a_new_version(session: CalibrationSession, tmp_path: Path) -> None:
+def test_freezing_the_threshold_is_a_new_version(
+    session: CalibrationSession, tmp_path: Path
+) -> None:
     base = session.load(write(tmp_path))
-    frozen = session.derive(base, version="2", threshold={**base.spec.threshold.model_dump(), "value": 0.6})
+    frozen = session.derive(
+        base, version="2", threshold={**base.spec.threshold.model_dump(), "value": 0.6}
+    )
     assert frozen.identity.fingerprint() != base.identity.fingerprint()
     run = asyncio.run(session.run(frozen, progress=False))
     assert {line.result.case_id: line.result.value for line in run.lines}["c5"] == "fail"

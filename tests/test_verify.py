@@ -37,17 +37,30 @@ def _keypair(directory: Path, name: str, fmt: str) -> tuple[Path, Path]:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     key = Ed25519PrivateKey.generate()
-    private_format = serialization.PrivateFormat.OpenSSH if fmt == "openssh" else serialization.PrivateFormat.PKCS8
+    private_format = (
+        serialization.PrivateFormat.OpenSSH
+        if fmt == "openssh"
+        else serialization.PrivateFormat.PKCS8
+    )
     private = directory / name
-    private.write_bytes(key.private_bytes(serialization.Encoding.PEM, private_format, serialization.NoEncryption()))
+    private.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, private_format, serialization.NoEncryption())
+    )
     public = directory / f"{name}.pub"
-    public.write_text(key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode() + f" {name}@test\n")
+    public.write_text(
+        key.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+        + f" {name}@test\n"
+    )
     return private, public
 
 
 def invoke(*args: str):
     result = CliRunner().invoke(main, list(args))
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.output  # never a traceback
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        result.output
+    )  # never a traceback
     assert "Traceback" not in result.output
     return result
 
@@ -82,21 +95,53 @@ def setup(tmp_path_factory: pytest.TempPathFactory):
     budget_policy.write_text(POLICY.read_text() + "budget_usd: 1.0\n")
     reports = base / "reports"
     first = certify(CANDIDATE, POLICY, gold, reports_root=reports, sign_key=openssh)
-    second = certify(CANDIDATE, budget_policy, gold, reports_root=reports, rerun_reason="re-run under the policy budget with a case limit", max_cases=5, budget_usd=0.25)
-    return {"base": base, "gold": gold, "reports": reports, "first": first, "second": second, "openssh": openssh, "openssh_pub": openssh_pub, "pem": pem, "pem_pub": pem_pub, "budget_policy": budget_policy}
+    second = certify(
+        CANDIDATE,
+        budget_policy,
+        gold,
+        reports_root=reports,
+        rerun_reason="re-run under the policy budget with a case limit",
+        max_cases=5,
+        budget_usd=0.25,
+    )
+    return {
+        "base": base,
+        "gold": gold,
+        "reports": reports,
+        "first": first,
+        "second": second,
+        "openssh": openssh,
+        "openssh_pub": openssh_pub,
+        "pem": pem,
+        "pem_pub": pem_pub,
+        "budget_policy": budget_policy,
+    }
 
 
 def test_the_reports_verify_with_every_check(setup) -> None:
     result = invoke("verify", str(setup["reports"]), "--json")
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["verified"] is True and [r["report_id"] for r in data["reports"]] == [setup["first"].report_id, setup["second"].report_id]
+    assert data["verified"] is True and [r["report_id"] for r in data["reports"]] == [
+        setup["first"].report_id,
+        setup["second"].report_id,
+    ]
     for r in data["reports"]:
         assert r["checks"]["outcome"] == "ok (recomputed from the evidence)"
-        assert r["checks"]["ledger"] == "ok" and r["checks"]["chain"] == "ok" and r["checks"]["files"] == "ok"
+        assert (
+            r["checks"]["ledger"] == "ok"
+            and r["checks"]["chain"] == "ok"
+            and r["checks"]["files"] == "ok"
+        )
     first, second = data["reports"]
-    assert first["checks"]["signature"] == "valid" and "not checked against a trust list" in first["signature"]
-    assert second["checks"]["signature"] == "unsigned" and "only show accidental change" in second["signature"]
+    assert (
+        first["checks"]["signature"] == "valid"
+        and "not checked against a trust list" in first["signature"]
+    )
+    assert (
+        second["checks"]["signature"] == "unsigned"
+        and "only show accidental change" in second["signature"]
+    )
     text = invoke("verify", str(setup["second"].report_dir))
     assert text.exit_code == 0 and "only show accidental change" in text.output
 
@@ -143,7 +188,11 @@ def test_a_deleted_latest_report_is_found(setup, tmp_path: Path) -> None:
     reports = writable_copy(setup["reports"], tmp_path / "reports")
     shutil.rmtree(reports / setup["second"].report_id)
     result = invoke("verify", str(reports / setup["first"].report_id))
-    assert result.exit_code == 1 and "report_missing" in result.output and setup["second"].report_id in result.output
+    assert (
+        result.exit_code == 1
+        and "report_missing" in result.output
+        and setup["second"].report_id in result.output
+    )
     root = invoke("verify", str(reports), "--gold", str(setup["gold"]), "--json")
     assert root.exit_code == 1
     problems = [p for r in json.loads(root.output)["reports"] for p in r["problems"]]
@@ -154,7 +203,10 @@ def test_an_added_restricted_lock_json_is_caught(setup, tmp_path: Path) -> None:
     reports = writable_copy(setup["reports"], tmp_path / "reports")
     report = reports / setup["first"].report_id
     (report / "restricted" / "lock.json").write_text("{}")
-    problems = {(p.code, Path(p.location).relative_to(report).as_posix()) for p in verify_one(report).problems}
+    problems = {
+        (p.code, Path(p.location).relative_to(report).as_posix())
+        for p in verify_one(report).problems
+    }
     assert ("file_added", "restricted/lock.json") in problems
 
 
@@ -167,7 +219,9 @@ def test_a_removed_previous_report_is_caught(setup, tmp_path: Path) -> None:
     assert {"chain_mismatch", "chain_broken", "lock_inconsistent"} <= codes
 
 
-def test_a_report_copied_on_its_own_verifies_with_the_chain_not_checked(setup, tmp_path: Path) -> None:
+def test_a_report_copied_on_its_own_verifies_with_the_chain_not_checked(
+    setup, tmp_path: Path
+) -> None:
     alone = tmp_path / "shared-copy"
     shutil.copytree(setup["second"].report_dir, alone)
     result = verify_one(alone)
@@ -179,7 +233,9 @@ def test_a_report_copied_on_its_own_verifies_with_the_chain_not_checked(setup, t
         result = invoke("verify", str(alone), "--json")
         report = json.loads(result.output)["reports"][0]
         assert result.exit_code == 0 and report["checks"]["ledger"].startswith("not checked")
-        assert report["checks"]["chain"].startswith("not checked") and report["checks"]["outcome"].startswith("ok")
+        assert report["checks"]["chain"].startswith("not checked") and report["checks"][
+            "outcome"
+        ].startswith("ok")
         given = invoke("verify", str(alone), "--gold", str(moved))  # the ledger can still be named
         assert given.exit_code == 0 and "ledger: ok" in given.output
     finally:
@@ -194,13 +250,21 @@ def test_no_traceback_on_any_path(setup, tmp_path: Path) -> None:
     empty = tmp_path / "empty"
     empty.mkdir()
     assert invoke("verify", str(empty)).exit_code == 2
-    for name, content in {"garbage": "not json", "deep": "[" * 1000 + "]" * 1000, "shape": '{"outcome": "certified"}', "binary": "\udcff"}.items():
+    for name, content in {
+        "garbage": "not json",
+        "deep": "[" * 1000 + "]" * 1000,
+        "shape": '{"outcome": "certified"}',
+        "binary": "\udcff",
+    }.items():
         d = tmp_path / name
         d.mkdir()
         (d / "lock.json").write_bytes(content.encode("utf-8", "surrogateescape"))
         for extra in ([], ["--json"]):
             result = invoke("verify", str(d), *extra)
-            assert result.exit_code == 1 and "lock_unreadable" in result.output, (name, result.output)
+            assert result.exit_code == 1 and "lock_unreadable" in result.output, (
+                name,
+                result.output,
+            )
     as_json = invoke("verify", str(tmp_path / "garbage"), "--json")
     assert json.loads(as_json.output)["verified"] is False
 
@@ -211,13 +275,18 @@ def test_no_traceback_on_any_path(setup, tmp_path: Path) -> None:
 def test_a_signed_lock_is_trusted_only_for_a_trusted_key(setup, tmp_path: Path) -> None:
     first = setup["first"].report_dir
     lock = read_lock(first)
-    assert lock.signature is not None and lock.signature.public_key.split()[:2] == setup["openssh_pub"].read_text().split()[:2]
+    assert (
+        lock.signature is not None
+        and lock.signature.public_key.split()[:2] == setup["openssh_pub"].read_text().split()[:2]
+    )
     assert lock.content_sha256() == lock.lock_sha256  # the signature is outside the hashed content
     trusted = invoke("verify", str(first), "--trust", str(setup["openssh_pub"]))
     assert trusted.exit_code == 0 and "signed by a trusted key: team@test" in trusted.output
     untrusted = invoke("verify", str(first), "--trust", str(setup["pem_pub"]))
     assert untrusted.exit_code == 1 and "signature_untrusted" in untrusted.output
-    unsigned = invoke("verify", str(setup["second"].report_dir), "--trust", str(setup["openssh_pub"]))
+    unsigned = invoke(
+        "verify", str(setup["second"].report_dir), "--trust", str(setup["openssh_pub"])
+    )
     assert unsigned.exit_code == 1 and "unsigned" in unsigned.output
 
 
@@ -234,7 +303,11 @@ def test_a_tampered_signature_is_invalid(setup, tmp_path: Path) -> None:
     forged = read_lock(report)
     write_lock(report, forged, signer=load_signer(setup["pem"]))
     result = invoke("verify", str(report), "--trust", str(setup["openssh_pub"]))
-    assert result.exit_code == 1 and "signature_untrusted" in result.output and "outcome_mismatch" in result.output
+    assert (
+        result.exit_code == 1
+        and "signature_untrusted" in result.output
+        and "outcome_mismatch" in result.output
+    )
 
 
 def test_pem_keys_sign_and_a_trusted_resigner_is_trusted(setup, tmp_path: Path) -> None:
@@ -246,7 +319,9 @@ def test_pem_keys_sign_and_a_trusted_resigner_is_trusted(setup, tmp_path: Path) 
     assert result.exit_code == 0 and "other@test" in result.output
 
 
-def test_bad_keys_and_trust_files_exit_2_before_the_ledger_is_touched(setup, tmp_path: Path) -> None:
+def test_bad_keys_and_trust_files_exit_2_before_the_ledger_is_touched(
+    setup, tmp_path: Path
+) -> None:
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -255,9 +330,33 @@ def test_bad_keys_and_trust_files_exit_2_before_the_ledger_is_touched(setup, tmp
     garbage = tmp_path / "garbage.key"
     garbage.write_text("not a key")
     rsa_key = tmp_path / "rsa.key"
-    rsa_key.write_bytes(rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
-    for key, code in ((garbage, "signing_key_invalid"), (rsa_key, "signing_key_not_ed25519"), (tmp_path / "absent.key", "signing_key_unreadable")):
-        result = invoke("certify", "--candidate", str(CANDIDATE), "--policy", str(POLICY), "--gold", str(setup["gold"]), "--reports", str(tmp_path / "r"), "--sign", str(key), "--rerun-reason", "x")
+    rsa_key.write_bytes(
+        rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    for key, code in (
+        (garbage, "signing_key_invalid"),
+        (rsa_key, "signing_key_not_ed25519"),
+        (tmp_path / "absent.key", "signing_key_unreadable"),
+    ):
+        result = invoke(
+            "certify",
+            "--candidate",
+            str(CANDIDATE),
+            "--policy",
+            str(POLICY),
+            "--gold",
+            str(setup["gold"]),
+            "--reports",
+            str(tmp_path / "r"),
+            "--sign",
+            str(key),
+            "--rerun-reason",
+            "x",
+        )
         assert result.exit_code == 2 and code in result.output, (key, result.output)
     assert ledger.read_bytes() == before and not (tmp_path / "r").exists()
     bad_trust = tmp_path / "trust"
@@ -272,16 +371,35 @@ def test_bad_keys_and_trust_files_exit_2_before_the_ledger_is_touched(setup, tmp
 def test_a_policy_budget_bounds_certification(setup, tmp_path: Path) -> None:
     second = read_lock(setup["second"].report_dir)
     run = json.loads((setup["second"].report_dir / "restricted" / "run" / "run.json").read_text())
-    assert second.budget_usd == 0.25 == run["budget_usd"] == second.ledger_entry["budget_usd"]  # the lower one is used
+    assert (
+        second.budget_usd == 0.25 == run["budget_usd"] == second.ledger_entry["budget_usd"]
+    )  # the lower one is used
     assert read_lock(setup["first"].report_dir).budget_usd is None  # no policy budget: unchanged
     ledger = ledger_path_for(setup["gold"])
     before = ledger.read_bytes()
-    above = invoke("certify", "--candidate", str(CANDIDATE), "--policy", str(setup["budget_policy"]), "--gold", str(setup["gold"]), "--reports", str(tmp_path / "r"), "--budget-usd", "2", "--rerun-reason", "x")
+    above = invoke(
+        "certify",
+        "--candidate",
+        str(CANDIDATE),
+        "--policy",
+        str(setup["budget_policy"]),
+        "--gold",
+        str(setup["gold"]),
+        "--reports",
+        str(tmp_path / "r"),
+        "--budget-usd",
+        "2",
+        "--rerun-reason",
+        "x",
+    )
     assert above.exit_code == 2 and "budget_above_policy" in above.output
     assert ledger.read_bytes() == before and not (tmp_path / "r").exists()
     policy = load_policy(setup["budget_policy"])
     assert resolve_budget(policy, None, "p") == 1.0 and resolve_budget(policy, 0.5, "p") == 0.5
-    assert resolve_budget(load_policy(POLICY), None, "p") is None and resolve_budget(load_policy(POLICY), 3.0, "p") == 3.0
+    assert (
+        resolve_budget(load_policy(POLICY), None, "p") is None
+        and resolve_budget(load_policy(POLICY), 3.0, "p") == 3.0
+    )
     with pytest.raises(WorkbenchError):
         resolve_budget(policy, 1.01, "p")
     entries = HeldOutLedger(ledger).entries()

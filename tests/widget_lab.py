@@ -44,7 +44,15 @@ HOSTILE_ROWS: list[dict[str, Any]] = [
         "input": f"input {IMG}",
         "response": f"response {SCRIPT} {IMG}",
         "grading_notes": f"notes {SCRIPT}",
-        "reviews": [{"reviewer": f"rev {IMG}", "label": "fail", "confidence": "high", "rationale": f"rationale {SCRIPT}", "evidence": [IMG]}],
+        "reviews": [
+            {
+                "reviewer": f"rev {IMG}",
+                "label": "fail",
+                "confidence": "high",
+                "rationale": f"rationale {SCRIPT}",
+                "evidence": [IMG],
+            }
+        ],
         "adjudication": {"label": "fail", "reason": f"adjudicated {IMG}", "adjudicator": SCRIPT},
         "rendered_request": {"messages": [{"role": f"user {IMG}", "content": f"content {SCRIPT}"}]},
         "attempts": 1,
@@ -53,14 +61,24 @@ HOSTILE_ROWS: list[dict[str, Any]] = [
 
 
 def cell(source: str) -> dict[str, Any]:
-    return {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": source.splitlines(keepends=True)}
+    return {
+        "cell_type": "code",
+        "execution_count": None,
+        "metadata": {},
+        "outputs": [],
+        "source": source.splitlines(keepends=True),
+    }
 
 
 def write_workspace(tmp: Path, *, hostile: bool = True) -> tuple[Path, dict[str, Path]]:
     """``tmp/lab/review.ipynb`` (runs, cache and notes under ``tmp``); returns (lab root, paths)."""
     lab_root = tmp / "lab"
     lab_root.mkdir(parents=True, exist_ok=True)
-    paths = {"runs": tmp / "runs", "cache": tmp / "cache", "notes": tmp / "runs" / "review_notes.jsonl"}
+    paths = {
+        "runs": tmp / "runs",
+        "cache": tmp / "cache",
+        "notes": tmp / "runs" / "review_notes.jsonl",
+    }
     cells = [
         cell(
             "from workbench.phases import DevelopSession\n"
@@ -82,7 +100,10 @@ def write_workspace(tmp: Path, *, hostile: bool = True) -> tuple[Path, dict[str,
         )
     nb = {
         "cells": cells,
-        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}, "language_info": {"name": "python"}},
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"},
+        },
         "nbformat": 4,
         "nbformat_minor": 5,
     }
@@ -116,7 +137,9 @@ const findPanel = (path) => {
 };
 """
 
-KERNEL_STATE = FIND_PANEL + """
+KERNEL_STATE = (
+    FIND_PANEL
+    + """
 (path) => {
   if (!window.jupyterapp) return 'JupyterLab app not exposed yet';
   const panel = findPanel(path);
@@ -125,8 +148,11 @@ KERNEL_STATE = FIND_PANEL + """
   return kernel ? `${kernel.connectionStatus}/${kernel.status}` : 'no kernel yet';
 }
 """
+)
 
-RUN_ALL = FIND_PANEL + """
+RUN_ALL = (
+    FIND_PANEL
+    + """
 async (path) => {
   const app = window.jupyterapp;
   const panel = findPanel(path);
@@ -140,8 +166,11 @@ async (path) => {
   return app.shell.currentWidget === panel;
 }
 """
+)
 
-RUN_STATE = FIND_PANEL + """
+RUN_STATE = (
+    FIND_PANEL
+    + """
 (path) => {
   const panel = findPanel(path);
   const errors = [];
@@ -159,10 +188,14 @@ RUN_STATE = FIND_PANEL + """
           errors, executed, code, kernel: kernel ? kernel.status : 'none'};
 }
 """
+)
 
-ACTIVE_CELL = FIND_PANEL + """
+ACTIVE_CELL = (
+    FIND_PANEL
+    + """
 (path) => { const p = findPanel(path); return {index: p.content.activeCellIndex, mode: p.content.mode}; }
 """
+)
 
 OPEN_LEFT_PANEL = """
 async () => {
@@ -172,7 +205,9 @@ async () => {
 }
 """
 
-EXECUTE = FIND_PANEL + """
+EXECUTE = (
+    FIND_PANEL
+    + """
 async ([path, code]) => {
   const kernel = findPanel(path).sessionContext.session.kernel;
   const future = kernel.requestExecute({code, silent: false, store_history: false});
@@ -180,9 +215,17 @@ async ([path, code]) => {
   return reply.content.status;
 }
 """
+)
 
 
-def wait_for(predicate: Callable[[], Any], *, timeout_s: float, what: str, interval_s: float = 0.05, diagnose: Callable[[], str] | None = None) -> Any:
+def wait_for(
+    predicate: Callable[[], Any],
+    *,
+    timeout_s: float,
+    what: str,
+    interval_s: float = 0.05,
+    diagnose: Callable[[], str] | None = None,
+) -> Any:
     """Poll until truthy; raise AssertionError naming ``what`` (and ``diagnose()``) on timeout."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -190,7 +233,10 @@ def wait_for(predicate: Callable[[], Any], *, timeout_s: float, what: str, inter
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout_s:.0f} s waiting for {what}" + (f"\n{diagnose()}" if diagnose else ""))
+            raise AssertionError(
+                f"timed out after {timeout_s:.0f} s waiting for {what}"
+                + (f"\n{diagnose()}" if diagnose else "")
+            )
         time.sleep(interval_s)
 
 
@@ -203,17 +249,31 @@ def open_and_run(page: Page, lab: JupyterLabServer, *, timeout_s: float = 180) -
         state["kernel"] = page.evaluate(KERNEL_STATE, NOTEBOOK)
         return state["kernel"] in ("connected/idle", "connected/busy")
 
-    wait_for(connected, timeout_s=90, interval_s=0.25, what="the notebook's kernel to connect", diagnose=lambda: f"last state: {state['kernel']}\n{lab.log_tail()}")
+    wait_for(
+        connected,
+        timeout_s=90,
+        interval_s=0.25,
+        what="the notebook's kernel to connect",
+        diagnose=lambda: f"last state: {state['kernel']}\n{lab.log_tail()}",
+    )
     assert page.evaluate(RUN_ALL, NOTEBOOK), f"could not make {NOTEBOOK} the current notebook"
     progress: dict[str, Any] = {}
 
     def finished() -> bool:
         progress.update(page.evaluate(RUN_STATE, NOTEBOOK))
         if progress["errors"] or progress["error"]:
-            raise AssertionError(f"{NOTEBOOK} failed in JupyterLab: {progress['errors'] or progress['error']}")
+            raise AssertionError(
+                f"{NOTEBOOK} failed in JupyterLab: {progress['errors'] or progress['error']}"
+            )
         return bool(progress["done"]) and progress["kernel"] == "idle"
 
-    wait_for(finished, timeout_s=timeout_s, interval_s=0.5, what=f"{NOTEBOOK} to run all cells", diagnose=lambda: f"progress: {progress}\n{lab.log_tail()}")
+    wait_for(
+        finished,
+        timeout_s=timeout_s,
+        interval_s=0.5,
+        what=f"{NOTEBOOK} to run all cells",
+        diagnose=lambda: f"progress: {progress}\n{lab.log_tail()}",
+    )
     assert progress["executed"] == progress["code"], f"not every code cell ran: {progress}"
 
 
@@ -221,7 +281,11 @@ def widget_root(page: Page, nth: int = 0) -> Locator:
     """The ``nth`` review widget on the page, once its keyboard handler is installed."""
     root = page.locator(".wb-review").nth(nth)
     root.locator("[data-wb-keys], .wb-side").first.wait_for(state="attached", timeout=60_000)
-    wait_for(lambda: root.get_attribute("data-wb-keys") == "ready", timeout_s=30, what="the widget's key handler")
+    wait_for(
+        lambda: root.get_attribute("data-wb-keys") == "ready",
+        timeout_s=30,
+        what="the widget's key handler",
+    )
     return root
 
 
@@ -257,7 +321,9 @@ def read(root: Locator) -> dict[str, Any]:
     return root.evaluate(READ)
 
 
-def settled(root: Locator, predicate: Callable[[dict[str, Any]], bool], *, timeout_s: float = 20, what: str) -> dict[str, Any]:
+def settled(
+    root: Locator, predicate: Callable[[dict[str, Any]], bool], *, timeout_s: float = 20, what: str
+) -> dict[str, Any]:
     """Poll until the widget shows the same state twice in a row and ``predicate`` holds."""
     last: dict[str, Any] = {"shown": None}
 
@@ -266,4 +332,10 @@ def settled(root: Locator, predicate: Callable[[dict[str, Any]], bool], *, timeo
         shown = last["shown"]
         return shown if shown == previous and predicate(shown) else None
 
-    return wait_for(check, timeout_s=timeout_s, what=what, interval_s=0.05, diagnose=lambda: f"widget shows {json.dumps(last['shown'], indent=1)[:3000]}")
+    return wait_for(
+        check,
+        timeout_s=timeout_s,
+        what=what,
+        interval_s=0.05,
+        diagnose=lambda: f"widget shows {json.dumps(last['shown'], indent=1)[:3000]}",
+    )

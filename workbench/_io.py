@@ -35,7 +35,9 @@ from .errors import Problem, WorkbenchError
 
 def canonical_json(obj: Any) -> str:
     """Serialize ``obj`` deterministically for hashing."""
-    return json.dumps(obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return json.dumps(
+        obj, sort_keys=True, ensure_ascii=False, separators=(",", ":"), allow_nan=False
+    )
 
 
 def sha256_text(text: str) -> str:
@@ -218,7 +220,14 @@ def _limit(env: str, default: int) -> int:
     if value < 1:
         raise WorkbenchError(
             f"invalid {env}",
-            [Problem(location=env, code="invalid_setting", message=f"{env}={raw!r} is not a positive whole number of bytes", fix=f"set {env} to a number of bytes such as {default}, or unset it for the default")],
+            [
+                Problem(
+                    location=env,
+                    code="invalid_setting",
+                    message=f"{env}={raw!r} is not a positive whole number of bytes",
+                    fix=f"set {env} to a number of bytes such as {default}, or unset it for the default",
+                )
+            ],
         )
     return value
 
@@ -244,7 +253,9 @@ def max_document_bytes() -> int:
     return DOCUMENT_FACTOR * max_line_bytes()
 
 
-def open_for_reading(path: str | os.PathLike[str], *, fix: str = "point at a readable file") -> BinaryIO:
+def open_for_reading(
+    path: str | os.PathLike[str], *, fix: str = "point at a readable file"
+) -> BinaryIO:
     """Open a file for binary reading, or raise :class:`WorkbenchError` with one problem.
 
     Refused: a directory or a named pipe or socket in place of the file (``not_a_file``; a
@@ -256,21 +267,79 @@ def open_for_reading(path: str | os.PathLike[str], *, fix: str = "point at a rea
     try:
         mode = os.stat(loc).st_mode
     except FileNotFoundError:
-        raise WorkbenchError(f"{loc}: missing", [Problem(location=loc, code="file_missing", message="the file does not exist", fix=fix)]) from None
+        raise WorkbenchError(
+            f"{loc}: missing",
+            [
+                Problem(
+                    location=loc, code="file_missing", message="the file does not exist", fix=fix
+                )
+            ],
+        ) from None
     except OSError as exc:
-        raise WorkbenchError(f"{loc}: unreadable", [Problem(location=loc, code="unreadable_file", message=f"the file cannot be read ({exc.strerror or exc})", fix="check the path and its permissions")]) from None
-    kind = "a directory" if stat.S_ISDIR(mode) else "a named pipe" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else None
+        raise WorkbenchError(
+            f"{loc}: unreadable",
+            [
+                Problem(
+                    location=loc,
+                    code="unreadable_file",
+                    message=f"the file cannot be read ({exc.strerror or exc})",
+                    fix="check the path and its permissions",
+                )
+            ],
+        ) from None
+    kind = (
+        "a directory"
+        if stat.S_ISDIR(mode)
+        else "a named pipe"
+        if stat.S_ISFIFO(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else None
+    )
     if kind is not None:
-        raise WorkbenchError(f"{loc}: not a file", [Problem(location=loc, code="not_a_file", message=f"this is {kind}, not a file", fix=fix)])
+        raise WorkbenchError(
+            f"{loc}: not a file",
+            [
+                Problem(
+                    location=loc, code="not_a_file", message=f"this is {kind}, not a file", fix=fix
+                )
+            ],
+        )
     try:
         return open(loc, "rb")  # noqa: SIM115 - the caller closes it
     except IsADirectoryError:
-        raise WorkbenchError(f"{loc}: not a file", [Problem(location=loc, code="not_a_file", message="this is a directory, not a file", fix=fix)]) from None
+        raise WorkbenchError(
+            f"{loc}: not a file",
+            [
+                Problem(
+                    location=loc,
+                    code="not_a_file",
+                    message="this is a directory, not a file",
+                    fix=fix,
+                )
+            ],
+        ) from None
     except OSError as exc:
-        raise WorkbenchError(f"{loc}: unreadable", [Problem(location=loc, code="unreadable_file", message=f"the file cannot be read ({exc.strerror or exc})", fix="check the path and its permissions (the workbench only needs to read it)")]) from None
+        raise WorkbenchError(
+            f"{loc}: unreadable",
+            [
+                Problem(
+                    location=loc,
+                    code="unreadable_file",
+                    message=f"the file cannot be read ({exc.strerror or exc})",
+                    fix="check the path and its permissions (the workbench only needs to read it)",
+                )
+            ],
+        ) from None
 
 
-def read_bounded(path: str | os.PathLike[str], *, limit: int | None = None, fix: str = "point at a readable file", setting: str = MAX_YAML_BYTES_ENV) -> bytes:
+def read_bounded(
+    path: str | os.PathLike[str],
+    *,
+    limit: int | None = None,
+    fix: str = "point at a readable file",
+    setting: str = MAX_YAML_BYTES_ENV,
+) -> bytes:
     """A whole (small) file's bytes, refusing more than ``limit`` (default :func:`max_yaml_bytes`).
 
     At most ``limit + 1`` bytes are ever read, so ``/dev/zero`` or a huge file costs nothing.
@@ -284,12 +353,25 @@ def read_bounded(path: str | os.PathLike[str], *, limit: int | None = None, fix:
         loc = os.fspath(path)
         raise WorkbenchError(
             f"{loc}: too large",
-            [Problem(location=loc, code="file_too_large", message=f"the file is larger than {limit} bytes", fix=f"point at the intended file; if it really is this large, raise {setting} (bytes)")],
+            [
+                Problem(
+                    location=loc,
+                    code="file_too_large",
+                    message=f"the file is larger than {limit} bytes",
+                    fix=f"point at the intended file; if it really is this large, raise {setting} (bytes)",
+                )
+            ],
         )
     return data
 
 
-def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = None, *, limit: int | None = None, digest: Any = None) -> Iterator[tuple[int, str]]:
+def iter_jsonl_lines(
+    path: str | os.PathLike[str],
+    not_utf8: list[int] | None = None,
+    *,
+    limit: int | None = None,
+    digest: Any = None,
+) -> Iterator[tuple[int, str]]:
     """Yield ``(line_number, text)`` for each non-blank line, 1-based.
 
     A line that is not valid UTF-8 raises :class:`UnicodeDecodeError`, unless ``not_utf8`` is
@@ -319,7 +401,14 @@ def iter_jsonl_lines(path: str | os.PathLike[str], not_utf8: list[int] | None = 
                 loc = f"{os.fspath(path)}:{number}"
                 raise WorkbenchError(
                     f"{loc}: line too long",
-                    [Problem(location=loc, code="line_too_long", message=f"the line is longer than {limit} bytes", fix=f"each line must be one JSON record; if records really are this long, raise {MAX_LINE_BYTES_ENV} (bytes)")],
+                    [
+                        Problem(
+                            location=loc,
+                            code="line_too_long",
+                            message=f"the line is longer than {limit} bytes",
+                            fix=f"each line must be one JSON record; if records really are this long, raise {MAX_LINE_BYTES_ENV} (bytes)",
+                        )
+                    ],
                 )
             try:
                 line = raw.decode("utf-8")
@@ -351,11 +440,16 @@ def read_json_file(path: str | os.PathLike[str], *, limit: int | None = None) ->
         data = b"" if stat.S_ISREG(info.st_mode) and info.st_size > limit else fh.read(limit + 1)
         too_large = len(data) > limit or (stat.S_ISREG(info.st_mode) and info.st_size > limit)
     if too_large:
-        raise JSONRecordError("file_too_large", f"the file is larger than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if it really is this large)")
+        raise JSONRecordError(
+            "file_too_large",
+            f"the file is larger than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if it really is this large)",
+        )
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise JSONRecordError("not_utf8", f"the file is not valid UTF-8 (byte {exc.start})") from None
+        raise JSONRecordError(
+            "not_utf8", f"the file is not valid UTF-8 (byte {exc.start})"
+        ) from None
     return loads_json(text)
 
 
@@ -378,13 +472,18 @@ def read_jsonl_records(path: str | os.PathLike[str], *, limit: int | None = None
                 return out
             number += 1
             if len(raw) > limit and raw[-1:] != b"\n":
-                raise JSONRecordError("line_too_long", f"line {number} is longer than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if records really are this long)")
+                raise JSONRecordError(
+                    "line_too_long",
+                    f"line {number} is longer than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if records really are this long)",
+                )
             if not raw.strip():
                 continue
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise JSONRecordError("not_utf8", f"line {number} is not valid UTF-8 (byte {exc.start})") from None
+                raise JSONRecordError(
+                    "not_utf8", f"line {number} is not valid UTF-8 (byte {exc.start})"
+                ) from None
             try:
                 out.append(loads_json(text))
             except JSONRecordError as exc:
@@ -421,7 +520,9 @@ def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
         seen: set[str] = set()
         for key, _ in pairs:
             if key in seen:
-                raise JSONRecordError("duplicate_json_key", f"duplicate key {key!r} in one JSON object")
+                raise JSONRecordError(
+                    "duplicate_json_key", f"duplicate key {key!r} in one JSON object"
+                )
             seen.add(key)
     return obj
 
@@ -443,8 +544,12 @@ def _check_pairs(pairs: list[tuple[str, Any]]) -> None:
     return None
 
 
-_DECODER = json.JSONDecoder(object_pairs_hook=_object_pairs, parse_constant=_constant, parse_float=_float)
-_CHECKER = json.JSONDecoder(object_pairs_hook=_check_pairs, parse_constant=_constant, parse_float=_float)
+_DECODER = json.JSONDecoder(
+    object_pairs_hook=_object_pairs, parse_constant=_constant, parse_float=_float
+)
+_CHECKER = json.JSONDecoder(
+    object_pairs_hook=_check_pairs, parse_constant=_constant, parse_float=_float
+)
 
 
 def loads_json(text: str) -> Any:
@@ -473,7 +578,9 @@ def _strict(decoder: json.JSONDecoder, text: str) -> Any:
     except JSONRecordError:
         raise
     except json.JSONDecodeError as exc:
-        raise JSONRecordError("malformed_json", f"malformed JSON ({exc.msg} at column {exc.colno})") from None
+        raise JSONRecordError(
+            "malformed_json", f"malformed JSON ({exc.msg} at column {exc.colno})"
+        ) from None
     except RecursionError:
         raise JSONRecordError("json_too_deep", "the JSON is nested too deeply to read") from None
     except ValueError as exc:  # e.g. an integer with more digits than Python converts
@@ -489,7 +596,9 @@ WRONG_TYPE_ERRORS: dict[str, str] = {
 """Pydantic error types that readers report as ``wrong_type``: records are read with strict JSON types."""
 
 
-def json_problem(exc: JSONRecordError, location: str, *, case_id: str | None = None, fix: str | None = None) -> Problem:
+def json_problem(
+    exc: JSONRecordError, location: str, *, case_id: str | None = None, fix: str | None = None
+) -> Problem:
     """The :class:`Problem` for a refused JSON record, with a fix for its code."""
     fixes = {
         "malformed_json": "each line must be one complete JSON object; a torn last line means the writer crashed",
@@ -500,7 +609,13 @@ def json_problem(exc: JSONRecordError, location: str, *, case_id: str | None = N
         "file_too_large": f"point at the intended file; if it really is this large, raise {MAX_LINE_BYTES_ENV} (bytes)",
         "not_utf8": "save the file as UTF-8",
     }
-    return Problem(location=location, case_id=case_id, code=exc.code, message=exc.msg, fix=fix or fixes.get(exc.code, "correct the JSON"))
+    return Problem(
+        location=location,
+        case_id=case_id,
+        code=exc.code,
+        message=exc.msg,
+        fix=fix or fixes.get(exc.code, "correct the JSON"),
+    )
 
 
 class _StrictYAMLLoader(yaml.SafeLoader):
@@ -509,7 +624,10 @@ class _StrictYAMLLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+            if (
+                not isinstance(key_node, yaml.ScalarNode)
+                or key_node.tag == "tag:yaml.org,2002:merge"
+            ):
                 continue
             key = self.construct_object(key_node)
             try:
@@ -519,7 +637,12 @@ class _StrictYAMLLoader(yaml.SafeLoader):
             if first is not None:
                 # No context: the first line of str(exc) is the problem itself, for callers
                 # that report ``str(exc).splitlines()[0]``.
-                raise DuplicateYAMLKey(None, None, f"found duplicate key {key!r} (first on line {first})", key_node.start_mark)
+                raise DuplicateYAMLKey(
+                    None,
+                    None,
+                    f"found duplicate key {key!r} (first on line {first})",
+                    key_node.start_mark,
+                )
             seen[key] = key_node.start_mark.line + 1
         return super().construct_mapping(node, deep=deep)
 
@@ -548,7 +671,9 @@ def yaml_loads(text: str) -> Any:
         raise YAMLTooDeep() from None
 
 
-def read_yaml(path: str | os.PathLike[str], *, prefix: str, fix: str = "correct the YAML syntax") -> Any:
+def read_yaml(
+    path: str | os.PathLike[str], *, prefix: str, fix: str = "correct the YAML syntax"
+) -> Any:
     """Read a small YAML file strictly; raise :class:`WorkbenchError` with one problem.
 
     Codes: ``not_a_file`` / ``unreadable_file`` / ``file_too_large`` (see :func:`read_bounded`),
@@ -562,15 +687,26 @@ def read_yaml(path: str | os.PathLike[str], *, prefix: str, fix: str = "correct 
     return parse_yaml(text, loc, prefix=prefix, fix=fix)
 
 
-def parse_yaml(text: str, loc: str, *, prefix: str, fix: str = "correct the YAML syntax", severity: str = "error") -> Any:
+def parse_yaml(
+    text: str,
+    loc: str,
+    *,
+    prefix: str,
+    fix: str = "correct the YAML syntax",
+    severity: str = "error",
+) -> Any:
     """Parse YAML text strictly (see :func:`read_yaml`); ``loc`` names it in problems."""
     from ._load import yaml_problem  # the one YAML-error translation (imports this module)
 
     try:
         return yaml_loads(text)
     except yaml.YAMLError as exc:
-        problem = yaml_problem(exc, loc, code=f"{prefix}_yaml", fix=fix, severity=severity, split=True)  # type: ignore[arg-type]
-        summary = {"yaml_too_deep": "too deep", "duplicate_yaml_key": "duplicate key"}.get(problem.code, "not valid YAML")
+        problem = yaml_problem(
+            exc, loc, code=f"{prefix}_yaml", fix=fix, severity=severity, split=True
+        )  # type: ignore[arg-type]
+        summary = {"yaml_too_deep": "too deep", "duplicate_yaml_key": "duplicate key"}.get(
+            problem.code, "not valid YAML"
+        )
         raise WorkbenchError(f"{loc}: {summary}", [problem]) from None
 
 

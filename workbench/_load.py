@@ -59,7 +59,15 @@ Path_ = tuple[Any, ...]
 # -- 1. text ----------------------------------------------------------------------------------
 
 
-def read_utf8(path: str | os.PathLike[str], *, code: str, what: str, summary: str | None = None, fix: str | None = None, location: str | None = None) -> str:
+def read_utf8(
+    path: str | os.PathLike[str],
+    *,
+    code: str,
+    what: str,
+    summary: str | None = None,
+    fix: str | None = None,
+    location: str | None = None,
+) -> str:
     """The file's text: read boundedly (see :func:`workbench._io.read_bounded`), then decoded.
 
     Bytes that are not UTF-8 raise :class:`WorkbenchError` with one problem ``code``
@@ -71,14 +79,27 @@ def read_utf8(path: str | os.PathLike[str], *, code: str, what: str, summary: st
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        problem = Problem(location=loc, code=code, message=f"not valid UTF-8 (byte {exc.start})", fix=fix or f"save the {what} as UTF-8")
+        problem = Problem(
+            location=loc,
+            code=code,
+            message=f"not valid UTF-8 (byte {exc.start})",
+            fix=fix or f"save the {what} as UTF-8",
+        )
         raise WorkbenchError(summary or f"unreadable {what}", [problem]) from None
 
 
 # -- 2. YAML ----------------------------------------------------------------------------------
 
 
-def yaml_problem(exc: yaml.YAMLError, location: str, *, code: str, fix: str = "correct the YAML syntax", severity: Severity = "error", split: bool = False) -> Problem:
+def yaml_problem(
+    exc: yaml.YAMLError,
+    location: str,
+    *,
+    code: str,
+    fix: str = "correct the YAML syntax",
+    severity: Severity = "error",
+    split: bool = False,
+) -> Problem:
     """The :class:`Problem` for YAML the workbench refuses, at ``file:line`` when the parser
     knows the line.
 
@@ -88,20 +109,46 @@ def yaml_problem(exc: yaml.YAMLError, location: str, *, code: str, fix: str = "c
     mark = getattr(exc, "problem_mark", None)
     where = f"{location}:{mark.line + 1}" if mark is not None else location
     if split and isinstance(exc, YAMLTooDeep):
-        return Problem(location=location, code="yaml_too_deep", message=exc.problem, fix="flatten the file; no workbench file nests this deeply", severity=severity)
+        return Problem(
+            location=location,
+            code="yaml_too_deep",
+            message=exc.problem,
+            fix="flatten the file; no workbench file nests this deeply",
+            severity=severity,
+        )
     if split and isinstance(exc, DuplicateYAMLKey):
-        return Problem(location=where, code="duplicate_yaml_key", message=str(exc.problem), fix="keep exactly one of the repeated keys", severity=severity)
+        return Problem(
+            location=where,
+            code="duplicate_yaml_key",
+            message=str(exc.problem),
+            fix="keep exactly one of the repeated keys",
+            severity=severity,
+        )
     why = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
-    return Problem(location=where, code=code, message=f"not valid YAML ({why})", fix=fix, severity=severity)
+    return Problem(
+        location=where, code=code, message=f"not valid YAML ({why})", fix=fix, severity=severity
+    )
 
 
-def parse_yaml_text(text: str, location: str, *, code: str, summary: str, fix: str = "correct the YAML syntax", severity: Severity = "error", split: bool = False) -> Any:
+def parse_yaml_text(
+    text: str,
+    location: str,
+    *,
+    code: str,
+    summary: str,
+    fix: str = "correct the YAML syntax",
+    severity: Severity = "error",
+    split: bool = False,
+) -> Any:
     """Parse YAML strictly (:func:`workbench._io.yaml_loads`); raise :class:`WorkbenchError`
     with the one :func:`yaml_problem` when it is refused."""
     try:
         return yaml_loads(text)
     except yaml.YAMLError as exc:
-        raise WorkbenchError(summary, [yaml_problem(exc, location, code=code, fix=fix, severity=severity, split=split)]) from None
+        raise WorkbenchError(
+            summary,
+            [yaml_problem(exc, location, code=code, fix=fix, severity=severity, split=split)],
+        ) from None
 
 
 # -- 3. line numbers --------------------------------------------------------------------------
@@ -240,13 +287,28 @@ def load_yaml(
     loc = str(path)
     if not path.is_file():
         message = missing_message or f"the {what} file does not exist"
-        raise WorkbenchError(f"no {what}", [Problem(location=loc, code=f"{prefix}_missing", message=message, fix=missing_fix)])
+        raise WorkbenchError(
+            f"no {what}",
+            [Problem(location=loc, code=f"{prefix}_missing", message=message, fix=missing_fix)],
+        )
     text = read_utf8(path, code=encoding_code or f"{prefix}_encoding", what=what)
-    data = parse_yaml_text(text, loc, code=yaml_code or f"{prefix}_yaml", summary=f"unreadable {what}")
+    data = parse_yaml_text(
+        text, loc, code=yaml_code or f"{prefix}_yaml", summary=f"unreadable {what}"
+    )
     if data is None and if_empty is not _MISSING:
         data = if_empty
     if shape is not None and not isinstance(data, dict):
-        raise WorkbenchError(f"unreadable {what}", [Problem(location=loc, code=shape_code or f"{prefix}_shape", message=shape[0], fix=shape[1])])
+        raise WorkbenchError(
+            f"unreadable {what}",
+            [
+                Problem(
+                    location=loc,
+                    code=shape_code or f"{prefix}_shape",
+                    message=shape[0],
+                    fix=shape[1],
+                )
+            ],
+        )
     return YAMLFile(location=loc, text=text, data=data)
 
 
@@ -266,9 +328,16 @@ def read_config(path: str | os.PathLike[str]) -> tuple[Any, Problem | None]:
     if not Path(path).is_file():
         return None, None
     try:
-        return load_yaml(path, prefix="config", what="project configuration", missing_fix="", shape=None).data, None
+        return load_yaml(
+            path, prefix="config", what="project configuration", missing_fix="", shape=None
+        ).data, None
     except WorkbenchError as exc:
-        return None, exc.problems[0] if exc.problems else Problem(location=os.fspath(path), code="config_yaml", message=exc.summary, fix="correct the file")
+        return None, exc.problems[0] if exc.problems else Problem(
+            location=os.fspath(path),
+            code="config_yaml",
+            message=exc.summary,
+            fix="correct the file",
+        )
 
 
 # -- 4. validation ----------------------------------------------------------------------------
@@ -346,9 +415,27 @@ def validation_problems(
 class Problems(list[Problem]):
     """Every problem found in one input, raised together by :meth:`raise_if_any`."""
 
-    def add(self, location: str, code: str, message: str, fix: str, *, case_id: str | None = None, severity: Severity = "error") -> None:
+    def add(
+        self,
+        location: str,
+        code: str,
+        message: str,
+        fix: str,
+        *,
+        case_id: str | None = None,
+        severity: Severity = "error",
+    ) -> None:
         """Record one problem."""
-        self.append(Problem(location=location, code=code, message=message, fix=fix, case_id=case_id, severity=severity))
+        self.append(
+            Problem(
+                location=location,
+                code=code,
+                message=message,
+                fix=fix,
+                case_id=case_id,
+                severity=severity,
+            )
+        )
 
     def errors(self) -> list[Problem]:
         """The problems that block use, without warnings."""

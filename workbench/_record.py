@@ -23,7 +23,14 @@ from pydantic import BaseModel, ConfigDict, field_validator
 
 from .errors import Problem, WorkbenchError
 
-__all__ = ["LooseRecord", "Record", "SchemaTooNew", "newer_version_problem", "schema_too_new", "version_problem"]
+__all__ = [
+    "LooseRecord",
+    "Record",
+    "SchemaTooNew",
+    "newer_version_problem",
+    "schema_too_new",
+    "version_problem",
+]
 
 SCHEMA_TOO_NEW = "schema_version_newer"
 """The code of the problem a record from a newer workbench gets (the code the hand-written
@@ -36,7 +43,14 @@ def _kind_of(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name.lstrip("_")).lower()
 
 
-def newer_version_problem(kind: str, version: object, supported: int, location: str | None = None, *, case_id: str | None = None) -> Problem:
+def newer_version_problem(
+    kind: str,
+    version: object,
+    supported: int,
+    location: str | None = None,
+    *,
+    case_id: str | None = None,
+) -> Problem:
     """The problem for a ``kind`` file whose ``schema_version`` is newer than ``supported``."""
     return Problem(
         location=location or f"{kind}: schema_version",
@@ -67,7 +81,9 @@ def schema_too_new(version: object, supported: int) -> bool:
     return number is not None and number > supported
 
 
-def version_problem(model: type[Record], raw: object, location: str, *, case_id: str | None = None) -> Problem | None:
+def version_problem(
+    model: type[Record], raw: object, location: str, *, case_id: str | None = None
+) -> Problem | None:
     """The gate of ``model`` applied to a raw mapping before validation, for readers that
     report the version at its own line next to the file's other problems; None when the
     version is readable (or absent, or not an integer: validation reports that)."""
@@ -87,15 +103,22 @@ class SchemaTooNew(WorkbenchError):
     :meth:`problem_at` to name the line.
     """
 
-    def __init__(self, kind: str, version: int, supported: int, location: str | None = None) -> None:
+    def __init__(
+        self, kind: str, version: int, supported: int, location: str | None = None
+    ) -> None:
         self.kind = kind
         self.version = version
         self.supported = supported
-        super().__init__(f"{kind} from a newer workbench", [newer_version_problem(kind, version, supported, location)])
+        super().__init__(
+            f"{kind} from a newer workbench",
+            [newer_version_problem(kind, version, supported, location)],
+        )
 
     def problem_at(self, location: str, *, case_id: str | None = None) -> Problem:
         """The same problem, located at ``location`` (``file:line`` or ``file``)."""
-        return newer_version_problem(self.kind, self.version, self.supported, location, case_id=case_id)
+        return newer_version_problem(
+            self.kind, self.version, self.supported, location, case_id=case_id
+        )
 
     def at(self, location: str) -> SchemaTooNew:
         """The same refusal, located at ``location``: for readers that re-raise it."""
@@ -120,7 +143,12 @@ class Record(BaseModel):
         if "KIND" not in cls.__dict__:
             cls.KIND = _kind_of(cls.__name__)
         field = cls.model_fields.get("schema_version")
-        if "SCHEMA_VERSION" not in cls.__dict__ and field is not None and isinstance(field.default, int) and not isinstance(field.default, bool):
+        if (
+            "SCHEMA_VERSION" not in cls.__dict__
+            and field is not None
+            and isinstance(field.default, int)
+            and not isinstance(field.default, bool)
+        ):
             cls.SCHEMA_VERSION = field.default
 
     @field_validator("schema_version", mode="after", check_fields=False)

@@ -23,7 +23,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 REDACTED = "[REDACTED]"
 
-_HEADER_NAMES = r"(?:proxy-)?authorization|x-api-key|api[-_]?key|x-goog-api-key|openai[-_]api[-_]key"
+_HEADER_NAMES = (
+    r"(?:proxy-)?authorization|x-api-key|api[-_]?key|x-goog-api-key|openai[-_]api[-_]key"
+)
 # `Authorization: Bearer abc`, `"authorization": "Bearer abc"`, `api-key=abc` ...
 _HEADER_VALUE = re.compile(
     rf"""(?ix)
@@ -37,7 +39,9 @@ _TOKEN = r"(?=[A-Za-z0-9._~+/=\-*]*[0-9_~+/=\-*])[A-Za-z0-9._~+/=\-*]{8,}"
 _SCHEME_TOKEN = re.compile(rf"\b(?P<scheme>[Bb]earer|BEARER|Basic|BASIC)\s+(?P<value>{_TOKEN})")
 _SK_TOKEN = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}")
 _URL_USERINFO = re.compile(r"(?i)\b(?P<scheme>[a-z][a-z0-9+.\-]*://)[^/\s@]+@")
-_URL_QUERY_KEY = re.compile(r"(?i)(?P<name>[?&](?:api[-_]?key|key|token|access[-_]token|auth|password|secret)=)(?P<value>[^&#\s\"']+)")
+_URL_QUERY_KEY = re.compile(
+    r"(?i)(?P<name>[?&](?:api[-_]?key|key|token|access[-_]token|auth|password|secret)=)(?P<value>[^&#\s\"']+)"
+)
 
 _MIN_SECRET_LENGTH = 4
 """Known secret values shorter than this are not searched for (they would match ordinary words)."""
@@ -47,10 +51,20 @@ def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
     """``text`` with every secret replaced by :data:`REDACTED` (see the module docstring)."""
     if not text:
         return text
-    for secret in sorted({s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True):
+    for secret in sorted(
+        {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
+    ):
         text = text.replace(secret, REDACTED)
-    text = _HEADER_VALUE.sub(lambda m: m.group("name") + (m.group("scheme") + " " if m.group("scheme") else "") + REDACTED, text)
-    text = _SCHEME_TOKEN.sub(lambda m: f"{m.group('scheme')} {REDACTED}" if m.group("value") != REDACTED else m.group(0), text)
+    text = _HEADER_VALUE.sub(
+        lambda m: (
+            m.group("name") + (m.group("scheme") + " " if m.group("scheme") else "") + REDACTED
+        ),
+        text,
+    )
+    text = _SCHEME_TOKEN.sub(
+        lambda m: f"{m.group('scheme')} {REDACTED}" if m.group("value") != REDACTED else m.group(0),
+        text,
+    )
     text = _SK_TOKEN.sub(REDACTED, text)
     text = _URL_USERINFO.sub(lambda m: m.group("scheme") + REDACTED + "@", text)
     return _URL_QUERY_KEY.sub(lambda m: m.group("name") + REDACTED, text)
@@ -62,7 +76,9 @@ def redact_values(obj: Any, secrets: Iterable[str | None]) -> Any:
     Only known values: used on recorded requests, whose text comes from the gold data and must
     otherwise stay exactly as sent.
     """
-    values = sorted({s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True)
+    values = sorted(
+        {s for s in secrets if s and len(s) >= _MIN_SECRET_LENGTH}, key=len, reverse=True
+    )
     if not values:
         return obj
 
@@ -109,7 +125,10 @@ def _url_problem(value: str) -> str | None:
         return None
     if parts.username or parts.password:
         return "a URL with user information (user:password@)"
-    if any(_KEYISH_FIELD.search(name) or name.lower() in ("auth", "sig", "signature") for name, _ in parse_qsl(parts.query)):
+    if any(
+        _KEYISH_FIELD.search(name) or name.lower() in ("auth", "sig", "signature")
+        for name, _ in parse_qsl(parts.query)
+    ):
         return "a URL with a credential-like query parameter"
     return None
 
@@ -140,7 +159,11 @@ def find_secrets(obj: Any, path: str = "") -> list[tuple[str, str]]:
             return
         if not isinstance(value, str):
             return
-        if _KEYISH_FIELD.search(name) and not normalized.endswith("-env") and _KEY_SHAPED.match(value.strip()):
+        if (
+            _KEYISH_FIELD.search(name)
+            and not normalized.endswith("-env")
+            and _KEY_SHAPED.match(value.strip())
+        ):
             found.append((where, "a key-shaped value"))
             return
         url = _url_problem(value)

@@ -80,13 +80,23 @@ OUTCOMES: dict[str, Outcome] = {
         Outcome("certified", ExitCode.OK, Style("CERTIFIED", "pass", "#1b5e20", "#e8f5e9")),
         Outcome("passed", ExitCode.OK),
         Outcome("complete", ExitCode.OK),
-        Outcome("quality_failed", ExitCode.FAILED, Style("QUALITY FAILED", "fail", "#b71c1c", "#ffebee")),
+        Outcome(
+            "quality_failed", ExitCode.FAILED, Style("QUALITY FAILED", "fail", "#b71c1c", "#ffebee")
+        ),
         Outcome("failed", ExitCode.FAILED),
         Outcome("invalid_input", ExitCode.INVALID_INPUT),
         Outcome("contract_problems", ExitCode.INVALID_INPUT),
-        Outcome("evaluation_incomplete", ExitCode.INCOMPLETE, Style("EVALUATION INCOMPLETE", "incomplete", "#e65100", "#fff3e0")),
+        Outcome(
+            "evaluation_incomplete",
+            ExitCode.INCOMPLETE,
+            Style("EVALUATION INCOMPLETE", "incomplete", "#e65100", "#fff3e0"),
+        ),
         Outcome("incomplete", ExitCode.INCOMPLETE),
-        Outcome("review_required", ExitCode.REVIEW_REQUIRED, Style("REVIEW REQUIRED", "review", "#4a148c", "#f3e5f5")),
+        Outcome(
+            "review_required",
+            ExitCode.REVIEW_REQUIRED,
+            Style("REVIEW REQUIRED", "review", "#4a148c", "#f3e5f5"),
+        ),
         Outcome("evaluator_errors", ExitCode.EVALUATOR_ERRORS),
     )
 }
@@ -95,7 +105,11 @@ OUTCOMES: dict[str, Outcome] = {
 GATE_OUTCOMES = ("certified", "quality_failed", "evaluation_incomplete", "review_required")
 """The release gate's (and certification's) outcomes."""
 
-CATEGORY_OUTCOMES: dict[str, str] = {"incomplete": "evaluation_incomplete", "quality": "quality_failed", "review": "review_required"}
+CATEGORY_OUTCOMES: dict[str, str] = {
+    "incomplete": "evaluation_incomplete",
+    "quality": "quality_failed",
+    "review": "review_required",
+}
 """Blocker category -> the outcome it forces, in precedence order (first wins)."""
 
 

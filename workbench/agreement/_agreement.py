@@ -39,7 +39,6 @@ AGREEMENT_SCHEMA_VERSION = 2
 """Version of :class:`AgreementReport`'s JSON form (2: scale, ordinal figures, ``min_shared``)."""
 
 
-
 class PairAgreement(_Model):
     """Agreement of two reviewers over the cases both reviewed."""
 
@@ -129,8 +128,12 @@ class AgreementReport(_Model):
                     "cohen_kappa_nominal": p.cohen_kappa.value,
                 }
                 if self.scale_labels is not None:
-                    row["weighted_kappa_linear"] = p.weighted_kappa_linear.value if p.weighted_kappa_linear else None
-                    row["weighted_kappa_quadratic"] = p.weighted_kappa_quadratic.value if p.weighted_kappa_quadratic else None
+                    row["weighted_kappa_linear"] = (
+                        p.weighted_kappa_linear.value if p.weighted_kappa_linear else None
+                    )
+                    row["weighted_kappa_quadratic"] = (
+                        p.weighted_kappa_quadratic.value if p.weighted_kappa_quadratic else None
+                    )
                     row["spearman"] = p.spearman.value if p.spearman else None
                 rows.append(row)
         return pd.DataFrame(rows)
@@ -152,8 +155,16 @@ class AgreementReport(_Model):
                 "fleiss_kappa": block.fleiss_kappa.value,
             }
             if self.scale_labels is not None:
-                row["krippendorff_alpha_ordinal"] = block.krippendorff_alpha_ordinal.value if block.krippendorff_alpha_ordinal else None
-                row["krippendorff_alpha_interval"] = block.krippendorff_alpha_interval.value if block.krippendorff_alpha_interval else None
+                row["krippendorff_alpha_ordinal"] = (
+                    block.krippendorff_alpha_ordinal.value
+                    if block.krippendorff_alpha_ordinal
+                    else None
+                )
+                row["krippendorff_alpha_interval"] = (
+                    block.krippendorff_alpha_interval.value
+                    if block.krippendorff_alpha_interval
+                    else None
+                )
             rows.append(row)
         return pd.DataFrame(rows).set_index("slice")
 
@@ -191,8 +202,12 @@ def agreement_block(
             sa = [x for x, y in shared if x in on_scale and y in on_scale]
             sb = [y for x, y in shared if x in on_scale and y in on_scale]
             ordered = {
-                "weighted_kappa_linear": weighted_cohen_kappa(sa, sb, scale_labels, "linear", scale_values),
-                "weighted_kappa_quadratic": weighted_cohen_kappa(sa, sb, scale_labels, "quadratic", scale_values),
+                "weighted_kappa_linear": weighted_cohen_kappa(
+                    sa, sb, scale_labels, "linear", scale_values
+                ),
+                "weighted_kappa_quadratic": weighted_cohen_kappa(
+                    sa, sb, scale_labels, "quadratic", scale_values
+                ),
                 "spearman": spearman_correlation(sa, sb, scale_labels, scale_values),
             }
         pairs.append(
@@ -209,10 +224,14 @@ def agreement_block(
     disagreeing = sum(1 for case in pairable if case.reviewers_disagree)
     alphas: dict[str, Any] = {}
     if scale_labels is not None:
-        scale_units = [{r: label for r, label in unit.items() if label in on_scale} for unit in units]
+        scale_units = [
+            {r: label for r, label in unit.items() if label in on_scale} for unit in units
+        ]
         alphas = {
             "krippendorff_alpha_ordinal": krippendorff_alpha(scale_units, scale_labels, "ordinal"),
-            "krippendorff_alpha_interval": krippendorff_alpha(scale_units, scale_labels, "interval", scale_values),
+            "krippendorff_alpha_interval": krippendorff_alpha(
+                scale_units, scale_labels, "interval", scale_values
+            ),
         }
     return AgreementBlock(
         cases=len(cases),
@@ -227,7 +246,12 @@ def agreement_block(
     )
 
 
-def human_agreement(dataset: GoldDataset, partition: str | Partition | None = None, *, min_shared: int = DEFAULT_MIN_SHARED) -> AgreementReport:
+def human_agreement(
+    dataset: GoldDataset,
+    partition: str | Partition | None = None,
+    *,
+    min_shared: int = DEFAULT_MIN_SHARED,
+) -> AgreementReport:
     """Human agreement over the active cases of a dataset, overall and per slice.
 
     Ordinal and numeric rubrics add the ordered figures. Reviewer pairs sharing fewer than
@@ -242,7 +266,11 @@ def human_agreement(dataset: GoldDataset, partition: str | Partition | None = No
     by_slice: dict[str, list[GoldCase]] = {name: [] for name in rubric.slices}
     for case in cases:
         by_slice.setdefault(case.slice, []).append(case)
-    options: dict[str, Any] = {"scale_labels": scale_labels, "scale_values": values, "min_shared": min_shared}
+    options: dict[str, Any] = {
+        "scale_labels": scale_labels,
+        "scale_values": values,
+        "min_shared": min_shared,
+    }
     return AgreementReport(
         dataset_sha256=dataset.sha256,
         rubric_version=rubric.version,
@@ -253,5 +281,7 @@ def human_agreement(dataset: GoldDataset, partition: str | Partition | None = No
         scale_values=values,
         min_shared=min_shared,
         overall=agreement_block(cases, labels, **options),
-        slices={name: agreement_block(cases_, labels, **options) for name, cases_ in by_slice.items()},
+        slices={
+            name: agreement_block(cases_, labels, **options) for name, cases_ in by_slice.items()
+        },
     )

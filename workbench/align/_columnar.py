@@ -55,7 +55,9 @@ def align_columnar(
         return None  # ordinal figures and sampled scopes: the per-record path computes them
     labels = list(rubric.labels)
     gold = index.table
-    gold_keys = gold.select(["case_id", "response_hash", "partition", "active"]).rename_columns(["case_id", "g_hash", "g_partition", "active"])
+    gold_keys = gold.select(["case_id", "response_hash", "partition", "active"]).rename_columns(
+        ["case_id", "g_hash", "g_partition", "active"]
+    )
     vocabulary = pa.array(labels, pa.string())
     lineages: Counter[tuple[str | None, str | None]] = Counter()
     run_ids: set[str] = set()
@@ -63,20 +65,50 @@ def align_columnar(
     def per_block(block: pa.Table) -> pa.Table:
         """The join rules on one block (any breach: the per-record path names every one)."""
         joined = block.join(gold_keys, keys="case_id", join_type="left outer")
-        if joined.num_rows != block.num_rows or joined["active"].null_count or not pc.all(joined["active"]).as_py():
+        if (
+            joined.num_rows != block.num_rows
+            or joined["active"].null_count
+            or not pc.all(joined["active"]).as_py()
+        ):
             raise ValueError("unknown or superseded case")
-        if not pc.all(pc.equal(joined["response_hash"], joined["g_hash"])).as_py() or not pc.all(pc.equal(joined["partition"], joined["g_partition"])).as_py():
+        if (
+            not pc.all(pc.equal(joined["response_hash"], joined["g_hash"])).as_py()
+            or not pc.all(pc.equal(joined["partition"], joined["g_partition"])).as_py()
+        ):
             raise ValueError("response hash or partition differs from the gold's")
         value, error_kind = joined["value"], joined["error_kind"]
         if pc.any(pc.and_(pc.is_null(value), pc.is_null(error_kind))).as_py():
             raise ValueError("score-only result")
-        if pc.any(pc.and_(pc.is_valid(value), pc.invert(pc.is_in(value, value_set=vocabulary)))).as_py():
+        if pc.any(
+            pc.and_(pc.is_valid(value), pc.invert(pc.is_in(value, value_set=vocabulary)))
+        ).as_py():
             raise ValueError("verdict outside the vocabulary")
-        pairs = block.group_by(["dataset_sha256", "rubric_version"], use_threads=False).aggregate([([], "count_all")])
-        for sha, version, count in zip(pairs["dataset_sha256"].to_pylist(), pairs["rubric_version"].to_pylist(), pairs["count_all"].to_pylist(), strict=True):
+        pairs = block.group_by(["dataset_sha256", "rubric_version"], use_threads=False).aggregate(
+            [([], "count_all")]
+        )
+        for sha, version, count in zip(
+            pairs["dataset_sha256"].to_pylist(),
+            pairs["rubric_version"].to_pylist(),
+            pairs["count_all"].to_pylist(),
+            strict=True,
+        ):
             lineages[(sha, version)] += count
         run_ids.update(pc.unique(block["run_id"]).to_pylist())
-        return joined.select(["case_id", "partition", "value", "error_kind", "error_message", "attempt", "repeat", "cost_usd", "tokens_in", "tokens_out", "cached_from_run_id"])
+        return joined.select(
+            [
+                "case_id",
+                "partition",
+                "value",
+                "error_kind",
+                "error_message",
+                "attempt",
+                "repeat",
+                "cost_usd",
+                "tokens_in",
+                "tokens_out",
+                "cached_from_run_id",
+            ]
+        )
 
     read = read_columnar(results, per_block)
     if read is None or read.table.num_rows == 0 or len(read.identities) != 1:
@@ -86,8 +118,21 @@ def align_columnar(
     keys = res.group_by(["case_id", "repeat", "attempt"]).aggregate([([], "count_all")])
     if keys.num_rows != n_read:
         return None  # duplicate result
-    verdict_attempt = pc.if_else(pc.is_valid(res["value"]), res["attempt"], pa.scalar(None, pa.int64()))
-    units = pa.table({"case_id": res["case_id"], "repeat": res["repeat"], "attempt": res["attempt"], "va": verdict_attempt}).group_by(["case_id", "repeat"]).aggregate([("attempt", "max"), ("va", "min")])
+    verdict_attempt = pc.if_else(
+        pc.is_valid(res["value"]), res["attempt"], pa.scalar(None, pa.int64())
+    )
+    units = (
+        pa.table(
+            {
+                "case_id": res["case_id"],
+                "repeat": res["repeat"],
+                "attempt": res["attempt"],
+                "va": verdict_attempt,
+            }
+        )
+        .group_by(["case_id", "repeat"])
+        .aggregate([("attempt", "max"), ("va", "min")])
+    )
     if pc.any(pc.greater(units["attempt_max"], units["va_min"])).as_py():
         return None  # attempt after verdict
     del keys, units, verdict_attempt
@@ -118,7 +163,11 @@ def align_columnar(
     other_repeats = in_scope.num_rows - this_repeat.num_rows
     per_case = this_repeat.group_by("case_id").aggregate([("attempt", "max"), ([], "count_all")])
     superseded = this_repeat.num_rows - per_case.num_rows
-    final = this_repeat.join(per_case.rename_columns(["case_id", "attempt", "attempts"]), keys=["case_id", "attempt"], join_type="inner")
+    final = this_repeat.join(
+        per_case.rename_columns(["case_id", "attempt", "attempts"]),
+        keys=["case_id", "attempt"],
+        join_type="inner",
+    )
 
     usage = _usage(this_repeat)
 
@@ -126,7 +175,15 @@ def align_columnar(
     if partition is not None:
         active = active.filter(pc.equal(active["partition"], partition))
     active = active.append_column("pos", pa.array(range(active.num_rows), pa.int64()))
-    cases = active.select(["case_id", "slice", "label", "pos"]).join(final.select(["case_id", "value", "error_kind", "error_message", "attempt"]), keys="case_id", join_type="left outer").sort_by("pos")
+    cases = (
+        active.select(["case_id", "slice", "label", "pos"])
+        .join(
+            final.select(["case_id", "value", "error_kind", "error_message", "attempt"]),
+            keys="case_id",
+            join_type="left outer",
+        )
+        .sort_by("pos")
+    )
     outcome_col = pc.if_else(
         pc.is_null(cases["attempt"]),
         pa.scalar(MISSING_COLUMN),
@@ -134,14 +191,22 @@ def align_columnar(
     )
     cases = cases.append_column("col", outcome_col)
 
-    counts = cases.group_by(["slice", "label", "col"], use_threads=False).aggregate([([], "count_all")])
+    counts = cases.group_by(["slice", "label", "col"], use_threads=False).aggregate(
+        [([], "count_all")]
+    )
     confusion: dict[str, dict[tuple[str, str], int]] = {}
-    for s, h, j, c in zip(*(counts[k].to_pylist() for k in ("slice", "label", "col", "count_all")), strict=True):
+    for s, h, j, c in zip(
+        *(counts[k].to_pylist() for k in ("slice", "label", "col", "count_all")), strict=True
+    ):
         confusion.setdefault(s, {})[(h, j)] = c
     errors = cases.filter(pc.equal(cases["col"], ERROR_COLUMN))
-    kinds = errors.group_by(["slice", "error_kind"], use_threads=False).aggregate([([], "count_all")])
+    kinds = errors.group_by(["slice", "error_kind"], use_threads=False).aggregate(
+        [([], "count_all")]
+    )
     error_kinds: dict[str, dict[str, int]] = {}
-    for s, k, c in zip(*(kinds[x].to_pylist() for x in ("slice", "error_kind", "count_all")), strict=True):
+    for s, k, c in zip(
+        *(kinds[x].to_pylist() for x in ("slice", "error_kind", "count_all")), strict=True
+    ):
         error_kinds.setdefault(s, {})[k or "unknown"] = c
 
     slice_order = list(rubric.slices)
@@ -149,7 +214,19 @@ def align_columnar(
         if s not in rubric.slices:
             slice_order.append(s)
     abstain = list(rubric.abstain_labels)
-    slices = [_slice(name, rubric.risk_of(name), confusion.get(name, {}), error_kinds.get(name, {}), labels, rubric.pass_label, rubric.fail_label, abstain) for name in slice_order]
+    slices = [
+        _slice(
+            name,
+            rubric.risk_of(name),
+            confusion.get(name, {}),
+            error_kinds.get(name, {}),
+            labels,
+            rubric.pass_label,
+            rubric.fail_label,
+            abstain,
+        )
+        for name in slice_order
+    ]
     overall_conf: dict[tuple[str, str], int] = {}
     overall_kinds: dict[str, int] = {}
     for conf in confusion.values():
@@ -158,12 +235,27 @@ def align_columnar(
     for by_kind in error_kinds.values():
         for k, c in by_kind.items():
             overall_kinds[k] = overall_kinds.get(k, 0) + c
-    overall = _slice("(all)", None, overall_conf, overall_kinds, labels, rubric.pass_label, rubric.fail_label, abstain)
+    overall = _slice(
+        "(all)",
+        None,
+        overall_conf,
+        overall_kinds,
+        labels,
+        rubric.pass_label,
+        rubric.fail_label,
+        abstain,
+    )
 
     columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
     table = [[overall_conf.get((h, j), 0) for j in columns] for h in labels]
     missing = cases.filter(pc.equal(cases["col"], MISSING_COLUMN))["case_id"].to_pylist()
-    evaluator_errors = [CaseError(case_id=c, slice=s, kind=k, message=m) for c, s, k, m in zip(*(errors[x].to_pylist() for x in ("case_id", "slice", "error_kind", "error_message")), strict=True)]
+    evaluator_errors = [
+        CaseError(case_id=c, slice=s, kind=k, message=m)
+        for c, s, k, m in zip(
+            *(errors[x].to_pylist() for x in ("case_id", "slice", "error_kind", "error_message")),
+            strict=True,
+        )
+    ]
     fp = fingerprints[0]
     return AlignmentReport(
         dataset_sha256=index.sha256,
@@ -193,7 +285,11 @@ def align_columnar(
         gold_changes=[],
         lineage=lineage,
         partition_source=partition_source,
-        costs=costs_from_usage({(case, repeat): u for case, u in usage.items()}, dict(zip(cases["case_id"].to_pylist(), cases["slice"].to_pylist(), strict=True)), {name: rubric.risk_of(name) for name in rubric.slices}),
+        costs=costs_from_usage(
+            {(case, repeat): u for case, u in usage.items()},
+            dict(zip(cases["case_id"].to_pylist(), cases["slice"].to_pylist(), strict=True)),
+            {name: rubric.risk_of(name) for name in rubric.slices},
+        ),
     )
 
 
@@ -216,9 +312,17 @@ def _usage(rows: Any) -> dict[str, tuple[int, float, int, int, int]]:
             "cached": pc.cast(cached, pa.int64()),
         }
     )
-    sums = table.group_by("case_id", use_threads=False).aggregate([("calls", "sum"), ("cost", "sum"), ("tin", "sum"), ("tout", "sum"), ("cached", "sum")])
-    columns = [sums[name].to_pylist() for name in ("case_id", "calls_sum", "cost_sum", "tin_sum", "tout_sum", "cached_sum")]
-    return {c: (int(a), float(b), int(i), int(o), int(k)) for c, a, b, i, o, k in zip(*columns, strict=True)}
+    sums = table.group_by("case_id", use_threads=False).aggregate(
+        [("calls", "sum"), ("cost", "sum"), ("tin", "sum"), ("tout", "sum"), ("cached", "sum")]
+    )
+    columns = [
+        sums[name].to_pylist()
+        for name in ("case_id", "calls_sum", "cost_sum", "tin_sum", "tout_sum", "cached_sum")
+    ]
+    return {
+        c: (int(a), float(b), int(i), int(o), int(k))
+        for c, a, b, i, o, k in zip(*columns, strict=True)
+    }
 
 
 def _slice(
@@ -245,7 +349,11 @@ def _slice(
     for (h, j), c in verdict.items():
         k = classify(h, j, pass_label, fail_label)
         klass[k] = klass.get(k, 0) + c
-    two_way = {(h, j): c for (h, j), c in verdict.items() if pass_label is not None and j in (pass_label, fail_label)}
+    two_way = {
+        (h, j): c
+        for (h, j), c in verdict.items()
+        if pass_label is not None and j in (pass_label, fail_label)
+    }
     judged_fails = sum(c for (h, _), c in two_way.items() if h == fail_label)
     judged_passes = sum(c for (h, _), c in two_way.items() if h == pass_label)
     errors = sum(c for (_, j), c in conf.items() if j == ERROR_COLUMN)
@@ -259,8 +367,12 @@ def _slice(
         decided=decided,
         abstention_rate=wilson_rate(abstentions, verdicts),
         coverage=wilson_rate(decided, n),
-        judge_labels={label: sum(c for (_, j), c in verdict.items() if j == label) for label in labels},
-        human_labels_with_verdict={label: sum(c for (h, _), c in verdict.items() if h == label) for label in labels},
+        judge_labels={
+            label: sum(c for (_, j), c in verdict.items() if j == label) for label in labels
+        },
+        human_labels_with_verdict={
+            label: sum(c for (h, _), c in verdict.items() if h == label) for label in labels
+        },
         errors=errors,
         missing=missing,
         complete=missing == 0,

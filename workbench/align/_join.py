@@ -197,32 +197,92 @@ def join_results(
         first_line_of_fp.setdefault(r.judge_fingerprint, item.line)
         gold = records_by_id.get(r.case_id)
         if gold is None:
-            problems.append(Problem(location=where, case_id=r.case_id, code="unknown_case", message="result for a case the gold dataset does not have", fix="check that --gold is the dataset the judge ran on; remove results for other datasets"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="unknown_case",
+                    message="result for a case the gold dataset does not have",
+                    fix="check that --gold is the dataset the judge ran on; remove results for other datasets",
+                )
+            )
             continue
         if r.case_id in dataset.superseded_by:
-            problems.append(Problem(location=where, case_id=r.case_id, code="superseded_case", message=f"result for a superseded record (corrected by {dataset.latest_id(r.case_id)!r})", fix="re-run the judge on the current dataset so results refer to the latest records"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="superseded_case",
+                    message=f"result for a superseded record (corrected by {dataset.latest_id(r.case_id)!r})",
+                    fix="re-run the judge on the current dataset so results refer to the latest records",
+                )
+            )
             continue
         if r.response_hash != gold.response_hash:
-            problems.append(Problem(location=where, case_id=r.case_id, code="response_hash_mismatch", message="the judge saw a different response than the reviewers (response_hash differs)", fix="re-run the judge on the exact reviewed response; never compare verdicts on different text"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="response_hash_mismatch",
+                    message="the judge saw a different response than the reviewers (response_hash differs)",
+                    fix="re-run the judge on the exact reviewed response; never compare verdicts on different text",
+                )
+            )
             continue
         if r.partition is not None and r.partition != gold.partition.value:
-            problems.append(Problem(location=where, case_id=r.case_id, code="partition_mismatch", message=f"result says partition {r.partition!r}, gold says {gold.partition.value!r}", fix="re-run the judge on the current dataset; partitions must not change after a run"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="partition_mismatch",
+                    message=f"result says partition {r.partition!r}, gold says {gold.partition.value!r}",
+                    fix="re-run the judge on the current dataset; partitions must not change after a run",
+                )
+            )
             continue
         if r.value is None and r.error is None:
-            problems.append(Problem(location=where, case_id=r.case_id, code="score_only_result", message="a score without a verdict cannot be compared with adjudicated labels", fix="align label verdicts only; analyse score metrics (e.g. noise sensitivity) with their own report"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="score_only_result",
+                    message="a score without a verdict cannot be compared with adjudicated labels",
+                    fix="align label verdicts only; analyse score metrics (e.g. noise sensitivity) with their own report",
+                )
+            )
             continue
         if r.value is not None and r.value not in vocab:
-            problems.append(Problem(location=where, case_id=r.case_id, code="unknown_judge_label", message=f"verdict {r.value!r} is not in the rubric's vocabulary", fix="map the judge's labels to " + ", ".join(rubric.labels) + " with a reviewed mapping, or record the attempt as an invalid_label error"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="unknown_judge_label",
+                    message=f"verdict {r.value!r} is not in the rubric's vocabulary",
+                    fix="map the judge's labels to "
+                    + ", ".join(rubric.labels)
+                    + " with a reviewed mapping, or record the attempt as an invalid_label error",
+                )
+            )
             continue
         # Duplicates are checked before the partition and repeat filters: a concatenated or
         # re-imported file is refused whichever slice of it is being analysed.
         key = (r.case_id, r.repeat, r.attempt)
         if key in seen_attempt:
-            problems.append(Problem(location=where, case_id=r.case_id, code="duplicate_result", message=f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen_attempt[key]})", fix="results files must not be concatenated or re-imported; keep one result per case, repeat and attempt"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="duplicate_result",
+                    message=f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen_attempt[key]})",
+                    fix="results files must not be concatenated or re-imported; keep one result per case, repeat and attempt",
+                )
+            )
             continue
         seen_attempt[key] = item.line
         unit = (r.case_id, r.repeat)
-        if r.value is not None and (unit not in first_verdict or r.attempt < first_verdict[unit][0]):
+        if r.value is not None and (
+            unit not in first_verdict or r.attempt < first_verdict[unit][0]
+        ):
             first_verdict[unit] = (r.attempt, item.line)
         if unit not in last_attempt or r.attempt > last_attempt[unit][0]:
             last_attempt[unit] = (r.attempt, item.line)
@@ -246,20 +306,42 @@ def join_results(
             if current is not None:
                 superseded += 1
             err = r.error
-            final[r.case_id] = _Attempt(r.attempt, item.line, r.value, r.reason, err.kind if err else None, err.message if err else None)
+            final[r.case_id] = _Attempt(
+                r.attempt,
+                item.line,
+                r.value,
+                r.reason,
+                err.kind if err else None,
+                err.message if err else None,
+            )
         else:
             superseded += 1
 
     for unit, (verdict_attempt, verdict_line) in first_verdict.items():
         later_attempt, later_line = last_attempt[unit]
         if later_attempt > verdict_attempt:
-            problems.append(Problem(location=f"{location}:{later_line}", case_id=unit[0], code="attempt_after_verdict", message=f"attempt {later_attempt} of repeat {unit[1]} comes after the verdict of attempt {verdict_attempt} (line {verdict_line}); a verdict is final and is never replaced", fix="results must not be edited, merged or re-run into one file; keep the attempts of one run, or re-run the judge into a fresh --out"))
+            problems.append(
+                Problem(
+                    location=f"{location}:{later_line}",
+                    case_id=unit[0],
+                    code="attempt_after_verdict",
+                    message=f"attempt {later_attempt} of repeat {unit[1]} comes after the verdict of attempt {verdict_attempt} (line {verdict_line}); a verdict is final and is never replaced",
+                    fix="results must not be edited, merged or re-run into one file; keep the attempts of one run, or re-run the judge into a fresh --out",
+                )
+            )
     if len(fingerprints) > 1:
         listing = "; ".join(
             f"{fp[:12]} ({identity_of[fp].name}@{identity_of[fp].version}, {count} results, first on line {first_line_of_fp[fp]})"
             for fp, count in fingerprints.most_common()
         )
-        problems.append(Problem(location=location, code="mixed_judges", message=f"results from {len(fingerprints)} judge fingerprints: {listing}", fix="align one judge at a time; split the file by judge_fingerprint"))
+        problems.append(
+            Problem(
+                location=location,
+                code="mixed_judges",
+                message=f"results from {len(fingerprints)} judge fingerprints: {listing}",
+                fix="align one judge at a time; split the file by judge_fingerprint",
+            )
+        )
     if problems:
         raise WorkbenchError(f"{location}: refusing to align: {len(problems)} problem(s)", problems)
 
@@ -273,10 +355,40 @@ def join_results(
             left_out.append(case.case_id)
             continue
         if a is None:
-            joined.append(JoinedCase(case.case_id, case.slice, case.partition.value, tuple(case.tags), human, "missing", None, "missing", None, None, 0, None))
+            joined.append(
+                JoinedCase(
+                    case.case_id,
+                    case.slice,
+                    case.partition.value,
+                    tuple(case.tags),
+                    human,
+                    "missing",
+                    None,
+                    "missing",
+                    None,
+                    None,
+                    0,
+                    None,
+                )
+            )
             continue
         if a.error_kind is not None:
-            joined.append(JoinedCase(case.case_id, case.slice, case.partition.value, tuple(case.tags), human, "error", None, "error", a.error_kind, a.error_message, attempts[case.case_id], a.line))
+            joined.append(
+                JoinedCase(
+                    case.case_id,
+                    case.slice,
+                    case.partition.value,
+                    tuple(case.tags),
+                    human,
+                    "error",
+                    None,
+                    "error",
+                    a.error_kind,
+                    a.error_message,
+                    attempts[case.case_id],
+                    a.line,
+                )
+            )
             continue
         assert a.value is not None
         joined.append(
@@ -308,5 +420,7 @@ def join_results(
         superseded_attempts=superseded,
         results_read=read,
         sampled_out=tuple(left_out),
-        usage={k: (int(v[0]), float(v[1]), int(v[2]), int(v[3]), int(v[4])) for k, v in usage.items()},
+        usage={
+            k: (int(v[0]), float(v[1]), int(v[2]), int(v[3]), int(v[4])) for k, v in usage.items()
+        },
     )

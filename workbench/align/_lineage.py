@@ -129,8 +129,24 @@ def read_run_manifest(results: str | Path) -> RunManifest | None:
     try:
         return RunManifest.model_validate(read_json_file(path))
     except (OSError, ValueError, ValidationError, RecursionError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else exc.msg if isinstance(exc, JSONRecordError) else type(exc).__name__
-        raise WorkbenchError("unreadable run manifest", [Problem(location=str(path), code="manifest_invalid", message=f"the run manifest beside the results cannot be read ({reason})", fix="restore the manifest.json the run wrote, or move the results away from a foreign manifest")]) from None
+        reason = (
+            exc.strerror
+            if isinstance(exc, OSError)
+            else exc.msg
+            if isinstance(exc, JSONRecordError)
+            else type(exc).__name__
+        )
+        raise WorkbenchError(
+            "unreadable run manifest",
+            [
+                Problem(
+                    location=str(path),
+                    code="manifest_invalid",
+                    message=f"the run manifest beside the results cannot be read ({reason})",
+                    fix="restore the manifest.json the run wrote, or move the results away from a foreign manifest",
+                )
+            ],
+        ) from None
 
 
 def partition_from_manifest(manifest: RunManifest | None) -> str | None:
@@ -188,17 +204,34 @@ def check_lineage(
         others = sorted(run_ids - {manifest.run_id})
         text = f"the run manifest beside the results is of run {manifest.run_id[:12]}, but results come from run(s) {', '.join(o[:12] for o in others[:3])}{' ...' if len(others) > 3 else ''}"
         reasons.append(text)
-        lineage_problems.append(Problem(location=str(manifest_path or loc), code="lineage_manifest_mismatch", message=text, fix="keep each run's results.jsonl with its own manifest.json; results of several runs are never mixed in one file"))
+        lineage_problems.append(
+            Problem(
+                location=str(manifest_path or loc),
+                code="lineage_manifest_mismatch",
+                message=text,
+                fix="keep each run's results.jsonl with its own manifest.json; results of several runs are never mixed in one file",
+            )
+        )
         manifest_lineage = False
 
     carried = [key for key in lineages if lineages[key]]
     field_sha: str | None = None
     field_rubric: str | None = None
     if len(carried) > 1:
-        listing = "; ".join(f"{(sha or '(none)')[:12]}/{rubric or '(none)'}: {lineages[(sha, rubric)]} result(s)" for sha, rubric in carried)
+        listing = "; ".join(
+            f"{(sha or '(none)')[:12]}/{rubric or '(none)'}: {lineages[(sha, rubric)]} result(s)"
+            for sha, rubric in carried
+        )
         text = f"the results carry {len(carried)} different gold lineages ({listing})"
         reasons.append(text)
-        lineage_problems.append(Problem(location=loc, code="lineage_mixed", message=text, fix="align results of one run against the one gold they were produced against; split the file or re-run"))
+        lineage_problems.append(
+            Problem(
+                location=loc,
+                code="lineage_mixed",
+                message=text,
+                fix="align results of one run against the one gold they were produced against; split the file or re-run",
+            )
+        )
     elif carried:
         field_sha, field_rubric = carried[0]
 
@@ -206,10 +239,22 @@ def check_lineage(
         assert manifest is not None
         source: LineageSource = "run_manifest"
         res_sha, res_rubric = manifest.dataset_sha256, manifest.rubric_version
-        if carried and len(carried) == 1 and (field_sha, field_rubric) != (None, None) and (field_sha, field_rubric) != (res_sha, res_rubric):
+        if (
+            carried
+            and len(carried) == 1
+            and (field_sha, field_rubric) != (None, None)
+            and (field_sha, field_rubric) != (res_sha, res_rubric)
+        ):
             text = f"the results say dataset {str(field_sha)[:12]} (rubric {field_rubric}) but their run manifest says dataset {res_sha[:12]} (rubric {res_rubric})"
             reasons.append(text)
-            lineage_problems.append(Problem(location=str(manifest_path or loc), code="lineage_conflict", message=text, fix="results must not be edited by hand or moved between run directories; re-run the judge"))
+            lineage_problems.append(
+                Problem(
+                    location=str(manifest_path or loc),
+                    code="lineage_conflict",
+                    message=text,
+                    fix="results must not be edited by hand or moved between run directories; re-run the judge",
+                )
+            )
     elif read == 0:
         return Lineage(source="no_results", comparable=True, cases_known=True, **base), []
     elif field_sha is not None and field_rubric is not None and not lineage_problems:
@@ -219,22 +264,38 @@ def check_lineage(
         if not lineage_problems:
             text = "the results carry no gold lineage: no dataset_sha256 and rubric_version on them and no run manifest beside them"
             reasons.append(text)
-            lineage_problems.append(Problem(location=loc, code="lineage_missing", message=text, fix=FIX_MISSING))
+            lineage_problems.append(
+                Problem(location=loc, code="lineage_missing", message=text, fix=FIX_MISSING)
+            )
 
     results_release = manifest.gold_release if manifest_lineage and manifest is not None else None
     if results_release is None and res_sha is not None:
         frozen = dataset.release_for(res_sha)
         results_release = frozen.release_id if frozen else None
-    fields = {"results_dataset_sha256": res_sha, "results_rubric_version": res_rubric, "results_release": results_release}
-    same = not lineage_problems and res_sha == dataset.sha256 and res_rubric == dataset.rubric.version
+    fields = {
+        "results_dataset_sha256": res_sha,
+        "results_rubric_version": res_rubric,
+        "results_release": results_release,
+    }
+    same = (
+        not lineage_problems and res_sha == dataset.sha256 and res_rubric == dataset.rubric.version
+    )
     if same:
         return Lineage(source=source, comparable=True, **fields, **base), []
 
     changes: list[GoldChange] = []
     cases_known = False
-    if res_sha is not None and res_rubric is not None and (res_sha != dataset.sha256 or res_rubric != dataset.rubric.version):
+    if (
+        res_sha is not None
+        and res_rubric is not None
+        and (res_sha != dataset.sha256 or res_rubric != dataset.rubric.version)
+    ):
         reference: dict[str, dict[str, str]] | None = None
-        if manifest_lineage and manifest is not None and all(c.gold is not None for c in manifest.cases):
+        if (
+            manifest_lineage
+            and manifest is not None
+            and all(c.gold is not None for c in manifest.cases)
+        ):
             reference = {c.case_id: c.gold for c in manifest.cases if c.gold is not None}
         elif res_sha is not None and (frozen := dataset.release_for(res_sha)) is not None:
             reference = {cid: h for cid, h in frozen.fields.items() if cid in case_ids}
@@ -246,15 +307,41 @@ def check_lineage(
         if res_rubric != dataset.rubric.version:
             detail.append(f"rubric version {res_rubric} -> {dataset.rubric.version}")
         if cases_known:
-            detail.append(f"{len(changes)} judged case(s) changed" if changes else "no judged case changed, so the gold changed elsewhere (other cases, rubric.yaml or the evidence snapshot)")
+            detail.append(
+                f"{len(changes)} judged case(s) changed"
+                if changes
+                else "no judged case changed, so the gold changed elsewhere (other cases, rubric.yaml or the evidence snapshot)"
+            )
         else:
-            detail.append("which cases changed cannot be listed: no run manifest with per-case hashes beside the results and no frozen release of that dataset (`workbench freeze`)")
+            detail.append(
+                "which cases changed cannot be listed: no run manifest with per-case hashes beside the results and no frozen release of that dataset (`workbench freeze`)"
+            )
         text = headline + ": " + "; ".join(detail)
         reasons.insert(0, text)
-        lineage_problems.insert(0, Problem(location=loc, code="gold_changed", message=text, fix=FIX_CHANGED))
+        lineage_problems.insert(
+            0, Problem(location=loc, code="gold_changed", message=text, fix=FIX_CHANGED)
+        )
         for change in changes:
-            lineage_problems.append(Problem(location=loc, case_id=change.case_id, code="gold_changed", message=f"{change.detail} changed since the results were produced" if change.changes[0] not in ("removed", "superseded") else change.detail, fix=FIX_CHANGED))
-    lineage = Lineage(source=source, comparable=False, cases_known=cases_known, gold_changes=changes, problems=reasons, **fields, **base)
+            lineage_problems.append(
+                Problem(
+                    location=loc,
+                    case_id=change.case_id,
+                    code="gold_changed",
+                    message=f"{change.detail} changed since the results were produced"
+                    if change.changes[0] not in ("removed", "superseded")
+                    else change.detail,
+                    fix=FIX_CHANGED,
+                )
+            )
+    lineage = Lineage(
+        source=source,
+        comparable=False,
+        cases_known=cases_known,
+        gold_changes=changes,
+        problems=reasons,
+        **fields,
+        **base,
+    )
     return lineage, ([] if allow_gold_change else lineage_problems)
 
 
@@ -264,10 +351,22 @@ def _changes(dataset: GoldDataset, reference: dict[str, dict[str, str]]) -> list
     for case_id in sorted(reference):
         record = by_id.get(case_id)
         if record is None:
-            out.append(GoldChange(case_id=case_id, changes=["removed"], detail="removed from the gold since the results were produced"))
+            out.append(
+                GoldChange(
+                    case_id=case_id,
+                    changes=["removed"],
+                    detail="removed from the gold since the results were produced",
+                )
+            )
             continue
         if case_id in dataset.superseded_by:
-            out.append(GoldChange(case_id=case_id, changes=["superseded"], detail=f"superseded by {dataset.latest_id(case_id)!r} since the results were produced"))
+            out.append(
+                GoldChange(
+                    case_id=case_id,
+                    changes=["superseded"],
+                    detail=f"superseded by {dataset.latest_id(case_id)!r} since the results were produced",
+                )
+            )
             continue
         groups = changed_groups(reference[case_id], case_hashes(record), ignore=("rubric",))
         if groups:
@@ -315,7 +414,14 @@ def align_results(
     join: Join | None = None
     join_error: WorkbenchError | None = None
     try:
-        join = join_results(dataset, observer.watch(items), partition=partition, repeat=repeat, location=location, sampled_out=sampled_out)
+        join = join_results(
+            dataset,
+            observer.watch(items),
+            partition=partition,
+            repeat=repeat,
+            location=location,
+            sampled_out=sampled_out,
+        )
     except WorkbenchError as exc:
         join_error = exc
     lineage, problems = check_lineage(
@@ -329,11 +435,19 @@ def align_results(
     )
     if problems:
         extra = join_error.problems if join_error is not None else []
-        raise WorkbenchError(f"{location}: refusing to compare: the results were not produced against this gold ({len(problems)} problem(s))", [*problems, *extra])
+        raise WorkbenchError(
+            f"{location}: refusing to compare: the results were not produced against this gold ({len(problems)} problem(s))",
+            [*problems, *extra],
+        )
     if join_error is not None:
         raise join_error
     assert join is not None
-    return replace(join, lineage=lineage, sampling_plan_sha256=plan_sha if join.sampled_out else None, sampling_rejected=rejected)
+    return replace(
+        join,
+        lineage=lineage,
+        sampling_plan_sha256=plan_sha if join.sampled_out else None,
+        sampling_rejected=rejected,
+    )
 
 
 def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> list[Problem]:
@@ -344,21 +458,42 @@ def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> l
     """
     lineage = join.lineage
     if lineage is None:
-        return [Problem(location=where, code="lineage_unchecked", message="the join was built without a lineage check, so it is unknown whether the results were produced against this gold", fix="build joins with workbench.align.align_results (or a phase session), which checks lineage")]
+        return [
+            Problem(
+                location=where,
+                code="lineage_unchecked",
+                message="the join was built without a lineage check, so it is unknown whether the results were produced against this gold",
+                fix="build joins with workbench.align.align_results (or a phase session), which checks lineage",
+            )
+        ]
     if lineage.comparable or (allow_forced and lineage.allowed):
         return []
-    changed = ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
-    return [Problem(location=where, code="gold_changed", message=f"the results were not produced against this gold: {'; '.join(lineage.problems)}; changed: {changed}", fix=FIX_CHANGED)]
+    changed = (
+        ", ".join(f"{c.case_id} ({c.detail})" for c in lineage.gold_changes) or "cases unknown"
+    )
+    return [
+        Problem(
+            location=where,
+            code="gold_changed",
+            message=f"the results were not produced against this gold: {'; '.join(lineage.problems)}; changed: {changed}",
+            fix=FIX_CHANGED,
+        )
+    ]
 
 
 def require_comparable(join: Join, *, where: str, allow_forced: bool = False) -> None:
     """Raise :class:`WorkbenchError` with :func:`lineage_problems`, if there are any."""
     problems = lineage_problems(join, where=where, allow_forced=allow_forced)
     if problems:
-        raise WorkbenchError(f"{where}: refusing to compare results with gold they were not produced against", problems)
+        raise WorkbenchError(
+            f"{where}: refusing to compare results with gold they were not produced against",
+            problems,
+        )
 
 
-def check_results_file(dataset: GoldDataset, results: str | Path, *, allow_gold_change: bool = False) -> Lineage:
+def check_results_file(
+    dataset: GoldDataset, results: str | Path, *, allow_gold_change: bool = False
+) -> Lineage:
     """The lineage check of a results file on its own (for analyses that join it themselves).
 
     Reads the file once (bad lines are left to the analysis to report) and its run manifest.
@@ -377,5 +512,8 @@ def check_results_file(dataset: GoldDataset, results: str | Path, *, allow_gold_
         allow_gold_change=allow_gold_change,
     )
     if problems:
-        raise WorkbenchError(f"{results}: refusing to compare: the results were not produced against this gold ({len(problems)} problem(s))", problems)
+        raise WorkbenchError(
+            f"{results}: refusing to compare: the results were not produced against this gold ({len(problems)} problem(s))",
+            problems,
+        )
     return lineage

@@ -295,7 +295,8 @@ def _row(s: SliceAlignment) -> dict[str, Any]:
         "abstained": s.abstentions,
         "errors": s.errors,
         "missing": s.missing,
-        "coverage": f"{s.decided}/{s.n}" + (f" = {s.coverage.rate:.2f}" if s.coverage.rate is not None else ""),
+        "coverage": f"{s.decided}/{s.n}"
+        + (f" = {s.coverage.rate:.2f}" if s.coverage.rate is not None else ""),
         "aligned": s.agreement.format(2) if s.verdicts else "-",
         "false_pass": f"{s.false_passes}/{s.false_pass_rate.n}",
         "FP rate [95% CI]": _rate_text(s.false_pass_rate),
@@ -366,8 +367,12 @@ def slice_alignment(
         decided=decided,
         abstention_rate=wilson_rate(abstentions, outcome["verdict"]),
         coverage=wilson_rate(decided, len(cases)),
-        judge_labels={label: sum(1 for c in verdict_cases if c.judge_label == label) for label in labels},
-        human_labels_with_verdict={label: sum(1 for c in verdict_cases if c.human_label == label) for label in labels},
+        judge_labels={
+            label: sum(1 for c in verdict_cases if c.judge_label == label) for label in labels
+        },
+        human_labels_with_verdict={
+            label: sum(1 for c in verdict_cases if c.human_label == label) for label in labels
+        },
         errors=outcome["error"],
         missing=outcome["missing"],
         complete=outcome["missing"] == 0,
@@ -380,9 +385,19 @@ def slice_alignment(
         other_disagreements=klass["disagreement"],
         false_pass_rate=wilson_rate(klass["false_pass"], judged_fails),
         false_fail_rate=wilson_rate(klass["false_fail"], judged_passes),
-        cohen_kappa=cohen_kappa([c.human_label for c in verdict_cases], [c.judge_label for c in verdict_cases], labels=labels),
-        errors_by_kind=dict(sorted(Counter(c.error_kind or "unknown" for c in cases if c.outcome == "error").items())),
-        ordinal=ordinal_alignment(verdict_cases, rubric) if rubric is not None and rubric.ordered else None,
+        cohen_kappa=cohen_kappa(
+            [c.human_label for c in verdict_cases],
+            [c.judge_label for c in verdict_cases],
+            labels=labels,
+        ),
+        errors_by_kind=dict(
+            sorted(
+                Counter(c.error_kind or "unknown" for c in cases if c.outcome == "error").items()
+            )
+        ),
+        ordinal=ordinal_alignment(verdict_cases, rubric)
+        if rubric is not None and rubric.ordered
+        else None,
         sampled_out=sampled_out,
     )
 
@@ -397,7 +412,11 @@ def ordinal_alignment(cases: Sequence[JoinedCase], rubric: Rubric) -> OrdinalAli
     scale = rubric.scale_labels
     on_scale = set(scale)
     verdicts = [c for c in cases if c.outcome == "verdict" and c.judge_label is not None]
-    pairs = [(c.human_label, c.judge_label) for c in verdicts if c.human_label in on_scale and c.judge_label in on_scale]
+    pairs = [
+        (c.human_label, c.judge_label)
+        for c in verdicts
+        if c.human_label in on_scale and c.judge_label in on_scale
+    ]
     human = [h for h, _ in pairs]
     judge = [j for _, j in pairs]
     values = rubric.scale_values if rubric.scale.value == "numeric" else None
@@ -426,21 +445,45 @@ def confusion_table(cases: Sequence[JoinedCase], labels: list[str]) -> Confusion
     row_index = {r: i for i, r in enumerate(labels)}
     counts = [[0] * len(columns) for _ in labels]
     for c in cases:
-        col = c.judge_label if c.outcome == "verdict" else (ERROR_COLUMN if c.outcome == "error" else MISSING_COLUMN)
+        col = (
+            c.judge_label
+            if c.outcome == "verdict"
+            else (ERROR_COLUMN if c.outcome == "error" else MISSING_COLUMN)
+        )
         counts[row_index[c.human_label]][col_index[col]] += 1  # type: ignore[index]
     return Confusion(rows=list(labels), columns=columns, counts=counts)
 
 
-def alignment_report(join: Join, *, gold_path: str | None = None, results_path: str | None = None, partition_source: Literal["option", "run_manifest", "all"] | None = None) -> AlignmentReport:
+def alignment_report(
+    join: Join,
+    *,
+    gold_path: str | None = None,
+    results_path: str | None = None,
+    partition_source: Literal["option", "run_manifest", "all"] | None = None,
+) -> AlignmentReport:
     """Compute the full alignment report from a :class:`Join`."""
     rubric = join.dataset.rubric
     labels = list(rubric.labels)
     by_slice: dict[str, list[JoinedCase]] = {name: [] for name in rubric.slices}
     for c in join.cases:
         by_slice.setdefault(c.slice, []).append(c)
-    left_out = Counter(join.dataset.cases[c].slice for c in join.sampled_out if c in join.dataset.cases)
-    slices = [slice_alignment(name, rubric.risk_of(name), cases, labels, rubric=rubric, sampled_out=left_out.get(name, 0)) for name, cases in by_slice.items()]
-    overall = slice_alignment("(all)", None, join.cases, labels, rubric=rubric, sampled_out=len(join.sampled_out))
+    left_out = Counter(
+        join.dataset.cases[c].slice for c in join.sampled_out if c in join.dataset.cases
+    )
+    slices = [
+        slice_alignment(
+            name,
+            rubric.risk_of(name),
+            cases,
+            labels,
+            rubric=rubric,
+            sampled_out=left_out.get(name, 0),
+        )
+        for name, cases in by_slice.items()
+    ]
+    overall = slice_alignment(
+        "(all)", None, join.cases, labels, rubric=rubric, sampled_out=len(join.sampled_out)
+    )
     slice_of = {c.case_id: c.slice for c in join.cases}
     missing = [c.case_id for c in join.cases if c.outcome == "missing"]
     return AlignmentReport(
@@ -448,7 +491,9 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
         rubric_version=rubric.version,
         gold_path=gold_path,
         results_path=results_path,
-        results_sha256=results_sha256(results_path) if results_path and Path(results_path).exists() else None,
+        results_sha256=results_sha256(results_path)
+        if results_path and Path(results_path).exists()
+        else None,
         judge=join.judge,
         judge_fingerprint=join.judge_fingerprint,
         partition=join.partition,
@@ -467,22 +512,41 @@ def alignment_report(join: Join, *, gold_path: str | None = None, results_path: 
         other_repeats=join.other_repeats,
         superseded_attempts=join.superseded_attempts,
         missing_case_ids=missing,
-        evaluator_errors=[CaseError(case_id=c.case_id, slice=c.slice, kind=c.error_kind, message=c.reason) for c in join.cases if c.outcome == "error"],
+        evaluator_errors=[
+            CaseError(case_id=c.case_id, slice=c.slice, kind=c.error_kind, message=c.reason)
+            for c in join.cases
+            if c.outcome == "error"
+        ],
         confusion=confusion_table(join.cases, labels),
         overall=overall,
         slices=slices,
         comparable=join.lineage.comparable if join.lineage is not None else None,
-        gold_changes=list(join.lineage.gold_changes) if join.lineage is not None and not join.lineage.comparable else [],
+        gold_changes=list(join.lineage.gold_changes)
+        if join.lineage is not None and not join.lineage.comparable
+        else [],
         lineage=join.lineage,
         partition_source=partition_source,
         sampling_plan_sha256=join.sampling_plan_sha256,
         sampled_out_case_ids=list(join.sampled_out),
         sampling_rejected=join.sampling_rejected,
-        costs=costs_from_usage({(case, join.repeat): u for case, u in join.usage.items()}, slice_of, {name: rubric.risk_of(name) for name in rubric.slices}),
+        costs=costs_from_usage(
+            {(case, join.repeat): u for case, u in join.usage.items()},
+            slice_of,
+            {name: rubric.risk_of(name) for name in rubric.slices},
+        ),
     )
 
 
-def align(gold: str | Path, results: str | Path, *, partition: str | None = None, repeat: int = 0, allow_gold_change: bool = False, partition_source: Literal["option", "run_manifest", "all"] | None = None, sampling_plan: SamplingPlan | None = None) -> AlignmentReport:
+def align(
+    gold: str | Path,
+    results: str | Path,
+    *,
+    partition: str | None = None,
+    repeat: int = 0,
+    allow_gold_change: bool = False,
+    partition_source: Literal["option", "run_manifest", "all"] | None = None,
+    sampling_plan: SamplingPlan | None = None,
+) -> AlignmentReport:
     """Load, join, check lineage and analyse in one call: the library form of ``workbench align``.
 
     Columnar (:func:`~workbench.align._columnar.align_columnar` over the cached gold index);
@@ -499,13 +563,30 @@ def align(gold: str | Path, results: str | Path, *, partition: str | None = None
     with bulk_load():
         index = gold_index(gold)  # validated once per dataset sha256, then read from the cache
         if sampling_plan is None:
-            report = align_columnar(index, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, partition_source=partition_source, gold_path=str(gold))
+            report = align_columnar(
+                index,
+                results,
+                partition=partition,
+                repeat=repeat,
+                allow_gold_change=allow_gold_change,
+                partition_source=partition_source,
+                gold_path=str(gold),
+            )
             if report is not None:
                 return report
         # Refused or unusual input (or a declared sampling plan, an ordered rubric): the
         # per-record path names every problem with its line.
-        join = align_results(index.dataset(), results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, sampling_plan=sampling_plan)
-        return alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=partition_source)
+        join = align_results(
+            index.dataset(),
+            results,
+            partition=partition,
+            repeat=repeat,
+            allow_gold_change=allow_gold_change,
+            sampling_plan=sampling_plan,
+        )
+        return alignment_report(
+            join, gold_path=str(gold), results_path=str(results), partition_source=partition_source
+        )
 
 
 def cases_frame(join: Join) -> Any:
@@ -532,7 +613,10 @@ def cases_frame(join: Join) -> Any:
     )
 
 
-_PARTITION_NOTE = {"run_manifest": " (from the run manifest beside the results; --partition overrides)", "all": " (no --partition and no run manifest naming one)"}
+_PARTITION_NOTE = {
+    "run_manifest": " (from the run manifest beside the results; --partition overrides)",
+    "all": " (no --partition and no run manifest naming one)",
+}
 
 
 def lineage_lines(report: AlignmentReport) -> list[str]:
@@ -542,11 +626,21 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
         return ["lineage:    not checked"]
     if lineage.source == "no_results":
         return ["lineage:    no results to check"]
-    where = "run manifest" if lineage.source == "run_manifest" else "results" if lineage.source == "results" else "nothing"
+    where = (
+        "run manifest"
+        if lineage.source == "run_manifest"
+        else "results"
+        if lineage.source == "results"
+        else "nothing"
+    )
     release = lineage.results_release or "not frozen"
     if lineage.comparable:
-        return [f"lineage:    same gold as the run (dataset {lineage.gold_dataset_sha256[:12]}, rubric {lineage.gold_rubric_version}, release {release}; from the {where})"]
-    lines = ["NOT COMPARABLE: the results were not produced against this gold (--allow-gold-change); the gate will not certify this"]
+        return [
+            f"lineage:    same gold as the run (dataset {lineage.gold_dataset_sha256[:12]}, rubric {lineage.gold_rubric_version}, release {release}; from the {where})"
+        ]
+    lines = [
+        "NOT COMPARABLE: the results were not produced against this gold (--allow-gold-change); the gate will not certify this"
+    ]
     lines += [f"  - {reason}" for reason in lineage.problems]
     for change in lineage.gold_changes:
         lines.append(f"  - case {change.case_id}: {change.detail}")
@@ -555,25 +649,42 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
 
 def _pass_fail_text(report: AlignmentReport) -> str:
     if not report.pass_fail_view:
-        what = "the rubric declares no pass_labels" if report.scale != "nominal" else "the rubric declares no pass_label and fail_label"
+        what = (
+            "the rubric declares no pass_labels"
+            if report.scale != "nominal"
+            else "the rubric declares no pass_label and fail_label"
+        )
         return f"none ({what}): false passes and false fails are not counted, and the gate will not certify (no_pass_fail_view)"
     if report.pass_labels is not None:
         fails = [label for label in report.scale_labels or [] if label not in report.pass_labels]
-        return f"pass = {', '.join(report.pass_labels)}; fail = {', '.join(fails)}" + (f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else "")
-    return f"pass = {report.pass_label}; fail = {report.fail_label}" + (f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else "")
+        return f"pass = {', '.join(report.pass_labels)}; fail = {', '.join(fails)}" + (
+            f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else ""
+        )
+    return f"pass = {report.pass_label}; fail = {report.fail_label}" + (
+        f"; neither = {', '.join(report.abstain_labels)}" if report.abstain_labels else ""
+    )
 
 
 def format_report(report: AlignmentReport) -> str:
     """Human-readable text: header, per-slice table and confusion table."""
     import pandas as pd
 
-    judge = f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint {report.judge_fingerprint[:12]})" if report.judge and report.judge_fingerprint else "(no results)"
+    judge = (
+        f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint {report.judge_fingerprint[:12]})"
+        if report.judge and report.judge_fingerprint
+        else "(no results)"
+    )
     lines = [
         f"judge:      {judge}",
         f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version})",
         f"partition:  {report.partition or 'all'}{_PARTITION_NOTE.get(report.partition_source or '', '')}    repeat: {report.repeat}",
         *lineage_lines(report),
-        f"status:     {report.status.upper()}" + (f" - {len(report.missing_case_ids)} case(s) have no result; this is not a pass" if report.missing_case_ids else ""),
+        f"status:     {report.status.upper()}"
+        + (
+            f" - {len(report.missing_case_ids)} case(s) have no result; this is not a pass"
+            if report.missing_case_ids
+            else ""
+        ),
         f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts ({report.overall.decided} decided, {report.overall.abstentions} abstentions), {report.overall.errors} evaluator errors, {report.overall.missing} missing",
         f"coverage:   {_coverage_text(report.overall)} (decided verdicts / cases in scope; abstentions, errors and missing results are not decided)",
     ]
@@ -584,7 +695,9 @@ def format_report(report: AlignmentReport) -> str:
             " the figures are of the sampled cases and the gate does not certify a sample"
         )
     if report.sampling_rejected:
-        lines.append(f"sampling:   plan not accepted: {report.sampling_rejected}; its sampled-out cases count as missing (a scope change)")
+        lines.append(
+            f"sampling:   plan not accepted: {report.sampling_rejected}; its sampled-out cases count as missing (a scope change)"
+        )
     if report.excluded_other_partition or report.other_repeats or report.superseded_attempts:
         lines.append(
             f"skipped:    {report.excluded_other_partition} result(s) outside the partition, {report.other_repeats} of other repeats, {report.superseded_attempts} earlier attempt(s) replaced by retries"
@@ -596,14 +709,22 @@ def format_report(report: AlignmentReport) -> str:
     lines.append(
         "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human fail judged pass, over human fails judged pass or fail;"
         " FF = human pass judged fail, over human passes judged pass or fail; abstentions are in neither"
-        + ("; kappa = nominal Cohen's kappa, every label an unordered category" if report.scale != "nominal" else "")
+        + (
+            "; kappa = nominal Cohen's kappa, every label an unordered category"
+            if report.scale != "nominal"
+            else ""
+        )
         + "):"
     )
     with pd.option_context("display.width", 200, "display.max_columns", 20):
         lines.append(report.slice_frame().to_string())
         ordinal = report.ordinal_frame()
         if ordinal is not None:
-            unit = report.overall.ordinal.mean_absolute_error.unit if report.overall.ordinal is not None else "scale step"
+            unit = (
+                report.overall.ordinal.mean_absolute_error.unit
+                if report.overall.ordinal is not None
+                else "scale step"
+            )
             lines.append("")
             lines.append(
                 f"Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge label both on the scale, the denominator of every figure; off scale = verdicts left out;"
@@ -612,7 +733,9 @@ def format_report(report: AlignmentReport) -> str:
             lines.append(ordinal.to_string())
             if report.overall.ordinal is not None:
                 lines.append("")
-                lines.append(f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs} pairs; rows: adjudicated label, columns: judge):")
+                lines.append(
+                    f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs} pairs; rows: adjudicated label, columns: judge):"
+                )
                 frame = report.overall.ordinal.confusion.to_frame()
                 frame.index.name, frame.columns.name = "human \\ judge", None
                 lines.append(frame.to_string())
@@ -625,10 +748,16 @@ def format_report(report: AlignmentReport) -> str:
         lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))
     if report.missing_case_ids:
         shown = ", ".join(report.missing_case_ids[:10])
-        more = f" and {len(report.missing_case_ids) - 10} more" if len(report.missing_case_ids) > 10 else ""
+        more = (
+            f" and {len(report.missing_case_ids) - 10} more"
+            if len(report.missing_case_ids) > 10
+            else ""
+        )
         lines.append(f"Missing: {shown}{more}")
     if report.costs and report.costs[-1].cases:
         lines.append("")
-        lines.append("Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):")
+        lines.append(
+            "Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):"
+        )
         lines.append(format_slice_costs(report.costs))
     return "\n".join(lines)

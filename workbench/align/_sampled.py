@@ -26,7 +26,9 @@ from ..runs import RunManifest
 from ..sampling import SampleCase, SamplingPlan, draw_sample, plan_problems
 
 
-def verified_sampled_out(manifest: RunManifest | None, dataset: GoldDataset, declared: SamplingPlan | None = None) -> tuple[frozenset[str], str | None, str | None]:
+def verified_sampled_out(
+    manifest: RunManifest | None, dataset: GoldDataset, declared: SamplingPlan | None = None
+) -> tuple[frozenset[str], str | None, str | None]:
     """``(case ids, plan sha256, rejection)``: the cases the manifest's plan verifiably left out
     (empty when none), the plan's hash, and why a recorded plan was not accepted (None when it
     was, or when the run has no plan)."""
@@ -36,21 +38,43 @@ def verified_sampled_out(manifest: RunManifest | None, dataset: GoldDataset, dec
     plan = record.plan
     short = record.plan_sha256[:12]
     if record.plan_sha256 != plan.sha256():
-        return frozenset(), None, f"the run manifest's sampling plan does not match its recorded sha256 {short}: the manifest was edited"
+        return (
+            frozenset(),
+            None,
+            f"the run manifest's sampling plan does not match its recorded sha256 {short}: the manifest was edited",
+        )
     if declared is None:
-        return frozenset(), None, f"the run was drawn under sampling plan {short}, but no plan was declared to accept it (the policy has no `sampling:`)"
+        return (
+            frozenset(),
+            None,
+            f"the run was drawn under sampling plan {short}, but no plan was declared to accept it (the policy has no `sampling:`)",
+        )
     if declared.sha256() != record.plan_sha256:
-        return frozenset(), None, f"the run was drawn under sampling plan {short}, not under the declared plan {declared.sha256()[:12]}"
+        return (
+            frozenset(),
+            None,
+            f"the run was drawn under sampling plan {short}, not under the declared plan {declared.sha256()[:12]}",
+        )
     if manifest.partition == "held_out":
         return frozenset(), None, "a sampling plan never applies to held-out data"
     risks = {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
-    critical = [p.message for p in plan_problems(plan, risks, location="manifest") if p.code == "sampling_critical_sampled"]
+    critical = [
+        p.message
+        for p in plan_problems(plan, risks, location="manifest")
+        if p.code == "sampling_critical_sampled"
+    ]
     if critical:
         return frozenset(), None, critical[0]
     cases = dataset.partition(manifest.partition)
-    redrawn = set(draw_sample(plan, [SampleCase(c.case_id, c.slice, c.group) for c in cases]).sampled_out)
+    redrawn = set(
+        draw_sample(plan, [SampleCase(c.case_id, c.slice, c.group) for c in cases]).sampled_out
+    )
     listed = set(record.sampled_out)
     if not listed <= redrawn:
         extra = sorted(listed - redrawn)
-        return frozenset(listed & redrawn), record.plan_sha256, f"the manifest lists {len(extra)} sampled-out case(s) the plan does not leave out when re-drawn ({', '.join(extra[:5])}): they count as missing"
+        return (
+            frozenset(listed & redrawn),
+            record.plan_sha256,
+            f"the manifest lists {len(extra)} sampled-out case(s) the plan does not leave out when re-drawn ({', '.join(extra[:5])}): they count as missing",
+        )
     return frozenset(listed), record.plan_sha256, None

@@ -78,7 +78,9 @@ def _p(location: str, code: str, message: str, fix: str) -> Problem:
     return Problem(location=location, code=code, message=message, fix=fix)
 
 
-def read_report(report_dir: str | Path, *, verify: bool = True, gold: str | Path | None = None) -> tuple[ReportFacts | None, list[Problem]]:
+def read_report(
+    report_dir: str | Path, *, verify: bool = True, gold: str | Path | None = None
+) -> tuple[ReportFacts | None, list[Problem]]:
     """Verify ``report_dir`` and read its facts; never raises for bad content.
 
     Returns ``(None, problems)`` when the report cannot be read at all, else the facts and the
@@ -93,38 +95,100 @@ def read_report(report_dir: str | Path, *, verify: bool = True, gold: str | Path
         root = root.parent
     loc = str(root)
     if not (root / LOCK_FILE).is_file():
-        return None, [_p(loc, "report_missing", "no certification report here (no lock.json)", "point at reports/<candidate>/<version>/<n> written by `workbench certify`")]
+        return None, [
+            _p(
+                loc,
+                "report_missing",
+                "no certification report here (no lock.json)",
+                "point at reports/<candidate>/<version>/<n> written by `workbench certify`",
+            )
+        ]
     problems: list[Problem] = []
     if verify:
-        problems += [_p(p.location, "report_unverified", f"the report does not verify: {p.message} [{p.code}]", "restore the report as certified (`workbench verify` names every change); an altered report is no evidence") for p in verify_one(root, gold=gold).problems if p.severity == "error"]
+        problems += [
+            _p(
+                p.location,
+                "report_unverified",
+                f"the report does not verify: {p.message} [{p.code}]",
+                "restore the report as certified (`workbench verify` names every change); an altered report is no evidence",
+            )
+            for p in verify_one(root, gold=gold).problems
+            if p.severity == "error"
+        ]
     try:
         lock = read_lock(root)
         gate = json.loads((root / GATE_FILE).read_text(encoding="utf-8"))
         if not isinstance(gate, dict):
             raise ValueError("gate.json is not an object")
     except (OSError, ValueError, RecursionError) as exc:
-        return None, problems + [_p(loc, "report_unreadable", f"lock.json or gate.json cannot be read ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})", "point at an intact certification report")]
+        return None, problems + [
+            _p(
+                loc,
+                "report_unreadable",
+                f"lock.json or gate.json cannot be read ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})",
+                "point at an intact certification report",
+            )
+        ]
     policy_rel = lock.input_files.get("policy")
     grant: AuthorityGrant
     policy_label = None
     policy_sha = None
     if not policy_rel or not (root / policy_rel).is_file():
-        problems.append(_p(loc, "report_policy_missing", "the report holds no copy of the policy it was certified under", "point at a report written by `workbench certify`"))
-        grant = AuthorityGrant(policy=None, outcome=lock.outcome, requested=None, use="none", scope=None, withheld=["the report's policy copy is missing"], report_id=lock.report_id, lock_sha256=lock.lock_sha256)
+        problems.append(
+            _p(
+                loc,
+                "report_policy_missing",
+                "the report holds no copy of the policy it was certified under",
+                "point at a report written by `workbench certify`",
+            )
+        )
+        grant = AuthorityGrant(
+            policy=None,
+            outcome=lock.outcome,
+            requested=None,
+            use="none",
+            scope=None,
+            withheld=["the report's policy copy is missing"],
+            report_id=lock.report_id,
+            lock_sha256=lock.lock_sha256,
+        )
     else:
         policy_sha = sha256_file(root / policy_rel)
         try:
             policy = load_policy(root / policy_rel)
         except WorkbenchError as exc:
             problems += exc.problems
-            grant = AuthorityGrant(policy=None, outcome=lock.outcome, requested=None, use="none", scope=None, withheld=["the report's policy copy does not load"], report_id=lock.report_id, lock_sha256=lock.lock_sha256)
+            grant = AuthorityGrant(
+                policy=None,
+                outcome=lock.outcome,
+                requested=None,
+                use="none",
+                scope=None,
+                withheld=["the report's policy copy does not load"],
+                report_id=lock.report_id,
+                lock_sha256=lock.lock_sha256,
+            )
         else:
             policy_label = policy.label
             if policy_sha != lock.evidence.get("policy"):
-                problems.append(_p(str(root / policy_rel), "report_policy_changed", "the report's policy copy is not the one its lock records", "restore the report as certified"))
+                problems.append(
+                    _p(
+                        str(root / policy_rel),
+                        "report_policy_changed",
+                        "the report's policy copy is not the one its lock records",
+                        "restore the report as certified",
+                    )
+                )
             grant = grant_for(policy, gate, report_id=lock.report_id, lock_sha256=lock.lock_sha256)
             if gate.get("outcome") != lock.outcome:
-                problems.append(_p(str(root / GATE_FILE), "report_outcome_mismatch", f"gate.json says {gate.get('outcome')!r}, the lock {lock.outcome!r}", "restore the report as certified"))
+                problems.append(
+                    _p(
+                        str(root / GATE_FILE),
+                        "report_outcome_mismatch",
+                        f"gate.json says {gate.get('outcome')!r}, the lock {lock.outcome!r}",
+                        "restore the report as certified",
+                    )
+                )
     manifest: dict = {}
     try:
         raw = json.loads((root / RUN_MANIFEST).read_text(encoding="utf-8"))
@@ -160,7 +224,13 @@ def _split(judge: str) -> tuple[str, str | None]:
     return name, (version or None)
 
 
-def last_certified(judge: str, reports_root: str | Path = "reports", *, exclude_version: str | None = None, gold: str | Path | None = None) -> ReportFacts | None:
+def last_certified(
+    judge: str,
+    reports_root: str | Path = "reports",
+    *,
+    exclude_version: str | None = None,
+    gold: str | Path | None = None,
+) -> ReportFacts | None:
     """The last complete certified report of ``judge`` under ``reports_root``, or None.
 
     ``judge``: a candidate name (``rubric-judge``: any version) or ``name@version`` (that
@@ -175,7 +245,11 @@ def last_certified(judge: str, reports_root: str | Path = "reports", *, exclude_
     name, version = _split(judge)
     candidates: list[tuple[datetime, Path]] = []
     for d in report_dirs(Path(reports_root)):
-        if d.parent.parent.name != name or (version is not None and d.parent.name != version) or d.parent.name == exclude_version:
+        if (
+            d.parent.parent.name != name
+            or (version is not None and d.parent.name != version)
+            or d.parent.name == exclude_version
+        ):
             continue
         try:
             lock = json.loads((d / LOCK_FILE).read_text(encoding="utf-8"))
@@ -189,4 +263,3 @@ def last_certified(judge: str, reports_root: str | Path = "reports", *, exclude_
         if facts is not None and facts.certified:
             return facts
     return None
-

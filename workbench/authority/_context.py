@@ -40,15 +40,23 @@ class AuthorityContext(BaseModel):
         lines = [f"authority requested: {self.requested.describe()}"]
         last = self.last_certified
         if last is None:
-            lines.append(f"last complete certified version: none (no verified certified report of another version of {self.candidate.split('@')[0]})")
+            lines.append(
+                f"last complete certified version: none (no verified certified report of another version of {self.candidate.split('@')[0]})"
+            )
             return lines
-        lines.append(f"last complete certified version: {last.candidate} (report {last.report_id}, {last.created_at:%Y-%m-%d}, policy {last.policy}; {last.grant.describe()})")
+        lines.append(
+            f"last complete certified version: {last.candidate} (report {last.report_id}, {last.created_at:%Y-%m-%d}, policy {last.policy}; {last.grant.describe()})"
+        )
         if self.last_certified_stale:
-            lines.append("  not a fallback: " + "; ".join(r.message for r in self.last_certified_stale))
+            lines.append(
+                "  not a fallback: " + "; ".join(r.message for r in self.last_certified_stale)
+            )
         return lines
 
 
-def beside_candidate(policy: Policy, candidate: str, reports_root: str | Path, gold: str | Path) -> AuthorityContext:
+def beside_candidate(
+    policy: Policy, candidate: str, reports_root: str | Path, gold: str | Path
+) -> AuthorityContext:
     """The authority ``policy`` requests for ``candidate`` (``name@version``) and the last complete
     certified other version of the judge under ``reports_root``, checked against ``gold`` now."""
     name, _, version = candidate.partition("@")
@@ -56,8 +64,17 @@ def beside_candidate(policy: Policy, candidate: str, reports_root: str | Path, g
     stale: list[StaleReason] = []
     if last is not None:
         spec = _spec_copy(Path(last.report_dir))
-        stale = [r for r in staleness(last, gold_state(gold), spec) if r.kind != "candidate" or spec is None]
-    return AuthorityContext(candidate=candidate, requested=requested_authority(policy), last_certified=last, last_certified_stale=stale)
+        stale = [
+            r
+            for r in staleness(last, gold_state(gold), spec)
+            if r.kind != "candidate" or spec is None
+        ]
+    return AuthorityContext(
+        candidate=candidate,
+        requested=requested_authority(policy),
+        last_certified=last,
+        last_certified_stale=stale,
+    )
 
 
 def _spec_copy(report_dir: Path) -> Path | None:

@@ -121,7 +121,9 @@ def _as_dict(gate: Any) -> dict[str, Any]:
     return dump(mode="json")
 
 
-def grant_for(policy: Policy, gate: Any, *, report_id: str | None = None, lock_sha256: str | None = None) -> AuthorityGrant:
+def grant_for(
+    policy: Policy, gate: Any, *, report_id: str | None = None, lock_sha256: str | None = None
+) -> AuthorityGrant:
     """What a certification under ``policy`` with gate result ``gate`` grants (module doc).
 
     ``gate``: a :class:`~workbench.policy.GateResult` or its JSON (a report's ``gate.json``).
@@ -130,13 +132,38 @@ def grant_for(policy: Policy, gate: Any, *, report_id: str | None = None, lock_s
     """
     g = _as_dict(gate)
     outcome = g.get("outcome")
-    base = {"policy": policy.label, "outcome": outcome, "requested": policy.use, "report_id": report_id, "lock_sha256": lock_sha256}
+    base = {
+        "policy": policy.label,
+        "outcome": outcome,
+        "requested": policy.use,
+        "report_id": report_id,
+        "lock_sha256": lock_sha256,
+    }
     if policy.use is None or policy.scope is None:
-        return AuthorityGrant(**base, use="none", scope=None, withheld=[f"policy {policy.label} declares no use: certification grants no authority (declare use and scope in a new policy version)"])
+        return AuthorityGrant(
+            **base,
+            use="none",
+            scope=None,
+            withheld=[
+                f"policy {policy.label} declares no use: certification grants no authority (declare use and scope in a new policy version)"
+            ],
+        )
     if outcome != "certified":
-        return AuthorityGrant(**base, use="none", scope=None, withheld=[f"the outcome is {outcome!r}: only a certified report grants authority"])
+        return AuthorityGrant(
+            **base,
+            use="none",
+            scope=None,
+            withheld=[f"the outcome is {outcome!r}: only a certified report grants authority"],
+        )
     if g.get("partition") != "held_out":
-        return AuthorityGrant(**base, use="none", scope=None, withheld=[f"the gate evaluated {g.get('partition')!r}, not held_out: only a held-out certification grants authority"])
+        return AuthorityGrant(
+            **base,
+            use="none",
+            scope=None,
+            withheld=[
+                f"the gate evaluated {g.get('partition')!r}, not held_out: only a held-out certification grants authority"
+            ],
+        )
     figures = {f.get("slice"): f for f in g.get("figures") or [] if isinstance(f, Mapping)}
     waived = [w for w in g.get("waived") or [] if isinstance(w, Mapping)]
     withheld: list[str] = []
@@ -144,19 +171,31 @@ def grant_for(policy: Policy, gate: Any, *, report_id: str | None = None, lock_s
     for name in policy.scope.slices:
         fig = figures.get(name)
         if fig is None or not fig.get("decided"):
-            withheld.append(f"slice {name}: no decided held-out verdict, so nothing was shown there")
+            withheld.append(
+                f"slice {name}: no decided held-out verdict, so nothing was shown there"
+            )
             continue
         waivers = [w for w in waived if (w.get("blocker") or {}).get("slice") == name]
         if waivers:
-            codes = ", ".join(f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})" for w in waivers)
-            withheld.append(f"slice {name}: certified only because an override waived {codes}; authority does not rest on a waiver")
+            codes = ", ".join(
+                f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})"
+                for w in waivers
+            )
+            withheld.append(
+                f"slice {name}: certified only because an override waived {codes}; authority does not rest on a waiver"
+            )
             continue
         kept.append(name)
     use: str = policy.use
     general = [w for w in waived if not (w.get("blocker") or {}).get("slice")]
     if general and level_rank(use) > level_rank("route"):
-        codes = ", ".join(f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})" for w in general)
-        withheld.append(f"block withheld: an override waived {codes}; a judge never blocks unattended on a waived certification")
+        codes = ", ".join(
+            f"{(w.get('blocker') or {}).get('code')} (override {w.get('override_id')})"
+            for w in general
+        )
+        withheld.append(
+            f"block withheld: an override waived {codes}; a judge never blocks unattended on a waived certification"
+        )
         use = "route"
     if not kept:
         withheld.append("no scope slice remains: no authority")

@@ -148,7 +148,9 @@ class RecordRead:
         grouped: dict[str, list[AuthorityEntry]] = {}
         for e in self.entries:
             grouped.setdefault(e.judge, []).append(e)
-        return {name: JudgeAuthority(name, items[-1], tuple(items)) for name, items in grouped.items()}
+        return {
+            name: JudgeAuthority(name, items[-1], tuple(items)) for name, items in grouped.items()
+        }
 
 
 class AuthorityRecord:
@@ -166,12 +168,32 @@ class AuthorityRecord:
         head = self._read_head()
         if not self.path.exists():
             if head is not None and head.get("entries"):
-                return RecordRead([], [Problem(location=loc, code="authority_record_missing", message=f"the record is gone but its head says it held {head.get('entries')} entries", fix=FIX_RESTORE)])
+                return RecordRead(
+                    [],
+                    [
+                        Problem(
+                            location=loc,
+                            code="authority_record_missing",
+                            message=f"the record is gone but its head says it held {head.get('entries')} entries",
+                            fix=FIX_RESTORE,
+                        )
+                    ],
+                )
             return RecordRead([])
         try:
             raw_lines = self.path.read_bytes().split(b"\n")
         except OSError as exc:
-            return RecordRead([], [Problem(location=loc, code="authority_record_unreadable", message=f"the record cannot be read ({exc.strerror or exc})", fix="make the record readable")])
+            return RecordRead(
+                [],
+                [
+                    Problem(
+                        location=loc,
+                        code="authority_record_unreadable",
+                        message=f"the record cannot be read ({exc.strerror or exc})",
+                        fix="make the record readable",
+                    )
+                ],
+            )
         entries: list[AuthorityEntry] = []
         problems: list[Problem] = []
         previous: str | None = None
@@ -185,20 +207,58 @@ class AuthorityRecord:
                 data = json.loads(raw.decode("utf-8"))
                 entry = AuthorityEntry.model_validate(data)
             except (ValueError, UnicodeDecodeError, RecursionError, ValidationError) as exc:
-                problems.append(Problem(location=where, code="authority_record_invalid", message=f"chain broken at line {number}: unreadable entry ({str(exc).splitlines()[0][:120]})", fix=FIX_RESTORE))
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="authority_record_invalid",
+                        message=f"chain broken at line {number}: unreadable entry ({str(exc).splitlines()[0][:120]})",
+                        fix=FIX_RESTORE,
+                    )
+                )
                 previous = "(unreadable)"
                 continue
-            except SchemaTooNew as exc:  # readable by a newer workbench: the chain goes on through its hash
+            except (
+                SchemaTooNew
+            ) as exc:  # readable by a newer workbench: the chain goes on through its hash
                 problems.append(exc.problem_at(where))
-                previous = data.get("entry_sha256") if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str) else "(unreadable)"
+                previous = (
+                    data.get("entry_sha256")
+                    if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str)
+                    else "(unreadable)"
+                )
                 continue
             if entry.content_sha256() != entry.entry_sha256:
-                problems.append(Problem(location=where, code="authority_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)", fix=FIX_RESTORE))
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="authority_chain_broken",
+                        message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)",
+                        fix=FIX_RESTORE,
+                    )
+                )
             elif entry.previous_sha256 != previous:
-                what = "the first line must not name a predecessor" if previous is None else "its previous_sha256 does not match the line before it"
-                problems.append(Problem(location=where, code="authority_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line before it was deleted, inserted or edited)", fix=FIX_RESTORE))
+                what = (
+                    "the first line must not name a predecessor"
+                    if previous is None
+                    else "its previous_sha256 does not match the line before it"
+                )
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="authority_chain_broken",
+                        message=f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line before it was deleted, inserted or edited)",
+                        fix=FIX_RESTORE,
+                    )
+                )
             if entry.entry_id in seen:
-                problems.append(Problem(location=where, code="authority_chain_broken", message=f"entry id {entry.entry_id} appears twice", fix=FIX_RESTORE))
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="authority_chain_broken",
+                        message=f"entry id {entry.entry_id} appears twice",
+                        fix=FIX_RESTORE,
+                    )
+                )
             seen.add(entry.entry_id)
             previous = entry.entry_sha256
             entries.append(entry)
@@ -218,20 +278,62 @@ class AuthorityRecord:
         loc = str(self.head_path)
         if not entries:
             if head is not None and head.get("entries"):
-                return [Problem(location=str(self.path), code="authority_record_truncated", message=f"the record holds no entry but its head says {head.get('entries')}: lines were removed", fix=FIX_RESTORE)]
+                return [
+                    Problem(
+                        location=str(self.path),
+                        code="authority_record_truncated",
+                        message=f"the record holds no entry but its head says {head.get('entries')}: lines were removed",
+                        fix=FIX_RESTORE,
+                    )
+                ]
             return []
         if head is None:
-            return [Problem(location=loc, code="authority_head_missing", message=f"the record has {len(entries)} entries but no head file: lines removed at its end could not be told", fix=FIX_RESTORE)]
+            return [
+                Problem(
+                    location=loc,
+                    code="authority_head_missing",
+                    message=f"the record has {len(entries)} entries but no head file: lines removed at its end could not be told",
+                    fix=FIX_RESTORE,
+                )
+            ]
         if head.get("unreadable") or not isinstance(head.get("entries"), int):
-            return [Problem(location=loc, code="authority_head_invalid", message="the head file cannot be read", fix=FIX_RESTORE)]
+            return [
+                Problem(
+                    location=loc,
+                    code="authority_head_invalid",
+                    message="the head file cannot be read",
+                    fix=FIX_RESTORE,
+                )
+            ]
         count, digest = head["entries"], head.get("entry_sha256")
         if count > len(entries):
-            return [Problem(location=str(self.path), code="authority_record_truncated", message=f"the head says the record held {count} entries, it holds {len(entries)}: lines were removed at its end", fix=FIX_RESTORE)]
+            return [
+                Problem(
+                    location=str(self.path),
+                    code="authority_record_truncated",
+                    message=f"the head says the record held {count} entries, it holds {len(entries)}: lines were removed at its end",
+                    fix=FIX_RESTORE,
+                )
+            ]
         if count < 1 or entries[count - 1].entry_sha256 != digest:
-            return [Problem(location=loc, code="authority_head_mismatch", message=f"entry {count} of the record is not the one the head names", fix=FIX_RESTORE)]
+            return [
+                Problem(
+                    location=loc,
+                    code="authority_head_mismatch",
+                    message=f"entry {count} of the record is not the one the head names",
+                    fix=FIX_RESTORE,
+                )
+            ]
         if count < len(entries) - 1:
             # An append is followed by its head at once; a crash leaves the head one entry behind at most.
-            return [Problem(location=loc, code="authority_head_mismatch", message=f"the head names entry {count} of {len(entries)}: entries were appended without the workbench", fix=FIX_RESTORE)]
+            return [
+                Problem(
+                    location=loc,
+                    code="authority_head_mismatch",
+                    message=f"the head names entry {count} of {len(entries)}: entries were appended without the workbench",
+                    fix=FIX_RESTORE,
+                )
+            ]
         return []
 
     @contextlib.contextmanager
@@ -241,7 +343,17 @@ class AuthorityRecord:
         try:
             self._filelock.acquire()
         except Timeout:
-            raise WorkbenchError("authority record busy", [Problem(location=str(self.lock_path), code="authority_record_busy", message=f"another command held the record's lock for more than {LOCK_TIMEOUT_S:.0f} s", fix="retry in a moment")]) from None
+            raise WorkbenchError(
+                "authority record busy",
+                [
+                    Problem(
+                        location=str(self.lock_path),
+                        code="authority_record_busy",
+                        message=f"another command held the record's lock for more than {LOCK_TIMEOUT_S:.0f} s",
+                        fix="retry in a moment",
+                    )
+                ],
+            ) from None
         try:
             yield
         finally:
@@ -255,12 +367,21 @@ class AuthorityRecord:
         stays visible.
         """
         previous = read.entries[-1].entry_sha256 if read.entries else None
-        chained = entry.model_copy(update={"schema_version": AUTHORITY_SCHEMA_VERSION, "previous_sha256": previous, "entry_sha256": ""})
+        chained = entry.model_copy(
+            update={
+                "schema_version": AUTHORITY_SCHEMA_VERSION,
+                "previous_sha256": previous,
+                "entry_sha256": "",
+            }
+        )
         sealed = chained.model_copy(update={"entry_sha256": chained.content_sha256()})
         with AppendOnlyLog(self.path) as log:
             log.append(sealed.model_dump(mode="json"))
         if read.ok:
-            atomic_write_json(self.head_path, {"entries": len(read.entries) + 1, "entry_sha256": sealed.entry_sha256})
+            atomic_write_json(
+                self.head_path,
+                {"entries": len(read.entries) + 1, "entry_sha256": sealed.entry_sha256},
+            )
         return sealed
 
 

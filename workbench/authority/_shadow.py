@@ -160,7 +160,14 @@ def read_shadow_log(log: str | Path) -> list[ShadowEntry]:
         try:
             out.append(ShadowEntry.model_validate_json(line))
         except ValidationError as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="shadow_log_invalid", message=f"not a shadow-log entry ({exc.error_count()} error(s))", fix="the shadow log is append-only and written by `workbench run --shadow-of`; restore it"))
+            problems.append(
+                Problem(
+                    location=f"{path}:{number}",
+                    code="shadow_log_invalid",
+                    message=f"not a shadow-log entry ({exc.error_count()} error(s))",
+                    fix="the shadow log is append-only and written by `workbench run --shadow-of`; restore it",
+                )
+            )
     if problems:
         raise WorkbenchError(f"{path}: unreadable shadow log", problems)
     return out
@@ -170,20 +177,50 @@ def _as_judge(candidate: Judge | str | Path) -> Judge:
     return candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
 
 
-def shadow_entry(report: Any, *, current_authority: str, attached: bool, out_dir: str | Path) -> ShadowEntry:
+def shadow_entry(
+    report: Any, *, current_authority: str, attached: bool, out_dir: str | Path
+) -> ShadowEntry:
     """The shadow summary of a :class:`~workbench.migration.ComparisonReport` (old = current, new = shadow)."""
     rows: list[ShadowDisagreement] = []
     for c in report.cases:
         if not c.verdict_changed or c.transition == "incomplete":
             continue
         crossing = {c.old_category, c.new_category} == {"pass", "fail"}
-        right = "shadow" if c.transition == "fixed" else "current" if c.transition == "broken" else "neither"
-        rows.append(ShadowDisagreement(case_id=c.case_id, slice=c.slice, risk=c.risk, current=c.old_label, shadow=c.new_label, current_category=c.old_category, shadow_category=c.new_category, boundary_crossing=crossing, right=right))
+        right = (
+            "shadow"
+            if c.transition == "fixed"
+            else "current"
+            if c.transition == "broken"
+            else "neither"
+        )
+        rows.append(
+            ShadowDisagreement(
+                case_id=c.case_id,
+                slice=c.slice,
+                risk=c.risk,
+                current=c.old_label,
+                shadow=c.new_label,
+                current_category=c.old_category,
+                shadow_category=c.new_category,
+                boundary_crossing=crossing,
+                right=right,
+            )
+        )
     slices = []
     for s in report.slices:
         mine = [r for r in rows if r.slice == s.slice]
         judged = s.cases - s.transitions.get("incomplete", 0)
-        slices.append(ShadowSlice(slice=s.slice, risk=s.risk, cases=judged, disagreements=len(mine), boundary_crossings=sum(r.boundary_crossing for r in mine), shadow_right=sum(r.right == "shadow" for r in mine), current_right=sum(r.right == "current" for r in mine)))
+        slices.append(
+            ShadowSlice(
+                slice=s.slice,
+                risk=s.risk,
+                cases=judged,
+                disagreements=len(mine),
+                boundary_crossings=sum(r.boundary_crossing for r in mine),
+                shadow_right=sum(r.right == "shadow" for r in mine),
+                current_right=sum(r.right == "current" for r in mine),
+            )
+        )
     return ShadowEntry(
         entry_id=f"shadow-{uuid.uuid4().hex[:12]}",
         recorded_at=datetime.now(UTC),
@@ -243,15 +280,39 @@ async def run_shadow(
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     shadow_judge, current_judge = _as_judge(candidate), _as_judge(current)
     if shadow_judge.identity.fingerprint() == current_judge.identity.fingerprint():
-        raise WorkbenchError("nothing to shadow", [Problem(location="--shadow-of", code="shadow_of_itself", message=f"{shadow_judge.spec.label} and {current_judge.spec.label} are the same judge (same fingerprint)", fix="run another version in shadow; to measure one judge's own variance use `workbench repeatability`")])
-    report = await compare_candidates(current_judge, shadow_judge, dataset, partition, out, label_mapping=label_mapping, controls=None, budget_usd=budget_usd, concurrency=concurrency, cache_dir=cache_dir, progress=progress)
+        raise WorkbenchError(
+            "nothing to shadow",
+            [
+                Problem(
+                    location="--shadow-of",
+                    code="shadow_of_itself",
+                    message=f"{shadow_judge.spec.label} and {current_judge.spec.label} are the same judge (same fingerprint)",
+                    fix="run another version in shadow; to measure one judge's own variance use `workbench repeatability`",
+                )
+            ],
+        )
+    report = await compare_candidates(
+        current_judge,
+        shadow_judge,
+        dataset,
+        partition,
+        out,
+        label_mapping=label_mapping,
+        controls=None,
+        budget_usd=budget_usd,
+        concurrency=concurrency,
+        cache_dir=cache_dir,
+        progress=progress,
+    )
     read = AuthorityRecord(authority_path_for(dataset.root)).read()
     states = read.judges()
     held = states.get(current_judge.spec.label)
     mine = states.get(shadow_judge.spec.label)
     current_authority = held.authority if held is not None and read.ok else "none"
     attached = read.ok and mine is not None and mine.shadow_of == current_judge.spec.label
-    entry = shadow_entry(report, current_authority=current_authority, attached=attached, out_dir=out)
+    entry = shadow_entry(
+        report, current_authority=current_authority, attached=attached, out_dir=out
+    )
     atomic_write_json(Path(out) / SHADOW_FILE, entry.model_dump(mode="json"))
     log_path = Path(log) if log is not None else shadow_log_path_for(dataset.root)
     log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -278,8 +339,13 @@ def format_shadow(entry: ShadowEntry) -> str:
         lines.append(f"  warning: {warning}")
     for s in entry.slices:
         if s.disagreements:
-            lines.append(f"  {s.slice:26} {(s.risk or ''):8} {s.disagreements} of {s.cases}: {s.boundary_crossings} across pass/fail; shadow right {s.shadow_right}, current right {s.current_right}")
+            lines.append(
+                f"  {s.slice:26} {(s.risk or ''):8} {s.disagreements} of {s.cases}: {s.boundary_crossings} across pass/fail; shadow right {s.shadow_right}, current right {s.current_right}"
+            )
     if entry.review:
-        lines.append(f"REVIEW: {len(entry.review)} disagreement(s) in critical slices: " + ", ".join(entry.review))
+        lines.append(
+            f"REVIEW: {len(entry.review)} disagreement(s) in critical slices: "
+            + ", ".join(entry.review)
+        )
     lines.append(f"cost ${entry.cost_usd:.4f}; summary {Path(entry.out_dir) / SHADOW_FILE}")
     return "\n".join(lines)

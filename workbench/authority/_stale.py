@@ -75,25 +75,47 @@ def gold_state(gold: str | Path) -> GoldState:
     version: str | None = None
     evidence: Path | None = None
     try:
-        raw = load_yaml(rubric_path, prefix="rubric", what="rubric", missing_fix="", shape=("not a mapping", "")).data
+        raw = load_yaml(
+            rubric_path, prefix="rubric", what="rubric", missing_fix="", shape=("not a mapping", "")
+        ).data
         version = str(raw["version"]) if raw.get("version") is not None else None
         if raw.get("evidence_snapshot"):
             evidence = (rubric_path.parent / str(raw["evidence_snapshot"])).resolve()
-    except WorkbenchError as exc:  # missing, unreadable, not UTF-8, bad or duplicate-key YAML, not a mapping
-        problems.append(f"{rubric_path}: the rubric cannot be read ({exc.problems[0].code if exc.problems else exc.summary})")
+    except (
+        WorkbenchError
+    ) as exc:  # missing, unreadable, not UTF-8, bad or duplicate-key YAML, not a mapping
+        problems.append(
+            f"{rubric_path}: the rubric cannot be read ({exc.problems[0].code if exc.problems else exc.summary})"
+        )
     digest: str | None = None
     try:
-        digest = sha256_json({"gold": sha256_file(gold_path), "rubric": sha256_file(rubric_path), "evidence": sha256_file(evidence) if evidence else None})
+        digest = sha256_json(
+            {
+                "gold": sha256_file(gold_path),
+                "rubric": sha256_file(rubric_path),
+                "evidence": sha256_file(evidence) if evidence else None,
+            }
+        )
     except OSError as exc:
         problems.append(f"{root}: the dataset hash cannot be computed ({exc.strerror or exc})")
     release: str | None = None
     try:
         log = read_releases(root)
         problems += [p.format() for p in log.problems]
-        release = next((r.release_id for r in reversed(log.releases) if r.dataset_sha256 == digest), None) if digest else None
+        release = (
+            next((r.release_id for r in reversed(log.releases) if r.dataset_sha256 == digest), None)
+            if digest
+            else None
+        )
     except (OSError, WorkbenchError) as exc:
         problems.append(f"{root}: the release log cannot be read ({exc})")
-    return GoldState(path=str(root), rubric_version=version, dataset_sha256=digest, release=release, problems=problems)
+    return GoldState(
+        path=str(root),
+        rubric_version=version,
+        dataset_sha256=digest,
+        release=release,
+        problems=problems,
+    )
 
 
 def spec_identity(spec: str | Path) -> tuple[str | None, str | None, str | None]:
@@ -107,7 +129,13 @@ def spec_identity(spec: str | Path) -> tuple[str | None, str | None, str | None]
     return judge.spec.label, judge.identity.fingerprint(), judge.identity.model
 
 
-def staleness(facts: ReportFacts, gold: GoldState, spec: str | Path | None, *, installed_ragas: str | None = None) -> list[StaleReason]:
+def staleness(
+    facts: ReportFacts,
+    gold: GoldState,
+    spec: str | Path | None,
+    *,
+    installed_ragas: str | None = None,
+) -> list[StaleReason]:
     """Every way the certification in ``facts`` no longer describes the judge that runs from ``spec`` on ``gold`` (module doc)."""
     from ..judges import ragas_version
 
@@ -115,22 +143,71 @@ def staleness(facts: ReportFacts, gold: GoldState, spec: str | Path | None, *, i
     out: list[StaleReason] = []
     f = facts
     if f.ragas_version != installed:
-        out.append(StaleReason(kind="ragas_version", certified=f.ragas_version, now=installed, message=f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the judge may behave differently"))
+        out.append(
+            StaleReason(
+                kind="ragas_version",
+                certified=f.ragas_version,
+                now=installed,
+                message=f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the judge may behave differently",
+            )
+        )
     if f.rubric_version != gold.rubric_version:
-        out.append(StaleReason(kind="rubric_version", certified=f.rubric_version, now=gold.rubric_version, message=f"certified against rubric {f.rubric_version}, the gold's rubric is now {gold.rubric_version}"))
+        out.append(
+            StaleReason(
+                kind="rubric_version",
+                certified=f.rubric_version,
+                now=gold.rubric_version,
+                message=f"certified against rubric {f.rubric_version}, the gold's rubric is now {gold.rubric_version}",
+            )
+        )
     if f.dataset_sha256 != gold.dataset_sha256 or f.gold_release != gold.release:
         was = f"release {f.gold_release or '(not frozen)'}, dataset {str(f.dataset_sha256)[:12]}"
         now = f"release {gold.release or '(not frozen)'}, dataset {str(gold.dataset_sha256)[:12]}"
-        out.append(StaleReason(kind="gold_release", certified=f.gold_release, now=gold.release, message=f"certified on {was}; the gold is now {now}"))
+        out.append(
+            StaleReason(
+                kind="gold_release",
+                certified=f.gold_release,
+                now=gold.release,
+                message=f"certified on {was}; the gold is now {now}",
+            )
+        )
     if spec is None:
-        out.append(StaleReason(kind="candidate", certified=f.candidate, now=None, message="no candidate spec is recorded for the judge: what runs now is unknown"))
+        out.append(
+            StaleReason(
+                kind="candidate",
+                certified=f.candidate,
+                now=None,
+                message="no candidate spec is recorded for the judge: what runs now is unknown",
+            )
+        )
         return out
     label, fingerprint, model = spec_identity(spec)
     if label is None:
-        out.append(StaleReason(kind="candidate", certified=f.candidate, now=None, message=f"the candidate spec {spec} no longer loads: what runs now is unknown"))
+        out.append(
+            StaleReason(
+                kind="candidate",
+                certified=f.candidate,
+                now=None,
+                message=f"the candidate spec {spec} no longer loads: what runs now is unknown",
+            )
+        )
         return out
     if model != f.model:
-        out.append(StaleReason(kind="model", certified=f.model, now=model, message=f"certified with model {f.model}, the spec now names {model}"))
+        out.append(
+            StaleReason(
+                kind="model",
+                certified=f.model,
+                now=model,
+                message=f"certified with model {f.model}, the spec now names {model}",
+            )
+        )
     if label != f.candidate or fingerprint != f.candidate_fingerprint:
-        out.append(StaleReason(kind="candidate", certified=f.candidate_fingerprint[:12], now=(fingerprint or "")[:12], message=f"the spec {spec} is now {label} with fingerprint {str(fingerprint)[:12]}, not the certified {f.candidate} ({f.candidate_fingerprint[:12]})"))
+        out.append(
+            StaleReason(
+                kind="candidate",
+                certified=f.candidate_fingerprint[:12],
+                now=(fingerprint or "")[:12],
+                message=f"the spec {spec} is now {label} with fingerprint {str(fingerprint)[:12]}, not the certified {f.candidate} ({f.candidate_fingerprint[:12]})",
+            )
+        )
     return out

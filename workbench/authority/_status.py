@@ -151,21 +151,36 @@ class AuthorityStatus(_Model):
         check drifted); 0 otherwise."""
         if self.record_problems or any(j.report_verified is False for j in self.judges):
             return int(ExitCode.FAILED)
-        if any(j.effective != j.recorded or (j.recorded != "none" and (j.stale or (j.drift is not None and j.drift.status == "drifted"))) for j in self.judges):
+        if any(
+            j.effective != j.recorded
+            or (
+                j.recorded != "none"
+                and (j.stale or (j.drift is not None and j.drift.status == "drifted"))
+            )
+            for j in self.judges
+        ):
             return int(ExitCode.REVIEW_REQUIRED)
         return int(ExitCode.OK)
 
 
-def _drift(gold: str | Path, fingerprint: str, since: datetime | None) -> tuple[DriftSummary | None, list[str]]:
+def _drift(
+    gold: str | Path, fingerprint: str, since: datetime | None
+) -> tuple[DriftSummary | None, list[str]]:
     from ..repeatability import drift_log_path_for, read_drift_log
 
     log = drift_log_path_for(gold)
     try:
-        checks = [e for e in read_drift_log(log) if e.candidate_fingerprint == fingerprint and e.kind == "check"]
+        checks = [
+            e
+            for e in read_drift_log(log)
+            if e.candidate_fingerprint == fingerprint and e.kind == "check"
+        ]
     except WorkbenchError as exc:
         return None, [f"the drift log {log} cannot be read ({exc.summary})"]
     if not checks:
-        return None, [f"no sentinel drift check of fingerprint {fingerprint[:12]} (`workbench drift`)"]
+        return None, [
+            f"no sentinel drift check of fingerprint {fingerprint[:12]} (`workbench drift`)"
+        ]
     latest = checks[-1]
     previous = checks[-2].status if len(checks) > 1 else None
     summary = DriftSummary(
@@ -180,9 +195,23 @@ def _drift(gold: str | Path, fingerprint: str, since: datetime | None) -> tuple[
     )
     flags: list[str] = []
     if latest.status == "drifted":
-        flags.append(f"DRIFTED: {summary.changes} sentinel change(s) in check {latest.entry_id}" + (f", crossing pass/fail: {', '.join(summary.boundary_crossings)}" if summary.boundary_crossings else "") + (f", in critical slices: {', '.join(summary.critical_changes)}" if summary.critical_changes else ""))
+        flags.append(
+            f"DRIFTED: {summary.changes} sentinel change(s) in check {latest.entry_id}"
+            + (
+                f", crossing pass/fail: {', '.join(summary.boundary_crossings)}"
+                if summary.boundary_crossings
+                else ""
+            )
+            + (
+                f", in critical slices: {', '.join(summary.critical_changes)}"
+                if summary.critical_changes
+                else ""
+            )
+        )
     elif latest.status == "incomplete":
-        flags.append(f"the latest drift check {latest.entry_id} is incomplete: not every sentinel was judged")
+        flags.append(
+            f"the latest drift check {latest.entry_id} is incomplete: not every sentinel was judged"
+        )
     if previous is not None and previous != latest.status:
         flags.append(f"drift status changed: {previous} -> {latest.status}")
     if not summary.since_report:
@@ -218,7 +247,14 @@ def _shadows(name: str, states: dict[str, JudgeAuthority], gold: str | Path) -> 
     return out
 
 
-def _judge_status(state: JudgeAuthority, states: dict[str, JudgeAuthority], gold: str | Path, now: GoldState, damaged: bool, installed: str) -> JudgeStatus:
+def _judge_status(
+    state: JudgeAuthority,
+    states: dict[str, JudgeAuthority],
+    gold: str | Path,
+    now: GoldState,
+    damaged: bool,
+    installed: str,
+) -> JudgeStatus:
     last = state.last
     evidence = state.evidence
     recorded = last.authority
@@ -237,23 +273,44 @@ def _judge_status(state: JudgeAuthority, states: dict[str, JudgeAuthority], gold
         facts, found = read_report(evidence.report_dir)
         problems += [p.format() for p in found]
         if facts is not None and facts.lock_sha256 != evidence.lock_sha256:
-            problems.append(f"{evidence.report_dir}: the report's lock is {facts.lock_sha256[:12]}, the record was bound to {str(evidence.lock_sha256)[:12]} [report_rebound]")
-        verified = facts is not None and facts.verified and facts.lock_sha256 == evidence.lock_sha256
+            problems.append(
+                f"{evidence.report_dir}: the report's lock is {facts.lock_sha256[:12]}, the record was bound to {str(evidence.lock_sha256)[:12]} [report_rebound]"
+            )
+        verified = (
+            facts is not None and facts.verified and facts.lock_sha256 == evidence.lock_sha256
+        )
         if not verified and recorded != "none":
-            limits.append(f"its report {evidence.report_id} does not verify: no authority rests on it")
+            limits.append(
+                f"its report {evidence.report_id} does not verify: no authority rests on it"
+            )
             effective = "none"
         if facts is not None:
             created = facts.created_at
-            stale_reasons = staleness(facts, now, last.candidate_spec or evidence.candidate_spec, installed_ragas=installed)
+            stale_reasons = staleness(
+                facts,
+                now,
+                last.candidate_spec or evidence.candidate_spec,
+                installed_ragas=installed,
+            )
             drift, flags = _drift(gold, facts.candidate_fingerprint, facts.created_at)
     elif recorded != "none":
         limits.append("no report is recorded for it")
         effective = "none"
     if stale_reasons and level_rank(effective) > level_rank("route"):
-        limits.append("stale: block is withheld until the judge is recertified (" + "; ".join(r.kind for r in stale_reasons) + ")")
+        limits.append(
+            "stale: block is withheld until the judge is recertified ("
+            + "; ".join(r.kind for r in stale_reasons)
+            + ")"
+        )
         effective = lower(effective, "route")
-    if drift is not None and drift.boundary_crossings and level_rank(effective) > level_rank("route"):
-        limits.append(f"its latest drift check crossed pass/fail on {', '.join(drift.boundary_crossings)}: block is withheld")
+    if (
+        drift is not None
+        and drift.boundary_crossings
+        and level_rank(effective) > level_rank("route")
+    ):
+        limits.append(
+            f"its latest drift check crossed pass/fail on {', '.join(drift.boundary_crossings)}: block is withheld"
+        )
         effective = lower(effective, "route")
     return JudgeStatus(
         judge=state.judge,
@@ -289,7 +346,17 @@ def authority_status(gold: str | Path, *, judge: str | None = None) -> Authority
     installed = ragas_version()
     states = read.judges()
     if judge is not None and judge not in states:
-        raise WorkbenchError("no such judge", [Problem(location=str(record.path), code="judge_unknown", message=f"the authority record has no entry for {judge}", fix="name the judge as name@version, as `workbench status` lists it")])
+        raise WorkbenchError(
+            "no such judge",
+            [
+                Problem(
+                    location=str(record.path),
+                    code="judge_unknown",
+                    message=f"the authority record has no entry for {judge}",
+                    fix="name the judge as name@version, as `workbench status` lists it",
+                )
+            ],
+        )
     chosen = [states[judge]] if judge is not None else list(states.values())
     return AuthorityStatus(
         record=str(record.path),
@@ -304,11 +371,15 @@ def authority_status(gold: str | Path, *, judge: str | None = None) -> Authority
 def format_status(status: AuthorityStatus) -> str:
     """A plain-text account for the terminal."""
     g = status.gold
-    lines = [f"authority record {status.record}; gold {g.path} (rubric {g.rubric_version}, release {g.release or '(not frozen)'}); Ragas {status.ragas_version}"]
+    lines = [
+        f"authority record {status.record}; gold {g.path} (rubric {g.rubric_version}, release {g.release or '(not frozen)'}); Ragas {status.ragas_version}"
+    ]
     for problem in status.record_problems:
         lines.append(f"RECORD DAMAGED: {problem}")
     if not status.judges:
-        lines.append("no judge has an authority record (grant one with `workbench authority grant`)")
+        lines.append(
+            "no judge has an authority record (grant one with `workbench authority grant`)"
+        )
     for j in status.judges:
         head = f"{j.judge}: {j.effective.upper()}"
         if j.effective != j.recorded:
@@ -317,22 +388,37 @@ def format_status(status: AuthorityStatus) -> str:
             head += f", in shadow of {j.shadow_of}"
         lines.append(head)
         lines.append(f"  scope: {describe_scope(j.scope) if j.scope else '-'}")
-        lines.append(f"  last entry: {j.event} {j.since:%Y-%m-%d %H:%M} by {j.approver}: {j.reason}")
+        lines.append(
+            f"  last entry: {j.event} {j.since:%Y-%m-%d %H:%M} by {j.approver}: {j.reason}"
+        )
         if j.report_id:
             when = f" ({j.report_created_at:%Y-%m-%d %H:%M})" if j.report_created_at else ""
-            lines.append(f"  last certified report: {j.report_id}{when}, {'verified' if j.report_verified else 'DOES NOT VERIFY'}")
+            lines.append(
+                f"  last certified report: {j.report_id}{when}, {'verified' if j.report_verified else 'DOES NOT VERIFY'}"
+            )
         if j.report_id:
-            lines.append("  stale: " + ("YES: " + "; ".join(r.message for r in j.stale_reasons) if j.stale else "no"))
+            lines.append(
+                "  stale: "
+                + ("YES: " + "; ".join(r.message for r in j.stale_reasons) if j.stale else "no")
+            )
         if j.drift is not None:
             d = j.drift
-            lines.append(f"  drift: {d.status} (check {d.entry_id}, {d.recorded_at:%Y-%m-%d %H:%M}, {d.changes} change(s))")
+            lines.append(
+                f"  drift: {d.status} (check {d.entry_id}, {d.recorded_at:%Y-%m-%d %H:%M}, {d.changes} change(s))"
+            )
         for flag in j.drift_flags:
             lines.append(f"  drift flag: {flag}")
         for s in j.shadows:
             if s.latest is None:
-                lines.append(f"  shadow {s.shadow}: attached {s.attached_at:%Y-%m-%d}, not run yet (`workbench run --shadow-of`)")
+                lines.append(
+                    f"  shadow {s.shadow}: attached {s.attached_at:%Y-%m-%d}, not run yet (`workbench run --shadow-of`)"
+                )
             else:
-                lines.append(f"  shadow {s.shadow}: {s.disagreements} disagreement(s) of {s.cases} case(s), {s.boundary_crossings} across pass/fail" + (f"; review: {', '.join(s.review)}" if s.review else "") + f" ({s.latest})")
+                lines.append(
+                    f"  shadow {s.shadow}: {s.disagreements} disagreement(s) of {s.cases} case(s), {s.boundary_crossings} across pass/fail"
+                    + (f"; review: {', '.join(s.review)}" if s.review else "")
+                    + f" ({s.latest})"
+                )
         for limit in j.limits:
             lines.append(f"  LIMITED: {limit}")
         for problem in j.problems:

@@ -59,7 +59,9 @@ PLACEHOLDER_URL = "http://ci-contracts-placeholder.invalid/v1"
 resolves; the lane calls no model)."""
 
 Outcome = Literal["passed", "contract_problems", "incomplete", "failed", "review_required"]
-EXIT_CODES: dict[str, int] = exit_codes("passed", "failed", "contract_problems", "incomplete", "review_required")
+EXIT_CODES: dict[str, int] = exit_codes(
+    "passed", "failed", "contract_problems", "incomplete", "review_required"
+)
 """Exit code of each lane outcome."""
 
 
@@ -99,18 +101,36 @@ def invocation_dir(parent: Path) -> Path:
 def lane_outcome(checks: list[CheckResult]) -> Outcome:
     """contract > incomplete > failure > review > passed (see the module doc)."""
     live = {c.category for c in checks if c.status in ("failed", "error")}
-    for category, outcome in (("contract", "contract_problems"), ("incomplete", "incomplete"), ("failure", "failed"), ("review", "review_required")):
+    for category, outcome in (
+        ("contract", "contract_problems"),
+        ("incomplete", "incomplete"),
+        ("failure", "failed"),
+        ("review", "review_required"),
+    ):
         if category in live:
             return outcome  # type: ignore[return-value]
     return "passed"
 
 
-def _from_problems(group: str, name: str, problems: list[Problem], seconds: float, *, summary: str | None = None) -> CheckResult:
+def _from_problems(
+    group: str, name: str, problems: list[Problem], seconds: float, *, summary: str | None = None
+) -> CheckResult:
     errors = [p for p in problems if p.severity == "error"]
     details = [p.format() for p in problems]
     if not errors:
-        return CheckResult(group=group, name=name, status="passed", details=details, seconds=seconds)
-    return CheckResult(group=group, name=name, status="failed", category="contract", code=errors[0].code, message=summary or f"{len(errors)} problem(s): {errors[0].message}", details=details, seconds=seconds)
+        return CheckResult(
+            group=group, name=name, status="passed", details=details, seconds=seconds
+        )
+    return CheckResult(
+        group=group,
+        name=name,
+        status="failed",
+        category="contract",
+        code=errors[0].code,
+        message=summary or f"{len(errors)} problem(s): {errors[0].message}",
+        details=details,
+        seconds=seconds,
+    )
 
 
 @contextlib.contextmanager
@@ -142,22 +162,56 @@ class _Check:
         try:
             return fn(*args, **kwargs)
         except WorkbenchError as exc:
-            self.problems += exc.problems or [Problem(location="-", code="invalid", message=exc.summary, fix="see the message")]
+            self.problems += exc.problems or [
+                Problem(location="-", code="invalid", message=exc.summary, fix="see the message")
+            ]
         except Exception as exc:  # a check must report, never crash the lane
-            self.problems.append(Problem(location="-", code="check_crashed", message=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}", fix="this is likely a bug in the file or in the workbench; run the matching workbench command for details"))
+            self.problems.append(
+                Problem(
+                    location="-",
+                    code="check_crashed",
+                    message=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}",
+                    fix="this is likely a bug in the file or in the workbench; run the matching workbench command for details",
+                )
+            )
         return None
 
 
-def run_contracts(project: str | Path = ".", *, out: str | Path | None = None, concurrency: int = 8, today: Any = None) -> ContractsReport:
+def run_contracts(
+    project: str | Path = ".",
+    *,
+    out: str | Path | None = None,
+    concurrency: int = 8,
+    today: Any = None,
+) -> ContractsReport:
     """Run every contract check of the project (module doc). Never calls a model."""
     root = Path(project)
     inv = discover(root)
     run_dir = invocation_dir(Path(out) if out is not None else root / "runs" / "ci" / "contracts")
     checks: list[CheckResult] = []
     config_path = root / CONFIG_FILE
-    checks.append(_from_problems("config", CONFIG_FILE if config_path.is_file() else f"{CONFIG_FILE} (absent: conventions)", inv.problems, 0.0))
+    checks.append(
+        _from_problems(
+            "config",
+            CONFIG_FILE if config_path.is_file() else f"{CONFIG_FILE} (absent: conventions)",
+            inv.problems,
+            0.0,
+        )
+    )
     if inv.empty:
-        checks.append(CheckResult(group="config", name="discovery", status="failed", category="contract", code="nothing_to_check", message=f"no gold dataset, candidate, policy, control suite, ranking or noise file found under {root}", details=[f"{root}: nothing matched the discovery rule (data/*/gold.jsonl, data/candidates/*.yaml, ...; docs/formats.md#ci-configuration)"]))
+        checks.append(
+            CheckResult(
+                group="config",
+                name="discovery",
+                status="failed",
+                category="contract",
+                code="nothing_to_check",
+                message=f"no gold dataset, candidate, policy, control suite, ranking or noise file found under {root}",
+                details=[
+                    f"{root}: nothing matched the discovery rule (data/*/gold.jsonl, data/candidates/*.yaml, ...; docs/formats.md#ci-configuration)"
+                ],
+            )
+        )
     golds = _check_golds(inv, checks)
     candidates = _check_candidates(inv, golds, checks)
     suites = _check_control_suites(inv, golds, checks)
@@ -182,12 +236,22 @@ def run_contracts(project: str | Path = ".", *, out: str | Path | None = None, c
 
     def ran_here(check_id: str) -> bool:
         group, _, name = check_id.partition("/")
-        return group == "noise-retrieval" or (group == "control-runs" and name.partition(" on ")[0] in deterministic)
+        return group == "noise-retrieval" or (
+            group == "control-runs" and name.partition(" on ")[0] in deterministic
+        )
 
     entries = [e for e in inv.config.expected_failures if ran_here(e.check) or not known(e.check)]
     checks = apply_expected_failures(checks, entries, today=today, known=known)
     outcome = lane_outcome(checks)
-    report = ContractsReport(project=str(root), config=str(config_path) if config_path.is_file() else None, evaluated_at=datetime.now(UTC), run_dir=str(run_dir), checks=checks, outcome=outcome, exit_code=EXIT_CODES[outcome])
+    report = ContractsReport(
+        project=str(root),
+        config=str(config_path) if config_path.is_file() else None,
+        evaluated_at=datetime.now(UTC),
+        run_dir=str(run_dir),
+        checks=checks,
+        outcome=outcome,
+        exit_code=EXIT_CODES[outcome],
+    )
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / REPORT_FILE, report.model_dump(mode="json"))
     return report
@@ -218,10 +282,28 @@ def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
         c = _Check()
         if dataset.release is None:
             latest = dataset.releases[-1].release_id if dataset.releases else None
-            c.problems.append(Problem(location=str(directory), code="gold_not_frozen", message=f"the dataset's current state (sha256 {dataset.sha256[:12]}) is not a frozen release" + (f"; the latest release is {latest}" if latest else "; it was never frozen"), fix=f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs and certifications name the release they used"))
+            c.problems.append(
+                Problem(
+                    location=str(directory),
+                    code="gold_not_frozen",
+                    message=f"the dataset's current state (sha256 {dataset.sha256[:12]}) is not a frozen release"
+                    + (f"; the latest release is {latest}" if latest else "; it was never frozen"),
+                    fix=f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs and certifications name the release they used",
+                )
+            )
             checks.append(_from_problems("gold", f"{name} release", c.problems, c.seconds))
         else:
-            checks.append(CheckResult(group="gold", name=f"{name} release", status="passed", details=[f"frozen as {dataset.release.release_id} (release {len(dataset.releases)} of the chain)"], seconds=c.seconds))
+            checks.append(
+                CheckResult(
+                    group="gold",
+                    name=f"{name} release",
+                    status="passed",
+                    details=[
+                        f"frozen as {dataset.release.release_id} (release {len(dataset.releases)} of the chain)"
+                    ],
+                    seconds=c.seconds,
+                )
+            )
         sentinels = sentinels_path_for(dataset)
         log = drift_log_path_for(dataset)
         if sentinels.exists() or log.exists():
@@ -241,7 +323,9 @@ def _rubrics(golds: dict[Path, Any]) -> list[Any]:
     return [d.rubric for d in golds.values()]
 
 
-def _check_candidates(inv: Inventory, golds: dict[Path, Any], checks: list[CheckResult]) -> dict[Path, dict[str, Any]]:
+def _check_candidates(
+    inv: Inventory, golds: dict[Path, Any], checks: list[CheckResult]
+) -> dict[Path, dict[str, Any]]:
     from ..judges import build_judge, load_spec
 
     found: dict[Path, dict[str, Any]] = {}
@@ -260,13 +344,34 @@ def _check_candidates(inv: Inventory, golds: dict[Path, Any], checks: list[Check
     for path, (spec, judge, c) in specs.items():
         loc = str(path)
         if spec.parent is not None and spec.parent not in labels:
-            c.problems.append(Problem(location=f"{loc}: parent", code="candidate_parent_missing", message=f"the parent {spec.parent} is not a candidate of this project", fix="restore the parent's spec (versions are immutable and kept), or correct parent"))
+            c.problems.append(
+                Problem(
+                    location=f"{loc}: parent",
+                    code="candidate_parent_missing",
+                    message=f"the parent {spec.parent} is not a candidate of this project",
+                    fix="restore the parent's spec (versions are immutable and kept), or correct parent",
+                )
+            )
         if spec.kind in LABEL_KINDS:
             rubrics = _rubrics(golds)
             if not rubrics:
-                c.problems.append(Problem(location=f"{loc}: labels", code="candidate_no_rubric", message="no valid gold dataset in the project to check the judge's labels against", fix="add (or repair) the gold dataset the judge is for"))
+                c.problems.append(
+                    Problem(
+                        location=f"{loc}: labels",
+                        code="candidate_no_rubric",
+                        message="no valid gold dataset in the project to check the judge's labels against",
+                        fix="add (or repair) the gold dataset the judge is for",
+                    )
+                )
             elif not any(set(spec.labels) <= set(r.labels) for r in rubrics):
-                c.problems.append(Problem(location=f"{loc}: labels", code="candidate_labels_unknown", message=f"labels {spec.labels} are not all labels of any rubric in the project ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})", fix="use the rubric's label vocabulary (a label the gold cannot hold can never agree with it)"))
+                c.problems.append(
+                    Problem(
+                        location=f"{loc}: labels",
+                        code="candidate_labels_unknown",
+                        message=f"labels {spec.labels} are not all labels of any rubric in the project ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})",
+                        fix="use the rubric's label vocabulary (a label the gold cannot hold can never agree with it)",
+                    )
+                )
         checks.append(_from_problems("candidates", inv.rel(path), c.problems, c.seconds))
         if judge is not None and not [p for p in c.problems if p.severity == "error"]:
             found[path] = {"label": spec.label, "kind": spec.kind, "spec": spec, "judge": judge}
@@ -279,19 +384,43 @@ def _check_candidates(inv: Inventory, golds: dict[Path, Any], checks: list[Check
 def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Problem]:
     rubrics = [r for r in _rubrics(golds) if r.version == suite.rubric_version]
     if not rubrics:
-        return [Problem(location=f"{loc}: rubric_version", code="controls_rubric_unknown", message=f"no gold dataset of the project uses rubric {suite.rubric_version!r}", fix="write the suite for a rubric the project has (a new suite version), or add that gold")]
+        return [
+            Problem(
+                location=f"{loc}: rubric_version",
+                code="controls_rubric_unknown",
+                message=f"no gold dataset of the project uses rubric {suite.rubric_version!r}",
+                fix="write the suite for a rubric the project has (a new suite version), or add that gold",
+            )
+        ]
     out: list[Problem] = []
     rubric = rubrics[0]
     extra = [label for label in suite.labels if label not in rubric.labels]
     if extra:
-        out.append(Problem(location=f"{loc}: labels", code="controls_labels_unknown", message=f"labels {extra} are not labels of rubric {rubric.version}", fix="use the rubric's labels"))
+        out.append(
+            Problem(
+                location=f"{loc}: labels",
+                code="controls_labels_unknown",
+                message=f"labels {extra} are not labels of rubric {rubric.version}",
+                fix="use the rubric's labels",
+            )
+        )
     for control in suite.controls:
         if control.slice is not None and control.slice not in rubric.slices:
-            out.append(Problem(location=loc, code="controls_slice_unknown", case_id=control.control_id, message=f"slice {control.slice!r} is not a slice of rubric {rubric.version}", fix=f"use one of {', '.join(rubric.slices)}"))
+            out.append(
+                Problem(
+                    location=loc,
+                    code="controls_slice_unknown",
+                    case_id=control.control_id,
+                    message=f"slice {control.slice!r} is not a slice of rubric {rubric.version}",
+                    fix=f"use one of {', '.join(rubric.slices)}",
+                )
+            )
     return out
 
 
-def _check_control_suites(inv: Inventory, golds: dict[Path, Any], checks: list[CheckResult]) -> dict[Path, Any]:
+def _check_control_suites(
+    inv: Inventory, golds: dict[Path, Any], checks: list[CheckResult]
+) -> dict[Path, Any]:
     from ..controls import load_suite
 
     suites: dict[Path, Any] = {}
@@ -320,9 +449,20 @@ def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
         detail: list[str] = []
         if fixture_set is not None:
             sets.append(fixture_set)
-            detail.append(f"{fixture_set.label}: {len(fixture_set.fixtures)} fixture(s), " + ("frozen" if fixture_set.release is not None else "not frozen (workbench ranking freeze)"))
+            detail.append(
+                f"{fixture_set.label}: {len(fixture_set.fixtures)} fixture(s), "
+                + (
+                    "frozen"
+                    if fixture_set.release is not None
+                    else "not frozen (workbench ranking freeze)"
+                )
+            )
         result = _from_problems("ranking", inv.rel(path), problems, c.seconds)
-        checks.append(result.model_copy(update={"details": result.details + detail}) if result.status == "passed" else result)
+        checks.append(
+            result.model_copy(update={"details": result.details + detail})
+            if result.status == "passed"
+            else result
+        )
     for path in inv.agreement_examples:
         c = _Check()
         c.attempt(load_agreement_examples, path)
@@ -333,7 +473,9 @@ def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
 # ------------------------------------------------------------------------------ policies
 
 
-def _check_policies(inv: Inventory, golds: dict[Path, Any], fixture_sets: list[Any], checks: list[CheckResult]) -> None:
+def _check_policies(
+    inv: Inventory, golds: dict[Path, Any], fixture_sets: list[Any], checks: list[CheckResult]
+) -> None:
     from ..controls import load_suite
     from ..policy import load_policy
     from ..policy._consistency import policy_rubric_problems
@@ -349,32 +491,86 @@ def _check_policies(inv: Inventory, golds: dict[Path, Any], fixture_sets: list[A
                 superseded = {s.supersedes for s in named if s.supersedes is not None}
                 current = [s for s in named if s.version not in superseded]
                 if not named:
-                    c.problems.append(Problem(location=f"{loc}: fixtures", code="policy_fixtures_missing", message=f"no valid ranking fixture file named {policy.fixtures!r} in the project", fix="restore the fixture file, or correct fixtures"))
+                    c.problems.append(
+                        Problem(
+                            location=f"{loc}: fixtures",
+                            code="policy_fixtures_missing",
+                            message=f"no valid ranking fixture file named {policy.fixtures!r} in the project",
+                            fix="restore the fixture file, or correct fixtures",
+                        )
+                    )
                 elif policy.require_frozen_fixtures:
                     for s in current:
                         if s.release is None:
-                            c.problems.append(Problem(location=f"{loc}: fixtures", code="policy_fixtures_not_frozen", message=f"the policy requires frozen fixtures and {s.label} (the current version) is not frozen", fix=f"freeze it: `workbench ranking freeze {s.source} --approver NAME`"))
+                            c.problems.append(
+                                Problem(
+                                    location=f"{loc}: fixtures",
+                                    code="policy_fixtures_not_frozen",
+                                    message=f"the policy requires frozen fixtures and {s.label} (the current version) is not frozen",
+                                    fix=f"freeze it: `workbench ranking freeze {s.source} --approver NAME`",
+                                )
+                            )
             checks.append(_from_problems("policies", inv.rel(path), c.problems, c.seconds))
             continue
         policy = c.attempt(load_policy, path)
         if policy is not None:
-            matching = [d for d in golds.values() if policy.rubric_version in (None, d.rubric.version)]
+            matching = [
+                d for d in golds.values() if policy.rubric_version in (None, d.rubric.version)
+            ]
             if not matching:
-                c.problems.append(Problem(location=f"{loc}: rubric_version", code="policy_rubric_unknown", message=f"no valid gold dataset of the project uses rubric {policy.rubric_version!r}", fix="write the policy for a rubric the project has (a new version), or add that gold"))
+                c.problems.append(
+                    Problem(
+                        location=f"{loc}: rubric_version",
+                        code="policy_rubric_unknown",
+                        message=f"no valid gold dataset of the project uses rubric {policy.rubric_version!r}",
+                        fix="write the policy for a rubric the project has (a new version), or add that gold",
+                    )
+                )
             for dataset in matching:
-                c.problems += policy_rubric_problems(policy, dataset.rubric, policy_path=path, partition=policy.partition or "held_out")
+                c.problems += policy_rubric_problems(
+                    policy,
+                    dataset.rubric,
+                    policy_path=path,
+                    partition=policy.partition or "held_out",
+                )
             if policy.controls is not None:
                 suite_path = (path.parent / policy.controls.suite).resolve()
                 if not suite_path.is_file():
-                    c.problems.append(Problem(location=f"{loc}: controls.suite", code="controls_missing", message=f"the control suite {policy.controls.suite!r} does not exist", fix="restore the suite or correct controls.suite"))
+                    c.problems.append(
+                        Problem(
+                            location=f"{loc}: controls.suite",
+                            code="controls_missing",
+                            message=f"the control suite {policy.controls.suite!r} does not exist",
+                            fix="restore the suite or correct controls.suite",
+                        )
+                    )
                 else:
                     suite = c.attempt(load_suite, suite_path)
                     if suite is not None:
-                        if policy.rubric_version is not None and suite.rubric_version != policy.rubric_version:
-                            c.problems.append(Problem(location=f"{loc}: controls.suite", code="controls_rubric_mismatch", message=f"the control suite {suite.label} follows rubric {suite.rubric_version}, the policy rubric {policy.rubric_version}", fix="name a suite written for the policy's rubric"))
-                        missing = [r for r in policy.controls.blocking_roles if r not in suite.roles()]
+                        if (
+                            policy.rubric_version is not None
+                            and suite.rubric_version != policy.rubric_version
+                        ):
+                            c.problems.append(
+                                Problem(
+                                    location=f"{loc}: controls.suite",
+                                    code="controls_rubric_mismatch",
+                                    message=f"the control suite {suite.label} follows rubric {suite.rubric_version}, the policy rubric {policy.rubric_version}",
+                                    fix="name a suite written for the policy's rubric",
+                                )
+                            )
+                        missing = [
+                            r for r in policy.controls.blocking_roles if r not in suite.roles()
+                        ]
                         if missing:
-                            c.problems.append(Problem(location=f"{loc}: controls.blocking_roles", code="controls_role_missing", message=f"blocking roles {missing} have no control in {suite.label}: certification would stop there as incomplete", fix="add controls of those roles to a new suite version, or review the blocking roles"))
+                            c.problems.append(
+                                Problem(
+                                    location=f"{loc}: controls.blocking_roles",
+                                    code="controls_role_missing",
+                                    message=f"blocking roles {missing} have no control in {suite.label}: certification would stop there as incomplete",
+                                    fix="add controls of those roles to a new suite version, or review the blocking roles",
+                                )
+                            )
         checks.append(_from_problems("policies", inv.rel(path), c.problems, c.seconds))
 
 
@@ -403,7 +599,14 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
             releases = c.attempt(load_releases, releases_path(suite))
             if releases is not None:
                 c.problems += check_lineage(suite, releases)
-            extra.append(f"{suite.label}: " + (f"frozen as {release.release_id}" if release is not None else "not frozen (workbench noise freeze)"))
+            extra.append(
+                f"{suite.label}: "
+                + (
+                    f"frozen as {release.release_id}"
+                    if release is not None
+                    else "not frozen (workbench noise freeze)"
+                )
+            )
         result = _from_problems("noise", inv.rel(path), c.problems, c.seconds)
         checks.append(result.model_copy(update={"details": result.details + extra}))
         if suite is None or c.problems:
@@ -414,20 +617,63 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
         blockers = retrieval_blockers(suite, rows)
         seconds = round(time.perf_counter() - t0, 3)
         failing = sorted({f"{r.pair_id}:{r.member}" for r in rows if r.status != "passed"})
-        details = [f"{r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}" for r in rows if r.status != "passed"]
+        details = [
+            f"{r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}"
+            for r in rows
+            if r.status != "passed"
+        ]
         name = suite.label
         if not blockers:
-            checks.append(CheckResult(group="noise-retrieval", name=name, status="passed", details=[f"{len(rows)} retrieval assertion(s) passed"], seconds=seconds))
+            checks.append(
+                CheckResult(
+                    group="noise-retrieval",
+                    name=name,
+                    status="passed",
+                    details=[f"{len(rows)} retrieval assertion(s) passed"],
+                    seconds=seconds,
+                )
+            )
         elif any(b.category == "incomplete" for b in blockers):
-            checks.append(CheckResult(group="noise-retrieval", name=name, status="error", category="incomplete", code=next(b.code for b in blockers if b.category == "incomplete"), message="retrieval evidence is missing: the assertions cannot be decided", details=details, failing=failing, seconds=seconds))
+            checks.append(
+                CheckResult(
+                    group="noise-retrieval",
+                    name=name,
+                    status="error",
+                    category="incomplete",
+                    code=next(b.code for b in blockers if b.category == "incomplete"),
+                    message="retrieval evidence is missing: the assertions cannot be decided",
+                    details=details,
+                    failing=failing,
+                    seconds=seconds,
+                )
+            )
         else:
-            checks.append(CheckResult(group="noise-retrieval", name=name, status="failed", category="failure", code=blockers[0].code, message=f"{len(failing)} retrieval assertion(s) failed before any model call: {', '.join(failing)}", details=details, failing=failing, seconds=seconds))
+            checks.append(
+                CheckResult(
+                    group="noise-retrieval",
+                    name=name,
+                    status="failed",
+                    category="failure",
+                    code=blockers[0].code,
+                    message=f"{len(failing)} retrieval assertion(s) failed before any model call: {', '.join(failing)}",
+                    details=details,
+                    failing=failing,
+                    seconds=seconds,
+                )
+            )
     for path in inv.noise_panels:
         c = _Check()
         label = path.name[: -len(".panel.yaml")]
         suite = suites.get(label)
         if suite is None:
-            c.problems.append(Problem(location=str(path), code="panel_suite_missing", message=f"the claim panel belongs to {label}, which is not a valid pair suite of the project", fix="restore the suite, or name the panel <suite name@version>.panel.yaml"))
+            c.problems.append(
+                Problem(
+                    location=str(path),
+                    code="panel_suite_missing",
+                    message=f"the claim panel belongs to {label}, which is not a valid pair suite of the project",
+                    fix="restore the suite, or name the panel <suite name@version>.panel.yaml",
+                )
+            )
         else:
             c.attempt(load_panel, path, suite)
         checks.append(_from_problems("noise", inv.rel(path), c.problems, c.seconds))
@@ -437,7 +683,14 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
 # ------------------------------------------------------------------------------ control runs
 
 
-def _run_controls(inv: Inventory, candidates: dict[Path, dict[str, Any]], suites: dict[Path, Any], out: Path, concurrency: int, checks: list[CheckResult]) -> None:
+def _run_controls(
+    inv: Inventory,
+    candidates: dict[Path, dict[str, Any]],
+    suites: dict[Path, Any],
+    out: Path,
+    concurrency: int,
+    checks: list[CheckResult],
+) -> None:
     from ..controls import run_controls_sync
 
     for info in candidates.values():
@@ -448,7 +701,15 @@ def _run_controls(inv: Inventory, candidates: dict[Path, dict[str, Any]], suites
                 continue
             name = f"{info['label']} on {suite.label}"
             c = _Check()
-            report = c.attempt(run_controls_sync, info["judge"], suite, out / info["label"] / suite.label, concurrency=concurrency, cache_dir=False, progress=False)
+            report = c.attempt(
+                run_controls_sync,
+                info["judge"],
+                suite,
+                out / info["label"] / suite.label,
+                concurrency=concurrency,
+                cache_dir=False,
+                progress=False,
+            )
             if report is None:
                 checks.append(_from_problems("control-runs", name, c.problems, c.seconds))
                 continue
@@ -460,10 +721,39 @@ def control_check(name: str, report: Any, seconds: float) -> CheckResult:
     control fails it; a control without a verdict (and no failure) leaves it incomplete."""
     failed = [r for r in report.controls if r.status == "failed"]
     incomplete = [r for r in report.controls if r.status == "incomplete"]
-    details = [f"{r.control_id} ({r.role}): expected {'|'.join(r.acceptable)}, got {r.verdict if r.verdict is not None else r.error or 'nothing'}" for r in failed + incomplete]
+    details = [
+        f"{r.control_id} ({r.role}): expected {'|'.join(r.acceptable)}, got {r.verdict if r.verdict is not None else r.error or 'nothing'}"
+        for r in failed + incomplete
+    ]
     if incomplete:
-        return CheckResult(group="control-runs", name=name, status="error", category="incomplete", code="control_incomplete", message=f"{len(incomplete)} of {len(report.controls)} controls have no verdict (evaluator errors or a stopped run): unproven, never passed", details=details, failing=[r.control_id for r in failed], seconds=seconds)
+        return CheckResult(
+            group="control-runs",
+            name=name,
+            status="error",
+            category="incomplete",
+            code="control_incomplete",
+            message=f"{len(incomplete)} of {len(report.controls)} controls have no verdict (evaluator errors or a stopped run): unproven, never passed",
+            details=details,
+            failing=[r.control_id for r in failed],
+            seconds=seconds,
+        )
     if failed:
         roles = sorted({r.role for r in failed})
-        return CheckResult(group="control-runs", name=name, status="failed", category="failure", code="control_failed", message=f"{len(failed)} of {len(report.controls)} controls failed (roles {', '.join(roles)})", details=details, failing=sorted(r.control_id for r in failed), seconds=seconds)
-    return CheckResult(group="control-runs", name=name, status="passed", details=[f"{len(report.controls)} controls passed"], seconds=seconds)
+        return CheckResult(
+            group="control-runs",
+            name=name,
+            status="failed",
+            category="failure",
+            code="control_failed",
+            message=f"{len(failed)} of {len(report.controls)} controls failed (roles {', '.join(roles)})",
+            details=details,
+            failing=sorted(r.control_id for r in failed),
+            seconds=seconds,
+        )
+    return CheckResult(
+        group="control-runs",
+        name=name,
+        status="passed",
+        details=[f"{len(report.controls)} controls passed"],
+        seconds=seconds,
+    )

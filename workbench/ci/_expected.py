@@ -47,22 +47,44 @@ def apply_expected_failures(
     config: list[CheckResult] = []
 
     def problem(entry: ExpectedFailure, code: str, message: str) -> None:
-        config.append(CheckResult(group="config", name=f"expected failure {entry.check}", status="failed", category="contract", code=code, message=message, details=[f"{CONFIG_FILE}: ci.expected_failures: {entry.check}: {message}"]))
+        config.append(
+            CheckResult(
+                group="config",
+                name=f"expected failure {entry.check}",
+                status="failed",
+                category="contract",
+                code=code,
+                message=message,
+                details=[f"{CONFIG_FILE}: ci.expected_failures: {entry.check}: {message}"],
+            )
+        )
 
     for entry in entries:
         group = entry.check.split("/", 1)[0]
         if group not in EXPECTABLE_GROUPS:
-            problem(entry, "expected_failure_not_allowed", f"only {', '.join(EXPECTABLE_GROUPS)} checks may be expected to fail; {group!r} problems are invalid input or broken lineage and must be fixed")
+            problem(
+                entry,
+                "expected_failure_not_allowed",
+                f"only {', '.join(EXPECTABLE_GROUPS)} checks may be expected to fail; {group!r} problems are invalid input or broken lineage and must be fixed",
+            )
             continue
         if entry.expires is not None and entry.expires < today:
-            problem(entry, "expected_failure_expired", f"the entry expired on {entry.expires.isoformat()}; the failure counts again")
+            problem(
+                entry,
+                "expected_failure_expired",
+                f"the entry expired on {entry.expires.isoformat()}; the failure counts again",
+            )
             continue
         if entry.check in live:
             problem(entry, "expected_failure_duplicate", "the check is listed twice")
             continue
         if entry.check not in by_id:
             if not known(entry.check):
-                problem(entry, "expected_failure_unknown", "no such check in this project (a renamed candidate or suite?)")
+                problem(
+                    entry,
+                    "expected_failure_unknown",
+                    "no such check in this project (a renamed candidate or suite?)",
+                )
             elif strict_unrun:
                 problem(entry, "expected_failure_stale", "the check did not run in this lane")
             continue
@@ -84,9 +106,27 @@ def apply_expected_failures(
         fixed = sorted(declared - actual)
         unexpected = sorted(actual - declared)
         if fixed:
-            problem(entry, "expected_failure_stale", f"{', '.join(fixed)} no longer fail{'s' if len(fixed) == 1 else ''}: remove {'it' if len(fixed) == 1 else 'them'} from failing")
+            problem(
+                entry,
+                "expected_failure_stale",
+                f"{', '.join(fixed)} no longer fail{'s' if len(fixed) == 1 else ''}: remove {'it' if len(fixed) == 1 else 'them'} from failing",
+            )
         if unexpected:
-            out.append(check.model_copy(update={"message": f"{len(unexpected)} failure(s) beyond the expected ones: {', '.join(unexpected)} ({len(actual & declared)} expected: {_describe(entry)})"}))
+            out.append(
+                check.model_copy(
+                    update={
+                        "message": f"{len(unexpected)} failure(s) beyond the expected ones: {', '.join(unexpected)} ({len(actual & declared)} expected: {_describe(entry)})"
+                    }
+                )
+            )
         else:
-            out.append(check.model_copy(update={"status": "expected_failure", "category": "ok", "message": f"fails as expected ({len(actual)}: {', '.join(sorted(actual))}); {_describe(entry)}"}))
+            out.append(
+                check.model_copy(
+                    update={
+                        "status": "expected_failure",
+                        "category": "ok",
+                        "message": f"fails as expected ({len(actual)}: {', '.join(sorted(actual))}); {_describe(entry)}",
+                    }
+                )
+            )
     return out + config

@@ -29,11 +29,16 @@ class Changes:
 
 
 def _git(top: Path | str, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["git", "-C", str(top), *args], capture_output=True, text=True, check=False)
+    return subprocess.run(
+        ["git", "-C", str(top), *args], capture_output=True, text=True, check=False
+    )
 
 
 def _refuse(location: str, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError("cannot find what changed", [Problem(location=location, code=code, message=message, fix=fix)])
+    return WorkbenchError(
+        "cannot find what changed",
+        [Problem(location=location, code=code, message=message, fix=fix)],
+    )
 
 
 def changed_since(root: str | Path, ref: str) -> Changes:
@@ -41,15 +46,35 @@ def changed_since(root: str | Path, ref: str) -> Changes:
     try:
         top_run = _git(root, "rev-parse", "--show-toplevel")
     except FileNotFoundError:
-        raise _refuse("git", "git_missing", "git is not installed", "install git; the sentinel lane asks git what changed") from None
+        raise _refuse(
+            "git",
+            "git_missing",
+            "git is not installed",
+            "install git; the sentinel lane asks git what changed",
+        ) from None
     if top_run.returncode != 0:
-        raise _refuse(str(root), "not_a_git_repository", f"{root} is not inside a git repository ({top_run.stderr.strip()[:160]})", "run the lane in a clone of the project")
+        raise _refuse(
+            str(root),
+            "not_a_git_repository",
+            f"{root} is not inside a git repository ({top_run.stderr.strip()[:160]})",
+            "run the lane in a clone of the project",
+        )
     top = Path(top_run.stdout.strip()).resolve()
     if ref.startswith("-"):
-        raise _refuse("--since", "git_ref_unknown", f"{ref!r} is not a ref", "give a branch, tag or commit, e.g. origin/main")
+        raise _refuse(
+            "--since",
+            "git_ref_unknown",
+            f"{ref!r} is not a ref",
+            "give a branch, tag or commit, e.g. origin/main",
+        )
     resolved = _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
     if resolved.returncode != 0:
-        raise _refuse("--since", "git_ref_unknown", f"{ref!r} is not a commit of this repository", "fetch it first (a shallow CI checkout lacks history: fetch-depth 0), or give another ref")
+        raise _refuse(
+            "--since",
+            "git_ref_unknown",
+            f"{ref!r} is not a commit of this repository",
+            "fetch it first (a shallow CI checkout lacks history: fetch-depth 0), or give another ref",
+        )
     commit = resolved.stdout.strip()
     # From the branch point: what the base branch changed since is not this change.
     base = _git(top, "merge-base", commit, "HEAD")
@@ -57,9 +82,18 @@ def changed_since(root: str | Path, ref: str) -> Changes:
         commit = base.stdout.strip()
     diff = _git(top, "diff", "--name-only", "--no-renames", commit, "--")
     if diff.returncode != 0:
-        raise _refuse("--since", "git_diff_failed", f"git diff failed ({diff.stderr.strip()[:160]})", "check the ref and the repository")
+        raise _refuse(
+            "--since",
+            "git_diff_failed",
+            f"git diff failed ({diff.stderr.strip()[:160]})",
+            "check the ref and the repository",
+        )
     untracked = _git(top, "ls-files", "--others", "--exclude-standard")
-    files = {line.strip() for line in (diff.stdout + "\n" + untracked.stdout).splitlines() if line.strip()}
+    files = {
+        line.strip()
+        for line in (diff.stdout + "\n" + untracked.stdout).splitlines()
+        if line.strip()
+    }
     return Changes(top=top, ref=ref, commit=commit, files=tuple(sorted(files)))
 
 
@@ -69,5 +103,9 @@ def show_at(changes: Changes, path: Path) -> bytes | None:
         rel = path.resolve().relative_to(changes.top).as_posix()
     except ValueError:
         return None
-    run = subprocess.run(["git", "-C", str(changes.top), "show", f"{changes.commit}:{rel}"], capture_output=True, check=False)
+    run = subprocess.run(
+        ["git", "-C", str(changes.top), "show", f"{changes.commit}:{rel}"],
+        capture_output=True,
+        check=False,
+    )
     return run.stdout if run.returncode == 0 else None

@@ -77,7 +77,9 @@ def _counts(checks: Sequence[CheckResult]) -> dict[str, str]:
     }
 
 
-def junit_xml(lane: str, checks: Iterable[CheckResult], *, timestamp: datetime | None = None) -> str:
+def junit_xml(
+    lane: str, checks: Iterable[CheckResult], *, timestamp: datetime | None = None
+) -> str:
     """The JUnit XML document of a lane's checks (see the module doc)."""
     checks = list(checks)
     when = (timestamp or datetime.now(UTC)).replace(microsecond=0).isoformat()
@@ -86,16 +88,34 @@ def junit_xml(lane: str, checks: Iterable[CheckResult], *, timestamp: datetime |
     for check in checks:
         groups.setdefault(check.group, []).append(check)
     for group, members in groups.items():
-        suite = ET.SubElement(root, "testsuite", {"name": group, **_counts(members), "timestamp": when})
+        suite = ET.SubElement(
+            root, "testsuite", {"name": group, **_counts(members), "timestamp": when}
+        )
         for check in members:
-            case = ET.SubElement(suite, "testcase", {"classname": f"ci.{lane}.{group}", "name": check.name, "time": f"{check.seconds:.3f}"})
+            case = ET.SubElement(
+                suite,
+                "testcase",
+                {
+                    "classname": f"ci.{lane}.{group}",
+                    "name": check.name,
+                    "time": f"{check.seconds:.3f}",
+                },
+            )
             body = "\n".join(check.details) or check.message
             if check.status == "failed":
-                ET.SubElement(case, "failure", {"type": check.code or check.category, "message": check.message}).text = body
+                ET.SubElement(
+                    case,
+                    "failure",
+                    {"type": check.code or check.category, "message": check.message},
+                ).text = body
             elif check.status == "error":
-                ET.SubElement(case, "error", {"type": check.code or check.category, "message": check.message}).text = body
+                ET.SubElement(
+                    case, "error", {"type": check.code or check.category, "message": check.message}
+                ).text = body
             elif check.status == "expected_failure":
-                ET.SubElement(case, "skipped", {"type": "expected_failure", "message": check.message}).text = body
+                ET.SubElement(
+                    case, "skipped", {"type": "expected_failure", "message": check.message}
+                ).text = body
             elif check.details:
                 ET.SubElement(case, "system-out").text = body
     ET.indent(root)

@@ -141,22 +141,49 @@ def load_ci_config(root: str | Path) -> tuple[CiConfig, list[Problem]]:
     loc = str(path)
     raw, unreadable = read_config(path)
     if unreadable is not None:
-        return CiConfig(), [_problem(unreadable.location, "ci_config_invalid", f"the project configuration cannot be read ({unreadable.message[:120]})", "write workbench.yaml as a UTF-8 YAML mapping")]
+        return CiConfig(), [
+            _problem(
+                unreadable.location,
+                "ci_config_invalid",
+                f"the project configuration cannot be read ({unreadable.message[:120]})",
+                "write workbench.yaml as a UTF-8 YAML mapping",
+            )
+        ]
     if raw is None:
         return CiConfig(), []
     if not isinstance(raw, dict):
-        return CiConfig(), [_problem(loc, "ci_config_invalid", "the project configuration must be a YAML mapping", "write key: value pairs, e.g. `ci: {paths: {...}}`")]
+        return CiConfig(), [
+            _problem(
+                loc,
+                "ci_config_invalid",
+                "the project configuration must be a YAML mapping",
+                "write key: value pairs, e.g. `ci: {paths: {...}}`",
+            )
+        ]
     block = raw.get(CI_KEY)
     if block is None:
         return CiConfig(), []
     if not isinstance(block, dict):
-        return CiConfig(), [_problem(f"{loc}: {CI_KEY}", "ci_config_invalid", "the ci block must be a mapping", "see docs/formats.md#ci-configuration")]
+        return CiConfig(), [
+            _problem(
+                f"{loc}: {CI_KEY}",
+                "ci_config_invalid",
+                "the ci block must be a mapping",
+                "see docs/formats.md#ci-configuration",
+            )
+        ]
     try:
         return CiConfig.model_validate(block), []
     except SchemaTooNew as exc:
         return CiConfig(), [exc.problem_at(f"{loc}: {CI_KEY}.schema_version")]
     except ValidationError as exc:
-        return CiConfig(), validation_problems(exc, at=lambda *path: f"{loc}: {CI_KEY}.{'.'.join(map(str, path))}", code="ci_config_invalid", message=lambda e, _: e["msg"], fix="correct this field; see docs/formats.md#ci-configuration")
+        return CiConfig(), validation_problems(
+            exc,
+            at=lambda *path: f"{loc}: {CI_KEY}.{'.'.join(map(str, path))}",
+            code="ci_config_invalid",
+            message=lambda e, _: e["msg"],
+            fix="correct this field; see docs/formats.md#ci-configuration",
+        )
 
 
 @dataclass
@@ -184,7 +211,9 @@ class Inventory:
 
     @property
     def empty(self) -> bool:
-        return not any((self.gold, self.candidates, self.policies, self.controls, self.ranking, self.noise))
+        return not any(
+            (self.gold, self.candidates, self.policies, self.controls, self.ranking, self.noise)
+        )
 
 
 def _yaml_kind(path: Path) -> Any:
@@ -204,7 +233,14 @@ def discover(root: str | Path) -> Inventory:
         found: list[Path] = []
         for pattern in globs:
             if Path(pattern).is_absolute() or ".." in Path(pattern).parts:
-                inv.problems.append(_problem(f"{loc}: {CI_KEY}.paths.{kind}", "ci_path_outside", f"{pattern!r} is not a path inside the project", "give globs relative to the project root"))
+                inv.problems.append(
+                    _problem(
+                        f"{loc}: {CI_KEY}.paths.{kind}",
+                        "ci_path_outside",
+                        f"{pattern!r} is not a path inside the project",
+                        "give globs relative to the project root",
+                    )
+                )
                 continue
             matches = sorted(p for p in root.glob(pattern))
             if kind == "gold":
@@ -212,11 +248,22 @@ def discover(root: str | Path) -> Inventory:
             else:
                 matches = [p for p in matches if p.is_file()]
             if declared is not None and not matches:
-                inv.problems.append(_problem(f"{loc}: {CI_KEY}.paths.{kind}", "ci_path_empty", f"{pattern!r} matches no {kind} file", "correct the glob, or remove it: a declared path that matches nothing would check nothing"))
+                inv.problems.append(
+                    _problem(
+                        f"{loc}: {CI_KEY}.paths.{kind}",
+                        "ci_path_empty",
+                        f"{pattern!r} matches no {kind} file",
+                        "correct the glob, or remove it: a declared path that matches nothing would check nothing",
+                    )
+                )
             found += [p for p in matches if p not in found]
         if kind == "ranking":
             for p in found:
-                (inv.agreement_examples if _yaml_kind(p) == "agreement-drop-examples" else inv.ranking).append(p)
+                (
+                    inv.agreement_examples
+                    if _yaml_kind(p) == "agreement-drop-examples"
+                    else inv.ranking
+                ).append(p)
         elif kind == "noise":
             for p in found:
                 (inv.noise_panels if p.name.endswith(".panel.yaml") else inv.noise).append(p)

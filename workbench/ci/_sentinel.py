@@ -187,7 +187,11 @@ def _module_file(function: str | None) -> Path | None:
         spec = importlib.util.find_spec(function.partition(":")[0])
     except (ImportError, ValueError):
         return None
-    return Path(spec.origin).resolve() if spec is not None and spec.origin and spec.origin.endswith(".py") else None
+    return (
+        Path(spec.origin).resolve()
+        if spec is not None and spec.origin and spec.origin.endswith(".py")
+        else None
+    )
 
 
 def own_files(spec: Any, spec_path: Path) -> dict[Path, str]:
@@ -223,7 +227,9 @@ class _Plan:
     no_baseline: str | None = None
 
 
-def affected_candidates(inv: Inventory, changes: Changes, shared: dict[Path, str]) -> tuple[list[_Candidate], list[str], list[CheckResult]]:
+def affected_candidates(
+    inv: Inventory, changes: Changes, shared: dict[Path, str]
+) -> tuple[list[_Candidate], list[str], list[CheckResult]]:
     """The affected candidates, the specs deleted since the ref, and a contract check per spec that does not load."""
     from ..judges import load_spec
 
@@ -237,7 +243,17 @@ def affected_candidates(inv: Inventory, changes: Changes, shared: dict[Path, str
             spec, _ = load_spec(path)
         except WorkbenchError as exc:
             if path.resolve() in changed:
-                checks.append(CheckResult(group="candidates", name=inv.rel(path), status="failed", category="contract", code=exc.problems[0].code if exc.problems else "candidate_invalid", message=exc.summary, details=[p.format() for p in exc.problems]))
+                checks.append(
+                    CheckResult(
+                        group="candidates",
+                        name=inv.rel(path),
+                        status="failed",
+                        category="contract",
+                        code=exc.problems[0].code if exc.problems else "candidate_invalid",
+                        message=exc.summary,
+                        details=[p.format() for p in exc.problems],
+                    )
+                )
             continue
         files = own_files(spec, path)
         reasons = [f"{role}: {inv.rel(f)}" for f, role in files.items() if f in changed]
@@ -249,8 +265,17 @@ def affected_candidates(inv: Inventory, changes: Changes, shared: dict[Path, str
         if reasons:
             out.append(_Candidate(path=path, spec=spec, reasons=reasons, code_changed=code_changed))
     present = {p.resolve() for p in inv.candidates}
-    candidate_dirs = {p.parent.resolve() for p in inv.candidates} | {(inv.root / "data" / "candidates").resolve()}
-    removed = sorted(f for f in changes.files if f.endswith(".yaml") and (changes.top / f).resolve().parent in candidate_dirs and (changes.top / f).resolve() not in present and not (changes.top / f).exists())
+    candidate_dirs = {p.parent.resolve() for p in inv.candidates} | {
+        (inv.root / "data" / "candidates").resolve()
+    }
+    removed = sorted(
+        f
+        for f in changes.files
+        if f.endswith(".yaml")
+        and (changes.top / f).resolve().parent in candidate_dirs
+        and (changes.top / f).resolve() not in present
+        and not (changes.top / f).exists()
+    )
     return out, removed, checks
 
 
@@ -267,7 +292,17 @@ def _resolve_gold(inv: Inventory, gold: str | None) -> Path:
     with_sentinels = [g for g in inv.gold if (g / SENTINELS_FILE).is_file()]
     if len(with_sentinels) != 1:
         found = ", ".join(inv.rel(g) for g in with_sentinels) or "none"
-        raise WorkbenchError("no sentinel set", [Problem(location="--gold", code="sentinel_gold_ambiguous", message=f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})", fix=f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}")])
+        raise WorkbenchError(
+            "no sentinel set",
+            [
+                Problem(
+                    location="--gold",
+                    code="sentinel_gold_ambiguous",
+                    message=f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})",
+                    fix=f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}",
+                )
+            ],
+        )
     return with_sentinels[0]
 
 
@@ -290,7 +325,17 @@ def _resolve_policy(inv: Inventory, policy: str | None, rubric_version: str) -> 
         if p.ci_budget_usd is not None and p.rubric_version in (None, rubric_version):
             fits.append(path)
     if len(fits) != 1:
-        raise WorkbenchError("no policy", [Problem(location="--policy", code="sentinel_policy_ambiguous", message=f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd ({', '.join(inv.rel(p) for p in fits) or 'none'})", fix=f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's ci_budget_usd caps the job")])
+        raise WorkbenchError(
+            "no policy",
+            [
+                Problem(
+                    location="--policy",
+                    code="sentinel_policy_ambiguous",
+                    message=f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd ({', '.join(inv.rel(p) for p in fits) or 'none'})",
+                    fix=f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's ci_budget_usd caps the job",
+                )
+            ],
+        )
     return fits[0]
 
 
@@ -298,13 +343,33 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
     """The per-job cap: the policy's ``ci_budget_usd`` unless a lower ``--budget-usd`` is given."""
     cap = policy.ci_budget_usd
     if cap is None and requested is None:
-        raise WorkbenchError("no cost cap", [Problem(location=f"{policy_path}: ci_budget_usd", code="ci_budget_missing", message=f"the policy {policy.label} sets no ci_budget_usd and no --budget-usd was given: a judge-backed CI job needs an approved cap", fix="add ci_budget_usd to a new policy version (reviewed), or give --budget-usd")])
+        raise WorkbenchError(
+            "no cost cap",
+            [
+                Problem(
+                    location=f"{policy_path}: ci_budget_usd",
+                    code="ci_budget_missing",
+                    message=f"the policy {policy.label} sets no ci_budget_usd and no --budget-usd was given: a judge-backed CI job needs an approved cap",
+                    fix="add ci_budget_usd to a new policy version (reviewed), or give --budget-usd",
+                )
+            ],
+        )
     if cap is None:
         return float(requested), "--budget-usd"  # type: ignore[arg-type]
     if requested is None:
         return cap, "policy ci_budget_usd"
     if requested > cap:
-        raise WorkbenchError("cap above policy", [Problem(location=f"{policy_path}: ci_budget_usd", code="budget_above_policy", message=f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}", fix=f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger cap needs a new policy version")])
+        raise WorkbenchError(
+            "cap above policy",
+            [
+                Problem(
+                    location=f"{policy_path}: ci_budget_usd",
+                    code="budget_above_policy",
+                    message=f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}",
+                    fix=f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger cap needs a new policy version",
+                )
+            ],
+        )
     return requested, "--budget-usd"
 
 
@@ -334,7 +399,9 @@ def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
     return target
 
 
-def _ref_version(candidate: _Candidate, changes: Changes, scratch: Path) -> tuple[Any, Any, str] | None:
+def _ref_version(
+    candidate: _Candidate, changes: Changes, scratch: Path
+) -> tuple[Any, Any, str] | None:
     """``(spec, judge or None, fingerprint)`` of the candidate as it was at the ref (or its parent,
     for a candidate added since); the judge only when it can be rebuilt as it was."""
     from ..judges import build_judge, load_spec, make_identity
@@ -357,7 +424,9 @@ def _ref_version(candidate: _Candidate, changes: Changes, scratch: Path) -> tupl
         if source is None:
             return None
         fingerprint = make_identity(spec, sha256_text(source.decode("utf-8"))).fingerprint()
-        unchanged = module is not None and not any((changes.top / f).resolve() == module for f in changes.files)
+        unchanged = module is not None and not any(
+            (changes.top / f).resolve() == module for f in changes.files
+        )
         judge = build_judge(spec, target) if unchanged and not candidate.code_changed else None
         return spec, judge, fingerprint
     try:
@@ -370,7 +439,13 @@ def _ref_version(candidate: _Candidate, changes: Changes, scratch: Path) -> tupl
 def _recorded_baseline(log: Path, fingerprint: str) -> Any | None:
     from ..repeatability import read_drift_log
 
-    entries = [e for e in read_drift_log(log) if e.kind == "baseline" and e.status == "recorded" and e.candidate_fingerprint == fingerprint]
+    entries = [
+        e
+        for e in read_drift_log(log)
+        if e.kind == "baseline"
+        and e.status == "recorded"
+        and e.candidate_fingerprint == fingerprint
+    ]
     return entries[-1] if entries else None
 
 
@@ -378,7 +453,17 @@ def _recorded_baseline(log: Path, fingerprint: str) -> Any | None:
 
 
 def _run_record(label: str, purpose: Any, run_dir: Path, summary: Any) -> LaneRun:
-    return LaneRun(candidate=label, purpose=purpose, run_dir=str(run_dir), status=summary.status, stop_reason=summary.stop_reason, calls=summary.calls, cost_usd=summary.cost_usd, tokens_in=summary.tokens_in, tokens_out=summary.tokens_out)
+    return LaneRun(
+        candidate=label,
+        purpose=purpose,
+        run_dir=str(run_dir),
+        status=summary.status,
+        stop_reason=summary.stop_reason,
+        calls=summary.calls,
+        cost_usd=summary.cost_usd,
+        tokens_in=summary.tokens_in,
+        tokens_out=summary.tokens_out,
+    )
 
 
 async def run_sentinel_lane(
@@ -418,28 +503,78 @@ async def run_sentinel_lane(
     sentinels_file = sentinels_path_for(dataset)
     policy_path = _resolve_policy(inv, policy, dataset.rubric.version)
     policy_model = load_policy(policy_path)
-    suite_path = (policy_path.parent / policy_model.controls.suite).resolve() if policy_model.controls is not None else None
-    shared = {(dataset.root / "rubric.yaml").resolve(): "rubric", sentinels_file.resolve(): "sentinels"}
+    suite_path = (
+        (policy_path.parent / policy_model.controls.suite).resolve()
+        if policy_model.controls is not None
+        else None
+    )
+    shared = {
+        (dataset.root / "rubric.yaml").resolve(): "rubric",
+        sentinels_file.resolve(): "sentinels",
+    }
     if suite_path is not None:
         shared[suite_path] = "controls"
     candidates, removed, spec_checks = affected_candidates(inv, changes, shared)
     checks += spec_checks
-    affected = [AffectedCandidate(candidate=c.spec.label, spec=inv.rel(c.path), kind=c.spec.kind, covered=c.spec.kind in RUNNABLE_KINDS, reasons=c.reasons) for c in candidates]
+    affected = [
+        AffectedCandidate(
+            candidate=c.spec.label,
+            spec=inv.rel(c.path),
+            kind=c.spec.kind,
+            covered=c.spec.kind in RUNNABLE_KINDS,
+            reasons=c.reasons,
+        )
+        for c in candidates
+    ]
 
-    def report(outcome_checks: list[CheckResult], *, cap: float | None = None, source: str | None = None, estimate: float = 0.0) -> SentinelLaneReport:
+    def report(
+        outcome_checks: list[CheckResult],
+        *,
+        cap: float | None = None,
+        source: str | None = None,
+        estimate: float = 0.0,
+    ) -> SentinelLaneReport:
         outcome = lane_outcome(outcome_checks)
         return SentinelLaneReport(
-            project=str(root), since=since, since_commit=changes.commit, changed_files=list(changes.files), affected=affected, removed=removed,
-            gold=inv.rel(dataset.root), sentinels=inv.rel(sentinels_file) if sentinels_file.exists() else None, policy=inv.rel(policy_path),
-            controls_suite=inv.rel(suite_path) if suite_path is not None else None, budget_usd=cap, budget_source=source, estimate_usd=round(estimate, 6),
-            cost_usd=round(sum(r.cost_usd for r in runs), 6), tokens_in=sum(r.tokens_in for r in runs), tokens_out=sum(r.tokens_out for r in runs), calls=sum(r.calls for r in runs),
-            runs=runs, checks=outcome_checks, outcome=outcome, exit_code=EXIT_CODES[outcome], run_dir=str(run_dir), evaluated_at=started,
+            project=str(root),
+            since=since,
+            since_commit=changes.commit,
+            changed_files=list(changes.files),
+            affected=affected,
+            removed=removed,
+            gold=inv.rel(dataset.root),
+            sentinels=inv.rel(sentinels_file) if sentinels_file.exists() else None,
+            policy=inv.rel(policy_path),
+            controls_suite=inv.rel(suite_path) if suite_path is not None else None,
+            budget_usd=cap,
+            budget_source=source,
+            estimate_usd=round(estimate, 6),
+            cost_usd=round(sum(r.cost_usd for r in runs), 6),
+            tokens_in=sum(r.tokens_in for r in runs),
+            tokens_out=sum(r.tokens_out for r in runs),
+            calls=sum(r.calls for r in runs),
+            runs=runs,
+            checks=outcome_checks,
+            outcome=outcome,
+            exit_code=EXIT_CODES[outcome],
+            run_dir=str(run_dir),
+            evaluated_at=started,
         )
 
     for c in candidates:
         if c.spec.kind not in RUNNABLE_KINDS:
             command = _OTHER_LANES.get(c.spec.kind, "its own command").format(spec=inv.rel(c.path))
-            checks.append(CheckResult(group="sentinels", name=c.spec.label, status="error", category="incomplete", code="not_covered", message=f"a {c.spec.kind} candidate changed and this lane does not check that kind: check it with `{command}`", details=c.reasons))
+            checks.append(
+                CheckResult(
+                    group="sentinels",
+                    name=c.spec.label,
+                    status="error",
+                    category="incomplete",
+                    code="not_covered",
+                    message=f"a {c.spec.kind} candidate changed and this lane does not check that kind: check it with `{command}`",
+                    details=c.reasons,
+                )
+            )
     runnable = [c for c in candidates if c.spec.kind in RUNNABLE_KINDS]
     if not runnable:
         final = report(checks)
@@ -450,9 +585,21 @@ async def run_sentinel_lane(
     loaded = load_sentinels(sentinels_file, dataset)
     suite = load_suite(suite_path) if suite_path is not None else None
     if suite is None:
-        checks.append(CheckResult(group="control-runs", name=f"policy {policy_model.label}", status="error", category="incomplete", code="controls_missing", message=f"the policy {policy_model.label} names no control suite: the lane cannot run the controls", details=[f"{policy_path}: add controls: {{suite: ...}} in a new policy version"]))
+        checks.append(
+            CheckResult(
+                group="control-runs",
+                name=f"policy {policy_model.label}",
+                status="error",
+                category="incomplete",
+                code="controls_missing",
+                message=f"the policy {policy_model.label} names no control suite: the lane cannot run the controls",
+                details=[f"{policy_path}: add controls: {{suite: ...}} in a new policy version"],
+            )
+        )
     log = drift_log_path_for(dataset)
-    sentinel_items = [WorkItem(k.case_id, k.response_hash, 0, JudgeInput.from_case(k)) for k in loaded.cases]
+    sentinel_items = [
+        WorkItem(k.case_id, k.response_hash, 0, JudgeInput.from_case(k)) for k in loaded.cases
+    ]
     plans: list[_Plan] = []
     estimate = 0.0
     scratch = Path(tempfile.mkdtemp(prefix="workbench-ci-ref-"))
@@ -465,7 +612,10 @@ async def run_sentinel_lane(
             fingerprint = c.judge.identity.fingerprint()
             entry = _recorded_baseline(log, fingerprint)
             if entry is not None:
-                plan.baseline = (f"drift log {entry.entry_id} (this fingerprint, recorded {entry.recorded_at:%Y-%m-%d})", dict(entry.observations))
+                plan.baseline = (
+                    f"drift log {entry.entry_id} (this fingerprint, recorded {entry.recorded_at:%Y-%m-%d})",
+                    dict(entry.observations),
+                )
             else:
                 ref = _ref_version(c, changes, scratch)
                 if ref is None:
@@ -474,24 +624,69 @@ async def run_sentinel_lane(
                     ref_spec, ref_judge, ref_fp = ref
                     entry = _recorded_baseline(log, ref_fp)
                     if entry is not None:
-                        plan.baseline = (f"drift log {entry.entry_id} ({ref_spec.label} at {since}, recorded {entry.recorded_at:%Y-%m-%d})", dict(entry.observations))
+                        plan.baseline = (
+                            f"drift log {entry.entry_id} ({ref_spec.label} at {since}, recorded {entry.recorded_at:%Y-%m-%d})",
+                            dict(entry.observations),
+                        )
                     elif ref_judge is not None:
                         plan.baseline_judge = ref_judge
                         plan.baseline_label = f"{ref_spec.label} at {since}"
                     else:
                         plan.no_baseline = f"the change touches code ({'; '.join(r for r in c.reasons if r.startswith(('function module', 'judge code')))}) so {ref_spec.label} cannot be rebuilt as it was at {since}, and the drift log records no baseline of it"
             if suite is not None:
-                estimate += estimate_run("controls", c.judge, work_items(suite), cdir / "controls", cache_dir=False).needed_usd
-            estimate += estimate_run("sentinels", c.judge, sentinel_items, cdir / "sentinels", cache_dir=False).needed_usd
+                estimate += estimate_run(
+                    "controls", c.judge, work_items(suite), cdir / "controls", cache_dir=False
+                ).needed_usd
+            estimate += estimate_run(
+                "sentinels", c.judge, sentinel_items, cdir / "sentinels", cache_dir=False
+            ).needed_usd
             if plan.baseline_judge is not None:
-                estimate += estimate_run("baseline", plan.baseline_judge, sentinel_items, cdir / "baseline", cache_dir=False).needed_usd
+                estimate += estimate_run(
+                    "baseline",
+                    plan.baseline_judge,
+                    sentinel_items,
+                    cdir / "baseline",
+                    cache_dir=False,
+                ).needed_usd
             plans.append(plan)
         if estimate > cap + 1e-12:
-            checks.append(CheckResult(group="budget", name="per-job cap", status="error", category="incomplete", code="budget_insufficient", message=f"the planned calls need up to ${estimate:.4f}; the cap is ${cap:.4f} ({source}): nothing was started", details=[f"{p.candidate.spec.label}: controls, sentinels" + (", baseline" if p.baseline_judge is not None else "") for p in plans]))
+            checks.append(
+                CheckResult(
+                    group="budget",
+                    name="per-job cap",
+                    status="error",
+                    category="incomplete",
+                    code="budget_insufficient",
+                    message=f"the planned calls need up to ${estimate:.4f}; the cap is ${cap:.4f} ({source}): nothing was started",
+                    details=[
+                        f"{p.candidate.spec.label}: controls, sentinels"
+                        + (", baseline" if p.baseline_judge is not None else "")
+                        for p in plans
+                    ],
+                )
+            )
             refused = report(checks, cap=cap, source=source, estimate=estimate)
             _write(run_dir, refused)
-            raise LaneRefused("the per-job cap does not cover the sentinel lane: nothing was started", [Problem(location=f"{inv.rel(policy_path)}: ci_budget_usd", code="budget_insufficient", message=f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}", fix="raise ci_budget_usd in a reviewed new policy version, or change fewer judges at once")], refused)
-        checks.append(CheckResult(group="budget", name="per-job cap", status="passed", details=[f"estimate ${estimate:.4f} within the cap ${cap:.4f} ({source})"]))
+            raise LaneRefused(
+                "the per-job cap does not cover the sentinel lane: nothing was started",
+                [
+                    Problem(
+                        location=f"{inv.rel(policy_path)}: ci_budget_usd",
+                        code="budget_insufficient",
+                        message=f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}",
+                        fix="raise ci_budget_usd in a reviewed new policy version, or change fewer judges at once",
+                    )
+                ],
+                refused,
+            )
+        checks.append(
+            CheckResult(
+                group="budget",
+                name="per-job cap",
+                status="passed",
+                details=[f"estimate ${estimate:.4f} within the cap ${cap:.4f} ({source})"],
+            )
+        )
 
         def left() -> float:
             return max(0.0, cap - sum(r.cost_usd for r in runs))
@@ -504,13 +699,42 @@ async def run_sentinel_lane(
                 t0 = time.perf_counter()
                 from ..controls import run_controls
 
-                controls_report = await run_controls(c.judge, suite, cdir / "controls", concurrency=concurrency, budget_usd=left(), cache_dir=False, progress=progress)
+                controls_report = await run_controls(
+                    c.judge,
+                    suite,
+                    cdir / "controls",
+                    concurrency=concurrency,
+                    budget_usd=left(),
+                    cache_dir=False,
+                    progress=progress,
+                )
                 if controls_report.run is not None:
-                    runs.append(_run_record(label, "controls", cdir / "controls", controls_report.run))
-                checks.append(control_check(f"{label} on {suite.label}", controls_report, round(time.perf_counter() - t0, 3)))
+                    runs.append(
+                        _run_record(label, "controls", cdir / "controls", controls_report.run)
+                    )
+                checks.append(
+                    control_check(
+                        f"{label} on {suite.label}",
+                        controls_report,
+                        round(time.perf_counter() - t0, 3),
+                    )
+                )
             t0 = time.perf_counter()
             lineage = gold_lineage(dataset, loaded.cases)
-            summary = await run_items(c.judge, sentinel_items, cdir / "sentinels", partition="sentinels", dataset_sha256=dataset.sha256, repeats=1, grid=True, concurrency=concurrency, budget_usd=left(), cache_dir=False, progress=progress, lineage=lineage)
+            summary = await run_items(
+                c.judge,
+                sentinel_items,
+                cdir / "sentinels",
+                partition="sentinels",
+                dataset_sha256=dataset.sha256,
+                repeats=1,
+                grid=True,
+                concurrency=concurrency,
+                budget_usd=left(),
+                cache_dir=False,
+                progress=progress,
+                lineage=lineage,
+            )
             runs.append(_run_record(label, "sentinels", cdir / "sentinels", summary))
             _, after = _observations(cdir / "sentinels", loaded.case_ids)
             before: dict[str, Observation] | None = None
@@ -518,37 +742,128 @@ async def run_sentinel_lane(
             if plan.baseline is not None:
                 baseline_name, before = plan.baseline
             elif plan.baseline_judge is not None:
-                base_summary = await run_items(plan.baseline_judge, sentinel_items, cdir / "baseline", partition="sentinels", dataset_sha256=dataset.sha256, repeats=1, grid=True, concurrency=concurrency, budget_usd=left(), cache_dir=False, progress=progress, lineage=lineage)
-                runs.append(_run_record(plan.baseline_label or label, "baseline", cdir / "baseline", base_summary))
+                base_summary = await run_items(
+                    plan.baseline_judge,
+                    sentinel_items,
+                    cdir / "baseline",
+                    partition="sentinels",
+                    dataset_sha256=dataset.sha256,
+                    repeats=1,
+                    grid=True,
+                    concurrency=concurrency,
+                    budget_usd=left(),
+                    cache_dir=False,
+                    progress=progress,
+                    lineage=lineage,
+                )
+                runs.append(
+                    _run_record(
+                        plan.baseline_label or label, "baseline", cdir / "baseline", base_summary
+                    )
+                )
                 _, before = _observations(cdir / "baseline", loaded.case_ids)
                 baseline_name = f"{plan.baseline_label}, run now ({cdir / 'baseline'})"
                 if base_summary.status != "complete":
                     before = None
                     plan.no_baseline = f"the baseline run of {plan.baseline_label} stopped early ({base_summary.stop_reason})"
             seconds = round(time.perf_counter() - t0, 3)
-            checks.append(_sentinel_check(label, loaded, dataset, summary, before, baseline_name, plan.no_baseline, after, _changes, seconds))
+            checks.append(
+                _sentinel_check(
+                    label,
+                    loaded,
+                    dataset,
+                    summary,
+                    before,
+                    baseline_name,
+                    plan.no_baseline,
+                    after,
+                    _changes,
+                    seconds,
+                )
+            )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
-    checks = apply_expected_failures(checks, inv.config.expected_failures, strict_unrun=False, known=lambda check_id: True)
+    checks = apply_expected_failures(
+        checks, inv.config.expected_failures, strict_unrun=False, known=lambda check_id: True
+    )
     final = report(checks, cap=cap, source=source, estimate=estimate)
     _write(run_dir, final)
     return final
 
 
-def _sentinel_check(label: str, loaded: Any, dataset: Any, summary: Any, before: Any, baseline_name: str | None, no_baseline: str | None, after: dict[str, Any], changes_fn: Any, seconds: float) -> CheckResult:
+def _sentinel_check(
+    label: str,
+    loaded: Any,
+    dataset: Any,
+    summary: Any,
+    before: Any,
+    baseline_name: str | None,
+    no_baseline: str | None,
+    after: dict[str, Any],
+    changes_fn: Any,
+    seconds: float,
+) -> CheckResult:
     name = label
     if summary.status != "complete":
-        return CheckResult(group="sentinels", name=name, status="error", category="incomplete", code=summary.stop_reason or "run_incomplete", message=f"the sentinel run stopped early ({summary.stop_reason}: {summary.stop_detail or ''}); unrun: {', '.join(summary.unrun) or 'none'}", seconds=seconds)
+        return CheckResult(
+            group="sentinels",
+            name=name,
+            status="error",
+            category="incomplete",
+            code=summary.stop_reason or "run_incomplete",
+            message=f"the sentinel run stopped early ({summary.stop_reason}: {summary.stop_detail or ''}); unrun: {', '.join(summary.unrun) or 'none'}",
+            seconds=seconds,
+        )
     if before is None:
-        return CheckResult(group="sentinels", name=name, status="error", category="incomplete", code="baseline_missing", message=f"no baseline: {no_baseline}", details=[f"record one: `workbench drift --candidate SPEC --gold {dataset.root} --record-baseline` (after reviewing its verdicts), and commit the drift log"], seconds=seconds)
+        return CheckResult(
+            group="sentinels",
+            name=name,
+            status="error",
+            category="incomplete",
+            code="baseline_missing",
+            message=f"no baseline: {no_baseline}",
+            details=[
+                f"record one: `workbench drift --candidate SPEC --gold {dataset.root} --record-baseline` (after reviewing its verdicts), and commit the drift log"
+            ],
+            seconds=seconds,
+        )
     flagged = changes_fn(loaded, dataset, before, after)
     if any(f.kind == "not_judged" for f in flagged):
-        return CheckResult(group="sentinels", name=name, status="error", category="incomplete", code="not_judged", message="a sentinel was not judged", details=[f"{f.case_id}: {f.kind}" for f in flagged], seconds=seconds)
+        return CheckResult(
+            group="sentinels",
+            name=name,
+            status="error",
+            category="incomplete",
+            code="not_judged",
+            message="a sentinel was not judged",
+            details=[f"{f.case_id}: {f.kind}" for f in flagged],
+            seconds=seconds,
+        )
     if flagged:
-        details = [f"{f.case_id} ({f.slice}{', ' + f.risk if f.risk else ''}): {f.kind} {f.before} -> {f.after}" + (" BOUNDARY" if f.boundary_crossing else "") for f in flagged]
-        return CheckResult(group="sentinels", name=name, status="failed", category="review", code="sentinel_drift", message=f"{len(flagged)} of {len(loaded.cases)} sentinel verdicts changed against {baseline_name}", details=details, failing=sorted({f.case_id for f in flagged}), seconds=seconds)
-    return CheckResult(group="sentinels", name=name, status="passed", details=[f"{len(loaded.cases)} sentinels gave the baseline's verdicts ({baseline_name})"], seconds=seconds)
+        details = [
+            f"{f.case_id} ({f.slice}{', ' + f.risk if f.risk else ''}): {f.kind} {f.before} -> {f.after}"
+            + (" BOUNDARY" if f.boundary_crossing else "")
+            for f in flagged
+        ]
+        return CheckResult(
+            group="sentinels",
+            name=name,
+            status="failed",
+            category="review",
+            code="sentinel_drift",
+            message=f"{len(flagged)} of {len(loaded.cases)} sentinel verdicts changed against {baseline_name}",
+            details=details,
+            failing=sorted({f.case_id for f in flagged}),
+            seconds=seconds,
+        )
+    return CheckResult(
+        group="sentinels",
+        name=name,
+        status="passed",
+        details=[f"{len(loaded.cases)} sentinels gave the baseline's verdicts ({baseline_name})"],
+        seconds=seconds,
+    )
 
 
 def _write(run_dir: Path, report: SentinelLaneReport) -> None:
@@ -563,19 +878,34 @@ def run_sentinel_lane_sync(*args: Any, **kwargs: Any) -> SentinelLaneReport:
 
 def format_sentinel_lane(report: SentinelLaneReport) -> str:
     """Plain text for the terminal: what changed, what ran, cost and tokens, each check."""
-    lines = [f"sentinel lane since {report.since} ({report.since_commit[:12]}): {len(report.changed_files)} changed file(s), {len(report.affected)} affected candidate(s)"]
+    lines = [
+        f"sentinel lane since {report.since} ({report.since_commit[:12]}): {len(report.changed_files)} changed file(s), {len(report.affected)} affected candidate(s)"
+    ]
     for a in report.affected:
-        lines.append(f"  {a.candidate} ({a.kind}{'' if a.covered else ', not covered by this lane'}): " + "; ".join(a.reasons))
+        lines.append(
+            f"  {a.candidate} ({a.kind}{'' if a.covered else ', not covered by this lane'}): "
+            + "; ".join(a.reasons)
+        )
     for r in report.removed:
         lines.append(f"  removed: {r}")
     if report.budget_usd is not None:
-        lines.append(f"cap ${report.budget_usd:.4f} ({report.budget_source}), estimate ${report.estimate_usd:.4f}; gold {report.gold}, policy {report.policy}, controls {report.controls_suite}")
+        lines.append(
+            f"cap ${report.budget_usd:.4f} ({report.budget_source}), estimate ${report.estimate_usd:.4f}; gold {report.gold}, policy {report.policy}, controls {report.controls_suite}"
+        )
     for r in report.runs:
-        lines.append(f"  run {r.purpose:9} {r.candidate}: {r.status}{' (' + r.stop_reason + ')' if r.stop_reason else ''}, {r.calls} call(s), ${r.cost_usd:.6f}, {r.tokens_in} + {r.tokens_out} tokens")
-    lines.append(f"cost ${report.cost_usd:.6f}; tokens {report.tokens_in} in + {report.tokens_out} out; {report.calls} call(s)")
+        lines.append(
+            f"  run {r.purpose:9} {r.candidate}: {r.status}{' (' + r.stop_reason + ')' if r.stop_reason else ''}, {r.calls} call(s), ${r.cost_usd:.6f}, {r.tokens_in} + {r.tokens_out} tokens"
+        )
+    lines.append(
+        f"cost ${report.cost_usd:.6f}; tokens {report.tokens_in} in + {report.tokens_out} out; {report.calls} call(s)"
+    )
     for c in report.checks:
-        lines.append(f"  {c.status.upper():16} {c.check_id}" + (f": {c.message}" if c.message else ""))
+        lines.append(
+            f"  {c.status.upper():16} {c.check_id}" + (f": {c.message}" if c.message else "")
+        )
         if c.status != "passed":
             lines += [f"      {d}" for d in c.details[:12]]
-    lines.append(f"outcome: {report.outcome.upper()} (exit {report.exit_code}); run directory {report.run_dir}")
+    lines.append(
+        f"outcome: {report.outcome.upper()} (exit {report.exit_code}); run directory {report.run_dir}"
+    )
     return "\n".join(lines)

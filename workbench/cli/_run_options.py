@@ -19,18 +19,73 @@ from ..runs._options import RunOptions
 from ._common import BUDGET_USD
 
 OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
-    "concurrency": (("--concurrency",), {"type": click.IntRange(min=1), "default": 8, "show_default": True, "help": "Concurrent judge calls."}),
-    "budget": (("--budget-usd",), {"type": BUDGET_USD, "default": None, "help": "Stop scheduling calls before recorded spend could exceed this."}),
-    "max_cases": (("--max-cases",), {"type": click.IntRange(min=0), "default": None, "help": "Start calls for at most this many case x repeat pairs in this invocation."}),
-    "repeats": (("--repeat", "repeats"), {"type": click.IntRange(min=1), "default": 1, "show_default": True, "help": "Judge each case K times (repeatability)."}),
-    "cache": (("--cache", "cache_dir"), {"type": click.Path(path_type=str), "default": None, "help": "Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench)."}),
-    "no_cache": (("--no-cache",), {"is_flag": True, "help": "Neither read nor write the verdict cache."}),
-    "retry_errors": (("--retry-errors",), {"is_flag": True, "help": "Give cases whose last attempt is a final evaluator error another round."}),
+    "concurrency": (
+        ("--concurrency",),
+        {
+            "type": click.IntRange(min=1),
+            "default": 8,
+            "show_default": True,
+            "help": "Concurrent judge calls.",
+        },
+    ),
+    "budget": (
+        ("--budget-usd",),
+        {
+            "type": BUDGET_USD,
+            "default": None,
+            "help": "Stop scheduling calls before recorded spend could exceed this.",
+        },
+    ),
+    "max_cases": (
+        ("--max-cases",),
+        {
+            "type": click.IntRange(min=0),
+            "default": None,
+            "help": "Start calls for at most this many case x repeat pairs in this invocation.",
+        },
+    ),
+    "repeats": (
+        ("--repeat", "repeats"),
+        {
+            "type": click.IntRange(min=1),
+            "default": 1,
+            "show_default": True,
+            "help": "Judge each case K times (repeatability).",
+        },
+    ),
+    "cache": (
+        ("--cache", "cache_dir"),
+        {
+            "type": click.Path(path_type=str),
+            "default": None,
+            "help": "Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).",
+        },
+    ),
+    "no_cache": (
+        ("--no-cache",),
+        {"is_flag": True, "help": "Neither read nor write the verdict cache."},
+    ),
+    "retry_errors": (
+        ("--retry-errors",),
+        {
+            "is_flag": True,
+            "help": "Give cases whose last attempt is a final evaluator error another round.",
+        },
+    ),
     "no_progress": (("--no-progress",), {"is_flag": True, "help": "Hide the progress bar."}),
 }
 """Every run option: its click declaration and default settings (overridable per command)."""
 
-_PARAMS = ("concurrency", "budget_usd", "max_cases", "repeats", "cache_dir", "no_cache", "retry_errors", "no_progress")
+_PARAMS = (
+    "concurrency",
+    "budget_usd",
+    "max_cases",
+    "repeats",
+    "cache_dir",
+    "no_cache",
+    "retry_errors",
+    "no_progress",
+)
 """The parameter names the options above can give a command."""
 
 
@@ -50,7 +105,9 @@ def _gather(kwargs: dict[str, Any]) -> RunOptions:
     Only the options this command declared through :data:`OPTIONS` are taken: a command's own
     option of the same name (``workbench repeatability --repeats K``) stays its own argument.
     """
-    declared = {p.name for p in click.get_current_context().command.params if isinstance(p, _RunOption)}
+    declared = {
+        p.name for p in click.get_current_context().command.params if isinstance(p, _RunOption)
+    }
     found = {name: kwargs.pop(name) for name in _PARAMS if name in kwargs and name in declared}
     no_cache = found.pop("no_cache", False)
     cache_dir = found.pop("cache_dir", None)
@@ -58,7 +115,9 @@ def _gather(kwargs: dict[str, Any]) -> RunOptions:
     return RunOptions(**found, cache_dir=False if no_cache else cache_dir, progress=not no_progress)
 
 
-def run_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def run_options(
+    *names: str, **overrides: dict[str, Any]
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Add the run options ``names`` (in help order) and pass the command ``options: RunOptions``."""
     unknown = [n for n in [*names, *overrides] if n not in OPTIONS]
     if unknown:
@@ -66,7 +125,9 @@ def run_options(*names: str, **overrides: dict[str, Any]) -> Callable[[Callable[
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         if getattr(fn, "__run_options__", False):
-            raise ValueError("a command takes one @run_options; add the options placed apart with run_option()")
+            raise ValueError(
+                "a command takes one @run_options; add the options placed apart with run_option()"
+            )
 
         @functools.wraps(fn)
         def command(*args: Any, **kwargs: Any) -> Any:

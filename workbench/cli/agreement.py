@@ -39,7 +39,11 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
     lines = [
         f"{title}: {block.cases} cases, {_reviewers(block)}",
         f"  reviewer pairs sharing >= {block.min_shared} case(s): {listed} of {total} listed"
-        + (f"; {block.pairs_left_out} sharing fewer left out (--min-shared changes this)" if block.pairs_left_out else ""),
+        + (
+            f"; {block.pairs_left_out} sharing fewer left out (--min-shared changes this)"
+            if block.pairs_left_out
+            else ""
+        ),
     ]
     for p in block.pairs:
         line = f"  {p.reviewer_a} vs {p.reviewer_b}: n={p.n}  raw agreement {p.raw_agreement.format(3)}  Cohen's kappa (nominal) {_k(p.cohen_kappa)}"
@@ -51,18 +55,40 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
         lines.append(line)
     lines.append(f"  Krippendorff's alpha (nominal): {_k(block.krippendorff_alpha)}")
     if ordered:
-        lines.append(f"  Krippendorff's alpha (ordinal): {_k(block.krippendorff_alpha_ordinal)}" if block.krippendorff_alpha_ordinal else "  Krippendorff's alpha (ordinal): n/a")
-        basis = "label values" if report.scale == "numeric" else "ranks as values, equal spacing assumed"
-        lines.append(f"  Krippendorff's alpha (interval, {basis}): {_k(block.krippendorff_alpha_interval)}" if block.krippendorff_alpha_interval else "  Krippendorff's alpha (interval): n/a")
+        lines.append(
+            f"  Krippendorff's alpha (ordinal): {_k(block.krippendorff_alpha_ordinal)}"
+            if block.krippendorff_alpha_ordinal
+            else "  Krippendorff's alpha (ordinal): n/a"
+        )
+        basis = (
+            "label values"
+            if report.scale == "numeric"
+            else "ranks as values, equal spacing assumed"
+        )
+        lines.append(
+            f"  Krippendorff's alpha (interval, {basis}): {_k(block.krippendorff_alpha_interval)}"
+            if block.krippendorff_alpha_interval
+            else "  Krippendorff's alpha (interval): n/a"
+        )
     lines.append(f"  Fleiss' kappa (nominal): {_k(block.fleiss_kappa)}")
-    lines.append(f"  cases with reviewer disagreement: {block.disagreement.format(3)} of cases with two or more reviews (the cases alpha uses)")
+    lines.append(
+        f"  cases with reviewer disagreement: {block.disagreement.format(3)} of cases with two or more reviews (the cases alpha uses)"
+    )
     return lines
 
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
-@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only this partition.")
-@click.option("--min-shared", type=click.IntRange(min=1), default=DEFAULT_MIN_SHARED, show_default=True, help="List only reviewer pairs sharing at least this many cases; the others are counted as left out.")
+@click.option(
+    "--partition", type=click.Choice(PARTITIONS), default=None, help="Only this partition."
+)
+@click.option(
+    "--min-shared",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MIN_SHARED,
+    show_default=True,
+    help="List only reviewer pairs sharing at least this many cases; the others are counted as left out.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON structure.")
 @user_errors
 def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) -> None:
@@ -76,8 +102,12 @@ def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) 
     if as_json:
         echo_json(report.model_dump(mode="json"))
         return
-    scale = f"scale {report.scale}" + (f" ({' < '.join(report.scale_labels)})" if report.scale_labels else "")
-    click.echo(f"Human agreement ({report.partition or 'all partitions'}; rubric {report.rubric_version}; labels {', '.join(report.labels)}; {scale})")
+    scale = f"scale {report.scale}" + (
+        f" ({' < '.join(report.scale_labels)})" if report.scale_labels else ""
+    )
+    click.echo(
+        f"Human agreement ({report.partition or 'all partitions'}; rubric {report.rubric_version}; labels {', '.join(report.labels)}; {scale})"
+    )
     for line in _block("overall", report.overall, report):
         click.echo(line)
     for name, block in report.slices.items():

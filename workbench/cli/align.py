@@ -13,17 +13,68 @@ from ._common import echo_json, user_errors
 
 
 @click.command()
-@click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.")
-@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (default: the partition in the run manifest beside the results).")
-@click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to align.")
-@click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report.")
+@click.option(
+    "--gold",
+    "gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset directory or gold.jsonl.",
+)
+@click.option(
+    "--results",
+    "results",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.",
+)
+@click.option(
+    "--partition",
+    type=click.Choice(PARTITIONS),
+    default=None,
+    help="Only cases of this partition (default: the partition in the run manifest beside the results).",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Which repeat index to align.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report."
+)
 @click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case has no result.")
-@click.option("--allow-gold-change", is_flag=True, help="Align even if the gold changed since the results were produced; every changed case is named and the report is marked not comparable.")
-@click.option("--policy", "policy_path", type=click.Path(path_type=str), default=None, help="Accept the cases a run's sampling plan left out only if the plan is this policy's `sampling:` plan (same sha256); otherwise they are missing.")
-@click.option("--sampling-plan", "plan_path", type=click.Path(path_type=str), default=None, help="The same with a sampling plan file (instead of --policy).")
+@click.option(
+    "--allow-gold-change",
+    is_flag=True,
+    help="Align even if the gold changed since the results were produced; every changed case is named and the report is marked not comparable.",
+)
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Accept the cases a run's sampling plan left out only if the plan is this policy's `sampling:` plan (same sha256); otherwise they are missing.",
+)
+@click.option(
+    "--sampling-plan",
+    "plan_path",
+    type=click.Path(path_type=str),
+    default=None,
+    help="The same with a sampling plan file (instead of --policy).",
+)
 @user_errors
-def align(gold: str, results: str, partition: str | None, repeat: int, as_json: bool, fail_incomplete: bool, allow_gold_change: bool, policy_path: str | None, plan_path: str | None) -> None:
+def align(
+    gold: str,
+    results: str,
+    partition: str | None,
+    repeat: int,
+    as_json: bool,
+    fail_incomplete: bool,
+    allow_gold_change: bool,
+    policy_path: str | None,
+    plan_path: str | None,
+) -> None:
     """Join judge results to adjudicated gold labels and report alignment per slice.
 
     Refuses duplicate results, unknown cases, response-hash mismatches and mixed judges
@@ -45,11 +96,21 @@ def align(gold: str, results: str, partition: str | None, repeat: int, as_json: 
     slice: median, p95 and max, beside the totals.
     """
     partition, source = resolve_partition(results, partition)
-    check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
+    check_held_out_results(
+        gold, results, partition
+    )  # held-out results only from a recorded certification
     from .run import sampling_plan_from
 
     plan, _ = sampling_plan_from(policy_path, plan_path, quiet=True)
-    report = align_fn(gold, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, partition_source=source, sampling_plan=plan)
+    report = align_fn(
+        gold,
+        results,
+        partition=partition,
+        repeat=repeat,
+        allow_gold_change=allow_gold_change,
+        partition_source=source,
+        sampling_plan=plan,
+    )
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:

@@ -29,12 +29,17 @@ def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
         scope = f" on {describe_scope(e.scope)}"
     report = f"; report {e.report_id}" if e.report_id else ""
     shadow = f" in shadow of {e.shadow_of}" if e.shadow_of else ""
-    click.echo(f"{e.event} {e.judge}: {e.previous_authority} -> {e.authority}{scope}{shadow}{report}; approved by {e.approver}: {e.reason} ({e.entry_id}, {e.when:%Y-%m-%d %H:%M} UTC)")
+    click.echo(
+        f"{e.event} {e.judge}: {e.previous_authority} -> {e.authority}{scope}{shadow}{report}; approved by {e.approver}: {e.reason} ({e.entry_id}, {e.when:%Y-%m-%d %H:%M} UTC)"
+    )
 
 
 def _warn_damaged(problems: list[Problem]) -> None:
     if problems:
-        click.echo(f"warning: the authority record is damaged ({len(problems)} problem(s)); the entry was appended anyway, because rollback must always be possible:", err=True)
+        click.echo(
+            f"warning: the authority record is damaged ({len(problems)} problem(s)); the entry was appended anyway, because rollback must always be possible:",
+            err=True,
+        )
         for problem in problems:
             click.echo(problem.format(), err=True)
 
@@ -53,13 +58,25 @@ def authority() -> None:
 
 @authority.command("grant")
 @click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="The candidate spec the judge runs from (its fingerprint must be the certified one).")
-@click.option("--report", required=True, type=click.Path(path_type=str), help="A certified report of this version: reports/<name>/<version>/<n>.")
+@click.option(
+    "--candidate",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The candidate spec the judge runs from (its fingerprint must be the certified one).",
+)
+@click.option(
+    "--report",
+    required=True,
+    type=click.Path(path_type=str),
+    help="A certified report of this version: reports/<name>/<version>/<n>.",
+)
 @click.option("--approver", required=True, help="The person accountable for this authority.")
 @click.option("--reason", required=True, help="Why.")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
 @user_errors
-def grant_command(gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool) -> None:
+def grant_command(
+    gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool
+) -> None:
     """Record a certified report as a judge's evidence: a judge without authority becomes advisory.
 
     A judge that already holds authority keeps its level (capped by what the new report
@@ -74,13 +91,25 @@ def grant_command(gold: str, candidate: str, report: str, approver: str, reason:
 
 @authority.command("promote")
 @click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="The candidate spec the judge runs from.")
-@click.option("--report", required=True, type=click.Path(path_type=str), help="A certified report of this version granting at least the next level.")
+@click.option(
+    "--candidate",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The candidate spec the judge runs from.",
+)
+@click.option(
+    "--report",
+    required=True,
+    type=click.Path(path_type=str),
+    help="A certified report of this version granting at least the next level.",
+)
 @click.option("--approver", required=True, help="The person accountable for the promotion.")
 @click.option("--reason", required=True, help="Why, e.g. what the monitored window showed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
 @user_errors
-def promote_command(gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool) -> None:
+def promote_command(
+    gold: str, candidate: str, report: str, approver: str, reason: str, as_json: bool
+) -> None:
     """One step up the path: advisory -> route, route -> block. No skipping.
 
     Needs what grant needs, a report granting at least the next level and, for block, a
@@ -94,12 +123,24 @@ def promote_command(gold: str, candidate: str, report: str, approver: str, reaso
 @authority.command("demote")
 @click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
 @click.option("--judge", required=True, help="The judge, name@version.")
-@click.option("--reason", required=True, help="Why (e.g. the disagreement sample that found a critical false pass).")
-@click.option("--to", "to", type=LEVEL_CHOICES, default=None, help="The level to demote to (default: one step down).")
+@click.option(
+    "--reason",
+    required=True,
+    help="Why (e.g. the disagreement sample that found a critical false pass).",
+)
+@click.option(
+    "--to",
+    "to",
+    type=LEVEL_CHOICES,
+    default=None,
+    help="The level to demote to (default: one step down).",
+)
 @click.option("--approver", default=None, help="Who decided (default: you).")
 @click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
 @user_errors
-def demote_command(gold: str, judge: str, reason: str, to: str | None, approver: str | None, as_json: bool) -> None:
+def demote_command(
+    gold: str, judge: str, reason: str, to: str | None, approver: str | None, as_json: bool
+) -> None:
     """Lower a judge's authority at once: a reason is all it needs. Nothing is deleted."""
     from ..authority import demote
 
@@ -126,21 +167,45 @@ def revoke_command(gold: str, judge: str, reason: str, approver: str | None, as_
 
 @authority.command("shadow")
 @click.option("--gold", required=True, type=click.Path(path_type=str), help=GOLD_HELP)
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="The judge to run in shadow (it must hold no authority).")
+@click.option(
+    "--candidate",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The judge to run in shadow (it must hold no authority).",
+)
 @click.option("--of", "of", required=True, help="The judge holding authority, name@version.")
 @click.option("--approver", required=True, help="Who approved the attachment.")
-@click.option("--reason", required=True, help="Why (e.g. diagnosing a rolled-back version, or watching a migration).")
-@click.option("--report", type=click.Path(path_type=str), default=None, help="The candidate's latest report, if any (recorded, not required).")
+@click.option(
+    "--reason",
+    required=True,
+    help="Why (e.g. diagnosing a rolled-back version, or watching a migration).",
+)
+@click.option(
+    "--report",
+    type=click.Path(path_type=str),
+    default=None,
+    help="The candidate's latest report, if any (recorded, not required).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the entry as JSON.")
 @user_errors
-def shadow_command(gold: str, candidate: str, of: str, approver: str, reason: str, report: str | None, as_json: bool) -> None:
+def shadow_command(
+    gold: str,
+    candidate: str,
+    of: str,
+    approver: str,
+    reason: str,
+    report: str | None,
+    as_json: bool,
+) -> None:
     """Attach a judge in shadow to the judge holding authority; run it with `workbench run --shadow-of`.
 
     A shadow's verdicts are recorded and summarized for review; they never affect a gate.
     """
     from ..authority import attach_shadow
 
-    _print_entry(attach_shadow(gold, candidate, of, approver=approver, reason=reason, report=report), as_json)
+    _print_entry(
+        attach_shadow(gold, candidate, of, approver=approver, reason=reason, report=report), as_json
+    )
 
 
 @authority.command("log")
@@ -156,9 +221,17 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
     read = record.read()
     entries = [e for e in read.entries if judge is None or e.judge == judge]
     if as_json:
-        echo_json({"record": str(record.path), "entries": [e.model_dump(mode="json") for e in entries], "problems": [p.model_dump(mode="json") for p in read.problems]})
+        echo_json(
+            {
+                "record": str(record.path),
+                "entries": [e.model_dump(mode="json") for e in entries],
+                "problems": [p.model_dump(mode="json") for p in read.problems],
+            }
+        )
     else:
-        click.echo(f"authority record {record.path}: {len(read.entries)} entries, chain {'intact' if read.ok else 'DAMAGED'}")
+        click.echo(
+            f"authority record {record.path}: {len(read.entries)} entries, chain {'intact' if read.ok else 'DAMAGED'}"
+        )
         for e in entries:
             _print_entry(e, False)
         for problem in read.problems:

@@ -14,21 +14,100 @@ from ._run_options import run_options
 
 
 @click.command()
-@click.option("--candidate", default=None, type=click.Path(path_type=str), help="Candidate spec to certify (required unless --resume-review).")
-@click.option("--policy", default=None, type=click.Path(path_type=str), help="Policy file, data/policies/<name>@<version>.yaml (required unless --resume-review).")
-@click.option("--gold", default=None, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl (required: there is no default dataset; with --resume-review, default the dataset the report names). Its held-out ledger is found from it.")
-@click.option("--baseline", default=None, type=click.Path(path_type=str), help="Migration certification: the previous version's spec, judged on the same held-out cases under the same ledger entry (one use).")
-@click.option("--label-mapping", default=None, type=click.Path(path_type=str), help="With --baseline: the reviewed mapping of the baseline's labels into the rubric's (required when the rubric renamed categories; its hash is locked).")
-@click.option("--resume-review", default=None, type=click.Path(path_type=str), help="REPORT: re-evaluate a locked migration report with the transition reviews recorded since (a new report number; nothing is judged again, no held-out use).")
-@click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
-@click.option("--rerun-reason", default=None, help="Required to certify the same candidate again on the same held-out manifest; recorded in the ledger and the report.")
-@click.option("--overrides", default=None, type=click.Path(path_type=str), help="Override store (default: overrides.jsonl beside the policy).")
-@run_options("concurrency", "budget", "max_cases", budget={"help": "Spend limit for the held-out run. When the policy declares budget_usd, that is used unless this is lower; higher is refused."}, max_cases={"help": "Case limit for the held-out run (a limited run is incomplete)."})
-@click.option("--notebook", default=None, type=click.Path(path_type=str), help="Certification notebook (default notebooks/03_certify.ipynb).")
-@click.option("--sign", "sign_key", default=None, type=click.Path(path_type=str), help="Sign the lock with this Ed25519 private key (OpenSSH or PEM format).")
+@click.option(
+    "--candidate",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Candidate spec to certify (required unless --resume-review).",
+)
+@click.option(
+    "--policy",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Policy file, data/policies/<name>@<version>.yaml (required unless --resume-review).",
+)
+@click.option(
+    "--gold",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Gold dataset directory or gold.jsonl (required: there is no default dataset; with --resume-review, default the dataset the report names). Its held-out ledger is found from it.",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Migration certification: the previous version's spec, judged on the same held-out cases under the same ledger entry (one use).",
+)
+@click.option(
+    "--label-mapping",
+    default=None,
+    type=click.Path(path_type=str),
+    help="With --baseline: the reviewed mapping of the baseline's labels into the rubric's (required when the rubric renamed categories; its hash is locked).",
+)
+@click.option(
+    "--resume-review",
+    default=None,
+    type=click.Path(path_type=str),
+    help="REPORT: re-evaluate a locked migration report with the transition reviews recorded since (a new report number; nothing is judged again, no held-out use).",
+)
+@click.option(
+    "--reports",
+    "reports_root",
+    default="reports",
+    show_default=True,
+    type=click.Path(path_type=str),
+    help="Reports root directory.",
+)
+@click.option(
+    "--rerun-reason",
+    default=None,
+    help="Required to certify the same candidate again on the same held-out manifest; recorded in the ledger and the report.",
+)
+@click.option(
+    "--overrides",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Override store (default: overrides.jsonl beside the policy).",
+)
+@run_options(
+    "concurrency",
+    "budget",
+    "max_cases",
+    budget={
+        "help": "Spend limit for the held-out run. When the policy declares budget_usd, that is used unless this is lower; higher is refused."
+    },
+    max_cases={"help": "Case limit for the held-out run (a limited run is incomplete)."},
+)
+@click.option(
+    "--notebook",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Certification notebook (default notebooks/03_certify.ipynb).",
+)
+@click.option(
+    "--sign",
+    "sign_key",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 @user_errors
-def certify(candidate: str | None, policy: str | None, gold: str | None, baseline: str | None, label_mapping: str | None, resume_review: str | None, reports_root: str, rerun_reason: str | None, overrides: str | None, options: RunOptions, notebook: str | None, sign_key: str | None, as_json: bool) -> None:
+def certify(
+    candidate: str | None,
+    policy: str | None,
+    gold: str | None,
+    baseline: str | None,
+    label_mapping: str | None,
+    resume_review: str | None,
+    reports_root: str,
+    rerun_reason: str | None,
+    overrides: str | None,
+    options: RunOptions,
+    notebook: str | None,
+    sign_key: str | None,
+    as_json: bool,
+) -> None:
     """Certify a candidate once on the held-out partition and write a locked report.
 
     Executes notebooks/03_certify.ipynb headless with papermill and writes
@@ -49,31 +128,107 @@ def certify(candidate: str | None, policy: str | None, gold: str | None, baselin
     from ..reports._certify import resume_review as run_resume
 
     if resume_review is not None:
-        extra = [name for name, value in (("--candidate", candidate), ("--policy", policy), ("--baseline", baseline), ("--label-mapping", label_mapping), ("--rerun-reason", rerun_reason), ("--budget-usd", options.budget_usd), ("--max-cases", options.max_cases), ("--overrides", overrides)) if value is not None]
+        extra = [
+            name
+            for name, value in (
+                ("--candidate", candidate),
+                ("--policy", policy),
+                ("--baseline", baseline),
+                ("--label-mapping", label_mapping),
+                ("--rerun-reason", rerun_reason),
+                ("--budget-usd", options.budget_usd),
+                ("--max-cases", options.max_cases),
+                ("--overrides", overrides),
+            )
+            if value is not None
+        ]
         if extra:
-            raise WorkbenchError("cannot re-evaluate the report", [Problem(location=name, code="option_with_resume_review", message=f"{name} is taken from the locked report with --resume-review", fix=f"drop {name}") for name in extra])
+            raise WorkbenchError(
+                "cannot re-evaluate the report",
+                [
+                    Problem(
+                        location=name,
+                        code="option_with_resume_review",
+                        message=f"{name} is taken from the locked report with --resume-review",
+                        fix=f"drop {name}",
+                    )
+                    for name in extra
+                ],
+            )
         result = run_resume(resume_review, gold=gold, notebook=notebook, sign_key=sign_key)
     else:
-        missing = [name for name, value in (("--candidate", candidate), ("--policy", policy), ("--gold", gold)) if value is None]
+        missing = [
+            name
+            for name, value in (("--candidate", candidate), ("--policy", policy), ("--gold", gold))
+            if value is None
+        ]
         if missing:
-            raise WorkbenchError("cannot certify", [Problem(location=name, code="option_missing", message=f"Missing option '{name}' (there is no default)", fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration report)") for name in missing])
+            raise WorkbenchError(
+                "cannot certify",
+                [
+                    Problem(
+                        location=name,
+                        code="option_missing",
+                        message=f"Missing option '{name}' (there is no default)",
+                        fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration report)",
+                    )
+                    for name in missing
+                ],
+            )
         assert candidate is not None and policy is not None and gold is not None
-        result = run_certify(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, concurrency=options.concurrency, budget_usd=options.budget_usd, max_cases=options.max_cases, overrides=overrides, notebook=notebook, sign_key=sign_key, baseline=baseline, label_mapping=label_mapping)
+        result = run_certify(
+            candidate,
+            policy,
+            gold,
+            reports_root=reports_root,
+            rerun_reason=rerun_reason,
+            concurrency=options.concurrency,
+            budget_usd=options.budget_usd,
+            max_cases=options.max_cases,
+            overrides=overrides,
+            notebook=notebook,
+            sign_key=sign_key,
+            baseline=baseline,
+            label_mapping=label_mapping,
+        )
     if as_json:
-        echo_json({"report_dir": str(result.report_dir), "report_id": result.report_id, "outcome": result.outcome, "blockers": result.blockers, "lock_sha256": result.lock_sha256, "timings_s": result.timings_s})
+        echo_json(
+            {
+                "report_dir": str(result.report_dir),
+                "report_id": result.report_id,
+                "outcome": result.outcome,
+                "blockers": result.blockers,
+                "lock_sha256": result.lock_sha256,
+                "timings_s": result.timings_s,
+            }
+        )
     else:
         click.echo(f"report: {result.report_dir}")
-        click.echo(f"outcome: {result.outcome.upper()} ({len(result.blockers)} blocker(s)); lock sha256 {result.lock_sha256}")
+        click.echo(
+            f"outcome: {result.outcome.upper()} ({len(result.blockers)} blocker(s)); lock sha256 {result.lock_sha256}"
+        )
         for b in result.blockers:
-            click.echo(f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]: {b['message']}")
+            click.echo(
+                f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]: {b['message']}"
+            )
         click.echo("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in result.timings_s.items()))
     raise SystemExit(exit_code(result.outcome))
 
 
 @click.command()
 @click.argument("path", type=click.Path(path_type=str))
-@click.option("--gold", default=None, type=click.Path(path_type=str), help="The certified gold dataset, to check against its ledger (default: the dataset the lock names, when it is on this machine).")
-@click.option("--trust", default=None, type=click.Path(path_type=str), help="File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be signed by one of them.")
+@click.option(
+    "--gold",
+    default=None,
+    type=click.Path(path_type=str),
+    help="The certified gold dataset, to check against its ledger (default: the dataset the lock names, when it is on this machine).",
+)
+@click.option(
+    "--trust",
+    default=None,
+    type=click.Path(path_type=str),
+    help="File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be signed by one of them.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
 @user_errors
 def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> None:
@@ -88,18 +243,35 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
     from ..reports import load_trust, verify_path
 
     if gold is not None and not Path(gold).exists():
-        raise WorkbenchError("cannot verify", [Problem(location=gold, code="gold_missing", message="the gold dataset does not exist", fix="point --gold at the certified dataset directory")])
+        raise WorkbenchError(
+            "cannot verify",
+            [
+                Problem(
+                    location=gold,
+                    code="gold_missing",
+                    message="the gold dataset does not exist",
+                    fix="point --gold at the certified dataset directory",
+                )
+            ],
+        )
     trusted = load_trust(trust) if trust is not None else None
     results = verify_path(path, gold=gold, trusted=trusted)
     if as_json:
-        echo_json({"verified": all(r.verified for r in results), "reports": [r.to_json() for r in results]})
+        echo_json(
+            {
+                "verified": all(r.verified for r in results),
+                "reports": [r.to_json() for r in results],
+            }
+        )
     else:
         for r in results:
             for problem in r.problems:
                 click.echo(problem.format(), err=True)
             checks = "; ".join(f"{k}: {v}" for k, v in r.checks.items())
             if r.verified:
-                click.echo(f"{r.path}: verified - {r.files} files, lock sha256 {r.lock_sha256}, outcome {r.outcome}")
+                click.echo(
+                    f"{r.path}: verified - {r.files} files, lock sha256 {r.lock_sha256}, outcome {r.outcome}"
+                )
             else:
                 click.echo(f"{r.path}: NOT VERIFIED - {len(r.problems)} problem(s)", err=True)
             click.echo(f"  {checks}")
@@ -109,9 +281,23 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
 
 
 @click.command()
-@click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
-@click.option("--ledger", is_flag=True, help="Show the held-out ledger(s) instead, and check their chain.")
-@click.option("--gold", default=None, type=click.Path(path_type=str), help="A gold dataset whose ledger to include (default: the ledgers the reports under --reports were recorded in).")
+@click.option(
+    "--reports",
+    "reports_root",
+    default="reports",
+    show_default=True,
+    type=click.Path(path_type=str),
+    help="Reports root directory.",
+)
+@click.option(
+    "--ledger", is_flag=True, help="Show the held-out ledger(s) instead, and check their chain."
+)
+@click.option(
+    "--gold",
+    default=None,
+    type=click.Path(path_type=str),
+    help="A gold dataset whose ledger to include (default: the ledgers the reports under --reports were recorded in).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @user_errors
 def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) -> None:
@@ -128,34 +314,63 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
     if ledger:
         paths = list(dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]))
         if not paths:
-            raise WorkbenchError("no held-out ledger", [Problem(location=reports_root, code="ledger_not_found", message="no report here names a held-out ledger", fix="pass --gold DATASET to show that dataset's ledger")])
+            raise WorkbenchError(
+                "no held-out ledger",
+                [
+                    Problem(
+                        location=reports_root,
+                        code="ledger_not_found",
+                        message="no report here names a held-out ledger",
+                        fix="pass --gold DATASET to show that dataset's ledger",
+                    )
+                ],
+            )
         problems = reconcile_ledgers(paths)
         out = []
         for path in paths:
             read = HeldOutLedger(path).read()
             problems += [p for p in read.problems if p not in problems]
-            out.append({"ledger": str(path), "exists": path.exists(), "chain_ok": not read.problems, "problems": [p.model_dump(mode="json") for p in read.problems], "entries": [e.model_dump(mode="json") for e in read.entries]})
+            out.append(
+                {
+                    "ledger": str(path),
+                    "exists": path.exists(),
+                    "chain_ok": not read.problems,
+                    "problems": [p.model_dump(mode="json") for p in read.problems],
+                    "entries": [e.model_dump(mode="json") for e in read.entries],
+                }
+            )
         if as_json:
             echo_json(out)
         else:
             for block in out:
                 state = "chain intact" if block["chain_ok"] else "CHAIN BROKEN"
-                click.echo(f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}" + ("" if block["exists"] else " (no ledger yet)"))
+                click.echo(
+                    f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}"
+                    + ("" if block["exists"] else " (no ledger yet)")
+                )
                 for e in block["entries"]:
-                    click.echo(f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28} {e['candidate_fingerprint'][:12]}  {e['report_id']:<32} {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}")
+                    click.echo(
+                        f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28} {e['candidate_fingerprint'][:12]}  {e['report_id']:<32} {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
+                    )
         for problem in problems:
             click.echo(problem.format(), err=True)
         if problems:
             raise SystemExit(ExitCode.FAILED)
         return
     rows = list_reports(reports_root, ledgers=extra)
-    damaged = [p for path in dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]) for p in HeldOutLedger(path).read().problems]
+    damaged = [
+        p
+        for path in dict.fromkeys([*extra, *ledgers_of(Path(reports_root))])
+        for p in HeldOutLedger(path).read().problems
+    ]
     if as_json:
         echo_json(rows)
     elif not rows:
         click.echo(f"no reports under {reports_root}")
     for r in [] if as_json else rows:
-        click.echo(f"{(r.get('created_at') or '')[:19]:<20} {r['report_id']:<36} {r['status']:<10} {r['outcome']:<22} blockers {r.get('blockers', '-')!s:<3} {r.get('who') or '':<10} {('rerun: ' + r['rerun_reason']) if r.get('rerun_reason') else ''}")
+        click.echo(
+            f"{(r.get('created_at') or '')[:19]:<20} {r['report_id']:<36} {r['status']:<10} {r['outcome']:<22} blockers {r.get('blockers', '-')!s:<3} {r.get('who') or '':<10} {('rerun: ' + r['rerun_reason']) if r.get('rerun_reason') else ''}"
+        )
     for problem in damaged:
         click.echo(problem.format(), err=True)
     if damaged:

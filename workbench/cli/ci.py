@@ -36,10 +36,27 @@ def _junit(path: str | None, lane: str, checks: list) -> None:
 
 
 @ci.command("contracts")
-@click.option("--project", default=".", show_default=True, type=click.Path(path_type=str), help="Project root (holds data/ and, optionally, workbench.yaml).")
-@click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
+@click.option(
+    "--project",
+    default=".",
+    show_default=True,
+    type=click.Path(path_type=str),
+    help="Project root (holds data/ and, optionally, workbench.yaml).",
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Write a JUnit XML report here.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--out", default=None, type=click.Path(path_type=str), help="Parent of this invocation's directory (control runs, contracts.json): OUT/<time>-<id> (default runs/ci/contracts under the project).")
+@click.option(
+    "--out",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Parent of this invocation's directory (control runs, contracts.json): OUT/<time>-<id> (default runs/ci/contracts under the project).",
+)
 @user_errors
 def contracts(project: str, junit_path: str | None, as_json: bool, out: str | None) -> None:
     """Check every gold dataset, candidate, policy, control suite, ranking fixture file and
@@ -64,28 +81,84 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
         echo_json(report.model_dump(mode="json"))
     else:
         for c in report.checks:
-            click.echo(f"{c.status.upper():16} {c.check_id}" + (f": {c.message}" if c.message else ""))
+            click.echo(
+                f"{c.status.upper():16} {c.check_id}" + (f": {c.message}" if c.message else "")
+            )
             if c.status in ("failed", "error"):
                 for line in c.details[:20]:
                     click.echo(f"    {line}")
-        counts = {s: sum(c.status == s for c in report.checks) for s in ("passed", "failed", "error", "expected_failure")}
-        click.echo(f"contracts: {counts['passed']} of {len(report.checks)} checks passed; {counts['failed']} failed, {counts['error']} incomplete, {counts['expected_failure']} failed as expected")
-        click.echo(f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in {report.run_dir}" + (f"; JUnit {junit_path}" if junit_path else ""))
+        counts = {
+            s: sum(c.status == s for c in report.checks)
+            for s in ("passed", "failed", "error", "expected_failure")
+        }
+        click.echo(
+            f"contracts: {counts['passed']} of {len(report.checks)} checks passed; {counts['failed']} failed, {counts['error']} incomplete, {counts['expected_failure']} failed as expected"
+        )
+        click.echo(
+            f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in {report.run_dir}"
+            + (f"; JUnit {junit_path}" if junit_path else "")
+        )
     sys.exit(report.exit_code)
 
 
 @ci.command("sentinel")
-@click.option("--since", required=True, help="Git ref the change is measured from (e.g. origin/main): `git diff --name-only` from its merge base with HEAD, plus untracked files.")
-@click.option("--project", default=".", show_default=True, type=click.Path(path_type=str), help="Project root.")
-@click.option("--gold", default=None, type=click.Path(path_type=str), help="Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with sentinels).")
-@click.option("--policy", default=None, type=click.Path(path_type=str), help="Policy whose ci_budget_usd caps the job and whose control suite runs (default: ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd).")
-@run_options("budget", budget={"type": click.FloatRange(min=0), "help": "A lower cap than the policy's ci_budget_usd (a higher one is refused)."})
-@click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
+@click.option(
+    "--since",
+    required=True,
+    help="Git ref the change is measured from (e.g. origin/main): `git diff --name-only` from its merge base with HEAD, plus untracked files.",
+)
+@click.option(
+    "--project",
+    default=".",
+    show_default=True,
+    type=click.Path(path_type=str),
+    help="Project root.",
+)
+@click.option(
+    "--gold",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with sentinels).",
+)
+@click.option(
+    "--policy",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Policy whose ci_budget_usd caps the job and whose control suite runs (default: ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd).",
+)
+@run_options(
+    "budget",
+    budget={
+        "type": click.FloatRange(min=0),
+        "help": "A lower cap than the policy's ci_budget_usd (a higher one is refused).",
+    },
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Write a JUnit XML report here.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--out", default=None, type=click.Path(path_type=str), help="Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default runs/ci/sentinel under the project).")
+@click.option(
+    "--out",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default runs/ci/sentinel under the project).",
+)
 @run_option("concurrency")
 @user_errors
-def sentinel(since: str, project: str, gold: str | None, policy: str | None, junit_path: str | None, as_json: bool, out: str | None, options: RunOptions) -> None:
+def sentinel(
+    since: str,
+    project: str,
+    gold: str | None,
+    policy: str | None,
+    junit_path: str | None,
+    as_json: bool,
+    out: str | None,
+    options: RunOptions,
+) -> None:
     """Run the candidates a change affects on the sentinel cases and the control suite.
 
     Affected: a candidate whose spec, prompt file, function module or results file changed
@@ -103,7 +176,15 @@ def sentinel(since: str, project: str, gold: str | None, policy: str | None, jun
     from ..ci import LaneRefused, format_sentinel_lane, run_sentinel_lane_sync
 
     try:
-        report = run_sentinel_lane_sync(project, since=since, gold=gold, policy=policy, budget_usd=options.budget_usd, out=out, concurrency=options.concurrency)
+        report = run_sentinel_lane_sync(
+            project,
+            since=since,
+            gold=gold,
+            policy=policy,
+            budget_usd=options.budget_usd,
+            out=out,
+            concurrency=options.concurrency,
+        )
     except LaneRefused as exc:
         report_problems(exc)
         report = exc.report
@@ -116,16 +197,68 @@ def sentinel(since: str, project: str, gold: str | None, policy: str | None, jun
 
 
 @ci.command("release")
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec to certify.")
+@click.option(
+    "--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec to certify."
+)
 @click.option("--policy", required=True, type=click.Path(path_type=str), help="Policy file.")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset (its held-out ledger is found from it).")
-@click.option("--reports", "reports_root", default="reports", show_default=True, type=click.Path(path_type=str), help="Reports root directory.")
-@click.option("--rerun-reason", default=None, help="Required to certify the same candidate again on the same held-out manifest.")
-@run_options("budget", "concurrency", budget={"type": click.FloatRange(min=0), "help": "Spend limit for the held-out run (the policy's budget_usd unless lower)."})
-@click.option("--junit", "junit_path", default=None, type=click.Path(path_type=str), help="Write a JUnit XML report here.")
-@click.option("--json", "json_path", default=None, type=click.Path(path_type=str), help="Write the machine-readable summary (JSON) here.")
-@click.option("--notebook", default=None, type=click.Path(path_type=str), help="Certification notebook (default notebooks/03_certify.ipynb).")
-def release(candidate: str, policy: str, gold: str, reports_root: str, rerun_reason: str | None, options: RunOptions, junit_path: str | None, json_path: str | None, notebook: str | None) -> None:
+@click.option(
+    "--gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset (its held-out ledger is found from it).",
+)
+@click.option(
+    "--reports",
+    "reports_root",
+    default="reports",
+    show_default=True,
+    type=click.Path(path_type=str),
+    help="Reports root directory.",
+)
+@click.option(
+    "--rerun-reason",
+    default=None,
+    help="Required to certify the same candidate again on the same held-out manifest.",
+)
+@run_options(
+    "budget",
+    "concurrency",
+    budget={
+        "type": click.FloatRange(min=0),
+        "help": "Spend limit for the held-out run (the policy's budget_usd unless lower).",
+    },
+)
+@click.option(
+    "--junit",
+    "junit_path",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Write a JUnit XML report here.",
+)
+@click.option(
+    "--json",
+    "json_path",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Write the machine-readable summary (JSON) here.",
+)
+@click.option(
+    "--notebook",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Certification notebook (default notebooks/03_certify.ipynb).",
+)
+def release(
+    candidate: str,
+    policy: str,
+    gold: str,
+    reports_root: str,
+    rerun_reason: str | None,
+    options: RunOptions,
+    junit_path: str | None,
+    json_path: str | None,
+    notebook: str | None,
+) -> None:
     """Certify a candidate on the held-out partition (exactly `workbench certify`), verify
     the locked report, and write a machine-readable summary (--json FILE) and a JUnit report
     (--junit FILE), also when the input is invalid. The only lane that touches held-out data.
@@ -136,7 +269,16 @@ def release(candidate: str, policy: str, gold: str, reports_root: str, rerun_rea
     from ..ci import format_release, run_release, write_release_summary
 
     try:
-        summary = run_release(candidate, policy, gold, reports_root=reports_root, rerun_reason=rerun_reason, budget_usd=options.budget_usd, concurrency=options.concurrency, notebook=notebook)
+        summary = run_release(
+            candidate,
+            policy,
+            gold,
+            reports_root=reports_root,
+            rerun_reason=rerun_reason,
+            budget_usd=options.budget_usd,
+            concurrency=options.concurrency,
+            notebook=notebook,
+        )
     except WorkbenchError as exc:  # verification input problems after the report exists
         report_problems(exc)
         sys.exit(ExitCode.INVALID_INPUT)
@@ -145,4 +287,3 @@ def release(candidate: str, policy: str, gold: str, reports_root: str, rerun_rea
     _junit(junit_path, "release", summary.checks)
     click.echo(format_release(summary), err=summary.outcome == "invalid_input")
     sys.exit(summary.exit_code)
-

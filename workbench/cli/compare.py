@@ -15,20 +15,93 @@ from ._run_options import run_options
 
 
 @click.command()
-@click.option("--old", "old", required=True, type=click.Path(path_type=str), help="The current version's candidate spec.")
-@click.option("--new", "new", required=True, type=click.Path(path_type=str), help="The new version's candidate spec.")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--partition", required=True, type=click.Choice(["development", "calibration"]), help="Partition to compare on (held-out data is for certification only).")
-@click.option("--out", type=click.Path(path_type=str), default=None, help="Comparison directory (default runs/compare/<old>__<new>/<partition>).")
-@click.option("--old-run", type=click.Path(path_type=str), default=None, help="Reuse this complete run of --old (its manifest is checked) instead of running it.")
-@click.option("--new-run", type=click.Path(path_type=str), default=None, help="Reuse this complete run of --new (checked likewise).")
-@click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="Reviewed mapping of the old version's labels to the new ones (required when categories were renamed).")
-@click.option("--controls", type=click.Path(path_type=str), default=None, help="Control suite to run on both versions before the partition.")
-@click.option("--no-controls", is_flag=True, help="Run no controls (say so explicitly: a migration normally runs them).")
-@run_options("budget", "concurrency", "no_cache", "no_progress", budget={"help": "Spend limit over both candidates (controls included); refused before any call when the estimate exceeds it."}, no_progress={"help": "Hide the progress bars."})
+@click.option(
+    "--old",
+    "old",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The current version's candidate spec.",
+)
+@click.option(
+    "--new",
+    "new",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The new version's candidate spec.",
+)
+@click.option(
+    "--gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset directory or gold.jsonl.",
+)
+@click.option(
+    "--partition",
+    required=True,
+    type=click.Choice(["development", "calibration"]),
+    help="Partition to compare on (held-out data is for certification only).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Comparison directory (default runs/compare/<old>__<new>/<partition>).",
+)
+@click.option(
+    "--old-run",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Reuse this complete run of --old (its manifest is checked) instead of running it.",
+)
+@click.option(
+    "--new-run",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Reuse this complete run of --new (checked likewise).",
+)
+@click.option(
+    "--label-mapping",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Reviewed mapping of the old version's labels to the new ones (required when categories were renamed).",
+)
+@click.option(
+    "--controls",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Control suite to run on both versions before the partition.",
+)
+@click.option(
+    "--no-controls",
+    is_flag=True,
+    help="Run no controls (say so explicitly: a migration normally runs them).",
+)
+@run_options(
+    "budget",
+    "concurrency",
+    "no_cache",
+    "no_progress",
+    budget={
+        "help": "Spend limit over both candidates (controls included); refused before any call when the estimate exceeds it."
+    },
+    no_progress={"help": "Hide the progress bars."},
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the ComparisonReport as JSON.")
 @user_errors
-def compare(old: str, new: str, gold: str, partition: str, out: str | None, old_run: str | None, new_run: str | None, label_mapping: str | None, controls: str | None, no_controls: bool, options: RunOptions, as_json: bool) -> None:
+def compare(
+    old: str,
+    new: str,
+    gold: str,
+    partition: str,
+    out: str | None,
+    old_run: str | None,
+    new_run: str | None,
+    label_mapping: str | None,
+    controls: str | None,
+    no_controls: bool,
+    options: RunOptions,
+    as_json: bool,
+) -> None:
     """Compare an old and a new judge version case by case on development or calibration data.
 
     Both run over the same frozen cases (or complete runs whose manifests match are reused),
@@ -44,15 +117,33 @@ def compare(old: str, new: str, gold: str, partition: str, out: str | None, old_
     needed is printed); 2 invalid input (held-out, unmapped labels, mismatched runs ...).
     """
     if controls is None and not no_controls:
-        raise click.UsageError("give --controls SUITE (run on both versions before the partition) or --no-controls")
+        raise click.UsageError(
+            "give --controls SUITE (run on both versions before the partition) or --no-controls"
+        )
     if controls is not None and no_controls:
         raise click.UsageError("--controls and --no-controls exclude each other")
     from ..judges import load_candidate
 
     old_judge, new_judge = load_candidate(old), load_candidate(new)
-    out_dir = Path(out) if out else default_out(old_judge.spec.label, new_judge.spec.label, partition)
+    out_dir = (
+        Path(out) if out else default_out(old_judge.spec.label, new_judge.spec.label, partition)
+    )
     try:
-        report = compare_candidates_sync(old_judge, new_judge, gold, partition, out_dir, old_run=old_run, new_run=new_run, label_mapping=label_mapping, controls=controls, budget_usd=options.budget_usd, concurrency=options.concurrency, cache_dir=options.cache_dir, progress=options.progress)
+        report = compare_candidates_sync(
+            old_judge,
+            new_judge,
+            gold,
+            partition,
+            out_dir,
+            old_run=old_run,
+            new_run=new_run,
+            label_mapping=label_mapping,
+            controls=controls,
+            budget_usd=options.budget_usd,
+            concurrency=options.concurrency,
+            cache_dir=options.cache_dir,
+            progress=options.progress,
+        )
     except BudgetInsufficient as exc:
         report_problems(exc)
         sys.exit(ExitCode.INCOMPLETE)
@@ -64,7 +155,10 @@ def compare(old: str, new: str, gold: str, partition: str, out: str | None, old_
     if report.status != "complete":
         sys.exit(ExitCode.INCOMPLETE)
     if report.old.errors or report.new.errors:
-        click.echo(f"evaluator errors: {report.old.errors} case(s) of {report.old.label}, {report.new.errors} of {report.new.label}: their verdicts are unknown", err=True)
+        click.echo(
+            f"evaluator errors: {report.old.errors} case(s) of {report.old.label}, {report.new.errors} of {report.new.label}: their verdicts are unknown",
+            err=True,
+        )
         sys.exit(ExitCode.EVALUATOR_ERRORS)
     if report.review:
         sys.exit(ExitCode.REVIEW_REQUIRED)

@@ -20,13 +20,30 @@ def default_out(candidate_label: str, suite_label: str) -> Path:
 
 
 @click.command()
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec, e.g. data/candidates/<name>@<version>.yaml.")
-@click.option("--suite", required=True, type=click.Path(path_type=str), help="Control suite, e.g. data/controls/support-controls@1.yaml.")
-@click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/controls/<candidate>/<suite>).")
+@click.option(
+    "--candidate",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Candidate spec, e.g. data/candidates/<name>@<version>.yaml.",
+)
+@click.option(
+    "--suite",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Control suite, e.g. data/controls/support-controls@1.yaml.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Run directory (default runs/controls/<candidate>/<suite>).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the ControlsReport as JSON.")
 @run_options("concurrency", "budget", "no_cache", "no_progress")
 @user_errors
-def controls(candidate: str, suite: str, out: str | None, as_json: bool, options: RunOptions) -> None:
+def controls(
+    candidate: str, suite: str, out: str | None, as_json: bool, options: RunOptions
+) -> None:
     """Run a candidate, with its pinned configuration, on a control suite.
 
     Each control passes when the verdict is one of its acceptable labels; an evaluator error or
@@ -41,7 +58,15 @@ def controls(candidate: str, suite: str, out: str | None, as_json: bool, options
     control_suite = load_suite(suite)
     judge = load_candidate(candidate)
     run_dir = Path(out) if out else default_out(judge.spec.label, control_suite.label)
-    report = run_controls_sync(judge, control_suite, run_dir, concurrency=options.concurrency, budget_usd=options.budget_usd, cache_dir=options.cache_dir, progress=options.progress)
+    report = run_controls_sync(
+        judge,
+        control_suite,
+        run_dir,
+        concurrency=options.concurrency,
+        budget_usd=options.budget_usd,
+        cache_dir=options.cache_dir,
+        progress=options.progress,
+    )
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:

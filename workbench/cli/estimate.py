@@ -9,17 +9,77 @@ from ._common import FiniteFloatRange, echo_json, user_errors
 
 
 @click.command()
-@click.option("--report", "report", required=True, type=click.Path(path_type=str), help="Certification report directory, reports/<candidate>/<version>/<n>.")
-@click.option("--results", "results", required=True, type=click.Path(path_type=str), help="The certified judge's verdicts on production traffic (judge-result contract JSONL, no gold).")
-@click.option("--slices", "slices", required=True, type=click.Path(path_type=str), help="Slice of every production case: CSV with header case_id,slice, or JSONL {case_id, slice}.")
-@click.option("--rubric", "rubric", required=True, type=click.Path(path_type=str), help="The rubric (rubric.yaml or its dataset directory) the judge was certified under.")
-@click.option("--labelled", "labelled", default=None, type=click.Path(path_type=str), help="Optional random labelled sample of the same traffic: CSV case_id,label or JSONL {case_id, label}; adds PPI.")
-@click.option("--interval", type=click.Choice(["bootstrap", "delta"]), default="bootstrap", show_default=True, help="Corrected interval: parametric bootstrap (Jeffreys draws) or the delta method.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the bootstrap draws (same inputs and seed, same interval).")
-@click.option("--unstable-below", type=FiniteFloatRange(0, 1), default=0.2, show_default=True, help="Flag the correction unstable when sensitivity + specificity - 1 is below this.")
-@click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON estimate.")
+@click.option(
+    "--report",
+    "report",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Certification report directory, reports/<candidate>/<version>/<n>.",
+)
+@click.option(
+    "--results",
+    "results",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The certified judge's verdicts on production traffic (judge-result contract JSONL, no gold).",
+)
+@click.option(
+    "--slices",
+    "slices",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Slice of every production case: CSV with header case_id,slice, or JSONL {case_id, slice}.",
+)
+@click.option(
+    "--rubric",
+    "rubric",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The rubric (rubric.yaml or its dataset directory) the judge was certified under.",
+)
+@click.option(
+    "--labelled",
+    "labelled",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Optional random labelled sample of the same traffic: CSV case_id,label or JSONL {case_id, label}; adds PPI.",
+)
+@click.option(
+    "--interval",
+    type=click.Choice(["bootstrap", "delta"]),
+    default="bootstrap",
+    show_default=True,
+    help="Corrected interval: parametric bootstrap (Jeffreys draws) or the delta method.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the bootstrap draws (same inputs and seed, same interval).",
+)
+@click.option(
+    "--unstable-below",
+    type=FiniteFloatRange(0, 1),
+    default=0.2,
+    show_default=True,
+    help="Flag the correction unstable when sensitivity + specificity - 1 is below this.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the documented, versioned JSON estimate."
+)
 @user_errors
-def estimate(report: str, results: str, slices: str, rubric: str, labelled: str | None, interval: str, seed: int, unstable_below: float, as_json: bool) -> None:
+def estimate(
+    report: str,
+    results: str,
+    slices: str,
+    rubric: str,
+    labelled: str | None,
+    interval: str,
+    seed: int,
+    unstable_below: float,
+    as_json: bool,
+) -> None:
     """Bias-corrected pass rates of a certified judge on unlabelled production traffic.
 
     Per slice and overall, side by side: the naive judge pass rate; the Rogan-Gladen corrected
@@ -36,7 +96,16 @@ def estimate(report: str, results: str, slices: str, rubric: str, labelled: str 
     """
     from ..estimate import estimate_production, format_estimate
 
-    result = estimate_production(report, results, slices, rubric, labelled=labelled, interval=interval, seed=seed, unstable_below=unstable_below)  # type: ignore[arg-type]
+    result = estimate_production(
+        report,
+        results,
+        slices,
+        rubric,
+        labelled=labelled,
+        interval=interval,
+        seed=seed,
+        unstable_below=unstable_below,
+    )  # type: ignore[arg-type]
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:

@@ -28,19 +28,26 @@ def _parse_fault_rates(values: tuple[str, ...]) -> dict[str, float]:
             raise click.BadParameter(f"{item!r} is not NAME=RATE", param_hint="--fault-rate")
         if name not in FAULTS:
             raise click.BadParameter(
-                f"unknown fault {name!r}; choose from {', '.join(FAULTS)}", param_hint="--fault-rate"
+                f"unknown fault {name!r}; choose from {', '.join(FAULTS)}",
+                param_hint="--fault-rate",
             )
         try:
             rate = float(rate_text)
         except ValueError:
-            raise click.BadParameter(f"rate {rate_text!r} for {name} is not a number", param_hint="--fault-rate") from None
+            raise click.BadParameter(
+                f"rate {rate_text!r} for {name} is not a number", param_hint="--fault-rate"
+            ) from None
         if not 0.0 <= rate <= 1.0:
-            raise click.BadParameter(f"rate {rate} for {name} is outside [0, 1]", param_hint="--fault-rate")
+            raise click.BadParameter(
+                f"rate {rate} for {name} is outside [0, 1]", param_hint="--fault-rate"
+            )
         if name in rates:
             raise click.BadParameter(f"fault {name} given twice", param_hint="--fault-rate")
         rates[name] = rate
     if sum(rates.values()) > 1.0 + 1e-9:
-        raise click.BadParameter(f"fault rates sum to {sum(rates.values()):g}, more than 1", param_hint="--fault-rate")
+        raise click.BadParameter(
+            f"fault rates sum to {sum(rates.values()):g}, more than 1", param_hint="--fault-rate"
+        )
     return rates
 
 
@@ -54,31 +61,95 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
         obj: Any = importlib.import_module(module_name)
     except Exception as exc:  # ImportError, or any error raised while importing the module
         raise click.BadParameter(
-            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}", param_hint="--responder"
+            f"cannot import module {module_name!r}: {type(exc).__name__}: {exc}",
+            param_hint="--responder",
         ) from None
     for part in attr_path.split("."):
         try:
             obj = getattr(obj, part)
         except AttributeError:
-            raise click.BadParameter(f"module {module_name!r} has no attribute {attr_path!r}", param_hint="--responder") from None
+            raise click.BadParameter(
+                f"module {module_name!r} has no attribute {attr_path!r}", param_hint="--responder"
+            ) from None
     if not callable(obj):
         raise click.BadParameter(f"{spec} is not callable", param_hint="--responder")
     return obj  # type: ignore[no-any-return]
 
 
-@click.command("fake-llm", context_settings={"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]})
+@click.command(
+    "fake-llm",
+    context_settings={"ignore_unknown_options": True, "help_option_names": ["-h", "--help"]},
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind.")
-@click.option("--port", type=click.IntRange(0, 65535), default=0, show_default=True, help="Port to bind; 0 (the default) picks a free port, reported on startup and exported to COMMAND.")
-@click.option("--latency", type=click.FloatRange(min=0.0), default=0.0, show_default=True, help="Seconds to wait before every answer.")
-@click.option("--fault-rate", "fault_rate", multiple=True, metavar="NAME=RATE", help=f"Inject a fault at random with this probability (repeatable). Faults: {', '.join(FAULTS)}.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the fault-injection RNG.")
-@click.option("--default-value", default="pass", show_default=True, help="Label the judge answers when no responder is given.")
-@click.option("--responder", metavar="MODULE:ATTR", help="Callable taking a ChatRequest and returning a Reply.")
-@click.option("--require-api-key-env", metavar="NAME", help="Require 'Authorization: Bearer <key>' with the key read from this environment variable.")
-@click.option("--emulate", type=click.Choice(PROVIDERS), default="openai", show_default=True, help="Behave like this provider: chat path (azure: /openai/deployments/<deployment>/chat/completions?api-version=...), key header (azure: api-key; ollama: none), error bodies.")
-@click.option("--json-mode", "json_mode", type=click.Choice(JSON_MODES), default="honour", show_default=True, help="What the server does with response_format: honour it, reject it (HTTP 400), or ignore it (prose around a ```json block).")
-@click.option("--serve-model", "serve_model", multiple=True, metavar="NAME", help="Serve only these model names (repeatable); others get the provider's model-not-found error. With --emulate azure: the deployment names.")
-@click.option("--export", "export", multiple=True, metavar="NAME", help="Also set environment variable NAME to the server's base URL for COMMAND (repeatable), e.g. WORKBENCH_DEMO_LLM_URL, which the demo candidates' endpoint.base_url_env names.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=0,
+    show_default=True,
+    help="Port to bind; 0 (the default) picks a free port, reported on startup and exported to COMMAND.",
+)
+@click.option(
+    "--latency",
+    type=click.FloatRange(min=0.0),
+    default=0.0,
+    show_default=True,
+    help="Seconds to wait before every answer.",
+)
+@click.option(
+    "--fault-rate",
+    "fault_rate",
+    multiple=True,
+    metavar="NAME=RATE",
+    help=f"Inject a fault at random with this probability (repeatable). Faults: {', '.join(FAULTS)}.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the fault-injection RNG."
+)
+@click.option(
+    "--default-value",
+    default="pass",
+    show_default=True,
+    help="Label the judge answers when no responder is given.",
+)
+@click.option(
+    "--responder",
+    metavar="MODULE:ATTR",
+    help="Callable taking a ChatRequest and returning a Reply.",
+)
+@click.option(
+    "--require-api-key-env",
+    metavar="NAME",
+    help="Require 'Authorization: Bearer <key>' with the key read from this environment variable.",
+)
+@click.option(
+    "--emulate",
+    type=click.Choice(PROVIDERS),
+    default="openai",
+    show_default=True,
+    help="Behave like this provider: chat path (azure: /openai/deployments/<deployment>/chat/completions?api-version=...), key header (azure: api-key; ollama: none), error bodies.",
+)
+@click.option(
+    "--json-mode",
+    "json_mode",
+    type=click.Choice(JSON_MODES),
+    default="honour",
+    show_default=True,
+    help="What the server does with response_format: honour it, reject it (HTTP 400), or ignore it (prose around a ```json block).",
+)
+@click.option(
+    "--serve-model",
+    "serve_model",
+    multiple=True,
+    metavar="NAME",
+    help="Serve only these model names (repeatable); others get the provider's model-not-found error. With --emulate azure: the deployment names.",
+)
+@click.option(
+    "--export",
+    "export",
+    multiple=True,
+    metavar="NAME",
+    help="Also set environment variable NAME to the server's base URL for COMMAND (repeatable), e.g. WORKBENCH_DEMO_LLM_URL, which the demo candidates' endpoint.base_url_env names.",
+)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def fake_llm(
     host: str,
@@ -116,15 +187,21 @@ def fake_llm(
         api_key = os.environ.get(require_api_key_env)
         if not api_key:
             raise click.BadParameter(
-                f"environment variable {require_api_key_env} is unset or empty", param_hint="--require-api-key-env"
+                f"environment variable {require_api_key_env} is unset or empty",
+                param_hint="--require-api-key-env",
             )
     for name in export:
         if not _ENV_NAME.match(name):
-            raise click.BadParameter(f"{name!r} is not an environment variable name (A-Z, 0-9, _)", param_hint="--export")
+            raise click.BadParameter(
+                f"{name!r} is not an environment variable name (A-Z, 0-9, _)", param_hint="--export"
+            )
     if command and command[0] == "--":
         command = command[1:]
     if emulate == "ollama" and api_key:
-        raise click.BadParameter("Ollama ignores API keys; drop --require-api-key-env", param_hint="--require-api-key-env")
+        raise click.BadParameter(
+            "Ollama ignores API keys; drop --require-api-key-env",
+            param_hint="--require-api-key-env",
+        )
     emulation: dict[str, Any] = {"emulate": emulate, "json_mode": json_mode}
     if serve_model:
         emulation["azure_deployments" if emulate == "azure" else "models"] = list(serve_model)
@@ -152,7 +229,10 @@ def fake_llm(
     env = dict(os.environ, FAKE_LLM_BASE_URL=server.base_url, FAKE_LLM_PORT=str(server.port))
     env.update(dict.fromkeys(export, server.base_url))
     exported = "".join(f", {name}" for name in export)
-    click.echo(f"fake LLM at {server.base_url} (exported as FAKE_LLM_BASE_URL{exported}); running: {' '.join(command)}", err=True)
+    click.echo(
+        f"fake LLM at {server.base_url} (exported as FAKE_LLM_BASE_URL{exported}); running: {' '.join(command)}",
+        err=True,
+    )
     try:
         try:
             proc = subprocess.Popen(list(command), env=env)

@@ -10,7 +10,11 @@ from ._common import echo_json, user_errors
 
 @click.command()
 @click.argument("gold", type=click.Path(path_type=str))
-@click.option("--who", default=None, help="Who freezes the release (default: $WORKBENCH_USER or the login name).")
+@click.option(
+    "--who",
+    default=None,
+    help="Who freezes the release (default: $WORKBENCH_USER or the login name).",
+)
 @click.option("--note", default=None, help="Why this state of the gold is frozen.")
 @click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
 @user_errors
@@ -30,4 +34,6 @@ def freeze(gold: str, who: str | None, note: str | None, as_json: bool) -> None:
         echo_json({"created": created, **release.model_dump(mode="json", exclude={"fields"})})
         return
     verb = "froze" if created else "already frozen as"
-    click.echo(f"{verb} release {release.release_id}: dataset sha256 {release.dataset_sha256[:12]}, rubric {release.rubric_version}, {len(release.cases)} record(s), by {release.who} at {release.when.isoformat(timespec='seconds')}")
+    click.echo(
+        f"{verb} release {release.release_id}: dataset sha256 {release.dataset_sha256[:12]}, rubric {release.rubric_version}, {len(release.cases)} record(s), by {release.who} at {release.when.isoformat(timespec='seconds')}"
+    )

@@ -36,17 +36,46 @@ def load_run_summary(path: str | Path) -> RunSummary:
         path = path / SUMMARY_FILE
     loc = str(path)
     if not path.is_file():
-        raise WorkbenchError("no run summary", [Problem(location=loc, code="run_missing", message="the run summary does not exist", fix="point --run at a run directory or its run.json")])
+        raise WorkbenchError(
+            "no run summary",
+            [
+                Problem(
+                    location=loc,
+                    code="run_missing",
+                    message="the run summary does not exist",
+                    fix="point --run at a run directory or its run.json",
+                )
+            ],
+        )
     try:
         data = read_json_file(path)  # bounded and strict: duplicate keys, NaN, too deep refused
     except OSError as exc:
-        raise WorkbenchError("unreadable run summary", [Problem(location=loc, code="run_invalid", message=f"the run summary cannot be read ({exc.strerror or exc})", fix="give the run.json written by `workbench run`")]) from None
+        raise WorkbenchError(
+            "unreadable run summary",
+            [
+                Problem(
+                    location=loc,
+                    code="run_invalid",
+                    message=f"the run summary cannot be read ({exc.strerror or exc})",
+                    fix="give the run.json written by `workbench run`",
+                )
+            ],
+        ) from None
     except JSONRecordError as exc:
-        raise WorkbenchError("invalid run summary", [json_problem(exc, loc, fix="give the run.json written by `workbench run`")]) from None
+        raise WorkbenchError(
+            "invalid run summary",
+            [json_problem(exc, loc, fix="give the run.json written by `workbench run`")],
+        ) from None
     try:
         return RunSummary.model_validate(data)
     except ValidationError as exc:
-        problems = validation_problems(exc, at=loc, code="run_invalid", root="run", fix="give the run.json written by `workbench run`")
+        problems = validation_problems(
+            exc,
+            at=loc,
+            code="run_invalid",
+            root="run",
+            fix="give the run.json written by `workbench run`",
+        )
         raise WorkbenchError("invalid run summary", problems) from None
 
 
@@ -55,22 +84,76 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
     try:
         return load()
     except WorkbenchError as exc:
-        problems += exc.problems or [Problem(location="-", code="invalid_input", message=exc.summary, fix="see the message")]
+        problems += exc.problems or [
+            Problem(location="-", code="invalid_input", message=exc.summary, fix="see the message")
+        ]
         return None
 
 
 @click.command()
-@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--results", required=True, type=click.Path(path_type=str), help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.")
-@click.option("--policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
-@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).")
-@click.option("--repeat", type=click.IntRange(min=0), default=0, show_default=True, help="Which repeat index to evaluate.")
-@click.option("--run", "run_path", type=click.Path(path_type=str), default=None, help="The run's run.json (or run directory): completeness, stop reason and spend.")
-@click.option("--overrides", "overrides_path", type=click.Path(path_type=str), default=None, help="Override store to apply (JSON Lines); none are applied unless given.")
+@click.option(
+    "--gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset directory or gold.jsonl.",
+)
+@click.option(
+    "--results",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.",
+)
+@click.option(
+    "--policy",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Release policy, data/policies/<name>@<version>.yaml.",
+)
+@click.option(
+    "--partition",
+    type=click.Choice(PARTITIONS),
+    default=None,
+    help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=0),
+    default=0,
+    show_default=True,
+    help="Which repeat index to evaluate.",
+)
+@click.option(
+    "--run",
+    "run_path",
+    type=click.Path(path_type=str),
+    default=None,
+    help="The run's run.json (or run directory): completeness, stop reason and spend.",
+)
+@click.option(
+    "--overrides",
+    "overrides_path",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Override store to apply (JSON Lines); none are applied unless given.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the gate result as JSON.")
-@click.option("--allow-gold-change", is_flag=True, help="Evaluate even if the gold changed since the results were produced: the changed cases are named and a non-waivable gold_changed blocker keeps the outcome from certified.")
+@click.option(
+    "--allow-gold-change",
+    is_flag=True,
+    help="Evaluate even if the gold changed since the results were produced: the changed cases are named and a non-waivable gold_changed blocker keeps the outcome from certified.",
+)
 @user_errors
-def gate(gold: str, results: str, policy: str, partition: str | None, repeat: int, run_path: str | None, overrides_path: str | None, as_json: bool, allow_gold_change: bool) -> None:
+def gate(
+    gold: str,
+    results: str,
+    policy: str,
+    partition: str | None,
+    repeat: int,
+    run_path: str | None,
+    overrides_path: str | None,
+    as_json: bool,
+    allow_gold_change: bool,
+) -> None:
     """Decide whether judge results meet a reviewed release policy.
 
     Joins the results to the adjudicated gold labels, checks every slice against the policy's
@@ -90,21 +173,45 @@ def gate(gold: str, results: str, policy: str, partition: str | None, repeat: in
     problems: list[Problem] = []
     loaded_policy = _collect(problems, lambda: load_policy(policy))
     run = _collect(problems, lambda: load_run_summary(run_path)) if run_path else None
-    overrides = (_collect(problems, lambda: load_overrides(overrides_path)) or []) if overrides_path else []
+    overrides = (
+        (_collect(problems, lambda: load_overrides(overrides_path)) or []) if overrides_path else []
+    )
     with bulk_load():
         dataset = _collect(problems, lambda: load_dataset(gold))
         resolved = _collect(problems, lambda: resolve_partition(results, partition))
         if dataset is None or resolved is None or problems:
             raise WorkbenchError(f"cannot evaluate the gate: {len(problems)} problem(s)", problems)
         partition, source = resolved
-        check_held_out_results(gold, results, partition)  # held-out results only from a recorded certification
+        check_held_out_results(
+            gold, results, partition
+        )  # held-out results only from a recorded certification
         # Cases a run's declared plan left out leave the scope only under the policy's own plan (same sha256).
-        join = align_results(dataset, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change, sampling_plan=loaded_policy.sampling if loaded_policy is not None else None)
-        report = alignment_report(join, gold_path=str(gold), results_path=str(results), partition_source=source)
+        join = align_results(
+            dataset,
+            results,
+            partition=partition,
+            repeat=repeat,
+            allow_gold_change=allow_gold_change,
+            sampling_plan=loaded_policy.sampling if loaded_policy is not None else None,
+        )
+        report = alignment_report(
+            join, gold_path=str(gold), results_path=str(results), partition_source=source
+        )
     sha = policy_sha256(policy)
-    result = evaluate_gate(report, loaded_policy, rubric=dataset.rubric, run=run, overrides=overrides, join=join, policy_sha256=sha)
+    result = evaluate_gate(
+        report,
+        loaded_policy,
+        rubric=dataset.rubric,
+        run=run,
+        overrides=overrides,
+        join=join,
+        policy_sha256=sha,
+    )
     if source == "run_manifest":
-        click.echo(f"partition: {partition} (from the run manifest beside the results; --partition overrides)", err=as_json)
+        click.echo(
+            f"partition: {partition} (from the run manifest beside the results; --partition overrides)",
+            err=as_json,
+        )
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:

@@ -37,9 +37,23 @@ def import_group() -> None:
 
 @import_group.command("table")
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option("--mapping", required=True, type=click.Path(path_type=Path), help="YAML mapping: which column is what (docs/formats.md#table-mapping).")
-@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False), help="Dataset directory to write gold.jsonl, rubric.yaml and card.md into (created if missing).")
-@click.option("--force", is_flag=True, help="Accept moved or dropped existing cases, or replace a dataset another tool wrote.")
+@click.option(
+    "--mapping",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="YAML mapping: which column is what (docs/formats.md#table-mapping).",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Dataset directory to write gold.jsonl, rubric.yaml and card.md into (created if missing).",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Accept moved or dropped existing cases, or replace a dataset another tool wrote.",
+)
 @user_errors
 def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     """Import a CSV, JSONL or Parquet table of human reviews into a gold dataset.
@@ -61,28 +75,82 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     result, summary = import_table(source, out, mapping=mapping, force=force)
     click.echo(summary.format())
     if result.pending:
-        click.echo(f"{len(result.pending)} case(s) need an adjudicator (also in {out / PENDING_FILE}):", err=True)
+        click.echo(
+            f"{len(result.pending)} case(s) need an adjudicator (also in {out / PENDING_FILE}):",
+            err=True,
+        )
         for p in result.pending:
             reviews = ", ".join(f"{who}={label}" for who, label in p.reviews)
-            click.echo(f"  {p.case_id} ({p.partition}, slice {p.slice}; {p.rows}): {reviews} - {p.why}", err=True)
-        click.echo("Fix: have an adjudicator decide each one and record the label in the source's adjudication column, then re-run this import.", err=True)
+            click.echo(
+                f"  {p.case_id} ({p.partition}, slice {p.slice}; {p.rows}): {reviews} - {p.why}",
+                err=True,
+            )
+        click.echo(
+            "Fix: have an adjudicator decide each one and record the label in the source's adjudication column, then re-run this import.",
+            err=True,
+        )
         sys.exit(ExitCode.REVIEW_REQUIRED)
 
 
 @import_group.command("results")
 @click.argument("source", type=click.Path(path_type=Path))
-@click.option("--gold", required=True, type=click.Path(path_type=str), help="The gold dataset the results were produced against.")
-@click.option("--out", required=True, type=click.Path(path_type=Path, file_okay=False), help="Directory to write results.jsonl (and the imported candidate) into (created if missing).")
-@click.option("--mapping", type=click.Path(path_type=Path, dir_okay=False), default=None, help="YAML mapping: which column is what, and who the judge was (docs/formats.md#results-mapping).")
-@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "parquet"]), default=None, help="Table format (default: from the extension).")
+@click.option(
+    "--gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The gold dataset the results were produced against.",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Directory to write results.jsonl (and the imported candidate) into (created if missing).",
+)
+@click.option(
+    "--mapping",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="YAML mapping: which column is what, and who the judge was (docs/formats.md#results-mapping).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["csv", "jsonl", "parquet"]),
+    default=None,
+    help="Table format (default: from the extension).",
+)
 @click.option("--case-id", default=None, help="Column holding the gold case id.")
-@click.option("--input", "input_col", default=None, help="Column holding the exact input (matched with --response when there is no case id column).")
-@click.option("--response", default=None, help="Column holding the exact response judged (its sha256 must equal the gold's response_hash).")
+@click.option(
+    "--input",
+    "input_col",
+    default=None,
+    help="Column holding the exact input (matched with --response when there is no case id column).",
+)
+@click.option(
+    "--response",
+    default=None,
+    help="Column holding the exact response judged (its sha256 must equal the gold's response_hash).",
+)
 @click.option("--label", default=None, help="Prediction column holding labels.")
-@click.option("--score", default=None, help="Prediction column holding scores (kept; labels come from --threshold).")
+@click.option(
+    "--score",
+    default=None,
+    help="Prediction column holding scores (kept; labels come from --threshold).",
+)
 @click.option("--threshold", type=float, default=None, help="Score cut-off that makes labels.")
-@click.option("--pass-if", type=click.Choice(["at_least", "at_most"]), default=None, help="at_least: score >= threshold passes (default); at_most: score <= threshold passes.")
-@click.option("--label-map", "label_map", multiple=True, metavar="VALUE=LABEL", help="Map a source value to a rubric label (repeatable); with any given, every value must be mapped.")
+@click.option(
+    "--pass-if",
+    type=click.Choice(["at_least", "at_most"]),
+    default=None,
+    help="at_least: score >= threshold passes (default); at_most: score <= threshold passes.",
+)
+@click.option(
+    "--label-map",
+    "label_map",
+    multiple=True,
+    metavar="VALUE=LABEL",
+    help="Map a source value to a rubric label (repeatable); with any given, every value must be mapped.",
+)
 @click.option("--reason", default=None, help="Column holding the judge's reason.")
 @click.option("--latency", default=None, help="Column holding latency in seconds.")
 @click.option("--tokens-in", default=None, help="Column holding prompt tokens.")
@@ -90,10 +158,23 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
 @click.option("--cost", default=None, help="Column holding cost in USD.")
 @click.option("--name", default=None, help="Judge name (also the imported candidate's name).")
 @click.option("--version", "judge_version", default=None, help="Judge version.")
-@click.option("--model", default=None, help="The model (or detector) that produced the predictions.")
-@click.option("--prompt-file", type=click.Path(path_type=Path, dir_okay=False), default=None, help="The judge's prompt template (hashed into the fingerprint).")
-@click.option("--prompt-description", default=None, help="What the prompt asks, when the template is not available.")
-@click.option("--description", default=None, help="What this judge version is (the candidate's description).")
+@click.option(
+    "--model", default=None, help="The model (or detector) that produced the predictions."
+)
+@click.option(
+    "--prompt-file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    default=None,
+    help="The judge's prompt template (hashed into the fingerprint).",
+)
+@click.option(
+    "--prompt-description",
+    default=None,
+    help="What the prompt asks, when the template is not available.",
+)
+@click.option(
+    "--description", default=None, help="What this judge version is (the candidate's description)."
+)
 @_FORCE
 @user_errors
 def results(
@@ -146,7 +227,18 @@ def results(
     labels: dict[str, str] = {}
     bad = [item for item in label_map if "=" not in item]
     if bad:
-        raise WorkbenchError("invalid --label-map", [Problem(location="--label-map", code="mapping_invalid", message=f"{item!r} is not VALUE=LABEL", fix="write --label-map correct=pass") for item in bad])
+        raise WorkbenchError(
+            "invalid --label-map",
+            [
+                Problem(
+                    location="--label-map",
+                    code="mapping_invalid",
+                    message=f"{item!r} is not VALUE=LABEL",
+                    fix="write --label-map correct=pass",
+                )
+                for item in bad
+            ],
+        )
     for item in label_map:
         key, _, value = item.partition("=")
         labels[key.strip()] = value.strip()
@@ -173,7 +265,9 @@ def results(
             "description": description,
         },
     }
-    click.echo(import_results(source, gold, out, force=force, mapping=mapping, options=options).format())
+    click.echo(
+        import_results(source, gold, out, force=force, mapping=mapping, options=options).format()
+    )
 
 
 @import_group.command("evalsbench")
@@ -225,11 +319,17 @@ def pandalm(source_json: Path, out: Path, force: bool) -> None:
     default=None,
     help="Evaluator directory (evaluators/<LLM>/<strategy>) with result.json: written as results.jsonl. Omit for gold only.",
 )
-@click.option("--subset", default=None, help="Slice name; default: the path below LLMBar/, e.g. Adversarial/Neighbor.")
+@click.option(
+    "--subset",
+    default=None,
+    help="Slice name; default: the path below LLMBar/, e.g. Adversarial/Neighbor.",
+)
 @_OUT
 @_FORCE
 @user_errors
-def llmbar(subset_dir: Path, evaluator: Path | None, subset: str | None, out: Path, force: bool) -> None:
+def llmbar(
+    subset_dir: Path, evaluator: Path | None, subset: str | None, out: Path, force: bool
+) -> None:
     """Import an LLMBar subset (dataset.json: pairwise items, label 1 or 2 from the dataset authors).
 
     One case per item, labels 1 and 2 (no ties), one review and adjudication by
@@ -238,5 +338,7 @@ def llmbar(subset_dir: Path, evaluator: Path | None, subset: str | None, out: Pa
     presentation. A null or unparseable winner is an evaluator error, never a verdict.
     Analyse them with `workbench pairwise`.
     """
-    summary = run_importer("llmbar", subset_dir, out, evaluator=evaluator, subset=subset, force=force)
+    summary = run_importer(
+        "llmbar", subset_dir, out, evaluator=evaluator, subset=subset, force=force
+    )
     click.echo(summary.format())

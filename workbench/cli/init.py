@@ -12,7 +12,11 @@ from ._common import user_errors
 
 @click.command("init")
 @click.argument("directory", type=click.Path(path_type=Path))
-@click.option("--name", default=None, help="Name of the dataset, policy and judge (default: the directory's name).")
+@click.option(
+    "--name",
+    default=None,
+    help="Name of the dataset, policy and judge (default: the directory's name).",
+)
 @user_errors
 def init(directory: Path, name: str | None) -> None:
     """Create a project's templates in DIRECTORY: rubric, card, mapping, policy, judge, controls.

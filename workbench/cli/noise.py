@@ -19,24 +19,84 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
 
 
 @click.group("noise", invoke_without_command=True)
-@click.option("--candidate", default=None, type=click.Path(path_type=str), help="A ragas-noise candidate spec, e.g. data/candidates/noise-judge@1.yaml.")
-@click.option("--pairs", "pairs_path", default=None, type=click.Path(path_type=str), help="Pair suite YAML (policy, manifest, controls, candidates, slice limits), e.g. data/noise/support-noise@2.yaml.")
-@click.option("--out", default=None, type=click.Path(path_type=str), help="Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, repeats/, baseline/, noise_run.json, noise_report.json.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (kind workbench.noise).")
-@click.option("--partition", type=click.Choice(_PARTITIONS), default=None, help="Score the candidate pairs of this partition only (controls always run). Default: every partition.")
-@click.option("--sentinels-only", is_flag=True, help="Fast lane: score the controls and the frozen sentinel set only.")
-@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True, help="Score the frozen sentinel set this many times and report each pair's spread (repeats never replace the main scores).")
-@click.option("--baseline", default=None, type=click.Path(path_type=str), help="SPEC_OR_RESULTS: a baseline pair suite on the same frozen pairs (scored now by the same evaluator) or an earlier `workbench noise` run directory / noise_report.json.")
-@click.option("--companions", "companion_files", multiple=True, type=click.Path(path_type=str), help="Companion-metric values (JSON Lines {metric, run_id, case_id, value}), joined by generation run id. Repeatable.")
-@click.option("--baseline-companions", "baseline_companion_files", multiple=True, type=click.Path(path_type=str), help="Companion-metric values of the baseline suite's responses (with a SPEC --baseline). Repeatable.")
-@click.option("--overrides", "overrides_path", default=None, type=click.Path(path_type=str), help=f"Override store applied to this suite version (default {_DEFAULT_STORE} when it exists).")
+@click.option(
+    "--candidate",
+    default=None,
+    type=click.Path(path_type=str),
+    help="A ragas-noise candidate spec, e.g. data/candidates/noise-judge@1.yaml.",
+)
+@click.option(
+    "--pairs",
+    "pairs_path",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Pair suite YAML (policy, manifest, controls, candidates, slice limits), e.g. data/noise/support-noise@2.yaml.",
+)
+@click.option(
+    "--out",
+    default=None,
+    type=click.Path(path_type=str),
+    help="Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, repeats/, baseline/, noise_run.json, noise_report.json.",
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the report as JSON (kind workbench.noise)."
+)
+@click.option(
+    "--partition",
+    type=click.Choice(_PARTITIONS),
+    default=None,
+    help="Score the candidate pairs of this partition only (controls always run). Default: every partition.",
+)
+@click.option(
+    "--sentinels-only",
+    is_flag=True,
+    help="Fast lane: score the controls and the frozen sentinel set only.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Score the frozen sentinel set this many times and report each pair's spread (repeats never replace the main scores).",
+)
+@click.option(
+    "--baseline",
+    default=None,
+    type=click.Path(path_type=str),
+    help="SPEC_OR_RESULTS: a baseline pair suite on the same frozen pairs (scored now by the same evaluator) or an earlier `workbench noise` run directory / noise_report.json.",
+)
+@click.option(
+    "--companions",
+    "companion_files",
+    multiple=True,
+    type=click.Path(path_type=str),
+    help="Companion-metric values (JSON Lines {metric, run_id, case_id, value}), joined by generation run id. Repeatable.",
+)
+@click.option(
+    "--baseline-companions",
+    "baseline_companion_files",
+    multiple=True,
+    type=click.Path(path_type=str),
+    help="Companion-metric values of the baseline suite's responses (with a SPEC --baseline). Repeatable.",
+)
+@click.option(
+    "--overrides",
+    "overrides_path",
+    default=None,
+    type=click.Path(path_type=str),
+    help=f"Override store applied to this suite version (default {_DEFAULT_STORE} when it exists).",
+)
 @run_options(
     "concurrency",
     "budget",
     "cache",
     "no_cache",
     "no_progress",
-    concurrency={"default": None, "show_default": False, "help": "Concurrent pair members in flight (default and maximum: the policy's max_concurrency, else 8)."},
+    concurrency={
+        "default": None,
+        "show_default": False,
+        "help": "Concurrent pair members in flight (default and maximum: the policy's max_concurrency, else 8).",
+    },
     budget={"help": "Lower the policy's max_cost_usd for this invocation (never raise it)."},
     no_progress={"help": "Hide the progress bars."},
 )
@@ -72,7 +132,16 @@ def noise(
     """
     if ctx.invoked_subcommand is not None:
         return
-    missing = [Problem(location=f"--{name}", code="option_missing", message=f"--{name} is required to score a suite", fix=f"give --{name} (or use a subcommand: check, freeze, panel, override)") for name, value in (("candidate", candidate), ("pairs", pairs_path)) if not value]
+    missing = [
+        Problem(
+            location=f"--{name}",
+            code="option_missing",
+            message=f"--{name} is required to score a suite",
+            fix=f"give --{name} (or use a subcommand: check, freeze, panel, override)",
+        )
+        for name, value in (("candidate", candidate), ("pairs", pairs_path))
+        if not value
+    ]
     if missing:
         raise WorkbenchError("invalid input", missing)
     assert candidate is not None and pairs_path is not None
@@ -98,10 +167,20 @@ def noise(
     problems: list[Problem] = []
     suite = judge = base_suite = base_report = None
     rows: list[Any] = []
-    loaders: list[tuple[str, Any]] = [("pairs", lambda: load_pairs(pairs_path)), ("candidate", lambda: load_candidate(candidate))]
+    loaders: list[tuple[str, Any]] = [
+        ("pairs", lambda: load_pairs(pairs_path)),
+        ("candidate", lambda: load_candidate(candidate)),
+    ]
     if baseline:
         is_spec = Path(baseline).suffix in (".yaml", ".yml")
-        loaders.append(("baseline", (lambda: load_pairs(baseline)) if is_spec else (lambda: load_baseline_report(baseline))))
+        loaders.append(
+            (
+                "baseline",
+                (lambda: load_pairs(baseline))
+                if is_spec
+                else (lambda: load_baseline_report(baseline)),
+            )
+        )
     if companion_files:
         loaders.append(("companions", lambda: load_companions(companion_files)))
     if baseline_companion_files:
@@ -124,30 +203,84 @@ def noise(
         else:
             base_report = loaded["baseline"]
     if judge is not None and judge.spec.kind != KIND:
-        problems.append(Problem(location=candidate, code="wrong_kind", message=f"the candidate's kind is {judge.spec.kind!r}", fix=f"use a candidate with kind: {KIND}"))
+        problems.append(
+            Problem(
+                location=candidate,
+                code="wrong_kind",
+                message=f"the candidate's kind is {judge.spec.kind!r}",
+                fix=f"use a candidate with kind: {KIND}",
+            )
+        )
     if suite is not None and judge is not None and judge.spec.kind == KIND:
-        problems += check_run_request(suite, judge, concurrency=options.concurrency, budget_usd=options.budget_usd, repeat=repeat, sentinels_only=sentinels_only)
+        problems += check_run_request(
+            suite,
+            judge,
+            concurrency=options.concurrency,
+            budget_usd=options.budget_usd,
+            repeat=repeat,
+            sentinels_only=sentinels_only,
+        )
         if base_report is not None:
-            problems += check_baseline_report(suite, judge.identity, base_report, baseline_source=str(baseline), partition=partition, sentinels_only=sentinels_only)
+            problems += check_baseline_report(
+                suite,
+                judge.identity,
+                base_report,
+                baseline_source=str(baseline),
+                partition=partition,
+                sentinels_only=sentinels_only,
+            )
     if problems or suite is None or judge is None:
         raise WorkbenchError("invalid input", problems)
     out_dir = Path(out) if out else Path("runs") / "noise" / suite.label / judge.spec.label
-    run = run_noise_sync(judge, suite, out_dir, concurrency=options.concurrency, budget_usd=options.budget_usd, partition=partition, sentinels_only=sentinels_only, repeat=repeat, baseline=base_suite, cache_dir=options.cache_dir, progress=options.progress and not as_json)
+    run = run_noise_sync(
+        judge,
+        suite,
+        out_dir,
+        concurrency=options.concurrency,
+        budget_usd=options.budget_usd,
+        partition=partition,
+        sentinels_only=sentinels_only,
+        repeat=repeat,
+        baseline=base_suite,
+        cache_dir=options.cache_dir,
+        progress=options.progress and not as_json,
+    )
     metrics = list(suite.policy.companions)
-    join = join_companions(selected_candidates(suite, partition, sentinels_only), metrics, rows) if companion_files else None
+    join = (
+        join_companions(selected_candidates(suite, partition, sentinels_only), metrics, rows)
+        if companion_files
+        else None
+    )
     report = noise_report(suite, run, companions=join, overrides=overrides)
     if base_suite is not None and run.baseline is not None:
         b_rows = loaded.get("baseline_companions", [])
-        b_join = join_companions(selected_candidates(base_suite, partition, sentinels_only), metrics, b_rows) if baseline_companion_files else None
+        b_join = (
+            join_companions(
+                selected_candidates(base_suite, partition, sentinels_only), metrics, b_rows
+            )
+            if baseline_companion_files
+            else None
+        )
         base_report = noise_report(base_suite, run.baseline, companions=b_join)
-        atomic_write_json(out_dir / "baseline" / NOISE_REPORT_FILE, base_report.model_dump(mode="json"))
+        atomic_write_json(
+            out_dir / "baseline" / NOISE_REPORT_FILE, base_report.model_dump(mode="json")
+        )
     atomic_write_json(out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))
     if base_report is not None and report.candidates_interpreted:
         # after the run: only the candidate's own scores can still make the sides incompatible
-        report = with_baseline(report, base_report, warn_delta=suite.policy.warn_delta, baseline_source=str(baseline), companions={m: c.direction for m, c in suite.policy.companions.items()})
+        report = with_baseline(
+            report,
+            base_report,
+            warn_delta=suite.policy.warn_delta,
+            baseline_source=str(baseline),
+            companions={m: c.direction for m, c in suite.policy.companions.items()},
+        )
         atomic_write_json(out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))
     elif base_report is not None:
-        click.echo("baseline comparison skipped: the candidate's controls did not pass, so its scores mean nothing", err=True)
+        click.echo(
+            "baseline comparison skipped: the candidate's controls did not pass, so its scores mean nothing",
+            err=True,
+        )
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
@@ -157,7 +290,9 @@ def noise(
 
 
 @noise.command("check")
-@click.option("--pairs", "pairs_path", required=True, type=click.Path(path_type=str), help="Pair suite YAML.")
+@click.option(
+    "--pairs", "pairs_path", required=True, type=click.Path(path_type=str), help="Pair suite YAML."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @user_errors
 def check(pairs_path: str, as_json: bool) -> None:
@@ -185,14 +320,37 @@ def check(pairs_path: str, as_json: bool) -> None:
         raise WorkbenchError(f"{suite.label}: breaks the lineage of its frozen releases", lineage)
     rows = check_retrieval([*suite.controls(), *suite.candidates()])
     blockers = retrieval_blockers(suite, rows)
-    code = ExitCode.INCOMPLETE if any(b.category == "incomplete" for b in blockers) else (ExitCode.FAILED if blockers else ExitCode.OK)
+    code = (
+        ExitCode.INCOMPLETE
+        if any(b.category == "incomplete" for b in blockers)
+        else (ExitCode.FAILED if blockers else ExitCode.OK)
+    )
     if as_json:
-        echo_json({"suite": suite.label, "sha256": suite.sha256, "release_id": release.release_id if release else None, "warnings": [p.model_dump() for p in problems], "retrieval": [r.model_dump(mode="json") for r in rows], "blockers": [b.model_dump(mode="json") for b in blockers], "exit_code": code})
+        echo_json(
+            {
+                "suite": suite.label,
+                "sha256": suite.sha256,
+                "release_id": release.release_id if release else None,
+                "warnings": [p.model_dump() for p in problems],
+                "retrieval": [r.model_dump(mode="json") for r in rows],
+                "blockers": [b.model_dump(mode="json") for b in blockers],
+                "exit_code": code,
+            }
+        )
     else:
-        click.echo(f"{suite.label}: valid; {len(suite.controls())} control pairs, {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; " + (f"frozen as {release.release_id}" if release else "NOT FROZEN (workbench noise freeze)"))
+        click.echo(
+            f"{suite.label}: valid; {len(suite.controls())} control pairs, {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; "
+            + (
+                f"frozen as {release.release_id}"
+                if release
+                else "NOT FROZEN (workbench noise freeze)"
+            )
+        )
         for p in problems:
             click.echo(f"  warning: {p.format()}")
-        click.echo(f"retrieval assertions (no model call): {sum(1 for r in rows if r.status == 'passed')} of {len(rows)} passed")
+        click.echo(
+            f"retrieval assertions (no model call): {sum(1 for r in rows if r.status == 'passed')} of {len(rows)} passed"
+        )
         for r in rows:
             if r.status != "passed":
                 click.echo(f"  FAIL {r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}")
@@ -202,7 +360,13 @@ def check(pairs_path: str, as_json: bool) -> None:
 
 
 @noise.command("freeze")
-@click.option("--pairs", "pairs_path", required=True, type=click.Path(path_type=str), help="Pair suite YAML to freeze.")
+@click.option(
+    "--pairs",
+    "pairs_path",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Pair suite YAML to freeze.",
+)
 @click.option("--by", "by", required=True, help="Who freezes the release.")
 @click.option("--note", default=None, help="Why this release.")
 @user_errors
@@ -217,13 +381,29 @@ def freeze(pairs_path: str, by: str, note: str | None) -> None:
     suite = load_pairs(pairs_path)
     release, new = freeze_suite(suite, by=by, note=note)
     state = "frozen" if new else "already frozen"
-    click.echo(f"{suite.label} {state}: {release.release_id} (sha256 {release.suite_sha256[:12]}, {len(release.pairs)} pairs, {sum(1 for p in release.pairs.values() if p.status == 'retired')} retired, sentinels {', '.join(release.sentinels) or '-'}) in {releases_path(suite)}")
+    click.echo(
+        f"{suite.label} {state}: {release.release_id} (sha256 {release.suite_sha256[:12]}, {len(release.pairs)} pairs, {sum(1 for p in release.pairs.values() if p.status == 'retired')} retired, sentinels {', '.join(release.sentinels) or '-'}) in {releases_path(suite)}"
+    )
 
 
 @noise.command("panel")
-@click.option("--pairs", "pairs_path", required=True, type=click.Path(path_type=str), help="Pair suite YAML.")
-@click.option("--panel", "panel_path", required=True, type=click.Path(path_type=str), help="Claim-level review panel YAML of the calibration partition.")
-@click.option("--results", "results_path", required=True, type=click.Path(path_type=str), help="A `workbench noise` run directory (e.g. run with --partition calibration).")
+@click.option(
+    "--pairs", "pairs_path", required=True, type=click.Path(path_type=str), help="Pair suite YAML."
+)
+@click.option(
+    "--panel",
+    "panel_path",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Claim-level review panel YAML of the calibration partition.",
+)
+@click.option(
+    "--results",
+    "results_path",
+    required=True,
+    type=click.Path(path_type=str),
+    help="A `workbench noise` run directory (e.g. run with --partition calibration).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the panel report as JSON.")
 @user_errors
 def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) -> None:
@@ -254,18 +434,60 @@ def override() -> None:
 
 
 @override.command("add")
-@click.option("--pairs", "pairs_path", required=True, type=click.Path(path_type=str), help="The suite version (its name@version is the policy the override applies to).")
+@click.option(
+    "--pairs",
+    "pairs_path",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The suite version (its name@version is the policy the override applies to).",
+)
 @click.option("--approver", required=True, help="The named owner approving the waiver.")
-@click.option("--reason", required=True, help="Case-level rationale: why the blocker is acceptable, with the evidence reviewed.")
-@click.option("--expires", required=True, help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime.")
-@click.option("--follow-up", "follow_up", required=True, help="Ticket or action that removes the need for the override.")
-@click.option("--code", "codes", multiple=True, required=True, help="Noise blocker code it may waive (repeatable).")
+@click.option(
+    "--reason",
+    required=True,
+    help="Case-level rationale: why the blocker is acceptable, with the evidence reviewed.",
+)
+@click.option(
+    "--expires", required=True, help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime."
+)
+@click.option(
+    "--follow-up",
+    "follow_up",
+    required=True,
+    help="Ticket or action that removes the need for the override.",
+)
+@click.option(
+    "--code",
+    "codes",
+    multiple=True,
+    required=True,
+    help="Noise blocker code it may waive (repeatable).",
+)
 @click.option("--slice", "slices", multiple=True, help="Slice it covers (repeatable).")
 @click.option("--case", "case_ids", multiple=True, help="Pair id reviewed one by one (repeatable).")
-@click.option("--candidate-fingerprint", default=None, help="Only results of this judge fingerprint.")
-@click.option("--store", type=click.Path(path_type=str), default=_DEFAULT_STORE, show_default=True, help="Override store (append-only JSON Lines).")
+@click.option(
+    "--candidate-fingerprint", default=None, help="Only results of this judge fingerprint."
+)
+@click.option(
+    "--store",
+    type=click.Path(path_type=str),
+    default=_DEFAULT_STORE,
+    show_default=True,
+    help="Override store (append-only JSON Lines).",
+)
 @user_errors
-def override_add(pairs_path: str, approver: str, reason: str, expires: str, follow_up: str, codes: tuple[str, ...], slices: tuple[str, ...], case_ids: tuple[str, ...], candidate_fingerprint: str | None, store: str) -> None:
+def override_add(
+    pairs_path: str,
+    approver: str,
+    reason: str,
+    expires: str,
+    follow_up: str,
+    codes: tuple[str, ...],
+    slices: tuple[str, ...],
+    case_ids: tuple[str, ...],
+    candidate_fingerprint: str | None,
+    store: str,
+) -> None:
     """Append an override of noise blockers for one suite version.
 
     Refused (exit 2, nothing written): a code `workbench noise` never emits, a code never
@@ -275,5 +497,18 @@ def override_add(pairs_path: str, approver: str, reason: str, expires: str, foll
     from ..noise import add_noise_override, load_pairs
 
     suite = load_pairs(pairs_path)
-    record = add_noise_override(store, suite, approver=approver, reason=reason, expires_at=expires, follow_up=follow_up, codes=codes, slices=slices, case_ids=case_ids, candidate_fingerprint=candidate_fingerprint)
-    click.echo(f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}, approver {record.approver}, follow-up {record.follow_up}; appended to {store}")
+    record = add_noise_override(
+        store,
+        suite,
+        approver=approver,
+        reason=reason,
+        expires_at=expires,
+        follow_up=follow_up,
+        codes=codes,
+        slices=slices,
+        case_ids=case_ids,
+        candidate_fingerprint=candidate_fingerprint,
+    )
+    click.echo(
+        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}, approver {record.approver}, follow-up {record.follow_up}; appended to {store}"
+    )

@@ -44,12 +44,24 @@ def _load(value: str, store: str) -> tuple[Policy | None, list[Problem]]:
         return load_policy(path), []
     except WorkbenchError as exc:
         problems = [
-            p.model_copy(update={"message": f"--policy {value!r}: {p.message}", "fix": f"{p.fix} (an override must name a policy file that exists and loads: a path, or name@version found as {Path(store).parent}/<name@version>.yaml or {DEFAULT_POLICIES_DIR}/<name@version>.yaml)"})
+            p.model_copy(
+                update={
+                    "message": f"--policy {value!r}: {p.message}",
+                    "fix": f"{p.fix} (an override must name a policy file that exists and loads: a path, or name@version found as {Path(store).parent}/<name@version>.yaml or {DEFAULT_POLICIES_DIR}/<name@version>.yaml)",
+                }
+            )
             if p.code == "policy_missing"
             else p
             for p in exc.problems
         ]
-        return None, problems or [Problem(location="--policy", code="policy_invalid", message=exc.summary, fix="correct the policy file")]
+        return None, problems or [
+            Problem(
+                location="--policy",
+                code="policy_invalid",
+                message=exc.summary,
+                fix="correct the policy file",
+            )
+        ]
 
 
 @click.group("override")
@@ -62,18 +74,59 @@ def override() -> None:
 
 
 @override.command("add")
-@click.option("--policy", required=True, help="Policy file (data/policies/<name>@<version>.yaml) or name@version the override applies to.")
+@click.option(
+    "--policy",
+    required=True,
+    help="Policy file (data/policies/<name>@<version>.yaml) or name@version the override applies to.",
+)
 @click.option("--approver", required=True, help="The named person approving the waiver.")
-@click.option("--reason", required=True, help="Why the blocker is acceptable, with the evidence reviewed.")
-@click.option("--expires", required=True, help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime.")
-@click.option("--follow-up", "follow_up", required=True, help="Ticket or action that removes the need for the override.")
-@click.option("--code", "codes", multiple=True, required=True, help="Blocker code it may waive (repeatable).")
-@click.option("--slice", "slices", multiple=True, help="Slice it covers (repeatable): a slice-level waiver.")
-@click.option("--case", "case_ids", multiple=True, help="Case id reviewed one by one (repeatable): a case-level waiver.")
-@click.option("--candidate-fingerprint", default=None, help="Only results of this judge fingerprint.")
-@click.option("--store", type=click.Path(path_type=str), default=str(DEFAULT_OVERRIDES_PATH), show_default=True, help=_STORE_HELP)
+@click.option(
+    "--reason", required=True, help="Why the blocker is acceptable, with the evidence reviewed."
+)
+@click.option(
+    "--expires", required=True, help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime."
+)
+@click.option(
+    "--follow-up",
+    "follow_up",
+    required=True,
+    help="Ticket or action that removes the need for the override.",
+)
+@click.option(
+    "--code", "codes", multiple=True, required=True, help="Blocker code it may waive (repeatable)."
+)
+@click.option(
+    "--slice", "slices", multiple=True, help="Slice it covers (repeatable): a slice-level waiver."
+)
+@click.option(
+    "--case",
+    "case_ids",
+    multiple=True,
+    help="Case id reviewed one by one (repeatable): a case-level waiver.",
+)
+@click.option(
+    "--candidate-fingerprint", default=None, help="Only results of this judge fingerprint."
+)
+@click.option(
+    "--store",
+    type=click.Path(path_type=str),
+    default=str(DEFAULT_OVERRIDES_PATH),
+    show_default=True,
+    help=_STORE_HELP,
+)
 @user_errors
-def add(policy: str, approver: str, reason: str, expires: str, follow_up: str, codes: tuple[str, ...], slices: tuple[str, ...], case_ids: tuple[str, ...], candidate_fingerprint: str | None, store: str) -> None:
+def add(
+    policy: str,
+    approver: str,
+    reason: str,
+    expires: str,
+    follow_up: str,
+    codes: tuple[str, ...],
+    slices: tuple[str, ...],
+    case_ids: tuple[str, ...],
+    candidate_fingerprint: str | None,
+    store: str,
+) -> None:
     """Append one override to the store (never rewritten), print its id and what it will apply to.
 
     Refused (exit 2, every problem at once, nothing written): a policy that is not a file that
@@ -81,15 +134,30 @@ def add(policy: str, approver: str, reason: str, expires: str, follow_up: str, c
     policy does not declare; a slice-level waiver of a false pass in a critical slice (name
     every false-pass case with --case instead); a code never waivable in a critical slice.
     """
-    fields = {"approver": approver, "reason": reason, "expires_at": expires, "follow_up": follow_up, "codes": codes, "slices": slices, "case_ids": case_ids, "candidate_fingerprint": candidate_fingerprint}
+    fields = {
+        "approver": approver,
+        "reason": reason,
+        "expires_at": expires,
+        "follow_up": follow_up,
+        "codes": codes,
+        "slices": slices,
+        "case_ids": case_ids,
+        "candidate_fingerprint": candidate_fingerprint,
+    }
     from ..ranking import check_ranking_override, is_ranking_policy_file
 
-    if is_ranking_policy_file(resolve_policy(policy, store)):  # a ranking release policy (kind: ranking)
-        label, problems = check_ranking_override(resolve_policy(policy, store), codes, slices, case_ids)
+    if is_ranking_policy_file(
+        resolve_policy(policy, store)
+    ):  # a ranking release policy (kind: ranking)
+        label, problems = check_ranking_override(
+            resolve_policy(policy, store), codes, slices, case_ids
+        )
         if problems:
             raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
         record = add_override(store, policy=label, **fields)
-        click.echo(f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}")
+        click.echo(
+            f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}"
+        )
         click.echo("It will apply to:")
         for line in describe_override(record):
             click.echo("  " + line)
@@ -103,14 +171,22 @@ def add(policy: str, approver: str, reason: str, expires: str, follow_up: str, c
             problems += exc.problems
         raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
     record = add_override(store, policy=loaded, **fields)
-    click.echo(f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}")
+    click.echo(
+        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}"
+    )
     click.echo("It will apply to:")
     for line in describe_override(record, loaded):
         click.echo("  " + line)
 
 
 @override.command("list")
-@click.option("--store", type=click.Path(path_type=str), default=str(DEFAULT_OVERRIDES_PATH), show_default=True, help=_STORE_HELP)
+@click.option(
+    "--store",
+    type=click.Path(path_type=str),
+    default=str(DEFAULT_OVERRIDES_PATH),
+    show_default=True,
+    help=_STORE_HELP,
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the overrides as JSON.")
 @user_errors
 def list_(store: str, as_json: bool) -> None:
@@ -129,7 +205,11 @@ def list_(store: str, as_json: bool) -> None:
         if o.slices:
             scope.append("slices " + ", ".join(o.slices))
         if o.case_ids:
-            scope.append(f"{len(o.case_ids)} case(s) " + ", ".join(o.case_ids[:5]) + (" ..." if len(o.case_ids) > 5 else ""))
+            scope.append(
+                f"{len(o.case_ids)} case(s) "
+                + ", ".join(o.case_ids[:5])
+                + (" ..." if len(o.case_ids) > 5 else "")
+            )
         if o.candidate_fingerprint:
             scope.append(f"candidate {o.candidate_fingerprint[:12]}")
         click.echo(

@@ -12,14 +12,47 @@ from ._common import echo_json, user_errors
 
 
 @click.command()
-@click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--results", "results", required=True, type=click.Path(path_type=str), help="Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its presentation.")
-@click.option("--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition.")
-@click.option("--tie-label", "tie_labels", multiple=True, help="A rubric label that names no winner (e.g. 0 for a PandaLM tie); repeat for several. Labels outside a result's presented_order count as ties too.")
-@click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON report (workbench.pairwise).")
-@click.option("--fail-incomplete", is_flag=True, help="Exit 3 when any case lacks a result in either order.")
+@click.option(
+    "--gold",
+    "gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset directory or gold.jsonl.",
+)
+@click.option(
+    "--results",
+    "results",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its presentation.",
+)
+@click.option(
+    "--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition."
+)
+@click.option(
+    "--tie-label",
+    "tie_labels",
+    multiple=True,
+    help="A rubric label that names no winner (e.g. 0 for a PandaLM tie); repeat for several. Labels outside a result's presented_order count as ties too.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the documented, versioned JSON report (workbench.pairwise).",
+)
+@click.option(
+    "--fail-incomplete", is_flag=True, help="Exit 3 when any case lacks a result in either order."
+)
 @user_errors
-def pairwise(gold: str, results: str, partition: str | None, tie_labels: tuple[str, ...], as_json: bool, fail_incomplete: bool) -> None:
+def pairwise(
+    gold: str,
+    results: str,
+    partition: str | None,
+    tie_labels: tuple[str, ...],
+    as_json: bool,
+    fail_incomplete: bool,
+) -> None:
     """Accuracy of a pairwise judge in both presentation orders, position consistency and bias.
 
     Reports, overall and per slice, with denominators and 95% Wilson intervals: accuracy in

@@ -12,8 +12,18 @@ from ._common import echo_json, user_errors
 
 
 @click.command("ping")
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec (kind ragas-llm), e.g. data/candidates/<name>@<version>.yaml.")
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON (schema: docs/formats.md#ping-result).")
+@click.option(
+    "--candidate",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Candidate spec (kind ragas-llm), e.g. data/candidates/<name>@<version>.yaml.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as JSON (schema: docs/formats.md#ping-result).",
+)
 @user_errors
 def ping_command(candidate: str, as_json: bool) -> None:
     """Send ONE real request to a candidate's endpoint and say whether a run can work.
@@ -44,8 +54,14 @@ def render(result: PingResult) -> list[str]:
     """The human-readable report of a ping."""
     lines = [f"ping {result.candidate} (model {result.model}, provider {result.provider})"]
     lines.append(f"  url        {result.url or '(none)'}")
-    lines.append(f"  status     {'HTTP ' + str(result.status) if result.status is not None else 'no HTTP answer'}")
-    lines.append(f"  latency    {result.latency_s:.3f} s" if result.latency_s is not None else "  latency    -")
+    lines.append(
+        f"  status     {'HTTP ' + str(result.status) if result.status is not None else 'no HTTP answer'}"
+    )
+    lines.append(
+        f"  latency    {result.latency_s:.3f} s"
+        if result.latency_s is not None
+        else "  latency    -"
+    )
     if result.json_mode == "md_json":
         json_line = "not asked for (json_mode md_json: the answer is read from a ```json block)"
     elif result.json_mode_honoured is None:
@@ -54,7 +70,11 @@ def render(result: PingResult) -> list[str]:
         json_line = "honoured (bare JSON answer)" if result.json_mode_honoured else "NOT honoured"
     lines.append(f"  JSON mode  {json_line}")
     if result.parsed:
-        verdict = f"parsed: value {result.value!r} is one of {result.labels}" if result.label_ok else f"parsed, but value {result.value!r} is NOT one of {result.labels}"
+        verdict = (
+            f"parsed: value {result.value!r} is one of {result.labels}"
+            if result.label_ok
+            else f"parsed, but value {result.value!r} is NOT one of {result.labels}"
+        )
     else:
         verdict = "did not parse into {reason, value}" if result.status == 200 else "none"
     lines.append(f"  answer     {verdict}")
@@ -62,7 +82,11 @@ def render(result: PingResult) -> list[str]:
         lines.append(f"  usage      {result.tokens_in} input + {result.tokens_out} output tokens")
     else:
         lines.append("  usage      not reported")
-    lines.append(f"  cost       ${result.cost_usd:.6f} under the price table" if result.cost_usd is not None else "  cost       unknown")
+    lines.append(
+        f"  cost       ${result.cost_usd:.6f} under the price table"
+        if result.cost_usd is not None
+        else "  cost       unknown"
+    )
     if result.ok:
         lines.append("ok: the endpoint is ready for `workbench run`")
     else:

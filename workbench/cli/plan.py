@@ -15,14 +15,44 @@ from ._common import echo_json, user_errors
 
 
 @click.command()
-@click.option("--policy", "policy", required=True, type=click.Path(path_type=str), help="Release policy, data/policies/<name>@<version>.yaml.")
-@click.option("--gold", "gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory (or gold.jsonl) to compare with, per partition.")
-@click.option("--at-fraction", type=float, default=0.5, show_default=True, help="Plan for a judge whose true error rate is this fraction of each limit (0 <= f < 1).")
-@click.option("--interval", type=click.Choice(INTERVALS), default="wilson", show_default=True, help="Upper-bound interval: wilson (the gate's) or clopper-pearson (exact).")
+@click.option(
+    "--policy",
+    "policy",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Release policy, data/policies/<name>@<version>.yaml.",
+)
+@click.option(
+    "--gold",
+    "gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset directory (or gold.jsonl) to compare with, per partition.",
+)
+@click.option(
+    "--at-fraction",
+    type=float,
+    default=0.5,
+    show_default=True,
+    help="Plan for a judge whose true error rate is this fraction of each limit (0 <= f < 1).",
+)
+@click.option(
+    "--interval",
+    type=click.Choice(INTERVALS),
+    default="wilson",
+    show_default=True,
+    help="Upper-bound interval: wilson (the gate's) or clopper-pearson (exact).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON plan.")
-@click.option("--fail-short", is_flag=True, help="Exit 4 when the policy's gate partition is short of any requirement.")
+@click.option(
+    "--fail-short",
+    is_flag=True,
+    help="Exit 4 when the policy's gate partition is short of any requirement.",
+)
 @user_errors
-def plan(policy: str, gold: str, at_fraction: float, interval: str, as_json: bool, fail_short: bool) -> None:
+def plan(
+    policy: str, gold: str, at_fraction: float, interval: str, as_json: bool, fail_short: bool
+) -> None:
     """How many decided cases each slice of a policy needs, and the shortfall per partition.
 
     For a rate limit L checked on the upper_95 basis: the smallest n such that, for it and every
@@ -35,10 +65,22 @@ def plan(policy: str, gold: str, at_fraction: float, interval: str, as_json: boo
     from ..planning import format_plan, plan_policy
 
     if not (0 <= at_fraction < 1):
-        raise WorkbenchError("invalid arguments", [Problem(location="--at-fraction", code="at_fraction_range", message=f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}", fix="give the true rate to plan for as a fraction of the limit, e.g. 0.5")])
+        raise WorkbenchError(
+            "invalid arguments",
+            [
+                Problem(
+                    location="--at-fraction",
+                    code="at_fraction_range",
+                    message=f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}",
+                    fix="give the true rate to plan for as a fraction of the limit, e.g. 0.5",
+                )
+            ],
+        )
     loaded = load_policy(policy)
     dataset = load_dataset(gold)
-    result = plan_policy(loaded, dataset, at_fraction=at_fraction, interval=interval, policy_path=Path(policy))  # type: ignore[arg-type]
+    result = plan_policy(
+        loaded, dataset, at_fraction=at_fraction, interval=interval, policy_path=Path(policy)
+    )  # type: ignore[arg-type]
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:

@@ -42,41 +42,168 @@ def ranking() -> None:
     """
 
 
-def _capture(policy: Any, capture: str | None, excerpts: tuple[str, ...], retention_days: int | None) -> Any:
+def _capture(
+    policy: Any, capture: str | None, excerpts: tuple[str, ...], retention_days: int | None
+) -> Any:
     from ..ranking import CaptureConfig
 
     given = capture is not None or excerpts or retention_days is not None
     if policy is not None:
         if given:
-            raise WorkbenchError("capture set twice", [Problem(location="--capture", code="arguments", message=f"the ranking policy {policy.label} declares the capture mode and retention", fix="drop --capture/--excerpt/--retention-days, or change the policy (a new version)")])
+            raise WorkbenchError(
+                "capture set twice",
+                [
+                    Problem(
+                        location="--capture",
+                        code="arguments",
+                        message=f"the ranking policy {policy.label} declares the capture mode and retention",
+                        fix="drop --capture/--excerpt/--retention-days, or change the policy (a new version)",
+                    )
+                ],
+            )
         return policy.capture
     mode = capture or "full"
     if mode == "full" and excerpts:
-        raise WorkbenchError("invalid capture", [Problem(location="--excerpt", code="arguments", message="--excerpt is an allow-list for --capture digest_and_excerpts", fix="add --capture digest_and_excerpts, or drop --excerpt")])
-    return CaptureConfig(mode=mode, excerpts=list(excerpts), retention_days=retention_days, declared_by="cli" if given else "default")
+        raise WorkbenchError(
+            "invalid capture",
+            [
+                Problem(
+                    location="--excerpt",
+                    code="arguments",
+                    message="--excerpt is an allow-list for --capture digest_and_excerpts",
+                    fix="add --capture digest_and_excerpts, or drop --excerpt",
+                )
+            ],
+        )
+    return CaptureConfig(
+        mode=mode,
+        excerpts=list(excerpts),
+        retention_days=retention_days,
+        declared_by="cli" if given else "default",
+    )
 
 
 @ranking.command("run")
-@click.option("--candidate", type=click.Path(path_type=str), default=None, help="Ranking candidate spec (kind ragas-ranking or ragas-ranking-function).")
-@click.option("--fixtures", required=True, type=click.Path(path_type=str), help="Ranking fixture file, e.g. data/ranking/<name>@<version>.yaml.")
-@click.option("--results", type=click.Path(path_type=str), default=None, help="Analyse these ranking results (imported or from an earlier run) instead of running a candidate.")
-@click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure artifacts are written here.")
-@click.option("--policy", type=click.Path(path_type=str), default=None, help="Ranking release policy (kind: ranking). Default: the built-in rules (see workbench.ranking.default_policy).")
-@click.option("--history", type=click.Path(path_type=str), default=None, help="Ranking history log (default runs/ranking/history/<fixture set>.jsonl): the last run and the last passing run are read from it, this run is appended.")
-@click.option("--no-history", is_flag=True, help="Neither read nor append the history (no fixture-change or agreement-drop comparison).")
-@click.option("--overrides", type=click.Path(path_type=str), default=None, help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).")
-@click.option("--scalar", type=click.Path(path_type=str), default=None, help="Per-case scalar gate outcomes (JSON Lines {case_id, passed, score}) to list beside the ranking outcome.")
-@click.option("--plan", type=click.Choice(["exhaustive", "rotation"]), default="exhaustive", show_default=True, help="exhaustive: the position battery for every fixture; rotation: one seeded non-identity rotation per fixture, the battery for fixtures marked diagnostic.")
-@click.option("--capture", type=click.Choice(["full", "digest_and_excerpts"]), default=None, help="What the run stores of each request (without a policy; default full).")
-@click.option("--excerpt", "excerpts", multiple=True, type=click.Choice(["user_input", "context", "candidates"]), help="Allow-listed excerpt kept with --capture digest_and_excerpts (repeatable).")
-@click.option("--retention-days", type=click.IntRange(min=0), default=None, help="Days request payloads are kept before `workbench prune` may delete them (without a policy).")
-@click.option("--lock", "lock", is_flag=True, help="Lock the run directory (ranking_lock.json) after the report: `workbench ranking verify` checks it, also after pruning.")
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report (workbench.ranking.RankingReport).")
+@click.option(
+    "--candidate",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Ranking candidate spec (kind ragas-ranking or ragas-ranking-function).",
+)
+@click.option(
+    "--fixtures",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Ranking fixture file, e.g. data/ranking/<name>@<version>.yaml.",
+)
+@click.option(
+    "--results",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Analyse these ranking results (imported or from an earlier run) instead of running a candidate.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure artifacts are written here.",
+)
+@click.option(
+    "--policy",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Ranking release policy (kind: ranking). Default: the built-in rules (see workbench.ranking.default_policy).",
+)
+@click.option(
+    "--history",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Ranking history log (default runs/ranking/history/<fixture set>.jsonl): the last run and the last passing run are read from it, this run is appended.",
+)
+@click.option(
+    "--no-history",
+    is_flag=True,
+    help="Neither read nor append the history (no fixture-change or agreement-drop comparison).",
+)
+@click.option(
+    "--overrides",
+    type=click.Path(path_type=str),
+    default=None,
+    help=f"Override store (default {DEFAULT_OVERRIDES} when it exists).",
+)
+@click.option(
+    "--scalar",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Per-case scalar gate outcomes (JSON Lines {case_id, passed, score}) to list beside the ranking outcome.",
+)
+@click.option(
+    "--plan",
+    type=click.Choice(["exhaustive", "rotation"]),
+    default="exhaustive",
+    show_default=True,
+    help="exhaustive: the position battery for every fixture; rotation: one seeded non-identity rotation per fixture, the battery for fixtures marked diagnostic.",
+)
+@click.option(
+    "--capture",
+    type=click.Choice(["full", "digest_and_excerpts"]),
+    default=None,
+    help="What the run stores of each request (without a policy; default full).",
+)
+@click.option(
+    "--excerpt",
+    "excerpts",
+    multiple=True,
+    type=click.Choice(["user_input", "context", "candidates"]),
+    help="Allow-listed excerpt kept with --capture digest_and_excerpts (repeatable).",
+)
+@click.option(
+    "--retention-days",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Days request payloads are kept before `workbench prune` may delete them (without a policy).",
+)
+@click.option(
+    "--lock",
+    "lock",
+    is_flag=True,
+    help="Lock the run directory (ranking_lock.json) after the report: `workbench ranking verify` checks it, also after pruning.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the versioned JSON report (workbench.ranking.RankingReport).",
+)
 @run_options("concurrency", "budget")
-@click.option("--max-exhaustive", type=click.IntRange(min=0), default=4, show_default=True, help="All permutations for fixtures with at most this many candidates.")
-@click.option("--sample", type=click.IntRange(min=1), default=8, show_default=True, help="Permutations per larger fixture (identity, rotations, then seeded random).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the permutation sample and of the rotation plan.")
-@click.option("--repeats", type=click.IntRange(min=0), default=3, show_default=True, help="Repeatability baseline: the identity order this many times (0: none).")
+@click.option(
+    "--max-exhaustive",
+    type=click.IntRange(min=0),
+    default=4,
+    show_default=True,
+    help="All permutations for fixtures with at most this many candidates.",
+)
+@click.option(
+    "--sample",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Permutations per larger fixture (identity, rotations, then seeded random).",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the permutation sample and of the rotation plan.",
+)
+@click.option(
+    "--repeats",
+    type=click.IntRange(min=0),
+    default=3,
+    show_default=True,
+    help="Repeatability baseline: the identity order this many times (0: none).",
+)
 @run_option("cache")
 @run_option("no_cache")
 @run_option("no_progress")
@@ -131,11 +258,27 @@ def run(
     )
 
     if (candidate is None) == (results is None):
-        raise WorkbenchError("invalid arguments", [Problem(location="--candidate/--results", code="arguments", message="give exactly one of --candidate (run the battery) or --results (analyse existing results)", fix="pass --candidate SPEC to run, or --results FILE to analyse")])
+        raise WorkbenchError(
+            "invalid arguments",
+            [
+                Problem(
+                    location="--candidate/--results",
+                    code="arguments",
+                    message="give exactly one of --candidate (run the battery) or --results (analyse existing results)",
+                    fix="pass --candidate SPEC to run, or --results FILE to analyse",
+                )
+            ],
+        )
     fixture_set = load_fixtures(fixtures)
     loaded_policy = load_ranking_policy(policy) if policy else None
     config = _capture(loaded_policy, capture, excerpts, retention_days)
-    history_path = None if no_history else Path(history) if history else DEFAULT_HISTORY_DIR / f"{fixture_set.name}.jsonl"
+    history_path = (
+        None
+        if no_history
+        else Path(history)
+        if history
+        else DEFAULT_HISTORY_DIR / f"{fixture_set.name}.jsonl"
+    )
     past = read_history(history_path)
     overrides_path = Path(overrides) if overrides else DEFAULT_OVERRIDES
     loaded_overrides: list[Any] = []
@@ -143,11 +286,25 @@ def run(
         from ..policy import load_overrides
 
         if overrides and not overrides_path.exists():
-            raise WorkbenchError("no overrides", [Problem(location=str(overrides_path), code="overrides_missing", message="the override store does not exist", fix="point --overrides at an existing store, or drop it")])
+            raise WorkbenchError(
+                "no overrides",
+                [
+                    Problem(
+                        location=str(overrides_path),
+                        code="overrides_missing",
+                        message="the override store does not exist",
+                        fix="point --overrides at an existing store, or drop it",
+                    )
+                ],
+            )
         loaded_overrides = load_overrides(overrides_path)
     scalar_rows = read_scalar(scalar) if scalar else None
-    battery = dict(plan=plan, max_exhaustive=max_exhaustive, sample=sample, seed=seed, repeats=repeats)
-    gate_inputs = dict(policy=loaded_policy, history=past, overrides=loaded_overrides, scalar=scalar_rows)
+    battery = dict(
+        plan=plan, max_exhaustive=max_exhaustive, sample=sample, seed=seed, repeats=repeats
+    )
+    gate_inputs = dict(
+        policy=loaded_policy, history=past, overrides=loaded_overrides, scalar=scalar_rows
+    )
     if results is not None:
         report = ranking_report(fixture_set, results, **gate_inputs)
         out_dir = Path(out) if out else None
@@ -157,17 +314,55 @@ def run(
         assert candidate is not None
         judge = load_candidate(candidate)
         if judge.spec.kind not in ("ragas-ranking", "ragas-ranking-function"):
-            raise WorkbenchError("not a ranking candidate", [Problem(location=candidate, code="not_ranking_kind", message=f"kind {judge.spec.kind!r} is not a ranking judge", fix="use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking results with --results")])
-        out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
+            raise WorkbenchError(
+                "not a ranking candidate",
+                [
+                    Problem(
+                        location=candidate,
+                        code="not_ranking_kind",
+                        message=f"kind {judge.spec.kind!r} is not a ranking judge",
+                        fix="use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking results with --results",
+                    )
+                ],
+            )
+        out_dir = (
+            Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
+        )
         if (out_dir / "ranking_lock.json").exists():
-            raise WorkbenchError("run locked", [Problem(location=str(out_dir), code="run_locked", message="the run directory is locked", fix="use a new --out directory")])
-        summary = run_ranking_sync(judge, fixture_set, out_dir, concurrency=options.concurrency, budget_usd=options.budget_usd, cache_dir=options.cache_dir, progress=options.progress, capture=config, candidate_path=candidate, **battery)
+            raise WorkbenchError(
+                "run locked",
+                [
+                    Problem(
+                        location=str(out_dir),
+                        code="run_locked",
+                        message="the run directory is locked",
+                        fix="use a new --out directory",
+                    )
+                ],
+            )
+        summary = run_ranking_sync(
+            judge,
+            fixture_set,
+            out_dir,
+            concurrency=options.concurrency,
+            budget_usd=options.budget_usd,
+            cache_dir=options.cache_dir,
+            progress=options.progress,
+            capture=config,
+            candidate_path=candidate,
+            **battery,
+        )
         click.echo(
             f"{summary.judge}: {summary.status.upper()} - {summary.verdicts} answers, {summary.errors} evaluator errors, {len(summary.unrun)} unrun of {summary.planned}; "
             f"{summary.calls} calls, {summary.cache_hits} cached, {summary.resumed} already done; cost ${summary.cost_usd:.4f}; results {summary.results_path}",
             err=True,
         )
-        report = ranking_report(fixture_set, summary.results_path, planned=position_battery(fixture_set, **battery), **gate_inputs)
+        report = ranking_report(
+            fixture_set,
+            summary.results_path,
+            planned=position_battery(fixture_set, **battery),
+            **gate_inputs,
+        )
     if out_dir is not None:
         paths = write_ranking_artifacts(report, out_dir)
         click.echo(f"report and {len(paths) - 1} failure artifact(s) in {out_dir}", err=True)
@@ -176,21 +371,45 @@ def run(
         click.echo(f"recorded in the ranking history {history_path}", err=True)
     if lock:
         if out_dir is None:
-            raise WorkbenchError("nothing to lock", [Problem(location="--lock", code="arguments", message="--lock needs a run directory", fix="pass --out")])
+            raise WorkbenchError(
+                "nothing to lock",
+                [
+                    Problem(
+                        location="--lock",
+                        code="arguments",
+                        message="--lock needs a run directory",
+                        fix="pass --out",
+                    )
+                ],
+            )
         sealed = lock_ranking_run(out_dir, report.gate.outcome if report.gate else "unknown")
         click.echo(f"locked {out_dir} (ranking_lock.json {sealed.lock_sha256[:12]})", err=True)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_ranking(report))
-    code = report.gate.exit_code if report.gate else (ExitCode.OK if report.passed else ExitCode.FAILED)
+    code = (
+        report.gate.exit_code
+        if report.gate
+        else (ExitCode.OK if report.passed else ExitCode.FAILED)
+    )
     if code:
         raise SystemExit(code)
 
 
 @ranking.command("agreement")
-@click.option("--fixtures", required=True, type=click.Path(path_type=str), help="Ranking fixture file with reviewer orders (reviews:).")
-@click.option("--json", "as_json", is_flag=True, help="Print the versioned JSON report (workbench.ranking.ReviewerAgreementReport).")
+@click.option(
+    "--fixtures",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Ranking fixture file with reviewer orders (reviews:).",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the versioned JSON report (workbench.ranking.ReviewerAgreementReport).",
+)
 @user_errors
 def agreement(fixtures: str, as_json: bool) -> None:
     """Reviewer-reviewer agreement on the fixtures: pairwise agreement, Kendall's tau and top-1 agreement.
@@ -223,7 +442,9 @@ def freeze(fixtures: str, approver: str, reason: str) -> None:
     from ..ranking import freeze_fixtures, release_path
 
     record = freeze_fixtures(fixtures, approver=approver, reason=reason)
-    click.echo(f"froze {record.name}@{record.version}: {len(record.fixtures)} fixture(s), file sha256 {record.file_sha256[:12]}, release {record.release_sha256[:12]} -> {release_path(fixtures)}")
+    click.echo(
+        f"froze {record.name}@{record.version}: {len(record.fixtures)} fixture(s), file sha256 {record.file_sha256[:12]}, release {record.release_sha256[:12]} -> {release_path(fixtures)}"
+    )
 
 
 @ranking.command("history")
@@ -239,27 +460,78 @@ def history_(fixtures: str, as_json: bool) -> None:
         echo_json([v.model_dump(mode="json") for v in chain])
         return
     for v in chain:
-        frozen = f"frozen by {v.frozen_by} on {v.frozen_at.date().isoformat()} (release {v.release_sha256[:12]})" if v.frozen and v.frozen_at and v.release_sha256 else "NOT frozen (draft)"
-        click.echo(f"{v.label}: {frozen}" + (f"; supersedes {v.supersedes}" if v.supersedes else ""))
+        frozen = (
+            f"frozen by {v.frozen_by} on {v.frozen_at.date().isoformat()} (release {v.release_sha256[:12]})"
+            if v.frozen and v.frozen_at and v.release_sha256
+            else "NOT frozen (draft)"
+        )
+        click.echo(
+            f"{v.label}: {frozen}" + (f"; supersedes {v.supersedes}" if v.supersedes else "")
+        )
         for c in v.changes:
-            click.echo(f"  {c.case_id}: {c.kind}; {c.old_order} -> {c.new_order}; approved by {c.approver} on {c.approved_on.isoformat()}: {c.reason}")
+            click.echo(
+                f"  {c.case_id}: {c.kind}; {c.old_order} -> {c.new_order}; approved by {c.approver} on {c.approved_on.isoformat()}: {c.reason}"
+            )
 
 
 @ranking.command("replay")
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="The ranking candidate spec of the failing run.")
-@click.option("--fixtures", required=True, type=click.Path(path_type=str), help="The fixture file of the failing run.")
+@click.option(
+    "--candidate",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The ranking candidate spec of the failing run.",
+)
+@click.option(
+    "--fixtures",
+    required=True,
+    type=click.Path(path_type=str),
+    help="The fixture file of the failing run.",
+)
 @click.option("--case", "case_id", required=True, help="The fixture.")
-@click.option("--repeat", required=True, type=click.IntRange(min=0), help="The attempt's repeat index in the battery.")
-@click.option("--plan", type=click.Choice(["exhaustive", "rotation"]), default="exhaustive", show_default=True)
+@click.option(
+    "--repeat",
+    required=True,
+    type=click.IntRange(min=0),
+    help="The attempt's repeat index in the battery.",
+)
+@click.option(
+    "--plan", type=click.Choice(["exhaustive", "rotation"]), default="exhaustive", show_default=True
+)
 @click.option("--max-exhaustive", type=click.IntRange(min=0), default=4, show_default=True)
 @click.option("--sample", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--repeats", type=click.IntRange(min=0), default=3, show_default=True)
-@click.option("--expect-fixtures-sha256", default=None, help="Refuse unless the fixture file still has this sha256 (frozen inputs).")
-@click.option("--expect-fingerprint", default=None, help="Refuse unless the candidate still has this judge fingerprint.")
-@click.option("--out", type=click.Path(path_type=str), default=None, help="Where the replay is written (default runs/ranking/replay/<candidate>/<case>-r<repeat>-<n>).")
+@click.option(
+    "--expect-fixtures-sha256",
+    default=None,
+    help="Refuse unless the fixture file still has this sha256 (frozen inputs).",
+)
+@click.option(
+    "--expect-fingerprint",
+    default=None,
+    help="Refuse unless the candidate still has this judge fingerprint.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Where the replay is written (default runs/ranking/replay/<candidate>/<case>-r<repeat>-<n>).",
+)
 @user_errors
-def replay(candidate: str, fixtures: str, case_id: str, repeat: int, plan: str, max_exhaustive: int, sample: int, seed: int, repeats: int, expect_fixtures_sha256: str | None, expect_fingerprint: str | None, out: str | None) -> None:
+def replay(
+    candidate: str,
+    fixtures: str,
+    case_id: str,
+    repeat: int,
+    plan: str,
+    max_exhaustive: int,
+    sample: int,
+    seed: int,
+    repeats: int,
+    expect_fixtures_sha256: str | None,
+    expect_fingerprint: str | None,
+    out: str | None,
+) -> None:
     """Replay one attempt of a ranking battery from frozen inputs: the same presentation, a fresh call (no cache).
 
     Failure artifacts print this command. Exit 0 when the replayed attempt passes its checks,
@@ -273,13 +545,45 @@ def replay(candidate: str, fixtures: str, case_id: str, repeat: int, plan: str, 
     fixture_set = load_fixtures(fixtures)
     problems: list[Problem] = []
     if expect_fixtures_sha256 and fixture_set.dataset_sha256 != expect_fixtures_sha256:
-        problems.append(Problem(location=fixtures, code="fixtures_changed", message=f"the fixture file's sha256 is {fixture_set.dataset_sha256[:12]}, the failing run used {expect_fixtures_sha256[:12]}", fix="replay against the fixture file version the run used (git checkout it)"))
+        problems.append(
+            Problem(
+                location=fixtures,
+                code="fixtures_changed",
+                message=f"the fixture file's sha256 is {fixture_set.dataset_sha256[:12]}, the failing run used {expect_fixtures_sha256[:12]}",
+                fix="replay against the fixture file version the run used (git checkout it)",
+            )
+        )
     judge = load_candidate(candidate)
     if expect_fingerprint and judge.identity.fingerprint() != expect_fingerprint:
-        problems.append(Problem(location=candidate, code="candidate_changed", message=f"the candidate's fingerprint is {judge.identity.fingerprint()[:12]}, the failing run used {expect_fingerprint[:12]}", fix="replay with the candidate spec (and prompt, Ragas version) the run used"))
-    items = [i for i in position_battery(fixture_set, plan=plan, max_exhaustive=max_exhaustive, sample=sample, seed=seed, repeats=repeats) if i.case_id == case_id and i.repeat == repeat]  # type: ignore[arg-type]
+        problems.append(
+            Problem(
+                location=candidate,
+                code="candidate_changed",
+                message=f"the candidate's fingerprint is {judge.identity.fingerprint()[:12]}, the failing run used {expect_fingerprint[:12]}",
+                fix="replay with the candidate spec (and prompt, Ragas version) the run used",
+            )
+        )
+    items = [
+        i
+        for i in position_battery(
+            fixture_set,
+            plan=plan,
+            max_exhaustive=max_exhaustive,
+            sample=sample,
+            seed=seed,
+            repeats=repeats,
+        )
+        if i.case_id == case_id and i.repeat == repeat
+    ]  # type: ignore[arg-type]
     if not items:
-        problems.append(Problem(location="--case/--repeat", code="no_such_attempt", message=f"the battery has no attempt {case_id}#{repeat}", fix="copy --case and --repeat from the failure artifact"))
+        problems.append(
+            Problem(
+                location="--case/--repeat",
+                code="no_such_attempt",
+                message=f"the battery has no attempt {case_id}#{repeat}",
+                fix="copy --case and --repeat from the failure artifact",
+            )
+        )
     if problems:
         raise WorkbenchError("replay refused", problems)
     if out is None:
@@ -289,22 +593,32 @@ def replay(candidate: str, fixtures: str, case_id: str, repeat: int, plan: str, 
             n += 1
         out = str(base / f"{case_id}-r{repeat}-{n}")
     run_ranking_sync(judge, fixture_set, out, items=items, cache_dir=False, progress=False)
-    rows = [line.result for line in RunDir(out).read_results(required=True) if line.result.case_id == case_id and line.result.repeat == repeat]
+    rows = [
+        line.result
+        for line in RunDir(out).read_results(required=True)
+        if line.result.case_id == case_id and line.result.repeat == repeat
+    ]
     fixture = fixture_set.by_id()[case_id]
     presented = items[0].presentation["presented_order"] if items[0].presentation else None
-    click.echo(f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented {presented}")
+    click.echo(
+        f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented {presented}"
+    )
     if not rows:
         click.echo("no result was recorded (budget or the judge declined)")
         raise SystemExit(ExitCode.INCOMPLETE)
     r = rows[-1]
     if r.error is not None:
         click.echo(f"evaluator error {r.error.kind}: {r.error.message}; returned {r.order}")
-        raise SystemExit(ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS)
+        raise SystemExit(
+            ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS
+        )
     order = list(r.order or [])
     agreed, pairs = fixture.agreement(order)
     held = fixture.must_win_holds(order)
     check = completeness(fixture, r.rendered_request, r.presentation)
-    click.echo(f"returned {order} (expected {list(fixture.expected_order)}); agreement {agreed}/{pairs}; must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request complete={check.complete}; reason: {r.reason}")
+    click.echo(
+        f"returned {order} (expected {list(fixture.expected_order)}); agreement {agreed}/{pairs}; must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request complete={check.complete}; reason: {r.reason}"
+    )
     if not held or agreed < pairs:
         raise SystemExit(ExitCode.FAILED)
 
@@ -322,12 +636,19 @@ def verify(run_dir: str) -> None:
     if problems:
         click.echo(f"{run_dir}: {len(problems)} problem(s): NOT verified")
         raise SystemExit(ExitCode.FAILED)
-    click.echo(f"{run_dir}: verified (every locked file matches; payloads present or pruned after expiry)")
+    click.echo(
+        f"{run_dir}: verified (every locked file matches; payloads present or pruned after expiry)"
+    )
 
 
 @click.command("prune")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
-@click.option("--now", "now_text", default=None, help="Treat this ISO date/datetime as now (default: the current time, UTC).")
+@click.option(
+    "--now",
+    "now_text",
+    default=None,
+    help="Treat this ISO date/datetime as now (default: the current time, UTC).",
+)
 @click.option("--dry-run", is_flag=True, help="List what would be pruned, delete nothing.")
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
 @user_errors
@@ -346,7 +667,17 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
         try:
             parsed = datetime.fromisoformat(now_text)
         except ValueError:
-            raise WorkbenchError("invalid --now", [Problem(location="--now", code="arguments", message=f"{now_text!r} is not an ISO date or datetime", fix="e.g. --now 2027-01-31")]) from None
+            raise WorkbenchError(
+                "invalid --now",
+                [
+                    Problem(
+                        location="--now",
+                        code="arguments",
+                        message=f"{now_text!r} is not an ISO date or datetime",
+                        fix="e.g. --now 2027-01-31",
+                    )
+                ],
+            ) from None
         now = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
     runs = find_runs(list(paths) or ["runs"])
     done = [prune_run(r, now, dry_run=dry_run) for r in runs]
@@ -356,8 +687,18 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
         if not runs:
             click.echo("no ranking runs with captured payloads found")
         for d in done:
-            state = "" if not d.locked else ("; lock verifies" if not d.lock_problems else f"; LOCK DOES NOT VERIFY ({len(d.lock_problems)} problem(s))")
-            click.echo(f"{d.run_dir}: {'would prune' if dry_run else 'pruned'} {len(d.pruned)} payload(s), kept {d.kept}, pruned earlier {d.already_pruned}{state}")
+            state = (
+                ""
+                if not d.locked
+                else (
+                    "; lock verifies"
+                    if not d.lock_problems
+                    else f"; LOCK DOES NOT VERIFY ({len(d.lock_problems)} problem(s))"
+                )
+            )
+            click.echo(
+                f"{d.run_dir}: {'would prune' if dry_run else 'pruned'} {len(d.pruned)} payload(s), kept {d.kept}, pruned earlier {d.already_pruned}{state}"
+            )
             for p in d.lock_problems:
                 click.echo("  " + p.format())
     if any(d.lock_problems for d in done):

@@ -18,15 +18,58 @@ _BUDGET = {"help": "Spend limit; refused before any call when the estimate excee
 
 @click.command()
 @click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec.")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--partition", required=True, type=click.Choice(["development", "calibration"]), help="Partition to study (certification wants calibration; held-out is refused).")
-@click.option("--repeats", required=True, type=click.IntRange(min=2), help="K: judge every case K times (certification wants K >= 3).")
-@click.option("--out", type=click.Path(path_type=str), default=None, help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).")
-@click.option("--log", type=click.Path(path_type=str), default=None, help="Study log to append to (default repeatability_studies.jsonl beside the gold).")
-@run_options("budget", "concurrency", "no_cache", "no_progress", budget=_BUDGET, no_cache={"help": "Neither read nor write the verdict cache (each repeat is its own cache key either way)."})
+@click.option(
+    "--gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset directory or gold.jsonl.",
+)
+@click.option(
+    "--partition",
+    required=True,
+    type=click.Choice(["development", "calibration"]),
+    help="Partition to study (certification wants calibration; held-out is refused).",
+)
+@click.option(
+    "--repeats",
+    required=True,
+    type=click.IntRange(min=2),
+    help="K: judge every case K times (certification wants K >= 3).",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Run directory (default runs/repeatability/<candidate>/<partition>-k<K>).",
+)
+@click.option(
+    "--log",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Study log to append to (default repeatability_studies.jsonl beside the gold).",
+)
+@run_options(
+    "budget",
+    "concurrency",
+    "no_cache",
+    "no_progress",
+    budget=_BUDGET,
+    no_cache={
+        "help": "Neither read nor write the verdict cache (each repeat is its own cache key either way)."
+    },
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the study as JSON.")
 @user_errors
-def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: str | None, log: str | None, options: RunOptions, as_json: bool) -> None:
+def repeatability(
+    candidate: str,
+    gold: str,
+    partition: str,
+    repeats: int,
+    out: str | None,
+    log: str | None,
+    options: RunOptions,
+    as_json: bool,
+) -> None:
     """Judge every case K times with the same pinned judge: a variance study, not a repair.
 
     Reuses the run engine's repeats (every verdict, attempt and cost is kept in OUT). Reports
@@ -44,9 +87,24 @@ def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: 
     from ..repeatability import format_study, run_repeatability_sync, studies_path_for
 
     judge = load_candidate(candidate)
-    run_dir = Path(out) if out else Path("runs") / "repeatability" / judge.spec.label / f"{partition}-k{repeats}"
+    run_dir = (
+        Path(out)
+        if out
+        else Path("runs") / "repeatability" / judge.spec.label / f"{partition}-k{repeats}"
+    )
     try:
-        study = run_repeatability_sync(judge, gold, partition, repeats, run_dir, log=log, budget_usd=options.budget_usd, concurrency=options.concurrency, cache_dir=options.cache_dir, progress=options.progress)
+        study = run_repeatability_sync(
+            judge,
+            gold,
+            partition,
+            repeats,
+            run_dir,
+            log=log,
+            budget_usd=options.budget_usd,
+            concurrency=options.concurrency,
+            cache_dir=options.cache_dir,
+            progress=options.progress,
+        )
     except BudgetInsufficient as exc:
         report_problems(exc)
         sys.exit(ExitCode.INCOMPLETE)
@@ -61,18 +119,66 @@ def repeatability(candidate: str, gold: str, partition: str, repeats: int, out: 
 
 
 @click.command()
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec (the pinned judge).")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset the sentinels belong to.")
-@click.option("--against", type=click.Path(path_type=str), default=None, help="Baseline: a certification report directory or a run directory of this judge (default: the latest baseline in the drift log).")
-@click.option("--sentinels", type=click.Path(path_type=str), default=None, help="Sentinel file (default sentinels.yaml beside the gold).")
-@click.option("--record-baseline", is_flag=True, help="Record this run as the baseline instead of comparing.")
-@click.option("--report", type=click.Path(path_type=str), default=None, help="With --record-baseline: the certification report the baseline belongs to.")
-@click.option("--out", type=click.Path(path_type=str), default=None, help="Parent of the run directories (default runs/drift/<candidate>); each run gets its own.")
-@click.option("--log", type=click.Path(path_type=str), default=None, help="Drift log to append to (default drift_log.jsonl beside the gold).")
+@click.option(
+    "--candidate",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Candidate spec (the pinned judge).",
+)
+@click.option(
+    "--gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset the sentinels belong to.",
+)
+@click.option(
+    "--against",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Baseline: a certification report directory or a run directory of this judge (default: the latest baseline in the drift log).",
+)
+@click.option(
+    "--sentinels",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Sentinel file (default sentinels.yaml beside the gold).",
+)
+@click.option(
+    "--record-baseline", is_flag=True, help="Record this run as the baseline instead of comparing."
+)
+@click.option(
+    "--report",
+    type=click.Path(path_type=str),
+    default=None,
+    help="With --record-baseline: the certification report the baseline belongs to.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Parent of the run directories (default runs/drift/<candidate>); each run gets its own.",
+)
+@click.option(
+    "--log",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Drift log to append to (default drift_log.jsonl beside the gold).",
+)
 @run_options("budget", "concurrency", "no_progress", budget=_BUDGET)
 @click.option("--json", "as_json", is_flag=True, help="Print the drift-log entry as JSON.")
 @user_errors
-def drift(candidate: str, gold: str, against: str | None, sentinels: str | None, record_baseline: bool, report: str | None, out: str | None, log: str | None, options: RunOptions, as_json: bool) -> None:
+def drift(
+    candidate: str,
+    gold: str,
+    against: str | None,
+    sentinels: str | None,
+    record_baseline: bool,
+    report: str | None,
+    out: str | None,
+    log: str | None,
+    options: RunOptions,
+    as_json: bool,
+) -> None:
     """Run the sentinel cases with a pinned judge and flag every verdict that changed.
 
     The sentinels (sentinels.yaml: case ids with a reason, never held-out cases) run afresh,
@@ -89,9 +195,23 @@ def drift(candidate: str, gold: str, against: str | None, sentinels: str | None,
     from ..repeatability import drift_log_path_for, format_drift, run_drift_sync
 
     if report is not None and not record_baseline:
-        raise click.UsageError("--report goes with --record-baseline; to compare against a report use --against REPORT")
+        raise click.UsageError(
+            "--report goes with --record-baseline; to compare against a report use --against REPORT"
+        )
     try:
-        entry = run_drift_sync(candidate, gold, against=against, sentinels=sentinels, out=out, log=log, record_baseline=record_baseline, report=report, budget_usd=options.budget_usd, concurrency=options.concurrency, progress=options.progress)
+        entry = run_drift_sync(
+            candidate,
+            gold,
+            against=against,
+            sentinels=sentinels,
+            out=out,
+            log=log,
+            record_baseline=record_baseline,
+            report=report,
+            budget_usd=options.budget_usd,
+            concurrency=options.concurrency,
+            progress=options.progress,
+        )
     except BudgetInsufficient as exc:
         report_problems(exc)
         sys.exit(ExitCode.INCOMPLETE)

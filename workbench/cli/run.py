@@ -19,20 +19,98 @@ from ._run_options import run_options
 
 
 @click.command()
-@click.option("--candidate", required=True, type=click.Path(path_type=str), help="Candidate spec, e.g. data/candidates/<name>@<version>.yaml.")
-@click.option("--gold", required=True, type=click.Path(path_type=str), help="Gold dataset directory or gold.jsonl.")
-@click.option("--partition", required=True, type=click.Choice(PARTITIONS), help="Partition to judge.")
-@click.option("--out", required=True, type=click.Path(path_type=str), help="Run directory (manifest.json, results.jsonl, run.json).")
-@run_options("concurrency", "budget", "max_cases", "repeats", "cache", "no_cache", "retry_errors", "no_progress")
-@click.option("--shadow-of", "shadow_of", type=click.Path(path_type=str), default=None, help="Run --candidate in shadow of this judge (the spec of the judge holding authority): both judge the same cases, OUT holds both runs and shadow.json; disagreements are recorded in the shadow log, never in a gate.")
-@click.option("--label-mapping", type=click.Path(path_type=str), default=None, help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when categories were renamed).")
-@click.option("--policy", "policy_path", type=click.Path(path_type=str), default=None, help="Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every case.")
-@click.option("--sampling-plan", "plan_path", type=click.Path(path_type=str), default=None, help="Apply this declared sampling plan file (instead of --policy).")
-@click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True, help="local: this process; ray: --shards Ray tasks (extra: pip install 'judge-workbench[ray]'; RAY_ADDRESS selects an existing cluster).")
-@click.option("--shards", type=click.IntRange(min=1), default=None, help="With --executor ray: split the cases into N shards by case-id hash (OUT/shards/<k>/); a resume gives the same N.")
-@click.option("--calls-per-second", type=click.FloatRange(min=0, min_open=True), default=None, help="With --executor ray: start at most this many judge calls a second over all shards (a token bucket).")
+@click.option(
+    "--candidate",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Candidate spec, e.g. data/candidates/<name>@<version>.yaml.",
+)
+@click.option(
+    "--gold",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Gold dataset directory or gold.jsonl.",
+)
+@click.option(
+    "--partition", required=True, type=click.Choice(PARTITIONS), help="Partition to judge."
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Run directory (manifest.json, results.jsonl, run.json).",
+)
+@run_options(
+    "concurrency",
+    "budget",
+    "max_cases",
+    "repeats",
+    "cache",
+    "no_cache",
+    "retry_errors",
+    "no_progress",
+)
+@click.option(
+    "--shadow-of",
+    "shadow_of",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Run --candidate in shadow of this judge (the spec of the judge holding authority): both judge the same cases, OUT holds both runs and shadow.json; disagreements are recorded in the shadow log, never in a gate.",
+)
+@click.option(
+    "--label-mapping",
+    type=click.Path(path_type=str),
+    default=None,
+    help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when categories were renamed).",
+)
+@click.option(
+    "--policy",
+    "policy_path",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every case.",
+)
+@click.option(
+    "--sampling-plan",
+    "plan_path",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Apply this declared sampling plan file (instead of --policy).",
+)
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "ray"]),
+    default="local",
+    show_default=True,
+    help="local: this process; ray: --shards Ray tasks (extra: pip install 'judge-workbench[ray]'; RAY_ADDRESS selects an existing cluster).",
+)
+@click.option(
+    "--shards",
+    type=click.IntRange(min=1),
+    default=None,
+    help="With --executor ray: split the cases into N shards by case-id hash (OUT/shards/<k>/); a resume gives the same N.",
+)
+@click.option(
+    "--calls-per-second",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="With --executor ray: start at most this many judge calls a second over all shards (a token bucket).",
+)
 @user_errors
-def run(candidate: str, gold: str, partition: str, out: str, options: RunOptions, shadow_of: str | None, label_mapping: str | None, policy_path: str | None, plan_path: str | None, executor: str, shards: int | None, calls_per_second: float | None) -> None:
+def run(
+    candidate: str,
+    gold: str,
+    partition: str,
+    out: str,
+    options: RunOptions,
+    shadow_of: str | None,
+    label_mapping: str | None,
+    policy_path: str | None,
+    plan_path: str | None,
+    executor: str,
+    shards: int | None,
+    calls_per_second: float | None,
+) -> None:
     """Run a judge candidate over one partition of a gold dataset.
 
     The judge only sees allow-listed fields (input, response, grading notes, reference,
@@ -70,19 +148,38 @@ def run(candidate: str, gold: str, partition: str, out: str, options: RunOptions
         if shadow_of is not None:
             raise click.UsageError("--shadow-of runs on the local executor only")
         if policy_path is not None or plan_path is not None:
-            raise click.UsageError("--policy and --sampling-plan (sampling plans) run on the local executor only")
+            raise click.UsageError(
+                "--policy and --sampling-plan (sampling plans) run on the local executor only"
+            )
         if shards is None:
             raise click.UsageError("--executor ray needs --shards N (the number of Ray tasks)")
         from ..runs._ray import run_candidate_ray
 
-        summary = run_candidate_ray(candidate, gold, partition, out, shards=shards, concurrency=options.concurrency, repeats=options.repeats, budget_usd=options.budget_usd, max_cases=options.max_cases, cache_dir=options.cache_dir, retry_errors=options.retry_errors, calls_per_second=calls_per_second)
+        summary = run_candidate_ray(
+            candidate,
+            gold,
+            partition,
+            out,
+            shards=shards,
+            concurrency=options.concurrency,
+            repeats=options.repeats,
+            budget_usd=options.budget_usd,
+            max_cases=options.max_cases,
+            cache_dir=options.cache_dir,
+            retry_errors=options.retry_errors,
+            calls_per_second=calls_per_second,
+        )
         raise SystemExit(report_summary(summary))
     if shards is not None or calls_per_second is not None:
         raise click.UsageError("--shards and --calls-per-second apply only with --executor ray")
     if shadow_of is not None:
         if policy_path is not None or plan_path is not None:
-            raise click.UsageError("--policy and --sampling-plan cannot be combined with --shadow-of: a shadow comparison judges every case")
-        _run_shadow(candidate, shadow_of, gold, partition, out, options, label_mapping=label_mapping)
+            raise click.UsageError(
+                "--policy and --sampling-plan cannot be combined with --shadow-of: a shadow comparison judges every case"
+            )
+        _run_shadow(
+            candidate, shadow_of, gold, partition, out, options, label_mapping=label_mapping
+        )
         return
     if label_mapping is not None:
         raise click.UsageError("--label-mapping applies only with --shadow-of")
@@ -101,10 +198,14 @@ def run(candidate: str, gold: str, partition: str, out: str, options: RunOptions
     raise SystemExit(report_summary(summary))
 
 
-def sampling_plan_from(policy_path: str | None, plan_path: str | None, *, quiet: bool = False) -> tuple[SamplingPlan | None, str | None]:
+def sampling_plan_from(
+    policy_path: str | None, plan_path: str | None, *, quiet: bool = False
+) -> tuple[SamplingPlan | None, str | None]:
     """The declared plan ``--policy`` or ``--sampling-plan`` names, and where it came from."""
     if policy_path is not None and plan_path is not None:
-        raise click.UsageError("give --policy or --sampling-plan, not both: a run is drawn under one declared plan")
+        raise click.UsageError(
+            "give --policy or --sampling-plan, not both: a run is drawn under one declared plan"
+        )
     if plan_path is not None:
         return load_sampling_plan(plan_path), plan_path
     if policy_path is not None:
@@ -112,7 +213,10 @@ def sampling_plan_from(policy_path: str | None, plan_path: str | None, *, quiet:
         if policy.sampling is None:
             if quiet:
                 return None, None
-            click.echo(f"policy {policy.label} declares no sampling plan: every case of the partition is planned", err=True)
+            click.echo(
+                f"policy {policy.label} declares no sampling plan: every case of the partition is planned",
+                err=True,
+            )
             return None, None
         return policy.sampling, f"policy {policy.label}"
     return None, None
@@ -120,7 +224,9 @@ def sampling_plan_from(policy_path: str | None, plan_path: str | None, *, quiet:
 
 def report_summary(summary: RunSummary) -> int:
     """Print a run summary; return the exit code (0, 3 or 5)."""
-    status = summary.status.upper() + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "")
+    status = summary.status.upper() + (
+        f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else ""
+    )
     click.echo(
         f"{summary.judge} on {summary.partition}: {status} - {summary.verdicts} verdicts, {summary.errors} evaluator errors"
         + (f" ({len(summary.pending_retry)} stopped mid-retry)" if summary.pending_retry else "")
@@ -137,10 +243,15 @@ def report_summary(summary: RunSummary) -> int:
             + (", ".join(summary.sampled_out) or "none")
         )
     if summary.slice_costs and summary.slice_costs[-1].cases:
-        click.echo("cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):")
+        click.echo(
+            "cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):"
+        )
         click.echo(format_slice_costs(summary.slice_costs))
     if summary.errors_by_kind:
-        click.echo("evaluator errors by kind: " + ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items()))
+        click.echo(
+            "evaluator errors by kind: "
+            + ", ".join(f"{k}={v}" for k, v in summary.errors_by_kind.items())
+        )
     if summary.stop_detail:
         click.echo(f"stopped: {summary.stop_detail}")
     for warning in summary.warnings:
@@ -149,26 +260,65 @@ def report_summary(summary: RunSummary) -> int:
         if summary.unrun:
             click.echo(f"unrun ({len(summary.unrun)}): " + ", ".join(summary.unrun), err=True)
         if summary.pending_retry:
-            click.echo(f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error with attempts left, rerun to continue): " + ", ".join(summary.pending_retry), err=True)
+            click.echo(
+                f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error with attempts left, rerun to continue): "
+                + ", ".join(summary.pending_retry),
+                err=True,
+            )
         return ExitCode.INCOMPLETE
     if summary.errors:
-        click.echo(f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {int(ExitCode.EVALUATOR_ERRORS)})", err=True)
+        click.echo(
+            f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {int(ExitCode.EVALUATOR_ERRORS)})",
+            err=True,
+        )
         return ExitCode.EVALUATOR_ERRORS
     return ExitCode.OK
 
 
-def _run_shadow(candidate: str, current: str, gold: str, partition: str, out: str, options: RunOptions, *, label_mapping: str | None) -> None:
+def _run_shadow(
+    candidate: str,
+    current: str,
+    gold: str,
+    partition: str,
+    out: str,
+    options: RunOptions,
+    *,
+    label_mapping: str | None,
+) -> None:
     """``workbench run --shadow-of``: both judges on the same cases; disagreements recorded, no gate."""
     from ..authority import format_shadow, run_shadow_sync
     from ..migration import BudgetInsufficient
 
-    refused = [flag for flag, used in (("--repeat", options.repeats != 1), ("--max-cases", options.max_cases is not None), ("--retry-errors", options.retry_errors)) if used]
+    refused = [
+        flag
+        for flag, used in (
+            ("--repeat", options.repeats != 1),
+            ("--max-cases", options.max_cases is not None),
+            ("--retry-errors", options.retry_errors),
+        )
+        if used
+    ]
     if refused:
-        raise click.UsageError(f"{', '.join(refused)} cannot be combined with --shadow-of: a shadow comparison judges every case of the partition once with both judges")
+        raise click.UsageError(
+            f"{', '.join(refused)} cannot be combined with --shadow-of: a shadow comparison judges every case of the partition once with both judges"
+        )
     if partition not in ("development", "calibration"):
-        raise click.UsageError("--shadow-of runs on development or calibration data (held-out data is for certification only)")
+        raise click.UsageError(
+            "--shadow-of runs on development or calibration data (held-out data is for certification only)"
+        )
     try:
-        entry = run_shadow_sync(candidate, current, gold, partition, out, budget_usd=options.budget_usd, concurrency=options.concurrency, cache_dir=options.cache_dir, progress=options.progress, label_mapping=label_mapping)
+        entry = run_shadow_sync(
+            candidate,
+            current,
+            gold,
+            partition,
+            out,
+            budget_usd=options.budget_usd,
+            concurrency=options.concurrency,
+            cache_dir=options.cache_dir,
+            progress=options.progress,
+            label_mapping=label_mapping,
+        )
     except BudgetInsufficient as exc:
         report_problems(exc)
         sys.exit(ExitCode.INCOMPLETE)
@@ -176,6 +326,9 @@ def _run_shadow(candidate: str, current: str, gold: str, partition: str, out: st
     if entry.status != "complete":
         sys.exit(ExitCode.INCOMPLETE)
     if entry.current_errors or entry.shadow_errors:
-        click.echo(f"evaluator errors: {entry.current_errors} case(s) of {entry.current}, {entry.shadow_errors} of {entry.shadow}: their verdicts are unknown", err=True)
+        click.echo(
+            f"evaluator errors: {entry.current_errors} case(s) of {entry.current}, {entry.shadow_errors} of {entry.shadow}: their verdicts are unknown",
+            err=True,
+        )
         sys.exit(ExitCode.EVALUATOR_ERRORS)
     sys.exit(ExitCode.OK)

@@ -36,9 +36,16 @@ def validate(path: str, as_json: bool, strict: bool) -> None:
             click.echo(problem.format(), err=problem.severity == "error" or strict)
         if report.dataset is not None and not failing:
             ds = report.dataset
-            parts = ", ".join(f"{p} {len(ds.partition(p))}" for p in ("development", "calibration", "held_out"))
-            click.echo(f"{report.path}: OK - {len(ds.cases)} cases ({parts}), {len(ds.records) - len(ds.cases)} superseded record(s), rubric {ds.rubric.version}, dataset sha256 {ds.sha256[:12]}, release {ds.release.release_id if ds.release else '(not frozen)'}")
+            parts = ", ".join(
+                f"{p} {len(ds.partition(p))}" for p in ("development", "calibration", "held_out")
+            )
+            click.echo(
+                f"{report.path}: OK - {len(ds.cases)} cases ({parts}), {len(ds.records) - len(ds.cases)} superseded record(s), rubric {ds.rubric.version}, dataset sha256 {ds.sha256[:12]}, release {ds.release.release_id if ds.release else '(not frozen)'}"
+            )
         else:
-            click.echo(f"{report.path}: {len(report.errors)} error(s), {len(report.problems) - len(report.errors)} warning(s)", err=True)
+            click.echo(
+                f"{report.path}: {len(report.errors)} error(s), {len(report.problems) - len(report.errors)} warning(s)",
+                err=True,
+            )
     if failing:
         raise SystemExit(ExitCode.INVALID_INPUT)

@@ -171,7 +171,11 @@ class ControlsReport(_Model):
     def _drop_computed(cls, data: Any) -> Any:
         # The computed fields below are written to JSON; reading a report back recomputes them.
         if isinstance(data, dict):
-            data = {k: v for k, v in data.items() if k not in ("status", "failed_roles", "incomplete_roles")}
+            data = {
+                k: v
+                for k, v in data.items()
+                if k not in ("status", "failed_roles", "incomplete_roles")
+            }
         return data
 
     @computed_field  # type: ignore[prop-decorator]
@@ -209,21 +213,58 @@ class ControlsReport(_Model):
             summary = self.role(role)
             code = f"control_failed_{role}"
             if summary is None:
-                out.append(Blocker(code=code, category="incomplete", message=f"the control suite {self.suite.name}@{self.suite.version} has no {role} control, so the {role} role is untested; add {role} controls or change the policy's blocking roles", evidence={"role": role, "n": 0}, case_ids=[], waivable=False))
+                out.append(
+                    Blocker(
+                        code=code,
+                        category="incomplete",
+                        message=f"the control suite {self.suite.name}@{self.suite.version} has no {role} control, so the {role} role is untested; add {role} controls or change the policy's blocking roles",
+                        evidence={"role": role, "n": 0},
+                        case_ids=[],
+                        waivable=False,
+                    )
+                )
                 continue
             if summary.status == "passed":
                 continue
             rows = [r for r in self.controls if r.role == role]
             failed = [r.control_id for r in rows if r.status == "failed"]
             incomplete = [r.control_id for r in rows if r.status == "incomplete"]
-            evidence = {"role": role, "n": summary.n, "passed": summary.passed, "failed": summary.failed, "incomplete": summary.incomplete}
+            evidence = {
+                "role": role,
+                "n": summary.n,
+                "passed": summary.passed,
+                "failed": summary.failed,
+                "incomplete": summary.incomplete,
+            }
             if failed:
                 base = ROLE_MESSAGES.get(role, f"the judge failed {role} controls")
-                message = f"{base} ({len(failed)} of {summary.n} {role} controls failed" + (f"; {len(incomplete)} more could not be evaluated" if incomplete else "") + ")"
-                out.append(Blocker(code=code, category="quality", message=message, evidence=evidence, case_ids=failed, waivable=False))
+                message = (
+                    f"{base} ({len(failed)} of {summary.n} {role} controls failed"
+                    + (f"; {len(incomplete)} more could not be evaluated" if incomplete else "")
+                    + ")"
+                )
+                out.append(
+                    Blocker(
+                        code=code,
+                        category="quality",
+                        message=message,
+                        evidence=evidence,
+                        case_ids=failed,
+                        waivable=False,
+                    )
+                )
             else:
                 message = f"{len(incomplete)} of {summary.n} {role} controls could not be evaluated (evaluator errors or missing results): the role is unproven, never passed"
-                out.append(Blocker(code=code, category="incomplete", message=message, evidence=evidence, case_ids=incomplete, waivable=False))
+                out.append(
+                    Blocker(
+                        code=code,
+                        category="incomplete",
+                        message=message,
+                        evidence=evidence,
+                        case_ids=incomplete,
+                        waivable=False,
+                    )
+                )
         return out
 
     def frame(self) -> pd.DataFrame:
@@ -237,7 +278,10 @@ class ControlsReport(_Model):
         """The per-role summary as a pandas DataFrame."""
         import pandas as pd
 
-        return pd.DataFrame([r.model_dump() for r in self.roles], columns=["role", "n", "passed", "failed", "incomplete", "status"])
+        return pd.DataFrame(
+            [r.model_dump() for r in self.roles],
+            columns=["role", "n", "passed", "failed", "incomplete", "status"],
+        )
 
 
 def _group_status(statuses: Iterable[str]) -> ControlStatus:
@@ -275,20 +319,63 @@ def evaluate_controls(
         outcome = outcomes.get(c.control_id)
         acceptable = c.acceptable
         if outcome is None:
-            verdict, reason, error, status = None, "no result: the control was not judged (missing)", None, "incomplete"
+            verdict, reason, error, status = (
+                None,
+                "no result: the control was not judged (missing)",
+                None,
+                "incomplete",
+            )
         elif outcome.verdict is None:
-            verdict, reason, error, status = None, outcome.reason, outcome.error or "no verdict", "incomplete"
+            verdict, reason, error, status = (
+                None,
+                outcome.reason,
+                outcome.error or "no verdict",
+                "incomplete",
+            )
         else:
             verdict, reason, error = outcome.verdict, outcome.reason, None
             status = "passed" if outcome.verdict in acceptable else "failed"
-        rows.append(ControlRow(control_id=c.control_id, role=c.role, set=c.set, member=c.member, slice=c.slice, expected=c.expected_label, acceptable=acceptable, verdict=verdict, reason=reason, error=error, status=status))
-    roles = [RoleSummary(role=role, **_summary_counts([r for r in rows if r.role == role])) for role in ROLES if any(r.role == role for r in rows)]
+        rows.append(
+            ControlRow(
+                control_id=c.control_id,
+                role=c.role,
+                set=c.set,
+                member=c.member,
+                slice=c.slice,
+                expected=c.expected_label,
+                acceptable=acceptable,
+                verdict=verdict,
+                reason=reason,
+                error=error,
+                status=status,
+            )
+        )
+    roles = [
+        RoleSummary(role=role, **_summary_counts([r for r in rows if r.role == role]))
+        for role in ROLES
+        if any(r.role == role for r in rows)
+    ]
     sets: list[SetSummary] = []
     for name, members in suite.sets().items():
         member_rows = [r for r in rows if r.set == name]
-        sets.append(SetSummary(set=name, role=members[0].role, failed_members=[r.member or r.control_id for r in member_rows if r.status == "failed"], **_summary_counts(member_rows)))
+        sets.append(
+            SetSummary(
+                set=name,
+                role=members[0].role,
+                failed_members=[
+                    r.member or r.control_id for r in member_rows if r.status == "failed"
+                ],
+                **_summary_counts(member_rows),
+            )
+        )
     return ControlsReport(
-        suite=SuiteRef(name=suite.name, version=suite.version, rubric_version=suite.rubric_version, sha256=suite.sha256, path=suite.path),
+        suite=SuiteRef(
+            name=suite.name,
+            version=suite.version,
+            rubric_version=suite.rubric_version,
+            sha256=suite.sha256,
+            path=suite.path,
+        ),
         judge=f"{judge.name}@{judge.version}",
         judge_fingerprint=judge.fingerprint(),
         judge_identity=judge,
@@ -302,10 +389,20 @@ def evaluate_controls(
 
 def work_items(suite: ControlSuite) -> list[WorkItem]:
     """The engine's work items: judge-visible fields only, keyed by control id and response hash."""
-    return [WorkItem(case_id=c.control_id, digest=sha256_text(c.response), repeat=0, judge_input=c.judge_input()) for c in suite.controls]
+    return [
+        WorkItem(
+            case_id=c.control_id,
+            digest=sha256_text(c.response),
+            repeat=0,
+            judge_input=c.judge_input(),
+        )
+        for c in suite.controls
+    ]
 
 
-def _outcomes(suite: ControlSuite, results_path: Path, fingerprint: str) -> dict[str, ControlOutcome]:
+def _outcomes(
+    suite: ControlSuite, results_path: Path, fingerprint: str
+) -> dict[str, ControlOutcome]:
     """The settled outcome of each control from the run's results: its verdict if it has one,
     else its last evaluator error. Results for other content or another judge are ignored."""
     digests = {c.control_id: sha256_text(c.response) for c in suite.controls}
@@ -315,7 +412,10 @@ def _outcomes(suite: ControlSuite, results_path: Path, fingerprint: str) -> dict
         return found
     # migrate=True: control records of a locked report written under an older result schema
     # are read through the explicit migration (they always carry their partition, "controls").
-    lines = sorted(read_results(results_path, migrate=True), key=lambda line: (line.result.case_id, line.result.attempt, line.line))
+    lines = sorted(
+        read_results(results_path, migrate=True),
+        key=lambda line: (line.result.case_id, line.result.attempt, line.line),
+    )
     for line in lines:
         r = line.result
         if r.case_id not in digests or r.repeat != 0 or r.judge_fingerprint != fingerprint:
@@ -329,7 +429,11 @@ def _outcomes(suite: ControlSuite, results_path: Path, fingerprint: str) -> dict
             kind = r.error.kind if r.error is not None else "missing_verdict"
             message = r.error.message if r.error is not None else "the result has no verdict"
             retry = " (retryable)" if r.error is not None and r.error.retryable else ""
-            found[r.case_id] = ControlOutcome(verdict=None, reason=f"evaluator error{retry}: {message}", error=f"{kind}: {message}")
+            found[r.case_id] = ControlOutcome(
+                verdict=None,
+                reason=f"evaluator error{retry}: {message}",
+                error=f"{kind}: {message}",
+            )
     return found
 
 
@@ -353,36 +457,61 @@ async def run_controls(
     if reserved:
         raise TypeError(f"run_controls sets {sorted(reserved)} itself")
     out = Path(out_dir)
-    summary = await run_items(judge, work_items(suite), out, partition=PARTITION, dataset_sha256=suite.sha256, **engine_kwargs)
+    summary = await run_items(
+        judge,
+        work_items(suite),
+        out,
+        partition=PARTITION,
+        dataset_sha256=suite.sha256,
+        **engine_kwargs,
+    )
     outcomes = _outcomes(suite, out / RESULTS_FILE, judge.identity.fingerprint())
     report = evaluate_controls(suite, outcomes, judge=judge.identity, run=summary)
     atomic_write_json(out / REPORT_FILE, report.model_dump(mode="json"))
     return report
 
 
-def run_controls_sync(judge: Judge, suite: ControlSuite | str | Path, out_dir: str | Path, **engine_kwargs: Any) -> ControlsReport:
+def run_controls_sync(
+    judge: Judge, suite: ControlSuite | str | Path, out_dir: str | Path, **engine_kwargs: Any
+) -> ControlsReport:
     """:func:`run_controls` for scripts and the CLI (not inside a running event loop)."""
     return asyncio.run(run_controls(judge, suite, out_dir, **engine_kwargs))
 
 
 def format_controls(report: ControlsReport) -> str:
     """A plain-text account: one line per control, then each role and the outcome."""
-    lines = [f"controls {report.suite.name}@{report.suite.version} (sha256 {report.suite.sha256[:12]}) with {report.judge} (fingerprint {report.judge_fingerprint[:12]})"]
+    lines = [
+        f"controls {report.suite.name}@{report.suite.version} (sha256 {report.suite.sha256[:12]}) with {report.judge} (fingerprint {report.judge_fingerprint[:12]})"
+    ]
     width = max(len(r.control_id) for r in report.controls)
     for r in report.controls:
         want = r.expected if r.acceptable == [r.expected] else "|".join(r.acceptable)
-        got = r.verdict if r.verdict is not None else f"({r.error.split(':', 1)[0] if r.error else 'missing'})"
-        where = r.role + (f"/{r.set}:{r.member}" if r.set and r.member else f"/{r.set}" if r.set else "")
+        got = (
+            r.verdict
+            if r.verdict is not None
+            else f"({r.error.split(':', 1)[0] if r.error else 'missing'})"
+        )
+        where = r.role + (
+            f"/{r.set}:{r.member}" if r.set and r.member else f"/{r.set}" if r.set else ""
+        )
         reason = (r.reason or "").replace("\n", " ")
         if len(reason) > 110:
             reason = reason[:107] + "..."
-        lines.append(f"  {r.status.upper():10} {r.control_id:{width}}  {where}: expected {want}, got {got}" + (f" - {reason}" if reason else ""))
+        lines.append(
+            f"  {r.status.upper():10} {r.control_id:{width}}  {where}: expected {want}, got {got}"
+            + (f" - {reason}" if reason else "")
+        )
     lines.append("roles:")
     for s in report.roles:
-        lines.append(f"  {s.status.upper():10} {s.role}: {s.passed}/{s.n} passed, {s.failed} failed, {s.incomplete} incomplete")
+        lines.append(
+            f"  {s.status.upper():10} {s.role}: {s.passed}/{s.n} passed, {s.failed} failed, {s.incomplete} incomplete"
+        )
     failed_sets = [s for s in report.sets if s.status != "passed"]
     for s in failed_sets:
-        lines.append(f"  set {s.set} ({s.role}) {s.status}" + (f": failed {', '.join(s.failed_members)}" if s.failed_members else ""))
+        lines.append(
+            f"  set {s.set} ({s.role}) {s.status}"
+            + (f": failed {', '.join(s.failed_members)}" if s.failed_members else "")
+        )
     if report.failed_roles:
         lines.append("FAILED roles: " + ", ".join(report.failed_roles))
     if report.incomplete_roles:

@@ -89,7 +89,16 @@ SET_MEMBERS: dict[str, tuple[str, ...]] = {
 }
 """Roles whose controls come in sets, and the members each set must have exactly once."""
 
-JUDGE_HIDDEN_FIELDS: tuple[str, ...] = ("control_id", "role", "set", "member", "slice", "expected_label", "acceptable_labels", "rationale")
+JUDGE_HIDDEN_FIELDS: tuple[str, ...] = (
+    "control_id",
+    "role",
+    "set",
+    "member",
+    "slice",
+    "expected_label",
+    "acceptable_labels",
+    "rationale",
+)
 """Control fields that never reach a judge."""
 
 
@@ -144,7 +153,9 @@ class Control(_Model):
     @classmethod
     def _contexts_written(cls, value: list[str] | None) -> list[str] | None:
         if value is not None and (not value or any(not c.strip() for c in value)):
-            raise ValueError("every context passage must be written; leave contexts out when there are none")
+            raise ValueError(
+                "every context passage must be written; leave contexts out when there are none"
+            )
         return value
 
     @property
@@ -187,7 +198,9 @@ class ControlSuite(_Model):
     @field_validator("name", "version", mode="before")
     @classmethod
     def _number_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        return (
+            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        )
 
     @property
     def label(self) -> str:
@@ -237,14 +250,22 @@ def _top_field(e: Any) -> str:
 
 
 def _field_code(e: Any) -> str:
-    return "field_missing" if e["type"] == "missing" else "field_unknown" if e["type"] == "extra_forbidden" else "field_invalid"
+    return (
+        "field_missing"
+        if e["type"] == "missing"
+        else "field_unknown"
+        if e["type"] == "extra_forbidden"
+        else "field_invalid"
+    )
 
 
 def _field_fix(e: Any) -> str:
     field = _top_field(e)
     if _field_code(e) == "field_missing":
         return _FIELD_FIX.get(field, f"add {field}")
-    return _FIELD_FIX.get(field, "remove the field; see workbench/controls/_suite.py for the fields a control has")
+    return _FIELD_FIX.get(
+        field, "remove the field; see workbench/controls/_suite.py for the fields a control has"
+    )
 
 
 _FIELD_FIX: dict[str, str] = {
@@ -276,7 +297,16 @@ def load_suite(path: str | Path) -> ControlSuite:
     """
     path = Path(path)
     loc = str(path)
-    doc = load_yaml(path, prefix="suite", what="control suite", missing_fix="point --suite at data/controls/<name>@<version>.yaml", shape=("the suite must be a YAML mapping", "write the suite as key: value pairs with a list of controls"))
+    doc = load_yaml(
+        path,
+        prefix="suite",
+        what="control suite",
+        missing_fix="point --suite at data/controls/<name>@<version>.yaml",
+        shape=(
+            "the suite must be a YAML mapping",
+            "write the suite as key: value pairs with a list of controls",
+        ),
+    )
     raw, at = doc.data, doc.at
     problems = _check(raw, path, at)
     if problems:
@@ -293,35 +323,83 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
     version = raw.get("schema_version", SUITE_SCHEMA_VERSION)
     newer = None
     if not isinstance(version, int) or isinstance(version, bool):
-        problems.append(_problem(at("schema_version"), "schema_version_invalid", f"schema_version must be an integer, not {version!r}", f"write schema_version: {SUITE_SCHEMA_VERSION}"))
+        problems.append(
+            _problem(
+                at("schema_version"),
+                "schema_version_invalid",
+                f"schema_version must be an integer, not {version!r}",
+                f"write schema_version: {SUITE_SCHEMA_VERSION}",
+            )
+        )
     elif (newer := version_problem(ControlSuite, raw, at("schema_version"))) is not None:
         problems.append(newer)
     name, ver = raw.get("name"), raw.get("version")
     if name is not None and ver is not None and path.stem != f"{name}@{ver}":
-        problems.append(_problem(loc, "suite_filename", f"file name {path.name!r} does not match name@version {name}@{ver!s}", f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused"))
+        problems.append(
+            _problem(
+                loc,
+                "suite_filename",
+                f"file name {path.name!r} does not match name@version {name}@{ver!s}",
+                f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused",
+            )
+        )
 
     # The header, checked on its own so that every control problem is reported too.
     header = {k: v for k, v in raw.items() if k != "controls"}
-    header["controls"] = [{"control_id": "x", "role": "positive", "input": "x", "response": "x", "grading_notes": "x", "expected_label": "x", "rationale": "x"}]
+    header["controls"] = [
+        {
+            "control_id": "x",
+            "role": "positive",
+            "input": "x",
+            "response": "x",
+            "grading_notes": "x",
+            "expected_label": "x",
+            "rationale": "x",
+        }
+    ]
     if newer is not None:  # reported above, at its line; the other fields are still checked
         header["schema_version"] = SUITE_SCHEMA_VERSION
     labels: list[str] | None = None
     try:
         labels = list(ControlSuite.model_validate(header).labels)
     except ValidationError as exc:
-        problems += validation_problems(exc, at=at, code="suite_invalid", root="suite", fix=lambda e: f"correct {error_field(e, 'suite')}; see workbench/controls/_suite.py for every field's meaning")
+        problems += validation_problems(
+            exc,
+            at=at,
+            code="suite_invalid",
+            root="suite",
+            fix=lambda e: (
+                f"correct {error_field(e, 'suite')}; see workbench/controls/_suite.py for every field's meaning"
+            ),
+        )
         raw_labels = raw.get("labels")
         if isinstance(raw_labels, list) and all(isinstance(x, str) for x in raw_labels):
             labels = list(raw_labels)
     if isinstance(labels, list) and len(set(labels)) != len(labels):
-        problems.append(_problem(at("labels"), "labels_duplicate", "the label vocabulary lists a label twice", "list each label once"))
+        problems.append(
+            _problem(
+                at("labels"),
+                "labels_duplicate",
+                "the label vocabulary lists a label twice",
+                "list each label once",
+            )
+        )
 
     items = raw.get("controls")
     if items is None:
-        problems.append(_problem(loc, "controls_missing", "the suite has no controls", "add a controls: list"))
+        problems.append(
+            _problem(loc, "controls_missing", "the suite has no controls", "add a controls: list")
+        )
         return problems
     if not isinstance(items, list) or not items:
-        problems.append(_problem(at("controls"), "controls_invalid", "controls must be a non-empty list", "write controls as a list of mappings"))
+        problems.append(
+            _problem(
+                at("controls"),
+                "controls_invalid",
+                "controls must be a non-empty list",
+                "write controls as a list of mappings",
+            )
+        )
         return problems
 
     controls: list[tuple[int, Control]] = []
@@ -330,20 +408,51 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
         cid = item.get("control_id") if isinstance(item, dict) else None
         cid = cid if isinstance(cid, str) else None
         if not isinstance(item, dict):
-            problems.append(_problem(at("controls", i), "control_invalid", f"control #{i + 1} is not a mapping", "write each control as key: value pairs"))
+            problems.append(
+                _problem(
+                    at("controls", i),
+                    "control_invalid",
+                    f"control #{i + 1} is not a mapping",
+                    "write each control as key: value pairs",
+                )
+            )
             continue
         if cid is not None:
             if cid in seen:
-                problems.append(_problem(at("controls", i, "control_id"), "control_id_duplicate", f"control id {cid!r} is used again (first at control #{seen[cid] + 1})", "give every control a unique id", cid))
+                problems.append(
+                    _problem(
+                        at("controls", i, "control_id"),
+                        "control_id_duplicate",
+                        f"control id {cid!r} is used again (first at control #{seen[cid] + 1})",
+                        "give every control a unique id",
+                        cid,
+                    )
+                )
             else:
                 seen[cid] = i
         if isinstance(item.get("role"), str) and item["role"] not in ROLES:
-            problems.append(_problem(at("controls", i, "role"), "role_unknown", f"unknown role {item['role']!r}", "use one of " + ", ".join(ROLES), cid))
+            problems.append(
+                _problem(
+                    at("controls", i, "role"),
+                    "role_unknown",
+                    f"unknown role {item['role']!r}",
+                    "use one of " + ", ".join(ROLES),
+                    cid,
+                )
+            )
         try:
             control = Control.model_validate(item)
         except ValidationError as exc:
             role_reported = isinstance(item.get("role"), str)  # reported above as role_unknown
-            problems += validation_problems(exc, at=at, base=("controls", i), case_id=cid, code=_field_code, fix=_field_fix, keep=lambda e, skip=role_reported: not (skip and _top_field(e) == "role"))
+            problems += validation_problems(
+                exc,
+                at=at,
+                base=("controls", i),
+                case_id=cid,
+                code=_field_code,
+                fix=_field_fix,
+                keep=lambda e, skip=role_reported: not (skip and _top_field(e) == "role"),
+            )
             continue
         controls.append((i, control))
         problems += _check_control(i, control, labels, at)
@@ -355,27 +464,99 @@ def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> lis
     out: list[Problem] = []
     cid = c.control_id
     if c.grading_notes is None and c.reference is None:
-        out.append(_problem(at("controls", i), "evidence_missing", "the control gives the judge neither grading_notes nor a reference", "add the grading notes (or a reference) the judge grades against", cid))
+        out.append(
+            _problem(
+                at("controls", i),
+                "evidence_missing",
+                "the control gives the judge neither grading_notes nor a reference",
+                "add the grading notes (or a reference) the judge grades against",
+                cid,
+            )
+        )
     if labels is not None:
         if c.expected_label not in labels:
-            out.append(_problem(at("controls", i, "expected_label"), "label_unknown", f"expected_label {c.expected_label!r} is not in the suite's labels {labels}", "use a label of the vocabulary", cid))
+            out.append(
+                _problem(
+                    at("controls", i, "expected_label"),
+                    "label_unknown",
+                    f"expected_label {c.expected_label!r} is not in the suite's labels {labels}",
+                    "use a label of the vocabulary",
+                    cid,
+                )
+            )
         for j, label in enumerate(c.acceptable_labels or []):
             if label not in labels:
-                out.append(_problem(at("controls", i, "acceptable_labels", j), "label_unknown", f"acceptable label {label!r} is not in the suite's labels {labels}", "use labels of the vocabulary", cid))
+                out.append(
+                    _problem(
+                        at("controls", i, "acceptable_labels", j),
+                        "label_unknown",
+                        f"acceptable label {label!r} is not in the suite's labels {labels}",
+                        "use labels of the vocabulary",
+                        cid,
+                    )
+                )
     if c.acceptable_labels is not None:
         if not c.acceptable_labels:
-            out.append(_problem(at("controls", i, "acceptable_labels"), "acceptable_empty", "acceptable_labels is empty: no verdict could pass the control", "list the acceptable labels, or leave the field out to accept only expected_label", cid))
+            out.append(
+                _problem(
+                    at("controls", i, "acceptable_labels"),
+                    "acceptable_empty",
+                    "acceptable_labels is empty: no verdict could pass the control",
+                    "list the acceptable labels, or leave the field out to accept only expected_label",
+                    cid,
+                )
+            )
         elif c.expected_label not in c.acceptable_labels:
-            out.append(_problem(at("controls", i, "acceptable_labels"), "expected_not_acceptable", f"expected_label {c.expected_label!r} is not among acceptable_labels {c.acceptable_labels}", "add the expected label to acceptable_labels", cid))
+            out.append(
+                _problem(
+                    at("controls", i, "acceptable_labels"),
+                    "expected_not_acceptable",
+                    f"expected_label {c.expected_label!r} is not among acceptable_labels {c.acceptable_labels}",
+                    "add the expected label to acceptable_labels",
+                    cid,
+                )
+            )
     if c.role in SET_MEMBERS:
         if c.set is None:
-            out.append(_problem(at("controls", i), "set_missing", f"a {c.role} control must belong to a set", f"name its set (set: ...), shared with the other members: {', '.join(SET_MEMBERS[c.role])}", cid))
+            out.append(
+                _problem(
+                    at("controls", i),
+                    "set_missing",
+                    f"a {c.role} control must belong to a set",
+                    f"name its set (set: ...), shared with the other members: {', '.join(SET_MEMBERS[c.role])}",
+                    cid,
+                )
+            )
         if c.member is None:
-            out.append(_problem(at("controls", i), "member_missing", f"a {c.role} control must say which member of its set it is", "add member: " + " | ".join(SET_MEMBERS[c.role]), cid))
+            out.append(
+                _problem(
+                    at("controls", i),
+                    "member_missing",
+                    f"a {c.role} control must say which member of its set it is",
+                    "add member: " + " | ".join(SET_MEMBERS[c.role]),
+                    cid,
+                )
+            )
         elif c.member not in SET_MEMBERS[c.role]:
-            out.append(_problem(at("controls", i, "member"), "member_invalid", f"{c.member!r} is not a member of a {c.role} set", "use member: " + " | ".join(SET_MEMBERS[c.role]), cid))
+            out.append(
+                _problem(
+                    at("controls", i, "member"),
+                    "member_invalid",
+                    f"{c.member!r} is not a member of a {c.role} set",
+                    "use member: " + " | ".join(SET_MEMBERS[c.role]),
+                    cid,
+                )
+            )
     elif c.member is not None:
-        out.append(_problem(at("controls", i, "member"), "member_unexpected", f"member is only for boundary and verbosity controls, not {c.role}", "remove member", cid))
+        out.append(
+            _problem(
+                at("controls", i, "member"),
+                "member_unexpected",
+                f"member is only for boundary and verbosity controls, not {c.role}",
+                "remove member",
+                cid,
+            )
+        )
     return out
 
 
@@ -390,7 +571,15 @@ def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
         ids = ", ".join(c.control_id for _, c in members)
         roles = sorted({c.role for _, c in members})
         if len(roles) > 1:
-            out.append(_problem(first, "set_mixed_roles", f"set {name!r} mixes roles {roles} ({ids})", "a set groups controls of one role; rename one of the sets", members[0][1].control_id))
+            out.append(
+                _problem(
+                    first,
+                    "set_mixed_roles",
+                    f"set {name!r} mixes roles {roles} ({ids})",
+                    "a set groups controls of one role; rename one of the sets",
+                    members[0][1].control_id,
+                )
+            )
             continue
         role = roles[0]
         wanted = SET_MEMBERS.get(role)
@@ -407,14 +596,49 @@ def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
                 detail.append("repeated " + ", ".join(doubled))
             if len(members) != len(wanted):
                 detail.append(f"{len(members)} members instead of {len(wanted)}")
-            out.append(_problem(first, "set_incomplete", f"{role} set {name!r} ({ids}) is not complete: " + "; ".join(detail), f"a {role} set has exactly one each of: " + ", ".join(wanted), members[0][1].control_id))
+            out.append(
+                _problem(
+                    first,
+                    "set_incomplete",
+                    f"{role} set {name!r} ({ids}) is not complete: " + "; ".join(detail),
+                    f"a {role} set has exactly one each of: " + ", ".join(wanted),
+                    members[0][1].control_id,
+                )
+            )
             continue
         label_of = {c.member: c.expected_label for _, c in members}
-        if role == "boundary" and label_of["omits_noncritical_detail"] == label_of["omits_required_condition"]:
-            out.append(_problem(first, "boundary_same_label", f"boundary set {name!r} expects the same label {label_of['omits_required_condition']!r} for both neighbours", "a boundary pair straddles the rubric's line; if humans label both alike, repair the rubric or the pair", members[0][1].control_id))
+        if (
+            role == "boundary"
+            and label_of["omits_noncritical_detail"] == label_of["omits_required_condition"]
+        ):
+            out.append(
+                _problem(
+                    first,
+                    "boundary_same_label",
+                    f"boundary set {name!r} expects the same label {label_of['omits_required_condition']!r} for both neighbours",
+                    "a boundary pair straddles the rubric's line; if humans label both alike, repair the rubric or the pair",
+                    members[0][1].control_id,
+                )
+            )
         if role == "verbosity":
             if label_of["concise_correct"] != label_of["long_correct"]:
-                out.append(_problem(first, "verbosity_inconsistent", f"verbosity set {name!r}: the concise and the long correct answers are expected differently", "the two correct members state the same content and must carry the same label", members[0][1].control_id))
+                out.append(
+                    _problem(
+                        first,
+                        "verbosity_inconsistent",
+                        f"verbosity set {name!r}: the concise and the long correct answers are expected differently",
+                        "the two correct members state the same content and must carry the same label",
+                        members[0][1].control_id,
+                    )
+                )
             if label_of["long_polished_wrong"] == label_of["concise_correct"]:
-                out.append(_problem(first, "verbosity_inconsistent", f"verbosity set {name!r}: the long polished wrong answer is expected like the correct ones", "the polished wrong member must state something wrong, and be labelled for it", members[0][1].control_id))
+                out.append(
+                    _problem(
+                        first,
+                        "verbosity_inconsistent",
+                        f"verbosity set {name!r}: the long polished wrong answer is expected like the correct ones",
+                        "the polished wrong member must state something wrong, and be labelled for it",
+                        members[0][1].control_id,
+                    )
+                )
     return out

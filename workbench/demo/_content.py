@@ -211,11 +211,20 @@ def _problems(exc: ValidationError, loc: str, prefix: str = "") -> list[Problem]
 def _yaml(root: Traversable, name: str, problems: list[Problem]) -> Any:
     loc = f"workbench/demo/{CONTENT}/{name}"
     try:
-        return parse_yaml(root.joinpath(*name.split("/")).read_text(encoding="utf-8"), loc, prefix="demo_content")
+        return parse_yaml(
+            root.joinpath(*name.split("/")).read_text(encoding="utf-8"), loc, prefix="demo_content"
+        )
     except WorkbenchError as exc:
         problems.extend(exc.problems)
     except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(location=loc, code="demo_content_missing", message=f"cannot read the file ({exc})", fix="reinstall the workbench; the demo content ships with it"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="demo_content_missing",
+                message=f"cannot read the file ({exc})",
+                fix="reinstall the workbench; the demo content ships with it",
+            )
+        )
     return _UNREAD
 
 
@@ -223,7 +232,11 @@ def _validate(model: Any, raw: Any, loc: str, problems: list[Problem], prefix: s
     if raw is _UNREAD:
         return None
     try:
-        return model.validate_python(raw) if isinstance(model, TypeAdapter) else model.model_validate(raw)
+        return (
+            model.validate_python(raw)
+            if isinstance(model, TypeAdapter)
+            else model.model_validate(raw)
+        )
     except ValidationError as exc:
         problems.extend(_problems(exc, loc, prefix))
         return None
@@ -235,7 +248,14 @@ def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage] | Non
     try:
         text = root.joinpath("evidence.jsonl").read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        problems.append(Problem(location=loc, code="demo_content_missing", message=f"cannot read the file ({exc})", fix="reinstall the workbench; the demo content ships with it"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="demo_content_missing",
+                message=f"cannot read the file ({exc})",
+                fix="reinstall the workbench; the demo content ships with it",
+            )
+        )
         return None
     out: list[Passage] = []
     complete = True
@@ -243,7 +263,14 @@ def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage] | Non
         try:
             raw = loads_json(line)
         except (JSONRecordError, ValueError) as exc:
-            problems.append(Problem(location=f"{loc}:{number}", code="demo_content_json", message=f"not valid JSON ({exc})", fix="write one JSON object a line"))
+            problems.append(
+                Problem(
+                    location=f"{loc}:{number}",
+                    code="demo_content_json",
+                    message=f"not valid JSON ({exc})",
+                    fix="write one JSON object a line",
+                )
+            )
             complete = False
             continue
         passage = _validate(Passage, raw, f"{loc}:{number}", problems)
@@ -252,23 +279,53 @@ def _evidence(root: Traversable, problems: list[Problem]) -> list[Passage] | Non
     return out if complete else None
 
 
-def _cross_checks(evidence: list[Passage] | None, topics: list[Topic], problems: list[Problem]) -> None:
+def _cross_checks(
+    evidence: list[Passage] | None, topics: list[Topic], problems: list[Problem]
+) -> None:
     """Duplicate ids and slugs, cited passages, concept positions (cited passages only when
     every passage was read, so a broken line is not reported again as missing passages)."""
     where = f"workbench/demo/{CONTENT}"
     ids = [p.id for p in evidence or ()]
     for dup in sorted({i for i in ids if ids.count(i) > 1}):
-        problems.append(Problem(location=f"{where}/evidence.jsonl", code="demo_content_duplicate", message=f"passage id {dup!r} appears more than once", fix="give every passage its own id"))
+        problems.append(
+            Problem(
+                location=f"{where}/evidence.jsonl",
+                code="demo_content_duplicate",
+                message=f"passage id {dup!r} appears more than once",
+                fix="give every passage its own id",
+            )
+        )
     slugs = [t.slug for t in topics]
     for dup in sorted({s for s in slugs if slugs.count(s) > 1}):
-        problems.append(Problem(location=f"{where}/topics", code="demo_content_duplicate", message=f"topic slug {dup!r} appears more than once", fix="give every topic its own slug"))
+        problems.append(
+            Problem(
+                location=f"{where}/topics",
+                code="demo_content_duplicate",
+                message=f"topic slug {dup!r} appears more than once",
+                fix="give every topic its own slug",
+            )
+        )
     for topic in topics:
         loc = f"{where}/topics/{topic.slice}.yaml"
         for eid in topic.evidence if evidence is not None else ():
             if eid not in ids:
-                problems.append(Problem(location=loc, code="demo_content_unknown_evidence", message=f"topic {topic.slug!r} cites passage {eid!r}, which evidence.jsonl lacks", fix="cite a passage id of evidence.jsonl"))
+                problems.append(
+                    Problem(
+                        location=loc,
+                        code="demo_content_unknown_evidence",
+                        message=f"topic {topic.slug!r} cites passage {eid!r}, which evidence.jsonl lacks",
+                        fix="cite a passage id of evidence.jsonl",
+                    )
+                )
         if topic.wrong_replaces >= len(topic.concepts):
-            problems.append(Problem(location=loc, code="demo_content_invalid", message=f"topic {topic.slug!r}: wrong_replaces {topic.wrong_replaces} names no concept ({len(topic.concepts)} concepts)", fix="name a concept by its 0-based position"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="demo_content_invalid",
+                    message=f"topic {topic.slug!r}: wrong_replaces {topic.wrong_replaces} names no concept ({len(topic.concepts)} concepts)",
+                    fix="name a concept by its 0-based position",
+                )
+            )
 
 
 def load_content(root: Traversable | None = None) -> Content:
@@ -280,8 +337,18 @@ def load_content(root: Traversable | None = None) -> Content:
     """
     root = root if root is not None else files(__package__).joinpath(CONTENT)
     problems: list[Problem] = []
-    handbook = _validate(Handbook, _yaml(root, "handbook.yaml", problems), f"workbench/demo/{CONTENT}/handbook.yaml", problems)
-    phrases = _validate(Phrases, _yaml(root, "phrases.yaml", problems), f"workbench/demo/{CONTENT}/phrases.yaml", problems)
+    handbook = _validate(
+        Handbook,
+        _yaml(root, "handbook.yaml", problems),
+        f"workbench/demo/{CONTENT}/handbook.yaml",
+        problems,
+    )
+    phrases = _validate(
+        Phrases,
+        _yaml(root, "phrases.yaml", problems),
+        f"workbench/demo/{CONTENT}/phrases.yaml",
+        problems,
+    )
     evidence = _evidence(root, problems)
     topics: list[Topic] = []
     for info in handbook.slices if handbook is not None else ():
@@ -290,7 +357,14 @@ def load_content(root: Traversable | None = None) -> Content:
         found = _validate(_TOPICS, _yaml(root, name, problems), loc, problems, prefix="topics")
         for topic in found or ():
             if topic.slice != info.name:
-                problems.append(Problem(location=loc, code="demo_content_slice", message=f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not {info.name!r}", fix=f"move it to topics/{topic.slice}.yaml"))
+                problems.append(
+                    Problem(
+                        location=loc,
+                        code="demo_content_slice",
+                        message=f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not {info.name!r}",
+                        fix=f"move it to topics/{topic.slice}.yaml",
+                    )
+                )
         topics.extend(found or ())
     _cross_checks(evidence, topics, problems)
     if problems or handbook is None or phrases is None or evidence is None:
@@ -303,9 +377,13 @@ _CONTENT = load_content()
 COMPANY = _CONTENT.handbook.company
 HANDBOOK = _CONTENT.handbook.handbook
 SLICES: tuple[SliceInfo, ...] = _CONTENT.handbook.slices
-EVIDENCE: tuple[tuple[str, str, str], ...] = tuple((p.id, p.text, p.section) for p in _CONTENT.evidence)
+EVIDENCE: tuple[tuple[str, str, str], ...] = tuple(
+    (p.id, p.text, p.section) for p in _CONTENT.evidence
+)
 """(id, text, section) of every policy passage."""
-APPROVED_TERMS: tuple[tuple[str, str], ...] = tuple((t.concept, t.accepted) for t in _CONTENT.phrases.approved_terms)
+APPROVED_TERMS: tuple[tuple[str, str], ...] = tuple(
+    (t.concept, t.accepted) for t in _CONTENT.phrases.approved_terms
+)
 OPENERS: tuple[str, ...] = _CONTENT.phrases.openers
 CLOSERS: tuple[str, ...] = _CONTENT.phrases.closers
 VERBOSE_OPENERS: tuple[str, ...] = _CONTENT.phrases.verbose_openers

@@ -18,7 +18,14 @@ DEMO_KEY_ENV = "DEMO_LLM_API_KEY"
 """The API-key variable the demo candidates name; the fake server needs no key."""
 
 
-def serve_scripted(responder: Callable[[ChatRequest], Reply], *, env: str | None, port: int = 0, latency_s: float = 0.0, what: str = "the demo model") -> FakeLLM:
+def serve_scripted(
+    responder: Callable[[ChatRequest], Reply],
+    *,
+    env: str | None,
+    port: int = 0,
+    latency_s: float = 0.0,
+    what: str = "the demo model",
+) -> FakeLLM:
     """Start ``responder`` on 127.0.0.1:``port`` (0: a free port) and export its base URL as ``$env``.
 
     Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set: the candidate reads its key from
@@ -29,7 +36,9 @@ def serve_scripted(responder: Callable[[ChatRequest], Reply], *, env: str | None
     try:
         server = FakeLLM(responder=responder, latency_s=latency_s, port=port).start()
     except OSError as exc:
-        raise RuntimeError(f"cannot serve {what} on 127.0.0.1:{port} ({exc.strerror or exc}); pass port=0 to get a free port") from None
+        raise RuntimeError(
+            f"cannot serve {what} on 127.0.0.1:{port} ({exc.strerror or exc}); pass port=0 to get a free port"
+        ) from None
     if env:
         os.environ[env] = server.base_url
     return server

@@ -200,7 +200,9 @@ def _compose(rng: random.Random, sentences: Sequence[str]) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _compose_verbose(rng: random.Random, sentences: Sequence[str], topic: Topic, info: SliceInfo) -> str:
+def _compose_verbose(
+    rng: random.Random, sentences: Sequence[str], topic: Topic, info: SliceInfo
+) -> str:
     body = list(sentences)
     body.insert(1, topic.extra)
     body.append(info.filler)
@@ -241,61 +243,140 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
     out: list[Variant] = []
     for kind in kinds:
         if kind == "concise":
-            out.append(Variant(kind, _compose(rng, canonical), "pass", ["concise"],
-                               f"States every required concept ({all_keys}) and makes no prohibited claim.",
-                               "Looks fine, but I would want the answer to explain more."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, canonical),
+                    "pass",
+                    ["concise"],
+                    f"States every required concept ({all_keys}) and makes no prohibited claim.",
+                    "Looks fine, but I would want the answer to explain more.",
+                )
+            )
         elif kind == "terminology":
             sentences = [c.alternative if c in termable else c.canonical for c in concepts]
             terms = ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in termable)
             tags = sorted({c.alt_kind for c in termable})
-            out.append(Variant(kind, _compose(rng, sentences), "pass", tags,
-                               f"Uses standard terminology ({terms}); every required concept is present and no prohibited claim is made.",
-                               f"Not convinced {termable[0].alt_term!r} states '{termable[0].key}' as the notes require."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, sentences),
+                    "pass",
+                    tags,
+                    f"Uses standard terminology ({terms}); every required concept is present and no prohibited claim is made.",
+                    f"Not convinced {termable[0].alt_term!r} states '{termable[0].key}' as the notes require.",
+                )
+            )
         elif kind == "plain-language":
             sentences = [c.alternative if c in plainable else c.canonical for c in concepts]
             terms = ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in plainable)
-            out.append(Variant(kind, _compose(rng, sentences), "pass", ["plain-language"],
-                               f"States the required concepts in equivalent plain words ({terms}); no prohibited claim.",
-                               f"'{plainable[0].alt_term}' is too loose to count as '{plainable[0].key}'."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, sentences),
+                    "pass",
+                    ["plain-language"],
+                    f"States the required concepts in equivalent plain words ({terms}); no prohibited claim.",
+                    f"'{plainable[0].alt_term}' is too loose to count as '{plainable[0].key}'.",
+                )
+            )
         elif kind == "omission":
             dropped = rng.randrange(len(concepts))
             sentences = [s for i, s in enumerate(canonical) if i != dropped]
             missing = concepts[dropped]
-            out.append(Variant(kind, _compose(rng, sentences), "fail", ["omission"],
-                               f"Omits a required concept: {missing.meaning}.",
-                               f"Covers the main point; leaving out '{missing.key}' seemed minor."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, sentences),
+                    "fail",
+                    ["omission"],
+                    f"Omits a required concept: {missing.meaning}.",
+                    f"Covers the main point; leaving out '{missing.key}' seemed minor.",
+                )
+            )
         elif kind == "prohibited-claim":
-            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.verbatim)), "fail", ["prohibited-claim"],
-                               f"Asserts the prohibited claim that {claim.meaning} ('{claim.key}').",
-                               "All required concepts are present."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, _with_claim(rng, canonical, claim.verbatim)),
+                    "fail",
+                    ["prohibited-claim"],
+                    f"Asserts the prohibited claim that {claim.meaning} ('{claim.key}').",
+                    "All required concepts are present.",
+                )
+            )
         elif kind == "paraphrased-prohibition":
-            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.paraphrase)), "fail", ["paraphrased-prohibition"],
-                               f"Asserts in other words that {claim.meaning}: \"{claim.paraphrase}\"",
-                               "All required concepts are present; I read the extra sentence as friendly tone, not a promise."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, _with_claim(rng, canonical, claim.paraphrase)),
+                    "fail",
+                    ["paraphrased-prohibition"],
+                    f'Asserts in other words that {claim.meaning}: "{claim.paraphrase}"',
+                    "All required concepts are present; I read the extra sentence as friendly tone, not a promise.",
+                )
+            )
         elif kind == "negation":
-            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.negated)), "pass", ["negation"],
-                               f"Mentions '{claim.key}' only to deny it, which is what the policy says; all required concepts present.",
-                               f"Contains the prohibited phrase '{claim.key}'."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, _with_claim(rng, canonical, claim.negated)),
+                    "pass",
+                    ["negation"],
+                    f"Mentions '{claim.key}' only to deny it, which is what the policy says; all required concepts present.",
+                    f"Contains the prohibited phrase '{claim.key}'.",
+                )
+            )
         elif kind == "post-negation":
             assert claim.negated_after is not None
-            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.negated_after)), "pass", ["negation", "post-negation"],
-                               f"Raises '{claim.key}' only to rule it out; all required concepts present.",
-                               f"Repeats the prohibited phrase '{claim.key}'; the denial is not explicit enough."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, _with_claim(rng, canonical, claim.negated_after)),
+                    "pass",
+                    ["negation", "post-negation"],
+                    f"Raises '{claim.key}' only to rule it out; all required concepts present.",
+                    f"Repeats the prohibited phrase '{claim.key}'; the denial is not explicit enough.",
+                )
+            )
         elif kind == "abbreviated-prohibition":
             assert claim.abbreviated is not None
-            out.append(Variant(kind, _compose(rng, _with_claim(rng, canonical, claim.abbreviated)), "fail", ["prohibited-claim", "abbreviation"],
-                               f"'{claim.abbreviated_term}' is the prohibited claim that {claim.meaning}, abbreviated.",
-                               "All required concepts are present and the prohibited phrase does not appear."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose(rng, _with_claim(rng, canonical, claim.abbreviated)),
+                    "fail",
+                    ["prohibited-claim", "abbreviation"],
+                    f"'{claim.abbreviated_term}' is the prohibited claim that {claim.meaning}, abbreviated.",
+                    "All required concepts are present and the prohibited phrase does not appear.",
+                )
+            )
         elif kind == "verbose":
-            out.append(Variant(kind, _compose_verbose(rng, canonical, topic, info), "pass", ["verbose", "long-answer"],
-                               f"Long, but states every required concept ({all_keys}) and makes no prohibited claim.",
-                               "Too long and padded for a support answer."))
+            out.append(
+                Variant(
+                    kind,
+                    _compose_verbose(rng, canonical, topic, info),
+                    "pass",
+                    ["verbose", "long-answer"],
+                    f"Long, but states every required concept ({all_keys}) and makes no prohibited claim.",
+                    "Too long and padded for a support answer.",
+                )
+            )
         elif kind == "polished-wrong":
             target = concepts[topic.wrong_replaces]
-            sentences = [topic.wrong if i == topic.wrong_replaces else s for i, s in enumerate(canonical)]
-            out.append(Variant(kind, _compose_verbose(rng, sentences, topic, info), "fail", ["polished-wrong", "long-answer"],
-                               f"Fluent and confident but wrong: the policy is that {target.meaning}, and the response says \"{topic.wrong}\"",
-                               "Reads well and answers the question."))
+            sentences = [
+                topic.wrong if i == topic.wrong_replaces else s for i, s in enumerate(canonical)
+            ]
+            out.append(
+                Variant(
+                    kind,
+                    _compose_verbose(rng, sentences, topic, info),
+                    "fail",
+                    ["polished-wrong", "long-answer"],
+                    f'Fluent and confident but wrong: the policy is that {target.meaning}, and the response says "{topic.wrong}"',
+                    "Reads well and answers the question.",
+                )
+            )
     for special in topic.specials:
         out.append(_special_variant(special))
     rng.shuffle(out)
@@ -321,52 +402,73 @@ def _special_variant(special: Special) -> Variant:
 # ------------------------------------------------------------------------ reviews
 
 
-def _reviews(variant: Variant, pair: tuple[str, str], evidence: list[str], disagree: bool, rng: random.Random) -> list[dict[str, Any]]:
+def _reviews(
+    variant: Variant, pair: tuple[str, str], evidence: list[str], disagree: bool, rng: random.Random
+) -> list[dict[str, Any]]:
     """Two independent reviews, which disagree when ``disagree`` is set."""
     gold = variant.label
     borderline = variant.kind in BORDERLINE_KINDS
     if variant.kind == "ambiguous":
-        splits = [("pass", "review_required"), ("fail", "review_required"), ("pass", "fail"), ("review_required", "fail")]
+        splits = [
+            ("pass", "review_required"),
+            ("fail", "review_required"),
+            ("pass", "fail"),
+            ("review_required", "fail"),
+        ]
         labels = rng.choice(splits) if disagree else ("review_required", "review_required")
         reviews = []
         for reviewer, label in zip(pair, labels, strict=True):
-            reviews.append({
-                "reviewer": reviewer,
-                "label": label,
-                "confidence": "low",
-                "rationale": variant.why if label == "review_required" else (
-                    "Reads as acceptable under the notes, though the wording is vague." if label == "pass"
-                    else "Too vague to count as stating the required concept."),
-                "evidence": evidence,
-                "escalate": label == "review_required",
-            })
+            reviews.append(
+                {
+                    "reviewer": reviewer,
+                    "label": label,
+                    "confidence": "low",
+                    "rationale": variant.why
+                    if label == "review_required"
+                    else (
+                        "Reads as acceptable under the notes, though the wording is vague."
+                        if label == "pass"
+                        else "Too vague to count as stating the required concept."
+                    ),
+                    "evidence": evidence,
+                    "escalate": label == "review_required",
+                }
+            )
         return reviews
     dissenter = rng.randrange(2) if disagree else -1
     other = "fail" if gold == "pass" else "pass"
     reviews = []
     for i, reviewer in enumerate(pair):
         if i == dissenter:
-            reviews.append({
-                "reviewer": reviewer,
-                "label": other,
-                "confidence": rng.choice(["low", "medium"]),
-                "rationale": variant.dissent,
-                "evidence": evidence[:1],
-                "escalate": False,
-            })
+            reviews.append(
+                {
+                    "reviewer": reviewer,
+                    "label": other,
+                    "confidence": rng.choice(["low", "medium"]),
+                    "rationale": variant.dissent,
+                    "evidence": evidence[:1],
+                    "escalate": False,
+                }
+            )
         else:
-            reviews.append({
-                "reviewer": reviewer,
-                "label": gold,
-                "confidence": "medium" if borderline else rng.choice(["high", "high", "high", "medium"]),
-                "rationale": variant.why,
-                "evidence": evidence,
-                "escalate": False,
-            })
+            reviews.append(
+                {
+                    "reviewer": reviewer,
+                    "label": gold,
+                    "confidence": "medium"
+                    if borderline
+                    else rng.choice(["high", "high", "high", "medium"]),
+                    "rationale": variant.why,
+                    "evidence": evidence,
+                    "escalate": False,
+                }
+            )
     return reviews
 
 
-def _adjudication(variant: Variant, reviews: list[dict[str, Any]], disagree: bool, adjudicator: str) -> dict[str, Any]:
+def _adjudication(
+    variant: Variant, reviews: list[dict[str, Any]], disagree: bool, adjudicator: str
+) -> dict[str, Any]:
     if disagree:
         split = ", ".join(f"{r['reviewer']}={r['label']}" for r in reviews)
         rule = RUBRIC_RULES.get(variant.kind)
@@ -408,43 +510,88 @@ class _CorrectionPlan:
 
 
 _CORRECTIONS: tuple[_CorrectionPlan, ...] = (
-    _CorrectionPlan("paraphrased-prohibition", False, "the agreement audit", "pass",
-                    "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
-                    "the response asserts the prohibited claim in other words; both reviewers and the adjudicator looked only for the listed phrase"),
-    _CorrectionPlan("paraphrased-prohibition", False, "the agreement audit", "pass",
-                    "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
-                    "the closing sentence is a paraphrase of the prohibited claim, which the original review missed"),
-    _CorrectionPlan("terminology", False, "the agreement audit", "fail",
-                    "Reviewers agree. The response does not use the wording in the grading notes.",
-                    "the rubric accepts standard abbreviations and synonyms; the original labels penalised approved terminology"),
-    _CorrectionPlan("negation", True, "an adjudication review", "fail",
-                    "Reviewers split. The prohibited phrase appears in the response.",
-                    "the prohibited phrase appears only inside an explicit denial, which the rubric does not count as the claim"),
-    _CorrectionPlan("omission", True, "an adjudication review", "pass",
-                    "Reviewers split. The main point is covered.",
-                    "a required concept is missing and the rubric requires every required concept"),
+    _CorrectionPlan(
+        "paraphrased-prohibition",
+        False,
+        "the agreement audit",
+        "pass",
+        "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
+        "the response asserts the prohibited claim in other words; both reviewers and the adjudicator looked only for the listed phrase",
+    ),
+    _CorrectionPlan(
+        "paraphrased-prohibition",
+        False,
+        "the agreement audit",
+        "pass",
+        "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
+        "the closing sentence is a paraphrase of the prohibited claim, which the original review missed",
+    ),
+    _CorrectionPlan(
+        "terminology",
+        False,
+        "the agreement audit",
+        "fail",
+        "Reviewers agree. The response does not use the wording in the grading notes.",
+        "the rubric accepts standard abbreviations and synonyms; the original labels penalised approved terminology",
+    ),
+    _CorrectionPlan(
+        "negation",
+        True,
+        "an adjudication review",
+        "fail",
+        "Reviewers split. The prohibited phrase appears in the response.",
+        "the prohibited phrase appears only inside an explicit denial, which the rubric does not count as the claim",
+    ),
+    _CorrectionPlan(
+        "omission",
+        True,
+        "an adjudication review",
+        "pass",
+        "Reviewers split. The main point is covered.",
+        "a required concept is missing and the rubric requires every required concept",
+    ),
 )
 
 
-def _plan_corrections(rows: list[dict[str, Any]], variants: dict[str, Variant], disagreements: dict[str, bool], rng: random.Random) -> list[dict[str, Any]]:
+def _plan_corrections(
+    rows: list[dict[str, Any]],
+    variants: dict[str, Variant],
+    disagreements: dict[str, bool],
+    rng: random.Random,
+) -> list[dict[str, Any]]:
     """Rewrite a few records as wrongly adjudicated originals; return their corrections."""
     by_id = {row["case_id"]: row for row in rows}
     used: set[str] = set()
     corrections: list[dict[str, Any]] = []
     for plan in _CORRECTIONS:
-        pool = sorted(cid for cid, v in variants.items() if v.kind == plan.kind and cid not in used and disagreements[cid] == plan.disagreed)
+        pool = sorted(
+            cid
+            for cid, v in variants.items()
+            if v.kind == plan.kind and cid not in used and disagreements[cid] == plan.disagreed
+        )
         if not pool:
-            pool = sorted(cid for cid, v in variants.items() if v.kind == plan.kind and cid not in used)
+            pool = sorted(
+                cid for cid, v in variants.items() if v.kind == plan.kind and cid not in used
+            )
         cid = rng.choice(pool)
         used.add(cid)
         original = by_id[cid]
         if not plan.disagreed:
             # Both reviewers made the same mistake (a rubric example anchored them).
             original["reviews"] = [
-                {**r, "label": plan.wrong_label, "rationale": plan.wrong_reason.removeprefix("Reviewers agree. "), "confidence": "medium"}
+                {
+                    **r,
+                    "label": plan.wrong_label,
+                    "rationale": plan.wrong_reason.removeprefix("Reviewers agree. "),
+                    "confidence": "medium",
+                }
                 for r in original["reviews"]
             ]
-        original["adjudication"] = {**original["adjudication"], "label": plan.wrong_label, "reason": plan.wrong_reason}
+        original["adjudication"] = {
+            **original["adjudication"],
+            "label": plan.wrong_label,
+            "reason": plan.wrong_reason,
+        }
         correct_label = "fail" if plan.wrong_label == "pass" else "pass"
         fixed = {
             **original,
@@ -506,30 +653,36 @@ def generate(rng: random.Random | None = None) -> tuple[list[dict[str, Any]], di
         evidence = list(topic.evidence)
         disagree = case_id in disagreeing
         reviews = _reviews(variant, pair, evidence, disagree, rng)
-        rows.append({
-            "schema_version": 1,
-            "case_id": case_id,
-            "partition": partitions[topic.slug],
-            "group": group,
-            "slice": topic.slice,
-            "tags": variant.tags,
-            "rubric_version": RUBRIC_VERSION,
-            "input": rng.choice(topic.questions),
-            "response": variant.response,
-            "response_hash": sha256_text(variant.response),
-            "grading_notes": grading_notes(topic),
-            "evidence": evidence,
-            "reviews": reviews,
-            "adjudication": _adjudication(variant, reviews, disagree, ADJUDICATORS[index % len(ADJUDICATORS)]),
-            "metadata": {
-                "source": "synthetic-demo",
-                "generator": rng.choice(GENERATORS),
-                "sampled": SAMPLED,
-                "authored_by": "workbench demo builder",
-            },
-        })
+        rows.append(
+            {
+                "schema_version": 1,
+                "case_id": case_id,
+                "partition": partitions[topic.slug],
+                "group": group,
+                "slice": topic.slice,
+                "tags": variant.tags,
+                "rubric_version": RUBRIC_VERSION,
+                "input": rng.choice(topic.questions),
+                "response": variant.response,
+                "response_hash": sha256_text(variant.response),
+                "grading_notes": grading_notes(topic),
+                "evidence": evidence,
+                "reviews": reviews,
+                "adjudication": _adjudication(
+                    variant, reviews, disagree, ADJUDICATORS[index % len(ADJUDICATORS)]
+                ),
+                "metadata": {
+                    "source": "synthetic-demo",
+                    "generator": rng.choice(GENERATORS),
+                    "sampled": SAMPLED,
+                    "authored_by": "workbench demo builder",
+                },
+            }
+        )
     disagreements = {case_id: case_id in disagreeing for case_id in kinds}
-    corrections = _plan_corrections(rows, {case_id: variant for case_id, _, _, variant in drafts}, disagreements, rng)
+    corrections = _plan_corrections(
+        rows, {case_id: variant for case_id, _, _, variant in drafts}, disagreements, rng
+    )
     records = rows + corrections
     for record in records:
         GoldCase.model_validate(record)  # fail loudly if the generator drifts from the format
@@ -551,7 +704,9 @@ def _rubric() -> dict[str, Any]:
         "fail_label": "fail",
         "abstain_labels": ["review_required"],
         "min_reviews": 2,
-        "slices": {info.name: {"risk": info.risk, "description": info.description} for info in SLICES},
+        "slices": {
+            info.name: {"risk": info.risk, "description": info.description} for info in SLICES
+        },
         "evidence_snapshot": "evidence.jsonl",
     }
 
@@ -727,8 +882,17 @@ def build(out_dir: str | Path = DEFAULT_OUT) -> BuildSummary:
     out = Path(out_dir)
     records, _ = generate(random.Random(SEED))
     write_jsonl(out / "gold.jsonl", records)
-    atomic_write_text(out / "rubric.yaml", yaml.safe_dump(_rubric(), sort_keys=False, allow_unicode=True, width=100))
-    write_jsonl(out / "evidence.jsonl", ({"id": eid, "text": text, "source": f"{HANDBOOK}, {section}"} for eid, text, section in EVIDENCE))
+    atomic_write_text(
+        out / "rubric.yaml",
+        yaml.safe_dump(_rubric(), sort_keys=False, allow_unicode=True, width=100),
+    )
+    write_jsonl(
+        out / "evidence.jsonl",
+        (
+            {"id": eid, "text": text, "source": f"{HANDBOOK}, {section}"}
+            for eid, text, section in EVIDENCE
+        ),
+    )
     atomic_write_text(out / "card.md", _card(records))
     active = _active(records)
     return BuildSummary(
@@ -743,8 +907,12 @@ def build(out_dir: str | Path = DEFAULT_OUT) -> BuildSummary:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m workbench.demo.build", description=__doc__.splitlines()[0])
-    parser.add_argument("out_dir", nargs="?", default=str(DEFAULT_OUT), help="output directory (default: data/demo)")
+    parser = argparse.ArgumentParser(
+        prog="python -m workbench.demo.build", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "out_dir", nargs="?", default=str(DEFAULT_OUT), help="output directory (default: data/demo)"
+    )
     args = parser.parse_args(argv)
     summary = build(args.out_dir)
     print(

@@ -20,14 +20,19 @@ from ..testing import ChatRequest, Reply
 
 _BLOCK = re.compile(r"<(grading_notes|response)>\n?(.*?)\n?</\1>", re.DOTALL)
 _GUIDE = re.compile(r"^\s*Terminology guide\s*:", re.IGNORECASE | re.MULTILINE)
-_STEERING = re.compile(r"(grade|mark|score|rate) (this|it|the response) (as )?(a )?pass|ignore (all |any )?(previous|prior) instructions", re.IGNORECASE)
+_STEERING = re.compile(
+    r"(grade|mark|score|rate) (this|it|the response) (as )?(a )?pass|ignore (all |any )?(previous|prior) instructions",
+    re.IGNORECASE,
+)
 
 
 def respond(request: ChatRequest) -> Reply:
     """The demo model's reply to one chat request."""
     blocks = {name: text for name, text in _BLOCK.findall(request.prompt)}
     if "response" not in blocks or "grading_notes" not in blocks:
-        return Reply(value="fail", reason="I could not find the response or the grading notes in the prompt.")
+        return Reply(
+            value="fail", reason="I could not find the response or the grading notes in the prompt."
+        )
     response = blocks["response"]
     if _STEERING.search(response):
         return Reply(value="pass", reason="The response states that it should be graded as a pass.")

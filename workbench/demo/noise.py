@@ -33,9 +33,101 @@ _INPUT = "\ninput: "
 _OUTPUT = "\nOutput:"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 _TOKEN = re.compile(r"\$?[a-z0-9]+(?:[.,:][0-9]+)*")
-_NEGATIONS = frozenset({"not", "no", "never", "cannot", "none", "nothing", "without", "non", "nonrefundable"})
+_NEGATIONS = frozenset(
+    {"not", "no", "never", "cannot", "none", "nothing", "without", "non", "nonrefundable"}
+)
 _STOP = frozenset(
-    ["a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am", "do", "does", "did", "can", "could", "may", "might", "must", "shall", "should", "will", "would", "to", "of", "for", "in", "on", "at", "by", "with", "from", "as", "into", "onto", "about", "after", "before", "over", "under", "than", "then", "and", "or", "but", "if", "so", "it", "its", "it's", "this", "that", "these", "those", "there", "their", "they", "them", "you", "your", "yours", "we", "our", "us", "i", "me", "my", "he", "she", "his", "her", "also", "just", "only", "any", "all", "each", "every", "some", "such", "what", "which", "who", "whom", "when", "where", "how", "why", "please"]
+    [
+        "a",
+        "an",
+        "the",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "am",
+        "do",
+        "does",
+        "did",
+        "can",
+        "could",
+        "may",
+        "might",
+        "must",
+        "shall",
+        "should",
+        "will",
+        "would",
+        "to",
+        "of",
+        "for",
+        "in",
+        "on",
+        "at",
+        "by",
+        "with",
+        "from",
+        "as",
+        "into",
+        "onto",
+        "about",
+        "after",
+        "before",
+        "over",
+        "under",
+        "than",
+        "then",
+        "and",
+        "or",
+        "but",
+        "if",
+        "so",
+        "it",
+        "its",
+        "it's",
+        "this",
+        "that",
+        "these",
+        "those",
+        "there",
+        "their",
+        "they",
+        "them",
+        "you",
+        "your",
+        "yours",
+        "we",
+        "our",
+        "us",
+        "i",
+        "me",
+        "my",
+        "he",
+        "she",
+        "his",
+        "her",
+        "also",
+        "just",
+        "only",
+        "any",
+        "all",
+        "each",
+        "every",
+        "some",
+        "such",
+        "what",
+        "which",
+        "who",
+        "whom",
+        "when",
+        "where",
+        "how",
+        "why",
+        "please",
+    ]
 )
 
 
@@ -54,7 +146,9 @@ def parse_prompt(prompt: str) -> tuple[str, dict[str, Any]]:
         return "statements", data
     if isinstance(data, dict) and {"context", "statements"} <= data.keys():
         return "verdicts", data
-    raise ValueError(f"unexpected input keys {sorted(data) if isinstance(data, dict) else type(data).__name__}")
+    raise ValueError(
+        f"unexpected input keys {sorted(data) if isinstance(data, dict) else type(data).__name__}"
+    )
 
 
 def split_statements(text: str) -> list[str]:
@@ -80,7 +174,11 @@ def _content(text: str) -> tuple[set[str], set[str], set[str]]:
     words = _tokens(text)
     negations = {w for w in words if w in _NEGATIONS or w.endswith("n't")}
     numbers = {w.strip("$") for w in words if w.strip("$")[:1].isdigit()}
-    content = {_stem(w) for w in words if w not in _STOP and w not in _NEGATIONS and (len(w) > 1 or w.isdigit())}
+    content = {
+        _stem(w)
+        for w in words
+        if w not in _STOP and w not in _NEGATIONS and (len(w) > 1 or w.isdigit())
+    }
     return content, numbers, negations
 
 
@@ -94,15 +192,30 @@ def supports(context: str, statement: str) -> tuple[bool, str]:
         have, have_numbers, have_negations = _content(sentence)
         coverage = len(want & have) / len(want)
         if coverage < COVERAGE:
-            best = max(best, (coverage, f"at most {coverage:.0%} of its content words appear in one context sentence"))
+            best = max(
+                best,
+                (
+                    coverage,
+                    f"at most {coverage:.0%} of its content words appear in one context sentence",
+                ),
+            )
             continue
         if not numbers <= have_numbers:
-            best = max(best, (coverage, f"the context does not state {', '.join(sorted(numbers - have_numbers))}"))
+            best = max(
+                best,
+                (
+                    coverage,
+                    f"the context does not state {', '.join(sorted(numbers - have_numbers))}",
+                ),
+            )
             continue
         if negations != have_negations:
             best = max(best, (coverage, "the context states the opposite polarity"))
             continue
-        return True, f"{coverage:.0%} of its content words, every number and the same polarity appear in: {sentence[:120]!r}"
+        return (
+            True,
+            f"{coverage:.0%} of its content words, every number and the same polarity appear in: {sentence[:120]!r}",
+        )
     return False, best[1] or "no context sentence matches"
 
 
@@ -126,7 +239,9 @@ def respond(request: ChatRequest) -> Reply:
     return Reply(content=json.dumps(answer(kind, data)))
 
 
-def serve(*, port: int = 0, latency_s: float = 0.0, env: str | None = DEMO_NOISE_URL_ENV) -> FakeLLM:
+def serve(
+    *, port: int = 0, latency_s: float = 0.0, env: str | None = DEMO_NOISE_URL_ENV
+) -> FakeLLM:
     """Start the scripted model on 127.0.0.1 on a free port (``port=0``) and export its URL.
 
     Sets ``$WORKBENCH_DEMO_NOISE_URL`` (``env``) to the server's base URL, which
@@ -136,7 +251,9 @@ def serve(*, port: int = 0, latency_s: float = 0.0, env: str | None = DEMO_NOISE
     """
     from ._serve import serve_scripted
 
-    return serve_scripted(respond, env=env, port=port, latency_s=latency_s, what="the demo noise model")
+    return serve_scripted(
+        respond, env=env, port=port, latency_s=latency_s, what="the demo noise model"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,10 +262,15 @@ def main(argv: list[str] | None = None) -> int:
 
     from ._noise_data import DEFAULT_OUT, write_demo
 
-    parser = argparse.ArgumentParser(prog="python -m workbench.demo.noise", description="Regenerate the demo noise data (data/noise).")
+    parser = argparse.ArgumentParser(
+        prog="python -m workbench.demo.noise",
+        description="Regenerate the demo noise data (data/noise).",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     build = sub.add_parser("build", help="write the suites, companions, panel and release log")
-    build.add_argument("--out", default=str(DEFAULT_OUT), help=f"output directory (default {DEFAULT_OUT})")
+    build.add_argument(
+        "--out", default=str(DEFAULT_OUT), help=f"output directory (default {DEFAULT_OUT})"
+    )
     args = parser.parse_args(argv)
     for path in write_demo(args.out):
         print(path)

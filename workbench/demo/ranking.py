@@ -93,13 +93,17 @@ RED_FLAGS: tuple[str, ...] = (
 PRIMACY_BONUS = 1.1
 """The scripted LLM's bonus for the candidate shown first (just over one phrase)."""
 
-_PHRASE_PATTERNS = {p: re.compile(rf"(?<![a-z0-9]){re.escape(p)}(?![a-z0-9])") for p in POLICY_PHRASES}
+_PHRASE_PATTERNS = {
+    p: re.compile(rf"(?<![a-z0-9]){re.escape(p)}(?![a-z0-9])") for p in POLICY_PHRASES
+}
 
 
 def evidence_phrases(text: str, context: str) -> list[str]:
     """The policy phrases ``text`` states that ``context`` also states."""
     low, ctx = text.lower(), context.lower()
-    return [p for p, pattern in _PHRASE_PATTERNS.items() if pattern.search(low) and pattern.search(ctx)]
+    return [
+        p for p, pattern in _PHRASE_PATTERNS.items() if pattern.search(low) and pattern.search(ctx)
+    ]
 
 
 def red_flags(text: str) -> list[str]:
@@ -109,7 +113,9 @@ def red_flags(text: str) -> list[str]:
 
 
 @ranking_metric(name="policy_evidence_order", allowed_values=3)
-def policy_evidence_order(user_input: str, context: list[str], candidates: list[dict[str, str]]) -> list[str]:
+def policy_evidence_order(
+    user_input: str, context: list[str], candidates: list[dict[str, str]]
+) -> list[str]:
     """Order candidates by the number of context-backed policy phrases they state, best first.
 
     The tie-break on the label is not a quality rule: it only makes the order reproducible,
@@ -140,7 +146,9 @@ def rank_prompt(prompt: str) -> tuple[list[str], str]:
     unbiased = min(scores, key=lambda s: (-(s[0] - (PRIMACY_BONUS if s[1] == 0 else 0.0)), s[1]))
     scores.sort(key=lambda s: (-s[0], s[1]))
     best = scores[0]
-    reason = f"{best[2]} is best supported by the policy ({', '.join(best[3]) or 'no policy phrases'})"
+    reason = (
+        f"{best[2]} is best supported by the policy ({', '.join(best[3]) or 'no policy phrases'})"
+    )
     if best[2] != unbiased[2]:  # the primacy bonus decided, and the reason gives it away
         reason = f"{best[2]}, the first one shown, is the most complete answer ({', '.join(best[3]) or 'no policy phrases'})"
     flagged = [f"{s[2]} claims '{s[4][0]}'" for s in scores if s[4]]
@@ -155,7 +163,9 @@ def respond(request: ChatRequest) -> Reply:
     return Reply(value=None, content=json.dumps({"reason": reason, "value": order}))
 
 
-def serve_ranking_llm(port: int = 0, latency_s: float = 0.01, *, env: str | None = DEMO_RANKING_URL_ENV) -> Any:
+def serve_ranking_llm(
+    port: int = 0, latency_s: float = 0.01, *, env: str | None = DEMO_RANKING_URL_ENV
+) -> Any:
     """Start the demo ranking model on 127.0.0.1 for offline notebooks.
 
     Binds a free port (``port=0``) and sets ``$WORKBENCH_DEMO_RANKER_URL`` (``env``) to its base
@@ -165,7 +175,9 @@ def serve_ranking_llm(port: int = 0, latency_s: float = 0.01, *, env: str | None
     """
     from ._serve import serve_scripted
 
-    return serve_scripted(respond, env=env, port=port, latency_s=latency_s, what="the demo ranking model")
+    return serve_scripted(
+        respond, env=env, port=port, latency_s=latency_s, what="the demo ranking model"
+    )
 
 
 SCALAR_THRESHOLD = 4
@@ -206,7 +218,9 @@ def scalar_gate_rows(fixture_set: Any) -> list[dict[str, Any]]:
     return rows
 
 
-def write_scalar_gate(path: str = DEMO_SCALAR_PATH, fixtures: str = "data/ranking/support-ranking@1.yaml") -> int:
+def write_scalar_gate(
+    path: str = DEMO_SCALAR_PATH, fixtures: str = "data/ranking/support-ranking@1.yaml"
+) -> int:
     """Regenerate the committed demo scalar outcomes; returns the number of rows."""
     from .._io import write_jsonl
     from ..ranking import load_fixtures

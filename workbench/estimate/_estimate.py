@@ -202,11 +202,22 @@ class SliceInput:
     notes: tuple[str, ...] = field(default=())
 
 
-def _corrected(raw: float | None, se: float | None, low: float | None, high: float | None) -> CorrectedEstimate:
+def _corrected(
+    raw: float | None, se: float | None, low: float | None, high: float | None
+) -> CorrectedEstimate:
     if raw is None or se is None or low is None or high is None:
-        return CorrectedEstimate(estimate=None, raw=raw, se=se, ci95_low=None, ci95_high=None, clipped=False)
+        return CorrectedEstimate(
+            estimate=None, raw=raw, se=se, ci95_low=None, ci95_high=None, clipped=False
+        )
     clipped = raw < 0 or raw > 1 or low < 0 or high > 1
-    return CorrectedEstimate(estimate=clip01(raw), raw=raw, se=se, ci95_low=clip01(low), ci95_high=clip01(high), clipped=clipped)
+    return CorrectedEstimate(
+        estimate=clip01(raw),
+        raw=raw,
+        se=se,
+        ci95_low=clip01(low),
+        ci95_high=clip01(high),
+        clipped=clipped,
+    )
 
 
 def _kept(s: SliceInput) -> np.ndarray:
@@ -228,7 +239,17 @@ def _ppi(judge: np.ndarray, human: np.ndarray, z: float) -> PPIEstimate | None:
     r = ppi_mean(human[labelled], judge[labelled], judge[~labelled])
     low, high = r.estimate - z * r.se, r.estimate + z * r.se
     clipped = r.estimate < 0 or r.estimate > 1 or low < 0 or high > 1
-    return PPIEstimate(estimate=clip01(r.estimate), raw=r.estimate, se=r.se, ci95_low=clip01(low), ci95_high=clip01(high), rectifier=r.rectifier, labelled=r.labelled, unlabelled=r.unlabelled, clipped=clipped)
+    return PPIEstimate(
+        estimate=clip01(r.estimate),
+        raw=r.estimate,
+        se=r.se,
+        ci95_low=clip01(low),
+        ci95_high=clip01(high),
+        rectifier=r.rectifier,
+        labelled=r.labelled,
+        unlabelled=r.unlabelled,
+        clipped=clipped,
+    )
 
 
 def estimate_slices(
@@ -261,24 +282,45 @@ def estimate_slices(
                 raw, se = rg.raw, rg.se
                 if raw is not None and se is not None:
                     if interval == "bootstrap":
-                        sample = rogan_gladen_draws(passes, n, s.se_x, s.se_n, s.sp_x, s.sp_n, np.random.default_rng([seed, index]), draws)
+                        sample = rogan_gladen_draws(
+                            passes,
+                            n,
+                            s.se_x,
+                            s.se_n,
+                            s.sp_x,
+                            s.sp_n,
+                            np.random.default_rng([seed, index]),
+                            draws,
+                        )
                         low, high = _percentiles(sample)
                         se = float(sample.std(ddof=1))
                     else:
                         low, high = raw - z * se, raw + z * se
             else:
-                rg = rogan_gladen(0, 1, s.se_x, s.se_n, s.sp_x, s.sp_n, z)  # J does not depend on the traffic
+                rg = rogan_gladen(
+                    0, 1, s.se_x, s.se_n, s.sp_x, s.sp_n, z
+                )  # J does not depend on the traffic
                 warnings.append("no decided verdict in the traffic: nothing to estimate")
             youden, youden_low = rg.youden, rg.youden_low
             if rg.youden <= 0:
                 unstable = True
-                warnings.append(f"sensitivity + specificity = {rg.youden + 1:.3f} <= 1: the judge is no better than chance here and the correction is undefined")
+                warnings.append(
+                    f"sensitivity + specificity = {rg.youden + 1:.3f} <= 1: the judge is no better than chance here and the correction is undefined"
+                )
             elif rg.youden < unstable_below or rg.youden_low <= 0:
                 unstable = True
-                why = f"J = {rg.youden:.3f} < {unstable_below:g}" if rg.youden < unstable_below else f"the lower 95% bound of J is {rg.youden_low:.3f}"
-                warnings.append(f"unstable correction: sensitivity + specificity = {rg.youden + 1:.3f} is close to 1 ({why}); small errors in the rates move the estimate a lot")
+                why = (
+                    f"J = {rg.youden:.3f} < {unstable_below:g}"
+                    if rg.youden < unstable_below
+                    else f"the lower 95% bound of J is {rg.youden_low:.3f}"
+                )
+                warnings.append(
+                    f"unstable correction: sensitivity + specificity = {rg.youden + 1:.3f} is close to 1 ({why}); small errors in the rates move the estimate a lot"
+                )
         else:
-            warnings.append("the certification has no decided human-pass or human-fail case for this slice: no correction")
+            warnings.append(
+                "the certification has no decided human-pass or human-fail case for this slice: no correction"
+            )
         corrected = _corrected(raw, se, low, high)
         if corrected.clipped:
             warnings.append("the corrected estimate or its interval was clipped to [0, 1]")
@@ -286,7 +328,9 @@ def estimate_slices(
         ppi = _ppi(s.judge_pass[keep].astype(float), s.human_pass[keep].astype(float), z)
         labelled = int((~np.isnan(s.human_pass)).sum())
         if labelled and ppi is None:
-            warnings.append(f"{labelled} labelled case(s) here: PPI needs at least two labelled and two unlabelled decided cases")
+            warnings.append(
+                f"{labelled} labelled case(s) here: PPI needs at least two labelled and two unlabelled decided cases"
+            )
         cases = s.cases if s.cases is not None else n + s.abstentions + s.errors + s.missing
         rows.append(
             SliceEstimate(
@@ -313,15 +357,24 @@ def estimate_slices(
     return rows, _overall(inputs, rows, parts, z)
 
 
-def _overall(inputs: Sequence[SliceInput], rows: list[SliceEstimate], parts: list[tuple[int, float | None, float | None, np.ndarray | None]], z: float) -> SliceEstimate:
+def _overall(
+    inputs: Sequence[SliceInput],
+    rows: list[SliceEstimate],
+    parts: list[tuple[int, float | None, float | None, np.ndarray | None]],
+    z: float,
+) -> SliceEstimate:
     total = sum(n for n, _, _, _ in parts)
     warnings: list[str] = []
     raw = se = low = high = None
-    undefined = [r.slice for r, (n, x, _, _) in zip(rows, parts, strict=True) if n > 0 and x is None]
+    undefined = [
+        r.slice for r, (n, x, _, _) in zip(rows, parts, strict=True) if n > 0 and x is None
+    ]
     if total == 0:
         warnings.append("no decided verdict in the traffic: nothing to estimate")
     elif undefined:
-        warnings.append("no overall corrected estimate: the correction is undefined in " + ", ".join(undefined))
+        warnings.append(
+            "no overall corrected estimate: the correction is undefined in " + ", ".join(undefined)
+        )
     else:
         used = [(n / total, x, v, d) for n, x, v, d in parts if n > 0]
         raw = float(sum(w * x for w, x, _, _ in used))  # type: ignore[misc]
@@ -334,7 +387,9 @@ def _overall(inputs: Sequence[SliceInput], rows: list[SliceEstimate], parts: lis
             low, high = raw - z * se, raw + z * se
     unstable = [r.slice for r in rows if r.unstable]
     if unstable:
-        warnings.append("unstable correction in " + ", ".join(unstable) + ": the overall estimate inherits it")
+        warnings.append(
+            "unstable correction in " + ", ".join(unstable) + ": the overall estimate inherits it"
+        )
     corrected = _corrected(raw, se, low, high)
     judge = np.concatenate([s.judge_pass[_kept(s)] for s in inputs]) if inputs else np.zeros(0)
     human = np.concatenate([s.human_pass[_kept(s)] for s in inputs]) if inputs else np.zeros(0)
@@ -397,10 +452,28 @@ def format_estimate(estimate: ProductionEstimate) -> str:
     lines = []
     cert = estimate.certification
     if cert is not None:
-        lines.append(f"certified judge: {cert.candidate} (report {cert.report_id}, lock {cert.lock_sha256[:12]}, fingerprint {cert.candidate_fingerprint[:12]})")
-        lines.append(f"policy {cert.policy or '-'}, rubric {cert.rubric_version or '-'}, ragas {cert.ragas_version or '-'}")
-    lines.append(f"status: {estimate.status}; estimand: human-pass rate among traffic cases the judge decided (pass or fail)")
-    header = ("slice", "risk", "decided", "left out", "naive pass rate [95%]", "Se", "Sp", "J", "corrected [95%]", "PPI [95%] (n labelled)", "")
+        lines.append(
+            f"certified judge: {cert.candidate} (report {cert.report_id}, lock {cert.lock_sha256[:12]}, fingerprint {cert.candidate_fingerprint[:12]})"
+        )
+        lines.append(
+            f"policy {cert.policy or '-'}, rubric {cert.rubric_version or '-'}, ragas {cert.ragas_version or '-'}"
+        )
+    lines.append(
+        f"status: {estimate.status}; estimand: human-pass rate among traffic cases the judge decided (pass or fail)"
+    )
+    header = (
+        "slice",
+        "risk",
+        "decided",
+        "left out",
+        "naive pass rate [95%]",
+        "Se",
+        "Sp",
+        "J",
+        "corrected [95%]",
+        "PPI [95%] (n labelled)",
+        "",
+    )
     rows = [header]
     for r in [*estimate.slices, estimate.overall]:
         rows.append(
@@ -414,15 +487,22 @@ def format_estimate(estimate: ProductionEstimate) -> str:
                 "-" if r.specificity is None else f"{r.specificity.k}/{r.specificity.n}",
                 "-" if r.youden is None else f"{r.youden:.2f}",
                 _interval(r.corrected.estimate, r.corrected.ci95_low, r.corrected.ci95_high),
-                "-" if r.ppi is None else _interval(r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high) + f" ({r.ppi.labelled})",
+                "-"
+                if r.ppi is None
+                else _interval(r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high)
+                + f" ({r.ppi.labelled})",
                 ("UNSTABLE" if r.unstable else "") + (" clipped" if r.corrected.clipped else ""),
             )
         )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
     lines.append("methods:")
     lines += [f"  {k}: {v}" for k, v in estimate.methods.items()]
-    warnings = list(estimate.warnings) + [f"{r.slice}: {w}" for r in [*estimate.slices, estimate.overall] for w in r.warnings]
+    warnings = list(estimate.warnings) + [
+        f"{r.slice}: {w}" for r in [*estimate.slices, estimate.overall] for w in r.warnings
+    ]
     if warnings:
         lines.append("warnings:")
         lines += [f"  {w}" for w in warnings]
@@ -435,9 +515,15 @@ def _interval(value: float | None, low: float | None, high: float | None) -> str
     return f"{value:.3f} [{low:.3f}, {high:.3f}]"
 
 
-def methods(labelled: bool, interval: RGInterval = "bootstrap", seed: int = 0, draws: int = DRAWS) -> dict[str, str]:
+def methods(
+    labelled: bool, interval: RGInterval = "bootstrap", seed: int = 0, draws: int = DRAWS
+) -> dict[str, str]:
     """The ``methods`` entry of an estimate."""
-    out = {"naive": "judge passes / decided verdicts, 95% Wilson interval", "corrected": RG_METHODS[interval].format(draws=draws, seed=seed), "overall": OVERALL_METHODS[interval]}
+    out = {
+        "naive": "judge passes / decided verdicts, 95% Wilson interval",
+        "corrected": RG_METHODS[interval].format(draws=draws, seed=seed),
+        "overall": OVERALL_METHODS[interval],
+    }
     if labelled:
         out["ppi"] = PPI_METHOD
     return out

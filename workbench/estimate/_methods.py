@@ -89,7 +89,9 @@ def adjusted_variance(successes: float, n: float, z: float = Z95) -> float:
     return p * (1 - p) / m
 
 
-def rogan_gladen(passes: int, n: int, se_x: int, se_n: int, sp_x: int, sp_n: int, z: float = Z95) -> RGResult:
+def rogan_gladen(
+    passes: int, n: int, se_x: int, se_n: int, sp_x: int, sp_n: int, z: float = Z95
+) -> RGResult:
     """Rogan-Gladen estimate of the human-pass rate with its delta-method standard error.
 
     ``passes`` of ``n`` decided traffic verdicts are judge passes; ``se_x`` of ``se_n`` held-out
@@ -97,7 +99,9 @@ def rogan_gladen(passes: int, n: int, se_x: int, se_n: int, sp_x: int, sp_n: int
     fail (specificity). See the module docstring.
     """
     if n <= 0 or se_n <= 0 or sp_n <= 0:
-        raise ValueError("rogan_gladen needs decided traffic verdicts and both certification denominators")
+        raise ValueError(
+            "rogan_gladen needs decided traffic verdicts and both certification denominators"
+        )
     p, se, sp = passes / n, se_x / se_n, sp_x / sp_n
     j = se + sp - 1
     v_se, v_sp = adjusted_variance(se_x, se_n, z), adjusted_variance(sp_x, sp_n, z)
@@ -110,7 +114,16 @@ def rogan_gladen(passes: int, n: int, se_x: int, se_n: int, sp_x: int, sp_n: int
     return RGResult(raw=raw, se=math.sqrt(var), youden=j, youden_low=j_low)
 
 
-def rogan_gladen_draws(passes: int, n: int, se_x: int, se_n: int, sp_x: int, sp_n: int, rng: np.random.Generator, draws: int = 4000) -> np.ndarray:
+def rogan_gladen_draws(
+    passes: int,
+    n: int,
+    se_x: int,
+    se_n: int,
+    sp_x: int,
+    sp_n: int,
+    rng: np.random.Generator,
+    draws: int = 4000,
+) -> np.ndarray:
     """Parametric-bootstrap draws of the (unclipped) Rogan-Gladen estimate, Jeffreys Beta per proportion."""
     p = rng.beta(passes + 0.5, n - passes + 0.5, draws)
     se = rng.beta(se_x + 0.5, se_n - se_x + 0.5, draws)
@@ -136,7 +149,11 @@ class PPIResult:
     """N."""
 
 
-def ppi_mean(y_labelled: Sequence[float] | np.ndarray, f_labelled: Sequence[float] | np.ndarray, f_unlabelled: Sequence[float] | np.ndarray) -> PPIResult:
+def ppi_mean(
+    y_labelled: Sequence[float] | np.ndarray,
+    f_labelled: Sequence[float] | np.ndarray,
+    f_unlabelled: Sequence[float] | np.ndarray,
+) -> PPIResult:
     """Prediction-powered point estimate and standard error of a mean (the paper's mean estimator).
 
     Needs at least two labelled and two unlabelled cases (a sample variance needs two).
@@ -151,7 +168,13 @@ def ppi_mean(y_labelled: Sequence[float] | np.ndarray, f_labelled: Sequence[floa
     residual = fl - y
     estimate = float(fu.mean() - residual.mean())
     se = math.sqrt(float(fu.var(ddof=1)) / fu.size + float(residual.var(ddof=1)) / y.size)
-    return PPIResult(estimate=estimate, se=se, rectifier=float(-residual.mean()), labelled=int(y.size), unlabelled=int(fu.size))
+    return PPIResult(
+        estimate=estimate,
+        se=se,
+        rectifier=float(-residual.mean()),
+        labelled=int(y.size),
+        unlabelled=int(fu.size),
+    )
 
 
 def clip01(value: float) -> float:

@@ -90,9 +90,21 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
     root = Path(report_dir)
     loc = str(root)
     if not (root / LOCK_FILE).is_file():
-        return None, [_p(loc, "report_missing", "no certification report here (no lock.json)", "point --report at reports/<candidate>/<version>/<n> written by `workbench certify`")]
+        return None, [
+            _p(
+                loc,
+                "report_missing",
+                "no certification report here (no lock.json)",
+                "point --report at reports/<candidate>/<version>/<n> written by `workbench certify`",
+            )
+        ]
     problems = [
-        _p(p.location, "report_unverified", f"the report does not verify: {p.message} [{p.code}]", "restore the report as certified (`workbench verify` names every change); an altered report is no evidence")
+        _p(
+            p.location,
+            "report_unverified",
+            f"the report does not verify: {p.message} [{p.code}]",
+            "restore the report as certified (`workbench verify` names every change); an altered report is no evidence",
+        )
         for p in verify_report(root)
         if p.severity == "error"
     ]
@@ -102,21 +114,56 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
         if not isinstance(gate, dict):
             raise ValueError("gate.json is not a JSON object")
     except (OSError, ValueError) as exc:
-        return None, problems + [_p(loc, "report_unreadable", f"lock.json or gate.json cannot be read ({str(exc)[:120]})", "point --report at an intact certification report")]
+        return None, problems + [
+            _p(
+                loc,
+                "report_unreadable",
+                f"lock.json or gate.json cannot be read ({str(exc)[:120]})",
+                "point --report at an intact certification report",
+            )
+        ]
     outcomes = {lock.outcome, gate.get("outcome")}
     if outcomes != {"certified"}:
-        problems.append(_p(loc, "report_not_certified", f"the report's outcome is {lock.outcome!r}, not 'certified': its judge may not be used on production traffic", "certify the judge first; only a certified report's error rates can correct production estimates"))
+        problems.append(
+            _p(
+                loc,
+                "report_not_certified",
+                f"the report's outcome is {lock.outcome!r}, not 'certified': its judge may not be used on production traffic",
+                "certify the judge first; only a certified report's error rates can correct production estimates",
+            )
+        )
     if gate.get("partition") != "held_out":
-        problems.append(_p(loc, "report_not_held_out", f"the report was evaluated on {gate.get('partition')!r}, not held_out", "use a report written by `workbench certify` (held-out data)"))
+        problems.append(
+            _p(
+                loc,
+                "report_not_held_out",
+                f"the report was evaluated on {gate.get('partition')!r}, not held_out",
+                "use a report written by `workbench certify` (held-out data)",
+            )
+        )
     figures: dict[str, Any] = {}
     raw_figures = gate.get("figures") or []
     if not raw_figures:
-        problems.append(_p(loc, "report_without_figures", "gate.json has no per-slice figures: the judge's error rates are unknown", "re-certify with a workbench that writes gate figures (gate schema 2)"))
+        problems.append(
+            _p(
+                loc,
+                "report_without_figures",
+                "gate.json has no per-slice figures: the judge's error rates are unknown",
+                "re-certify with a workbench that writes gate figures (gate schema 2)",
+            )
+        )
     for item in raw_figures:
         try:
             fig = SliceFigures.model_validate(item)
         except ValidationError as exc:
-            problems.append(_p(f"{loc}/{GATE_FILE}", "report_figures_unreadable", f"a figures entry cannot be read ({first_error(exc)[:120]})", "restore gate.json as certified"))
+            problems.append(
+                _p(
+                    f"{loc}/{GATE_FILE}",
+                    "report_figures_unreadable",
+                    f"a figures entry cannot be read ({first_error(exc)[:120]})",
+                    "restore gate.json as certified",
+                )
+            )
             continue
         if fig.slice != "(all)":
             figures[fig.slice] = fig
@@ -135,16 +182,27 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
     return Certified(ref=ref, figures=figures, ragas_version=lock.versions.get("ragas")), problems
 
 
-def _read_table(path: Path, columns: tuple[str, str], what: str) -> tuple[list[tuple[str, dict[str, str]]], list[Problem]]:
+def _read_table(
+    path: Path, columns: tuple[str, str], what: str
+) -> tuple[list[tuple[str, dict[str, str]]], list[Problem]]:
     """Rows of a CSV (header) or JSON Lines file as ``(location, {column: value})``."""
     loc = str(path)
     if not path.is_file():
-        return [], [_p(loc, f"{what}_missing", f"the {what} file does not exist", f"give a CSV with a header {','.join(columns)} or JSON Lines with those keys")]
+        return [], [
+            _p(
+                loc,
+                f"{what}_missing",
+                f"the {what} file does not exist",
+                f"give a CSV with a header {','.join(columns)} or JSON Lines with those keys",
+            )
+        ]
     rows: list[tuple[str, dict[str, str]]] = []
     problems: list[Problem] = []
     try:
         # Bounded (a pipe or /dev/zero is refused): the document limit, 256 MiB by default.
-        text = read_bounded(path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV).decode("utf-8")
+        text = read_bounded(path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV).decode(
+            "utf-8"
+        )
     except WorkbenchError as exc:
         return [], list(exc.problems)
     except UnicodeDecodeError:
@@ -156,26 +214,63 @@ def _read_table(path: Path, columns: tuple[str, str], what: str) -> tuple[list[t
             try:
                 obj = loads_json(line)  # strict: duplicate keys, NaN/Infinity, too deep refused
             except JSONRecordError as exc:
-                problems.append(_p(f"{loc}:{number}", f"{what}_malformed", exc.msg, "write one JSON object per line"))
+                problems.append(
+                    _p(
+                        f"{loc}:{number}",
+                        f"{what}_malformed",
+                        exc.msg,
+                        "write one JSON object per line",
+                    )
+                )
                 continue
             if not isinstance(obj, dict):
-                problems.append(_p(f"{loc}:{number}", f"{what}_malformed", "a line is not a JSON object", "write one JSON object per line"))
+                problems.append(
+                    _p(
+                        f"{loc}:{number}",
+                        f"{what}_malformed",
+                        "a line is not a JSON object",
+                        "write one JSON object per line",
+                    )
+                )
                 continue
             rows.append((f"{loc}:{number}", {k: obj.get(k) for k in columns}))
     elif path.suffix.lower() in (".csv", ".tsv"):
-        reader = csv.DictReader(text.splitlines(), delimiter="\t" if path.suffix.lower() == ".tsv" else ",")
+        reader = csv.DictReader(
+            text.splitlines(), delimiter="\t" if path.suffix.lower() == ".tsv" else ","
+        )
         absent = [c for c in columns if c not in (reader.fieldnames or [])]
         if absent:
-            return [], [_p(loc, f"{what}_columns", f"the header lacks {', '.join(absent)}", f"start the file with the header {','.join(columns)}")]
+            return [], [
+                _p(
+                    loc,
+                    f"{what}_columns",
+                    f"the header lacks {', '.join(absent)}",
+                    f"start the file with the header {','.join(columns)}",
+                )
+            ]
         for number, row in enumerate(reader, start=2):
             rows.append((f"{loc}:{number}", {k: row.get(k) for k in columns}))
     else:
-        return [], [_p(loc, f"{what}_format", f"unknown file type {path.suffix!r}", "use .csv (header case_id,...) or .jsonl")]
+        return [], [
+            _p(
+                loc,
+                f"{what}_format",
+                f"unknown file type {path.suffix!r}",
+                "use .csv (header case_id,...) or .jsonl",
+            )
+        ]
     out = []
     for where, row in rows:
         bad = [k for k in columns if not isinstance(row.get(k), str) or not row[k].strip()]
         if bad:
-            problems.append(_p(where, f"{what}_incomplete", f"{' and '.join(bad)} missing or not text", f"give every row a {' and a '.join(columns)}"))
+            problems.append(
+                _p(
+                    where,
+                    f"{what}_incomplete",
+                    f"{' and '.join(bad)} missing or not text",
+                    f"give every row a {' and a '.join(columns)}",
+                )
+            )
             continue
         out.append((where, {k: row[k].strip() for k in columns}))
     return out, problems
@@ -189,10 +284,26 @@ def read_slice_map(path: str | Path, rubric: Rubric) -> tuple[dict[str, str], li
     for where, row in rows:
         cid, name = row["case_id"], row["slice"]
         if cid in mapping:
-            problems.append(_p(where, "slices_duplicate", f"case mapped twice (first at {first[cid]})", "map each production case to exactly one slice", cid))
+            problems.append(
+                _p(
+                    where,
+                    "slices_duplicate",
+                    f"case mapped twice (first at {first[cid]})",
+                    "map each production case to exactly one slice",
+                    cid,
+                )
+            )
             continue
         if name not in rubric.slices:
-            problems.append(_p(where, "slices_unknown_slice", f"slice {name!r} is not in the rubric", "use one of " + ", ".join(rubric.slices), cid))
+            problems.append(
+                _p(
+                    where,
+                    "slices_unknown_slice",
+                    f"slice {name!r} is not in the rubric",
+                    "use one of " + ", ".join(rubric.slices),
+                    cid,
+                )
+            )
             continue
         mapping[cid] = name
         first[cid] = where
@@ -212,7 +323,9 @@ class Traffic:
     other_repeats: int
 
 
-def read_traffic(results: str | Path, slices: str | Path, rubric: Rubric, labelled: str | Path | None = None) -> tuple[Traffic, list[Problem]]:
+def read_traffic(
+    results: str | Path, slices: str | Path, rubric: Rubric, labelled: str | Path | None = None
+) -> tuple[Traffic, list[Problem]]:
     """Read the traffic files; every problem is returned (the caller raises)."""
     slice_of, problems = read_slice_map(slices, rubric)
     loc = str(results)
@@ -228,18 +341,50 @@ def read_traffic(results: str | Path, slices: str | Path, rubric: Rubric, labell
         r, where = item.result, f"{loc}:{item.line}"
         fingerprints[r.judge_fingerprint] += 1
         if r.value is None and r.error is None:
-            problems.append(_p(where, "score_only_result", "a score without a verdict is not a pass or a fail", "estimate label verdicts only", r.case_id))
+            problems.append(
+                _p(
+                    where,
+                    "score_only_result",
+                    "a score without a verdict is not a pass or a fail",
+                    "estimate label verdicts only",
+                    r.case_id,
+                )
+            )
             continue
         if r.value is not None and r.value not in vocab:
-            problems.append(_p(where, "unknown_judge_label", f"verdict {r.value!r} is not in the rubric's vocabulary", "record out-of-vocabulary output as an invalid_label error", r.case_id))
+            problems.append(
+                _p(
+                    where,
+                    "unknown_judge_label",
+                    f"verdict {r.value!r} is not in the rubric's vocabulary",
+                    "record out-of-vocabulary output as an invalid_label error",
+                    r.case_id,
+                )
+            )
             continue
         key = (r.case_id, r.repeat, r.attempt)
         if key in seen:
-            problems.append(_p(where, "duplicate_result", f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen[key]})", "keep one result per case, repeat and attempt", r.case_id))
+            problems.append(
+                _p(
+                    where,
+                    "duplicate_result",
+                    f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen[key]})",
+                    "keep one result per case, repeat and attempt",
+                    r.case_id,
+                )
+            )
             continue
         seen[key] = item.line
         if r.case_id not in slice_of:
-            problems.append(_p(where, "unmapped_case", "the case has no slice in the slices file", "add the case to the slices file (case_id,slice); every estimated case needs a slice", r.case_id))
+            problems.append(
+                _p(
+                    where,
+                    "unmapped_case",
+                    "the case has no slice in the slices file",
+                    "add the case to the slices file (case_id,slice); every estimated case needs a slice",
+                    r.case_id,
+                )
+            )
             continue
         if r.repeat != 0:
             other_repeats += 1
@@ -255,7 +400,14 @@ def read_traffic(results: str | Path, slices: str | Path, rubric: Rubric, labell
                 verdict = "abstain"
             final[r.case_id] = (r.attempt, verdict)
     if len(fingerprints) > 1:
-        problems.append(_p(loc, "mixed_judges", f"results from {len(fingerprints)} judge fingerprints", "estimate one judge at a time; split the file by judge_fingerprint"))
+        problems.append(
+            _p(
+                loc,
+                "mixed_judges",
+                f"results from {len(fingerprints)} judge fingerprints",
+                "estimate one judge at a time; split the file by judge_fingerprint",
+            )
+        )
     outcome = {cid: final[cid][1] if cid in final else "missing" for cid in slice_of}
     human: dict[str, str] = {}
     if labelled is not None:
@@ -265,15 +417,45 @@ def read_traffic(results: str | Path, slices: str | Path, rubric: Rubric, labell
         for where, row in rows:
             cid, label = row["case_id"], row["label"]
             if cid in human:
-                problems.append(_p(where, "labelled_duplicate", "case labelled twice", "give each sampled case one adjudicated label", cid))
+                problems.append(
+                    _p(
+                        where,
+                        "labelled_duplicate",
+                        "case labelled twice",
+                        "give each sampled case one adjudicated label",
+                        cid,
+                    )
+                )
             elif cid not in slice_of:
-                problems.append(_p(where, "labelled_unknown_case", "the labelled case is not in the traffic", "label cases sampled from the same traffic the judge ran on", cid))
+                problems.append(
+                    _p(
+                        where,
+                        "labelled_unknown_case",
+                        "the labelled case is not in the traffic",
+                        "label cases sampled from the same traffic the judge ran on",
+                        cid,
+                    )
+                )
             elif label not in allowed:
-                problems.append(_p(where, "labelled_unknown_label", f"label {label!r} is not in the rubric's vocabulary", "use " + ", ".join(rubric.labels), cid))
+                problems.append(
+                    _p(
+                        where,
+                        "labelled_unknown_label",
+                        f"label {label!r} is not in the rubric's vocabulary",
+                        "use " + ", ".join(rubric.labels),
+                        cid,
+                    )
+                )
             else:
                 human[cid] = label
     fp = next(iter(fingerprints), None) if len(fingerprints) == 1 else None
-    return Traffic(slice_of=slice_of, outcome=outcome, judge_fingerprint=fp, human=human, other_repeats=other_repeats), problems
+    return Traffic(
+        slice_of=slice_of,
+        outcome=outcome,
+        judge_fingerprint=fp,
+        human=human,
+        other_repeats=other_repeats,
+    ), problems
 
 
 def _rubric(path: str | Path) -> Rubric:
@@ -302,32 +484,98 @@ def estimate_production(
     rub = _rubric(rubric)
     certified, problems = read_certification(report)
     if rub.pass_label is None or rub.fail_label is None:
-        problems.append(_p(str(rubric), "rubric_without_pass_fail", "the rubric declares no pass_label and fail_label: a pass rate is undefined", "give the rubric the certification used (it names its pass and fail labels)"))
+        problems.append(
+            _p(
+                str(rubric),
+                "rubric_without_pass_fail",
+                "the rubric declares no pass_label and fail_label: a pass rate is undefined",
+                "give the rubric the certification used (it names its pass and fail labels)",
+            )
+        )
     traffic, more = read_traffic(results, slices, rub, labelled)
     problems += more
     if certified is not None:
         ref = certified.ref
         installed = ragas_version()
         if certified.ragas_version != installed:
-            problems.append(_p(str(report), "report_stale_ragas", f"the report was certified with Ragas {certified.ragas_version}, the installed Ragas is {installed}: the judge may behave differently", "certify the judge again with the installed Ragas, or install the certified version"))
-        if traffic.judge_fingerprint is not None and traffic.judge_fingerprint != ref.candidate_fingerprint:
-            problems.append(_p(str(results), "report_stale_candidate", f"the traffic was judged by fingerprint {traffic.judge_fingerprint[:12]}, the report certified {ref.candidate} with {ref.candidate_fingerprint[:12]}", "run the certified candidate on the traffic, or certify the judge that ran"))
+            problems.append(
+                _p(
+                    str(report),
+                    "report_stale_ragas",
+                    f"the report was certified with Ragas {certified.ragas_version}, the installed Ragas is {installed}: the judge may behave differently",
+                    "certify the judge again with the installed Ragas, or install the certified version",
+                )
+            )
+        if (
+            traffic.judge_fingerprint is not None
+            and traffic.judge_fingerprint != ref.candidate_fingerprint
+        ):
+            problems.append(
+                _p(
+                    str(results),
+                    "report_stale_candidate",
+                    f"the traffic was judged by fingerprint {traffic.judge_fingerprint[:12]}, the report certified {ref.candidate} with {ref.candidate_fingerprint[:12]}",
+                    "run the certified candidate on the traffic, or certify the judge that ran",
+                )
+            )
         if ref.rubric_version is not None and ref.rubric_version != rub.version:
-            problems.append(_p(str(rubric), "rubric_mismatch", f"rubric version {rub.version!r}, the certification used {ref.rubric_version!r}", "give the rubric the judge was certified under"))
+            problems.append(
+                _p(
+                    str(rubric),
+                    "rubric_mismatch",
+                    f"rubric version {rub.version!r}, the certification used {ref.rubric_version!r}",
+                    "give the rubric the judge was certified under",
+                )
+            )
         for name in sorted(set(traffic.slice_of.values())):
             fig = certified.figures.get(name)
             if certified.figures and fig is None:
-                problems.append(_p(str(report), "slice_not_certified", f"the traffic has slice {name!r}, which the certification did not measure", "certify the judge on a held-out set covering the slice, or leave those cases out of the estimate"))
+                problems.append(
+                    _p(
+                        str(report),
+                        "slice_not_certified",
+                        f"the traffic has slice {name!r}, which the certification did not measure",
+                        "certify the judge on a held-out set covering the slice, or leave those cases out of the estimate",
+                    )
+                )
             elif fig is not None and (fig.false_pass_rate.n == 0 or fig.false_fail_rate.n == 0):
-                problems.append(_p(str(report), "slice_rates_unmeasured", f"slice {name!r}: the certification has {fig.false_fail_rate.n} decided human-pass and {fig.false_pass_rate.n} decided human-fail case(s); both are needed for sensitivity and specificity", "grow the held-out slice and certify again"))
-    if traffic.judge_fingerprint is None and not any(p.code in ("mixed_judges", "results_missing") for p in problems):
-        problems.append(_p(str(results), "no_results", "the results file holds no result: nothing shows which judge ran", "point --results at the judge's results on the traffic"))
+                problems.append(
+                    _p(
+                        str(report),
+                        "slice_rates_unmeasured",
+                        f"slice {name!r}: the certification has {fig.false_fail_rate.n} decided human-pass and {fig.false_pass_rate.n} decided human-fail case(s); both are needed for sensitivity and specificity",
+                        "grow the held-out slice and certify again",
+                    )
+                )
+    if traffic.judge_fingerprint is None and not any(
+        p.code in ("mixed_judges", "results_missing") for p in problems
+    ):
+        problems.append(
+            _p(
+                str(results),
+                "no_results",
+                "the results file holds no result: nothing shows which judge ran",
+                "point --results at the judge's results on the traffic",
+            )
+        )
     if problems or certified is None:
         raise WorkbenchError(f"refusing to estimate: {len(problems)} problem(s)", problems)
-    return _assemble(certified, traffic, rub, results, slices, labelled, interval, seed, unstable_below)
+    return _assemble(
+        certified, traffic, rub, results, slices, labelled, interval, seed, unstable_below
+    )
 
 
-def _assemble(certified: Certified, traffic: Traffic, rubric: Rubric, results: str | Path, slices: str | Path, labelled: str | Path | None, interval: RGInterval, seed: int, unstable_below: float) -> ProductionEstimate:
+def _assemble(
+    certified: Certified,
+    traffic: Traffic,
+    rubric: Rubric,
+    results: str | Path,
+    slices: str | Path,
+    labelled: str | Path | None,
+    interval: RGInterval,
+    seed: int,
+    unstable_below: float,
+) -> ProductionEstimate:
     order = [name for name in certified.figures if name in set(traffic.slice_of.values())]
     inputs: list[SliceInput] = []
     for name in order:
@@ -336,7 +584,10 @@ def _assemble(certified: Certified, traffic: Traffic, rubric: Rubric, results: s
         decided = [cid for cid in ids if traffic.outcome[cid] in ("pass", "fail")]
         judge = np.array([1.0 if traffic.outcome[cid] == "pass" else 0.0 for cid in decided])
         human = np.array([_human(traffic.human.get(cid), rubric) for cid in decided], dtype=float)
-        excluded = np.array([cid in traffic.human and np.isnan(h) for cid, h in zip(decided, human, strict=True)], dtype=bool)
+        excluded = np.array(
+            [cid in traffic.human and np.isnan(h) for cid, h in zip(decided, human, strict=True)],
+            dtype=bool,
+        )
         labelled_here = [cid for cid in ids if cid in traffic.human]
         used = int((~np.isnan(human)).sum()) if human.size else 0
         counts = Counter(traffic.outcome[cid] for cid in ids)
@@ -359,11 +610,15 @@ def _assemble(certified: Certified, traffic: Traffic, rubric: Rubric, results: s
                 cases=len(ids),
             )
         )
-    rows, overall = estimate_slices(inputs, interval=interval, seed=seed, unstable_below=unstable_below)
+    rows, overall = estimate_slices(
+        inputs, interval=interval, seed=seed, unstable_below=unstable_below
+    )
     incomplete = overall.errors + overall.missing
     warnings = []
     if incomplete:
-        warnings.append(f"{overall.errors} evaluator error(s) and {overall.missing} case(s) without a result: the estimates cover decided cases only; errors may not be random")
+        warnings.append(
+            f"{overall.errors} evaluator error(s) and {overall.missing} case(s) without a result: the estimates cover decided cases only; errors may not be random"
+        )
     if traffic.other_repeats:
         warnings.append(f"{traffic.other_repeats} result(s) of repeat indexes other than 0 ignored")
     return ProductionEstimate(

@@ -58,9 +58,36 @@ class SimulatedSlice(BaseModel):
 
 
 DEMO_SCENARIO: tuple[SimulatedSlice, ...] = (
-    SimulatedSlice(slice="refund_policy", risk="critical", true_pass_rate=0.60, sensitivity=0.97, specificity=0.80, traffic=1500, certified_passes=80, certified_fails=60),
-    SimulatedSlice(slice="billing_payments", risk="high", true_pass_rate=0.70, sensitivity=0.95, specificity=0.75, traffic=2500, certified_passes=120, certified_fails=60),
-    SimulatedSlice(slice="shipping_delivery", risk="medium", true_pass_rate=0.85, sensitivity=0.97, specificity=0.65, traffic=3000, certified_passes=150, certified_fails=50),
+    SimulatedSlice(
+        slice="refund_policy",
+        risk="critical",
+        true_pass_rate=0.60,
+        sensitivity=0.97,
+        specificity=0.80,
+        traffic=1500,
+        certified_passes=80,
+        certified_fails=60,
+    ),
+    SimulatedSlice(
+        slice="billing_payments",
+        risk="high",
+        true_pass_rate=0.70,
+        sensitivity=0.95,
+        specificity=0.75,
+        traffic=2500,
+        certified_passes=120,
+        certified_fails=60,
+    ),
+    SimulatedSlice(
+        slice="shipping_delivery",
+        risk="medium",
+        true_pass_rate=0.85,
+        sensitivity=0.97,
+        specificity=0.65,
+        traffic=3000,
+        certified_passes=150,
+        certified_fails=50,
+    ),
 )
 """A three-slice scenario: a lenient judge (it passes some answers reviewers fail), so the naive pass rate is too high everywhere."""
 
@@ -76,7 +103,14 @@ def truths(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO) -> dict[str, floa
     return {s.slice: s.true_pass_rate for s in scenario} | {"(all)": true_overall(scenario)}
 
 
-def simulate(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO, *, labelled: int = 0, seed: int = 0, interval: RGInterval = "bootstrap", unstable_below: float = UNSTABLE_BELOW) -> ProductionEstimate:
+def simulate(
+    scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO,
+    *,
+    labelled: int = 0,
+    seed: int = 0,
+    interval: RGInterval = "bootstrap",
+    unstable_below: float = UNSTABLE_BELOW,
+) -> ProductionEstimate:
     """One draw of the scenario, estimated exactly as real traffic is (no report: ``certification`` is None)."""
     rng = np.random.default_rng(seed)
     total = sum(s.traffic for s in scenario)
@@ -88,7 +122,9 @@ def simulate(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO, *, labelled: in
     start = 0
     for s in scenario:
         human = rng.random(s.traffic) < s.true_pass_rate
-        judge = np.where(human, rng.random(s.traffic) < s.sensitivity, rng.random(s.traffic) >= s.specificity)
+        judge = np.where(
+            human, rng.random(s.traffic) < s.sensitivity, rng.random(s.traffic) >= s.specificity
+        )
         revealed = np.where(sample[start : start + s.traffic], human.astype(float), np.nan)
         start += s.traffic
         inputs.append(
@@ -103,7 +139,9 @@ def simulate(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO, *, labelled: in
                 sp_n=s.certified_fails,
             )
         )
-    rows, overall = estimate_slices(inputs, interval=interval, seed=seed, unstable_below=unstable_below)
+    rows, overall = estimate_slices(
+        inputs, interval=interval, seed=seed, unstable_below=unstable_below
+    )
     return ProductionEstimate(
         status="complete",
         confidence=0.95,
@@ -123,7 +161,13 @@ def _covers(low: float | None, high: float | None, truth: float) -> bool:
     return low is not None and high is not None and low <= truth <= high
 
 
-def coverage(scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO, seeds: Iterable[int] = range(500), *, labelled: int = 300, interval: RGInterval = "bootstrap"):  # -> pandas.DataFrame
+def coverage(
+    scenario: Sequence[SimulatedSlice] = DEMO_SCENARIO,
+    seeds: Iterable[int] = range(500),
+    *,
+    labelled: int = 300,
+    interval: RGInterval = "bootstrap",
+):  # -> pandas.DataFrame
     """How often each 95% interval holds the truth, per slice and overall, over ``seeds``.
 
     Columns: ``slice``, ``truth``, ``draws``, ``naive_coverage``, ``corrected_coverage``,
@@ -165,7 +209,9 @@ def _tally(t: dict[str, list[float]], row: SliceEstimate, truth: float) -> None:
     t.setdefault("naive", []).append(_covers(n.ci95_low, n.ci95_high, truth))
     t.setdefault("corrected", []).append(_covers(c.ci95_low, c.ci95_high, truth))
     t.setdefault("naive_w", []).append((n.ci95_high or 0) - (n.ci95_low or 0))
-    t.setdefault("corrected_w", []).append((c.ci95_high or 0) - (c.ci95_low or 0) if c.estimate is not None else np.nan)
+    t.setdefault("corrected_w", []).append(
+        (c.ci95_high or 0) - (c.ci95_low or 0) if c.estimate is not None else np.nan
+    )
     t.setdefault("naive_b", []).append((n.rate or 0) - truth)
     t.setdefault("corrected_b", []).append((c.raw if c.raw is not None else np.nan) - truth)
     if p is not None:
@@ -173,7 +219,9 @@ def _tally(t: dict[str, list[float]], row: SliceEstimate, truth: float) -> None:
         t.setdefault("ppi_w", []).append(p.ci95_high - p.ci95_low)
 
 
-def estimate_chart(estimate: ProductionEstimate, truth: dict[str, float] | None = None):  # -> altair.Chart
+def estimate_chart(
+    estimate: ProductionEstimate, truth: dict[str, float] | None = None
+):  # -> altair.Chart
     """Naive, corrected and PPI estimates with their 95% intervals per slice (and the truth, when known)."""
     import altair as alt
     import pandas as pd
@@ -182,18 +230,52 @@ def estimate_chart(estimate: ProductionEstimate, truth: dict[str, float] | None 
     for r in [*estimate.slices, estimate.overall]:
         for method, value, low, high in (
             ("naive", r.naive.rate, r.naive.ci95_low, r.naive.ci95_high),
-            ("corrected (Rogan-Gladen)", r.corrected.estimate, r.corrected.ci95_low, r.corrected.ci95_high),
-            ("PPI", None if r.ppi is None else r.ppi.estimate, None if r.ppi is None else r.ppi.ci95_low, None if r.ppi is None else r.ppi.ci95_high),
+            (
+                "corrected (Rogan-Gladen)",
+                r.corrected.estimate,
+                r.corrected.ci95_low,
+                r.corrected.ci95_high,
+            ),
+            (
+                "PPI",
+                None if r.ppi is None else r.ppi.estimate,
+                None if r.ppi is None else r.ppi.ci95_low,
+                None if r.ppi is None else r.ppi.ci95_high,
+            ),
         ):
             if value is not None:
-                rows.append({"slice": r.slice, "method": method, "estimate": value, "low": low, "high": high})
+                rows.append(
+                    {
+                        "slice": r.slice,
+                        "method": method,
+                        "estimate": value,
+                        "low": low,
+                        "high": high,
+                    }
+                )
     data = pd.DataFrame(rows, columns=["slice", "method", "estimate", "low", "high"])
-    base = alt.Chart(data).encode(y=alt.Y("slice:N", title=None, sort=None), yOffset=alt.YOffset("method:N"), color=alt.Color("method:N", title=None, legend=alt.Legend(orient="bottom")))
+    base = alt.Chart(data).encode(
+        y=alt.Y("slice:N", title=None, sort=None),
+        yOffset=alt.YOffset("method:N"),
+        color=alt.Color("method:N", title=None, legend=alt.Legend(orient="bottom")),
+    )
     layers = [
-        base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title="human-pass rate with 95% interval"), x2="high:Q"),
-        base.mark_point(filled=True, size=50).encode(x="estimate:Q", tooltip=["slice", "method", "estimate", "low", "high"]),
+        base.mark_rule(strokeWidth=2).encode(
+            x=alt.X("low:Q", title="human-pass rate with 95% interval"), x2="high:Q"
+        ),
+        base.mark_point(filled=True, size=50).encode(
+            x="estimate:Q", tooltip=["slice", "method", "estimate", "low", "high"]
+        ),
     ]
     if truth:
         marks = pd.DataFrame([{"slice": k, "truth": v} for k, v in truth.items()])
-        layers.append(alt.Chart(marks).mark_tick(color="black", thickness=2, size=28).encode(y=alt.Y("slice:N", sort=None), x="truth:Q", tooltip=["slice", "truth"]))
-    return alt.layer(*layers).properties(width=460, title="Pass rate: naive vs corrected vs PPI" + (" (black tick: the true rate)" if truth else ""))
+        layers.append(
+            alt.Chart(marks)
+            .mark_tick(color="black", thickness=2, size=28)
+            .encode(y=alt.Y("slice:N", sort=None), x="truth:Q", tooltip=["slice", "truth"])
+        )
+    return alt.layer(*layers).properties(
+        width=460,
+        title="Pass rate: naive vs corrected vs PPI"
+        + (" (black tick: the true rate)" if truth else ""),
+    )

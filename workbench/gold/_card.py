@@ -74,7 +74,13 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [
-            Problem(location=location, code="card_encoding", message=f"the card is not valid UTF-8 (byte {exc.start})", fix="save card.md as UTF-8", severity="warning")
+            Problem(
+                location=location,
+                code="card_encoding",
+                message=f"the card is not valid UTF-8 (byte {exc.start})",
+                fix="save card.md as UTF-8",
+                severity="warning",
+            )
         ]
     front: dict[str, Any] = {}
     body = text
@@ -82,7 +88,13 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
         end = text.find("\n---", 3)
         if end != -1:
             try:
-                loaded = parse_yaml(text[3:end], location, prefix="card", fix="correct the YAML between the --- lines", severity="warning")
+                loaded = parse_yaml(
+                    text[3:end],
+                    location,
+                    prefix="card",
+                    fix="correct the YAML between the --- lines",
+                    severity="warning",
+                )
             except WorkbenchError as exc:
                 return None, list(exc.problems)
             front = loaded if isinstance(loaded, dict) else {}
@@ -113,7 +125,9 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
     return card, problems
 
 
-DISAGREEMENT_BASIS = "cases with two or more reviews (the cases Krippendorff's alpha is computed over)"
+DISAGREEMENT_BASIS = (
+    "cases with two or more reviews (the cases Krippendorff's alpha is computed over)"
+)
 """Which cases the card's (and the agreement report's) disagreement rate is computed over."""
 
 
@@ -148,7 +162,10 @@ def card_statistics(dataset: GoldDataset, *, min_shared: int | None = None) -> d
     overturned = sum(
         1
         for case in cases
-        if case.adjudication and not case.reviewers_disagree and case.reviews and case.reviews[0].label != case.adjudication.label
+        if case.adjudication
+        and not case.reviewers_disagree
+        and case.reviews
+        and case.reviews[0].label != case.adjudication.label
     )
     label_totals: dict[str, int] = {}
     for case in cases:
@@ -159,8 +176,13 @@ def card_statistics(dataset: GoldDataset, *, min_shared: int | None = None) -> d
         "records": len(dataset.records),
         "superseded_records": len(dataset.records) - len(cases),
         "groups": len({case.group for case in cases}),
-        "by_partition": {p: sum(sum(v.values()) for v in s.values()) for p, s in sorted(counts.items())},
-        "by_partition_slice_label": {p: {s: dict(sorted(v.items())) for s, v in sorted(sl.items())} for p, sl in sorted(counts.items())},
+        "by_partition": {
+            p: sum(sum(v.values()) for v in s.values()) for p, s in sorted(counts.items())
+        },
+        "by_partition_slice_label": {
+            p: {s: dict(sorted(v.items())) for s, v in sorted(sl.items())}
+            for p, sl in sorted(counts.items())
+        },
         "by_label": dict(sorted(label_totals.items())),
         "reviewers": dict(sorted(reviewers.items())),
         "reviewer_summary": _reviewer_summary(reviewers),
@@ -194,12 +216,23 @@ def _reviewer_pairs(cases: list[Any], min_shared: int) -> dict[str, Any]:
 
     pairs = shared_pairs([{r.reviewer: r.label for r in case.reviews} for case in cases])
     listed = [
-        {"reviewer_a": a, "reviewer_b": b, "shared": len(shared), "same_label": sum(1 for x, y in shared if x == y)}
+        {
+            "reviewer_a": a,
+            "reviewer_b": b,
+            "shared": len(shared),
+            "same_label": sum(1 for x, y in shared if x == y),
+        }
         for (a, b), shared in pairs.items()
         if len(shared) >= min_shared
     ]
     listed.sort(key=lambda row: (-row["shared"], row["reviewer_a"], row["reviewer_b"]))
-    return {"min_shared": min_shared, "total": len(pairs), "listed": len(listed), "left_out": len(pairs) - len(listed), "pairs": listed}
+    return {
+        "min_shared": min_shared,
+        "total": len(pairs),
+        "listed": len(listed),
+        "left_out": len(pairs) - len(listed),
+        "pairs": listed,
+    }
 
 
 def _reviews_per_case(cases: list[Any]) -> dict[str, int]:
@@ -215,10 +248,17 @@ def counts_frame(dataset: GoldDataset) -> Any:
     import pandas as pd
 
     rows = [
-        {"partition": c.partition.value, "slice": c.slice, "risk": dataset.rubric.risk_of(c.slice), "label": c.gold_label or "(none)"}
+        {
+            "partition": c.partition.value,
+            "slice": c.slice,
+            "risk": dataset.rubric.risk_of(c.slice),
+            "label": c.gold_label or "(none)",
+        }
         for c in dataset.cases.values()
     ]
     frame = pd.DataFrame(rows, columns=["partition", "slice", "risk", "label"])
-    table = frame.pivot_table(index=["partition", "slice", "risk"], columns="label", aggfunc="size", fill_value=0)
+    table = frame.pivot_table(
+        index=["partition", "slice", "risk"], columns="label", aggfunc="size", fill_value=0
+    )
     table["total"] = table.sum(axis=1)
     return table

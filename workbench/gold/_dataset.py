@@ -87,7 +87,9 @@ class GoldDataset:
 
     def release_for(self, dataset_sha256: str) -> GoldRelease | None:
         """The latest release that froze the dataset state with this hash, if any."""
-        return next((r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None)
+        return next(
+            (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
+        )
 
     def partition(self, name: str | Partition | None) -> list[GoldCase]:
         """Active cases of one partition (all partitions when ``name`` is None), in file order."""
@@ -138,7 +140,9 @@ def load_dataset(path: str | Path) -> GoldDataset:
     """Validate and load a dataset; raise :class:`WorkbenchError` listing every error."""
     report = validate_dataset(path)
     if report.dataset is None:
-        raise WorkbenchError(f"{report.path}: the gold dataset has {len(report.errors)} problem(s)", report.errors)
+        raise WorkbenchError(
+            f"{report.path}: the gold dataset has {len(report.errors)} problem(s)", report.errors
+        )
     return report.dataset
 
 
@@ -148,7 +152,12 @@ def validate_dataset(path: str | Path) -> ValidationReport:
     problems: list[Problem] = []
     if not gold_path.exists():
         problems.append(
-            Problem(location=str(gold_path), code="gold_missing", message="the gold file does not exist", fix=f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself")
+            Problem(
+                location=str(gold_path),
+                code="gold_missing",
+                message="the gold file does not exist",
+                fix=f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself",
+            )
         )
         return ValidationReport(gold_path, tuple(problems), None)
 
@@ -162,8 +171,12 @@ def validate_dataset(path: str | Path) -> ValidationReport:
     evidence_ids: frozenset[str] | None = None
     evidence_path: Path | None = None
     if rubric is not None and rubric.evidence_snapshot:
-        evidence_path = rubric_path.parent / rubric.evidence_snapshot  # not resolved: problems name the declared path
-        evidence_ids, evidence_problems = _read_evidence_ids(evidence_path, rubric.evidence_snapshot)
+        evidence_path = (
+            rubric_path.parent / rubric.evidence_snapshot
+        )  # not resolved: problems name the declared path
+        evidence_ids, evidence_problems = _read_evidence_ids(
+            evidence_path, rubric.evidence_snapshot
+        )
         problems.extend(evidence_problems)
 
     card, card_problems = read_card(root / CARD_FILE)
@@ -175,13 +188,24 @@ def validate_dataset(path: str | Path) -> ValidationReport:
         parsed = _parse_lines(gold_path, problems, gold_digest)
     lines = parsed or []
     if parsed is not None and not lines:
-        problems.append(Problem(location=loc, code="gold_empty", message="the gold file holds no records", fix="add one JSON object per line; an empty dataset cannot support any alignment claim"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="gold_empty",
+                message="the gold file holds no records",
+                fix="add one JSON object per line; an empty dataset cannot support any alignment claim",
+            )
+        )
     problems.extend(_check_records(lines, rubric, evidence_ids, loc))
     problems.extend(_check_cross_records(lines, loc))
     problems.extend(_check_near_duplicates(lines, loc))
     release_log = read_releases(root)
     problems.extend(release_log.problems)
-    problems.extend(check_releases(release_log, ((line.number, line.case) for line in lines if line.case is not None), loc))
+    problems.extend(
+        check_releases(
+            release_log, ((line.number, line.case) for line in lines if line.case is not None), loc
+        )
+    )
 
     problems.sort(key=_problem_order)
     if errors_only(problems) or rubric is None:
@@ -254,7 +278,12 @@ def _problem_order(problem: Problem) -> tuple[str, int, str]:
 def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None, list[Problem]]:
     if not path.exists():
         return None, [
-            Problem(location=str(path), code="evidence_snapshot_missing", message=f"the rubric declares evidence_snapshot {declared!r} but the file does not exist", fix="add the snapshot file or remove evidence_snapshot from the rubric")
+            Problem(
+                location=str(path),
+                code="evidence_snapshot_missing",
+                message=f"the rubric declares evidence_snapshot {declared!r} but the file does not exist",
+                fix="add the snapshot file or remove evidence_snapshot from the rubric",
+            )
         ]
     ids: set[str] = set()
     problems: list[Problem] = []
@@ -264,21 +293,53 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
             try:
                 row = loads_json(line)
             except JSONRecordError as exc:
-                problems.append(json_problem(exc, f"{path}:{number}", fix="write one JSON object {id, text, source} per line") if exc.code == "malformed_json" else json_problem(exc, f"{path}:{number}"))
+                problems.append(
+                    json_problem(
+                        exc,
+                        f"{path}:{number}",
+                        fix="write one JSON object {id, text, source} per line",
+                    )
+                    if exc.code == "malformed_json"
+                    else json_problem(exc, f"{path}:{number}")
+                )
                 continue
             if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-                problems.append(Problem(location=f"{path}:{number}", code="evidence_malformed", message="an evidence snapshot line has no string 'id'", fix="write one JSON object {id, text, source} per line"))
+                problems.append(
+                    Problem(
+                        location=f"{path}:{number}",
+                        code="evidence_malformed",
+                        message="an evidence snapshot line has no string 'id'",
+                        fix="write one JSON object {id, text, source} per line",
+                    )
+                )
                 continue
             if row["id"] in ids:
-                problems.append(Problem(location=f"{path}:{number}", code="evidence_duplicate_id", message=f"evidence id {row['id']!r} appears twice", fix="give each passage a unique id"))
+                problems.append(
+                    Problem(
+                        location=f"{path}:{number}",
+                        code="evidence_duplicate_id",
+                        message=f"evidence id {row['id']!r} appears twice",
+                        fix="give each passage a unique id",
+                    )
+                )
             ids.add(row["id"])
     except WorkbenchError as exc:  # not a file, unreadable, or a line too long: stop reading
         return None, [*problems, *exc.problems]
-    problems += [Problem(location=f"{path}:{n}", code="evidence_malformed", message="the evidence snapshot line is not valid UTF-8", fix="save the evidence snapshot as UTF-8") for n in not_utf8]
+    problems += [
+        Problem(
+            location=f"{path}:{n}",
+            code="evidence_malformed",
+            message="the evidence snapshot line is not valid UTF-8",
+            fix="save the evidence snapshot as UTF-8",
+        )
+        for n in not_utf8
+    ]
     return frozenset(ids), problems
 
 
-def _parse_lines(gold_path: Path, problems: list[Problem], digest: Any = None) -> list[_Line] | None:
+def _parse_lines(
+    gold_path: Path, problems: list[Problem], digest: Any = None
+) -> list[_Line] | None:
     """Every non-blank line, parsed; ``None`` when the file could not be read to its end."""
     lines: list[_Line] = []
     loc = str(gold_path)
@@ -287,24 +348,53 @@ def _parse_lines(gold_path: Path, problems: list[Problem], digest: Any = None) -
         for number, text in iter_jsonl_lines(gold_path, not_utf8, digest=digest):
             while not_utf8:
                 bad = not_utf8.pop(0)
-                problems.append(Problem(location=f"{loc}:{bad}", code="not_utf8", message="the line is not valid UTF-8", fix="save the file as UTF-8"))
+                problems.append(
+                    Problem(
+                        location=f"{loc}:{bad}",
+                        code="not_utf8",
+                        message="the line is not valid UTF-8",
+                        fix="save the file as UTF-8",
+                    )
+                )
                 lines.append(_Line(bad, None, None))
             try:
-                check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
+                check_json(
+                    text
+                )  # duplicate keys, NaN/Infinity, too deep: refused before validation
             except JSONRecordError as exc:
-                problems.append(json_problem(exc, f"{loc}:{number}", fix="write exactly one complete JSON object on this line" if exc.code == "malformed_json" else None))
+                problems.append(
+                    json_problem(
+                        exc,
+                        f"{loc}:{number}",
+                        fix="write exactly one complete JSON object on this line"
+                        if exc.code == "malformed_json"
+                        else None,
+                    )
+                )
                 lines.append(_Line(number, None, None))
                 continue
             try:
                 lines.append(_Line(number, None, GoldCase.model_validate_json(text)))
             except SchemaTooNew as exc:
                 raw = loads_json(text)
-                problems.append(exc.problem_at(f"{loc}:{number}", case_id=raw.get("case_id") if isinstance(raw.get("case_id"), str) else None))
+                problems.append(
+                    exc.problem_at(
+                        f"{loc}:{number}",
+                        case_id=raw.get("case_id") if isinstance(raw.get("case_id"), str) else None,
+                    )
+                )
                 lines.append(_Line(number, None, None))
             except ValidationError as exc:
                 raw = loads_json(text)
                 if not isinstance(raw, dict):
-                    problems.append(Problem(location=f"{loc}:{number}", code="malformed_json", message=f"the line holds a JSON {_json_type(raw)}, not an object", fix="write exactly one JSON object per line"))
+                    problems.append(
+                        Problem(
+                            location=f"{loc}:{number}",
+                            code="malformed_json",
+                            message=f"the line holds a JSON {_json_type(raw)}, not an object",
+                            fix="write exactly one JSON object per line",
+                        )
+                    )
                     lines.append(_Line(number, None, None))
                     continue
                 case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
@@ -314,13 +404,22 @@ def _parse_lines(gold_path: Path, problems: list[Problem], digest: Any = None) -
         problems.extend(exc.problems)
         return None
     for bad in not_utf8:
-        problems.append(Problem(location=f"{loc}:{bad}", code="not_utf8", message="the line is not valid UTF-8", fix="save the file as UTF-8"))
+        problems.append(
+            Problem(
+                location=f"{loc}:{bad}",
+                code="not_utf8",
+                message="the line is not valid UTF-8",
+                fix="save the file as UTF-8",
+            )
+        )
         lines.append(_Line(bad, None, None))
     return lines
 
 
 def _json_type(value: Any) -> str:
-    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(value), "number")
+    return {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number"
+    )
 
 
 def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None) -> list[Problem]:
@@ -331,17 +430,67 @@ def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None)
         leaf = str(err["loc"][-1]) if err["loc"] else ""
         kind = err["type"]
         if kind == "missing":
-            out.append(Problem(location=where, case_id=case_id, code="missing_field", message=f"missing required field '{path}'", fix=_FIELD_HINTS.get(leaf, f"add '{leaf}'")))
+            out.append(
+                Problem(
+                    location=where,
+                    case_id=case_id,
+                    code="missing_field",
+                    message=f"missing required field '{path}'",
+                    fix=_FIELD_HINTS.get(leaf, f"add '{leaf}'"),
+                )
+            )
         elif kind == "extra_forbidden":
-            out.append(Problem(location=where, case_id=case_id, code="unknown_field", message=f"unknown field '{path}'", fix="remove it or correct its spelling; free-form data belongs in 'metadata'"))
+            out.append(
+                Problem(
+                    location=where,
+                    case_id=case_id,
+                    code="unknown_field",
+                    message=f"unknown field '{path}'",
+                    fix="remove it or correct its spelling; free-form data belongs in 'metadata'",
+                )
+            )
         elif kind in WRONG_TYPE_ERRORS:
-            out.append(Problem(location=where, case_id=case_id, code="wrong_type", message=f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got {_short(err.get('input'))})", fix="write the value with its JSON type: numbers and true/false without quotes, whole numbers without a decimal point"))
+            out.append(
+                Problem(
+                    location=where,
+                    case_id=case_id,
+                    code="wrong_type",
+                    message=f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got {_short(err.get('input'))})",
+                    fix="write the value with its JSON type: numbers and true/false without quotes, whole numbers without a decimal point",
+                )
+            )
         elif path == "partition" and kind == "enum":
-            out.append(Problem(location=where, case_id=case_id, code="unknown_partition", message=f"unknown partition {err.get('input')!r}", fix="use one of " + ", ".join(PARTITIONS)))
+            out.append(
+                Problem(
+                    location=where,
+                    case_id=case_id,
+                    code="unknown_partition",
+                    message=f"unknown partition {err.get('input')!r}",
+                    fix="use one of " + ", ".join(PARTITIONS),
+                )
+            )
         elif kind == "value_error" and not err["loc"]:
-            out.append(Problem(location=where, case_id=case_id, code="missing_grading_evidence", message="the case has neither grading_notes nor reference", fix="add grading_notes (required concepts, prohibited claims) or a reference answer"))
+            out.append(
+                Problem(
+                    location=where,
+                    case_id=case_id,
+                    code="missing_grading_evidence",
+                    message="the case has neither grading_notes nor reference",
+                    fix="add grading_notes (required concepts, prohibited claims) or a reference answer",
+                )
+            )
         else:
-            out.append(Problem(location=where, case_id=case_id, code="invalid_field", message=f"field '{path}': {err['msg']} (got {_short(err.get('input'))})", fix=_FIELD_HINTS.get(leaf, f"correct '{path}'; see docs/formats.md#gold-records")))
+            out.append(
+                Problem(
+                    location=where,
+                    case_id=case_id,
+                    code="invalid_field",
+                    message=f"field '{path}': {err['msg']} (got {_short(err.get('input'))})",
+                    fix=_FIELD_HINTS.get(
+                        leaf, f"correct '{path}'; see docs/formats.md#gold-records"
+                    ),
+                )
+            )
     return out
 
 
@@ -350,7 +499,9 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _check_records(lines: list[_Line], rubric: Rubric | None, evidence_ids: frozenset[str] | None, loc: str) -> list[Problem]:
+def _check_records(
+    lines: list[_Line], rubric: Rubric | None, evidence_ids: frozenset[str] | None, loc: str
+) -> list[Problem]:
     out: list[Problem] = []
     vocab = set(rubric.labels) if rubric else None
     for line in lines:
@@ -360,11 +511,27 @@ def _check_records(lines: list[_Line], rubric: Rubric | None, evidence_ids: froz
         where = f"{loc}:{line.number}"
         cid = case.case_id
 
-        def add(code: str, message: str, fix: str, severity: str = "error", _w: str = where, _c: str = cid) -> None:
-            out.append(Problem(location=_w, case_id=_c, code=code, message=message, fix=fix, severity=severity))  # type: ignore[arg-type]
+        def add(
+            code: str,
+            message: str,
+            fix: str,
+            severity: str = "error",
+            _w: str = where,
+            _c: str = cid,
+        ) -> None:
+            out.append(
+                Problem(
+                    location=_w, case_id=_c, code=code, message=message, fix=fix, severity=severity
+                )
+            )  # type: ignore[arg-type]
 
         if not case.response.strip():
-            add("empty_response", "the response under judgment is empty", "check the export: an empty response is rarely what reviewers judged; keep it only if judging empty answers is intended", "warning")
+            add(
+                "empty_response",
+                "the response under judgment is empty",
+                "check the export: an empty response is rarely what reviewers judged; keep it only if judging empty answers is intended",
+                "warning",
+            )
         actual_hash = hashlib.sha256(case.response.encode("utf-8")).hexdigest()
         if case.response_hash != actual_hash:
             add(
@@ -374,33 +541,75 @@ def _check_records(lines: list[_Line], rubric: Rubric | None, evidence_ids: froz
             )
         if rubric is not None:
             if case.rubric_version != rubric.version:
-                add("rubric_version_mismatch", f"reviewed under rubric_version {case.rubric_version!r} but the rubric is {rubric.version!r}", "re-review the case under the current rubric, or validate it against the rubric it was reviewed under")
+                add(
+                    "rubric_version_mismatch",
+                    f"reviewed under rubric_version {case.rubric_version!r} but the rubric is {rubric.version!r}",
+                    "re-review the case under the current rubric, or validate it against the rubric it was reviewed under",
+                )
             if case.slice not in rubric.slices:
-                add("unknown_slice", f"unknown slice {case.slice!r}", "use one of the rubric's slices (" + ", ".join(rubric.slices) + ") or declare this slice, with a risk level, in rubric.yaml")
+                add(
+                    "unknown_slice",
+                    f"unknown slice {case.slice!r}",
+                    "use one of the rubric's slices ("
+                    + ", ".join(rubric.slices)
+                    + ") or declare this slice, with a risk level, in rubric.yaml",
+                )
             assert vocab is not None
             for i, review in enumerate(case.reviews):
                 if review.label not in vocab:
-                    add("unknown_label", f"reviews[{i}] ({review.reviewer}) has unknown label {review.label!r}", "use one of " + ", ".join(rubric.labels))
+                    add(
+                        "unknown_label",
+                        f"reviews[{i}] ({review.reviewer}) has unknown label {review.label!r}",
+                        "use one of " + ", ".join(rubric.labels),
+                    )
             if case.adjudication and case.adjudication.label not in vocab:
-                add("unknown_label", f"adjudication has unknown label {case.adjudication.label!r}", "use one of " + ", ".join(rubric.labels))
+                add(
+                    "unknown_label",
+                    f"adjudication has unknown label {case.adjudication.label!r}",
+                    "use one of " + ", ".join(rubric.labels),
+                )
             if len(case.reviews) < rubric.min_reviews:
-                add("too_few_reviews", f"{len(case.reviews)} review(s); the rubric requires {rubric.min_reviews}", "collect more independent reviews before adding the case")
+                add(
+                    "too_few_reviews",
+                    f"{len(case.reviews)} review(s); the rubric requires {rubric.min_reviews}",
+                    "collect more independent reviews before adding the case",
+                )
         reviewers = [r.reviewer for r in case.reviews]
         if len(set(reviewers)) != len(reviewers):
-            add("duplicate_reviewer", "the same reviewer appears twice", "reviews must come from different reviewers; keep the first label and record changes in adjudication")
+            add(
+                "duplicate_reviewer",
+                "the same reviewer appears twice",
+                "reviews must come from different reviewers; keep the first label and record changes in adjudication",
+            )
         if case.adjudication is None:
             if case.reviewers_disagree:
                 labels = ", ".join(f"{r.reviewer}={r.label}" for r in case.reviews)
-                add("unresolved_disagreement", f"reviewers disagree ({labels}) and there is no adjudication", "have an adjudicator decide and record {label, reason, adjudicator}")
+                add(
+                    "unresolved_disagreement",
+                    f"reviewers disagree ({labels}) and there is no adjudication",
+                    "have an adjudicator decide and record {label, reason, adjudicator}",
+                )
             else:
-                add("no_adjudication", "the case has no adjudication", "record the adjudicated label {label, reason, adjudicator}, even when reviewers agree")
+                add(
+                    "no_adjudication",
+                    "the case has no adjudication",
+                    "record the adjudicated label {label, reason, adjudicator}, even when reviewers agree",
+                )
         cited = list(case.evidence) + [e for r in case.reviews for e in r.evidence]
         if cited and rubric is not None and not rubric.evidence_snapshot:
-            add("unresolved_evidence", f"cites evidence {', '.join(map(repr, dict.fromkeys(cited)))} but the rubric declares no evidence_snapshot to resolve it in", "declare evidence_snapshot in rubric.yaml, or remove the evidence ids")
+            add(
+                "unresolved_evidence",
+                f"cites evidence {', '.join(map(repr, dict.fromkeys(cited)))} but the rubric declares no evidence_snapshot to resolve it in",
+                "declare evidence_snapshot in rubric.yaml, or remove the evidence ids",
+            )
         if evidence_ids is not None:
             for eid in dict.fromkeys(cited):
                 if eid not in evidence_ids:
-                    add("unresolved_evidence", f"evidence id {eid!r} is not in the evidence snapshot", "cite an id from the snapshot, or add the passage to the snapshot as a new dataset version")
+                    add(
+                        "unresolved_evidence",
+                        f"evidence id {eid!r} is not in the evidence snapshot",
+                        "cite an id from the snapshot, or add the passage to the snapshot as a new dataset version",
+                    )
     return out
 
 
@@ -412,17 +621,35 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
     for line in lines:
         if line.case is not None:
             c = line.case
-            ident.append((line.number, c.case_id, c.partition.value, c.group, c.supersedes, c.response_hash))
+            ident.append(
+                (line.number, c.case_id, c.partition.value, c.group, c.supersedes, c.response_hash)
+            )
         elif line.raw is not None:
             r = line.raw
-            ident.append(tuple([line.number] + [r.get(k) if isinstance(r.get(k), str) else None for k in ("case_id", "partition", "group", "supersedes", "response_hash")]))  # type: ignore[arg-type]
+            ident.append(
+                tuple(
+                    [line.number]
+                    + [
+                        r.get(k) if isinstance(r.get(k), str) else None
+                        for k in ("case_id", "partition", "group", "supersedes", "response_hash")
+                    ]
+                )
+            )  # type: ignore[arg-type]
 
     first_line: dict[str, int] = {}
     for number, cid, *_ in ident:
         if cid is None:
             continue
         if cid in first_line:
-            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="duplicate_case_id", message=f"case_id already used on line {first_line[cid]}", fix="give the case a new id; to correct the earlier record, add 'supersedes' pointing at it"))
+            out.append(
+                Problem(
+                    location=f"{loc}:{number}",
+                    case_id=cid,
+                    code="duplicate_case_id",
+                    message=f"case_id already used on line {first_line[cid]}",
+                    fix="give the case a new id; to correct the earlier record, add 'supersedes' pointing at it",
+                )
+            )
         else:
             first_line[cid] = number
 
@@ -432,9 +659,19 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
             partitions_of_group[group][partition].append(number)
     for group, parts in partitions_of_group.items():
         if len(parts) > 1:
-            where = ", ".join(f"{p} (lines {', '.join(map(str, ns[:5]))}{', ...' if len(ns) > 5 else ''})" for p, ns in sorted(parts.items()))
+            where = ", ".join(
+                f"{p} (lines {', '.join(map(str, ns[:5]))}{', ...' if len(ns) > 5 else ''})"
+                for p, ns in sorted(parts.items())
+            )
             first = min(n for ns in parts.values() for n in ns)
-            out.append(Problem(location=f"{loc}:{first}", code="group_leakage", message=f"group {group!r} appears in {len(parts)} partitions: {where}", fix="move every case of the group into one partition; paraphrases must not straddle partitions"))
+            out.append(
+                Problem(
+                    location=f"{loc}:{first}",
+                    code="group_leakage",
+                    message=f"group {group!r} appears in {len(parts)} partitions: {where}",
+                    fix="move every case of the group into one partition; paraphrases must not straddle partitions",
+                )
+            )
 
     record_of: dict[str, tuple[int, str | None, str | None]] = {}
     for number, cid, partition, _group, _sup, rhash in ident:
@@ -446,22 +683,62 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
         if sup is None or cid is None:
             continue
         if sup not in record_of:
-            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="supersedes_unknown", message=f"supersedes {sup!r}, which is not in the dataset", fix="point supersedes at the case_id of the record being corrected, or remove it"))
+            out.append(
+                Problem(
+                    location=f"{loc}:{number}",
+                    case_id=cid,
+                    code="supersedes_unknown",
+                    message=f"supersedes {sup!r}, which is not in the dataset",
+                    fix="point supersedes at the case_id of the record being corrected, or remove it",
+                )
+            )
             continue
         if sup == cid:
-            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="supersedes_cycle", message="the record supersedes itself", fix="point supersedes at the earlier record's case_id"))
+            out.append(
+                Problem(
+                    location=f"{loc}:{number}",
+                    case_id=cid,
+                    code="supersedes_cycle",
+                    message="the record supersedes itself",
+                    fix="point supersedes at the earlier record's case_id",
+                )
+            )
             continue
         targets[sup].append((number, cid))
         successor[cid] = sup
         old_number, old_partition, old_hash = record_of[sup]
         if partition is not None and old_partition is not None and partition != old_partition:
-            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="correction_moves_partition", message=f"corrects {sup!r} (line {old_number}) but moves it from {old_partition} to {partition}", fix="keep a correction in the partition of the record it corrects"))
+            out.append(
+                Problem(
+                    location=f"{loc}:{number}",
+                    case_id=cid,
+                    code="correction_moves_partition",
+                    message=f"corrects {sup!r} (line {old_number}) but moves it from {old_partition} to {partition}",
+                    fix="keep a correction in the partition of the record it corrects",
+                )
+            )
         if rhash is not None and old_hash is not None and rhash != old_hash:
-            out.append(Problem(location=f"{loc}:{number}", case_id=cid, code="correction_changes_response", message=f"corrects {sup!r} (line {old_number}) but judges a different response", fix="a new response is a new case: give it its own case_id without supersedes"))
+            out.append(
+                Problem(
+                    location=f"{loc}:{number}",
+                    case_id=cid,
+                    code="correction_changes_response",
+                    message=f"corrects {sup!r} (line {old_number}) but judges a different response",
+                    fix="a new response is a new case: give it its own case_id without supersedes",
+                )
+            )
     for sup, claimants in targets.items():
         if len(claimants) > 1:
             lines_text = ", ".join(f"{c} (line {n})" for n, c in claimants)
-            out.append(Problem(location=f"{loc}:{claimants[1][0]}", case_id=sup, code="supersedes_fork", message=f"superseded by more than one record: {lines_text}", fix="keep one correction chain: make the later correction supersede the earlier correction"))
+            out.append(
+                Problem(
+                    location=f"{loc}:{claimants[1][0]}",
+                    case_id=sup,
+                    code="supersedes_fork",
+                    message=f"superseded by more than one record: {lines_text}",
+                    fix="keep one correction chain: make the later correction supersede the earlier correction",
+                )
+            )
 
     reported: set[str] = set()
     for start in successor:
@@ -477,7 +754,15 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
                 continue
             reported.add(key)
             number = record_of[key][0]
-            out.append(Problem(location=f"{loc}:{number}", case_id=key, code="supersedes_cycle", message="supersedes chain forms a cycle: " + " -> ".join(cycle + [node]), fix="a correction must point at an older record; break the cycle"))
+            out.append(
+                Problem(
+                    location=f"{loc}:{number}",
+                    case_id=key,
+                    code="supersedes_cycle",
+                    message="supersedes chain forms a cycle: " + " -> ".join(cycle + [node]),
+                    fix="a correction must point at an older record; break the cycle",
+                )
+            )
     return out
 
 
@@ -485,7 +770,9 @@ def normalize_text(text: str) -> str:
     """Text as compared for near-exact duplicates: Unicode NFKC, case-folded, whitespace collapsed."""
     if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
         return " ".join(text.lower().split())
-    return " ".join(unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).split())
+    return " ".join(
+        unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold()).split()
+    )
 
 
 def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
@@ -496,13 +783,17 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
     reports them) the item would be tuned on in one and certified on in the other. Every pair
     is reported.
     """
-    superseded = {line.case.supersedes for line in lines if line.case is not None and line.case.supersedes}
+    superseded = {
+        line.case.supersedes for line in lines if line.case is not None and line.case.supersedes
+    }
     by_key: dict[tuple[str, str], list[tuple[int, GoldCase]]] = defaultdict(list)
     for line in lines:
         case = line.case
         if case is None or case.case_id in superseded:
             continue
-        by_key[(normalize_text(case.input), normalize_text(case.response))].append((line.number, case))
+        by_key[(normalize_text(case.input), normalize_text(case.response))].append(
+            (line.number, case)
+        )
     out: list[Problem] = []
     for members in by_key.values():
         if len(members) < 2 or len({c.partition for _, c in members}) < 2:
@@ -512,7 +803,11 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                 if case.partition == first.partition or case.group == first.group:
                     continue
                 exact = case.input == first.input and case.response == first.response
-                how = "the same input and response as" if exact else "the same input and response, after normalizing Unicode, case and whitespace, as"
+                how = (
+                    "the same input and response as"
+                    if exact
+                    else "the same input and response, after normalizing Unicode, case and whitespace, as"
+                )
                 out.append(
                     Problem(
                         location=f"{loc}:{number}",

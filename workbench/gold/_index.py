@@ -82,7 +82,9 @@ class GoldIndex:
         return next((r for r in reversed(self.releases) if r.dataset_sha256 == self.sha256), None)
 
     def release_for(self, dataset_sha256: str) -> GoldRelease | None:
-        return next((r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None)
+        return next(
+            (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
+        )
 
     def dataset(self) -> GoldDataset:
         """The full, validated dataset (slow: validates every record)."""
@@ -126,7 +128,13 @@ def gold_index(path: str | Path) -> GoldIndex:
         return _build(path, root, gold_path, None, None)
     evidence = rubric_path.parent / rubric.evidence_snapshot if rubric.evidence_snapshot else None
     try:
-        digest = sha256_json({"gold": gold_sha, "rubric": sha256_file(rubric_path), "evidence": sha256_file(evidence) if evidence else None})
+        digest = sha256_json(
+            {
+                "gold": gold_sha,
+                "rubric": sha256_file(rubric_path),
+                "evidence": sha256_file(evidence) if evidence else None,
+            }
+        )
         key = sha256_json(
             {
                 "format": INDEX_FORMAT,
@@ -142,7 +150,15 @@ def gold_index(path: str | Path) -> GoldIndex:
     cached = _read(directory / f"gold-{key}.arrow", key, digest) if directory is not None else None
     if cached is not None:
         releases = read_releases(root).releases if (root / RELEASES_FILE).exists() else ()
-        return GoldIndex(root=root, gold_path=gold_path, rubric=rubric, sha256=digest, releases=releases, table=cached, from_cache=True)
+        return GoldIndex(
+            root=root,
+            gold_path=gold_path,
+            rubric=rubric,
+            sha256=digest,
+            releases=releases,
+            table=cached,
+            from_cache=True,
+        )
     return _build(path, root, gold_path, key if directory is not None else None, digest)
 
 
@@ -152,12 +168,22 @@ def _version() -> str:
     return __version__
 
 
-def _build(path: str | Path, root: Path, gold_path: Path, key: str | None, digest: str | None) -> GoldIndex:
+def _build(
+    path: str | Path, root: Path, gold_path: Path, key: str | None, digest: str | None
+) -> GoldIndex:
     dataset = load_dataset(path)
     table = index_table(dataset)
     if key is not None and dataset.sha256 == digest:  # the files did not change while validating
         _write(cache_dir() / f"gold-{key}.arrow", table, key, digest)  # type: ignore[operator]
-    return GoldIndex(root=root, gold_path=gold_path, rubric=dataset.rubric, sha256=dataset.sha256, releases=dataset.releases, table=table, from_cache=False)
+    return GoldIndex(
+        root=root,
+        gold_path=gold_path,
+        rubric=dataset.rubric,
+        sha256=dataset.sha256,
+        releases=dataset.releases,
+        table=table,
+        from_cache=False,
+    )
 
 
 def index_table(dataset: GoldDataset) -> pa.Table:
@@ -189,7 +215,10 @@ def _read(path: Path, key: str, digest: str) -> pa.Table | None:
     except (OSError, pa.ArrowException):
         return None  # unreadable or torn: rebuilt
     meta = table.schema.metadata or {}
-    if meta.get(b"workbench.key") != key.encode() or meta.get(b"workbench.dataset_sha256") != digest.encode():
+    if (
+        meta.get(b"workbench.key") != key.encode()
+        or meta.get(b"workbench.dataset_sha256") != digest.encode()
+    ):
         return None  # never trusted when the sha differs
     if tuple(table.column_names) != INDEX_COLUMNS:
         return None
@@ -199,7 +228,13 @@ def _read(path: Path, key: str, digest: str) -> pa.Table | None:
 def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
     import pyarrow as pa
 
-    stamped = table.replace_schema_metadata({"workbench.key": key, "workbench.dataset_sha256": digest, "workbench.format": str(INDEX_FORMAT)})
+    stamped = table.replace_schema_metadata(
+        {
+            "workbench.key": key,
+            "workbench.dataset_sha256": digest,
+            "workbench.format": str(INDEX_FORMAT),
+        }
+    )
     sink = pa.BufferOutputStream()
     with pa.ipc.new_file(sink, stamped.schema) as writer:
         writer.write_table(stamped)
@@ -207,4 +242,13 @@ def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
         atomic_write_bytes(path, sink.getvalue().to_pybytes())
 
 
-__all__ = ["CACHE_ENV", "SWITCH_ENV", "GoldIndex", "INDEX_COLUMNS", "INDEX_FORMAT", "cache_dir", "gold_index", "index_table"]
+__all__ = [
+    "CACHE_ENV",
+    "SWITCH_ENV",
+    "GoldIndex",
+    "INDEX_COLUMNS",
+    "INDEX_FORMAT",
+    "cache_dir",
+    "gold_index",
+    "index_table",
+]

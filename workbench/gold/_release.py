@@ -83,11 +83,21 @@ def case_hashes(case: GoldCase) -> dict[str, str]:
         "label": adjudication.get("label"),
         "response": [data["response"], data["response_hash"]],
         "notes": data.get("grading_notes"),
-        "grading": [data["input"], data.get("reference"), data.get("contexts"), data.get("evidence")],
+        "grading": [
+            data["input"],
+            data.get("reference"),
+            data.get("contexts"),
+            data.get("evidence"),
+        ],
         "reviews": [data["reviews"], adjudication.get("reason"), adjudication.get("adjudicator")],
         "placement": [data["partition"], data["group"], data["slice"], data.get("tags")],
         "rubric": data["rubric_version"],
-        "other": [data["schema_version"], data["case_id"], data.get("supersedes"), data.get("metadata")],
+        "other": [
+            data["schema_version"],
+            data["case_id"],
+            data.get("supersedes"),
+            data.get("metadata"),
+        ],
     }
     return {name: sha256_json(value) for name, value in values.items()}
 
@@ -97,10 +107,14 @@ def record_sha256(hashes: Mapping[str, str]) -> str:
     return sha256_json(dict(hashes))
 
 
-def changed_groups(before: Mapping[str, str], after: Mapping[str, str], *, ignore: Iterable[str] = ()) -> list[str]:
+def changed_groups(
+    before: Mapping[str, str], after: Mapping[str, str], *, ignore: Iterable[str] = ()
+) -> list[str]:
     """Field groups whose hash differs, in :data:`FIELD_GROUPS` order."""
     skip = set(ignore)
-    return [name for name in FIELD_GROUPS if name not in skip and before.get(name) != after.get(name)]
+    return [
+        name for name in FIELD_GROUPS if name not in skip and before.get(name) != after.get(name)
+    ]
 
 
 def describe(groups: Iterable[str]) -> str:
@@ -181,7 +195,9 @@ class ReleaseLog:
 
     def latest_for(self, dataset_sha256: str) -> GoldRelease | None:
         """The latest release that froze exactly this dataset hash."""
-        return next((r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None)
+        return next(
+            (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
+        )
 
 
 def current_user() -> str:
@@ -202,37 +218,84 @@ def read_releases(root: str | Path) -> ReleaseLog:
     problems: list[Problem] = []
     fix_chain = "the release log is append-only: restore it from version control; never edit or delete a release"
     if not path.is_file():
-        return ReleaseLog(path, (), (Problem(location=loc, code="release_malformed", message="the release log is not a regular file", fix=fix_chain),))
+        return ReleaseLog(
+            path,
+            (),
+            (
+                Problem(
+                    location=loc,
+                    code="release_malformed",
+                    message="the release log is not a regular file",
+                    fix=fix_chain,
+                ),
+            ),
+        )
     not_utf8: list[int] = []
     try:
         # A release holds one hash set per record, so its line grows with the dataset: the
         # document limit (256 MiB by default), not the record limit, bounds it.
         lines = list(iter_jsonl_lines(path, not_utf8, limit=max_document_bytes()))
     except OSError as exc:
-        return ReleaseLog(path, (), (Problem(location=loc, code="release_malformed", message=f"the release log cannot be read ({exc.strerror or exc})", fix=fix_chain),))
+        return ReleaseLog(
+            path,
+            (),
+            (
+                Problem(
+                    location=loc,
+                    code="release_malformed",
+                    message=f"the release log cannot be read ({exc.strerror or exc})",
+                    fix=fix_chain,
+                ),
+            ),
+        )
     except WorkbenchError as exc:  # unreadable, or a line longer than the limit
         return ReleaseLog(path, (), tuple(exc.problems))
     for number in not_utf8:
-        problems.append(Problem(location=f"{loc}:{number}", code="release_malformed", message="the release line is not valid UTF-8", fix=fix_chain))
+        problems.append(
+            Problem(
+                location=f"{loc}:{number}",
+                code="release_malformed",
+                message="the release line is not valid UTF-8",
+                fix=fix_chain,
+            )
+        )
     for number, text in lines:
         where = f"{loc}:{number}"
         try:
             check_json(text)  # duplicate keys, NaN/Infinity, too deep: refused before validation
         except JSONRecordError as exc:
             problem = json_problem(exc, where, fix=fix_chain)
-            problems.append(problem.model_copy(update={"code": "release_malformed"}) if exc.code == "malformed_json" else problem)
+            problems.append(
+                problem.model_copy(update={"code": "release_malformed"})
+                if exc.code == "malformed_json"
+                else problem
+            )
             continue
         try:
             release = GoldRelease.model_validate_json(text)
         except ValidationError as exc:
             first = exc.errors(include_url=False)[0]
-            problems.append(Problem(location=where, code="release_malformed", message=f"not a release record ({error_field(first, 'line')}: {first['msg']})", fix=fix_chain))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="release_malformed",
+                    message=f"not a release record ({error_field(first, 'line')}: {first['msg']})",
+                    fix=fix_chain,
+                )
+            )
             continue
         except SchemaTooNew as exc:
             problems.append(exc.problem_at(where))
             continue
         if release.sha256 != release.expected_sha256():
-            problems.append(Problem(location=where, code="release_chain_broken", message=f"release {release.release_id} does not hash to its recorded sha256: it was edited", fix=fix_chain))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="release_chain_broken",
+                    message=f"release {release.release_id} does not hash to its recorded sha256: it was edited",
+                    fix=fix_chain,
+                )
+            )
         expected_previous = releases[-1].sha256 if releases else None
         if release.previous_sha256 != expected_previous or release.sequence != len(releases) + 1:
             problems.append(
@@ -247,7 +310,9 @@ def read_releases(root: str | Path) -> ReleaseLog:
     return ReleaseLog(path, tuple(releases), tuple(problems))
 
 
-def check_releases(log: ReleaseLog, records: Iterable[tuple[int, GoldCase]], loc: str) -> list[Problem]:
+def check_releases(
+    log: ReleaseLog, records: Iterable[tuple[int, GoldCase]], loc: str
+) -> list[Problem]:
     """Refuse in-place edits and deletions of frozen records.
 
     ``records`` are ``(line number, record)`` of the gold file. A record frozen by any release
@@ -294,7 +359,9 @@ def check_releases(log: ReleaseLog, records: Iterable[tuple[int, GoldCase]], loc
     return out
 
 
-def freeze(gold: str | Path, *, who: str | None = None, note: str | None = None) -> tuple[GoldRelease, bool]:
+def freeze(
+    gold: str | Path, *, who: str | None = None, note: str | None = None
+) -> tuple[GoldRelease, bool]:
     """Freeze the current state of a gold dataset; return ``(release, created)``.
 
     The dataset must validate (so a frozen record edited in place cannot be frozen again).
@@ -308,7 +375,17 @@ def freeze(gold: str | Path, *, who: str | None = None, note: str | None = None)
     dataset = load_dataset(gold)
     root = dataset.root
     if who is not None and not who.strip():
-        raise WorkbenchError("cannot freeze", [Problem(location="--who", code="freeze_invalid", message="--who is empty", fix="name who freezes the release, or omit --who to use $WORKBENCH_USER or the login name")])
+        raise WorkbenchError(
+            "cannot freeze",
+            [
+                Problem(
+                    location="--who",
+                    code="freeze_invalid",
+                    message="--who is empty",
+                    fix="name who freezes the release, or omit --who to use $WORKBENCH_USER or the login name",
+                )
+            ],
+        )
     # The lock lives in the temporary directory, keyed by the log's resolved path, so that the
     # dataset directory holds nothing but the dataset and its release log.
     key = sha256_json(str((root / RELEASES_FILE).resolve()))[:24]
@@ -345,4 +422,14 @@ def freeze(gold: str | Path, *, who: str | None = None, note: str | None = None)
                 out.append(release.model_dump(mode="json"))
             return release, True
     except Timeout:
-        raise WorkbenchError("cannot freeze", [Problem(location=str(root), code="freeze_locked", message="another freeze of this dataset holds the release lock", fix="wait for it to finish and run freeze again")]) from None
+        raise WorkbenchError(
+            "cannot freeze",
+            [
+                Problem(
+                    location=str(root),
+                    code="freeze_locked",
+                    message="another freeze of this dataset holds the release lock",
+                    fix="wait for it to finish and run freeze again",
+                )
+            ],
+        ) from None

@@ -209,59 +209,178 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
     vocab = set(r.labels)
     duplicates = sorted({label for label in r.labels if r.labels.count(label) > 1})
     if duplicates:
-        out.append(("rubric_invalid", "labels", f"labels contains duplicates: {duplicates}", "list every label once"))
+        out.append(
+            (
+                "rubric_invalid",
+                "labels",
+                f"labels contains duplicates: {duplicates}",
+                "list every label once",
+            )
+        )
     for name in ("pass_label", "fail_label"):
         value = getattr(r, name)
         if value is not None and value not in vocab:
-            out.append(("rubric_invalid", name, f"{name} {value!r} is not one of labels {r.labels}", f"set {name} to one of {r.labels}, or add it to labels"))
+            out.append(
+                (
+                    "rubric_invalid",
+                    name,
+                    f"{name} {value!r} is not one of labels {r.labels}",
+                    f"set {name} to one of {r.labels}, or add it to labels",
+                )
+            )
     if (r.pass_label is None) != (r.fail_label is None):
-        out.append(("rubric_invalid", "pass_label", "declare both pass_label and fail_label, or neither", "add the missing one, or remove both for a rubric without pass/fail"))
+        out.append(
+            (
+                "rubric_invalid",
+                "pass_label",
+                "declare both pass_label and fail_label, or neither",
+                "add the missing one, or remove both for a rubric without pass/fail",
+            )
+        )
     if r.pass_label is not None and r.pass_label == r.fail_label:
-        out.append(("rubric_invalid", "fail_label", "pass_label and fail_label must differ", "name two different labels"))
+        out.append(
+            (
+                "rubric_invalid",
+                "fail_label",
+                "pass_label and fail_label must differ",
+                "name two different labels",
+            )
+        )
     for label in r.abstain_labels:
         if label not in vocab:
-            out.append(("rubric_invalid", "abstain_labels", f"abstain label {label!r} is not one of labels {r.labels}", "add it to labels or remove it from abstain_labels"))
+            out.append(
+                (
+                    "rubric_invalid",
+                    "abstain_labels",
+                    f"abstain label {label!r} is not one of labels {r.labels}",
+                    "add it to labels or remove it from abstain_labels",
+                )
+            )
         if label in (r.pass_label, r.fail_label) or (r.pass_labels and label in r.pass_labels):
-            out.append(("rubric_invalid", "abstain_labels", f"abstain label {label!r} cannot also be pass or fail", "remove it from abstain_labels or from the pass/fail labels"))
+            out.append(
+                (
+                    "rubric_invalid",
+                    "abstain_labels",
+                    f"abstain label {label!r} cannot also be pass or fail",
+                    "remove it from abstain_labels or from the pass/fail labels",
+                )
+            )
     scale = r.scale.value
     scale_labels = [label for label in r.labels if label not in r.abstain_labels]
     if r.scale == Scale.nominal:
         if r.pass_labels is not None:
-            out.append(("rubric_scale", "pass_labels", "pass_labels is for ordered rubrics, and this rubric's scale is nominal", "declare scale: ordinal (or numeric) for an ordered scale, or use pass_label and fail_label"))
+            out.append(
+                (
+                    "rubric_scale",
+                    "pass_labels",
+                    "pass_labels is for ordered rubrics, and this rubric's scale is nominal",
+                    "declare scale: ordinal (or numeric) for an ordered scale, or use pass_label and fail_label",
+                )
+            )
         return out
     if r.pass_label is not None or r.fail_label is not None:
         example = scale_labels[-2:] if len(scale_labels) >= 3 else scale_labels[-1:]
-        out.append(("rubric_scale", "pass_label", f"a {scale} rubric declares its pass labels with pass_labels, not pass_label/fail_label", f"replace pass_label and fail_label with pass_labels, e.g. pass_labels: {example}; every other scale label then counts as fail"))
+        out.append(
+            (
+                "rubric_scale",
+                "pass_label",
+                f"a {scale} rubric declares its pass labels with pass_labels, not pass_label/fail_label",
+                f"replace pass_label and fail_label with pass_labels, e.g. pass_labels: {example}; every other scale label then counts as fail",
+            )
+        )
     if len(scale_labels) < 2:
-        out.append(("rubric_scale", "labels", f"a {scale} scale needs at least two labels that are not abstain labels; it has {scale_labels}", "list the scale's labels, lowest first, and keep abstain labels for answers off the scale"))
+        out.append(
+            (
+                "rubric_scale",
+                "labels",
+                f"a {scale} scale needs at least two labels that are not abstain labels; it has {scale_labels}",
+                "list the scale's labels, lowest first, and keep abstain labels for answers off the scale",
+            )
+        )
     if r.scale == Scale.numeric:
         not_numbers = [label for label in scale_labels if _as_number(label) is None]
         if not_numbers:
-            out.append(("rubric_scale", "labels", f"a numeric scale needs number labels; {not_numbers} are not finite numbers", "use numbers (e.g. 0, 0.5, 1), declare the others as abstain_labels, or use scale: ordinal for ordered categories"))
+            out.append(
+                (
+                    "rubric_scale",
+                    "labels",
+                    f"a numeric scale needs number labels; {not_numbers} are not finite numbers",
+                    "use numbers (e.g. 0, 0.5, 1), declare the others as abstain_labels, or use scale: ordinal for ordered categories",
+                )
+            )
         numbers = [label for label in scale_labels if label not in not_numbers]
         values = [float(label) for label in numbers]
         if len(set(values)) != len(values):
-            out.append(("rubric_scale", "labels", f"numeric labels {numbers} name the same number twice", "list each number once"))
+            out.append(
+                (
+                    "rubric_scale",
+                    "labels",
+                    f"numeric labels {numbers} name the same number twice",
+                    "list each number once",
+                )
+            )
         elif values != sorted(values):
-            out.append(("rubric_scale", "labels", f"numeric labels must be listed in increasing order; got {numbers}", f"list them as {sorted(numbers, key=float)}"))
+            out.append(
+                (
+                    "rubric_scale",
+                    "labels",
+                    f"numeric labels must be listed in increasing order; got {numbers}",
+                    f"list them as {sorted(numbers, key=float)}",
+                )
+            )
     if r.pass_labels is not None:
         unknown = [label for label in r.pass_labels if label not in vocab]
         if unknown:
-            out.append(("rubric_scale", "pass_labels", f"pass_labels {unknown} are not among labels {r.labels}", f"choose pass labels among {scale_labels}"))
+            out.append(
+                (
+                    "rubric_scale",
+                    "pass_labels",
+                    f"pass_labels {unknown} are not among labels {r.labels}",
+                    f"choose pass labels among {scale_labels}",
+                )
+            )
         if len(set(r.pass_labels)) != len(r.pass_labels):
-            out.append(("rubric_scale", "pass_labels", f"pass_labels contains duplicates: {r.pass_labels}", "list every pass label once"))
+            out.append(
+                (
+                    "rubric_scale",
+                    "pass_labels",
+                    f"pass_labels contains duplicates: {r.pass_labels}",
+                    "list every pass label once",
+                )
+            )
         on_scale = [label for label in r.pass_labels if label in scale_labels]
         if not r.pass_labels:
-            out.append(("rubric_scale", "pass_labels", "pass_labels is empty: no label would count as pass", f"list the passing labels, e.g. pass_labels: {scale_labels[-1:]}, or remove pass_labels"))
+            out.append(
+                (
+                    "rubric_scale",
+                    "pass_labels",
+                    "pass_labels is empty: no label would count as pass",
+                    f"list the passing labels, e.g. pass_labels: {scale_labels[-1:]}, or remove pass_labels",
+                )
+            )
         elif len(set(on_scale)) == len(scale_labels):
-            out.append(("rubric_scale", "pass_labels", "every scale label is a pass label: nothing could fail", "leave at least one scale label out of pass_labels"))
+            out.append(
+                (
+                    "rubric_scale",
+                    "pass_labels",
+                    "every scale label is a pass label: nothing could fail",
+                    "leave at least one scale label out of pass_labels",
+                )
+            )
         elif on_scale:
             positions = sorted({scale_labels.index(label) for label in on_scale})
             run = positions == list(range(positions[0], positions[-1] + 1))
             at_end = positions[0] == 0 or positions[-1] == len(scale_labels) - 1
             if not (run and at_end):
-                top = scale_labels[-len(positions):]
-                out.append(("rubric_scale", "pass_labels", f"pass_labels {r.pass_labels} are not an unbroken run at one end of the scale {scale_labels}", f"a pass region is a threshold: use the top labels, e.g. {top}, or the bottom ones for a scale where lower is better"))
+                top = scale_labels[-len(positions) :]
+                out.append(
+                    (
+                        "rubric_scale",
+                        "pass_labels",
+                        f"pass_labels {r.pass_labels} are not an unbroken run at one end of the scale {scale_labels}",
+                        f"a pass region is a threshold: use the top labels, e.g. {top}, or the bottom ones for a scale where lower is better",
+                    )
+                )
     return out
 
 
@@ -285,22 +404,44 @@ def load_rubric(path: str | Path) -> Rubric:
     if not isinstance(raw, dict):
         raise WorkbenchError(
             "unreadable rubric",
-            [Problem(location=location, code="rubric_shape", message="the rubric must be a YAML mapping", fix="write the rubric as key: value pairs")],
+            [
+                Problem(
+                    location=location,
+                    code="rubric_shape",
+                    message="the rubric must be a YAML mapping",
+                    fix="write the rubric as key: value pairs",
+                )
+            ],
         )
     unset = _unset_risks(raw, path, location)
     if unset:
         # Check everything else too, so the person sees every problem at once.
         slices = raw["slices"]
-        raw = {**raw, "slices": {k: ({**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v) for k, v in slices.items()}}
+        raw = {
+            **raw,
+            "slices": {
+                k: ({**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v)
+                for k, v in slices.items()
+            },
+        }
     try:
         rubric = Rubric.model_validate(raw)
     except SchemaTooNew as exc:
         raise WorkbenchError("rubric from a newer workbench", [exc.problem_at(location)]) from None
     except ValidationError as exc:
-        problems = validation_problems(exc, at=location, code="rubric_invalid", root="rubric", fix="correct this rubric field; see docs/formats.md#rubric", expand=_rubric_problems)
+        problems = validation_problems(
+            exc,
+            at=location,
+            code="rubric_invalid",
+            root="rubric",
+            fix="correct this rubric field; see docs/formats.md#rubric",
+            expand=_rubric_problems,
+        )
         raise WorkbenchError("invalid rubric", [p for _, p in unset] + problems) from None
     if unset:
-        raise WorkbenchError(f"{location}: {len(unset)} slice(s) without a risk level", [p for _, p in unset])
+        raise WorkbenchError(
+            f"{location}: {len(unset)} slice(s) without a risk level", [p for _, p in unset]
+        )
     return rubric
 
 
@@ -308,7 +449,10 @@ def _rubric_problems(err: Any, _dotted: str, location: str) -> list[Problem] | N
     found = rule_error(err)
     if not isinstance(found, RubricProblems):
         return None
-    return [Problem(location=location, code=code, message=f"{field}: {message}", fix=fix) for code, field, message, fix in found.items]
+    return [
+        Problem(location=location, code=code, message=f"{field}: {message}", fix=fix)
+        for code, field, message, fix in found.items
+    ]
 
 
 def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Problem]]:
@@ -316,7 +460,11 @@ def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Proble
     slices = raw.get("slices")
     if not isinstance(slices, dict):
         return []
-    names = [name for name, spec in slices.items() if isinstance(spec, dict) and spec.get("risk") == UNSET_RISK]
+    names = [
+        name
+        for name, spec in slices.items()
+        if isinstance(spec, dict) and spec.get("risk") == UNSET_RISK
+    ]
     if not names:
         return []
     try:

@@ -64,9 +64,14 @@ def check_held_out_results(gold: str | Path, results: str | Path, partition: str
         if not held_out_ids & found and "\0unreadable" not in found:
             return
     ledger = HeldOutLedger(ledger_path_for(gold))
-    digest = results_sha256(results_path)  # a directory of shards: its digest, which no ledger entry holds
+    digest = results_sha256(
+        results_path
+    )  # a directory of shards: its digest, which no ledger entry holds
     entries = ledger.entries()  # a damaged ledger cannot account for anything: refused
-    if any(e.event == "finished" and digest in (e.run_records_sha256, e.baseline_run_records_sha256) for e in entries):
+    if any(
+        e.event == "finished" and digest in (e.run_records_sha256, e.baseline_run_records_sha256)
+        for e in entries
+    ):
         return
     raise WorkbenchError(
         "held-out results refused",

@@ -76,7 +76,13 @@ Kind = Literal["certification", "migration", "review_reevaluation"]
 (candidate and baseline judged on held-out data under one entry: one use, both fingerprints),
 or the re-evaluation of a locked report with the transition reviews recorded since (no
 held-out case judged: the locked run records are reused)."""
-_OMITTED_WHEN_DEFAULT: dict[str, object] = {"kind": "certification", "baseline": None, "baseline_fingerprint": None, "resumes": None, "baseline_run_records_sha256": None}
+_OMITTED_WHEN_DEFAULT: dict[str, object] = {
+    "kind": "certification",
+    "baseline": None,
+    "baseline_fingerprint": None,
+    "resumes": None,
+    "baseline_run_records_sha256": None,
+}
 """Fields added after ledger format 2: an entry that does not use them dumps, and so hashes,
 exactly as before they existed (old ledgers keep an intact chain, old locks their copies)."""
 FIX_RESTORE = "the ledger is append-only evidence: restore it from version control or a backup; never edit or delete its lines"
@@ -209,7 +215,10 @@ class LedgerEntry(Record):
 
     def covers(self, fingerprint: str) -> bool:
         """Whether the entry judges held-out cases with this judge fingerprint (candidate or baseline)."""
-        return self.uses_held_out and fingerprint in (self.candidate_fingerprint, self.baseline_fingerprint)
+        return self.uses_held_out and fingerprint in (
+            self.candidate_fingerprint,
+            self.baseline_fingerprint,
+        )
 
 
 @dataclass(frozen=True)
@@ -281,7 +290,17 @@ class HeldOutLedger:
         if not self.path.exists():
             return LedgerRead([], [])
         if not self.path.is_file():
-            return LedgerRead([], [Problem(location=str(self.path), code="ledger_invalid", message="the ledger path is not a file", fix=FIX_RESTORE)])
+            return LedgerRead(
+                [],
+                [
+                    Problem(
+                        location=str(self.path),
+                        code="ledger_invalid",
+                        message="the ledger path is not a file",
+                        fix=FIX_RESTORE,
+                    )
+                ],
+            )
         entries: list[LedgerEntry] = []
         problems: list[Problem] = []
         previous: str | None = None
@@ -289,12 +308,22 @@ class HeldOutLedger:
         try:
             lines = _bounded_lines(self.path)
         except WorkbenchError as exc:  # unreadable, or a line longer than the line limit
-            return LedgerRead([], [p.model_copy(update={"code": "ledger_unreadable"}) if p.code == "unreadable_file" else p for p in exc.problems])
+            return LedgerRead(
+                [],
+                [
+                    p.model_copy(update={"code": "ledger_unreadable"})
+                    if p.code == "unreadable_file"
+                    else p
+                    for p in exc.problems
+                ],
+            )
         if lines and lines[-1][2]:
             try:
                 loads_json(lines[-1][1] or "")
             except ValueError:
-                lines = lines[:-1]  # a torn last line (crash mid-append): the next append moves it to .torn
+                lines = lines[
+                    :-1
+                ]  # a torn last line (crash mid-append): the next append moves it to .torn
         for number, text, _unterminated in lines:
             where = f"{self.path}:{number}"
             data: object = None
@@ -303,21 +332,61 @@ class HeldOutLedger:
                     raise ValueError("the line is not valid UTF-8")
                 data = loads_json(text)
                 entry = LedgerEntry.model_validate(data)
-            except SchemaTooNew as exc:  # written by a newer workbench: refused, the chain goes on through its hash
+            except (
+                SchemaTooNew
+            ) as exc:  # written by a newer workbench: refused, the chain goes on through its hash
                 problems.append(exc.problem_at(where))
-                previous = data.get("entry_sha256") if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str) else "(unreadable)"
+                previous = (
+                    data.get("entry_sha256")
+                    if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str)
+                    else "(unreadable)"
+                )
                 continue
             except (ValueError, ValidationError) as exc:
-                problems.append(Problem(location=where, code="ledger_invalid", message=f"chain broken at line {number}: unreadable ledger entry ({str(exc).splitlines()[0][:120]})", fix=FIX_RESTORE))
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="ledger_invalid",
+                        message=f"chain broken at line {number}: unreadable ledger entry ({str(exc).splitlines()[0][:120]})",
+                        fix=FIX_RESTORE,
+                    )
+                )
                 previous = "(unreadable)"
                 continue
             if entry.content_sha256() != entry.entry_sha256:
-                problems.append(Problem(location=where, code="ledger_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)", fix=FIX_RESTORE))
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="ledger_chain_broken",
+                        message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)",
+                        fix=FIX_RESTORE,
+                    )
+                )
             elif entry.previous_sha256 != previous:
-                what = "the first line must not name a predecessor" if previous is None else "its previous_sha256 does not match the line before it"
-                problems.append(Problem(location=where, code="ledger_chain_broken", message=f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line before it was deleted, inserted or edited)", fix=FIX_RESTORE))
-            if entry.event != "started" and (entry.opens not in seen or seen[entry.opens].event != "started"):
-                problems.append(Problem(location=where, code="ledger_chain_broken", message=f"chain broken at line {number}: {entry.event} entry closes {entry.opens!r}, which is no started entry before it", fix=FIX_RESTORE))
+                what = (
+                    "the first line must not name a predecessor"
+                    if previous is None
+                    else "its previous_sha256 does not match the line before it"
+                )
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="ledger_chain_broken",
+                        message=f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line before it was deleted, inserted or edited)",
+                        fix=FIX_RESTORE,
+                    )
+                )
+            if entry.event != "started" and (
+                entry.opens not in seen or seen[entry.opens].event != "started"
+            ):
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="ledger_chain_broken",
+                        message=f"chain broken at line {number}: {entry.event} entry closes {entry.opens!r}, which is no started entry before it",
+                        fix=FIX_RESTORE,
+                    )
+                )
             seen[entry.entry_id] = entry
             previous = entry.entry_sha256
             entries.append(entry)
@@ -327,7 +396,10 @@ class HeldOutLedger:
         """Every entry; raise :class:`WorkbenchError` when any line is unreadable or the chain is broken."""
         result = self.read()
         if result.problems:
-            raise WorkbenchError(f"the held-out ledger {self.path} is damaged: it cannot show which certifications used the held-out partition", result.problems)
+            raise WorkbenchError(
+                f"the held-out ledger {self.path} is damaged: it cannot show which certifications used the held-out partition",
+                result.problems,
+            )
         return result.entries
 
     @staticmethod
@@ -347,7 +419,14 @@ class HeldOutLedger:
         closing = self._closing(entries).get(entry_id)
         return "open" if closing is None else closing.event
 
-    def previous_uses(self, fingerprint: str, manifest_sha256: str, entries: list[LedgerEntry] | None = None, *, exclude: str | None = None) -> list[LedgerEntry]:
+    def previous_uses(
+        self,
+        fingerprint: str,
+        manifest_sha256: str,
+        entries: list[LedgerEntry] | None = None,
+        *,
+        exclude: str | None = None,
+    ) -> list[LedgerEntry]:
         """Earlier certifications of the same fingerprint on the same manifest that used held-out data.
 
         A ``started`` entry counts unless its ``finished`` entry says no held-out case was
@@ -357,9 +436,23 @@ class HeldOutLedger:
         """
         entries = self.entries() if entries is None else entries
         unused = {e.opens for e in entries if e.event == "finished" and e.held_out_used is False}
-        return [e for e in entries if e.event == "started" and e.entry_id != exclude and e.entry_id not in unused and e.covers(fingerprint) and e.held_out_manifest_sha256 == manifest_sha256]
+        return [
+            e
+            for e in entries
+            if e.event == "started"
+            and e.entry_id != exclude
+            and e.entry_id not in unused
+            and e.covers(fingerprint)
+            and e.held_out_manifest_sha256 == manifest_sha256
+        ]
 
-    def check_rerun(self, fingerprint: str, manifest_sha256: str, rerun_reason: str | None, entries: list[LedgerEntry] | None = None) -> None:
+    def check_rerun(
+        self,
+        fingerprint: str,
+        manifest_sha256: str,
+        rerun_reason: str | None,
+        entries: list[LedgerEntry] | None = None,
+    ) -> None:
         """Refuse a second certification of the same fingerprint on the same manifest without a reason."""
         earlier = self.previous_uses(fingerprint, manifest_sha256, entries)
         if earlier and not (rerun_reason and rerun_reason.strip()):
@@ -387,9 +480,23 @@ class HeldOutLedger:
         """Use the entry's token once: a second notebook run for the same entry is refused."""
         self.running_dir.mkdir(parents=True, exist_ok=True)
         try:
-            fd = os.open(self.running_dir / f"{entry.entry_id}.claimed", os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            fd = os.open(
+                self.running_dir / f"{entry.entry_id}.claimed",
+                os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                0o644,
+            )
         except FileExistsError:
-            raise WorkbenchError("held-out access refused", [Problem(location=str(self.path), code="certification_token_used", message=f"the certification token of ledger entry {entry.entry_id} was already used", fix="a certification notebook runs once per `workbench certify`; run `workbench certify` again")]) from None
+            raise WorkbenchError(
+                "held-out access refused",
+                [
+                    Problem(
+                        location=str(self.path),
+                        code="certification_token_used",
+                        message=f"the certification token of ledger entry {entry.entry_id} was already used",
+                        fix="a certification notebook runs once per `workbench certify`; run `workbench certify` again",
+                    )
+                ],
+            ) from None
         os.close(fd)
 
     # -- writing ---------------------------------------------------------------------------
@@ -401,7 +508,17 @@ class HeldOutLedger:
         try:
             self._filelock.acquire()
         except Timeout:
-            raise WorkbenchError("held-out ledger busy", [Problem(location=str(self.lock_path), code="ledger_busy", message=f"another command held the ledger lock for more than {LOCK_TIMEOUT_S:.0f} s", fix="wait for the other certification to start, then retry")]) from None
+            raise WorkbenchError(
+                "held-out ledger busy",
+                [
+                    Problem(
+                        location=str(self.lock_path),
+                        code="ledger_busy",
+                        message=f"another command held the ledger lock for more than {LOCK_TIMEOUT_S:.0f} s",
+                        fix="wait for the other certification to start, then retry",
+                    )
+                ],
+            ) from None
         try:
             yield
         finally:
@@ -417,7 +534,22 @@ class HeldOutLedger:
             aborted = []
             for entry in self.open_entries(entries):
                 if not self.is_running(entry.entry_id):
-                    aborted.append(self._append(entry.model_copy(update={"entry_id": _new_id(), "event": "aborted", "opens": entry.entry_id, "who": current_user(), "when": datetime.now(UTC), "outcome": "aborted", "held_out_used": entry.uses_held_out, "token_sha256": None})))
+                    aborted.append(
+                        self._append(
+                            entry.model_copy(
+                                update={
+                                    "entry_id": _new_id(),
+                                    "event": "aborted",
+                                    "opens": entry.entry_id,
+                                    "who": current_user(),
+                                    "when": datetime.now(UTC),
+                                    "outcome": "aborted",
+                                    "held_out_used": entry.uses_held_out,
+                                    "token_sha256": None,
+                                }
+                            )
+                        )
+                    )
                     self._cleanup(entry.entry_id)
             return aborted
 
@@ -473,16 +605,54 @@ class HeldOutLedger:
             raise
         return entry, token, hold
 
-    def finish(self, started: LedgerEntry, *, outcome: str, lock_sha256: str | None, held_out_used: bool = True, run_id: str | None = None, run_records_sha256: str | None = None, baseline_run_records_sha256: str | None = None) -> LedgerEntry:
+    def finish(
+        self,
+        started: LedgerEntry,
+        *,
+        outcome: str,
+        lock_sha256: str | None,
+        held_out_used: bool = True,
+        run_id: str | None = None,
+        run_records_sha256: str | None = None,
+        baseline_run_records_sha256: str | None = None,
+    ) -> LedgerEntry:
         with self.locked():
-            return self._append(started.model_copy(update={"entry_id": _new_id(), "event": "finished", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": outcome, "lock_sha256": lock_sha256, "held_out_used": held_out_used, "run_id": run_id, "run_records_sha256": run_records_sha256, "baseline_run_records_sha256": baseline_run_records_sha256, "token_sha256": None}))
+            return self._append(
+                started.model_copy(
+                    update={
+                        "entry_id": _new_id(),
+                        "event": "finished",
+                        "opens": started.entry_id,
+                        "when": datetime.now(UTC),
+                        "outcome": outcome,
+                        "lock_sha256": lock_sha256,
+                        "held_out_used": held_out_used,
+                        "run_id": run_id,
+                        "run_records_sha256": run_records_sha256,
+                        "baseline_run_records_sha256": baseline_run_records_sha256,
+                        "token_sha256": None,
+                    }
+                )
+            )
 
     def abort(self, started: LedgerEntry) -> LedgerEntry:
         """Close an entry whose certification failed in this process (counts as a use)."""
         with self.locked():
             if self.status_of(started.entry_id) != "open":
                 return started
-            return self._append(started.model_copy(update={"entry_id": _new_id(), "event": "aborted", "opens": started.entry_id, "when": datetime.now(UTC), "outcome": "aborted", "held_out_used": started.uses_held_out, "token_sha256": None}))
+            return self._append(
+                started.model_copy(
+                    update={
+                        "entry_id": _new_id(),
+                        "event": "aborted",
+                        "opens": started.entry_id,
+                        "when": datetime.now(UTC),
+                        "outcome": "aborted",
+                        "held_out_used": started.uses_held_out,
+                        "token_sha256": None,
+                    }
+                )
+            )
 
     def _cleanup(self, entry_id: str) -> None:
         for name in (f"{entry_id}.lock", f"{entry_id}.claimed"):
@@ -498,7 +668,13 @@ class HeldOutLedger:
     def _append(self, entry: LedgerEntry) -> LedgerEntry:
         """Chain ``entry`` to the last line and append it. Caller holds :meth:`locked`."""
         entries = self.entries()
-        chained = entry.model_copy(update={"schema_version": LEDGER_SCHEMA_VERSION, "previous_sha256": entries[-1].entry_sha256 if entries else None, "entry_sha256": ""})
+        chained = entry.model_copy(
+            update={
+                "schema_version": LEDGER_SCHEMA_VERSION,
+                "previous_sha256": entries[-1].entry_sha256 if entries else None,
+                "entry_sha256": "",
+            }
+        )
         sealed = chained.model_copy(update={"entry_sha256": chained.content_sha256()})
         with AppendOnlyLog(self.path) as log:
             log.append(sealed.model_dump(mode="json"))
@@ -513,7 +689,14 @@ class HeldOutLedger:
     def open_entry_for_token(self, token: str) -> LedgerEntry | None:
         """The open ``started`` entry whose token hash matches ``token``."""
         digest = token_sha256(token)
-        return next((e for e in self.open_entries() if e.token_sha256 is not None and secrets.compare_digest(e.token_sha256, digest)), None)
+        return next(
+            (
+                e
+                for e in self.open_entries()
+                if e.token_sha256 is not None and secrets.compare_digest(e.token_sha256, digest)
+            ),
+            None,
+        )
 
 
 def _new_id() -> str:
@@ -547,10 +730,22 @@ class HeldOutAccess:
 
         canonical = ledger_path_for(self.entry.gold)
         ledger = HeldOutLedger(canonical)
-        if Path(self.ledger_path).resolve() != canonical or not self.entry.uses_held_out or ledger.status_of(self.entry.entry_id) != "open" or self.entry not in ledger.entries():
+        if (
+            Path(self.ledger_path).resolve() != canonical
+            or not self.entry.uses_held_out
+            or ledger.status_of(self.entry.entry_id) != "open"
+            or self.entry not in ledger.entries()
+        ):
             raise WorkbenchError(
                 "held-out access refused",
-                [Problem(location=str(self.ledger_path), code="held_out_refused", message="the access does not name an open certification in the dataset's own held-out ledger", fix="the held-out partition is used only by `workbench certify`, which records the use first")],
+                [
+                    Problem(
+                        location=str(self.ledger_path),
+                        code="held_out_refused",
+                        message="the access does not name an open certification in the dataset's own held-out ledger",
+                        fix="the held-out partition is used only by `workbench certify`, which records the use first",
+                    )
+                ],
             )
 
     @classmethod
@@ -562,7 +757,14 @@ class HeldOutAccess:
         if entry is None or not entry.covers(fingerprint):
             raise WorkbenchError(
                 "held-out access refused",
-                [Problem(location=str(ledger_path), code="held_out_refused", message="no open certification in the held-out ledger for this candidate", fix="the held-out partition is used only by `workbench certify`, which records the use first")],
+                [
+                    Problem(
+                        location=str(ledger_path),
+                        code="held_out_refused",
+                        message="no open certification in the held-out ledger for this candidate",
+                        fix="the held-out partition is used only by `workbench certify`, which records the use first",
+                    )
+                ],
             )
         return cls(Path(ledger_path), entry)
 
@@ -572,5 +774,12 @@ def refuse_held_out(partition: str, where: str) -> None:
     if partition == "held_out":
         raise WorkbenchError(
             "held-out refused",
-            [Problem(location=where, code="held_out_refused", message="the held-out partition is not available here", fix="use development (tuning) or calibration (selection); held-out data is used once, by `workbench certify`")],
+            [
+                Problem(
+                    location=where,
+                    code="held_out_refused",
+                    message="the held-out partition is not available here",
+                    fix="use development (tuning) or calibration (selection); held-out data is used once, by `workbench certify`",
+                )
+            ],
         )

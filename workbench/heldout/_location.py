@@ -43,7 +43,10 @@ def project_root(start: str | Path) -> Path | None:
 
 
 def _config_problem(path: Path, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError("invalid project configuration", [Problem(location=str(path), code="project_config_invalid", message=message, fix=fix)])
+    return WorkbenchError(
+        "invalid project configuration",
+        [Problem(location=str(path), code="project_config_invalid", message=message, fix=fix)],
+    )
 
 
 def configured_path(root: Path, key: str, filename: str) -> Path | None:
@@ -53,20 +56,36 @@ def configured_path(root: Path, key: str, filename: str) -> Path | None:
     config = root / PROJECT_CONFIG
     raw, unreadable = read_config(config)  # bounded; duplicate keys refused
     if unreadable is not None:
-        raise _config_problem(config, f"the project configuration cannot be read ({unreadable.message[:120]})", "write workbench.yaml as a small UTF-8 YAML mapping")
+        raise _config_problem(
+            config,
+            f"the project configuration cannot be read ({unreadable.message[:120]})",
+            "write workbench.yaml as a small UTF-8 YAML mapping",
+        )
     if raw is None:
         return None
     if not isinstance(raw, dict):
-        raise _config_problem(config, "the project configuration must be a YAML mapping", f"write `{key}: path/to/{filename}` or leave the file empty")
+        raise _config_problem(
+            config,
+            "the project configuration must be a YAML mapping",
+            f"write `{key}: path/to/{filename}` or leave the file empty",
+        )
     value = raw.get(key)
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise _config_problem(config, f"{key} must be a path (text)", f"write `{key}: path/to/{filename}` (relative to the project root)")
+        raise _config_problem(
+            config,
+            f"{key} must be a path (text)",
+            f"write `{key}: path/to/{filename}` (relative to the project root)",
+        )
     path = Path(value)
     path = path if path.is_absolute() else root / path
     if path.is_dir():
-        raise _config_problem(config, f"{key} names a directory ({path})", f"name a file, e.g. {Path(value) / filename}")
+        raise _config_problem(
+            config,
+            f"{key} names a directory ({path})",
+            f"name a file, e.g. {Path(value) / filename}",
+        )
     return path.resolve()
 
 
@@ -87,6 +106,13 @@ def ledger_path_for(gold: str | Path) -> Path:
         # Uses already recorded beside the data cannot be left behind by declaring a fresh ledger.
         raise WorkbenchError(
             "two held-out ledgers",
-            [Problem(location=str(default), code="ledger_conflict", message=f"the project declares the ledger {declared} but this dataset already has a ledger with entries beside it", fix=f"keep one ledger: move {default} to {declared} while that one does not exist yet (the chain stays intact), or remove {LEDGER_KEY} from {PROJECT_CONFIG}")],
+            [
+                Problem(
+                    location=str(default),
+                    code="ledger_conflict",
+                    message=f"the project declares the ledger {declared} but this dataset already has a ledger with entries beside it",
+                    fix=f"keep one ledger: move {default} to {declared} while that one does not exist yet (the chain stays intact), or remove {LEDGER_KEY} from {PROJECT_CONFIG}",
+                )
+            ],
         )
     return declared

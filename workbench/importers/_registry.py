@@ -69,13 +69,19 @@ class ImportSummary(BaseModel):
     def format(self) -> str:
         """One paragraph for the command line."""
         parts = ", ".join(f"{name} {count}" for name, count in self.partitions.items())
-        results = "no judge results in the source" if self.results is None else f"{self.results} imported judge result(s)"
+        results = (
+            "no judge results in the source"
+            if self.results is None
+            else f"{self.results} imported judge result(s)"
+        )
         text = (
             f"Imported {self.cases} {self.kind} case(s) in {self.groups} group(s) ({parts}) from {self.source} "
             f"(sha256 {self.source_sha256[:12]}) into {self.out}: wrote {', '.join(self.files)}; {results}."
         )
         if self.notes:
-            text += " Notes: " + " ".join(note if note.endswith(".") else note + "." for note in self.notes)
+            text += " Notes: " + " ".join(
+                note if note.endswith(".") else note + "." for note in self.notes
+            )
         return text
 
 
@@ -216,14 +222,29 @@ class Findings:
 def read_source(source: Path, what: str, fix: str) -> bytes:
     """The bytes of the source file; raise :class:`WorkbenchError` when it cannot be read."""
     if source.is_dir():
-        problem = Problem(location=str(source), code="source_missing", message=f"{source} is a directory, not the {what}", fix=fix)
+        problem = Problem(
+            location=str(source),
+            code="source_missing",
+            message=f"{source} is a directory, not the {what}",
+            fix=fix,
+        )
     elif not source.exists():
-        problem = Problem(location=str(source), code="source_missing", message=f"the {what} does not exist", fix=fix)
+        problem = Problem(
+            location=str(source),
+            code="source_missing",
+            message=f"the {what} does not exist",
+            fix=fix,
+        )
     else:
         try:
             return source.read_bytes()
         except OSError as exc:
-            problem = Problem(location=str(source), code="source_unreadable", message=f"the {what} cannot be read ({exc.strerror or exc})", fix="check the path and its permissions")
+            problem = Problem(
+                location=str(source),
+                code="source_unreadable",
+                message=f"the {what} cannot be read ({exc.strerror or exc})",
+                fix="check the path and its permissions",
+            )
     raise WorkbenchError(f"cannot read the {what}", [problem])
 
 
@@ -232,7 +253,14 @@ def prepare_out(out: Path, *, force: bool) -> list[str]:
     if out.exists() and not out.is_dir():
         raise WorkbenchError(
             "cannot write the dataset",
-            [Problem(location=str(out), code="out_not_directory", message="--out names a file, not a directory", fix="point --out at a new or empty directory")],
+            [
+                Problem(
+                    location=str(out),
+                    code="out_not_directory",
+                    message="--out names a file, not a directory",
+                    fix="point --out at a new or empty directory",
+                )
+            ],
         )
     present = [name for name in OUTPUT_FILES if (out / name).exists()]
     if present and not force:
@@ -276,14 +304,18 @@ def write_dataset(
     the user to find later.
     """
     files: list[str] = []
-    rubric_text = yaml.safe_dump(rubric.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=100)
+    rubric_text = yaml.safe_dump(
+        rubric.model_dump(mode="json"), sort_keys=False, allow_unicode=True, width=100
+    )
     try:
         out.mkdir(parents=True, exist_ok=True)
         atomic_write_text(out / RUBRIC_FILE, rubric_text)
         files.append(RUBRIC_FILE)
         atomic_write_text(out / CARD_FILE, render_card(card_front, card_body))
         files.append(CARD_FILE)
-        write_jsonl(out / GOLD_FILE, (case.model_dump(mode="json", exclude_none=True) for case in cases))
+        write_jsonl(
+            out / GOLD_FILE, (case.model_dump(mode="json", exclude_none=True) for case in cases)
+        )
         files.append(GOLD_FILE)
         if results is not None:
             write_jsonl(out / RESULTS_FILE, (r.model_dump(mode="json") for r in results))
@@ -292,11 +324,20 @@ def write_dataset(
         written = f"; already written: {', '.join(files)}" if files else ""
         raise WorkbenchError(
             "cannot write the dataset",
-            [Problem(location=str(exc.filename or out), code="out_unwritable", message=f"writing failed ({exc.strerror or exc}){written}", fix="point --out at a writable directory with free space")],
+            [
+                Problem(
+                    location=str(exc.filename or out),
+                    code="out_unwritable",
+                    message=f"writing failed ({exc.strerror or exc}){written}",
+                    fix="point --out at a writable directory with free space",
+                )
+            ],
         ) from None
     notes = list(notes)
     if results is None and (out / RESULTS_FILE).exists():
-        notes.append(f"{out / RESULTS_FILE} was left from an earlier run and does not belong to this import; delete it")
+        notes.append(
+            f"{out / RESULTS_FILE} was left from an earlier run and does not belong to this import; delete it"
+        )
 
     report = validate_dataset(out)
     if report.errors:

@@ -23,7 +23,18 @@ from ._results_source import as_text
 RESULTS_MAPPING_SCHEMA_VERSION = 1
 """Version of the results mapping format."""
 
-COLUMN_FIELDS: tuple[str, ...] = ("case_id", "input", "response", "label", "score", "reason", "latency_s", "tokens_in", "tokens_out", "cost_usd")
+COLUMN_FIELDS: tuple[str, ...] = (
+    "case_id",
+    "input",
+    "response",
+    "label",
+    "score",
+    "reason",
+    "latency_s",
+    "tokens_in",
+    "tokens_out",
+    "cost_usd",
+)
 """Mapping fields that name a column of the predictions table."""
 
 FIX_MAPPING = "correct the mapping; see docs/formats.md#results-mapping"
@@ -156,14 +167,20 @@ _ERROR_CODES = {"extra_forbidden": "mapping_unknown_key", "missing": "mapping_mi
 
 
 def _error_message(e: Any, field: str) -> str:
-    return {"extra_forbidden": f"unknown key {field!r}", "missing": f"{field} is required"}.get(e["type"], f"{field}: {e['msg']}")
+    return {"extra_forbidden": f"unknown key {field!r}", "missing": f"{field} is required"}.get(
+        e["type"], f"{field}: {e['msg']}"
+    )
 
 
 def _error_fix(e: Any) -> str:
     if e["type"] == "extra_forbidden":
         return "remove it or correct its spelling; the keys are listed in docs/formats.md#results-mapping"
     if e["type"] == "missing":
-        return "declare it" + (" (the judge's name, version and model, and its prompt)" if error_field(e, "mapping").startswith("judge") else "")
+        return "declare it" + (
+            " (the judge's name, version and model, and its prompt)"
+            if error_field(e, "mapping").startswith("judge")
+            else ""
+        )
     return FIX_MAPPING
 
 
@@ -184,7 +201,9 @@ def check_mapping(
     problems: list[Problem] = []
 
     def add(field: str, code: str, message: str, fix: str = FIX_MAPPING) -> None:
-        problems.append(Problem(location=_loc(location, field), code=code, message=message, fix=fix))
+        problems.append(
+            Problem(location=_loc(location, field), code=code, message=message, fix=fix)
+        )
 
     mapping: ResultsMapping | None = None
     try:
@@ -208,66 +227,160 @@ def check_mapping(
     for field in COLUMN_FIELDS:
         column = text(field)
         if column is not None and column not in columns:
-            add(field, "mapping_unknown_column", f"{field}: the table has no column {column!r} (columns: {available})", "name a column of the table (names are case-sensitive)")
+            add(
+                field,
+                "mapping_unknown_column",
+                f"{field}: the table has no column {column!r} (columns: {available})",
+                "name a column of the table (names are case-sensitive)",
+            )
     case_id, inp, response = text("case_id"), text("input"), text("response")
     if case_id is None and not (inp and response):
-        add("case_id", "mapping_no_key", "no case key: give case_id (a column holding the gold case id), or both input and response (columns holding the exact texts, e.g. Ragas user_input and response)")
+        add(
+            "case_id",
+            "mapping_no_key",
+            "no case key: give case_id (a column holding the gold case id), or both input and response (columns holding the exact texts, e.g. Ragas user_input and response)",
+        )
     label, score = text("label"), text("score")
     threshold = raw.get("threshold")
     if label is None and score is None:
-        add("label", "mapping_no_prediction", "no prediction column: give label (a column of labels) or score (a column of scores, with a threshold)")
+        add(
+            "label",
+            "mapping_no_prediction",
+            "no prediction column: give label (a column of labels) or score (a column of scores, with a threshold)",
+        )
     if score is not None and label is None and threshold is None:
-        add("threshold", "mapping_threshold_missing", f"score column {score!r} needs a threshold to make labels", "add threshold: {value: X, pass_if: at_least | at_most}")
+        add(
+            "threshold",
+            "mapping_threshold_missing",
+            f"score column {score!r} needs a threshold to make labels",
+            "add threshold: {value: X, pass_if: at_least | at_most}",
+        )
     if threshold is not None and score is None:
-        add("threshold", "mapping_threshold_unused", "a threshold without a score column", "name the score column (score: COLUMN), or remove the threshold")
+        add(
+            "threshold",
+            "mapping_threshold_unused",
+            "a threshold without a score column",
+            "name the score column (score: COLUMN), or remove the threshold",
+        )
     if threshold is not None and score is not None and label is not None:
-        add("threshold", "mapping_prediction_ambiguous", "both a label column and a score threshold: which one makes the label?", "remove label (the threshold makes labels) or threshold (labels come from the label column; the score is kept)")
+        add(
+            "threshold",
+            "mapping_prediction_ambiguous",
+            "both a label column and a score threshold: which one makes the label?",
+            "remove label (the threshold makes labels) or threshold (labels come from the label column; the score is kept)",
+        )
     labels = raw.get("labels")
     if isinstance(labels, dict) and labels:
         if label is None:
-            add("labels", "mapping_labels_unused", "a label mapping without a label column", "name the label column (label: COLUMN), or remove labels")
+            add(
+                "labels",
+                "mapping_labels_unused",
+                "a label mapping without a label column",
+                "name the label column (label: COLUMN), or remove labels",
+            )
         seen: dict[str, Any] = {}
         for key, target in labels.items():
             target = _number_to_text(target)
             norm = as_text(key)
             if norm in seen:
-                add("labels", "mapping_duplicate_value", f"source values {seen[norm]!r} and {key!r} are the same value ({norm!r})", "list each source value once")
+                add(
+                    "labels",
+                    "mapping_duplicate_value",
+                    f"source values {seen[norm]!r} and {key!r} are the same value ({norm!r})",
+                    "list each source value once",
+                )
             seen[norm] = key
             if isinstance(target, str) and target not in rubric_labels:
-                add(f"labels.{key}", "mapping_unknown_label", f"{key!r} maps to {target!r}, which is not a rubric label ({', '.join(rubric_labels)})", "map every source value to one of the rubric's labels")
+                add(
+                    f"labels.{key}",
+                    "mapping_unknown_label",
+                    f"{key!r} maps to {target!r}, which is not a rubric label ({', '.join(rubric_labels)})",
+                    "map every source value to one of the rubric's labels",
+                )
     if isinstance(threshold, dict):
         for side, default in (("pass_label", rubric_pass), ("fail_label", rubric_fail)):
             chosen = threshold.get(side, default)
             if chosen is None:
-                add(f"threshold.{side}", "mapping_threshold_label", f"the rubric declares no {side}, so the threshold needs one", f"add threshold.{side}: one of {', '.join(rubric_labels)}")
+                add(
+                    f"threshold.{side}",
+                    "mapping_threshold_label",
+                    f"the rubric declares no {side}, so the threshold needs one",
+                    f"add threshold.{side}: one of {', '.join(rubric_labels)}",
+                )
             elif isinstance(chosen, str) and chosen not in rubric_labels:
-                add(f"threshold.{side}", "mapping_unknown_label", f"threshold {side} {chosen!r} is not a rubric label ({', '.join(rubric_labels)})", "use one of the rubric's labels")
-        if threshold.get("pass_label", rubric_pass) is not None and threshold.get("pass_label", rubric_pass) == threshold.get("fail_label", rubric_fail):
-            add("threshold", "mapping_threshold_label", "the threshold's pass and fail labels are the same", "give two different labels")
+                add(
+                    f"threshold.{side}",
+                    "mapping_unknown_label",
+                    f"threshold {side} {chosen!r} is not a rubric label ({', '.join(rubric_labels)})",
+                    "use one of the rubric's labels",
+                )
+        if threshold.get("pass_label", rubric_pass) is not None and threshold.get(
+            "pass_label", rubric_pass
+        ) == threshold.get("fail_label", rubric_fail):
+            add(
+                "threshold",
+                "mapping_threshold_label",
+                "the threshold's pass and fail labels are the same",
+                "give two different labels",
+            )
 
     judge = raw.get("judge")
     prompt_sha: str | None = None
     if isinstance(judge, dict):
-        prompt, prompt_file, described = text("prompt", judge), text("prompt_file", judge), text("prompt_description", judge)
+        prompt, prompt_file, described = (
+            text("prompt", judge),
+            text("prompt_file", judge),
+            text("prompt_description", judge),
+        )
         if prompt and prompt_file:
-            add("judge.prompt_file", "mapping_prompt_ambiguous", "both prompt and prompt_file", "give the prompt once: inline (prompt) or in a file (prompt_file)")
+            add(
+                "judge.prompt_file",
+                "mapping_prompt_ambiguous",
+                "both prompt and prompt_file",
+                "give the prompt once: inline (prompt) or in a file (prompt_file)",
+            )
         if not (prompt or prompt_file or described):
-            add("judge.prompt", "mapping_prompt_missing", "the judge's prompt is not declared", "give judge.prompt (the template), judge.prompt_file (a file holding it) or judge.prompt_description (what it asks, when the template is not available)")
+            add(
+                "judge.prompt",
+                "mapping_prompt_missing",
+                "the judge's prompt is not declared",
+                "give judge.prompt (the template), judge.prompt_file (a file holding it) or judge.prompt_description (what it asks, when the template is not available)",
+            )
         if prompt:
             prompt_sha = sha256_text(prompt)
         elif prompt_file:
             path = base_dir / prompt_file
             try:
-                prompt_sha = sha256_text(read_bounded(path).decode("utf-8"))  # bounded, like a prompt_file of a spec
+                prompt_sha = sha256_text(
+                    read_bounded(path).decode("utf-8")
+                )  # bounded, like a prompt_file of a spec
             except (WorkbenchError, UnicodeDecodeError) as exc:
-                first = exc.problems[0] if isinstance(exc, WorkbenchError) and exc.problems else None
-                reason = "it does not exist" if first is not None and first.code == "file_missing" else f"it cannot be read ({first.message if first is not None else type(exc).__name__})"
-                add("judge.prompt_file", "mapping_prompt_file", f"prompt file {str(path)!r}: {reason}", "point prompt_file at the template (relative to the mapping file), or use prompt_description")
+                first = (
+                    exc.problems[0] if isinstance(exc, WorkbenchError) and exc.problems else None
+                )
+                reason = (
+                    "it does not exist"
+                    if first is not None and first.code == "file_missing"
+                    else f"it cannot be read ({first.message if first is not None else type(exc).__name__})"
+                )
+                add(
+                    "judge.prompt_file",
+                    "mapping_prompt_file",
+                    f"prompt file {str(path)!r}: {reason}",
+                    "point prompt_file at the template (relative to the mapping file), or use prompt_description",
+                )
         from .._redact import find_secrets
 
         for where, what in find_secrets({"judge": judge}):
-            add(where, "mapping_secret", f"looks like a credential ({what})", "never record keys; remove it (keys belong in environment variables)")
+            add(
+                where,
+                "mapping_secret",
+                f"looks like a credential ({what})",
+                "never record keys; remove it (keys belong in environment variables)",
+            )
     if problems:
-        raise WorkbenchError(f"{location}: the results mapping has {len(problems)} problem(s)", problems)
+        raise WorkbenchError(
+            f"{location}: the results mapping has {len(problems)} problem(s)", problems
+        )
     assert mapping is not None
     return mapping, prompt_sha

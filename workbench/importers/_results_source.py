@@ -33,7 +33,13 @@ from .._io import (
 )
 from ..errors import Problem, WorkbenchError
 
-FORMATS: dict[str, str] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+FORMATS: dict[str, str] = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 """File extension -> table format."""
 
 MAX_LISTED = 12
@@ -88,7 +94,14 @@ def table_format(path: Path, declared: str | None) -> str:
     if fmt is None:
         raise WorkbenchError(
             "unknown predictions format",
-            [_problem(str(path), "source_format_unknown", f"cannot tell the format of {path.name!r} from its extension", "name the file .csv, .jsonl or .parquet, or set format: csv | jsonl | parquet in the mapping (--format)")],
+            [
+                _problem(
+                    str(path),
+                    "source_format_unknown",
+                    f"cannot tell the format of {path.name!r} from its extension",
+                    "name the file .csv, .jsonl or .parquet, or set format: csv | jsonl | parquet in the mapping (--format)",
+                )
+            ],
         )
     return fmt
 
@@ -98,10 +111,25 @@ def read_table(path: Path, fmt: str) -> Table:
     loc = str(path)
     if path.is_dir() or not path.exists():
         what = "is a directory, not a table" if path.is_dir() else "does not exist"
-        raise WorkbenchError("cannot read the predictions", [_problem(loc, "source_missing", f"the predictions file {what}", "point at a .csv, .jsonl or .parquet file")])
+        raise WorkbenchError(
+            "cannot read the predictions",
+            [
+                _problem(
+                    loc,
+                    "source_missing",
+                    f"the predictions file {what}",
+                    "point at a .csv, .jsonl or .parquet file",
+                )
+            ],
+        )
     try:
         # Bounded: a pipe or /dev/zero is refused; the document limit (256 MiB by default).
-        data = read_bounded(path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV, fix="point at a .csv, .jsonl or .parquet file")
+        data = read_bounded(
+            path,
+            limit=max_document_bytes(),
+            setting=MAX_LINE_BYTES_ENV,
+            fix="point at a .csv, .jsonl or .parquet file",
+        )
     except WorkbenchError as exc:
         raise WorkbenchError("cannot read the predictions", list(exc.problems)) from None
     digest = hashlib.sha256(data).hexdigest()
@@ -115,11 +143,39 @@ def read_table(path: Path, fmt: str) -> Table:
         try:
             frame = pd.read_parquet(io.BytesIO(data))
         except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
-            raise WorkbenchError("cannot read the predictions", [_problem(loc, "source_malformed", f"not a readable Parquet file ({type(exc).__name__}: {str(exc)[:160]})", "export the table again as Parquet, or as CSV or JSONL")]) from None
+            raise WorkbenchError(
+                "cannot read the predictions",
+                [
+                    _problem(
+                        loc,
+                        "source_malformed",
+                        f"not a readable Parquet file ({type(exc).__name__}: {str(exc)[:160]})",
+                        "export the table again as Parquet, or as CSV or JSONL",
+                    )
+                ],
+            ) from None
         columns, rows, refs = _read_frame(frame)
     if not rows:
-        raise WorkbenchError("no predictions", [_problem(loc, "source_empty", "the predictions table has no rows", "point at a table with one row per judged case")])
-    return Table(location=loc, name=path.name, format=fmt, columns=tuple(columns), rows=tuple(rows), refs=tuple(refs), sha256=digest)
+        raise WorkbenchError(
+            "no predictions",
+            [
+                _problem(
+                    loc,
+                    "source_empty",
+                    "the predictions table has no rows",
+                    "point at a table with one row per judged case",
+                )
+            ],
+        )
+    return Table(
+        location=loc,
+        name=path.name,
+        format=fmt,
+        columns=tuple(columns),
+        rows=tuple(rows),
+        refs=tuple(refs),
+        sha256=digest,
+    )
 
 
 def table_from_frame(frame: Any) -> Table:
@@ -127,12 +183,44 @@ def table_from_frame(frame: Any) -> Table:
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
-        raise WorkbenchError("not a DataFrame", [_problem("DataFrame", "source_not_dataframe", f"expected a pandas DataFrame, got {type(frame).__name__}", "pass a DataFrame (e.g. EvaluationResult.to_pandas())")])
+        raise WorkbenchError(
+            "not a DataFrame",
+            [
+                _problem(
+                    "DataFrame",
+                    "source_not_dataframe",
+                    f"expected a pandas DataFrame, got {type(frame).__name__}",
+                    "pass a DataFrame (e.g. EvaluationResult.to_pandas())",
+                )
+            ],
+        )
     columns, rows, refs = _read_frame(frame)
     if not rows:
-        raise WorkbenchError("no predictions", [_problem("DataFrame", "source_empty", "the DataFrame has no rows", "pass a table with one row per judged case")])
-    digest = hashlib.sha256(canonical_json({"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}).encode("utf-8")).hexdigest()
-    return Table(location="DataFrame", name="DataFrame", format="dataframe", columns=tuple(columns), rows=tuple(rows), refs=tuple(refs), sha256=digest)
+        raise WorkbenchError(
+            "no predictions",
+            [
+                _problem(
+                    "DataFrame",
+                    "source_empty",
+                    "the DataFrame has no rows",
+                    "pass a table with one row per judged case",
+                )
+            ],
+        )
+    digest = hashlib.sha256(
+        canonical_json(
+            {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
+        ).encode("utf-8")
+    ).hexdigest()
+    return Table(
+        location="DataFrame",
+        name="DataFrame",
+        format="dataframe",
+        columns=tuple(columns),
+        rows=tuple(rows),
+        refs=tuple(refs),
+        sha256=digest,
+    )
 
 
 def is_empty(value: Any) -> bool:
@@ -165,7 +253,9 @@ def as_text(value: Any) -> str:
     return text
 
 
-_METRIC_RESULT = re.compile(r"^MetricResult\(value=(?P<value>.*?)(?:, reason=(?P<reason>(?:'.*'|\".*\")))?\)$", re.DOTALL)
+_METRIC_RESULT = re.compile(
+    r"^MetricResult\(value=(?P<value>.*?)(?:, reason=(?P<reason>(?:'.*'|\".*\")))?\)$", re.DOTALL
+)
 
 
 def metric_result(value: Any) -> tuple[Any, str | None] | None:
@@ -204,7 +294,17 @@ def _read_csv(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]], l
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable predictions", [_problem(loc, "source_encoding", f"the CSV is not valid UTF-8 (byte {exc.start})", "save the table as UTF-8 CSV")]) from None
+        raise WorkbenchError(
+            "unreadable predictions",
+            [
+                _problem(
+                    loc,
+                    "source_encoding",
+                    f"the CSV is not valid UTF-8 (byte {exc.start})",
+                    "save the table as UTF-8 CSV",
+                )
+            ],
+        ) from None
     reader = csv.reader(io.StringIO(text, newline=""))
     problems: list[Problem] = []
     header: list[str] | None = None
@@ -223,21 +323,56 @@ def _read_csv(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]], l
                 seen: set[str] = set()
                 for i, name in enumerate(header):
                     if not name:
-                        problems.append(_problem(f"{loc}:{start}", "source_header", f"column {i + 1} of the header has no name", "name every column in the header row"))
+                        problems.append(
+                            _problem(
+                                f"{loc}:{start}",
+                                "source_header",
+                                f"column {i + 1} of the header has no name",
+                                "name every column in the header row",
+                            )
+                        )
                     elif name in seen:
-                        problems.append(_problem(f"{loc}:{start}", "source_header", f"the header names column {name!r} twice", "give every column a unique name"))
+                        problems.append(
+                            _problem(
+                                f"{loc}:{start}",
+                                "source_header",
+                                f"the header names column {name!r} twice",
+                                "give every column a unique name",
+                            )
+                        )
                     seen.add(name)
                 continue
             if len(record) != len(header):
                 ragged.setdefault(len(record), []).append(start)
                 continue
-            rows.append({name: (cell if cell != "" else None) for name, cell in zip(header, record, strict=True)})
+            rows.append(
+                {
+                    name: (cell if cell != "" else None)
+                    for name, cell in zip(header, record, strict=True)
+                }
+            )
             refs.append(start)
     except csv.Error as exc:
-        problems.append(_problem(f"{loc}:{reader.line_num}", "source_malformed", f"malformed CSV ({exc})", "check the quoting of this line"))
+        problems.append(
+            _problem(
+                f"{loc}:{reader.line_num}",
+                "source_malformed",
+                f"malformed CSV ({exc})",
+                "check the quoting of this line",
+            )
+        )
     for count, lines in sorted(ragged.items()):
-        shown = ", ".join(map(str, lines[:MAX_LISTED])) + (f" and {len(lines) - MAX_LISTED} more" if len(lines) > MAX_LISTED else "")
-        problems.append(_problem(f"{loc}:{lines[0]}", "source_malformed", f"{len(lines)} row(s) have {count} field(s) but the header has {len(header or [])} (lines {shown})", "give every row one field per header column (quote fields holding commas or newlines)"))
+        shown = ", ".join(map(str, lines[:MAX_LISTED])) + (
+            f" and {len(lines) - MAX_LISTED} more" if len(lines) > MAX_LISTED else ""
+        )
+        problems.append(
+            _problem(
+                f"{loc}:{lines[0]}",
+                "source_malformed",
+                f"{len(lines)} row(s) have {count} field(s) but the header has {len(header or [])} (lines {shown})",
+                "give every row one field per header column (quote fields holding commas or newlines)",
+            )
+        )
     if problems:
         raise WorkbenchError(f"{loc}: malformed CSV ({len(problems)} problem(s))", problems)
     return list(header or []), rows, refs
@@ -252,23 +387,47 @@ def _read_jsonl(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]],
         if not raw.strip():
             continue
         try:
-            value = loads_json(raw.decode("utf-8"))  # strict: duplicate keys, NaN/Infinity, too deep refused
+            value = loads_json(
+                raw.decode("utf-8")
+            )  # strict: duplicate keys, NaN/Infinity, too deep refused
         except UnicodeDecodeError as exc:
-            problems.append(_problem(f"{loc}:{number}", "source_encoding", f"the line is not valid UTF-8 (byte {exc.start})", "save the table as UTF-8"))
+            problems.append(
+                _problem(
+                    f"{loc}:{number}",
+                    "source_encoding",
+                    f"the line is not valid UTF-8 (byte {exc.start})",
+                    "save the table as UTF-8",
+                )
+            )
             continue
         except JSONRecordError as exc:
-            code = "source_malformed" if exc.code in ("malformed_json", "json_too_deep") else exc.code
-            problems.append(_problem(f"{loc}:{number}", code, exc.msg, "write one complete JSON object per line"))
+            code = (
+                "source_malformed" if exc.code in ("malformed_json", "json_too_deep") else exc.code
+            )
+            problems.append(
+                _problem(
+                    f"{loc}:{number}", code, exc.msg, "write one complete JSON object per line"
+                )
+            )
             continue
         if not isinstance(value, dict):
-            problems.append(_problem(f"{loc}:{number}", "source_malformed", f"the line holds a JSON {type(value).__name__}, not an object", "write one JSON object (column: value) per line"))
+            problems.append(
+                _problem(
+                    f"{loc}:{number}",
+                    "source_malformed",
+                    f"the line holds a JSON {type(value).__name__}, not an object",
+                    "write one JSON object (column: value) per line",
+                )
+            )
             continue
         for key in value:
             columns.setdefault(str(key), None)
         rows.append({str(k): v for k, v in value.items()})
         refs.append(number)
     if problems:
-        raise WorkbenchError(f"{loc}: malformed JSON Lines ({len(problems)} problem(s))", problems[:50])
+        raise WorkbenchError(
+            f"{loc}: malformed JSON Lines ({len(problems)} problem(s))", problems[:50]
+        )
     return list(columns), rows, refs
 
 
@@ -276,7 +435,11 @@ def _python(value: Any) -> Any:
     """A DataFrame cell as a plain Python value (NaN/None/NA -> None)."""
     if value is None:
         return None
-    if hasattr(value, "item") and not isinstance(value, str | bytes) and getattr(value, "ndim", 0) == 0:
+    if (
+        hasattr(value, "item")
+        and not isinstance(value, str | bytes)
+        and getattr(value, "ndim", 0) == 0
+    ):
         value = value.item()  # numpy scalar
     if isinstance(value, float) and math.isnan(value):
         return None
@@ -294,7 +457,17 @@ def _read_frame(frame: Any) -> tuple[list[str], list[dict[str, Any]], list[Any]]
     columns = [str(c) for c in frame.columns]
     if len(set(columns)) != len(columns):
         dupes = sorted({c for c in columns if columns.count(c) > 1})
-        raise WorkbenchError("malformed table", [_problem("DataFrame", "source_header", f"the table names column(s) {', '.join(map(repr, dupes))} more than once", "give every column a unique name")])
+        raise WorkbenchError(
+            "malformed table",
+            [
+                _problem(
+                    "DataFrame",
+                    "source_header",
+                    f"the table names column(s) {', '.join(map(repr, dupes))} more than once",
+                    "give every column a unique name",
+                )
+            ],
+        )
     rows: list[dict[str, Any]] = []
     refs: list[Any] = []
     for index, record in zip(frame.index, frame.itertuples(index=False, name=None), strict=True):

@@ -91,15 +91,29 @@ class ResultsImport:
         release = f"release {self.release_id}" if self.release_id else "not frozen"
         if self.spec is None:
             text = f"declared {self.results} result(s) from {self.source} as produced against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out}"
-            return text + (f"\nnote: {self.migration_note} (each migrated line records it in 'migration')" if self.migration_note else "")
+            return text + (
+                f"\nnote: {self.migration_note} (each migrated line records it in 'migration')"
+                if self.migration_note
+                else ""
+            )
         text = (
             f"imported {self.results} result(s) of judge {self.judge} (fingerprint {str(self.fingerprint)[:12]}) from {self.source} "
             f"against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out} and {self.spec}."
         )
         if self.partitions:
-            text += " Results per partition: " + ", ".join(f"{name} {done}/{total}" for name, (done, total) in self.partitions.items()) + "."
+            text += (
+                " Results per partition: "
+                + ", ".join(
+                    f"{name} {done}/{total}" for name, (done, total) in self.partitions.items()
+                )
+                + "."
+            )
         if self.missing_case_ids:
-            shown = ", ".join(self.missing_case_ids[:10]) + (f" and {len(self.missing_case_ids) - 10} more" if len(self.missing_case_ids) > 10 else "")
+            shown = ", ".join(self.missing_case_ids[:10]) + (
+                f" and {len(self.missing_case_ids) - 10} more"
+                if len(self.missing_case_ids) > 10
+                else ""
+            )
             text += (
                 f" {len(self.missing_case_ids)} of {self.cases} gold case(s) have no prediction ({self.empty_rows} row(s) with an empty prediction, "
                 f"{len(self.missing_case_ids) - self.empty_rows} case(s) with no row): {shown}. They stay missing; align reports the evaluation incomplete."
@@ -138,7 +152,18 @@ class ImportedResults:
         """The results as a pandas DataFrame (one row per result)."""
         import pandas as pd
 
-        return pd.DataFrame([{"case_id": r.case_id, "partition": r.partition, "value": r.value, "score": r.score, "reason": r.reason} for r in self.results])
+        return pd.DataFrame(
+            [
+                {
+                    "case_id": r.case_id,
+                    "partition": r.partition,
+                    "value": r.value,
+                    "score": r.score,
+                    "reason": r.reason,
+                }
+                for r in self.results
+            ]
+        )
 
     def rows(self) -> list[dict[str, Any]]:
         return [r.model_dump(mode="json") for r in self.results]
@@ -147,21 +172,48 @@ class ImportedResults:
         """Write ``out/results.jsonl`` and ``out/<name>@<version>.yaml``; refuse to overwrite different files unless ``force``."""
         out = Path(out)
         if out.exists() and not out.is_dir():
-            raise WorkbenchError("cannot import results", [Problem(location=str(out), code="out_not_directory", message="--out names a file, not a directory", fix="point --out at a new or empty directory")])
+            raise WorkbenchError(
+                "cannot import results",
+                [
+                    Problem(
+                        location=str(out),
+                        code="out_not_directory",
+                        message="--out names a file, not a directory",
+                        fix="point --out at a new or empty directory",
+                    )
+                ],
+            )
         target = out / RESULTS_FILE
         spec_path = out / f"{self.label}.yaml"
-        results_text = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in self.rows())
+        results_text = "".join(
+            json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in self.rows()
+        )
         spec_text = (
             f"# Written by `workbench import results` from {self.source} (sha256 {self.source_sha256[:12]}).\n"
-            f"# It replays {RESULTS_FILE} beside it; results and spec belong together.\n" + yaml.safe_dump(self.spec_data, sort_keys=False, allow_unicode=True)
+            f"# It replays {RESULTS_FILE} beside it; results and spec belong together.\n"
+            + yaml.safe_dump(self.spec_data, sort_keys=False, allow_unicode=True)
         )
         problems: list[Problem] = []
         for path, text in ((target, results_text), (spec_path, spec_text)):
             if path.exists() and not force and _read_bytes(path) != text.encode("utf-8"):
-                problems.append(Problem(location=str(path), code="out_not_empty", message=f"{path.name} already exists with different content", fix="choose a new directory (a changed judge is a new version), or pass --force to replace it"))
+                problems.append(
+                    Problem(
+                        location=str(path),
+                        code="out_not_empty",
+                        message=f"{path.name} already exists with different content",
+                        fix="choose a new directory (a changed judge is a new version), or pass --force to replace it",
+                    )
+                )
         for other in sorted(out.glob("*.yaml")) if out.is_dir() else []:
             if other.name != spec_path.name and _replays(other, target):
-                problems.append(Problem(location=str(other), code="out_other_candidate", message=f"candidate {other.name} in --out replays {RESULTS_FILE} too; replacing the file would change what it replays", fix="import into a new directory (one judge per directory)"))
+                problems.append(
+                    Problem(
+                        location=str(other),
+                        code="out_other_candidate",
+                        message=f"candidate {other.name} in --out replays {RESULTS_FILE} too; replacing the file would change what it replays",
+                        fix="import into a new directory (one judge per directory)",
+                    )
+                )
         if problems:
             raise WorkbenchError("refusing to overwrite imported results", problems)
         try:
@@ -169,7 +221,17 @@ class ImportedResults:
             atomic_write_text(target, results_text)
             atomic_write_text(spec_path, spec_text)
         except OSError as exc:
-            raise WorkbenchError("cannot import results", [Problem(location=str(exc.filename or out), code="out_unwritable", message=f"writing failed ({exc.strerror or exc})", fix="point --out at a writable directory with free space")]) from None
+            raise WorkbenchError(
+                "cannot import results",
+                [
+                    Problem(
+                        location=str(exc.filename or out),
+                        code="out_unwritable",
+                        message=f"writing failed ({exc.strerror or exc})",
+                        fix="point --out at a writable directory with free space",
+                    )
+                ],
+            ) from None
         _check_candidate(spec_path, self.fingerprint)
         return ResultsImport(
             source=self.source,
@@ -197,7 +259,12 @@ def _read_bytes(path: Path) -> bytes | None:
 
 def _replays(spec: Path, results: Path) -> bool:
     raw = peek_yaml(spec)
-    return isinstance(raw, dict) and raw.get("kind") == "imported" and isinstance(raw.get("results"), str) and (spec.parent / raw["results"]).resolve() == results.resolve()
+    return (
+        isinstance(raw, dict)
+        and raw.get("kind") == "imported"
+        and isinstance(raw.get("results"), str)
+        and (spec.parent / raw["results"]).resolve() == results.resolve()
+    )
 
 
 def _check_candidate(spec_path: Path, fingerprint: str) -> None:
@@ -207,7 +274,17 @@ def _check_candidate(spec_path: Path, fingerprint: str) -> None:
     judge = load_candidate(spec_path)
     source = judge.identity.params.get("source_fingerprint")  # type: ignore[attr-defined]
     if source != fingerprint:  # pragma: no cover - a defect, never user input
-        raise WorkbenchError("import defect", [Problem(location=str(spec_path), code="import_defect", message=f"the candidate replays judge {source} but the results name {fingerprint}", fix="please report this defect")])
+        raise WorkbenchError(
+            "import defect",
+            [
+                Problem(
+                    location=str(spec_path),
+                    code="import_defect",
+                    message=f"the candidate replays judge {source} but the results name {fingerprint}",
+                    fix="please report this defect",
+                )
+            ],
+        )
 
 
 # --- building -------------------------------------------------------------------------------
@@ -217,7 +294,9 @@ def _dataset(gold: str | Path | GoldDataset) -> GoldDataset:
     return gold if isinstance(gold, GoldDataset) else load_dataset(gold)
 
 
-def _raw_mapping(mapping: str | Path | dict[str, Any] | ResultsMapping | None, base_dir: Path | None) -> tuple[dict[str, Any], Path, str]:
+def _raw_mapping(
+    mapping: str | Path | dict[str, Any] | ResultsMapping | None, base_dir: Path | None
+) -> tuple[dict[str, Any], Path, str]:
     if mapping is None:
         return {}, base_dir or Path.cwd(), "mapping"
     if isinstance(mapping, ResultsMapping):
@@ -248,7 +327,11 @@ def results_from_table(
     raw, directory, where = _raw_mapping(mapping, Path(base_dir) if base_dir else None)
     raw = merge_options(raw, options or {})
     source = Path(source)
-    declared = raw.get("format") if isinstance(raw.get("format"), str) and raw.get("format") in ("csv", "jsonl", "parquet") else None
+    declared = (
+        raw.get("format")
+        if isinstance(raw.get("format"), str) and raw.get("format") in ("csv", "jsonl", "parquet")
+        else None
+    )
     table = read_table(source, table_format(source, declared))
     return _build(table, raw, dataset, location=where, base_dir=directory)
 
@@ -304,7 +387,9 @@ class _Issues:
     def row(self, i: int, code: str, message: str, fix: str, case_id: str | None = None) -> None:
         self.problems.add(self.table.where(i), code, message, fix, case_id=case_id)
 
-    def group(self, i: int, code: str, key: str, message: str, fix: str, case_id: str | None = None) -> None:
+    def group(
+        self, i: int, code: str, key: str, message: str, fix: str, case_id: str | None = None
+    ) -> None:
         """One problem per (code, key), listing every row; ``{rows}`` and ``{n}`` in ``message`` name them."""
         self.grouped[(code, key, case_id)].append(i)
         self.texts[(code, key, case_id)] = (message, fix)
@@ -313,14 +398,32 @@ class _Issues:
         out = list(self.problems)
         for (code, _key, case_id), rows in self.grouped.items():
             message, fix = self.texts[(code, _key, case_id)]
-            text = message.replace("{rows}", self.table.describe(rows)).replace("{n}", str(len(rows)))
-            out.append(Problem(location=self.table.where(rows[0]), case_id=case_id, code=code, message=text, fix=fix))
+            text = message.replace("{rows}", self.table.describe(rows)).replace(
+                "{n}", str(len(rows))
+            )
+            out.append(
+                Problem(
+                    location=self.table.where(rows[0]),
+                    case_id=case_id,
+                    code=code,
+                    message=text,
+                    fix=fix,
+                )
+            )
         if not out:
             return
         out.sort(key=lambda p: (p.code, p.location))
         if len(out) > MAX_PROBLEMS:
             rest = len(out) - MAX_PROBLEMS
-            out = [*out[:MAX_PROBLEMS], Problem(location=self.table.location, code="more_problems", message=f"{rest} more problem(s) not listed", fix="fix the ones above and import again")]
+            out = [
+                *out[:MAX_PROBLEMS],
+                Problem(
+                    location=self.table.location,
+                    code="more_problems",
+                    message=f"{rest} more problem(s) not listed",
+                    fix="fix the ones above and import again",
+                ),
+            ]
         raise WorkbenchError(f"{self.table.location}: {summary}: {len(out)} problem(s)", out)
 
 
@@ -361,15 +464,30 @@ def _score(value: Any) -> float | str:
     return number if math.isfinite(number) else "invalid"
 
 
-def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location: str, base_dir: Path) -> ImportedResults:
+def _build(
+    table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location: str, base_dir: Path
+) -> ImportedResults:
     from ..judges._spec import CandidateSpec, Threshold
 
     rubric = dataset.rubric
-    mapping, prompt_sha = check_mapping(raw, location=location, base_dir=base_dir, columns=table.columns, rubric_labels=list(rubric.labels), rubric_pass=rubric.pass_label, rubric_fail=rubric.fail_label)
+    mapping, prompt_sha = check_mapping(
+        raw,
+        location=location,
+        base_dir=base_dir,
+        columns=table.columns,
+        rubric_labels=list(rubric.labels),
+        rubric_pass=rubric.pass_label,
+        rubric_fail=rubric.fail_label,
+    )
     threshold: Threshold | None = None
     if mapping.threshold is not None:
         t = mapping.threshold
-        threshold = Threshold(value=t.value, pass_if=t.pass_if, pass_label=t.pass_label or rubric.pass_label or "", fail_label=t.fail_label or rubric.fail_label or "")
+        threshold = Threshold(
+            value=t.value,
+            pass_if=t.pass_if,
+            pass_label=t.pass_label or rubric.pass_label or "",
+            fail_label=t.fail_label or rubric.fail_label or "",
+        )
     judge = mapping.judge
     identity = JudgeIdentity(
         name=judge.name,
@@ -387,7 +505,12 @@ def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location:
         },
     )
     fingerprint = identity.fingerprint()
-    run_id = "import-" + sha256_json({"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256})[:16]
+    run_id = (
+        "import-"
+        + sha256_json({"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256})[
+            :16
+        ]
+    )
 
     issues = _Issues(table)
     active = dataset.cases
@@ -416,7 +539,14 @@ def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location:
         if len(rows) > 1:
             for i in rows:
                 values.pop(i, None)
-                issues.group(i, "duplicate_key", case_id, f"{{n}} rows predict case {case_id!r} ({{rows}})", "keep one prediction per case: a judge that ran twice is two imports (or two versions)", case_id=case_id)
+                issues.group(
+                    i,
+                    "duplicate_key",
+                    case_id,
+                    f"{{n}} rows predict case {case_id!r} ({{rows}})",
+                    "keep one prediction per case: a judge that ran twice is two imports (or two versions)",
+                    case_id=case_id,
+                )
     issues.raise_if_any(f"refusing to import these predictions against {dataset.gold_path}")
 
     stamp = {"dataset_sha256": dataset.sha256, "rubric_version": rubric.version}
@@ -448,7 +578,14 @@ def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location:
     if not results:
         raise WorkbenchError(
             f"{table.location}: nothing to import",
-            [Problem(location=table.location, code="no_predictions", message=f"none of the {len(table.rows)} row(s) has a prediction in column {(mapping.label or mapping.score)!r}", fix="check the prediction column named in the mapping; empty cells are missing predictions")],
+            [
+                Problem(
+                    location=table.location,
+                    code="no_predictions",
+                    message=f"none of the {len(table.rows)} row(s) has a prediction in column {(mapping.label or mapping.score)!r}",
+                    fix="check the prediction column named in the mapping; empty cells are missing predictions",
+                )
+            ],
         )
     judged = {r.case_id for r in results}
     missing = tuple(case_id for case_id in active if case_id not in judged)
@@ -457,13 +594,18 @@ def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location:
         done, total = partitions.get(case.partition.value, (0, 0))
         partitions[case.partition.value] = (done + (case.case_id in judged), total + 1)
     partitions = {name: partitions[name] for name in PARTITIONS if name in partitions}
-    rule = f"labels from column {mapping.label!r}" if mapping.label else f"score column {mapping.score!r} {threshold.pass_if if threshold else ''} {threshold.value if threshold else ''} -> {threshold.pass_label if threshold else ''}, else {threshold.fail_label if threshold else ''}"
+    rule = (
+        f"labels from column {mapping.label!r}"
+        if mapping.label
+        else f"score column {mapping.score!r} {threshold.pass_if if threshold else ''} {threshold.value if threshold else ''} -> {threshold.pass_label if threshold else ''}, else {threshold.fail_label if threshold else ''}"
+    )
     provenance = f"Predictions imported from {table.name} (sha256 {table.sha256[:12]}) with `workbench import results`; {rule}; source judge fingerprint {fingerprint[:12]}."
     spec = CandidateSpec(
         name=judge.name,
         version=judge.version,
         kind="imported",
-        description=(judge.description.strip() + " " if judge.description.strip() else "") + provenance,
+        description=(judge.description.strip() + " " if judge.description.strip() else "")
+        + provenance,
         labels=list(rubric.labels),
         model=judge.model,
         results=RESULTS_FILE,
@@ -489,44 +631,113 @@ def _build(table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location:
     )
 
 
-def _find_case(i: int, row: dict[str, Any], m: ResultsMapping, dataset: GoldDataset, by_text: dict[tuple[str, str], list[GoldCase]], issues: _Issues, fix: str) -> GoldCase | None:
+def _find_case(
+    i: int,
+    row: dict[str, Any],
+    m: ResultsMapping,
+    dataset: GoldDataset,
+    by_text: dict[tuple[str, str], list[GoldCase]],
+    issues: _Issues,
+    fix: str,
+) -> GoldCase | None:
     inp = row.get(m.input) if m.input else None
     response = row.get(m.response) if m.response else None
     if m.case_id is not None:
         raw_key = row.get(m.case_id)
         if is_empty(raw_key):
-            issues.group(i, "empty_key", "", f"{{n}} row(s) have no case id in column {m.case_id!r} ({{rows}})", "give every row its gold case id, or drop the row")
+            issues.group(
+                i,
+                "empty_key",
+                "",
+                f"{{n}} row(s) have no case id in column {m.case_id!r} ({{rows}})",
+                "give every row its gold case id, or drop the row",
+            )
             return None
         key = _key_text(raw_key)
         case = dataset.cases.get(key)
         if case is None:
             if key in dataset.superseded_by:
-                issues.group(i, "superseded_case", key, f"case {key!r} was superseded by {dataset.latest_id(key)!r} ({{rows}})", "predictions must be for the latest records; re-run the judge on the current gold", case_id=key)
+                issues.group(
+                    i,
+                    "superseded_case",
+                    key,
+                    f"case {key!r} was superseded by {dataset.latest_id(key)!r} ({{rows}})",
+                    "predictions must be for the latest records; re-run the judge on the current gold",
+                    case_id=key,
+                )
             else:
-                issues.group(i, "unknown_case", key, f"the gold has no case {key!r} ({{rows}})", fix, case_id=key)
+                issues.group(
+                    i,
+                    "unknown_case",
+                    key,
+                    f"the gold has no case {key!r} ({{rows}})",
+                    fix,
+                    case_id=key,
+                )
             return None
         if m.input and not is_empty(inp) and str(inp) != case.input:
-            issues.row(i, "input_mismatch", f"the row's input (column {m.input!r}) differs from the gold case's input", "the predictions were not produced on this gold (or the text changed on export); re-run the judge on it", case_id=key)
+            issues.row(
+                i,
+                "input_mismatch",
+                f"the row's input (column {m.input!r}) differs from the gold case's input",
+                "the predictions were not produced on this gold (or the text changed on export); re-run the judge on it",
+                case_id=key,
+            )
             return None
-        if m.response and not is_empty(response) and sha256_text(str(response)) != case.response_hash:
-            issues.row(i, "response_hash_mismatch", f"the judge saw a different response than the reviewers (sha256 of column {m.response!r} differs from the gold response_hash)", "the predictions were not produced on this gold; re-run the judge on it", case_id=key)
+        if (
+            m.response
+            and not is_empty(response)
+            and sha256_text(str(response)) != case.response_hash
+        ):
+            issues.row(
+                i,
+                "response_hash_mismatch",
+                f"the judge saw a different response than the reviewers (sha256 of column {m.response!r} differs from the gold response_hash)",
+                "the predictions were not produced on this gold; re-run the judge on it",
+                case_id=key,
+            )
             return None
         return case
     if is_empty(inp) or is_empty(response):
-        issues.group(i, "empty_key", "", "{n} row(s) have no input or no response to match a gold case on ({rows})", "give every row its input and response (or map a case_id column)")
+        issues.group(
+            i,
+            "empty_key",
+            "",
+            "{n} row(s) have no input or no response to match a gold case on ({rows})",
+            "give every row its input and response (or map a case_id column)",
+        )
         return None
     matches = by_text.get((str(inp), sha256_text(str(response))), [])
     if not matches:
-        issues.group(i, "unmatched_row", "", "{n} row(s) match no active gold case on the exact input and response ({rows})", fix + "; texts must match exactly, or map a case_id column")
+        issues.group(
+            i,
+            "unmatched_row",
+            "",
+            "{n} row(s) match no active gold case on the exact input and response ({rows})",
+            fix + "; texts must match exactly, or map a case_id column",
+        )
         return None
     if len(matches) > 1:
         ids = ", ".join(c.case_id for c in matches)
-        issues.row(i, "ambiguous_match", f"the row's input and response match {len(matches)} gold cases ({ids})", "map a case_id column: the texts do not tell these cases apart")
+        issues.row(
+            i,
+            "ambiguous_match",
+            f"the row's input and response match {len(matches)} gold cases ({ids})",
+            "map a case_id column: the texts do not tell these cases apart",
+        )
         return None
     return matches[0]
 
 
-def _verdict(i: int, row: dict[str, Any], m: ResultsMapping, threshold: Any, labels: set[str], issues: _Issues, case_id: str) -> dict[str, Any] | str | None:
+def _verdict(
+    i: int,
+    row: dict[str, Any],
+    m: ResultsMapping,
+    threshold: Any,
+    labels: set[str],
+    issues: _Issues,
+    case_id: str,
+) -> dict[str, Any] | str | None:
     """The verdict fields of row ``i``, ``"empty"`` when it has no prediction, None after a problem."""
     reason: str | None = None
     label_cell = row.get(m.label) if m.label else None
@@ -542,7 +753,13 @@ def _verdict(i: int, row: dict[str, Any], m: ResultsMapping, threshold: Any, lab
     if m.score is not None and not is_empty(score_cell):
         parsed = _score(score_cell)
         if parsed == "invalid":
-            issues.group(i, "invalid_score", m.score, f"column {m.score!r}: {{n}} value(s) are not finite numbers ({{rows}})", "give scores as numbers; leave the cell empty when the judge produced none")
+            issues.group(
+                i,
+                "invalid_score",
+                m.score,
+                f"column {m.score!r}: {{n}} value(s) are not finite numbers ({{rows}})",
+                "give scores as numbers; leave the cell empty when the judge produced none",
+            )
             ok = False
         elif parsed != "empty":
             score = float(parsed)
@@ -552,8 +769,20 @@ def _verdict(i: int, row: dict[str, Any], m: ResultsMapping, threshold: Any, lab
             text = as_text(label_cell)
             target = m.labels.get(text) if m.labels else (text if text in labels else None)
             if target is None:
-                known = "listed in labels" if m.labels else "a rubric label (" + ", ".join(sorted(labels)) + ")"
-                issues.group(i, "unmapped_label", text, f"column {m.label!r}: value {text!r} is not {known} ({{rows}})", "map every source value to a rubric label: labels: {" + f"{text}: <label>" + "}")
+                known = (
+                    "listed in labels"
+                    if m.labels
+                    else "a rubric label (" + ", ".join(sorted(labels)) + ")"
+                )
+                issues.group(
+                    i,
+                    "unmapped_label",
+                    text,
+                    f"column {m.label!r}: value {text!r} is not {known} ({{rows}})",
+                    "map every source value to a rubric label: labels: {"
+                    + f"{text}: <label>"
+                    + "}",
+                )
                 ok = False
             else:
                 value = target
@@ -562,7 +791,12 @@ def _verdict(i: int, row: dict[str, Any], m: ResultsMapping, threshold: Any, lab
     if m.reason is not None and not is_empty(row.get(m.reason)):
         reason = str(row.get(m.reason))
     numbers: dict[str, Any] = {}
-    for name, integer in (("latency_s", False), ("tokens_in", True), ("tokens_out", True), ("cost_usd", False)):
+    for name, integer in (
+        ("latency_s", False),
+        ("tokens_in", True),
+        ("tokens_out", True),
+        ("cost_usd", False),
+    ):
         column = getattr(m, name)
         cell = row.get(column) if column else None
         if column is None or is_empty(cell):
@@ -571,7 +805,13 @@ def _verdict(i: int, row: dict[str, Any], m: ResultsMapping, threshold: Any, lab
         number = _number(cell, integer=integer)
         if number is None:
             what = "non-negative whole numbers" if integer else "non-negative numbers"
-            issues.group(i, "invalid_number", column, f"column {column!r} ({name}): {{n}} value(s) are not {what} ({{rows}})", f"give {name} as {what}, or leave the cell empty")
+            issues.group(
+                i,
+                "invalid_number",
+                column,
+                f"column {column!r} ({name}): {{n}} value(s) are not {what} ({{rows}})",
+                f"give {name} as {what}, or leave the cell empty",
+            )
             ok = False
         numbers[name] = number
     if not ok:

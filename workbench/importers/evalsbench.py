@@ -205,7 +205,11 @@ def import_evalsbench(
     cases: list[GoldCase] = []
     slices_used: dict[str, set[str]] = defaultdict(set)
     for line, row in rows:
-        question, topic, target = row["question"], row["topic"].strip(), row["target"].strip().lower()
+        question, topic, target = (
+            row["question"],
+            row["topic"].strip(),
+            row["target"].strip().lower(),
+        )
         group = stable_id("q", question.strip())
         slice_name = theme_of(topic) if slice_by == "theme" else topic
         slices_used[slice_name].add(topic)
@@ -228,7 +232,11 @@ def import_evalsbench(
                         rationale="label assigned by how the response was built, not by an independent review",
                     )
                 ],
-                adjudication=Adjudication(label=target, adjudicator=CONSTRUCTION, reason=_construction_reason(target, row["notes"])),
+                adjudication=Adjudication(
+                    label=target,
+                    adjudicator=CONSTRUCTION,
+                    reason=_construction_reason(target, row["notes"]),
+                ),
                 metadata={"source": f"{source.name}:{line}", "upstream": UPSTREAM, "topic": topic},
             )
         )
@@ -238,9 +246,14 @@ def import_evalsbench(
     notes += _annotation_notes(source, {row["question"].strip() for _, row in rows})
     others = sorted(slices_used.get(OTHER_THEME, set())) if slice_by == "theme" else []
     if others:
-        notes.append(f"{len(others)} topic(s) are not in the theme table and went to slice 'other': " + "; ".join(others[:5]))
+        notes.append(
+            f"{len(others)} topic(s) are not in the theme table and went to slice 'other': "
+            + "; ".join(others[:5])
+        )
     if source_sha256 != REFERENCE_SHA256:
-        notes.append(f"the source differs from the reference copy at {UPSTREAM}; the card records its sha256")
+        notes.append(
+            f"the source differs from the reference copy at {UPSTREAM}; the card records its sha256"
+        )
 
     rubric = _rubric(slice_by, sorted(slices_used))
     return write_dataset(
@@ -258,7 +271,12 @@ def import_evalsbench(
 
 
 def _option_problem(message: str) -> Problem:
-    return Problem(location="--slice-by", code="bad_option", message=message, fix="use --slice-by theme or --slice-by topic")
+    return Problem(
+        location="--slice-by",
+        code="bad_option",
+        message=message,
+        fix="use --slice-by theme or --slice-by topic",
+    )
 
 
 def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
@@ -267,7 +285,12 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        findings.add("source_encoding", "", f"the file is not UTF-8 (byte {exc.start})", "save the CSV as UTF-8")
+        findings.add(
+            "source_encoding",
+            "",
+            f"the file is not UTF-8 (byte {exc.start})",
+            "save the CSV as UTF-8",
+        )
         findings.fail("unreadable EvalsBench CSV")
     reader = csv.reader(io.StringIO(text, newline=""))
     records: list[tuple[int, list[str]]] = []
@@ -282,17 +305,32 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
             if raw:
                 records.append((start, raw))
     except csv.Error as exc:
-        findings.add("source_malformed", str(reader.line_num), f"malformed CSV ({exc})", "fix the quoting on this line; fields with commas, quotes or newlines must be quoted")
+        findings.add(
+            "source_malformed",
+            str(reader.line_num),
+            f"malformed CSV ({exc})",
+            "fix the quoting on this line; fields with commas, quotes or newlines must be quoted",
+        )
         findings.fail("unreadable EvalsBench CSV")
     if header is None or not any(header):
         findings.add("source_empty", "", "the file has no header row", _FIX_COLUMNS)
         findings.fail("unreadable EvalsBench CSV")
     missing = [name for name in COLUMNS if name not in header]
     for name in missing:
-        findings.add("missing_column", "1", f"the header has no '{name}' column", f"add the '{name}' column; {_FIX_COLUMNS}")
+        findings.add(
+            "missing_column",
+            "1",
+            f"the header has no '{name}' column",
+            f"add the '{name}' column; {_FIX_COLUMNS}",
+        )
     duplicated = [name for name, count in Counter(header).items() if count > 1 and name in COLUMNS]
     for name in duplicated:
-        findings.add("duplicate_column", "1", f"the header names '{name}' more than once", "keep one column of each name")
+        findings.add(
+            "duplicate_column",
+            "1",
+            f"the header names '{name}' more than once",
+            "keep one column of each name",
+        )
     findings.raise_if_any("not an EvalsBench benchmark CSV")
 
     index = {name: header.index(name) for name in COLUMNS}
@@ -301,18 +339,38 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
     for line, raw in records:
         where = str(line)
         if len(raw) != len(header):
-            findings.add("row_width", where, f"a row has {len(raw)} field(s) but the header has {len(header)}", "quote fields that contain commas or newlines; every row needs one value per column")
+            findings.add(
+                "row_width",
+                where,
+                f"a row has {len(raw)} field(s) but the header has {len(header)}",
+                "quote fields that contain commas or newlines; every row needs one value per column",
+            )
             continue
         row = {name: raw[i] for name, i in index.items()}
         for name in ("topic", "question", "grading_notes", "response"):
             if not row[name].strip():
-                findings.add("empty_field", where, f"'{name}' is empty", f"fill in '{name}' or remove the row")
+                findings.add(
+                    "empty_field",
+                    where,
+                    f"'{name}' is empty",
+                    f"fill in '{name}' or remove the row",
+                )
         target = row["target"].strip().lower()
         if target not in LABELS:
-            findings.add("unknown_target", where, f"target {row['target']!r} is not pass or fail", "set target to pass or fail")
+            findings.add(
+                "unknown_target",
+                where,
+                f"target {row['target']!r} is not pass or fail",
+                "set target to pass or fail",
+            )
         key = (row["question"].strip(), row["response"])
         if key in seen:
-            findings.add("duplicate_row", where, f"the same question and response already appear on line {seen[key]}", "remove the duplicate row")
+            findings.add(
+                "duplicate_row",
+                where,
+                f"the same question and response already appear on line {seen[key]}",
+                "remove the duplicate row",
+            )
         else:
             seen[key] = line
         rows.append((line, row))
@@ -340,7 +398,9 @@ def _composition_notes(rows: list[tuple[int, dict[str, str]]]) -> list[str]:
         by_question[row["question"].strip()][row["target"].strip().lower()] += 1
     odd = sum(1 for counts in by_question.values() if counts != Counter({"pass": 1, "fail": 1}))
     if odd:
-        return [f"{odd} question(s) do not have exactly one pass and one fail answer, unlike the upstream release"]
+        return [
+            f"{odd} question(s) do not have exactly one pass and one fail answer, unlike the upstream release"
+        ]
     return []
 
 
@@ -351,7 +411,9 @@ def _annotation_notes(source: Path, questions: set[str]) -> list[str]:
     note = "annotation_df.csv beside the source was not imported: it holds the upstream few-shot examples, not judge output for these cases"
     try:
         with open(sibling, encoding="utf-8-sig", newline="") as fh:
-            overlap = sum(1 for row in csv.DictReader(fh) if (row.get("question") or "").strip() in questions)
+            overlap = sum(
+                1 for row in csv.DictReader(fh) if (row.get("question") or "").strip() in questions
+            )
     except (OSError, UnicodeDecodeError, csv.Error):
         return [note]
     if overlap:
@@ -361,9 +423,17 @@ def _annotation_notes(source: Path, questions: set[str]) -> list[str]:
 
 def _rubric(slice_by: SliceBy, slice_names: list[str]) -> Rubric:
     if slice_by == "theme":
-        slices = {name: SliceSpec(risk="medium", description=THEME_DESCRIPTIONS[name]) for name in slice_names}
+        slices = {
+            name: SliceSpec(risk="medium", description=THEME_DESCRIPTIONS[name])
+            for name in slice_names
+        }
     else:
-        slices = {name: SliceSpec(risk="medium", description="Upstream EvalsBench topic (one question, two cases).") for name in slice_names}
+        slices = {
+            name: SliceSpec(
+                risk="medium", description="Upstream EvalsBench topic (one question, two cases)."
+            )
+            for name in slice_names
+        }
     return Rubric(
         name="evalsbench-grading-notes-coverage",
         version=RUBRIC_VERSION,

@@ -112,7 +112,10 @@ GRADING_NOTES = (
 )
 """The same for every case: the label definitions and LLMBar's evaluation rules, which a judge needs."""
 
-_FIX_SHAPE = f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON list of objects with keys " + ", ".join(ITEM_KEYS)
+_FIX_SHAPE = (
+    f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON list of objects with keys "
+    + ", ".join(ITEM_KEYS)
+)
 _FIX_RESULT = f"use an evaluator directory of the same subset (evaluators/<LLM>/<strategy> from {UPSTREAM}) whose result.json lists the subset's items in order, each with 'results'"
 _STATISTIC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*=\s*(.+?)%\s*$")
 
@@ -176,33 +179,55 @@ def read_verdict(item: Any, swap: bool) -> OrderVerdict:
     """The verdict of one ``result.json`` item in one order, or an evaluator error. Never a guess."""
     key = SWAP_KEYS[swap]
 
-    def error(kind: str, message: str, reason: str | None = None, request: Any | None = None) -> OrderVerdict:
+    def error(
+        kind: str, message: str, reason: str | None = None, request: Any | None = None
+    ) -> OrderVerdict:
         return OrderVerdict(swap, None, kind, message, reason, request)
 
     steps = item.get("results") if isinstance(item, dict) else None
     if not isinstance(steps, list) or not steps:
-        return error("missing_verdict", "the item has no 'results' steps: the evaluator recorded no verdict")
+        return error(
+            "missing_verdict", "the item has no 'results' steps: the evaluator recorded no verdict"
+        )
     last = steps[-1]
     if not isinstance(last, dict):
-        return error("missing_verdict", "the last step of 'results' is not a verdict step (no swap entries)")
+        return error(
+            "missing_verdict", "the last step of 'results' is not a verdict step (no swap entries)"
+        )
     entry = last.get(key)
     if not isinstance(entry, dict):
-        return error("missing_verdict", f"the final step has no '{key}' entry: no verdict in this order")
+        return error(
+            "missing_verdict", f"the final step has no '{key}' entry: no verdict in this order"
+        )
     text, finish = _completion(entry.get("completion"))
     reason = text if text.strip() else None
     prompt = entry.get("prompt")
     request = {"prompt": prompt} if isinstance(prompt, str) else None
     finish_note = f" (finish_reason {finish!r})" if finish and finish != "stop" else ""
     if "winner" not in entry:
-        return error("missing_verdict", f"the '{key}' entry has no 'winner'{finish_note}", reason, request)
+        return error(
+            "missing_verdict", f"the '{key}' entry has no 'winner'{finish_note}", reason, request
+        )
     winner = entry["winner"]
     if isinstance(winner, str) and winner in LABELS:
         return OrderVerdict(swap, winner, None, None, reason, request)
     if winner is None or winner == "":
         if reason is None:
-            return error("missing_verdict", f"the evaluator returned an empty completion{finish_note}; upstream winner is null", reason, request)
-        return error("unparseable", f"upstream's parser found no verdict in the completion (winner is null){finish_note}", reason, request)
-    return error("unparseable", f"winner {winner!r} is not '1' or '2'{finish_note}", reason, request)
+            return error(
+                "missing_verdict",
+                f"the evaluator returned an empty completion{finish_note}; upstream winner is null",
+                reason,
+                request,
+            )
+        return error(
+            "unparseable",
+            f"upstream's parser found no verdict in the completion (winner is null){finish_note}",
+            reason,
+            request,
+        )
+    return error(
+        "unparseable", f"winner {winner!r} is not '1' or '2'{finish_note}", reason, request
+    )
 
 
 def _completion(value: Any) -> tuple[str, str | None]:
@@ -240,7 +265,11 @@ def import_llmbar(
     """
     source, out = Path(source), Path(out)
     subset_dir, dataset_path = _resolve(source, DATASET_FILE)
-    data = read_source(dataset_path, "LLMBar dataset.json", f"point at a subset directory holding dataset.json ({_FIX_SHAPE})")
+    data = read_source(
+        dataset_path,
+        "LLMBar dataset.json",
+        f"point at a subset directory holding dataset.json ({_FIX_SHAPE})",
+    )
     evaluator_dir, result_path, result_data = _read_evaluator(evaluator)
     replaced = prepare_out(out, force=force)
     name = subset.strip() if subset and subset.strip() else subset_name(subset_dir)
@@ -252,7 +281,9 @@ def import_llmbar(
     results: list[JudgeResult] | None = None
     judge_front: dict[str, Any] | None = None
     if evaluator_dir is not None and result_path is not None and result_data is not None:
-        results, judge_notes, judge_front = _judge_results(result_path, evaluator_dir, result_data, _expected(items), cases, name)
+        results, judge_notes, judge_front = _judge_results(
+            result_path, evaluator_dir, result_data, _expected(items), cases, name
+        )
         notes += judge_notes
     if results is not None and (out / RESULTS_FILE).is_file():
         (out / RESULTS_FILE).unlink()  # replaced below; prepare_out allowed it (force)
@@ -264,7 +295,9 @@ def import_llmbar(
         cases=cases,
         rubric=_rubric(name),
         card_front=_card_front(dataset_path, name, source_sha256, quirks, judge_front),
-        card_body=_card_body(name, len(cases), Counter(case.gold_label for case in cases), judge_front),
+        card_body=_card_body(
+            name, len(cases), Counter(case.gold_label for case in cases), judge_front
+        ),
         results=None,
         notes=notes,
     )
@@ -278,7 +311,15 @@ def _read_evaluator(evaluator: Path | None) -> tuple[Path | None, Path | None, b
     if evaluator is None:
         return None, None, None
     evaluator_dir, result_path = _resolve(Path(evaluator), RESULT_FILE)
-    return evaluator_dir, result_path, read_source(result_path, "LLMBar evaluator result.json", f"point --evaluator at a directory holding result.json ({_FIX_RESULT})")
+    return (
+        evaluator_dir,
+        result_path,
+        read_source(
+            result_path,
+            "LLMBar evaluator result.json",
+            f"point --evaluator at a directory holding result.json ({_FIX_RESULT})",
+        ),
+    )
 
 
 def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) -> GoldCase:
@@ -317,11 +358,23 @@ def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) 
 
 def _quirks(items: list[dict[str, Any]]) -> list[str]:
     """What the source does that a reader should know: outputs holding a response marker, empty outputs."""
-    marker_clash = [str(index) for index, item in enumerate(items) if any(marker in text for text in (item["output_1"], item["output_2"]) for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER))]
-    empty_outputs = sum(1 for item in items for text in (item["output_1"], item["output_2"]) if not text.strip())
+    marker_clash = [
+        str(index)
+        for index, item in enumerate(items)
+        if any(
+            marker in text
+            for text in (item["output_1"], item["output_2"])
+            for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER)
+        )
+    ]
+    empty_outputs = sum(
+        1 for item in items for text in (item["output_1"], item["output_2"]) if not text.strip()
+    )
     quirks: list[str] = []
     if marker_clash:
-        quirks.append(f"{len(marker_clash)} item(s) have an output containing a [Response N] marker, which makes the rendering ambiguous to a reader (index {', '.join(marker_clash[:5])})")
+        quirks.append(
+            f"{len(marker_clash)} item(s) have an output containing a [Response N] marker, which makes the rendering ambiguous to a reader (index {', '.join(marker_clash[:5])})"
+        )
     if empty_outputs:
         quirks.append(f"{empty_outputs} output(s) are empty in the source and kept as empty text")
     return quirks
@@ -331,7 +384,9 @@ def _provenance_notes(dataset_path: Path, source_sha256: str, name: str) -> list
     """Whether the file is a subset released upstream, byte for byte, and under which name."""
     released = _released_subset(source_sha256)
     if released is None:
-        return [f"{dataset_path.name} is not byte-identical to any subset released at {UPSTREAM}; the card records its sha256"]
+        return [
+            f"{dataset_path.name} is not byte-identical to any subset released at {UPSTREAM}; the card records its sha256"
+        ]
     if released != name:
         return [f"{dataset_path.name} is upstream's {released} subset, imported as slice {name!r}"]
     return []
@@ -347,11 +402,18 @@ def _rubric(name: str) -> Rubric:
         pass_label=None,
         fail_label=None,
         min_reviews=1,
-        slices={name: SliceSpec(risk="medium", description=f"LLMBar {name}: {_SUBSET_DESCRIPTIONS.get(name, 'an LLMBar subset')}")},
+        slices={
+            name: SliceSpec(
+                risk="medium",
+                description=f"LLMBar {name}: {_SUBSET_DESCRIPTIONS.get(name, 'an LLMBar subset')}",
+            )
+        },
     )
 
 
-def _add_results(summary: ImportSummary, out: Path, results: list[JudgeResult], result_path: Path) -> ImportSummary:
+def _add_results(
+    summary: ImportSummary, out: Path, results: list[JudgeResult], result_path: Path
+) -> ImportSummary:
     """Write the evaluator's results (with the written gold's lineage) and check upstream's statistics."""
     results = _with_lineage(results, load_dataset(out))
     _write_results(out, results)
@@ -377,16 +439,34 @@ def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> lis
     """
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     evaluator_dir, result_path = _resolve(Path(evaluator), RESULT_FILE)
-    data = read_source(result_path, "LLMBar evaluator result.json", f"point at a directory holding result.json ({_FIX_RESULT})")
+    data = read_source(
+        result_path,
+        "LLMBar evaluator result.json",
+        f"point at a directory holding result.json ({_FIX_RESULT})",
+    )
     cases = list(dataset.cases.values())
     findings = Findings(dataset.gold_path)
     expected: list[dict[str, str]] = []
     for position, case in enumerate(cases):
         meta = case.metadata
-        if meta.get("index") != position or not all(isinstance(meta.get(f"{k}_sha256"), str) for k in ("output_1", "output_2")):
-            findings.add("not_llmbar_gold", case.case_id, "the case was not written by the LLMBar importer (metadata index and output hashes, in file order)", "import the subset with `workbench import llmbar SUBSET_DIR --out DIR` and pass that DIR")
+        if meta.get("index") != position or not all(
+            isinstance(meta.get(f"{k}_sha256"), str) for k in ("output_1", "output_2")
+        ):
+            findings.add(
+                "not_llmbar_gold",
+                case.case_id,
+                "the case was not written by the LLMBar importer (metadata index and output hashes, in file order)",
+                "import the subset with `workbench import llmbar SUBSET_DIR --out DIR` and pass that DIR",
+            )
             continue
-        expected.append({"input": case.input, "output_1": meta["output_1_sha256"], "output_2": meta["output_2_sha256"], "label": case.gold_label or ""})
+        expected.append(
+            {
+                "input": case.input,
+                "output_1": meta["output_1_sha256"],
+                "output_2": meta["output_2_sha256"],
+                "label": case.gold_label or "",
+            }
+        )
     findings.raise_if_any("not an LLMBar gold dataset")
     slices = {case.slice for case in cases}
     subset = slices.pop() if len(slices) == 1 else "+".join(sorted(slices))
@@ -424,7 +504,14 @@ def _write_results(out: Path, results: list[JudgeResult]) -> None:
     except OSError as exc:
         raise WorkbenchError(
             "cannot write the judge results",
-            [Problem(location=str(exc.filename or out), code="out_unwritable", message=f"writing results.jsonl failed ({exc.strerror or exc}); the gold files are written", fix="point --out at a writable directory with free space")],
+            [
+                Problem(
+                    location=str(exc.filename or out),
+                    code="out_unwritable",
+                    message=f"writing results.jsonl failed ({exc.strerror or exc}); the gold files are written",
+                    fix="point --out at a writable directory with free space",
+                )
+            ],
         ) from None
 
 
@@ -444,10 +531,20 @@ def _read_json(path: Path, data: bytes, findings: Findings, what: str, fix: str)
     try:
         return json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
-        findings.add("source_encoding", "", f"the file is not UTF-8 (byte {exc.start})", "save the file as UTF-8")
+        findings.add(
+            "source_encoding",
+            "",
+            f"the file is not UTF-8 (byte {exc.start})",
+            "save the file as UTF-8",
+        )
         findings.fail(f"unreadable {what}")
     except json.JSONDecodeError as exc:
-        findings.add("malformed_json", str(exc.lineno), f"malformed JSON ({exc.msg} at column {exc.colno})", "repair the JSON at this position; " + fix)
+        findings.add(
+            "malformed_json",
+            str(exc.lineno),
+            f"malformed JSON ({exc.msg} at column {exc.colno})",
+            "repair the JSON at this position; " + fix,
+        )
         findings.fail(f"unreadable {what}")
 
 
@@ -456,25 +553,57 @@ def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
     findings = Findings(source)
     loaded = _read_json(source, data, findings, "LLMBar dataset.json", _FIX_SHAPE)
     if not isinstance(loaded, list):
-        findings.add("source_shape", "", f"the file holds a JSON {type(loaded).__name__}, not a list of items", _FIX_SHAPE)
+        findings.add(
+            "source_shape",
+            "",
+            f"the file holds a JSON {type(loaded).__name__}, not a list of items",
+            _FIX_SHAPE,
+        )
         findings.fail("not an LLMBar dataset.json")
     if not loaded:
         findings.add("source_empty", "", "the list of items is empty", _FIX_SHAPE)
     for index, item in enumerate(loaded):
         where = f"item {index}"
         if not isinstance(item, dict):
-            findings.add("item_shape", where, f"an item is a JSON {type(item).__name__}, not an object", _FIX_SHAPE)
+            findings.add(
+                "item_shape",
+                where,
+                f"an item is a JSON {type(item).__name__}, not an object",
+                _FIX_SHAPE,
+            )
             continue
         for key in ITEM_KEYS:
             if key not in item:
-                findings.add("missing_key", where, f"an item has no '{key}' key", f"add '{key}' to every item; {_FIX_SHAPE}")
+                findings.add(
+                    "missing_key",
+                    where,
+                    f"an item has no '{key}' key",
+                    f"add '{key}' to every item; {_FIX_SHAPE}",
+                )
         for key in ("input", "output_1", "output_2"):
             if key in item and not isinstance(item[key], str):
-                findings.add("bad_type", where, f"'{key}' is a JSON {type(item[key]).__name__}, not text", f"make '{key}' a string")
+                findings.add(
+                    "bad_type",
+                    where,
+                    f"'{key}' is a JSON {type(item[key]).__name__}, not text",
+                    f"make '{key}' a string",
+                )
         if isinstance(item.get("input"), str) and not item["input"].strip():
-            findings.add("empty_prompt", where, "'input' (the instruction) is empty", "restore the instruction or remove the item")
-        if "label" in item and (isinstance(item["label"], bool) or str(item["label"]) not in LABELS):
-            findings.add("unknown_label", where, f"'label' is {item['label']!r}, not 1 or 2", "set 'label' to 1 (output_1 is better) or 2 (output_2 is better)")
+            findings.add(
+                "empty_prompt",
+                where,
+                "'input' (the instruction) is empty",
+                "restore the instruction or remove the item",
+            )
+        if "label" in item and (
+            isinstance(item["label"], bool) or str(item["label"]) not in LABELS
+        ):
+            findings.add(
+                "unknown_label",
+                where,
+                f"'label' is {item['label']!r}, not 1 or 2",
+                "set 'label' to 1 (output_1 is better) or 2 (output_2 is better)",
+            )
     findings.raise_if_any("invalid LLMBar items")
     return loaded
 
@@ -495,20 +624,44 @@ def _judge_results(
     findings = Findings(result_path)
     loaded = _read_json(result_path, data, findings, "LLMBar result.json", _FIX_RESULT)
     if not isinstance(loaded, list):
-        findings.add("source_shape", "", f"the file holds a JSON {type(loaded).__name__}, not a list of evaluated items", _FIX_RESULT)
+        findings.add(
+            "source_shape",
+            "",
+            f"the file holds a JSON {type(loaded).__name__}, not a list of evaluated items",
+            _FIX_RESULT,
+        )
         findings.fail("not an LLMBar result.json")
     if len(loaded) != len(items):
-        findings.add("item_count_mismatch", "", f"result.json has {len(loaded)} item(s), dataset.json has {len(items)}", _FIX_RESULT)
+        findings.add(
+            "item_count_mismatch",
+            "",
+            f"result.json has {len(loaded)} item(s), dataset.json has {len(items)}",
+            _FIX_RESULT,
+        )
     for index, (item, gold) in enumerate(zip(loaded, items, strict=False)):
         where = f"item {index}"
         if not isinstance(item, dict):
-            findings.add("item_shape", where, f"an item is a JSON {type(item).__name__}, not an object", _FIX_RESULT)
+            findings.add(
+                "item_shape",
+                where,
+                f"an item is a JSON {type(item).__name__}, not an object",
+                _FIX_RESULT,
+            )
             continue
-        differing = [key for key in ITEM_KEYS if key in item and _comparable(key, item[key]) != gold[key]]
+        differing = [
+            key for key in ITEM_KEYS if key in item and _comparable(key, item[key]) != gold[key]
+        ]
         absent = [key for key in ITEM_KEYS if key not in item]
         if differing or absent:
-            what = ", ".join([*(f"'{k}' differs" for k in differing), *(f"'{k}' is absent" for k in absent)])
-            findings.add("result_item_mismatch", where, f"the evaluated item is not dataset.json's item at the same position ({what})", _FIX_RESULT)
+            what = ", ".join(
+                [*(f"'{k}' differs" for k in differing), *(f"'{k}' is absent" for k in absent)]
+            )
+            findings.add(
+                "result_item_mismatch",
+                where,
+                f"the evaluated item is not dataset.json's item at the same position ({what})",
+                _FIX_RESULT,
+            )
     findings.raise_if_any("the evaluator results do not belong to this subset")
     verdicts = [(read_verdict(item, False), read_verdict(item, True)) for item in loaded]
     if not any(_has_verdict_step(item) for item in loaded):
@@ -552,28 +705,62 @@ def _judge_results(
                     judge_fingerprint=fingerprint,
                     run_id=run_id,
                     partition=case.partition.value,
-                    error=EvaluatorError(kind=verdict.error_kind, message=verdict.error_message or "", retryable=False) if verdict.error_kind else None,
+                    error=EvaluatorError(
+                        kind=verdict.error_kind,
+                        message=verdict.error_message or "",
+                        retryable=False,
+                    )
+                    if verdict.error_kind
+                    else None,
                     attempt=1,
                     repeat=1 if verdict.swap else 0,
-                    rendered_request_sha256=sha256_json(verdict.request) if verdict.request is not None else None,
+                    rendered_request_sha256=sha256_json(verdict.request)
+                    if verdict.request is not None
+                    else None,
                     rendered_request=verdict.request,
-                    presentation={"swap": verdict.swap, "presented_order": order, "first_shown": order[0]},
+                    presentation={
+                        "swap": verdict.swap,
+                        "presented_order": order,
+                        "first_shown": order[0],
+                    },
                 )
             )
 
     errors = Counter(v.error_kind for pair in verdicts for v in pair if v.error_kind)
-    errored = [f"{case.case_id} ({'swapped' if v.swap else 'original'} order: {v.error_kind})" for case, pair in zip(cases, verdicts, strict=True) for v in pair if v.error_kind]
-    steps = Counter(len(item["results"]) for item in loaded if isinstance(item.get("results"), list))
+    errored = [
+        f"{case.case_id} ({'swapped' if v.swap else 'original'} order: {v.error_kind})"
+        for case, pair in zip(cases, verdicts, strict=True)
+        for v in pair
+        if v.error_kind
+    ]
+    steps = Counter(
+        len(item["results"]) for item in loaded if isinstance(item.get("results"), list)
+    )
     synthesized = sum(1 for item in loaded if _has_two_verdict_steps(item))
-    auxiliary = sum(1 for item in loaded if isinstance(item.get("results"), list) and any(isinstance(s, list) for s in item["results"][:-1]))
-    notes = [f"judge {llm}/{strategy}: {len(results)} result(s) (repeat 0 = original order, repeat 1 = swapped), {len(results) - sum(errors.values())} verdict(s), {sum(errors.values())} evaluator error(s)"]
+    auxiliary = sum(
+        1
+        for item in loaded
+        if isinstance(item.get("results"), list)
+        and any(isinstance(s, list) for s in item["results"][:-1])
+    )
+    notes = [
+        f"judge {llm}/{strategy}: {len(results)} result(s) (repeat 0 = original order, repeat 1 = swapped), {len(results) - sum(errors.values())} verdict(s), {sum(errors.values())} evaluator error(s)"
+    ]
     if errors:
         shown = "; ".join(errored[:6]) + ("; ..." if len(errored) > 6 else "")
-        notes.append("evaluator errors (null or unparseable winners, kept as errors, never guessed): " + ", ".join(f"{k} {v}" for k, v in sorted(errors.items())) + f": {shown}")
+        notes.append(
+            "evaluator errors (null or unparseable winners, kept as errors, never guessed): "
+            + ", ".join(f"{k} {v}" for k, v in sorted(errors.items()))
+            + f": {shown}"
+        )
     if synthesized:
-        notes.append(f"{synthesized} item(s) have a second verdict step (the Swap strategy's synthesize step, run when the two orders disagreed); its verdict is the one imported, and its recorded prompt is the rendered_request")
+        notes.append(
+            f"{synthesized} item(s) have a second verdict step (the Swap strategy's synthesize step, run when the two orders disagreed); its verdict is the one imported, and its recorded prompt is the rendered_request"
+        )
     if auxiliary:
-        notes.append(f"{auxiliary} item(s) have auxiliary steps before the verdict (e.g. generated questions and a reference output); they are not imported")
+        notes.append(
+            f"{auxiliary} item(s) have auxiliary steps before the verdict (e.g. generated questions and a reference output); they are not imported"
+        )
     judge_front = {
         "evaluator": f"{llm}/{strategy}",
         "results_file": str(result_path.name),
@@ -598,7 +785,12 @@ def _expected(items: list[dict[str, Any]]) -> list[dict[str, str]]:
 
 def _has_verdict_step(item: Any) -> bool:
     steps = item.get("results") if isinstance(item, dict) else None
-    return isinstance(steps, list) and bool(steps) and isinstance(steps[-1], dict) and any(k in steps[-1] for k in SWAP_KEYS.values())
+    return (
+        isinstance(steps, list)
+        and bool(steps)
+        and isinstance(steps[-1], dict)
+        and any(k in steps[-1] for k in SWAP_KEYS.values())
+    )
 
 
 def _has_two_verdict_steps(item: Any) -> bool:
@@ -615,7 +807,14 @@ def _check_statistics(out: Path, statistics_path: Path) -> str | None:
     try:
         upstream = json.loads(statistics_path.read_text(encoding="utf-8"))
         expected = {key: parse_statistic(upstream[key])[:2] for key in STATISTIC_KEYS}
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+    except (
+        OSError,
+        UnicodeDecodeError,
+        json.JSONDecodeError,
+        KeyError,
+        TypeError,
+        ValueError,
+    ) as exc:
         return f"{statistics_path.name} could not be read as upstream statistics ({type(exc).__name__}: {exc}); not compared"
     from ..pairwise import pairwise_report, upstream_figures
 
@@ -623,7 +822,11 @@ def _check_statistics(out: Path, statistics_path: Path) -> str | None:
     shown = ", ".join(f"{key} {k}/{n}" for key, (k, n) in got.items())
     if got == expected:
         return f"the pairwise analysis of the imported files reproduces {statistics_path.name} exactly ({shown})"
-    differ = ", ".join(f"{key}: upstream {expected[key][0]}/{expected[key][1]}, here {got[key][0]}/{got[key][1]}" for key in STATISTIC_KEYS if got[key] != expected[key])
+    differ = ", ".join(
+        f"{key}: upstream {expected[key][0]}/{expected[key][1]}, here {got[key][0]}/{got[key][1]}"
+        for key in STATISTIC_KEYS
+        if got[key] != expected[key]
+    )
     return f"the pairwise analysis DIFFERS from {statistics_path.name} ({differ}); check that the files belong together"
 
 
@@ -636,7 +839,9 @@ _SUBSET_DESCRIPTIONS: dict[str, str] = {
 }
 
 
-def _card_front(source: Path, subset: str, source_sha256: str, quirks: list[str], judge: dict[str, Any] | None) -> dict[str, Any]:
+def _card_front(
+    source: Path, subset: str, source_sha256: str, quirks: list[str], judge: dict[str, Any] | None
+) -> dict[str, Any]:
     released = _released_subset(source_sha256)
     matches = released is not None
     front: dict[str, Any] = {
@@ -650,7 +855,11 @@ def _card_front(source: Path, subset: str, source_sha256: str, quirks: list[str]
         ),
         "sampling_window": (
             f"LLMBar subset {subset} as released in {UPSTREAM} (Dataset/LLMBar/{subset}/dataset.json)."
-            + (f" In this subset, {_SUBSET_DESCRIPTIONS[subset]}" if subset in _SUBSET_DESCRIPTIONS else "")
+            + (
+                f" In this subset, {_SUBSET_DESCRIPTIONS[subset]}"
+                if subset in _SUBSET_DESCRIPTIONS
+                else ""
+            )
         ),
         "reviewer_qualifications": (
             "One label per item, released by the LLMBar dataset authors (reviewer 'llmbar-authors'). "
@@ -671,7 +880,10 @@ def _card_front(source: Path, subset: str, source_sha256: str, quirks: list[str]
             "Every slice is medium risk; one subset per imported dataset.",
             *(f"Source quirk: {quirk}." for quirk in quirks),
         ],
-        "excluded_domains": ["safety-critical or policy-compliance judgments", "multi-turn dialogue"],
+        "excluded_domains": [
+            "safety-critical or policy-compliance judgments",
+            "multi-turn dialogue",
+        ],
         "privacy_handling": "Public research data; instructions and outputs come from public datasets and model generations. No personal data is expected.",
         "source_authority": "The LLMBar authors' released labels are the grading evidence; no external reference.",
         "licence": f"{LICENCE} (upstream LICENSE file at the root of the LLMBar copy)",
@@ -690,7 +902,9 @@ def _card_front(source: Path, subset: str, source_sha256: str, quirks: list[str]
     return front
 
 
-def _card_body(subset: str, cases: int, counts: Counter[str | None], judge: dict[str, Any] | None) -> str:
+def _card_body(
+    subset: str, cases: int, counts: Counter[str | None], judge: dict[str, Any] | None
+) -> str:
     results = (
         f"""
 - **Judge results** (`results.jsonl`): the outputs of the {judge["evaluator"]} evaluator released with LLMBar,

@@ -52,7 +52,16 @@ REFERENCE_SHA256 = "cc154f9067c7382d7ea86f8f246511a5e1ac87e1fddd845c5938d789505b
 """sha256 of ``data/testset-v1.json`` as released at :data:`UPSTREAM`."""
 
 ANNOTATORS: tuple[str, ...] = ("annotator1", "annotator2", "annotator3")
-KEYS: tuple[str, ...] = ("idx", "motivation_app", "cmp_key", "instruction", "input", "response1", "response2", *ANNOTATORS)
+KEYS: tuple[str, ...] = (
+    "idx",
+    "motivation_app",
+    "cmp_key",
+    "instruction",
+    "input",
+    "response1",
+    "response2",
+    *ANNOTATORS,
+)
 LABELS: tuple[str, ...] = ("0", "1", "2")
 NO_MAJORITY = "no_majority"
 ADJUDICATOR = "majority-vote"
@@ -69,7 +78,9 @@ GRADING_NOTES = (
 )
 """The same for every case: the label definitions the annotators applied, which a judge needs."""
 
-_FIX_SHAPE = f"use data/testset-v1.json from {UPSTREAM}: a JSON list of objects with keys " + ", ".join(KEYS)
+_FIX_SHAPE = (
+    f"use data/testset-v1.json from {UPSTREAM}: a JSON list of objects with keys " + ", ".join(KEYS)
+)
 
 
 def render_input(instruction: str, extra_input: str) -> str:
@@ -107,7 +118,10 @@ def majority(labels: list[str]) -> tuple[str, str]:
     if count * 2 > len(labels):
         how = "unanimous" if count == len(labels) else f"{count} of {len(labels)} annotators"
         return label, f"Majority vote: {label} ({how})."
-    return NO_MAJORITY, "No majority: every annotator chose a different label; recorded as the abstain label no_majority."
+    return (
+        NO_MAJORITY,
+        "No majority: every annotator chose a different label; recorded as the abstain label no_majority.",
+    )
 
 
 @register_importer(KIND)
@@ -135,7 +149,11 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
         idx = idx_text(item)
         instruction, extra = item["instruction"], item["input"] or ""
         r1, r2 = response_text(item["response1"]), response_text(item["response2"])
-        coerced = {f"{key}_source_type": type(item[key]).__name__ for key in ("response1", "response2") if not isinstance(item[key], str)}
+        coerced = {
+            f"{key}_source_type": type(item[key]).__name__
+            for key in ("response1", "response2")
+            if not isinstance(item[key], str)
+        }
         if coerced:
             coerced_items.append(idx)
         if not instruction.strip():
@@ -143,7 +161,9 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
         response = render_pair(r1, r2)
         group = stable_id("prompt", instruction, extra)
         pairs.add(item["cmp_key"])
-        if any(marker in text for text in (r1, r2) for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER)):
+        if any(
+            marker in text for text in (r1, r2) for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER)
+        ):
             marker_clash.append(idx)
         empty_responses += sum(1 for text in (r1, r2) if not text.strip())
         cases.append(
@@ -158,7 +178,9 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
                 response=response,
                 response_hash=hashlib.sha256(response.encode("utf-8")).hexdigest(),
                 grading_notes=GRADING_NOTES,
-                reviews=[Review(reviewer=a, label=lab) for a, lab in zip(ANNOTATORS, labels, strict=True)],
+                reviews=[
+                    Review(reviewer=a, label=lab) for a, lab in zip(ANNOTATORS, labels, strict=True)
+                ],
                 adjudication=Adjudication(label=decided, adjudicator=ADJUDICATOR, reason=reason),
                 metadata={
                     "source": f"{source.name}[{position}]",
@@ -178,19 +200,31 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
     notes = list(replaced)
     notes.append(f"{unanimous} of {len(cases)} items unanimous; {no_majority} without a majority")
     if no_majority:
-        notes.append(f"added abstain label {NO_MAJORITY!r} for {no_majority} item(s) where all annotators differ")
+        notes.append(
+            f"added abstain label {NO_MAJORITY!r} for {no_majority} item(s) where all annotators differ"
+        )
     quirks: list[str] = []
     if marker_clash:
-        quirks.append(f"{len(marker_clash)} item(s) have a response containing a [Response N] marker, which makes the rendering ambiguous to a reader (idx {', '.join(marker_clash[:5])})")
+        quirks.append(
+            f"{len(marker_clash)} item(s) have a response containing a [Response N] marker, which makes the rendering ambiguous to a reader (idx {', '.join(marker_clash[:5])})"
+        )
     if coerced_items:
-        quirks.append(f"{len(coerced_items)} item(s) store a response as a JSON scalar, not text (idx {', '.join(coerced_items[:6])}); rendered as Python text, e.g. true -> 'True', and marked in metadata")
+        quirks.append(
+            f"{len(coerced_items)} item(s) store a response as a JSON scalar, not text (idx {', '.join(coerced_items[:6])}); rendered as Python text, e.g. true -> 'True', and marked in metadata"
+        )
     if blank_instructions:
-        quirks.append(f"{blank_instructions} item(s) have a blank instruction; their input is the [Input] block alone")
+        quirks.append(
+            f"{blank_instructions} item(s) have a blank instruction; their input is the [Input] block alone"
+        )
     if empty_responses:
-        quirks.append(f"{empty_responses} candidate response(s) are empty in the source and kept as empty text")
+        quirks.append(
+            f"{empty_responses} candidate response(s) are empty in the source and kept as empty text"
+        )
     notes += quirks
     if source_sha256 != REFERENCE_SHA256:
-        notes.append(f"the source differs from the reference copy at {UPSTREAM}; the card records its sha256")
+        notes.append(
+            f"the source differs from the reference copy at {UPSTREAM}; the card records its sha256"
+        )
 
     labels = list(LABELS) + ([NO_MAJORITY] if no_majority else [])
     rubric = Rubric(
@@ -202,7 +236,10 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
         fail_label=None,
         abstain_labels=[NO_MAJORITY] if no_majority else [],
         min_reviews=len(ANNOTATORS),
-        slices={pair: SliceSpec(risk="medium", description=f"Responses from the model pair {pair}.") for pair in sorted(pairs)},
+        slices={
+            pair: SliceSpec(risk="medium", description=f"Responses from the model pair {pair}.")
+            for pair in sorted(pairs)
+        },
     )
     return write_dataset(
         kind=KIND,
@@ -241,13 +278,28 @@ def _read_items(source: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
     try:
         loaded = json.loads(data.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
-        findings.add("source_encoding", "", f"the file is not UTF-8 (byte {exc.start})", "save the file as UTF-8")
+        findings.add(
+            "source_encoding",
+            "",
+            f"the file is not UTF-8 (byte {exc.start})",
+            "save the file as UTF-8",
+        )
         findings.fail("unreadable PandaLM test set")
     except json.JSONDecodeError as exc:
-        findings.add("malformed_json", str(exc.lineno), f"malformed JSON ({exc.msg} at column {exc.colno})", "repair the JSON at this position; " + _FIX_SHAPE)
+        findings.add(
+            "malformed_json",
+            str(exc.lineno),
+            f"malformed JSON ({exc.msg} at column {exc.colno})",
+            "repair the JSON at this position; " + _FIX_SHAPE,
+        )
         findings.fail("unreadable PandaLM test set")
     if not isinstance(loaded, list):
-        findings.add("source_shape", "", f"the file holds a JSON {type(loaded).__name__}, not a list of items", _FIX_SHAPE)
+        findings.add(
+            "source_shape",
+            "",
+            f"the file holds a JSON {type(loaded).__name__}, not a list of items",
+            _FIX_SHAPE,
+        )
         findings.fail("not a PandaLM test set")
     if not loaded:
         findings.add("source_empty", "", "the list of items is empty", _FIX_SHAPE)
@@ -257,42 +309,93 @@ def _read_items(source: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
     for position, item in enumerate(loaded):
         where = f"item {position}"
         if not isinstance(item, dict):
-            findings.add("item_shape", where, f"an item is a JSON {type(item).__name__}, not an object", _FIX_SHAPE)
+            findings.add(
+                "item_shape",
+                where,
+                f"an item is a JSON {type(item).__name__}, not an object",
+                _FIX_SHAPE,
+            )
             continue
         ok = True
         for key in KEYS:
             if key not in item:
-                findings.add("missing_key", where, f"an item has no '{key}' key", f"add '{key}' to every item; {_FIX_SHAPE}")
+                findings.add(
+                    "missing_key",
+                    where,
+                    f"an item has no '{key}' key",
+                    f"add '{key}' to every item; {_FIX_SHAPE}",
+                )
                 ok = False
         if "instruction" in item and not isinstance(item["instruction"], str):
-            findings.add("bad_type", where, "'instruction' is not a string", "make 'instruction' a string")
+            findings.add(
+                "bad_type", where, "'instruction' is not a string", "make 'instruction' a string"
+            )
             ok = False
         for key in ("response1", "response2"):
             if key in item and isinstance(item[key], dict | list):
-                findings.add("bad_type", where, f"'{key}' is a JSON {type(item[key]).__name__}, not text", f"make '{key}' the response text")
+                findings.add(
+                    "bad_type",
+                    where,
+                    f"'{key}' is a JSON {type(item[key]).__name__}, not text",
+                    f"make '{key}' the response text",
+                )
                 ok = False
         if "input" in item and item["input"] is not None and not isinstance(item["input"], str):
-            findings.add("bad_type", where, "'input' is not a string", "make 'input' a string (empty when the instruction has no input)")
+            findings.add(
+                "bad_type",
+                where,
+                "'input' is not a string",
+                "make 'input' a string (empty when the instruction has no input)",
+            )
             ok = False
         for key in ("cmp_key", "motivation_app"):
             if key in item and (not isinstance(item[key], str) or not item[key].strip()):
-                findings.add("bad_type", where, f"'{key}' is not a non-empty string", f"set '{key}' to the upstream value")
+                findings.add(
+                    "bad_type",
+                    where,
+                    f"'{key}' is not a non-empty string",
+                    f"set '{key}' to the upstream value",
+                )
                 ok = False
         instruction, extra = item.get("instruction"), item.get("input")
-        if isinstance(instruction, str) and not instruction.strip() and not (isinstance(extra, str) and extra.strip()):
-            findings.add("empty_prompt", where, "both 'instruction' and 'input' are empty", "restore the prompt or remove the item")
+        if (
+            isinstance(instruction, str)
+            and not instruction.strip()
+            and not (isinstance(extra, str) and extra.strip())
+        ):
+            findings.add(
+                "empty_prompt",
+                where,
+                "both 'instruction' and 'input' are empty",
+                "restore the prompt or remove the item",
+            )
             ok = False
         for key in ANNOTATORS:
             if key in item and not _valid_label(item[key]):
-                findings.add("unknown_label", where, f"'{key}' is {item[key]!r}, not one of 0, 1, 2", f"set '{key}' to 0 (tie), 1 or 2")
+                findings.add(
+                    "unknown_label",
+                    where,
+                    f"'{key}' is {item[key]!r}, not one of 0, 1, 2",
+                    f"set '{key}' to 0 (tie), 1 or 2",
+                )
                 ok = False
         if "idx" in item:
             idx = item["idx"]
             if isinstance(idx, bool) or not isinstance(idx, int | str) or str(idx).strip() == "":
-                findings.add("bad_type", where, f"'idx' is {idx!r}, not an integer or string id", "give every item a unique idx")
+                findings.add(
+                    "bad_type",
+                    where,
+                    f"'idx' is {idx!r}, not an integer or string id",
+                    "give every item a unique idx",
+                )
                 ok = False
             elif str(idx).strip() in first_of_idx:
-                findings.add("duplicate_idx", where, f"idx {idx!r} already used by item {first_of_idx[str(idx).strip()]}", "give every item a unique idx")
+                findings.add(
+                    "duplicate_idx",
+                    where,
+                    f"idx {idx!r} already used by item {first_of_idx[str(idx).strip()]}",
+                    "give every item a unique idx",
+                )
                 ok = False
             else:
                 first_of_idx[str(idx).strip()] = position
@@ -302,7 +405,9 @@ def _read_items(source: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
     return items
 
 
-def _card_front(source: Path, source_sha256: str, no_majority: int, quirks: list[str]) -> dict[str, object]:
+def _card_front(
+    source: Path, source_sha256: str, no_majority: int, quirks: list[str]
+) -> dict[str, object]:
     matches = source_sha256 == REFERENCE_SHA256
     return {
         "name": "pandalm-testset",
@@ -335,7 +440,10 @@ def _card_front(source: Path, source_sha256: str, no_majority: int, quirks: list
             "Every slice (model pair) is medium risk; motivation_app (50 values) is a tag, not a slice.",
             *(f"Source quirk: {quirk}." for quirk in quirks),
         ],
-        "excluded_domains": ["safety-critical or policy-compliance judgments", "multi-turn dialogue"],
+        "excluded_domains": [
+            "safety-critical or policy-compliance judgments",
+            "multi-turn dialogue",
+        ],
         "privacy_handling": "Public research data; prompts are synthetic tasks modelled on public applications. No personal data is expected.",
         "source_authority": "The PandaLM authors' human annotations are the grading evidence; no external reference.",
         "licence": f"{LICENCE} (upstream LICENSE file beside the source)",

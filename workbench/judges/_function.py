@@ -22,22 +22,72 @@ class FunctionJudge:
         self.spec = spec
         loc = str(spec_path)
         if not spec.function or ":" not in spec.function:
-            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="function_missing", message="a ragas-function candidate needs function: 'module:attribute'", fix="set function to the import path of a @discrete_metric, e.g. workbench.judges.demo:rubric_judge_v1")])
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    Problem(
+                        location=loc,
+                        code="function_missing",
+                        message="a ragas-function candidate needs function: 'module:attribute'",
+                        fix="set function to the import path of a @discrete_metric, e.g. workbench.judges.demo:rubric_judge_v1",
+                    )
+                ],
+            )
         module_name, _, attr = spec.function.partition(":")
         try:
             module = importlib.import_module(module_name)
             metric = getattr(module, attr)
         except (ImportError, AttributeError) as exc:
-            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="function_unresolved", message=f"cannot import {spec.function!r} ({exc})", fix="check the module path and attribute name, and that the module is importable")]) from None
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    Problem(
+                        location=loc,
+                        code="function_unresolved",
+                        message=f"cannot import {spec.function!r} ({exc})",
+                        fix="check the module path and attribute name, and that the module is importable",
+                    )
+                ],
+            ) from None
         allowed = getattr(metric, "allowed_values", None)
         self.numeric = isinstance(allowed, tuple)
         if not hasattr(metric, "ascore") or not isinstance(allowed, list | tuple):
-            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="function_not_metric", message=f"{spec.function!r} is not a Ragas discrete or numeric metric", fix="decorate the function with ragas.metrics.discrete_metric(allowed_values=[...]) or numeric_metric(allowed_values=(low, high))")])
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    Problem(
+                        location=loc,
+                        code="function_not_metric",
+                        message=f"{spec.function!r} is not a Ragas discrete or numeric metric",
+                        fix="decorate the function with ragas.metrics.discrete_metric(allowed_values=[...]) or numeric_metric(allowed_values=(low, high))",
+                    )
+                ],
+            )
         if self.numeric and spec.threshold is None:
-            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="threshold_missing", message=f"{spec.function!r} returns scores; the candidate needs a threshold to turn them into labels", fix="add threshold: {value: ..., pass_if: at_least, pass_label: pass, fail_label: fail}; choose the value on the calibration partition")])
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    Problem(
+                        location=loc,
+                        code="threshold_missing",
+                        message=f"{spec.function!r} returns scores; the candidate needs a threshold to turn them into labels",
+                        fix="add threshold: {value: ..., pass_if: at_least, pass_label: pass, fail_label: fail}; choose the value on the calibration partition",
+                    )
+                ],
+            )
         unknown = [] if self.numeric else [v for v in allowed if v not in spec.labels]
         if unknown:
-            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="labels_mismatch", message=f"the metric may return {unknown}, which are not in the spec's labels {spec.labels}", fix="make the metric's allowed_values a subset of the spec's labels")])
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    Problem(
+                        location=loc,
+                        code="labels_mismatch",
+                        message=f"the metric may return {unknown}, which are not in the spec's labels {spec.labels}",
+                        fix="make the metric's allowed_values a subset of the spec's labels",
+                    )
+                ],
+            )
         self.metric = metric
         func = getattr(metric, "_func", None) or metric
         self._parameters = list(inspect.signature(func).parameters)
@@ -61,16 +111,30 @@ class FunctionJudge:
             return Verdict.failed("judge_exception", f"the case lacks judge inputs {missing}")
         try:
             result = await self.metric.ascore(**args)
-        except Exception as exc:  # a user-supplied metric may raise anything; record it, never a verdict
+        except (
+            Exception
+        ) as exc:  # a user-supplied metric may raise anything; record it, never a verdict
             return Verdict.failed("judge_exception", f"{type(exc).__name__}: {exc}")
-        if self.numeric and isinstance(result.value, int | float) and self.spec.threshold is not None:
+        if (
+            self.numeric
+            and isinstance(result.value, int | float)
+            and self.spec.threshold is not None
+        ):
             score = float(result.value)
             t = self.spec.threshold
             sign = ">=" if t.pass_if == "at_least" else "<="
-            return Verdict(value=t.label(score), reason=f"score {score:.4g} ({'' if t.label(score) == t.pass_label else 'not '}{sign} {t.value:g}): {result.reason}", score=score)
+            return Verdict(
+                value=t.label(score),
+                reason=f"score {score:.4g} ({'' if t.label(score) == t.pass_label else 'not '}{sign} {t.value:g}): {result.reason}",
+                score=score,
+            )
         if result.value is None or result.value not in self.spec.labels:
             reason = str(result.reason or f"value {result.value!r} outside {self.spec.labels}")
             # Ragas catches exceptions raised by the function and returns them as a reason.
-            kind = "judge_exception" if reason.startswith(f"Error executing metric {self.metric.name}:") else "invalid_label"
+            kind = (
+                "judge_exception"
+                if reason.startswith(f"Error executing metric {self.metric.name}:")
+                else "invalid_label"
+            )
             return Verdict.failed(kind, reason)
         return Verdict(value=str(result.value), reason=result.reason)

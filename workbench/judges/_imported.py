@@ -37,12 +37,32 @@ class ImportedJudge:
         self.spec = spec
         loc = str(spec_path)
         if not spec.results:
-            raise WorkbenchError("invalid candidate", [Problem(location=loc, code="results_missing", message="an imported candidate needs results: <path to results.jsonl>", fix="point results at a file in the judge-result contract, relative to the spec")])
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    Problem(
+                        location=loc,
+                        code="results_missing",
+                        message="an imported candidate needs results: <path to results.jsonl>",
+                        fix="point results at a file in the judge-result contract, relative to the spec",
+                    )
+                ],
+            )
         self.results_path = (spec_path.parent / spec.results).resolve()
         lines = read_results(self.results_path)  # raises with every contract violation
         fingerprints = {line.result.judge_fingerprint for line in lines}
         if len(fingerprints) > 1:
-            raise WorkbenchError("invalid candidate", [Problem(location=str(self.results_path), code="mixed_judges", message=f"the file holds results of {len(fingerprints)} judges", fix="import one judge per candidate; split the file by judge_fingerprint")])
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    Problem(
+                        location=str(self.results_path),
+                        code="mixed_judges",
+                        message=f"the file holds results of {len(fingerprints)} judges",
+                        fix="import one judge per candidate; split the file by judge_fingerprint",
+                    )
+                ],
+            )
         self._latest: dict[tuple[str, int], tuple[int, JudgeResult]] = {}
         self.lineages: Counter[tuple[str | None, str | None]] = Counter()
         """``(dataset_sha256, rubric_version)`` pairs the imported results carry, with counts."""
@@ -65,7 +85,9 @@ class ImportedJudge:
         """Refuse to replay results that were not produced against ``dataset`` (see module doc)."""
         from ..align import check_lineage
 
-        _, problems = check_lineage(dataset, lineages=self.lineages, case_ids={case_id for case_id, _ in self._latest})
+        _, problems = check_lineage(
+            dataset, lineages=self.lineages, case_ids={case_id for case_id, _ in self._latest}
+        )
         if not problems:
             return
         fixes = {
@@ -75,14 +97,27 @@ class ImportedJudge:
         where = str(self.results_path)
         raise WorkbenchError(
             f"{where}: the imported results were not produced against this gold",
-            [p.model_copy(update={"location": where if p.case_id is None else p.location, "fix": fixes.get(p.code, p.fix)}) for p in problems],
+            [
+                p.model_copy(
+                    update={
+                        "location": where if p.case_id is None else p.location,
+                        "fix": fixes.get(p.code, p.fix),
+                    }
+                )
+                for p in problems
+            ],
         )
 
     def render(self, judge_input: JudgeInput, ref: CaseRef) -> dict[str, Any]:
         found = self._latest.get((ref.case_id, ref.repeat))
         if found and found[1].rendered_request is not None:
             return found[1].rendered_request
-        return {"imported_from": self.spec.results, "case_id": ref.case_id, "repeat": ref.repeat, "line": found[0] if found else None}
+        return {
+            "imported_from": self.spec.results,
+            "case_id": ref.case_id,
+            "repeat": ref.repeat,
+            "line": found[0] if found else None,
+        }
 
     def estimate_cost(self, judge_input: JudgeInput) -> float:
         return 0.0
@@ -90,14 +125,51 @@ class ImportedJudge:
     async def evaluate(self, judge_input: JudgeInput, ref: CaseRef) -> Verdict:
         found = self._latest.get((ref.case_id, ref.repeat))
         if found is None:
-            raise NotAvailable(f"{self.spec.results} has no result for {ref.case_id} repeat {ref.repeat}")
+            raise NotAvailable(
+                f"{self.spec.results} has no result for {ref.case_id} repeat {ref.repeat}"
+            )
         line, r = found
         if r.response_hash != ref.response_hash:
-            return Verdict.failed("missing_verdict", f"the imported result (line {line}) judged a different response than the gold record", rendered_request=self.render(judge_input, ref))
+            return Verdict.failed(
+                "missing_verdict",
+                f"the imported result (line {line}) judged a different response than the gold record",
+                rendered_request=self.render(judge_input, ref),
+            )
         if r.error is not None:
-            return Verdict.failed(r.error.kind, r.error.message, tokens_in=r.tokens_in, tokens_out=r.tokens_out, rendered_request=self.render(judge_input, ref), latency_s=r.latency_s, cost_usd=r.cost_usd)
+            return Verdict.failed(
+                r.error.kind,
+                r.error.message,
+                tokens_in=r.tokens_in,
+                tokens_out=r.tokens_out,
+                rendered_request=self.render(judge_input, ref),
+                latency_s=r.latency_s,
+                cost_usd=r.cost_usd,
+            )
         if r.value is None and r.score is not None:  # a score-only result (e.g. noise sensitivity)
-            return Verdict(value=None, reason=r.reason, score=r.score, tokens_in=r.tokens_in, tokens_out=r.tokens_out, rendered_request=self.render(judge_input, ref), latency_s=r.latency_s, cost_usd=r.cost_usd)
+            return Verdict(
+                value=None,
+                reason=r.reason,
+                score=r.score,
+                tokens_in=r.tokens_in,
+                tokens_out=r.tokens_out,
+                rendered_request=self.render(judge_input, ref),
+                latency_s=r.latency_s,
+                cost_usd=r.cost_usd,
+            )
         if r.value not in self.spec.labels:
-            return Verdict.failed("invalid_label", f"imported value {r.value!r} outside {self.spec.labels}", rendered_request=self.render(judge_input, ref))
-        return Verdict(value=r.value, reason=r.reason, score=r.score, order=r.order, tokens_in=r.tokens_in, tokens_out=r.tokens_out, rendered_request=self.render(judge_input, ref), latency_s=r.latency_s, cost_usd=r.cost_usd)
+            return Verdict.failed(
+                "invalid_label",
+                f"imported value {r.value!r} outside {self.spec.labels}",
+                rendered_request=self.render(judge_input, ref),
+            )
+        return Verdict(
+            value=r.value,
+            reason=r.reason,
+            score=r.score,
+            order=r.order,
+            tokens_in=r.tokens_in,
+            tokens_out=r.tokens_out,
+            rendered_request=self.render(judge_input, ref),
+            latency_s=r.latency_s,
+            cost_usd=r.cost_usd,
+        )

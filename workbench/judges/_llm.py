@@ -61,7 +61,9 @@ class _Exchange:
     """The URL of every request, as sent (for ``workbench ping``; never holds the key)."""
 
 
-_CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar("workbench_llm_exchange", default=None)
+_CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar(
+    "workbench_llm_exchange", default=None
+)
 
 
 async def _on_request(request: Any) -> None:
@@ -72,7 +74,9 @@ async def _on_request(request: Any) -> None:
     try:
         exchange.requests.append(json.loads(request.content))
     except (ValueError, UnicodeDecodeError):
-        exchange.requests.append({"unparsed_body_sha256": sha256_text(request.content.decode("utf-8", "replace"))})
+        exchange.requests.append(
+            {"unparsed_body_sha256": sha256_text(request.content.decode("utf-8", "replace"))}
+        )
 
 
 async def _on_response(response: Any) -> None:
@@ -84,7 +88,13 @@ async def _on_response(response: Any) -> None:
         body = response.json()
     except ValueError:
         body = None
-    exchange.responses.append({"status": response.status_code, "retry_after": response.headers.get("retry-after"), "body": body})
+    exchange.responses.append(
+        {
+            "status": response.status_code,
+            "retry_after": response.headers.get("retry-after"),
+            "body": body,
+        }
+    )
 
 
 def template_fields(template: str) -> list[str]:
@@ -108,7 +118,13 @@ def _placeholders(template: str) -> tuple[list[str], list[str]]:
         if name.isidentifier() and not spec and conversion is None:
             names.append(name)
         else:
-            malformed.append("{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}")
+            malformed.append(
+                "{"
+                + name
+                + (f"!{conversion}" if conversion else "")
+                + (f":{spec}" if spec else "")
+                + "}"
+            )
     return names, list(dict.fromkeys(malformed))
 
 
@@ -118,9 +134,23 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
     folder = spec_path.parent.resolve()
     target = (spec_path.parent / prompt_file).resolve()  # follows symlinks and '..'
     if not target.is_relative_to(folder):
-        return "", [Problem(location=loc, code="prompt_file_outside", message=f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder {folder}", fix="keep the prompt file in the spec's folder or below it (no '..', absolute paths or symlinks out), so the spec and its prompt are versioned together")]
+        return "", [
+            Problem(
+                location=loc,
+                code="prompt_file_outside",
+                message=f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder {folder}",
+                fix="keep the prompt file in the spec's folder or below it (no '..', absolute paths or symlinks out), so the spec and its prompt are versioned together",
+            )
+        ]
     if not target.exists():
-        return "", [Problem(location=loc, code="prompt_file_missing", message=f"prompt_file {prompt_file!r} does not exist", fix="create the prompt file next to the spec or correct the path")]
+        return "", [
+            Problem(
+                location=loc,
+                code="prompt_file_missing",
+                message=f"prompt_file {prompt_file!r} does not exist",
+                fix="create the prompt file next to the spec or correct the path",
+            )
+        ]
     try:
         data = read_bounded(target, fix="point prompt_file at a text file")
     except WorkbenchError as exc:
@@ -128,7 +158,14 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
     try:
         return data.decode("utf-8"), []
     except UnicodeDecodeError as exc:
-        return "", [Problem(location=str(target), code="prompt_encoding", message=f"the prompt file is not valid UTF-8 (byte {exc.start})", fix="save the prompt file as UTF-8")]
+        return "", [
+            Problem(
+                location=str(target),
+                code="prompt_encoding",
+                message=f"the prompt file is not valid UTF-8 (byte {exc.start})",
+                fix="save the prompt file as UTF-8",
+            )
+        ]
 
 
 class LLMJudge:
@@ -152,9 +189,23 @@ class LLMJudge:
         loc = str(spec_path)
         problems: list[Problem] = []
         if not spec.model:
-            problems.append(Problem(location=loc, code="model_missing", message="a ragas-llm candidate needs a model", fix="set model: to the evaluator model name the endpoint serves"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="model_missing",
+                    message="a ragas-llm candidate needs a model",
+                    fix="set model: to the evaluator model name the endpoint serves",
+                )
+            )
         if self.needs_prompt and bool(spec.prompt) == bool(spec.prompt_file):
-            problems.append(Problem(location=loc, code="prompt_missing", message="give exactly one of prompt (inline) or prompt_file", fix="put the judge prompt template inline under prompt:, or in a file named by prompt_file:"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="prompt_missing",
+                    message="give exactly one of prompt (inline) or prompt_file",
+                    fix="put the judge prompt template inline under prompt:, or in a file named by prompt_file:",
+                )
+            )
         template = spec.prompt or ""
         if spec.prompt_file:
             template, file_problems = _read_prompt_file(spec_path, spec.prompt_file)
@@ -163,14 +214,50 @@ class LLMJudge:
             used, malformed = _placeholders(template)
         except ValueError as exc:
             used, malformed = [], []
-            problems.append(Problem(location=loc, code="prompt_invalid", message=f"the prompt template is not a valid format string ({exc})", fix="double literal braces: {{ and }}"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="prompt_invalid",
+                    message=f"the prompt template is not a valid format string ({exc})",
+                    fix="double literal braces: {{ and }}",
+                )
+            )
         if malformed:
-            problems.append(Problem(location=loc, code="prompt_placeholder_syntax", message=f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders are allowed (no format specs, conversions, attribute or index access)", fix="write placeholders as {response}, {user_input} ...; double literal braces: {{ and }}"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="prompt_placeholder_syntax",
+                    message=f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders are allowed (no format specs, conversions, attribute or index access)",
+                    fix="write placeholders as {response}, {user_input} ...; double literal braces: {{ and }}",
+                )
+            )
         unknown = sorted(set(used) - self.allowed_placeholders)
         if unknown:
-            problems.append(Problem(location=loc, code="prompt_placeholder", message=f"the prompt uses {unknown}, which are not judge-visible fields", fix="use only " + ", ".join(sorted(self.allowed_placeholders)) + "; labels and reviews can never reach a prompt"))
-        if self.required_placeholder and self.required_placeholder not in used and not unknown and not malformed and template:
-            problems.append(Problem(location=loc, code="prompt_no_response", message=f"the prompt never shows {{{self.required_placeholder}}}, the thing under judgment", fix=f"add {{{self.required_placeholder}}} to the prompt template"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="prompt_placeholder",
+                    message=f"the prompt uses {unknown}, which are not judge-visible fields",
+                    fix="use only "
+                    + ", ".join(sorted(self.allowed_placeholders))
+                    + "; labels and reviews can never reach a prompt",
+                )
+            )
+        if (
+            self.required_placeholder
+            and self.required_placeholder not in used
+            and not unknown
+            and not malformed
+            and template
+        ):
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="prompt_no_response",
+                    message=f"the prompt never shows {{{self.required_placeholder}}}, the thing under judgment",
+                    fix=f"add {{{self.required_placeholder}}} to the prompt template",
+                )
+            )
         self.api_key_env = spec.endpoint.api_key_env
         # Resolved once, when the judge is built: the URL is not part of the fingerprint (only
         # base_url and the name base_url_env are), so the local demo model may move ports.
@@ -178,18 +265,48 @@ class LLMJudge:
         try:
             self.base_url = spec.endpoint.resolved_base_url()
         except ValueError as exc:
-            problems.append(Problem(location=loc, code="base_url_env_invalid", message=f"endpoint.base_url_env: {exc}", fix=f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use endpoint.base_url"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="base_url_env_invalid",
+                    message=f"endpoint.base_url_env: {exc}",
+                    fix=f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use endpoint.base_url",
+                )
+            )
         else:
             name = spec.endpoint.base_url_env
             if name and self.base_url is None:
                 # Never fall back to the client's default (api.openai.com) or to a fixed port:
                 # a spec that names its URL variable and no base_url is served where that says.
-                problems.append(Problem(location=loc, code="base_url_unset", message=f"endpoint.base_url_env names ${name}, which is not set, and the spec has no base_url: there is no endpoint to call", fix=f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() / serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)"))
+                problems.append(
+                    Problem(
+                        location=loc,
+                        code="base_url_unset",
+                        message=f"endpoint.base_url_env names ${name}, which is not set, and the spec has no base_url: there is no endpoint to call",
+                        fix=f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() / serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)",
+                    )
+                )
         # As run.json and error messages name it: no query string, no user information, and the
         # client's default when the spec names none (never carries the key).
-        self.endpoint_url: str = public_url(_recordable_url(self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")) or ""
+        self.endpoint_url: str = (
+            public_url(
+                _recordable_url(
+                    self.base_url
+                    or os.environ.get("OPENAI_BASE_URL")
+                    or "https://api.openai.com/v1"
+                )
+            )
+            or ""
+        )
         if self.api_key_env and not os.environ.get(self.api_key_env):
-            problems.append(Problem(location=loc, code="api_key_missing", message=f"the environment variable {self.api_key_env} is not set", fix=f"export {self.api_key_env}=<your key> (keys are read from the environment and never written to any file)"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="api_key_missing",
+                    message=f"the environment variable {self.api_key_env} is not set",
+                    fix=f"export {self.api_key_env}=<your key> (keys are read from the environment and never written to any file)",
+                )
+            )
         problems += self._secret_problems(spec, template, loc)
         if problems:
             raise WorkbenchError("invalid candidate", problems)
@@ -201,7 +318,11 @@ class LLMJudge:
         import openai
         from ragas.llms import llm_factory
 
-        llm_factory(spec.model or "", provider="openai", client=openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1"))
+        llm_factory(
+            spec.model or "",
+            provider="openai",
+            client=openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1"),
+        )
 
         self.metric = self._build_metric(spec, template)
         self._client_loop: tuple[Any, list[Any]] | None = None
@@ -214,7 +335,11 @@ class LLMJudge:
 
     def _secret_problems(self, spec: CandidateSpec, template: str, loc: str) -> list[Problem]:
         """Secrets in the prompt file, or the key's own value anywhere in the spec."""
-        found = [("prompt_file", what) for _, what in find_secrets({"prompt": template})] if spec.prompt_file else []
+        found = (
+            [("prompt_file", what) for _, what in find_secrets({"prompt": template})]
+            if spec.prompt_file
+            else []
+        )
         key = os.environ.get(self.api_key_env) if self.api_key_env else None
         if key and len(key) >= 8:
             for field, value in _strings(spec.model_dump(mode="json")):
@@ -222,7 +347,12 @@ class LLMJudge:
                     found.append((field, f"the value of ${self.api_key_env}"))
             if key in template and spec.prompt_file:
                 found.append(("prompt_file", f"the value of ${self.api_key_env}"))
-        return [Problem(location=loc, code="secret_in_spec", message=f"{field} holds {what}", fix=SECRET_FIX) for field, what in found]
+        return [
+            Problem(
+                location=loc, code="secret_in_spec", message=f"{field} holds {what}", fix=SECRET_FIX
+            )
+            for field, what in found
+        ]
 
     def secrets(self) -> list[str]:
         """Values that must never be recorded (the API key), for redaction."""
@@ -268,11 +398,15 @@ class LLMJudge:
                 found = self._prepared[id(metric)] = (metric, await prepare(metric, self._new_llm))
         return found[1]
 
-    def _interpret(self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None) -> Verdict:
+    def _interpret(
+        self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None
+    ) -> Verdict:
         """Turn the metric's result into a verdict, or an evaluator error."""
         value = None if result.value is None else str(result.value)
         if value is None or value not in self.spec.labels:
-            return self._failed(exchange, "invalid_label", f"value {result.value!r} outside {self.spec.labels}")
+            return self._failed(
+                exchange, "invalid_label", f"value {result.value!r} outside {self.spec.labels}"
+            )
         if not has_reason(result.reason):
             return self._missing_reason(exchange, value)
         return self._verdict(exchange, value=value, reason=result.reason)
@@ -282,7 +416,12 @@ class LLMJudge:
 
         Retryable like ``unparseable`` (an unusable answer of the same family): another attempt
         may state its reason; every attempt is recorded."""
-        return self._failed(exchange, "missing_reason", f"the judge answered {value!r} with an empty or missing reason; a verdict must state why", retryable=True)
+        return self._failed(
+            exchange,
+            "missing_reason",
+            f"the judge answered {value!r} with an empty or missing reason; a verdict must state why",
+            retryable=True,
+        )
 
     # -- requests -------------------------------------------------------------------------
 
@@ -318,7 +457,11 @@ class LLMJudge:
 
     def render(self, judge_input: JudgeInput, ref: CaseRef | None = None) -> dict[str, Any]:
         """The planned request: model, parameters and the prompt exactly as Ragas formats it."""
-        return {"model": self.spec.model, "params": self.spec.params, "prompt": self._prompt(judge_input)}
+        return {
+            "model": self.spec.model,
+            "params": self.spec.params,
+            "prompt": self._prompt(judge_input),
+        }
 
     def output_cap(self) -> int:
         """Output tokens one call may produce: ``params.max_tokens`` (Ragas' default 1024)."""
@@ -381,7 +524,10 @@ class LLMJudge:
                 self._tls = httpx.create_ssl_context()
             http_client = httpx.AsyncClient(
                 event_hooks={"request": [_on_request], "response": [_on_response]},
-                limits=httpx.Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT),
+                limits=httpx.Limits(
+                    max_connections=CONNECTIONS_PER_CLIENT,
+                    max_keepalive_connections=CONNECTIONS_PER_CLIENT,
+                ),
                 timeout=self.spec.endpoint.timeout_s,
                 verify=self._tls,
             )
@@ -451,18 +597,45 @@ class LLMJudge:
             async with asyncio.timeout(self.spec.endpoint.timeout_s * self.guard_calls + 5):
                 result = await self._score(llm, judge_input, ref)
         except openai.RateLimitError as exc:
-            return self._failed(exchange, "rate_limited", f"HTTP 429 from {self.display_url}: {_api_message(exc)}", retryable=True)
+            return self._failed(
+                exchange,
+                "rate_limited",
+                f"HTTP 429 from {self.display_url}: {_api_message(exc)}",
+                retryable=True,
+            )
         except openai.APITimeoutError:
-            return self._failed(exchange, "timeout", f"no response from {self.display_url} within {self.spec.endpoint.timeout_s:g} s", retryable=True)
+            return self._failed(
+                exchange,
+                "timeout",
+                f"no response from {self.display_url} within {self.spec.endpoint.timeout_s:g} s",
+                retryable=True,
+            )
         except openai.APIConnectionError as exc:
-            return self._failed(exchange, "provider_error", f"connection to {self.display_url} failed: {_cause(exc)}", retryable=True, endpoint_failure="connection")
+            return self._failed(
+                exchange,
+                "provider_error",
+                f"connection to {self.display_url} failed: {_cause(exc)}",
+                retryable=True,
+                endpoint_failure="connection",
+            )
         except openai.APIStatusError as exc:
             status = exc.status_code
             retryable = status >= 500 or status in (408, 409)
             failure = "auth" if status in (401, 403) else "not_found" if status == 404 else None
-            return self._failed(exchange, "provider_error", f"HTTP {status} from {self.display_url}: {_api_message(exc)}", retryable=retryable, endpoint_failure=failure)
+            return self._failed(
+                exchange,
+                "provider_error",
+                f"HTTP {status} from {self.display_url}: {_api_message(exc)}",
+                retryable=retryable,
+                endpoint_failure=failure,
+            )
         except TimeoutError:
-            return self._failed(exchange, "timeout", "the call did not finish within the guard timeout", retryable=True)
+            return self._failed(
+                exchange,
+                "timeout",
+                "the call did not finish within the guard timeout",
+                retryable=True,
+            )
         except Exception as exc:  # instructor / pydantic parse failures and anything unexpected
             kind, message = self._classify_output_failure(exchange, exc)
             # An unparseable answer, or one without a reason, may be usable on another attempt:
@@ -470,7 +643,9 @@ class LLMJudge:
             return self._failed(exchange, kind, message, retryable=kind in RETRYABLE_ANSWER_KINDS)
         return self._interpret(result, exchange, judge_input, ref)
 
-    def _answer_failure(self, exchange: _Exchange, exc: Exception) -> tuple[tuple[str, str] | None, str]:
+    def _answer_failure(
+        self, exchange: _Exchange, exc: Exception
+    ) -> tuple[tuple[str, str] | None, str]:
         """What is wrong with the last answer before its content is read: no answer (a judge
         exception), a refusal, or no content. Returns ``(failure, content)``."""
         body = exchange.responses[-1]["body"] if exchange.responses else None
@@ -500,17 +675,30 @@ class LLMJudge:
                 parsed = None
             if parsed is None:
                 return "unparseable", f"not JSON: {content[:200]!r}"
-        if isinstance(parsed, dict) and "value" in parsed and parsed["value"] not in self.spec.labels:
+        if (
+            isinstance(parsed, dict)
+            and "value" in parsed
+            and parsed["value"] not in self.spec.labels
+        ):
             return "invalid_label", f"value {parsed['value']!r} outside {self.spec.labels}"
         if isinstance(parsed, dict) and "value" in parsed and not has_reason(parsed.get("reason")):
-            return "missing_reason", f"the judge answered {parsed['value']!r} with an empty or missing reason; a verdict must state why"
+            return (
+                "missing_reason",
+                f"the judge answered {parsed['value']!r} with an empty or missing reason; a verdict must state why",
+            )
         return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
 
     def _usage(self, exchange: _Exchange) -> tuple[int | None, int | None]:
-        usages = [r["body"].get("usage") for r in exchange.responses if isinstance(r.get("body"), dict) and r["body"].get("usage")]
+        usages = [
+            r["body"].get("usage")
+            for r in exchange.responses
+            if isinstance(r.get("body"), dict) and r["body"].get("usage")
+        ]
         if not usages:
             return None, None
-        return sum(int(u.get("prompt_tokens") or 0) for u in usages), sum(int(u.get("completion_tokens") or 0) for u in usages)
+        return sum(int(u.get("prompt_tokens") or 0) for u in usages), sum(
+            int(u.get("completion_tokens") or 0) for u in usages
+        )
 
     def _wire_request(self, exchange: _Exchange) -> Any:
         if not exchange.requests:
@@ -518,22 +706,48 @@ class LLMJudge:
         first = exchange.requests[0]
         if len(exchange.requests) == 1:
             return first
-        return {**first, "follow_up_requests": exchange.requests[1:]} if isinstance(first, dict) else first
+        return (
+            {**first, "follow_up_requests": exchange.requests[1:]}
+            if isinstance(first, dict)
+            else first
+        )
 
     def _verdict(self, exchange: _Exchange, **kw: Any) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
         if isinstance(kw.get("reason"), str):
             kw["reason"] = redact(kw["reason"], self.secrets())
-        return Verdict(tokens_in=tokens_in, tokens_out=tokens_out, rendered_request=self._wire_request(exchange), **kw)
+        return Verdict(
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            rendered_request=self._wire_request(exchange),
+            **kw,
+        )
 
-    def _failed(self, exchange: _Exchange, kind: str, message: str, *, retryable: bool = False, endpoint_failure: str | None = None) -> Verdict:
+    def _failed(
+        self,
+        exchange: _Exchange,
+        kind: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        endpoint_failure: str | None = None,
+    ) -> Verdict:
         tokens_in, tokens_out = self._usage(exchange)
         retry_after = None
         for r in reversed(exchange.responses):
             if r.get("retry_after"):
                 retry_after = _seconds(r["retry_after"])
                 break
-        return Verdict.failed(kind, redact(message, self.secrets()), tokens_in=tokens_in, tokens_out=tokens_out, rendered_request=self._wire_request(exchange), retryable=retryable, retry_after_s=retry_after, endpoint_failure=endpoint_failure)
+        return Verdict.failed(
+            kind,
+            redact(message, self.secrets()),
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
+            rendered_request=self._wire_request(exchange),
+            retryable=retryable,
+            retry_after_s=retry_after,
+            endpoint_failure=endpoint_failure,
+        )
 
 
 RETRYABLE_ANSWER_KINDS: frozenset[str] = frozenset({"unparseable", "missing_reason"})
@@ -558,7 +772,9 @@ def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:
     if isinstance(obj, str):
         return [(path, obj)]
     if isinstance(obj, dict):
-        return [pair for k, v in obj.items() for pair in _strings(v, f"{path}.{k}" if path else str(k))]
+        return [
+            pair for k, v in obj.items() for pair in _strings(v, f"{path}.{k}" if path else str(k))
+        ]
     if isinstance(obj, list):
         return [pair for i, v in enumerate(obj) for pair in _strings(v, f"{path}[{i}]")]
     return []

@@ -66,7 +66,9 @@ PING_CODES: dict[str, str] = {
 
 _REASON_FIX = "make the prompt ask for a short reason before the value (the JSON is {reason, value}); a verdict without a reason cannot be reviewed"
 
-_MODEL_MISSING = re.compile(r"(?i)\b(model|deployment)\b.*\b(not found|does not exist|not exist|unknown|invalid)\b|\binvalid model\b|\bunknown model\b|deploymentnotfound|model_not_found")
+_MODEL_MISSING = re.compile(
+    r"(?i)\b(model|deployment)\b.*\b(not found|does not exist|not exist|unknown|invalid)\b|\binvalid model\b|\bunknown model\b|deploymentnotfound|model_not_found"
+)
 _JSON_MODE_REFUSED = re.compile(r"(?i)response_format|json_object|json mode")
 
 
@@ -151,7 +153,14 @@ async def aping(spec_path: str | Path) -> PingResult:
     if type(judge) is not LLMJudge:
         raise WorkbenchError(
             "cannot ping this candidate",
-            [Problem(location=str(path), code="ping_kind", message=f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}", fix="ping a ragas-llm candidate that uses the same endpoint, model and params")],
+            [
+                Problem(
+                    location=str(path),
+                    code="ping_kind",
+                    message=f"ping sends one ragas-llm request; {spec.label} is kind {spec.kind!r}",
+                    fix="ping a ragas-llm candidate that uses the same endpoint, model and params",
+                )
+            ],
         )
     exchange = _Exchange()
     token = _CURRENT.set(exchange)
@@ -160,7 +169,9 @@ async def aping(spec_path: str | Path) -> PingResult:
     t0 = time.perf_counter()
     try:
         llm = judge._llm()
-        result = await asyncio.wait_for(judge._score(llm, PING_INPUT, None), timeout=spec.endpoint.timeout_s + 5)
+        result = await asyncio.wait_for(
+            judge._score(llm, PING_INPUT, None), timeout=spec.endpoint.timeout_s + 5
+        )
     except Exception as exc:  # classified below; nothing escapes as a traceback
         error = exc
     finally:
@@ -170,7 +181,9 @@ async def aping(spec_path: str | Path) -> PingResult:
     return _assess(judge, exchange, result, error, latency)
 
 
-def _assess(judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseException | None, latency: float) -> PingResult:
+def _assess(
+    judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseException | None, latency: float
+) -> PingResult:
     import openai
 
     spec = judge.spec
@@ -191,22 +204,38 @@ def _assess(judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseExcept
     parsed = False
     value: str | None = None
     content: str | None = None
-    key_hint = f"${spec.endpoint.api_key_env}" if spec.endpoint.api_key_env else "the key (endpoint.api_key_env names no variable)"
+    key_hint = (
+        f"${spec.endpoint.api_key_env}"
+        if spec.endpoint.api_key_env
+        else "the key (endpoint.api_key_env names no variable)"
+    )
 
     if isinstance(error, (openai.APITimeoutError, TimeoutError)):
-        problem("timeout", f"no answer from {url} within {spec.endpoint.timeout_s:g} s", "check that the server is up and not overloaded, or raise endpoint.timeout_s (large local models can take long for the first call)")
+        problem(
+            "timeout",
+            f"no answer from {url} within {spec.endpoint.timeout_s:g} s",
+            "check that the server is up and not overloaded, or raise endpoint.timeout_s (large local models can take long for the first call)",
+        )
     elif isinstance(error, openai.APIConnectionError):
         _connection_problem(error, url, _url_source(spec), problem)
     elif isinstance(error, openai.APIStatusError):
         _status_problem(error, spec, url or judge.display_url, json_asked, key_hint, problem)
-        if error.status_code == 400 and json_asked and _JSON_MODE_REFUSED.search(_status_text(error)):
+        if (
+            error.status_code == 400
+            and json_asked
+            and _JSON_MODE_REFUSED.search(_status_text(error))
+        ):
             honoured = False
     else:
         message = _assistant_message(body) if status == 200 else None
         if status is not None and status != 200:
             problem("bad_request", f"HTTP {status} from {url}", "see the endpoint's logs")
         elif message is not None and message.get("refusal"):
-            problem("refusal", f"the model refused the fixed ping case: {str(message['refusal'])[:200]}", "use a model that answers evaluation prompts, or review the prompt template")
+            problem(
+                "refusal",
+                f"the model refused the fixed ping case: {str(message['refusal'])[:200]}",
+                "use a model that answers evaluation prompts, or review the prompt template",
+            )
         elif message is not None:
             content = message.get("content") if isinstance(message.get("content"), str) else None
             if json_asked and content is not None and content.strip():
@@ -221,29 +250,64 @@ def _assess(judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseExcept
                 parsed = True
                 value = None if result.value is None else str(result.value)
                 if not has_reason(result.reason):
-                    problem("missing_reason", "the answer has an empty reason: a run records such an answer as an evaluator error (missing_reason)", _REASON_FIX)
+                    problem(
+                        "missing_reason",
+                        "the answer has an empty reason: a run records such an answer as an evaluator error (missing_reason)",
+                        _REASON_FIX,
+                    )
             else:
-                kind, detail = judge._classify_output_failure(exchange, error or ValueError("no result"))
+                kind, detail = judge._classify_output_failure(
+                    exchange, error or ValueError("no result")
+                )
                 if kind == "invalid_label":
                     parsed = True
                     raw = _value_in(content)
                     value = None if raw is None else str(raw)
-                    problem("label_not_allowed", f"the answer's value is not one of the labels: {detail}", "tell the model the exact labels in the prompt template (e.g. 'value: one of pass, fail'), or correct labels: in the spec")
+                    problem(
+                        "label_not_allowed",
+                        f"the answer's value is not one of the labels: {detail}",
+                        "tell the model the exact labels in the prompt template (e.g. 'value: one of pass, fail'), or correct labels: in the spec",
+                    )
                 elif kind == "refusal":
-                    problem("refusal", detail, "use a model that answers evaluation prompts, or review the prompt template")
+                    problem(
+                        "refusal",
+                        detail,
+                        "use a model that answers evaluation prompts, or review the prompt template",
+                    )
                 elif kind == "missing_reason":
                     parsed = True
                     raw = _value_in(content)
                     value = None if raw is None else str(raw)
-                    problem("missing_reason", f"{detail}: a run records such an answer as an evaluator error (missing_reason)", _REASON_FIX)
+                    problem(
+                        "missing_reason",
+                        f"{detail}: a run records such an answer as an evaluator error (missing_reason)",
+                        _REASON_FIX,
+                    )
                 else:
-                    problem("unparseable", f"the answer is not the {{reason, value}} JSON the metric parses: {detail}", _unparseable_fix(spec, honoured))
+                    problem(
+                        "unparseable",
+                        f"the answer is not the {{reason, value}} JSON the metric parses: {detail}",
+                        _unparseable_fix(spec, honoured),
+                    )
         elif error is not None:
-            problem("unparseable", f"no usable answer: {type(error).__name__}: {str(error)[:200]}", _unparseable_fix(spec, honoured))
+            problem(
+                "unparseable",
+                f"no usable answer: {type(error).__name__}: {str(error)[:200]}",
+                _unparseable_fix(spec, honoured),
+            )
 
     label_ok = value is not None and value in spec.labels
-    if parsed and value is not None and not label_ok and not any(p.code == "label_not_allowed" for p in problems):
-        problem("label_not_allowed", f"the answer's value {value!r} is not one of {spec.labels}", "tell the model the exact labels in the prompt template, or correct labels: in the spec")
+    if (
+        parsed
+        and value is not None
+        and not label_ok
+        and not any(p.code == "label_not_allowed" for p in problems)
+    ):
+        problem(
+            "label_not_allowed",
+            f"the answer's value {value!r} is not one of {spec.labels}",
+            "tell the model the exact labels in the prompt template, or correct labels: in the spec",
+        )
 
     tokens_in, tokens_out = judge._usage(exchange)
     priced = spec.pricing.input_per_million_usd > 0 or spec.pricing.output_per_million_usd > 0
@@ -252,7 +316,11 @@ def _assess(judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseExcept
         cost = spec.pricing.cost(tokens_in, tokens_out)
     elif status == 200:
         if priced:
-            problem("usage_missing", f"{url} answered without token usage: runs would record $0 for every call and --budget-usd could not hold", "enable usage reporting on the server (or the proxy), or use an endpoint that reports it")
+            problem(
+                "usage_missing",
+                f"{url} answered without token usage: runs would record $0 for every call and --budget-usd could not hold",
+                "enable usage reporting on the server (or the proxy), or use an endpoint that reports it",
+            )
         else:
             cost = 0.0
     return PingResult(
@@ -283,14 +351,28 @@ def _connection_problem(error: BaseException, url: str | None, source: str, prob
     causes = [e for e in chain if isinstance(e, OSError)] or chain[1:2] or chain
     detail = f"{type(causes[-1]).__name__}: {str(causes[-1])[:160]}"
     if any(isinstance(e, socket.gaierror) for e in chain):
-        problem("dns_failure", f"the host {host!r} does not resolve (DNS: {detail})", f"check the host name in {source} and your network, VPN or DNS")
+        problem(
+            "dns_failure",
+            f"the host {host!r} does not resolve (DNS: {detail})",
+            f"check the host name in {source} and your network, VPN or DNS",
+        )
     elif any(isinstance(e, ConnectionRefusedError) for e in chain):
-        problem("connection_refused", f"nothing accepts connections at {host!r} ({detail})", f"start the server (vllm serve, ollama serve, llama-server, litellm ...) or correct the port in {source}")
+        problem(
+            "connection_refused",
+            f"nothing accepts connections at {host!r} ({detail})",
+            f"start the server (vllm serve, ollama serve, llama-server, litellm ...) or correct the port in {source}",
+        )
     else:
-        problem("connection_failed", f"the connection to {url} failed before an answer ({detail})", f"check the scheme (http/https) and host in {source}, TLS, proxies, and that the server is healthy")
+        problem(
+            "connection_failed",
+            f"the connection to {url} failed before an answer ({detail})",
+            f"check the scheme (http/https) and host in {source}, TLS, proxies, and that the server is healthy",
+        )
 
 
-def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, key_hint: str, problem: Any) -> None:
+def _status_problem(
+    error: Any, spec: Any, where: str, json_asked: bool, key_hint: str, problem: Any
+) -> None:
     status = error.status_code
     text = _status_text(error)
     said = _api_message(error)
@@ -302,25 +384,57 @@ def _status_problem(error: Any, spec: Any, where: str, json_asked: bool, key_hin
             fix += "; this looks like Azure OpenAI, which reads the key from an api-key header: set endpoint.provider: azure with deployment and api_version"
         problem("unauthorized", f"HTTP 401 from {where}: the key was refused ({said})", fix)
     elif status == 403:
-        problem("forbidden", f"HTTP 403 from {where}: {said}", "the key is valid but may not use this model or deployment: check its permissions, project or quota")
+        problem(
+            "forbidden",
+            f"HTTP 403 from {where}: {said}",
+            "the key is valid but may not use this model or deployment: check its permissions, project or quota",
+        )
     elif status == 400 and json_asked and _JSON_MODE_REFUSED.search(text):
         hint = ""
         if spec.endpoint.provider == "azure":
             hint = " (Azure: api-version 2023-12-01-preview or later, on a model that supports it)"
         elif "litellm" in text.lower():
             hint = " (LiteLLM: route to a model that supports response_format; drop_params: true only hides the problem)"
-        problem("no_json_mode", f"HTTP 400 from {where}: the endpoint refuses response_format json_object ({said})", f"set endpoint.json_mode: md_json (the fallback: no response_format, the answer is asked for in a ```json block) in a new candidate version, or enable JSON mode on the server{hint}")
+        problem(
+            "no_json_mode",
+            f"HTTP 400 from {where}: the endpoint refuses response_format json_object ({said})",
+            f"set endpoint.json_mode: md_json (the fallback: no response_format, the answer is asked for in a ```json block) in a new candidate version, or enable JSON mode on the server{hint}",
+        )
     elif status in (400, 404) and _MODEL_MISSING.search(text):
-        what = f"deployment {spec.endpoint.deployment!r}" if spec.endpoint.provider == "azure" else f"model {spec.model!r}"
-        problem("model_not_found", f"HTTP {status} from {where}: the endpoint does not serve {what} ({said})", "use a name the server lists at GET <base_url>/models (Ollama: ollama pull <model>; LiteLLM: the model_name in its config; Azure: the deployment name, not the model name)")
+        what = (
+            f"deployment {spec.endpoint.deployment!r}"
+            if spec.endpoint.provider == "azure"
+            else f"model {spec.model!r}"
+        )
+        problem(
+            "model_not_found",
+            f"HTTP {status} from {where}: the endpoint does not serve {what} ({said})",
+            "use a name the server lists at GET <base_url>/models (Ollama: ollama pull <model>; LiteLLM: the model_name in its config; Azure: the deployment name, not the model name)",
+        )
     elif status == 404:
-        problem("endpoint_not_found", f"HTTP 404 from {where}: no chat-completions API at this path ({said})", "check endpoint.base_url: OpenAI-compatible servers usually end in /v1 (Ollama: http://HOST:11434/v1); for Azure give the resource root and provider: azure")
+        problem(
+            "endpoint_not_found",
+            f"HTTP 404 from {where}: no chat-completions API at this path ({said})",
+            "check endpoint.base_url: OpenAI-compatible servers usually end in /v1 (Ollama: http://HOST:11434/v1); for Azure give the resource root and provider: azure",
+        )
     elif status == 429:
-        problem("rate_limited", f"HTTP 429 from {where}: {said}", "wait and ping again; check the quota of this key")
+        problem(
+            "rate_limited",
+            f"HTTP 429 from {where}: {said}",
+            "wait and ping again; check the quota of this key",
+        )
     elif status >= 500:
-        problem("server_error", f"HTTP {status} from {where}: {said}", "see the server's logs; ping again once it is healthy")
+        problem(
+            "server_error",
+            f"HTTP {status} from {where}: {said}",
+            "see the server's logs; ping again once it is healthy",
+        )
     else:
-        problem("bad_request", f"HTTP {status} from {where}: {said}", "check params: and the model name in the spec against what the server accepts")
+        problem(
+            "bad_request",
+            f"HTTP {status} from {where}: {said}",
+            "check params: and the model name in the spec against what the server accepts",
+        )
 
 
 def _url_source(spec: Any) -> str:

@@ -57,7 +57,10 @@ class PreparedRequest:
     def body(self, prompt: str) -> dict[str, Any]:
         """The request body for ``prompt``: a copy of the template; shared parts are not mutated."""
         messages = list(self.template["messages"])
-        messages[self.message] = {**messages[self.message], "content": self.prefix + prompt + self.suffix}
+        messages[self.message] = {
+            **messages[self.message],
+            "content": self.prefix + prompt + self.suffix,
+        }
         return {**self.template, "messages": messages}
 
     async def ascore(self, client: Any, prompt: str) -> Any:
@@ -71,14 +74,29 @@ class PreparedRequest:
         from ragas.metrics.result import MetricResult
 
         body = self.body(prompt)
-        completion = await client.post(self.url, body=body, cast_to=_completion_type(), options={}, stream=False, stream_cls=AsyncStream[ChatCompletionChunk])
+        completion = await client.post(
+            self.url,
+            body=body,
+            cast_to=_completion_type(),
+            options={},
+            stream=False,
+            stream_cls=AsyncStream[ChatCompletionChunk],
+        )
         try:
             # instructor's process_response_async for a plain (non-streaming, non-iterable)
             # response model is this one call, after logging the completion's repr.
-            model = self.response_model.from_response(completion, validation_context=None, strict=True, mode=self.mode)
+            model = self.response_model.from_response(
+                completion, validation_context=None, strict=True, mode=self.mode
+            )
         except (ValidationError, JSONDecodeError) as exc:
             # What instructor's retry loop raises after its single attempt (max_retries=1).
-            raise InstructorRetryException(exc, last_completion=completion, n_attempts=1, messages=body["messages"], total_usage=getattr(completion, "usage", None)) from exc
+            raise InstructorRetryException(
+                exc,
+                last_completion=completion,
+                n_attempts=1,
+                messages=body["messages"],
+                total_usage=getattr(completion, "usage", None),
+            ) from exc
         return MetricResult(**model.model_dump())
 
 
@@ -119,7 +137,9 @@ class Preparation:
     reason: str | None = None
 
 
-async def _capture(make_client: Callable[[Any], Any], send: Callable[[Any], Awaitable[Any]]) -> list[Any]:
+async def _capture(
+    make_client: Callable[[Any], Any], send: Callable[[Any], Awaitable[Any]]
+) -> list[Any]:
     """The HTTP requests ``send(client)`` makes, answered in memory with HTTP 400 (never sent anywhere)."""
     import httpx
 
@@ -127,7 +147,12 @@ async def _capture(make_client: Callable[[Any], Any], send: Callable[[Any], Awai
 
     def answer(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(400, json={"error": {"message": "workbench request capture", "type": "invalid_request_error"}})
+        return httpx.Response(
+            400,
+            json={
+                "error": {"message": "workbench request capture", "type": "invalid_request_error"}
+            },
+        )
 
     http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
     try:
@@ -150,7 +175,11 @@ def _plain(response_model: Any) -> bool:
     from instructor.dsl.simple_type import AdapterBase
     from instructor.function_calls import OpenAISchema
 
-    return inspect.isclass(response_model) and issubclass(response_model, OpenAISchema) and not issubclass(response_model, (IterableBase, PartialBase, ParallelBase, AdapterBase))
+    return (
+        inspect.isclass(response_model)
+        and issubclass(response_model, OpenAISchema)
+        and not issubclass(response_model, (IterableBase, PartialBase, ParallelBase, AdapterBase))
+    )
 
 
 def _wire(request: Any) -> tuple[str, str, list[tuple[bytes, bytes]], bytes]:
@@ -181,7 +210,9 @@ async def prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
     try:
         return await _prepare(metric, make_llm)
     except Exception as exc:
-        return Preparation(None, f"preparing the request failed: {type(exc).__name__}: {str(exc)[:200]}")
+        return Preparation(
+            None, f"preparing the request failed: {type(exc).__name__}: {str(exc)[:200]}"
+        )
 
 
 async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
@@ -195,7 +226,9 @@ async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
         llms.append(llm)
         return llm
 
-    stock = await _capture(make, lambda llm: llm.agenerate(sentinel, response_model=metric._response_model))
+    stock = await _capture(
+        make, lambda llm: llm.agenerate(sentinel, response_model=metric._response_model)
+    )
     if len(stock) != 1:
         return Preparation(None, f"the stock path made {len(stock)} requests for one call")
     try:
@@ -209,12 +242,21 @@ async def _prepare(metric: Any, make_llm: Callable[[Any], Any]) -> Preparation:
     if mode is None:
         return Preparation(None, "the Ragas LLM's client carries no instructor mode")
     messages = [{"role": "user", "content": sentinel}]
-    response_model, _ = handle_response_model(response_model=metric._response_model, mode=mode, messages=messages)
+    response_model, _ = handle_response_model(
+        response_model=metric._response_model, mode=mode, messages=messages
+    )
     if not _plain(response_model):
-        return Preparation(None, f"instructor's response model {response_model!r} is not a plain OpenAISchema model")
+        return Preparation(
+            None,
+            f"instructor's response model {response_model!r} is not a plain OpenAISchema model",
+        )
     for url in (llms[0].client.client._prepare_url(_PATH), _PATH):
-        prepared = PreparedRequest(template, *located, response_model=response_model, mode=mode, url=url)
-        fast = await _capture(make, lambda llm, prepared=prepared: prepared.ascore(llm.client.client, sentinel))
+        prepared = PreparedRequest(
+            template, *located, response_model=response_model, mode=mode, url=url
+        )
+        fast = await _capture(
+            make, lambda llm, prepared=prepared: prepared.ascore(llm.client.client, sentinel)
+        )
         if len(fast) == 1 and _wire(fast[0]) == _wire(stock[0]):
             return Preparation(prepared)
     return Preparation(None, "the prepared request differs from the stock request on the wire")

@@ -68,7 +68,13 @@ class Verdict:
 
     @classmethod
     def failed(cls, kind: str, message: str, *, retryable: bool = False, **extra: Any) -> Verdict:
-        return cls(value=None, reason=None, error=EvaluatorError(kind=kind, message=message, retryable=retryable), retryable=retryable, **extra)
+        return cls(
+            value=None,
+            reason=None,
+            error=EvaluatorError(kind=kind, message=message, retryable=retryable),
+            retryable=retryable,
+            **extra,
+        )
 
 
 class NotAvailable(Exception):
@@ -144,7 +150,14 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     if entry is None:
         raise WorkbenchError(
             "unknown judge kind",
-            [Problem(location=str(spec_path), code="unknown_kind", message=f"unknown judge kind {kind!r}", fix="use one of " + ", ".join(available_kinds()))],
+            [
+                Problem(
+                    location=str(spec_path),
+                    code="unknown_kind",
+                    message=f"unknown judge kind {kind!r}",
+                    fix="use one of " + ", ".join(available_kinds()),
+                )
+            ],
         )
     if not isinstance(entry, str):
         return entry
@@ -154,7 +167,14 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     except (ImportError, AttributeError) as exc:
         raise WorkbenchError(
             "judge kind unavailable",
-            [Problem(location=str(spec_path), code="kind_unavailable", message=f"judge kind {kind!r} is declared as {entry!r}, which cannot be loaded ({exc})", fix="install the package that provides the kind, or correct its declaration")],
+            [
+                Problem(
+                    location=str(spec_path),
+                    code="kind_unavailable",
+                    message=f"judge kind {kind!r} is declared as {entry!r}, which cannot be loaded ({exc})",
+                    fix="install the package that provides the kind, or correct its declaration",
+                )
+            ],
         ) from None
     if _KINDS.get(kind) == entry:  # importing it may have registered the factory already
         _KINDS[kind] = factory
@@ -177,8 +197,12 @@ def make_identity(spec: CandidateSpec, prompt_sha256: str | None, **extra: Any) 
     # file) is not part of what the judge does. The circuit breaker only decides when a run
     # gives up on an unreachable endpoint, never a verdict: it is not part of the identity.
     # parent/changes declare lineage, they change nothing the judge does: not part of it either.
-    excluded: dict[str, Any] = dict.fromkeys(("name", "version", "kind", "model", "prompt", "prompt_file", "parent", "changes"), True)
-    rest = spec.model_dump(mode="json", exclude={**excluded, "endpoint": {"circuit_breaker_after": True}})
+    excluded: dict[str, Any] = dict.fromkeys(
+        ("name", "version", "kind", "model", "prompt", "prompt_file", "parent", "changes"), True
+    )
+    rest = spec.model_dump(
+        mode="json", exclude={**excluded, "endpoint": {"circuit_breaker_after": True}}
+    )
     return JudgeIdentity(
         name=spec.name,
         version=spec.version,

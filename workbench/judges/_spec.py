@@ -40,24 +40,55 @@ MAX_RETRIES_LIMIT = 20
 
 _ENV_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
-CHANGE_KINDS: tuple[str, ...] = ("prompt", "model", "params", "function", "threshold", "labels", "endpoint", "pricing", "kind", "results", "ragas")
+CHANGE_KINDS: tuple[str, ...] = (
+    "prompt",
+    "model",
+    "params",
+    "function",
+    "threshold",
+    "labels",
+    "endpoint",
+    "pricing",
+    "kind",
+    "results",
+    "ragas",
+)
 """What a version may declare it changes relative to its ``parent`` (``changes:``): the spec
 field that changed (``prompt`` covers ``prompt``/``prompt_file`` and the template's content;
 ``function`` covers the function path and its module's source), or ``ragas`` (the installed
 Ragas version)."""
 
-_DERIVABLE = {"model": "model", "params": "params", "function": "function", "threshold": "threshold", "labels": "labels", "endpoint": "endpoint", "pricing": "pricing", "kind": "kind", "results": "results", "prompt_file": "prompt"}
+_DERIVABLE = {
+    "model": "model",
+    "params": "params",
+    "function": "function",
+    "threshold": "threshold",
+    "labels": "labels",
+    "endpoint": "endpoint",
+    "pricing": "pricing",
+    "kind": "kind",
+    "results": "results",
+    "prompt_file": "prompt",
+}
 """Spec fields :func:`derive_spec` may replace, and the change kind each one is."""
 
 
-_OMITTED_WHEN_DEFAULT: dict[str, Any] = {"base_url_env": None, "provider": "openai", "deployment": None, "api_version": None, "json_mode": "json_object"}
+_OMITTED_WHEN_DEFAULT: dict[str, Any] = {
+    "base_url_env": None,
+    "provider": "openai",
+    "deployment": None,
+    "api_version": None,
+    "json_mode": "json_object",
+}
 """Endpoint fields left out of the dump (and so of the fingerprint) while they hold their default."""
 
 
 class Endpoint(BaseModel):
     """Where an OpenAI-compatible evaluator is served."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
     base_url: str | None = None
     """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...); the default when ``base_url_env`` is unset."""
@@ -85,7 +116,9 @@ class Endpoint(BaseModel):
     with the key in an ``api-key`` header. Omitted from the fingerprint when ``openai``."""
     deployment: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
     """Azure OpenAI deployment name (``provider: azure`` only; required there). Part of the fingerprint."""
-    api_version: str | None = Field(default=None, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$")
+    api_version: str | None = Field(
+        default=None, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$"
+    )
     """Azure OpenAI ``api-version`` query parameter, e.g. ``2024-10-21`` (``provider: azure`` only;
     required there). Part of the fingerprint."""
     json_mode: Literal["json_object", "md_json"] = "json_object"
@@ -101,14 +134,18 @@ class Endpoint(BaseModel):
     @classmethod
     def _env_name_only(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
-            raise ValueError("api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key itself")
+            raise ValueError(
+                "api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key itself"
+            )
         return value
 
     @field_validator("base_url_env")
     @classmethod
     def _url_env_name_only(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
-            raise ValueError("base_url_env must be the NAME of an environment variable (e.g. WORKBENCH_DEMO_LLM_URL), not a URL")
+            raise ValueError(
+                "base_url_env must be the NAME of an environment variable (e.g. WORKBENCH_DEMO_LLM_URL), not a URL"
+            )
         return value
 
     @field_validator("api_version", mode="before")
@@ -122,15 +159,25 @@ class Endpoint(BaseModel):
     @model_validator(mode="after")
     def _provider_fields(self) -> Endpoint:
         if self.provider == "azure":
-            missing = [name for name in ("deployment", "api_version") if getattr(self, name) is None]
+            missing = [
+                name for name in ("deployment", "api_version") if getattr(self, name) is None
+            ]
             if missing:
-                raise ValueError(f"provider azure needs {' and '.join(missing)} (the Azure deployment name and the api-version, e.g. 2024-10-21)")
+                raise ValueError(
+                    f"provider azure needs {' and '.join(missing)} (the Azure deployment name and the api-version, e.g. 2024-10-21)"
+                )
             if not (self.base_url or self.base_url_env):
-                raise ValueError("provider azure needs base_url (or base_url_env): the resource endpoint, https://<resource>.openai.azure.com")
+                raise ValueError(
+                    "provider azure needs base_url (or base_url_env): the resource endpoint, https://<resource>.openai.azure.com"
+                )
         else:
-            given = [name for name in ("deployment", "api_version") if getattr(self, name) is not None]
+            given = [
+                name for name in ("deployment", "api_version") if getattr(self, name) is not None
+            ]
             if given:
-                raise ValueError(f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to provider: azure; an OpenAI-compatible server takes the model name in model:")
+                raise ValueError(
+                    f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to provider: azure; an OpenAI-compatible server takes the model name in model:"
+                )
         return self
 
     @model_serializer(mode="wrap")
@@ -165,14 +212,18 @@ class Endpoint(BaseModel):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"${self.base_url_env} is not an http(s)://host[:port]/path URL")
         if parts.username is not None or parts.password is not None:
-            raise ValueError(f"${self.base_url_env} holds credentials (user:password@); keys belong in the variable named by api_key_env")
+            raise ValueError(
+                f"${self.base_url_env} holds credentials (user:password@); keys belong in the variable named by api_key_env"
+            )
         return value
 
 
 class Pricing(BaseModel):
     """Price table used to compute ``cost_usd`` of each call."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
     input_per_million_usd: float = Field(default=0.0, ge=0)
     """USD per million prompt tokens."""
@@ -180,13 +231,18 @@ class Pricing(BaseModel):
     """USD per million completion tokens."""
 
     def cost(self, tokens_in: int | None, tokens_out: int | None) -> float:
-        return ((tokens_in or 0) * self.input_per_million_usd + (tokens_out or 0) * self.output_per_million_usd) / 1_000_000
+        return (
+            (tokens_in or 0) * self.input_per_million_usd
+            + (tokens_out or 0) * self.output_per_million_usd
+        ) / 1_000_000
 
 
 class Threshold(BaseModel):
     """How a score-based judge's score becomes a label. Chosen on calibration data, then frozen."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False)
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+    )
 
     value: float
     """The cut-off score."""
@@ -237,7 +293,9 @@ class CandidateSpec(Record):
     """Price table for cost accounting."""
     threshold: Threshold | None = None
     """For score-based judges (a Ragas ``@numeric_metric``): how a score becomes a label."""
-    parent: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_.\-]*$")
+    parent: str | None = Field(
+        default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*@[A-Za-z0-9][A-Za-z0-9_.\-]*$"
+    )
     """``name@version`` of the candidate this version was derived from. Not part of the
     fingerprint (declaring lineage does not change what the judge does); left out of the spec
     when unset."""
@@ -251,10 +309,14 @@ class CandidateSpec(Record):
     def _declared_changes(self) -> CandidateSpec:
         if self.changes is not None:
             if self.parent is None:
-                raise ValueError("changes needs parent: name@version of the candidate the changes are relative to")
+                raise ValueError(
+                    "changes needs parent: name@version of the candidate the changes are relative to"
+                )
             unknown = [c for c in self.changes if c not in CHANGE_KINDS]
             if unknown:
-                raise ValueError(f"changes {unknown} are not change kinds; use {', '.join(CHANGE_KINDS)}")
+                raise ValueError(
+                    f"changes {unknown} are not change kinds; use {', '.join(CHANGE_KINDS)}"
+                )
             if not self.changes or len(set(self.changes)) != len(self.changes):
                 raise ValueError("changes must name at least one change kind, each once")
         if self.parent is not None and self.parent == f"{self.name}@{self.version}":
@@ -276,7 +338,9 @@ class CandidateSpec(Record):
         if self.threshold is not None:
             for label in (self.threshold.pass_label, self.threshold.fail_label):
                 if label not in self.labels:
-                    raise ValueError(f"threshold label {label!r} is not one of labels {self.labels}")
+                    raise ValueError(
+                        f"threshold label {label!r} is not one of labels {self.labels}"
+                    )
         return self
 
     @model_validator(mode="after")
@@ -290,7 +354,9 @@ class CandidateSpec(Record):
     def _no_secrets(self) -> CandidateSpec:
         found = find_secrets(self.model_dump(mode="json"))
         if found:
-            raise ValueError("; ".join(f"{field} holds {what}" for field, what in found) + f"; {SECRET_FIX}")
+            raise ValueError(
+                "; ".join(f"{field} holds {what}" for field, what in found) + f"; {SECRET_FIX}"
+            )
         return self
 
     @property
@@ -317,7 +383,15 @@ SECRET_FIX = "remove it: put the key in an environment variable and name that va
 
 def secret_problems(raw: Any, location: str) -> list[Problem]:
     """One ``secret_in_spec`` problem per field of a spec that holds something secret-looking."""
-    return [Problem(location=location, code="secret_in_spec", message=f"{field} holds {what}", fix=SECRET_FIX) for field, what in find_secrets(raw)]
+    return [
+        Problem(
+            location=location,
+            code="secret_in_spec",
+            message=f"{field} holds {what}",
+            fix=SECRET_FIX,
+        )
+        for field, what in find_secrets(raw)
+    ]
 
 
 def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
@@ -325,29 +399,74 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
     path = Path(path)
     loc = str(path)
     if not path.exists():
-        raise WorkbenchError("no candidate", [Problem(location=loc, code="candidate_missing", message="the candidate spec does not exist", fix="point --candidate at data/candidates/<name>@<version>.yaml")])
+        raise WorkbenchError(
+            "no candidate",
+            [
+                Problem(
+                    location=loc,
+                    code="candidate_missing",
+                    message="the candidate spec does not exist",
+                    fix="point --candidate at data/candidates/<name>@<version>.yaml",
+                )
+            ],
+        )
     raw = read_yaml(path, prefix="candidate")
     if not isinstance(raw, dict):
-        raise WorkbenchError("unreadable candidate", [Problem(location=loc, code="candidate_shape", message="the spec must be a YAML mapping", fix="write the spec as key: value pairs")])
+        raise WorkbenchError(
+            "unreadable candidate",
+            [
+                Problem(
+                    location=loc,
+                    code="candidate_shape",
+                    message="the spec must be a YAML mapping",
+                    fix="write the spec as key: value pairs",
+                )
+            ],
+        )
     secrets = secret_problems(raw, loc)
     if secrets:  # before validation, so no error message can echo the value
         raise WorkbenchError("a candidate spec must not hold secrets", secrets)
     bad = _non_finite(raw, "spec")
     if bad:
-        raise WorkbenchError("invalid candidate", [Problem(location=loc, code="non_finite_number", message=f"{where[5:]} is {NON_FINITE}", fix="write a finite number") for where in bad])
+        raise WorkbenchError(
+            "invalid candidate",
+            [
+                Problem(
+                    location=loc,
+                    code="non_finite_number",
+                    message=f"{where[5:]} is {NON_FINITE}",
+                    fix="write a finite number",
+                )
+                for where in bad
+            ],
+        )
     try:
         spec = CandidateSpec.model_validate(raw)
     except ValidationError as exc:
         raise WorkbenchError(
             "invalid candidate",
-            validation_problems(exc, at=loc, code="candidate_invalid", root="spec", fix="correct this field; see docs/formats.md#candidate-specs", expand=_retries_problem),
+            validation_problems(
+                exc,
+                at=loc,
+                code="candidate_invalid",
+                root="spec",
+                fix="correct this field; see docs/formats.md#candidate-specs",
+                expand=_retries_problem,
+            ),
         ) from None
     except SchemaTooNew as exc:
         raise WorkbenchError("candidate from a newer workbench", [exc.problem_at(loc)]) from None
     problems: list[Problem] = []
     expected = f"{spec.name}@{spec.version}"
     if path.stem != expected:
-        problems.append(Problem(location=loc, code="candidate_filename", message=f"file name {path.name!r} does not match name@version {expected!r}", fix=f"rename the file to {expected}.yaml so versions cannot be confused"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="candidate_filename",
+                message=f"file name {path.name!r} does not match name@version {expected!r}",
+                fix=f"rename the file to {expected}.yaml so versions cannot be confused",
+            )
+        )
     if problems:
         raise WorkbenchError("invalid candidate", problems)
     return spec, path
@@ -355,7 +474,14 @@ def load_spec(path: str | Path) -> tuple[CandidateSpec, Path]:
 
 def _retries_problem(err: Any, _where: str, loc: str) -> list[Problem] | None:
     if tuple(err["loc"]) == ("endpoint", "max_retries") and err["type"] == "less_than_equal":
-        return [Problem(location=loc, code="max_retries_too_high", message=f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT} retries are allowed", fix=f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing that often needs attention, not more calls")]
+        return [
+            Problem(
+                location=loc,
+                code="max_retries_too_high",
+                message=f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT} retries are allowed",
+                fix=f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing that often needs attention, not more calls",
+            )
+        ]
     return None
 
 
@@ -390,7 +516,14 @@ def derive_spec(
     for name, value in fields.items():
         kind = _DERIVABLE.get(name)
         if kind is None:
-            problems.append(Problem(location=loc, code="derive_field", message=f"{name!r} is not a field a new version may change", fix="change one of prompt, " + ", ".join(sorted(_DERIVABLE))))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="derive_field",
+                    message=f"{name!r} is not a field a new version may change",
+                    fix="change one of prompt, " + ", ".join(sorted(_DERIVABLE)),
+                )
+            )
             continue
         update[name] = value
         dumped = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
@@ -401,9 +534,23 @@ def derive_spec(
     declared = list(dict.fromkeys(changes)) if changes is not None else inferred
     undeclared = [k for k in inferred if k not in declared]
     if undeclared:
-        problems.append(Problem(location=loc, code="undeclared_change", message=f"the new version changes {', '.join(undeclared)}, which changes={declared} does not declare", fix="declare every change (changes=[...]), or change only what is declared"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="undeclared_change",
+                message=f"the new version changes {', '.join(undeclared)}, which changes={declared} does not declare",
+                fix="declare every change (changes=[...]), or change only what is declared",
+            )
+        )
     if len(declared) > 1 and not allow_multiple:
-        problems.append(Problem(location=loc, code="derive_multiple_changes", message=f"the new version changes {len(declared)} things at once ({', '.join(declared)}): a difference in verdicts could not be attributed to one of them", fix="derive one change per version, or pass allow_multiple=True to record a multi-change version deliberately"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="derive_multiple_changes",
+                message=f"the new version changes {len(declared)} things at once ({', '.join(declared)}): a difference in verdicts could not be attributed to one of them",
+                fix="derive one change per version, or pass allow_multiple=True to record a multi-change version deliberately",
+            )
+        )
     if problems:
         raise WorkbenchError(f"{loc}: refused", problems)
     update["parent"] = parent.label
@@ -423,13 +570,27 @@ def save_spec(spec: CandidateSpec, directory: str | Path) -> Path:
     target = directory / f"{spec.name}@{spec.version}.yaml"
     problems: list[Problem] = []
     if target.exists():
-        problems.append(Problem(location=str(target), code="version_exists", message=f"{spec.label} already exists", fix="candidate versions are immutable: choose a new version"))
+        problems.append(
+            Problem(
+                location=str(target),
+                code="version_exists",
+                message=f"{spec.label} already exists",
+                fix="candidate versions are immutable: choose a new version",
+            )
+        )
     data = spec.model_dump(mode="json", exclude_defaults=True)
     data["schema_version"] = spec.schema_version
     if spec.prompt is not None:
         prompt_rel = f"prompts/{spec.name}@{spec.version}.md"
         if (directory / prompt_rel).exists():
-            problems.append(Problem(location=str(directory / prompt_rel), code="version_exists", message="the prompt file for this version already exists", fix="choose a new version"))
+            problems.append(
+                Problem(
+                    location=str(directory / prompt_rel),
+                    code="version_exists",
+                    message="the prompt file for this version already exists",
+                    fix="choose a new version",
+                )
+            )
         data.pop("prompt", None)
         data["prompt_file"] = prompt_rel
     if problems:

@@ -54,7 +54,9 @@ def _offline_encoding(model: str | None) -> Any | None:
                 encoding = tiktoken.get_encoding(name)
             finally:
                 tk_load.read_file = original
-        except Exception:  # no tiktoken, no cached BPE file, or an incompatible tiktoken: use the rule
+        except (
+            Exception
+        ):  # no tiktoken, no cached BPE file, or an incompatible tiktoken: use the rule
             encoding = None
         _ENCODINGS[key] = encoding
         return encoding
@@ -62,7 +64,9 @@ def _offline_encoding(model: str | None) -> Any | None:
 
 def rule_tokens(text: str) -> int:
     """The conservative rule: ceil(ASCII characters / 3) + UTF-8 bytes of other characters."""
-    ascii_chars = len(text.encode("ascii", "ignore"))  # one byte per ASCII character, others dropped
+    ascii_chars = len(
+        text.encode("ascii", "ignore")
+    )  # one byte per ASCII character, others dropped
     other_bytes = len(text.encode("utf-8")) - ascii_chars
     return math.ceil(ascii_chars / 3) + other_bytes
 
@@ -75,7 +79,9 @@ def prompt_tokens(text: str, model: str | None) -> tuple[int, str]:
     encoding = _offline_encoding(model)
     if encoding is not None:
         try:
-            return len(encoding.encode(text, disallowed_special=())) + STRUCTURED_OUTPUT_OVERHEAD, f"tiktoken:{encoding.name}"
+            return len(
+                encoding.encode(text, disallowed_special=())
+            ) + STRUCTURED_OUTPUT_OVERHEAD, f"tiktoken:{encoding.name}"
         except Exception:  # pragma: no cover - a broken encoding falls back to the rule
             pass
     return rule_tokens(text) + STRUCTURED_OUTPUT_OVERHEAD, "rule"

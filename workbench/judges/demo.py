@@ -50,7 +50,12 @@ _CONTRACTIONS: tuple[tuple[str, str], ...] = (
 
 # The terminology and abbreviation guide of version 2: canonical term -> accepted alternatives.
 TERMINOLOGY_GUIDE: dict[str, tuple[str, ...]] = {
-    "two-factor authentication": ("2FA", "two-step verification", "multi-factor authentication", "MFA"),
+    "two-factor authentication": (
+        "2FA",
+        "two-step verification",
+        "multi-factor authentication",
+        "MFA",
+    ),
     "return authorization": ("RMA", "return merchandise authorization"),
     "business days": ("biz days", "working days"),
     "business day": ("biz day", "working day"),
@@ -89,8 +94,19 @@ TERMINOLOGY_GUIDE: dict[str, tuple[str, ...]] = {
 }
 
 _NUMBER_WORDS: dict[str, str] = {
-    "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
-    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30",
+    "two": "2",
+    "three": "3",
+    "four": "4",
+    "five": "5",
+    "six": "6",
+    "seven": "7",
+    "eight": "8",
+    "nine": "9",
+    "ten": "10",
+    "eleven": "11",
+    "twelve": "12",
+    "twenty": "20",
+    "thirty": "30",
 }
 
 NEGATION_CUES = frozenset({"not", "no", "never", "cannot", "nor", "none", "nothing", "without"})
@@ -144,7 +160,10 @@ def _sentence(parts: list[str]) -> str:
 def _v1_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(value="fail", reason="The grading notes contain no Required or Prohibited lines to check.")
+        return MetricResult(
+            value="fail",
+            reason="The grading notes contain no Required or Prohibited lines to check.",
+        )
     words = _tokens(response)
     missing = [p for p in notes.required if not _find(words, _tokens(p))]
     matched = [p for p in notes.prohibited if _find(words, _tokens(p))]
@@ -156,7 +175,9 @@ def _v1_verdict(response: str, grading_notes: str) -> MetricResult:
             parts.append("prohibited claim matched " + ", ".join(f"'{p}'" for p in matched))
         return MetricResult(value="fail", reason=_sentence(parts))
     found = ", ".join(f"'{p}'" for p in notes.required) or "none listed"
-    return MetricResult(value="pass", reason=f"All required concepts found ({found}); no prohibited claim matched.")
+    return MetricResult(
+        value="pass", reason=f"All required concepts found ({found}); no prohibited claim matched."
+    )
 
 
 @discrete_metric(name="rubric_judge_v1", allowed_values=ALLOWED_VALUES)
@@ -220,7 +241,10 @@ def _find_claim(sentences: list[list[str]], phrase: str) -> tuple[str | None, st
 def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(value="fail", reason="The grading notes contain no Required or Prohibited lines to check.")
+        return MetricResult(
+            value="fail",
+            reason="The grading notes contain no Required or Prohibited lines to check.",
+        )
     sentences = _sentences(response)
     found: list[str] = []
     missing: list[str] = []
@@ -271,7 +295,9 @@ def concept_coverage(user_input: str, response: str, grading_notes: str) -> Metr
     del user_input
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(value=0.0, reason="The grading notes contain no Required or Prohibited lines.")
+        return MetricResult(
+            value=0.0, reason="The grading notes contain no Required or Prohibited lines."
+        )
     sentences = _sentences(response)
     found = [p for p in notes.required if _find_required(sentences, p) is not None]
     asserted = [p for p in notes.prohibited if _find_claim(sentences, p)[0] is not None]
@@ -308,11 +334,17 @@ def concept_coverage(user_input: str, response: str, grading_notes: str) -> Metr
 
 ALLOWED_VALUES_V3 = ["pass", "fail", "review_required"]
 _QUOTED = re.compile(r'"[^"\n]*(?:\n[^"\n]*)*"|\u201c[^\u201d]*\u201d', re.DOTALL)
-_NOTE_FORMAT = re.compile(r"(?im)^\s*(?:required|prohibited|verdict|grading notes|rule|sources)\s*:.*$")
+_NOTE_FORMAT = re.compile(
+    r"(?im)^\s*(?:required|prohibited|verdict|grading notes|rule|sources)\s*:.*$"
+)
 _CLAUSE_END = re.compile(r"[,:.!?;]+(?=\s|$)")
 _SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+")
-_REQUIRED_LINE = re.compile(r'^\s*Required\s*:\s*"([^"]+)"\s*\|?\s*(.*)$', re.IGNORECASE | re.MULTILINE)
-_PROHIBITED_LINE = re.compile(r'^\s*Prohibited\s*:\s*"([^"]+)"\s*\|?\s*(.*)$', re.IGNORECASE | re.MULTILINE)
+_REQUIRED_LINE = re.compile(
+    r'^\s*Required\s*:\s*"([^"]+)"\s*\|?\s*(.*)$', re.IGNORECASE | re.MULTILINE
+)
+_PROHIBITED_LINE = re.compile(
+    r'^\s*Prohibited\s*:\s*"([^"]+)"\s*\|?\s*(.*)$', re.IGNORECASE | re.MULTILINE
+)
 _RESTRICTED = re.compile(r"\bthe (?:(\w+) on file|original (\w+))", re.IGNORECASE)
 _WIDENERS = ("any", "any other", "another", "a different")
 _COURTESY = re.compile(
@@ -326,7 +358,10 @@ TERMINOLOGY_GUIDE_V3: dict[str, tuple[str, ...]] = {
     **TERMINOLOGY_GUIDE,
     "identity verification": ("ID check", "ID verification", "identity check"),
 }
-_GUIDE_V3 = [(_tokens(term, number_words=True), [_tokens(alt, number_words=True) for alt in alts]) for term, alts in TERMINOLOGY_GUIDE_V3.items()]
+_GUIDE_V3 = [
+    (_tokens(term, number_words=True), [_tokens(alt, number_words=True) for alt in alts])
+    for term, alts in TERMINOLOGY_GUIDE_V3.items()
+]
 
 
 def _spellings_v3(phrase: str) -> list[tuple[list[str], str]]:
@@ -353,7 +388,9 @@ def _negated(words: list[str], start: int) -> str | None:
     return next((w for w in reversed(words[:start]) if w in NEGATION_CUES), None)
 
 
-def _required_v3(clauses: list[list[str]], phrase: str, negation_expected: bool) -> tuple[str | None, str | None]:
+def _required_v3(
+    clauses: list[list[str]], phrase: str, negation_expected: bool
+) -> tuple[str | None, str | None]:
     """``("stated", surface)``, ``("denied", cue)`` or ``(None, None)``; a plain statement wins."""
     denied: str | None = None
     for tokens, surface in _spellings_v3(phrase):
@@ -400,7 +437,10 @@ def _unaccounted(sentences: list[str], phrases: list[str]) -> list[str]:
 def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
     notes = parse_notes(grading_notes)
     if not notes.required and not notes.prohibited:
-        return MetricResult(value="fail", reason="The grading notes contain no Required or Prohibited lines to check.")
+        return MetricResult(
+            value="fail",
+            reason="The grading notes contain no Required or Prohibited lines to check.",
+        )
     meanings = {p.strip(): m for p, m in _REQUIRED_LINE.findall(grading_notes or "")}
     answer = answer_text(response)
     clauses = _clauses(answer)
@@ -411,7 +451,9 @@ def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
     widened: list[str] = []
     for phrase in notes.required:
         meaning = meanings.get(phrase, "")
-        state, detail = _required_v3(clauses, phrase, negation_expected=bool(set(_tokens(meaning)) & NEGATION_CUES))
+        state, detail = _required_v3(
+            clauses, phrase, negation_expected=bool(set(_tokens(meaning)) & NEGATION_CUES)
+        )
         if state is None:
             missing.append(f"'{phrase}'")
         elif state == "denied":
@@ -436,8 +478,14 @@ def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
     if extra:
         shown = extra[0] if len(extra[0]) <= 120 else extra[0][:117] + "..."
         more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
-        return MetricResult(value="review_required", reason=f"Every required concept is stated, but a claim the grading notes do not cover could be a paraphrased prohibited claim: '{shown}'{more}.")
-    return MetricResult(value="pass", reason=f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim asserted; every claim is covered by the notes.")
+        return MetricResult(
+            value="review_required",
+            reason=f"Every required concept is stated, but a claim the grading notes do not cover could be a paraphrased prohibited claim: '{shown}'{more}.",
+        )
+    return MetricResult(
+        value="pass",
+        reason=f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim asserted; every claim is covered by the notes.",
+    )
 
 
 @discrete_metric(name="rubric_judge_v3", allowed_values=ALLOWED_VALUES_V3)

@@ -52,13 +52,26 @@ class RunEstimate(BaseModel):
         return self.recorded_usd + self.reservation_usd
 
 
-def estimate_run(run: str, judge: Judge, items: list[WorkItem], out_dir: str | Path, *, cache_dir: str | Path | None | Literal[False] = None) -> RunEstimate:
+def estimate_run(
+    run: str,
+    judge: Judge,
+    items: list[WorkItem],
+    out_dir: str | Path,
+    *,
+    cache_dir: str | Path | None | Literal[False] = None,
+) -> RunEstimate:
     """Price what :func:`workbench.runs.run_items` would still call for ``items`` into ``out_dir``."""
     out = Path(out_dir)
     recorded = _read_attempts(out / RESULTS_FILE) if (out / RESULTS_FILE).exists() else {}
     max_attempts = _max_attempts(judge)
     spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
-    cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), judge.identity.fingerprint()) if cache_dir is not False else None
+    cache = (
+        VerdictCache(
+            Path(cache_dir) if cache_dir else default_cache_dir(), judge.identity.fingerprint()
+        )
+        if cache_dir is not False
+        else None
+    )
     estimator = Estimator(judge)
     settled = cached = calls = 0
     reserved = 0.0
@@ -68,11 +81,24 @@ def estimate_run(run: str, judge: Judge, items: list[WorkItem], out_dir: str | P
             settled += 1
             continue
         ref = CaseRef(item.case_id, item.digest, item.repeat, item.presentation)
-        if cache is not None and cache.get(sha256_json(judge.render(item.judge_input, ref)), item.repeat) is not None:
+        if (
+            cache is not None
+            and cache.get(sha256_json(judge.render(item.judge_input, ref)), item.repeat) is not None
+        ):
             cached += 1
             continue
         calls += 1
         reserved += estimator.estimate(item.judge_input).reservation
     if cache is not None:
         cache.close()
-    return RunEstimate(run=run, judge=judge.spec.label, planned=len(items), settled=settled, cached=cached, calls=calls, reservation_usd=reserved, recorded_usd=spent, method=estimator.method)
+    return RunEstimate(
+        run=run,
+        judge=judge.spec.label,
+        planned=len(items),
+        settled=settled,
+        cached=cached,
+        calls=calls,
+        reservation_usd=reserved,
+        recorded_usd=spent,
+        method=estimator.method,
+    )

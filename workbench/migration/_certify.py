@@ -150,9 +150,17 @@ class MigrationEvidence:
     reviews_used: list[TransitionReview]
     """The reviews in effect for changed critical verdicts (snapshotted into the report)."""
 
-    def pending(self, report_id: str, dataset: GoldDataset | None = None) -> list[PendingTransition]:
+    def pending(
+        self, report_id: str, dataset: GoldDataset | None = None
+    ) -> list[PendingTransition]:
         """The changed critical verdicts as transitions a reviewer can decide (every one, reviewed or not)."""
-        return pending_transitions(self.rows, old_fingerprint=self.summary.baseline_fingerprint, new_fingerprint=self.summary.candidate_fingerprint, report_id=report_id, dataset=dataset)
+        return pending_transitions(
+            self.rows,
+            old_fingerprint=self.summary.baseline_fingerprint,
+            new_fingerprint=self.summary.candidate_fingerprint,
+            report_id=report_id,
+            dataset=dataset,
+        )
 
 
 def verdict_text(label: str | None, category: str) -> str:
@@ -160,7 +168,9 @@ def verdict_text(label: str | None, category: str) -> str:
     return label if label is not None else category
 
 
-def map_old_lines(lines: Sequence[ResultLine], mapping: LoadedMapping | None) -> tuple[list[ResultLine], dict[str, str], set[str]]:
+def map_old_lines(
+    lines: Sequence[ResultLine], mapping: LoadedMapping | None
+) -> tuple[list[ResultLine], dict[str, str], set[str]]:
     """Old result lines with verdicts put into the new vocabulary; the raw verdict per case; unmapped labels.
 
     A verdict the mapping covers is replaced; one it does not cover is kept as it is (and
@@ -173,13 +183,19 @@ def map_old_lines(lines: Sequence[ResultLine], mapping: LoadedMapping | None) ->
         if value is not None:
             raw[line.result.case_id] = value
         if mapping is not None and value is not None and value in mapping.mapping.mapping:
-            out.append(ResultLine(line.line, line.result.model_copy(update={"value": mapping.apply(value)})))
+            out.append(
+                ResultLine(
+                    line.line, line.result.model_copy(update={"value": mapping.apply(value)})
+                )
+            )
         else:
             out.append(line)
     return out, raw, set(raw.values())
 
 
-def _rows(dataset: GoldDataset, old: Join, new: Join, raw_old: dict[str, str]) -> list[tuple[JoinedCase, JoinedCase, CaseTransition]]:
+def _rows(
+    dataset: GoldDataset, old: Join, new: Join, raw_old: dict[str, str]
+) -> list[tuple[JoinedCase, JoinedCase, CaseTransition]]:
     rubric = dataset.rubric
     new_of = {c.case_id: c for c in new.cases}
     rows = []
@@ -231,26 +247,76 @@ def evaluate_migration(
     rubric = dataset.rubric
     mapped, raw, observed = map_old_lines(old_lines, mapping)
     blockers: list[Blocker] = []
-    unmapped = sorted(label for label in observed if label not in rubric.labels and (mapping is None or label not in mapping.mapping.mapping))
+    unmapped = sorted(
+        label
+        for label in observed
+        if label not in rubric.labels and (mapping is None or label not in mapping.mapping.mapping)
+    )
     if unmapped:
-        blockers.append(Blocker(code="label_unmapped", category="incomplete", message=f"the baseline {baseline} gave verdicts {unmapped} that are not labels of rubric {rubric.version} and no reviewed mapping covers: an unmapped label blocks the comparison", evidence={"labels": ", ".join(unmapped), "label_mapping": mapping.sha256 if mapping else None}, case_ids=sorted(cid for cid, v in raw.items() if v in unmapped), waivable=False))
-        mapped = [line for line in mapped if line.result.value is None or line.result.value in rubric.labels]
-    old_join = join_results(dataset, mapped, partition="held_out", location="baseline held-out results")
-    new_join = join_results(dataset, list(new_lines), partition="held_out", location="candidate held-out results")
+        blockers.append(
+            Blocker(
+                code="label_unmapped",
+                category="incomplete",
+                message=f"the baseline {baseline} gave verdicts {unmapped} that are not labels of rubric {rubric.version} and no reviewed mapping covers: an unmapped label blocks the comparison",
+                evidence={
+                    "labels": ", ".join(unmapped),
+                    "label_mapping": mapping.sha256 if mapping else None,
+                },
+                case_ids=sorted(cid for cid, v in raw.items() if v in unmapped),
+                waivable=False,
+            )
+        )
+        mapped = [
+            line
+            for line in mapped
+            if line.result.value is None or line.result.value in rubric.labels
+        ]
+    old_join = join_results(
+        dataset, mapped, partition="held_out", location="baseline held-out results"
+    )
+    new_join = join_results(
+        dataset, list(new_lines), partition="held_out", location="candidate held-out results"
+    )
     rows = _rows(dataset, old_join, new_join, raw)
     missing_old = [t.case_id for o, _, t in rows if o.outcome == "missing"]
     if baseline_run_status != "complete" or missing_old:
-        blockers.append(Blocker(code="baseline_incomplete", category="incomplete", message=f"the baseline {baseline}'s held-out run is {baseline_run_status or 'missing'}" + (f" and {len(missing_old)} case(s) have no old result" if missing_old else "") + ": the transitions cannot all be shown", evidence={"run_status": baseline_run_status, "cases_without_old_result": len(missing_old)}, case_ids=missing_old, waivable=False))
+        blockers.append(
+            Blocker(
+                code="baseline_incomplete",
+                category="incomplete",
+                message=f"the baseline {baseline}'s held-out run is {baseline_run_status or 'missing'}"
+                + (f" and {len(missing_old)} case(s) have no old result" if missing_old else "")
+                + ": the transitions cannot all be shown",
+                evidence={
+                    "run_status": baseline_run_status,
+                    "cases_without_old_result": len(missing_old),
+                },
+                case_ids=missing_old,
+                waivable=False,
+            )
+        )
     out_rows: list[TransitionRow] = []
     used: list[TransitionReview] = []
     per_slice: dict[str, Counter[str]] = {}
     for _, _, t in rows:
-        old_v, new_v = verdict_text(t.old_label, t.old_category), verdict_text(t.new_label, t.new_category)
+        old_v, new_v = (
+            verdict_text(t.old_label, t.old_category),
+            verdict_text(t.new_label, t.new_category),
+        )
         status: ReviewStatus | None = None
         review_id = None
         if t.needs_review:
             review = reviews.get(t.case_id)
-            pending = PendingTransition(old_fingerprint=baseline_fingerprint, new_fingerprint=candidate_fingerprint, case_id=t.case_id, slice=t.slice, human_label=t.human_label, old_verdict=old_v, new_verdict=new_v, report_id="")
+            pending = PendingTransition(
+                old_fingerprint=baseline_fingerprint,
+                new_fingerprint=candidate_fingerprint,
+                case_id=t.case_id,
+                slice=t.slice,
+                human_label=t.human_label,
+                old_verdict=old_v,
+                new_verdict=new_v,
+                report_id="",
+            )
             if review is not None and review.matches(pending):
                 status = "accepted" if review.decision == "accept" else "rejected"
                 review_id = review.review_id
@@ -258,22 +324,81 @@ def evaluate_migration(
             else:
                 status = "unreviewed"
             per_slice.setdefault(t.slice, Counter())[status] += 1
-        out_rows.append(TransitionRow(transition=t, old_verdict=old_v, new_verdict=new_v, review=status, review_id=review_id))
+        out_rows.append(
+            TransitionRow(
+                transition=t,
+                old_verdict=old_v,
+                new_verdict=new_v,
+                review=status,
+                review_id=review_id,
+            )
+        )
     for name in sorted(per_slice):
         counts = per_slice[name]
         risk = rubric.risk_of(name)
-        stale = sum(1 for r in out_rows if r.transition.slice == name and r.review == "unreviewed" and r.transition.case_id in reviews)
+        stale = sum(
+            1
+            for r in out_rows
+            if r.transition.slice == name
+            and r.review == "unreviewed"
+            and r.transition.case_id in reviews
+        )
         if counts["unreviewed"]:
-            ids = sorted(r.transition.case_id for r in out_rows if r.transition.slice == name and r.review == "unreviewed")
-            blockers.append(Blocker(code="critical_transition_unreviewed", category="review", slice=name, risk=risk, message=f"slice {name}: {len(ids)} of {sum(counts.values())} changed verdict(s) between {baseline} and {candidate} have no evidence-based transition review" + (f" ({stale} review(s) saw another verdict and no longer count)" if stale else "") + "; review each (`workbench review transition` or the review widget), then `workbench certify --resume-review REPORT`", evidence={"cases": len(ids), "changed": sum(counts.values()), "accepted": counts["accepted"], "rejected": counts["rejected"], "stale_reviews": stale}, case_ids=ids, waivable=False))
+            ids = sorted(
+                r.transition.case_id
+                for r in out_rows
+                if r.transition.slice == name and r.review == "unreviewed"
+            )
+            blockers.append(
+                Blocker(
+                    code="critical_transition_unreviewed",
+                    category="review",
+                    slice=name,
+                    risk=risk,
+                    message=f"slice {name}: {len(ids)} of {sum(counts.values())} changed verdict(s) between {baseline} and {candidate} have no evidence-based transition review"
+                    + (
+                        f" ({stale} review(s) saw another verdict and no longer count)"
+                        if stale
+                        else ""
+                    )
+                    + "; review each (`workbench review transition` or the review widget), then `workbench certify --resume-review REPORT`",
+                    evidence={
+                        "cases": len(ids),
+                        "changed": sum(counts.values()),
+                        "accepted": counts["accepted"],
+                        "rejected": counts["rejected"],
+                        "stale_reviews": stale,
+                    },
+                    case_ids=ids,
+                    waivable=False,
+                )
+            )
         if counts["rejected"]:
-            ids = sorted(r.transition.case_id for r in out_rows if r.transition.slice == name and r.review == "rejected")
-            blockers.append(Blocker(code="critical_transition_rejected", category="quality", slice=name, risk=risk, message=f"slice {name}: a transition review rejected {len(ids)} changed verdict(s) of {candidate} against {baseline}: on the cited evidence the change is not acceptable", evidence={"cases": len(ids), "changed": sum(counts.values())}, case_ids=ids, waivable=False))
+            ids = sorted(
+                r.transition.case_id
+                for r in out_rows
+                if r.transition.slice == name and r.review == "rejected"
+            )
+            blockers.append(
+                Blocker(
+                    code="critical_transition_rejected",
+                    category="quality",
+                    slice=name,
+                    risk=risk,
+                    message=f"slice {name}: a transition review rejected {len(ids)} changed verdict(s) of {candidate} against {baseline}: on the cited evidence the change is not acceptable",
+                    evidence={"cases": len(ids), "changed": sum(counts.values())},
+                    case_ids=ids,
+                    waivable=False,
+                )
+            )
     by_slice: dict[str, list[tuple[JoinedCase, JoinedCase, CaseTransition]]] = {}
     for row in rows:
         by_slice.setdefault(row[0].slice, []).append(row)
     order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
-    slices = [_slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric) for name in sorted(by_slice, key=lambda s: (order.get(rubric.risk_of(s) or "", 9), s))]
+    slices = [
+        _slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric)
+        for name in sorted(by_slice, key=lambda s: (order.get(rubric.risk_of(s) or "", 9), s))
+    ]
     matrix: dict[str, dict[str, int]] = {r: dict.fromkeys(CATEGORIES, 0) for r in CATEGORIES}
     for _, _, t in rows:
         matrix[t.old_category][t.new_category] += 1
@@ -288,13 +413,28 @@ def evaluate_migration(
         cases=len(rows),
         slices=slices,
         overall=_slice_comparison("(all)", None, rows, rubric),
-        matrix={r: {c: v for c, v in cols.items() if v} for r, cols in matrix.items() if any(cols.values())},
-        reviews=[SliceReview(slice=name, needs_review=sum(per_slice[name].values()), accepted=per_slice[name]["accepted"], rejected=per_slice[name]["rejected"], unreviewed=per_slice[name]["unreviewed"]) for name in sorted(per_slice, key=lambda s: (order.get(rubric.risk_of(s) or "", 9), s))],
+        matrix={
+            r: {c: v for c, v in cols.items() if v}
+            for r, cols in matrix.items()
+            if any(cols.values())
+        },
+        reviews=[
+            SliceReview(
+                slice=name,
+                needs_review=sum(per_slice[name].values()),
+                accepted=per_slice[name]["accepted"],
+                rejected=per_slice[name]["rejected"],
+                unreviewed=per_slice[name]["unreviewed"],
+            )
+            for name in sorted(per_slice, key=lambda s: (order.get(rubric.risk_of(s) or "", 9), s))
+        ],
     )
     return MigrationEvidence(summary=summary, rows=out_rows, blockers=blockers, reviews_used=used)
 
 
-def evidence_ids_for(dataset: GoldDataset | None, case_id: str) -> tuple[frozenset[str] | None, tuple[str, ...]]:
+def evidence_ids_for(
+    dataset: GoldDataset | None, case_id: str
+) -> tuple[frozenset[str] | None, tuple[str, ...]]:
     """The ids a transition review of ``case_id`` may cite, and the ones the case itself cites.
 
     With an evidence snapshot: the snapshot's ids. Without one: the case's own cited evidence
@@ -304,13 +444,27 @@ def evidence_ids_for(dataset: GoldDataset | None, case_id: str) -> tuple[frozens
     if dataset is None:
         return None, ()
     case = dataset.cases.get(case_id)
-    cited = tuple(dict.fromkeys([*(case.evidence if case else ()), *(e for r in (case.reviews if case else ()) for e in r.evidence)]))
+    cited = tuple(
+        dict.fromkeys(
+            [
+                *(case.evidence if case else ()),
+                *(e for r in (case.reviews if case else ()) for e in r.evidence),
+            ]
+        )
+    )
     if dataset.evidence_ids is not None:
         return frozenset(dataset.evidence_ids), cited
     return frozenset(cited), cited
 
 
-def pending_transitions(rows: Iterable[TransitionRow], *, old_fingerprint: str, new_fingerprint: str, report_id: str, dataset: GoldDataset | None = None) -> list[PendingTransition]:
+def pending_transitions(
+    rows: Iterable[TransitionRow],
+    *,
+    old_fingerprint: str,
+    new_fingerprint: str,
+    report_id: str,
+    dataset: GoldDataset | None = None,
+) -> list[PendingTransition]:
     """Every changed verdict in a critical slice of ``rows``, as a transition to review."""
     out = []
     for row in rows:
@@ -318,7 +472,20 @@ def pending_transitions(rows: Iterable[TransitionRow], *, old_fingerprint: str, 
         if not t.needs_review:
             continue
         allowed, cited = evidence_ids_for(dataset, t.case_id)
-        out.append(PendingTransition(old_fingerprint=old_fingerprint, new_fingerprint=new_fingerprint, case_id=t.case_id, slice=t.slice, human_label=t.human_label, old_verdict=row.old_verdict, new_verdict=row.new_verdict, report_id=report_id, evidence_ids=allowed, cited=cited))
+        out.append(
+            PendingTransition(
+                old_fingerprint=old_fingerprint,
+                new_fingerprint=new_fingerprint,
+                case_id=t.case_id,
+                slice=t.slice,
+                human_label=t.human_label,
+                old_verdict=row.old_verdict,
+                new_verdict=row.new_verdict,
+                report_id=report_id,
+                evidence_ids=allowed,
+                cited=cited,
+            )
+        )
     return out
 
 

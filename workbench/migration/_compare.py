@@ -327,7 +327,9 @@ class ComparisonReport(_Model):
         """The case transitions as a pandas DataFrame."""
         import pandas as pd
 
-        return pd.DataFrame([c.model_dump() for c in self.cases], columns=list(CaseTransition.model_fields))
+        return pd.DataFrame(
+            [c.model_dump() for c in self.cases], columns=list(CaseTransition.model_fields)
+        )
 
     def slices_frame(self) -> Any:
         """Per slice: transitions, changed verdicts, review, rates and their paired difference."""
@@ -335,12 +337,21 @@ class ComparisonReport(_Model):
 
         rows = []
         for s in [*self.slices, self.overall]:
-            row: dict[str, Any] = {"slice": s.slice, "risk": s.risk, "cases": s.cases, **s.transitions, "verdict_changed": s.verdict_changed, "needs_review": s.needs_review}
+            row: dict[str, Any] = {
+                "slice": s.slice,
+                "risk": s.risk,
+                "cases": s.cases,
+                **s.transitions,
+                "verdict_changed": s.verdict_changed,
+                "needs_review": s.needs_review,
+            }
             for name, d in (("false_pass", s.false_pass), ("false_fail", s.false_fail)):
                 row[f"{name}_old"] = d.old.rate
                 row[f"{name}_new"] = d.new.rate
                 row[f"{name}_delta"] = d.delta
-                row[f"{name}_delta_ci95"] = None if d.delta is None else f"[{d.ci95_low:+.3f}, {d.ci95_high:+.3f}]"
+                row[f"{name}_delta_ci95"] = (
+                    None if d.delta is None else f"[{d.ci95_low:+.3f}, {d.ci95_high:+.3f}]"
+                )
             row["p_mcnemar"] = s.mcnemar.p_value
             rows.append(row)
         return pd.DataFrame(rows)
@@ -349,8 +360,17 @@ class ComparisonReport(_Model):
         """The pass/fail/abstain matrix (rows: old, columns: new), categories with cases only."""
         import pandas as pd
 
-        used = [c for c in CATEGORIES if any(self.matrix.get(c, {}).values()) or any(self.matrix.get(r, {}).get(c, 0) for r in CATEGORIES)]
-        return pd.DataFrame([[self.matrix.get(r, {}).get(c, 0) for c in used] for r in used], index=[f"old {r}" for r in used], columns=[f"new {c}" for c in used])
+        used = [
+            c
+            for c in CATEGORIES
+            if any(self.matrix.get(c, {}).values())
+            or any(self.matrix.get(r, {}).get(c, 0) for r in CATEGORIES)
+        ]
+        return pd.DataFrame(
+            [[self.matrix.get(r, {}).get(c, 0) for c in used] for r in used],
+            index=[f"old {r}" for r in used],
+            columns=[f"new {c}" for c in used],
+        )
 
     def controls_frame(self) -> Any:
         """The controls side by side."""
@@ -401,29 +421,76 @@ def _transition(old: JoinedCase, new: JoinedCase) -> str:
     return "still_wrong"
 
 
-def _reused_problems(run_dir: Path, judge: Judge, dataset: GoldDataset, partition: str, cases: list[Any], side: str) -> list[Problem]:
+def _reused_problems(
+    run_dir: Path, judge: Judge, dataset: GoldDataset, partition: str, cases: list[Any], side: str
+) -> list[Problem]:
     """Why an existing run directory cannot stand for ``judge`` on these cases."""
     loc = str(run_dir)
     manifest_path = run_dir / MANIFEST_FILE
     if not manifest_path.is_file() or not (run_dir / RESULTS_FILE).is_file():
-        return [Problem(location=loc, code="run_missing", message=f"--{side}-run is not a run directory (manifest.json and results.jsonl)", fix="point at a directory written by `workbench run`, or drop the option to run the candidate here")]
+        return [
+            Problem(
+                location=loc,
+                code="run_missing",
+                message=f"--{side}-run is not a run directory (manifest.json and results.jsonl)",
+                fix="point at a directory written by `workbench run`, or drop the option to run the candidate here",
+            )
+        ]
     try:
         manifest = RunManifest.model_validate(read_json_file(manifest_path))
     except (OSError, ValueError) as exc:
-        return [Problem(location=str(manifest_path), code="manifest_invalid", message=f"the run manifest cannot be read ({type(exc).__name__})", fix="restore the manifest.json the run wrote")]
+        return [
+            Problem(
+                location=str(manifest_path),
+                code="manifest_invalid",
+                message=f"the run manifest cannot be read ({type(exc).__name__})",
+                fix="restore the manifest.json the run wrote",
+            )
+        ]
     problems: list[Problem] = []
     if manifest.judge_fingerprint != judge.identity.fingerprint():
-        problems.append(Problem(location=str(manifest_path), code="run_other_candidate", message=f"the run is of judge {manifest.judge.name}@{manifest.judge.version} ({manifest.judge_fingerprint[:12]}), not {judge.spec.label} ({judge.identity.fingerprint()[:12]})", fix=f"give --{side}-run a run of {judge.spec.label} as it is now, or drop the option"))
-    if manifest.dataset_sha256 != dataset.sha256 or manifest.rubric_version != dataset.rubric.version:
-        problems.append(Problem(location=str(manifest_path), code="run_other_gold", message=f"the run was made on dataset {manifest.dataset_sha256[:12]} (rubric {manifest.rubric_version}), the gold given is {dataset.sha256[:12]} (rubric {dataset.rubric.version})", fix="both versions must be compared on the same frozen gold: re-run on this gold (drop the option)"))
+        problems.append(
+            Problem(
+                location=str(manifest_path),
+                code="run_other_candidate",
+                message=f"the run is of judge {manifest.judge.name}@{manifest.judge.version} ({manifest.judge_fingerprint[:12]}), not {judge.spec.label} ({judge.identity.fingerprint()[:12]})",
+                fix=f"give --{side}-run a run of {judge.spec.label} as it is now, or drop the option",
+            )
+        )
+    if (
+        manifest.dataset_sha256 != dataset.sha256
+        or manifest.rubric_version != dataset.rubric.version
+    ):
+        problems.append(
+            Problem(
+                location=str(manifest_path),
+                code="run_other_gold",
+                message=f"the run was made on dataset {manifest.dataset_sha256[:12]} (rubric {manifest.rubric_version}), the gold given is {dataset.sha256[:12]} (rubric {dataset.rubric.version})",
+                fix="both versions must be compared on the same frozen gold: re-run on this gold (drop the option)",
+            )
+        )
     if manifest.partition != partition:
-        problems.append(Problem(location=str(manifest_path), code="run_other_partition", message=f"the run is of partition {manifest.partition!r}, the comparison of {partition!r}", fix=f"give a run of {partition}"))
+        problems.append(
+            Problem(
+                location=str(manifest_path),
+                code="run_other_partition",
+                message=f"the run is of partition {manifest.partition!r}, the comparison of {partition!r}",
+                fix=f"give a run of {partition}",
+            )
+        )
     want = [(c.case_id, c.response_hash) for c in cases]
     have = [(c.case_id, c.response_hash) for c in manifest.cases]
     if manifest.partition == partition and sorted(want) != sorted(have):
         missing = sorted(set(want) - set(have))
         extra = sorted(set(have) - set(want))
-        problems.append(Problem(location=str(manifest_path), code="run_other_cases", message=f"the run's manifest holds other cases than the partition ({len(missing)} missing, {len(extra)} extra, e.g. {', '.join(c for c, _ in (missing or extra)[:3])})", fix="both versions must judge the same frozen cases: re-run (drop the option)"))
+        problems.append(
+            Problem(
+                location=str(manifest_path),
+                code="run_other_cases",
+                message=f"the run's manifest holds other cases than the partition ({len(missing)} missing, {len(extra)} extra, e.g. {', '.join(c for c, _ in (missing or extra)[:3])})",
+                fix="both versions must judge the same frozen cases: re-run (drop the option)",
+            )
+        )
     summary_path = run_dir / SUMMARY_FILE
     status = None
     if summary_path.is_file():
@@ -433,7 +500,14 @@ def _reused_problems(run_dir: Path, judge: Judge, dataset: GoldDataset, partitio
         except (OSError, ValueError):
             status = None
     if status != "complete":
-        problems.append(Problem(location=loc, code="run_incomplete", message=f"the run is {status or 'of unknown status (no run.json)'}: reusing it would compare on fewer cases", fix=f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run to run here"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="run_incomplete",
+                message=f"the run is {status or 'of unknown status (no run.json)'}: reusing it would compare on fewer cases",
+                fix=f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run to run here",
+            )
+        )
     return problems
 
 
@@ -442,7 +516,14 @@ def _read_side(path: Path, mapping: LoadedMapping | None) -> tuple[list[ResultLi
     observed = Counter(line.result.value for line in lines if line.result.value is not None)
     if mapping is None:
         return lines, observed
-    mapped = [ResultLine(line.line, line.result.model_copy(update={"value": mapping.apply(line.result.value)})) if line.result.value is not None and line.result.value in mapping.mapping.mapping else line for line in lines]
+    mapped = [
+        ResultLine(
+            line.line, line.result.model_copy(update={"value": mapping.apply(line.result.value)})
+        )
+        if line.result.value is not None and line.result.value in mapping.mapping.mapping
+        else line
+        for line in lines
+    ]
     return mapped, observed
 
 
@@ -456,16 +537,31 @@ def _rate_delta(pairs: list[tuple[str | None, str | None]], event: str) -> RateD
     c = sum(1 for o, n in both if o != event and n == event)
     d = len(both) - a - b - c
     delta, low, high = paired_rate_difference(a, b, c, d)
-    return RateDelta(old=wilson_rate(sum(1 for o in old_dec if o == event), len(old_dec)), new=wilson_rate(sum(1 for n in new_dec if n == event), len(new_dec)), paired_n=len(both), delta=delta, ci95_low=low, ci95_high=high)
+    return RateDelta(
+        old=wilson_rate(sum(1 for o in old_dec if o == event), len(old_dec)),
+        new=wilson_rate(sum(1 for n in new_dec if n == event), len(new_dec)),
+        paired_n=len(both),
+        delta=delta,
+        ci95_low=low,
+        ci95_high=high,
+    )
 
 
-def _slice_comparison(name: str, risk: str | None, rows: list[tuple[JoinedCase, JoinedCase, CaseTransition]], rubric: Any) -> SliceComparison:
+def _slice_comparison(
+    name: str,
+    risk: str | None,
+    rows: list[tuple[JoinedCase, JoinedCase, CaseTransition]],
+    rubric: Any,
+) -> SliceComparison:
     counts = Counter(t.transition for _, _, t in rows)
     fails: list[tuple[str | None, str | None]] = []
     passes: list[tuple[str | None, str | None]] = []
     for o, n, _ in rows:
         human = rubric.pass_fail(o.human_label) if o.human_label in rubric.labels else None
-        views = (rubric.pass_fail(o.judge_label) if o.outcome == "verdict" else None, rubric.pass_fail(n.judge_label) if n.outcome == "verdict" else None)
+        views = (
+            rubric.pass_fail(o.judge_label) if o.outcome == "verdict" else None,
+            rubric.pass_fail(n.judge_label) if n.outcome == "verdict" else None,
+        )
         if human == "fail":
             fails.append(views)
         elif human == "pass":
@@ -484,19 +580,50 @@ def _slice_comparison(name: str, risk: str | None, rows: list[tuple[JoinedCase, 
         needs_review=sum(1 for _, _, t in rows if t.needs_review),
         false_pass=_rate_delta(fails, "pass"),
         false_fail=_rate_delta(passes, "fail"),
-        mcnemar=McNemar(paired=len(verdicts), both_right=rr, old_right_new_wrong=rw, old_wrong_new_right=wr, both_wrong=ww, p_value=exact_mcnemar(rw, wr, rr, ww)),
+        mcnemar=McNemar(
+            paired=len(verdicts),
+            both_right=rr,
+            old_right_new_wrong=rw,
+            old_wrong_new_right=wr,
+            both_wrong=ww,
+            p_value=exact_mcnemar(rw, wr, rr, ww),
+        ),
     )
 
 
-def _controls_side_by_side(suite: Any, old_report: Any, new_report: Any, old_dir: Path, new_dir: Path) -> ControlsSideBySide:
+def _controls_side_by_side(
+    suite: Any, old_report: Any, new_report: Any, old_dir: Path, new_dir: Path
+) -> ControlsSideBySide:
     new_rows = {r.control_id: r for r in new_report.controls}
     rows = []
     for o in old_report.controls:
         n = new_rows[o.control_id]
-        rows.append(ControlComparison(control_id=o.control_id, role=o.role, expected=o.expected, old_verdict=o.verdict, old_status=o.status, new_verdict=n.verdict, new_status=n.status, changed=o.status != n.status))
+        rows.append(
+            ControlComparison(
+                control_id=o.control_id,
+                role=o.role,
+                expected=o.expected,
+                old_verdict=o.verdict,
+                old_status=o.status,
+                new_verdict=n.verdict,
+                new_status=n.status,
+                changed=o.status != n.status,
+            )
+        )
     new_roles = {r.role: r.status for r in new_report.roles}
-    roles = [{"role": r.role, "old": r.status, "new": new_roles.get(r.role)} for r in old_report.roles]
-    return ControlsSideBySide(suite=f"{suite.name}@{suite.version}", suite_sha256=suite.sha256, old_status=old_report.status, new_status=new_report.status, roles=roles, controls=rows, old_run_dir=str(old_dir), new_run_dir=str(new_dir))
+    roles = [
+        {"role": r.role, "old": r.status, "new": new_roles.get(r.role)} for r in old_report.roles
+    ]
+    return ControlsSideBySide(
+        suite=f"{suite.name}@{suite.version}",
+        suite_sha256=suite.sha256,
+        old_status=old_report.status,
+        new_status=new_report.status,
+        roles=roles,
+        controls=rows,
+        old_run_dir=str(old_dir),
+        new_run_dir=str(new_dir),
+    )
 
 
 def _freeze(out: Path, content: dict[str, Any]) -> str:
@@ -506,15 +633,42 @@ def _freeze(out: Path, content: dict[str, Any]) -> str:
         try:
             existing = read_json_file(path)
         except (OSError, ValueError):
-            raise WorkbenchError("unreadable comparison manifest", [Problem(location=str(path), code="manifest_invalid", message="the comparison manifest cannot be read", fix="restore it, or compare into a new --out")]) from None
-        old_content = {k: v for k, v in existing.items() if k not in ("comparison_id", "created_at")}
+            raise WorkbenchError(
+                "unreadable comparison manifest",
+                [
+                    Problem(
+                        location=str(path),
+                        code="manifest_invalid",
+                        message="the comparison manifest cannot be read",
+                        fix="restore it, or compare into a new --out",
+                    )
+                ],
+            ) from None
+        old_content = {
+            k: v for k, v in existing.items() if k not in ("comparison_id", "created_at")
+        }
         if old_content != content:
-            changed = sorted(k for k in set(old_content) | set(content) if old_content.get(k) != content.get(k))
-            raise WorkbenchError("refusing to continue: the comparison changed", [Problem(location=str(path), code="comparison_manifest_changed", message=f"this directory holds a comparison with a different {', '.join(changed)}", fix="compare into a new --out; the evidence of the old comparison is kept")])
+            changed = sorted(
+                k for k in set(old_content) | set(content) if old_content.get(k) != content.get(k)
+            )
+            raise WorkbenchError(
+                "refusing to continue: the comparison changed",
+                [
+                    Problem(
+                        location=str(path),
+                        code="comparison_manifest_changed",
+                        message=f"this directory holds a comparison with a different {', '.join(changed)}",
+                        fix="compare into a new --out; the evidence of the old comparison is kept",
+                    )
+                ],
+            )
         return str(existing.get("comparison_id"))
     comparison_id = f"cmp-{uuid.uuid4().hex[:12]}"
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(path, {"comparison_id": comparison_id, "created_at": datetime.now(UTC).isoformat(), **content})
+    atomic_write_json(
+        path,
+        {"comparison_id": comparison_id, "created_at": datetime.now(UTC).isoformat(), **content},
+    )
     return comparison_id
 
 
@@ -543,15 +697,39 @@ async def compare_candidates(
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
     refuse_held_out(partition, where="compare --partition")
     if partition not in ("development", "calibration"):
-        raise WorkbenchError("invalid partition", [Problem(location="--partition", code="partition_invalid", message=f"unknown partition {partition!r}", fix="compare on development or calibration")])
+        raise WorkbenchError(
+            "invalid partition",
+            [
+                Problem(
+                    location="--partition",
+                    code="partition_invalid",
+                    message=f"unknown partition {partition!r}",
+                    fix="compare on development or calibration",
+                )
+            ],
+        )
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     old_judge, new_judge = _as_judge(old), _as_judge(new)
     rubric = dataset.rubric
     out_dir = Path(out)
     cases = dataset.partition(partition)
     if not cases:
-        raise WorkbenchError("nothing to compare", [Problem(location=str(dataset.gold_path), code="empty_partition", message=f"partition {partition!r} has no cases", fix="choose a partition that has cases")])
-    mapping = load_label_mapping(label_mapping) if isinstance(label_mapping, str | Path) else label_mapping
+        raise WorkbenchError(
+            "nothing to compare",
+            [
+                Problem(
+                    location=str(dataset.gold_path),
+                    code="empty_partition",
+                    message=f"partition {partition!r} has no cases",
+                    fix="choose a partition that has cases",
+                )
+            ],
+        )
+    mapping = (
+        load_label_mapping(label_mapping)
+        if isinstance(label_mapping, str | Path)
+        else label_mapping
+    )
     suite = None
     if controls is not None:
         from ..controls import load_suite
@@ -561,22 +739,41 @@ async def compare_candidates(
     problems: list[Problem] = []
     outside = [label for label in new_judge.spec.labels if label not in rubric.labels]
     if outside:
-        problems.append(Problem(location=new_judge.spec.label, code="labels_outside_rubric", message=f"{new_judge.spec.label} may return {outside}, which rubric {rubric.version} does not have", fix="the new version's labels must be the rubric's; a renamed rubric needs a new gold release"))
+        problems.append(
+            Problem(
+                location=new_judge.spec.label,
+                code="labels_outside_rubric",
+                message=f"{new_judge.spec.label} may return {outside}, which rubric {rubric.version} does not have",
+                fix="the new version's labels must be the rubric's; a renamed rubric needs a new gold release",
+            )
+        )
     new_vocabulary = list(rubric.labels)  # verdicts are compared in the gold's vocabulary
-    problems += mapping_problems(mapping, old_label=old_judge.spec.label, new_label=new_judge.spec.label, old_labels=list(old_judge.spec.labels), new_labels=new_vocabulary, location=old_judge.spec.label)
+    problems += mapping_problems(
+        mapping,
+        old_label=old_judge.spec.label,
+        new_label=new_judge.spec.label,
+        old_labels=list(old_judge.spec.labels),
+        new_labels=new_vocabulary,
+        location=old_judge.spec.label,
+    )
     reuse = {"old": Path(old_run) if old_run else None, "new": Path(new_run) if new_run else None}
     for side, judge in (("old", old_judge), ("new", new_judge)):
         run_dir = reuse[side]
         if run_dir is not None:
             problems += _reused_problems(run_dir, judge, dataset, partition, cases, side)
     if problems:
-        raise WorkbenchError(f"refusing to compare {old_judge.spec.label} with {new_judge.spec.label}: {len(problems)} problem(s)", problems)
+        raise WorkbenchError(
+            f"refusing to compare {old_judge.spec.label} with {new_judge.spec.label}: {len(problems)} problem(s)",
+            problems,
+        )
 
     actual = judge_changes(old_judge, new_judge)
     parity = request_parity(old_judge, new_judge, cases)
     warnings = parity_warnings(new_judge, old_judge, actual, parity)
     if old_judge.identity.fingerprint() == new_judge.identity.fingerprint():
-        warnings.append("both sides are the same judge (same fingerprint): every difference is run-to-run variation")
+        warnings.append(
+            "both sides are the same judge (same fingerprint): every difference is run-to-run variation"
+        )
 
     items = [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in cases]
     planned: list[_Planned] = []
@@ -584,17 +781,38 @@ async def compare_candidates(
         from ..controls import work_items
 
         for side, judge in (("old", old_judge), ("new", new_judge)):
-            planned.append(_Planned(f"controls {side}", judge, work_items(suite), out_dir / "controls" / side, "controls"))
+            planned.append(
+                _Planned(
+                    f"controls {side}",
+                    judge,
+                    work_items(suite),
+                    out_dir / "controls" / side,
+                    "controls",
+                )
+            )
     for side, judge in (("old", old_judge), ("new", new_judge)):
         if reuse[side] is None:
             planned.append(_Planned(side, judge, items, out_dir / side, "partition"))
-    estimates = [estimate_run(p.name, p.judge, p.items, p.out, cache_dir=cache_dir) for p in planned]
+    estimates = [
+        estimate_run(p.name, p.judge, p.items, p.out, cache_dir=cache_dir) for p in planned
+    ]
     needed = sum(e.needed_usd for e in estimates)
     if budget_usd is not None and needed > budget_usd + 1e-12:
-        detail = "; ".join(f"{e.run} ({e.judge}): {e.calls} call(s) reserving ${e.reservation_usd:.4f}" + (f" + ${e.recorded_usd:.4f} recorded" if e.recorded_usd else "") for e in estimates)
+        detail = "; ".join(
+            f"{e.run} ({e.judge}): {e.calls} call(s) reserving ${e.reservation_usd:.4f}"
+            + (f" + ${e.recorded_usd:.4f} recorded" if e.recorded_usd else "")
+            for e in estimates
+        )
         raise BudgetInsufficient(
             "the budget does not cover both candidates: nothing was started",
-            [Problem(location="--budget-usd", code="budget_insufficient", message=f"comparing {old_judge.spec.label} with {new_judge.spec.label} on {len(cases)} {partition} case(s) needs up to ${needed:.4f} (the engine's reservations: input estimate + full output cap, one attempt per call), the budget is ${budget_usd:.4f}: {detail}", fix=f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a scope change, not a saving")],
+            [
+                Problem(
+                    location="--budget-usd",
+                    code="budget_insufficient",
+                    message=f"comparing {old_judge.spec.label} with {new_judge.spec.label} on {len(cases)} {partition} case(s) needs up to ${needed:.4f} (the engine's reservations: input estimate + full output cap, one attempt per call), the budget is ${budget_usd:.4f}: {detail}",
+                    fix=f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a scope change, not a saving",
+                )
+            ],
         )
 
     content = {
@@ -617,21 +835,46 @@ async def compare_candidates(
     for index, plan in enumerate(planned):
         limit = None
         if budget_usd is not None:
-            others = sum((summaries[p.name].cost_usd if p.name in summaries else estimates[i].recorded_usd) for i, p in enumerate(planned) if i != index)
+            others = sum(
+                (summaries[p.name].cost_usd if p.name in summaries else estimates[i].recorded_usd)
+                for i, p in enumerate(planned)
+                if i != index
+            )
             later = sum(estimates[i].reservation_usd for i in range(index + 1, len(planned)))
             limit = max(0.0, budget_usd - others - later)
         if plan.kind == "controls":
             from ..controls import run_controls
 
-            report = await run_controls(plan.judge, suite, plan.out, concurrency=concurrency, budget_usd=limit, cache_dir=cache_dir, progress=progress)
+            report = await run_controls(
+                plan.judge,
+                suite,
+                plan.out,
+                concurrency=concurrency,
+                budget_usd=limit,
+                cache_dir=cache_dir,
+                progress=progress,
+            )
             assert report.run is not None
             summaries[plan.name] = report.run
             control_reports[plan.name] = report
         else:
-            summaries[plan.name] = await run_candidate(plan.judge, dataset, partition, plan.out, concurrency=concurrency, budget_usd=limit, cache_dir=cache_dir, progress=progress)
+            summaries[plan.name] = await run_candidate(
+                plan.judge,
+                dataset,
+                partition,
+                plan.out,
+                concurrency=concurrency,
+                budget_usd=limit,
+                cache_dir=cache_dir,
+                progress=progress,
+            )
         summary = summaries[plan.name]
         if summary.status != "complete":
-            incomplete.append(f"the {plan.name} run of {plan.judge.spec.label} is incomplete" + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "") + f": {len(summary.unrun)} unrun, {len(summary.pending_retry)} mid-retry")
+            incomplete.append(
+                f"the {plan.name} run of {plan.judge.spec.label} is incomplete"
+                + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "")
+                + f": {len(summary.unrun)} unrun, {len(summary.pending_retry)} mid-retry"
+            )
 
     paths = {side: (reuse[side] or out_dir / side) / RESULTS_FILE for side in ("old", "new")}
     old_lines, observed = _read_side(paths["old"], mapping)
@@ -639,22 +882,62 @@ async def compare_candidates(
     if suite is not None:
         from ..controls._run import _outcomes
 
-        control_observed = {o.verdict for o in _outcomes(suite, out_dir / "controls" / "old" / RESULTS_FILE, old_judge.identity.fingerprint()).values() if o.verdict is not None}
-    late = mapping_problems(mapping, old_label=old_judge.spec.label, new_label=new_judge.spec.label, old_labels=list(old_judge.spec.labels), new_labels=new_vocabulary, observed=set(observed) | control_observed, location=str(paths["old"]))
+        control_observed = {
+            o.verdict
+            for o in _outcomes(
+                suite, out_dir / "controls" / "old" / RESULTS_FILE, old_judge.identity.fingerprint()
+            ).values()
+            if o.verdict is not None
+        }
+    late = mapping_problems(
+        mapping,
+        old_label=old_judge.spec.label,
+        new_label=new_judge.spec.label,
+        old_labels=list(old_judge.spec.labels),
+        new_labels=new_vocabulary,
+        observed=set(observed) | control_observed,
+        location=str(paths["old"]),
+    )
     if late:
         raise WorkbenchError("refusing to compare: the old verdicts hold unmapped labels", late)
     joins: dict[str, Join] = {}
     manifests: dict[str, RunManifest | None] = {}
     for side, lines in (("old", old_lines), ("new", read_results(paths["new"]))):
         manifests[side] = read_run_manifest(paths[side])
-        joins[side] = align_results(dataset, lines, partition=partition, manifest=manifests[side], location=str(paths[side]))
+        joins[side] = align_results(
+            dataset, lines, partition=partition, manifest=manifests[side], location=str(paths[side])
+        )
     mo, mn = manifests["old"], manifests["new"]
-    if mo is None or mn is None or mo.dataset_sha256 != mn.dataset_sha256 or mo.partition != mn.partition or [c.model_dump() for c in mo.cases] != [c.model_dump() for c in mn.cases]:
-        raise WorkbenchError("refusing to compare: the two runs did not judge the same frozen manifest", [Problem(location=str(out_dir), code="manifests_differ", message="the old and new runs' manifests differ in dataset, partition or cases (ids, response hashes, gold hashes)", fix="run both versions on the same gold and partition (compare runs them for you)")])
+    if (
+        mo is None
+        or mn is None
+        or mo.dataset_sha256 != mn.dataset_sha256
+        or mo.partition != mn.partition
+        or [c.model_dump() for c in mo.cases] != [c.model_dump() for c in mn.cases]
+    ):
+        raise WorkbenchError(
+            "refusing to compare: the two runs did not judge the same frozen manifest",
+            [
+                Problem(
+                    location=str(out_dir),
+                    code="manifests_differ",
+                    message="the old and new runs' manifests differ in dataset, partition or cases (ids, response hashes, gold hashes)",
+                    fix="run both versions on the same gold and partition (compare runs them for you)",
+                )
+            ],
+        )
 
     if suite is not None:
-        old_report = _remap_controls(suite, control_reports["controls old"], out_dir / "controls" / "old", old_judge, mapping)
-        side_by_side = _controls_side_by_side(suite, old_report, control_reports["controls new"], out_dir / "controls" / "old", out_dir / "controls" / "new")
+        old_report = _remap_controls(
+            suite, control_reports["controls old"], out_dir / "controls" / "old", old_judge, mapping
+        )
+        side_by_side = _controls_side_by_side(
+            suite,
+            old_report,
+            control_reports["controls new"],
+            out_dir / "controls" / "old",
+            out_dir / "controls" / "new",
+        )
     else:
         side_by_side = None
 
@@ -669,19 +952,28 @@ async def compare_candidates(
         summaries=summaries,
         manifests=(mo, mn),
         mapping=mapping,
-        raw_old={line.result.case_id: line.result.value for line in read_results(paths["old"])} if mapping else {},
+        raw_old={line.result.case_id: line.result.value for line in read_results(paths["old"])}
+        if mapping
+        else {},
         actual=actual,
         parity=parity,
         warnings=warnings,
         controls=side_by_side,
-        budget=BudgetLine(budget_usd=budget_usd, needed_usd=needed, estimates=estimates, spent_usd=sum(s.cost_usd for s in summaries.values())),
+        budget=BudgetLine(
+            budget_usd=budget_usd,
+            needed_usd=needed,
+            estimates=estimates,
+            spent_usd=sum(s.cost_usd for s in summaries.values()),
+        ),
         incomplete=incomplete,
     )
     atomic_write_json(out_dir / REPORT_FILE, report.model_dump(mode="json"))
     return report
 
 
-def _remap_controls(suite: Any, report: Any, run_dir: Path, judge: Judge, mapping: LoadedMapping | None) -> Any:
+def _remap_controls(
+    suite: Any, report: Any, run_dir: Path, judge: Judge, mapping: LoadedMapping | None
+) -> Any:
     """The old version's control report with its verdicts mapped into the new vocabulary."""
     if mapping is None:
         return report
@@ -689,11 +981,23 @@ def _remap_controls(suite: Any, report: Any, run_dir: Path, judge: Judge, mappin
     from ..controls._run import _outcomes
 
     outcomes = _outcomes(suite, run_dir / RESULTS_FILE, judge.identity.fingerprint())
-    mapped = {cid: ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error) if o.verdict is not None else o for cid, o in outcomes.items()}
+    mapped = {
+        cid: ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
+        if o.verdict is not None
+        else o
+        for cid, o in outcomes.items()
+    }
     return evaluate_controls(suite, mapped, judge=judge.identity, run=report.run)
 
 
-def _side(judge: Judge, run_dir: Path, reused: bool, summary: RunSummary | None, manifest: RunManifest | None, join: Join) -> CandidateSide:
+def _side(
+    judge: Judge,
+    run_dir: Path,
+    reused: bool,
+    summary: RunSummary | None,
+    manifest: RunManifest | None,
+    join: Join,
+) -> CandidateSide:
     if summary is None and (run_dir / SUMMARY_FILE).is_file():
         summary = RunSummary.model_validate(read_json_file(run_dir / SUMMARY_FILE))
     outcomes = Counter(c.outcome for c in join.cases)
@@ -712,7 +1016,26 @@ def _side(judge: Judge, run_dir: Path, reused: bool, summary: RunSummary | None,
     )
 
 
-def _build_report(*, comparison_id: str, dataset: GoldDataset, partition: str, joins: dict[str, Join], judges: tuple[Judge, Judge], paths: dict[str, Path], reuse: dict[str, Path | None], summaries: dict[str, RunSummary], manifests: tuple[RunManifest | None, RunManifest | None], mapping: LoadedMapping | None, raw_old: dict[str, str | None], actual: list[str], parity: RequestParity, warnings: list[str], controls: ControlsSideBySide | None, budget: BudgetLine, incomplete: list[str]) -> ComparisonReport:
+def _build_report(
+    *,
+    comparison_id: str,
+    dataset: GoldDataset,
+    partition: str,
+    joins: dict[str, Join],
+    judges: tuple[Judge, Judge],
+    paths: dict[str, Path],
+    reuse: dict[str, Path | None],
+    summaries: dict[str, RunSummary],
+    manifests: tuple[RunManifest | None, RunManifest | None],
+    mapping: LoadedMapping | None,
+    raw_old: dict[str, str | None],
+    actual: list[str],
+    parity: RequestParity,
+    warnings: list[str],
+    controls: ControlsSideBySide | None,
+    budget: BudgetLine,
+    incomplete: list[str],
+) -> ComparisonReport:
     rubric = dataset.rubric
     old_judge, new_judge = judges
     new_of = {c.case_id: c for c in joins["new"].cases}
@@ -748,7 +1071,10 @@ def _build_report(*, comparison_id: str, dataset: GoldDataset, partition: str, j
     by_slice: dict[str, list[tuple[JoinedCase, JoinedCase, CaseTransition]]] = {}
     for row in rows:
         by_slice.setdefault(row[0].slice, []).append(row)
-    slices = [_slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric) for name in sorted(by_slice, key=lambda s: (_RISK_ORDER.get(rubric.risk_of(s) or "", 9), s))]
+    slices = [
+        _slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric)
+        for name in sorted(by_slice, key=lambda s: (_RISK_ORDER.get(rubric.risk_of(s) or "", 9), s))
+    ]
     mo, mn = manifests
     assert mo is not None
     cases_sha = sha256_json([c.model_dump(mode="json") for c in mo.cases])
@@ -756,8 +1082,22 @@ def _build_report(*, comparison_id: str, dataset: GoldDataset, partition: str, j
     return ComparisonReport(
         comparison_id=comparison_id,
         created_at=datetime.now(UTC),
-        old=_side(old_judge, paths["old"].parent, reuse["old"] is not None, summaries.get("old"), mo, joins["old"]),
-        new=_side(new_judge, paths["new"].parent, reuse["new"] is not None, summaries.get("new"), mn, joins["new"]),
+        old=_side(
+            old_judge,
+            paths["old"].parent,
+            reuse["old"] is not None,
+            summaries.get("old"),
+            mo,
+            joins["old"],
+        ),
+        new=_side(
+            new_judge,
+            paths["new"].parent,
+            reuse["new"] is not None,
+            summaries.get("new"),
+            mn,
+            joins["new"],
+        ),
         dataset_sha256=dataset.sha256,
         rubric_version=rubric.version,
         gold_release=dataset.release.release_id if dataset.release else None,
@@ -765,7 +1105,15 @@ def _build_report(*, comparison_id: str, dataset: GoldDataset, partition: str, j
         cases_sha256=cases_sha,
         status="incomplete" if incomplete else "complete",
         incomplete_reasons=incomplete,
-        label_mapping=MappingRef(path=mapping.path, sha256=mapping.sha256, approver=m.approver, approved=m.approved.isoformat(), mapping=dict(m.mapping)) if mapping and m else None,
+        label_mapping=MappingRef(
+            path=mapping.path,
+            sha256=mapping.sha256,
+            approver=m.approver,
+            approved=m.approved.isoformat(),
+            mapping=dict(m.mapping),
+        )
+        if mapping and m
+        else None,
         declared_parent=new_judge.spec.parent,
         declared_changes=new_judge.spec.changes,
         actual_changes=actual,
@@ -775,7 +1123,11 @@ def _build_report(*, comparison_id: str, dataset: GoldDataset, partition: str, j
         budget=budget,
         overall=_slice_comparison("(all)", None, rows, rubric),
         slices=slices,
-        matrix={r: {c: v for c, v in cols.items() if v} for r, cols in matrix.items() if any(cols.values())},
+        matrix={
+            r: {c: v for c, v in cols.items() if v}
+            for r, cols in matrix.items()
+            if any(cols.values())
+        },
         cases=[t for _, _, t in rows],
         review=[t.case_id for _, _, t in rows if t.needs_review],
     )
@@ -789,16 +1141,28 @@ def compare_candidates_sync(*args: Any, **kwargs: Any) -> ComparisonReport:
 def format_comparison(report: ComparisonReport) -> str:
     """A plain-text account for the terminal."""
     o, n = report.old, report.new
-    lines = [f"compare {o.label} ({o.fingerprint[:12]}) -> {n.label} ({n.fingerprint[:12]}) on {report.partition} ({report.overall.cases} cases, dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version}): {report.status.upper()}"]
+    lines = [
+        f"compare {o.label} ({o.fingerprint[:12]}) -> {n.label} ({n.fingerprint[:12]}) on {report.partition} ({report.overall.cases} cases, dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version}): {report.status.upper()}"
+    ]
     for reason in report.incomplete_reasons:
         lines.append(f"  incomplete: {reason}")
     if report.label_mapping:
         lm = report.label_mapping
-        lines.append(f"label mapping {lm.path} (sha256 {lm.sha256[:12]}, approved by {lm.approver} on {lm.approved}): " + ", ".join(f"{a}->{b}" for a, b in sorted(lm.mapping.items())))
-    declared = f"declares parent {report.declared_parent}, changes {report.declared_changes}" if report.declared_parent else "declares no parent/changes"
+        lines.append(
+            f"label mapping {lm.path} (sha256 {lm.sha256[:12]}, approved by {lm.approver} on {lm.approved}): "
+            + ", ".join(f"{a}->{b}" for a, b in sorted(lm.mapping.items()))
+        )
+    declared = (
+        f"declares parent {report.declared_parent}, changes {report.declared_changes}"
+        if report.declared_parent
+        else "declares no parent/changes"
+    )
     lines.append(f"changes: {', '.join(report.actual_changes) or 'none'} ({n.label} {declared})")
     p = report.parity
-    lines.append(f"prompt parity: {p.differing_cases} of {p.cases} rendered requests differ" + (" in " + ", ".join(f"{k.key} ({k.cases})" for k in p.keys) if p.keys else ""))
+    lines.append(
+        f"prompt parity: {p.differing_cases} of {p.cases} rendered requests differ"
+        + (" in " + ", ".join(f"{k.key} ({k.cases})" for k in p.keys) if p.keys else "")
+    )
     if p.first_diff:
         lines.append(f"first difference (case {p.first_case_id}):")
         lines += ["    " + line for line in p.first_diff.splitlines()[:40]]
@@ -811,11 +1175,17 @@ def format_comparison(report: ComparisonReport) -> str:
             lines.append(f"  {r['role']:22} old {r['old']:10} new {r['new']}")
         for row in c.controls:
             if row.changed:
-                lines.append(f"  changed {row.control_id} ({row.role}, expected {row.expected}): {row.old_verdict} {row.old_status} -> {row.new_verdict} {row.new_status}")
-    lines.append("transitions by slice (fixed / broken / still wrong / still right / incomplete; changed verdicts; needing review):")
+                lines.append(
+                    f"  changed {row.control_id} ({row.role}, expected {row.expected}): {row.old_verdict} {row.old_status} -> {row.new_verdict} {row.new_status}"
+                )
+    lines.append(
+        "transitions by slice (fixed / broken / still wrong / still right / incomplete; changed verdicts; needing review):"
+    )
     for s in [*report.slices, report.overall]:
         t = s.transitions
-        lines.append(f"  {s.slice:26} {(s.risk or ''):8} n={s.cases:<4} {t['fixed']:>3} / {t['broken']:>3} / {t['still_wrong']:>3} / {t['still_right']:>3} / {t['incomplete']:>3}; changed {s.verdict_changed}; review {s.needs_review}")
+        lines.append(
+            f"  {s.slice:26} {(s.risk or ''):8} n={s.cases:<4} {t['fixed']:>3} / {t['broken']:>3} / {t['still_wrong']:>3} / {t['still_right']:>3} / {t['incomplete']:>3}; changed {s.verdict_changed}; review {s.needs_review}"
+        )
     lines.append("false-pass and false-fail rates, old -> new, paired difference [95% Tango]:")
     for s in [*report.slices, report.overall]:
         parts = []
@@ -823,13 +1193,30 @@ def format_comparison(report: ComparisonReport) -> str:
             if d.delta is None:
                 parts.append(f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n} (no paired case)")
             else:
-                parts.append(f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n}, delta {d.delta:+.3f} [{d.ci95_low:+.3f}, {d.ci95_high:+.3f}] (n={d.paired_n})")
+                parts.append(
+                    f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n}, delta {d.delta:+.3f} [{d.ci95_low:+.3f}, {d.ci95_high:+.3f}] (n={d.paired_n})"
+                )
         lines.append(f"  {s.slice:26} " + "; ".join(parts))
     mc = report.overall.mcnemar
-    lines.append(f"McNemar (exact): old right/new wrong {mc.old_right_new_wrong}, old wrong/new right {mc.old_wrong_new_right} of {mc.paired} paired cases: p = {mc.p_value:.4g}")
-    lines.append("pass/fail/abstain matrix (rows old, columns new): " + "; ".join(f"{r}: " + ", ".join(f"{c} {v}" for c, v in cols.items()) for r, cols in report.matrix.items()))
+    lines.append(
+        f"McNemar (exact): old right/new wrong {mc.old_right_new_wrong}, old wrong/new right {mc.old_wrong_new_right} of {mc.paired} paired cases: p = {mc.p_value:.4g}"
+    )
+    lines.append(
+        "pass/fail/abstain matrix (rows old, columns new): "
+        + "; ".join(
+            f"{r}: " + ", ".join(f"{c} {v}" for c, v in cols.items())
+            for r, cols in report.matrix.items()
+        )
+    )
     if report.review:
-        lines.append(f"REVIEW: {len(report.review)} changed verdict(s) in critical slices need evidence-based review: " + ", ".join(report.review))
+        lines.append(
+            f"REVIEW: {len(report.review)} changed verdict(s) in critical slices need evidence-based review: "
+            + ", ".join(report.review)
+        )
     b = report.budget
-    lines.append(f"cost: ${b.spent_usd:.4f}" + (f" of ${b.budget_usd:.4f}" if b.budget_usd is not None else "") + f" (estimated up to ${b.needed_usd:.4f} before starting)")
+    lines.append(
+        f"cost: ${b.spent_usd:.4f}"
+        + (f" of ${b.budget_usd:.4f}" if b.budget_usd is not None else "")
+        + f" (estimated up to ${b.needed_usd:.4f} before starting)"
+    )
     return "\n".join(lines)

@@ -100,14 +100,24 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
         what="label mapping",
         missing_fix="write the reviewed mapping (old -> new, approver, approved date); see docs/formats.md#label-mapping",
         encoding_code="mapping_yaml",
-        shape=("the mapping file must be a YAML mapping", "write from/to/approver/approved/mapping as key: value pairs"),
+        shape=(
+            "the mapping file must be a YAML mapping",
+            "write from/to/approver/approved/mapping as key: value pairs",
+        ),
     ).data
     try:
         mapping = LabelMapping.model_validate(raw)
     except SchemaTooNew as exc:
         raise WorkbenchError("unreadable label mapping", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
-        problems = validation_problems(exc, at=loc, root="mapping", code=_error_code, message=_error_message, fix="see docs/formats.md#label-mapping")
+        problems = validation_problems(
+            exc,
+            at=loc,
+            root="mapping",
+            code=_error_code,
+            message=_error_message,
+            fix="see docs/formats.md#label-mapping",
+        )
         raise WorkbenchError(f"{loc}: invalid label mapping", problems) from None
     return LoadedMapping(mapping=mapping, path=loc, sha256=sha256_file(path))
 
@@ -151,20 +161,62 @@ def mapping_problems(
         unmapped = sorted(set(needed) | {v for v in seen if v not in new_labels})
         if not unmapped:
             return []
-        return [Problem(location=location, code="label_mapping_required", message=f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is compared in ({new_labels}) does not have: renamed categories need a reviewed mapping", fix="write a label mapping (old -> new, approver, approved date) and pass it with --label-mapping; unknown labels are never guessed")]
+        return [
+            Problem(
+                location=location,
+                code="label_mapping_required",
+                message=f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is compared in ({new_labels}) does not have: renamed categories need a reviewed mapping",
+                fix="write a label mapping (old -> new, approver, approved date) and pass it with --label-mapping; unknown labels are never guessed",
+            )
+        ]
     m = loaded.mapping
     loc = loaded.path
     problems: list[Problem] = []
     if m.source is not None and m.source != old_label:
-        problems.append(Problem(location=loc, code="mapping_other_versions", message=f"the mapping is from {m.source}, not {old_label}", fix="use the mapping reviewed for these two versions"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="mapping_other_versions",
+                message=f"the mapping is from {m.source}, not {old_label}",
+                fix="use the mapping reviewed for these two versions",
+            )
+        )
     if m.target is not None and m.target != new_label:
-        problems.append(Problem(location=loc, code="mapping_other_versions", message=f"the mapping is to {m.target}, not {new_label}", fix="use the mapping reviewed for these two versions"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="mapping_other_versions",
+                message=f"the mapping is to {m.target}, not {new_label}",
+                fix="use the mapping reviewed for these two versions",
+            )
+        )
     for old, new in sorted(m.mapping.items()):
         if old not in old_labels:
-            problems.append(Problem(location=loc, code="mapping_unknown_label", message=f"maps {old!r}, which is not one of {old_label}'s labels {old_labels}", fix="map only the old version's labels; correct the spelling"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="mapping_unknown_label",
+                    message=f"maps {old!r}, which is not one of {old_label}'s labels {old_labels}",
+                    fix="map only the old version's labels; correct the spelling",
+                )
+            )
         if new not in new_labels:
-            problems.append(Problem(location=loc, code="mapping_unknown_target", message=f"maps {old!r} to {new!r}, which is not one of {new_labels}", fix="map every old label to a label of the new vocabulary"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="mapping_unknown_target",
+                    message=f"maps {old!r} to {new!r}, which is not one of {new_labels}",
+                    fix="map every old label to a label of the new vocabulary",
+                )
+            )
     unmapped = sorted({label for label in [*old_labels, *seen] if label not in m.mapping})
     if unmapped:
-        problems.append(Problem(location=loc, code="label_unmapped", message=f"{old_label}'s labels {unmapped} are not mapped: an unmapped label blocks the comparison", fix="map every old label (identity entries such as 'pass: pass' included) and have the mapping reviewed again"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="label_unmapped",
+                message=f"{old_label}'s labels {unmapped} are not mapped: an unmapped label blocks the comparison",
+                fix="map every old label (identity entries such as 'pass: pass' included) and have the mapping reviewed again",
+            )
+        )
     return problems

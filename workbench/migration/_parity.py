@@ -33,7 +33,14 @@ from ..results import JudgeIdentity
 _NOT_CHANGES = ("description", "schema_version", "parent", "changes")
 """Spec fields that describe a version without changing what it does."""
 
-REQUEST_KEY_KINDS: dict[str, str] = {"prompt": "prompt", "model": "model", "params": "params", "function": "function", "arguments": "function", "messages": "prompt"}
+REQUEST_KEY_KINDS: dict[str, str] = {
+    "prompt": "prompt",
+    "model": "model",
+    "params": "params",
+    "function": "function",
+    "arguments": "function",
+    "messages": "prompt",
+}
 """Which change kind a differing key of a rendered request shows."""
 
 
@@ -87,12 +94,26 @@ def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[
     spec = judge.spec
     problems: list[Problem] = []
     if spec.parent != parent.spec.label:
-        problems.append(Problem(location=location, code="parent_mismatch", message=f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}", fix="derive the version from its parent (session.derive), which records parent and changes"))
+        problems.append(
+            Problem(
+                location=location,
+                code="parent_mismatch",
+                message=f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}",
+                fix="derive the version from its parent (session.derive), which records parent and changes",
+            )
+        )
     actual = judge_changes(parent, judge)
     extra = undeclared(actual, spec.changes)
     if extra:
         declared = ", ".join(spec.changes) if spec.changes else "nothing"
-        problems.append(Problem(location=location, code="undeclared_change", message=f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but declares {declared}", fix="declare every change in changes: (one per version unless deliberate), or undo the undeclared change"))
+        problems.append(
+            Problem(
+                location=location,
+                code="undeclared_change",
+                message=f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but declares {declared}",
+                fix="declare every change in changes: (one per version unless deliberate), or undo the undeclared change",
+            )
+        )
     return problems
 
 
@@ -129,7 +150,9 @@ def _render(judge: Judge, case: GoldCase) -> Any:
     return judge.render(JudgeInput.from_case(case), CaseRef(case.case_id, case.response_hash, 0))
 
 
-def request_parity(old: Judge, new: Judge, cases: list[GoldCase], *, context: int = 2) -> RequestParity:
+def request_parity(
+    old: Judge, new: Judge, cases: list[GoldCase], *, context: int = 2
+) -> RequestParity:
     """Render both judges' requests for every case and count what differs (no model calls)."""
     keys: Counter[str] = Counter()
     differing = 0
@@ -144,10 +167,22 @@ def request_parity(old: Judge, new: Judge, cases: list[GoldCase], *, context: in
         keys.update(changed)
         if first_id is None:
             first_id = case.case_id
-            first_diff = text_diff(a, b, old_label=old.spec.label, new_label=new.spec.label, context=context)
-    counts = [KeyCount(key=k, kind=REQUEST_KEY_KINDS.get(k, k), cases=n) for k, n in sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))]
+            first_diff = text_diff(
+                a, b, old_label=old.spec.label, new_label=new.spec.label, context=context
+            )
+    counts = [
+        KeyCount(key=k, kind=REQUEST_KEY_KINDS.get(k, k), cases=n)
+        for k, n in sorted(keys.items(), key=lambda kv: (-kv[1], kv[0]))
+    ]
     kinds = sorted({c.kind for c in counts})
-    return RequestParity(cases=len(cases), differing_cases=differing, keys=counts, observed_kinds=kinds, first_case_id=first_id, first_diff=first_diff)
+    return RequestParity(
+        cases=len(cases),
+        differing_cases=differing,
+        keys=counts,
+        observed_kinds=kinds,
+        first_case_id=first_id,
+        first_diff=first_diff,
+    )
 
 
 def _differing_keys(a: Any, b: Any) -> list[str]:
@@ -156,14 +191,24 @@ def _differing_keys(a: Any, b: Any) -> list[str]:
     return ["request"]
 
 
-def text_diff(a: Any, b: Any, *, old_label: str = "old", new_label: str = "new", context: int = 2) -> str:
+def text_diff(
+    a: Any, b: Any, *, old_label: str = "old", new_label: str = "new", context: int = 2
+) -> str:
     """A unified diff of two rendered requests: per differing key, strings line by line."""
     if not (isinstance(a, dict) and isinstance(b, dict)):
         return _unified(_lines(a), _lines(b), old_label, new_label, context)
     parts: list[str] = []
     for key in _differing_keys(a, b):
         parts.append(f"# {key}")
-        parts.append(_unified(_lines(a.get(key)), _lines(b.get(key)), f"{old_label} {key}", f"{new_label} {key}", context))
+        parts.append(
+            _unified(
+                _lines(a.get(key)),
+                _lines(b.get(key)),
+                f"{old_label} {key}",
+                f"{new_label} {key}",
+                context,
+            )
+        )
     return "\n".join(parts)
 
 
@@ -176,7 +221,9 @@ def _lines(value: Any) -> list[str]:
 
 
 def _unified(a: list[str], b: list[str], old_label: str, new_label: str, context: int) -> str:
-    return "\n".join(difflib.unified_diff(a, b, fromfile=old_label, tofile=new_label, n=context, lineterm=""))
+    return "\n".join(
+        difflib.unified_diff(a, b, fromfile=old_label, tofile=new_label, n=context, lineterm="")
+    )
 
 
 def parity_warnings(new: Judge, old: Judge, actual: list[str], parity: RequestParity) -> list[str]:
@@ -184,15 +231,23 @@ def parity_warnings(new: Judge, old: Judge, actual: list[str], parity: RequestPa
     spec = new.spec
     out: list[str] = []
     if spec.parent is None:
-        out.append(f"{spec.label} declares no parent and no changes; it differs from {old.spec.label} in: {', '.join(actual) or 'nothing'}")
+        out.append(
+            f"{spec.label} declares no parent and no changes; it differs from {old.spec.label} in: {', '.join(actual) or 'nothing'}"
+        )
     elif spec.parent != old.spec.label:
-        out.append(f"{spec.label} declares parent {spec.parent}, but is compared against {old.spec.label}: its declared changes are relative to another version")
+        out.append(
+            f"{spec.label} declares parent {spec.parent}, but is compared against {old.spec.label}: its declared changes are relative to another version"
+        )
     declared = spec.changes if spec.parent == old.spec.label else None
     if spec.parent is not None:
         extra = undeclared(actual, declared)
         if extra:
-            out.append(f"more changed than declared: {spec.label} declares changes {spec.changes or []} relative to {spec.parent}, but differs from {old.spec.label} in {', '.join(extra)}")
+            out.append(
+                f"more changed than declared: {spec.label} declares changes {spec.changes or []} relative to {spec.parent}, but differs from {old.spec.label} in {', '.join(extra)}"
+            )
         seen = [k for k in parity.observed_kinds if declared is None or k not in declared]
         if seen and parity.differing_cases:
-            out.append(f"the rendered requests differ in {', '.join(seen)} beyond the declared changes ({parity.differing_cases} of {parity.cases} cases differ)")
+            out.append(
+                f"the rendered requests differ in {', '.join(seen)} beyond the declared changes ({parity.differing_cases} of {parity.cases} cases differ)"
+            )
     return out

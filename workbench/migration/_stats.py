@@ -39,7 +39,9 @@ def tango_statistic(new_only: int, old_only: int, n: int, d: float) -> float:
     return numerator / math.sqrt(variance)
 
 
-def paired_rate_difference(both: int, old_only: int, new_only: int, neither: int) -> tuple[float | None, float | None, float | None]:
+def paired_rate_difference(
+    both: int, old_only: int, new_only: int, neither: int
+) -> tuple[float | None, float | None, float | None]:
     """``(new rate - old rate, low, high)``: the observed paired difference and its 95% Tango interval.
 
     Over ``n = both + old_only + new_only + neither`` cases: ``both`` have the event (e.g. a
@@ -71,10 +73,16 @@ def paired_rate_difference(both: int, old_only: int, new_only: int, neither: int
     return estimate, max(-1.0, low), min(1.0, high)
 
 
-def exact_mcnemar(old_right_new_wrong: int, old_wrong_new_right: int, both_right: int = 0, both_wrong: int = 0) -> float:
+def exact_mcnemar(
+    old_right_new_wrong: int, old_wrong_new_right: int, both_right: int = 0, both_wrong: int = 0
+) -> float:
     """Two-sided exact McNemar p-value of the discordant pairs (1.0 when there are none)."""
     if old_right_new_wrong + old_wrong_new_right == 0:
         return 1.0
     from statsmodels.stats.contingency_tables import mcnemar
 
-    return float(mcnemar([[both_right, old_right_new_wrong], [old_wrong_new_right, both_wrong]], exact=True).pvalue)
+    return float(
+        mcnemar(
+            [[both_right, old_right_new_wrong], [old_wrong_new_right, both_wrong]], exact=True
+        ).pvalue
+    )

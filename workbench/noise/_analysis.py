@@ -103,7 +103,9 @@ NOISE_RUN_FILE = "noise_run.json"
 NOISE_REPORT_FILE = "noise_report.json"
 LOWER_IS_BETTER = "lower is better"
 """What every table and chart states."""
-EXIT_CODES: dict[str, int] = exit_codes("passed", "quality_failed", "evaluation_incomplete", "review_required")
+EXIT_CODES: dict[str, int] = exit_codes(
+    "passed", "quality_failed", "evaluation_incomplete", "review_required"
+)
 """Process exit code per outcome (2 is invalid input)."""
 _EPS = 1e-12
 _CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
@@ -135,7 +137,16 @@ class ControlRow(_Model):
     separated: bool | None
     """Control and adversarial pairs: True when both scores exist and the negative scored strictly
     higher. None for reference-defect controls (they are not an ordering)."""
-    status: Literal["separated", "not_separated", "not_punished", "routed_to_review", "error", "missing", "not_run", "retrieval_failed"]
+    status: Literal[
+        "separated",
+        "not_separated",
+        "not_punished",
+        "routed_to_review",
+        "error",
+        "missing",
+        "not_run",
+        "retrieval_failed",
+    ]
     """``not_run`` when the run stopped (budget, case limit) before it; ``retrieval_failed`` when
     its retrieval assertions failed; ``not_punished``/``routed_to_review`` for reference-defect controls."""
     detail: str
@@ -173,7 +184,15 @@ class PairRow(_Model):
     """The slice's ``max_delta``, if set."""
     within_limit: bool | None
     """noisy <= max_score (and delta <= max_delta when set); None when not counted."""
-    status: Literal["scored", "error", "missing", "not_interpreted", "abstained", "retrieval_failed", "reference_challenged"]
+    status: Literal[
+        "scored",
+        "error",
+        "missing",
+        "not_interpreted",
+        "abstained",
+        "retrieval_failed",
+        "reference_challenged",
+    ]
     """``abstained``: a member abstained (its own outcome); ``retrieval_failed``: not scored;
     ``reference_challenged``: a reviewer marked the reference insufficient (routed to review,
     never counted); ``not_interpreted``: the controls failed."""
@@ -449,12 +468,87 @@ class NoiseReport(_Model):
             return df
 
         return {
-            "controls": frame(self.controls, ["pair_id", "role", "slice", "mode", "distractor", "attack", "positive_score", "negative_score", "margin", "separated", "status", "detail"]),
-            "retrieval": frame(self.retrieval, ["pair_id", "member", "check", "status", "code", "detail"]),
-            "pairs": frame(self.pairs, ["pair_id", "slice", "partition", "mode", "distractor", "clean_score", "noisy_score", "delta", "relation_held", "limit_max_score", "limit_max_delta", "within_limit", "status", "abstained", "companions", "tradeoffs"]),
-            "slices": frame(self.slices, ["slice", "risk", "pairs", "scored", "errors", "missing", "abstentions", "abstention_rate", "max_noisy_score", "mean_noisy_score", "limit_max_score", "max_delta", "mean_delta", "limit_max_delta", "within_limit", "exceeding", "companions"]),
-            "repeats": frame(self.repeats, ["pair_id", "role", "slice", "clean_scores", "noisy_scores", "clean_spread", "noisy_spread", "delta_spread", "max_spread", "status"]),
-            "blockers": frame(self.blockers, ["category", "slice", "code", "message", "case_ids", "waivable"]),
+            "controls": frame(
+                self.controls,
+                [
+                    "pair_id",
+                    "role",
+                    "slice",
+                    "mode",
+                    "distractor",
+                    "attack",
+                    "positive_score",
+                    "negative_score",
+                    "margin",
+                    "separated",
+                    "status",
+                    "detail",
+                ],
+            ),
+            "retrieval": frame(
+                self.retrieval, ["pair_id", "member", "check", "status", "code", "detail"]
+            ),
+            "pairs": frame(
+                self.pairs,
+                [
+                    "pair_id",
+                    "slice",
+                    "partition",
+                    "mode",
+                    "distractor",
+                    "clean_score",
+                    "noisy_score",
+                    "delta",
+                    "relation_held",
+                    "limit_max_score",
+                    "limit_max_delta",
+                    "within_limit",
+                    "status",
+                    "abstained",
+                    "companions",
+                    "tradeoffs",
+                ],
+            ),
+            "slices": frame(
+                self.slices,
+                [
+                    "slice",
+                    "risk",
+                    "pairs",
+                    "scored",
+                    "errors",
+                    "missing",
+                    "abstentions",
+                    "abstention_rate",
+                    "max_noisy_score",
+                    "mean_noisy_score",
+                    "limit_max_score",
+                    "max_delta",
+                    "mean_delta",
+                    "limit_max_delta",
+                    "within_limit",
+                    "exceeding",
+                    "companions",
+                ],
+            ),
+            "repeats": frame(
+                self.repeats,
+                [
+                    "pair_id",
+                    "role",
+                    "slice",
+                    "clean_scores",
+                    "noisy_scores",
+                    "clean_spread",
+                    "noisy_spread",
+                    "delta_spread",
+                    "max_spread",
+                    "status",
+                ],
+            ),
+            "blockers": frame(
+                self.blockers, ["category", "slice", "code", "message", "case_ids", "waivable"]
+            ),
         }
 
 
@@ -474,11 +568,21 @@ def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> l
                 continue
             judge_input = pair.judge_input(member)
             for r in chosen:
-                items.append(WorkItem(pair.item_id(member), judge_input.digest(), r, judge_input, {"member": member, "mode": pair.mode, "pair_id": pair.pair_id}))
+                items.append(
+                    WorkItem(
+                        pair.item_id(member),
+                        judge_input.digest(),
+                        r,
+                        judge_input,
+                        {"member": member, "mode": pair.mode, "pair_id": pair.pair_id},
+                    )
+                )
     return items
 
 
-def selected_candidates(suite: NoiseSuite, partition: str | None = None, sentinels_only: bool = False) -> list[NoisePair]:
+def selected_candidates(
+    suite: NoiseSuite, partition: str | None = None, sentinels_only: bool = False
+) -> list[NoisePair]:
     """The candidate pairs a run scores: active, of ``partition`` when given, of the sentinel set when ``sentinels_only``."""
     pairs = suite.candidates(partition)
     if sentinels_only:
@@ -486,27 +590,92 @@ def selected_candidates(suite: NoiseSuite, partition: str | None = None, sentine
     return pairs
 
 
-def check_run_request(suite: NoiseSuite, judge: Any, *, concurrency: int | None, budget_usd: float | None, repeat: int, sentinels_only: bool) -> list[Problem]:
+def check_run_request(
+    suite: NoiseSuite,
+    judge: Any,
+    *,
+    concurrency: int | None,
+    budget_usd: float | None,
+    repeat: int,
+    sentinels_only: bool,
+) -> list[Problem]:
     """Every way the requested run would break the suite's policy (refused before anything runs)."""
     policy = suite.policy
     loc = suite.source or suite.label
     problems: list[Problem] = []
     if budget_usd is not None and budget_usd > policy.max_cost_usd + _EPS:
-        problems.append(Problem(location="--budget-usd", code="budget_above_policy", message=f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}", fix="give a budget within the policy, or have a new policy version reviewed"))
-    if concurrency is not None and policy.max_concurrency is not None and concurrency > policy.max_concurrency:
-        problems.append(Problem(location="--concurrency", code="concurrency_above_policy", message=f"{concurrency} is above the policy's max_concurrency {policy.max_concurrency}", fix=f"use --concurrency {policy.max_concurrency} or less"))
+        problems.append(
+            Problem(
+                location="--budget-usd",
+                code="budget_above_policy",
+                message=f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}",
+                fix="give a budget within the policy, or have a new policy version reviewed",
+            )
+        )
+    if (
+        concurrency is not None
+        and policy.max_concurrency is not None
+        and concurrency > policy.max_concurrency
+    ):
+        problems.append(
+            Problem(
+                location="--concurrency",
+                code="concurrency_above_policy",
+                message=f"{concurrency} is above the policy's max_concurrency {policy.max_concurrency}",
+                fix=f"use --concurrency {policy.max_concurrency} or less",
+            )
+        )
     retries = getattr(getattr(getattr(judge, "spec", None), "endpoint", None), "max_retries", None)
-    if policy.max_provider_retries is not None and isinstance(retries, int) and retries > policy.max_provider_retries:
-        problems.append(Problem(location=str(getattr(judge.spec, "label", "candidate")), code="retries_above_policy", message=f"the candidate retries {retries} times per call; the policy allows {policy.max_provider_retries}", fix=f"set endpoint.max_retries: {policy.max_provider_retries} or less (retries spend the budget)"))
+    if (
+        policy.max_provider_retries is not None
+        and isinstance(retries, int)
+        and retries > policy.max_provider_retries
+    ):
+        problems.append(
+            Problem(
+                location=str(getattr(judge.spec, "label", "candidate")),
+                code="retries_above_policy",
+                message=f"the candidate retries {retries} times per call; the policy allows {policy.max_provider_retries}",
+                fix=f"set endpoint.max_retries: {policy.max_provider_retries} or less (retries spend the budget)",
+            )
+        )
     if (repeat > 1 or sentinels_only) and not suite.sentinels:
-        problems.append(Problem(location=loc, code="sentinels_missing", message="the suite declares no sentinel set", fix="declare sentinels: [pair ids] (frozen with the suite release) to use --repeat or --sentinels-only"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="sentinels_missing",
+                message="the suite declares no sentinel set",
+                fix="declare sentinels: [pair ids] (frozen with the suite release) to use --repeat or --sentinels-only",
+            )
+        )
     if repeat < 1:
-        problems.append(Problem(location="--repeat", code="repeat_invalid", message=f"--repeat {repeat}", fix="give 1 or more"))
+        problems.append(
+            Problem(
+                location="--repeat",
+                code="repeat_invalid",
+                message=f"--repeat {repeat}",
+                fix="give 1 or more",
+            )
+        )
     if not any(p.role == "control" for p in suite.controls()):
-        problems.append(Problem(location=loc, code="controls_missing", message="the suite has no control pair", fix="add control pairs: they are scored first and must separate before candidates mean anything"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="controls_missing",
+                message="the suite has no control pair",
+                fix="add control pairs: they are scored first and must separate before candidates mean anything",
+            )
+        )
     kind = getattr(getattr(judge, "identity", None), "kind", None)
     if kind != KIND:
-        problems.append(Problem(location=str(getattr(getattr(judge, "spec", None), "label", "candidate")), code="wrong_kind", message=f"a noise suite is scored by a {KIND} candidate, not {kind!r}", fix=f"use a candidate spec with kind: {KIND}"))
+        problems.append(
+            Problem(
+                location=str(getattr(getattr(judge, "spec", None), "label", "candidate")),
+                code="wrong_kind",
+                message=f"a noise suite is scored by a {KIND} candidate, not {kind!r}",
+                fix=f"use a candidate spec with kind: {KIND}",
+            )
+        )
     return problems
 
 
@@ -528,11 +697,28 @@ class _Allowance:
 
     def budget_for(self, directory: Path) -> float:
         """The budget a run directory may use: the total less what every other run under the root recorded."""
-        others = sum(_recorded_cost(p.parent) for p in self.root.rglob(RESULTS_FILE) if p.parent != directory)
+        others = sum(
+            _recorded_cost(p.parent) for p in self.root.rglob(RESULTS_FILE) if p.parent != directory
+        )
         return max(0.0, self.budget - others)
 
-    async def run(self, judge: Any, items: list[WorkItem], directory: Path, partition: str, common: dict[str, Any]) -> RunSummary:
-        summary = await run_items(judge, items, directory, partition=partition, budget_usd=self.budget_for(directory), max_cases=max(0, self.max_cases - self.started), **common)
+    async def run(
+        self,
+        judge: Any,
+        items: list[WorkItem],
+        directory: Path,
+        partition: str,
+        common: dict[str, Any],
+    ) -> RunSummary:
+        summary = await run_items(
+            judge,
+            items,
+            directory,
+            partition=partition,
+            budget_usd=self.budget_for(directory),
+            max_cases=max(0, self.max_cases - self.started),
+            **common,
+        )
         self.started += max(0, summary.planned - summary.resumed - len(summary.unrun))
         return summary
 
@@ -568,26 +754,70 @@ async def run_noise(
         check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
     if partition is not None:
         partition_name(partition)
-    problems = check_run_request(suite, judge, concurrency=concurrency, budget_usd=budget_usd, repeat=repeat, sentinels_only=sentinels_only)
+    problems = check_run_request(
+        suite,
+        judge,
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        repeat=repeat,
+        sentinels_only=sentinels_only,
+    )
     if baseline is not None:
         from ._compare import check_baseline_suite
 
-        problems += check_baseline_suite(suite, baseline, partition=partition, sentinels_only=sentinels_only)
+        problems += check_baseline_suite(
+            suite, baseline, partition=partition, sentinels_only=sentinels_only
+        )
     if problems:
         raise WorkbenchError(f"refusing the noise run: {len(problems)} problem(s)", problems)
     out = Path(out_dir)
     policy = suite.policy
-    allowance = _Allowance(out, policy.max_cost_usd if budget_usd is None else budget_usd, policy.max_cases)
-    common: dict[str, Any] = {"concurrency": concurrency or policy.max_concurrency or 8, "cache_dir": cache_dir, "retry_errors": retry_errors, "progress": progress}
-    run = await _run_suite(judge, suite, out, allowance, common, partition=partition, sentinels_only=sentinels_only, repeat=repeat)
+    allowance = _Allowance(
+        out, policy.max_cost_usd if budget_usd is None else budget_usd, policy.max_cases
+    )
+    common: dict[str, Any] = {
+        "concurrency": concurrency or policy.max_concurrency or 8,
+        "cache_dir": cache_dir,
+        "retry_errors": retry_errors,
+        "progress": progress,
+    }
+    run = await _run_suite(
+        judge,
+        suite,
+        out,
+        allowance,
+        common,
+        partition=partition,
+        sentinels_only=sentinels_only,
+        repeat=repeat,
+    )
     if baseline is not None:
-        b_run = await _run_suite(judge, baseline, out / "baseline", allowance, common, partition=partition, sentinels_only=sentinels_only, repeat=1)
+        b_run = await _run_suite(
+            judge,
+            baseline,
+            out / "baseline",
+            allowance,
+            common,
+            partition=partition,
+            sentinels_only=sentinels_only,
+            repeat=1,
+        )
         run = run.model_copy(update={"baseline": b_run})
     atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
     return run
 
 
-async def _run_suite(judge: Any, suite: NoiseSuite, out: Path, allowance: _Allowance, common: dict[str, Any], *, partition: str | None, sentinels_only: bool, repeat: int) -> NoiseRun:
+async def _run_suite(
+    judge: Any,
+    suite: NoiseSuite,
+    out: Path,
+    allowance: _Allowance,
+    common: dict[str, Any],
+    *,
+    partition: str | None,
+    sentinels_only: bool,
+    repeat: int,
+) -> NoiseRun:
     release = release_of(suite)
     common = {**common, "dataset_sha256": suite.sha256}
     controls = suite.controls()
@@ -595,28 +825,59 @@ async def _run_suite(judge: Any, suite: NoiseSuite, out: Path, allowance: _Allow
     retrieval = check_retrieval([*controls, *candidates])
     blocked = failed_pairs(retrieval)
     ctl_items = member_items([p for p in controls if p.pair_id not in blocked])
-    c_summary = await allowance.run(judge, ctl_items, out / "controls", CONTROLS_PARTITION, common) if ctl_items else None
-    results = [line.result for line in read_results(Path(c_summary.results_path))] if c_summary else []
-    checks = check_controls(suite, results, stops={"controls": c_summary.stop_reason if c_summary else None}, blocked=blocked)
+    c_summary = (
+        await allowance.run(judge, ctl_items, out / "controls", CONTROLS_PARTITION, common)
+        if ctl_items
+        else None
+    )
+    results = (
+        [line.result for line in read_results(Path(c_summary.results_path))] if c_summary else []
+    )
+    checks = check_controls(
+        suite,
+        results,
+        stops={"controls": c_summary.stop_reason if c_summary else None},
+        blocked=blocked,
+    )
     failing = [c for c in checks if c.role in SEPARATING_ROLES and not c.separated]
     stopped: str | None = None
     if failing:
         groups: dict[str, list[str]] = {}
         for c in failing:
-            groups.setdefault(c.detail if c.status == "not_run" else {"not_separated": "did not separate", "retrieval_failed": "failed their retrieval assertions"}.get(c.status, "have no score"), []).append(c.pair_id)
-        stopped = "controls failed (" + "; ".join(f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in groups.items()) + "); candidate pairs were not scored"
+            groups.setdefault(
+                c.detail
+                if c.status == "not_run"
+                else {
+                    "not_separated": "did not separate",
+                    "retrieval_failed": "failed their retrieval assertions",
+                }.get(c.status, "have no score"),
+                [],
+            ).append(c.pair_id)
+        stopped = (
+            "controls failed ("
+            + "; ".join(f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in groups.items())
+            + "); candidate pairs were not scored"
+        )
     elif c_summary is not None and c_summary.status != "complete":
         stopped = f"the controls run is incomplete ({c_summary.stop_reason or 'unrun or pending members'}); candidate pairs were not scored"
     k_summary: RunSummary | None = None
     k_items = member_items([p for p in candidates if p.pair_id not in blocked])
     if stopped is None and k_items:
-        k_summary = await allowance.run(judge, k_items, out / "candidates", CANDIDATES_PARTITION, common)
+        k_summary = await allowance.run(
+            judge, k_items, out / "candidates", CANDIDATES_PARTITION, common
+        )
     r_summary: RunSummary | None = None
     if repeat > 1 and stopped is None:
-        sentinels = [p for p in suite.active() if p.pair_id in set(suite.sentinels) and p.pair_id not in blocked]
+        sentinels = [
+            p
+            for p in suite.active()
+            if p.pair_id in set(suite.sentinels) and p.pair_id not in blocked
+        ]
         r_items = member_items(sentinels, range(repeat))
         if r_items:
-            r_summary = await allowance.run(judge, r_items, out / "repeats", REPEATS_PARTITION, common)
+            r_summary = await allowance.run(
+                judge, r_items, out / "repeats", REPEATS_PARTITION, common
+            )
     run = NoiseRun(
         out_dir=str(out),
         suite=suite.label,
@@ -660,7 +921,9 @@ def load_noise_run(directory: str | Path) -> NoiseRun | None:
     return NoiseRun.model_validate(read_json_file(path))  # bounded and strict
 
 
-def _collect(results: ResultsInput) -> tuple[list[tuple[str, JudgeResult]], dict[str, RunSummary], NoiseRun | None]:
+def _collect(
+    results: ResultsInput,
+) -> tuple[list[tuple[str, JudgeResult]], dict[str, RunSummary], NoiseRun | None]:
     run = results if isinstance(results, NoiseRun) else None
     if run is None and isinstance(results, str | Path) and Path(results).is_dir():
         run = load_noise_run(results)
@@ -702,23 +965,63 @@ def _final(results: Iterable[tuple[str, JudgeResult]], repeat: int = 0) -> dict[
     return final
 
 
-def _check_join(suite: NoiseSuite, located: list[tuple[str, JudgeResult]]) -> tuple[JudgeIdentity | None, str | None]:
+def _check_join(
+    suite: NoiseSuite, located: list[tuple[str, JudgeResult]]
+) -> tuple[JudgeIdentity | None, str | None]:
     expected = {p.item_id(m): p.judge_input(m).digest() for p in suite.pairs for m in MEMBERS}
     problems: list[Problem] = []
     fingerprints: dict[str, JudgeIdentity] = {}
     for where, r in located:
         fingerprints.setdefault(r.judge_fingerprint, r.judge)
         if r.case_id not in expected:
-            problems.append(Problem(location=where, case_id=r.case_id, code="result_unknown_member", message=f"no member {r.case_id!r} in suite {suite.label}", fix="analyse results with the pair suite they were run on"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="result_unknown_member",
+                    message=f"no member {r.case_id!r} in suite {suite.label}",
+                    fix="analyse results with the pair suite they were run on",
+                )
+            )
         elif r.response_hash != expected[r.case_id]:
-            problems.append(Problem(location=where, case_id=r.case_id, code="result_content_mismatch", message="the result was computed on other content (question, response, reference, contexts or mode) than the pair now holds", fix="re-run the changed pairs into a new run directory; a changed pair is a new suite version"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="result_content_mismatch",
+                    message="the result was computed on other content (question, response, reference, contexts or mode) than the pair now holds",
+                    fix="re-run the changed pairs into a new run directory; a changed pair is a new suite version",
+                )
+            )
         elif r.error is None and r.score is None:
-            problems.append(Problem(location=where, case_id=r.case_id, code="result_without_score", message="a noise result without a score", fix="noise results are score-only: score set, value null"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="result_without_score",
+                    message="a noise result without a score",
+                    fix="noise results are score-only: score set, value null",
+                )
+            )
     if len(fingerprints) > 1:
-        problems.append(Problem(location="results", code="mixed_judges", message=f"results from {len(fingerprints)} different judge fingerprints", fix="analyse one candidate's results at a time"))
+        problems.append(
+            Problem(
+                location="results",
+                code="mixed_judges",
+                message=f"results from {len(fingerprints)} different judge fingerprints",
+                fix="analyse one candidate's results at a time",
+            )
+        )
     for ident in fingerprints.values():
         if ident.kind != KIND:
-            problems.append(Problem(location="results", code="wrong_kind", message=f"results of a {ident.kind!r} judge", fix=f"noise reports read {KIND} results"))
+            problems.append(
+                Problem(
+                    location="results",
+                    code="wrong_kind",
+                    message=f"results of a {ident.kind!r} judge",
+                    fix=f"noise reports read {KIND} results",
+                )
+            )
             break
     if problems:
         raise WorkbenchError(f"refusing the noise analysis: {len(problems)} problem(s)", problems)
@@ -732,10 +1035,20 @@ def _score(r: JudgeResult | None) -> float | None:
     return None if r is None or r.error is not None else r.score
 
 
-_NOT_RUN = {"budget_exhausted": "not run (budget)", "max_cases": "not run (case limit)", "circuit_breaker": "not run (circuit breaker)"}
+_NOT_RUN = {
+    "budget_exhausted": "not run (budget)",
+    "max_cases": "not run (case limit)",
+    "circuit_breaker": "not run (circuit breaker)",
+}
 
 
-def check_controls(suite: NoiseSuite, results: Iterable[JudgeResult], *, stops: dict[str, str | None] | None = None, blocked: Iterable[str] = ()) -> list[ControlRow]:
+def check_controls(
+    suite: NoiseSuite,
+    results: Iterable[JudgeResult],
+    *,
+    stops: dict[str, str | None] | None = None,
+    blocked: Iterable[str] = (),
+) -> list[ControlRow]:
     """Every control pair. Control and adversarial pairs: the negative (noisy) must score strictly
     higher than the positive (clean). Reference-defect pairs: a correct response must score 0,
     else the case routes to review. A member the run stopped before is ``not run (budget)``."""
@@ -748,24 +1061,51 @@ def check_controls(suite: NoiseSuite, results: Iterable[JudgeResult], *, stops: 
         pos, neg = _score(clean), _score(noisy)
         separated: bool | None = None
         if pair.pair_id in blocked_ids:
-            status, detail = "retrieval_failed", "its retrieval assertions failed before any model call; not scored"
+            status, detail = (
+                "retrieval_failed",
+                "its retrieval assertions failed before any model call; not scored",
+            )
         elif (clean is None or noisy is None) and stop in _NOT_RUN:
             status, detail = "not_run", _NOT_RUN[stop]
         elif clean is None or noisy is None:
-            status, detail = "missing", "no result for " + " and ".join(m for m, r in (("the positive (clean)", clean), ("the negative (noisy)", noisy)) if r is None)
+            status, detail = (
+                "missing",
+                "no result for "
+                + " and ".join(
+                    m
+                    for m, r in (("the positive (clean)", clean), ("the negative (noisy)", noisy))
+                    if r is None
+                ),
+            )
         elif pos is None or neg is None:
-            kinds = [f"{m}: {r.error.kind}" for m, r in (("clean", clean), ("noisy", noisy)) if r.error is not None]
+            kinds = [
+                f"{m}: {r.error.kind}"
+                for m, r in (("clean", clean), ("noisy", noisy))
+                if r.error is not None
+            ]
             status, detail = "error", "no score: " + "; ".join(kinds)
         elif pair.role == "reference_defect":
             worst = max(pos, neg)
             if worst <= _EPS:
-                status, detail = "not_punished", "both correct responses scored 0 under the defective reference"
+                status, detail = (
+                    "not_punished",
+                    "both correct responses scored 0 under the defective reference",
+                )
             else:
-                status, detail = "routed_to_review", f"a correct response scored {worst:.3f} under the defective reference ({pair.reference_defect}): the case routes to review, never counted against the system"
+                status, detail = (
+                    "routed_to_review",
+                    f"a correct response scored {worst:.3f} under the defective reference ({pair.reference_defect}): the case routes to review, never counted against the system",
+                )
         elif neg > pos:
-            status, detail = "separated", f"negative {neg:.3f} > positive {pos:.3f} (lower is better)"
+            status, detail = (
+                "separated",
+                f"negative {neg:.3f} > positive {pos:.3f} (lower is better)",
+            )
         else:
-            status, detail = "not_separated", f"negative {neg:.3f} is not worse than positive {pos:.3f}: the evaluator cannot see this noise adoption (lower is better)"
+            status, detail = (
+                "not_separated",
+                f"negative {neg:.3f} is not worse than positive {pos:.3f}: the evaluator cannot see this noise adoption (lower is better)",
+            )
         if pair.role in SEPARATING_ROLES:
             separated = status == "separated"
         rows.append(
@@ -835,10 +1175,16 @@ def noise_report(
     candidates = selected_candidates(suite, partition, sentinels_only)
     retrieval = check_retrieval([*suite.controls(), *candidates])
     blocked = failed_pairs(retrieval)
-    stops = {label: s.stop_reason for label, s in runs.items() if label in ("controls", "candidates")}
-    controls = check_controls(suite, final.values(), stops={"controls": stops.get("controls")}, blocked=blocked)
+    stops = {
+        label: s.stop_reason for label, s in runs.items() if label in ("controls", "candidates")
+    }
+    controls = check_controls(
+        suite, final.values(), stops={"controls": stops.get("controls")}, blocked=blocked
+    )
     separating = [c for c in controls if c.role in SEPARATING_ROLES]
-    controls_passed = any(c.role == "control" for c in separating) and all(c.separated for c in separating)
+    controls_passed = any(c.role == "control" for c in separating) and all(
+        c.separated for c in separating
+    )
     if run is not None:
         controls_passed = controls_passed and run.controls_passed
     interpreted = controls_passed
@@ -853,21 +1199,44 @@ def noise_report(
         rows.append(row)
         errors += pair_errors
         missing += pair_missing
-    slices = [_slice_row(suite, name, [r for r in rows if r.slice == name], errors, missing, interpreted, values) for name in suite.slices]
+    slices = [
+        _slice_row(
+            suite, name, [r for r in rows if r.slice == name], errors, missing, interpreted, values
+        )
+        for name in suite.slices
+    ]
     if interpreted:
         blockers += _slice_blockers(suite, slices, rows)
     blockers += _error_blockers(suite, errors, missing, stops, runs)
     repeats = _repeat_rows(suite, run, policy, blocked)
     blockers += _repeat_blockers(suite, repeats)
     if policy.companions and interpreted:
-        blockers += _companion_blockers(policy, [p for p in candidates if p.pair_id not in blocked], values, companions, slices, rows)
+        blockers += _companion_blockers(
+            policy,
+            [p for p in candidates if p.pair_id not in blocked],
+            values,
+            companions,
+            slices,
+            rows,
+        )
     if release is None:
-        blockers.append(Blocker(code="noise_suite_unfrozen", category="review", message=f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so its cases, references and manifest cannot change under the evidence", evidence={"suite_sha256": suite.sha256}))
+        blockers.append(
+            Blocker(
+                code="noise_suite_unfrozen",
+                category="review",
+                message=f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so its cases, references and manifest cannot change under the evidence",
+                evidence={"suite_sha256": suite.sha256},
+            )
+        )
     kept, waived, unapplied = _apply_overrides(suite, blockers, overrides, fingerprint, now)
     categories = {b.category for b in kept}
     outcome: NoiseOutcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
     attempts = [r for _, r in located]
-    stopped = run.stopped_reason if run is not None else (None if controls_passed else "controls failed: candidate scores are not interpreted")
+    stopped = (
+        run.stopped_reason
+        if run is not None
+        else (None if controls_passed else "controls failed: candidate scores are not interpreted")
+    )
     return NoiseReport(
         outcome=outcome,
         suite=suite.label,
@@ -890,7 +1259,19 @@ def noise_report(
         pairs=rows,
         slices=slices,
         repeats=repeats,
-        retired=[RetiredRow(pair_id=p.pair_id, reason=p.retired.reason, by=p.retired.by, on=p.retired.on.isoformat(), superseded_by=next((q.pair_id for q in suite.pairs if q.supersedes == p.pair_id), None)) for p in suite.retired() if p.retired is not None],
+        retired=[
+            RetiredRow(
+                pair_id=p.pair_id,
+                reason=p.retired.reason,
+                by=p.retired.by,
+                on=p.retired.on.isoformat(),
+                superseded_by=next(
+                    (q.pair_id for q in suite.pairs if q.supersedes == p.pair_id), None
+                ),
+            )
+            for p in suite.retired()
+            if p.retired is not None
+        ],
         companions_unjoined=companions.unjoined if companions is not None else [],
         blockers=kept,
         waived=waived,
@@ -907,30 +1288,98 @@ def noise_report(
     )
 
 
-def _control_blockers(suite: NoiseSuite, controls: list[Any], policy: NoisePolicy) -> tuple[list[Blocker], dict[str, int]]:
+def _control_blockers(
+    suite: NoiseSuite, controls: list[Any], policy: NoisePolicy
+) -> tuple[list[Blocker], dict[str, int]]:
     """Blockers of the control pairs (not run, failed, routed to review, a required role absent) and the count per role."""
     blockers: list[Blocker] = []
     for c in controls:
-        evidence = {"role": c.role, "mode": c.mode, "positive_score": c.positive_score, "negative_score": c.negative_score, "status": c.status, "direction": DIRECTION}
+        evidence = {
+            "role": c.role,
+            "mode": c.mode,
+            "positive_score": c.positive_score,
+            "negative_score": c.negative_score,
+            "status": c.status,
+            "direction": DIRECTION,
+        }
         if c.status == "not_run":
-            blockers.append(Blocker(code="noise_controls_not_run", category="incomplete", slice=c.slice, risk=_risk(suite, c.slice), message=f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to separate, it was never scored, so candidate scores cannot be interpreted", evidence=evidence, case_ids=[c.pair_id], waivable=False))
+            blockers.append(
+                Blocker(
+                    code="noise_controls_not_run",
+                    category="incomplete",
+                    slice=c.slice,
+                    risk=_risk(suite, c.slice),
+                    message=f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to separate, it was never scored, so candidate scores cannot be interpreted",
+                    evidence=evidence,
+                    case_ids=[c.pair_id],
+                    waivable=False,
+                )
+            )
         elif c.status in ("error", "missing", "retrieval_failed") or c.separated is False:
             what = "did not separate" if c.status == "not_separated" else "has no usable score"
-            blockers.append(Blocker(code="noise_controls_failed", category="incomplete", slice=c.slice, risk=_risk(suite, c.slice), message=f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores cannot be interpreted", evidence=evidence, case_ids=[c.pair_id], waivable=False))
+            blockers.append(
+                Blocker(
+                    code="noise_controls_failed",
+                    category="incomplete",
+                    slice=c.slice,
+                    risk=_risk(suite, c.slice),
+                    message=f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores cannot be interpreted",
+                    evidence=evidence,
+                    case_ids=[c.pair_id],
+                    waivable=False,
+                )
+            )
         elif c.status == "routed_to_review":
-            blockers.append(Blocker(code="noise_reference_defect_review", category="review", slice=c.slice, risk=_risk(suite, c.slice), message=f"reference-defect control {c.pair_id}: {c.detail}", evidence=evidence, case_ids=[c.pair_id]))
+            blockers.append(
+                Blocker(
+                    code="noise_reference_defect_review",
+                    category="review",
+                    slice=c.slice,
+                    risk=_risk(suite, c.slice),
+                    message=f"reference-defect control {c.pair_id}: {c.detail}",
+                    evidence=evidence,
+                    case_ids=[c.pair_id],
+                )
+            )
     if not any(c.role == "control" for c in controls):
-        blockers.append(Blocker(code="noise_controls_failed", category="incomplete", message="the suite has no control pair: candidate scores cannot be interpreted", evidence={"controls": 0}, waivable=False))
-    roles = {role: sum(1 for p in suite.controls() if p.role == role) for role in ("control", "adversarial", "reference_defect")}
+        blockers.append(
+            Blocker(
+                code="noise_controls_failed",
+                category="incomplete",
+                message="the suite has no control pair: candidate scores cannot be interpreted",
+                evidence={"controls": 0},
+                waivable=False,
+            )
+        )
+    roles = {
+        role: sum(1 for p in suite.controls() if p.role == role)
+        for role in ("control", "adversarial", "reference_defect")
+    }
     for role in policy.required_control_roles:
         if not roles.get(role):
-            blockers.append(Blocker(code="noise_control_role_missing", category="incomplete", message=f"the suite has no {role} control, which the policy requires: the {role} role is untested, never passed", evidence={"role": role, "n": 0}, waivable=False))
+            blockers.append(
+                Blocker(
+                    code="noise_control_role_missing",
+                    category="incomplete",
+                    message=f"the suite has no {role} control, which the policy requires: the {role} role is untested, never passed",
+                    evidence={"role": role, "n": 0},
+                    waivable=False,
+                )
+            )
     return blockers, roles
 
 
 def _member_error(pair: NoisePair, member: Member, r: JudgeResult) -> MemberError:
     assert r.error is not None
-    return MemberError(case_id=r.case_id, pair_id=pair.pair_id, member=member, role=pair.role, slice=pair.slice, kind=r.error.kind, message=r.error.message)
+    return MemberError(
+        case_id=r.case_id,
+        pair_id=pair.pair_id,
+        member=member,
+        role=pair.role,
+        slice=pair.slice,
+        kind=r.error.kind,
+        message=r.error.message,
+    )
 
 
 def _control_errors(suite: NoiseSuite, final: Mapping[str, JudgeResult]) -> list[MemberError]:
@@ -944,16 +1393,60 @@ def _control_errors(suite: NoiseSuite, final: Mapping[str, JudgeResult]) -> list
     return errors
 
 
-def _pair_row(suite: NoiseSuite, pair: NoisePair, final: Mapping[str, JudgeResult], blocked: set[str], interpreted: bool, values: Mapping[str, Any]) -> tuple[PairRow, list[MemberError], list[str]]:
+def _pair_row(
+    suite: NoiseSuite,
+    pair: NoisePair,
+    final: Mapping[str, JudgeResult],
+    blocked: set[str],
+    interpreted: bool,
+    values: Mapping[str, Any],
+) -> tuple[PairRow, list[MemberError], list[str]]:
     """A candidate pair's row, its members' evaluator errors and its members without a result."""
     limit = suite.slices[pair.slice]
     got = {m: final.get(pair.item_id(m)) for m in MEMBERS}
     abstained = [m for m in MEMBERS if pair.member(m).abstained]
-    base = {"pair_id": pair.pair_id, "slice": pair.slice, "mode": pair.mode, "partition": pair.partition, "distractor": pair.noisy.distractor.label, "expected_relation": pair.expected_relation, "limit_max_score": limit.max_score, "limit_max_delta": limit.max_delta, "abstained": abstained, "companions": values.get(pair.pair_id, {})}
+    base = {
+        "pair_id": pair.pair_id,
+        "slice": pair.slice,
+        "mode": pair.mode,
+        "partition": pair.partition,
+        "distractor": pair.noisy.distractor.label,
+        "expected_relation": pair.expected_relation,
+        "limit_max_score": limit.max_score,
+        "limit_max_delta": limit.max_delta,
+        "abstained": abstained,
+        "companions": values.get(pair.pair_id, {}),
+    }
     if pair.pair_id in blocked:
-        return PairRow(**base, clean_score=None, noisy_score=None, delta=None, relation_held=None, within_limit=None, status="retrieval_failed", errors=[]), [], []
+        return (
+            PairRow(
+                **base,
+                clean_score=None,
+                noisy_score=None,
+                delta=None,
+                relation_held=None,
+                within_limit=None,
+                status="retrieval_failed",
+                errors=[],
+            ),
+            [],
+            [],
+        )
     if not interpreted:
-        return PairRow(**base, clean_score=None, noisy_score=None, delta=None, relation_held=None, within_limit=None, status="not_interpreted", errors=[]), [], []
+        return (
+            PairRow(
+                **base,
+                clean_score=None,
+                noisy_score=None,
+                delta=None,
+                relation_held=None,
+                within_limit=None,
+                status="not_interpreted",
+                errors=[],
+            ),
+            [],
+            [],
+        )
     errors: list[MemberError] = []
     missing: list[str] = []
     member_errors = []
@@ -974,13 +1467,32 @@ def _pair_row(suite: NoiseSuite, pair: NoisePair, final: Mapping[str, JudgeResul
     status, counted = _pair_status(pair, got, abstained, clean, noisy)
     within = None
     if counted and noisy is not None:
-        within = noisy <= limit.max_score + _EPS and (limit.max_delta is None or delta is None or delta <= limit.max_delta + _EPS)
+        within = noisy <= limit.max_score + _EPS and (
+            limit.max_delta is None or delta is None or delta <= limit.max_delta + _EPS
+        )
     tradeoffs = _tradeoffs(suite.policy, values.get(pair.pair_id, {}), abstained, clean, noisy)
-    row = PairRow(**base, clean_score=clean, noisy_score=noisy, delta=delta, relation_held=None if delta is None else delta <= _EPS, within_limit=within, status=status, counted=counted, errors=member_errors, tradeoffs=tradeoffs)  # type: ignore[arg-type]
+    row = PairRow(
+        **base,
+        clean_score=clean,
+        noisy_score=noisy,
+        delta=delta,
+        relation_held=None if delta is None else delta <= _EPS,
+        within_limit=within,
+        status=status,
+        counted=counted,
+        errors=member_errors,
+        tradeoffs=tradeoffs,
+    )  # type: ignore[arg-type]
     return row, errors, missing
 
 
-def _pair_status(pair: NoisePair, got: Mapping[str, JudgeResult | None], abstained: list[str], clean: float | None, noisy: float | None) -> tuple[str, bool]:
+def _pair_status(
+    pair: NoisePair,
+    got: Mapping[str, JudgeResult | None],
+    abstained: list[str],
+    clean: float | None,
+    noisy: float | None,
+) -> tuple[str, bool]:
     """A scored pair's status and whether it counts against the slice limits."""
     challenged = pair.sign_off is not None and not pair.sign_off.reference_sufficient
     if abstained:
@@ -989,17 +1501,34 @@ def _pair_status(pair: NoisePair, got: Mapping[str, JudgeResult | None], abstain
         status = "reference_challenged" if challenged else "scored"
     else:
         status = "missing" if any(r is None for r in got.values()) else "error"
-    return status, status == "scored" or (status == "abstained" and not challenged and noisy is not None)
+    return status, status == "scored" or (
+        status == "abstained" and not challenged and noisy is not None
+    )
 
 
-def _tradeoffs(policy: NoisePolicy, values: Mapping[str, Any], abstained: list[str], clean: float | None, noisy: float | None) -> list[str]:
+def _tradeoffs(
+    policy: NoisePolicy,
+    values: Mapping[str, Any],
+    abstained: list[str],
+    clean: float | None,
+    noisy: float | None,
+) -> list[str]:
     """Companion metrics that got worse with the distractor while the noise score did not rise."""
     tradeoffs = []
     for metric, spec in policy.companions.items():
         v = values.get(metric, {})
-        noise_held = "noisy" in abstained or (noisy is not None and clean is not None and noisy <= clean + _EPS)
-        if "clean" in v and "noisy" in v and noise_held and _worse(spec.direction, v["noisy"], v["clean"]):
-            tradeoffs.append(f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g} ({spec.direction.replace('_', ' ')}) while the noise score did not rise")
+        noise_held = "noisy" in abstained or (
+            noisy is not None and clean is not None and noisy <= clean + _EPS
+        )
+        if (
+            "clean" in v
+            and "noisy" in v
+            and noise_held
+            and _worse(spec.direction, v["noisy"], v["clean"])
+        ):
+            tradeoffs.append(
+                f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g} ({spec.direction.replace('_', ' ')}) while the noise score did not rise"
+            )
     return tradeoffs
 
 
@@ -1007,18 +1536,75 @@ def _slice_blockers(suite: NoiseSuite, slices: list[Any], rows: list[PairRow]) -
     """Blockers of interpreted candidate scores against each slice's limits, and challenged references."""
     blockers: list[Blocker] = []
     for s in slices:
-        over = [r for r in rows if r.slice == s.slice and r.counted and r.noisy_score is not None and r.noisy_score > s.limit_max_score + _EPS]
+        over = [
+            r
+            for r in rows
+            if r.slice == s.slice
+            and r.counted
+            and r.noisy_score is not None
+            and r.noisy_score > s.limit_max_score + _EPS
+        ]
         if over:
-            blockers.append(Blocker(code="noise_score_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's max_score {s.limit_max_score:g} (lower is better)", evidence={"max_noisy_score": s.max_noisy_score, "mean_noisy_score": s.mean_noisy_score, "max_score": s.limit_max_score, "direction": DIRECTION, "n": s.scored}, case_ids=[r.pair_id for r in over]))
+            blockers.append(
+                Blocker(
+                    code="noise_score_exceeded",
+                    category="quality",
+                    slice=s.slice,
+                    risk=s.risk,
+                    message=f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's max_score {s.limit_max_score:g} (lower is better)",
+                    evidence={
+                        "max_noisy_score": s.max_noisy_score,
+                        "mean_noisy_score": s.mean_noisy_score,
+                        "max_score": s.limit_max_score,
+                        "direction": DIRECTION,
+                        "n": s.scored,
+                    },
+                    case_ids=[r.pair_id for r in over],
+                )
+            )
         if s.limit_max_delta is not None:
-            worse = [r for r in rows if r.slice == s.slice and r.counted and r.delta is not None and r.delta > s.limit_max_delta + _EPS]
+            worse = [
+                r
+                for r in rows
+                if r.slice == s.slice
+                and r.counted
+                and r.delta is not None
+                and r.delta > s.limit_max_delta + _EPS
+            ]
             if worse:
-                blockers.append(Blocker(code="noise_delta_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{len(worse)} candidate pairs got worse with the distractor by more than max_delta {s.limit_max_delta:g} (lower is better)", evidence={"max_delta_observed": s.max_delta, "max_delta": s.limit_max_delta, "direction": DIRECTION, "n": s.scored}, case_ids=[r.pair_id for r in worse]))
-        blockers += _abstention_blockers(s, [r.pair_id for r in rows if r.slice == s.slice and r.abstained])
+                blockers.append(
+                    Blocker(
+                        code="noise_delta_exceeded",
+                        category="quality",
+                        slice=s.slice,
+                        risk=s.risk,
+                        message=f"{len(worse)} candidate pairs got worse with the distractor by more than max_delta {s.limit_max_delta:g} (lower is better)",
+                        evidence={
+                            "max_delta_observed": s.max_delta,
+                            "max_delta": s.limit_max_delta,
+                            "direction": DIRECTION,
+                            "n": s.scored,
+                        },
+                        case_ids=[r.pair_id for r in worse],
+                    )
+                )
+        blockers += _abstention_blockers(
+            s, [r.pair_id for r in rows if r.slice == s.slice and r.abstained]
+        )
     challenged = [r for r in rows if r.status == "reference_challenged"]
     for name in sorted({r.slice for r in challenged}):
         mine = [r.pair_id for r in challenged if r.slice == name]
-        blockers.append(Blocker(code="noise_reference_challenged", category="review", slice=name, risk=_risk(suite, name), message=f"{len(mine)} candidate pair(s) whose reference a reviewer marked insufficient: routed to review, not counted against the slice limits", evidence={"pairs": len(mine)}, case_ids=mine))
+        blockers.append(
+            Blocker(
+                code="noise_reference_challenged",
+                category="review",
+                slice=name,
+                risk=_risk(suite, name),
+                message=f"{len(mine)} candidate pair(s) whose reference a reviewer marked insufficient: routed to review, not counted against the slice limits",
+                evidence={"pairs": len(mine)},
+                case_ids=mine,
+            )
+        )
     return blockers
 
 
@@ -1026,35 +1612,109 @@ def _abstention_blockers(s: Any, abstaining: list[str]) -> list[Blocker]:
     """A slice's abstentions: unreviewed without a max_abstention_rate, else against it."""
     if not s.abstentions:
         return []
-    evidence = {"abstentions": s.abstentions, "members": s.members, "abstention_rate": s.abstention_rate, "max_abstention_rate": s.limit_max_abstention_rate}
+    evidence = {
+        "abstentions": s.abstentions,
+        "members": s.members,
+        "abstention_rate": s.abstention_rate,
+        "max_abstention_rate": s.limit_max_abstention_rate,
+    }
     if s.limit_max_abstention_rate is None:
-        return [Blocker(code="noise_abstention_unreviewed", category="review", slice=s.slice, risk=s.risk, message=f"{s.abstentions} of {s.members} candidate members abstained and the slice sets no max_abstention_rate: an abstention is neither a 0 nor a pass, a person must judge it", evidence=evidence, case_ids=abstaining)]
+        return [
+            Blocker(
+                code="noise_abstention_unreviewed",
+                category="review",
+                slice=s.slice,
+                risk=s.risk,
+                message=f"{s.abstentions} of {s.members} candidate members abstained and the slice sets no max_abstention_rate: an abstention is neither a 0 nor a pass, a person must judge it",
+                evidence=evidence,
+                case_ids=abstaining,
+            )
+        ]
     if (s.abstention_rate or 0.0) > s.limit_max_abstention_rate + _EPS:
-        return [Blocker(code="noise_abstention_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"{s.abstentions} of {s.members} candidate members abstained ({s.abstention_rate:.0%}), above max_abstention_rate {s.limit_max_abstention_rate:g}: a low noise score bought by not answering", evidence=evidence, case_ids=abstaining)]
+        return [
+            Blocker(
+                code="noise_abstention_exceeded",
+                category="quality",
+                slice=s.slice,
+                risk=s.risk,
+                message=f"{s.abstentions} of {s.members} candidate members abstained ({s.abstention_rate:.0%}), above max_abstention_rate {s.limit_max_abstention_rate:g}: a low noise score bought by not answering",
+                evidence=evidence,
+                case_ids=abstaining,
+            )
+        ]
     return []
 
 
-def _error_blockers(suite: NoiseSuite, errors: list[MemberError], missing: list[str], stops: Mapping[str, str | None], runs: Mapping[str, Any]) -> list[Blocker]:
+def _error_blockers(
+    suite: NoiseSuite,
+    errors: list[MemberError],
+    missing: list[str],
+    stops: Mapping[str, str | None],
+    runs: Mapping[str, Any],
+) -> list[Blocker]:
     """Blockers of invalid scores, evaluator errors, members without a result and runs that stopped early."""
     blockers: list[Blocker] = []
     invalid = [e for e in errors if e.kind == "invalid_score"]
     other = [e for e in errors if e.kind != "invalid_score" and e.role == "candidate"]
-    for code, group, what in (("noise_score_invalid", invalid, "invalid scores (NaN, infinite or outside [0, 1])"), ("noise_evaluator_errors", other, "evaluator errors")):
+    for code, group, what in (
+        ("noise_score_invalid", invalid, "invalid scores (NaN, infinite or outside [0, 1])"),
+        ("noise_evaluator_errors", other, "evaluator errors"),
+    ):
         for name in sorted({e.slice for e in group}):
             mine_e = [e for e in group if e.slice == name]
             kinds: dict[str, int] = {}
             for e in mine_e:
                 kinds[e.kind] = kinds.get(e.kind, 0) + 1
-            blockers.append(Blocker(code=code, category="incomplete", slice=name, risk=_risk(suite, name), message=f"{len(mine_e)} member(s) have {what}: no score, never counted as 0", evidence={"errors": len(mine_e), "by_kind": kinds}, case_ids=sorted({e.case_id for e in mine_e}), waivable=False))
+            blockers.append(
+                Blocker(
+                    code=code,
+                    category="incomplete",
+                    slice=name,
+                    risk=_risk(suite, name),
+                    message=f"{len(mine_e)} member(s) have {what}: no score, never counted as 0",
+                    evidence={"errors": len(mine_e), "by_kind": kinds},
+                    case_ids=sorted({e.case_id for e in mine_e}),
+                    waivable=False,
+                )
+            )
     for name in sorted({suite.pair(m.rsplit(":", 1)[0]).slice for m in missing}):
         mine_m = [m for m in missing if suite.pair(m.rsplit(":", 1)[0]).slice == name]
         stop = stops.get("candidates")
         why = f" ({_NOT_RUN[stop]})" if stop in _NOT_RUN else ""
-        blockers.append(Blocker(code="missing_results", category="incomplete", slice=name, risk=_risk(suite, name), message=f"{len(mine_m)} candidate member(s) have no result{why}: the evaluation is incomplete, never a pass", evidence={"missing": len(mine_m)}, case_ids=mine_m, waivable=False))
+        blockers.append(
+            Blocker(
+                code="missing_results",
+                category="incomplete",
+                slice=name,
+                risk=_risk(suite, name),
+                message=f"{len(mine_m)} candidate member(s) have no result{why}: the evaluation is incomplete, never a pass",
+                evidence={"missing": len(mine_m)},
+                case_ids=mine_m,
+                waivable=False,
+            )
+        )
     for label, summary in runs.items():
-        code = {"budget_exhausted": "budget_exhausted", "max_cases": "case_limit_reached", "circuit_breaker": "run_incomplete"}.get(summary.stop_reason or "")
+        code = {
+            "budget_exhausted": "budget_exhausted",
+            "max_cases": "case_limit_reached",
+            "circuit_breaker": "run_incomplete",
+        }.get(summary.stop_reason or "")
         if code:
-            blockers.append(Blocker(code=code, category="incomplete", message=f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f} of ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases}; {len(summary.unrun)} member scoring(s) never ran", evidence={"run": label, "cost_usd": summary.cost_usd, "budget_usd": summary.budget_usd, "max_cases": summary.max_cases, "unrun": len(summary.unrun)}, waivable=False))
+            blockers.append(
+                Blocker(
+                    code=code,
+                    category="incomplete",
+                    message=f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f} of ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases}; {len(summary.unrun)} member scoring(s) never ran",
+                    evidence={
+                        "run": label,
+                        "cost_usd": summary.cost_usd,
+                        "budget_usd": summary.budget_usd,
+                        "max_cases": summary.max_cases,
+                        "unrun": len(summary.unrun),
+                    },
+                    waivable=False,
+                )
+            )
     return blockers
 
 
@@ -1063,44 +1723,132 @@ def _repeat_blockers(suite: NoiseSuite, repeats: list[Any]) -> list[Blocker]:
     blockers: list[Blocker] = []
     for row in repeats:
         if row.status == "incomplete":
-            blockers.append(Blocker(code="noise_repeat_incomplete", category="incomplete", slice=row.slice, risk=_risk(suite, row.slice), message=f"sentinel {row.pair_id} lacks a score in some of its {len(row.clean_scores)} repeats: its repeatability is unproven", evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores}, case_ids=[row.pair_id], waivable=False))
+            blockers.append(
+                Blocker(
+                    code="noise_repeat_incomplete",
+                    category="incomplete",
+                    slice=row.slice,
+                    risk=_risk(suite, row.slice),
+                    message=f"sentinel {row.pair_id} lacks a score in some of its {len(row.clean_scores)} repeats: its repeatability is unproven",
+                    evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores},
+                    case_ids=[row.pair_id],
+                    waivable=False,
+                )
+            )
         elif row.status == "unstable":
-            blockers.append(Blocker(code="noise_repeat_unstable", category="review", slice=row.slice, risk=_risk(suite, row.slice), message=f"sentinel {row.pair_id} varies across repeats (spreads clean {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material judge variation, reviewed by a person, never retried away", evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores, "max_spread": row.max_spread}, case_ids=[row.pair_id]))
+            blockers.append(
+                Blocker(
+                    code="noise_repeat_unstable",
+                    category="review",
+                    slice=row.slice,
+                    risk=_risk(suite, row.slice),
+                    message=f"sentinel {row.pair_id} varies across repeats (spreads clean {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material judge variation, reviewed by a person, never retried away",
+                    evidence={
+                        "clean_scores": row.clean_scores,
+                        "noisy_scores": row.noisy_scores,
+                        "max_spread": row.max_spread,
+                    },
+                    case_ids=[row.pair_id],
+                )
+            )
     return blockers
 
 
-def _companion_blockers(policy: NoisePolicy, scope: list[NoisePair], values: Mapping[str, Any], companions: CompanionJoin | None, slices: list[Any], rows: list[PairRow]) -> list[Blocker]:
+def _companion_blockers(
+    policy: NoisePolicy,
+    scope: list[NoisePair],
+    values: Mapping[str, Any],
+    companions: CompanionJoin | None,
+    slices: list[Any],
+    rows: list[PairRow],
+) -> list[Blocker]:
     """Declared companion metrics missing for candidate members, or beyond their limits in a slice."""
     blockers: list[Blocker] = []
     declared = list(policy.companions)
-    absent = [f"{p.item_id(m)}:{metric}" for p in scope for m in MEMBERS for metric in declared if m not in values.get(p.pair_id, {}).get(metric, {})]
+    absent = [
+        f"{p.item_id(m)}:{metric}"
+        for p in scope
+        for m in MEMBERS
+        for metric in declared
+        if m not in values.get(p.pair_id, {}).get(metric, {})
+    ]
     if absent:
-        why = "no companion results were given" if companions is None else f"{len(absent)} value(s) not joined by generation run id"
-        blockers.append(Blocker(code="noise_companion_missing", category="incomplete", message=f"declared companion metrics ({', '.join(declared)}) are missing for candidate members ({why}): a low noise score cannot be told from a refusal", evidence={"missing": len(absent), "first": absent[:10]}, case_ids=sorted({a.split(":", 1)[0] for a in absent}), waivable=False))
+        why = (
+            "no companion results were given"
+            if companions is None
+            else f"{len(absent)} value(s) not joined by generation run id"
+        )
+        blockers.append(
+            Blocker(
+                code="noise_companion_missing",
+                category="incomplete",
+                message=f"declared companion metrics ({', '.join(declared)}) are missing for candidate members ({why}): a low noise score cannot be told from a refusal",
+                evidence={"missing": len(absent), "first": absent[:10]},
+                case_ids=sorted({a.split(":", 1)[0] for a in absent}),
+                waivable=False,
+            )
+        )
     for s in slices:
         for metric, spec in policy.companions.items():
             mean = s.companions.get(metric)
             if spec.limit is None or mean is None:
                 continue
-            bad = mean < spec.limit - _EPS if spec.direction == "higher_is_better" else mean > spec.limit + _EPS
+            bad = (
+                mean < spec.limit - _EPS
+                if spec.direction == "higher_is_better"
+                else mean > spec.limit + _EPS
+            )
             if bad:
-                blockers.append(Blocker(code="noise_companion_exceeded", category="quality", slice=s.slice, risk=s.risk, message=f"companion {metric} averages {mean:.3f} in the slice, beyond its limit {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score is not bought by {metric}", evidence={"metric": metric, "mean": mean, "limit": spec.limit, "direction": spec.direction}, case_ids=[r.pair_id for r in rows if r.slice == s.slice and r.companions.get(metric)]))
+                blockers.append(
+                    Blocker(
+                        code="noise_companion_exceeded",
+                        category="quality",
+                        slice=s.slice,
+                        risk=s.risk,
+                        message=f"companion {metric} averages {mean:.3f} in the slice, beyond its limit {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score is not bought by {metric}",
+                        evidence={
+                            "metric": metric,
+                            "mean": mean,
+                            "limit": spec.limit,
+                            "direction": spec.direction,
+                        },
+                        case_ids=[
+                            r.pair_id
+                            for r in rows
+                            if r.slice == s.slice and r.companions.get(metric)
+                        ],
+                    )
+                )
     return blockers
 
 
-def _apply_overrides(suite: NoiseSuite, blockers: list[Blocker], overrides: Sequence[Override], fingerprint: str, now: datetime) -> tuple[list[Blocker], list[WaivedBlocker], list[Any]]:
+def _apply_overrides(
+    suite: NoiseSuite,
+    blockers: list[Blocker],
+    overrides: Sequence[Override],
+    fingerprint: str,
+    now: datetime,
+) -> tuple[list[Blocker], list[WaivedBlocker], list[Any]]:
     """The blockers kept (in report order), those waived by an active override, and overrides that applied to none."""
     label = _SuiteLabel(suite.label)
-    active = sorted(active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id)
+    active = sorted(
+        active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id
+    )
     kept: list[Blocker] = []
     waived: list[WaivedBlocker] = []
-    for blocker in sorted(blockers, key=lambda b: (_CATEGORY_ORDER[b.category], b.slice or "", b.code, b.message)):
+    for blocker in sorted(
+        blockers, key=lambda b: (_CATEGORY_ORDER[b.category], b.slice or "", b.code, b.message)
+    ):
         override = waiver_for(blocker, active)
         if override is None:
             kept.append(blocker)
         else:
             waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
-    unapplied = unapplied_overrides(list(overrides), label, fingerprint, now, kept, waived) if overrides else []  # type: ignore[arg-type]
+    unapplied = (
+        unapplied_overrides(list(overrides), label, fingerprint, now, kept, waived)
+        if overrides
+        else []
+    )  # type: ignore[arg-type]
     return kept, waived, unapplied
 
 
@@ -1108,7 +1856,21 @@ def evidence_hashes(pair: NoisePair) -> dict[str, str]:
     """``retrieval`` and ``response`` hashes of a pair's two members (see ``NoiseReport.pair_hashes``)."""
     from .._io import sha256_json, sha256_text
 
-    retrieval = [[[c.document_id, c.version, c.chunk_id, c.rank, c.corpus_id, c.tenant, sha256_text(c.text)] for c in pair.member(m).contexts()] for m in MEMBERS]
+    retrieval = [
+        [
+            [
+                c.document_id,
+                c.version,
+                c.chunk_id,
+                c.rank,
+                c.corpus_id,
+                c.tenant,
+                sha256_text(c.text),
+            ]
+            for c in pair.member(m).contexts()
+        ]
+        for m in MEMBERS
+    ]
     responses = [[pair.member(m).response, pair.member(m).abstained] for m in MEMBERS]
     return {"retrieval": sha256_json(retrieval), "response": sha256_json(responses)}
 
@@ -1120,28 +1882,77 @@ class _SuiteLabel:
         self.label = label
 
 
-def _repeat_rows(suite: NoiseSuite, run: NoiseRun | None, policy: NoisePolicy, blocked: set[str]) -> list[RepeatRow]:
+def _repeat_rows(
+    suite: NoiseSuite, run: NoiseRun | None, policy: NoisePolicy, blocked: set[str]
+) -> list[RepeatRow]:
     if run is None or run.repeats is None or run.repeat <= 1:
         return []
-    located = [(f"{run.repeats.results_path}:{line.line}", line.result) for line in read_results(run.repeats.results_path)]
+    located = [
+        (f"{run.repeats.results_path}:{line.line}", line.result)
+        for line in read_results(run.repeats.results_path)
+    ]
     _check_join(suite, located)
     by_repeat = [_final(located, r) for r in range(run.repeat)]
     rows = []
     for pair in suite.active():
         if pair.pair_id not in set(suite.sentinels) or pair.pair_id in blocked:
             continue
-        scores = {m: [None if pair.member(m).abstained else _score(f.get(pair.item_id(m))) for f in by_repeat] for m in MEMBERS}
-        deltas = [None if c is None or n is None else n - c for c, n in zip(scores["clean"], scores["noisy"], strict=True)]
+        scores = {
+            m: [
+                None if pair.member(m).abstained else _score(f.get(pair.item_id(m)))
+                for f in by_repeat
+            ]
+            for m in MEMBERS
+        }
+        deltas = [
+            None if c is None or n is None else n - c
+            for c, n in zip(scores["clean"], scores["noisy"], strict=True)
+        ]
         spreads = {m: _spread(scores[m]) if not pair.member(m).abstained else 0.0 for m in MEMBERS}
-        delta_spread = _spread(deltas) if not any(pair.member(m).abstained for m in MEMBERS) else 0.0
-        complete = all(not pair.member(m).abstained and v is not None or pair.member(m).abstained for m in MEMBERS for v in scores[m])
+        delta_spread = (
+            _spread(deltas) if not any(pair.member(m).abstained for m in MEMBERS) else 0.0
+        )
+        complete = all(
+            not pair.member(m).abstained and v is not None or pair.member(m).abstained
+            for m in MEMBERS
+            for v in scores[m]
+        )
         limit = policy.max_spread if policy.max_spread is not None else 0.0
-        status = "incomplete" if not complete else ("unstable" if max(v or 0.0 for v in (*spreads.values(), delta_spread)) > limit + _EPS else "stable")
-        rows.append(RepeatRow(pair_id=pair.pair_id, role=pair.role, slice=pair.slice, clean_scores=scores["clean"], noisy_scores=scores["noisy"], clean_spread=spreads["clean"], noisy_spread=spreads["noisy"], delta_spread=delta_spread, max_spread=policy.max_spread, status=status))  # type: ignore[arg-type]
+        status = (
+            "incomplete"
+            if not complete
+            else (
+                "unstable"
+                if max(v or 0.0 for v in (*spreads.values(), delta_spread)) > limit + _EPS
+                else "stable"
+            )
+        )
+        rows.append(
+            RepeatRow(
+                pair_id=pair.pair_id,
+                role=pair.role,
+                slice=pair.slice,
+                clean_scores=scores["clean"],
+                noisy_scores=scores["noisy"],
+                clean_spread=spreads["clean"],
+                noisy_spread=spreads["noisy"],
+                delta_spread=delta_spread,
+                max_spread=policy.max_spread,
+                status=status,
+            )
+        )  # type: ignore[arg-type]
     return rows
 
 
-def _slice_row(suite: NoiseSuite, name: str, rows: list[PairRow], errors: list[MemberError], missing: list[str], interpreted: bool, values: dict[str, dict[str, dict[str, float]]]) -> SliceRow:
+def _slice_row(
+    suite: NoiseSuite,
+    name: str,
+    rows: list[PairRow],
+    errors: list[MemberError],
+    missing: list[str],
+    interpreted: bool,
+    values: dict[str, dict[str, dict[str, float]]],
+) -> SliceRow:
     limit = suite.slices[name]
     counted = [r for r in rows if r.counted]
     noisy = [r.noisy_score for r in counted if r.noisy_score is not None]

@@ -47,21 +47,52 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
     for path in paths:
         path = Path(path)
         if not path.is_file():
-            problems.append(Problem(location=str(path), code="companions_missing", message="the companion-metrics file does not exist", fix="point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows"))
+            problems.append(
+                Problem(
+                    location=str(path),
+                    code="companions_missing",
+                    message="the companion-metrics file does not exist",
+                    fix="point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows",
+                )
+            )
             continue
         not_utf8: list[int] = []
         for number, text in iter_jsonl_lines(path, not_utf8):
             where = f"{path}:{number}"
             try:
-                row = CompanionValue.model_validate(loads_json(text))  # strict: duplicate keys, NaN refused
+                row = CompanionValue.model_validate(
+                    loads_json(text)
+                )  # strict: duplicate keys, NaN refused
             except (ValueError, ValidationError) as exc:
-                problems.append(Problem(location=where, code="companion_invalid", message=f"not a companion row ({str(exc).splitlines()[0]})", fix="write {metric, run_id, case_id, value} per line"))
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="companion_invalid",
+                        message=f"not a companion row ({str(exc).splitlines()[0]})",
+                        fix="write {metric, run_id, case_id, value} per line",
+                    )
+                )
                 continue
             if not math.isfinite(row.value):
-                problems.append(Problem(location=where, code="companion_invalid", message=f"{row.metric} of {row.case_id} is {row.value}", fix="a companion value must be a finite number"))
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="companion_invalid",
+                        message=f"{row.metric} of {row.case_id} is {row.value}",
+                        fix="a companion value must be a finite number",
+                    )
+                )
                 continue
             out.append(row)
-        problems += [Problem(location=f"{path}:{n}", code="companion_invalid", message="not a companion row (the line is not valid UTF-8)", fix="save the file as UTF-8") for n in not_utf8]
+        problems += [
+            Problem(
+                location=f"{path}:{n}",
+                code="companion_invalid",
+                message="not a companion row (the line is not valid UTF-8)",
+                fix="save the file as UTF-8",
+            )
+            for n in not_utf8
+        ]
     if problems:
         raise WorkbenchError(f"invalid companion metrics: {len(problems)} problem(s)", problems)
     return out
@@ -80,7 +111,9 @@ class CompanionJoin(BaseModel):
     """Rows that joined no member: ``<case_id> <metric> run <run_id>: why``."""
 
 
-def join_companions(pairs: Iterable[NoisePair], metrics: Iterable[str], rows: Iterable[CompanionValue]) -> CompanionJoin:
+def join_companions(
+    pairs: Iterable[NoisePair], metrics: Iterable[str], rows: Iterable[CompanionValue]
+) -> CompanionJoin:
     """Join rows to members by (case id, generation run id); list what is missing and what did not join."""
     declared = list(metrics)
     by_case: dict[str, NoisePair] = {}
@@ -92,19 +125,33 @@ def join_companions(pairs: Iterable[NoisePair], metrics: Iterable[str], rows: It
     for row in rows:
         pair = by_case.get(row.case_id)
         if row.metric not in declared:
-            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: metric not declared in the policy")
+            unjoined.append(
+                f"{row.case_id} {row.metric} run {row.run_id}: metric not declared in the policy"
+            )
             continue
         if pair is None:
-            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: no such pair member in this selection")
+            unjoined.append(
+                f"{row.case_id} {row.metric} run {row.run_id}: no such pair member in this selection"
+            )
             continue
         member = row.case_id.rsplit(":", 1)[1]
         trace = pair.member(member).generation_trace  # type: ignore[arg-type]
         if trace is None:
-            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: the member has no generation trace, so no run id to join on")
+            unjoined.append(
+                f"{row.case_id} {row.metric} run {row.run_id}: the member has no generation trace, so no run id to join on"
+            )
             continue
         if trace.run_id != row.run_id:
-            unjoined.append(f"{row.case_id} {row.metric} run {row.run_id}: the response was generated in run {trace.run_id}")
+            unjoined.append(
+                f"{row.case_id} {row.metric} run {row.run_id}: the response was generated in run {trace.run_id}"
+            )
             continue
         values.setdefault(pair.pair_id, {}).setdefault(row.metric, {})[member] = row.value
-    missing = [f"{p.item_id(m)}:{metric}" for p in by_case.values() for m in MEMBERS for metric in declared if m not in values.get(p.pair_id, {}).get(metric, {})]
+    missing = [
+        f"{p.item_id(m)}:{metric}"
+        for p in by_case.values()
+        for m in MEMBERS
+        for metric in declared
+        if m not in values.get(p.pair_id, {}).get(metric, {})
+    ]
     return CompanionJoin(values=values, missing=sorted(set(missing)), unjoined=unjoined)

@@ -36,48 +36,139 @@ from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
 _EPS = 1e-12
 
 
-def check_baseline_suite(candidate: NoiseSuite, baseline: NoiseSuite, *, partition: str | None = None, sentinels_only: bool = False) -> list[Problem]:
+def check_baseline_suite(
+    candidate: NoiseSuite,
+    baseline: NoiseSuite,
+    *,
+    partition: str | None = None,
+    sentinels_only: bool = False,
+) -> list[Problem]:
     """Why a baseline suite cannot be compared with the candidate suite (empty when it can)."""
     from ._analysis import selected_candidates
 
     mine = {p.pair_id: p for p in selected_candidates(candidate, partition, sentinels_only)}
     theirs = {p.pair_id: p for p in selected_candidates(baseline, partition, sentinels_only)}
-    return _pair_problems(baseline.source or baseline.label, {k: v.frame_sha256() for k, v in mine.items()}, {k: v.frame_sha256() for k, v in theirs.items()}, {k: v.mode for k, v in mine.items()}, {k: v.mode for k, v in theirs.items()})
+    return _pair_problems(
+        baseline.source or baseline.label,
+        {k: v.frame_sha256() for k, v in mine.items()},
+        {k: v.frame_sha256() for k, v in theirs.items()},
+        {k: v.mode for k, v in mine.items()},
+        {k: v.mode for k, v in theirs.items()},
+    )
 
 
 def _evaluator_problems(loc: str, mine: Any, theirs: Any) -> list[Problem]:
     problems: list[Problem] = []
     if mine is None or theirs is None:
-        return [Problem(location=loc, code="baseline_incompatible", message="a side has no results, so no evaluator identity", fix="compare two scored runs")]
-    for field, what in (("kind", "judge kind"), ("model", "evaluator model"), ("ragas_version", "Ragas version"), ("prompt_sha256", "scoring prompt (metric source hash)")):
+        return [
+            Problem(
+                location=loc,
+                code="baseline_incompatible",
+                message="a side has no results, so no evaluator identity",
+                fix="compare two scored runs",
+            )
+        ]
+    for field, what in (
+        ("kind", "judge kind"),
+        ("model", "evaluator model"),
+        ("ragas_version", "Ragas version"),
+        ("prompt_sha256", "scoring prompt (metric source hash)"),
+    ):
         if getattr(mine, field) != getattr(theirs, field):
-            problems.append(Problem(location=loc, code="baseline_incompatible", message=f"the {what} differs: baseline {getattr(theirs, field)!r}, candidate {getattr(mine, field)!r}", fix="score both application versions under the same evaluator (pass the baseline suite as SPEC to re-score it now), or treat the result as a calibration study"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="baseline_incompatible",
+                    message=f"the {what} differs: baseline {getattr(theirs, field)!r}, candidate {getattr(mine, field)!r}",
+                    fix="score both application versions under the same evaluator (pass the baseline suite as SPEC to re-score it now), or treat the result as a calibration study",
+                )
+            )
     return problems
 
 
-def check_baseline_report(suite: NoiseSuite, identity: Any, baseline: NoiseReport, *, baseline_source: str, partition: str | None = None, sentinels_only: bool = False) -> list[Problem]:
+def check_baseline_report(
+    suite: NoiseSuite,
+    identity: Any,
+    baseline: NoiseReport,
+    *,
+    baseline_source: str,
+    partition: str | None = None,
+    sentinels_only: bool = False,
+) -> list[Problem]:
     """Why an earlier run's report cannot be the baseline of ``suite`` scored by ``identity`` (checked before any call)."""
     from ._analysis import selected_candidates
 
     problems: list[Problem] = []
     if not baseline.candidates_interpreted:
-        problems.append(Problem(location=baseline_source, code="baseline_incompatible", message="the baseline's controls did not pass: its candidate scores mean nothing", fix="fix the baseline run first (its controls must separate)"))
+        problems.append(
+            Problem(
+                location=baseline_source,
+                code="baseline_incompatible",
+                message="the baseline's controls did not pass: its candidate scores mean nothing",
+                fix="fix the baseline run first (its controls must separate)",
+            )
+        )
     problems += _evaluator_problems(baseline_source, identity, baseline.judge)
     mine = selected_candidates(suite, partition, sentinels_only)
-    problems += _pair_problems(baseline_source, {p.pair_id: p.frame_sha256() for p in mine}, baseline.pair_keys, {p.pair_id: p.mode for p in mine}, {r.pair_id: r.mode for r in baseline.pairs})
+    problems += _pair_problems(
+        baseline_source,
+        {p.pair_id: p.frame_sha256() for p in mine},
+        baseline.pair_keys,
+        {p.pair_id: p.mode for p in mine},
+        {r.pair_id: r.mode for r in baseline.pairs},
+    )
     return problems
 
 
-def _pair_problems(loc: str, mine: dict[str, str], theirs: dict[str, str], my_modes: dict[str, str], their_modes: dict[str, str]) -> list[Problem]:
+def _pair_problems(
+    loc: str,
+    mine: dict[str, str],
+    theirs: dict[str, str],
+    my_modes: dict[str, str],
+    their_modes: dict[str, str],
+) -> list[Problem]:
     problems: list[Problem] = []
     only_mine, only_theirs = sorted(set(mine) - set(theirs)), sorted(set(theirs) - set(mine))
     if only_mine or only_theirs:
-        problems.append(Problem(location=loc, code="baseline_incompatible", message="not the same pairs: " + "; ".join(x for x in (f"only the candidate has {', '.join(only_mine[:8])}" if only_mine else "", f"only the baseline has {', '.join(only_theirs[:8])}" if only_theirs else "") if x), fix="compare on the same frozen pairs (the same suite pairs, partition and selection)"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="baseline_incompatible",
+                message="not the same pairs: "
+                + "; ".join(
+                    x
+                    for x in (
+                        f"only the candidate has {', '.join(only_mine[:8])}" if only_mine else "",
+                        f"only the baseline has {', '.join(only_theirs[:8])}"
+                        if only_theirs
+                        else "",
+                    )
+                    if x
+                ),
+                fix="compare on the same frozen pairs (the same suite pairs, partition and selection)",
+            )
+        )
     for pid in sorted(set(mine) & set(theirs)):
         if my_modes.get(pid) != their_modes.get(pid):
-            problems.append(Problem(location=loc, case_id=pid, code="baseline_incompatible", message=f"pair {pid}: mode {their_modes.get(pid)} in the baseline, {my_modes.get(pid)} in the candidate", fix="results of different NoiseSensitivity modes are not comparable"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    case_id=pid,
+                    code="baseline_incompatible",
+                    message=f"pair {pid}: mode {their_modes.get(pid)} in the baseline, {my_modes.get(pid)} in the candidate",
+                    fix="results of different NoiseSensitivity modes are not comparable",
+                )
+            )
         elif mine[pid] != theirs[pid]:
-            problems.append(Problem(location=loc, case_id=pid, code="baseline_incompatible", message=f"pair {pid}: the question, reference (or its version), role, slice or partition differs", fix="a baseline holds the frozen pairs constant; only responses (and contexts) may differ"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    case_id=pid,
+                    code="baseline_incompatible",
+                    message=f"pair {pid}: the question, reference (or its version), role, slice or partition differs",
+                    fix="a baseline holds the frozen pairs constant; only responses (and contexts) may differ",
+                )
+            )
     return problems
 
 
@@ -86,11 +177,31 @@ def load_baseline_report(path: str | Path) -> NoiseReport:
     path = Path(path)
     file = path / NOISE_REPORT_FILE if path.is_dir() else path
     if not file.is_file():
-        raise WorkbenchError("no baseline report", [Problem(location=str(path), code="baseline_missing", message=f"no {NOISE_REPORT_FILE} here", fix="give a pair-suite YAML (scored now) or the directory of an earlier `workbench noise` run")])
+        raise WorkbenchError(
+            "no baseline report",
+            [
+                Problem(
+                    location=str(path),
+                    code="baseline_missing",
+                    message=f"no {NOISE_REPORT_FILE} here",
+                    fix="give a pair-suite YAML (scored now) or the directory of an earlier `workbench noise` run",
+                )
+            ],
+        )
     try:
         return NoiseReport.model_validate(read_json_file(file))  # bounded and strict
     except (OSError, ValueError) as exc:
-        raise WorkbenchError("invalid baseline report", [Problem(location=str(file), code="baseline_invalid", message=f"not a noise report ({str(exc).splitlines()[0]})", fix="point at the noise_report.json a `workbench noise` run wrote")]) from None
+        raise WorkbenchError(
+            "invalid baseline report",
+            [
+                Problem(
+                    location=str(file),
+                    code="baseline_invalid",
+                    message=f"not a noise report ({str(exc).splitlines()[0]})",
+                    fix="point at the noise_report.json a `workbench noise` run wrote",
+                )
+            ],
+        ) from None
 
 
 def _t95(n: int) -> float:
@@ -103,7 +214,14 @@ def _counted_noisy(row: PairRow | None) -> float | None:
     return row.noisy_score if row is not None and row.counted else None
 
 
-def compare_reports(candidate: NoiseReport, baseline: NoiseReport, *, warn_delta: float = 0.0, baseline_source: str = "baseline", companions: dict[str, str] | None = None) -> NoiseComparison:
+def compare_reports(
+    candidate: NoiseReport,
+    baseline: NoiseReport,
+    *,
+    warn_delta: float = 0.0,
+    baseline_source: str = "baseline",
+    companions: dict[str, str] | None = None,
+) -> NoiseComparison:
     """Compare two reports of the same frozen pairs; refuse (``WorkbenchError``, every reason) when incompatible.
 
     ``companions`` maps each declared companion metric to its direction, for the
@@ -113,12 +231,27 @@ def compare_reports(candidate: NoiseReport, baseline: NoiseReport, *, warn_delta
     loc = baseline_source
     for side, report in (("baseline", baseline), ("candidate", candidate)):
         if not report.candidates_interpreted:
-            problems.append(Problem(location=loc if side == "baseline" else candidate.suite, code="baseline_incompatible", message=f"the {side}'s controls did not pass: its candidate scores mean nothing", fix=f"fix the {side} run first (its controls must separate)"))
+            problems.append(
+                Problem(
+                    location=loc if side == "baseline" else candidate.suite,
+                    code="baseline_incompatible",
+                    message=f"the {side}'s controls did not pass: its candidate scores mean nothing",
+                    fix=f"fix the {side} run first (its controls must separate)",
+                )
+            )
     a, b = candidate.judge, baseline.judge
     problems += _evaluator_problems(loc, a, b)
-    problems += _pair_problems(loc, candidate.pair_keys, baseline.pair_keys, {r.pair_id: r.mode for r in candidate.pairs}, {r.pair_id: r.mode for r in baseline.pairs})
+    problems += _pair_problems(
+        loc,
+        candidate.pair_keys,
+        baseline.pair_keys,
+        {r.pair_id: r.mode for r in candidate.pairs},
+        {r.pair_id: r.mode for r in baseline.pairs},
+    )
     if problems:
-        raise WorkbenchError(f"refusing the baseline comparison: {len(problems)} reason(s)", problems)
+        raise WorkbenchError(
+            f"refusing the baseline comparison: {len(problems)} reason(s)", problems
+        )
 
     base_rows = {r.pair_id: r for r in baseline.pairs}
 
@@ -137,25 +270,98 @@ def compare_reports(candidate: NoiseReport, baseline: NoiseReport, *, warn_delta
         old = base_rows.get(row.pair_id)
         bn, cn = _counted_noisy(old), _counted_noisy(row)
         if bn is None or cn is None:
-            why = "; ".join(f"{side}: {r.status if r else 'absent'}" for side, r, v in (("baseline", old, bn), ("candidate", row, cn)) if v is None)
-            deltas.append(PairDelta(pair_id=row.pair_id, slice=row.slice, mode=row.mode, baseline_clean=old.clean_score if old else None, baseline_noisy=old.noisy_score if old else None, candidate_clean=row.clean_score, candidate_noisy=row.noisy_score, noisy_delta=None, pair_delta_change=None, status="not_comparable", detail=f"not comparable ({why})", first_change=first_change(row.pair_id, old is not None and old.noisy_score == row.noisy_score and old.clean_score == row.clean_score)))
+            why = "; ".join(
+                f"{side}: {r.status if r else 'absent'}"
+                for side, r, v in (("baseline", old, bn), ("candidate", row, cn))
+                if v is None
+            )
+            deltas.append(
+                PairDelta(
+                    pair_id=row.pair_id,
+                    slice=row.slice,
+                    mode=row.mode,
+                    baseline_clean=old.clean_score if old else None,
+                    baseline_noisy=old.noisy_score if old else None,
+                    candidate_clean=row.clean_score,
+                    candidate_noisy=row.noisy_score,
+                    noisy_delta=None,
+                    pair_delta_change=None,
+                    status="not_comparable",
+                    detail=f"not comparable ({why})",
+                    first_change=first_change(
+                        row.pair_id,
+                        old is not None
+                        and old.noisy_score == row.noisy_score
+                        and old.clean_score == row.clean_score,
+                    ),
+                )
+            )
         else:
-            change = None if row.delta is None or old is None or old.delta is None else row.delta - old.delta
+            change = (
+                None
+                if row.delta is None or old is None or old.delta is None
+                else row.delta - old.delta
+            )
             d = cn - bn
-            deltas.append(PairDelta(pair_id=row.pair_id, slice=row.slice, mode=row.mode, baseline_clean=old.clean_score if old else None, baseline_noisy=bn, candidate_clean=row.clean_score, candidate_noisy=cn, noisy_delta=d, pair_delta_change=change, status="compared", detail=f"noisy {bn:.3f} -> {cn:.3f}", first_change=first_change(row.pair_id, abs(cn - bn) <= _EPS and old is not None and old.clean_score == row.clean_score)))
+            deltas.append(
+                PairDelta(
+                    pair_id=row.pair_id,
+                    slice=row.slice,
+                    mode=row.mode,
+                    baseline_clean=old.clean_score if old else None,
+                    baseline_noisy=bn,
+                    candidate_clean=row.clean_score,
+                    candidate_noisy=cn,
+                    noisy_delta=d,
+                    pair_delta_change=change,
+                    status="compared",
+                    detail=f"noisy {bn:.3f} -> {cn:.3f}",
+                    first_change=first_change(
+                        row.pair_id,
+                        abs(cn - bn) <= _EPS
+                        and old is not None
+                        and old.clean_score == row.clean_score,
+                    ),
+                )
+            )
             if d > warn_delta + _EPS:
                 inside = row.within_limit is not False
-                warnings.append(Trend(kind="pair_worse", slice=row.slice, pair_id=row.pair_id, message=f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above warn_delta {warn_delta:g})" + (" while still inside policy" if inside else "")))
+                warnings.append(
+                    Trend(
+                        kind="pair_worse",
+                        slice=row.slice,
+                        pair_id=row.pair_id,
+                        message=f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above warn_delta {warn_delta:g})"
+                        + (" while still inside policy" if inside else ""),
+                    )
+                )
         if old is not None:
             worse = _bought_by_refusing(row, old, companions or {})
             if worse:
-                warnings.append(Trend(kind="bought_by_refusing", slice=row.slice, pair_id=row.pair_id, message=f"{row.pair_id}: {worse}"))
+                warnings.append(
+                    Trend(
+                        kind="bought_by_refusing",
+                        slice=row.slice,
+                        pair_id=row.pair_id,
+                        message=f"{row.pair_id}: {worse}",
+                    )
+                )
     slices: list[SliceDelta] = []
     for name in dict.fromkeys(r.slice for r in candidate.pairs):
         mine = [d for d in deltas if d.slice == name and d.noisy_delta is not None]
         n = len(mine)
         if not n:
-            slices.append(SliceDelta(slice=name, n=0, baseline_mean=None, candidate_mean=None, mean_delta=None, ci95_low=None, ci95_high=None))
+            slices.append(
+                SliceDelta(
+                    slice=name,
+                    n=0,
+                    baseline_mean=None,
+                    candidate_mean=None,
+                    mean_delta=None,
+                    ci95_low=None,
+                    ci95_high=None,
+                )
+            )
             continue
         diffs = [d.noisy_delta for d in mine if d.noisy_delta is not None]
         mean = sum(diffs) / n
@@ -164,10 +370,33 @@ def compare_reports(candidate: NoiseReport, baseline: NoiseReport, *, warn_delta
             sd = math.sqrt(sum((x - mean) ** 2 for x in diffs) / (n - 1))
             half = _t95(n) * sd / math.sqrt(n)
             low, high = mean - half, mean + half
-        slices.append(SliceDelta(slice=name, n=n, baseline_mean=sum(d.baseline_noisy for d in mine if d.baseline_noisy is not None) / n, candidate_mean=sum(d.candidate_noisy for d in mine if d.candidate_noisy is not None) / n, mean_delta=mean, ci95_low=low, ci95_high=high))
+        slices.append(
+            SliceDelta(
+                slice=name,
+                n=n,
+                baseline_mean=sum(d.baseline_noisy for d in mine if d.baseline_noisy is not None)
+                / n,
+                candidate_mean=sum(d.candidate_noisy for d in mine if d.candidate_noisy is not None)
+                / n,
+                mean_delta=mean,
+                ci95_low=low,
+                ci95_high=high,
+            )
+        )
         if mean > warn_delta + _EPS:
-            interval = f" (95% {low:.3f} to {high:.3f})" if low is not None and high is not None else " (one pair: no interval)"
-            warnings.append(Trend(kind="slice_worse", slice=name, pair_id=None, message=f"slice {name}: mean noisy score +{mean:.3f} over {n} pair(s){interval}"))
+            interval = (
+                f" (95% {low:.3f} to {high:.3f})"
+                if low is not None and high is not None
+                else " (one pair: no interval)"
+            )
+            warnings.append(
+                Trend(
+                    kind="slice_worse",
+                    slice=name,
+                    pair_id=None,
+                    message=f"slice {name}: mean noisy score +{mean:.3f} over {n} pair(s){interval}",
+                )
+            )
     return NoiseComparison(
         baseline=baseline.suite,
         baseline_source=baseline_source,
@@ -183,13 +412,20 @@ def compare_reports(candidate: NoiseReport, baseline: NoiseReport, *, warn_delta
 
 def _bought_by_refusing(row: PairRow, old: PairRow, companions: dict[str, str]) -> str | None:
     """Why the candidate's noise score looks better only because it says less, or None."""
-    improved = (row.noisy_score is not None and old.noisy_score is not None and row.noisy_score < old.noisy_score - _EPS) or ("noisy" in row.abstained and "noisy" not in old.abstained)
+    improved = (
+        row.noisy_score is not None
+        and old.noisy_score is not None
+        and row.noisy_score < old.noisy_score - _EPS
+    ) or ("noisy" in row.abstained and "noisy" not in old.abstained)
     if not improved:
         return None
     if "noisy" in row.abstained and "noisy" not in old.abstained:
         return "the noisy member now abstains where the baseline answered: a lower noise score bought by refusing"
     for metric, direction in companions.items():
-        new, was = row.companions.get(metric, {}).get("noisy"), old.companions.get(metric, {}).get("noisy")
+        new, was = (
+            row.companions.get(metric, {}).get("noisy"),
+            old.companions.get(metric, {}).get("noisy"),
+        )
         if new is None or was is None:
             continue
         worse = new < was - _EPS if direction == "higher_is_better" else new > was + _EPS
@@ -198,7 +434,20 @@ def _bought_by_refusing(row: PairRow, old: PairRow, companions: dict[str, str]) 
     return None
 
 
-def with_baseline(report: NoiseReport, baseline: NoiseReport, *, warn_delta: float = 0.0, baseline_source: str = "baseline", companions: dict[str, str] | None = None) -> NoiseReport:
+def with_baseline(
+    report: NoiseReport,
+    baseline: NoiseReport,
+    *,
+    warn_delta: float = 0.0,
+    baseline_source: str = "baseline",
+    companions: dict[str, str] | None = None,
+) -> NoiseReport:
     """``report`` with its baseline comparison and warning trends attached (the outcome is unchanged)."""
-    cmp = compare_reports(report, baseline, warn_delta=warn_delta, baseline_source=baseline_source, companions=companions)
+    cmp = compare_reports(
+        report,
+        baseline,
+        warn_delta=warn_delta,
+        baseline_source=baseline_source,
+        companions=companions,
+    )
     return report.model_copy(update={"comparison": cmp, "warnings": list(cmp.warnings)})

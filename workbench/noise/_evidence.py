@@ -63,12 +63,32 @@ class RetrievedContext(_Model):
     def identity(self) -> tuple[str | None, ...]:
         """What must be equal for two contexts to be the same passage (rank and score excluded:
         adding a distractor shifts the ranks after it)."""
-        return (self.text, self.document_id, self.version, self.chunk_id, self.tenant, self.corpus_id, self.retriever_config_sha256)
+        return (
+            self.text,
+            self.document_id,
+            self.version,
+            self.chunk_id,
+            self.tenant,
+            self.corpus_id,
+            self.retriever_config_sha256,
+        )
 
     @property
     def structured(self) -> bool:
         """True when any retrieval evidence beyond the text is recorded."""
-        return any(v is not None for v in (self.document_id, self.version, self.chunk_id, self.rank, self.retrieval_score, self.tenant, self.corpus_id, self.retriever_config_sha256))
+        return any(
+            v is not None
+            for v in (
+                self.document_id,
+                self.version,
+                self.chunk_id,
+                self.rank,
+                self.retrieval_score,
+                self.tenant,
+                self.corpus_id,
+                self.retriever_config_sha256,
+            )
+        )
 
 
 def as_context(value: str | RetrievedContext) -> RetrievedContext:
@@ -110,7 +130,9 @@ class RetrievalAssertions(_Model):
 
     def empty(self) -> bool:
         """True when nothing is asserted."""
-        return not (self.expected_documents or self.forbidden_sources or self.tenant or self.max_rank)
+        return not (
+            self.expected_documents or self.forbidden_sources or self.tenant or self.max_rank
+        )
 
 
 class SignOff(_Model):
@@ -171,7 +193,9 @@ class NoisePolicy(_Model):
     """Most provider retries per call; a candidate whose ``endpoint.max_retries`` is higher is refused."""
     token_accounting: str | None = None
     """How tokens are counted (e.g. provider-reported usage)."""
-    required_control_roles: list[ControlRole] = Field(default_factory=lambda: ["control", "adversarial", "reference_defect"])
+    required_control_roles: list[ControlRole] = Field(
+        default_factory=lambda: ["control", "adversarial", "reference_defect"]
+    )
     """Control roles the suite must hold; a missing one blocks (incomplete)."""
     max_spread: float | None = Field(default=None, ge=0, le=1)
     """Largest per-member score spread over ``--repeat`` runs before the pair routes to review.

@@ -50,7 +50,12 @@ KIND = "ragas-noise"
 METRIC = "ragas.metrics.collections.NoiseSensitivity"
 """The Ragas metric this kind runs."""
 _DEFAULT_MAX_TOKENS = 1024  # Ragas' InstructorModelArgs default
-_OUTPUT_SCHEMA_ERRORS = ("ValidationError", "InstructorRetryException", "IncompleteOutputException", "JSONDecodeError")
+_OUTPUT_SCHEMA_ERRORS = (
+    "ValidationError",
+    "InstructorRetryException",
+    "IncompleteOutputException",
+    "JSONDecodeError",
+)
 
 
 def calls_per_score(n_contexts: int) -> int:
@@ -65,8 +70,16 @@ def metric_source_sha256() -> str:
     from ragas.prompt.metrics import common
 
     try:
-        parts = [inspect.getsource(metric), inspect.getsource(util), inspect.getsource(common.statement_generator_prompt), inspect.getsource(common.nli_statement_prompt)]
-    except (OSError, TypeError):  # no sources installed: the Ragas version (in the identity) must do
+        parts = [
+            inspect.getsource(metric),
+            inspect.getsource(util),
+            inspect.getsource(common.statement_generator_prompt),
+            inspect.getsource(common.nli_statement_prompt),
+        ]
+    except (
+        OSError,
+        TypeError,
+    ):  # no sources installed: the Ragas version (in the identity) must do
         from ..judges._registry import ragas_version
 
         parts = [METRIC, ragas_version()]
@@ -98,18 +111,26 @@ def _traced_metric_class() -> type:
             self.decomposed.append(list(statements))
             return statements
 
-        async def _evaluate_statement_faithfulness(self, statements: list[str], context: str) -> list[int]:
+        async def _evaluate_statement_faithfulness(
+            self, statements: list[str], context: str
+        ) -> list[int]:
             verdicts = await super()._evaluate_statement_faithfulness(statements, context)
             if len(verdicts) != len(statements):
-                raise UnusableAnswer(f"the model returned {len(verdicts)} faithfulness verdicts for {len(statements)} statements")
+                raise UnusableAnswer(
+                    f"the model returned {len(verdicts)} faithfulness verdicts for {len(statements)} statements"
+                )
             return verdicts
 
         def _compute_score(self, answers: dict[str, Any]) -> float:
             self.answers = answers
             if answers["retrieved2ground_truth"].size == 0:
-                raise UnusableAnswer("the model decomposed the reference into no statements, so no context can be called relevant")
+                raise UnusableAnswer(
+                    "the model decomposed the reference into no statements, so no context can be called relevant"
+                )
             with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)  # mean of no response statements: NaN, reported as invalid_score
+                warnings.simplefilter(
+                    "ignore", RuntimeWarning
+                )  # mean of no response statements: NaN, reported as invalid_score
                 return float(super()._compute_score(answers))
 
     return TracedNoiseSensitivity
@@ -141,11 +162,32 @@ class NoiseJudge(LLMJudge):
         loc = str(spec_path)
         problems: list[Problem] = []
         if spec.prompt or spec.prompt_file:
-            problems.append(Problem(location=loc, code="prompt_not_allowed", message="a ragas-noise candidate has no prompt: NoiseSensitivity uses Ragas' built-in statement and faithfulness prompts", fix="remove prompt/prompt_file; the prompts are fingerprinted through the Ragas version and their source hash"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="prompt_not_allowed",
+                    message="a ragas-noise candidate has no prompt: NoiseSensitivity uses Ragas' built-in statement and faithfulness prompts",
+                    fix="remove prompt/prompt_file; the prompts are fingerprinted through the Ragas version and their source hash",
+                )
+            )
         if "mode" in spec.params:
-            problems.append(Problem(location=loc, code="mode_in_spec", message="params.mode is set; the NoiseSensitivity mode comes from each pair", fix="remove params.mode and declare mode: on every pair"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="mode_in_spec",
+                    message="params.mode is set; the NoiseSensitivity mode comes from each pair",
+                    fix="remove params.mode and declare mode: on every pair",
+                )
+            )
         if spec.threshold is not None:
-            problems.append(Problem(location=loc, code="threshold_not_allowed", message="a ragas-noise candidate is score-only; limits live in the pair suite's slices", fix="remove threshold: and set max_score per slice in the pairs file"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="threshold_not_allowed",
+                    message="a ragas-noise candidate is score-only; limits live in the pair suite's slices",
+                    fix="remove threshold: and set max_score per slice in the pairs file",
+                )
+            )
         try:
             super().__init__(spec, spec_path)
         except WorkbenchError as exc:
@@ -163,29 +205,50 @@ class NoiseJudge(LLMJudge):
 
     def _score(self, llm: Any, judge_input: Any, ref: CaseRef | None) -> Any:
         if not isinstance(judge_input, NoiseInput):
-            raise TypeError(f"a ragas-noise judge takes a NoiseInput, got {type(judge_input).__name__}")
+            raise TypeError(
+                f"a ragas-noise judge takes a NoiseInput, got {type(judge_input).__name__}"
+            )
         metric = _metric_class()(llm=llm, mode=judge_input.mode)
-        guard = self.spec.endpoint.timeout_s * calls_per_score(len(judge_input.retrieved_contexts)) + 5
+        guard = (
+            self.spec.endpoint.timeout_s * calls_per_score(len(judge_input.retrieved_contexts)) + 5
+        )
 
         async def scored() -> _Scored:
             result = await asyncio.wait_for(
-                metric.ascore(user_input=judge_input.user_input, response=judge_input.response, reference=judge_input.reference, retrieved_contexts=list(judge_input.retrieved_contexts)),
+                metric.ascore(
+                    user_input=judge_input.user_input,
+                    response=judge_input.response,
+                    reference=judge_input.reference,
+                    retrieved_contexts=list(judge_input.retrieved_contexts),
+                ),
                 timeout=guard,
             )
             return _Scored(result, metric)
 
         return scored()
 
-    def _interpret(self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None) -> Verdict:
+    def _interpret(
+        self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None
+    ) -> Verdict:
         value = result.result.value
         try:
             score = float(value)
         except (TypeError, ValueError):
             score = math.nan
         if not math.isfinite(score) or not 0.0 <= score <= 1.0:
-            why = " (the response was decomposed into no statements)" if result.metric.decomposed[1:2] == [[]] else ""
-            return self._failed(exchange, "invalid_score", f"NoiseSensitivity returned {value!r}{why}; a score must be a finite number in [0, 1] (lower is better)")
-        return self._verdict(exchange, value=None, score=score, reason=explain(result.metric, judge_input.mode))
+            why = (
+                " (the response was decomposed into no statements)"
+                if result.metric.decomposed[1:2] == [[]]
+                else ""
+            )
+            return self._failed(
+                exchange,
+                "invalid_score",
+                f"NoiseSensitivity returned {value!r}{why}; a score must be a finite number in [0, 1] (lower is better)",
+            )
+        return self._verdict(
+            exchange, value=None, score=score, reason=explain(result.metric, judge_input.mode)
+        )
 
     def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
         if isinstance(exc, UnusableAnswer):
@@ -196,7 +259,10 @@ class NoiseJudge(LLMJudge):
         failure, content = self._answer_failure(exchange, exc)
         if failure is not None:
             return failure
-        return "unparseable", f"the answer does not match NoiseSensitivity's statements schema: {content[:200]!r}"
+        return (
+            "unparseable",
+            f"the answer does not match NoiseSensitivity's statements schema: {content[:200]!r}",
+        )
 
     # -- requests -------------------------------------------------------------------------
 
@@ -219,9 +285,15 @@ class NoiseJudge(LLMJudge):
         from ragas.prompt.metrics.common import nli_statement_prompt, statement_generator_prompt
 
         q, resp, ref = judge_input.user_input, judge_input.response, judge_input.reference
-        prompts = [len(statement_generator_prompt(q, ref)), len(statement_generator_prompt(q, resp))]
+        prompts = [
+            len(statement_generator_prompt(q, ref)),
+            len(statement_generator_prompt(q, resp)),
+        ]
         for ctx in judge_input.retrieved_contexts:
-            prompts += [len(nli_statement_prompt(ctx, [ref])) + len(ref), len(nli_statement_prompt(ctx, [resp])) + len(resp)]
+            prompts += [
+                len(nli_statement_prompt(ctx, [ref])) + len(ref),
+                len(nli_statement_prompt(ctx, [resp])) + len(resp),
+            ]
         prompts.append(len(nli_statement_prompt(ref, [resp])) + len(resp))
         tokens_in = sum(math.ceil(n / 3) + 400 for n in prompts)
         tokens_out = int(self.spec.params.get("max_tokens", _DEFAULT_MAX_TOKENS)) * len(prompts)
@@ -236,17 +308,41 @@ def explain(metric: Any, mode: str) -> str | None:
     statements = metric.decomposed[1]
     import numpy as np
 
-    r2g, r2a, g2a = answers["retrieved2ground_truth"], answers["retrieved2answer"], answers["ground_truth2answer"]
+    r2g, r2a, g2a = (
+        answers["retrieved2ground_truth"],
+        answers["retrieved2answer"],
+        answers["ground_truth2answer"],
+    )
     relevant = np.max(r2g, axis=0)  # per context: supports some reference statement
     incorrect = ~g2a[0]
     rel_support = (r2a & relevant).any(axis=1) if r2a.size else np.zeros(len(statements), bool)
-    irr_support = (r2a & ~relevant).any(axis=1) & ~rel_support if r2a.size else np.zeros(len(statements), bool)
+    irr_support = (
+        (r2a & ~relevant).any(axis=1) & ~rel_support
+        if r2a.size
+        else np.zeros(len(statements), bool)
+    )
     counted = incorrect & (rel_support if mode == "relevant" else irr_support)
-    contexts = ", ".join(f"{i + 1}:{'relevant' if r else 'irrelevant'}" for i, r in enumerate(relevant))
+    contexts = ", ".join(
+        f"{i + 1}:{'relevant' if r else 'irrelevant'}" for i, r in enumerate(relevant)
+    )
     head = f"{mode} mode: {int(counted.sum())} of {len(statements)} response statements are incorrect (not supported by the reference) and supported by {'a relevant' if mode == 'relevant' else 'only irrelevant'} context(s); contexts {contexts}; lower is better"
-    listed = [f"- {s!r}" + (" [incorrect, counted]" if c else " [incorrect]" if inc else "") for s, c, inc in zip(statements, counted, incorrect, strict=False)]
-    claims = {"statements": [str(s) for s in statements], "incorrect": [bool(x) for x in incorrect], "counted": [bool(x) for x in counted], "contexts_relevant": [bool(x) for x in relevant]}
-    return "\n".join([head, *listed[:20], CLAIMS_PREFIX + json.dumps(claims, ensure_ascii=False, separators=(",", ":"))])
+    listed = [
+        f"- {s!r}" + (" [incorrect, counted]" if c else " [incorrect]" if inc else "")
+        for s, c, inc in zip(statements, counted, incorrect, strict=False)
+    ]
+    claims = {
+        "statements": [str(s) for s in statements],
+        "incorrect": [bool(x) for x in incorrect],
+        "counted": [bool(x) for x in counted],
+        "contexts_relevant": [bool(x) for x in relevant],
+    }
+    return "\n".join(
+        [
+            head,
+            *listed[:20],
+            CLAIMS_PREFIX + json.dumps(claims, ensure_ascii=False, separators=(",", ":")),
+        ]
+    )
 
 
 CLAIMS_PREFIX = "claims-json: "
@@ -262,7 +358,12 @@ def parse_claims(reason: str | None) -> list[dict[str, Any]] | None:
         if line.startswith(CLAIMS_PREFIX):
             try:
                 data = json.loads(line[len(CLAIMS_PREFIX) :])
-                return [{"statement": s, "incorrect": bool(i), "counted": bool(c)} for s, i, c in zip(data["statements"], data["incorrect"], data["counted"], strict=True)]
+                return [
+                    {"statement": s, "incorrect": bool(i), "counted": bool(c)}
+                    for s, i, c in zip(
+                        data["statements"], data["incorrect"], data["counted"], strict=True
+                    )
+                ]
             except (ValueError, KeyError, TypeError):
                 return None
     return None

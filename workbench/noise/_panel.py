@@ -115,7 +115,9 @@ class ClaimPanel(_Model):
 
     def adjudication_of(self, pair_id: str, member: str) -> ClaimAdjudication | None:
         """The adjudication of one member, if any."""
-        return next((a for a in self.adjudications if a.pair_id == pair_id and a.member == member), None)
+        return next(
+            (a for a in self.adjudications if a.pair_id == pair_id and a.member == member), None
+        )
 
 
 _WORD = re.compile(r"[a-z0-9$]+")
@@ -175,35 +177,105 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
     try:
         panel = ClaimPanel.model_validate({**raw, "source": loc})
     except ValidationError as exc:
-        raise WorkbenchError("invalid panel", validation_problems(exc, at=loc, code="panel_invalid", fix=fix)) from None
+        raise WorkbenchError(
+            "invalid panel", validation_problems(exc, at=loc, code="panel_invalid", fix=fix)
+        ) from None
     problems: list[Problem] = []
     if panel.suite != suite.label:
-        problems.append(Problem(location=loc, code="panel_suite_mismatch", message=f"the panel reviews {panel.suite}, not {suite.label}", fix="review the suite being analysed"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="panel_suite_mismatch",
+                message=f"the panel reviews {panel.suite}, not {suite.label}",
+                fix="review the suite being analysed",
+            )
+        )
     ids = {p.pair_id for p in suite.pairs}
     for pair_id, member in panel.members():
         where = f"{loc} ({pair_id}:{member})"
         if pair_id not in ids:
-            problems.append(Problem(location=where, case_id=pair_id, code="panel_unknown_pair", message=f"{pair_id} is not a pair of {suite.label}", fix="review pairs of the suite"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=pair_id,
+                    code="panel_unknown_pair",
+                    message=f"{pair_id} is not a pair of {suite.label}",
+                    fix="review pairs of the suite",
+                )
+            )
             continue
         pair = suite.pair(pair_id)
         if pair.partition != "calibration":
-            problems.append(Problem(location=where, case_id=pair_id, code="panel_not_calibration", message=f"{pair_id} is in the {pair.partition} partition", fix="the claim panel calibrates on the calibration partition only; held-out pairs stay unseen"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=pair_id,
+                    code="panel_not_calibration",
+                    message=f"{pair_id} is in the {pair.partition} partition",
+                    fix="the claim panel calibrates on the calibration partition only; held-out pairs stay unseen",
+                )
+            )
         reviews = panel.reviews_of(pair_id, member)
         names = [r.reviewer for r in reviews]
         if len(set(names)) != len(names):
-            problems.append(Problem(location=where, case_id=pair_id, code="panel_duplicate_review", message=f"a reviewer reviewed {pair_id}:{member} twice", fix="one independent review per reviewer"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=pair_id,
+                    code="panel_duplicate_review",
+                    message=f"a reviewer reviewed {pair_id}:{member} twice",
+                    fix="one independent review per reviewer",
+                )
+            )
         if len(set(names)) < MIN_REVIEWERS:
-            problems.append(Problem(location=where, case_id=pair_id, code="panel_too_few_reviewers", message=f"{len(set(names))} reviewer(s) for {pair_id}:{member}", fix=f"have at least {MIN_REVIEWERS} qualified reviewers judge the claims independently"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=pair_id,
+                    code="panel_too_few_reviewers",
+                    message=f"{len(set(names))} reviewer(s) for {pair_id}:{member}",
+                    fix=f"have at least {MIN_REVIEWERS} qualified reviewers judge the claims independently",
+                )
+            )
         n_ctx = len(pair.member(member).retrieved_contexts)  # type: ignore[arg-type]
         adjudication = panel.adjudication_of(pair_id, member)
-        for judged in [*(c for r in reviews for c in r.claims), *(adjudication.claims if adjudication else [])]:
+        for judged in [
+            *(c for r in reviews for c in r.claims),
+            *(adjudication.claims if adjudication else []),
+        ]:
             bad = [i for i in (*judged.supported_by, *judged.contradicted_by) if not 0 <= i < n_ctx]
             if bad:
-                problems.append(Problem(location=where, case_id=pair_id, code="panel_context_index", message=f"claim {judged.claim!r} cites context(s) {bad}; the member has {n_ctx}", fix=f"cite 0-based context indices 0..{n_ctx - 1}"))
+                problems.append(
+                    Problem(
+                        location=where,
+                        case_id=pair_id,
+                        code="panel_context_index",
+                        message=f"claim {judged.claim!r} cites context(s) {bad}; the member has {n_ctx}",
+                        fix=f"cite 0-based context indices 0..{n_ctx - 1}",
+                    )
+                )
         if len(reviews) >= MIN_REVIEWERS and not reviewers_agree(reviews) and adjudication is None:
-            problems.append(Problem(location=where, case_id=pair_id, code="panel_unadjudicated", message=f"the reviewers of {pair_id}:{member} disagree on claim boundaries or verdicts and there is no adjudication", fix="have an adjudicator decide and preserve the rationale (adjudications:)"))
-        if adjudication is not None and any(not (c.rationale or "").strip() for c in adjudication.claims):
-            problems.append(Problem(location=where, case_id=pair_id, code="panel_rationale_missing", message="an adjudicated claim has no rationale", fix="preserve the rationale of every adjudicated claim"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=pair_id,
+                    code="panel_unadjudicated",
+                    message=f"the reviewers of {pair_id}:{member} disagree on claim boundaries or verdicts and there is no adjudication",
+                    fix="have an adjudicator decide and preserve the rationale (adjudications:)",
+                )
+            )
+        if adjudication is not None and any(
+            not (c.rationale or "").strip() for c in adjudication.claims
+        ):
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=pair_id,
+                    code="panel_rationale_missing",
+                    message="an adjudicated claim has no rationale",
+                    fix="preserve the rationale of every adjudicated claim",
+                )
+            )
     if problems:
         raise WorkbenchError(f"{loc}: invalid panel: {len(problems)} problem(s)", problems)
     return panel
@@ -257,28 +329,48 @@ class PanelReport(_Model):
     """``pair_id:member`` without metric claim verdicts (never counted as agreement)."""
 
 
-def _align(metric: list[dict[str, Any]], panel: list[ClaimJudgment]) -> tuple[list[tuple[dict[str, Any], ClaimJudgment]], list[str]]:
+def _align(
+    metric: list[dict[str, Any]], panel: list[ClaimJudgment]
+) -> tuple[list[tuple[dict[str, Any], ClaimJudgment]], list[str]]:
     pairs: list[tuple[dict[str, Any], ClaimJudgment]] = []
     free_m = list(range(len(metric)))
     free_p = list(range(len(panel)))
     for i in list(free_m):
-        exact = next((j for j in free_p if _norm(panel[j].claim) == _norm(str(metric[i]["statement"]))), None)
+        exact = next(
+            (j for j in free_p if _norm(panel[j].claim) == _norm(str(metric[i]["statement"]))), None
+        )
         if exact is not None:
             pairs.append((metric[i], panel[exact]))
             free_m.remove(i)
             free_p.remove(exact)
-    scored = sorted(((len(_words(str(metric[i]["statement"])) & _words(panel[j].claim)) / max(1, len(_words(str(metric[i]["statement"])) | _words(panel[j].claim))), i, j) for i in free_m for j in free_p), reverse=True)
+    scored = sorted(
+        (
+            (
+                len(_words(str(metric[i]["statement"])) & _words(panel[j].claim))
+                / max(1, len(_words(str(metric[i]["statement"])) | _words(panel[j].claim))),
+                i,
+                j,
+            )
+            for i in free_m
+            for j in free_p
+        ),
+        reverse=True,
+    )
     for overlap, i, j in scored:
         if overlap < MATCH_OVERLAP or i not in free_m or j not in free_p:
             continue
         pairs.append((metric[i], panel[j]))
         free_m.remove(i)
         free_p.remove(j)
-    boundary = [f"metric statement without a reviewer claim: {metric[i]['statement']!r}" for i in free_m] + [f"reviewer claim without a metric statement: {panel[j].claim!r}" for j in free_p]
+    boundary = [
+        f"metric statement without a reviewer claim: {metric[i]['statement']!r}" for i in free_m
+    ] + [f"reviewer claim without a metric statement: {panel[j].claim!r}" for j in free_p]
     return pairs, boundary
 
 
-def panel_agreement(suite: NoiseSuite, panel: ClaimPanel, results: Iterable[JudgeResult]) -> PanelReport:
+def panel_agreement(
+    suite: NoiseSuite, panel: ClaimPanel, results: Iterable[JudgeResult]
+) -> PanelReport:
     """Agreement of the metric's claim verdicts with the panel's (see the module doc)."""
     final: dict[str, JudgeResult] = {}
     for r in sorted((r for r in results if r.repeat == 0), key=lambda r: r.attempt):
@@ -296,11 +388,28 @@ def panel_agreement(suite: NoiseSuite, panel: ClaimPanel, results: Iterable[Judg
         claims = consensus(panel, pair_id, member) or []
         pair = suite.pair(pair_id)
         result = final.get(pair.item_id(member)) if member in MEMBERS else None  # type: ignore[arg-type]
-        verdicts = parse_claims(result.reason) if result is not None and result.error is None else None
-        base = {"pair_id": pair_id, "member": member, "reviewers": [r.reviewer for r in reviews], "reviewers_agree": agree}
+        verdicts = (
+            parse_claims(result.reason) if result is not None and result.error is None else None
+        )
+        base = {
+            "pair_id": pair_id,
+            "member": member,
+            "reviewers": [r.reviewer for r in reviews],
+            "reviewers_agree": agree,
+        }
         if verdicts is None:
             missing.append(f"{pair_id}:{member}")
-            rows.append(PanelMemberRow(**base, status="no_metric_verdicts", aligned=0, agreed=0, metric_only_incorrect=[], panel_only_incorrect=[], boundary_differences=[]))
+            rows.append(
+                PanelMemberRow(
+                    **base,
+                    status="no_metric_verdicts",
+                    aligned=0,
+                    agreed=0,
+                    metric_only_incorrect=[],
+                    panel_only_incorrect=[],
+                    boundary_differences=[],
+                )
+            )
             continue
         aligned, boundary = _align(verdicts, claims)
         agreed = sum(1 for m, p in aligned if bool(m["incorrect"]) == p.incorrect)
@@ -312,8 +421,12 @@ def panel_agreement(suite: NoiseSuite, panel: ClaimPanel, results: Iterable[Judg
                 status="compared",
                 aligned=len(aligned),
                 agreed=agreed,
-                metric_only_incorrect=[p.claim for m, p in aligned if m["incorrect"] and not p.incorrect],
-                panel_only_incorrect=[p.claim for m, p in aligned if p.incorrect and not m["incorrect"]],
+                metric_only_incorrect=[
+                    p.claim for m, p in aligned if m["incorrect"] and not p.incorrect
+                ],
+                panel_only_incorrect=[
+                    p.claim for m, p in aligned if p.incorrect and not m["incorrect"]
+                ],
                 boundary_differences=boundary,
             )
         )
@@ -323,7 +436,9 @@ def panel_agreement(suite: NoiseSuite, panel: ClaimPanel, results: Iterable[Judg
         panel=panel.source,
         members=rows,
         aligned=n,
-        agreement=wilson_rate(sum(1 for a, b in zip(metric_flags, panel_flags, strict=True) if a == b), n),
+        agreement=wilson_rate(
+            sum(1 for a, b in zip(metric_flags, panel_flags, strict=True) if a == b), n
+        ),
         kappa=cohen_kappa(metric_flags, panel_flags, labels=[True, False]),
         reviewer_agreement=wilson_rate(agree_members, len(rows)),
         boundary_differences=sum(len(r.boundary_differences) for r in rows),
@@ -339,9 +454,15 @@ def format_panel(report: PanelReport) -> str:
         f"reviewers agreed before adjudication on {report.reviewer_agreement.format()} members; {report.boundary_differences} claim-boundary difference(s)",
     ]
     for r in report.members:
-        lines.append(f"  {r.pair_id}:{r.member} [{', '.join(r.reviewers)}{'' if r.reviewers_agree else '; adjudicated'}] {r.status}: {r.agreed}/{r.aligned} agree")
-        lines += [f"    metric says incorrect, panel correct: {c!r}" for c in r.metric_only_incorrect]
-        lines += [f"    panel says incorrect, metric correct: {c!r}" for c in r.panel_only_incorrect]
+        lines.append(
+            f"  {r.pair_id}:{r.member} [{', '.join(r.reviewers)}{'' if r.reviewers_agree else '; adjudicated'}] {r.status}: {r.agreed}/{r.aligned} agree"
+        )
+        lines += [
+            f"    metric says incorrect, panel correct: {c!r}" for c in r.metric_only_incorrect
+        ]
+        lines += [
+            f"    panel says incorrect, metric correct: {c!r}" for c in r.panel_only_incorrect
+        ]
         lines += [f"    boundary: {b}" for b in r.boundary_differences]
     if report.missing:
         lines.append(f"missing metric verdicts (never counted): {', '.join(report.missing)}")

@@ -15,20 +15,42 @@ def format_noise(report: NoiseReport) -> str:
     """Human-readable text: outcome, retrieval checks, controls, pairs, slices, repeats, comparison, blockers."""
     lines = [
         f"noise:      {report.outcome.upper()} (NoiseSensitivity: {LOWER_IS_BETTER})",
-        f"suite:      {report.suite} (sha256 {report.suite_sha256[:12]}; " + (f"release {report.release_id})" if report.release_id else "NOT FROZEN)"),
-        f"scope:      {'partition ' + report.partition if report.partition else 'every partition'}" + ("; sentinel set only" if report.sentinels_only else ""),
-        f"judge:      {report.judge.name + '@' + report.judge.version if report.judge else '(no results)'}" + (f" (model {report.judge.model}, ragas {report.judge.ragas_version}, fingerprint {report.judge_fingerprint[:12]})" if report.judge and report.judge_fingerprint else ""),
-        f"cost:       ${report.cost_usd:.4f}" + (f" of ${report.budget_usd:.4f}" if report.budget_usd is not None else "") + f", tokens {report.tokens_in} in / {report.tokens_out} out, {report.results_read} attempts read; case limit {report.max_cases}",
+        f"suite:      {report.suite} (sha256 {report.suite_sha256[:12]}; "
+        + (f"release {report.release_id})" if report.release_id else "NOT FROZEN)"),
+        f"scope:      {'partition ' + report.partition if report.partition else 'every partition'}"
+        + ("; sentinel set only" if report.sentinels_only else ""),
+        f"judge:      {report.judge.name + '@' + report.judge.version if report.judge else '(no results)'}"
+        + (
+            f" (model {report.judge.model}, ragas {report.judge.ragas_version}, fingerprint {report.judge_fingerprint[:12]})"
+            if report.judge and report.judge_fingerprint
+            else ""
+        ),
+        f"cost:       ${report.cost_usd:.4f}"
+        + (f" of ${report.budget_usd:.4f}" if report.budget_usd is not None else "")
+        + f", tokens {report.tokens_in} in / {report.tokens_out} out, {report.results_read} attempts read; case limit {report.max_cases}",
     ]
     if report.retrieval:
         failed = [r for r in report.retrieval if r.status != "passed"]
-        lines += ["", f"retrieval assertions (before any model call): {len(report.retrieval) - len(failed)} of {len(report.retrieval)} passed"]
+        lines += [
+            "",
+            f"retrieval assertions (before any model call): {len(report.retrieval) - len(failed)} of {len(report.retrieval)} passed",
+        ]
         for r in failed:
             lines.append(f"  FAIL {r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}")
-    lines += ["", f"controls ({'all separated' if report.controls_passed else 'FAILED'}; the negative must score higher: {LOWER_IS_BETTER}; roles {', '.join(f'{k} {v}' for k, v in report.control_roles.items())}):"]
+    lines += [
+        "",
+        f"controls ({'all separated' if report.controls_passed else 'FAILED'}; the negative must score higher: {LOWER_IS_BETTER}; roles {', '.join(f'{k} {v}' for k, v in report.control_roles.items())}):",
+    ]
     for c in report.controls:
-        mark = {"separated": "ok  ", "not_punished": "ok  ", "routed_to_review": "REVW", "not_run": "NRUN"}.get(c.status, "FAIL")
-        lines.append(f"  {mark} {c.role}/{c.pair_id} [{c.mode}] positive {_num(c.positive_score)} negative {_num(c.negative_score)}: {c.detail}")
+        mark = {
+            "separated": "ok  ",
+            "not_punished": "ok  ",
+            "routed_to_review": "REVW",
+            "not_run": "NRUN",
+        }.get(c.status, "FAIL")
+        lines.append(
+            f"  {mark} {c.role}/{c.pair_id} [{c.mode}] positive {_num(c.positive_score)} negative {_num(c.negative_score)}: {c.detail}"
+        )
     if report.stopped_reason:
         lines += ["", f"stopped: {report.stopped_reason}"]
     if report.candidates_interpreted:
@@ -37,36 +59,61 @@ def format_noise(report: NoiseReport) -> str:
             mark = {True: "ok  ", False: "OVER", None: "--  "}[r.within_limit]
             extra = ""
             if r.status != "scored":
-                extra += f" [{r.status}" + (f": {', '.join(r.abstained)}" if r.abstained else "") + "]"
+                extra += (
+                    f" [{r.status}" + (f": {', '.join(r.abstained)}" if r.abstained else "") + "]"
+                )
             if r.errors:
                 extra += f" errors: {'; '.join(r.errors)}"
             if r.tradeoffs:
                 extra += f" TRADEOFF: {'; '.join(r.tradeoffs)}"
-            lines.append(f"  {mark} {r.slice}/{r.pair_id} [{r.mode}, {r.partition}] {_num(r.clean_score)} -> {_num(r.noisy_score)} delta {_num(r.delta)} (max {r.limit_max_score:g}){extra}")
+            lines.append(
+                f"  {mark} {r.slice}/{r.pair_id} [{r.mode}, {r.partition}] {_num(r.clean_score)} -> {_num(r.noisy_score)} delta {_num(r.delta)} (max {r.limit_max_score:g}){extra}"
+            )
         lines += ["", f"slices (noisy score vs max_score; {LOWER_IS_BETTER}):"]
         for s in report.slices:
             mark = {True: "ok  ", False: "OVER", None: "--  "}[s.within_limit]
             comp = "".join(f", {k} {_num(v)}" for k, v in s.companions.items())
-            lines.append(f"  {mark} {s.slice}: max {_num(s.max_noisy_score)} mean {_num(s.mean_noisy_score)} vs max_score {s.limit_max_score:g} (n={s.scored} of {s.pairs} pairs, {s.errors} errors, {s.missing} missing, {s.abstentions} abstentions{comp})")
+            lines.append(
+                f"  {mark} {s.slice}: max {_num(s.max_noisy_score)} mean {_num(s.mean_noisy_score)} vs max_score {s.limit_max_score:g} (n={s.scored} of {s.pairs} pairs, {s.errors} errors, {s.missing} missing, {s.abstentions} abstentions{comp})"
+            )
     if report.repeats:
         lines += ["", "repeatability of the sentinel set (per-pair spread):"]
         for r in report.repeats:
-            lines.append(f"  {r.status.upper():10} {r.pair_id}: clean {r.clean_scores} noisy {r.noisy_scores}; spreads {_num(r.clean_spread)}/{_num(r.noisy_spread)}/delta {_num(r.delta_spread)} (max {r.max_spread})")
+            lines.append(
+                f"  {r.status.upper():10} {r.pair_id}: clean {r.clean_scores} noisy {r.noisy_scores}; spreads {_num(r.clean_spread)}/{_num(r.noisy_spread)}/delta {_num(r.delta_spread)} (max {r.max_spread})"
+            )
     if report.companions_unjoined:
-        lines += ["", f"companion rows not joined (other generation run, member or metric; never attached): {len(report.companions_unjoined)}"]
+        lines += [
+            "",
+            f"companion rows not joined (other generation run, member or metric; never attached): {len(report.companions_unjoined)}",
+        ]
         lines += [f"  {u}" for u in report.companions_unjoined[:10]]
     if report.retired:
         lines += ["", "retired pairs (kept, never scored):"]
         for t in report.retired:
-            lines.append(f"  {t.pair_id}: {t.reason} ({t.by}, {t.on})" + (f"; fixed by {t.superseded_by}" if t.superseded_by else ""))
+            lines.append(
+                f"  {t.pair_id}: {t.reason} ({t.by}, {t.on})"
+                + (f"; fixed by {t.superseded_by}" if t.superseded_by else "")
+            )
     cmp = report.comparison
     if cmp is not None:
-        lines += ["", f"baseline comparison: {cmp.candidate} vs {cmp.baseline} ({cmp.baseline_source}); candidate - baseline noisy score, {LOWER_IS_BETTER}:"]
+        lines += [
+            "",
+            f"baseline comparison: {cmp.candidate} vs {cmp.baseline} ({cmp.baseline_source}); candidate - baseline noisy score, {LOWER_IS_BETTER}:",
+        ]
         for d in cmp.pairs:
-            lines.append(f"  {d.slice}/{d.pair_id}: baseline {_num(d.baseline_noisy)} -> candidate {_num(d.candidate_noisy)} (delta {_num(d.noisy_delta)}; first change: {d.first_change or '-'})")
+            lines.append(
+                f"  {d.slice}/{d.pair_id}: baseline {_num(d.baseline_noisy)} -> candidate {_num(d.candidate_noisy)} (delta {_num(d.noisy_delta)}; first change: {d.first_change or '-'})"
+            )
         for s in cmp.slices:
-            interval = f"[{_num(s.ci95_low)}, {_num(s.ci95_high)}]" if s.ci95_low is not None else "(no interval: n < 2)"
-            lines.append(f"  slice {s.slice}: mean delta {_num(s.mean_delta)} 95% {interval} (n={s.n})")
+            interval = (
+                f"[{_num(s.ci95_low)}, {_num(s.ci95_high)}]"
+                if s.ci95_low is not None
+                else "(no interval: n < 2)"
+            )
+            lines.append(
+                f"  slice {s.slice}: mean delta {_num(s.mean_delta)} 95% {interval} (n={s.n})"
+            )
     if report.warnings:
         lines += ["", "warning trends (never blockers):"]
         for w in report.warnings:
@@ -74,7 +121,10 @@ def format_noise(report: NoiseReport) -> str:
     if report.blockers:
         lines += ["", "blockers:"]
         for b in report.blockers:
-            lines.append(f"  [{b.category}] {b.slice or '-'}: {b.code}: {b.message}" + (f" cases: {', '.join(b.case_ids[:10])}" if b.case_ids else ""))
+            lines.append(
+                f"  [{b.category}] {b.slice or '-'}: {b.code}: {b.message}"
+                + (f" cases: {', '.join(b.case_ids[:10])}" if b.case_ids else "")
+            )
     if report.waived:
         lines += ["", "waived by override:"]
         for w in report.waived:
@@ -109,14 +159,30 @@ def noise_chart(report: NoiseReport) -> Any:
     data = pd.DataFrame(points, columns=["pair", "member", "score", "mode"])
     y = alt.Y("pair:N", sort=order, title=None, axis=alt.Axis(labelLimit=420))
     x_title = f"NoiseSensitivity score ({LOWER_IS_BETTER})"
-    color = alt.Color("member:N", title=None, scale=alt.Scale(domain=members, range=colors), legend=alt.Legend(orient="bottom"))
+    color = alt.Color(
+        "member:N",
+        title=None,
+        scale=alt.Scale(domain=members, range=colors),
+        legend=alt.Legend(orient="bottom"),
+    )
     x = alt.X("score:Q", title=x_title, scale=alt.Scale(domain=[0, 1]))
-    base = alt.Chart(data).encode(x=x, y=y, color=color, tooltip=["pair", "member", "mode", "score"])
-    clean_dots = base.transform_filter(alt.FieldOneOfPredicate(field="member", oneOf=members[0::2])).mark_point(filled=False, size=140, strokeWidth=2)
-    noisy_dots = base.transform_filter(alt.FieldOneOfPredicate(field="member", oneOf=members[1::2])).mark_point(filled=True, size=55)
+    base = alt.Chart(data).encode(
+        x=x, y=y, color=color, tooltip=["pair", "member", "mode", "score"]
+    )
+    clean_dots = base.transform_filter(
+        alt.FieldOneOfPredicate(field="member", oneOf=members[0::2])
+    ).mark_point(filled=False, size=140, strokeWidth=2)
+    noisy_dots = base.transform_filter(
+        alt.FieldOneOfPredicate(field="member", oneOf=members[1::2])
+    ).mark_point(filled=True, size=55)
     layers: list[Any] = [clean_dots, noisy_dots]
     if limits:
-        layers.insert(0, alt.Chart(pd.DataFrame(limits)).mark_tick(color="#444444", thickness=2, size=16).encode(x="max_score:Q", y=y, tooltip=["pair", "max_score"]))
+        layers.insert(
+            0,
+            alt.Chart(pd.DataFrame(limits))
+            .mark_tick(color="#444444", thickness=2, size=16)
+            .encode(x="max_score:Q", y=y, tooltip=["pair", "max_score"]),
+        )
     title = f"Clean vs noisy NoiseSensitivity per pair; ring = clean, dot = noisy, dark tick = slice max_score ({LOWER_IS_BETTER})"
     return alt.layer(*layers).properties(width=420, title=title)
 
@@ -127,12 +193,40 @@ def comparison_chart(report: NoiseReport) -> Any:
     import pandas as pd
 
     cmp = report.comparison
-    rows = [] if cmp is None else [{"slice": s.slice, "mean_delta": s.mean_delta, "low": s.ci95_low if s.ci95_low is not None else s.mean_delta, "high": s.ci95_high if s.ci95_high is not None else s.mean_delta, "n": s.n} for s in cmp.slices if s.mean_delta is not None]
+    rows = (
+        []
+        if cmp is None
+        else [
+            {
+                "slice": s.slice,
+                "mean_delta": s.mean_delta,
+                "low": s.ci95_low if s.ci95_low is not None else s.mean_delta,
+                "high": s.ci95_high if s.ci95_high is not None else s.mean_delta,
+                "n": s.n,
+            }
+            for s in cmp.slices
+            if s.mean_delta is not None
+        ]
+    )
     data = pd.DataFrame(rows, columns=["slice", "mean_delta", "low", "high", "n"])
     y = alt.Y("slice:N", title=None)
     title = f"candidate - baseline noisy score, 95% interval ({LOWER_IS_BETTER}: left of 0 is an improvement)"
     x = alt.X("mean_delta:Q", title=title)
-    bars = alt.Chart(data).mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=title), x2="high:Q", y=y)
-    dots = alt.Chart(data).mark_point(filled=True, size=70).encode(x=x, y=y, tooltip=["slice", "mean_delta", "low", "high", "n"])
-    zero = alt.Chart(pd.DataFrame({"x": [0.0]})).mark_rule(color="#888888", strokeDash=[4, 4]).encode(x="x:Q")
-    return alt.layer(zero, bars, dots).properties(width=420, title=f"Baseline vs candidate per slice ({LOWER_IS_BETTER})")
+    bars = (
+        alt.Chart(data)
+        .mark_rule(strokeWidth=2)
+        .encode(x=alt.X("low:Q", title=title), x2="high:Q", y=y)
+    )
+    dots = (
+        alt.Chart(data)
+        .mark_point(filled=True, size=70)
+        .encode(x=x, y=y, tooltip=["slice", "mean_delta", "low", "high", "n"])
+    )
+    zero = (
+        alt.Chart(pd.DataFrame({"x": [0.0]}))
+        .mark_rule(color="#888888", strokeDash=[4, 4])
+        .encode(x="x:Q")
+    )
+    return alt.layer(zero, bars, dots).properties(
+        width=420, title=f"Baseline vs candidate per slice ({LOWER_IS_BETTER})"
+    )

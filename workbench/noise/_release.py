@@ -91,7 +91,17 @@ def releases_path(suite: NoiseSuite | str | Path) -> Path:
     """``releases.jsonl`` beside the suite file."""
     source = suite.source if isinstance(suite, NoiseSuite) else str(suite)
     if not source:
-        raise WorkbenchError("suite without a file", [Problem(location="pairs", code="suite_without_file", message="an in-memory suite has no directory to keep releases in", fix="write the suite to data/noise/<name>@<version>.yaml and load it from there")])
+        raise WorkbenchError(
+            "suite without a file",
+            [
+                Problem(
+                    location="pairs",
+                    code="suite_without_file",
+                    message="an in-memory suite has no directory to keep releases in",
+                    fix="write the suite to data/noise/<name>@<version>.yaml and load it from there",
+                )
+            ],
+        )
     return Path(source).parent / RELEASES_FILE
 
 
@@ -114,16 +124,45 @@ def load_releases(path: str | Path) -> list[NoiseRelease]:
             raw = loads_json(text)  # strict: duplicate keys, NaN/Infinity, too deep refused
             release = NoiseRelease.model_validate(raw)
         except (ValueError, ValidationError) as exc:
-            problems.append(Problem(location=where, code="release_malformed", message=f"not a release record ({str(exc).splitlines()[0]})", fix="restore the line from version control; the release log is append-only"))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="release_malformed",
+                    message=f"not a release record ({str(exc).splitlines()[0]})",
+                    fix="restore the line from version control; the release log is append-only",
+                )
+            )
             previous = sha256_text(text)
             continue
         if release.release_id != _release_id(release.model_dump(mode="json")):
-            problems.append(Problem(location=where, code="release_malformed", message="release_id does not match the record (the line was edited)", fix="restore the line from version control; freeze a new release instead of editing one"))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="release_malformed",
+                    message="release_id does not match the record (the line was edited)",
+                    fix="restore the line from version control; freeze a new release instead of editing one",
+                )
+            )
         if release.previous_sha256 != previous:
-            problems.append(Problem(location=where, code="release_chain_broken", message="previous_sha256 does not match the line before: a release was edited, deleted or reordered", fix="restore the log from version control"))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="release_chain_broken",
+                    message="previous_sha256 does not match the line before: a release was edited, deleted or reordered",
+                    fix="restore the log from version control",
+                )
+            )
         previous = sha256_json(release.model_dump(mode="json"))
         out.append(release)
-    problems += [Problem(location=f"{path}:{n}", code="release_malformed", message="not a release record (the line is not valid UTF-8)", fix="restore the line from version control; the release log is append-only") for n in not_utf8]
+    problems += [
+        Problem(
+            location=f"{path}:{n}",
+            code="release_malformed",
+            message="not a release record (the line is not valid UTF-8)",
+            fix="restore the line from version control; the release log is append-only",
+        )
+        for n in not_utf8
+    ]
     if problems:
         raise WorkbenchError(f"{path}: the release log has {len(problems)} problem(s)", problems)
     return out
@@ -133,7 +172,9 @@ def _frozen_pairs(suite: NoiseSuite) -> dict[str, FrozenPair]:
     return {
         p.pair_id: FrozenPair(
             content_sha256=p.content_sha256(),
-            reference_sha256=sha256_json({"reference": p.reference, "reference_version": p.reference_version}),
+            reference_sha256=sha256_json(
+                {"reference": p.reference, "reference_version": p.reference_version}
+            ),
             status="retired" if p.retired else "active",
             retired_reason=p.retired.reason if p.retired else None,
             supersedes=p.supersedes,
@@ -144,7 +185,12 @@ def _frozen_pairs(suite: NoiseSuite) -> dict[str, FrozenPair]:
 
 def policy_sha256(suite: NoiseSuite) -> str:
     """sha256 of the suite's noise policy and slice limits."""
-    return sha256_json({"policy": suite.policy.model_dump(mode="json"), "slices": {k: v.model_dump(mode="json") for k, v in suite.slices.items()}})
+    return sha256_json(
+        {
+            "policy": suite.policy.model_dump(mode="json"),
+            "slices": {k: v.model_dump(mode="json") for k, v in suite.slices.items()},
+        }
+    )
 
 
 def check_lineage(suite: NoiseSuite, releases: list[NoiseRelease]) -> list[Problem]:
@@ -157,16 +203,47 @@ def check_lineage(suite: NoiseSuite, releases: list[NoiseRelease]) -> list[Probl
             continue
         if rel.suite == suite.label:
             if rel.suite_sha256 != suite.sha256:
-                problems.append(Problem(location=loc, code="suite_changed_after_freeze", message=f"{suite.label} was frozen in {rel.release_id} with sha256 {rel.suite_sha256[:12]}; the file now has {suite.sha256[:12]}", fix=f"restore the frozen file; put changes in a new version ({suite.name}@<next>.yaml) and freeze that"))
+                problems.append(
+                    Problem(
+                        location=loc,
+                        code="suite_changed_after_freeze",
+                        message=f"{suite.label} was frozen in {rel.release_id} with sha256 {rel.suite_sha256[:12]}; the file now has {suite.sha256[:12]}",
+                        fix=f"restore the frozen file; put changes in a new version ({suite.name}@<next>.yaml) and freeze that",
+                    )
+                )
             continue
         for pid, frozen in rel.pairs.items():
             now = mine.get(pid)
             if now is None:
-                problems.append(Problem(location=loc, case_id=pid, code="pair_deleted", message=f"pair {pid!r} of {rel.suite} is missing", fix="keep it in the file and retire it with a reason (retired: {reason, by, on}); cases are never deleted"))
+                problems.append(
+                    Problem(
+                        location=loc,
+                        case_id=pid,
+                        code="pair_deleted",
+                        message=f"pair {pid!r} of {rel.suite} is missing",
+                        fix="keep it in the file and retire it with a reason (retired: {reason, by, on}); cases are never deleted",
+                    )
+                )
             elif now.content_sha256 != frozen.content_sha256:
-                problems.append(Problem(location=loc, case_id=pid, code="pair_changed_in_place", message=f"pair {pid!r} differs from {rel.suite}", fix=f"restore {pid!r} (retire it if it is wrong) and add the fixed case as a new pair with supersedes: {pid}"))
+                problems.append(
+                    Problem(
+                        location=loc,
+                        case_id=pid,
+                        code="pair_changed_in_place",
+                        message=f"pair {pid!r} differs from {rel.suite}",
+                        fix=f"restore {pid!r} (retire it if it is wrong) and add the fixed case as a new pair with supersedes: {pid}",
+                    )
+                )
             elif frozen.status == "retired" and now.status == "active":
-                problems.append(Problem(location=loc, case_id=pid, code="retired_reactivated", message=f"pair {pid!r} was retired in {rel.suite} ({frozen.retired_reason}) and is active again", fix=f"keep it retired; a fixed case is a new pair with supersedes: {pid}"))
+                problems.append(
+                    Problem(
+                        location=loc,
+                        case_id=pid,
+                        code="retired_reactivated",
+                        message=f"pair {pid!r} was retired in {rel.suite} ({frozen.retired_reason}) and is active again",
+                        fix=f"keep it retired; a fixed case is a new pair with supersedes: {pid}",
+                    )
+                )
     return problems
 
 
@@ -185,14 +262,26 @@ def release_of(suite: NoiseSuite) -> NoiseRelease | None:
     return next((r for r in releases if r.suite == suite.label), None)
 
 
-def freeze_suite(suite: NoiseSuite, *, by: str, note: str | None = None, now: datetime | None = None) -> tuple[NoiseRelease, bool]:
+def freeze_suite(
+    suite: NoiseSuite, *, by: str, note: str | None = None, now: datetime | None = None
+) -> tuple[NoiseRelease, bool]:
     """Append a release of ``suite`` to its directory's log; return it and whether it is new.
 
     Freezing an already frozen, unchanged suite returns the existing release (nothing is
     written). Refuses (every problem at once) the lineage problems of the module doc.
     """
     if not by.strip():
-        raise WorkbenchError("freeze refused", [Problem(location="--by", code="freeze_by_missing", message="a release names who froze it", fix="give --by NAME")])
+        raise WorkbenchError(
+            "freeze refused",
+            [
+                Problem(
+                    location="--by",
+                    code="freeze_by_missing",
+                    message="a release names who froze it",
+                    fix="give --by NAME",
+                )
+            ],
+        )
     path = releases_path(suite)
     with AppendOnlyLog(path) as log:
         releases = load_releases(path)
@@ -216,9 +305,13 @@ def freeze_suite(suite: NoiseSuite, *, by: str, note: str | None = None, now: da
             "frozen_by": by,
             "frozen_at": at.isoformat(),
             "note": note,
-            "previous_sha256": sha256_json(releases[-1].model_dump(mode="json")) if releases else None,
+            "previous_sha256": sha256_json(releases[-1].model_dump(mode="json"))
+            if releases
+            else None,
         }
         draft = NoiseRelease.model_validate({**record, "release_id": "nrel-pending"})
-        release = draft.model_copy(update={"release_id": _release_id(draft.model_dump(mode="json"))})
+        release = draft.model_copy(
+            update={"release_id": _release_id(draft.model_dump(mode="json"))}
+        )
         log.append(release.model_dump(mode="json"))
     return release, True

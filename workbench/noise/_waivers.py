@@ -19,7 +19,9 @@ from ..policy import Override, add_override, build_override
 from ..policy._codes import NOISE_BLOCKER_CODES
 from ._pairs import NoiseSuite
 
-SHARED_CODES = frozenset({"missing_results", "budget_exhausted", "case_limit_reached", "run_incomplete"})
+SHARED_CODES = frozenset(
+    {"missing_results", "budget_exhausted", "case_limit_reached", "run_incomplete"}
+)
 """Gate codes ``workbench noise`` also emits (all incomplete: never waivable)."""
 NOISE_CODES = frozenset(NOISE_BLOCKER_CODES) | SHARED_CODES
 """Every code a noise report may carry."""
@@ -45,15 +47,48 @@ def add_noise_override(
     problems: list[Problem] = []
     for code in codes:
         if code not in NOISE_CODES:
-            problems.append(Problem(location=loc, code="override_not_noise_code", message=f"{code!r} is not a blocker `workbench noise` emits", fix="name a code from the noise report's blockers: " + ", ".join(sorted(NOISE_BLOCKER_CODES))))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_not_noise_code",
+                    message=f"{code!r} is not a blocker `workbench noise` emits",
+                    fix="name a code from the noise report's blockers: "
+                    + ", ".join(sorted(NOISE_BLOCKER_CODES)),
+                )
+            )
     for name in slices:
         if name not in suite.slices:
-            problems.append(Problem(location=loc, code="override_unknown_slice", message=f"slice {name!r} is not in {suite.label}", fix="name one of the suite's slices: " + ", ".join(suite.slices)))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_unknown_slice",
+                    message=f"slice {name!r} is not in {suite.label}",
+                    fix="name one of the suite's slices: " + ", ".join(suite.slices),
+                )
+            )
     ids = {p.pair_id for p in suite.pairs}
     for case in case_ids:
         if case not in ids:
-            problems.append(Problem(location=loc, code="override_unknown_case", message=f"pair {case!r} is not in {suite.label}", fix="name the pair ids the blocker lists"))
-    fields = {"policy": suite.label, "approver": approver, "reason": reason, "expires_at": expires_at, "follow_up": follow_up, "codes": codes, "slices": slices, "case_ids": case_ids, "candidate_fingerprint": candidate_fingerprint, "created_at": created_at}
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_unknown_case",
+                    message=f"pair {case!r} is not in {suite.label}",
+                    fix="name the pair ids the blocker lists",
+                )
+            )
+    fields = {
+        "policy": suite.label,
+        "approver": approver,
+        "reason": reason,
+        "expires_at": expires_at,
+        "follow_up": follow_up,
+        "codes": codes,
+        "slices": slices,
+        "case_ids": case_ids,
+        "candidate_fingerprint": candidate_fingerprint,
+        "created_at": created_at,
+    }
     try:
         built = build_override(store, **fields)  # type: ignore[arg-type]
     except WorkbenchError as exc:

@@ -292,37 +292,73 @@ def pairwise_report(
             results_path = str(results)
             items: list[ResultLine | Problem] = list(scan_results(results))
         else:
-            items = [r if isinstance(r, ResultLine) else ResultLine(i, r) for i, r in enumerate(results, 1)]
+            items = [
+                r if isinstance(r, ResultLine) else ResultLine(i, r)
+                for i, r in enumerate(results, 1)
+            ]
         location = results_path or "results"
         ties = list(dict.fromkeys(tie_labels or []))
-        problems, first_shown_of, candidates_of = _check_presentations(items, dataset.rubric.labels, location, ties)
+        problems, first_shown_of, candidates_of = _check_presentations(
+            items, dataset.rubric.labels, location, ties
+        )
         try:
-            original = join_results(dataset, items, partition=partition, repeat=ORIGINAL_REPEAT, location=location)
+            original = join_results(
+                dataset, items, partition=partition, repeat=ORIGINAL_REPEAT, location=location
+            )
         except WorkbenchError as exc:
-            raise WorkbenchError(f"{location}: refusing the pairwise analysis: {len(problems) + len(exc.problems)} problem(s)", [*problems, *exc.problems]) from None
+            raise WorkbenchError(
+                f"{location}: refusing the pairwise analysis: {len(problems) + len(exc.problems)} problem(s)",
+                [*problems, *exc.problems],
+            ) from None
         if problems:
-            raise WorkbenchError(f"{location}: refusing the pairwise analysis: {len(problems)} problem(s)", problems)
-        swapped = join_results(dataset, items, partition=partition, repeat=SWAPPED_REPEAT, location=location)
+            raise WorkbenchError(
+                f"{location}: refusing the pairwise analysis: {len(problems)} problem(s)", problems
+            )
+        swapped = join_results(
+            dataset, items, partition=partition, repeat=SWAPPED_REPEAT, location=location
+        )
 
     pairs: list[_Pair] = []
     for a, b in zip(original.cases, swapped.cases, strict=True):
         assert a.case_id == b.case_id
-        shown = [candidates_of[line] for line in (a.result_line, b.result_line) if candidates_of.get(line)]
+        shown = [
+            candidates_of[line]
+            for line in (a.result_line, b.result_line)
+            if candidates_of.get(line)
+        ]
         candidates = frozenset().union(*shown) if shown else None
-        pairs.append(_Pair(a.slice, a.human_label, a, b, (first_shown_of.get(a.result_line), first_shown_of.get(b.result_line)), candidates))
+        pairs.append(
+            _Pair(
+                a.slice,
+                a.human_label,
+                a,
+                b,
+                (first_shown_of.get(a.result_line), first_shown_of.get(b.result_line)),
+                candidates,
+            )
+        )
     rubric = dataset.rubric
     no_winner = _NoWinner(frozenset(ties), frozenset(rubric.abstain_labels))
     by_slice: dict[str, list[_Pair]] = {name: [] for name in rubric.slices}
     for p in pairs:
         by_slice.setdefault(p.slice, []).append(p)
     errors = [
-        PairwiseError(case_id=c.case_id, slice=c.slice, repeat=repeat, swap=repeat == SWAPPED_REPEAT, kind=c.error_kind, message=c.reason)
+        PairwiseError(
+            case_id=c.case_id,
+            slice=c.slice,
+            repeat=repeat,
+            swap=repeat == SWAPPED_REPEAT,
+            kind=c.error_kind,
+            message=c.reason,
+        )
         for repeat, join in ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
         for c in join.cases
         if c.outcome == "error"
     ]
     missing = [
-        MissingResult(case_id=c.case_id, slice=c.slice, repeat=repeat, swap=repeat == SWAPPED_REPEAT)
+        MissingResult(
+            case_id=c.case_id, slice=c.slice, repeat=repeat, swap=repeat == SWAPPED_REPEAT
+        )
         for repeat, join in ((ORIGINAL_REPEAT, original), (SWAPPED_REPEAT, swapped))
         for c in join.cases
         if c.outcome == "missing"
@@ -332,7 +368,9 @@ def pairwise_report(
         rubric_version=rubric.version,
         gold_path=gold_path,
         results_path=results_path,
-        results_sha256=sha256_file(results_path) if results_path and Path(results_path).is_file() else None,
+        results_sha256=sha256_file(results_path)
+        if results_path and Path(results_path).is_file()
+        else None,
         judge=original.judge,
         judge_fingerprint=original.judge_fingerprint,
         partition=original.partition,
@@ -350,7 +388,10 @@ def pairwise_report(
 
 
 def _check_presentations(
-    items: Sequence[ResultLine | Problem], labels: Sequence[str], location: str, tie_labels: Sequence[str] = ()
+    items: Sequence[ResultLine | Problem],
+    labels: Sequence[str],
+    location: str,
+    tie_labels: Sequence[str] = (),
 ) -> tuple[list[Problem], dict[int, str | None], dict[int, frozenset[str] | None]]:
     """Repeats and presentations that make the two orders meaningful; first-shown label and candidates per line."""
     problems: list[Problem] = []
@@ -359,40 +400,118 @@ def _check_presentations(
     vocab = set(labels)
     for label in tie_labels:
         if label not in vocab:
-            problems.append(Problem(location="--tie-label", code="unknown_tie_label", message=f"tie label {label!r} is not one of the rubric's labels {list(labels)}", fix=f"name a rubric label that means 'no winner', e.g. one of {list(labels)}"))
+            problems.append(
+                Problem(
+                    location="--tie-label",
+                    code="unknown_tie_label",
+                    message=f"tie label {label!r} is not one of the rubric's labels {list(labels)}",
+                    fix=f"name a rubric label that means 'no winner', e.g. one of {list(labels)}",
+                )
+            )
     fix = "pairwise results need presentation = {swap, presented_order, first_shown}: swap false on repeat 0 (original order), true on repeat 1 (swapped)"
     for item in items:
         if isinstance(item, Problem):
             continue
         r, where = item.result, f"{location}:{item.line}"
         if r.repeat not in (ORIGINAL_REPEAT, SWAPPED_REPEAT):
-            problems.append(Problem(location=where, case_id=r.case_id, code="unexpected_repeat", message=f"repeat {r.repeat}: a pairwise analysis has two orders, repeat 0 (original) and repeat 1 (swapped)", fix=fix))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="unexpected_repeat",
+                    message=f"repeat {r.repeat}: a pairwise analysis has two orders, repeat 0 (original) and repeat 1 (swapped)",
+                    fix=fix,
+                )
+            )
             continue
         p = r.presentation
         if not isinstance(p, dict) or not isinstance(p.get("swap"), bool):
-            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_missing", message="the result does not say in which order the candidates were shown (presentation.swap)", fix=fix))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="presentation_missing",
+                    message="the result does not say in which order the candidates were shown (presentation.swap)",
+                    fix=fix,
+                )
+            )
             continue
         if p["swap"] != (r.repeat == SWAPPED_REPEAT):
-            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_mismatch", message=f"presentation.swap is {p['swap']} on repeat {r.repeat}", fix=fix))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="presentation_mismatch",
+                    message=f"presentation.swap is {p['swap']} on repeat {r.repeat}",
+                    fix=fix,
+                )
+            )
             continue
         order = p.get("presented_order")
         first = p.get("first_shown")
-        if order is not None and (not isinstance(order, list) or len(order) < 2 or len(set(map(str, order))) != len(order) or not set(map(str, order)) <= vocab):
-            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_invalid", message=f"presentation.presented_order {order!r} is not a list of distinct rubric labels", fix=fix))
+        if order is not None and (
+            not isinstance(order, list)
+            or len(order) < 2
+            or len(set(map(str, order))) != len(order)
+            or not set(map(str, order)) <= vocab
+        ):
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="presentation_invalid",
+                    message=f"presentation.presented_order {order!r} is not a list of distinct rubric labels",
+                    fix=fix,
+                )
+            )
             continue
         if first is None and order:
             first = order[0]
         elif first is not None and order and first != order[0]:
-            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_mismatch", message=f"presentation.first_shown {first!r} is not the first of presented_order {order!r}", fix=fix))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="presentation_mismatch",
+                    message=f"presentation.first_shown {first!r} is not the first of presented_order {order!r}",
+                    fix=fix,
+                )
+            )
             continue
         if first is not None and first not in vocab:
-            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_invalid", message=f"presentation.first_shown {first!r} is not a rubric label", fix=fix))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="presentation_invalid",
+                    message=f"presentation.first_shown {first!r} is not a rubric label",
+                    fix=fix,
+                )
+            )
             continue
-        if tie_labels and (clash := [label for label in ([*order] if order else [first]) if label in tie_labels]):
-            problems.append(Problem(location=where, case_id=r.case_id, code="tie_label_presented", message=f"tie label(s) {clash} are shown as candidates in this result's presentation", fix="a tie label names no candidate: drop it from --tie-label, or fix the presentation"))
+        if tie_labels and (
+            clash := [label for label in ([*order] if order else [first]) if label in tie_labels]
+        ):
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="tie_label_presented",
+                    message=f"tie label(s) {clash} are shown as candidates in this result's presentation",
+                    fix="a tie label names no candidate: drop it from --tie-label, or fix the presentation",
+                )
+            )
             continue
         if first is None and r.value is not None:
-            problems.append(Problem(location=where, case_id=r.case_id, code="presentation_missing", message="a verdict without presentation.first_shown (or presented_order): position bias cannot be measured", fix=fix))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=r.case_id,
+                    code="presentation_missing",
+                    message="a verdict without presentation.first_shown (or presented_order): position bias cannot be measured",
+                    fix=fix,
+                )
+            )
             continue
         first_shown[item.line] = first
         candidates[item.line] = frozenset(map(str, order)) if order else None
@@ -407,18 +526,36 @@ class _NoWinner:
     abstain: frozenset[str]
 
     def verdict_is_tie(self, label: str | None, candidates: frozenset[str] | None) -> bool:
-        return label is not None and (label in self.ties or (candidates is not None and label not in candidates))
+        return label is not None and (
+            label in self.ties or (candidates is not None and label not in candidates)
+        )
 
     def gold_is_decided(self, label: str, candidates: frozenset[str] | None) -> bool:
-        return label not in self.ties and label not in self.abstain and (candidates is None or label in candidates)
+        return (
+            label not in self.ties
+            and label not in self.abstain
+            and (candidates is None or label in candidates)
+        )
 
 
-def _order(repeat: int, cases: Sequence[JoinedCase], golds: Sequence[str], firsts: Sequence[str | None], candidates: Sequence[frozenset[str] | None], decided_gold: Sequence[bool], no_winner: _NoWinner) -> OrderStats:
+def _order(
+    repeat: int,
+    cases: Sequence[JoinedCase],
+    golds: Sequence[str],
+    firsts: Sequence[str | None],
+    candidates: Sequence[frozenset[str] | None],
+    decided_gold: Sequence[bool],
+    no_winner: _NoWinner,
+) -> OrderStats:
     n = len(cases)
     rows = list(zip(cases, golds, firsts, candidates, decided_gold, strict=True))
     verdicts = [row for row in rows if row[0].outcome == "verdict"]
     correct = sum(1 for c, g, *_ in verdicts if c.judge_label == g)
-    decided = [(c, f) for c, _, f, cands, _ in verdicts if not no_winner.verdict_is_tie(c.judge_label, cands)]
+    decided = [
+        (c, f)
+        for c, _, f, cands, _ in verdicts
+        if not no_winner.verdict_is_tie(c.judge_label, cands)
+    ]
     first_wins = sum(1 for c, f in decided if c.judge_label == f)
     errors = [c for c in cases if c.outcome == "error"]
     return OrderStats(
@@ -432,23 +569,49 @@ def _order(repeat: int, cases: Sequence[JoinedCase], golds: Sequence[str], first
         ties=len(verdicts) - len(decided),
         accuracy=wilson_rate(correct, n),
         accuracy_among_verdicts=wilson_rate(correct, len(verdicts)),
-        accuracy_decided_gold=wilson_rate(sum(1 for c, g, _, _, d in verdicts if d and c.judge_label == g), sum(decided_gold)),
+        accuracy_decided_gold=wilson_rate(
+            sum(1 for c, g, _, _, d in verdicts if d and c.judge_label == g), sum(decided_gold)
+        ),
         first_shown_wins=wilson_rate(first_wins, len(decided)),
         errors_by_kind=dict(Counter(c.error_kind or "unknown" for c in errors).most_common()),
     )
 
 
-def _slice(name: str, risk: str | None, pairs: Sequence[_Pair], no_winner: _NoWinner) -> PairwiseSlice:
+def _slice(
+    name: str, risk: str | None, pairs: Sequence[_Pair], no_winner: _NoWinner
+) -> PairwiseSlice:
     golds = [p.gold for p in pairs]
     candidates = [p.candidates for p in pairs]
     decided_gold = [no_winner.gold_is_decided(p.gold, p.candidates) for p in pairs]
-    original = _order(ORIGINAL_REPEAT, [p.first for p in pairs], golds, [p.first_shown[0] for p in pairs], candidates, decided_gold, no_winner)
-    swapped = _order(SWAPPED_REPEAT, [p.second for p in pairs], golds, [p.first_shown[1] for p in pairs], candidates, decided_gold, no_winner)
+    original = _order(
+        ORIGINAL_REPEAT,
+        [p.first for p in pairs],
+        golds,
+        [p.first_shown[0] for p in pairs],
+        candidates,
+        decided_gold,
+        no_winner,
+    )
+    swapped = _order(
+        SWAPPED_REPEAT,
+        [p.second for p in pairs],
+        golds,
+        [p.first_shown[1] for p in pairs],
+        candidates,
+        decided_gold,
+        no_winner,
+    )
     n = len(pairs)
-    both_verdicts = [p for p in pairs if p.first.outcome == "verdict" and p.second.outcome == "verdict"]
+    both_verdicts = [
+        p for p in pairs if p.first.outcome == "verdict" and p.second.outcome == "verdict"
+    ]
     same_verdict = sum(1 for p in both_verdicts if p.first.judge_label == p.second.judge_label)
-    both_errors = sum(1 for p in pairs if p.first.outcome == "error" and p.second.outcome == "error")
-    both_correct = sum(1 for p in both_verdicts if p.first.judge_label == p.gold and p.second.judge_label == p.gold)
+    both_errors = sum(
+        1 for p in pairs if p.first.outcome == "error" and p.second.outcome == "error"
+    )
+    both_correct = sum(
+        1 for p in both_verdicts if p.first.judge_label == p.gold and p.second.judge_label == p.gold
+    )
     verdicts = original.verdicts + swapped.verdicts
     ties = original.ties + swapped.ties
     decided_cases = sum(decided_gold)
@@ -466,21 +629,31 @@ def _slice(name: str, risk: str | None, pairs: Sequence[_Pair], no_winner: _NoWi
         consistent_verdicts=wilson_rate(same_verdict, len(both_verdicts)),
         errors_in_both_orders=both_errors,
         cases_with_error=sum(1 for p in pairs if "error" in (p.first.outcome, p.second.outcome)),
-        first_shown_wins=wilson_rate(original.first_shown_wins.k + swapped.first_shown_wins.k, verdicts - ties),
+        first_shown_wins=wilson_rate(
+            original.first_shown_wins.k + swapped.first_shown_wins.k, verdicts - ties
+        ),
         tie_verdicts=wilson_rate(ties, verdicts),
         gold_ties=n - decided_cases,
-        average_accuracy_decided_gold=wilson_rate(original.accuracy_decided_gold.k + swapped.accuracy_decided_gold.k, 2 * decided_cases),
+        average_accuracy_decided_gold=wilson_rate(
+            original.accuracy_decided_gold.k + swapped.accuracy_decided_gold.k, 2 * decided_cases
+        ),
         errors=original.errors + swapped.errors,
         missing=original.missing + swapped.missing,
     )
 
 
-def upstream_figures(report: PairwiseReport, slice_name: str | None = None) -> dict[str, tuple[int, int]]:
+def upstream_figures(
+    report: PairwiseReport, slice_name: str | None = None
+) -> dict[str, tuple[int, int]]:
     """``{statistics.json key: (k, n)}`` for the figures LLMBar's ``statistics.json`` prints.
 
     Over all cases by default, or over one slice. See :data:`UPSTREAM_KEYS`.
     """
-    block = report.overall if slice_name is None else next((s for s in report.slices if s.slice == slice_name), None)
+    block = (
+        report.overall
+        if slice_name is None
+        else next((s for s in report.slices if s.slice == slice_name), None)
+    )
     if block is None:
         raise KeyError(f"no slice {slice_name!r} in the report")
     rates = {
@@ -509,7 +682,9 @@ def _row(s: PairwiseSlice) -> dict[str, Any]:
         "consistent": _rate_text(s.position_consistency),
         "first shown wins": _rate_text(s.first_shown_wins),
         "ties orig/swap": f"{s.original.ties}/{s.swapped.ties}",
-        "acc avg, decided gold": _rate_text(s.average_accuracy_decided_gold) if s.average_accuracy_decided_gold else "-",
+        "acc avg, decided gold": _rate_text(s.average_accuracy_decided_gold)
+        if s.average_accuracy_decided_gold
+        else "-",
         "errors orig/swap": f"{s.original.errors}/{s.swapped.errors}",
         "missing": s.missing,
     }
@@ -519,24 +694,47 @@ def format_pairwise(report: PairwiseReport) -> str:
     """Human-readable text: header, per-slice table, errors and how they enter each denominator."""
     import pandas as pd
 
-    judge = f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint {report.judge_fingerprint[:12]})" if report.judge and report.judge_fingerprint else "(no results)"
+    judge = (
+        f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint {report.judge_fingerprint[:12]})"
+        if report.judge and report.judge_fingerprint
+        else "(no results)"
+    )
     o = report.overall
     lines = [
         f"judge:      {judge}",
         f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version})",
         f"partition:  {report.partition or 'all'}    orders: repeat 0 = original (swap false), repeat 1 = swapped (swap true)",
-        f"status:     {report.status.upper()}" + (f" - {len(report.missing)} case x order(s) have no result; this is not a pass" if report.missing else ""),
+        f"status:     {report.status.upper()}"
+        + (
+            f" - {len(report.missing)} case x order(s) have no result; this is not a pass"
+            if report.missing
+            else ""
+        ),
         f"cases:      {o.n}; verdicts {o.original.verdicts} original + {o.swapped.verdicts} swapped; evaluator errors {o.original.errors} original + {o.swapped.errors} swapped ({o.errors_in_both_orders} case(s) in both orders); missing {o.missing}",
         "",
         "Per slice (k/n rate [95% Wilson interval]; errors and missing results stay in n, see below):",
     ]
-    with pd.option_context("display.width", 250, "display.max_columns", 20, "display.max_colwidth", 40):
+    with pd.option_context(
+        "display.width", 250, "display.max_columns", 20, "display.max_colwidth", 40
+    ):
         lines.append(report.slice_frame().to_string())
     lines.append("")
-    lines.append(f"Among verdicts only: original {_rate_text(o.original.accuracy_among_verdicts)}, swapped {_rate_text(o.swapped.accuracy_among_verdicts)}; same verdict in both orders {_rate_text(o.consistent_verdicts)}")
-    if o.tie_verdicts is not None and o.original.accuracy_decided_gold is not None and o.swapped.accuracy_decided_gold is not None:
-        ties = f"tie labels {', '.join(report.tie_labels)}" if report.tie_labels else "no tie label declared (--tie-label)"
-        lines.append(f"Ties ({ties}; labels outside presented_order count too): {_rate_text(o.tie_verdicts)} of verdicts (original {o.original.ties}, swapped {o.swapped.ties}); first-shown wins counts decided verdicts only: {_rate_text(o.first_shown_wins)}")
+    lines.append(
+        f"Among verdicts only: original {_rate_text(o.original.accuracy_among_verdicts)}, swapped {_rate_text(o.swapped.accuracy_among_verdicts)}; same verdict in both orders {_rate_text(o.consistent_verdicts)}"
+    )
+    if (
+        o.tie_verdicts is not None
+        and o.original.accuracy_decided_gold is not None
+        and o.swapped.accuracy_decided_gold is not None
+    ):
+        ties = (
+            f"tie labels {', '.join(report.tie_labels)}"
+            if report.tie_labels
+            else "no tie label declared (--tie-label)"
+        )
+        lines.append(
+            f"Ties ({ties}; labels outside presented_order count too): {_rate_text(o.tie_verdicts)} of verdicts (original {o.original.ties}, swapped {o.swapped.ties}); first-shown wins counts decided verdicts only: {_rate_text(o.first_shown_wins)}"
+        )
         lines.append(
             f"Accuracy over all {o.n} cases: original {_rate_text(o.original.accuracy)}, swapped {_rate_text(o.swapped.accuracy)}; "
             f"over the {o.n - o.gold_ties} decided gold cases ({o.gold_ties} gold ties or abstentions left out): "
@@ -546,7 +744,9 @@ def format_pairwise(report: PairwiseReport) -> str:
         kinds = Counter(e.kind for e in report.evaluator_errors)
         lines.append("Evaluator errors: " + ", ".join(f"{k}={v}" for k, v in kinds.most_common()))
         for e in report.evaluator_errors[:10]:
-            lines.append(f"  {e.case_id} ({'swapped' if e.swap else 'original'}): {e.kind}: {e.message}")
+            lines.append(
+                f"  {e.case_id} ({'swapped' if e.swap else 'original'}): {e.kind}: {e.message}"
+            )
         if len(report.evaluator_errors) > 10:
             lines.append(f"  ... and {len(report.evaluator_errors) - 10} more (--json lists all)")
     if report.missing:

@@ -44,12 +44,28 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
         if a.join.dataset.sha256 != b.join.dataset.sha256:
             raise ValueError("candidates were run on different datasets")
         cases_b = {c.case_id: c for c in b.join.cases}
-        both = [(ca, cases_b[ca.case_id]) for ca in a.join.cases if ca.outcome == "verdict" and ca.case_id in cases_b and cases_b[ca.case_id].outcome == "verdict"]
-        a_only = sum(1 for ca, cb in both if ca.error_class == "aligned" and cb.error_class != "aligned")
-        b_only = sum(1 for ca, cb in both if cb.error_class == "aligned" and ca.error_class != "aligned")
-        both_right = sum(1 for ca, cb in both if ca.error_class == "aligned" and cb.error_class == "aligned")
+        both = [
+            (ca, cases_b[ca.case_id])
+            for ca in a.join.cases
+            if ca.outcome == "verdict"
+            and ca.case_id in cases_b
+            and cases_b[ca.case_id].outcome == "verdict"
+        ]
+        a_only = sum(
+            1 for ca, cb in both if ca.error_class == "aligned" and cb.error_class != "aligned"
+        )
+        b_only = sum(
+            1 for ca, cb in both if cb.error_class == "aligned" and ca.error_class != "aligned"
+        )
+        both_right = sum(
+            1 for ca, cb in both if ca.error_class == "aligned" and cb.error_class == "aligned"
+        )
         both_wrong = len(both) - a_only - b_only - both_right
-        p = float(mcnemar([[both_right, a_only], [b_only, both_wrong]], exact=True).pvalue) if (a_only + b_only) else 1.0
+        p = (
+            float(mcnemar([[both_right, a_only], [b_only, both_wrong]], exact=True).pvalue)
+            if (a_only + b_only)
+            else 1.0
+        )
         critical = set(a.join.dataset.rubric.critical_slices)
         rows.append(
             {
@@ -61,14 +77,24 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
                 "both_right": both_right,
                 "both_wrong": both_wrong,
                 "p_mcnemar": p,
-                "a_critical_false_passes": sum(1 for ca, _ in both if ca.error_class == "false_pass" and ca.slice in critical),
-                "b_critical_false_passes": sum(1 for _, cb in both if cb.error_class == "false_pass" and cb.slice in critical),
+                "a_critical_false_passes": sum(
+                    1 for ca, _ in both if ca.error_class == "false_pass" and ca.slice in critical
+                ),
+                "b_critical_false_passes": sum(
+                    1 for _, cb in both if cb.error_class == "false_pass" and cb.slice in critical
+                ),
             }
         )
     return pd.DataFrame(rows)
 
 
-def threshold_sweep(iteration: Iteration, *, pass_label: str = "pass", fail_label: str = "fail", pass_if: Literal["at_least", "at_most"] = "at_least") -> Any:
+def threshold_sweep(
+    iteration: Iteration,
+    *,
+    pass_label: str = "pass",
+    fail_label: str = "fail",
+    pass_if: Literal["at_least", "at_most"] = "at_least",
+) -> Any:
     """Every useful cut-off of a score-based judge against the adjudicated labels.
 
     Uses the scores recorded by the run (no new calls). Only cases adjudicated pass or fail
@@ -84,7 +110,10 @@ def threshold_sweep(iteration: Iteration, *, pass_label: str = "pass", fail_labe
     points = [
         (float(by_line[c.result_line].score), c.human_label)  # type: ignore[arg-type]
         for c in iteration.join.cases
-        if c.outcome == "verdict" and c.result_line in by_line and by_line[c.result_line].score is not None and c.human_label in (pass_label, fail_label)
+        if c.outcome == "verdict"
+        and c.result_line in by_line
+        and by_line[c.result_line].score is not None
+        and c.human_label in (pass_label, fail_label)
     ]
     if not points:
         raise ValueError(f"{iteration.label} recorded no scores: it is not a score-based judge")
@@ -94,8 +123,12 @@ def threshold_sweep(iteration: Iteration, *, pass_label: str = "pass", fail_labe
     rows = []
     for t in scores + [float("inf") if pass_if == "at_least" else float("-inf")]:
         judged_pass = [(s >= t if pass_if == "at_least" else s <= t) for s, _ in points]
-        fp = sum(1 for (_, h), jp in zip(points, judged_pass, strict=True) if jp and h == fail_label)
-        ff = sum(1 for (_, h), jp in zip(points, judged_pass, strict=True) if not jp and h == pass_label)
+        fp = sum(
+            1 for (_, h), jp in zip(points, judged_pass, strict=True) if jp and h == fail_label
+        )
+        ff = sum(
+            1 for (_, h), jp in zip(points, judged_pass, strict=True) if not jp and h == pass_label
+        )
         fp_rate = wilson_rate(fp, fails)
         rows.append(
             {
@@ -113,7 +146,13 @@ def threshold_sweep(iteration: Iteration, *, pass_label: str = "pass", fail_labe
     return pd.DataFrame(rows)
 
 
-def choose_threshold(sweep: Any, *, max_false_pass_rate: float | None = None, basis: Literal["upper_95", "point"] = "upper_95", max_false_fail_rate: float | None = None) -> dict[str, Any]:
+def choose_threshold(
+    sweep: Any,
+    *,
+    max_false_pass_rate: float | None = None,
+    basis: Literal["upper_95", "point"] = "upper_95",
+    max_false_fail_rate: float | None = None,
+) -> dict[str, Any]:
     """The threshold with the best agreement among those meeting the limits.
 
     The degenerate cut-off that passes nothing is never chosen. Ties go to the stricter
@@ -136,7 +175,13 @@ def choose_threshold(sweep: Any, *, max_false_pass_rate: float | None = None, ba
         best = eligible.sort_values(["agreement", "threshold"], ascending=[False, False]).iloc[0]
     else:
         best = finite.sort_values(["false_passes", "agreement"], ascending=[True, False]).iloc[0]
-    out: dict[str, Any] = {"threshold": float(best["threshold"]), "meets_limit": meets, "basis": basis, "max_false_pass_rate": max_false_pass_rate, "max_false_fail_rate": max_false_fail_rate}
+    out: dict[str, Any] = {
+        "threshold": float(best["threshold"]),
+        "meets_limit": meets,
+        "basis": basis,
+        "max_false_pass_rate": max_false_pass_rate,
+        "max_false_fail_rate": max_false_fail_rate,
+    }
     for key in ("false_passes", "human_fails", "false_fails", "human_passes"):
         out[key] = int(best[key])
     for key in ("agreement", "false_pass_rate", "false_pass_rate_upper_95", "false_fail_rate"):
@@ -161,7 +206,14 @@ class Selection(Record):
     when: datetime
 
 
-def record_selection(path: str | Path, selected: Iteration, compared: list[Iteration], *, reason: str, gate_outcomes: dict[str, str] | None = None) -> Selection:
+def record_selection(
+    path: str | Path,
+    selected: Iteration,
+    compared: list[Iteration],
+    *,
+    reason: str,
+    gate_outcomes: dict[str, str] | None = None,
+) -> Selection:
     """Append the selection (with every compared candidate) to ``path``; never rewrites."""
     if not reason.strip():
         raise ValueError("a selection needs a reason")
@@ -216,11 +268,19 @@ class FrozenThreshold:
 
         label = html.escape(self.judge.spec.label)
         threshold = f"{self.judge.spec.threshold.value:g}"
-        saved = f" Saved to <code>{html.escape(str(self.saved))}</code>." if self.saved else " Not saved (set <code>save_to</code> to keep it)."
+        saved = (
+            f" Saved to <code>{html.escape(str(self.saved))}</code>."
+            if self.saved
+            else " Not saved (set <code>save_to</code> to keep it)."
+        )
         if self.meets_policy:
             return f'<div style="border-left:6px solid #1a7f37;background:#dafbe1;padding:6px 12px;margin:6px 0"><b>{label}</b>: threshold {threshold} meets the policy\'s limits on calibration.{saved}</div>'
         items = "".join(f"<li>{html.escape(f)}</li>" for f in self.failing)
-        tail = " It was saved anyway because <code>accept_failing=True</code> was given; the description says so." if self.accepted_failing else " Saving it needs an explicit <code>accept_failing=True</code>."
+        tail = (
+            " It was saved anyway because <code>accept_failing=True</code> was given; the description says so."
+            if self.accepted_failing
+            else " Saving it needs an explicit <code>accept_failing=True</code>."
+        )
         return f'<div style="border-left:6px solid #cf222e;background:#ffebe9;padding:6px 12px;margin:6px 0"><b>Warning: {label} with threshold {threshold} fails the policy on calibration.</b><ul style="margin:4px 0">{items}</ul>{tail}{saved if self.saved else ""}</div>'
 
 
@@ -237,13 +297,25 @@ def threshold_failures(choice: dict[str, Any], iteration: Iteration, policy: Any
 
     out: list[str] = []
     if not choice.get("meets_limit", True):
-        bound = choice.get("false_pass_rate_upper_95") if choice.get("basis") == "upper_95" else choice.get("false_pass_rate")
+        bound = (
+            choice.get("false_pass_rate_upper_95")
+            if choice.get("basis") == "upper_95"
+            else choice.get("false_pass_rate")
+        )
         out.append(
             f"no threshold meets the false-pass limit {choice.get('max_false_pass_rate'):g} ({choice.get('basis')}); the one chosen has the fewest false passes: "
-            f"{choice.get('false_passes')} of {choice.get('human_fails')} human fails, figure {bound:.2f}" if isinstance(bound, float) else f"no threshold meets the false-pass limit ({choice.get('basis')})"
+            f"{choice.get('false_passes')} of {choice.get('human_fails')} human fails, figure {bound:.2f}"
+            if isinstance(bound, float)
+            else f"no threshold meets the false-pass limit ({choice.get('basis')})"
         )
     if policy is not None:
-        gate = evaluate_gate(iteration.report, policy, rubric=iteration.join.dataset.rubric, run=iteration.summary, join=iteration.join)
+        gate = evaluate_gate(
+            iteration.report,
+            policy,
+            rubric=iteration.join.dataset.rubric,
+            run=iteration.summary,
+            join=iteration.join,
+        )
         quality = [b for b in gate.blockers if b.category == "quality"]
         for group in group_blockers(quality, policy=policy):
             if group.family in ("false_pass", "false_fail", "abstention", "constant"):
@@ -251,7 +323,16 @@ def threshold_failures(choice: dict[str, Any], iteration: Iteration, policy: Any
     return out
 
 
-async def freeze_threshold(session: PhaseSession, scored: Iteration, choice: dict[str, Any], *, version: str, policy: Any = None, save_to: str | Path | None = None, accept_failing: bool = False) -> FrozenThreshold:
+async def freeze_threshold(
+    session: PhaseSession,
+    scored: Iteration,
+    choice: dict[str, Any],
+    *,
+    version: str,
+    policy: Any = None,
+    save_to: str | Path | None = None,
+    accept_failing: bool = False,
+) -> FrozenThreshold:
     """Freeze ``choice['threshold']`` into ``scored``'s judge as ``version``, run it, check the policy.
 
     Warns (``FrozenThreshold.failing``, shown in the notebook) when the threshold fails a
@@ -263,10 +344,25 @@ async def freeze_threshold(session: PhaseSession, scored: Iteration, choice: dic
 
     spec = scored.judge.spec
     if spec.threshold is None:
-        raise WorkbenchError("cannot freeze a threshold", [Problem(location=spec.label, code="not_a_score_judge", message=f"{spec.label} has no threshold", fix="freeze thresholds of score-based candidates (a Ragas @numeric_metric with threshold:) only")])
+        raise WorkbenchError(
+            "cannot freeze a threshold",
+            [
+                Problem(
+                    location=spec.label,
+                    code="not_a_score_judge",
+                    message=f"{spec.label} has no threshold",
+                    fix="freeze thresholds of score-based candidates (a Ragas @numeric_metric with threshold:) only",
+                )
+            ],
+        )
     value = float(choice["threshold"])
     description = f"threshold {value:g} chosen on calibration (meets the false-pass limit: {choice['meets_limit']})"
-    frozen = session.derive(scored.judge, version=version, threshold={**spec.threshold.model_dump(), "value": value}, description=description)
+    frozen = session.derive(
+        scored.judge,
+        version=version,
+        threshold={**spec.threshold.model_dump(), "value": value},
+        description=description,
+    )
     run = await session.run(frozen, progress=False)
     failing = threshold_failures(choice, run, policy)
     result = FrozenThreshold(judge=frozen, iteration=run, choice=choice, failing=failing)
@@ -275,10 +371,24 @@ async def freeze_threshold(session: PhaseSession, scored: Iteration, choice: dic
     if failing and not accept_failing:
         raise WorkbenchError(
             "threshold not saved",
-            [Problem(location=f"{frozen.spec.label} (threshold {value:g})", code="threshold_fails_policy", message="the threshold fails the policy on calibration: " + "; ".join(failing), fix="choose another threshold or candidate, or pass accept_failing=True to save it anyway (its description then records the failure)")],
+            [
+                Problem(
+                    location=f"{frozen.spec.label} (threshold {value:g})",
+                    code="threshold_fails_policy",
+                    message="the threshold fails the policy on calibration: " + "; ".join(failing),
+                    fix="choose another threshold or candidate, or pass accept_failing=True to save it anyway (its description then records the failure)",
+                )
+            ],
         )
     if failing:
-        frozen = session.derive(scored.judge, version=version, threshold={**spec.threshold.model_dump(), "value": value}, description=description + "; saved with accept_failing=True although it fails: " + "; ".join(failing))
+        frozen = session.derive(
+            scored.judge,
+            version=version,
+            threshold={**spec.threshold.model_dump(), "value": value},
+            description=description
+            + "; saved with accept_failing=True although it fails: "
+            + "; ".join(failing),
+        )
     result.saved = session.save(frozen, save_to)
     result.judge = frozen
     result.accepted_failing = bool(failing)

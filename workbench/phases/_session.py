@@ -47,7 +47,16 @@ class Iteration:
 class PhaseSession:
     """Runs and compares candidates on one non-held-out partition."""
 
-    def __init__(self, gold: str | Path, *, partition: Literal["development", "calibration"], run_root: str | Path, cache_dir: str | Path | None = None, concurrency: int = 8, budget_usd: float | None = None) -> None:
+    def __init__(
+        self,
+        gold: str | Path,
+        *,
+        partition: Literal["development", "calibration"],
+        run_root: str | Path,
+        cache_dir: str | Path | None = None,
+        concurrency: int = 8,
+        budget_usd: float | None = None,
+    ) -> None:
         refuse_held_out(partition, where=f"{type(self).__name__}(partition=...)")
         check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
         self.partition = partition_name(partition)
@@ -72,7 +81,17 @@ class PhaseSession:
             raise TypeError(f"{judge.spec.label} ({judge.spec.kind}) has no prompt template")
         return str(template)
 
-    def derive(self, parent: Judge, *, version: str, prompt: str | None = None, description: str | None = None, changes: list[str] | None = None, allow_multiple: bool = False, **fields: Any) -> Judge:
+    def derive(
+        self,
+        parent: Judge,
+        *,
+        version: str,
+        prompt: str | None = None,
+        description: str | None = None,
+        changes: list[str] | None = None,
+        allow_multiple: bool = False,
+        **fields: Any,
+    ) -> Judge:
         """A new, unsaved candidate version that changes one declared thing.
 
         The spec records ``parent`` and ``changes`` (the kinds passed, or ``changes``); more
@@ -82,7 +101,15 @@ class PhaseSession:
         """
         from ..migration import declaration_problems
 
-        spec = derive_spec(parent.spec, version=version, prompt=prompt, description=description, changes=changes, allow_multiple=allow_multiple, **fields)
+        spec = derive_spec(
+            parent.spec,
+            version=version,
+            prompt=prompt,
+            description=description,
+            changes=changes,
+            allow_multiple=allow_multiple,
+            **fields,
+        )
         base = self._spec_paths.get(parent.spec.label, Path("."))
         judge = build_judge(spec, base)
         problems = declaration_problems(parent, judge, location=f"derive({spec.label})")
@@ -110,10 +137,22 @@ class PhaseSession:
             if parent is None and where.exists():
                 parent = load_candidate(where)
             if parent is None:
-                raise WorkbenchError(f"cannot save {spec.label}", [Problem(location=str(where), code="parent_unknown", message=f"{spec.label} declares parent {spec.parent}, which this session did not load and {where} does not hold", fix="load the parent in this session (session.load) or save next to it, so the declared changes can be checked")])
+                raise WorkbenchError(
+                    f"cannot save {spec.label}",
+                    [
+                        Problem(
+                            location=str(where),
+                            code="parent_unknown",
+                            message=f"{spec.label} declares parent {spec.parent}, which this session did not load and {where} does not hold",
+                            fix="load the parent in this session (session.load) or save next to it, so the declared changes can be checked",
+                        )
+                    ],
+                )
             problems = declaration_problems(parent, judge, location=f"save({spec.label})")
             if problems:
-                raise WorkbenchError(f"refusing to save {spec.label}: it changes more than it declares", problems)
+                raise WorkbenchError(
+                    f"refusing to save {spec.label}: it changes more than it declares", problems
+                )
         path = save_spec(spec, directory)
         self._spec_paths[spec.label] = path
         return path
@@ -121,11 +160,28 @@ class PhaseSession:
     async def run(self, judge: Judge, *, progress: bool = True) -> Iteration:
         """Run (or resume, or reuse cached verdicts for) ``judge`` and align it."""
         out = self.run_root / judge.spec.label / judge.identity.fingerprint()[:12] / self.partition
-        summary = await run_candidate(judge, self.dataset, self.partition, out, concurrency=self.concurrency, budget_usd=self.budget_usd, cache_dir=self.cache_dir, progress=progress)
+        summary = await run_candidate(
+            judge,
+            self.dataset,
+            self.partition,
+            out,
+            concurrency=self.concurrency,
+            budget_usd=self.budget_usd,
+            cache_dir=self.cache_dir,
+            progress=progress,
+        )
         lines = read_results(summary.results_path)
         # The lineage check (results vs this gold) uses the run manifest beside the results.
-        join = align_results(self.dataset, lines, partition=self.partition, manifest=read_run_manifest(summary.results_path), location=summary.results_path)
-        return Iteration(judge, summary, lines, join, alignment_report(join, results_path=summary.results_path))
+        join = align_results(
+            self.dataset,
+            lines,
+            partition=self.partition,
+            manifest=read_run_manifest(summary.results_path),
+            location=summary.results_path,
+        )
+        return Iteration(
+            judge, summary, lines, join, alignment_report(join, results_path=summary.results_path)
+        )
 
     def transitions(self, before: Iteration, after: Iteration) -> Any:
         """Case-level verdict transitions between two iterations (paired by case)."""
@@ -133,13 +189,18 @@ class PhaseSession:
 
         return transitions(before.join, after.join)
 
-    def review_widget(self, iteration: Iteration, *, notes_path: str | Path, reviewer: str | None = None) -> Any:
+    def review_widget(
+        self, iteration: Iteration, *, notes_path: str | Path, reviewer: str | None = None
+    ) -> Any:
         """The disagreement review widget over ``iteration``, saving append-only review notes."""
         from ..review import ReviewNotes, review_cases
         from ..ui import ReviewWidget
 
         table = review_cases(self.dataset, iteration.join, iteration.lines)
-        kwargs: dict[str, Any] = {"notes": ReviewNotes(notes_path), "judge_fingerprint": iteration.fingerprint}
+        kwargs: dict[str, Any] = {
+            "notes": ReviewNotes(notes_path),
+            "judge_fingerprint": iteration.fingerprint,
+        }
         if reviewer:
             kwargs["reviewer"] = reviewer
         return ReviewWidget(table, **kwargs)
@@ -152,7 +213,9 @@ class DevelopSession(PhaseSession):
         super().__init__(gold, partition="development", run_root=run_root, **kw)
 
 
-def serve_demo_llm(port: int = 0, latency_s: float = 0.02, *, env: str | None = DEMO_LLM_URL_ENV) -> Any:
+def serve_demo_llm(
+    port: int = 0, latency_s: float = 0.02, *, env: str | None = DEMO_LLM_URL_ENV
+) -> Any:
     """Start the demo's scripted OpenAI-compatible model on 127.0.0.1 (for offline notebooks).
 
     Binds a free port (``port=0``) and sets ``$WORKBENCH_DEMO_LLM_URL`` (``env``) to its base

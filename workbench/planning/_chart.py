@@ -10,7 +10,9 @@ from ..stats import Interval, bound_plan, upper_bound
 from ._plan import SamplePlan
 
 
-def bound_curve(limit: float, at_fraction: float = 0.5, interval: Interval = "wilson", n_max: int | None = None) -> Any:
+def bound_curve(
+    limit: float, at_fraction: float = 0.5, interval: Interval = "wilson", n_max: int | None = None
+) -> Any:
     """A DataFrame of the upper bound vs n: at ``floor(at_fraction·limit·n)`` errors and at zero errors."""
     import pandas as pd
 
@@ -22,8 +24,18 @@ def bound_curve(limit: float, at_fraction: float = 0.5, interval: Interval = "wi
     zero = np.asarray(upper_bound(np.zeros_like(ns), ns, interval))
     label = f"limit {limit:g}"
     frames = [
-        pd.DataFrame({"n": ns, "upper_95": planned, "errors": errors.astype(int), "curve": f"at true rate {plan.true_rate:.3g} (floor of rate x n errors)", "limit": label}),
-        pd.DataFrame({"n": ns, "upper_95": zero, "errors": 0, "curve": "with zero errors", "limit": label}),
+        pd.DataFrame(
+            {
+                "n": ns,
+                "upper_95": planned,
+                "errors": errors.astype(int),
+                "curve": f"at true rate {plan.true_rate:.3g} (floor of rate x n errors)",
+                "limit": label,
+            }
+        ),
+        pd.DataFrame(
+            {"n": ns, "upper_95": zero, "errors": 0, "curve": "with zero errors", "limit": label}
+        ),
     ]
     return pd.concat(frames, ignore_index=True)
 
@@ -37,7 +49,11 @@ def plan_chart(plan: SamplePlan, limits: list[float] | None = None) -> Any:
     import altair as alt
 
     rate_rows = [r for r in plan.rows if r.requirement != "min_n" and r.limit is not None]
-    chosen = limits or sorted({r.limit for r in rate_rows if r.basis == "upper_95"}) or sorted({r.limit for r in rate_rows})  # type: ignore[type-var]
+    chosen = (
+        limits
+        or sorted({r.limit for r in rate_rows if r.basis == "upper_95"})
+        or sorted({r.limit for r in rate_rows})
+    )  # type: ignore[type-var]
     name = "Wilson" if plan.interval == "wilson" else "Clopper-Pearson"
     panels = []
     for limit in chosen:
@@ -49,15 +65,33 @@ def plan_chart(plan: SamplePlan, limits: list[float] | None = None) -> Any:
             .mark_line(interpolate="step-after")
             .encode(
                 x=alt.X("n:Q", title="decided cases n"),
-                y=alt.Y("upper_95:Q", title=f"upper 95% bound ({name})", scale=alt.Scale(domain=[0, min(1.0, max(0.3, 3 * limit))], clamp=True)),
-                color=alt.Color("curve:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)),
+                y=alt.Y(
+                    "upper_95:Q",
+                    title=f"upper 95% bound ({name})",
+                    scale=alt.Scale(domain=[0, min(1.0, max(0.3, 3 * limit))], clamp=True),
+                ),
+                color=alt.Color(
+                    "curve:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)
+                ),
                 tooltip=["n", "errors", "upper_95"],
             )
         )
         marks = alt.Chart(data.head(1).assign(value=limit, needed=p.needed))
         layers = [line, marks.mark_rule(strokeDash=[4, 3], color="black").encode(y="value:Q")]
         if p.needed is not None:
-            layers.append(marks.mark_rule(color="firebrick").encode(x="needed:Q", tooltip=["needed"]))
-            layers.append(marks.mark_text(align="left", dx=4, dy=-60, color="firebrick").encode(x="needed:Q", text=alt.value(f"n = {p.needed}")))
-        panels.append(alt.layer(*layers).properties(width=320, height=200, title=f"limit {limit:g}, true rate {p.true_rate:.3g}"))
-    return alt.concat(*panels, columns=3).properties(title=f"Upper 95% bound vs n (dashed: the limit; red: the planned n at a true rate of {plan.at_fraction:g} x limit)")
+            layers.append(
+                marks.mark_rule(color="firebrick").encode(x="needed:Q", tooltip=["needed"])
+            )
+            layers.append(
+                marks.mark_text(align="left", dx=4, dy=-60, color="firebrick").encode(
+                    x="needed:Q", text=alt.value(f"n = {p.needed}")
+                )
+            )
+        panels.append(
+            alt.layer(*layers).properties(
+                width=320, height=200, title=f"limit {limit:g}, true rate {p.true_rate:.3g}"
+            )
+        )
+    return alt.concat(*panels, columns=3).properties(
+        title=f"Upper 95% bound vs n (dashed: the limit; red: the planned n at a true rate of {plan.at_fraction:g} x limit)"
+    )

@@ -107,13 +107,26 @@ class SamplePlan(_Model):
         return [r for r in self.rows if r.needed is None or r.shortfall.get(part, 0) > 0]
 
 
-def plan_policy(policy: Policy, dataset: GoldDataset, *, at_fraction: float = 0.5, interval: Interval = "wilson", policy_path: str | Path | None = None) -> SamplePlan:
+def plan_policy(
+    policy: Policy,
+    dataset: GoldDataset,
+    *,
+    at_fraction: float = 0.5,
+    interval: Interval = "wilson",
+    policy_path: str | Path | None = None,
+) -> SamplePlan:
     """Plan every slice of ``policy`` and compare with ``dataset``'s adjudicated counts per partition."""
     rubric = dataset.rubric
     counts: Counter[tuple[str, str, str]] = Counter()
     for case in dataset.cases.values():
         label = case.gold_label
-        kind = "human_fail" if label == rubric.fail_label else "human_pass" if label == rubric.pass_label else "other"
+        kind = (
+            "human_fail"
+            if label == rubric.fail_label
+            else "human_pass"
+            if label == rubric.pass_label
+            else "other"
+        )
         counts[(case.slice, case.partition.value, kind)] += 1
         counts[(case.slice, case.partition.value, "all")] += 1
     partitions = list(PARTITIONS)
@@ -128,9 +141,25 @@ def plan_policy(policy: Policy, dataset: GoldDataset, *, at_fraction: float = 0.
         fp_limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
         if fp_limited:
             basis = "upper_95" if critical else spec.false_pass_rate_basis
-            row = _rate_row(name, risk, "false_pass_rate", "human_fail", spec.max_false_pass_rate, basis, at_fraction, interval, have("human_fail"), "")
+            row = _rate_row(
+                name,
+                risk,
+                "false_pass_rate",
+                "human_fail",
+                spec.max_false_pass_rate,
+                basis,
+                at_fraction,
+                interval,
+                have("human_fail"),
+                "",
+            )
             count = spec.max_false_passes
-            if count is not None and row.limit is not None and row.needed is not None and row.true_rate is not None:
+            if (
+                count is not None
+                and row.limit is not None
+                and row.needed is not None
+                and row.true_rate is not None
+            ):
                 errors = int(row.true_rate * row.needed + 1e-9)
                 if errors > count:
                     row = row.model_copy(
@@ -141,7 +170,20 @@ def plan_policy(policy: Policy, dataset: GoldDataset, *, at_fraction: float = 0.
                     )
             rows.append(row)
         if spec.max_false_fail_rate is not None:
-            rows.append(_rate_row(name, risk, "false_fail_rate", "human_pass", spec.max_false_fail_rate, spec.false_fail_rate_basis, at_fraction, interval, have("human_pass"), ""))
+            rows.append(
+                _rate_row(
+                    name,
+                    risk,
+                    "false_fail_rate",
+                    "human_pass",
+                    spec.max_false_fail_rate,
+                    spec.false_fail_rate_basis,
+                    at_fraction,
+                    interval,
+                    have("human_pass"),
+                    "",
+                )
+            )
         min_n = policy.min_n_for(name)
         if min_n > 0:
             got = have("all")
@@ -176,14 +218,33 @@ def plan_policy(policy: Policy, dataset: GoldDataset, *, at_fraction: float = 0.
     )
 
 
-def _rate_row(name: str, risk: str | None, requirement: Requirement, cases: CaseKind, limit: float | None, basis: str, at_fraction: float, interval: Interval, have: dict[str, int], note: str) -> PlanRow:
-    if limit is None:  # a count-only false-pass limit: one decided human-fail case, as the gate's rate_unbounded rule
+def _rate_row(
+    name: str,
+    risk: str | None,
+    requirement: Requirement,
+    cases: CaseKind,
+    limit: float | None,
+    basis: str,
+    at_fraction: float,
+    interval: Interval,
+    have: dict[str, int],
+    note: str,
+) -> PlanRow:
+    if (
+        limit is None
+    ):  # a count-only false-pass limit: one decided human-fail case, as the gate's rate_unbounded rule
         needed: int | None = 1
         plan = None
     else:
         plan = bound_plan(limit, at_fraction, interval)
         needed = plan.needed if basis == "upper_95" else 1
-    zero = None if limit is None else (cases_needed(limit) if interval == "wilson" else bound_plan(limit, 0.0, interval).needed)
+    zero = (
+        None
+        if limit is None
+        else (
+            cases_needed(limit) if interval == "wilson" else bound_plan(limit, 0.0, interval).needed
+        )
+    )
     return PlanRow(
         slice=name,
         risk=risk,
@@ -235,15 +296,31 @@ def format_plan(plan: SamplePlan, partitions: Sequence[str] | None = None) -> st
     parts = list(partitions or plan.partitions)
     name = "Wilson score" if plan.interval == "wilson" else "Clopper-Pearson (exact)"
     lines = [
-        f"plan:       {plan.policy}" + (f" (sha256 {plan.policy_sha256[:12]})" if plan.policy_sha256 else ""),
+        f"plan:       {plan.policy}"
+        + (f" (sha256 {plan.policy_sha256[:12]})" if plan.policy_sha256 else ""),
         f"data:       dataset {plan.dataset_sha256[:12]}, rubric {plan.rubric_version}; the gate certifies on {plan.gate_partition or '(any partition)'}",
         f"method:     {name} two-sided 95% upper bound <= limit at floor(true_rate x n) errors, for n and every larger n; true rate = {plan.at_fraction:g} x limit",
         "            'have' counts adjudicated cases; the gate counts decided verdicts (abstentions and errors need more)",
     ]
-    header = ["slice", "risk", "requirement", "limit", "basis", "true rate", "needed", "upper_95 n", "zero-error n", "power"] + [f"{p} have/short" for p in parts]
+    header = [
+        "slice",
+        "risk",
+        "requirement",
+        "limit",
+        "basis",
+        "true rate",
+        "needed",
+        "upper_95 n",
+        "zero-error n",
+        "power",
+    ] + [f"{p} have/short" for p in parts]
     rows = [header]
     for r in plan.rows:
-        limit = "-" if r.limit is None else (f"{int(r.limit)} cases" if r.requirement == "min_n" else f"{r.limit:g}")
+        limit = (
+            "-"
+            if r.limit is None
+            else (f"{int(r.limit)} cases" if r.requirement == "min_n" else f"{r.limit:g}")
+        )
         cells = [
             r.slice,
             r.risk or "",
@@ -258,15 +335,23 @@ def format_plan(plan: SamplePlan, partitions: Sequence[str] | None = None) -> st
         ]
         for p in parts:
             short = r.shortfall.get(p)
-            cells.append(f"{r.have.get(p, 0)}/" + ("-" if short is None else ("ok" if short == 0 else f"short {short}")))
+            cells.append(
+                f"{r.have.get(p, 0)}/"
+                + ("-" if short is None else ("ok" if short == 0 else f"short {short}"))
+            )
         rows.append(cells)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines += [
+        "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in rows
+    ]
     notes = [f"  {r.slice} {r.requirement}: {r.note}" for r in plan.rows if r.note]
     if notes:
         lines.append("notes:")
         lines += notes
     gate = plan.gate_partition or "held_out"
     short = plan.short(gate)
-    lines.append(f"{gate}: {len(short)} of {len(plan.rows)} requirement(s) short" + (": " + ", ".join(f"{r.slice} {r.requirement}" for r in short) if short else ""))
+    lines.append(
+        f"{gate}: {len(short)} of {len(plan.rows)} requirement(s) short"
+        + (": " + ", ".join(f"{r.slice} {r.requirement}" for r in short) if short else "")
+    )
     return "\n".join(lines)

@@ -103,16 +103,25 @@ NOISE_BLOCKER_CODES: dict[str, str] = {
 :mod:`workbench.noise._analysis` and :mod:`workbench.noise._retrieval`). It also emits the
 gate's ``missing_results``, ``budget_exhausted``, ``case_limit_reached`` and ``run_incomplete``."""
 
-NOISE_NEVER_WAIVABLE = frozenset({code for code, category in NOISE_BLOCKER_CODES.items() if category == "incomplete"} | {"retrieval_cross_tenant"})
+NOISE_NEVER_WAIVABLE = frozenset(
+    {code for code, category in NOISE_BLOCKER_CODES.items() if category == "incomplete"}
+    | {"retrieval_cross_tenant"}
+)
 """Noise codes no override may name: missing evidence, and cross-tenant retrieval (never evaluator noise)."""
 
-BLOCKER_CODES: dict[str, str] = {**GATE_BLOCKER_CODES, **RANKING_BLOCKER_CODES, **NOISE_BLOCKER_CODES}
+BLOCKER_CODES: dict[str, str] = {
+    **GATE_BLOCKER_CODES,
+    **RANKING_BLOCKER_CODES,
+    **NOISE_BLOCKER_CODES,
+}
 """code -> category of every blocker code an override may name: the release gate's, the ranking gate's and noise's."""
 
 FALSE_PASS_CODES = frozenset({"false_passes_exceeded", "false_pass_rate_exceeded"})
 """In a critical slice these are waivable only case by case (every false-pass case named)."""
 
-CRITICAL_NEVER_WAIVABLE = frozenset({"too_few_cases", "false_pass_rate_unproven", "abstention_rate_exceeded"})
+CRITICAL_NEVER_WAIVABLE = frozenset(
+    {"too_few_cases", "false_pass_rate_unproven", "abstention_rate_exceeded"}
+)
 """Codes no override can waive in a critical slice (a critical slice must be shown bounded)."""
 
 DEFENSE_CODES = frozenset({"constant_verdict"})

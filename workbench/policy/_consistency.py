@@ -25,33 +25,90 @@ from ..gold import Rubric
 from ._policy import Policy
 
 
-def policy_rubric_problems(policy: Policy, rubric: Rubric, *, policy_path: str | Path, partition: str = "held_out") -> list[Problem]:
+def policy_rubric_problems(
+    policy: Policy, rubric: Rubric, *, policy_path: str | Path, partition: str = "held_out"
+) -> list[Problem]:
     """Every way ``policy`` does not fit ``rubric`` and ``partition``, one problem each."""
     loc = str(policy_path)
     out: list[Problem] = []
     if policy.rubric_version is not None and policy.rubric_version != rubric.version:
-        out.append(Problem(location=f"{loc}: rubric_version", code="policy_rubric_mismatch", message=f"the policy was written for rubric {policy.rubric_version!r} but the dataset uses {rubric.version!r}", fix="write a new policy version reviewed for the dataset's rubric"))
+        out.append(
+            Problem(
+                location=f"{loc}: rubric_version",
+                code="policy_rubric_mismatch",
+                message=f"the policy was written for rubric {policy.rubric_version!r} but the dataset uses {rubric.version!r}",
+                fix="write a new policy version reviewed for the dataset's rubric",
+            )
+        )
     if policy.partition is not None and policy.partition != partition:
-        out.append(Problem(location=f"{loc}: partition", code="partition_mismatch", message=f"the policy certifies on partition {policy.partition!r}, not {partition!r}", fix=f"use a policy written for {partition!r} (set `partition: {partition}`)"))
+        out.append(
+            Problem(
+                location=f"{loc}: partition",
+                code="partition_mismatch",
+                message=f"the policy certifies on partition {policy.partition!r}, not {partition!r}",
+                fix=f"use a policy written for {partition!r} (set `partition: {partition}`)",
+            )
+        )
     if not has_pass_fail_view(rubric):
-        fix = "declare pass_labels (an unbroken run at one end of the scale, e.g. the top labels) in a new rubric version" if rubric.ordered else "declare pass_label and fail_label in a new rubric version"
-        what = f"the {rubric.scale.value} rubric declares no pass_labels" if rubric.ordered else "the rubric declares no pass_label and fail_label"
-        out.append(Problem(location=f"{loc}: rubric {rubric.version}", code="no_pass_fail_view", message=f"no label counts as pass or fail ({what}): false passes and false fails cannot be counted, so the policy's limits can never be shown", fix=fix))
+        fix = (
+            "declare pass_labels (an unbroken run at one end of the scale, e.g. the top labels) in a new rubric version"
+            if rubric.ordered
+            else "declare pass_label and fail_label in a new rubric version"
+        )
+        what = (
+            f"the {rubric.scale.value} rubric declares no pass_labels"
+            if rubric.ordered
+            else "the rubric declares no pass_label and fail_label"
+        )
+        out.append(
+            Problem(
+                location=f"{loc}: rubric {rubric.version}",
+                code="no_pass_fail_view",
+                message=f"no label counts as pass or fail ({what}): false passes and false fails cannot be counted, so the policy's limits can never be shown",
+                fix=fix,
+            )
+        )
     for name in policy.slices:
         if name not in rubric.slices:
-            out.append(Problem(location=f"{loc}: slices.{name}", code="policy_unknown_slice", message=f"the policy sets limits for slice {name!r}, which the rubric does not declare", fix=f"remove the slice or correct its name; the rubric's slices are {', '.join(rubric.slices)}"))
+            out.append(
+                Problem(
+                    location=f"{loc}: slices.{name}",
+                    code="policy_unknown_slice",
+                    message=f"the policy sets limits for slice {name!r}, which the rubric does not declare",
+                    fix=f"remove the slice or correct its name; the rubric's slices are {', '.join(rubric.slices)}",
+                )
+            )
     for name in rubric.slices:
         spec = policy.slices.get(name)
         risk = rubric.risk_of(name)
         if spec is None:
-            out.append(Problem(location=f"{loc}: slices", code="slice_not_in_policy", message=f"rubric slice {name!r} ({risk} risk) has no limits in the policy", fix=f"add reviewed limits for {name!r} in a new policy version; a slice without limits can never be certified"))
+            out.append(
+                Problem(
+                    location=f"{loc}: slices",
+                    code="slice_not_in_policy",
+                    message=f"rubric slice {name!r} ({risk} risk) has no limits in the policy",
+                    fix=f"add reviewed limits for {name!r} in a new policy version; a slice without limits can never be certified",
+                )
+            )
         elif risk is not None and spec.risk.value != risk:
-            out.append(Problem(location=f"{loc}: slices.{name}.risk", code="policy_risk_mismatch", message=f"the policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric says {risk}", fix="review the slice's limits for its current risk and write a new policy version"))
+            out.append(
+                Problem(
+                    location=f"{loc}: slices.{name}.risk",
+                    code="policy_risk_mismatch",
+                    message=f"the policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric says {risk}",
+                    fix="review the slice's limits for its current risk and write a new policy version",
+                )
+            )
     return out
 
 
-def check_policy_against_rubric(policy: Policy, rubric: Rubric, *, policy_path: str | Path, partition: str = "held_out") -> None:
+def check_policy_against_rubric(
+    policy: Policy, rubric: Rubric, *, policy_path: str | Path, partition: str = "held_out"
+) -> None:
     """Raise :class:`WorkbenchError` listing every problem :func:`policy_rubric_problems` finds."""
     problems = policy_rubric_problems(policy, rubric, policy_path=policy_path, partition=partition)
     if problems:
-        raise WorkbenchError(f"{policy_path}: the policy does not fit the dataset's rubric: {len(problems)} problem(s); the held-out partition was not used", problems)
+        raise WorkbenchError(
+            f"{policy_path}: the policy does not fit the dataset's rubric: {len(problems)} problem(s); the held-out partition was not used",
+            problems,
+        )

@@ -130,7 +130,16 @@ GateOutcome = Literal["certified", "quality_failed", "evaluation_incomplete", "r
 CATEGORY_ORDER: dict[str, int] = {"incomplete": 0, "quality": 1, "review": 2}
 EXIT_CODES: dict[str, int] = exit_codes(*GATE_OUTCOMES)
 """Process exit code of ``workbench gate`` per outcome (2 is invalid input): :mod:`workbench.outcomes`."""
-UnappliedReason = Literal["other_policy", "other_candidate", "expired", "not_yet_active", "no_matching_blocker", "already_waived", "not_covered", "not_waivable"]
+UnappliedReason = Literal[
+    "other_policy",
+    "other_candidate",
+    "expired",
+    "not_yet_active",
+    "no_matching_blocker",
+    "already_waived",
+    "not_covered",
+    "not_waivable",
+]
 
 
 @dataclass(frozen=True)
@@ -331,11 +340,29 @@ def evaluate_gate(
     blockers += _sampled(report)
     if not any(b.code == "gold_changed" for b in extra_blockers):
         blockers += _gold_changes(report)
-    if fingerprint is not None and report.judge_fingerprint is not None and fingerprint != report.judge_fingerprint:
-        blockers.append(_review("candidate_mismatch", "The results were produced by another judge than the candidate being evaluated.", evidence={"candidate_fingerprint": fingerprint, "results_fingerprint": report.judge_fingerprint}))
-    blockers += [b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b for b in extra_blockers]
+    if (
+        fingerprint is not None
+        and report.judge_fingerprint is not None
+        and fingerprint != report.judge_fingerprint
+    ):
+        blockers.append(
+            _review(
+                "candidate_mismatch",
+                "The results were produced by another judge than the candidate being evaluated.",
+                evidence={
+                    "candidate_fingerprint": fingerprint,
+                    "results_fingerprint": report.judge_fingerprint,
+                },
+            )
+        )
+    blockers += [
+        b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b
+        for b in extra_blockers
+    ]
     fingerprint = fingerprint or report.judge_fingerprint
-    active = sorted(active_overrides(overrides, policy, fingerprint, now), key=lambda o: o.override_id)
+    active = sorted(
+        active_overrides(overrides, policy, fingerprint, now), key=lambda o: o.override_id
+    )
     kept: list[Blocker] = []
     waived: list[WaivedBlocker] = []
     for blocker in sorted(blockers, key=Blocker.sort_key):
@@ -345,12 +372,18 @@ def evaluate_gate(
         else:
             waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
     outcome = _outcome(kept)
-    ref = PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256) if policy else None
+    ref = (
+        PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256)
+        if policy
+        else None
+    )
     return GateResult(
         outcome=outcome,
         blockers=kept,
         waived=waived,
-        expired_overrides=sorted(o.override_id for o in expired_overrides(overrides, policy, fingerprint, now)),
+        expired_overrides=sorted(
+            o.override_id for o in expired_overrides(overrides, policy, fingerprint, now)
+        ),
         unapplied_overrides=unapplied_overrides(overrides, policy, fingerprint, now, kept, waived),
         figures=[_figures(row) for row in [*report.slices, report.overall]],
         policy=ref,
@@ -364,17 +397,37 @@ def evaluate_gate(
     )
 
 
-def _not_evaluated(report: NotEvaluated, policy: Policy | None, rubric: Rubric, extra_blockers: Sequence[Blocker], policy_sha256: str | None, fingerprint: str | None) -> GateResult:
-    blockers = [b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b for b in extra_blockers]
+def _not_evaluated(
+    report: NotEvaluated,
+    policy: Policy | None,
+    rubric: Rubric,
+    extra_blockers: Sequence[Blocker],
+    policy_sha256: str | None,
+    fingerprint: str | None,
+) -> GateResult:
+    blockers = [
+        b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b
+        for b in extra_blockers
+    ]
     if not blockers:  # fail closed: no evidence is never a pass
-        blockers.append(Blocker(code="missing_results", category="incomplete", message=f"No evidence was gathered ({report.reason}); a missing result is never a pass.", evidence={"partition": report.partition}, waivable=False))
+        blockers.append(
+            Blocker(
+                code="missing_results",
+                category="incomplete",
+                message=f"No evidence was gathered ({report.reason}); a missing result is never a pass.",
+                evidence={"partition": report.partition},
+                waivable=False,
+            )
+        )
     kept = sorted(blockers, key=Blocker.sort_key)
     outcome = _outcome(kept)
     return GateResult(
         outcome=outcome,
         blockers=kept,
         waived=[],
-        policy=PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256) if policy else None,
+        policy=PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256)
+        if policy
+        else None,
         summary=f"{outcome.upper()}: {report.reason} ({len(kept)} blocker(s))",
         judge=report.judge,
         judge_fingerprint=fingerprint,
@@ -427,21 +480,58 @@ def unapplied_overrides(
         if o.override_id in applied:
             continue
         if label is None or o.policy != label:
-            why = "the gate applied no policy" if label is None else f"it is for {o.policy}, the gate applied {label}"
-            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason="other_policy", details=[why]))
+            why = (
+                "the gate applied no policy"
+                if label is None
+                else f"it is for {o.policy}, the gate applied {label}"
+            )
+            out.append(
+                UnappliedOverride(
+                    override_id=o.override_id, policy=o.policy, reason="other_policy", details=[why]
+                )
+            )
         elif o.candidate_fingerprint is not None and o.candidate_fingerprint != fingerprint:
-            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason="other_candidate", details=[f"it is for candidate {o.candidate_fingerprint[:12]}, the results are of {(fingerprint or '-')[:12]}"]))
+            out.append(
+                UnappliedOverride(
+                    override_id=o.override_id,
+                    policy=o.policy,
+                    reason="other_candidate",
+                    details=[
+                        f"it is for candidate {o.candidate_fingerprint[:12]}, the results are of {(fingerprint or '-')[:12]}"
+                    ],
+                )
+            )
         elif o.expires_at <= now:
-            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason="expired", details=[f"it expired at {o.expires_at.isoformat()}"]))
+            out.append(
+                UnappliedOverride(
+                    override_id=o.override_id,
+                    policy=o.policy,
+                    reason="expired",
+                    details=[f"it expired at {o.expires_at.isoformat()}"],
+                )
+            )
         elif o.created_at > now:
-            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason="not_yet_active", details=[f"it starts at {o.created_at.isoformat()}"]))
+            out.append(
+                UnappliedOverride(
+                    override_id=o.override_id,
+                    policy=o.policy,
+                    reason="not_yet_active",
+                    details=[f"it starts at {o.created_at.isoformat()}"],
+                )
+            )
         else:
             reason, details = _why_no_blocker_waived(o, every, waived_by)
-            out.append(UnappliedOverride(override_id=o.override_id, policy=o.policy, reason=reason, details=details))
+            out.append(
+                UnappliedOverride(
+                    override_id=o.override_id, policy=o.policy, reason=reason, details=details
+                )
+            )
     return out
 
 
-def _why_no_blocker_waived(o: Override, blockers: Sequence[Blocker], waived_by: dict[int, str]) -> tuple[UnappliedReason, list[str]]:
+def _why_no_blocker_waived(
+    o: Override, blockers: Sequence[Blocker], waived_by: dict[int, str]
+) -> tuple[UnappliedReason, list[str]]:
     rank = {"no_matching_blocker": 0, "already_waived": 1, "not_covered": 2, "not_waivable": 3}
     worst: UnappliedReason = "no_matching_blocker"
     details: list[str] = []
@@ -472,12 +562,23 @@ def _why_no_blocker_waived(o: Override, blockers: Sequence[Blocker], waived_by: 
                 reason = "not_covered"
                 missing = len(set(b.case_ids) - set(o.case_ids))
                 if b.risk == Risk.critical.value and b.code in FALSE_PASS_CODES:
-                    details.append(f"{where}: a critical false pass is waived only case by case; {missing} of its {len(b.case_ids)} false-pass case(s) are not named")
+                    details.append(
+                        f"{where}: a critical false pass is waived only case by case; {missing} of its {len(b.case_ids)} false-pass case(s) are not named"
+                    )
                 elif b.slice is not None:
                     scope = f"slices {', '.join(o.slices)}" if o.slices else "no slice"
-                    details.append(f"{where}: the override covers {scope}" + (f" and {len(o.case_ids)} case(s), {missing} of the blocker's {len(b.case_ids)} case(s) not named" if o.case_ids else ""))
+                    details.append(
+                        f"{where}: the override covers {scope}"
+                        + (
+                            f" and {len(o.case_ids)} case(s), {missing} of the blocker's {len(b.case_ids)} case(s) not named"
+                            if o.case_ids
+                            else ""
+                        )
+                    )
                 else:
-                    details.append(f"{where}: the override is limited to slices {', '.join(o.slices)}, the blocker has no slice")
+                    details.append(
+                        f"{where}: the override is limited to slices {', '.join(o.slices)}, the blocker has no slice"
+                    )
             if rank[reason] > rank[worst]:
                 worst = reason
     return worst, details
@@ -492,7 +593,11 @@ def waiver_for(blocker: Blocker, overrides: Iterable[Override]) -> Override | No
     slice is covered only case by case: it must have case ids and the override must list
     every one of them. Incomplete and non-waivable blockers are never waived.
     """
-    if blocker.category == "incomplete" or not blocker.waivable or blocker.code in NON_WAIVABLE_CODES:
+    if (
+        blocker.category == "incomplete"
+        or not blocker.waivable
+        or blocker.code in NON_WAIVABLE_CODES
+    ):
         return None
     for override in overrides:
         if blocker.code in override.codes and _covers(blocker, override):
@@ -514,18 +619,34 @@ def _outcome(blockers: Sequence[Blocker]) -> GateOutcome:
     return outcome_of(b.category for b in blockers)  # type: ignore[return-value]
 
 
-def _summary(outcome: str, kept: Sequence[Blocker], waived: Sequence[WaivedBlocker], ref: PolicyRef | None) -> str:
+def _summary(
+    outcome: str, kept: Sequence[Blocker], waived: Sequence[WaivedBlocker], ref: PolicyRef | None
+) -> str:
     counts = {c: sum(1 for b in kept if b.category == c) for c in CATEGORY_ORDER}
-    policy = f"{ref.name}@{ref.version}" + (f" (sha256 {ref.sha256[:12]})" if ref.sha256 else "") if ref else "no policy"
+    policy = (
+        f"{ref.name}@{ref.version}" + (f" (sha256 {ref.sha256[:12]})" if ref.sha256 else "")
+        if ref
+        else "no policy"
+    )
     detail = ", ".join(f"{n} {c}" for c, n in counts.items())
     return f"{outcome.upper()}: {len(kept)} blocker(s) ({detail}), {len(waived)} waived by override; policy {policy}"
 
 
-def _completeness(report: AlignmentReport, run: RunSummary | None, max_errors: int) -> list[Blocker]:
+def _completeness(
+    report: AlignmentReport, run: RunSummary | None, max_errors: int
+) -> list[Blocker]:
     out: list[Blocker] = []
     overall = report.overall
     if overall.n == 0:
-        out.append(Blocker(code="no_cases", category="incomplete", message="No gold case is in scope, so there is nothing to certify.", evidence={"cases_in_scope": 0, "partition": report.partition}, waivable=False))
+        out.append(
+            Blocker(
+                code="no_cases",
+                category="incomplete",
+                message="No gold case is in scope, so there is nothing to certify.",
+                evidence={"cases_in_scope": 0, "partition": report.partition},
+                waivable=False,
+            )
+        )
     if report.status != "complete" or overall.missing:
         by_slice = {s.slice: s.missing for s in report.slices if s.missing}
         out.append(
@@ -533,8 +654,21 @@ def _completeness(report: AlignmentReport, run: RunSummary | None, max_errors: i
                 code="missing_results",
                 category="incomplete",
                 message=f"{overall.missing} of {overall.n} cases have no judge result; a missing result is never a pass."
-                + (f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out without the policy's declared plan is a scope change)." if report.sampling_rejected else ""),
-                evidence={"missing": overall.missing, "cases_in_scope": overall.n, "missing_by_slice": by_slice, **({"sampling_rejected": report.sampling_rejected} if report.sampling_rejected else {})},
+                + (
+                    f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out without the policy's declared plan is a scope change)."
+                    if report.sampling_rejected
+                    else ""
+                ),
+                evidence={
+                    "missing": overall.missing,
+                    "cases_in_scope": overall.n,
+                    "missing_by_slice": by_slice,
+                    **(
+                        {"sampling_rejected": report.sampling_rejected}
+                        if report.sampling_rejected
+                        else {}
+                    ),
+                },
                 case_ids=list(report.missing_case_ids),
                 waivable=False,
             )
@@ -546,7 +680,13 @@ def _completeness(report: AlignmentReport, run: RunSummary | None, max_errors: i
                 code="evaluator_errors_exceeded",
                 category="incomplete",
                 message=f"{overall.errors} cases ended in an evaluator error (at most {max_errors} allowed), so their verdicts are unknown.",
-                evidence={"errors": overall.errors, "limit": max_errors, "cases_in_scope": overall.n, "errors_by_kind": dict(overall.errors_by_kind), "errors_by_slice": by_slice},
+                evidence={
+                    "errors": overall.errors,
+                    "limit": max_errors,
+                    "cases_in_scope": overall.n,
+                    "errors_by_kind": dict(overall.errors_by_kind),
+                    "errors_by_slice": by_slice,
+                },
                 case_ids=[e.case_id for e in report.evaluator_errors],
                 waivable=False,
             )
@@ -560,37 +700,140 @@ def _run_blockers(run: RunSummary) -> list[Blocker]:
     unrun = sorted({pair.rsplit("#", 1)[0] for pair in run.unrun})
     out: list[Blocker] = []
     if run.stop_reason == "budget_exhausted":
-        out.append(Blocker(code="budget_exhausted", category="incomplete", message=f"The run stopped at its budget with {len(run.unrun)} case x repeat pair(s) unrun.", evidence={"cost_usd": run.cost_usd, "budget_usd": run.budget_usd, "unrun": len(run.unrun), "planned": run.planned}, case_ids=unrun, waivable=False))
+        out.append(
+            Blocker(
+                code="budget_exhausted",
+                category="incomplete",
+                message=f"The run stopped at its budget with {len(run.unrun)} case x repeat pair(s) unrun.",
+                evidence={
+                    "cost_usd": run.cost_usd,
+                    "budget_usd": run.budget_usd,
+                    "unrun": len(run.unrun),
+                    "planned": run.planned,
+                },
+                case_ids=unrun,
+                waivable=False,
+            )
+        )
     if run.stop_reason == "max_cases":
-        out.append(Blocker(code="case_limit_reached", category="incomplete", message=f"The run stopped at its case limit with {len(run.unrun)} case x repeat pair(s) unrun.", evidence={"max_cases": run.max_cases, "unrun": len(run.unrun), "planned": run.planned}, case_ids=unrun, waivable=False))
+        out.append(
+            Blocker(
+                code="case_limit_reached",
+                category="incomplete",
+                message=f"The run stopped at its case limit with {len(run.unrun)} case x repeat pair(s) unrun.",
+                evidence={
+                    "max_cases": run.max_cases,
+                    "unrun": len(run.unrun),
+                    "planned": run.planned,
+                },
+                case_ids=unrun,
+                waivable=False,
+            )
+        )
     if run.pending_retry:
         pending = sorted({pair.rsplit("#", 1)[0] for pair in run.pending_retry})
-        out.append(Blocker(code="pending_retries", category="incomplete", message=f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a retryable evaluator error.", evidence={"pending_retry": len(run.pending_retry), "planned": run.planned}, case_ids=pending, waivable=False))
+        out.append(
+            Blocker(
+                code="pending_retries",
+                category="incomplete",
+                message=f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a retryable evaluator error.",
+                evidence={"pending_retry": len(run.pending_retry), "planned": run.planned},
+                case_ids=pending,
+                waivable=False,
+            )
+        )
     if run.status != "complete" and not out:
-        out.append(Blocker(code="run_incomplete", category="incomplete", message=f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun).", evidence={"unrun": len(run.unrun), "planned": run.planned, "verdicts": run.verdicts, "errors": run.errors}, case_ids=unrun, waivable=False))
+        out.append(
+            Blocker(
+                code="run_incomplete",
+                category="incomplete",
+                message=f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun).",
+                evidence={
+                    "unrun": len(run.unrun),
+                    "planned": run.planned,
+                    "verdicts": run.verdicts,
+                    "errors": run.errors,
+                },
+                case_ids=unrun,
+                waivable=False,
+            )
+        )
     return out
 
 
-def _review(code: str, message: str, *, slice: str | None = None, risk: str | None = None, evidence: dict[str, Any] | None = None, waivable: bool = False) -> Blocker:
-    return Blocker(code=code, category="review", slice=slice, risk=risk, message=message, evidence=evidence or {}, waivable=waivable)
+def _review(
+    code: str,
+    message: str,
+    *,
+    slice: str | None = None,
+    risk: str | None = None,
+    evidence: dict[str, Any] | None = None,
+    waivable: bool = False,
+) -> Blocker:
+    return Blocker(
+        code=code,
+        category="review",
+        slice=slice,
+        risk=risk,
+        message=message,
+        evidence=evidence or {},
+        waivable=waivable,
+    )
 
 
-def _consistency(report: AlignmentReport, policy: Policy | None, rubric: Rubric, run: RunSummary | None) -> list[Blocker]:
+def _consistency(
+    report: AlignmentReport, policy: Policy | None, rubric: Rubric, run: RunSummary | None
+) -> list[Blocker]:
     out: list[Blocker] = []
     if policy is None:
-        out.append(_review("policy_missing", "No release policy was given, so no limit can be checked and the judge cannot be certified."))
+        out.append(
+            _review(
+                "policy_missing",
+                "No release policy was given, so no limit can be checked and the judge cannot be certified.",
+            )
+        )
     if report.rubric_version != rubric.version:
-        out.append(_review("rubric_mismatch", f"The report was computed under rubric {report.rubric_version!r} but the rubric given is {rubric.version!r}.", evidence={"report": report.rubric_version, "rubric": rubric.version}))
-    if policy is not None and policy.rubric_version is not None and policy.rubric_version != rubric.version:
-        out.append(_review("policy_rubric_mismatch", f"The policy was written for rubric {policy.rubric_version!r} but the dataset uses {rubric.version!r}.", evidence={"policy": policy.rubric_version, "rubric": rubric.version}))
+        out.append(
+            _review(
+                "rubric_mismatch",
+                f"The report was computed under rubric {report.rubric_version!r} but the rubric given is {rubric.version!r}.",
+                evidence={"report": report.rubric_version, "rubric": rubric.version},
+            )
+        )
+    if (
+        policy is not None
+        and policy.rubric_version is not None
+        and policy.rubric_version != rubric.version
+    ):
+        out.append(
+            _review(
+                "policy_rubric_mismatch",
+                f"The policy was written for rubric {policy.rubric_version!r} but the dataset uses {rubric.version!r}.",
+                evidence={"policy": policy.rubric_version, "rubric": rubric.version},
+            )
+        )
     if policy is not None and policy.partition is not None and report.partition != policy.partition:
-        out.append(_review("partition_mismatch", f"The policy certifies on partition {policy.partition!r} but the report covers {report.partition or 'all partitions'!r}.", evidence={"policy": policy.partition, "report": report.partition}))
-    if run is not None and ((report.judge_fingerprint is not None and run.judge_fingerprint != report.judge_fingerprint) or run.partition != report.partition):
+        out.append(
+            _review(
+                "partition_mismatch",
+                f"The policy certifies on partition {policy.partition!r} but the report covers {report.partition or 'all partitions'!r}.",
+                evidence={"policy": policy.partition, "report": report.partition},
+            )
+        )
+    if run is not None and (
+        (report.judge_fingerprint is not None and run.judge_fingerprint != report.judge_fingerprint)
+        or run.partition != report.partition
+    ):
         out.append(
             _review(
                 "run_mismatch",
                 "The run summary belongs to another judge or partition than the results evaluated.",
-                evidence={"run_judge_fingerprint": run.judge_fingerprint, "report_judge_fingerprint": report.judge_fingerprint, "run_partition": run.partition, "report_partition": report.partition},
+                evidence={
+                    "run_judge_fingerprint": run.judge_fingerprint,
+                    "report_judge_fingerprint": report.judge_fingerprint,
+                    "run_partition": run.partition,
+                    "report_partition": report.partition,
+                },
             )
         )
     return out
@@ -607,7 +850,12 @@ def _sampled(report: AlignmentReport) -> list[Blocker]:
         _review(
             "sampled_out",
             f"{n} case(s) were sampled out (declared plan {sha[:12]}): they were not judged and count as nothing, so the figures are of a sample and the evaluation cannot certify; run every case to certify.",
-            evidence={"sampled_out": n, "cases_in_scope": report.overall.n, "sampled_out_by_slice": by_slice, "plan_sha256": sha},
+            evidence={
+                "sampled_out": n,
+                "cases_in_scope": report.overall.n,
+                "sampled_out_by_slice": by_slice,
+                "plan_sha256": sha,
+            },
             waivable=False,
         ).model_copy(update={"case_ids": list(report.sampled_out_case_ids)})
     ]
@@ -617,18 +865,42 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
     if policy.max_cost_usd is None:
         return []
     if run is None:
-        return [_review("cost_unverified", f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was given, so the spend cannot be checked.", evidence={"limit_usd": policy.max_cost_usd})]
+        return [
+            _review(
+                "cost_unverified",
+                f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was given, so the spend cannot be checked.",
+                evidence={"limit_usd": policy.max_cost_usd},
+            )
+        ]
     if run.cost_usd > policy.max_cost_usd:
-        return [_review("cost_exceeded", f"The run spent ${run.cost_usd:.4f}, more than the approved ${policy.max_cost_usd:.2f}.", evidence={"cost_usd": run.cost_usd, "limit_usd": policy.max_cost_usd, "calls": run.calls, "retries": run.retries}, waivable=True)]
+        return [
+            _review(
+                "cost_exceeded",
+                f"The run spent ${run.cost_usd:.4f}, more than the approved ${policy.max_cost_usd:.2f}.",
+                evidence={
+                    "cost_usd": run.cost_usd,
+                    "limit_usd": policy.max_cost_usd,
+                    "calls": run.calls,
+                    "retries": run.retries,
+                },
+                waivable=True,
+            )
+        ]
     return []
 
 
-def _slices(report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join | None) -> list[Blocker]:
+def _slices(
+    report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join | None
+) -> list[Blocker]:
     rows = {s.slice: s for s in report.slices}
     view = has_pass_fail_view(rubric)
     names = list(dict.fromkeys([*rubric.slices, *(s.slice for s in report.slices if s.n > 0)]))
     out = [
-        _review("policy_unknown_slice", f"The policy sets limits for slice {name!r}, which the rubric does not declare.", slice=name)
+        _review(
+            "policy_unknown_slice",
+            f"The policy sets limits for slice {name!r}, which the rubric does not declare.",
+            slice=name,
+        )
         for name in policy.slices
         if name not in rubric.slices
     ]
@@ -637,11 +909,29 @@ def _slices(report: AlignmentReport, policy: Policy, rubric: Rubric, join: Join 
         row = rows.get(name) or slice_alignment(name, risk, [], list(rubric.labels), rubric=rubric)
         spec = policy.slices.get(name)
         if spec is None:
-            out.append(_review("slice_not_in_policy", f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.", slice=name, risk=risk, evidence={"cases": row.n, "verdicts": row.verdicts}))
+            out.append(
+                _review(
+                    "slice_not_in_policy",
+                    f"Slice {name!r} ({row.n} cases) has no reviewed limits in the policy.",
+                    slice=name,
+                    risk=risk,
+                    evidence={"cases": row.n, "verdicts": row.verdicts},
+                )
+            )
             continue
         if risk is not None and spec.risk.value != risk:
-            out.append(_review("policy_risk_mismatch", f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric says {risk}.", slice=name, risk=risk, evidence={"policy": spec.risk.value, "rubric": risk}))
-        out += _slice_checks(row, spec, risk, policy.min_n_for(name), _case_ids(join, name), pass_fail=view)
+            out.append(
+                _review(
+                    "policy_risk_mismatch",
+                    f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric says {risk}.",
+                    slice=name,
+                    risk=risk,
+                    evidence={"policy": spec.risk.value, "rubric": risk},
+                )
+            )
+        out += _slice_checks(
+            row, spec, risk, policy.min_n_for(name), _case_ids(join, name), pass_fail=view
+        )
     return out
 
 
@@ -654,7 +944,13 @@ def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
     """
     if has_pass_fail_view(rubric):
         return []
-    limited = sorted(name for name, spec in (policy.slices.items() if policy else []) if spec.max_false_passes is not None or spec.max_false_pass_rate is not None or spec.max_false_fail_rate is not None)
+    limited = sorted(
+        name
+        for name, spec in (policy.slices.items() if policy else [])
+        if spec.max_false_passes is not None
+        or spec.max_false_pass_rate is not None
+        or spec.max_false_fail_rate is not None
+    )
     if rubric.ordered:
         scale = rubric.scale_labels
         what = f"the {rubric.scale.value} rubric declares no pass_labels"
@@ -662,12 +958,23 @@ def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
     else:
         what = "the rubric declares no pass_label and fail_label"
         fix = "declare pass_label and fail_label in a new rubric version"
-    limits = f"; the policy's pass/fail limits for {', '.join(repr(n) for n in limited)} cannot be checked" if limited else ""
+    limits = (
+        f"; the policy's pass/fail limits for {', '.join(repr(n) for n in limited)} cannot be checked"
+        if limited
+        else ""
+    )
     return [
         _review(
             "no_pass_fail_view",
             f"No label counts as pass or fail ({what}), so false passes and false fails cannot be counted and no limit can show the judge is fit to gate a release{limits}: {fix}.",
-            evidence={"scale": rubric.scale.value, "labels": list(rubric.labels), "pass_label": rubric.pass_label, "fail_label": rubric.fail_label, "pass_labels": rubric.pass_labels, "slices_with_pass_fail_limits": limited},
+            evidence={
+                "scale": rubric.scale.value,
+                "labels": list(rubric.labels),
+                "pass_label": rubric.pass_label,
+                "fail_label": rubric.fail_label,
+                "pass_labels": rubric.pass_labels,
+                "slices_with_pass_fail_limits": limited,
+            },
         )
     ]
 
@@ -692,7 +999,15 @@ def _coverage(row: SliceAlignment) -> dict[str, Any]:
     return {"decided": row.decided, "cases": row.n, "coverage": row.coverage.rate}
 
 
-def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_n: int, ids: dict[str, list[str]], *, pass_fail: bool = True) -> list[Blocker]:
+def _slice_checks(
+    row: SliceAlignment,
+    spec: SlicePolicy,
+    risk: str | None,
+    min_n: int,
+    ids: dict[str, list[str]],
+    *,
+    pass_fail: bool = True,
+) -> list[Blocker]:
     name = row.slice
     critical = risk == Risk.critical.value
     fp_ids = ids.get("false_pass", [])
@@ -706,7 +1021,13 @@ def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_
                 f"Slice {name!r} has {row.decided} cases with a decided verdict ({row.abstentions} abstentions not counted), too few {what} (at least {min_n} required).",
                 slice=name,
                 risk=risk,
-                evidence={"decided": row.decided, "verdicts": row.verdicts, "abstentions": row.abstentions, "cases": row.n, "min_n": min_n},
+                evidence={
+                    "decided": row.decided,
+                    "verdicts": row.verdicts,
+                    "abstentions": row.abstentions,
+                    "cases": row.n,
+                    "min_n": min_n,
+                },
                 waivable=not critical,
             )
         )
@@ -716,7 +1037,17 @@ def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_
     fp_limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
     fp_basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
     if fp_limited and row.false_pass_rate.n == 0:
-        out.append(_unbounded(row, "false_pass", spec.max_false_pass_rate, fp_basis, risk, waivable=not critical, count_limit=spec.max_false_passes))
+        out.append(
+            _unbounded(
+                row,
+                "false_pass",
+                spec.max_false_pass_rate,
+                fp_basis,
+                risk,
+                waivable=not critical,
+                count_limit=spec.max_false_passes,
+            )
+        )
     else:
         if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
             out.append(
@@ -726,29 +1057,69 @@ def _slice_checks(row: SliceAlignment, spec: SlicePolicy, risk: str | None, min_
                     slice=name,
                     risk=risk,
                     message=f"Slice {name!r} has {row.false_passes} false passes (human fail, judge pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail, more than the {spec.max_false_passes} allowed.",
-                    evidence={"false_passes": row.false_passes, "human_fails_decided": row.false_pass_rate.n, "limit": spec.max_false_passes, **_coverage(row)},
+                    evidence={
+                        "false_passes": row.false_passes,
+                        "human_fails_decided": row.false_pass_rate.n,
+                        "limit": spec.max_false_passes,
+                        **_coverage(row),
+                    },
                     case_ids=fp_ids,
                     waivable=fp_waivable,
                 )
             )
         if spec.max_false_pass_rate is not None:
-            out += _rate_check(row, "false_pass", row.false_pass_rate, spec.max_false_pass_rate, fp_basis, risk, fp_ids, fp_waivable, not critical)
+            out += _rate_check(
+                row,
+                "false_pass",
+                row.false_pass_rate,
+                spec.max_false_pass_rate,
+                fp_basis,
+                risk,
+                fp_ids,
+                fp_waivable,
+                not critical,
+            )
     if spec.max_false_fail_rate is not None:
         if row.false_fail_rate.n == 0:
-            out.append(_unbounded(row, "false_fail", spec.max_false_fail_rate, spec.false_fail_rate_basis, risk, waivable=True))
+            out.append(
+                _unbounded(
+                    row,
+                    "false_fail",
+                    spec.max_false_fail_rate,
+                    spec.false_fail_rate_basis,
+                    risk,
+                    waivable=True,
+                )
+            )
         else:
-            out += _rate_check(row, "false_fail", row.false_fail_rate, spec.max_false_fail_rate, spec.false_fail_rate_basis, risk, ids.get("false_fail", []), True, True)
+            out += _rate_check(
+                row,
+                "false_fail",
+                row.false_fail_rate,
+                spec.max_false_fail_rate,
+                spec.false_fail_rate_basis,
+                risk,
+                ids.get("false_fail", []),
+                True,
+                True,
+            )
     return out
 
 
-def _abstention_check(row: SliceAlignment, spec: SlicePolicy, risk: str | None, case_ids: list[str]) -> list[Blocker]:
+def _abstention_check(
+    row: SliceAlignment, spec: SlicePolicy, risk: str | None, case_ids: list[str]
+) -> list[Blocker]:
     rate = row.abstention_rate
     limit = spec.abstention_limit
     if rate.rate is None or rate.rate <= limit:
         return []
     declared = spec.max_abstention_rate is not None
     name = row.slice
-    on = f"the limit {limit:g}" if declared else "the limit 0 (the policy declares no max_abstention_rate for the slice, so no abstention is accepted)"
+    on = (
+        f"the limit {limit:g}"
+        if declared
+        else "the limit 0 (the policy declares no max_abstention_rate for the slice, so no abstention is accepted)"
+    )
     return [
         Blocker(
             code="abstention_rate_exceeded",
@@ -756,7 +1127,16 @@ def _abstention_check(row: SliceAlignment, spec: SlicePolicy, risk: str | None, 
             slice=name,
             risk=risk,
             message=f"Slice {name!r}: {rate.k} of {rate.n} verdicts are abstentions (observed {rate.rate:.3f}), above {on}; only {row.decided} of {row.n} cases got a decided verdict.",
-            evidence={"abstentions": rate.k, "verdicts": rate.n, "rate": rate.rate, "ci95_low": rate.ci95_low, "ci95_high": rate.ci95_high, "limit": limit, "limit_declared": declared, **_coverage(row)},
+            evidence={
+                "abstentions": rate.k,
+                "verdicts": rate.n,
+                "rate": rate.rate,
+                "ci95_low": rate.ci95_low,
+                "ci95_high": rate.ci95_high,
+                "limit": limit,
+                "limit_declared": declared,
+                **_coverage(row),
+            },
             case_ids=case_ids,
             waivable=risk != Risk.critical.value,
         )
@@ -784,16 +1164,34 @@ def _cited(name: str, need: Shortfall, human: str, kind: str) -> str:
     if need.limit is None or need.basis == "point":
         return ""
     what = kind.replace("_", " ")
-    plan = too_few_cases_message(name, need.have, need.limit, human="fail" if human == "fail" else "pass", at_fraction=need.at_fraction)
+    plan = too_few_cases_message(
+        name,
+        need.have,
+        need.limit,
+        human="fail" if human == "fail" else "pass",
+        at_fraction=need.at_fraction,
+    )
     text = f" To bound at half the limit: {plan}."
     if need.planned_already and need.more is not None:
         text += f" The slice has that many, but its observed rate is above half the limit: with no further {what}, {need.more} more human-{human} case{'s' if need.more != 1 else ''} judged pass or fail would bound it."
     if need.needed_at_zero_errors is None:
         return text + " At zero errors: no sample can show a limit of 0."
-    return text + f" At zero errors: {need.needed_at_zero_errors} human-{human} cases judged pass or fail, with no {what} at all."
+    return (
+        text
+        + f" At zero errors: {need.needed_at_zero_errors} human-{human} cases judged pass or fail, with no {what} at all."
+    )
 
 
-def _unbounded(row: SliceAlignment, kind: str, limit: float | None, basis: Basis, risk: str | None, *, waivable: bool, count_limit: int | None = None) -> Blocker:
+def _unbounded(
+    row: SliceAlignment,
+    kind: str,
+    limit: float | None,
+    basis: Basis,
+    risk: str | None,
+    *,
+    waivable: bool,
+    count_limit: int | None = None,
+) -> Blocker:
     if kind == "false_pass":
         human, total_key, total = "fail", "human_fails", row.human_fails
     else:
@@ -814,12 +1212,31 @@ def _unbounded(row: SliceAlignment, kind: str, limit: float | None, basis: Basis
         f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human} case(s) in scope; abstentions, errors and missing results do not count), so its {what} limit can never be met: {text}",
         slice=row.slice,
         risk=risk,
-        evidence={"rate": f"{kind}_rate", total_key: total, f"{total_key}_decided": 0, "limit": limit, **({"max_false_passes": count_limit} if count_limit is not None else {}), "basis": basis, **_sample_evidence(need), **_coverage(row)},
+        evidence={
+            "rate": f"{kind}_rate",
+            total_key: total,
+            f"{total_key}_decided": 0,
+            "limit": limit,
+            **({"max_false_passes": count_limit} if count_limit is not None else {}),
+            "basis": basis,
+            **_sample_evidence(need),
+            **_coverage(row),
+        },
         waivable=waivable,
     )
 
 
-def _rate_check(row: SliceAlignment, kind: str, rate: Rate, limit: float, basis: Basis, risk: str | None, case_ids: list[str], waivable: bool, unbounded_waivable: bool) -> list[Blocker]:
+def _rate_check(
+    row: SliceAlignment,
+    kind: str,
+    rate: Rate,
+    limit: float,
+    basis: Basis,
+    risk: str | None,
+    case_ids: list[str],
+    waivable: bool,
+    unbounded_waivable: bool,
+) -> list[Blocker]:
     name = row.slice
     if kind == "false_pass":
         human, wrong, errors_key, total_key = "fail", "pass", "false_passes", "human_fails"
@@ -829,8 +1246,22 @@ def _rate_check(row: SliceAlignment, kind: str, rate: Rate, limit: float, basis:
     value = rate.ci95_high if basis == "upper_95" else rate.rate
     if value <= limit:
         return []
-    evidence: dict[str, Any] = {errors_key: rate.k, f"{total_key}_decided": rate.n, "rate": rate.rate, "ci95_low": rate.ci95_low, "ci95_high": rate.ci95_high, "basis": basis, "compared": value, "limit": limit, **_coverage(row)}
-    on = f"the upper 95% bound {rate.ci95_high:.3f}" if basis == "upper_95" else f"the observed rate {rate.rate:.3f}"
+    evidence: dict[str, Any] = {
+        errors_key: rate.k,
+        f"{total_key}_decided": rate.n,
+        "rate": rate.rate,
+        "ci95_low": rate.ci95_low,
+        "ci95_high": rate.ci95_high,
+        "basis": basis,
+        "compared": value,
+        "limit": limit,
+        **_coverage(row),
+    }
+    on = (
+        f"the upper 95% bound {rate.ci95_high:.3f}"
+        if basis == "upper_95"
+        else f"the observed rate {rate.rate:.3f}"
+    )
     message = f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged {wrong}; {on} exceeds the limit {limit:g}."
     if basis == "upper_95" and rate.rate <= limit:
         # The observed rate is within the limit; only the interval is too wide. That is too
@@ -839,10 +1270,33 @@ def _rate_check(row: SliceAlignment, kind: str, rate: Rate, limit: float, basis:
         evidence.update(_sample_evidence(need))
         message = (
             f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), "
-            f"but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice." + _cited(name, need, human, kind)
+            f"but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice."
+            + _cited(name, need, human, kind)
         )
-        return [Blocker(code=f"{kind}_rate_unproven", category="review", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=unbounded_waivable)]
-    return [Blocker(code=f"{kind}_rate_exceeded", category="quality", slice=name, risk=risk, message=message, evidence=evidence, case_ids=case_ids, waivable=waivable)]
+        return [
+            Blocker(
+                code=f"{kind}_rate_unproven",
+                category="review",
+                slice=name,
+                risk=risk,
+                message=message,
+                evidence=evidence,
+                case_ids=case_ids,
+                waivable=unbounded_waivable,
+            )
+        ]
+    return [
+        Blocker(
+            code=f"{kind}_rate_exceeded",
+            category="quality",
+            slice=name,
+            risk=risk,
+            message=message,
+            evidence=evidence,
+            case_ids=case_ids,
+            waivable=waivable,
+        )
+    ]
 
 
 def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]:
@@ -865,13 +1319,27 @@ def _constant_verdicts(report: AlignmentReport, rubric: Rubric) -> list[Blocker]
     out = []
     for row in report.slices:
         humans = row.human_labels_with_verdict
-        blocker = _constant(row, passes, fails, sum(humans.get(label, 0) for label in passes), sum(humans.get(label, 0) for label in fails), "with a verdict")
+        blocker = _constant(
+            row,
+            passes,
+            fails,
+            sum(humans.get(label, 0) for label in passes),
+            sum(humans.get(label, 0) for label in fails),
+            "with a verdict",
+        )
         if blocker is not None:
             out.append(blocker)
     return out
 
 
-def _constant(row: SliceAlignment, passes: list[str], fails: list[str], human_passes: int, human_fails: int, among: str) -> Blocker | None:
+def _constant(
+    row: SliceAlignment,
+    passes: list[str],
+    fails: list[str],
+    human_passes: int,
+    human_fails: int,
+    among: str,
+) -> Blocker | None:
     if human_passes == 0 or human_fails == 0:
         return None
     said_pass = sum(row.judge_labels.get(label, 0) for label in passes)
@@ -881,7 +1349,11 @@ def _constant(row: SliceAlignment, passes: list[str], fails: list[str], human_pa
     scope = "all cases in scope" if row.slice == "(all)" else f"slice {row.slice!r}"
     if said_pass or said_fail:
         side = passes if said_pass else fails
-        label = repr(side[0]) if len(side) == 1 else f"{'pass' if said_pass else 'fail'} ({', '.join(side)})"
+        label = (
+            repr(side[0])
+            if len(side) == 1
+            else f"{'pass' if said_pass else 'fail'} ({', '.join(side)})"
+        )
         what = f"every one of the judge's {said_pass + said_fail} pass/fail verdicts is {label}"
     else:
         what = f"the judge judged none of the {row.n} cases pass or fail ({row.decided} decided, {row.abstentions} abstentions, {row.errors} errors, {row.missing} missing)"
@@ -891,7 +1363,16 @@ def _constant(row: SliceAlignment, passes: list[str], fails: list[str], human_pa
         slice=None if row.slice == "(all)" else row.slice,
         risk=row.risk,
         message=f"Over {scope}, {what}, while the adjudicated labels of the cases {among} include {human_passes} pass and {human_fails} fail: a judge that never separates pass from fail cannot be certified, whatever the policy's limits.",
-        evidence={"judge_passes": said_pass, "judge_fails": said_fail, "human_passes": human_passes, "human_fails": human_fails, "among": among, "verdicts": row.verdicts, "abstentions": row.abstentions, **_coverage(row)},
+        evidence={
+            "judge_passes": said_pass,
+            "judge_fails": said_fail,
+            "human_passes": human_passes,
+            "human_fails": human_fails,
+            "among": among,
+            "verdicts": row.verdicts,
+            "abstentions": row.abstentions,
+            **_coverage(row),
+        },
         waivable=False,
     )
 
@@ -900,12 +1381,17 @@ def format_gate(result: GateResult) -> str:
     """Human-readable text: outcome, identity, then one line per blocker with its numbers."""
     lines = [f"gate:       {result.outcome.upper()}"]
     if result.policy:
-        lines.append(f"policy:     {result.policy.name}@{result.policy.version}" + (f" (sha256 {result.policy.sha256[:12]})" if result.policy.sha256 else ""))
+        lines.append(
+            f"policy:     {result.policy.name}@{result.policy.version}"
+            + (f" (sha256 {result.policy.sha256[:12]})" if result.policy.sha256 else "")
+        )
     else:
         lines.append("policy:     (none)")
     fp = f" (fingerprint {result.judge_fingerprint[:12]})" if result.judge_fingerprint else ""
     lines.append(f"judge:      {result.judge or '(no results)'}{fp}")
-    lines.append(f"data:       dataset {(result.dataset_sha256 or '-')[:12]}, rubric {result.rubric_version or '-'}, partition {result.partition or 'all'}")
+    lines.append(
+        f"data:       dataset {(result.dataset_sha256 or '-')[:12]}, rubric {result.rubric_version or '-'}, partition {result.partition or 'all'}"
+    )
     lines.append(result.summary)
     for b in result.blockers:
         lines.append("  " + _blocker_line(b))
@@ -918,20 +1404,48 @@ def format_gate(result: GateResult) -> str:
         for u in result.unapplied_overrides:
             lines.append(f"  {u.override_id} ({u.policy}): {u.reason}: " + "; ".join(u.details))
     if result.figures:
-        lines.append("figures (coverage = decided verdicts / cases in scope; FP over human fails judged pass or fail, FF over human passes judged pass or fail):")
+        lines.append(
+            "figures (coverage = decided verdicts / cases in scope; FP over human fails judged pass or fail, FF over human passes judged pass or fail):"
+        )
         lines += ["  " + line for line in figures_table(result.figures).splitlines()]
     return "\n".join(lines)
 
 
 def figures_table(figures: Sequence[SliceFigures]) -> str:
     """The gate's per-slice numbers as a fixed-width table, coverage beside every rate."""
-    header = ("slice", "risk", "n", "decided", "abstained", "errors", "missing", "coverage", "abstention rate", "FP rate [95% CI]", "FF rate [95% CI]")
+    header = (
+        "slice",
+        "risk",
+        "n",
+        "decided",
+        "abstained",
+        "errors",
+        "missing",
+        "coverage",
+        "abstention rate",
+        "FP rate [95% CI]",
+        "FF rate [95% CI]",
+    )
     rows = [header] + [
-        (f.slice, f.risk or "", str(f.n), str(f.decided), str(f.abstentions), str(f.errors), str(f.missing), _rate_cell(f.coverage), _rate_cell(f.abstention_rate), _rate_cell(f.false_pass_rate), _rate_cell(f.false_fail_rate))
+        (
+            f.slice,
+            f.risk or "",
+            str(f.n),
+            str(f.decided),
+            str(f.abstentions),
+            str(f.errors),
+            str(f.missing),
+            _rate_cell(f.coverage),
+            _rate_cell(f.abstention_rate),
+            _rate_cell(f.false_pass_rate),
+            _rate_cell(f.false_fail_rate),
+        )
         for f in figures
     ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )
 
 
 def _rate_cell(rate: Rate) -> str:
@@ -971,7 +1485,8 @@ def _gold_changes(report: AlignmentReport) -> list[Blocker]:
         Blocker(
             code="gold_changed",
             category="incomplete",
-            message="The results were not produced against this gold (forced with --allow-gold-change): " + "; ".join(reasons),
+            message="The results were not produced against this gold (forced with --allow-gold-change): "
+            + "; ".join(reasons),
             evidence={
                 "results_dataset_sha256": lineage.results_dataset_sha256 if lineage else None,
                 "results_rubric_version": lineage.results_rubric_version if lineage else None,

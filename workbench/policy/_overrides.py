@@ -55,7 +55,17 @@ from ._policy import NAME_PATTERN, Policy
 OVERRIDE_SCHEMA_VERSION = 1
 DEFAULT_OVERRIDES_PATH = Path("data/policies/overrides.jsonl")
 
-INCOMPLETE_CODES = frozenset({"missing_results", "no_cases", "budget_exhausted", "case_limit_reached", "pending_retries", "run_incomplete", "evaluator_errors_exceeded"})
+INCOMPLETE_CODES = frozenset(
+    {
+        "missing_results",
+        "no_cases",
+        "budget_exhausted",
+        "case_limit_reached",
+        "pending_retries",
+        "run_incomplete",
+        "evaluator_errors_exceeded",
+    }
+)
 """Blocker codes of category ``incomplete``: the evidence is missing, so nothing can be waived."""
 POLICY_INTEGRITY_CODES = frozenset(
     {
@@ -75,7 +85,14 @@ POLICY_INTEGRITY_CODES = frozenset(
 """Blocker codes that say the policy, rubric or evidence do not fit together: fix the inputs."""
 SAMPLING_CODES = frozenset({"sampled_out"})
 """A declared sample is never certified: no override turns a sample into the partition."""
-NON_WAIVABLE_CODES = INCOMPLETE_CODES | POLICY_INTEGRITY_CODES | DEFENSE_CODES | RANKING_NON_WAIVABLE_CODES | NOISE_NEVER_WAIVABLE | SAMPLING_CODES
+NON_WAIVABLE_CODES = (
+    INCOMPLETE_CODES
+    | POLICY_INTEGRITY_CODES
+    | DEFENSE_CODES
+    | RANKING_NON_WAIVABLE_CODES
+    | NOISE_NEVER_WAIVABLE
+    | SAMPLING_CODES
+)
 """Codes no override may name."""
 
 
@@ -128,12 +145,16 @@ class Override(_OverrideBody):
     @model_validator(mode="after")
     def _id_matches(self) -> Override:
         if self.override_id != override_id_of(self.model_dump(mode="json")):
-            raise ValueError("override_id does not match the record's content (the line was edited after it was written)")
+            raise ValueError(
+                "override_id does not match the record's content (the line was edited after it was written)"
+            )
         return self
 
     def applies_to(self, policy_label: str, fingerprint: str | None) -> bool:
         """True when the override is for this policy and (if scoped) this candidate."""
-        return self.policy == policy_label and (self.candidate_fingerprint is None or self.candidate_fingerprint == fingerprint)
+        return self.policy == policy_label and (
+            self.candidate_fingerprint is None or self.candidate_fingerprint == fingerprint
+        )
 
     def is_active(self, now: datetime) -> bool:
         """True between ``created_at`` (inclusive) and ``expires_at`` (exclusive)."""
@@ -150,9 +171,23 @@ def expiry_from(value: str | date | datetime) -> datetime:
     """An aware UTC datetime from ``YYYY-MM-DD`` (00:00 UTC that day) or an ISO datetime."""
     if isinstance(value, str):
         try:
-            value = datetime.fromisoformat(value) if "T" in value or " " in value else date.fromisoformat(value)
+            value = (
+                datetime.fromisoformat(value)
+                if "T" in value or " " in value
+                else date.fromisoformat(value)
+            )
         except ValueError:
-            raise WorkbenchError("invalid expiry", [Problem(location="--expires", code="override_invalid", message=f"{value!r} is not a date (YYYY-MM-DD) or an ISO datetime", fix="give the expiry as YYYY-MM-DD")]) from None
+            raise WorkbenchError(
+                "invalid expiry",
+                [
+                    Problem(
+                        location="--expires",
+                        code="override_invalid",
+                        message=f"{value!r} is not a date (YYYY-MM-DD) or an ISO datetime",
+                        fix="give the expiry as YYYY-MM-DD",
+                    )
+                ],
+            ) from None
     if isinstance(value, datetime):
         return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     return datetime.combine(value, time(0, 0), tzinfo=UTC)
@@ -206,14 +241,20 @@ def build_override(
         "expires_at": expires,
         "follow_up": follow_up,
     }
-    problems += check_override_scope(loc, policy, record["codes"], record["slices"], record["case_ids"])
+    problems += check_override_scope(
+        loc, policy, record["codes"], record["slices"], record["case_ids"]
+    )
     override: Override | None = None
     if expires is not None:
         try:
             body = _OverrideBody.model_validate(record)
-            override = Override(**body.model_dump(), override_id=override_id_of(body.model_dump(mode="json")))
+            override = Override(
+                **body.model_dump(), override_id=override_id_of(body.model_dump(mode="json"))
+            )
         except ValidationError as exc:
-            problems += validation_problems(exc, at=loc, code="override_invalid", root="override", fix="correct this value")
+            problems += validation_problems(
+                exc, at=loc, code="override_invalid", root="override", fix="correct this value"
+            )
     if problems or override is None:
         raise WorkbenchError("override refused", problems)
     return override
@@ -254,7 +295,17 @@ def add_override(
     with AppendOnlyLog(path) as log:
         existing = load_overrides(path)
         if any(o.override_id == override.override_id for o in existing):
-            raise WorkbenchError("override refused", [Problem(location=loc, code="override_duplicate", message=f"{override.override_id} is already in the store", fix="nothing to do: the same override is already recorded")])
+            raise WorkbenchError(
+                "override refused",
+                [
+                    Problem(
+                        location=loc,
+                        code="override_duplicate",
+                        message=f"{override.override_id} is already in the store",
+                        fix="nothing to do: the same override is already recorded",
+                    )
+                ],
+            )
         log.append(override.model_dump(mode="json"))
     return override
 
@@ -265,11 +316,19 @@ def _why_never(code: str) -> str:
     if code in INCOMPLETE_CODES:
         return "missing evidence cannot be approved away"
     if code in DEFENSE_CODES:
-        return "a judge that never separates pass from fail cannot be certified, whatever the policy"
+        return (
+            "a judge that never separates pass from fail cannot be certified, whatever the policy"
+        )
     return "the policy, rubric or evidence do not fit together"
 
 
-def check_override_scope(loc: str, policy: Policy | str, codes: Sequence[str], slices: Sequence[str], case_ids: Sequence[str]) -> list[Problem]:
+def check_override_scope(
+    loc: str,
+    policy: Policy | str,
+    codes: Sequence[str],
+    slices: Sequence[str],
+    case_ids: Sequence[str],
+) -> list[Problem]:
     """Every reason an override with these codes, slices and cases could never apply.
 
     Without a loaded :class:`Policy` (only ``name@version``) the slices cannot be checked;
@@ -279,15 +338,36 @@ def check_override_scope(loc: str, policy: Policy | str, codes: Sequence[str], s
     known = ", ".join(sorted(c for c in BLOCKER_CODES if c not in NON_WAIVABLE_CODES))
     for code in codes:
         if code not in BLOCKER_CODES:
-            problems.append(Problem(location=loc, code="override_unknown_code", message=f"{code!r} is not a blocker code the gate emits, so the override could never apply", fix=f"name one of the waivable codes: {known}"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_unknown_code",
+                    message=f"{code!r} is not a blocker code the gate emits, so the override could never apply",
+                    fix=f"name one of the waivable codes: {known}",
+                )
+            )
         elif code in NON_WAIVABLE_CODES:
-            problems.append(Problem(location=loc, code="override_code_not_waivable", message=f"blocker code {code!r} can never be waived ({_why_never(code)})", fix="complete the evaluation or fix the policy/inputs instead"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_code_not_waivable",
+                    message=f"blocker code {code!r} can never be waived ({_why_never(code)})",
+                    fix="complete the evaluation or fix the policy/inputs instead",
+                )
+            )
     if not isinstance(policy, Policy):
         return problems
     for name in slices:
         spec = policy.slices.get(name)
         if spec is None:
-            problems.append(Problem(location=loc, code="override_unknown_slice", message=f"slice {name!r} is not in policy {policy.label}", fix="name one of the policy's slices: " + ", ".join(policy.slices)))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_unknown_slice",
+                    message=f"slice {name!r} is not in policy {policy.label}",
+                    fix="name one of the policy's slices: " + ", ".join(policy.slices),
+                )
+            )
             continue
         if spec.risk != Risk.critical:
             continue
@@ -303,7 +383,14 @@ def check_override_scope(loc: str, policy: Policy | str, codes: Sequence[str], s
             )
         never = sorted(set(codes) & CRITICAL_NEVER_WAIVABLE)
         if never:
-            problems.append(Problem(location=loc, code="override_not_waivable_in_critical", message=f"slice {name!r} is critical: {', '.join(never)} can never be waived there", fix="grow the slice or change the judge; the sample must show a critical slice is bounded"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_not_waivable_in_critical",
+                    message=f"slice {name!r} is critical: {', '.join(never)} can never be waived there",
+                    fix="grow the slice or change the judge; the sample must show a critical slice is bounded",
+                )
+            )
     return problems
 
 
@@ -320,14 +407,22 @@ def describe_override(override: Override, policy: Policy | None = None) -> list[
             spec = policy.slices.get(name) if policy is not None else None
             risk = f" ({spec.risk.value})" if spec is not None else ""
             if spec is not None and spec.risk == Risk.critical and code in FALSE_PASS_CODES:
-                reach.append(f"not slice {name}{risk} as a whole: a critical false pass is waived only when every false-pass case is named below")
+                reach.append(
+                    f"not slice {name}{risk} as a whole: a critical false pass is waived only when every false-pass case is named below"
+                )
             else:
                 reach.append(f"a {code} blocker in slice {name}{risk}")
         if override.case_ids:
-            shown = ", ".join(override.case_ids[:10]) + (f" +{len(override.case_ids) - 10} more" if len(override.case_ids) > 10 else "")
-            reach.append(f"a {code} blocker in any slice whose every case is among the {len(override.case_ids)} named: {shown}")
+            shown = ", ".join(override.case_ids[:10]) + (
+                f" +{len(override.case_ids) - 10} more" if len(override.case_ids) > 10 else ""
+            )
+            reach.append(
+                f"a {code} blocker in any slice whose every case is among the {len(override.case_ids)} named: {shown}"
+            )
         if not override.slices and not override.case_ids:
-            reach.append(f"a {code} blocker of the whole evaluation (one without a slice), never a slice's")
+            reach.append(
+                f"a {code} blocker of the whole evaluation (one without a slice), never a slice's"
+            )
         lines.append(f"waives:    {code}: " + "; or ".join(reach))
     return lines
 
@@ -351,10 +446,24 @@ def load_overrides(path: str | Path) -> list[Override]:
             raw = loads_json(text)
         except JSONRecordError as exc:
             code = "override_malformed" if exc.code == "malformed_json" else exc.code
-            problems.append(Problem(location=where, code=code, message=f"not a valid JSON object ({exc.msg})", fix="restore the line from version control; the store is append-only"))
+            problems.append(
+                Problem(
+                    location=where,
+                    code=code,
+                    message=f"not a valid JSON object ({exc.msg})",
+                    fix="restore the line from version control; the store is append-only",
+                )
+            )
             continue
         if not isinstance(raw, dict):
-            problems.append(Problem(location=where, code="override_malformed", message="not a JSON object", fix="restore the line from version control; the store is append-only"))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="override_malformed",
+                    message="not a JSON object",
+                    fix="restore the line from version control; the store is append-only",
+                )
+            )
             continue
         try:
             override = Override.model_validate(raw)
@@ -362,20 +471,46 @@ def load_overrides(path: str | Path) -> list[Override]:
             problems.append(exc.problem_at(where))
             continue
         except ValidationError as exc:
-            problems += validation_problems(exc, at=where, code="override_invalid", root="override", fix="restore the line from version control; add a new override instead of editing one")
+            problems += validation_problems(
+                exc,
+                at=where,
+                code="override_invalid",
+                root="override",
+                fix="restore the line from version control; add a new override instead of editing one",
+            )
             continue
         if override.override_id in seen:
-            problems.append(Problem(location=where, code="override_duplicate", message=f"{override.override_id} already on line {seen[override.override_id]}", fix="remove the duplicated line (a copied store)"))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="override_duplicate",
+                    message=f"{override.override_id} already on line {seen[override.override_id]}",
+                    fix="remove the duplicated line (a copied store)",
+                )
+            )
             continue
         seen[override.override_id] = number
         out.append(override)
-    problems += [Problem(location=f"{path}:{n}", code="override_encoding", message="the line is not UTF-8", fix="restore the line from version control") for n in not_utf8]
+    problems += [
+        Problem(
+            location=f"{path}:{n}",
+            code="override_encoding",
+            message="the line is not UTF-8",
+            fix="restore the line from version control",
+        )
+        for n in not_utf8
+    ]
     if problems:
         raise WorkbenchError(f"{path}: the override store has {len(problems)} problem(s)", problems)
     return out
 
 
-def active_overrides(overrides: Iterable[Override], policy: Policy | str | None, fingerprint: str | None, now: datetime) -> list[Override]:
+def active_overrides(
+    overrides: Iterable[Override],
+    policy: Policy | str | None,
+    fingerprint: str | None,
+    now: datetime,
+) -> list[Override]:
     """The overrides that apply to this policy and candidate and have not expired at ``now``."""
     if policy is None:
         return []
@@ -383,7 +518,12 @@ def active_overrides(overrides: Iterable[Override], policy: Policy | str | None,
     return [o for o in overrides if o.applies_to(label, fingerprint) and o.is_active(now)]
 
 
-def expired_overrides(overrides: Iterable[Override], policy: Policy | str | None, fingerprint: str | None, now: datetime) -> list[Override]:
+def expired_overrides(
+    overrides: Iterable[Override],
+    policy: Policy | str | None,
+    fingerprint: str | None,
+    now: datetime,
+) -> list[Override]:
     """The overrides for this policy and candidate that had expired by ``now`` (ignored)."""
     if policy is None:
         return []

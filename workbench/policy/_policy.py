@@ -115,9 +115,21 @@ class SlicePolicy(_Model):
             return self
         rules: list[tuple[str, str, str]] = []
         if self.max_false_pass_rate is None:
-            rules.append(("policy_critical_false_pass_rate", "a critical slice must set max_false_pass_rate (on the upper_95 basis)", "add max_false_pass_rate: <limit> with false_pass_rate_basis: upper_95 to the slice"))
+            rules.append(
+                (
+                    "policy_critical_false_pass_rate",
+                    "a critical slice must set max_false_pass_rate (on the upper_95 basis)",
+                    "add max_false_pass_rate: <limit> with false_pass_rate_basis: upper_95 to the slice",
+                )
+            )
         elif self.false_pass_rate_basis != "upper_95":
-            rules.append(("policy_critical_basis", "a critical slice must use false_pass_rate_basis upper_95: the point estimate cannot show the false-pass rate is within the limit", "set false_pass_rate_basis: upper_95 for the slice"))
+            rules.append(
+                (
+                    "policy_critical_basis",
+                    "a critical slice must use false_pass_rate_basis upper_95: the point estimate cannot show the false-pass rate is within the limit",
+                    "set false_pass_rate_basis: upper_95 for the slice",
+                )
+            )
         if self.max_abstention_rate is None:
             rules.append(
                 (
@@ -177,7 +189,9 @@ class ControlsPolicy(_Model):
 
     suite: str
     """Control suite file, relative to the policy file."""
-    blocking_roles: list[str] = Field(default_factory=lambda: ["positive", "negative", "adversarial"])
+    blocking_roles: list[str] = Field(
+        default_factory=lambda: ["positive", "negative", "adversarial"]
+    )
     """Roles whose failure blocks certification, each with its own outcome text. Other roles are reported."""
 
 
@@ -244,16 +258,37 @@ class Policy(_Model):
     def _use_has_a_scope(self) -> Policy:
         rules: list[tuple[str, str, str]] = []
         if self.use is not None and self.scope is None:
-            rules.append(("policy_use_without_scope", f"use {self.use!r} is declared without a scope: authority would have no bounds", "add scope: {slices: [<the rubric slices the judge may act on>]} (optionally products and dimensions)"))
+            rules.append(
+                (
+                    "policy_use_without_scope",
+                    f"use {self.use!r} is declared without a scope: authority would have no bounds",
+                    "add scope: {slices: [<the rubric slices the judge may act on>]} (optionally products and dimensions)",
+                )
+            )
         if self.scope is not None and self.use is None:
-            rules.append(("policy_scope_without_use", "a scope is declared without a use", "add use: advisory | route | block, or remove scope"))
+            rules.append(
+                (
+                    "policy_scope_without_use",
+                    "a scope is declared without a use",
+                    "add use: advisory | route | block, or remove scope",
+                )
+            )
         if self.scope is not None:
             unknown = [name for name in self.scope.slices if name not in self.slices]
             if unknown:
-                rules.append(("policy_scope_unknown_slice", f"scope.slices names {unknown}, which the policy sets no limits for", "list only slices of this policy (its `slices:` keys): a slice without reviewed limits cannot be certified"))
+                rules.append(
+                    (
+                        "policy_scope_unknown_slice",
+                        f"scope.slices names {unknown}, which the policy sets no limits for",
+                        "list only slices of this policy (its `slices:` keys): a slice without reviewed limits cannot be certified",
+                    )
+                )
         if self.sampling is not None:
             risks = {name: spec.risk.value for name, spec in self.slices.items()}
-            rules += [(p.code, f"sampling: {p.message}", p.fix) for p in plan_problems(self.sampling, risks, location="sampling")]
+            rules += [
+                (p.code, f"sampling: {p.message}", p.fix)
+                for p in plan_problems(self.sampling, risks, location="sampling")
+            ]
         if rules:
             raise PolicyRuleError(rules)
         return self
@@ -261,7 +296,9 @@ class Policy(_Model):
     @field_validator("name", "version", mode="before")
     @classmethod
     def _number_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        return (
+            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        )
 
     @field_validator("owner", "rationale")
     @classmethod
@@ -297,9 +334,14 @@ def _rule_problems(e: Any, where: str, loc: str) -> list[Problem] | None:
         return [_problem(loc, code, message, fix) for code, message, fix in rule.rules]
     if isinstance(rule, SliceRuleError):
         slice_name = where.rsplit(".", 1)[-1]
-        return [_problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix) for code, message, fix in rule.rules]
+        return [
+            _problem(loc, code, f"{where}: slice {slice_name!r}: {message}", fix)
+            for code, message, fix in rule.rules
+        ]
     if isinstance(rule, SamplingRuleError):
-        return [_problem(loc, code, f"{where}: {message}", fix) for code, message, fix in rule.rules]
+        return [
+            _problem(loc, code, f"{where}: {message}", fix) for code, message, fix in rule.rules
+        ]
     return None
 
 
@@ -307,18 +349,38 @@ def load_policy(path: str | Path) -> Policy:
     """Read and check a policy file; raise :class:`WorkbenchError` listing every problem."""
     path = Path(path)
     loc = str(path)
-    raw = load_yaml(path, prefix="policy", what="policy", missing_fix="point --policy at data/policies/<name>@<version>.yaml", shape=("the policy must be a YAML mapping", "write the policy as key: value pairs")).data
+    raw = load_yaml(
+        path,
+        prefix="policy",
+        what="policy",
+        missing_fix="point --policy at data/policies/<name>@<version>.yaml",
+        shape=("the policy must be a YAML mapping", "write the policy as key: value pairs"),
+    ).data
     problems: list[Problem] = []
     name, ver = raw.get("name"), raw.get("version")
     if name is not None and ver is not None and path.stem != f"{name}@{ver}":
-        problems.append(_problem(loc, "policy_filename", f"file name {path.name!r} does not match name@version {name}@{ver!s}", f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused"))
+        problems.append(
+            _problem(
+                loc,
+                "policy_filename",
+                f"file name {path.name!r} does not match name@version {name}@{ver!s}",
+                f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused",
+            )
+        )
     policy: Policy | None = None
     try:
         policy = Policy.model_validate(raw)
     except SchemaTooNew as exc:
         problems.insert(0, exc.problem_at(loc))
     except ValidationError as exc:
-        problems += validation_problems(exc, at=loc, code="policy_invalid", root="policy", fix="correct this field; see workbench/policy/_policy.py for every field's meaning", expand=_rule_problems)
+        problems += validation_problems(
+            exc,
+            at=loc,
+            code="policy_invalid",
+            root="policy",
+            fix="correct this field; see workbench/policy/_policy.py for every field's meaning",
+            expand=_rule_problems,
+        )
     if problems or policy is None:
         raise WorkbenchError(f"{loc}: invalid policy: {len(problems)} problem(s)", problems)
     return policy

@@ -57,7 +57,11 @@ class InitResult:
 def notebooks_dir() -> str:
     """The workbench checkout's ``notebooks/`` (absolute), or a placeholder when not installed from one."""
     candidate = Path(__file__).resolve().parents[2] / "notebooks"
-    return str(candidate) if (candidate / "01_develop.ipynb").exists() else "<path to your judge-workbench checkout>/notebooks"
+    return (
+        str(candidate)
+        if (candidate / "01_develop.ipynb").exists()
+        else "<path to your judge-workbench checkout>/notebooks"
+    )
 
 
 def render(template: str, *, name: str, root: Path, today: dt.date | None = None) -> str:
@@ -89,7 +93,14 @@ def init_project(directory: str | Path, *, name: str | None = None) -> InitResul
             )
         )
     if root.exists() and not root.is_dir():
-        problems.append(Problem(location=str(root), code="init_not_directory", message="the path is a file, not a directory", fix="point workbench init at a new or existing directory"))
+        problems.append(
+            Problem(
+                location=str(root),
+                code="init_not_directory",
+                message="the path is a file, not a directory",
+                fix="point workbench init at a new or existing directory",
+            )
+        )
     if problems:
         raise WorkbenchError("cannot create the project", problems)
     targets = [(template, root / target.format(name=chosen)) for template, target in TEMPLATES]
@@ -98,7 +109,12 @@ def init_project(directory: str | Path, *, name: str | None = None) -> InitResul
         raise WorkbenchError(
             f"refusing to overwrite {len(existing)} existing file(s); nothing was written",
             [
-                Problem(location=str(path), code="init_file_exists", message="the file already exists", fix="move it away, or run workbench init on another directory or with another --name")
+                Problem(
+                    location=str(path),
+                    code="init_file_exists",
+                    message="the file already exists",
+                    fix="move it away, or run workbench init on another directory or with another --name",
+                )
                 for path in existing
             ],
         )
@@ -111,12 +127,28 @@ def init_project(directory: str | Path, *, name: str | None = None) -> InitResul
     except FileExistsError as exc:  # created by someone else between the check and the write
         raise WorkbenchError(
             "refusing to overwrite an existing file",
-            [Problem(location=str(exc.filename), code="init_file_exists", message="the file appeared while the project was being written", fix="check who else writes into the directory; files already written: " + (", ".join(map(str, written)) or "none"))],
+            [
+                Problem(
+                    location=str(exc.filename),
+                    code="init_file_exists",
+                    message="the file appeared while the project was being written",
+                    fix="check who else writes into the directory; files already written: "
+                    + (", ".join(map(str, written)) or "none"),
+                )
+            ],
         ) from None
     except OSError as exc:
         raise WorkbenchError(
             "cannot create the project",
-            [Problem(location=str(exc.filename or root), code="init_unwritable", message=f"writing failed ({exc.strerror or exc})", fix="point workbench init at a writable directory; files already written: " + (", ".join(map(str, written)) or "none"))],
+            [
+                Problem(
+                    location=str(exc.filename or root),
+                    code="init_unwritable",
+                    message=f"writing failed ({exc.strerror or exc})",
+                    fix="point workbench init at a writable directory; files already written: "
+                    + (", ".join(map(str, written)) or "none"),
+                )
+            ],
         ) from None
     return InitResult(root=root, name=chosen, files=tuple(written))
 

@@ -32,7 +32,17 @@ def project_root(start: str | Path | None = None) -> Path:
     if explicit:
         root = Path(explicit).expanduser().resolve()
         if not root.is_dir():
-            raise WorkbenchError("no project root", [Problem(location=PROJECT_ROOT_ENV, code="project_root_missing", message=f"{PROJECT_ROOT_ENV}={explicit} is not a directory", fix=f"point {PROJECT_ROOT_ENV} at the project folder (the one holding data/ and notebooks/), or unset it")])
+            raise WorkbenchError(
+                "no project root",
+                [
+                    Problem(
+                        location=PROJECT_ROOT_ENV,
+                        code="project_root_missing",
+                        message=f"{PROJECT_ROOT_ENV}={explicit} is not a directory",
+                        fix=f"point {PROJECT_ROOT_ENV} at the project folder (the one holding data/ and notebooks/), or unset it",
+                    )
+                ],
+            )
         return root
     here = Path(start if start is not None else Path.cwd()).resolve()
     for folder in (here, *here.parents):

@@ -76,7 +76,13 @@ DENOMINATORS: dict[str, str] = {
     "slices.first_shown_wins": "Position battery only. k = attempts won by the candidate shown first; n = position attempts of the slice.",
 }
 
-Diagnosis = Literal["integration_defect", "assembly_defect", "judge_variation", "position_sensitive", "stable_disagreement"]
+Diagnosis = Literal[
+    "integration_defect",
+    "assembly_defect",
+    "judge_variation",
+    "position_sensitive",
+    "stable_disagreement",
+]
 OwnerRole = Literal["application", "evaluation", "platform", "domain_reviewer"]
 DIAGNOSIS_OWNER: dict[str, OwnerRole] = {
     "integration_defect": "evaluation",
@@ -91,7 +97,13 @@ candidate mapping, ranking assertion); a winner that changes across identical re
 platform team's (the model request boundary); a complete, stable, wrong order goes to the
 domain reviewer (is the must-win label still valid?). Changed candidates are the application
 team's (an integration defect of code ``candidates_changed``)."""
-DefectCode = Literal["invalid_ranking", "unknown_case", "candidates_changed", "presentation_mismatch", "winner_mismatch"]
+DefectCode = Literal[
+    "invalid_ranking",
+    "unknown_case",
+    "candidates_changed",
+    "presentation_mismatch",
+    "winner_mismatch",
+]
 
 
 class IntegrationDefect(_Frozen):
@@ -501,39 +513,200 @@ class RankingReport(_Frozen):
             return {f"{prefix}_k": r.k, f"{prefix}_n": r.n, prefix: r.rate}
 
         return {
-            "integration_defects": pd.DataFrame([d.model_dump() for d in self.integration_defects], columns=list(IntegrationDefect.model_fields)),
-            "evaluator_errors": pd.DataFrame([e.model_dump() for e in self.evaluator_errors], columns=list(EvaluatorErrorRow.model_fields)),
-            "agreement": pd.DataFrame([{"case_id": c.case_id, "gate": c.gate, "ties": c.ties, "attempts": c.attempts, **rate_cols("agreement", c.pairs), **rate_cols("exact", c.exact), "min_agreement": c.min_agreement} for c in self.agreement.cases]),
-            "must_win": pd.DataFrame([{"case_id": c.case_id, "gate": c.gate, "expected": c.expected, **rate_cols("held", c.held), "reversed": c.reversed, "actual_winners": c.actual_winners, "reversed_by_battery": c.reversed_by_battery} for c in self.must_win.cases]),
-            "position_by_position": pd.DataFrame([{"position": p.position, **rate_cols("wins", p.wins), "chance": p.chance, "ci95_low": p.wins.ci95_low, "ci95_high": p.wins.ci95_high} for p in self.position_bias.by_position]),
-            "position_by_candidate": pd.DataFrame([{"case_id": c.case_id, "candidate_id": c.candidate_id, **rate_cols("wins", c.wins)} for c in self.position_bias.by_candidate]),
-            "expected_winner_by_position": pd.DataFrame([{"position": p.position, **rate_cols("held", p.wins)} for p in self.position_bias.expected_winner_by_position]),
+            "integration_defects": pd.DataFrame(
+                [d.model_dump() for d in self.integration_defects],
+                columns=list(IntegrationDefect.model_fields),
+            ),
+            "evaluator_errors": pd.DataFrame(
+                [e.model_dump() for e in self.evaluator_errors],
+                columns=list(EvaluatorErrorRow.model_fields),
+            ),
+            "agreement": pd.DataFrame(
+                [
+                    {
+                        "case_id": c.case_id,
+                        "gate": c.gate,
+                        "ties": c.ties,
+                        "attempts": c.attempts,
+                        **rate_cols("agreement", c.pairs),
+                        **rate_cols("exact", c.exact),
+                        "min_agreement": c.min_agreement,
+                    }
+                    for c in self.agreement.cases
+                ]
+            ),
+            "must_win": pd.DataFrame(
+                [
+                    {
+                        "case_id": c.case_id,
+                        "gate": c.gate,
+                        "expected": c.expected,
+                        **rate_cols("held", c.held),
+                        "reversed": c.reversed,
+                        "actual_winners": c.actual_winners,
+                        "reversed_by_battery": c.reversed_by_battery,
+                    }
+                    for c in self.must_win.cases
+                ]
+            ),
+            "position_by_position": pd.DataFrame(
+                [
+                    {
+                        "position": p.position,
+                        **rate_cols("wins", p.wins),
+                        "chance": p.chance,
+                        "ci95_low": p.wins.ci95_low,
+                        "ci95_high": p.wins.ci95_high,
+                    }
+                    for p in self.position_bias.by_position
+                ]
+            ),
+            "position_by_candidate": pd.DataFrame(
+                [
+                    {
+                        "case_id": c.case_id,
+                        "candidate_id": c.candidate_id,
+                        **rate_cols("wins", c.wins),
+                    }
+                    for c in self.position_bias.by_candidate
+                ]
+            ),
+            "expected_winner_by_position": pd.DataFrame(
+                [
+                    {"position": p.position, **rate_cols("held", p.wins)}
+                    for p in self.position_bias.expected_winner_by_position
+                ]
+            ),
             "stability": pd.DataFrame(
                 [
-                    {"figure": f.label, "battery": f.battery, **rate_cols("stable_cases", f.stable_cases), **rate_cols("agreeing_attempts", f.agreeing_attempts)}
+                    {
+                        "figure": f.label,
+                        "battery": f.battery,
+                        **rate_cols("stable_cases", f.stable_cases),
+                        **rate_cols("agreeing_attempts", f.agreeing_attempts),
+                    }
                     for f in (self.repeatability, self.position_sensitivity)
                 ]
             ),
             "stability_by_case": pd.DataFrame(
-                [{"battery": f.battery, "case_id": c.case_id, "gate": c.gate, "attempts": c.attempts, "modal_winner": c.modal_winner, "modal_count": c.modal_count, "winners": c.winners, "stable": c.stable} for f in (self.repeatability, self.position_sensitivity) for c in f.cases]
+                [
+                    {
+                        "battery": f.battery,
+                        "case_id": c.case_id,
+                        "gate": c.gate,
+                        "attempts": c.attempts,
+                        "modal_winner": c.modal_winner,
+                        "modal_count": c.modal_count,
+                        "winners": c.winners,
+                        "stable": c.stable,
+                    }
+                    for f in (self.repeatability, self.position_sensitivity)
+                    for c in f.cases
+                ]
             ),
             "slices": pd.DataFrame(
                 [
-                    {"slice": s.slice, "cases": s.cases, "must_win_cases": s.must_win_cases, **rate_cols("agreement", s.agreement), **rate_cols("reversed_cases", s.reversed_cases), **rate_cols("reversal_attempts", s.reversal_attempts), **rate_cols("drift_cases", s.drift_cases), **rate_cols("position_stable", s.position_stable), **rate_cols("first_shown_wins", s.first_shown_wins)}
+                    {
+                        "slice": s.slice,
+                        "cases": s.cases,
+                        "must_win_cases": s.must_win_cases,
+                        **rate_cols("agreement", s.agreement),
+                        **rate_cols("reversed_cases", s.reversed_cases),
+                        **rate_cols("reversal_attempts", s.reversal_attempts),
+                        **rate_cols("drift_cases", s.drift_cases),
+                        **rate_cols("position_stable", s.position_stable),
+                        **rate_cols("first_shown_wins", s.first_shown_wins),
+                    }
                     for s in self.slices
                 ]
             ),
-            "metric_defects": pd.DataFrame([{"case_id": m.case_id, "repeat": m.repeat, "slice": m.slice, "criterion_version": m.criterion_version, "order_held": m.held, "cites": ", ".join(f"{h.category}: {h.matched!r}" for h in m.hits), "reason": m.reason} for m in self.metric_defects], columns=["case_id", "repeat", "slice", "criterion_version", "order_held", "cites", "reason"]),
-            "blockers": pd.DataFrame([b.model_dump() for b in (self.gate.blockers if self.gate else [])], columns=["code", "category", "message", "case_ids", "slice", "waivable"]),
-            "confirmation": pd.DataFrame([c.model_dump() for c in (self.gate.confirmation if self.gate else [])], columns=["case_id", "slice", "reversed_attempts", "repeat_attempts", "repeat_reversals", "previous_run_reversed", "status", "rule"]),
+            "metric_defects": pd.DataFrame(
+                [
+                    {
+                        "case_id": m.case_id,
+                        "repeat": m.repeat,
+                        "slice": m.slice,
+                        "criterion_version": m.criterion_version,
+                        "order_held": m.held,
+                        "cites": ", ".join(f"{h.category}: {h.matched!r}" for h in m.hits),
+                        "reason": m.reason,
+                    }
+                    for m in self.metric_defects
+                ],
+                columns=[
+                    "case_id",
+                    "repeat",
+                    "slice",
+                    "criterion_version",
+                    "order_held",
+                    "cites",
+                    "reason",
+                ],
+            ),
+            "blockers": pd.DataFrame(
+                [b.model_dump() for b in (self.gate.blockers if self.gate else [])],
+                columns=["code", "category", "message", "case_ids", "slice", "waivable"],
+            ),
+            "confirmation": pd.DataFrame(
+                [c.model_dump() for c in (self.gate.confirmation if self.gate else [])],
+                columns=[
+                    "case_id",
+                    "slice",
+                    "reversed_attempts",
+                    "repeat_attempts",
+                    "repeat_reversals",
+                    "previous_run_reversed",
+                    "status",
+                    "rule",
+                ],
+            ),
             "fixture_changes": pd.DataFrame(
-                [{**c.model_dump(exclude={"recorded"}), "approver": c.recorded.approver if c.recorded else None, "reason": c.recorded.reason if c.recorded else None} for c in (self.gate.fixture_changes if self.gate else [])],
-                columns=["case_id", "change", "in_place", "old_version", "new_version", "old_order", "new_order", "approver", "reason"],
+                [
+                    {
+                        **c.model_dump(exclude={"recorded"}),
+                        "approver": c.recorded.approver if c.recorded else None,
+                        "reason": c.recorded.reason if c.recorded else None,
+                    }
+                    for c in (self.gate.fixture_changes if self.gate else [])
+                ],
+                columns=[
+                    "case_id",
+                    "change",
+                    "in_place",
+                    "old_version",
+                    "new_version",
+                    "old_order",
+                    "new_order",
+                    "approver",
+                    "reason",
+                ],
             ),
             "side_by_side": pd.DataFrame(
-                [{"direction": "scalar passes, ranking does not", **r.model_dump()} for r in (self.gate.side_by_side.scalar_pass_ranking_fail if self.gate and self.gate.side_by_side else [])]
-                + [{"direction": "scalar fails, ranking passes", **r.model_dump()} for r in (self.gate.side_by_side.scalar_fail_ranking_pass if self.gate and self.gate.side_by_side else [])],
-                columns=["direction", "case_id", "slice", "scalar_passed", "scalar_score", "ranking_status", "ranking_codes"],
+                [
+                    {"direction": "scalar passes, ranking does not", **r.model_dump()}
+                    for r in (
+                        self.gate.side_by_side.scalar_pass_ranking_fail
+                        if self.gate and self.gate.side_by_side
+                        else []
+                    )
+                ]
+                + [
+                    {"direction": "scalar fails, ranking passes", **r.model_dump()}
+                    for r in (
+                        self.gate.side_by_side.scalar_fail_ranking_pass
+                        if self.gate and self.gate.side_by_side
+                        else []
+                    )
+                ],
+                columns=[
+                    "direction",
+                    "case_id",
+                    "slice",
+                    "scalar_passed",
+                    "scalar_score",
+                    "ranking_status",
+                    "ranking_codes",
+                ],
             ),
             "failures": pd.DataFrame(
                 [
@@ -588,7 +761,9 @@ class _Attempt:
         return not self.held or self.agreed < self.pairs
 
 
-def _results(results: str | Path | Iterable[JudgeResult | ResultLine]) -> tuple[list[JudgeResult], str | None]:
+def _results(
+    results: str | Path | Iterable[JudgeResult | ResultLine],
+) -> tuple[list[JudgeResult], str | None]:
     if isinstance(results, str | Path):
         return [line.result for line in read_results(results)], str(results)
     return [r.result if isinstance(r, ResultLine) else r for r in results], None
@@ -641,7 +816,14 @@ class _Probe:
 
 
 @lru_cache(maxsize=4096)
-def _probe(case_id: str, digest: str, cited: tuple[str, ...], texts: tuple[tuple[str, str], ...], passages: tuple[tuple[str, str], ...], user_input: str) -> _Probe:
+def _probe(
+    case_id: str,
+    digest: str,
+    cited: tuple[str, ...],
+    texts: tuple[tuple[str, str], ...],
+    passages: tuple[tuple[str, str], ...],
+    user_input: str,
+) -> _Probe:
     fixture_text = "\n".join([user_input, *(t for _, t in passages), *(t for _, t in texts)])
     tokens = tuple((cid, _token(cid)) for cid, _ in texts)
     return _Probe(
@@ -651,7 +833,9 @@ def _probe(case_id: str, digest: str, cited: tuple[str, ...], texts: tuple[tuple
     )
 
 
-def completeness(fixture: RankingFixture, rendered_request: Any, presentation: dict[str, Any] | None = None) -> Completeness:
+def completeness(
+    fixture: RankingFixture, rendered_request: Any, presentation: dict[str, Any] | None = None
+) -> Completeness:
     """Check a stored evaluator-visible request (or a capture stub's evidence) against the fixture.
 
     Every candidate's full text must appear exactly once and every reviewer-cited passage must
@@ -678,12 +862,25 @@ def completeness(fixture: RankingFixture, rendered_request: Any, presentation: d
     duplicated = [cid for cid, _ in probe.candidates if counts[cid] > 1]
     missing_context = [pid for pid, t in probe.cited if t not in text]
     leaked = [cid for cid, tok in probe.leak_tokens if cid in text and tok.search(text)]
-    return Completeness(checked=True, complete=not (missing_candidates or missing_context or duplicated), missing_candidates=missing_candidates, duplicated_candidates=duplicated, missing_context=missing_context, leaked_ids=leaked, source="request")
+    return Completeness(
+        checked=True,
+        complete=not (missing_candidates or missing_context or duplicated),
+        missing_candidates=missing_candidates,
+        duplicated_candidates=duplicated,
+        missing_context=missing_context,
+        leaked_ids=leaked,
+        source="request",
+    )
 
 
-def _stub_completeness(fixture: RankingFixture, evidence: dict[str, Any], presentation: dict[str, Any]) -> Completeness:
+def _stub_completeness(
+    fixture: RankingFixture, evidence: dict[str, Any], presentation: dict[str, Any]
+) -> Completeness:
     labels: dict[str, str] = presentation.get("labels") or {}
-    counts = {labels.get(row["label"], row["label"]): int(row["occurrences"]) for row in evidence.get("candidates", [])}
+    counts = {
+        labels.get(row["label"], row["label"]): int(row["occurrences"])
+        for row in evidence.get("candidates", [])
+    }
     present = {int(row["index"]): bool(row["present"]) for row in evidence.get("context", [])}
     index = {p.id: i for i, p in enumerate(fixture.context)}
     missing_candidates = [cid for cid in fixture.candidate_ids if counts.get(cid, 0) == 0]
@@ -738,13 +935,23 @@ def ranking_report(
     attempts = read.attempts
     with_valid = {a.fixture.case_id for a in attempts}
     missing_cases = [f.case_id for f in fixture_set.fixtures if f.case_id not in with_valid]
-    missing_attempts = [f"{i.case_id}#{i.repeat}" for i in planned or [] if (i.case_id, i.repeat) not in latest]
+    missing_attempts = [
+        f"{i.case_id}#{i.repeat}" for i in planned or [] if (i.case_id, i.repeat) not in latest
+    ]
     assembly, checks = _assembly(attempts, read.invalid_results, by_id)
     must_win = _must_win(fixture_set, attempts)
     metric_defects, defect_rate = _metric_defects(attempts, policy.leakage)
-    owners = policy.owners.model_dump() if policy.owners else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
-    failures = _failures(fixture_set, attempts, read.invalid_results, checks, {"battery": battery, "owners": owners})
-    status: Literal["complete", "incomplete"] = "incomplete" if missing_cases or missing_attempts or read.errors else "complete"
+    owners = (
+        policy.owners.model_dump()
+        if policy.owners
+        else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
+    )
+    failures = _failures(
+        fixture_set, attempts, read.invalid_results, checks, {"battery": battery, "owners": owners}
+    )
+    status: Literal["complete", "incomplete"] = (
+        "incomplete" if missing_cases or missing_attempts or read.errors else "complete"
+    )
     judge = rows[0].judge if rows else None
     report = RankingReport(
         status=status,
@@ -762,7 +969,9 @@ def ranking_report(
         valid_attempts=len(attempts),
         unlabelled_attempts=sum(a.battery == "unlabelled" for a in attempts),
         integration_defects=read.defects,
-        invalid_rankings=wilson_rate(sum(d.code == "invalid_ranking" for d in read.defects), read.answered),
+        invalid_rankings=wilson_rate(
+            sum(d.code == "invalid_ranking" for d in read.defects), read.answered
+        ),
         evaluator_errors=read.errors,
         missing_cases=missing_cases,
         missing_attempts=missing_attempts,
@@ -770,7 +979,9 @@ def ranking_report(
         must_win=must_win,
         position_bias=_position_bias(attempts),
         repeatability=_stability(attempts, "repeat", "repeatability (identical presentations)"),
-        position_sensitivity=_stability(attempts, "position", "position sensitivity (across permutations)"),
+        position_sensitivity=_stability(
+            attempts, "position", "position sensitivity (across permutations)"
+        ),
         assembly=assembly,
         failures=failures,
         metric_defects=metric_defects,
@@ -780,11 +991,30 @@ def ranking_report(
         fixtures_frozen=fixture_set.frozen,
         denominators=DENOMINATORS,
     )
-    gate = ranking_gate(report, fixture_set, policy=policy, history=history, overrides=overrides, scalar=scalar, now=now)
-    return report.model_copy(update={"gate": gate, "passed": gate.outcome == "passed", "blockers": [b.message for b in gate.blockers]})
+    gate = ranking_gate(
+        report,
+        fixture_set,
+        policy=policy,
+        history=history,
+        overrides=overrides,
+        scalar=scalar,
+        now=now,
+    )
+    return report.model_copy(
+        update={
+            "gate": gate,
+            "passed": gate.outcome == "passed",
+            "blockers": [b.message for b in gate.blockers],
+        }
+    )
 
 
-def _battery_plan(fixture_set: FixtureSet, results: Any, battery: dict[str, Any] | None, planned: Sequence[Any] | None) -> tuple[dict[str, Any] | None, Sequence[Any] | None]:
+def _battery_plan(
+    fixture_set: FixtureSet,
+    results: Any,
+    battery: dict[str, Any] | None,
+    planned: Sequence[Any] | None,
+) -> tuple[dict[str, Any] | None, Sequence[Any] | None]:
     """The run's ``battery.json`` (from beside a results file when not given) and its planned items."""
     if battery is None and isinstance(results, str | Path):
         from ._battery import read_battery
@@ -794,15 +1024,34 @@ def _battery_plan(fixture_set: FixtureSet, results: Any, battery: dict[str, Any]
         from ._battery import position_battery
 
         # the run's own plan: an attempt it planned and never recorded makes the report incomplete
-        planned = position_battery(fixture_set, **{k: battery[k] for k in ("plan", "max_exhaustive", "sample", "seed", "repeats") if k in battery})
+        planned = position_battery(
+            fixture_set,
+            **{
+                k: battery[k]
+                for k in ("plan", "max_exhaustive", "sample", "seed", "repeats")
+                if k in battery
+            },
+        )
     return battery, planned
 
 
-def _latest_attempts(rows: list[JudgeResult], results_path: str | None) -> dict[tuple[str, int], JudgeResult]:
+def _latest_attempts(
+    rows: list[JudgeResult], results_path: str | None
+) -> dict[tuple[str, int], JudgeResult]:
     """The last attempt of each (case, repeat); results of several judges are refused."""
     fingerprints = {r.judge_fingerprint for r in rows}
     if len(fingerprints) > 1:
-        raise WorkbenchError("mixed judges", [Problem(location=results_path or "<results>", code="mixed_judges", message=f"the results come from {len(fingerprints)} judges", fix="analyse one judge at a time; split the file by judge_fingerprint")])
+        raise WorkbenchError(
+            "mixed judges",
+            [
+                Problem(
+                    location=results_path or "<results>",
+                    code="mixed_judges",
+                    message=f"the results come from {len(fingerprints)} judges",
+                    fix="analyse one judge at a time; split the file by judge_fingerprint",
+                )
+            ],
+        )
     latest: dict[tuple[str, int], JudgeResult] = {}
     for r in rows:
         key = (r.case_id, r.repeat)
@@ -833,7 +1082,11 @@ def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture])
             continue
         assert fixture is not None
         if r.error is not None and r.error.kind != "invalid_ranking":
-            read.errors.append(EvaluatorErrorRow(case_id=r.case_id, repeat=r.repeat, kind=r.error.kind, message=r.error.message))
+            read.errors.append(
+                EvaluatorErrorRow(
+                    case_id=r.case_id, repeat=r.repeat, kind=r.error.kind, message=r.error.message
+                )
+            )
             continue
         read.answered += 1
         _read_answer(read, fixture, r)
@@ -844,12 +1097,31 @@ def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> Integ
     """What makes a result unusable before its answer is read: unknown case, changed candidates, wrong presentation."""
     presented = (r.presentation or {}).get("presented_order")
     if fixture is None:
-        return IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="unknown_case", message="a result for a case the fixtures do not have", returned=r.order)
+        return IntegrationDefect(
+            case_id=r.case_id,
+            repeat=r.repeat,
+            code="unknown_case",
+            message="a result for a case the fixtures do not have",
+            returned=r.order,
+        )
     if r.response_hash != fixture.source_candidates_sha256:
-        return IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="candidates_changed", message=f"the judged candidates digest {r.response_hash[:12]} differs from the frozen fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream", returned=r.order)
+        return IntegrationDefect(
+            case_id=r.case_id,
+            repeat=r.repeat,
+            code="candidates_changed",
+            message=f"the judged candidates digest {r.response_hash[:12]} differs from the frozen fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream",
+            returned=r.order,
+        )
     problem = _presentation_problem(fixture, r)
     if problem is not None:
-        return IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="presentation_mismatch", message=problem, returned=r.order, presented_order=presented if isinstance(presented, list) else None)
+        return IntegrationDefect(
+            case_id=r.case_id,
+            repeat=r.repeat,
+            code="presentation_mismatch",
+            message=problem,
+            returned=r.order,
+            presented_order=presented if isinstance(presented, list) else None,
+        )
     return None
 
 
@@ -863,21 +1135,52 @@ def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
     order = list(r.order or [])
     check = check_permutation(fixture.candidate_ids, order)
     if not check.ok or len(order) != len(fixture.candidate_ids):
-        read.defects.append(_invalid_defect(fixture, r, f"the recorded order {order} is not a permutation of the fixture's candidates"))
+        read.defects.append(
+            _invalid_defect(
+                fixture,
+                r,
+                f"the recorded order {order} is not a permutation of the fixture's candidates",
+            )
+        )
         read.invalid_results[r.case_id].append(r)
         return
     winner = fixture.best_first(order)[0]
     if r.value != winner:
-        read.defects.append(IntegrationDefect(case_id=r.case_id, repeat=r.repeat, code="winner_mismatch", message=f"value {r.value!r} is not the best of the recorded order ({winner!r} in {fixture.direction} terms)", returned=order, presented_order=presented))
+        read.defects.append(
+            IntegrationDefect(
+                case_id=r.case_id,
+                repeat=r.repeat,
+                code="winner_mismatch",
+                message=f"value {r.value!r} is not the best of the recorded order ({winner!r} in {fixture.direction} terms)",
+                returned=order,
+                presented_order=presented,
+            )
+        )
         return
     agreed, pairs = fixture.agreement(order)
-    read.attempts.append(_Attempt(fixture, r, order, winner, _battery(r), presented, agreed, pairs, fixture.must_win_holds(order)))
+    read.attempts.append(
+        _Attempt(
+            fixture,
+            r,
+            order,
+            winner,
+            _battery(r),
+            presented,
+            agreed,
+            pairs,
+            fixture.must_win_holds(order),
+        )
+    )
 
 
 def _invalid_defect(fixture: RankingFixture, r: JudgeResult, message: str) -> IntegrationDefect:
     returned = [str(x) for x in r.order] if r.order is not None else None
     labels: dict[str, str] = (r.presentation or {}).get("labels") or {}
-    mapped = [labels.get(x.strip(), x) for x in returned] if returned is not None and labels else returned
+    mapped = (
+        [labels.get(x.strip(), x) for x in returned]
+        if returned is not None and labels
+        else returned
+    )
     check = check_permutation(fixture.candidate_ids, mapped or [])
     return IntegrationDefect(
         case_id=r.case_id,
@@ -899,7 +1202,13 @@ def _agreement(fixture_set: FixtureSet, attempts: list[_Attempt]) -> AgreementFi
     cases = []
     for f in fixture_set.fixtures:
         mine = by_case.get(f.case_id, [])
-        ties: Literal["none", "acceptable_orders", "critical_pair"] = "critical_pair" if f.critical_pair else "acceptable_orders" if f.acceptable_orders else "none"
+        ties: Literal["none", "acceptable_orders", "critical_pair"] = (
+            "critical_pair"
+            if f.critical_pair
+            else "acceptable_orders"
+            if f.acceptable_orders
+            else "none"
+        )
         cases.append(
             CaseAgreement(
                 case_id=f.case_id,
@@ -908,7 +1217,9 @@ def _agreement(fixture_set: FixtureSet, attempts: list[_Attempt]) -> AgreementFi
                 attempts=len(mine),
                 pairs=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
                 exact=wilson_rate(sum(a.agreed == a.pairs for a in mine), len(mine)),
-                min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine) if mine else None,
+                min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine)
+                if mine
+                else None,
             )
         )
     return AgreementFigure(
@@ -934,7 +1245,9 @@ def _must_win(fixture_set: FixtureSet, attempts: list[_Attempt]) -> MustWinFigur
                 held=wilson_rate(held, len(mine)),
                 reversed=len(mine) - held,
                 actual_winners=dict(Counter(a.winner for a in mine).most_common()),
-                reversed_by_battery=dict(sorted(Counter(a.battery for a in mine if not a.held).items())),
+                reversed_by_battery=dict(
+                    sorted(Counter(a.battery for a in mine if not a.held).items())
+                ),
                 attempts_by_battery=dict(sorted(Counter(a.battery for a in mine).items())),
                 slice=f.slice,
             )
@@ -979,19 +1292,35 @@ def _position_bias(attempts: list[_Attempt]) -> PositionBias:
             exp_shown[p] += 1
             held[p] += a.held
     by_candidate = [
-        CandidateWins(case_id=case_id, candidate_id=cid, wins=wilson_rate(per_candidate.get((case_id, cid), 0), per_case[case_id]))
+        CandidateWins(
+            case_id=case_id,
+            candidate_id=cid,
+            wins=wilson_rate(per_candidate.get((case_id, cid), 0), per_case[case_id]),
+        )
         for case_id in sorted(per_case)
         for cid in next(a.fixture.candidate_ids for a in mine if a.fixture.case_id == case_id)
     ]
     return PositionBias(
         attempts=len(mine),
-        by_position=[PositionRow(position=p, wins=wilson_rate(wins[p], shown[p]), chance=(chance[p] / shown[p]) if shown[p] else None) for p in range(width)],
+        by_position=[
+            PositionRow(
+                position=p,
+                wins=wilson_rate(wins[p], shown[p]),
+                chance=(chance[p] / shown[p]) if shown[p] else None,
+            )
+            for p in range(width)
+        ],
         by_candidate=by_candidate,
-        expected_winner_by_position=[PositionRow(position=p, wins=wilson_rate(held[p], exp_shown[p]), chance=None) for p in range(width)],
+        expected_winner_by_position=[
+            PositionRow(position=p, wins=wilson_rate(held[p], exp_shown[p]), chance=None)
+            for p in range(width)
+        ],
     )
 
 
-def _stability(attempts: list[_Attempt], battery: Literal["repeat", "position"], label: str) -> StabilityFigure:
+def _stability(
+    attempts: list[_Attempt], battery: Literal["repeat", "position"], label: str
+) -> StabilityFigure:
     by_case: dict[str, list[_Attempt]] = defaultdict(list)
     for a in attempts:
         if a.battery == battery:
@@ -1003,30 +1332,52 @@ def _stability(attempts: list[_Attempt], battery: Literal["repeat", "position"],
             continue
         counts = Counter(a.winner for a in mine)
         modal, count = counts.most_common(1)[0]
-        cases.append(CaseStability(case_id=case_id, gate=mine[0].fixture.gate, attempts=len(mine), modal_winner=modal, modal_count=count, winners=dict(counts.most_common()), stable=len(counts) == 1))
+        cases.append(
+            CaseStability(
+                case_id=case_id,
+                gate=mine[0].fixture.gate,
+                attempts=len(mine),
+                modal_winner=modal,
+                modal_count=count,
+                winners=dict(counts.most_common()),
+                stable=len(counts) == 1,
+            )
+        )
     return StabilityFigure(
         label=label,
         battery=battery,
         stable_cases=wilson_rate(sum(c.stable for c in cases), len(cases)),
-        agreeing_attempts=wilson_rate(sum(c.modal_count for c in cases), sum(c.attempts for c in cases)),
+        agreeing_attempts=wilson_rate(
+            sum(c.modal_count for c in cases), sum(c.attempts for c in cases)
+        ),
         cases=cases,
     )
 
 
-def _assembly(attempts: list[_Attempt], invalid: dict[str, list[JudgeResult]], by_id: dict[str, RankingFixture]) -> tuple[AssemblyFigure, dict[tuple[str, int], Completeness]]:
+def _assembly(
+    attempts: list[_Attempt],
+    invalid: dict[str, list[JudgeResult]],
+    by_id: dict[str, RankingFixture],
+) -> tuple[AssemblyFigure, dict[tuple[str, int], Completeness]]:
     checks: dict[tuple[str, int], Completeness] = {}
     memo: dict[tuple[str, str | None], Completeness] = {}
-    pairs = [(a.fixture, a.result) for a in attempts] + [(by_id[case_id], r) for case_id, rs in invalid.items() for r in rs]
+    pairs = [(a.fixture, a.result) for a in attempts] + [
+        (by_id[case_id], r) for case_id, rs in invalid.items() for r in rs
+    ]
     for fixture, r in pairs:
         key = (fixture.case_id, r.rendered_request_sha256)
         if key not in memo or r.rendered_request_sha256 is None:
             memo[key] = completeness(fixture, r.rendered_request, r.presentation)
         checks[(r.case_id, r.repeat)] = memo[key]
     checked = [c for c in checks.values() if c.checked]
-    incomplete_cases = sorted({case_id for (case_id, _), c in checks.items() if c.checked and not c.complete})
+    incomplete_cases = sorted(
+        {case_id for (case_id, _), c in checks.items() if c.checked and not c.complete}
+    )
     figure = AssemblyFigure(
         incomplete_requests=wilson_rate(sum(not c.complete for c in checked), len(checked)),
-        duplicated_candidates=wilson_rate(sum(bool(c.duplicated_candidates) for c in checked), len(checked)),
+        duplicated_candidates=wilson_rate(
+            sum(bool(c.duplicated_candidates) for c in checked), len(checked)
+        ),
         leaked_ids=wilson_rate(sum(bool(c.leaked_ids) for c in checked), len(checked)),
         cases=incomplete_cases,
     )
@@ -1044,8 +1395,15 @@ def _judge_fields(r: JudgeResult) -> dict[str, Any]:
         "judge": f"{ident.name}@{ident.version}",
         "judge_fingerprint": r.judge_fingerprint,
         "ragas_version": ident.ragas_version,
-        "judge_configuration": {"kind": ident.kind, "model": ident.model, "prompt_sha256": ident.prompt_sha256, **ident.params},
-        "capture": stub["capture"] if stub else ("inline" if r.rendered_request is not None else None),
+        "judge_configuration": {
+            "kind": ident.kind,
+            "model": ident.model,
+            "prompt_sha256": ident.prompt_sha256,
+            **ident.params,
+        },
+        "capture": stub["capture"]
+        if stub
+        else ("inline" if r.rendered_request is not None else None),
         "request_payload": stub["payload"] if stub else None,
     }
 
@@ -1073,7 +1431,13 @@ def reproduce_command(battery: dict[str, Any] | None, case_id: str, repeat: int)
     return shlex.join(args)
 
 
-def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[str, list[JudgeResult]], checks: dict[tuple[str, int], Completeness], context: dict[str, Any]) -> list[FailureArtifact]:
+def _failures(
+    fixture_set: FixtureSet,
+    attempts: list[_Attempt],
+    invalid: dict[str, list[JudgeResult]],
+    checks: dict[tuple[str, int], Completeness],
+    context: dict[str, Any],
+) -> list[FailureArtifact]:
     by_case: dict[str, list[_Attempt]] = defaultdict(list)
     for a in attempts:
         by_case[a.fixture.case_id].append(a)
@@ -1085,7 +1449,9 @@ def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[s
         if not failing and not bad:
             continue
         total = len(mine) + len(bad)
-        incomplete = any(c.checked and not c.complete for (cid, _), c in checks.items() if cid == f.case_id)
+        incomplete = any(
+            c.checked and not c.complete for (cid, _), c in checks.items() if cid == f.case_id
+        )
         repeat_winners = {a.winner for a in mine if a.battery == "repeat"}
         position_orders = {tuple(a.order) for a in mine if a.battery == "position"}
         diagnosis: Diagnosis
@@ -1130,7 +1496,9 @@ def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[s
                     must_win_actual=None,
                     judged_candidates_sha256=r.response_hash,
                     rendered_request_sha256=r.rendered_request_sha256,
-                    completeness=checks.get((r.case_id, r.repeat), Completeness(checked=False, complete=None)),
+                    completeness=checks.get(
+                        (r.case_id, r.repeat), Completeness(checked=False, complete=None)
+                    ),
                     reason=r.reason,
                     error=r.error.message if r.error else None,
                     reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
@@ -1138,11 +1506,21 @@ def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[s
                 )
             )
             continue
-        pick = next((a for a in failing if not a.held), None) or min(failing, key=lambda a: (a.agreed / a.pairs if a.pairs else 1.0, _sort_key(a)))
+        pick = next((a for a in failing if not a.held), None) or min(
+            failing, key=lambda a: (a.agreed / a.pairs if a.pairs else 1.0, _sort_key(a))
+        )
         r = pick.result
         p = r.presentation or {}
         best = f.best_first(pick.order)
-        actual = best[0] if not f.critical_pair else (f"{f.critical_pair[0]} > {f.critical_pair[1]}" if pick.held else f"{f.critical_pair[1]} > {f.critical_pair[0]}")
+        actual = (
+            best[0]
+            if not f.critical_pair
+            else (
+                f"{f.critical_pair[0]} > {f.critical_pair[1]}"
+                if pick.held
+                else f"{f.critical_pair[1]} > {f.critical_pair[0]}"
+            )
+        )
         out.append(
             FailureArtifact(
                 **common,
@@ -1156,7 +1534,9 @@ def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[s
                 must_win_actual=actual,
                 judged_candidates_sha256=r.response_hash,
                 rendered_request_sha256=r.rendered_request_sha256,
-                completeness=checks.get((r.case_id, r.repeat), Completeness(checked=False, complete=None)),
+                completeness=checks.get(
+                    (r.case_id, r.repeat), Completeness(checked=False, complete=None)
+                ),
                 reason=r.reason,
                 error=None,
                 metric_defects=pick.leakage,
@@ -1167,16 +1547,30 @@ def _failures(fixture_set: FixtureSet, attempts: list[_Attempt], invalid: dict[s
     return out
 
 
-def _metric_defects(attempts: list[_Attempt], leakage: dict[str, LeakageRules] | None) -> tuple[list[MetricDefect], Rate]:
+def _metric_defects(
+    attempts: list[_Attempt], leakage: dict[str, LeakageRules] | None
+) -> tuple[list[MetricDefect], Rate]:
     out: list[MetricDefect] = []
     with_reason = 0
     for a in attempts:
         if not a.result.reason:
             continue
         with_reason += 1
-        a.leakage = scan_reason(a.result.reason, a.fixture, rules_for(a.fixture.criterion_version, leakage))
+        a.leakage = scan_reason(
+            a.result.reason, a.fixture, rules_for(a.fixture.criterion_version, leakage)
+        )
         if a.leakage:
-            out.append(MetricDefect(case_id=a.fixture.case_id, repeat=a.result.repeat, slice=a.fixture.slice, criterion_version=a.fixture.criterion_version, held=a.held, hits=a.leakage, reason=a.result.reason))
+            out.append(
+                MetricDefect(
+                    case_id=a.fixture.case_id,
+                    repeat=a.result.repeat,
+                    slice=a.fixture.slice,
+                    criterion_version=a.fixture.criterion_version,
+                    held=a.held,
+                    hits=a.leakage,
+                    reason=a.result.reason,
+                )
+            )
     return out, wilson_rate(len(out), with_reason)
 
 
@@ -1206,11 +1600,19 @@ def _slices(fixture_set: FixtureSet, attempts: list[_Attempt]) -> list[SliceFigu
                 cases=len(fixtures),
                 must_win_cases=sum(f.gate == "must-win" for f in fixtures),
                 agreement=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
-                reversed_cases=wilson_rate(sum(any(not a.held for a in by_case[f.case_id]) for f in must), len(must)),
-                reversal_attempts=wilson_rate(sum(not a.held for a in must_attempts), len(must_attempts)),
-                drift_cases=wilson_rate(sum(any(not a.held for a in by_case[f.case_id]) for f in monitor), len(monitor)),
+                reversed_cases=wilson_rate(
+                    sum(any(not a.held for a in by_case[f.case_id]) for f in must), len(must)
+                ),
+                reversal_attempts=wilson_rate(
+                    sum(not a.held for a in must_attempts), len(must_attempts)
+                ),
+                drift_cases=wilson_rate(
+                    sum(any(not a.held for a in by_case[f.case_id]) for f in monitor), len(monitor)
+                ),
                 position_stable=wilson_rate(stable_k, stable_n),
-                first_shown_wins=wilson_rate(sum((a.presented or [None])[0] == a.winner for a in position), len(position)),
+                first_shown_wins=wilson_rate(
+                    sum((a.presented or [None])[0] == a.winner for a in position), len(position)
+                ),
             )
         )
     return out
@@ -1242,15 +1644,22 @@ def first_place_chart(report: RankingReport) -> Any:
         if p.wins.n
     ]
     data = pd.DataFrame(rows, columns=["position", "rate", "low", "high", "chance", "label"])
-    base = alt.Chart(data).encode(x=alt.X("position:N", title="presented position", sort=None, axis=alt.Axis(labelAngle=0)))
-    bars = base.mark_bar(color="#4c78a8").encode(y=alt.Y("rate:Q", title="share of first places (95% Wilson interval)", scale=alt.Scale(domain=[0, 1])), tooltip=["position", "label", "rate", "chance"])
+    base = alt.Chart(data).encode(
+        x=alt.X("position:N", title="presented position", sort=None, axis=alt.Axis(labelAngle=0))
+    )
+    bars = base.mark_bar(color="#4c78a8").encode(
+        y=alt.Y(
+            "rate:Q",
+            title="share of first places (95% Wilson interval)",
+            scale=alt.Scale(domain=[0, 1]),
+        ),
+        tooltip=["position", "label", "rate", "chance"],
+    )
     interval = base.mark_rule(color="#333333").encode(y="low:Q", y2="high:Q")
     chance = base.mark_tick(color="#e45756", thickness=3, size=40).encode(y="chance:Q")
     labels = base.mark_text(dy=-8, fontSize=10).encode(y="high:Q", text="label:N")
     title = f"{report.judge or 'judge'}: first places by presented position (red tick: position-blind share)"
     return (bars + interval + chance + labels).properties(width=360, height=220, title=title)
-
-
 
 
 def write_ranking_artifacts(report: RankingReport, out_dir: str | Path) -> list[Path]:
@@ -1273,66 +1682,142 @@ def format_ranking(report: RankingReport) -> str:
 
     gate = report.gate
     head = f"{gate.outcome.upper()}" if gate else ("PASSED" if report.passed else "NOT PASSED")
-    lines = [f"ranking: {report.judge or '(no results)'} on {report.fixtures} - {head} ({report.status})"]
+    lines = [
+        f"ranking: {report.judge or '(no results)'} on {report.fixtures} - {head} ({report.status})"
+    ]
     if gate is not None:
         lines.append(f"  gate: policy {gate.policy} ({gate.mode}); {gate.note}")
         if gate.mode == "report_only":
             lines.append("  REPORT ONLY: nothing below blocks this change")
-    lines.append(f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid, {report.superseded_attempts} superseded retries not analysed); fixtures {'frozen' if report.fixtures_frozen else 'NOT frozen'}")
+    lines.append(
+        f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid, {report.superseded_attempts} superseded retries not analysed); fixtures {'frozen' if report.fixtures_frozen else 'NOT frozen'}"
+    )
     for b in gate.blockers if gate else []:
         lines.append(f"  blocker [{b.category}] {b.code}: {b.message}")
     for w in gate.waived if gate else []:
-        lines.append(f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id} ({w.approver}, until {w.expires_at.date().isoformat()})")
+        lines.append(
+            f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id} ({w.approver}, until {w.expires_at.date().isoformat()})"
+        )
     if gate is not None:
-        lines.append(f"fixture changes since the last run ({gate.previous_run or 'no earlier run in the history'}): {len(gate.fixture_changes)}")
+        lines.append(
+            f"fixture changes since the last run ({gate.previous_run or 'no earlier run in the history'}): {len(gate.fixture_changes)}"
+        )
         for c in gate.fixture_changes:
-            rec = f"; recorded: approved by {c.recorded.approver}: {c.recorded.reason}" if c.recorded else ""
-            lines.append(f"  {c.case_id}: {c.change} {c.old_version} -> {c.new_version}{' IN PLACE' if c.in_place else ''}; expected {c.old_order} -> {c.new_order}{rec}")
-    lines.append(f"integration defects: {len(report.integration_defects)} (invalid rankings {r(report.invalid_rankings)})")
+            rec = (
+                f"; recorded: approved by {c.recorded.approver}: {c.recorded.reason}"
+                if c.recorded
+                else ""
+            )
+            lines.append(
+                f"  {c.case_id}: {c.change} {c.old_version} -> {c.new_version}{' IN PLACE' if c.in_place else ''}; expected {c.old_order} -> {c.new_order}{rec}"
+            )
+    lines.append(
+        f"integration defects: {len(report.integration_defects)} (invalid rankings {r(report.invalid_rankings)})"
+    )
     for d in report.integration_defects:
-        detail = f" missing={d.missing} unknown={d.unknown} duplicates={d.duplicates}" if d.code == "invalid_ranking" else ""
+        detail = (
+            f" missing={d.missing} unknown={d.unknown} duplicates={d.duplicates}"
+            if d.code == "invalid_ranking"
+            else ""
+        )
         lines.append(f"  {d.case_id}#{d.repeat}: {d.code}{detail}: {d.message}")
     if report.evaluator_errors:
         lines.append(f"evaluator errors: {len(report.evaluator_errors)}")
-        lines += [f"  {e.case_id}#{e.repeat}: {e.kind}: {e.message}" for e in report.evaluator_errors]
+        lines += [
+            f"  {e.case_id}#{e.repeat}: {e.kind}: {e.message}" for e in report.evaluator_errors
+        ]
     if report.missing_cases or report.missing_attempts:
-        lines.append(f"missing: cases {report.missing_cases}; attempts {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}")
+        lines.append(
+            f"missing: cases {report.missing_cases}; attempts {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}"
+        )
     lines.append(f"metric defects (criterion leakage): {r(report.metric_defect_rate)}")
-    lines += [f"  {m.case_id}#{m.repeat} [{', '.join(h.category + ': ' + repr(h.matched) for h in m.hits)}] order {'held' if m.held else 'reversed'}: {m.reason}" for m in report.metric_defects[:20]]
-    lines.append(f"pairwise agreement: pairs {r(report.agreement.pairs)}; exact orders {r(report.agreement.exact)}")
+    lines += [
+        f"  {m.case_id}#{m.repeat} [{', '.join(h.category + ': ' + repr(h.matched) for h in m.hits)}] order {'held' if m.held else 'reversed'}: {m.reason}"
+        for m in report.metric_defects[:20]
+    ]
+    lines.append(
+        f"pairwise agreement: pairs {r(report.agreement.pairs)}; exact orders {r(report.agreement.exact)}"
+    )
     if gate is not None and gate.agreement_drop is not None:
         d = gate.agreement_drop
-        lines.append(f"  vs the last passing run ({d.baseline_judge}, {d.baseline_recorded_at.date().isoformat()}) on {len(d.cases)} unchanged fixture(s): {r(d.baseline)} -> {r(d.current)}; drop {d.drop}, limit {d.threshold}{' BLOCKS' if d.blocked else ''}")
-    lines.append(f"must-win: {r(report.must_win.must_win)}; monitor-only: {r(report.must_win.monitor_only)}")
+        lines.append(
+            f"  vs the last passing run ({d.baseline_judge}, {d.baseline_recorded_at.date().isoformat()}) on {len(d.cases)} unchanged fixture(s): {r(d.baseline)} -> {r(d.current)}; drop {d.drop}, limit {d.threshold}{' BLOCKS' if d.blocked else ''}"
+        )
+    lines.append(
+        f"must-win: {r(report.must_win.must_win)}; monitor-only: {r(report.must_win.monitor_only)}"
+    )
     confirm = {c.case_id: c for c in gate.confirmation} if gate else {}
     lines.append(f"must-win reversals: {len(report.must_win.reversals)}")
     for c in report.must_win.reversals:
         row = confirm.get(c.case_id)
-        state = f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts} repeat-baseline reversals)" if row else ""
-        lines.append(f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}{state}")
+        state = (
+            f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts} repeat-baseline reversals)"
+            if row
+            else ""
+        )
+        lines.append(
+            f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}{state}"
+        )
     lines.append(f"monitor-only (editorial) drift: {len(report.must_win.drift)}")
-    lines += [f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}" for c in report.must_win.drift]
+    lines += [
+        f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}"
+        for c in report.must_win.drift
+    ]
     pb = report.position_bias
-    lines.append(f"position bias (position battery, {pb.attempts} attempts): first place by presented position")
-    lines += [f"  position {p.position}: {r(p.wins)} (position-blind {p.chance:.3f})" for p in pb.by_position if p.chance is not None]
+    lines.append(
+        f"position bias (position battery, {pb.attempts} attempts): first place by presented position"
+    )
+    lines += [
+        f"  position {p.position}: {r(p.wins)} (position-blind {p.chance:.3f})"
+        for p in pb.by_position
+        if p.chance is not None
+    ]
     for fig in (report.repeatability, report.position_sensitivity):
-        lines.append(f"{fig.label}: winner stable in cases {r(fig.stable_cases)}; attempts with the modal winner {r(fig.agreeing_attempts)}")
+        lines.append(
+            f"{fig.label}: winner stable in cases {r(fig.stable_cases)}; attempts with the modal winner {r(fig.agreeing_attempts)}"
+        )
         lines += [f"  {c.case_id}: winners {c.winners}" for c in fig.cases if not c.stable]
     lines.append("slices:")
-    lines += [f"  {s.slice}: agreement {r(s.agreement)}; reversed must-win cases {s.reversed_cases.k}/{s.reversed_cases.n}; reversal attempts {s.reversal_attempts.k}/{s.reversal_attempts.n}; editorial drift {s.drift_cases.k}/{s.drift_cases.n}; position-stable cases {s.position_stable.k}/{s.position_stable.n}; first-shown wins {s.first_shown_wins.k}/{s.first_shown_wins.n}" for s in report.slices]
-    lines.append(f"assembly: incomplete requests {r(report.assembly.incomplete_requests)}; duplicated candidates {r(report.assembly.duplicated_candidates)}; leaked ids {r(report.assembly.leaked_ids)}" + (f"; cases {report.assembly.cases}" if report.assembly.cases else ""))
+    lines += [
+        f"  {s.slice}: agreement {r(s.agreement)}; reversed must-win cases {s.reversed_cases.k}/{s.reversed_cases.n}; reversal attempts {s.reversal_attempts.k}/{s.reversal_attempts.n}; editorial drift {s.drift_cases.k}/{s.drift_cases.n}; position-stable cases {s.position_stable.k}/{s.position_stable.n}; first-shown wins {s.first_shown_wins.k}/{s.first_shown_wins.n}"
+        for s in report.slices
+    ]
+    lines.append(
+        f"assembly: incomplete requests {r(report.assembly.incomplete_requests)}; duplicated candidates {r(report.assembly.duplicated_candidates)}; leaked ids {r(report.assembly.leaked_ids)}"
+        + (f"; cases {report.assembly.cases}" if report.assembly.cases else "")
+    )
     if gate is not None and gate.side_by_side is not None:
         sb = gate.side_by_side
-        lines.append(f"scalar vs ranking on {sb.compared} case(s): both pass {sb.both_pass}, neither {sb.both_not_pass}")
-        lines += [f"  scalar passes, ranking {row.ranking_status}: {row.case_id} (score {row.scalar_score}; {', '.join(row.ranking_codes)})" for row in sb.scalar_pass_ranking_fail]
-        lines += [f"  scalar fails, ranking passes: {row.case_id} (score {row.scalar_score})" for row in sb.scalar_fail_ranking_pass]
+        lines.append(
+            f"scalar vs ranking on {sb.compared} case(s): both pass {sb.both_pass}, neither {sb.both_not_pass}"
+        )
+        lines += [
+            f"  scalar passes, ranking {row.ranking_status}: {row.case_id} (score {row.scalar_score}; {', '.join(row.ranking_codes)})"
+            for row in sb.scalar_pass_ranking_fail
+        ]
+        lines += [
+            f"  scalar fails, ranking passes: {row.case_id} (score {row.scalar_score})"
+            for row in sb.scalar_fail_ranking_pass
+        ]
     lines.append(f"failure artifacts: {len(report.failures)}")
     for a in report.failures:
         lines.append(
             f"  {a.case} [{a.gate}, {a.diagnosis}, owner {a.owner}{' ' + str(a.owners.get(a.owner)) if a.owners.get(a.owner) else ''}] failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement {a.pairwise_agreement if a.pairwise_agreement is None else round(a.pairwise_agreement, 4)}, must-win {a.must_win_expected} vs {a.must_win_actual}; request complete={a.completeness.complete}"
-            + (f" missing_context={a.completeness.missing_context}" if a.completeness.missing_context else "")
-            + (f" missing_candidates={a.completeness.missing_candidates}" if a.completeness.missing_candidates else "")
-            + (f" duplicated_candidates={a.completeness.duplicated_candidates}" if a.completeness.duplicated_candidates else "")
+            + (
+                f" missing_context={a.completeness.missing_context}"
+                if a.completeness.missing_context
+                else ""
+            )
+            + (
+                f" missing_candidates={a.completeness.missing_candidates}"
+                if a.completeness.missing_candidates
+                else ""
+            )
+            + (
+                f" duplicated_candidates={a.completeness.duplicated_candidates}"
+                if a.completeness.duplicated_candidates
+                else ""
+            )
             + f"; ragas {a.ragas_version}"
         )
         if a.reproduce:

@@ -74,7 +74,9 @@ def rotation_shift(n: int, seed: int, key: str) -> int:
     return 1 + digest % (n - 1)
 
 
-def presentation_orders(n: int, *, max_exhaustive: int = 4, sample: int = 8, seed: int = 0, key: str = "") -> list[tuple[int, ...]]:
+def presentation_orders(
+    n: int, *, max_exhaustive: int = 4, sample: int = 8, seed: int = 0, key: str = ""
+) -> list[tuple[int, ...]]:
     """The presented orders (index tuples into the fixture's candidates) for ``n`` candidates.
 
     All ``n!`` permutations (identity first) when ``n <= max_exhaustive`` or ``n! <= sample``;
@@ -107,7 +109,15 @@ def presentation_orders(n: int, *, max_exhaustive: int = 4, sample: int = 8, see
     return chosen
 
 
-def _item(fixture: RankingFixture, order: tuple[int, ...], repeat: int, battery: Literal["position", "repeat"], permutation_index: int, repetition: int, rotation: int | None = None) -> WorkItem:
+def _item(
+    fixture: RankingFixture,
+    order: tuple[int, ...],
+    repeat: int,
+    battery: Literal["position", "repeat"],
+    permutation_index: int,
+    repetition: int,
+    rotation: int | None = None,
+) -> WorkItem:
     from ..runs._engine import WorkItem
 
     presented = [fixture.candidates[i] for i in order]
@@ -115,7 +125,10 @@ def _item(fixture: RankingFixture, order: tuple[int, ...], repeat: int, battery:
     judge_input = RankingInput(
         user_input=fixture.user_input,
         context=[p.text for p in fixture.context],
-        candidates=[PresentedCandidate(label=label, text=c.text) for label, c in zip(labels, presented, strict=True)],
+        candidates=[
+            PresentedCandidate(label=label, text=c.text)
+            for label, c in zip(labels, presented, strict=True)
+        ],
     )
     presentation: dict[str, Any] = {
         "battery": battery,
@@ -127,7 +140,13 @@ def _item(fixture: RankingFixture, order: tuple[int, ...], repeat: int, battery:
     }
     if rotation is not None:
         presentation["rotation"] = rotation
-    return WorkItem(case_id=fixture.case_id, digest=fixture.source_candidates_sha256, repeat=repeat, judge_input=judge_input, presentation=presentation)
+    return WorkItem(
+        case_id=fixture.case_id,
+        digest=fixture.source_candidates_sha256,
+        repeat=repeat,
+        judge_input=judge_input,
+        presentation=presentation,
+    )
 
 
 def position_battery(
@@ -158,7 +177,9 @@ def position_battery(
             orders = [identity[shift:] + identity[:shift]]
             items.append(_item(fixture, orders[0], 0, "position", 0, 0, rotation=shift))
         else:
-            orders = presentation_orders(n, max_exhaustive=max_exhaustive, sample=sample, seed=seed, key=fixture.case_id)
+            orders = presentation_orders(
+                n, max_exhaustive=max_exhaustive, sample=sample, seed=seed, key=fixture.case_id
+            )
             for k, order in enumerate(orders):
                 items.append(_item(fixture, order, k, "position", k, 0))
         identity = tuple(range(len(fixture.candidates)))
@@ -200,8 +221,24 @@ async def run_ranking(
     fixture_set = as_fixture_set(fixtures)
     out = Path(out_dir)
     if (out / "ranking_lock.json").exists():
-        raise WorkbenchError("run locked", [Problem(location=str(out), code="run_locked", message="the run directory is locked (ranking_lock.json): nothing may be added to it", fix="use a new output directory")])
-    battery = {"plan": plan, "max_exhaustive": max_exhaustive, "sample": sample, "seed": seed, "repeats": repeats}
+        raise WorkbenchError(
+            "run locked",
+            [
+                Problem(
+                    location=str(out),
+                    code="run_locked",
+                    message="the run directory is locked (ranking_lock.json): nothing may be added to it",
+                    fix="use a new output directory",
+                )
+            ],
+        )
+    battery = {
+        "plan": plan,
+        "max_exhaustive": max_exhaustive,
+        "sample": sample,
+        "seed": seed,
+        "repeats": repeats,
+    }
     if items is None:
         items = position_battery(fixture_set, **battery)
         write_battery(out, fixture_set, battery, candidate_path, judge.identity.fingerprint())
@@ -230,7 +267,13 @@ async def run_ranking(
     return summary
 
 
-def write_battery(out: Path, fixture_set: FixtureSet, battery: dict[str, Any], candidate_path: str | Path | None, fingerprint: str) -> dict[str, Any]:
+def write_battery(
+    out: Path,
+    fixture_set: FixtureSet,
+    battery: dict[str, Any],
+    candidate_path: str | Path | None,
+    fingerprint: str,
+) -> dict[str, Any]:
     """Record the battery of a run (``battery.json``); refuse a resumed run with another battery."""
     record = {
         **battery,
@@ -243,9 +286,27 @@ def write_battery(out: Path, fixture_set: FixtureSet, battery: dict[str, Any], c
     path = out / BATTERY_FILE
     if path.exists():
         before = _load_battery(path)
-        keep = ("plan", "max_exhaustive", "sample", "seed", "repeats", "fixtures_sha256", "judge_fingerprint")
+        keep = (
+            "plan",
+            "max_exhaustive",
+            "sample",
+            "seed",
+            "repeats",
+            "fixtures_sha256",
+            "judge_fingerprint",
+        )
         if {k: before.get(k) for k in keep} != {k: record[k] for k in keep}:
-            raise WorkbenchError("battery changed", [Problem(location=str(path), code="battery_changed", message=f"the run directory holds another battery ({ {k: before.get(k) for k in keep} })", fix="use a new --out directory for another plan, fixture version or judge")])
+            raise WorkbenchError(
+                "battery changed",
+                [
+                    Problem(
+                        location=str(path),
+                        code="battery_changed",
+                        message=f"the run directory holds another battery ({ {k: before.get(k) for k in keep} })",
+                        fix="use a new --out directory for another plan, fixture version or judge",
+                    )
+                ],
+            )
         return before
     out.mkdir(parents=True, exist_ok=True)
     atomic_write_json(path, record)
@@ -260,7 +321,17 @@ def _load_battery(path: Path) -> dict[str, Any]:
         record = f"{exc}"
     if not isinstance(record, dict):
         why = record if isinstance(record, str) else "not a JSON object"
-        raise WorkbenchError("unreadable battery", [Problem(location=str(path), code="battery_unreadable", message=f"the run's battery record cannot be read ({why[:160]})", fix="restore battery.json as the run wrote it, or use a new --out directory")])
+        raise WorkbenchError(
+            "unreadable battery",
+            [
+                Problem(
+                    location=str(path),
+                    code="battery_unreadable",
+                    message=f"the run's battery record cannot be read ({why[:160]})",
+                    fix="restore battery.json as the run wrote it, or use a new --out directory",
+                )
+            ],
+        )
     return record
 
 

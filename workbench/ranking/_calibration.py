@@ -141,17 +141,51 @@ class ReviewerAgreementReport(_Frozen):
         import pandas as pd
 
         def row(name: str, f: CalibrationFigure) -> dict[str, Any]:
-            return {"group": name, "fixtures": f.fixtures, "pairwise": f.pairwise.format(3), "kendall_tau": f.kendall_tau, "top1": f.top1.format(3), "disputed": f.disputed_fixtures, "adjudicated": f.adjudicated_fixtures}
+            return {
+                "group": name,
+                "fixtures": f.fixtures,
+                "pairwise": f.pairwise.format(3),
+                "kendall_tau": f.kendall_tau,
+                "top1": f.top1.format(3),
+                "disputed": f.disputed_fixtures,
+                "adjudicated": f.adjudicated_fixtures,
+            }
 
         return {
-            "figures": pd.DataFrame([row("overall", self.overall), *(row(f"slice {n}", f) for n, f in self.slices.items())]),
+            "figures": pd.DataFrame(
+                [
+                    row("overall", self.overall),
+                    *(row(f"slice {n}", f) for n, f in self.slices.items()),
+                ]
+            ),
             "cases": pd.DataFrame(
                 [
-                    {"case_id": c.case_id, "slice": c.slice, "gate": c.gate, "status": c.status, "pairwise": f"{c.pairwise.k}/{c.pairwise.n}", "kendall_tau": c.kendall_tau, "top1": f"{c.top1.k}/{c.top1.n}", "disputed": [" vs ".join(p) for p in c.disputed_pairs], "must_win_disputed": [" vs ".join(p) for p in c.must_win_disputed], "adjudicator": c.adjudicator}
+                    {
+                        "case_id": c.case_id,
+                        "slice": c.slice,
+                        "gate": c.gate,
+                        "status": c.status,
+                        "pairwise": f"{c.pairwise.k}/{c.pairwise.n}",
+                        "kendall_tau": c.kendall_tau,
+                        "top1": f"{c.top1.k}/{c.top1.n}",
+                        "disputed": [" vs ".join(p) for p in c.disputed_pairs],
+                        "must_win_disputed": [" vs ".join(p) for p in c.must_win_disputed],
+                        "adjudicator": c.adjudicator,
+                    }
                     for c in self.cases
                 ]
             ),
-            "by_reviewer": pd.DataFrame([{"reviewer": r.reviewer, "fixtures": r.fixtures, "pairwise_vs_expected": r.pairwise.format(3), "best_is_accepted_winner": f"{r.top1.k}/{r.top1.n}"} for r in self.by_reviewer]),
+            "by_reviewer": pd.DataFrame(
+                [
+                    {
+                        "reviewer": r.reviewer,
+                        "fixtures": r.fixtures,
+                        "pairwise_vs_expected": r.pairwise.format(3),
+                        "best_is_accepted_winner": f"{r.top1.k}/{r.top1.n}",
+                    }
+                    for r in self.by_reviewer
+                ]
+            ),
         }
 
 
@@ -175,10 +209,20 @@ def _fixture(f: RankingFixture) -> FixtureCalibration:
     rows: list[ReviewerPairAgreement] = []
     for x, y in combinations(f.reviews, 2):
         agreed, pairs = pair_counts(x.order, y.order)
-        rows.append(ReviewerPairAgreement(reviewers=[x.reviewer, y.reviewer], agreed_pairs=agreed, pairs=pairs, kendall_tau=_tau(list(x.order), list(y.order)), top1_agree=f.best_first(x.order)[0] == f.best_first(y.order)[0]))
+        rows.append(
+            ReviewerPairAgreement(
+                reviewers=[x.reviewer, y.reviewer],
+                agreed_pairs=agreed,
+                pairs=pairs,
+                kendall_tau=_tau(list(x.order), list(y.order)),
+                top1_agree=f.best_first(x.order)[0] == f.best_first(y.order)[0],
+            )
+        )
     disputed = f.disputed_pairs()
     must = f.disputed_must_win_pairs()
-    status: Literal["agreed", "adjudicated", "disputed_unadjudicated"] = "agreed" if not disputed else "adjudicated" if f.adjudication else "disputed_unadjudicated"
+    status: Literal["agreed", "adjudicated", "disputed_unadjudicated"] = (
+        "agreed" if not disputed else "adjudicated" if f.adjudication else "disputed_unadjudicated"
+    )
     return FixtureCalibration(
         case_id=f.case_id,
         slice=f.slice,
@@ -219,7 +263,9 @@ def reviewer_agreement(fixtures: FixtureSet | str | Path | Any) -> ReviewerAgree
     per_reviewer: dict[str, list[tuple[int, int, bool]]] = defaultdict(list)
     for f in reviewed:
         for r in f.reviews:
-            agreed, pairs = max((pair_counts(o, r.order) for o in f.accepted_orders), key=lambda t: t[0])
+            agreed, pairs = max(
+                (pair_counts(o, r.order) for o in f.accepted_orders), key=lambda t: t[0]
+            )
             per_reviewer[r.reviewer].append((agreed, pairs, f.must_win_holds(r.order)))
     return ReviewerAgreementReport(
         fixtures=fixture_set.label,
@@ -230,7 +276,12 @@ def reviewer_agreement(fixtures: FixtureSet | str | Path | Any) -> ReviewerAgree
         slices={name: _figure(rows) for name, rows in sorted(by_slice.items())},
         cases=cases,
         by_reviewer=[
-            ReviewerVsExpected(reviewer=name, fixtures=len(rows), pairwise=wilson_rate(sum(a for a, _, _ in rows), sum(n for _, n, _ in rows)), top1=wilson_rate(sum(t for _, _, t in rows), len(rows)))
+            ReviewerVsExpected(
+                reviewer=name,
+                fixtures=len(rows),
+                pairwise=wilson_rate(sum(a for a, _, _ in rows), sum(n for _, n, _ in rows)),
+                top1=wilson_rate(sum(t for _, _, t in rows), len(rows)),
+            )
             for name, rows in sorted(per_reviewer.items())
         ],
         denominators=CALIBRATION_DENOMINATORS,
@@ -251,14 +302,26 @@ def format_reviewer_agreement(report: ReviewerAgreementReport) -> str:
     if report.unreviewed:
         lines.append(f"  not calibrated (no reviewer orders): {', '.join(report.unreviewed)}")
     lines.append("per slice:")
-    lines += [f"  {name}: {f.fixtures} fixture(s); pairwise {f.pairwise.format(3)}; tau {tau(f.kendall_tau)}; top-1 {f.top1.format(3)}" for name, f in report.slices.items()]
+    lines += [
+        f"  {name}: {f.fixtures} fixture(s); pairwise {f.pairwise.format(3)}; tau {tau(f.kendall_tau)}; top-1 {f.top1.format(3)}"
+        for name, f in report.slices.items()
+    ]
     lines.append("per fixture:")
     for c in report.cases:
         detail = ""
         if c.disputed_pairs:
-            detail = f"; disputed {[' vs '.join(p) for p in c.disputed_pairs]}" + (f" (must-win pair: {[' vs '.join(p) for p in c.must_win_disputed]})" if c.must_win_disputed else "")
+            detail = f"; disputed {[' vs '.join(p) for p in c.disputed_pairs]}" + (
+                f" (must-win pair: {[' vs '.join(p) for p in c.must_win_disputed]})"
+                if c.must_win_disputed
+                else ""
+            )
         adjudication = f"; adjudicated by {c.adjudicator}" if c.adjudicated else ""
-        lines.append(f"  {c.case_id} [{c.gate}, {c.slice or '(none)'}] {c.status}: reviewers {', '.join(c.reviewers)}; pairwise {c.pairwise.k}/{c.pairwise.n}; tau {tau(c.kendall_tau)}; top-1 {c.top1.k}/{c.top1.n}{detail}{adjudication}")
+        lines.append(
+            f"  {c.case_id} [{c.gate}, {c.slice or '(none)'}] {c.status}: reviewers {', '.join(c.reviewers)}; pairwise {c.pairwise.k}/{c.pairwise.n}; tau {tau(c.kendall_tau)}; top-1 {c.top1.k}/{c.top1.n}{detail}{adjudication}"
+        )
     lines.append("each reviewer against the final expected order:")
-    lines += [f"  {r.reviewer}: {r.fixtures} fixture(s); pairwise {r.pairwise.format(3)}; best is an accepted winner {r.top1.k}/{r.top1.n}" for r in report.by_reviewer]
+    lines += [
+        f"  {r.reviewer}: {r.fixtures} fixture(s); pairwise {r.pairwise.format(3)}; best is an accepted winner {r.top1.k}/{r.top1.n}"
+        for r in report.by_reviewer
+    ]
     return "\n".join(lines)

@@ -119,19 +119,33 @@ def _token(word: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![A-Za-z0-9_\-]){re.escape(word)}(?![A-Za-z0-9_\-])")
 
 
-def request_evidence(request: Any, judge_input: Any, labels: dict[str, str] | None) -> dict[str, Any]:
+def request_evidence(
+    request: Any, judge_input: Any, labels: dict[str, str] | None
+) -> dict[str, Any]:
     """Digest-only completeness evidence of one rendered request (see the module docstring)."""
     text = request_text(request)
     user = _norm(judge_input.user_input)
     context = [_norm(t) for t in judge_input.context]
     cands = {c.label: _norm(c.text) for c in judge_input.candidates}
     counts = occurrences(cands, text)
-    fixture_text = "\n".join([judge_input.user_input, *judge_input.context, *(c.text for c in judge_input.candidates)])
-    leaked = sorted(cid for cid in (labels or {}).values() if not _token(cid).search(fixture_text) and _token(cid).search(text))
+    fixture_text = "\n".join(
+        [judge_input.user_input, *judge_input.context, *(c.text for c in judge_input.candidates)]
+    )
+    leaked = sorted(
+        cid
+        for cid in (labels or {}).values()
+        if not _token(cid).search(fixture_text) and _token(cid).search(text)
+    )
     return {
         "user_input": {"sha256": sha256_text(user), "present": user in text},
-        "context": [{"index": i, "sha256": sha256_text(t), "present": t in text} for i, t in enumerate(context)],
-        "candidates": [{"label": label, "sha256": sha256_text(t), "occurrences": counts[label]} for label, t in cands.items()],
+        "context": [
+            {"index": i, "sha256": sha256_text(t), "present": t in text}
+            for i, t in enumerate(context)
+        ],
+        "candidates": [
+            {"label": label, "sha256": sha256_text(t), "occurrences": counts[label]}
+            for label, t in cands.items()
+        ],
         "leaked_ids": leaked,
     }
 
@@ -141,7 +155,10 @@ def _excerpts(judge_input: Any, config: CaptureConfig, evidence: dict[str, Any])
     if "user_input" in config.excerpts:
         out["user_input"] = judge_input.user_input
     if "context" in config.excerpts:
-        out["context"] = [{"index": i, "text": t, "present": evidence["context"][i]["present"]} for i, t in enumerate(judge_input.context)]
+        out["context"] = [
+            {"index": i, "text": t, "present": evidence["context"][i]["present"]}
+            for i, t in enumerate(judge_input.context)
+        ]
     if "candidates" in config.excerpts:
         out["candidates"] = [{"label": c.label, "text": c.text} for c in judge_input.candidates]
     return out
@@ -150,7 +167,9 @@ def _excerpts(judge_input: Any, config: CaptureConfig, evidence: dict[str, Any])
 class CapturingJudge:
     """A judge wrapper: the inner judge runs unchanged; the run stores a capture stub instead of the request."""
 
-    def __init__(self, inner: Any, out_dir: str | Path, config: CaptureConfig, now: Any = None) -> None:
+    def __init__(
+        self, inner: Any, out_dir: str | Path, config: CaptureConfig, now: Any = None
+    ) -> None:
         self._inner = inner
         self.spec = inner.spec
         self.identity = inner.identity
@@ -166,7 +185,10 @@ class CapturingJudge:
     def render(self, judge_input: Any, ref: Any = None) -> Any:
         """The planned request (its hash keys the verdict cache) plus the capture config, so runs
         with another capture mode, allow-list or retention never share a cached stub."""
-        return {"request": self._inner.render(judge_input, ref), "capture": self.config.model_dump(mode="json", exclude={"declared_by"})}
+        return {
+            "request": self._inner.render(judge_input, ref),
+            "capture": self.config.model_dump(mode="json", exclude={"declared_by"}),
+        }
 
     def estimate_cost(self, judge_input: Any) -> float:
         return float(self._inner.estimate_cost(judge_input))
@@ -175,7 +197,11 @@ class CapturingJudge:
         verdict = await self._inner.evaluate(judge_input, ref)
         full = verdict.rendered_request
         if full is None:
-            full = self._inner.visible_request(judge_input) if hasattr(self._inner, "visible_request") else self._inner.render(judge_input, ref)
+            full = (
+                self._inner.visible_request(judge_input)
+                if hasattr(self._inner, "visible_request")
+                else self._inner.render(judge_input, ref)
+            )
         labels = ((ref.presentation if ref is not None else None) or {}).get("labels")
         stub = await asyncio.to_thread(self.capture, full, judge_input, labels)
         return dataclasses.replace(verdict, rendered_request=stub)
@@ -183,18 +209,38 @@ class CapturingJudge:
     def capture(self, full: Any, judge_input: Any, labels: dict[str, str] | None) -> dict[str, Any]:
         """Write the payload, append it to the index and return the stub (thread-safe)."""
         evidence = request_evidence(full, judge_input, labels)
-        payload = full if self.config.mode == "full" else {"capture": "digest_and_excerpts", "request_sha256": sha256_json(full), "excerpts": _excerpts(judge_input, self.config, evidence)}
+        payload = (
+            full
+            if self.config.mode == "full"
+            else {
+                "capture": "digest_and_excerpts",
+                "request_sha256": sha256_json(full),
+                "excerpts": _excerpts(judge_input, self.config, evidence),
+            }
+        )
         payload_sha = sha256_text(canonical_json(payload))
         rel = f"{PAYLOAD_DIR}/{payload_sha}.json"
         captured = self._now().replace(microsecond=0)
-        expires = captured + timedelta(days=self.config.retention_days) if self.config.retention_days is not None else None
+        expires = (
+            captured + timedelta(days=self.config.retention_days)
+            if self.config.retention_days is not None
+            else None
+        )
         with self._lock:
             target = self.out / rel
             if not target.exists():
                 atomic_write_text(target, canonical_json(payload))
             if self._index is None:
                 self._index = AppendOnlyLog(self.out / PAYLOAD_INDEX)
-            self._index.append({"payload": rel, "payload_sha256": payload_sha, "request_sha256": sha256_json(full), "captured_at": captured.isoformat(), "expires_at": expires.isoformat() if expires else None})
+            self._index.append(
+                {
+                    "payload": rel,
+                    "payload_sha256": payload_sha,
+                    "request_sha256": sha256_json(full),
+                    "captured_at": captured.isoformat(),
+                    "expires_at": expires.isoformat() if expires else None,
+                }
+            )
         return {
             "capture": self.config.mode,
             "request_sha256": sha256_json(full),
@@ -241,7 +287,10 @@ def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
     results = RunDir(root).results
     if not registry.exists() or not results.exists():
         return 0
-    where = {row["run_id"]: Path(row["run_dir"]) for row in (loads_json(line) for _, line in iter_jsonl_lines(registry))}
+    where = {
+        row["run_id"]: Path(row["run_dir"])
+        for row in (loads_json(line) for _, line in iter_jsonl_lines(registry))
+    }
     known = set(_index(root))
     adopted = 0
     log: AppendOnlyLog | None = None
@@ -252,14 +301,27 @@ def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
             if not r.cached_from_run_id or not is_stub(stub) or stub["payload"] in known:
                 continue
             source = where.get(r.cached_from_run_id)
-            if source is None or not (source / stub["payload"]).exists() or sha256_file(source / stub["payload"]) != stub["payload_sha256"]:
+            if (
+                source is None
+                or not (source / stub["payload"]).exists()
+                or sha256_file(source / stub["payload"]) != stub["payload_sha256"]
+            ):
                 continue
             target = root / stub["payload"]
             if not target.exists():
                 atomic_write_text(target, (source / stub["payload"]).read_text(encoding="utf-8"))
             if log is None:
                 log = AppendOnlyLog(root / PAYLOAD_INDEX)
-            log.append({"payload": stub["payload"], "payload_sha256": stub["payload_sha256"], "request_sha256": stub["request_sha256"], "captured_at": stub["captured_at"], "expires_at": stub["expires_at"], "adopted_from": r.cached_from_run_id})
+            log.append(
+                {
+                    "payload": stub["payload"],
+                    "payload_sha256": stub["payload_sha256"],
+                    "request_sha256": stub["request_sha256"],
+                    "captured_at": stub["captured_at"],
+                    "expires_at": stub["expires_at"],
+                    "adopted_from": r.cached_from_run_id,
+                }
+            )
             known.add(stub["payload"])
             adopted += 1
     finally:
@@ -270,7 +332,12 @@ def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
 
 def is_stub(request: Any) -> bool:
     """Whether a stored ``rendered_request`` is a capture stub."""
-    return isinstance(request, dict) and "capture" in request and "evidence" in request and "request_sha256" in request
+    return (
+        isinstance(request, dict)
+        and "capture" in request
+        and "evidence" in request
+        and "request_sha256" in request
+    )
 
 
 def write_capture_config(out_dir: str | Path, config: CaptureConfig) -> None:
@@ -281,8 +348,20 @@ def write_capture_config(out_dir: str | Path, config: CaptureConfig) -> None:
             before = CaptureConfig.model_validate(read_json_file(path))
         except (ValueError, OSError):
             before = None
-        if before is None or before.model_dump(exclude={"declared_by"}) != config.model_dump(exclude={"declared_by"}):
-            raise WorkbenchError("capture changed", [Problem(location=str(path), code="capture_changed", message=f"the run directory was captured as {before.model_dump(exclude={'declared_by'}) if before else '(unreadable)'}, this invocation asks for {config.model_dump(exclude={'declared_by'})}", fix="use a new --out directory; one run keeps one capture mode and retention")])
+        if before is None or before.model_dump(exclude={"declared_by"}) != config.model_dump(
+            exclude={"declared_by"}
+        ):
+            raise WorkbenchError(
+                "capture changed",
+                [
+                    Problem(
+                        location=str(path),
+                        code="capture_changed",
+                        message=f"the run directory was captured as {before.model_dump(exclude={'declared_by'}) if before else '(unreadable)'}, this invocation asks for {config.model_dump(exclude={'declared_by'})}",
+                        fix="use a new --out directory; one run keeps one capture mode and retention",
+                    )
+                ],
+            )
         return
     atomic_write_json(path, config.model_dump(mode="json"))
 
@@ -322,7 +401,14 @@ def _index(run_dir: Path) -> dict[str, dict[str, Any]]:
         return out
     for _, line in iter_jsonl_lines(path):
         row = loads_json(line)
-        entry = out.setdefault(row["payload"], {"payload_sha256": row["payload_sha256"], "expires_at": row.get("expires_at"), "never": False})
+        entry = out.setdefault(
+            row["payload"],
+            {
+                "payload_sha256": row["payload_sha256"],
+                "expires_at": row.get("expires_at"),
+                "never": False,
+            },
+        )
         if row.get("expires_at") is None:
             entry["never"] = True
         elif entry["expires_at"] is None or row["expires_at"] > entry["expires_at"]:
@@ -340,7 +426,9 @@ def _pruned(run_dir: Path) -> dict[str, dict[str, Any]]:
     return {row["payload"]: row for row in (loads_json(line) for _, line in iter_jsonl_lines(path))}
 
 
-def prune_run(run_dir: str | Path, now: datetime | None = None, *, dry_run: bool = False) -> PruneResult:
+def prune_run(
+    run_dir: str | Path, now: datetime | None = None, *, dry_run: bool = False
+) -> PruneResult:
     """Delete the expired payloads of one ranking run; keep every digest; verify its lock after."""
     root = Path(run_dir)
     now = now or datetime.now(UTC)
@@ -362,13 +450,27 @@ def prune_run(run_dir: str | Path, now: datetime | None = None, *, dry_run: bool
                 continue
             if log is None:
                 log = AppendOnlyLog(root / PRUNE_LOG)
-            log.append({"payload": rel, "payload_sha256": entry["payload_sha256"], "expired_at": entry["expires_at"], "pruned_at": now.replace(microsecond=0).isoformat()})
+            log.append(
+                {
+                    "payload": rel,
+                    "payload_sha256": entry["payload_sha256"],
+                    "expired_at": entry["expires_at"],
+                    "pruned_at": now.replace(microsecond=0).isoformat(),
+                }
+            )
             target.unlink()
     finally:
         if log is not None:
             log.close()
     locked = (root / LOCK_FILE).exists()
-    return PruneResult(run_dir=str(root), pruned=pruned, kept=kept, already_pruned=len(done), lock_problems=verify_ranking_run(root) if locked else [], locked=locked)
+    return PruneResult(
+        run_dir=str(root),
+        pruned=pruned,
+        kept=kept,
+        already_pruned=len(done),
+        lock_problems=verify_ranking_run(root) if locked else [],
+        locked=locked,
+    )
 
 
 def find_runs(paths: list[str | Path]) -> list[Path]:
@@ -411,18 +513,41 @@ class RankingLock(_Frozen):
 
 
 def _hashed_files(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): sha256_file(p) for p in sorted(root.rglob("*")) if p.is_file() and p.name != LOCK_FILE and p.relative_to(root).parts[0] != PAYLOAD_DIR}
+    return {
+        p.relative_to(root).as_posix(): sha256_file(p)
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != LOCK_FILE and p.relative_to(root).parts[0] != PAYLOAD_DIR
+    }
 
 
 def lock_ranking_run(run_dir: str | Path, outcome: str, now: datetime | None = None) -> RankingLock:
     """Write ``ranking_lock.json`` (refused when the run is already locked)."""
     root = Path(run_dir)
     if (root / LOCK_FILE).exists():
-        raise WorkbenchError("already locked", [Problem(location=str(root / LOCK_FILE), code="run_locked", message="the run is already locked", fix="use a new --out directory for a new run")])
+        raise WorkbenchError(
+            "already locked",
+            [
+                Problem(
+                    location=str(root / LOCK_FILE),
+                    code="run_locked",
+                    message="the run is already locked",
+                    fix="use a new --out directory for a new run",
+                )
+            ],
+        )
     payloads = {rel: entry["payload_sha256"] for rel, entry in _index(root).items()}
-    lock = RankingLock(created_at=(now or datetime.now(UTC)).replace(microsecond=0), outcome=outcome, files=_hashed_files(root), payloads=payloads, capture=read_capture_config(root))
+    lock = RankingLock(
+        created_at=(now or datetime.now(UTC)).replace(microsecond=0),
+        outcome=outcome,
+        files=_hashed_files(root),
+        payloads=payloads,
+        capture=read_capture_config(root),
+    )
     sealed = lock.model_copy(update={"lock_sha256": lock.content_sha256()})
-    atomic_write_text(root / LOCK_FILE, json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    atomic_write_text(
+        root / LOCK_FILE,
+        json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",
+    )
     return sealed
 
 
@@ -431,37 +556,113 @@ def verify_ranking_run(run_dir: str | Path) -> list[Problem]:
     root = Path(run_dir)
     path = root / LOCK_FILE
     if not path.exists():
-        return [Problem(location=str(path), code="lock_missing", message="the run has no ranking_lock.json", fix="lock a run with workbench ranking run --lock")]
+        return [
+            Problem(
+                location=str(path),
+                code="lock_missing",
+                message="the run has no ranking_lock.json",
+                fix="lock a run with workbench ranking run --lock",
+            )
+        ]
     try:
         lock = RankingLock.model_validate(read_json_file(path))
     except (ValueError, OSError) as exc:
-        return [Problem(location=str(path), code="lock_unreadable", message=f"the lock cannot be read ({str(exc).splitlines()[0][:120]})", fix="restore ranking_lock.json; a lock is never edited")]
+        return [
+            Problem(
+                location=str(path),
+                code="lock_unreadable",
+                message=f"the lock cannot be read ({str(exc).splitlines()[0][:120]})",
+                fix="restore ranking_lock.json; a lock is never edited",
+            )
+        ]
     problems: list[Problem] = []
     if lock.content_sha256() != lock.lock_sha256:
-        problems.append(Problem(location=str(path), code="lock_changed", message="ranking_lock.json was modified: its content no longer matches lock_sha256", fix="restore the lock; a lock is never edited"))
+        problems.append(
+            Problem(
+                location=str(path),
+                code="lock_changed",
+                message="ranking_lock.json was modified: its content no longer matches lock_sha256",
+                fix="restore the lock; a lock is never edited",
+            )
+        )
     actual = _hashed_files(root)
     for rel, digest in sorted(lock.files.items()):
         if rel not in actual:
-            problems.append(Problem(location=str(root / rel), code="file_missing", message="a locked file is missing", fix="restore the file from the original run"))
+            problems.append(
+                Problem(
+                    location=str(root / rel),
+                    code="file_missing",
+                    message="a locked file is missing",
+                    fix="restore the file from the original run",
+                )
+            )
         elif actual[rel] != digest:
-            problems.append(Problem(location=str(root / rel), code="file_changed", message="the file changed after the run was locked", fix="restore the original file; a new run goes in a new directory"))
+            problems.append(
+                Problem(
+                    location=str(root / rel),
+                    code="file_changed",
+                    message="the file changed after the run was locked",
+                    fix="restore the original file; a new run goes in a new directory",
+                )
+            )
     for rel in sorted(set(actual) - set(lock.files)):
-        problems.append(Problem(location=str(root / rel), code="file_added", message="a file was added after the run was locked", fix="remove it; locked runs are immutable"))
+        problems.append(
+            Problem(
+                location=str(root / rel),
+                code="file_added",
+                message="a file was added after the run was locked",
+                fix="remove it; locked runs are immutable",
+            )
+        )
     pruned = _pruned(root)
-    present = {p.relative_to(root).as_posix() for p in (root / PAYLOAD_DIR).glob("*.json")} if (root / PAYLOAD_DIR).is_dir() else set()
+    present = (
+        {p.relative_to(root).as_posix() for p in (root / PAYLOAD_DIR).glob("*.json")}
+        if (root / PAYLOAD_DIR).is_dir()
+        else set()
+    )
     for rel, digest in sorted(lock.payloads.items()):
         target = root / rel
         if target.exists():
             if sha256_file(target) != digest:
-                problems.append(Problem(location=str(target), code="payload_changed", message="the payload no longer matches its recorded sha256", fix="restore the payload or let it be pruned; payloads are never edited"))
+                problems.append(
+                    Problem(
+                        location=str(target),
+                        code="payload_changed",
+                        message="the payload no longer matches its recorded sha256",
+                        fix="restore the payload or let it be pruned; payloads are never edited",
+                    )
+                )
             continue
         row = pruned.get(rel)
         if row is None or row.get("payload_sha256") != digest:
-            problems.append(Problem(location=str(target), code="payload_missing", message="a payload is missing and the prune log does not record its deletion", fix="restore the payload; only `workbench prune` removes payloads, after their expiry"))
-        elif row.get("expired_at") is None or datetime.fromisoformat(row["pruned_at"]) < datetime.fromisoformat(row["expired_at"]):
-            problems.append(Problem(location=str(target), code="payload_pruned_early", message="the prune log records a deletion before the payload's declared expiry", fix="payloads are kept for their declared retention; restore it"))
+            problems.append(
+                Problem(
+                    location=str(target),
+                    code="payload_missing",
+                    message="a payload is missing and the prune log does not record its deletion",
+                    fix="restore the payload; only `workbench prune` removes payloads, after their expiry",
+                )
+            )
+        elif row.get("expired_at") is None or datetime.fromisoformat(
+            row["pruned_at"]
+        ) < datetime.fromisoformat(row["expired_at"]):
+            problems.append(
+                Problem(
+                    location=str(target),
+                    code="payload_pruned_early",
+                    message="the prune log records a deletion before the payload's declared expiry",
+                    fix="payloads are kept for their declared retention; restore it",
+                )
+            )
     for rel in sorted(present - set(lock.payloads)):
-        problems.append(Problem(location=str(root / rel), code="file_added", message="a payload was added after the run was locked", fix="remove it; locked runs are immutable"))
+        problems.append(
+            Problem(
+                location=str(root / rel),
+                code="file_added",
+                message="a payload was added after the run was locked",
+                fix="remove it; locked runs are immutable",
+            )
+        )
     return problems
 
 

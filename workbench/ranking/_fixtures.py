@@ -237,7 +237,9 @@ class RankingFixture(_Frozen):
 
     @model_validator(mode="after")
     def _consistent(self) -> RankingFixture:
-        problems = fixture_problems(self.model_dump(mode="json", exclude={"source_candidates_sha256"}))
+        problems = fixture_problems(
+            self.model_dump(mode="json", exclude={"source_candidates_sha256"})
+        )
         if problems:
             raise ValueError("; ".join(f"{field}: {message}" for field, _, message, _ in problems))
         return self
@@ -302,7 +304,14 @@ class RankingFixture(_Frozen):
     @property
     def accepted_orders(self) -> list[list[str]]:
         """``expected_order`` and every acceptable order (in ``direction``)."""
-        return [list(self.expected_order), *[list(o) for o in self.acceptable_orders or [] if list(o) != list(self.expected_order)]]
+        return [
+            list(self.expected_order),
+            *[
+                list(o)
+                for o in self.acceptable_orders or []
+                if list(o) != list(self.expected_order)
+            ],
+        ]
 
     @property
     def expected_winners(self) -> list[str]:
@@ -333,7 +342,9 @@ class RankingFixture(_Frozen):
         """
         if self.critical_pair:
             return (1 if self.must_win_holds(order) else 0), 1
-        return max((pair_counts(expected, order) for expected in self.accepted_orders), key=lambda t: t[0])
+        return max(
+            (pair_counts(expected, order) for expected in self.accepted_orders), key=lambda t: t[0]
+        )
 
 
 class FixtureSet(_Frozen):
@@ -367,7 +378,9 @@ class FixtureSet(_Frozen):
     @property
     def dataset_sha256(self) -> str:
         """The file's sha256, or for an in-memory set the hash of its canonical JSON."""
-        return self.sha256 or sha256_json(self.model_dump(mode="json", exclude={"source", "sha256"}))
+        return self.sha256 or sha256_json(
+            self.model_dump(mode="json", exclude={"source", "sha256"})
+        )
 
     def by_id(self) -> dict[str, RankingFixture]:
         return {f.case_id: f for f in self.fixtures}
@@ -380,7 +393,21 @@ class FixtureSet(_Frozen):
     @property
     def header_sha256(self) -> str:
         """sha256 over the header as written (name, version, description, supersedes, changes)."""
-        return sha256_json(self.model_dump(mode="json", exclude_defaults=True, include={"schema_version", "name", "version", "description", "supersedes", "changes"}) | {"schema_version": self.schema_version})
+        return sha256_json(
+            self.model_dump(
+                mode="json",
+                exclude_defaults=True,
+                include={
+                    "schema_version",
+                    "name",
+                    "version",
+                    "description",
+                    "supersedes",
+                    "changes",
+                },
+            )
+            | {"schema_version": self.schema_version}
+        )
 
     @property
     def frozen(self) -> bool:
@@ -398,7 +425,9 @@ def fixture_sha256(fixture: RankingFixture) -> str:
     Leaving defaults out keeps the hash of a frozen fixture stable when a later workbench adds
     an optional field.
     """
-    return sha256_json(fixture.model_dump(mode="json", exclude_defaults=True, exclude={"source_candidates_sha256"}))
+    return sha256_json(
+        fixture.model_dump(mode="json", exclude_defaults=True, exclude={"source_candidates_sha256"})
+    )
 
 
 def pair_counts(expected: Sequence[str], actual: Sequence[str]) -> tuple[int, int]:
@@ -449,52 +478,140 @@ def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
     candidates = raw.get("candidates") if isinstance(raw.get("candidates"), list) else []
     if cand_ids is not None:
         if len(candidates) < 2:
-            found.append(("candidates", "too_few_candidates", f"{len(candidates)} candidate(s); a ranking needs at least 2", "add the candidates being compared"))
+            found.append(
+                (
+                    "candidates",
+                    "too_few_candidates",
+                    f"{len(candidates)} candidate(s); a ranking needs at least 2",
+                    "add the candidates being compared",
+                )
+            )
         if len(candidates) > MAX_CANDIDATES:
-            found.append(("candidates", "too_many_candidates", f"{len(candidates)} candidates; at most {MAX_CANDIDATES} can be labelled A-Z", "split the comparison"))
+            found.append(
+                (
+                    "candidates",
+                    "too_many_candidates",
+                    f"{len(candidates)} candidates; at most {MAX_CANDIDATES} can be labelled A-Z",
+                    "split the comparison",
+                )
+            )
         dup = sorted(i for i, n in Counter(cand_ids).items() if n > 1)
         if dup:
-            found.append(("candidates", "duplicate_candidate_id", f"candidate ids used twice: {dup}", "give every candidate a unique, stable id"))
+            found.append(
+                (
+                    "candidates",
+                    "duplicate_candidate_id",
+                    f"candidate ids used twice: {dup}",
+                    "give every candidate a unique, stable id",
+                )
+            )
         for c in candidates:
             if isinstance(c, dict) and isinstance(c.get("text"), str) and not c["text"].strip():
-                found.append(("candidates", "empty_text", f"candidate {c.get('id')!r} has no text", "keep the full candidate text in the fixture"))
+                found.append(
+                    (
+                        "candidates",
+                        "empty_text",
+                        f"candidate {c.get('id')!r} has no text",
+                        "keep the full candidate text in the fixture",
+                    )
+                )
     ctx_ids = _ids(raw.get("context"))
     if ctx_ids is not None:
         dup = sorted(i for i, n in Counter(ctx_ids).items() if n > 1)
         if dup:
-            found.append(("context", "duplicate_context_id", f"context ids used twice: {dup}", "give every passage a unique id"))
+            found.append(
+                (
+                    "context",
+                    "duplicate_context_id",
+                    f"context ids used twice: {dup}",
+                    "give every passage a unique id",
+                )
+            )
         for p in raw.get("context") or []:
             if isinstance(p, dict) and isinstance(p.get("text"), str) and not p["text"].strip():
-                found.append(("context", "empty_text", f"passage {p.get('id')!r} has no text", "keep the full passage text"))
+                found.append(
+                    (
+                        "context",
+                        "empty_text",
+                        f"passage {p.get('id')!r} has no text",
+                        "keep the full passage text",
+                    )
+                )
     if cand_ids is not None and _is_id_list(raw.get("expected_order")):
         check = check_permutation(cand_ids, raw["expected_order"])
         if not check.ok:
-            found.append(("expected_order", "expected_order_not_permutation", f"expected_order is not a permutation of the candidate ids: {check.describe()}", "list every candidate id exactly once, in the stated direction"))
+            found.append(
+                (
+                    "expected_order",
+                    "expected_order_not_permutation",
+                    f"expected_order is not a permutation of the candidate ids: {check.describe()}",
+                    "list every candidate id exactly once, in the stated direction",
+                )
+            )
     acceptable = raw.get("acceptable_orders")
     critical = raw.get("critical_pair")
     if acceptable is not None and critical is not None:
-        found.append(("acceptable_orders", "ties_conflict", "both acceptable_orders and critical_pair are given", "use acceptable_orders for accepted ties, or critical_pair to compare one pair only"))
+        found.append(
+            (
+                "acceptable_orders",
+                "ties_conflict",
+                "both acceptable_orders and critical_pair are given",
+                "use acceptable_orders for accepted ties, or critical_pair to compare one pair only",
+            )
+        )
     if cand_ids is not None and isinstance(acceptable, list):
         for n, order in enumerate(acceptable, start=1):
             if not _is_id_list(order):
                 continue  # a shape problem, reported by the model
             check = check_permutation(cand_ids, order)
             if not check.ok:
-                found.append(("acceptable_orders", "acceptable_order_not_permutation", f"acceptable order {n} is not a permutation of the candidate ids: {check.describe()}", "list every candidate id exactly once"))
+                found.append(
+                    (
+                        "acceptable_orders",
+                        "acceptable_order_not_permutation",
+                        f"acceptable order {n} is not a permutation of the candidate ids: {check.describe()}",
+                        "list every candidate id exactly once",
+                    )
+                )
     if cand_ids is not None and _is_id_list(critical):
         unknown = [x for x in critical if x not in cand_ids]
         if len(critical) != 2 or len(set(critical)) != 2 or unknown:
-            found.append(("critical_pair", "critical_pair_invalid", f"critical_pair must be two different candidate ids [better, worse]; got {critical}" + (f" (unknown {unknown})" if unknown else ""), "name the better candidate, then the worse one"))
-        elif _is_id_list(raw.get("expected_order")) and check_permutation(cand_ids, raw["expected_order"]).ok:
+            found.append(
+                (
+                    "critical_pair",
+                    "critical_pair_invalid",
+                    f"critical_pair must be two different candidate ids [better, worse]; got {critical}"
+                    + (f" (unknown {unknown})" if unknown else ""),
+                    "name the better candidate, then the worse one",
+                )
+            )
+        elif (
+            _is_id_list(raw.get("expected_order"))
+            and check_permutation(cand_ids, raw["expected_order"]).ok
+        ):
             order = list(raw["expected_order"])
             best = order if raw.get("direction") != "worst-first" else order[::-1]
             if best.index(critical[0]) > best.index(critical[1]):
-                found.append(("critical_pair", "critical_pair_contradicts_expected", f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the critical pair says the opposite", "make critical_pair [better, worse] agree with expected_order and its direction"))
+                found.append(
+                    (
+                        "critical_pair",
+                        "critical_pair_contradicts_expected",
+                        f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the critical pair says the opposite",
+                        "make critical_pair [better, worse] agree with expected_order and its direction",
+                    )
+                )
     cited = raw.get("cited_context")
     if _is_id_list(cited) and ctx_ids is not None:
         unknown = [x for x in cited if x not in ctx_ids]
         if unknown:
-            found.append(("cited_context", "unknown_cited_context", f"cited passages not in context: {unknown}", "cite the ids of passages in this fixture's context, or add the passages"))
+            found.append(
+                (
+                    "cited_context",
+                    "unknown_cited_context",
+                    f"cited passages not in context: {unknown}",
+                    "cite the ids of passages in this fixture's context, or add the passages",
+                )
+            )
     found += _review_problems(raw, cand_ids)
     return found
 
@@ -505,18 +622,39 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
     adjudication = raw.get("adjudication")
     if not reviews:
         if adjudication:
-            return [("adjudication", "adjudication_without_reviews", "an adjudication without reviewer orders", "add the reviewers' independent orders under reviews:, or remove the adjudication")]
+            return [
+                (
+                    "adjudication",
+                    "adjudication_without_reviews",
+                    "an adjudication without reviewer orders",
+                    "add the reviewers' independent orders under reviews:, or remove the adjudication",
+                )
+            ]
         return []
     if not isinstance(reviews, list) or cand_ids is None:
         return []  # a shape problem, reported by the model
     found: list[_Found] = []
     items = [r for r in reviews if isinstance(r, dict)]
     if len(items) < 2:
-        found.append(("reviews", "too_few_reviewers", f"{len(items)} reviewer order(s); calibration needs at least 2 independent reviewers", "add a second reviewer's independent order, or remove reviews:"))
+        found.append(
+            (
+                "reviews",
+                "too_few_reviewers",
+                f"{len(items)} reviewer order(s); calibration needs at least 2 independent reviewers",
+                "add a second reviewer's independent order, or remove reviews:",
+            )
+        )
     names = [r.get("reviewer") for r in items if isinstance(r.get("reviewer"), str)]
     dup = sorted(n for n, k in Counter(names).items() if k > 1)
     if dup:
-        found.append(("reviews", "duplicate_reviewer", f"reviewers listed twice: {dup}", "give each reviewer one independent order"))
+        found.append(
+            (
+                "reviews",
+                "duplicate_reviewer",
+                f"reviewers listed twice: {dup}",
+                "give each reviewer one independent order",
+            )
+        )
     orders: list[list[str]] = []
     for r in items:
         order = r.get("order")
@@ -524,33 +662,70 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
             continue  # a shape problem, reported by the model
         check = check_permutation(cand_ids, order)
         if not check.ok:
-            found.append(("reviews", "review_order_not_permutation", f"reviewer {r.get('reviewer')!r}: the order is not a permutation of the candidate ids: {check.describe()}", "list every candidate id exactly once, in the fixture's direction"))
+            found.append(
+                (
+                    "reviews",
+                    "review_order_not_permutation",
+                    f"reviewer {r.get('reviewer')!r}: the order is not a permutation of the candidate ids: {check.describe()}",
+                    "list every candidate id exactly once, in the fixture's direction",
+                )
+            )
         else:
             orders.append(list(order))
     if found or len(orders) < 2 or len(orders) != len(items):
         return found
     expected = raw.get("expected_order")
     if adjudication is None and _is_id_list(expected) and list(expected) not in orders:
-        found.append(("expected_order", "expected_order_unreviewed", "expected_order is none of the reviewers' orders and there is no adjudication", "add adjudication: {adjudicator, reason} recording who decided this order and why, or use a reviewer's order"))
-    if adjudication is None and raw.get("gate") == "must-win" and _is_id_list(expected) and check_permutation(cand_ids, expected).ok:
+        found.append(
+            (
+                "expected_order",
+                "expected_order_unreviewed",
+                "expected_order is none of the reviewers' orders and there is no adjudication",
+                "add adjudication: {adjudicator, reason} recording who decided this order and why, or use a reviewer's order",
+            )
+        )
+    if (
+        adjudication is None
+        and raw.get("gate") == "must-win"
+        and _is_id_list(expected)
+        and check_permutation(cand_ids, expected).ok
+    ):
         disputed = _disputed_must_win(raw, cand_ids, orders)
         if disputed:
             pairs = ", ".join(f"{a} vs {b}" for a, b in disputed)
-            found.append(("gate", "must_win_unadjudicated", f"reviewers disagree on must-win pair(s) {pairs}: the fixture cannot be must-win until adjudicated", "record adjudication: {adjudicator, reason, decided_on}, or make the fixture monitor-only"))
+            found.append(
+                (
+                    "gate",
+                    "must_win_unadjudicated",
+                    f"reviewers disagree on must-win pair(s) {pairs}: the fixture cannot be must-win until adjudicated",
+                    "record adjudication: {adjudicator, reason, decided_on}, or make the fixture monitor-only",
+                )
+            )
     return found
 
 
-def _disputed_must_win(raw: dict[str, Any], cand_ids: list[str], orders: list[list[str]]) -> list[tuple[str, str]]:
+def _disputed_must_win(
+    raw: dict[str, Any], cand_ids: list[str], orders: list[list[str]]
+) -> list[tuple[str, str]]:
     """Must-win pairs (see :meth:`RankingFixture.must_win_pairs`) the reviewer ``orders`` disagree on, from raw fields."""
 
     def best_first(order: list[str]) -> list[str]:
         return order[::-1] if raw.get("direction") == "worst-first" else list(order)
 
     critical = raw.get("critical_pair")
-    if _is_id_list(critical) and len(critical) == 2 and len(set(critical)) == 2 and set(critical) <= set(cand_ids):
+    if (
+        _is_id_list(critical)
+        and len(critical) == 2
+        and len(set(critical)) == 2
+        and set(critical) <= set(cand_ids)
+    ):
         pairs = [(critical[0], critical[1])]
     else:
-        accepted = [list(raw["expected_order"])] + [list(o) for o in raw.get("acceptable_orders") or [] if _is_id_list(o) and check_permutation(cand_ids, o).ok]
+        accepted = [list(raw["expected_order"])] + [
+            list(o)
+            for o in raw.get("acceptable_orders") or []
+            if _is_id_list(o) and check_permutation(cand_ids, o).ok
+        ]
         winners = list(dict.fromkeys(best_first(o)[0] for o in accepted))
         pairs = [(w, c) for w in winners for c in cand_ids if c not in winners]
     ranked = [best_first(o) for o in orders]
@@ -570,7 +745,12 @@ def _line_map(text: str) -> tuple[dict[str, int], list[tuple[int, dict[str, int]
             header[f"changes.{path[1]}"] = line
         elif len(path) == 2 and path[0] == "fixtures" and isinstance(path[1], int):
             starts[path[1]] = line
-        elif len(path) == 3 and path[0] == "fixtures" and isinstance(path[1], int) and isinstance(path[2], str):
+        elif (
+            len(path) == 3
+            and path[0] == "fixtures"
+            and isinstance(path[1], int)
+            and isinstance(path[2], str)
+        ):
             keys.setdefault(path[1], {})[path[2]] = line
     return header, [(starts[i], keys.get(i, {})) for i in range(len(starts))]
 
@@ -588,7 +768,10 @@ def load_fixtures(path: str | Path) -> FixtureSet:
         what="fixtures",
         missing_message="the fixture file does not exist",
         missing_fix="point --fixtures at data/ranking/<name>@<version>.yaml",
-        shape=("the file must be a YAML mapping with schema_version, name, version and fixtures", "see the format in workbench.ranking (module docstring)"),
+        shape=(
+            "the file must be a YAML mapping with schema_version, name, version and fixtures",
+            "see the format in workbench.ranking (module docstring)",
+        ),
     )
     raw = doc.data
     header_lines, item_lines = _line_map(doc.text)
@@ -600,30 +783,91 @@ def load_fixtures(path: str | Path) -> FixtureSet:
     header = {k: v for k, v in raw.items() if k != "fixtures"}
     for key in ("name", "version"):
         if key not in header:
-            problems.append(Problem(location=loc, code="header_invalid", message=f"the header lacks {key!r}", fix=f"add {key}: at the top of the file"))
-    for key in sorted(set(header) - {"schema_version", "name", "version", "description", "supersedes", "changes"}):
-        problems.append(Problem(location=at(header_lines.get(key)), code="header_invalid", message=f"unknown header field {key!r}", fix="the header has schema_version, name, version, description, supersedes and changes only"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="header_invalid",
+                    message=f"the header lacks {key!r}",
+                    fix=f"add {key}: at the top of the file",
+                )
+            )
+    for key in sorted(
+        set(header) - {"schema_version", "name", "version", "description", "supersedes", "changes"}
+    ):
+        problems.append(
+            Problem(
+                location=at(header_lines.get(key)),
+                code="header_invalid",
+                message=f"unknown header field {key!r}",
+                fix="the header has schema_version, name, version, description, supersedes and changes only",
+            )
+        )
     version = header.get("schema_version", FIXTURES_SCHEMA_VERSION)
     if not isinstance(version, int) or isinstance(version, bool):
-        problems.append(Problem(location=at(header_lines.get("schema_version")), code="header_invalid", message=f"schema_version must be an integer, got {version!r}", fix=f"set schema_version: {FIXTURES_SCHEMA_VERSION}"))
-    elif (newer := version_problem(FixtureSet, header, at(header_lines.get("schema_version")))) is not None:
+        problems.append(
+            Problem(
+                location=at(header_lines.get("schema_version")),
+                code="header_invalid",
+                message=f"schema_version must be an integer, got {version!r}",
+                fix=f"set schema_version: {FIXTURES_SCHEMA_VERSION}",
+            )
+        )
+    elif (
+        newer := version_problem(FixtureSet, header, at(header_lines.get("schema_version")))
+    ) is not None:
         problems.append(newer)
     if "name" in header and "version" in header:
         expected = f"{header['name']}@{header['version']}"
         if path.stem != expected:
-            problems.append(Problem(location=loc, code="fixtures_filename", message=f"file name {path.name!r} does not match name@version {expected!r}", fix=f"rename the file to {expected}.yaml so versions cannot be confused"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="fixtures_filename",
+                    message=f"file name {path.name!r} does not match name@version {expected!r}",
+                    fix=f"rename the file to {expected}.yaml so versions cannot be confused",
+                )
+            )
     for key in ("name", "version"):
         value = header.get(key)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, str | int) or not _NAME.match(str(value))):
-            problems.append(Problem(location=at(header_lines.get(key)), code="header_invalid", message=f"{key} must be letters, digits, '.', '_' or '-', got {value!r}", fix=f'e.g. {key}: "1"'))
+        if value is not None and (
+            isinstance(value, bool)
+            or not isinstance(value, str | int)
+            or not _NAME.match(str(value))
+        ):
+            problems.append(
+                Problem(
+                    location=at(header_lines.get(key)),
+                    code="header_invalid",
+                    message=f"{key} must be letters, digits, '.', '_' or '-', got {value!r}",
+                    fix=f'e.g. {key}: "1"',
+                )
+            )
     supersedes = header.get("supersedes")
-    if supersedes is not None and (isinstance(supersedes, bool) or not isinstance(supersedes, str | int) or not _NAME.match(str(supersedes))):
-        problems.append(Problem(location=at(header_lines.get("supersedes")), code="header_invalid", message=f"supersedes must be a version (letters, digits, '.', '_' or '-'), got {supersedes!r}", fix='e.g. supersedes: "1"'))
+    if supersedes is not None and (
+        isinstance(supersedes, bool)
+        or not isinstance(supersedes, str | int)
+        or not _NAME.match(str(supersedes))
+    ):
+        problems.append(
+            Problem(
+                location=at(header_lines.get("supersedes")),
+                code="header_invalid",
+                message=f"supersedes must be a version (letters, digits, '.', '_' or '-'), got {supersedes!r}",
+                fix='e.g. supersedes: "1"',
+            )
+        )
         supersedes = None
     changes: list[FixtureChange] = []
     raw_changes = header.get("changes") or []
     if not isinstance(raw_changes, list):
-        problems.append(Problem(location=at(header_lines.get("changes")), code="header_invalid", message="changes must be a list of {case_id, old_order, new_order, approver, reason, approved_on}", fix="write one entry per changed fixture"))
+        problems.append(
+            Problem(
+                location=at(header_lines.get("changes")),
+                code="header_invalid",
+                message="changes must be a list of {case_id, old_order, new_order, approver, reason, approved_on}",
+                fix="write one entry per changed fixture",
+            )
+        )
         raw_changes = []
     for n, entry in enumerate(raw_changes):
         where = at(header_lines.get(f"changes.{n}", header_lines.get("changes")))
@@ -640,10 +884,24 @@ def load_fixtures(path: str | Path) -> FixtureSet:
                 fix="each change needs case_id, old_order (null when added), new_order (null when retired), approver, reason and approved_on (YYYY-MM-DD)",
             )
     if raw_changes and supersedes is None:
-        problems.append(Problem(location=at(header_lines.get("changes")), code="changes_without_supersedes", message="a change log without supersedes: it is not clear which version the changes are relative to", fix="set supersedes: to the frozen version this file replaces"))
+        problems.append(
+            Problem(
+                location=at(header_lines.get("changes")),
+                code="changes_without_supersedes",
+                message="a change log without supersedes: it is not clear which version the changes are relative to",
+                fix="set supersedes: to the frozen version this file replaces",
+            )
+        )
     items = raw.get("fixtures")
     if not isinstance(items, list) or not items:
-        problems.append(Problem(location=at(header_lines.get("fixtures")), code="fixtures_empty", message="'fixtures' must be a non-empty list", fix="add the reviewed comparisons under fixtures:"))
+        problems.append(
+            Problem(
+                location=at(header_lines.get("fixtures")),
+                code="fixtures_empty",
+                message="'fixtures' must be a non-empty list",
+                fix="add the reviewed comparisons under fixtures:",
+            )
+        )
         items = []
 
     fixtures: list[RankingFixture] = []
@@ -651,15 +909,38 @@ def load_fixtures(path: str | Path) -> FixtureSet:
     for index, item in enumerate(items):
         line, keys = item_lines[index] if index < len(item_lines) else (None, {})
         if not isinstance(item, dict):
-            problems.append(Problem(location=at(line), code="fixtures_shape", message=f"fixture {index + 1} is not a mapping", fix="write each fixture as key: value pairs"))
+            problems.append(
+                Problem(
+                    location=at(line),
+                    code="fixtures_shape",
+                    message=f"fixture {index + 1} is not a mapping",
+                    fix="write each fixture as key: value pairs",
+                )
+            )
             continue
         case_id = item.get("case_id") if isinstance(item.get("case_id"), str) else None
         found = _item_problems(item, keys, line, at, case_id)
         if isinstance(version, int) and version >= 2 and "slice" not in item:
-            found.append(Problem(location=at(line), case_id=case_id, code="missing_field", message="missing required field 'slice' (schema_version 2)", fix=_FIELD_FIX["slice"]))
+            found.append(
+                Problem(
+                    location=at(line),
+                    case_id=case_id,
+                    code="missing_field",
+                    message="missing required field 'slice' (schema_version 2)",
+                    fix=_FIELD_FIX["slice"],
+                )
+            )
         if case_id is not None:
             if case_id in seen:
-                found.append(Problem(location=at(keys.get("case_id", line)), case_id=case_id, code="duplicate_case_id", message=f"case_id also used by the fixture at line {seen[case_id]}", fix="give every fixture a unique case_id"))
+                found.append(
+                    Problem(
+                        location=at(keys.get("case_id", line)),
+                        case_id=case_id,
+                        code="duplicate_case_id",
+                        message=f"case_id also used by the fixture at line {seen[case_id]}",
+                        fix="give every fixture a unique case_id",
+                    )
+                )
             else:
                 seen[case_id] = keys.get("case_id", line) or 0
         problems += found
@@ -680,17 +961,39 @@ def load_fixtures(path: str | Path) -> FixtureSet:
     )
     from ._releases import check_release
 
-    case_lines = {item["case_id"]: line for item, (line, _) in zip(items, item_lines, strict=False) if isinstance(item, dict) and isinstance(item.get("case_id"), str)}
+    case_lines = {
+        item["case_id"]: line
+        for item, (line, _) in zip(items, item_lines, strict=False)
+        if isinstance(item, dict) and isinstance(item.get("case_id"), str)
+    }
     return check_release(path, fixture_set, case_lines, header_lines)
 
 
-def _item_problems(item: dict[str, Any], keys: dict[str, int], line: int | None, at: Any, case_id: str | None) -> list[Problem]:
+def _item_problems(
+    item: dict[str, Any], keys: dict[str, int], line: int | None, at: Any, case_id: str | None
+) -> list[Problem]:
     out: list[Problem] = []
     if "source_candidates_sha256" in item:
-        out.append(Problem(location=at(keys.get("source_candidates_sha256", line)), case_id=case_id, code="computed_field", message="source_candidates_sha256 is computed from the fixture, never written by hand", fix="remove the line"))
+        out.append(
+            Problem(
+                location=at(keys.get("source_candidates_sha256", line)),
+                case_id=case_id,
+                code="computed_field",
+                message="source_candidates_sha256 is computed from the fixture, never written by hand",
+                fix="remove the line",
+            )
+        )
         item = {k: v for k, v in item.items() if k != "source_candidates_sha256"}
     for field, code, message, fix in fixture_problems(item):
-        out.append(Problem(location=at(keys.get(field, line)), case_id=case_id, code=code, message=message, fix=fix))
+        out.append(
+            Problem(
+                location=at(keys.get(field, line)),
+                case_id=case_id,
+                code=code,
+                message=message,
+                fix=fix,
+            )
+        )
     try:
         RankingFixture.model_validate(item)
     except ValidationError as exc:
@@ -698,7 +1001,9 @@ def _item_problems(item: dict[str, Any], keys: dict[str, int], line: int | None,
             exc,
             at=lambda *path: at(keys.get(str(path[0]), line)),
             case_id=case_id,
-            keep=lambda err: bool(err["loc"]),  # the model-level check: already reported above, one problem each
+            keep=lambda err: bool(
+                err["loc"]
+            ),  # the model-level check: already reported above, one problem each
             code=lambda err: _ITEM_CODES.get(err["type"], "invalid_field"),
             message=_item_message,
             fix=_item_fix,
@@ -710,14 +1015,19 @@ _ITEM_CODES = {"missing": "missing_field", "extra_forbidden": "unknown_field"}
 
 
 def _item_message(err: Any, where: str) -> str:
-    return {"missing": f"missing required field {where!r}", "extra_forbidden": f"unknown field {where!r}"}.get(err["type"]) or f"{where}: {err['msg']}"
+    return {
+        "missing": f"missing required field {where!r}",
+        "extra_forbidden": f"unknown field {where!r}",
+    }.get(err["type"]) or f"{where}: {err['msg']}"
 
 
 def _item_fix(err: Any) -> str:
     field = str(err["loc"][0])
     if err["type"] == "extra_forbidden":
         return "remove it or correct its spelling; see the format in workbench.ranking"
-    return _FIELD_FIX.get(field, "add the field" if err["type"] == "missing" else "correct the value")
+    return _FIELD_FIX.get(
+        field, "add the field" if err["type"] == "missing" else "correct the value"
+    )
 
 
 _FIELD_FIX: dict[str, str] = {
@@ -749,5 +1059,15 @@ def as_fixture_set(fixtures: FixtureSet | str | Path | Iterable[RankingFixture])
     items = list(fixtures)
     dup = sorted(i for i, n in Counter(f.case_id for f in items).items() if n > 1)
     if dup:
-        raise WorkbenchError("invalid fixtures", [Problem(location="<fixtures>", code="duplicate_case_id", message=f"case ids used twice: {dup}", fix="give every fixture a unique case_id")])
+        raise WorkbenchError(
+            "invalid fixtures",
+            [
+                Problem(
+                    location="<fixtures>",
+                    code="duplicate_case_id",
+                    message=f"case ids used twice: {dup}",
+                    fix="give every fixture a unique case_id",
+                )
+            ],
+        )
     return FixtureSet(name="in-memory", version="0", fixtures=items)

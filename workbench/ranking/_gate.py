@@ -69,9 +69,20 @@ RANKING_GATE_SCHEMA_VERSION = 1
 HISTORY_SCHEMA_VERSION = 1
 Category = Literal["incomplete", "quality", "review"]
 Outcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
-EXIT_CODES: dict[str, int] = exit_codes("passed", "quality_failed", "evaluation_incomplete", "review_required")
+EXIT_CODES: dict[str, int] = exit_codes(
+    "passed", "quality_failed", "evaluation_incomplete", "review_required"
+)
 """Exit code per outcome when enforced (2 is invalid input; report-only always exits 0)."""
-WAIVABLE = frozenset({"ranking_reversal_confirmed", "ranking_agreement_drop", "ranking_reversal_unconfirmed", "ranking_editorial_drift", "ranking_metric_defect", "ranking_assembly_defect"})
+WAIVABLE = frozenset(
+    {
+        "ranking_reversal_confirmed",
+        "ranking_agreement_drop",
+        "ranking_reversal_unconfirmed",
+        "ranking_editorial_drift",
+        "ranking_metric_defect",
+        "ranking_assembly_defect",
+    }
+)
 """Ranking blocker codes an override may waive."""
 
 
@@ -342,14 +353,33 @@ def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
         try:
             out.append(RankingHistoryEntry.model_validate(loads_json(line)))
         except (ValueError, ValidationError) as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="history_invalid", message=f"not a ranking history entry ({str(exc).splitlines()[0][:120]})", fix="restore the line; the history is append-only"))
-    problems += [Problem(location=f"{path}:{n}", code="history_invalid", message="not a ranking history entry (the line is not valid UTF-8)", fix="restore the line; the history is append-only") for n in not_utf8]
+            problems.append(
+                Problem(
+                    location=f"{path}:{number}",
+                    code="history_invalid",
+                    message=f"not a ranking history entry ({str(exc).splitlines()[0][:120]})",
+                    fix="restore the line; the history is append-only",
+                )
+            )
+    problems += [
+        Problem(
+            location=f"{path}:{n}",
+            code="history_invalid",
+            message="not a ranking history entry (the line is not valid UTF-8)",
+            fix="restore the line; the history is append-only",
+        )
+        for n in not_utf8
+    ]
     if problems:
-        raise WorkbenchError(f"{path}: the ranking history has {len(problems)} problem(s)", problems)
+        raise WorkbenchError(
+            f"{path}: the ranking history has {len(problems)} problem(s)", problems
+        )
     return out
 
 
-def history_entry(report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None) -> RankingHistoryEntry:
+def history_entry(
+    report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None
+) -> RankingHistoryEntry:
     """The history entry of a gated report."""
     gate: RankingGateResult = report.gate
     must = {c.case_id: c for c in report.must_win.cases}
@@ -366,13 +396,21 @@ def history_entry(report: RankingReport, fixture_set: FixtureSet, now: datetime 
         enforced=gate.mode == "enforce",
         results_path=report.results_path,
         cases={
-            c.case_id: HistoryCase(agreed=c.pairs.k, pairs=c.pairs.n, reversed=bool(must[c.case_id].reversed), sha256=f.fixture_sha256, expected_order=list(f.expected_order))
+            c.case_id: HistoryCase(
+                agreed=c.pairs.k,
+                pairs=c.pairs.n,
+                reversed=bool(must[c.case_id].reversed),
+                sha256=f.fixture_sha256,
+                expected_order=list(f.expected_order),
+            )
             for c, f in zip(report.agreement.cases, fixture_set.fixtures, strict=True)
         },
     )
 
 
-def record_run(path: str | Path, report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None) -> RankingHistoryEntry:
+def record_run(
+    path: str | Path, report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None
+) -> RankingHistoryEntry:
     """Append a gated report to the history log (append-only) and return the entry."""
     entry = history_entry(report, fixture_set, now)
     with AppendOnlyLog(path) as log:
@@ -384,7 +422,17 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
     """Per-case scalar gate outcomes from a JSON Lines file; every bad line reported at once."""
     path = Path(path)
     if not path.is_file():
-        raise WorkbenchError("no scalar results", [Problem(location=str(path), code="scalar_missing", message="the scalar results file does not exist", fix="give a JSON Lines file of {case_id, passed, score, threshold, detail}")])
+        raise WorkbenchError(
+            "no scalar results",
+            [
+                Problem(
+                    location=str(path),
+                    code="scalar_missing",
+                    message="the scalar results file does not exist",
+                    fix="give a JSON Lines file of {case_id, passed, score, threshold, detail}",
+                )
+            ],
+        )
     out: list[ScalarCaseResult] = []
     problems: list[Problem] = []
     seen: set[str] = set()
@@ -393,14 +441,37 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
         try:
             row = ScalarCaseResult.model_validate(loads_json(line))
         except (ValueError, ValidationError) as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="scalar_invalid", message=f"not a scalar case result ({str(exc).splitlines()[0][:160]})", fix="each line is {case_id, passed: true|false, score, threshold, detail}"))
+            problems.append(
+                Problem(
+                    location=f"{path}:{number}",
+                    code="scalar_invalid",
+                    message=f"not a scalar case result ({str(exc).splitlines()[0][:160]})",
+                    fix="each line is {case_id, passed: true|false, score, threshold, detail}",
+                )
+            )
             continue
         if row.case_id in seen:
-            problems.append(Problem(location=f"{path}:{number}", code="scalar_duplicate", case_id=row.case_id, message="a second scalar outcome for the case", fix="one line per case"))
+            problems.append(
+                Problem(
+                    location=f"{path}:{number}",
+                    code="scalar_duplicate",
+                    case_id=row.case_id,
+                    message="a second scalar outcome for the case",
+                    fix="one line per case",
+                )
+            )
             continue
         seen.add(row.case_id)
         out.append(row)
-    problems += [Problem(location=f"{path}:{n}", code="scalar_invalid", message="not a scalar case result (the line is not valid UTF-8)", fix="save the file as UTF-8") for n in not_utf8]
+    problems += [
+        Problem(
+            location=f"{path}:{n}",
+            code="scalar_invalid",
+            message="not a scalar case result (the line is not valid UTF-8)",
+            fix="save the file as UTF-8",
+        )
+        for n in not_utf8
+    ]
     if problems:
         raise WorkbenchError(f"{path}: {len(problems)} problem(s) in the scalar results", problems)
     return out
@@ -417,7 +488,14 @@ def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]
         s = rows.get(c.case_id)
         if s is None:
             continue
-        row = SideBySideRow(case_id=c.case_id, slice=c.slice, scalar_passed=s.passed, scalar_score=s.score, ranking_status=c.status, ranking_codes=c.codes)
+        row = SideBySideRow(
+            case_id=c.case_id,
+            slice=c.slice,
+            scalar_passed=s.passed,
+            scalar_score=s.score,
+            ranking_status=c.status,
+            ranking_codes=c.codes,
+        )
         ranked = c.status == "pass"
         if s.passed and not ranked:
             pass_fail.append(row)
@@ -438,12 +516,23 @@ def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]
     )
 
 
-def _blocker(code: str, message: str, case_ids: Sequence[str] = (), slice_: str | None = None) -> RankingBlocker:
+def _blocker(
+    code: str, message: str, case_ids: Sequence[str] = (), slice_: str | None = None
+) -> RankingBlocker:
     category = _codes()[code]
-    return RankingBlocker(code=code, category=category, message=message, case_ids=list(case_ids), slice=slice_, waivable=code in WAIVABLE)  # type: ignore[arg-type]
+    return RankingBlocker(
+        code=code,
+        category=category,
+        message=message,
+        case_ids=list(case_ids),
+        slice=slice_,
+        waivable=code in WAIVABLE,
+    )  # type: ignore[arg-type]
 
 
-def _fixture_changes(fixture_set: FixtureSet, previous: RankingHistoryEntry | None) -> list[FixtureChangeRow]:
+def _fixture_changes(
+    fixture_set: FixtureSet, previous: RankingHistoryEntry | None
+) -> list[FixtureChangeRow]:
     if previous is None:
         return []
     now = fixture_set.by_id()
@@ -452,24 +541,68 @@ def _fixture_changes(fixture_set: FixtureSet, previous: RankingHistoryEntry | No
     for case_id, f in now.items():
         before = previous.cases.get(case_id)
         if before is None:
-            out.append(FixtureChangeRow(case_id=case_id, change="added", in_place=same, old_version=previous.fixtures_version, new_version=fixture_set.version, old_order=None, new_order=list(f.expected_order), recorded=fixture_set.change_for(case_id)))
+            out.append(
+                FixtureChangeRow(
+                    case_id=case_id,
+                    change="added",
+                    in_place=same,
+                    old_version=previous.fixtures_version,
+                    new_version=fixture_set.version,
+                    old_order=None,
+                    new_order=list(f.expected_order),
+                    recorded=fixture_set.change_for(case_id),
+                )
+            )
         elif before.sha256 != f.fixture_sha256:
-            out.append(FixtureChangeRow(case_id=case_id, change="changed", in_place=same, old_version=previous.fixtures_version, new_version=fixture_set.version, old_order=before.expected_order, new_order=list(f.expected_order), recorded=fixture_set.change_for(case_id)))
+            out.append(
+                FixtureChangeRow(
+                    case_id=case_id,
+                    change="changed",
+                    in_place=same,
+                    old_version=previous.fixtures_version,
+                    new_version=fixture_set.version,
+                    old_order=before.expected_order,
+                    new_order=list(f.expected_order),
+                    recorded=fixture_set.change_for(case_id),
+                )
+            )
     for case_id, before in previous.cases.items():
         if case_id not in now:
-            out.append(FixtureChangeRow(case_id=case_id, change="removed", in_place=same, old_version=previous.fixtures_version, new_version=fixture_set.version, old_order=before.expected_order, new_order=None, recorded=fixture_set.change_for(case_id)))
+            out.append(
+                FixtureChangeRow(
+                    case_id=case_id,
+                    change="removed",
+                    in_place=same,
+                    old_version=previous.fixtures_version,
+                    new_version=fixture_set.version,
+                    old_order=before.expected_order,
+                    new_order=None,
+                    recorded=fixture_set.change_for(case_id),
+                )
+            )
     return out
 
 
-def _agreement_drop(report: RankingReport, fixture_set: FixtureSet, baseline: RankingHistoryEntry | None, policy: RankingPolicy) -> AgreementDrop | None:
+def _agreement_drop(
+    report: RankingReport,
+    fixture_set: FixtureSet,
+    baseline: RankingHistoryEntry | None,
+    policy: RankingPolicy,
+) -> AgreementDrop | None:
     if baseline is None:
         return None
     hashes = fixture_set.fixture_hashes
     current = {c.case_id: c.pairs for c in report.agreement.cases}
-    stable = [cid for cid in hashes if cid in baseline.cases and baseline.cases[cid].sha256 == hashes[cid]]
-    base = wilson_rate(sum(baseline.cases[c].agreed for c in stable), sum(baseline.cases[c].pairs for c in stable))
+    stable = [
+        cid for cid in hashes if cid in baseline.cases and baseline.cases[cid].sha256 == hashes[cid]
+    ]
+    base = wilson_rate(
+        sum(baseline.cases[c].agreed for c in stable), sum(baseline.cases[c].pairs for c in stable)
+    )
     cur = wilson_rate(sum(current[c].k for c in stable), sum(current[c].n for c in stable))
-    drop = round(base.rate - cur.rate, 6) if base.rate is not None and cur.rate is not None else None
+    drop = (
+        round(base.rate - cur.rate, 6) if base.rate is not None and cur.rate is not None else None
+    )
     threshold = policy.max_agreement_drop
     return AgreementDrop(
         baseline_recorded_at=baseline.recorded_at,
@@ -505,32 +638,87 @@ def ranking_gate(
     blockers: list[RankingBlocker] = []
 
     if policy.fixtures is not None and policy.fixtures != fixture_set.name:
-        blockers.append(_blocker("ranking_policy_mismatch", f"policy {policy.label} is for fixture set {policy.fixtures!r}, not {fixture_set.name!r}"))
+        blockers.append(
+            _blocker(
+                "ranking_policy_mismatch",
+                f"policy {policy.label} is for fixture set {policy.fixtures!r}, not {fixture_set.name!r}",
+            )
+        )
     if policy.require_frozen_fixtures and not fixture_set.frozen:
-        blockers.append(_blocker("ranking_fixtures_unfrozen", f"{fixture_set.label} is not a frozen release", [f.case_id for f in fixture_set.fixtures]))
+        blockers.append(
+            _blocker(
+                "ranking_fixtures_unfrozen",
+                f"{fixture_set.label} is not a frozen release",
+                [f.case_id for f in fixture_set.fixtures],
+            )
+        )
     if policy.must_win_requires_reviews:
-        unreviewed = [f.case_id for f in fixture_set.fixtures if f.gate == "must-win" and len(f.reviews) < 2]
+        unreviewed = [
+            f.case_id for f in fixture_set.fixtures if f.gate == "must-win" and len(f.reviews) < 2
+        ]
         if unreviewed:
-            blockers.append(_blocker("ranking_must_win_unreviewed", f"{len(unreviewed)} must-win fixture(s) without two independent reviewer orders: {', '.join(unreviewed)}", unreviewed))
+            blockers.append(
+                _blocker(
+                    "ranking_must_win_unreviewed",
+                    f"{len(unreviewed)} must-win fixture(s) without two independent reviewer orders: {', '.join(unreviewed)}",
+                    unreviewed,
+                )
+            )
     if policy.require_baseline and baseline is None:
-        blockers.append(_blocker("ranking_no_baseline", f"no passing run of {fixture_set.name} in the history to compare agreement against"))
+        blockers.append(
+            _blocker(
+                "ranking_no_baseline",
+                f"no passing run of {fixture_set.name} in the history to compare agreement against",
+            )
+        )
 
     changes = _fixture_changes(fixture_set, previous)
     for row in changes:
         if row.in_place:
-            what = "expected_order " + (f"{row.old_order} -> {row.new_order}" if row.old_order != row.new_order else "unchanged, other fields changed")
-            blockers.append(_blocker("ranking_fixture_changed_in_place", f"{row.case_id} {row.change} in place under version {row.new_version} since the last run ({what}); changes go in a new, recorded file version", [row.case_id], slice_of.get(row.case_id)))
+            what = "expected_order " + (
+                f"{row.old_order} -> {row.new_order}"
+                if row.old_order != row.new_order
+                else "unchanged, other fields changed"
+            )
+            blockers.append(
+                _blocker(
+                    "ranking_fixture_changed_in_place",
+                    f"{row.case_id} {row.change} in place under version {row.new_version} since the last run ({what}); changes go in a new, recorded file version",
+                    [row.case_id],
+                    slice_of.get(row.case_id),
+                )
+            )
 
     if report.status == "incomplete":
-        blockers.append(_blocker("ranking_incomplete", f"{len(report.missing_cases)} fixture(s) without a valid attempt, {len(report.missing_attempts)} planned attempt(s) without a result, {len(report.evaluator_errors)} evaluator error(s)", report.missing_cases))
+        blockers.append(
+            _blocker(
+                "ranking_incomplete",
+                f"{len(report.missing_cases)} fixture(s) without a valid attempt, {len(report.missing_attempts)} planned attempt(s) without a result, {len(report.evaluator_errors)} evaluator error(s)",
+                report.missing_cases,
+            )
+        )
     defect_cases: dict[str, list[str]] = {}
     for d in report.integration_defects:
         defect_cases.setdefault(d.case_id, []).append(d.code)
     for case_id, codes in defect_cases.items():
-        blockers.append(_blocker("ranking_integration_defect", f"{case_id}: {len(codes)} integration defect(s) ({', '.join(sorted(set(codes)))})", [case_id], slice_of.get(case_id)))
+        blockers.append(
+            _blocker(
+                "ranking_integration_defect",
+                f"{case_id}: {len(codes)} integration defect(s) ({', '.join(sorted(set(codes)))})",
+                [case_id],
+                slice_of.get(case_id),
+            )
+        )
 
     rule = policy.confirmation
-    rule_text = f"confirmed by {rule.min_reversals} or more reversals among {rule.repeats} identical presentations (repeat baseline)" + ("; or by a reversal of the same unchanged fixture in the previous run" if rule.previous_run else "")
+    rule_text = (
+        f"confirmed by {rule.min_reversals} or more reversals among {rule.repeats} identical presentations (repeat baseline)"
+        + (
+            "; or by a reversal of the same unchanged fixture in the previous run"
+            if rule.previous_run
+            else ""
+        )
+    )
     confirmation: list[ConfirmationRow] = []
     for c in report.must_win.cases:
         if not c.reversed:
@@ -538,36 +726,102 @@ def ranking_gate(
         f = fixtures[c.case_id]
         if c.gate == "monitor-only":
             if policy.editorial_drift == "review":
-                blockers.append(_blocker("ranking_editorial_drift", f"{c.case_id} (editorial, monitor-only): winner moved in {c.reversed}/{c.held.n} attempt(s) ({c.actual_winners}); a person decides", [c.case_id], f.slice))
+                blockers.append(
+                    _blocker(
+                        "ranking_editorial_drift",
+                        f"{c.case_id} (editorial, monitor-only): winner moved in {c.reversed}/{c.held.n} attempt(s) ({c.actual_winners}); a person decides",
+                        [c.case_id],
+                        f.slice,
+                    )
+                )
             continue
         repeat_n = c.attempts_by_battery.get("repeat", 0)
         repeat_k = c.reversed_by_battery.get("repeat", 0)
         prev = previous.cases.get(c.case_id) if previous is not None else None
-        prev_reversed = prev.reversed if prev is not None and prev.sha256 == f.fixture_sha256 else None
+        prev_reversed = (
+            prev.reversed if prev is not None and prev.sha256 == f.fixture_sha256 else None
+        )
         if repeat_k >= rule.min_reversals or (rule.previous_run and prev_reversed):
             status: Literal["confirmed", "unconfirmed", "repeats_short"] = "confirmed"
-            why = f"{repeat_k} of {repeat_n} identical presentations reversed" if repeat_k >= rule.min_reversals else "the previous run reversed the same fixture"
-            blockers.append(_blocker("ranking_reversal_confirmed", f"{c.case_id}: must-win reversal confirmed ({why}; expected {c.expected}, winners {c.actual_winners})", [c.case_id], f.slice))
+            why = (
+                f"{repeat_k} of {repeat_n} identical presentations reversed"
+                if repeat_k >= rule.min_reversals
+                else "the previous run reversed the same fixture"
+            )
+            blockers.append(
+                _blocker(
+                    "ranking_reversal_confirmed",
+                    f"{c.case_id}: must-win reversal confirmed ({why}; expected {c.expected}, winners {c.actual_winners})",
+                    [c.case_id],
+                    f.slice,
+                )
+            )
         elif repeat_n < rule.repeats:
             status = "repeats_short"
-            blockers.append(_blocker("ranking_repeats_short", f"{c.case_id}: reversed in {c.reversed} attempt(s) but the repeat baseline has {repeat_n} valid attempt(s); the rule needs {rule.repeats} to confirm or clear it", [c.case_id], f.slice))
+            blockers.append(
+                _blocker(
+                    "ranking_repeats_short",
+                    f"{c.case_id}: reversed in {c.reversed} attempt(s) but the repeat baseline has {repeat_n} valid attempt(s); the rule needs {rule.repeats} to confirm or clear it",
+                    [c.case_id],
+                    f.slice,
+                )
+            )
         else:
             status = "unconfirmed"
-            blockers.append(_blocker("ranking_reversal_unconfirmed", f"{c.case_id}: must-win reversal not confirmed ({repeat_k} of {repeat_n} identical presentations reversed; {c.reversed} reversal(s) overall, by baseline {c.reversed_by_battery}): review", [c.case_id], f.slice))
-        confirmation.append(ConfirmationRow(case_id=c.case_id, slice=f.slice, reversed_attempts=c.reversed, repeat_attempts=repeat_n, repeat_reversals=repeat_k, previous_run_reversed=prev_reversed, status=status, rule=rule_text))
+            blockers.append(
+                _blocker(
+                    "ranking_reversal_unconfirmed",
+                    f"{c.case_id}: must-win reversal not confirmed ({repeat_k} of {repeat_n} identical presentations reversed; {c.reversed} reversal(s) overall, by baseline {c.reversed_by_battery}): review",
+                    [c.case_id],
+                    f.slice,
+                )
+            )
+        confirmation.append(
+            ConfirmationRow(
+                case_id=c.case_id,
+                slice=f.slice,
+                reversed_attempts=c.reversed,
+                repeat_attempts=repeat_n,
+                repeat_reversals=repeat_k,
+                previous_run_reversed=prev_reversed,
+                status=status,
+                rule=rule_text,
+            )
+        )
 
     drop = _agreement_drop(report, fixture_set, baseline, policy)
     if drop is not None and drop.blocked:
-        blockers.append(_blocker("ranking_agreement_drop", f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f} > {drop.threshold} (policy {policy.label})"))
+        blockers.append(
+            _blocker(
+                "ranking_agreement_drop",
+                f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f} > {drop.threshold} (policy {policy.label})",
+            )
+        )
 
     leaky: dict[str, int] = {}
     for m in report.metric_defects:
         leaky[m.case_id] = leaky.get(m.case_id, 0) + 1
     for case_id, n in leaky.items():
-        cats = sorted({h.category for m in report.metric_defects if m.case_id == case_id for h in m.hits})
-        blockers.append(_blocker("ranking_metric_defect", f"{case_id}: {n} attempt(s) whose reason cites {', '.join(cats)} (criterion leakage: a metric defect, even where the order passes)", [case_id], slice_of.get(case_id)))
+        cats = sorted(
+            {h.category for m in report.metric_defects if m.case_id == case_id for h in m.hits}
+        )
+        blockers.append(
+            _blocker(
+                "ranking_metric_defect",
+                f"{case_id}: {n} attempt(s) whose reason cites {', '.join(cats)} (criterion leakage: a metric defect, even where the order passes)",
+                [case_id],
+                slice_of.get(case_id),
+            )
+        )
     for case_id in report.assembly.cases if policy.assembly_defects == "review" else []:
-        blockers.append(_blocker("ranking_assembly_defect", f"{case_id}: the rendered request lacked a candidate or a cited passage, or showed a candidate twice", [case_id], slice_of.get(case_id)))
+        blockers.append(
+            _blocker(
+                "ranking_assembly_defect",
+                f"{case_id}: the rendered request lacked a candidate or a cited passage, or showed a candidate twice",
+                [case_id],
+                slice_of.get(case_id),
+            )
+        )
 
     blockers, waived = _apply_overrides(blockers, overrides, policy, report.judge_fingerprint, now)
     order = {"incomplete": 0, "quality": 1, "review": 2}
@@ -576,16 +830,40 @@ def ranking_gate(
     outcome: Outcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
     enforced = EXIT_CODES[outcome]
     report_only = policy.mode == "report_only"
-    note = f"report only: outcome {outcome} (exit {enforced} when enforced); this run exits 0 and blocks nothing" if report_only else f"enforced: {outcome}"
+    note = (
+        f"report only: outcome {outcome} (exit {enforced} when enforced); this run exits 0 and blocks nothing"
+        if report_only
+        else f"enforced: {outcome}"
+    )
     cases: list[CaseStatus] = []
     for f in fixture_set.fixtures:
         mine_b = [b for b in blockers if f.case_id in b.case_ids]
         cats = {b.category for b in mine_b}
         if f.case_id in report.missing_cases:
             cats.add("incomplete")
-        status: Literal["pass", "fail", "review", "incomplete"] = "incomplete" if "incomplete" in cats else "fail" if "quality" in cats else "review" if "review" in cats else "pass"
-        cases.append(CaseStatus(case_id=f.case_id, slice=f.slice, gate=f.gate, status=status, codes=sorted({b.code for b in mine_b})))
-    owners = policy.owners.model_dump() if policy.owners else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
+        status: Literal["pass", "fail", "review", "incomplete"] = (
+            "incomplete"
+            if "incomplete" in cats
+            else "fail"
+            if "quality" in cats
+            else "review"
+            if "review" in cats
+            else "pass"
+        )
+        cases.append(
+            CaseStatus(
+                case_id=f.case_id,
+                slice=f.slice,
+                gate=f.gate,
+                status=status,
+                codes=sorted({b.code for b in mine_b}),
+            )
+        )
+    owners = (
+        policy.owners.model_dump()
+        if policy.owners
+        else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
+    )
     return RankingGateResult(
         policy=policy.label,
         policy_sha256=ranking_policy_sha256(policy),
@@ -606,7 +884,13 @@ def ranking_gate(
     )
 
 
-def _apply_overrides(blockers: list[RankingBlocker], overrides: Iterable[Any], policy: RankingPolicy, fingerprint: str | None, now: datetime) -> tuple[list[RankingBlocker], list[RankingWaiver]]:
+def _apply_overrides(
+    blockers: list[RankingBlocker],
+    overrides: Iterable[Any],
+    policy: RankingPolicy,
+    fingerprint: str | None,
+    now: datetime,
+) -> tuple[list[RankingBlocker], list[RankingWaiver]]:
     active = [o for o in overrides if o.applies_to(policy.label, fingerprint) and o.is_active(now)]
     kept: list[RankingBlocker] = []
     waived: list[RankingWaiver] = []
@@ -616,7 +900,9 @@ def _apply_overrides(blockers: list[RankingBlocker], overrides: Iterable[Any], p
             for o in active:
                 if b.code not in o.codes:
                     continue
-                by_case = bool(b.case_ids) and bool(o.case_ids) and set(b.case_ids) <= set(o.case_ids)
+                by_case = (
+                    bool(b.case_ids) and bool(o.case_ids) and set(b.case_ids) <= set(o.case_ids)
+                )
                 by_slice = b.slice is not None and b.slice in o.slices
                 whole = not o.case_ids and not o.slices and not b.case_ids
                 if by_case or by_slice or whole:
@@ -625,11 +911,20 @@ def _apply_overrides(blockers: list[RankingBlocker], overrides: Iterable[Any], p
         if match is None:
             kept.append(b)
         else:
-            waived.append(RankingWaiver(blocker=b, override_id=match.override_id, approver=match.approver, expires_at=match.expires_at))
+            waived.append(
+                RankingWaiver(
+                    blocker=b,
+                    override_id=match.override_id,
+                    approver=match.approver,
+                    expires_at=match.expires_at,
+                )
+            )
     return kept, waived
 
 
-def check_ranking_override(policy_path: str | Path, codes: Sequence[str], slices: Sequence[str], case_ids: Sequence[str]) -> tuple[str, list[Problem]]:
+def check_ranking_override(
+    policy_path: str | Path, codes: Sequence[str], slices: Sequence[str], case_ids: Sequence[str]
+) -> tuple[str, list[Problem]]:
     """For ``workbench override add --policy <ranking policy>``: the policy label and every reason the override could never apply."""
     from ._policy import load_ranking_policy
 
@@ -642,7 +937,21 @@ def check_ranking_override(policy_path: str | Path, codes: Sequence[str], slices
     ranking_codes = _codes()
     for code in codes:
         if code not in ranking_codes:
-            problems.append(Problem(location=loc, code="override_unknown_code", message=f"{code!r} is not a ranking gate blocker, so an override of ranking policy {policy.label} could never apply", fix="name one of: " + ", ".join(sorted(WAIVABLE))))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_unknown_code",
+                    message=f"{code!r} is not a ranking gate blocker, so an override of ranking policy {policy.label} could never apply",
+                    fix="name one of: " + ", ".join(sorted(WAIVABLE)),
+                )
+            )
         elif code not in WAIVABLE:
-            problems.append(Problem(location=loc, code="override_code_not_waivable", message=f"ranking blocker {code!r} can never be waived", fix="complete the evaluation, fix the fixtures or the policy instead"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="override_code_not_waivable",
+                    message=f"ranking blocker {code!r} can never be waived",
+                    fix="complete the evaluation, fix the fixtures or the policy instead",
+                )
+            )
     return policy.label, problems

@@ -88,7 +88,9 @@ def format_context(context: list[str]) -> str:
     return "\n\n".join(f"[{i}] {text}" for i, text in enumerate(context, start=1))
 
 
-def interpret_ranking(returned: Any, judge_input: RankingInput, ref: CaseRef | None) -> tuple[list[str] | None, str | None, str | None]:
+def interpret_ranking(
+    returned: Any, judge_input: RankingInput, ref: CaseRef | None
+) -> tuple[list[str] | None, str | None, str | None]:
     """Map returned labels (best first) to stable ids in the fixture's direction.
 
     Returns ``(order, winner, None)``, or ``(raw, None, message)`` when the list is not a
@@ -104,11 +106,23 @@ def interpret_ranking(returned: Any, judge_input: RankingInput, ref: CaseRef | N
     if not check.ok:
         missing = [labels.get(x, x) for x in check.missing]
         dups = [labels.get(x, x) for x in check.duplicates]
-        return raw, None, f"the judge returned {raw}, not a permutation of the presented labels {presented}: missing={missing}, unknown={check.unknown}, duplicates={dups}"
+        return (
+            raw,
+            None,
+            f"the judge returned {raw}, not a permutation of the presented labels {presented}: missing={missing}, unknown={check.unknown}, duplicates={dups}",
+        )
     if set(labels) != set(presented):
-        return raw, None, f"the presentation maps labels {sorted(labels)} but the judge was shown {presented}: the candidate mapping is broken"
+        return (
+            raw,
+            None,
+            f"the presentation maps labels {sorted(labels)} but the judge was shown {presented}: the candidate mapping is broken",
+        )
     best_first = [labels[x.strip()] for x in raw]
-    order = best_first if presentation.get("direction", "best-first") == "best-first" else best_first[::-1]
+    order = (
+        best_first
+        if presentation.get("direction", "best-first") == "best-first"
+        else best_first[::-1]
+    )
     return order, best_first[0], None
 
 
@@ -121,19 +135,32 @@ def answer_mapping(ref: CaseRef | None) -> dict[str, Any] | None:
     presentation = (ref.presentation if ref is not None else None) or {}
     if "labels" not in presentation:
         return None
-    return {"labels": presentation["labels"], "direction": presentation.get("direction", "best-first")}
+    return {
+        "labels": presentation["labels"],
+        "direction": presentation.get("direction", "best-first"),
+    }
 
 
 def _check_labels(spec: CandidateSpec, loc: str) -> list[Problem]:
     expected = list(NEUTRAL_LABELS[: len(spec.labels)])
     if list(spec.labels) != expected:
-        return [Problem(location=loc, code="labels_not_neutral", message=f"a ranking candidate's labels are the neutral presentation labels in order, got {spec.labels}", fix=f"set labels: {expected} (one per candidate a fixture may have)")]
+        return [
+            Problem(
+                location=loc,
+                code="labels_not_neutral",
+                message=f"a ranking candidate's labels are the neutral presentation labels in order, got {spec.labels}",
+                fix=f"set labels: {expected} (one per candidate a fixture may have)",
+            )
+        ]
     return []
 
 
 def _too_many(spec: CandidateSpec, judge_input: RankingInput) -> Verdict | None:
     if len(judge_input.candidates) > len(spec.labels):
-        return Verdict.failed("judge_exception", f"{len(judge_input.candidates)} candidates but the candidate spec declares only {len(spec.labels)} labels")
+        return Verdict.failed(
+            "judge_exception",
+            f"{len(judge_input.candidates)} candidates but the candidate spec declares only {len(spec.labels)} labels",
+        )
     return None
 
 
@@ -155,7 +182,9 @@ class LLMRankingJudge(LLMJudge):
             raise WorkbenchError(exc.summary, [*exc.problems, *mine]) from None
         if mine:
             raise WorkbenchError("invalid candidate", mine)
-        self.identity = make_identity(spec, sha256_text(self.template), candidate_format=CANDIDATE_FORMAT)
+        self.identity = make_identity(
+            spec, sha256_text(self.template), candidate_format=CANDIDATE_FORMAT
+        )
         self._metrics: dict[int, Any] = {}
 
     def _build_metric(self, spec: CandidateSpec, template: str) -> Any:
@@ -169,7 +198,9 @@ class LLMRankingJudge(LLMJudge):
 
         metric = self._metrics.get(n)
         if metric is None:
-            metric = self._metrics[n] = RankingMetric(name=self.spec.name, allowed_values=n, prompt=self.template)
+            metric = self._metrics[n] = RankingMetric(
+                name=self.spec.name, allowed_values=n, prompt=self.template
+            )
         return metric
 
     def _arguments(self, judge_input: Any) -> dict[str, str]:
@@ -182,7 +213,11 @@ class LLMRankingJudge(LLMJudge):
 
     def visible_request(self, judge_input: Any) -> dict[str, Any]:
         """What the model is asked: model, parameters and the prompt with neutral labels only."""
-        return {"model": self.spec.model, "params": self.spec.params, "prompt": self._prompt(judge_input)}
+        return {
+            "model": self.spec.model,
+            "params": self.spec.params,
+            "prompt": self._prompt(judge_input),
+        }
 
     def render(self, judge_input: Any, ref: CaseRef | None = None) -> dict[str, Any]:
         """The planned request (its hash keys the cache): the visible request plus the answer mapping."""
@@ -192,15 +227,21 @@ class LLMRankingJudge(LLMJudge):
 
     async def evaluate(self, judge_input: Any, ref: CaseRef | None = None) -> Verdict:
         verdict = _too_many(self.spec, judge_input) or await super().evaluate(judge_input, ref)
-        if verdict.rendered_request is None:  # nothing reached the wire: record what would have been sent
-            verdict = dataclasses.replace(verdict, rendered_request=self.visible_request(judge_input))
+        if (
+            verdict.rendered_request is None
+        ):  # nothing reached the wire: record what would have been sent
+            verdict = dataclasses.replace(
+                verdict, rendered_request=self.visible_request(judge_input)
+            )
         return verdict
 
     def _score(self, llm: Any, judge_input: Any, ref: CaseRef | None) -> Any:
         # Every per-count metric formats the same template: the prompt is the one rendered.
         return self._ascore(llm, self._metric_for(len(judge_input.candidates)), judge_input)
 
-    def _interpret(self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None) -> Verdict:
+    def _interpret(
+        self, result: Any, exchange: _Exchange, judge_input: Any, ref: CaseRef | None
+    ) -> Verdict:
         order, winner, problem = interpret_ranking(result.value, judge_input, ref)
         if problem is not None:
             verdict = self._failed(exchange, "invalid_ranking", problem)
@@ -223,7 +264,9 @@ class LLMRankingJudge(LLMJudge):
             return "unparseable", f"the ranking is not a JSON list: {str(parsed['value'])[:200]!r}"
         return super()._classify_output_failure(exchange, exc)
 
-    def _failed(self, exchange: _Exchange, kind: str, message: str, *, retryable: bool = False) -> Verdict:
+    def _failed(
+        self, exchange: _Exchange, kind: str, message: str, *, retryable: bool = False
+    ) -> Verdict:
         verdict = super()._failed(exchange, kind, message, retryable=retryable)
         raw = getattr(exchange, "raw_order", None)
         return dataclasses.replace(verdict, order=raw) if raw is not None else verdict
@@ -242,28 +285,81 @@ class FunctionRankingJudge:
         loc = str(spec_path)
         problems = _check_labels(spec, loc)
         if not spec.function or ":" not in spec.function:
-            raise WorkbenchError("invalid candidate", [*problems, Problem(location=loc, code="function_missing", message="a ragas-ranking-function candidate needs function: 'module:attribute'", fix="set function to the import path of a @ranking_metric, e.g. workbench.demo.ranking:policy_evidence_order")])
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    *problems,
+                    Problem(
+                        location=loc,
+                        code="function_missing",
+                        message="a ragas-ranking-function candidate needs function: 'module:attribute'",
+                        fix="set function to the import path of a @ranking_metric, e.g. workbench.demo.ranking:policy_evidence_order",
+                    ),
+                ],
+            )
         module_name, _, attr = spec.function.partition(":")
         try:
             module = importlib.import_module(module_name)
             metric = getattr(module, attr)
         except (ImportError, AttributeError) as exc:
-            raise WorkbenchError("invalid candidate", [*problems, Problem(location=loc, code="function_unresolved", message=f"cannot import {spec.function!r} ({exc})", fix="check the module path and attribute name")]) from None
+            raise WorkbenchError(
+                "invalid candidate",
+                [
+                    *problems,
+                    Problem(
+                        location=loc,
+                        code="function_unresolved",
+                        message=f"cannot import {spec.function!r} ({exc})",
+                        fix="check the module path and attribute name",
+                    ),
+                ],
+            ) from None
         allowed = getattr(metric, "allowed_values", None)
-        if not hasattr(metric, "ascore") or not isinstance(allowed, int) or isinstance(allowed, bool):
-            problems.append(Problem(location=loc, code="function_not_metric", message=f"{spec.function!r} is not a Ragas ranking metric", fix="decorate the function with ragas.metrics.ranking_metric(allowed_values=<n>)"))
+        if (
+            not hasattr(metric, "ascore")
+            or not isinstance(allowed, int)
+            or isinstance(allowed, bool)
+        ):
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="function_not_metric",
+                    message=f"{spec.function!r} is not a Ragas ranking metric",
+                    fix="decorate the function with ragas.metrics.ranking_metric(allowed_values=<n>)",
+                )
+            )
         func = getattr(metric, "_func", None) or metric
         params = inspect.signature(func).parameters
-        unknown = [n for n, p in params.items() if n not in RANKING_PLACEHOLDERS and p.default is inspect.Parameter.empty]
+        unknown = [
+            n
+            for n, p in params.items()
+            if n not in RANKING_PLACEHOLDERS and p.default is inspect.Parameter.empty
+        ]
         if unknown:
-            problems.append(Problem(location=loc, code="function_parameters", message=f"the function requires {unknown}, which a ranking judge does not receive", fix="take only user_input, context and candidates"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="function_parameters",
+                    message=f"the function requires {unknown}, which a ranking judge does not receive",
+                    fix="take only user_input, context and candidates",
+                )
+            )
         if "candidates" not in params:
-            problems.append(Problem(location=loc, code="function_parameters", message="the function does not take candidates", fix="add a candidates parameter (a list of {label, text} in presented order)"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    code="function_parameters",
+                    message="the function does not take candidates",
+                    fix="add a candidates parameter (a list of {label, text} in presented order)",
+                )
+            )
         if problems:
             raise WorkbenchError("invalid candidate", problems)
         self.metric = metric
         self._parameters = [n for n in params if n in RANKING_PLACEHOLDERS]
-        self.identity = make_identity(spec, sha256_text(inspect.getsource(module)), candidate_format=CANDIDATE_FORMAT)
+        self.identity = make_identity(
+            spec, sha256_text(inspect.getsource(module)), candidate_format=CANDIDATE_FORMAT
+        )
 
     def _arguments(self, judge_input: RankingInput) -> dict[str, Any]:
         args = judge_input.arguments()
@@ -308,8 +404,12 @@ class FunctionRankingJudge:
             return Verdict.failed("judge_exception", f"{type(exc).__name__}: {exc}")
         returned = result.value if result.value is not None else captured.get("value")
         if returned is None:
-            return Verdict.failed("judge_exception", str(result.reason or "the metric returned nothing")[:500])
+            return Verdict.failed(
+                "judge_exception", str(result.reason or "the metric returned nothing")[:500]
+            )
         order, winner, problem = interpret_ranking(returned, judge_input, ref)
         if problem is not None:
             return Verdict.failed("invalid_ranking", problem, order=order)
-        return Verdict(value=winner, reason=None if result.reason is None else str(result.reason), order=order)
+        return Verdict(
+            value=winner, reason=None if result.reason is None else str(result.reason), order=order
+        )

@@ -94,18 +94,30 @@ def _id_token(word: str) -> re.Pattern[str]:
 
 
 @lru_cache(maxsize=4096)
-def _checkable_ids(case_id: str, digest: str, ids: tuple[str, ...], text: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+def _checkable_ids(
+    case_id: str, digest: str, ids: tuple[str, ...], text: str
+) -> tuple[tuple[str, re.Pattern[str]], ...]:
     return tuple((cid, tok) for cid in ids for tok in [_id_token(cid)] if not tok.search(text))
 
 
-def scan_reason(reason: str | None, fixture: RankingFixture, rules: LeakageRules) -> list[LeakageHit]:
+def scan_reason(
+    reason: str | None, fixture: RankingFixture, rules: LeakageRules
+) -> list[LeakageHit]:
     """Everything ``reason`` cites that ``rules`` forbid (empty for no reason)."""
     if not reason:
         return []
     hits: list[LeakageHit] = []
     if rules.candidate_ids:
-        text = "\n".join([fixture.user_input, *(p.text for p in fixture.context), *(c.text for c in fixture.candidates)])
-        for cid, tok in _checkable_ids(fixture.case_id, fixture.source_candidates_sha256, tuple(fixture.candidate_ids), text):
+        text = "\n".join(
+            [
+                fixture.user_input,
+                *(p.text for p in fixture.context),
+                *(c.text for c in fixture.candidates),
+            ]
+        )
+        for cid, tok in _checkable_ids(
+            fixture.case_id, fixture.source_candidates_sha256, tuple(fixture.candidate_ids), text
+        ):
             if tok.search(reason):
                 hits.append(LeakageHit(category="candidate_id", matched=cid))
     groups: list[tuple[str, Iterable[str]]] = []

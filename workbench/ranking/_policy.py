@@ -60,7 +60,9 @@ class Confirmation(_Frozen):
     @model_validator(mode="after")
     def _reachable(self) -> Confirmation:
         if self.min_reversals > self.repeats:
-            raise ValueError(f"min_reversals ({self.min_reversals}) cannot exceed repeats ({self.repeats}): no reversal could ever be confirmed")
+            raise ValueError(
+                f"min_reversals ({self.min_reversals}) cannot exceed repeats ({self.repeats}): no reversal could ever be confirmed"
+            )
         return self
 
 
@@ -127,7 +129,9 @@ class RankingPolicy(_Frozen):
     @field_validator("name", "version", mode="before")
     @classmethod
     def _number_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        return (
+            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        )
 
     @property
     def label(self) -> str:
@@ -195,7 +199,9 @@ class AgreementDropExamples(_Frozen):
     @field_validator("name", "version", mode="before")
     @classmethod
     def _number_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        return (
+            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        )
 
 
 class ThresholdChoice(_Frozen):
@@ -237,7 +243,15 @@ def choose_agreement_threshold(examples: list[AgreementDropExample]) -> Threshol
     if largest is not None and smallest is not None and largest < smallest:
         mid = round((largest + smallest) / 2, 3)
         threshold = mid if largest <= mid < smallest else largest
-        return ThresholdChoice(threshold=threshold, separable=True, largest_acceptable_drop=largest, smallest_harmful_drop=smallest, errors=0, misclassified=[], examples=len(examples))
+        return ThresholdChoice(
+            threshold=threshold,
+            separable=True,
+            largest_acceptable_drop=largest,
+            smallest_harmful_drop=smallest,
+            errors=0,
+            misclassified=[],
+            examples=len(examples),
+        )
     cuts = sorted({0.0, *(e.drop for e in examples)})
 
     def cost(t: float) -> tuple[int, int, float]:
@@ -247,7 +261,15 @@ def choose_agreement_threshold(examples: list[AgreementDropExample]) -> Threshol
 
     best = min(cuts, key=cost)
     wrong = threshold_errors(examples, best)
-    return ThresholdChoice(threshold=best, separable=not wrong, largest_acceptable_drop=largest, smallest_harmful_drop=smallest, errors=len(wrong), misclassified=wrong, examples=len(examples))
+    return ThresholdChoice(
+        threshold=best,
+        separable=not wrong,
+        largest_acceptable_drop=largest,
+        smallest_harmful_drop=smallest,
+        errors=len(wrong),
+        misclassified=wrong,
+        examples=len(examples),
+    )
 
 
 def _problem(loc: str, code: str, message: str, fix: str) -> Problem:
@@ -271,12 +293,41 @@ def load_agreement_examples(path: str | Path) -> AgreementDropExamples:
     try:
         examples = AgreementDropExamples.model_validate(doc.data)
     except ValidationError as exc:
-        raise WorkbenchError("invalid examples", validation_problems(exc, at=loc, code="examples_invalid", root="file", fix="see workbench/ranking/_policy.py")) from None
+        raise WorkbenchError(
+            "invalid examples",
+            validation_problems(
+                exc,
+                at=loc,
+                code="examples_invalid",
+                root="file",
+                fix="see workbench/ranking/_policy.py",
+            ),
+        ) from None
     ids = [e.example_id for e in examples.examples]
     if len(set(ids)) != len(ids):
-        raise WorkbenchError("invalid examples", [_problem(loc, "examples_invalid", "example ids used twice", "give every example a unique id")])
+        raise WorkbenchError(
+            "invalid examples",
+            [
+                _problem(
+                    loc,
+                    "examples_invalid",
+                    "example ids used twice",
+                    "give every example a unique id",
+                )
+            ],
+        )
     if path.stem != f"{examples.name}@{examples.version}":
-        raise WorkbenchError("invalid examples", [_problem(loc, "examples_invalid", f"file name {path.name!r} does not match name@version {examples.name}@{examples.version}", "rename the file")])
+        raise WorkbenchError(
+            "invalid examples",
+            [
+                _problem(
+                    loc,
+                    "examples_invalid",
+                    f"file name {path.name!r} does not match name@version {examples.name}@{examples.version}",
+                    "rename the file",
+                )
+            ],
+        )
     return examples
 
 
@@ -304,37 +355,97 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
     ).data
     problems: list[Problem] = []
     if raw.get("kind") != "ranking":
-        problems.append(_problem(loc, "policy_kind", f"kind is {raw.get('kind')!r}, not 'ranking'", "a ranking policy declares kind: ranking (a scalar release policy is read by workbench gate)"))
+        problems.append(
+            _problem(
+                loc,
+                "policy_kind",
+                f"kind is {raw.get('kind')!r}, not 'ranking'",
+                "a ranking policy declares kind: ranking (a scalar release policy is read by workbench gate)",
+            )
+        )
     policy: RankingPolicy | None = None
     try:
         policy = RankingPolicy.model_validate({k: v for k, v in raw.items() if k != "source"})
     except SchemaTooNew as exc:
         problems.append(exc.problem_at(loc))
     except ValidationError as exc:
-        problems += validation_problems(exc, at=loc, code="policy_invalid", root="policy", fix="correct this field; see workbench/ranking/_policy.py for every field's meaning")
+        problems += validation_problems(
+            exc,
+            at=loc,
+            code="policy_invalid",
+            root="policy",
+            fix="correct this field; see workbench/ranking/_policy.py for every field's meaning",
+        )
     if policy is not None:
         if path.stem != policy.label:
-            problems.append(_problem(loc, "policy_filename", f"file name {path.name!r} does not match name@version {policy.label}", f"rename the file to {policy.label}.yaml"))
+            problems.append(
+                _problem(
+                    loc,
+                    "policy_filename",
+                    f"file name {path.name!r} does not match name@version {policy.label}",
+                    f"rename the file to {policy.label}.yaml",
+                )
+            )
         if policy.owners is None:
-            problems.append(_problem(loc, "policy_owners_missing", "a ranking policy names the four owners failures are handed to", "add owners: {application, evaluation, platform, domain_reviewer}"))
+            problems.append(
+                _problem(
+                    loc,
+                    "policy_owners_missing",
+                    "a ranking policy names the four owners failures are handed to",
+                    "add owners: {application, evaluation, platform, domain_reviewer}",
+                )
+            )
         if policy.capture.mode == "full" and policy.capture.excerpts:
-            problems.append(_problem(loc, "policy_invalid", "capture.excerpts is an allow-list for digest_and_excerpts mode; full capture keeps everything", "set capture.mode: digest_and_excerpts, or remove excerpts"))
+            problems.append(
+                _problem(
+                    loc,
+                    "policy_invalid",
+                    "capture.excerpts is an allow-list for digest_and_excerpts mode; full capture keeps everything",
+                    "set capture.mode: digest_and_excerpts, or remove excerpts",
+                )
+            )
         if policy.capture.retention_days is None:
-            problems.append(_problem(loc, "policy_retention_missing", "capture.retention_days is not declared: a policy states how long request payloads are kept", "add capture: {retention_days: N}"))
+            problems.append(
+                _problem(
+                    loc,
+                    "policy_retention_missing",
+                    "capture.retention_days is not declared: a policy states how long request payloads are kept",
+                    "add capture: {retention_days: N}",
+                )
+            )
         problems += _threshold_problems(path, policy)
     if problems or policy is None:
         raise WorkbenchError(f"{loc}: invalid ranking policy: {len(problems)} problem(s)", problems)
-    return policy.model_copy(update={"source": str(path), "capture": policy.capture.model_copy(update={"declared_by": f"policy {policy.label}"})})
+    return policy.model_copy(
+        update={
+            "source": str(path),
+            "capture": policy.capture.model_copy(update={"declared_by": f"policy {policy.label}"}),
+        }
+    )
 
 
 def _threshold_problems(path: Path, policy: RankingPolicy) -> list[Problem]:
     loc = str(path)
     if policy.max_agreement_drop is None:
         if policy.agreement_drop_evidence is not None:
-            return [_problem(loc, "policy_invalid", "agreement_drop_evidence without max_agreement_drop", "set max_agreement_drop, or remove the evidence")]
+            return [
+                _problem(
+                    loc,
+                    "policy_invalid",
+                    "agreement_drop_evidence without max_agreement_drop",
+                    "set max_agreement_drop, or remove the evidence",
+                )
+            ]
         return []
     if policy.agreement_drop_evidence is None:
-        return [_problem(loc, "threshold_without_evidence", "max_agreement_drop is set without the reviewed examples it was chosen from", "set agreement_drop_evidence to a reviewed-examples file (see notebooks/04_ranking.ipynb)")]
+        return [
+            _problem(
+                loc,
+                "threshold_without_evidence",
+                "max_agreement_drop is set without the reviewed examples it was chosen from",
+                "set agreement_drop_evidence to a reviewed-examples file (see notebooks/04_ranking.ipynb)",
+            )
+        ]
     try:
         examples = load_agreement_examples(path.parent / policy.agreement_drop_evidence)
     except WorkbenchError as exc:
@@ -347,7 +458,11 @@ def _threshold_problems(path: Path, policy: RankingPolicy) -> list[Problem]:
                 loc,
                 "threshold_not_supported",
                 f"max_agreement_drop {policy.max_agreement_drop} misclassifies {len(wrong)} reviewed example(s) ({', '.join(wrong)}); the examples support {best.threshold} with {best.errors}"
-                + (f" (any value in [{best.largest_acceptable_drop}, {best.smallest_harmful_drop}) separates them)" if best.separable else ""),
+                + (
+                    f" (any value in [{best.largest_acceptable_drop}, {best.smallest_harmful_drop}) separates them)"
+                    if best.separable
+                    else ""
+                ),
                 "choose the threshold from the reviewed examples (workbench.ranking.choose_agreement_threshold), or review more examples",
             )
         ]
@@ -359,20 +474,62 @@ def ranking_policy_sha256(policy: RankingPolicy) -> str | None:
     return sha256_file(policy.source) if policy.source else None
 
 
-def threshold_chart(examples: list[AgreementDropExample], choice: ThresholdChoice, policy_threshold: float | None = None) -> Any:
+def threshold_chart(
+    examples: list[AgreementDropExample],
+    choice: ThresholdChoice,
+    policy_threshold: float | None = None,
+) -> Any:
     """Altair chart: each reviewed example's agreement drop, coloured by the reviewers' verdict,
     with the chosen threshold (and the policy's, when given) as rules. Render offline with
     ``workbench.reports.svg_display(chart)``."""
     import altair as alt
     import pandas as pd
 
-    data = pd.DataFrame([{"example": e.example_id, "drop": e.drop, "verdict": "changed a release decision" if e.decision_changed else "acceptable variation", "note": e.note} for e in examples])
-    points = alt.Chart(data).mark_circle(size=90).encode(
-        x=alt.X("drop:Q", title="drop of pooled pairwise agreement vs the last passing run"),
-        y=alt.Y("verdict:N", title=None),
-        color=alt.Color("verdict:N", scale=alt.Scale(domain=["acceptable variation", "changed a release decision"], range=["#4c78a8", "#e45756"]), legend=None),
-        tooltip=["example", "drop", "verdict", "note"],
+    data = pd.DataFrame(
+        [
+            {
+                "example": e.example_id,
+                "drop": e.drop,
+                "verdict": "changed a release decision"
+                if e.decision_changed
+                else "acceptable variation",
+                "note": e.note,
+            }
+            for e in examples
+        ]
     )
-    lines = pd.DataFrame([{"x": choice.threshold, "what": f"chosen {choice.threshold}"}] + ([{"x": policy_threshold, "what": f"policy {policy_threshold}"}] if policy_threshold is not None else []))
-    rules = alt.Chart(lines).mark_rule(strokeDash=[4, 3], color="#333333").encode(x="x:Q", tooltip=["what"])
-    return (points + rules).properties(width=420, height=110, title="Reviewed agreement drops and the threshold that separates them")
+    points = (
+        alt.Chart(data)
+        .mark_circle(size=90)
+        .encode(
+            x=alt.X("drop:Q", title="drop of pooled pairwise agreement vs the last passing run"),
+            y=alt.Y("verdict:N", title=None),
+            color=alt.Color(
+                "verdict:N",
+                scale=alt.Scale(
+                    domain=["acceptable variation", "changed a release decision"],
+                    range=["#4c78a8", "#e45756"],
+                ),
+                legend=None,
+            ),
+            tooltip=["example", "drop", "verdict", "note"],
+        )
+    )
+    lines = pd.DataFrame(
+        [{"x": choice.threshold, "what": f"chosen {choice.threshold}"}]
+        + (
+            [{"x": policy_threshold, "what": f"policy {policy_threshold}"}]
+            if policy_threshold is not None
+            else []
+        )
+    )
+    rules = (
+        alt.Chart(lines)
+        .mark_rule(strokeDash=[4, 3], color="#333333")
+        .encode(x="x:Q", tooltip=["what"])
+    )
+    return (points + rules).properties(
+        width=420,
+        height=110,
+        title="Reviewed agreement drops and the threshold that separates them",
+    )

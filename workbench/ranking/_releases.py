@@ -99,13 +99,29 @@ def read_release(path: str | Path) -> tuple[FixtureRelease | None, list[Problem]
     try:
         record = FixtureRelease.model_validate(read_json_file(path))
     except (ValueError, ValidationError, OSError) as exc:
-        return None, [Problem(location=loc, code="release_unreadable", message=f"the release record cannot be read ({str(exc).splitlines()[0][:160]})", fix="restore the release record from version control; it is never edited")]
+        return None, [
+            Problem(
+                location=loc,
+                code="release_unreadable",
+                message=f"the release record cannot be read ({str(exc).splitlines()[0][:160]})",
+                fix="restore the release record from version control; it is never edited",
+            )
+        ]
     if record.content_sha256() != record.release_sha256:
-        return None, [Problem(location=loc, code="release_tampered", message="the release record was edited: its content no longer matches release_sha256", fix="restore the release record from version control; a release is never edited, a change is a new file version")]
+        return None, [
+            Problem(
+                location=loc,
+                code="release_tampered",
+                message="the release record was edited: its content no longer matches release_sha256",
+                fix="restore the release record from version control; a release is never edited, a change is a new file version",
+            )
+        ]
     return record, []
 
 
-def check_release(path: Path, fixture_set: FixtureSet, case_lines: dict[str, int], header_lines: dict[str, int]) -> FixtureSet:
+def check_release(
+    path: Path, fixture_set: FixtureSet, case_lines: dict[str, int], header_lines: dict[str, int]
+) -> FixtureSet:
     """Verify a loaded fixture set against its release record and its change log; see the module docstring.
 
     Returns the set with ``release`` attached when it is frozen; raises :class:`WorkbenchError`
@@ -125,7 +141,9 @@ def check_release(path: Path, fixture_set: FixtureSet, case_lines: dict[str, int
     if fixture_set.supersedes is not None:
         problems += _change_problems(path, fixture_set, at)
     if problems:
-        raise WorkbenchError(f"{loc}: {len(problems)} problem(s) with the fixture release", problems)
+        raise WorkbenchError(
+            f"{loc}: {len(problems)} problem(s) with the fixture release", problems
+        )
     return fixture_set.model_copy(update={"release": record}) if record is not None else fixture_set
 
 
@@ -135,18 +153,56 @@ def _frozen_problems(fixture_set: FixtureSet, record: FixtureRelease, at: Any) -
     fix = f"restore the frozen content (git checkout {fixture_set.label}.yaml) and put the change in a new version: {fixture_set.name}@<next>.yaml with supersedes: {fixture_set.version!r} and a changes: entry (old order, new order, approver, reason)"
     problems: list[Problem] = []
     if (record.name, record.version) != (fixture_set.name, fixture_set.version):
-        problems.append(Problem(location=at(key="name"), code="frozen_header_changed", message=f"the release froze {record.name}@{record.version}, the file now says {fixture_set.label}", fix=fix))
+        problems.append(
+            Problem(
+                location=at(key="name"),
+                code="frozen_header_changed",
+                message=f"the release froze {record.name}@{record.version}, the file now says {fixture_set.label}",
+                fix=fix,
+            )
+        )
     elif record.header_sha256 != fixture_set.header_sha256:
-        problems.append(Problem(location=at(key="name"), code="frozen_header_changed", message=f"the header of frozen release {fixture_set.label} changed in place", fix=fix))
+        problems.append(
+            Problem(
+                location=at(key="name"),
+                code="frozen_header_changed",
+                message=f"the header of frozen release {fixture_set.label} changed in place",
+                fix=fix,
+            )
+        )
     current = fixture_set.fixture_hashes
     for case_id, digest in current.items():
         if case_id not in record.fixtures:
-            problems.append(Problem(location=at(case_id), case_id=case_id, code="frozen_fixture_added", message=f"fixture added in place to frozen release {fixture_set.label}", fix=fix))
+            problems.append(
+                Problem(
+                    location=at(case_id),
+                    case_id=case_id,
+                    code="frozen_fixture_added",
+                    message=f"fixture added in place to frozen release {fixture_set.label}",
+                    fix=fix,
+                )
+            )
         elif record.fixtures[case_id] != digest:
-            problems.append(Problem(location=at(case_id), case_id=case_id, code="frozen_fixture_changed", message=f"fixture changed in place after release {fixture_set.label} was frozen by {record.frozen_by} on {record.frozen_at.date().isoformat()} (sha256 {digest[:12]}, frozen {record.fixtures[case_id][:12]})", fix=fix))
+            problems.append(
+                Problem(
+                    location=at(case_id),
+                    case_id=case_id,
+                    code="frozen_fixture_changed",
+                    message=f"fixture changed in place after release {fixture_set.label} was frozen by {record.frozen_by} on {record.frozen_at.date().isoformat()} (sha256 {digest[:12]}, frozen {record.fixtures[case_id][:12]})",
+                    fix=fix,
+                )
+            )
     for case_id in record.fixtures:
         if case_id not in current:
-            problems.append(Problem(location=at(key="fixtures"), case_id=case_id, code="frozen_fixture_removed", message=f"fixture removed in place from frozen release {fixture_set.label}", fix=fix))
+            problems.append(
+                Problem(
+                    location=at(key="fixtures"),
+                    case_id=case_id,
+                    code="frozen_fixture_removed",
+                    message=f"fixture removed in place from frozen release {fixture_set.label}",
+                    fix=fix,
+                )
+            )
     if not problems:  # only formatting or comments changed: the content is the frozen content
         return []
     return problems
@@ -162,16 +218,45 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
 
     prev_path = previous_path(path, fixture_set)
     if not prev_path.is_file():
-        return [Problem(location=at(key="supersedes"), code="supersedes_missing", message=f"supersedes {fixture_set.supersedes!r} but {prev_path.name} is not beside this file", fix="keep every released version of the fixture file: restore it from version control")]
+        return [
+            Problem(
+                location=at(key="supersedes"),
+                code="supersedes_missing",
+                message=f"supersedes {fixture_set.supersedes!r} but {prev_path.name} is not beside this file",
+                fix="keep every released version of the fixture file: restore it from version control",
+            )
+        ]
     if not release_path(prev_path).exists():
-        return [Problem(location=at(key="supersedes"), code="supersedes_unfrozen", message=f"{prev_path.name} was never frozen: a change log is relative to a frozen release", fix=f"freeze it first: workbench ranking freeze {prev_path} --approver NAME")]
+        return [
+            Problem(
+                location=at(key="supersedes"),
+                code="supersedes_unfrozen",
+                message=f"{prev_path.name} was never frozen: a change log is relative to a frozen release",
+                fix=f"freeze it first: workbench ranking freeze {prev_path} --approver NAME",
+            )
+        ]
     try:
         previous = load_fixtures(prev_path)
     except WorkbenchError as exc:
-        return [Problem(location=at(key="supersedes"), code="supersedes_invalid", message=f"{prev_path.name} does not load: {p.code}: {p.message}", fix=p.fix) for p in exc.problems]
+        return [
+            Problem(
+                location=at(key="supersedes"),
+                code="supersedes_invalid",
+                message=f"{prev_path.name} does not load: {p.code}: {p.message}",
+                fix=p.fix,
+            )
+            for p in exc.problems
+        ]
     problems: list[Problem] = []
     if previous.name != fixture_set.name:
-        problems.append(Problem(location=at(key="supersedes"), code="supersedes_invalid", message=f"{prev_path.name} is fixture set {previous.name!r}, not {fixture_set.name!r}", fix="a version supersedes an earlier version of the same set"))
+        problems.append(
+            Problem(
+                location=at(key="supersedes"),
+                code="supersedes_invalid",
+                message=f"{prev_path.name} is fixture set {previous.name!r}, not {fixture_set.name!r}",
+                fix="a version supersedes an earlier version of the same set",
+            )
+        )
     before, after = previous.fixture_hashes, fixture_set.fixture_hashes
     old, new = previous.by_id(), fixture_set.by_id()
     changed = {c for c in set(before) | set(after) if before.get(c) != after.get(c)}
@@ -179,34 +264,98 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
     for change in fixture_set.changes:
         cid = change.case_id
         if cid in seen:
-            problems.append(Problem(location=at(key="changes"), case_id=cid, code="change_duplicate", message="two change entries for one fixture", fix="record one entry per fixture and version"))
+            problems.append(
+                Problem(
+                    location=at(key="changes"),
+                    case_id=cid,
+                    code="change_duplicate",
+                    message="two change entries for one fixture",
+                    fix="record one entry per fixture and version",
+                )
+            )
             continue
         seen.add(cid)
         if cid not in changed:
-            problems.append(Problem(location=at(key="changes"), case_id=cid, code="change_not_a_change", message=f"a change entry, but the fixture is identical in {previous.label} and {fixture_set.label}" if cid in after else "a change entry for a fixture in neither version", fix="remove the entry"))
+            problems.append(
+                Problem(
+                    location=at(key="changes"),
+                    case_id=cid,
+                    code="change_not_a_change",
+                    message=f"a change entry, but the fixture is identical in {previous.label} and {fixture_set.label}"
+                    if cid in after
+                    else "a change entry for a fixture in neither version",
+                    fix="remove the entry",
+                )
+            )
             continue
         was = list(old[cid].expected_order) if cid in old else None
         now = list(new[cid].expected_order) if cid in new else None
         if (list(change.old_order) if change.old_order is not None else None) != was:
-            problems.append(Problem(location=at(key="changes"), case_id=cid, code="change_old_order_mismatch", message=f"old_order {change.old_order} is not the expected_order of {previous.label}: {was}", fix="copy the superseded version's expected_order (null when the fixture is new)"))
+            problems.append(
+                Problem(
+                    location=at(key="changes"),
+                    case_id=cid,
+                    code="change_old_order_mismatch",
+                    message=f"old_order {change.old_order} is not the expected_order of {previous.label}: {was}",
+                    fix="copy the superseded version's expected_order (null when the fixture is new)",
+                )
+            )
         if (list(change.new_order) if change.new_order is not None else None) != now:
-            problems.append(Problem(location=at(key="changes"), case_id=cid, code="change_new_order_mismatch", message=f"new_order {change.new_order} is not this version's expected_order: {now}", fix="copy this version's expected_order (null when the fixture is retired)"))
+            problems.append(
+                Problem(
+                    location=at(key="changes"),
+                    case_id=cid,
+                    code="change_new_order_mismatch",
+                    message=f"new_order {change.new_order} is not this version's expected_order: {now}",
+                    fix="copy this version's expected_order (null when the fixture is retired)",
+                )
+            )
     for cid in sorted(changed - seen):
         kind = "added" if cid not in before else "retired" if cid not in after else "changed"
-        problems.append(Problem(location=at(cid) if cid in after else at(key="changes"), case_id=cid, code="change_unrecorded", message=f"fixture {kind} since {previous.label} with no changes: entry", fix="add a changes: entry with old_order, new_order, approver, reason and approved_on"))
+        problems.append(
+            Problem(
+                location=at(cid) if cid in after else at(key="changes"),
+                case_id=cid,
+                code="change_unrecorded",
+                message=f"fixture {kind} since {previous.label} with no changes: entry",
+                fix="add a changes: entry with old_order, new_order, approver, reason and approved_on",
+            )
+        )
     return problems
 
 
-def freeze_fixtures(path: str | Path, *, approver: str, reason: str = "", now: datetime | None = None) -> FixtureRelease:
+def freeze_fixtures(
+    path: str | Path, *, approver: str, reason: str = "", now: datetime | None = None
+) -> FixtureRelease:
     """Freeze a fixture file: validate it and write its release record (refused when one exists)."""
     from ._fixtures import load_fixtures
 
     path = Path(path)
     target = release_path(path)
     if target.exists():
-        raise WorkbenchError("already frozen", [Problem(location=str(target), code="release_exists", message=f"{path.name} is already frozen; a release is never re-frozen", fix="put the change in a new version with supersedes: and a changes: entry, then freeze that file")])
+        raise WorkbenchError(
+            "already frozen",
+            [
+                Problem(
+                    location=str(target),
+                    code="release_exists",
+                    message=f"{path.name} is already frozen; a release is never re-frozen",
+                    fix="put the change in a new version with supersedes: and a changes: entry, then freeze that file",
+                )
+            ],
+        )
     if not approver.strip():
-        raise WorkbenchError("no approver", [Problem(location="--approver", code="release_invalid", message="a release needs a named approver", fix="pass --approver NAME")])
+        raise WorkbenchError(
+            "no approver",
+            [
+                Problem(
+                    location="--approver",
+                    code="release_invalid",
+                    message="a release needs a named approver",
+                    fix="pass --approver NAME",
+                )
+            ],
+        )
     fixture_set = load_fixtures(path)
     supersedes = None
     if fixture_set.supersedes is not None:
@@ -226,7 +375,9 @@ def freeze_fixtures(path: str | Path, *, approver: str, reason: str = "", now: d
         supersedes=supersedes,
     )
     sealed = record.model_copy(update={"release_sha256": record.content_sha256()})
-    atomic_write_text(target, json.dumps(sealed.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        target, json.dumps(sealed.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n"
+    )
     return sealed
 
 
@@ -260,8 +411,20 @@ def label_history(path: str | Path) -> list[VersionHistory]:
     seen: set[str] = set()
     while current is not None:
         fixture_set = load_fixtures(current)
-        if fixture_set.label in seen:  # pragma: no cover - a cycle needs two files superseding each other
-            raise WorkbenchError("cyclic history", [Problem(location=str(current), code="supersedes_invalid", message="the supersedes chain loops", fix="a version supersedes an older one")])
+        if (
+            fixture_set.label in seen
+        ):  # pragma: no cover - a cycle needs two files superseding each other
+            raise WorkbenchError(
+                "cyclic history",
+                [
+                    Problem(
+                        location=str(current),
+                        code="supersedes_invalid",
+                        message="the supersedes chain loops",
+                        fix="a version supersedes an older one",
+                    )
+                ],
+            )
         seen.add(fixture_set.label)
         release = fixture_set.release
         chain.append(
@@ -276,5 +439,7 @@ def label_history(path: str | Path) -> list[VersionHistory]:
                 changes=list(fixture_set.changes),
             )
         )
-        current = previous_path(current, fixture_set) if fixture_set.supersedes is not None else None
+        current = (
+            previous_path(current, fixture_set) if fixture_set.supersedes is not None else None
+        )
     return chain[::-1]

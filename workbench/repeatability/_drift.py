@@ -59,7 +59,9 @@ SENTINEL_REPORT_DIR = "sentinels"
 """Where a certification report keeps its sentinel run (``manifest.json``, ``results.jsonl``)."""
 PARTITION = "sentinels"
 """The partition label of a sentinel run's manifest and results."""
-ChangeKind = Literal["verdict_changed", "now_error", "was_error", "no_baseline", "not_judged", "input_changed"]
+ChangeKind = Literal[
+    "verdict_changed", "now_error", "was_error", "no_baseline", "not_judged", "input_changed"
+]
 
 
 class Observation(_Model):
@@ -163,7 +165,11 @@ class DriftEntry(_Model):
 
 def drift_log_path_for(gold: GoldDataset | str | Path) -> Path:
     """The default drift log: ``<gold dataset directory>/drift_log.jsonl``."""
-    root = gold.root if isinstance(gold, GoldDataset) else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
+    root = (
+        gold.root
+        if isinstance(gold, GoldDataset)
+        else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
+    )
     return root / DRIFT_LOG_FILE
 
 
@@ -175,7 +181,17 @@ def _read_lock(path: Path) -> dict[str, Any]:
         lock = f"{exc}"
     if not isinstance(lock, dict):
         why = lock if isinstance(lock, str) else "not a JSON object"
-        raise WorkbenchError("unreadable report lock", [Problem(location=str(path), code="lock_unreadable", message=f"lock.json cannot be read ({why[:160]})", fix="restore the report from its original copy (`workbench verify` names every change)")])
+        raise WorkbenchError(
+            "unreadable report lock",
+            [
+                Problem(
+                    location=str(path),
+                    code="lock_unreadable",
+                    message=f"lock.json cannot be read ({why[:160]})",
+                    fix="restore the report from its original copy (`workbench verify` names every change)",
+                )
+            ],
+        )
     return lock
 
 
@@ -193,18 +209,44 @@ def read_drift_log(log: str | Path) -> list[DriftEntry]:
             check_json(line)  # duplicate keys, NaN/Infinity, too deep: refused before validation
             out.append(DriftEntry.model_validate_json(line))
         except JSONRecordError as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="drift_log_invalid", message=f"not a drift-log entry ({exc.msg})", fix=fix))
+            problems.append(
+                Problem(
+                    location=f"{path}:{number}",
+                    code="drift_log_invalid",
+                    message=f"not a drift-log entry ({exc.msg})",
+                    fix=fix,
+                )
+            )
         except ValidationError as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="drift_log_invalid", message=f"not a drift-log entry ({exc.error_count()} error(s))", fix=fix))
-    problems += [Problem(location=f"{path}:{n}", code="drift_log_invalid", message="not a drift-log entry (the line is not valid UTF-8)", fix=fix) for n in not_utf8]
+            problems.append(
+                Problem(
+                    location=f"{path}:{number}",
+                    code="drift_log_invalid",
+                    message=f"not a drift-log entry ({exc.error_count()} error(s))",
+                    fix=fix,
+                )
+            )
+    problems += [
+        Problem(
+            location=f"{path}:{n}",
+            code="drift_log_invalid",
+            message="not a drift-log entry (the line is not valid UTF-8)",
+            fix=fix,
+        )
+        for n in not_utf8
+    ]
     if problems:
         raise WorkbenchError(f"{path}: unreadable drift log", problems)
     return out
 
 
-def latest_drift(log: str | Path, fingerprint: str, *, kind: Literal["baseline", "check"] = "check") -> DriftEntry | None:
+def latest_drift(
+    log: str | Path, fingerprint: str, *, kind: Literal["baseline", "check"] = "check"
+) -> DriftEntry | None:
     """The latest entry of ``kind`` for a judge fingerprint (for ``workbench status``)."""
-    found = [e for e in read_drift_log(log) if e.candidate_fingerprint == fingerprint and e.kind == kind]
+    found = [
+        e for e in read_drift_log(log) if e.candidate_fingerprint == fingerprint and e.kind == kind
+    ]
     return found[-1] if found else None
 
 
@@ -213,7 +255,17 @@ def _observations(run_dir: Path, ids: list[str]) -> tuple[RunManifest, dict[str,
     try:
         manifest = RunManifest.model_validate(read_json_file(manifest_path))
     except (OSError, ValueError) as exc:
-        raise WorkbenchError("unreadable baseline run", [Problem(location=str(manifest_path), code="manifest_invalid", message=f"the run manifest cannot be read ({type(exc).__name__})", fix="point at a run directory written by the workbench")]) from None
+        raise WorkbenchError(
+            "unreadable baseline run",
+            [
+                Problem(
+                    location=str(manifest_path),
+                    code="manifest_invalid",
+                    message=f"the run manifest cannot be read ({type(exc).__name__})",
+                    fix="point at a run directory written by the workbench",
+                )
+            ],
+        ) from None
     wanted = set(ids)
     last: dict[str, Any] = {}
     counts: dict[str, int] = {}
@@ -224,42 +276,137 @@ def _observations(run_dir: Path, ids: list[str]) -> tuple[RunManifest, dict[str,
         counts[r.case_id] = counts.get(r.case_id, 0) + 1
         if r.case_id not in last or r.attempt > last[r.case_id].attempt:
             last[r.case_id] = r
-    found = {cid: Observation(value=r.value, error=r.error.kind if r.error else None, response_hash=r.response_hash, request_sha256=r.rendered_request_sha256, attempts=counts[cid]) for cid, r in last.items()}
+    found = {
+        cid: Observation(
+            value=r.value,
+            error=r.error.kind if r.error else None,
+            response_hash=r.response_hash,
+            request_sha256=r.rendered_request_sha256,
+            attempts=counts[cid],
+        )
+        for cid, r in last.items()
+    }
     return manifest, found
 
 
-def _resolve_baseline(against: Path | None, judge: Judge, dataset: GoldDataset, sentinels: LoadedSentinels, log: Path) -> tuple[BaselineRef, dict[str, Observation]]:
+def _resolve_baseline(
+    against: Path | None, judge: Judge, dataset: GoldDataset, sentinels: LoadedSentinels, log: Path
+) -> tuple[BaselineRef, dict[str, Observation]]:
     fingerprint = judge.identity.fingerprint()
-    other_judge_fix = "drift compares one pinned judge over time; compare two versions with `workbench compare`"
+    other_judge_fix = (
+        "drift compares one pinned judge over time; compare two versions with `workbench compare`"
+    )
     if against is not None and (against / "lock.json").is_file():
         lock = _read_lock(against / "lock.json")
         report_id = str(lock.get("report_id"))
         if lock.get("candidate_fingerprint") != fingerprint:
-            raise WorkbenchError("refusing the baseline", [Problem(location=str(against), code="baseline_other_judge", message=f"report {report_id} certified {lock.get('candidate')} ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label} ({fingerprint[:12]}) as it is now", fix=other_judge_fix)])
+            raise WorkbenchError(
+                "refusing the baseline",
+                [
+                    Problem(
+                        location=str(against),
+                        code="baseline_other_judge",
+                        message=f"report {report_id} certified {lock.get('candidate')} ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label} ({fingerprint[:12]}) as it is now",
+                        fix=other_judge_fix,
+                    )
+                ],
+            )
         stored = against / SENTINEL_REPORT_DIR
         if (stored / MANIFEST_FILE).is_file():
             manifest, found = _observations(stored, sentinels.case_ids)
-            return BaselineRef(source="report", ref=report_id, run_id=manifest.run_id, recorded_at=manifest.created_at), found
-        entries = [e for e in read_drift_log(log) if e.kind == "baseline" and e.status == "recorded" and e.report_id == report_id and e.candidate_fingerprint == fingerprint]
+            return BaselineRef(
+                source="report",
+                ref=report_id,
+                run_id=manifest.run_id,
+                recorded_at=manifest.created_at,
+            ), found
+        entries = [
+            e
+            for e in read_drift_log(log)
+            if e.kind == "baseline"
+            and e.status == "recorded"
+            and e.report_id == report_id
+            and e.candidate_fingerprint == fingerprint
+        ]
         if not entries:
-            raise WorkbenchError("no baseline", [Problem(location=str(against), code="baseline_missing", message=f"report {report_id} holds no sentinel run ({SENTINEL_REPORT_DIR}/) and {log} records no sentinel baseline for it", fix=f"record one: `workbench drift --candidate SPEC --gold GOLD --record-baseline --report {against}`")])
+            raise WorkbenchError(
+                "no baseline",
+                [
+                    Problem(
+                        location=str(against),
+                        code="baseline_missing",
+                        message=f"report {report_id} holds no sentinel run ({SENTINEL_REPORT_DIR}/) and {log} records no sentinel baseline for it",
+                        fix=f"record one: `workbench drift --candidate SPEC --gold GOLD --record-baseline --report {against}`",
+                    )
+                ],
+            )
         entry = entries[-1]
-        return BaselineRef(source="report", ref=f"{report_id} (drift-log entry {entry.entry_id})", run_id=entry.run_id, recorded_at=entry.recorded_at), dict(entry.observations)
+        return BaselineRef(
+            source="report",
+            ref=f"{report_id} (drift-log entry {entry.entry_id})",
+            run_id=entry.run_id,
+            recorded_at=entry.recorded_at,
+        ), dict(entry.observations)
     if against is not None:
         if not (against / MANIFEST_FILE).is_file():
-            raise WorkbenchError("no baseline", [Problem(location=str(against), code="baseline_missing", message="--against is neither a certification report (lock.json) nor a run directory (manifest.json)", fix="point --against at a report directory or a run directory of this judge")])
+            raise WorkbenchError(
+                "no baseline",
+                [
+                    Problem(
+                        location=str(against),
+                        code="baseline_missing",
+                        message="--against is neither a certification report (lock.json) nor a run directory (manifest.json)",
+                        fix="point --against at a report directory or a run directory of this judge",
+                    )
+                ],
+            )
         manifest, found = _observations(against, sentinels.case_ids)
         if manifest.judge_fingerprint != fingerprint:
-            raise WorkbenchError("refusing the baseline", [Problem(location=str(against), code="baseline_other_judge", message=f"the run is of {manifest.judge.name}@{manifest.judge.version} ({manifest.judge_fingerprint[:12]}), not {judge.spec.label} ({fingerprint[:12]}) as it is now", fix=other_judge_fix)])
-        return BaselineRef(source="run", ref=str(against), run_id=manifest.run_id, recorded_at=manifest.created_at), found
-    entries = [e for e in read_drift_log(log) if e.kind == "baseline" and e.status == "recorded" and e.candidate_fingerprint == fingerprint]
+            raise WorkbenchError(
+                "refusing the baseline",
+                [
+                    Problem(
+                        location=str(against),
+                        code="baseline_other_judge",
+                        message=f"the run is of {manifest.judge.name}@{manifest.judge.version} ({manifest.judge_fingerprint[:12]}), not {judge.spec.label} ({fingerprint[:12]}) as it is now",
+                        fix=other_judge_fix,
+                    )
+                ],
+            )
+        return BaselineRef(
+            source="run", ref=str(against), run_id=manifest.run_id, recorded_at=manifest.created_at
+        ), found
+    entries = [
+        e
+        for e in read_drift_log(log)
+        if e.kind == "baseline"
+        and e.status == "recorded"
+        and e.candidate_fingerprint == fingerprint
+    ]
     if not entries:
-        raise WorkbenchError("no baseline", [Problem(location=str(log), code="baseline_missing", message=f"no sentinel baseline of {judge.spec.label} ({fingerprint[:12]}) is recorded in {log}", fix="record one first (`workbench drift ... --record-baseline`, at certification time), or give --against REPORT|RUN")])
+        raise WorkbenchError(
+            "no baseline",
+            [
+                Problem(
+                    location=str(log),
+                    code="baseline_missing",
+                    message=f"no sentinel baseline of {judge.spec.label} ({fingerprint[:12]}) is recorded in {log}",
+                    fix="record one first (`workbench drift ... --record-baseline`, at certification time), or give --against REPORT|RUN",
+                )
+            ],
+        )
     entry = entries[-1]
-    return BaselineRef(source="drift_log", ref=entry.entry_id, run_id=entry.run_id, recorded_at=entry.recorded_at), dict(entry.observations)
+    return BaselineRef(
+        source="drift_log", ref=entry.entry_id, run_id=entry.run_id, recorded_at=entry.recorded_at
+    ), dict(entry.observations)
 
 
-def _changes(sentinels: LoadedSentinels, dataset: GoldDataset, before: dict[str, Observation], after: dict[str, Observation]) -> list[SentinelChange]:
+def _changes(
+    sentinels: LoadedSentinels,
+    dataset: GoldDataset,
+    before: dict[str, Observation],
+    after: dict[str, Observation],
+) -> list[SentinelChange]:
     rubric = dataset.rubric
     out: list[SentinelChange] = []
 
@@ -270,8 +417,25 @@ def _changes(sentinels: LoadedSentinels, dataset: GoldDataset, before: dict[str,
         b, a = before.get(case.case_id), after.get(case.case_id)
         risk = rubric.risk_of(case.slice)
 
-        def flag(kind: ChangeKind, crossing: bool = False, _c: Any = case, _r: str | None = risk, _b: Observation | None = b, _a: Observation | None = a) -> None:
-            out.append(SentinelChange(case_id=_c.case_id, slice=_c.slice, risk=_r, kind=kind, before=_b.shown() if _b else None, after=_a.shown() if _a else None, boundary_crossing=crossing))
+        def flag(
+            kind: ChangeKind,
+            crossing: bool = False,
+            _c: Any = case,
+            _r: str | None = risk,
+            _b: Observation | None = b,
+            _a: Observation | None = a,
+        ) -> None:
+            out.append(
+                SentinelChange(
+                    case_id=_c.case_id,
+                    slice=_c.slice,
+                    risk=_r,
+                    kind=kind,
+                    before=_b.shown() if _b else None,
+                    after=_a.shown() if _a else None,
+                    boundary_crossing=crossing,
+                )
+            )
 
         if a is None:
             flag("not_judged")
@@ -323,7 +487,17 @@ async def run_drift(
     log_path = Path(log) if log is not None else drift_log_path_for(dataset)
     fingerprint = judge.identity.fingerprint()
     if record_baseline and against is not None:
-        raise WorkbenchError("conflicting options", [Problem(location="--against", code="baseline_and_against", message="a baseline is recorded, not compared", fix="drop --against when recording a baseline")])
+        raise WorkbenchError(
+            "conflicting options",
+            [
+                Problem(
+                    location="--against",
+                    code="baseline_and_against",
+                    message="a baseline is recorded, not compared",
+                    fix="drop --against when recording a baseline",
+                )
+            ],
+        )
     baseline: BaselineRef | None = None
     before: dict[str, Observation] = {}
     report_id: str | None = None
@@ -331,27 +505,80 @@ async def run_drift(
         if report is not None:
             lock_path = Path(report) / "lock.json"
             if not lock_path.is_file():
-                raise WorkbenchError("not a report", [Problem(location=str(report), code="report_missing", message="--report is not a certification report directory (no lock.json)", fix="point at reports/<candidate>/<version>/<n>")])
+                raise WorkbenchError(
+                    "not a report",
+                    [
+                        Problem(
+                            location=str(report),
+                            code="report_missing",
+                            message="--report is not a certification report directory (no lock.json)",
+                            fix="point at reports/<candidate>/<version>/<n>",
+                        )
+                    ],
+                )
             lock = _read_lock(lock_path)
             if lock.get("candidate_fingerprint") != fingerprint:
-                raise WorkbenchError("refusing the baseline", [Problem(location=str(report), code="baseline_other_judge", message=f"report {lock.get('report_id')} certified {lock.get('candidate')} ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label} ({fingerprint[:12]})", fix="record the baseline with the certified candidate's spec")])
+                raise WorkbenchError(
+                    "refusing the baseline",
+                    [
+                        Problem(
+                            location=str(report),
+                            code="baseline_other_judge",
+                            message=f"report {lock.get('report_id')} certified {lock.get('candidate')} ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label} ({fingerprint[:12]})",
+                            fix="record the baseline with the certified candidate's spec",
+                        )
+                    ],
+                )
             report_id = str(lock.get("report_id"))
     else:
-        baseline, before = _resolve_baseline(Path(against) if against is not None else None, judge, dataset, loaded, log_path)
+        baseline, before = _resolve_baseline(
+            Path(against) if against is not None else None, judge, dataset, loaded, log_path
+        )
     entry_id = f"drift-{uuid.uuid4().hex[:12]}"
-    run_dir = (Path(out) if out is not None else Path("runs") / "drift" / judge.spec.label) / entry_id
+    run_dir = (
+        Path(out) if out is not None else Path("runs") / "drift" / judge.spec.label
+    ) / entry_id
     items = [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in loaded.cases]
     if budget_usd is not None:
         estimate = estimate_run("sentinels", judge, items, run_dir, cache_dir=False)
         if estimate.needed_usd > budget_usd + 1e-12:
-            raise BudgetInsufficient("the budget does not cover the sentinel run: nothing was started", [Problem(location="--budget-usd", code="budget_insufficient", message=f"{len(items)} sentinel call(s) of {judge.spec.label} need up to ${estimate.needed_usd:.4f}, the budget is ${budget_usd:.4f}", fix=f"give --budget-usd {estimate.needed_usd:.4f} or more")])
+            raise BudgetInsufficient(
+                "the budget does not cover the sentinel run: nothing was started",
+                [
+                    Problem(
+                        location="--budget-usd",
+                        code="budget_insufficient",
+                        message=f"{len(items)} sentinel call(s) of {judge.spec.label} need up to ${estimate.needed_usd:.4f}, the budget is ${budget_usd:.4f}",
+                        fix=f"give --budget-usd {estimate.needed_usd:.4f} or more",
+                    )
+                ],
+            )
     check = getattr(judge, "check_gold", None)
     if check is not None:
         check(dataset)
-    summary = await run_items(judge, items, run_dir, partition=PARTITION, dataset_sha256=dataset.sha256, repeats=1, grid=True, concurrency=concurrency, budget_usd=budget_usd, cache_dir=False, progress=progress, lineage=gold_lineage(dataset, loaded.cases))
+    summary = await run_items(
+        judge,
+        items,
+        run_dir,
+        partition=PARTITION,
+        dataset_sha256=dataset.sha256,
+        repeats=1,
+        grid=True,
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        cache_dir=False,
+        progress=progress,
+        lineage=gold_lineage(dataset, loaded.cases),
+    )
     _, after = _observations(run_dir, loaded.case_ids)
     if record_baseline:
-        status: Literal["recorded", "stable", "drifted", "incomplete"] = "recorded" if summary.status == "complete" and len(after) == len(loaded.cases) and all(o.value is not None for o in after.values()) else "incomplete"
+        status: Literal["recorded", "stable", "drifted", "incomplete"] = (
+            "recorded"
+            if summary.status == "complete"
+            and len(after) == len(loaded.cases)
+            and all(o.value is not None for o in after.values())
+            else "incomplete"
+        )
         changes: list[SentinelChange] = []
     else:
         changes = _changes(loaded, dataset, before, after)
@@ -396,16 +623,23 @@ def format_drift(entry: DriftEntry, log: str | Path | None = None) -> str:
     where = f" (log {log})" if log else ""
     if entry.kind == "baseline":
         bound = f" for report {entry.report_id}" if entry.report_id else ""
-        lines = [f"baseline {entry.entry_id}{bound}: {entry.candidate} ({entry.candidate_fingerprint[:12]}) on {len(entry.sentinel_ids)} sentinel(s): {entry.status.upper()}{where}"]
+        lines = [
+            f"baseline {entry.entry_id}{bound}: {entry.candidate} ({entry.candidate_fingerprint[:12]}) on {len(entry.sentinel_ids)} sentinel(s): {entry.status.upper()}{where}"
+        ]
         for cid in entry.sentinel_ids:
             o = entry.observations.get(cid)
             lines.append(f"  {cid}: {o.shown() if o else 'not judged'}")
         return "\n".join(lines)
     b = entry.baseline
     assert b is not None
-    lines = [f"drift check {entry.entry_id}: {entry.candidate} ({entry.candidate_fingerprint[:12]}) on {len(entry.sentinel_ids)} sentinel(s) against {b.source} {b.ref}: {entry.status.upper()}{where}"]
+    lines = [
+        f"drift check {entry.entry_id}: {entry.candidate} ({entry.candidate_fingerprint[:12]}) on {len(entry.sentinel_ids)} sentinel(s) against {b.source} {b.ref}: {entry.status.upper()}{where}"
+    ]
     for c in entry.changes:
-        lines.append(f"  CHANGED {c.case_id} ({c.slice}{', ' + c.risk if c.risk else ''}): {c.kind} {c.before} -> {c.after}" + (" BOUNDARY" if c.boundary_crossing else ""))
+        lines.append(
+            f"  CHANGED {c.case_id} ({c.slice}{', ' + c.risk if c.risk else ''}): {c.kind} {c.before} -> {c.after}"
+            + (" BOUNDARY" if c.boundary_crossing else "")
+        )
     if not entry.changes:
         lines.append("  every sentinel gave the baseline's verdict")
     return "\n".join(lines)

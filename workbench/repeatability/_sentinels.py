@@ -69,7 +69,9 @@ class SentinelSet(Record):
 class LoadedSentinels(BaseModel):
     """A checked sentinel set with its gold cases."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(
+        frozen=True, arbitrary_types_allowed=True, use_attribute_docstrings=True
+    )
 
     sentinels: SentinelSet
     """The file's content."""
@@ -87,7 +89,11 @@ class LoadedSentinels(BaseModel):
 
 def sentinels_path_for(gold: GoldDataset | str | Path) -> Path:
     """The default sentinel file: ``<gold dataset directory>/sentinels.yaml``."""
-    root = gold.root if isinstance(gold, GoldDataset) else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
+    root = (
+        gold.root
+        if isinstance(gold, GoldDataset)
+        else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
+    )
     return root / SENTINELS_FILE
 
 
@@ -106,34 +112,85 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
         missing_message="the sentinel file does not exist",
         missing_fix=f"declare the sentinel cases in {SENTINELS_FILE} beside the gold (case ids with a reason; docs/formats.md#sentinels)",
         encoding_code="sentinels_yaml",
-        shape=("the sentinel file must be a YAML mapping with a list under sentinels:", "write schema_version, name and sentinels: [{case_id, reason}]"),
+        shape=(
+            "the sentinel file must be a YAML mapping with a list under sentinels:",
+            "write schema_version, name and sentinels: [{case_id, reason}]",
+        ),
     ).data
     try:
         parsed = SentinelSet.model_validate(raw)
     except SchemaTooNew as exc:
         raise WorkbenchError("unreadable sentinels", [exc.problem_at(loc)]) from None
     except ValidationError as exc:
-        raise WorkbenchError(f"{loc}: invalid sentinels", validation_problems(exc, at=loc, code="sentinels_invalid", root="file", fix="see docs/formats.md#sentinels")) from None
+        raise WorkbenchError(
+            f"{loc}: invalid sentinels",
+            validation_problems(
+                exc,
+                at=loc,
+                code="sentinels_invalid",
+                root="file",
+                fix="see docs/formats.md#sentinels",
+            ),
+        ) from None
     problems: list[Problem] = []
     if parsed.rubric_version is not None and parsed.rubric_version != dataset.rubric.version:
-        problems.append(_problem(loc, "sentinels_rubric_mismatch", f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is rubric {dataset.rubric.version}", "review the set for the new rubric and update rubric_version (a new version of the file)"))
+        problems.append(
+            _problem(
+                loc,
+                "sentinels_rubric_mismatch",
+                f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is rubric {dataset.rubric.version}",
+                "review the set for the new rubric and update rubric_version (a new version of the file)",
+            )
+        )
     by_id = {r.case_id: r for r in dataset.records}
     seen: set[str] = set()
     cases: list[GoldCase] = []
     for s in parsed.sentinels:
         if s.case_id in seen:
-            problems.append(_problem(loc, "duplicate_sentinel", "the case is listed twice", "list each sentinel once", s.case_id))
+            problems.append(
+                _problem(
+                    loc,
+                    "duplicate_sentinel",
+                    "the case is listed twice",
+                    "list each sentinel once",
+                    s.case_id,
+                )
+            )
             continue
         seen.add(s.case_id)
         record = by_id.get(s.case_id)
         if record is None:
-            problems.append(_problem(loc, "unknown_case", "the gold has no such case", "use case ids of this gold", s.case_id))
+            problems.append(
+                _problem(
+                    loc,
+                    "unknown_case",
+                    "the gold has no such case",
+                    "use case ids of this gold",
+                    s.case_id,
+                )
+            )
             continue
         if s.case_id in dataset.superseded_by:
-            problems.append(_problem(loc, "superseded_case", f"the record was superseded by {dataset.latest_id(s.case_id)!r}", "name the latest record (a changed sentinel starts a new baseline)", s.case_id))
+            problems.append(
+                _problem(
+                    loc,
+                    "superseded_case",
+                    f"the record was superseded by {dataset.latest_id(s.case_id)!r}",
+                    "name the latest record (a changed sentinel starts a new baseline)",
+                    s.case_id,
+                )
+            )
             continue
         if record.partition.value == "held_out":
-            problems.append(_problem(loc, "held_out_sentinel", "the case is held out: held-out cases are judged once, by certification, never re-run on a schedule", "choose sentinels from development or calibration", s.case_id))
+            problems.append(
+                _problem(
+                    loc,
+                    "held_out_sentinel",
+                    "the case is held out: held-out cases are judged once, by certification, never re-run on a schedule",
+                    "choose sentinels from development or calibration",
+                    s.case_id,
+                )
+            )
             continue
         cases.append(dataset.cases[s.case_id])
     if problems:

@@ -188,7 +188,13 @@ class RepeatabilityStudy(_Model):
         """The cases as a pandas DataFrame (verdicts joined with ``|``)."""
         import pandas as pd
 
-        rows = [{**c.model_dump(exclude={"verdicts"}), "verdicts": "|".join(v or "-" for v in c.verdicts)} for c in self.cases]
+        rows = [
+            {
+                **c.model_dump(exclude={"verdicts"}),
+                "verdicts": "|".join(v or "-" for v in c.verdicts),
+            }
+            for c in self.cases
+        ]
         return pd.DataFrame(rows)
 
     def slices_frame(self) -> Any:
@@ -197,7 +203,18 @@ class RepeatabilityStudy(_Model):
 
         return pd.DataFrame(
             [
-                {"slice": s.slice, "risk": s.risk, "cases": s.cases, "assessed": s.assessed, "flipped": s.flipped, "incomplete": s.incomplete, "flip_rate": s.flip_rate.rate, "flip_rate_ci95_high": s.flip_rate.ci95_high, "mean_majority_share": s.mean_majority_share, "boundary_crossing": s.boundary_crossing}
+                {
+                    "slice": s.slice,
+                    "risk": s.risk,
+                    "cases": s.cases,
+                    "assessed": s.assessed,
+                    "flipped": s.flipped,
+                    "incomplete": s.incomplete,
+                    "flip_rate": s.flip_rate.rate,
+                    "flip_rate_ci95_high": s.flip_rate.ci95_high,
+                    "mean_majority_share": s.mean_majority_share,
+                    "boundary_crossing": s.boundary_crossing,
+                }
                 for s in [*self.slices, self.overall]
             ]
         )
@@ -205,18 +222,32 @@ class RepeatabilityStudy(_Model):
 
 def studies_path_for(gold: GoldDataset | str | Path) -> Path:
     """The default study log: ``<gold dataset directory>/repeatability_studies.jsonl``."""
-    root = gold.root if isinstance(gold, GoldDataset) else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
+    root = (
+        gold.root
+        if isinstance(gold, GoldDataset)
+        else (Path(gold) if Path(gold).is_dir() else Path(gold).parent)
+    )
     return root / STUDIES_FILE
 
 
-def _case_row(case_id: str, slice_name: str, risk: str | None, human: str, outcomes: list[tuple[str, str | None]], rubric: Any, repeats: int) -> CaseRepeatability:
+def _case_row(
+    case_id: str,
+    slice_name: str,
+    risk: str | None,
+    human: str,
+    outcomes: list[tuple[str, str | None]],
+    rubric: Any,
+    repeats: int,
+) -> CaseRepeatability:
     verdicts = [label if outcome == "verdict" else None for outcome, label in outcomes]
     given = [v for v in verdicts if v is not None]
     counts = Counter(given)
     flipped = len(counts) > 1
     errors = sum(1 for outcome, _ in outcomes if outcome == "error")
     missing = sum(1 for outcome, _ in outcomes if outcome == "missing")
-    status: Literal["stable", "flipped", "incomplete"] = "flipped" if flipped else ("stable" if len(given) == repeats else "incomplete")
+    status: Literal["stable", "flipped", "incomplete"] = (
+        "flipped" if flipped else ("stable" if len(given) == repeats else "incomplete")
+    )
     top = counts.most_common()
     majority = top[0][0] if top and (len(top) == 1 or top[0][1] > top[1][1]) else None
     views = {rubric.pass_fail(v) for v in counts if v in rubric.labels}
@@ -257,7 +288,13 @@ def _slice_row(name: str, risk: str | None, rows: list[CaseRepeatability]) -> Sl
     )
 
 
-def study_from_run(run_dir: str | Path, dataset: GoldDataset | str | Path, *, summary: RunSummary | None = None, who: str | None = None) -> RepeatabilityStudy:
+def study_from_run(
+    run_dir: str | Path,
+    dataset: GoldDataset | str | Path,
+    *,
+    summary: RunSummary | None = None,
+    who: str | None = None,
+) -> RepeatabilityStudy:
     """The repeatability study of a run made with ``repeats`` >= 2 (its manifest says how many).
 
     Each repeat is joined with the gold separately (lineage checked); nothing is re-run.
@@ -267,12 +304,42 @@ def study_from_run(run_dir: str | Path, dataset: GoldDataset | str | Path, *, su
     results = run / RESULTS_FILE
     manifest = read_run_manifest(results)
     if manifest is None:
-        raise WorkbenchError("not a run", [Problem(location=str(run), code="run_missing", message="no run manifest (manifest.json) in the directory", fix="point at a run directory written by `workbench run --repeat K` or `workbench repeatability`")])
+        raise WorkbenchError(
+            "not a run",
+            [
+                Problem(
+                    location=str(run),
+                    code="run_missing",
+                    message="no run manifest (manifest.json) in the directory",
+                    fix="point at a run directory written by `workbench run --repeat K` or `workbench repeatability`",
+                )
+            ],
+        )
     refuse_held_out(manifest.partition, where=str(run))
     if manifest.repeats < 2:
-        raise WorkbenchError("not a repeatability run", [Problem(location=str(run), code="too_few_repeats", message=f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2 repeats", fix="run with --repeats 3 or more (certification wants K >= 3 on calibration data)")])
+        raise WorkbenchError(
+            "not a repeatability run",
+            [
+                Problem(
+                    location=str(run),
+                    code="too_few_repeats",
+                    message=f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2 repeats",
+                    fix="run with --repeats 3 or more (certification wants K >= 3 on calibration data)",
+                )
+            ],
+        )
     lines = read_results(results)
-    joins = [align_results(dataset, lines, partition=manifest.partition, repeat=r, manifest=manifest, location=str(results)) for r in range(manifest.repeats)]
+    joins = [
+        align_results(
+            dataset,
+            lines,
+            partition=manifest.partition,
+            repeat=r,
+            manifest=manifest,
+            location=str(results),
+        )
+        for r in range(manifest.repeats)
+    ]
     rubric = dataset.rubric
     per_case: dict[str, list[tuple[str, str | None]]] = {}
     info: dict[str, tuple[str, str]] = {}
@@ -280,23 +347,54 @@ def study_from_run(run_dir: str | Path, dataset: GoldDataset | str | Path, *, su
         for c in join.cases:
             per_case.setdefault(c.case_id, []).append((c.outcome, c.judge_label))
             info[c.case_id] = (c.slice, c.human_label)
-    cases = [_case_row(cid, info[cid][0], rubric.risk_of(info[cid][0]), info[cid][1], outcomes, rubric, manifest.repeats) for cid, outcomes in per_case.items()]
+    cases = [
+        _case_row(
+            cid,
+            info[cid][0],
+            rubric.risk_of(info[cid][0]),
+            info[cid][1],
+            outcomes,
+            rubric,
+            manifest.repeats,
+        )
+        for cid, outcomes in per_case.items()
+    ]
     by_slice: dict[str, list[CaseRepeatability]] = {}
     for row in cases:
         by_slice.setdefault(row.slice, []).append(row)
-    slices = [_slice_row(name, rubric.risk_of(name), by_slice[name]) for name in sorted(by_slice, key=lambda s: (_RISK_ORDER.get(rubric.risk_of(s) or "", 9), s))]
+    slices = [
+        _slice_row(name, rubric.risk_of(name), by_slice[name])
+        for name in sorted(by_slice, key=lambda s: (_RISK_ORDER.get(rubric.risk_of(s) or "", 9), s))
+    ]
     per_repeat = []
     for r in range(manifest.repeats):
         mine = [line.result for line in lines if line.result.repeat == r]
-        per_repeat.append(RepeatCost(repeat=r, attempts=len(mine), cached=sum(1 for x in mine if x.cached_from_run_id), cost_usd=round(sum(x.cost_usd or 0.0 for x in mine), 10), tokens_in=sum(x.tokens_in or 0 for x in mine), tokens_out=sum(x.tokens_out or 0 for x in mine)))
+        per_repeat.append(
+            RepeatCost(
+                repeat=r,
+                attempts=len(mine),
+                cached=sum(1 for x in mine if x.cached_from_run_id),
+                cost_usd=round(sum(x.cost_usd or 0.0 for x in mine), 10),
+                tokens_in=sum(x.tokens_in or 0 for x in mine),
+                tokens_out=sum(x.tokens_out or 0 for x in mine),
+            )
+        )
     reasons: list[str] = []
     if summary is None and RunDir(run).summary.is_file():
         summary = RunDir(run).read_summary()
     if summary is not None and summary.status != "complete":
-        reasons.append("the run is incomplete" + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "") + f": {len(summary.unrun)} unrun, {len(summary.pending_retry)} mid-retry")
+        reasons.append(
+            "the run is incomplete"
+            + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "")
+            + f": {len(summary.unrun)} unrun, {len(summary.pending_retry)} mid-retry"
+        )
     incomplete = [c.case_id for c in cases if c.status == "incomplete"]
     if incomplete:
-        reasons.append(f"{len(incomplete)} case(s) lack a verdict in some repeat and showed no flip: " + ", ".join(incomplete[:10]) + (" ..." if len(incomplete) > 10 else ""))
+        reasons.append(
+            f"{len(incomplete)} case(s) lack a verdict in some repeat and showed no flip: "
+            + ", ".join(incomplete[:10])
+            + (" ..." if len(incomplete) > 10 else "")
+        )
     return RepeatabilityStudy(
         study_id=f"rep-{uuid.uuid4().hex[:12]}",
         created_at=datetime.now(UTC),
@@ -345,24 +443,65 @@ def read_studies(log: str | Path) -> list[RepeatabilityStudy]:
             check_json(line)  # duplicate keys, NaN/Infinity, too deep: refused before validation
             out.append(RepeatabilityStudy.model_validate_json(line))
         except JSONRecordError as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="study_invalid", message=f"not a repeatability study ({exc.msg})", fix=fix))
+            problems.append(
+                Problem(
+                    location=f"{path}:{number}",
+                    code="study_invalid",
+                    message=f"not a repeatability study ({exc.msg})",
+                    fix=fix,
+                )
+            )
         except ValidationError as exc:
-            problems.append(Problem(location=f"{path}:{number}", code="study_invalid", message=f"not a repeatability study ({exc.error_count()} error(s))", fix=fix))
-    problems += [Problem(location=f"{path}:{n}", code="study_invalid", message="not a repeatability study (the line is not valid UTF-8)", fix=fix) for n in not_utf8]
+            problems.append(
+                Problem(
+                    location=f"{path}:{number}",
+                    code="study_invalid",
+                    message=f"not a repeatability study ({exc.error_count()} error(s))",
+                    fix=fix,
+                )
+            )
+    problems += [
+        Problem(
+            location=f"{path}:{n}",
+            code="study_invalid",
+            message="not a repeatability study (the line is not valid UTF-8)",
+            fix=fix,
+        )
+        for n in not_utf8
+    ]
     if problems:
         raise WorkbenchError(f"{path}: unreadable study log", problems)
     return out
 
 
-def latest_study(log: str | Path, fingerprint: str, *, partition: str | None = None, dataset_sha256: str | None = None) -> RepeatabilityStudy | None:
+def latest_study(
+    log: str | Path,
+    fingerprint: str,
+    *,
+    partition: str | None = None,
+    dataset_sha256: str | None = None,
+) -> RepeatabilityStudy | None:
     """The most recent study of ``fingerprint`` in the log (optionally of one partition and gold)."""
-    found = [s for s in read_studies(log) if s.candidate_fingerprint == fingerprint and (partition is None or s.partition == partition) and (dataset_sha256 is None or s.dataset_sha256 == dataset_sha256)]
+    found = [
+        s
+        for s in read_studies(log)
+        if s.candidate_fingerprint == fingerprint
+        and (partition is None or s.partition == partition)
+        and (dataset_sha256 is None or s.dataset_sha256 == dataset_sha256)
+    ]
     return found[-1] if found else None
 
 
-def studies_of(log: str | Path, fingerprint: str, *, dataset_sha256: str | None = None) -> list[RepeatabilityStudy]:
+def studies_of(
+    log: str | Path, fingerprint: str, *, dataset_sha256: str | None = None
+) -> list[RepeatabilityStudy]:
     """Every study of ``fingerprint`` in the log, oldest first (for ``repeatability_blockers(earlier=...)``)."""
-    return [s for s in read_studies(log) if s.candidate_fingerprint == fingerprint and (dataset_sha256 is None or s.dataset_sha256 == dataset_sha256)]
+    return [
+        s
+        for s in read_studies(log)
+        if s.candidate_fingerprint == fingerprint
+        and (dataset_sha256 is None or s.dataset_sha256 == dataset_sha256)
+    ]
 
 
 def repeatability_blockers(
@@ -388,42 +527,131 @@ def repeatability_blockers(
     the crossings of ``earlier`` studies of the same fingerprint (``studies_of(log, fp)``) are
     listed too: a later, calmer study does not erase them. None of these is waivable.
     """
-    limited = {name: spec.max_flip_rate for name, spec in policy.slices.items() if spec.max_flip_rate is not None}
+    limited = {
+        name: spec.max_flip_rate
+        for name, spec in policy.slices.items()
+        if spec.max_flip_rate is not None
+    }
     out: list[Blocker] = []
     fix_cmd = f"run `workbench repeatability --candidate SPEC --gold GOLD --partition {partition} --repeats {min_repeats}`"
 
     def incomplete(code: str, message: str, **evidence: Any) -> Blocker:
-        return Blocker(code=code, category="incomplete", message=message, evidence=evidence, case_ids=[], waivable=False)
+        return Blocker(
+            code=code,
+            category="incomplete",
+            message=message,
+            evidence=evidence,
+            case_ids=[],
+            waivable=False,
+        )
 
     if study is None:
         if limited:
-            out.append(incomplete("repeatability_study_missing", f"the policy limits the flip rate of {', '.join(sorted(limited))} but there is no repeatability study of this candidate: {fix_cmd}", slices=sorted(limited)))
+            out.append(
+                incomplete(
+                    "repeatability_study_missing",
+                    f"the policy limits the flip rate of {', '.join(sorted(limited))} but there is no repeatability study of this candidate: {fix_cmd}",
+                    slices=sorted(limited),
+                )
+            )
         return out
     if limited:
         if fingerprint is not None and study.candidate_fingerprint != fingerprint:
-            out.append(incomplete("repeatability_study_other_candidate", f"the repeatability study is of {study.candidate} ({study.candidate_fingerprint[:12]}), not the candidate certified ({fingerprint[:12]}): {fix_cmd}", study=study.study_id))
+            out.append(
+                incomplete(
+                    "repeatability_study_other_candidate",
+                    f"the repeatability study is of {study.candidate} ({study.candidate_fingerprint[:12]}), not the candidate certified ({fingerprint[:12]}): {fix_cmd}",
+                    study=study.study_id,
+                )
+            )
         if dataset_sha256 is not None and study.dataset_sha256 != dataset_sha256:
-            out.append(incomplete("repeatability_study_other_gold", f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not {dataset_sha256[:12]}: {fix_cmd}", study=study.study_id))
+            out.append(
+                incomplete(
+                    "repeatability_study_other_gold",
+                    f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not {dataset_sha256[:12]}: {fix_cmd}",
+                    study=study.study_id,
+                )
+            )
         if study.partition != partition:
-            out.append(incomplete("repeatability_wrong_partition", f"the repeatability study is on {study.partition}; certification wants it on {partition}: {fix_cmd}", study=study.study_id, partition=study.partition))
+            out.append(
+                incomplete(
+                    "repeatability_wrong_partition",
+                    f"the repeatability study is on {study.partition}; certification wants it on {partition}: {fix_cmd}",
+                    study=study.study_id,
+                    partition=study.partition,
+                )
+            )
         if study.repeats < min_repeats:
-            out.append(incomplete("repeatability_too_few_repeats", f"the repeatability study has K={study.repeats} repeats; certification wants K >= {min_repeats}: {fix_cmd}", study=study.study_id, repeats=study.repeats, min_repeats=min_repeats))
+            out.append(
+                incomplete(
+                    "repeatability_too_few_repeats",
+                    f"the repeatability study has K={study.repeats} repeats; certification wants K >= {min_repeats}: {fix_cmd}",
+                    study=study.study_id,
+                    repeats=study.repeats,
+                    min_repeats=min_repeats,
+                )
+            )
         if study.status != "complete":
-            out.append(incomplete("repeatability_incomplete", "the repeatability study is incomplete: " + "; ".join(study.incomplete_reasons), study=study.study_id))
+            out.append(
+                incomplete(
+                    "repeatability_incomplete",
+                    "the repeatability study is incomplete: " + "; ".join(study.incomplete_reasons),
+                    study=study.study_id,
+                )
+            )
         rows = {s.slice: s for s in study.slices}
         for name, limit in sorted(limited.items()):
             row = rows.get(name)
             risk = policy.slices[name].risk.value
             if row is None or row.assessed == 0:
-                out.append(Blocker(code="flip_rate_unmeasured", category="incomplete", slice=name, risk=risk, message=f"slice {name} limits the flip rate to {limit:g}, but the study assessed none of its cases", evidence={"study": study.study_id, "limit": limit}, case_ids=[], waivable=False))
+                out.append(
+                    Blocker(
+                        code="flip_rate_unmeasured",
+                        category="incomplete",
+                        slice=name,
+                        risk=risk,
+                        message=f"slice {name} limits the flip rate to {limit:g}, but the study assessed none of its cases",
+                        evidence={"study": study.study_id, "limit": limit},
+                        case_ids=[],
+                        waivable=False,
+                    )
+                )
                 continue
             assert row.flip_rate.rate is not None
             if row.flip_rate.rate > limit:
                 flipped = [c.case_id for c in study.cases if c.slice == name and c.flipped]
-                out.append(Blocker(code="flip_rate_exceeded", category="quality", slice=name, risk=risk, message=f"slice {name}: {row.flipped} of {row.assessed} cases changed verdict across {study.repeats} repeats of the same judge (flip rate {row.flip_rate.rate:.3f} > {limit:g})", evidence={"study": study.study_id, "flipped": row.flipped, "assessed": row.assessed, "rate": row.flip_rate.rate, "ci95_low": row.flip_rate.ci95_low, "ci95_high": row.flip_rate.ci95_high, "limit": limit, "repeats": study.repeats}, case_ids=flipped, waivable=False))
+                out.append(
+                    Blocker(
+                        code="flip_rate_exceeded",
+                        category="quality",
+                        slice=name,
+                        risk=risk,
+                        message=f"slice {name}: {row.flipped} of {row.assessed} cases changed verdict across {study.repeats} repeats of the same judge (flip rate {row.flip_rate.rate:.3f} > {limit:g})",
+                        evidence={
+                            "study": study.study_id,
+                            "flipped": row.flipped,
+                            "assessed": row.assessed,
+                            "rate": row.flip_rate.rate,
+                            "ci95_low": row.flip_rate.ci95_low,
+                            "ci95_high": row.flip_rate.ci95_high,
+                            "limit": limit,
+                            "repeats": study.repeats,
+                        },
+                        case_ids=flipped,
+                        waivable=False,
+                    )
+                )
     crossings: dict[str, dict[str, list[str]]] = {}
     risks: dict[str, str | None] = {}
-    for each in [*(e for e in earlier if e.candidate_fingerprint == study.candidate_fingerprint and e.study_id != study.study_id), study]:
+    for each in [
+        *(
+            e
+            for e in earlier
+            if e.candidate_fingerprint == study.candidate_fingerprint
+            and e.study_id != study.study_id
+        ),
+        study,
+    ]:
         for c in each.cases:
             if c.needs_review:
                 crossings.setdefault(c.slice, {}).setdefault(c.case_id, []).append(each.study_id)
@@ -431,7 +659,18 @@ def repeatability_blockers(
     for name, cases in crossings.items():
         ids = sorted(cases)
         studies = sorted({sid for sids in cases.values() for sid in sids})
-        out.append(Blocker(code="boundary_crossing_critical", category="review", slice=name, risk=risks[name], message=f"slice {name}: {len(ids)} case(s) crossed the pass/fail boundary across repeats of the same pinned judge ({len(studies)} stud{'y' if len(studies) == 1 else 'ies'}); each needs human review (tighten the evidence, widen review or remove authority), not more retries", evidence={"studies": studies, "cases": len(ids), "repeats": study.repeats}, case_ids=ids, waivable=False))
+        out.append(
+            Blocker(
+                code="boundary_crossing_critical",
+                category="review",
+                slice=name,
+                risk=risks[name],
+                message=f"slice {name}: {len(ids)} case(s) crossed the pass/fail boundary across repeats of the same pinned judge ({len(studies)} stud{'y' if len(studies) == 1 else 'ies'}); each needs human review (tighten the evidence, widen review or remove authority), not more retries",
+                evidence={"studies": studies, "cases": len(ids), "repeats": study.repeats},
+                case_ids=ids,
+                waivable=False,
+            )
+        )
     return out
 
 
@@ -460,21 +699,62 @@ async def run_repeatability(
     refuse_held_out(partition, where="repeatability --partition")
     partition = partition_name(partition)
     if repeats < 2:
-        raise WorkbenchError("too few repeats", [Problem(location="--repeats", code="too_few_repeats", message=f"{repeats} repeat(s) cannot show a flip", fix="give --repeats 3 or more (certification wants K >= 3)")])
+        raise WorkbenchError(
+            "too few repeats",
+            [
+                Problem(
+                    location="--repeats",
+                    code="too_few_repeats",
+                    message=f"{repeats} repeat(s) cannot show a flip",
+                    fix="give --repeats 3 or more (certification wants K >= 3)",
+                )
+            ],
+        )
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
     cases = dataset.partition(partition)
     if not cases:
-        raise WorkbenchError("nothing to study", [Problem(location=str(dataset.gold_path), code="empty_partition", message=f"partition {partition!r} has no cases", fix="choose a partition that has cases")])
+        raise WorkbenchError(
+            "nothing to study",
+            [
+                Problem(
+                    location=str(dataset.gold_path),
+                    code="empty_partition",
+                    message=f"partition {partition!r} has no cases",
+                    fix="choose a partition that has cases",
+                )
+            ],
+        )
     if budget_usd is not None:
-        items = [WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c)) for c in cases for r in range(repeats)]
+        items = [
+            WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c))
+            for c in cases
+            for r in range(repeats)
+        ]
         estimate = estimate_run("repeatability", judge, items, out, cache_dir=cache_dir)
         if estimate.needed_usd > budget_usd + 1e-12:
             raise BudgetInsufficient(
                 "the budget does not cover the study: nothing was started",
-                [Problem(location="--budget-usd", code="budget_insufficient", message=f"{repeats} repeats of {judge.spec.label} on {len(cases)} {partition} case(s) need up to ${estimate.needed_usd:.4f} ({estimate.calls} call(s); the engine's reservations, one attempt each), the budget is ${budget_usd:.4f}", fix=f"give --budget-usd {estimate.needed_usd:.4f} or more, or fewer repeats")],
+                [
+                    Problem(
+                        location="--budget-usd",
+                        code="budget_insufficient",
+                        message=f"{repeats} repeats of {judge.spec.label} on {len(cases)} {partition} case(s) need up to ${estimate.needed_usd:.4f} ({estimate.calls} call(s); the engine's reservations, one attempt each), the budget is ${budget_usd:.4f}",
+                        fix=f"give --budget-usd {estimate.needed_usd:.4f} or more, or fewer repeats",
+                    )
+                ],
             )
-    summary = await run_candidate(judge, dataset, partition, out, repeats=repeats, concurrency=concurrency, budget_usd=budget_usd, cache_dir=cache_dir, progress=progress)
+    summary = await run_candidate(
+        judge,
+        dataset,
+        partition,
+        out,
+        repeats=repeats,
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        cache_dir=cache_dir,
+        progress=progress,
+    )
     study = study_from_run(out, dataset, summary=summary)
     if log is not False:
         record_study(study, log if log is not None else studies_path_for(dataset))
@@ -488,23 +768,43 @@ def run_repeatability_sync(*args: Any, **kwargs: Any) -> RepeatabilityStudy:
 
 def format_study(study: RepeatabilityStudy) -> str:
     """A plain-text account for the terminal."""
-    lines = [f"repeatability of {study.candidate} ({study.candidate_fingerprint[:12]}) on {study.partition}: K={study.repeats}, {study.overall.cases} cases, {study.status.upper()} (study {study.study_id})"]
+    lines = [
+        f"repeatability of {study.candidate} ({study.candidate_fingerprint[:12]}) on {study.partition}: K={study.repeats}, {study.overall.cases} cases, {study.status.upper()} (study {study.study_id})"
+    ]
     for reason in study.incomplete_reasons:
         lines.append(f"  incomplete: {reason}")
-    lines.append("per slice: flipped / assessed = flip rate [95% Wilson]; mean majority share; boundary crossings")
+    lines.append(
+        "per slice: flipped / assessed = flip rate [95% Wilson]; mean majority share; boundary crossings"
+    )
     for s in [*study.slices, study.overall]:
         rate = s.flip_rate
-        shown = f"{rate.rate:.3f} [{rate.ci95_low:.3f}, {rate.ci95_high:.3f}]" if rate.rate is not None else "undefined"
+        shown = (
+            f"{rate.rate:.3f} [{rate.ci95_low:.3f}, {rate.ci95_high:.3f}]"
+            if rate.rate is not None
+            else "undefined"
+        )
         share = f"{s.mean_majority_share:.3f}" if s.mean_majority_share is not None else "-"
-        lines.append(f"  {s.slice:26} {(s.risk or ''):8} {s.flipped:>3} / {s.assessed:<3} = {shown}; majority share {share}; crossings {s.boundary_crossing}" + (f"; incomplete {s.incomplete}" if s.incomplete else ""))
+        lines.append(
+            f"  {s.slice:26} {(s.risk or ''):8} {s.flipped:>3} / {s.assessed:<3} = {shown}; majority share {share}; crossings {s.boundary_crossing}"
+            + (f"; incomplete {s.incomplete}" if s.incomplete else "")
+        )
     lines.append("per repeat: attempts, cached, cost, tokens in/out")
     for r in study.per_repeat:
-        lines.append(f"  repeat {r.repeat}: {r.attempts} attempts, {r.cached} cached, ${r.cost_usd:.4f}, {r.tokens_in}/{r.tokens_out} tokens")
+        lines.append(
+            f"  repeat {r.repeat}: {r.attempts} attempts, {r.cached} cached, ${r.cost_usd:.4f}, {r.tokens_in}/{r.tokens_out} tokens"
+        )
     flipped = [c for c in study.cases if c.flipped]
     for c in flipped[:20]:
-        lines.append(f"  flipped {c.case_id} ({c.slice}, human {c.human_label}): " + " | ".join(v or "-" for v in c.verdicts) + (" BOUNDARY" if c.boundary_crossing else ""))
+        lines.append(
+            f"  flipped {c.case_id} ({c.slice}, human {c.human_label}): "
+            + " | ".join(v or "-" for v in c.verdicts)
+            + (" BOUNDARY" if c.boundary_crossing else "")
+        )
     if len(flipped) > 20:
         lines.append(f"  ... and {len(flipped) - 20} more flipped case(s)")
     if study.review:
-        lines.append(f"REVIEW: {len(study.review)} case(s) in critical slices crossed the pass/fail boundary under the same judge (review them; do not retry them away): " + ", ".join(study.review))
+        lines.append(
+            f"REVIEW: {len(study.review)} case(s) in critical slices crossed the pass/fail boundary under the same judge (review them; do not retry them away): "
+            + ", ".join(study.review)
+        )
     return "\n".join(lines)

@@ -35,10 +35,36 @@ FAMILY_TITLES = {
 }
 CATEGORY_RANK = {"incomplete": 0, "quality": 1, "review": 2}
 BADGE = {"incomplete": "INCOMPLETE", "quality": "FAIL", "review": "REVIEW"}
-SAMPLE_CODES = frozenset({"too_few_cases", "rate_unbounded", "false_pass_rate_unproven", "false_fail_rate_unproven"})
+SAMPLE_CODES = frozenset(
+    {"too_few_cases", "rate_unbounded", "false_pass_rate_unproven", "false_fail_rate_unproven"}
+)
 """Review blockers that say the sample is too small to show a limit, not that the judge is wrong."""
-COMPLETENESS = frozenset({"no_cases", "missing_results", "evaluator_errors_exceeded", "budget_exhausted", "case_limit_reached", "pending_retries", "run_incomplete", "gold_changed", "certification_failed"})
-CONSISTENCY = frozenset({"policy_missing", "policy_rubric_mismatch", "rubric_mismatch", "partition_mismatch", "run_mismatch", "candidate_mismatch", "slice_not_in_policy", "policy_unknown_slice", "policy_risk_mismatch"})
+COMPLETENESS = frozenset(
+    {
+        "no_cases",
+        "missing_results",
+        "evaluator_errors_exceeded",
+        "budget_exhausted",
+        "case_limit_reached",
+        "pending_retries",
+        "run_incomplete",
+        "gold_changed",
+        "certification_failed",
+    }
+)
+CONSISTENCY = frozenset(
+    {
+        "policy_missing",
+        "policy_rubric_mismatch",
+        "rubric_mismatch",
+        "partition_mismatch",
+        "run_mismatch",
+        "candidate_mismatch",
+        "slice_not_in_policy",
+        "policy_unknown_slice",
+        "policy_risk_mismatch",
+    }
+)
 
 
 def _get(obj: Any, name: str, default: Any = None) -> Any:
@@ -62,7 +88,9 @@ def family(blocker: Any) -> str:
     if code.startswith("cost_"):
         return "cost"
     if code == "rate_unbounded":
-        return "false_fail" if str(evidence.get("rate", "")).startswith("false_fail") else "false_pass"
+        return (
+            "false_fail" if str(evidence.get("rate", "")).startswith("false_fail") else "false_pass"
+        )
     if code.startswith("false_pass"):
         return "false_pass"
     if code.startswith("false_fail"):
@@ -89,7 +117,9 @@ def more_needed(errors: int, have: int, limit: float | None) -> int | None:
     return more_without_errors(errors, have, limit)
 
 
-def sample_figures(ev: dict[str, Any], *, have: int, errors: int, limit: float | None) -> tuple[int | None, int | None, int | None]:
+def sample_figures(
+    ev: dict[str, Any], *, have: int, errors: int, limit: float | None
+) -> tuple[int | None, int | None, int | None]:
     """``(to bound at half the limit, at zero errors, more)`` of a sample-size blocker.
 
     Read from the gate's evidence (``verdicts_needed_to_bound_at_half_limit``,
@@ -99,7 +129,11 @@ def sample_figures(ev: dict[str, Any], *, have: int, errors: int, limit: float |
     """
     basis = "point" if ev.get("basis") == "point" else "upper_95"
     if "more_verdicts_needed" in ev:
-        return ev.get("verdicts_needed_to_bound_at_half_limit"), ev.get("verdicts_needed_at_zero_errors"), ev.get("more_verdicts_needed")
+        return (
+            ev.get("verdicts_needed_to_bound_at_half_limit"),
+            ev.get("verdicts_needed_at_zero_errors"),
+            ev.get("more_verdicts_needed"),
+        )
     need = shortfall(have, errors, limit, basis)
     return need.needed_to_bound, need.needed_at_zero_errors, need.more
 
@@ -138,14 +172,23 @@ class BlockerGroup:
         return all(b["code"] in SAMPLE_CODES for b in self.blockers)
 
 
-def group_blockers(blockers: Sequence[Any], *, waived: Sequence[Any] = (), policy: Any = None) -> list[BlockerGroup]:
+def group_blockers(
+    blockers: Sequence[Any], *, waived: Sequence[Any] = (), policy: Any = None
+) -> list[BlockerGroup]:
     """Group ``blockers`` per slice and code family (worst first), then the waived ones.
 
     Accepts :class:`~workbench.policy.Blocker` objects or their JSON dicts; ``waived`` holds
     :class:`~workbench.policy.WaivedBlocker` objects or dicts.
     """
     groups = _groups([(b, None) for b in blockers], policy)
-    groups.sort(key=lambda g: (CATEGORY_RANK.get(g.category, 9), g.slice is not None, g.slice or "", g.family))
+    groups.sort(
+        key=lambda g: (
+            CATEGORY_RANK.get(g.category, 9),
+            g.slice is not None,
+            g.slice or "",
+            g.family,
+        )
+    )
     waived_groups = _groups([(_get(w, "blocker"), _get(w, "override_id")) for w in waived], policy)
     return groups + waived_groups
 
@@ -186,7 +229,9 @@ def _raw(blocker: Any) -> dict[str, Any]:
         "risk": _get(blocker, "risk"),
         "message": str(_get(blocker, "message", "")),
         "evidence": dict(_get(blocker, "evidence", {}) or {}),
-        "evidence_text": [(str(k), number(v)) for k, v in (_get(blocker, "evidence", {}) or {}).items()],
+        "evidence_text": [
+            (str(k), number(v)) for k, v in (_get(blocker, "evidence", {}) or {}).items()
+        ],
         "control_ids": ids,
         "waivable": bool(_get(blocker, "waivable", False)),
     }
@@ -197,7 +242,9 @@ def _slice_limit(policy: Any, slice_name: str | None, key: str) -> Any:
     return _get(_get(slices, slice_name), key) if slice_name else None
 
 
-def _describe(fam: str, slice_name: str | None, raw: list[dict[str, Any]], policy: Any) -> tuple[str, str, int | None, str | None]:
+def _describe(
+    fam: str, slice_name: str | None, raw: list[dict[str, Any]], policy: Any
+) -> tuple[str, str, int | None, str | None]:
     """(headline, short phrase, more cases needed, of what) for one group."""
     codes = [r["code"] for r in raw]
     ev = {k: v for r in raw for k, v in r["evidence"].items()}
@@ -218,28 +265,53 @@ def _describe(fam: str, slice_name: str | None, raw: list[dict[str, Any]], polic
             e = r["evidence"]
             role = e.get("role", r["code"].removeprefix("control_failed_"))
             if e.get("failed"):
-                ids = f" ({', '.join(r['control_ids'][:4])}{', ...' if len(r['control_ids']) > 4 else ''})" if r["control_ids"] else ""
+                ids = (
+                    f" ({', '.join(r['control_ids'][:4])}{', ...' if len(r['control_ids']) > 4 else ''})"
+                    if r["control_ids"]
+                    else ""
+                )
                 parts.append(f"{role}: {e.get('failed')} of {e.get('n')} failed{ids}")
             elif e.get("n") == 0:
                 parts.append(f"{role}: untested")
             else:
                 parts.append(f"{role}: {e.get('incomplete')} of {e.get('n')} not evaluated")
-        return "blocking controls failed, so held-out data was not used: " + "; ".join(parts), "; ".join(parts), None, None
+        return (
+            "blocking controls failed, so held-out data was not used: " + "; ".join(parts),
+            "; ".join(parts),
+            None,
+            None,
+        )
     if fam == "lineage":
         checks = [r["message"].removeprefix("lineage check failed: ") for r in raw]
-        return "lineage checks failed: " + "; ".join(checks), "failed: " + ", ".join(checks), None, None
+        return (
+            "lineage checks failed: " + "; ".join(checks),
+            "failed: " + ", ".join(checks),
+            None,
+            None,
+        )
     first = raw[0]["message"]
     extra = f" (+{len(raw) - 1} more)" if len(raw) > 1 else ""
     return first + extra, _shorten(first) + extra, None, None
 
 
-def _rate_family(fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict[str, Any]) -> tuple[str, str, int | None, str | None]:
+def _rate_family(
+    fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict[str, Any]
+) -> tuple[str, str, int | None, str | None]:
     human = "fail" if fam == "false_pass" else "pass"
     what = "false passes" if fam == "false_pass" else "false fails"
     count_key = "false_passes" if fam == "false_pass" else "false_fails"
     total_key = "human_fails_decided" if fam == "false_pass" else "human_passes_decided"
-    limit = next((r["evidence"].get("limit") for r in raw if r["code"] != f"{fam}es_exceeded" and isinstance(r["evidence"].get("limit"), float)), None)
-    count_limit = next((r["evidence"].get("limit") for r in raw if r["code"] == "false_passes_exceeded"), None)
+    limit = next(
+        (
+            r["evidence"].get("limit")
+            for r in raw
+            if r["code"] != f"{fam}es_exceeded" and isinstance(r["evidence"].get("limit"), float)
+        ),
+        None,
+    )
+    count_limit = next(
+        (r["evidence"].get("limit") for r in raw if r["code"] == "false_passes_exceeded"), None
+    )
     if "rate_unbounded" in codes:
         to_bound, at_zero, more = sample_figures(ev, have=0, errors=0, limit=limit)
         in_scope = ev.get("human_fails" if fam == "false_pass" else "human_passes", 0)
@@ -250,9 +322,18 @@ def _rate_family(fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict
         else:
             need = f"at least {more} {'is' if more == 1 else 'are'} needed"
         text = f"no human-{human} case judged pass or fail ({in_scope} in scope), so the {what} limit cannot be checked: {need}"
-        return text, f"no human-{human} case decided: {more if more is not None else 'no sample'} needed", more, f"human-{human}"
+        return (
+            text,
+            f"no human-{human} case decided: {more if more is not None else 'no sample'} needed",
+            more,
+            f"human-{human}",
+        )
     k, n = int(ev.get(count_key, 0)), int(ev.get(total_key, 0))
-    rate = {"rate": ev.get("rate"), "ci95_low": ev.get("ci95_low"), "ci95_high": ev.get("ci95_high")}
+    rate = {
+        "rate": ev.get("rate"),
+        "ci95_low": ev.get("ci95_low"),
+        "ci95_high": ev.get("ci95_high"),
+    }
     basis = ev.get("basis")
     quality = [c for c in codes if c.endswith("_exceeded")]
     if quality:
@@ -263,11 +344,20 @@ def _rate_family(fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict
             on = "upper 95% bound" if basis == "upper_95" else "observed rate"
             allowed.append(f"{pct(limit)} ({on} {pct(ev.get('compared'))})")
         noun = what if k != 1 else what[:-2]
-        text = f"{k} {noun} in {n} human-{human} cases judged pass or fail ({rate_text(rate)}); the policy allows " + " and ".join(allowed)
-        short = f"{k} of {n} {what} ({pct(ev.get('rate'))}), over " + " and ".join(a.split(" (")[0] for a in allowed)
+        text = (
+            f"{k} {noun} in {n} human-{human} cases judged pass or fail ({rate_text(rate)}); the policy allows "
+            + " and ".join(allowed)
+        )
+        short = f"{k} of {n} {what} ({pct(ev.get('rate'))}), over " + " and ".join(
+            a.split(" (")[0] for a in allowed
+        )
         return text, short, None, None
     to_bound, at_zero, more = sample_figures(ev, have=n, errors=k, limit=limit)
-    observed = f"no {what[:-2]}" if k == 0 else f"{k} {what if k != 1 else what[:-2]} (observed {pct(ev.get('rate'))}, within the limit)"
+    observed = (
+        f"no {what[:-2]}"
+        if k == 0
+        else f"{k} {what if k != 1 else what[:-2]} (observed {pct(ev.get('rate'))}, within the limit)"
+    )
     if more is None:
         tail = "no sample can show this limit"
     elif to_bound is not None and n < to_bound:
@@ -275,7 +365,9 @@ def _rate_family(fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict
     else:
         tail = f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail (with no further {what[:-2]}) would bound it"
     text = f"{observed} in {n} human-{human} cases judged pass or fail, but the upper 95% bound {pct(ev.get('ci95_high'))} is above the {pct(limit)} limit: {tail}"
-    short = f"{k}/{n} {what}, upper bound {pct(ev.get('ci95_high'))} > {pct(limit)}: " + (f"{more} more human-{human} cases needed" if more is not None else "cannot be shown")
+    short = f"{k}/{n} {what}, upper bound {pct(ev.get('ci95_high'))} > {pct(limit)}: " + (
+        f"{more} more human-{human} cases needed" if more is not None else "cannot be shown"
+    )
     return text, short, more, f"human-{human}"
 
 

@@ -48,8 +48,16 @@ def _status(row: SliceRow, metric: str, gated: bool) -> str:
         return row.result
     limits = row.limits
     rate = row.false_pass_rate if metric == "fp" else row.false_fail_rate
-    limit = (limits.max_false_pass_rate if metric == "fp" else limits.max_false_fail_rate) if limits else None
-    basis = (limits.false_pass_basis if metric == "fp" else limits.false_fail_basis) if limits else "point"
+    limit = (
+        (limits.max_false_pass_rate if metric == "fp" else limits.max_false_fail_rate)
+        if limits
+        else None
+    )
+    basis = (
+        (limits.false_pass_basis if metric == "fp" else limits.false_fail_basis)
+        if limits
+        else "point"
+    )
     value = _get(rate, "rate")
     if limit is None or value is None:
         return "no limit"
@@ -72,9 +80,16 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
     gated = gate is not None
     records = []
     for row in rows:
-        for metric, title, rate in (("fp", "false-pass rate (of human fails)", row.false_pass_rate), ("ff", "false-fail rate (of human passes)", row.false_fail_rate)):
+        for metric, title, rate in (
+            ("fp", "false-pass rate (of human fails)", row.false_pass_rate),
+            ("ff", "false-fail rate (of human passes)", row.false_fail_rate),
+        ):
             limits = row.limits
-            limit = (limits.max_false_pass_rate if metric == "fp" else limits.max_false_fail_rate) if limits else None
+            limit = (
+                (limits.max_false_pass_rate if metric == "fp" else limits.max_false_fail_rate)
+                if limits
+                else None
+            )
             value = _get(rate, "rate")
             records.append(
                 {
@@ -86,13 +101,33 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
                     "k/n": kn(rate),
                     "label": f"{kn(rate)}" + ("" if value is not None else f" {DASH}"),
                     "limit": limit,
-                    "basis": (limits.false_pass_basis if metric == "fp" else limits.false_fail_basis) if limits else None,
+                    "basis": (
+                        limits.false_pass_basis if metric == "fp" else limits.false_fail_basis
+                    )
+                    if limits
+                    else None,
                     "status": _status(row, metric, gated),
                     "rate_text": pct(value),
                     "limit_text": pct(limit) if limit is not None else DASH,
                 }
             )
-    return pd.DataFrame(records, columns=["slice", "metric", "rate", "low", "high", "k/n", "label", "limit", "basis", "status", "rate_text", "limit_text"])
+    return pd.DataFrame(
+        records,
+        columns=[
+            "slice",
+            "metric",
+            "rate",
+            "low",
+            "high",
+            "k/n",
+            "label",
+            "limit",
+            "basis",
+            "status",
+            "rate_text",
+            "limit_text",
+        ],
+    )
 
 
 def _limit_rule(data: Any, order: list[str]) -> Any:
@@ -112,7 +147,9 @@ def _limit_rule(data: Any, order: list[str]) -> Any:
     )
 
 
-def slice_error_chart(source: Any, policy: Any = None, gate: Any = None, *, title: str = TITLE, width: int = 330) -> Any:
+def slice_error_chart(
+    source: Any, policy: Any = None, gate: Any = None, *, title: str = TITLE, width: int = 330
+) -> Any:
     """False-pass and false-fail rates per slice with 95% Wilson intervals and the policy limits.
 
     ``source``: an :class:`~workbench.align.AlignmentReport`, a list of figures (the gate's
@@ -126,26 +163,69 @@ def slice_error_chart(source: Any, policy: Any = None, gate: Any = None, *, titl
     data = slice_error_data(source, policy, gate)
     order = list(dict.fromkeys(data["slice"]))
     statuses = [s for s in STATUS_COLORS if s in set(data["status"])]
-    color = alt.Color("status:N", title="slice result" if gate is not None else "against the limit", scale=alt.Scale(domain=statuses, range=[STATUS_COLORS[s] for s in statuses]), legend=alt.Legend(orient="bottom"))
+    color = alt.Color(
+        "status:N",
+        title="slice result" if gate is not None else "against the limit",
+        scale=alt.Scale(domain=statuses, range=[STATUS_COLORS[s] for s in statuses]),
+        legend=alt.Legend(orient="bottom"),
+    )
     panels = []
     for metric in data["metric"].drop_duplicates():
         part = data[data["metric"] == metric]
-        base = alt.Chart(part).encode(y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220)))
-        x = alt.X("low:Q", title=f"{metric}, 95% Wilson interval", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%"))
+        base = alt.Chart(part).encode(
+            y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
+        )
+        x = alt.X(
+            "low:Q",
+            title=f"{metric}, 95% Wilson interval",
+            scale=alt.Scale(domain=[0, 1]),
+            axis=alt.Axis(format="%"),
+        )
         layers = [
-            base.mark_rule(strokeWidth=2.5).encode(x=x, x2="high:Q", color=color).transform_filter("datum.rate != null"),
-            base.mark_point(filled=True, size=70).encode(x="rate:Q", color=color, tooltip=["slice", "k/n", "rate_text", "limit_text", "basis", "status"]).transform_filter("datum.rate != null"),
-            base.mark_text(align="left", dx=6, fontSize=10, color="#444").encode(x=alt.X("high:Q"), text="label:N").transform_filter("datum.rate != null"),
-            base.mark_text(align="left", dx=2, fontSize=10, color="#888").encode(x=alt.datum(0), text="label:N").transform_filter("datum.rate == null"),
+            base.mark_rule(strokeWidth=2.5)
+            .encode(x=x, x2="high:Q", color=color)
+            .transform_filter("datum.rate != null"),
+            base.mark_point(filled=True, size=70)
+            .encode(
+                x="rate:Q",
+                color=color,
+                tooltip=["slice", "k/n", "rate_text", "limit_text", "basis", "status"],
+            )
+            .transform_filter("datum.rate != null"),
+            base.mark_text(align="left", dx=6, fontSize=10, color="#444")
+            .encode(x=alt.X("high:Q"), text="label:N")
+            .transform_filter("datum.rate != null"),
+            base.mark_text(align="left", dx=2, fontSize=10, color="#888")
+            .encode(x=alt.datum(0), text="label:N")
+            .transform_filter("datum.rate == null"),
         ]
         if part["limit"].notna().any():
             layers.append(_limit_rule(part, order))
-        panels.append(alt.layer(*layers).properties(width=width, height=max(60, 22 * len(order)), title=metric))
-    chart = alt.hconcat(*panels).resolve_scale(color="shared").properties(title=alt.Title(title, subtitle="dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit; k/n beside each bar"))
+        panels.append(
+            alt.layer(*layers).properties(
+                width=width, height=max(60, 22 * len(order)), title=metric
+            )
+        )
+    chart = (
+        alt.hconcat(*panels)
+        .resolve_scale(color="shared")
+        .properties(
+            title=alt.Title(
+                title,
+                subtitle="dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit; k/n beside each bar",
+            )
+        )
+    )
     return chart
 
 
-def candidates_chart(reports: Any, policy: Any = None, *, title: str = "False passes and false fails per slice, by candidate", width: int = 330) -> Any:
+def candidates_chart(
+    reports: Any,
+    policy: Any = None,
+    *,
+    title: str = "False passes and false fails per slice, by candidate",
+    width: int = 330,
+) -> Any:
     """Several candidates' per-slice rates side by side (``reports``: ``{label: AlignmentReport}``).
 
     Same encoding as :func:`slice_error_chart` (dot, 95% Wilson interval, the policy limit as a
@@ -164,18 +244,48 @@ def candidates_chart(reports: Any, policy: Any = None, *, title: str = "False pa
     panels = []
     for metric in data["metric"].drop_duplicates():
         part = data[data["metric"] == metric]
-        base = alt.Chart(part).encode(y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220)))
+        base = alt.Chart(part).encode(
+            y=alt.Y("slice:N", title=None, sort=order, axis=alt.Axis(labelLimit=220))
+        )
         offset = alt.YOffset("candidate:N")
         color = alt.Color("candidate:N", title="candidate", legend=alt.Legend(orient="bottom"))
         layers = [
-            base.mark_rule(strokeWidth=2).encode(x=alt.X("low:Q", title=f"{metric}, 95% Wilson interval", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")), x2="high:Q", yOffset=offset, color=color).transform_filter("datum.rate != null"),
-            base.mark_point(filled=True, size=45).encode(x="rate:Q", yOffset=offset, color=color, tooltip=["candidate", "slice", "k/n", "rate_text", "limit_text", "status"]).transform_filter("datum.rate != null"),
+            base.mark_rule(strokeWidth=2)
+            .encode(
+                x=alt.X(
+                    "low:Q",
+                    title=f"{metric}, 95% Wilson interval",
+                    scale=alt.Scale(domain=[0, 1]),
+                    axis=alt.Axis(format="%"),
+                ),
+                x2="high:Q",
+                yOffset=offset,
+                color=color,
+            )
+            .transform_filter("datum.rate != null"),
+            base.mark_point(filled=True, size=45)
+            .encode(
+                x="rate:Q",
+                yOffset=offset,
+                color=color,
+                tooltip=["candidate", "slice", "k/n", "rate_text", "limit_text", "status"],
+            )
+            .transform_filter("datum.rate != null"),
         ]
         limits = part.drop_duplicates("slice")
         if limits["limit"].notna().any():
             layers.append(_limit_rule(limits, order))
-        panels.append(alt.layer(*layers).properties(width=width, height=max(80, 12 * len(order) * max(1, len(reports))), title=metric))
-    return alt.hconcat(*panels).properties(title=alt.Title(title, subtitle="dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit"))
+        panels.append(
+            alt.layer(*layers).properties(
+                width=width, height=max(80, 12 * len(order) * max(1, len(reports))), title=metric
+            )
+        )
+    return alt.hconcat(*panels).properties(
+        title=alt.Title(
+            title,
+            subtitle="dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit",
+        )
+    )
 
 
 def slice_rates_chart(report: Any, policy: Any = None, gate: Any = None) -> Any:
@@ -183,7 +293,12 @@ def slice_rates_chart(report: Any, policy: Any = None, gate: Any = None) -> Any:
     return slice_error_chart(report, policy, gate)
 
 
-def confusion_heatmap(confusion: Any, *, abstain_labels: Sequence[str] = (), title: str = "Confusion: adjudicated label (rows) x judge (columns)") -> Any:
+def confusion_heatmap(
+    confusion: Any,
+    *,
+    abstain_labels: Sequence[str] = (),
+    title: str = "Confusion: adjudicated label (rows) x judge (columns)",
+) -> Any:
     """A heatmap of a :class:`~workbench.align.Confusion` (or its dict), counts written in the cells.
 
     Disagreements (a decided judge label other than the adjudicated one) are outlined in red;
@@ -192,29 +307,60 @@ def confusion_heatmap(confusion: Any, *, abstain_labels: Sequence[str] = (), tit
     import altair as alt
     import pandas as pd
 
-    rows, columns, counts = _get(confusion, "rows"), _get(confusion, "columns"), _get(confusion, "counts")
+    rows, columns, counts = (
+        _get(confusion, "rows"),
+        _get(confusion, "columns"),
+        _get(confusion, "counts"),
+    )
     records = []
     for i, human in enumerate(rows):
         for j, judge in enumerate(columns):
             n = int(counts[i][j])
-            kind = "agree" if human == judge else ("no verdict" if judge.startswith("(") else "abstained" if judge in abstain_labels else "disagree")
+            kind = (
+                "agree"
+                if human == judge
+                else (
+                    "no verdict"
+                    if judge.startswith("(")
+                    else "abstained"
+                    if judge in abstain_labels
+                    else "disagree"
+                )
+            )
             records.append({"human": human, "judge": judge, "n": n, "kind": kind})
     data = pd.DataFrame(records)
     top = max(1, int(data["n"].max()) if len(data) else 1)
     base = alt.Chart(data).encode(
-        x=alt.X("judge:N", sort=list(columns), title="judge", axis=alt.Axis(labelAngle=0, orient="top")),
+        x=alt.X(
+            "judge:N", sort=list(columns), title="judge", axis=alt.Axis(labelAngle=0, orient="top")
+        ),
         y=alt.Y("human:N", sort=list(rows), title="adjudicated"),
     )
     cells = base.mark_rect(stroke="white", strokeWidth=2).encode(
         color=alt.Color("n:Q", scale=alt.Scale(scheme="blues", domain=[0, top]), legend=None),
         tooltip=["human", "judge", "n", "kind"],
     )
-    text = base.mark_text(fontSize=13).encode(text="n:Q", color=alt.condition(f"datum.n > {top / 2}", alt.value("white"), alt.value("#1f2328")))
-    outline = base.mark_rect(fill=None, stroke="#cf222e", strokeWidth=2).transform_filter("datum.kind == 'disagree' && datum.n > 0")
-    return (cells + outline + text).properties(width=70 * len(columns), height=34 * len(rows), title=title)
+    text = base.mark_text(fontSize=13).encode(
+        text="n:Q",
+        color=alt.condition(f"datum.n > {top / 2}", alt.value("white"), alt.value("#1f2328")),
+    )
+    outline = base.mark_rect(fill=None, stroke="#cf222e", strokeWidth=2).transform_filter(
+        "datum.kind == 'disagree' && datum.n > 0"
+    )
+    return (cells + outline + text).properties(
+        width=70 * len(columns), height=34 * len(rows), title=title
+    )
 
 
-def threshold_sweep_chart(sweep: Any, *, limit: float | None = None, basis: str = "upper_95", chosen: float | None = None, max_false_fail_rate: float | None = None, title: str = "Threshold sweep on calibration") -> Any:
+def threshold_sweep_chart(
+    sweep: Any,
+    *,
+    limit: float | None = None,
+    basis: str = "upper_95",
+    chosen: float | None = None,
+    max_false_fail_rate: float | None = None,
+    title: str = "Threshold sweep on calibration",
+) -> Any:
     """A score judge's error rates at every threshold, the policy limit drawn, the choice marked.
 
     ``sweep`` is :func:`workbench.phases.threshold_sweep`'s frame. Thresholds whose false-pass
@@ -227,41 +373,122 @@ def threshold_sweep_chart(sweep: Any, *, limit: float | None = None, basis: str 
     compared = "false_pass_rate_upper_95" if basis == "upper_95" else "false_pass_rate"
     rows = []
     for _, r in finite.iterrows():
-        over = limit is not None and r[compared] is not None and not _nan(r[compared]) and float(r[compared]) > limit
-        ff_over = max_false_fail_rate is not None and r["false_fail_rate"] is not None and not _nan(r["false_fail_rate"]) and float(r["false_fail_rate"]) > max_false_fail_rate
-        for series, column in (("false-pass rate", "false_pass_rate"), ("false-pass upper 95% bound", "false_pass_rate_upper_95"), ("false-fail rate", "false_fail_rate")):
+        over = (
+            limit is not None
+            and r[compared] is not None
+            and not _nan(r[compared])
+            and float(r[compared]) > limit
+        )
+        ff_over = (
+            max_false_fail_rate is not None
+            and r["false_fail_rate"] is not None
+            and not _nan(r["false_fail_rate"])
+            and float(r["false_fail_rate"]) > max_false_fail_rate
+        )
+        for series, column in (
+            ("false-pass rate", "false_pass_rate"),
+            ("false-pass upper 95% bound", "false_pass_rate_upper_95"),
+            ("false-fail rate", "false_fail_rate"),
+        ):
             value = r[column]
             if value is None or _nan(value):
                 continue
-            rows.append({"threshold": float(r["threshold"]), "series": series, "value": float(value), "meets": "fails a limit" if (over or ff_over) else "meets the limits", "fp": f"{int(r['false_passes'])}/{int(r['human_fails'])}", "ff": f"{int(r['false_fails'])}/{int(r['human_passes'])}", "agreement": float(r["agreement"])})
-    data = pd.DataFrame(rows, columns=["threshold", "series", "value", "meets", "fp", "ff", "agreement"])
+            rows.append(
+                {
+                    "threshold": float(r["threshold"]),
+                    "series": series,
+                    "value": float(value),
+                    "meets": "fails a limit" if (over or ff_over) else "meets the limits",
+                    "fp": f"{int(r['false_passes'])}/{int(r['human_fails'])}",
+                    "ff": f"{int(r['false_fails'])}/{int(r['human_passes'])}",
+                    "agreement": float(r["agreement"]),
+                }
+            )
+    data = pd.DataFrame(
+        rows, columns=["threshold", "series", "value", "meets", "fp", "ff", "agreement"]
+    )
     low_x = float(data["threshold"].min()) if len(data) else 0.0
     high_x = float(data["threshold"].max()) if len(data) else 1.0
     pad = max(0.02, 0.06 * (high_x - low_x))
     xscale = alt.Scale(domain=[low_x - pad, high_x + pad], nice=False)
-    base = alt.Chart(data).encode(x=alt.X("threshold:Q", title="threshold (pass when the score is at least this)", scale=xscale))
+    base = alt.Chart(data).encode(
+        x=alt.X(
+            "threshold:Q", title="threshold (pass when the score is at least this)", scale=xscale
+        )
+    )
     lines = base.mark_line(interpolate="step-after").encode(
         y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
-        color=alt.Color("series:N", title=None, scale=alt.Scale(domain=["false-pass rate", "false-pass upper 95% bound", "false-fail rate"], range=["#cf222e", "#ff8182", "#0969da"]), legend=alt.Legend(orient="bottom")),
-        strokeDash=alt.condition("datum.series == 'false-pass upper 95% bound'", alt.value([5, 3]), alt.value([1, 0])),
+        color=alt.Color(
+            "series:N",
+            title=None,
+            scale=alt.Scale(
+                domain=["false-pass rate", "false-pass upper 95% bound", "false-fail rate"],
+                range=["#cf222e", "#ff8182", "#0969da"],
+            ),
+            legend=alt.Legend(orient="bottom"),
+        ),
+        strokeDash=alt.condition(
+            "datum.series == 'false-pass upper 95% bound'", alt.value([5, 3]), alt.value([1, 0])
+        ),
     )
     points = base.mark_point(filled=True, size=45).encode(
         y="value:Q",
-        color=alt.Color("meets:N", title=None, scale=alt.Scale(domain=["meets the limits", "fails a limit"], range=["#1a7f37", "#cf222e"]), legend=alt.Legend(orient="bottom")),
-        tooltip=["threshold", "series", alt.Tooltip("value:Q", format=".1%"), "fp", "ff", alt.Tooltip("agreement:Q", format=".1%")],
+        color=alt.Color(
+            "meets:N",
+            title=None,
+            scale=alt.Scale(
+                domain=["meets the limits", "fails a limit"], range=["#1a7f37", "#cf222e"]
+            ),
+            legend=alt.Legend(orient="bottom"),
+        ),
+        tooltip=[
+            "threshold",
+            "series",
+            alt.Tooltip("value:Q", format=".1%"),
+            "fp",
+            "ff",
+            alt.Tooltip("agreement:Q", format=".1%"),
+        ],
     )
     layers: list[Any] = [lines, points]
     marks = pd.DataFrame([{"limit": limit, "chosen": chosen, "ff_limit": max_false_fail_rate}])
     if limit is not None:
         on = "upper 95% bound" if basis == "upper_95" else "observed rate"
         layers.append(alt.Chart(marks).mark_rule(color="black", strokeWidth=2).encode(y="limit:Q"))
-        layers.append(alt.Chart(marks).mark_text(align="left", dx=4, dy=-7, color="black").encode(y="limit:Q", x=alt.datum(low_x), text=alt.value(f"false-pass limit {pct(limit)} ({on})")))
+        layers.append(
+            alt.Chart(marks)
+            .mark_text(align="left", dx=4, dy=-7, color="black")
+            .encode(
+                y="limit:Q",
+                x=alt.datum(low_x),
+                text=alt.value(f"false-pass limit {pct(limit)} ({on})"),
+            )
+        )
     if max_false_fail_rate is not None:
-        layers.append(alt.Chart(marks).mark_rule(color="#0969da", strokeDash=[2, 2]).encode(y="ff_limit:Q"))
+        layers.append(
+            alt.Chart(marks).mark_rule(color="#0969da", strokeDash=[2, 2]).encode(y="ff_limit:Q")
+        )
     if chosen is not None and math.isfinite(chosen):
-        layers.append(alt.Chart(marks).mark_rule(color="#8250df", strokeWidth=2).encode(x="chosen:Q"))
-        layers.append(alt.Chart(marks).mark_text(align="right", dx=-4, y=8, color="#8250df").encode(x="chosen:Q", text=alt.value(f"frozen threshold {chosen:g}")))
-    return alt.layer(*layers).resolve_scale(color="independent").properties(width=560, height=280, title=alt.Title(title, subtitle="red points: a limit is not met at that threshold; black line: the policy's false-pass limit"))
+        layers.append(
+            alt.Chart(marks).mark_rule(color="#8250df", strokeWidth=2).encode(x="chosen:Q")
+        )
+        layers.append(
+            alt.Chart(marks)
+            .mark_text(align="right", dx=-4, y=8, color="#8250df")
+            .encode(x="chosen:Q", text=alt.value(f"frozen threshold {chosen:g}"))
+        )
+    return (
+        alt.layer(*layers)
+        .resolve_scale(color="independent")
+        .properties(
+            width=560,
+            height=280,
+            title=alt.Title(
+                title,
+                subtitle="red points: a limit is not met at that threshold; black line: the policy's false-pass limit",
+            ),
+        )
+    )
 
 
 def _nan(value: Any) -> bool:
@@ -294,4 +521,8 @@ def charts_row(*charts: Any) -> Any:
     """Several charts side by side as one inline-SVG display object."""
     from IPython.display import HTML
 
-    return HTML('<div class="wb-chart-row" style="display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start">' + "".join(f'<div class="wb-chart">{to_svg(c)}</div>' for c in charts) + "</div>")
+    return HTML(
+        '<div class="wb-chart-row" style="display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start">'
+        + "".join(f'<div class="wb-chart">{to_svg(c)}</div>' for c in charts)
+        + "</div>"
+    )

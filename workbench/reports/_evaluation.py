@@ -41,7 +41,15 @@ RUBRIC_JSON = "restricted/gold/rubric.json"
 def lineage_blockers(rows: list[dict[str, Any]]) -> list[Blocker]:
     """One non-waivable ``lineage_failed`` blocker per lineage check that did not hold."""
     return [
-        Blocker(code="lineage_failed", category="incomplete", slice=None, message=f"lineage check failed: {row['check']}", evidence={"expected": str(row["expected"]), "actual": str(row["actual"])}, case_ids=[], waivable=False)
+        Blocker(
+            code="lineage_failed",
+            category="incomplete",
+            slice=None,
+            message=f"lineage check failed: {row['check']}",
+            evidence={"expected": str(row["expected"]), "actual": str(row["actual"])},
+            case_ids=[],
+            waivable=False,
+        )
         for row in rows
         if not row["ok"]
     ]
@@ -81,9 +89,15 @@ def figures_of(report: AlignmentReport | None) -> dict[str, Any] | None:
 
 def write_gold_evidence(report_dir: Path, dataset: GoldDataset) -> None:
     """Store the held-out gold records and the rubric the certification judged against."""
-    write_jsonl(report_dir / HELD_OUT_GOLD, [c.model_dump(mode="json") for c in dataset.partition("held_out")])
+    write_jsonl(
+        report_dir / HELD_OUT_GOLD,
+        [c.model_dump(mode="json") for c in dataset.partition("held_out")],
+    )
     # Not key-sorted: the order of the rubric's slices is the order of the report's rows.
-    atomic_write_text(report_dir / RUBRIC_JSON, json.dumps(dataset.rubric.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        report_dir / RUBRIC_JSON,
+        json.dumps(dataset.rubric.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
+    )
 
 
 def read_gold_evidence(report_dir: Path, dataset_sha256: str) -> GoldDataset:

@@ -45,7 +45,13 @@ def read_marker(report_dir: Path) -> dict[str, Any] | None:
         data = read_json_file(report_dir / STARTED_FILE)
     except (OSError, ValueError, RecursionError):
         return None
-    return data if isinstance(data, dict) and isinstance(data.get("entry_id"), str) and isinstance(data.get("ledger_path"), str) else None
+    return (
+        data
+        if isinstance(data, dict)
+        and isinstance(data.get("entry_id"), str)
+        and isinstance(data.get("ledger_path"), str)
+        else None
+    )
 
 
 def report_dirs(reports_root: Path) -> list[Path]:
@@ -73,19 +79,34 @@ def ledgers_of(reports_root: Path) -> list[Path]:
     return [Path(p) for p in paths]
 
 
-def check_ledger_complete(ledger: HeldOutLedger, entries: list[LedgerEntry], reports_root: Path) -> None:
+def check_ledger_complete(
+    ledger: HeldOutLedger, entries: list[LedgerEntry], reports_root: Path
+) -> None:
     """Refuse when a report on disk names a ledger entry this ledger lacks (lines were removed)."""
     known = {e.entry_id for e in entries}
     problems = []
     for d in report_dirs(reports_root):
         marker = read_marker(d)
-        if marker is not None and Path(marker["ledger_path"]) == ledger.path and marker["entry_id"] not in known:
-            problems.append(Problem(location=str(ledger.path), code="ledger_truncated", message=f"report {marker.get('report_id', d.name)} was recorded as ledger entry {marker['entry_id']}, which the ledger no longer has: lines were removed", fix="restore the held-out ledger from version control or a backup; it is append-only evidence"))
+        if (
+            marker is not None
+            and Path(marker["ledger_path"]) == ledger.path
+            and marker["entry_id"] not in known
+        ):
+            problems.append(
+                Problem(
+                    location=str(ledger.path),
+                    code="ledger_truncated",
+                    message=f"report {marker.get('report_id', d.name)} was recorded as ledger entry {marker['entry_id']}, which the ledger no longer has: lines were removed",
+                    fix="restore the held-out ledger from version control or a backup; it is append-only evidence",
+                )
+            )
     if problems:
         raise WorkbenchError(f"the held-out ledger {ledger.path} is incomplete", problems)
 
 
-def _status_in(ledger_path: Path, entry_id: str, ledger: HeldOutLedger, entries: list[LedgerEntry]) -> tuple[str | None, LedgerEntry | None]:
+def _status_in(
+    ledger_path: Path, entry_id: str, ledger: HeldOutLedger, entries: list[LedgerEntry]
+) -> tuple[str | None, LedgerEntry | None]:
     if ledger_path == ledger.path:
         pool = entries
     else:
@@ -97,7 +118,14 @@ def _status_in(ledger_path: Path, entry_id: str, ledger: HeldOutLedger, entries:
     return ("open" if closing is None else closing.event), closing
 
 
-def previous_report(reports_root: Path, name: str, version: str, n: int, ledger: HeldOutLedger, entries: list[LedgerEntry]) -> PreviousReport | None:
+def previous_report(
+    reports_root: Path,
+    name: str,
+    version: str,
+    n: int,
+    ledger: HeldOutLedger,
+    entries: list[LedgerEntry],
+) -> PreviousReport | None:
     """The report before ``n`` of this candidate version: locked, aborted or still running.
 
     A directory that never got a ledger entry (killed between allocation and start) holds no
@@ -108,15 +136,31 @@ def previous_report(reports_root: Path, name: str, version: str, n: int, ledger:
         report_id = f"{name}/{version}/{k}"
         if (d / LOCK_FILE).exists():
             try:
-                return PreviousReport(report_id=report_id, lock_sha256=read_lock(d).lock_sha256, status="locked")
+                return PreviousReport(
+                    report_id=report_id, lock_sha256=read_lock(d).lock_sha256, status="locked"
+                )
             except (ValueError, OSError, RecursionError):
-                raise WorkbenchError("cannot certify", [Problem(location=str(d / LOCK_FILE), code="previous_report_unreadable", message=f"the lock of the previous report {report_id} cannot be read", fix=f"run `workbench verify {d}` and restore the report; reports form a chain")]) from None
+                raise WorkbenchError(
+                    "cannot certify",
+                    [
+                        Problem(
+                            location=str(d / LOCK_FILE),
+                            code="previous_report_unreadable",
+                            message=f"the lock of the previous report {report_id} cannot be read",
+                            fix=f"run `workbench verify {d}` and restore the report; reports form a chain",
+                        )
+                    ],
+                ) from None
         marker = read_marker(d)
         if marker is None:
             continue
-        status, closing = _status_in(Path(marker["ledger_path"]), marker["entry_id"], ledger, entries)
+        status, closing = _status_in(
+            Path(marker["ledger_path"]), marker["entry_id"], ledger, entries
+        )
         if status == "finished" and closing is not None:
-            return PreviousReport(report_id=report_id, lock_sha256=closing.lock_sha256, status="locked")  # its lock is gone: verify says so
+            return PreviousReport(
+                report_id=report_id, lock_sha256=closing.lock_sha256, status="locked"
+            )  # its lock is gone: verify says so
         if status == "open":
             return PreviousReport(report_id=report_id, status="running")
         if status == "aborted":
@@ -135,11 +179,20 @@ def reconcile_ledgers(paths: list[Path]) -> list[Problem]:
         except WorkbenchError as exc:
             problems.extend(exc.problems)
         except OSError as exc:
-            problems.append(Problem(location=str(path), code="ledger_unwritable", message=f"cannot mark aborted certifications ({exc.strerror or exc})", fix="make the ledger's directory writable"))
+            problems.append(
+                Problem(
+                    location=str(path),
+                    code="ledger_unwritable",
+                    message=f"cannot mark aborted certifications ({exc.strerror or exc})",
+                    fix="make the ledger's directory writable",
+                )
+            )
     return problems
 
 
-def list_reports(reports_root: str | Path = "reports", *, ledgers: list[Path] | None = None) -> list[dict[str, Any]]:
+def list_reports(
+    reports_root: str | Path = "reports", *, ledgers: list[Path] | None = None
+) -> list[dict[str, Any]]:
     """Every report directory under ``reports_root``: locked reports with their outcome, and
     directories without a lock as ``aborted``, ``running`` or ``unrecorded``. Newest last.
 
@@ -148,7 +201,9 @@ def list_reports(reports_root: str | Path = "reports", *, ledgers: list[Path] | 
     root = Path(reports_root)
     paths = list(dict.fromkeys([*(ledgers or []), *ledgers_of(root)]))
     reconcile_ledgers(paths)
-    ledger_entries: dict[Path, list[LedgerEntry]] = {p: HeldOutLedger(p).read().entries for p in paths}
+    ledger_entries: dict[Path, list[LedgerEntry]] = {
+        p: HeldOutLedger(p).read().entries for p in paths
+    }
     rows: list[dict[str, Any]] = []
     for d in report_dirs(root):
         report_id = d.relative_to(root).as_posix()
@@ -157,7 +212,14 @@ def list_reports(reports_root: str | Path = "reports", *, ledgers: list[Path] | 
             try:
                 lock = read_lock(d)
             except (ValueError, OSError, RecursionError):
-                rows.append({"report_id": report_id, "status": "locked", "outcome": "(unreadable lock)", "created_at": (marker or {}).get("started_at", "")})
+                rows.append(
+                    {
+                        "report_id": report_id,
+                        "status": "locked",
+                        "outcome": "(unreadable lock)",
+                        "created_at": (marker or {}).get("started_at", ""),
+                    }
+                )
                 continue
             rows.append(
                 {
@@ -175,11 +237,20 @@ def list_reports(reports_root: str | Path = "reports", *, ledgers: list[Path] | 
             )
             continue
         if marker is None:
-            rows.append({"report_id": report_id, "status": "unrecorded", "outcome": "(no ledger entry: stopped before it started)", "created_at": ""})
+            rows.append(
+                {
+                    "report_id": report_id,
+                    "status": "unrecorded",
+                    "outcome": "(no ledger entry: stopped before it started)",
+                    "created_at": "",
+                }
+            )
             continue
         entries = ledger_entries.get(Path(marker["ledger_path"]), [])
         started = next((e for e in entries if e.entry_id == marker["entry_id"]), None)
-        closing = next((e for e in entries if e.opens == marker["entry_id"] and e.event != "started"), None)
+        closing = next(
+            (e for e in entries if e.opens == marker["entry_id"] and e.event != "started"), None
+        )
         if started is None:
             status = "unrecorded"
         elif closing is None:
@@ -188,7 +259,21 @@ def list_reports(reports_root: str | Path = "reports", *, ledgers: list[Path] | 
             status = "aborted"
         else:
             status = "lock missing"
-        rows.append({"report_id": report_id, "status": status, "outcome": status if status != "lock missing" else f"{closing.outcome} (lock.json missing)" if closing else status, "created_at": str(marker.get("started_at", ""))[:19], "candidate": started.candidate if started else None, "who": started.who if started else None, "rerun_reason": started.rerun_reason if started else None})
+        rows.append(
+            {
+                "report_id": report_id,
+                "status": status,
+                "outcome": status
+                if status != "lock missing"
+                else f"{closing.outcome} (lock.json missing)"
+                if closing
+                else status,
+                "created_at": str(marker.get("started_at", ""))[:19],
+                "candidate": started.candidate if started else None,
+                "who": started.who if started else None,
+                "rerun_reason": started.rerun_reason if started else None,
+            }
+        )
     rows.sort(key=lambda r: (r.get("created_at") or "", r["report_id"]))
     return rows
 
@@ -196,7 +281,9 @@ def list_reports(reports_root: str | Path = "reports", *, ledgers: list[Path] | 
 LEGACY_LEDGER = "held_out_ledger.jsonl"
 
 
-def check_legacy_ledger(reports_root: Path, fingerprint: str, manifest_sha256: str, rerun_reason: str | None) -> None:
+def check_legacy_ledger(
+    reports_root: Path, fingerprint: str, manifest_sha256: str, rerun_reason: str | None
+) -> None:
     """Uses recorded in a pre-chain ledger inside the reports root (``<reports>/held_out_ledger.jsonl``,
     where the workbench kept it before the ledger moved beside the data) still count."""
     legacy = reports_root / LEGACY_LEDGER
@@ -209,9 +296,40 @@ def check_legacy_ledger(reports_root: Path, fingerprint: str, manifest_sha256: s
                 raise ValueError(f"record {number} is not an object")
             rows.append(row)
     except (OSError, ValueError, RecursionError) as exc:
-        raise WorkbenchError("cannot certify", [Problem(location=str(legacy), code="legacy_ledger_invalid", message=f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})", fix="restore it from version control: the uses it records still count")]) from None
-    unused = {r.get("opens") for r in rows if r.get("event") == "finished" and r.get("held_out_used") is False}
-    earlier = [r for r in rows if r.get("event") == "started" and r.get("entry_id") not in unused and r.get("candidate_fingerprint") == fingerprint and r.get("held_out_manifest_sha256") == manifest_sha256]
+        raise WorkbenchError(
+            "cannot certify",
+            [
+                Problem(
+                    location=str(legacy),
+                    code="legacy_ledger_invalid",
+                    message=f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})",
+                    fix="restore it from version control: the uses it records still count",
+                )
+            ],
+        ) from None
+    unused = {
+        r.get("opens")
+        for r in rows
+        if r.get("event") == "finished" and r.get("held_out_used") is False
+    }
+    earlier = [
+        r
+        for r in rows
+        if r.get("event") == "started"
+        and r.get("entry_id") not in unused
+        and r.get("candidate_fingerprint") == fingerprint
+        and r.get("held_out_manifest_sha256") == manifest_sha256
+    ]
     if earlier:
         listing = ", ".join(str(r.get("report_id")) for r in earlier)
-        raise WorkbenchError("refusing to certify again", [Problem(location=str(legacy), code="held_out_reuse", message=f"the earlier held-out ledger in this reports root records this candidate fingerprint on the same held-out manifest: {listing}", fix='pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and printed in the report')])
+        raise WorkbenchError(
+            "refusing to certify again",
+            [
+                Problem(
+                    location=str(legacy),
+                    code="held_out_reuse",
+                    message=f"the earlier held-out ledger in this reports root records this candidate fingerprint on the same held-out manifest: {listing}",
+                    fix='pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and printed in the report',
+                )
+            ],
+        )

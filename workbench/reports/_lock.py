@@ -33,7 +33,16 @@ from ._signing import LockSignature, Signer
 
 LOCK_FILE = "lock.json"
 LOCK_SCHEMA_VERSION = 2
-_OMITTED_WHEN_DEFAULT: dict[str, Any] = {"kind": "certification", "baseline": None, "baseline_fingerprint": None, "resumes": None, "migration": None, "requested_authority": None, "grant": None, "last_certified": None}
+_OMITTED_WHEN_DEFAULT: dict[str, Any] = {
+    "kind": "certification",
+    "baseline": None,
+    "baseline_fingerprint": None,
+    "resumes": None,
+    "migration": None,
+    "requested_authority": None,
+    "grant": None,
+    "last_certified": None,
+}
 """Fields added to lock format 2 later: a lock without them dumps, and so hashes, as before."""
 
 
@@ -149,8 +158,24 @@ def hash_tree(root: Path) -> dict[str, str]:
 
 def git_state(cwd: Path | None = None) -> dict[str, Any]:
     try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True, timeout=10).stdout.strip()
-        dirty = bool(subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=cwd, capture_output=True, text=True, check=True, timeout=10).stdout.strip())
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                cwd=cwd,
+                capture_output=True,
+                text=True,
+                check=True,
+                timeout=10,
+            ).stdout.strip()
+        )
     except (OSError, subprocess.SubprocessError):
         return {"commit": None, "dirty": None}
     return {"commit": commit, "dirty": dirty}
@@ -166,7 +191,11 @@ def write_lock(report_dir: Path, lock: Lock, signer: Signer | None = None) -> Lo
     sealed = lock.model_copy(update={"lock_sha256": lock.content_sha256(), "signature": None})
     if signer is not None:
         sealed = sealed.model_copy(update={"signature": signer.sign(sealed.lock_sha256)})
-    atomic_write_text(report_dir / LOCK_FILE, json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+    atomic_write_text(
+        report_dir / LOCK_FILE,
+        json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True, ensure_ascii=False)
+        + "\n",
+    )
     return sealed
 
 

@@ -63,7 +63,9 @@ def copy_spec(spec_path: Path, target_dir: Path) -> Path:
     return copy
 
 
-def check_migration_inputs(judge: Judge, baseline: Path, label_mapping: Path | None, dataset: GoldDataset) -> tuple[Judge, LoadedMapping | None]:
+def check_migration_inputs(
+    judge: Judge, baseline: Path, label_mapping: Path | None, dataset: GoldDataset
+) -> tuple[Judge, LoadedMapping | None]:
     """Load the baseline and the label mapping and check them before the ledger is touched.
 
     Refused (every problem at once): a baseline that is the candidate itself; old labels the
@@ -73,11 +75,28 @@ def check_migration_inputs(judge: Judge, baseline: Path, label_mapping: Path | N
     old = load_candidate(baseline)
     problems: list[Problem] = []
     if old.identity.fingerprint() == judge.identity.fingerprint():
-        problems.append(Problem(location=str(baseline), code="baseline_is_candidate", message=f"the baseline {old.spec.label} is the candidate itself (same fingerprint)", fix="give the previous version as --baseline; certify one version without --baseline"))
+        problems.append(
+            Problem(
+                location=str(baseline),
+                code="baseline_is_candidate",
+                message=f"the baseline {old.spec.label} is the candidate itself (same fingerprint)",
+                fix="give the previous version as --baseline; certify one version without --baseline",
+            )
+        )
     mapping = load_label_mapping(label_mapping) if label_mapping is not None else None
-    problems += mapping_problems(mapping, old_label=old.spec.label, new_label=judge.spec.label, old_labels=list(old.spec.labels), new_labels=list(dataset.rubric.labels), location=str(baseline))
+    problems += mapping_problems(
+        mapping,
+        old_label=old.spec.label,
+        new_label=judge.spec.label,
+        old_labels=list(old.spec.labels),
+        new_labels=list(dataset.rubric.labels),
+        location=str(baseline),
+    )
     if problems:
-        raise WorkbenchError(f"cannot certify {judge.spec.label} against {old.spec.label}: {len(problems)} problem(s)", problems)
+        raise WorkbenchError(
+            f"cannot certify {judge.spec.label} against {old.spec.label}: {len(problems)} problem(s)",
+            problems,
+        )
     return old, mapping
 
 
@@ -88,18 +107,29 @@ def control_report_from_records(suite: Any, run_dir: Path, mapping: LoadedMappin
     from ..results import JudgeIdentity
     from ..runs import RunDir
 
-    identity = JudgeIdentity.model_validate(read_json_file(run_dir / "controls.json")["judge_identity"])
+    identity = JudgeIdentity.model_validate(
+        read_json_file(run_dir / "controls.json")["judge_identity"]
+    )
     outcomes = _outcomes(suite, RunDir(run_dir).results, identity.fingerprint())
     if mapping is not None:
-        outcomes = {cid: ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error) if o.verdict is not None and o.verdict in mapping.mapping.mapping else o for cid, o in outcomes.items()}
+        outcomes = {
+            cid: ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
+            if o.verdict is not None and o.verdict in mapping.mapping.mapping
+            else o
+            for cid, o in outcomes.items()
+        }
     return evaluate_controls(suite, outcomes, judge=identity)
 
 
-def write_migration(report_dir: Path, evidence: MigrationEvidence, reviews: dict[str, TransitionReview]) -> None:
+def write_migration(
+    report_dir: Path, evidence: MigrationEvidence, reviews: dict[str, TransitionReview]
+) -> None:
     """The public summary, the restricted transitions and the snapshot of the reviews in effect."""
     atomic_write_json(report_dir / MIGRATION_FILE, evidence.summary.model_dump(mode="json"))
     write_jsonl(report_dir / TRANSITIONS_FILE, [r.model_dump(mode="json") for r in evidence.rows])
-    write_jsonl(report_dir / REVIEWS_SNAPSHOT, [reviews[k].model_dump(mode="json") for k in sorted(reviews)])
+    write_jsonl(
+        report_dir / REVIEWS_SNAPSHOT, [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
+    )
 
 
 def read_reviews_snapshot(report_dir: Path) -> dict[str, TransitionReview]:
@@ -111,7 +141,10 @@ def read_transitions(report_dir: Path) -> list[TransitionRow]:
     """The restricted transitions of a migration report."""
     from .._io import read_jsonl_records
 
-    return [TransitionRow.model_validate(row) for row in read_jsonl_records(report_dir / TRANSITIONS_FILE)]
+    return [
+        TransitionRow.model_validate(row)
+        for row in read_jsonl_records(report_dir / TRANSITIONS_FILE)
+    ]
 
 
 def snapshot_studies(report_dir: Path, studies: list[Any]) -> None:
@@ -136,7 +169,9 @@ def needs_repeatability(policy: Policy | None) -> bool:
     return policy is not None and any(s.max_flip_rate is not None for s in policy.slices.values())
 
 
-def repeatability_gate_blockers(policy: Policy | None, studies: list[Any], *, fingerprint: str, dataset_sha256: str) -> list[Blocker]:
+def repeatability_gate_blockers(
+    policy: Policy | None, studies: list[Any], *, fingerprint: str, dataset_sha256: str
+) -> list[Blocker]:
     """:func:`~workbench.repeatability.repeatability_blockers` on stored studies: the latest
     calibration study of the candidate, with every earlier one for boundary crossings."""
     from ..repeatability import DEFAULT_PARTITION, repeatability_blockers
@@ -147,7 +182,9 @@ def repeatability_gate_blockers(policy: Policy | None, studies: list[Any], *, fi
     latest = next((s for s in reversed(mine) if s.partition == DEFAULT_PARTITION), None)
     if latest is None and not needs_repeatability(policy):
         return []
-    return repeatability_blockers(policy, latest, earlier=mine, fingerprint=fingerprint, dataset_sha256=dataset_sha256)
+    return repeatability_blockers(
+        policy, latest, earlier=mine, fingerprint=fingerprint, dataset_sha256=dataset_sha256
+    )
 
 
 def baseline_paths(report_dir: Path) -> dict[str, Path]:
@@ -158,7 +195,9 @@ TRANSITIONS_HTML = "transitions.html"
 """The restricted page listing every transition of a migration certification, case by case."""
 
 
-def write_transitions_html(directory: Path, evidence: MigrationEvidence, *, report_id: str | None = None) -> None:
+def write_transitions_html(
+    directory: Path, evidence: MigrationEvidence, *, report_id: str | None = None
+) -> None:
     """``restricted/transitions.html``: the transitions with their review status (restricted: case ids)."""
     from html import escape
 
@@ -172,10 +211,36 @@ def write_transitions_html(directory: Path, evidence: MigrationEvidence, *, repo
             continue
         rows.append(
             "<tr>"
-            + "".join(f"<td>{escape(str(v))}</td>" for v in (t.case_id, t.slice, t.risk or "", t.human_label, r.old_verdict, r.new_verdict, t.transition, r.review or "", r.review_id or ""))
+            + "".join(
+                f"<td>{escape(str(v))}</td>"
+                for v in (
+                    t.case_id,
+                    t.slice,
+                    t.risk or "",
+                    t.human_label,
+                    r.old_verdict,
+                    r.new_verdict,
+                    t.transition,
+                    r.review or "",
+                    r.review_id or "",
+                )
+            )
             + "</tr>"
         )
-    head = "".join(f"<th>{h}</th>" for h in ("case", "slice", "risk", "human", f"old ({escape(s.baseline)})", f"new ({escape(s.candidate)})", "transition", "review", "review id"))
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "case",
+            "slice",
+            "risk",
+            "human",
+            f"old ({escape(s.baseline)})",
+            f"new ({escape(s.candidate)})",
+            "transition",
+            "review",
+            "review id",
+        )
+    )
     body = "\n".join(rows) or '<tr><td colspan="9">No verdict changed.</td></tr>'
     text = (
         "<!doctype html><html><head><meta charset='utf-8'><title>Transitions (restricted)</title></head><body>"
@@ -193,14 +258,41 @@ def migration_html(summary: Any) -> str:
     """The public migration section: transitions per slice and transition-review counts (no case ids)."""
     from html import escape
 
-    head = "".join(f"<th>{h}</th>" for h in ("slice", "risk", "cases", "fixed", "broken", "still wrong", "changed verdicts", "reviewed (accepted / rejected)", "unreviewed"))
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "slice",
+            "risk",
+            "cases",
+            "fixed",
+            "broken",
+            "still wrong",
+            "changed verdicts",
+            "reviewed (accepted / rejected)",
+            "unreviewed",
+        )
+    )
     reviews = {r.slice: r for r in summary.reviews}
     rows = []
     for s in [*summary.slices, summary.overall]:
         r = reviews.get(s.slice)
-        cells = (s.slice, s.risk or "", s.cases, s.transitions.get("fixed", 0), s.transitions.get("broken", 0), s.transitions.get("still_wrong", 0), s.verdict_changed, f"{r.accepted} / {r.rejected}" if r else "", r.unreviewed if r else "")
+        cells = (
+            s.slice,
+            s.risk or "",
+            s.cases,
+            s.transitions.get("fixed", 0),
+            s.transitions.get("broken", 0),
+            s.transitions.get("still_wrong", 0),
+            s.verdict_changed,
+            f"{r.accepted} / {r.rejected}" if r else "",
+            r.unreviewed if r else "",
+        )
         rows.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
-    mapping = f"label mapping sha256 {summary.label_mapping_sha256[:12]}" if summary.label_mapping_sha256 else "no label mapping"
+    mapping = (
+        f"label mapping sha256 {summary.label_mapping_sha256[:12]}"
+        if summary.label_mapping_sha256
+        else "no label mapping"
+    )
     return (
         f"<h3>Migration {escape(summary.baseline)} &rarr; {escape(summary.candidate)}</h3>"
         f"<p>Both versions judged the same {summary.cases} held-out cases under one ledger entry; baseline run {escape(str(summary.baseline_run_status))}, "
@@ -216,10 +308,14 @@ def authority_html(grant: Any, beside: Any) -> str:
     lines = [f"this report: {grant.describe()}"] if grant is not None else []
     if beside is not None:
         lines = [*beside.describe(), *lines]
-    return "<h3>Authority</h3><ul>" + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>"
+    return (
+        "<h3>Authority</h3><ul>" + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>"
+    )
 
 
-def pending_for_report(report: str | Path, gold: str | Path | None = None) -> tuple[list[Any], Path, Any]:
+def pending_for_report(
+    report: str | Path, gold: str | Path | None = None
+) -> tuple[list[Any], Path, Any]:
     """The changed critical verdicts of a locked migration report, as transitions to review.
 
     Returns ``(pending, transition-review log path, dataset)``. The report must verify (a
@@ -234,30 +330,95 @@ def pending_for_report(report: str | Path, gold: str | Path | None = None) -> tu
 
     root = resolve_report_path(report)
     if not (root / "lock.json").is_file():
-        raise WorkbenchError("no transitions to review", [Problem(location=str(root), code="report_missing", message="no locked certification report here (no lock.json)", fix="point --report at reports/<candidate>/<version>/<n> of a migration certification")])
+        raise WorkbenchError(
+            "no transitions to review",
+            [
+                Problem(
+                    location=str(root),
+                    code="report_missing",
+                    message="no locked certification report here (no lock.json)",
+                    fix="point --report at reports/<candidate>/<version>/<n> of a migration certification",
+                )
+            ],
+        )
     lock = read_lock(root)
     if lock.baseline_fingerprint is None or not (root / TRANSITIONS_FILE).exists():
-        raise WorkbenchError("no transitions to review", [Problem(location=str(root), code="not_a_migration", message=f"report {lock.report_id} holds no transitions (no migration certification, or held-out data was not used)", fix="transition reviews belong to `workbench certify --candidate NEW --baseline OLD`")])
+        raise WorkbenchError(
+            "no transitions to review",
+            [
+                Problem(
+                    location=str(root),
+                    code="not_a_migration",
+                    message=f"report {lock.report_id} holds no transitions (no migration certification, or held-out data was not used)",
+                    fix="transition reviews belong to `workbench certify --candidate NEW --baseline OLD`",
+                )
+            ],
+        )
     gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
     if gold_dir is None or not gold_dir.exists():
-        raise WorkbenchError("no transitions to review", [Problem(location=str(root), code="gold_missing", message=f"the certified dataset {lock.gold} is not on this machine", fix="pass --gold with the certified dataset (the transition-review log lives beside it)")])
+        raise WorkbenchError(
+            "no transitions to review",
+            [
+                Problem(
+                    location=str(root),
+                    code="gold_missing",
+                    message=f"the certified dataset {lock.gold} is not on this machine",
+                    fix="pass --gold with the certified dataset (the transition-review log lives beside it)",
+                )
+            ],
+        )
     checked = verify_one(root, gold=gold_dir)
     if not checked.verified:
-        raise WorkbenchError(f"report {lock.report_id} does not verify: its transitions cannot be reviewed", checked.problems)
+        raise WorkbenchError(
+            f"report {lock.report_id} does not verify: its transitions cannot be reviewed",
+            checked.problems,
+        )
     dataset = load_dataset(gold_dir)
     if dataset.sha256 != lock.evidence.get("gold_dataset"):
-        raise WorkbenchError("no transitions to review", [Problem(location=str(gold_dir), code="gold_changed", message="the gold dataset changed since the report was certified", fix="certify the migration again on the new gold release")])
+        raise WorkbenchError(
+            "no transitions to review",
+            [
+                Problem(
+                    location=str(gold_dir),
+                    code="gold_changed",
+                    message="the gold dataset changed since the report was certified",
+                    fix="certify the migration again on the new gold release",
+                )
+            ],
+        )
     pending = []
     for row in read_transitions(root):
         t = row.transition
         if not t.needs_review:
             continue
         allowed, cited = evidence_ids_for(dataset, t.case_id)
-        pending.append(PendingTransition(old_fingerprint=lock.baseline_fingerprint, new_fingerprint=lock.candidate_fingerprint, case_id=t.case_id, slice=t.slice, human_label=t.human_label, old_verdict=row.old_verdict, new_verdict=row.new_verdict, report_id=lock.report_id, evidence_ids=allowed, cited=cited))
+        pending.append(
+            PendingTransition(
+                old_fingerprint=lock.baseline_fingerprint,
+                new_fingerprint=lock.candidate_fingerprint,
+                case_id=t.case_id,
+                slice=t.slice,
+                human_label=t.human_label,
+                old_verdict=row.old_verdict,
+                new_verdict=row.new_verdict,
+                report_id=lock.report_id,
+                evidence_ids=allowed,
+                cited=cited,
+            )
+        )
     return pending, transition_reviews_path_for(dataset.root), dataset
 
 
-def record_transition_review(report: str | Path, case_id: str, decision: str, evidence_ids: str | list[str], *, reviewer: str, note: str = "", gold: str | Path | None = None) -> Any:
+def record_transition_review(
+    report: str | Path,
+    case_id: str,
+    decision: str,
+    evidence_ids: str | list[str],
+    *,
+    reviewer: str,
+    note: str = "",
+    gold: str | Path | None = None,
+) -> Any:
     """Append a transition review of one changed critical verdict of a locked migration report."""
     from ..review._transition_reviews import TransitionReviews
 
@@ -265,27 +426,70 @@ def record_transition_review(report: str | Path, case_id: str, decision: str, ev
     match = next((p for p in pending if p.case_id == case_id), None)
     if match is None:
         known = ", ".join(p.case_id for p in pending) or "none"
-        raise WorkbenchError("no such transition", [Problem(location=str(report), case_id=case_id, code="transition_unknown", message=f"case {case_id} is no changed verdict in a critical slice of this report (those are: {known})", fix="review a case `workbench review transition --report REPORT --list` names")])
+        raise WorkbenchError(
+            "no such transition",
+            [
+                Problem(
+                    location=str(report),
+                    case_id=case_id,
+                    code="transition_unknown",
+                    message=f"case {case_id} is no changed verdict in a critical slice of this report (those are: {known})",
+                    fix="review a case `workbench review transition --report REPORT --list` names",
+                )
+            ],
+        )
     return TransitionReviews(log).add(match, decision, evidence_ids, reviewer=reviewer, note=note)
 
 
-def recompute_lifecycle_blockers(report_dir: Path, lock: Any, policy: Policy, dataset: GoldDataset, lines: list[Any], suite: Any | None) -> tuple[list[Blocker], MigrationEvidence | None]:
+def recompute_lifecycle_blockers(
+    report_dir: Path,
+    lock: Any,
+    policy: Policy,
+    dataset: GoldDataset,
+    lines: list[Any],
+    suite: Any | None,
+) -> tuple[list[Blocker], MigrationEvidence | None]:
     """What certification added to the gate beside the policy's limits, from the report's own
     files (``workbench verify``): repeatability blockers from the stored studies and, for a
     migration, the migration blockers from both stored runs, the stored label mapping and
     the stored snapshot of transition reviews."""
     from ..runs import RunDir
 
-    blockers = repeatability_gate_blockers(policy, stored_studies(report_dir), fingerprint=lock.candidate_fingerprint, dataset_sha256=dataset.sha256)
+    blockers = repeatability_gate_blockers(
+        policy,
+        stored_studies(report_dir),
+        fingerprint=lock.candidate_fingerprint,
+        dataset_sha256=dataset.sha256,
+    )
     if lock.baseline_fingerprint is None:
         return blockers, None
     spec_rel = lock.input_files.get("baseline")
     if not spec_rel:
-        raise WorkbenchError("migration evidence missing", [Problem(location=str(report_dir / "lock.json"), code="evidence_missing", message="a migration lock names no baseline spec", fix="restore the report")])
+        raise WorkbenchError(
+            "migration evidence missing",
+            [
+                Problem(
+                    location=str(report_dir / "lock.json"),
+                    code="evidence_missing",
+                    message="a migration lock names no baseline spec",
+                    fix="restore the report",
+                )
+            ],
+        )
     mapping_rel = lock.input_files.get("label_mapping")
     mapping = load_label_mapping(report_dir / mapping_rel) if mapping_rel else None
     if (mapping.sha256 if mapping else None) != lock.evidence.get("label_mapping"):
-        raise WorkbenchError("migration evidence changed", [Problem(location=str(report_dir / MAPPING_COPY), code="evidence_mismatch", message="the stored label mapping does not hash to the lock's label_mapping", fix="restore the report")])
+        raise WorkbenchError(
+            "migration evidence changed",
+            [
+                Problem(
+                    location=str(report_dir / MAPPING_COPY),
+                    code="evidence_mismatch",
+                    message="the stored label mapping does not hash to the lock's label_mapping",
+                    fix="restore the report",
+                )
+            ],
+        )
     old_run = RunDir(report_dir / BASELINE_RUN_DIR)
     old_lines = old_run.read_results(migrate=True, gold=dataset)
     old_summary = old_run.read_summary()
@@ -293,19 +497,62 @@ def recompute_lifecycle_blockers(report_dir: Path, lock: Any, policy: Policy, da
     if suite is not None and (report_dir / BASELINE_CONTROLS_DIR / "controls.json").exists():
         report = control_report_from_records(suite, report_dir / BASELINE_CONTROLS_DIR, mapping)
         if report.judge_fingerprint != lock.baseline_fingerprint:
-            raise WorkbenchError("migration evidence changed", [Problem(location=str(report_dir / BASELINE_CONTROLS_DIR), code="evidence_mismatch", message="the baseline control records are of another judge than the baseline the lock names", fix="restore the report")])
+            raise WorkbenchError(
+                "migration evidence changed",
+                [
+                    Problem(
+                        location=str(report_dir / BASELINE_CONTROLS_DIR),
+                        code="evidence_mismatch",
+                        message="the baseline control records are of another judge than the baseline the lock names",
+                        fix="restore the report",
+                    )
+                ],
+            )
         controls = report.status
-    evidence = evaluate_migration_from(dataset, lines, old_lines, lock=lock, mapping=mapping, reviews=read_reviews_snapshot(report_dir), baseline_run_status=old_summary.status if old_summary else None, baseline_controls=controls)
+    evidence = evaluate_migration_from(
+        dataset,
+        lines,
+        old_lines,
+        lock=lock,
+        mapping=mapping,
+        reviews=read_reviews_snapshot(report_dir),
+        baseline_run_status=old_summary.status if old_summary else None,
+        baseline_controls=controls,
+    )
     return blockers + evidence.blockers, evidence
 
 
-def evaluate_migration_from(dataset: GoldDataset, lines: list[Any], old_lines: list[Any], *, lock: Any, mapping: LoadedMapping | None, reviews: dict[str, TransitionReview], baseline_run_status: str | None, baseline_controls: str | None) -> MigrationEvidence:
+def evaluate_migration_from(
+    dataset: GoldDataset,
+    lines: list[Any],
+    old_lines: list[Any],
+    *,
+    lock: Any,
+    mapping: LoadedMapping | None,
+    reviews: dict[str, TransitionReview],
+    baseline_run_status: str | None,
+    baseline_controls: str | None,
+) -> MigrationEvidence:
     from ..migration._certify import evaluate_migration
 
-    return evaluate_migration(dataset, lines, old_lines, candidate=lock.candidate, candidate_fingerprint=lock.candidate_fingerprint, baseline=str(lock.baseline), baseline_fingerprint=str(lock.baseline_fingerprint), mapping=mapping, reviews=reviews, baseline_run_status=baseline_run_status, baseline_controls=baseline_controls)
+    return evaluate_migration(
+        dataset,
+        lines,
+        old_lines,
+        candidate=lock.candidate,
+        candidate_fingerprint=lock.candidate_fingerprint,
+        baseline=str(lock.baseline),
+        baseline_fingerprint=str(lock.baseline_fingerprint),
+        mapping=mapping,
+        reviews=reviews,
+        baseline_run_status=baseline_run_status,
+        baseline_controls=baseline_controls,
+    )
 
 
-def migration_problems(report_dir: Path, lock: Any, evidence: MigrationEvidence | None, gold_log: Path | None) -> list[Problem]:
+def migration_problems(
+    report_dir: Path, lock: Any, evidence: MigrationEvidence | None, gold_log: Path | None
+) -> list[Problem]:
     """``verify``: migration.json, the lock's copy and the restricted transitions against the
     recomputation; every review in the report's snapshot present in the gold's log."""
     from .._io import read_jsonl_records
@@ -315,20 +562,53 @@ def migration_problems(report_dir: Path, lock: Any, evidence: MigrationEvidence 
         return out
 
     def fail(where: Path, code: str, message: str) -> None:
-        out.append(Problem(location=str(where), code=code, message=message, fix="restore the report from its original copy; transitions and reviews are decided from the stored runs"))
+        out.append(
+            Problem(
+                location=str(where),
+                code=code,
+                message=message,
+                fix="restore the report from its original copy; transitions and reviews are decided from the stored runs",
+            )
+        )
 
     expected = evidence.summary.model_dump(mode="json")
-    stored = read_json_file(report_dir / MIGRATION_FILE) if (report_dir / MIGRATION_FILE).exists() else None
+    stored = (
+        read_json_file(report_dir / MIGRATION_FILE)
+        if (report_dir / MIGRATION_FILE).exists()
+        else None
+    )
     if stored != expected:
-        fail(report_dir / MIGRATION_FILE, "migration_mismatch", "migration.json differs from the migration recomputed from both stored runs, the label mapping and the transition reviews")
+        fail(
+            report_dir / MIGRATION_FILE,
+            "migration_mismatch",
+            "migration.json differs from the migration recomputed from both stored runs, the label mapping and the transition reviews",
+        )
     if lock.migration != expected:
-        fail(report_dir / "lock.json", "migration_mismatch", "the lock's migration summary differs from the recomputed one")
-    rows = read_jsonl_records(report_dir / TRANSITIONS_FILE) if (report_dir / TRANSITIONS_FILE).exists() else None
+        fail(
+            report_dir / "lock.json",
+            "migration_mismatch",
+            "the lock's migration summary differs from the recomputed one",
+        )
+    rows = (
+        read_jsonl_records(report_dir / TRANSITIONS_FILE)
+        if (report_dir / TRANSITIONS_FILE).exists()
+        else None
+    )
     if rows != [r.model_dump(mode="json") for r in evidence.rows]:
-        fail(report_dir / TRANSITIONS_FILE, "transitions_mismatch", "the restricted transitions differ from the ones recomputed from both stored runs")
+        fail(
+            report_dir / TRANSITIONS_FILE,
+            "transitions_mismatch",
+            "the restricted transitions differ from the ones recomputed from both stored runs",
+        )
     if gold_log is not None:
-        logged = {r.review_id: r for r in read_transition_reviews(gold_log)} if gold_log.exists() else {}
+        logged = (
+            {r.review_id: r for r in read_transition_reviews(gold_log)} if gold_log.exists() else {}
+        )
         for review in read_reviews_snapshot(report_dir).values():
             if logged.get(review.review_id) != review:
-                fail(report_dir / REVIEWS_SNAPSHOT, "transition_review_unlogged", f"transition review {review.review_id} of the report is not in the gold's append-only log {gold_log} as recorded")
+                fail(
+                    report_dir / REVIEWS_SNAPSHOT,
+                    "transition_review_unlogged",
+                    f"transition review {review.review_id} of the report is not in the gold's append-only log {gold_log} as recorded",
+                )
     return out

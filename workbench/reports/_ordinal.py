@@ -42,7 +42,11 @@ def ordinal_tables(report: Any) -> list[Table]:
     )
     matrix = overall.confusion.to_frame()
     matrix.index.name, matrix.columns.name = "adjudicated \\ judge", None
-    confusion = styled(matrix, index=True, caption=f"Ordinal confusion over all cases in scope ({overall.pairs} pairs; rows adjudicated, columns judge, in scale order)")
+    confusion = styled(
+        matrix,
+        index=True,
+        caption=f"Ordinal confusion over all cases in scope ({overall.pairs} pairs; rows adjudicated, columns judge, in scale order)",
+    )
     return [per_slice, confusion]
 
 

@@ -21,7 +21,14 @@ def esc(value: Any) -> str:
     return html.escape("" if value is None else str(value), quote=True)
 
 
-def outcome_html(outcome: str, blockers: Sequence[Any], *, candidate: str, waived: Sequence[Any] = (), rerun_reason: str | None = None) -> str:
+def outcome_html(
+    outcome: str,
+    blockers: Sequence[Any],
+    *,
+    candidate: str,
+    waived: Sequence[Any] = (),
+    rerun_reason: str | None = None,
+) -> str:
     """The banner a reviewer reads first: outcome, then every blocker with its evidence."""
     shown = outcome_style(outcome)
     color, background, title = shown.color, shown.background, shown.title
@@ -31,16 +38,22 @@ def outcome_html(outcome: str, blockers: Sequence[Any], *, candidate: str, waive
         f"<div>candidate <code>{esc(candidate)}</code></div>",
     ]
     if rerun_reason:
-        parts.append(f"<div><b>Re-certification.</b> Reason recorded in the held-out ledger: {esc(rerun_reason)}</div>")
+        parts.append(
+            f"<div><b>Re-certification.</b> Reason recorded in the held-out ledger: {esc(rerun_reason)}</div>"
+        )
     if blockers:
         parts.append(f"<p><b>{len(blockers)} blocker(s)</b>, in order:</p><ol class='wb-blockers'>")
         for b in blockers:
-            parts.append(f"<li><code>{esc(_get(b, 'code'))}</code> [{esc(_get(b, 'category'))}{', slice ' + esc(_get(b, 'slice')) if _get(b, 'slice') else ''}]: {esc(_get(b, 'message'))}{_evidence(_get(b, 'evidence'))}</li>")
+            parts.append(
+                f"<li><code>{esc(_get(b, 'code'))}</code> [{esc(_get(b, 'category'))}{', slice ' + esc(_get(b, 'slice')) if _get(b, 'slice') else ''}]: {esc(_get(b, 'message'))}{_evidence(_get(b, 'evidence'))}</li>"
+            )
         parts.append("</ol>")
     else:
         parts.append("<p>No blockers.</p>")
     if waived:
-        parts.append(f"<p><b>{len(waived)} blocker(s) waived by overrides</b> (still evidence, listed below).</p>")
+        parts.append(
+            f"<p><b>{len(waived)} blocker(s) waived by overrides</b> (still evidence, listed below).</p>"
+        )
     parts.append("</div>")
     return "".join(parts)
 
@@ -64,7 +77,10 @@ def _fmt(value: Any) -> str:
 
 def key_value_html(title: str, rows: Iterable[tuple[str, Any]]) -> str:
     """A two-column table of escaped labels and values."""
-    body = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
+    body = "".join(
+        f"<tr><th style='text-align:left;padding-right:12px'>{esc(k)}</th><td>{esc(v)}</td></tr>"
+        for k, v in rows
+    )
     return f"<h3>{esc(title)}</h3><table class='wb-kv'>{body}</table>"
 
 
@@ -80,14 +96,28 @@ def disagreement_counts(join: Join) -> Any:
 
     abstain = set(join.dataset.rubric.abstain_labels)
     counts = Counter((c.slice, c.error_class) for c in join.cases)
-    abstained = Counter(c.slice for c in join.cases if c.outcome == "verdict" and c.judge_label in abstain)
-    decided = Counter(c.slice for c in join.cases if c.outcome == "verdict" and c.judge_label not in abstain)
+    abstained = Counter(
+        c.slice for c in join.cases if c.outcome == "verdict" and c.judge_label in abstain
+    )
+    decided = Counter(
+        c.slice for c in join.cases if c.outcome == "verdict" and c.judge_label not in abstain
+    )
     cases = Counter(c.slice for c in join.cases)
     classes = ["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
     slices = list(dict.fromkeys(c.slice for c in join.cases))
-    frame = pd.DataFrame([[counts.get((s, k), 0) for k in classes] + [abstained[s], decided[s], cases[s]] for s in slices], index=slices, columns=[*classes, "abstained", "decided", "cases"])
+    frame = pd.DataFrame(
+        [
+            [counts.get((s, k), 0) for k in classes] + [abstained[s], decided[s], cases[s]]
+            for s in slices
+        ],
+        index=slices,
+        columns=[*classes, "abstained", "decided", "cases"],
+    )
     frame.loc["(all)"] = frame.sum()
-    frame["coverage"] = [round(d / n, 4) if n else None for d, n in zip(frame["decided"], frame["cases"], strict=True)]
+    frame["coverage"] = [
+        round(d / n, 4) if n else None
+        for d, n in zip(frame["decided"], frame["cases"], strict=True)
+    ]
     frame.index.name = "slice"
     return frame
 
@@ -97,7 +127,9 @@ def cost_latency(rows: Sequence[dict[str, Any]]) -> Any:
     import numpy as np
     import pandas as pd
 
-    latencies = np.array([r["latency_s"] for r in rows if r.get("latency_s") is not None], dtype=float)
+    latencies = np.array(
+        [r["latency_s"] for r in rows if r.get("latency_s") is not None], dtype=float
+    )
     return pd.DataFrame(
         [
             {
@@ -106,8 +138,12 @@ def cost_latency(rows: Sequence[dict[str, Any]]) -> Any:
                 "tokens_in": sum(int(r.get("tokens_in") or 0) for r in rows),
                 "tokens_out": sum(int(r.get("tokens_out") or 0) for r in rows),
                 "cost_usd": round(sum(float(r.get("cost_usd") or 0.0) for r in rows), 6),
-                "latency_p50_s": round(float(np.percentile(latencies, 50)), 3) if latencies.size else None,
-                "latency_p95_s": round(float(np.percentile(latencies, 95)), 3) if latencies.size else None,
+                "latency_p50_s": round(float(np.percentile(latencies, 50)), 3)
+                if latencies.size
+                else None,
+                "latency_p95_s": round(float(np.percentile(latencies, 95)), 3)
+                if latencies.size
+                else None,
             }
         ]
     )
@@ -165,8 +201,12 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
         if ordered:
             kappas = {
                 "judge_vs_adjudicated_kappa (nominal)": s.cohen_kappa.value,
-                "judge_vs_adjudicated_kappa (linear weighted)": s.ordinal.weighted_kappa_linear.value if s.ordinal else None,
-                "judge_vs_adjudicated_kappa (quadratic weighted)": s.ordinal.weighted_kappa_quadratic.value if s.ordinal else None,
+                "judge_vs_adjudicated_kappa (linear weighted)": s.ordinal.weighted_kappa_linear.value
+                if s.ordinal
+                else None,
+                "judge_vs_adjudicated_kappa (quadratic weighted)": s.ordinal.weighted_kappa_quadratic.value
+                if s.ordinal
+                else None,
             }
         rows.append(
             {
@@ -190,7 +230,10 @@ def _human_alphas(block: Any, scale: str) -> dict[str, Any]:
         return {"human_krippendorff_alpha": nominal}
     level = "interval" if scale == "numeric" else "ordinal"
     ordered = getattr(block, f"krippendorff_alpha_{level}", None) if block else None
-    return {"human_krippendorff_alpha (nominal)": nominal, f"human_krippendorff_alpha ({level})": ordered.value if ordered is not None else None}
+    return {
+        "human_krippendorff_alpha (nominal)": nominal,
+        f"human_krippendorff_alpha ({level})": ordered.value if ordered is not None else None,
+    }
 
 
 # -- the report's first screen, blockers, controls, lineage ---------------------------------
@@ -204,7 +247,9 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
     return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
-def previous_certification(entries: Sequence[Any], name: str, *, before: str | None = None) -> dict[str, Any] | None:
+def previous_certification(
+    entries: Sequence[Any], name: str, *, before: str | None = None
+) -> dict[str, Any] | None:
     """The last *complete* certification of judge ``name`` (any version) in ``entries`` (a
     held-out ledger), before the ``started`` entry ``before``: candidate, outcome, report id, when.
 
@@ -223,11 +268,18 @@ def previous_certification(entries: Sequence[Any], name: str, *, before: str | N
             continue
         if e.candidate.split("@", 1)[0] != name:
             continue
-        found = {"candidate": e.candidate, "outcome": e.outcome, "report_id": e.report_id, "when": e.when}
+        found = {
+            "candidate": e.candidate,
+            "outcome": e.outcome,
+            "report_id": e.report_id,
+            "when": e.when,
+        }
     return found
 
 
-def last_certified(entries: Sequence[Any], name: str, *, before: str | None = None) -> dict[str, Any] | None:
+def last_certified(
+    entries: Sequence[Any], name: str, *, before: str | None = None
+) -> dict[str, Any] | None:
     """The last certification of ``name`` whose outcome was ``certified`` (before ``before``)."""
     certified = [e for e in entries if e.event == "finished" and e.outcome == "certified"]
     ids = [e.entry_id for e in entries]
@@ -235,7 +287,12 @@ def last_certified(entries: Sequence[Any], name: str, *, before: str | None = No
     found = None
     for e in certified:
         if ids.index(e.entry_id) < cut and e.candidate.split("@", 1)[0] == name:
-            found = {"candidate": e.candidate, "outcome": e.outcome, "report_id": e.report_id, "when": e.when}
+            found = {
+                "candidate": e.candidate,
+                "outcome": e.outcome,
+                "report_id": e.report_id,
+                "when": e.when,
+            }
     return found
 
 
@@ -245,8 +302,15 @@ def next_step(outcome: str, groups: Sequence[Any], *, held_out_used: bool) -> st
     families = {g.family for g in active}
     if outcome == "certified":
         waived = sum(1 for g in groups if g.waived_by)
-        extra = f" {waived} problem(s) were waived by approved overrides: follow them up before they expire." if waived else ""
-        return "The judge may gate releases within this policy's slices; keep this report, and certify again when the judge, the rubric, the policy or the gold release changes." + extra
+        extra = (
+            f" {waived} problem(s) were waived by approved overrides: follow them up before they expire."
+            if waived
+            else ""
+        )
+        return (
+            "The judge may gate releases within this policy's slices; keep this report, and certify again when the judge, the rubric, the policy or the gold release changes."
+            + extra
+        )
     if outcome == "quality_failed" and "controls" in families and not held_out_used:
         return "Controls failed; held-out data was not used; fix the judge and certify again."
     if outcome == "quality_failed":
@@ -264,7 +328,15 @@ def next_step(outcome: str, groups: Sequence[Any], *, held_out_used: bool) -> st
 def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
     held_out = dataset.partition("held_out")
     counts = Counter(c.slice for c in held_out)
-    return [{"slice": name, "risk": dataset.rubric.risk_of(name), "n": counts.get(name, 0), "decided": 0} for name in dataset.rubric.slices]
+    return [
+        {
+            "slice": name,
+            "risk": dataset.rubric.risk_of(name),
+            "n": counts.get(name, 0),
+            "decided": 0,
+        }
+        for name in dataset.rubric.slices
+    ]
 
 
 def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
@@ -272,7 +344,20 @@ def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
     from ._format import DASH, DASH_NOTE
     from ._templates import render
 
-    columns = ["slice", "risk", "n", "coverage", "false-pass rate [95% CI]", "FP k/n", "FP limit", "basis", "false-fail rate [95% CI]", "FF k/n", "FF limit", "result"]
+    columns = [
+        "slice",
+        "risk",
+        "n",
+        "coverage",
+        "false-pass rate [95% CI]",
+        "FP k/n",
+        "FP limit",
+        "basis",
+        "false-fail rate [95% CI]",
+        "FF k/n",
+        "FF limit",
+        "result",
+    ]
     records = []
     has_dash = False
     for row in rows:
@@ -284,11 +369,21 @@ def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
         elif row.result == "review":
             css = "review"
         result_css = {"not run": "notrun", DASH: "dash"}.get(row.result, row.result)
-        records.append({"cells": [(c, record[c], c in ("n", "FP k/n", "FF k/n")) for c in columns], "css": css, "slice": row.slice, "result": row.result, "result_css": result_css})
+        records.append(
+            {
+                "cells": [(c, record[c], c in ("n", "FP k/n", "FF k/n")) for c in columns],
+                "css": css,
+                "slice": row.slice,
+                "result": row.result,
+                "result_css": result_css,
+            }
+        )
     notes = []
     if note:
         notes.append(note)
-    notes.append("Rates are over cases judged pass or fail; FP over human fails, FF over human passes; abstentions, errors and missing results are in neither. Interval: 95% Wilson.")
+    notes.append(
+        "Rates are over cases judged pass or fail; FP over human fails, FF over human passes; abstentions, errors and missing results are in neither. Interval: 95% Wilson."
+    )
     if has_dash:
         notes.append(DASH_NOTE)
     return render("slices.html.j2", columns=columns, rows=records, footnotes=notes)
@@ -313,12 +408,19 @@ def first_screen_html(cert: Any, gate: Any) -> str:
     color, background, title = shown.color, shown.background, shown.title
     entry = cert.ledger_entry
     held_out_used = cert.alignment is not None
-    groups = group_blockers(_attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=cert.policy)
+    groups = group_blockers(
+        _attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=cert.policy
+    )
     why = why_lines(groups)
     if not why:
         why = [("every slice", "PASS", "within the policy's limits")]
     figures = _attr(gate, "figures", []) or []
-    rows = slice_rows(figures if held_out_used and figures else _pseudo_figures(cert.dataset), cert.policy, gate, held_out_used=held_out_used)
+    rows = slice_rows(
+        figures if held_out_used and figures else _pseudo_figures(cert.dataset),
+        cert.policy,
+        gate,
+        held_out_used=held_out_used,
+    )
     note = None if held_out_used else NOT_USED_NOTE
     entries = cert.ledger.entries()
     name = cert.judge.spec.name
@@ -345,7 +447,12 @@ def first_screen_html(cert: Any, gate: Any) -> str:
         "release": release.release_id if release else "(not frozen)",
         "dataset_sha": cert.dataset.sha256[:12],
         "rubric": cert.dataset.rubric.version,
-        "held_out": f"{len(cert.dataset.partition('held_out'))} cases, " + ("judged once" if held_out_used else "not used: certification stopped before held-out data"),
+        "held_out": f"{len(cert.dataset.partition('held_out'))} cases, "
+        + (
+            "judged once"
+            if held_out_used
+            else "not used: certification stopped before held-out data"
+        ),
         "rerun_reason": entry.rerun_reason,
         "why": why,
         "next_step": next_step(outcome, groups, held_out_used=held_out_used),
@@ -362,7 +469,9 @@ def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) ->
     from ._blockers import group_blockers
     from ._templates import fragment, render
 
-    groups = group_blockers(_attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=policy)
+    groups = group_blockers(
+        _attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=policy
+    )
     body = render("blockers.html.j2", groups=groups)
     if title is None:
         return fragment(body)
@@ -372,7 +481,9 @@ def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) ->
     active = [g for g in groups if not g.waived_by]
     slices = len({g.slice for g in active if g.slice})
     count = f"{len(active)} problem(s) in {slices} slice(s)" if active else "no blocker"
-    return fragment(f'<details class="wb-candidate"><summary><span class="badge r-{css}">{esc(label)}</span> <b>{esc(title)}</b>: {esc(count)}</summary>{body}</details>')
+    return fragment(
+        f'<details class="wb-candidate"><summary><span class="badge r-{css}">{esc(label)}</span> <b>{esc(title)}</b>: {esc(count)}</summary>{body}</details>'
+    )
 
 
 def blockers_display(gate: Any, policy: Any = None, *, title: str | None = None) -> Any:
@@ -396,16 +507,23 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
     from ..controls._run import ROLE_MESSAGES
 
     rank = {"failed": 0, "incomplete": 1, "passed": 2}
-    roles = sorted(report.roles, key=lambda r: (rank.get(r.status, 9), r.role not in blocking_roles))
+    roles = sorted(
+        report.roles, key=lambda r: (rank.get(r.status, 9), r.role not in blocking_roles)
+    )
     groups = []
     for role in roles:
-        rows = sorted((c for c in report.controls if c.role == role.role), key=lambda c: (rank.get(c.status, 9), c.control_id))
+        rows = sorted(
+            (c for c in report.controls if c.role == role.role),
+            key=lambda c: (rank.get(c.status, 9), c.control_id),
+        )
         groups.append(
             {
                 "role": role.role,
                 "status": role.status,
                 "blocking": role.role in blocking_roles,
-                "counts": f"{role.passed} of {role.n} passed" + (f", {role.failed} failed" if role.failed else "") + (f", {role.incomplete} not evaluated" if role.incomplete else ""),
+                "counts": f"{role.passed} of {role.n} passed"
+                + (f", {role.failed} failed" if role.failed else "")
+                + (f", {role.incomplete} not evaluated" if role.incomplete else ""),
                 "meaning": ROLE_MESSAGES.get(role.role, "") if role.status == "failed" else "",
                 "rows": [
                     {
@@ -423,7 +541,14 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
                 "passed": [c.control_id for c in rows if c.status == "passed"],
             }
         )
-    return fragment(render("controls.html.j2", suite=f"{report.suite.name}@{report.suite.version}", groups=groups, status=report.status))
+    return fragment(
+        render(
+            "controls.html.j2",
+            suite=f"{report.suite.name}@{report.suite.version}",
+            groups=groups,
+            status=report.status,
+        )
+    )
 
 
 def _short(text: str, limit: int) -> str:
@@ -435,7 +560,20 @@ def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
     """The lineage checks as a table: check, held, expected, actual."""
     from ._templates import fragment, render
 
-    return fragment(render("lineage.html.j2", rows=[{"check": r["check"], "ok": bool(r["ok"]), "expected": "" if r["expected"] is None else str(r["expected"]), "actual": "" if r["actual"] is None else str(r["actual"])} for r in rows]))
+    return fragment(
+        render(
+            "lineage.html.j2",
+            rows=[
+                {
+                    "check": r["check"],
+                    "ok": bool(r["ok"]),
+                    "expected": "" if r["expected"] is None else str(r["expected"]),
+                    "actual": "" if r["actual"] is None else str(r["actual"]),
+                }
+                for r in rows
+            ],
+        )
+    )
 
 
 def not_used_html() -> str:

@@ -38,7 +38,12 @@ class EvidenceError(Exception):
 
     def __init__(self, code: str, message: str, where: str) -> None:
         super().__init__(message)
-        self.problem = Problem(location=where, code=code, message=message, fix="restore the report from its original copy; an outcome that cannot be recomputed is not verified")
+        self.problem = Problem(
+            location=where,
+            code=code,
+            message=message,
+            fix="restore the report from its original copy; an outcome that cannot be recomputed is not verified",
+        )
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,11 @@ def _path(report_dir: Path, lock: Lock, name: str) -> Path | None:
         return None
     path = (report_dir / rel).resolve()
     if report_dir.resolve() not in path.parents:
-        raise EvidenceError("evidence_invalid", f"input {name} points outside the report ({rel})", str(report_dir / "lock.json"))
+        raise EvidenceError(
+            "evidence_invalid",
+            f"input {name} points outside the report ({rel})",
+            str(report_dir / "lock.json"),
+        )
     return path
 
 
@@ -69,17 +78,31 @@ def recompute(report_dir: Path, lock: Lock) -> Recomputed:
     except WorkbenchError as exc:
         first = exc.problems[0] if exc.problems else None
         detail = f"{first.code}: {first.message}" if first else exc.summary
-        raise EvidenceError("evidence_invalid", f"the stored evidence is refused ({detail[:200]})", first.location if first else str(report_dir)) from None
+        raise EvidenceError(
+            "evidence_invalid",
+            f"the stored evidence is refused ({detail[:200]})",
+            first.location if first else str(report_dir),
+        ) from None
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
-        raise EvidenceError("evidence_missing", f"the evidence to recompute the outcome cannot be read ({type(exc).__name__}: {str(exc)[:160]})", str(report_dir)) from None
+        raise EvidenceError(
+            "evidence_missing",
+            f"the evidence to recompute the outcome cannot be read ({type(exc).__name__}: {str(exc)[:160]})",
+            str(report_dir),
+        ) from None
 
 
 def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     where = str(report_dir / "lock.json")
     if lock.schema_version < 2:
-        raise EvidenceError("evidence_missing", f"lock format {lock.schema_version} stores no evidence to recompute the outcome from", where)
+        raise EvidenceError(
+            "evidence_missing",
+            f"lock format {lock.schema_version} stores no evidence to recompute the outcome from",
+            where,
+        )
     if [b.get("code") for b in lock.blockers] == ["certification_failed"]:
-        return Recomputed(None, None)  # the notebook failed before the gate: only incomplete is possible
+        return Recomputed(
+            None, None
+        )  # the notebook failed before the gate: only incomplete is possible
     policy_path = _path(report_dir, lock, "policy")
     if policy_path is None:
         raise EvidenceError("evidence_missing", "the lock names no policy file", where)
@@ -91,8 +114,14 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     if not dataset_sha:
         raise EvidenceError("evidence_missing", "the lock records no gold dataset hash", where)
     dataset = read_gold_evidence(report_dir, dataset_sha)
-    if held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out")) != lock.evidence.get("held_out_manifest"):
-        raise EvidenceError("evidence_mismatch", "the stored held-out gold records do not hash to the lock's held-out manifest", str(report_dir / "restricted" / "gold"))
+    if held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out")) != lock.evidence.get(
+        "held_out_manifest"
+    ):
+        raise EvidenceError(
+            "evidence_mismatch",
+            "the stored held-out gold records do not hash to the lock's held-out manifest",
+            str(report_dir / "restricted" / "gold"),
+        )
     control_blockers = []
     suite = None
     if policy.controls is not None:
@@ -101,26 +130,56 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
 
         suite_path = _path(report_dir, lock, "controls")
         if suite_path is None:
-            raise EvidenceError("evidence_missing", "the policy declares controls but the report holds no control suite", where)
+            raise EvidenceError(
+                "evidence_missing",
+                "the policy declares controls but the report holds no control suite",
+                where,
+            )
         suite = load_suite(suite_path)
-        identity = JudgeIdentity.model_validate(read_json_file(report_dir / CONTROLS_DIR / "controls.json")["judge_identity"])
+        identity = JudgeIdentity.model_validate(
+            read_json_file(report_dir / CONTROLS_DIR / "controls.json")["judge_identity"]
+        )
         if identity.fingerprint() != fingerprint:
-            raise EvidenceError("evidence_mismatch", "the control records are of another judge than the certified candidate", str(report_dir / CONTROLS_DIR))
-        report = evaluate_controls(suite, _outcomes(suite, RunDir(report_dir / CONTROLS_DIR).results, fingerprint), judge=identity)
+            raise EvidenceError(
+                "evidence_mismatch",
+                "the control records are of another judge than the certified candidate",
+                str(report_dir / CONTROLS_DIR),
+            )
+        report = evaluate_controls(
+            suite,
+            _outcomes(suite, RunDir(report_dir / CONTROLS_DIR).results, fingerprint),
+            judge=identity,
+        )
         control_blockers = report.blockers(policy.controls.blocking_roles)
     if control_blockers:
-        held_out_not_used = NotEvaluated(reason=HELD_OUT_NOT_USED, judge=lock.candidate, dataset_sha256=dataset.sha256, partition="held_out")
-        gate = evaluate_gate(held_out_not_used, policy, rubric=dataset.rubric, extra_blockers=[*control_blockers, *lineage], policy_sha256=sha256_file(policy_path), fingerprint=fingerprint)
+        held_out_not_used = NotEvaluated(
+            reason=HELD_OUT_NOT_USED,
+            judge=lock.candidate,
+            dataset_sha256=dataset.sha256,
+            partition="held_out",
+        )
+        gate = evaluate_gate(
+            held_out_not_used,
+            policy,
+            rubric=dataset.rubric,
+            extra_blockers=[*control_blockers, *lineage],
+            policy_sha256=sha256_file(policy_path),
+            fingerprint=fingerprint,
+        )
         return Recomputed(public_gate(gate), None)
     if lock.evaluated_at is None:
-        raise EvidenceError("evidence_missing", "the lock records no evaluation time for override expiry", where)
+        raise EvidenceError(
+            "evidence_missing", "the lock records no evaluation time for override expiry", where
+        )
     run = RunDir(report_dir / RUN_DIR)
     results_path = run.results
     # A locked report's records cannot be rewritten: records written under an older result
     # schema are read through the explicit, versioned migration (each says what it filled).
     lines = run.read_results(migrate=True, gold=dataset)
     join = join_results(dataset, lines, partition="held_out", location=str(results_path))
-    alignment = alignment_report(join, results_path=str(results_path) if results_path.exists() else None)
+    alignment = alignment_report(
+        join, results_path=str(results_path) if results_path.exists() else None
+    )
     summary = run.read_summary()
     overrides_path = _path(report_dir, lock, "overrides")
     overrides = load_overrides(overrides_path) if overrides_path is not None else []
@@ -128,5 +187,15 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     from ._migration import recompute_lifecycle_blockers
 
     extra, migration = recompute_lifecycle_blockers(report_dir, lock, policy, dataset, lines, suite)
-    gate = evaluate_gate(alignment, policy, rubric=dataset.rubric, run=summary, overrides=overrides, now=lock.evaluated_at, join=join, extra_blockers=[*lineage, *extra], fingerprint=fingerprint)
+    gate = evaluate_gate(
+        alignment,
+        policy,
+        rubric=dataset.rubric,
+        run=summary,
+        overrides=overrides,
+        now=lock.evaluated_at,
+        join=join,
+        extra_blockers=[*lineage, *extra],
+        fingerprint=fingerprint,
+    )
     return Recomputed(public_gate(gate), figures_of(alignment), migration)

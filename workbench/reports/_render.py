@@ -21,7 +21,10 @@ from typing import Any
 
 from ._templates import CSP, render, stylesheet
 
-EXTERNAL = re.compile(r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|@import\s+url\(\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//""", re.IGNORECASE)
+EXTERNAL = re.compile(
+    r"""(?:src|href)\s*=\s*["']?\s*(?:https?:)?//|@import\s+url\(\s*["']?(?:https?:)?//|url\(\s*["']?(?:https?:)?//""",
+    re.IGNORECASE,
+)
 """Anything in an HTML document that would make a browser fetch from a network host."""
 SKIP_TAG = "report-skip"
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -33,7 +36,12 @@ def render_html(notebook_path: str | Path, title: str = "Certification report") 
     import nbformat
 
     notebook = nbformat.read(str(notebook_path), as_version=4)
-    blocks = [block for cell in notebook.cells if SKIP_TAG not in cell.get("metadata", {}).get("tags", []) for block in _cell_blocks(cell)]
+    blocks = [
+        block
+        for cell in notebook.cells
+        if SKIP_TAG not in cell.get("metadata", {}).get("tags", [])
+        for block in _cell_blocks(cell)
+    ]
     page = render("page.html.j2", csp=CSP, css=stylesheet(), title=title, blocks=blocks)
     return add_content_security_policy(strip_scripts(strip_external(page)))
 
@@ -42,7 +50,11 @@ def _cell_blocks(cell: Any) -> list[str]:
     if cell.cell_type == "markdown":
         from nbconvert.filters import markdown2html_mistune
 
-        return [f'<div class="wb-md">{_ANCHOR.sub("", markdown2html_mistune(cell.source))}</div>'] if cell.source.strip() else []
+        return (
+            [f'<div class="wb-md">{_ANCHOR.sub("", markdown2html_mistune(cell.source))}</div>']
+            if cell.source.strip()
+            else []
+        )
     if cell.cell_type != "code":
         return []
     return [block for output in cell.get("outputs", []) if (block := _output(output))]
@@ -61,19 +73,35 @@ def _output(output: Any) -> str:
         return f'<pre class="wb-error">{html_lib.escape(_ANSI.sub("", text))}</pre>'
     data = output.get("data", {})
     if "text/html" in data:
-        return "".join(data["text/html"]) if isinstance(data["text/html"], list) else str(data["text/html"])
+        return (
+            "".join(data["text/html"])
+            if isinstance(data["text/html"], list)
+            else str(data["text/html"])
+        )
     if "image/svg+xml" in data:
-        svg = "".join(data["image/svg+xml"]) if isinstance(data["image/svg+xml"], list) else str(data["image/svg+xml"])
+        svg = (
+            "".join(data["image/svg+xml"])
+            if isinstance(data["image/svg+xml"], list)
+            else str(data["image/svg+xml"])
+        )
         return f'<div class="wb-chart"><img alt="chart" src="data:image/svg+xml;base64,{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></div>'
     if "image/png" in data:
         return f'<div class="wb-chart"><img alt="chart" src="data:image/png;base64,{str(data["image/png"]).strip()}"></div>'
     if "text/markdown" in data:
         from nbconvert.filters import markdown2html_mistune
 
-        text = "".join(data["text/markdown"]) if isinstance(data["text/markdown"], list) else str(data["text/markdown"])
+        text = (
+            "".join(data["text/markdown"])
+            if isinstance(data["text/markdown"], list)
+            else str(data["text/markdown"])
+        )
         return f'<div class="wb-md">{_ANCHOR.sub("", markdown2html_mistune(text))}</div>'
     if "text/plain" in data:
-        text = "".join(data["text/plain"]) if isinstance(data["text/plain"], list) else str(data["text/plain"])
+        text = (
+            "".join(data["text/plain"])
+            if isinstance(data["text/plain"], list)
+            else str(data["text/plain"])
+        )
         return f"<pre>{html_lib.escape(_ANSI.sub('', text))}</pre>"
     return ""
 
@@ -88,14 +116,25 @@ def add_content_security_policy(html: str) -> str:
     meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
     if meta in html:
         return html
-    return re.sub(r"<head([^>]*)>", lambda m: f"<head{m.group(1)}>{meta}", html, count=1, flags=re.IGNORECASE)
+    return re.sub(
+        r"<head([^>]*)>", lambda m: f"<head{m.group(1)}>{meta}", html, count=1, flags=re.IGNORECASE
+    )
 
 
 def strip_external(html: str) -> str:
     """Remove any <script>/<link> that still points at a network host (belt and braces)."""
-    html = re.sub(r"<script[^>]*\bsrc\s*=\s*[\"']?(?:https?:)?//[^>]*>\s*</script>", "", html, flags=re.IGNORECASE)
-    html = re.sub(r"<script[^>]*\bsrc\s*=\s*([\"'])\1[^>]*>\s*</script>", "", html, flags=re.IGNORECASE)  # blanked CDN URLs
-    html = re.sub(r"<link[^>]*\bhref\s*=\s*[\"']?(?:https?:)?//[^>]*>", "", html, flags=re.IGNORECASE)
+    html = re.sub(
+        r"<script[^>]*\bsrc\s*=\s*[\"']?(?:https?:)?//[^>]*>\s*</script>",
+        "",
+        html,
+        flags=re.IGNORECASE,
+    )
+    html = re.sub(
+        r"<script[^>]*\bsrc\s*=\s*([\"'])\1[^>]*>\s*</script>", "", html, flags=re.IGNORECASE
+    )  # blanked CDN URLs
+    html = re.sub(
+        r"<link[^>]*\bhref\s*=\s*[\"']?(?:https?:)?//[^>]*>", "", html, flags=re.IGNORECASE
+    )
     return html
 
 

@@ -21,10 +21,25 @@ NOTICE = (
     "RESTRICTED: case-level held-out evidence. Share only with the independent review process;\n"
     "do not show it to prompt authors (it would turn held-out data into development data).\n"
 )
-ORDER = {"false_pass": 0, "false_fail": 1, "disagreement": 2, "error": 3, "missing": 4, "aligned": 5}
+ORDER = {
+    "false_pass": 0,
+    "false_fail": 1,
+    "disagreement": 2,
+    "error": 3,
+    "missing": 4,
+    "aligned": 5,
+}
 
 
-def write_restricted(directory: Path, dataset: GoldDataset, join: Join, results_path: Path, gate: Any, *, report_id: str | None = None) -> None:
+def write_restricted(
+    directory: Path,
+    dataset: GoldDataset,
+    join: Join,
+    results_path: Path,
+    gate: Any,
+    *,
+    report_id: str | None = None,
+) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     rows = []
     for c in join.cases:
@@ -44,7 +59,10 @@ def write_restricted(directory: Path, dataset: GoldDataset, join: Join, results_
                 "input": case.input,
                 "response": case.response,
                 "grading_notes": case.grading_notes,
-                "reviews": [{"reviewer": r.reviewer, "label": r.label, "rationale": r.rationale} for r in case.reviews],
+                "reviews": [
+                    {"reviewer": r.reviewer, "label": r.label, "rationale": r.rationale}
+                    for r in case.reviews
+                ],
                 "adjudication_reason": adjudication.reason if adjudication else None,
                 "adjudicator": adjudication.adjudicator if adjudication else None,
             }
@@ -58,11 +76,41 @@ def write_restricted(directory: Path, dataset: GoldDataset, join: Join, results_
 def restricted_html(rows: list[dict[str, Any]], *, report_id: str | None = None) -> str:
     """The restricted page: non-aligned cases, worst first (critical false passes first)."""
     shown = [r for r in rows if r.get("error_class") != "aligned"]
-    shown.sort(key=lambda r: (ORDER.get(str(r.get("error_class")), 9), r.get("risk") != "critical", str(r.get("slice")), str(r.get("case_id"))))
+    shown.sort(
+        key=lambda r: (
+            ORDER.get(str(r.get("error_class")), 9),
+            r.get("risk") != "critical",
+            str(r.get("slice")),
+            str(r.get("case_id")),
+        )
+    )
     counts: dict[str, int] = {}
     for r in shown:
         counts[str(r.get("error_class"))] = counts.get(str(r.get("error_class")), 0) + 1
-    context_rows = [{**{k: r.get(k) for k in ("case_id", "slice", "risk", "error_class", "human_label", "judge_label", "error_kind", "judge_reason", "grading_notes", "input", "response", "adjudication_reason", "adjudicator")}, "reviews": r.get("reviews") or []} for r in shown]
+    context_rows = [
+        {
+            **{
+                k: r.get(k)
+                for k in (
+                    "case_id",
+                    "slice",
+                    "risk",
+                    "error_class",
+                    "human_label",
+                    "judge_label",
+                    "error_kind",
+                    "judge_reason",
+                    "grading_notes",
+                    "input",
+                    "response",
+                    "adjudication_reason",
+                    "adjudicator",
+                )
+            },
+            "reviews": r.get("reviews") or [],
+        }
+        for r in shown
+    ]
     return render(
         "restricted.html.j2",
         csp=CSP,

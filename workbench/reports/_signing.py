@@ -50,7 +50,9 @@ class LockSignature(BaseModel):
 
 
 def _problem(location: str, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError("signing key refused", [Problem(location=location, code=code, message=message, fix=fix)])
+    return WorkbenchError(
+        "signing key refused", [Problem(location=location, code=code, message=message, fix=fix)]
+    )
 
 
 def message_for(lock_sha256: str) -> bytes:
@@ -72,7 +74,11 @@ class Signer:
 
     def sign(self, lock_sha256: str) -> LockSignature:
         signature = self.key.sign(message_for(lock_sha256))  # type: ignore[attr-defined]
-        return LockSignature(public_key=self.public_key, key_fingerprint=ssh_fingerprint(self.public_key), signature=base64.b64encode(signature).decode())
+        return LockSignature(
+            public_key=self.public_key,
+            key_fingerprint=ssh_fingerprint(self.public_key),
+            signature=base64.b64encode(signature).decode(),
+        )
 
 
 def load_signer(path: str | Path) -> Signer:
@@ -85,12 +91,21 @@ def load_signer(path: str | Path) -> Signer:
     try:
         data = read_bounded(key_path)  # bounded: a pipe or /dev/zero is refused
     except WorkbenchError as exc:
-        raise _problem(loc, "signing_key_unreadable", f"the signing key cannot be read ({exc.problems[0].message if exc.problems else exc})", "point --sign at an Ed25519 private key file (ssh-keygen -t ed25519 -f KEY)") from None
+        raise _problem(
+            loc,
+            "signing_key_unreadable",
+            f"the signing key cannot be read ({exc.problems[0].message if exc.problems else exc})",
+            "point --sign at an Ed25519 private key file (ssh-keygen -t ed25519 -f KEY)",
+        ) from None
     passphrase = os.environ.get(PASSPHRASE_ENV)
     password = passphrase.encode() if passphrase else None
     key = None
     errors: list[str] = []
-    loaders = (serialization.load_ssh_private_key, serialization.load_pem_private_key) if b"OPENSSH PRIVATE KEY" in data else (serialization.load_pem_private_key, serialization.load_ssh_private_key)
+    loaders = (
+        (serialization.load_ssh_private_key, serialization.load_pem_private_key)
+        if b"OPENSSH PRIVATE KEY" in data
+        else (serialization.load_pem_private_key, serialization.load_ssh_private_key)
+    )
     for loader in loaders:
         try:
             key = loader(data, password=password)
@@ -103,11 +118,29 @@ def load_signer(path: str | Path) -> Signer:
             errors.append(type(exc).__name__)
     if key is None:
         encrypted = any("encrypted" in e.lower() or "password" in e.lower() for e in errors)
-        fix = f"set ${PASSPHRASE_ENV} to the key's passphrase" if encrypted else "give an Ed25519 private key in OpenSSH (ssh-keygen -t ed25519) or PEM (PKCS#8) format"
-        raise _problem(loc, "signing_key_invalid", f"not a readable private key ({errors[0][:100] if errors else 'unknown format'})", fix)
+        fix = (
+            f"set ${PASSPHRASE_ENV} to the key's passphrase"
+            if encrypted
+            else "give an Ed25519 private key in OpenSSH (ssh-keygen -t ed25519) or PEM (PKCS#8) format"
+        )
+        raise _problem(
+            loc,
+            "signing_key_invalid",
+            f"not a readable private key ({errors[0][:100] if errors else 'unknown format'})",
+            fix,
+        )
     if not isinstance(key, Ed25519PrivateKey):
-        raise _problem(loc, "signing_key_not_ed25519", f"the key is {type(key).__name__.replace('_', '')}, not Ed25519", "create an Ed25519 key: ssh-keygen -t ed25519 -f KEY")
-    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+        raise _problem(
+            loc,
+            "signing_key_not_ed25519",
+            f"the key is {type(key).__name__.replace('_', '')}, not Ed25519",
+            "create an Ed25519 key: ssh-keygen -t ed25519 -f KEY",
+        )
+    public = (
+        key.public_key()
+        .public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+        .decode()
+    )
     return Signer(key, public)
 
 
@@ -121,7 +154,17 @@ def load_trust(path: str | Path) -> dict[bytes, str]:
         text = read_bounded(trust_path).decode("utf-8")  # bounded: a pipe or /dev/zero is refused
     except (WorkbenchError, UnicodeDecodeError) as exc:
         why = exc.problems[0].message if isinstance(exc, WorkbenchError) and exc.problems else exc
-        raise WorkbenchError("trust file refused", [Problem(location=str(trust_path), code="trust_unreadable", message=f"the trust file cannot be read ({why})", fix="give a text file with one OpenSSH public key per line")]) from None
+        raise WorkbenchError(
+            "trust file refused",
+            [
+                Problem(
+                    location=str(trust_path),
+                    code="trust_unreadable",
+                    message=f"the trust file cannot be read ({why})",
+                    fix="give a text file with one OpenSSH public key per line",
+                )
+            ],
+        ) from None
     keys: dict[bytes, str] = {}
     problems: list[Problem] = []
     for number, line in enumerate(text.splitlines(), start=1):
@@ -132,21 +175,47 @@ def load_trust(path: str | Path) -> dict[bytes, str]:
         try:
             key = serialization.load_ssh_public_key(" ".join(parts[:2]).encode())
         except Exception:  # noqa: BLE001 - any parse failure is the same user error
-            problems.append(Problem(location=f"{trust_path}:{number}", code="trust_invalid", message="not an OpenSSH public key line", fix="write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of the key)"))
+            problems.append(
+                Problem(
+                    location=f"{trust_path}:{number}",
+                    code="trust_invalid",
+                    message="not an OpenSSH public key line",
+                    fix="write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of the key)",
+                )
+            )
             continue
         if not isinstance(key, Ed25519PublicKey):
-            problems.append(Problem(location=f"{trust_path}:{number}", code="trust_not_ed25519", message=f"{parts[0]} key: only Ed25519 keys sign locks", fix="list the Ed25519 public keys of the certifying team"))
+            problems.append(
+                Problem(
+                    location=f"{trust_path}:{number}",
+                    code="trust_not_ed25519",
+                    message=f"{parts[0]} key: only Ed25519 keys sign locks",
+                    fix="list the Ed25519 public keys of the certifying team",
+                )
+            )
             continue
         raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
         keys[raw] = " ".join(parts[2:]) or ssh_fingerprint(line)
     if problems:
         raise WorkbenchError("trust file refused", problems)
     if not keys:
-        raise WorkbenchError("trust file refused", [Problem(location=str(trust_path), code="trust_empty", message="the trust file lists no key", fix="add the certifying team's Ed25519 public keys, one per line")])
+        raise WorkbenchError(
+            "trust file refused",
+            [
+                Problem(
+                    location=str(trust_path),
+                    code="trust_empty",
+                    message="the trust file lists no key",
+                    fix="add the certifying team's Ed25519 public keys, one per line",
+                )
+            ],
+        )
     return keys
 
 
-def check_signature(signature: LockSignature, lock_sha256: str, trusted: dict[bytes, str] | None) -> tuple[str, str]:
+def check_signature(
+    signature: LockSignature, lock_sha256: str, trusted: dict[bytes, str] | None
+) -> tuple[str, str]:
     """``(status, detail)``; status is ``trusted``, ``valid`` (no trust list given), ``untrusted`` or ``invalid``."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import serialization
@@ -164,7 +233,10 @@ def check_signature(signature: LockSignature, lock_sha256: str, trusted: dict[by
     raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
     fingerprint = ssh_fingerprint(signature.public_key)
     if trusted is None:
-        return "valid", f"signed by {fingerprint}; the key was not checked against a trust list (pass --trust FILE)"
+        return (
+            "valid",
+            f"signed by {fingerprint}; the key was not checked against a trust list (pass --trust FILE)",
+        )
     if raw not in trusted:
         return "untrusted", f"signed by {fingerprint}, which is not in the trust file"
     return "trusted", f"signed by a trusted key: {trusted[raw]} ({fingerprint})"

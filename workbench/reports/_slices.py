@@ -18,7 +18,15 @@ from typing import Any
 
 from ._format import DASH, kn, limit_text, pct, rate_text
 
-RESULT_ORDER = {"fail": 0, "incomplete": 1, "review": 2, "waived": 3, "pass": 4, "not run": 5, DASH: 6}
+RESULT_ORDER = {
+    "fail": 0,
+    "incomplete": 1,
+    "review": 2,
+    "waived": 3,
+    "pass": 4,
+    "not run": 5,
+    DASH: 6,
+}
 BASIS_TEXT = {"upper_95": "upper bound", "point": "observed"}
 
 
@@ -112,28 +120,38 @@ class SliceRow:
             "slice": self.slice,
             "risk": self.risk or DASH,
             "n": self.n,
-            "coverage": f"{pct(_get(self.coverage, 'rate'))} ({self.decided}/{self.n})" if self.n and self.coverage is not None else DASH,
+            "coverage": f"{pct(_get(self.coverage, 'rate'))} ({self.decided}/{self.n})"
+            if self.n and self.coverage is not None
+            else DASH,
             "false-pass rate [95% CI]": rate_text(self.false_pass_rate),
             "FP k/n": kn(self.false_pass_rate),
             "FP limit": limits.false_pass_text if limits else DASH,
-            "basis": BASIS_TEXT.get(limits.false_pass_basis, limits.false_pass_basis) if limits and limits.max_false_pass_rate is not None else DASH,
+            "basis": BASIS_TEXT.get(limits.false_pass_basis, limits.false_pass_basis)
+            if limits and limits.max_false_pass_rate is not None
+            else DASH,
             "false-fail rate [95% CI]": rate_text(self.false_fail_rate),
             "FF k/n": kn(self.false_fail_rate),
             "FF limit": limit_text(limits.max_false_fail_rate) if limits else DASH,
-            "abstained": f"{pct(_get(self.abstention_rate, 'rate'))} of {_get(self.abstention_rate, 'n')}" if _get(self.abstention_rate, "n") else DASH,
+            "abstained": f"{pct(_get(self.abstention_rate, 'rate'))} of {_get(self.abstention_rate, 'n')}"
+            if _get(self.abstention_rate, "n")
+            else DASH,
             "abstention limit": limit_text(limits.max_abstention_rate) if limits else DASH,
             "result": self.result,
         }
 
 
-def slice_rows(figures: Sequence[Any], policy: Any = None, gate: Any = None, *, held_out_used: bool = True) -> list[SliceRow]:
+def slice_rows(
+    figures: Sequence[Any], policy: Any = None, gate: Any = None, *, held_out_used: bool = True
+) -> list[SliceRow]:
     """One :class:`SliceRow` per slice of ``figures`` (the ``(all)`` row is left out).
 
     ``gate`` (a :class:`~workbench.policy.GateResult` or its JSON) gives each slice's result;
     without it the result is a dash. ``held_out_used=False`` marks every slice ``not run``.
     """
     blockers = list(_get(gate, "blockers", []) or []) if gate is not None else []
-    waived = [_get(w, "blocker") for w in (_get(gate, "waived", []) or [])] if gate is not None else []
+    waived = (
+        [_get(w, "blocker") for w in (_get(gate, "waived", []) or [])] if gate is not None else []
+    )
     rows = []
     for f in figures:
         name = _get(f, "slice")
@@ -159,7 +177,9 @@ def slice_rows(figures: Sequence[Any], policy: Any = None, gate: Any = None, *, 
     return rows
 
 
-def _result(name: str, blockers: Iterable[Any], waived: Iterable[Any], gated: bool, held_out_used: bool) -> tuple[str, tuple[str, ...]]:
+def _result(
+    name: str, blockers: Iterable[Any], waived: Iterable[Any], gated: bool, held_out_used: bool
+) -> tuple[str, tuple[str, ...]]:
     if not held_out_used:
         return "not run", ()
     if not gated:
@@ -174,7 +194,9 @@ def _result(name: str, blockers: Iterable[Any], waived: Iterable[Any], gated: bo
     if "review" in categories:
         return "review", codes
     if any(_get(b, "slice") == name for b in waived):
-        return "waived", tuple(dict.fromkeys(_get(b, "code") for b in waived if _get(b, "slice") == name))
+        return "waived", tuple(
+            dict.fromkeys(_get(b, "code") for b in waived if _get(b, "slice") == name)
+        )
     return "pass", ()
 
 

@@ -23,10 +23,19 @@ HIGHLIGHT = {
     "good": "background-color:#dafbe1",
 }
 TABLE_STYLES = [
-    {"selector": "", "props": "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;margin:4px 0"},
-    {"selector": "th", "props": "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 8px;border-bottom:1px solid #d8dee4;white-space:nowrap"},
+    {
+        "selector": "",
+        "props": "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;margin:4px 0",
+    },
+    {
+        "selector": "th",
+        "props": "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 8px;border-bottom:1px solid #d8dee4;white-space:nowrap",
+    },
     {"selector": "td", "props": "padding:2px 8px;border-bottom:1px solid #eef1f4;text-align:left"},
-    {"selector": "caption", "props": "caption-side:top;text-align:left;font-weight:600;padding:2px 0 4px"},
+    {
+        "selector": "caption",
+        "props": "caption-side:top;text-align:left;font-weight:600;padding:2px 0 4px",
+    },
 ]
 
 
@@ -41,7 +50,10 @@ class Table:
     def to_html(self) -> str:
         import html
 
-        notes = "".join(f'<p class="wb-footnote" style="color:#59636e;font-size:12px;margin:0 0 8px">{html.escape(n)}</p>' for n in self.footnotes)
+        notes = "".join(
+            f'<p class="wb-footnote" style="color:#59636e;font-size:12px;margin:0 0 8px">{html.escape(n)}</p>'
+            for n in self.footnotes
+        )
         return f'<div class="wb-styled">{self.styler.to_html()}{notes}</div>'
 
     def _repr_html_(self) -> str:
@@ -61,7 +73,15 @@ def _cell(value: Any) -> Any:
     return value
 
 
-def styled(frame: Any, *, caption: str | None = None, highlight: Callable[[Mapping[str, Any]], str | None] | None = None, footnotes: Sequence[str] = (), formats: Mapping[str, Callable[[Any], str]] | None = None, index: bool = False) -> Table:
+def styled(
+    frame: Any,
+    *,
+    caption: str | None = None,
+    highlight: Callable[[Mapping[str, Any]], str | None] | None = None,
+    footnotes: Sequence[str] = (),
+    formats: Mapping[str, Callable[[Any], str]] | None = None,
+    index: bool = False,
+) -> Table:
     """Any DataFrame as a :class:`Table`: index hidden (or made a column), missing values as a
     dash with a footnote, floats rounded, ``highlight(row) -> key`` colouring whole rows
     (keys of :data:`HIGHLIGHT`)."""
@@ -79,7 +99,9 @@ def styled(frame: Any, *, caption: str | None = None, highlight: Callable[[Mappi
         fmt = (formats or {}).get(column)
         values = []
         for value in raw[column]:
-            if fmt is not None and not (not isinstance(value, (list, tuple, dict)) and missing(value)):
+            if fmt is not None and not (
+                not isinstance(value, (list, tuple, dict)) and missing(value)
+            ):
                 values.append(fmt(value))
                 continue
             cell = _cell(value)
@@ -90,7 +112,11 @@ def styled(frame: Any, *, caption: str | None = None, highlight: Callable[[Mappi
     notes = list(footnotes)
     if had_missing and DASH_NOTE not in notes:
         notes.append(DASH_NOTE)
-    styler = data.style.hide(axis="index").format(escape="html", na_rep=DASH).set_table_styles(TABLE_STYLES)
+    styler = (
+        data.style.hide(axis="index")
+        .format(escape="html", na_rep=DASH)
+        .set_table_styles(TABLE_STYLES)
+    )
     if caption:
         styler = styler.set_caption(caption)
     if highlight is not None:
@@ -104,10 +130,31 @@ def styled(frame: Any, *, caption: str | None = None, highlight: Callable[[Mappi
     return Table(data=data, styler=styler, footnotes=notes)
 
 
-SLICE_COLUMNS = ("slice", "risk", "n", "coverage", "false-pass rate [95% CI]", "FP k/n", "FP limit", "basis", "false-fail rate [95% CI]", "FF k/n", "FF limit", "abstained", "result")
+SLICE_COLUMNS = (
+    "slice",
+    "risk",
+    "n",
+    "coverage",
+    "false-pass rate [95% CI]",
+    "FP k/n",
+    "FP limit",
+    "basis",
+    "false-fail rate [95% CI]",
+    "FF k/n",
+    "FF limit",
+    "abstained",
+    "result",
+)
 
 
-def slice_table(source: Any, policy: Any = None, gate: Any = None, *, columns: Sequence[str] = SLICE_COLUMNS, caption: str | None = None) -> Table:
+def slice_table(
+    source: Any,
+    policy: Any = None,
+    gate: Any = None,
+    *,
+    columns: Sequence[str] = SLICE_COLUMNS,
+    caption: str | None = None,
+) -> Table:
     """The per-slice table: coverage, rates with intervals and k/n, the policy's limits, the result.
 
     ``source``: an :class:`~workbench.align.AlignmentReport`, the gate's figures, or
@@ -142,9 +189,13 @@ def slice_table(source: Any, policy: Any = None, gate: Any = None, *, columns: S
             return "incomplete"
         return None
 
-    notes = ["Rates are over cases judged pass or fail: FP over human fails, FF over human passes (abstentions, errors and missing results are in neither). Interval: 95% Wilson."]
+    notes = [
+        "Rates are over cases judged pass or fail: FP over human fails, FF over human passes (abstentions, errors and missing results are in neither). Interval: 95% Wilson."
+    ]
     if policy is not None:
-        notes.append("FP limit: the policy's maximum false passes and false-pass rate; basis: the figure compared with the rate limit (critical slices: the upper 95% bound).")
+        notes.append(
+            "FP limit: the policy's maximum false passes and false-pass rate; basis: the figure compared with the rate limit (critical slices: the upper 95% bound)."
+        )
     return styled(frame, caption=caption, highlight=highlight, footnotes=notes)
 
 
@@ -166,7 +217,10 @@ def _limit_result(row: SliceRow) -> str:
     fp_k, fp_n = _get(fp, "k"), _get(fp, "n")
     if limits.max_false_passes is not None and fp_n and fp_k > limits.max_false_passes:
         verdicts.append("over limit")
-    for rate, limit, basis in ((fp, limits.max_false_pass_rate, limits.false_pass_basis), (ff, limits.max_false_fail_rate, limits.false_fail_basis)):
+    for rate, limit, basis in (
+        (fp, limits.max_false_pass_rate, limits.false_pass_basis),
+        (ff, limits.max_false_fail_rate, limits.false_fail_basis),
+    ):
         if limit is None:
             continue
         value, high = _get(rate, "rate"), _get(rate, "ci95_high")
@@ -177,7 +231,11 @@ def _limit_result(row: SliceRow) -> str:
         elif basis == "upper_95" and high is not None and high > limit:
             verdicts.append("bound too wide")
     abst = _get(row.abstention_rate, "rate")
-    if abst is not None and limits.max_abstention_rate is not None and abst > limits.max_abstention_rate:
+    if (
+        abst is not None
+        and limits.max_abstention_rate is not None
+        and abst > limits.max_abstention_rate
+    ):
         verdicts.append("over limit")
     for word in ("over limit", "bound too wide", "unbounded"):
         if word in verdicts:
@@ -199,8 +257,23 @@ def confusion_table(confusion: Any) -> Table:
 def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
     """Case-level transitions between two iterations; ``critical_broken`` rows highlighted red."""
     frame = changes[changes["change"] != "same"] if only_changed else changes
-    columns = [c for c in ("case_id", "slice", "risk", "human_label", "before_label", "after_label", "change", "critical_broken") if c in frame.columns]
-    frame = frame[columns].sort_values(["critical_broken", "change"], ascending=[False, True], kind="stable")
+    columns = [
+        c
+        for c in (
+            "case_id",
+            "slice",
+            "risk",
+            "human_label",
+            "before_label",
+            "after_label",
+            "change",
+            "critical_broken",
+        )
+        if c in frame.columns
+    ]
+    frame = frame[columns].sort_values(
+        ["critical_broken", "change"], ascending=[False, True], kind="stable"
+    )
 
     def highlight(row: Mapping[str, Any]) -> str | None:
         if row.get("critical_broken"):
@@ -211,12 +284,21 @@ def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
             return "good"
         return None
 
-    return styled(frame, highlight=highlight, formats={"critical_broken": lambda v: "CRITICAL BROKEN" if v else ""}, footnotes=["critical_broken: a case the new version gets wrong that the old one got right, in a critical slice: it needs a risk decision, whatever the totals say."])
+    return styled(
+        frame,
+        highlight=highlight,
+        formats={"critical_broken": lambda v: "CRITICAL BROKEN" if v else ""},
+        footnotes=[
+            "critical_broken: a case the new version gets wrong that the old one got right, in a critical slice: it needs a risk decision, whatever the totals say."
+        ],
+    )
 
 
 def transition_summary_table(summary: Any) -> Table:
     """:func:`workbench.review.transition_summary` with slices that broke a critical case highlighted."""
-    return styled(summary, highlight=lambda r: "critical" if (r.get("critical_broken") or 0) > 0 else None)
+    return styled(
+        summary, highlight=lambda r: "critical" if (r.get("critical_broken") or 0) > 0 else None
+    )
 
 
 def rate_columns(frame: Any, rates: Mapping[str, tuple[str, str]]) -> Any:
@@ -243,7 +325,10 @@ def rate_columns(frame: Any, rates: Mapping[str, tuple[str, str]]) -> Any:
 def merge_interval(frame: Any, value: str, low: str, high: str, *, name: str | None = None) -> Any:
     """Replace three columns (a proportion and its interval) by one ``"82% [59–94%]"`` column."""
     out = frame.copy()
-    texts = [rate_text({"rate": v, "ci95_low": lo, "ci95_high": hi}) for v, lo, hi in zip(out[value], out[low], out[high], strict=True)]
+    texts = [
+        rate_text({"rate": v, "ci95_low": lo, "ci95_high": hi})
+        for v, lo, hi in zip(out[value], out[low], out[high], strict=True)
+    ]
     position = list(out.columns).index(value)
     out = out.drop(columns=[value, low, high])
     out.insert(position, name or f"{value} [95% CI]", texts)

@@ -53,4 +53,3 @@ def stylesheet() -> str:
 def fragment(body: str) -> str:
     """Wrap rendered HTML so it is styled on its own (in a notebook) as in the report."""
     return f'<div class="wb-frag"><style>{fragment_stylesheet()}</style>{body}</div>'
-

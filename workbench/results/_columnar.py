@@ -34,11 +34,38 @@ SHARD_SUFFIXES = (".jsonl", ".parquet")
 BLOCK_BYTES = 32 << 20
 """Bytes of whole lines parsed and checked at once (bounds memory on any file size)."""
 
-NARROW = ("case_id", "response_hash", "value", "error_kind", "error_message", "judge_fingerprint", "run_id", "partition", "attempt", "repeat", "dataset_sha256", "rubric_version", "line", "shard", "cost_usd", "tokens_in", "tokens_out", "cached_from_run_id")
+NARROW = (
+    "case_id",
+    "response_hash",
+    "value",
+    "error_kind",
+    "error_message",
+    "judge_fingerprint",
+    "run_id",
+    "partition",
+    "attempt",
+    "repeat",
+    "dataset_sha256",
+    "rubric_version",
+    "line",
+    "shard",
+    "cost_usd",
+    "tokens_in",
+    "tokens_out",
+    "cached_from_run_id",
+)
 """The columns kept per result: what joins and lineage checks read."""
 
 _STRINGS = ("case_id", "response_hash", "judge_fingerprint", "run_id", "partition")
-_OPTIONAL_STRINGS = ("value", "reason", "rendered_request_sha256", "rendered_request_ref", "cached_from_run_id", "dataset_sha256", "rubric_version")
+_OPTIONAL_STRINGS = (
+    "value",
+    "reason",
+    "rendered_request_sha256",
+    "rendered_request_ref",
+    "cached_from_run_id",
+    "dataset_sha256",
+    "rubric_version",
+)
 _JUDGE_FIELDS = {"name", "version", "kind", "model", "prompt_sha256", "ragas_version", "params"}
 _ERROR_FIELDS = {"kind", "message", "retryable"}
 _KEY_PREFIX = r'[{,]\s*"'
@@ -67,7 +94,11 @@ def result_files(path: str | Path) -> list[Path]:
     """The shards of a results directory (sorted by name), or ``[path]`` for a file."""
     p = Path(path)
     if p.is_dir():
-        return sorted(f for f in p.iterdir() if f.suffix in SHARD_SUFFIXES and f.is_file() and not f.name.startswith("."))
+        return sorted(
+            f
+            for f in p.iterdir()
+            if f.suffix in SHARD_SUFFIXES and f.is_file() and not f.name.startswith(".")
+        )
     return [p]
 
 
@@ -81,7 +112,9 @@ def results_sha256(path: str | Path) -> str:
     return sha256_file(p)
 
 
-def read_columnar(path: str | Path, block: Callable[[pa.Table], pa.Table] | None = None) -> ColumnarResults | None:
+def read_columnar(
+    path: str | Path, block: Callable[[pa.Table], pa.Table] | None = None
+) -> ColumnarResults | None:
     """Read and check results columnar; None when the strict reader must judge them.
 
     ``block``, when given, receives each checked block (columns :data:`NARROW`) and returns
@@ -100,7 +133,11 @@ def read_columnar(path: str | Path, block: Callable[[pa.Table], pa.Table] | None
     try:
         for number, file in enumerate(files):
             digest = hashlib.sha256()
-            blocks = _parquet_blocks(file, digest) if file.suffix == ".parquet" else _jsonl_blocks(file, digest)
+            blocks = (
+                _parquet_blocks(file, digest)
+                if file.suffix == ".parquet"
+                else _jsonl_blocks(file, digest)
+            )
             for table, first_line in blocks:
                 checked = _check(table, first_line, number, identities)
                 tables.append(block(checked) if block is not None else checked)
@@ -109,7 +146,11 @@ def read_columnar(path: str | Path, block: Callable[[pa.Table], pa.Table] | None
         return None  # e.g. nesting deeper than the checks follow: the strict reader says why
     sha = sha256_json(digests) if p.is_dir() else digests[files[0].name]
     schema = _narrow_schema()
-    table = pa.concat_tables(tables) if tables else (block(schema.empty_table()) if block is not None else schema.empty_table())
+    table = (
+        pa.concat_tables(tables)
+        if tables
+        else (block(schema.empty_table()) if block is not None else schema.empty_table())
+    )
     return ColumnarResults(table=table, sha256=sha, identities=identities, shards=tuple(files))
 
 
@@ -117,7 +158,15 @@ def _narrow_schema() -> pa.Schema:
     import pyarrow as pa
 
     s, i = pa.string(), pa.int64()
-    kinds = {"attempt": i, "repeat": i, "line": i, "tokens_in": i, "tokens_out": i, "shard": pa.int32(), "cost_usd": pa.float64()}
+    kinds = {
+        "attempt": i,
+        "repeat": i,
+        "line": i,
+        "tokens_in": i,
+        "tokens_out": i,
+        "shard": pa.int32(),
+        "cost_usd": pa.float64(),
+    }
     return pa.schema([(name, kinds.get(name, s)) for name in NARROW])
 
 
@@ -137,7 +186,9 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
             digest.update(data)
             if not data:
                 if rest:
-                    raise _Refuse("the last line has no newline")  # a torn line: the strict reader says so
+                    raise _Refuse(
+                        "the last line has no newline"
+                    )  # a torn line: the strict reader says so
                 return
             chunk = rest + data
             cut = chunk.rfind(b"\n") + 1
@@ -154,13 +205,18 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
             lengths = ends - starts
             if int(lengths.min()) <= 1 or int(lengths.max()) > limit:
                 raise _Refuse("blank or too long line")
-            offsets = pa.py_buffer(np.concatenate((starts, [len(block)])).astype(np.int64).tobytes())
+            offsets = pa.py_buffer(
+                np.concatenate((starts, [len(block)])).astype(np.int64).tobytes()
+            )
             lines = pa.LargeStringArray.from_buffers(len(starts), offsets, pa.py_buffer(block))
             lines.validate(full=True)  # UTF-8
             raw = np.frombuffer(block, dtype=np.uint8)
             if (raw[starts] != ord("{")).any() or (raw[ends - 1] != ord("}")).any():
                 raise _Refuse("a line that is not exactly one JSON object")
-            table = pj.read_json(pa.BufferReader(block), read_options=pj.ReadOptions(use_threads=True, block_size=1 << 22))
+            table = pj.read_json(
+                pa.BufferReader(block),
+                read_options=pj.ReadOptions(use_threads=True, block_size=1 << 22),
+            )
             if table.num_rows != len(starts):
                 raise _Refuse("more than one JSON value on a line")
             # Arrow reads an absent key as null. Count the keys each line really holds and require
@@ -170,8 +226,13 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
             # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
             # and the block goes to the strict reader).
             written = pc.count_substring(lines, '":').to_numpy(zero_copy_only=False)
-            implied = sum((_keys_per_row(col.combine_chunks()) for col in table.columns), np.full(table.num_rows, table.num_columns, dtype=np.int64))
-            if not np.array_equal(written, implied) and not np.array_equal(written, _keys_with_absent(table, lines)):
+            implied = sum(
+                (_keys_per_row(col.combine_chunks()) for col in table.columns),
+                np.full(table.num_rows, table.num_columns, dtype=np.int64),
+            )
+            if not np.array_equal(written, implied) and not np.array_equal(
+                written, _keys_with_absent(table, lines)
+            ):
                 raise _Refuse("a key absent on some line (Arrow would read it as null)")
             yield table, line
             line += len(starts)
@@ -185,7 +246,10 @@ def _parquet_blocks(file: Path, digest: Any) -> Any:
         data = fh.read()
     digest.update(data)
     shard = pq.ParquetFile(pa.BufferReader(data))
-    for name in ("value", "reason"):  # a Parquet row always has every column: present means a column
+    for name in (
+        "value",
+        "reason",
+    ):  # a Parquet row always has every column: present means a column
         if name not in shard.schema_arrow.names:
             raise _Refuse(f"no {name} column")
     line = 1
@@ -194,7 +258,9 @@ def _parquet_blocks(file: Path, digest: Any) -> Any:
         line += batch.num_rows
 
 
-def _check(t: pa.Table, first_line: int, shard: int, identities: dict[str, JudgeIdentity]) -> pa.Table:
+def _check(
+    t: pa.Table, first_line: int, shard: int, identities: dict[str, JudgeIdentity]
+) -> pa.Table:
     """Every contract check the strict reader makes, over a whole block; the narrow columns."""
     import numpy as np
     import pyarrow as pa
@@ -202,7 +268,11 @@ def _check(t: pa.Table, first_line: int, shard: int, identities: dict[str, Judge
 
     n = t.num_rows
     names = set(t.column_names)
-    if not names <= set(JudgeResult.model_fields) or "migration" in names and t["migration"].null_count != n:
+    if (
+        not names <= set(JudgeResult.model_fields)
+        or "migration" in names
+        and t["migration"].null_count != n
+    ):
         raise _Refuse("unknown field, or a migrated record")
 
     def col(name: str) -> pa.ChunkedArray:
@@ -229,18 +299,39 @@ def _check(t: pa.Table, first_line: int, shard: int, identities: dict[str, Judge
     for name in _OPTIONAL_STRINGS:
         if name in names:
             typed(name, pa.string())
-    if true(pc.not_equal(col("schema_version"), RESULT_SCHEMA_VERSION)) or true(pc.less(col("attempt"), 1)) or true(pc.less(col("repeat"), 0)):
+    if (
+        true(pc.not_equal(col("schema_version"), RESULT_SCHEMA_VERSION))
+        or true(pc.less(col("attempt"), 1))
+        or true(pc.less(col("repeat"), 0))
+    ):
         raise _Refuse("schema_version, attempt or repeat out of range")
-    if true(pc.less(pc.utf8_length(col("case_id")), 1)) or true(pc.less(pc.utf8_length(col("partition")), 1)) or true(pc.not_equal(pc.utf8_length(col("response_hash")), 64)):
+    if (
+        true(pc.less(pc.utf8_length(col("case_id")), 1))
+        or true(pc.less(pc.utf8_length(col("partition")), 1))
+        or true(pc.not_equal(pc.utf8_length(col("response_hash")), 64))
+    ):
         raise _Refuse("empty case_id/partition or a response_hash not 64 characters")
-    for name, kinds in (("score", (pa.float64(),)), ("latency_s", (pa.float64(),)), ("cost_usd", (pa.float64(),)), ("tokens_in", (pa.int64(),)), ("tokens_out", (pa.int64(),))):
+    for name, kinds in (
+        ("score", (pa.float64(),)),
+        ("latency_s", (pa.float64(),)),
+        ("cost_usd", (pa.float64(),)),
+        ("tokens_in", (pa.int64(),)),
+        ("tokens_out", (pa.int64(),)),
+    ):
         if name in names:
             typed(name, *kinds)
-            if name != "score" and not pa.types.is_null(t.schema.field(name).type) and true(pc.less(col(name), 0)):
+            if (
+                name != "score"
+                and not pa.types.is_null(t.schema.field(name).type)
+                and true(pc.less(col(name), 0))
+            ):
                 raise _Refuse(f"{name} negative")
     if "order" in names:
         typed("order", pa.list_(pa.string()))
-    if "presentation" in names and not (pa.types.is_struct(t.schema.field("presentation").type) or pa.types.is_null(t.schema.field("presentation").type)):
+    if "presentation" in names and not (
+        pa.types.is_struct(t.schema.field("presentation").type)
+        or pa.types.is_null(t.schema.field("presentation").type)
+    ):
         raise _Refuse("presentation is not an object")
     if "started_at" in names:
         kind = t.schema.field("started_at").type
@@ -262,19 +353,30 @@ def _check(t: pa.Table, first_line: int, shard: int, identities: dict[str, Judge
             raise _Refuse("error fields")
         if etype.field("kind").type != pa.string() or etype.field("message").type != pa.string():
             raise _Refuse("error field types")
-        if "retryable" in fields and not (etype.field("retryable").type == pa.bool_() or pa.types.is_null(etype.field("retryable").type)):
+        if "retryable" in fields and not (
+            etype.field("retryable").type == pa.bool_()
+            or pa.types.is_null(etype.field("retryable").type)
+        ):
             raise _Refuse("retryable type")
         error_kind = pc.struct_field(col("error"), "kind")
         error_message = pc.struct_field(col("error"), "message")
-        if "retryable" in fields and pa.types.is_null(etype.field("retryable").type) and true(has_error):
+        if (
+            "retryable" in fields
+            and pa.types.is_null(etype.field("retryable").type)
+            and true(has_error)
+        ):
             raise _Refuse("retryable null")  # null is not a bool: the strict reader refuses it
         if true(pc.and_(has_error, pc.or_(pc.is_null(error_kind), pc.is_null(error_message)))):
             raise _Refuse("error without kind or message")
-        if true(pc.and_(has_error, pc.invert(pc.is_in(error_kind, value_set=pa.array(ERROR_KINDS))))):
+        if true(
+            pc.and_(has_error, pc.invert(pc.is_in(error_kind, value_set=pa.array(ERROR_KINDS))))
+        ):
             raise _Refuse("unknown error kind")
     value_set = pc.is_valid(col("value"))
     score_set = pc.is_valid(col("score")) if "score" in names else pa.array([False] * n)
-    if true(pc.invert(pc.or_(pc.or_(value_set, score_set), has_error))) or true(pc.and_(has_error, pc.or_(value_set, score_set))):
+    if true(pc.invert(pc.or_(pc.or_(value_set, score_set), has_error))) or true(
+        pc.and_(has_error, pc.or_(value_set, score_set))
+    ):
         raise _Refuse("verdict xor error")
 
     _check_judges(t, identities)
@@ -299,9 +401,15 @@ def _check(t: pa.Table, first_line: int, shard: int, identities: dict[str, Judge
             "rubric_version": optional("rubric_version"),
             "line": lines,
             "shard": pa.array(np.full(n, shard, dtype=np.int32)),
-            "cost_usd": col("cost_usd").cast(pa.float64()) if "cost_usd" in names else pa.nulls(n, pa.float64()),
-            "tokens_in": col("tokens_in").cast(pa.int64()) if "tokens_in" in names else pa.nulls(n, pa.int64()),
-            "tokens_out": col("tokens_out").cast(pa.int64()) if "tokens_out" in names else pa.nulls(n, pa.int64()),
+            "cost_usd": col("cost_usd").cast(pa.float64())
+            if "cost_usd" in names
+            else pa.nulls(n, pa.float64()),
+            "tokens_in": col("tokens_in").cast(pa.int64())
+            if "tokens_in" in names
+            else pa.nulls(n, pa.int64()),
+            "tokens_out": col("tokens_out").cast(pa.int64())
+            if "tokens_out" in names
+            else pa.nulls(n, pa.int64()),
             "cached_from_run_id": optional("cached_from_run_id"),
         }
     )
@@ -327,9 +435,14 @@ def _check_judges(t: pa.Table, identities: dict[str, JudgeIdentity]) -> None:
         if child.null_count or true_any(pc.less(pc.utf8_length(child), 1)):
             raise _Refuse(f"judge.{name} empty")
     for name in ("model", "prompt_sha256", "ragas_version"):
-        if name in fields and not (jtype.field(name).type == pa.string() or pa.types.is_null(jtype.field(name).type)):
+        if name in fields and not (
+            jtype.field(name).type == pa.string() or pa.types.is_null(jtype.field(name).type)
+        ):
             raise _Refuse(f"judge.{name} type")
-    if "params" in fields and (not pa.types.is_struct(jtype.field("params").type) or pc.struct_field(judge, "params").null_count):
+    if "params" in fields and (
+        not pa.types.is_struct(jtype.field("params").type)
+        or pc.struct_field(judge, "params").null_count
+    ):
         raise _Refuse("judge.params is not an object")
     fingerprints = pc.unique(t["judge_fingerprint"]).to_pylist()
     if len(fingerprints) != 1:
@@ -405,7 +518,10 @@ def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
     nested: set[str] = set()
     for field in table.schema:
         _nested_names(field.type, nested)
-    total = sum((_keys_per_row(col.combine_chunks()) for col in table.columns), np.zeros(table.num_rows, dtype=np.int64))
+    total = sum(
+        (_keys_per_row(col.combine_chunks()) for col in table.columns),
+        np.zeros(table.num_rows, dtype=np.int64),
+    )
     for name in table.column_names:
         column = table[name]
         if column.null_count == 0:
@@ -413,7 +529,9 @@ def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
             continue
         if name in nested:
             raise _Refuse(f"a nested key named {name!r}")
-        count = pc.count_substring_regex(lines, _KEY_PREFIX + name + r'"\s*:').to_numpy(zero_copy_only=False)
+        count = pc.count_substring_regex(lines, _KEY_PREFIX + name + r'"\s*:').to_numpy(
+            zero_copy_only=False
+        )
         present = np.where(pc.is_valid(column).to_numpy(zero_copy_only=False), 1, count)
         if name in ("value", "reason") and (present == 0).any():
             raise _Refuse(f"{name} absent on a line")
@@ -442,8 +560,16 @@ def _keys_per_row(array: Any) -> Any:
         parents = pc.list_parent_indices(array).to_numpy()
         return np.bincount(parents, weights=_keys_per_row(flat), minlength=n).astype(np.int64)
     if pa.types.is_string(kind) or pa.types.is_large_string(kind):
-        inner = pc.fill_null(pc.count_substring(array, '":'), 0).to_numpy(zero_copy_only=False).astype(np.int64)
-        leading = pc.fill_null(pc.starts_with(array, ":"), False).to_numpy(zero_copy_only=False).astype(np.int64)
+        inner = (
+            pc.fill_null(pc.count_substring(array, '":'), 0)
+            .to_numpy(zero_copy_only=False)
+            .astype(np.int64)
+        )
+        leading = (
+            pc.fill_null(pc.starts_with(array, ":"), False)
+            .to_numpy(zero_copy_only=False)
+            .astype(np.int64)
+        )
         return inner + leading
     return np.zeros(n, dtype=np.int64)
 
@@ -452,4 +578,3 @@ def true_any(mask: Any) -> bool:
     import pyarrow.compute as pc
 
     return bool(pc.any(mask).as_py())
-

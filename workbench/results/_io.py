@@ -51,7 +51,13 @@ class ResultLine:
     """The shard the line came from, when the results are a directory of shards."""
 
 
-def read_results(path: str | Path, *, verify_requests: bool = False, migrate: bool = False, gold: GoldDataset | None = None) -> list[ResultLine]:
+def read_results(
+    path: str | Path,
+    *,
+    verify_requests: bool = False,
+    migrate: bool = False,
+    gold: GoldDataset | None = None,
+) -> list[ResultLine]:
     """Read a results JSON Lines file; raise :class:`WorkbenchError` listing every bad line.
 
     The judge fingerprint of every line is checked against its identity (once per distinct
@@ -64,11 +70,19 @@ def read_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
     for item in scan_results(path, verify_requests=verify_requests, migrate=migrate, gold=gold):
         (out if isinstance(item, ResultLine) else problems).append(item)  # type: ignore[arg-type]
     if problems:
-        raise WorkbenchError(f"{path}: {len(problems)} result line(s) break the judge-result contract", problems)
+        raise WorkbenchError(
+            f"{path}: {len(problems)} result line(s) break the judge-result contract", problems
+        )
     return out
 
 
-def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bool = False, gold: GoldDataset | None = None) -> Iterator[ResultLine | Problem]:
+def scan_results(
+    path: str | Path,
+    *,
+    verify_requests: bool = False,
+    migrate: bool = False,
+    gold: GoldDataset | None = None,
+) -> Iterator[ResultLine | Problem]:
     """Yield each line of a results file as a :class:`ResultLine` or, if it is bad, a :class:`Problem`.
 
     Streaming form of :func:`read_results`, in line order, for callers that fold results
@@ -81,7 +95,12 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
         yield from _scan_shards(path, verify_requests=verify_requests, migrate=migrate, gold=gold)
         return
     if not path.exists():
-        yield Problem(location=loc, code="results_missing", message="the results file does not exist", fix="point --results at a results.jsonl written by `workbench run` or an importer")
+        yield Problem(
+            location=loc,
+            code="results_missing",
+            message="the results file does not exist",
+            fix="point --results at a results.jsonl written by `workbench run` or an importer",
+        )
         return
     verified: dict[str, JudgeIdentity] = {}
     not_utf8: list[int] = []
@@ -92,7 +111,12 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
     lines = _parquet_lines(path) if path.suffix == ".parquet" else iter_jsonl_lines(path, not_utf8)
     for number, text in lines:
         while not_utf8:
-            yield Problem(location=f"{loc}:{not_utf8.pop(0)}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
+            yield Problem(
+                location=f"{loc}:{not_utf8.pop(0)}",
+                code="not_utf8",
+                message="the line is not valid UTF-8",
+                fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
+            )
         where = f"{loc}:{number}"
         raw: Any = None
         try:
@@ -123,7 +147,13 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
                 migrated = migrate_record(raw, partition_of=partition_of, partition_source=source)
                 result = JudgeResult.model_validate(migrated)
             except MigrationRefused as exc:
-                yield Problem(location=where, case_id=_case_id(raw), code="migration_needs_gold", message=f"cannot migrate this schema_version {version} record on read: cannot fill {exc.field!r} ({exc})", fix=exc.fix)
+                yield Problem(
+                    location=where,
+                    case_id=_case_id(raw),
+                    code="migration_needs_gold",
+                    message=f"cannot migrate this schema_version {version} record on read: cannot fill {exc.field!r} ({exc})",
+                    fix=exc.fix,
+                )
                 continue
             except ValidationError as exc:
                 yield from _translate(exc, where, raw)
@@ -135,18 +165,41 @@ def scan_results(path: str | Path, *, verify_requests: bool = False, migrate: bo
             except ValueError:  # a value canonical JSON cannot hold
                 actual = None
             if actual != result.judge_fingerprint:
-                yield Problem(location=where, case_id=result.case_id, code="fingerprint_mismatch", message="judge_fingerprint is not the sha256 of the judge identity", fix="recompute judge_fingerprint from 'judge'; results must not be edited by hand")
+                yield Problem(
+                    location=where,
+                    case_id=result.case_id,
+                    code="fingerprint_mismatch",
+                    message="judge_fingerprint is not the sha256 of the judge identity",
+                    fix="recompute judge_fingerprint from 'judge'; results must not be edited by hand",
+                )
                 continue
             verified[result.judge_fingerprint] = result.judge
         if verify_requests and result.request_hash_matches() is False:
-            yield Problem(location=where, case_id=result.case_id, code="request_hash_mismatch", message="rendered_request_sha256 does not match the inline rendered request", fix="results must not be edited by hand; re-run the judge")
+            yield Problem(
+                location=where,
+                case_id=result.case_id,
+                code="request_hash_mismatch",
+                message="rendered_request_sha256 does not match the inline rendered request",
+                fix="results must not be edited by hand; re-run the judge",
+            )
             continue
         if result.error is not None and result.error.kind not in ERROR_KINDS:
-            yield Problem(location=where, case_id=result.case_id, code="unknown_error_kind", message=f"unknown error kind {result.error.kind!r}", fix="use one of " + ", ".join(ERROR_KINDS))
+            yield Problem(
+                location=where,
+                case_id=result.case_id,
+                code="unknown_error_kind",
+                message=f"unknown error kind {result.error.kind!r}",
+                fix="use one of " + ", ".join(ERROR_KINDS),
+            )
             continue
         yield ResultLine(number, result)
     for number in not_utf8:
-        yield Problem(location=f"{loc}:{number}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read")
+        yield Problem(
+            location=f"{loc}:{number}",
+            code="not_utf8",
+            message="the line is not valid UTF-8",
+            fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
+        )
     for version, numbers in sorted(old.items()):
         yield old_version_problem(path, numbers, version)
 
@@ -157,11 +210,20 @@ def _scan_shards(directory: Path, **options: Any) -> Iterator[ResultLine | Probl
 
     shards = result_files(directory)
     if not shards:
-        yield Problem(location=str(directory), code="results_missing", message="the results directory holds no shards (*.jsonl or *.parquet files)", fix="point --results at a results file, or at a directory of result shards")
+        yield Problem(
+            location=str(directory),
+            code="results_missing",
+            message="the results directory holds no shards (*.jsonl or *.parquet files)",
+            fix="point --results at a results file, or at a directory of result shards",
+        )
         return
     for shard in shards:
         for item in scan_results(shard, **options):
-            yield ResultLine(item.line, item.result, str(shard)) if isinstance(item, ResultLine) else item
+            yield (
+                ResultLine(item.line, item.result, str(shard))
+                if isinstance(item, ResultLine)
+                else item
+            )
 
 
 def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -175,12 +237,28 @@ def _parquet_lines(path: Path) -> Iterator[tuple[int, str]]:
     try:
         table = pq.read_table(path)
     except (OSError, pa.ArrowException) as exc:
-        raise WorkbenchError(f"{path}: unreadable", [Problem(location=str(path), code="unreadable_file", message=f"the Parquet shard cannot be read ({str(exc)[:120]})", fix="write shards with pyarrow or pandas (to_parquet), or as JSON Lines")]) from None
+        raise WorkbenchError(
+            f"{path}: unreadable",
+            [
+                Problem(
+                    location=str(path),
+                    code="unreadable_file",
+                    message=f"the Parquet shard cannot be read ({str(exc)[:120]})",
+                    fix="write shards with pyarrow or pandas (to_parquet), or as JSON Lines",
+                )
+            ],
+        ) from None
     for number, row in enumerate(table.to_pylist(), start=1):
         try:
-            yield number, json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default)
+            yield (
+                number,
+                json.dumps(row, ensure_ascii=False, allow_nan=False, default=_json_default),
+            )
         except ValueError:
-            yield number, '{"schema_version": NaN}'  # refused below as non_finite_number, with its row
+            yield (
+                number,
+                '{"schema_version": NaN}',
+            )  # refused below as non_finite_number, with its row
 
 
 def _json_default(value: Any) -> Any:
@@ -204,17 +282,28 @@ def migration_note(lines: list[ResultLine]) -> str | None:
 
 
 def _case_id(raw: Any) -> str | None:
-    return raw.get("case_id") if isinstance(raw, dict) and isinstance(raw.get("case_id"), str) else None
+    return (
+        raw.get("case_id")
+        if isinstance(raw, dict) and isinstance(raw.get("case_id"), str)
+        else None
+    )
 
 
 def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
-    case_id = raw.get("case_id") if isinstance(raw, dict) and isinstance(raw.get("case_id"), str) else None
+    case_id = (
+        raw.get("case_id")
+        if isinstance(raw, dict) and isinstance(raw.get("case_id"), str)
+        else None
+    )
     out = []
     for err in exc.errors(include_url=False):
         path = ".".join(str(p) for p in err["loc"]) or "record"
         code = "invalid_result"
         if err["type"] == "missing":
-            message, fix = f"missing required field '{path}'", "see docs/formats.md#judge-results for the required fields"
+            message, fix = (
+                f"missing required field '{path}'",
+                "see docs/formats.md#judge-results for the required fields",
+            )
         elif err["type"] == "extra_forbidden":
             message, fix = f"unknown field '{path}'", "remove it or correct its spelling"
         elif err["type"] in WRONG_TYPE_ERRORS:

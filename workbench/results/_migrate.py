@@ -54,7 +54,13 @@ def record_version(raw: dict[str, Any]) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def migrate_v1_to_v2(raw: dict[str, Any], *, partition_of: PartitionOf | None = None, partition_source: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+def migrate_v1_to_v2(
+    raw: dict[str, Any],
+    *,
+    partition_of: PartitionOf | None = None,
+    partition_source: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     """A version-2 record (as a dict) from a version-1 record; records what it filled.
 
     ``reason`` -> None, ``attempt`` -> 1, ``repeat`` -> 0 when absent (version 1's defaults;
@@ -70,10 +76,20 @@ def migrate_v1_to_v2(raw: dict[str, Any], *, partition_of: PartitionOf | None = 
     source = None
     if out.get("partition") is None:
         case_id = out.get("case_id")
-        found = partition_of(case_id) if partition_of is not None and isinstance(case_id, str) else None
+        found = (
+            partition_of(case_id) if partition_of is not None and isinstance(case_id, str) else None
+        )
         if found is None:
-            why = "the record has no partition and no gold was given to read it from" if partition_of is None else f"the record has no partition and the gold has no case {case_id!r}"
-            raise MigrationRefused("partition", why, "give the gold the results were produced against (`--gold GOLD`): the partition is read from its record of the case, never guessed")
+            why = (
+                "the record has no partition and no gold was given to read it from"
+                if partition_of is None
+                else f"the record has no partition and the gold has no case {case_id!r}"
+            )
+            raise MigrationRefused(
+                "partition",
+                why,
+                "give the gold the results were produced against (`--gold GOLD`): the partition is read from its record of the case, never guessed",
+            )
         out["partition"] = found
         filled["partition"] = found
         source = partition_source
@@ -93,7 +109,13 @@ MIGRATIONS: dict[int, Callable[..., dict[str, Any]]] = {1: migrate_v1_to_v2}
 """``from_version -> function`` taking a record one version forward."""
 
 
-def migrate_record(raw: dict[str, Any], *, partition_of: PartitionOf | None = None, partition_source: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+def migrate_record(
+    raw: dict[str, Any],
+    *,
+    partition_of: PartitionOf | None = None,
+    partition_source: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     """Take a record from its schema version to the current one, step by step.
 
     Raises :class:`MigrationRefused` when a step cannot fill a field, ``ValueError`` for a
@@ -121,7 +143,9 @@ def gold_partitions(dataset: GoldDataset) -> tuple[PartitionOf, str]:
 
 def old_version_problem(path: str | Path, lines: list[int], version: int) -> Problem:
     """The one problem a reader reports for the records of ``path`` written under an older version."""
-    shown = ", ".join(map(str, lines[:5])) + (f" ... ({len(lines)} in all)" if len(lines) > 5 else "")
+    shown = ", ".join(map(str, lines[:5])) + (
+        f" ... ({len(lines)} in all)" if len(lines) > 5 else ""
+    )
     return Problem(
         location=f"{path}:{lines[0]}",
         code="schema_version_old",
@@ -150,7 +174,9 @@ class MigrationReport:
         return f"migrated {self.migrated} of {self.lines} result line(s) of {self.source} to schema_version {RESULT_SCHEMA_VERSION} (filled {what}): wrote {self.out}{kept}"
 
 
-def migrate_results_file(path: str | Path, *, gold: str | Path | GoldDataset | None = None, out: str | Path | None = None) -> MigrationReport:
+def migrate_results_file(
+    path: str | Path, *, gold: str | Path | GoldDataset | None = None, out: str | Path | None = None
+) -> MigrationReport:
     """Migrate every older record of a results file; write all or nothing.
 
     In place by default: the original bytes are kept first as ``<file>.v1`` (refused when it
@@ -163,7 +189,17 @@ def migrate_results_file(path: str | Path, *, gold: str | Path | GoldDataset | N
     path = Path(path)
     loc = str(path)
     if not path.is_file():
-        raise WorkbenchError("cannot migrate results", [Problem(location=loc, code="results_missing", message="the results file does not exist", fix="point at a results.jsonl")])
+        raise WorkbenchError(
+            "cannot migrate results",
+            [
+                Problem(
+                    location=loc,
+                    code="results_missing",
+                    message="the results file does not exist",
+                    fix="point at a results.jsonl",
+                )
+            ],
+        )
     partition_of: PartitionOf | None = None
     source: str | None = None
     if gold is not None:
@@ -183,19 +219,44 @@ def migrate_results_file(path: str | Path, *, gold: str | Path | GoldDataset | N
             problems.append(json_problem(exc, where))
             continue
         if not isinstance(raw, dict):
-            problems.append(Problem(location=where, code="invalid_result", message="the line is not a JSON object", fix="each line must be one judge-result object"))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="invalid_result",
+                    message="the line is not a JSON object",
+                    fix="each line must be one judge-result object",
+                )
+            )
             continue
         case_id = raw.get("case_id") if isinstance(raw.get("case_id"), str) else None
         version = record_version(raw)
         if version is None or version > RESULT_SCHEMA_VERSION:
-            problems.append(Problem(location=where, case_id=case_id, code="schema_version_newer" if version else "invalid_result", message=f"schema_version {raw.get('schema_version')!r} cannot be migrated by this workbench", fix="upgrade the workbench, or correct schema_version"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=case_id,
+                    code="schema_version_newer" if version else "invalid_result",
+                    message=f"schema_version {raw.get('schema_version')!r} cannot be migrated by this workbench",
+                    fix="upgrade the workbench, or correct schema_version",
+                )
+            )
             continue
         record = raw
         if version < RESULT_SCHEMA_VERSION:
             try:
-                record = migrate_record(raw, partition_of=partition_of, partition_source=source, now=now)
+                record = migrate_record(
+                    raw, partition_of=partition_of, partition_source=source, now=now
+                )
             except MigrationRefused as exc:
-                problems.append(Problem(location=where, case_id=case_id, code="migration_needs_gold", message=f"cannot fill {exc.field!r}: {exc}", fix=exc.fix))
+                problems.append(
+                    Problem(
+                        location=where,
+                        case_id=case_id,
+                        code="migration_needs_gold",
+                        message=f"cannot fill {exc.field!r}: {exc}",
+                        fix=exc.fix,
+                    )
+                )
                 continue
             migrated += 1
             filled.update(record["migration"]["filled"].keys())
@@ -204,26 +265,74 @@ def migrate_results_file(path: str | Path, *, gold: str | Path | GoldDataset | N
         except ValidationError as exc:
             for err in exc.errors(include_url=False):
                 field = ".".join(str(p) for p in err["loc"]) or "record"
-                message = f"missing required field '{field}'" if err["type"] == "missing" else f"{field}: {err['msg']}"
-                problems.append(Problem(location=where, case_id=case_id, code="invalid_result", message=message, fix="a migration fills only what the older version defaulted; correct the record or re-run the judge"))
+                message = (
+                    f"missing required field '{field}'"
+                    if err["type"] == "missing"
+                    else f"{field}: {err['msg']}"
+                )
+                problems.append(
+                    Problem(
+                        location=where,
+                        case_id=case_id,
+                        code="invalid_result",
+                        message=message,
+                        fix="a migration fills only what the older version defaulted; correct the record or re-run the judge",
+                    )
+                )
             continue
         rows.append(result.model_dump_json() if record is not raw else text)
     for number in not_utf8:
-        problems.append(Problem(location=f"{loc}:{number}", code="not_utf8", message="the line is not valid UTF-8", fix="results files are UTF-8 JSON Lines"))
+        problems.append(
+            Problem(
+                location=f"{loc}:{number}",
+                code="not_utf8",
+                message="the line is not valid UTF-8",
+                fix="results files are UTF-8 JSON Lines",
+            )
+        )
     if problems:
         raise WorkbenchError(f"{loc}: nothing migrated: {len(problems)} problem(s)", problems)
     target = Path(out) if out is not None else path
     backup: Path | None = None
     if out is None:
         if migrated == 0:
-            return MigrationReport(source=loc, out=loc, backup=None, lines=len(rows), migrated=0, filled={})
+            return MigrationReport(
+                source=loc, out=loc, backup=None, lines=len(rows), migrated=0, filled={}
+            )
         backup = path.with_name(path.name + ".v1")
         if backup.exists():
-            raise WorkbenchError("cannot migrate results", [Problem(location=str(backup), code="backup_exists", message="a kept original from an earlier migration is in the way", fix="move it aside, or give --out to write the migrated file elsewhere")])
+            raise WorkbenchError(
+                "cannot migrate results",
+                [
+                    Problem(
+                        location=str(backup),
+                        code="backup_exists",
+                        message="a kept original from an earlier migration is in the way",
+                        fix="move it aside, or give --out to write the migrated file elsewhere",
+                    )
+                ],
+            )
         shutil.copy2(path, backup)
     elif target.exists():
         same = target.resolve() == path.resolve()
-        raise WorkbenchError("cannot migrate results", [Problem(location=str(target), code="out_is_source" if same else "out_exists", message="--out names the source file" if same else "--out already exists", fix="omit --out to migrate in place (the original is kept as <file>.v1), or name a new file")])
+        raise WorkbenchError(
+            "cannot migrate results",
+            [
+                Problem(
+                    location=str(target),
+                    code="out_is_source" if same else "out_exists",
+                    message="--out names the source file" if same else "--out already exists",
+                    fix="omit --out to migrate in place (the original is kept as <file>.v1), or name a new file",
+                )
+            ],
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(target, "".join(row + "\n" for row in rows))
-    return MigrationReport(source=loc, out=str(target), backup=str(backup) if backup else None, lines=len(rows), migrated=migrated, filled=dict(filled))
+    return MigrationReport(
+        source=loc,
+        out=str(target),
+        backup=str(backup) if backup else None,
+        lines=len(rows),
+        migrated=migrated,
+        filled=dict(filled),
+    )

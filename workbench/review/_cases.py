@@ -19,7 +19,14 @@ from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition
 from ..results import ResultLine
 
-ERROR_CLASSES: tuple[str, ...] = ("false_pass", "false_fail", "disagreement", "error", "missing", "aligned")
+ERROR_CLASSES: tuple[str, ...] = (
+    "false_pass",
+    "false_fail",
+    "disagreement",
+    "error",
+    "missing",
+    "aligned",
+)
 """Every error class of the join, disagreements first."""
 DISAGREEMENT_CLASSES: tuple[str, ...] = ("false_pass", "false_fail", "disagreement", "error")
 """The classes a reviewer reads by default: wrong verdicts and evaluator errors."""
@@ -98,7 +105,14 @@ class ReviewTable:
         if missing:
             raise WorkbenchError(
                 "not a review table",
-                [Problem(location="review", code="missing_column", message=f"missing column(s): {', '.join(missing)}", fix="build the table with review_cases(...) or give every record case_id, slice and error_class")],
+                [
+                    Problem(
+                        location="review",
+                        code="missing_column",
+                        message=f"missing column(s): {', '.join(missing)}",
+                        fix="build the table with review_cases(...) or give every record case_id, slice and error_class",
+                    )
+                ],
             )
         frame = frame.reset_index(drop=True).copy()
         n = len(frame)
@@ -107,13 +121,30 @@ class ReviewTable:
                 frame[col] = [[] for _ in range(n)] if col in _LIST_COLUMNS else None
         if frame["case_id"].duplicated().any():
             dupes = frame.loc[frame["case_id"].duplicated(), "case_id"].astype(str).tolist()
-            raise WorkbenchError("duplicate cases", [Problem(location="review", code="duplicate_case_id", message=f"case_id(s) appear twice: {', '.join(dupes[:5])}", fix="one row per case")])
-        held = frame.loc[frame["partition"].astype(object) == Partition.held_out.value, "case_id"].astype(str).tolist()
+            raise WorkbenchError(
+                "duplicate cases",
+                [
+                    Problem(
+                        location="review",
+                        code="duplicate_case_id",
+                        message=f"case_id(s) appear twice: {', '.join(dupes[:5])}",
+                        fix="one row per case",
+                    )
+                ],
+            )
+        held = (
+            frame.loc[frame["partition"].astype(object) == Partition.held_out.value, "case_id"]
+            .astype(str)
+            .tolist()
+        )
         if held:
             raise _held_out_refusal(held)
         if frame["reviewers_disagree"].isna().any():
             computed = [_reviewers_disagree(r) for r in frame["reviews"]]
-            frame["reviewers_disagree"] = [c if v is None or v != v else bool(v) for c, v in zip(computed, frame["reviewers_disagree"], strict=True)]
+            frame["reviewers_disagree"] = [
+                c if v is None or v != v else bool(v)
+                for c, v in zip(computed, frame["reviewers_disagree"], strict=True)
+            ]
         frame["reviewers_disagree"] = frame["reviewers_disagree"].astype(bool)
         extra = [c for c in frame.columns if c not in COLUMNS]
         frame = frame[list(COLUMNS) + extra]
@@ -128,7 +159,9 @@ class ReviewTable:
         for pos, tags in enumerate(frame["tags"]):
             for tag in _tag_list(tags):
                 rows.setdefault(str(tag), []).append(pos)
-        self.tag_rows: dict[str, np.ndarray] = {t: np.asarray(rows[t], dtype=np.int64) for t in sorted(rows)}
+        self.tag_rows: dict[str, np.ndarray] = {
+            t: np.asarray(rows[t], dtype=np.int64) for t in sorted(rows)
+        }
         self.frame: pd.DataFrame = frame
         self.judge_fingerprint = judge_fingerprint
         """Fingerprint of the judge whose verdicts the table holds (None if unknown)."""
@@ -144,7 +177,9 @@ class ReviewTable:
     def from_records(cls, records: Iterable[Mapping[str, Any]], **meta: Any) -> ReviewTable:
         """Build a table from row dicts (missing optional columns default to empty)."""
         rows = list(records)
-        return cls(pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=list(COLUMNS)), **meta)
+        return cls(
+            pd.DataFrame.from_records(rows) if rows else pd.DataFrame(columns=list(COLUMNS)), **meta
+        )
 
     @classmethod
     def from_frame(cls, frame: pd.DataFrame, **meta: Any) -> ReviewTable:
@@ -162,7 +197,11 @@ class ReviewTable:
     def value_mask(self, column: str, values: str | Iterable[str]) -> np.ndarray:
         """Boolean mask of rows whose coded ``column`` equals ``values`` (or is one of them)."""
         wanted = {values} if isinstance(values, str) else set(values)
-        lookup = np.fromiter((c in wanted for c in self.categories[column]), dtype=bool, count=len(self.categories[column]))
+        lookup = np.fromiter(
+            (c in wanted for c in self.categories[column]),
+            dtype=bool,
+            count=len(self.categories[column]),
+        )
         lookup = np.append(lookup, False)  # code -1 (missing) indexes this last slot
         return lookup[self.codes[column]]
 
@@ -188,7 +227,9 @@ class ReviewTable:
         scan: rows outside it are False.
         """
         hay = self._searchable()
-        hits: list[int] = list(range(len(hay))) if within is None else np.flatnonzero(within).tolist()
+        hits: list[int] = (
+            list(range(len(hay))) if within is None else np.flatnonzero(within).tolist()
+        )
         for term in (t.casefold() for t in terms if t):
             hits = [i for i in hits if term in hay[i]]
         mask = np.zeros(len(hay), dtype=bool)
@@ -263,10 +304,22 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
     if held:
         raise _held_out_refusal(held)
     if dataset.sha256 != join.dataset.sha256:
-        raise WorkbenchError("dataset mismatch", [Problem(location="review", code="different_datasets", message="the join was built on another dataset", fix="pass the dataset the join was built from")])
+        raise WorkbenchError(
+            "dataset mismatch",
+            [
+                Problem(
+                    location="review",
+                    code="different_datasets",
+                    message="the join was built on another dataset",
+                    fix="pass the dataset the join was built from",
+                )
+            ],
+        )
     refused = lineage_problems(join, where="review", allow_forced=True)
     if refused:
-        raise WorkbenchError("refusing to review results against gold they were not produced against", refused)
+        raise WorkbenchError(
+            "refusing to review results against gold they were not produced against", refused
+        )
     by_line = {r.line: r for r in results}
     problems: list[Problem] = []
     records: list[dict[str, Any]] = []
@@ -277,9 +330,22 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
         if jc.result_line is not None:
             line = by_line.get(jc.result_line)
             if line is None or line.result.case_id != jc.case_id:
-                problems.append(Problem(location=f"results:{jc.result_line}", case_id=jc.case_id, code="result_line_mismatch", message="the counted attempt is not among the given results" if line is None else f"the counted line holds case {line.result.case_id!r}", fix="pass the same result lines the join was built from"))
+                problems.append(
+                    Problem(
+                        location=f"results:{jc.result_line}",
+                        case_id=jc.case_id,
+                        code="result_line_mismatch",
+                        message="the counted attempt is not among the given results"
+                        if line is None
+                        else f"the counted line holds case {line.result.case_id!r}",
+                        fix="pass the same result lines the join was built from",
+                    )
+                )
             else:
-                request, request_ref = line.result.rendered_request, line.result.rendered_request_ref
+                request, request_ref = (
+                    line.result.rendered_request,
+                    line.result.rendered_request_ref,
+                )
                 request_sha = line.result.rendered_request_sha256
         records.append(
             {
@@ -301,7 +367,9 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
                 "reference": gold.reference,
                 "contexts": list(gold.contexts) if gold.contexts is not None else None,
                 "reviews": [r.model_dump(mode="json") for r in gold.reviews],
-                "adjudication": gold.adjudication.model_dump(mode="json") if gold.adjudication else None,
+                "adjudication": gold.adjudication.model_dump(mode="json")
+                if gold.adjudication
+                else None,
                 "rendered_request": request,
                 "rendered_request_ref": request_ref,
                 "rendered_request_sha256": request_sha,
@@ -311,6 +379,13 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
             }
         )
     if problems:
-        raise WorkbenchError(f"refusing to build the review table: {len(problems)} problem(s)", problems)
+        raise WorkbenchError(
+            f"refusing to build the review table: {len(problems)} problem(s)", problems
+        )
     frame = pd.DataFrame.from_records(records, columns=list(COLUMNS))
-    return ReviewTable(frame, judge_fingerprint=join.judge_fingerprint, dataset_sha256=dataset.sha256, labels=rubric.labels)
+    return ReviewTable(
+        frame,
+        judge_fingerprint=join.judge_fingerprint,
+        dataset_sha256=dataset.sha256,
+        labels=rubric.labels,
+    )

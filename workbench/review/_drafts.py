@@ -68,7 +68,9 @@ def drafts_path(notes_path: str | Path) -> Path:
     return p.with_name(f"{p.stem}.gold_drafts.jsonl")
 
 
-def proposed_record(gold_record: dict[str, Any], *, case_id: str, proposed_label: str, reason: str) -> dict[str, Any]:
+def proposed_record(
+    gold_record: dict[str, Any], *, case_id: str, proposed_label: str, reason: str
+) -> dict[str, Any]:
     """The superseding record: the gold record with a new id, ``supersedes`` and a new adjudication.
 
     Reviews stay as they were (preliminary labels are never replaced). Raises
@@ -86,7 +88,13 @@ def proposed_record(gold_record: dict[str, Any], *, case_id: str, proposed_label
     except ValidationError as exc:
         raise WorkbenchError(
             "cannot draft a gold correction",
-            validation_problems(exc, at="gold draft", case_id=old_id, code="invalid_draft", fix="correct the gold record by hand"),
+            validation_problems(
+                exc,
+                at="gold draft",
+                case_id=old_id,
+                code="invalid_draft",
+                fix="correct the gold record by hand",
+            ),
         ) from None
 
 
@@ -108,16 +116,37 @@ class GoldCorrectionDrafts:
             try:
                 draft = GoldCorrectionDraft.model_validate(loads_json(text))
             except JSONRecordError as exc:
-                problems.append(json_problem(exc, f"{self.path}:{number}", fix="drafts are written by the review widget; do not edit the file by hand"))
+                problems.append(
+                    json_problem(
+                        exc,
+                        f"{self.path}:{number}",
+                        fix="drafts are written by the review widget; do not edit the file by hand",
+                    )
+                )
                 continue
             except ValidationError as exc:
-                problems.append(Problem(location=f"{self.path}:{number}", code="invalid_draft", message=first_error(exc), fix="drafts are written by the review widget; do not edit the file by hand"))
+                problems.append(
+                    Problem(
+                        location=f"{self.path}:{number}",
+                        code="invalid_draft",
+                        message=first_error(exc),
+                        fix="drafts are written by the review widget; do not edit the file by hand",
+                    )
+                )
                 continue
             except SchemaTooNew as exc:
                 problems.append(exc.problem_at(f"{self.path}:{number}"))
                 continue
             drafts.append(draft)
-        problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="drafts are written by the review widget; do not edit the file by hand") for n in not_utf8]
+        problems += [
+            Problem(
+                location=f"{self.path}:{n}",
+                code="not_utf8",
+                message="the line is not valid UTF-8",
+                fix="drafts are written by the review widget; do not edit the file by hand",
+            )
+            for n in not_utf8
+        ]
         if problems:
             raise WorkbenchError(f"{self.path}: {len(problems)} bad draft line(s)", problems)
         return drafts
@@ -141,19 +170,56 @@ class GoldCorrectionDrafts:
         where = str(self.path)
         problems: list[Problem] = []
         if note.cause != "gold_label_defect":
-            problems.append(Problem(location=where, case_id=note.case_id, code="not_a_gold_defect", message=f"the note's cause is {note.cause}, not gold_label_defect", fix="save a note with cause gold_label_defect first"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=note.case_id,
+                    code="not_a_gold_defect",
+                    message=f"the note's cause is {note.cause}, not gold_label_defect",
+                    fix="save a note with cause gold_label_defect first",
+                )
+            )
         if not note.note.strip():
-            problems.append(Problem(location=where, case_id=note.case_id, code="no_reason", message="the note has no text: an adjudicator needs the reason", fix="write why the gold label is wrong in the note, then draft"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=note.case_id,
+                    code="no_reason",
+                    message="the note has no text: an adjudicator needs the reason",
+                    fix="write why the gold label is wrong in the note, then draft",
+                )
+            )
         if labels and proposed_label not in labels:
-            problems.append(Problem(location=where, case_id=note.case_id, code="unknown_label", message=f"{proposed_label!r} is not one of the labels {', '.join(labels)}", fix="propose a label from the rubric"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=note.case_id,
+                    code="unknown_label",
+                    message=f"{proposed_label!r} is not one of the labels {', '.join(labels)}",
+                    fix="propose a label from the rubric",
+                )
+            )
         if proposed_label == current_label:
-            problems.append(Problem(location=where, case_id=note.case_id, code="same_label", message=f"the gold label already is {proposed_label!r}", fix="propose a different label"))
+            problems.append(
+                Problem(
+                    location=where,
+                    case_id=note.case_id,
+                    code="same_label",
+                    message=f"the gold label already is {proposed_label!r}",
+                    fix="propose a different label",
+                )
+            )
         if problems:
             raise WorkbenchError("cannot draft a gold correction", problems)
         earlier = sum(1 for d in self.all() if d.supersedes == note.case_id)
         record = None
         if gold_record is not None:
-            record = proposed_record(gold_record, case_id=f"{note.case_id}-c{earlier + 1}", proposed_label=proposed_label, reason=note.note.strip())
+            record = proposed_record(
+                gold_record,
+                case_id=f"{note.case_id}-c{earlier + 1}",
+                proposed_label=proposed_label,
+                reason=note.note.strip(),
+            )
         draft = GoldCorrectionDraft(
             draft_id=uuid.uuid4().hex,
             created_at=datetime.now(UTC),

@@ -101,7 +101,18 @@ class ReviewNotes:
     ) -> ReviewNote:
         """Validate and append one note; return it. Raises :class:`WorkbenchError` on bad input."""
         if cause not in CAUSES:
-            raise WorkbenchError("invalid review note", [Problem(location=str(self.path), case_id=case_id, code="unknown_cause", message=f"cause {cause!r} is not one of the documented causes", fix="use one of " + ", ".join(CAUSES))])
+            raise WorkbenchError(
+                "invalid review note",
+                [
+                    Problem(
+                        location=str(self.path),
+                        case_id=case_id,
+                        code="unknown_cause",
+                        message=f"cause {cause!r} is not one of the documented causes",
+                        fix="use one of " + ", ".join(CAUSES),
+                    )
+                ],
+            )
         try:
             record = ReviewNote(
                 note_id=uuid.uuid4().hex,
@@ -114,7 +125,16 @@ class ReviewNotes:
                 error_class=error_class,
             )
         except ValidationError as exc:
-            raise WorkbenchError("invalid review note", validation_problems(exc, at=str(self.path), case_id=case_id or None, code="invalid_note", fix="give a case id, a reviewer and a documented cause")) from None
+            raise WorkbenchError(
+                "invalid review note",
+                validation_problems(
+                    exc,
+                    at=str(self.path),
+                    case_id=case_id or None,
+                    code="invalid_note",
+                    fix="give a case id, a reviewer and a documented cause",
+                ),
+            ) from None
         self._log.append(record.model_dump(mode="json"))
         return record
 
@@ -130,16 +150,37 @@ class ReviewNotes:
             try:
                 record = ReviewNote.model_validate(loads_json(text))
             except JSONRecordError as exc:
-                problems.append(json_problem(exc, where, fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
+                problems.append(
+                    json_problem(
+                        exc,
+                        where,
+                        fix="notes are written by ReviewNotes.add; do not edit the file by hand",
+                    )
+                )
                 continue
             except ValidationError as exc:
-                problems.append(Problem(location=where, code="invalid_note", message=first_error(exc), fix="notes are written by ReviewNotes.add; do not edit the file by hand"))
+                problems.append(
+                    Problem(
+                        location=where,
+                        code="invalid_note",
+                        message=first_error(exc),
+                        fix="notes are written by ReviewNotes.add; do not edit the file by hand",
+                    )
+                )
                 continue
             except SchemaTooNew as exc:
                 problems.append(exc.problem_at(where))
                 continue
             notes.append(record)
-        problems += [Problem(location=f"{self.path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix="notes are written by ReviewNotes.add; do not edit the file by hand") for n in not_utf8]
+        problems += [
+            Problem(
+                location=f"{self.path}:{n}",
+                code="not_utf8",
+                message="the line is not valid UTF-8",
+                fix="notes are written by ReviewNotes.add; do not edit the file by hand",
+            )
+            for n in not_utf8
+        ]
         if problems:
             raise WorkbenchError(f"{self.path}: {len(problems)} bad note line(s)", problems)
         return notes
@@ -162,7 +203,9 @@ class ReviewNotes:
             counts[note.cause] += 1
         return pd.Series(counts, name="cases", dtype=int).rename_axis("cause")
 
-    def to_frame(self, judge_fingerprint: str | None = None, *, latest_only: bool = False) -> pd.DataFrame:
+    def to_frame(
+        self, judge_fingerprint: str | None = None, *, latest_only: bool = False
+    ) -> pd.DataFrame:
         """The notes as a DataFrame, one row per note (or per case with ``latest_only``).
 
         Columns are the :class:`ReviewNote` fields in order; ``created_at`` is a UTC
@@ -171,7 +214,11 @@ class ReviewNotes:
         if latest_only:
             notes = list(self.latest_by_case(judge_fingerprint).values())
         else:
-            notes = [n for n in self.all() if judge_fingerprint is None or n.judge_fingerprint == judge_fingerprint]
+            notes = [
+                n
+                for n in self.all()
+                if judge_fingerprint is None or n.judge_fingerprint == judge_fingerprint
+            ]
         columns = list(ReviewNote.model_fields)
         frame = pd.DataFrame.from_records([n.model_dump() for n in notes], columns=columns)
         frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
@@ -179,14 +226,36 @@ class ReviewNotes:
             frame[col] = frame[col].astype("int64")
         return frame
 
-    def export(self, path: str | Path, judge_fingerprint: str | None = None, *, latest_only: bool = False) -> Path:
+    def export(
+        self, path: str | Path, judge_fingerprint: str | None = None, *, latest_only: bool = False
+    ) -> Path:
         """Write :meth:`to_frame` to ``path`` (``.csv`` or ``.parquet``, atomically); return it."""
         target = Path(path)
         suffix = target.suffix.lower()
         if suffix not in EXPORT_FORMATS:
-            raise WorkbenchError("cannot export review notes", [Problem(location=str(target), code="unknown_export_format", message=f"unknown file type {target.suffix or '(none)'!r}", fix="name the file *.csv or *.parquet")])
+            raise WorkbenchError(
+                "cannot export review notes",
+                [
+                    Problem(
+                        location=str(target),
+                        code="unknown_export_format",
+                        message=f"unknown file type {target.suffix or '(none)'!r}",
+                        fix="name the file *.csv or *.parquet",
+                    )
+                ],
+            )
         if target.resolve() == self.path.resolve():
-            raise WorkbenchError("cannot export review notes", [Problem(location=str(target), code="export_over_notes", message="the export would replace the notes file itself", fix="export to another file")])
+            raise WorkbenchError(
+                "cannot export review notes",
+                [
+                    Problem(
+                        location=str(target),
+                        code="export_over_notes",
+                        message="the export would replace the notes file itself",
+                        fix="export to another file",
+                    )
+                ],
+            )
         frame = self.to_frame(judge_fingerprint, latest_only=latest_only)
         if suffix == ".csv":
             atomic_write_text(target, frame.to_csv(index=False))

@@ -114,7 +114,11 @@ class TransitionReview(Record):
 
     def matches(self, pending: PendingTransition) -> bool:
         """Whether this review is of ``pending`` exactly as it stands (same versions, case and verdicts)."""
-        return self.key == pending.key and (self.old_verdict, self.new_verdict, self.human_label) == (pending.old_verdict, pending.new_verdict, pending.human_label)
+        return self.key == pending.key and (
+            self.old_verdict,
+            self.new_verdict,
+            self.human_label,
+        ) == (pending.old_verdict, pending.new_verdict, pending.human_label)
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,12 @@ def transition_reviews_path_for(gold: str | Path) -> Path:
 def parse_evidence_ids(text: str | Iterable[str]) -> list[str]:
     """``"pol-1, pol-2"`` (or a list of such strings) -> ``["pol-1", "pol-2"]``."""
     parts = [text] if isinstance(text, str) else list(text)
-    return [piece.strip() for part in parts for piece in str(part).replace(";", ",").split(",") if piece.strip()]
+    return [
+        piece.strip()
+        for part in parts
+        for piece in str(part).replace(";", ",").split(",")
+        if piece.strip()
+    ]
 
 
 class TransitionReviews:
@@ -158,20 +167,58 @@ class TransitionReviews:
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
 
-    def add(self, pending: PendingTransition, decision: str, evidence_ids: str | Sequence[str], *, reviewer: str, note: str = "") -> TransitionReview:
+    def add(
+        self,
+        pending: PendingTransition,
+        decision: str,
+        evidence_ids: str | Sequence[str],
+        *,
+        reviewer: str,
+        note: str = "",
+    ) -> TransitionReview:
         """Validate and append a review of ``pending``; return it. Raises :class:`WorkbenchError`
         listing every problem (unknown decision, no evidence, evidence that does not resolve)."""
         ids = parse_evidence_ids(evidence_ids)
         loc = str(self.path)
         problems: list[Problem] = []
         if decision not in DECISIONS:
-            problems.append(Problem(location=loc, case_id=pending.case_id, code="transition_decision_invalid", message=f"decision {decision!r} is not one of {', '.join(DECISIONS)}", fix="accept (the changed verdict stands on the evidence) or reject (it does not)"))
+            problems.append(
+                Problem(
+                    location=loc,
+                    case_id=pending.case_id,
+                    code="transition_decision_invalid",
+                    message=f"decision {decision!r} is not one of {', '.join(DECISIONS)}",
+                    fix="accept (the changed verdict stands on the evidence) or reject (it does not)",
+                )
+            )
         if not ids:
-            problems.append(Problem(location=loc, case_id=pending.case_id, code="transition_evidence_missing", message="a transition review must cite the evidence it rests on", fix="give one or more evidence ids" + (f" (the case cites {', '.join(pending.cited)})" if pending.cited else "")))
+            problems.append(
+                Problem(
+                    location=loc,
+                    case_id=pending.case_id,
+                    code="transition_evidence_missing",
+                    message="a transition review must cite the evidence it rests on",
+                    fix="give one or more evidence ids"
+                    + (f" (the case cites {', '.join(pending.cited)})" if pending.cited else ""),
+                )
+            )
         elif pending.evidence_ids is not None:
             unknown = [i for i in ids if i not in pending.evidence_ids]
             if unknown:
-                problems.append(Problem(location=loc, case_id=pending.case_id, code="unresolved_evidence", message=f"evidence id(s) {unknown} do not resolve in the gold's evidence", fix="cite ids of the gold's evidence snapshot" + (f", e.g. the case's own {', '.join(pending.cited)}" if pending.cited else "")))
+                problems.append(
+                    Problem(
+                        location=loc,
+                        case_id=pending.case_id,
+                        code="unresolved_evidence",
+                        message=f"evidence id(s) {unknown} do not resolve in the gold's evidence",
+                        fix="cite ids of the gold's evidence snapshot"
+                        + (
+                            f", e.g. the case's own {', '.join(pending.cited)}"
+                            if pending.cited
+                            else ""
+                        ),
+                    )
+                )
         if problems:
             raise WorkbenchError(f"invalid transition review of {pending.case_id}", problems)
         try:
@@ -192,7 +239,16 @@ class TransitionReviews:
                 note=note,
             )
         except ValidationError as exc:
-            raise WorkbenchError(f"invalid transition review of {pending.case_id}", validation_problems(exc, at=loc, case_id=pending.case_id, code="transition_review_invalid", fix="name the reviewer and cite the evidence")) from None
+            raise WorkbenchError(
+                f"invalid transition review of {pending.case_id}",
+                validation_problems(
+                    exc,
+                    at=loc,
+                    case_id=pending.case_id,
+                    code="transition_review_invalid",
+                    fix="name the reviewer and cite the evidence",
+                ),
+            ) from None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with AppendOnlyLog(self.path) as log:
             log.append(review.model_dump(mode="json"))
@@ -206,7 +262,10 @@ class TransitionReviews:
         """The latest review per case id for this pair of versions (file order)."""
         out: dict[str, TransitionReview] = {}
         for review in self.all():
-            if review.old_fingerprint == old_fingerprint and review.new_fingerprint == new_fingerprint:
+            if (
+                review.old_fingerprint == old_fingerprint
+                and review.new_fingerprint == new_fingerprint
+            ):
                 out[review.case_id] = review
         return out
 
@@ -227,13 +286,25 @@ def read_transition_reviews(path: str | Path) -> list[TransitionReview]:
             problems.append(json_problem(exc, where, fix=FIX))
             continue
         except ValidationError as exc:
-            problems.append(Problem(location=where, code="transition_review_invalid", message=first_error(exc), fix=FIX))
+            problems.append(
+                Problem(
+                    location=where,
+                    code="transition_review_invalid",
+                    message=first_error(exc),
+                    fix=FIX,
+                )
+            )
             continue
         except SchemaTooNew as exc:
             problems.append(exc.problem_at(where))
             continue
         reviews.append(record)
-    problems += [Problem(location=f"{path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix=FIX) for n in not_utf8]
+    problems += [
+        Problem(
+            location=f"{path}:{n}", code="not_utf8", message="the line is not valid UTF-8", fix=FIX
+        )
+        for n in not_utf8
+    ]
     if problems:
         raise WorkbenchError(f"{path}: {len(problems)} bad transition-review line(s)", problems)
     return reviews

@@ -34,7 +34,9 @@ TRANSITION_COLUMNS: tuple[str, ...] = (
 _RISK_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
-def change_of(before_class: str, before_label: str | None, after_class: str, after_label: str | None) -> str:
+def change_of(
+    before_class: str, before_label: str | None, after_class: str, after_label: str | None
+) -> str:
     """``fixed`` (not aligned -> aligned), ``broken`` (aligned -> not aligned), ``changed``
     (wrong both times, differently: another label, class or error) or ``same``."""
     before_ok, after_ok = before_class == "aligned", after_class == "aligned"
@@ -62,9 +64,19 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
     different datasets or different case sets, and, unless ``allow_held_out``
     (certification only), held-out cases.
     """
-    problems: list[Problem] = [*lineage_problems(before, where="transitions (before)"), *lineage_problems(after, where="transitions (after)")]
+    problems: list[Problem] = [
+        *lineage_problems(before, where="transitions (before)"),
+        *lineage_problems(after, where="transitions (after)"),
+    ]
     if before.dataset.sha256 != after.dataset.sha256:
-        problems.append(Problem(location="transitions", code="different_datasets", message=f"before is on dataset {before.dataset.sha256[:12]}, after on {after.dataset.sha256[:12]}", fix="run both judges on the same frozen dataset and compare those runs"))
+        problems.append(
+            Problem(
+                location="transitions",
+                code="different_datasets",
+                message=f"before is on dataset {before.dataset.sha256[:12]}, after on {after.dataset.sha256[:12]}",
+                fix="run both judges on the same frozen dataset and compare those runs",
+            )
+        )
     b_ids = [c.case_id for c in before.cases]
     a_ids = {c.case_id for c in after.cases}
     only_before = [c for c in b_ids if c not in a_ids]
@@ -75,12 +87,28 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
             parts.append(f"{len(only_before)} only in before ({_summarize(only_before)})")
         if only_after:
             parts.append(f"{len(only_after)} only in after ({_summarize(only_after)})")
-        problems.append(Problem(location="transitions", code="different_cases", message="the joins cover different cases: " + "; ".join(parts), fix="join both results on the same partition of the same dataset"))
+        problems.append(
+            Problem(
+                location="transitions",
+                code="different_cases",
+                message="the joins cover different cases: " + "; ".join(parts),
+                fix="join both results on the same partition of the same dataset",
+            )
+        )
     held = [c.case_id for c in before.cases if c.partition == Partition.held_out.value]
     if held and not allow_held_out:
-        problems.append(Problem(location="transitions", code="held_out_refused", message=f"{len(held)} held_out case(s) ({_summarize(held)}): case-level held-out detail is restricted to certification", fix="compare development or calibration joins; certification passes allow_held_out=True"))
+        problems.append(
+            Problem(
+                location="transitions",
+                code="held_out_refused",
+                message=f"{len(held)} held_out case(s) ({_summarize(held)}): case-level held-out detail is restricted to certification",
+                fix="compare development or calibration joins; certification passes allow_held_out=True",
+            )
+        )
     if problems:
-        raise WorkbenchError(f"refusing to compare judge versions: {len(problems)} problem(s)", problems)
+        raise WorkbenchError(
+            f"refusing to compare judge versions: {len(problems)} problem(s)", problems
+        )
 
     rubric = before.dataset.rubric
     after_of = {c.case_id: c for c in after.cases}
@@ -91,7 +119,19 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
         change = change_of(b.error_class, b.judge_label, a.error_class, a.judge_label)
         critical = risk == "critical"
         rows.append(
-            (b.case_id, b.slice, risk, b.human_label, b.judge_label, a.judge_label, b.error_class, a.error_class, change, critical and change == "broken", critical and change != "same")
+            (
+                b.case_id,
+                b.slice,
+                risk,
+                b.human_label,
+                b.judge_label,
+                a.judge_label,
+                b.error_class,
+                a.error_class,
+                change,
+                critical and change == "broken",
+                critical and change != "same",
+            )
         )
     return pd.DataFrame.from_records(rows, columns=list(TRANSITION_COLUMNS))
 
@@ -105,16 +145,26 @@ def transition_summary(df: pd.DataFrame) -> pd.DataFrame:
     columns = ["slice", "risk", *CHANGES, "n", "critical_broken"]
     if df.empty:
         return pd.DataFrame(columns=columns)
-    table = pd.crosstab(df["slice"], pd.Categorical(df["change"], categories=list(CHANGES)), dropna=False)
+    table = pd.crosstab(
+        df["slice"], pd.Categorical(df["change"], categories=list(CHANGES)), dropna=False
+    )
     table = table.reindex(columns=list(CHANGES), fill_value=0)
     table.columns = list(CHANGES)
     table["n"] = table.sum(axis=1)
-    table["critical_broken"] = df.groupby("slice")["critical_broken"].sum().reindex(table.index).astype(int)
+    table["critical_broken"] = (
+        df.groupby("slice")["critical_broken"].sum().reindex(table.index).astype(int)
+    )
     risk = df.groupby("slice")["risk"].first()
     table.insert(0, "risk", risk.reindex(table.index))
     table = table.reset_index(names="slice")
-    table = table.sort_values(["risk", "slice"], key=lambda s: s.map(_RISK_ORDER).fillna(9) if s.name == "risk" else s).reset_index(drop=True)
-    total = {"slice": "(all)", "risk": None, **{c: int(table[c].sum()) for c in [*CHANGES, "n", "critical_broken"]}}
+    table = table.sort_values(
+        ["risk", "slice"], key=lambda s: s.map(_RISK_ORDER).fillna(9) if s.name == "risk" else s
+    ).reset_index(drop=True)
+    total = {
+        "slice": "(all)",
+        "risk": None,
+        **{c: int(table[c].sum()) for c in [*CHANGES, "n", "critical_broken"]},
+    }
     table = pd.concat([table, pd.DataFrame([total])], ignore_index=True)
     for col in [*CHANGES, "n", "critical_broken"]:
         table[col] = table[col].astype(int)

@@ -31,13 +31,19 @@ class VerdictCache:
         if self.path.exists():
             self._log_repair()
             not_utf8: list[int] = []
-            for number, line in iter_jsonl_lines(self.path, not_utf8):  # bounded: a line too long is refused
+            for number, line in iter_jsonl_lines(
+                self.path, not_utf8
+            ):  # bounded: a line too long is refused
                 if not_utf8:
                     raise self._corrupt(not_utf8[0])
                 try:
                     entry = loads_json(line)
                     key = (entry["request_key"], entry["repeat"])
-                    if not isinstance(key[0], str) or not isinstance(key[1], int) or not isinstance(entry["result"], dict):
+                    if (
+                        not isinstance(key[0], str)
+                        or not isinstance(key[1], int)
+                        or not isinstance(entry["result"], dict)
+                    ):
                         raise TypeError
                 except (ValueError, KeyError, TypeError):
                     raise self._corrupt(number) from None
@@ -49,7 +55,14 @@ class VerdictCache:
     def _corrupt(self, number: int) -> WorkbenchError:
         return WorkbenchError(
             "unreadable verdict cache",
-            [Problem(location=f"{self.path}:{number}", code="cache_corrupt", message=f"line {number} of the verdict cache is not a cache entry", fix="delete this cache file (it only holds verdicts that can be recomputed), or run with --no-cache")],
+            [
+                Problem(
+                    location=f"{self.path}:{number}",
+                    code="cache_corrupt",
+                    message=f"line {number} of the verdict cache is not a cache entry",
+                    fix="delete this cache file (it only holds verdicts that can be recomputed), or run with --no-cache",
+                )
+            ],
         )
 
     def _log_repair(self) -> None:

@@ -80,7 +80,12 @@ def distribution(values: Sequence[float]) -> Distribution:
     """Total, median, nearest-rank p95 and max of ``values``."""
     if not values:
         return Distribution(total=0.0, median=None, p95=None, max=None)
-    return Distribution(total=float(sum(values)), median=float(statistics.median(values)), p95=float(percentile_nearest_rank(values, 0.95)), max=float(max(values)))  # type: ignore[arg-type]
+    return Distribution(
+        total=float(sum(values)),
+        median=float(statistics.median(values)),
+        p95=float(percentile_nearest_rank(values, 0.95)),
+        max=float(max(values)),
+    )  # type: ignore[arg-type]
 
 
 Usage = tuple[int, float, int, int, int]
@@ -91,7 +96,9 @@ def unit_usage(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], Usage
     """Sum result ``rows`` (dicts in the judge-result contract) per case x repeat unit."""
     found: dict[tuple[str, int], list[float]] = {}
     for row in rows:
-        figures = found.setdefault((str(row["case_id"]), int(row.get("repeat") or 0)), [0, 0.0, 0, 0, 0])
+        figures = found.setdefault(
+            (str(row["case_id"]), int(row.get("repeat") or 0)), [0, 0.0, 0, 0, 0]
+        )
         if row.get("cached_from_run_id"):
             figures[4] += 1
             continue
@@ -102,21 +109,34 @@ def unit_usage(rows: Iterable[Mapping[str, Any]]) -> dict[tuple[str, int], Usage
     return {k: (int(v[0]), float(v[1]), int(v[2]), int(v[3]), int(v[4])) for k, v in found.items()}
 
 
-def slice_costs(rows: Iterable[Mapping[str, Any]], slice_of: Mapping[str, str | None], risk_of: Mapping[str, str | None] | None = None) -> list[SliceCost]:
+def slice_costs(
+    rows: Iterable[Mapping[str, Any]],
+    slice_of: Mapping[str, str | None],
+    risk_of: Mapping[str, str | None] | None = None,
+) -> list[SliceCost]:
     """Per-slice cost and token distributions of result ``rows`` (dicts in the judge-result
     contract), then ``(all)``. ``slice_of``: case id -> slice (a case not in it counts under
     ``(all)`` only). Slices come in risk order (critical first), then by name."""
     return costs_from_usage(unit_usage(rows), slice_of, risk_of)
 
 
-def costs_from_usage(usage: Mapping[tuple[str, int], Usage], slice_of: Mapping[str, str | None], risk_of: Mapping[str, str | None] | None = None) -> list[SliceCost]:
+def costs_from_usage(
+    usage: Mapping[tuple[str, int], Usage],
+    slice_of: Mapping[str, str | None],
+    risk_of: Mapping[str, str | None] | None = None,
+) -> list[SliceCost]:
     """:func:`slice_costs` from per-unit sums (:func:`unit_usage`, or a join's ``usage``)."""
     called = {k: v for k, v in usage.items() if v[0] > 0}
     cached = {k for k, v in usage.items() if v[0] == 0 and v[4] > 0}
     risks = risk_of or {}
-    names = sorted({s for s in (slice_of.get(case) for case, _ in usage) if s}, key=lambda s: (RISK_ORDER.get(risks.get(s) or "", len(RISK_ORDER)), s))
+    names = sorted(
+        {s for s in (slice_of.get(case) for case, _ in usage) if s},
+        key=lambda s: (RISK_ORDER.get(risks.get(s) or "", len(RISK_ORDER)), s),
+    )
 
-    def row_for(name: str, risk: str | None, keys: list[tuple[str, int]], cached_n: int) -> SliceCost:
+    def row_for(
+        name: str, risk: str | None, keys: list[tuple[str, int]], cached_n: int
+    ) -> SliceCost:
         values = [called[k] for k in keys]
         return SliceCost(
             slice=name,
@@ -129,7 +149,15 @@ def costs_from_usage(usage: Mapping[tuple[str, int], Usage], slice_of: Mapping[s
             tokens_out=distribution([float(v[3]) for v in values]),
         )
 
-    out = [row_for(name, risks.get(name), [k for k in called if slice_of.get(k[0]) == name], sum(1 for k in cached if slice_of.get(k[0]) == name)) for name in names]
+    out = [
+        row_for(
+            name,
+            risks.get(name),
+            [k for k in called if slice_of.get(k[0]) == name],
+            sum(1 for k in cached if slice_of.get(k[0]) == name),
+        )
+        for name in names
+    ]
     out.append(row_for(ALL_SLICES, None, list(called), len(cached)))
     return out
 
@@ -146,7 +174,22 @@ def _count(value: float | None) -> str:
 
 def format_slice_costs(costs: Sequence[SliceCost]) -> str:
     """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and totals."""
-    header = ("slice", "risk", "cases", "calls", "cost total", "cost/case median", "p95", "max", "tokens in/case median", "p95", "max", "tokens out/case median", "p95", "max")
+    header = (
+        "slice",
+        "risk",
+        "cases",
+        "calls",
+        "cost total",
+        "cost/case median",
+        "p95",
+        "max",
+        "tokens in/case median",
+        "p95",
+        "max",
+        "tokens out/case median",
+        "p95",
+        "max",
+    )
     rows = [header] + [
         (
             c.slice,
@@ -167,4 +210,6 @@ def format_slice_costs(costs: Sequence[SliceCost]) -> str:
         for c in costs
     ]
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows)
+    return "\n".join(
+        "  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip() for r in rows
+    )

@@ -193,17 +193,30 @@ def _row_problem(row: Any) -> str | None:
         return "case_id is missing or not a string"
     for name in ("repeat", "attempt"):
         value = row.get(name, 0 if name == "repeat" else None)
-        if not isinstance(value, int) or isinstance(value, bool) or value < (0 if name == "repeat" else 1):
+        if (
+            not isinstance(value, int)
+            or isinstance(value, bool)
+            or value < (0 if name == "repeat" else 1)
+        ):
             return f"{name} is missing or not a valid integer"
     error = row.get("error")
-    if error is not None and (not isinstance(error, dict) or not isinstance(error.get("kind"), str)):
+    if error is not None and (
+        not isinstance(error, dict) or not isinstance(error.get("kind"), str)
+    ):
         return "error is neither null nor an object with a kind"
     cost = row.get("cost_usd")
-    if cost is not None and (isinstance(cost, bool) or not isinstance(cost, int | float) or not math.isfinite(cost) or cost < 0):
+    if cost is not None and (
+        isinstance(cost, bool)
+        or not isinstance(cost, int | float)
+        or not math.isfinite(cost)
+        or cost < 0
+    ):
         return "cost_usd is not a finite non-negative number"
     for name in ("tokens_in", "tokens_out"):
         value = row.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
             return f"{name} is not a non-negative integer"
     return None
 
@@ -221,7 +234,14 @@ def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
     problems: list[Problem] = []
 
     def refuse(number: int, problem: str) -> None:
-        problems.append(Problem(location=f"{path}:{number}", code="results_corrupt", message=f"line {number} of the run's results cannot be resumed from: {problem}", fix="restore results.jsonl from a copy, or move the run directory aside and run into a new --out (a torn last line alone is repaired automatically)"))
+        problems.append(
+            Problem(
+                location=f"{path}:{number}",
+                code="results_corrupt",
+                message=f"line {number} of the run's results cannot be resumed from: {problem}",
+                fix="restore results.jsonl from a copy, or move the run directory aside and run into a new --out (a torn last line alone is repaired automatically)",
+            )
+        )
 
     not_utf8: list[int] = []
     for number, line in iter_jsonl_lines(path, not_utf8):  # bounded: a line too long is refused
@@ -230,7 +250,9 @@ def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
         if len(problems) >= 10:
             break
         try:
-            row = loads_json(line)  # strict: duplicate keys, NaN/Infinity and too-deep nesting refused
+            row = loads_json(
+                line
+            )  # strict: duplicate keys, NaN/Infinity and too-deep nesting refused
         except ValueError as exc:
             problem: str | None = f"it is not valid JSON ({str(exc)[:80]})"
         else:
@@ -252,7 +274,9 @@ def _max_attempts(judge: Judge) -> int:
     return judge.spec.endpoint.max_retries + 1
 
 
-def _state(rows: list[dict[str, Any]], max_attempts: int) -> Literal["verdict", "final_error", "pending_retry"]:
+def _state(
+    rows: list[dict[str, Any]], max_attempts: int
+) -> Literal["verdict", "final_error", "pending_retry"]:
     if any(r.get("error") is None for r in rows):
         return "verdict"
     last = rows[-1]["error"]
@@ -289,29 +313,89 @@ async def run_candidate(
     run first, and the plan, its sha256 and every sampled-out case id are frozen in the
     manifest before the first call. ``sampling_source`` names where the plan came from.
     """
-    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
+    check_run_arguments(
+        concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats
+    )
     part = Partition(partition_name(partition)).value
-    if part == "held_out" and (held_out_access is None or not held_out_access.covers(judge.identity.fingerprint())):
+    if part == "held_out" and (
+        held_out_access is None or not held_out_access.covers(judge.identity.fingerprint())
+    ):
         raise WorkbenchError(
             "held-out refused",
-            [Problem(location=str(out_dir), code="held_out_refused", message="running a candidate on the held-out partition needs an open certification in the held-out ledger", fix="use development or calibration; held-out data is judged only by `workbench certify`")],
+            [
+                Problem(
+                    location=str(out_dir),
+                    code="held_out_refused",
+                    message="running a candidate on the held-out partition needs an open certification in the held-out ledger",
+                    fix="use development or calibration; held-out data is judged only by `workbench certify`",
+                )
+            ],
         )
     cases = dataset.partition(part)
     if not cases:
-        raise WorkbenchError("nothing to run", [Problem(location=str(dataset.gold_path), code="empty_partition", message=f"partition {part!r} has no cases", fix="choose a partition that has cases")])
+        raise WorkbenchError(
+            "nothing to run",
+            [
+                Problem(
+                    location=str(dataset.gold_path),
+                    code="empty_partition",
+                    message=f"partition {part!r} has no cases",
+                    fix="choose a partition that has cases",
+                )
+            ],
+        )
     risks = {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
     recorded_plan: ManifestSampling | None = None
     lanes: Lanes | None = None
     if sampling is not None:
-        check_plan(sampling, risks, location=sampling_source or "sampling plan", scope=part, budget_usd=budget_usd)
+        check_plan(
+            sampling,
+            risks,
+            location=sampling_source or "sampling plan",
+            scope=part,
+            budget_usd=budget_usd,
+        )
         sample = draw_sample(sampling, [SampleCase(c.case_id, c.slice, c.group) for c in cases])
         kept = set(sample.sampled)
         cases = [c for c in cases if c.case_id in kept]
-        recorded_plan = ManifestSampling(plan=sampling, plan_sha256=sample.plan_sha256, sampled_out=sorted(sample.sampled_out), slices={d.slice: {"cases": d.cases, "target": d.target, "sampled": d.sampled} for d in sample.slices})
+        recorded_plan = ManifestSampling(
+            plan=sampling,
+            plan_sha256=sample.plan_sha256,
+            sampled_out=sorted(sample.sampled_out),
+            slices={
+                d.slice: {"cases": d.cases, "target": d.target, "sampled": d.sampled}
+                for d in sample.slices
+            },
+        )
         lanes = plan_lanes(sampling, risks, budget_usd)
-    items = [WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice) for c in cases for r in range(repeats)]
-    lineage = run_lineage(judge, dataset, cases)  # imported judges refuse results produced against other gold
-    return await run_items(judge, items, out_dir, partition=part, dataset_sha256=dataset.sha256, repeats=repeats, grid=True, concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress, lineage=lineage, lanes=lanes, risks=risks, sampling=recorded_plan, sampling_source=sampling_source)
+    items = [
+        WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
+        for c in cases
+        for r in range(repeats)
+    ]
+    lineage = run_lineage(
+        judge, dataset, cases
+    )  # imported judges refuse results produced against other gold
+    return await run_items(
+        judge,
+        items,
+        out_dir,
+        partition=part,
+        dataset_sha256=dataset.sha256,
+        repeats=repeats,
+        grid=True,
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        max_cases=max_cases,
+        cache_dir=cache_dir,
+        retry_errors=retry_errors,
+        progress=progress,
+        lineage=lineage,
+        lanes=lanes,
+        risks=risks,
+        sampling=recorded_plan,
+        sampling_source=sampling_source,
+    )
 
 
 async def run_items(
@@ -349,31 +433,116 @@ async def run_items(
     ``limits_factory`` replaces :class:`~._limits.Limits` (same arguments), e.g.
     with limits held by a Ray actor for every shard of a sharded run (:mod:`._ray`).
     """
-    check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats)
+    check_run_arguments(
+        concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats
+    )
     out = Path(out_dir)
-    _prepare_run_dir(items, out_dir, partition=partition, grid=grid, sampling=sampling, budget_usd=budget_usd)
+    _prepare_run_dir(
+        items, out_dir, partition=partition, grid=grid, sampling=sampling, budget_usd=budget_usd
+    )
     if lanes is not None:
         order = risks or {}
         items = sorted(items, key=lambda i: lanes.order_key(i.slice, order))
-    options = RunOptions(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats, cache_dir=cache_dir, retry_errors=retry_errors, progress=progress)
+    options = RunOptions(
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        max_cases=max_cases,
+        repeats=repeats,
+        cache_dir=cache_dir,
+        retry_errors=retry_errors,
+        progress=progress,
+    )
     with _run_lock(out):
-        return await _run_locked(judge, items, out, partition=partition, dataset_sha256=dataset_sha256, repeats=repeats, grid=grid, options=options, lineage=lineage, lanes=lanes, risks=risks, sampling=sampling, sampling_source=sampling_source, limits_factory=limits_factory)
+        return await _run_locked(
+            judge,
+            items,
+            out,
+            partition=partition,
+            dataset_sha256=dataset_sha256,
+            repeats=repeats,
+            grid=grid,
+            options=options,
+            lineage=lineage,
+            lanes=lanes,
+            risks=risks,
+            sampling=sampling,
+            sampling_source=sampling_source,
+            limits_factory=limits_factory,
+        )
 
 
-def _prepare_run_dir(items: list[WorkItem], out_dir: str | Path, *, partition: str, grid: bool, sampling: ManifestSampling | None, budget_usd: float | None) -> None:
+def _prepare_run_dir(
+    items: list[WorkItem],
+    out_dir: str | Path,
+    *,
+    partition: str,
+    grid: bool,
+    sampling: ManifestSampling | None,
+    budget_usd: float | None,
+) -> None:
     """Refuse what cannot run (held-out outside certification, a sharded directory, no items, a bad budget); create the directory."""
     if partition == "held_out" and not grid:
-        raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="held_out_refused", message="held-out gold is judged only through certification", fix="use development or calibration")])
+        raise WorkbenchError(
+            "held-out refused",
+            [
+                Problem(
+                    location=str(out_dir),
+                    code="held_out_refused",
+                    message="held-out gold is judged only through certification",
+                    fix="use development or calibration",
+                )
+            ],
+        )
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     if RunDir(out).shards_file.exists():
-        raise WorkbenchError("sharded run directory", [Problem(location=str(out), code="executor_mismatch", message=f"this run directory holds a sharded run ({SHARDS_FILE}); its results live in its shard directories", fix="resume it with the same command and --executor ray --shards N, or give this run its own --out directory")])
+        raise WorkbenchError(
+            "sharded run directory",
+            [
+                Problem(
+                    location=str(out),
+                    code="executor_mismatch",
+                    message=f"this run directory holds a sharded run ({SHARDS_FILE}); its results live in its shard directories",
+                    fix="resume it with the same command and --executor ray --shards N, or give this run its own --out directory",
+                )
+            ],
+        )
     if not items:
-        raise WorkbenchError("nothing to run", [Problem(location=str(out), code="empty_plan", message="there is nothing to judge", fix="give at least one case")])
+        raise WorkbenchError(
+            "nothing to run",
+            [
+                Problem(
+                    location=str(out),
+                    code="empty_plan",
+                    message="there is nothing to judge",
+                    fix="give at least one case",
+                )
+            ],
+        )
     if sampling is not None and partition == "held_out":
-        raise WorkbenchError("held-out refused", [Problem(location=str(out_dir), code="sampling_held_out", message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case", fix="run held-out data only through `workbench certify`, without a plan")])
+        raise WorkbenchError(
+            "held-out refused",
+            [
+                Problem(
+                    location=str(out_dir),
+                    code="sampling_held_out",
+                    message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case",
+                    fix="run held-out data only through `workbench certify`, without a plan",
+                )
+            ],
+        )
     if budget_usd is not None and (budget_usd < 0 or not math.isfinite(budget_usd)):
-        raise WorkbenchError("invalid budget", [Problem(location="--budget-usd", code="invalid_budget", message="the budget is negative or not finite", fix="give a budget of 0 or more")])
+        raise WorkbenchError(
+            "invalid budget",
+            [
+                Problem(
+                    location="--budget-usd",
+                    code="invalid_budget",
+                    message="the budget is negative or not finite",
+                    fix="give a budget of 0 or more",
+                )
+            ],
+        )
 
 
 @contextmanager
@@ -385,12 +554,26 @@ def _run_lock(out: Path) -> Iterator[None]:
     except Timeout:
         raise WorkbenchError(
             "run directory busy",
-            [Problem(location=str(out), code="run_locked", message="another workbench run is writing to this run directory right now", fix="wait for it to finish (then rerun to resume), or give this run its own --out directory")],
+            [
+                Problem(
+                    location=str(out),
+                    code="run_locked",
+                    message="another workbench run is writing to this run directory right now",
+                    fix="wait for it to finish (then rerun to resume), or give this run its own --out directory",
+                )
+            ],
         ) from None
     except OSError as exc:
         raise WorkbenchError(
             "run directory not writable",
-            [Problem(location=str(RunDir(out).lock), code="run_unwritable", message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})", fix="give a writable --out directory (a locked report's run records are read-only)")],
+            [
+                Problem(
+                    location=str(RunDir(out).lock),
+                    code="run_unwritable",
+                    message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})",
+                    fix="give a writable --out directory (a locked report's run records are read-only)",
+                )
+            ],
         ) from None
     try:
         yield
@@ -407,12 +590,51 @@ def _secrets(judge: Judge) -> list[str]:
     return found
 
 
-async def _run_locked(judge: Judge, items: list[WorkItem], out: Path, *, partition: str, dataset_sha256: str, repeats: int, grid: bool, options: RunOptions, lineage: GoldLineage | None, lanes: Lanes | None, risks: Mapping[str, str | None] | None, sampling: ManifestSampling | None, sampling_source: str | None, limits_factory: Callable[..., Limits] | None = None) -> RunSummary:
+async def _run_locked(
+    judge: Judge,
+    items: list[WorkItem],
+    out: Path,
+    *,
+    partition: str,
+    dataset_sha256: str,
+    repeats: int,
+    grid: bool,
+    options: RunOptions,
+    lineage: GoldLineage | None,
+    lanes: Lanes | None,
+    risks: Mapping[str, str | None] | None,
+    sampling: ManifestSampling | None,
+    sampling_source: str | None,
+    limits_factory: Callable[..., Limits] | None = None,
+) -> RunSummary:
     """Freeze the manifest, read what is recorded, run what is left and write the summary."""
     fingerprint = judge.identity.fingerprint()
-    manifest_cases = list({(i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest) for i in items}.values())
-    units_plan = None if grid else [ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation) for i in items]
-    manifest, _ = freeze_manifest(out, judge.identity, fingerprint, dataset_sha256, partition, repeats if grid else max(i.repeat for i in items) + 1, manifest_cases, units_plan, lineage, sampling)
+    manifest_cases = list(
+        {
+            (i.case_id, i.digest): ManifestCase(case_id=i.case_id, response_hash=i.digest)
+            for i in items
+        }.values()
+    )
+    units_plan = (
+        None
+        if grid
+        else [
+            ManifestUnit(case_id=i.case_id, repeat=i.repeat, presentation=i.presentation)
+            for i in items
+        ]
+    )
+    manifest, _ = freeze_manifest(
+        out,
+        judge.identity,
+        fingerprint,
+        dataset_sha256,
+        partition,
+        repeats if grid else max(i.repeat for i in items) + 1,
+        manifest_cases,
+        units_plan,
+        lineage,
+        sampling,
+    )
     run_dir = RunDir(out)
     AppendOnlyLog(run_dir.results).close()  # repairs a torn last line before reading
     recorded = _read_attempts(run_dir.results)
@@ -420,16 +642,52 @@ async def _run_locked(judge: Judge, items: list[WorkItem], out: Path, *, partiti
     units, resumed = _plan_units(items, recorded, max_attempts, options.retry_errors)
     slice_of = {i.case_id: i.slice for i in items}
     limits = _limits(judge, recorded, units, slice_of, lanes, options, limits_factory)
-    run = _Execution(judge, manifest, partition, run_dir, limits, options, max_attempts, len(items), resumed, recorded)
+    run = _Execution(
+        judge,
+        manifest,
+        partition,
+        run_dir,
+        limits,
+        options,
+        max_attempts,
+        len(items),
+        resumed,
+        recorded,
+    )
     await run.execute(units)
-    summary = _summarize(manifest, judge, run_dir.results, run.counters, resumed, limits, max_attempts, run.estimator, slice_of, risks or {}, sampling_source)
+    summary = _summarize(
+        manifest,
+        judge,
+        run_dir.results,
+        run.counters,
+        resumed,
+        limits,
+        max_attempts,
+        run.estimator,
+        slice_of,
+        risks or {},
+        sampling_source,
+    )
     atomic_write_json(run_dir.summary, summary.model_dump(mode="json"))
     with AppendOnlyLog(run_dir.invocations) as invocations:
-        invocations.append({"finished_at": datetime.now(UTC).isoformat(), "concurrency": options.concurrency, "retry_errors": options.retry_errors, "cache": run.cache is not None, **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"})})
+        invocations.append(
+            {
+                "finished_at": datetime.now(UTC).isoformat(),
+                "concurrency": options.concurrency,
+                "retry_errors": options.retry_errors,
+                "cache": run.cache is not None,
+                **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"}),
+            }
+        )
     return summary
 
 
-def _plan_units(items: list[WorkItem], recorded: Mapping[tuple[str, int], list[dict[str, Any]]], max_attempts: int, retry_errors: bool) -> tuple[list[_Unit], int]:
+def _plan_units(
+    items: list[WorkItem],
+    recorded: Mapping[tuple[str, int], list[dict[str, Any]]],
+    max_attempts: int,
+    retry_errors: bool,
+) -> tuple[list[_Unit], int]:
     """The items still to judge (each with its next attempt number) and how many are settled already."""
     units: list[_Unit] = []
     resumed = 0
@@ -440,11 +698,25 @@ def _plan_units(items: list[WorkItem], recorded: Mapping[tuple[str, int], list[d
             resumed += 1
             continue
         next_attempt = rows[-1]["attempt"] + 1 if rows else 1
-        units.append(_Unit(item, next_attempt, CaseRef(item.case_id, item.digest, item.repeat, item.presentation)))
+        units.append(
+            _Unit(
+                item,
+                next_attempt,
+                CaseRef(item.case_id, item.digest, item.repeat, item.presentation),
+            )
+        )
     return units, resumed
 
 
-def _limits(judge: Judge, recorded: Mapping[tuple[str, int], list[dict[str, Any]]], units: list[_Unit], slice_of: Mapping[str, str | None], lanes: Lanes | None, options: RunOptions, limits_factory: Callable[..., Limits] | None) -> Limits:
+def _limits(
+    judge: Judge,
+    recorded: Mapping[tuple[str, int], list[dict[str, Any]]],
+    units: list[_Unit],
+    slice_of: Mapping[str, str | None],
+    lanes: Lanes | None,
+    options: RunOptions,
+    limits_factory: Callable[..., Limits] | None,
+) -> Limits:
     """The run's limits, starting from the spend already recorded (per lane under a sampling plan)."""
     spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
     lane_kw: dict[str, Any] = {}
@@ -453,23 +725,68 @@ def _limits(judge: Judge, recorded: Mapping[tuple[str, int], list[dict[str, Any]
         for (case_id, _repeat), rows in recorded.items():
             lane = slice_of.get(case_id)
             if lane is not None:
-                lane_spent[lane] = lane_spent.get(lane, 0.0) + sum(float(r.get("cost_usd") or 0.0) for r in rows)
-        lane_kw = {"priority": dict(lanes.priority), "holds": dict(lanes.holds), "lane_units": Counter(u.item.slice or "" for u in units), "lane_spent": lane_spent}
+                lane_spent[lane] = lane_spent.get(lane, 0.0) + sum(
+                    float(r.get("cost_usd") or 0.0) for r in rows
+                )
+        lane_kw = {
+            "priority": dict(lanes.priority),
+            "holds": dict(lanes.holds),
+            "lane_units": Counter(u.item.slice or "" for u in units),
+            "lane_spent": lane_spent,
+        }
     endpoint = getattr(judge, "endpoint_url", None)
-    return (limits_factory or Limits)(options.budget_usd, options.max_cases, spent, breaker_after=judge.spec.endpoint.circuit_breaker_after, endpoint=endpoint if isinstance(endpoint, str) else None, secrets=_secrets(judge), **lane_kw)
+    return (limits_factory or Limits)(
+        options.budget_usd,
+        options.max_cases,
+        spent,
+        breaker_after=judge.spec.endpoint.circuit_breaker_after,
+        endpoint=endpoint if isinstance(endpoint, str) else None,
+        secrets=_secrets(judge),
+        **lane_kw,
+    )
 
 
 class _Execution:
     """One invocation's judging: workers take units, settle each from the cache or by calls, record every attempt."""
 
-    def __init__(self, judge: Judge, manifest: RunManifest, partition: str, run_dir: RunDir, limits: Limits, options: RunOptions, max_attempts: int, total: int, resumed: int, recorded: Mapping[tuple[str, int], list[dict[str, Any]]]) -> None:
-        self.judge, self.manifest, self.partition, self.limits, self.options, self.max_attempts = judge, manifest, partition, limits, options, max_attempts
+    def __init__(
+        self,
+        judge: Judge,
+        manifest: RunManifest,
+        partition: str,
+        run_dir: RunDir,
+        limits: Limits,
+        options: RunOptions,
+        max_attempts: int,
+        total: int,
+        resumed: int,
+        recorded: Mapping[tuple[str, int], list[dict[str, Any]]],
+    ) -> None:
+        self.judge, self.manifest, self.partition, self.limits, self.options, self.max_attempts = (
+            judge,
+            manifest,
+            partition,
+            limits,
+            options,
+            max_attempts,
+        )
         self.fingerprint = judge.identity.fingerprint()
         self.secrets = _secrets(judge)
-        observed = [int(r["tokens_out"]) for rows in recorded.values() for r in rows if r.get("tokens_out") and r.get("tokens_in") is not None and not r.get("cached_from_run_id")]
+        observed = [
+            int(r["tokens_out"])
+            for rows in recorded.values()
+            for r in rows
+            if r.get("tokens_out")
+            and r.get("tokens_in") is not None
+            and not r.get("cached_from_run_id")
+        ]
         self.estimator = Estimator(judge, max(observed) if observed else None)
         cache_dir = options.cache_dir
-        self.cache = VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), self.fingerprint) if cache_dir is not False else None
+        self.cache = (
+            VerdictCache(Path(cache_dir) if cache_dir else default_cache_dir(), self.fingerprint)
+            if cache_dir is not False
+            else None
+        )
         self.log = AppendOnlyLog(run_dir.results)
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
         self.loop = asyncio.get_running_loop()
@@ -484,7 +801,12 @@ class _Execution:
         for unit in units:
             queue.put_nowait(unit)
         try:
-            await asyncio.gather(*(self.worker(queue) for _ in range(max(1, min(self.options.concurrency or 1, len(units) or 1)))))
+            await asyncio.gather(
+                *(
+                    self.worker(queue)
+                    for _ in range(max(1, min(self.options.concurrency or 1, len(units) or 1)))
+                )
+            )
         finally:
             if hasattr(self.judge, "aclose"):
                 await self.judge.aclose()
@@ -501,11 +823,15 @@ class _Execution:
                 unit = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            if self.limits.stop_reason is None:  # else drain: nothing new is scheduled after a limit is reached
+            if (
+                self.limits.stop_reason is None
+            ):  # else drain: nothing new is scheduled after a limit is reached
                 try:
                     await self.settle_unit(unit)
                 finally:
-                    await asyncio.shield(self.limits.unit_done(unit.item.slice, started=unit.admitted))
+                    await asyncio.shield(
+                        self.limits.unit_done(unit.item.slice, started=unit.admitted)
+                    )
             else:
                 await self.limits.unit_done(unit.item.slice, started=False)
 
@@ -553,7 +879,9 @@ class _Execution:
                 "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
                 "schema_version": RESULT_SCHEMA_VERSION,
                 "migration": None,
-                "dataset_sha256": manifest.dataset_sha256 if manifest.rubric_version is not None else None,
+                "dataset_sha256": manifest.dataset_sha256
+                if manifest.rubric_version is not None
+                else None,
                 "rubric_version": manifest.rubric_version,
             }
         )
@@ -562,23 +890,35 @@ class _Execution:
     async def attempts(self, unit: _Unit, request_key: str) -> Verdict | None:
         """Call the judge for ``unit`` until a verdict, a final error, the unit's attempts run out or a limit halts."""
         max_attempts, next_attempt = self.max_attempts, unit.next_attempt
-        attempts_left = max_attempts if self.options.retry_errors or next_attempt == 1 else max(1, max_attempts - next_attempt + 1)
+        attempts_left = (
+            max_attempts
+            if self.options.retry_errors or next_attempt == 1
+            else max(1, max_attempts - next_attempt + 1)
+        )
         verdict: Verdict | None = None
         retrying = AsyncRetrying(
             stop=stop_after_attempt(attempts_left),
             wait=_wait_retry_after(),
-            retry=retry_if_result(lambda v: v is not None and v.error is not None and v.retryable and not self.limits.halted),
+            retry=retry_if_result(
+                lambda v: (
+                    v is not None and v.error is not None and v.retryable and not self.limits.halted
+                )
+            ),
             retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
         )
         async for attempt in retrying:
             with attempt:
                 n = attempt.retry_state.attempt_number
-                verdict = await self.one_attempt(unit, next_attempt + n - 1, first=(n == 1), request_key=request_key)
+                verdict = await self.one_attempt(
+                    unit, next_attempt + n - 1, first=(n == 1), request_key=request_key
+                )
             if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
                 attempt.retry_state.set_result(verdict)
         return verdict
 
-    async def one_attempt(self, unit: _Unit, attempt: int, first: bool, request_key: str) -> Verdict | None:
+    async def one_attempt(
+        self, unit: _Unit, attempt: int, first: bool, request_key: str
+    ) -> Verdict | None:
         """One admitted call: its cost settled with the limits and the attempt recorded (None when not admitted)."""
         judge, limits = self.judge, self.limits
         estimate: CallEstimate = self.estimator.estimate(unit.judge_input)
@@ -598,20 +938,42 @@ class _Execution:
             raise
         latency = time.perf_counter() - t0
         cost = self.checked_cost(unit, attempt, verdict, estimate)
-        await limits.settle(estimate, cost, called=True, endpoint_failure=verdict.endpoint_failure if verdict.error is not None else None, error=verdict.error.message if verdict.error is not None else None, lane=lane)
-        sent = verdict.rendered_request if verdict.rendered_request is not None else judge.render(unit.judge_input, unit.ref)
-        await self.append(self.make_result(unit, attempt, verdict, started, latency, sent, cost), request_key if verdict.error is None else None)
+        await limits.settle(
+            estimate,
+            cost,
+            called=True,
+            endpoint_failure=verdict.endpoint_failure if verdict.error is not None else None,
+            error=verdict.error.message if verdict.error is not None else None,
+            lane=lane,
+        )
+        sent = (
+            verdict.rendered_request
+            if verdict.rendered_request is not None
+            else judge.render(unit.judge_input, unit.ref)
+        )
+        await self.append(
+            self.make_result(unit, attempt, verdict, started, latency, sent, cost),
+            request_key if verdict.error is None else None,
+        )
         self.counters["calls"] += 1
         if not first:
             self.counters["retries"] += 1
         return verdict
 
-    def checked_cost(self, unit: _Unit, attempt: int, verdict: Verdict, estimate: CallEstimate) -> float:
+    def checked_cost(
+        self, unit: _Unit, attempt: int, verdict: Verdict, estimate: CallEstimate
+    ) -> float:
         """The call's cost (the reservation when the judge reports an invalid one); usage beyond the reservation is warned about."""
         limits = self.limits
-        cost = verdict.cost_usd if verdict.cost_usd is not None else self.judge.spec.pricing.cost(verdict.tokens_in, verdict.tokens_out)
+        cost = (
+            verdict.cost_usd
+            if verdict.cost_usd is not None
+            else self.judge.spec.pricing.cost(verdict.tokens_in, verdict.tokens_out)
+        )
         if not math.isfinite(cost) or cost < 0:
-            limits.warn(f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of {cost!r}; recorded as the call's reservation")
+            limits.warn(
+                f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of {cost!r}; recorded as the call's reservation"
+            )
             cost = estimate.reservation
         self.estimator.observe(verdict.tokens_in, verdict.tokens_out)
         limits.observe(verdict.tokens_in, verdict.tokens_out)
@@ -622,7 +984,16 @@ class _Execution:
             )
         return cost
 
-    def make_result(self, unit: _Unit, attempt: int, verdict: Verdict, started: datetime, latency: float, sent: Any, cost: float) -> JudgeResult:
+    def make_result(
+        self,
+        unit: _Unit,
+        attempt: int,
+        verdict: Verdict,
+        started: datetime,
+        latency: float,
+        sent: Any,
+        cost: float,
+    ) -> JudgeResult:
         """The judge-result record of one call, redacted."""
         secrets, manifest = self.secrets, self.manifest
         error = verdict.error
@@ -635,7 +1006,9 @@ class _Execution:
             value=verdict.value,
             reason=redact(verdict.reason, secrets) if verdict.reason is not None else None,
             score=verdict.score,
-            order=[redact(x, secrets) for x in verdict.order] if verdict.order is not None else None,
+            order=[redact(x, secrets) for x in verdict.order]
+            if verdict.order is not None
+            else None,
             judge=self.judge.identity,
             judge_fingerprint=self.fingerprint,
             run_id=manifest.run_id,
@@ -656,7 +1029,19 @@ class _Execution:
         )
 
 
-def _summarize(manifest: RunManifest, judge: Judge, results_path: Path, counters: Counter[str], resumed: int, limits: Limits, max_attempts: int, estimator: Estimator, slice_of: Mapping[str, str | None], risks: Mapping[str, str | None], sampling_source: str | None) -> RunSummary:
+def _summarize(
+    manifest: RunManifest,
+    judge: Judge,
+    results_path: Path,
+    counters: Counter[str],
+    resumed: int,
+    limits: Limits,
+    max_attempts: int,
+    estimator: Estimator,
+    slice_of: Mapping[str, str | None],
+    risks: Mapping[str, str | None],
+    sampling_source: str | None,
+) -> RunSummary:
     recorded = _read_attempts(results_path)
     kinds: Counter[str] = Counter()
     verdicts = 0
@@ -724,7 +1109,12 @@ def _tick(bar: Any, counters: Counter[str], limits: Limits) -> None:
     if bar is None:
         return
     bar.update(1)
-    bar.set_postfix(errors=counters["errors"], spend=f"${limits.spent:.4f}", cached=counters["cache_hits"], refresh=False)
+    bar.set_postfix(
+        errors=counters["errors"],
+        spend=f"${limits.spent:.4f}",
+        cached=counters["cache_hits"],
+        refresh=False,
+    )
 
 
 def run_candidate_sync(*args: Any, **kwargs: Any) -> RunSummary:

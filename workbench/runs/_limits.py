@@ -91,7 +91,11 @@ class Estimator:
         self.method = "estimate_cost" if not hasattr(judge, "estimate_usage") else None
 
     def estimate(self, judge_input: Any) -> CallEstimate:
-        usage = self.judge.estimate_usage(judge_input) if hasattr(self.judge, "estimate_usage") else None
+        usage = (
+            self.judge.estimate_usage(judge_input)
+            if hasattr(self.judge, "estimate_usage")
+            else None
+        )
         if usage is None:
             cost = float(self.judge.estimate_cost(judge_input))
             self.method = self.method or "estimate_cost"
@@ -100,7 +104,9 @@ class Estimator:
         self.method = method
         out = cap if self.max_out is None else min(cap, self.max_out)
         pricing = self.judge.spec.pricing
-        return CallEstimate(pricing.cost(tokens_in, cap), pricing.cost(tokens_in, out), tokens_in, cap, out)
+        return CallEstimate(
+            pricing.cost(tokens_in, cap), pricing.cost(tokens_in, out), tokens_in, cap, out
+        )
 
     def observe(self, tokens_in: int | None, tokens_out: int | None) -> None:
         """Learn from a call that reached the model (reported usage with input tokens)."""
@@ -133,7 +139,11 @@ class Limits:
         self.lane_open = dict(lane_units or {})
         self.lane_spent = dict(lane_spent or {})
         self.lane_in_flight: dict[str, float] = {}
-        self.unstarted_reserved = sum(n for lane, n in self.lane_open.items() if self.priority.get(lane, 1) == 0) if self.priority else 0
+        self.unstarted_reserved = (
+            sum(n for lane, n in self.lane_open.items() if self.priority.get(lane, 1) == 0)
+            if self.priority
+            else 0
+        )
         self.budget_usd = budget_usd
         self.max_cases = max_cases
         self.spent = spent
@@ -176,7 +186,9 @@ class Limits:
             if name != lane and self.lane_open.get(name, 0) > 0
         )
 
-    async def admit(self, estimate: CallEstimate, first_call: bool, lane: str | None = None) -> bool:
+    async def admit(
+        self, estimate: CallEstimate, first_call: bool, lane: str | None = None
+    ) -> bool:
         """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not start."""
         lower = self._lower(lane)
         async with self.cond:
@@ -184,7 +196,10 @@ class Limits:
                 if self.halted:
                     return False
                 if first_call and self.max_cases is not None and self.started >= self.max_cases:
-                    self._stop("max_cases", f"{self.max_cases} case x repeat pair(s) started in this invocation (--max-cases); calls of started pairs, retries included, were allowed to finish")
+                    self._stop(
+                        "max_cases",
+                        f"{self.max_cases} case x repeat pair(s) started in this invocation (--max-cases); calls of started pairs, retries included, were allowed to finish",
+                    )
                     return False
                 if lower and self.unstarted_reserved > 0:
                     await self.cond.wait()  # reserved units start first
@@ -193,19 +208,30 @@ class Limits:
                     held = self.held_for_others(lane) if lower else 0.0
                     if self.spent + estimate.expected > self.budget_usd + _EPS:
                         if lower and self._reserved_open():
-                            await self.cond.wait()  # never stop a reserved slice's work for a lower lane's call
+                            await (
+                                self.cond.wait()
+                            )  # never stop a reserved slice's work for a lower lane's call
                             continue
-                        self._stop("budget_exhausted", f"recorded spend ${self.spent:.6f} + the next call's expected cost ${estimate.expected:.6f} exceeds the budget ${self.budget_usd:.6f}")
+                        self._stop(
+                            "budget_exhausted",
+                            f"recorded spend ${self.spent:.6f} + the next call's expected cost ${estimate.expected:.6f} exceeds the budget ${self.budget_usd:.6f}",
+                        )
                         self.cond.notify_all()
                         return False
                     probing = self.settled == 0 and self.in_flight > 0
-                    if probing or self.spent + self.reserved + estimate.expected + held > self.budget_usd + _EPS:
+                    if (
+                        probing
+                        or self.spent + self.reserved + estimate.expected + held
+                        > self.budget_usd + _EPS
+                    ):
                         await self.cond.wait()  # the probe, calls in flight or reserved slices' holds are in the way: wait
                         continue
                 self.reserved += estimate.reservation
                 self.in_flight += 1
                 if lane is not None:
-                    self.lane_in_flight[lane] = self.lane_in_flight.get(lane, 0.0) + estimate.reservation
+                    self.lane_in_flight[lane] = (
+                        self.lane_in_flight.get(lane, 0.0) + estimate.reservation
+                    )
                 if first_call:
                     self.started += 1
                     if self.priority and not lower:
@@ -225,7 +251,16 @@ class Limits:
                 self.unstarted_reserved -= 1
             self.cond.notify_all()
 
-    async def settle(self, estimate: CallEstimate, cost: float, *, called: bool, endpoint_failure: str | None = None, error: str | None = None, lane: str | None = None) -> None:
+    async def settle(
+        self,
+        estimate: CallEstimate,
+        cost: float,
+        *,
+        called: bool,
+        endpoint_failure: str | None = None,
+        error: str | None = None,
+        lane: str | None = None,
+    ) -> None:
         """Release a reservation and record the call's cost and outcome."""
         async with self.cond:
             self.reserved = max(0.0, self.reserved - estimate.reservation)
@@ -233,20 +268,30 @@ class Limits:
             self.settled += 1
             self.spent += cost
             if lane is not None:
-                self.lane_in_flight[lane] = max(0.0, self.lane_in_flight.get(lane, 0.0) - estimate.reservation)
+                self.lane_in_flight[lane] = max(
+                    0.0, self.lane_in_flight.get(lane, 0.0) - estimate.reservation
+                )
                 self.lane_spent[lane] = self.lane_spent.get(lane, 0.0) + cost
             if called:
                 if endpoint_failure is not None:
                     self.consecutive += 1
-                    self.failure_kinds[endpoint_failure] = self.failure_kinds.get(endpoint_failure, 0) + 1
+                    self.failure_kinds[endpoint_failure] = (
+                        self.failure_kinds.get(endpoint_failure, 0) + 1
+                    )
                     if self.consecutive >= self.breaker_after:
                         kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.failure_kinds.items()))
-                        self._stop("circuit_breaker", f"{self.consecutive} consecutive calls failed at the endpoint {self.endpoint or '(unknown)'} ({kinds}); last error: {error or 'unknown'}")
+                        self._stop(
+                            "circuit_breaker",
+                            f"{self.consecutive} consecutive calls failed at the endpoint {self.endpoint or '(unknown)'} ({kinds}); last error: {error or 'unknown'}",
+                        )
                 else:
                     self.consecutive = 0
                     self.failure_kinds = {}
             if self.budget_usd is not None and self.spent > self.budget_usd + _EPS:
-                self._stop("budget_exhausted", f"recorded spend ${self.spent:.6f} passed the budget ${self.budget_usd:.6f}")
+                self._stop(
+                    "budget_exhausted",
+                    f"recorded spend ${self.spent:.6f} passed the budget ${self.budget_usd:.6f}",
+                )
             self.cond.notify_all()
 
     def observe(self, tokens_in: int | None, tokens_out: int | None) -> None:
@@ -259,4 +304,7 @@ class Limits:
 
     def summary_warnings(self) -> list[str]:
         extra = self.warning_count - len(self.warnings)
-        return [*self.warnings, *([f"... and {extra} more warning(s) of the same kinds"] if extra > 0 else [])]
+        return [
+            *self.warnings,
+            *([f"... and {extra} more warning(s) of the same kinds"] if extra > 0 else []),
+        ]

@@ -101,10 +101,23 @@ class RunManifest(Record):
     def content_sha256(self) -> str:
         """Hash of what the manifest binds (everything but run_id, created_at and gold_release:
         freezing the gold does not change it, so a run started before the freeze resumes)."""
-        return sha256_json(self.model_dump(mode="json", exclude={"run_id", "created_at", "gold_release"}))
+        return sha256_json(
+            self.model_dump(mode="json", exclude={"run_id", "created_at", "gold_release"})
+        )
 
 
-def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, dataset_sha256: str, partition: str, repeats: int, cases: list[ManifestCase], units: list[ManifestUnit] | None = None, lineage: GoldLineage | None = None, sampling: ManifestSampling | None = None) -> tuple[RunManifest, bool]:
+def freeze_manifest(
+    out_dir: Path,
+    judge: JudgeIdentity,
+    fingerprint: str,
+    dataset_sha256: str,
+    partition: str,
+    repeats: int,
+    cases: list[ManifestCase],
+    units: list[ManifestUnit] | None = None,
+    lineage: GoldLineage | None = None,
+    sampling: ManifestSampling | None = None,
+) -> tuple[RunManifest, bool]:
     """Write the manifest, or check it against an existing one. Returns ``(manifest, resumed)``.
 
     Refuses to continue a run whose manifest differs: a different candidate, dataset,
@@ -131,23 +144,52 @@ def freeze_manifest(out_dir: Path, judge: JudgeIdentity, fingerprint: str, datas
     )
     if not path.exists():
         # A run without a plan writes no ``sampling`` key, so its manifest reads as before.
-        atomic_write_json(path, proposed.model_dump(mode="json", exclude={"sampling"} if sampling is None else None))
+        atomic_write_json(
+            path,
+            proposed.model_dump(mode="json", exclude={"sampling"} if sampling is None else None),
+        )
         return proposed, False
     try:
         existing = RunManifest.model_validate(read_json_file(path))
     except SchemaTooNew as exc:
         raise exc.at(str(path)) from None
     except (OSError, ValueError) as exc:
-        raise WorkbenchError("unreadable manifest", [Problem(location=str(path), code="manifest_invalid", message=f"the run manifest cannot be read ({exc})", fix="restore the manifest or use a new --out directory")]) from None
+        raise WorkbenchError(
+            "unreadable manifest",
+            [
+                Problem(
+                    location=str(path),
+                    code="manifest_invalid",
+                    message=f"the run manifest cannot be read ({exc})",
+                    fix="restore the manifest or use a new --out directory",
+                )
+            ],
+        ) from None
     if existing.content_sha256() != proposed.content_sha256():
         changed = [
             name
-            for name in ("judge_fingerprint", "dataset_sha256", "rubric_version", "partition", "repeats", "cases", "units", "sampling")
+            for name in (
+                "judge_fingerprint",
+                "dataset_sha256",
+                "rubric_version",
+                "partition",
+                "repeats",
+                "cases",
+                "units",
+                "sampling",
+            )
             if getattr(existing, name) != getattr(proposed, name)
         ]
         raise WorkbenchError(
             "refusing to resume: the run manifest changed",
-            [Problem(location=str(path), code="manifest_changed", message=f"this directory holds a run with a different {', '.join(changed) or 'content'}", fix="use a new --out directory for a changed candidate, dataset, case list or sampling plan; evidence of the old run is kept")],
+            [
+                Problem(
+                    location=str(path),
+                    code="manifest_changed",
+                    message=f"this directory holds a run with a different {', '.join(changed) or 'content'}",
+                    fix="use a new --out directory for a changed candidate, dataset, case list or sampling plan; evidence of the old run is kept",
+                )
+            ],
         )
     return existing, True
 

@@ -35,4 +35,12 @@ class RunOptions:
 
     def engine_kwargs(self) -> dict[str, Any]:
         """The keyword arguments :func:`workbench.runs.run_candidate` takes for these options."""
-        return {"concurrency": self.concurrency, "repeats": self.repeats, "budget_usd": self.budget_usd, "max_cases": self.max_cases, "cache_dir": self.cache_dir, "retry_errors": self.retry_errors, "progress": self.progress}
+        return {
+            "concurrency": self.concurrency,
+            "repeats": self.repeats,
+            "budget_usd": self.budget_usd,
+            "max_cases": self.max_cases,
+            "cache_dir": self.cache_dir,
+            "retry_errors": self.retry_errors,
+            "progress": self.progress,
+        }

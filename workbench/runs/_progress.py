@@ -36,14 +36,24 @@ def progress_bar(*, total: int, initial: int, label: str, stream: TextIO | None 
     if getattr(out, "isatty", lambda: False)():
         from tqdm.std import tqdm as std_tqdm
 
-        return std_tqdm(total=total, initial=initial, desc=label, unit="case", dynamic_ncols=True, file=out)
+        return std_tqdm(
+            total=total, initial=initial, desc=label, unit="case", dynamic_ncols=True, file=out
+        )
     return LineProgress(total=total, initial=initial, label=label, stream=out)
 
 
 class LineProgress:
     """Plain-text progress: one line each time another 10% of ``total`` is done, and at the end."""
 
-    def __init__(self, *, total: int, initial: int = 0, label: str = "", stream: TextIO | None = None, step: float = 0.1) -> None:
+    def __init__(
+        self,
+        *,
+        total: int,
+        initial: int = 0,
+        label: str = "",
+        stream: TextIO | None = None,
+        step: float = 0.1,
+    ) -> None:
         self.total = total
         self.n = initial
         self.label = label
@@ -74,7 +84,11 @@ class LineProgress:
         percent = 100 * self.n / self.total if self.total else 100
         extra = ", ".join(f"{k}={v}" for k, v in self.postfix.items())
         elapsed = time.monotonic() - self.started
-        self.stream.write(f"{self.label}: {self.n}/{self.total} cases ({percent:.0f}%) in {elapsed:.1f}s" + (f", {extra}" if extra else "") + "\n")
+        self.stream.write(
+            f"{self.label}: {self.n}/{self.total} cases ({percent:.0f}%) in {elapsed:.1f}s"
+            + (f", {extra}" if extra else "")
+            + "\n"
+        )
         self.stream.flush()
 
     def close(self) -> None:

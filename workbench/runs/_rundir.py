@@ -77,7 +77,14 @@ class RunDir:
         """``shards/<k>``: shard ``index``'s own run directory."""
         return RunDir(self.path / SHARDS_DIR / f"{index:03d}")
 
-    def read_results(self, *, verify_requests: bool = False, migrate: bool = False, gold: GoldDataset | None = None, required: bool = False) -> list[ResultLine]:
+    def read_results(
+        self,
+        *,
+        verify_requests: bool = False,
+        migrate: bool = False,
+        gold: GoldDataset | None = None,
+        required: bool = False,
+    ) -> list[ResultLine]:
         """Every result of ``results.jsonl`` with its line number (none when the file is absent,
         unless ``required``: then a missing file is a ``results_missing`` problem).
 
@@ -86,10 +93,16 @@ class RunDir:
         """
         if not required and not self.results.exists():
             return []
-        return read_results(self.results, verify_requests=verify_requests, migrate=migrate, gold=gold)
+        return read_results(
+            self.results, verify_requests=verify_requests, migrate=migrate, gold=gold
+        )
 
     def read_summary(self) -> RunSummary | None:
         """``run.json`` as a :class:`~workbench.runs.RunSummary`, or None when there is none yet."""
         from ._engine import RunSummary
 
-        return RunSummary.model_validate(read_json_file(self.summary)) if self.summary.exists() else None
+        return (
+            RunSummary.model_validate(read_json_file(self.summary))
+            if self.summary.exists()
+            else None
+        )

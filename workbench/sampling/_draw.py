@@ -91,7 +91,15 @@ def draw_sample(plan: SamplingPlan, cases: Sequence[SampleCase]) -> Sample:
         target = entry.target(len(members))
         if not entry.sampled or target >= len(members):
             keep.update(c.case_id for c in members)
-            draws.append(SliceDraw(name, len(members), len(members) if not entry.sampled else target, len(members), not entry.sampled))
+            draws.append(
+                SliceDraw(
+                    name,
+                    len(members),
+                    len(members) if not entry.sampled else target,
+                    len(members),
+                    not entry.sampled,
+                )
+            )
             continue
         groups: dict[str, list[SampleCase]] = {}
         for case in sorted(members, key=lambda c: sample_key(plan.seed, c)):
@@ -120,17 +128,30 @@ class Lanes:
     holds: Mapping[str, float]
     """slice -> US dollars held for it while it has unfinished units (reserved slices only)."""
 
-    def order_key(self, slice_name: str | None, risks: Mapping[str, str | None]) -> tuple[int, int, str]:
+    def order_key(
+        self, slice_name: str | None, risks: Mapping[str, str | None]
+    ) -> tuple[int, int, str]:
         """Sort key of a unit of ``slice_name``: lane, risk, slice name."""
         name = slice_name or ""
-        return (self.priority.get(name, OTHER_PRIORITY), RISK_ORDER.get(risks.get(name) or "", len(RISK_ORDER)), name)
+        return (
+            self.priority.get(name, OTHER_PRIORITY),
+            RISK_ORDER.get(risks.get(name) or "", len(RISK_ORDER)),
+            name,
+        )
 
 
-def plan_lanes(plan: SamplingPlan | None, risks: Mapping[str, str | None], budget_usd: float | None) -> Lanes:
+def plan_lanes(
+    plan: SamplingPlan | None, risks: Mapping[str, str | None], budget_usd: float | None
+) -> Lanes:
     """The lanes of a run under ``plan``: critical slices and slices with a reservation first."""
     reserved = {name for name, risk in risks.items() if risk == "critical"}
     holds: dict[str, float] = {}
     if plan is not None:
         reserved |= {name for name, entry in plan.slices.items() if entry.reserved}
         holds = {name: value for name, value in plan.reservations(budget_usd).items() if value > 0}
-    return Lanes(priority={name: RESERVED_PRIORITY if name in reserved else OTHER_PRIORITY for name in risks}, holds=holds)
+    return Lanes(
+        priority={
+            name: RESERVED_PRIORITY if name in reserved else OTHER_PRIORITY for name in risks
+        },
+        holds=holds,
+    )

@@ -68,11 +68,25 @@ class SliceSampling(_Model):
     @model_validator(mode="after")
     def _one_of_each(self) -> SliceSampling:
         rules: list[tuple[str, str, str]] = []
-        given = [name for name in ("size", "fraction") if getattr(self, name) is not None] + (["complete"] if self.complete else [])
+        given = [name for name in ("size", "fraction") if getattr(self, name) is not None] + (
+            ["complete"] if self.complete else []
+        )
         if len(given) > 1:
-            rules.append(("sampling_size_conflict", f"gives {' and '.join(given)}: a slice has one sample size, one fraction, or is complete", "keep exactly one of size, fraction, complete: true"))
+            rules.append(
+                (
+                    "sampling_size_conflict",
+                    f"gives {' and '.join(given)}: a slice has one sample size, one fraction, or is complete",
+                    "keep exactly one of size, fraction, complete: true",
+                )
+            )
         if self.reserve_usd is not None and self.reserve_share is not None:
-            rules.append(("sampling_reserve_conflict", "gives both reserve_usd and reserve_share", "keep one of reserve_usd (US dollars) and reserve_share (share of the run's budget)"))
+            rules.append(
+                (
+                    "sampling_reserve_conflict",
+                    "gives both reserve_usd and reserve_share",
+                    "keep one of reserve_usd (US dollars) and reserve_share (share of the run's budget)",
+                )
+            )
         if rules:
             raise SamplingRuleError(rules)
         return self
@@ -135,12 +149,26 @@ class SamplingPlan(_Model):
     def _scopes(cls, value: list[str]) -> list[str]:
         rules: list[tuple[str, str, str]] = []
         if "held_out" in value:
-            rules.append(("sampling_held_out", "applies_to names held_out: certification judges every held-out case, so no plan may leave one out", "remove held_out from applies_to; plans apply to development, calibration and production traffic"))
+            rules.append(
+                (
+                    "sampling_held_out",
+                    "applies_to names held_out: certification judges every held-out case, so no plan may leave one out",
+                    "remove held_out from applies_to; plans apply to development, calibration and production traffic",
+                )
+            )
         unknown = [s for s in value if s not in PLAN_SCOPES and s != "held_out"]
         if unknown:
-            rules.append(("sampling_unknown_scope", f"applies_to names {unknown}", f"use {', '.join(PLAN_SCOPES)}"))
+            rules.append(
+                (
+                    "sampling_unknown_scope",
+                    f"applies_to names {unknown}",
+                    f"use {', '.join(PLAN_SCOPES)}",
+                )
+            )
         if len(set(value)) != len(value):
-            rules.append(("sampling_unknown_scope", "applies_to lists a scope twice", "list each scope once"))
+            rules.append(
+                ("sampling_unknown_scope", "applies_to lists a scope twice", "list each scope once")
+            )
         if rules:
             raise SamplingRuleError(rules)
         return value
@@ -159,7 +187,14 @@ class SamplingPlan(_Model):
         return {name: s.reservation(budget_usd) for name, s in self.slices.items() if s.reserved}
 
 
-def plan_problems(plan: SamplingPlan, risks: Mapping[str, str | None] | None, *, location: str, scope: str | None = None, budget_usd: float | None = None) -> list[Problem]:
+def plan_problems(
+    plan: SamplingPlan,
+    risks: Mapping[str, str | None] | None,
+    *,
+    location: str,
+    scope: str | None = None,
+    budget_usd: float | None = None,
+) -> list[Problem]:
     """Every problem of ``plan`` as a whole and against the slices and risks it is used with.
 
     ``risks``: slice -> risk (``critical``, ``high`` ...), from the rubric or the policy; None
@@ -170,34 +205,87 @@ def plan_problems(plan: SamplingPlan, risks: Mapping[str, str | None] | None, *,
     out: list[Problem] = []
     shares = sum(s.reserve_share or 0.0 for s in plan.slices.values())
     if shares > 1 + 1e-9:
-        out.append(Problem(location=location, code="sampling_reserve_shares", message=f"the reserve_share values add up to {shares:g}, more than the whole budget", fix="lower the shares so that they add up to at most 1"))
+        out.append(
+            Problem(
+                location=location,
+                code="sampling_reserve_shares",
+                message=f"the reserve_share values add up to {shares:g}, more than the whole budget",
+                fix="lower the shares so that they add up to at most 1",
+            )
+        )
     for name, entry in plan.slices.items() if risks is not None else ():
         assert risks is not None
         if name not in risks:
-            out.append(Problem(location=location, code="sampling_unknown_slice", message=f"sampling.slices names {name!r}, which is not one of the slices the plan is used with ({', '.join(risks) or 'none'})", fix="list only slices of the rubric (and of the policy) in the plan"))
+            out.append(
+                Problem(
+                    location=location,
+                    code="sampling_unknown_slice",
+                    message=f"sampling.slices names {name!r}, which is not one of the slices the plan is used with ({', '.join(risks) or 'none'})",
+                    fix="list only slices of the rubric (and of the policy) in the plan",
+                )
+            )
             continue
         if risks[name] == "critical" and entry.sampled:
-            what = f"size {entry.size}" if entry.size is not None else f"fraction {entry.fraction:g}"
-            out.append(Problem(location=location, code="sampling_critical_sampled", message=f"slice {name!r} is critical and the plan samples it ({what}): critical slices always run completely", fix=f"remove size/fraction from slice {name!r} (give it a reservation instead); a cheaper run that leaves out critical cases is a scope change"))
+            what = (
+                f"size {entry.size}" if entry.size is not None else f"fraction {entry.fraction:g}"
+            )
+            out.append(
+                Problem(
+                    location=location,
+                    code="sampling_critical_sampled",
+                    message=f"slice {name!r} is critical and the plan samples it ({what}): critical slices always run completely",
+                    fix=f"remove size/fraction from slice {name!r} (give it a reservation instead); a cheaper run that leaves out critical cases is a scope change",
+                )
+            )
     if scope is not None and scope not in plan.applies_to:
         if scope == "held_out":
-            out.append(Problem(location=location, code="sampling_held_out", message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case", fix="run held-out data only through `workbench certify`, without a plan"))
+            out.append(
+                Problem(
+                    location=location,
+                    code="sampling_held_out",
+                    message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case",
+                    fix="run held-out data only through `workbench certify`, without a plan",
+                )
+            )
         else:
-            out.append(Problem(location=location, code="sampling_scope_not_covered", message=f"the plan applies to {', '.join(plan.applies_to)}, not to {scope}", fix=f"add {scope} to applies_to in a reviewed plan, or run without the plan"))
+            out.append(
+                Problem(
+                    location=location,
+                    code="sampling_scope_not_covered",
+                    message=f"the plan applies to {', '.join(plan.applies_to)}, not to {scope}",
+                    fix=f"add {scope} to applies_to in a reviewed plan, or run without the plan",
+                )
+            )
     if budget_usd is not None:
         reserved = plan.reservations(budget_usd)
         total = sum(reserved.values())
         if total > budget_usd + 1e-12:
             listing = ", ".join(f"{k} ${v:.4f}" for k, v in reserved.items())
-            out.append(Problem(location=location, code="sampling_reservations_exceed_budget", message=f"the plan reserves ${total:.4f} ({listing}), more than the budget ${budget_usd:.4f}", fix="give a budget that covers the reservations, or lower them in a reviewed plan"))
+            out.append(
+                Problem(
+                    location=location,
+                    code="sampling_reservations_exceed_budget",
+                    message=f"the plan reserves ${total:.4f} ({listing}), more than the budget ${budget_usd:.4f}",
+                    fix="give a budget that covers the reservations, or lower them in a reviewed plan",
+                )
+            )
     return out
 
 
-def check_plan(plan: SamplingPlan, risks: Mapping[str, str | None], *, location: str, scope: str | None = None, budget_usd: float | None = None) -> None:
+def check_plan(
+    plan: SamplingPlan,
+    risks: Mapping[str, str | None],
+    *,
+    location: str,
+    scope: str | None = None,
+    budget_usd: float | None = None,
+) -> None:
     """Raise :class:`WorkbenchError` listing every problem :func:`plan_problems` finds."""
     problems = plan_problems(plan, risks, location=location, scope=scope, budget_usd=budget_usd)
     if problems:
-        raise WorkbenchError(f"{location}: the sampling plan cannot be used: {len(problems)} problem(s)", problems)
+        raise WorkbenchError(
+            f"{location}: the sampling plan cannot be used: {len(problems)} problem(s)", problems
+        )
 
 
 def validation_problems(exc: ValidationError, location: str, *, prefix: str = "") -> list[Problem]:
@@ -209,9 +297,23 @@ def validation_problems(exc: ValidationError, location: str, *, prefix: str = ""
 
     def rules(e: Any, _dotted: str, where: str) -> list[Problem] | None:
         rule = rule_error(e)
-        return [Problem(location=where, code=code, message=f"{field(e)}: {message}", fix=fix) for code, message, fix in rule.rules] if isinstance(rule, SamplingRuleError) else None
+        return (
+            [
+                Problem(location=where, code=code, message=f"{field(e)}: {message}", fix=fix)
+                for code, message, fix in rule.rules
+            ]
+            if isinstance(rule, SamplingRuleError)
+            else None
+        )
 
-    return _problems(exc, at=location, code="sampling_invalid", message=lambda e, _: f"{field(e)}: {e['msg']}", fix="correct this field; see docs/formats.md#sampling-plan", expand=rules)
+    return _problems(
+        exc,
+        at=location,
+        code="sampling_invalid",
+        message=lambda e, _: f"{field(e)}: {e['msg']}",
+        fix="correct this field; see docs/formats.md#sampling-plan",
+        expand=rules,
+    )
 
 
 def load_sampling_plan(path: str | Path) -> SamplingPlan:
@@ -226,12 +328,22 @@ def load_sampling_plan(path: str | Path) -> SamplingPlan:
         prefix="sampling",
         what="sampling plan",
         missing_fix="point --sampling-plan at a plan YAML file",
-        shape=("the plan must be a YAML mapping", "write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)"),
+        shape=(
+            "the plan must be a YAML mapping",
+            "write the plan as key: value pairs (seed, applies_to, owner, rationale, slices)",
+        ),
     ).data
     problems: list[Problem] = []
     owner = raw.get("owner")
     if not isinstance(owner, str) or not owner.strip():
-        problems.append(Problem(location=loc, code="sampling_owner", message="a plan file must name its owner, who reviewed it", fix="add owner: <a named person or team>"))
+        problems.append(
+            Problem(
+                location=loc,
+                code="sampling_owner",
+                message="a plan file must name its owner, who reviewed it",
+                fix="add owner: <a named person or team>",
+            )
+        )
     plan: SamplingPlan | None = None
     try:
         plan = SamplingPlan.model_validate(raw)

@@ -69,7 +69,9 @@ class BoundPlan(BaseModel):
     cases drawn at the true rate shows the limit."""
 
 
-def upper_bound(errors: int | np.ndarray, n: int | np.ndarray, interval: Interval = "wilson") -> float | np.ndarray:
+def upper_bound(
+    errors: int | np.ndarray, n: int | np.ndarray, interval: Interval = "wilson"
+) -> float | np.ndarray:
     """Upper end of the two-sided 95% interval of ``errors / n`` (statsmodels ``proportion_confint``)."""
     import numpy as np
     from statsmodels.stats.proportion import proportion_confint
@@ -101,11 +103,31 @@ def bound_plan(limit: float, at_fraction: float = 0.5, interval: Interval = "wil
     if not (0 <= at_fraction < 1) or math.isnan(at_fraction):
         raise ValueError(f"at_fraction must be in [0, 1), got {at_fraction}")
     rate = at_fraction * limit if limit > 0 else 0.0
-    empty = BoundPlan(limit=limit, at_fraction=at_fraction, true_rate=rate, interval=interval, needed=None, first_n=None, errors_at_needed=None, max_errors_at_needed=None, power=None)
+    empty = BoundPlan(
+        limit=limit,
+        at_fraction=at_fraction,
+        true_rate=rate,
+        interval=interval,
+        needed=None,
+        first_n=None,
+        errors_at_needed=None,
+        max_errors_at_needed=None,
+        power=None,
+    )
     if math.isnan(limit) or limit <= 0:
         return empty
     if limit >= 1:
-        return BoundPlan(limit=limit, at_fraction=at_fraction, true_rate=rate, interval=interval, needed=1, first_n=1, errors_at_needed=int(_errors(rate, np.array([1]))[0]), max_errors_at_needed=1, power=1.0)
+        return BoundPlan(
+            limit=limit,
+            at_fraction=at_fraction,
+            true_rate=rate,
+            interval=interval,
+            needed=1,
+            first_n=1,
+            errors_at_needed=int(_errors(rate, np.array([1]))[0]),
+            max_errors_at_needed=1,
+            power=1.0,
+        )
     horizon = _horizon(limit, rate, interval)
     if horizon is None:
         return empty
@@ -122,10 +144,22 @@ def bound_plan(limit: float, at_fraction: float = 0.5, interval: Interval = "wil
     from scipy.stats import binom
 
     power = float(binom.cdf(max_errors, needed, rate))
-    return BoundPlan(limit=limit, at_fraction=at_fraction, true_rate=rate, interval=interval, needed=needed, first_n=first_n, errors_at_needed=errors, max_errors_at_needed=max_errors, power=power)
+    return BoundPlan(
+        limit=limit,
+        at_fraction=at_fraction,
+        true_rate=rate,
+        interval=interval,
+        needed=needed,
+        first_n=first_n,
+        errors_at_needed=errors,
+        max_errors_at_needed=max_errors,
+        power=power,
+    )
 
 
-def cases_to_bound(limit: float, at_fraction: float = 0.5, interval: Interval = "wilson") -> int | None:
+def cases_to_bound(
+    limit: float, at_fraction: float = 0.5, interval: Interval = "wilson"
+) -> int | None:
     """``bound_plan(limit, at_fraction, interval).needed``: the planned number of cases."""
     return bound_plan(limit, at_fraction, interval).needed
 
@@ -150,13 +184,23 @@ def _horizon(limit: float, rate: float, interval: Interval) -> int | None:
     """
     n = 16
     while n <= MAX_CASES:
-        if all(upper_bound(rate * m, m, interval) <= limit for m in (n, 2 * n, 4 * n, 8 * n, 64 * n)):
+        if all(
+            upper_bound(rate * m, m, interval) <= limit for m in (n, 2 * n, 4 * n, 8 * n, 64 * n)
+        ):
             return n
         n *= 2
     return None
 
 
-def too_few_cases_message(slice_name: str, have: int, limit: float, *, human: Literal["fail", "pass"] = "fail", at_fraction: float = 0.5, interval: Interval = "wilson") -> str:
+def too_few_cases_message(
+    slice_name: str,
+    have: int,
+    limit: float,
+    *,
+    human: Literal["fail", "pass"] = "fail",
+    at_fraction: float = 0.5,
+    interval: Interval = "wilson",
+) -> str:
     """The sentence a ``too few cases`` blocker can cite, with the planned number.
 
     ``too_few_cases_message("account_security", 6, 0.10)`` ->

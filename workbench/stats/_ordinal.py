@@ -89,7 +89,9 @@ class OrdinalConfusion(BaseModel):
         return frame
 
 
-def scale_values(ordered_labels: Sequence[str], values: Mapping[str, float] | None = None) -> dict[str, float]:
+def scale_values(
+    ordered_labels: Sequence[str], values: Mapping[str, float] | None = None
+) -> dict[str, float]:
     """Each scale label's value: ``values`` when given (checked: every label, increasing), else ranks 1..k."""
     if values is None:
         return {label: float(i) for i, label in enumerate(ordered_labels, start=1)}
@@ -97,8 +99,12 @@ def scale_values(ordered_labels: Sequence[str], values: Mapping[str, float] | No
     if missing:
         raise ValueError(f"no value for scale labels {missing}")
     numbers = [float(values[label]) for label in ordered_labels]
-    if any(not math.isfinite(v) for v in numbers) or any(b <= a for a, b in zip(numbers, numbers[1:], strict=False)):
-        raise ValueError(f"scale values must be finite and strictly increasing in scale order; got {numbers}")
+    if any(not math.isfinite(v) for v in numbers) or any(
+        b <= a for a, b in zip(numbers, numbers[1:], strict=False)
+    ):
+        raise ValueError(
+            f"scale values must be finite and strictly increasing in scale order; got {numbers}"
+        )
     return dict(zip(ordered_labels, numbers, strict=True))
 
 
@@ -134,7 +140,9 @@ def weighted_cohen_kappa(
     if n == 0:
         return Kappa(value=None, n=0, note="no items")
     if len(set(a) | set(b)) < 2:
-        return Kappa(value=None, n=n, note="only one label used by both raters: chance agreement is 1")
+        return Kappa(
+            value=None, n=n, note="only one label used by both raters: chance agreement is 1"
+        )
     labels = list(ordered_labels)
     numbers = list(scale_values(labels, values).values())
     with warnings.catch_warnings():
@@ -150,7 +158,9 @@ def weighted_cohen_kappa(
     return Kappa(value=value, n=n)
 
 
-def _weighted_kappa_closed_form(a: Sequence[str], b: Sequence[str], labels: list[str], numbers: list[float], weights: Weights) -> float:
+def _weighted_kappa_closed_form(
+    a: Sequence[str], b: Sequence[str], labels: list[str], numbers: list[float], weights: Weights
+) -> float:
     import numpy as np
 
     index = {label: i for i, label in enumerate(labels)}
@@ -186,7 +196,10 @@ def krippendorff_alpha(
     pairable = [u for u in units if len(u) >= 2]
     if not pairable:
         return Kappa(value=None, n=0, note="no item has two ratings")
-    _check_vocabulary((label for unit in units for label in unit.values()), {label: None for label in ordered_labels})
+    _check_vocabulary(
+        (label for unit in units for label in unit.values()),
+        {label: None for label in ordered_labels},
+    )
     if len({label for u in pairable for label in u.values()}) < 2:
         return Kappa(value=None, n=len(pairable), note="only one category used: alpha is undefined")
     import krippendorff
@@ -202,7 +215,13 @@ def krippendorff_alpha(
             data[position[rater], col] = number[label]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        value = float(krippendorff.alpha(reliability_data=data, level_of_measurement=level, value_domain=list(number.values())))
+        value = float(
+            krippendorff.alpha(
+                reliability_data=data,
+                level_of_measurement=level,
+                value_domain=list(number.values()),
+            )
+        )
     if math.isnan(value):
         return Kappa(value=None, n=len(pairable), note="undefined: expected disagreement is 0")
     return Kappa(value=value, n=len(pairable))
@@ -221,9 +240,15 @@ def spearman_correlation(
     """
     n = _pairs(a, b, ordered_labels)
     if n < 3:
-        return Correlation(value=None, n=n, note=f"{n} paired rating(s): a rank correlation needs at least 3")
+        return Correlation(
+            value=None, n=n, note=f"{n} paired rating(s): a rank correlation needs at least 3"
+        )
     if len(set(a)) < 2 or len(set(b)) < 2:
-        return Correlation(value=None, n=n, note="one rater gave the same label to every shared item: correlation is undefined")
+        return Correlation(
+            value=None,
+            n=n,
+            note="one rater gave the same label to every shared item: correlation is undefined",
+        )
     from scipy.stats import spearmanr
 
     number = scale_values(ordered_labels, values)
@@ -257,7 +282,9 @@ def mean_absolute_error(
     return MeanAbsoluteError(value=value, n=n, unit=unit)
 
 
-def ordinal_confusion(reference: Sequence[str], predicted: Sequence[str], ordered_labels: Sequence[str]) -> OrdinalConfusion:
+def ordinal_confusion(
+    reference: Sequence[str], predicted: Sequence[str], ordered_labels: Sequence[str]
+) -> OrdinalConfusion:
     """The full confusion over the ordered scale (scikit-learn ``confusion_matrix``), with direction counts."""
     import numpy as np
 
@@ -281,7 +308,9 @@ def ordinal_confusion(reference: Sequence[str], predicted: Sequence[str], ordere
     )
 
 
-def shared_pairs(units: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], list[tuple[Any, Any]]]:
+def shared_pairs(
+    units: Sequence[Mapping[str, Any]],
+) -> dict[tuple[str, str], list[tuple[Any, Any]]]:
     """For every rater pair (sorted names) that rated a unit together, their aligned labels.
 
     Built from each unit's own raters, so the cost grows with the ratings per unit, not with the

@@ -65,7 +65,11 @@ class Shortfall:
     @property
     def bound_at_rate(self) -> float | None:
         """The true rate ``needed_to_bound`` plans for (``at_fraction · limit``)."""
-        return self.at_fraction * self.limit if self.limit is not None and self.basis == "upper_95" else None
+        return (
+            self.at_fraction * self.limit
+            if self.limit is not None and self.basis == "upper_95"
+            else None
+        )
 
     @property
     def planned_already(self) -> bool:
@@ -97,14 +101,31 @@ def more_without_errors(errors: int, have: int, limit: float | None) -> int | No
     return high - have
 
 
-def shortfall(have: int, errors: int, limit: float | None, basis: Literal["upper_95", "point"], *, at_fraction: float = BOUND_FRACTION) -> Shortfall:
+def shortfall(
+    have: int,
+    errors: int,
+    limit: float | None,
+    basis: Literal["upper_95", "point"],
+    *,
+    at_fraction: float = BOUND_FRACTION,
+) -> Shortfall:
     """The sample-size figures for ``errors`` out of ``have`` decided cases against ``limit`` on ``basis``.
 
     Every figure uses the gate's interval, the 95% Wilson score interval.
     """
     interval: Interval = "wilson"
     if limit is None or basis == "point":
-        return Shortfall(have, errors, limit, basis, needed_at_zero_errors=1, needed_to_bound=None, at_fraction=at_fraction, interval=interval, more=max(0, 1 - have))
+        return Shortfall(
+            have,
+            errors,
+            limit,
+            basis,
+            needed_at_zero_errors=1,
+            needed_to_bound=None,
+            at_fraction=at_fraction,
+            interval=interval,
+            more=max(0, 1 - have),
+        )
     at_zero = cases_needed(limit)
     to_bound = cases_to_bound(limit, at_fraction, interval)
     if to_bound is None:
@@ -113,4 +134,14 @@ def shortfall(have: int, errors: int, limit: float | None, basis: Literal["upper
         more = to_bound - have
     else:
         more = more_without_errors(errors, have, limit)
-    return Shortfall(have, errors, limit, basis, needed_at_zero_errors=at_zero, needed_to_bound=to_bound, at_fraction=at_fraction, interval=interval, more=more)
+    return Shortfall(
+        have,
+        errors,
+        limit,
+        basis,
+        needed_at_zero_errors=at_zero,
+        needed_to_bound=to_bound,
+        at_fraction=at_fraction,
+        interval=interval,
+        more=more,
+    )

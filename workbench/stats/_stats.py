@@ -77,7 +77,9 @@ def wilson_rate(k: int, n: int, alpha: float = 0.05) -> Rate:
     if n == 0:
         return Rate(k=k, n=n, rate=None, ci95_low=None, ci95_high=None)
     low, high = wilson_interval(k, n, alpha)
-    return Rate(k=k, n=n, rate=k / n, ci95_low=float(max(0.0, low)), ci95_high=float(min(1.0, high)))
+    return Rate(
+        k=k, n=n, rate=k / n, ci95_low=float(max(0.0, low)), ci95_high=float(min(1.0, high))
+    )
 
 
 class Kappa(BaseModel):
@@ -104,7 +106,9 @@ def cohen_kappa(a: Sequence[Any], b: Sequence[Any], labels: Sequence[Any] | None
     return cohen_kappa_counts(counts, labels)
 
 
-def cohen_kappa_counts(counts: dict[tuple[Any, Any], int], labels: Sequence[Any] | None = None) -> Kappa:
+def cohen_kappa_counts(
+    counts: dict[tuple[Any, Any], int], labels: Sequence[Any] | None = None
+) -> Kappa:
     """Cohen's kappa from ``{(label_a, label_b): count}`` (a confusion table of two raters).
 
     The arithmetic is scikit-learn's (``1 - sum(w * confusion) / sum(w * expected)`` with
@@ -120,7 +124,9 @@ def cohen_kappa_counts(counts: dict[tuple[Any, Any], int], labels: Sequence[Any]
         # scikit-learn would silently drop these items while n still counted them
         raise ValueError(f"labels outside the vocabulary: {sorted(map(str, unknown))}")
     if len(seen) < 2:
-        return Kappa(value=None, n=n, note="only one label used by both raters: chance agreement is 1")
+        return Kappa(
+            value=None, n=n, note="only one label used by both raters: chance agreement is 1"
+        )
     import numpy as np
 
     used = [lab for lab in labels if lab in seen] if labels is not None else sorted(seen)
@@ -151,7 +157,11 @@ def fleiss_kappa(items: Sequence[Sequence[Any]], categories: Sequence[Any]) -> K
         return Kappa(value=None, n=0, note="no items")
     counts = {len(item) for item in items}
     if len(counts) != 1:
-        return Kappa(value=None, n=n, note=f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs the same number")
+        return Kappa(
+            value=None,
+            n=n,
+            note=f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs the same number",
+        )
     if counts == {1}:
         return Kappa(value=None, n=n, note="one rating per item")
     from statsmodels.stats.inter_rater import fleiss_kappa as _fleiss
@@ -192,7 +202,11 @@ def krippendorff_alpha_nominal(units: Sequence[dict[str, Any]], categories: Sequ
     for col, unit in enumerate(units):
         for rater, label in unit.items():
             data[position[rater], col] = index[label]
-    value = float(krippendorff.alpha(reliability_data=data, level_of_measurement="nominal", value_domain=list(index.values())))
+    value = float(
+        krippendorff.alpha(
+            reliability_data=data, level_of_measurement="nominal", value_domain=list(index.values())
+        )
+    )
     return Kappa(value=value, n=len(pairable))
 
 

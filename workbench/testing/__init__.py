@@ -6,4 +6,13 @@ no API key and no network. See :mod:`workbench.testing._server` for the decision
 
 from ._server import FAULTS, JSON_MODES, PROVIDERS, ChatRequest, FakeLLM, RecordedCall, Reply, Rule
 
-__all__ = ["FAULTS", "JSON_MODES", "PROVIDERS", "ChatRequest", "FakeLLM", "RecordedCall", "Reply", "Rule"]
+__all__ = [
+    "FAULTS",
+    "JSON_MODES",
+    "PROVIDERS",
+    "ChatRequest",
+    "FakeLLM",
+    "RecordedCall",
+    "Reply",
+    "Rule",
+]

@@ -121,24 +121,51 @@ _PROSE_AFTER = "\n```\n\nLet me know if you need anything else."
 def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
     """Status and body of each provider's answer to a model it does not serve."""
     if provider == "vllm":  # vLLM's ErrorResponse is not nested under "error"
-        return 404, {"object": "error", "message": f"The model `{model}` does not exist.", "type": "NotFoundError", "param": None, "code": 404}
+        return 404, {
+            "object": "error",
+            "message": f"The model `{model}` does not exist.",
+            "type": "NotFoundError",
+            "param": None,
+            "code": 404,
+        }
     if provider == "ollama":
         return 404, _error_body(f'model "{model}" not found, try pulling it first', "api_error")
     if provider == "litellm":
-        return 400, _error_body(f"/chat/completions: Invalid model name passed in model={model}. Call `/v1/models` to view available models for your key.", "None", "400", "None")
-    return 404, _error_body(f"The model `{model}` does not exist or you do not have access to it.", "invalid_request_error", "model_not_found")
+        return 400, _error_body(
+            f"/chat/completions: Invalid model name passed in model={model}. Call `/v1/models` to view available models for your key.",
+            "None",
+            "400",
+            "None",
+        )
+    return 404, _error_body(
+        f"The model `{model}` does not exist or you do not have access to it.",
+        "invalid_request_error",
+        "model_not_found",
+    )
 
 
 def _unauthorized(provider: str) -> dict[str, Any]:
     """Each provider's 401 body."""
     if provider == "azure":
-        return {"error": {"code": "401", "message": "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource."}}
+        return {
+            "error": {
+                "code": "401",
+                "message": "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.",
+            }
+        }
     if provider == "vllm":
         return {"error": "Unauthorized"}
     if provider == "llamacpp":
-        return {"error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}}
+        return {
+            "error": {"code": 401, "message": "Invalid API Key", "type": "authentication_error"}
+        }
     if provider == "litellm":
-        return _error_body("Authentication Error, Invalid proxy server token passed. Received API Key = sk-...****, Key Hash (Token) =[REDACTED]", "auth_error", "401", "None")
+        return _error_body(
+            "Authentication Error, Invalid proxy server token passed. Received API Key = sk-...****, Key Hash (Token) =[REDACTED]",
+            "auth_error",
+            "401",
+            "None",
+        )
     return _error_body("Incorrect API key provided.", "invalid_request_error", "invalid_api_key")
 
 
@@ -152,14 +179,36 @@ def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
             "400",
             "None",
         )
-    return _error_body("Unrecognized request argument supplied: response_format", "invalid_request_error", None, "response_format")
+    return _error_body(
+        "Unrecognized request argument supplied: response_format",
+        "invalid_request_error",
+        None,
+        "response_format",
+    )
+
+
 _HTTP_FAULTS: dict[str, tuple[int, str, str | None, str]] = {
     # fault: (status, error type, error code, message)
     "http_500": (500, "server_error", None, "The fake LLM injected an internal server error."),
-    "http_429": (429, "rate_limit_error", "rate_limit_exceeded", "Rate limit reached (injected by the fake LLM)."),
+    "http_429": (
+        429,
+        "rate_limit_error",
+        "rate_limit_exceeded",
+        "Rate limit reached (injected by the fake LLM).",
+    ),
     "http_400": (400, "invalid_request_error", None, "Invalid request (injected by the fake LLM)."),
-    "http_401": (401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided (injected by the fake LLM)."),
-    "http_403": (403, "permission_denied", "forbidden", "You are not allowed to use this model (injected by the fake LLM)."),
+    "http_401": (
+        401,
+        "invalid_request_error",
+        "invalid_api_key",
+        "Incorrect API key provided (injected by the fake LLM).",
+    ),
+    "http_403": (
+        403,
+        "permission_denied",
+        "forbidden",
+        "You are not allowed to use this model (injected by the fake LLM).",
+    ),
 }
 
 
@@ -281,7 +330,9 @@ def _format_seconds(seconds: float) -> str:
     return repr(value)
 
 
-def _error_body(message: str, type_: str, code: str | None = None, param: str | None = None) -> dict[str, Any]:
+def _error_body(
+    message: str, type_: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
     return {"error": {"message": message, "type": type_, "param": param, "code": code}}
 
 
@@ -343,7 +394,9 @@ class _Handler(BaseHTTPRequestHandler):
         text = message or self.responses.get(code, ("error",))[0]
         self._send_json(code, _error_body(text, type_))
 
-    def _send_json(self, status: int, payload: Any, extra_headers: Mapping[str, str] | None = None) -> None:
+    def _send_json(
+        self, status: int, payload: Any, extra_headers: Mapping[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode("utf-8")
         try:
             self.send_response(status)
@@ -356,7 +409,11 @@ class _Handler(BaseHTTPRequestHandler):
             if self.request_version == "HTTP/0.9":  # unparseable request line: no headers
                 out = data
             else:
-                out = b"".join(self._headers_buffer) + b"\r\n" + (b"" if self.command == "HEAD" else data)
+                out = (
+                    b"".join(self._headers_buffer)
+                    + b"\r\n"
+                    + (b"" if self.command == "HEAD" else data)
+                )
                 self._headers_buffer = []
             self.wfile.write(out)
             self.wfile.flush()
@@ -404,9 +461,16 @@ class _Handler(BaseHTTPRequestHandler):
         elif path == f"{_MODELS_PATH}/{MODEL_ID}":
             self._send_json(200, _model_entry())
         elif self.server.fake._is_chat_path(path):
-            self._send_json(405, _error_body(f"Method GET not allowed on {path}; use POST.", "invalid_request_error"))
+            self._send_json(
+                405,
+                _error_body(
+                    f"Method GET not allowed on {path}; use POST.", "invalid_request_error"
+                ),
+            )
         else:
-            self._send_json(404, _error_body(f"Unknown path {path}", "invalid_request_error", "unknown_url"))
+            self._send_json(
+                404, _error_body(f"Unknown path {path}", "invalid_request_error", "unknown_url")
+            )
 
     def do_POST(self) -> None:  # noqa: N802 - stdlib naming
         """``POST /v1/chat/completions``; other paths are 404/405."""
@@ -414,16 +478,25 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self._read_body()
         if raw is None:
             self.close_connection = True
-            self._send_json(400, _error_body("Could not read the request body.", "invalid_request_error"))
+            self._send_json(
+                400, _error_body("Could not read the request body.", "invalid_request_error")
+            )
             return
         if self.server.fake._is_chat_path(path):
             self.server.fake._handle_chat(self, path, raw)
         elif path in (_MODELS_PATH, f"{_MODELS_PATH}/{MODEL_ID}"):
-            self._send_json(405, _error_body(f"Method POST not allowed on {path}; use GET.", "invalid_request_error"))
+            self._send_json(
+                405,
+                _error_body(
+                    f"Method POST not allowed on {path}; use GET.", "invalid_request_error"
+                ),
+            )
         elif self.server.fake.emulate == "azure":
             self._send_json(404, {"error": {"code": "404", "message": "Resource not found"}})
         else:
-            self._send_json(404, _error_body(f"Unknown path {path}", "invalid_request_error", "unknown_url"))
+            self._send_json(
+                404, _error_body(f"Unknown path {path}", "invalid_request_error", "unknown_url")
+            )
 
     def _drain(self) -> None:
         """Consume a body sent with a GET so the keep-alive stream stays in sync."""
@@ -485,18 +558,30 @@ class FakeLLM:
         report_usage: bool = True,
     ) -> None:
         if emulate not in PROVIDERS:
-            raise ValueError(f"unknown provider {emulate!r}; expected one of {', '.join(PROVIDERS)}")
+            raise ValueError(
+                f"unknown provider {emulate!r}; expected one of {', '.join(PROVIDERS)}"
+            )
         if json_mode not in JSON_MODES:
-            raise ValueError(f"unknown json_mode {json_mode!r}; expected one of {', '.join(JSON_MODES)}")
+            raise ValueError(
+                f"unknown json_mode {json_mode!r}; expected one of {', '.join(JSON_MODES)}"
+            )
         if emulate == "ollama" and require_api_key is not None:
-            raise ValueError("Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'")
+            raise ValueError(
+                "Ollama ignores API keys; require_api_key cannot be combined with emulate='ollama'"
+            )
         if emulate != "azure" and (azure_deployments is not None or azure_api_versions is not None):
-            raise ValueError("azure_deployments and azure_api_versions apply only to emulate='azure'")
+            raise ValueError(
+                "azure_deployments and azure_api_versions apply only to emulate='azure'"
+            )
         self.emulate = emulate
         self.models: tuple[str, ...] | None = None if models is None else tuple(models)
         self.json_mode = json_mode
-        self.azure_deployments: tuple[str, ...] | None = None if azure_deployments is None else tuple(azure_deployments)
-        self.azure_api_versions: tuple[str, ...] | None = None if azure_api_versions is None else tuple(azure_api_versions)
+        self.azure_deployments: tuple[str, ...] | None = (
+            None if azure_deployments is None else tuple(azure_deployments)
+        )
+        self.azure_api_versions: tuple[str, ...] | None = (
+            None if azure_api_versions is None else tuple(azure_api_versions)
+        )
         self.report_usage = report_usage
         rates = dict(fault_rates or {})
         for name, rate in rates.items():
@@ -588,7 +673,9 @@ class FakeLLM:
     def root_url(self) -> str:
         """``http://<host>:<port>``."""
         if self._server is None:
-            raise RuntimeError("FakeLLM is not running; call start() or use it as a context manager")
+            raise RuntimeError(
+                "FakeLLM is not running; call start() or use it as a context manager"
+            )
         host = self.host
         if ":" in host:
             host = f"[{host}]"
@@ -642,7 +729,9 @@ class FakeLLM:
             return _AZURE_CHAT.match(path) is not None
         return path == _CHAT_PATH or path in _EXTRA_CHAT_PATHS.get(self.emulate, ())
 
-    def _emulation_error(self, handler: _Handler, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    def _emulation_error(
+        self, handler: _Handler, path: str, body: dict[str, Any]
+    ) -> tuple[int, dict[str, Any]] | None:
         """The emulated provider's error for this (authorized, well-formed) request, if any."""
         model = str(body.get("model"))
         if self.emulate == "azure":
@@ -650,13 +739,23 @@ class FakeLLM:
             assert match is not None
             versions = parse_qs(urlsplit(handler.path).query).get("api-version", [])
             version = versions[0] if versions else None
-            if version is None or (self.azure_api_versions is not None and version not in self.azure_api_versions):
+            if version is None or (
+                self.azure_api_versions is not None and version not in self.azure_api_versions
+            ):
                 return 404, {"error": {"code": "404", "message": "Resource not found"}}
-            if self.azure_deployments is not None and match["deployment"] not in self.azure_deployments:
+            if (
+                self.azure_deployments is not None
+                and match["deployment"] not in self.azure_deployments
+            ):
                 message = "The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."
                 return 404, {"error": {"code": "DeploymentNotFound", "message": message}}
             if "response_format" in body and version < AZURE_JSON_MODE_SINCE:
-                return 400, {"error": {"code": "BadRequest", "message": f"response_format value as json_object is enabled only for api versions {AZURE_JSON_MODE_SINCE} and later"}}
+                return 400, {
+                    "error": {
+                        "code": "BadRequest",
+                        "message": f"response_format value as json_object is enabled only for api versions {AZURE_JSON_MODE_SINCE} and later",
+                    }
+                }
         elif self.models is not None and self.emulate != "llamacpp" and model not in self.models:
             return _not_found_model(self.emulate, model)
         if "response_format" in body and self.json_mode == "reject":
@@ -706,7 +805,9 @@ class FakeLLM:
                 continue
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
         authorized = self._authorize(handler)
-        auth_headers = tuple(sorted(name.lower() for name in handler.headers if name.lower() in _SECRET_HEADERS))
+        auth_headers = tuple(
+            sorted(name.lower() for name in handler.headers if name.lower() in _SECRET_HEADERS)
+        )
         query = {k: v[0] for k, v in parse_qs(urlsplit(handler.path).query).items()}
         with self._lock:
             index = self._next_index
@@ -720,7 +821,9 @@ class FakeLLM:
         body = parsed if isinstance(parsed, dict) else None
 
         def record(reply: Reply, status: int) -> RecordedCall:
-            call = RecordedCall(index, path, body, headers, authorized, reply, status, query, auth_headers)
+            call = RecordedCall(
+                index, path, body, headers, authorized, reply, status, query, auth_headers
+            )
             self._record(call)
             return call
 
@@ -735,7 +838,9 @@ class FakeLLM:
         # request validation (a real API rejects these before doing any work)
         problem = None
         if body is None:
-            problem = "The request body is not a JSON object." if raw else "The request body is empty."
+            problem = (
+                "The request body is not a JSON object." if raw else "The request body is empty."
+            )
         elif not isinstance(body.get("messages"), list) or not body["messages"]:
             problem = "'messages' must be a non-empty list."
         elif not isinstance(body.get("model"), str) or not body["model"]:
@@ -758,20 +863,34 @@ class FakeLLM:
 
         messages = [m for m in body["messages"] if isinstance(m, dict)]
         prompt = "\n\n".join(_message_text(m.get("content")) for m in messages)
-        request = ChatRequest(body=body, prompt=prompt, messages=messages, model=body["model"], index=index)
+        request = ChatRequest(
+            body=body, prompt=prompt, messages=messages, model=body["model"], index=index
+        )
 
         # (2) random faults, (3) rules
         with self._lock:
             fault = self._draw_fault()
-            chosen = dataclasses.replace(self.default, fault=fault) if fault else self._match_rule(prompt)
+            chosen = (
+                dataclasses.replace(self.default, fault=fault)
+                if fault
+                else self._match_rule(prompt)
+            )
         # (4) responder, (5) default
         if chosen is None and self.responder is not None:
             try:
                 chosen = self.responder(request)
             except Exception as exc:  # a broken responder is a 500 the test can see
-                chosen = Reply(value=None, reason=f"responder raised {type(exc).__name__}: {exc}", fault="http_500")
+                chosen = Reply(
+                    value=None,
+                    reason=f"responder raised {type(exc).__name__}: {exc}",
+                    fault="http_500",
+                )
             if not isinstance(chosen, Reply):
-                chosen = Reply(value=None, reason=f"responder returned {type(chosen).__name__}, not Reply", fault="http_500")
+                chosen = Reply(
+                    value=None,
+                    reason=f"responder returned {type(chosen).__name__}, not Reply",
+                    fault="http_500",
+                )
         if chosen is None:
             chosen = self.default
 
@@ -795,7 +914,9 @@ class FakeLLM:
             record(reply, 401)
             self._wait(reply)
             message = f"Incorrect API key provided: {presented}. You can find your API key at https://platform.openai.com/account/api-keys."
-            handler._send_json(401, _error_body(message, "invalid_request_error", "invalid_api_key"))
+            handler._send_json(
+                401, _error_body(message, "invalid_request_error", "invalid_api_key")
+            )
             return
 
         if fault == "disconnect":
@@ -810,7 +931,11 @@ class FakeLLM:
             status, type_, code, message = _HTTP_FAULTS[fault]
             if fault == "http_500" and reply.reason.startswith("responder "):
                 message = reply.reason
-            extra = {"Retry-After": _format_seconds(self.retry_after_s)} if fault == "http_429" else None
+            extra = (
+                {"Retry-After": _format_seconds(self.retry_after_s)}
+                if fault == "http_429"
+                else None
+            )
             record(reply, status)
             self._wait(reply)
             handler._send_json(status, _error_body(message, type_, code), extra_headers=extra)
@@ -837,7 +962,9 @@ class FakeLLM:
         if fault == "inflated_usage":
             n = self.inflated_usage_tokens
             payload["usage"] = {"prompt_tokens": n, "completion_tokens": n, "total_tokens": 2 * n}
-        handler._send_json(200, payload, extra_headers={"x-request-id": f"req-fake-{request.index}"})
+        handler._send_json(
+            200, payload, extra_headers={"x-request-id": f"req-fake-{request.index}"}
+        )
 
     def _content(self, reply: Reply) -> str:
         """The assistant content of a normal answer: bare, or prose around a fenced JSON block
@@ -848,7 +975,9 @@ class FakeLLM:
             return text
         return f"{_PROSE_BEFORE}{text}{_PROSE_AFTER}"
 
-    def _completion(self, request: ChatRequest, content: str | None, refusal: str | None) -> dict[str, Any]:
+    def _completion(
+        self, request: ChatRequest, content: str | None, refusal: str | None
+    ) -> dict[str, Any]:
         n = request.body.get("n", 1)
         n = n if isinstance(n, int) and not isinstance(n, bool) and n >= 1 else 1
         prompt_tokens = _tokens(request.prompt)

@@ -27,7 +27,15 @@ ANY_TAG = "(any)"
 CHART_CLASSES: tuple[str, ...] = ("false_pass", "false_fail")
 """The error classes drawn per slice above the case list."""
 
-FILTERS: tuple[str, ...] = ("slice", "error_class", "tag", "humans_disagree", "critical_only", "unreviewed_only", "search")
+FILTERS: tuple[str, ...] = (
+    "slice",
+    "error_class",
+    "tag",
+    "humans_disagree",
+    "critical_only",
+    "unreviewed_only",
+    "search",
+)
 """Every filter of :class:`ReviewModel`, in display order."""
 TOGGLES: tuple[str, ...] = ("humans_disagree", "critical_only", "unreviewed_only")
 """The on/off filters."""
@@ -100,7 +108,12 @@ class ReviewModel:
         if key == self._search_key and self._search_mask is not None:
             return self._search_mask
         previous = self._search_key
-        narrows = self._search_mask is not None and previous and len(key) >= len(previous) and all(k.startswith(p) for p, k in zip(previous, key, strict=False))
+        narrows = (
+            self._search_mask is not None
+            and previous
+            and len(key) >= len(previous)
+            and all(k.startswith(p) for p, k in zip(previous, key, strict=False))
+        )
         mask = self.table.search_mask(list(key), within=self._search_mask if narrows else None)
         self._search_key, self._search_mask = key, mask
         return mask
@@ -138,11 +151,17 @@ class ReviewModel:
         old = self.current_position if keep else None
         self._active = self._filter_masks()
         combined = self._others()
-        self.positions = np.arange(len(self.table), dtype=np.int64) if combined is None else np.flatnonzero(combined)
+        self.positions = (
+            np.arange(len(self.table), dtype=np.int64)
+            if combined is None
+            else np.flatnonzero(combined)
+        )
         self.index = 0
         if old is not None and self.positions.size:
             # stay on the case, or on the one that took its place (the next match)
-            self.index = min(int(np.searchsorted(self.positions, old)), int(self.positions.size) - 1)
+            self.index = min(
+                int(np.searchsorted(self.positions, old)), int(self.positions.size) - 1
+            )
 
     # -- filters -------------------------------------------------------------------------
     def set_filter(
@@ -232,7 +251,9 @@ class ReviewModel:
     def slice_options(self) -> list[tuple[str, str]]:
         """``(label, value)`` pairs for the slice dropdown, with conditional counts."""
         counts = self.slice_counts()
-        return [(count_label(ALL_SLICES, sum(counts.values())), ALL_SLICES)] + [(count_label(s, k), s) for s, k in counts.items()]
+        return [(count_label(ALL_SLICES, sum(counts.values())), ALL_SLICES)] + [
+            (count_label(s, k), s) for s, k in counts.items()
+        ]
 
     def class_options(self) -> list[tuple[str, str]]:
         """``(label, value)`` pairs for the error-class dropdown, with conditional counts."""
@@ -253,7 +274,10 @@ class ReviewModel:
             rows = mask if base is None else mask & base
             sel = codes[rows]
             per_class[cls] = np.bincount(sel[sel >= 0], minlength=n_slices)
-        return [{"slice": s, **{cls: int(per_class[cls][i]) for cls in CHART_CLASSES}} for i, s in enumerate(self.table.categories["slice"])]
+        return [
+            {"slice": s, **{cls: int(per_class[cls][i]) for cls in CHART_CLASSES}}
+            for i, s in enumerate(self.table.categories["slice"])
+        ]
 
     # -- progress and navigation -------------------------------------------------------------
     @property
@@ -331,10 +355,19 @@ class ReviewModel:
         codes = self.table.codes["error_class"][rows]
         names = self.table.categories["error_class"]
         return [
-            {"index": start + k, "case_id": str(self._ids[r]), "error_class": names[c] if c >= 0 else "", "reviewed": bool(self.reviewed[r])}
+            {
+                "index": start + k,
+                "case_id": str(self._ids[r]),
+                "error_class": names[c] if c >= 0 else "",
+                "reviewed": bool(self.reviewed[r]),
+            }
             for k, (r, c) in enumerate(zip(rows.tolist(), codes.tolist(), strict=True))
         ]
 
     def counts(self) -> dict[str, Any]:
         """Matches, total and the matches per error class."""
-        return {"matches": self.n_matches, "total": len(self.table), "by_class": self.table.counts("error_class", self.positions)}
+        return {
+            "matches": self.n_matches,
+            "total": len(self.table),
+            "by_class": self.table.counts("error_class", self.positions),
+        }

@@ -141,13 +141,26 @@ def pretty_request(request: Any) -> str:
     if isinstance(request, Mapping):
         parts: list[str] = []
         messages = request.get("messages")
-        scalars = {k: v for k, v in request.items() if k not in ("messages", "follow_up_requests") and not isinstance(v, Mapping | list)}
+        scalars = {
+            k: v
+            for k, v in request.items()
+            if k not in ("messages", "follow_up_requests") and not isinstance(v, Mapping | list)
+        }
         if scalars:
-            parts.append("<div class='wb-req-meta'>" + " · ".join(f"{e(k)} {e(v)}" for k, v in scalars.items()) + "</div>")
+            parts.append(
+                "<div class='wb-req-meta'>"
+                + " · ".join(f"{e(k)} {e(v)}" for k, v in scalars.items())
+                + "</div>"
+            )
         if isinstance(messages, list):
             for message in messages:
                 if isinstance(message, Mapping):
-                    parts.append(_block(str(message.get("role", "message")), _content_text(message.get("content"))))
+                    parts.append(
+                        _block(
+                            str(message.get("role", "message")),
+                            _content_text(message.get("content")),
+                        )
+                    )
                 else:
                     parts.append(_block("message", _content_text(message)))
         for key, value in request.items():
@@ -159,7 +172,9 @@ def pretty_request(request: Any) -> str:
             else:
                 parts.append(_block(str(key), _content_text(value)))
         for k, follow in enumerate(request.get("follow_up_requests") or [], start=1):
-            parts.append(f"<div class='wb-req-role'>follow-up request {k}</div>" + pretty_request(follow))
+            parts.append(
+                f"<div class='wb-req-role'>follow-up request {k}</div>" + pretty_request(follow)
+            )
         return "".join(parts)
     if isinstance(request, list):
         return "".join(pretty_request(item) for item in request)
@@ -171,7 +186,11 @@ def request_html(case: Mapping[str, Any]) -> str:
     request = case.get("rendered_request")
     if request is None:
         ref = case.get("rendered_request_ref")
-        return f"<div class='wb-field'>evaluator-visible request stored at <span class='wb-sha'>{e(ref)}</span></div>" if ref else ""
+        return (
+            f"<div class='wb-field'>evaluator-visible request stored at <span class='wb-sha'>{e(ref)}</span></div>"
+            if ref
+            else ""
+        )
     sha = case.get("rendered_request_sha256") or sha256_json(request)
     raw = json.dumps(request, indent=2, ensure_ascii=False, default=str)
     return (
@@ -190,7 +209,10 @@ def _reviews_html(case: Mapping[str, Any]) -> str:
         if not isinstance(r, Mapping):
             continue
         evidence = ", ".join(e(x) for x in r.get("evidence") or [])
-        bits = [f"<b>{e(r.get('reviewer'))}</b> {badge(r.get('label'))}", f"<span class='wb-dim'>{e(r.get('confidence') or 'n/a')}</span>"]
+        bits = [
+            f"<b>{e(r.get('reviewer'))}</b> {badge(r.get('label'))}",
+            f"<span class='wb-dim'>{e(r.get('confidence') or 'n/a')}</span>",
+        ]
         if r.get("escalate"):
             bits.append("escalated")
         line = " ".join(bits)
@@ -211,13 +233,19 @@ def _human_column(case: Mapping[str, Any]) -> str:
     label = adj.get("label") if isinstance(adj, Mapping) else case.get("human_label")
     reviews = case.get("reviews") or []
     disagree = " · reviewers disagree" if case.get("reviewers_disagree") else ""
-    parts = [f"<section class='wb-col wb-human {label_class(label)}'><h4>Humans {badge(label)} <span class='wb-dim'>({len(reviews)} review{'s' if len(reviews) != 1 else ''}{disagree})</span></h4>"]
+    parts = [
+        f"<section class='wb-col wb-human {label_class(label)}'><h4>Humans {badge(label)} <span class='wb-dim'>({len(reviews)} review{'s' if len(reviews) != 1 else ''}{disagree})</span></h4>"
+    ]
     parts.append(_reviews_html(case))
     if isinstance(adj, Mapping):
         reason = collapsible(adj.get("reason"), chars=100, lines=2)
-        parts.append(f"<div class='wb-field'><span class='wb-k'>Adjudicated</span>{badge(adj.get('label'))} by {e(adj.get('adjudicator') or 'n/a')}{': ' + reason if reason else ''}</div>")
+        parts.append(
+            f"<div class='wb-field'><span class='wb-k'>Adjudicated</span>{badge(adj.get('label'))} by {e(adj.get('adjudicator') or 'n/a')}{': ' + reason if reason else ''}</div>"
+        )
     else:
-        parts.append(f"<div class='wb-field'><span class='wb-k'>Human label</span>{badge(case.get('human_label'))} (no adjudication)</div>")
+        parts.append(
+            f"<div class='wb-field'><span class='wb-k'>Human label</span>{badge(case.get('human_label'))} (no adjudication)</div>"
+        )
     parts.append("</section>")
     return "".join(parts)
 
@@ -227,7 +255,10 @@ def _judge_column(case: Mapping[str, Any]) -> str:
     if outcome == "verdict":
         label = case.get("judge_label")
         head = f"<h4>Judge {badge(label)}</h4>"
-        body = _field("Reason", case.get("judge_reason"), chars=200, lines=3) or "<div>no reason given</div>"
+        body = (
+            _field("Reason", case.get("judge_reason"), chars=200, lines=3)
+            or "<div>no reason given</div>"
+        )
         css = label_class(label)
     elif outcome == "error":
         head = f"<h4>Judge <span class='wb-badge wb-other'>error</span> {e(case.get('error_kind'))}</h4>"
@@ -237,10 +268,17 @@ def _judge_column(case: Mapping[str, Any]) -> str:
         head = "<h4>Judge <span class='wb-badge wb-other'>no result</span></h4>"
         body = "<div>no result (missing): the evaluation is incomplete</div>"
         css = "wb-other"
-    evidence = _field("Grading notes", case.get("grading_notes"), chars=140, lines=2) + _field("Reference", case.get("reference"), chars=140, lines=2)
+    evidence = _field("Grading notes", case.get("grading_notes"), chars=140, lines=2) + _field(
+        "Reference", case.get("reference"), chars=140, lines=2
+    )
     contexts = case.get("contexts") or []
     if contexts:
-        evidence += _field(f"Contexts ({len(contexts)})", "\n---\n".join(str(c) for c in contexts), chars=120, lines=2)
+        evidence += _field(
+            f"Contexts ({len(contexts)})",
+            "\n---\n".join(str(c) for c in contexts),
+            chars=120,
+            lines=2,
+        )
     return f"<section class='wb-col wb-judge {css}'>{head}{body}{evidence}{request_html(case)}</section>"
 
 

@@ -76,7 +76,11 @@ class ReviewWidget:
         self.judge_fingerprint = judge_fingerprint or table.judge_fingerprint
         if isinstance(drafts, str | Path):
             drafts = GoldCorrectionDrafts(drafts)
-        self.drafts: GoldCorrectionDrafts | None = drafts if drafts is not None else (GoldCorrectionDrafts(drafts_path(notes.path)) if notes else None)
+        self.drafts: GoldCorrectionDrafts | None = (
+            drafts
+            if drafts is not None
+            else (GoldCorrectionDrafts(drafts_path(notes.path)) if notes else None)
+        )
         self._latest: dict[str, ReviewNote] = {}
         for earlier in notes.all() if notes else []:  # later notes supersede, for this judge only
             if earlier.judge_fingerprint == self.judge_fingerprint:
@@ -86,33 +90,97 @@ class ReviewWidget:
         m = self.model
 
         narrow = w.Layout(width="auto", flex="1 1 0", min_width="0")
-        self.slice_filter = w.Dropdown(description="slice", layout=narrow, style={"description_width": "32px"})
-        self.class_filter = w.Dropdown(description="class", layout=narrow, style={"description_width": "34px"})
-        self.tag_filter = w.Dropdown(description="tag", layout=narrow, style={"description_width": "24px"})
-        self.search = w.Text(description="search", placeholder="input, response, reasons", continuous_update=True, layout=narrow, style={"description_width": "44px"})
+        self.slice_filter = w.Dropdown(
+            description="slice", layout=narrow, style={"description_width": "32px"}
+        )
+        self.class_filter = w.Dropdown(
+            description="class", layout=narrow, style={"description_width": "34px"}
+        )
+        self.tag_filter = w.Dropdown(
+            description="tag", layout=narrow, style={"description_width": "24px"}
+        )
+        self.search = w.Text(
+            description="search",
+            placeholder="input, response, reasons",
+            continuous_update=True,
+            layout=narrow,
+            style={"description_width": "44px"},
+        )
         toggle = w.Layout(width="auto")
-        self.disagree_toggle = w.Checkbox(description="humans disagreed", indent=False, layout=toggle)
+        self.disagree_toggle = w.Checkbox(
+            description="humans disagreed", indent=False, layout=toggle
+        )
         self.critical_toggle = w.Checkbox(description="critical only", indent=False, layout=toggle)
-        self.unreviewed_toggle = w.Checkbox(description="unreviewed only", indent=False, layout=toggle)
+        self.unreviewed_toggle = w.Checkbox(
+            description="unreviewed only", indent=False, layout=toggle
+        )
         self.sidebar = ReviewSidebar(layout=w.Layout(width="100%"))
         small = w.Layout(width="auto")
-        self.prev_button = w.Button(description="previous", icon="arrow-left", tooltip="previous case (k)", layout=small)
-        self.next_button = w.Button(description="next", icon="arrow-right", tooltip="next case (j)", layout=small)
+        self.prev_button = w.Button(
+            description="previous", icon="arrow-left", tooltip="previous case (k)", layout=small
+        )
+        self.next_button = w.Button(
+            description="next", icon="arrow-right", tooltip="next case (j)", layout=small
+        )
         self.position = w.Label()
         self.progress = w.Label(layout=w.Layout(margin="0 0 0 12px"))
         self.detail = w.HTML(layout=w.Layout(width="100%"))
-        self.cause = w.Dropdown(description="cause", layout=w.Layout(width="270px"), style={"description_width": "initial"})
-        self.note = w.Textarea(placeholder="note: the evidence for the cause", rows=2, layout=w.Layout(flex="1 1 auto", width="auto", height="44px"))
-        self.save_button = w.Button(description="save note", icon="save", tooltip="append a note (s)", button_style="primary", layout=small)
+        self.cause = w.Dropdown(
+            description="cause",
+            layout=w.Layout(width="270px"),
+            style={"description_width": "initial"},
+        )
+        self.note = w.Textarea(
+            placeholder="note: the evidence for the cause",
+            rows=2,
+            layout=w.Layout(flex="1 1 auto", width="auto", height="44px"),
+        )
+        self.save_button = w.Button(
+            description="save note",
+            icon="save",
+            tooltip="append a note (s)",
+            button_style="primary",
+            layout=small,
+        )
         labels = list(table.labels) or ["pass", "fail"]
-        self.draft_label = w.Dropdown(options=labels, description="proposed label", layout=w.Layout(width="220px"), style={"description_width": "88px"})
-        self.draft_button = w.Button(description="draft a superseding record", icon="file-text", tooltip="write a proposed gold correction for an adjudicator (never applied automatically)", layout=small)
-        self.draft_box = w.HBox([self.draft_label, self.draft_button, w.HTML("<span class='wb-legend'>goes to the adjudicator's drafts file, never into the gold set</span>")], layout=w.Layout(display="none", align_items="center"))
-        self.legend = w.HTML(f"<div class='wb-legend'>{e(KEY_LEGEND)}</div>", layout=w.Layout(flex="1 1 auto", min_width="0", overflow="hidden"))
+        self.draft_label = w.Dropdown(
+            options=labels,
+            description="proposed label",
+            layout=w.Layout(width="220px"),
+            style={"description_width": "88px"},
+        )
+        self.draft_button = w.Button(
+            description="draft a superseding record",
+            icon="file-text",
+            tooltip="write a proposed gold correction for an adjudicator (never applied automatically)",
+            layout=small,
+        )
+        self.draft_box = w.HBox(
+            [
+                self.draft_label,
+                self.draft_button,
+                w.HTML(
+                    "<span class='wb-legend'>goes to the adjudicator's drafts file, never into the gold set</span>"
+                ),
+            ],
+            layout=w.Layout(display="none", align_items="center"),
+        )
+        self.legend = w.HTML(
+            f"<div class='wb-legend'>{e(KEY_LEGEND)}</div>",
+            layout=w.Layout(flex="1 1 auto", min_width="0", overflow="hidden"),
+        )
         self.status = w.Label(layout=w.Layout(flex="0 1 auto", min_width="0"))
         self.status.add_class("wb-status")
 
-        for widget in (self.slice_filter, self.class_filter, self.tag_filter, self.search, self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle):
+        for widget in (
+            self.slice_filter,
+            self.class_filter,
+            self.tag_filter,
+            self.search,
+            self.disagree_toggle,
+            self.critical_toggle,
+            self.unreviewed_toggle,
+        ):
             widget.observe(self._on_filter, names="value")
         self.cause.observe(self._on_cause, names="value")
         self.prev_button.on_click(lambda _b: self._move(m.previous))
@@ -121,20 +189,32 @@ class ReviewWidget:
         self.draft_button.on_click(lambda _b: self.draft_correction())
         self.sidebar.on_msg(self._on_message)
 
-        side = w.VBox([self.sidebar], layout=w.Layout(width="250px", flex="0 0 250px", margin="0 6px 0 0"))
+        side = w.VBox(
+            [self.sidebar], layout=w.Layout(width="250px", flex="0 0 250px", margin="0 6px 0 0")
+        )
         main = w.VBox(
             [
-                w.HBox([self.prev_button, self.position, self.next_button, self.progress], layout=w.Layout(align_items="center")),
+                w.HBox(
+                    [self.prev_button, self.position, self.next_button, self.progress],
+                    layout=w.Layout(align_items="center"),
+                ),
                 self.detail,
-                w.HBox([self.cause, self.note, self.save_button], layout=w.Layout(align_items="center")),
+                w.HBox(
+                    [self.cause, self.note, self.save_button], layout=w.Layout(align_items="center")
+                ),
                 self.draft_box,
-                w.HBox([self.legend, self.status], layout=w.Layout(justify_content="space-between")),
+                w.HBox(
+                    [self.legend, self.status], layout=w.Layout(justify_content="space-between")
+                ),
             ],
             layout=w.Layout(flex="1 1 auto", min_width="0"),
         )
         self.box = w.VBox(
             [
-                w.HBox([self.slice_filter, self.class_filter, self.tag_filter, self.search], layout=w.Layout(width="100%")),
+                w.HBox(
+                    [self.slice_filter, self.class_filter, self.tag_filter, self.search],
+                    layout=w.Layout(width="100%"),
+                ),
                 w.HBox([self.disagree_toggle, self.critical_toggle, self.unreviewed_toggle]),
                 w.HBox([side, main], layout=w.Layout(width="100%")),
             ],
@@ -222,7 +302,9 @@ class ReviewWidget:
 
     def _refresh_causes(self) -> None:
         counts = self.cause_counts()
-        options = [("(choose a cause: 1–8)", NO_CAUSE)] + [(cause_label(i, c, counts[c]), c) for i, c in enumerate(CAUSES, start=1)]
+        options = [("(choose a cause: 1–8)", NO_CAUSE)] + [
+            (cause_label(i, c, counts[c]), c) for i, c in enumerate(CAUSES, start=1)
+        ]
         with self._quietly():
             value = self.cause.value
             if list(self.cause.options) != options:
@@ -231,7 +313,11 @@ class ReviewWidget:
 
     def _sync_draft_box(self) -> None:
         """The gold-correction form shows for cause gold_label_defect only."""
-        self.draft_box.layout.display = "flex" if self.cause.value == GOLD_DEFECT and self.model.current_case() is not None else "none"
+        self.draft_box.layout.display = (
+            "flex"
+            if self.cause.value == GOLD_DEFECT and self.model.current_case() is not None
+            else "none"
+        )
 
     def _on_cause(self, _change: Any) -> None:
         self._sync_draft_box()
@@ -323,13 +409,24 @@ class ReviewWidget:
         """Append a note for the current case with the chosen cause (what "save note" does)."""
         case = self.model.current_case()
         if case is None or self.notes is None:
-            self.status.value = "nothing to save: no current case" if case is None else "no notes file: pass notes=ReviewNotes(path)"
+            self.status.value = (
+                "nothing to save: no current case"
+                if case is None
+                else "no notes file: pass notes=ReviewNotes(path)"
+            )
             return None
         if self.cause.value == NO_CAUSE:
             self.status.value = "choose a cause first (keys 1–8)"
             return None
         try:
-            note = self.notes.add(case["case_id"], self.cause.value, self.note.value, reviewer=self.reviewer, judge_fingerprint=self.judge_fingerprint, error_class=case.get("error_class"))
+            note = self.notes.add(
+                case["case_id"],
+                self.cause.value,
+                self.note.value,
+                reviewer=self.reviewer,
+                judge_fingerprint=self.judge_fingerprint,
+                error_class=case.get("error_class"),
+            )
         except WorkbenchError as exc:
             self.status.value = "; ".join(p.message for p in exc.problems) or exc.summary
             return None
@@ -349,7 +446,11 @@ class ReviewWidget:
         """
         case = self.model.current_case()
         if case is None or self.notes is None or self.drafts is None:
-            self.status.value = "nothing to draft: no current case" if case is None else "no notes file: pass notes=ReviewNotes(path)"
+            self.status.value = (
+                "nothing to draft: no current case"
+                if case is None
+                else "no notes file: pass notes=ReviewNotes(path)"
+            )
             return None
         if self.cause.value != GOLD_DEFECT:
             self.status.value = f"a superseding record needs cause {GOLD_DEFECT}"
@@ -358,7 +459,11 @@ class ReviewWidget:
             self.status.value = "write the reason in the note first: the adjudicator needs it"
             return None
         latest = self._latest.get(case["case_id"])
-        note = latest if latest and latest.cause == GOLD_DEFECT and latest.note == self.note.value else self.save()
+        note = (
+            latest
+            if latest and latest.cause == GOLD_DEFECT and latest.note == self.note.value
+            else self.save()
+        )
         if note is None:
             return None
         try:

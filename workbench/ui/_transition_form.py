@@ -36,7 +36,9 @@ class TransitionReviewForm:
     holds the transitions and ``reviews`` the log.
     """
 
-    def __init__(self, report: str | Path, *, gold: str | Path | None = None, reviewer: str | None = None) -> None:
+    def __init__(
+        self, report: str | Path, *, gold: str | Path | None = None, reviewer: str | None = None
+    ) -> None:
         import ipywidgets as w
 
         from ..reports._migration import pending_for_report
@@ -45,16 +47,30 @@ class TransitionReviewForm:
         self.pending, log, _ = pending_for_report(report, gold)
         self.reviews = TransitionReviews(log)
         self.reviewer = w.Text(value=reviewer or _default_reviewer(), description="reviewer")
-        self.case = w.Dropdown(options=[(self._label(p), i) for i, p in enumerate(self.pending)], description="transition", layout=w.Layout(width="auto"))
+        self.case = w.Dropdown(
+            options=[(self._label(p), i) for i, p in enumerate(self.pending)],
+            description="transition",
+            layout=w.Layout(width="auto"),
+        )
         self.detail = w.HTML()
         self.decision = w.ToggleButtons(options=list(DECISIONS), value=None, description="decision")
-        self.evidence = w.Text(placeholder="evidence ids, e.g. pol-ref-02, pol-ref-03", description="evidence")
+        self.evidence = w.Text(
+            placeholder="evidence ids, e.g. pol-ref-02, pol-ref-03", description="evidence"
+        )
         self.note = w.Textarea(placeholder="note: how the evidence settles it", rows=2)
         self.save_button = w.Button(description="save review", icon="save", button_style="primary")
         self.status = w.HTML()
         self.case.observe(lambda _c: self._render(), names="value")
         self.save_button.on_click(lambda _b: self.save())
-        self.box = w.VBox([self.case, self.detail, w.HBox([self.decision, self.reviewer]), w.HBox([self.evidence, self.note, self.save_button]), self.status])
+        self.box = w.VBox(
+            [
+                self.case,
+                self.detail,
+                w.HBox([self.decision, self.reviewer]),
+                w.HBox([self.evidence, self.note, self.save_button]),
+                self.status,
+            ]
+        )
         self._render()
 
     def _label(self, p: PendingTransition) -> str:
@@ -62,13 +78,17 @@ class TransitionReviewForm:
 
     @property
     def current(self) -> PendingTransition | None:
-        return self.pending[self.case.value] if self.pending and self.case.value is not None else None
+        return (
+            self.pending[self.case.value] if self.pending and self.case.value is not None else None
+        )
 
     def in_effect(self) -> dict[str, TransitionReview]:
         """The latest review per case of this pair of versions (what the gate will read)."""
         if not self.pending:
             return {}
-        return self.reviews.in_effect(self.pending[0].old_fingerprint, self.pending[0].new_fingerprint)
+        return self.reviews.in_effect(
+            self.pending[0].old_fingerprint, self.pending[0].new_fingerprint
+        )
 
     def _render(self) -> None:
         p = self.current
@@ -76,7 +96,11 @@ class TransitionReviewForm:
             self.detail.value = "<p>No verdict changed in a critical slice: nothing to review.</p>"
             return
         done = self.in_effect().get(p.case_id)
-        state = f"{done.decision}ed by {escape(done.reviewer)} on {escape(', '.join(done.evidence_ids))}" if done is not None and done.matches(p) else "unreviewed"
+        state = (
+            f"{done.decision}ed by {escape(done.reviewer)} on {escape(', '.join(done.evidence_ids))}"
+            if done is not None and done.matches(p)
+            else "unreviewed"
+        )
         self.detail.value = (
             f"<p><b>{escape(p.case_id)}</b> (slice {escape(p.slice)}, restricted held-out case): human label <b>{escape(p.human_label)}</b>; "
             f"old verdict <b>{escape(p.old_verdict)}</b> &rarr; new verdict <b>{escape(p.new_verdict)}</b>. Status: {state}.</p>"
@@ -94,9 +118,18 @@ class TransitionReviewForm:
             self.status.value = "<span style='color:#b00'>choose accept or reject</span>"
             return None
         try:
-            review = self.reviews.add(p, str(self.decision.value), self.evidence.value, reviewer=self.reviewer.value, note=self.note.value)
+            review = self.reviews.add(
+                p,
+                str(self.decision.value),
+                self.evidence.value,
+                reviewer=self.reviewer.value,
+                note=self.note.value,
+            )
         except WorkbenchError as exc:
-            self.status.value = "<br>".join(f"<span style='color:#b00'>{escape(problem.code)}: {escape(problem.message)}</span>" for problem in exc.problems)
+            self.status.value = "<br>".join(
+                f"<span style='color:#b00'>{escape(problem.code)}: {escape(problem.message)}</span>"
+                for problem in exc.problems
+            )
             return None
         self.status.value = f"saved {escape(review.review_id)}; when every transition is reviewed: <code>workbench certify --resume-review {escape(str(self.report))}</code>"
         self.note.value = ""

@@ -144,12 +144,25 @@ class TableImport:
 
     def gold_text(self) -> str:
         """``gold.jsonl`` exactly as :meth:`write` writes it."""
-        return "".join(json.dumps(c.model_dump(mode="json", exclude_none=True), ensure_ascii=False, sort_keys=True) + "\n" for c in self.cases)
+        return "".join(
+            json.dumps(
+                c.model_dump(mode="json", exclude_none=True), ensure_ascii=False, sort_keys=True
+            )
+            + "\n"
+            for c in self.cases
+        )
 
     def rubric_text(self, previous: Any = None) -> str:
         """``rubric.yaml``: the draft, with what a person already decided in ``previous`` (a parsed rubric)."""
-        rubric = merge_previous(self.rubric, previous, criterion_given=self.mapping.rubric.criterion is not None)
-        return rubric_yaml(rubric, source_label=self.source.label, mapping_label=self.mapping_label, slice_counts=self.slice_counts)
+        rubric = merge_previous(
+            self.rubric, previous, criterion_given=self.mapping.rubric.criterion is not None
+        )
+        return rubric_yaml(
+            rubric,
+            source_label=self.source.label,
+            mapping_label=self.mapping_label,
+            slice_counts=self.slice_counts,
+        )
 
     def card_text(self, previous: str | None = None) -> str:
         """``card.md``: the human part of ``previous`` (or a template), then the computed part."""
@@ -173,7 +186,10 @@ class TableImport:
         return _write(self, Path(out), force=force)
 
 
-def load_mapping(mapping: str | Path | dict[str, Any] | TableMapping, columns: list[str] | tuple[str, ...] | None = None) -> TableMapping:
+def load_mapping(
+    mapping: str | Path | dict[str, Any] | TableMapping,
+    columns: list[str] | tuple[str, ...] | None = None,
+) -> TableMapping:
     """Read and check a mapping; raise :class:`WorkbenchError` listing every problem with its line.
 
     With ``columns`` (the source's column names), also report every column the mapping names
@@ -184,21 +200,31 @@ def load_mapping(mapping: str | Path | dict[str, Any] | TableMapping, columns: l
 
 
 def _load_mapping(
-    mapping: str | Path | dict[str, Any] | TableMapping, columns: Any, *, source_label: str, extra: list[Problem] | None = None
+    mapping: str | Path | dict[str, Any] | TableMapping,
+    columns: Any,
+    *,
+    source_label: str,
+    extra: list[Problem] | None = None,
 ) -> tuple[_LoadedMapping, Any]:
     problems = list(extra or [])
     if isinstance(mapping, TableMapping):
         raw: dict[str, Any] = mapping.model_dump(mode="json", exclude_none=True)
         at = Locator("mapping", {}).at
         model: TableMapping | None = mapping
-        label, digest = "(TableMapping object)", hashlib.sha256(canonical_json(raw).encode("utf-8")).hexdigest()
+        label, digest = (
+            "(TableMapping object)",
+            hashlib.sha256(canonical_json(raw).encode("utf-8")).hexdigest(),
+        )
     elif isinstance(mapping, dict):
         raw = mapping
         at = Locator("mapping", {}).at
         model, found = parse_mapping(raw, at, "mapping")
         problems = found + problems
         dumped = model.model_dump(mode="json", exclude_none=True) if model is not None else {}
-        label, digest = "(mapping dict)", hashlib.sha256(canonical_json(dumped).encode("utf-8")).hexdigest()
+        label, digest = (
+            "(mapping dict)",
+            hashlib.sha256(canonical_json(dumped).encode("utf-8")).hexdigest(),
+        )
     else:
         path = Path(mapping)
         text, raw = read_mapping_text(path)
@@ -209,11 +235,16 @@ def _load_mapping(
     if columns is not None:
         problems += column_problems(raw, columns, at, source_label)
     if problems or model is None:
-        raise WorkbenchError(f"{label if label.startswith('(') else mapping}: {len(problems)} problem(s) in the mapping", problems)
+        raise WorkbenchError(
+            f"{label if label.startswith('(') else mapping}: {len(problems)} problem(s) in the mapping",
+            problems,
+        )
     return _LoadedMapping(model, label, digest), at
 
 
-def gold_from_dataframe(df: Any, mapping: str | Path | dict[str, Any] | TableMapping) -> TableImport:
+def gold_from_dataframe(
+    df: Any, mapping: str | Path | dict[str, Any] | TableMapping
+) -> TableImport:
     """Build gold cases from a pandas DataFrame with a mapping (a path, a dict or a :class:`TableMapping`).
 
     Nothing is written; call :meth:`TableImport.write` to write the dataset directory. Raises
@@ -240,7 +271,9 @@ def _build(table: SourceTable, loaded: _LoadedMapping, at: Any) -> TableImport:
     )
 
 
-def read_source_table(source: str | Path, mapping: str | Path | dict[str, Any] | TableMapping) -> tuple[SourceTable, _LoadedMapping, Any]:
+def read_source_table(
+    source: str | Path, mapping: str | Path | dict[str, Any] | TableMapping
+) -> tuple[SourceTable, _LoadedMapping, Any]:
     """Read the source the mapping describes; problems in both are raised together."""
     source = Path(source)
     declared = None
@@ -257,13 +290,21 @@ def read_source_table(source: str | Path, mapping: str | Path | dict[str, Any] |
         try:
             _load_mapping(mapping, None, source_label=str(source))
         except WorkbenchError as mapping_exc:
-            raise WorkbenchError(f"{exc.summary}; and {mapping_exc.summary}", exc.problems + mapping_exc.problems) from None
+            raise WorkbenchError(
+                f"{exc.summary}; and {mapping_exc.summary}", exc.problems + mapping_exc.problems
+            ) from None
         raise
     loaded, at = _load_mapping(mapping, table.columns, source_label=source.name)
     return table, loaded, at
 
 
-def import_table(source: str | Path, out: str | Path, *, mapping: str | Path | dict[str, Any] | TableMapping, force: bool = False) -> tuple[TableImport, ImportSummary]:
+def import_table(
+    source: str | Path,
+    out: str | Path,
+    *,
+    mapping: str | Path | dict[str, Any] | TableMapping,
+    force: bool = False,
+) -> tuple[TableImport, ImportSummary]:
     """Import a CSV, JSONL or Parquet file into the dataset directory ``out``."""
     table, loaded, at = read_source_table(source, mapping)
     result = _build(table, loaded, at)
@@ -271,7 +312,13 @@ def import_table(source: str | Path, out: str | Path, *, mapping: str | Path | d
 
 
 @register_importer(KIND)
-def _registered(source: Path, out: Path, *, mapping: str | Path | dict[str, Any] | TableMapping, force: bool = False) -> ImportSummary:
+def _registered(
+    source: Path,
+    out: Path,
+    *,
+    mapping: str | Path | dict[str, Any] | TableMapping,
+    force: bool = False,
+) -> ImportSummary:
     """``run_importer("table", source, out, mapping=...)``."""
     return import_table(source, out, mapping=mapping, force=force)[1]
 
@@ -286,7 +333,17 @@ def _problem(location: str, code: str, message: str, fix: str) -> Problem:
 def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
     """What a previous import left in ``out``: parsed rubric, card text, case id -> partition."""
     if out.exists() and not out.is_dir():
-        raise WorkbenchError("cannot write the dataset", [_problem(str(out), "out_not_directory", "--out names a file, not a directory", "point --out at a new directory or at a dataset directory this importer wrote")])
+        raise WorkbenchError(
+            "cannot write the dataset",
+            [
+                _problem(
+                    str(out),
+                    "out_not_directory",
+                    "--out names a file, not a directory",
+                    "point --out at a new directory or at a dataset directory this importer wrote",
+                )
+            ],
+        )
     rubric: Any = None
     card: str | None = None
     partitions: dict[str, str] = {}
@@ -300,7 +357,14 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
         if not force:
             raise WorkbenchError(
                 "refusing to overwrite a dataset",
-                [_problem(str(gold_path), "out_not_empty", f"{out} holds a gold.jsonl that `workbench import table` did not write (its card.md has no import marker)", "choose a new directory, or pass --force to replace it")],
+                [
+                    _problem(
+                        str(gold_path),
+                        "out_not_empty",
+                        f"{out} holds a gold.jsonl that `workbench import table` did not write (its card.md has no import marker)",
+                        "choose a new directory, or pass --force to replace it",
+                    )
+                ],
             )
         # Replacing another tool's dataset: its rubric and card are not this import's drafts.
         return None, None, {}
@@ -314,21 +378,51 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
                     partitions[row["case_id"]] = str(row.get("partition"))
         except (WorkbenchError, ValueError):  # not a file, a line too long, not UTF-8, bad JSON
             if not force:
-                raise WorkbenchError("refusing to overwrite a dataset", [_problem(str(gold_path), "out_not_empty", "the existing gold.jsonl cannot be read, so the import cannot check that no case moves", "repair or remove it, or pass --force")]) from None
+                raise WorkbenchError(
+                    "refusing to overwrite a dataset",
+                    [
+                        _problem(
+                            str(gold_path),
+                            "out_not_empty",
+                            "the existing gold.jsonl cannot be read, so the import cannot check that no case moves",
+                            "repair or remove it, or pass --force",
+                        )
+                    ],
+                ) from None
     return rubric, card, partitions
 
 
 def _check_stability(result: TableImport, before: dict[str, str], gold_path: Path) -> list[Problem]:
     now = {c.case_id: c.partition.value for c in result.cases}
-    moved = [(cid, part, now[cid]) for cid, part in before.items() if cid in now and now[cid] != part]
+    moved = [
+        (cid, part, now[cid]) for cid, part in before.items() if cid in now and now[cid] != part
+    ]
     removed = [cid for cid in before if cid not in now]
     problems: list[Problem] = []
     if moved:
-        shown = ", ".join(f"{cid} ({a} -> {b})" for cid, a, b in moved[:20]) + (f" and {len(moved) - 20} more" if len(moved) > 20 else "")
-        problems.append(_problem(str(gold_path), "partition_moved", f"{len(moved)} existing case(s) would move to another partition: {shown}", "keep the mapping's partition settings (seed, shares, column values) as they were; moving a held-out case into development leaks it into tuning. Pass --force only for a new dataset version"))
+        shown = ", ".join(f"{cid} ({a} -> {b})" for cid, a, b in moved[:20]) + (
+            f" and {len(moved) - 20} more" if len(moved) > 20 else ""
+        )
+        problems.append(
+            _problem(
+                str(gold_path),
+                "partition_moved",
+                f"{len(moved)} existing case(s) would move to another partition: {shown}",
+                "keep the mapping's partition settings (seed, shares, column values) as they were; moving a held-out case into development leaks it into tuning. Pass --force only for a new dataset version",
+            )
+        )
     if removed:
-        shown = ", ".join(removed[:20]) + (f" and {len(removed) - 20} more" if len(removed) > 20 else "")
-        problems.append(_problem(str(gold_path), "case_removed", f"{len(removed)} existing case(s) are no longer in the source: {shown}", "keep their rows in the source (a correction is a new record that supersedes the old one), or pass --force for a new dataset version"))
+        shown = ", ".join(removed[:20]) + (
+            f" and {len(removed) - 20} more" if len(removed) > 20 else ""
+        )
+        problems.append(
+            _problem(
+                str(gold_path),
+                "case_removed",
+                f"{len(removed)} existing case(s) are no longer in the source: {shown}",
+                "keep their rows in the source (a correction is a new record that supersedes the old one), or pass --force for a new dataset version",
+            )
+        )
     return problems
 
 
@@ -338,7 +432,10 @@ def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
     if before and not force:
         problems = _check_stability(result, before, gold_path)
         if problems:
-            raise WorkbenchError(f"{out}: the import would change existing cases ({len(problems)} problem(s))", problems)
+            raise WorkbenchError(
+                f"{out}: the import would change existing cases ({len(problems)} problem(s))",
+                problems,
+            )
     rubric_text = result.rubric_text(previous_rubric)
     card = result.card_text(previous_card)
     gold = result.gold_text()
@@ -360,16 +457,34 @@ def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
             pending_path.unlink()
     except OSError as exc:
         done = f"; already written: {', '.join(written)}" if written else ""
-        raise WorkbenchError("cannot write the dataset", [_problem(str(exc.filename or out), "out_unwritable", f"writing failed ({exc.strerror or exc}){done}", "point --out at a writable directory with free space")]) from None
+        raise WorkbenchError(
+            "cannot write the dataset",
+            [
+                _problem(
+                    str(exc.filename or out),
+                    "out_unwritable",
+                    f"writing failed ({exc.strerror or exc}){done}",
+                    "point --out at a writable directory with free space",
+                )
+            ],
+        ) from None
     partitions = {p: 0 for p in ("development", "calibration", "held_out")}
     for case in result.cases:
         partitions[case.partition.value] += 1
     notes = list(result.notes)
-    unset = [name for name, spec in (yaml.safe_load(rubric_text) or {}).get("slices", {}).items() if spec.get("risk") == "unset"]
+    unset = [
+        name
+        for name, spec in (yaml.safe_load(rubric_text) or {}).get("slices", {}).items()
+        if spec.get("risk") == "unset"
+    ]
     if unset:
-        notes.append(f"set the risk of {len(unset)} slice(s) in {out / RUBRIC_FILE} ({', '.join(unset)}); validate refuses 'unset'")
+        notes.append(
+            f"set the risk of {len(unset)} slice(s) in {out / RUBRIC_FILE} ({', '.join(unset)}); validate refuses 'unset'"
+        )
     if result.pending:
-        notes.append(f"{len(result.pending)} case(s) wait for an adjudicator, listed in {out / PENDING_FILE}")
+        notes.append(
+            f"{len(result.pending)} case(s) wait for an adjudicator, listed in {out / PENDING_FILE}"
+        )
     return ImportSummary(
         kind=KIND,
         source=result.source.location,
@@ -392,9 +507,14 @@ def _self_check(result: TableImport, gold: str, card: str) -> None:
     with tempfile.TemporaryDirectory(prefix="workbench-import-") as tmp:
         root = Path(tmp)
         atomic_write_text(root / GOLD_FILE, gold)
-        atomic_write_text(root / RUBRIC_FILE, yaml.safe_dump(probe, sort_keys=False, allow_unicode=True))
+        atomic_write_text(
+            root / RUBRIC_FILE, yaml.safe_dump(probe, sort_keys=False, allow_unicode=True)
+        )
         atomic_write_text(root / CARD_FILE, card)
         report = validate_dataset(root)
     unexpected = [p for p in report.errors if p.code not in EXPECTED_UNTIL_ADJUDICATED]
     if unexpected:
-        raise WorkbenchError("the imported dataset does not validate; this is an importer defect, please report it", unexpected)
+        raise WorkbenchError(
+            "the imported dataset does not validate; this is an importer defect, please report it",
+            unexpected,
+        )

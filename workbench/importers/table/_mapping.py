@@ -122,11 +122,17 @@ class Assign(_Model):
     def _sum_to_one(self) -> Assign:
         total = self.development + self.calibration + self.held_out
         if not math.isclose(total, 1.0, abs_tol=1e-9):
-            raise ValueError(f"development + calibration + held_out must be 1 (they add up to {total:g})")
+            raise ValueError(
+                f"development + calibration + held_out must be 1 (they add up to {total:g})"
+            )
         return self
 
     def fractions(self) -> dict[str, float]:
-        return {"development": self.development, "calibration": self.calibration, "held_out": self.held_out}
+        return {
+            "development": self.development,
+            "calibration": self.calibration,
+            "held_out": self.held_out,
+        }
 
 
 class PartitionSpec(_Model):
@@ -208,18 +214,28 @@ class Reviews(_Model):
 
     @model_validator(mode="after")
     def _shape(self) -> Reviews:
-        long_fields = [n for n in ("reviewer", "label", "rationale", "confidence") if getattr(self, n) is not None]
+        long_fields = [
+            n
+            for n in ("reviewer", "label", "rationale", "confidence")
+            if getattr(self, n) is not None
+        ]
         if self.form == "long":
             missing = [n for n in ("reviewer", "label") if getattr(self, n) is None]
             if missing:
-                raise ValueError(f"long form needs {' and '.join(missing)}: the column(s) holding each row's reviewer and label")
+                raise ValueError(
+                    f"long form needs {' and '.join(missing)}: the column(s) holding each row's reviewer and label"
+                )
             if self.columns is not None or self.pairs is not None:
                 raise ValueError("columns and pairs are for form: wide")
         else:
             if long_fields:
-                raise ValueError(f"{', '.join(long_fields)} are for form: long; in wide form use columns or pairs")
+                raise ValueError(
+                    f"{', '.join(long_fields)} are for form: long; in wide form use columns or pairs"
+                )
             if (self.columns is None) == (self.pairs is None):
-                raise ValueError("wide form needs exactly one of columns (one label column per reviewer) or pairs (reviewer/label column pairs)")
+                raise ValueError(
+                    "wide form needs exactly one of columns (one label column per reviewer) or pairs (reviewer/label column pairs)"
+                )
             if self.columns is not None and not self.columns:
                 raise ValueError("columns is empty")
             if self.pairs is not None and not self.pairs:
@@ -248,7 +264,9 @@ class AdjudicationSpec(_Model):
     @model_validator(mode="after")
     def _some(self) -> AdjudicationSpec:
         if self.column is None and self.rule is None:
-            raise ValueError("give column, rule, or both (the rule then settles the cases whose cell is empty)")
+            raise ValueError(
+                "give column, rule, or both (the rule then settles the cases whose cell is empty)"
+            )
         return self
 
 
@@ -273,7 +291,9 @@ class RubricHints(_Model):
     @field_validator("version", mode="before")
     @classmethod
     def _number_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        return (
+            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        )
 
 
 class TableMapping(_Model):
@@ -324,7 +344,9 @@ class TableMapping(_Model):
     @field_validator("name", mode="before")
     @classmethod
     def _name_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        return (
+            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+        )
 
     @field_validator("case_id", "input", "response", mode="before")
     @classmethod
@@ -357,7 +379,9 @@ class TableMapping(_Model):
     @model_validator(mode="after")
     def _grading_evidence(self) -> TableMapping:
         if self.reference is None and self.grading_notes is None:
-            raise ValueError("map reference or grading_notes (or both): a gold case needs grading evidence; for one text shared by every case write grading_notes: {value: \"...\"}")
+            raise ValueError(
+                'map reference or grading_notes (or both): a gold case needs grading evidence; for one text shared by every case write grading_notes: {value: "..."}'
+            )
         return self
 
 
@@ -395,31 +419,40 @@ _FIX: dict[str, str] = {
     "labels": "map each source value to a rubric label, e.g. labels: {0: fail, 1: pass}",
     "rule": "use one of " + ", ".join(RULES),
     "group": "write group: <column>, or group: {hash_of: input}",
-    "contexts": "write contexts: <column>, or contexts: {column: <column>, separator: \"\\n\\n\"}",
+    "contexts": 'write contexts: <column>, or contexts: {column: <column>, separator: "\\n\\n"}',
     "source_format": "use csv, jsonl or parquet, or leave it out to use the file extension",
     "rubric": "see docs/formats.md#table-mapping for the rubric hints",
     "values": "map each source value to development, calibration or held_out",
-    "grading_notes": "add grading_notes: <column> or reference: <column>; for one text shared by every case write grading_notes: {value: \"...\"}",
+    "grading_notes": 'add grading_notes: <column> or reference: <column>; for one text shared by every case write grading_notes: {value: "..."}',
 }
 
 
 def mapping_problems_from_validation(exc: ValidationError, at: Any, location: str) -> list[Problem]:
-    return validation_problems(exc, at=at, root="mapping", code=_error_code, message=_error_message, fix=_error_fix)
+    return validation_problems(
+        exc, at=at, root="mapping", code=_error_code, message=_error_message, fix=_error_fix
+    )
 
 
 def _error_code(err: Any) -> str:
-    return {"missing": "mapping_field_missing", "extra_forbidden": "mapping_field_unknown"}.get(err["type"], "mapping_invalid")
+    return {"missing": "mapping_field_missing", "extra_forbidden": "mapping_field_unknown"}.get(
+        err["type"], "mapping_invalid"
+    )
 
 
 def _error_message(err: Any, where: str) -> str:
-    return {"missing": f"{where} is missing", "extra_forbidden": f"{where}: unknown key"}.get(err["type"]) or f"{where}: {err['msg'].removeprefix('Value error, ')}"
+    return {"missing": f"{where} is missing", "extra_forbidden": f"{where}: unknown key"}.get(
+        err["type"]
+    ) or f"{where}: {err['msg'].removeprefix('Value error, ')}"
 
 
 def _error_fix(err: Any) -> str:
     if err["type"] == "extra_forbidden":
         return "remove it or correct its spelling; see docs/formats.md#table-mapping for every key"
     keys = [p for p in err["loc"] if isinstance(p, str)]
-    return next((_FIX[k] for k in reversed(keys) if k in _FIX), "correct this field; see docs/formats.md#table-mapping")
+    return next(
+        (_FIX[k] for k in reversed(keys) if k in _FIX),
+        "correct this field; see docs/formats.md#table-mapping",
+    )
 
 
 def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
@@ -429,7 +462,10 @@ def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
         prefix="mapping",
         what="mapping",
         missing_fix="write a mapping (docs/formats.md#table-mapping) and pass it with --mapping",
-        shape=("the mapping must be a YAML mapping of keys to columns", "write key: value pairs, e.g. input: question"),
+        shape=(
+            "the mapping must be a YAML mapping of keys to columns",
+            "write key: value pairs, e.g. input: question",
+        ),
     )
     return doc.text, doc.data
 
@@ -444,7 +480,17 @@ def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
         elif isinstance(value, dict) and isinstance(value.get(key), str):
             refs.append(((*path, key), value[key]))
 
-    for name in ("case_id", "input", "response", "reference", "grading_notes", "slice", "group", "contexts", "partition"):
+    for name in (
+        "case_id",
+        "input",
+        "response",
+        "reference",
+        "grading_notes",
+        "slice",
+        "group",
+        "contexts",
+        "partition",
+    ):
         if name in raw:
             col((name,), raw[name])
     for name in ("tags", "metadata"):
@@ -488,7 +534,9 @@ def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     return refs
 
 
-def column_problems(raw: dict[str, Any], columns: Iterable[str], at: Any, source: str) -> list[Problem]:
+def column_problems(
+    raw: dict[str, Any], columns: Iterable[str], at: Any, source: str
+) -> list[Problem]:
     """A problem for every column the mapping names that the source does not have."""
     available = list(columns)
     have = set(available)
@@ -510,7 +558,9 @@ def column_problems(raw: dict[str, Any], columns: Iterable[str], at: Any, source
     return problems
 
 
-def parse_mapping(raw: dict[str, Any], at: Any, location: str) -> tuple[TableMapping | None, list[Problem]]:
+def parse_mapping(
+    raw: dict[str, Any], at: Any, location: str
+) -> tuple[TableMapping | None, list[Problem]]:
     """Validate a raw mapping; returns the mapping (or None) and every problem found."""
     problems: list[Problem] = []
     try:
@@ -519,8 +569,19 @@ def parse_mapping(raw: dict[str, Any], at: Any, location: str) -> tuple[TableMap
         return None, [exc.problem_at(at("schema_version"))]
     except ValidationError as exc:
         problems += mapping_problems_from_validation(exc, at, location)
-        if "reference" not in raw and "grading_notes" not in raw and not any("grading evidence" in p.message for p in problems):
+        if (
+            "reference" not in raw
+            and "grading_notes" not in raw
+            and not any("grading evidence" in p.message for p in problems)
+        ):
             # The model-level check runs only once every field is valid; report it now too.
-            problems.append(Problem(location=at(), code="mapping_invalid", message="mapping: map reference or grading_notes (or both): a gold case needs grading evidence", fix=_FIX["grading_notes"]))
+            problems.append(
+                Problem(
+                    location=at(),
+                    code="mapping_invalid",
+                    message="mapping: map reference or grading_notes (or both): a gold case needs grading evidence",
+                    fix=_FIX["grading_notes"],
+                )
+            )
         return None, problems
     return mapping, problems

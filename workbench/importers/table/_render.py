@@ -43,7 +43,9 @@ def flow_list(values: list[Any]) -> str:
     return "[" + ", ".join(scalar(v) for v in values) + "]"
 
 
-def rubric_yaml(rubric: dict[str, Any], *, source_label: str, mapping_label: str, slice_counts: dict[str, int]) -> str:
+def rubric_yaml(
+    rubric: dict[str, Any], *, source_label: str, mapping_label: str, slice_counts: dict[str, int]
+) -> str:
     """The drafted rubric, commented so a person knows what to decide."""
     unset = [name for name, spec in rubric["slices"].items() if spec["risk"] == "unset"]
     lines = [
@@ -52,7 +54,9 @@ def rubric_yaml(rubric: dict[str, Any], *, source_label: str, mapping_label: str
         "# risk and description and the criterion, and drafts the rest again. Format: docs/formats.md#rubric",
     ]
     if unset:
-        lines.append(f"# TO DO: set the risk of {len(unset)} slice(s) below; `workbench validate` refuses `unset`.")
+        lines.append(
+            f"# TO DO: set the risk of {len(unset)} slice(s) below; `workbench validate` refuses `unset`."
+        )
     lines += [
         f"schema_version: {rubric['schema_version']}",
         f"name: {scalar(rubric['name'])}",
@@ -81,11 +85,18 @@ def adjudication_text(mapping: TableMapping) -> str:
     adj = mapping.adjudication
     parts = []
     if adj.column is not None:
-        parts.append(f"The adjudicated label is read from source column `{adj.column}`" + (" where it is filled." if adj.rule else "."))
+        parts.append(
+            f"The adjudicated label is read from source column `{adj.column}`"
+            + (" where it is filled." if adj.rule else ".")
+        )
     if adj.rule is not None:
         prefix = "Elsewhere, rule" if adj.column is not None else "Rule"
         parts.append(f"{prefix} `{adj.rule}` decides: {RULE_TEXT[adj.rule]}.")
-    parts.append("Cases nothing settles are written without adjudication and listed in " + PENDING_FILE + " for an adjudicator.")
+    parts.append(
+        "Cases nothing settles are written without adjudication and listed in "
+        + PENDING_FILE
+        + " for an adjudicator."
+    )
     return " ".join(parts)
 
 
@@ -151,27 +162,48 @@ def computed_section(
         a = m.partition.assign
         partition_line = f"assigned by group hash (sha256 of seed and group), seed {a.seed}; declared shares development {a.development:g}, calibration {a.calibration:g}, held_out {a.held_out:g}"
     else:
-        values = "" if m.partition.values is None else " mapped " + ", ".join(f"`{k}` -> {v.value}" for k, v in m.partition.values.items())
+        values = (
+            ""
+            if m.partition.values is None
+            else " mapped "
+            + ", ".join(f"`{k}` -> {v.value}" for k, v in m.partition.values.items())
+        )
         partition_line = f"from source column `{m.partition.column}`{values}"
-    group_line = f"source column `{m.group.column}`" if m.group.column else "hash of the input (same text up to case and whitespace)"
-    id_line = f"source column `{m.case_id.column}`" if m.case_id else "generated: `case-` + sha256 of the input and the response (16 hex digits)"
+    group_line = (
+        f"source column `{m.group.column}`"
+        if m.group.column
+        else "hash of the input (same text up to case and whitespace)"
+    )
+    id_line = (
+        f"source column `{m.case_id.column}`"
+        if m.case_id
+        else "generated: `case-` + sha256 of the input and the response (16 hex digits)"
+    )
     r = m.reviews
     if r.form == "long":
         form = f"long form (one row per review): reviewer `{r.reviewer}`, label `{r.label}`"
     elif r.columns is not None:
-        form = "wide form, one label column per reviewer: " + ", ".join(f"{name} `{c.label}`" for name, c in r.columns.items())
+        form = "wide form, one label column per reviewer: " + ", ".join(
+            f"{name} `{c.label}`" for name, c in r.columns.items()
+        )
     else:
-        form = "wide form, reviewer/label column pairs: " + ", ".join(f"`{p.reviewer}`/`{p.label}`" for p in r.pairs or [])
+        form = "wide form, reviewer/label column pairs: " + ", ".join(
+            f"`{p.reviewer}`/`{p.label}`" for p in r.pairs or []
+        )
     lines = [
         "## Computed by `workbench import table`",
         "",
         f"- Source: `{source_label}` ({source_format}, {rows} rows), sha256 `{source_sha256}`",
         f"- Mapping: `{mapping_label}`, sha256 `{mapping_sha256}`",
-        f"- Cases: {len(cases)} in {len({c.group for c in cases})} groups; " + ", ".join(f"{p} {partitions.get(p, 0)}" for p in ("development", "calibration", "held_out")),
+        f"- Cases: {len(cases)} in {len({c.group for c in cases})} groups; "
+        + ", ".join(
+            f"{p} {partitions.get(p, 0)}" for p in ("development", "calibration", "held_out")
+        ),
         f"- Case ids: {id_line}",
         f"- Groups: {group_line}",
         f"- Partitions: {partition_line}",
-        f"- Reviews: {len(reviews)} by {len(reviewers)} reviewer(s), {form}; reviews per case: " + ", ".join(f"{k}: {v}" for k, v in sorted(per_case.items())),
+        f"- Reviews: {len(reviews)} by {len(reviewers)} reviewer(s), {form}; reviews per case: "
+        + ", ".join(f"{k}: {v}" for k, v in sorted(per_case.items())),
         f"- Cases whose reviewers disagree: {disagree} of {len(cases)}",
     ]
     if m.labels is not None:
@@ -179,17 +211,35 @@ def computed_section(
     else:
         lines.append("- Label mapping: none (source values are the labels)")
     lines.append(f"- Adjudication: {adjudication_text(m)}")
-    lines.append(f"- Gold labels: {settled['column']} from the adjudication column, {settled['rule']} by rule `{m.adjudication.rule}`, {settled['pending']} waiting for an adjudicator" if m.adjudication.rule else f"- Gold labels: {settled['column']} from the adjudication column, {settled['pending']} waiting for an adjudicator")
+    lines.append(
+        f"- Gold labels: {settled['column']} from the adjudication column, {settled['rule']} by rule `{m.adjudication.rule}`, {settled['pending']} waiting for an adjudicator"
+        if m.adjudication.rule
+        else f"- Gold labels: {settled['column']} from the adjudication column, {settled['pending']} waiting for an adjudicator"
+    )
     labels = list(rubric["labels"])
-    lines += ["", "| partition | slice | " + " | ".join(labels) + " | (none) | total |", "|---|---|" + "---|" * (len(labels) + 2)]
+    lines += [
+        "",
+        "| partition | slice | " + " | ".join(labels) + " | (none) | total |",
+        "|---|---|" + "---|" * (len(labels) + 2),
+    ]
     table: dict[tuple[str, str], Counter[str]] = {}
     for c in cases:
         table.setdefault((c.partition.value, c.slice), Counter())[c.gold_label or "(none)"] += 1
     order = {p: i for i, p in enumerate(("development", "calibration", "held_out"))}
     for (part, name), counts in sorted(table.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
-        lines.append(f"| {part} | {name} | " + " | ".join(str(counts.get(label, 0)) for label in labels) + f" | {counts.get('(none)', 0)} | {sum(counts.values())} |")
+        lines.append(
+            f"| {part} | {name} | "
+            + " | ".join(str(counts.get(label, 0)) for label in labels)
+            + f" | {counts.get('(none)', 0)} | {sum(counts.values())} |"
+        )
     if pending:
-        lines += ["", f"{len(pending)} case(s) wait for an adjudicator (listed in `{PENDING_FILE}`): " + ", ".join(f"`{p.case_id}`" for p in pending[:20]) + (f" and {len(pending) - 20} more" if len(pending) > 20 else "") + "."]
+        lines += [
+            "",
+            f"{len(pending)} case(s) wait for an adjudicator (listed in `{PENDING_FILE}`): "
+            + ", ".join(f"`{p.case_id}`" for p in pending[:20])
+            + (f" and {len(pending) - 20} more" if len(pending) > 20 else "")
+            + ".",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -199,5 +249,14 @@ def pending_csv(pending: list[Pending]) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["case_id", "partition", "slice", "reviews", "source_rows", "why"])
     for p in pending:
-        writer.writerow([p.case_id, p.partition, p.slice, "; ".join(f"{who}={label}" for who, label in p.reviews), p.rows, p.why])
+        writer.writerow(
+            [
+                p.case_id,
+                p.partition,
+                p.slice,
+                "; ".join(f"{who}={label}" for who, label in p.reviews),
+                p.rows,
+                p.why,
+            ]
+        )
     return buffer.getvalue()

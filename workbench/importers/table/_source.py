@@ -26,7 +26,13 @@ from ..._io import (
 )
 from ...errors import Problem, WorkbenchError
 
-FORMATS: dict[str, str] = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".pq": "parquet"}
+FORMATS: dict[str, str] = {
+    ".csv": "csv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 """File extension -> source format."""
 
 MAX_LISTED = 20
@@ -82,7 +88,14 @@ def source_format(path: Path, declared: str | None) -> str:
     if fmt is None:
         raise WorkbenchError(
             "unknown source format",
-            [_problem(str(path), "source_format_unknown", f"cannot tell the format of {path.name!r} from its extension", "name the file .csv, .jsonl or .parquet, or set source_format: csv | jsonl | parquet in the mapping")],
+            [
+                _problem(
+                    str(path),
+                    "source_format_unknown",
+                    f"cannot tell the format of {path.name!r} from its extension",
+                    "name the file .csv, .jsonl or .parquet, or set source_format: csv | jsonl | parquet in the mapping",
+                )
+            ],
         )
     return fmt
 
@@ -92,10 +105,25 @@ def read_table(path: Path, fmt: str) -> SourceTable:
     loc = str(path)
     if path.is_dir() or not path.exists():
         what = "is a directory, not a table" if path.is_dir() else "does not exist"
-        raise WorkbenchError("cannot read the source", [_problem(loc, "source_missing", f"the source table {what}", "point at a .csv, .jsonl or .parquet file")])
+        raise WorkbenchError(
+            "cannot read the source",
+            [
+                _problem(
+                    loc,
+                    "source_missing",
+                    f"the source table {what}",
+                    "point at a .csv, .jsonl or .parquet file",
+                )
+            ],
+        )
     try:
         # Bounded: a pipe or /dev/zero is refused; the document limit (256 MiB by default).
-        data = read_bounded(path, limit=max_document_bytes(), setting=MAX_LINE_BYTES_ENV, fix="point at a .csv, .jsonl or .parquet file")
+        data = read_bounded(
+            path,
+            limit=max_document_bytes(),
+            setting=MAX_LINE_BYTES_ENV,
+            fix="point at a .csv, .jsonl or .parquet file",
+        )
     except WorkbenchError as exc:
         raise WorkbenchError("cannot read the source", list(exc.problems)) from None
     digest = hashlib.sha256(data).hexdigest()
@@ -109,20 +137,70 @@ def read_table(path: Path, fmt: str) -> SourceTable:
         try:
             frame = pd.read_parquet(io.BytesIO(data))
         except Exception as exc:  # noqa: BLE001 - any reader failure is a bad source
-            raise WorkbenchError("cannot read the source", [_problem(loc, "source_malformed", f"not a readable Parquet file ({type(exc).__name__}: {exc})", "export the table again as Parquet, or as CSV or JSONL")]) from None
+            raise WorkbenchError(
+                "cannot read the source",
+                [
+                    _problem(
+                        loc,
+                        "source_malformed",
+                        f"not a readable Parquet file ({type(exc).__name__}: {exc})",
+                        "export the table again as Parquet, or as CSV or JSONL",
+                    )
+                ],
+            ) from None
         columns, rows, refs = _read_frame(frame, loc)
     if not rows:
-        raise WorkbenchError("empty source", [_problem(loc, "source_empty", "the source table has no rows", "point at a table with one row per case (wide) or per review (long)")])
-    return SourceTable(location=loc, label=path.name, format=fmt, columns=tuple(columns), rows=tuple(rows), refs=tuple(refs), sha256=digest)
+        raise WorkbenchError(
+            "empty source",
+            [
+                _problem(
+                    loc,
+                    "source_empty",
+                    "the source table has no rows",
+                    "point at a table with one row per case (wide) or per review (long)",
+                )
+            ],
+        )
+    return SourceTable(
+        location=loc,
+        label=path.name,
+        format=fmt,
+        columns=tuple(columns),
+        rows=tuple(rows),
+        refs=tuple(refs),
+        sha256=digest,
+    )
 
 
 def table_from_frame(frame: Any) -> SourceTable:
     """A :class:`SourceTable` over a pandas DataFrame (rows referenced by index label)."""
     columns, rows, refs = _read_frame(frame, "DataFrame")
     if not rows:
-        raise WorkbenchError("empty source", [_problem("DataFrame", "source_empty", "the DataFrame has no rows", "pass a table with one row per case (wide) or per review (long)")])
-    digest = hashlib.sha256(canonical_json({"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}).encode("utf-8")).hexdigest()
-    return SourceTable(location="DataFrame", label="pandas DataFrame", format="dataframe", columns=tuple(columns), rows=tuple(rows), refs=tuple(refs), sha256=digest)
+        raise WorkbenchError(
+            "empty source",
+            [
+                _problem(
+                    "DataFrame",
+                    "source_empty",
+                    "the DataFrame has no rows",
+                    "pass a table with one row per case (wide) or per review (long)",
+                )
+            ],
+        )
+    digest = hashlib.sha256(
+        canonical_json(
+            {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
+        ).encode("utf-8")
+    ).hexdigest()
+    return SourceTable(
+        location="DataFrame",
+        label="pandas DataFrame",
+        format="dataframe",
+        columns=tuple(columns),
+        rows=tuple(rows),
+        refs=tuple(refs),
+        sha256=digest,
+    )
 
 
 def _jsonable(value: Any) -> Any:
@@ -141,7 +219,17 @@ def _read_csv(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]], l
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise WorkbenchError("unreadable source", [_problem(loc, "source_encoding", f"the CSV is not valid UTF-8 (byte {exc.start})", "save the table as UTF-8 CSV")]) from None
+        raise WorkbenchError(
+            "unreadable source",
+            [
+                _problem(
+                    loc,
+                    "source_encoding",
+                    f"the CSV is not valid UTF-8 (byte {exc.start})",
+                    "save the table as UTF-8 CSV",
+                )
+            ],
+        ) from None
     reader = csv.reader(io.StringIO(text, newline=""))
     problems: list[Problem] = []
     header: list[str] | None = None
@@ -160,21 +248,56 @@ def _read_csv(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]], l
                 seen: set[str] = set()
                 for i, name in enumerate(header):
                     if not name:
-                        problems.append(_problem(f"{loc}:{start}", "source_header", f"column {i + 1} of the header has no name", "name every column in the header row"))
+                        problems.append(
+                            _problem(
+                                f"{loc}:{start}",
+                                "source_header",
+                                f"column {i + 1} of the header has no name",
+                                "name every column in the header row",
+                            )
+                        )
                     elif name in seen:
-                        problems.append(_problem(f"{loc}:{start}", "source_header", f"the header names column {name!r} twice", "give every column a unique name"))
+                        problems.append(
+                            _problem(
+                                f"{loc}:{start}",
+                                "source_header",
+                                f"the header names column {name!r} twice",
+                                "give every column a unique name",
+                            )
+                        )
                     seen.add(name)
                 continue
             if len(record) != len(header):
                 ragged.setdefault(len(record), []).append(start)
                 continue
-            rows.append({name: (cell if cell != "" else None) for name, cell in zip(header, record, strict=True)})
+            rows.append(
+                {
+                    name: (cell if cell != "" else None)
+                    for name, cell in zip(header, record, strict=True)
+                }
+            )
             refs.append(start)
     except csv.Error as exc:
-        problems.append(_problem(f"{loc}:{reader.line_num}", "source_malformed", f"malformed CSV ({exc})", "check the quoting of this line"))
+        problems.append(
+            _problem(
+                f"{loc}:{reader.line_num}",
+                "source_malformed",
+                f"malformed CSV ({exc})",
+                "check the quoting of this line",
+            )
+        )
     for count, lines in sorted(ragged.items()):
-        shown = ", ".join(map(str, lines[:MAX_LISTED])) + (f" and {len(lines) - MAX_LISTED} more" if len(lines) > MAX_LISTED else "")
-        problems.append(_problem(f"{loc}:{lines[0]}", "source_malformed", f"{len(lines)} row(s) have {count} field(s) but the header has {len(header or [])} (lines {shown})", "give every row one field per header column (quote fields holding commas or newlines)"))
+        shown = ", ".join(map(str, lines[:MAX_LISTED])) + (
+            f" and {len(lines) - MAX_LISTED} more" if len(lines) > MAX_LISTED else ""
+        )
+        problems.append(
+            _problem(
+                f"{loc}:{lines[0]}",
+                "source_malformed",
+                f"{len(lines)} row(s) have {count} field(s) but the header has {len(header or [])} (lines {shown})",
+                "give every row one field per header column (quote fields holding commas or newlines)",
+            )
+        )
     if problems:
         raise WorkbenchError(f"{loc}: malformed CSV ({len(problems)} problem(s))", problems)
     return list(header or []), rows, refs
@@ -189,23 +312,47 @@ def _read_jsonl(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]],
         if not raw.strip():
             continue
         try:
-            value = loads_json(raw.decode("utf-8"))  # strict: duplicate keys, NaN/Infinity, too deep refused
+            value = loads_json(
+                raw.decode("utf-8")
+            )  # strict: duplicate keys, NaN/Infinity, too deep refused
         except UnicodeDecodeError as exc:
-            problems.append(_problem(f"{loc}:{number}", "source_encoding", f"the line is not valid UTF-8 (byte {exc.start})", "save the table as UTF-8"))
+            problems.append(
+                _problem(
+                    f"{loc}:{number}",
+                    "source_encoding",
+                    f"the line is not valid UTF-8 (byte {exc.start})",
+                    "save the table as UTF-8",
+                )
+            )
             continue
         except JSONRecordError as exc:
-            code = "source_malformed" if exc.code in ("malformed_json", "json_too_deep") else exc.code
-            problems.append(_problem(f"{loc}:{number}", code, exc.msg, "write one complete JSON object per line"))
+            code = (
+                "source_malformed" if exc.code in ("malformed_json", "json_too_deep") else exc.code
+            )
+            problems.append(
+                _problem(
+                    f"{loc}:{number}", code, exc.msg, "write one complete JSON object per line"
+                )
+            )
             continue
         if not isinstance(value, dict):
-            problems.append(_problem(f"{loc}:{number}", "source_malformed", f"the line holds a JSON {type(value).__name__}, not an object", "write one JSON object (column: value) per line"))
+            problems.append(
+                _problem(
+                    f"{loc}:{number}",
+                    "source_malformed",
+                    f"the line holds a JSON {type(value).__name__}, not an object",
+                    "write one JSON object (column: value) per line",
+                )
+            )
             continue
         for key in value:
             columns.setdefault(str(key), None)
         rows.append({str(k): _empty_to_none(v) for k, v in value.items()})
         refs.append(number)
     if problems:
-        raise WorkbenchError(f"{loc}: malformed JSON Lines ({len(problems)} problem(s))", problems[:50])
+        raise WorkbenchError(
+            f"{loc}: malformed JSON Lines ({len(problems)} problem(s))", problems[:50]
+        )
     return list(columns), rows, refs
 
 
@@ -247,7 +394,17 @@ def _read_frame(frame: Any, loc: str) -> tuple[list[str], list[dict[str, Any]], 
     names = [str(c) for c in frame.columns]
     duplicates = sorted({n for n in names if names.count(n) > 1})
     if duplicates:
-        raise WorkbenchError("ambiguous columns", [_problem(loc, "source_header", f"columns named twice: {', '.join(duplicates)}", "give every column a unique name")])
+        raise WorkbenchError(
+            "ambiguous columns",
+            [
+                _problem(
+                    loc,
+                    "source_header",
+                    f"columns named twice: {', '.join(duplicates)}",
+                    "give every column a unique name",
+                )
+            ],
+        )
     rows: list[dict[str, Any]] = []
     refs: list[Any] = []
     columns = list(frame.columns)
