@@ -103,7 +103,9 @@ def parent_imports() -> dict[str, object]:
         "nbformat_s": round(cumulative.get("nbformat", 0.0), 3),
         "jsonschema_s": round(cumulative.get("jsonschema", 0.0), 3),
         "iri_grammar_built": done.stdout.split()[-1] == "True",
-        "note": "-X importtime inflates these; read them as shares, the wall figures above as times",
+        "note": (
+            "-X importtime inflates these; read them as shares, the wall figures above as times"
+        ),
     }
 
 

@@ -137,8 +137,10 @@ def main() -> None:
         "--before",
         type=Path,
         default=None,
-        help="Another checkout (e.g. `git archive <commit> workbench data | tar -x -C DIR`): "
-        "its commands are measured in the same run, interleaved, as 'before: <command>'.",
+        help=(
+            "Another checkout (e.g. `git archive <commit> workbench data | tar -x -C DIR`): "
+            "its commands are measured in the same run, interleaved, as 'before: <command>'."
+        ),
     )
     args = parser.parse_args()
     runs: dict[str, tuple[list[str], Path | None]] = {}

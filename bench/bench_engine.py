@@ -134,8 +134,8 @@ def sample_body(spec: Path, gold: Path) -> bytes:
     case = load_dataset(gold).partition("development")[0]
     prompt = judge.render(JudgeInput.from_case(case))["prompt"]
     schema = (
-        "Understand the content and provide the parsed objects in json that match the following json_schema:\n\n"
-        + "x" * 400
+        "Understand the content and provide the parsed objects in json that match the following"
+        " json_schema:\n\n" + "x" * 400
     )
     body = {
         "messages": [{"role": "system", "content": schema}, {"role": "user", "content": prompt}],
@@ -229,13 +229,13 @@ def main() -> None:
                         "verdicts": summary["verdicts"],
                         "errors": summary["errors"],
                     },
-                    "engine_cpu_over_floor": round((e_cpu / calls) / (f_cpu / n), 2)
-                    if f_cpu
-                    else None,
+                    "engine_cpu_over_floor": (
+                        round((e_cpu / calls) / (f_cpu / n), 2) if f_cpu else None
+                    ),
                     "engine_wall_over_floor": round(e_wall / f_wall, 3),
-                    "engine_cpu_over_sharded_floor": round((e_cpu / calls) / (s_cpu / n), 2)
-                    if s_cpu
-                    else None,
+                    "engine_cpu_over_sharded_floor": (
+                        round((e_cpu / calls) / (s_cpu / n), 2) if s_cpu else None
+                    ),
                     "engine_wall_over_sharded_floor": round(e_wall / s_wall, 3),
                 }
                 if profile is not None:

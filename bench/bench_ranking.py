@@ -39,7 +39,12 @@ from fake_server import fake_llm_process  # noqa: E402
 
 import workbench  # noqa: E402,F401  (sets RAGAS_DO_NOT_TRACK before ragas loads)
 from workbench.judges import load_candidate  # noqa: E402
-from workbench.ranking import load_fixtures, position_battery, ranking_report, run_ranking  # noqa: E402
+from workbench.ranking import (  # noqa: E402
+    load_fixtures,
+    position_battery,
+    ranking_report,
+    run_ranking,
+)
 
 RESPONDER = "workbench.demo.ranking:respond"
 PHRASES = [
@@ -71,9 +76,11 @@ def write_fixtures(directory: Path, n: int) -> Path:
         candidates = [
             {
                 "id": f"c{i}-{j}",
-                "text": f"Answer {j} for order {i}. "
-                + " ".join(f"We follow the {p} rule." for p in said)
-                + (" Nothing else to add." if not said else ""),
+                "text": (
+                    f"Answer {j} for order {i}. "
+                    + " ".join(f"We follow the {p} rule." for p in said)
+                    + (" Nothing else to add." if not said else "")
+                ),
             }
             for j, said in enumerate(stated)
         ]
@@ -260,7 +267,9 @@ def main() -> None:
             "first_shown_wins": f"{first.wins.k}/{first.wins.n}",
             "first_shown_share": round(first.wins.rate or 0.0, 4),
             "position_blind_share": first.chance,
-            "position_stable_cases": f"{report.position_sensitivity.stable_cases.k}/{report.position_sensitivity.stable_cases.n}",
+            "position_stable_cases": (
+                f"{report.position_sensitivity.stable_cases.k}/{report.position_sensitivity.stable_cases.n}"
+            ),
         }
     print(json.dumps(figures, indent=2))
 

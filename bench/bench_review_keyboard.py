@@ -125,7 +125,8 @@ def main() -> int:
                     start_next = time.perf_counter()
                     page.keyboard.press("j")
                     page.wait_for_function(
-                        "([root, prev]) => { const h = root.querySelector('.wb-case h3'); return h && h.textContent.trim() !== prev; }",
+                        "([root, prev]) => { const h = root.querySelector('.wb-case h3'); return h"
+                        " && h.textContent.trim() !== prev; }",
                         arg=[handle, ids[-1]],
                         polling="raf",
                         timeout=30_000,

@@ -41,7 +41,10 @@ from workbench.gold import load_dataset  # noqa: E402
 from workbench.judges import JudgeInput, load_candidate  # noqa: E402
 from workbench.runs import run_candidate  # noqa: E402
 
-PROMPT = "Grading notes:\n{grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nReturn pass or fail with a reason."
+PROMPT = (
+    "Grading notes:\n{grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nReturn"
+    " pass or fail with a reason."
+)
 
 
 def server(latency: float, faults: list[str] = ()):  # type: ignore[no-untyped-def]

@@ -98,7 +98,9 @@ def write_synthetic(
                 error = None
             request = {"messages": [{"role": "user", "content": f"judge case {i}"}]}
             result = {
-                "schema_version": 2,  # the judge-result contract's current version (every field present)
+                "schema_version": (
+                    2
+                ),  # the judge-result contract's current version (every field present)
                 "case_id": case["case_id"],
                 "response_hash": rhash,
                 "value": value,
@@ -115,9 +117,11 @@ def write_synthetic(
                 "error": error,
                 "attempt": 1,
                 "repeat": 0,
-                "rendered_request_sha256": hashlib.sha256(
-                    json.dumps(request, sort_keys=True, separators=(",", ":")).encode()
-                ).hexdigest(),
+                "rendered_request_sha256": (
+                    hashlib.sha256(
+                        json.dumps(request, sort_keys=True, separators=(",", ":")).encode()
+                    ).hexdigest()
+                ),
                 "rendered_request": request,
             }
             results.append(result)
@@ -129,9 +133,11 @@ def write_synthetic(
         "evidence": None,
     }
     lineage = {
-        "dataset_sha256": hashlib.sha256(
-            json.dumps(files, sort_keys=True, separators=(",", ":")).encode()
-        ).hexdigest(),
+        "dataset_sha256": (
+            hashlib.sha256(
+                json.dumps(files, sort_keys=True, separators=(",", ":")).encode()
+            ).hexdigest()
+        ),
         "rubric_version": rubric["version"],
     }
     with open(out / "results.jsonl", "w", encoding="utf-8") as res:

@@ -63,7 +63,8 @@ def require(path: Path) -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}: the test reads the public datasets ({DATASETS_ENV} or ../shared/datasets); under {REQUIRE_ENV}=1 it may not skip",
+        f"{MARKER}: the test reads the public datasets ({DATASETS_ENV} or ../shared/datasets);"
+        f" under {REQUIRE_ENV}=1 it may not skip",
     )
     config.stash[_STATE] = {}
     config.pluginmanager.register(_Counter(config.stash[_STATE]), "workbench-datasets-counter")
@@ -136,7 +137,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     ran = sum(1 for v in state.values() if v == "ran")
     skipped = sum(1 for v in state.values() if v == "skipped")
     refused = sum(1 for v in state.values() if v == "failed_missing")
-    line = f"dataset-dependent tests: {ran} ran, {skipped} skipped for lack of the public datasets at {DATASETS}"
+    line = (
+        f"dataset-dependent tests: {ran} ran, {skipped} skipped for lack of the public datasets at"
+        f" {DATASETS}"
+    )
     if required():
         line += f"; {REQUIRE_ENV}=1: {refused} failed instead of skipping"
     terminalreporter.write_line(

@@ -60,7 +60,8 @@ def _check(item: pytest.Item) -> Iterator[None]:
         pytest.fail(
             f"{item.nodeid} "
             + " and ".join(
-                f"{'executes a notebook' if k == 'notebook' else 'launches a browser'} without @pytest.mark.{k}"
+                f"{'executes a notebook' if k == 'notebook' else 'launches a browser'} without"
+                f" @pytest.mark.{k}"
                 for k in missing
             )
             + " (or its fixture does): mark it, so `make test-fast` deselects it",

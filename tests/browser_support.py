@@ -274,7 +274,8 @@ class JupyterLabServer:
         assert self.process is not None
         if self.process.poll() is not None:
             pytest.fail(
-                f"JupyterLab exited with code {self.process.returncode} before it was ready\n{self.log_tail()}",
+                f"JupyterLab exited with code {self.process.returncode} before it was"
+                f" ready\n{self.log_tail()}",
                 pytrace=False,
             )
         if not self.port:

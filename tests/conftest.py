@@ -250,7 +250,11 @@ from _guard import pytest_sessionfinish, pytest_sessionstart  # noqa: E402,F401
 
 # An unmarked test that executes a notebook or launches chromium fails (`make test-fast` relies
 # on the `notebook` and `browser` markers).
-from _markers import pytest_collection_finish, pytest_runtest_call, pytest_runtest_setup  # noqa: E402,F401
+from _markers import (  # noqa: E402,F401
+    pytest_collection_finish,
+    pytest_runtest_call,
+    pytest_runtest_setup,
+)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -75,12 +75,14 @@ def pair(
         "generator": dict(GEN),
         "clean": {"response": clean_response, "retrieved_contexts": [CTX_POLICY]},
         "noisy": {
-            "response": noisy_response
-            if noisy_response is not None
-            else (
-                "Refunds are possible within 90 days."
-                if role in ("control", "adversarial")
-                else clean_response
+            "response": (
+                noisy_response
+                if noisy_response is not None
+                else (
+                    "Refunds are possible within 90 days."
+                    if role in ("control", "adversarial")
+                    else clean_response
+                )
             ),
             "retrieved_contexts": [CTX_POLICY, distractor],
             "distractor": {"index": 1, "label": "archived-draft", "change": "add"},

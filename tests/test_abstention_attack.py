@@ -36,7 +36,9 @@ POLICY: dict[str, Any] = {
     "name": "lenient-release",
     "version": "1",
     "owner": "QA lead",
-    "rationale": "No critical slice; false passes limited on the observed rate; false fails not limited.",
+    "rationale": (
+        "No critical slice; false passes limited on the observed rate; false fails not limited."
+    ),
     "rubric_version": "r1",
     "slices": {
         "billing": {

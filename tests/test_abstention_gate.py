@@ -126,9 +126,11 @@ def test_omitted_abstention_limit_means_zero(evaluated) -> None:
     )
     assert "abstention_rate_exceeded" in {
         x.code
-        for x in evaluated(spec)
-        .gate(make_policy(slices={"general": {"max_abstention_rate": 0.14}}))
-        .blockers
+        for x in (
+            evaluated(spec)
+            .gate(make_policy(slices={"general": {"max_abstention_rate": 0.14}}))
+            .blockers
+        )
     }
     # a slice-level override waives it outside critical slices
     ovr = make_override(codes=["abstention_rate_exceeded"], slices=["general"])

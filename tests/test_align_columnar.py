@@ -258,9 +258,11 @@ def test_refused_input_gives_the_per_record_problems(rich, damage):
 
         rows[5] = {**rows[5], "judge": judge, "judge_fingerprint": fingerprint(judge)}
     elif damage == "after_verdict":
-        rows.append({**first, "attempt": 2, "value": None, "error": TIMEOUT}) if first[
-            "value"
-        ] else None
+        (
+            rows.append({**first, "attempt": 2, "value": None, "error": TIMEOUT})
+            if first["value"]
+            else None
+        )
     elif damage == "score_only":
         rows[6] = {**rows[6], "value": None, "error": None, "score": 0.5}
     text = [json.dumps(r) for r in rows]

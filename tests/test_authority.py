@@ -54,7 +54,10 @@ LENIENT: dict[str, Any] = {
     "name": "lenient-block",
     "version": "1",
     "owner": "authority tests",
-    "rationale": "Lenient enough for the small demo held-out partition, so that real certified reports exist to grant authority from.",
+    "rationale": (
+        "Lenient enough for the small demo held-out partition, so that real certified reports exist"
+        " to grant authority from."
+    ),
     "rubric_version": "support-policy-2026.09",
     "partition": "held_out",
     "max_evaluator_errors": 0,
@@ -285,8 +288,8 @@ def test_status_shows_the_promotion_then_the_judge_stale_after_the_rubric_change
     assert result.exit_code == 4, result.output
     assert "rubric-judge@2: ROUTE (recorded block, effective route)" in result.output
     assert (
-        "certified against rubric support-policy-2026.09, the gold's rubric is now support-policy-2027.01"
-        in result.output
+        "certified against rubric support-policy-2026.09, the gold's rubric is now"
+        " support-policy-2027.01" in result.output
     )
     assert "LIMITED: stale: block is withheld until the judge is recertified" in result.output
     code, body = status_json(changed)

@@ -160,7 +160,8 @@ def test_requested_authority_is_what_the_policy_declares() -> None:
     assert (requested.policy, requested.use) == ("scoped@1", "block")
     assert (
         requested.describe()
-        == "scoped@1 requests block on slices refund_policy, billing_payments; products support-chat; language: en"
+        == "scoped@1 requests block on slices refund_policy, billing_payments; products"
+        " support-chat; language: en"
     )
 
 
@@ -181,11 +182,14 @@ def _gate(
     return {
         "outcome": outcome,
         "partition": partition,
-        "figures": figures
-        if figures is not None
-        else [
-            _figure(s) for s in ("refund_policy", "billing_payments", "shipping_delivery", "(all)")
-        ],
+        "figures": (
+            figures
+            if figures is not None
+            else [
+                _figure(s)
+                for s in ("refund_policy", "billing_payments", "shipping_delivery", "(all)")
+            ]
+        ),
         "waived": waived or [],
     }
 

@@ -61,7 +61,8 @@ def test_planned_figure_by_hand_against_statsmodels() -> None:
     )  # floor(0.05 * 126) = 6
     assert (
         too_few_cases_message("account_security", 6, 0.10)
-        == "account_security: 6 human-fail cases; the limit 0.10 needs at least 127 to bound at 0.05 (Wilson)"
+        == "account_security: 6 human-fail cases; the limit 0.10 needs at least 127 to bound at"
+        " 0.05 (Wilson)"
     )
     need = shortfall(6, 0, 0.10, "upper_95")
     assert (need.needed_to_bound, need.needed_at_zero_errors, need.more) == (
@@ -86,8 +87,8 @@ def test_unproven_blocker_headline_and_plan_agree(evaluated, tmp_path: Path) -> 
     )
     # the gate cites the plan's number, in its words, then the zero-error floor, labelled
     assert (
-        f"general: 6 human-fail cases; the limit 0.10 needs at least {planned} to bound at 0.05 (Wilson)"
-        in b.message
+        f"general: 6 human-fail cases; the limit 0.10 needs at least {planned} to bound at 0.05"
+        " (Wilson)" in b.message
     )
     assert f"At zero errors: {cases_needed(0.10)} human-fail cases" in b.message
     assert (
@@ -99,8 +100,8 @@ def test_unproven_blocker_headline_and_plan_agree(evaluated, tmp_path: Path) -> 
     (group,) = [g for g in group_blockers([b.model_dump(mode="json")]) if g.slice == "general"]
     assert group.more_cases == row["shortfall"]["development"] == 121
     assert (
-        f"121 more human-fail cases judged pass or fail needed: {planned} to bound it at half the limit (35 at zero errors)"
-        in group.headline
+        f"121 more human-fail cases judged pass or fail needed: {planned} to bound it at half the"
+        " limit (35 at zero errors)" in group.headline
     )
 
 
@@ -116,8 +117,9 @@ def test_unbounded_blocker_cites_the_plan(evaluated, tmp_path: Path) -> None:
     planned = _planned(tmp_path, ev, _raw(policy), "general")["needed"]
     assert planned == cases_to_bound(0.20) == 61
     assert (
-        f"To bound at half the limit: general: 0 human-fail cases; the limit 0.20 needs at least {planned} to bound at 0.10 (Wilson). At zero errors: {cases_needed(0.20)} human-fail cases"
-        in b.message
+        "To bound at half the limit: general: 0 human-fail cases; the limit 0.20 needs at least"
+        f" {planned} to bound at 0.10 (Wilson). At zero errors: {cases_needed(0.20)} human-fail"
+        " cases" in b.message
     )
     assert (
         b.evidence["verdicts_needed_to_bound_at_half_limit"]

@@ -322,11 +322,12 @@ def test_report_renders_offline_with_outcome_and_chart(demo_report: Path, page: 
     )
     drawn = [c for c in charts if c["width"] > 0 and c["height"] > 0 and c["marks"] > 0]
     images = page.evaluate(
-        "Array.from(document.images).filter(i => i.src.startsWith('data:image/svg+xml')).map(i => [i.naturalWidth, i.naturalHeight])"
+        "Array.from(document.images).filter(i => i.src.startsWith('data:image/svg+xml')).map(i =>"
+        " [i.naturalWidth, i.naturalHeight])"
     )
     assert drawn, (
-        "no inline <svg> chart with marks is drawn in report.html "
-        f"(svg elements: {charts}; SVG charts embedded as <img src=data:image/svg+xml> instead: {images})"
+        f"no inline <svg> chart with marks is drawn in report.html (svg elements: {charts}; SVG"
+        f" charts embedded as <img src=data:image/svg+xml> instead: {images})"
     )
     assert any(c["title"] for c in drawn), f"the slice error-rate chart is missing: {charts}"
     _assert_offline(watch, html)
@@ -350,9 +351,9 @@ def test_hostile_case_text_stays_text_in_report_and_restricted_page(
     restricted = hostile_report / "restricted" / "held_out_cases.html"
     rows = [
         json.loads(line)
-        for line in (restricted.parent / "held_out_cases.jsonl")
-        .read_text(encoding="utf-8")
-        .splitlines()
+        for line in (
+            (restricted.parent / "held_out_cases.jsonl").read_text(encoding="utf-8").splitlines()
+        )
         if line.strip()
     ]
     shown = [r for r in rows if r["error_class"] != "aligned"]
@@ -435,7 +436,10 @@ def jupyterlab(chromium: None, tmp_path: Path) -> Iterator[JupyterLabServer]:
         wait_until(
             lambda port=port: port_is_closed(port),
             timeout_s=15,
-            what=f"the notebook's demo model on port {port} to stop after JupyterLab shut down (a kernel outlived the server)",
+            what=(
+                f"the notebook's demo model on port {port} to stop after JupyterLab shut down (a"
+                " kernel outlived the server)"
+            ),
         )
 
 
@@ -656,7 +660,8 @@ def test_review_widget_in_jupyterlab_filters_by_slice_and_steps(
         f"{first.case_id} is not a {SLICE} disagreement of the tuned candidate ({sorted(expected)})"
     )
     assert len(expected) >= 2, (
-        f"only {len(expected)} {SLICE} disagreement(s) in the demo development run; the test needs two"
+        f"only {len(expected)} {SLICE} disagreement(s) in the demo development run; the test"
+        " needs two"
     )
     assert first.next_enabled, f"'next' is disabled at {first.position}"
 

@@ -156,7 +156,8 @@ def test_first_screen_answers_what_outcome_why_and_next(
     # beside the candidate: the last complete certification of the same judge (rubric-judge@2's)
     previous = read_lock(demo_reports["2"])
     assert re.search(
-        rf"previous\s+{re.escape(previous.candidate)}\s+QUALITY FAILED\s+report {re.escape(previous.report_id)}",
+        rf"previous\s+{re.escape(previous.candidate)}\s+QUALITY FAILED\s+report"
+        rf" {re.escape(previous.report_id)}",
         text,
     ), text
 
@@ -284,13 +285,11 @@ def test_print_stylesheet_renders_a_pdf(demo_reports: dict[str, Path], page: Pag
     report = demo_reports["3"]
     watch = _open(page, report / "report.html")
     page.emulate_media(media="print")
-    printed = page.evaluate(
-        """() => ({
+    printed = page.evaluate("""() => ({
             padding: getComputedStyle(document.querySelector('main.wb-page')).paddingLeft,
             background: getComputedStyle(document.body).backgroundColor,
             folded: Array.from(document.querySelectorAll('details.wb-group .wb-raw')).map(e => e.getBoundingClientRect().height),
-        })"""
-    )
+        })""")
     assert printed["padding"] == "0px" and printed["background"] in (
         "rgb(255, 255, 255)",
         "rgba(0, 0, 0, 0)",

@@ -89,7 +89,10 @@ class Lab:
 
     def reset(self) -> Locator:
         """Back to the default filters and the first case (set up through the kernel)."""
-        code = "widget.set_filter(slice='(all)', error_class='(all disagreements)', tag='(any)', humans_disagree=False, critical_only=False, unreviewed_only=False, search='')"
+        code = (
+            "widget.set_filter(slice='(all)', error_class='(all disagreements)', tag='(any)',"
+            " humans_disagree=False, critical_only=False, unreviewed_only=False, search='')"
+        )
         assert self.page.evaluate(EXECUTE, [NOTEBOOK, code]) == "ok"
         root = widget_root(self.page)
         settled(
@@ -158,7 +161,8 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             )
             cases = _oracle(paths)
             assert len(cases) == N_DISAGREEMENTS, (
-                f"the demo has {len(cases)} development disagreements for rubric-judge@2, the tests expect {N_DISAGREEMENTS}"
+                f"the demo has {len(cases)} development disagreements for rubric-judge@2, the tests"
+                f" expect {N_DISAGREEMENTS}"
             )
             yield Lab(server, page, watch, paths, cases)
             context.close()
@@ -168,15 +172,13 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 def _scroll_to_top(root: Locator) -> dict[str, float]:
     """Scroll the notebook so the widget starts at the top; return the visible area of the notebook."""
-    return root.evaluate(
-        """(el) => {
+    return root.evaluate("""(el) => {
             let scroller = el.parentElement;
             while (scroller && !(scroller.scrollHeight > scroller.clientHeight && /(auto|scroll)/.test(getComputedStyle(scroller).overflowY))) scroller = scroller.parentElement;
             el.scrollIntoView({block: 'start'});
             const r = scroller.getBoundingClientRect();
             return {top: r.top, bottom: Math.min(r.bottom, window.innerHeight), left: r.left, right: r.right};
-        }"""
-    )
+        }""")
 
 
 FIT = {
@@ -233,7 +235,8 @@ def test_layout_fits_1280x800_with_side_panel_for_every_demo_disagreement(lab: L
             not_fitting[shown["case_id"]] = problems
         page.keyboard.press("j")
     assert not not_fitting, (
-        f"{len(not_fitting)} of {len(cases)} cases need scrolling at 1280x800 (widget heights {sorted(heights)}): {json.dumps(not_fitting, indent=1)}"
+        f"{len(not_fitting)} of {len(cases)} cases need scrolling at 1280x800 (widget heights"
+        f" {sorted(heights)}): {json.dumps(not_fitting, indent=1)}"
     )
 
 
@@ -263,7 +266,8 @@ def test_two_columns_with_pass_fail_colours_show_more_and_pretty_request(lab: La
         "wb-pass",
         "wb-fail",
     }, (
-        f"{first.case_id} is a {first.error_class}: one column should be pass and the other fail: {colours}"
+        f"{first.case_id} is a {first.error_class}: one column should be pass and the other fail:"
+        f" {colours}"
     )
 
     # "show more" reveals the full text, "show less" folds it again

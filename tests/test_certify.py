@@ -376,8 +376,8 @@ def test_demo_has_both_endings(tmp_path: Path) -> None:
             > cases_needed(0.2)
         )
         assert (
-            f"{b['slice']}: {have} human-fail cases; the limit 0.20 needs at least {row['needed']} to bound at 0.10 (Wilson)"
-            in b["message"]
+            f"{b['slice']}: {have} human-fail cases; the limit 0.20 needs at least {row['needed']}"
+            " to bound at 0.10 (Wilson)" in b["message"]
         )
         more = row["needed"] - have
         assert (
@@ -386,8 +386,8 @@ def test_demo_has_both_endings(tmp_path: Path) -> None:
             and f"{b['slice']} +{more} human-fail" in html
         )
         assert (
-            f"{more} more human-fail cases judged pass or fail needed: {row['needed']} to bound it at half the limit"
-            in html
+            f"{more} more human-fail cases judged pass or fail needed: {row['needed']} to bound it"
+            " at half the limit" in html
         )
     assert (
         f"report {two.report_id}" in html and "QUALITY FAILED" in html

@@ -31,7 +31,10 @@ from workbench.results import JudgeIdentity
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_SUITE = ROOT / "data" / "controls" / "support-controls@1.yaml"
 CANDIDATES = ROOT / "data" / "candidates"
-NOTES = 'Required: "5 business days" | the Returns team replies within 5 business days\nProhibited: "automatically approved" | late requests are approved without review'
+NOTES = (
+    'Required: "5 business days" | the Returns team replies within 5 business days\nProhibited:'
+    ' "automatically approved" | late requests are approved without review'
+)
 IDENTITY = JudgeIdentity(name="hand-made", version="1", kind="imported")
 
 
@@ -42,7 +45,10 @@ def _control(
         "control_id": control_id,
         "role": role,
         "input": "Is a late refund possible?",
-        "response": f"Late requests go to review; the Returns team replies within 5 business days ({control_id}).",
+        "response": (
+            "Late requests go to review; the Returns team replies within 5 business days"
+            f" ({control_id})."
+        ),
         "grading_notes": NOTES,
         "expected_label": expected,
         "rationale": f"rationale-{control_id}: humans expect {expected}.",
@@ -470,7 +476,10 @@ def test_cli_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
                     "neg-1",
                     role="negative",
                     expected="fail",
-                    response="Late requests are automatically approved; you'll hear back within 5 business days.",
+                    response=(
+                        "Late requests are automatically approved; you'll hear back within 5"
+                        " business days."
+                    ),
                 ),
             ],
             rubric_version="support-policy-2026.09",

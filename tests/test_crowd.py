@@ -100,8 +100,8 @@ def test_agreement_text_is_readable_at_crowd_scale(crowd) -> None:
     kept = sum(1 for n in counts.values() if n >= 10)
     assert f"overall: 600 cases, {reviewer_count(reviews)} reviewers (--json lists them)" in lines
     assert (
-        f"  reviewer pairs sharing >= 10 case(s): {kept} of {len(counts)} listed; {len(counts) - kept} sharing fewer left out (--min-shared changes this)"
-        in lines
+        f"  reviewer pairs sharing >= 10 case(s): {kept} of {len(counts)} listed;"
+        f" {len(counts) - kept} sharing fewer left out (--min-shared changes this)" in lines
     )
     assert "worker-000" not in result.output
     wider = CliRunner().invoke(main, ["agreement", str(root), "--min-shared", "3", "--json"])
@@ -127,14 +127,14 @@ def test_card_is_readable_at_crowd_scale(crowd) -> None:
         else (counts_sorted[middle - 1] + counts_sorted[middle]) / 2
     )
     assert (
-        f"reviewers: {len(per_reviewer)} (reviews per reviewer: min {counts_sorted[0]}, median {median}, max {counts_sorted[-1]})"
-        in text
+        f"reviewers: {len(per_reviewer)} (reviews per reviewer: min {counts_sorted[0]}, median"
+        f" {median}, max {counts_sorted[-1]})" in text
     )
     assert f"... and {len(per_reviewer) - 10} more (--json lists all)" in text
     kept = sum(1 for n in counts.values() if n >= 10)
     assert (
-        f"reviewer pairs sharing >= 10 case(s): {kept} of {len(counts)} listed; {len(counts) - kept} sharing fewer left out"
-        in text
+        f"reviewer pairs sharing >= 10 case(s): {kept} of {len(counts)} listed;"
+        f" {len(counts) - kept} sharing fewer left out" in text
     )
     assert max(len(line) for line in text.splitlines()) < 250
     stats = card_statistics(load_dataset(root), min_shared=1)

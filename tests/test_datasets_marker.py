@@ -79,8 +79,8 @@ def test_missing_datasets_skip_and_are_counted(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "1 passed, 2 skipped" in proc.stdout
     assert (
-        f"dataset-dependent tests: 0 ran, 2 skipped for lack of the public datasets at {tmp_path / 'datasets'}"
-        in proc.stdout
+        "dataset-dependent tests: 0 ran, 2 skipped for lack of the public datasets at"
+        f" {tmp_path / 'datasets'}" in proc.stdout
     )
 
 

@@ -223,7 +223,10 @@ def test_judge_metrics_are_ragas_discrete_metrics() -> None:
     ):
         assert metric.name == name
         assert metric.allowed_values == ["pass", "fail"]
-    notes = 'Required: "two-factor authentication" | 2FA is on\nProhibited: "automatically approved" | approvals are automatic'
+    notes = (
+        'Required: "two-factor authentication" | 2FA is on\nProhibited: "automatically approved" |'
+        " approvals are automatic"
+    )
     v1 = rubric_judge_v1.score(user_input="q", response="Your 2FA is on.", grading_notes=notes)
     v2 = rubric_judge_v2.score(user_input="q", response="Your 2FA is on.", grading_notes=notes)
     assert (v1.value, v2.value) == ("fail", "pass")

@@ -435,7 +435,9 @@ def test_invalid_endpoint_fields_are_one_line_problems(
 def test_unquoted_yaml_api_version_is_read_as_text(tmp_path: Path) -> None:
     path = tmp_path / "j@1.yaml"
     path.write_text(
-        "schema_version: 1\nname: j\nversion: '1'\nkind: ragas-llm\nlabels: [pass, fail]\nmodel: m\nprompt: '{response}'\nendpoint:\n  provider: azure\n  base_url: https://r.openai.azure.com\n  deployment: d\n  api_version: 2024-10-21\n"
+        "schema_version: 1\nname: j\nversion: '1'\nkind: ragas-llm\nlabels: [pass, fail]\nmodel:"
+        " m\nprompt: '{response}'\nendpoint:\n  provider: azure\n  base_url:"
+        " https://r.openai.azure.com\n  deployment: d\n  api_version: 2024-10-21\n"
     )
     spec, _ = load_spec(path)
     assert spec.endpoint.api_version == "2024-10-21"

@@ -49,7 +49,10 @@ LENIENT = {
     "name": "lenient",
     "version": "1",
     "owner": "estimate tests",
-    "rationale": "Lenient enough for the small demo held-out partition, so that a real certified report exists to estimate with.",
+    "rationale": (
+        "Lenient enough for the small demo held-out partition, so that a real certified report"
+        " exists to estimate with."
+    ),
     "rubric_version": "support-policy-2026.09",
     "partition": "held_out",
     "max_evaluator_errors": 0,

@@ -208,7 +208,10 @@ def test_imports_inside_functions_and_type_checking_are_not_edges(tmp_path: Path
 
 
 def test_importing_the_registry_loads_no_kind_package() -> None:
-    probe = "import sys, workbench.judges as j; print(sorted(m for m in sys.modules if m.startswith(('workbench.noise', 'workbench.ranking'))))"
+    probe = (
+        "import sys, workbench.judges as j; print(sorted(m for m in sys.modules if"
+        " m.startswith(('workbench.noise', 'workbench.ranking'))))"
+    )
     done = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120
     )

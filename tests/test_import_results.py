@@ -592,7 +592,7 @@ def test_a_ragas_experiment_csv_imports_by_id_or_by_text(gold: Path, tmp_path: P
         "risk",
         "check",
     ]  # the layout Ragas 0.4 writes
-    expected = {c["case_id"]: ("fail" if c["case_id"][-1] in "47" else "pass") for c in dev}
+    expected = {c["case_id"]: "fail" if c["case_id"][-1] in "47" else "pass" for c in dev}
     judge = {
         "name": "ragas-policy",
         "version": "1",
@@ -904,7 +904,8 @@ def test_duplicate_keys_are_refused(gold: Path, tmp_path: Path) -> None:
 def test_rows_for_other_gold_are_refused(gold: Path, tmp_path: Path) -> None:
     source = tmp_path / "p.csv"
     source.write_text(
-        "id,verdict,answer\nc01,pass,response for c01\nzz9,pass,x\nc02,fail,a different answer\n,pass,y\n"
+        "id,verdict,answer\nc01,pass,response for c01\nzz9,pass,x\nc02,fail,a different"
+        " answer\n,pass,y\n"
     )
     with pytest.raises(WorkbenchError) as info:
         results_from_table(

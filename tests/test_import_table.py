@@ -730,7 +730,8 @@ def test_missing_columns_are_reported_for_dataframes_too() -> None:
 def test_rubric_risk_unset_is_refused_with_every_other_problem(tmp_path: Path) -> None:
     path = tmp_path / "rubric.yaml"
     path.write_text(
-        "name: r\nversion: '1'\nlabels: [pass, fail]\npass_label: pass\nfail_label: nope\nslices:\n  a:\n    description: d\n    risk: unset\n  b: {risk: low}\n"
+        "name: r\nversion: '1'\nlabels: [pass, fail]\npass_label: pass\nfail_label: nope\nslices:\n"
+        "  a:\n    description: d\n    risk: unset\n  b: {risk: low}\n"
     )
     with pytest.raises(WorkbenchError) as info:
         load_rubric(path)

@@ -29,7 +29,10 @@ from workbench.testing import FakeLLM, Reply, Rule
 ROOT = Path(__file__).resolve().parents[1]
 KEY_ENV = "WB_TEST_JUDGE_KEY"
 SECRET = "sk-test-0b5e11ac5a7d4e0c9d3f-NEVER-WRITE-ME"
-PROMPT = "Notes:\n{grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nAnswer pass or fail."
+PROMPT = (
+    "Notes:\n{grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nAnswer pass or"
+    " fail."
+)
 GOLD_MARKER = "ADJUDICATION-ONLY-6d1f"
 
 

@@ -76,12 +76,12 @@ def test_an_unmarked_notebook_run_fails_and_names_the_marker(tmp_path: Path) -> 
         proc.stdout
     )  # the fixture's run fails its setup
     assert (
-        "test_suite.py::test_unmarked_runs_a_notebook executes a notebook without @pytest.mark.notebook"
-        in proc.stdout
+        "test_suite.py::test_unmarked_runs_a_notebook executes a notebook without"
+        " @pytest.mark.notebook" in proc.stdout
     )
     assert (
-        "test_suite.py::test_unmarked_through_a_module_fixture executes a notebook without @pytest.mark.notebook"
-        in proc.stdout
+        "test_suite.py::test_unmarked_through_a_module_fixture executes a notebook without"
+        " @pytest.mark.notebook" in proc.stdout
     )
 
 

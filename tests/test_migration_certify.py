@@ -47,7 +47,10 @@ LENIENT: dict[str, Any] = {
     "name": "lenient-migration",
     "version": "1",
     "owner": "migration tests",
-    "rationale": "Lenient enough for the small demo held-out partition, so a reviewed migration can be certified.",
+    "rationale": (
+        "Lenient enough for the small demo held-out partition, so a reviewed migration can be"
+        " certified."
+    ),
     "rubric_version": "support-policy-2026.09",
     "partition": "held_out",
     "max_evaluator_errors": 0,
@@ -139,7 +142,7 @@ def copy(world: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     for path in target.rglob("*"):
         path.chmod(path.stat().st_mode | 0o200)
     out = {
-        k: (target / Path(v).relative_to(world["base"]) if isinstance(v, Path) else v)
+        k: target / Path(v).relative_to(world["base"]) if isinstance(v, Path) else v
         for k, v in world.items()
     }
     out["first_dir"] = target / Path(world["first"].report_dir).relative_to(world["base"])
@@ -609,7 +612,8 @@ def test_a_flip_limit_reads_the_study_exceeded_is_quality_and_critical_crossings
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Reproduction: certification never read a repeatability study; a judge that flipped on
-    identical inputs in a critical slice could be certified under a policy limiting the flip rate."""
+    identical inputs in a critical slice could be certified under a policy limiting the flip rate.
+    """
     import migration_judges
 
     from workbench.gold import load_dataset

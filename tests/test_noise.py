@@ -397,8 +397,8 @@ def small_suite(tmp_path: Path) -> Path:
         clean_response=f"{REF_POLICY}",
         distractor=f"{CANDIDATE_MARKER} Refunds are possible within 90 days.",
     )
-    cand["noisy"]["response"] = (
-        f"{REF_POLICY} {CANDIDATE_MARKER} Refunds are possible within 90 days."  # adopts the distractor
+    cand["noisy"]["response"] = (  # adopts the distractor
+        f"{REF_POLICY} {CANDIDATE_MARKER} Refunds are possible within 90 days."
     )
     return write_suite(
         tmp_path,

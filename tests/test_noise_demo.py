@@ -36,7 +36,8 @@ def test_committed_demo_noise_data_matches_its_generator(tmp_path: Path) -> None
     generate_into(tmp_path / "gen")
     for name in FILES:
         assert (tmp_path / "gen" / name).read_bytes() == (DATA / name).read_bytes(), (
-            f"data/noise/{name} differs from workbench/demo/_noise_data.py: run `python -m workbench.demo.noise build`"
+            f"data/noise/{name} differs from workbench/demo/_noise_data.py: run `python -m"
+            " workbench.demo.noise build`"
         )
     assert sorted(p.name for p in DATA.iterdir()) == sorted(FILES)
 
@@ -165,7 +166,8 @@ def test_demo_noise_suite_fails_one_retrieval_assertion_on_a_forbidden_source(
     }
     assert [r["status"] for r in report["repeats"]] == ["stable", "stable", "stable"]
     assert report["companions_unjoined"] == [
-        "sub-cancel:noisy refusal run gen-2026-09-14-answerer-2026.09: the response was generated in run gen-2026-11-02-answerer-2026.11"
+        "sub-cancel:noisy refusal run gen-2026-09-14-answerer-2026.09: the response was generated"
+        " in run gen-2026-11-02-answerer-2026.11"
     ]
     assert any(
         "refusal" in t

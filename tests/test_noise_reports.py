@@ -176,8 +176,8 @@ def pair_suites(tmp_path: Path) -> tuple[Any, Any]:
         p["noisy"]["response"] = p["clean"]["response"] = (
             "Refunds are possible within 30 days of delivery, as the policy says."
         )
-    base["pairs"][1]["noisy"]["retrieved_contexts"][1] = (
-        "Archived draft (2021). Refunds are possible within 60 days."  # p1 retrieved another distractor
+    base["pairs"][1]["noisy"]["retrieved_contexts"][1] = (  # p1 retrieved another distractor
+        "Archived draft (2021). Refunds are possible within 60 days."
     )
     return load_pairs(write_suite(tmp_path / "c", cand, freeze=True)), load_pairs(
         write_suite(tmp_path / "b", base, "t-noise-baseline@1.yaml", freeze=True)
@@ -494,7 +494,8 @@ def test_releases_freeze_and_refuse_in_place_changes_deletions_and_reactivation(
     tmp_path: Path,
 ) -> None:
     """Before: a noise suite had no release: a pair could be edited or deleted under the same
-    version. Now a release freezes hashes; changes go into a new version that keeps retired cases."""
+    version. Now a release freezes hashes; changes go into a new version that keeps retired cases.
+    """
     runner = CliRunner()
     v1 = free_suite([pair("ctl", role="control"), pair("a"), pair("b")])
     path1 = write_suite(tmp_path, v1, "t-noise@1.yaml")
@@ -628,9 +629,13 @@ def test_a_lower_noise_score_bought_by_refusing_is_a_warning_trend(tmp_path: Pat
         return report.model_copy(
             update={
                 "pairs": [
-                    r.model_copy(update={"companions": {"refusal": {"clean": 0.0, "noisy": value}}})
-                    if r.pair_id == "p1"
-                    else r
+                    (
+                        r.model_copy(
+                            update={"companions": {"refusal": {"clean": 0.0, "noisy": value}}}
+                        )
+                        if r.pair_id == "p1"
+                        else r
+                    )
                     for r in report.pairs
                 ]
             }

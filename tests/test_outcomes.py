@@ -166,7 +166,8 @@ def test_gate_without_evidence_decides_by_the_same_rule(
     assert gate.exit_code == exit_code(outcome)
     assert (
         gate.summary
-        == f"{outcome.upper()}: blocking controls failed, so the held-out partition was not used ({len(blockers)} blocker(s))"
+        == f"{outcome.upper()}: blocking controls failed, so the held-out partition was not used"
+        f" ({len(blockers)} blocker(s))"
     )
     assert [b.category for b in gate.blockers] == sorted(
         categories, key=["incomplete", "quality", "review"].index

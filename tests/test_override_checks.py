@@ -135,8 +135,8 @@ def test_name_at_version_resolves_beside_the_store_and_prints_what_it_applies_to
     assert ok.exit_code == 0, ok.output
     assert ok.output.startswith("ovr-") and "It will apply to:" in ok.output
     assert (
-        "waives:    false_fail_rate_exceeded: a false_fail_rate_exceeded blocker in slice general (low)"
-        in ok.output
+        "waives:    false_fail_rate_exceeded: a false_fail_rate_exceeded blocker in slice general"
+        " (low)" in ok.output
     )
     assert (
         "a false_passes_exceeded blocker in any slice whose every case is among the 1 named: bil-01"
@@ -173,7 +173,8 @@ def test_describe_global_override() -> None:
     lines = describe_override(make_override(codes=["cost_exceeded"]), make_policy())
     assert (
         lines[-1]
-        == "waives:    cost_exceeded: a cost_exceeded blocker of the whole evaluation (one without a slice), never a slice's"
+        == "waives:    cost_exceeded: a cost_exceeded blocker of the whole evaluation (one without"
+        " a slice), never a slice's"
     )
 
 

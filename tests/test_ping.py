@@ -42,7 +42,10 @@ def write_spec(
         "kind": "ragas-llm",
         "labels": labels or ["pass", "fail"],
         "model": "fake-judge",
-        "prompt": "Question: {user_input}\nAnswer: {response}\nReference: {reference}\nReturn a reason and a value: pass or fail.",
+        "prompt": (
+            "Question: {user_input}\nAnswer: {response}\nReference: {reference}\nReturn a reason"
+            " and a value: pass or fail."
+        ),
         "endpoint": {
             "base_url": "http://127.0.0.1:9/v1",
             "base_url_env": URL_ENV,
@@ -50,9 +53,11 @@ def write_spec(
             "timeout_s": 5,
             **(endpoint or {}),
         },
-        "pricing": pricing
-        if pricing is not None
-        else {"input_per_million_usd": 0.15, "output_per_million_usd": 0.6},
+        "pricing": (
+            pricing
+            if pricing is not None
+            else {"input_per_million_usd": 0.15, "output_per_million_usd": 0.6}
+        ),
     }
     path = directory / "ping-judge@1.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))

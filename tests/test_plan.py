@@ -120,12 +120,14 @@ def test_the_message_a_too_few_cases_blocker_can_cite() -> None:
     needed = cases_to_bound(0.10, 0.5)
     assert (
         too_few_cases_message("account_security", 6, 0.10)
-        == f"account_security: 6 human-fail cases; the limit 0.10 needs at least {needed} to bound at 0.05 (Wilson)"
+        == f"account_security: 6 human-fail cases; the limit 0.10 needs at least {needed} to bound"
+        " at 0.05 (Wilson)"
     )
     cp = cases_to_bound(0.30, 0.5, "clopper-pearson")
     assert (
         too_few_cases_message("refund_policy", 1, 0.30, human="pass", interval="clopper-pearson")
-        == f"refund_policy: 1 human-pass case; the limit 0.30 needs at least {cp} to bound at 0.15 (Clopper-Pearson)"
+        == f"refund_policy: 1 human-pass case; the limit 0.30 needs at least {cp} to bound at 0.15"
+        " (Clopper-Pearson)"
     )
     assert "no sample can bound" in too_few_cases_message("x", 3, 0.0)
 

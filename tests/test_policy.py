@@ -140,21 +140,23 @@ def run_summary(**changes: Any) -> RunSummary:
         "status": "complete",
         "stop_reason": None,
         "judge": "rubric-judge@1",
-        "judge_fingerprint": hashlib.sha256(
-            json.dumps(
-                {
-                    "name": "rubric-judge",
-                    "version": "1",
-                    "kind": "imported",
-                    "model": None,
-                    "prompt_sha256": None,
-                    "ragas_version": None,
-                    "params": {},
-                },
-                sort_keys=True,
-                separators=(",", ":"),
-            ).encode()
-        ).hexdigest(),
+        "judge_fingerprint": (
+            hashlib.sha256(
+                json.dumps(
+                    {
+                        "name": "rubric-judge",
+                        "version": "1",
+                        "kind": "imported",
+                        "model": None,
+                        "prompt_sha256": None,
+                        "ragas_version": None,
+                        "params": {},
+                    },
+                    sort_keys=True,
+                    separators=(",", ":"),
+                ).encode()
+            ).hexdigest()
+        ),
         "partition": "development",
         "planned": 21,
         "verdicts": 21,

@@ -71,16 +71,14 @@ SUFFIXES = {
 }
 DEMO_PORT = re.compile(r"(?<![0-9A-Za-z])876[5-7](?![0-9])")
 """The demo's former fixed ports."""
-FIXED_BIND = re.compile(
-    r"""(?x)
+FIXED_BIND = re.compile(r"""(?x)
     \bport\s*(?::\s*int\s*)?=\s*[1-9][0-9]*\b         # port=8765, port: int = 8765
     | _PORT\s*=\s*[1-9][0-9]*\b                        # DEMO_LLM_PORT = 8765
     | --port(?:\s+|=|["']\s*,\s*["'])[1-9][0-9]*\b     # --port 8000, --port=8000, "--port", "8000"
     | --port["'].*\bdefault\s*=\s*[1-9][0-9]*\b          # click.option("--port", default=8000)
     | \.port=[1-9][0-9]*\b                             # --ServerApp.port=8888
     | \.(?:bind|listen)\(\s*\(\s*[^()]*,\s*[1-9][0-9]*\s*\)  # sock.bind(("127.0.0.1", 8080))
-    """
-)
+    """)
 """A bind of a fixed, non-zero port."""
 LOCAL_URL = re.compile(r"\bbase_url:\s*https?://(?:127\.0\.0\.1|localhost):[1-9][0-9]*")
 """A spec's base_url on a fixed local port: a busy port (or another session's server) answers."""
@@ -395,7 +393,8 @@ def test_fake_llm_exports_the_free_port_it_got_to_the_command() -> None:
     )
     assert result.exit_code == 0, result.output
     assert re.search(
-        r"fake LLM at http://127\.0\.0\.1:[1-9][0-9]*/v1 \(exported as FAKE_LLM_BASE_URL, WORKBENCH_DEMO_LLM_URL\)",
+        r"fake LLM at http://127\.0\.0\.1:[1-9][0-9]*/v1 \(exported as FAKE_LLM_BASE_URL,"
+        r" WORKBENCH_DEMO_LLM_URL\)",
         result.output,
     )
 

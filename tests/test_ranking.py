@@ -145,7 +145,11 @@ def function_spec(directory: Path, function: str, name: str = "ranker", **change
     return path
 
 
-RANK_PROMPT = "Question: {user_input}\n\n<policy>\n{context}\n</policy>\n\n<candidates>\n{candidates}\n</candidates>\n\nReturn every label once, best first."
+RANK_PROMPT = (
+    "Question:"
+    " {user_input}\n\n<policy>\n{context}\n</policy>\n\n<candidates>\n{candidates}\n</candidates>\n\nReturn"
+    " every label once, best first."
+)
 
 
 def llm_spec(

@@ -255,10 +255,9 @@ def test_reviewer_disagreement_on_a_must_win_pair_cannot_be_must_win_until_adjud
         reviewed("one", orders=[["cand-1", "cand-2", "cand-3"]]),
         {
             **reviewed("dup"),
-            "reviews": [
-                {"reviewer": A, "order": ["cand-1", "cand-2", "cand-3"], "rationale": ["x"]}
-            ]
-            * 2,
+            "reviews": (
+                [{"reviewer": A, "order": ["cand-1", "cand-2", "cand-3"], "rationale": ["x"]}] * 2
+            ),
         },
         reviewed("perm", orders=[["cand-1", "cand-2", "cand-3"], ["cand-1", "cand-1", "cand-3"]]),
         {**fixture("adj"), "adjudication": {"adjudicator": "Lead", "reason": "r"}},
@@ -590,11 +589,13 @@ def test_confirmed_reversal_blocks_an_unconfirmed_one_routes_to_review(tmp_path:
     # configurable: one reversal in the repeat baseline confirms; fewer repeats than the rule needs is incomplete
     rows_ = [r.result for r in read_results(results)]
     one_of_three = [
-        r.model_copy(update={"order": ["cand-1", "cand-2", "cand-3"], "value": "cand-1"})
-        if r.case_id == "confirmed"
-        and r.presentation["battery"] == "repeat"
-        and r.presentation["repetition"] > 0
-        else r
+        (
+            r.model_copy(update={"order": ["cand-1", "cand-2", "cand-3"], "value": "cand-1"})
+            if r.case_id == "confirmed"
+            and r.presentation["battery"] == "repeat"
+            and r.presentation["repetition"] > 0
+            else r
+        )
         for r in rows_
     ]  # the repeat baseline now reverses 1 of 3 times
     status = {c.case_id: c.status for c in ranking_report(fs, one_of_three).gate.confirmation}
@@ -1057,7 +1058,8 @@ def test_scalar_and_ranking_gates_side_by_side(tmp_path: Path) -> None:
     )
     assert rows["agree"]["ranking_status"] == "review"
     scalar_file.write_text(
-        '{"case_id": "agree", "passed": "maybe"}\n{"case_id": "agree", "passed": true}\n{"case_id": "agree", "passed": false}\n'
+        '{"case_id": "agree", "passed": "maybe"}\n{"case_id": "agree", "passed": true}\n{"case_id":'
+        ' "agree", "passed": false}\n'
     )
     bad = CliRunner().invoke(
         cli,
@@ -1080,9 +1082,9 @@ def test_scalar_and_ranking_gates_side_by_side(tmp_path: Path) -> None:
 def test_demo_scalar_outcomes_match_their_generator() -> None:
     committed = [
         json.loads(line)
-        for line in (ROOT / "data" / "ranking" / "support-scalar-gate@1.jsonl")
-        .read_text()
-        .splitlines()
+        for line in (
+            (ROOT / "data" / "ranking" / "support-scalar-gate@1.jsonl").read_text().splitlines()
+        )
     ]
     assert committed == json.loads(json.dumps(scalar_gate_rows(load_fixtures(DEMO_V1))))
     assert {r["case_id"] for r in committed if not r["passed"]} == {"manager-request-007"}
@@ -1092,7 +1094,10 @@ def test_demo_scalar_outcomes_match_their_generator() -> None:
 
 
 def test_a_candidate_shown_twice_is_flagged_not_only_missing_ones(tmp_path: Path) -> None:
-    twice = "Q: {user_input}\n<policy>\n{context}\n</policy>\n{candidates}\n\nAgain:\n{candidates}\nRank best first."
+    twice = (
+        "Q: {user_input}\n<policy>\n{context}\n</policy>\n{candidates}\n\nAgain:\n{candidates}\nRank"
+        " best first."
+    )
     fs = fs_of(reviewed("dup"), name="dup")
     with FakeLLM(responder=quality_responder) as llm:
         run(
@@ -1117,7 +1122,10 @@ def test_a_candidate_shown_twice_is_flagged_not_only_missing_ones(tmp_path: Path
     )
     # the same check on a full, inline request; a candidate quoted inside another is not a duplicate
     inline = {
-        "prompt": "Answer 1 of dup, quality 3. Answer 2 of dup, quality 2. Answer 2 of dup, quality 2. Policy passage for dup: refunds take 5 business days."
+        "prompt": (
+            "Answer 1 of dup, quality 3. Answer 2 of dup, quality 2. Answer 2 of dup, quality 2."
+            " Policy passage for dup: refunds take 5 business days."
+        )
     }
     inline_check = completeness(fs.fixtures[0], inline)
     assert inline_check.duplicated_candidates == ["cand-2"] and inline_check.missing_candidates == [
@@ -1258,7 +1266,10 @@ def test_digest_and_excerpts_keeps_approved_excerpts_only_and_completeness_still
     assert bad.assembly.cases == ["p1"] and (
         bad.assembly.incomplete_requests.k,
         bad.assembly.incomplete_requests.n,
-    ) == (1, 1)  # checked from the digests alone
+    ) == (
+        1,
+        1,
+    )  # checked from the digests alone
     assert (
         next(r.result for r in read_results(tmp_path / "bad" / "results.jsonl")).rendered_request[
             "evidence"
@@ -1549,8 +1560,8 @@ def test_demo_confirmed_versus_unconfirmed_reversal_under_the_release_policy(
         )
     assert enforced.exit_code == 1, enforced.output
     assert (
-        "ranking_reversal_confirmed: refund-timing-013: must-win reversal confirmed (3 of 3 identical presentations reversed"
-        in enforced.output
+        "ranking_reversal_confirmed: refund-timing-013: must-win reversal confirmed (3 of 3"
+        " identical presentations reversed" in enforced.output
     )
     assert "ranking_reversal_unconfirmed: damaged-item-005" in enforced.output
     assert (

@@ -71,7 +71,8 @@ def test_a_newer_schema_version_is_refused(model: type[Record]) -> None:
         assert problem.code == "schema_version_newer"
         assert (
             problem.message
-            == f"{model.KIND} schema_version {supported + 1} is newer than this workbench reads ({supported})"
+            == f"{model.KIND} schema_version {supported + 1} is newer than this workbench reads"
+            f" ({supported})"
         )
         assert problem.fix == "upgrade the workbench"
     # the current version passes the gate (then the fields are checked as before)

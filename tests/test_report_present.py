@@ -214,7 +214,8 @@ def test_unproven_bound_says_how_many_more_human_fail_cases() -> None:
         and group.sample_only
     )
     assert (
-        "56 more human-fail cases judged pass or fail needed: 61 to bound it at half the limit (16 at zero errors)"
+        "56 more human-fail cases judged pass or fail needed: 61 to bound it at half the limit (16"
+        " at zero errors)"
         in group.headline
         and "43%" in group.headline
     )
@@ -359,9 +360,11 @@ def test_slice_table_has_no_index_no_nan_and_rates_with_intervals(demo_alignment
         r.slice: (
             "fail"
             if any(b.slice == r.slice and b.category == "quality" for b in gate.blockers)
-            else "review"
-            if any(b.slice == r.slice and b.category == "review" for b in gate.blockers)
-            else "pass"
+            else (
+                "review"
+                if any(b.slice == r.slice and b.category == "review" for b in gate.blockers)
+                else "pass"
+            )
         )
         for r in report.slices
     }

@@ -217,7 +217,8 @@ def test_the_engine_writes_every_required_field(make_dataset, tmp_path: Path) ->
 
     spec = tmp_path / "kw@1.yaml"
     spec.write_text(
-        "name: kw\nversion: '1'\nkind: ragas-function\nlabels: [pass, fail]\nfunction: judge_fixtures:keyword_judge\n"
+        "name: kw\nversion: '1'\nkind: ragas-function\nlabels: [pass, fail]\nfunction:"
+        " judge_fixtures:keyword_judge\n"
     )
     ds = load_dataset(make_dataset([make_case("a", response="a refund"), make_case("b", "fail")]))
     summary = asyncio.run(

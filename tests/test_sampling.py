@@ -39,7 +39,10 @@ from workbench.sampling import (
 from workbench.testing import FakeLLM, Reply, Rule
 
 KEY_ENV = "WB_TEST_JUDGE_KEY"
-PROMPT = "Notes:\n{grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nAnswer pass or fail."
+PROMPT = (
+    "Notes:\n{grading_notes}\n\nQuestion: {user_input}\n\nResponse:\n{response}\n\nAnswer pass or"
+    " fail."
+)
 
 POLICY: dict[str, Any] = {
     "schema_version": 1,

@@ -72,7 +72,10 @@ def test_iri_checks_answer_as_without_the_deferral() -> None:
 
 def test_no_stand_in_when_jsonschema_came_first() -> None:
     # The real package is already in use: the stand-in must not replace it.
-    code = "import sys, jsonschema; from workbench import _startup; print(_startup.defer_rfc3987_syntax(), type(sys.modules['rfc3987_syntax']).__name__)"
+    code = (
+        "import sys, jsonschema; from workbench import _startup;"
+        " print(_startup.defer_rfc3987_syntax(), type(sys.modules['rfc3987_syntax']).__name__)"
+    )
     done = subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,

@@ -81,21 +81,22 @@ def write_workspace(tmp: Path, *, hostile: bool = True) -> tuple[Path, dict[str,
     }
     cells = [
         cell(
-            "from workbench.phases import DevelopSession\n"
-            f"session = DevelopSession({json.dumps(str(DEMO_GOLD))}, run_root={json.dumps(str(paths['runs']))}, cache_dir={json.dumps(str(paths['cache']))})\n"
-            f"iteration = await session.run(session.load({json.dumps(str(CANDIDATE))}), progress=False)\n"
-            f"widget = session.review_widget(iteration, notes_path={json.dumps(str(paths['notes']))}, reviewer='browser-test')\n"
-            "widget"
+            "from workbench.phases import DevelopSession\nsession ="
+            f" DevelopSession({json.dumps(str(DEMO_GOLD))},"
+            f" run_root={json.dumps(str(paths['runs']))},"
+            f" cache_dir={json.dumps(str(paths['cache']))})\niteration = await"
+            f" session.run(session.load({json.dumps(str(CANDIDATE))}), progress=False)\nwidget ="
+            f" session.review_widget(iteration, notes_path={json.dumps(str(paths['notes']))},"
+            " reviewer='browser-test')\nwidget"
         )
     ]
     if hostile:
         cells.append(
             cell(
-                "import json\n"
-                "from workbench.review import ReviewTable\n"
-                "from workbench.ui import ReviewWidget\n"
-                f"hostile = ReviewWidget(ReviewTable.from_records(json.loads({json.dumps(json.dumps(HOSTILE_ROWS))})), reviewer='browser-test')\n"
-                "hostile"
+                "import json\nfrom workbench.review import ReviewTable\nfrom workbench.ui import"
+                " ReviewWidget\nhostile ="
+                f" ReviewWidget(ReviewTable.from_records(json.loads({json.dumps(json.dumps(HOSTILE_ROWS))})),"
+                " reviewer='browser-test')\nhostile"
             )
         )
     nb = {

@@ -225,7 +225,10 @@ def _limit(env: str, default: int) -> int:
                     location=env,
                     code="invalid_setting",
                     message=f"{env}={raw!r} is not a positive whole number of bytes",
-                    fix=f"set {env} to a number of bytes such as {default}, or unset it for the default",
+                    fix=(
+                        f"set {env} to a number of bytes such as {default}, or unset it for the"
+                        " default"
+                    ),
                 )
             ],
         )
@@ -358,7 +361,10 @@ def read_bounded(
                     location=loc,
                     code="file_too_large",
                     message=f"the file is larger than {limit} bytes",
-                    fix=f"point at the intended file; if it really is this large, raise {setting} (bytes)",
+                    fix=(
+                        f"point at the intended file; if it really is this large, raise {setting}"
+                        " (bytes)"
+                    ),
                 )
             ],
         )
@@ -406,7 +412,10 @@ def iter_jsonl_lines(
                             location=loc,
                             code="line_too_long",
                             message=f"the line is longer than {limit} bytes",
-                            fix=f"each line must be one JSON record; if records really are this long, raise {MAX_LINE_BYTES_ENV} (bytes)",
+                            fix=(
+                                "each line must be one JSON record; if records really are this"
+                                f" long, raise {MAX_LINE_BYTES_ENV} (bytes)"
+                            ),
                         )
                     ],
                 )
@@ -442,7 +451,8 @@ def read_json_file(path: str | os.PathLike[str], *, limit: int | None = None) ->
     if too_large:
         raise JSONRecordError(
             "file_too_large",
-            f"the file is larger than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if it really is this large)",
+            f"the file is larger than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if it really is"
+            " this large)",
         )
     try:
         text = data.decode("utf-8")
@@ -474,7 +484,8 @@ def read_jsonl_records(path: str | os.PathLike[str], *, limit: int | None = None
             if len(raw) > limit and raw[-1:] != b"\n":
                 raise JSONRecordError(
                     "line_too_long",
-                    f"line {number} is longer than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if records really are this long)",
+                    f"line {number} is longer than {limit} bytes (raise {MAX_LINE_BYTES_ENV} if"
+                    " records really are this long)",
                 )
             if not raw.strip():
                 continue
@@ -601,12 +612,22 @@ def json_problem(
 ) -> Problem:
     """The :class:`Problem` for a refused JSON record, with a fix for its code."""
     fixes = {
-        "malformed_json": "each line must be one complete JSON object; a torn last line means the writer crashed",
-        "duplicate_json_key": "keep exactly one of the repeated keys; JSON readers disagree on which one wins",
+        "malformed_json": (
+            "each line must be one complete JSON object; a torn last line means the writer crashed"
+        ),
+        "duplicate_json_key": (
+            "keep exactly one of the repeated keys; JSON readers disagree on which one wins"
+        ),
         "non_finite_number": "write a finite number or null; NaN and Infinity are not JSON",
         "json_too_deep": "flatten the record; no workbench record nests this deeply",
-        "line_too_long": f"each line must be one JSON record; if records really are this long, raise {MAX_LINE_BYTES_ENV} (bytes)",
-        "file_too_large": f"point at the intended file; if it really is this large, raise {MAX_LINE_BYTES_ENV} (bytes)",
+        "line_too_long": (
+            "each line must be one JSON record; if records really are this long, raise"
+            f" {MAX_LINE_BYTES_ENV} (bytes)"
+        ),
+        "file_too_large": (
+            f"point at the intended file; if it really is this large, raise {MAX_LINE_BYTES_ENV}"
+            " (bytes)"
+        ),
         "not_utf8": "save the file as UTF-8",
     }
     return Problem(

@@ -328,15 +328,22 @@ def read_config(path: str | os.PathLike[str]) -> tuple[Any, Problem | None]:
     if not Path(path).is_file():
         return None, None
     try:
-        return load_yaml(
-            path, prefix="config", what="project configuration", missing_fix="", shape=None
-        ).data, None
+        return (
+            load_yaml(
+                path, prefix="config", what="project configuration", missing_fix="", shape=None
+            ).data,
+            None,
+        )
     except WorkbenchError as exc:
-        return None, exc.problems[0] if exc.problems else Problem(
-            location=os.fspath(path),
-            code="config_yaml",
-            message=exc.summary,
-            fix="correct the file",
+        return None, (
+            exc.problems[0]
+            if exc.problems
+            else Problem(
+                location=os.fspath(path),
+                code="config_yaml",
+                message=exc.summary,
+                fix="correct the file",
+            )
         )
 
 

@@ -27,13 +27,11 @@ _HEADER_NAMES = (
     r"(?:proxy-)?authorization|x-api-key|api[-_]?key|x-goog-api-key|openai[-_]api[-_]key"
 )
 # `Authorization: Bearer abc`, `"authorization": "Bearer abc"`, `api-key=abc` ...
-_HEADER_VALUE = re.compile(
-    rf"""(?ix)
+_HEADER_VALUE = re.compile(rf"""(?ix)
     (?P<name>\b(?:{_HEADER_NAMES})\b["']?\s*[:=]\s*["']?)
     (?:(?P<scheme>bearer|basic|token)\s+)?
     (?P<value>[^\s"',;}}\]]+)
-    """
-)
+    """)
 _TOKEN = r"(?=[A-Za-z0-9._~+/=\-*]*[0-9_~+/=\-*])[A-Za-z0-9._~+/=\-*]{8,}"
 """A credential-like token: 8+ token characters, one of them a digit or one of ``_~+/=-*`` (not a word)."""
 _SCHEME_TOKEN = re.compile(rf"\b(?P<scheme>[Bb]earer|BEARER|Basic|BASIC)\s+(?P<value>{_TOKEN})")

@@ -203,7 +203,10 @@ def join_results(
                     case_id=r.case_id,
                     code="unknown_case",
                     message="result for a case the gold dataset does not have",
-                    fix="check that --gold is the dataset the judge ran on; remove results for other datasets",
+                    fix=(
+                        "check that --gold is the dataset the judge ran on; remove results for"
+                        " other datasets"
+                    ),
                 )
             )
             continue
@@ -213,8 +216,14 @@ def join_results(
                     location=where,
                     case_id=r.case_id,
                     code="superseded_case",
-                    message=f"result for a superseded record (corrected by {dataset.latest_id(r.case_id)!r})",
-                    fix="re-run the judge on the current dataset so results refer to the latest records",
+                    message=(
+                        "result for a superseded record (corrected by"
+                        f" {dataset.latest_id(r.case_id)!r})"
+                    ),
+                    fix=(
+                        "re-run the judge on the current dataset so results refer to the latest"
+                        " records"
+                    ),
                 )
             )
             continue
@@ -224,8 +233,14 @@ def join_results(
                     location=where,
                     case_id=r.case_id,
                     code="response_hash_mismatch",
-                    message="the judge saw a different response than the reviewers (response_hash differs)",
-                    fix="re-run the judge on the exact reviewed response; never compare verdicts on different text",
+                    message=(
+                        "the judge saw a different response than the reviewers (response_hash"
+                        " differs)"
+                    ),
+                    fix=(
+                        "re-run the judge on the exact reviewed response; never compare verdicts on"
+                        " different text"
+                    ),
                 )
             )
             continue
@@ -235,8 +250,13 @@ def join_results(
                     location=where,
                     case_id=r.case_id,
                     code="partition_mismatch",
-                    message=f"result says partition {r.partition!r}, gold says {gold.partition.value!r}",
-                    fix="re-run the judge on the current dataset; partitions must not change after a run",
+                    message=(
+                        f"result says partition {r.partition!r}, gold says {gold.partition.value!r}"
+                    ),
+                    fix=(
+                        "re-run the judge on the current dataset; partitions must not change after"
+                        " a run"
+                    ),
                 )
             )
             continue
@@ -247,7 +267,10 @@ def join_results(
                     case_id=r.case_id,
                     code="score_only_result",
                     message="a score without a verdict cannot be compared with adjudicated labels",
-                    fix="align label verdicts only; analyse score metrics (e.g. noise sensitivity) with their own report",
+                    fix=(
+                        "align label verdicts only; analyse score metrics (e.g. noise sensitivity)"
+                        " with their own report"
+                    ),
                 )
             )
             continue
@@ -273,8 +296,14 @@ def join_results(
                     location=where,
                     case_id=r.case_id,
                     code="duplicate_result",
-                    message=f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen_attempt[key]})",
-                    fix="results files must not be concatenated or re-imported; keep one result per case, repeat and attempt",
+                    message=(
+                        f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
+                        f" {seen_attempt[key]})"
+                    ),
+                    fix=(
+                        "results files must not be concatenated or re-imported; keep one result per"
+                        " case, repeat and attempt"
+                    ),
                 )
             )
             continue
@@ -325,13 +354,21 @@ def join_results(
                     location=f"{location}:{later_line}",
                     case_id=unit[0],
                     code="attempt_after_verdict",
-                    message=f"attempt {later_attempt} of repeat {unit[1]} comes after the verdict of attempt {verdict_attempt} (line {verdict_line}); a verdict is final and is never replaced",
-                    fix="results must not be edited, merged or re-run into one file; keep the attempts of one run, or re-run the judge into a fresh --out",
+                    message=(
+                        f"attempt {later_attempt} of repeat {unit[1]} comes after the verdict of"
+                        f" attempt {verdict_attempt} (line {verdict_line}); a verdict is final and"
+                        " is never replaced"
+                    ),
+                    fix=(
+                        "results must not be edited, merged or re-run into one file; keep the"
+                        " attempts of one run, or re-run the judge into a fresh --out"
+                    ),
                 )
             )
     if len(fingerprints) > 1:
         listing = "; ".join(
-            f"{fp[:12]} ({identity_of[fp].name}@{identity_of[fp].version}, {count} results, first on line {first_line_of_fp[fp]})"
+            f"{fp[:12]} ({identity_of[fp].name}@{identity_of[fp].version}, {count} results, first"
+            f" on line {first_line_of_fp[fp]})"
             for fp, count in fingerprints.most_common()
         )
         problems.append(

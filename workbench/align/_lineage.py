@@ -40,8 +40,15 @@ if TYPE_CHECKING:
 
 LineageSource = Literal["run_manifest", "results", "none", "no_results"]
 
-FIX_CHANGED = "re-run the judge on this gold (`workbench run`), or give the gold the results were produced against; --allow-gold-change aligns anyway and marks the report not comparable"
-FIX_MISSING = "re-run the judge with `workbench run` (results then carry their gold), or declare the gold they were produced against with `workbench import results FILE --gold GOLD --out DIR`; --allow-gold-change aligns anyway and marks the report not comparable"
+FIX_CHANGED = (
+    "re-run the judge on this gold (`workbench run`), or give the gold the results were produced"
+    " against; --allow-gold-change aligns anyway and marks the report not comparable"
+)
+FIX_MISSING = (
+    "re-run the judge with `workbench run` (results then carry their gold), or declare the gold"
+    " they were produced against with `workbench import results FILE --gold GOLD --out DIR`;"
+    " --allow-gold-change aligns anyway and marks the report not comparable"
+)
 
 
 class GoldChange(_Model):
@@ -143,7 +150,10 @@ def read_run_manifest(results: str | Path) -> RunManifest | None:
                     location=str(path),
                     code="manifest_invalid",
                     message=f"the run manifest beside the results cannot be read ({reason})",
-                    fix="restore the manifest.json the run wrote, or move the results away from a foreign manifest",
+                    fix=(
+                        "restore the manifest.json the run wrote, or move the results away from a"
+                        " foreign manifest"
+                    ),
                 )
             ],
         ) from None
@@ -202,14 +212,21 @@ def check_lineage(
     manifest_lineage = manifest is not None and manifest.rubric_version is not None
     if manifest is not None and run_ids and not run_ids <= {manifest.run_id}:
         others = sorted(run_ids - {manifest.run_id})
-        text = f"the run manifest beside the results is of run {manifest.run_id[:12]}, but results come from run(s) {', '.join(o[:12] for o in others[:3])}{' ...' if len(others) > 3 else ''}"
+        text = (
+            f"the run manifest beside the results is of run {manifest.run_id[:12]}, but results"
+            " come from run(s)"
+            f" {', '.join(o[:12] for o in others[:3])}{' ...' if len(others) > 3 else ''}"
+        )
         reasons.append(text)
         lineage_problems.append(
             Problem(
                 location=str(manifest_path or loc),
                 code="lineage_manifest_mismatch",
                 message=text,
-                fix="keep each run's results.jsonl with its own manifest.json; results of several runs are never mixed in one file",
+                fix=(
+                    "keep each run's results.jsonl with its own manifest.json; results of several"
+                    " runs are never mixed in one file"
+                ),
             )
         )
         manifest_lineage = False
@@ -229,7 +246,10 @@ def check_lineage(
                 location=loc,
                 code="lineage_mixed",
                 message=text,
-                fix="align results of one run against the one gold they were produced against; split the file or re-run",
+                fix=(
+                    "align results of one run against the one gold they were produced against;"
+                    " split the file or re-run"
+                ),
             )
         )
     elif carried:
@@ -245,14 +265,20 @@ def check_lineage(
             and (field_sha, field_rubric) != (None, None)
             and (field_sha, field_rubric) != (res_sha, res_rubric)
         ):
-            text = f"the results say dataset {str(field_sha)[:12]} (rubric {field_rubric}) but their run manifest says dataset {res_sha[:12]} (rubric {res_rubric})"
+            text = (
+                f"the results say dataset {str(field_sha)[:12]} (rubric {field_rubric}) but their"
+                f" run manifest says dataset {res_sha[:12]} (rubric {res_rubric})"
+            )
             reasons.append(text)
             lineage_problems.append(
                 Problem(
                     location=str(manifest_path or loc),
                     code="lineage_conflict",
                     message=text,
-                    fix="results must not be edited by hand or moved between run directories; re-run the judge",
+                    fix=(
+                        "results must not be edited by hand or moved between run directories;"
+                        " re-run the judge"
+                    ),
                 )
             )
     elif read == 0:
@@ -262,7 +288,10 @@ def check_lineage(
     else:
         source, res_sha, res_rubric = "none", field_sha, field_rubric
         if not lineage_problems:
-            text = "the results carry no gold lineage: no dataset_sha256 and rubric_version on them and no run manifest beside them"
+            text = (
+                "the results carry no gold lineage: no dataset_sha256 and rubric_version on them"
+                " and no run manifest beside them"
+            )
             reasons.append(text)
             lineage_problems.append(
                 Problem(location=loc, code="lineage_missing", message=text, fix=FIX_MISSING)
@@ -302,7 +331,12 @@ def check_lineage(
         if reference is not None:
             cases_known = True
             changes = _changes(dataset, reference)
-        headline = f"the results were produced against dataset {str(res_sha)[:12]} (rubric {res_rubric}{', release ' + results_release if results_release else ''}), the gold given is dataset {dataset.sha256[:12]} (rubric {dataset.rubric.version}{', release ' + release.release_id if release else ''})"
+        headline = (
+            f"the results were produced against dataset {str(res_sha)[:12]} (rubric"
+            f" {res_rubric}{', release ' + results_release if results_release else ''}), the gold"
+            f" given is dataset {dataset.sha256[:12]} (rubric"
+            f" {dataset.rubric.version}{', release ' + release.release_id if release else ''})"
+        )
         detail = []
         if res_rubric != dataset.rubric.version:
             detail.append(f"rubric version {res_rubric} -> {dataset.rubric.version}")
@@ -310,11 +344,15 @@ def check_lineage(
             detail.append(
                 f"{len(changes)} judged case(s) changed"
                 if changes
-                else "no judged case changed, so the gold changed elsewhere (other cases, rubric.yaml or the evidence snapshot)"
+                else (
+                    "no judged case changed, so the gold changed elsewhere (other cases,"
+                    " rubric.yaml or the evidence snapshot)"
+                )
             )
         else:
             detail.append(
-                "which cases changed cannot be listed: no run manifest with per-case hashes beside the results and no frozen release of that dataset (`workbench freeze`)"
+                "which cases changed cannot be listed: no run manifest with per-case hashes beside"
+                " the results and no frozen release of that dataset (`workbench freeze`)"
             )
         text = headline + ": " + "; ".join(detail)
         reasons.insert(0, text)
@@ -327,9 +365,11 @@ def check_lineage(
                     location=loc,
                     case_id=change.case_id,
                     code="gold_changed",
-                    message=f"{change.detail} changed since the results were produced"
-                    if change.changes[0] not in ("removed", "superseded")
-                    else change.detail,
+                    message=(
+                        f"{change.detail} changed since the results were produced"
+                        if change.changes[0] not in ("removed", "superseded")
+                        else change.detail
+                    ),
                     fix=FIX_CHANGED,
                 )
             )
@@ -364,7 +404,10 @@ def _changes(dataset: GoldDataset, reference: dict[str, dict[str, str]]) -> list
                 GoldChange(
                     case_id=case_id,
                     changes=["superseded"],
-                    detail=f"superseded by {dataset.latest_id(case_id)!r} since the results were produced",
+                    detail=(
+                        f"superseded by {dataset.latest_id(case_id)!r} since the results were"
+                        " produced"
+                    ),
                 )
             )
             continue
@@ -436,7 +479,8 @@ def align_results(
     if problems:
         extra = join_error.problems if join_error is not None else []
         raise WorkbenchError(
-            f"{location}: refusing to compare: the results were not produced against this gold ({len(problems)} problem(s))",
+            f"{location}: refusing to compare: the results were not produced against this gold"
+            f" ({len(problems)} problem(s))",
             [*problems, *extra],
         )
     if join_error is not None:
@@ -462,8 +506,14 @@ def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> l
             Problem(
                 location=where,
                 code="lineage_unchecked",
-                message="the join was built without a lineage check, so it is unknown whether the results were produced against this gold",
-                fix="build joins with workbench.align.align_results (or a phase session), which checks lineage",
+                message=(
+                    "the join was built without a lineage check, so it is unknown whether the"
+                    " results were produced against this gold"
+                ),
+                fix=(
+                    "build joins with workbench.align.align_results (or a phase session), which"
+                    " checks lineage"
+                ),
             )
         ]
     if lineage.comparable or (allow_forced and lineage.allowed):
@@ -475,7 +525,10 @@ def lineage_problems(join: Join, *, where: str, allow_forced: bool = False) -> l
         Problem(
             location=where,
             code="gold_changed",
-            message=f"the results were not produced against this gold: {'; '.join(lineage.problems)}; changed: {changed}",
+            message=(
+                f"the results were not produced against this gold: {'; '.join(lineage.problems)};"
+                f" changed: {changed}"
+            ),
             fix=FIX_CHANGED,
         )
     ]
@@ -513,7 +566,8 @@ def check_results_file(
     )
     if problems:
         raise WorkbenchError(
-            f"{results}: refusing to compare: the results were not produced against this gold ({len(problems)} problem(s))",
+            f"{results}: refusing to compare: the results were not produced against this gold"
+            f" ({len(problems)} problem(s))",
             problems,
         )
     return lineage

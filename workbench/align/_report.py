@@ -295,8 +295,10 @@ def _row(s: SliceAlignment) -> dict[str, Any]:
         "abstained": s.abstentions,
         "errors": s.errors,
         "missing": s.missing,
-        "coverage": f"{s.decided}/{s.n}"
-        + (f" = {s.coverage.rate:.2f}" if s.coverage.rate is not None else ""),
+        "coverage": (
+            f"{s.decided}/{s.n}"
+            + (f" = {s.coverage.rate:.2f}" if s.coverage.rate is not None else "")
+        ),
         "aligned": s.agreement.format(2) if s.verdicts else "-",
         "false_pass": f"{s.false_passes}/{s.false_pass_rate.n}",
         "FP rate [95% CI]": _rate_text(s.false_pass_rate),
@@ -395,9 +397,11 @@ def slice_alignment(
                 Counter(c.error_kind or "unknown" for c in cases if c.outcome == "error").items()
             )
         ),
-        ordinal=ordinal_alignment(verdict_cases, rubric)
-        if rubric is not None and rubric.ordered
-        else None,
+        ordinal=(
+            ordinal_alignment(verdict_cases, rubric)
+            if rubric is not None and rubric.ordered
+            else None
+        ),
         sampled_out=sampled_out,
     )
 
@@ -491,9 +495,9 @@ def alignment_report(
         rubric_version=rubric.version,
         gold_path=gold_path,
         results_path=results_path,
-        results_sha256=results_sha256(results_path)
-        if results_path and Path(results_path).exists()
-        else None,
+        results_sha256=(
+            results_sha256(results_path) if results_path and Path(results_path).exists() else None
+        ),
         judge=join.judge,
         judge_fingerprint=join.judge_fingerprint,
         partition=join.partition,
@@ -521,9 +525,11 @@ def alignment_report(
         overall=overall,
         slices=slices,
         comparable=join.lineage.comparable if join.lineage is not None else None,
-        gold_changes=list(join.lineage.gold_changes)
-        if join.lineage is not None and not join.lineage.comparable
-        else [],
+        gold_changes=(
+            list(join.lineage.gold_changes)
+            if join.lineage is not None and not join.lineage.comparable
+            else []
+        ),
         lineage=join.lineage,
         partition_source=partition_source,
         sampling_plan_sha256=join.sampling_plan_sha256,
@@ -636,10 +642,12 @@ def lineage_lines(report: AlignmentReport) -> list[str]:
     release = lineage.results_release or "not frozen"
     if lineage.comparable:
         return [
-            f"lineage:    same gold as the run (dataset {lineage.gold_dataset_sha256[:12]}, rubric {lineage.gold_rubric_version}, release {release}; from the {where})"
+            f"lineage:    same gold as the run (dataset {lineage.gold_dataset_sha256[:12]}, rubric"
+            f" {lineage.gold_rubric_version}, release {release}; from the {where})"
         ]
     lines = [
-        "NOT COMPARABLE: the results were not produced against this gold (--allow-gold-change); the gate will not certify this"
+        "NOT COMPARABLE: the results were not produced against this gold (--allow-gold-change); the"
+        " gate will not certify this"
     ]
     lines += [f"  - {reason}" for reason in lineage.problems]
     for change in lineage.gold_changes:
@@ -654,7 +662,10 @@ def _pass_fail_text(report: AlignmentReport) -> str:
             if report.scale != "nominal"
             else "the rubric declares no pass_label and fail_label"
         )
-        return f"none ({what}): false passes and false fails are not counted, and the gate will not certify (no_pass_fail_view)"
+        return (
+            f"none ({what}): false passes and false fails are not counted, and the gate will not"
+            " certify (no_pass_fail_view)"
+        )
     if report.pass_labels is not None:
         fails = [label for label in report.scale_labels or [] if label not in report.pass_labels]
         return f"pass = {', '.join(report.pass_labels)}; fail = {', '.join(fails)}" + (
@@ -670,14 +681,22 @@ def format_report(report: AlignmentReport) -> str:
     import pandas as pd
 
     judge = (
-        f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint {report.judge_fingerprint[:12]})"
+        f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint"
+        f" {report.judge_fingerprint[:12]})"
         if report.judge and report.judge_fingerprint
         else "(no results)"
     )
     lines = [
         f"judge:      {judge}",
-        f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version})",
-        f"partition:  {report.partition or 'all'}{_PARTITION_NOTE.get(report.partition_source or '', '')}    repeat: {report.repeat}",
+        (
+            f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric"
+            f" {report.rubric_version})"
+        ),
+        (
+            "partition: "
+            f" {report.partition or 'all'}{_PARTITION_NOTE.get(report.partition_source or '', '')} "
+            f"   repeat: {report.repeat}"
+        ),
         *lineage_lines(report),
         f"status:     {report.status.upper()}"
         + (
@@ -685,30 +704,43 @@ def format_report(report: AlignmentReport) -> str:
             if report.missing_case_ids
             else ""
         ),
-        f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts ({report.overall.decided} decided, {report.overall.abstentions} abstentions), {report.overall.errors} evaluator errors, {report.overall.missing} missing",
-        f"coverage:   {_coverage_text(report.overall)} (decided verdicts / cases in scope; abstentions, errors and missing results are not decided)",
+        (
+            f"cases:      {report.overall.n} in scope, {report.overall.verdicts} verdicts"
+            f" ({report.overall.decided} decided, {report.overall.abstentions} abstentions),"
+            f" {report.overall.errors} evaluator errors, {report.overall.missing} missing"
+        ),
+        (
+            f"coverage:   {_coverage_text(report.overall)} (decided verdicts / cases in scope;"
+            " abstentions, errors and missing results are not decided)"
+        ),
     ]
     if report.sampled_out_case_ids:
         by_slice = ", ".join(f"{s.slice} {s.sampled_out}" for s in report.slices if s.sampled_out)
         lines.append(
-            f"sampled:    {len(report.sampled_out_case_ids)} case(s) sampled out (declared plan {(report.sampling_plan_sha256 or '')[:12]}; {by_slice}): not in scope, in no figure, never a pass;"
-            " the figures are of the sampled cases and the gate does not certify a sample"
+            f"sampled:    {len(report.sampled_out_case_ids)} case(s) sampled out (declared plan"
+            f" {(report.sampling_plan_sha256 or '')[:12]}; {by_slice}): not in scope, in no figure,"
+            " never a pass; the figures are of the sampled cases and the gate does not certify a"
+            " sample"
         )
     if report.sampling_rejected:
         lines.append(
-            f"sampling:   plan not accepted: {report.sampling_rejected}; its sampled-out cases count as missing (a scope change)"
+            f"sampling:   plan not accepted: {report.sampling_rejected}; its sampled-out cases"
+            " count as missing (a scope change)"
         )
     if report.excluded_other_partition or report.other_repeats or report.superseded_attempts:
         lines.append(
-            f"skipped:    {report.excluded_other_partition} result(s) outside the partition, {report.other_repeats} of other repeats, {report.superseded_attempts} earlier attempt(s) replaced by retries"
+            f"skipped:    {report.excluded_other_partition} result(s) outside the partition,"
+            f" {report.other_repeats} of other repeats, {report.superseded_attempts} earlier"
+            " attempt(s) replaced by retries"
         )
     if report.scale != "nominal":
         lines.append(f"scale:      {report.scale} ({' < '.join(report.scale_labels or [])})")
     lines.append(f"pass/fail:  {_pass_fail_text(report)}")
     lines.append("")
     lines.append(
-        "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human fail judged pass, over human fails judged pass or fail;"
-        " FF = human pass judged fail, over human passes judged pass or fail; abstentions are in neither"
+        "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human"
+        " fail judged pass, over human fails judged pass or fail; FF = human pass judged fail, over"
+        " human passes judged pass or fail; abstentions are in neither"
         + (
             "; kappa = nominal Cohen's kappa, every label an unordered category"
             if report.scale != "nominal"
@@ -727,14 +759,18 @@ def format_report(report: AlignmentReport) -> str:
             )
             lines.append("")
             lines.append(
-                f"Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge label both on the scale, the denominator of every figure; off scale = verdicts left out;"
-                f" weighted Cohen's kappa, linear and quadratic; MAE = mean |judge - adjudicated| in {unit}s; judge higher/lower = judge above/below the adjudicated label on the scale):"
+                "Ordinal agreement per slice (pairs = verdicts with the adjudicated and the judge"
+                " label both on the scale, the denominator of every figure; off scale = verdicts"
+                " left out; weighted Cohen's kappa, linear and quadratic; MAE = mean |judge -"
+                f" adjudicated| in {unit}s; judge higher/lower = judge above/below the adjudicated"
+                " label on the scale):"
             )
             lines.append(ordinal.to_string())
             if report.overall.ordinal is not None:
                 lines.append("")
                 lines.append(
-                    f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs} pairs; rows: adjudicated label, columns: judge):"
+                    f"Ordinal confusion over all cases in scope ({report.overall.ordinal.pairs}"
+                    " pairs; rows: adjudicated label, columns: judge):"
                 )
                 frame = report.overall.ordinal.confusion.to_frame()
                 frame.index.name, frame.columns.name = "human \\ judge", None
@@ -757,7 +793,8 @@ def format_report(report: AlignmentReport) -> str:
     if report.costs and report.costs[-1].cases:
         lines.append("")
         lines.append(
-            "Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):"
+            "Cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries"
+            " included, cached verdicts left out):"
         )
         lines.append(format_slice_costs(report.costs))
     return "\n".join(lines)

@@ -41,19 +41,28 @@ def verified_sampled_out(
         return (
             frozenset(),
             None,
-            f"the run manifest's sampling plan does not match its recorded sha256 {short}: the manifest was edited",
+            (
+                f"the run manifest's sampling plan does not match its recorded sha256 {short}: the"
+                " manifest was edited"
+            ),
         )
     if declared is None:
         return (
             frozenset(),
             None,
-            f"the run was drawn under sampling plan {short}, but no plan was declared to accept it (the policy has no `sampling:`)",
+            (
+                f"the run was drawn under sampling plan {short}, but no plan was declared to accept"
+                " it (the policy has no `sampling:`)"
+            ),
         )
     if declared.sha256() != record.plan_sha256:
         return (
             frozenset(),
             None,
-            f"the run was drawn under sampling plan {short}, not under the declared plan {declared.sha256()[:12]}",
+            (
+                f"the run was drawn under sampling plan {short}, not under the declared plan"
+                f" {declared.sha256()[:12]}"
+            ),
         )
     if manifest.partition == "held_out":
         return frozenset(), None, "a sampling plan never applies to held-out data"
@@ -75,6 +84,9 @@ def verified_sampled_out(
         return (
             frozenset(listed & redrawn),
             record.plan_sha256,
-            f"the manifest lists {len(extra)} sampled-out case(s) the plan does not leave out when re-drawn ({', '.join(extra[:5])}): they count as missing",
+            (
+                f"the manifest lists {len(extra)} sampled-out case(s) the plan does not leave out"
+                f" when re-drawn ({', '.join(extra[:5])}): they count as missing"
+            ),
         )
     return frozenset(listed), record.plan_sha256, None

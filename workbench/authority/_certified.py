@@ -110,7 +110,8 @@ def read_report(
                 p.location,
                 "report_unverified",
                 f"the report does not verify: {p.message} [{p.code}]",
-                "restore the report as certified (`workbench verify` names every change); an altered report is no evidence",
+                "restore the report as certified (`workbench verify` names every change); an"
+                " altered report is no evidence",
             )
             for p in verify_one(root, gold=gold).problems
             if p.severity == "error"
@@ -125,7 +126,8 @@ def read_report(
             _p(
                 loc,
                 "report_unreadable",
-                f"lock.json or gate.json cannot be read ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})",
+                "lock.json or gate.json cannot be read"
+                f" ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})",
                 "point at an intact certification report",
             )
         ]

@@ -82,7 +82,8 @@ def _damaged(record: AuthorityRecord, read: RecordRead) -> list[Problem]:
         _p(
             str(record.path),
             "authority_record_damaged",
-            f"the authority record is damaged ({len(read.problems)} problem(s)): nothing can be granted on it",
+            f"the authority record is damaged ({len(read.problems)} problem(s)): nothing can be"
+            " granted on it",
             "restore the record from version control or a backup; demote and revoke still work",
         ),
         *read.problems,
@@ -116,13 +117,17 @@ def _evidence(
     if facts is None:
         return None, label, problems
     loc = str(report)
-    fix_certify = f"certify {label} as it is now (`workbench certify --candidate {spec} ...`) and use that report"
+    fix_certify = (
+        f"certify {label} as it is now (`workbench certify --candidate {spec} ...`) and use that"
+        " report"
+    )
     if facts.candidate != label or facts.candidate_fingerprint != fingerprint:
         problems.append(
             _p(
                 loc,
                 "report_other_judge",
-                f"the report certified {facts.candidate} ({facts.candidate_fingerprint[:12]}), not {label} as the spec is now ({fingerprint[:12]})",
+                f"the report certified {facts.candidate} ({facts.candidate_fingerprint[:12]}), not"
+                f" {label} as the spec is now ({fingerprint[:12]})",
                 fix_certify,
             )
         )
@@ -131,7 +136,8 @@ def _evidence(
             _p(
                 loc,
                 "report_not_certified",
-                f"the report's outcome is {facts.outcome!r}: only a certified report is evidence for authority",
+                f"the report's outcome is {facts.outcome!r}: only a certified report is evidence"
+                " for authority",
                 fix_certify,
             )
         )
@@ -159,8 +165,10 @@ def _evidence(
             _p(
                 loc,
                 "report_before_revocation",
-                f"{label} was revoked on {revoked:%Y-%m-%d %H:%M}; this report was certified before that ({facts.created_at:%Y-%m-%d %H:%M})",
-                "the evidence that triggered the revocation is not answered by an older report: certify again",
+                f"{label} was revoked on {revoked:%Y-%m-%d %H:%M}; this report was certified before"
+                f" that ({facts.created_at:%Y-%m-%d %H:%M})",
+                "the evidence that triggered the revocation is not answered by an older report:"
+                " certify again",
             )
         )
     return facts, label, problems
@@ -245,7 +253,9 @@ def grant(
         current = state.authority if state is not None else "none"
         level = lower(current if current != "none" else "advisory", facts.grant.use)
         if level == "block" and not _drift_after(gold, facts)[0]:
-            level = "route"  # block rests on sentinels seen stable after *this* report: promote again once checked
+            level = (  # block rests on sentinels seen stable after *this* report: promote again once checked
+                "route"
+            )
         return record.append(
             _entry(
                 label,
@@ -291,7 +301,8 @@ def promote(
                     label,
                     "not_granted",
                     f"{label} holds no authority: promotion starts from advisory",
-                    f"grant it first: `workbench authority grant --gold {gold} --candidate {candidate} --report REPORT --approver A --reason R`",
+                    f"grant it first: `workbench authority grant --gold {gold} --candidate"
+                    f" {candidate} --report REPORT --approver A --reason R`",
                 )
             )
         elif target is None:
@@ -300,7 +311,8 @@ def promote(
                     label,
                     "already_block",
                     f"{label} already holds block, the last step",
-                    "nothing to promote; widen its scope by certifying under a policy with a wider scope, then grant",
+                    "nothing to promote; widen its scope by certifying under a policy with a wider"
+                    " scope, then grant",
                 )
             )
         facts, label, more = _evidence(gold, candidate, report, state)
@@ -316,7 +328,8 @@ def promote(
                     str(report),
                     "report_grants_less",
                     f"the report grants {facts.grant.use}, the next step is {target}",
-                    f"certify under a policy that declares use: {target} (or block) to promote further",
+                    f"certify under a policy that declares use: {target} (or block) to promote"
+                    " further",
                 )
             )
         if facts is not None and target == "block":
@@ -326,8 +339,11 @@ def promote(
                     _p(
                         str(report),
                         "drift_check_required",
-                        f"block needs a stable sentinel drift check of this fingerprint after certification: {detail}",
-                        f"record the baseline with the report and check: `workbench drift --candidate {candidate} --gold {gold} --record-baseline --report {report}`, then `workbench drift --candidate {candidate} --gold {gold}`",
+                        "block needs a stable sentinel drift check of this fingerprint after"
+                        f" certification: {detail}",
+                        "record the baseline with the report and check: `workbench drift"
+                        f" --candidate {candidate} --gold {gold} --record-baseline --report"
+                        f" {report}`, then `workbench drift --candidate {candidate} --gold {gold}`",
                     )
                 )
         if problems or facts is None or target is None:
@@ -511,7 +527,8 @@ def attach_shadow(
                     label,
                     "shadow_has_authority",
                     f"{label} holds {mine.authority}: a shadow has no authority",
-                    f"revoke it first (`workbench authority revoke --gold {gold} --judge {label} --reason ...`), then attach it in shadow",
+                    f"revoke it first (`workbench authority revoke --gold {gold} --judge {label}"
+                    " --reason ...`), then attach it in shadow",
                 )
             )
         facts: ReportFacts | None = None
@@ -526,7 +543,8 @@ def attach_shadow(
                     _p(
                         str(report),
                         "report_other_judge",
-                        f"the report is of {facts.candidate} ({facts.candidate_fingerprint[:12]}), not {label} as the spec is now",
+                        f"the report is of {facts.candidate} ({facts.candidate_fingerprint[:12]}),"
+                        f" not {label} as the spec is now",
                         "give a report of this candidate, or none",
                     )
                 )

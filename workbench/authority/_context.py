@@ -21,7 +21,8 @@ from ._stale import StaleReason, gold_state, staleness
 
 class AuthorityContext(BaseModel):
     """What a report shows beside its candidate: the authority requested, and the last complete
-    certified version of the judge with whether it still fits the gold (:func:`beside_candidate`)."""
+    certified version of the judge with whether it still fits the gold (:func:`beside_candidate`).
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
 
@@ -41,11 +42,13 @@ class AuthorityContext(BaseModel):
         last = self.last_certified
         if last is None:
             lines.append(
-                f"last complete certified version: none (no verified certified report of another version of {self.candidate.split('@')[0]})"
+                "last complete certified version: none (no verified certified report of another"
+                f" version of {self.candidate.split('@')[0]})"
             )
             return lines
         lines.append(
-            f"last complete certified version: {last.candidate} (report {last.report_id}, {last.created_at:%Y-%m-%d}, policy {last.policy}; {last.grant.describe()})"
+            f"last complete certified version: {last.candidate} (report {last.report_id},"
+            f" {last.created_at:%Y-%m-%d}, policy {last.policy}; {last.grant.describe()})"
         )
         if self.last_certified_stale:
             lines.append(

@@ -145,7 +145,8 @@ def grant_for(
             use="none",
             scope=None,
             withheld=[
-                f"policy {policy.label} declares no use: certification grants no authority (declare use and scope in a new policy version)"
+                f"policy {policy.label} declares no use: certification grants no authority (declare"
+                " use and scope in a new policy version)"
             ],
         )
     if outcome != "certified":
@@ -161,7 +162,8 @@ def grant_for(
             use="none",
             scope=None,
             withheld=[
-                f"the gate evaluated {g.get('partition')!r}, not held_out: only a held-out certification grants authority"
+                f"the gate evaluated {g.get('partition')!r}, not held_out: only a held-out"
+                " certification grants authority"
             ],
         )
     figures = {f.get("slice"): f for f in g.get("figures") or [] if isinstance(f, Mapping)}
@@ -182,7 +184,8 @@ def grant_for(
                 for w in waivers
             )
             withheld.append(
-                f"slice {name}: certified only because an override waived {codes}; authority does not rest on a waiver"
+                f"slice {name}: certified only because an override waived {codes}; authority does"
+                " not rest on a waiver"
             )
             continue
         kept.append(name)
@@ -194,7 +197,8 @@ def grant_for(
             for w in general
         )
         withheld.append(
-            f"block withheld: an override waived {codes}; a judge never blocks unattended on a waived certification"
+            f"block withheld: an override waived {codes}; a judge never blocks unattended on a"
+            " waived certification"
         )
         use = "route"
     if not kept:

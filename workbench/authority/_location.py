@@ -50,8 +50,15 @@ def authority_path_for(gold: str | Path) -> Path:
                 Problem(
                     location=str(default),
                     code="authority_record_conflict",
-                    message=f"the project declares the authority record {declared} but this dataset already has a record with entries beside it",
-                    fix=f"keep one record: move {default} (and its .head file) to {declared} while that one does not exist yet, or remove {AUTHORITY_KEY} from {PROJECT_CONFIG}",
+                    message=(
+                        f"the project declares the authority record {declared} but this dataset"
+                        " already has a record with entries beside it"
+                    ),
+                    fix=(
+                        f"keep one record: move {default} (and its .head file) to {declared} while"
+                        f" that one does not exist yet, or remove {AUTHORITY_KEY} from"
+                        f" {PROJECT_CONFIG}"
+                    ),
                 )
             ],
         )

@@ -46,7 +46,10 @@ AUTHORITY_SCHEMA_VERSION = 1
 LOCK_TIMEOUT_S = 60.0
 Event = Literal["granted", "promoted", "demoted", "revoked", "shadow"]
 EVENTS: tuple[str, ...] = ("granted", "promoted", "demoted", "revoked", "shadow")
-FIX_RESTORE = "the authority record is append-only evidence: restore it (and its .head file) from version control or a backup; never edit or delete its lines"
+FIX_RESTORE = (
+    "the authority record is append-only evidence: restore it (and its .head file) from version"
+    " control or a backup; never edit or delete its lines"
+)
 
 
 class AuthorityEntry(Record):
@@ -174,7 +177,10 @@ class AuthorityRecord:
                         Problem(
                             location=loc,
                             code="authority_record_missing",
-                            message=f"the record is gone but its head says it held {head.get('entries')} entries",
+                            message=(
+                                "the record is gone but its head says it held"
+                                f" {head.get('entries')} entries"
+                            ),
                             fix=FIX_RESTORE,
                         )
                     ],
@@ -211,7 +217,10 @@ class AuthorityRecord:
                     Problem(
                         location=where,
                         code="authority_record_invalid",
-                        message=f"chain broken at line {number}: unreadable entry ({str(exc).splitlines()[0][:120]})",
+                        message=(
+                            f"chain broken at line {number}: unreadable entry"
+                            f" ({str(exc).splitlines()[0][:120]})"
+                        ),
                         fix=FIX_RESTORE,
                     )
                 )
@@ -232,7 +241,10 @@ class AuthorityRecord:
                     Problem(
                         location=where,
                         code="authority_chain_broken",
-                        message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)",
+                        message=(
+                            f"chain broken at line {number}: entry {entry.entry_id} was edited (its"
+                            " content no longer matches its entry_sha256)"
+                        ),
                         fix=FIX_RESTORE,
                     )
                 )
@@ -246,7 +258,10 @@ class AuthorityRecord:
                     Problem(
                         location=where,
                         code="authority_chain_broken",
-                        message=f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line before it was deleted, inserted or edited)",
+                        message=(
+                            f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line"
+                            " before it was deleted, inserted or edited)"
+                        ),
                         fix=FIX_RESTORE,
                     )
                 )
@@ -282,7 +297,10 @@ class AuthorityRecord:
                     Problem(
                         location=str(self.path),
                         code="authority_record_truncated",
-                        message=f"the record holds no entry but its head says {head.get('entries')}: lines were removed",
+                        message=(
+                            f"the record holds no entry but its head says {head.get('entries')}:"
+                            " lines were removed"
+                        ),
                         fix=FIX_RESTORE,
                     )
                 ]
@@ -292,7 +310,10 @@ class AuthorityRecord:
                 Problem(
                     location=loc,
                     code="authority_head_missing",
-                    message=f"the record has {len(entries)} entries but no head file: lines removed at its end could not be told",
+                    message=(
+                        f"the record has {len(entries)} entries but no head file: lines removed at"
+                        " its end could not be told"
+                    ),
                     fix=FIX_RESTORE,
                 )
             ]
@@ -311,7 +332,10 @@ class AuthorityRecord:
                 Problem(
                     location=str(self.path),
                     code="authority_record_truncated",
-                    message=f"the head says the record held {count} entries, it holds {len(entries)}: lines were removed at its end",
+                    message=(
+                        f"the head says the record held {count} entries, it holds {len(entries)}:"
+                        " lines were removed at its end"
+                    ),
                     fix=FIX_RESTORE,
                 )
             ]
@@ -330,7 +354,10 @@ class AuthorityRecord:
                 Problem(
                     location=loc,
                     code="authority_head_mismatch",
-                    message=f"the head names entry {count} of {len(entries)}: entries were appended without the workbench",
+                    message=(
+                        f"the head names entry {count} of {len(entries)}: entries were appended"
+                        " without the workbench"
+                    ),
                     fix=FIX_RESTORE,
                 )
             ]
@@ -349,7 +376,10 @@ class AuthorityRecord:
                     Problem(
                         location=str(self.lock_path),
                         code="authority_record_busy",
-                        message=f"another command held the record's lock for more than {LOCK_TIMEOUT_S:.0f} s",
+                        message=(
+                            "another command held the record's lock for more than"
+                            f" {LOCK_TIMEOUT_S:.0f} s"
+                        ),
                         fix="retry in a moment",
                     )
                 ],

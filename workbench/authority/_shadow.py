@@ -165,7 +165,10 @@ def read_shadow_log(log: str | Path) -> list[ShadowEntry]:
                     location=f"{path}:{number}",
                     code="shadow_log_invalid",
                     message=f"not a shadow-log entry ({exc.error_count()} error(s))",
-                    fix="the shadow log is append-only and written by `workbench run --shadow-of`; restore it",
+                    fix=(
+                        "the shadow log is append-only and written by `workbench run --shadow-of`;"
+                        " restore it"
+                    ),
                 )
             )
     if problems:
@@ -286,8 +289,14 @@ async def run_shadow(
                 Problem(
                     location="--shadow-of",
                     code="shadow_of_itself",
-                    message=f"{shadow_judge.spec.label} and {current_judge.spec.label} are the same judge (same fingerprint)",
-                    fix="run another version in shadow; to measure one judge's own variance use `workbench repeatability`",
+                    message=(
+                        f"{shadow_judge.spec.label} and {current_judge.spec.label} are the same"
+                        " judge (same fingerprint)"
+                    ),
+                    fix=(
+                        "run another version in shadow; to measure one judge's own variance use"
+                        " `workbench repeatability`"
+                    ),
                 )
             ],
         )
@@ -330,8 +339,15 @@ def format_shadow(entry: ShadowEntry) -> str:
     """A plain-text account for the terminal."""
     attached = "attached in shadow" if entry.attached else "not attached in the authority record"
     lines = [
-        f"shadow {entry.entry_id}: {entry.shadow} ({entry.shadow_fingerprint[:12]}) beside {entry.current} ({entry.current_fingerprint[:12]}, authority {entry.current_authority}; {attached}) on {entry.partition}: {entry.status.upper()}",
-        f"  {entry.disagreements} disagreement(s) of {entry.cases} case(s), {entry.boundary_crossings} across pass/fail; no effect on any gate",
+        (
+            f"shadow {entry.entry_id}: {entry.shadow} ({entry.shadow_fingerprint[:12]}) beside"
+            f" {entry.current} ({entry.current_fingerprint[:12]}, authority"
+            f" {entry.current_authority}; {attached}) on {entry.partition}: {entry.status.upper()}"
+        ),
+        (
+            f"  {entry.disagreements} disagreement(s) of {entry.cases} case(s),"
+            f" {entry.boundary_crossings} across pass/fail; no effect on any gate"
+        ),
     ]
     for reason in entry.incomplete_reasons:
         lines.append(f"  incomplete: {reason}")
@@ -340,7 +356,9 @@ def format_shadow(entry: ShadowEntry) -> str:
     for s in entry.slices:
         if s.disagreements:
             lines.append(
-                f"  {s.slice:26} {(s.risk or ''):8} {s.disagreements} of {s.cases}: {s.boundary_crossings} across pass/fail; shadow right {s.shadow_right}, current right {s.current_right}"
+                f"  {s.slice:26} {(s.risk or ''):8} {s.disagreements} of {s.cases}:"
+                f" {s.boundary_crossings} across pass/fail; shadow right {s.shadow_right}, current"
+                f" right {s.current_right}"
             )
     if entry.review:
         lines.append(

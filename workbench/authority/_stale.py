@@ -85,7 +85,8 @@ def gold_state(gold: str | Path) -> GoldState:
         WorkbenchError
     ) as exc:  # missing, unreadable, not UTF-8, bad or duplicate-key YAML, not a mapping
         problems.append(
-            f"{rubric_path}: the rubric cannot be read ({exc.problems[0].code if exc.problems else exc.summary})"
+            f"{rubric_path}: the rubric cannot be read"
+            f" ({exc.problems[0].code if exc.problems else exc.summary})"
         )
     digest: str | None = None
     try:
@@ -148,7 +149,10 @@ def staleness(
                 kind="ragas_version",
                 certified=f.ragas_version,
                 now=installed,
-                message=f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the judge may behave differently",
+                message=(
+                    f"certified with Ragas {f.ragas_version}, Ragas {installed} is installed: the"
+                    " judge may behave differently"
+                ),
             )
         )
     if f.rubric_version != gold.rubric_version:
@@ -157,7 +161,10 @@ def staleness(
                 kind="rubric_version",
                 certified=f.rubric_version,
                 now=gold.rubric_version,
-                message=f"certified against rubric {f.rubric_version}, the gold's rubric is now {gold.rubric_version}",
+                message=(
+                    f"certified against rubric {f.rubric_version}, the gold's rubric is now"
+                    f" {gold.rubric_version}"
+                ),
             )
         )
     if f.dataset_sha256 != gold.dataset_sha256 or f.gold_release != gold.release:
@@ -207,7 +214,10 @@ def staleness(
                 kind="candidate",
                 certified=f.candidate_fingerprint[:12],
                 now=(fingerprint or "")[:12],
-                message=f"the spec {spec} is now {label} with fingerprint {str(fingerprint)[:12]}, not the certified {f.candidate} ({f.candidate_fingerprint[:12]})",
+                message=(
+                    f"the spec {spec} is now {label} with fingerprint {str(fingerprint)[:12]}, not"
+                    f" the certified {f.candidate} ({f.candidate_fingerprint[:12]})"
+                ),
             )
         )
     return out

@@ -274,7 +274,8 @@ def _judge_status(
         problems += [p.format() for p in found]
         if facts is not None and facts.lock_sha256 != evidence.lock_sha256:
             problems.append(
-                f"{evidence.report_dir}: the report's lock is {facts.lock_sha256[:12]}, the record was bound to {str(evidence.lock_sha256)[:12]} [report_rebound]"
+                f"{evidence.report_dir}: the report's lock is {facts.lock_sha256[:12]}, the record"
+                f" was bound to {str(evidence.lock_sha256)[:12]} [report_rebound]"
             )
         verified = (
             facts is not None and facts.verified and facts.lock_sha256 == evidence.lock_sha256
@@ -309,7 +310,8 @@ def _judge_status(
         and level_rank(effective) > level_rank("route")
     ):
         limits.append(
-            f"its latest drift check crossed pass/fail on {', '.join(drift.boundary_crossings)}: block is withheld"
+            f"its latest drift check crossed pass/fail on {', '.join(drift.boundary_crossings)}:"
+            " block is withheld"
         )
         effective = lower(effective, "route")
     return JudgeStatus(
@@ -372,7 +374,8 @@ def format_status(status: AuthorityStatus) -> str:
     """A plain-text account for the terminal."""
     g = status.gold
     lines = [
-        f"authority record {status.record}; gold {g.path} (rubric {g.rubric_version}, release {g.release or '(not frozen)'}); Ragas {status.ragas_version}"
+        f"authority record {status.record}; gold {g.path} (rubric {g.rubric_version}, release"
+        f" {g.release or '(not frozen)'}); Ragas {status.ragas_version}"
     ]
     for problem in status.record_problems:
         lines.append(f"RECORD DAMAGED: {problem}")
@@ -394,7 +397,8 @@ def format_status(status: AuthorityStatus) -> str:
         if j.report_id:
             when = f" ({j.report_created_at:%Y-%m-%d %H:%M})" if j.report_created_at else ""
             lines.append(
-                f"  last certified report: {j.report_id}{when}, {'verified' if j.report_verified else 'DOES NOT VERIFY'}"
+                f"  last certified report: {j.report_id}{when},"
+                f" {'verified' if j.report_verified else 'DOES NOT VERIFY'}"
             )
         if j.report_id:
             lines.append(
@@ -404,18 +408,21 @@ def format_status(status: AuthorityStatus) -> str:
         if j.drift is not None:
             d = j.drift
             lines.append(
-                f"  drift: {d.status} (check {d.entry_id}, {d.recorded_at:%Y-%m-%d %H:%M}, {d.changes} change(s))"
+                f"  drift: {d.status} (check {d.entry_id}, {d.recorded_at:%Y-%m-%d %H:%M},"
+                f" {d.changes} change(s))"
             )
         for flag in j.drift_flags:
             lines.append(f"  drift flag: {flag}")
         for s in j.shadows:
             if s.latest is None:
                 lines.append(
-                    f"  shadow {s.shadow}: attached {s.attached_at:%Y-%m-%d}, not run yet (`workbench run --shadow-of`)"
+                    f"  shadow {s.shadow}: attached {s.attached_at:%Y-%m-%d}, not run yet"
+                    " (`workbench run --shadow-of`)"
                 )
             else:
                 lines.append(
-                    f"  shadow {s.shadow}: {s.disagreements} disagreement(s) of {s.cases} case(s), {s.boundary_crossings} across pass/fail"
+                    f"  shadow {s.shadow}: {s.disagreements} disagreement(s) of {s.cases} case(s),"
+                    f" {s.boundary_crossings} across pass/fail"
                     + (f"; review: {', '.join(s.review)}" if s.review else "")
                     + f" ({s.latest})"
                 )

@@ -170,8 +170,14 @@ class _Check:
                 Problem(
                     location="-",
                     code="check_crashed",
-                    message=f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}",
-                    fix="this is likely a bug in the file or in the workbench; run the matching workbench command for details",
+                    message=(
+                        f"{type(exc).__name__}:"
+                        f" {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+                    ),
+                    fix=(
+                        "this is likely a bug in the file or in the workbench; run the matching"
+                        " workbench command for details"
+                    ),
                 )
             )
         return None
@@ -206,9 +212,13 @@ def run_contracts(
                 status="failed",
                 category="contract",
                 code="nothing_to_check",
-                message=f"no gold dataset, candidate, policy, control suite, ranking or noise file found under {root}",
+                message=(
+                    "no gold dataset, candidate, policy, control suite, ranking or noise file"
+                    f" found under {root}"
+                ),
                 details=[
-                    f"{root}: nothing matched the discovery rule (data/*/gold.jsonl, data/candidates/*.yaml, ...; docs/formats.md#ci-configuration)"
+                    f"{root}: nothing matched the discovery rule (data/*/gold.jsonl,"
+                    " data/candidates/*.yaml, ...; docs/formats.md#ci-configuration)"
                 ],
             )
         )
@@ -286,9 +296,15 @@ def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
                 Problem(
                     location=str(directory),
                     code="gold_not_frozen",
-                    message=f"the dataset's current state (sha256 {dataset.sha256[:12]}) is not a frozen release"
+                    message=(
+                        f"the dataset's current state (sha256 {dataset.sha256[:12]}) is not a"
+                        " frozen release"
+                    )
                     + (f"; the latest release is {latest}" if latest else "; it was never frozen"),
-                    fix=f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs and certifications name the release they used",
+                    fix=(
+                        f"freeze it: `workbench freeze {name}` (and commit releases.jsonl), so runs"
+                        " and certifications name the release they used"
+                    ),
                 )
             )
             checks.append(_from_problems("gold", f"{name} release", c.problems, c.seconds))
@@ -299,7 +315,8 @@ def _check_golds(inv: Inventory, checks: list[CheckResult]) -> dict[Path, Any]:
                     name=f"{name} release",
                     status="passed",
                     details=[
-                        f"frozen as {dataset.release.release_id} (release {len(dataset.releases)} of the chain)"
+                        f"frozen as {dataset.release.release_id} (release {len(dataset.releases)}"
+                        " of the chain)"
                     ],
                     seconds=c.seconds,
                 )
@@ -349,7 +366,10 @@ def _check_candidates(
                     location=f"{loc}: parent",
                     code="candidate_parent_missing",
                     message=f"the parent {spec.parent} is not a candidate of this project",
-                    fix="restore the parent's spec (versions are immutable and kept), or correct parent",
+                    fix=(
+                        "restore the parent's spec (versions are immutable and kept), or correct"
+                        " parent"
+                    ),
                 )
             )
         if spec.kind in LABEL_KINDS:
@@ -359,7 +379,10 @@ def _check_candidates(
                     Problem(
                         location=f"{loc}: labels",
                         code="candidate_no_rubric",
-                        message="no valid gold dataset in the project to check the judge's labels against",
+                        message=(
+                            "no valid gold dataset in the project to check the judge's labels"
+                            " against"
+                        ),
                         fix="add (or repair) the gold dataset the judge is for",
                     )
                 )
@@ -368,8 +391,14 @@ def _check_candidates(
                     Problem(
                         location=f"{loc}: labels",
                         code="candidate_labels_unknown",
-                        message=f"labels {spec.labels} are not all labels of any rubric in the project ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})",
-                        fix="use the rubric's label vocabulary (a label the gold cannot hold can never agree with it)",
+                        message=(
+                            f"labels {spec.labels} are not all labels of any rubric in the project"
+                            f" ({'; '.join(f'{r.version}: {r.labels}' for r in rubrics)})"
+                        ),
+                        fix=(
+                            "use the rubric's label vocabulary (a label the gold cannot hold can"
+                            " never agree with it)"
+                        ),
                     )
                 )
         checks.append(_from_problems("candidates", inv.rel(path), c.problems, c.seconds))
@@ -389,7 +418,10 @@ def _suite_problems(suite: Any, golds: dict[Path, Any], loc: str) -> list[Proble
                 location=f"{loc}: rubric_version",
                 code="controls_rubric_unknown",
                 message=f"no gold dataset of the project uses rubric {suite.rubric_version!r}",
-                fix="write the suite for a rubric the project has (a new suite version), or add that gold",
+                fix=(
+                    "write the suite for a rubric the project has (a new suite version), or add"
+                    " that gold"
+                ),
             )
         ]
     out: list[Problem] = []
@@ -495,7 +527,10 @@ def _check_policies(
                         Problem(
                             location=f"{loc}: fixtures",
                             code="policy_fixtures_missing",
-                            message=f"no valid ranking fixture file named {policy.fixtures!r} in the project",
+                            message=(
+                                f"no valid ranking fixture file named {policy.fixtures!r} in the"
+                                " project"
+                            ),
                             fix="restore the fixture file, or correct fixtures",
                         )
                     )
@@ -506,8 +541,14 @@ def _check_policies(
                                 Problem(
                                     location=f"{loc}: fixtures",
                                     code="policy_fixtures_not_frozen",
-                                    message=f"the policy requires frozen fixtures and {s.label} (the current version) is not frozen",
-                                    fix=f"freeze it: `workbench ranking freeze {s.source} --approver NAME`",
+                                    message=(
+                                        f"the policy requires frozen fixtures and {s.label} (the"
+                                        " current version) is not frozen"
+                                    ),
+                                    fix=(
+                                        f"freeze it: `workbench ranking freeze {s.source}"
+                                        " --approver NAME`"
+                                    ),
                                 )
                             )
             checks.append(_from_problems("policies", inv.rel(path), c.problems, c.seconds))
@@ -522,8 +563,14 @@ def _check_policies(
                     Problem(
                         location=f"{loc}: rubric_version",
                         code="policy_rubric_unknown",
-                        message=f"no valid gold dataset of the project uses rubric {policy.rubric_version!r}",
-                        fix="write the policy for a rubric the project has (a new version), or add that gold",
+                        message=(
+                            "no valid gold dataset of the project uses rubric"
+                            f" {policy.rubric_version!r}"
+                        ),
+                        fix=(
+                            "write the policy for a rubric the project has (a new version), or add"
+                            " that gold"
+                        ),
                     )
                 )
             for dataset in matching:
@@ -555,7 +602,11 @@ def _check_policies(
                                 Problem(
                                     location=f"{loc}: controls.suite",
                                     code="controls_rubric_mismatch",
-                                    message=f"the control suite {suite.label} follows rubric {suite.rubric_version}, the policy rubric {policy.rubric_version}",
+                                    message=(
+                                        f"the control suite {suite.label} follows rubric"
+                                        f" {suite.rubric_version}, the policy rubric"
+                                        f" {policy.rubric_version}"
+                                    ),
                                     fix="name a suite written for the policy's rubric",
                                 )
                             )
@@ -567,8 +618,15 @@ def _check_policies(
                                 Problem(
                                     location=f"{loc}: controls.blocking_roles",
                                     code="controls_role_missing",
-                                    message=f"blocking roles {missing} have no control in {suite.label}: certification would stop there as incomplete",
-                                    fix="add controls of those roles to a new suite version, or review the blocking roles",
+                                    message=(
+                                        f"blocking roles {missing} have no control in"
+                                        f" {suite.label}: certification would stop there as"
+                                        " incomplete"
+                                    ),
+                                    fix=(
+                                        "add controls of those roles to a new suite version, or"
+                                        " review the blocking roles"
+                                    ),
                                 )
                             )
         checks.append(_from_problems("policies", inv.rel(path), c.problems, c.seconds))
@@ -655,7 +713,10 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
                     status="failed",
                     category="failure",
                     code=blockers[0].code,
-                    message=f"{len(failing)} retrieval assertion(s) failed before any model call: {', '.join(failing)}",
+                    message=(
+                        f"{len(failing)} retrieval assertion(s) failed before any model call:"
+                        f" {', '.join(failing)}"
+                    ),
                     details=details,
                     failing=failing,
                     seconds=seconds,
@@ -670,7 +731,10 @@ def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
                 Problem(
                     location=str(path),
                     code="panel_suite_missing",
-                    message=f"the claim panel belongs to {label}, which is not a valid pair suite of the project",
+                    message=(
+                        f"the claim panel belongs to {label}, which is not a valid pair suite of"
+                        " the project"
+                    ),
                     fix="restore the suite, or name the panel <suite name@version>.panel.yaml",
                 )
             )
@@ -722,7 +786,8 @@ def control_check(name: str, report: Any, seconds: float) -> CheckResult:
     failed = [r for r in report.controls if r.status == "failed"]
     incomplete = [r for r in report.controls if r.status == "incomplete"]
     details = [
-        f"{r.control_id} ({r.role}): expected {'|'.join(r.acceptable)}, got {r.verdict if r.verdict is not None else r.error or 'nothing'}"
+        f"{r.control_id} ({r.role}): expected {'|'.join(r.acceptable)}, got"
+        f" {r.verdict if r.verdict is not None else r.error or 'nothing'}"
         for r in failed + incomplete
     ]
     if incomplete:
@@ -732,7 +797,10 @@ def control_check(name: str, report: Any, seconds: float) -> CheckResult:
             status="error",
             category="incomplete",
             code="control_incomplete",
-            message=f"{len(incomplete)} of {len(report.controls)} controls have no verdict (evaluator errors or a stopped run): unproven, never passed",
+            message=(
+                f"{len(incomplete)} of {len(report.controls)} controls have no verdict (evaluator"
+                " errors or a stopped run): unproven, never passed"
+            ),
             details=details,
             failing=[r.control_id for r in failed],
             seconds=seconds,
@@ -745,7 +813,10 @@ def control_check(name: str, report: Any, seconds: float) -> CheckResult:
             status="failed",
             category="failure",
             code="control_failed",
-            message=f"{len(failed)} of {len(report.controls)} controls failed (roles {', '.join(roles)})",
+            message=(
+                f"{len(failed)} of {len(report.controls)} controls failed (roles"
+                f" {', '.join(roles)})"
+            ),
             details=details,
             failing=sorted(r.control_id for r in failed),
             seconds=seconds,

@@ -65,7 +65,8 @@ def apply_expected_failures(
             problem(
                 entry,
                 "expected_failure_not_allowed",
-                f"only {', '.join(EXPECTABLE_GROUPS)} checks may be expected to fail; {group!r} problems are invalid input or broken lineage and must be fixed",
+                f"only {', '.join(EXPECTABLE_GROUPS)} checks may be expected to fail; {group!r}"
+                " problems are invalid input or broken lineage and must be fixed",
             )
             continue
         if entry.expires is not None and entry.expires < today:
@@ -109,13 +110,18 @@ def apply_expected_failures(
             problem(
                 entry,
                 "expected_failure_stale",
-                f"{', '.join(fixed)} no longer fail{'s' if len(fixed) == 1 else ''}: remove {'it' if len(fixed) == 1 else 'them'} from failing",
+                f"{', '.join(fixed)} no longer fail{'s' if len(fixed) == 1 else ''}: remove"
+                f" {'it' if len(fixed) == 1 else 'them'} from failing",
             )
         if unexpected:
             out.append(
                 check.model_copy(
                     update={
-                        "message": f"{len(unexpected)} failure(s) beyond the expected ones: {', '.join(unexpected)} ({len(actual & declared)} expected: {_describe(entry)})"
+                        "message": (
+                            f"{len(unexpected)} failure(s) beyond the expected ones:"
+                            f" {', '.join(unexpected)} ({len(actual & declared)} expected:"
+                            f" {_describe(entry)})"
+                        )
                     }
                 )
             )
@@ -125,7 +131,10 @@ def apply_expected_failures(
                     update={
                         "status": "expected_failure",
                         "category": "ok",
-                        "message": f"fails as expected ({len(actual)}: {', '.join(sorted(actual))}); {_describe(entry)}",
+                        "message": (
+                            f"fails as expected ({len(actual)}: {', '.join(sorted(actual))});"
+                            f" {_describe(entry)}"
+                        ),
                     }
                 )
             )

@@ -73,7 +73,8 @@ def changed_since(root: str | Path, ref: str) -> Changes:
             "--since",
             "git_ref_unknown",
             f"{ref!r} is not a commit of this repository",
-            "fetch it first (a shallow CI checkout lacks history: fetch-depth 0), or give another ref",
+            "fetch it first (a shallow CI checkout lacks history: fetch-depth 0), or give"
+            " another ref",
         )
     commit = resolved.stdout.strip()
     # From the branch point: what the base branch changed since is not this change.

@@ -253,7 +253,8 @@ def discover(root: str | Path) -> Inventory:
                         f"{loc}: {CI_KEY}.paths.{kind}",
                         "ci_path_empty",
                         f"{pattern!r} matches no {kind} file",
-                        "correct the glob, or remove it: a declared path that matches nothing would check nothing",
+                        "correct the glob, or remove it: a declared path that matches nothing would"
+                        " check nothing",
                     )
                 )
             found += [p for p in matches if p not in found]

@@ -187,7 +187,8 @@ def run_release(
                 code=result.outcome,
                 message=f"{result.outcome.upper()}: {len(result.blockers)} blocker(s)",
                 details=[
-                    f"{b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]: {b['message']}"
+                    f"{b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]:"
+                    f" {b['message']}"
                     for b in result.blockers
                 ],
             )
@@ -216,12 +217,16 @@ def run_release(
             name=name,
             status="passed" if verification.verified else "failed",
             category="ok" if verification.verified else "failure",
-            code=None
-            if verification.verified
-            else (verification.problems[0].code if verification.problems else "not_verified"),
-            message=""
-            if verification.verified
-            else f"the locked report does not verify ({len(verification.problems)} problem(s))",
+            code=(
+                None
+                if verification.verified
+                else (verification.problems[0].code if verification.problems else "not_verified")
+            ),
+            message=(
+                ""
+                if verification.verified
+                else f"the locked report does not verify ({len(verification.problems)} problem(s))"
+            ),
             details=verify_lines or [f"{k}: {v}" for k, v in verification.checks.items()],
         )
     )
@@ -268,10 +273,12 @@ def format_release(summary: ReleaseSummary) -> str:
             ]
         )
     lines = [
-        f"release: {summary.outcome.upper()} (exit {summary.exit_code}); report {summary.report_dir} ({summary.report_id}), lock sha256 {summary.lock_sha256}"
+        f"release: {summary.outcome.upper()} (exit {summary.exit_code}); report"
+        f" {summary.report_dir} ({summary.report_id}), lock sha256 {summary.lock_sha256}"
     ]
     lines += [
-        f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]: {b['message']}"
+        f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]:"
+        f" {b['message']}"
         for b in summary.blockers
     ]
     lines.append(
@@ -279,6 +286,8 @@ def format_release(summary: ReleaseSummary) -> str:
         + "".join(f"\n  {p}" for p in summary.verify_problems)
     )
     lines.append(
-        f"cost ${summary.cost_usd:.6f} (budget {'$' + format(summary.budget_usd, 'g') if summary.budget_usd is not None else 'none'}); tokens {summary.tokens_in} in + {summary.tokens_out} out; {summary.calls} call(s)"
+        f"cost ${summary.cost_usd:.6f} (budget"
+        f" {'$' + format(summary.budget_usd, 'g') if summary.budget_usd is not None else 'none'});"
+        f" tokens {summary.tokens_in} in + {summary.tokens_out} out; {summary.calls} call(s)"
     )
     return "\n".join(lines)

@@ -69,7 +69,10 @@ _OTHER_LANES = {
     "ragas-ranking": "workbench ranking run --candidate {spec} --fixtures FILE --policy P",
     "ragas-ranking-function": "workbench ranking run --candidate {spec} --fixtures FILE --policy P",
     "ragas-noise": "workbench noise --candidate {spec} --pairs FILE --sentinels-only",
-    "imported": "workbench ci contracts (it checks the results file; an imported judge's verdicts are replayed, never re-run)",
+    "imported": (
+        "workbench ci contracts (it checks the results file; an imported judge's verdicts are"
+        " replayed, never re-run)"
+    ),
 }
 
 
@@ -298,7 +301,9 @@ def _resolve_gold(inv: Inventory, gold: str | None) -> Path:
                 Problem(
                     location="--gold",
                     code="sentinel_gold_ambiguous",
-                    message=f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})",
+                    message=(
+                        f"{len(with_sentinels)} gold datasets have a {SENTINELS_FILE} ({found})"
+                    ),
                     fix=f"give --gold, or set ci: sentinel: gold in {CONFIG_FILE}",
                 )
             ],
@@ -331,8 +336,14 @@ def _resolve_policy(inv: Inventory, policy: str | None, rubric_version: str) -> 
                 Problem(
                     location="--policy",
                     code="sentinel_policy_ambiguous",
-                    message=f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd ({', '.join(inv.rel(p) for p in fits) or 'none'})",
-                    fix=f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's ci_budget_usd caps the job",
+                    message=(
+                        f"{len(fits)} policies for rubric {rubric_version} set ci_budget_usd"
+                        f" ({', '.join(inv.rel(p) for p in fits) or 'none'})"
+                    ),
+                    fix=(
+                        f"give --policy, or set ci: sentinel: policy in {CONFIG_FILE}; the policy's"
+                        " ci_budget_usd caps the job"
+                    ),
                 )
             ],
         )
@@ -349,8 +360,13 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
                 Problem(
                     location=f"{policy_path}: ci_budget_usd",
                     code="ci_budget_missing",
-                    message=f"the policy {policy.label} sets no ci_budget_usd and no --budget-usd was given: a judge-backed CI job needs an approved cap",
-                    fix="add ci_budget_usd to a new policy version (reviewed), or give --budget-usd",
+                    message=(
+                        f"the policy {policy.label} sets no ci_budget_usd and no --budget-usd was"
+                        " given: a judge-backed CI job needs an approved cap"
+                    ),
+                    fix=(
+                        "add ci_budget_usd to a new policy version (reviewed), or give --budget-usd"
+                    ),
                 )
             ],
         )
@@ -365,8 +381,13 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
                 Problem(
                     location=f"{policy_path}: ci_budget_usd",
                     code="budget_above_policy",
-                    message=f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}",
-                    fix=f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a larger cap needs a new policy version",
+                    message=(
+                        f"--budget-usd {requested:g} is above the policy's ci_budget_usd {cap:g}"
+                    ),
+                    fix=(
+                        f"drop --budget-usd (the policy's ${cap:g} is used) or give a lower one; a"
+                        " larger cap needs a new policy version"
+                    ),
                 )
             ],
         )
@@ -571,7 +592,10 @@ async def run_sentinel_lane(
                     status="error",
                     category="incomplete",
                     code="not_covered",
-                    message=f"a {c.spec.kind} candidate changed and this lane does not check that kind: check it with `{command}`",
+                    message=(
+                        f"a {c.spec.kind} candidate changed and this lane does not check that kind:"
+                        f" check it with `{command}`"
+                    ),
                     details=c.reasons,
                 )
             )
@@ -592,7 +616,10 @@ async def run_sentinel_lane(
                 status="error",
                 category="incomplete",
                 code="controls_missing",
-                message=f"the policy {policy_model.label} names no control suite: the lane cannot run the controls",
+                message=(
+                    f"the policy {policy_model.label} names no control suite: the lane cannot run"
+                    " the controls"
+                ),
                 details=[f"{policy_path}: add controls: {{suite: ...}} in a new policy version"],
             )
         )
@@ -613,26 +640,40 @@ async def run_sentinel_lane(
             entry = _recorded_baseline(log, fingerprint)
             if entry is not None:
                 plan.baseline = (
-                    f"drift log {entry.entry_id} (this fingerprint, recorded {entry.recorded_at:%Y-%m-%d})",
+                    (
+                        f"drift log {entry.entry_id} (this fingerprint, recorded"
+                        f" {entry.recorded_at:%Y-%m-%d})"
+                    ),
                     dict(entry.observations),
                 )
             else:
                 ref = _ref_version(c, changes, scratch)
                 if ref is None:
-                    plan.no_baseline = f"{label} did not exist at {since} (nor its parent), and the drift log records no baseline of it"
+                    plan.no_baseline = (
+                        f"{label} did not exist at {since} (nor its parent), and the drift log"
+                        " records no baseline of it"
+                    )
                 else:
                     ref_spec, ref_judge, ref_fp = ref
                     entry = _recorded_baseline(log, ref_fp)
                     if entry is not None:
                         plan.baseline = (
-                            f"drift log {entry.entry_id} ({ref_spec.label} at {since}, recorded {entry.recorded_at:%Y-%m-%d})",
+                            (
+                                f"drift log {entry.entry_id} ({ref_spec.label} at {since}, recorded"
+                                f" {entry.recorded_at:%Y-%m-%d})"
+                            ),
                             dict(entry.observations),
                         )
                     elif ref_judge is not None:
                         plan.baseline_judge = ref_judge
                         plan.baseline_label = f"{ref_spec.label} at {since}"
                     else:
-                        plan.no_baseline = f"the change touches code ({'; '.join(r for r in c.reasons if r.startswith(('function module', 'judge code')))}) so {ref_spec.label} cannot be rebuilt as it was at {since}, and the drift log records no baseline of it"
+                        plan.no_baseline = (
+                            "the change touches code"
+                            f" ({'; '.join(r for r in c.reasons if r.startswith(('function module', 'judge code')))})"
+                            f" so {ref_spec.label} cannot be rebuilt as it was at {since}, and the"
+                            " drift log records no baseline of it"
+                        )
             if suite is not None:
                 estimate += estimate_run(
                     "controls", c.judge, work_items(suite), cdir / "controls", cache_dir=False
@@ -657,7 +698,10 @@ async def run_sentinel_lane(
                     status="error",
                     category="incomplete",
                     code="budget_insufficient",
-                    message=f"the planned calls need up to ${estimate:.4f}; the cap is ${cap:.4f} ({source}): nothing was started",
+                    message=(
+                        f"the planned calls need up to ${estimate:.4f}; the cap is ${cap:.4f}"
+                        f" ({source}): nothing was started"
+                    ),
                     details=[
                         f"{p.candidate.spec.label}: controls, sentinels"
                         + (", baseline" if p.baseline_judge is not None else "")
@@ -673,8 +717,13 @@ async def run_sentinel_lane(
                     Problem(
                         location=f"{inv.rel(policy_path)}: ci_budget_usd",
                         code="budget_insufficient",
-                        message=f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}",
-                        fix="raise ci_budget_usd in a reviewed new policy version, or change fewer judges at once",
+                        message=(
+                            f"the planned calls need up to ${estimate:.4f}, the cap is ${cap:.4f}"
+                        ),
+                        fix=(
+                            "raise ci_budget_usd in a reviewed new policy version, or change fewer"
+                            " judges at once"
+                        ),
                     )
                 ],
                 refused,
@@ -765,7 +814,10 @@ async def run_sentinel_lane(
                 baseline_name = f"{plan.baseline_label}, run now ({cdir / 'baseline'})"
                 if base_summary.status != "complete":
                     before = None
-                    plan.no_baseline = f"the baseline run of {plan.baseline_label} stopped early ({base_summary.stop_reason})"
+                    plan.no_baseline = (
+                        f"the baseline run of {plan.baseline_label} stopped early"
+                        f" ({base_summary.stop_reason})"
+                    )
             seconds = round(time.perf_counter() - t0, 3)
             checks.append(
                 _sentinel_check(
@@ -812,7 +864,10 @@ def _sentinel_check(
             status="error",
             category="incomplete",
             code=summary.stop_reason or "run_incomplete",
-            message=f"the sentinel run stopped early ({summary.stop_reason}: {summary.stop_detail or ''}); unrun: {', '.join(summary.unrun) or 'none'}",
+            message=(
+                f"the sentinel run stopped early ({summary.stop_reason}:"
+                f" {summary.stop_detail or ''}); unrun: {', '.join(summary.unrun) or 'none'}"
+            ),
             seconds=seconds,
         )
     if before is None:
@@ -824,7 +879,8 @@ def _sentinel_check(
             code="baseline_missing",
             message=f"no baseline: {no_baseline}",
             details=[
-                f"record one: `workbench drift --candidate SPEC --gold {dataset.root} --record-baseline` (after reviewing its verdicts), and commit the drift log"
+                f"record one: `workbench drift --candidate SPEC --gold {dataset.root}"
+                " --record-baseline` (after reviewing its verdicts), and commit the drift log"
             ],
             seconds=seconds,
         )
@@ -842,8 +898,8 @@ def _sentinel_check(
         )
     if flagged:
         details = [
-            f"{f.case_id} ({f.slice}{', ' + f.risk if f.risk else ''}): {f.kind} {f.before} -> {f.after}"
-            + (" BOUNDARY" if f.boundary_crossing else "")
+            f"{f.case_id} ({f.slice}{', ' + f.risk if f.risk else ''}): {f.kind} {f.before} ->"
+            f" {f.after}" + (" BOUNDARY" if f.boundary_crossing else "")
             for f in flagged
         ]
         return CheckResult(
@@ -852,7 +908,10 @@ def _sentinel_check(
             status="failed",
             category="review",
             code="sentinel_drift",
-            message=f"{len(flagged)} of {len(loaded.cases)} sentinel verdicts changed against {baseline_name}",
+            message=(
+                f"{len(flagged)} of {len(loaded.cases)} sentinel verdicts changed against"
+                f" {baseline_name}"
+            ),
             details=details,
             failing=sorted({f.case_id for f in flagged}),
             seconds=seconds,
@@ -879,7 +938,9 @@ def run_sentinel_lane_sync(*args: Any, **kwargs: Any) -> SentinelLaneReport:
 def format_sentinel_lane(report: SentinelLaneReport) -> str:
     """Plain text for the terminal: what changed, what ran, cost and tokens, each check."""
     lines = [
-        f"sentinel lane since {report.since} ({report.since_commit[:12]}): {len(report.changed_files)} changed file(s), {len(report.affected)} affected candidate(s)"
+        f"sentinel lane since {report.since} ({report.since_commit[:12]}):"
+        f" {len(report.changed_files)} changed file(s), {len(report.affected)} affected"
+        " candidate(s)"
     ]
     for a in report.affected:
         lines.append(
@@ -890,14 +951,19 @@ def format_sentinel_lane(report: SentinelLaneReport) -> str:
         lines.append(f"  removed: {r}")
     if report.budget_usd is not None:
         lines.append(
-            f"cap ${report.budget_usd:.4f} ({report.budget_source}), estimate ${report.estimate_usd:.4f}; gold {report.gold}, policy {report.policy}, controls {report.controls_suite}"
+            f"cap ${report.budget_usd:.4f} ({report.budget_source}), estimate"
+            f" ${report.estimate_usd:.4f}; gold {report.gold}, policy {report.policy}, controls"
+            f" {report.controls_suite}"
         )
     for r in report.runs:
         lines.append(
-            f"  run {r.purpose:9} {r.candidate}: {r.status}{' (' + r.stop_reason + ')' if r.stop_reason else ''}, {r.calls} call(s), ${r.cost_usd:.6f}, {r.tokens_in} + {r.tokens_out} tokens"
+            f"  run {r.purpose:9} {r.candidate}:"
+            f" {r.status}{' (' + r.stop_reason + ')' if r.stop_reason else ''}, {r.calls} call(s),"
+            f" ${r.cost_usd:.6f}, {r.tokens_in} + {r.tokens_out} tokens"
         )
     lines.append(
-        f"cost ${report.cost_usd:.6f}; tokens {report.tokens_in} in + {report.tokens_out} out; {report.calls} call(s)"
+        f"cost ${report.cost_usd:.6f}; tokens {report.tokens_in} in + {report.tokens_out} out;"
+        f" {report.calls} call(s)"
     )
     for c in report.checks:
         lines.append(
@@ -906,6 +972,7 @@ def format_sentinel_lane(report: SentinelLaneReport) -> str:
         if c.status != "passed":
             lines += [f"      {d}" for d in c.details[:12]]
     lines.append(
-        f"outcome: {report.outcome.upper()} (exit {report.exit_code}); run directory {report.run_dir}"
+        f"outcome: {report.outcome.upper()} (exit {report.exit_code}); run directory"
+        f" {report.run_dir}"
     )
     return "\n".join(lines)

@@ -58,7 +58,10 @@ OPTIONS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
         {
             "type": click.Path(path_type=str),
             "default": None,
-            "help": "Verdict cache directory (default $WORKBENCH_CACHE_DIR or ~/.cache/judge-workbench).",
+            "help": (
+                "Verdict cache directory (default $WORKBENCH_CACHE_DIR or"
+                " ~/.cache/judge-workbench)."
+            ),
         },
     ),
     "no_cache": (

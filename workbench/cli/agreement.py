@@ -46,11 +46,15 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
         ),
     ]
     for p in block.pairs:
-        line = f"  {p.reviewer_a} vs {p.reviewer_b}: n={p.n}  raw agreement {p.raw_agreement.format(3)}  Cohen's kappa (nominal) {_k(p.cohen_kappa)}"
+        line = (
+            f"  {p.reviewer_a} vs {p.reviewer_b}: n={p.n}  raw agreement"
+            f" {p.raw_agreement.format(3)}  Cohen's kappa (nominal) {_k(p.cohen_kappa)}"
+        )
         if ordered and p.weighted_kappa_linear is not None:
             line += (
-                f"  weighted kappa linear {_v(p.weighted_kappa_linear)}, quadratic {_v(p.weighted_kappa_quadratic)}"
-                f" (n={p.weighted_kappa_linear.n})  Spearman {_v(p.spearman)}"
+                f"  weighted kappa linear {_v(p.weighted_kappa_linear)}, quadratic"
+                f" {_v(p.weighted_kappa_quadratic)} (n={p.weighted_kappa_linear.n})  Spearman"
+                f" {_v(p.spearman)}"
             )
         lines.append(line)
     lines.append(f"  Krippendorff's alpha (nominal): {_k(block.krippendorff_alpha)}")
@@ -72,7 +76,8 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
         )
     lines.append(f"  Fleiss' kappa (nominal): {_k(block.fleiss_kappa)}")
     lines.append(
-        f"  cases with reviewer disagreement: {block.disagreement.format(3)} of cases with two or more reviews (the cases alpha uses)"
+        f"  cases with reviewer disagreement: {block.disagreement.format(3)} of cases with two or"
+        " more reviews (the cases alpha uses)"
     )
     return lines
 
@@ -87,7 +92,10 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
     type=click.IntRange(min=1),
     default=DEFAULT_MIN_SHARED,
     show_default=True,
-    help="List only reviewer pairs sharing at least this many cases; the others are counted as left out.",
+    help=(
+        "List only reviewer pairs sharing at least this many cases; the others are counted as left"
+        " out."
+    ),
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON structure.")
 @user_errors
@@ -106,7 +114,8 @@ def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) 
         f" ({' < '.join(report.scale_labels)})" if report.scale_labels else ""
     )
     click.echo(
-        f"Human agreement ({report.partition or 'all partitions'}; rubric {report.rubric_version}; labels {', '.join(report.labels)}; {scale})"
+        f"Human agreement ({report.partition or 'all partitions'}; rubric {report.rubric_version};"
+        f" labels {', '.join(report.labels)}; {scale})"
     )
     for line in _block("overall", report.overall, report):
         click.echo(line)

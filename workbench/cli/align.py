@@ -25,13 +25,19 @@ from ._common import echo_json, user_errors
     "results",
     required=True,
     type=click.Path(path_type=str),
-    help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.",
+    help=(
+        "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet),"
+        " judge-result contract."
+    ),
 )
 @click.option(
     "--partition",
     type=click.Choice(PARTITIONS),
     default=None,
-    help="Only cases of this partition (default: the partition in the run manifest beside the results).",
+    help=(
+        "Only cases of this partition (default: the partition in the run manifest beside the"
+        " results)."
+    ),
 )
 @click.option(
     "--repeat",
@@ -47,14 +53,20 @@ from ._common import echo_json, user_errors
 @click.option(
     "--allow-gold-change",
     is_flag=True,
-    help="Align even if the gold changed since the results were produced; every changed case is named and the report is marked not comparable.",
+    help=(
+        "Align even if the gold changed since the results were produced; every changed case is"
+        " named and the report is marked not comparable."
+    ),
 )
 @click.option(
     "--policy",
     "policy_path",
     type=click.Path(path_type=str),
     default=None,
-    help="Accept the cases a run's sampling plan left out only if the plan is this policy's `sampling:` plan (same sha256); otherwise they are missing.",
+    help=(
+        "Accept the cases a run's sampling plan left out only if the plan is this policy's"
+        " `sampling:` plan (same sha256); otherwise they are missing."
+    ),
 )
 @click.option(
     "--sampling-plan",

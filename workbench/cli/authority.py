@@ -15,7 +15,10 @@ if TYPE_CHECKING:
     from ..errors import Problem
 
 LEVEL_CHOICES = click.Choice(["none", "advisory", "route", "block"])
-GOLD_HELP = "Gold dataset the judge was certified on; its authority record lives beside it (or where workbench.yaml's authority_record says)."
+GOLD_HELP = (
+    "Gold dataset the judge was certified on; its authority record lives beside it (or where"
+    " workbench.yaml's authority_record says)."
+)
 
 
 def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
@@ -30,14 +33,16 @@ def _print_entry(e: AuthorityEntry, as_json: bool) -> None:
     report = f"; report {e.report_id}" if e.report_id else ""
     shadow = f" in shadow of {e.shadow_of}" if e.shadow_of else ""
     click.echo(
-        f"{e.event} {e.judge}: {e.previous_authority} -> {e.authority}{scope}{shadow}{report}; approved by {e.approver}: {e.reason} ({e.entry_id}, {e.when:%Y-%m-%d %H:%M} UTC)"
+        f"{e.event} {e.judge}: {e.previous_authority} -> {e.authority}{scope}{shadow}{report};"
+        f" approved by {e.approver}: {e.reason} ({e.entry_id}, {e.when:%Y-%m-%d %H:%M} UTC)"
     )
 
 
 def _warn_damaged(problems: list[Problem]) -> None:
     if problems:
         click.echo(
-            f"warning: the authority record is damaged ({len(problems)} problem(s)); the entry was appended anyway, because rollback must always be possible:",
+            f"warning: the authority record is damaged ({len(problems)} problem(s)); the entry was"
+            " appended anyway, because rollback must always be possible:",
             err=True,
         )
         for problem in problems:
@@ -230,7 +235,8 @@ def log_command(gold: str, judge: str | None, as_json: bool) -> None:
         )
     else:
         click.echo(
-            f"authority record {record.path}: {len(read.entries)} entries, chain {'intact' if read.ok else 'DAMAGED'}"
+            f"authority record {record.path}: {len(read.entries)} entries, chain"
+            f" {'intact' if read.ok else 'DAMAGED'}"
         )
         for e in entries:
             _print_entry(e, False)

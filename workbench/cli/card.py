@@ -20,7 +20,10 @@ NAMES_SHOWN = 20
     type=click.IntRange(min=1),
     default=DEFAULT_MIN_SHARED,
     show_default=True,
-    help="List only reviewer pairs sharing at least this many cases; the others are counted as left out.",
+    help=(
+        "List only reviewer pairs sharing at least this many cases; the others are counted as left"
+        " out."
+    ),
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the card and its computed part as JSON."
@@ -57,7 +60,8 @@ def card(path: str, min_shared: int, as_json: bool) -> None:
         f"# Computed (dataset sha256 {dataset.sha256[:12]}, rubric {dataset.rubric.version})"
     )
     click.echo(
-        f"cases: {stats['cases']} active, {stats['superseded_records']} superseded record(s), {stats['groups']} groups"
+        f"cases: {stats['cases']} active, {stats['superseded_records']} superseded record(s),"
+        f" {stats['groups']} groups"
     )
     labels = list(dataset.rubric.labels)
     width = (
@@ -93,7 +97,8 @@ def card(path: str, min_shared: int, as_json: bool) -> None:
     d = stats["disagreement"]
     rate = f"{d['rate']:.1%}" if d["rate"] is not None else "n/a"
     click.echo(
-        f"reviewer disagreement: {d['cases']}/{d['n']} cases ({rate}), among {stats['disagreement_basis']}"
+        f"reviewer disagreement: {d['cases']}/{d['n']} cases ({rate}), among"
+        f" {stats['disagreement_basis']}"
     )
 
 
@@ -102,7 +107,8 @@ def _reviewer_lines(stats: dict) -> list[str]:
     if not summary["count"]:
         return ["reviewers: 0"]
     lines = [
-        f"reviewers: {summary['count']} (reviews per reviewer: min {summary['reviews_min']}, median {summary['reviews_median']:g}, max {summary['reviews_max']})"
+        f"reviewers: {summary['count']} (reviews per reviewer: min {summary['reviews_min']}, median"
+        f" {summary['reviews_median']:g}, max {summary['reviews_max']})"
     ]
     by_reviews = sorted(stats["reviewers"].items(), key=lambda kv: (-kv[1], kv[0]))
     if len(by_reviews) <= NAMES_SHOWN:
@@ -116,7 +122,8 @@ def _reviewer_lines(stats: dict) -> list[str]:
         )
     pairs = stats["reviewer_pairs"]
     lines.append(
-        f"reviewer pairs sharing >= {pairs['min_shared']} case(s): {pairs['listed']} of {pairs['total']} listed"
+        f"reviewer pairs sharing >= {pairs['min_shared']} case(s): {pairs['listed']} of"
+        f" {pairs['total']} listed"
         + (
             f"; {pairs['left_out']} sharing fewer left out (--min-shared changes this)"
             if pairs["left_out"]
@@ -124,11 +131,13 @@ def _reviewer_lines(stats: dict) -> list[str]:
         )
     )
     lines += [
-        f"  {p['reviewer_a']} & {p['reviewer_b']}: {p['shared']} shared cases, {p['same_label']} with the same label"
+        f"  {p['reviewer_a']} & {p['reviewer_b']}: {p['shared']} shared cases, {p['same_label']}"
+        " with the same label"
         for p in pairs["pairs"][:NAMES_SHOWN]
     ]
     if pairs["listed"] > NAMES_SHOWN:
         lines.append(
-            f"  ... and {pairs['listed'] - NAMES_SHOWN} more pairs with the most shared cases above (--json lists all; workbench agreement gives their kappas)"
+            f"  ... and {pairs['listed'] - NAMES_SHOWN} more pairs with the most shared cases above"
+            " (--json lists all; workbench agreement gives their kappas)"
         )
     return lines

@@ -30,25 +30,38 @@ from ._run_options import run_options
     "--gold",
     default=None,
     type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl (required: there is no default dataset; with --resume-review, default the dataset the report names). Its held-out ledger is found from it.",
+    help=(
+        "Gold dataset directory or gold.jsonl (required: there is no default dataset; with"
+        " --resume-review, default the dataset the report names). Its held-out ledger is found"
+        " from it."
+    ),
 )
 @click.option(
     "--baseline",
     default=None,
     type=click.Path(path_type=str),
-    help="Migration certification: the previous version's spec, judged on the same held-out cases under the same ledger entry (one use).",
+    help=(
+        "Migration certification: the previous version's spec, judged on the same held-out cases"
+        " under the same ledger entry (one use)."
+    ),
 )
 @click.option(
     "--label-mapping",
     default=None,
     type=click.Path(path_type=str),
-    help="With --baseline: the reviewed mapping of the baseline's labels into the rubric's (required when the rubric renamed categories; its hash is locked).",
+    help=(
+        "With --baseline: the reviewed mapping of the baseline's labels into the rubric's (required"
+        " when the rubric renamed categories; its hash is locked)."
+    ),
 )
 @click.option(
     "--resume-review",
     default=None,
     type=click.Path(path_type=str),
-    help="REPORT: re-evaluate a locked migration report with the transition reviews recorded since (a new report number; nothing is judged again, no held-out use).",
+    help=(
+        "REPORT: re-evaluate a locked migration report with the transition reviews recorded since"
+        " (a new report number; nothing is judged again, no held-out use)."
+    ),
 )
 @click.option(
     "--reports",
@@ -61,7 +74,10 @@ from ._run_options import run_options
 @click.option(
     "--rerun-reason",
     default=None,
-    help="Required to certify the same candidate again on the same held-out manifest; recorded in the ledger and the report.",
+    help=(
+        "Required to certify the same candidate again on the same held-out manifest; recorded in"
+        " the ledger and the report."
+    ),
 )
 @click.option(
     "--overrides",
@@ -74,7 +90,10 @@ from ._run_options import run_options
     "budget",
     "max_cases",
     budget={
-        "help": "Spend limit for the held-out run. When the policy declares budget_usd, that is used unless this is lower; higher is refused."
+        "help": (
+            "Spend limit for the held-out run. When the policy declares budget_usd, that is used"
+            " unless this is lower; higher is refused."
+        )
     },
     max_cases={"help": "Case limit for the held-out run (a limited run is incomplete)."},
 )
@@ -170,7 +189,10 @@ def certify(
                         location=name,
                         code="option_missing",
                         message=f"Missing option '{name}' (there is no default)",
-                        fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration report)",
+                        fix=(
+                            f"give {name} (or --resume-review REPORT to re-evaluate a migration"
+                            " report)"
+                        ),
                     )
                     for name in missing
                 ],
@@ -205,11 +227,13 @@ def certify(
     else:
         click.echo(f"report: {result.report_dir}")
         click.echo(
-            f"outcome: {result.outcome.upper()} ({len(result.blockers)} blocker(s)); lock sha256 {result.lock_sha256}"
+            f"outcome: {result.outcome.upper()} ({len(result.blockers)} blocker(s)); lock sha256"
+            f" {result.lock_sha256}"
         )
         for b in result.blockers:
             click.echo(
-                f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]: {b['message']}"
+                f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]:"
+                f" {b['message']}"
             )
         click.echo("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in result.timings_s.items()))
     raise SystemExit(exit_code(result.outcome))
@@ -221,13 +245,19 @@ def certify(
     "--gold",
     default=None,
     type=click.Path(path_type=str),
-    help="The certified gold dataset, to check against its ledger (default: the dataset the lock names, when it is on this machine).",
+    help=(
+        "The certified gold dataset, to check against its ledger (default: the dataset the lock"
+        " names, when it is on this machine)."
+    ),
 )
 @click.option(
     "--trust",
     default=None,
     type=click.Path(path_type=str),
-    help="File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be signed by one of them.",
+    help=(
+        "File of trusted Ed25519 public keys, one OpenSSH key per line; the lock must be signed by"
+        " one of them."
+    ),
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
 @user_errors
@@ -270,7 +300,8 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
             checks = "; ".join(f"{k}: {v}" for k, v in r.checks.items())
             if r.verified:
                 click.echo(
-                    f"{r.path}: verified - {r.files} files, lock sha256 {r.lock_sha256}, outcome {r.outcome}"
+                    f"{r.path}: verified - {r.files} files, lock sha256 {r.lock_sha256}, outcome"
+                    f" {r.outcome}"
                 )
             else:
                 click.echo(f"{r.path}: NOT VERIFIED - {len(r.problems)} problem(s)", err=True)
@@ -296,7 +327,10 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
     "--gold",
     default=None,
     type=click.Path(path_type=str),
-    help="A gold dataset whose ledger to include (default: the ledgers the reports under --reports were recorded in).",
+    help=(
+        "A gold dataset whose ledger to include (default: the ledgers the reports under --reports"
+        " were recorded in)."
+    ),
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @user_errors
@@ -350,7 +384,9 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
                 )
                 for e in block["entries"]:
                     click.echo(
-                        f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28} {e['candidate_fingerprint'][:12]}  {e['report_id']:<32} {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
+                        f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28}"
+                        f" {e['candidate_fingerprint'][:12]}  {e['report_id']:<32}"
+                        f" {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
                     )
         for problem in problems:
             click.echo(problem.format(), err=True)
@@ -369,7 +405,9 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
         click.echo(f"no reports under {reports_root}")
     for r in [] if as_json else rows:
         click.echo(
-            f"{(r.get('created_at') or '')[:19]:<20} {r['report_id']:<36} {r['status']:<10} {r['outcome']:<22} blockers {r.get('blockers', '-')!s:<3} {r.get('who') or '':<10} {('rerun: ' + r['rerun_reason']) if r.get('rerun_reason') else ''}"
+            f"{(r.get('created_at') or '')[:19]:<20} {r['report_id']:<36} {r['status']:<10}"
+            f" {r['outcome']:<22} blockers {r.get('blockers', '-')!s:<3} {r.get('who') or '':<10}"
+            f" {('rerun: ' + r['rerun_reason']) if r.get('rerun_reason') else ''}"
         )
     for problem in damaged:
         click.echo(problem.format(), err=True)

@@ -55,7 +55,10 @@ def _junit(path: str | None, lane: str, checks: list) -> None:
     "--out",
     default=None,
     type=click.Path(path_type=str),
-    help="Parent of this invocation's directory (control runs, contracts.json): OUT/<time>-<id> (default runs/ci/contracts under the project).",
+    help=(
+        "Parent of this invocation's directory (control runs, contracts.json): OUT/<time>-<id>"
+        " (default runs/ci/contracts under the project)."
+    ),
 )
 @user_errors
 def contracts(project: str, junit_path: str | None, as_json: bool, out: str | None) -> None:
@@ -92,11 +95,13 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
             for s in ("passed", "failed", "error", "expected_failure")
         }
         click.echo(
-            f"contracts: {counts['passed']} of {len(report.checks)} checks passed; {counts['failed']} failed, {counts['error']} incomplete, {counts['expected_failure']} failed as expected"
+            f"contracts: {counts['passed']} of {len(report.checks)} checks passed;"
+            f" {counts['failed']} failed, {counts['error']} incomplete,"
+            f" {counts['expected_failure']} failed as expected"
         )
         click.echo(
-            f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in {report.run_dir}"
-            + (f"; JUnit {junit_path}" if junit_path else "")
+            f"outcome: {report.outcome.upper()} (exit {report.exit_code}); records in"
+            f" {report.run_dir}" + (f"; JUnit {junit_path}" if junit_path else "")
         )
     sys.exit(report.exit_code)
 
@@ -105,7 +110,10 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
 @click.option(
     "--since",
     required=True,
-    help="Git ref the change is measured from (e.g. origin/main): `git diff --name-only` from its merge base with HEAD, plus untracked files.",
+    help=(
+        "Git ref the change is measured from (e.g. origin/main): `git diff --name-only` from its"
+        " merge base with HEAD, plus untracked files."
+    ),
 )
 @click.option(
     "--project",
@@ -118,13 +126,19 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
     "--gold",
     default=None,
     type=click.Path(path_type=str),
-    help="Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with sentinels).",
+    help=(
+        "Gold dataset whose sentinels.yaml runs (default: ci.sentinel.gold, or the only gold with"
+        " sentinels)."
+    ),
 )
 @click.option(
     "--policy",
     default=None,
     type=click.Path(path_type=str),
-    help="Policy whose ci_budget_usd caps the job and whose control suite runs (default: ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd).",
+    help=(
+        "Policy whose ci_budget_usd caps the job and whose control suite runs (default:"
+        " ci.sentinel.policy, or the only policy for the rubric with ci_budget_usd)."
+    ),
 )
 @run_options(
     "budget",
@@ -145,7 +159,10 @@ def contracts(project: str, junit_path: str | None, as_json: bool, out: str | No
     "--out",
     default=None,
     type=click.Path(path_type=str),
-    help="Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default runs/ci/sentinel under the project).",
+    help=(
+        "Parent of this invocation's directory (runs, sentinel.json): OUT/<time>-<id> (default"
+        " runs/ci/sentinel under the project)."
+    ),
 )
 @run_option("concurrency")
 @user_errors

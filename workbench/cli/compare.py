@@ -63,7 +63,10 @@ from ._run_options import run_options
     "--label-mapping",
     type=click.Path(path_type=str),
     default=None,
-    help="Reviewed mapping of the old version's labels to the new ones (required when categories were renamed).",
+    help=(
+        "Reviewed mapping of the old version's labels to the new ones (required when categories"
+        " were renamed)."
+    ),
 )
 @click.option(
     "--controls",
@@ -82,7 +85,10 @@ from ._run_options import run_options
     "no_cache",
     "no_progress",
     budget={
-        "help": "Spend limit over both candidates (controls included); refused before any call when the estimate exceeds it."
+        "help": (
+            "Spend limit over both candidates (controls included); refused before any call when the"
+            " estimate exceeds it."
+        )
     },
     no_progress={"help": "Hide the progress bars."},
 )
@@ -156,7 +162,8 @@ def compare(
         sys.exit(ExitCode.INCOMPLETE)
     if report.old.errors or report.new.errors:
         click.echo(
-            f"evaluator errors: {report.old.errors} case(s) of {report.old.label}, {report.new.errors} of {report.new.label}: their verdicts are unknown",
+            f"evaluator errors: {report.old.errors} case(s) of {report.old.label},"
+            f" {report.new.errors} of {report.new.label}: their verdicts are unknown",
             err=True,
         )
         sys.exit(ExitCode.EVALUATOR_ERRORS)

@@ -21,14 +21,19 @@ from ._common import FiniteFloatRange, echo_json, user_errors
     "results",
     required=True,
     type=click.Path(path_type=str),
-    help="The certified judge's verdicts on production traffic (judge-result contract JSONL, no gold).",
+    help=(
+        "The certified judge's verdicts on production traffic (judge-result contract JSONL, no"
+        " gold)."
+    ),
 )
 @click.option(
     "--slices",
     "slices",
     required=True,
     type=click.Path(path_type=str),
-    help="Slice of every production case: CSV with header case_id,slice, or JSONL {case_id, slice}.",
+    help=(
+        "Slice of every production case: CSV with header case_id,slice, or JSONL {case_id, slice}."
+    ),
 )
 @click.option(
     "--rubric",
@@ -42,7 +47,10 @@ from ._common import FiniteFloatRange, echo_json, user_errors
     "labelled",
     default=None,
     type=click.Path(path_type=str),
-    help="Optional random labelled sample of the same traffic: CSV case_id,label or JSONL {case_id, label}; adds PPI.",
+    help=(
+        "Optional random labelled sample of the same traffic: CSV case_id,label or JSONL {case_id,"
+        " label}; adds PPI."
+    ),
 )
 @click.option(
     "--interval",

@@ -86,7 +86,10 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     type=click.IntRange(0, 65535),
     default=0,
     show_default=True,
-    help="Port to bind; 0 (the default) picks a free port, reported on startup and exported to COMMAND.",
+    help=(
+        "Port to bind; 0 (the default) picks a free port, reported on startup and exported to"
+        " COMMAND."
+    ),
 )
 @click.option(
     "--latency",
@@ -100,7 +103,9 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     "fault_rate",
     multiple=True,
     metavar="NAME=RATE",
-    help=f"Inject a fault at random with this probability (repeatable). Faults: {', '.join(FAULTS)}.",
+    help=(
+        f"Inject a fault at random with this probability (repeatable). Faults: {', '.join(FAULTS)}."
+    ),
 )
 @click.option(
     "--seed", type=int, default=0, show_default=True, help="Seed of the fault-injection RNG."
@@ -126,7 +131,11 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     type=click.Choice(PROVIDERS),
     default="openai",
     show_default=True,
-    help="Behave like this provider: chat path (azure: /openai/deployments/<deployment>/chat/completions?api-version=...), key header (azure: api-key; ollama: none), error bodies.",
+    help=(
+        "Behave like this provider: chat path (azure:"
+        " /openai/deployments/<deployment>/chat/completions?api-version=...), key header (azure:"
+        " api-key; ollama: none), error bodies."
+    ),
 )
 @click.option(
     "--json-mode",
@@ -134,21 +143,30 @@ def _load_responder(spec: str) -> Callable[..., Reply]:
     type=click.Choice(JSON_MODES),
     default="honour",
     show_default=True,
-    help="What the server does with response_format: honour it, reject it (HTTP 400), or ignore it (prose around a ```json block).",
+    help=(
+        "What the server does with response_format: honour it, reject it (HTTP 400), or ignore it"
+        " (prose around a ```json block)."
+    ),
 )
 @click.option(
     "--serve-model",
     "serve_model",
     multiple=True,
     metavar="NAME",
-    help="Serve only these model names (repeatable); others get the provider's model-not-found error. With --emulate azure: the deployment names.",
+    help=(
+        "Serve only these model names (repeatable); others get the provider's model-not-found"
+        " error. With --emulate azure: the deployment names."
+    ),
 )
 @click.option(
     "--export",
     "export",
     multiple=True,
     metavar="NAME",
-    help="Also set environment variable NAME to the server's base URL for COMMAND (repeatable), e.g. WORKBENCH_DEMO_LLM_URL, which the demo candidates' endpoint.base_url_env names.",
+    help=(
+        "Also set environment variable NAME to the server's base URL for COMMAND (repeatable), e.g."
+        " WORKBENCH_DEMO_LLM_URL, which the demo candidates' endpoint.base_url_env names."
+    ),
 )
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def fake_llm(
@@ -230,7 +248,8 @@ def fake_llm(
     env.update(dict.fromkeys(export, server.base_url))
     exported = "".join(f", {name}" for name in export)
     click.echo(
-        f"fake LLM at {server.base_url} (exported as FAKE_LLM_BASE_URL{exported}); running: {' '.join(command)}",
+        f"fake LLM at {server.base_url} (exported as FAKE_LLM_BASE_URL{exported}); running:"
+        f" {' '.join(command)}",
         err=True,
     )
     try:

@@ -35,5 +35,7 @@ def freeze(gold: str, who: str | None, note: str | None, as_json: bool) -> None:
         return
     verb = "froze" if created else "already frozen as"
     click.echo(
-        f"{verb} release {release.release_id}: dataset sha256 {release.dataset_sha256[:12]}, rubric {release.rubric_version}, {len(release.cases)} record(s), by {release.who} at {release.when.isoformat(timespec='seconds')}"
+        f"{verb} release {release.release_id}: dataset sha256 {release.dataset_sha256[:12]}, rubric"
+        f" {release.rubric_version}, {len(release.cases)} record(s), by {release.who} at"
+        f" {release.when.isoformat(timespec='seconds')}"
     )

@@ -101,7 +101,10 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
     "--results",
     required=True,
     type=click.Path(path_type=str),
-    help="Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet), judge-result contract.",
+    help=(
+        "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet),"
+        " judge-result contract."
+    ),
 )
 @click.option(
     "--policy",
@@ -113,7 +116,10 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
     "--partition",
     type=click.Choice(PARTITIONS),
     default=None,
-    help="Only cases of this partition (normally held_out; default: the partition in the run manifest beside the results).",
+    help=(
+        "Only cases of this partition (normally held_out; default: the partition in the run"
+        " manifest beside the results)."
+    ),
 )
 @click.option(
     "--repeat",
@@ -140,7 +146,10 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 @click.option(
     "--allow-gold-change",
     is_flag=True,
-    help="Evaluate even if the gold changed since the results were produced: the changed cases are named and a non-waivable gold_changed blocker keeps the outcome from certified.",
+    help=(
+        "Evaluate even if the gold changed since the results were produced: the changed cases are"
+        " named and a non-waivable gold_changed blocker keeps the outcome from certified."
+    ),
 )
 @user_errors
 def gate(
@@ -209,7 +218,8 @@ def gate(
     )
     if source == "run_manifest":
         click.echo(
-            f"partition: {partition} (from the run manifest beside the results; --partition overrides)",
+            f"partition: {partition} (from the run manifest beside the results; --partition"
+            " overrides)",
             err=as_json,
         )
     if as_json:

@@ -47,7 +47,9 @@ def import_group() -> None:
     "--out",
     required=True,
     type=click.Path(path_type=Path, file_okay=False),
-    help="Dataset directory to write gold.jsonl, rubric.yaml and card.md into (created if missing).",
+    help=(
+        "Dataset directory to write gold.jsonl, rubric.yaml and card.md into (created if missing)."
+    ),
 )
 @click.option(
     "--force",
@@ -86,7 +88,8 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
                 err=True,
             )
         click.echo(
-            "Fix: have an adjudicator decide each one and record the label in the source's adjudication column, then re-run this import.",
+            "Fix: have an adjudicator decide each one and record the label in the source's"
+            " adjudication column, then re-run this import.",
             err=True,
         )
         sys.exit(ExitCode.REVIEW_REQUIRED)
@@ -110,7 +113,10 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     "--mapping",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="YAML mapping: which column is what, and who the judge was (docs/formats.md#results-mapping).",
+    help=(
+        "YAML mapping: which column is what, and who the judge was"
+        " (docs/formats.md#results-mapping)."
+    ),
 )
 @click.option(
     "--format",
@@ -124,12 +130,16 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     "--input",
     "input_col",
     default=None,
-    help="Column holding the exact input (matched with --response when there is no case id column).",
+    help=(
+        "Column holding the exact input (matched with --response when there is no case id column)."
+    ),
 )
 @click.option(
     "--response",
     default=None,
-    help="Column holding the exact response judged (its sha256 must equal the gold's response_hash).",
+    help=(
+        "Column holding the exact response judged (its sha256 must equal the gold's response_hash)."
+    ),
 )
 @click.option("--label", default=None, help="Prediction column holding labels.")
 @click.option(
@@ -149,7 +159,10 @@ def table(source: Path, mapping: Path, out: Path, force: bool) -> None:
     "label_map",
     multiple=True,
     metavar="VALUE=LABEL",
-    help="Map a source value to a rubric label (repeatable); with any given, every value must be mapped.",
+    help=(
+        "Map a source value to a rubric label (repeatable); with any given, every value must be"
+        " mapped."
+    ),
 )
 @click.option("--reason", default=None, help="Column holding the judge's reason.")
 @click.option("--latency", default=None, help="Column holding latency in seconds.")
@@ -317,7 +330,10 @@ def pandalm(source_json: Path, out: Path, force: bool) -> None:
     "--evaluator",
     type=click.Path(path_type=Path),
     default=None,
-    help="Evaluator directory (evaluators/<LLM>/<strategy>) with result.json: written as results.jsonl. Omit for gold only.",
+    help=(
+        "Evaluator directory (evaluators/<LLM>/<strategy>) with result.json: written as"
+        " results.jsonl. Omit for gold only."
+    ),
 )
 @click.option(
     "--subset",

@@ -16,7 +16,8 @@ from ._lazy_group import LazyCommand, LazyGroup
 COMMANDS: dict[str, LazyCommand] = {
     "init": LazyCommand(
         "workbench.cli.init:init",
-        "Create a project's templates in DIRECTORY: rubric, card, mapping, policy, judge, controls.",
+        "Create a project's templates in DIRECTORY: rubric, card, mapping, policy, judge,"
+        " controls.",
     ),
     "validate": LazyCommand(
         "workbench.cli.validate:validate",
@@ -31,7 +32,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "agreement": LazyCommand(
         "workbench.cli.agreement:agreement",
-        "Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha, Fleiss' kappa; overall and per slice.",
+        "Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha,"
+        " Fleiss' kappa; overall and per slice.",
     ),
     "align": LazyCommand(
         "workbench.cli.align:align",
@@ -42,7 +44,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "import": LazyCommand(
         "workbench.cli.importers:import_group",
-        "Convert your own table, or a public human-judgment dataset, into the workbench gold format.",
+        "Convert your own table, or a public human-judgment dataset, into the workbench gold"
+        " format.",
     ),
     "fake-llm": LazyCommand(
         "workbench.cli.fake_llm:fake_llm",
@@ -73,11 +76,13 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "ranking": LazyCommand(
         "workbench.cli.ranking:ranking",
-        "Ranking judges: battery and gate (run, the default), reviewer agreement, fixture releases, replay, verify.",
+        "Ranking judges: battery and gate (run, the default), reviewer agreement, fixture releases,"
+        " replay, verify.",
     ),
     "prune": LazyCommand(
         "workbench.cli.ranking:prune",
-        "Delete expired request payloads of ranking runs (default: under runs/), keeping every digest.",
+        "Delete expired request payloads of ranking runs (default: under runs/), keeping every"
+        " digest.",
     ),
     "certify": LazyCommand(
         "workbench.cli.certify:certify",
@@ -89,7 +94,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "reports": LazyCommand(
         "workbench.cli.certify:reports",
-        "List every report with its outcome, including aborted certifications (or, with --ledger, every held-out use, with the ledger's chain checked: exit 1 where it is broken).",
+        "List every report with its outcome, including aborted certifications (or, with --ledger,"
+        " every held-out use, with the ledger's chain checked: exit 1 where it is broken).",
     ),
     "plan": LazyCommand(
         "workbench.cli.plan:plan",
@@ -121,11 +127,13 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "authority": LazyCommand(
         "workbench.cli.authority:authority",
-        "The authority record: what each certified judge may do (advisory, route, block), where, and since when.",
+        "The authority record: what each certified judge may do (advisory, route, block), where,"
+        " and since when.",
     ),
     "status": LazyCommand(
         "workbench.cli.authority:status",
-        "Every judge with an authority record: recorded and effective authority, scope, last certified report, staleness, drift and shadows.",
+        "Every judge with an authority record: recorded and effective authority, scope, last"
+        " certified report, staleness, drift and shadows.",
     ),
     "ci": LazyCommand(
         "workbench.cli.ci:ci",

@@ -26,13 +26,19 @@ def migrate_group() -> None:
     "--gold",
     type=click.Path(path_type=str),
     default=None,
-    help="The gold dataset the results were produced against: a record without a partition gets its case's partition from it (never guessed).",
+    help=(
+        "The gold dataset the results were produced against: a record without a partition gets its"
+        " case's partition from it (never guessed)."
+    ),
 )
 @click.option(
     "--out",
     type=click.Path(path_type=Path, dir_okay=False),
     default=None,
-    help="Write the migrated file here and leave FILE untouched (default: in place, keeping the original as FILE.v1).",
+    help=(
+        "Write the migrated file here and leave FILE untouched (default: in place, keeping the"
+        " original as FILE.v1)."
+    ),
 )
 @user_errors
 def results(file: Path, gold: str | None, out: Path | None) -> None:

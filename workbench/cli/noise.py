@@ -30,13 +30,19 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     "pairs_path",
     default=None,
     type=click.Path(path_type=str),
-    help="Pair suite YAML (policy, manifest, controls, candidates, slice limits), e.g. data/noise/support-noise@2.yaml.",
+    help=(
+        "Pair suite YAML (policy, manifest, controls, candidates, slice limits), e.g."
+        " data/noise/support-noise@2.yaml."
+    ),
 )
 @click.option(
     "--out",
     default=None,
     type=click.Path(path_type=str),
-    help="Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, repeats/, baseline/, noise_run.json, noise_report.json.",
+    help=(
+        "Run directory (default runs/noise/<suite>/<candidate>): controls/, candidates/, repeats/,"
+        " baseline/, noise_run.json, noise_report.json."
+    ),
 )
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the report as JSON (kind workbench.noise)."
@@ -45,7 +51,10 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     "--partition",
     type=click.Choice(_PARTITIONS),
     default=None,
-    help="Score the candidate pairs of this partition only (controls always run). Default: every partition.",
+    help=(
+        "Score the candidate pairs of this partition only (controls always run). Default: every"
+        " partition."
+    ),
 )
 @click.option(
     "--sentinels-only",
@@ -57,27 +66,39 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     type=click.IntRange(min=1),
     default=1,
     show_default=True,
-    help="Score the frozen sentinel set this many times and report each pair's spread (repeats never replace the main scores).",
+    help=(
+        "Score the frozen sentinel set this many times and report each pair's spread (repeats never"
+        " replace the main scores)."
+    ),
 )
 @click.option(
     "--baseline",
     default=None,
     type=click.Path(path_type=str),
-    help="SPEC_OR_RESULTS: a baseline pair suite on the same frozen pairs (scored now by the same evaluator) or an earlier `workbench noise` run directory / noise_report.json.",
+    help=(
+        "SPEC_OR_RESULTS: a baseline pair suite on the same frozen pairs (scored now by the same"
+        " evaluator) or an earlier `workbench noise` run directory / noise_report.json."
+    ),
 )
 @click.option(
     "--companions",
     "companion_files",
     multiple=True,
     type=click.Path(path_type=str),
-    help="Companion-metric values (JSON Lines {metric, run_id, case_id, value}), joined by generation run id. Repeatable.",
+    help=(
+        "Companion-metric values (JSON Lines {metric, run_id, case_id, value}), joined by"
+        " generation run id. Repeatable."
+    ),
 )
 @click.option(
     "--baseline-companions",
     "baseline_companion_files",
     multiple=True,
     type=click.Path(path_type=str),
-    help="Companion-metric values of the baseline suite's responses (with a SPEC --baseline). Repeatable.",
+    help=(
+        "Companion-metric values of the baseline suite's responses (with a SPEC --baseline)."
+        " Repeatable."
+    ),
 )
 @click.option(
     "--overrides",
@@ -95,7 +116,10 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     concurrency={
         "default": None,
         "show_default": False,
-        "help": "Concurrent pair members in flight (default and maximum: the policy's max_concurrency, else 8).",
+        "help": (
+            "Concurrent pair members in flight (default and maximum: the policy's max_concurrency,"
+            " else 8)."
+        ),
     },
     budget={"help": "Lower the policy's max_cost_usd for this invocation (never raise it)."},
     no_progress={"help": "Hide the progress bars."},
@@ -278,7 +302,8 @@ def noise(
         atomic_write_json(out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))
     elif base_report is not None:
         click.echo(
-            "baseline comparison skipped: the candidate's controls did not pass, so its scores mean nothing",
+            "baseline comparison skipped: the candidate's controls did not pass, so its scores mean"
+            " nothing",
             err=True,
         )
     if as_json:
@@ -339,7 +364,8 @@ def check(pairs_path: str, as_json: bool) -> None:
         )
     else:
         click.echo(
-            f"{suite.label}: valid; {len(suite.controls())} control pairs, {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; "
+            f"{suite.label}: valid; {len(suite.controls())} control pairs,"
+            f" {len(suite.candidates())} candidate pairs, {len(suite.retired())} retired; "
             + (
                 f"frozen as {release.release_id}"
                 if release
@@ -349,7 +375,8 @@ def check(pairs_path: str, as_json: bool) -> None:
         for p in problems:
             click.echo(f"  warning: {p.format()}")
         click.echo(
-            f"retrieval assertions (no model call): {sum(1 for r in rows if r.status == 'passed')} of {len(rows)} passed"
+            f"retrieval assertions (no model call): {sum(1 for r in rows if r.status == 'passed')}"
+            f" of {len(rows)} passed"
         )
         for r in rows:
             if r.status != "passed":
@@ -382,7 +409,10 @@ def freeze(pairs_path: str, by: str, note: str | None) -> None:
     release, new = freeze_suite(suite, by=by, note=note)
     state = "frozen" if new else "already frozen"
     click.echo(
-        f"{suite.label} {state}: {release.release_id} (sha256 {release.suite_sha256[:12]}, {len(release.pairs)} pairs, {sum(1 for p in release.pairs.values() if p.status == 'retired')} retired, sentinels {', '.join(release.sentinels) or '-'}) in {releases_path(suite)}"
+        f"{suite.label} {state}: {release.release_id} (sha256 {release.suite_sha256[:12]},"
+        f" {len(release.pairs)} pairs,"
+        f" {sum(1 for p in release.pairs.values() if p.status == 'retired')} retired, sentinels"
+        f" {', '.join(release.sentinels) or '-'}) in {releases_path(suite)}"
     )
 
 
@@ -510,5 +540,7 @@ def override_add(
         candidate_fingerprint=candidate_fingerprint,
     )
     click.echo(
-        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}, approver {record.approver}, follow-up {record.follow_up}; appended to {store}"
+        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
+        f" {record.expires_at.isoformat()}, approver {record.approver}, follow-up"
+        f" {record.follow_up}; appended to {store}"
     )

@@ -44,14 +44,21 @@ def _load(value: str, store: str) -> tuple[Policy | None, list[Problem]]:
         return load_policy(path), []
     except WorkbenchError as exc:
         problems = [
-            p.model_copy(
-                update={
-                    "message": f"--policy {value!r}: {p.message}",
-                    "fix": f"{p.fix} (an override must name a policy file that exists and loads: a path, or name@version found as {Path(store).parent}/<name@version>.yaml or {DEFAULT_POLICIES_DIR}/<name@version>.yaml)",
-                }
+            (
+                p.model_copy(
+                    update={
+                        "message": f"--policy {value!r}: {p.message}",
+                        "fix": (
+                            f"{p.fix} (an override must name a policy file that exists and loads: a"
+                            " path, or name@version found as"
+                            f" {Path(store).parent}/<name@version>.yaml or"
+                            f" {DEFAULT_POLICIES_DIR}/<name@version>.yaml)"
+                        ),
+                    }
+                )
+                if p.code == "policy_missing"
+                else p
             )
-            if p.code == "policy_missing"
-            else p
             for p in exc.problems
         ]
         return None, problems or [
@@ -77,7 +84,9 @@ def override() -> None:
 @click.option(
     "--policy",
     required=True,
-    help="Policy file (data/policies/<name>@<version>.yaml) or name@version the override applies to.",
+    help=(
+        "Policy file (data/policies/<name>@<version>.yaml) or name@version the override applies to."
+    ),
 )
 @click.option("--approver", required=True, help="The named person approving the waiver.")
 @click.option(
@@ -156,7 +165,8 @@ def add(
             raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
         record = add_override(store, policy=label, **fields)
         click.echo(
-            f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}"
+            f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
+            f" {record.expires_at.isoformat()}; appended to {store}"
         )
         click.echo("It will apply to:")
         for line in describe_override(record):
@@ -172,7 +182,8 @@ def add(
         raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
     record = add_override(store, policy=loaded, **fields)
     click.echo(
-        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires {record.expires_at.isoformat()}; appended to {store}"
+        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
+        f" {record.expires_at.isoformat()}; appended to {store}"
     )
     click.echo("It will apply to:")
     for line in describe_override(record, loaded):
@@ -213,7 +224,8 @@ def list_(store: str, as_json: bool) -> None:
         if o.candidate_fingerprint:
             scope.append(f"candidate {o.candidate_fingerprint[:12]}")
         click.echo(
-            f"{o.override_id} [{state}] {o.policy}: codes {', '.join(o.codes)}; {'; '.join(scope) or 'no slice'}; "
-            f"approved by {o.approver} on {o.created_at.date().isoformat()}, expires {o.expires_at.isoformat()}; "
-            f"reason: {o.reason}; follow-up: {o.follow_up}"
+            f"{o.override_id} [{state}] {o.policy}: codes {', '.join(o.codes)};"
+            f" {'; '.join(scope) or 'no slice'}; approved by {o.approver} on"
+            f" {o.created_at.date().isoformat()}, expires {o.expires_at.isoformat()}; reason:"
+            f" {o.reason}; follow-up: {o.follow_up}"
         )

@@ -24,7 +24,10 @@ from ._common import echo_json, user_errors
     "results",
     required=True,
     type=click.Path(path_type=str),
-    help="Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its presentation.",
+    help=(
+        "Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its"
+        " presentation."
+    ),
 )
 @click.option(
     "--partition", type=click.Choice(PARTITIONS), default=None, help="Only cases of this partition."
@@ -33,7 +36,10 @@ from ._common import echo_json, user_errors
     "--tie-label",
     "tie_labels",
     multiple=True,
-    help="A rubric label that names no winner (e.g. 0 for a PandaLM tie); repeat for several. Labels outside a result's presented_order count as ties too.",
+    help=(
+        "A rubric label that names no winner (e.g. 0 for a PandaLM tie); repeat for several. Labels"
+        " outside a result's presented_order count as ties too."
+    ),
 )
 @click.option(
     "--json",

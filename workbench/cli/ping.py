@@ -55,7 +55,8 @@ def render(result: PingResult) -> list[str]:
     lines = [f"ping {result.candidate} (model {result.model}, provider {result.provider})"]
     lines.append(f"  url        {result.url or '(none)'}")
     lines.append(
-        f"  status     {'HTTP ' + str(result.status) if result.status is not None else 'no HTTP answer'}"
+        "  status    "
+        f" {'HTTP ' + str(result.status) if result.status is not None else 'no HTTP answer'}"
     )
     lines.append(
         f"  latency    {result.latency_s:.3f} s"

@@ -56,8 +56,14 @@ def _capture(
                     Problem(
                         location="--capture",
                         code="arguments",
-                        message=f"the ranking policy {policy.label} declares the capture mode and retention",
-                        fix="drop --capture/--excerpt/--retention-days, or change the policy (a new version)",
+                        message=(
+                            f"the ranking policy {policy.label} declares the capture mode and"
+                            " retention"
+                        ),
+                        fix=(
+                            "drop --capture/--excerpt/--retention-days, or change the policy (a new"
+                            " version)"
+                        ),
                     )
                 ],
             )
@@ -100,25 +106,37 @@ def _capture(
     "--results",
     type=click.Path(path_type=str),
     default=None,
-    help="Analyse these ranking results (imported or from an earlier run) instead of running a candidate.",
+    help=(
+        "Analyse these ranking results (imported or from an earlier run) instead of running a"
+        " candidate."
+    ),
 )
 @click.option(
     "--out",
     type=click.Path(path_type=str),
     default=None,
-    help="Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure artifacts are written here.",
+    help=(
+        "Run directory (default runs/ranking/<candidate>/<fixtures>); the report and failure"
+        " artifacts are written here."
+    ),
 )
 @click.option(
     "--policy",
     type=click.Path(path_type=str),
     default=None,
-    help="Ranking release policy (kind: ranking). Default: the built-in rules (see workbench.ranking.default_policy).",
+    help=(
+        "Ranking release policy (kind: ranking). Default: the built-in rules (see"
+        " workbench.ranking.default_policy)."
+    ),
 )
 @click.option(
     "--history",
     type=click.Path(path_type=str),
     default=None,
-    help="Ranking history log (default runs/ranking/history/<fixture set>.jsonl): the last run and the last passing run are read from it, this run is appended.",
+    help=(
+        "Ranking history log (default runs/ranking/history/<fixture set>.jsonl): the last run and"
+        " the last passing run are read from it, this run is appended."
+    ),
 )
 @click.option(
     "--no-history",
@@ -135,14 +153,20 @@ def _capture(
     "--scalar",
     type=click.Path(path_type=str),
     default=None,
-    help="Per-case scalar gate outcomes (JSON Lines {case_id, passed, score}) to list beside the ranking outcome.",
+    help=(
+        "Per-case scalar gate outcomes (JSON Lines {case_id, passed, score}) to list beside the"
+        " ranking outcome."
+    ),
 )
 @click.option(
     "--plan",
     type=click.Choice(["exhaustive", "rotation"]),
     default="exhaustive",
     show_default=True,
-    help="exhaustive: the position battery for every fixture; rotation: one seeded non-identity rotation per fixture, the battery for fixtures marked diagnostic.",
+    help=(
+        "exhaustive: the position battery for every fixture; rotation: one seeded non-identity"
+        " rotation per fixture, the battery for fixtures marked diagnostic."
+    ),
 )
 @click.option(
     "--capture",
@@ -161,13 +185,19 @@ def _capture(
     "--retention-days",
     type=click.IntRange(min=0),
     default=None,
-    help="Days request payloads are kept before `workbench prune` may delete them (without a policy).",
+    help=(
+        "Days request payloads are kept before `workbench prune` may delete them (without a"
+        " policy)."
+    ),
 )
 @click.option(
     "--lock",
     "lock",
     is_flag=True,
-    help="Lock the run directory (ranking_lock.json) after the report: `workbench ranking verify` checks it, also after pruning.",
+    help=(
+        "Lock the run directory (ranking_lock.json) after the report: `workbench ranking verify`"
+        " checks it, also after pruning."
+    ),
 )
 @click.option(
     "--json",
@@ -264,7 +294,10 @@ def run(
                 Problem(
                     location="--candidate/--results",
                     code="arguments",
-                    message="give exactly one of --candidate (run the battery) or --results (analyse existing results)",
+                    message=(
+                        "give exactly one of --candidate (run the battery) or --results (analyse"
+                        " existing results)"
+                    ),
                     fix="pass --candidate SPEC to run, or --results FILE to analyse",
                 )
             ],
@@ -321,7 +354,10 @@ def run(
                         location=candidate,
                         code="not_ranking_kind",
                         message=f"kind {judge.spec.kind!r} is not a ranking judge",
-                        fix="use a ragas-ranking or ragas-ranking-function candidate; analyse imported ranking results with --results",
+                        fix=(
+                            "use a ragas-ranking or ragas-ranking-function candidate; analyse"
+                            " imported ranking results with --results"
+                        ),
                     )
                 ],
             )
@@ -353,8 +389,10 @@ def run(
             **battery,
         )
         click.echo(
-            f"{summary.judge}: {summary.status.upper()} - {summary.verdicts} answers, {summary.errors} evaluator errors, {len(summary.unrun)} unrun of {summary.planned}; "
-            f"{summary.calls} calls, {summary.cache_hits} cached, {summary.resumed} already done; cost ${summary.cost_usd:.4f}; results {summary.results_path}",
+            f"{summary.judge}: {summary.status.upper()} - {summary.verdicts} answers,"
+            f" {summary.errors} evaluator errors, {len(summary.unrun)} unrun of {summary.planned};"
+            f" {summary.calls} calls, {summary.cache_hits} cached, {summary.resumed} already done;"
+            f" cost ${summary.cost_usd:.4f}; results {summary.results_path}",
             err=True,
         )
         report = ranking_report(
@@ -443,7 +481,9 @@ def freeze(fixtures: str, approver: str, reason: str) -> None:
 
     record = freeze_fixtures(fixtures, approver=approver, reason=reason)
     click.echo(
-        f"froze {record.name}@{record.version}: {len(record.fixtures)} fixture(s), file sha256 {record.file_sha256[:12]}, release {record.release_sha256[:12]} -> {release_path(fixtures)}"
+        f"froze {record.name}@{record.version}: {len(record.fixtures)} fixture(s), file sha256"
+        f" {record.file_sha256[:12]}, release {record.release_sha256[:12]} ->"
+        f" {release_path(fixtures)}"
     )
 
 
@@ -461,7 +501,8 @@ def history_(fixtures: str, as_json: bool) -> None:
         return
     for v in chain:
         frozen = (
-            f"frozen by {v.frozen_by} on {v.frozen_at.date().isoformat()} (release {v.release_sha256[:12]})"
+            f"frozen by {v.frozen_by} on {v.frozen_at.date().isoformat()} (release"
+            f" {v.release_sha256[:12]})"
             if v.frozen and v.frozen_at and v.release_sha256
             else "NOT frozen (draft)"
         )
@@ -470,7 +511,8 @@ def history_(fixtures: str, as_json: bool) -> None:
         )
         for c in v.changes:
             click.echo(
-                f"  {c.case_id}: {c.kind}; {c.old_order} -> {c.new_order}; approved by {c.approver} on {c.approved_on.isoformat()}: {c.reason}"
+                f"  {c.case_id}: {c.kind}; {c.old_order} -> {c.new_order}; approved by {c.approver}"
+                f" on {c.approved_on.isoformat()}: {c.reason}"
             )
 
 
@@ -515,7 +557,10 @@ def history_(fixtures: str, as_json: bool) -> None:
     "--out",
     type=click.Path(path_type=str),
     default=None,
-    help="Where the replay is written (default runs/ranking/replay/<candidate>/<case>-r<repeat>-<n>).",
+    help=(
+        "Where the replay is written (default"
+        " runs/ranking/replay/<candidate>/<case>-r<repeat>-<n>)."
+    ),
 )
 @user_errors
 def replay(
@@ -549,7 +594,10 @@ def replay(
             Problem(
                 location=fixtures,
                 code="fixtures_changed",
-                message=f"the fixture file's sha256 is {fixture_set.dataset_sha256[:12]}, the failing run used {expect_fixtures_sha256[:12]}",
+                message=(
+                    f"the fixture file's sha256 is {fixture_set.dataset_sha256[:12]}, the failing"
+                    f" run used {expect_fixtures_sha256[:12]}"
+                ),
                 fix="replay against the fixture file version the run used (git checkout it)",
             )
         )
@@ -559,7 +607,10 @@ def replay(
             Problem(
                 location=candidate,
                 code="candidate_changed",
-                message=f"the candidate's fingerprint is {judge.identity.fingerprint()[:12]}, the failing run used {expect_fingerprint[:12]}",
+                message=(
+                    f"the candidate's fingerprint is {judge.identity.fingerprint()[:12]}, the"
+                    f" failing run used {expect_fingerprint[:12]}"
+                ),
                 fix="replay with the candidate spec (and prompt, Ragas version) the run used",
             )
         )
@@ -601,7 +652,8 @@ def replay(
     fixture = fixture_set.by_id()[case_id]
     presented = items[0].presentation["presented_order"] if items[0].presentation else None
     click.echo(
-        f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented {presented}"
+        f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented"
+        f" {presented}"
     )
     if not rows:
         click.echo("no result was recorded (budget or the judge declined)")
@@ -617,7 +669,9 @@ def replay(
     held = fixture.must_win_holds(order)
     check = completeness(fixture, r.rendered_request, r.presentation)
     click.echo(
-        f"returned {order} (expected {list(fixture.expected_order)}); agreement {agreed}/{pairs}; must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request complete={check.complete}; reason: {r.reason}"
+        f"returned {order} (expected {list(fixture.expected_order)}); agreement {agreed}/{pairs};"
+        f" must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request"
+        f" complete={check.complete}; reason: {r.reason}"
     )
     if not held or agreed < pairs:
         raise SystemExit(ExitCode.FAILED)
@@ -697,7 +751,8 @@ def prune(paths: tuple[str, ...], now_text: str | None, dry_run: bool, as_json: 
                 )
             )
             click.echo(
-                f"{d.run_dir}: {'would prune' if dry_run else 'pruned'} {len(d.pruned)} payload(s), kept {d.kept}, pruned earlier {d.already_pruned}{state}"
+                f"{d.run_dir}: {'would prune' if dry_run else 'pruned'} {len(d.pruned)} payload(s),"
+                f" kept {d.kept}, pruned earlier {d.already_pruned}{state}"
             )
             for p in d.lock_problems:
                 click.echo("  " + p.format())

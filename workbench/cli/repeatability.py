@@ -55,7 +55,10 @@ _BUDGET = {"help": "Spend limit; refused before any call when the estimate excee
     "no_progress",
     budget=_BUDGET,
     no_cache={
-        "help": "Neither read nor write the verdict cache (each repeat is its own cache key either way)."
+        "help": (
+            "Neither read nor write the verdict cache (each repeat is its own cache key either"
+            " way)."
+        )
     },
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the study as JSON.")
@@ -135,7 +138,10 @@ def repeatability(
     "--against",
     type=click.Path(path_type=str),
     default=None,
-    help="Baseline: a certification report directory or a run directory of this judge (default: the latest baseline in the drift log).",
+    help=(
+        "Baseline: a certification report directory or a run directory of this judge (default: the"
+        " latest baseline in the drift log)."
+    ),
 )
 @click.option(
     "--sentinels",

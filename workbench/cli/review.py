@@ -29,12 +29,17 @@ def review_group() -> None:
     "--decision",
     type=click.Choice(["accept", "reject"]),
     default=None,
-    help="accept: the changed verdict stands on the evidence; reject: it does not (the migration fails).",
+    help=(
+        "accept: the changed verdict stands on the evidence; reject: it does not (the migration"
+        " fails)."
+    ),
 )
 @click.option(
     "--evidence",
     default=None,
-    help="Evidence ids the decision rests on, comma-separated (ids of the gold's evidence snapshot).",
+    help=(
+        "Evidence ids the decision rests on, comma-separated (ids of the gold's evidence snapshot)."
+    ),
 )
 @click.option(
     "--reviewer", default=None, help="Who decides (a named reviewer, never the prompt author)."
@@ -100,7 +105,8 @@ def transition(
         else:
             for row in rows:
                 click.echo(
-                    f"{row['case_id']}  [{row['slice']}]  human {row['human_label']}: {row['old_verdict']} -> {row['new_verdict']}  {row['status']}"
+                    f"{row['case_id']}  [{row['slice']}]  human {row['human_label']}:"
+                    f" {row['old_verdict']} -> {row['new_verdict']}  {row['status']}"
                     + (f"  (case cites {', '.join(row['cited'])})" if row["cited"] else "")
                 )
             click.echo(f"{len(rows)} changed critical verdict(s); log {log}")
@@ -136,6 +142,8 @@ def transition(
         echo_json(review.model_dump(mode="json"))
     else:
         click.echo(
-            f"recorded {review.review_id}: {review.case_id} {review.old_verdict} -> {review.new_verdict}: {review.decision} by {review.reviewer} on {', '.join(review.evidence_ids)}"
+            f"recorded {review.review_id}: {review.case_id} {review.old_verdict} ->"
+            f" {review.new_verdict}: {review.decision} by {review.reviewer} on"
+            f" {', '.join(review.evidence_ids)}"
         )
         click.echo(f"next: workbench certify --resume-review {report}")

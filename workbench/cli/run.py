@@ -55,20 +55,30 @@ from ._run_options import run_options
     "shadow_of",
     type=click.Path(path_type=str),
     default=None,
-    help="Run --candidate in shadow of this judge (the spec of the judge holding authority): both judge the same cases, OUT holds both runs and shadow.json; disagreements are recorded in the shadow log, never in a gate.",
+    help=(
+        "Run --candidate in shadow of this judge (the spec of the judge holding authority): both"
+        " judge the same cases, OUT holds both runs and shadow.json; disagreements are recorded in"
+        " the shadow log, never in a gate."
+    ),
 )
 @click.option(
     "--label-mapping",
     type=click.Path(path_type=str),
     default=None,
-    help="With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when categories were renamed).",
+    help=(
+        "With --shadow-of: reviewed mapping of the current judge's labels into the rubric's (when"
+        " categories were renamed)."
+    ),
 )
 @click.option(
     "--policy",
     "policy_path",
     type=click.Path(path_type=str),
     default=None,
-    help="Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every case.",
+    help=(
+        "Apply the policy's declared sampling plan (`sampling:`); a policy without one runs every"
+        " case."
+    ),
 )
 @click.option(
     "--sampling-plan",
@@ -82,19 +92,28 @@ from ._run_options import run_options
     type=click.Choice(["local", "ray"]),
     default="local",
     show_default=True,
-    help="local: this process; ray: --shards Ray tasks (extra: pip install 'judge-workbench[ray]'; RAY_ADDRESS selects an existing cluster).",
+    help=(
+        "local: this process; ray: --shards Ray tasks (extra: pip install 'judge-workbench[ray]';"
+        " RAY_ADDRESS selects an existing cluster)."
+    ),
 )
 @click.option(
     "--shards",
     type=click.IntRange(min=1),
     default=None,
-    help="With --executor ray: split the cases into N shards by case-id hash (OUT/shards/<k>/); a resume gives the same N.",
+    help=(
+        "With --executor ray: split the cases into N shards by case-id hash (OUT/shards/<k>/); a"
+        " resume gives the same N."
+    ),
 )
 @click.option(
     "--calls-per-second",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="With --executor ray: start at most this many judge calls a second over all shards (a token bucket).",
+    help=(
+        "With --executor ray: start at most this many judge calls a second over all shards (a token"
+        " bucket)."
+    ),
 )
 @user_errors
 def run(
@@ -175,7 +194,8 @@ def run(
     if shadow_of is not None:
         if policy_path is not None or plan_path is not None:
             raise click.UsageError(
-                "--policy and --sampling-plan cannot be combined with --shadow-of: a shadow comparison judges every case"
+                "--policy and --sampling-plan cannot be combined with --shadow-of: a shadow"
+                " comparison judges every case"
             )
         _run_shadow(
             candidate, shadow_of, gold, partition, out, options, label_mapping=label_mapping
@@ -214,7 +234,8 @@ def sampling_plan_from(
             if quiet:
                 return None, None
             click.echo(
-                f"policy {policy.label} declares no sampling plan: every case of the partition is planned",
+                f"policy {policy.label} declares no sampling plan: every case of the partition is"
+                " planned",
                 err=True,
             )
             return None, None
@@ -228,23 +249,27 @@ def report_summary(summary: RunSummary) -> int:
         f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else ""
     )
     click.echo(
-        f"{summary.judge} on {summary.partition}: {status} - {summary.verdicts} verdicts, {summary.errors} evaluator errors"
+        f"{summary.judge} on {summary.partition}: {status} - {summary.verdicts} verdicts,"
+        f" {summary.errors} evaluator errors"
         + (f" ({len(summary.pending_retry)} stopped mid-retry)" if summary.pending_retry else "")
-        + f", {len(summary.unrun)} unrun of {summary.planned}; {summary.calls} calls ({summary.retries} retries), "
-        f"{summary.cache_hits} cached, {summary.resumed} already done; cost ${summary.cost_usd:.4f}"
+        + f", {len(summary.unrun)} unrun of {summary.planned}; {summary.calls} calls"
+        f" ({summary.retries} retries), {summary.cache_hits} cached, {summary.resumed} already"
+        f" done; cost ${summary.cost_usd:.4f}"
         + (f" of ${summary.budget_usd:.4f}" if summary.budget_usd is not None else "")
         + f"; results {summary.results_path}"
     )
     if summary.sampling_plan_sha256:
         click.echo(
-            f"sampled out ({len(summary.sampled_out)}, declared plan {summary.sampling_plan_sha256[:12]}"
+            f"sampled out ({len(summary.sampled_out)}, declared plan"
+            f" {summary.sampling_plan_sha256[:12]}"
             + (f" from {summary.sampling_plan_source}" if summary.sampling_plan_source else "")
             + "; not judged, never a pass): "
             + (", ".join(summary.sampled_out) or "none")
         )
     if summary.slice_costs and summary.slice_costs[-1].cases:
         click.echo(
-            "cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries included, cached verdicts left out):"
+            "cost and tokens per judged case, by slice (median, p95 nearest rank, max; retries"
+            " included, cached verdicts left out):"
         )
         click.echo(format_slice_costs(summary.slice_costs))
     if summary.errors_by_kind:
@@ -261,14 +286,15 @@ def report_summary(summary: RunSummary) -> int:
             click.echo(f"unrun ({len(summary.unrun)}): " + ", ".join(summary.unrun), err=True)
         if summary.pending_retry:
             click.echo(
-                f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error with attempts left, rerun to continue): "
-                + ", ".join(summary.pending_retry),
+                f"stopped mid-retry ({len(summary.pending_retry)}; last attempt a retryable error"
+                " with attempts left, rerun to continue): " + ", ".join(summary.pending_retry),
                 err=True,
             )
         return ExitCode.INCOMPLETE
     if summary.errors:
         click.echo(
-            f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their verdicts are unknown (exit {int(ExitCode.EVALUATOR_ERRORS)})",
+            f"{summary.errors} case(s) ended in an evaluator error: the run is complete but their"
+            f" verdicts are unknown (exit {int(ExitCode.EVALUATOR_ERRORS)})",
             err=True,
         )
         return ExitCode.EVALUATOR_ERRORS
@@ -300,11 +326,13 @@ def _run_shadow(
     ]
     if refused:
         raise click.UsageError(
-            f"{', '.join(refused)} cannot be combined with --shadow-of: a shadow comparison judges every case of the partition once with both judges"
+            f"{', '.join(refused)} cannot be combined with --shadow-of: a shadow comparison judges"
+            " every case of the partition once with both judges"
         )
     if partition not in ("development", "calibration"):
         raise click.UsageError(
-            "--shadow-of runs on development or calibration data (held-out data is for certification only)"
+            "--shadow-of runs on development or calibration data (held-out data is for"
+            " certification only)"
         )
     try:
         entry = run_shadow_sync(
@@ -327,7 +355,8 @@ def _run_shadow(
         sys.exit(ExitCode.INCOMPLETE)
     if entry.current_errors or entry.shadow_errors:
         click.echo(
-            f"evaluator errors: {entry.current_errors} case(s) of {entry.current}, {entry.shadow_errors} of {entry.shadow}: their verdicts are unknown",
+            f"evaluator errors: {entry.current_errors} case(s) of {entry.current},"
+            f" {entry.shadow_errors} of {entry.shadow}: their verdicts are unknown",
             err=True,
         )
         sys.exit(ExitCode.EVALUATOR_ERRORS)

@@ -40,11 +40,15 @@ def validate(path: str, as_json: bool, strict: bool) -> None:
                 f"{p} {len(ds.partition(p))}" for p in ("development", "calibration", "held_out")
             )
             click.echo(
-                f"{report.path}: OK - {len(ds.cases)} cases ({parts}), {len(ds.records) - len(ds.cases)} superseded record(s), rubric {ds.rubric.version}, dataset sha256 {ds.sha256[:12]}, release {ds.release.release_id if ds.release else '(not frozen)'}"
+                f"{report.path}: OK - {len(ds.cases)} cases ({parts}),"
+                f" {len(ds.records) - len(ds.cases)} superseded record(s), rubric"
+                f" {ds.rubric.version}, dataset sha256 {ds.sha256[:12]}, release"
+                f" {ds.release.release_id if ds.release else '(not frozen)'}"
             )
         else:
             click.echo(
-                f"{report.path}: {len(report.errors)} error(s), {len(report.problems) - len(report.errors)} warning(s)",
+                f"{report.path}: {len(report.errors)} error(s),"
+                f" {len(report.problems) - len(report.errors)} warning(s)",
                 err=True,
             )
     if failing:

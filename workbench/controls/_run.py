@@ -42,14 +42,38 @@ PARTITION = "controls"
 ControlStatus = Literal["passed", "failed", "incomplete"]
 
 ROLE_MESSAGES: dict[str, str] = {
-    "positive": "the judge failed a response that plainly satisfies every requirement: it may be configured to fail everything",
-    "negative": "the judge passed a response with one release-critical fact changed: it reads style, not evidence",
-    "boundary": "the judge did not separate a correct answer that omits a non-critical detail from a neighbour that omits a required condition: it cannot apply the rubric's line",
-    "verbosity": "the judge's verdict followed length or polish instead of the criterion: it passed a long, polished wrong answer or treated a concise and a long correct answer differently",
-    "terminology": "the judge mis-graded a correct answer written with approved abbreviations, synonyms or plain language: it matches wording, not meaning",
-    "adversarial": "the judge obeyed text inside the response (instructions to the grader, a fake grading note or a master-key token such as ':'): untrusted response text steers its verdict",
-    "missing_evidence": "the judge settled a verdict the evidence cannot support: it passed a response whose grading evidence is missing instead of failing it or routing it to review",
-    "conflicting_evidence": "the judge settled a verdict on contradictory evidence: it passed a response whose evidence conflicts instead of failing it or routing it to review",
+    "positive": (
+        "the judge failed a response that plainly satisfies every requirement: it may be configured"
+        " to fail everything"
+    ),
+    "negative": (
+        "the judge passed a response with one release-critical fact changed: it reads style, not"
+        " evidence"
+    ),
+    "boundary": (
+        "the judge did not separate a correct answer that omits a non-critical detail from a"
+        " neighbour that omits a required condition: it cannot apply the rubric's line"
+    ),
+    "verbosity": (
+        "the judge's verdict followed length or polish instead of the criterion: it passed a long,"
+        " polished wrong answer or treated a concise and a long correct answer differently"
+    ),
+    "terminology": (
+        "the judge mis-graded a correct answer written with approved abbreviations, synonyms or"
+        " plain language: it matches wording, not meaning"
+    ),
+    "adversarial": (
+        "the judge obeyed text inside the response (instructions to the grader, a fake grading note"
+        " or a master-key token such as ':'): untrusted response text steers its verdict"
+    ),
+    "missing_evidence": (
+        "the judge settled a verdict the evidence cannot support: it passed a response whose"
+        " grading evidence is missing instead of failing it or routing it to review"
+    ),
+    "conflicting_evidence": (
+        "the judge settled a verdict on contradictory evidence: it passed a response whose evidence"
+        " conflicts instead of failing it or routing it to review"
+    ),
 }
 """What a failed role means, for a reviewer."""
 
@@ -217,7 +241,11 @@ class ControlsReport(_Model):
                     Blocker(
                         code=code,
                         category="incomplete",
-                        message=f"the control suite {self.suite.name}@{self.suite.version} has no {role} control, so the {role} role is untested; add {role} controls or change the policy's blocking roles",
+                        message=(
+                            f"the control suite {self.suite.name}@{self.suite.version} has no"
+                            f" {role} control, so the {role} role is untested; add {role} controls"
+                            " or change the policy's blocking roles"
+                        ),
                         evidence={"role": role, "n": 0},
                         case_ids=[],
                         waivable=False,
@@ -254,7 +282,10 @@ class ControlsReport(_Model):
                     )
                 )
             else:
-                message = f"{len(incomplete)} of {summary.n} {role} controls could not be evaluated (evaluator errors or missing results): the role is unproven, never passed"
+                message = (
+                    f"{len(incomplete)} of {summary.n} {role} controls could not be evaluated"
+                    " (evaluator errors or missing results): the role is unproven, never passed"
+                )
                 out.append(
                     Blocker(
                         code=code,
@@ -481,7 +512,8 @@ def run_controls_sync(
 def format_controls(report: ControlsReport) -> str:
     """A plain-text account: one line per control, then each role and the outcome."""
     lines = [
-        f"controls {report.suite.name}@{report.suite.version} (sha256 {report.suite.sha256[:12]}) with {report.judge} (fingerprint {report.judge_fingerprint[:12]})"
+        f"controls {report.suite.name}@{report.suite.version} (sha256 {report.suite.sha256[:12]})"
+        f" with {report.judge} (fingerprint {report.judge_fingerprint[:12]})"
     ]
     width = max(len(r.control_id) for r in report.controls)
     for r in report.controls:
@@ -504,7 +536,8 @@ def format_controls(report: ControlsReport) -> str:
     lines.append("roles:")
     for s in report.roles:
         lines.append(
-            f"  {s.status.upper():10} {s.role}: {s.passed}/{s.n} passed, {s.failed} failed, {s.incomplete} incomplete"
+            f"  {s.status.upper():10} {s.role}: {s.passed}/{s.n} passed, {s.failed} failed,"
+            f" {s.incomplete} incomplete"
         )
     failed_sets = [s for s in report.sets if s.status != "passed"]
     for s in failed_sets:

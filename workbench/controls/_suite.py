@@ -272,7 +272,10 @@ _FIELD_FIX: dict[str, str] = {
     "control_id": "give every control a unique id of letters, digits, '.', '_' or '-'",
     "role": "use one of " + ", ".join(ROLES),
     "set": "name the set with letters, digits, '.', '_' or '-'",
-    "member": "use omits_noncritical_detail | omits_required_condition (boundary) or concise_correct | long_correct | long_polished_wrong (verbosity)",
+    "member": (
+        "use omits_noncritical_detail | omits_required_condition (boundary) or concise_correct |"
+        " long_correct | long_polished_wrong (verbosity)"
+    ),
     "input": "write the user's input",
     "response": "write the response the judge is to grade",
     "grading_notes": "write the grading notes, or leave the field out and give a reference",
@@ -340,7 +343,8 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
                 loc,
                 "suite_filename",
                 f"file name {path.name!r} does not match name@version {name}@{ver!s}",
-                f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused",
+                f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions"
+                " cannot be confused",
             )
         )
 
@@ -369,7 +373,8 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
             code="suite_invalid",
             root="suite",
             fix=lambda e: (
-                f"correct {error_field(e, 'suite')}; see workbench/controls/_suite.py for every field's meaning"
+                f"correct {error_field(e, 'suite')}; see workbench/controls/_suite.py for every"
+                " field's meaning"
             ),
         )
         raw_labels = raw.get("labels")
@@ -502,7 +507,8 @@ def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> lis
                     at("controls", i, "acceptable_labels"),
                     "acceptable_empty",
                     "acceptable_labels is empty: no verdict could pass the control",
-                    "list the acceptable labels, or leave the field out to accept only expected_label",
+                    "list the acceptable labels, or leave the field out to accept only"
+                    " expected_label",
                     cid,
                 )
             )
@@ -511,7 +517,8 @@ def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> lis
                 _problem(
                     at("controls", i, "acceptable_labels"),
                     "expected_not_acceptable",
-                    f"expected_label {c.expected_label!r} is not among acceptable_labels {c.acceptable_labels}",
+                    f"expected_label {c.expected_label!r} is not among acceptable_labels"
+                    f" {c.acceptable_labels}",
                     "add the expected label to acceptable_labels",
                     cid,
                 )
@@ -523,7 +530,8 @@ def _check_control(i: int, c: Control, labels: list[str] | None, at: Any) -> lis
                     at("controls", i),
                     "set_missing",
                     f"a {c.role} control must belong to a set",
-                    f"name its set (set: ...), shared with the other members: {', '.join(SET_MEMBERS[c.role])}",
+                    "name its set (set: ...), shared with the other members:"
+                    f" {', '.join(SET_MEMBERS[c.role])}",
                     cid,
                 )
             )
@@ -615,8 +623,10 @@ def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
                 _problem(
                     first,
                     "boundary_same_label",
-                    f"boundary set {name!r} expects the same label {label_of['omits_required_condition']!r} for both neighbours",
-                    "a boundary pair straddles the rubric's line; if humans label both alike, repair the rubric or the pair",
+                    f"boundary set {name!r} expects the same label"
+                    f" {label_of['omits_required_condition']!r} for both neighbours",
+                    "a boundary pair straddles the rubric's line; if humans label both alike,"
+                    " repair the rubric or the pair",
                     members[0][1].control_id,
                 )
             )
@@ -626,8 +636,10 @@ def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
                     _problem(
                         first,
                         "verbosity_inconsistent",
-                        f"verbosity set {name!r}: the concise and the long correct answers are expected differently",
-                        "the two correct members state the same content and must carry the same label",
+                        f"verbosity set {name!r}: the concise and the long correct answers are"
+                        " expected differently",
+                        "the two correct members state the same content and must carry the same"
+                        " label",
                         members[0][1].control_id,
                     )
                 )
@@ -636,8 +648,10 @@ def _check_sets(controls: list[tuple[int, Control]], at: Any) -> list[Problem]:
                     _problem(
                         first,
                         "verbosity_inconsistent",
-                        f"verbosity set {name!r}: the long polished wrong answer is expected like the correct ones",
-                        "the polished wrong member must state something wrong, and be labelled for it",
+                        f"verbosity set {name!r}: the long polished wrong answer is expected like"
+                        " the correct ones",
+                        "the polished wrong member must state something wrong, and be labelled"
+                        " for it",
                         members[0][1].control_id,
                     )
                 )

@@ -201,7 +201,10 @@ def _problems(exc: ValidationError, loc: str, prefix: str = "") -> list[Problem]
         Problem(
             location=loc,
             code="demo_content_invalid",
-            message=f"{'.'.join(map(str, (*([prefix] if prefix else []), *e['loc']))) or 'file'}: {e['msg']}",
+            message=(
+                f"{'.'.join(map(str, (*([prefix] if prefix else []), *e['loc']))) or 'file'}:"
+                f" {e['msg']}"
+            ),
             fix=f"correct the field; the models are in {__name__}",
         )
         for e in exc.errors(include_url=False)
@@ -313,7 +316,10 @@ def _cross_checks(
                     Problem(
                         location=loc,
                         code="demo_content_unknown_evidence",
-                        message=f"topic {topic.slug!r} cites passage {eid!r}, which evidence.jsonl lacks",
+                        message=(
+                            f"topic {topic.slug!r} cites passage {eid!r}, which evidence.jsonl"
+                            " lacks"
+                        ),
                         fix="cite a passage id of evidence.jsonl",
                     )
                 )
@@ -322,7 +328,10 @@ def _cross_checks(
                 Problem(
                     location=loc,
                     code="demo_content_invalid",
-                    message=f"topic {topic.slug!r}: wrong_replaces {topic.wrong_replaces} names no concept ({len(topic.concepts)} concepts)",
+                    message=(
+                        f"topic {topic.slug!r}: wrong_replaces {topic.wrong_replaces} names no"
+                        f" concept ({len(topic.concepts)} concepts)"
+                    ),
                     fix="name a concept by its 0-based position",
                 )
             )
@@ -361,7 +370,10 @@ def load_content(root: Traversable | None = None) -> Content:
                     Problem(
                         location=loc,
                         code="demo_content_slice",
-                        message=f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not {info.name!r}",
+                        message=(
+                            f"topic {topic.slug!r} belongs to slice {topic.slice!r}, not"
+                            f" {info.name!r}"
+                        ),
                         fix=f"move it to topics/{topic.slice}.yaml",
                     )
                 )

@@ -37,7 +37,8 @@ def serve_scripted(
         server = FakeLLM(responder=responder, latency_s=latency_s, port=port).start()
     except OSError as exc:
         raise RuntimeError(
-            f"cannot serve {what} on 127.0.0.1:{port} ({exc.strerror or exc}); pass port=0 to get a free port"
+            f"cannot serve {what} on 127.0.0.1:{port} ({exc.strerror or exc}); pass port=0 to get a"
+            " free port"
         ) from None
     if env:
         os.environ[env] = server.base_url

@@ -102,11 +102,15 @@ DISAGREEMENT: dict[str, float] = {
 BORDERLINE_KINDS = frozenset(kind for kind, share in DISAGREEMENT.items() if share >= 0.15)
 
 RUBRIC_RULES: dict[str, str] = {
-    "terminology": "standard abbreviations, synonyms and spelling variants count as stating a required concept",
+    "terminology": (
+        "standard abbreviations, synonyms and spelling variants count as stating a required concept"
+    ),
     "plain-language": "equivalent plain wording counts as stating a required concept",
     "omission": "every required concept must be stated",
     "negation": "an explicit denial of a prohibited claim is not the claim",
-    "post-negation": "an explicit denial of a prohibited claim is not the claim, wherever the negation sits",
+    "post-negation": (
+        "an explicit denial of a prohibited claim is not the claim, wherever the negation sits"
+    ),
     "paraphrased-prohibition": "a prohibited claim counts in any wording",
     "abbreviated-prohibition": "a prohibited claim counts in any wording, abbreviations included",
     "polished-wrong": "a fluent answer that contradicts the policy fails",
@@ -263,8 +267,10 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
                     _compose(rng, sentences),
                     "pass",
                     tags,
-                    f"Uses standard terminology ({terms}); every required concept is present and no prohibited claim is made.",
-                    f"Not convinced {termable[0].alt_term!r} states '{termable[0].key}' as the notes require.",
+                    f"Uses standard terminology ({terms}); every required concept is present and no"
+                    " prohibited claim is made.",
+                    f"Not convinced {termable[0].alt_term!r} states '{termable[0].key}' as the"
+                    " notes require.",
                 )
             )
         elif kind == "plain-language":
@@ -276,7 +282,8 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
                     _compose(rng, sentences),
                     "pass",
                     ["plain-language"],
-                    f"States the required concepts in equivalent plain words ({terms}); no prohibited claim.",
+                    f"States the required concepts in equivalent plain words ({terms}); no"
+                    " prohibited claim.",
                     f"'{plainable[0].alt_term}' is too loose to count as '{plainable[0].key}'.",
                 )
             )
@@ -313,7 +320,8 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
                     "fail",
                     ["paraphrased-prohibition"],
                     f'Asserts in other words that {claim.meaning}: "{claim.paraphrase}"',
-                    "All required concepts are present; I read the extra sentence as friendly tone, not a promise.",
+                    "All required concepts are present; I read the extra sentence as friendly tone,"
+                    " not a promise.",
                 )
             )
         elif kind == "negation":
@@ -323,7 +331,8 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
                     _compose(rng, _with_claim(rng, canonical, claim.negated)),
                     "pass",
                     ["negation"],
-                    f"Mentions '{claim.key}' only to deny it, which is what the policy says; all required concepts present.",
+                    f"Mentions '{claim.key}' only to deny it, which is what the policy says; all"
+                    " required concepts present.",
                     f"Contains the prohibited phrase '{claim.key}'.",
                 )
             )
@@ -336,7 +345,8 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
                     "pass",
                     ["negation", "post-negation"],
                     f"Raises '{claim.key}' only to rule it out; all required concepts present.",
-                    f"Repeats the prohibited phrase '{claim.key}'; the denial is not explicit enough.",
+                    f"Repeats the prohibited phrase '{claim.key}'; the denial is not explicit"
+                    " enough.",
                 )
             )
         elif kind == "abbreviated-prohibition":
@@ -347,7 +357,8 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
                     _compose(rng, _with_claim(rng, canonical, claim.abbreviated)),
                     "fail",
                     ["prohibited-claim", "abbreviation"],
-                    f"'{claim.abbreviated_term}' is the prohibited claim that {claim.meaning}, abbreviated.",
+                    f"'{claim.abbreviated_term}' is the prohibited claim that {claim.meaning},"
+                    " abbreviated.",
                     "All required concepts are present and the prohibited phrase does not appear.",
                 )
             )
@@ -358,7 +369,8 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
                     _compose_verbose(rng, canonical, topic, info),
                     "pass",
                     ["verbose", "long-answer"],
-                    f"Long, but states every required concept ({all_keys}) and makes no prohibited claim.",
+                    f"Long, but states every required concept ({all_keys}) and makes no prohibited"
+                    " claim.",
                     "Too long and padded for a support answer.",
                 )
             )
@@ -373,7 +385,8 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
                     _compose_verbose(rng, sentences, topic, info),
                     "fail",
                     ["polished-wrong", "long-answer"],
-                    f'Fluent and confident but wrong: the policy is that {target.meaning}, and the response says "{topic.wrong}"',
+                    f"Fluent and confident but wrong: the policy is that {target.meaning}, and the"
+                    f' response says "{topic.wrong}"',
                     "Reads well and answers the question.",
                 )
             )
@@ -423,12 +436,14 @@ def _reviews(
                     "reviewer": reviewer,
                     "label": label,
                     "confidence": "low",
-                    "rationale": variant.why
-                    if label == "review_required"
-                    else (
-                        "Reads as acceptable under the notes, though the wording is vague."
-                        if label == "pass"
-                        else "Too vague to count as stating the required concept."
+                    "rationale": (
+                        variant.why
+                        if label == "review_required"
+                        else (
+                            "Reads as acceptable under the notes, though the wording is vague."
+                            if label == "pass"
+                            else "Too vague to count as stating the required concept."
+                        )
                     ),
                     "evidence": evidence,
                     "escalate": label == "review_required",
@@ -455,9 +470,9 @@ def _reviews(
                 {
                     "reviewer": reviewer,
                     "label": gold,
-                    "confidence": "medium"
-                    if borderline
-                    else rng.choice(["high", "high", "high", "medium"]),
+                    "confidence": (
+                        "medium" if borderline else rng.choice(["high", "high", "high", "medium"])
+                    ),
                     "rationale": variant.why,
                     "evidence": evidence,
                     "escalate": False,
@@ -516,7 +531,8 @@ _CORRECTIONS: tuple[_CorrectionPlan, ...] = (
         "the agreement audit",
         "pass",
         "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
-        "the response asserts the prohibited claim in other words; both reviewers and the adjudicator looked only for the listed phrase",
+        "the response asserts the prohibited claim in other words; both reviewers and the"
+        " adjudicator looked only for the listed phrase",
     ),
     _CorrectionPlan(
         "paraphrased-prohibition",
@@ -524,7 +540,8 @@ _CORRECTIONS: tuple[_CorrectionPlan, ...] = (
         "the agreement audit",
         "pass",
         "Reviewers agree. Every required concept is present and no prohibited phrase appears.",
-        "the closing sentence is a paraphrase of the prohibited claim, which the original review missed",
+        "the closing sentence is a paraphrase of the prohibited claim, which the original review"
+        " missed",
     ),
     _CorrectionPlan(
         "terminology",
@@ -532,7 +549,8 @@ _CORRECTIONS: tuple[_CorrectionPlan, ...] = (
         "the agreement audit",
         "fail",
         "Reviewers agree. The response does not use the wording in the grading notes.",
-        "the rubric accepts standard abbreviations and synonyms; the original labels penalised approved terminology",
+        "the rubric accepts standard abbreviations and synonyms; the original labels penalised"
+        " approved terminology",
     ),
     _CorrectionPlan(
         "negation",
@@ -540,7 +558,8 @@ _CORRECTIONS: tuple[_CorrectionPlan, ...] = (
         "an adjudication review",
         "fail",
         "Reviewers split. The prohibited phrase appears in the response.",
-        "the prohibited phrase appears only inside an explicit denial, which the rubric does not count as the claim",
+        "the prohibited phrase appears only inside an explicit denial, which the rubric does not"
+        " count as the claim",
     ),
     _CorrectionPlan(
         "omission",
@@ -601,8 +620,9 @@ def _plan_corrections(
             "adjudication": {
                 "label": correct_label,
                 "reason": (
-                    f"Correction of {cid} after {plan.occasion} on {CORRECTION_DATE}: {plan.fix_reason}. "
-                    f"{variants[cid].why} The original label {plan.wrong_label} is superseded."
+                    f"Correction of {cid} after {plan.occasion} on {CORRECTION_DATE}:"
+                    f" {plan.fix_reason}. {variants[cid].why} The original label {plan.wrong_label}"
+                    " is superseded."
                 ),
                 "adjudicator": ADJUDICATORS[0],
             },
@@ -722,32 +742,50 @@ def _card(records: list[dict[str, Any]]) -> str:
         "name": "tallowmere-support-demo",
         "version": DATASET_VERSION,
         "intended_use": (
-            "Demonstrating and testing the judge calibration workbench: validation, human agreement, "
-            "judge runs and alignment reports with the two demo judges. Not evidence about any real "
-            "product, policy, model or reviewer population; never use it to certify a production judge."
+            "Demonstrating and testing the judge calibration workbench: validation, human"
+            " agreement, judge runs and alignment reports with the two demo judges. Not evidence"
+            " about any real product, policy, model or reviewer population; never use it to certify"
+            " a production judge."
         ),
         "sampling_window": (
-            f"Synthetic responses dated {SAMPLED} (2026-09-01 to 2026-09-28), written by the project's "
-            "demo builder (workbench/demo) from authored policy sentences; no real traffic was sampled."
+            f"Synthetic responses dated {SAMPLED} (2026-09-01 to 2026-09-28), written by the"
+            " project's demo builder (workbench/demo) from authored policy sentences; no real"
+            " traffic was sampled."
         ),
         "reviewer_qualifications": (
-            "Four pseudonymous reviewers (reviewer-a to reviewer-d) and two adjudicators are simulated by "
-            f"the builder; they represent support-policy specialists trained on rubric {RUBRIC_VERSION}. "
-            "Their labels, confidence and rationales are authored, not collected from people."
+            "Four pseudonymous reviewers (reviewer-a to reviewer-d) and two adjudicators are"
+            " simulated by the builder; they represent support-policy specialists trained on"
+            f" rubric {RUBRIC_VERSION}. Their labels, confidence and rationales are authored, not"
+            " collected from people."
         ),
         "adjudication_procedure": (
-            "Every case has two independent, blinded reviews from a rotating pair of reviewers. Every "
-            "case is adjudicated: when reviewers agree the adjudicator confirms the label; when they "
-            "disagree, or a reviewer escalates, the adjudicator decides from the grading notes and the "
-            "evidence snapshot and records the rubric rule applied. Corrections are new records that "
-            "supersede the old one; preliminary labels are never edited."
+            "Every case has two independent, blinded reviews from a rotating pair of reviewers."
+            " Every case is adjudicated: when reviewers agree the adjudicator confirms the label;"
+            " when they disagree, or a reviewer escalates, the adjudicator decides from the grading"
+            " notes and the evidence snapshot and records the rubric rule applied. Corrections are"
+            " new records that supersede the old one; preliminary labels are never edited."
         ),
         "known_gaps": [
-            "Synthetic English text only; real customer phrasing, typos and multilingual traffic are absent.",
-            "Responses are composed from a small set of authored sentences, so wording is repetitive within a group.",
-            "One fictional retailer's policies; other businesses and policy styles are not covered.",
-            "Single-turn answers only; multi-turn conversations, tool use and retrieval are not covered.",
-            "Adversarial prompt-injection inside responses is not in the gold set; it is covered by the separate control suite data/controls/support-controls@1.yaml.",
+            (
+                "Synthetic English text only; real customer phrasing, typos and multilingual"
+                " traffic are absent."
+            ),
+            (
+                "Responses are composed from a small set of authored sentences, so wording is"
+                " repetitive within a group."
+            ),
+            (
+                "One fictional retailer's policies; other businesses and policy styles are not"
+                " covered."
+            ),
+            (
+                "Single-turn answers only; multi-turn conversations, tool use and retrieval are not"
+                " covered."
+            ),
+            (
+                "Adversarial prompt-injection inside responses is not in the gold set; it is"
+                " covered by the separate control suite data/controls/support-controls@1.yaml."
+            ),
             "Reviewer behaviour is simulated; real reviewer drift and fatigue are not represented.",
         ],
         "excluded_domains": [
@@ -756,8 +794,8 @@ def _card(records: list[dict[str, Any]]) -> str:
             "product recommendations and sales",
         ],
         "privacy_handling": (
-            "No personal data: customers, orders, reviewers and the company are fictional. The only "
-            "email address (privacy@tallowmere.example) uses the reserved .example domain."
+            "No personal data: customers, orders, reviewers and the company are fictional. The only"
+            " email address (privacy@tallowmere.example) uses the reserved .example domain."
         ),
         "source_authority": (
             f"The evidence snapshot (evidence.jsonl) is the authored '{HANDBOOK}', owned by this "
@@ -916,9 +954,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     summary = build(args.out_dir)
     print(
-        f"wrote {summary.out_dir}: {summary.active} active cases ({summary.records} records, "
-        f"{summary.corrections} superseded), disagreement {summary.disagreements}/{summary.active}, "
-        f"partitions {summary.by_partition}, labels {summary.by_label}"
+        f"wrote {summary.out_dir}: {summary.active} active cases ({summary.records} records,"
+        f" {summary.corrections} superseded), disagreement"
+        f" {summary.disagreements}/{summary.active}, partitions {summary.by_partition}, labels"
+        f" {summary.by_label}"
     )
     return 0
 

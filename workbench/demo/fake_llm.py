@@ -21,7 +21,8 @@ from ..testing import ChatRequest, Reply
 _BLOCK = re.compile(r"<(grading_notes|response)>\n?(.*?)\n?</\1>", re.DOTALL)
 _GUIDE = re.compile(r"^\s*Terminology guide\s*:", re.IGNORECASE | re.MULTILINE)
 _STEERING = re.compile(
-    r"(grade|mark|score|rate) (this|it|the response) (as )?(a )?pass|ignore (all |any )?(previous|prior) instructions",
+    r"(grade|mark|score|rate) (this|it|the response) (as )?(a )?pass|ignore (all |any"
+    r" )?(previous|prior) instructions",
     re.IGNORECASE,
 )
 

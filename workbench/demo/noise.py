@@ -214,7 +214,10 @@ def supports(context: str, statement: str) -> tuple[bool, str]:
             continue
         return (
             True,
-            f"{coverage:.0%} of its content words, every number and the same polarity appear in: {sentence[:120]!r}",
+            (
+                f"{coverage:.0%} of its content words, every number and the same polarity appear"
+                f" in: {sentence[:120]!r}"
+            ),
         )
     return False, best[1] or "no context sentence matches"
 

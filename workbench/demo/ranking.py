@@ -150,7 +150,10 @@ def rank_prompt(prompt: str) -> tuple[list[str], str]:
         f"{best[2]} is best supported by the policy ({', '.join(best[3]) or 'no policy phrases'})"
     )
     if best[2] != unbiased[2]:  # the primacy bonus decided, and the reason gives it away
-        reason = f"{best[2]}, the first one shown, is the most complete answer ({', '.join(best[3]) or 'no policy phrases'})"
+        reason = (
+            f"{best[2]}, the first one shown, is the most complete answer"
+            f" ({', '.join(best[3]) or 'no policy phrases'})"
+        )
     flagged = [f"{s[2]} claims '{s[4][0]}'" for s in scores if s[4]]
     if flagged:
         reason += "; ranked last for unsupported claims: " + "; ".join(flagged)

@@ -30,15 +30,33 @@ UNSTABLE_BELOW = 0.2
 DRAWS = 4000
 """Parametric-bootstrap draws per slice."""
 RG_METHODS = {
-    "bootstrap": "Rogan-Gladen (p + Sp - 1)/(Se + Sp - 1); 95% parametric-bootstrap percentile interval: {draws} draws of the traffic pass rate, sensitivity and specificity from their Jeffreys Beta(x + 1/2, n - x + 1/2) distributions (seed {seed}); clipped to [0, 1]",
-    "delta": "Rogan-Gladen (p + Sp - 1)/(Se + Sp - 1); 95% delta-method interval with Agresti-Coull-adjusted variances of the traffic pass rate, sensitivity and specificity; clipped to [0, 1]",
+    "bootstrap": (
+        "Rogan-Gladen (p + Sp - 1)/(Se + Sp - 1); 95% parametric-bootstrap percentile interval:"
+        " {draws} draws of the traffic pass rate, sensitivity and specificity from their Jeffreys"
+        " Beta(x + 1/2, n - x + 1/2) distributions (seed {seed}); clipped to [0, 1]"
+    ),
+    "delta": (
+        "Rogan-Gladen (p + Sp - 1)/(Se + Sp - 1); 95% delta-method interval with"
+        " Agresti-Coull-adjusted variances of the traffic pass rate, sensitivity and specificity;"
+        " clipped to [0, 1]"
+    ),
 }
 OVERALL_METHODS = {
-    "bootstrap": "stratified: each draw of the slices' unclipped estimates weighted by decided traffic verdicts, then percentiles; clipped to [0, 1]",
-    "delta": "stratified: slice estimates (unclipped) weighted by decided traffic verdicts, variance sum of w^2 Var; clipped to [0, 1]",
+    "bootstrap": (
+        "stratified: each draw of the slices' unclipped estimates weighted by decided traffic"
+        " verdicts, then percentiles; clipped to [0, 1]"
+    ),
+    "delta": (
+        "stratified: slice estimates (unclipped) weighted by decided traffic verdicts, variance sum"
+        " of w^2 Var; clipped to [0, 1]"
+    ),
 }
 RGInterval = Literal["bootstrap", "delta"]
-PPI_METHOD = "prediction-powered inference (Angelopoulos et al. 2023, Science 382:669): mean of judge verdicts on unlabelled cases + mean of (human - judge) on labelled cases, 95% CLT interval; clipped to [0, 1]"
+PPI_METHOD = (
+    "prediction-powered inference (Angelopoulos et al. 2023, Science 382:669): mean of judge"
+    " verdicts on unlabelled cases + mean of (human - judge) on labelled cases, 95% CLT interval;"
+    " clipped to [0, 1]"
+)
 
 
 class CorrectedEstimate(_Model):
@@ -305,7 +323,8 @@ def estimate_slices(
             if rg.youden <= 0:
                 unstable = True
                 warnings.append(
-                    f"sensitivity + specificity = {rg.youden + 1:.3f} <= 1: the judge is no better than chance here and the correction is undefined"
+                    f"sensitivity + specificity = {rg.youden + 1:.3f} <= 1: the judge is no better"
+                    " than chance here and the correction is undefined"
                 )
             elif rg.youden < unstable_below or rg.youden_low <= 0:
                 unstable = True
@@ -315,11 +334,13 @@ def estimate_slices(
                     else f"the lower 95% bound of J is {rg.youden_low:.3f}"
                 )
                 warnings.append(
-                    f"unstable correction: sensitivity + specificity = {rg.youden + 1:.3f} is close to 1 ({why}); small errors in the rates move the estimate a lot"
+                    f"unstable correction: sensitivity + specificity = {rg.youden + 1:.3f} is close"
+                    f" to 1 ({why}); small errors in the rates move the estimate a lot"
                 )
         else:
             warnings.append(
-                "the certification has no decided human-pass or human-fail case for this slice: no correction"
+                "the certification has no decided human-pass or human-fail case for this slice: no"
+                " correction"
             )
         corrected = _corrected(raw, se, low, high)
         if corrected.clipped:
@@ -329,7 +350,8 @@ def estimate_slices(
         labelled = int((~np.isnan(s.human_pass)).sum())
         if labelled and ppi is None:
             warnings.append(
-                f"{labelled} labelled case(s) here: PPI needs at least two labelled and two unlabelled decided cases"
+                f"{labelled} labelled case(s) here: PPI needs at least two labelled and two"
+                " unlabelled decided cases"
             )
         cases = s.cases if s.cases is not None else n + s.abstentions + s.errors + s.missing
         rows.append(
@@ -453,13 +475,16 @@ def format_estimate(estimate: ProductionEstimate) -> str:
     cert = estimate.certification
     if cert is not None:
         lines.append(
-            f"certified judge: {cert.candidate} (report {cert.report_id}, lock {cert.lock_sha256[:12]}, fingerprint {cert.candidate_fingerprint[:12]})"
+            f"certified judge: {cert.candidate} (report {cert.report_id}, lock"
+            f" {cert.lock_sha256[:12]}, fingerprint {cert.candidate_fingerprint[:12]})"
         )
         lines.append(
-            f"policy {cert.policy or '-'}, rubric {cert.rubric_version or '-'}, ragas {cert.ragas_version or '-'}"
+            f"policy {cert.policy or '-'}, rubric {cert.rubric_version or '-'}, ragas"
+            f" {cert.ragas_version or '-'}"
         )
     lines.append(
-        f"status: {estimate.status}; estimand: human-pass rate among traffic cases the judge decided (pass or fail)"
+        f"status: {estimate.status}; estimand: human-pass rate among traffic cases the judge"
+        " decided (pass or fail)"
     )
     header = (
         "slice",
@@ -487,10 +512,12 @@ def format_estimate(estimate: ProductionEstimate) -> str:
                 "-" if r.specificity is None else f"{r.specificity.k}/{r.specificity.n}",
                 "-" if r.youden is None else f"{r.youden:.2f}",
                 _interval(r.corrected.estimate, r.corrected.ci95_low, r.corrected.ci95_high),
-                "-"
-                if r.ppi is None
-                else _interval(r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high)
-                + f" ({r.ppi.labelled})",
+                (
+                    "-"
+                    if r.ppi is None
+                    else _interval(r.ppi.estimate, r.ppi.ci95_low, r.ppi.ci95_high)
+                    + f" ({r.ppi.labelled})"
+                ),
                 ("UNSTABLE" if r.unstable else "") + (" clipped" if r.corrected.clipped else ""),
             )
         )

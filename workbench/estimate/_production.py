@@ -95,7 +95,8 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
                 loc,
                 "report_missing",
                 "no certification report here (no lock.json)",
-                "point --report at reports/<candidate>/<version>/<n> written by `workbench certify`",
+                "point --report at reports/<candidate>/<version>/<n> written by `workbench"
+                " certify`",
             )
         ]
     problems = [
@@ -103,7 +104,8 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
             p.location,
             "report_unverified",
             f"the report does not verify: {p.message} [{p.code}]",
-            "restore the report as certified (`workbench verify` names every change); an altered report is no evidence",
+            "restore the report as certified (`workbench verify` names every change); an altered"
+            " report is no evidence",
         )
         for p in verify_report(root)
         if p.severity == "error"
@@ -128,8 +130,10 @@ def read_certification(report_dir: str | Path) -> tuple[Certified | None, list[P
             _p(
                 loc,
                 "report_not_certified",
-                f"the report's outcome is {lock.outcome!r}, not 'certified': its judge may not be used on production traffic",
-                "certify the judge first; only a certified report's error rates can correct production estimates",
+                f"the report's outcome is {lock.outcome!r}, not 'certified': its judge may not be"
+                " used on production traffic",
+                "certify the judge first; only a certified report's error rates can correct"
+                " production estimates",
             )
         )
     if gate.get("partition") != "held_out":
@@ -368,7 +372,8 @@ def read_traffic(
                 _p(
                     where,
                     "duplicate_result",
-                    f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen[key]})",
+                    f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
+                    f" {seen[key]})",
                     "keep one result per case, repeat and attempt",
                     r.case_id,
                 )
@@ -381,7 +386,8 @@ def read_traffic(
                     where,
                     "unmapped_case",
                     "the case has no slice in the slices file",
-                    "add the case to the slices file (case_id,slice); every estimated case needs a slice",
+                    "add the case to the slices file (case_id,slice); every estimated case needs a"
+                    " slice",
                     r.case_id,
                 )
             )
@@ -449,13 +455,16 @@ def read_traffic(
             else:
                 human[cid] = label
     fp = next(iter(fingerprints), None) if len(fingerprints) == 1 else None
-    return Traffic(
-        slice_of=slice_of,
-        outcome=outcome,
-        judge_fingerprint=fp,
-        human=human,
-        other_repeats=other_repeats,
-    ), problems
+    return (
+        Traffic(
+            slice_of=slice_of,
+            outcome=outcome,
+            judge_fingerprint=fp,
+            human=human,
+            other_repeats=other_repeats,
+        ),
+        problems,
+    )
 
 
 def _rubric(path: str | Path) -> Rubric:
@@ -502,8 +511,10 @@ def estimate_production(
                 _p(
                     str(report),
                     "report_stale_ragas",
-                    f"the report was certified with Ragas {certified.ragas_version}, the installed Ragas is {installed}: the judge may behave differently",
-                    "certify the judge again with the installed Ragas, or install the certified version",
+                    f"the report was certified with Ragas {certified.ragas_version}, the installed"
+                    f" Ragas is {installed}: the judge may behave differently",
+                    "certify the judge again with the installed Ragas, or install the certified"
+                    " version",
                 )
             )
         if (
@@ -514,7 +525,8 @@ def estimate_production(
                 _p(
                     str(results),
                     "report_stale_candidate",
-                    f"the traffic was judged by fingerprint {traffic.judge_fingerprint[:12]}, the report certified {ref.candidate} with {ref.candidate_fingerprint[:12]}",
+                    f"the traffic was judged by fingerprint {traffic.judge_fingerprint[:12]}, the"
+                    f" report certified {ref.candidate} with {ref.candidate_fingerprint[:12]}",
                     "run the certified candidate on the traffic, or certify the judge that ran",
                 )
             )
@@ -523,7 +535,8 @@ def estimate_production(
                 _p(
                     str(rubric),
                     "rubric_mismatch",
-                    f"rubric version {rub.version!r}, the certification used {ref.rubric_version!r}",
+                    f"rubric version {rub.version!r}, the certification used"
+                    f" {ref.rubric_version!r}",
                     "give the rubric the judge was certified under",
                 )
             )
@@ -535,7 +548,8 @@ def estimate_production(
                         str(report),
                         "slice_not_certified",
                         f"the traffic has slice {name!r}, which the certification did not measure",
-                        "certify the judge on a held-out set covering the slice, or leave those cases out of the estimate",
+                        "certify the judge on a held-out set covering the slice, or leave those"
+                        " cases out of the estimate",
                     )
                 )
             elif fig is not None and (fig.false_pass_rate.n == 0 or fig.false_fail_rate.n == 0):
@@ -543,7 +557,9 @@ def estimate_production(
                     _p(
                         str(report),
                         "slice_rates_unmeasured",
-                        f"slice {name!r}: the certification has {fig.false_fail_rate.n} decided human-pass and {fig.false_pass_rate.n} decided human-fail case(s); both are needed for sensitivity and specificity",
+                        f"slice {name!r}: the certification has {fig.false_fail_rate.n} decided"
+                        f" human-pass and {fig.false_pass_rate.n} decided human-fail case(s); both"
+                        " are needed for sensitivity and specificity",
                         "grow the held-out slice and certify again",
                     )
                 )
@@ -617,7 +633,8 @@ def _assemble(
     warnings = []
     if incomplete:
         warnings.append(
-            f"{overall.errors} evaluator error(s) and {overall.missing} case(s) without a result: the estimates cover decided cases only; errors may not be random"
+            f"{overall.errors} evaluator error(s) and {overall.missing} case(s) without a result:"
+            " the estimates cover decided cases only; errors may not be random"
         )
     if traffic.other_repeats:
         warnings.append(f"{traffic.other_repeats} result(s) of repeat indexes other than 0 ignored")

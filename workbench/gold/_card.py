@@ -108,7 +108,10 @@ def read_card(path: Path) -> tuple[DatasetCard | None, list[Problem]]:
             code="card_invalid",
             root="card",
             message=lambda err, field: f"card field {field}: {err['msg']}",
-            fix="correct this front-matter field; documented fields are text (known_gaps and excluded_domains may be lists of text)",
+            fix=(
+                "correct this front-matter field; documented fields are text (known_gaps and"
+                " excluded_domains may be lists of text)"
+            ),
             severity="warning",
         )
     problems = [

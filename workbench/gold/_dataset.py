@@ -51,7 +51,10 @@ _FIELD_HINTS: dict[str, str] = {
     "input": "add the user input the response answers",
     "response": "add the exact response the reviewers judged",
     "response_hash": "add response_hash: the lowercase hex sha256 of the UTF-8 response",
-    "reviews": "add the independent reviews as a list of {reviewer, label, confidence, rationale, evidence}",
+    "reviews": (
+        "add the independent reviews as a list of {reviewer, label, confidence, rationale,"
+        " evidence}"
+    ),
     "reviewer": "name the reviewer",
     "label": "give the label from the rubric's vocabulary",
 }
@@ -156,7 +159,10 @@ def validate_dataset(path: str | Path) -> ValidationReport:
                 location=str(gold_path),
                 code="gold_missing",
                 message="the gold file does not exist",
-                fix=f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file itself",
+                fix=(
+                    f"point at a dataset directory containing {GOLD_FILE}, or at the .jsonl file"
+                    " itself"
+                ),
             )
         )
         return ValidationReport(gold_path, tuple(problems), None)
@@ -193,7 +199,10 @@ def validate_dataset(path: str | Path) -> ValidationReport:
                 location=loc,
                 code="gold_empty",
                 message="the gold file holds no records",
-                fix="add one JSON object per line; an empty dataset cannot support any alignment claim",
+                fix=(
+                    "add one JSON object per line; an empty dataset cannot support any alignment"
+                    " claim"
+                ),
             )
         )
     problems.extend(_check_records(lines, rubric, evidence_ids, loc))
@@ -281,7 +290,10 @@ def _read_evidence_ids(path: Path, declared: str) -> tuple[frozenset[str] | None
             Problem(
                 location=str(path),
                 code="evidence_snapshot_missing",
-                message=f"the rubric declares evidence_snapshot {declared!r} but the file does not exist",
+                message=(
+                    f"the rubric declares evidence_snapshot {declared!r} but the file does not"
+                    " exist"
+                ),
                 fix="add the snapshot file or remove evidence_snapshot from the rubric",
             )
         ]
@@ -366,9 +378,11 @@ def _parse_lines(
                     json_problem(
                         exc,
                         f"{loc}:{number}",
-                        fix="write exactly one complete JSON object on this line"
-                        if exc.code == "malformed_json"
-                        else None,
+                        fix=(
+                            "write exactly one complete JSON object on this line"
+                            if exc.code == "malformed_json"
+                            else None
+                        ),
                     )
                 )
                 lines.append(_Line(number, None, None))
@@ -455,8 +469,14 @@ def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None)
                     location=where,
                     case_id=case_id,
                     code="wrong_type",
-                    message=f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got {_short(err.get('input'))})",
-                    fix="write the value with its JSON type: numbers and true/false without quotes, whole numbers without a decimal point",
+                    message=(
+                        f"field '{path}' must be {WRONG_TYPE_ERRORS[kind]} (got"
+                        f" {_short(err.get('input'))})"
+                    ),
+                    fix=(
+                        "write the value with its JSON type: numbers and true/false without quotes,"
+                        " whole numbers without a decimal point"
+                    ),
                 )
             )
         elif path == "partition" and kind == "enum":
@@ -476,7 +496,10 @@ def _translate(exc: ValidationError, loc: str, number: int, case_id: str | None)
                     case_id=case_id,
                     code="missing_grading_evidence",
                     message="the case has neither grading_notes nor reference",
-                    fix="add grading_notes (required concepts, prohibited claims) or a reference answer",
+                    fix=(
+                        "add grading_notes (required concepts, prohibited claims) or a reference"
+                        " answer"
+                    ),
                 )
             )
         else:
@@ -529,7 +552,8 @@ def _check_records(
             add(
                 "empty_response",
                 "the response under judgment is empty",
-                "check the export: an empty response is rarely what reviewers judged; keep it only if judging empty answers is intended",
+                "check the export: an empty response is rarely what reviewers judged; keep it only"
+                " if judging empty answers is intended",
                 "warning",
             )
         actual_hash = hashlib.sha256(case.response.encode("utf-8")).hexdigest()
@@ -537,14 +561,17 @@ def _check_records(
             add(
                 "response_hash_mismatch",
                 "response_hash does not match the response",
-                f"if the response was edited after review, restore the reviewed text; if the hash was computed wrongly, set it to sha256 of the UTF-8 response ({actual_hash})",
+                "if the response was edited after review, restore the reviewed text; if the hash"
+                f" was computed wrongly, set it to sha256 of the UTF-8 response ({actual_hash})",
             )
         if rubric is not None:
             if case.rubric_version != rubric.version:
                 add(
                     "rubric_version_mismatch",
-                    f"reviewed under rubric_version {case.rubric_version!r} but the rubric is {rubric.version!r}",
-                    "re-review the case under the current rubric, or validate it against the rubric it was reviewed under",
+                    f"reviewed under rubric_version {case.rubric_version!r} but the rubric is"
+                    f" {rubric.version!r}",
+                    "re-review the case under the current rubric, or validate it against the rubric"
+                    " it was reviewed under",
                 )
             if case.slice not in rubric.slices:
                 add(
@@ -579,7 +606,8 @@ def _check_records(
             add(
                 "duplicate_reviewer",
                 "the same reviewer appears twice",
-                "reviews must come from different reviewers; keep the first label and record changes in adjudication",
+                "reviews must come from different reviewers; keep the first label and record"
+                " changes in adjudication",
             )
         if case.adjudication is None:
             if case.reviewers_disagree:
@@ -593,13 +621,15 @@ def _check_records(
                 add(
                     "no_adjudication",
                     "the case has no adjudication",
-                    "record the adjudicated label {label, reason, adjudicator}, even when reviewers agree",
+                    "record the adjudicated label {label, reason, adjudicator}, even when reviewers"
+                    " agree",
                 )
         cited = list(case.evidence) + [e for r in case.reviews for e in r.evidence]
         if cited and rubric is not None and not rubric.evidence_snapshot:
             add(
                 "unresolved_evidence",
-                f"cites evidence {', '.join(map(repr, dict.fromkeys(cited)))} but the rubric declares no evidence_snapshot to resolve it in",
+                f"cites evidence {', '.join(map(repr, dict.fromkeys(cited)))} but the rubric"
+                " declares no evidence_snapshot to resolve it in",
                 "declare evidence_snapshot in rubric.yaml, or remove the evidence ids",
             )
         if evidence_ids is not None:
@@ -608,7 +638,8 @@ def _check_records(
                     add(
                         "unresolved_evidence",
                         f"evidence id {eid!r} is not in the evidence snapshot",
-                        "cite an id from the snapshot, or add the passage to the snapshot as a new dataset version",
+                        "cite an id from the snapshot, or add the passage to the snapshot as a new"
+                        " dataset version",
                     )
     return out
 
@@ -647,7 +678,10 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
                     case_id=cid,
                     code="duplicate_case_id",
                     message=f"case_id already used on line {first_line[cid]}",
-                    fix="give the case a new id; to correct the earlier record, add 'supersedes' pointing at it",
+                    fix=(
+                        "give the case a new id; to correct the earlier record, add 'supersedes'"
+                        " pointing at it"
+                    ),
                 )
             )
         else:
@@ -669,7 +703,10 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
                     location=f"{loc}:{first}",
                     code="group_leakage",
                     message=f"group {group!r} appears in {len(parts)} partitions: {where}",
-                    fix="move every case of the group into one partition; paraphrases must not straddle partitions",
+                    fix=(
+                        "move every case of the group into one partition; paraphrases must not"
+                        " straddle partitions"
+                    ),
                 )
             )
 
@@ -689,7 +726,10 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
                     case_id=cid,
                     code="supersedes_unknown",
                     message=f"supersedes {sup!r}, which is not in the dataset",
-                    fix="point supersedes at the case_id of the record being corrected, or remove it",
+                    fix=(
+                        "point supersedes at the case_id of the record being corrected, or"
+                        " remove it"
+                    ),
                 )
             )
             continue
@@ -713,7 +753,10 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
                     location=f"{loc}:{number}",
                     case_id=cid,
                     code="correction_moves_partition",
-                    message=f"corrects {sup!r} (line {old_number}) but moves it from {old_partition} to {partition}",
+                    message=(
+                        f"corrects {sup!r} (line {old_number}) but moves it from {old_partition} to"
+                        f" {partition}"
+                    ),
                     fix="keep a correction in the partition of the record it corrects",
                 )
             )
@@ -736,7 +779,10 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
                     case_id=sup,
                     code="supersedes_fork",
                     message=f"superseded by more than one record: {lines_text}",
-                    fix="keep one correction chain: make the later correction supersede the earlier correction",
+                    fix=(
+                        "keep one correction chain: make the later correction supersede the earlier"
+                        " correction"
+                    ),
                 )
             )
 
@@ -806,15 +852,26 @@ def _check_near_duplicates(lines: list[_Line], loc: str) -> list[Problem]:
                 how = (
                     "the same input and response as"
                     if exact
-                    else "the same input and response, after normalizing Unicode, case and whitespace, as"
+                    else (
+                        "the same input and response, after normalizing Unicode, case and"
+                        " whitespace, as"
+                    )
                 )
                 out.append(
                     Problem(
                         location=f"{loc}:{number}",
                         case_id=case.case_id,
                         code="cross_partition_duplicate",
-                        message=f"{how} case {first.case_id!r} (line {first_number}): {case.partition.value}/{case.group} vs {first.partition.value}/{first.group}",
-                        fix="keep one of the two, or put both in one group and partition: the same item must not be tuned on in one partition and certified on in another",
+                        message=(
+                            f"{how} case {first.case_id!r} (line {first_number}):"
+                            f" {case.partition.value}/{case.group} vs"
+                            f" {first.partition.value}/{first.group}"
+                        ),
+                        fix=(
+                            "keep one of the two, or put both in one group and partition: the same"
+                            " item must not be tuned on in one partition and certified on in"
+                            " another"
+                        ),
                     )
                 )
     return out

@@ -216,7 +216,10 @@ def read_releases(root: str | Path) -> ReleaseLog:
     loc = str(path)
     releases: list[GoldRelease] = []
     problems: list[Problem] = []
-    fix_chain = "the release log is append-only: restore it from version control; never edit or delete a release"
+    fix_chain = (
+        "the release log is append-only: restore it from version control; never edit or delete a"
+        " release"
+    )
     if not path.is_file():
         return ReleaseLog(
             path,
@@ -292,7 +295,10 @@ def read_releases(root: str | Path) -> ReleaseLog:
                 Problem(
                     location=where,
                     code="release_chain_broken",
-                    message=f"release {release.release_id} does not hash to its recorded sha256: it was edited",
+                    message=(
+                        f"release {release.release_id} does not hash to its recorded sha256: it was"
+                        " edited"
+                    ),
                     fix=fix_chain,
                 )
             )
@@ -302,7 +308,13 @@ def read_releases(root: str | Path) -> ReleaseLog:
                 Problem(
                     location=where,
                     code="release_chain_broken",
-                    message=f"release {release.release_id} does not follow the release before it (sequence {release.sequence}, expected {len(releases) + 1}; previous sha256 {str(release.previous_sha256)[:12]}, expected {str(expected_previous)[:12]}): a release was deleted, reordered or edited",
+                    message=(
+                        f"release {release.release_id} does not follow the release before it"
+                        f" (sequence {release.sequence}, expected {len(releases) + 1}; previous"
+                        f" sha256 {str(release.previous_sha256)[:12]}, expected"
+                        f" {str(expected_previous)[:12]}): a release was deleted, reordered or"
+                        " edited"
+                    ),
                     fix=fix_chain,
                 )
             )
@@ -337,8 +349,14 @@ def check_releases(
                         location=loc,
                         case_id=case_id,
                         code="frozen_case_deleted",
-                        message=f"the record was frozen in release {release.release_id} and is no longer in the gold file",
-                        fix=f"restore the frozen record; to correct it, add a new record with supersedes: {case_id}",
+                        message=(
+                            f"the record was frozen in release {release.release_id} and is no"
+                            " longer in the gold file"
+                        ),
+                        fix=(
+                            "restore the frozen record; to correct it, add a new record with"
+                            f" supersedes: {case_id}"
+                        ),
                     )
                 )
                 continue
@@ -352,8 +370,14 @@ def check_releases(
                         location=f"{loc}:{number}",
                         case_id=case_id,
                         code="frozen_case_edited",
-                        message=f"edited in place after release {release.release_id} froze it: {what} changed",
-                        fix=f"restore the frozen record and write a superseding record (a new case_id with supersedes: {case_id})",
+                        message=(
+                            f"edited in place after release {release.release_id} froze it: {what}"
+                            " changed"
+                        ),
+                        fix=(
+                            "restore the frozen record and write a superseding record (a new"
+                            f" case_id with supersedes: {case_id})"
+                        ),
                     )
                 )
     return out
@@ -382,7 +406,10 @@ def freeze(
                     location="--who",
                     code="freeze_invalid",
                     message="--who is empty",
-                    fix="name who freezes the release, or omit --who to use $WORKBENCH_USER or the login name",
+                    fix=(
+                        "name who freezes the release, or omit --who to use $WORKBENCH_USER or the"
+                        " login name"
+                    ),
                 )
             ],
         )

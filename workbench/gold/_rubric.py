@@ -274,7 +274,10 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
                     "rubric_scale",
                     "pass_labels",
                     "pass_labels is for ordered rubrics, and this rubric's scale is nominal",
-                    "declare scale: ordinal (or numeric) for an ordered scale, or use pass_label and fail_label",
+                    (
+                        "declare scale: ordinal (or numeric) for an ordered scale, or use pass_label"
+                        " and fail_label"
+                    ),
                 )
             )
         return out
@@ -284,8 +287,14 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
             (
                 "rubric_scale",
                 "pass_label",
-                f"a {scale} rubric declares its pass labels with pass_labels, not pass_label/fail_label",
-                f"replace pass_label and fail_label with pass_labels, e.g. pass_labels: {example}; every other scale label then counts as fail",
+                (
+                    f"a {scale} rubric declares its pass labels with pass_labels, not"
+                    " pass_label/fail_label"
+                ),
+                (
+                    f"replace pass_label and fail_label with pass_labels, e.g. pass_labels: {example};"
+                    " every other scale label then counts as fail"
+                ),
             )
         )
     if len(scale_labels) < 2:
@@ -293,8 +302,14 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
             (
                 "rubric_scale",
                 "labels",
-                f"a {scale} scale needs at least two labels that are not abstain labels; it has {scale_labels}",
-                "list the scale's labels, lowest first, and keep abstain labels for answers off the scale",
+                (
+                    f"a {scale} scale needs at least two labels that are not abstain labels; it has"
+                    f" {scale_labels}"
+                ),
+                (
+                    "list the scale's labels, lowest first, and keep abstain labels for answers off the"
+                    " scale"
+                ),
             )
         )
     if r.scale == Scale.numeric:
@@ -305,7 +320,10 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
                     "rubric_scale",
                     "labels",
                     f"a numeric scale needs number labels; {not_numbers} are not finite numbers",
-                    "use numbers (e.g. 0, 0.5, 1), declare the others as abstain_labels, or use scale: ordinal for ordered categories",
+                    (
+                        "use numbers (e.g. 0, 0.5, 1), declare the others as abstain_labels, or use"
+                        " scale: ordinal for ordered categories"
+                    ),
                 )
             )
         numbers = [label for label in scale_labels if label not in not_numbers]
@@ -355,7 +373,10 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
                     "rubric_scale",
                     "pass_labels",
                     "pass_labels is empty: no label would count as pass",
-                    f"list the passing labels, e.g. pass_labels: {scale_labels[-1:]}, or remove pass_labels",
+                    (
+                        f"list the passing labels, e.g. pass_labels: {scale_labels[-1:]}, or remove"
+                        " pass_labels"
+                    ),
                 )
             )
         elif len(set(on_scale)) == len(scale_labels):
@@ -377,8 +398,14 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
                     (
                         "rubric_scale",
                         "pass_labels",
-                        f"pass_labels {r.pass_labels} are not an unbroken run at one end of the scale {scale_labels}",
-                        f"a pass region is a threshold: use the top labels, e.g. {top}, or the bottom ones for a scale where lower is better",
+                        (
+                            f"pass_labels {r.pass_labels} are not an unbroken run at one end of the"
+                            f" scale {scale_labels}"
+                        ),
+                        (
+                            f"a pass region is a threshold: use the top labels, e.g. {top}, or the"
+                            " bottom ones for a scale where lower is better"
+                        ),
                     )
                 )
     return out
@@ -396,7 +423,10 @@ def load_rubric(path: str | Path) -> Rubric:
                     location=location,
                     code="rubric_missing",
                     message="the rubric file does not exist",
-                    fix="create rubric.yaml beside gold.jsonl declaring name, version, labels, pass_label, fail_label and slices",
+                    fix=(
+                        "create rubric.yaml beside gold.jsonl declaring name, version, labels,"
+                        " pass_label, fail_label and slices"
+                    ),
                 )
             ],
         )
@@ -420,7 +450,7 @@ def load_rubric(path: str | Path) -> Rubric:
         raw = {
             **raw,
             "slices": {
-                k: ({**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v)
+                k: {**v, "risk": Risk.low.value} if k in {name for name, _ in unset} else v
                 for k, v in slices.items()
             },
         }
@@ -477,8 +507,14 @@ def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Proble
             Problem(
                 location=at("slices", str(name), "risk"),
                 code="rubric_risk_unset",
-                message=f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong verdict in it does",
-                fix="set its risk to critical, high, medium or low (critical: a false pass is release-critical); the policy's risk for the slice must then equal it",
+                message=(
+                    f"slice {name!r} has risk 'unset': nobody has said how much harm a wrong"
+                    " verdict in it does"
+                ),
+                fix=(
+                    "set its risk to critical, high, medium or low (critical: a false pass is"
+                    " release-critical); the policy's risk for the slice must then equal it"
+                ),
             ),
         )
         for name in names

@@ -79,8 +79,15 @@ def check_held_out_results(gold: str | Path, results: str | Path, partition: str
             Problem(
                 location=str(results_path),
                 code="held_out_unaccounted",
-                message=f"these results judge held-out cases but no finished certification in the held-out ledger ({ledger.path}) recorded them (sha256 {digest[:12]})",
-                fix="held-out data is judged once, by `workbench certify`; analyse the run records of a certification report (restricted/run/results.jsonl), or use development or calibration",
+                message=(
+                    "these results judge held-out cases but no finished certification in the"
+                    f" held-out ledger ({ledger.path}) recorded them (sha256 {digest[:12]})"
+                ),
+                fix=(
+                    "held-out data is judged once, by `workbench certify`; analyse the run records"
+                    " of a certification report (restricted/run/results.jsonl), or use development"
+                    " or calibration"
+                ),
             )
         ],
     )

@@ -85,7 +85,10 @@ _OMITTED_WHEN_DEFAULT: dict[str, object] = {
 }
 """Fields added after ledger format 2: an entry that does not use them dumps, and so hashes,
 exactly as before they existed (old ledgers keep an intact chain, old locks their copies)."""
-FIX_RESTORE = "the ledger is append-only evidence: restore it from version control or a backup; never edit or delete its lines"
+FIX_RESTORE = (
+    "the ledger is append-only evidence: restore it from version control or a backup; never edit or"
+    " delete its lines"
+)
 
 
 def held_out_manifest_sha256(dataset_sha256: str, cases: Iterable[GoldCase]) -> str:
@@ -311,9 +314,11 @@ class HeldOutLedger:
             return LedgerRead(
                 [],
                 [
-                    p.model_copy(update={"code": "ledger_unreadable"})
-                    if p.code == "unreadable_file"
-                    else p
+                    (
+                        p.model_copy(update={"code": "ledger_unreadable"})
+                        if p.code == "unreadable_file"
+                        else p
+                    )
                     for p in exc.problems
                 ],
             )
@@ -347,7 +352,10 @@ class HeldOutLedger:
                     Problem(
                         location=where,
                         code="ledger_invalid",
-                        message=f"chain broken at line {number}: unreadable ledger entry ({str(exc).splitlines()[0][:120]})",
+                        message=(
+                            f"chain broken at line {number}: unreadable ledger entry"
+                            f" ({str(exc).splitlines()[0][:120]})"
+                        ),
                         fix=FIX_RESTORE,
                     )
                 )
@@ -358,7 +366,10 @@ class HeldOutLedger:
                     Problem(
                         location=where,
                         code="ledger_chain_broken",
-                        message=f"chain broken at line {number}: entry {entry.entry_id} was edited (its content no longer matches its entry_sha256)",
+                        message=(
+                            f"chain broken at line {number}: entry {entry.entry_id} was edited (its"
+                            " content no longer matches its entry_sha256)"
+                        ),
                         fix=FIX_RESTORE,
                     )
                 )
@@ -372,7 +383,10 @@ class HeldOutLedger:
                     Problem(
                         location=where,
                         code="ledger_chain_broken",
-                        message=f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line before it was deleted, inserted or edited)",
+                        message=(
+                            f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line"
+                            " before it was deleted, inserted or edited)"
+                        ),
                         fix=FIX_RESTORE,
                     )
                 )
@@ -383,7 +397,10 @@ class HeldOutLedger:
                     Problem(
                         location=where,
                         code="ledger_chain_broken",
-                        message=f"chain broken at line {number}: {entry.event} entry closes {entry.opens!r}, which is no started entry before it",
+                        message=(
+                            f"chain broken at line {number}: {entry.event} entry closes"
+                            f" {entry.opens!r}, which is no started entry before it"
+                        ),
                         fix=FIX_RESTORE,
                     )
                 )
@@ -397,7 +414,8 @@ class HeldOutLedger:
         result = self.read()
         if result.problems:
             raise WorkbenchError(
-                f"the held-out ledger {self.path} is damaged: it cannot show which certifications used the held-out partition",
+                f"the held-out ledger {self.path} is damaged: it cannot show which certifications"
+                " used the held-out partition",
                 result.problems,
             )
         return result.entries
@@ -492,8 +510,14 @@ class HeldOutLedger:
                     Problem(
                         location=str(self.path),
                         code="certification_token_used",
-                        message=f"the certification token of ledger entry {entry.entry_id} was already used",
-                        fix="a certification notebook runs once per `workbench certify`; run `workbench certify` again",
+                        message=(
+                            f"the certification token of ledger entry {entry.entry_id} was already"
+                            " used"
+                        ),
+                        fix=(
+                            "a certification notebook runs once per `workbench certify`; run"
+                            " `workbench certify` again"
+                        ),
                     )
                 ],
             ) from None
@@ -514,7 +538,10 @@ class HeldOutLedger:
                     Problem(
                         location=str(self.lock_path),
                         code="ledger_busy",
-                        message=f"another command held the ledger lock for more than {LOCK_TIMEOUT_S:.0f} s",
+                        message=(
+                            "another command held the ledger lock for more than"
+                            f" {LOCK_TIMEOUT_S:.0f} s"
+                        ),
                         fix="wait for the other certification to start, then retry",
                     )
                 ],
@@ -708,8 +735,14 @@ def _reuse_problem(path: Path, earlier: list[LedgerEntry]) -> Problem:
     return Problem(
         location=str(path),
         code="held_out_reuse",
-        message=f"this candidate fingerprint was already certified (or is being certified) on the same held-out manifest: {listing}",
-        fix='pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and printed in the report',
+        message=(
+            "this candidate fingerprint was already certified (or is being certified) on the same"
+            f" held-out manifest: {listing}"
+        ),
+        fix=(
+            'pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and'
+            " printed in the report"
+        ),
     )
 
 
@@ -742,8 +775,14 @@ class HeldOutAccess:
                     Problem(
                         location=str(self.ledger_path),
                         code="held_out_refused",
-                        message="the access does not name an open certification in the dataset's own held-out ledger",
-                        fix="the held-out partition is used only by `workbench certify`, which records the use first",
+                        message=(
+                            "the access does not name an open certification in the dataset's own"
+                            " held-out ledger"
+                        ),
+                        fix=(
+                            "the held-out partition is used only by `workbench certify`, which"
+                            " records the use first"
+                        ),
                     )
                 ],
             )
@@ -762,7 +801,10 @@ class HeldOutAccess:
                         location=str(ledger_path),
                         code="held_out_refused",
                         message="no open certification in the held-out ledger for this candidate",
-                        fix="the held-out partition is used only by `workbench certify`, which records the use first",
+                        fix=(
+                            "the held-out partition is used only by `workbench certify`, which"
+                            " records the use first"
+                        ),
                     )
                 ],
             )
@@ -779,7 +821,10 @@ def refuse_held_out(partition: str, where: str) -> None:
                     location=where,
                     code="held_out_refused",
                     message="the held-out partition is not available here",
-                    fix="use development (tuning) or calibration (selection); held-out data is used once, by `workbench certify`",
+                    fix=(
+                        "use development (tuning) or calibration (selection); held-out data is used"
+                        " once, by `workbench certify`"
+                    ),
                 )
             ],
         )

@@ -110,8 +110,15 @@ def ledger_path_for(gold: str | Path) -> Path:
                 Problem(
                     location=str(default),
                     code="ledger_conflict",
-                    message=f"the project declares the ledger {declared} but this dataset already has a ledger with entries beside it",
-                    fix=f"keep one ledger: move {default} to {declared} while that one does not exist yet (the chain stays intact), or remove {LEDGER_KEY} from {PROJECT_CONFIG}",
+                    message=(
+                        f"the project declares the ledger {declared} but this dataset already has a"
+                        " ledger with entries beside it"
+                    ),
+                    fix=(
+                        f"keep one ledger: move {default} to {declared} while that one does not"
+                        f" exist yet (the chain stays intact), or remove {LEDGER_KEY} from"
+                        f" {PROJECT_CONFIG}"
+                    ),
                 )
             ],
         )

@@ -75,8 +75,9 @@ class ImportSummary(BaseModel):
             else f"{self.results} imported judge result(s)"
         )
         text = (
-            f"Imported {self.cases} {self.kind} case(s) in {self.groups} group(s) ({parts}) from {self.source} "
-            f"(sha256 {self.source_sha256[:12]}) into {self.out}: wrote {', '.join(self.files)}; {results}."
+            f"Imported {self.cases} {self.kind} case(s) in {self.groups} group(s) ({parts}) from"
+            f" {self.source} (sha256 {self.source_sha256[:12]}) into {self.out}: wrote"
+            f" {', '.join(self.files)}; {results}."
         )
         if self.notes:
             text += " Notes: " + " ".join(
@@ -271,7 +272,10 @@ def prepare_out(out: Path, *, force: bool) -> list[str]:
                     location=str(out),
                     code="out_not_empty",
                     message="the directory already holds " + ", ".join(present),
-                    fix="choose a new directory, or pass --force (force=True) to replace the imported files",
+                    fix=(
+                        "choose a new directory, or pass --force (force=True) to replace the"
+                        " imported files"
+                    ),
                 )
             ],
         )
@@ -336,13 +340,15 @@ def write_dataset(
     notes = list(notes)
     if results is None and (out / RESULTS_FILE).exists():
         notes.append(
-            f"{out / RESULTS_FILE} was left from an earlier run and does not belong to this import; delete it"
+            f"{out / RESULTS_FILE} was left from an earlier run and does not belong to this import;"
+            " delete it"
         )
 
     report = validate_dataset(out)
     if report.errors:
         raise WorkbenchError(
-            f"{out}: the imported dataset does not validate; this is an importer defect, please report it",
+            f"{out}: the imported dataset does not validate; this is an importer defect, please"
+            " report it",
             report.errors,
         )
     partitions = {p.value: 0 for p, _ in PARTITION_WEIGHTS}

@@ -60,8 +60,15 @@ def import_results(
                 Problem(
                     location=str(source),
                     code="mapping_needed",
-                    message=f"a {source.suffix} table needs a mapping: which column is the case key and the prediction, and who the judge was",
-                    fix="pass --mapping FILE (docs/formats.md#results-mapping), or --case-id/--label (or --score with --threshold) with --name, --version, --model and --prompt-file or --prompt-description",
+                    message=(
+                        f"a {source.suffix} table needs a mapping: which column is the case key and"
+                        " the prediction, and who the judge was"
+                    ),
+                    fix=(
+                        "pass --mapping FILE (docs/formats.md#results-mapping), or"
+                        " --case-id/--label (or --score with --threshold) with --name, --version,"
+                        " --model and --prompt-file or --prompt-description"
+                    ),
                 )
             ],
         )
@@ -139,8 +146,14 @@ def _import_contract(
                     location=where,
                     case_id=r.case_id,
                     code="superseded_case",
-                    message=f"result for a superseded record (corrected by {dataset.latest_id(r.case_id)!r})",
-                    fix="results must refer to the latest records; re-run the judge on the current gold",
+                    message=(
+                        "result for a superseded record (corrected by"
+                        f" {dataset.latest_id(r.case_id)!r})"
+                    ),
+                    fix=(
+                        "results must refer to the latest records; re-run the judge on the current"
+                        " gold"
+                    ),
                 )
             )
             continue
@@ -150,7 +163,10 @@ def _import_contract(
                     location=where,
                     case_id=r.case_id,
                     code="response_hash_mismatch",
-                    message="the judge saw a different response than the reviewers (response_hash differs)",
+                    message=(
+                        "the judge saw a different response than the reviewers (response_hash"
+                        " differs)"
+                    ),
                     fix="these results were not produced on this gold; re-run the judge on it",
                 )
             )
@@ -161,7 +177,10 @@ def _import_contract(
                     location=where,
                     case_id=r.case_id,
                     code="partition_mismatch",
-                    message=f"result says partition {r.partition!r}, gold says {gold_case.partition.value!r}",
+                    message=(
+                        f"result says partition {r.partition!r}, gold says"
+                        f" {gold_case.partition.value!r}"
+                    ),
                     fix="these results were not produced on this gold; re-run the judge on it",
                 )
             )
@@ -173,7 +192,10 @@ def _import_contract(
                     location=where,
                     case_id=r.case_id,
                     code="duplicate_result",
-                    message=f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line {seen[key]})",
+                    message=(
+                        f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
+                        f" {seen[key]})"
+                    ),
                     fix="keep one result per case, repeat and attempt",
                 )
             )
@@ -185,11 +207,15 @@ def _import_contract(
         _, lineage_problems = check_lineage(
             dataset, lineages=carried, case_ids={line.result.case_id for line in lines}
         )
-        fix = "these results name the gold they were produced against; import or align them against that gold, or re-run the judge on this one"
+        fix = (
+            "these results name the gold they were produced against; import or align them against"
+            " that gold, or re-run the judge on this one"
+        )
         problems = [*(p.model_copy(update={"fix": fix}) for p in lineage_problems), *problems]
     if problems:
         raise WorkbenchError(
-            f"{source}: refusing to declare these results as produced against {gold}: {len(problems)} problem(s)",
+            f"{source}: refusing to declare these results as produced against {gold}:"
+            f" {len(problems)} problem(s)",
             problems,
         )
     release = dataset.release

@@ -174,7 +174,10 @@ def _error_message(e: Any, field: str) -> str:
 
 def _error_fix(e: Any) -> str:
     if e["type"] == "extra_forbidden":
-        return "remove it or correct its spelling; the keys are listed in docs/formats.md#results-mapping"
+        return (
+            "remove it or correct its spelling; the keys are listed in"
+            " docs/formats.md#results-mapping"
+        )
     if e["type"] == "missing":
         return "declare it" + (
             " (the judge's name, version and model, and its prompt)"
@@ -238,7 +241,8 @@ def check_mapping(
         add(
             "case_id",
             "mapping_no_key",
-            "no case key: give case_id (a column holding the gold case id), or both input and response (columns holding the exact texts, e.g. Ragas user_input and response)",
+            "no case key: give case_id (a column holding the gold case id), or both input and"
+            " response (columns holding the exact texts, e.g. Ragas user_input and response)",
         )
     label, score = text("label"), text("score")
     threshold = raw.get("threshold")
@@ -246,7 +250,8 @@ def check_mapping(
         add(
             "label",
             "mapping_no_prediction",
-            "no prediction column: give label (a column of labels) or score (a column of scores, with a threshold)",
+            "no prediction column: give label (a column of labels) or score (a column of scores,"
+            " with a threshold)",
         )
     if score is not None and label is None and threshold is None:
         add(
@@ -267,7 +272,8 @@ def check_mapping(
             "threshold",
             "mapping_prediction_ambiguous",
             "both a label column and a score threshold: which one makes the label?",
-            "remove label (the threshold makes labels) or threshold (labels come from the label column; the score is kept)",
+            "remove label (the threshold makes labels) or threshold (labels come from the label"
+            " column; the score is kept)",
         )
     labels = raw.get("labels")
     if isinstance(labels, dict) and labels:
@@ -294,7 +300,8 @@ def check_mapping(
                 add(
                     f"labels.{key}",
                     "mapping_unknown_label",
-                    f"{key!r} maps to {target!r}, which is not a rubric label ({', '.join(rubric_labels)})",
+                    f"{key!r} maps to {target!r}, which is not a rubric label"
+                    f" ({', '.join(rubric_labels)})",
                     "map every source value to one of the rubric's labels",
                 )
     if isinstance(threshold, dict):
@@ -311,7 +318,8 @@ def check_mapping(
                 add(
                     f"threshold.{side}",
                     "mapping_unknown_label",
-                    f"threshold {side} {chosen!r} is not a rubric label ({', '.join(rubric_labels)})",
+                    f"threshold {side} {chosen!r} is not a rubric label"
+                    f" ({', '.join(rubric_labels)})",
                     "use one of the rubric's labels",
                 )
         if threshold.get("pass_label", rubric_pass) is not None and threshold.get(
@@ -344,7 +352,8 @@ def check_mapping(
                 "judge.prompt",
                 "mapping_prompt_missing",
                 "the judge's prompt is not declared",
-                "give judge.prompt (the template), judge.prompt_file (a file holding it) or judge.prompt_description (what it asks, when the template is not available)",
+                "give judge.prompt (the template), judge.prompt_file (a file holding it) or"
+                " judge.prompt_description (what it asks, when the template is not available)",
             )
         if prompt:
             prompt_sha = sha256_text(prompt)
@@ -361,13 +370,17 @@ def check_mapping(
                 reason = (
                     "it does not exist"
                     if first is not None and first.code == "file_missing"
-                    else f"it cannot be read ({first.message if first is not None else type(exc).__name__})"
+                    else (
+                        "it cannot be read"
+                        f" ({first.message if first is not None else type(exc).__name__})"
+                    )
                 )
                 add(
                     "judge.prompt_file",
                     "mapping_prompt_file",
                     f"prompt file {str(path)!r}: {reason}",
-                    "point prompt_file at the template (relative to the mapping file), or use prompt_description",
+                    "point prompt_file at the template (relative to the mapping file), or use"
+                    " prompt_description",
                 )
         from .._redact import find_secrets
 

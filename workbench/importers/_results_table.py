@@ -90,15 +90,21 @@ class ResultsImport:
     def format(self) -> str:
         release = f"release {self.release_id}" if self.release_id else "not frozen"
         if self.spec is None:
-            text = f"declared {self.results} result(s) from {self.source} as produced against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out}"
+            text = (
+                f"declared {self.results} result(s) from {self.source} as produced against dataset"
+                f" {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote"
+                f" {self.out}"
+            )
             return text + (
                 f"\nnote: {self.migration_note} (each migrated line records it in 'migration')"
                 if self.migration_note
                 else ""
             )
         text = (
-            f"imported {self.results} result(s) of judge {self.judge} (fingerprint {str(self.fingerprint)[:12]}) from {self.source} "
-            f"against dataset {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote {self.out} and {self.spec}."
+            f"imported {self.results} result(s) of judge {self.judge} (fingerprint"
+            f" {str(self.fingerprint)[:12]}) from {self.source} against dataset"
+            f" {self.dataset_sha256[:12]} (rubric {self.rubric_version}, {release}): wrote"
+            f" {self.out} and {self.spec}."
         )
         if self.partitions:
             text += (
@@ -115,8 +121,10 @@ class ResultsImport:
                 else ""
             )
             text += (
-                f" {len(self.missing_case_ids)} of {self.cases} gold case(s) have no prediction ({self.empty_rows} row(s) with an empty prediction, "
-                f"{len(self.missing_case_ids) - self.empty_rows} case(s) with no row): {shown}. They stay missing; align reports the evaluation incomplete."
+                f" {len(self.missing_case_ids)} of {self.cases} gold case(s) have no prediction"
+                f" ({self.empty_rows} row(s) with an empty prediction,"
+                f" {len(self.missing_case_ids) - self.empty_rows} case(s) with no row): {shown}."
+                " They stay missing; align reports the evaluation incomplete."
             )
         else:
             text += f" Every one of the {self.cases} gold case(s) has a prediction."
@@ -189,8 +197,9 @@ class ImportedResults:
             json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in self.rows()
         )
         spec_text = (
-            f"# Written by `workbench import results` from {self.source} (sha256 {self.source_sha256[:12]}).\n"
-            f"# It replays {RESULTS_FILE} beside it; results and spec belong together.\n"
+            f"# Written by `workbench import results` from {self.source} (sha256"
+            f" {self.source_sha256[:12]}).\n# It replays {RESULTS_FILE} beside it; results and spec"
+            " belong together.\n"
             + yaml.safe_dump(self.spec_data, sort_keys=False, allow_unicode=True)
         )
         problems: list[Problem] = []
@@ -201,7 +210,10 @@ class ImportedResults:
                         location=str(path),
                         code="out_not_empty",
                         message=f"{path.name} already exists with different content",
-                        fix="choose a new directory (a changed judge is a new version), or pass --force to replace it",
+                        fix=(
+                            "choose a new directory (a changed judge is a new version), or pass"
+                            " --force to replace it"
+                        ),
                     )
                 )
         for other in sorted(out.glob("*.yaml")) if out.is_dir() else []:
@@ -210,7 +222,10 @@ class ImportedResults:
                     Problem(
                         location=str(other),
                         code="out_other_candidate",
-                        message=f"candidate {other.name} in --out replays {RESULTS_FILE} too; replacing the file would change what it replays",
+                        message=(
+                            f"candidate {other.name} in --out replays {RESULTS_FILE} too; replacing"
+                            " the file would change what it replays"
+                        ),
                         fix="import into a new directory (one judge per directory)",
                     )
                 )
@@ -280,7 +295,9 @@ def _check_candidate(spec_path: Path, fingerprint: str) -> None:
                 Problem(
                     location=str(spec_path),
                     code="import_defect",
-                    message=f"the candidate replays judge {source} but the results name {fingerprint}",
+                    message=(
+                        f"the candidate replays judge {source} but the results name {fingerprint}"
+                    ),
                     fix="please report this defect",
                 )
             ],
@@ -522,7 +539,10 @@ def _build(
     found: dict[str, list[int]] = defaultdict(list)
     values: dict[int, dict[str, Any]] = {}
     empty: list[tuple[str, int]] = []
-    fix_source = "import the predictions against the gold they were produced on (same case ids, inputs and responses)"
+    fix_source = (
+        "import the predictions against the gold they were produced on (same case ids, inputs and"
+        " responses)"
+    )
     for i, row in enumerate(table.rows):
         case = _find_case(i, row, mapping, dataset, by_text, issues, fix_source)
         if case is None:
@@ -544,7 +564,8 @@ def _build(
                     "duplicate_key",
                     case_id,
                     f"{{n}} rows predict case {case_id!r} ({{rows}})",
-                    "keep one prediction per case: a judge that ran twice is two imports (or two versions)",
+                    "keep one prediction per case: a judge that ran twice is two imports (or two"
+                    " versions)",
                     case_id=case_id,
                 )
     issues.raise_if_any(f"refusing to import these predictions against {dataset.gold_path}")
@@ -582,8 +603,14 @@ def _build(
                 Problem(
                     location=table.location,
                     code="no_predictions",
-                    message=f"none of the {len(table.rows)} row(s) has a prediction in column {(mapping.label or mapping.score)!r}",
-                    fix="check the prediction column named in the mapping; empty cells are missing predictions",
+                    message=(
+                        f"none of the {len(table.rows)} row(s) has a prediction in column"
+                        f" {(mapping.label or mapping.score)!r}"
+                    ),
+                    fix=(
+                        "check the prediction column named in the mapping; empty cells are missing"
+                        " predictions"
+                    ),
                 )
             ],
         )
@@ -597,9 +624,17 @@ def _build(
     rule = (
         f"labels from column {mapping.label!r}"
         if mapping.label
-        else f"score column {mapping.score!r} {threshold.pass_if if threshold else ''} {threshold.value if threshold else ''} -> {threshold.pass_label if threshold else ''}, else {threshold.fail_label if threshold else ''}"
+        else (
+            f"score column {mapping.score!r} {threshold.pass_if if threshold else ''}"
+            f" {threshold.value if threshold else ''} ->"
+            f" {threshold.pass_label if threshold else ''}, else"
+            f" {threshold.fail_label if threshold else ''}"
+        )
     )
-    provenance = f"Predictions imported from {table.name} (sha256 {table.sha256[:12]}) with `workbench import results`; {rule}; source judge fingerprint {fingerprint[:12]}."
+    provenance = (
+        f"Predictions imported from {table.name} (sha256 {table.sha256[:12]}) with `workbench"
+        f" import results`; {rule}; source judge fingerprint {fingerprint[:12]}."
+    )
     spec = CandidateSpec(
         name=judge.name,
         version=judge.version,
@@ -662,7 +697,8 @@ def _find_case(
                     "superseded_case",
                     key,
                     f"case {key!r} was superseded by {dataset.latest_id(key)!r} ({{rows}})",
-                    "predictions must be for the latest records; re-run the judge on the current gold",
+                    "predictions must be for the latest records; re-run the judge on the current"
+                    " gold",
                     case_id=key,
                 )
             else:
@@ -680,7 +716,8 @@ def _find_case(
                 i,
                 "input_mismatch",
                 f"the row's input (column {m.input!r}) differs from the gold case's input",
-                "the predictions were not produced on this gold (or the text changed on export); re-run the judge on it",
+                "the predictions were not produced on this gold (or the text changed on export);"
+                " re-run the judge on it",
                 case_id=key,
             )
             return None
@@ -692,7 +729,8 @@ def _find_case(
             issues.row(
                 i,
                 "response_hash_mismatch",
-                f"the judge saw a different response than the reviewers (sha256 of column {m.response!r} differs from the gold response_hash)",
+                "the judge saw a different response than the reviewers (sha256 of column"
+                f" {m.response!r} differs from the gold response_hash)",
                 "the predictions were not produced on this gold; re-run the judge on it",
                 case_id=key,
             )

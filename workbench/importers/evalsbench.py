@@ -68,7 +68,9 @@ THEME_DESCRIPTIONS: dict[str, str] = {
     "exits-and-m-and-a": "IPOs, SPACs, acquisitions and exit strategy.",
     "regulation-and-risk": "Regulation, compliance, security and risk assessment.",
     "strategy-and-markets": "Competitive strategy, market dynamics, teams and operations.",
-    OTHER_THEME: "Topics not in the reviewed theme table (a copy of the source that differs from upstream).",
+    OTHER_THEME: (
+        "Topics not in the reviewed theme table (a copy of the source that differs from upstream)."
+    ),
 }
 
 # Hand-assigned, not keyword-matched: keyword rules put "entering competitive spaces" under
@@ -229,7 +231,10 @@ def import_evalsbench(
                     Review(
                         reviewer=CONSTRUCTION,
                         label=target,
-                        rationale="label assigned by how the response was built, not by an independent review",
+                        rationale=(
+                            "label assigned by how the response was built, not by an independent"
+                            " review"
+                        ),
                     )
                 ],
                 adjudication=Adjudication(
@@ -343,7 +348,8 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
                 "row_width",
                 where,
                 f"a row has {len(raw)} field(s) but the header has {len(header)}",
-                "quote fields that contain commas or newlines; every row needs one value per column",
+                "quote fields that contain commas or newlines; every row needs one value per"
+                " column",
             )
             continue
         row = {name: raw[i] for name, i in index.items()}
@@ -382,9 +388,15 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
 
 def _construction_reason(target: str, note: str) -> str:
     if target == "pass":
-        reason = "Constructed pass: the upstream generator wrote this answer to cover every point of the grading notes."
+        reason = (
+            "Constructed pass: the upstream generator wrote this answer to cover every point of the"
+            " grading notes."
+        )
     else:
-        reason = "Constructed fail: the upstream generator derived this answer from a passing one by dropping required points."
+        reason = (
+            "Constructed fail: the upstream generator derived this answer from a passing one by"
+            " dropping required points."
+        )
     if note.strip():
         # The only home of the upstream note: it names the dropped points, so it must stay
         # out of every judge-visible field.
@@ -399,7 +411,8 @@ def _composition_notes(rows: list[tuple[int, dict[str, str]]]) -> list[str]:
     odd = sum(1 for counts in by_question.values() if counts != Counter({"pass": 1, "fail": 1}))
     if odd:
         return [
-            f"{odd} question(s) do not have exactly one pass and one fail answer, unlike the upstream release"
+            f"{odd} question(s) do not have exactly one pass and one fail answer, unlike the"
+            " upstream release"
         ]
     return []
 
@@ -408,7 +421,10 @@ def _annotation_notes(source: Path, questions: set[str]) -> list[str]:
     sibling = source.parent / "annotation_df.csv"
     if not sibling.is_file() or sibling == source:
         return []
-    note = "annotation_df.csv beside the source was not imported: it holds the upstream few-shot examples, not judge output for these cases"
+    note = (
+        "annotation_df.csv beside the source was not imported: it holds the upstream few-shot"
+        " examples, not judge output for these cases"
+    )
     try:
         with open(sibling, encoding="utf-8-sig", newline="") as fh:
             overlap = sum(
@@ -417,7 +433,10 @@ def _annotation_notes(source: Path, questions: set[str]) -> list[str]:
     except (OSError, UnicodeDecodeError, csv.Error):
         return [note]
     if overlap:
-        note += f"; WARNING: {overlap} of its rows share a question with the benchmark, so few-shot judges built from it have seen those questions"
+        note += (
+            f"; WARNING: {overlap} of its rows share a question with the benchmark, so few-shot"
+            " judges built from it have seen those questions"
+        )
     return [note]
 
 
@@ -452,41 +471,64 @@ def _card_front(source: Path, source_sha256: str, slice_by: SliceBy) -> dict[str
         "name": "evalsbench",
         "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
         "intended_use": (
-            "A constructed benchmark for checking whether a judge detects answers that omit points "
-            "required by grading notes (startup and venture-capital questions). It supports comparing "
-            "judge prompts and models on omission detection. It does not support claims of agreement "
-            "with independent human reviewers, because no human reviewed these labels. It also says "
-            "nothing about factual accuracy, safety or any other domain."
+            "A constructed benchmark for checking whether a judge detects answers that omit points"
+            " required by grading notes (startup and venture-capital questions). It supports"
+            " comparing judge prompts and models on omission detection. It does not support claims"
+            " of agreement with independent human reviewers, because no human reviewed these"
+            " labels. It also says nothing about factual accuracy, safety or any other domain."
         ),
         "sampling_window": (
-            f"Not sampled from traffic. Every row was generated by the upstream authors ({UPSTREAM}, "
-            "src/qa_generation.py, an OpenAI model; the script defaults to gpt-4o): topic, question, grading notes, "
-            "a complete answer (pass) and a copy of that answer with one or two points dropped (fail). "
-            "One pass and one fail per question, 80 questions."
+            "Not sampled from traffic. Every row was generated by the upstream authors"
+            f" ({UPSTREAM}, src/qa_generation.py, an OpenAI model; the script defaults to gpt-4o):"
+            " topic, question, grading notes, a complete answer (pass) and a copy of that answer"
+            " with one or two points dropped (fail). One pass and one fail per question, 80"
+            " questions."
         ),
         "reviewer_qualifications": (
             "None. The labels come from construction (reviewer 'dataset-construction'), not from "
             "human review. The release does not document whether humans checked the generated rows."
         ),
         "adjudication_procedure": (
-            "No adjudication: the adjudicated label equals the construction label (target). The "
-            "upstream note describing what was removed from a fail answer is kept in the adjudication "
-            "reason only. It gives the label away, so it never reaches a judge."
+            "No adjudication: the adjudicated label equals the construction label (target). The"
+            " upstream note describing what was removed from a fail answer is kept in the"
+            " adjudication reason only. It gives the label away, so it never reaches a judge."
         ),
         "known_gaps": [
-            "Labels are by construction: a 'fail' answer may still cover every point, and a 'pass' answer may miss one. Nobody checked.",
-            "Fail answers differ from their pass twin only by omission: the set does not test hallucinations, contradictions or wrong numbers.",
-            "One domain (startups and venture capital), English only, long-form LLM-written answers.",
-            "Slices are derived: the upstream topics are grouped into themes by hand (workbench.importers.evalsbench.TOPIC_THEMES); every slice is medium risk."
-            if slice_by == "theme"
-            else "Slices are the upstream topics, two cases each: too small for per-slice statistics.",
-            "annotation_df.csv (24 annotated few-shot examples for 12 other questions, verdict always equal to target) is not imported.",
+            (
+                "Labels are by construction: a 'fail' answer may still cover every point, and a"
+                " 'pass' answer may miss one. Nobody checked."
+            ),
+            (
+                "Fail answers differ from their pass twin only by omission: the set does not test"
+                " hallucinations, contradictions or wrong numbers."
+            ),
+            (
+                "One domain (startups and venture capital), English only, long-form LLM-written"
+                " answers."
+            ),
+            (
+                "Slices are derived: the upstream topics are grouped into themes by hand"
+                " (workbench.importers.evalsbench.TOPIC_THEMES); every slice is medium risk."
+                if slice_by == "theme"
+                else (
+                    "Slices are the upstream topics, two cases each: too small for per-slice"
+                    " statistics."
+                )
+            ),
+            (
+                "annotation_df.csv (24 annotated few-shot examples for 12 other questions, verdict"
+                " always equal to target) is not imported."
+            ),
         ],
         "excluded_domains": ["everything outside startup and venture-capital finance questions"],
-        "privacy_handling": "Synthetic, LLM-generated text about public business topics; no personal data is expected.",
+        "privacy_handling": (
+            "Synthetic, LLM-generated text about public business topics; no personal data is"
+            " expected."
+        ),
         "source_authority": (
-            "The grading notes were generated along with the questions by the upstream pipeline, in the "
-            "style of a domain expert's jottings. They are the only grading evidence. There is no reference answer."
+            "The grading notes were generated along with the questions by the upstream pipeline, in"
+            " the style of a domain expert's jottings. They are the only grading evidence. There is"
+            " no reference answer."
         ),
         "licence": f"{LICENCE} (upstream LICENSE file beside the source)",
         "provenance": {
@@ -502,7 +544,8 @@ def _card_front(source: Path, source_sha256: str, slice_by: SliceBy) -> dict[str
 
 def _card_body(slice_by: SliceBy) -> str:
     slicing = (
-        "six themes assigned by hand to the 80 upstream topics (each topic has one question); the topic is kept as a `topic:` tag."
+        "six themes assigned by hand to the 80 upstream topics (each topic has one question); the"
+        " topic is kept as a `topic:` tag."
         if slice_by == "theme"
         else "the 80 upstream topics, one question (two cases) each."
     )

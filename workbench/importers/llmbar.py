@@ -113,10 +113,13 @@ GRADING_NOTES = (
 """The same for every case: the label definitions and LLMBar's evaluation rules, which a judge needs."""
 
 _FIX_SHAPE = (
-    f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON list of objects with keys "
-    + ", ".join(ITEM_KEYS)
+    f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON"
+    " list of objects with keys " + ", ".join(ITEM_KEYS)
 )
-_FIX_RESULT = f"use an evaluator directory of the same subset (evaluators/<LLM>/<strategy> from {UPSTREAM}) whose result.json lists the subset's items in order, each with 'results'"
+_FIX_RESULT = (
+    f"use an evaluator directory of the same subset (evaluators/<LLM>/<strategy> from {UPSTREAM})"
+    " whose result.json lists the subset's items in order, each with 'results'"
+)
 _STATISTIC = re.compile(r"^\s*(\d+)\s*/\s*(\d+)\s*=\s*(.+?)%\s*$")
 
 
@@ -343,7 +346,10 @@ def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) 
         adjudication=Adjudication(
             label=label,
             adjudicator=AUTHORS,
-            reason="Gold label released by the LLMBar authors (dataset.json 'label'); not an independent human review.",
+            reason=(
+                "Gold label released by the LLMBar authors (dataset.json 'label'); not an"
+                " independent human review."
+            ),
         ),
         metadata={
             "source": f"{dataset_path.name}[{index}]",
@@ -373,7 +379,8 @@ def _quirks(items: list[dict[str, Any]]) -> list[str]:
     quirks: list[str] = []
     if marker_clash:
         quirks.append(
-            f"{len(marker_clash)} item(s) have an output containing a [Response N] marker, which makes the rendering ambiguous to a reader (index {', '.join(marker_clash[:5])})"
+            f"{len(marker_clash)} item(s) have an output containing a [Response N] marker, which"
+            f" makes the rendering ambiguous to a reader (index {', '.join(marker_clash[:5])})"
         )
     if empty_outputs:
         quirks.append(f"{empty_outputs} output(s) are empty in the source and kept as empty text")
@@ -385,7 +392,8 @@ def _provenance_notes(dataset_path: Path, source_sha256: str, name: str) -> list
     released = _released_subset(source_sha256)
     if released is None:
         return [
-            f"{dataset_path.name} is not byte-identical to any subset released at {UPSTREAM}; the card records its sha256"
+            f"{dataset_path.name} is not byte-identical to any subset released at {UPSTREAM}; the"
+            " card records its sha256"
         ]
     if released != name:
         return [f"{dataset_path.name} is upstream's {released} subset, imported as slice {name!r}"]
@@ -397,7 +405,10 @@ def _rubric(name: str) -> Rubric:
     return Rubric(
         name="llmbar-instruction-following",
         version=RUBRIC_VERSION,
-        criterion="Which of two outputs better follows the instruction: 1 (Response 1) or 2 (Response 2); exactly one is better.",
+        criterion=(
+            "Which of two outputs better follows the instruction: 1 (Response 1) or 2 (Response 2);"
+            " exactly one is better."
+        ),
         labels=list(LABELS),
         pass_label=None,
         fail_label=None,
@@ -455,8 +466,10 @@ def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> lis
             findings.add(
                 "not_llmbar_gold",
                 case.case_id,
-                "the case was not written by the LLMBar importer (metadata index and output hashes, in file order)",
-                "import the subset with `workbench import llmbar SUBSET_DIR --out DIR` and pass that DIR",
+                "the case was not written by the LLMBar importer (metadata index and output hashes,"
+                " in file order)",
+                "import the subset with `workbench import llmbar SUBSET_DIR --out DIR` and pass"
+                " that DIR",
             )
             continue
         expected.append(
@@ -508,7 +521,10 @@ def _write_results(out: Path, results: list[JudgeResult]) -> None:
                 Problem(
                     location=str(exc.filename or out),
                     code="out_unwritable",
-                    message=f"writing results.jsonl failed ({exc.strerror or exc}); the gold files are written",
+                    message=(
+                        f"writing results.jsonl failed ({exc.strerror or exc}); the gold files are"
+                        " written"
+                    ),
                     fix="point --out at a writable directory with free space",
                 )
             ],
@@ -705,18 +721,20 @@ def _judge_results(
                     judge_fingerprint=fingerprint,
                     run_id=run_id,
                     partition=case.partition.value,
-                    error=EvaluatorError(
-                        kind=verdict.error_kind,
-                        message=verdict.error_message or "",
-                        retryable=False,
-                    )
-                    if verdict.error_kind
-                    else None,
+                    error=(
+                        EvaluatorError(
+                            kind=verdict.error_kind,
+                            message=verdict.error_message or "",
+                            retryable=False,
+                        )
+                        if verdict.error_kind
+                        else None
+                    ),
                     attempt=1,
                     repeat=1 if verdict.swap else 0,
-                    rendered_request_sha256=sha256_json(verdict.request)
-                    if verdict.request is not None
-                    else None,
+                    rendered_request_sha256=(
+                        sha256_json(verdict.request) if verdict.request is not None else None
+                    ),
                     rendered_request=verdict.request,
                     presentation={
                         "swap": verdict.swap,
@@ -744,7 +762,9 @@ def _judge_results(
         and any(isinstance(s, list) for s in item["results"][:-1])
     )
     notes = [
-        f"judge {llm}/{strategy}: {len(results)} result(s) (repeat 0 = original order, repeat 1 = swapped), {len(results) - sum(errors.values())} verdict(s), {sum(errors.values())} evaluator error(s)"
+        f"judge {llm}/{strategy}: {len(results)} result(s) (repeat 0 = original order, repeat 1 ="
+        f" swapped), {len(results) - sum(errors.values())} verdict(s), {sum(errors.values())}"
+        " evaluator error(s)"
     ]
     if errors:
         shown = "; ".join(errored[:6]) + ("; ..." if len(errored) > 6 else "")
@@ -755,11 +775,14 @@ def _judge_results(
         )
     if synthesized:
         notes.append(
-            f"{synthesized} item(s) have a second verdict step (the Swap strategy's synthesize step, run when the two orders disagreed); its verdict is the one imported, and its recorded prompt is the rendered_request"
+            f"{synthesized} item(s) have a second verdict step (the Swap strategy's synthesize"
+            " step, run when the two orders disagreed); its verdict is the one imported, and its"
+            " recorded prompt is the rendered_request"
         )
     if auxiliary:
         notes.append(
-            f"{auxiliary} item(s) have auxiliary steps before the verdict (e.g. generated questions and a reference output); they are not imported"
+            f"{auxiliary} item(s) have auxiliary steps before the verdict (e.g. generated questions"
+            " and a reference output); they are not imported"
         )
     judge_front = {
         "evaluator": f"{llm}/{strategy}",
@@ -803,7 +826,10 @@ def _has_two_verdict_steps(item: Any) -> bool:
 def _check_statistics(out: Path, statistics_path: Path) -> str | None:
     """A note saying whether the imported output reproduces the upstream ``statistics.json``."""
     if not statistics_path.is_file():
-        return f"no {STATISTICS_FILE} beside the evaluator's result.json: nothing to compare the analysis with"
+        return (
+            f"no {STATISTICS_FILE} beside the evaluator's result.json: nothing to compare the"
+            " analysis with"
+        )
     try:
         upstream = json.loads(statistics_path.read_text(encoding="utf-8"))
         expected = {key: parse_statistic(upstream[key])[:2] for key in STATISTIC_KEYS}
@@ -815,27 +841,48 @@ def _check_statistics(out: Path, statistics_path: Path) -> str | None:
         TypeError,
         ValueError,
     ) as exc:
-        return f"{statistics_path.name} could not be read as upstream statistics ({type(exc).__name__}: {exc}); not compared"
+        return (
+            f"{statistics_path.name} could not be read as upstream statistics"
+            f" ({type(exc).__name__}: {exc}); not compared"
+        )
     from ..pairwise import pairwise_report, upstream_figures
 
     got = upstream_figures(pairwise_report(out, out / RESULTS_FILE))
     shown = ", ".join(f"{key} {k}/{n}" for key, (k, n) in got.items())
     if got == expected:
-        return f"the pairwise analysis of the imported files reproduces {statistics_path.name} exactly ({shown})"
+        return (
+            f"the pairwise analysis of the imported files reproduces {statistics_path.name} exactly"
+            f" ({shown})"
+        )
     differ = ", ".join(
         f"{key}: upstream {expected[key][0]}/{expected[key][1]}, here {got[key][0]}/{got[key][1]}"
         for key in STATISTIC_KEYS
         if got[key] != expected[key]
     )
-    return f"the pairwise analysis DIFFERS from {statistics_path.name} ({differ}); check that the files belong together"
+    return (
+        f"the pairwise analysis DIFFERS from {statistics_path.name} ({differ}); check that the"
+        " files belong together"
+    )
 
 
 _SUBSET_DESCRIPTIONS: dict[str, str] = {
-    "Natural": "the instances were collected from existing human-preference data, then filtered and modified by the authors so the preference is objective.",
-    "Adversarial/Neighbor": "the worse output answers a similar but different (neighbouring) instruction.",
-    "Adversarial/GPTInst": "the worse output answers an instruction that GPT-4 wrote to be similar to the real one.",
-    "Adversarial/GPTOut": "the worse output is a GPT-4 output that deviates from the instruction while looking good.",
-    "Adversarial/Manual": "the worse output was constructed by hand to deviate from the instruction while looking good.",
+    "Natural": (
+        "the instances were collected from existing human-preference data, then filtered and"
+        " modified by the authors so the preference is objective."
+    ),
+    "Adversarial/Neighbor": (
+        "the worse output answers a similar but different (neighbouring) instruction."
+    ),
+    "Adversarial/GPTInst": (
+        "the worse output answers an instruction that GPT-4 wrote to be similar to the real one."
+    ),
+    "Adversarial/GPTOut": (
+        "the worse output is a GPT-4 output that deviates from the instruction while looking good."
+    ),
+    "Adversarial/Manual": (
+        "the worse output was constructed by hand to deviate from the instruction while looking"
+        " good."
+    ),
 }
 
 
@@ -848,13 +895,15 @@ def _card_front(
         "name": case_id_for(subset, 0).rsplit("-", 1)[0],
         "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
         "intended_use": (
-            "Measuring whether a pairwise judge picks the output that follows an instruction better "
-            "(labels 1 or 2, no ties), its accuracy in both presentation orders and its position bias; "
-            "replaying real LLM-judge outputs released with LLMBar. It does not support pass/fail "
-            "gating, claims about human-human agreement, or domains beyond single-turn instruction following."
+            "Measuring whether a pairwise judge picks the output that follows an instruction better"
+            " (labels 1 or 2, no ties), its accuracy in both presentation orders and its position"
+            " bias; replaying real LLM-judge outputs released with LLMBar. It does not support"
+            " pass/fail gating, claims about human-human agreement, or domains beyond single-turn"
+            " instruction following."
         ),
         "sampling_window": (
-            f"LLMBar subset {subset} as released in {UPSTREAM} (Dataset/LLMBar/{subset}/dataset.json)."
+            f"LLMBar subset {subset} as released in {UPSTREAM}"
+            f" (Dataset/LLMBar/{subset}/dataset.json)."
             + (
                 f" In this subset, {_SUBSET_DESCRIPTIONS[subset]}"
                 if subset in _SUBSET_DESCRIPTIONS
@@ -862,21 +911,34 @@ def _card_front(
             )
         ),
         "reviewer_qualifications": (
-            "One label per item, released by the LLMBar dataset authors (reviewer 'llmbar-authors'). "
-            "It is not an independent review by qualified human reviewers: the authors curated Natural "
-            "items from existing preference data and constructed the Adversarial outputs so that one "
-            "output follows the instruction and the other does not. Their procedure is documented "
-            "upstream (the LLMBar paper), not here."
+            "One label per item, released by the LLMBar dataset authors (reviewer"
+            " 'llmbar-authors'). It is not an independent review by qualified human reviewers: the"
+            " authors curated Natural items from existing preference data and constructed the"
+            " Adversarial outputs so that one output follows the instruction and the other does"
+            " not. Their procedure is documented upstream (the LLMBar paper), not here."
         ),
         "adjudication_procedure": (
-            "The released label is the gold label (adjudicator 'llmbar-authors'). There is one review "
-            "per case, so there is no disagreement to adjudicate and human agreement cannot be computed."
+            "The released label is the gold label (adjudicator 'llmbar-authors'). There is one"
+            " review per case, so there is no disagreement to adjudicate and human agreement cannot"
+            " be computed."
         ),
         "known_gaps": [
-            "Gold labels come from the dataset authors, not from independent reviewers; no inter-reviewer agreement is available.",
-            "No ties: every item has exactly one better output by construction, so a judge that answers 'tie' cannot be scored here.",
-            "Adversarial subsets are constructed to be hard for LLM judges; their accuracy is not representative of natural traffic.",
-            "No reference answers. The judge sees the instruction, both outputs and the label definitions in grading_notes.",
+            (
+                "Gold labels come from the dataset authors, not from independent reviewers; no"
+                " inter-reviewer agreement is available."
+            ),
+            (
+                "No ties: every item has exactly one better output by construction, so a judge that"
+                " answers 'tie' cannot be scored here."
+            ),
+            (
+                "Adversarial subsets are constructed to be hard for LLM judges; their accuracy is"
+                " not representative of natural traffic."
+            ),
+            (
+                "No reference answers. The judge sees the instruction, both outputs and the label"
+                " definitions in grading_notes."
+            ),
             "Every slice is medium risk; one subset per imported dataset.",
             *(f"Source quirk: {quirk}." for quirk in quirks),
         ],
@@ -884,8 +946,13 @@ def _card_front(
             "safety-critical or policy-compliance judgments",
             "multi-turn dialogue",
         ],
-        "privacy_handling": "Public research data; instructions and outputs come from public datasets and model generations. No personal data is expected.",
-        "source_authority": "The LLMBar authors' released labels are the grading evidence; no external reference.",
+        "privacy_handling": (
+            "Public research data; instructions and outputs come from public datasets and model"
+            " generations. No personal data is expected."
+        ),
+        "source_authority": (
+            "The LLMBar authors' released labels are the grading evidence; no external reference."
+        ),
         "licence": f"{LICENCE} (upstream LICENSE file at the root of the LLMBar copy)",
         "provenance": {
             "upstream": UPSTREAM,

@@ -120,7 +120,10 @@ def majority(labels: list[str]) -> tuple[str, str]:
         return label, f"Majority vote: {label} ({how})."
     return (
         NO_MAJORITY,
-        "No majority: every annotator chose a different label; recorded as the abstain label no_majority.",
+        (
+            "No majority: every annotator chose a different label; recorded as the abstain label"
+            " no_majority."
+        ),
     )
 
 
@@ -201,24 +204,30 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
     notes.append(f"{unanimous} of {len(cases)} items unanimous; {no_majority} without a majority")
     if no_majority:
         notes.append(
-            f"added abstain label {NO_MAJORITY!r} for {no_majority} item(s) where all annotators differ"
+            f"added abstain label {NO_MAJORITY!r} for {no_majority} item(s) where all annotators"
+            " differ"
         )
     quirks: list[str] = []
     if marker_clash:
         quirks.append(
-            f"{len(marker_clash)} item(s) have a response containing a [Response N] marker, which makes the rendering ambiguous to a reader (idx {', '.join(marker_clash[:5])})"
+            f"{len(marker_clash)} item(s) have a response containing a [Response N] marker, which"
+            f" makes the rendering ambiguous to a reader (idx {', '.join(marker_clash[:5])})"
         )
     if coerced_items:
         quirks.append(
-            f"{len(coerced_items)} item(s) store a response as a JSON scalar, not text (idx {', '.join(coerced_items[:6])}); rendered as Python text, e.g. true -> 'True', and marked in metadata"
+            f"{len(coerced_items)} item(s) store a response as a JSON scalar, not text (idx"
+            f" {', '.join(coerced_items[:6])}); rendered as Python text, e.g. true -> 'True', and"
+            " marked in metadata"
         )
     if blank_instructions:
         quirks.append(
-            f"{blank_instructions} item(s) have a blank instruction; their input is the [Input] block alone"
+            f"{blank_instructions} item(s) have a blank instruction; their input is the [Input]"
+            " block alone"
         )
     if empty_responses:
         quirks.append(
-            f"{empty_responses} candidate response(s) are empty in the source and kept as empty text"
+            f"{empty_responses} candidate response(s) are empty in the source and kept as empty"
+            " text"
         )
     notes += quirks
     if source_sha256 != REFERENCE_SHA256:
@@ -230,7 +239,10 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
     rubric = Rubric(
         name="pandalm-pairwise-preference",
         version=RUBRIC_VERSION,
-        criterion="Which of two responses better answers the instruction: 1 (Response 1), 2 (Response 2) or 0 (tie).",
+        criterion=(
+            "Which of two responses better answers the instruction: 1 (Response 1), 2 (Response 2)"
+            " or 0 (tie)."
+        ),
         labels=labels,
         pass_label=None,
         fail_label=None,
@@ -413,39 +425,62 @@ def _card_front(
         "name": "pandalm-testset",
         "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
         "intended_use": (
-            "Measuring how well a pairwise judge reproduces human preferences between two instruction-"
-            "following responses from 7B-class open models (labels 1, 2, or 0 for a tie), and as a "
-            "human-human agreement baseline. It does not support pass/fail gating, claims about "
-            "frontier-model outputs, or claims about domains outside the listed applications."
+            "Measuring how well a pairwise judge reproduces human preferences between two"
+            " instruction-following responses from 7B-class open models (labels 1, 2, or 0 for a"
+            " tie), and as a human-human agreement baseline. It does not support pass/fail gating,"
+            " claims about frontier-model outputs, or claims about domains outside the listed"
+            " applications."
         ),
         "sampling_window": (
-            "Responses from the model pairs in cmp_key (bloom-7b, cerebras-gpt-6.7B, llama-7b, opt-7b, "
-            "pythia-6.9b) to 170 prompts inspired by real applications (motivation_app), as released "
-            f"in {UPSTREAM} data/testset-v1.json."
+            "Responses from the model pairs in cmp_key (bloom-7b, cerebras-gpt-6.7B, llama-7b,"
+            " opt-7b, pythia-6.9b) to 170 prompts inspired by real applications (motivation_app),"
+            f" as released in {UPSTREAM} data/testset-v1.json."
         ),
         "reviewer_qualifications": (
             "Three human annotators per item (annotator1-3), as described by the PandaLM authors. "
             "Their training and guidelines are documented upstream, not here."
         ),
         "adjudication_procedure": (
-            "Majority vote of the three annotators (adjudicator 'majority-vote'). When all three "
-            f"differ there is no majority; the case is adjudicated as the abstain label '{NO_MAJORITY}', "
-            f"which the rubric then declares. This copy has {no_majority} such item(s)."
+            "Majority vote of the three annotators (adjudicator 'majority-vote'). When all three"
+            " differ there is no majority; the case is adjudicated as the abstain label"
+            f" '{NO_MAJORITY}', which the rubric then declares. This copy has {no_majority} such"
+            " item(s)."
         ),
         "known_gaps": [
-            "The authors removed high-disagreement items, so human agreement here is inflated relative to fresh annotation.",
-            "Responses come from 2023-era 7B models. Frontier-model outputs and long-form answers are not covered.",
-            "No reference answers. The judge sees the prompt, both responses, and the label definitions in grading_notes.",
-            "cmp_key names the model pair alphabetically. The file does not say which model wrote response1, so that is not asserted.",
-            "Every slice (model pair) is medium risk; motivation_app (50 values) is a tag, not a slice.",
+            (
+                "The authors removed high-disagreement items, so human agreement here is inflated"
+                " relative to fresh annotation."
+            ),
+            (
+                "Responses come from 2023-era 7B models. Frontier-model outputs and long-form"
+                " answers are not covered."
+            ),
+            (
+                "No reference answers. The judge sees the prompt, both responses, and the label"
+                " definitions in grading_notes."
+            ),
+            (
+                "cmp_key names the model pair alphabetically. The file does not say which model"
+                " wrote response1, so that is not asserted."
+            ),
+            (
+                "Every slice (model pair) is medium risk; motivation_app (50 values) is a tag, not"
+                " a slice."
+            ),
             *(f"Source quirk: {quirk}." for quirk in quirks),
         ],
         "excluded_domains": [
             "safety-critical or policy-compliance judgments",
             "multi-turn dialogue",
         ],
-        "privacy_handling": "Public research data; prompts are synthetic tasks modelled on public applications. No personal data is expected.",
-        "source_authority": "The PandaLM authors' human annotations are the grading evidence; no external reference.",
+        "privacy_handling": (
+            "Public research data; prompts are synthetic tasks modelled on public applications. No"
+            " personal data is expected."
+        ),
+        "source_authority": (
+            "The PandaLM authors' human annotations are the grading evidence; no external"
+            " reference."
+        ),
         "licence": f"{LICENCE} (upstream LICENSE file beside the source)",
         "provenance": {
             "upstream": UPSTREAM,

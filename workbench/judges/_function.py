@@ -29,7 +29,10 @@ class FunctionJudge:
                         location=loc,
                         code="function_missing",
                         message="a ragas-function candidate needs function: 'module:attribute'",
-                        fix="set function to the import path of a @discrete_metric, e.g. workbench.judges.demo:rubric_judge_v1",
+                        fix=(
+                            "set function to the import path of a @discrete_metric, e.g."
+                            " workbench.judges.demo:rubric_judge_v1"
+                        ),
                     )
                 ],
             )
@@ -45,7 +48,10 @@ class FunctionJudge:
                         location=loc,
                         code="function_unresolved",
                         message=f"cannot import {spec.function!r} ({exc})",
-                        fix="check the module path and attribute name, and that the module is importable",
+                        fix=(
+                            "check the module path and attribute name, and that the module is"
+                            " importable"
+                        ),
                     )
                 ],
             ) from None
@@ -59,7 +65,11 @@ class FunctionJudge:
                         location=loc,
                         code="function_not_metric",
                         message=f"{spec.function!r} is not a Ragas discrete or numeric metric",
-                        fix="decorate the function with ragas.metrics.discrete_metric(allowed_values=[...]) or numeric_metric(allowed_values=(low, high))",
+                        fix=(
+                            "decorate the function with"
+                            " ragas.metrics.discrete_metric(allowed_values=[...]) or"
+                            " numeric_metric(allowed_values=(low, high))"
+                        ),
                     )
                 ],
             )
@@ -70,8 +80,14 @@ class FunctionJudge:
                     Problem(
                         location=loc,
                         code="threshold_missing",
-                        message=f"{spec.function!r} returns scores; the candidate needs a threshold to turn them into labels",
-                        fix="add threshold: {value: ..., pass_if: at_least, pass_label: pass, fail_label: fail}; choose the value on the calibration partition",
+                        message=(
+                            f"{spec.function!r} returns scores; the candidate needs a threshold to"
+                            " turn them into labels"
+                        ),
+                        fix=(
+                            "add threshold: {value: ..., pass_if: at_least, pass_label: pass,"
+                            " fail_label: fail}; choose the value on the calibration partition"
+                        ),
                     )
                 ],
             )
@@ -83,7 +99,10 @@ class FunctionJudge:
                     Problem(
                         location=loc,
                         code="labels_mismatch",
-                        message=f"the metric may return {unknown}, which are not in the spec's labels {spec.labels}",
+                        message=(
+                            f"the metric may return {unknown}, which are not in the spec's labels"
+                            f" {spec.labels}"
+                        ),
                         fix="make the metric's allowed_values a subset of the spec's labels",
                     )
                 ],
@@ -125,7 +144,10 @@ class FunctionJudge:
             sign = ">=" if t.pass_if == "at_least" else "<="
             return Verdict(
                 value=t.label(score),
-                reason=f"score {score:.4g} ({'' if t.label(score) == t.pass_label else 'not '}{sign} {t.value:g}): {result.reason}",
+                reason=(
+                    f"score {score:.4g} ({'' if t.label(score) == t.pass_label else 'not '}{sign}"
+                    f" {t.value:g}): {result.reason}"
+                ),
                 score=score,
             )
         if result.value is None or result.value not in self.spec.labels:

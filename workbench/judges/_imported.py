@@ -44,7 +44,10 @@ class ImportedJudge:
                         location=loc,
                         code="results_missing",
                         message="an imported candidate needs results: <path to results.jsonl>",
-                        fix="point results at a file in the judge-result contract, relative to the spec",
+                        fix=(
+                            "point results at a file in the judge-result contract, relative to the"
+                            " spec"
+                        ),
                     )
                 ],
             )
@@ -91,8 +94,15 @@ class ImportedJudge:
         if not problems:
             return
         fixes = {
-            "lineage_missing": f"declare the gold the results were produced against: `workbench import results {self.results_path} --gold GOLD --out DIR`, then point the candidate's results at DIR/results.jsonl",
-            "gold_changed": "import results produced against this gold, or run the candidate on the gold the results were produced against",
+            "lineage_missing": (
+                "declare the gold the results were produced against: `workbench import results"
+                f" {self.results_path} --gold GOLD --out DIR`, then point the candidate's results"
+                " at DIR/results.jsonl"
+            ),
+            "gold_changed": (
+                "import results produced against this gold, or run the candidate on the gold the"
+                " results were produced against"
+            ),
         }
         where = str(self.results_path)
         raise WorkbenchError(
@@ -132,7 +142,8 @@ class ImportedJudge:
         if r.response_hash != ref.response_hash:
             return Verdict.failed(
                 "missing_verdict",
-                f"the imported result (line {line}) judged a different response than the gold record",
+                f"the imported result (line {line}) judged a different response than the gold"
+                " record",
                 rendered_request=self.render(judge_input, ref),
             )
         if r.error is not None:

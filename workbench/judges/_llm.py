@@ -138,8 +138,14 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
             Problem(
                 location=loc,
                 code="prompt_file_outside",
-                message=f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder {folder}",
-                fix="keep the prompt file in the spec's folder or below it (no '..', absolute paths or symlinks out), so the spec and its prompt are versioned together",
+                message=(
+                    f"prompt_file {prompt_file!r} resolves to {target}, outside the spec's folder"
+                    f" {folder}"
+                ),
+                fix=(
+                    "keep the prompt file in the spec's folder or below it (no '..', absolute paths"
+                    " or symlinks out), so the spec and its prompt are versioned together"
+                ),
             )
         ]
     if not target.exists():
@@ -203,7 +209,10 @@ class LLMJudge:
                     location=loc,
                     code="prompt_missing",
                     message="give exactly one of prompt (inline) or prompt_file",
-                    fix="put the judge prompt template inline under prompt:, or in a file named by prompt_file:",
+                    fix=(
+                        "put the judge prompt template inline under prompt:, or in a file named by"
+                        " prompt_file:"
+                    ),
                 )
             )
         template = spec.prompt or ""
@@ -227,8 +236,14 @@ class LLMJudge:
                 Problem(
                     location=loc,
                     code="prompt_placeholder_syntax",
-                    message=f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders are allowed (no format specs, conversions, attribute or index access)",
-                    fix="write placeholders as {response}, {user_input} ...; double literal braces: {{ and }}",
+                    message=(
+                        f"the prompt uses {', '.join(malformed)}: only bare {{name}} placeholders"
+                        " are allowed (no format specs, conversions, attribute or index access)"
+                    ),
+                    fix=(
+                        "write placeholders as {response}, {user_input} ...; double literal braces:"
+                        " {{ and }}"
+                    ),
                 )
             )
         unknown = sorted(set(used) - self.allowed_placeholders)
@@ -254,7 +269,10 @@ class LLMJudge:
                 Problem(
                     location=loc,
                     code="prompt_no_response",
-                    message=f"the prompt never shows {{{self.required_placeholder}}}, the thing under judgment",
+                    message=(
+                        f"the prompt never shows {{{self.required_placeholder}}}, the thing under"
+                        " judgment"
+                    ),
                     fix=f"add {{{self.required_placeholder}}} to the prompt template",
                 )
             )
@@ -270,7 +288,10 @@ class LLMJudge:
                     location=loc,
                     code="base_url_env_invalid",
                     message=f"endpoint.base_url_env: {exc}",
-                    fix=f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to use endpoint.base_url",
+                    fix=(
+                        f"export {spec.endpoint.base_url_env}=http://HOST:PORT/v1, or unset it to"
+                        " use endpoint.base_url"
+                    ),
                 )
             )
         else:
@@ -282,8 +303,16 @@ class LLMJudge:
                     Problem(
                         location=loc,
                         code="base_url_unset",
-                        message=f"endpoint.base_url_env names ${name}, which is not set, and the spec has no base_url: there is no endpoint to call",
-                        fix=f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it: `workbench fake-llm --port 0 --export {name} -- COMMAND`, or serve_demo_llm() / serve_ranking_llm() / workbench.demo.noise.serve() in a notebook)",
+                        message=(
+                            f"endpoint.base_url_env names ${name}, which is not set, and the spec"
+                            " has no base_url: there is no endpoint to call"
+                        ),
+                        fix=(
+                            f"export {name}=http://HOST:PORT/v1 (the demo's local model sets it:"
+                            f" `workbench fake-llm --port 0 --export {name} -- COMMAND`, or"
+                            " serve_demo_llm() / serve_ranking_llm() /"
+                            " workbench.demo.noise.serve() in a notebook)"
+                        ),
                     )
                 )
         # As run.json and error messages name it: no query string, no user information, and the
@@ -304,7 +333,10 @@ class LLMJudge:
                     location=loc,
                     code="api_key_missing",
                     message=f"the environment variable {self.api_key_env} is not set",
-                    fix=f"export {self.api_key_env}=<your key> (keys are read from the environment and never written to any file)",
+                    fix=(
+                        f"export {self.api_key_env}=<your key> (keys are read from the environment"
+                        " and never written to any file)"
+                    ),
                 )
             )
         problems += self._secret_problems(spec, template, loc)
@@ -419,7 +451,8 @@ class LLMJudge:
         return self._failed(
             exchange,
             "missing_reason",
-            f"the judge answered {value!r} with an empty or missing reason; a verdict must state why",
+            f"the judge answered {value!r} with an empty or missing reason; a verdict must"
+            " state why",
             retryable=True,
         )
 
@@ -684,7 +717,10 @@ class LLMJudge:
         if isinstance(parsed, dict) and "value" in parsed and not has_reason(parsed.get("reason")):
             return (
                 "missing_reason",
-                f"the judge answered {parsed['value']!r} with an empty or missing reason; a verdict must state why",
+                (
+                    f"the judge answered {parsed['value']!r} with an empty or missing reason; a"
+                    " verdict must state why"
+                ),
             )
         return "unparseable", f"JSON does not match {{reason, value}}: {content[:200]!r}"
 

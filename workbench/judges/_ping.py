@@ -46,28 +46,42 @@ PING_INPUT = JudgeInput(
 PING_CODES: dict[str, str] = {
     "dns_failure": "the endpoint's host name does not resolve",
     "connection_refused": "nothing accepts connections at the endpoint's host and port",
-    "connection_failed": "the connection failed or was dropped before an answer (TLS, reset, unreachable)",
+    "connection_failed": (
+        "the connection failed or was dropped before an answer (TLS, reset, unreachable)"
+    ),
     "timeout": "no answer within endpoint.timeout_s",
     "unauthorized": "HTTP 401: the key was refused",
     "forbidden": "HTTP 403: the key may not use this model or deployment",
     "model_not_found": "the endpoint does not serve the model (or Azure deployment) named",
     "endpoint_not_found": "HTTP 404 for the path itself: the base URL is wrong",
-    "no_json_mode": "JSON mode was asked for and refused (HTTP 400) or ignored (prose around the JSON)",
+    "no_json_mode": (
+        "JSON mode was asked for and refused (HTTP 400) or ignored (prose around the JSON)"
+    ),
     "rate_limited": "HTTP 429",
     "server_error": "HTTP 5xx",
     "bad_request": "another HTTP 4xx",
     "refusal": "the model refused to answer",
     "unparseable": "the answer is not the {reason, value} JSON the metric parses",
     "label_not_allowed": "the answer parsed, but its value is not one of the candidate's labels",
-    "missing_reason": "the answer parsed, but its reason is empty or missing: a run records it as an evaluator error (missing_reason), never a verdict",
-    "usage_missing": "the answer reports no token usage, so its cost under a non-zero price table is unknown",
+    "missing_reason": (
+        "the answer parsed, but its reason is empty or missing: a run records it as an evaluator"
+        " error (missing_reason), never a verdict"
+    ),
+    "usage_missing": (
+        "the answer reports no token usage, so its cost under a non-zero price table is unknown"
+    ),
 }
 """Every problem code a ping can report, with its meaning."""
 
-_REASON_FIX = "make the prompt ask for a short reason before the value (the JSON is {reason, value}); a verdict without a reason cannot be reviewed"
+_REASON_FIX = (
+    "make the prompt ask for a short reason before the value (the JSON is {reason, value}); a"
+    " verdict without a reason cannot be reviewed"
+)
 
 _MODEL_MISSING = re.compile(
-    r"(?i)\b(model|deployment)\b.*\b(not found|does not exist|not exist|unknown|invalid)\b|\binvalid model\b|\bunknown model\b|deploymentnotfound|model_not_found"
+    r"(?i)\b(model|deployment)\b.*\b(not found|does not exist|not"
+    r" exist|unknown|invalid)\b|\binvalid model\b|\bunknown"
+    r" model\b|deploymentnotfound|model_not_found"
 )
 _JSON_MODE_REFUSED = re.compile(r"(?i)response_format|json_object|json mode")
 
@@ -214,7 +228,8 @@ def _assess(
         problem(
             "timeout",
             f"no answer from {url} within {spec.endpoint.timeout_s:g} s",
-            "check that the server is up and not overloaded, or raise endpoint.timeout_s (large local models can take long for the first call)",
+            "check that the server is up and not overloaded, or raise endpoint.timeout_s (large"
+            " local models can take long for the first call)",
         )
     elif isinstance(error, openai.APIConnectionError):
         _connection_problem(error, url, _url_source(spec), problem)
@@ -243,8 +258,11 @@ def _assess(
                 if not honoured:
                     problem(
                         "no_json_mode",
-                        f"{url} accepted response_format json_object but answered prose around the JSON ({content.strip()[:80]!r}...): JSON mode is not honoured",
-                        "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is asked for in a ```json block) in a new candidate version, or enable JSON mode on the server",
+                        f"{url} accepted response_format json_object but answered prose around the"
+                        f" JSON ({content.strip()[:80]!r}...): JSON mode is not honoured",
+                        "set endpoint.json_mode: md_json (the fallback: no response_format, the"
+                        " answer is asked for in a ```json block) in a new candidate version, or"
+                        " enable JSON mode on the server",
                     )
             if error is None and result is not None:
                 parsed = True
@@ -252,7 +270,8 @@ def _assess(
                 if not has_reason(result.reason):
                     problem(
                         "missing_reason",
-                        "the answer has an empty reason: a run records such an answer as an evaluator error (missing_reason)",
+                        "the answer has an empty reason: a run records such an answer as an"
+                        " evaluator error (missing_reason)",
                         _REASON_FIX,
                     )
             else:
@@ -266,13 +285,15 @@ def _assess(
                     problem(
                         "label_not_allowed",
                         f"the answer's value is not one of the labels: {detail}",
-                        "tell the model the exact labels in the prompt template (e.g. 'value: one of pass, fail'), or correct labels: in the spec",
+                        "tell the model the exact labels in the prompt template (e.g. 'value: one"
+                        " of pass, fail'), or correct labels: in the spec",
                     )
                 elif kind == "refusal":
                     problem(
                         "refusal",
                         detail,
-                        "use a model that answers evaluation prompts, or review the prompt template",
+                        "use a model that answers evaluation prompts, or review the prompt"
+                        " template",
                     )
                 elif kind == "missing_reason":
                     parsed = True
@@ -280,7 +301,8 @@ def _assess(
                     value = None if raw is None else str(raw)
                     problem(
                         "missing_reason",
-                        f"{detail}: a run records such an answer as an evaluator error (missing_reason)",
+                        f"{detail}: a run records such an answer as an evaluator error"
+                        " (missing_reason)",
                         _REASON_FIX,
                     )
                 else:
@@ -306,7 +328,8 @@ def _assess(
         problem(
             "label_not_allowed",
             f"the answer's value {value!r} is not one of {spec.labels}",
-            "tell the model the exact labels in the prompt template, or correct labels: in the spec",
+            "tell the model the exact labels in the prompt template, or correct labels: in the"
+            " spec",
         )
 
     tokens_in, tokens_out = judge._usage(exchange)
@@ -318,8 +341,10 @@ def _assess(
         if priced:
             problem(
                 "usage_missing",
-                f"{url} answered without token usage: runs would record $0 for every call and --budget-usd could not hold",
-                "enable usage reporting on the server (or the proxy), or use an endpoint that reports it",
+                f"{url} answered without token usage: runs would record $0 for every call and"
+                " --budget-usd could not hold",
+                "enable usage reporting on the server (or the proxy), or use an endpoint that"
+                " reports it",
             )
         else:
             cost = 0.0
@@ -360,13 +385,15 @@ def _connection_problem(error: BaseException, url: str | None, source: str, prob
         problem(
             "connection_refused",
             f"nothing accepts connections at {host!r} ({detail})",
-            f"start the server (vllm serve, ollama serve, llama-server, litellm ...) or correct the port in {source}",
+            "start the server (vllm serve, ollama serve, llama-server, litellm ...) or correct the"
+            f" port in {source}",
         )
     else:
         problem(
             "connection_failed",
             f"the connection to {url} failed before an answer ({detail})",
-            f"check the scheme (http/https) and host in {source}, TLS, proxies, and that the server is healthy",
+            f"check the scheme (http/https) and host in {source}, TLS, proxies, and that the server"
+            " is healthy",
         )
 
 
@@ -381,24 +408,33 @@ def _status_problem(
         if spec.endpoint.provider == "azure":
             fix += " (Azure takes the resource's key, sent as the api-key header)"
         elif ".openai.azure.com" in where or "/openai/deployments/" in where:
-            fix += "; this looks like Azure OpenAI, which reads the key from an api-key header: set endpoint.provider: azure with deployment and api_version"
+            fix += (
+                "; this looks like Azure OpenAI, which reads the key from an api-key header: set"
+                " endpoint.provider: azure with deployment and api_version"
+            )
         problem("unauthorized", f"HTTP 401 from {where}: the key was refused ({said})", fix)
     elif status == 403:
         problem(
             "forbidden",
             f"HTTP 403 from {where}: {said}",
-            "the key is valid but may not use this model or deployment: check its permissions, project or quota",
+            "the key is valid but may not use this model or deployment: check its permissions,"
+            " project or quota",
         )
     elif status == 400 and json_asked and _JSON_MODE_REFUSED.search(text):
         hint = ""
         if spec.endpoint.provider == "azure":
             hint = " (Azure: api-version 2023-12-01-preview or later, on a model that supports it)"
         elif "litellm" in text.lower():
-            hint = " (LiteLLM: route to a model that supports response_format; drop_params: true only hides the problem)"
+            hint = (
+                " (LiteLLM: route to a model that supports response_format; drop_params: true only"
+                " hides the problem)"
+            )
         problem(
             "no_json_mode",
             f"HTTP 400 from {where}: the endpoint refuses response_format json_object ({said})",
-            f"set endpoint.json_mode: md_json (the fallback: no response_format, the answer is asked for in a ```json block) in a new candidate version, or enable JSON mode on the server{hint}",
+            "set endpoint.json_mode: md_json (the fallback: no response_format, the answer is"
+            " asked for in a ```json block) in a new candidate version, or enable JSON mode on the"
+            f" server{hint}",
         )
     elif status in (400, 404) and _MODEL_MISSING.search(text):
         what = (
@@ -409,13 +445,16 @@ def _status_problem(
         problem(
             "model_not_found",
             f"HTTP {status} from {where}: the endpoint does not serve {what} ({said})",
-            "use a name the server lists at GET <base_url>/models (Ollama: ollama pull <model>; LiteLLM: the model_name in its config; Azure: the deployment name, not the model name)",
+            "use a name the server lists at GET <base_url>/models (Ollama: ollama pull <model>;"
+            " LiteLLM: the model_name in its config; Azure: the deployment name, not the model"
+            " name)",
         )
     elif status == 404:
         problem(
             "endpoint_not_found",
             f"HTTP 404 from {where}: no chat-completions API at this path ({said})",
-            "check endpoint.base_url: OpenAI-compatible servers usually end in /v1 (Ollama: http://HOST:11434/v1); for Azure give the resource root and provider: azure",
+            "check endpoint.base_url: OpenAI-compatible servers usually end in /v1 (Ollama:"
+            " http://HOST:11434/v1); for Azure give the resource root and provider: azure",
         )
     elif status == 429:
         problem(
@@ -455,8 +494,14 @@ def _status_text(error: Any) -> str:
 
 def _unparseable_fix(spec: Any, honoured: bool | None) -> str:
     if spec.endpoint.json_mode == "json_object" and honoured is False:
-        return "set endpoint.json_mode: md_json in a new candidate version, or enable JSON mode on the server"
-    return "make the prompt ask for JSON with a reason and a value from the labels; raise params.max_tokens if the answer was cut off; try a stronger model"
+        return (
+            "set endpoint.json_mode: md_json in a new candidate version, or enable JSON mode on the"
+            " server"
+        )
+    return (
+        "make the prompt ask for JSON with a reason and a value from the labels; raise"
+        " params.max_tokens if the answer was cut off; try a stronger model"
+    )
 
 
 def _value_in(content: str | None) -> Any:

@@ -171,7 +171,10 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
                 Problem(
                     location=str(spec_path),
                     code="kind_unavailable",
-                    message=f"judge kind {kind!r} is declared as {entry!r}, which cannot be loaded ({exc})",
+                    message=(
+                        f"judge kind {kind!r} is declared as {entry!r}, which cannot be loaded"
+                        f" ({exc})"
+                    ),
                     fix="install the package that provides the kind, or correct its declaration",
                 )
             ],

@@ -135,7 +135,8 @@ class Endpoint(BaseModel):
     def _env_name_only(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
             raise ValueError(
-                "api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY), never the key itself"
+                "api_key_env must be the NAME of an environment variable (e.g. OPENAI_API_KEY),"
+                " never the key itself"
             )
         return value
 
@@ -144,7 +145,8 @@ class Endpoint(BaseModel):
     def _url_env_name_only(cls, value: str | None) -> str | None:
         if value is not None and not _ENV_NAME.match(value):
             raise ValueError(
-                "base_url_env must be the NAME of an environment variable (e.g. WORKBENCH_DEMO_LLM_URL), not a URL"
+                "base_url_env must be the NAME of an environment variable (e.g."
+                " WORKBENCH_DEMO_LLM_URL), not a URL"
             )
         return value
 
@@ -164,11 +166,13 @@ class Endpoint(BaseModel):
             ]
             if missing:
                 raise ValueError(
-                    f"provider azure needs {' and '.join(missing)} (the Azure deployment name and the api-version, e.g. 2024-10-21)"
+                    f"provider azure needs {' and '.join(missing)} (the Azure deployment name and"
+                    " the api-version, e.g. 2024-10-21)"
                 )
             if not (self.base_url or self.base_url_env):
                 raise ValueError(
-                    "provider azure needs base_url (or base_url_env): the resource endpoint, https://<resource>.openai.azure.com"
+                    "provider azure needs base_url (or base_url_env): the resource endpoint,"
+                    " https://<resource>.openai.azure.com"
                 )
         else:
             given = [
@@ -176,7 +180,8 @@ class Endpoint(BaseModel):
             ]
             if given:
                 raise ValueError(
-                    f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to provider: azure; an OpenAI-compatible server takes the model name in model:"
+                    f"{' and '.join(given)} {'apply' if len(given) > 1 else 'applies'} only to"
+                    " provider: azure; an OpenAI-compatible server takes the model name in model:"
                 )
         return self
 
@@ -213,7 +218,8 @@ class Endpoint(BaseModel):
             raise ValueError(f"${self.base_url_env} is not an http(s)://host[:port]/path URL")
         if parts.username is not None or parts.password is not None:
             raise ValueError(
-                f"${self.base_url_env} holds credentials (user:password@); keys belong in the variable named by api_key_env"
+                f"${self.base_url_env} holds credentials (user:password@); keys belong in the"
+                " variable named by api_key_env"
             )
         return value
 
@@ -310,7 +316,8 @@ class CandidateSpec(Record):
         if self.changes is not None:
             if self.parent is None:
                 raise ValueError(
-                    "changes needs parent: name@version of the candidate the changes are relative to"
+                    "changes needs parent: name@version of the candidate the changes are"
+                    " relative to"
                 )
             unknown = [c for c in self.changes if c not in CHANGE_KINDS]
             if unknown:
@@ -378,7 +385,10 @@ def _non_finite(obj: Any, where: str) -> list[str]:
     return []
 
 
-SECRET_FIX = "remove it: put the key in an environment variable and name that variable in endpoint.api_key_env (a spec never holds a credential)"
+SECRET_FIX = (
+    "remove it: put the key in an environment variable and name that variable in"
+    " endpoint.api_key_env (a spec never holds a credential)"
+)
 
 
 def secret_problems(raw: Any, location: str) -> list[Problem]:
@@ -478,8 +488,14 @@ def _retries_problem(err: Any, _where: str, loc: str) -> list[Problem] | None:
             Problem(
                 location=loc,
                 code="max_retries_too_high",
-                message=f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT} retries are allowed",
-                fix=f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing that often needs attention, not more calls",
+                message=(
+                    f"endpoint.max_retries is {err.get('input')!r}; at most {MAX_RETRIES_LIMIT}"
+                    " retries are allowed"
+                ),
+                fix=(
+                    f"set endpoint.max_retries to {MAX_RETRIES_LIMIT} or less; a provider failing"
+                    " that often needs attention, not more calls"
+                ),
             )
         ]
     return None
@@ -538,7 +554,10 @@ def derive_spec(
             Problem(
                 location=loc,
                 code="undeclared_change",
-                message=f"the new version changes {', '.join(undeclared)}, which changes={declared} does not declare",
+                message=(
+                    f"the new version changes {', '.join(undeclared)}, which changes={declared}"
+                    " does not declare"
+                ),
                 fix="declare every change (changes=[...]), or change only what is declared",
             )
         )
@@ -547,8 +566,15 @@ def derive_spec(
             Problem(
                 location=loc,
                 code="derive_multiple_changes",
-                message=f"the new version changes {len(declared)} things at once ({', '.join(declared)}): a difference in verdicts could not be attributed to one of them",
-                fix="derive one change per version, or pass allow_multiple=True to record a multi-change version deliberately",
+                message=(
+                    f"the new version changes {len(declared)} things at once"
+                    f" ({', '.join(declared)}): a difference in verdicts could not be attributed to"
+                    " one of them"
+                ),
+                fix=(
+                    "derive one change per version, or pass allow_multiple=True to record a"
+                    " multi-change version deliberately"
+                ),
             )
         )
     if problems:

@@ -79,9 +79,10 @@ def prompt_tokens(text: str, model: str | None) -> tuple[int, str]:
     encoding = _offline_encoding(model)
     if encoding is not None:
         try:
-            return len(
-                encoding.encode(text, disallowed_special=())
-            ) + STRUCTURED_OUTPUT_OVERHEAD, f"tiktoken:{encoding.name}"
+            return (
+                len(encoding.encode(text, disallowed_special=())) + STRUCTURED_OUTPUT_OVERHEAD,
+                f"tiktoken:{encoding.name}",
+            )
         except Exception:  # pragma: no cover - a broken encoding falls back to the rule
             pass
     return rule_tokens(text) + STRUCTURED_OUTPUT_OVERHEAD, "rule"

@@ -271,7 +271,10 @@ def _v2_verdict(response: str, grading_notes: str) -> MetricResult:
         if asserted:
             parts.append("prohibited claim matched " + ", ".join(asserted))
         return MetricResult(value="fail", reason=_sentence(parts))
-    reason = f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim asserted"
+    reason = (
+        f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim"
+        " asserted"
+    )
     if denials:
         reason += "; mentioned " + ", ".join(denials)
     return MetricResult(value="pass", reason=reason + ".")
@@ -348,7 +351,8 @@ _PROHIBITED_LINE = re.compile(
 _RESTRICTED = re.compile(r"\bthe (?:(\w+) on file|original (\w+))", re.IGNORECASE)
 _WIDENERS = ("any", "any other", "another", "a different")
 _COURTESY = re.compile(
-    r"(help with that|anything else|here if you need|other questions|hope that helps|happy to help|thanks for|thank you|good question|here's how it works|"
+    r"(help with that|anything else|here if you need|other questions|hope that helps|happy to"
+    r" help|thanks for|thank you|good question|here's how it works|"
     r"glad you asked|reply here|come back to us|here to help|walk you through|step by step)",
     re.IGNORECASE,
 )
@@ -480,11 +484,17 @@ def _v3_verdict(response: str, grading_notes: str) -> MetricResult:
         more = f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
         return MetricResult(
             value="review_required",
-            reason=f"Every required concept is stated, but a claim the grading notes do not cover could be a paraphrased prohibited claim: '{shown}'{more}.",
+            reason=(
+                "Every required concept is stated, but a claim the grading notes do not cover"
+                f" could be a paraphrased prohibited claim: '{shown}'{more}."
+            ),
         )
     return MetricResult(
         value="pass",
-        reason=f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited claim asserted; every claim is covered by the notes.",
+        reason=(
+            f"All required concepts found ({', '.join(found) or 'none listed'}); no prohibited"
+            " claim asserted; every claim is covered by the notes."
+        ),
     )
 
 

@@ -257,7 +257,11 @@ def evaluate_migration(
             Blocker(
                 code="label_unmapped",
                 category="incomplete",
-                message=f"the baseline {baseline} gave verdicts {unmapped} that are not labels of rubric {rubric.version} and no reviewed mapping covers: an unmapped label blocks the comparison",
+                message=(
+                    f"the baseline {baseline} gave verdicts {unmapped} that are not labels of"
+                    f" rubric {rubric.version} and no reviewed mapping covers: an unmapped label"
+                    " blocks the comparison"
+                ),
                 evidence={
                     "labels": ", ".join(unmapped),
                     "label_mapping": mapping.sha256 if mapping else None,
@@ -284,7 +288,9 @@ def evaluate_migration(
             Blocker(
                 code="baseline_incomplete",
                 category="incomplete",
-                message=f"the baseline {baseline}'s held-out run is {baseline_run_status or 'missing'}"
+                message=(
+                    f"the baseline {baseline}'s held-out run is {baseline_run_status or 'missing'}"
+                )
                 + (f" and {len(missing_old)} case(s) have no old result" if missing_old else "")
                 + ": the transitions cannot all be shown",
                 evidence={
@@ -355,13 +361,18 @@ def evaluate_migration(
                     category="review",
                     slice=name,
                     risk=risk,
-                    message=f"slice {name}: {len(ids)} of {sum(counts.values())} changed verdict(s) between {baseline} and {candidate} have no evidence-based transition review"
+                    message=(
+                        f"slice {name}: {len(ids)} of {sum(counts.values())} changed verdict(s)"
+                        f" between {baseline} and {candidate} have no evidence-based transition"
+                        " review"
+                    )
                     + (
                         f" ({stale} review(s) saw another verdict and no longer count)"
                         if stale
                         else ""
                     )
-                    + "; review each (`workbench review transition` or the review widget), then `workbench certify --resume-review REPORT`",
+                    + "; review each (`workbench review transition` or the review widget), then"
+                    " `workbench certify --resume-review REPORT`",
                     evidence={
                         "cases": len(ids),
                         "changed": sum(counts.values()),
@@ -385,7 +396,11 @@ def evaluate_migration(
                     category="quality",
                     slice=name,
                     risk=risk,
-                    message=f"slice {name}: a transition review rejected {len(ids)} changed verdict(s) of {candidate} against {baseline}: on the cited evidence the change is not acceptable",
+                    message=(
+                        f"slice {name}: a transition review rejected {len(ids)} changed verdict(s)"
+                        f" of {candidate} against {baseline}: on the cited evidence the change is"
+                        " not acceptable"
+                    ),
                     evidence={"cases": len(ids), "changed": sum(counts.values())},
                     case_ids=ids,
                     waivable=False,

@@ -433,7 +433,10 @@ def _reused_problems(
                 location=loc,
                 code="run_missing",
                 message=f"--{side}-run is not a run directory (manifest.json and results.jsonl)",
-                fix="point at a directory written by `workbench run`, or drop the option to run the candidate here",
+                fix=(
+                    "point at a directory written by `workbench run`, or drop the option to run the"
+                    " candidate here"
+                ),
             )
         ]
     try:
@@ -453,8 +456,15 @@ def _reused_problems(
             Problem(
                 location=str(manifest_path),
                 code="run_other_candidate",
-                message=f"the run is of judge {manifest.judge.name}@{manifest.judge.version} ({manifest.judge_fingerprint[:12]}), not {judge.spec.label} ({judge.identity.fingerprint()[:12]})",
-                fix=f"give --{side}-run a run of {judge.spec.label} as it is now, or drop the option",
+                message=(
+                    f"the run is of judge {manifest.judge.name}@{manifest.judge.version}"
+                    f" ({manifest.judge_fingerprint[:12]}), not {judge.spec.label}"
+                    f" ({judge.identity.fingerprint()[:12]})"
+                ),
+                fix=(
+                    f"give --{side}-run a run of {judge.spec.label} as it is now, or drop the"
+                    " option"
+                ),
             )
         )
     if (
@@ -465,8 +475,15 @@ def _reused_problems(
             Problem(
                 location=str(manifest_path),
                 code="run_other_gold",
-                message=f"the run was made on dataset {manifest.dataset_sha256[:12]} (rubric {manifest.rubric_version}), the gold given is {dataset.sha256[:12]} (rubric {dataset.rubric.version})",
-                fix="both versions must be compared on the same frozen gold: re-run on this gold (drop the option)",
+                message=(
+                    f"the run was made on dataset {manifest.dataset_sha256[:12]} (rubric"
+                    f" {manifest.rubric_version}), the gold given is {dataset.sha256[:12]} (rubric"
+                    f" {dataset.rubric.version})"
+                ),
+                fix=(
+                    "both versions must be compared on the same frozen gold: re-run on this gold"
+                    " (drop the option)"
+                ),
             )
         )
     if manifest.partition != partition:
@@ -474,7 +491,10 @@ def _reused_problems(
             Problem(
                 location=str(manifest_path),
                 code="run_other_partition",
-                message=f"the run is of partition {manifest.partition!r}, the comparison of {partition!r}",
+                message=(
+                    f"the run is of partition {manifest.partition!r}, the comparison of"
+                    f" {partition!r}"
+                ),
                 fix=f"give a run of {partition}",
             )
         )
@@ -487,7 +507,11 @@ def _reused_problems(
             Problem(
                 location=str(manifest_path),
                 code="run_other_cases",
-                message=f"the run's manifest holds other cases than the partition ({len(missing)} missing, {len(extra)} extra, e.g. {', '.join(c for c, _ in (missing or extra)[:3])})",
+                message=(
+                    f"the run's manifest holds other cases than the partition ({len(missing)}"
+                    f" missing, {len(extra)} extra, e.g."
+                    f" {', '.join(c for c, _ in (missing or extra)[:3])})"
+                ),
                 fix="both versions must judge the same frozen cases: re-run (drop the option)",
             )
         )
@@ -504,8 +528,14 @@ def _reused_problems(
             Problem(
                 location=loc,
                 code="run_incomplete",
-                message=f"the run is {status or 'of unknown status (no run.json)'}: reusing it would compare on fewer cases",
-                fix=f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run to run here",
+                message=(
+                    f"the run is {status or 'of unknown status (no run.json)'}: reusing it would"
+                    " compare on fewer cases"
+                ),
+                fix=(
+                    f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run"
+                    " to run here"
+                ),
             )
         )
     return problems
@@ -517,11 +547,14 @@ def _read_side(path: Path, mapping: LoadedMapping | None) -> tuple[list[ResultLi
     if mapping is None:
         return lines, observed
     mapped = [
-        ResultLine(
-            line.line, line.result.model_copy(update={"value": mapping.apply(line.result.value)})
+        (
+            ResultLine(
+                line.line,
+                line.result.model_copy(update={"value": mapping.apply(line.result.value)}),
+            )
+            if line.result.value is not None and line.result.value in mapping.mapping.mapping
+            else line
         )
-        if line.result.value is not None and line.result.value in mapping.mapping.mapping
-        else line
         for line in lines
     ]
     return mapped, observed
@@ -657,7 +690,10 @@ def _freeze(out: Path, content: dict[str, Any]) -> str:
                     Problem(
                         location=str(path),
                         code="comparison_manifest_changed",
-                        message=f"this directory holds a comparison with a different {', '.join(changed)}",
+                        message=(
+                            "this directory holds a comparison with a different"
+                            f" {', '.join(changed)}"
+                        ),
                         fix="compare into a new --out; the evidence of the old comparison is kept",
                     )
                 ],
@@ -743,8 +779,14 @@ async def compare_candidates(
             Problem(
                 location=new_judge.spec.label,
                 code="labels_outside_rubric",
-                message=f"{new_judge.spec.label} may return {outside}, which rubric {rubric.version} does not have",
-                fix="the new version's labels must be the rubric's; a renamed rubric needs a new gold release",
+                message=(
+                    f"{new_judge.spec.label} may return {outside}, which rubric {rubric.version}"
+                    " does not have"
+                ),
+                fix=(
+                    "the new version's labels must be the rubric's; a renamed rubric needs a new"
+                    " gold release"
+                ),
             )
         )
     new_vocabulary = list(rubric.labels)  # verdicts are compared in the gold's vocabulary
@@ -763,7 +805,8 @@ async def compare_candidates(
             problems += _reused_problems(run_dir, judge, dataset, partition, cases, side)
     if problems:
         raise WorkbenchError(
-            f"refusing to compare {old_judge.spec.label} with {new_judge.spec.label}: {len(problems)} problem(s)",
+            f"refusing to compare {old_judge.spec.label} with {new_judge.spec.label}:"
+            f" {len(problems)} problem(s)",
             problems,
         )
 
@@ -772,7 +815,8 @@ async def compare_candidates(
     warnings = parity_warnings(new_judge, old_judge, actual, parity)
     if old_judge.identity.fingerprint() == new_judge.identity.fingerprint():
         warnings.append(
-            "both sides are the same judge (same fingerprint): every difference is run-to-run variation"
+            "both sides are the same judge (same fingerprint): every difference is run-to-run"
+            " variation"
         )
 
     items = [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in cases]
@@ -809,8 +853,16 @@ async def compare_candidates(
                 Problem(
                     location="--budget-usd",
                     code="budget_insufficient",
-                    message=f"comparing {old_judge.spec.label} with {new_judge.spec.label} on {len(cases)} {partition} case(s) needs up to ${needed:.4f} (the engine's reservations: input estimate + full output cap, one attempt per call), the budget is ${budget_usd:.4f}: {detail}",
-                    fix=f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a scope change, not a saving",
+                    message=(
+                        f"comparing {old_judge.spec.label} with {new_judge.spec.label} on"
+                        f" {len(cases)} {partition} case(s) needs up to ${needed:.4f} (the engine's"
+                        " reservations: input estimate + full output cap, one attempt per call),"
+                        f" the budget is ${budget_usd:.4f}: {detail}"
+                    ),
+                    fix=(
+                        f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a"
+                        " scope change, not a saving"
+                    ),
                 )
             ],
         )
@@ -921,8 +973,14 @@ async def compare_candidates(
                 Problem(
                     location=str(out_dir),
                     code="manifests_differ",
-                    message="the old and new runs' manifests differ in dataset, partition or cases (ids, response hashes, gold hashes)",
-                    fix="run both versions on the same gold and partition (compare runs them for you)",
+                    message=(
+                        "the old and new runs' manifests differ in dataset, partition or cases"
+                        " (ids, response hashes, gold hashes)"
+                    ),
+                    fix=(
+                        "run both versions on the same gold and partition (compare runs them for"
+                        " you)"
+                    ),
                 )
             ],
         )
@@ -952,9 +1010,11 @@ async def compare_candidates(
         summaries=summaries,
         manifests=(mo, mn),
         mapping=mapping,
-        raw_old={line.result.case_id: line.result.value for line in read_results(paths["old"])}
-        if mapping
-        else {},
+        raw_old=(
+            {line.result.case_id: line.result.value for line in read_results(paths["old"])}
+            if mapping
+            else {}
+        ),
         actual=actual,
         parity=parity,
         warnings=warnings,
@@ -982,9 +1042,11 @@ def _remap_controls(
 
     outcomes = _outcomes(suite, run_dir / RESULTS_FILE, judge.identity.fingerprint())
     mapped = {
-        cid: ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
-        if o.verdict is not None
-        else o
+        cid: (
+            ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
+            if o.verdict is not None
+            else o
+        )
         for cid, o in outcomes.items()
     }
     return evaluate_controls(suite, mapped, judge=judge.identity, run=report.run)
@@ -1105,15 +1167,17 @@ def _build_report(
         cases_sha256=cases_sha,
         status="incomplete" if incomplete else "complete",
         incomplete_reasons=incomplete,
-        label_mapping=MappingRef(
-            path=mapping.path,
-            sha256=mapping.sha256,
-            approver=m.approver,
-            approved=m.approved.isoformat(),
-            mapping=dict(m.mapping),
-        )
-        if mapping and m
-        else None,
+        label_mapping=(
+            MappingRef(
+                path=mapping.path,
+                sha256=mapping.sha256,
+                approver=m.approver,
+                approved=m.approved.isoformat(),
+                mapping=dict(m.mapping),
+            )
+            if mapping and m
+            else None
+        ),
         declared_parent=new_judge.spec.parent,
         declared_changes=new_judge.spec.changes,
         actual_changes=actual,
@@ -1142,15 +1206,17 @@ def format_comparison(report: ComparisonReport) -> str:
     """A plain-text account for the terminal."""
     o, n = report.old, report.new
     lines = [
-        f"compare {o.label} ({o.fingerprint[:12]}) -> {n.label} ({n.fingerprint[:12]}) on {report.partition} ({report.overall.cases} cases, dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version}): {report.status.upper()}"
+        f"compare {o.label} ({o.fingerprint[:12]}) -> {n.label} ({n.fingerprint[:12]}) on"
+        f" {report.partition} ({report.overall.cases} cases, dataset {report.dataset_sha256[:12]},"
+        f" rubric {report.rubric_version}): {report.status.upper()}"
     ]
     for reason in report.incomplete_reasons:
         lines.append(f"  incomplete: {reason}")
     if report.label_mapping:
         lm = report.label_mapping
         lines.append(
-            f"label mapping {lm.path} (sha256 {lm.sha256[:12]}, approved by {lm.approver} on {lm.approved}): "
-            + ", ".join(f"{a}->{b}" for a, b in sorted(lm.mapping.items()))
+            f"label mapping {lm.path} (sha256 {lm.sha256[:12]}, approved by {lm.approver} on"
+            f" {lm.approved}): " + ", ".join(f"{a}->{b}" for a, b in sorted(lm.mapping.items()))
         )
     declared = (
         f"declares parent {report.declared_parent}, changes {report.declared_changes}"
@@ -1176,15 +1242,19 @@ def format_comparison(report: ComparisonReport) -> str:
         for row in c.controls:
             if row.changed:
                 lines.append(
-                    f"  changed {row.control_id} ({row.role}, expected {row.expected}): {row.old_verdict} {row.old_status} -> {row.new_verdict} {row.new_status}"
+                    f"  changed {row.control_id} ({row.role}, expected {row.expected}):"
+                    f" {row.old_verdict} {row.old_status} -> {row.new_verdict} {row.new_status}"
                 )
     lines.append(
-        "transitions by slice (fixed / broken / still wrong / still right / incomplete; changed verdicts; needing review):"
+        "transitions by slice (fixed / broken / still wrong / still right / incomplete; changed"
+        " verdicts; needing review):"
     )
     for s in [*report.slices, report.overall]:
         t = s.transitions
         lines.append(
-            f"  {s.slice:26} {(s.risk or ''):8} n={s.cases:<4} {t['fixed']:>3} / {t['broken']:>3} / {t['still_wrong']:>3} / {t['still_right']:>3} / {t['incomplete']:>3}; changed {s.verdict_changed}; review {s.needs_review}"
+            f"  {s.slice:26} {(s.risk or ''):8} n={s.cases:<4} {t['fixed']:>3} / {t['broken']:>3} /"
+            f" {t['still_wrong']:>3} / {t['still_right']:>3} / {t['incomplete']:>3}; changed"
+            f" {s.verdict_changed}; review {s.needs_review}"
         )
     lines.append("false-pass and false-fail rates, old -> new, paired difference [95% Tango]:")
     for s in [*report.slices, report.overall]:
@@ -1194,12 +1264,14 @@ def format_comparison(report: ComparisonReport) -> str:
                 parts.append(f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n} (no paired case)")
             else:
                 parts.append(
-                    f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n}, delta {d.delta:+.3f} [{d.ci95_low:+.3f}, {d.ci95_high:+.3f}] (n={d.paired_n})"
+                    f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n}, delta {d.delta:+.3f}"
+                    f" [{d.ci95_low:+.3f}, {d.ci95_high:+.3f}] (n={d.paired_n})"
                 )
         lines.append(f"  {s.slice:26} " + "; ".join(parts))
     mc = report.overall.mcnemar
     lines.append(
-        f"McNemar (exact): old right/new wrong {mc.old_right_new_wrong}, old wrong/new right {mc.old_wrong_new_right} of {mc.paired} paired cases: p = {mc.p_value:.4g}"
+        f"McNemar (exact): old right/new wrong {mc.old_right_new_wrong}, old wrong/new right"
+        f" {mc.old_wrong_new_right} of {mc.paired} paired cases: p = {mc.p_value:.4g}"
     )
     lines.append(
         "pass/fail/abstain matrix (rows old, columns new): "
@@ -1210,8 +1282,8 @@ def format_comparison(report: ComparisonReport) -> str:
     )
     if report.review:
         lines.append(
-            f"REVIEW: {len(report.review)} changed verdict(s) in critical slices need evidence-based review: "
-            + ", ".join(report.review)
+            f"REVIEW: {len(report.review)} changed verdict(s) in critical slices need"
+            " evidence-based review: " + ", ".join(report.review)
         )
     b = report.budget
     lines.append(

@@ -98,7 +98,10 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
         path,
         prefix="mapping",
         what="label mapping",
-        missing_fix="write the reviewed mapping (old -> new, approver, approved date); see docs/formats.md#label-mapping",
+        missing_fix=(
+            "write the reviewed mapping (old -> new, approver, approved date); see"
+            " docs/formats.md#label-mapping"
+        ),
         encoding_code="mapping_yaml",
         shape=(
             "the mapping file must be a YAML mapping",
@@ -165,8 +168,15 @@ def mapping_problems(
             Problem(
                 location=location,
                 code="label_mapping_required",
-                message=f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is compared in ({new_labels}) does not have: renamed categories need a reviewed mapping",
-                fix="write a label mapping (old -> new, approver, approved date) and pass it with --label-mapping; unknown labels are never guessed",
+                message=(
+                    f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is"
+                    f" compared in ({new_labels}) does not have: renamed categories need a reviewed"
+                    " mapping"
+                ),
+                fix=(
+                    "write a label mapping (old -> new, approver, approved date) and pass it with"
+                    " --label-mapping; unknown labels are never guessed"
+                ),
             )
         ]
     m = loaded.mapping
@@ -215,8 +225,14 @@ def mapping_problems(
             Problem(
                 location=loc,
                 code="label_unmapped",
-                message=f"{old_label}'s labels {unmapped} are not mapped: an unmapped label blocks the comparison",
-                fix="map every old label (identity entries such as 'pass: pass' included) and have the mapping reviewed again",
+                message=(
+                    f"{old_label}'s labels {unmapped} are not mapped: an unmapped label blocks the"
+                    " comparison"
+                ),
+                fix=(
+                    "map every old label (identity entries such as 'pass: pass' included) and have"
+                    " the mapping reviewed again"
+                ),
             )
         )
     return problems

@@ -99,7 +99,10 @@ def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[
                 location=location,
                 code="parent_mismatch",
                 message=f"{spec.label} declares parent {spec.parent!r}, not {parent.spec.label}",
-                fix="derive the version from its parent (session.derive), which records parent and changes",
+                fix=(
+                    "derive the version from its parent (session.derive), which records parent and"
+                    " changes"
+                ),
             )
         )
     actual = judge_changes(parent, judge)
@@ -110,8 +113,14 @@ def declaration_problems(parent: Judge, judge: Judge, *, location: str) -> list[
             Problem(
                 location=location,
                 code="undeclared_change",
-                message=f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but declares {declared}",
-                fix="declare every change in changes: (one per version unless deliberate), or undo the undeclared change",
+                message=(
+                    f"{spec.label} changes {', '.join(extra)} relative to {parent.spec.label} but"
+                    f" declares {declared}"
+                ),
+                fix=(
+                    "declare every change in changes: (one per version unless deliberate), or undo"
+                    " the undeclared change"
+                ),
             )
         )
     return problems
@@ -232,22 +241,27 @@ def parity_warnings(new: Judge, old: Judge, actual: list[str], parity: RequestPa
     out: list[str] = []
     if spec.parent is None:
         out.append(
-            f"{spec.label} declares no parent and no changes; it differs from {old.spec.label} in: {', '.join(actual) or 'nothing'}"
+            f"{spec.label} declares no parent and no changes; it differs from {old.spec.label} in:"
+            f" {', '.join(actual) or 'nothing'}"
         )
     elif spec.parent != old.spec.label:
         out.append(
-            f"{spec.label} declares parent {spec.parent}, but is compared against {old.spec.label}: its declared changes are relative to another version"
+            f"{spec.label} declares parent {spec.parent}, but is compared against {old.spec.label}:"
+            " its declared changes are relative to another version"
         )
     declared = spec.changes if spec.parent == old.spec.label else None
     if spec.parent is not None:
         extra = undeclared(actual, declared)
         if extra:
             out.append(
-                f"more changed than declared: {spec.label} declares changes {spec.changes or []} relative to {spec.parent}, but differs from {old.spec.label} in {', '.join(extra)}"
+                f"more changed than declared: {spec.label} declares changes {spec.changes or []}"
+                f" relative to {spec.parent}, but differs from {old.spec.label} in"
+                f" {', '.join(extra)}"
             )
         seen = [k for k in parity.observed_kinds if declared is None or k not in declared]
         if seen and parity.differing_cases:
             out.append(
-                f"the rendered requests differ in {', '.join(seen)} beyond the declared changes ({parity.differing_cases} of {parity.cases} cases differ)"
+                f"the rendered requests differ in {', '.join(seen)} beyond the declared changes"
+                f" ({parity.differing_cases} of {parity.cases} cases differ)"
             )
     return out

@@ -608,7 +608,9 @@ def check_run_request(
             Problem(
                 location="--budget-usd",
                 code="budget_above_policy",
-                message=f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}",
+                message=(
+                    f"${budget_usd:g} is above the policy's max_cost_usd ${policy.max_cost_usd:g}"
+                ),
                 fix="give a budget within the policy, or have a new policy version reviewed",
             )
         )
@@ -621,7 +623,9 @@ def check_run_request(
             Problem(
                 location="--concurrency",
                 code="concurrency_above_policy",
-                message=f"{concurrency} is above the policy's max_concurrency {policy.max_concurrency}",
+                message=(
+                    f"{concurrency} is above the policy's max_concurrency {policy.max_concurrency}"
+                ),
                 fix=f"use --concurrency {policy.max_concurrency} or less",
             )
         )
@@ -635,8 +639,14 @@ def check_run_request(
             Problem(
                 location=str(getattr(judge.spec, "label", "candidate")),
                 code="retries_above_policy",
-                message=f"the candidate retries {retries} times per call; the policy allows {policy.max_provider_retries}",
-                fix=f"set endpoint.max_retries: {policy.max_provider_retries} or less (retries spend the budget)",
+                message=(
+                    f"the candidate retries {retries} times per call; the policy allows"
+                    f" {policy.max_provider_retries}"
+                ),
+                fix=(
+                    f"set endpoint.max_retries: {policy.max_provider_retries} or less (retries"
+                    " spend the budget)"
+                ),
             )
         )
     if (repeat > 1 or sentinels_only) and not suite.sentinels:
@@ -645,7 +655,10 @@ def check_run_request(
                 location=loc,
                 code="sentinels_missing",
                 message="the suite declares no sentinel set",
-                fix="declare sentinels: [pair ids] (frozen with the suite release) to use --repeat or --sentinels-only",
+                fix=(
+                    "declare sentinels: [pair ids] (frozen with the suite release) to use --repeat"
+                    " or --sentinels-only"
+                ),
             )
         )
     if repeat < 1:
@@ -663,7 +676,10 @@ def check_run_request(
                 location=loc,
                 code="controls_missing",
                 message="the suite has no control pair",
-                fix="add control pairs: they are scored first and must separate before candidates mean anything",
+                fix=(
+                    "add control pairs: they are scored first and must separate before candidates"
+                    " mean anything"
+                ),
             )
         )
     kind = getattr(getattr(judge, "identity", None), "kind", None)
@@ -845,12 +861,14 @@ async def _run_suite(
         groups: dict[str, list[str]] = {}
         for c in failing:
             groups.setdefault(
-                c.detail
-                if c.status == "not_run"
-                else {
-                    "not_separated": "did not separate",
-                    "retrieval_failed": "failed their retrieval assertions",
-                }.get(c.status, "have no score"),
+                (
+                    c.detail
+                    if c.status == "not_run"
+                    else {
+                        "not_separated": "did not separate",
+                        "retrieval_failed": "failed their retrieval assertions",
+                    }.get(c.status, "have no score")
+                ),
                 [],
             ).append(c.pair_id)
         stopped = (
@@ -859,7 +877,11 @@ async def _run_suite(
             + "); candidate pairs were not scored"
         )
     elif c_summary is not None and c_summary.status != "complete":
-        stopped = f"the controls run is incomplete ({c_summary.stop_reason or 'unrun or pending members'}); candidate pairs were not scored"
+        stopped = (
+            "the controls run is incomplete"
+            f" ({c_summary.stop_reason or 'unrun or pending members'}); candidate pairs were not"
+            " scored"
+        )
     k_summary: RunSummary | None = None
     k_items = member_items([p for p in candidates if p.pair_id not in blocked])
     if stopped is None and k_items:
@@ -989,8 +1011,14 @@ def _check_join(
                     location=where,
                     case_id=r.case_id,
                     code="result_content_mismatch",
-                    message="the result was computed on other content (question, response, reference, contexts or mode) than the pair now holds",
-                    fix="re-run the changed pairs into a new run directory; a changed pair is a new suite version",
+                    message=(
+                        "the result was computed on other content (question, response, reference,"
+                        " contexts or mode) than the pair now holds"
+                    ),
+                    fix=(
+                        "re-run the changed pairs into a new run directory; a changed pair is a new"
+                        " suite version"
+                    ),
                 )
             )
         elif r.error is None and r.score is None:
@@ -1094,7 +1122,11 @@ def check_controls(
             else:
                 status, detail = (
                     "routed_to_review",
-                    f"a correct response scored {worst:.3f} under the defective reference ({pair.reference_defect}): the case routes to review, never counted against the system",
+                    (
+                        f"a correct response scored {worst:.3f} under the defective reference"
+                        f" ({pair.reference_defect}): the case routes to review, never counted"
+                        " against the system"
+                    ),
                 )
         elif neg > pos:
             status, detail = (
@@ -1104,7 +1136,10 @@ def check_controls(
         else:
             status, detail = (
                 "not_separated",
-                f"negative {neg:.3f} is not worse than positive {pos:.3f}: the evaluator cannot see this noise adoption (lower is better)",
+                (
+                    f"negative {neg:.3f} is not worse than positive {pos:.3f}: the evaluator cannot"
+                    " see this noise adoption (lower is better)"
+                ),
             )
         if pair.role in SEPARATING_ROLES:
             separated = status == "separated"
@@ -1224,7 +1259,10 @@ def noise_report(
             Blocker(
                 code="noise_suite_unfrozen",
                 category="review",
-                message=f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so its cases, references and manifest cannot change under the evidence",
+                message=(
+                    f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so"
+                    " its cases, references and manifest cannot change under the evidence"
+                ),
                 evidence={"suite_sha256": suite.sha256},
             )
         )
@@ -1309,7 +1347,10 @@ def _control_blockers(
                     category="incomplete",
                     slice=c.slice,
                     risk=_risk(suite, c.slice),
-                    message=f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to separate, it was never scored, so candidate scores cannot be interpreted",
+                    message=(
+                        f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to"
+                        " separate, it was never scored, so candidate scores cannot be interpreted"
+                    ),
                     evidence=evidence,
                     case_ids=[c.pair_id],
                     waivable=False,
@@ -1323,7 +1364,10 @@ def _control_blockers(
                     category="incomplete",
                     slice=c.slice,
                     risk=_risk(suite, c.slice),
-                    message=f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores cannot be interpreted",
+                    message=(
+                        f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores"
+                        " cannot be interpreted"
+                    ),
                     evidence=evidence,
                     case_ids=[c.pair_id],
                     waivable=False,
@@ -1361,7 +1405,10 @@ def _control_blockers(
                 Blocker(
                     code="noise_control_role_missing",
                     category="incomplete",
-                    message=f"the suite has no {role} control, which the policy requires: the {role} role is untested, never passed",
+                    message=(
+                        f"the suite has no {role} control, which the policy requires: the {role}"
+                        " role is untested, never passed"
+                    ),
                     evidence={"role": role, "n": 0},
                     waivable=False,
                 )
@@ -1527,7 +1574,8 @@ def _tradeoffs(
             and _worse(spec.direction, v["noisy"], v["clean"])
         ):
             tradeoffs.append(
-                f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g} ({spec.direction.replace('_', ' ')}) while the noise score did not rise"
+                f"{metric}: noisy {v['noisy']:g} vs clean {v['clean']:g}"
+                f" ({spec.direction.replace('_', ' ')}) while the noise score did not rise"
             )
     return tradeoffs
 
@@ -1551,7 +1599,10 @@ def _slice_blockers(suite: NoiseSuite, slices: list[Any], rows: list[PairRow]) -
                     category="quality",
                     slice=s.slice,
                     risk=s.risk,
-                    message=f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's max_score {s.limit_max_score:g} (lower is better)",
+                    message=(
+                        f"{len(over)} of {s.scored} candidate pairs have a noisy score above the"
+                        f" slice's max_score {s.limit_max_score:g} (lower is better)"
+                    ),
                     evidence={
                         "max_noisy_score": s.max_noisy_score,
                         "mean_noisy_score": s.mean_noisy_score,
@@ -1578,7 +1629,10 @@ def _slice_blockers(suite: NoiseSuite, slices: list[Any], rows: list[PairRow]) -
                         category="quality",
                         slice=s.slice,
                         risk=s.risk,
-                        message=f"{len(worse)} candidate pairs got worse with the distractor by more than max_delta {s.limit_max_delta:g} (lower is better)",
+                        message=(
+                            f"{len(worse)} candidate pairs got worse with the distractor by more"
+                            f" than max_delta {s.limit_max_delta:g} (lower is better)"
+                        ),
                         evidence={
                             "max_delta_observed": s.max_delta,
                             "max_delta": s.limit_max_delta,
@@ -1600,7 +1654,10 @@ def _slice_blockers(suite: NoiseSuite, slices: list[Any], rows: list[PairRow]) -
                 category="review",
                 slice=name,
                 risk=_risk(suite, name),
-                message=f"{len(mine)} candidate pair(s) whose reference a reviewer marked insufficient: routed to review, not counted against the slice limits",
+                message=(
+                    f"{len(mine)} candidate pair(s) whose reference a reviewer marked insufficient:"
+                    " routed to review, not counted against the slice limits"
+                ),
                 evidence={"pairs": len(mine)},
                 case_ids=mine,
             )
@@ -1625,7 +1682,11 @@ def _abstention_blockers(s: Any, abstaining: list[str]) -> list[Blocker]:
                 category="review",
                 slice=s.slice,
                 risk=s.risk,
-                message=f"{s.abstentions} of {s.members} candidate members abstained and the slice sets no max_abstention_rate: an abstention is neither a 0 nor a pass, a person must judge it",
+                message=(
+                    f"{s.abstentions} of {s.members} candidate members abstained and the slice sets"
+                    " no max_abstention_rate: an abstention is neither a 0 nor a pass, a person"
+                    " must judge it"
+                ),
                 evidence=evidence,
                 case_ids=abstaining,
             )
@@ -1637,7 +1698,11 @@ def _abstention_blockers(s: Any, abstaining: list[str]) -> list[Blocker]:
                 category="quality",
                 slice=s.slice,
                 risk=s.risk,
-                message=f"{s.abstentions} of {s.members} candidate members abstained ({s.abstention_rate:.0%}), above max_abstention_rate {s.limit_max_abstention_rate:g}: a low noise score bought by not answering",
+                message=(
+                    f"{s.abstentions} of {s.members} candidate members abstained"
+                    f" ({s.abstention_rate:.0%}), above max_abstention_rate"
+                    f" {s.limit_max_abstention_rate:g}: a low noise score bought by not answering"
+                ),
                 evidence=evidence,
                 case_ids=abstaining,
             )
@@ -1687,7 +1752,10 @@ def _error_blockers(
                 category="incomplete",
                 slice=name,
                 risk=_risk(suite, name),
-                message=f"{len(mine_m)} candidate member(s) have no result{why}: the evaluation is incomplete, never a pass",
+                message=(
+                    f"{len(mine_m)} candidate member(s) have no result{why}: the evaluation is"
+                    " incomplete, never a pass"
+                ),
                 evidence={"missing": len(mine_m)},
                 case_ids=mine_m,
                 waivable=False,
@@ -1704,7 +1772,11 @@ def _error_blockers(
                 Blocker(
                     code=code,
                     category="incomplete",
-                    message=f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f} of ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases}; {len(summary.unrun)} member scoring(s) never ran",
+                    message=(
+                        f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f}"
+                        f" of ${summary.budget_usd or 0:.4f}, case limit {summary.max_cases};"
+                        f" {len(summary.unrun)} member scoring(s) never ran"
+                    ),
                     evidence={
                         "run": label,
                         "cost_usd": summary.cost_usd,
@@ -1729,7 +1801,10 @@ def _repeat_blockers(suite: NoiseSuite, repeats: list[Any]) -> list[Blocker]:
                     category="incomplete",
                     slice=row.slice,
                     risk=_risk(suite, row.slice),
-                    message=f"sentinel {row.pair_id} lacks a score in some of its {len(row.clean_scores)} repeats: its repeatability is unproven",
+                    message=(
+                        f"sentinel {row.pair_id} lacks a score in some of its"
+                        f" {len(row.clean_scores)} repeats: its repeatability is unproven"
+                    ),
                     evidence={"clean_scores": row.clean_scores, "noisy_scores": row.noisy_scores},
                     case_ids=[row.pair_id],
                     waivable=False,
@@ -1742,7 +1817,12 @@ def _repeat_blockers(suite: NoiseSuite, repeats: list[Any]) -> list[Blocker]:
                     category="review",
                     slice=row.slice,
                     risk=_risk(suite, row.slice),
-                    message=f"sentinel {row.pair_id} varies across repeats (spreads clean {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material judge variation, reviewed by a person, never retried away",
+                    message=(
+                        f"sentinel {row.pair_id} varies across repeats (spreads clean"
+                        f" {row.clean_spread:.3f}, noisy {row.noisy_spread:.3f}, delta"
+                        f" {row.delta_spread:.3f}) beyond max_spread {row.max_spread:g}: material"
+                        " judge variation, reviewed by a person, never retried away"
+                    ),
                     evidence={
                         "clean_scores": row.clean_scores,
                         "noisy_scores": row.noisy_scores,
@@ -1782,7 +1862,10 @@ def _companion_blockers(
             Blocker(
                 code="noise_companion_missing",
                 category="incomplete",
-                message=f"declared companion metrics ({', '.join(declared)}) are missing for candidate members ({why}): a low noise score cannot be told from a refusal",
+                message=(
+                    f"declared companion metrics ({', '.join(declared)}) are missing for candidate"
+                    f" members ({why}): a low noise score cannot be told from a refusal"
+                ),
                 evidence={"missing": len(absent), "first": absent[:10]},
                 case_ids=sorted({a.split(":", 1)[0] for a in absent}),
                 waivable=False,
@@ -1805,7 +1888,11 @@ def _companion_blockers(
                         category="quality",
                         slice=s.slice,
                         risk=s.risk,
-                        message=f"companion {metric} averages {mean:.3f} in the slice, beyond its limit {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score is not bought by {metric}",
+                        message=(
+                            f"companion {metric} averages {mean:.3f} in the slice, beyond its limit"
+                            f" {spec.limit:g} ({spec.direction.replace('_', ' ')}): the noise score"
+                            f" is not bought by {metric}"
+                        ),
                         evidence={
                             "metric": metric,
                             "mean": mean,

@@ -52,7 +52,10 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
                     location=str(path),
                     code="companions_missing",
                     message="the companion-metrics file does not exist",
-                    fix="point --companions at a JSON Lines file of {metric, run_id, case_id, value} rows",
+                    fix=(
+                        "point --companions at a JSON Lines file of {metric, run_id, case_id,"
+                        " value} rows"
+                    ),
                 )
             )
             continue
@@ -131,19 +134,22 @@ def join_companions(
             continue
         if pair is None:
             unjoined.append(
-                f"{row.case_id} {row.metric} run {row.run_id}: no such pair member in this selection"
+                f"{row.case_id} {row.metric} run {row.run_id}: no such pair member in this"
+                " selection"
             )
             continue
         member = row.case_id.rsplit(":", 1)[1]
         trace = pair.member(member).generation_trace  # type: ignore[arg-type]
         if trace is None:
             unjoined.append(
-                f"{row.case_id} {row.metric} run {row.run_id}: the member has no generation trace, so no run id to join on"
+                f"{row.case_id} {row.metric} run {row.run_id}: the member has no generation trace,"
+                " so no run id to join on"
             )
             continue
         if trace.run_id != row.run_id:
             unjoined.append(
-                f"{row.case_id} {row.metric} run {row.run_id}: the response was generated in run {trace.run_id}"
+                f"{row.case_id} {row.metric} run {row.run_id}: the response was generated in run"
+                f" {trace.run_id}"
             )
             continue
         values.setdefault(pair.pair_id, {}).setdefault(row.metric, {})[member] = row.value

@@ -79,8 +79,15 @@ def _evaluator_problems(loc: str, mine: Any, theirs: Any) -> list[Problem]:
                 Problem(
                     location=loc,
                     code="baseline_incompatible",
-                    message=f"the {what} differs: baseline {getattr(theirs, field)!r}, candidate {getattr(mine, field)!r}",
-                    fix="score both application versions under the same evaluator (pass the baseline suite as SPEC to re-score it now), or treat the result as a calibration study",
+                    message=(
+                        f"the {what} differs: baseline {getattr(theirs, field)!r}, candidate"
+                        f" {getattr(mine, field)!r}"
+                    ),
+                    fix=(
+                        "score both application versions under the same evaluator (pass the"
+                        " baseline suite as SPEC to re-score it now), or treat the result as a"
+                        " calibration study"
+                    ),
                 )
             )
     return problems
@@ -139,13 +146,18 @@ def _pair_problems(
                     x
                     for x in (
                         f"only the candidate has {', '.join(only_mine[:8])}" if only_mine else "",
-                        f"only the baseline has {', '.join(only_theirs[:8])}"
-                        if only_theirs
-                        else "",
+                        (
+                            f"only the baseline has {', '.join(only_theirs[:8])}"
+                            if only_theirs
+                            else ""
+                        ),
                     )
                     if x
                 ),
-                fix="compare on the same frozen pairs (the same suite pairs, partition and selection)",
+                fix=(
+                    "compare on the same frozen pairs (the same suite pairs, partition and"
+                    " selection)"
+                ),
             )
         )
     for pid in sorted(set(mine) & set(theirs)):
@@ -155,7 +167,10 @@ def _pair_problems(
                     location=loc,
                     case_id=pid,
                     code="baseline_incompatible",
-                    message=f"pair {pid}: mode {their_modes.get(pid)} in the baseline, {my_modes.get(pid)} in the candidate",
+                    message=(
+                        f"pair {pid}: mode {their_modes.get(pid)} in the baseline,"
+                        f" {my_modes.get(pid)} in the candidate"
+                    ),
                     fix="results of different NoiseSensitivity modes are not comparable",
                 )
             )
@@ -165,8 +180,14 @@ def _pair_problems(
                     location=loc,
                     case_id=pid,
                     code="baseline_incompatible",
-                    message=f"pair {pid}: the question, reference (or its version), role, slice or partition differs",
-                    fix="a baseline holds the frozen pairs constant; only responses (and contexts) may differ",
+                    message=(
+                        f"pair {pid}: the question, reference (or its version), role, slice or"
+                        " partition differs"
+                    ),
+                    fix=(
+                        "a baseline holds the frozen pairs constant; only responses (and contexts)"
+                        " may differ"
+                    ),
                 )
             )
     return problems
@@ -184,7 +205,10 @@ def load_baseline_report(path: str | Path) -> NoiseReport:
                     location=str(path),
                     code="baseline_missing",
                     message=f"no {NOISE_REPORT_FILE} here",
-                    fix="give a pair-suite YAML (scored now) or the directory of an earlier `workbench noise` run",
+                    fix=(
+                        "give a pair-suite YAML (scored now) or the directory of an earlier"
+                        " `workbench noise` run"
+                    ),
                 )
             ],
         )
@@ -235,7 +259,9 @@ def compare_reports(
                 Problem(
                     location=loc if side == "baseline" else candidate.suite,
                     code="baseline_incompatible",
-                    message=f"the {side}'s controls did not pass: its candidate scores mean nothing",
+                    message=(
+                        f"the {side}'s controls did not pass: its candidate scores mean nothing"
+                    ),
                     fix=f"fix the {side} run first (its controls must separate)",
                 )
             )
@@ -331,7 +357,10 @@ def compare_reports(
                         kind="pair_worse",
                         slice=row.slice,
                         pair_id=row.pair_id,
-                        message=f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above warn_delta {warn_delta:g})"
+                        message=(
+                            f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above"
+                            f" warn_delta {warn_delta:g})"
+                        )
                         + (" while still inside policy" if inside else ""),
                     )
                 )
@@ -394,7 +423,9 @@ def compare_reports(
                     kind="slice_worse",
                     slice=name,
                     pair_id=None,
-                    message=f"slice {name}: mean noisy score +{mean:.3f} over {n} pair(s){interval}",
+                    message=(
+                        f"slice {name}: mean noisy score +{mean:.3f} over {n} pair(s){interval}"
+                    ),
                 )
             )
     return NoiseComparison(
@@ -420,7 +451,10 @@ def _bought_by_refusing(row: PairRow, old: PairRow, companions: dict[str, str]) 
     if not improved:
         return None
     if "noisy" in row.abstained and "noisy" not in old.abstained:
-        return "the noisy member now abstains where the baseline answered: a lower noise score bought by refusing"
+        return (
+            "the noisy member now abstains where the baseline answered: a lower noise score bought"
+            " by refusing"
+        )
     for metric, direction in companions.items():
         new, was = (
             row.companions.get(metric, {}).get("noisy"),
@@ -430,7 +464,10 @@ def _bought_by_refusing(row: PairRow, old: PairRow, companions: dict[str, str]) 
             continue
         worse = new < was - _EPS if direction == "higher_is_better" else new > was + _EPS
         if worse:
-            return f"noise score improved ({old.noisy_score} -> {row.noisy_score}) while {metric} got worse ({was:g} -> {new:g}): a lower noise score bought by saying less"
+            return (
+                f"noise score improved ({old.noisy_score} -> {row.noisy_score}) while {metric} got"
+                f" worse ({was:g} -> {new:g}): a lower noise score bought by saying less"
+            )
     return None
 
 

@@ -117,7 +117,8 @@ def _traced_metric_class() -> type:
             verdicts = await super()._evaluate_statement_faithfulness(statements, context)
             if len(verdicts) != len(statements):
                 raise UnusableAnswer(
-                    f"the model returned {len(verdicts)} faithfulness verdicts for {len(statements)} statements"
+                    f"the model returned {len(verdicts)} faithfulness verdicts for"
+                    f" {len(statements)} statements"
                 )
             return verdicts
 
@@ -125,7 +126,8 @@ def _traced_metric_class() -> type:
             self.answers = answers
             if answers["retrieved2ground_truth"].size == 0:
                 raise UnusableAnswer(
-                    "the model decomposed the reference into no statements, so no context can be called relevant"
+                    "the model decomposed the reference into no statements, so no context can be"
+                    " called relevant"
                 )
             with warnings.catch_warnings():
                 warnings.simplefilter(
@@ -166,8 +168,14 @@ class NoiseJudge(LLMJudge):
                 Problem(
                     location=loc,
                     code="prompt_not_allowed",
-                    message="a ragas-noise candidate has no prompt: NoiseSensitivity uses Ragas' built-in statement and faithfulness prompts",
-                    fix="remove prompt/prompt_file; the prompts are fingerprinted through the Ragas version and their source hash",
+                    message=(
+                        "a ragas-noise candidate has no prompt: NoiseSensitivity uses Ragas'"
+                        " built-in statement and faithfulness prompts"
+                    ),
+                    fix=(
+                        "remove prompt/prompt_file; the prompts are fingerprinted through the Ragas"
+                        " version and their source hash"
+                    ),
                 )
             )
         if "mode" in spec.params:
@@ -184,7 +192,10 @@ class NoiseJudge(LLMJudge):
                 Problem(
                     location=loc,
                     code="threshold_not_allowed",
-                    message="a ragas-noise candidate is score-only; limits live in the pair suite's slices",
+                    message=(
+                        "a ragas-noise candidate is score-only; limits live in the pair suite's"
+                        " slices"
+                    ),
                     fix="remove threshold: and set max_score per slice in the pairs file",
                 )
             )
@@ -244,7 +255,8 @@ class NoiseJudge(LLMJudge):
             return self._failed(
                 exchange,
                 "invalid_score",
-                f"NoiseSensitivity returned {value!r}{why}; a score must be a finite number in [0, 1] (lower is better)",
+                f"NoiseSensitivity returned {value!r}{why}; a score must be a finite number in [0,"
+                " 1] (lower is better)",
             )
         return self._verdict(
             exchange, value=None, score=score, reason=explain(result.metric, judge_input.mode)
@@ -325,7 +337,12 @@ def explain(metric: Any, mode: str) -> str | None:
     contexts = ", ".join(
         f"{i + 1}:{'relevant' if r else 'irrelevant'}" for i, r in enumerate(relevant)
     )
-    head = f"{mode} mode: {int(counted.sum())} of {len(statements)} response statements are incorrect (not supported by the reference) and supported by {'a relevant' if mode == 'relevant' else 'only irrelevant'} context(s); contexts {contexts}; lower is better"
+    head = (
+        f"{mode} mode: {int(counted.sum())} of {len(statements)} response statements are incorrect"
+        " (not supported by the reference) and supported by"
+        f" {'a relevant' if mode == 'relevant' else 'only irrelevant'} context(s); contexts"
+        f" {contexts}; lower is better"
+    )
     listed = [
         f"- {s!r}" + (" [incorrect, counted]" if c else " [incorrect]" if inc else "")
         for s, c, inc in zip(statements, counted, incorrect, strict=False)

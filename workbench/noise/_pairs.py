@@ -593,7 +593,8 @@ def _translate(
                 path,
                 "direction_missing",
                 "a threshold without its direction",
-                f"add direction: {DIRECTION} beside the threshold (NoiseSensitivity: lower is better)",
+                f"add direction: {DIRECTION} beside the threshold (NoiseSensitivity: lower is"
+                " better)",
                 case_id=case_id,
             )
         elif field == "direction" and "companions" not in loc:
@@ -678,7 +679,9 @@ def _check_contexts(
                         (*where, j, *loc),
                         code,
                         f"context {j} of the {name} member: {_dotted(loc) or 'value'}: {e['msg']}",
-                        "a structured context is {text, document_id, version, chunk_id, rank, retrieval_score, tenant, corpus_id, retriever_config_sha256}; only text is required",
+                        "a structured context is {text, document_id, version, chunk_id, rank,"
+                        " retrieval_score, tenant, corpus_id, retriever_config_sha256}; only text"
+                        " is required",
                         case_id=pid,
                     )
                 ok = False
@@ -738,16 +741,20 @@ def _check_trace(
         chk.add(
             (*where, "context_ids"),
             "trace_contexts_mismatch",
-            f"the {name} member's generation trace lists contexts {trace.context_ids} but the member holds {[c.context_id() for c in contexts]}",
-            "record the exact contexts generation used (a later retrieval replay is a new run id and new contexts)",
+            f"the {name} member's generation trace lists contexts {trace.context_ids} but the"
+            f" member holds {[c.context_id() for c in contexts]}",
+            "record the exact contexts generation used (a later retrieval replay is a new run id"
+            " and new contexts)",
             case_id=pid,
         )
     if isinstance(response, str) and trace.response_sha256 != sha256_text(response):
         chk.add(
             (*where, "response_sha256"),
             "trace_response_mismatch",
-            f"the {name} member's response is not the one generation produced (sha256 {sha256_text(response)[:12]} vs trace {trace.response_sha256[:12]})",
-            "record the response exactly as generated from these contexts, or regenerate under a new run id",
+            f"the {name} member's response is not the one generation produced (sha256"
+            f" {sha256_text(response)[:12]} vs trace {trace.response_sha256[:12]})",
+            "record the response exactly as generated from these contexts, or regenerate under a"
+            " new run id",
             case_id=pid,
         )
     if isinstance(generator, dict):
@@ -757,7 +764,8 @@ def _check_trace(
                 chk.add(
                     (*where, field),
                     "trace_generator_mismatch",
-                    f"the {name} member's trace has {field} {value!r}, the pair's generator {key} is {generator.get(key)!r}",
+                    f"the {name} member's trace has {field} {value!r}, the pair's generator {key}"
+                    f" is {generator.get(key)!r}",
                     "the trace and the pair must name the same generator configuration",
                     case_id=pid,
                 )
@@ -779,7 +787,8 @@ def _check_sign_off(
                 base,
                 "sign_off_missing",
                 f"the {role} pair has no reviewer sign-off",
-                "record sign_off: {reviewer, reference_sufficient, context_classes: {clean: [...], noisy: [...]}, negative_adopts_false_claim}",
+                "record sign_off: {reviewer, reference_sufficient, context_classes: {clean: [...],"
+                " noisy: [...]}, negative_adopts_false_claim}",
                 case_id=pid,
             )
         return
@@ -803,7 +812,8 @@ def _check_sign_off(
             chk.add(
                 (*where, "context_classes", member),
                 "sign_off_context_classes",
-                f"the sign-off classifies {len(classes)} contexts of the {member} member, which has {len(ctx)}",
+                f"the sign-off classifies {len(classes)} contexts of the {member} member, which has"
+                f" {len(ctx)}",
                 "give one class per retrieved context, in order",
                 case_id=pid,
             )
@@ -813,7 +823,8 @@ def _check_sign_off(
         chk.add(
             (*where, "negative_adopts_false_claim"),
             "sign_off_field_missing",
-            f"the {role} pair's sign-off does not say whether the negative control adopts the false claim",
+            f"the {role} pair's sign-off does not say whether the negative control adopts the false"
+            " claim",
             "record negative_adopts_false_claim: true or false, as the reviewer judged it",
             case_id=pid,
         )
@@ -822,8 +833,10 @@ def _check_sign_off(
             chk.add(
                 (*where, "reference_sufficient"),
                 "sign_off_defect_not_flagged",
-                "a reference-defect control whose sign-off calls the reference sufficient: the reviewer did not catch the defect",
-                "have the reviewer check the reference against the sources; a competent review flags it (reference_sufficient: false)",
+                "a reference-defect control whose sign-off calls the reference sufficient: the"
+                " reviewer did not catch the defect",
+                "have the reviewer check the reference against the sources; a competent review"
+                " flags it (reference_sufficient: false)",
                 case_id=pid,
             )
         return
@@ -840,7 +853,8 @@ def _check_sign_off(
             (*where, "negative_adopts_false_claim"),
             "sign_off_negative_not_adopting",
             "the reviewer says the negative control does not adopt the false claim",
-            "rewrite the noisy response so it adopts the distractor's false claim, or make the pair a candidate",
+            "rewrite the noisy response so it adopts the distractor's false claim, or make the pair"
+            " a candidate",
             case_id=pid,
         )
     clean_classes = sign.context_classes.get("clean") or []  # type: ignore[call-overload]
@@ -867,8 +881,11 @@ def _check_sign_off(
             chk.add(
                 (*where, "context_classes", "noisy"),
                 "sign_off_context_class_mode",
-                f"the reviewer classed the distractor {got}, but a {mode}-mode negative control needs a {mode} distractor context",
-                f"rebuild the distractor for {mode} mode ({'a plausible context that does not support the reference' if mode == 'irrelevant' else 'a context that supports part of the reference and carries the false statement'}), or change the mode",
+                f"the reviewer classed the distractor {got}, but a {mode}-mode negative control"
+                f" needs a {mode} distractor context",
+                f"rebuild the distractor for {mode} mode"
+                f" ({'a plausible context that does not support the reference' if mode == 'irrelevant' else 'a context that supports part of the reference and carries the false statement'}),"
+                " or change the mode",
                 case_id=pid,
             )
 
@@ -946,7 +963,8 @@ def _check_pair(
             base,
             "reference_defect_missing",
             "a reference-defect control does not say what is wrong with its reference",
-            "write reference_defect: what the reference omits or gets wrong (and that the responses are correct)",
+            "write reference_defect: what the reference omits or gets wrong (and that the responses"
+            " are correct)",
             case_id=pid,
         )
     elif role != "reference_defect" and raw.get("reference_defect") is not None:
@@ -964,7 +982,8 @@ def _check_pair(
             (*base, "provenance"),
             "origin_missing",
             "the pair does not say where its responses came from",
-            "add provenance: {origin: production | regenerated | constructed}; the origins are not interchangeable",
+            "add provenance: {origin: production | regenerated | constructed}; the origins are not"
+            " interchangeable",
             case_id=pid,
         )
     elif origin not in ORIGINS:
@@ -986,7 +1005,8 @@ def _check_pair(
                 (*base, "retrieval_assertions"),
                 "retrieval_assertions_empty",
                 "retrieval_assertions declares no check",
-                "assert expected_documents, forbidden_sources, tenant or max_rank, or remove the block",
+                "assert expected_documents, forbidden_sources, tenant or max_rank, or remove the"
+                " block",
                 case_id=pid,
             )
         if parsed is not None:
@@ -1025,7 +1045,8 @@ def _check_pair(
                     (*base, name, "retrieved_contexts"),
                     "contexts_empty",
                     f"the {name} member has no retrieved_contexts",
-                    "record the exact contexts sent to generation; a missing context trace is never a low score",
+                    "record the exact contexts sent to generation; a missing context trace is never"
+                    " a low score",
                     case_id=pid,
                 )
             contexts[name] = _check_contexts(
@@ -1037,7 +1058,8 @@ def _check_pair(
                     (*base, name, shared),
                     "member_mismatch",
                     f"the {name} member's {shared} differs from the pair's",
-                    f"both members must share the pair's {shared}; a pair holds the question, reference and generator constant",
+                    f"both members must share the pair's {shared}; a pair holds the question,"
+                    " reference and generator constant",
                     case_id=pid,
                 )
         if member.get("generation_trace") is not None:
@@ -1056,7 +1078,9 @@ def _check_pair(
                 (*base, name),
                 "trace_missing",
                 f"the {name} member's response is {origin} but has no generation trace",
-                "record generation_trace: {run_id, context_ids, response_sha256} from the generation run; without it the response cannot be shown to come from these contexts",
+                "record generation_trace: {run_id, context_ids, response_sha256} from the"
+                " generation run; without it the response cannot be shown to come from these"
+                " contexts",
                 case_id=pid,
             )
         if member.get("abstained") is True and role in CONTROL_ROLES:
@@ -1064,7 +1088,8 @@ def _check_pair(
                 (*base, name, "abstained"),
                 "control_abstained",
                 f"the {name} member of a {role} pair abstains",
-                "a control's responses must make claims; an abstention is an outcome of candidate pairs only",
+                "a control's responses must make claims; an abstention is an outcome of candidate"
+                " pairs only",
                 case_id=pid,
             )
     if (
@@ -1112,18 +1137,24 @@ def _check_pair(
             where,
             "distractor_index_out_of_range",
             f"distractor index {index} is outside the noisy member's {len(n_ctx)} contexts",
-            f"give the 0-based position of the distractor in noisy.retrieved_contexts (0 to {max(0, len(n_ctx) - 1)})",
+            "give the 0-based position of the distractor in noisy.retrieved_contexts (0 to"
+            f" {max(0, len(n_ctx) - 1)})",
             case_id=pid,
         )
         return contexts
     c_ids, n_ids = [c.identity() for c in c_ctx], [c.identity() for c in n_ctx]
-    fix = f"noisy.retrieved_contexts must be clean.retrieved_contexts with exactly one distractor {'inserted' if change == 'add' else 'substituted'} at index {index} (same text and document evidence; only ranks may shift)"
+    fix = (
+        "noisy.retrieved_contexts must be clean.retrieved_contexts with exactly one distractor"
+        f" {'inserted' if change == 'add' else 'substituted'} at index {index} (same text and"
+        " document evidence; only ranks may shift)"
+    )
     if change == "add":
         if len(n_ids) != len(c_ids) + 1 or n_ids[:index] + n_ids[index + 1 :] != c_ids:
             chk.add(
                 (*base, "noisy", "retrieved_contexts"),
                 "pair_membership_broken",
-                f"with change: add at {index}, the noisy contexts ({len(n_ids)}) are not the clean contexts ({len(c_ids)}) plus one distractor",
+                f"with change: add at {index}, the noisy contexts ({len(n_ids)}) are not the clean"
+                f" contexts ({len(c_ids)}) plus one distractor",
                 fix,
                 case_id=pid,
             )
@@ -1144,7 +1175,8 @@ def _check_pair(
             chk.add(
                 (*base, "noisy", "retrieved_contexts"),
                 "pair_membership_broken",
-                f"with change: replace at {index}, the noisy contexts must equal the clean ones everywhere else",
+                f"with change: replace at {index}, the noisy contexts must equal the clean ones"
+                " everywhere else",
                 fix,
                 case_id=pid,
             )
@@ -1152,7 +1184,8 @@ def _check_pair(
             chk.add(
                 where,
                 "pair_membership_broken",
-                f"with change: replace at {index}, the noisy context equals the clean one: nothing was replaced",
+                f"with change: replace at {index}, the noisy context equals the clean one: nothing"
+                " was replaced",
                 fix,
                 case_id=pid,
             )
@@ -1207,7 +1240,8 @@ def _check_leakage(
                 ("pairs", first, "source_family"),
                 "family_leakage",
                 f"source family {fam!r} appears in {len(parts)} partitions: {where}",
-                "move every pair of the family into one partition; a family must not be tuned on in one partition and certified on in another",
+                "move every pair of the family into one partition; a family must not be tuned on in"
+                " one partition and certified on in another",
             )
     for code, what, groups in (
         ("cross_partition_duplicate", "question", questions),
@@ -1226,8 +1260,10 @@ def _check_leakage(
                     chk.add(
                         ("pairs", i),
                         code,
-                        f"the same {what} (after normalizing Unicode, case and whitespace) as pair {other[2]!r} in another partition and source family",
-                        "put both pairs in one source family and partition, or drop one: near-duplicates across partitions make a tuned prompt look general",
+                        f"the same {what} (after normalizing Unicode, case and whitespace) as pair"
+                        f" {other[2]!r} in another partition and source family",
+                        "put both pairs in one source family and partition, or drop one:"
+                        " near-duplicates across partitions make a tuned prompt look general",
                         case_id=pid,
                     )
 
@@ -1257,8 +1293,11 @@ def check_pairs(
         chk.add(
             ("schema_version",),
             "schema_version_old",
-            f"schema_version {version} suites have no noise policy, evidence manifest or partitions",
-            f"set schema_version: {PAIRS_SCHEMA_VERSION} and add policy: {{max_cases, max_cost_usd}}, manifest:, and partition/source_family/provenance.origin per pair (and sign_off on controls) ({_FORMAT})",
+            f"schema_version {version} suites have no noise policy, evidence manifest or"
+            " partitions",
+            f"set schema_version: {PAIRS_SCHEMA_VERSION} and add policy: {{max_cases,"
+            " max_cost_usd}, manifest:, and partition/source_family/provenance.origin per pair"
+            f" (and sign_off on controls) ({_FORMAT})",
         )
         return None, chk.problems
     header: _Header | None = None
@@ -1285,7 +1324,8 @@ def check_pairs(
             (),
             "policy_missing",
             "the suite has no noise policy",
-            "add policy: {max_cases, max_cost_usd, ...}: budget and case limits live in reviewed policy; without them nothing runs",
+            "add policy: {max_cases, max_cost_usd, ...}: budget and case limits live in reviewed"
+            " policy; without them nothing runs",
         )
     elif not isinstance(raw_policy, dict):
         chk.add(
@@ -1301,7 +1341,8 @@ def check_pairs(
                     ("policy",),
                     "policy_limit_missing",
                     f"the noise policy has no {field}",
-                    f"add policy.{field}: a missing limit fails closed, it never falls back to a default",
+                    f"add policy.{field}: a missing limit fails closed, it never falls back to a"
+                    " default",
                 )
         try:
             policy = NoisePolicy.model_validate(raw_policy)
@@ -1313,7 +1354,8 @@ def check_pairs(
             (),
             "manifest_missing",
             "the suite has no evidence manifest",
-            "add manifest: {window, source_owners, licences, redaction, known_gaps, reviewers, sampling, review_schedule}",
+            "add manifest: {window, source_owners, licences, redaction, known_gaps, reviewers,"
+            " sampling, review_schedule}",
         )
     elif isinstance(raw_manifest, dict):
         try:
@@ -1415,7 +1457,8 @@ def check_pairs(
             ("pairs",),
             "controls_missing",
             f"candidate pairs use mode {mode!r} but no control pair does",
-            f"add at least one control pair in mode {mode!r}: controls are run first and must separate before candidates are interpreted",
+            f"add at least one control pair in mode {mode!r}: controls are run first and must"
+            " separate before candidates are interpreted",
         )
     if policy is not None:
         for role in policy.required_control_roles:
@@ -1515,7 +1558,8 @@ def _check_lineage(chk: _Checker, raw_pairs: list[Any]) -> None:
                 ("pairs", i, "supersedes"),
                 "supersedes_unknown",
                 f"supersedes {sup!r}, which is not in the suite",
-                "keep the retired pair in the file (retired with a reason, never deleted) and point supersedes at it",
+                "keep the retired pair in the file (retired with a reason, never deleted) and point"
+                " supersedes at it",
                 case_id=pid,
             )
         elif index[sup][1].get("retired") is None:
@@ -1523,7 +1567,8 @@ def _check_lineage(chk: _Checker, raw_pairs: list[Any]) -> None:
                 ("pairs", i, "supersedes"),
                 "supersedes_not_retired",
                 f"supersedes {sup!r}, which is still active",
-                f"retire {sup!r} with a reason (retired: {{reason, by, on}}); the fixed case replaces it",
+                f"retire {sup!r} with a reason (retired: {{reason, by, on}}); the fixed case"
+                " replaces it",
                 case_id=pid,
             )
         elif sup in claimed:
@@ -1546,7 +1591,8 @@ def _check_lineage(chk: _Checker, raw_pairs: list[Any]) -> None:
                     ("pairs", i),
                     "supersedes_unchanged",
                     f"the pair repeats {sup!r} unchanged",
-                    "a new case version fixes something: change the reference, responses or contexts",
+                    "a new case version fixes something: change the reference, responses or"
+                    " contexts",
                     case_id=pid,
                 )
         if isinstance(sup, str) and pid is not None:

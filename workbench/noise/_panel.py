@@ -212,7 +212,10 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
                     case_id=pair_id,
                     code="panel_not_calibration",
                     message=f"{pair_id} is in the {pair.partition} partition",
-                    fix="the claim panel calibrates on the calibration partition only; held-out pairs stay unseen",
+                    fix=(
+                        "the claim panel calibrates on the calibration partition only; held-out"
+                        " pairs stay unseen"
+                    ),
                 )
             )
         reviews = panel.reviews_of(pair_id, member)
@@ -234,7 +237,10 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
                     case_id=pair_id,
                     code="panel_too_few_reviewers",
                     message=f"{len(set(names))} reviewer(s) for {pair_id}:{member}",
-                    fix=f"have at least {MIN_REVIEWERS} qualified reviewers judge the claims independently",
+                    fix=(
+                        f"have at least {MIN_REVIEWERS} qualified reviewers judge the claims"
+                        " independently"
+                    ),
                 )
             )
         n_ctx = len(pair.member(member).retrieved_contexts)  # type: ignore[arg-type]
@@ -250,7 +256,9 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
                         location=where,
                         case_id=pair_id,
                         code="panel_context_index",
-                        message=f"claim {judged.claim!r} cites context(s) {bad}; the member has {n_ctx}",
+                        message=(
+                            f"claim {judged.claim!r} cites context(s) {bad}; the member has {n_ctx}"
+                        ),
                         fix=f"cite 0-based context indices 0..{n_ctx - 1}",
                     )
                 )
@@ -260,7 +268,10 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
                     location=where,
                     case_id=pair_id,
                     code="panel_unadjudicated",
-                    message=f"the reviewers of {pair_id}:{member} disagree on claim boundaries or verdicts and there is no adjudication",
+                    message=(
+                        f"the reviewers of {pair_id}:{member} disagree on claim boundaries or"
+                        " verdicts and there is no adjudication"
+                    ),
                     fix="have an adjudicator decide and preserve the rationale (adjudications:)",
                 )
             )
@@ -450,12 +461,21 @@ def format_panel(report: PanelReport) -> str:
     """The panel agreement as text."""
     lines = [
         f"claim panel: {report.suite} ({report.panel})",
-        f"metric vs reviewers: {report.agreement.format()} aligned claims agree; kappa {f'{report.kappa.value:.3f}' if report.kappa.value is not None else '-'} ({report.kappa.note or f'n={report.kappa.n}'})",
-        f"reviewers agreed before adjudication on {report.reviewer_agreement.format()} members; {report.boundary_differences} claim-boundary difference(s)",
+        (
+            f"metric vs reviewers: {report.agreement.format()} aligned claims agree; kappa"
+            f" {f'{report.kappa.value:.3f}' if report.kappa.value is not None else '-'}"
+            f" ({report.kappa.note or f'n={report.kappa.n}'})"
+        ),
+        (
+            f"reviewers agreed before adjudication on {report.reviewer_agreement.format()} members;"
+            f" {report.boundary_differences} claim-boundary difference(s)"
+        ),
     ]
     for r in report.members:
         lines.append(
-            f"  {r.pair_id}:{r.member} [{', '.join(r.reviewers)}{'' if r.reviewers_agree else '; adjudicated'}] {r.status}: {r.agreed}/{r.aligned} agree"
+            f"  {r.pair_id}:{r.member}"
+            f" [{', '.join(r.reviewers)}{'' if r.reviewers_agree else '; adjudicated'}] {r.status}:"
+            f" {r.agreed}/{r.aligned} agree"
         )
         lines += [
             f"    metric says incorrect, panel correct: {c!r}" for c in r.metric_only_incorrect

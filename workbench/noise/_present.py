@@ -19,27 +19,37 @@ def format_noise(report: NoiseReport) -> str:
         + (f"release {report.release_id})" if report.release_id else "NOT FROZEN)"),
         f"scope:      {'partition ' + report.partition if report.partition else 'every partition'}"
         + ("; sentinel set only" if report.sentinels_only else ""),
-        f"judge:      {report.judge.name + '@' + report.judge.version if report.judge else '(no results)'}"
+        "judge:     "
+        f" {report.judge.name + '@' + report.judge.version if report.judge else '(no results)'}"
         + (
-            f" (model {report.judge.model}, ragas {report.judge.ragas_version}, fingerprint {report.judge_fingerprint[:12]})"
+            f" (model {report.judge.model}, ragas {report.judge.ragas_version}, fingerprint"
+            f" {report.judge_fingerprint[:12]})"
             if report.judge and report.judge_fingerprint
             else ""
         ),
         f"cost:       ${report.cost_usd:.4f}"
         + (f" of ${report.budget_usd:.4f}" if report.budget_usd is not None else "")
-        + f", tokens {report.tokens_in} in / {report.tokens_out} out, {report.results_read} attempts read; case limit {report.max_cases}",
+        + f", tokens {report.tokens_in} in / {report.tokens_out} out, {report.results_read}"
+        f" attempts read; case limit {report.max_cases}",
     ]
     if report.retrieval:
         failed = [r for r in report.retrieval if r.status != "passed"]
         lines += [
             "",
-            f"retrieval assertions (before any model call): {len(report.retrieval) - len(failed)} of {len(report.retrieval)} passed",
+            (
+                "retrieval assertions (before any model call):"
+                f" {len(report.retrieval) - len(failed)} of {len(report.retrieval)} passed"
+            ),
         ]
         for r in failed:
             lines.append(f"  FAIL {r.pair_id}:{r.member} {r.check}: {r.code}: {r.detail}")
     lines += [
         "",
-        f"controls ({'all separated' if report.controls_passed else 'FAILED'}; the negative must score higher: {LOWER_IS_BETTER}; roles {', '.join(f'{k} {v}' for k, v in report.control_roles.items())}):",
+        (
+            f"controls ({'all separated' if report.controls_passed else 'FAILED'}; the negative"
+            f" must score higher: {LOWER_IS_BETTER}; roles"
+            f" {', '.join(f'{k} {v}' for k, v in report.control_roles.items())}):"
+        ),
     ]
     for c in report.controls:
         mark = {
@@ -49,7 +59,8 @@ def format_noise(report: NoiseReport) -> str:
             "not_run": "NRUN",
         }.get(c.status, "FAIL")
         lines.append(
-            f"  {mark} {c.role}/{c.pair_id} [{c.mode}] positive {_num(c.positive_score)} negative {_num(c.negative_score)}: {c.detail}"
+            f"  {mark} {c.role}/{c.pair_id} [{c.mode}] positive {_num(c.positive_score)} negative"
+            f" {_num(c.negative_score)}: {c.detail}"
         )
     if report.stopped_reason:
         lines += ["", f"stopped: {report.stopped_reason}"]
@@ -67,25 +78,33 @@ def format_noise(report: NoiseReport) -> str:
             if r.tradeoffs:
                 extra += f" TRADEOFF: {'; '.join(r.tradeoffs)}"
             lines.append(
-                f"  {mark} {r.slice}/{r.pair_id} [{r.mode}, {r.partition}] {_num(r.clean_score)} -> {_num(r.noisy_score)} delta {_num(r.delta)} (max {r.limit_max_score:g}){extra}"
+                f"  {mark} {r.slice}/{r.pair_id} [{r.mode}, {r.partition}] {_num(r.clean_score)} ->"
+                f" {_num(r.noisy_score)} delta {_num(r.delta)} (max {r.limit_max_score:g}){extra}"
             )
         lines += ["", f"slices (noisy score vs max_score; {LOWER_IS_BETTER}):"]
         for s in report.slices:
             mark = {True: "ok  ", False: "OVER", None: "--  "}[s.within_limit]
             comp = "".join(f", {k} {_num(v)}" for k, v in s.companions.items())
             lines.append(
-                f"  {mark} {s.slice}: max {_num(s.max_noisy_score)} mean {_num(s.mean_noisy_score)} vs max_score {s.limit_max_score:g} (n={s.scored} of {s.pairs} pairs, {s.errors} errors, {s.missing} missing, {s.abstentions} abstentions{comp})"
+                f"  {mark} {s.slice}: max {_num(s.max_noisy_score)} mean {_num(s.mean_noisy_score)}"
+                f" vs max_score {s.limit_max_score:g} (n={s.scored} of {s.pairs} pairs, {s.errors}"
+                f" errors, {s.missing} missing, {s.abstentions} abstentions{comp})"
             )
     if report.repeats:
         lines += ["", "repeatability of the sentinel set (per-pair spread):"]
         for r in report.repeats:
             lines.append(
-                f"  {r.status.upper():10} {r.pair_id}: clean {r.clean_scores} noisy {r.noisy_scores}; spreads {_num(r.clean_spread)}/{_num(r.noisy_spread)}/delta {_num(r.delta_spread)} (max {r.max_spread})"
+                f"  {r.status.upper():10} {r.pair_id}: clean {r.clean_scores} noisy"
+                f" {r.noisy_scores}; spreads {_num(r.clean_spread)}/{_num(r.noisy_spread)}/delta"
+                f" {_num(r.delta_spread)} (max {r.max_spread})"
             )
     if report.companions_unjoined:
         lines += [
             "",
-            f"companion rows not joined (other generation run, member or metric; never attached): {len(report.companions_unjoined)}",
+            (
+                "companion rows not joined (other generation run, member or metric; never"
+                f" attached): {len(report.companions_unjoined)}"
+            ),
         ]
         lines += [f"  {u}" for u in report.companions_unjoined[:10]]
     if report.retired:
@@ -99,11 +118,16 @@ def format_noise(report: NoiseReport) -> str:
     if cmp is not None:
         lines += [
             "",
-            f"baseline comparison: {cmp.candidate} vs {cmp.baseline} ({cmp.baseline_source}); candidate - baseline noisy score, {LOWER_IS_BETTER}:",
+            (
+                f"baseline comparison: {cmp.candidate} vs {cmp.baseline} ({cmp.baseline_source});"
+                f" candidate - baseline noisy score, {LOWER_IS_BETTER}:"
+            ),
         ]
         for d in cmp.pairs:
             lines.append(
-                f"  {d.slice}/{d.pair_id}: baseline {_num(d.baseline_noisy)} -> candidate {_num(d.candidate_noisy)} (delta {_num(d.noisy_delta)}; first change: {d.first_change or '-'})"
+                f"  {d.slice}/{d.pair_id}: baseline {_num(d.baseline_noisy)} -> candidate"
+                f" {_num(d.candidate_noisy)} (delta {_num(d.noisy_delta)}; first change:"
+                f" {d.first_change or '-'})"
             )
         for s in cmp.slices:
             interval = (
@@ -183,7 +207,10 @@ def noise_chart(report: NoiseReport) -> Any:
             .mark_tick(color="#444444", thickness=2, size=16)
             .encode(x="max_score:Q", y=y, tooltip=["pair", "max_score"]),
         )
-    title = f"Clean vs noisy NoiseSensitivity per pair; ring = clean, dot = noisy, dark tick = slice max_score ({LOWER_IS_BETTER})"
+    title = (
+        "Clean vs noisy NoiseSensitivity per pair; ring = clean, dot = noisy, dark tick = slice"
+        f" max_score ({LOWER_IS_BETTER})"
+    )
     return alt.layer(*layers).properties(width=420, title=title)
 
 
@@ -210,7 +237,10 @@ def comparison_chart(report: NoiseReport) -> Any:
     )
     data = pd.DataFrame(rows, columns=["slice", "mean_delta", "low", "high", "n"])
     y = alt.Y("slice:N", title=None)
-    title = f"candidate - baseline noisy score, 95% interval ({LOWER_IS_BETTER}: left of 0 is an improvement)"
+    title = (
+        f"candidate - baseline noisy score, 95% interval ({LOWER_IS_BETTER}: left of 0 is an"
+        " improvement)"
+    )
     x = alt.X("mean_delta:Q", title=title)
     bars = (
         alt.Chart(data)

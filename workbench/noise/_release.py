@@ -98,7 +98,9 @@ def releases_path(suite: NoiseSuite | str | Path) -> Path:
                     location="pairs",
                     code="suite_without_file",
                     message="an in-memory suite has no directory to keep releases in",
-                    fix="write the suite to data/noise/<name>@<version>.yaml and load it from there",
+                    fix=(
+                        "write the suite to data/noise/<name>@<version>.yaml and load it from there"
+                    ),
                 )
             ],
         )
@@ -140,7 +142,10 @@ def load_releases(path: str | Path) -> list[NoiseRelease]:
                     location=where,
                     code="release_malformed",
                     message="release_id does not match the record (the line was edited)",
-                    fix="restore the line from version control; freeze a new release instead of editing one",
+                    fix=(
+                        "restore the line from version control; freeze a new release instead of"
+                        " editing one"
+                    ),
                 )
             )
         if release.previous_sha256 != previous:
@@ -148,7 +153,10 @@ def load_releases(path: str | Path) -> list[NoiseRelease]:
                 Problem(
                     location=where,
                     code="release_chain_broken",
-                    message="previous_sha256 does not match the line before: a release was edited, deleted or reordered",
+                    message=(
+                        "previous_sha256 does not match the line before: a release was edited,"
+                        " deleted or reordered"
+                    ),
                     fix="restore the log from version control",
                 )
             )
@@ -207,8 +215,14 @@ def check_lineage(suite: NoiseSuite, releases: list[NoiseRelease]) -> list[Probl
                     Problem(
                         location=loc,
                         code="suite_changed_after_freeze",
-                        message=f"{suite.label} was frozen in {rel.release_id} with sha256 {rel.suite_sha256[:12]}; the file now has {suite.sha256[:12]}",
-                        fix=f"restore the frozen file; put changes in a new version ({suite.name}@<next>.yaml) and freeze that",
+                        message=(
+                            f"{suite.label} was frozen in {rel.release_id} with sha256"
+                            f" {rel.suite_sha256[:12]}; the file now has {suite.sha256[:12]}"
+                        ),
+                        fix=(
+                            "restore the frozen file; put changes in a new version"
+                            f" ({suite.name}@<next>.yaml) and freeze that"
+                        ),
                     )
                 )
             continue
@@ -221,7 +235,10 @@ def check_lineage(suite: NoiseSuite, releases: list[NoiseRelease]) -> list[Probl
                         case_id=pid,
                         code="pair_deleted",
                         message=f"pair {pid!r} of {rel.suite} is missing",
-                        fix="keep it in the file and retire it with a reason (retired: {reason, by, on}); cases are never deleted",
+                        fix=(
+                            "keep it in the file and retire it with a reason (retired: {reason, by,"
+                            " on}); cases are never deleted"
+                        ),
                     )
                 )
             elif now.content_sha256 != frozen.content_sha256:
@@ -231,7 +248,10 @@ def check_lineage(suite: NoiseSuite, releases: list[NoiseRelease]) -> list[Probl
                         case_id=pid,
                         code="pair_changed_in_place",
                         message=f"pair {pid!r} differs from {rel.suite}",
-                        fix=f"restore {pid!r} (retire it if it is wrong) and add the fixed case as a new pair with supersedes: {pid}",
+                        fix=(
+                            f"restore {pid!r} (retire it if it is wrong) and add the fixed case as"
+                            f" a new pair with supersedes: {pid}"
+                        ),
                     )
                 )
             elif frozen.status == "retired" and now.status == "active":
@@ -240,7 +260,10 @@ def check_lineage(suite: NoiseSuite, releases: list[NoiseRelease]) -> list[Probl
                         location=loc,
                         case_id=pid,
                         code="retired_reactivated",
-                        message=f"pair {pid!r} was retired in {rel.suite} ({frozen.retired_reason}) and is active again",
+                        message=(
+                            f"pair {pid!r} was retired in {rel.suite} ({frozen.retired_reason}) and"
+                            " is active again"
+                        ),
                         fix=f"keep it retired; a fixed case is a new pair with supersedes: {pid}",
                     )
                 )
@@ -305,9 +328,9 @@ def freeze_suite(
             "frozen_by": by,
             "frozen_at": at.isoformat(),
             "note": note,
-            "previous_sha256": sha256_json(releases[-1].model_dump(mode="json"))
-            if releases
-            else None,
+            "previous_sha256": (
+                sha256_json(releases[-1].model_dump(mode="json")) if releases else None
+            ),
         }
         draft = NoiseRelease.model_validate({**record, "release_id": "nrel-pending"})
         release = draft.model_copy(

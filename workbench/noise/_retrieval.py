@@ -115,14 +115,16 @@ def _check_member(
             row(
                 "expected_documents",
                 "no_evidence",
-                f"expected {', '.join(missing)} cannot be checked: context(s) {plain} record no document_id",
+                f"expected {', '.join(missing)} cannot be checked: context(s) {plain} record no"
+                " document_id",
                 missing,
             )
         else:
             row(
                 "expected_documents",
                 "failed",
-                f"expected document(s) {', '.join(missing)} not among the retrieved documents ({', '.join(sorted(docs))})",
+                f"expected document(s) {', '.join(missing)} not among the retrieved documents"
+                f" ({', '.join(sorted(docs))})",
                 missing,
             )
     if a.forbidden_sources:
@@ -147,7 +149,8 @@ def _check_member(
             row(
                 "forbidden_sources",
                 "no_evidence",
-                f"context(s) {unknown} record neither document_id nor corpus_id: their source cannot be checked",
+                f"context(s) {unknown} record neither document_id nor corpus_id: their source"
+                " cannot be checked",
                 [],
             )
         else:
@@ -247,7 +250,10 @@ def retrieval_blockers(suite: NoiseSuite, rows: Iterable[RetrievalRow]) -> list[
                 category=CODES[code],  # type: ignore[arg-type]
                 slice=slice_name,
                 risk=limit.risk if limit else None,
-                message=f"retrieval assertion failed before any model call ({len(mine)} check(s)): {details}; these pairs were not scored",
+                message=(
+                    f"retrieval assertion failed before any model call ({len(mine)} check(s)):"
+                    f" {details}; these pairs were not scored"
+                ),
                 evidence={
                     "check": "retrieval",
                     "failures": len(mine),

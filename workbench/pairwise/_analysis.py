@@ -53,36 +53,52 @@ DENOMINATORS: dict[str, str] = {
         "An evaluator error or a missing result in that order is not correct and stays in n "
         "(upstream LLMBar counts a null winner the same way: correct_False / correct_True)."
     ),
-    "accuracy_among_verdicts": "Per order. k as accuracy; n = cases with a verdict in that order (errors and missing results excluded, and reported).",
-    "average_accuracy": "k = correct verdicts of both orders together; n = 2 x cases in scope; equals the mean of the two accuracies (upstream correct_average).",
-    "correct_both": "k = cases correct in both orders; n = every case in scope. An error or missing result in either order makes the case not correct (upstream correct_both).",
-    "position_consistency": (
-        "k = cases with the same verdict in both orders, plus cases with an evaluator error in both orders; "
-        "n = every case in scope. Upstream LLMBar compares the two winners with ==, so two null winners count "
-        "as equal; this figure does the same so it reproduces 'equal', and errors_in_both_orders says how many "
-        "cases are consistent only that way. An error in one order only, or a missing result, is inconsistent."
+    "accuracy_among_verdicts": (
+        "Per order. k as accuracy; n = cases with a verdict in that order (errors and missing"
+        " results excluded, and reported)."
     ),
-    "consistent_verdicts": "k = cases with the same verdict in both orders; n = cases with a verdict in both orders (cases with an error or missing result in either order excluded).",
+    "average_accuracy": (
+        "k = correct verdicts of both orders together; n = 2 x cases in scope; equals the mean of"
+        " the two accuracies (upstream correct_average)."
+    ),
+    "correct_both": (
+        "k = cases correct in both orders; n = every case in scope. An error or missing result in"
+        " either order makes the case not correct (upstream correct_both)."
+    ),
+    "position_consistency": (
+        "k = cases with the same verdict in both orders, plus cases with an evaluator error in both"
+        " orders; n = every case in scope. Upstream LLMBar compares the two winners with ==, so two"
+        " null winners count as equal; this figure does the same so it reproduces 'equal', and"
+        " errors_in_both_orders says how many cases are consistent only that way. An error in one"
+        " order only, or a missing result, is inconsistent."
+    ),
+    "consistent_verdicts": (
+        "k = cases with the same verdict in both orders; n = cases with a verdict in both orders"
+        " (cases with an error or missing result in either order excluded)."
+    ),
     "first_shown_wins": (
-        "k = verdicts choosing the candidate shown first; n = decided verdicts, i.e. verdicts naming one of the "
-        "candidates (tie verdicts, errors and missing results have no winner and are excluded). Over both orders "
-        "each candidate of a case is shown first once, so a judge that is position-consistent on every case scores "
-        "exactly 0.5, however many ties it gives; above 0.5 means it favours the first position."
+        "k = verdicts choosing the candidate shown first; n = decided verdicts, i.e. verdicts"
+        " naming one of the candidates (tie verdicts, errors and missing results have no winner and"
+        " are excluded). Over both orders each candidate of a case is shown first once, so a judge"
+        " that is position-consistent on every case scores exactly 0.5, however many ties it gives;"
+        " above 0.5 means it favours the first position."
     ),
     "ties": (
-        "Verdicts naming no winner: a declared tie label (tie_labels), or a label that is not one of the candidates "
-        "in presentation.presented_order. Counted per order and over both (tie_verdicts: k = ties, n = verdicts); "
-        "they stay in accuracy (a tie verdict is correct when the gold label is the same tie) and leave first_shown_wins."
+        "Verdicts naming no winner: a declared tie label (tie_labels), or a label that is not one"
+        " of the candidates in presentation.presented_order. Counted per order and over both"
+        " (tie_verdicts: k = ties, n = verdicts); they stay in accuracy (a tie verdict is correct"
+        " when the gold label is the same tie) and leave first_shown_wins."
     ),
     "accuracy_decided_gold": (
-        "Per order. k = verdicts equal to the gold label on cases whose gold label names a winner; n = those cases "
-        "(gold ties and abstentions excluded, and counted in gold_ties). Errors and missing results stay in n, as in accuracy."
+        "Per order. k = verdicts equal to the gold label on cases whose gold label names a winner;"
+        " n = those cases (gold ties and abstentions excluded, and counted in gold_ties). Errors"
+        " and missing results stay in n, as in accuracy."
     ),
     "errors": (
-        "Evaluator errors (e.g. missing_verdict, unparseable): counted per order and by kind, listed in "
-        "evaluator_errors. They are in n (and never in k) of accuracy and correct_both, in k of "
-        "position_consistency only when both orders errored, and excluded from accuracy_among_verdicts, "
-        "consistent_verdicts and first_shown_wins."
+        "Evaluator errors (e.g. missing_verdict, unparseable): counted per order and by kind,"
+        " listed in evaluator_errors. They are in n (and never in k) of accuracy and correct_both,"
+        " in k of position_consistency only when both orders errored, and excluded from"
+        " accuracy_among_verdicts, consistent_verdicts and first_shown_wins."
     ),
 }
 """How each figure's numerator and denominator are built, and how errors enter it."""
@@ -307,7 +323,8 @@ def pairwise_report(
             )
         except WorkbenchError as exc:
             raise WorkbenchError(
-                f"{location}: refusing the pairwise analysis: {len(problems) + len(exc.problems)} problem(s)",
+                f"{location}: refusing the pairwise analysis: {len(problems) + len(exc.problems)}"
+                " problem(s)",
                 [*problems, *exc.problems],
             ) from None
         if problems:
@@ -368,9 +385,9 @@ def pairwise_report(
         rubric_version=rubric.version,
         gold_path=gold_path,
         results_path=results_path,
-        results_sha256=sha256_file(results_path)
-        if results_path and Path(results_path).is_file()
-        else None,
+        results_sha256=(
+            sha256_file(results_path) if results_path and Path(results_path).is_file() else None
+        ),
         judge=original.judge,
         judge_fingerprint=original.judge_fingerprint,
         partition=original.partition,
@@ -408,7 +425,10 @@ def _check_presentations(
                     fix=f"name a rubric label that means 'no winner', e.g. one of {list(labels)}",
                 )
             )
-    fix = "pairwise results need presentation = {swap, presented_order, first_shown}: swap false on repeat 0 (original order), true on repeat 1 (swapped)"
+    fix = (
+        "pairwise results need presentation = {swap, presented_order, first_shown}: swap false on"
+        " repeat 0 (original order), true on repeat 1 (swapped)"
+    )
     for item in items:
         if isinstance(item, Problem):
             continue
@@ -419,7 +439,10 @@ def _check_presentations(
                     location=where,
                     case_id=r.case_id,
                     code="unexpected_repeat",
-                    message=f"repeat {r.repeat}: a pairwise analysis has two orders, repeat 0 (original) and repeat 1 (swapped)",
+                    message=(
+                        f"repeat {r.repeat}: a pairwise analysis has two orders, repeat 0"
+                        " (original) and repeat 1 (swapped)"
+                    ),
                     fix=fix,
                 )
             )
@@ -431,7 +454,10 @@ def _check_presentations(
                     location=where,
                     case_id=r.case_id,
                     code="presentation_missing",
-                    message="the result does not say in which order the candidates were shown (presentation.swap)",
+                    message=(
+                        "the result does not say in which order the candidates were shown"
+                        " (presentation.swap)"
+                    ),
                     fix=fix,
                 )
             )
@@ -460,7 +486,10 @@ def _check_presentations(
                     location=where,
                     case_id=r.case_id,
                     code="presentation_invalid",
-                    message=f"presentation.presented_order {order!r} is not a list of distinct rubric labels",
+                    message=(
+                        f"presentation.presented_order {order!r} is not a list of distinct rubric"
+                        " labels"
+                    ),
                     fix=fix,
                 )
             )
@@ -473,7 +502,10 @@ def _check_presentations(
                     location=where,
                     case_id=r.case_id,
                     code="presentation_mismatch",
-                    message=f"presentation.first_shown {first!r} is not the first of presented_order {order!r}",
+                    message=(
+                        f"presentation.first_shown {first!r} is not the first of presented_order"
+                        f" {order!r}"
+                    ),
                     fix=fix,
                 )
             )
@@ -497,8 +529,14 @@ def _check_presentations(
                     location=where,
                     case_id=r.case_id,
                     code="tie_label_presented",
-                    message=f"tie label(s) {clash} are shown as candidates in this result's presentation",
-                    fix="a tie label names no candidate: drop it from --tie-label, or fix the presentation",
+                    message=(
+                        f"tie label(s) {clash} are shown as candidates in this result's"
+                        " presentation"
+                    ),
+                    fix=(
+                        "a tie label names no candidate: drop it from --tie-label, or fix the"
+                        " presentation"
+                    ),
                 )
             )
             continue
@@ -508,7 +546,10 @@ def _check_presentations(
                     location=where,
                     case_id=r.case_id,
                     code="presentation_missing",
-                    message="a verdict without presentation.first_shown (or presented_order): position bias cannot be measured",
+                    message=(
+                        "a verdict without presentation.first_shown (or presented_order): position"
+                        " bias cannot be measured"
+                    ),
                     fix=fix,
                 )
             )
@@ -682,9 +723,9 @@ def _row(s: PairwiseSlice) -> dict[str, Any]:
         "consistent": _rate_text(s.position_consistency),
         "first shown wins": _rate_text(s.first_shown_wins),
         "ties orig/swap": f"{s.original.ties}/{s.swapped.ties}",
-        "acc avg, decided gold": _rate_text(s.average_accuracy_decided_gold)
-        if s.average_accuracy_decided_gold
-        else "-",
+        "acc avg, decided gold": (
+            _rate_text(s.average_accuracy_decided_gold) if s.average_accuracy_decided_gold else "-"
+        ),
         "errors orig/swap": f"{s.original.errors}/{s.swapped.errors}",
         "missing": s.missing,
     }
@@ -695,24 +736,38 @@ def format_pairwise(report: PairwiseReport) -> str:
     import pandas as pd
 
     judge = (
-        f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint {report.judge_fingerprint[:12]})"
+        f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint"
+        f" {report.judge_fingerprint[:12]})"
         if report.judge and report.judge_fingerprint
         else "(no results)"
     )
     o = report.overall
     lines = [
         f"judge:      {judge}",
-        f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric {report.rubric_version})",
-        f"partition:  {report.partition or 'all'}    orders: repeat 0 = original (swap false), repeat 1 = swapped (swap true)",
+        (
+            f"gold:       {report.gold_path or '-'} (dataset {report.dataset_sha256[:12]}, rubric"
+            f" {report.rubric_version})"
+        ),
+        (
+            f"partition:  {report.partition or 'all'}    orders: repeat 0 = original (swap false),"
+            " repeat 1 = swapped (swap true)"
+        ),
         f"status:     {report.status.upper()}"
         + (
             f" - {len(report.missing)} case x order(s) have no result; this is not a pass"
             if report.missing
             else ""
         ),
-        f"cases:      {o.n}; verdicts {o.original.verdicts} original + {o.swapped.verdicts} swapped; evaluator errors {o.original.errors} original + {o.swapped.errors} swapped ({o.errors_in_both_orders} case(s) in both orders); missing {o.missing}",
+        (
+            f"cases:      {o.n}; verdicts {o.original.verdicts} original + {o.swapped.verdicts}"
+            f" swapped; evaluator errors {o.original.errors} original + {o.swapped.errors} swapped"
+            f" ({o.errors_in_both_orders} case(s) in both orders); missing {o.missing}"
+        ),
         "",
-        "Per slice (k/n rate [95% Wilson interval]; errors and missing results stay in n, see below):",
+        (
+            "Per slice (k/n rate [95% Wilson interval]; errors and missing results stay in n, see"
+            " below):"
+        ),
     ]
     with pd.option_context(
         "display.width", 250, "display.max_columns", 20, "display.max_colwidth", 40
@@ -720,7 +775,9 @@ def format_pairwise(report: PairwiseReport) -> str:
         lines.append(report.slice_frame().to_string())
     lines.append("")
     lines.append(
-        f"Among verdicts only: original {_rate_text(o.original.accuracy_among_verdicts)}, swapped {_rate_text(o.swapped.accuracy_among_verdicts)}; same verdict in both orders {_rate_text(o.consistent_verdicts)}"
+        f"Among verdicts only: original {_rate_text(o.original.accuracy_among_verdicts)}, swapped"
+        f" {_rate_text(o.swapped.accuracy_among_verdicts)}; same verdict in both orders"
+        f" {_rate_text(o.consistent_verdicts)}"
     )
     if (
         o.tie_verdicts is not None
@@ -733,12 +790,16 @@ def format_pairwise(report: PairwiseReport) -> str:
             else "no tie label declared (--tie-label)"
         )
         lines.append(
-            f"Ties ({ties}; labels outside presented_order count too): {_rate_text(o.tie_verdicts)} of verdicts (original {o.original.ties}, swapped {o.swapped.ties}); first-shown wins counts decided verdicts only: {_rate_text(o.first_shown_wins)}"
+            f"Ties ({ties}; labels outside presented_order count too): {_rate_text(o.tie_verdicts)}"
+            f" of verdicts (original {o.original.ties}, swapped {o.swapped.ties}); first-shown wins"
+            f" counts decided verdicts only: {_rate_text(o.first_shown_wins)}"
         )
         lines.append(
-            f"Accuracy over all {o.n} cases: original {_rate_text(o.original.accuracy)}, swapped {_rate_text(o.swapped.accuracy)}; "
-            f"over the {o.n - o.gold_ties} decided gold cases ({o.gold_ties} gold ties or abstentions left out): "
-            f"original {_rate_text(o.original.accuracy_decided_gold)}, swapped {_rate_text(o.swapped.accuracy_decided_gold)}"
+            f"Accuracy over all {o.n} cases: original {_rate_text(o.original.accuracy)}, swapped"
+            f" {_rate_text(o.swapped.accuracy)}; over the {o.n - o.gold_ties} decided gold cases"
+            f" ({o.gold_ties} gold ties or abstentions left out): original"
+            f" {_rate_text(o.original.accuracy_decided_gold)}, swapped"
+            f" {_rate_text(o.swapped.accuracy_decided_gold)}"
         )
     if report.evaluator_errors:
         kinds = Counter(e.kind for e in report.evaluator_errors)

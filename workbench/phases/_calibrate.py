@@ -274,14 +274,24 @@ class FrozenThreshold:
             else " Not saved (set <code>save_to</code> to keep it)."
         )
         if self.meets_policy:
-            return f'<div style="border-left:6px solid #1a7f37;background:#dafbe1;padding:6px 12px;margin:6px 0"><b>{label}</b>: threshold {threshold} meets the policy\'s limits on calibration.{saved}</div>'
+            return (
+                '<div style="border-left:6px solid #1a7f37;background:#dafbe1;padding:6px'
+                f" 12px;margin:6px 0\"><b>{label}</b>: threshold {threshold} meets the policy's"
+                f" limits on calibration.{saved}</div>"
+            )
         items = "".join(f"<li>{html.escape(f)}</li>" for f in self.failing)
         tail = (
-            " It was saved anyway because <code>accept_failing=True</code> was given; the description says so."
+            " It was saved anyway because <code>accept_failing=True</code> was given; the"
+            " description says so."
             if self.accepted_failing
             else " Saving it needs an explicit <code>accept_failing=True</code>."
         )
-        return f'<div style="border-left:6px solid #cf222e;background:#ffebe9;padding:6px 12px;margin:6px 0"><b>Warning: {label} with threshold {threshold} fails the policy on calibration.</b><ul style="margin:4px 0">{items}</ul>{tail}{saved if self.saved else ""}</div>'
+        return (
+            '<div style="border-left:6px solid #cf222e;background:#ffebe9;padding:6px'
+            f' 12px;margin:6px 0"><b>Warning: {label} with threshold {threshold} fails the policy'
+            ' on calibration.</b><ul style="margin:4px'
+            f' 0">{items}</ul>{tail}{saved if self.saved else ""}</div>'
+        )
 
 
 def threshold_failures(choice: dict[str, Any], iteration: Iteration, policy: Any) -> list[str]:
@@ -303,8 +313,10 @@ def threshold_failures(choice: dict[str, Any], iteration: Iteration, policy: Any
             else choice.get("false_pass_rate")
         )
         out.append(
-            f"no threshold meets the false-pass limit {choice.get('max_false_pass_rate'):g} ({choice.get('basis')}); the one chosen has the fewest false passes: "
-            f"{choice.get('false_passes')} of {choice.get('human_fails')} human fails, figure {bound:.2f}"
+            f"no threshold meets the false-pass limit {choice.get('max_false_pass_rate'):g}"
+            f" ({choice.get('basis')}); the one chosen has the fewest false passes:"
+            f" {choice.get('false_passes')} of {choice.get('human_fails')} human fails, figure"
+            f" {bound:.2f}"
             if isinstance(bound, float)
             else f"no threshold meets the false-pass limit ({choice.get('basis')})"
         )
@@ -351,12 +363,18 @@ async def freeze_threshold(
                     location=spec.label,
                     code="not_a_score_judge",
                     message=f"{spec.label} has no threshold",
-                    fix="freeze thresholds of score-based candidates (a Ragas @numeric_metric with threshold:) only",
+                    fix=(
+                        "freeze thresholds of score-based candidates (a Ragas @numeric_metric with"
+                        " threshold:) only"
+                    ),
                 )
             ],
         )
     value = float(choice["threshold"])
-    description = f"threshold {value:g} chosen on calibration (meets the false-pass limit: {choice['meets_limit']})"
+    description = (
+        f"threshold {value:g} chosen on calibration (meets the false-pass limit:"
+        f" {choice['meets_limit']})"
+    )
     frozen = session.derive(
         scored.judge,
         version=version,
@@ -376,7 +394,10 @@ async def freeze_threshold(
                     location=f"{frozen.spec.label} (threshold {value:g})",
                     code="threshold_fails_policy",
                     message="the threshold fails the policy on calibration: " + "; ".join(failing),
-                    fix="choose another threshold or candidate, or pass accept_failing=True to save it anyway (its description then records the failure)",
+                    fix=(
+                        "choose another threshold or candidate, or pass accept_failing=True to save"
+                        " it anyway (its description then records the failure)"
+                    ),
                 )
             ],
         )

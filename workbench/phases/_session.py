@@ -143,8 +143,14 @@ class PhaseSession:
                         Problem(
                             location=str(where),
                             code="parent_unknown",
-                            message=f"{spec.label} declares parent {spec.parent}, which this session did not load and {where} does not hold",
-                            fix="load the parent in this session (session.load) or save next to it, so the declared changes can be checked",
+                            message=(
+                                f"{spec.label} declares parent {spec.parent}, which this session"
+                                f" did not load and {where} does not hold"
+                            ),
+                            fix=(
+                                "load the parent in this session (session.load) or save next to it,"
+                                " so the declared changes can be checked"
+                            ),
                         )
                     ],
                 )

@@ -93,5 +93,8 @@ def plan_chart(plan: SamplePlan, limits: list[float] | None = None) -> Any:
             )
         )
     return alt.concat(*panels, columns=3).properties(
-        title=f"Upper 95% bound vs n (dashed: the limit; red: the planned n at a true rate of {plan.at_fraction:g} x limit)"
+        title=(
+            "Upper 95% bound vs n (dashed: the limit; red: the planned n at a true rate of"
+            f" {plan.at_fraction:g} x limit)"
+        )
     )

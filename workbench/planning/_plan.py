@@ -164,8 +164,12 @@ def plan_policy(
                 if errors > count:
                     row = row.model_copy(
                         update={
-                            "note": f"max_false_passes {count} also applies: a judge at the planned true rate makes {errors} false passes in {row.needed} cases and fails the count limit whatever n; "
-                            f"with no false pass at all, {row.needed_at_zero_errors} cases bound the rate"
+                            "note": (
+                                f"max_false_passes {count} also applies: a judge at the planned"
+                                f" true rate makes {errors} false passes in {row.needed} cases and"
+                                " fails the count limit whatever n; with no false pass at all,"
+                                f" {row.needed_at_zero_errors} cases bound the rate"
+                            )
                         }
                     )
             rows.append(row)
@@ -298,9 +302,18 @@ def format_plan(plan: SamplePlan, partitions: Sequence[str] | None = None) -> st
     lines = [
         f"plan:       {plan.policy}"
         + (f" (sha256 {plan.policy_sha256[:12]})" if plan.policy_sha256 else ""),
-        f"data:       dataset {plan.dataset_sha256[:12]}, rubric {plan.rubric_version}; the gate certifies on {plan.gate_partition or '(any partition)'}",
-        f"method:     {name} two-sided 95% upper bound <= limit at floor(true_rate x n) errors, for n and every larger n; true rate = {plan.at_fraction:g} x limit",
-        "            'have' counts adjudicated cases; the gate counts decided verdicts (abstentions and errors need more)",
+        (
+            f"data:       dataset {plan.dataset_sha256[:12]}, rubric {plan.rubric_version}; the"
+            f" gate certifies on {plan.gate_partition or '(any partition)'}"
+        ),
+        (
+            f"method:     {name} two-sided 95% upper bound <= limit at floor(true_rate x n) errors,"
+            f" for n and every larger n; true rate = {plan.at_fraction:g} x limit"
+        ),
+        (
+            "            'have' counts adjudicated cases; the gate counts decided verdicts"
+            " (abstentions and errors need more)"
+        ),
     ]
     header = [
         "slice",

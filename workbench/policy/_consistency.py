@@ -36,7 +36,10 @@ def policy_rubric_problems(
             Problem(
                 location=f"{loc}: rubric_version",
                 code="policy_rubric_mismatch",
-                message=f"the policy was written for rubric {policy.rubric_version!r} but the dataset uses {rubric.version!r}",
+                message=(
+                    f"the policy was written for rubric {policy.rubric_version!r} but the dataset"
+                    f" uses {rubric.version!r}"
+                ),
                 fix="write a new policy version reviewed for the dataset's rubric",
             )
         )
@@ -45,13 +48,16 @@ def policy_rubric_problems(
             Problem(
                 location=f"{loc}: partition",
                 code="partition_mismatch",
-                message=f"the policy certifies on partition {policy.partition!r}, not {partition!r}",
+                message=(
+                    f"the policy certifies on partition {policy.partition!r}, not {partition!r}"
+                ),
                 fix=f"use a policy written for {partition!r} (set `partition: {partition}`)",
             )
         )
     if not has_pass_fail_view(rubric):
         fix = (
-            "declare pass_labels (an unbroken run at one end of the scale, e.g. the top labels) in a new rubric version"
+            "declare pass_labels (an unbroken run at one end of the scale, e.g. the top labels) in"
+            " a new rubric version"
             if rubric.ordered
             else "declare pass_label and fail_label in a new rubric version"
         )
@@ -64,7 +70,10 @@ def policy_rubric_problems(
             Problem(
                 location=f"{loc}: rubric {rubric.version}",
                 code="no_pass_fail_view",
-                message=f"no label counts as pass or fail ({what}): false passes and false fails cannot be counted, so the policy's limits can never be shown",
+                message=(
+                    f"no label counts as pass or fail ({what}): false passes and false fails cannot"
+                    " be counted, so the policy's limits can never be shown"
+                ),
                 fix=fix,
             )
         )
@@ -74,8 +83,14 @@ def policy_rubric_problems(
                 Problem(
                     location=f"{loc}: slices.{name}",
                     code="policy_unknown_slice",
-                    message=f"the policy sets limits for slice {name!r}, which the rubric does not declare",
-                    fix=f"remove the slice or correct its name; the rubric's slices are {', '.join(rubric.slices)}",
+                    message=(
+                        f"the policy sets limits for slice {name!r}, which the rubric does not"
+                        " declare"
+                    ),
+                    fix=(
+                        "remove the slice or correct its name; the rubric's slices are"
+                        f" {', '.join(rubric.slices)}"
+                    ),
                 )
             )
     for name in rubric.slices:
@@ -87,7 +102,10 @@ def policy_rubric_problems(
                     location=f"{loc}: slices",
                     code="slice_not_in_policy",
                     message=f"rubric slice {name!r} ({risk} risk) has no limits in the policy",
-                    fix=f"add reviewed limits for {name!r} in a new policy version; a slice without limits can never be certified",
+                    fix=(
+                        f"add reviewed limits for {name!r} in a new policy version; a slice without"
+                        " limits can never be certified"
+                    ),
                 )
             )
         elif risk is not None and spec.risk.value != risk:
@@ -95,8 +113,14 @@ def policy_rubric_problems(
                 Problem(
                     location=f"{loc}: slices.{name}.risk",
                     code="policy_risk_mismatch",
-                    message=f"the policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric says {risk}",
-                    fix="review the slice's limits for its current risk and write a new policy version",
+                    message=(
+                        f"the policy reviewed slice {name!r} as {spec.risk.value} risk but the"
+                        f" rubric says {risk}"
+                    ),
+                    fix=(
+                        "review the slice's limits for its current risk and write a new policy"
+                        " version"
+                    ),
                 )
             )
     return out
@@ -109,6 +133,7 @@ def check_policy_against_rubric(
     problems = policy_rubric_problems(policy, rubric, policy_path=policy_path, partition=partition)
     if problems:
         raise WorkbenchError(
-            f"{policy_path}: the policy does not fit the dataset's rubric: {len(problems)} problem(s); the held-out partition was not used",
+            f"{policy_path}: the policy does not fit the dataset's rubric: {len(problems)}"
+            " problem(s); the held-out partition was not used",
             problems,
         )

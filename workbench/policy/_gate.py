@@ -414,7 +414,9 @@ def _not_evaluated(
             Blocker(
                 code="missing_results",
                 category="incomplete",
-                message=f"No evidence was gathered ({report.reason}); a missing result is never a pass.",
+                message=(
+                    f"No evidence was gathered ({report.reason}); a missing result is never a pass."
+                ),
                 evidence={"partition": report.partition},
                 waivable=False,
             )
@@ -425,9 +427,11 @@ def _not_evaluated(
         outcome=outcome,
         blockers=kept,
         waived=[],
-        policy=PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256)
-        if policy
-        else None,
+        policy=(
+            PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256)
+            if policy
+            else None
+        ),
         summary=f"{outcome.upper()}: {report.reason} ({len(kept)} blocker(s))",
         judge=report.judge,
         judge_fingerprint=fingerprint,
@@ -497,7 +501,8 @@ def unapplied_overrides(
                     policy=o.policy,
                     reason="other_candidate",
                     details=[
-                        f"it is for candidate {o.candidate_fingerprint[:12]}, the results are of {(fingerprint or '-')[:12]}"
+                        f"it is for candidate {o.candidate_fingerprint[:12]}, the results are of"
+                        f" {(fingerprint or '-')[:12]}"
                     ],
                 )
             )
@@ -552,7 +557,10 @@ def _why_no_blocker_waived(
                 if b.category == "incomplete":
                     text = "missing evidence (an incomplete blocker) can never be waived"
                 elif b.risk == Risk.critical.value and b.code in FALSE_PASS_CODES:
-                    text = "a critical false pass is waivable only by naming its false-pass cases, and the gate was given no case list (no join)"
+                    text = (
+                        "a critical false pass is waivable only by naming its false-pass cases, and"
+                        " the gate was given no case list (no join)"
+                    )
                 elif b.risk == Risk.critical.value:
                     text = "this blocker is not waivable in a critical slice"
                 else:
@@ -563,21 +571,24 @@ def _why_no_blocker_waived(
                 missing = len(set(b.case_ids) - set(o.case_ids))
                 if b.risk == Risk.critical.value and b.code in FALSE_PASS_CODES:
                     details.append(
-                        f"{where}: a critical false pass is waived only case by case; {missing} of its {len(b.case_ids)} false-pass case(s) are not named"
+                        f"{where}: a critical false pass is waived only case by case; {missing} of"
+                        f" its {len(b.case_ids)} false-pass case(s) are not named"
                     )
                 elif b.slice is not None:
                     scope = f"slices {', '.join(o.slices)}" if o.slices else "no slice"
                     details.append(
                         f"{where}: the override covers {scope}"
                         + (
-                            f" and {len(o.case_ids)} case(s), {missing} of the blocker's {len(b.case_ids)} case(s) not named"
+                            f" and {len(o.case_ids)} case(s), {missing} of the blocker's"
+                            f" {len(b.case_ids)} case(s) not named"
                             if o.case_ids
                             else ""
                         )
                     )
                 else:
                     details.append(
-                        f"{where}: the override is limited to slices {', '.join(o.slices)}, the blocker has no slice"
+                        f"{where}: the override is limited to slices {', '.join(o.slices)}, the"
+                        " blocker has no slice"
                     )
             if rank[reason] > rank[worst]:
                 worst = reason
@@ -629,7 +640,10 @@ def _summary(
         else "no policy"
     )
     detail = ", ".join(f"{n} {c}" for c, n in counts.items())
-    return f"{outcome.upper()}: {len(kept)} blocker(s) ({detail}), {len(waived)} waived by override; policy {policy}"
+    return (
+        f"{outcome.upper()}: {len(kept)} blocker(s) ({detail}), {len(waived)} waived by override;"
+        f" policy {policy}"
+    )
 
 
 def _completeness(
@@ -653,9 +667,13 @@ def _completeness(
             Blocker(
                 code="missing_results",
                 category="incomplete",
-                message=f"{overall.missing} of {overall.n} cases have no judge result; a missing result is never a pass."
+                message=(
+                    f"{overall.missing} of {overall.n} cases have no judge result; a missing result"
+                    " is never a pass."
+                )
                 + (
-                    f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out without the policy's declared plan is a scope change)."
+                    f" Sampling plan not accepted: {report.sampling_rejected} (leaving cases out"
+                    " without the policy's declared plan is a scope change)."
                     if report.sampling_rejected
                     else ""
                 ),
@@ -679,7 +697,10 @@ def _completeness(
             Blocker(
                 code="evaluator_errors_exceeded",
                 category="incomplete",
-                message=f"{overall.errors} cases ended in an evaluator error (at most {max_errors} allowed), so their verdicts are unknown.",
+                message=(
+                    f"{overall.errors} cases ended in an evaluator error (at most {max_errors}"
+                    " allowed), so their verdicts are unknown."
+                ),
                 evidence={
                     "errors": overall.errors,
                     "limit": max_errors,
@@ -704,7 +725,10 @@ def _run_blockers(run: RunSummary) -> list[Blocker]:
             Blocker(
                 code="budget_exhausted",
                 category="incomplete",
-                message=f"The run stopped at its budget with {len(run.unrun)} case x repeat pair(s) unrun.",
+                message=(
+                    f"The run stopped at its budget with {len(run.unrun)} case x repeat pair(s)"
+                    " unrun."
+                ),
                 evidence={
                     "cost_usd": run.cost_usd,
                     "budget_usd": run.budget_usd,
@@ -720,7 +744,10 @@ def _run_blockers(run: RunSummary) -> list[Blocker]:
             Blocker(
                 code="case_limit_reached",
                 category="incomplete",
-                message=f"The run stopped at its case limit with {len(run.unrun)} case x repeat pair(s) unrun.",
+                message=(
+                    f"The run stopped at its case limit with {len(run.unrun)} case x repeat pair(s)"
+                    " unrun."
+                ),
                 evidence={
                     "max_cases": run.max_cases,
                     "unrun": len(run.unrun),
@@ -736,7 +763,10 @@ def _run_blockers(run: RunSummary) -> list[Blocker]:
             Blocker(
                 code="pending_retries",
                 category="incomplete",
-                message=f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a retryable evaluator error.",
+                message=(
+                    f"{len(run.pending_retry)} case x repeat pair(s) still await a retry after a"
+                    " retryable evaluator error."
+                ),
                 evidence={"pending_retry": len(run.pending_retry), "planned": run.planned},
                 case_ids=pending,
                 waivable=False,
@@ -747,7 +777,9 @@ def _run_blockers(run: RunSummary) -> list[Blocker]:
             Blocker(
                 code="run_incomplete",
                 category="incomplete",
-                message=f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun).",
+                message=(
+                    f"The run summary says the run is incomplete ({len(run.unrun)} pair(s) unrun)."
+                ),
                 evidence={
                     "unrun": len(run.unrun),
                     "planned": run.planned,
@@ -789,14 +821,16 @@ def _consistency(
         out.append(
             _review(
                 "policy_missing",
-                "No release policy was given, so no limit can be checked and the judge cannot be certified.",
+                "No release policy was given, so no limit can be checked and the judge cannot be"
+                " certified.",
             )
         )
     if report.rubric_version != rubric.version:
         out.append(
             _review(
                 "rubric_mismatch",
-                f"The report was computed under rubric {report.rubric_version!r} but the rubric given is {rubric.version!r}.",
+                f"The report was computed under rubric {report.rubric_version!r} but the rubric"
+                f" given is {rubric.version!r}.",
                 evidence={"report": report.rubric_version, "rubric": rubric.version},
             )
         )
@@ -808,7 +842,8 @@ def _consistency(
         out.append(
             _review(
                 "policy_rubric_mismatch",
-                f"The policy was written for rubric {policy.rubric_version!r} but the dataset uses {rubric.version!r}.",
+                f"The policy was written for rubric {policy.rubric_version!r} but the dataset uses"
+                f" {rubric.version!r}.",
                 evidence={"policy": policy.rubric_version, "rubric": rubric.version},
             )
         )
@@ -816,7 +851,8 @@ def _consistency(
         out.append(
             _review(
                 "partition_mismatch",
-                f"The policy certifies on partition {policy.partition!r} but the report covers {report.partition or 'all partitions'!r}.",
+                f"The policy certifies on partition {policy.partition!r} but the report covers"
+                f" {report.partition or 'all partitions'!r}.",
                 evidence={"policy": policy.partition, "report": report.partition},
             )
         )
@@ -849,7 +885,9 @@ def _sampled(report: AlignmentReport) -> list[Blocker]:
     return [
         _review(
             "sampled_out",
-            f"{n} case(s) were sampled out (declared plan {sha[:12]}): they were not judged and count as nothing, so the figures are of a sample and the evaluation cannot certify; run every case to certify.",
+            f"{n} case(s) were sampled out (declared plan {sha[:12]}): they were not judged and"
+            " count as nothing, so the figures are of a sample and the evaluation cannot certify;"
+            " run every case to certify.",
             evidence={
                 "sampled_out": n,
                 "cases_in_scope": report.overall.n,
@@ -868,7 +906,8 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         return [
             _review(
                 "cost_unverified",
-                f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was given, so the spend cannot be checked.",
+                f"The policy limits spend to ${policy.max_cost_usd:.2f} but no run summary was"
+                " given, so the spend cannot be checked.",
                 evidence={"limit_usd": policy.max_cost_usd},
             )
         ]
@@ -876,7 +915,8 @@ def _cost(policy: Policy, run: RunSummary | None) -> list[Blocker]:
         return [
             _review(
                 "cost_exceeded",
-                f"The run spent ${run.cost_usd:.4f}, more than the approved ${policy.max_cost_usd:.2f}.",
+                f"The run spent ${run.cost_usd:.4f}, more than the approved"
+                f" ${policy.max_cost_usd:.2f}.",
                 evidence={
                     "cost_usd": run.cost_usd,
                     "limit_usd": policy.max_cost_usd,
@@ -923,7 +963,8 @@ def _slices(
             out.append(
                 _review(
                     "policy_risk_mismatch",
-                    f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric says {risk}.",
+                    f"The policy reviewed slice {name!r} as {spec.risk.value} risk but the rubric"
+                    f" says {risk}.",
                     slice=name,
                     risk=risk,
                     evidence={"policy": spec.risk.value, "rubric": risk},
@@ -954,19 +995,25 @@ def _no_pass_fail_view(rubric: Rubric, policy: Policy | None) -> list[Blocker]:
     if rubric.ordered:
         scale = rubric.scale_labels
         what = f"the {rubric.scale.value} rubric declares no pass_labels"
-        fix = f"declare pass_labels in the rubric (an unbroken run at one end of the scale, e.g. pass_labels: {scale[-2:] if len(scale) >= 3 else scale[-1:]}) in a new rubric version"
+        fix = (
+            "declare pass_labels in the rubric (an unbroken run at one end of the scale, e.g."
+            f" pass_labels: {scale[-2:] if len(scale) >= 3 else scale[-1:]}) in a new rubric"
+            " version"
+        )
     else:
         what = "the rubric declares no pass_label and fail_label"
         fix = "declare pass_label and fail_label in a new rubric version"
     limits = (
-        f"; the policy's pass/fail limits for {', '.join(repr(n) for n in limited)} cannot be checked"
+        f"; the policy's pass/fail limits for {', '.join(repr(n) for n in limited)} cannot be"
+        " checked"
         if limited
         else ""
     )
     return [
         _review(
             "no_pass_fail_view",
-            f"No label counts as pass or fail ({what}), so false passes and false fails cannot be counted and no limit can show the judge is fit to gate a release{limits}: {fix}.",
+            f"No label counts as pass or fail ({what}), so false passes and false fails cannot be"
+            f" counted and no limit can show the judge is fit to gate a release{limits}: {fix}.",
             evidence={
                 "scale": rubric.scale.value,
                 "labels": list(rubric.labels),
@@ -1018,7 +1065,8 @@ def _slice_checks(
         out.append(
             _review(
                 "too_few_cases",
-                f"Slice {name!r} has {row.decided} cases with a decided verdict ({row.abstentions} abstentions not counted), too few {what} (at least {min_n} required).",
+                f"Slice {name!r} has {row.decided} cases with a decided verdict ({row.abstentions}"
+                f" abstentions not counted), too few {what} (at least {min_n} required).",
                 slice=name,
                 risk=risk,
                 evidence={
@@ -1056,7 +1104,11 @@ def _slice_checks(
                     category="quality",
                     slice=name,
                     risk=risk,
-                    message=f"Slice {name!r} has {row.false_passes} false passes (human fail, judge pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail, more than the {spec.max_false_passes} allowed.",
+                    message=(
+                        f"Slice {name!r} has {row.false_passes} false passes (human fail, judge"
+                        f" pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail,"
+                        f" more than the {spec.max_false_passes} allowed."
+                    ),
                     evidence={
                         "false_passes": row.false_passes,
                         "human_fails_decided": row.false_pass_rate.n,
@@ -1118,7 +1170,10 @@ def _abstention_check(
     on = (
         f"the limit {limit:g}"
         if declared
-        else "the limit 0 (the policy declares no max_abstention_rate for the slice, so no abstention is accepted)"
+        else (
+            "the limit 0 (the policy declares no max_abstention_rate for the slice, so no"
+            " abstention is accepted)"
+        )
     )
     return [
         Blocker(
@@ -1126,7 +1181,11 @@ def _abstention_check(
             category="quality",
             slice=name,
             risk=risk,
-            message=f"Slice {name!r}: {rate.k} of {rate.n} verdicts are abstentions (observed {rate.rate:.3f}), above {on}; only {row.decided} of {row.n} cases got a decided verdict.",
+            message=(
+                f"Slice {name!r}: {rate.k} of {rate.n} verdicts are abstentions (observed"
+                f" {rate.rate:.3f}), above {on}; only {row.decided} of {row.n} cases got a decided"
+                " verdict."
+            ),
             evidence={
                 "abstentions": rate.k,
                 "verdicts": rate.n,
@@ -1173,12 +1232,17 @@ def _cited(name: str, need: Shortfall, human: str, kind: str) -> str:
     )
     text = f" To bound at half the limit: {plan}."
     if need.planned_already and need.more is not None:
-        text += f" The slice has that many, but its observed rate is above half the limit: with no further {what}, {need.more} more human-{human} case{'s' if need.more != 1 else ''} judged pass or fail would bound it."
+        text += (
+            " The slice has that many, but its observed rate is above half the limit: with no"
+            f" further {what}, {need.more} more human-{human} case{'s' if need.more != 1 else ''}"
+            " judged pass or fail would bound it."
+        )
     if need.needed_at_zero_errors is None:
         return text + " At zero errors: no sample can show a limit of 0."
     return (
         text
-        + f" At zero errors: {need.needed_at_zero_errors} human-{human} cases judged pass or fail, with no {what} at all."
+        + f" At zero errors: {need.needed_at_zero_errors} human-{human} cases judged pass or fail,"
+        f" with no {what} at all."
     )
 
 
@@ -1200,16 +1264,27 @@ def _unbounded(
     need = shortfall(0, 0, limit, basis)
     needed = need.needed_at_zero_errors
     if needed is None:
-        text = f"no sample can show a limit of {limit:g} on the upper_95 basis: the policy must change."
+        text = (
+            f"no sample can show a limit of {limit:g} on the upper_95 basis: the policy must"
+            " change."
+        )
     elif limit is None:
         text = f"the limit needs at least {needed} human-{human} case judged pass or fail."
     elif basis == "point":
-        text = f"the limit of {limit:g} (point basis) needs at least {needed} human-{human} case judged pass or fail."
+        text = (
+            f"the limit of {limit:g} (point basis) needs at least {needed} human-{human} case"
+            " judged pass or fail."
+        )
     else:
-        text = f"on the upper_95 basis the 95% Wilson bound needs decided cases.{_cited(row.slice, need, human, kind)}"
+        text = (
+            "on the upper_95 basis the 95% Wilson bound needs decided"
+            f" cases.{_cited(row.slice, need, human, kind)}"
+        )
     return _review(
         "rate_unbounded",
-        f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human} case(s) in scope; abstentions, errors and missing results do not count), so its {what} limit can never be met: {text}",
+        f"Slice {row.slice!r} has no human-{human} case judged pass or fail ({total} human-{human}"
+        f" case(s) in scope; abstentions, errors and missing results do not count), so its {what}"
+        f" limit can never be met: {text}",
         slice=row.slice,
         risk=risk,
         evidence={
@@ -1262,15 +1337,19 @@ def _rate_check(
         if basis == "upper_95"
         else f"the observed rate {rate.rate:.3f}"
     )
-    message = f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged {wrong}; {on} exceeds the limit {limit:g}."
+    message = (
+        f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged"
+        f" {wrong}; {on} exceeds the limit {limit:g}."
+    )
     if basis == "upper_95" and rate.rate <= limit:
         # The observed rate is within the limit; only the interval is too wide. That is too
         # few cases to bound the slice, not a judge that disagrees: review, not quality.
         need = shortfall(rate.n, rate.k, limit, basis)
         evidence.update(_sample_evidence(need))
         message = (
-            f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), "
-            f"but the upper 95% bound {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice."
+            f"Slice {name!r}: {rate.k} of {rate.n} human-{human} cases judged pass or fail were"
+            f" judged {wrong} (observed {rate.rate:.3f}, within {limit:g}), but the upper 95% bound"
+            f" {rate.ci95_high:.3f} exceeds it: too few cases to bound the slice."
             + _cited(name, need, human, kind)
         )
         return [
@@ -1356,13 +1435,20 @@ def _constant(
         )
         what = f"every one of the judge's {said_pass + said_fail} pass/fail verdicts is {label}"
     else:
-        what = f"the judge judged none of the {row.n} cases pass or fail ({row.decided} decided, {row.abstentions} abstentions, {row.errors} errors, {row.missing} missing)"
+        what = (
+            f"the judge judged none of the {row.n} cases pass or fail ({row.decided} decided,"
+            f" {row.abstentions} abstentions, {row.errors} errors, {row.missing} missing)"
+        )
     return Blocker(
         code="constant_verdict",
         category="quality",
         slice=None if row.slice == "(all)" else row.slice,
         risk=row.risk,
-        message=f"Over {scope}, {what}, while the adjudicated labels of the cases {among} include {human_passes} pass and {human_fails} fail: a judge that never separates pass from fail cannot be certified, whatever the policy's limits.",
+        message=(
+            f"Over {scope}, {what}, while the adjudicated labels of the cases {among} include"
+            f" {human_passes} pass and {human_fails} fail: a judge that never separates pass from"
+            " fail cannot be certified, whatever the policy's limits."
+        ),
         evidence={
             "judge_passes": said_pass,
             "judge_fails": said_fail,
@@ -1390,7 +1476,8 @@ def format_gate(result: GateResult) -> str:
     fp = f" (fingerprint {result.judge_fingerprint[:12]})" if result.judge_fingerprint else ""
     lines.append(f"judge:      {result.judge or '(no results)'}{fp}")
     lines.append(
-        f"data:       dataset {(result.dataset_sha256 or '-')[:12]}, rubric {result.rubric_version or '-'}, partition {result.partition or 'all'}"
+        f"data:       dataset {(result.dataset_sha256 or '-')[:12]}, rubric"
+        f" {result.rubric_version or '-'}, partition {result.partition or 'all'}"
     )
     lines.append(result.summary)
     for b in result.blockers:
@@ -1405,7 +1492,8 @@ def format_gate(result: GateResult) -> str:
             lines.append(f"  {u.override_id} ({u.policy}): {u.reason}: " + "; ".join(u.details))
     if result.figures:
         lines.append(
-            "figures (coverage = decided verdicts / cases in scope; FP over human fails judged pass or fail, FF over human passes judged pass or fail):"
+            "figures (coverage = decided verdicts / cases in scope; FP over human fails judged pass"
+            " or fail, FF over human passes judged pass or fail):"
         )
         lines += ["  " + line for line in figures_table(result.figures).splitlines()]
     return "\n".join(lines)
@@ -1485,7 +1573,10 @@ def _gold_changes(report: AlignmentReport) -> list[Blocker]:
         Blocker(
             code="gold_changed",
             category="incomplete",
-            message="The results were not produced against this gold (forced with --allow-gold-change): "
+            message=(
+                "The results were not produced against this gold (forced with"
+                " --allow-gold-change): "
+            )
             + "; ".join(reasons),
             evidence={
                 "results_dataset_sha256": lineage.results_dataset_sha256 if lineage else None,

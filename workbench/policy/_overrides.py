@@ -146,7 +146,8 @@ class Override(_OverrideBody):
     def _id_matches(self) -> Override:
         if self.override_id != override_id_of(self.model_dump(mode="json")):
             raise ValueError(
-                "override_id does not match the record's content (the line was edited after it was written)"
+                "override_id does not match the record's content (the line was edited after it was"
+                " written)"
             )
         return self
 
@@ -342,7 +343,10 @@ def check_override_scope(
                 Problem(
                     location=loc,
                     code="override_unknown_code",
-                    message=f"{code!r} is not a blocker code the gate emits, so the override could never apply",
+                    message=(
+                        f"{code!r} is not a blocker code the gate emits, so the override could"
+                        " never apply"
+                    ),
                     fix=f"name one of the waivable codes: {known}",
                 )
             )
@@ -377,8 +381,14 @@ def check_override_scope(
                 Problem(
                     location=loc,
                     code="override_critical_false_pass_by_slice",
-                    message=f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is waived only case by case, never for the whole slice",
-                    fix="review each false-pass case and name every one with --case (the gate lists them); drop --slice for these codes",
+                    message=(
+                        f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is"
+                        " waived only case by case, never for the whole slice"
+                    ),
+                    fix=(
+                        "review each false-pass case and name every one with --case (the gate lists"
+                        " them); drop --slice for these codes"
+                    ),
                 )
             )
         never = sorted(set(codes) & CRITICAL_NEVER_WAIVABLE)
@@ -387,8 +397,13 @@ def check_override_scope(
                 Problem(
                     location=loc,
                     code="override_not_waivable_in_critical",
-                    message=f"slice {name!r} is critical: {', '.join(never)} can never be waived there",
-                    fix="grow the slice or change the judge; the sample must show a critical slice is bounded",
+                    message=(
+                        f"slice {name!r} is critical: {', '.join(never)} can never be waived there"
+                    ),
+                    fix=(
+                        "grow the slice or change the judge; the sample must show a critical slice"
+                        " is bounded"
+                    ),
                 )
             )
     return problems
@@ -399,7 +414,10 @@ def describe_override(override: Override, policy: Policy | None = None) -> list[
     lines = [
         f"policy:    {override.policy}",
         f"candidate: {override.candidate_fingerprint or 'any judge evaluated under this policy'}",
-        f"in force:  from {override.created_at.isoformat()} until {override.expires_at.isoformat()} (then ignored)",
+        (
+            f"in force:  from {override.created_at.isoformat()} until"
+            f" {override.expires_at.isoformat()} (then ignored)"
+        ),
     ]
     for code in override.codes:
         reach: list[str] = []
@@ -408,7 +426,8 @@ def describe_override(override: Override, policy: Policy | None = None) -> list[
             risk = f" ({spec.risk.value})" if spec is not None else ""
             if spec is not None and spec.risk == Risk.critical and code in FALSE_PASS_CODES:
                 reach.append(
-                    f"not slice {name}{risk} as a whole: a critical false pass is waived only when every false-pass case is named below"
+                    f"not slice {name}{risk} as a whole: a critical false pass is waived only when"
+                    " every false-pass case is named below"
                 )
             else:
                 reach.append(f"a {code} blocker in slice {name}{risk}")
@@ -417,7 +436,8 @@ def describe_override(override: Override, policy: Policy | None = None) -> list[
                 f" +{len(override.case_ids) - 10} more" if len(override.case_ids) > 10 else ""
             )
             reach.append(
-                f"a {code} blocker in any slice whose every case is among the {len(override.case_ids)} named: {shown}"
+                f"a {code} blocker in any slice whose every case is among the"
+                f" {len(override.case_ids)} named: {shown}"
             )
         if not override.slices and not override.case_ids:
             reach.append(
@@ -476,7 +496,10 @@ def load_overrides(path: str | Path) -> list[Override]:
                 at=where,
                 code="override_invalid",
                 root="override",
-                fix="restore the line from version control; add a new override instead of editing one",
+                fix=(
+                    "restore the line from version control; add a new override instead of"
+                    " editing one"
+                ),
             )
             continue
         if override.override_id in seen:

@@ -119,14 +119,20 @@ class SlicePolicy(_Model):
                 (
                     "policy_critical_false_pass_rate",
                     "a critical slice must set max_false_pass_rate (on the upper_95 basis)",
-                    "add max_false_pass_rate: <limit> with false_pass_rate_basis: upper_95 to the slice",
+                    (
+                        "add max_false_pass_rate: <limit> with false_pass_rate_basis: upper_95 to the"
+                        " slice"
+                    ),
                 )
             )
         elif self.false_pass_rate_basis != "upper_95":
             rules.append(
                 (
                     "policy_critical_basis",
-                    "a critical slice must use false_pass_rate_basis upper_95: the point estimate cannot show the false-pass rate is within the limit",
+                    (
+                        "a critical slice must use false_pass_rate_basis upper_95: the point estimate"
+                        " cannot show the false-pass rate is within the limit"
+                    ),
                     "set false_pass_rate_basis: upper_95 for the slice",
                 )
             )
@@ -134,8 +140,14 @@ class SlicePolicy(_Model):
             rules.append(
                 (
                     "policy_critical_abstention_limit",
-                    "a critical slice must set max_abstention_rate: the largest share of verdicts in the rubric's abstain labels (e.g. review_required) it accepts",
-                    "add max_abstention_rate: <limit between 0 and 1> to the slice (0 accepts no abstention); abstentions count toward no false-pass or false-fail figure",
+                    (
+                        "a critical slice must set max_abstention_rate: the largest share of verdicts"
+                        " in the rubric's abstain labels (e.g. review_required) it accepts"
+                    ),
+                    (
+                        "add max_abstention_rate: <limit between 0 and 1> to the slice (0 accepts no"
+                        " abstention); abstentions count toward no false-pass or false-fail figure"
+                    ),
                 )
             )
         if rules:
@@ -262,7 +274,10 @@ class Policy(_Model):
                 (
                     "policy_use_without_scope",
                     f"use {self.use!r} is declared without a scope: authority would have no bounds",
-                    "add scope: {slices: [<the rubric slices the judge may act on>]} (optionally products and dimensions)",
+                    (
+                        "add scope: {slices: [<the rubric slices the judge may act on>]} (optionally"
+                        " products and dimensions)"
+                    ),
                 )
             )
         if self.scope is not None and self.use is None:
@@ -280,7 +295,10 @@ class Policy(_Model):
                     (
                         "policy_scope_unknown_slice",
                         f"scope.slices names {unknown}, which the policy sets no limits for",
-                        "list only slices of this policy (its `slices:` keys): a slice without reviewed limits cannot be certified",
+                        (
+                            "list only slices of this policy (its `slices:` keys): a slice without"
+                            " reviewed limits cannot be certified"
+                        ),
                     )
                 )
         if self.sampling is not None:
@@ -364,7 +382,8 @@ def load_policy(path: str | Path) -> Policy:
                 loc,
                 "policy_filename",
                 f"file name {path.name!r} does not match name@version {name}@{ver!s}",
-                f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions cannot be confused",
+                f"rename the file to {name}@{ver!s}.yaml (or correct name/version) so versions"
+                " cannot be confused",
             )
         )
     policy: Policy | None = None

@@ -88,7 +88,10 @@ def init_project(directory: str | Path, *, name: str | None = None) -> InitResul
             Problem(
                 location=str(root),
                 code="init_name_invalid",
-                message=f"{chosen!r} cannot name a dataset, policy and candidate (letters, digits, '.', '_' and '-', starting with a letter or digit)",
+                message=(
+                    f"{chosen!r} cannot name a dataset, policy and candidate (letters, digits, '.',"
+                    " '_' and '-', starting with a letter or digit)"
+                ),
                 fix="pass --name with such a name, e.g. --name support-faq",
             )
         )
@@ -113,7 +116,10 @@ def init_project(directory: str | Path, *, name: str | None = None) -> InitResul
                     location=str(path),
                     code="init_file_exists",
                     message="the file already exists",
-                    fix="move it away, or run workbench init on another directory or with another --name",
+                    fix=(
+                        "move it away, or run workbench init on another directory or with another"
+                        " --name"
+                    ),
                 )
                 for path in existing
             ],

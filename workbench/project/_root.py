@@ -39,7 +39,10 @@ def project_root(start: str | Path | None = None) -> Path:
                         location=PROJECT_ROOT_ENV,
                         code="project_root_missing",
                         message=f"{PROJECT_ROOT_ENV}={explicit} is not a directory",
-                        fix=f"point {PROJECT_ROOT_ENV} at the project folder (the one holding data/ and notebooks/), or unset it",
+                        fix=(
+                            f"point {PROJECT_ROOT_ENV} at the project folder (the one holding data/"
+                            " and notebooks/), or unset it"
+                        ),
                     )
                 ],
             )
@@ -54,8 +57,14 @@ def project_root(start: str | Path | None = None) -> Path:
             Problem(
                 location=str(here),
                 code="project_root_missing",
-                message=f"neither {here} nor any folder above it holds both {' and '.join(m + '/' for m in PROJECT_MARKERS)}",
-                fix=f"run from inside the project (its root or notebooks/), or set {PROJECT_ROOT_ENV}",
+                message=(
+                    f"neither {here} nor any folder above it holds both"
+                    f" {' and '.join(m + '/' for m in PROJECT_MARKERS)}"
+                ),
+                fix=(
+                    "run from inside the project (its root or notebooks/), or set"
+                    f" {PROJECT_ROOT_ENV}"
+                ),
             )
         ],
     )

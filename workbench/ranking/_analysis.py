@@ -54,26 +54,80 @@ RANKING_SCHEMA_VERSION = 1
 """Version of :class:`RankingReport`'s JSON form."""
 
 DENOMINATORS: dict[str, str] = {
-    "invalid_rankings": "k = attempts whose returned list is not a permutation of the presented candidates; n = attempts that returned an answer or an invalid_ranking error (latest attempt per case and repeat).",
-    "agreement.pairs": "k = candidate pairs in the same relative order as the expected (best accepted) order; n = candidate pairs over every valid attempt (1 pair per attempt for a critical pair).",
+    "invalid_rankings": (
+        "k = attempts whose returned list is not a permutation of the presented candidates; n ="
+        " attempts that returned an answer or an invalid_ranking error (latest attempt per case and"
+        " repeat)."
+    ),
+    "agreement.pairs": (
+        "k = candidate pairs in the same relative order as the expected (best accepted) order; n ="
+        " candidate pairs over every valid attempt (1 pair per attempt for a critical pair)."
+    ),
     "agreement.exact": "k = valid attempts agreeing on every compared pair; n = valid attempts.",
-    "must_win.must_win": "k = valid attempts of must-win fixtures whose winner is an accepted winner (or whose critical pair holds); n = valid attempts of must-win fixtures.",
+    "must_win.must_win": (
+        "k = valid attempts of must-win fixtures whose winner is an accepted winner (or whose"
+        " critical pair holds); n = valid attempts of must-win fixtures."
+    ),
     "must_win.monitor_only": "As must_win, over monitor-only fixtures.",
-    "position_bias.by_position": "Position battery only. wins = valid attempts whose winner was shown at position p (0 = first); attempts = valid attempts that showed at least p+1 candidates; chance = the share a position-blind ranker gets under balanced permutations (mean of 1/n).",
-    "position_bias.by_candidate": "Position battery only. wins = valid attempts of the fixture the candidate won; attempts = valid attempts of the fixture.",
-    "position_bias.expected_winner_by_position": "Position battery only, fixtures with one expected winner (or a critical pair). wins = attempts whose must-win check held; attempts = attempts that showed the expected winner (better id) at position p.",
-    "stability.stable_cases": "k = fixtures whose winner is the same in every valid attempt of the baseline; n = fixtures with at least 2 valid attempts in it.",
-    "stability.agreeing_attempts": "k = valid attempts whose winner is the fixture's modal winner in the baseline; n = valid attempts in the baseline of fixtures with at least 2.",
-    "assembly.incomplete_requests": "k = attempts whose stored request (or its capture evidence) lacks a candidate text or a reviewer-cited passage, or shows a candidate twice; n = attempts with a stored request or capture stub.",
-    "assembly.duplicated_candidates": "k = attempts whose request shows some candidate's text two or more times; n = attempts with a stored request or capture stub.",
-    "assembly.leaked_ids": "k = attempts whose stored request shows a stable candidate id that no fixture text contains; n = attempts with a stored request or capture stub.",
-    "metric_defects": "k = valid attempts whose judge reason cites something outside the criterion (criterion leakage); n = valid attempts with a reason.",
+    "position_bias.by_position": (
+        "Position battery only. wins = valid attempts whose winner was shown at position p (0 ="
+        " first); attempts = valid attempts that showed at least p+1 candidates; chance = the share"
+        " a position-blind ranker gets under balanced permutations (mean of 1/n)."
+    ),
+    "position_bias.by_candidate": (
+        "Position battery only. wins = valid attempts of the fixture the candidate won; attempts ="
+        " valid attempts of the fixture."
+    ),
+    "position_bias.expected_winner_by_position": (
+        "Position battery only, fixtures with one expected winner (or a critical pair). wins ="
+        " attempts whose must-win check held; attempts = attempts that showed the expected winner"
+        " (better id) at position p."
+    ),
+    "stability.stable_cases": (
+        "k = fixtures whose winner is the same in every valid attempt of the baseline; n = fixtures"
+        " with at least 2 valid attempts in it."
+    ),
+    "stability.agreeing_attempts": (
+        "k = valid attempts whose winner is the fixture's modal winner in the baseline; n = valid"
+        " attempts in the baseline of fixtures with at least 2."
+    ),
+    "assembly.incomplete_requests": (
+        "k = attempts whose stored request (or its capture evidence) lacks a candidate text or a"
+        " reviewer-cited passage, or shows a candidate twice; n = attempts with a stored request or"
+        " capture stub."
+    ),
+    "assembly.duplicated_candidates": (
+        "k = attempts whose request shows some candidate's text two or more times; n = attempts"
+        " with a stored request or capture stub."
+    ),
+    "assembly.leaked_ids": (
+        "k = attempts whose stored request shows a stable candidate id that no fixture text"
+        " contains; n = attempts with a stored request or capture stub."
+    ),
+    "metric_defects": (
+        "k = valid attempts whose judge reason cites something outside the criterion (criterion"
+        " leakage); n = valid attempts with a reason."
+    ),
     "slices.agreement": "As agreement.pairs, over the slice's fixtures.",
-    "slices.reversed_cases": "k = must-win fixtures of the slice with at least one failed must-win check; n = must-win fixtures of the slice with a valid attempt.",
-    "slices.reversal_attempts": "k = failed must-win checks; n = valid attempts of the slice's must-win fixtures.",
-    "slices.drift_cases": "k = monitor-only fixtures of the slice with at least one failed check; n = monitor-only fixtures of the slice with a valid attempt.",
-    "slices.position_stable": "Position battery only. k = fixtures of the slice whose winner is the same in every position attempt; n = fixtures of the slice with at least 2 position attempts.",
-    "slices.first_shown_wins": "Position battery only. k = attempts won by the candidate shown first; n = position attempts of the slice.",
+    "slices.reversed_cases": (
+        "k = must-win fixtures of the slice with at least one failed must-win check; n = must-win"
+        " fixtures of the slice with a valid attempt."
+    ),
+    "slices.reversal_attempts": (
+        "k = failed must-win checks; n = valid attempts of the slice's must-win fixtures."
+    ),
+    "slices.drift_cases": (
+        "k = monitor-only fixtures of the slice with at least one failed check; n = monitor-only"
+        " fixtures of the slice with a valid attempt."
+    ),
+    "slices.position_stable": (
+        "Position battery only. k = fixtures of the slice whose winner is the same in every"
+        " position attempt; n = fixtures of the slice with at least 2 position attempts."
+    ),
+    "slices.first_shown_wins": (
+        "Position battery only. k = attempts won by the candidate shown first; n = position"
+        " attempts of the slice."
+    ),
 }
 
 Diagnosis = Literal[
@@ -783,7 +837,10 @@ def _presentation_problem(fixture: RankingFixture, result: JudgeResult) -> str |
         return f"presented_order is not a list: {presented!r}"
     check = check_permutation(fixture.candidate_ids, presented)
     if not check.ok or len(presented) != len(fixture.candidate_ids):
-        return f"presented_order {presented} is not a permutation of the fixture's candidates: {check.describe()}"
+        return (
+            f"presented_order {presented} is not a permutation of the fixture's candidates:"
+            f" {check.describe()}"
+        )
     labels = p.get("labels")
     if labels is not None and (not isinstance(labels, dict) or list(labels.values()) != presented):
         return f"labels {labels} do not map the presented order {presented}"
@@ -1109,7 +1166,11 @@ def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> Integ
             case_id=r.case_id,
             repeat=r.repeat,
             code="candidates_changed",
-            message=f"the judged candidates digest {r.response_hash[:12]} differs from the frozen fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed upstream",
+            message=(
+                f"the judged candidates digest {r.response_hash[:12]} differs from the frozen"
+                f" fixture's {fixture.source_candidates_sha256[:12]}: the candidates changed"
+                " upstream"
+            ),
             returned=r.order,
         )
     problem = _presentation_problem(fixture, r)
@@ -1151,7 +1212,10 @@ def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
                 case_id=r.case_id,
                 repeat=r.repeat,
                 code="winner_mismatch",
-                message=f"value {r.value!r} is not the best of the recorded order ({winner!r} in {fixture.direction} terms)",
+                message=(
+                    f"value {r.value!r} is not the best of the recorded order ({winner!r} in"
+                    f" {fixture.direction} terms)"
+                ),
                 returned=order,
                 presented_order=presented,
             )
@@ -1217,9 +1281,9 @@ def _agreement(fixture_set: FixtureSet, attempts: list[_Attempt]) -> AgreementFi
                 attempts=len(mine),
                 pairs=wilson_rate(sum(a.agreed for a in mine), sum(a.pairs for a in mine)),
                 exact=wilson_rate(sum(a.agreed == a.pairs for a in mine), len(mine)),
-                min_agreement=min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine)
-                if mine
-                else None,
+                min_agreement=(
+                    min((a.agreed / a.pairs if a.pairs else 1.0) for a in mine) if mine else None
+                ),
             )
         )
     return AgreementFigure(
@@ -1401,9 +1465,9 @@ def _judge_fields(r: JudgeResult) -> dict[str, Any]:
             "prompt_sha256": ident.prompt_sha256,
             **ident.params,
         },
-        "capture": stub["capture"]
-        if stub
-        else ("inline" if r.rendered_request is not None else None),
+        "capture": (
+            stub["capture"] if stub else ("inline" if r.rendered_request is not None else None)
+        ),
         "request_payload": stub["payload"] if stub else None,
     }
 
@@ -1633,7 +1697,10 @@ def first_place_chart(report: RankingReport) -> Any:
 
     rows = [
         {
-            "position": f"{p.position + 1}{'st' if p.position == 0 else 'nd' if p.position == 1 else 'rd' if p.position == 2 else 'th'} shown",
+            "position": (
+                f"{p.position + 1}{'st' if p.position == 0 else 'nd' if p.position == 1 else 'rd' if p.position == 2 else 'th'}"
+                " shown"
+            ),
             "rate": p.wins.rate,
             "low": p.wins.ci95_low,
             "high": p.wins.ci95_high,
@@ -1658,7 +1725,10 @@ def first_place_chart(report: RankingReport) -> Any:
     interval = base.mark_rule(color="#333333").encode(y="low:Q", y2="high:Q")
     chance = base.mark_tick(color="#e45756", thickness=3, size=40).encode(y="chance:Q")
     labels = base.mark_text(dy=-8, fontSize=10).encode(y="high:Q", text="label:N")
-    title = f"{report.judge or 'judge'}: first places by presented position (red tick: position-blind share)"
+    title = (
+        f"{report.judge or 'judge'}: first places by presented position (red tick: position-blind"
+        " share)"
+    )
     return (bars + interval + chance + labels).properties(width=360, height=220, title=title)
 
 
@@ -1690,17 +1760,22 @@ def format_ranking(report: RankingReport) -> str:
         if gate.mode == "report_only":
             lines.append("  REPORT ONLY: nothing below blocks this change")
     lines.append(
-        f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid, {report.superseded_attempts} superseded retries not analysed); fixtures {'frozen' if report.fixtures_frozen else 'NOT frozen'}"
+        f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid,"
+        f" {report.superseded_attempts} superseded retries not analysed); fixtures"
+        f" {'frozen' if report.fixtures_frozen else 'NOT frozen'}"
     )
     for b in gate.blockers if gate else []:
         lines.append(f"  blocker [{b.category}] {b.code}: {b.message}")
     for w in gate.waived if gate else []:
         lines.append(
-            f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id} ({w.approver}, until {w.expires_at.date().isoformat()})"
+            f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id}"
+            f" ({w.approver}, until {w.expires_at.date().isoformat()})"
         )
     if gate is not None:
         lines.append(
-            f"fixture changes since the last run ({gate.previous_run or 'no earlier run in the history'}): {len(gate.fixture_changes)}"
+            "fixture changes since the last run"
+            f" ({gate.previous_run or 'no earlier run in the history'}):"
+            f" {len(gate.fixture_changes)}"
         )
         for c in gate.fixture_changes:
             rec = (
@@ -1709,10 +1784,13 @@ def format_ranking(report: RankingReport) -> str:
                 else ""
             )
             lines.append(
-                f"  {c.case_id}: {c.change} {c.old_version} -> {c.new_version}{' IN PLACE' if c.in_place else ''}; expected {c.old_order} -> {c.new_order}{rec}"
+                f"  {c.case_id}: {c.change} {c.old_version} ->"
+                f" {c.new_version}{' IN PLACE' if c.in_place else ''}; expected {c.old_order} ->"
+                f" {c.new_order}{rec}"
             )
     lines.append(
-        f"integration defects: {len(report.integration_defects)} (invalid rankings {r(report.invalid_rankings)})"
+        f"integration defects: {len(report.integration_defects)} (invalid rankings"
+        f" {r(report.invalid_rankings)})"
     )
     for d in report.integration_defects:
         detail = (
@@ -1728,20 +1806,27 @@ def format_ranking(report: RankingReport) -> str:
         ]
     if report.missing_cases or report.missing_attempts:
         lines.append(
-            f"missing: cases {report.missing_cases}; attempts {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}"
+            f"missing: cases {report.missing_cases}; attempts"
+            f" {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}"
         )
     lines.append(f"metric defects (criterion leakage): {r(report.metric_defect_rate)}")
     lines += [
-        f"  {m.case_id}#{m.repeat} [{', '.join(h.category + ': ' + repr(h.matched) for h in m.hits)}] order {'held' if m.held else 'reversed'}: {m.reason}"
+        f"  {m.case_id}#{m.repeat}"
+        f" [{', '.join(h.category + ': ' + repr(h.matched) for h in m.hits)}] order"
+        f" {'held' if m.held else 'reversed'}: {m.reason}"
         for m in report.metric_defects[:20]
     ]
     lines.append(
-        f"pairwise agreement: pairs {r(report.agreement.pairs)}; exact orders {r(report.agreement.exact)}"
+        f"pairwise agreement: pairs {r(report.agreement.pairs)}; exact orders"
+        f" {r(report.agreement.exact)}"
     )
     if gate is not None and gate.agreement_drop is not None:
         d = gate.agreement_drop
         lines.append(
-            f"  vs the last passing run ({d.baseline_judge}, {d.baseline_recorded_at.date().isoformat()}) on {len(d.cases)} unchanged fixture(s): {r(d.baseline)} -> {r(d.current)}; drop {d.drop}, limit {d.threshold}{' BLOCKS' if d.blocked else ''}"
+            f"  vs the last passing run ({d.baseline_judge},"
+            f" {d.baseline_recorded_at.date().isoformat()}) on {len(d.cases)} unchanged fixture(s):"
+            f" {r(d.baseline)} -> {r(d.current)}; drop {d.drop}, limit"
+            f" {d.threshold}{' BLOCKS' if d.blocked else ''}"
         )
     lines.append(
         f"must-win: {r(report.must_win.must_win)}; monitor-only: {r(report.must_win.monitor_only)}"
@@ -1751,21 +1836,25 @@ def format_ranking(report: RankingReport) -> str:
     for c in report.must_win.reversals:
         row = confirm.get(c.case_id)
         state = (
-            f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts} repeat-baseline reversals)"
+            f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts}"
+            " repeat-baseline reversals)"
             if row
             else ""
         )
         lines.append(
-            f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}{state}"
+            f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners"
+            f" {c.actual_winners}, by baseline {c.reversed_by_battery}{state}"
         )
     lines.append(f"monitor-only (editorial) drift: {len(report.must_win.drift)}")
     lines += [
-        f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners {c.actual_winners}, by baseline {c.reversed_by_battery}"
+        f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners"
+        f" {c.actual_winners}, by baseline {c.reversed_by_battery}"
         for c in report.must_win.drift
     ]
     pb = report.position_bias
     lines.append(
-        f"position bias (position battery, {pb.attempts} attempts): first place by presented position"
+        f"position bias (position battery, {pb.attempts} attempts): first place by presented"
+        " position"
     )
     lines += [
         f"  position {p.position}: {r(p.wins)} (position-blind {p.chance:.3f})"
@@ -1774,25 +1863,35 @@ def format_ranking(report: RankingReport) -> str:
     ]
     for fig in (report.repeatability, report.position_sensitivity):
         lines.append(
-            f"{fig.label}: winner stable in cases {r(fig.stable_cases)}; attempts with the modal winner {r(fig.agreeing_attempts)}"
+            f"{fig.label}: winner stable in cases {r(fig.stable_cases)}; attempts with the modal"
+            f" winner {r(fig.agreeing_attempts)}"
         )
         lines += [f"  {c.case_id}: winners {c.winners}" for c in fig.cases if not c.stable]
     lines.append("slices:")
     lines += [
-        f"  {s.slice}: agreement {r(s.agreement)}; reversed must-win cases {s.reversed_cases.k}/{s.reversed_cases.n}; reversal attempts {s.reversal_attempts.k}/{s.reversal_attempts.n}; editorial drift {s.drift_cases.k}/{s.drift_cases.n}; position-stable cases {s.position_stable.k}/{s.position_stable.n}; first-shown wins {s.first_shown_wins.k}/{s.first_shown_wins.n}"
+        f"  {s.slice}: agreement {r(s.agreement)}; reversed must-win cases"
+        f" {s.reversed_cases.k}/{s.reversed_cases.n}; reversal attempts"
+        f" {s.reversal_attempts.k}/{s.reversal_attempts.n}; editorial drift"
+        f" {s.drift_cases.k}/{s.drift_cases.n}; position-stable cases"
+        f" {s.position_stable.k}/{s.position_stable.n}; first-shown wins"
+        f" {s.first_shown_wins.k}/{s.first_shown_wins.n}"
         for s in report.slices
     ]
     lines.append(
-        f"assembly: incomplete requests {r(report.assembly.incomplete_requests)}; duplicated candidates {r(report.assembly.duplicated_candidates)}; leaked ids {r(report.assembly.leaked_ids)}"
+        f"assembly: incomplete requests {r(report.assembly.incomplete_requests)}; duplicated"
+        f" candidates {r(report.assembly.duplicated_candidates)}; leaked ids"
+        f" {r(report.assembly.leaked_ids)}"
         + (f"; cases {report.assembly.cases}" if report.assembly.cases else "")
     )
     if gate is not None and gate.side_by_side is not None:
         sb = gate.side_by_side
         lines.append(
-            f"scalar vs ranking on {sb.compared} case(s): both pass {sb.both_pass}, neither {sb.both_not_pass}"
+            f"scalar vs ranking on {sb.compared} case(s): both pass {sb.both_pass}, neither"
+            f" {sb.both_not_pass}"
         )
         lines += [
-            f"  scalar passes, ranking {row.ranking_status}: {row.case_id} (score {row.scalar_score}; {', '.join(row.ranking_codes)})"
+            f"  scalar passes, ranking {row.ranking_status}: {row.case_id} (score"
+            f" {row.scalar_score}; {', '.join(row.ranking_codes)})"
             for row in sb.scalar_pass_ranking_fail
         ]
         lines += [
@@ -1802,7 +1901,13 @@ def format_ranking(report: RankingReport) -> str:
     lines.append(f"failure artifacts: {len(report.failures)}")
     for a in report.failures:
         lines.append(
-            f"  {a.case} [{a.gate}, {a.diagnosis}, owner {a.owner}{' ' + str(a.owners.get(a.owner)) if a.owners.get(a.owner) else ''}] failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement {a.pairwise_agreement if a.pairwise_agreement is None else round(a.pairwise_agreement, 4)}, must-win {a.must_win_expected} vs {a.must_win_actual}; request complete={a.completeness.complete}"
+            f"  {a.case} [{a.gate}, {a.diagnosis}, owner"
+            f" {a.owner}{' ' + str(a.owners.get(a.owner)) if a.owners.get(a.owner) else ''}]"
+            f" failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented"
+            f" {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement"
+            f" {a.pairwise_agreement if a.pairwise_agreement is None else round(a.pairwise_agreement, 4)},"
+            f" must-win {a.must_win_expected} vs {a.must_win_actual}; request"
+            f" complete={a.completeness.complete}"
             + (
                 f" missing_context={a.completeness.missing_context}"
                 if a.completeness.missing_context

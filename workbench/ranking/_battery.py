@@ -227,7 +227,10 @@ async def run_ranking(
                 Problem(
                     location=str(out),
                     code="run_locked",
-                    message="the run directory is locked (ranking_lock.json): nothing may be added to it",
+                    message=(
+                        "the run directory is locked (ranking_lock.json): nothing may be added"
+                        " to it"
+                    ),
                     fix="use a new output directory",
                 )
             ],
@@ -302,7 +305,10 @@ def write_battery(
                     Problem(
                         location=str(path),
                         code="battery_changed",
-                        message=f"the run directory holds another battery ({ {k: before.get(k) for k in keep} })",
+                        message=(
+                            "the run directory holds another battery"
+                            f" ({ {k: before.get(k) for k in keep} })"
+                        ),
                         fix="use a new --out directory for another plan, fixture version or judge",
                     )
                 ],

@@ -190,11 +190,23 @@ class ReviewerAgreementReport(_Frozen):
 
 
 CALIBRATION_DENOMINATORS: dict[str, str] = {
-    "pairwise": "k = candidate pairs two reviewers order the same way; n = candidate pairs x reviewer pairs (a fixture with 3 candidates and 2 reviewers adds 3).",
-    "kendall_tau": "scipy.stats.kendalltau of the two reviewers' positions per candidate; mean over reviewer pairs (per fixture) or over every (fixture, reviewer pair) (per slice and overall).",
+    "pairwise": (
+        "k = candidate pairs two reviewers order the same way; n = candidate pairs x reviewer pairs"
+        " (a fixture with 3 candidates and 2 reviewers adds 3)."
+    ),
+    "kendall_tau": (
+        "scipy.stats.kendalltau of the two reviewers' positions per candidate; mean over reviewer"
+        " pairs (per fixture) or over every (fixture, reviewer pair) (per slice and overall)."
+    ),
     "top1": "k = reviewer pairs whose best candidate (best-first) is the same; n = reviewer pairs.",
-    "by_reviewer.pairwise": "k = candidate pairs the reviewer orders as the best-matching accepted expected order does; n = candidate pairs of the fixtures the reviewer ordered.",
-    "by_reviewer.top1": "k = fixtures where the reviewer's best is an accepted winner (or the reviewer keeps the critical pair); n = fixtures the reviewer ordered.",
+    "by_reviewer.pairwise": (
+        "k = candidate pairs the reviewer orders as the best-matching accepted expected order does;"
+        " n = candidate pairs of the fixtures the reviewer ordered."
+    ),
+    "by_reviewer.top1": (
+        "k = fixtures where the reviewer's best is an accepted winner (or the reviewer keeps the"
+        " critical pair); n = fixtures the reviewer ordered."
+    ),
 }
 
 
@@ -296,14 +308,22 @@ def format_reviewer_agreement(report: ReviewerAgreementReport) -> str:
 
     o = report.overall
     lines = [
-        f"reviewer agreement on {report.fixtures}: {report.reviewed} fixture(s) with two or more independent orders; {len(report.unreviewed)} without",
-        f"overall: pairwise {o.pairwise.format(3)}; Kendall's tau {tau(o.kendall_tau)}; top-1 {o.top1.format(3)}; disputed {o.disputed_fixtures}, adjudicated {o.adjudicated_fixtures}",
+        (
+            f"reviewer agreement on {report.fixtures}: {report.reviewed} fixture(s) with two or"
+            f" more independent orders; {len(report.unreviewed)} without"
+        ),
+        (
+            f"overall: pairwise {o.pairwise.format(3)}; Kendall's tau {tau(o.kendall_tau)}; top-1"
+            f" {o.top1.format(3)}; disputed {o.disputed_fixtures}, adjudicated"
+            f" {o.adjudicated_fixtures}"
+        ),
     ]
     if report.unreviewed:
         lines.append(f"  not calibrated (no reviewer orders): {', '.join(report.unreviewed)}")
     lines.append("per slice:")
     lines += [
-        f"  {name}: {f.fixtures} fixture(s); pairwise {f.pairwise.format(3)}; tau {tau(f.kendall_tau)}; top-1 {f.top1.format(3)}"
+        f"  {name}: {f.fixtures} fixture(s); pairwise {f.pairwise.format(3)}; tau"
+        f" {tau(f.kendall_tau)}; top-1 {f.top1.format(3)}"
         for name, f in report.slices.items()
     ]
     lines.append("per fixture:")
@@ -317,11 +337,14 @@ def format_reviewer_agreement(report: ReviewerAgreementReport) -> str:
             )
         adjudication = f"; adjudicated by {c.adjudicator}" if c.adjudicated else ""
         lines.append(
-            f"  {c.case_id} [{c.gate}, {c.slice or '(none)'}] {c.status}: reviewers {', '.join(c.reviewers)}; pairwise {c.pairwise.k}/{c.pairwise.n}; tau {tau(c.kendall_tau)}; top-1 {c.top1.k}/{c.top1.n}{detail}{adjudication}"
+            f"  {c.case_id} [{c.gate}, {c.slice or '(none)'}] {c.status}: reviewers"
+            f" {', '.join(c.reviewers)}; pairwise {c.pairwise.k}/{c.pairwise.n}; tau"
+            f" {tau(c.kendall_tau)}; top-1 {c.top1.k}/{c.top1.n}{detail}{adjudication}"
         )
     lines.append("each reviewer against the final expected order:")
     lines += [
-        f"  {r.reviewer}: {r.fixtures} fixture(s); pairwise {r.pairwise.format(3)}; best is an accepted winner {r.top1.k}/{r.top1.n}"
+        f"  {r.reviewer}: {r.fixtures} fixture(s); pairwise {r.pairwise.format(3)}; best is an"
+        f" accepted winner {r.top1.k}/{r.top1.n}"
         for r in report.by_reviewer
     ]
     return "\n".join(lines)

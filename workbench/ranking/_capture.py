@@ -357,8 +357,16 @@ def write_capture_config(out_dir: str | Path, config: CaptureConfig) -> None:
                     Problem(
                         location=str(path),
                         code="capture_changed",
-                        message=f"the run directory was captured as {before.model_dump(exclude={'declared_by'}) if before else '(unreadable)'}, this invocation asks for {config.model_dump(exclude={'declared_by'})}",
-                        fix="use a new --out directory; one run keeps one capture mode and retention",
+                        message=(
+                            "the run directory was captured as"
+                            f" {before.model_dump(exclude={'declared_by'}) if before else '(unreadable)'},"
+                            " this invocation asks for"
+                            f" {config.model_dump(exclude={'declared_by'})}"
+                        ),
+                        fix=(
+                            "use a new --out directory; one run keeps one capture mode and"
+                            " retention"
+                        ),
                     )
                 ],
             )
@@ -640,7 +648,10 @@ def verify_ranking_run(run_dir: str | Path) -> list[Problem]:
                     location=str(target),
                     code="payload_missing",
                     message="a payload is missing and the prune log does not record its deletion",
-                    fix="restore the payload; only `workbench prune` removes payloads, after their expiry",
+                    fix=(
+                        "restore the payload; only `workbench prune` removes payloads, after their"
+                        " expiry"
+                    ),
                 )
             )
         elif row.get("expired_at") is None or datetime.fromisoformat(

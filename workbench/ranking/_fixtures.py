@@ -569,7 +569,10 @@ def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
                     (
                         "acceptable_orders",
                         "acceptable_order_not_permutation",
-                        f"acceptable order {n} is not a permutation of the candidate ids: {check.describe()}",
+                        (
+                            f"acceptable order {n} is not a permutation of the candidate ids:"
+                            f" {check.describe()}"
+                        ),
                         "list every candidate id exactly once",
                     )
                 )
@@ -596,8 +599,14 @@ def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
                     (
                         "critical_pair",
                         "critical_pair_contradicts_expected",
-                        f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the critical pair says the opposite",
-                        "make critical_pair [better, worse] agree with expected_order and its direction",
+                        (
+                            f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the critical"
+                            " pair says the opposite"
+                        ),
+                        (
+                            "make critical_pair [better, worse] agree with expected_order and its"
+                            " direction"
+                        ),
                     )
                 )
     cited = raw.get("cited_context")
@@ -666,7 +675,10 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
                 (
                     "reviews",
                     "review_order_not_permutation",
-                    f"reviewer {r.get('reviewer')!r}: the order is not a permutation of the candidate ids: {check.describe()}",
+                    (
+                        f"reviewer {r.get('reviewer')!r}: the order is not a permutation of the"
+                        f" candidate ids: {check.describe()}"
+                    ),
                     "list every candidate id exactly once, in the fixture's direction",
                 )
             )
@@ -681,7 +693,10 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
                 "expected_order",
                 "expected_order_unreviewed",
                 "expected_order is none of the reviewers' orders and there is no adjudication",
-                "add adjudication: {adjudicator, reason} recording who decided this order and why, or use a reviewer's order",
+                (
+                    "add adjudication: {adjudicator, reason} recording who decided this order and why,"
+                    " or use a reviewer's order"
+                ),
             )
         )
     if (
@@ -697,8 +712,14 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
                 (
                     "gate",
                     "must_win_unadjudicated",
-                    f"reviewers disagree on must-win pair(s) {pairs}: the fixture cannot be must-win until adjudicated",
-                    "record adjudication: {adjudicator, reason, decided_on}, or make the fixture monitor-only",
+                    (
+                        f"reviewers disagree on must-win pair(s) {pairs}: the fixture cannot be"
+                        " must-win until adjudicated"
+                    ),
+                    (
+                        "record adjudication: {adjudicator, reason, decided_on}, or make the fixture"
+                        " monitor-only"
+                    ),
                 )
             )
     return found
@@ -799,7 +820,10 @@ def load_fixtures(path: str | Path) -> FixtureSet:
                 location=at(header_lines.get(key)),
                 code="header_invalid",
                 message=f"unknown header field {key!r}",
-                fix="the header has schema_version, name, version, description, supersedes and changes only",
+                fix=(
+                    "the header has schema_version, name, version, description, supersedes and"
+                    " changes only"
+                ),
             )
         )
     version = header.get("schema_version", FIXTURES_SCHEMA_VERSION)
@@ -852,7 +876,10 @@ def load_fixtures(path: str | Path) -> FixtureSet:
             Problem(
                 location=at(header_lines.get("supersedes")),
                 code="header_invalid",
-                message=f"supersedes must be a version (letters, digits, '.', '_' or '-'), got {supersedes!r}",
+                message=(
+                    "supersedes must be a version (letters, digits, '.', '_' or '-'), got"
+                    f" {supersedes!r}"
+                ),
                 fix='e.g. supersedes: "1"',
             )
         )
@@ -864,7 +891,10 @@ def load_fixtures(path: str | Path) -> FixtureSet:
             Problem(
                 location=at(header_lines.get("changes")),
                 code="header_invalid",
-                message="changes must be a list of {case_id, old_order, new_order, approver, reason, approved_on}",
+                message=(
+                    "changes must be a list of {case_id, old_order, new_order, approver, reason,"
+                    " approved_on}"
+                ),
                 fix="write one entry per changed fixture",
             )
         )
@@ -881,14 +911,20 @@ def load_fixtures(path: str | Path) -> FixtureSet:
                 code="change_invalid",
                 root="change",
                 message=lambda err, field, n=n: f"change {n + 1}: {field}: {err['msg']}",
-                fix="each change needs case_id, old_order (null when added), new_order (null when retired), approver, reason and approved_on (YYYY-MM-DD)",
+                fix=(
+                    "each change needs case_id, old_order (null when added), new_order (null when"
+                    " retired), approver, reason and approved_on (YYYY-MM-DD)"
+                ),
             )
     if raw_changes and supersedes is None:
         problems.append(
             Problem(
                 location=at(header_lines.get("changes")),
                 code="changes_without_supersedes",
-                message="a change log without supersedes: it is not clear which version the changes are relative to",
+                message=(
+                    "a change log without supersedes: it is not clear which version the changes are"
+                    " relative to"
+                ),
                 fix="set supersedes: to the frozen version this file replaces",
             )
         )
@@ -979,7 +1015,9 @@ def _item_problems(
                 location=at(keys.get("source_candidates_sha256", line)),
                 case_id=case_id,
                 code="computed_field",
-                message="source_candidates_sha256 is computed from the fixture, never written by hand",
+                message=(
+                    "source_candidates_sha256 is computed from the fixture, never written by hand"
+                ),
                 fix="remove the line",
             )
         )
@@ -1033,10 +1071,17 @@ def _item_fix(err: Any) -> str:
 _FIELD_FIX: dict[str, str] = {
     "case_id": "a unique, stable id of letters, digits, '-', '_', '.' or ':'",
     "slice": "name the scenario the fixture belongs to, e.g. slice: account_security",
-    "diagnostic": "true puts the fixture in the small diagnostic set (exhaustive battery under the rotation plan)",
+    "diagnostic": (
+        "true puts the fixture in the small diagnostic set (exhaustive battery under the rotation"
+        " plan)"
+    ),
     "reviews": "a list of {reviewer, order, rationale} from two or more independent reviewers",
-    "adjudication": "{adjudicator, reason, decided_on} recording who decided the expected order and why",
-    "criterion_version": "name the criterion version the reviewers applied, e.g. policy-faithfulness-v2",
+    "adjudication": (
+        "{adjudicator, reason, decided_on} recording who decided the expected order and why"
+    ),
+    "criterion_version": (
+        "name the criterion version the reviewers applied, e.g. policy-faithfulness-v2"
+    ),
     "direction": "state what the first id means: best-first or worst-first",
     "gate": "must-win (a reversal blocks) or monitor-only (reported as drift)",
     "user_input": "give the user's question",

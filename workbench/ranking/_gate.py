@@ -641,7 +641,8 @@ def ranking_gate(
         blockers.append(
             _blocker(
                 "ranking_policy_mismatch",
-                f"policy {policy.label} is for fixture set {policy.fixtures!r}, not {fixture_set.name!r}",
+                f"policy {policy.label} is for fixture set {policy.fixtures!r}, not"
+                f" {fixture_set.name!r}",
             )
         )
     if policy.require_frozen_fixtures and not fixture_set.frozen:
@@ -660,7 +661,8 @@ def ranking_gate(
             blockers.append(
                 _blocker(
                     "ranking_must_win_unreviewed",
-                    f"{len(unreviewed)} must-win fixture(s) without two independent reviewer orders: {', '.join(unreviewed)}",
+                    f"{len(unreviewed)} must-win fixture(s) without two independent reviewer"
+                    f" orders: {', '.join(unreviewed)}",
                     unreviewed,
                 )
             )
@@ -683,7 +685,8 @@ def ranking_gate(
             blockers.append(
                 _blocker(
                     "ranking_fixture_changed_in_place",
-                    f"{row.case_id} {row.change} in place under version {row.new_version} since the last run ({what}); changes go in a new, recorded file version",
+                    f"{row.case_id} {row.change} in place under version {row.new_version} since the"
+                    f" last run ({what}); changes go in a new, recorded file version",
                     [row.case_id],
                     slice_of.get(row.case_id),
                 )
@@ -693,7 +696,9 @@ def ranking_gate(
         blockers.append(
             _blocker(
                 "ranking_incomplete",
-                f"{len(report.missing_cases)} fixture(s) without a valid attempt, {len(report.missing_attempts)} planned attempt(s) without a result, {len(report.evaluator_errors)} evaluator error(s)",
+                f"{len(report.missing_cases)} fixture(s) without a valid attempt,"
+                f" {len(report.missing_attempts)} planned attempt(s) without a result,"
+                f" {len(report.evaluator_errors)} evaluator error(s)",
                 report.missing_cases,
             )
         )
@@ -712,7 +717,8 @@ def ranking_gate(
 
     rule = policy.confirmation
     rule_text = (
-        f"confirmed by {rule.min_reversals} or more reversals among {rule.repeats} identical presentations (repeat baseline)"
+        f"confirmed by {rule.min_reversals} or more reversals among {rule.repeats} identical"
+        " presentations (repeat baseline)"
         + (
             "; or by a reversal of the same unchanged fixture in the previous run"
             if rule.previous_run
@@ -729,7 +735,9 @@ def ranking_gate(
                 blockers.append(
                     _blocker(
                         "ranking_editorial_drift",
-                        f"{c.case_id} (editorial, monitor-only): winner moved in {c.reversed}/{c.held.n} attempt(s) ({c.actual_winners}); a person decides",
+                        f"{c.case_id} (editorial, monitor-only): winner moved in"
+                        f" {c.reversed}/{c.held.n} attempt(s) ({c.actual_winners}); a person"
+                        " decides",
                         [c.case_id],
                         f.slice,
                     )
@@ -751,7 +759,8 @@ def ranking_gate(
             blockers.append(
                 _blocker(
                     "ranking_reversal_confirmed",
-                    f"{c.case_id}: must-win reversal confirmed ({why}; expected {c.expected}, winners {c.actual_winners})",
+                    f"{c.case_id}: must-win reversal confirmed ({why}; expected {c.expected},"
+                    f" winners {c.actual_winners})",
                     [c.case_id],
                     f.slice,
                 )
@@ -761,7 +770,9 @@ def ranking_gate(
             blockers.append(
                 _blocker(
                     "ranking_repeats_short",
-                    f"{c.case_id}: reversed in {c.reversed} attempt(s) but the repeat baseline has {repeat_n} valid attempt(s); the rule needs {rule.repeats} to confirm or clear it",
+                    f"{c.case_id}: reversed in {c.reversed} attempt(s) but the repeat baseline has"
+                    f" {repeat_n} valid attempt(s); the rule needs {rule.repeats} to confirm or"
+                    " clear it",
                     [c.case_id],
                     f.slice,
                 )
@@ -771,7 +782,9 @@ def ranking_gate(
             blockers.append(
                 _blocker(
                     "ranking_reversal_unconfirmed",
-                    f"{c.case_id}: must-win reversal not confirmed ({repeat_k} of {repeat_n} identical presentations reversed; {c.reversed} reversal(s) overall, by baseline {c.reversed_by_battery}): review",
+                    f"{c.case_id}: must-win reversal not confirmed ({repeat_k} of {repeat_n}"
+                    f" identical presentations reversed; {c.reversed} reversal(s) overall, by"
+                    f" baseline {c.reversed_by_battery}): review",
                     [c.case_id],
                     f.slice,
                 )
@@ -794,7 +807,9 @@ def ranking_gate(
         blockers.append(
             _blocker(
                 "ranking_agreement_drop",
-                f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f} > {drop.threshold} (policy {policy.label})",
+                f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from"
+                f" {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f}"
+                f" > {drop.threshold} (policy {policy.label})",
             )
         )
 
@@ -808,7 +823,8 @@ def ranking_gate(
         blockers.append(
             _blocker(
                 "ranking_metric_defect",
-                f"{case_id}: {n} attempt(s) whose reason cites {', '.join(cats)} (criterion leakage: a metric defect, even where the order passes)",
+                f"{case_id}: {n} attempt(s) whose reason cites {', '.join(cats)} (criterion"
+                " leakage: a metric defect, even where the order passes)",
                 [case_id],
                 slice_of.get(case_id),
             )
@@ -817,7 +833,8 @@ def ranking_gate(
         blockers.append(
             _blocker(
                 "ranking_assembly_defect",
-                f"{case_id}: the rendered request lacked a candidate or a cited passage, or showed a candidate twice",
+                f"{case_id}: the rendered request lacked a candidate or a cited passage, or showed"
+                " a candidate twice",
                 [case_id],
                 slice_of.get(case_id),
             )
@@ -831,7 +848,8 @@ def ranking_gate(
     enforced = EXIT_CODES[outcome]
     report_only = policy.mode == "report_only"
     note = (
-        f"report only: outcome {outcome} (exit {enforced} when enforced); this run exits 0 and blocks nothing"
+        f"report only: outcome {outcome} (exit {enforced} when enforced); this run exits 0 and"
+        " blocks nothing"
         if report_only
         else f"enforced: {outcome}"
     )
@@ -941,7 +959,10 @@ def check_ranking_override(
                 Problem(
                     location=loc,
                     code="override_unknown_code",
-                    message=f"{code!r} is not a ranking gate blocker, so an override of ranking policy {policy.label} could never apply",
+                    message=(
+                        f"{code!r} is not a ranking gate blocker, so an override of ranking policy"
+                        f" {policy.label} could never apply"
+                    ),
                     fix="name one of: " + ", ".join(sorted(WAIVABLE)),
                 )
             )

@@ -109,13 +109,19 @@ def interpret_ranking(
         return (
             raw,
             None,
-            f"the judge returned {raw}, not a permutation of the presented labels {presented}: missing={missing}, unknown={check.unknown}, duplicates={dups}",
+            (
+                f"the judge returned {raw}, not a permutation of the presented labels {presented}:"
+                f" missing={missing}, unknown={check.unknown}, duplicates={dups}"
+            ),
         )
     if set(labels) != set(presented):
         return (
             raw,
             None,
-            f"the presentation maps labels {sorted(labels)} but the judge was shown {presented}: the candidate mapping is broken",
+            (
+                f"the presentation maps labels {sorted(labels)} but the judge was shown"
+                f" {presented}: the candidate mapping is broken"
+            ),
         )
     best_first = [labels[x.strip()] for x in raw]
     order = (
@@ -148,7 +154,10 @@ def _check_labels(spec: CandidateSpec, loc: str) -> list[Problem]:
             Problem(
                 location=loc,
                 code="labels_not_neutral",
-                message=f"a ranking candidate's labels are the neutral presentation labels in order, got {spec.labels}",
+                message=(
+                    "a ranking candidate's labels are the neutral presentation labels in order,"
+                    f" got {spec.labels}"
+                ),
                 fix=f"set labels: {expected} (one per candidate a fixture may have)",
             )
         ]
@@ -159,7 +168,8 @@ def _too_many(spec: CandidateSpec, judge_input: RankingInput) -> Verdict | None:
     if len(judge_input.candidates) > len(spec.labels):
         return Verdict.failed(
             "judge_exception",
-            f"{len(judge_input.candidates)} candidates but the candidate spec declares only {len(spec.labels)} labels",
+            f"{len(judge_input.candidates)} candidates but the candidate spec declares only"
+            f" {len(spec.labels)} labels",
         )
     return None
 
@@ -292,8 +302,13 @@ class FunctionRankingJudge:
                     Problem(
                         location=loc,
                         code="function_missing",
-                        message="a ragas-ranking-function candidate needs function: 'module:attribute'",
-                        fix="set function to the import path of a @ranking_metric, e.g. workbench.demo.ranking:policy_evidence_order",
+                        message=(
+                            "a ragas-ranking-function candidate needs function: 'module:attribute'"
+                        ),
+                        fix=(
+                            "set function to the import path of a @ranking_metric, e.g."
+                            " workbench.demo.ranking:policy_evidence_order"
+                        ),
                     ),
                 ],
             )
@@ -325,7 +340,10 @@ class FunctionRankingJudge:
                     location=loc,
                     code="function_not_metric",
                     message=f"{spec.function!r} is not a Ragas ranking metric",
-                    fix="decorate the function with ragas.metrics.ranking_metric(allowed_values=<n>)",
+                    fix=(
+                        "decorate the function with"
+                        " ragas.metrics.ranking_metric(allowed_values=<n>)"
+                    ),
                 )
             )
         func = getattr(metric, "_func", None) or metric
@@ -340,7 +358,9 @@ class FunctionRankingJudge:
                 Problem(
                     location=loc,
                     code="function_parameters",
-                    message=f"the function requires {unknown}, which a ranking judge does not receive",
+                    message=(
+                        f"the function requires {unknown}, which a ranking judge does not receive"
+                    ),
                     fix="take only user_input, context and candidates",
                 )
             )

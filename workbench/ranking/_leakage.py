@@ -28,7 +28,10 @@ from ._fixtures import RankingFixture
 
 POSITION_PATTERNS: tuple[str, ...] = (
     r"\b(?:the\s+)?(?:first|second|third|fourth|fifth|last|final|earlier|later)\s+(?:one|candidate|answer|response|option|reply|item)s?\b",
-    r"\b(?:shown|listed|presented|placed|positioned|appears?|appearing)\s+(?:first|second|third|fourth|last|earlier|later|on top|at the (?:top|start|beginning|end|bottom))\b",
+    (
+        r"\b(?:shown|listed|presented|placed|positioned|appears?|appearing)\s+(?:first|second|third|fourth|last|earlier|later|on"
+        r" top|at the (?:top|start|beginning|end|bottom))\b"
+    ),
     r"\b(?:in|at)\s+(?:the\s+)?(?:first|second|third|last|top|bottom)\s+(?:position|slot|spot)\b",
     r"\b(?:presentation|presented|listing)\s+order\b",
 )

@@ -61,7 +61,8 @@ class Confirmation(_Frozen):
     def _reachable(self) -> Confirmation:
         if self.min_reversals > self.repeats:
             raise ValueError(
-                f"min_reversals ({self.min_reversals}) cannot exceed repeats ({self.repeats}): no reversal could ever be confirmed"
+                f"min_reversals ({self.min_reversals}) cannot exceed repeats ({self.repeats}): no"
+                " reversal could ever be confirmed"
             )
         return self
 
@@ -323,7 +324,8 @@ def load_agreement_examples(path: str | Path) -> AgreementDropExamples:
                 _problem(
                     loc,
                     "examples_invalid",
-                    f"file name {path.name!r} does not match name@version {examples.name}@{examples.version}",
+                    f"file name {path.name!r} does not match name@version"
+                    f" {examples.name}@{examples.version}",
                     "rename the file",
                 )
             ],
@@ -360,7 +362,8 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
                 loc,
                 "policy_kind",
                 f"kind is {raw.get('kind')!r}, not 'ranking'",
-                "a ranking policy declares kind: ranking (a scalar release policy is read by workbench gate)",
+                "a ranking policy declares kind: ranking (a scalar release policy is read by"
+                " workbench gate)",
             )
         )
     policy: RankingPolicy | None = None
@@ -400,7 +403,8 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
                 _problem(
                     loc,
                     "policy_invalid",
-                    "capture.excerpts is an allow-list for digest_and_excerpts mode; full capture keeps everything",
+                    "capture.excerpts is an allow-list for digest_and_excerpts mode; full capture"
+                    " keeps everything",
                     "set capture.mode: digest_and_excerpts, or remove excerpts",
                 )
             )
@@ -409,7 +413,8 @@ def load_ranking_policy(path: str | Path) -> RankingPolicy:
                 _problem(
                     loc,
                     "policy_retention_missing",
-                    "capture.retention_days is not declared: a policy states how long request payloads are kept",
+                    "capture.retention_days is not declared: a policy states how long request"
+                    " payloads are kept",
                     "add capture: {retention_days: N}",
                 )
             )
@@ -443,7 +448,8 @@ def _threshold_problems(path: Path, policy: RankingPolicy) -> list[Problem]:
                 loc,
                 "threshold_without_evidence",
                 "max_agreement_drop is set without the reviewed examples it was chosen from",
-                "set agreement_drop_evidence to a reviewed-examples file (see notebooks/04_ranking.ipynb)",
+                "set agreement_drop_evidence to a reviewed-examples file (see"
+                " notebooks/04_ranking.ipynb)",
             )
         ]
     try:
@@ -457,13 +463,17 @@ def _threshold_problems(path: Path, policy: RankingPolicy) -> list[Problem]:
             _problem(
                 loc,
                 "threshold_not_supported",
-                f"max_agreement_drop {policy.max_agreement_drop} misclassifies {len(wrong)} reviewed example(s) ({', '.join(wrong)}); the examples support {best.threshold} with {best.errors}"
+                f"max_agreement_drop {policy.max_agreement_drop} misclassifies {len(wrong)}"
+                f" reviewed example(s) ({', '.join(wrong)}); the examples support {best.threshold}"
+                f" with {best.errors}"
                 + (
-                    f" (any value in [{best.largest_acceptable_drop}, {best.smallest_harmful_drop}) separates them)"
+                    f" (any value in [{best.largest_acceptable_drop}, {best.smallest_harmful_drop})"
+                    " separates them)"
                     if best.separable
                     else ""
                 ),
-                "choose the threshold from the reviewed examples (workbench.ranking.choose_agreement_threshold), or review more examples",
+                "choose the threshold from the reviewed examples"
+                " (workbench.ranking.choose_agreement_threshold), or review more examples",
             )
         ]
     return []
@@ -490,9 +500,9 @@ def threshold_chart(
             {
                 "example": e.example_id,
                 "drop": e.drop,
-                "verdict": "changed a release decision"
-                if e.decision_changed
-                else "acceptable variation",
+                "verdict": (
+                    "changed a release decision" if e.decision_changed else "acceptable variation"
+                ),
                 "note": e.note,
             }
             for e in examples

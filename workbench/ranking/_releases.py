@@ -112,8 +112,13 @@ def read_release(path: str | Path) -> tuple[FixtureRelease | None, list[Problem]
             Problem(
                 location=loc,
                 code="release_tampered",
-                message="the release record was edited: its content no longer matches release_sha256",
-                fix="restore the release record from version control; a release is never edited, a change is a new file version",
+                message=(
+                    "the release record was edited: its content no longer matches release_sha256"
+                ),
+                fix=(
+                    "restore the release record from version control; a release is never edited, a"
+                    " change is a new file version"
+                ),
             )
         ]
     return record, []
@@ -150,14 +155,21 @@ def check_release(
 def _frozen_problems(fixture_set: FixtureSet, record: FixtureRelease, at: Any) -> list[Problem]:
     if record.file_sha256 == fixture_set.sha256:
         return []
-    fix = f"restore the frozen content (git checkout {fixture_set.label}.yaml) and put the change in a new version: {fixture_set.name}@<next>.yaml with supersedes: {fixture_set.version!r} and a changes: entry (old order, new order, approver, reason)"
+    fix = (
+        f"restore the frozen content (git checkout {fixture_set.label}.yaml) and put the change in"
+        f" a new version: {fixture_set.name}@<next>.yaml with supersedes: {fixture_set.version!r}"
+        " and a changes: entry (old order, new order, approver, reason)"
+    )
     problems: list[Problem] = []
     if (record.name, record.version) != (fixture_set.name, fixture_set.version):
         problems.append(
             Problem(
                 location=at(key="name"),
                 code="frozen_header_changed",
-                message=f"the release froze {record.name}@{record.version}, the file now says {fixture_set.label}",
+                message=(
+                    f"the release froze {record.name}@{record.version}, the file now says"
+                    f" {fixture_set.label}"
+                ),
                 fix=fix,
             )
         )
@@ -188,7 +200,11 @@ def _frozen_problems(fixture_set: FixtureSet, record: FixtureRelease, at: Any) -
                     location=at(case_id),
                     case_id=case_id,
                     code="frozen_fixture_changed",
-                    message=f"fixture changed in place after release {fixture_set.label} was frozen by {record.frozen_by} on {record.frozen_at.date().isoformat()} (sha256 {digest[:12]}, frozen {record.fixtures[case_id][:12]})",
+                    message=(
+                        f"fixture changed in place after release {fixture_set.label} was frozen by"
+                        f" {record.frozen_by} on {record.frozen_at.date().isoformat()} (sha256"
+                        f" {digest[:12]}, frozen {record.fixtures[case_id][:12]})"
+                    ),
                     fix=fix,
                 )
             )
@@ -222,8 +238,14 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
             Problem(
                 location=at(key="supersedes"),
                 code="supersedes_missing",
-                message=f"supersedes {fixture_set.supersedes!r} but {prev_path.name} is not beside this file",
-                fix="keep every released version of the fixture file: restore it from version control",
+                message=(
+                    f"supersedes {fixture_set.supersedes!r} but {prev_path.name} is not beside this"
+                    " file"
+                ),
+                fix=(
+                    "keep every released version of the fixture file: restore it from version"
+                    " control"
+                ),
             )
         ]
     if not release_path(prev_path).exists():
@@ -231,7 +253,10 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
             Problem(
                 location=at(key="supersedes"),
                 code="supersedes_unfrozen",
-                message=f"{prev_path.name} was never frozen: a change log is relative to a frozen release",
+                message=(
+                    f"{prev_path.name} was never frozen: a change log is relative to a frozen"
+                    " release"
+                ),
                 fix=f"freeze it first: workbench ranking freeze {prev_path} --approver NAME",
             )
         ]
@@ -253,7 +278,9 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
             Problem(
                 location=at(key="supersedes"),
                 code="supersedes_invalid",
-                message=f"{prev_path.name} is fixture set {previous.name!r}, not {fixture_set.name!r}",
+                message=(
+                    f"{prev_path.name} is fixture set {previous.name!r}, not {fixture_set.name!r}"
+                ),
                 fix="a version supersedes an earlier version of the same set",
             )
         )
@@ -281,9 +308,12 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
                     location=at(key="changes"),
                     case_id=cid,
                     code="change_not_a_change",
-                    message=f"a change entry, but the fixture is identical in {previous.label} and {fixture_set.label}"
-                    if cid in after
-                    else "a change entry for a fixture in neither version",
+                    message=(
+                        f"a change entry, but the fixture is identical in {previous.label} and"
+                        f" {fixture_set.label}"
+                        if cid in after
+                        else "a change entry for a fixture in neither version"
+                    ),
                     fix="remove the entry",
                 )
             )
@@ -296,8 +326,14 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
                     location=at(key="changes"),
                     case_id=cid,
                     code="change_old_order_mismatch",
-                    message=f"old_order {change.old_order} is not the expected_order of {previous.label}: {was}",
-                    fix="copy the superseded version's expected_order (null when the fixture is new)",
+                    message=(
+                        f"old_order {change.old_order} is not the expected_order of"
+                        f" {previous.label}: {was}"
+                    ),
+                    fix=(
+                        "copy the superseded version's expected_order (null when the fixture is"
+                        " new)"
+                    ),
                 )
             )
         if (list(change.new_order) if change.new_order is not None else None) != now:
@@ -306,7 +342,9 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
                     location=at(key="changes"),
                     case_id=cid,
                     code="change_new_order_mismatch",
-                    message=f"new_order {change.new_order} is not this version's expected_order: {now}",
+                    message=(
+                        f"new_order {change.new_order} is not this version's expected_order: {now}"
+                    ),
                     fix="copy this version's expected_order (null when the fixture is retired)",
                 )
             )
@@ -318,7 +356,10 @@ def _change_problems(path: Path, fixture_set: FixtureSet, at: Any) -> list[Probl
                 case_id=cid,
                 code="change_unrecorded",
                 message=f"fixture {kind} since {previous.label} with no changes: entry",
-                fix="add a changes: entry with old_order, new_order, approver, reason and approved_on",
+                fix=(
+                    "add a changes: entry with old_order, new_order, approver, reason and"
+                    " approved_on"
+                ),
             )
         )
     return problems
@@ -340,7 +381,10 @@ def freeze_fixtures(
                     location=str(target),
                     code="release_exists",
                     message=f"{path.name} is already frozen; a release is never re-frozen",
-                    fix="put the change in a new version with supersedes: and a changes: entry, then freeze that file",
+                    fix=(
+                        "put the change in a new version with supersedes: and a changes: entry,"
+                        " then freeze that file"
+                    ),
                 )
             ],
         )

@@ -188,7 +188,10 @@ def _read_lock(path: Path) -> dict[str, Any]:
                     location=str(path),
                     code="lock_unreadable",
                     message=f"lock.json cannot be read ({why[:160]})",
-                    fix="restore the report from its original copy (`workbench verify` names every change)",
+                    fix=(
+                        "restore the report from its original copy (`workbench verify` names every"
+                        " change)"
+                    ),
                 )
             ],
         )
@@ -306,7 +309,11 @@ def _resolve_baseline(
                     Problem(
                         location=str(against),
                         code="baseline_other_judge",
-                        message=f"report {report_id} certified {lock.get('candidate')} ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label} ({fingerprint[:12]}) as it is now",
+                        message=(
+                            f"report {report_id} certified {lock.get('candidate')}"
+                            f" ({str(lock.get('candidate_fingerprint'))[:12]}), not"
+                            f" {judge.spec.label} ({fingerprint[:12]}) as it is now"
+                        ),
                         fix=other_judge_fix,
                     )
                 ],
@@ -314,12 +321,15 @@ def _resolve_baseline(
         stored = against / SENTINEL_REPORT_DIR
         if (stored / MANIFEST_FILE).is_file():
             manifest, found = _observations(stored, sentinels.case_ids)
-            return BaselineRef(
-                source="report",
-                ref=report_id,
-                run_id=manifest.run_id,
-                recorded_at=manifest.created_at,
-            ), found
+            return (
+                BaselineRef(
+                    source="report",
+                    ref=report_id,
+                    run_id=manifest.run_id,
+                    recorded_at=manifest.created_at,
+                ),
+                found,
+            )
         entries = [
             e
             for e in read_drift_log(log)
@@ -335,8 +345,14 @@ def _resolve_baseline(
                     Problem(
                         location=str(against),
                         code="baseline_missing",
-                        message=f"report {report_id} holds no sentinel run ({SENTINEL_REPORT_DIR}/) and {log} records no sentinel baseline for it",
-                        fix=f"record one: `workbench drift --candidate SPEC --gold GOLD --record-baseline --report {against}`",
+                        message=(
+                            f"report {report_id} holds no sentinel run ({SENTINEL_REPORT_DIR}/) and"
+                            f" {log} records no sentinel baseline for it"
+                        ),
+                        fix=(
+                            "record one: `workbench drift --candidate SPEC --gold GOLD"
+                            f" --record-baseline --report {against}`"
+                        ),
                     )
                 ],
             )
@@ -355,8 +371,13 @@ def _resolve_baseline(
                     Problem(
                         location=str(against),
                         code="baseline_missing",
-                        message="--against is neither a certification report (lock.json) nor a run directory (manifest.json)",
-                        fix="point --against at a report directory or a run directory of this judge",
+                        message=(
+                            "--against is neither a certification report (lock.json) nor a run"
+                            " directory (manifest.json)"
+                        ),
+                        fix=(
+                            "point --against at a report directory or a run directory of this judge"
+                        ),
                     )
                 ],
             )
@@ -368,14 +389,24 @@ def _resolve_baseline(
                     Problem(
                         location=str(against),
                         code="baseline_other_judge",
-                        message=f"the run is of {manifest.judge.name}@{manifest.judge.version} ({manifest.judge_fingerprint[:12]}), not {judge.spec.label} ({fingerprint[:12]}) as it is now",
+                        message=(
+                            f"the run is of {manifest.judge.name}@{manifest.judge.version}"
+                            f" ({manifest.judge_fingerprint[:12]}), not {judge.spec.label}"
+                            f" ({fingerprint[:12]}) as it is now"
+                        ),
                         fix=other_judge_fix,
                     )
                 ],
             )
-        return BaselineRef(
-            source="run", ref=str(against), run_id=manifest.run_id, recorded_at=manifest.created_at
-        ), found
+        return (
+            BaselineRef(
+                source="run",
+                ref=str(against),
+                run_id=manifest.run_id,
+                recorded_at=manifest.created_at,
+            ),
+            found,
+        )
     entries = [
         e
         for e in read_drift_log(log)
@@ -390,8 +421,14 @@ def _resolve_baseline(
                 Problem(
                     location=str(log),
                     code="baseline_missing",
-                    message=f"no sentinel baseline of {judge.spec.label} ({fingerprint[:12]}) is recorded in {log}",
-                    fix="record one first (`workbench drift ... --record-baseline`, at certification time), or give --against REPORT|RUN",
+                    message=(
+                        f"no sentinel baseline of {judge.spec.label} ({fingerprint[:12]}) is"
+                        f" recorded in {log}"
+                    ),
+                    fix=(
+                        "record one first (`workbench drift ... --record-baseline`, at"
+                        " certification time), or give --against REPORT|RUN"
+                    ),
                 )
             ],
         )
@@ -511,7 +548,9 @@ async def run_drift(
                         Problem(
                             location=str(report),
                             code="report_missing",
-                            message="--report is not a certification report directory (no lock.json)",
+                            message=(
+                                "--report is not a certification report directory (no lock.json)"
+                            ),
                             fix="point at reports/<candidate>/<version>/<n>",
                         )
                     ],
@@ -524,7 +563,11 @@ async def run_drift(
                         Problem(
                             location=str(report),
                             code="baseline_other_judge",
-                            message=f"report {lock.get('report_id')} certified {lock.get('candidate')} ({str(lock.get('candidate_fingerprint'))[:12]}), not {judge.spec.label} ({fingerprint[:12]})",
+                            message=(
+                                f"report {lock.get('report_id')} certified {lock.get('candidate')}"
+                                f" ({str(lock.get('candidate_fingerprint'))[:12]}), not"
+                                f" {judge.spec.label} ({fingerprint[:12]})"
+                            ),
                             fix="record the baseline with the certified candidate's spec",
                         )
                     ],
@@ -548,7 +591,10 @@ async def run_drift(
                     Problem(
                         location="--budget-usd",
                         code="budget_insufficient",
-                        message=f"{len(items)} sentinel call(s) of {judge.spec.label} need up to ${estimate.needed_usd:.4f}, the budget is ${budget_usd:.4f}",
+                        message=(
+                            f"{len(items)} sentinel call(s) of {judge.spec.label} need up to"
+                            f" ${estimate.needed_usd:.4f}, the budget is ${budget_usd:.4f}"
+                        ),
                         fix=f"give --budget-usd {estimate.needed_usd:.4f} or more",
                     )
                 ],
@@ -624,7 +670,9 @@ def format_drift(entry: DriftEntry, log: str | Path | None = None) -> str:
     if entry.kind == "baseline":
         bound = f" for report {entry.report_id}" if entry.report_id else ""
         lines = [
-            f"baseline {entry.entry_id}{bound}: {entry.candidate} ({entry.candidate_fingerprint[:12]}) on {len(entry.sentinel_ids)} sentinel(s): {entry.status.upper()}{where}"
+            f"baseline {entry.entry_id}{bound}: {entry.candidate}"
+            f" ({entry.candidate_fingerprint[:12]}) on {len(entry.sentinel_ids)} sentinel(s):"
+            f" {entry.status.upper()}{where}"
         ]
         for cid in entry.sentinel_ids:
             o = entry.observations.get(cid)
@@ -633,12 +681,14 @@ def format_drift(entry: DriftEntry, log: str | Path | None = None) -> str:
     b = entry.baseline
     assert b is not None
     lines = [
-        f"drift check {entry.entry_id}: {entry.candidate} ({entry.candidate_fingerprint[:12]}) on {len(entry.sentinel_ids)} sentinel(s) against {b.source} {b.ref}: {entry.status.upper()}{where}"
+        f"drift check {entry.entry_id}: {entry.candidate} ({entry.candidate_fingerprint[:12]}) on"
+        f" {len(entry.sentinel_ids)} sentinel(s) against {b.source} {b.ref}:"
+        f" {entry.status.upper()}{where}"
     ]
     for c in entry.changes:
         lines.append(
-            f"  CHANGED {c.case_id} ({c.slice}{', ' + c.risk if c.risk else ''}): {c.kind} {c.before} -> {c.after}"
-            + (" BOUNDARY" if c.boundary_crossing else "")
+            f"  CHANGED {c.case_id} ({c.slice}{', ' + c.risk if c.risk else ''}): {c.kind}"
+            f" {c.before} -> {c.after}" + (" BOUNDARY" if c.boundary_crossing else "")
         )
     if not entry.changes:
         lines.append("  every sentinel gave the baseline's verdict")

@@ -110,7 +110,10 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
         prefix="sentinels",
         what="sentinels",
         missing_message="the sentinel file does not exist",
-        missing_fix=f"declare the sentinel cases in {SENTINELS_FILE} beside the gold (case ids with a reason; docs/formats.md#sentinels)",
+        missing_fix=(
+            f"declare the sentinel cases in {SENTINELS_FILE} beside the gold (case ids with a"
+            " reason; docs/formats.md#sentinels)"
+        ),
         encoding_code="sentinels_yaml",
         shape=(
             "the sentinel file must be a YAML mapping with a list under sentinels:",
@@ -138,8 +141,10 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
             _problem(
                 loc,
                 "sentinels_rubric_mismatch",
-                f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is rubric {dataset.rubric.version}",
-                "review the set for the new rubric and update rubric_version (a new version of the file)",
+                f"the sentinels were chosen under rubric {parsed.rubric_version}, the gold is"
+                f" rubric {dataset.rubric.version}",
+                "review the set for the new rubric and update rubric_version (a new version of the"
+                " file)",
             )
         )
     by_id = {r.case_id: r for r in dataset.records}
@@ -186,7 +191,8 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
                 _problem(
                     loc,
                     "held_out_sentinel",
-                    "the case is held out: held-out cases are judged once, by certification, never re-run on a schedule",
+                    "the case is held out: held-out cases are judged once, by certification, never"
+                    " re-run on a schedule",
                     "choose sentinels from development or calibration",
                     s.case_id,
                 )

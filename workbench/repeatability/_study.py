@@ -311,7 +311,10 @@ def study_from_run(
                     location=str(run),
                     code="run_missing",
                     message="no run manifest (manifest.json) in the directory",
-                    fix="point at a run directory written by `workbench run --repeat K` or `workbench repeatability`",
+                    fix=(
+                        "point at a run directory written by `workbench run --repeat K` or"
+                        " `workbench repeatability`"
+                    ),
                 )
             ],
         )
@@ -323,8 +326,14 @@ def study_from_run(
                 Problem(
                     location=str(run),
                     code="too_few_repeats",
-                    message=f"the run judged each case {manifest.repeats} time(s): a flip needs at least 2 repeats",
-                    fix="run with --repeats 3 or more (certification wants K >= 3 on calibration data)",
+                    message=(
+                        f"the run judged each case {manifest.repeats} time(s): a flip needs at"
+                        " least 2 repeats"
+                    ),
+                    fix=(
+                        "run with --repeats 3 or more (certification wants K >= 3 on calibration"
+                        " data)"
+                    ),
                 )
             ],
         )
@@ -533,7 +542,10 @@ def repeatability_blockers(
         if spec.max_flip_rate is not None
     }
     out: list[Blocker] = []
-    fix_cmd = f"run `workbench repeatability --candidate SPEC --gold GOLD --partition {partition} --repeats {min_repeats}`"
+    fix_cmd = (
+        f"run `workbench repeatability --candidate SPEC --gold GOLD --partition {partition}"
+        f" --repeats {min_repeats}`"
+    )
 
     def incomplete(code: str, message: str, **evidence: Any) -> Blocker:
         return Blocker(
@@ -550,7 +562,8 @@ def repeatability_blockers(
             out.append(
                 incomplete(
                     "repeatability_study_missing",
-                    f"the policy limits the flip rate of {', '.join(sorted(limited))} but there is no repeatability study of this candidate: {fix_cmd}",
+                    f"the policy limits the flip rate of {', '.join(sorted(limited))} but there is"
+                    f" no repeatability study of this candidate: {fix_cmd}",
                     slices=sorted(limited),
                 )
             )
@@ -560,7 +573,9 @@ def repeatability_blockers(
             out.append(
                 incomplete(
                     "repeatability_study_other_candidate",
-                    f"the repeatability study is of {study.candidate} ({study.candidate_fingerprint[:12]}), not the candidate certified ({fingerprint[:12]}): {fix_cmd}",
+                    f"the repeatability study is of {study.candidate}"
+                    f" ({study.candidate_fingerprint[:12]}), not the candidate certified"
+                    f" ({fingerprint[:12]}): {fix_cmd}",
                     study=study.study_id,
                 )
             )
@@ -568,7 +583,8 @@ def repeatability_blockers(
             out.append(
                 incomplete(
                     "repeatability_study_other_gold",
-                    f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not {dataset_sha256[:12]}: {fix_cmd}",
+                    f"the repeatability study ran on dataset {study.dataset_sha256[:12]}, not"
+                    f" {dataset_sha256[:12]}: {fix_cmd}",
                     study=study.study_id,
                 )
             )
@@ -576,7 +592,8 @@ def repeatability_blockers(
             out.append(
                 incomplete(
                     "repeatability_wrong_partition",
-                    f"the repeatability study is on {study.partition}; certification wants it on {partition}: {fix_cmd}",
+                    f"the repeatability study is on {study.partition}; certification wants it on"
+                    f" {partition}: {fix_cmd}",
                     study=study.study_id,
                     partition=study.partition,
                 )
@@ -585,7 +602,8 @@ def repeatability_blockers(
             out.append(
                 incomplete(
                     "repeatability_too_few_repeats",
-                    f"the repeatability study has K={study.repeats} repeats; certification wants K >= {min_repeats}: {fix_cmd}",
+                    f"the repeatability study has K={study.repeats} repeats; certification wants K"
+                    f" >= {min_repeats}: {fix_cmd}",
                     study=study.study_id,
                     repeats=study.repeats,
                     min_repeats=min_repeats,
@@ -610,7 +628,10 @@ def repeatability_blockers(
                         category="incomplete",
                         slice=name,
                         risk=risk,
-                        message=f"slice {name} limits the flip rate to {limit:g}, but the study assessed none of its cases",
+                        message=(
+                            f"slice {name} limits the flip rate to {limit:g}, but the study"
+                            " assessed none of its cases"
+                        ),
                         evidence={"study": study.study_id, "limit": limit},
                         case_ids=[],
                         waivable=False,
@@ -626,7 +647,11 @@ def repeatability_blockers(
                         category="quality",
                         slice=name,
                         risk=risk,
-                        message=f"slice {name}: {row.flipped} of {row.assessed} cases changed verdict across {study.repeats} repeats of the same judge (flip rate {row.flip_rate.rate:.3f} > {limit:g})",
+                        message=(
+                            f"slice {name}: {row.flipped} of {row.assessed} cases changed verdict"
+                            f" across {study.repeats} repeats of the same judge (flip rate"
+                            f" {row.flip_rate.rate:.3f} > {limit:g})"
+                        ),
                         evidence={
                             "study": study.study_id,
                             "flipped": row.flipped,
@@ -665,7 +690,12 @@ def repeatability_blockers(
                 category="review",
                 slice=name,
                 risk=risks[name],
-                message=f"slice {name}: {len(ids)} case(s) crossed the pass/fail boundary across repeats of the same pinned judge ({len(studies)} stud{'y' if len(studies) == 1 else 'ies'}); each needs human review (tighten the evidence, widen review or remove authority), not more retries",
+                message=(
+                    f"slice {name}: {len(ids)} case(s) crossed the pass/fail boundary across"
+                    f" repeats of the same pinned judge ({len(studies)}"
+                    f" stud{'y' if len(studies) == 1 else 'ies'}); each needs human review (tighten"
+                    " the evidence, widen review or remove authority), not more retries"
+                ),
                 evidence={"studies": studies, "cases": len(ids), "repeats": study.repeats},
                 case_ids=ids,
                 waivable=False,
@@ -739,8 +769,15 @@ async def run_repeatability(
                     Problem(
                         location="--budget-usd",
                         code="budget_insufficient",
-                        message=f"{repeats} repeats of {judge.spec.label} on {len(cases)} {partition} case(s) need up to ${estimate.needed_usd:.4f} ({estimate.calls} call(s); the engine's reservations, one attempt each), the budget is ${budget_usd:.4f}",
-                        fix=f"give --budget-usd {estimate.needed_usd:.4f} or more, or fewer repeats",
+                        message=(
+                            f"{repeats} repeats of {judge.spec.label} on {len(cases)} {partition}"
+                            f" case(s) need up to ${estimate.needed_usd:.4f} ({estimate.calls}"
+                            " call(s); the engine's reservations, one attempt each), the budget is"
+                            f" ${budget_usd:.4f}"
+                        ),
+                        fix=(
+                            f"give --budget-usd {estimate.needed_usd:.4f} or more, or fewer repeats"
+                        ),
                     )
                 ],
             )
@@ -769,12 +806,15 @@ def run_repeatability_sync(*args: Any, **kwargs: Any) -> RepeatabilityStudy:
 def format_study(study: RepeatabilityStudy) -> str:
     """A plain-text account for the terminal."""
     lines = [
-        f"repeatability of {study.candidate} ({study.candidate_fingerprint[:12]}) on {study.partition}: K={study.repeats}, {study.overall.cases} cases, {study.status.upper()} (study {study.study_id})"
+        f"repeatability of {study.candidate} ({study.candidate_fingerprint[:12]}) on"
+        f" {study.partition}: K={study.repeats}, {study.overall.cases} cases,"
+        f" {study.status.upper()} (study {study.study_id})"
     ]
     for reason in study.incomplete_reasons:
         lines.append(f"  incomplete: {reason}")
     lines.append(
-        "per slice: flipped / assessed = flip rate [95% Wilson]; mean majority share; boundary crossings"
+        "per slice: flipped / assessed = flip rate [95% Wilson]; mean majority share; boundary"
+        " crossings"
     )
     for s in [*study.slices, study.overall]:
         rate = s.flip_rate
@@ -785,13 +825,15 @@ def format_study(study: RepeatabilityStudy) -> str:
         )
         share = f"{s.mean_majority_share:.3f}" if s.mean_majority_share is not None else "-"
         lines.append(
-            f"  {s.slice:26} {(s.risk or ''):8} {s.flipped:>3} / {s.assessed:<3} = {shown}; majority share {share}; crossings {s.boundary_crossing}"
+            f"  {s.slice:26} {(s.risk or ''):8} {s.flipped:>3} / {s.assessed:<3} = {shown};"
+            f" majority share {share}; crossings {s.boundary_crossing}"
             + (f"; incomplete {s.incomplete}" if s.incomplete else "")
         )
     lines.append("per repeat: attempts, cached, cost, tokens in/out")
     for r in study.per_repeat:
         lines.append(
-            f"  repeat {r.repeat}: {r.attempts} attempts, {r.cached} cached, ${r.cost_usd:.4f}, {r.tokens_in}/{r.tokens_out} tokens"
+            f"  repeat {r.repeat}: {r.attempts} attempts, {r.cached} cached, ${r.cost_usd:.4f},"
+            f" {r.tokens_in}/{r.tokens_out} tokens"
         )
     flipped = [c for c in study.cases if c.flipped]
     for c in flipped[:20]:
@@ -804,7 +846,8 @@ def format_study(study: RepeatabilityStudy) -> str:
         lines.append(f"  ... and {len(flipped) - 20} more flipped case(s)")
     if study.review:
         lines.append(
-            f"REVIEW: {len(study.review)} case(s) in critical slices crossed the pass/fail boundary under the same judge (review them; do not retry them away): "
+            f"REVIEW: {len(study.review)} case(s) in critical slices crossed the pass/fail boundary"
+            " under the same judge (review them; do not retry them away): "
             + ", ".join(study.review)
         )
     return "\n".join(lines)

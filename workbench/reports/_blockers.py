@@ -252,12 +252,19 @@ def _describe(
         return _rate_family(fam, codes, raw, ev)
     if fam == "abstention":
         limit = ev.get("limit")
-        text = f"abstained on {ev.get('abstentions')} of {ev.get('verdicts')} verdicts ({pct(ev.get('rate'))}), above the {pct(limit)} limit; {ev.get('decided')} of {ev.get('cases')} cases decided"
+        text = (
+            f"abstained on {ev.get('abstentions')} of {ev.get('verdicts')} verdicts"
+            f" ({pct(ev.get('rate'))}), above the {pct(limit)} limit; {ev.get('decided')} of"
+            f" {ev.get('cases')} cases decided"
+        )
         return text, f"abstained {pct(ev.get('rate'))} > {pct(limit)}", None, None
     if fam == "min_n":
         decided, min_n = int(ev.get("decided", 0)), int(ev.get("min_n", 0))
         more = max(0, min_n - decided)
-        text = f"{decided} decided verdicts, fewer than the {min_n} the policy requires: {more} more decided case{'s' if more != 1 else ''} needed"
+        text = (
+            f"{decided} decided verdicts, fewer than the {min_n} the policy requires: {more} more"
+            f" decided case{'s' if more != 1 else ''} needed"
+        )
         return text, f"{decided} decided < {min_n}: {more} more needed", more, "decided"
     if fam == "controls":
         parts = []
@@ -321,7 +328,10 @@ def _rate_family(
             need = f"{to_bound} are needed to bound it at half the limit ({at_zero} at zero errors)"
         else:
             need = f"at least {more} {'is' if more == 1 else 'are'} needed"
-        text = f"no human-{human} case judged pass or fail ({in_scope} in scope), so the {what} limit cannot be checked: {need}"
+        text = (
+            f"no human-{human} case judged pass or fail ({in_scope} in scope), so the {what} limit"
+            f" cannot be checked: {need}"
+        )
         return (
             text,
             f"no human-{human} case decided: {more if more is not None else 'no sample'} needed",
@@ -345,8 +355,8 @@ def _rate_family(
             allowed.append(f"{pct(limit)} ({on} {pct(ev.get('compared'))})")
         noun = what if k != 1 else what[:-2]
         text = (
-            f"{k} {noun} in {n} human-{human} cases judged pass or fail ({rate_text(rate)}); the policy allows "
-            + " and ".join(allowed)
+            f"{k} {noun} in {n} human-{human} cases judged pass or fail ({rate_text(rate)}); the"
+            " policy allows " + " and ".join(allowed)
         )
         short = f"{k} of {n} {what} ({pct(ev.get('rate'))}), over " + " and ".join(
             a.split(" (")[0] for a in allowed
@@ -356,15 +366,27 @@ def _rate_family(
     observed = (
         f"no {what[:-2]}"
         if k == 0
-        else f"{k} {what if k != 1 else what[:-2]} (observed {pct(ev.get('rate'))}, within the limit)"
+        else (
+            f"{k} {what if k != 1 else what[:-2]} (observed {pct(ev.get('rate'))}, within the"
+            " limit)"
+        )
     )
     if more is None:
         tail = "no sample can show this limit"
     elif to_bound is not None and n < to_bound:
-        tail = f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail needed: {to_bound} to bound it at half the limit ({at_zero} at zero errors)"
+        tail = (
+            f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail needed:"
+            f" {to_bound} to bound it at half the limit ({at_zero} at zero errors)"
+        )
     else:
-        tail = f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail (with no further {what[:-2]}) would bound it"
-    text = f"{observed} in {n} human-{human} cases judged pass or fail, but the upper 95% bound {pct(ev.get('ci95_high'))} is above the {pct(limit)} limit: {tail}"
+        tail = (
+            f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail (with no"
+            f" further {what[:-2]}) would bound it"
+        )
+    text = (
+        f"{observed} in {n} human-{human} cases judged pass or fail, but the upper 95% bound"
+        f" {pct(ev.get('ci95_high'))} is above the {pct(limit)} limit: {tail}"
+    )
     short = f"{k}/{n} {what}, upper bound {pct(ev.get('ci95_high'))} > {pct(limit)}: " + (
         f"{more} more human-{human} cases needed" if more is not None else "cannot be shown"
     )

@@ -231,8 +231,14 @@ def resolve_budget(
                 Problem(
                     location=f"{policy_path}: budget_usd",
                     code="budget_above_policy",
-                    message=f"--budget-usd {requested:g} is above the policy's budget_usd {policy.budget_usd:g}",
-                    fix=f"drop --budget-usd (the policy's ${policy.budget_usd:g} is used) or give a lower one; a larger budget needs a new policy version",
+                    message=(
+                        f"--budget-usd {requested:g} is above the policy's budget_usd"
+                        f" {policy.budget_usd:g}"
+                    ),
+                    fix=(
+                        f"drop --budget-usd (the policy's ${policy.budget_usd:g} is used) or give a"
+                        " lower one; a larger budget needs a new policy version"
+                    ),
                 )
             ],
         )
@@ -340,7 +346,10 @@ def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: P
                 location=str(policy),
                 code="policy_missing",
                 message="the policy file does not exist",
-                fix="point --policy at data/policies/<name>@<version>.yaml; certification without a policy is never possible",
+                fix=(
+                    "point --policy at data/policies/<name>@<version>.yaml; certification without a"
+                    " policy is never possible"
+                ),
             )
         )
     if not notebook.exists():
@@ -357,7 +366,9 @@ def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: P
             Problem(
                 location="--label-mapping",
                 code="mapping_without_baseline",
-                message="a label mapping translates a baseline's verdicts, but no --baseline was given",
+                message=(
+                    "a label mapping translates a baseline's verdicts, but no --baseline was given"
+                ),
                 fix="give --baseline OLD with --label-mapping, or drop --label-mapping",
             )
         )
@@ -555,8 +566,16 @@ def _check_paired_budget(judge: Judge, old: Judge, dataset: GoldDataset, budget:
                 Problem(
                     location="--budget-usd",
                     code="budget_insufficient",
-                    message=f"judging {len(cases)} held-out case(s) with {judge.spec.label} and {old.spec.label} needs up to ${needed:.4f} (the engine's reservations, one attempt per call), the budget is ${budget:.4f}",
-                    fix=f"give --budget-usd {needed:.4f} or more (a new policy version if it is above the policy's budget_usd); certifying on fewer cases is a scope change, not a saving",
+                    message=(
+                        f"judging {len(cases)} held-out case(s) with {judge.spec.label} and"
+                        f" {old.spec.label} needs up to ${needed:.4f} (the engine's reservations,"
+                        f" one attempt per call), the budget is ${budget:.4f}"
+                    ),
+                    fix=(
+                        f"give --budget-usd {needed:.4f} or more (a new policy version if it is"
+                        " above the policy's budget_usd); certifying on fewer cases is a scope"
+                        " change, not a saving"
+                    ),
                 )
             ],
         )
@@ -613,7 +632,8 @@ def resume_review(
         raise refuse(
             "report_missing",
             "no locked certification report here (no lock.json)",
-            "point --resume-review at reports/<candidate>/<version>/<n> of a migration certification",
+            "point --resume-review at reports/<candidate>/<version>/<n> of a migration"
+            " certification",
         )
     if not notebook_path.exists():
         raise refuse(
@@ -627,7 +647,8 @@ def resume_review(
     if lock.baseline_fingerprint is None:
         raise refuse(
             "not_a_migration",
-            f"report {lock.report_id} is no migration certification: it has no transitions to review",
+            f"report {lock.report_id} is no migration certification: it has no transitions to"
+            " review",
             "transition reviews belong to `workbench certify --candidate NEW --baseline OLD`",
         )
     if (
@@ -636,7 +657,8 @@ def resume_review(
     ):
         raise refuse(
             "held_out_not_used",
-            f"report {lock.report_id} judged no held-out case (controls or lineage stopped it): there is nothing to review",
+            f"report {lock.report_id} judged no held-out case (controls or lineage stopped it):"
+            " there is nothing to review",
             "fix what stopped it and certify again",
         )
     gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
@@ -644,7 +666,8 @@ def resume_review(
         raise refuse(
             "gold_missing",
             f"the certified dataset {lock.gold} is not on this machine",
-            "pass --gold with the certified dataset (its ledger and transition reviews live beside it)",
+            "pass --gold with the certified dataset (its ledger and transition reviews live"
+            " beside it)",
         )
     checked = verify_one(first, gold=gold_dir)
     if not checked.verified:
@@ -653,8 +676,10 @@ def resume_review(
     if dataset.sha256 != lock.evidence.get("gold_dataset"):
         raise refuse(
             "gold_changed",
-            f"the gold dataset changed since report {lock.report_id} ({str(lock.evidence.get('gold_dataset'))[:12]} -> {dataset.sha256[:12]})",
-            "the transitions were judged against the old gold: certify again on the new gold release",
+            f"the gold dataset changed since report {lock.report_id}"
+            f" ({str(lock.evidence.get('gold_dataset'))[:12]} -> {dataset.sha256[:12]})",
+            "the transitions were judged against the old gold: certify again on the new gold"
+            " release",
         )
     root = first.resolve().parents[2]
     if "/".join(first.resolve().parts[-3:]) != lock.report_id:
@@ -668,7 +693,9 @@ def resume_review(
     if judge.identity.fingerprint() != lock.candidate_fingerprint:
         raise refuse(
             "candidate_changed",
-            f"the candidate copied in the report now has fingerprint {judge.identity.fingerprint()[:12]}, the report certified {lock.candidate_fingerprint[:12]} (its code or the installed Ragas changed)",
+            "the candidate copied in the report now has fingerprint"
+            f" {judge.identity.fingerprint()[:12]}, the report certified"
+            f" {lock.candidate_fingerprint[:12]} (its code or the installed Ragas changed)",
             "certify the candidate as it is now (a new certification)",
         )
     baseline_copy = first / str(lock.input_files.get("baseline"))
@@ -803,9 +830,9 @@ def _run_and_lock(
         "overrides": str(copies["overrides"].resolve()) if "overrides" in copies else "",
         "controls": str(copies["controls"].resolve()) if "controls" in copies else "",
         "baseline": str(copies["baseline"].resolve()) if "baseline" in copies else "",
-        "label_mapping": str(copies["label_mapping"].resolve())
-        if "label_mapping" in copies
-        else "",
+        "label_mapping": (
+            str(copies["label_mapping"].resolve()) if "label_mapping" in copies else ""
+        ),
         "resume_from": str(resume_from.resolve()) if resume_from is not None else "",
         "report_dir": str(report_dir.resolve()),
         "ledger_path": str(ledger.path),
@@ -876,9 +903,9 @@ def _run_and_lock(
         evidence.update(
             {
                 "baseline_spec": sha256_file(copies["baseline"]),
-                "label_mapping": sha256_file(copies["label_mapping"])
-                if "label_mapping" in copies
-                else None,
+                "label_mapping": (
+                    sha256_file(copies["label_mapping"]) if "label_mapping" in copies else None
+                ),
                 "baseline_control_records": _maybe_sha(
                     RunDir(report_dir / BASELINE_CONTROLS_DIR).results
                 ),
@@ -984,7 +1011,10 @@ def _failed_gate(failure: Exception | None, judge: Judge) -> GateResult:
             "error": getattr(failure, "ename", type(failure).__name__),
             "detail": str(getattr(failure, "evalue", failure))[:300],
         }
-        message = "the certification notebook failed before the gate ran; no outcome other than incomplete is possible"
+        message = (
+            "the certification notebook failed before the gate ran; no outcome other than"
+            " incomplete is possible"
+        )
     else:
         evidence = {}
         message = "the certification notebook wrote no gate result"
@@ -1131,7 +1161,8 @@ class Certification:
         if entry.candidate_fingerprint != self.judge.identity.fingerprint():
             raise self._refuse(
                 "candidate_mismatch",
-                f"the ledger entry opened a certification of {entry.candidate}, not of this candidate",
+                f"the ledger entry opened a certification of {entry.candidate}, not of this"
+                " candidate",
             )
         baseline_fp = (
             self.baseline_judge.identity.fingerprint() if self.baseline_judge is not None else None
@@ -1139,7 +1170,9 @@ class Certification:
         if entry.baseline_fingerprint != baseline_fp:
             raise self._refuse(
                 "baseline_mismatch",
-                f"the ledger entry opened a certification with baseline {entry.baseline or '(none)'}, not {self.baseline_judge.spec.label if self.baseline_judge else '(none)'}",
+                "the ledger entry opened a certification with baseline"
+                f" {entry.baseline or '(none)'}, not"
+                f" {self.baseline_judge.spec.label if self.baseline_judge else '(none)'}",
             )
         expected_kind = (
             "review_reevaluation"
@@ -1160,7 +1193,8 @@ class Certification:
         if not self.ledger.is_running(entry.entry_id):
             raise self._refuse(
                 "certification_not_running",
-                f"the `workbench certify` process that opened ledger entry {entry.entry_id} is not running",
+                f"the `workbench certify` process that opened ledger entry {entry.entry_id} is not"
+                " running",
             )
         if entry.uses_held_out:
             earlier = self.ledger.previous_uses(
@@ -1169,7 +1203,9 @@ class Certification:
             if earlier and not (entry.rerun_reason and entry.rerun_reason.strip()):
                 raise self._refuse(
                     "held_out_reuse",
-                    f"the held-out partition was already used for this candidate ({', '.join(e.report_id for e in earlier)}) and the entry gives no re-run reason",
+                    "the held-out partition was already used for this candidate"
+                    f" ({', '.join(e.report_id for e in earlier)}) and the entry gives no re-run"
+                    " reason",
                 )
         self.ledger.claim_token(entry)
         return entry
@@ -1549,9 +1585,9 @@ class Certification:
             mapping=self.mapping,
             reviews=reviews,
             baseline_run_status=self.baseline_summary.status if self.baseline_summary else None,
-            baseline_controls=self.baseline_controls.status
-            if self.baseline_controls is not None
-            else None,
+            baseline_controls=(
+                self.baseline_controls.status if self.baseline_controls is not None else None
+            ),
         )
         write_migration(self.report_dir, self.migration, reviews)
         return self.migration.blockers

@@ -102,10 +102,10 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
                     "label": f"{kn(rate)}" + ("" if value is not None else f" {DASH}"),
                     "limit": limit,
                     "basis": (
-                        limits.false_pass_basis if metric == "fp" else limits.false_fail_basis
-                    )
-                    if limits
-                    else None,
+                        (limits.false_pass_basis if metric == "fp" else limits.false_fail_basis)
+                        if limits
+                        else None
+                    ),
                     "status": _status(row, metric, gated),
                     "rate_text": pct(value),
                     "limit_text": pct(limit) if limit is not None else DASH,
@@ -212,7 +212,10 @@ def slice_error_chart(
         .properties(
             title=alt.Title(
                 title,
-                subtitle="dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit; k/n beside each bar",
+                subtitle=(
+                    "dot: observed rate; bar: 95% Wilson interval; black rule: the policy limit;"
+                    " k/n beside each bar"
+                ),
             )
         )
     )
@@ -485,7 +488,10 @@ def threshold_sweep_chart(
             height=280,
             title=alt.Title(
                 title,
-                subtitle="red points: a limit is not met at that threshold; black line: the policy's false-pass limit",
+                subtitle=(
+                    "red points: a limit is not met at that threshold; black line: the policy's"
+                    " false-pass limit"
+                ),
             ),
         )
     )
@@ -522,7 +528,8 @@ def charts_row(*charts: Any) -> Any:
     from IPython.display import HTML
 
     return HTML(
-        '<div class="wb-chart-row" style="display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start">'
+        '<div class="wb-chart-row"'
+        ' style="display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start">'
         + "".join(f'<div class="wb-chart">{to_svg(c)}</div>' for c in charts)
         + "</div>"
     )

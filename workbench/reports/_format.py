@@ -12,7 +12,10 @@ from typing import Any
 
 DASH = "\u2013"
 """Shown for a value that does not exist; every table that shows it carries :data:`DASH_NOTE`."""
-DASH_NOTE = f"{DASH} : no case enters the denominator, so the value does not exist (it is never read as 0 or as a pass)."
+DASH_NOTE = (
+    f"{DASH} : no case enters the denominator, so the value does not exist (it is never read as 0"
+    " or as a pass)."
+)
 
 
 def missing(value: Any) -> bool:

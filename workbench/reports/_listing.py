@@ -96,8 +96,14 @@ def check_ledger_complete(
                 Problem(
                     location=str(ledger.path),
                     code="ledger_truncated",
-                    message=f"report {marker.get('report_id', d.name)} was recorded as ledger entry {marker['entry_id']}, which the ledger no longer has: lines were removed",
-                    fix="restore the held-out ledger from version control or a backup; it is append-only evidence",
+                    message=(
+                        f"report {marker.get('report_id', d.name)} was recorded as ledger entry"
+                        f" {marker['entry_id']}, which the ledger no longer has: lines were removed"
+                    ),
+                    fix=(
+                        "restore the held-out ledger from version control or a backup; it is"
+                        " append-only evidence"
+                    ),
                 )
             )
     if problems:
@@ -147,7 +153,10 @@ def previous_report(
                             location=str(d / LOCK_FILE),
                             code="previous_report_unreadable",
                             message=f"the lock of the previous report {report_id} cannot be read",
-                            fix=f"run `workbench verify {d}` and restore the report; reports form a chain",
+                            fix=(
+                                f"run `workbench verify {d}` and restore the report; reports form a"
+                                " chain"
+                            ),
                         )
                     ],
                 ) from None
@@ -263,11 +272,13 @@ def list_reports(
             {
                 "report_id": report_id,
                 "status": status,
-                "outcome": status
-                if status != "lock missing"
-                else f"{closing.outcome} (lock.json missing)"
-                if closing
-                else status,
+                "outcome": (
+                    status
+                    if status != "lock missing"
+                    else f"{closing.outcome} (lock.json missing)"
+                    if closing
+                    else status
+                ),
                 "created_at": str(marker.get("started_at", ""))[:19],
                 "candidate": started.candidate if started else None,
                 "who": started.who if started else None,
@@ -302,7 +313,10 @@ def check_legacy_ledger(
                 Problem(
                     location=str(legacy),
                     code="legacy_ledger_invalid",
-                    message=f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})",
+                    message=(
+                        "the earlier held-out ledger in the reports root cannot be read"
+                        f" ({str(exc)[:100]})"
+                    ),
                     fix="restore it from version control: the uses it records still count",
                 )
             ],
@@ -328,8 +342,14 @@ def check_legacy_ledger(
                 Problem(
                     location=str(legacy),
                     code="held_out_reuse",
-                    message=f"the earlier held-out ledger in this reports root records this candidate fingerprint on the same held-out manifest: {listing}",
-                    fix='pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and printed in the report',
+                    message=(
+                        "the earlier held-out ledger in this reports root records this candidate"
+                        f" fingerprint on the same held-out manifest: {listing}"
+                    ),
+                    fix=(
+                        'pass --rerun-reason "..." to certify again; the reason is recorded in the'
+                        " ledger and printed in the report"
+                    ),
                 )
             ],
         )

@@ -80,7 +80,10 @@ def check_migration_inputs(
                 location=str(baseline),
                 code="baseline_is_candidate",
                 message=f"the baseline {old.spec.label} is the candidate itself (same fingerprint)",
-                fix="give the previous version as --baseline; certify one version without --baseline",
+                fix=(
+                    "give the previous version as --baseline; certify one version without"
+                    " --baseline"
+                ),
             )
         )
     mapping = load_label_mapping(label_mapping) if label_mapping is not None else None
@@ -94,7 +97,8 @@ def check_migration_inputs(
     )
     if problems:
         raise WorkbenchError(
-            f"cannot certify {judge.spec.label} against {old.spec.label}: {len(problems)} problem(s)",
+            f"cannot certify {judge.spec.label} against {old.spec.label}: {len(problems)}"
+            " problem(s)",
             problems,
         )
     return old, mapping
@@ -113,9 +117,11 @@ def control_report_from_records(suite: Any, run_dir: Path, mapping: LoadedMappin
     outcomes = _outcomes(suite, RunDir(run_dir).results, identity.fingerprint())
     if mapping is not None:
         outcomes = {
-            cid: ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
-            if o.verdict is not None and o.verdict in mapping.mapping.mapping
-            else o
+            cid: (
+                ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
+                if o.verdict is not None and o.verdict in mapping.mapping.mapping
+                else o
+            )
             for cid, o in outcomes.items()
         }
     return evaluate_controls(suite, outcomes, judge=identity)
@@ -243,7 +249,8 @@ def write_transitions_html(
     )
     body = "\n".join(rows) or '<tr><td colspan="9">No verdict changed.</td></tr>'
     text = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>Transitions (restricted)</title></head><body>"
+        "<!doctype html><html><head><meta charset='utf-8'><title>Transitions"
+        " (restricted)</title></head><body>"
         f"<h1>Transitions {escape(s.baseline)} &rarr; {escape(s.candidate)} (restricted)</h1>"
         f"<p>Report {escape(report_id or '')}. Held-out case ids: never share this page. "
         "Every changed verdict in a critical slice needs a transition review "
@@ -294,10 +301,12 @@ def migration_html(summary: Any) -> str:
         else "no label mapping"
     )
     return (
-        f"<h3>Migration {escape(summary.baseline)} &rarr; {escape(summary.candidate)}</h3>"
-        f"<p>Both versions judged the same {summary.cases} held-out cases under one ledger entry; baseline run {escape(str(summary.baseline_run_status))}, "
-        f"baseline controls {escape(str(summary.baseline_controls))}; {escape(mapping)}. Counts only: the cases are in the restricted part.</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        f"<h3>Migration {escape(summary.baseline)} &rarr; {escape(summary.candidate)}</h3><p>Both"
+        f" versions judged the same {summary.cases} held-out cases under one ledger entry; baseline"
+        f" run {escape(str(summary.baseline_run_status))}, baseline controls"
+        f" {escape(str(summary.baseline_controls))}; {escape(mapping)}. Counts only: the cases are"
+        " in the restricted"
+        f" part.</p><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
     )
 
 
@@ -337,7 +346,10 @@ def pending_for_report(
                     location=str(root),
                     code="report_missing",
                     message="no locked certification report here (no lock.json)",
-                    fix="point --report at reports/<candidate>/<version>/<n> of a migration certification",
+                    fix=(
+                        "point --report at reports/<candidate>/<version>/<n> of a migration"
+                        " certification"
+                    ),
                 )
             ],
         )
@@ -349,8 +361,14 @@ def pending_for_report(
                 Problem(
                     location=str(root),
                     code="not_a_migration",
-                    message=f"report {lock.report_id} holds no transitions (no migration certification, or held-out data was not used)",
-                    fix="transition reviews belong to `workbench certify --candidate NEW --baseline OLD`",
+                    message=(
+                        f"report {lock.report_id} holds no transitions (no migration certification,"
+                        " or held-out data was not used)"
+                    ),
+                    fix=(
+                        "transition reviews belong to `workbench certify --candidate NEW --baseline"
+                        " OLD`"
+                    ),
                 )
             ],
         )
@@ -363,7 +381,10 @@ def pending_for_report(
                     location=str(root),
                     code="gold_missing",
                     message=f"the certified dataset {lock.gold} is not on this machine",
-                    fix="pass --gold with the certified dataset (the transition-review log lives beside it)",
+                    fix=(
+                        "pass --gold with the certified dataset (the transition-review log lives"
+                        " beside it)"
+                    ),
                 )
             ],
         )
@@ -433,7 +454,10 @@ def record_transition_review(
                     location=str(report),
                     case_id=case_id,
                     code="transition_unknown",
-                    message=f"case {case_id} is no changed verdict in a critical slice of this report (those are: {known})",
+                    message=(
+                        f"case {case_id} is no changed verdict in a critical slice of this report"
+                        f" (those are: {known})"
+                    ),
                     fix="review a case `workbench review transition --report REPORT --list` names",
                 )
             ],
@@ -503,7 +527,10 @@ def recompute_lifecycle_blockers(
                     Problem(
                         location=str(report_dir / BASELINE_CONTROLS_DIR),
                         code="evidence_mismatch",
-                        message="the baseline control records are of another judge than the baseline the lock names",
+                        message=(
+                            "the baseline control records are of another judge than the baseline"
+                            " the lock names"
+                        ),
                         fix="restore the report",
                     )
                 ],
@@ -567,7 +594,10 @@ def migration_problems(
                 location=str(where),
                 code=code,
                 message=message,
-                fix="restore the report from its original copy; transitions and reviews are decided from the stored runs",
+                fix=(
+                    "restore the report from its original copy; transitions and reviews are decided"
+                    " from the stored runs"
+                ),
             )
         )
 
@@ -581,7 +611,8 @@ def migration_problems(
         fail(
             report_dir / MIGRATION_FILE,
             "migration_mismatch",
-            "migration.json differs from the migration recomputed from both stored runs, the label mapping and the transition reviews",
+            "migration.json differs from the migration recomputed from both stored runs, the label"
+            " mapping and the transition reviews",
         )
     if lock.migration != expected:
         fail(
@@ -609,6 +640,7 @@ def migration_problems(
                 fail(
                     report_dir / REVIEWS_SNAPSHOT,
                     "transition_review_unlogged",
-                    f"transition review {review.review_id} of the report is not in the gold's append-only log {gold_log} as recorded",
+                    f"transition review {review.review_id} of the report is not in the gold's"
+                    f" append-only log {gold_log} as recorded",
                 )
     return out

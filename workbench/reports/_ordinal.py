@@ -14,8 +14,9 @@ from ._tables import Table, styled
 
 ORDINAL_TITLE = "Ordinal figures: judge against the adjudicated label on the ordered scale"
 NOMINAL_NOTE = (
-    "Cohen's kappa and the confusion above are nominal: every label an unordered category. False passes and false fails follow "
-    "the rubric's pass_labels. The figures below weigh how far apart the two labels are on the scale."
+    "Cohen's kappa and the confusion above are nominal: every label an unordered category. False"
+    " passes and false fails follow the rubric's pass_labels. The figures below weigh how far apart"
+    " the two labels are on the scale."
 )
 
 
@@ -35,9 +36,15 @@ def ordinal_tables(report: Any) -> list[Table]:
         index=True,
         caption="Per slice: weighted Cohen's kappa, mean absolute error and distances on the scale",
         footnotes=[
-            "pairs = verdicts whose adjudicated and judge labels are both on the scale: the denominator of every figure; off scale = verdicts left out (an abstain label).",
-            f"kappa linear / quadratic = weighted Cohen's kappa (disagreement weight |i - j| or (i - j)²); MAE = mean |judge - adjudicated| in {unit}s; "
-            "judge higher / lower = the judge put the case above / below the reviewers on the scale.",
+            (
+                "pairs = verdicts whose adjudicated and judge labels are both on the scale: the"
+                " denominator of every figure; off scale = verdicts left out (an abstain label)."
+            ),
+            (
+                "kappa linear / quadratic = weighted Cohen's kappa (disagreement weight |i - j| or"
+                f" (i - j)²); MAE = mean |judge - adjudicated| in {unit}s; judge higher / lower ="
+                " the judge put the case above / below the reviewers on the scale."
+            ),
         ],
     )
     matrix = overall.confusion.to_frame()
@@ -45,7 +52,10 @@ def ordinal_tables(report: Any) -> list[Table]:
     confusion = styled(
         matrix,
         index=True,
-        caption=f"Ordinal confusion over all cases in scope ({overall.pairs} pairs; rows adjudicated, columns judge, in scale order)",
+        caption=(
+            f"Ordinal confusion over all cases in scope ({overall.pairs} pairs; rows adjudicated,"
+            " columns judge, in scale order)"
+        ),
     )
     return [per_slice, confusion]
 
@@ -58,5 +68,8 @@ def ordinal_section_html(report: Any) -> str:
     if not tables:
         return ""
     scale = " < ".join(report.scale_labels or [])
-    head = f"<h3>{html.escape(ORDINAL_TITLE)}</h3><p>{html.escape(f'Scale ({report.scale}): {scale}.')} {html.escape(NOMINAL_NOTE)}</p>"
+    head = (
+        f"<h3>{html.escape(ORDINAL_TITLE)}</h3><p>{html.escape(f'Scale ({report.scale}): {scale}.')}"
+        f" {html.escape(NOMINAL_NOTE)}</p>"
+    )
     return head + "".join(t.to_html() for t in tables)

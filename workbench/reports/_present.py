@@ -33,26 +33,33 @@ def outcome_html(
     shown = outcome_style(outcome)
     color, background, title = shown.color, shown.background, shown.title
     parts = [
-        f'<div class="wb-outcome" data-outcome="{esc(outcome)}" style="border:3px solid {color};background:{background};padding:12px 16px;margin:8px 0;">',
+        (
+            f'<div class="wb-outcome" data-outcome="{esc(outcome)}" style="border:3px solid'
+            f' {color};background:{background};padding:12px 16px;margin:8px 0;">'
+        ),
         f'<div style="font-size:24px;font-weight:bold;color:{color}">{esc(title)}</div>',
         f"<div>candidate <code>{esc(candidate)}</code></div>",
     ]
     if rerun_reason:
         parts.append(
-            f"<div><b>Re-certification.</b> Reason recorded in the held-out ledger: {esc(rerun_reason)}</div>"
+            "<div><b>Re-certification.</b> Reason recorded in the held-out ledger:"
+            f" {esc(rerun_reason)}</div>"
         )
     if blockers:
         parts.append(f"<p><b>{len(blockers)} blocker(s)</b>, in order:</p><ol class='wb-blockers'>")
         for b in blockers:
             parts.append(
-                f"<li><code>{esc(_get(b, 'code'))}</code> [{esc(_get(b, 'category'))}{', slice ' + esc(_get(b, 'slice')) if _get(b, 'slice') else ''}]: {esc(_get(b, 'message'))}{_evidence(_get(b, 'evidence'))}</li>"
+                f"<li><code>{esc(_get(b, 'code'))}</code>"
+                f" [{esc(_get(b, 'category'))}{', slice ' + esc(_get(b, 'slice')) if _get(b, 'slice') else ''}]:"
+                f" {esc(_get(b, 'message'))}{_evidence(_get(b, 'evidence'))}</li>"
             )
         parts.append("</ol>")
     else:
         parts.append("<p>No blockers.</p>")
     if waived:
         parts.append(
-            f"<p><b>{len(waived)} blocker(s) waived by overrides</b> (still evidence, listed below).</p>"
+            f"<p><b>{len(waived)} blocker(s) waived by overrides</b> (still evidence, listed"
+            " below).</p>"
         )
     parts.append("</div>")
     return "".join(parts)
@@ -201,12 +208,12 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
         if ordered:
             kappas = {
                 "judge_vs_adjudicated_kappa (nominal)": s.cohen_kappa.value,
-                "judge_vs_adjudicated_kappa (linear weighted)": s.ordinal.weighted_kappa_linear.value
-                if s.ordinal
-                else None,
-                "judge_vs_adjudicated_kappa (quadratic weighted)": s.ordinal.weighted_kappa_quadratic.value
-                if s.ordinal
-                else None,
+                "judge_vs_adjudicated_kappa (linear weighted)": (
+                    s.ordinal.weighted_kappa_linear.value if s.ordinal else None
+                ),
+                "judge_vs_adjudicated_kappa (quadratic weighted)": (
+                    s.ordinal.weighted_kappa_quadratic.value if s.ordinal else None
+                ),
             }
         rows.append(
             {
@@ -238,7 +245,10 @@ def _human_alphas(block: Any, scale: str) -> dict[str, Any]:
 
 # -- the report's first screen, blockers, controls, lineage ---------------------------------
 
-NOT_USED_NOTE = "No held-out figure exists for this report: the held-out partition was not used (see the outcome)."
+NOT_USED_NOTE = (
+    "No held-out figure exists for this report: the held-out partition was not used (see the"
+    " outcome)."
+)
 
 
 def _attr(obj: Any, name: str, default: Any = None) -> Any:
@@ -303,26 +313,42 @@ def next_step(outcome: str, groups: Sequence[Any], *, held_out_used: bool) -> st
     if outcome == "certified":
         waived = sum(1 for g in groups if g.waived_by)
         extra = (
-            f" {waived} problem(s) were waived by approved overrides: follow them up before they expire."
+            f" {waived} problem(s) were waived by approved overrides: follow them up before they"
+            " expire."
             if waived
             else ""
         )
         return (
-            "The judge may gate releases within this policy's slices; keep this report, and certify again when the judge, the rubric, the policy or the gold release changes."
-            + extra
+            "The judge may gate releases within this policy's slices; keep this report, and certify"
+            " again when the judge, the rubric, the policy or the gold release changes." + extra
         )
     if outcome == "quality_failed" and "controls" in families and not held_out_used:
         return "Controls failed; held-out data was not used; fix the judge and certify again."
     if outcome == "quality_failed":
-        return "The judge missed the policy's limits on held-out data, which is now spent for this candidate: fix the judge on development data, select on calibration, and certify a new version."
+        return (
+            "The judge missed the policy's limits on held-out data, which is now spent for this"
+            " candidate: fix the judge on development data, select on calibration, and certify a"
+            " new version."
+        )
     if outcome == "review_required":
         sample = [g for g in active if g.sample_only and g.more_cases is not None]
         if sample and len(sample) == len(active):
             needs = ", ".join(f"{g.slice} +{g.more_cases} {g.more_of}" for g in sample)
-            return f"The judge broke no limit, but the sample is too small to show it: add held-out cases ({needs}), freeze a new gold release and certify again."
-        return "A person must decide: resolve the review blockers below (inputs that do not fit, spend, or too little evidence), or record an approved override where one is allowed, and certify again."
+            return (
+                "The judge broke no limit, but the sample is too small to show it: add held-out"
+                f" cases ({needs}), freeze a new gold release and certify again."
+            )
+        return (
+            "A person must decide: resolve the review blockers below (inputs that do not fit,"
+            " spend, or too little evidence), or record an approved override where one is allowed,"
+            " and certify again."
+        )
     codes = sorted({b["code"] for g in active for b in g.blockers if g.category == "incomplete"})
-    return f"Evidence is missing ({', '.join(codes) or 'see the blockers'}), so nothing was decided: fix the cause and certify again (with --rerun-reason if the held-out partition was used)."
+    return (
+        f"Evidence is missing ({', '.join(codes) or 'see the blockers'}), so nothing was decided:"
+        " fix the cause and certify again (with --rerun-reason if the held-out partition was"
+        " used)."
+    )
 
 
 def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
@@ -382,7 +408,8 @@ def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
     if note:
         notes.append(note)
     notes.append(
-        "Rates are over cases judged pass or fail; FP over human fails, FF over human passes; abstentions, errors and missing results are in neither. Interval: 95% Wilson."
+        "Rates are over cases judged pass or fail; FP over human fails, FF over human passes;"
+        " abstentions, errors and missing results are in neither. Interval: 95% Wilson."
     )
     if has_dash:
         notes.append(DASH_NOTE)
@@ -447,11 +474,13 @@ def first_screen_html(cert: Any, gate: Any) -> str:
         "release": release.release_id if release else "(not frozen)",
         "dataset_sha": cert.dataset.sha256[:12],
         "rubric": cert.dataset.rubric.version,
-        "held_out": f"{len(cert.dataset.partition('held_out'))} cases, "
-        + (
-            "judged once"
-            if held_out_used
-            else "not used: certification stopped before held-out data"
+        "held_out": (
+            f"{len(cert.dataset.partition('held_out'))} cases, "
+            + (
+                "judged once"
+                if held_out_used
+                else "not used: certification stopped before held-out data"
+            )
         ),
         "rerun_reason": entry.rerun_reason,
         "why": why,
@@ -482,7 +511,8 @@ def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) ->
     slices = len({g.slice for g in active if g.slice})
     count = f"{len(active)} problem(s) in {slices} slice(s)" if active else "no blocker"
     return fragment(
-        f'<details class="wb-candidate"><summary><span class="badge r-{css}">{esc(label)}</span> <b>{esc(title)}</b>: {esc(count)}</summary>{body}</details>'
+        f'<details class="wb-candidate"><summary><span class="badge r-{css}">{esc(label)}</span>'
+        f" <b>{esc(title)}</b>: {esc(count)}</summary>{body}</details>"
     )
 
 
@@ -521,9 +551,11 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
                 "role": role.role,
                 "status": role.status,
                 "blocking": role.role in blocking_roles,
-                "counts": f"{role.passed} of {role.n} passed"
-                + (f", {role.failed} failed" if role.failed else "")
-                + (f", {role.incomplete} not evaluated" if role.incomplete else ""),
+                "counts": (
+                    f"{role.passed} of {role.n} passed"
+                    + (f", {role.failed} failed" if role.failed else "")
+                    + (f", {role.incomplete} not evaluated" if role.incomplete else "")
+                ),
                 "meaning": ROLE_MESSAGES.get(role.role, "") if role.status == "failed" else "",
                 "rows": [
                     {
@@ -578,4 +610,7 @@ def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
 
 def not_used_html() -> str:
     """The single note that replaces every held-out section when held-out data was not used."""
-    return f'<p class="wb-footnote">{esc(NOT_USED_NOTE)} Error rates, alignment, disagreements, agreement and cost exist only for a held-out run.</p>'
+    return (
+        f'<p class="wb-footnote">{esc(NOT_USED_NOTE)} Error rates, alignment, disagreements,'
+        " agreement and cost exist only for a held-out run.</p>"
+    )

@@ -42,7 +42,10 @@ class EvidenceError(Exception):
             location=where,
             code=code,
             message=message,
-            fix="restore the report from its original copy; an outcome that cannot be recomputed is not verified",
+            fix=(
+                "restore the report from its original copy; an outcome that cannot be recomputed is"
+                " not verified"
+            ),
         )
 
 
@@ -86,7 +89,8 @@ def recompute(report_dir: Path, lock: Lock) -> Recomputed:
     except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         raise EvidenceError(
             "evidence_missing",
-            f"the evidence to recompute the outcome cannot be read ({type(exc).__name__}: {str(exc)[:160]})",
+            f"the evidence to recompute the outcome cannot be read ({type(exc).__name__}:"
+            f" {str(exc)[:160]})",
             str(report_dir),
         ) from None
 

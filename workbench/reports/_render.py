@@ -84,9 +84,15 @@ def _output(output: Any) -> str:
             if isinstance(data["image/svg+xml"], list)
             else str(data["image/svg+xml"])
         )
-        return f'<div class="wb-chart"><img alt="chart" src="data:image/svg+xml;base64,{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></div>'
+        return (
+            '<div class="wb-chart"><img alt="chart"'
+            f' src="data:image/svg+xml;base64,{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></div>'
+        )
     if "image/png" in data:
-        return f'<div class="wb-chart"><img alt="chart" src="data:image/png;base64,{str(data["image/png"]).strip()}"></div>'
+        return (
+            '<div class="wb-chart"><img alt="chart"'
+            f' src="data:image/png;base64,{str(data["image/png"]).strip()}"></div>'
+        )
     if "text/markdown" in data:
         from nbconvert.filters import markdown2html_mistune
 

@@ -121,7 +121,10 @@ def load_signer(path: str | Path) -> Signer:
         fix = (
             f"set ${PASSPHRASE_ENV} to the key's passphrase"
             if encrypted
-            else "give an Ed25519 private key in OpenSSH (ssh-keygen -t ed25519) or PEM (PKCS#8) format"
+            else (
+                "give an Ed25519 private key in OpenSSH (ssh-keygen -t ed25519) or PEM (PKCS#8)"
+                " format"
+            )
         )
         raise _problem(
             loc,
@@ -180,7 +183,10 @@ def load_trust(path: str | Path) -> dict[bytes, str]:
                     location=f"{trust_path}:{number}",
                     code="trust_invalid",
                     message="not an OpenSSH public key line",
-                    fix="write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of the key)",
+                    fix=(
+                        "write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of"
+                        " the key)"
+                    ),
                 )
             )
             continue
@@ -235,7 +241,10 @@ def check_signature(
     if trusted is None:
         return (
             "valid",
-            f"signed by {fingerprint}; the key was not checked against a trust list (pass --trust FILE)",
+            (
+                f"signed by {fingerprint}; the key was not checked against a trust list (pass"
+                " --trust FILE)"
+            ),
         )
     if raw not in trusted:
         return "untrusted", f"signed by {fingerprint}, which is not in the trust file"

@@ -120,21 +120,27 @@ class SliceRow:
             "slice": self.slice,
             "risk": self.risk or DASH,
             "n": self.n,
-            "coverage": f"{pct(_get(self.coverage, 'rate'))} ({self.decided}/{self.n})"
-            if self.n and self.coverage is not None
-            else DASH,
+            "coverage": (
+                f"{pct(_get(self.coverage, 'rate'))} ({self.decided}/{self.n})"
+                if self.n and self.coverage is not None
+                else DASH
+            ),
             "false-pass rate [95% CI]": rate_text(self.false_pass_rate),
             "FP k/n": kn(self.false_pass_rate),
             "FP limit": limits.false_pass_text if limits else DASH,
-            "basis": BASIS_TEXT.get(limits.false_pass_basis, limits.false_pass_basis)
-            if limits and limits.max_false_pass_rate is not None
-            else DASH,
+            "basis": (
+                BASIS_TEXT.get(limits.false_pass_basis, limits.false_pass_basis)
+                if limits and limits.max_false_pass_rate is not None
+                else DASH
+            ),
             "false-fail rate [95% CI]": rate_text(self.false_fail_rate),
             "FF k/n": kn(self.false_fail_rate),
             "FF limit": limit_text(limits.max_false_fail_rate) if limits else DASH,
-            "abstained": f"{pct(_get(self.abstention_rate, 'rate'))} of {_get(self.abstention_rate, 'n')}"
-            if _get(self.abstention_rate, "n")
-            else DASH,
+            "abstained": (
+                f"{pct(_get(self.abstention_rate, 'rate'))} of {_get(self.abstention_rate, 'n')}"
+                if _get(self.abstention_rate, "n")
+                else DASH
+            ),
             "abstention limit": limit_text(limits.max_abstention_rate) if limits else DASH,
             "result": self.result,
         }
@@ -150,7 +156,7 @@ def slice_rows(
     """
     blockers = list(_get(gate, "blockers", []) or []) if gate is not None else []
     waived = (
-        [_get(w, "blocker") for w in (_get(gate, "waived", []) or [])] if gate is not None else []
+        [_get(w, "blocker") for w in _get(gate, "waived", []) or []] if gate is not None else []
     )
     rows = []
     for f in figures:

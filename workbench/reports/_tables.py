@@ -25,11 +25,16 @@ HIGHLIGHT = {
 TABLE_STYLES = [
     {
         "selector": "",
-        "props": "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;margin:4px 0",
+        "props": (
+            "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;margin:4px 0"
+        ),
     },
     {
         "selector": "th",
-        "props": "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 8px;border-bottom:1px solid #d8dee4;white-space:nowrap",
+        "props": (
+            "background:#f6f8fa;text-align:left;font-weight:600;padding:3px 8px;border-bottom:1px"
+            " solid #d8dee4;white-space:nowrap"
+        ),
     },
     {"selector": "td", "props": "padding:2px 8px;border-bottom:1px solid #eef1f4;text-align:left"},
     {
@@ -51,7 +56,8 @@ class Table:
         import html
 
         notes = "".join(
-            f'<p class="wb-footnote" style="color:#59636e;font-size:12px;margin:0 0 8px">{html.escape(n)}</p>'
+            '<p class="wb-footnote" style="color:#59636e;font-size:12px;margin:0 0'
+            f' 8px">{html.escape(n)}</p>'
             for n in self.footnotes
         )
         return f'<div class="wb-styled">{self.styler.to_html()}{notes}</div>'
@@ -190,11 +196,13 @@ def slice_table(
         return None
 
     notes = [
-        "Rates are over cases judged pass or fail: FP over human fails, FF over human passes (abstentions, errors and missing results are in neither). Interval: 95% Wilson."
+        "Rates are over cases judged pass or fail: FP over human fails, FF over human passes"
+        " (abstentions, errors and missing results are in neither). Interval: 95% Wilson."
     ]
     if policy is not None:
         notes.append(
-            "FP limit: the policy's maximum false passes and false-pass rate; basis: the figure compared with the rate limit (critical slices: the upper 95% bound)."
+            "FP limit: the policy's maximum false passes and false-pass rate; basis: the figure"
+            " compared with the rate limit (critical slices: the upper 95% bound)."
         )
     return styled(frame, caption=caption, highlight=highlight, footnotes=notes)
 
@@ -289,7 +297,8 @@ def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
         highlight=highlight,
         formats={"critical_broken": lambda v: "CRITICAL BROKEN" if v else ""},
         footnotes=[
-            "critical_broken: a case the new version gets wrong that the old one got right, in a critical slice: it needs a risk decision, whatever the totals say."
+            "critical_broken: a case the new version gets wrong that the old one got right, in a"
+            " critical slice: it needs a risk decision, whatever the totals say."
         ],
     )
 

@@ -37,8 +37,14 @@ from ._recompute import EvidenceError, recompute
 from ._signing import check_signature
 
 GATE_FILE = "gate.json"
-UNSIGNED = "unsigned: the hashes only show accidental change; anyone who can write the report can rewrite it and its lock (sign with `workbench certify --sign KEY`)"
-RESTORE = "restore the report from its original copy; to change a report, certify again (a new report number)"
+UNSIGNED = (
+    "unsigned: the hashes only show accidental change; anyone who can write the report can rewrite"
+    " it and its lock (sign with `workbench certify --sign KEY`)"
+)
+RESTORE = (
+    "restore the report from its original copy; to change a report, certify again (a new report"
+    " number)"
+)
 
 
 @dataclass
@@ -104,7 +110,8 @@ def verify_one(
                 "lock",
                 lock_path,
                 "report_unlocked",
-                "this certification never finished (it was aborted, or is still running): there is no lock to verify",
+                "this certification never finished (it was aborted, or is still running): there is"
+                " no lock to verify",
                 "see `workbench reports`; certify again to get a locked report",
             )
         else:
@@ -127,7 +134,8 @@ def verify_one(
             "lock",
             lock_path,
             "lock_unreadable",
-            f"lock.json cannot be read ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})",
+            "lock.json cannot be read"
+            f" ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})",
             "the lock was altered; restore the report from its original copy",
         )
         return result
@@ -258,7 +266,8 @@ def _check_outcome(
                 "outcome",
                 root / LOCK_FILE,
                 "outcome_mismatch",
-                f"the certification failed before its gate ran, so its outcome can only be evaluation_incomplete; the lock says {lock.outcome}",
+                "the certification failed before its gate ran, so its outcome can only be"
+                f" evaluation_incomplete; the lock says {lock.outcome}",
             )
         result.checks.setdefault("outcome", "ok (certification failed before the gate: incomplete)")
         return
@@ -268,7 +277,8 @@ def _check_outcome(
             "outcome",
             root / LOCK_FILE,
             "outcome_mismatch",
-            f"the lock says {lock.outcome} but the gate re-run on the report's evidence says {expected['outcome']}",
+            f"the lock says {lock.outcome} but the gate re-run on the report's evidence says"
+            f" {expected['outcome']}",
         )
     if _canon(lock.blockers) != _canon(expected["blockers"]):
         mine, theirs = (
@@ -304,7 +314,8 @@ def _check_outcome(
             "outcome",
             root / LOCK_FILE,
             "figures_mismatch",
-            "the lock's figures differ from the alignment recomputed from the run records and gold evidence",
+            "the lock's figures differ from the alignment recomputed from the run records and gold"
+            " evidence",
         )
     for key in ("outcome", "blockers", "waived", "expired_overrides"):
         if _canon(gate_file.get(key)) != _canon(expected.get(key)):
@@ -365,12 +376,14 @@ def _locate_ledger(lock: Lock, gold: str | Path | None, result: ReportVerificati
                 "ledger",
                 lock.ledger_path,
                 "ledger_mismatch",
-                f"the lock names ledger {lock.ledger_path}, but the certified dataset's ledger is {path}",
+                f"the lock names ledger {lock.ledger_path}, but the certified dataset's ledger is"
+                f" {path}",
             )
         return path
     where = lock.gold or "(not recorded)"
     result.checks["ledger"] = (
-        f"not checked: the certified dataset {where} is not on this machine (pass --gold to check against its ledger)"
+        f"not checked: the certified dataset {where} is not on this machine (pass --gold to check"
+        " against its ledger)"
     )
     return None
 
@@ -410,7 +423,8 @@ def _check_ledger(
             "ledger",
             path,
             "ledger_entry_missing",
-            f"the ledger has no started entry {entry_id} for this report (a line was removed, or the lock names an entry that never existed)",
+            f"the ledger has no started entry {entry_id} for this report (a line was removed, or"
+            " the lock names an entry that never existed)",
         )
         return entries, None
     if _canon(started.model_dump(mode="json")) != _canon(lock.ledger_entry):
@@ -436,14 +450,16 @@ def _check_ledger(
             "ledger",
             path,
             "lock_not_in_ledger",
-            f"the ledger recorded lock sha256 {closing.lock_sha256} for {lock.report_id}; this lock is {lock.lock_sha256} (the lock was rewritten)",
+            f"the ledger recorded lock sha256 {closing.lock_sha256} for {lock.report_id}; this lock"
+            f" is {lock.lock_sha256} (the lock was rewritten)",
         )
     elif closing.outcome != lock.outcome:
         result.fail(
             "ledger",
             path,
             "outcome_not_in_ledger",
-            f"the ledger recorded outcome {closing.outcome} for {lock.report_id}; the lock says {lock.outcome}",
+            f"the ledger recorded outcome {closing.outcome} for {lock.report_id}; the lock says"
+            f" {lock.outcome}",
         )
     reports_root = _reports_root(root, lock)
     if reports_root is not None:
@@ -457,7 +473,8 @@ def _check_ledger(
                     "ledger",
                     reports_root / e.report_id,
                     "report_missing",
-                    f"the ledger records report {e.report_id} (started {e.when:%Y-%m-%d %H:%M} by {e.who}) but it is not on disk",
+                    f"the ledger records report {e.report_id} (started {e.when:%Y-%m-%d %H:%M} by"
+                    f" {e.who}) but it is not on disk",
                     "restore the report; reports are never deleted",
                 )
     result.ok("ledger")
@@ -491,7 +508,8 @@ def _check_chain(
                 "chain",
                 root / LOCK_FILE,
                 "chain_mismatch",
-                f"the ledger recorded previous report {recorded and recorded['report_id']!r} for this report, the lock names {mine and mine['report_id']!r}",
+                f"the ledger recorded previous report {recorded and recorded['report_id']!r} for"
+                f" this report, the lock names {mine and mine['report_id']!r}",
             )
     if reports_root is None:
         result.checks.setdefault(
@@ -514,7 +532,8 @@ def _check_chain(
                 "chain",
                 root / LOCK_FILE,
                 "chain_broken",
-                f"the lock names no previous report, but {earlier[-1].relative_to(reports_root).as_posix()} precedes it",
+                "the lock names no previous report, but"
+                f" {earlier[-1].relative_to(reports_root).as_posix()} precedes it",
                 "restore the original lock; reports form a chain",
             )
         result.ok("chain")
@@ -558,7 +577,8 @@ def _check_chain(
                 "chain",
                 prev_dir,
                 "chain_broken",
-                f"the previous report {previous.report_id} is recorded as aborted, but its directory is not that aborted certification",
+                f"the previous report {previous.report_id} is recorded as aborted, but its"
+                " directory is not that aborted certification",
             )
     result.ok("chain")
 
@@ -591,7 +611,10 @@ def verify_path(
                     location=str(path),
                     code="report_missing",
                     message="no such file or directory",
-                    fix="point at a report directory (reports/<candidate>/<version>/<n>), its lock.json, or a reports root",
+                    fix=(
+                        "point at a report directory (reports/<candidate>/<version>/<n>), its"
+                        " lock.json, or a reports root"
+                    ),
                 )
             ],
         )
@@ -603,7 +626,10 @@ def verify_path(
                     location=str(path),
                     code="not_a_report",
                     message="not a report directory or a lock.json",
-                    fix="point at a report directory (reports/<candidate>/<version>/<n>), its lock.json, or a reports root",
+                    fix=(
+                        "point at a report directory (reports/<candidate>/<version>/<n>), its"
+                        " lock.json, or a reports root"
+                    ),
                 )
             ],
         )
@@ -618,7 +644,10 @@ def verify_path(
                     location=str(path),
                     code="not_a_report",
                     message="the directory holds no lock.json and no reports",
-                    fix="point at a report directory (reports/<candidate>/<version>/<n>), its lock.json, or a reports root",
+                    fix=(
+                        "point at a report directory (reports/<candidate>/<version>/<n>), its"
+                        " lock.json, or a reports root"
+                    ),
                 )
             ],
         )
@@ -645,7 +674,8 @@ def _missing_from_root(reports_root: Path, gold: str | Path) -> list[ReportVerif
                 "ledger",
                 base / e.report_id,
                 "report_missing",
-                f"the ledger records report {e.report_id} (started {e.when:%Y-%m-%d %H:%M} by {e.who}) but it is not on disk",
+                f"the ledger records report {e.report_id} (started {e.when:%Y-%m-%d %H:%M} by"
+                f" {e.who}) but it is not on disk",
                 "restore the report; reports are never deleted",
             )
             out.append(missing)

@@ -401,15 +401,21 @@ def _check(
             "rubric_version": optional("rubric_version"),
             "line": lines,
             "shard": pa.array(np.full(n, shard, dtype=np.int32)),
-            "cost_usd": col("cost_usd").cast(pa.float64())
-            if "cost_usd" in names
-            else pa.nulls(n, pa.float64()),
-            "tokens_in": col("tokens_in").cast(pa.int64())
-            if "tokens_in" in names
-            else pa.nulls(n, pa.int64()),
-            "tokens_out": col("tokens_out").cast(pa.int64())
-            if "tokens_out" in names
-            else pa.nulls(n, pa.int64()),
+            "cost_usd": (
+                col("cost_usd").cast(pa.float64())
+                if "cost_usd" in names
+                else pa.nulls(n, pa.float64())
+            ),
+            "tokens_in": (
+                col("tokens_in").cast(pa.int64())
+                if "tokens_in" in names
+                else pa.nulls(n, pa.int64())
+            ),
+            "tokens_out": (
+                col("tokens_out").cast(pa.int64())
+                if "tokens_out" in names
+                else pa.nulls(n, pa.int64())
+            ),
             "cached_from_run_id": optional("cached_from_run_id"),
         }
     )

@@ -166,7 +166,9 @@ class JudgeResult(_Record):
     def _current_version(cls, value: int) -> int:
         if value != RESULT_SCHEMA_VERSION:
             raise ValueError(
-                f"schema_version {value} is not {RESULT_SCHEMA_VERSION}: older records are read through an explicit migration (`workbench migrate results FILE`), newer ones need a newer workbench"
+                f"schema_version {value} is not {RESULT_SCHEMA_VERSION}: older records are read"
+                " through an explicit migration (`workbench migrate results FILE`), newer ones"
+                " need a newer workbench"
             )
         return value
 
@@ -174,7 +176,8 @@ class JudgeResult(_Record):
     def _verdict_xor_error(self) -> JudgeResult:
         if self.error is None and self.value is None and self.score is None:
             raise ValueError(
-                "a result needs a value (verdict), a score, or an error; nothing at all is not allowed"
+                "a result needs a value (verdict), a score, or an error; nothing at all is not"
+                " allowed"
             )
         if self.error is not None and (self.value is not None or self.score is not None):
             raise ValueError(

@@ -115,7 +115,9 @@ def scan_results(
                 location=f"{loc}:{not_utf8.pop(0)}",
                 code="not_utf8",
                 message="the line is not valid UTF-8",
-                fix="results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read",
+                fix=(
+                    "results files are UTF-8 JSON Lines; a binary or re-encoded file cannot be read"
+                ),
             )
         where = f"{loc}:{number}"
         raw: Any = None
@@ -151,7 +153,10 @@ def scan_results(
                     location=where,
                     case_id=_case_id(raw),
                     code="migration_needs_gold",
-                    message=f"cannot migrate this schema_version {version} record on read: cannot fill {exc.field!r} ({exc})",
+                    message=(
+                        f"cannot migrate this schema_version {version} record on read: cannot fill"
+                        f" {exc.field!r} ({exc})"
+                    ),
                     fix=exc.fix,
                 )
                 continue
@@ -170,7 +175,10 @@ def scan_results(
                     case_id=result.case_id,
                     code="fingerprint_mismatch",
                     message="judge_fingerprint is not the sha256 of the judge identity",
-                    fix="recompute judge_fingerprint from 'judge'; results must not be edited by hand",
+                    fix=(
+                        "recompute judge_fingerprint from 'judge'; results must not be edited by"
+                        " hand"
+                    ),
                 )
                 continue
             verified[result.judge_fingerprint] = result.judge
@@ -278,7 +286,11 @@ def migration_note(lines: list[ResultLine]) -> str | None:
         filled.update(r.migration.filled.keys())
     versions = sorted({r.migration.from_version for r in migrated if r.migration is not None})
     what = ", ".join(f"{name} in {n}" for name, n in sorted(filled.items())) or "nothing"
-    return f"{len(migrated)} of {len(lines)} result(s) were written under schema_version {', '.join(map(str, versions))} and migrated on read to {RESULT_SCHEMA_VERSION}; filled: {what}"
+    return (
+        f"{len(migrated)} of {len(lines)} result(s) were written under schema_version"
+        f" {', '.join(map(str, versions))} and migrated on read to {RESULT_SCHEMA_VERSION}; filled:"
+        f" {what}"
+    )
 
 
 def _case_id(raw: Any) -> str | None:
@@ -308,8 +320,14 @@ def _translate(exc: ValidationError, where: str, raw: Any) -> list[Problem]:
             message, fix = f"unknown field '{path}'", "remove it or correct its spelling"
         elif err["type"] in WRONG_TYPE_ERRORS:
             code = "wrong_type"
-            message = f"field '{path}' must be {WRONG_TYPE_ERRORS[err['type']]} (got {json.dumps(err.get('input'))[:60]})"
-            fix = "write the value with its JSON type: numbers and true/false without quotes, whole numbers without a decimal point"
+            message = (
+                f"field '{path}' must be {WRONG_TYPE_ERRORS[err['type']]} (got"
+                f" {json.dumps(err.get('input'))[:60]})"
+            )
+            fix = (
+                "write the value with its JSON type: numbers and true/false without quotes, whole"
+                " numbers without a decimal point"
+            )
         else:
             message, fix = f"{path}: {err['msg']}", "see docs/formats.md#judge-results"
         out.append(Problem(location=where, case_id=case_id, code=code, message=message, fix=fix))

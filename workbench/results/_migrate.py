@@ -88,7 +88,8 @@ def migrate_v1_to_v2(
             raise MigrationRefused(
                 "partition",
                 why,
-                "give the gold the results were produced against (`--gold GOLD`): the partition is read from its record of the case, never guessed",
+                "give the gold the results were produced against (`--gold GOLD`): the partition is"
+                " read from its record of the case, never guessed",
             )
         out["partition"] = found
         filled["partition"] = found
@@ -149,8 +150,15 @@ def old_version_problem(path: str | Path, lines: list[int], version: int) -> Pro
     return Problem(
         location=f"{path}:{lines[0]}",
         code="schema_version_old",
-        message=f"{len(lines)} result line(s) are schema_version {version} (lines {shown}); this workbench reads version {RESULT_SCHEMA_VERSION}, which requires reason, partition, attempt and repeat instead of filling them silently",
-        fix=f"migrate the file explicitly: `{MIGRATE_COMMAND} {path} --gold GOLD` (it records in each line what it filled and keeps the original)",
+        message=(
+            f"{len(lines)} result line(s) are schema_version {version} (lines {shown}); this"
+            f" workbench reads version {RESULT_SCHEMA_VERSION}, which requires reason, partition,"
+            " attempt and repeat instead of filling them silently"
+        ),
+        fix=(
+            f"migrate the file explicitly: `{MIGRATE_COMMAND} {path} --gold GOLD` (it records in"
+            " each line what it filled and keeps the original)"
+        ),
     )
 
 
@@ -171,7 +179,10 @@ class MigrationReport:
     def format(self) -> str:
         what = ", ".join(f"{name} in {n}" for name, n in sorted(self.filled.items())) or "nothing"
         kept = f"; the original is kept as {self.backup}" if self.backup else ""
-        return f"migrated {self.migrated} of {self.lines} result line(s) of {self.source} to schema_version {RESULT_SCHEMA_VERSION} (filled {what}): wrote {self.out}{kept}"
+        return (
+            f"migrated {self.migrated} of {self.lines} result line(s) of {self.source} to"
+            f" schema_version {RESULT_SCHEMA_VERSION} (filled {what}): wrote {self.out}{kept}"
+        )
 
 
 def migrate_results_file(
@@ -236,7 +247,10 @@ def migrate_results_file(
                     location=where,
                     case_id=case_id,
                     code="schema_version_newer" if version else "invalid_result",
-                    message=f"schema_version {raw.get('schema_version')!r} cannot be migrated by this workbench",
+                    message=(
+                        f"schema_version {raw.get('schema_version')!r} cannot be migrated by this"
+                        " workbench"
+                    ),
                     fix="upgrade the workbench, or correct schema_version",
                 )
             )
@@ -276,7 +290,10 @@ def migrate_results_file(
                         case_id=case_id,
                         code="invalid_result",
                         message=message,
-                        fix="a migration fills only what the older version defaulted; correct the record or re-run the judge",
+                        fix=(
+                            "a migration fills only what the older version defaulted; correct the"
+                            " record or re-run the judge"
+                        ),
                     )
                 )
             continue
@@ -322,7 +339,10 @@ def migrate_results_file(
                     location=str(target),
                     code="out_is_source" if same else "out_exists",
                     message="--out names the source file" if same else "--out already exists",
-                    fix="omit --out to migrate in place (the original is kept as <file>.v1), or name a new file",
+                    fix=(
+                        "omit --out to migrate in place (the original is kept as <file>.v1), or"
+                        " name a new file"
+                    ),
                 )
             ],
         )

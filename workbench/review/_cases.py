@@ -77,7 +77,10 @@ def _held_out_refusal(case_ids: Sequence[str]) -> WorkbenchError:
             Problem(
                 location="review",
                 code="held_out_refused",
-                message=f"{len(case_ids)} held_out case(s) ({shown}): case-level held-out detail is restricted to certification",
+                message=(
+                    f"{len(case_ids)} held_out case(s) ({shown}): case-level held-out detail is"
+                    " restricted to certification"
+                ),
                 fix="review development (or calibration) cases; join with partition='development'",
             )
         ],
@@ -110,7 +113,10 @@ class ReviewTable:
                         location="review",
                         code="missing_column",
                         message=f"missing column(s): {', '.join(missing)}",
-                        fix="build the table with review_cases(...) or give every record case_id, slice and error_class",
+                        fix=(
+                            "build the table with review_cases(...) or give every record case_id,"
+                            " slice and error_class"
+                        ),
                     )
                 ],
             )
@@ -335,9 +341,11 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
                         location=f"results:{jc.result_line}",
                         case_id=jc.case_id,
                         code="result_line_mismatch",
-                        message="the counted attempt is not among the given results"
-                        if line is None
-                        else f"the counted line holds case {line.result.case_id!r}",
+                        message=(
+                            "the counted attempt is not among the given results"
+                            if line is None
+                            else f"the counted line holds case {line.result.case_id!r}"
+                        ),
                         fix="pass the same result lines the join was built from",
                     )
                 )
@@ -367,9 +375,9 @@ def review_cases(dataset: GoldDataset, join: Join, results: Sequence[ResultLine]
                 "reference": gold.reference,
                 "contexts": list(gold.contexts) if gold.contexts is not None else None,
                 "reviews": [r.model_dump(mode="json") for r in gold.reviews],
-                "adjudication": gold.adjudication.model_dump(mode="json")
-                if gold.adjudication
-                else None,
+                "adjudication": (
+                    gold.adjudication.model_dump(mode="json") if gold.adjudication else None
+                ),
                 "rendered_request": request,
                 "rendered_request_ref": request_ref,
                 "rendered_request_sha256": request_sha,

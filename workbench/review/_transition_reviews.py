@@ -45,7 +45,10 @@ TRANSITION_REVIEWS_FILE = "transition_reviews.jsonl"
 Decision = Literal["accept", "reject"]
 DECISIONS: tuple[str, ...] = get_args(Decision)
 """``accept`` (the changed verdict stands on the evidence) or ``reject`` (it does not)."""
-FIX = "transition reviews are written by `workbench review transition` or the review widget; restore the log, never edit it"
+FIX = (
+    "transition reviews are written by `workbench review transition` or the review widget; restore"
+    " the log, never edit it"
+)
 
 
 class TransitionReview(Record):
@@ -188,7 +191,10 @@ class TransitionReviews:
                     case_id=pending.case_id,
                     code="transition_decision_invalid",
                     message=f"decision {decision!r} is not one of {', '.join(DECISIONS)}",
-                    fix="accept (the changed verdict stands on the evidence) or reject (it does not)",
+                    fix=(
+                        "accept (the changed verdict stands on the evidence) or reject (it does"
+                        " not)"
+                    ),
                 )
             )
         if not ids:

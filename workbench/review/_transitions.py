@@ -73,7 +73,10 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
             Problem(
                 location="transitions",
                 code="different_datasets",
-                message=f"before is on dataset {before.dataset.sha256[:12]}, after on {after.dataset.sha256[:12]}",
+                message=(
+                    f"before is on dataset {before.dataset.sha256[:12]}, after on"
+                    f" {after.dataset.sha256[:12]}"
+                ),
                 fix="run both judges on the same frozen dataset and compare those runs",
             )
         )
@@ -101,8 +104,14 @@ def transitions(before: Join, after: Join, *, allow_held_out: bool = False) -> p
             Problem(
                 location="transitions",
                 code="held_out_refused",
-                message=f"{len(held)} held_out case(s) ({_summarize(held)}): case-level held-out detail is restricted to certification",
-                fix="compare development or calibration joins; certification passes allow_held_out=True",
+                message=(
+                    f"{len(held)} held_out case(s) ({_summarize(held)}): case-level held-out detail"
+                    " is restricted to certification"
+                ),
+                fix=(
+                    "compare development or calibration joins; certification passes"
+                    " allow_held_out=True"
+                ),
             )
         )
     if problems:

@@ -60,7 +60,10 @@ class VerdictCache:
                     location=f"{self.path}:{number}",
                     code="cache_corrupt",
                     message=f"line {number} of the verdict cache is not a cache entry",
-                    fix="delete this cache file (it only holds verdicts that can be recomputed), or run with --no-cache",
+                    fix=(
+                        "delete this cache file (it only holds verdicts that can be recomputed), or"
+                        " run with --no-cache"
+                    ),
                 )
             ],
         )

@@ -239,7 +239,10 @@ def _read_attempts(path: Path) -> dict[tuple[str, int], list[dict[str, Any]]]:
                 location=f"{path}:{number}",
                 code="results_corrupt",
                 message=f"line {number} of the run's results cannot be resumed from: {problem}",
-                fix="restore results.jsonl from a copy, or move the run directory aside and run into a new --out (a torn last line alone is repaired automatically)",
+                fix=(
+                    "restore results.jsonl from a copy, or move the run directory aside and run"
+                    " into a new --out (a torn last line alone is repaired automatically)"
+                ),
             )
         )
 
@@ -326,8 +329,14 @@ async def run_candidate(
                 Problem(
                     location=str(out_dir),
                     code="held_out_refused",
-                    message="running a candidate on the held-out partition needs an open certification in the held-out ledger",
-                    fix="use development or calibration; held-out data is judged only by `workbench certify`",
+                    message=(
+                        "running a candidate on the held-out partition needs an open certification"
+                        " in the held-out ledger"
+                    ),
+                    fix=(
+                        "use development or calibration; held-out data is judged only by `workbench"
+                        " certify`"
+                    ),
                 )
             ],
         )
@@ -502,8 +511,14 @@ def _prepare_run_dir(
                 Problem(
                     location=str(out),
                     code="executor_mismatch",
-                    message=f"this run directory holds a sharded run ({SHARDS_FILE}); its results live in its shard directories",
-                    fix="resume it with the same command and --executor ray --shards N, or give this run its own --out directory",
+                    message=(
+                        f"this run directory holds a sharded run ({SHARDS_FILE}); its results live"
+                        " in its shard directories"
+                    ),
+                    fix=(
+                        "resume it with the same command and --executor ray --shards N, or give"
+                        " this run its own --out directory"
+                    ),
                 )
             ],
         )
@@ -526,7 +541,10 @@ def _prepare_run_dir(
                 Problem(
                     location=str(out_dir),
                     code="sampling_held_out",
-                    message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case",
+                    message=(
+                        "a sampling plan cannot be applied to the held-out partition: certification"
+                        " judges every held-out case"
+                    ),
                     fix="run held-out data only through `workbench certify`, without a plan",
                 )
             ],
@@ -559,7 +577,10 @@ def _run_lock(out: Path) -> Iterator[None]:
                     location=str(out),
                     code="run_locked",
                     message="another workbench run is writing to this run directory right now",
-                    fix="wait for it to finish (then rerun to resume), or give this run its own --out directory",
+                    fix=(
+                        "wait for it to finish (then rerun to resume), or give this run its own"
+                        " --out directory"
+                    ),
                 )
             ],
         ) from None
@@ -571,7 +592,10 @@ def _run_lock(out: Path) -> Iterator[None]:
                     location=str(RunDir(out).lock),
                     code="run_unwritable",
                     message=f"cannot lock the run directory ({exc.strerror or type(exc).__name__})",
-                    fix="give a writable --out directory (a locked report's run records are read-only)",
+                    fix=(
+                        "give a writable --out directory (a locked report's run records are"
+                        " read-only)"
+                    ),
                 )
             ],
         ) from None
@@ -879,9 +903,9 @@ class _Execution:
                 "cached_from_run_id": cached.cached_from_run_id or cached.run_id,
                 "schema_version": RESULT_SCHEMA_VERSION,
                 "migration": None,
-                "dataset_sha256": manifest.dataset_sha256
-                if manifest.rubric_version is not None
-                else None,
+                "dataset_sha256": (
+                    manifest.dataset_sha256 if manifest.rubric_version is not None else None
+                ),
                 "rubric_version": manifest.rubric_version,
             }
         )
@@ -972,15 +996,19 @@ class _Execution:
         )
         if not math.isfinite(cost) or cost < 0:
             limits.warn(
-                f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of {cost!r}; recorded as the call's reservation"
+                f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: the judge reported a cost of"
+                f" {cost!r}; recorded as the call's reservation"
             )
             cost = estimate.reservation
         self.estimator.observe(verdict.tokens_in, verdict.tokens_out)
         limits.observe(verdict.tokens_in, verdict.tokens_out)
         if cost > estimate.reservation + 1e-12:
             limits.warn(
-                f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: reported usage ({verdict.tokens_in} input, {verdict.tokens_out} output tokens, ${cost:.6f}) "
-                f"exceeds the call's reservation (${estimate.reservation:.6f}: {estimate.tokens_in} input, {estimate.tokens_out_cap} output tokens); the budget guarantee assumes it does not"
+                f"{unit.item.case_id}#{unit.repeat} attempt {attempt}: reported usage"
+                f" ({verdict.tokens_in} input, {verdict.tokens_out} output tokens, ${cost:.6f})"
+                f" exceeds the call's reservation (${estimate.reservation:.6f}:"
+                f" {estimate.tokens_in} input, {estimate.tokens_out_cap} output tokens); the budget"
+                " guarantee assumes it does not"
             )
         return cost
 
@@ -1006,9 +1034,9 @@ class _Execution:
             value=verdict.value,
             reason=redact(verdict.reason, secrets) if verdict.reason is not None else None,
             score=verdict.score,
-            order=[redact(x, secrets) for x in verdict.order]
-            if verdict.order is not None
-            else None,
+            order=(
+                [redact(x, secrets) for x in verdict.order] if verdict.order is not None else None
+            ),
             judge=self.judge.identity,
             judge_fingerprint=self.fingerprint,
             run_id=manifest.run_id,

@@ -198,7 +198,9 @@ class Limits:
                 if first_call and self.max_cases is not None and self.started >= self.max_cases:
                     self._stop(
                         "max_cases",
-                        f"{self.max_cases} case x repeat pair(s) started in this invocation (--max-cases); calls of started pairs, retries included, were allowed to finish",
+                        f"{self.max_cases} case x repeat pair(s) started in this invocation"
+                        " (--max-cases); calls of started pairs, retries included, were allowed to"
+                        " finish",
                     )
                     return False
                 if lower and self.unstarted_reserved > 0:
@@ -214,7 +216,8 @@ class Limits:
                             continue
                         self._stop(
                             "budget_exhausted",
-                            f"recorded spend ${self.spent:.6f} + the next call's expected cost ${estimate.expected:.6f} exceeds the budget ${self.budget_usd:.6f}",
+                            f"recorded spend ${self.spent:.6f} + the next call's expected cost"
+                            f" ${estimate.expected:.6f} exceeds the budget ${self.budget_usd:.6f}",
                         )
                         self.cond.notify_all()
                         return False
@@ -282,7 +285,9 @@ class Limits:
                         kinds = ", ".join(f"{k} {v}" for k, v in sorted(self.failure_kinds.items()))
                         self._stop(
                             "circuit_breaker",
-                            f"{self.consecutive} consecutive calls failed at the endpoint {self.endpoint or '(unknown)'} ({kinds}); last error: {error or 'unknown'}",
+                            f"{self.consecutive} consecutive calls failed at the endpoint"
+                            f" {self.endpoint or '(unknown)'} ({kinds}); last error:"
+                            f" {error or 'unknown'}",
                         )
                 else:
                     self.consecutive = 0

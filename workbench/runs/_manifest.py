@@ -186,8 +186,14 @@ def freeze_manifest(
                 Problem(
                     location=str(path),
                     code="manifest_changed",
-                    message=f"this directory holds a run with a different {', '.join(changed) or 'content'}",
-                    fix="use a new --out directory for a changed candidate, dataset, case list or sampling plan; evidence of the old run is kept",
+                    message=(
+                        "this directory holds a run with a different"
+                        f" {', '.join(changed) or 'content'}"
+                    ),
+                    fix=(
+                        "use a new --out directory for a changed candidate, dataset, case list or"
+                        " sampling plan; evidence of the old run is kept"
+                    ),
                 )
             ],
         )

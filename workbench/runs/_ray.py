@@ -64,7 +64,10 @@ from ._manifest import ManifestCase, RunManifest, freeze_manifest, run_lineage
 from ._rundir import RunDir
 from ._shards import WORKER_FILE, ShardPlan, merge_results, shard_dir, shard_of
 
-RAY_MISSING = "the Ray executor needs the optional extra: pip install 'judge-workbench[ray]' (or pip install -e '.[ray]' in a checkout)"
+RAY_MISSING = (
+    "the Ray executor needs the optional extra: pip install 'judge-workbench[ray]' (or pip install"
+    " -e '.[ray]' in a checkout)"
+)
 
 
 def ray_available() -> bool:
@@ -402,7 +405,8 @@ def _freeze_plan(out: Path, manifest: RunManifest, shards: int) -> list[list[str
             raise _problem(
                 "shards_changed",
                 str(path),
-                f"this run was split into {existing.shards} shards, not {shards}: each case's attempts live in its shard's file",
+                f"this run was split into {existing.shards} shards, not {shards}: each case's"
+                " attempts live in its shard's file",
                 f"resume with --shards {existing.shards}, or run into a new --out directory",
             )
         if existing != plan:
@@ -515,7 +519,8 @@ def run_candidate_ray(
             "run_locked",
             str(out),
             "another workbench run is writing to this run directory right now",
-            "wait for it to finish (then rerun to resume), or give this run its own --out directory",
+            "wait for it to finish (then rerun to resume), or give this run its own --out"
+            " directory",
         ) from None
     try:
         return _drive(
@@ -653,7 +658,8 @@ def _drive(
             except ray.exceptions.RayError as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 warnings.append(
-                    f"shard {index:03d} did not finish ({type(exc).__name__}: {first[:200]}); its settled cases are kept, rerun the same command to resume it"
+                    f"shard {index:03d} did not finish ({type(exc).__name__}: {first[:200]}); its"
+                    " settled cases are kept, rerun the same command to resume it"
                 )
             ray.get(actor.release.remote(index))
         final = ray.get(actor.state.remote())

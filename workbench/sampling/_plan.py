@@ -75,7 +75,10 @@ class SliceSampling(_Model):
             rules.append(
                 (
                     "sampling_size_conflict",
-                    f"gives {' and '.join(given)}: a slice has one sample size, one fraction, or is complete",
+                    (
+                        f"gives {' and '.join(given)}: a slice has one sample size, one fraction, or is"
+                        " complete"
+                    ),
                     "keep exactly one of size, fraction, complete: true",
                 )
             )
@@ -84,7 +87,10 @@ class SliceSampling(_Model):
                 (
                     "sampling_reserve_conflict",
                     "gives both reserve_usd and reserve_share",
-                    "keep one of reserve_usd (US dollars) and reserve_share (share of the run's budget)",
+                    (
+                        "keep one of reserve_usd (US dollars) and reserve_share (share of the run's"
+                        " budget)"
+                    ),
                 )
             )
         if rules:
@@ -152,8 +158,14 @@ class SamplingPlan(_Model):
             rules.append(
                 (
                     "sampling_held_out",
-                    "applies_to names held_out: certification judges every held-out case, so no plan may leave one out",
-                    "remove held_out from applies_to; plans apply to development, calibration and production traffic",
+                    (
+                        "applies_to names held_out: certification judges every held-out case, so no"
+                        " plan may leave one out"
+                    ),
+                    (
+                        "remove held_out from applies_to; plans apply to development, calibration and"
+                        " production traffic"
+                    ),
                 )
             )
         unknown = [s for s in value if s not in PLAN_SCOPES and s != "held_out"]
@@ -209,7 +221,9 @@ def plan_problems(
             Problem(
                 location=location,
                 code="sampling_reserve_shares",
-                message=f"the reserve_share values add up to {shares:g}, more than the whole budget",
+                message=(
+                    f"the reserve_share values add up to {shares:g}, more than the whole budget"
+                ),
                 fix="lower the shares so that they add up to at most 1",
             )
         )
@@ -220,7 +234,10 @@ def plan_problems(
                 Problem(
                     location=location,
                     code="sampling_unknown_slice",
-                    message=f"sampling.slices names {name!r}, which is not one of the slices the plan is used with ({', '.join(risks) or 'none'})",
+                    message=(
+                        f"sampling.slices names {name!r}, which is not one of the slices the plan"
+                        f" is used with ({', '.join(risks) or 'none'})"
+                    ),
                     fix="list only slices of the rubric (and of the policy) in the plan",
                 )
             )
@@ -233,8 +250,14 @@ def plan_problems(
                 Problem(
                     location=location,
                     code="sampling_critical_sampled",
-                    message=f"slice {name!r} is critical and the plan samples it ({what}): critical slices always run completely",
-                    fix=f"remove size/fraction from slice {name!r} (give it a reservation instead); a cheaper run that leaves out critical cases is a scope change",
+                    message=(
+                        f"slice {name!r} is critical and the plan samples it ({what}): critical"
+                        " slices always run completely"
+                    ),
+                    fix=(
+                        f"remove size/fraction from slice {name!r} (give it a reservation instead);"
+                        " a cheaper run that leaves out critical cases is a scope change"
+                    ),
                 )
             )
     if scope is not None and scope not in plan.applies_to:
@@ -243,7 +266,10 @@ def plan_problems(
                 Problem(
                     location=location,
                     code="sampling_held_out",
-                    message="a sampling plan cannot be applied to the held-out partition: certification judges every held-out case",
+                    message=(
+                        "a sampling plan cannot be applied to the held-out partition: certification"
+                        " judges every held-out case"
+                    ),
                     fix="run held-out data only through `workbench certify`, without a plan",
                 )
             )
@@ -265,8 +291,14 @@ def plan_problems(
                 Problem(
                     location=location,
                     code="sampling_reservations_exceed_budget",
-                    message=f"the plan reserves ${total:.4f} ({listing}), more than the budget ${budget_usd:.4f}",
-                    fix="give a budget that covers the reservations, or lower them in a reviewed plan",
+                    message=(
+                        f"the plan reserves ${total:.4f} ({listing}), more than the budget"
+                        f" ${budget_usd:.4f}"
+                    ),
+                    fix=(
+                        "give a budget that covers the reservations, or lower them in a reviewed"
+                        " plan"
+                    ),
                 )
             )
     return out

@@ -212,8 +212,14 @@ def too_few_cases_message(
     name = "Wilson" if interval == "wilson" else "Clopper-Pearson"
     head = f"{slice_name}: {have} human-{human} case{'s' if have != 1 else ''}"
     if plan.needed is None:
-        return f"{head}; no sample can bound the limit {_rate(limit)} at {_rate(plan.true_rate)} ({name})"
-    return f"{head}; the limit {_rate(limit)} needs at least {plan.needed} to bound at {_rate(plan.true_rate)} ({name})"
+        return (
+            f"{head}; no sample can bound the limit {_rate(limit)} at {_rate(plan.true_rate)}"
+            f" ({name})"
+        )
+    return (
+        f"{head}; the limit {_rate(limit)} needs at least {plan.needed} to bound at"
+        f" {_rate(plan.true_rate)} ({name})"
+    )
 
 
 def _rate(value: float) -> str:

@@ -38,7 +38,10 @@ class Rate(BaseModel):
     def format(self, digits: int = 3) -> str:
         if self.rate is None:
             return f"{self.k}/{self.n} (undefined)"
-        return f"{self.k}/{self.n} = {self.rate:.{digits}f} [{self.ci95_low:.{digits}f}, {self.ci95_high:.{digits}f}]"
+        return (
+            f"{self.k}/{self.n} = {self.rate:.{digits}f} [{self.ci95_low:.{digits}f},"
+            f" {self.ci95_high:.{digits}f}]"
+        )
 
 
 _Z_975 = 1.9599639845400545
@@ -160,7 +163,10 @@ def fleiss_kappa(items: Sequence[Sequence[Any]], categories: Sequence[Any]) -> K
         return Kappa(
             value=None,
             n=n,
-            note=f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs the same number",
+            note=(
+                f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs"
+                " the same number"
+            ),
         )
     if counts == {1}:
         return Kappa(value=None, n=n, note="one rating per item")

@@ -132,7 +132,8 @@ def _not_found_model(provider: str, model: str) -> tuple[int, dict[str, Any]]:
         return 404, _error_body(f'model "{model}" not found, try pulling it first', "api_error")
     if provider == "litellm":
         return 400, _error_body(
-            f"/chat/completions: Invalid model name passed in model={model}. Call `/v1/models` to view available models for your key.",
+            f"/chat/completions: Invalid model name passed in model={model}. Call `/v1/models` to"
+            " view available models for your key.",
             "None",
             "400",
             "None",
@@ -150,7 +151,11 @@ def _unauthorized(provider: str) -> dict[str, Any]:
         return {
             "error": {
                 "code": "401",
-                "message": "Access denied due to invalid subscription key or wrong API endpoint. Make sure to provide a valid key for an active subscription and use a correct regional API endpoint for your resource.",
+                "message": (
+                    "Access denied due to invalid subscription key or wrong API endpoint. Make sure"
+                    " to provide a valid key for an active subscription and use a correct regional"
+                    " API endpoint for your resource."
+                ),
             }
         }
     if provider == "vllm":
@@ -161,7 +166,8 @@ def _unauthorized(provider: str) -> dict[str, Any]:
         }
     if provider == "litellm":
         return _error_body(
-            "Authentication Error, Invalid proxy server token passed. Received API Key = sk-...****, Key Hash (Token) =[REDACTED]",
+            "Authentication Error, Invalid proxy server token passed. Received API Key ="
+            " sk-...****, Key Hash (Token) =[REDACTED]",
             "auth_error",
             "401",
             "None",
@@ -173,8 +179,10 @@ def _no_json_mode(provider: str, model: str) -> dict[str, Any]:
     """Each provider's 400 for a ``response_format`` it does not support."""
     if provider == "litellm":
         return _error_body(
-            f"litellm.UnsupportedParamsError: openai does not support parameters: ['response_format'], for model={model}. "
-            "To drop these, set `litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params: true`\n",
+            "litellm.UnsupportedParamsError: openai does not support parameters:"
+            f" ['response_format'], for model={model}. To drop these, set"
+            " `litellm.drop_params=True` or for proxy:\n\n`litellm_settings:\n drop_params:"
+            " true`\n",
             "None",
             "400",
             "None",
@@ -747,13 +755,19 @@ class FakeLLM:
                 self.azure_deployments is not None
                 and match["deployment"] not in self.azure_deployments
             ):
-                message = "The API deployment for this resource does not exist. If you created the deployment within the last 5 minutes, please wait a moment and try again."
+                message = (
+                    "The API deployment for this resource does not exist. If you created the"
+                    " deployment within the last 5 minutes, please wait a moment and try again."
+                )
                 return 404, {"error": {"code": "DeploymentNotFound", "message": message}}
             if "response_format" in body and version < AZURE_JSON_MODE_SINCE:
                 return 400, {
                     "error": {
                         "code": "BadRequest",
-                        "message": f"response_format value as json_object is enabled only for api versions {AZURE_JSON_MODE_SINCE} and later",
+                        "message": (
+                            "response_format value as json_object is enabled only for api versions"
+                            f" {AZURE_JSON_MODE_SINCE} and later"
+                        ),
                     }
                 }
         elif self.models is not None and self.emulate != "llamacpp" and model not in self.models:
@@ -913,7 +927,10 @@ class FakeLLM:
             presented = handler.headers.get("Authorization") or "(none)"
             record(reply, 401)
             self._wait(reply)
-            message = f"Incorrect API key provided: {presented}. You can find your API key at https://platform.openai.com/account/api-keys."
+            message = (
+                f"Incorrect API key provided: {presented}. You can find your API key at"
+                " https://platform.openai.com/account/api-keys."
+            )
             handler._send_json(
                 401, _error_body(message, "invalid_request_error", "invalid_api_key")
             )

@@ -19,7 +19,10 @@ PREVIEW_CHARS = 220
 """Texts longer than this (or with more than :data:`PREVIEW_LINES` lines) collapse."""
 PREVIEW_LINES = 3
 
-KEY_LEGEND = "keys (click the widget first): j / ↓ next · k / ↑ previous · 1–8 cause · s save · Esc leaves a text box"
+KEY_LEGEND = (
+    "keys (click the widget first): j / ↓ next · k / ↑ previous · 1–8 cause · s save · Esc leaves a"
+    " text box"
+)
 """The one-line keyboard legend shown under the note form."""
 
 PASS_LABELS = frozenset({"pass", "yes", "correct", "acceptable"})
@@ -101,10 +104,10 @@ def collapsible(text: Any, *, chars: int = PREVIEW_CHARS, lines: int = PREVIEW_L
     preview = "\n".join(split[:lines])
     preview = preview[:chars].rstrip() + "…"
     return (
-        "<details class='wb-more'><summary>"
-        f"<span class='wb-text wb-preview'>{e(preview)}</span> "
-        "<span class='wb-toggle wb-toggle-more'>show more</span><span class='wb-toggle wb-toggle-less'>show less</span>"
-        f"</summary><span class='wb-text wb-full'>{e(value)}</span></details>"
+        f"<details class='wb-more'><summary><span class='wb-text wb-preview'>{e(preview)}</span>"
+        " <span class='wb-toggle wb-toggle-more'>show more</span><span class='wb-toggle"
+        " wb-toggle-less'>show less</span></summary><span class='wb-text"
+        f" wb-full'>{e(value)}</span></details>"
     )
 
 
@@ -187,17 +190,19 @@ def request_html(case: Mapping[str, Any]) -> str:
     if request is None:
         ref = case.get("rendered_request_ref")
         return (
-            f"<div class='wb-field'>evaluator-visible request stored at <span class='wb-sha'>{e(ref)}</span></div>"
+            "<div class='wb-field'>evaluator-visible request stored at <span"
+            f" class='wb-sha'>{e(ref)}</span></div>"
             if ref
             else ""
         )
     sha = case.get("rendered_request_sha256") or sha256_json(request)
     raw = json.dumps(request, indent=2, ensure_ascii=False, default=str)
     return (
-        "<details class='wb-req wb-req-pretty'><summary>evaluator-visible request</summary>"
-        f"<div class='wb-req-body'>{pretty_request(request)}</div></details>"
-        f"<details class='wb-req wb-req-raw'><summary>raw JSON · sha256 {e(sha[:12])}…</summary>"
-        f"<div class='wb-req-body'><div class='wb-sha'>sha256 {e(sha)}</div><pre>{e(raw)}</pre></div></details>"
+        "<details class='wb-req wb-req-pretty'><summary>evaluator-visible request</summary><div"
+        f" class='wb-req-body'>{pretty_request(request)}</div></details><details class='wb-req"
+        f" wb-req-raw'><summary>raw JSON · sha256 {e(sha[:12])}…</summary><div"
+        " class='wb-req-body'><div class='wb-sha'>sha256"
+        f" {e(sha)}</div><pre>{e(raw)}</pre></div></details>"
     )
 
 
@@ -234,17 +239,21 @@ def _human_column(case: Mapping[str, Any]) -> str:
     reviews = case.get("reviews") or []
     disagree = " · reviewers disagree" if case.get("reviewers_disagree") else ""
     parts = [
-        f"<section class='wb-col wb-human {label_class(label)}'><h4>Humans {badge(label)} <span class='wb-dim'>({len(reviews)} review{'s' if len(reviews) != 1 else ''}{disagree})</span></h4>"
+        f"<section class='wb-col wb-human {label_class(label)}'><h4>Humans {badge(label)} <span"
+        f" class='wb-dim'>({len(reviews)}"
+        f" review{'s' if len(reviews) != 1 else ''}{disagree})</span></h4>"
     ]
     parts.append(_reviews_html(case))
     if isinstance(adj, Mapping):
         reason = collapsible(adj.get("reason"), chars=100, lines=2)
         parts.append(
-            f"<div class='wb-field'><span class='wb-k'>Adjudicated</span>{badge(adj.get('label'))} by {e(adj.get('adjudicator') or 'n/a')}{': ' + reason if reason else ''}</div>"
+            f"<div class='wb-field'><span class='wb-k'>Adjudicated</span>{badge(adj.get('label'))}"
+            f" by {e(adj.get('adjudicator') or 'n/a')}{': ' + reason if reason else ''}</div>"
         )
     else:
         parts.append(
-            f"<div class='wb-field'><span class='wb-k'>Human label</span>{badge(case.get('human_label'))} (no adjudication)</div>"
+            "<div class='wb-field'><span class='wb-k'>Human"
+            f" label</span>{badge(case.get('human_label'))} (no adjudication)</div>"
         )
     parts.append("</section>")
     return "".join(parts)
@@ -261,7 +270,10 @@ def _judge_column(case: Mapping[str, Any]) -> str:
         )
         css = label_class(label)
     elif outcome == "error":
-        head = f"<h4>Judge <span class='wb-badge wb-other'>error</span> {e(case.get('error_kind'))}</h4>"
+        head = (
+            "<h4>Judge <span class='wb-badge wb-other'>error</span>"
+            f" {e(case.get('error_kind'))}</h4>"
+        )
         body = _field("Error", case.get("error_message"), chars=200, lines=3)
         css = "wb-other"
     else:
@@ -279,7 +291,10 @@ def _judge_column(case: Mapping[str, Any]) -> str:
             chars=120,
             lines=2,
         )
-    return f"<section class='wb-col wb-judge {css}'>{head}{body}{evidence}{request_html(case)}</section>"
+    return (
+        "<section class='wb-col wb-judge"
+        f" {css}'>{head}{body}{evidence}{request_html(case)}</section>"
+    )
 
 
 def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) -> str:
@@ -289,7 +304,10 @@ def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) ->
     then ask whether the judge's verdict follows the rubric.
     """
     if case is None:
-        return "<div class='wb-case'><p class='wb-meta'><b>No case matches these filters.</b> Widen a filter: every count in the dropdowns says how many cases it would show.</p></div>"
+        return (
+            "<div class='wb-case'><p class='wb-meta'><b>No case matches these filters.</b> Widen a"
+            " filter: every count in the dropdowns says how many cases it would show.</p></div>"
+        )
     tags = ", ".join(e(t) for t in case.get("tags") or []) or "none"
     cls = case.get("error_class")
     meta = (
@@ -298,10 +316,12 @@ def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) ->
         f"{e(case.get('partition'))} · attempts {e(case.get('attempts'))}"
     )
     if note is not None:
-        meta += f" · latest note: <b>{e(note.cause)}</b> by {e(note.reviewer)} {e(note.created_at.strftime('%Y-%m-%d %H:%M'))}"
+        meta += (
+            f" · latest note: <b>{e(note.cause)}</b> by {e(note.reviewer)}"
+            f" {e(note.created_at.strftime('%Y-%m-%d %H:%M'))}"
+        )
     return (
-        "<div class='wb-case'>"
-        f"<h3>{e(case['case_id'])}</h3><p class='wb-meta'>{meta}</p>"
+        f"<div class='wb-case'><h3>{e(case['case_id'])}</h3><p class='wb-meta'>{meta}</p>"
         + _field("Input", case.get("input"), chars=200, lines=2)
         + _field("Response", case.get("response"), chars=260, lines=3)
         + "<div class='wb-cols'>"

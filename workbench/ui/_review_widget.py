@@ -152,7 +152,9 @@ class ReviewWidget:
         self.draft_button = w.Button(
             description="draft a superseding record",
             icon="file-text",
-            tooltip="write a proposed gold correction for an adjudicator (never applied automatically)",
+            tooltip=(
+                "write a proposed gold correction for an adjudicator (never applied automatically)"
+            ),
             layout=small,
         )
         self.draft_box = w.HBox(
@@ -160,7 +162,8 @@ class ReviewWidget:
                 self.draft_label,
                 self.draft_button,
                 w.HTML(
-                    "<span class='wb-legend'>goes to the adjudicator's drafts file, never into the gold set</span>"
+                    "<span class='wb-legend'>goes to the adjudicator's drafts file, never into the"
+                    " gold set</span>"
                 ),
             ],
             layout=w.Layout(display="none", align_items="center"),
@@ -478,7 +481,10 @@ class ReviewWidget:
         except WorkbenchError as exc:
             self.status.value = "; ".join(p.message for p in exc.problems) or exc.summary
             return None
-        self.status.value = f"drafted {draft.supersedes} -> {draft.proposed_label} for an adjudicator in {self.drafts.path.name}"
+        self.status.value = (
+            f"drafted {draft.supersedes} -> {draft.proposed_label} for an adjudicator in"
+            f" {self.drafts.path.name}"
+        )
         return draft
 
     def export_notes(self, path: str | Path, *, latest_only: bool = False) -> Path:

@@ -97,13 +97,16 @@ class TransitionReviewForm:
             return
         done = self.in_effect().get(p.case_id)
         state = (
-            f"{done.decision}ed by {escape(done.reviewer)} on {escape(', '.join(done.evidence_ids))}"
+            f"{done.decision}ed by {escape(done.reviewer)} on"
+            f" {escape(', '.join(done.evidence_ids))}"
             if done is not None and done.matches(p)
             else "unreviewed"
         )
         self.detail.value = (
-            f"<p><b>{escape(p.case_id)}</b> (slice {escape(p.slice)}, restricted held-out case): human label <b>{escape(p.human_label)}</b>; "
-            f"old verdict <b>{escape(p.old_verdict)}</b> &rarr; new verdict <b>{escape(p.new_verdict)}</b>. Status: {state}.</p>"
+            f"<p><b>{escape(p.case_id)}</b> (slice {escape(p.slice)}, restricted held-out case):"
+            f" human label <b>{escape(p.human_label)}</b>; old verdict"
+            f" <b>{escape(p.old_verdict)}</b> &rarr; new verdict <b>{escape(p.new_verdict)}</b>."
+            f" Status: {state}.</p>"
             + (f"<p>The case cites: {escape(', '.join(p.cited))}</p>" if p.cited else "")
         )
         if not self.evidence.value and p.cited:
@@ -131,7 +134,10 @@ class TransitionReviewForm:
                 for problem in exc.problems
             )
             return None
-        self.status.value = f"saved {escape(review.review_id)}; when every transition is reviewed: <code>workbench certify --resume-review {escape(str(self.report))}</code>"
+        self.status.value = (
+            f"saved {escape(review.review_id)}; when every transition is reviewed: <code>workbench"
+            f" certify --resume-review {escape(str(self.report))}</code>"
+        )
         self.note.value = ""
         self._render()
         return review

@@ -236,7 +236,8 @@ def _load_mapping(
         problems += column_problems(raw, columns, at, source_label)
     if problems or model is None:
         raise WorkbenchError(
-            f"{label if label.startswith('(') else mapping}: {len(problems)} problem(s) in the mapping",
+            f"{label if label.startswith('(') else mapping}: {len(problems)} problem(s) in the"
+            " mapping",
             problems,
         )
     return _LoadedMapping(model, label, digest), at
@@ -361,7 +362,8 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
                     _problem(
                         str(gold_path),
                         "out_not_empty",
-                        f"{out} holds a gold.jsonl that `workbench import table` did not write (its card.md has no import marker)",
+                        f"{out} holds a gold.jsonl that `workbench import table` did not write (its"
+                        " card.md has no import marker)",
                         "choose a new directory, or pass --force to replace it",
                     )
                 ],
@@ -384,7 +386,8 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
                         _problem(
                             str(gold_path),
                             "out_not_empty",
-                            "the existing gold.jsonl cannot be read, so the import cannot check that no case moves",
+                            "the existing gold.jsonl cannot be read, so the import cannot check"
+                            " that no case moves",
                             "repair or remove it, or pass --force",
                         )
                     ],
@@ -408,7 +411,9 @@ def _check_stability(result: TableImport, before: dict[str, str], gold_path: Pat
                 str(gold_path),
                 "partition_moved",
                 f"{len(moved)} existing case(s) would move to another partition: {shown}",
-                "keep the mapping's partition settings (seed, shares, column values) as they were; moving a held-out case into development leaks it into tuning. Pass --force only for a new dataset version",
+                "keep the mapping's partition settings (seed, shares, column values) as they were;"
+                " moving a held-out case into development leaks it into tuning. Pass --force only"
+                " for a new dataset version",
             )
         )
     if removed:
@@ -420,7 +425,8 @@ def _check_stability(result: TableImport, before: dict[str, str], gold_path: Pat
                 str(gold_path),
                 "case_removed",
                 f"{len(removed)} existing case(s) are no longer in the source: {shown}",
-                "keep their rows in the source (a correction is a new record that supersedes the old one), or pass --force for a new dataset version",
+                "keep their rows in the source (a correction is a new record that supersedes the"
+                " old one), or pass --force for a new dataset version",
             )
         )
     return problems
@@ -479,7 +485,8 @@ def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
     ]
     if unset:
         notes.append(
-            f"set the risk of {len(unset)} slice(s) in {out / RUBRIC_FILE} ({', '.join(unset)}); validate refuses 'unset'"
+            f"set the risk of {len(unset)} slice(s) in {out / RUBRIC_FILE} ({', '.join(unset)});"
+            " validate refuses 'unset'"
         )
     if result.pending:
         notes.append(

@@ -253,8 +253,10 @@ def _read_row(reader: _Reader, m: TableMapping, i: int) -> Row:
         ]
         reader.issues.add(
             "grading_evidence_missing",
-            f"the row has neither grading notes nor a reference (columns {', '.join(map(repr, cols))} are empty)",
-            "fill in the grading notes or the reference, or give grading_notes: {value: ...} in the mapping",
+            "the row has neither grading notes nor a reference (columns"
+            f" {', '.join(map(repr, cols))} are empty)",
+            "fill in the grading notes or the reference, or give grading_notes: {value: ...} in the"
+            " mapping",
             i,
         )
     f["contexts"] = _contexts(reader, m, i) if m.contexts is not None else None
@@ -280,8 +282,10 @@ def _read_row(reader: _Reader, m: TableMapping, i: int) -> Row:
                 )
                 reader.issues.add(
                     "partition_value_unknown",
-                    f"partition value {value!r} in column {m.partition.column!r} is not one of {allowed}",
-                    "map it under partition: {column: ..., values: {<value>: development | calibration | held_out}}, or correct the rows",
+                    f"partition value {value!r} in column {m.partition.column!r} is not one of"
+                    f" {allowed}",
+                    "map it under partition: {column: ..., values: {<value>: development |"
+                    " calibration | held_out}}, or correct the rows",
                     i,
                 )
             f["partition"] = part.value if part is not None else None
@@ -339,7 +343,8 @@ def _contexts(reader: _Reader, m: TableMapping, i: int) -> list[str] | None:
             reader.issues.add(
                 "contexts_invalid",
                 f"column {spec.column!r} is not a JSON list ({exc.msg})",
-                "write the passages as a JSON list of strings, or use separator: instead of json_list",
+                "write the passages as a JSON list of strings, or use separator: instead of"
+                " json_list",
                 i,
             )
             return None
@@ -405,9 +410,9 @@ def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
             RowReview(
                 reviewer=reviewer,
                 label=canonical(label),
-                rationale=reader.text(i, rationale_col, what="the rationale")
-                if rationale_col
-                else None,
+                rationale=(
+                    reader.text(i, rationale_col, what="the rationale") if rationale_col else None
+                ),
                 confidence=confidence.strip().lower() if confidence else None,
                 row=i,
             )
@@ -436,7 +441,8 @@ def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
             ):
                 reader.issues.add(
                     "review_incomplete",
-                    f"label column {pair.label!r} is filled but reviewer column {pair.reviewer!r} is empty",
+                    f"label column {pair.label!r} is filled but reviewer column {pair.reviewer!r}"
+                    " is empty",
                     "name the reviewer, or clear the label",
                     i,
                 )
@@ -479,14 +485,16 @@ def _merge(key: str, members: list[Row], issues: Issues, m: TableMapping) -> _Ca
             issues.add(
                 "case_rows_conflict",
                 f"case {key!r}: its rows give different {label}",
-                "every row of a case must carry the same case-level values; correct the rows, or give the cases different ids",
+                "every row of a case must carry the same case-level values; correct the rows, or"
+                " give the cases different ids",
                 [r.index for r in members],
             )
     adjudicated = {r.adjudicated for r in members if r.adjudicated is not None}
     if len(adjudicated) > 1:
         issues.add(
             "case_rows_conflict",
-            f"case {key!r}: its rows give different adjudicated labels ({', '.join(sorted(adjudicated))})",
+            f"case {key!r}: its rows give different adjudicated labels"
+            f" ({', '.join(sorted(adjudicated))})",
             "give the adjudicated label once per case, or the same on every row",
             [r.index for r in members],
         )
@@ -529,7 +537,8 @@ def _check_labels(
     for value, rows in unmapped.items():
         issues.add(
             "label_unmapped",
-            f"label value {value!r} (in {', '.join(label_cols + ([adj_col] if adj_col else []))}) has no entry in the mapping's labels ({', '.join(map(repr, m.labels or {}))})",
+            f"label value {value!r} (in {', '.join(label_cols + ([adj_col] if adj_col else []))})"
+            f" has no entry in the mapping's labels ({', '.join(map(repr, m.labels or {}))})",
             f"add {value!r}: <rubric label> under labels: in the mapping, or correct those rows",
             rows,
         )
@@ -537,7 +546,8 @@ def _check_labels(
         issues.add(
             "confidence_invalid",
             f"confidence {value!r} is not low, medium or high",
-            "write low, medium or high in the confidence column, or drop confidence from the mapping",
+            "write low, medium or high in the confidence column, or drop confidence from the"
+            " mapping",
             rows,
         )
 
@@ -567,14 +577,16 @@ def _check_reviews(cases: dict[str, _Case], issues: Issues, m: TableMapping) -> 
                 issues.add(
                     "duplicate_reviewer",
                     f"case {case.case_id!r}: reviewer {reviewer!r} reviews it {n} times",
-                    "keep one review per reviewer and case (record a changed mind in the adjudication)",
+                    "keep one review per reviewer and case (record a changed mind in the"
+                    " adjudication)",
                     [r.row for r in case.reviews if r.reviewer == reviewer],
                 )
         need = m.rubric.min_reviews
         if need is not None and len(case.reviews) < need:
             issues.add(
                 "too_few_reviews",
-                f"case {case.case_id!r} has {len(case.reviews)} review(s); the mapping's rubric.min_reviews is {need}",
+                f"case {case.case_id!r} has {len(case.reviews)} review(s); the mapping's"
+                f" rubric.min_reviews is {need}",
                 "collect more reviews, drop the case, or lower rubric.min_reviews",
                 case.rows,
             )
@@ -605,7 +617,8 @@ def _assign(cases: dict[str, _Case], m: TableMapping, issues: Issues, table: Sou
             issues.add(
                 "group_leakage",
                 f"group {group!r} is in {len(parts)} partitions ({detail})",
-                "put every case of a group in one partition, or let the tool assign partitions by group (partition: {assign: ...})",
+                "put every case of a group in one partition, or let the tool assign partitions by"
+                " group (partition: {assign: ...})",
                 sorted(r for rows in parts.values() for r in rows),
             )
 
@@ -635,8 +648,14 @@ def _draft_rubric(
                 Problem(
                     location=at("rubric", "labels"),
                     code="mapping_invalid",
-                    message=f"rubric.labels leaves out {', '.join(map(repr, missing))}, which the data uses",
-                    fix="list every label the data uses under rubric.labels, or map those values to listed labels",
+                    message=(
+                        f"rubric.labels leaves out {', '.join(map(repr, missing))}, which the data"
+                        " uses"
+                    ),
+                    fix=(
+                        "list every label the data uses under rubric.labels, or map those values to"
+                        " listed labels"
+                    ),
                 )
             )
     elif m.labels is not None:
@@ -656,7 +675,9 @@ def _draft_rubric(
         )
     if pass_label is None:
         notes.append(
-            "the rubric declares no pass and fail labels, so align and the gate cannot count false passes; set rubric.pass_label and rubric.fail_label in the mapping if the labels are pass/fail verdicts"
+            "the rubric declares no pass and fail labels, so align and the gate cannot count false"
+            " passes; set rubric.pass_label and rubric.fail_label in the mapping if the labels are"
+            " pass/fail verdicts"
         )
     others = [
         label
@@ -665,7 +686,8 @@ def _draft_rubric(
     ]
     if pass_label is not None and others:
         notes.append(
-            f"label(s) {', '.join(map(repr, others))} are neither pass, fail nor abstain labels; declare rubric.abstain_labels if they mean the reviewer abstained"
+            f"label(s) {', '.join(map(repr, others))} are neither pass, fail nor abstain labels;"
+            " declare rubric.abstain_labels if they mean the reviewer abstained"
         )
     min_reviews = hints.min_reviews or max(
         1, min((len(c.reviews) for c in cases.values()), default=1)
@@ -708,15 +730,24 @@ def _draft_rubric(
                 message=lambda err, where: (
                     f"drafted rubric {where}: {err['msg'].removeprefix('Value error, ')}"
                 ),
-                fix="correct the rubric hints (rubric.labels, pass_label, fail_label, abstain_labels) or the label mapping",
+                fix=(
+                    "correct the rubric hints (rubric.labels, pass_label, fail_label,"
+                    " abstain_labels) or the label mapping"
+                ),
             )
     else:
         problems.append(
             Problem(
                 location=at("labels") if m.labels is not None else at("reviews"),
                 code="mapping_invalid",
-                message=f"the data uses {len(labels)} label(s) ({', '.join(labels)}); a rubric needs at least two",
-                fix="list the whole vocabulary under rubric.labels (e.g. [pass, fail]) so labels the data does not show yet are declared",
+                message=(
+                    f"the data uses {len(labels)} label(s) ({', '.join(labels)}); a rubric needs at"
+                    " least two"
+                ),
+                fix=(
+                    "list the whole vocabulary under rubric.labels (e.g. [pass, fail]) so labels"
+                    " the data does not show yet are declared"
+                ),
             )
         )
     return rubric, problems, notes
@@ -809,7 +840,8 @@ def _finish(
             )
         except ValidationError as exc:  # pragma: no cover - every field was checked above
             raise WorkbenchError(
-                f"case {case.case_id!r} cannot be built; this is an importer defect, please report it",
+                f"case {case.case_id!r} cannot be built; this is an importer defect, please"
+                " report it",
                 [
                     Problem(
                         location=table.where(case.rows[0]),
@@ -870,18 +902,20 @@ def merge_previous(
         old = old if isinstance(old, dict) else {}
         slices[name] = {
             "risk": old["risk"] if old.get("risk") in valid else spec["risk"],
-            "description": old["description"]
-            if isinstance(old.get("description"), str)
-            else spec["description"],
+            "description": (
+                old["description"]
+                if isinstance(old.get("description"), str)
+                else spec["description"]
+            ),
         }
     for name in sorted(k for k in old_slices if isinstance(k, str)):
         old = old_slices[name]
         if name not in slices and isinstance(old, dict) and old.get("risk") in valid:
             slices[name] = {
                 "risk": old["risk"],
-                "description": old["description"]
-                if isinstance(old.get("description"), str)
-                else "",
+                "description": (
+                    old["description"] if isinstance(old.get("description"), str) else ""
+                ),
             }
     criterion = rubric["criterion"]
     if not criterion_given and isinstance(previous.get("criterion"), str):

@@ -33,9 +33,17 @@ RULES: tuple[str, ...] = ("majority", "any_fail", "unanimous_else_review")
 """Adjudication rules a mapping may declare."""
 
 RULE_TEXT: dict[str, str] = {
-    "majority": "the label more than half of the case's reviews give; a case without such a label goes to an adjudicator",
-    "any_fail": "the fail label when any review gives it, otherwise the label every review gives; any other case goes to an adjudicator",
-    "unanimous_else_review": "the label every review gives; a case whose reviews differ goes to an adjudicator",
+    "majority": (
+        "the label more than half of the case's reviews give; a case without such a label goes to"
+        " an adjudicator"
+    ),
+    "any_fail": (
+        "the fail label when any review gives it, otherwise the label every review gives; any other"
+        " case goes to an adjudicator"
+    ),
+    "unanimous_else_review": (
+        "the label every review gives; a case whose reviews differ goes to an adjudicator"
+    ),
 }
 """What each rule decides, in the words the card records."""
 
@@ -209,7 +217,7 @@ class Reviews(_Model):
         if isinstance(value, list):
             return {str(c): {"label": c} for c in value}
         if isinstance(value, dict):
-            return {k: ({"label": v} if isinstance(v, str) else v) for k, v in value.items()}
+            return {k: {"label": v} if isinstance(v, str) else v for k, v in value.items()}
         return value
 
     @model_validator(mode="after")
@@ -223,18 +231,21 @@ class Reviews(_Model):
             missing = [n for n in ("reviewer", "label") if getattr(self, n) is None]
             if missing:
                 raise ValueError(
-                    f"long form needs {' and '.join(missing)}: the column(s) holding each row's reviewer and label"
+                    f"long form needs {' and '.join(missing)}: the column(s) holding each row's"
+                    " reviewer and label"
                 )
             if self.columns is not None or self.pairs is not None:
                 raise ValueError("columns and pairs are for form: wide")
         else:
             if long_fields:
                 raise ValueError(
-                    f"{', '.join(long_fields)} are for form: long; in wide form use columns or pairs"
+                    f"{', '.join(long_fields)} are for form: long; in wide form use columns or"
+                    " pairs"
                 )
             if (self.columns is None) == (self.pairs is None):
                 raise ValueError(
-                    "wide form needs exactly one of columns (one label column per reviewer) or pairs (reviewer/label column pairs)"
+                    "wide form needs exactly one of columns (one label column per reviewer) or"
+                    " pairs (reviewer/label column pairs)"
                 )
             if self.columns is not None and not self.columns:
                 raise ValueError("columns is empty")
@@ -380,7 +391,8 @@ class TableMapping(_Model):
     def _grading_evidence(self) -> TableMapping:
         if self.reference is None and self.grading_notes is None:
             raise ValueError(
-                'map reference or grading_notes (or both): a gold case needs grading evidence; for one text shared by every case write grading_notes: {value: "..."}'
+                "map reference or grading_notes (or both): a gold case needs grading evidence; for"
+                ' one text shared by every case write grading_notes: {value: "..."}'
             )
         return self
 
@@ -411,11 +423,26 @@ _FIX: dict[str, str] = {
     "name": "name the dataset with letters, digits, '.', '_' or '-', e.g. name: support-faq",
     "input": "name the column holding the user input, e.g. input: question",
     "response": "name the column holding the judged response, e.g. response: answer",
-    "slice": "name the slice column (slice: topic) or give one slice for every case (slice: {value: general})",
-    "partition": "write partition: <column>, or partition: {assign: {seed: 1, development: 0.4, calibration: 0.3, held_out: 0.3}}",
-    "assign": "write assign: {seed: <integer>, development: <share>, calibration: <share>, held_out: <share>} with shares adding up to 1",
-    "reviews": "write reviews: {form: long, reviewer: <column>, label: <column>} or reviews: {form: wide, columns: {<reviewer>: <label column>}}",
-    "adjudication": "write adjudication: {rule: majority} (or any_fail, unanimous_else_review), or adjudication: {column: <adjudicated label column>}",
+    "slice": (
+        "name the slice column (slice: topic) or give one slice for every case (slice: {value:"
+        " general})"
+    ),
+    "partition": (
+        "write partition: <column>, or partition: {assign: {seed: 1, development: 0.4, calibration:"
+        " 0.3, held_out: 0.3}}"
+    ),
+    "assign": (
+        "write assign: {seed: <integer>, development: <share>, calibration: <share>, held_out:"
+        " <share>} with shares adding up to 1"
+    ),
+    "reviews": (
+        "write reviews: {form: long, reviewer: <column>, label: <column>} or reviews: {form: wide,"
+        " columns: {<reviewer>: <label column>}}"
+    ),
+    "adjudication": (
+        "write adjudication: {rule: majority} (or any_fail, unanimous_else_review), or"
+        " adjudication: {column: <adjudicated label column>}"
+    ),
     "labels": "map each source value to a rubric label, e.g. labels: {0: fail, 1: pass}",
     "rule": "use one of " + ", ".join(RULES),
     "group": "write group: <column>, or group: {hash_of: input}",
@@ -423,7 +450,10 @@ _FIX: dict[str, str] = {
     "source_format": "use csv, jsonl or parquet, or leave it out to use the file extension",
     "rubric": "see docs/formats.md#table-mapping for the rubric hints",
     "values": "map each source value to development, calibration or held_out",
-    "grading_notes": 'add grading_notes: <column> or reference: <column>; for one text shared by every case write grading_notes: {value: "..."}',
+    "grading_notes": (
+        "add grading_notes: <column> or reference: <column>; for one text shared by every case"
+        ' write grading_notes: {value: "..."}'
+    ),
 }
 
 
@@ -579,7 +609,10 @@ def parse_mapping(
                 Problem(
                     location=at(),
                     code="mapping_invalid",
-                    message="mapping: map reference or grading_notes (or both): a gold case needs grading evidence",
+                    message=(
+                        "mapping: map reference or grading_notes (or both): a gold case needs"
+                        " grading evidence"
+                    ),
                     fix=_FIX["grading_notes"],
                 )
             )

@@ -17,7 +17,10 @@ from ...gold import CARD_FIELDS, GoldCase
 from ._build import Pending
 from ._mapping import RULE_TEXT, TableMapping
 
-CARD_MARKER = "<!-- workbench import table: everything below this line is recomputed by every import; edit above it -->"
+CARD_MARKER = (
+    "<!-- workbench import table: everything below this line is recomputed by every import; edit"
+    " above it -->"
+)
 """Separates the human part of ``card.md`` (kept on re-import) from the computed part."""
 
 PENDING_FILE = "adjudication_needed.csv"
@@ -49,27 +52,46 @@ def rubric_yaml(
     """The drafted rubric, commented so a person knows what to decide."""
     unset = [name for name, spec in rubric["slices"].items() if spec["risk"] == "unset"]
     lines = [
-        f"# Rubric drafted by `workbench import table` from {source_label} with mapping {mapping_label}.",
-        "# Labels, slices and min_reviews come from the data; re-running the import keeps every slice's",
-        "# risk and description and the criterion, and drafts the rest again. Format: docs/formats.md#rubric",
+        (
+            f"# Rubric drafted by `workbench import table` from {source_label} with mapping"
+            f" {mapping_label}."
+        ),
+        (
+            "# Labels, slices and min_reviews come from the data; re-running the import keeps every"
+            " slice's"
+        ),
+        (
+            "# risk and description and the criterion, and drafts the rest again. Format:"
+            " docs/formats.md#rubric"
+        ),
     ]
     if unset:
         lines.append(
-            f"# TO DO: set the risk of {len(unset)} slice(s) below; `workbench validate` refuses `unset`."
+            f"# TO DO: set the risk of {len(unset)} slice(s) below; `workbench validate` refuses"
+            " `unset`."
         )
     lines += [
         f"schema_version: {rubric['schema_version']}",
         f"name: {scalar(rubric['name'])}",
-        f"version: {json.dumps(str(rubric['version']))}  # every case's rubric_version (set it in the mapping: rubric.version)",
+        (
+            f"version: {json.dumps(str(rubric['version']))}  # every case's rubric_version (set it"
+            " in the mapping: rubric.version)"
+        ),
         "# The one-sentence contract: what the judge decides, from which evidence.",
         f"criterion: {scalar(rubric['criterion'])}",
         f"labels: {flow_list(rubric['labels'])}",
         f"pass_label: {scalar(rubric['pass_label'])}",
         f"fail_label: {scalar(rubric['fail_label'])}",
-        f"abstain_labels: {flow_list(rubric['abstain_labels'])}  # labels that are neither pass nor fail",
+        (
+            f"abstain_labels: {flow_list(rubric['abstain_labels'])}  # labels that are neither pass"
+            " nor fail"
+        ),
         f"min_reviews: {rubric['min_reviews']}  # reviews every case needs",
         "slices:",
-        "  # risk: critical | high | medium | low. critical: a false pass is release-critical (the policy",
+        (
+            "  # risk: critical | high | medium | low. critical: a false pass is release-critical"
+            " (the policy"
+        ),
         "  # must then bound its false-pass rate on the upper 95% bound and its abstention rate).",
     ]
     for name, spec in rubric["slices"].items():
@@ -104,7 +126,10 @@ def new_card_head(mapping: TableMapping) -> str:
     """Front matter and heading of a new card: empty fields a person must write (validate warns)."""
     lines = [
         "---",
-        "# Dataset card. Write every empty field: `workbench validate` warns about each one left empty.",
+        (
+            "# Dataset card. Write every empty field: `workbench validate` warns about each one"
+            " left empty."
+        ),
         f"name: {scalar(mapping.name)}",
         'version: "1"  # the dataset release',
         "intended_use:  # what decisions this dataset may support, and which it may not",
@@ -119,7 +144,10 @@ def new_card_head(mapping: TableMapping) -> str:
         "",
         f"# {mapping.name}",
         "",
-        "Write the human part of the card here: what the data is, where it came from, what it is for.",
+        (
+            "Write the human part of the card here: what the data is, where it came from, what it"
+            " is for."
+        ),
         "",
     ]
     assert all(f"{name}:" in "\n".join(lines) for name in CARD_FIELDS)
@@ -160,7 +188,11 @@ def computed_section(
     disagree = sum(1 for c in cases if c.reviewers_disagree)
     if m.partition.assign is not None:
         a = m.partition.assign
-        partition_line = f"assigned by group hash (sha256 of seed and group), seed {a.seed}; declared shares development {a.development:g}, calibration {a.calibration:g}, held_out {a.held_out:g}"
+        partition_line = (
+            f"assigned by group hash (sha256 of seed and group), seed {a.seed}; declared shares"
+            f" development {a.development:g}, calibration {a.calibration:g}, held_out"
+            f" {a.held_out:g}"
+        )
     else:
         values = (
             ""
@@ -212,9 +244,13 @@ def computed_section(
         lines.append("- Label mapping: none (source values are the labels)")
     lines.append(f"- Adjudication: {adjudication_text(m)}")
     lines.append(
-        f"- Gold labels: {settled['column']} from the adjudication column, {settled['rule']} by rule `{m.adjudication.rule}`, {settled['pending']} waiting for an adjudicator"
+        f"- Gold labels: {settled['column']} from the adjudication column, {settled['rule']} by"
+        f" rule `{m.adjudication.rule}`, {settled['pending']} waiting for an adjudicator"
         if m.adjudication.rule
-        else f"- Gold labels: {settled['column']} from the adjudication column, {settled['pending']} waiting for an adjudicator"
+        else (
+            f"- Gold labels: {settled['column']} from the adjudication column, {settled['pending']}"
+            " waiting for an adjudicator"
+        )
     )
     labels = list(rubric["labels"])
     lines += [

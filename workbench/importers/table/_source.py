@@ -93,7 +93,8 @@ def source_format(path: Path, declared: str | None) -> str:
                     str(path),
                     "source_format_unknown",
                     f"cannot tell the format of {path.name!r} from its extension",
-                    "name the file .csv, .jsonl or .parquet, or set source_format: csv | jsonl | parquet in the mapping",
+                    "name the file .csv, .jsonl or .parquet, or set source_format: csv | jsonl |"
+                    " parquet in the mapping",
                 )
             ],
         )
@@ -272,7 +273,7 @@ def _read_csv(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]], l
                 continue
             rows.append(
                 {
-                    name: (cell if cell != "" else None)
+                    name: cell if cell != "" else None
                     for name, cell in zip(header, record, strict=True)
                 }
             )
@@ -294,8 +295,10 @@ def _read_csv(data: bytes, loc: str) -> tuple[list[str], list[dict[str, Any]], l
             _problem(
                 f"{loc}:{lines[0]}",
                 "source_malformed",
-                f"{len(lines)} row(s) have {count} field(s) but the header has {len(header or [])} (lines {shown})",
-                "give every row one field per header column (quote fields holding commas or newlines)",
+                f"{len(lines)} row(s) have {count} field(s) but the header has {len(header or [])}"
+                f" (lines {shown})",
+                "give every row one field per header column (quote fields holding commas or"
+                " newlines)",
             )
         )
     if problems:
