@@ -84,8 +84,11 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not browser and not notebook"
 
+# What CI enforces on the code: formatting, lint (lines <= 100) and mypy --strict on workbench/.
 lint: $(STAMP)
+	$(BIN)/ruff format --check workbench tests bench
 	$(BIN)/ruff check workbench tests bench
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_cli.py
