@@ -1,4 +1,6 @@
-"""Benchmark: wall time of ``workbench certify`` on the demo, split into parent, kernel start, run and render.
+"""Benchmark: wall time of ``workbench certify`` on the demo.
+
+Split into parent, kernel start, run and render.
 
 Runs the real command (a subprocess, as a user would) on the demo candidate and policy into a
 temporary reports root, ``--repeats`` times, and reports the median of each part from the
@@ -81,7 +83,7 @@ def certify_once(reports: Path) -> dict[str, float]:
 
 
 def parent_imports() -> dict[str, object]:
-    """Seconds the parent's imports take in a fresh process, with the share of Ragas and papermill."""
+    """Seconds the parent's imports take in a fresh process, with Ragas' and papermill's share."""
     code = _PARENT_IMPORTS + "import sys; print('lark' in sys.modules)"
     t0 = time.perf_counter()
     done = subprocess.run(

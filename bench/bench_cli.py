@@ -63,7 +63,7 @@ def _env(tree: Path | None = None) -> dict[str, str]:
 
 
 def wall(argv: list[str], tree: Path | None = None) -> float:
-    """Wall time of one process; ``tree``: run another checkout's workbench (from that directory)."""
+    """Wall time of one process; ``tree``: run another checkout's workbench (from there)."""
     t0 = time.perf_counter()
     done = subprocess.run(argv, cwd=tree or ROOT, capture_output=True, env=_env(tree))
     elapsed = time.perf_counter() - t0

@@ -48,11 +48,18 @@ from workbench.review import CAUSES  # noqa: E402
 
 SHOWS = r"""
 ([root, kind, expected]) => {
-  const labels = Array.from(root.querySelectorAll('div.widget-label')).map(e => e.textContent.replace(/\u00a0/g, ' ').trim());
+  const labels = Array.from(root.querySelectorAll('div.widget-label'))
+    .map(e => e.textContent.replace(/\u00a0/g, ' ').trim());
   if (kind === 'progress') return labels.includes(expected);
-  if (kind === 'case') { const h = root.querySelector('.wb-case h3'); return Boolean(h) && h.textContent.trim() === expected; }
+  if (kind === 'case') {
+    const h = root.querySelector('.wb-case h3');
+    return Boolean(h) && h.textContent.trim() === expected;
+  }
   if (kind === 'cause') {
-    const box = Array.from(root.querySelectorAll('.widget-dropdown')).find(d => { const l = d.querySelector('label'); return l && l.textContent.trim() === 'cause'; });
+    const box = Array.from(root.querySelectorAll('.widget-dropdown')).find(d => {
+      const l = d.querySelector('label');
+      return l && l.textContent.trim() === 'cause';
+    });
     return Boolean(box) && box.querySelector('select').value.split(' ')[1] === expected;
   }
   return false;

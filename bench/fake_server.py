@@ -15,7 +15,10 @@ _SERVING = re.compile(r"serving at (http://\S+/v1)")
 def fake_llm_process(
     latency: float, *, faults: Sequence[str] = (), responder: str | None = None
 ) -> Iterator[str]:
-    """Serve the fake model on a free port (it binds port 0 and prints its URL); yield the URL; stop it afterwards."""
+    """Serve the fake model on a free port (it binds port 0 and prints its URL).
+
+    Yields the URL; stops the server afterwards.
+    """
     cmd = [sys.executable, "-m", "workbench", "fake-llm", "--port", "0", "--latency", str(latency)]
     for fault in faults:
         cmd += ["--fault-rate", fault]
