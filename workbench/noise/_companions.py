@@ -4,7 +4,8 @@ A suite's policy declares the companions it requires (``policy.companions``: nam
 ``{direction, limit}``). Their values come from a JSON Lines file (``workbench noise
 --companions FILE``), one row per metric and pair member::
 
-    {"metric": "refusal", "run_id": "gen-2026-11-02", "case_id": "ref-late-request:noisy", "value": 0.0}
+    {"metric": "refusal", "run_id": "gen-2026-11-02", "case_id": "ref-late-request:noisy",
+     "value": 0.0}
 
 A row joins a member only when its ``case_id`` is ``<pair_id>:<member>`` **and** its ``run_id``
 is the member's ``generation_trace.run_id``: a value computed on another generation run (an
@@ -41,7 +42,8 @@ class CompanionValue(BaseModel):
 
 
 def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
-    """Every row of the companion files; refuses (every problem at once) malformed rows and non-finite values."""
+    """Every row of the companion files; refuses (every problem at once) malformed rows and
+    non-finite values."""
     out: list[CompanionValue] = []
     problems: list[Problem] = []
     for path in paths:
@@ -117,7 +119,8 @@ class CompanionJoin(BaseModel):
 def join_companions(
     pairs: Iterable[NoisePair], metrics: Iterable[str], rows: Iterable[CompanionValue]
 ) -> CompanionJoin:
-    """Join rows to members by (case id, generation run id); list what is missing and what did not join."""
+    """Join rows to members by (case id, generation run id); list what is missing and what did not
+    join."""
     declared = list(metrics)
     by_case: dict[str, NoisePair] = {}
     for p in pairs:

@@ -1,4 +1,5 @@
-"""The claim-level human review panel of the calibration partition, and its agreement with the metric.
+"""The claim-level human review panel of the calibration partition, and its agreement with the
+metric.
 
 NoiseSensitivity judges claims: it splits a response into statements and calls each correct
 or incorrect against the reference. The panel records, for members of **calibration** pairs,
@@ -12,8 +13,10 @@ disagree (``data/noise/<suite>.panel.yaml``)::
         member: noisy
         reviewer: rev-a
         claims:
-          - {claim: "Orders placed before 2 pm ship the same day.", incorrect: false, supported_by: [0]}
-          - {claim: "Orders placed before 6 pm ship the same day.", incorrect: true, contradicted_by: [0], supported_by: [1]}
+          - {claim: "Orders placed before 2 pm ship the same day.", incorrect: false,
+             supported_by: [0]}
+          - {claim: "Orders placed before 6 pm ship the same day.", incorrect: true,
+             contradicted_by: [0], supported_by: [1]}
     adjudications:
       - {pair_id: ..., member: ..., adjudicator: ..., claims: [{claim, incorrect, rationale}]}
 
@@ -398,7 +401,7 @@ def panel_agreement(
         agree_members += int(agree)
         claims = consensus(panel, pair_id, member) or []
         pair = suite.pair(pair_id)
-        result = final.get(pair.item_id(member)) if member in MEMBERS else None  # type: ignore[arg-type]
+        result = final.get(pair.item_id(member)) if member in MEMBERS else None
         verdicts = (
             parse_claims(result.reason) if result is not None and result.error is None else None
         )

@@ -42,7 +42,8 @@ def add_noise_override(
     created_at: datetime | None = None,
     dry_run: bool = False,
 ) -> Override:
-    """Validate an override of noise blockers for ``suite`` and append it to ``store`` (unless ``dry_run``)."""
+    """Validate an override of noise blockers for ``suite`` and append it to ``store`` (unless
+    ``dry_run``)."""
     loc = str(store)
     problems: list[Problem] = []
     for code in codes:
