@@ -64,7 +64,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -114,6 +114,7 @@ _EPS = 1e-12
 _CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
 
 NoiseOutcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
+_NOISE_OUTCOMES: dict[str, NoiseOutcome] = {o: o for o in get_args(NoiseOutcome)}
 
 
 class ControlRow(_Model):
@@ -1286,7 +1287,7 @@ def noise_report(
         )
     kept, waived, unapplied = _apply_overrides(suite, blockers, overrides, fingerprint, now)
     categories = {b.category for b in kept}
-    outcome: NoiseOutcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
+    outcome = _NOISE_OUTCOMES[outcome_of(categories, clear="passed")]
     attempts = [r for _, r in located]
     stopped = (
         run.stopped_reason

@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._io import iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError
-from ._pairs import MEMBERS, NoisePair
+from ._pairs import MEMBERS, Member, NoisePair
 
 
 class CompanionValue(BaseModel):
@@ -123,9 +123,11 @@ def join_companions(
     join."""
     declared = list(metrics)
     by_case: dict[str, NoisePair] = {}
+    member_of: dict[str, Member] = {}
     for p in pairs:
         for m in MEMBERS:
             by_case[p.item_id(m)] = p
+            member_of[p.item_id(m)] = m
     values: dict[str, dict[str, dict[str, float]]] = {}
     unjoined: list[str] = []
     for row in rows:
@@ -141,8 +143,8 @@ def join_companions(
                 " selection"
             )
             continue
-        member = row.case_id.rsplit(":", 1)[1]
-        trace = pair.member(member).generation_trace  # type: ignore[arg-type]
+        member = member_of[row.case_id]
+        trace = pair.member(member).generation_trace
         if trace is None:
             unjoined.append(
                 f"{row.case_id} {row.metric} run {row.run_id}: the member has no generation trace,"

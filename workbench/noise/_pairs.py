@@ -100,7 +100,7 @@ from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_load
 from .._load import Problems, yaml_lines, yaml_problem
 from .._record import Record as _Model
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError, errors_only
+from ..errors import Problem, Severity, WorkbenchError, errors_only
 from ._evidence import (
     ATTACKS,
     CONTROL_ROLES,
@@ -528,9 +528,9 @@ class _Checker:
         fix: str,
         *,
         case_id: str | None = None,
-        severity: str = "error",
+        severity: Severity = "error",
     ) -> None:
-        self.problems.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)  # type: ignore[arg-type]
+        self.problems.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)
 
 
 def _dotted(path: Iterable[Any]) -> str:

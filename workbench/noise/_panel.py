@@ -44,7 +44,7 @@ from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._judge import parse_claims
-from ._pairs import MEMBERS, NoiseSuite
+from ._pairs import MEMBERS, Member, NoiseSuite
 
 PANEL_SCHEMA_VERSION = 1
 MIN_REVIEWERS = 2
@@ -108,7 +108,7 @@ class ClaimPanel(_Model):
     source: str | None = None
     """The file it was read from."""
 
-    def members(self) -> list[tuple[str, str]]:
+    def members(self) -> list[tuple[str, Member]]:
         """``(pair_id, member)`` reviewed, in first-seen order."""
         return list(dict.fromkeys((r.pair_id, r.member) for r in self.reviews))
 
@@ -246,7 +246,7 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
                     ),
                 )
             )
-        n_ctx = len(pair.member(member).retrieved_contexts)  # type: ignore[arg-type]
+        n_ctx = len(pair.member(member).retrieved_contexts)
         adjudication = panel.adjudication_of(pair_id, member)
         for judged in [
             *(c for r in reviews for c in r.claims),

@@ -66,7 +66,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import AwareDatetime, Field, ValidationError
 
@@ -85,6 +85,7 @@ RANKING_GATE_SCHEMA_VERSION = 1
 HISTORY_SCHEMA_VERSION = 1
 Category = Literal["incomplete", "quality", "review"]
 Outcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
+_OUTCOMES: dict[str, Outcome] = {o: o for o in get_args(Outcome)}
 EXIT_CODES: dict[str, int] = exit_codes(
     "passed", "quality_failed", "evaluation_incomplete", "review_required"
 )
@@ -864,7 +865,7 @@ def ranking_gate(
     order = {"incomplete": 0, "quality": 1, "review": 2}
     blockers.sort(key=lambda b: (order[b.category], b.code, b.case_ids))
     categories = {b.category for b in blockers}
-    outcome: Outcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
+    outcome = _OUTCOMES[outcome_of(categories, clear="passed")]
     enforced = EXIT_CODES[outcome]
     report_only = policy.mode == "report_only"
     note = (
