@@ -868,3 +868,28 @@ def test_cli_exit_codes_on_the_demo(tmp_path: Path) -> None:
         ],
     )
     assert wrong_kind.exit_code == 2 and "not_ranking_kind" in wrong_kind.output
+
+
+@pytest.mark.parametrize("fault", ["http_401", "http_403"])
+def test_llm_kind_records_provider_errors_with_their_endpoint_failure(
+    tmp_path: Path, fault: str
+) -> None:
+    """The base judge passes ``endpoint_failure`` to ``_failed``: the ranking override takes it.
+
+    Before, ``LLMRankingJudge._failed`` lacked the keyword, so an HTTP error status (or a refused
+    connection) raised ``TypeError`` inside the judge instead of recording a provider error.
+    """
+    fs = [RankingFixture.model_validate(fixture("err-1", n=3))]
+    with FakeLLM(responder=lambda request: Reply(fault=fault)) as llm:
+        run(
+            llm_spec(tmp_path / "spec", llm.base_url),
+            fs,
+            tmp_path / "run",
+            repeats=0,
+            max_exhaustive=0,
+            sample=1,
+        )
+    rows = [r.result for r in read_results(tmp_path / "run" / "results.jsonl")]
+    assert rows and all(r.error is not None and r.error.kind == "provider_error" for r in rows), [
+        r.error for r in rows
+    ]

@@ -49,9 +49,11 @@ class PairAgreement(_Model):
     raw_agreement: Rate
     """Share of those cases with the same label, with a 95% Wilson interval."""
     cohen_kappa: Kappa
-    """Cohen's kappa over the same cases, nominal (unweighted: every disagreement counts the same)."""
+    """Cohen's kappa over the same cases, nominal (unweighted: every disagreement counts the
+    same)."""
     weighted_kappa_linear: Kappa | None = None
-    """Ordered rubrics: linear weighted Cohen's kappa over the shared cases both put on the scale."""
+    """Ordered rubrics: linear weighted Cohen's kappa over the shared cases both put on the
+    scale."""
     weighted_kappa_quadratic: Kappa | None = None
     """Ordered rubrics: quadratic weighted Cohen's kappa over the same cases."""
     spearman: Correlation | None = None
@@ -70,13 +72,16 @@ class AgreementBlock(_Model):
     min_shared: int = 1
     """Pairs sharing fewer cases than this are left out of ``pairs``."""
     pairs_left_out: int = 0
-    """Reviewer pairs that share at least one case but fewer than ``min_shared``: not in ``pairs``."""
+    """Reviewer pairs that share at least one case but fewer than ``min_shared``: not in
+    ``pairs``."""
     krippendorff_alpha: Kappa
     """Krippendorff's alpha (nominal) over all reviewers; tolerates missing ratings."""
     krippendorff_alpha_ordinal: Kappa | None = None
-    """Ordered rubrics: Krippendorff's alpha at the ordinal level, over scale labels (abstain labels left out)."""
+    """Ordered rubrics: Krippendorff's alpha at the ordinal level, over scale labels (abstain labels
+    left out)."""
     krippendorff_alpha_interval: Kappa | None = None
-    """Ordered rubrics: Krippendorff's alpha at the interval level, using the report's ``scale_values``."""
+    """Ordered rubrics: Krippendorff's alpha at the interval level, using the report's
+    ``scale_values``."""
     fleiss_kappa: Kappa
     """Fleiss' kappa (nominal); defined only when every case has the same number of reviews."""
     disagreement: Rate
@@ -99,7 +104,8 @@ class AgreementReport(_Model):
     scale_labels: list[str] | None = None
     """Ordered rubrics: the scale labels in scale order (abstain labels excluded)."""
     scale_values: dict[str, float] | None = None
-    """Ordered rubrics: the value of each scale label used by interval alpha and Spearman (ranks 1..k on an ordinal scale)."""
+    """Ordered rubrics: the value of each scale label used by interval alpha and Spearman (ranks
+    1..k on an ordinal scale)."""
     min_shared: int = DEFAULT_MIN_SHARED
     """Pair tables list reviewer pairs sharing at least this many cases."""
     disagreement_basis: str = DISAGREEMENT_BASIS
@@ -110,7 +116,8 @@ class AgreementReport(_Model):
     def pairs_frame(self) -> Any:
         """Reviewer pairs of every block (``(all)`` and each slice) as a pandas DataFrame.
 
-        Only pairs sharing at least ``min_shared`` cases; ordered rubrics add weighted kappa and Spearman columns.
+        Only pairs sharing at least ``min_shared`` cases; ordered rubrics add weighted kappa and
+        Spearman columns.
         """
         import pandas as pd
 
@@ -139,7 +146,8 @@ class AgreementReport(_Model):
         return pd.DataFrame(rows)
 
     def summary_frame(self) -> Any:
-        """One row per block: cases, reviewers, pairs shown and left out, disagreement, alphas and Fleiss' kappa."""
+        """One row per block: cases, reviewers, pairs shown and left out, disagreement, alphas and
+        Fleiss' kappa."""
         import pandas as pd
 
         rows = []

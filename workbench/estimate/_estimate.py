@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import Field
@@ -100,7 +100,8 @@ class PPIEstimate(_Model):
 
 
 class SliceEstimate(_Model):
-    """One slice (or ``(all)``): counts, the naive rate, the corrected rate and PPI, side by side."""
+    """One slice (or ``(all)``): counts, the naive rate, the corrected rate and PPI, side by
+    side."""
 
     slice: str
     """Slice name, or ``(all)``."""
@@ -135,7 +136,8 @@ class SliceEstimate(_Model):
     ppi: PPIEstimate | None
     """Prediction-powered estimate, when a labelled sample with at least two cases here exists."""
     labelled_excluded: int
-    """Labelled cases left out of PPI: the judge did not decide them, or the human label is not pass or fail."""
+    """Labelled cases left out of PPI: the judge did not decide them, or the human label is not pass
+    or fail."""
     warnings: list[str] = Field(default_factory=list)
     """Why a figure is missing or fragile, one sentence each."""
 
@@ -176,7 +178,8 @@ class ProductionEstimate(_Model):
     confidence: float
     """Nominal coverage of every interval (0.95)."""
     interval: RGInterval
-    """How the corrected interval was computed: ``bootstrap`` (parametric, Jeffreys) or ``delta``."""
+    """How the corrected interval was computed: ``bootstrap`` (parametric, Jeffreys) or
+    ``delta``."""
     seed: int | None
     """Seed of the bootstrap draws (None for ``delta``)."""
     unstable_below: float
@@ -186,7 +189,8 @@ class ProductionEstimate(_Model):
     certification: CertificationRef | None
     """The report read (None for simulated traffic)."""
     inputs: dict[str, str | None]
-    """sha256 of the input files (``results``, ``slices``, ``labelled``) and the results' judge fingerprint."""
+    """sha256 of the input files (``results``, ``slices``, ``labelled``) and the results' judge
+    fingerprint."""
     slices: list[SliceEstimate]
     """One row per slice present in the traffic, in the certification's slice order."""
     overall: SliceEstimate
@@ -398,14 +402,20 @@ def _overall(
             "no overall corrected estimate: the correction is undefined in " + ", ".join(undefined)
         )
     else:
-        used = [(n / total, x, v, d) for n, x, v, d in parts if n > 0]
-        raw = float(sum(w * x for w, x, _, _ in used))  # type: ignore[misc]
-        if all(d is not None for _, _, _, d in used):
-            combined = sum(w * d for w, _, _, d in used)  # type: ignore[operator]
-            low, high = _percentiles(np.asarray(combined))
-            se = float(np.asarray(combined).std(ddof=1))
+        used: list[tuple[float, float, float, np.ndarray | None]] = []
+        for n, x, v, d in parts:
+            if n > 0:
+                # no slice is undefined, so each has an estimate and (rogan_gladen) its se
+                assert x is not None and v is not None
+                used.append((n / total, x, v, d))
+        raw = float(sum(w * x for w, x, _, _ in used))
+        weighted_draws = [(w, d) for w, _, _, d in used if d is not None]
+        if len(weighted_draws) == len(used):
+            combined = np.asarray(sum(w * d for w, d in weighted_draws))
+            low, high = _percentiles(combined)
+            se = float(combined.std(ddof=1))
         else:
-            se = float(np.sqrt(sum(w * w * v * v for w, _, v, _ in used)))  # type: ignore[operator]
+            se = float(np.sqrt(sum(w * w * v * v for w, _, v, _ in used)))
             low, high = raw - z * se, raw + z * se
     unstable = [r.slice for r in rows if r.unstable]
     if unstable:
@@ -437,7 +447,7 @@ def _overall(
     )
 
 
-def estimate_frame(estimate: ProductionEstimate):  # -> pandas.DataFrame
+def estimate_frame(estimate: ProductionEstimate) -> Any:  # a pandas.DataFrame
     """Per slice and overall, side by side: naive, corrected and PPI with their intervals."""
     import pandas as pd
 

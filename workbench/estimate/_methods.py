@@ -4,8 +4,10 @@ Notation. A case *passes* when the human reviewers would label it with the rubri
 The judge's verdict is ``f`` (1 = pass, 0 = fail); ``Y`` is the human label (1 = pass, 0 = fail).
 Certification measured, per slice, on decided verdicts of held-out cases:
 
-- sensitivity ``Se`` = P(judge pass | human pass) = 1 - false-fail rate, over ``n_se`` human-pass cases;
-- specificity ``Sp`` = P(judge fail | human fail) = 1 - false-pass rate, over ``n_sp`` human-fail cases.
+- sensitivity ``Se`` = P(judge pass | human pass) = 1 - false-fail rate, over ``n_se``
+  human-pass cases;
+- specificity ``Sp`` = P(judge fail | human fail) = 1 - false-pass rate, over ``n_sp``
+  human-fail cases.
 
 **Rogan-Gladen** (Rogan & Gladen 1978, Am J Epidemiol 107:71-76). With ``p`` the judge's pass
 rate on ``n`` decided traffic verdicts and Youden's ``J = Se + Sp - 1``::
@@ -83,7 +85,8 @@ class RGResult:
 
 
 def adjusted_variance(successes: float, n: float, z: float = Z95) -> float:
-    """Variance of the Agresti-Coull-adjusted proportion: ``x~(1 - x~)/(n + z²)``, ``x~ = (x + z²/2)/(n + z²)``."""
+    """Variance of the Agresti-Coull-adjusted proportion: ``x~(1 - x~)/(n + z²)``, ``x~ = (x +
+    z²/2)/(n + z²)``."""
     m = n + z * z
     p = (successes + z * z / 2) / m
     return p * (1 - p) / m
@@ -124,7 +127,8 @@ def rogan_gladen_draws(
     rng: np.random.Generator,
     draws: int = 4000,
 ) -> np.ndarray:
-    """Parametric-bootstrap draws of the (unclipped) Rogan-Gladen estimate, Jeffreys Beta per proportion."""
+    """Parametric-bootstrap draws of the (unclipped) Rogan-Gladen estimate, Jeffreys Beta per
+    proportion."""
     p = rng.beta(passes + 0.5, n - passes + 0.5, draws)
     se = rng.beta(se_x + 0.5, se_n - se_x + 0.5, draws)
     sp = rng.beta(sp_x + 0.5, sp_n - sp_x + 0.5, draws)

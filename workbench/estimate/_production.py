@@ -200,7 +200,7 @@ def _read_table(
                 f"give a CSV with a header {','.join(columns)} or JSON Lines with those keys",
             )
         ]
-    rows: list[tuple[str, dict[str, str]]] = []
+    rows: list[tuple[str, dict[str, object]]] = []  # as read: any JSON value, or None when absent
     problems: list[Problem] = []
     try:
         # Bounded (a pipe or /dev/zero is refused): the document limit, 256 MiB by default.
@@ -263,9 +263,9 @@ def _read_table(
                 "use .csv (header case_id,...) or .jsonl",
             )
         ]
-    out = []
+    out: list[tuple[str, dict[str, str]]] = []
     for where, row in rows:
-        bad = [k for k in columns if not isinstance(row.get(k), str) or not row[k].strip()]
+        bad = [k for k, v in row.items() if not isinstance(v, str) or not v.strip()]
         if bad:
             problems.append(
                 _p(
@@ -276,7 +276,7 @@ def _read_table(
                 )
             )
             continue
-        out.append((where, {k: row[k].strip() for k in columns}))
+        out.append((where, {k: v.strip() for k, v in row.items() if isinstance(v, str)}))
     return out, problems
 
 
@@ -659,7 +659,8 @@ def _assemble(
 
 
 def _human(label: str | None, rubric: Rubric) -> float:
-    """1.0 for a human pass, 0.0 for a human fail, NaN otherwise (unlabelled, or an abstain label)."""
+    """1.0 for a human pass, 0.0 for a human fail, NaN otherwise (unlabelled, or an abstain
+    label)."""
     if label is not None and label == rubric.pass_label:
         return 1.0
     if label is not None and label == rubric.fail_label:

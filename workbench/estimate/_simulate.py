@@ -1,4 +1,5 @@
-"""Simulated traffic with a known true pass rate: what ``06_production_estimate`` shows, and the coverage test.
+"""Simulated traffic with a known true pass rate: what ``06_production_estimate`` shows, and the
+coverage test.
 
 Per slice, a scenario fixes the true human-pass rate, the judge's true sensitivity and
 specificity, the traffic size and the certification's held-out human-pass / human-fail counts.
@@ -19,6 +20,7 @@ true rate (overall: the traffic-weighted mean of the slices' true rates).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -89,7 +91,8 @@ DEMO_SCENARIO: tuple[SimulatedSlice, ...] = (
         certified_fails=50,
     ),
 )
-"""A three-slice scenario: a lenient judge (it passes some answers reviewers fail), so the naive pass rate is too high everywhere."""
+"""A three-slice scenario: a lenient judge (it passes some answers reviewers fail), so the naive
+pass rate is too high everywhere."""
 
 
 def true_overall(scenario: Sequence[SimulatedSlice]) -> float:
@@ -111,7 +114,8 @@ def simulate(
     interval: RGInterval = "bootstrap",
     unstable_below: float = UNSTABLE_BELOW,
 ) -> ProductionEstimate:
-    """One draw of the scenario, estimated exactly as real traffic is (no report: ``certification`` is None)."""
+    """One draw of the scenario, estimated exactly as real traffic is (no report: ``certification``
+    is None)."""
     rng = np.random.default_rng(seed)
     total = sum(s.traffic for s in scenario)
     if labelled > total:
@@ -167,7 +171,7 @@ def coverage(
     *,
     labelled: int = 300,
     interval: RGInterval = "bootstrap",
-):  # -> pandas.DataFrame
+) -> Any:  # a pandas.DataFrame
     """How often each 95% interval holds the truth, per slice and overall, over ``seeds``.
 
     Columns: ``slice``, ``truth``, ``draws``, ``naive_coverage``, ``corrected_coverage``,
@@ -221,8 +225,9 @@ def _tally(t: dict[str, list[float]], row: SliceEstimate, truth: float) -> None:
 
 def estimate_chart(
     estimate: ProductionEstimate, truth: dict[str, float] | None = None
-):  # -> altair.Chart
-    """Naive, corrected and PPI estimates with their 95% intervals per slice (and the truth, when known)."""
+) -> Any:  # an altair.Chart
+    """Naive, corrected and PPI estimates with their 95% intervals per slice (and the truth, when
+    known)."""
     import altair as alt
     import pandas as pd
 

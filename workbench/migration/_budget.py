@@ -2,10 +2,10 @@
 
 For each planned run: the units already settled in its run directory (a verdict, or a final
 evaluator error, as the engine resumes them), the units the verdict cache already holds, and,
-for the rest, the sum of the engine's call *reservations* (:class:`workbench.runs._limits.Estimator`:
-the rendered prompt's input estimate plus the full output cap, or the kind's own
-``estimate_cost``). One attempt per unit: retries are not included, so a run that needs
-retries may still stop at the budget and be marked incomplete.
+for the rest, the sum of the engine's call *reservations*
+(:class:`workbench.runs._limits.Estimator`: the rendered prompt's input estimate plus the full
+output cap, or the kind's own ``estimate_cost``). One attempt per unit: retries are not included, so
+a run that needs retries may still stop at the budget and be marked incomplete.
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def estimate_run(
     *,
     cache_dir: str | Path | None | Literal[False] = None,
 ) -> RunEstimate:
-    """Price what :func:`workbench.runs.run_items` would still call for ``items`` into ``out_dir``."""
+    """Price what :func:`workbench.runs.run_items` would still call for ``items`` into
+    ``out_dir``."""
     out = Path(out_dir)
     recorded = _read_attempts(out / RESULTS_FILE) if (out / RESULTS_FILE).exists() else {}
     max_attempts = _max_attempts(judge)

@@ -79,7 +79,8 @@ class TransitionRow(_Model):
     new_verdict: str
     """The new verdict likewise."""
     review: ReviewStatus | None
-    """For a changed verdict in a critical slice: ``accepted``, ``rejected`` or ``unreviewed``; else None."""
+    """For a changed verdict in a critical slice: ``accepted``, ``rejected`` or ``unreviewed``; else
+    None."""
     review_id: str | None
     """The transition review in effect, when there is one."""
 
@@ -115,15 +116,18 @@ class MigrationSummary(_Model):
     baseline_fingerprint: str
     """Its fingerprint."""
     label_mapping_sha256: str | None
-    """sha256 of the reviewed label mapping applied to the old verdicts (None: none needed or given)."""
+    """sha256 of the reviewed label mapping applied to the old verdicts (None: none needed or
+    given)."""
     baseline_run_status: str | None
     """The baseline's held-out run status (``complete`` / ``incomplete``)."""
     baseline_controls: str | None
-    """The baseline's control status (``passed`` / ``failed`` / ``incomplete``), None without a suite."""
+    """The baseline's control status (``passed`` / ``failed`` / ``incomplete``), None without a
+    suite."""
     cases: int
     """Held-out cases compared."""
     slices: list[SliceComparison]
-    """Per slice (critical first): transitions, changed verdicts, rates of both versions and their paired difference."""
+    """Per slice (critical first): transitions, changed verdicts, rates of both versions and their
+    paired difference."""
     overall: SliceComparison
     """Every case."""
     matrix: dict[str, dict[str, int]]
@@ -153,7 +157,8 @@ class MigrationEvidence:
     def pending(
         self, report_id: str, dataset: GoldDataset | None = None
     ) -> list[PendingTransition]:
-        """The changed critical verdicts as transitions a reviewer can decide (every one, reviewed or not)."""
+        """The changed critical verdicts as transitions a reviewer can decide (every one, reviewed
+        or not)."""
         return pending_transitions(
             self.rows,
             old_fingerprint=self.summary.baseline_fingerprint,
@@ -171,7 +176,8 @@ def verdict_text(label: str | None, category: str) -> str:
 def map_old_lines(
     lines: Sequence[ResultLine], mapping: LoadedMapping | None
 ) -> tuple[list[ResultLine], dict[str, str], set[str]]:
-    """Old result lines with verdicts put into the new vocabulary; the raw verdict per case; unmapped labels.
+    """Old result lines with verdicts put into the new vocabulary; the raw verdict per case;
+    unmapped labels.
 
     A verdict the mapping covers is replaced; one it does not cover is kept as it is (and
     reported when it is not a rubric label: :func:`evaluate_migration` blocks on it).

@@ -36,7 +36,7 @@ from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -63,6 +63,9 @@ from ._budget import RunEstimate, estimate_run
 from ._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ._parity import RequestParity, judge_changes, parity_warnings, request_parity
 from ._stats import exact_mcnemar, paired_rate_difference
+
+if TYPE_CHECKING:  # imported lazily at run time (start-up cost)
+    from ..controls import ControlsReport, ControlSuite
 
 COMPARE_SCHEMA_VERSION = 1
 REPORT_FILE = "comparison.json"
@@ -561,7 +564,8 @@ def _read_side(path: Path, mapping: LoadedMapping | None) -> tuple[list[ResultLi
 
 
 def _rate_delta(pairs: list[tuple[str | None, str | None]], event: str) -> RateDelta:
-    """``pairs``: (old pass/fail view, new pass/fail view) of the cases with the human label in question."""
+    """``pairs``: (old pass/fail view, new pass/fail view) of the cases with the human label in
+    question."""
     old_dec = [o for o, _ in pairs if o is not None]
     new_dec = [n for _, n in pairs if n is not None]
     both = [(o, n) for o, n in pairs if o is not None and n is not None]
@@ -625,7 +629,11 @@ def _slice_comparison(
 
 
 def _controls_side_by_side(
-    suite: Any, old_report: Any, new_report: Any, old_dir: Path, new_dir: Path
+    suite: ControlSuite,
+    old_report: ControlsReport,
+    new_report: ControlsReport,
+    old_dir: Path,
+    new_dir: Path,
 ) -> ControlsSideBySide:
     new_rows = {r.control_id: r for r in new_report.controls}
     rows = []
@@ -660,7 +668,8 @@ def _controls_side_by_side(
 
 
 def _freeze(out: Path, content: dict[str, Any]) -> str:
-    """Write the comparison manifest, or check it against the one there; returns the comparison id."""
+    """Write the comparison manifest, or check it against the one there; returns the comparison
+    id."""
     path = out / MANIFEST
     if path.exists():
         try:
@@ -718,7 +727,7 @@ async def compare_candidates(
     old_run: str | Path | None = None,
     new_run: str | Path | None = None,
     label_mapping: LoadedMapping | str | Path | None = None,
-    controls: Any | str | Path | None = None,
+    controls: ControlSuite | str | Path | None = None,
     budget_usd: float | None = None,
     concurrency: int = 8,
     cache_dir: str | Path | None | Literal[False] = None,
@@ -766,7 +775,7 @@ async def compare_candidates(
         if isinstance(label_mapping, str | Path)
         else label_mapping
     )
-    suite = None
+    suite: ControlSuite | None = None
     if controls is not None:
         from ..controls import load_suite
 
@@ -882,7 +891,7 @@ async def compare_candidates(
     comparison_id = _freeze(out_dir, content)
 
     summaries: dict[str, RunSummary] = {}
-    control_reports: dict[str, Any] = {}
+    control_reports: dict[str, ControlsReport] = {}
     incomplete: list[str] = []
     for index, plan in enumerate(planned):
         limit = None
@@ -897,7 +906,8 @@ async def compare_candidates(
         if plan.kind == "controls":
             from ..controls import run_controls
 
-            report = await run_controls(
+            assert suite is not None  # controls runs are planned only with a suite
+            controls_report = await run_controls(
                 plan.judge,
                 suite,
                 plan.out,
@@ -906,9 +916,9 @@ async def compare_candidates(
                 cache_dir=cache_dir,
                 progress=progress,
             )
-            assert report.run is not None
-            summaries[plan.name] = report.run
-            control_reports[plan.name] = report
+            assert controls_report.run is not None
+            summaries[plan.name] = controls_report.run
+            control_reports[plan.name] = controls_report
         else:
             summaries[plan.name] = await run_candidate(
                 plan.judge,
@@ -1032,8 +1042,12 @@ async def compare_candidates(
 
 
 def _remap_controls(
-    suite: Any, report: Any, run_dir: Path, judge: Judge, mapping: LoadedMapping | None
-) -> Any:
+    suite: ControlSuite,
+    report: ControlsReport,
+    run_dir: Path,
+    judge: Judge,
+    mapping: LoadedMapping | None,
+) -> ControlsReport:
     """The old version's control report with its verdicts mapped into the new vocabulary."""
     if mapping is None:
         return report

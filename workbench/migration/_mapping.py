@@ -91,7 +91,8 @@ class LoadedMapping(BaseModel):
 
 
 def load_label_mapping(path: str | Path) -> LoadedMapping:
-    """Read and check a mapping file's shape; raise :class:`WorkbenchError` listing every problem."""
+    """Read and check a mapping file's shape; raise :class:`WorkbenchError` listing every
+    problem."""
     path = Path(path)
     loc = str(path)
     raw = load_yaml(
@@ -154,8 +155,8 @@ def mapping_problems(
 
     ``old_labels`` is the old version's vocabulary, ``new_labels`` the one verdicts are
     compared in (``compare`` uses the rubric's labels, which the new version's must be part
-    of); ``observed`` the verdicts the old results actually hold. Without a mapping, every old label must
-    already be a new label. With one, every old label and every observed verdict must be
+    of); ``observed`` the verdicts the old results actually hold. Without a mapping, every old label
+    must already be a new label. With one, every old label and every observed verdict must be
     mapped, into the new vocabulary.
     """
     needed = mapping_required(old_labels, new_labels)

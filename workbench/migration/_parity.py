@@ -81,7 +81,8 @@ def judge_changes(old: Judge, new: Judge) -> list[str]:
 
 
 def undeclared(actual: list[str], declared: list[str] | None) -> list[str]:
-    """The actual change kinds a declaration does not cover (all of them when nothing is declared)."""
+    """The actual change kinds a declaration does not cover (all of them when nothing is
+    declared)."""
     return [c for c in actual if declared is None or c not in declared]
 
 

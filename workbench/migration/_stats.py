@@ -42,7 +42,8 @@ def tango_statistic(new_only: int, old_only: int, n: int, d: float) -> float:
 def paired_rate_difference(
     both: int, old_only: int, new_only: int, neither: int
 ) -> tuple[float | None, float | None, float | None]:
-    """``(new rate - old rate, low, high)``: the observed paired difference and its 95% Tango interval.
+    """``(new rate - old rate, low, high)``: the observed paired difference and its 95% Tango
+    interval.
 
     Over ``n = both + old_only + new_only + neither`` cases: ``both`` have the event (e.g. a
     false pass) under both judges, ``old_only`` only under the old, ``new_only`` only under the

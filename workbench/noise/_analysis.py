@@ -1,4 +1,5 @@
-"""Running a pair suite (deterministic checks, then controls, then candidates) and reading it against its policy.
+"""Running a pair suite (deterministic checks, then controls, then candidates) and reading it
+against its policy.
 
 **Order of a run** (:func:`run_noise`), the seed's workflow:
 
@@ -23,28 +24,30 @@ with clean and noisy scores and delta (reported even inside policy), per-slice f
 against the limits, repeat spreads, companion metrics, and blockers; active overrides
 (``workbench noise override add``) waive what they cover. Blocker codes:
 
-==============================  ==========  ==========================================================
+==============================  ==========  ========================================================
 code                            category    when
-==============================  ==========  ==========================================================
-noise_controls_failed           incomplete  a control or adversarial pair did not separate, a control
-                                            has no score, or the suite has no control pair
+==============================  ==========  ========================================================
+noise_controls_failed           incomplete  a control or adversarial pair did not separate, a
+                                            control has no score, or the suite has no control pair
 noise_controls_not_run          incomplete  a control was not run (budget, case limit): "not run
                                             (budget)", never "did not separate"
 noise_control_role_missing      incomplete  the suite lacks a control role the policy requires
 noise_score_invalid             incomplete  a member's score was NaN, infinite or outside [0, 1]
-noise_evaluator_errors          incomplete  other evaluator errors (provider, timeout, unparseable ...)
+noise_evaluator_errors          incomplete  other evaluator errors (provider, timeout, unparseable
+                                            ...)
 noise_repeat_incomplete         incomplete  a sentinel repeat has no score
 noise_companion_missing         incomplete  a declared companion metric has no joined value
 noise_score_exceeded            quality     a candidate noisy score above the slice's ``max_score``
 noise_delta_exceeded            quality     a noisy - clean increase above the slice's ``max_delta``
-noise_abstention_exceeded       quality     abstaining candidate members above ``max_abstention_rate``
+noise_abstention_exceeded       quality     abstaining candidate members above
+                                            ``max_abstention_rate``
 noise_companion_exceeded        quality     a companion metric's slice mean beyond its limit
 noise_reference_defect_review   review      a reference-defect control punished a correct response
 noise_reference_challenged      review      a reviewer marked a candidate's reference insufficient
 noise_abstention_unreviewed     review      abstentions in a slice without ``max_abstention_rate``
 noise_repeat_unstable           review      a sentinel's repeat spread above ``max_spread``
 noise_suite_unfrozen            review      the suite has no frozen release
-==============================  ==========  ==========================================================
+==============================  ==========  ========================================================
 
 Also emitted, with the gate's meaning: ``missing_results``, ``budget_exhausted``,
 ``case_limit_reached``, ``run_incomplete`` (incomplete), and the retrieval codes of
@@ -61,7 +64,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -111,6 +114,7 @@ _EPS = 1e-12
 _CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
 
 NoiseOutcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
+_NOISE_OUTCOMES: dict[str, NoiseOutcome] = {o: o for o in get_args(NoiseOutcome)}
 
 
 class ControlRow(_Model):
@@ -131,7 +135,8 @@ class ControlRow(_Model):
     positive_score: float | None
     """Clean member's score (the positive control)."""
     negative_score: float | None
-    """Noisy member's score (the negative control; for a reference-defect control, a correct response too)."""
+    """Noisy member's score (the negative control; for a reference-defect control, a correct
+    response too)."""
     margin: float | None
     """negative - positive: must be > 0 for control and adversarial pairs."""
     separated: bool | None
@@ -148,9 +153,11 @@ class ControlRow(_Model):
         "retrieval_failed",
     ]
     """``not_run`` when the run stopped (budget, case limit) before it; ``retrieval_failed`` when
-    its retrieval assertions failed; ``not_punished``/``routed_to_review`` for reference-defect controls."""
+    its retrieval assertions failed; ``not_punished``/``routed_to_review`` for reference-defect
+    controls."""
     detail: str
-    """One sentence for a reviewer ("not run (budget)", never "did not separate", for unrun controls)."""
+    """One sentence for a reviewer ("not run (budget)", never "did not separate", for unrun
+    controls)."""
     direction: str = DIRECTION
     """Always ``lower_is_better``."""
 
@@ -175,7 +182,8 @@ class PairRow(_Model):
     noisy_score: float | None
     """Noisy member's score."""
     delta: float | None
-    """noisy - clean (positive: the distractor made the answer worse). Reported even inside policy."""
+    """noisy - clean (positive: the distractor made the answer worse). Reported even inside
+    policy."""
     relation_held: bool | None
     """delta <= 0; None without both scores."""
     limit_max_score: float
@@ -318,7 +326,8 @@ class RetiredRow(_Model):
 
 
 class NoiseRun(_Model):
-    """What :func:`run_noise` did: retrieval checks, the controls run, the ordering check and the other runs."""
+    """What :func:`run_noise` did: retrieval checks, the controls run, the ordering check and the
+    other runs."""
 
     out_dir: str
     """The run directory."""
@@ -365,7 +374,8 @@ class NoiseRun(_Model):
 
 
 class NoiseReport(_Model):
-    """Everything ``workbench noise`` reports. Stable, versioned JSON (``kind: workbench.noise``)."""
+    """Everything ``workbench noise`` reports. Stable, versioned JSON (``kind:
+    workbench.noise``)."""
 
     schema_version: int = NOISE_REPORT_SCHEMA_VERSION
     """Report format version."""
@@ -430,7 +440,8 @@ class NoiseReport(_Model):
     evaluator_errors: list[MemberError]
     """Every member's final evaluator error."""
     missing: list[str]
-    """Member case ids (``<pair_id>:<member>``) without any result, among those that should have one."""
+    """Member case ids (``<pair_id>:<member>``) without any result, among those that should have
+    one."""
     results_read: int
     """Attempts read."""
     cost_usd: float
@@ -440,9 +451,11 @@ class NoiseReport(_Model):
     tokens_out: int
     """Output tokens of the attempts read."""
     runs: dict[str, RunSummary]
-    """``controls`` / ``candidates`` / ``repeats`` run summaries, when made from a :class:`NoiseRun`."""
+    """``controls`` / ``candidates`` / ``repeats`` run summaries, when made from a
+    :class:`NoiseRun`."""
     pair_keys: dict[str, str] = Field(default_factory=dict)
-    """Candidate pair id -> :meth:`~workbench.noise.NoisePair.frame_sha256` (what a baseline must share)."""
+    """Candidate pair id -> :meth:`~workbench.noise.NoisePair.frame_sha256` (what a baseline must
+    share)."""
     pair_hashes: dict[str, dict[str, str]] = Field(default_factory=dict)
     """Candidate pair id -> ``{retrieval, response}`` hashes (both members' retrieved document
     ids, versions, chunks, ranks, corpora, tenants and texts; both responses and abstentions):
@@ -458,7 +471,8 @@ class NoiseReport(_Model):
         return EXIT_CODES[self.outcome]
 
     def frames(self) -> dict[str, Any]:
-        """``controls``, ``retrieval``, ``pairs``, ``slices``, ``repeats`` and ``blockers`` as DataFrames, each stating lower is better."""
+        """``controls``, ``retrieval``, ``pairs``, ``slices``, ``repeats`` and ``blockers`` as
+        DataFrames, each stating lower is better."""
         import pandas as pd
 
         def frame(rows: Sequence[BaseModel], columns: list[str]) -> Any:
@@ -583,7 +597,8 @@ def member_items(pairs: Iterable[NoisePair], repeats: Iterable[int] = (0,)) -> l
 def selected_candidates(
     suite: NoiseSuite, partition: str | None = None, sentinels_only: bool = False
 ) -> list[NoisePair]:
-    """The candidate pairs a run scores: active, of ``partition`` when given, of the sentinel set when ``sentinels_only``."""
+    """The candidate pairs a run scores: active, of ``partition`` when given, of the sentinel set
+    when ``sentinels_only``."""
     pairs = suite.candidates(partition)
     if sentinels_only:
         pairs = [p for p in pairs if p.pair_id in set(suite.sentinels)]
@@ -703,7 +718,8 @@ def _recorded_cost(directory: Path) -> float:
 
 
 class _Allowance:
-    """The invocation's budget and case limit, shared by its runs (controls, candidates, repeats, baseline)."""
+    """The invocation's budget and case limit, shared by its runs (controls, candidates, repeats,
+    baseline)."""
 
     def __init__(self, root: Path, budget_usd: float, max_cases: int) -> None:
         self.root = root
@@ -712,7 +728,8 @@ class _Allowance:
         self.started = 0
 
     def budget_for(self, directory: Path) -> float:
-        """The budget a run directory may use: the total less what every other run under the root recorded."""
+        """The budget a run directory may use: the total less what every other run under the root
+        recorded."""
         others = sum(
             _recorded_cost(p.parent) for p in self.root.rglob(RESULTS_FILE) if p.parent != directory
         )
@@ -754,7 +771,8 @@ async def run_noise(
     retry_errors: bool = False,
     progress: bool = True,
 ) -> NoiseRun:
-    """Retrieval assertions, then the control pairs, then (only if every control separated) the candidates.
+    """Retrieval assertions, then the control pairs, then (only if every control separated) the
+    candidates.
 
     Every run goes through the run engine (resumable, cached, budgeted, every attempt recorded
     with its captured requests, tokens and cost). The suite's policy bounds the whole
@@ -1155,7 +1173,7 @@ def check_controls(
                 negative_score=neg,
                 margin=None if pos is None or neg is None else neg - pos,
                 separated=separated,
-                status=status,  # type: ignore[arg-type]
+                status=status,
                 detail=detail,
             )
         )
@@ -1190,7 +1208,8 @@ def noise_report(
     overrides: Sequence[Override] = (),
     now: datetime | None = None,
 ) -> NoiseReport:
-    """Read a suite's results against its policy and slice limits (lower is better) and list the blockers.
+    """Read a suite's results against its policy and slice limits (lower is better) and list the
+    blockers.
 
     ``results`` is a :class:`NoiseRun` (its run summaries, partition and repeats are then
     used), a noise run directory (its ``noise_run.json``), a results file, a list of them, or
@@ -1268,7 +1287,7 @@ def noise_report(
         )
     kept, waived, unapplied = _apply_overrides(suite, blockers, overrides, fingerprint, now)
     categories = {b.category for b in kept}
-    outcome: NoiseOutcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
+    outcome = _NOISE_OUTCOMES[outcome_of(categories, clear="passed")]
     attempts = [r for _, r in located]
     stopped = (
         run.stopped_reason
@@ -1329,7 +1348,8 @@ def noise_report(
 def _control_blockers(
     suite: NoiseSuite, controls: list[Any], policy: NoisePolicy
 ) -> tuple[list[Blocker], dict[str, int]]:
-    """Blockers of the control pairs (not run, failed, routed to review, a required role absent) and the count per role."""
+    """Blockers of the control pairs (not run, failed, routed to review, a required role absent) and
+    the count per role."""
     blockers: list[Blocker] = []
     for c in controls:
         evidence = {
@@ -1529,14 +1549,14 @@ def _pair_row(
         counted=counted,
         errors=member_errors,
         tradeoffs=tradeoffs,
-    )  # type: ignore[arg-type]
+    )
     return row, errors, missing
 
 
 def _pair_status(
     pair: NoisePair,
-    got: Mapping[str, JudgeResult | None],
-    abstained: list[str],
+    got: Mapping[Member, JudgeResult | None],
+    abstained: Sequence[Member],
     clean: float | None,
     noisy: float | None,
 ) -> tuple[str, bool]:
@@ -1556,7 +1576,7 @@ def _pair_status(
 def _tradeoffs(
     policy: NoisePolicy,
     values: Mapping[str, Any],
-    abstained: list[str],
+    abstained: Sequence[Member],
     clean: float | None,
     noisy: float | None,
 ) -> list[str]:
@@ -1581,7 +1601,8 @@ def _tradeoffs(
 
 
 def _slice_blockers(suite: NoiseSuite, slices: list[Any], rows: list[PairRow]) -> list[Blocker]:
-    """Blockers of interpreted candidate scores against each slice's limits, and challenged references."""
+    """Blockers of interpreted candidate scores against each slice's limits, and challenged
+    references."""
     blockers: list[Blocker] = []
     for s in slices:
         over = [
@@ -1717,7 +1738,8 @@ def _error_blockers(
     stops: Mapping[str, str | None],
     runs: Mapping[str, Any],
 ) -> list[Blocker]:
-    """Blockers of invalid scores, evaluator errors, members without a result and runs that stopped early."""
+    """Blockers of invalid scores, evaluator errors, members without a result and runs that stopped
+    early."""
     blockers: list[Blocker] = []
     invalid = [e for e in errors if e.kind == "invalid_score"]
     other = [e for e in errors if e.kind != "invalid_score" and e.role == "candidate"]
@@ -1762,15 +1784,15 @@ def _error_blockers(
             )
         )
     for label, summary in runs.items():
-        code = {
+        stop_code = {
             "budget_exhausted": "budget_exhausted",
             "max_cases": "case_limit_reached",
             "circuit_breaker": "run_incomplete",
         }.get(summary.stop_reason or "")
-        if code:
+        if stop_code:
             blockers.append(
                 Blocker(
-                    code=code,
+                    code=stop_code,
                     category="incomplete",
                     message=(
                         f"the {label} run stopped ({summary.stop_reason}): ${summary.cost_usd:.4f}"
@@ -1842,7 +1864,8 @@ def _companion_blockers(
     slices: list[Any],
     rows: list[PairRow],
 ) -> list[Blocker]:
-    """Declared companion metrics missing for candidate members, or beyond their limits in a slice."""
+    """Declared companion metrics missing for candidate members, or beyond their limits in a
+    slice."""
     blockers: list[Blocker] = []
     declared = list(policy.companions)
     absent = [
@@ -1913,11 +1936,11 @@ def _apply_overrides(
     suite: NoiseSuite,
     blockers: list[Blocker],
     overrides: Sequence[Override],
-    fingerprint: str,
+    fingerprint: str | None,
     now: datetime,
-) -> tuple[list[Blocker], list[WaivedBlocker], list[Any]]:
-    """The blockers kept (in report order), those waived by an active override, and overrides that applied to none."""
-    label = _SuiteLabel(suite.label)
+) -> tuple[list[Blocker], list[WaivedBlocker], list[UnappliedOverride]]:
+    """The blockers kept (in report order), those waived by an active override, and overrides that
+    applied to none."""
     active = sorted(
         active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id
     )
@@ -1932,15 +1955,16 @@ def _apply_overrides(
         else:
             waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
     unapplied = (
-        unapplied_overrides(list(overrides), label, fingerprint, now, kept, waived)
+        unapplied_overrides(list(overrides), suite.label, fingerprint, now, kept, waived)
         if overrides
         else []
-    )  # type: ignore[arg-type]
+    )
     return kept, waived, unapplied
 
 
 def evidence_hashes(pair: NoisePair) -> dict[str, str]:
-    """``retrieval`` and ``response`` hashes of a pair's two members (see ``NoiseReport.pair_hashes``)."""
+    """``retrieval`` and ``response`` hashes of a pair's two members (see
+    ``NoiseReport.pair_hashes``)."""
     from .._io import sha256_json, sha256_text
 
     retrieval = [
@@ -1960,13 +1984,6 @@ def evidence_hashes(pair: NoisePair) -> dict[str, str]:
     ]
     responses = [[pair.member(m).response, pair.member(m).abstained] for m in MEMBERS]
     return {"retrieval": sha256_json(retrieval), "response": sha256_json(responses)}
-
-
-class _SuiteLabel:
-    """What the override helpers read from a policy: its ``name@version`` label (here, the suite's)."""
-
-    def __init__(self, label: str) -> None:
-        self.label = label
 
 
 def _repeat_rows(
@@ -2027,7 +2044,7 @@ def _repeat_rows(
                 max_spread=policy.max_spread,
                 status=status,
             )
-        )  # type: ignore[arg-type]
+        )
     return rows
 
 
@@ -2065,11 +2082,11 @@ def _slice_row(
         members=members,
         abstention_rate=abstentions / members if members else None,
         limit_max_abstention_rate=limit.max_abstention_rate,
-        max_noisy_score=max(noisy) if noisy else None,  # type: ignore[type-var]
-        mean_noisy_score=_mean(noisy),  # type: ignore[arg-type]
-        mean_clean_score=_mean(clean),  # type: ignore[arg-type]
-        max_delta=max(deltas) if deltas else None,  # type: ignore[type-var]
-        mean_delta=_mean(deltas),  # type: ignore[arg-type]
+        max_noisy_score=max(noisy) if noisy else None,
+        mean_noisy_score=_mean(noisy),
+        mean_clean_score=_mean(clean),
+        max_delta=max(deltas) if deltas else None,
+        mean_delta=_mean(deltas),
         limit_max_score=limit.max_score,
         limit_max_delta=limit.max_delta,
         within_limit=None if not interpreted or not noisy else not exceeding,

@@ -4,7 +4,8 @@ A suite's policy declares the companions it requires (``policy.companions``: nam
 ``{direction, limit}``). Their values come from a JSON Lines file (``workbench noise
 --companions FILE``), one row per metric and pair member::
 
-    {"metric": "refusal", "run_id": "gen-2026-11-02", "case_id": "ref-late-request:noisy", "value": 0.0}
+    {"metric": "refusal", "run_id": "gen-2026-11-02", "case_id": "ref-late-request:noisy",
+     "value": 0.0}
 
 A row joins a member only when its ``case_id`` is ``<pair_id>:<member>`` **and** its ``run_id``
 is the member's ``generation_trace.run_id``: a value computed on another generation run (an
@@ -22,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .._io import iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError
-from ._pairs import MEMBERS, NoisePair
+from ._pairs import MEMBERS, Member, NoisePair
 
 
 class CompanionValue(BaseModel):
@@ -41,7 +42,8 @@ class CompanionValue(BaseModel):
 
 
 def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
-    """Every row of the companion files; refuses (every problem at once) malformed rows and non-finite values."""
+    """Every row of the companion files; refuses (every problem at once) malformed rows and
+    non-finite values."""
     out: list[CompanionValue] = []
     problems: list[Problem] = []
     for path in paths:
@@ -117,12 +119,15 @@ class CompanionJoin(BaseModel):
 def join_companions(
     pairs: Iterable[NoisePair], metrics: Iterable[str], rows: Iterable[CompanionValue]
 ) -> CompanionJoin:
-    """Join rows to members by (case id, generation run id); list what is missing and what did not join."""
+    """Join rows to members by (case id, generation run id); list what is missing and what did not
+    join."""
     declared = list(metrics)
     by_case: dict[str, NoisePair] = {}
+    member_of: dict[str, Member] = {}
     for p in pairs:
         for m in MEMBERS:
             by_case[p.item_id(m)] = p
+            member_of[p.item_id(m)] = m
     values: dict[str, dict[str, dict[str, float]]] = {}
     unjoined: list[str] = []
     for row in rows:
@@ -138,8 +143,8 @@ def join_companions(
                 " selection"
             )
             continue
-        member = row.case_id.rsplit(":", 1)[1]
-        trace = pair.member(member).generation_trace  # type: ignore[arg-type]
+        member = member_of[row.case_id]
+        trace = pair.member(member).generation_trace
         if trace is None:
             unjoined.append(
                 f"{row.case_id} {row.metric} run {row.run_id}: the member has no generation trace,"

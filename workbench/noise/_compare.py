@@ -1,4 +1,5 @@
-"""Baseline versus candidate on the same frozen pairs: per-pair deltas, per-slice intervals, warning trends.
+"""Baseline versus candidate on the same frozen pairs: per-pair deltas, per-slice intervals, warning
+trends.
 
 ``workbench noise --baseline SPEC_OR_RESULTS`` compares the system under review (the ``--pairs``
 suite, its responses) with its baseline:
@@ -102,7 +103,8 @@ def check_baseline_report(
     partition: str | None = None,
     sentinels_only: bool = False,
 ) -> list[Problem]:
-    """Why an earlier run's report cannot be the baseline of ``suite`` scored by ``identity`` (checked before any call)."""
+    """Why an earlier run's report cannot be the baseline of ``suite`` scored by ``identity``
+    (checked before any call)."""
     from ._analysis import selected_candidates
 
     problems: list[Problem] = []
@@ -246,7 +248,8 @@ def compare_reports(
     baseline_source: str = "baseline",
     companions: dict[str, str] | None = None,
 ) -> NoiseComparison:
-    """Compare two reports of the same frozen pairs; refuse (``WorkbenchError``, every reason) when incompatible.
+    """Compare two reports of the same frozen pairs; refuse (``WorkbenchError``, every reason) when
+    incompatible.
 
     ``companions`` maps each declared companion metric to its direction, for the
     bought-by-refusing trend.
@@ -479,7 +482,8 @@ def with_baseline(
     baseline_source: str = "baseline",
     companions: dict[str, str] | None = None,
 ) -> NoiseReport:
-    """``report`` with its baseline comparison and warning trends attached (the outcome is unchanged)."""
+    """``report`` with its baseline comparison and warning trends attached (the outcome is
+    unchanged)."""
     cmp = compare_reports(
         report,
         baseline,

@@ -25,9 +25,11 @@ Origin = Literal["production", "regenerated", "constructed"]
 Attack = Literal["instruction", "fake_policy", "stale_date"]
 
 PARTITIONS: tuple[str, ...] = ("development", "calibration", "held_out")
-"""Noise-suite partitions, as for gold: tune on development, select on calibration, certify on held_out."""
+"""Noise-suite partitions, as for gold: tune on development, select on calibration, certify on
+held_out."""
 ORIGINS: tuple[str, ...] = ("production", "regenerated", "constructed")
-"""Where a pair's responses came from. Production and regenerated responses need a generation trace."""
+"""Where a pair's responses came from. Production and regenerated responses need a generation
+trace."""
 CONTROL_ROLES: tuple[str, ...] = ("control", "adversarial", "reference_defect")
 """Control roles: run (and checked) before any candidate pair."""
 ATTACKS: tuple[str, ...] = ("instruction", "fake_policy", "stale_date")
@@ -35,7 +37,8 @@ ATTACKS: tuple[str, ...] = ("instruction", "fake_policy", "stale_date")
 
 
 class RetrievedContext(_Model):
-    """One retrieved context with its retrieval evidence. A plain string context is ``{text}`` only."""
+    """One retrieved context with its retrieval evidence. A plain string context is ``{text}``
+    only."""
 
     text: str
     """The passage text exactly as sent to generation (the only part the evaluator sees)."""
@@ -110,13 +113,14 @@ class GenerationTrace(_Model):
     generator_model: str | None = None
     """Generator model of the run; must equal the pair's ``generator.model`` when set."""
     prompt_sha256: str | None = None
-    """Generator prompt hash of the run; must equal the pair's ``generator.prompt_sha256`` when both are set."""
+    """Generator prompt hash of the run; must equal the pair's ``generator.prompt_sha256`` when both
+    are set."""
 
 
 class RetrievalAssertions(_Model):
     """Deterministic retrieval checks of one pair, run before any model call."""
 
-    members: list[Member] = Field(default_factory=lambda: ["clean", "noisy"])
+    members: list[Member] = Field(default_factory=lambda: list[Member](["clean", "noisy"]))
     """Which members' contexts are checked (default both)."""
     expected_documents: list[str] = Field(default_factory=list)
     """Document ids that must be among the member's contexts."""
@@ -190,11 +194,12 @@ class NoisePolicy(_Model):
     max_concurrency: int | None = Field(default=None, ge=1)
     """Most concurrent scorings; a higher ``--concurrency`` is refused."""
     max_provider_retries: int | None = Field(default=None, ge=0)
-    """Most provider retries per call; a candidate whose ``endpoint.max_retries`` is higher is refused."""
+    """Most provider retries per call; a candidate whose ``endpoint.max_retries`` is higher is
+    refused."""
     token_accounting: str | None = None
     """How tokens are counted (e.g. provider-reported usage)."""
     required_control_roles: list[ControlRole] = Field(
-        default_factory=lambda: ["control", "adversarial", "reference_defect"]
+        default_factory=lambda: list[ControlRole](["control", "adversarial", "reference_defect"])
     )
     """Control roles the suite must hold; a missing one blocks (incomplete)."""
     max_spread: float | None = Field(default=None, ge=0, le=1)

@@ -7,13 +7,14 @@ one score), token usage, retries by the run engine and the error classification.
 One score is ``3 + 2 x len(retrieved_contexts)`` sequential model calls, in this order
 (``NoiseSensitivity.ascore`` in ragas 0.4.3)::
 
-    1. statements of the reference          StatementGeneratorOutput {"statements": [str]}
-    2. statements of the response           StatementGeneratorOutput
+    1. statements of the reference        StatementGeneratorOutput {"statements": [str]}
+    2. statements of the response         StatementGeneratorOutput
     for each retrieved context c (in order):
-    3. reference statements vs c            StatementFaithfulnessOutput
-                                            {"statements": [{"statement", "reason", "verdict": 0|1}]}
-    4. response statements vs c             StatementFaithfulnessOutput
-    last. response statements vs reference  StatementFaithfulnessOutput (the "context" is the reference)
+    3. reference statements vs c          StatementFaithfulnessOutput
+                                          {"statements": [{"statement", "reason", "verdict": 0|1}]}
+    4. response statements vs c           StatementFaithfulnessOutput
+    last. response statements vs ref.     StatementFaithfulnessOutput (the "context" is the
+                                          reference)
 
 Score (lower is better): a context is *relevant* when it supports at least one reference
 statement; a response statement is *incorrect* when the reference does not support it.
@@ -59,7 +60,8 @@ _OUTPUT_SCHEMA_ERRORS = (
 
 
 def calls_per_score(n_contexts: int) -> int:
-    """Model calls one NoiseSensitivity score makes: 2 decompositions, 2 per context, 1 against the reference."""
+    """Model calls one NoiseSensitivity score makes: 2 decompositions, 2 per context, 1 against the
+    reference."""
     return 3 + 2 * n_contexts
 
 
@@ -87,13 +89,14 @@ def metric_source_sha256() -> str:
 
 
 class UnusableAnswer(Exception):
-    """The model's answers parse but cannot be combined into a score (e.g. verdict count mismatch)."""
+    """The model's answers parse but cannot be combined into a score (e.g. verdict count
+    mismatch)."""
 
 
 def _traced_metric_class() -> type:
     from ragas.metrics.collections import NoiseSensitivity
 
-    class TracedNoiseSensitivity(NoiseSensitivity):  # type: ignore[misc, valid-type]
+    class TracedNoiseSensitivity(NoiseSensitivity):
         """NoiseSensitivity that keeps its statements and verdict matrices for the reason.
 
         The score is Ragas' own ``_compute_score``; this class only records what it saw and
@@ -313,7 +316,8 @@ class NoiseJudge(LLMJudge):
 
 
 def explain(metric: Any, mode: str) -> str | None:
-    """A claim-level reason: which response statements count, and why (from the metric's own matrices)."""
+    """A claim-level reason: which response statements count, and why (from the metric's own
+    matrices)."""
     answers = metric.answers
     if answers is None or len(metric.decomposed) < 2:
         return None

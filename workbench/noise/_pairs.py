@@ -15,7 +15,8 @@ A suite is one YAML file (``schema_version`` 2)::
       required_control_roles: [control, adversarial, reference_defect]
       max_spread: 0.1               # mandatory when sentinels are declared
       companions: {refusal: {direction: lower_is_better, limit: 0.25}}
-    manifest: {window, source_owners, licences, redaction, known_gaps, reviewers, sampling, review_schedule}
+    manifest: {window, source_owners, licences, redaction, known_gaps, reviewers, sampling,
+               review_schedule}
     sentinels: [ref-late-request]   # the frozen sentinel set scored again by --repeat
     slices:
       refunds:
@@ -35,19 +36,22 @@ A suite is one YAML file (``schema_version`` 2)::
         user_input: ...
         reference: ...
         generator: {model: ..., prompt_sha256: ..., retriever: ...}
-        retrieval_assertions: {expected_documents: [...], forbidden_sources: [...], tenant: ..., max_rank: {doc: 1}}
-        sign_off: {reviewer, reference_sufficient, context_classes: {clean: [...], noisy: [...]}, negative_adopts_false_claim}
+        retrieval_assertions: {expected_documents: [...], forbidden_sources: [...], tenant: ...,
+                               max_rank: {doc: 1}}
+        sign_off: {reviewer, reference_sufficient, context_classes: {clean: [...], noisy: [...]},
+                   negative_adopts_false_claim}
         clean:
           response: ...
           retrieved_contexts:       # plain strings, or structured evidence
-            - {text: ..., document_id: ..., version: ..., chunk_id: ..., rank: 1, retrieval_score: 0.8,
-               tenant: ..., corpus_id: ..., retriever_config_sha256: ...}
+            - {text: ..., document_id: ..., version: ..., chunk_id: ..., rank: 1,
+               retrieval_score: 0.8, tenant: ..., corpus_id: ..., retriever_config_sha256: ...}
           generation_trace: {run_id: ..., context_ids: [...], response_sha256: ...}
           abstained: false          # the system abstained: its own outcome, never scored
         noisy:
           response: ...
           retrieved_contexts: [...]
-          distractor: {index: 1, label: stale-faq, change: add, false_claim: ..., attack: instruction}
+          distractor: {index: 1, label: stale-faq, change: add, false_claim: ...,
+                       attack: instruction}
         provenance: {origin: production | regenerated | constructed, ...}
         retired: {reason, by, on}   # retired pairs stay in the file and are never scored
         supersedes: old-pair-id     # a fixed case: a new pair replacing a retired one
@@ -85,7 +89,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -96,7 +100,7 @@ from .._io import read_bounded, sha256_file, sha256_json, sha256_text, yaml_load
 from .._load import Problems, yaml_lines, yaml_problem
 from .._record import Record as _Model
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError, errors_only
+from ..errors import Problem, Severity, WorkbenchError, errors_only
 from ._evidence import (
     ATTACKS,
     CONTROL_ROLES,
@@ -155,7 +159,8 @@ class NoiseInput(_Model):
     reference: str
     """The approved reference answer (shared by both members)."""
     retrieved_contexts: list[str]
-    """The context texts the generator saw, in rank order (retrieval evidence never reaches the evaluator)."""
+    """The context texts the generator saw, in rank order (retrieval evidence never reaches the
+    evaluator)."""
     mode: Mode
     """NoiseSensitivity mode: ``relevant`` or ``irrelevant``. Mandatory, never defaulted."""
 
@@ -172,11 +177,13 @@ class Distractor(_Model):
     label: str
     """What kind of distractor it is (e.g. ``stale-policy``, ``other-product``, ``injection``)."""
     change: Literal["add", "replace"]
-    """``add``: inserted at ``index``; ``replace``: substituted for the clean context at ``index``."""
+    """``add``: inserted at ``index``; ``replace``: substituted for the clean context at
+    ``index``."""
     false_claim: str | None = None
     """The incorrect claim the distractor carries, when it carries one."""
     attack: Attack | None = None
-    """Adversarial distractors: ``instruction`` (aimed at the generator), ``fake_policy`` or ``stale_date``."""
+    """Adversarial distractors: ``instruction`` (aimed at the generator), ``fake_policy`` or
+    ``stale_date``."""
 
 
 class CleanMember(_Model):
@@ -185,7 +192,8 @@ class CleanMember(_Model):
     response: str
     """The response the system generated from exactly these contexts."""
     retrieved_contexts: list[str | RetrievedContext]
-    """The contexts sent to generation, in rank order: plain text, or text with retrieval evidence."""
+    """The contexts sent to generation, in rank order: plain text, or text with retrieval
+    evidence."""
     user_input: str | None = None
     """Optional copy from the member's trace; must equal the pair's ``user_input``."""
     reference: str | None = None
@@ -193,9 +201,11 @@ class CleanMember(_Model):
     generator: dict[str, Any] | None = None
     """Optional copy from the member's trace; must equal the pair's ``generator``."""
     generation_trace: GenerationTrace | None = None
-    """What generation recorded: run id, context ids and response hash (checked against this member)."""
+    """What generation recorded: run id, context ids and response hash (checked against this
+    member)."""
     abstained: bool = False
-    """The system abstained (refused or said it cannot answer): an outcome of its own, never scored."""
+    """The system abstained (refused or said it cannot answer): an outcome of its own, never
+    scored."""
 
     def contexts(self) -> list[RetrievedContext]:
         """The contexts as :class:`RetrievedContext` (plain strings become ``{text}``)."""
@@ -207,7 +217,8 @@ class CleanMember(_Model):
 
 
 class NoisyMember(CleanMember):
-    """The noisy member: the clean contexts with exactly one labelled distractor added or replaced."""
+    """The noisy member: the clean contexts with exactly one labelled distractor added or
+    replaced."""
 
     distractor: Distractor
     """The one change that makes this member noisy."""
@@ -223,7 +234,8 @@ class SliceLimit(_Model):
     max_delta: float | None = None
     """Optional: highest (noisy - clean) score increase allowed per candidate pair."""
     max_abstention_rate: float | None = None
-    """Optional: highest share of abstaining candidate members. Unset: any abstention routes to review."""
+    """Optional: highest share of abstaining candidate members. Unset: any abstention routes to
+    review."""
     risk: str | None = None
     """Business risk of the slice (e.g. ``critical``)."""
     rationale: str | None = None
@@ -231,7 +243,8 @@ class SliceLimit(_Model):
 
 
 class NoisePair(_Model):
-    """One paired case: the same question, reference and generator, with and without one distractor."""
+    """One paired case: the same question, reference and generator, with and without one
+    distractor."""
 
     pair_id: str
     """Stable id (letters, digits, ``_ . -``)."""
@@ -240,11 +253,13 @@ class NoisePair(_Model):
     mode: Mode
     """NoiseSensitivity mode the pair is built for and scored in. Mandatory."""
     role: Role
-    """``control``, ``adversarial``, ``reference_defect`` (run first) or ``candidate`` (release evidence)."""
+    """``control``, ``adversarial``, ``reference_defect`` (run first) or ``candidate`` (release
+    evidence)."""
     partition: PartitionName
     """``development``, ``calibration`` or ``held_out``."""
     source_family: str
-    """The source family (document family, paraphrase group); a family never straddles partitions."""
+    """The source family (document family, paraphrase group); a family never straddles
+    partitions."""
     reference_version: str
     """Version of the reference; must be one of the suite's ``approved_reference_versions``."""
     user_input: str
@@ -254,7 +269,8 @@ class NoisePair(_Model):
     generator: dict[str, Any]
     """Generator configuration shared by both members (model, prompt hash, retriever ...)."""
     expected_relation: Relation
-    """``noisy_worse_than_clean`` (control, adversarial), ``not_punished`` (reference_defect), ``noisy_not_worse`` (candidate)."""
+    """``noisy_worse_than_clean`` (control, adversarial), ``not_punished`` (reference_defect),
+    ``noisy_not_worse`` (candidate)."""
     clean: CleanMember
     """The clean member (for controls: the positive control)."""
     noisy: NoisyMember
@@ -270,7 +286,8 @@ class NoisePair(_Model):
     supersedes: str | None = None
     """The retired pair this one fixes (a new case version)."""
     provenance: dict[str, Any] = Field(default_factory=dict)
-    """Where the pair came from: ``origin`` (production, regenerated, constructed), source ids, licence."""
+    """Where the pair came from: ``origin`` (production, regenerated, constructed), source ids,
+    licence."""
     notes: str | None = None
     """Free-text notes for reviewers."""
 
@@ -279,7 +296,8 @@ class NoisePair(_Model):
         return self.clean if name == "clean" else self.noisy
 
     def judge_input(self, name: Member) -> NoiseInput:
-        """What the judge sees for one member: question, response, reference, context texts and mode."""
+        """What the judge sees for one member: question, response, reference, context texts and
+        mode."""
         m = self.member(name)
         return NoiseInput(
             user_input=self.user_input,
@@ -319,7 +337,8 @@ class NoisePair(_Model):
 
 
 class NoiseSuite(_Model):
-    """A validated pair suite. Build it with :func:`load_pairs` or :func:`parse_pairs`, which check everything."""
+    """A validated pair suite. Build it with :func:`load_pairs` or :func:`parse_pairs`, which check
+    everything."""
 
     schema_version: int = PAIRS_SCHEMA_VERSION
     """Pair-suite format version."""
@@ -381,7 +400,8 @@ class NoiseSuite(_Model):
         ]
 
     def pairs_frame(self) -> Any:
-        """One row per pair: id, role, partition, slice, mode, distractor label and change, expected relation, status."""
+        """One row per pair: id, role, partition, slice, mode, distractor label and change, expected
+        relation, status."""
         import pandas as pd
 
         columns = [
@@ -508,9 +528,9 @@ class _Checker:
         fix: str,
         *,
         case_id: str | None = None,
-        severity: str = "error",
+        severity: Severity = "error",
     ) -> None:
-        self.problems.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)  # type: ignore[arg-type]
+        self.problems.add(self.where(path), code, message, fix, case_id=case_id, severity=severity)
 
 
 def _dotted(path: Iterable[Any]) -> str:
@@ -535,7 +555,9 @@ def _translate(
         if e["type"] == "missing" and loc in skip:
             continue  # reported with its own code
         if "retrieved_contexts" in loc and len(loc) > loc.index("retrieved_contexts") + 2:
-            continue  # the str | RetrievedContext union's branch errors: _check_contexts reports each context once
+            # the str | RetrievedContext union's branch errors: _check_contexts reports each
+            # context once
+            continue
         path = (*base, *loc)
         field = str(loc[-1]) if loc else ""
         kind = e["type"]
@@ -706,12 +728,13 @@ def _check_contexts(
             )
             ok = False
     ranks = [c.rank for c in out]
+    known = [r for r in ranks if r is not None]
     if (
         ok
         and out
-        and all(r is not None for r in ranks)
-        and any(b <= a for a, b in zip(ranks, ranks[1:], strict=False))
-    ):  # type: ignore[operator]
+        and len(known) == len(ranks)
+        and any(b <= a for a, b in zip(known, known[1:], strict=False))
+    ):
         chk.add(
             where,
             "context_rank_order",
@@ -799,7 +822,7 @@ def _check_sign_off(
         return
     for member in MEMBERS:
         ctx = contexts.get(member)
-        classes = sign.context_classes.get(member)  # type: ignore[call-overload]
+        classes = sign.context_classes.get(member)
         if classes is None:
             chk.add(
                 (*where, "context_classes"),
@@ -857,7 +880,7 @@ def _check_sign_off(
             " a candidate",
             case_id=pid,
         )
-    clean_classes = sign.context_classes.get("clean") or []  # type: ignore[call-overload]
+    clean_classes = sign.context_classes.get("clean") or []
     if clean_classes and "relevant" not in clean_classes:
         chk.add(
             (*where, "context_classes", "clean"),
@@ -869,7 +892,7 @@ def _check_sign_off(
     distractor = (
         (raw.get("noisy") or {}).get("distractor") if isinstance(raw.get("noisy"), dict) else None
     )
-    noisy_classes = sign.context_classes.get("noisy") or []  # type: ignore[call-overload]
+    noisy_classes = sign.context_classes.get("noisy") or []
     if (
         isinstance(distractor, dict)
         and isinstance(distractor.get("index"), int)
@@ -878,16 +901,25 @@ def _check_sign_off(
     ):
         got = noisy_classes[distractor["index"]]
         if got != mode:
+            wanted = (
+                "a plausible context that does not support the reference"
+                if mode == "irrelevant"
+                else "a context that supports part of the reference and carries the false statement"
+            )
             chk.add(
                 (*where, "context_classes", "noisy"),
                 "sign_off_context_class_mode",
                 f"the reviewer classed the distractor {got}, but a {mode}-mode negative control"
                 f" needs a {mode} distractor context",
-                f"rebuild the distractor for {mode} mode"
-                f" ({'a plausible context that does not support the reference' if mode == 'irrelevant' else 'a context that supports part of the reference and carries the false statement'}),"
-                " or change the mode",
+                f"rebuild the distractor for {mode} mode ({wanted}), or change the mode",
                 case_id=pid,
             )
+
+
+def _mapping_at(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
+    """``raw[key]`` when it is a mapping, else an empty one."""
+    value = raw.get(key)
+    return value if isinstance(value, dict) else {}
 
 
 def _check_pair(
@@ -1203,7 +1235,8 @@ def _check_leakage(
     raw_pairs: list[Any],
     contexts_of: dict[int, dict[str, list[RetrievedContext] | None]],
 ) -> None:
-    """As for gold: a source family never straddles partitions, nor does a question or an evidence passage."""
+    """As for gold: a source family never straddles partitions, nor does a question or an evidence
+    passage."""
     families: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     questions: dict[str, list[tuple[int, str, str | None, str | None]]] = defaultdict(list)
     passages: dict[str, list[tuple[int, str, str | None, str | None]]] = defaultdict(list)
@@ -1221,8 +1254,7 @@ def _check_leakage(
             questions[_normalize(raw["user_input"])].append(
                 (i, part, fam if isinstance(fam, str) else None, pid)
             )
-        noisy = raw.get("noisy") if isinstance(raw.get("noisy"), dict) else {}
-        distractor = noisy.get("distractor") if isinstance(noisy.get("distractor"), dict) else {}
+        distractor = _mapping_at(_mapping_at(raw, "noisy"), "distractor")
         for member in MEMBERS:
             for j, ctx in enumerate(contexts_of.get(i, {}).get(member) or []):
                 if member == "noisy" and j == distractor.get("index"):
@@ -1277,7 +1309,8 @@ def check_pairs(
 ) -> tuple[NoiseSuite | None, list[Problem]]:
     """Validate a parsed suite mapping; return the suite (None on errors) and every problem.
 
-    Warnings (e.g. a slice without candidate pairs, a missing control role) do not prevent the suite.
+    Warnings (e.g. a slice without candidate pairs, a missing control role) do not prevent the
+    suite.
     """
     chk = _Checker(location, lines or {})
     if not isinstance(raw, dict):
@@ -1370,7 +1403,7 @@ def check_pairs(
             "write manifest: {window: ..., ...}",
         )
 
-    raw_slices = raw.get("slices") if isinstance(raw.get("slices"), dict) else {}
+    raw_slices = _mapping_at(raw, "slices")
     slices: dict[str, SliceLimit] = {}
     if isinstance(raw.get("slices"), dict) and not raw_slices:
         chk.add(
@@ -1449,10 +1482,12 @@ def check_pairs(
     _check_leakage(chk, raw_pairs or [], contexts_of)
     active = [p for p in dicts if p.get("retired") is None]
     modes_with_controls = {p.get("mode") for p in active if p.get("role") == "control"}
-    for mode in sorted(
-        {p.get("mode") for p in active if p.get("role") == "candidate" and p.get("mode") in MODES}
-        - modes_with_controls
-    ):
+    candidate_modes = {
+        mode
+        for p in active
+        if p.get("role") == "candidate" and isinstance(mode := p.get("mode"), str) and mode in MODES
+    }
+    for mode in sorted(candidate_modes - modes_with_controls):
         chk.add(
             ("pairs",),
             "controls_missing",

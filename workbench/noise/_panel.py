@@ -1,4 +1,5 @@
-"""The claim-level human review panel of the calibration partition, and its agreement with the metric.
+"""The claim-level human review panel of the calibration partition, and its agreement with the
+metric.
 
 NoiseSensitivity judges claims: it splits a response into statements and calls each correct
 or incorrect against the reference. The panel records, for members of **calibration** pairs,
@@ -12,8 +13,10 @@ disagree (``data/noise/<suite>.panel.yaml``)::
         member: noisy
         reviewer: rev-a
         claims:
-          - {claim: "Orders placed before 2 pm ship the same day.", incorrect: false, supported_by: [0]}
-          - {claim: "Orders placed before 6 pm ship the same day.", incorrect: true, contradicted_by: [0], supported_by: [1]}
+          - {claim: "Orders placed before 2 pm ship the same day.", incorrect: false,
+             supported_by: [0]}
+          - {claim: "Orders placed before 6 pm ship the same day.", incorrect: true,
+             contradicted_by: [0], supported_by: [1]}
     adjudications:
       - {pair_id: ..., member: ..., adjudicator: ..., claims: [{claim, incorrect, rationale}]}
 
@@ -41,7 +44,7 @@ from ..errors import Problem, WorkbenchError
 from ..results import JudgeResult
 from ..stats import Kappa, Rate, cohen_kappa, wilson_rate
 from ._judge import parse_claims
-from ._pairs import MEMBERS, NoiseSuite
+from ._pairs import MEMBERS, Member, NoiseSuite
 
 PANEL_SCHEMA_VERSION = 1
 MIN_REVIEWERS = 2
@@ -105,7 +108,7 @@ class ClaimPanel(_Model):
     source: str | None = None
     """The file it was read from."""
 
-    def members(self) -> list[tuple[str, str]]:
+    def members(self) -> list[tuple[str, Member]]:
         """``(pair_id, member)`` reviewed, in first-seen order."""
         return list(dict.fromkeys((r.pair_id, r.member) for r in self.reviews))
 
@@ -243,7 +246,7 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
                     ),
                 )
             )
-        n_ctx = len(pair.member(member).retrieved_contexts)  # type: ignore[arg-type]
+        n_ctx = len(pair.member(member).retrieved_contexts)
         adjudication = panel.adjudication_of(pair_id, member)
         for judged in [
             *(c for r in reviews for c in r.claims),
@@ -398,7 +401,7 @@ def panel_agreement(
         agree_members += int(agree)
         claims = consensus(panel, pair_id, member) or []
         pair = suite.pair(pair_id)
-        result = final.get(pair.item_id(member)) if member in MEMBERS else None  # type: ignore[arg-type]
+        result = final.get(pair.item_id(member)) if member in MEMBERS else None
         verdicts = (
             parse_claims(result.reason) if result is not None and result.error is None else None
         )

@@ -1,4 +1,5 @@
-"""Presenting a noise report: text for the terminal and a chart for notebooks. Lower is better throughout."""
+"""Presenting a noise report: text for the terminal and a chart for notebooks. Lower is better
+throughout."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ def _num(x: float | None) -> str:
 
 
 def format_noise(report: NoiseReport) -> str:
-    """Human-readable text: outcome, retrieval checks, controls, pairs, slices, repeats, comparison, blockers."""
+    """Human-readable text: outcome, retrieval checks, controls, pairs, slices, repeats, comparison,
+    blockers."""
     lines = [
         f"noise:      {report.outcome.upper()} (NoiseSensitivity: {LOWER_IS_BETTER})",
         f"suite:      {report.suite} (sha256 {report.suite_sha256[:12]}; "
@@ -66,20 +68,23 @@ def format_noise(report: NoiseReport) -> str:
         lines += ["", f"stopped: {report.stopped_reason}"]
     if report.candidates_interpreted:
         lines += ["", f"candidate pairs (clean -> noisy, delta; {LOWER_IS_BETTER}):"]
-        for r in report.pairs:
-            mark = {True: "ok  ", False: "OVER", None: "--  "}[r.within_limit]
+        for pr in report.pairs:
+            mark = {True: "ok  ", False: "OVER", None: "--  "}[pr.within_limit]
             extra = ""
-            if r.status != "scored":
+            if pr.status != "scored":
                 extra += (
-                    f" [{r.status}" + (f": {', '.join(r.abstained)}" if r.abstained else "") + "]"
+                    f" [{pr.status}"
+                    + (f": {', '.join(pr.abstained)}" if pr.abstained else "")
+                    + "]"
                 )
-            if r.errors:
-                extra += f" errors: {'; '.join(r.errors)}"
-            if r.tradeoffs:
-                extra += f" TRADEOFF: {'; '.join(r.tradeoffs)}"
+            if pr.errors:
+                extra += f" errors: {'; '.join(pr.errors)}"
+            if pr.tradeoffs:
+                extra += f" TRADEOFF: {'; '.join(pr.tradeoffs)}"
             lines.append(
-                f"  {mark} {r.slice}/{r.pair_id} [{r.mode}, {r.partition}] {_num(r.clean_score)} ->"
-                f" {_num(r.noisy_score)} delta {_num(r.delta)} (max {r.limit_max_score:g}){extra}"
+                f"  {mark} {pr.slice}/{pr.pair_id} [{pr.mode}, {pr.partition}]"
+                f" {_num(pr.clean_score)} -> {_num(pr.noisy_score)} delta {_num(pr.delta)}"
+                f" (max {pr.limit_max_score:g}){extra}"
             )
         lines += ["", f"slices (noisy score vs max_score; {LOWER_IS_BETTER}):"]
         for s in report.slices:
@@ -92,11 +97,11 @@ def format_noise(report: NoiseReport) -> str:
             )
     if report.repeats:
         lines += ["", "repeatability of the sentinel set (per-pair spread):"]
-        for r in report.repeats:
+        for rr in report.repeats:
             lines.append(
-                f"  {r.status.upper():10} {r.pair_id}: clean {r.clean_scores} noisy"
-                f" {r.noisy_scores}; spreads {_num(r.clean_spread)}/{_num(r.noisy_spread)}/delta"
-                f" {_num(r.delta_spread)} (max {r.max_spread})"
+                f"  {rr.status.upper():10} {rr.pair_id}: clean {rr.clean_scores} noisy"
+                f" {rr.noisy_scores}; spreads {_num(rr.clean_spread)}/{_num(rr.noisy_spread)}/delta"
+                f" {_num(rr.delta_spread)} (max {rr.max_spread})"
             )
     if report.companions_unjoined:
         lines += [
@@ -129,14 +134,14 @@ def format_noise(report: NoiseReport) -> str:
                 f" {_num(d.candidate_noisy)} (delta {_num(d.noisy_delta)}; first change:"
                 f" {d.first_change or '-'})"
             )
-        for s in cmp.slices:
+        for cs in cmp.slices:
             interval = (
-                f"[{_num(s.ci95_low)}, {_num(s.ci95_high)}]"
-                if s.ci95_low is not None
+                f"[{_num(cs.ci95_low)}, {_num(cs.ci95_high)}]"
+                if cs.ci95_low is not None
                 else "(no interval: n < 2)"
             )
             lines.append(
-                f"  slice {s.slice}: mean delta {_num(s.mean_delta)} 95% {interval} (n={s.n})"
+                f"  slice {cs.slice}: mean delta {_num(cs.mean_delta)} 95% {interval} (n={cs.n})"
             )
     if report.warnings:
         lines += ["", "warning trends (never blockers):"]
@@ -151,15 +156,16 @@ def format_noise(report: NoiseReport) -> str:
             )
     if report.waived:
         lines += ["", "waived by override:"]
-        for w in report.waived:
-            lines.append(f"  {w.blocker.code} ({w.blocker.slice or '-'}) by {w.override_id}")
+        for wv in report.waived:
+            lines.append(f"  {wv.blocker.code} ({wv.blocker.slice or '-'}) by {wv.override_id}")
     for u in report.unapplied_overrides:
         lines.append(f"  override {u.override_id} not applied: {u.reason}: {'; '.join(u.details)}")
     return "\n".join(lines)
 
 
 def noise_chart(report: NoiseReport) -> Any:
-    """Clean and noisy score per pair (controls and candidates) with each candidate slice's limit. Lower is better."""
+    """Clean and noisy score per pair (controls and candidates) with each candidate slice's limit.
+    Lower is better."""
     import altair as alt
     import pandas as pd
 

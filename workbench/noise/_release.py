@@ -43,7 +43,8 @@ class FrozenPair(_Model):
     """One pair as a release froze it."""
 
     content_sha256: str
-    """Hash of the pair without its retirement (:meth:`~workbench.noise.NoisePair.content_sha256`)."""
+    """Hash of the pair without its retirement
+    (:meth:`~workbench.noise.NoisePair.content_sha256`)."""
     reference_sha256: str
     """sha256 of the reference text and its version."""
     status: str

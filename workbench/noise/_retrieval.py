@@ -39,7 +39,8 @@ CODES: dict[str, str] = {
 }
 """Retrieval blocker code -> category."""
 NEVER_WAIVABLE = frozenset({"retrieval_evidence_missing", "retrieval_cross_tenant"})
-"""Retrieval codes no override may waive: absent access-control evidence and cross-tenant retrieval."""
+"""Retrieval codes no override may waive: absent access-control evidence and cross-tenant
+retrieval."""
 _FAILED_CODE: dict[str, str] = {
     "expected_documents": "retrieval_expected_missing",
     "forbidden_sources": "retrieval_forbidden_source",
@@ -98,7 +99,7 @@ def _check_member(
                 detail=detail,
                 documents=sorted(set(documents)),
             )
-        )  # type: ignore[arg-type]
+        )
 
     plain = [i for i, c in enumerate(contexts) if c.document_id is None]
     docs = {c.document_id for c in contexts if c.document_id is not None}
@@ -144,7 +145,7 @@ def _check_member(
                 "failed",
                 f"context(s) from a forbidden source: {'; '.join(hits)}",
                 ids,
-            )  # type: ignore[arg-type]
+            )
         elif unknown:
             row(
                 "forbidden_sources",
@@ -177,7 +178,7 @@ def _check_member(
                     for c in contexts
                     if c.tenant not in (None, a.tenant) and c.document_id
                 ],
-            )  # type: ignore[misc]
+            )
         elif unknown:
             row(
                 "tenant",
@@ -233,7 +234,8 @@ def failed_pairs(rows: Iterable[RetrievalRow]) -> set[str]:
 
 
 def retrieval_blockers(suite: NoiseSuite, rows: Iterable[RetrievalRow]) -> list[Blocker]:
-    """One blocker per (code, slice), naming the pairs; absent evidence and cross-tenant are never waivable."""
+    """One blocker per (code, slice), naming the pairs; absent evidence and cross-tenant are never
+    waivable."""
     groups: dict[tuple[str, str], list[RetrievalRow]] = {}
     for r in rows:
         if r.code is not None:
@@ -247,7 +249,7 @@ def retrieval_blockers(suite: NoiseSuite, rows: Iterable[RetrievalRow]) -> list[
         out.append(
             Blocker(
                 code=code,
-                category=CODES[code],  # type: ignore[arg-type]
+                category=CODES[code],
                 slice=slice_name,
                 risk=limit.risk if limit else None,
                 message=(

@@ -1,4 +1,5 @@
-"""The records of a baseline comparison (see :mod:`._compare`): per-pair deltas, per-slice intervals, warning trends."""
+"""The records of a baseline comparison (see :mod:`._compare`): per-pair deltas, per-slice
+intervals, warning trends."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ class PairDelta(_Model):
     pair_delta_change: float | None
     """(candidate noisy - clean) - (baseline noisy - clean)."""
     status: Literal["compared", "not_comparable"]
-    """``not_comparable`` when a side has no counted noisy score (error, abstention, retrieval failure ...)."""
+    """``not_comparable`` when a side has no counted noisy score (error, abstention, retrieval
+    failure ...)."""
     first_change: Literal["retrieval", "response", "evaluator", "none"] | None = None
     """The first trustworthy boundary that differs, in debugging order: ``retrieval`` (document
     ids, versions, ranks, corpus or text of a context), else ``response``, else ``evaluator``

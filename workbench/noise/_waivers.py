@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime
 from pathlib import Path
+from typing import TypedDict
 
 from ..errors import Problem, WorkbenchError
 from ..policy import Override, add_override, build_override
@@ -25,6 +26,21 @@ SHARED_CODES = frozenset(
 """Gate codes ``workbench noise`` also emits (all incomplete: never waivable)."""
 NOISE_CODES = frozenset(NOISE_BLOCKER_CODES) | SHARED_CODES
 """Every code a noise report may carry."""
+
+
+class _OverrideFields(TypedDict):
+    """The keyword arguments of :func:`~workbench.policy.build_override` (and ``add_override``)."""
+
+    policy: str
+    approver: str
+    reason: str
+    expires_at: str | date | datetime
+    follow_up: str
+    codes: Sequence[str]
+    slices: Sequence[str]
+    case_ids: Sequence[str]
+    candidate_fingerprint: str | None
+    created_at: datetime | None
 
 
 def add_noise_override(
@@ -42,7 +58,8 @@ def add_noise_override(
     created_at: datetime | None = None,
     dry_run: bool = False,
 ) -> Override:
-    """Validate an override of noise blockers for ``suite`` and append it to ``store`` (unless ``dry_run``)."""
+    """Validate an override of noise blockers for ``suite`` and append it to ``store`` (unless
+    ``dry_run``)."""
     loc = str(store)
     problems: list[Problem] = []
     for code in codes:
@@ -77,7 +94,7 @@ def add_noise_override(
                     fix="name the pair ids the blocker lists",
                 )
             )
-    fields = {
+    fields: _OverrideFields = {
         "policy": suite.label,
         "approver": approver,
         "reason": reason,
@@ -90,10 +107,10 @@ def add_noise_override(
         "created_at": created_at,
     }
     try:
-        built = build_override(store, **fields)  # type: ignore[arg-type]
+        built = build_override(store, **fields)
     except WorkbenchError as exc:
         problems += exc.problems
         built = None
     if problems or built is None:
         raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
-    return built if dry_run else add_override(store, **fields)  # type: ignore[arg-type]
+    return built if dry_run else add_override(store, **fields)

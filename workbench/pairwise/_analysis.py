@@ -26,7 +26,7 @@ beside accuracy over all cases, each with its own denominator.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -40,7 +40,8 @@ from ..results import JudgeIdentity, JudgeResult, ResultLine, scan_results
 from ..stats import Rate, wilson_rate
 
 PAIRWISE_SCHEMA_VERSION = 2
-"""Version of :class:`PairwiseReport`'s JSON form (2: ties, decided-gold accuracy, first-shown wins over decided verdicts)."""
+"""Version of :class:`PairwiseReport`'s JSON form (2: ties, decided-gold accuracy, first-shown wins
+over decided verdicts)."""
 
 ORIGINAL_REPEAT = 0
 """Repeat index of the original presentation order (``swap`` false)."""
@@ -132,13 +133,16 @@ class OrderStats(_Model):
     ties: int = 0
     """Verdicts naming no winner (see ``tie_labels``)."""
     accuracy: Rate
-    """correct / n; errors and missing results count as not correct (upstream correct_False / correct_True)."""
+    """correct / n; errors and missing results count as not correct (upstream correct_False /
+    correct_True)."""
     accuracy_among_verdicts: Rate
     """correct / verdicts."""
     accuracy_decided_gold: Rate | None = None
-    """Correct verdicts on cases whose gold label names a winner / those cases (errors and missing results stay in n)."""
+    """Correct verdicts on cases whose gold label names a winner / those cases (errors and missing
+    results stay in n)."""
     first_shown_wins: Rate
-    """Verdicts choosing the candidate shown first / decided verdicts (tie verdicts excluded) in this order."""
+    """Verdicts choosing the candidate shown first / decided verdicts (tie verdicts excluded) in
+    this order."""
     errors_by_kind: dict[str, int]
     """Evaluator errors by kind."""
 
@@ -163,19 +167,23 @@ class PairwiseSlice(_Model):
     correct_both: Rate
     """Cases correct in both orders / n (upstream correct_both)."""
     position_consistency: Rate
-    """Cases with the same outcome in both orders / n; two errors count as the same (upstream equal)."""
+    """Cases with the same outcome in both orders / n; two errors count as the same (upstream
+    equal)."""
     consistent_verdicts: Rate
     """Cases with the same verdict in both orders / cases with a verdict in both orders."""
     errors_in_both_orders: int
-    """Cases with an evaluator error in both orders (counted as consistent, see ``position_consistency``)."""
+    """Cases with an evaluator error in both orders (counted as consistent, see
+    ``position_consistency``)."""
     cases_with_error: int
     """Cases with an evaluator error in at least one order."""
     first_shown_wins: Rate
-    """Verdicts choosing the candidate shown first / decided verdicts of both orders (tie verdicts excluded)."""
+    """Verdicts choosing the candidate shown first / decided verdicts of both orders (tie verdicts
+    excluded)."""
     tie_verdicts: Rate | None = None
     """Tie verdicts / all verdicts of both orders."""
     gold_ties: int = 0
-    """Cases whose gold label names no winner (a tie or an abstention): left out of the decided-gold accuracy."""
+    """Cases whose gold label names no winner (a tie or an abstention): left out of the decided-gold
+    accuracy."""
     average_accuracy_decided_gold: Rate | None = None
     """Correct verdicts of both orders on decided-gold cases / (2 x decided-gold cases)."""
     errors: int
@@ -215,7 +223,8 @@ class MissingResult(_Model):
 
 
 class PairwiseReport(_Model):
-    """Everything ``workbench pairwise`` reports. Stable, versioned JSON (``kind: workbench.pairwise``)."""
+    """Everything ``workbench pairwise`` reports. Stable, versioned JSON (``kind:
+    workbench.pairwise``)."""
 
     schema_version: int = PAIRWISE_SCHEMA_VERSION
     """Report format version."""
@@ -240,7 +249,8 @@ class PairwiseReport(_Model):
     labels: list[str]
     """The rubric's label vocabulary."""
     tie_labels: list[str] = []
-    """Labels declared to name no winner (``--tie-label``); labels outside a recorded ``presented_order`` are ties too."""
+    """Labels declared to name no winner (``--tie-label``); labels outside a recorded
+    ``presented_order`` are ties too."""
     status: Literal["complete", "incomplete"]
     """``incomplete`` when any case lacks a result in either order. Never a pass."""
     results_read: int
@@ -252,7 +262,8 @@ class PairwiseReport(_Model):
     evaluator_errors: list[PairwiseError]
     """Every evaluator error, with its order."""
     denominators: dict[str, str]
-    """How each figure's k and n are built and how evaluator errors enter them (:data:`DENOMINATORS`)."""
+    """How each figure's k and n are built and how evaluator errors enter them
+    (:data:`DENOMINATORS`)."""
     overall: PairwiseSlice
     """All cases in scope."""
     slices: list[PairwiseSlice]
@@ -263,6 +274,12 @@ class PairwiseReport(_Model):
         import pandas as pd
 
         return pd.DataFrame([_row(s) for s in [*self.slices, self.overall]]).set_index("slice")
+
+
+def _first_shown(first_shown_of: Mapping[int, str | None], case: JoinedCase) -> str | None:
+    """The candidate shown first on ``case``'s result line, when recorded."""
+    line = case.result_line
+    return None if line is None else first_shown_of.get(line)
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,8 +312,9 @@ def pairwise_report(
     :class:`~workbench.results.ResultLine`). Only repeats 0 (original order) and 1 (swapped) are
     allowed, and every result needs a ``presentation`` whose ``swap`` matches its repeat.
     ``tie_labels`` are rubric labels that name no winner (e.g. PandaLM's ``"0"``); a verdict
-    outside a recorded ``presented_order`` is a tie too. Raises :class:`~workbench.errors.WorkbenchError` listing every problem (bad lines, unknown
-    cases, response-hash mismatches, duplicates, mixed judges, contradicting presentations).
+    outside a recorded ``presented_order`` is a tie too. Raises
+    :class:`~workbench.errors.WorkbenchError` listing every problem (bad lines, unknown cases,
+    response-hash mismatches, duplicates, mixed judges, contradicting presentations).
     """
     with bulk_load():
         gold_path: str | None = None
@@ -339,18 +357,18 @@ def pairwise_report(
     for a, b in zip(original.cases, swapped.cases, strict=True):
         assert a.case_id == b.case_id
         shown = [
-            candidates_of[line]
+            labels
             for line in (a.result_line, b.result_line)
-            if candidates_of.get(line)
+            if line is not None and (labels := candidates_of.get(line))
         ]
-        candidates = frozenset().union(*shown) if shown else None
+        candidates = frozenset[str]().union(*shown) if shown else None
         pairs.append(
             _Pair(
                 a.slice,
                 a.human_label,
                 a,
                 b,
-                (first_shown_of.get(a.result_line), first_shown_of.get(b.result_line)),
+                (_first_shown(first_shown_of, a), _first_shown(first_shown_of, b)),
                 candidates,
             )
         )
@@ -410,7 +428,8 @@ def _check_presentations(
     location: str,
     tie_labels: Sequence[str] = (),
 ) -> tuple[list[Problem], dict[int, str | None], dict[int, frozenset[str] | None]]:
-    """Repeats and presentations that make the two orders meaningful; first-shown label and candidates per line."""
+    """Repeats and presentations that make the two orders meaningful; first-shown label and
+    candidates per line."""
     problems: list[Problem] = []
     first_shown: dict[int, str | None] = {}
     candidates: dict[int, frozenset[str] | None] = {}
@@ -561,7 +580,8 @@ def _check_presentations(
 
 @dataclass(frozen=True, slots=True)
 class _NoWinner:
-    """Which labels name no winner: declared tie labels, abstain labels (gold only), labels not shown."""
+    """Which labels name no winner: declared tie labels, abstain labels (gold only), labels not
+    shown."""
 
     ties: frozenset[str]
     abstain: frozenset[str]

@@ -1,4 +1,5 @@
-"""Sample-size planning: how many decided cases each slice of a policy needs (``workbench plan``)."""
+"""Sample-size planning: how many decided cases each slice of a policy needs (``workbench
+plan``)."""
 
 from ..stats import BoundPlan, bound_plan, cases_to_bound, too_few_cases_message
 from ._chart import bound_curve, plan_chart

@@ -1,4 +1,5 @@
-"""The plan as a chart: the 95% upper bound as a function of n, per limit (Altair, rendered offline)."""
+"""The plan as a chart: the 95% upper bound as a function of n, per limit (Altair, rendered
+offline)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from ._plan import SamplePlan
 def bound_curve(
     limit: float, at_fraction: float = 0.5, interval: Interval = "wilson", n_max: int | None = None
 ) -> Any:
-    """A DataFrame of the upper bound vs n: at ``floor(at_fraction·limit·n)`` errors and at zero errors."""
+    """A DataFrame of the upper bound vs n: at ``floor(at_fraction·limit·n)`` errors and at zero
+    errors."""
     import pandas as pd
 
     plan = bound_plan(limit, at_fraction, interval)
@@ -41,23 +43,25 @@ def bound_curve(
 
 
 def plan_chart(plan: SamplePlan, limits: list[float] | None = None) -> Any:
-    """Upper 95% bound vs n, one panel per rate limit, with the limit (dashed) and the planned n (red).
+    """Upper 95% bound vs n, one panel per rate limit, with the limit (dashed) and the planned n
+    (red).
 
     By default the panels are the limits the gate applies on the ``upper_95`` basis (where the
     plan's figure is what the gate needs); when there is none, every rate limit of the plan.
     """
     import altair as alt
 
-    rate_rows = [r for r in plan.rows if r.requirement != "min_n" and r.limit is not None]
+    rate_limits = [
+        (r.limit, r.basis) for r in plan.rows if r.requirement != "min_n" and r.limit is not None
+    ]
     chosen = (
         limits
-        or sorted({r.limit for r in rate_rows if r.basis == "upper_95"})
-        or sorted({r.limit for r in rate_rows})
-    )  # type: ignore[type-var]
+        or sorted({limit for limit, basis in rate_limits if basis == "upper_95"})
+        or sorted({limit for limit, _ in rate_limits})
+    )
     name = "Wilson" if plan.interval == "wilson" else "Clopper-Pearson"
     panels = []
     for limit in chosen:
-        assert limit is not None
         p = bound_plan(limit, plan.at_fraction, plan.interval)
         data = bound_curve(limit, plan.at_fraction, plan.interval)
         line = (

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from .._record import Record as _Model
 from ..gold import PARTITIONS, GoldDataset, Risk
@@ -53,7 +53,8 @@ class PlanRow(_Model):
     limit: float | None
     """The rate limit, or for ``min_n`` the required count (None: a count-only false-pass limit)."""
     basis: str | None
-    """``upper_95`` or ``point`` as the gate applies it (critical false-pass limits: always ``upper_95``)."""
+    """``upper_95`` or ``point`` as the gate applies it (critical false-pass limits: always
+    ``upper_95``)."""
     true_rate: float | None
     """The true rate planned for: ``at_fraction × limit`` (rate requirements only)."""
     needed: int | None
@@ -62,15 +63,18 @@ class PlanRow(_Model):
     needed_upper_95: int | None
     """The interval figure (see module doc), shown on every basis."""
     needed_at_zero_errors: int | None
-    """Cases the upper bound needs when the sample holds no error at all (Wilson: :func:`workbench.stats.cases_needed`)."""
+    """Cases the upper bound needs when the sample holds no error at all (Wilson:
+    :func:`workbench.stats.cases_needed`)."""
     errors_at_needed: int | None
     """``floor(true_rate × needed_upper_95)``: errors the planned sample holds."""
     power: float | None
     """Chance that ``needed_upper_95`` cases drawn at the true rate show the limit."""
     have: dict[str, int]
-    """Adjudicated cases of this kind in the slice, by partition (an upper bound on decided ones)."""
+    """Adjudicated cases of this kind in the slice, by partition (an upper bound on decided
+    ones)."""
     shortfall: dict[str, int]
-    """``max(0, needed - have)`` by partition; empty when ``needed`` is None (no sample suffices)."""
+    """``max(0, needed - have)`` by partition; empty when ``needed`` is None (no sample
+    suffices)."""
     note: str = ""
     """A caveat, e.g. a count limit of 0 that any error breaks whatever the sample size."""
 
@@ -115,7 +119,8 @@ def plan_policy(
     interval: Interval = "wilson",
     policy_path: str | Path | None = None,
 ) -> SamplePlan:
-    """Plan every slice of ``policy`` and compare with ``dataset``'s adjudicated counts per partition."""
+    """Plan every slice of ``policy`` and compare with ``dataset``'s adjudicated counts per
+    partition."""
     rubric = dataset.rubric
     counts: Counter[tuple[str, str, str]] = Counter()
     for case in dataset.cases.values():
@@ -234,9 +239,8 @@ def _rate_row(
     have: dict[str, int],
     note: str,
 ) -> PlanRow:
-    if (
-        limit is None
-    ):  # a count-only false-pass limit: one decided human-fail case, as the gate's rate_unbounded rule
+    # a count-only false-pass limit: one decided human-fail case, as the gate's rate_unbounded rule
+    if limit is None:
         needed: int | None = 1
         plan = None
     else:
@@ -268,7 +272,7 @@ def _rate_row(
     )
 
 
-def plan_frame(plan: SamplePlan):  # -> pandas.DataFrame
+def plan_frame(plan: SamplePlan) -> Any:  # a pandas.DataFrame
     """The plan as a table: one row per requirement, have/short per partition."""
     import pandas as pd
 
@@ -362,9 +366,9 @@ def format_plan(plan: SamplePlan, partitions: Sequence[str] | None = None) -> st
         lines.append("notes:")
         lines += notes
     gate = plan.gate_partition or "held_out"
-    short = plan.short(gate)
+    short_rows = plan.short(gate)
     lines.append(
-        f"{gate}: {len(short)} of {len(plan.rows)} requirement(s) short"
-        + (": " + ", ".join(f"{r.slice} {r.requirement}" for r in short) if short else "")
+        f"{gate}: {len(short_rows)} of {len(plan.rows)} requirement(s) short"
+        + (": " + ", ".join(f"{r.slice} {r.requirement}" for r in short_rows) if short_rows else "")
     )
     return "\n".join(lines)

@@ -460,7 +460,7 @@ def _figures(row: SliceAlignment) -> SliceFigures:
 
 def unapplied_overrides(
     overrides: Sequence[Override],
-    policy: Policy | None,
+    policy: Policy | str | None,
     fingerprint: str | None,
     now: datetime,
     kept: Sequence[Blocker],
@@ -478,7 +478,7 @@ def unapplied_overrides(
     applied = {w.override_id for w in waived}
     waived_by = {id(w.blocker): w.override_id for w in waived}
     every = [*kept, *(w.blocker for w in waived)]
-    label = policy.label if policy is not None else None
+    label = policy if isinstance(policy, str) or policy is None else policy.label
     out: list[UnappliedOverride] = []
     for o in sorted(overrides, key=lambda o: o.override_id):
         if o.override_id in applied:

@@ -358,7 +358,8 @@ class AssemblyFigure(_Frozen):
     """Completeness of the stored requests over every attempt (reported, not blocking)."""
 
     incomplete_requests: Rate
-    """Attempts whose request lacks a candidate text or a cited passage or shows a candidate twice, over attempts with a stored request."""
+    """Attempts whose request lacks a candidate text or a cited passage or shows a candidate twice,
+    over attempts with a stored request."""
     duplicated_candidates: Rate = wilson_rate(0, 0)
     """Attempts whose request shows some candidate twice."""
     leaked_ids: Rate
@@ -428,23 +429,28 @@ class FailureArtifact(_Frozen):
     ragas_version: str | None = None
     """The Ragas version the judge ran with."""
     judge_configuration: dict[str, Any] = {}
-    """The judge's configuration: kind, model, prompt sha256 and every spec parameter (endpoint, params, labels ...)."""
+    """The judge's configuration: kind, model, prompt sha256 and every spec parameter (endpoint,
+    params, labels ...)."""
     capture: str | None = None
-    """How the request was stored: ``full``, ``digest_and_excerpts``, or ``inline`` (no capture stub)."""
+    """How the request was stored: ``full``, ``digest_and_excerpts``, or ``inline`` (no capture
+    stub)."""
     request_payload: str | None = None
     """The payload file of the shown attempt (relative to the run directory), while retained."""
     metric_defects: list[LeakageHit] = []
     """Criterion leakage in the shown attempt's reason."""
     reproduce: str | None = None
-    """The exact command that replays the failing attempt from frozen inputs (None when the run's battery or candidate spec is unknown)."""
+    """The exact command that replays the failing attempt from frozen inputs (None when the run's
+    battery or candidate spec is unknown)."""
     owner: OwnerRole = "evaluation"
     """Who the failure goes to first (by diagnosis, :data:`DIAGNOSIS_OWNER`)."""
     owners: dict[str, str | None] = {}
-    """The four owners (application, evaluation, platform, domain_reviewer) from the ranking policy; None when no policy names them."""
+    """The four owners (application, evaluation, platform, domain_reviewer) from the ranking policy;
+    None when no policy names them."""
 
 
 class MetricDefect(_Frozen):
-    """An attempt whose reason cites something outside the criterion: the metric answered another question."""
+    """An attempt whose reason cites something outside the criterion: the metric answered another
+    question."""
 
     case_id: str
     """The fixture."""
@@ -480,7 +486,8 @@ class SliceFigure(_Frozen):
     drift_cases: Rate
     """Monitor-only fixtures with a failed check over monitor-only fixtures with a valid attempt."""
     position_stable: Rate
-    """Fixtures with one winner across the position battery over fixtures with at least 2 position attempts."""
+    """Fixtures with one winner across the position battery over fixtures with at least 2 position
+    attempts."""
     first_shown_wins: Rate
     """Position attempts won by the candidate shown first over position attempts."""
 
@@ -493,7 +500,8 @@ class RankingReport(_Frozen):
     kind: Literal["workbench.ranking"] = "workbench.ranking"
     """Report type."""
     status: Literal["complete", "incomplete"]
-    """``incomplete`` when a fixture has no valid attempt, a planned attempt has no result, or an attempt ended in another evaluator error."""
+    """``incomplete`` when a fixture has no valid attempt, a planned attempt has no result, or an
+    attempt ended in another evaluator error."""
     passed: bool
     """The ranking gate's outcome is ``passed`` (see ``gate``)."""
     blockers: list[str]
@@ -519,7 +527,8 @@ class RankingReport(_Frozen):
     valid_attempts: int
     """Attempts without defect or error: the quality figures' base."""
     unlabelled_attempts: int
-    """Valid attempts without a battery presentation (kept out of position and stability figures)."""
+    """Valid attempts without a battery presentation (kept out of position and stability
+    figures)."""
     integration_defects: list[IntegrationDefect]
     """Malformed or unmappable results, listed first."""
     invalid_rankings: Rate
@@ -970,7 +979,8 @@ def ranking_report(
     battery: dict[str, Any] | None = None,
     now: Any = None,
 ) -> RankingReport:
-    """Analyse ranking results against the fixtures and apply the ranking gate; see the module docstring.
+    """Analyse ranking results against the fixtures and apply the ranking gate; see the module
+    docstring.
 
     ``results``: a results file (battery run or imported) or results in memory, from one judge.
     ``planned``: the battery's work items, when known, so unrun attempts are listed.
@@ -1072,7 +1082,8 @@ def _battery_plan(
     battery: dict[str, Any] | None,
     planned: Sequence[Any] | None,
 ) -> tuple[dict[str, Any] | None, Sequence[Any] | None]:
-    """The run's ``battery.json`` (from beside a results file when not given) and its planned items."""
+    """The run's ``battery.json`` (from beside a results file when not given) and its planned
+    items."""
     if battery is None and isinstance(results, str | Path):
         from ._battery import read_battery
 
@@ -1119,7 +1130,8 @@ def _latest_attempts(
 
 @dataclass
 class _Read:
-    """The attempts sorted: valid ones, integration defects, evaluator errors, invalid rankings by case."""
+    """The attempts sorted: valid ones, integration defects, evaluator errors, invalid rankings by
+    case."""
 
     attempts: list[_Attempt] = field(default_factory=list)
     defects: list[IntegrationDefect] = field(default_factory=list)
@@ -1151,7 +1163,8 @@ def _read_attempts(ordered: list[JudgeResult], by_id: dict[str, RankingFixture])
 
 
 def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> IntegrationDefect | None:
-    """What makes a result unusable before its answer is read: unknown case, changed candidates, wrong presentation."""
+    """What makes a result unusable before its answer is read: unknown case, changed candidates,
+    wrong presentation."""
     presented = (r.presentation or {}).get("presented_order")
     if fixture is None:
         return IntegrationDefect(
@@ -1187,7 +1200,8 @@ def _integration_defect(fixture: RankingFixture | None, r: JudgeResult) -> Integ
 
 
 def _read_answer(read: _Read, fixture: RankingFixture, r: JudgeResult) -> None:
-    """An answered attempt: an invalid ranking, a winner that does not match its order, or a valid attempt."""
+    """An answered attempt: an invalid ranking, a winner that does not match its order, or a valid
+    attempt."""
     presented = (r.presentation or {}).get("presented_order")
     if r.error is not None:
         read.defects.append(_invalid_defect(fixture, r, r.error.message))
@@ -1675,18 +1689,28 @@ def _slices(fixture_set: FixtureSet, attempts: list[_Attempt]) -> list[SliceFigu
                 ),
                 position_stable=wilson_rate(stable_k, stable_n),
                 first_shown_wins=wilson_rate(
-                    sum((a.presented or [None])[0] == a.winner for a in position), len(position)
+                    sum((a.presented[0] if a.presented else None) == a.winner for a in position),
+                    len(position),
                 ),
             )
         )
     return out
 
 
+_ORDINAL_SUFFIX = {0: "st", 1: "nd", 2: "rd"}
+"""English ordinal suffix of a 0-based position (``th`` for any other)."""
+
+
+def _round4(value: float | None) -> float | None:
+    return None if value is None else round(value, 4)
+
+
 # -- output -----------------------------------------------------------------------------------
 
 
 def first_place_chart(report: RankingReport) -> Any:
-    """Altair chart: first places by presented position (position battery), with the position-blind share.
+    """Altair chart: first places by presented position (position battery), with the position-blind
+    share.
 
     Bars are the share of attempts whose winner was shown at each position, with the 95%
     Wilson interval and ``k/n``; the tick is what a position-blind ranker would get.
@@ -1697,10 +1721,7 @@ def first_place_chart(report: RankingReport) -> Any:
 
     rows = [
         {
-            "position": (
-                f"{p.position + 1}{'st' if p.position == 0 else 'nd' if p.position == 1 else 'rd' if p.position == 2 else 'th'}"
-                " shown"
-            ),
+            "position": f"{p.position + 1}{_ORDINAL_SUFFIX.get(p.position, 'th')} shown",
             "rate": p.wins.rate,
             "low": p.wins.ci95_low,
             "high": p.wins.ci95_high,
@@ -1745,7 +1766,8 @@ def write_ranking_artifacts(report: RankingReport, out_dir: str | Path) -> list[
 
 
 def format_ranking(report: RankingReport) -> str:
-    """The report as plain text: the gate's outcome, integration defects, then the quality figures."""
+    """The report as plain text: the gate's outcome, integration defects, then the quality
+    figures."""
 
     def r(rate: Rate) -> str:
         return rate.format(3)
@@ -1821,20 +1843,20 @@ def format_ranking(report: RankingReport) -> str:
         f" {r(report.agreement.exact)}"
     )
     if gate is not None and gate.agreement_drop is not None:
-        d = gate.agreement_drop
+        drop = gate.agreement_drop
         lines.append(
-            f"  vs the last passing run ({d.baseline_judge},"
-            f" {d.baseline_recorded_at.date().isoformat()}) on {len(d.cases)} unchanged fixture(s):"
-            f" {r(d.baseline)} -> {r(d.current)}; drop {d.drop}, limit"
-            f" {d.threshold}{' BLOCKS' if d.blocked else ''}"
+            f"  vs the last passing run ({drop.baseline_judge},"
+            f" {drop.baseline_recorded_at.date().isoformat()}) on {len(drop.cases)} unchanged"
+            f" fixture(s): {r(drop.baseline)} -> {r(drop.current)}; drop {drop.drop}, limit"
+            f" {drop.threshold}{' BLOCKS' if drop.blocked else ''}"
         )
     lines.append(
         f"must-win: {r(report.must_win.must_win)}; monitor-only: {r(report.must_win.monitor_only)}"
     )
     confirm = {c.case_id: c for c in gate.confirmation} if gate else {}
     lines.append(f"must-win reversals: {len(report.must_win.reversals)}")
-    for c in report.must_win.reversals:
-        row = confirm.get(c.case_id)
+    for mw in report.must_win.reversals:
+        row = confirm.get(mw.case_id)
         state = (
             f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts}"
             " repeat-baseline reversals)"
@@ -1842,8 +1864,8 @@ def format_ranking(report: RankingReport) -> str:
             else ""
         )
         lines.append(
-            f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners"
-            f" {c.actual_winners}, by baseline {c.reversed_by_battery}{state}"
+            f"  {mw.case_id}: expected {mw.expected}, held {mw.held.k}/{mw.held.n}, winners"
+            f" {mw.actual_winners}, by baseline {mw.reversed_by_battery}{state}"
         )
     lines.append(f"monitor-only (editorial) drift: {len(report.must_win.drift)}")
     lines += [
@@ -1905,7 +1927,7 @@ def format_ranking(report: RankingReport) -> str:
             f" {a.owner}{' ' + str(a.owners.get(a.owner)) if a.owners.get(a.owner) else ''}]"
             f" failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented"
             f" {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement"
-            f" {a.pairwise_agreement if a.pairwise_agreement is None else round(a.pairwise_agreement, 4)},"
+            f" {_round4(a.pairwise_agreement)},"
             f" must-win {a.must_win_expected} vs {a.must_win_actual}; request"
             f" complete={a.completeness.complete}"
             + (

@@ -1,4 +1,5 @@
-"""The position-bias battery: every fixture under several presentation orders, plus a repeat baseline.
+"""The position-bias battery: every fixture under several presentation orders, plus a repeat
+baseline.
 
 Two plans:
 
@@ -67,7 +68,8 @@ Plan = Literal["exhaustive", "rotation"]
 
 
 def rotation_shift(n: int, seed: int, key: str) -> int:
-    """The seeded, non-identity cyclic shift of the rotation plan (1 .. n-1); 0 for a single candidate."""
+    """The seeded, non-identity cyclic shift of the rotation plan (1 .. n-1); 0 for a single
+    candidate."""
     if n < 2:
         return 0
     digest = int(hashlib.sha256(f"{seed}:{key}".encode()).hexdigest(), 16)
@@ -158,7 +160,8 @@ def position_battery(
     seed: int = 0,
     repeats: int = 3,
 ) -> list[WorkItem]:
-    """The planned work items: a position battery (or one rotation) and a repeatability baseline per fixture.
+    """The planned work items: a position battery (or one rotation) and a repeatability baseline per
+    fixture.
 
     ``repeats`` = 0 plans the position battery only. ``plan="rotation"``: one seeded
     non-identity rotation per fixture, the exhaustive battery for ``diagnostic`` fixtures.
@@ -208,7 +211,8 @@ async def run_ranking(
     candidate_path: str | Path | None = None,
     items: list[WorkItem] | None = None,
 ) -> RunSummary:
-    """Run the battery through the run engine (resumable, cached, budgeted); ``await`` it in notebooks.
+    """Run the battery through the run engine (resumable, cached, budgeted); ``await`` it in
+    notebooks.
 
     Partition label ``ranking``; the dataset hash is the fixture file's sha256. ``capture``:
     the privacy mode (default: full payloads, no declared retention). ``candidate_path``: the
@@ -243,7 +247,14 @@ async def run_ranking(
         "repeats": repeats,
     }
     if items is None:
-        items = position_battery(fixture_set, **battery)
+        items = position_battery(
+            fixture_set,
+            plan=plan,
+            max_exhaustive=max_exhaustive,
+            sample=sample,
+            seed=seed,
+            repeats=repeats,
+        )
         write_battery(out, fixture_set, battery, candidate_path, judge.identity.fingerprint())
     config = capture or CaptureConfig()
     out.mkdir(parents=True, exist_ok=True)

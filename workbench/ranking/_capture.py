@@ -1,4 +1,5 @@
-"""Privacy mode for ranking runs: what of the evaluator-visible request is kept, for how long, and proof it held.
+"""Privacy mode for ranking runs: what of the evaluator-visible request is kept, for how long, and
+proof it held.
 
 Every ranking run through :func:`~workbench.ranking.run_ranking` wraps the judge in a
 :class:`CapturingJudge`. The judge still sees the full request; what the run *stores* is set by
@@ -39,7 +40,7 @@ import re
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import AwareDatetime, Field
 
@@ -71,14 +72,16 @@ class CaptureConfig(_Frozen):
     """What a ranking run stores of each evaluator-visible request, and for how long."""
 
     mode: Literal["full", "digest_and_excerpts"] = "full"
-    """``full``: the whole request as payload; ``digest_and_excerpts``: digests plus approved excerpts only."""
+    """``full``: the whole request as payload; ``digest_and_excerpts``: digests plus approved
+    excerpts only."""
     excerpts: list[Excerpt] = Field(default_factory=list)
     """The allow-list of excerpts kept in ``digest_and_excerpts`` mode: ``user_input``,
     ``context`` (the policy passages) and/or ``candidates`` (the candidate texts)."""
     retention_days: int | None = Field(default=None, ge=0)
     """Days a payload is kept before ``workbench prune`` may delete it; None: no expiry declared."""
     declared_by: str = "default"
-    """Who declared it: ``policy <name@version>``, ``cli`` or ``default`` (not part of a policy file)."""
+    """Who declared it: ``policy <name@version>``, ``cli`` or ``default`` (not part of a policy
+    file)."""
 
 
 def _norm(text: str) -> str:
@@ -97,7 +100,8 @@ def _strings(obj: Any, out: list[str]) -> None:
 
 
 def request_text(request: Any) -> str:
-    """Every string of a request, whitespace-normalised and joined (what the completeness check searches)."""
+    """Every string of a request, whitespace-normalised and joined (what the completeness check
+    searches)."""
     parts: list[str] = []
     _strings(request, parts)
     return _norm("\n".join(parts))
@@ -165,7 +169,8 @@ def _excerpts(judge_input: Any, config: CaptureConfig, evidence: dict[str, Any])
 
 
 class CapturingJudge:
-    """A judge wrapper: the inner judge runs unchanged; the run stores a capture stub instead of the request."""
+    """A judge wrapper: the inner judge runs unchanged; the run stores a capture stub instead of the
+    request."""
 
     def __init__(
         self, inner: Any, out_dir: str | Path, config: CaptureConfig, now: Any = None
@@ -330,7 +335,7 @@ def adopt_cached_payloads(run_dir: str | Path, cache_root: str | Path) -> int:
     return adopted
 
 
-def is_stub(request: Any) -> bool:
+def is_stub(request: object) -> TypeGuard[dict[str, Any]]:
     """Whether a stored ``rendered_request`` is a capture stub."""
     return (
         isinstance(request, dict)
@@ -351,6 +356,9 @@ def write_capture_config(out_dir: str | Path, config: CaptureConfig) -> None:
         if before is None or before.model_dump(exclude={"declared_by"}) != config.model_dump(
             exclude={"declared_by"}
         ):
+            before_text = (
+                str(before.model_dump(exclude={"declared_by"})) if before else "(unreadable)"
+            )
             raise WorkbenchError(
                 "capture changed",
                 [
@@ -359,7 +367,7 @@ def write_capture_config(out_dir: str | Path, config: CaptureConfig) -> None:
                         code="capture_changed",
                         message=(
                             "the run directory was captured as"
-                            f" {before.model_dump(exclude={'declared_by'}) if before else '(unreadable)'},"
+                            f" {before_text},"
                             " this invocation asks for"
                             f" {config.model_dump(exclude={'declared_by'})}"
                         ),
@@ -497,7 +505,8 @@ def find_runs(paths: list[str | Path]) -> list[Path]:
 
 
 class RankingLock(_Frozen):
-    """``ranking_lock.json``: a ranking run's evidence, hashed so that pruning payloads keeps it verifiable."""
+    """``ranking_lock.json``: a ranking run's evidence, hashed so that pruning payloads keeps it
+    verifiable."""
 
     schema_version: int = LOCK_SCHEMA_VERSION
     """Lock format version."""
@@ -560,7 +569,8 @@ def lock_ranking_run(run_dir: str | Path, outcome: str, now: datetime | None = N
 
 
 def verify_ranking_run(run_dir: str | Path) -> list[Problem]:
-    """Recompute a locked ranking run's hashes; payloads may be absent only when pruned after expiry."""
+    """Recompute a locked ranking run's hashes; payloads may be absent only when pruned after
+    expiry."""
     root = Path(run_dir)
     path = root / LOCK_FILE
     if not path.exists():

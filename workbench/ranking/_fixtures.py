@@ -69,10 +69,10 @@ import datetime as dt
 import re
 import string
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeGuard
 
 from pydantic import Field, ValidationError, computed_field, model_validator
 
@@ -141,7 +141,8 @@ class OrderAdjudication(_Frozen):
 
 
 class FixtureChange(_Frozen):
-    """One recorded change of a fixture between a frozen version and the version that supersedes it."""
+    """One recorded change of a fixture between a frozen version and the version that supersedes
+    it."""
 
     case_id: str = Field(pattern=_ID_PATTERN)
     """The fixture changed (added, relabelled, edited or retired)."""
@@ -315,7 +316,8 @@ class RankingFixture(_Frozen):
 
     @property
     def expected_winners(self) -> list[str]:
-        """The winners reviewers accept (best-first first id of each accepted order), or the better id of the critical pair."""
+        """The winners reviewers accept (best-first first id of each accepted order), or the better
+        id of the critical pair."""
         if self.critical_pair:
             return [self.critical_pair[0]]
         return list(dict.fromkeys(self.best_first(o)[0] for o in self.accepted_orders))
@@ -369,7 +371,8 @@ class FixtureSet(_Frozen):
     sha256: str | None = None
     """sha256 of the file's bytes (not part of the file); the battery's dataset hash."""
     release: Any | None = None
-    """The verified frozen release record (:class:`~workbench.ranking.FixtureRelease`), when the file is frozen (not part of the file)."""
+    """The verified frozen release record (:class:`~workbench.ranking.FixtureRelease`), when the
+    file is frozen (not part of the file)."""
 
     @property
     def label(self) -> str:
@@ -420,7 +423,8 @@ class FixtureSet(_Frozen):
 
 
 def fixture_sha256(fixture: RankingFixture) -> str:
-    """sha256 over the canonical JSON of a fixture as written, defaults and computed fields left out.
+    """sha256 over the canonical JSON of a fixture as written, defaults and computed fields left
+    out.
 
     Leaving defaults out keeps the hash of a frozen fixture stable when a later workbench adds
     an optional field.
@@ -467,15 +471,27 @@ def _ids(items: Any) -> list[str] | None:
     return [i for i in out if isinstance(i, str)]
 
 
-def _is_id_list(value: Any) -> bool:
+def _is_id_list(value: object) -> TypeGuard[list[str]]:
     return isinstance(value, list) and all(isinstance(x, str) for x in value)
 
 
+def _id_list(value: object) -> list[str] | None:
+    """``value`` when it is a list of ids (strings), else None."""
+    return value if _is_id_list(value) else None
+
+
+def _list_at(raw: dict[str, Any], key: str) -> list[Any]:
+    """``raw[key]`` when it is a list, else an empty one."""
+    value = raw.get(key)
+    return value if isinstance(value, list) else []
+
+
 def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
-    """Semantic problems of one fixture (shape problems are pydantic's): ``(field, code, message, fix)``."""
+    """Semantic problems of one fixture (shape problems are pydantic's): ``(field, code, message,
+    fix)``."""
     found: list[_Found] = []
     cand_ids = _ids(raw.get("candidates"))
-    candidates = raw.get("candidates") if isinstance(raw.get("candidates"), list) else []
+    candidates = _list_at(raw, "candidates")
     if cand_ids is not None:
         if len(candidates) < 2:
             found.append(
@@ -556,12 +572,16 @@ def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
                 "acceptable_orders",
                 "ties_conflict",
                 "both acceptable_orders and critical_pair are given",
-                "use acceptable_orders for accepted ties, or critical_pair to compare one pair only",
+                (
+                    "use acceptable_orders for accepted ties, or critical_pair to compare one pair"
+                    " only"
+                ),
             )
         )
     if cand_ids is not None and isinstance(acceptable, list):
-        for n, order in enumerate(acceptable, start=1):
-            if not _is_id_list(order):
+        for n, item in enumerate(acceptable, start=1):
+            order = _id_list(item)
+            if order is None:
                 continue  # a shape problem, reported by the model
             check = check_permutation(cand_ids, order)
             if not check.ok:
@@ -583,8 +603,8 @@ def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
                 (
                     "critical_pair",
                     "critical_pair_invalid",
-                    f"critical_pair must be two different candidate ids [better, worse]; got {critical}"
-                    + (f" (unknown {unknown})" if unknown else ""),
+                    "critical_pair must be two different candidate ids [better, worse]; got"
+                    f" {critical}" + (f" (unknown {unknown})" if unknown else ""),
                     "name the better candidate, then the worse one",
                 )
             )
@@ -600,8 +620,8 @@ def fixture_problems(raw: dict[str, Any]) -> list[_Found]:
                         "critical_pair",
                         "critical_pair_contradicts_expected",
                         (
-                            f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the critical"
-                            " pair says the opposite"
+                            f"expected_order ranks {critical[1]!r} above {critical[0]!r}, the"
+                            " critical pair says the opposite"
                         ),
                         (
                             "make critical_pair [better, worse] agree with expected_order and its"
@@ -636,7 +656,10 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
                     "adjudication",
                     "adjudication_without_reviews",
                     "an adjudication without reviewer orders",
-                    "add the reviewers' independent orders under reviews:, or remove the adjudication",
+                    (
+                        "add the reviewers' independent orders under reviews:, or remove the"
+                        " adjudication"
+                    ),
                 )
             ]
         return []
@@ -649,11 +672,14 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
             (
                 "reviews",
                 "too_few_reviewers",
-                f"{len(items)} reviewer order(s); calibration needs at least 2 independent reviewers",
+                (
+                    f"{len(items)} reviewer order(s); calibration needs at least 2 independent"
+                    " reviewers"
+                ),
                 "add a second reviewer's independent order, or remove reviews:",
             )
         )
-    names = [r.get("reviewer") for r in items if isinstance(r.get("reviewer"), str)]
+    names = [name for r in items if isinstance(name := r.get("reviewer"), str)]
     dup = sorted(n for n, k in Counter(names).items() if k > 1)
     if dup:
         found.append(
@@ -666,8 +692,8 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
         )
     orders: list[list[str]] = []
     for r in items:
-        order = r.get("order")
-        if not _is_id_list(order):
+        order = _id_list(r.get("order"))
+        if order is None:
             continue  # a shape problem, reported by the model
         check = check_permutation(cand_ids, order)
         if not check.ok:
@@ -694,8 +720,8 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
                 "expected_order_unreviewed",
                 "expected_order is none of the reviewers' orders and there is no adjudication",
                 (
-                    "add adjudication: {adjudicator, reason} recording who decided this order and why,"
-                    " or use a reviewer's order"
+                    "add adjudication: {adjudicator, reason} recording who decided this order and"
+                    " why, or use a reviewer's order"
                 ),
             )
         )
@@ -717,8 +743,8 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
                         " must-win until adjudicated"
                     ),
                     (
-                        "record adjudication: {adjudicator, reason, decided_on}, or make the fixture"
-                        " monitor-only"
+                        "record adjudication: {adjudicator, reason, decided_on}, or make the"
+                        " fixture monitor-only"
                     ),
                 )
             )
@@ -728,7 +754,8 @@ def _review_problems(raw: dict[str, Any], cand_ids: list[str] | None) -> list[_F
 def _disputed_must_win(
     raw: dict[str, Any], cand_ids: list[str], orders: list[list[str]]
 ) -> list[tuple[str, str]]:
-    """Must-win pairs (see :meth:`RankingFixture.must_win_pairs`) the reviewer ``orders`` disagree on, from raw fields."""
+    """Must-win pairs (see :meth:`RankingFixture.must_win_pairs`) the reviewer ``orders`` disagree
+    on, from raw fields."""
 
     def best_first(order: list[str]) -> list[str]:
         return order[::-1] if raw.get("direction") == "worst-first" else list(order)
@@ -904,13 +931,17 @@ def load_fixtures(path: str | Path) -> FixtureSet:
         try:
             changes.append(FixtureChange.model_validate(entry))
         except ValidationError as exc:
+
+            def message(err: Mapping[str, Any], field: str, n: int = n) -> str:
+                return f"change {n + 1}: {field}: {err['msg']}"
+
             problems += validation_problems(
                 exc,
                 at=where,
                 case_id=entry.get("case_id") if isinstance(entry, dict) else None,
                 code="change_invalid",
                 root="change",
-                message=lambda err, field, n=n: f"change {n + 1}: {field}: {err['msg']}",
+                message=message,
                 fix=(
                     "each change needs case_id, old_order (null when added), new_order (null when"
                     " retired), approver, reason and approved_on (YYYY-MM-DD)"

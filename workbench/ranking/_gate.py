@@ -6,26 +6,42 @@ by precedence over the blockers no valid override waived: ``evaluation_incomplet
 ``report_only`` mode (policy ``mode: report_only``) the outcome is computed and shown, the exit
 code is 0 and the report says "report only".
 
-Blocker codes (also in :data:`workbench.policy._codes.RANKING_BLOCKER_CODES`, so overrides accept them):
+Blocker codes (also in :data:`workbench.policy._codes.RANKING_BLOCKER_CODES`, so overrides accept
+them):
 
-================================  ==========  ================================================
+================================  ==========  ======================================================
 code                              category    when
-================================  ==========  ================================================
-ranking_incomplete                incomplete  a fixture without a valid attempt, a planned attempt without a result, or another evaluator error
-ranking_repeats_short             incomplete  a reversed must-win fixture has fewer valid repeat-baseline attempts than ``confirmation.repeats``
-ranking_integration_defect        quality     an invalid permutation, unknown case, changed candidates, broken mapping or winner mismatch
-ranking_reversal_confirmed        quality     a must-win reversal confirmed on repeated runs (the policy's ``confirmation``)
-ranking_agreement_drop            quality     pooled pairwise agreement on the unchanged fixtures fell more than ``max_agreement_drop`` below the last passing run
-ranking_reversal_unconfirmed      review      a must-win reversal the confirmation rule does not confirm (a single observation)
-ranking_editorial_drift           review      a monitor-only (editorial) fixture's winner moved (``editorial_drift: review``)
-ranking_metric_defect             review      a judge reason cites something outside the criterion (criterion leakage)
-ranking_assembly_defect           review      a request lacked a candidate or a cited passage, or showed a candidate twice (``assembly_defects: review``)
-ranking_fixture_changed_in_place  review      a fixture's content changed under the same file version since the last run
-ranking_fixtures_unfrozen         review      the policy requires a frozen fixture release and the file has none
-ranking_must_win_unreviewed       review      the policy requires two reviewers' orders for must-win fixtures
-ranking_no_baseline               review      the policy requires a passing baseline run and the history has none
+================================  ==========  ======================================================
+ranking_incomplete                incomplete  a fixture without a valid attempt, a planned attempt
+                                              without a result, or another evaluator error
+ranking_repeats_short             incomplete  a reversed must-win fixture has fewer valid
+                                              repeat-baseline attempts than ``confirmation.repeats``
+ranking_integration_defect        quality     an invalid permutation, unknown case, changed
+                                              candidates, broken mapping or winner mismatch
+ranking_reversal_confirmed        quality     a must-win reversal confirmed on repeated runs (the
+                                              policy's ``confirmation``)
+ranking_agreement_drop            quality     pooled pairwise agreement on the unchanged fixtures
+                                              fell more than ``max_agreement_drop`` below the last
+                                              passing run
+ranking_reversal_unconfirmed      review      a must-win reversal the confirmation rule does not
+                                              confirm (a single observation)
+ranking_editorial_drift           review      a monitor-only (editorial) fixture's winner moved
+                                              (``editorial_drift: review``)
+ranking_metric_defect             review      a judge reason cites something outside the criterion
+                                              (criterion leakage)
+ranking_assembly_defect           review      a request lacked a candidate or a cited passage, or
+                                              showed a candidate twice (``assembly_defects:
+                                              review``)
+ranking_fixture_changed_in_place  review      a fixture's content changed under the same file
+                                              version since the last run
+ranking_fixtures_unfrozen         review      the policy requires a frozen fixture release and the
+                                              file has none
+ranking_must_win_unreviewed       review      the policy requires two reviewers' orders for must-win
+                                              fixtures
+ranking_no_baseline               review      the policy requires a passing baseline run and the
+                                              history has none
 ranking_policy_mismatch           review      the policy is for another fixture set
-================================  ==========  ================================================
+================================  ==========  ======================================================
 
 Waivable by an override naming the ranking policy (case by case with ``--case``, by fixture
 slice with ``--slice``, or as a whole): ``ranking_reversal_confirmed``,
@@ -50,7 +66,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, get_args
 
 from pydantic import AwareDatetime, Field, ValidationError
 
@@ -69,6 +85,7 @@ RANKING_GATE_SCHEMA_VERSION = 1
 HISTORY_SCHEMA_VERSION = 1
 Category = Literal["incomplete", "quality", "review"]
 Outcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
+_OUTCOMES: dict[str, Outcome] = {o: o for o in get_args(Outcome)}
 EXIT_CODES: dict[str, int] = exit_codes(
     "passed", "quality_failed", "evaluation_incomplete", "review_required"
 )
@@ -136,7 +153,8 @@ class ConfirmationRow(_Frozen):
     repeat_reversals: int
     """Failed checks among them."""
     previous_run_reversed: bool | None
-    """Whether the previous run reversed the same unchanged fixture (None: no comparable previous run)."""
+    """Whether the previous run reversed the same unchanged fixture (None: no comparable previous
+    run)."""
     status: Literal["confirmed", "unconfirmed", "repeats_short"]
     """``confirmed`` (blocks), ``unconfirmed`` (review) or ``repeats_short`` (incomplete)."""
     rule: str
@@ -197,7 +215,8 @@ class CaseStatus(_Frozen):
     gate: str
     """``must-win`` or ``monitor-only``."""
     status: Literal["pass", "fail", "review", "incomplete"]
-    """``fail`` (a quality blocker), ``review``, ``incomplete`` or ``pass`` (no unwaived blocker names it)."""
+    """``fail`` (a quality blocker), ``review``, ``incomplete`` or ``pass`` (no unwaived blocker
+    names it)."""
     codes: list[str]
     """Codes of the unwaived blockers naming it."""
 
@@ -380,8 +399,10 @@ def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
 def history_entry(
     report: RankingReport, fixture_set: FixtureSet, now: datetime | None = None
 ) -> RankingHistoryEntry:
-    """The history entry of a gated report."""
-    gate: RankingGateResult = report.gate
+    """The history entry of a gated report (``ValueError`` for a report without a gate)."""
+    gate = report.gate
+    if gate is None:
+        raise ValueError("a history entry needs a gated report (ranking_report gates every report)")
     must = {c.case_id: c for c in report.must_win.cases}
     return RankingHistoryEntry(
         recorded_at=(now or datetime.now(UTC)).replace(microsecond=0),
@@ -527,7 +548,7 @@ def _blocker(
         case_ids=list(case_ids),
         slice=slice_,
         waivable=code in WAIVABLE,
-    )  # type: ignore[arg-type]
+    )
 
 
 def _fixture_changes(
@@ -844,7 +865,7 @@ def ranking_gate(
     order = {"incomplete": 0, "quality": 1, "review": 2}
     blockers.sort(key=lambda b: (order[b.category], b.code, b.case_ids))
     categories = {b.category for b in blockers}
-    outcome: Outcome = outcome_of(categories, clear="passed")  # type: ignore[assignment]
+    outcome = _OUTCOMES[outcome_of(categories, clear="passed")]
     enforced = EXIT_CODES[outcome]
     report_only = policy.mode == "report_only"
     note = (
@@ -856,16 +877,16 @@ def ranking_gate(
     cases: list[CaseStatus] = []
     for f in fixture_set.fixtures:
         mine_b = [b for b in blockers if f.case_id in b.case_ids]
-        cats = {b.category for b in mine_b}
+        case_cats = {b.category for b in mine_b}
         if f.case_id in report.missing_cases:
-            cats.add("incomplete")
-        status: Literal["pass", "fail", "review", "incomplete"] = (
+            case_cats.add("incomplete")
+        case_status: Literal["pass", "fail", "review", "incomplete"] = (
             "incomplete"
-            if "incomplete" in cats
+            if "incomplete" in case_cats
             else "fail"
-            if "quality" in cats
+            if "quality" in case_cats
             else "review"
-            if "review" in cats
+            if "review" in case_cats
             else "pass"
         )
         cases.append(
@@ -873,7 +894,7 @@ def ranking_gate(
                 case_id=f.case_id,
                 slice=f.slice,
                 gate=f.gate,
-                status=status,
+                status=case_status,
                 codes=sorted({b.code for b in mine_b}),
             )
         )
@@ -943,7 +964,8 @@ def _apply_overrides(
 def check_ranking_override(
     policy_path: str | Path, codes: Sequence[str], slices: Sequence[str], case_ids: Sequence[str]
 ) -> tuple[str, list[Problem]]:
-    """For ``workbench override add --policy <ranking policy>``: the policy label and every reason the override could never apply."""
+    """For ``workbench override add --policy <ranking policy>``: the policy label and every reason
+    the override could never apply."""
     from ._policy import load_ranking_policy
 
     loc = str(policy_path)

@@ -230,7 +230,8 @@ class LLMRankingJudge(LLMJudge):
         }
 
     def render(self, judge_input: Any, ref: CaseRef | None = None) -> dict[str, Any]:
-        """The planned request (its hash keys the cache): the visible request plus the answer mapping."""
+        """The planned request (its hash keys the cache): the visible request plus the answer
+        mapping."""
         planned = self.visible_request(judge_input)
         mapping = answer_mapping(ref)
         return {**planned, "answer_mapping": mapping} if mapping is not None else planned
@@ -261,8 +262,8 @@ class LLMRankingJudge(LLMJudge):
         return self._verdict(exchange, value=winner, reason=result.reason, order=order)
 
     def _classify_output_failure(self, exchange: _Exchange, exc: Exception) -> tuple[str, str]:
-        body = exchange.responses[-1]["body"] if exchange.responses else None
         try:
+            body = exchange.responses[-1]["body"]  # IndexError: no response at all
             parsed = json.loads(body["choices"][0]["message"]["content"])
         except (TypeError, KeyError, IndexError, ValueError):
             parsed = None
@@ -275,9 +276,17 @@ class LLMRankingJudge(LLMJudge):
         return super()._classify_output_failure(exchange, exc)
 
     def _failed(
-        self, exchange: _Exchange, kind: str, message: str, *, retryable: bool = False
+        self,
+        exchange: _Exchange,
+        kind: str,
+        message: str,
+        *,
+        retryable: bool = False,
+        endpoint_failure: str | None = None,
     ) -> Verdict:
-        verdict = super()._failed(exchange, kind, message, retryable=retryable)
+        verdict = super()._failed(
+            exchange, kind, message, retryable=retryable, endpoint_failure=endpoint_failure
+        )
         raw = getattr(exchange, "raw_order", None)
         return dataclasses.replace(verdict, order=raw) if raw is not None else verdict
 
@@ -390,7 +399,8 @@ class FunctionRankingJudge:
         return {"function": self.spec.function, "arguments": self._arguments(judge_input)}
 
     def render(self, judge_input: RankingInput, ref: CaseRef | None = None) -> dict[str, Any]:
-        """The planned request (its hash keys the cache): the visible request plus the answer mapping."""
+        """The planned request (its hash keys the cache): the visible request plus the answer
+        mapping."""
         planned = self.visible_request(judge_input)
         mapping = answer_mapping(ref)
         return {**planned, "answer_mapping": mapping} if mapping is not None else planned

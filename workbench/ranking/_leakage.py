@@ -1,4 +1,5 @@
-"""Criterion leakage: judge reasons that cite something outside the criterion and the evaluator-visible fields.
+"""Criterion leakage: judge reasons that cite something outside the criterion and the
+evaluator-visible fields.
 
 A ranking can match the expected order by chance while the judge's reason proves it answered a
 different question. :func:`scan_reason` flags a reason that cites:

@@ -48,12 +48,15 @@ _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 
 
 class Confirmation(_Frozen):
-    """When a must-win reversal counts as confirmed (blocking) rather than a single observation (review)."""
+    """When a must-win reversal counts as confirmed (blocking) rather than a single observation
+    (review)."""
 
     repeats: int = Field(default=3, ge=1)
-    """Valid attempts the repeat baseline (identical presentations) of a must-win fixture must hold; fewer is incomplete evidence."""
+    """Valid attempts the repeat baseline (identical presentations) of a must-win fixture must hold;
+    fewer is incomplete evidence."""
     min_reversals: int = Field(default=2, ge=1)
-    """Reversals among the repeat baseline that confirm a reversal (e.g. 2 of 3; 1: any reversal in the repeat baseline)."""
+    """Reversals among the repeat baseline that confirm a reversal (e.g. 2 of 3; 1: any reversal in
+    the repeat baseline)."""
     previous_run: bool = False
     """Also confirmed when the previous run reversed the same, unchanged fixture."""
 
@@ -81,7 +84,8 @@ class Owners(_Frozen):
 
 
 class RankingPolicy(_Frozen):
-    """A ranking release policy, exactly as stored in ``data/policies/<name>@<version>.yaml`` (``kind: ranking``)."""
+    """A ranking release policy, exactly as stored in ``data/policies/<name>@<version>.yaml``
+    (``kind: ranking``)."""
 
     schema_version: int = RANKING_POLICY_SCHEMA_VERSION
     """Policy file format version."""
@@ -104,9 +108,11 @@ class RankingPolicy(_Frozen):
     confirmation: Confirmation = Field(default_factory=Confirmation)
     """When a must-win reversal is confirmed."""
     max_agreement_drop: float | None = Field(default=None, ge=0, le=1)
-    """Largest drop of pooled pairwise agreement vs the last passing run that does not block; None: not checked."""
+    """Largest drop of pooled pairwise agreement vs the last passing run that does not block; None:
+    not checked."""
     agreement_drop_evidence: str | None = None
-    """Reviewed examples the threshold was chosen from (path relative to the policy file); required with ``max_agreement_drop``."""
+    """Reviewed examples the threshold was chosen from (path relative to the policy file); required
+    with ``max_agreement_drop``."""
     require_baseline: bool = False
     """A run without a passing baseline in the history is ``ranking_no_baseline`` (review)."""
     editorial_drift: Literal["review", "report"] = "review"
@@ -141,8 +147,8 @@ class RankingPolicy(_Frozen):
 
 
 def default_policy() -> RankingPolicy:
-    """The rules applied without ``--policy``: confirmation 2 of 3 repeats, editorial drift to review,
-    assembly defects reported (not routed to review), no agreement-drop rule, reviews and a
+    """The rules applied without ``--policy``: confirmation 2 of 3 repeats, editorial drift to
+    review, assembly defects reported (not routed to review), no agreement-drop rule, reviews and a
     frozen release not required, default leakage rules, full capture with no declared
     retention, no owners."""
     return RankingPolicy(
@@ -157,7 +163,8 @@ def default_policy() -> RankingPolicy:
 
 
 class AgreementDropExample(_Frozen):
-    """One reviewed comparison of two runs: the agreement drop and whether it changed a release decision."""
+    """One reviewed comparison of two runs: the agreement drop and whether it changed a release
+    decision."""
 
     example_id: str = Field(pattern=_NAME)
     """Stable id."""
@@ -182,7 +189,8 @@ class AgreementDropExample(_Frozen):
 
 
 class AgreementDropExamples(_Frozen):
-    """A reviewed-examples file (``data/ranking/<name>@<version>.yaml``, ``kind: agreement-drop-examples``)."""
+    """A reviewed-examples file (``data/ranking/<name>@<version>.yaml``, ``kind:
+    agreement-drop-examples``)."""
 
     schema_version: int = 1
     """File format version."""
@@ -211,7 +219,8 @@ class ThresholdChoice(_Frozen):
     threshold: float
     """The chosen limit: drops strictly above it block."""
     separable: bool
-    """Whether some threshold passes every acceptable example and blocks every decision-changing one."""
+    """Whether some threshold passes every acceptable example and blocks every decision-changing
+    one."""
     largest_acceptable_drop: float | None
     """The largest drop reviewers accepted."""
     smallest_harmful_drop: float | None
@@ -225,7 +234,8 @@ class ThresholdChoice(_Frozen):
 
 
 def threshold_errors(examples: list[AgreementDropExample], threshold: float) -> list[str]:
-    """Examples a threshold misclassifies: an acceptable drop above it, or a harmful drop at or below it."""
+    """Examples a threshold misclassifies: an acceptable drop above it, or a harmful drop at or
+    below it."""
     return [e.example_id for e in examples if (e.drop > threshold) != e.decision_changed]
 
 

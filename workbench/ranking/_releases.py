@@ -2,9 +2,10 @@
 
 A fixture file is a *draft* until it is frozen: ``workbench ranking freeze FILE --approver NAME``
 writes ``<name>@<version>.release.json`` beside it (:class:`FixtureRelease`): the file's
-sha256, a hash of its header and one sha256 per fixture (:func:`~workbench.ranking._fixtures.fixture_sha256`),
-who froze it and when, and the release it supersedes. ``release_sha256`` is the sha256 over the
-record's canonical JSON without that field, so an edited record no longer verifies.
+sha256, a hash of its header and one sha256 per fixture
+(:func:`~workbench.ranking._fixtures.fixture_sha256`), who froze it and when, and the release it
+supersedes. ``release_sha256`` is the sha256 over the record's canonical JSON without that field, so
+an edited record no longer verifies.
 
 Every load of a frozen file (:func:`check_release`, called by
 :func:`~workbench.ranking.load_fixtures`) compares the file with its release and refuses, one
@@ -85,13 +86,15 @@ class FixtureRelease(_Frozen):
 
 
 def release_path(fixtures_path: str | Path) -> Path:
-    """Where the release record of a fixture file lives: ``<name>@<version>.release.json`` beside it."""
+    """Where the release record of a fixture file lives: ``<name>@<version>.release.json`` beside
+    it."""
     path = Path(fixtures_path)
     return path.with_name(path.stem + RELEASE_SUFFIX)
 
 
 def read_release(path: str | Path) -> tuple[FixtureRelease | None, list[Problem]]:
-    """The release record at ``path`` (``None`` when absent), with a problem when it does not verify."""
+    """The release record at ``path`` (``None`` when absent), with a problem when it does not
+    verify."""
     path = Path(path)
     if not path.exists():
         return None, []
@@ -127,7 +130,8 @@ def read_release(path: str | Path) -> tuple[FixtureRelease | None, list[Problem]
 def check_release(
     path: Path, fixture_set: FixtureSet, case_lines: dict[str, int], header_lines: dict[str, int]
 ) -> FixtureSet:
-    """Verify a loaded fixture set against its release record and its change log; see the module docstring.
+    """Verify a loaded fixture set against its release record and its change log; see the module
+    docstring.
 
     Returns the set with ``release`` attached when it is frozen; raises :class:`WorkbenchError`
     listing every problem otherwise.

@@ -199,7 +199,8 @@ def _read_lock(path: Path) -> dict[str, Any]:
 
 
 def read_drift_log(log: str | Path) -> list[DriftEntry]:
-    """Every entry of a drift log, oldest first (none when it does not exist; a bad line is refused)."""
+    """Every entry of a drift log, oldest first (none when it does not exist; a bad line is
+    refused)."""
     path = Path(log)
     if not path.exists():
         return []

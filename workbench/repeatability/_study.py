@@ -490,7 +490,8 @@ def latest_study(
     partition: str | None = None,
     dataset_sha256: str | None = None,
 ) -> RepeatabilityStudy | None:
-    """The most recent study of ``fingerprint`` in the log (optionally of one partition and gold)."""
+    """The most recent study of ``fingerprint`` in the log (optionally of one partition and
+    gold)."""
     found = [
         s
         for s in read_studies(log)
@@ -504,7 +505,8 @@ def latest_study(
 def studies_of(
     log: str | Path, fingerprint: str, *, dataset_sha256: str | None = None
 ) -> list[RepeatabilityStudy]:
-    """Every study of ``fingerprint`` in the log, oldest first (for ``repeatability_blockers(earlier=...)``)."""
+    """Every study of ``fingerprint`` in the log, oldest first (for
+    ``repeatability_blockers(earlier=...)``)."""
     return [
         s
         for s in read_studies(log)

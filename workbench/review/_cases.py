@@ -209,7 +209,8 @@ class ReviewTable:
             count=len(self.categories[column]),
         )
         lookup = np.append(lookup, False)  # code -1 (missing) indexes this last slot
-        return lookup[self.codes[column]]
+        mask: np.ndarray = lookup[self.codes[column]]
+        return mask
 
     def tag_mask(self, tag: str) -> np.ndarray:
         """Boolean mask of rows carrying ``tag``."""

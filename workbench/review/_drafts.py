@@ -30,7 +30,8 @@ DRAFT_SCHEMA_VERSION = 1
 
 
 class GoldCorrectionDraft(Record):
-    """A proposed superseding gold record, waiting for an adjudicator. Never applied automatically."""
+    """A proposed superseding gold record, waiting for an adjudicator. Never applied
+    automatically."""
 
     schema_version: int = DRAFT_SCHEMA_VERSION
     """Draft record format version."""

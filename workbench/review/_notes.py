@@ -120,7 +120,7 @@ class ReviewNotes:
                 judge_fingerprint=judge_fingerprint,
                 reviewer=reviewer,
                 created_at=datetime.now(UTC),
-                cause=cause,  # type: ignore[arg-type]
+                cause=cause,
                 note=note,
                 error_class=error_class,
             )

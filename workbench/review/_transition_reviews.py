@@ -78,7 +78,8 @@ class TransitionReview(Record):
     decision: Decision
     """``accept`` or ``reject``."""
     evidence_ids: list[str] = Field(min_length=1)
-    """The evidence the decision rests on: ids in the gold's evidence snapshot (or cited by the case)."""
+    """The evidence the decision rests on: ids in the gold's evidence snapshot (or cited by the
+    case)."""
     reviewer: str = Field(min_length=1)
     """Who decided."""
     created_at: datetime
@@ -116,7 +117,8 @@ class TransitionReview(Record):
         return (self.old_fingerprint, self.new_fingerprint, self.case_id)
 
     def matches(self, pending: PendingTransition) -> bool:
-        """Whether this review is of ``pending`` exactly as it stands (same versions, case and verdicts)."""
+        """Whether this review is of ``pending`` exactly as it stands (same versions, case and
+        verdicts)."""
         return self.key == pending.key and (
             self.old_verdict,
             self.new_verdict,
@@ -126,7 +128,8 @@ class TransitionReview(Record):
 
 @dataclass(frozen=True)
 class PendingTransition:
-    """A changed verdict in a critical slice that needs a transition review (from a report's restricted part)."""
+    """A changed verdict in a critical slice that needs a transition review (from a report's
+    restricted part)."""
 
     old_fingerprint: str
     new_fingerprint: str
@@ -147,7 +150,8 @@ class PendingTransition:
 
 
 def transition_reviews_path_for(gold: str | Path) -> Path:
-    """The transition-review log of a gold dataset: ``<gold dataset directory>/transition_reviews.jsonl``."""
+    """The transition-review log of a gold dataset: ``<gold dataset
+    directory>/transition_reviews.jsonl``."""
     path = Path(gold)
     root = path if path.is_dir() else path.parent
     return root.resolve() / TRANSITION_REVIEWS_FILE
@@ -238,7 +242,7 @@ class TransitionReviews:
                 human_label=pending.human_label,
                 old_verdict=pending.old_verdict,
                 new_verdict=pending.new_verdict,
-                decision=decision,  # type: ignore[arg-type]
+                decision=decision,
                 evidence_ids=ids,
                 reviewer=reviewer,
                 created_at=datetime.now(UTC),

@@ -1,4 +1,5 @@
-"""Interval and agreement statistics (thin wrappers over scipy/statsmodels/scikit-learn/krippendorff)."""
+"""Interval and agreement statistics (thin wrappers over
+scipy/statsmodels/scikit-learn/krippendorff)."""
 
 from ._bound import (
     INTERVALS,

@@ -70,9 +70,10 @@ class BoundPlan(BaseModel):
 
 
 def upper_bound(
-    errors: int | np.ndarray, n: int | np.ndarray, interval: Interval = "wilson"
+    errors: float | np.ndarray, n: int | np.ndarray, interval: Interval = "wilson"
 ) -> float | np.ndarray:
-    """Upper end of the two-sided 95% interval of ``errors / n`` (statsmodels ``proportion_confint``)."""
+    """Upper end of the two-sided 95% interval of ``errors / n`` (statsmodels
+    ``proportion_confint``)."""
     import numpy as np
     from statsmodels.stats.proportion import proportion_confint
 
@@ -81,7 +82,8 @@ def upper_bound(
     high = proportion_confint(errors, n, alpha=0.05, method=_METHOD[interval])[1]
     if np.ndim(high) == 0:
         return float(min(1.0, float(high)))
-    return np.minimum(1.0, np.asarray(high, dtype=float))
+    bounded: np.ndarray = np.minimum(1.0, np.asarray(high, dtype=float))
+    return bounded
 
 
 def _errors(rate: float, n: np.ndarray) -> np.ndarray:
@@ -91,7 +93,8 @@ def _errors(rate: float, n: np.ndarray) -> np.ndarray:
 
 
 def bound_plan(limit: float, at_fraction: float = 0.5, interval: Interval = "wilson") -> BoundPlan:
-    """Cases needed so the 95% upper bound can fall within ``limit`` at a true rate of ``at_fraction·limit``.
+    """Cases needed so the 95% upper bound can fall within ``limit`` at a true rate of
+    ``at_fraction·limit``.
 
     See the module docstring for the exact definition. Raises ``ValueError`` for an unknown
     interval or a fraction outside ``[0, 1)``.
@@ -204,9 +207,10 @@ def too_few_cases_message(
     """The sentence a ``too few cases`` blocker can cite, with the planned number.
 
     ``too_few_cases_message("account_security", 6, 0.10)`` ->
-    ``"account_security: 6 human-fail cases; the limit 0.10 needs at least 127 to bound at 0.05 (Wilson)"``:
-    ``have`` decided human-fail cases (``human="pass"`` for a false-fail limit), the limit, the
-    cases :func:`cases_to_bound` plans for and the true rate planned for (``at_fraction·limit``).
+    ``"account_security: 6 human-fail cases; the limit 0.10 needs at least 127 to bound at 0.05
+    (Wilson)"``: ``have`` decided human-fail cases (``human="pass"`` for a false-fail limit), the
+    limit, the cases :func:`cases_to_bound` plans for and the true rate planned for
+    (``at_fraction·limit``).
     """
     plan = bound_plan(limit, at_fraction, interval)
     name = "Wilson" if interval == "wilson" else "Clopper-Pearson"

@@ -24,10 +24,12 @@ from ._stats import Kappa, _check_vocabulary
 Weights = Literal["linear", "quadratic"]
 """Disagreement weights of weighted kappa: ``|i - j|`` or ``(i - j)^2`` in scale distance."""
 AlphaLevel = Literal["nominal", "ordinal", "interval", "ratio"]
-"""Krippendorff's levels of measurement (the ``krippendorff`` package's ``level_of_measurement``)."""
+"""Krippendorff's levels of measurement (the ``krippendorff`` package's
+``level_of_measurement``)."""
 
 DEFAULT_MIN_SHARED = 10
-"""Rater pairs sharing fewer items than this are left out of pair tables (and counted as left out)."""
+"""Rater pairs sharing fewer items than this are left out of pair tables (and counted as left
+out)."""
 
 
 class Correlation(BaseModel):
@@ -55,20 +57,23 @@ class MeanAbsoluteError(BaseModel):
     n: int
     """Number of paired ratings."""
     unit: str
-    """What one unit is: ``scale value`` (numeric scales) or ``scale step`` (ranks of an ordinal scale)."""
+    """What one unit is: ``scale value`` (numeric scales) or ``scale step`` (ranks of an ordinal
+    scale)."""
     note: str | None = None
     """Why the value is undefined, when it is."""
 
 
 class OrdinalConfusion(BaseModel):
-    """Full confusion of two aligned ratings over the ordered scale (rows reference, columns predicted)."""
+    """Full confusion of two aligned ratings over the ordered scale (rows reference, columns
+    predicted)."""
 
     model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
 
     labels: list[str]
     """The scale labels, in scale order: the row and column order of ``matrix``."""
     matrix: list[list[int]]
-    """``matrix[i][j]``: items rated ``labels[i]`` by the reference and ``labels[j]`` by the prediction."""
+    """``matrix[i][j]``: items rated ``labels[i]`` by the reference and ``labels[j]`` by the
+    prediction."""
     n: int
     """Paired ratings."""
     exact: int
@@ -92,7 +97,8 @@ class OrdinalConfusion(BaseModel):
 def scale_values(
     ordered_labels: Sequence[str], values: Mapping[str, float] | None = None
 ) -> dict[str, float]:
-    """Each scale label's value: ``values`` when given (checked: every label, increasing), else ranks 1..k."""
+    """Each scale label's value: ``values`` when given (checked: every label, increasing), else
+    ranks 1..k."""
     if values is None:
         return {label: float(i) for i, label in enumerate(ordered_labels, start=1)}
     missing = [label for label in ordered_labels if label not in values]
@@ -233,7 +239,8 @@ def spearman_correlation(
     ordered_labels: Sequence[str],
     values: Mapping[str, float] | None = None,
 ) -> Correlation:
-    """Spearman's rank correlation of two aligned ratings (``scipy.stats.spearmanr``, ties averaged).
+    """Spearman's rank correlation of two aligned ratings (``scipy.stats.spearmanr``, ties
+    averaged).
 
     Only the order matters, so ``values`` change nothing as long as they increase; they are
     accepted for symmetry with the other functions.
@@ -285,7 +292,8 @@ def mean_absolute_error(
 def ordinal_confusion(
     reference: Sequence[str], predicted: Sequence[str], ordered_labels: Sequence[str]
 ) -> OrdinalConfusion:
-    """The full confusion over the ordered scale (scikit-learn ``confusion_matrix``), with direction counts."""
+    """The full confusion over the ordered scale (scikit-learn ``confusion_matrix``), with direction
+    counts."""
     import numpy as np
 
     n = _pairs(reference, predicted, ordered_labels)

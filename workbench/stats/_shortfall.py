@@ -31,7 +31,8 @@ from ._bound import Interval, cases_to_bound, upper_bound
 from ._needed import cases_needed
 
 BOUND_FRACTION = 0.5
-"""The true rate, as a fraction of the limit, the gate's "to bound" figure plans for (half the limit)."""
+"""The true rate, as a fraction of the limit, the gate's "to bound" figure plans for (half the
+limit)."""
 _SEARCH_LIMIT = 10_000_000
 
 
@@ -40,7 +41,8 @@ class Shortfall:
     """The sample-size figures of one limit over one slice (see the module docstring)."""
 
     have: int
-    """Decided cases in the rate's denominator (human-fail or human-pass cases judged pass or fail)."""
+    """Decided cases in the rate's denominator (human-fail or human-pass cases judged pass or
+    fail)."""
     errors: int
     """Errors among them (false passes or false fails)."""
     limit: float | None
@@ -73,7 +75,8 @@ class Shortfall:
 
     @property
     def planned_already(self) -> bool:
-        """True when the slice has at least ``needed_to_bound`` cases (its observed rate is the problem)."""
+        """True when the slice has at least ``needed_to_bound`` cases (its observed rate is the
+        problem)."""
         return self.needed_to_bound is not None and self.have >= self.needed_to_bound
 
 
@@ -109,7 +112,8 @@ def shortfall(
     *,
     at_fraction: float = BOUND_FRACTION,
 ) -> Shortfall:
-    """The sample-size figures for ``errors`` out of ``have`` decided cases against ``limit`` on ``basis``.
+    """The sample-size figures for ``errors`` out of ``have`` decided cases against ``limit`` on
+    ``basis``.
 
     Every figure uses the gate's interval, the 95% Wilson score interval.
     """
