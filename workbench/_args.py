@@ -104,7 +104,8 @@ def check_run_arguments(
 
 
 def partition_name(value: Any, name: str = "partition") -> str:
-    """The partition's name if ``value`` is one of the documented partitions (a string or the enum)."""
+    """The partition's name if ``value`` is one of the documented partitions (a string or the
+    enum)."""
     from .gold._records import PARTITIONS
 
     if not isinstance(value, str) or str(value) not in PARTITIONS:

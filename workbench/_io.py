@@ -30,7 +30,7 @@ from typing import Any, BinaryIO
 
 import yaml
 
-from .errors import Problem, WorkbenchError
+from .errors import Problem, Severity, WorkbenchError
 
 
 def canonical_json(obj: Any) -> str:
@@ -183,7 +183,7 @@ class AppendOnlyLog:
         self.close()
 
 
-def _last_newline_end(fh: Any, size: int, block: int = 1 << 16) -> int:
+def _last_newline_end(fh: BinaryIO, size: int, block: int = 1 << 16) -> int:
     """Offset just past the last newline of an open binary file (0 when there is none)."""
     end = size
     while end > 0:
@@ -604,7 +604,8 @@ WRONG_TYPE_ERRORS: dict[str, str] = {
     "bool_type": "true or false",
     "string_type": "a string",
 }
-"""Pydantic error types that readers report as ``wrong_type``: records are read with strict JSON types."""
+"""Pydantic error types that readers report as ``wrong_type``: records are read with strict JSON
+types."""
 
 
 def json_problem(
@@ -639,7 +640,7 @@ def json_problem(
     )
 
 
-class _StrictYAMLLoader(yaml.SafeLoader):
+class _StrictYAMLLoader(yaml.SafeLoader):  # type: ignore[misc]  # yaml is untyped (Any)
     """``yaml.SafeLoader`` that refuses a key repeated in one mapping (merge keys aside)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -665,14 +666,15 @@ class _StrictYAMLLoader(yaml.SafeLoader):
                     key_node.start_mark,
                 )
             seen[key] = key_node.start_mark.line + 1
-        return super().construct_mapping(node, deep=deep)
+        mapping: dict[Any, Any] = super().construct_mapping(node, deep=deep)
+        return mapping
 
 
-class DuplicateYAMLKey(yaml.constructor.ConstructorError):
+class DuplicateYAMLKey(yaml.constructor.ConstructorError):  # type: ignore[misc]  # untyped yaml
     """A YAML mapping repeats a key (the last one would silently win)."""
 
 
-class YAMLTooDeep(yaml.YAMLError):
+class YAMLTooDeep(yaml.YAMLError):  # type: ignore[misc]  # yaml is untyped (Any)
     """The YAML nests deeper than the interpreter can follow."""
 
     problem = "the YAML is nested too deeply to read"
@@ -714,7 +716,7 @@ def parse_yaml(
     *,
     prefix: str,
     fix: str = "correct the YAML syntax",
-    severity: str = "error",
+    severity: Severity = "error",
 ) -> Any:
     """Parse YAML text strictly (see :func:`read_yaml`); ``loc`` names it in problems."""
     from ._load import yaml_problem  # the one YAML-error translation (imports this module)
@@ -724,7 +726,7 @@ def parse_yaml(
     except yaml.YAMLError as exc:
         problem = yaml_problem(
             exc, loc, code=f"{prefix}_yaml", fix=fix, severity=severity, split=True
-        )  # type: ignore[arg-type]
+        )
         summary = {"yaml_too_deep": "too deep", "duplicate_yaml_key": "duplicate key"}.get(
             problem.code, "not valid YAML"
         )

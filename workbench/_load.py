@@ -220,7 +220,8 @@ class Lines:
         return out
 
     def line(self, *path: Any) -> int | None:
-        """The line of the deepest existing part of ``path`` (``None`` when nothing of it exists)."""
+        """The line of the deepest existing part of ``path`` (``None`` when nothing of it
+        exists)."""
         return self.lines.get(self.found(*path))
 
     def at(self, *path: Any) -> str:
@@ -280,7 +281,8 @@ def load_yaml(
     ``not_a_file`` / ``unreadable_file`` / ``file_too_large`` (bounded read),
     ``<prefix>_encoding`` (not UTF-8), ``<prefix>_yaml`` (syntax, duplicate key, too deep;
     at its line) and, when ``shape`` = ``(message, fix)`` is given, ``<prefix>_shape`` for a
-    document that is not a mapping (the ``*_code`` arguments keep a reader's own codes). An empty document becomes ``if_empty`` when that is given.
+    document that is not a mapping (the ``*_code`` arguments keep a reader's own codes). An
+    empty document becomes ``if_empty`` when that is given.
     Summaries: ``no <what>`` and ``unreadable <what>``.
     """
     path = Path(path)

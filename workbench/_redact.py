@@ -33,7 +33,8 @@ _HEADER_VALUE = re.compile(rf"""(?ix)
     (?P<value>[^\s"',;}}\]]+)
     """)
 _TOKEN = r"(?=[A-Za-z0-9._~+/=\-*]*[0-9_~+/=\-*])[A-Za-z0-9._~+/=\-*]{8,}"
-"""A credential-like token: 8+ token characters, one of them a digit or one of ``_~+/=-*`` (not a word)."""
+"""A credential-like token: 8+ token characters, one of them a digit or one of ``_~+/=-*`` (not a
+word)."""
 _SCHEME_TOKEN = re.compile(rf"\b(?P<scheme>[Bb]earer|BEARER|Basic|BASIC)\s+(?P<value>{_TOKEN})")
 _SK_TOKEN = re.compile(r"\bsk-[A-Za-z0-9_\-*.]{4,}")
 _URL_USERINFO = re.compile(r"(?i)\b(?P<scheme>[a-z][a-z0-9+.\-]*://)[^/\s@]+@")

@@ -43,7 +43,8 @@ def _real(stand_in: types.ModuleType) -> types.ModuleType:
 
 
 def defer_rfc3987_syntax() -> bool:
-    """Install the stand-in; ``False`` (nothing done) when the package is absent or already in use."""
+    """Install the stand-in; ``False`` (nothing done) when the package is absent or already in
+    use."""
     if _NAME in sys.modules or "jsonschema" in sys.modules:
         return False
     try:

@@ -41,7 +41,8 @@ class ExitCode(IntEnum):
     INVALID_INPUT = 2
     """Invalid input: bad data or arguments, a refused join, a contract problem."""
     INCOMPLETE = 3
-    """Evaluation incomplete: a run stopped early (budget, case limit, circuit breaker), evidence missing."""
+    """Evaluation incomplete: a run stopped early (budget, case limit, circuit breaker), evidence
+    missing."""
     REVIEW_REQUIRED = 4
     """Review required: a person must decide."""
     EVALUATOR_ERRORS = 5
@@ -133,7 +134,8 @@ def exit_codes(*names: str) -> dict[str, int]:
 
 
 def style(outcome: str) -> Style:
-    """How the report shows ``outcome``: a gate outcome in its colours, any other name as itself on grey."""
+    """How the report shows ``outcome``: a gate outcome in its colours, any other name as itself on
+    grey."""
     known = OUTCOMES.get(outcome)
     if known is not None and known.style is not None:
         return known.style

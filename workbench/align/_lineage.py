@@ -166,7 +166,13 @@ def partition_from_manifest(manifest: RunManifest | None) -> str | None:
     return manifest.partition
 
 
-def resolve_partition(results: str | Path, partition: str | None) -> tuple[str | None, str]:
+PartitionSource = Literal["option", "run_manifest", "all"]
+"""Where the analysed partition came from (:func:`resolve_partition`)."""
+
+
+def resolve_partition(
+    results: str | Path, partition: str | None
+) -> tuple[str | None, PartitionSource]:
     """The partition to analyse and where it came from: ``option``, ``run_manifest`` or ``all``.
 
     When ``partition`` is None, the run manifest beside ``results`` names it.

@@ -1,4 +1,5 @@
-"""``workbench ci contracts``: every file of the project and the lineage between them, with no model call.
+"""``workbench ci contracts``: every file of the project and the lineage between them, with no model
+call.
 
 Checks, one :class:`~workbench.ci.CheckResult` each (the JUnit ``testcase``):
 
@@ -66,7 +67,8 @@ EXIT_CODES: dict[str, int] = exit_codes(
 
 
 class ContractsReport(LooseRecord):
-    """What ``workbench ci contracts`` found (``--json``, and ``contracts.json`` in its run directory)."""
+    """What ``workbench ci contracts`` found (``--json``, and ``contracts.json`` in its run
+    directory)."""
 
     schema_version: int = CONTRACTS_SCHEMA_VERSION
     """Report format version."""
@@ -85,7 +87,8 @@ class ContractsReport(LooseRecord):
     """Every check, in order: config, gold, candidates, policies, controls, ranking, noise,
     control runs."""
     outcome: Outcome
-    """``passed``, ``failed`` (exit 1), ``contract_problems`` (exit 2) or ``incomplete`` (exit 3)."""
+    """``passed``, ``failed`` (exit 1), ``contract_problems`` (exit 2) or ``incomplete`` (exit
+    3)."""
     exit_code: int
     """The process exit code."""
 

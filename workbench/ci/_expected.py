@@ -1,4 +1,5 @@
-"""Reviewed expected failures (``ci: expected_failures:`` in ``workbench.yaml``) applied to a lane's checks.
+"""Reviewed expected failures (``ci: expected_failures:`` in ``workbench.yaml``) applied to a lane's
+checks.
 
 Only a *failed* check of group ``control-runs`` (a candidate's controls) or
 ``noise-retrieval`` (a suite's retrieval assertions) can be expected to fail, and only
@@ -92,10 +93,11 @@ def apply_expected_failures(
         live[entry.check] = entry
 
     for check in checks:
-        entry = live.get(check.check_id)
-        if entry is None:
+        found = live.get(check.check_id)
+        if found is None:
             out.append(check)
             continue
+        entry = found
         declared, actual = set(entry.failing), set(check.failing)
         if check.status == "passed":
             out.append(check)

@@ -2,8 +2,10 @@
 
 The shape is the common Ant/Surefire one that GitHub and GitLab test reporters read::
 
-    <testsuites name="workbench ci contracts" tests=".." failures=".." errors=".." skipped=".." time="..">
-      <testsuite name="gold" tests=".." failures=".." errors=".." skipped=".." time=".." timestamp="..">
+    <testsuites name="workbench ci contracts" tests=".." failures=".." errors=".."
+                skipped=".." time="..">
+      <testsuite name="gold" tests=".." failures=".." errors=".." skipped=".." time=".."
+                 timestamp="..">
         <testcase classname="ci.contracts.gold" name="data/demo" time="..">
           <failure type="gold_invalid" message="one line">every problem, one per line</failure>
         </testcase>
@@ -41,7 +43,8 @@ class CheckResult(BaseModel):
     ``noise``, ``noise-retrieval``, ``control-runs``, ``sentinels``, ``config`` ... (the
     JUnit ``testsuite``)."""
     name: str
-    """The item, e.g. a path or ``rubric-judge@2 on support-controls@1`` (the JUnit ``testcase``)."""
+    """The item, e.g. a path or ``rubric-judge@2 on support-controls@1`` (the JUnit
+    ``testcase``)."""
     status: CheckStatus
     """``passed``; ``failed`` (a problem found); ``error`` (could not be completed: never a
     pass); ``expected_failure`` (failed exactly as a reviewed expected-failure entry says)."""

@@ -1,4 +1,5 @@
-"""What a CI lane checks: the project's files, found by convention or declared in ``workbench.yaml``.
+"""What a CI lane checks: the project's files, found by convention or declared in
+``workbench.yaml``.
 
 Discovery rule (documented in docs/formats.md#ci-configuration):
 
@@ -58,7 +59,8 @@ DEFAULT_GLOBS: dict[str, list[str]] = {
 
 
 class CiPaths(_Model):
-    """Globs (relative to the project root) per kind of file; a kind left out keeps its convention."""
+    """Globs (relative to the project root) per kind of file; a kind left out keeps its
+    convention."""
 
     gold: list[str] | None = None
     """Gold dataset directories (each holding ``gold.jsonl``); default ``data/*``."""

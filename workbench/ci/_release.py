@@ -1,4 +1,5 @@
-"""``workbench ci release``: ``certify``, then verify the locked report, then a machine-readable summary.
+"""``workbench ci release``: ``certify``, then verify the locked report, then a machine-readable
+summary.
 
 It is the only CI lane that touches held-out data (``contracts`` runs nothing on gold cases,
 ``sentinel`` runs only ``sentinels.yaml`` cases, which are never held out). Certification is
@@ -28,7 +29,8 @@ from ._junit import CheckResult
 
 RELEASE_SCHEMA_VERSION = 1
 OUTCOME_EXIT: dict[str, int] = exit_codes(*GATE_OUTCOMES, "invalid_input")
-"""Exit code of each release-lane outcome: certification's, and invalid input (:mod:`workbench.outcomes`)."""
+"""Exit code of each release-lane outcome: certification's, and invalid input
+(:mod:`workbench.outcomes`)."""
 _CATEGORY = {"quality": "failure", "incomplete": "incomplete", "review": "review"}
 
 
@@ -110,7 +112,8 @@ def run_release(
     notebook: str | Path | None = None,
     overrides: str | Path | None = None,
 ) -> ReleaseSummary:
-    """Certify, verify, summarize (module doc). Never raises for invalid input: the summary says it."""
+    """Certify, verify, summarize (module doc). Never raises for invalid input: the summary says
+    it."""
     from ..reports import certify, verify_path
 
     base: dict[str, Any] = {

@@ -116,7 +116,8 @@ class LaneRun(_Model):
 
 
 class SentinelLaneReport(_Model):
-    """What ``workbench ci sentinel`` did (``--json``, and ``sentinel.json`` in its run directory)."""
+    """What ``workbench ci sentinel`` did (``--json``, and ``sentinel.json`` in its run
+    directory)."""
 
     schema_version: int = SENTINEL_LANE_SCHEMA_VERSION
     """Report format version."""
@@ -233,7 +234,8 @@ class _Plan:
 def affected_candidates(
     inv: Inventory, changes: Changes, shared: dict[Path, str]
 ) -> tuple[list[_Candidate], list[str], list[CheckResult]]:
-    """The affected candidates, the specs deleted since the ref, and a contract check per spec that does not load."""
+    """The affected candidates, the specs deleted since the ref, and a contract check per spec that
+    does not load."""
     from ..judges import load_spec
 
     changed = changes.absolute()
@@ -398,7 +400,8 @@ def resolve_cap(policy: Any, requested: float | None, policy_path: str | Path) -
 
 
 def _materialize(changes: Changes, spec_path: Path, into: Path) -> Path | None:
-    """Write the spec (and its prompt file) as they were at the ref into ``into``; None if absent there."""
+    """Write the spec (and its prompt file) as they were at the ref into ``into``; None if absent
+    there."""
     import yaml
 
     data = show_at(changes, spec_path)
@@ -668,9 +671,12 @@ async def run_sentinel_lane(
                         plan.baseline_judge = ref_judge
                         plan.baseline_label = f"{ref_spec.label} at {since}"
                     else:
+                        code_reasons = [
+                            r for r in c.reasons if r.startswith(("function module", "judge code"))
+                        ]
                         plan.no_baseline = (
                             "the change touches code"
-                            f" ({'; '.join(r for r in c.reasons if r.startswith(('function module', 'judge code')))})"
+                            f" ({'; '.join(code_reasons)})"
                             f" so {ref_spec.label} cannot be rebuilt as it was at {since}, and the"
                             " drift log records no baseline of it"
                         )
@@ -947,8 +953,8 @@ def format_sentinel_lane(report: SentinelLaneReport) -> str:
             f"  {a.candidate} ({a.kind}{'' if a.covered else ', not covered by this lane'}): "
             + "; ".join(a.reasons)
         )
-    for r in report.removed:
-        lines.append(f"  removed: {r}")
+    for removed in report.removed:
+        lines.append(f"  removed: {removed}")
     if report.budget_usd is not None:
         lines.append(
             f"cap ${report.budget_usd:.4f} ({report.budget_source}), estimate"

@@ -18,7 +18,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 class FiniteFloatRange(click.FloatRange):
-    """``click.FloatRange`` that also refuses ``nan``, ``inf`` and ``-inf`` (which it lets through)."""
+    """``click.FloatRange`` that also refuses ``nan``, ``inf`` and ``-inf`` (which it lets
+    through)."""
 
     name = "finite float range"
 

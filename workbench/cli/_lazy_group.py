@@ -20,13 +20,15 @@ class LazyCommand(NamedTuple):
     """Where a subcommand lives and the first paragraph of its help, for the command list."""
 
     target: str
-    """``"module:attribute"`` of the :class:`click.Command`, e.g. ``"workbench.cli.validate:validate"``."""
+    """``"module:attribute"`` of the :class:`click.Command`, e.g.
+    ``"workbench.cli.validate:validate"``."""
     help: str
     """The first paragraph of the command's help, as click shortens it in ``workbench --help``."""
 
 
 class LazyGroup(click.Group):
-    """:class:`click.Group` whose ``lazy_commands`` are imported on first use (the click docs' pattern)."""
+    """:class:`click.Group` whose ``lazy_commands`` are imported on first use (the click docs'
+    pattern)."""
 
     def __init__(
         self, *args: Any, lazy_commands: Mapping[str, LazyCommand] | None = None, **kwargs: Any

@@ -93,7 +93,8 @@ _PARAMS = (
 
 
 class _RunOption(click.Option):
-    """A click option declared by :data:`OPTIONS` (its value goes into the command's ``options``)."""
+    """A click option declared by :data:`OPTIONS` (its value goes into the command's
+    ``options``)."""
 
 
 def run_option(name: str, **override: Any) -> Callable[[Any], Any]:
@@ -118,10 +119,17 @@ def _gather(kwargs: dict[str, Any]) -> RunOptions:
     return RunOptions(**found, cache_dir=False if no_cache else cache_dir, progress=not no_progress)
 
 
+def fixed_concurrency(options: RunOptions) -> int:
+    """``options.concurrency`` of a command whose ``--concurrency`` has a default (never None)."""
+    assert options.concurrency is not None, "--concurrency has a default in this command"
+    return options.concurrency
+
+
 def run_options(
     *names: str, **overrides: dict[str, Any]
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Add the run options ``names`` (in help order) and pass the command ``options: RunOptions``."""
+    """Add the run options ``names`` (in help order) and pass the command ``options:
+    RunOptions``."""
     unknown = [n for n in [*names, *overrides] if n not in OPTIONS]
     if unknown:
         raise ValueError(f"unknown run options: {unknown}")

@@ -100,7 +100,8 @@ def _block(title: str, block: AgreementBlock, report: AgreementReport) -> list[s
 @click.option("--json", "as_json", is_flag=True, help="Print the documented JSON structure.")
 @user_errors
 def agreement(path: str, partition: str | None, min_shared: int, as_json: bool) -> None:
-    """Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha, Fleiss' kappa; overall and per slice.
+    """Human-human agreement: pairwise raw agreement and Cohen's kappa, Krippendorff's alpha,
+    Fleiss' kappa; overall and per slice.
 
     On an ordinal or numeric rubric (``scale`` in rubric.yaml) it adds linear and quadratic
     weighted Cohen's kappa and Spearman's rho per reviewer pair, and Krippendorff's alpha at

@@ -1,4 +1,5 @@
-"""``workbench authority`` (grant, promote, demote, revoke, shadow, log) and ``workbench status``."""
+"""``workbench authority`` (grant, promote, demote, revoke, shadow, log) and ``workbench
+status``."""
 
 from __future__ import annotations
 
@@ -51,7 +52,8 @@ def _warn_damaged(problems: list[Problem]) -> None:
 
 @click.group()
 def authority() -> None:
-    """The authority record: what each certified judge may do (advisory, route, block), where, and since when.
+    """The authority record: what each certified judge may do (advisory, route, block), where, and
+    since when.
 
     The promotion path is advisory -> route -> block, one approved step at a time: grant
     (advisory), promote, promote. Each step needs a certified report of exactly this version
@@ -202,7 +204,8 @@ def shadow_command(
     report: str | None,
     as_json: bool,
 ) -> None:
-    """Attach a judge in shadow to the judge holding authority; run it with `workbench run --shadow-of`.
+    """Attach a judge in shadow to the judge holding authority; run it with `workbench run
+    --shadow-of`.
 
     A shadow's verdicts are recorded and summarized for review; they never affect a gate.
     """

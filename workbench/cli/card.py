@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 import yaml
 
@@ -10,7 +12,8 @@ from ..stats import DEFAULT_MIN_SHARED
 from ._common import echo_json, user_errors
 
 NAMES_SHOWN = 20
-"""Reviewers (and reviewer pairs) are listed one by one up to this many; beyond it, the most active and a count."""
+"""Reviewers (and reviewer pairs) are listed one by one up to this many; beyond it, the most active
+and a count."""
 
 
 @click.command()
@@ -102,7 +105,7 @@ def card(path: str, min_shared: int, as_json: bool) -> None:
     )
 
 
-def _reviewer_lines(stats: dict) -> list[str]:
+def _reviewer_lines(stats: dict[str, Any]) -> list[str]:
     summary = stats["reviewer_summary"]
     if not summary["count"]:
         return ["reviewers: 0"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypedDict
 
 import click
 
@@ -10,7 +11,17 @@ from ..errors import Problem, WorkbenchError
 from ..outcomes import ExitCode, exit_code
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
-from ._run_options import run_options
+from ._run_options import fixed_concurrency, run_options
+
+
+class _LedgerBlock(TypedDict):
+    """One held-out ledger in ``workbench reports --ledger`` (its JSON output)."""
+
+    ledger: str
+    exists: bool
+    chain_ok: bool
+    problems: list[dict[str, Any]]
+    entries: list[dict[str, Any]]
 
 
 @click.command()
@@ -204,7 +215,7 @@ def certify(
             gold,
             reports_root=reports_root,
             rerun_reason=rerun_reason,
-            concurrency=options.concurrency,
+            concurrency=fixed_concurrency(options),
             budget_usd=options.budget_usd,
             max_cases=options.max_cases,
             overrides=overrides,
@@ -360,7 +371,7 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
                 ],
             )
         problems = reconcile_ledgers(paths)
-        out = []
+        out: list[_LedgerBlock] = []
         for path in paths:
             read = HeldOutLedger(path).read()
             problems += [p for p in read.problems if p not in problems]

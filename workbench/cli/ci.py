@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import click
 
@@ -10,7 +11,10 @@ from ..errors import WorkbenchError
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, report_problems, user_errors
-from ._run_options import run_option, run_options
+from ._run_options import fixed_concurrency, run_option, run_options
+
+if TYPE_CHECKING:
+    from ..ci import CheckResult
 
 
 @click.group("ci")
@@ -28,7 +32,7 @@ def ci() -> None:
     """
 
 
-def _junit(path: str | None, lane: str, checks: list) -> None:
+def _junit(path: str | None, lane: str, checks: list[CheckResult]) -> None:
     if path:
         from ..ci import write_junit
 
@@ -178,12 +182,12 @@ def sentinel(
 ) -> None:
     """Run the candidates a change affects on the sentinel cases and the control suite.
 
-    Affected: a candidate whose spec, prompt file, function module or results file changed
-    since REF; every ragas-llm and ragas-function candidate when the gold's rubric.yaml or sentinels.yaml, the
-    control suite or a `ci: sentinel: judge_code` file changed. Everything is priced first
-    and refused (exit 3, nothing started) above the policy's per-job cap, ci_budget_usd.
-    Sentinel verdicts are compared with a recorded baseline (drift log) or the candidate as
-    it was at REF. Cost and tokens are printed.
+    Affected: a candidate whose spec, prompt file, function module or results file changed since
+    REF; every ragas-llm and ragas-function candidate when the gold's rubric.yaml or sentinels.yaml,
+    the control suite or a `ci: sentinel: judge_code` file changed. Everything is priced first and
+    refused (exit 3, nothing started) above the policy's per-job cap, ci_budget_usd. Sentinel
+    verdicts are compared with a recorded baseline (drift log) or the candidate as it was at REF.
+    Cost and tokens are printed.
 
     Exit codes: 0 nothing affected, or every control passed and no sentinel changed; 1 a
     control failed; 4 sentinel drift (review; accept by recording a new baseline with
@@ -293,7 +297,7 @@ def release(
             reports_root=reports_root,
             rerun_reason=rerun_reason,
             budget_usd=options.budget_usd,
-            concurrency=options.concurrency,
+            concurrency=fixed_concurrency(options),
             notebook=notebook,
         )
     except WorkbenchError as exc:  # verification input problems after the report exists

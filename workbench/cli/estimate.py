@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from ..outcomes import ExitCode
 from ._common import FiniteFloatRange, echo_json, user_errors
+
+if TYPE_CHECKING:
+    from ..estimate._estimate import RGInterval
 
 
 @click.command()
@@ -83,7 +88,7 @@ def estimate(
     slices: str,
     rubric: str,
     labelled: str | None,
-    interval: str,
+    interval: RGInterval,
     seed: int,
     unstable_below: float,
     as_json: bool,
@@ -113,7 +118,7 @@ def estimate(
         interval=interval,
         seed=seed,
         unstable_below=unstable_below,
-    )  # type: ignore[arg-type]
+    )
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:

@@ -194,7 +194,8 @@ def gate(
         check_held_out_results(
             gold, results, partition
         )  # held-out results only from a recorded certification
-        # Cases a run's declared plan left out leave the scope only under the policy's own plan (same sha256).
+        # Cases a run's declared plan left out leave the scope only under the policy's own plan
+        # (same sha256).
         join = align_results(
             dataset,
             results,

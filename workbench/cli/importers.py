@@ -346,7 +346,8 @@ def pandalm(source_json: Path, out: Path, force: bool) -> None:
 def llmbar(
     subset_dir: Path, evaluator: Path | None, subset: str | None, out: Path, force: bool
 ) -> None:
-    """Import an LLMBar subset (dataset.json: pairwise items, label 1 or 2 from the dataset authors).
+    """Import an LLMBar subset (dataset.json: pairwise items, label 1 or 2 from the dataset
+    authors).
 
     One case per item, labels 1 and 2 (no ties), one review and adjudication by
     'llmbar-authors'; the slice is the subset. With --evaluator, the evaluator's verdicts

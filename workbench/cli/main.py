@@ -148,7 +148,8 @@ COMMANDS: dict[str, LazyCommand] = {
 )
 @click.version_option(__version__, prog_name="workbench")
 def main() -> None:
-    """Judge calibration workbench: prove, or disprove, that an LLM judge agrees with human reviewers."""
+    """Judge calibration workbench: prove, or disprove, that an LLM judge agrees with human
+    reviewers."""
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""``workbench noise`` (score a pair suite) and its subcommands ``check``, ``freeze``, ``panel`` and ``override add``."""
+"""``workbench noise`` (score a pair suite) and its subcommands ``check``, ``freeze``, ``panel`` and
+``override add``."""
 
 from __future__ import annotations
 
@@ -321,7 +322,8 @@ def noise(
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @user_errors
 def check(pairs_path: str, as_json: bool) -> None:
-    """The deterministic lane, no model call: validation, traces, release and lineage, retrieval assertions.
+    """The deterministic lane, no model call: validation, traces, release and lineage, retrieval
+    assertions.
 
     Exit 0 every check passed, 1 a retrieval assertion failed, 3 retrieval evidence is
     missing, 2 invalid input (including a frozen suite changed in place).
@@ -398,7 +400,8 @@ def check(pairs_path: str, as_json: bool) -> None:
 @click.option("--note", default=None, help="Why this release.")
 @user_errors
 def freeze(pairs_path: str, by: str, note: str | None) -> None:
-    """Freeze a suite release (hashes, retirements, sentinels, evidence manifest) into releases.jsonl beside it.
+    """Freeze a suite release (hashes, retirements, sentinels, evidence manifest) into
+    releases.jsonl beside it.
 
     Refused (exit 2): an in-place change to a frozen version, a deleted or changed pair of an
     earlier release, a retired pair made active again, a broken release log.

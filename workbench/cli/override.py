@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict
 
 import click
 
@@ -80,6 +81,19 @@ def override() -> None:
     """
 
 
+class _OverrideFields(TypedDict):
+    """The override fields ``add`` passes through to the store."""
+
+    approver: str
+    reason: str
+    expires_at: str
+    follow_up: str
+    codes: tuple[str, ...]
+    slices: tuple[str, ...]
+    case_ids: tuple[str, ...]
+    candidate_fingerprint: str | None
+
+
 @override.command("add")
 @click.option(
     "--policy",
@@ -143,7 +157,7 @@ def add(
     policy does not declare; a slice-level waiver of a false pass in a critical slice (name
     every false-pass case with --case instead); a code never waivable in a critical slice.
     """
-    fields = {
+    fields: _OverrideFields = {
         "approver": approver,
         "reason": reason,
         "expires_at": expires,

@@ -10,7 +10,7 @@ from ..errors import Problem, WorkbenchError
 from ..gold import load_dataset
 from ..outcomes import ExitCode
 from ..policy import load_policy
-from ..stats import INTERVALS
+from ..stats import INTERVALS, Interval
 from ._common import echo_json, user_errors
 
 
@@ -51,7 +51,7 @@ from ._common import echo_json, user_errors
 )
 @user_errors
 def plan(
-    policy: str, gold: str, at_fraction: float, interval: str, as_json: bool, fail_short: bool
+    policy: str, gold: str, at_fraction: float, interval: Interval, as_json: bool, fail_short: bool
 ) -> None:
     """How many decided cases each slice of a policy needs, and the shortfall per partition.
 
@@ -80,7 +80,7 @@ def plan(
     dataset = load_dataset(gold)
     result = plan_policy(
         loaded, dataset, at_fraction=at_fraction, interval=interval, policy_path=Path(policy)
-    )  # type: ignore[arg-type]
+    )
     if as_json:
         echo_json(result.model_dump(mode="json"))
     else:

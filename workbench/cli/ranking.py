@@ -1,10 +1,11 @@
-"""``workbench ranking``: the battery and its gate, reviewer calibration, fixture releases, replay, verify; ``workbench prune``."""
+"""``workbench ranking``: the battery and its gate, reviewer calibration, fixture releases, replay,
+verify; ``workbench prune``."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import click
 
@@ -14,13 +15,38 @@ from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
 from ._run_options import run_option, run_options
 
-"""Exit code of a failed quality check (the gate's ``quality_failed``; a replay that reproduces a failure)."""
+if TYPE_CHECKING:
+    from ..ranking import RankingHistoryEntry, RankingPolicy, ScalarCaseResult
+    from ..ranking._battery import Plan
+
+"""Exit code of a failed quality check (the gate's ``quality_failed``; a replay that reproduces a
+failure)."""
 DEFAULT_HISTORY_DIR = Path("runs/ranking/history")
 DEFAULT_OVERRIDES = Path("data/policies/overrides.jsonl")
 
 
+class _Battery(TypedDict):
+    """The position-battery arguments shared by the run and its report."""
+
+    plan: Plan
+    max_exhaustive: int
+    sample: int
+    seed: int
+    repeats: int
+
+
+class _GateInputs(TypedDict):
+    """What the ranking gate reads besides the results."""
+
+    policy: RankingPolicy | None
+    history: list[RankingHistoryEntry]
+    overrides: list[Any]
+    scalar: list[ScalarCaseResult] | None
+
+
 class _DefaultGroup(click.Group):
-    """A group whose default subcommand is ``run``: ``workbench ranking --candidate ...`` still works."""
+    """A group whose default subcommand is ``run``: ``workbench ranking --candidate ...`` still
+    works."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if args and args[0] not in self.commands and args[0] not in ("-h", "--help"):
@@ -28,18 +54,30 @@ class _DefaultGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-@click.group(cls=_DefaultGroup)
-def ranking() -> None:
-    """Ranking judges: battery and gate (run, the default), reviewer agreement, fixture releases, replay, verify.
+_RANKING_HELP = (
+    "Ranking judges: battery and gate (run, the default), reviewer agreement, fixture releases,"
+    " replay, verify.\n"
+    "\n"
+    "\b\n"
+    "workbench ranking run --candidate SPEC --fixtures FILE [--policy P]   battery, report, gate\n"
+    "workbench ranking agreement --fixtures FILE                           "
+    "reviewer-reviewer agreement\n"
+    "workbench ranking freeze FILE --approver NAME                         "
+    "freeze a fixture release\n"
+    "workbench ranking history FILE                                        "
+    "label history of a fixture file\n"
+    "workbench ranking replay ... --case ID --repeat N                     "
+    "replay one attempt from frozen inputs\n"
+    "workbench ranking verify RUN_DIR                                      "
+    "verify a locked ranking run\n"
+)
+"""``workbench ranking --help``: a table of the subcommands (kept as one string so its rows
+stay aligned beyond 100 columns)."""
 
-    \b
-    workbench ranking run --candidate SPEC --fixtures FILE [--policy P]   battery, report, gate
-    workbench ranking agreement --fixtures FILE                           reviewer-reviewer agreement
-    workbench ranking freeze FILE --approver NAME                         freeze a fixture release
-    workbench ranking history FILE                                        label history of a fixture file
-    workbench ranking replay ... --case ID --repeat N                     replay one attempt from frozen inputs
-    workbench ranking verify RUN_DIR                                      verify a locked ranking run
-    """
+
+@click.group(cls=_DefaultGroup, help=_RANKING_HELP)
+def ranking() -> None:
+    """Ranking judges (help text: :data:`_RANKING_HELP`)."""
 
 
 def _capture(
@@ -248,7 +286,7 @@ def run(
     no_history: bool,
     overrides: str | None,
     scalar: str | None,
-    plan: str,
+    plan: Plan,
     capture: str | None,
     excerpts: tuple[str, ...],
     retention_days: int | None,
@@ -260,7 +298,8 @@ def run(
     seed: int,
     repeats: int,
 ) -> None:
-    """Run a ranking judge's position-bias battery over reviewed fixtures, report it and apply the ranking gate.
+    """Run a ranking judge's position-bias battery over reviewed fixtures, report it and apply the
+    ranking gate.
 
     Every fixture is judged under several presented orders (all permutations up to
     --max-exhaustive candidates, else a fixed-seed sample; with --plan rotation one seeded
@@ -332,12 +371,19 @@ def run(
             )
         loaded_overrides = load_overrides(overrides_path)
     scalar_rows = read_scalar(scalar) if scalar else None
-    battery = dict(
-        plan=plan, max_exhaustive=max_exhaustive, sample=sample, seed=seed, repeats=repeats
-    )
-    gate_inputs = dict(
-        policy=loaded_policy, history=past, overrides=loaded_overrides, scalar=scalar_rows
-    )
+    battery: _Battery = {
+        "plan": plan,
+        "max_exhaustive": max_exhaustive,
+        "sample": sample,
+        "seed": seed,
+        "repeats": repeats,
+    }
+    gate_inputs: _GateInputs = {
+        "policy": loaded_policy,
+        "history": past,
+        "overrides": loaded_overrides,
+        "scalar": scalar_rows,
+    }
     if results is not None:
         report = ranking_report(fixture_set, results, **gate_inputs)
         out_dir = Path(out) if out else None
@@ -450,7 +496,8 @@ def run(
 )
 @user_errors
 def agreement(fixtures: str, as_json: bool) -> None:
-    """Reviewer-reviewer agreement on the fixtures: pairwise agreement, Kendall's tau and top-1 agreement.
+    """Reviewer-reviewer agreement on the fixtures: pairwise agreement, Kendall's tau and top-1
+    agreement.
 
     Per fixture, per slice and overall, with numerators and denominators, the disputed
     candidate pairs and whether each disagreement was adjudicated. A must-win fixture whose
@@ -492,7 +539,8 @@ def freeze(fixtures: str, approver: str, reason: str) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
 @user_errors
 def history_(fixtures: str, as_json: bool) -> None:
-    """The label history of a fixture file: every version it supersedes, oldest first, with its recorded changes."""
+    """The label history of a fixture file: every version it supersedes, oldest first, with its
+    recorded changes."""
     from ..ranking import label_history
 
     chain = label_history(fixtures)
@@ -568,7 +616,7 @@ def replay(
     fixtures: str,
     case_id: str,
     repeat: int,
-    plan: str,
+    plan: Plan,
     max_exhaustive: int,
     sample: int,
     seed: int,
@@ -577,7 +625,8 @@ def replay(
     expect_fingerprint: str | None,
     out: str | None,
 ) -> None:
-    """Replay one attempt of a ranking battery from frozen inputs: the same presentation, a fresh call (no cache).
+    """Replay one attempt of a ranking battery from frozen inputs: the same presentation, a fresh
+    call (no cache).
 
     Failure artifacts print this command. Exit 0 when the replayed attempt passes its checks,
     1 when it fails them again (the failure reproduces), 5 on an evaluator error, 3 when no
@@ -625,7 +674,7 @@ def replay(
             repeats=repeats,
         )
         if i.case_id == case_id and i.repeat == repeat
-    ]  # type: ignore[arg-type]
+    ]
     if not items:
         problems.append(
             Problem(
@@ -681,7 +730,8 @@ def replay(
 @click.argument("run_dir", type=click.Path(path_type=str))
 @user_errors
 def verify(run_dir: str) -> None:
-    """Verify a locked ranking run: every hashed file, and every payload present-and-matching or pruned after expiry. Exit 0 or 1."""
+    """Verify a locked ranking run: every hashed file, and every payload present-and-matching or
+    pruned after expiry. Exit 0 or 1."""
     from ..ranking import verify_ranking_run
 
     problems = verify_ranking_run(run_dir)

@@ -1,4 +1,5 @@
-"""``workbench review transition``: record an evidence-based review of a changed critical verdict."""
+"""``workbench review transition``: record an evidence-based review of a changed critical
+verdict."""
 
 from __future__ import annotations
 

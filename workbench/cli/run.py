@@ -15,7 +15,7 @@ from ..runs._costs import format_slice_costs
 from ..runs._options import RunOptions
 from ..sampling import SamplingPlan, load_sampling_plan
 from ._common import report_problems, user_errors
-from ._run_options import run_options
+from ._run_options import fixed_concurrency, run_options
 
 
 @click.command()
@@ -180,7 +180,7 @@ def run(
             partition,
             out,
             shards=shards,
-            concurrency=options.concurrency,
+            concurrency=fixed_concurrency(options),
             repeats=options.repeats,
             budget_usd=options.budget_usd,
             max_cases=options.max_cases,
@@ -311,7 +311,8 @@ def _run_shadow(
     *,
     label_mapping: str | None,
 ) -> None:
-    """``workbench run --shadow-of``: both judges on the same cases; disagreements recorded, no gate."""
+    """``workbench run --shadow-of``: both judges on the same cases; disagreements recorded, no
+    gate."""
     from ..authority import format_shadow, run_shadow_sync
     from ..migration import BudgetInsufficient
 

@@ -349,6 +349,10 @@ def evaluate_controls(
     for c in suite.controls:
         outcome = outcomes.get(c.control_id)
         acceptable = c.acceptable
+        verdict: str | None
+        reason: str | None
+        error: str | None
+        status: ControlStatus
         if outcome is None:
             verdict, reason, error, status = (
                 None,
@@ -540,10 +544,10 @@ def format_controls(report: ControlsReport) -> str:
             f" {s.incomplete} incomplete"
         )
     failed_sets = [s for s in report.sets if s.status != "passed"]
-    for s in failed_sets:
+    for fs in failed_sets:
         lines.append(
-            f"  set {s.set} ({s.role}) {s.status}"
-            + (f": failed {', '.join(s.failed_members)}" if s.failed_members else "")
+            f"  set {fs.set} ({fs.role}) {fs.status}"
+            + (f": failed {', '.join(fs.failed_members)}" if fs.failed_members else "")
         )
     if report.failed_roles:
         lines.append("FAILED roles: " + ", ".join(report.failed_roles))

@@ -39,6 +39,7 @@ a fix. Only judge-visible fields (``input``, ``response``, ``grading_notes``, ``
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -449,6 +450,10 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
             control = Control.model_validate(item)
         except ValidationError as exc:
             role_reported = isinstance(item.get("role"), str)  # reported above as role_unknown
+
+            def keep(e: Mapping[str, Any], skip: bool = role_reported) -> bool:
+                return not (skip and _top_field(e) == "role")
+
             problems += validation_problems(
                 exc,
                 at=at,
@@ -456,7 +461,7 @@ def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:
                 case_id=cid,
                 code=_field_code,
                 fix=_field_fix,
-                keep=lambda e, skip=role_reported: not (skip and _top_field(e) == "role"),
+                keep=keep,
             )
             continue
         controls.append((i, control))

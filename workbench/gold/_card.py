@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -213,12 +213,22 @@ def _reviewer_summary(reviews_by_reviewer: dict[str, int]) -> dict[str, Any]:
     }
 
 
+class _PairRow(TypedDict):
+    """One reviewer pair in the card statistics."""
+
+    reviewer_a: str
+    reviewer_b: str
+    shared: int
+    same_label: int
+
+
 def _reviewer_pairs(cases: list[Any], min_shared: int) -> dict[str, Any]:
-    """Reviewer pairs sharing at least ``min_shared`` cases (most shared first), and how many were left out."""
+    """Reviewer pairs sharing at least ``min_shared`` cases (most shared first), and how many
+    were left out."""
     from ..stats import shared_pairs
 
     pairs = shared_pairs([{r.reviewer: r.label for r in case.reviews} for case in cases])
-    listed = [
+    listed: list[_PairRow] = [
         {
             "reviewer_a": a,
             "reviewer_b": b,

@@ -32,7 +32,7 @@ from .._io import (
     sha256_json,
 )
 from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError, errors_only
+from ..errors import Problem, Severity, WorkbenchError, errors_only
 from ._card import DatasetCard, read_card
 from ._records import PARTITIONS, GoldCase, Partition
 from ._release import GoldRelease, check_releases, read_releases
@@ -538,7 +538,7 @@ def _check_records(
             code: str,
             message: str,
             fix: str,
-            severity: str = "error",
+            severity: Severity = "error",
             _w: str = where,
             _c: str = cid,
         ) -> None:
@@ -546,7 +546,7 @@ def _check_records(
                 Problem(
                     location=_w, case_id=_c, code=code, message=message, fix=fix, severity=severity
                 )
-            )  # type: ignore[arg-type]
+            )
 
         if not case.response.strip():
             add(
@@ -644,6 +644,12 @@ def _check_records(
     return out
 
 
+def _raw_text(raw: dict[str, Any], key: str) -> str | None:
+    """``raw[key]`` when it is a string, else ``None`` (a line that failed validation)."""
+    value = raw.get(key)
+    return value if isinstance(value, str) else None
+
+
 def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
     out: list[Problem] = []
     # Identity fields are read from valid records and, when a line failed validation, from
@@ -658,14 +664,15 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
         elif line.raw is not None:
             r = line.raw
             ident.append(
-                tuple(
-                    [line.number]
-                    + [
-                        r.get(k) if isinstance(r.get(k), str) else None
-                        for k in ("case_id", "partition", "group", "supersedes", "response_hash")
-                    ]
+                (
+                    line.number,
+                    _raw_text(r, "case_id"),
+                    _raw_text(r, "partition"),
+                    _raw_text(r, "group"),
+                    _raw_text(r, "supersedes"),
+                    _raw_text(r, "response_hash"),
                 )
-            )  # type: ignore[arg-type]
+            )
 
     first_line: dict[str, int] = {}
     for number, cid, *_ in ident:
@@ -813,7 +820,8 @@ def _check_cross_records(lines: list[_Line], loc: str) -> list[Problem]:
 
 
 def normalize_text(text: str) -> str:
-    """Text as compared for near-exact duplicates: Unicode NFKC, case-folded, whitespace collapsed."""
+    """Text as compared for near-exact duplicates: Unicode NFKC, case-folded, whitespace
+    collapsed."""
     if text.isascii():  # NFKC leaves ASCII alone and casefold is lower (the common, fast case)
         return " ".join(text.lower().split())
     return " ".join(

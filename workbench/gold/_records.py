@@ -68,7 +68,8 @@ class GoldCase(_Record):
     schema_version: int = Field(default=GOLD_SCHEMA_VERSION, strict=True)
     """Gold record format version."""
     case_id: str = Field(min_length=1)
-    """Unique, stable id. A correction is a new record with a new id that ``supersedes`` the old one."""
+    """Unique, stable id. A correction is a new record with a new id that ``supersedes`` the old
+    one."""
     partition: Partition
     """development, calibration or held_out."""
     group: str = Field(min_length=1)

@@ -46,9 +46,11 @@ class Scale(StrEnum):
     nominal = "nominal"
     """Unordered categories (pass/fail, preference labels): only exact agreement counts."""
     ordinal = "ordinal"
-    """Ordered categories, e.g. a 1-5 score: ``labels`` lists them from one end of the scale to the other."""
+    """Ordered categories, e.g. a 1-5 score: ``labels`` lists them from one end of the scale to the
+    other."""
     numeric = "numeric"
-    """Numbers whose differences are meaningful: every label is a number, listed in increasing order."""
+    """Numbers whose differences are meaningful: every label is a number, listed in increasing
+    order."""
 
 
 class RubricProblems(ValueError):
@@ -95,7 +97,8 @@ class Rubric(Record):
     listed in increasing order. Ordered scales add weighted kappa, ordinal and interval
     Krippendorff's alpha and Spearman correlation to ``agreement``."""
     pass_label: str | None = None
-    """The label that means pass (nominal rubrics). ``None`` for rubrics without pass/fail, e.g. preferences."""
+    """The label that means pass (nominal rubrics). ``None`` for rubrics without pass/fail, e.g.
+    preferences."""
     fail_label: str | None = None
     """The label that means fail (nominal rubrics)."""
     pass_labels: list[str] | None = None
@@ -110,7 +113,8 @@ class Rubric(Record):
     slices: dict[str, SliceSpec] = Field(min_length=1)
     """Every slice a case may belong to, with its risk level."""
     evidence_snapshot: str | None = None
-    """Path (relative to the rubric) of the evidence snapshot, JSON Lines of ``{id, text, source}``."""
+    """Path (relative to the rubric) of the evidence snapshot, JSON Lines of ``{id, text,
+    source}``."""
 
     @field_validator("labels", "pass_labels", "abstain_labels", mode="before")
     @classmethod
@@ -162,7 +166,8 @@ class Rubric(Record):
         return [label for label in self.scale_labels if label not in self.pass_labels]
 
     def pass_fail(self, label: str) -> Literal["pass", "fail"] | None:
-        """The pass/fail view of one label: ``"pass"``, ``"fail"``, or ``None`` (abstain, or no pass/fail declared).
+        """The pass/fail view of one label: ``"pass"``, ``"fail"``, or ``None`` (abstain, or no
+        pass/fail declared).
 
         Nominal rubrics use ``pass_label``/``fail_label``; ordered rubrics ``pass_labels``.
         Raises ``ValueError`` for a label outside the vocabulary.
@@ -187,7 +192,8 @@ class Rubric(Record):
 
 
 def _number_as_label(value: Any) -> Any:
-    """YAML reads ``[1, 2, 3]`` as numbers; labels are text. Booleans are left for the type check."""
+    """YAML reads ``[1, 2, 3]`` as numbers; labels are text. Booleans are left for the type
+    check."""
     if isinstance(value, bool):
         return value
     if isinstance(value, int | float):
@@ -204,7 +210,8 @@ def _as_number(label: str) -> float | None:
 
 
 def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
-    """Every inconsistency between labels, scale, pass/fail and abstain labels: ``(code, field, message, fix)``."""
+    """Every inconsistency between labels, scale, pass/fail and abstain labels: ``(code, field,
+    message, fix)``."""
     out: list[tuple[str, str, str, str]] = []
     vocab = set(r.labels)
     duplicates = sorted({label for label in r.labels if r.labels.count(label) > 1})
@@ -275,8 +282,8 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
                     "pass_labels",
                     "pass_labels is for ordered rubrics, and this rubric's scale is nominal",
                     (
-                        "declare scale: ordinal (or numeric) for an ordered scale, or use pass_label"
-                        " and fail_label"
+                        "declare scale: ordinal (or numeric) for an ordered scale, or use"
+                        " pass_label and fail_label"
                     ),
                 )
             )
@@ -292,8 +299,8 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
                     " pass_label/fail_label"
                 ),
                 (
-                    f"replace pass_label and fail_label with pass_labels, e.g. pass_labels: {example};"
-                    " every other scale label then counts as fail"
+                    "replace pass_label and fail_label with pass_labels, e.g. pass_labels:"
+                    f" {example}; every other scale label then counts as fail"
                 ),
             )
         )
@@ -307,8 +314,8 @@ def _label_problems(r: Rubric) -> list[tuple[str, str, str, str]]:
                     f" {scale_labels}"
                 ),
                 (
-                    "list the scale's labels, lowest first, and keep abstain labels for answers off the"
-                    " scale"
+                    "list the scale's labels, lowest first, and keep abstain labels for answers off"
+                    " the scale"
                 ),
             )
         )
@@ -485,7 +492,7 @@ def _rubric_problems(err: Any, _dotted: str, location: str) -> list[Problem] | N
     ]
 
 
-def _unset_risks(raw: dict, path: Path, location: str) -> list[tuple[str, Problem]]:
+def _unset_risks(raw: dict[str, Any], path: Path, location: str) -> list[tuple[str, Problem]]:
     """Slices whose ``risk`` is still :data:`UNSET_RISK`, each with a problem at its line."""
     slices = raw.get("slices")
     if not isinstance(slices, dict):

@@ -1,4 +1,5 @@
-"""``imported``: verdicts produced elsewhere, replayed from a results file that follows the contract.
+"""``imported``: verdicts produced elsewhere, replayed from a results file that follows the
+contract.
 
 The file is checked against the judge-result contract when the candidate is loaded. It
 must come from one judge; that judge's identity and the file's hash become part of this
@@ -121,7 +122,8 @@ class ImportedJudge:
     def render(self, judge_input: JudgeInput, ref: CaseRef) -> dict[str, Any]:
         found = self._latest.get((ref.case_id, ref.repeat))
         if found and found[1].rendered_request is not None:
-            return found[1].rendered_request
+            rendered: dict[str, Any] = found[1].rendered_request
+            return rendered
         return {
             "imported_from": self.spec.results,
             "case_id": ref.case_id,

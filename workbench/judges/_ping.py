@@ -125,7 +125,8 @@ class PingResult(Record):
     tokens_out: int | None
     """Completion tokens the endpoint reported; null when it reported no usage."""
     cost_usd: float | None
-    """The call's cost under the candidate's price table; null when usage is missing and the price table is not zero."""
+    """The call's cost under the candidate's price table; null when usage is missing and the price
+    table is not zero."""
     ok: bool
     """True only when there is no problem: the endpoint is ready for ``workbench run``."""
     problems: list[Problem] = Field(default_factory=list)
@@ -157,7 +158,8 @@ def ping(spec_path: str | Path) -> PingResult:
     thread.join()
     if "error" in box:
         raise box["error"]
-    return box["result"]
+    result: PingResult = box["result"]
+    return result
 
 
 async def aping(spec_path: str | Path) -> PingResult:
@@ -179,7 +181,7 @@ async def aping(spec_path: str | Path) -> PingResult:
     exchange = _Exchange()
     token = _CURRENT.set(exchange)
     result: Any = None
-    error: BaseException | None = None
+    error: Exception | None = None
     t0 = time.perf_counter()
     try:
         llm = judge._llm()
@@ -196,7 +198,7 @@ async def aping(spec_path: str | Path) -> PingResult:
 
 
 def _assess(
-    judge: LLMJudge, exchange: _Exchange, result: Any, error: BaseException | None, latency: float
+    judge: LLMJudge, exchange: _Exchange, result: Any, error: Exception | None, latency: float
 ) -> PingResult:
     import openai
 

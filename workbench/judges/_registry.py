@@ -130,7 +130,8 @@ def register_kind(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
 
 
 def declare_kind(name: str, target: str) -> None:
-    """Register a judge kind under ``name`` by the import path of its factory, ``"module:attribute"``.
+    """Register a judge kind under ``name`` by the import path of its factory,
+    ``"module:attribute"``.
 
     Nothing is imported now: the module loads when a judge of this kind is first built.
     """
@@ -163,7 +164,7 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
         return entry
     module, _, attribute = entry.partition(":")
     try:
-        factory = getattr(importlib.import_module(module), attribute)
+        factory: JudgeFactory = getattr(importlib.import_module(module), attribute)
     except (ImportError, AttributeError) as exc:
         raise WorkbenchError(
             "judge kind unavailable",

@@ -80,7 +80,8 @@ _OMITTED_WHEN_DEFAULT: dict[str, Any] = {
     "api_version": None,
     "json_mode": "json_object",
 }
-"""Endpoint fields left out of the dump (and so of the fingerprint) while they hold their default."""
+"""Endpoint fields left out of the dump (and so of the fingerprint) while they hold their
+default."""
 
 
 class Endpoint(BaseModel):
@@ -91,7 +92,8 @@ class Endpoint(BaseModel):
     )
 
     base_url: str | None = None
-    """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...); the default when ``base_url_env`` is unset."""
+    """Base URL of the OpenAI-compatible API (OpenAI, vLLM, Ollama, llama.cpp ...); the default when
+    ``base_url_env`` is unset."""
     base_url_env: str | None = None
     """NAME of an environment variable whose value, when set and non-empty, is used instead of
     ``base_url`` (e.g. ``WORKBENCH_DEMO_LLM_URL``: the demo's local model on a free port). The
@@ -115,7 +117,8 @@ class Endpoint(BaseModel):
     requests go to ``/openai/deployments/<deployment>/chat/completions?api-version=<api_version>``
     with the key in an ``api-key`` header. Omitted from the fingerprint when ``openai``."""
     deployment: str | None = Field(default=None, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$")
-    """Azure OpenAI deployment name (``provider: azure`` only; required there). Part of the fingerprint."""
+    """Azure OpenAI deployment name (``provider: azure`` only; required there). Part of the
+    fingerprint."""
     api_version: str | None = Field(
         default=None, pattern=r"^[0-9]{4}-[0-9]{2}-[0-9]{2}(-preview)?$"
     )
@@ -284,7 +287,8 @@ class CandidateSpec(Record):
     model: str | None = None
     """Evaluator model name (ragas-llm)."""
     prompt: str | None = None
-    """Prompt template, inline (ragas-llm). Placeholders: {user_input}, {response}, {grading_notes}, {reference}, {retrieved_contexts}."""
+    """Prompt template, inline (ragas-llm). Placeholders: {user_input}, {response}, {grading_notes},
+    {reference}, {retrieved_contexts}."""
     prompt_file: str | None = None
     """Prompt template file, relative to the spec (ragas-llm)."""
     function: str | None = None

@@ -94,10 +94,10 @@ class PhaseSession:
     ) -> Judge:
         """A new, unsaved candidate version that changes one declared thing.
 
-        The spec records ``parent`` and ``changes`` (the kinds passed, or ``changes``); more
-        than one kind is refused unless ``allow_multiple`` (:func:`~workbench.judges.derive_spec`).
-        The built judge is then compared with its parent (:func:`workbench.migration.judge_changes`):
-        an actual change the declaration does not cover is refused here and at :meth:`save`.
+        The spec records ``parent`` and ``changes`` (the kinds passed, or ``changes``); more than
+        one kind is refused unless ``allow_multiple`` (:func:`~workbench.judges.derive_spec`). The
+        built judge is then compared with its parent (:func:`workbench.migration.judge_changes`): an
+        actual change the declaration does not cover is refused here and at :meth:`save`.
         """
         from ..migration import declaration_problems
 

@@ -1,4 +1,5 @@
-"""Every blocker code the gate itself emits, with its category: the table overrides are checked against.
+"""Every blocker code the gate itself emits, with its category: the table overrides are checked
+against.
 
 This mapping is the machine-readable form of the table in :mod:`workbench.policy._gate`'s
 docstring (a test keeps the two equal). ``workbench override add`` refuses a code that is not
@@ -41,7 +42,8 @@ GATE_BLOCKER_CODES: dict[str, str] = {
     "cost_unverified": "review",
     "sampled_out": "review",
 }
-"""code -> category (``incomplete``, ``quality`` or ``review``) of every release-gate blocker code."""
+"""code -> category (``incomplete``, ``quality`` or ``review``) of every release-gate blocker
+code."""
 
 RANKING_BLOCKER_CODES: dict[str, str] = {
     "ranking_incomplete": "incomplete",
@@ -73,7 +75,8 @@ RANKING_NON_WAIVABLE_CODES = frozenset(
         "ranking_policy_mismatch",
     }
 )
-"""Ranking codes no override may name: missing evidence, a malformed result, fixture or policy integrity."""
+"""Ranking codes no override may name: missing evidence, a malformed result, fixture or policy
+integrity."""
 
 
 NOISE_BLOCKER_CODES: dict[str, str] = {
@@ -107,14 +110,16 @@ NOISE_NEVER_WAIVABLE = frozenset(
     {code for code, category in NOISE_BLOCKER_CODES.items() if category == "incomplete"}
     | {"retrieval_cross_tenant"}
 )
-"""Noise codes no override may name: missing evidence, and cross-tenant retrieval (never evaluator noise)."""
+"""Noise codes no override may name: missing evidence, and cross-tenant retrieval (never evaluator
+noise)."""
 
 BLOCKER_CODES: dict[str, str] = {
     **GATE_BLOCKER_CODES,
     **RANKING_BLOCKER_CODES,
     **NOISE_BLOCKER_CODES,
 }
-"""code -> category of every blocker code an override may name: the release gate's, the ranking gate's and noise's."""
+"""code -> category of every blocker code an override may name: the release gate's, the ranking
+gate's and noise's."""
 
 FALSE_PASS_CODES = frozenset({"false_passes_exceeded", "false_pass_rate_exceeded"})
 """In a critical slice these are waivable only case by case (every false-pass case named)."""

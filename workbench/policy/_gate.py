@@ -20,7 +20,8 @@ budget_exhausted            incomplete  the run stopped at its budget
 case_limit_reached          incomplete  the run stopped at ``--max-cases``
 pending_retries             incomplete  the run has retryable errors still to retry
 run_incomplete              incomplete  the run is incomplete for another reason
-gold_changed                incomplete  results produced against other gold (forced with --allow-gold-change)
+gold_changed                incomplete  results produced against other gold (forced with
+                                        --allow-gold-change)
 false_passes_exceeded       quality     slice false passes > ``max_false_passes``
 false_pass_rate_exceeded    quality     slice false-pass rate (basis) > ``max_false_pass_rate``
 false_fail_rate_exceeded    quality     slice false-fail rate (basis) > ``max_false_fail_rate``
@@ -129,7 +130,8 @@ Category = Literal["incomplete", "quality", "review"]
 GateOutcome = Literal["certified", "quality_failed", "evaluation_incomplete", "review_required"]
 CATEGORY_ORDER: dict[str, int] = {"incomplete": 0, "quality": 1, "review": 2}
 EXIT_CODES: dict[str, int] = exit_codes(*GATE_OUTCOMES)
-"""Process exit code of ``workbench gate`` per outcome (2 is invalid input): :mod:`workbench.outcomes`."""
+"""Process exit code of ``workbench gate`` per outcome (2 is invalid input):
+:mod:`workbench.outcomes`."""
 UnappliedReason = Literal[
     "other_policy",
     "other_candidate",
@@ -144,7 +146,8 @@ UnappliedReason = Literal[
 
 @dataclass(frozen=True)
 class NotEvaluated:
-    """What the gate is given instead of an alignment report when no evidence was gathered on purpose.
+    """What the gate is given instead of an alignment report when no evidence was gathered on
+    purpose.
 
     Certification passes it when blocking controls failed: the held-out partition was then
     deliberately not used, so there is nothing to align. The gate decides on the blockers it
@@ -152,7 +155,8 @@ class NotEvaluated:
     """
 
     reason: str
-    """Why there is no evidence, for the summary, e.g. "blocking controls failed, so the held-out partition was not used"."""
+    """Why there is no evidence, for the summary, e.g. "blocking controls failed, so the held-out
+    partition was not used"."""
     judge: str
     """``name@version`` of the candidate."""
     dataset_sha256: str
@@ -264,7 +268,8 @@ class GateResult(_Model):
     outcome: GateOutcome
     """``certified``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
     blockers: list[Blocker]
-    """Blockers no override waived, sorted by category (incomplete, quality, review), slice, code."""
+    """Blockers no override waived, sorted by category (incomplete, quality, review), slice,
+    code."""
     waived: list[WaivedBlocker]
     """Blockers waived by an active override, same order."""
     expired_overrides: list[str] = Field(default_factory=list)
@@ -1219,7 +1224,8 @@ def _sample_evidence(need: Shortfall) -> dict[str, Any]:
 
 
 def _cited(name: str, need: Shortfall, human: str, kind: str) -> str:
-    """The sentences a sample-size blocker cites: the planned number, then the floor at zero errors."""
+    """The sentences a sample-size blocker cites: the planned number, then the floor at zero
+    errors."""
     if need.limit is None or need.basis == "point":
         return ""
     what = kind.replace("_", " ")

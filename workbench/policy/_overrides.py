@@ -275,7 +275,8 @@ def add_override(
     candidate_fingerprint: str | None = None,
     created_at: datetime | None = None,
 ) -> Override:
-    """Validate an override (:func:`build_override`) and append it to the store; the file is never rewritten.
+    """Validate an override (:func:`build_override`) and append it to the store; the file is never
+    rewritten.
 
     Also refuses a store that does not load cleanly and an override already in it.
     """

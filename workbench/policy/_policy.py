@@ -1,4 +1,5 @@
-"""Release policies: reviewed, versioned limits the gate applies, ``data/policies/<name>@<version>.yaml``.
+"""Release policies: reviewed, versioned limits the gate applies,
+``data/policies/<name>@<version>.yaml``.
 
 A policy holds no agreement target of its own invention: it states, per rubric slice, how many
 false passes and which false-pass / false-fail rates an owner accepts, on which basis, and how
@@ -53,7 +54,8 @@ NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
 Basis = Literal["upper_95", "point"]
 PartitionName = Literal["development", "calibration", "held_out"]
 Use = Literal["advisory", "route", "block"]
-"""What a certified judge may do, least to most: annotate, route to human review, block a release."""
+"""What a certified judge may do, least to most: annotate, route to human review, block a
+release."""
 USES: tuple[str, ...] = ("advisory", "route", "block")
 
 
@@ -106,7 +108,8 @@ class SlicePolicy(_Model):
 
     @property
     def abstention_limit(self) -> float:
-        """``max_abstention_rate``, or 0 when it is left out (only allowed outside critical slices)."""
+        """``max_abstention_rate``, or 0 when it is left out (only allowed outside critical
+        slices)."""
         return self.max_abstention_rate if self.max_abstention_rate is not None else 0.0
 
     @model_validator(mode="after")
@@ -120,8 +123,8 @@ class SlicePolicy(_Model):
                     "policy_critical_false_pass_rate",
                     "a critical slice must set max_false_pass_rate (on the upper_95 basis)",
                     (
-                        "add max_false_pass_rate: <limit> with false_pass_rate_basis: upper_95 to the"
-                        " slice"
+                        "add max_false_pass_rate: <limit> with false_pass_rate_basis: upper_95 to"
+                        " the slice"
                     ),
                 )
             )
@@ -130,8 +133,8 @@ class SlicePolicy(_Model):
                 (
                     "policy_critical_basis",
                     (
-                        "a critical slice must use false_pass_rate_basis upper_95: the point estimate"
-                        " cannot show the false-pass rate is within the limit"
+                        "a critical slice must use false_pass_rate_basis upper_95: the point"
+                        " estimate cannot show the false-pass rate is within the limit"
                     ),
                     "set false_pass_rate_basis: upper_95 for the slice",
                 )
@@ -141,12 +144,13 @@ class SlicePolicy(_Model):
                 (
                     "policy_critical_abstention_limit",
                     (
-                        "a critical slice must set max_abstention_rate: the largest share of verdicts"
-                        " in the rubric's abstain labels (e.g. review_required) it accepts"
+                        "a critical slice must set max_abstention_rate: the largest share of"
+                        " verdicts in the rubric's abstain labels (e.g. review_required) it accepts"
                     ),
                     (
-                        "add max_abstention_rate: <limit between 0 and 1> to the slice (0 accepts no"
-                        " abstention); abstentions count toward no false-pass or false-fail figure"
+                        "add max_abstention_rate: <limit between 0 and 1> to the slice (0 accepts"
+                        " no abstention); abstentions count toward no false-pass or false-fail"
+                        " figure"
                     ),
                 )
             )
@@ -204,7 +208,8 @@ class ControlsPolicy(_Model):
     blocking_roles: list[str] = Field(
         default_factory=lambda: ["positive", "negative", "adversarial"]
     )
-    """Roles whose failure blocks certification, each with its own outcome text. Other roles are reported."""
+    """Roles whose failure blocks certification, each with its own outcome text. Other roles are
+    reported."""
 
 
 class Policy(_Model):
@@ -275,8 +280,8 @@ class Policy(_Model):
                     "policy_use_without_scope",
                     f"use {self.use!r} is declared without a scope: authority would have no bounds",
                     (
-                        "add scope: {slices: [<the rubric slices the judge may act on>]} (optionally"
-                        " products and dimensions)"
+                        "add scope: {slices: [<the rubric slices the judge may act on>]}"
+                        " (optionally products and dimensions)"
                     ),
                 )
             )

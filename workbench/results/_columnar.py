@@ -84,7 +84,8 @@ class ColumnarResults:
     table: pa.Table
     """Columns :data:`NARROW`; ``line`` is the 1-based line (row) in shard number ``shard``."""
     sha256: str
-    """sha256 of the file's bytes; for a directory, of ``{shard name: sha256}`` as canonical JSON."""
+    """sha256 of the file's bytes; for a directory, of ``{shard name: sha256}`` as canonical
+    JSON."""
     identities: dict[str, JudgeIdentity]
     """The judge identity of every fingerprint, verified."""
     shards: tuple[Path, ...]

@@ -138,9 +138,11 @@ class JudgeResult(_Record):
     error: EvaluatorError | None = None
     """Set when the attempt produced no verdict."""
     attempt: int = Field(ge=1, strict=True)
-    """1-based attempt number; retries of one case and repeat share everything but this. Required."""
+    """1-based attempt number; retries of one case and repeat share everything but this.
+    Required."""
     repeat: int = Field(ge=0, strict=True)
-    """0-based repeat index for repeatability studies; alignment uses one repeat at a time. Required."""
+    """0-based repeat index for repeatability studies; alignment uses one repeat at a time.
+    Required."""
     rendered_request_sha256: str | None = None
     """sha256 of the canonical JSON of the evaluator-visible request."""
     rendered_request: Any | None = None
@@ -150,7 +152,8 @@ class JudgeResult(_Record):
     presentation: dict[str, Any] | None = None
     """How candidates were presented (e.g. presented order) for ranking and pairwise judges."""
     cached_from_run_id: str | None = None
-    """Set when the verdict was reused from the cache instead of calling the judge: the run that produced it."""
+    """Set when the verdict was reused from the cache instead of calling the judge: the run that
+    produced it."""
     dataset_sha256: str | None = None
     """Lineage: hash of the gold dataset the case was drawn from when the attempt ran (set by
     the run engine and by importers), so a results file names its gold even without its run

@@ -83,7 +83,8 @@ def scan_results(
     migrate: bool = False,
     gold: GoldDataset | None = None,
 ) -> Iterator[ResultLine | Problem]:
-    """Yield each line of a results file as a :class:`ResultLine` or, if it is bad, a :class:`Problem`.
+    """Yield each line of a results file as a :class:`ResultLine` or, if it is bad, a
+    :class:`Problem`.
 
     Streaming form of :func:`read_results`, in line order, for callers that fold results
     without keeping every record (the alignment join). Older records: one problem for the
@@ -276,7 +277,8 @@ def _json_default(value: Any) -> Any:
 
 
 def migration_note(lines: list[ResultLine]) -> str | None:
-    """One sentence on the records of ``lines`` that were migrated on read, or None when none was."""
+    """One sentence on the records of ``lines`` that were migrated on read, or None when none
+    was."""
     migrated = [line.result for line in lines if line.result.migration is not None]
     if not migrated:
         return None

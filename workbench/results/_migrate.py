@@ -49,7 +49,8 @@ class MigrationRefused(ValueError):
 
 
 def record_version(raw: dict[str, Any]) -> int | None:
-    """The record's ``schema_version``: 1 when absent (version 1's default), None when not an int."""
+    """The record's ``schema_version``: 1 when absent (version 1's default), None when not an
+    int."""
     value = raw.get("schema_version", 1)
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -63,9 +64,9 @@ def migrate_v1_to_v2(
 ) -> dict[str, Any]:
     """A version-2 record (as a dict) from a version-1 record; records what it filled.
 
-    ``reason`` -> None, ``attempt`` -> 1, ``repeat`` -> 0 when absent (version 1's defaults;
-    a field present, even as null, is kept). ``partition`` absent or null -> ``partition_of(case_id)``,
-    else :class:`MigrationRefused`. Nothing else changes (so the judge fingerprint holds).
+    ``reason`` -> None, ``attempt`` -> 1, ``repeat`` -> 0 when absent (version 1's defaults; a field
+    present, even as null, is kept). ``partition`` absent or null -> ``partition_of(case_id)``, else
+    :class:`MigrationRefused`. Nothing else changes (so the judge fingerprint holds).
     """
     out = dict(raw)
     filled: dict[str, Any] = {}
@@ -137,13 +138,15 @@ def migrate_record(
 
 
 def gold_partitions(dataset: GoldDataset) -> tuple[PartitionOf, str]:
-    """``(partition_of, source)`` for a gold dataset: every record's partition (superseded ones too)."""
+    """``(partition_of, source)`` for a gold dataset: every record's partition (superseded ones
+    too)."""
     partitions = {r.case_id: r.partition.value for r in dataset.records}
     return partitions.get, f"gold {dataset.sha256}"
 
 
 def old_version_problem(path: str | Path, lines: list[int], version: int) -> Problem:
-    """The one problem a reader reports for the records of ``path`` written under an older version."""
+    """The one problem a reader reports for the records of ``path`` written under an older
+    version."""
     shown = ", ".join(map(str, lines[:5])) + (
         f" ... ({len(lines)} in all)" if len(lines) > 5 else ""
     )

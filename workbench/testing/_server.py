@@ -110,7 +110,8 @@ JSON_MODES: tuple[str, ...] = ("honour", "reject", "ignore")
 naming ``response_format``), or ignore it (the answer is prose around a fenced JSON block)."""
 
 AZURE_JSON_MODE_SINCE = "2023-12-01-preview"
-"""The first Azure OpenAI api-version with JSON mode; older versions answer 400 to ``response_format``."""
+"""The first Azure OpenAI api-version with JSON mode; older versions answer 400 to
+``response_format``."""
 
 _AZURE_CHAT = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$")
 _EXTRA_CHAT_PATHS = {"llamacpp": ("/chat/completions",), "litellm": ("/chat/completions",)}
@@ -375,6 +376,7 @@ class _Handler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True  # headers and body go out at once, no 40 ms delayed-ACK stalls
     server_version = "FakeLLM/1.0"
     server: _HTTPServer
+    _headers_buffer: list[bytes]  # BaseHTTPRequestHandler's private buffer (not in typeshed)
 
     def version_string(self) -> str:
         """The ``Server`` header value."""
@@ -431,7 +433,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _read_body(self) -> bytes | None:
         """The request body; ``None`` when it cannot be read (the connection is then closed)."""
         if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 line = self.rfile.readline(65537)
                 if not line:
