@@ -55,7 +55,10 @@ class InitResult:
 
 
 def notebooks_dir() -> str:
-    """The workbench checkout's ``notebooks/`` (absolute), or a placeholder when not installed from one."""
+    """The workbench checkout's ``notebooks/`` (absolute).
+
+    A placeholder when not installed from a checkout.
+    """
     candidate = Path(__file__).resolve().parents[2] / "notebooks"
     return (
         str(candidate)
@@ -79,7 +82,10 @@ def render(template: str, *, name: str, root: Path, today: dt.date | None = None
 
 
 def init_project(directory: str | Path, *, name: str | None = None) -> InitResult:
-    """Write a new project's templates into ``directory``; raise listing every problem, write nothing then."""
+    """Write a new project's templates into ``directory``.
+
+    On any problem, raise listing every one of them, and write nothing.
+    """
     root = Path(directory)
     chosen = name if name is not None else root.resolve().name
     problems: list[Problem] = []

@@ -24,7 +24,10 @@ PROJECT_MARKERS: tuple[str, ...] = ("data", "notebooks")
 
 
 def project_root(start: str | Path | None = None) -> Path:
-    """The project root: ``$WORKBENCH_PROJECT_ROOT``, else the nearest ancestor of ``start`` (default: the working directory) holding ``data/`` and ``notebooks/``.
+    """The project root.
+
+    ``$WORKBENCH_PROJECT_ROOT``, else the nearest ancestor of ``start`` (default: the working
+    directory) holding ``data/`` and ``notebooks/``.
 
     Raises :class:`~workbench.errors.WorkbenchError` when there is none.
     """
@@ -71,6 +74,9 @@ def project_root(start: str | Path | None = None) -> Path:
 
 
 def project_path(path: str | Path, start: str | Path | None = None) -> Path:
-    """``path`` as an absolute path: unchanged when absolute, else resolved against :func:`project_root`."""
+    """``path`` as an absolute path.
+
+    Unchanged when absolute, else resolved against :func:`project_root`.
+    """
     path = Path(path).expanduser()
     return path if path.is_absolute() else project_root(start) / path

@@ -14,7 +14,8 @@ sample only when a new case (of a group ranked ahead of it) takes its place.
 
 **Work order.** Units run *reserved first*: every critical slice and every slice with a
 reservation (by risk, then name), then the other slices (by risk, then name); the engine
-admits no call of a later lane while a reserved unit has not started (:mod:`workbench.runs._limits`).
+admits no call of a later lane while a reserved unit has not started
+(:mod:`workbench.runs._limits`).
 """
 
 from __future__ import annotations

@@ -76,8 +76,8 @@ class SliceSampling(_Model):
                 (
                     "sampling_size_conflict",
                     (
-                        f"gives {' and '.join(given)}: a slice has one sample size, one fraction, or is"
-                        " complete"
+                        f"gives {' and '.join(given)}: a slice has one sample size, one fraction,"
+                        " or is complete"
                     ),
                     "keep exactly one of size, fraction, complete: true",
                 )
@@ -163,8 +163,8 @@ class SamplingPlan(_Model):
                         " plan may leave one out"
                     ),
                     (
-                        "remove held_out from applies_to; plans apply to development, calibration and"
-                        " production traffic"
+                        "remove held_out from applies_to; plans apply to development, calibration"
+                        " and production traffic"
                     ),
                 )
             )
