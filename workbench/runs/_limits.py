@@ -189,7 +189,8 @@ class Limits:
     async def admit(
         self, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> bool:
-        """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not start."""
+        """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not
+        start."""
         lower = self._lower(lane)
         async with self.cond:
             while True:
@@ -227,7 +228,8 @@ class Limits:
                         or self.spent + self.reserved + estimate.expected + held
                         > self.budget_usd + _EPS
                     ):
-                        await self.cond.wait()  # the probe, calls in flight or reserved slices' holds are in the way: wait
+                        # the probe, calls in flight or reserved slices' holds are in the way
+                        await self.cond.wait()
                         continue
                 self.reserved += estimate.reservation
                 self.in_flight += 1
