@@ -846,16 +846,16 @@ class _Execution:
                 unit = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            if (
-                self.limits.stop_reason is None
-            ):  # else drain: nothing new is scheduled after a limit is reached
+            tracked = self.limits.tracks_units  # else unit_done does nothing: no task for it
+            if self.limits.stop_reason is None:
                 try:
                     await self.settle_unit(unit)
                 finally:
-                    await asyncio.shield(
-                        self.limits.unit_done(unit.item.slice, started=unit.admitted)
-                    )
-            else:
+                    if tracked:
+                        await asyncio.shield(
+                            self.limits.unit_done(unit.item.slice, started=unit.admitted)
+                        )
+            elif tracked:  # drain: nothing new is scheduled after a limit is reached
                 await self.limits.unit_done(unit.item.slice, started=False)
 
     async def append(self, result: JudgeResult, request_key: str | None) -> None:

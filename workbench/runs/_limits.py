@@ -244,6 +244,12 @@ class Limits:
                         self.cond.notify_all()
                 return True
 
+    @property
+    def tracks_units(self) -> bool:
+        """Whether :meth:`unit_done` does anything (lanes under a sampling plan); the engine
+        calls it only then. A subclass that overrides :meth:`unit_done` overrides this too."""
+        return bool(self.priority)
+
     async def unit_done(self, lane: str | None, *, started: bool) -> None:
         """A unit of ``lane`` is finished for this invocation (``started``: its first attempt was
         admitted). Releases the lane's hold when it was the lane's last unit."""
