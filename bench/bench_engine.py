@@ -12,7 +12,7 @@ fixed latency, so it does not compete with the client for the GIL. For every con
    pool bookkeeping, so it is no floor at 128).
 2. ``engine``: ``workbench.runs.run_candidate`` on the same number of cases, cache off, with
    everything it does (Ragas DiscreteMetric through ``llm_factory``, wire capture, token
-   estimate and budget reservation, fsynced append per attempt).
+   estimate and budget reservation, fsynced appends, group-committed).
 
 A warm-up (64 POSTs and a 32-case engine run) comes first and is not measured: lazy imports
 and pydantic's deferred model builds are paid once per process. Each is reported as wall

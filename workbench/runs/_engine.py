@@ -1,9 +1,11 @@
 """The run engine: execute a judge candidate over one partition of a gold dataset.
 
-Every attempt is appended to ``results.jsonl`` in the judge-result contract, one flushed and
-fsynced line per record, written by a single writer thread so the event loop never blocks on
-the disk. Re-running the same command resumes: a case with a verdict, or with a final error,
-is not called again; a torn last line left by a crash is repaired first.
+Every attempt is appended to ``results.jsonl`` in the judge-result contract, one line per
+record, flushed and fsynced before the attempt counts as done, by a single writer thread so the
+event loop never blocks on the disk; records of calls that finish together share one write and
+one fsync (:mod:`._writer`, group commit). Re-running the same command resumes: a case with a
+verdict, or with a final error, is not called again; a torn last line left by a crash is
+repaired first.
 
 Limits are checked before every call, retries included (:mod:`._limits`: the budget with
 its stated guarantee, ``max_cases`` and the circuit breaker): when one is reached no new
