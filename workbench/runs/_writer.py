@@ -8,8 +8,10 @@ run at a few hundred calls per second, whatever its concurrency.
 :class:`RecordWriter` keeps that guarantee with fewer fsyncs: the records of calls that finish
 while the previous batch is being written are written together, with one write, flush and
 fsync (a *group commit*), and only then is each caller's :meth:`RecordWriter.append` resumed.
-No record waits for a timer: a record that finds the writer idle is written at once. Records
-are written in the order they were appended. The verdict cache (when on) is written in the
+No record waits for a timer: the records appended in one turn of the event loop are handed to
+the writer thread together at the end of that turn (one thread wake-up, not one per record), and
+a batch that finds the writer idle is written at once. Records are written in the order they
+were appended. The verdict cache (when on) is written in the
 same batch, after the results. A record handed to :meth:`~RecordWriter.append` is written
 even if its caller is cancelled; :meth:`~RecordWriter.close` writes every queued record
 before it returns.
@@ -46,7 +48,9 @@ class RecordWriter:
         self, log: AppendOnlyLog, cache: VerdictCache | None, loop: asyncio.AbstractEventLoop
     ) -> None:
         self._log, self._cache, self._loop = log, cache, loop
-        self._queue: queue.SimpleQueue[_Pending | None] = queue.SimpleQueue()
+        self._queue: queue.SimpleQueue[list[_Pending] | None] = queue.SimpleQueue()
+        self._turn: list[_Pending] = []
+        """Records appended in this turn of the event loop, not yet handed to the thread."""
         self.batches = 0
         """Batches committed (one fsync of the results log each)."""
         self.records = 0
@@ -65,14 +69,23 @@ class RecordWriter:
             else None
         )
         done: asyncio.Future[None] = self._loop.create_future()
-        self._queue.put(_Pending(jsonl_line(dumped), entry, done))
+        if not self._turn:
+            self._loop.call_soon(self._hand_over)
+        self._turn.append(_Pending(jsonl_line(dumped), entry, done))
         await done
+
+    def _hand_over(self) -> None:
+        """Give the records of this turn of the event loop to the writer thread, in one put."""
+        if self._turn:
+            turn, self._turn = self._turn, []
+            self._queue.put(turn)
 
     def close(self) -> None:
         """Write everything queued, then stop the writer thread (blocks until it has)."""
         if self._closed:
             return
         self._closed = True
+        self._hand_over()  # records of cancelled callers whose turn has not ended
         self._queue.put(None)
         self._thread.join()
 
@@ -86,7 +99,7 @@ class RecordWriter:
             if first is None:
                 stop = True
             else:
-                batch.append(first)
+                batch.extend(first)
             while True:  # everything queued while the last batch was written
                 try:
                     item = self._queue.get_nowait()
@@ -95,7 +108,7 @@ class RecordWriter:
                 if item is None:
                     stop = True
                 else:
-                    batch.append(item)
+                    batch.extend(item)
             if batch:
                 self._commit(batch)
 
