@@ -619,7 +619,8 @@ WRONG_TYPE_ERRORS: dict[str, str] = {
     "bool_type": "true or false",
     "string_type": "a string",
 }
-"""Pydantic error types that readers report as ``wrong_type``: records are read with strict JSON types."""
+"""Pydantic error types that readers report as ``wrong_type``: records are read with strict JSON
+types."""
 
 
 def json_problem(
