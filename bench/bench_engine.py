@@ -12,15 +12,16 @@ fixed latency, so it does not compete with the client for the GIL. For every con
    pool bookkeeping, so it is no floor at 128).
 2. ``engine``: ``workbench.runs.run_candidate`` on the same number of cases, cache off, with
    everything it does (Ragas DiscreteMetric through ``llm_factory``, wire capture, token
-   estimate and budget reservation, fsynced append per attempt).
+   estimate and budget reservation, fsynced appends, group-committed).
 
 A warm-up (64 POSTs and a 32-case engine run) comes first and is not measured: lazy imports
-and pydantic's deferred model builds are paid once per process. Each is reported as wall time, its ratio to the ideal ``n x latency / concurrency`` and CPU
-milliseconds per call (``time.process_time`` of this process over the run, divided by calls).
+and pydantic's deferred model builds are paid once per process. Each is reported as wall
+time, its ratio to the ideal ``n x latency / concurrency`` and CPU milliseconds per call
+(``time.process_time`` of this process over the run, divided by calls).
 Targets (issue 14): engine ratio <= 1.25 at concurrency 32, engine CPU < 3 ms per call.
 
     .venv/bin/python bench/bench_engine.py [--cases 1000] [--latency 0.2] [--concurrency 32 128]
-    .venv/bin/python bench/bench_engine.py --profile 40   # cProfile the engine at the first concurrency
+    .venv/bin/python bench/bench_engine.py --profile 40   # cProfile the engine, first concurrency
 """
 
 from __future__ import annotations
@@ -190,8 +191,8 @@ def main() -> None:
             n = len(load_dataset(gold_dir).partition("development"))
             figures["cases"] = n
             body = sample_body(spec, gold_dir)
-            # Warm-up, not measured: the server's threads, lazy imports and pydantic's deferred model
-            # builds (paid once per process, by any run), so each figure is the steady state.
+            # Warm-up, not measured: the server's threads, lazy imports and pydantic's deferred
+            # model builds (paid once per process, by any run), so each figure is the steady state.
             httpx_floor(url, body, min(n, 64), 32)
             warm_gold, _ = write_synthetic(tmp / "warm", 96, seed=11, missing_rate=0.0)
             engine(spec, warm_gold, tmp / "run-warm", 32)

@@ -21,13 +21,13 @@ import string
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .._io import read_bounded, sha256_text
 from .._redact import find_secrets, public_url, redact
 from ..errors import Problem, WorkbenchError
 from ._input import JUDGE_VISIBLE_FIELDS, JudgeInput
-from ._prepared import Preparation, prepare
+from ._prepared import DIRECT_EXTENSION, Preparation, prepare
 from ._registry import CaseRef, Verdict, make_identity
 from ._spec import SECRET_FIX, CandidateSpec
 from ._tokens import prompt_tokens
@@ -60,6 +60,16 @@ class _Exchange:
     urls: list[str] = field(default_factory=list)
     """The URL of every request, as sent (for ``workbench ping``; never holds the key)."""
 
+    def sent(self, url: str, body: Any) -> None:
+        """A request of the prepared direct path (:class:`~._prepared.WireLog`): its body as
+        the hook would read it back from the wire (the same JSON values)."""
+        self.urls.append(url)
+        self.requests.append(body)
+
+    def received(self, status: int, retry_after: str | None, body: Any) -> None:
+        """A response of the prepared direct path, recorded as :func:`_on_response` does."""
+        self.responses.append({"status": status, "retry_after": retry_after, "body": body})
+
 
 _CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar(
     "workbench_llm_exchange", default=None
@@ -68,7 +78,7 @@ _CURRENT: contextvars.ContextVar[_Exchange | None] = contextvars.ContextVar(
 
 async def _on_request(request: Any) -> None:
     exchange = _CURRENT.get()
-    if exchange is None:
+    if exchange is None or DIRECT_EXTENSION in request.extensions:  # it records itself
         return
     exchange.urls.append(str(request.url))
     try:
@@ -81,7 +91,7 @@ async def _on_request(request: Any) -> None:
 
 async def _on_response(response: Any) -> None:
     exchange = _CURRENT.get()
-    if exchange is None:
+    if exchange is None or DIRECT_EXTENSION in response.request.extensions:
         return
     await response.aread()
     try:
@@ -129,7 +139,8 @@ def _placeholders(template: str) -> tuple[list[str], list[str]]:
 
 
 def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Problem]]:
-    """The prompt template named by ``prompt_file``, which must stay inside the spec's folder tree."""
+    """The prompt template named by ``prompt_file``, which must stay inside the spec's folder
+    tree."""
     loc = str(spec_path)
     folder = spec_path.parent.resolve()
     target = (spec_path.parent / prompt_file).resolve()  # follows symlinks and '..'
@@ -414,10 +425,13 @@ class LLMJudge:
         preparation = await self._preparation(metric)
         if preparation.request is None:
             return await metric.ascore(llm=llm, **self._arguments(judge_input))
-        return await preparation.request.ascore(llm.client.client, self._prompt(judge_input))
+        return await preparation.request.ascore(
+            llm.client.client, self._prompt(judge_input), _CURRENT.get()
+        )
 
     async def _preparation(self, metric: Any) -> Preparation:
-        """The prepared request of ``metric``, built on first use (once per candidate and metric)."""
+        """The prepared request of ``metric``, built on first use (once per candidate and
+        metric)."""
         found = self._prepared.get(id(metric))
         if found is not None and found[0] is metric:
             return found[1]
@@ -444,7 +458,8 @@ class LLMJudge:
         return self._verdict(exchange, value=value, reason=result.reason)
 
     def _missing_reason(self, exchange: _Exchange, value: Any) -> Verdict:
-        """A verdict without a stated reason cannot be reviewed: an evaluator error, never a verdict.
+        """A verdict without a stated reason cannot be reviewed: an evaluator error, never a
+        verdict.
 
         Retryable like ``unparseable`` (an unusable answer of the same family): another attempt
         may state its reason; every attempt is recorded."""
@@ -516,7 +531,8 @@ class LLMJudge:
         return tokens_in, self.output_cap(), method
 
     def estimate_cost(self, judge_input: JudgeInput) -> float:
-        """The most one call should cost: the prompt estimate and the full ``max_tokens`` of output."""
+        """The most one call should cost: the prompt estimate and the full ``max_tokens`` of
+        output."""
         usage = self.estimate_usage(judge_input)
         assert usage is not None
         return self.spec.pricing.cost(usage[0], usage[1])
@@ -572,7 +588,8 @@ class LLMJudge:
 
             # /openai/deployments/<deployment>/chat/completions?api-version=..., key in `api-key`.
             client = AsyncAzureOpenAI(
-                azure_endpoint=self.base_url,
+                # None (no base_url): the client reads AZURE_OPENAI_ENDPOINT, as it always did.
+                azure_endpoint=cast(str, self.base_url),
                 azure_deployment=endpoint.deployment,
                 api_version=endpoint.api_version,
                 api_key=api_key,
@@ -591,7 +608,7 @@ class LLMJudge:
         # instructor retries any exception 3 times by default, immediately and invisibly;
         # one attempt per call lets the engine back off, honour Retry-After and record it.
         params = {**self.spec.params, "max_retries": 1}
-        llm = llm_factory(self.spec.model or "", provider="openai", client=client, **params)
+        llm: Any = llm_factory(self.spec.model or "", provider="openai", client=client, **params)
         if endpoint.json_mode == "md_json":
             # The fallback for servers without JSON mode: Ragas always patches an OpenAI client
             # with instructor Mode.JSON (response_format json_object); MD_JSON sends no
@@ -817,7 +834,8 @@ def _strings(obj: Any, path: str = "") -> list[tuple[str, str]]:
 
 
 def _cause(exc: BaseException) -> str:
-    """``Type: message`` of the lowest exception under an ``APIConnectionError`` (e.g. httpx.ConnectError)."""
+    """``Type: message`` of the lowest exception under an ``APIConnectionError`` (e.g.
+    httpx.ConnectError)."""
     inner: BaseException = exc
     while inner.__cause__ is not None and inner.__cause__ is not inner:
         inner = inner.__cause__

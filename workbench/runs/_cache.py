@@ -94,6 +94,22 @@ class VerdictCache:
         self._log.append({"request_key": request_key, "repeat": repeat, "result": dumped})
         self._entries[(request_key, repeat)] = dumped
 
+    def put_many(self, entries: list[tuple[str, int, dict[str, Any]]]) -> None:
+        """Remember several verdicts, given as ``(request_key, repeat, result dumped in JSON
+        mode)``, with one write and fsync. Errors are never cached. Called from the writer
+        thread."""
+        fresh: list[dict[str, Any]] = []
+        for request_key, repeat, dumped in entries:
+            if dumped.get("error") is not None or (request_key, repeat) in self._entries:
+                continue
+            self._entries[(request_key, repeat)] = dumped
+            fresh.append({"request_key": request_key, "repeat": repeat, "result": dumped})
+        if not fresh:
+            return
+        if self._log is None:
+            self._log = AppendOnlyLog(self.path)
+        self._log.append_many(fresh)
+
     def __len__(self) -> int:
         return len(self._entries)
 

@@ -1,9 +1,11 @@
 """The run engine: execute a judge candidate over one partition of a gold dataset.
 
-Every attempt is appended to ``results.jsonl`` in the judge-result contract, one flushed and
-fsynced line per record, written by a single writer thread so the event loop never blocks on
-the disk. Re-running the same command resumes: a case with a verdict, or with a final error,
-is not called again; a torn last line left by a crash is repaired first.
+Every attempt is appended to ``results.jsonl`` in the judge-result contract, one line per
+record, flushed and fsynced before the attempt counts as done, by a single writer thread so the
+event loop never blocks on the disk; records of calls that finish together share one write and
+one fsync (:mod:`._writer`, group commit). Re-running the same command resumes: a case with a
+verdict, or with a final error, is not called again; a torn last line left by a crash is
+repaired first.
 
 Limits are checked before every call, retries included (:mod:`._limits`: the budget with
 its stated guarantee, ``max_cases`` and the circuit breaker): when one is reached no new
@@ -19,10 +21,10 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -30,13 +32,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from filelock import FileLock, Timeout
-from tenacity import (
-    AsyncRetrying,
-    RetryCallState,
-    retry_if_result,
-    stop_after_attempt,
-    wait_exponential_jitter,
-)
 
 from .._args import check_run_arguments, partition_name
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
@@ -61,6 +56,7 @@ from ._manifest import (
 )
 from ._options import RunOptions
 from ._rundir import SHARDS_FILE, RunDir
+from ._writer import RecordWriter
 
 RUN_SUMMARY_SCHEMA_VERSION = 3
 
@@ -171,18 +167,18 @@ class _Unit:
         return self.item.repeat
 
 
-class _wait_retry_after:
-    """Exponential backoff with jitter, but never shorter than the provider's Retry-After."""
-
-    def __init__(self, cap_s: float = 60.0) -> None:
-        self.fallback = wait_exponential_jitter(initial=0.25, max=20.0)
-        self.cap_s = cap_s
-
-    def __call__(self, state: RetryCallState) -> float:
-        fallback = float(self.fallback(state))
-        verdict = state.outcome.result() if state.outcome and not state.outcome.failed else None
-        retry_after = getattr(verdict, "retry_after_s", None)
-        return min(self.cap_s, max(fallback, retry_after)) if retry_after is not None else fallback
+def _retry_delay(attempt_number: int, verdict: Verdict | None, cap_s: float = 60.0) -> float:
+    """Seconds to wait after attempt ``attempt_number`` (1-based) before the next: exponential
+    backoff with jitter (``0.25 x 2^(n-1) + U(0, 1)`` s, at most 20 s, as tenacity's
+    ``wait_exponential_jitter(initial=0.25, max=20)``), but never shorter than the provider's
+    Retry-After (itself capped at ``cap_s``)."""
+    try:
+        backoff = 0.25 * 2.0 ** (attempt_number - 1) + random.uniform(0, 1)
+    except OverflowError:
+        backoff = 20.0
+    fallback = max(0.0, min(backoff, 20.0))
+    retry_after = getattr(verdict, "retry_after_s", None)
+    return min(cap_s, max(fallback, retry_after)) if retry_after is not None else fallback
 
 
 def _row_problem(row: Any) -> str | None:
@@ -382,9 +378,9 @@ async def run_candidate(
         for c in cases
         for r in range(repeats)
     ]
-    lineage = run_lineage(
-        judge, dataset, cases
-    )  # imported judges refuse results produced against other gold
+    lineage_cases: list[object] = list(cases)
+    # imported judges refuse results produced against other gold
+    lineage = run_lineage(judge, dataset, lineage_cases)
     return await run_items(
         judge,
         items,
@@ -489,7 +485,8 @@ def _prepare_run_dir(
     sampling: ManifestSampling | None,
     budget_usd: float | None,
 ) -> None:
-    """Refuse what cannot run (held-out outside certification, a sharded directory, no items, a bad budget); create the directory."""
+    """Refuse what cannot run (held-out outside certification, a sharded directory, no items, a bad
+    budget); create the directory."""
     if partition == "held_out" and not grid:
         raise WorkbenchError(
             "held-out refused",
@@ -565,7 +562,8 @@ def _prepare_run_dir(
 
 @contextmanager
 def _run_lock(out: Path) -> Iterator[None]:
-    """Hold ``.run.lock``: one invocation at a time writes a run directory; a second is refused at once."""
+    """Hold ``.run.lock``: one invocation at a time writes a run directory; a second is refused at
+    once."""
     run_lock = FileLock(RunDir(out).lock)
     try:
         run_lock.acquire(timeout=0)
@@ -712,7 +710,8 @@ def _plan_units(
     max_attempts: int,
     retry_errors: bool,
 ) -> tuple[list[_Unit], int]:
-    """The items still to judge (each with its next attempt number) and how many are settled already."""
+    """The items still to judge (each with its next attempt number) and how many are settled
+    already."""
     units: list[_Unit] = []
     resumed = 0
     for item in items:
@@ -741,7 +740,8 @@ def _limits(
     options: RunOptions,
     limits_factory: Callable[..., Limits] | None,
 ) -> Limits:
-    """The run's limits, starting from the spend already recorded (per lane under a sampling plan)."""
+    """The run's limits, starting from the spend already recorded (per lane under a sampling
+    plan)."""
     spent = sum(float(r.get("cost_usd") or 0.0) for rows in recorded.values() for r in rows)
     lane_kw: dict[str, Any] = {}
     if lanes is not None:
@@ -771,7 +771,8 @@ def _limits(
 
 
 class _Execution:
-    """One invocation's judging: workers take units, settle each from the cache or by calls, record every attempt."""
+    """One invocation's judging: workers take units, settle each from the cache or by calls, record
+    every attempt."""
 
     def __init__(
         self,
@@ -812,15 +813,15 @@ class _Execution:
             else None
         )
         self.log = AppendOnlyLog(run_dir.results)
-        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="workbench-writer")
-        self.loop = asyncio.get_running_loop()
+        self.writer = RecordWriter(self.log, self.cache, asyncio.get_running_loop())
         if hasattr(judge, "prepare"):
             judge.prepare(options.concurrency)
         self.counters: Counter[str] = Counter()
         self.bar = _progress(total, resumed, judge.spec.label, options.progress)
 
     async def execute(self, units: list[_Unit]) -> None:
-        """Settle every unit with ``concurrency`` workers, then close the judge, log, cache and bar."""
+        """Settle every unit with ``concurrency`` workers, then close the judge, log, cache and
+        bar."""
         queue: asyncio.Queue[_Unit] = asyncio.Queue()
         for unit in units:
             queue.put_nowait(unit)
@@ -834,7 +835,7 @@ class _Execution:
         finally:
             if hasattr(self.judge, "aclose"):
                 await self.judge.aclose()
-            self.writer.shutdown(wait=True)
+            self.writer.close()
             self.log.close()
             if self.cache is not None:
                 self.cache.close()
@@ -847,32 +848,37 @@ class _Execution:
                 unit = queue.get_nowait()
             except asyncio.QueueEmpty:
                 return
-            if (
-                self.limits.stop_reason is None
-            ):  # else drain: nothing new is scheduled after a limit is reached
+            tracked = self.limits.tracks_units  # else unit_done does nothing: no task for it
+            if self.limits.stop_reason is None:
                 try:
                     await self.settle_unit(unit)
                 finally:
-                    await asyncio.shield(
-                        self.limits.unit_done(unit.item.slice, started=unit.admitted)
-                    )
-            else:
+                    if tracked:
+                        await asyncio.shield(
+                            self.limits.unit_done(unit.item.slice, started=unit.admitted)
+                        )
+            elif tracked:  # drain: nothing new is scheduled after a limit is reached
                 await self.limits.unit_done(unit.item.slice, started=False)
 
     async def append(self, result: JudgeResult, request_key: str | None) -> None:
-        """Record one attempt (and cache a verdict) on the writer thread."""
-
-        def write() -> None:
-            self.log.append(result.model_dump(mode="json"))
-            if self.cache is not None and request_key is not None:
-                self.cache.put(request_key, result.repeat, result)
-
-        await self.loop.run_in_executor(self.writer, write)
+        """Record one attempt (and cache a verdict): returns once it is durable (:mod:`._writer`,
+        group commit with the records of calls that finish together)."""
+        await self.writer.append(result, request_key)
 
     async def settle_unit(self, unit: _Unit) -> None:
-        """A unit's verdict from the cache, else from its attempts (retried while retryable and not halted)."""
-        request_key = sha256_json(self.judge.render(unit.judge_input, unit.ref))
-        cached = self.cache.get(request_key, unit.repeat) if self.cache is not None else None
+        """A unit's verdict from the cache, else from its attempts (retried while retryable and not
+        halted)."""
+        # The request key only addresses the cache: without one it is not computed.
+        request_key = (
+            sha256_json(self.judge.render(unit.judge_input, unit.ref))
+            if self.cache is not None
+            else None
+        )
+        cached = (
+            self.cache.get(request_key, unit.repeat)
+            if self.cache is not None and request_key is not None
+            else None
+        )
         if cached is not None:
             await self.append(self.reused(unit, cached), None)
             self.counters["cache_hits"] += 1
@@ -911,8 +917,9 @@ class _Execution:
         )
         return JudgeResult.model_validate(reused.model_dump())
 
-    async def attempts(self, unit: _Unit, request_key: str) -> Verdict | None:
-        """Call the judge for ``unit`` until a verdict, a final error, the unit's attempts run out or a limit halts."""
+    async def attempts(self, unit: _Unit, request_key: str | None) -> Verdict | None:
+        """Call the judge for ``unit`` until a verdict, a final error, the unit's attempts run out
+        or a limit halts."""
         max_attempts, next_attempt = self.max_attempts, unit.next_attempt
         attempts_left = (
             max_attempts
@@ -920,30 +927,28 @@ class _Execution:
             else max(1, max_attempts - next_attempt + 1)
         )
         verdict: Verdict | None = None
-        retrying = AsyncRetrying(
-            stop=stop_after_attempt(attempts_left),
-            wait=_wait_retry_after(),
-            retry=retry_if_result(
-                lambda v: (
-                    v is not None and v.error is not None and v.retryable and not self.limits.halted
-                )
-            ),
-            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
-        )
-        async for attempt in retrying:
-            with attempt:
-                n = attempt.retry_state.attempt_number
-                verdict = await self.one_attempt(
-                    unit, next_attempt + n - 1, first=(n == 1), request_key=request_key
-                )
-            if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
-                attempt.retry_state.set_result(verdict)
+        # A plain loop (no retry object per unit): retry a retryable error while attempts are
+        # left and no limit halted the run, after a backoff; an exception propagates.
+        for n in range(1, attempts_left + 1):
+            verdict = await self.one_attempt(
+                unit, next_attempt + n - 1, first=(n == 1), request_key=request_key
+            )
+            retry = (
+                verdict is not None
+                and verdict.error is not None
+                and verdict.retryable
+                and not self.limits.halted
+            )
+            if not retry or n == attempts_left:
+                break
+            await asyncio.sleep(_retry_delay(n, verdict))
         return verdict
 
     async def one_attempt(
-        self, unit: _Unit, attempt: int, first: bool, request_key: str
+        self, unit: _Unit, attempt: int, first: bool, request_key: str | None
     ) -> Verdict | None:
-        """One admitted call: its cost settled with the limits and the attempt recorded (None when not admitted)."""
+        """One admitted call: its cost settled with the limits and the attempt recorded (None when
+        not admitted)."""
         judge, limits = self.judge, self.limits
         estimate: CallEstimate = self.estimator.estimate(unit.judge_input)
         lane = unit.item.slice
@@ -987,7 +992,8 @@ class _Execution:
     def checked_cost(
         self, unit: _Unit, attempt: int, verdict: Verdict, estimate: CallEstimate
     ) -> float:
-        """The call's cost (the reservation when the judge reports an invalid one); usage beyond the reservation is warned about."""
+        """The call's cost (the reservation when the judge reports an invalid one); usage beyond the
+        reservation is warned about."""
         limits = self.limits
         cost = (
             verdict.cost_usd

@@ -189,7 +189,8 @@ class Limits:
     async def admit(
         self, estimate: CallEstimate, first_call: bool, lane: str | None = None
     ) -> bool:
-        """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not start."""
+        """Reserve ``estimate`` for a call of ``lane`` about to start; False when it must not
+        start."""
         lower = self._lower(lane)
         async with self.cond:
             while True:
@@ -227,7 +228,8 @@ class Limits:
                         or self.spent + self.reserved + estimate.expected + held
                         > self.budget_usd + _EPS
                     ):
-                        await self.cond.wait()  # the probe, calls in flight or reserved slices' holds are in the way: wait
+                        # the probe, calls in flight or reserved slices' holds are in the way
+                        await self.cond.wait()
                         continue
                 self.reserved += estimate.reservation
                 self.in_flight += 1
@@ -241,6 +243,12 @@ class Limits:
                         self.unstarted_reserved -= 1
                         self.cond.notify_all()
                 return True
+
+    @property
+    def tracks_units(self) -> bool:
+        """Whether :meth:`unit_done` does anything (lanes under a sampling plan); the engine
+        calls it only then. A subclass that overrides :meth:`unit_done` overrides this too."""
+        return bool(self.priority)
 
     async def unit_done(self, lane: str | None, *, started: bool) -> None:
         """A unit of ``lane`` is finished for this invocation (``started``: its first attempt was

@@ -1,0 +1,145 @@
+"""Group commit of a run's records: durable before reported, one fsync per batch.
+
+Every attempt of a run is appended to ``results.jsonl`` and fsynced before the engine counts
+it done (the crash-resume guarantee: a settled case is never called again, a recorded spend
+is never lost). An fsync takes milliseconds, so one per record on one writer thread caps a
+run at a few hundred calls per second, whatever its concurrency.
+
+:class:`RecordWriter` keeps that guarantee with fewer fsyncs: the records of calls that finish
+while the previous batch is being written are written together, with one write, flush and
+fsync (a *group commit*), and only then is each caller's :meth:`RecordWriter.append` resumed.
+No record waits for a timer: the records appended in one turn of the event loop are handed to
+the writer thread together at the end of that turn (one thread wake-up, not one per record), and
+a batch that finds the writer idle is written at once. Records are written in the order they
+were appended. The verdict cache (when on) is written in the
+same batch, after the results. A record handed to :meth:`~RecordWriter.append` is written
+even if its caller is cancelled; :meth:`~RecordWriter.close` writes every queued record
+before it returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from .._io import AppendOnlyLog, jsonl_line
+from ..results import JudgeResult
+from ._cache import VerdictCache
+
+
+@dataclass(frozen=True)
+class _Pending:
+    line: bytes
+    """The record, serialized as the log writes it."""
+    cache_entry: tuple[str, int, dict[str, Any]] | None
+    """``(request_key, repeat, dumped result)`` to cache, or None."""
+    done: asyncio.Future[None]
+    """Resolved on the event loop once the line is durable (or with the write's exception)."""
+
+
+class RecordWriter:
+    """One writer thread for a run's results log and verdict cache, committing in batches."""
+
+    def __init__(
+        self, log: AppendOnlyLog, cache: VerdictCache | None, loop: asyncio.AbstractEventLoop
+    ) -> None:
+        self._log, self._cache, self._loop = log, cache, loop
+        self._queue: queue.SimpleQueue[list[_Pending] | None] = queue.SimpleQueue()
+        self._turn: list[_Pending] = []
+        """Records appended in this turn of the event loop, not yet handed to the thread."""
+        self.batches = 0
+        """Batches committed (one fsync of the results log each)."""
+        self.records = 0
+        """Records committed."""
+        self._thread = threading.Thread(target=self._run, name="workbench-writer", daemon=True)
+        self._thread.start()
+        self._closed = False
+
+    async def append(self, result: JudgeResult, request_key: str | None) -> None:
+        """Record one attempt (and cache it under ``request_key`` when given and a verdict);
+        returns once the record is durable, raises what the write raised."""
+        dumped = result.model_dump(mode="json")
+        entry = (
+            (request_key, result.repeat, dumped)
+            if self._cache is not None and request_key is not None
+            else None
+        )
+        done: asyncio.Future[None] = self._loop.create_future()
+        if not self._turn:
+            self._loop.call_soon(self._hand_over)
+        self._turn.append(_Pending(jsonl_line(dumped), entry, done))
+        await done
+
+    def _hand_over(self) -> None:
+        """Give the records of this turn of the event loop to the writer thread, in one put."""
+        if self._turn:
+            turn, self._turn = self._turn, []
+            self._queue.put(turn)
+
+    def close(self) -> None:
+        """Write everything queued, then stop the writer thread (blocks until it has)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._hand_over()  # records of cancelled callers whose turn has not ended
+        self._queue.put(None)
+        self._thread.join()
+
+    # -- the writer thread ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        stop = False
+        while not stop:
+            first = self._queue.get()
+            batch: list[_Pending] = []
+            if first is None:
+                stop = True
+            else:
+                batch.extend(first)
+            while True:  # everything queued while the last batch was written
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    stop = True
+                else:
+                    batch.extend(item)
+            if batch:
+                self._commit(batch)
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        error: BaseException | None = None
+        try:
+            self._log.append_lines([p.line for p in batch])
+            self.batches += 1
+            self.records += len(batch)
+        except BaseException as exc:  # handed to every caller of the batch
+            error = exc
+        cache_error: BaseException | None = None
+        if error is None and self._cache is not None:
+            entries = [p.cache_entry for p in batch if p.cache_entry is not None]
+            try:
+                if entries:
+                    self._cache.put_many(entries)
+            except BaseException as exc:
+                cache_error = exc
+        results = [
+            (p.done, error or (cache_error if p.cache_entry is not None else None)) for p in batch
+        ]
+        with contextlib.suppress(RuntimeError):  # a closed loop: nobody awaits these any more
+            self._loop.call_soon_threadsafe(_resolve, results)
+
+
+def _resolve(results: list[tuple[asyncio.Future[None], BaseException | None]]) -> None:
+    for done, error in results:
+        if done.done():  # its caller was cancelled; the record is written all the same
+            continue
+        if error is None:
+            done.set_result(None)
+        else:
+            done.set_exception(error)
