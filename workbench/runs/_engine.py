@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import math
 import os
-import random
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -32,6 +31,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from filelock import FileLock, Timeout
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_result,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
 
 from .._args import check_run_arguments, partition_name
 from .._io import AppendOnlyLog, atomic_write_json, iter_jsonl_lines, loads_json, sha256_json
@@ -167,18 +173,24 @@ class _Unit:
         return self.item.repeat
 
 
-def _retry_delay(attempt_number: int, verdict: Verdict | None, cap_s: float = 60.0) -> float:
-    """Seconds to wait after attempt ``attempt_number`` (1-based) before the next: exponential
-    backoff with jitter (``0.25 x 2^(n-1) + U(0, 1)`` s, at most 20 s, as tenacity's
-    ``wait_exponential_jitter(initial=0.25, max=20)``), but never shorter than the provider's
-    Retry-After (itself capped at ``cap_s``)."""
-    try:
-        backoff = 0.25 * 2.0 ** (attempt_number - 1) + random.uniform(0, 1)
-    except OverflowError:
-        backoff = 20.0
-    fallback = max(0.0, min(backoff, 20.0))
-    retry_after = getattr(verdict, "retry_after_s", None)
-    return min(cap_s, max(fallback, retry_after)) if retry_after is not None else fallback
+class _wait_retry_after:
+    """Exponential backoff with jitter, but never shorter than the provider's Retry-After."""
+
+    def __init__(self, cap_s: float = 60.0) -> None:
+        self.fallback = wait_exponential_jitter(initial=0.25, max=20.0)
+        self.cap_s = cap_s
+
+    def __call__(self, state: RetryCallState) -> float:
+        fallback = float(self.fallback(state))
+        verdict = state.outcome.result() if state.outcome and not state.outcome.failed else None
+        retry_after = getattr(verdict, "retry_after_s", None)
+        if retry_after is None:
+            return fallback
+        return float(min(self.cap_s, max(fallback, retry_after)))
+
+
+_WAIT = _wait_retry_after()
+"""One wait strategy for every unit (it holds no per-unit state)."""
 
 
 def _row_problem(row: Any) -> str | None:
@@ -927,21 +939,25 @@ class _Execution:
             else max(1, max_attempts - next_attempt + 1)
         )
         verdict: Verdict | None = None
-        # A plain loop (no retry object per unit): retry a retryable error while attempts are
-        # left and no limit halted the run, after a backoff; an exception propagates.
-        for n in range(1, attempts_left + 1):
-            verdict = await self.one_attempt(
-                unit, next_attempt + n - 1, first=(n == 1), request_key=request_key
-            )
-            retry = (
-                verdict is not None
-                and verdict.error is not None
-                and verdict.retryable
-                and not self.limits.halted
-            )
-            if not retry or n == attempts_left:
-                break
-            await asyncio.sleep(_retry_delay(n, verdict))
+        limits = self.limits
+
+        def retryable(v: Verdict | None) -> bool:
+            return v is not None and v.error is not None and v.retryable and not limits.halted
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(attempts_left),
+            wait=_WAIT,
+            retry=retry_if_result(retryable),
+            retry_error_callback=lambda state: state.outcome.result() if state.outcome else None,
+        )
+        async for attempt in retrying:
+            with attempt:
+                n = attempt.retry_state.attempt_number
+                verdict = await self.one_attempt(
+                    unit, next_attempt + n - 1, first=(n == 1), request_key=request_key
+                )
+            if attempt.retry_state.outcome is not None and not attempt.retry_state.outcome.failed:
+                attempt.retry_state.set_result(verdict)
         return verdict
 
     async def one_attempt(
