@@ -80,12 +80,13 @@ def distribution(values: Sequence[float]) -> Distribution:
     """Total, median, nearest-rank p95 and max of ``values``."""
     if not values:
         return Distribution(total=0.0, median=None, p95=None, max=None)
+    p95 = percentile_nearest_rank(values, 0.95)
     return Distribution(
         total=float(sum(values)),
         median=float(statistics.median(values)),
-        p95=float(percentile_nearest_rank(values, 0.95)),
+        p95=None if p95 is None else float(p95),
         max=float(max(values)),
-    )  # type: ignore[arg-type]
+    )
 
 
 Usage = tuple[int, float, int, int, int]
@@ -173,7 +174,8 @@ def _count(value: float | None) -> str:
 
 
 def format_slice_costs(costs: Sequence[SliceCost]) -> str:
-    """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and totals."""
+    """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and
+    totals."""
     header = (
         "slice",
         "risk",
