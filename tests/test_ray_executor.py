@@ -508,6 +508,7 @@ def test_a_sampled_run_on_ray_is_the_local_run_of_the_same_manifest(
         )
         assert sharded.exit_code == 0, sharded.output
         ray_calls = server.call_count
+        ray_summary = json.loads((ray_out / "run.json").read_text())
         local = CliRunner().invoke(main, _run_args(spec, gold, local_out, "--policy", str(policy)))
         assert local.exit_code == 0, local.output
         assert server.call_count == 2 * ray_calls
@@ -539,7 +540,6 @@ def test_a_sampled_run_on_ray_is_the_local_run_of_the_same_manifest(
         }
 
     assert verdicts(ray_out) == verdicts(local_out) and {v[0] for v in verdicts(ray_out)} == sampled
-    ray_summary = json.loads((ray_out / "run.json").read_text())
     local_summary = json.loads((local_out / "run.json").read_text())
     assert _without_run(ray_summary) == _without_run(local_summary)
     assert ray_summary["sampled_out"] and ray_summary["sampling_plan_sha256"]

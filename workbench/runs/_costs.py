@@ -13,7 +13,8 @@ Definitions (checked by hand in ``tests/test_sampling.py``):
   for an even count);
 - ``p95``: nearest rank, the value at position ``ceil(0.95 x n)`` of the sorted values
   (1-based), i.e. the smallest value that at least 95% of the cases do not exceed;
-- ``max``: the largest per-case value; ``total``: the sum.
+- ``max``: the largest per-case value; ``total``: the sum, correctly rounded (``math.fsum``), so
+  the same whatever order the results were read in (a sharded run's merge, a local run).
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def distribution(values: Sequence[float]) -> Distribution:
         return Distribution(total=0.0, median=None, p95=None, max=None)
     p95 = percentile_nearest_rank(values, 0.95)
     return Distribution(
-        total=float(sum(values)),
+        total=math.fsum(values),
         median=float(statistics.median(values)),
         p95=None if p95 is None else float(p95),
         max=float(max(values)),

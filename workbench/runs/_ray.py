@@ -14,6 +14,11 @@
 4. The driver merges the shard results into ``OUT/results.jsonl`` and writes the merged
    ``OUT/run.json``; ``align``, ``gate`` and ``agreement`` read the run as one.
 
+Under a sampling plan the driver checks and draws it as a local run does, freezes the sample
+(reserved lanes first) and the plan's record in the manifest, and shards the sampled cases;
+each shard runs with the plan's lanes, and the actor holds them for the run as a whole
+(:class:`ShardLanes`): the summary is the one a local run of the same manifest writes.
+
 A shard whose worker dies leaves the run *incomplete* (exit 3) with its settled cases kept:
 re-running the same command resumes every shard, calling no settled case again. A killed
 driver takes its tasks with it (Ray ends the tasks of a driver that is gone) and is resumed
