@@ -1,4 +1,5 @@
-"""The Ray executor on a local Ray instance (``ray.init(num_cpus=2)``), against the fake OpenAI server.
+"""The Ray executor on a local Ray instance (``ray.init(num_cpus=2)``), against the fake OpenAI
+server.
 
 Skipped, with the reason, only when the optional extra is not installed (``pip install -e
 '.[ray]'``; ``.ci/run`` installs it). Every server binds port 0.
@@ -262,7 +263,8 @@ def test_max_cases_and_the_token_bucket_are_global(gold: Path, tmp_path: Path) -
         datetime.fromisoformat(r["started_at"]) for r in rows(tmp_path / "paced" / "results.jsonl")
     )
     for k, start in enumerate(starts):
-        # a bucket of one token refilled at `rate`: the k-th call starts no earlier than k / rate after the first
+        # a bucket of one token refilled at `rate`: the k-th call starts no earlier than k / rate
+        # after the first
         assert (start - starts[0]).total_seconds() >= k / rate - 0.05, (k, starts)
 
 
