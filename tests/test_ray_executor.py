@@ -1,4 +1,5 @@
-"""The Ray executor on a local Ray instance (``ray.init(num_cpus=2)``), against the fake OpenAI server.
+"""The Ray executor on a local Ray instance (``ray.init(num_cpus=2)``), against the fake OpenAI
+server.
 
 Skipped, with the reason, only when the optional extra is not installed (``pip install -e
 '.[ray]'``; ``.ci/run`` installs it). Every server binds port 0.
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -261,7 +263,8 @@ def test_max_cases_and_the_token_bucket_are_global(gold: Path, tmp_path: Path) -
         datetime.fromisoformat(r["started_at"]) for r in rows(tmp_path / "paced" / "results.jsonl")
     )
     for k, start in enumerate(starts):
-        # a bucket of one token refilled at `rate`: the k-th call starts no earlier than k / rate after the first
+        # a bucket of one token refilled at `rate`: the k-th call starts no earlier than k / rate
+        # after the first
         assert (start - starts[0]).total_seconds() >= k / rate - 0.05, (k, starts)
 
 
@@ -461,3 +464,275 @@ def test_a_killed_driver_is_resumed_on_the_same_cluster(
         f"k{i}" for i in range(N)
     )
     assert settled_before and all(after[c] == before[c] for c in settled_before)
+
+
+# ------------------------------------------------------------------ sampling plans on Ray
+
+
+def _run_args(spec: Path, gold: Path, out: Path, *extra: str) -> list[str]:
+    return [
+        "run",
+        "--candidate",
+        str(spec),
+        "--gold",
+        str(gold),
+        "--partition",
+        "development",
+        "--out",
+        str(out),
+        "--no-cache",
+        "--no-progress",
+        *extra,
+    ]
+
+
+def _without_run(summary: dict) -> dict:
+    """A summary without what names the run itself (its id and results file)."""
+    return {k: v for k, v in summary.items() if k not in ("run_id", "results_path")}
+
+
+def test_a_sampled_run_on_ray_is_the_local_run_of_the_same_manifest(
+    tmp_path: Path, make_dataset
+) -> None:
+    """Before: `--executor ray` refused `--policy` (exit 2, "local executor only")."""
+    from test_sampling import PLAN, gold_cases, write_policy
+
+    gold = make_dataset(gold_cases(general=10, billing=4))
+    policy = write_policy(tmp_path / "policies", PLAN)
+    ray_out, local_out = tmp_path / "ray", tmp_path / "local"
+    with FakeLLM(default=Reply(value="pass")) as server:
+        spec = write_spec(tmp_path, server.base_url)
+        sharded = CliRunner().invoke(
+            main,
+            _run_args(
+                spec, gold, ray_out, "--policy", str(policy), "--executor", "ray", "--shards", "2"
+            ),
+        )
+        assert sharded.exit_code == 0, sharded.output
+        ray_calls = server.call_count
+        ray_summary = json.loads((ray_out / "run.json").read_text())
+        local = CliRunner().invoke(main, _run_args(spec, gold, local_out, "--policy", str(policy)))
+        assert local.exit_code == 0, local.output
+        assert server.call_count == 2 * ray_calls
+        again = CliRunner().invoke(
+            main,
+            _run_args(
+                spec, gold, ray_out, "--policy", str(policy), "--executor", "ray", "--shards", "2"
+            ),
+        )
+        assert again.exit_code == 0 and server.call_count == 2 * ray_calls  # nothing repeated
+    ray_manifest = json.loads((ray_out / "manifest.json").read_text())
+    local_manifest = json.loads((local_out / "manifest.json").read_text())
+    assert ray_manifest["sampling"] == local_manifest["sampling"]
+    assert ray_manifest["sampling"]["sampled_out"]  # the plan did leave cases out
+    assert ray_manifest["cases"] == local_manifest["cases"]  # same cases, same (lane) order
+    sampled = {c["case_id"] for c in ray_manifest["cases"]}
+    assert ray_calls == len(sampled) < 14
+    for index in range(2):  # sharded by case-id hash, each shard under the run's plan
+        shard_manifest = json.loads((shard_dir(ray_out, index) / "manifest.json").read_text())
+        assert shard_manifest["sampling"] == ray_manifest["sampling"]
+        assert {c["case_id"] for c in shard_manifest["cases"]} == {
+            c for c in sampled if shard_of(c, 2) == index
+        }
+
+    def verdicts(out: Path) -> set[tuple]:
+        return {
+            (r["case_id"], r["repeat"], r["attempt"], r["value"], r["cost_usd"], r["tokens_out"])
+            for r in rows(out / "results.jsonl")
+        }
+
+    assert verdicts(ray_out) == verdicts(local_out) and {v[0] for v in verdicts(ray_out)} == sampled
+    local_summary = json.loads((local_out / "run.json").read_text())
+    assert _without_run(ray_summary) == _without_run(local_summary)
+    assert ray_summary["sampled_out"] and ray_summary["sampling_plan_sha256"]
+    assert {row["slice"] for row in ray_summary["slice_costs"]} == {"billing", "general", "(all)"}
+    assert "sampled out (" in sharded.output and "by slice" in sharded.output
+    resumed = json.loads((ray_out / "run.json").read_text())
+    assert resumed["resumed"] == len(sampled) and resumed["calls"] == 0
+
+
+def _ids_in_shard(prefix: str, shard: int, count: int) -> list[str]:
+    found: list[str] = []
+    i = 0
+    while len(found) < count:
+        if shard_of(f"{prefix}{i}", 2) == shard:
+            found.append(f"{prefix}{i}")
+        i += 1
+    return found
+
+
+def test_reserved_slices_run_first_and_the_budget_is_global_over_shards(
+    tmp_path: Path, make_dataset
+) -> None:
+    """Every billing (critical) case is in shard 0, every general case in shard 1: the general
+    shard may start nothing before every billing unit has started, and may never spend billing's
+    hold, although its own shard has no reserved slice."""
+    from test_sampling import PLAN
+
+    from workbench.sampling import SamplingPlan
+
+    billing, general = _ids_in_shard("b", 0, 4), _ids_in_shard("g", 1, 10)
+    cases = [
+        make_case(c, "pass", slice="general", response="refund in five days " * (3 + i))
+        for i, c in enumerate(general)
+    ] + [
+        make_case(c, "pass", slice="billing", response=f"BILLING-CASE {c} " + "charge " * (1 + i))
+        for i, c in enumerate(billing)
+    ]
+    gold = make_dataset(cases)
+    plan = SamplingPlan.model_validate(
+        {**PLAN, "slices": {"general": {"fraction": 1.0}, "billing": {"reserve_share": 0.5}}}
+    )
+    with FakeLLM(default=Reply(value="pass"), latency_s=0.1) as server:
+        spec = write_spec(tmp_path, server.base_url)
+        total = run_candidate_sync(
+            load_candidate(spec),
+            load_dataset(gold),
+            "development",
+            tmp_path / "measure",
+            progress=False,
+            cache_dir=False,
+        ).cost_usd
+        budget = total * 0.5
+        summary = run_candidate_ray(
+            spec,
+            gold,
+            "development",
+            tmp_path / "out",
+            shards=2,
+            concurrency=4,
+            budget_usd=budget,
+            cache_dir=False,
+            sampling=plan,
+            sampling_source="test plan",
+        )
+    results = rows(tmp_path / "out" / "results.jsonl")
+    shard_rows = [
+        r for i in range(2) for r in rows(shard_dir(tmp_path / "out", i) / "results.jsonl")
+    ]
+    spent = sum(r["cost_usd"] for r in shard_rows)
+    assert summary.stop_reason == "budget_exhausted" and spent <= budget + 1e-12
+    assert summary.cost_usd == pytest.approx(spent)
+    assert not [u for u in summary.unrun if u.startswith("b")], summary.unrun
+    assert {r["case_id"] for r in results if r["value"] is not None} >= set(billing)
+    assert [u for u in summary.unrun if u.startswith("g")]  # the budget ran out on general
+    first_general = min(r["started_at"] for r in results if r["case_id"].startswith("g"))
+    last_billing_start = max(r["started_at"] for r in results if r["case_id"].startswith("b"))
+    # every billing call was admitted before any general one; recorded start times are taken
+    # in the workers after the actor's answer, within a few milliseconds of each other
+    assert (
+        last_billing_start < first_general
+        or (
+            datetime.fromisoformat(last_billing_start) - datetime.fromisoformat(first_general)
+        ).total_seconds()
+        < 0.05
+    )
+    assert summary.sampling_plan_sha256 == plan.sha256()
+    assert summary.sampling_plan_source == "test plan"
+
+
+def test_a_killed_driver_of_a_sampled_run_is_resumed_without_loss_or_repeat(
+    tmp_path: Path, local_ray: str, make_dataset
+) -> None:
+    from test_sampling import PLAN, gold_cases, write_policy
+
+    gold = make_dataset(gold_cases(general=10, billing=4))
+    policy = write_policy(tmp_path / "policies", PLAN)
+    out = tmp_path / "out"
+    with FakeLLM(default=Reply(value="pass"), latency_s=0.4) as server:
+        spec = write_spec(tmp_path, server.base_url)
+        env = {**os.environ, "RAY_ADDRESS": local_ray, KEY_ENV: SECRET}
+        args = _run_args(
+            spec, gold, out, "--policy", str(policy), "--executor", "ray", "--shards", "2"
+        )
+        driver = subprocess.Popen(
+            [sys.executable, "-m", "workbench", *args, "--concurrency", "2"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            _wait_for(
+                lambda: any(len(rows(shard_dir(out, i) / "results.jsonl")) >= 1 for i in range(2)),
+                timeout=60,
+            )
+        finally:
+            driver.kill()
+            driver.wait()
+        workers = [
+            json.loads((shard_dir(out, i) / "worker.json").read_text())["pid"]
+            for i in range(2)
+            if (shard_dir(out, i) / "worker.json").exists()
+        ]
+
+        def gone(pid: int) -> bool:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            return False
+
+        _wait_for(lambda: all(gone(pid) for pid in workers), timeout=30)
+        before_rows = [r for i in range(2) for r in rows(shard_dir(out, i) / "results.jsonl")]
+        settled_before = {r["case_id"] for r in before_rows if r.get("error") is None}
+        calls_before = server.call_count
+        resumed = CliRunner().invoke(main, [*args, "--concurrency", "2"])
+        assert resumed.exit_code == 0, resumed.output
+        calls_after = server.call_count
+    manifest = json.loads((out / "manifest.json").read_text())
+    sampled = {c["case_id"] for c in manifest["cases"]}
+    merged = rows(out / "results.jsonl")
+    assert sorted(r["case_id"] for r in merged if r.get("error") is None) == sorted(sampled)
+    assert len({(r["case_id"], r["repeat"], r["attempt"]) for r in merged}) == len(merged)
+    assert settled_before and len(settled_before) < len(sampled)
+    assert all(r in merged for r in before_rows)  # nothing recorded before the kill is lost
+    # the resume recorded every call it made (no cache), and only for cases without a verdict
+    assert calls_after - calls_before == len(merged) - len(before_rows)
+    new_rows = [r for r in merged if r not in before_rows]
+    assert not {r["case_id"] for r in new_rows} & settled_before  # no settled case called again
+    summary = json.loads((out / "run.json").read_text())
+    assert summary["status"] == "complete" and summary["resumed"] >= len(settled_before)
+    assert summary["sampled_out"] == manifest["sampling"]["sampled_out"]
+
+
+def test_a_dead_shards_unstarted_reserved_units_do_not_block_other_shards_lower_lanes() -> None:
+    """The lanes of the limits actor, on an event loop without Ray: shard 0 holds the reserved
+    (critical) units, shard 1 lower-lane ones. Shard 1 waits while shard 0 has reserved units
+    that have not started; when shard 0's task ends without starting them (its worker died),
+    releasing it lets shard 1 go on instead of waiting forever."""
+    import asyncio
+
+    from workbench.runs._ray import GlobalLimits, ShardLanes
+
+    async def scenario() -> list[str]:
+        lanes = ShardLanes(
+            priority={"crit": 0, "low": 1},
+            holds={"crit": 0.5},
+            units={0: {"crit": 2}, 1: {"low": 2}},
+            spent={},
+        )
+        actor = GlobalLimits(1.0, None, 0.0, 5, None, None, 1, None, None, lanes)
+        order: list[str] = []
+
+        async def call(shard: int, lane: str, name: str) -> None:
+            ok, _ = await actor.admit(shard, 0.1, 0.1, None, None, True, lane)
+            assert ok
+            order.append(name)
+            await actor.settle(shard, 0.1, 0.1, True, None, None, None, lane)
+            await actor.unit_done(shard, lane, True)
+
+        waiting = asyncio.ensure_future(call(1, "low", "low-1"))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # a reserved unit of shard 0 has not started
+        await call(0, "crit", "crit-1")
+        await asyncio.sleep(0.05)
+        assert not waiting.done()  # one reserved unit of shard 0 is still unstarted
+        await actor.release(0)  # shard 0's worker died before starting its second unit
+        await asyncio.wait_for(waiting, timeout=2)
+        # the hold of "crit" is released with its units: the lower lane may spend it now
+        assert actor.limits.held_for_others("low") == 0.0
+        await call(1, "low", "low-2")
+        return order
+
+    assert asyncio.run(scenario()) == ["crit-1", "low-1", "low-2"]

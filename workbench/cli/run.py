@@ -162,18 +162,17 @@ def run(
     actor holds --budget-usd, --max-cases and --calls-per-second for all shards together;
     OUT/results.jsonl and OUT/run.json are the shards merged. --concurrency is the total.
     Same exit codes; a shard whose worker died leaves the run incomplete (3): rerun to resume.
+    With a sampling plan the sampled cases are sharded, and reserved slices run first over all
+    shards; the summary is a local run's.
     """
     if executor == "ray":
         if shadow_of is not None:
             raise click.UsageError("--shadow-of runs on the local executor only")
-        if policy_path is not None or plan_path is not None:
-            raise click.UsageError(
-                "--policy and --sampling-plan (sampling plans) run on the local executor only"
-            )
         if shards is None:
             raise click.UsageError("--executor ray needs --shards N (the number of Ray tasks)")
         from ..runs._ray import run_candidate_ray
 
+        plan, source = sampling_plan_from(policy_path, plan_path)
         summary = run_candidate_ray(
             candidate,
             gold,
@@ -187,6 +186,8 @@ def run(
             cache_dir=options.cache_dir,
             retry_errors=options.retry_errors,
             calls_per_second=calls_per_second,
+            sampling=plan,
+            sampling_source=source,
         )
         raise SystemExit(report_summary(summary))
     if shards is not None or calls_per_second is not None:

@@ -13,7 +13,8 @@ Definitions (checked by hand in ``tests/test_sampling.py``):
   for an even count);
 - ``p95``: nearest rank, the value at position ``ceil(0.95 x n)`` of the sorted values
   (1-based), i.e. the smallest value that at least 95% of the cases do not exceed;
-- ``max``: the largest per-case value; ``total``: the sum.
+- ``max``: the largest per-case value; ``total``: the sum, correctly rounded (``math.fsum``), so
+  the same whatever order the results were read in (a sharded run's merge, a local run).
 """
 
 from __future__ import annotations
@@ -80,12 +81,13 @@ def distribution(values: Sequence[float]) -> Distribution:
     """Total, median, nearest-rank p95 and max of ``values``."""
     if not values:
         return Distribution(total=0.0, median=None, p95=None, max=None)
+    p95 = percentile_nearest_rank(values, 0.95)
     return Distribution(
-        total=float(sum(values)),
+        total=math.fsum(values),
         median=float(statistics.median(values)),
-        p95=float(percentile_nearest_rank(values, 0.95)),
+        p95=None if p95 is None else float(p95),
         max=float(max(values)),
-    )  # type: ignore[arg-type]
+    )
 
 
 Usage = tuple[int, float, int, int, int]
@@ -173,7 +175,8 @@ def _count(value: float | None) -> str:
 
 
 def format_slice_costs(costs: Sequence[SliceCost]) -> str:
-    """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and totals."""
+    """A fixed-width table: per slice, cost and tokens per case as median / p95 / max, and
+    totals."""
     header = (
         "slice",
         "risk",

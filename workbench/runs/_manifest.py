@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .._io import atomic_write_json, read_json_file, sha256_json
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldLineage
+from ..gold import GoldCase, GoldDataset, GoldLineage
 from ..results import JudgeIdentity
 from ..sampling import SamplingPlan
 from ._rundir import RunDir
@@ -200,7 +201,7 @@ def freeze_manifest(
     return existing, True
 
 
-def run_lineage(judge: object, dataset: object, cases: list[object]) -> GoldLineage:
+def run_lineage(judge: object, dataset: GoldDataset, cases: Sequence[GoldCase]) -> GoldLineage:
     """The gold lineage a run of ``judge`` on ``cases`` of ``dataset`` records.
 
     A judge that replays results produced elsewhere (``imported``) checks first that they were
@@ -211,4 +212,4 @@ def run_lineage(judge: object, dataset: object, cases: list[object]) -> GoldLine
     check = getattr(judge, "check_gold", None)
     if check is not None:
         check(dataset)
-    return gold_lineage(dataset, cases)  # type: ignore[arg-type]
+    return gold_lineage(dataset, cases)

@@ -19,7 +19,8 @@ class RunOptions:
     """How a run executes (never what it judges): one value for every judge-running command."""
 
     concurrency: int | None = 8
-    """Concurrent judge calls (None: the command's own default, e.g. a noise policy's max_concurrency)."""
+    """Concurrent judge calls (None: the command's own default, e.g. a noise policy's
+    max_concurrency)."""
     budget_usd: float | None = None
     """Stop scheduling calls before recorded spend could exceed this (None: no budget)."""
     max_cases: int | None = None

@@ -14,6 +14,11 @@
 4. The driver merges the shard results into ``OUT/results.jsonl`` and writes the merged
    ``OUT/run.json``; ``align``, ``gate`` and ``agreement`` read the run as one.
 
+Under a sampling plan the driver checks and draws it as a local run does, freezes the sample
+(reserved lanes first) and the plan's record in the manifest, and shards the sampled cases;
+each shard runs with the plan's lanes, and the actor holds them for the run as a whole
+(:class:`ShardLanes`): the summary is the one a local run of the same manifest writes.
+
 A shard whose worker dies leaves the run *incomplete* (exit 3) with its settled cases kept:
 re-running the same command resumes every shard, calling no settled case again. A killed
 driver takes its tasks with it (Ray ends the tasks of a driver that is gone) and is resumed
@@ -35,20 +40,21 @@ import os
 import socket
 import time
 from collections import Counter
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from functools import partial
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any, Literal
 
 from filelock import FileLock, Timeout
 
-from .._args import check_run_arguments, partition_name
+from .._args import check_concurrency, check_run_arguments, partition_name
 from .._io import AppendOnlyLog, atomic_write_json, read_json_file
 from .._redact import redact
 from ..errors import Problem, WorkbenchError
-from ..gold import Partition, load_dataset
+from ..gold import GoldCase, GoldDataset, Partition, load_dataset
 from ..judges import JudgeInput, load_candidate
+from ..sampling import Lanes, SampleCase, SamplingPlan, check_plan, draw_sample, plan_lanes
 from ._cache import default_cache_dir
 from ._engine import (
     RunSummary,
@@ -56,11 +62,18 @@ from ._engine import (
     _max_attempts,
     _read_attempts,
     _secrets,
+    _state,
     _summarize,
     run_items,
 )
-from ._limits import CallEstimate, Limits
-from ._manifest import ManifestCase, RunManifest, freeze_manifest, run_lineage
+from ._limits import CallEstimate, Estimator, Limits
+from ._manifest import (
+    ManifestCase,
+    ManifestSampling,
+    RunManifest,
+    freeze_manifest,
+    run_lineage,
+)
 from ._rundir import RunDir
 from ._shards import WORKER_FILE, ShardPlan, merge_results, shard_dir, shard_of
 
@@ -79,13 +92,33 @@ def ray_available() -> bool:
     return True
 
 
+@dataclass(frozen=True)
+class ShardLanes:
+    """A sampling plan's lanes for a whole sharded run: what :class:`GlobalLimits` needs.
+
+    The same rules as a local run (:mod:`._limits`), over every shard: reserved units of any
+    shard start before any lower-lane call of any shard, and each reserved slice's hold is kept
+    from every shard's lower lanes while the slice has unfinished units anywhere.
+    """
+
+    priority: dict[str, int]
+    """slice -> lane (0 reserved, 1 lower), :func:`workbench.sampling.plan_lanes`."""
+    holds: dict[str, float]
+    """slice -> US dollars held for it while it has unfinished units."""
+    units: dict[int, dict[str, int]]
+    """Per shard, per slice: the units this invocation runs (settled ones left out)."""
+    spent: dict[str, float]
+    """Per slice: the spend recorded before this invocation, over every shard."""
+
+
 class GlobalLimits:
-    """The Ray actor behind every shard's limits: budget, case limit, breaker and token bucket.
+    """The Ray actor behind every shard's limits: budget, case limit, breaker, lanes, token bucket.
 
     It wraps one :class:`~._limits.Limits` (the local engine's rules, unchanged) on the actor's
     event loop, and adds a token bucket: ``calls_per_second`` tokens a second, at most
     ``burst`` saved. A call starts only once it is admitted *and* has taken a token, so in any
     window of ``t`` seconds at most ``burst + calls_per_second * t`` calls start, over all shards.
+    Under a sampling plan (``lanes``) it also holds the lanes of every shard.
     """
 
     def __init__(
@@ -99,10 +132,28 @@ class GlobalLimits:
         burst: int,
         pricing: Any = None,
         observed_out: int | None = None,
+        lanes: ShardLanes | None = None,
     ) -> None:
         self.pricing = pricing
+        lane_kw: dict[str, Any] = {}
+        if lanes is not None:
+            total: Counter[str] = Counter()
+            for per_slice in lanes.units.values():
+                total.update(per_slice)
+            lane_kw = {
+                "priority": lanes.priority,
+                "holds": lanes.holds,
+                "lane_units": dict(total),
+                "lane_spent": lanes.spent,
+            }
         self.limits = Limits(
-            budget_usd, max_cases, spent, breaker_after=breaker_after, endpoint=endpoint, secrets=[]
+            budget_usd,
+            max_cases,
+            spent,
+            breaker_after=breaker_after,
+            endpoint=endpoint,
+            secrets=[],
+            **lane_kw,
         )
         self.rate = calls_per_second
         self.burst = float(burst)
@@ -111,9 +162,26 @@ class GlobalLimits:
         self.bucket: asyncio.Lock | None = None
         self.calls = 0
         self.max_out: int | None = observed_out
-        """The largest output any call of the run has reported in this invocation, over all shards."""
-        self.held: dict[int, list[float]] = {}
-        """Per shard: the reservations of its calls in flight, released if its worker dies."""
+        """The largest output any call of the run reported in this invocation, any shard."""
+        self.held: dict[int, list[tuple[float, str | None]]] = {}
+        """Per shard: (reservation, lane) of its calls in flight, released if its worker dies."""
+        self.open: dict[int, Counter[str]] = (
+            {shard: Counter(units) for shard, units in lanes.units.items()} if lanes else {}
+        )
+        """Per shard, per slice: its units not finished yet (under a sampling plan)."""
+        self.unstarted: dict[int, int] = (
+            {
+                shard: sum(n for name, n in units.items() if self._reserved(name))
+                for shard, units in lanes.units.items()
+            }
+            if lanes
+            else {}
+        )
+        """Per shard: its reserved units not started yet (under a sampling plan)."""
+
+    def _reserved(self, lane: str | None) -> bool:
+        priority = self.limits.priority
+        return bool(priority) and priority.get(lane or "", 1) == 0
 
     def _state(self) -> dict[str, Any]:
         lim = self.limits
@@ -151,8 +219,10 @@ class GlobalLimits:
         tokens_in: int | None,
         tokens_out_cap: int | None,
         first_call: bool,
+        lane: str | None = None,
     ) -> tuple[bool, dict[str, Any]]:
-        """Admit a call as :meth:`Limits.admit` does; its expected cost priced with the run's largest output.
+        """Admit a call as :meth:`Limits.admit` does, its expected cost priced with the run's
+        largest output.
 
         Under a budget the probe (the invocation's first call) settles first, so a shard's first
         call is priced with the output the probe reported, not the full cap.
@@ -171,12 +241,14 @@ class GlobalLimits:
         ):
             expected = float(self.pricing.cost(tokens_in, min(tokens_out_cap, self.max_out)))
         estimate = CallEstimate(reservation, expected)
-        if not await self.limits.admit(estimate, first_call):
+        if not await self.limits.admit(estimate, first_call, lane):
             return False, self._state()
-        self.held.setdefault(shard, []).append(reservation)
+        if first_call and self._reserved(lane) and shard in self.unstarted:
+            self.unstarted[shard] -= 1
+        self.held.setdefault(shard, []).append((reservation, lane))
         await self._token()
         if self.limits.halted:  # stopped while this call waited for its token: it does not start
-            await self.settle(shard, reservation, 0.0, False, None, None)
+            await self.settle(shard, reservation, 0.0, False, None, None, None, lane)
             return False, self._state()
         self.calls += 1
         return True, self._state()
@@ -190,47 +262,70 @@ class GlobalLimits:
         endpoint_failure: str | None,
         error: str | None,
         tokens_out: int | None = None,
+        lane: str | None = None,
     ) -> dict[str, Any]:
+        """Release a call's reservation and record its cost and outcome (:meth:`Limits.settle`)."""
         if tokens_out is not None and tokens_out > 0:
             self.max_out = tokens_out if self.max_out is None else max(self.max_out, tokens_out)
         held = self.held.get(shard, [])
-        if reservation not in held:  # the shard was released (its worker died): nothing to settle
+        if (reservation, lane) not in held:  # the shard was released (its worker died)
             return self._state()
-        held.remove(reservation)
+        held.remove((reservation, lane))
         await self.limits.settle(
             CallEstimate(reservation, reservation),
             cost,
             called=called,
             endpoint_failure=endpoint_failure,
             error=error,
+            lane=lane,
         )
         return self._state()
 
+    async def unit_done(self, shard: int, lane: str | None, started: bool) -> None:
+        """A unit of ``lane`` on ``shard`` is finished (:meth:`Limits.unit_done`)."""
+        if shard not in self.open:  # no lanes, or the shard was released
+            return
+        await self.limits.unit_done(lane, started=started)
+        if lane is not None and lane in self.open[shard]:
+            self.open[shard][lane] -= 1
+        if not started and self._reserved(lane):
+            self.unstarted[shard] -= 1
+
     async def release(self, shard: int) -> dict[str, Any]:
-        """A shard's worker died: free the reservations of its calls in flight, so others go on.
+        """A shard's task ended: free the reservations of its calls still in flight and the lanes
+        of its unfinished units (a worker that died), so the other shards go on.
 
         What those calls cost is unknown (never recorded); the recorded spend is what a resume
         starts from, as after a crash of a local run.
         """
         held = self.held.pop(shard, [])
+        open_units = self.open.pop(shard, Counter())
+        unstarted = self.unstarted.pop(shard, 0)
         lim = self.limits
         async with lim.cond:
-            lim.reserved = max(0.0, lim.reserved - sum(held))
+            lim.reserved = max(0.0, lim.reserved - sum(r for r, _ in held))
             lim.in_flight -= len(held)
+            for reservation, lane in held:
+                if lane is not None and lane in lim.lane_in_flight:
+                    lim.lane_in_flight[lane] = max(0.0, lim.lane_in_flight[lane] - reservation)
+            for lane, n in open_units.items():
+                if lane in lim.lane_open:
+                    lim.lane_open[lane] -= n
+            lim.unstarted_reserved -= unstarted
             lim.cond.notify_all()
         return self._state()
 
     async def state(self) -> dict[str, Any]:
+        """The shared figures: spend, reservations, calls in flight and started, the stop."""
         return self._state()
 
 
 class RemoteLimits(Limits):
     """A shard's limits: every decision is the :class:`GlobalLimits` actor's (same interface).
 
-    ``lane`` is accepted for the engine's interface; shards run without sampling lanes.
-
     Calls report their usage to the actor, which prices every call's expected cost with the
-    largest output reported by any shard (as a local run does with its own calls).
+    largest output reported by any shard (as a local run does with its own calls). Under a
+    sampling plan, admissions, settlements and finished units carry their lane to the actor.
     """
 
     def __init__(
@@ -280,6 +375,7 @@ class RemoteLimits(Limits):
             estimate.tokens_in,
             estimate.tokens_out_cap,
             first_call,
+            lane,
         )
         self._sync(state)
         return bool(ok)
@@ -303,16 +399,28 @@ class RemoteLimits(Limits):
             endpoint_failure,
             redact(error, self.secrets) if error else None,
             observed,
+            lane,
         )
         self._sync(state)
 
+    async def unit_done(self, lane: str | None, *, started: bool) -> None:
+        if self.priority:  # lanes only under a sampling plan
+            await self.actor.unit_done.remote(self.shard, lane, started)
+
+
+def _risks(dataset: GoldDataset) -> dict[str, str | None]:
+    """slice -> risk, from the gold's rubric (orders lanes and cost figures)."""
+    return {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
+
 
 def _shard_items(
-    dataset: Any, partition: str, case_ids: set[str], repeats: int
-) -> tuple[list[Any], list[WorkItem]]:
-    cases = [c for c in dataset.partition(partition) if c.case_id in case_ids]
+    dataset: GoldDataset, partition: str, case_ids: list[str], repeats: int
+) -> tuple[list[GoldCase], list[WorkItem]]:
+    """The shard's cases in its manifest's order, and their work items (each with its slice)."""
+    by_id = {c.case_id: c for c in dataset.partition(partition)}
+    cases = [by_id[i] for i in case_ids if i in by_id]  # a changed gold: the manifest refuses
     return cases, [
-        WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c))
+        WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
         for c in cases
         for r in range(repeats)
     ]
@@ -321,7 +429,9 @@ def _shard_items(
 def run_shard(task: dict[str, Any], actor: Any) -> dict[str, Any]:
     """One shard, in a Ray worker: the engine on the shard's cases, limits from ``actor``.
 
-    Returns ``{"summary": ...}`` or ``{"problems": [...]}`` (a :class:`WorkbenchError`).
+    Under a sampling plan (``task["sampling"]``, the manifest's record) the shard runs with
+    the plan's lanes, as a local run does. Returns ``{"summary": ...}`` or
+    ``{"problems": [...]}`` (a :class:`WorkbenchError`).
     """
     out = Path(task["dir"])
     atomic_write_json(
@@ -336,8 +446,13 @@ def run_shard(task: dict[str, Any], actor: Any) -> dict[str, Any]:
         judge = load_candidate(task["candidate"])
         dataset = load_dataset(task["gold"])
         cases, items = _shard_items(
-            dataset, task["partition"], set(task["case_ids"]), task["repeats"]
+            dataset, task["partition"], list(task["case_ids"]), task["repeats"]
         )
+        risks = _risks(dataset)
+        sampling = (
+            ManifestSampling.model_validate(task["sampling"]) if task.get("sampling") else None
+        )
+        lanes = plan_lanes(sampling.plan, risks, task["budget_usd"]) if sampling else None
         lineage = run_lineage(judge, dataset, cases)
         summary = asyncio.run(
             run_items(
@@ -355,6 +470,10 @@ def run_shard(task: dict[str, Any], actor: Any) -> dict[str, Any]:
                 retry_errors=task["retry_errors"],
                 progress=False,
                 lineage=lineage,
+                lanes=lanes,
+                risks=risks,
+                sampling=sampling,
+                sampling_source=task.get("sampling_source"),
                 limits_factory=partial(RemoteLimits, actor, task["index"]),
             )
         )
@@ -435,7 +554,7 @@ def run_candidate_ray(
     out_dir: str | Path,
     *,
     shards: int,
-    concurrency: int = 8,
+    concurrency: int | None = 8,
     repeats: int = 1,
     budget_usd: float | None = None,
     max_cases: int | None = None,
@@ -443,13 +562,104 @@ def run_candidate_ray(
     retry_errors: bool = False,
     calls_per_second: float | None = None,
     burst: int = 1,
+    sampling: SamplingPlan | None = None,
+    sampling_source: str | None = None,
 ) -> RunSummary:
-    """Run the candidate at ``candidate`` (a spec path) over ``partition`` of ``gold`` in ``shards`` Ray tasks.
+    """Run the candidate at ``candidate`` (a spec path) over ``partition`` of ``gold`` in
+    ``shards`` Ray tasks.
 
     ``concurrency`` is the total: each shard runs ``ceil(concurrency / shards)`` calls at once.
     ``budget_usd``, ``max_cases`` and ``calls_per_second`` hold for all shards together.
-    Held-out data is refused (certification runs locally, once).
+    ``sampling``: a declared plan, as for :func:`~._engine.run_candidate`: checked, drawn and
+    frozen in the manifest by the driver; the sampled cases are sharded, and the plan's lanes
+    (reserved slices first, their holds) hold over every shard. Held-out data is refused
+    (certification runs locally, once).
     """
+    total = _check_ray_arguments(
+        shards=shards,
+        concurrency=concurrency,
+        repeats=repeats,
+        budget_usd=budget_usd,
+        max_cases=max_cases,
+        calls_per_second=calls_per_second,
+    )
+    part = Partition(partition_name(partition)).value
+    out = Path(out_dir).resolve()
+    if part == "held_out":
+        raise _problem(
+            "held_out_refused",
+            str(out),
+            "held-out data is judged only by `workbench certify`, on the local executor",
+            "use development or calibration",
+        )
+    candidate_path, gold_path = str(Path(candidate).resolve()), str(Path(gold).resolve())
+    judge = load_candidate(candidate_path)
+    dataset = load_dataset(gold_path)
+    cases = dataset.partition(part)
+    if not cases:
+        raise _problem(
+            "empty_partition",
+            str(dataset.gold_path),
+            f"partition {part!r} has no cases",
+            "choose a partition that has cases",
+        )
+    drawn = _draw(dataset, cases, part, budget_usd, sampling, sampling_source)
+    out.mkdir(parents=True, exist_ok=True)
+    if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
+        raise _problem(
+            "executor_mismatch",
+            str(out),
+            "this run directory holds a run of the local executor",
+            "resume it without --executor ray, or give this run its own --out directory",
+        )
+    lock = FileLock(RunDir(out).lock)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise _problem(
+            "run_locked",
+            str(out),
+            "another workbench run is writing to this run directory right now",
+            "wait for it to finish (then rerun to resume), or give this run its own --out"
+            " directory",
+        ) from None
+    try:
+        return _drive(
+            judge,
+            dataset,
+            drawn,
+            out,
+            _ShardTask(
+                candidate=candidate_path,
+                gold=gold_path,
+                partition=part,
+                repeats=repeats,
+                budget_usd=budget_usd,
+                max_cases=max_cases,
+                cache_dir=_cache_path(cache_dir),
+                retry_errors=retry_errors,
+                sampling_source=sampling_source,
+            ),
+            shards=shards,
+            concurrency=total,
+            calls_per_second=calls_per_second,
+            burst=burst,
+        )
+    finally:
+        lock.release()
+
+
+def _check_ray_arguments(
+    *,
+    shards: int,
+    concurrency: int | None,
+    repeats: int,
+    budget_usd: float | None,
+    max_cases: int | None,
+    calls_per_second: float | None,
+) -> int:
+    """Refuse what a sharded run cannot start with, one problem at a time (as the CLI does);
+    the total concurrency."""
     check_run_arguments(
         concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases, repeats=repeats
     )
@@ -483,166 +693,256 @@ def run_candidate_ray(
             RAY_MISSING,
             "install the extra, or run with --executor local",
         )
-    part = Partition(partition_name(partition)).value
-    out = Path(out_dir).resolve()
-    if part == "held_out":
-        raise _problem(
-            "held_out_refused",
-            str(out),
-            "held-out data is judged only by `workbench certify`, on the local executor",
-            "use development or calibration",
-        )
-    candidate_path, gold_path = str(Path(candidate).resolve()), str(Path(gold).resolve())
-    judge = load_candidate(candidate_path)
-    dataset = load_dataset(gold_path)
-    cases = dataset.partition(part)
-    if not cases:
-        raise _problem(
-            "empty_partition",
-            str(dataset.gold_path),
-            f"partition {part!r} has no cases",
-            "choose a partition that has cases",
-        )
-    out.mkdir(parents=True, exist_ok=True)
-    if RunDir(out).results.exists() and not RunDir(out).shards_file.exists():
-        raise _problem(
-            "executor_mismatch",
-            str(out),
-            "this run directory holds a run of the local executor",
-            "resume it without --executor ray, or give this run its own --out directory",
-        )
-    lock = FileLock(RunDir(out).lock)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        raise _problem(
-            "run_locked",
-            str(out),
-            "another workbench run is writing to this run directory right now",
-            "wait for it to finish (then rerun to resume), or give this run its own --out"
-            " directory",
-        ) from None
-    try:
-        return _drive(
-            judge,
-            dataset,
-            cases,
-            part,
-            out,
-            candidate_path,
-            gold_path,
-            shards=shards,
-            concurrency=concurrency,
-            repeats=repeats,
-            budget_usd=budget_usd,
-            max_cases=max_cases,
-            cache_dir=cache_dir,
-            retry_errors=retry_errors,
-            calls_per_second=calls_per_second,
-            burst=burst,
-        )
-    finally:
-        lock.release()
+    return check_concurrency(concurrency)
+
+
+def _cache_path(cache_dir: str | Path | None | Literal[False]) -> str | Literal[False]:
+    """The verdict cache as an absolute path every worker uses (False: no cache)."""
+    if cache_dir is False:
+        return False
+    return str(Path(cache_dir).resolve() if cache_dir else default_cache_dir())
+
+
+@dataclass(frozen=True)
+class _Drawn:
+    """The cases a run plans, in execution order, and the plan they were drawn under."""
+
+    cases: list[GoldCase]
+    """The planned cases: every case of the partition, or the plan's sample (reserved lanes
+    first, as the local engine orders them)."""
+    risks: dict[str, str | None]
+    """slice -> risk."""
+    sampling: ManifestSampling | None = None
+    """The plan's record frozen in the manifest."""
+    lanes: Lanes | None = None
+    """The plan's lanes (None without a plan)."""
+
+
+def _draw(
+    dataset: GoldDataset,
+    cases: list[GoldCase],
+    part: str,
+    budget_usd: float | None,
+    plan: SamplingPlan | None,
+    source: str | None,
+) -> _Drawn:
+    """The planned cases: a local run's (:func:`~._engine.run_candidate`), so both executors
+    freeze the same manifest for the same plan."""
+    risks = _risks(dataset)
+    if plan is None:
+        return _Drawn(cases, risks)
+    check_plan(plan, risks, location=source or "sampling plan", scope=part, budget_usd=budget_usd)
+    sample = draw_sample(plan, [SampleCase(c.case_id, c.slice, c.group) for c in cases])
+    kept = set(sample.sampled)
+    lanes = plan_lanes(plan, risks, budget_usd)
+    record = ManifestSampling(
+        plan=plan,
+        plan_sha256=sample.plan_sha256,
+        sampled_out=sorted(sample.sampled_out),
+        slices={
+            d.slice: {"cases": d.cases, "target": d.target, "sampled": d.sampled}
+            for d in sample.slices
+        },
+    )
+    ordered = sorted(
+        (c for c in cases if c.case_id in kept), key=lambda c: lanes.order_key(c.slice, risks)
+    )
+    return _Drawn(ordered, risks, record, lanes)
+
+
+@dataclass(frozen=True)
+class _ShardTask:
+    """What every shard's task is given besides its index, directory, cases and concurrency."""
+
+    candidate: str
+    gold: str
+    partition: str
+    repeats: int
+    budget_usd: float | None
+    max_cases: int | None
+    cache_dir: str | Literal[False]
+    retry_errors: bool
+    sampling_source: str | None
+
+
+@dataclass
+class _Recorded:
+    """What the shards' results files hold before this invocation."""
+
+    spent: float = 0.0
+    observed: list[int] = field(default_factory=list)
+    """Output tokens reported by calls that reached the model (not cached)."""
+    units: dict[int, dict[str, int]] = field(default_factory=dict)
+    """Per shard, per slice: the units this invocation runs (as the engine plans them)."""
+    lane_spent: dict[str, float] = field(default_factory=dict)
+    """Per slice: the recorded spend."""
+
+
+def _read_shards(
+    out: Path,
+    by_shard: list[list[str]],
+    slice_of: dict[str, str],
+    repeats: int,
+    max_attempts: int,
+    retry_errors: bool,
+) -> _Recorded:
+    """Read every shard's results (repairing a torn last line): spend, outputs, units left."""
+    found = _Recorded()
+    for index, case_ids in enumerate(by_shard):
+        path = RunDir(out).shard(index).results
+        recorded: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        if path.exists():
+            AppendOnlyLog(path).close()  # repairs a torn last line before reading
+            recorded = _read_attempts(path)
+        for (case_id, _repeat), rows in recorded.items():
+            cost = sum(float(r.get("cost_usd") or 0.0) for r in rows)
+            found.spent += cost
+            lane = slice_of.get(case_id)
+            if lane is not None:
+                found.lane_spent[lane] = found.lane_spent.get(lane, 0.0) + cost
+            found.observed += [
+                int(r["tokens_out"])
+                for r in rows
+                if r.get("tokens_out")
+                and r.get("tokens_in") is not None
+                and not r.get("cached_from_run_id")
+            ]
+        units: Counter[str] = Counter()
+        for case_id in case_ids:
+            for repeat in range(repeats):
+                rows = recorded.get((case_id, repeat), [])
+                state = _state(rows, max_attempts) if rows else None
+                if state == "verdict" or (state == "final_error" and not retry_errors):
+                    continue
+                units[slice_of.get(case_id) or ""] += 1
+        if units:
+            found.units[index] = dict(units)
+    return found
 
 
 def _drive(
     judge: Any,
-    dataset: Any,
-    cases: list[Any],
-    part: str,
+    dataset: GoldDataset,
+    drawn: _Drawn,
     out: Path,
-    candidate_path: str,
-    gold_path: str,
+    task: _ShardTask,
     *,
     shards: int,
     concurrency: int,
-    repeats: int,
-    budget_usd: float | None,
-    max_cases: int | None,
-    cache_dir: str | Path | None | Literal[False],
-    retry_errors: bool,
     calls_per_second: float | None,
     burst: int,
 ) -> RunSummary:
-    import ray
-
-    fingerprint = judge.identity.fingerprint()
-    lineage = run_lineage(judge, dataset, cases)
+    """Freeze the manifest and the shard plan, run the shards, merge and summarize."""
+    lineage = run_lineage(judge, dataset, drawn.cases)
     manifest_cases = list(
         {
             (c.case_id, c.response_hash): ManifestCase(
                 case_id=c.case_id, response_hash=c.response_hash
             )
-            for c in cases
+            for c in drawn.cases
         }.values()
     )
     manifest, _ = freeze_manifest(
         out,
         judge.identity,
-        fingerprint,
+        judge.identity.fingerprint(),
         dataset.sha256,
-        part,
-        repeats,
+        task.partition,
+        task.repeats,
         manifest_cases,
         None,
         lineage,
+        drawn.sampling,
     )
     by_shard = _freeze_plan(out, manifest, shards)
-    spent = 0.0
-    observed: list[int] = []
-    for index in range(shards):
-        path = RunDir(out).shard(index).results
-        if path.exists():
-            AppendOnlyLog(path).close()  # repairs a torn last line before reading
-            recorded = [r for rows in _read_attempts(path).values() for r in rows]
-            spent += sum(float(r.get("cost_usd") or 0.0) for r in recorded)
-            observed += [
-                int(r["tokens_out"])
-                for r in recorded
-                if r.get("tokens_out")
-                and r.get("tokens_in") is not None
-                and not r.get("cached_from_run_id")
-            ]
-    active = [i for i, ids in enumerate(by_shard) if ids]
-    per_shard = max(1, math.ceil(concurrency / len(active)))
-    cache: str | Literal[False] = (
-        False
-        if cache_dir is False
-        else str(Path(cache_dir).resolve() if cache_dir else default_cache_dir())
+    slice_of = {c.case_id: c.slice for c in drawn.cases}
+    recorded = _read_shards(
+        out, by_shard, slice_of, task.repeats, _max_attempts(judge), task.retry_errors
+    )
+    lanes = (
+        ShardLanes(
+            priority=dict(drawn.lanes.priority),
+            holds=dict(drawn.lanes.holds),
+            units=recorded.units,
+            spent=recorded.lane_spent,
+        )
+        if drawn.lanes is not None
+        else None
     )
     endpoint = getattr(judge, "endpoint_url", None)
+    limits_args = (
+        task.budget_usd,
+        task.max_cases,
+        recorded.spent,
+        judge.spec.endpoint.circuit_breaker_after,
+        endpoint if isinstance(endpoint, str) else None,
+        calls_per_second,
+        max(1, burst),
+        judge.spec.pricing,
+        max(recorded.observed) if recorded.observed else None,
+        lanes,
+    )
+    results, warnings, final = _run_shards(
+        out, by_shard, task, drawn.sampling, concurrency, limits_args
+    )
+    problems = [
+        Problem.model_validate(problem)
+        for _, answer in sorted(results.items())
+        for problem in answer.get("problems", [])
+    ]
+    if problems:
+        raise WorkbenchError("a shard refused to run", problems)
+    merge_results(out, shards, RunDir(out).results)
+    summary = _merged_summary(judge, manifest, out, drawn, task, results, warnings, final)
+    atomic_write_json(RunDir(out).summary, summary.model_dump(mode="json"))
+    with AppendOnlyLog(RunDir(out).invocations) as invocations:
+        invocations.append(
+            {
+                "finished_at": datetime.now(UTC).isoformat(),
+                "executor": "ray",
+                "shards": shards,
+                "concurrency": concurrency,
+                "calls_per_second": calls_per_second,
+                "retry_errors": task.retry_errors,
+                "cache": task.cache_dir is not False,
+                **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"}),
+            }
+        )
+    return summary
+
+
+def _run_shards(
+    out: Path,
+    by_shard: list[list[str]],
+    task: _ShardTask,
+    sampling: ManifestSampling | None,
+    concurrency: int,
+    limits_args: tuple[Any, ...],
+) -> tuple[dict[int, dict[str, Any]], list[str], dict[str, Any]]:
+    """Start the limits actor and one task per shard with cases; wait for every one.
+
+    Returns each finished shard's answer, a warning per shard that did not finish (its worker
+    died) and the actor's final state.
+    """
+    import ray
+
+    active = [i for i, ids in enumerate(by_shard) if ids]
+    per_shard = max(1, math.ceil(concurrency / len(active)))
     started_ray = _connect()
     warnings: list[str] = []
-    problems: list[Problem] = []
     results: dict[int, dict[str, Any]] = {}
     try:
-        actor = ray.remote(num_cpus=0)(GlobalLimits).remote(
-            budget_usd,
-            max_cases,
-            spent,
-            judge.spec.endpoint.circuit_breaker_after,
-            endpoint if isinstance(endpoint, str) else None,
-            calls_per_second,
-            max(1, burst),
-            judge.spec.pricing,
-            max(observed) if observed else None,
-        )
-        task = ray.remote(num_cpus=1, max_retries=0)(run_shard)
+        actor: Any = ray.remote(num_cpus=0)(GlobalLimits).remote(*limits_args)
+        remote_shard: Any = ray.remote(num_cpus=1, max_retries=0)(run_shard)
         refs = {
-            index: task.remote(
+            index: remote_shard.remote(
                 {
+                    **asdict(task),
                     "index": index,
                     "dir": str(shard_dir(out, index)),
-                    "candidate": candidate_path,
-                    "gold": gold_path,
-                    "partition": part,
                     "case_ids": by_shard[index],
-                    "repeats": repeats,
                     "concurrency": per_shard,
-                    "budget_usd": budget_usd,
-                    "max_cases": max_cases,
-                    "cache_dir": cache,
-                    "retry_errors": retry_errors,
+                    "sampling": sampling.model_dump(mode="json") if sampling else None,
                 },
                 actor,
             )
@@ -656,22 +956,31 @@ def _drive(
             try:
                 results[index] = ray.get(ready[0])
             except ray.exceptions.RayError as exc:
-                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                text = str(exc).strip()
+                first = text.splitlines()[0] if text else type(exc).__name__
                 warnings.append(
                     f"shard {index:03d} did not finish ({type(exc).__name__}: {first[:200]}); its"
                     " settled cases are kept, rerun the same command to resume it"
                 )
             ray.get(actor.release.remote(index))
-        final = ray.get(actor.state.remote())
+        final: dict[str, Any] = ray.get(actor.state.remote())
     finally:
         if started_ray:
             ray.shutdown()
-    for _, answer in sorted(results.items()):
-        for problem in answer.get("problems", []):
-            problems.append(Problem.model_validate(problem))
-    if problems:
-        raise WorkbenchError("a shard refused to run", problems)
-    merge_results(out, shards, RunDir(out).results)
+    return results, warnings, final
+
+
+def _merged_summary(
+    judge: Any,
+    manifest: RunManifest,
+    out: Path,
+    drawn: _Drawn,
+    task: _ShardTask,
+    results: dict[int, dict[str, Any]],
+    warnings: list[str],
+    final: dict[str, Any],
+) -> RunSummary:
+    """The run's summary from the merged results, as a local run of the manifest writes it."""
     summaries = [
         RunSummary.model_validate(a["summary"])
         for _, a in sorted(results.items())
@@ -684,7 +993,12 @@ def _drive(
         resumed += s.resumed
     secrets = _secrets(judge)
     limits = Limits(
-        budget_usd, max_cases, final["spent"], breaker_after=1, endpoint=None, secrets=secrets
+        task.budget_usd,
+        task.max_cases,
+        final["spent"],
+        breaker_after=1,
+        endpoint=None,
+        secrets=secrets,
     )
     limits.stop_reason = final["stop_reason"]
     limits.stop_detail = redact(final["stop_detail"], secrets) if final["stop_detail"] else None
@@ -698,10 +1012,8 @@ def _drive(
     seen_out = [
         s.max_output_tokens_observed for s in summaries if s.max_output_tokens_observed is not None
     ]
-    estimator = SimpleNamespace(
-        method=next((s.estimate_method for s in summaries if s.estimate_method), None),
-        max_out=max(seen_out) if seen_out else None,
-    )
+    estimator = Estimator(judge, max(seen_out) if seen_out else None)
+    estimator.method = next((s.estimate_method for s in summaries if s.estimate_method), None)
     summary = _summarize(
         manifest,
         judge,
@@ -711,26 +1023,10 @@ def _drive(
         limits,
         _max_attempts(judge),
         estimator,
-        {c.case_id: c.slice for c in cases},
-        {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices},
-        None,
-    )  # type: ignore[arg-type]
-    if warnings and summary.status == "complete":
-        summary = summary.model_copy(
-            update={"status": "incomplete"}
-        )  # a shard that failed is never a pass
-    atomic_write_json(RunDir(out).summary, summary.model_dump(mode="json"))
-    with AppendOnlyLog(RunDir(out).invocations) as invocations:
-        invocations.append(
-            {
-                "finished_at": datetime.now(UTC).isoformat(),
-                "executor": "ray",
-                "shards": shards,
-                "concurrency": concurrency,
-                "calls_per_second": calls_per_second,
-                "retry_errors": retry_errors,
-                "cache": cache is not False,
-                **summary.model_dump(mode="json", exclude={"unrun", "pending_retry"}),
-            }
-        )
+        {c.case_id: c.slice for c in drawn.cases},
+        drawn.risks,
+        task.sampling_source,
+    )
+    if warnings and summary.status == "complete":  # a shard that failed is never a pass
+        summary = summary.model_copy(update={"status": "incomplete"})
     return summary

@@ -33,7 +33,8 @@ SHARDS_DIR = "shards"
 
 @dataclass(frozen=True)
 class RunDir:
-    """A run directory (it need not exist yet): where each of its files lives, and how to read them."""
+    """A run directory (it need not exist yet): where each of its files lives, and how to read
+    them."""
 
     path: Path
 

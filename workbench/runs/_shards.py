@@ -4,7 +4,8 @@ A run started with ``workbench run ... --executor ray --shards N`` lays out ``OU
 
     OUT/manifest.json              the whole run's frozen manifest (every case), as for a local run
     OUT/shards.json                the shard plan (:class:`ShardPlan`): N and the assignment rule
-    OUT/shards/<k>/manifest.json   shard k's manifest: the run's, restricted to its cases (same run_id)
+    OUT/shards/<k>/manifest.json   shard k's manifest: the run's, restricted to its cases
+                                   (same run_id)
     OUT/shards/<k>/results.jsonl   shard k's evidence: every attempt, appended by its engine
     OUT/shards/<k>/run.json        shard k's summary of its last invocation
     OUT/shards/<k>/worker.json     where shard k last ran (pid, host), written when it starts
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import Field
 
@@ -34,7 +35,9 @@ from ._rundir import RunDir
 
 SHARD_PLAN_SCHEMA_VERSION = 1
 WORKER_FILE = "worker.json"
-ASSIGNMENT = "int(sha256(case_id)[:16], 16) % shards"
+Assignment = Literal["int(sha256(case_id)[:16], 16) % shards"]
+"""The one rule that puts a case in a shard (recorded in ``shards.json``)."""
+ASSIGNMENT: Final[Assignment] = "int(sha256(case_id)[:16], 16) % shards"
 
 
 def shard_of(case_id: str, shards: int) -> int:
@@ -58,7 +61,7 @@ class ShardPlan(Record):
     """The run's id (``manifest.json``); every shard's manifest and result carries it."""
     shards: int = Field(ge=1)
     """N, the number of shards; a resume must give the same ``--shards``."""
-    assignment: Literal["int(sha256(case_id)[:16], 16) % shards"] = ASSIGNMENT
+    assignment: Assignment = ASSIGNMENT
     """The rule that puts a case (with all its repeats) in a shard."""
     cases_per_shard: list[int]
     """How many cases each shard holds, by shard index (a shard with none is not started)."""
