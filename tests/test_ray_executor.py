@@ -42,12 +42,29 @@ ROOT = Path(__file__).resolve().parents[1]
 N = 8
 
 
+def start_local_ray(tries: int = 3) -> None:
+    """``ray.init(num_cpus=2)``, tried up to ``tries`` times.
+
+    Ray waits a fixed 30 s for its raylet to register (ray/_private/node.py); on a loaded 2-core
+    machine the first start can miss that window ("The current node timed out during startup").
+    A later start that succeeds is the same local instance every test needs.
+    """
+    for attempt in range(1, tries + 1):
+        try:
+            ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+            return
+        except Exception as error:  # Ray raises a bare Exception for this timeout
+            ray.shutdown()
+            if attempt == tries or "timed out during startup" not in str(error):
+                raise
+
+
 @pytest.fixture(scope="module", autouse=True)
 def local_ray():
     """One local Ray instance for the module; its workers inherit the judge's API key variable."""
     before = os.environ.get(KEY_ENV)
     os.environ[KEY_ENV] = SECRET
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    start_local_ray()
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
     if before is None:
