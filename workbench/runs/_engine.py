@@ -390,9 +390,8 @@ async def run_candidate(
         for c in cases
         for r in range(repeats)
     ]
-    lineage_cases: list[object] = list(cases)
     # imported judges refuse results produced against other gold
-    lineage = run_lineage(judge, dataset, lineage_cases)
+    lineage = run_lineage(judge, dataset, cases)
     return await run_items(
         judge,
         items,
