@@ -38,7 +38,7 @@ import getpass
 import os
 import secrets
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,20 +49,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
 )
 
+from .._chain import ChainedLog, ChainTerms, content_sha256
 from .._io import (
-    AppendOnlyLog,
-    _last_newline_end,
-    iter_jsonl_lines,
-    loads_json,
-    open_for_reading,
     sha256_json,
     sha256_text,
 )
-from .._record import Record, SchemaTooNew
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 
@@ -209,7 +204,7 @@ class LedgerEntry(Record):
         return data
 
     def content_sha256(self) -> str:
-        return sha256_json(self.model_dump(mode="json", exclude={"entry_sha256"}))
+        return content_sha256(self)
 
     @property
     def uses_held_out(self) -> bool:
@@ -251,40 +246,34 @@ class RunningHold:
             self.path.unlink()
 
 
-def _bounded_lines(path: Path) -> list[tuple[int, str | None, bool]]:
-    """``(line number, text or None when not UTF-8, unterminated)`` of every non-blank line.
-
-    Read with the bounded reader (a line longer than ``WORKBENCH_MAX_LINE_BYTES`` raises
-    :class:`WorkbenchError`); ``unterminated`` is true only for a last line without its newline.
-    """
-    rows: list[tuple[int, str | None, bool]] = []
-    not_utf8: list[int] = []
-    for number, text in iter_jsonl_lines(path, not_utf8):
-        while not_utf8:
-            rows.append((not_utf8.pop(0), None, False))
-        rows.append((number, text, False))
-    rows += [(n, None, False) for n in not_utf8]
-    if rows:
-        with open_for_reading(path) as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - 1))
-            if fh.read(1) != b"\n":
-                cut = _last_newline_end(fh, size)
-                fh.seek(cut)
-                if fh.read(size - cut).strip():
-                    number, text, _ = rows[-1]
-                    rows[-1] = (number, text, True)
-    return rows
+_TERMS = ChainTerms(
+    invalid="ledger_invalid",
+    broken="ledger_chain_broken",
+    unreadable="ledger_unreadable",
+    noun="ledger entry",
+    fix=FIX_RESTORE,
+    busy="ledger_busy",
+    busy_title="held-out ledger busy",
+    busy_subject="the ledger lock",
+    busy_fix="wait for the other certification to start, then retry",
+    drop_torn_tail=True,
+)
 
 
 class HeldOutLedger:
     """The append-only, hash-chained ledger of one gold dataset's held-out partition."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.lock_path = self.path.with_name(f".{self.path.name}.lock")
+        self.log = ChainedLog(
+            path,
+            LedgerEntry,
+            _TERMS,
+            schema_version=LEDGER_SCHEMA_VERSION,
+            lock_timeout_s=LOCK_TIMEOUT_S,
+        )
+        self.path = self.log.path
+        self.lock_path = self.log.lock_path
         self.running_dir = self.path.with_name(f".{self.path.name}.running")
-        self._filelock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -304,109 +293,23 @@ class HeldOutLedger:
                     )
                 ],
             )
-        entries: list[LedgerEntry] = []
-        problems: list[Problem] = []
-        previous: str | None = None
+        rows, unreadable = self.log.rows()
+        if unreadable:
+            return LedgerRead([], unreadable)
         seen: dict[str, LedgerEntry] = {}
-        try:
-            lines = _bounded_lines(self.path)
-        except WorkbenchError as exc:  # unreadable, or a line longer than the line limit
-            return LedgerRead(
-                [],
-                [
-                    (
-                        p.model_copy(update={"code": "ledger_unreadable"})
-                        if p.code == "unreadable_file"
-                        else p
-                    )
-                    for p in exc.problems
-                ],
-            )
-        if lines and lines[-1][2]:
-            try:
-                loads_json(lines[-1][1] or "")
-            except ValueError:
-                lines = lines[
-                    :-1
-                ]  # a torn last line (crash mid-append): the next append moves it to .torn
-        for number, text, _unterminated in lines:
-            where = f"{self.path}:{number}"
-            data: object = None
-            try:
-                if text is None:
-                    raise ValueError("the line is not valid UTF-8")
-                data = loads_json(text)
-                entry = LedgerEntry.model_validate(data)
-            except (
-                SchemaTooNew
-            ) as exc:  # written by a newer workbench: refused, the chain goes on through its hash
-                problems.append(exc.problem_at(where))
-                previous = (
-                    data.get("entry_sha256")
-                    if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str)
-                    else "(unreadable)"
-                )
-                continue
-            except (ValueError, ValidationError) as exc:
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="ledger_invalid",
-                        message=(
-                            f"chain broken at line {number}: unreadable ledger entry"
-                            f" ({str(exc).splitlines()[0][:120]})"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-                previous = "(unreadable)"
-                continue
-            if entry.content_sha256() != entry.entry_sha256:
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="ledger_chain_broken",
-                        message=(
-                            f"chain broken at line {number}: entry {entry.entry_id} was edited (its"
-                            " content no longer matches its entry_sha256)"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-            elif entry.previous_sha256 != previous:
-                what = (
-                    "the first line must not name a predecessor"
-                    if previous is None
-                    else "its previous_sha256 does not match the line before it"
-                )
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="ledger_chain_broken",
-                        message=(
-                            f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line"
-                            " before it was deleted, inserted or edited)"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-            if entry.event != "started" and (
-                entry.opens not in seen or seen[entry.opens].event != "started"
-            ):
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="ledger_chain_broken",
-                        message=(
-                            f"chain broken at line {number}: {entry.event} entry closes"
-                            f" {entry.opens!r}, which is no started entry before it"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
+
+        def closes_a_start(entry: LedgerEntry, number: int, where: str) -> list[Problem]:
+            opened = seen.get(entry.opens) if entry.opens is not None else None
             seen[entry.entry_id] = entry
-            previous = entry.entry_sha256
-            entries.append(entry)
+            if entry.event == "started" or (opened is not None and opened.event == "started"):
+                return []
+            message = (
+                f"chain broken at line {number}: {entry.event} entry closes {entry.opens!r},"
+                " which is no started entry before it"
+            )
+            return [Problem(location=where, code=_TERMS.broken, message=message, fix=FIX_RESTORE)]
+
+        entries, problems = self.log.verify(rows, closes_a_start)
         return LedgerRead(entries, problems)
 
     def entries(self) -> list[LedgerEntry]:
@@ -525,31 +428,9 @@ class HeldOutLedger:
 
     # -- writing ---------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """Hold the ledger's file lock: check-then-start and every append happen under it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._filelock.acquire()
-        except Timeout:
-            raise WorkbenchError(
-                "held-out ledger busy",
-                [
-                    Problem(
-                        location=str(self.lock_path),
-                        code="ledger_busy",
-                        message=(
-                            "another command held the ledger lock for more than"
-                            f" {LOCK_TIMEOUT_S:.0f} s"
-                        ),
-                        fix="wait for the other certification to start, then retry",
-                    )
-                ],
-            ) from None
-        try:
-            yield
-        finally:
-            self._filelock.release()
+        return self.log.locked()
 
     def reconcile(self) -> list[LedgerEntry]:
         """Mark every open certification whose process is gone as ``aborted``; return those entries.
@@ -695,17 +576,7 @@ class HeldOutLedger:
     def _append(self, entry: LedgerEntry) -> LedgerEntry:
         """Chain ``entry`` to the last line and append it. Caller holds :meth:`locked`."""
         entries = self.entries()
-        chained = entry.model_copy(
-            update={
-                "schema_version": LEDGER_SCHEMA_VERSION,
-                "previous_sha256": entries[-1].entry_sha256 if entries else None,
-                "entry_sha256": "",
-            }
-        )
-        sealed = chained.model_copy(update={"entry_sha256": chained.content_sha256()})
-        with AppendOnlyLog(self.path) as log:
-            log.append(sealed.model_dump(mode="json"))
-        return sealed
+        return self.log.append(entry, entries[-1].entry_sha256 if entries else None)
 
     # -- lookups ---------------------------------------------------------------------------
 
