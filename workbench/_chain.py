@@ -109,8 +109,8 @@ def read_rows(path: Path) -> list[Row]:
                 cut = _last_newline_end(fh, size)
                 fh.seek(cut)
                 if fh.read(size - cut).strip():
-                    number, text, _ = rows[-1]
-                    rows[-1] = (number, text, True)
+                    last_number, last_text, _ = rows[-1]
+                    rows[-1] = (last_number, last_text, True)
     return rows
 
 

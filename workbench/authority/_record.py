@@ -113,7 +113,7 @@ class JudgeAuthority:
     entries: tuple[AuthorityEntry, ...]
 
     @property
-    def authority(self) -> str:
+    def authority(self) -> Level:
         return self.last.authority
 
     @property

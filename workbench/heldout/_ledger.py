@@ -87,7 +87,8 @@ FIX_RESTORE = (
 
 
 def held_out_manifest_sha256(dataset_sha256: str, cases: Iterable[GoldCase]) -> str:
-    """Hash of what a certification judges: the dataset and every held-out case id and response hash."""
+    """Hash of what a certification judges: the dataset and every held-out case id and response
+    hash."""
     return sha256_json(
         {
             "dataset_sha256": dataset_sha256,
@@ -139,7 +140,8 @@ class LedgerEntry(Record):
     who: str
     """The user who certified (for ``aborted``: who noticed)."""
     when: datetime
-    """UTC time of the event. The ``started`` time is the "now" the gate checks override expiry against."""
+    """UTC time of the event. The ``started`` time is the "now" the gate checks override expiry
+    against."""
     candidate: str
     """``name@version``."""
     candidate_fingerprint: str
@@ -157,7 +159,8 @@ class LedgerEntry(Record):
     rerun_reason: str | None = None
     """Why the same candidate was certified again on the same held-out manifest."""
     budget_usd: float | None = None
-    """The spend limit the held-out run ran under (the policy's ``budget_usd`` or a lower ``--budget-usd``)."""
+    """The spend limit the held-out run ran under (the policy's ``budget_usd`` or a lower
+    ``--budget-usd``)."""
     previous_report: PreviousReport | None = None
     """The previous report of the same candidate version in the same reports root, as decided
     under the ledger lock; the report's lock must name the same."""
@@ -181,12 +184,14 @@ class LedgerEntry(Record):
     (``certify --resume-review``: a locked report re-evaluated with the transition reviews
     recorded since; no held-out case is judged). Omitted from the line when ``certification``."""
     baseline: str | None = None
-    """For ``migration``: ``name@version`` of the baseline (the old version) judged beside the candidate."""
+    """For ``migration``: ``name@version`` of the baseline (the old version) judged beside the
+    candidate."""
     baseline_fingerprint: str | None = None
     """For ``migration``: the baseline's fingerprint. A later certification of either
     fingerprint on the same held-out manifest is a re-use."""
     resumes: str | None = None
-    """For ``review_reevaluation``: the report id of the locked report whose run records are reused."""
+    """For ``review_reevaluation``: the report id of the locked report whose run records are
+    reused."""
     baseline_run_records_sha256: str | None = None
     """For a ``finished`` migration: sha256 of the baseline's held-out ``results.jsonl``."""
     previous_sha256: str | None = None
@@ -212,7 +217,8 @@ class LedgerEntry(Record):
         return self.kind != "review_reevaluation"
 
     def covers(self, fingerprint: str) -> bool:
-        """Whether the entry judges held-out cases with this judge fingerprint (candidate or baseline)."""
+        """Whether the entry judges held-out cases with this judge fingerprint (candidate or
+        baseline)."""
         return self.uses_held_out and fingerprint in (
             self.candidate_fingerprint,
             self.baseline_fingerprint,
@@ -232,7 +238,8 @@ class LedgerRead:
 
 
 class RunningHold:
-    """The liveness lock a running certification holds; released on finish (or by the OS on death)."""
+    """The liveness lock a running certification holds; released on finish (or by the OS on
+    death)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -313,7 +320,8 @@ class HeldOutLedger:
         return LedgerRead(entries, problems)
 
     def entries(self) -> list[LedgerEntry]:
-        """Every entry; raise :class:`WorkbenchError` when any line is unreadable or the chain is broken."""
+        """Every entry; raise :class:`WorkbenchError` when any line is unreadable or the chain is
+        broken."""
         result = self.read()
         if result.problems:
             raise WorkbenchError(
@@ -333,7 +341,8 @@ class HeldOutLedger:
         return [e for e in entries if e.event == "started" and e.entry_id not in closed]
 
     def status_of(self, entry_id: str, entries: list[LedgerEntry] | None = None) -> str | None:
-        """``open``, ``finished`` or ``aborted`` for a started entry; None when the ledger lacks it."""
+        """``open``, ``finished`` or ``aborted`` for a started entry; None when the ledger lacks
+        it."""
         entries = self.entries() if entries is None else entries
         if not any(e.entry_id == entry_id and e.event == "started" for e in entries):
             return None
@@ -348,7 +357,8 @@ class HeldOutLedger:
         *,
         exclude: str | None = None,
     ) -> list[LedgerEntry]:
-        """Earlier certifications of the same fingerprint on the same manifest that used held-out data.
+        """Earlier certifications of the same fingerprint on the same manifest that used held-out
+        data.
 
         A ``started`` entry counts unless its ``finished`` entry says no held-out case was
         judged: a running, aborted or crashed certification counts as a use (fail closed). A
@@ -374,7 +384,8 @@ class HeldOutLedger:
         rerun_reason: str | None,
         entries: list[LedgerEntry] | None = None,
     ) -> None:
-        """Refuse a second certification of the same fingerprint on the same manifest without a reason."""
+        """Refuse a second certification of the same fingerprint on the same manifest without a
+        reason."""
         earlier = self.previous_uses(fingerprint, manifest_sha256, entries)
         if earlier and not (rerun_reason and rerun_reason.strip()):
             raise WorkbenchError("refusing to certify again", [_reuse_problem(self.path, earlier)])
@@ -479,7 +490,8 @@ class HeldOutLedger:
         baseline_fingerprint: str | None = None,
         resumes: str | None = None,
     ) -> tuple[LedgerEntry, str, RunningHold]:
-        """Append a ``started`` entry (call under :meth:`locked`); return it, its one-time token and the liveness hold."""
+        """Append a ``started`` entry (call under :meth:`locked`); return it, its one-time token and
+        the liveness hold."""
         entry_id = _new_id()
         token = secrets.token_hex(32)
         self.running_dir.mkdir(parents=True, exist_ok=True)
