@@ -201,6 +201,14 @@ class AuthorityRecord:
                     ],
                 )
             return RecordRead([])
+        if not self.path.is_file():
+            problem = Problem(
+                location=str(self.path),
+                code=_TERMS.unreadable,
+                message="the record cannot be read (it is not a file)",
+                fix="make the record readable",
+            )
+            return RecordRead([], [problem])
         rows, unreadable = self.log.rows()
         if unreadable:
             return RecordRead([], unreadable)
