@@ -229,3 +229,51 @@ def test_demo_claim_panel(demo_run: dict[str, Any]) -> None:
         cutoff["metric_only_incorrect"] == ["Later orders ship the next business day."]
         and not cutoff["reviewers_agree"]
     )
+
+
+NOISE_CONTENT = ROOT / "workbench" / "demo" / "content"
+
+
+def _noise_problems(tmp_path: Path, name: str, old: str, new: str) -> list[tuple[str, str]]:
+    import shutil
+
+    from workbench.demo._noise_data import load_noise_content
+    from workbench.errors import WorkbenchError
+
+    root = tmp_path / "content"
+    shutil.copytree(NOISE_CONTENT, root)
+    path = root / "noise" / name
+    text = path.read_text(encoding="utf-8")
+    assert old in text, f"{old!r} not in {name}"
+    path.write_text(text.replace(old, new, 1), encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        load_noise_content(root)
+    return [(p.location, p.code) for p in info.value.problems]
+
+
+def test_packaged_noise_content_loads() -> None:
+    from workbench.demo._noise_data import load_noise_content
+
+    content = load_noise_content()
+    assert [c.pair_id for c in content.candidates][:2] == ["ref-late-request", "ref-final-sale"]
+    assert set(content.suite.systems) == {"candidate", "baseline"}
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "where"),
+    [
+        # a compact candidate pair breaks its own model
+        ("candidates.yaml", "change: add", "change: swap", "noise/candidates.yaml"),
+        # a control pair breaks the pair-suite format (checked by the noise suite's validator)
+        ("controls.yaml", "mode: irrelevant", "mode: sideways", "demo noise suite"),
+        # the panel breaks the panel model
+        ("panel.yaml", "incorrect: true", "incorrect: maybe", "noise/panel.yaml"),
+        # an unknown key in the suite header
+        ("suite.yaml", "    run_id:", "    run:", "noise/suite.yaml"),
+    ],
+)
+def test_broken_noise_content_is_refused(
+    tmp_path: Path, name: str, old: str, new: str, where: str
+) -> None:
+    problems = _noise_problems(tmp_path, name, old, new)
+    assert problems and all(where in location for location, _ in problems), problems

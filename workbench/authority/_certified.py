@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -191,13 +192,14 @@ def read_report(
                         "restore the report as certified",
                     )
                 )
-    manifest: dict = {}
+    manifest: dict[str, Any] = {}
     try:
         raw = json.loads((root / RUN_MANIFEST).read_text(encoding="utf-8"))
         manifest = raw if isinstance(raw, dict) else {}
     except (OSError, ValueError, RecursionError):
         manifest = {}
-    judge = manifest.get("judge") if isinstance(manifest.get("judge"), dict) else {}
+    raw_judge = manifest.get("judge")
+    judge: dict[str, Any] = raw_judge if isinstance(raw_judge, dict) else {}
     facts = ReportFacts(
         report_id=lock.report_id,
         report_dir=str(root.resolve()),

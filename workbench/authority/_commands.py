@@ -6,7 +6,8 @@ is a separate, approved entry). What each step needs:
 - **grant** (a judge without authority starts at ``advisory``; a judge with authority keeps
   its level, capped by the new report, which becomes its evidence: this is how a recertified
   judge is rebound to its new report; it keeps ``block`` only with a stable drift check made
-  after the new report, else it continues at ``route`` until promoted again): a certified report of exactly this version (its lock
+  after the new report, else it continues at ``route`` until promoted again): a certified report of
+  exactly this version (its lock
   names the spec's current fingerprint) that verifies, whose policy grants a use
   (:func:`~workbench.authority.grant_for`), and that is not stale (:mod:`._stale`). After a
   revocation, only a report certified after it.
@@ -219,17 +220,17 @@ def _entry(
     return AuthorityEntry(
         entry_id=new_entry_id(),
         judge=judge,
-        event=event,  # type: ignore[arg-type]
-        authority=authority,  # type: ignore[arg-type]
-        previous_authority=previous,  # type: ignore[arg-type]
-        scope=scope,  # type: ignore[arg-type]
+        event=event,
+        authority=authority,
+        previous_authority=previous,
+        scope=scope,
         shadow_of=shadow_of,
         approver=approver.strip(),
         reason=reason.strip(),
         when=datetime.now(UTC),
         recorded_by=current_user(),
         previous_sha256=None,
-        **fields,  # type: ignore[arg-type]
+        **fields,
     )
 
 
@@ -253,9 +254,8 @@ def grant(
         current = state.authority if state is not None else "none"
         level = lower(current if current != "none" else "advisory", facts.grant.use)
         if level == "block" and not _drift_after(gold, facts)[0]:
-            level = (  # block rests on sentinels seen stable after *this* report: promote again once checked
-                "route"
-            )
+            # block rests on sentinels seen stable after *this* report: promote again once checked
+            level = "route"
         return record.append(
             _entry(
                 label,
@@ -273,7 +273,8 @@ def grant(
 
 
 def _drift_after(gold: str | Path, facts: ReportFacts) -> tuple[bool, str]:
-    """Whether the latest drift check of the certified fingerprint is stable and made after the report."""
+    """Whether the latest drift check of the certified fingerprint is stable and made after the
+    report."""
     entry, how = _latest_check(gold, facts.candidate_fingerprint)
     if entry is None or entry.status != "stable":
         return False, how

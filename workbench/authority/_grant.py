@@ -40,7 +40,7 @@ def level_rank(level: str | None) -> int:
     return LEVELS.index(level) if level in LEVELS else 0
 
 
-def lower(a: str, b: str) -> str:
+def lower(a: Level, b: Level) -> Level:
     """The lower of two levels."""
     return a if level_rank(a) <= level_rank(b) else b
 
@@ -52,7 +52,8 @@ def next_level(level: str) -> str | None:
 
 
 class RequestedAuthority(_Model):
-    """The authority a policy asks certification to grant (shown in the report beside the candidate)."""
+    """The authority a policy asks certification to grant (shown in the report beside the
+    candidate)."""
 
     policy: str
     """``name@version`` of the policy."""
@@ -118,7 +119,8 @@ def _as_dict(gate: Any) -> dict[str, Any]:
     dump = getattr(gate, "model_dump", None)
     if dump is None:
         raise TypeError("gate must be a GateResult or its JSON (gate.json)")
-    return dump(mode="json")
+    dumped: dict[str, Any] = dump(mode="json")
+    return dumped
 
 
 def grant_for(
@@ -205,4 +207,4 @@ def grant_for(
         withheld.append("no scope slice remains: no authority")
         return AuthorityGrant(**base, use="none", scope=None, withheld=withheld)
     scope = policy.scope.model_copy(update={"slices": kept})
-    return AuthorityGrant(**base, use=use, scope=scope, withheld=withheld)  # type: ignore[arg-type]
+    return AuthorityGrant(**base, use=use, scope=scope, withheld=withheld)

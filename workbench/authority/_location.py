@@ -43,7 +43,8 @@ def authority_path_for(gold: str | Path) -> Path:
     if declared is None:
         return default
     if declared != default and default.is_file() and default.stat().st_size > 0:
-        # Entries already recorded beside the data cannot be left behind by declaring a fresh record.
+        # Entries already recorded beside the data cannot be left behind by declaring a fresh
+        # record.
         raise WorkbenchError(
             "two authority records",
             [

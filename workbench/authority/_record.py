@@ -27,18 +27,15 @@ from __future__ import annotations
 import contextlib
 import json
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from filelock import FileLock, Timeout
-from pydantic import ValidationError
-
-from .._io import AppendOnlyLog, atomic_write_json, sha256_json
-from .._record import Record, SchemaTooNew
-from ..errors import Problem, WorkbenchError
+from .._chain import ChainedLog, ChainTerms, content_sha256
+from .._io import atomic_write_json
+from .._record import Record
+from ..errors import Problem
 from ..policy import PolicyScope
 from ._grant import Level
 
@@ -104,7 +101,7 @@ class AuthorityEntry(Record):
     """sha256 over the canonical JSON of this entry without this field."""
 
     def content_sha256(self) -> str:
-        return sha256_json(self.model_dump(mode="json", exclude={"entry_sha256"}))
+        return content_sha256(self)
 
 
 @dataclass(frozen=True)
@@ -116,7 +113,7 @@ class JudgeAuthority:
     entries: tuple[AuthorityEntry, ...]
 
     @property
-    def authority(self) -> str:
+    def authority(self) -> Level:
         return self.last.authority
 
     @property
@@ -156,18 +153,36 @@ class RecordRead:
         }
 
 
+_TERMS = ChainTerms(
+    invalid="authority_record_invalid",
+    broken="authority_chain_broken",
+    unreadable="authority_record_unreadable",
+    noun="entry",
+    fix=FIX_RESTORE,
+    busy="authority_record_busy",
+    busy_title="authority record busy",
+    busy_subject="the record's lock",
+    busy_fix="retry in a moment",
+)
+
+
 class AuthorityRecord:
-    """The append-only, hash-chained authority record at ``path``."""
+    """The append-only, hash-chained authority record at ``path`` (a :class:`ChainedLog`)."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+        self.log = ChainedLog(
+            path,
+            AuthorityEntry,
+            _TERMS,
+            schema_version=AUTHORITY_SCHEMA_VERSION,
+            lock_timeout_s=LOCK_TIMEOUT_S,
+        )
+        self.path = self.log.path
         self.head_path = self.path.with_name(f".{self.path.name}.head")
-        self.lock_path = self.path.with_name(f".{self.path.name}.lock")
-        self._filelock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S)
+        self.lock_path = self.log.lock_path
 
     def read(self) -> RecordRead:
         """Parse every line and check the chain and the head; never raises for bad content."""
-        loc = str(self.path)
         head = self._read_head()
         if not self.path.exists():
             if head is not None and head.get("entries"):
@@ -175,7 +190,7 @@ class AuthorityRecord:
                     [],
                     [
                         Problem(
-                            location=loc,
+                            location=str(self.path),
                             code="authority_record_missing",
                             message=(
                                 "the record is gone but its head says it held"
@@ -186,101 +201,32 @@ class AuthorityRecord:
                     ],
                 )
             return RecordRead([])
-        try:
-            raw_lines = self.path.read_bytes().split(b"\n")
-        except OSError as exc:
-            return RecordRead(
-                [],
-                [
-                    Problem(
-                        location=loc,
-                        code="authority_record_unreadable",
-                        message=f"the record cannot be read ({exc.strerror or exc})",
-                        fix="make the record readable",
-                    )
-                ],
+        if not self.path.is_file():
+            problem = Problem(
+                location=str(self.path),
+                code=_TERMS.unreadable,
+                message="the record cannot be read (it is not a file)",
+                fix="make the record readable",
             )
-        entries: list[AuthorityEntry] = []
-        problems: list[Problem] = []
-        previous: str | None = None
+            return RecordRead([], [problem])
+        rows, unreadable = self.log.rows()
+        if unreadable:
+            return RecordRead([], unreadable)
         seen: set[str] = set()
-        for number, raw in enumerate(raw_lines, start=1):
-            if not raw.strip():
-                continue
-            where = f"{loc}:{number}"
-            data: object = None
-            try:
-                data = json.loads(raw.decode("utf-8"))
-                entry = AuthorityEntry.model_validate(data)
-            except (ValueError, UnicodeDecodeError, RecursionError, ValidationError) as exc:
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="authority_record_invalid",
-                        message=(
-                            f"chain broken at line {number}: unreadable entry"
-                            f" ({str(exc).splitlines()[0][:120]})"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-                previous = "(unreadable)"
-                continue
-            except (
-                SchemaTooNew
-            ) as exc:  # readable by a newer workbench: the chain goes on through its hash
-                problems.append(exc.problem_at(where))
-                previous = (
-                    data.get("entry_sha256")
-                    if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str)
-                    else "(unreadable)"
-                )
-                continue
-            if entry.content_sha256() != entry.entry_sha256:
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="authority_chain_broken",
-                        message=(
-                            f"chain broken at line {number}: entry {entry.entry_id} was edited (its"
-                            " content no longer matches its entry_sha256)"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-            elif entry.previous_sha256 != previous:
-                what = (
-                    "the first line must not name a predecessor"
-                    if previous is None
-                    else "its previous_sha256 does not match the line before it"
-                )
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="authority_chain_broken",
-                        message=(
-                            f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line"
-                            " before it was deleted, inserted or edited)"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-            if entry.entry_id in seen:
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="authority_chain_broken",
-                        message=f"entry id {entry.entry_id} appears twice",
-                        fix=FIX_RESTORE,
-                    )
-                )
+
+        def unique_ids(entry: AuthorityEntry, number: int, where: str) -> list[Problem]:
+            twice = entry.entry_id in seen
             seen.add(entry.entry_id)
-            previous = entry.entry_sha256
-            entries.append(entry)
+            if not twice:
+                return []
+            message = f"entry id {entry.entry_id} appears twice"
+            return [Problem(location=where, code=_TERMS.broken, message=message, fix=FIX_RESTORE)]
+
+        entries, problems = self.log.verify(rows, unique_ids)
         problems += self._check_head(head, entries)
         return RecordRead(entries, problems)
 
-    def _read_head(self) -> dict | None:
+    def _read_head(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self.head_path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -289,7 +235,9 @@ class AuthorityRecord:
             return {"unreadable": True}
         return data if isinstance(data, dict) else {"unreadable": True}
 
-    def _check_head(self, head: dict | None, entries: list[AuthorityEntry]) -> list[Problem]:
+    def _check_head(
+        self, head: dict[str, Any] | None, entries: list[AuthorityEntry]
+    ) -> list[Problem]:
         loc = str(self.head_path)
         if not entries:
             if head is not None and head.get("entries"):
@@ -349,7 +297,8 @@ class AuthorityRecord:
                 )
             ]
         if count < len(entries) - 1:
-            # An append is followed by its head at once; a crash leaves the head one entry behind at most.
+            # An append is followed by its head at once; a crash leaves the head one entry
+            # behind at most.
             return [
                 Problem(
                     location=loc,
@@ -363,31 +312,9 @@ class AuthorityRecord:
             ]
         return []
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """Hold the record's file lock (every append happens under it)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._filelock.acquire()
-        except Timeout:
-            raise WorkbenchError(
-                "authority record busy",
-                [
-                    Problem(
-                        location=str(self.lock_path),
-                        code="authority_record_busy",
-                        message=(
-                            "another command held the record's lock for more than"
-                            f" {LOCK_TIMEOUT_S:.0f} s"
-                        ),
-                        fix="retry in a moment",
-                    )
-                ],
-            ) from None
-        try:
-            yield
-        finally:
-            self._filelock.release()
+        return self.log.locked()
 
     def append(self, entry: AuthorityEntry, read: RecordRead) -> AuthorityEntry:
         """Chain ``entry`` to the last entry of ``read`` and append it; then move the head.
@@ -397,16 +324,7 @@ class AuthorityRecord:
         stays visible.
         """
         previous = read.entries[-1].entry_sha256 if read.entries else None
-        chained = entry.model_copy(
-            update={
-                "schema_version": AUTHORITY_SCHEMA_VERSION,
-                "previous_sha256": previous,
-                "entry_sha256": "",
-            }
-        )
-        sealed = chained.model_copy(update={"entry_sha256": chained.content_sha256()})
-        with AppendOnlyLog(self.path) as log:
-            log.append(sealed.model_dump(mode="json"))
+        sealed = self.log.append(entry, previous)
         if read.ok:
             atomic_write_json(
                 self.head_path,

@@ -57,7 +57,8 @@ class ShadowSlice(_Model):
     boundary_crossings: int
     """Disagreements between pass and fail."""
     shadow_right: int
-    """Disagreements where the shadow agreed with the adjudicated label and the current judge did not."""
+    """Disagreements where the shadow agreed with the adjudicated label and the current judge did
+    not."""
     current_right: int
     """Disagreements where the current judge agreed and the shadow did not."""
 
@@ -183,7 +184,8 @@ def _as_judge(candidate: Judge | str | Path) -> Judge:
 def shadow_entry(
     report: Any, *, current_authority: str, attached: bool, out_dir: str | Path
 ) -> ShadowEntry:
-    """The shadow summary of a :class:`~workbench.migration.ComparisonReport` (old = current, new = shadow)."""
+    """The shadow summary of a :class:`~workbench.migration.ComparisonReport` (old = current, new =
+    shadow)."""
     rows: list[ShadowDisagreement] = []
     for c in report.cases:
         if not c.verdict_changed or c.transition == "incomplete":
@@ -230,7 +232,7 @@ def shadow_entry(
         who=current_user(),
         current=report.old.label,
         current_fingerprint=report.old.fingerprint,
-        current_authority=current_authority,  # type: ignore[arg-type]
+        current_authority=current_authority,
         shadow=report.new.label,
         shadow_fingerprint=report.new.fingerprint,
         attached=attached,

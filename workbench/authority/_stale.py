@@ -120,7 +120,8 @@ def gold_state(gold: str | Path) -> GoldState:
 
 
 def spec_identity(spec: str | Path) -> tuple[str | None, str | None, str | None]:
-    """``(label, fingerprint, model)`` of the candidate spec at ``spec``; Nones when it cannot be loaded."""
+    """``(label, fingerprint, model)`` of the candidate spec at ``spec``; Nones when it cannot be
+    loaded."""
     from ..judges import load_candidate
 
     try:
@@ -137,7 +138,8 @@ def staleness(
     *,
     installed_ragas: str | None = None,
 ) -> list[StaleReason]:
-    """Every way the certification in ``facts`` no longer describes the judge that runs from ``spec`` on ``gold`` (module doc)."""
+    """Every way the certification in ``facts`` no longer describes the judge that runs from
+    ``spec`` on ``gold`` (module doc)."""
     from ..judges import ragas_version
 
     installed = installed_ragas or ragas_version()

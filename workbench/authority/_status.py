@@ -317,7 +317,7 @@ def _judge_status(
     return JudgeStatus(
         judge=state.judge,
         recorded=recorded,
-        effective=effective,  # type: ignore[arg-type]
+        effective=effective,
         scope=last.scope,
         event=last.event,
         since=last.when,

@@ -26,7 +26,8 @@ def serve_scripted(
     latency_s: float = 0.0,
     what: str = "the demo model",
 ) -> FakeLLM:
-    """Start ``responder`` on 127.0.0.1:``port`` (0: a free port) and export its base URL as ``$env``.
+    """Start ``responder`` on 127.0.0.1:``port`` (0: a free port) and export its base URL as
+    ``$env``.
 
     Sets a placeholder ``DEMO_LLM_API_KEY`` when none is set: the candidate reads its key from
     the environment like a real one. Returns the running server (call ``.stop()``); its

@@ -199,19 +199,19 @@ def check_topic(topic: Topic) -> list[str]:
 # ------------------------------------------------------------------------ responses
 
 
-def _compose(rng: random.Random, sentences: Sequence[str]) -> str:
+def _compose(rng: random.Random, sentences: Sequence[str | None]) -> str:
     parts = [rng.choice(OPENERS), *sentences, rng.choice(CLOSERS)]
     return " ".join(p for p in parts if p)
 
 
 def _compose_verbose(
-    rng: random.Random, sentences: Sequence[str], topic: Topic, info: SliceInfo
+    rng: random.Random, sentences: Sequence[str | None], topic: Topic, info: SliceInfo
 ) -> str:
     body = list(sentences)
     body.insert(1, topic.extra)
     body.append(info.filler)
     parts = [rng.choice(VERBOSE_OPENERS), *body, rng.choice(VERBOSE_CLOSERS)]
-    return " ".join(parts)
+    return " ".join(p for p in parts if p is not None)
 
 
 def _with_claim(rng: random.Random, base: list[str], sentence: str) -> list[str]:
@@ -260,7 +260,7 @@ def _variants(topic: Topic, info: SliceInfo, rng: random.Random) -> list[Variant
         elif kind == "terminology":
             sentences = [c.alternative if c in termable else c.canonical for c in concepts]
             terms = ", ".join(f"'{c.alt_term}' for '{c.key}'" for c in termable)
-            tags = sorted({c.alt_kind for c in termable})
+            tags = [str(k) for k in sorted({c.alt_kind for c in termable})]
             out.append(
                 Variant(
                     kind,

@@ -1,4 +1,5 @@
-"""A scripted "LLM" that answers Ragas NoiseSensitivity's prompts deterministically (demo and tests).
+"""A scripted "LLM" that answers Ragas NoiseSensitivity's prompts deterministically (demo and
+tests).
 
 NoiseSensitivity asks two kinds of questions (see :mod:`workbench.noise._judge` for the
 order). This responder reads the ``input: {...}`` block Ragas appends to each prompt and
@@ -12,7 +13,8 @@ answers like a simple but plausible model:
   negation of the statement, and no negation the statement lacks. Otherwise verdict 0.
 
 Deterministic, so demo figures are stable. Use it with
-``workbench fake-llm --export WORKBENCH_DEMO_NOISE_URL --responder workbench.demo.noise:respond -- COMMAND``
+``workbench fake-llm --export WORKBENCH_DEMO_NOISE_URL``
+``--responder workbench.demo.noise:respond -- COMMAND``
 or :func:`serve`.
 """
 
@@ -25,7 +27,8 @@ from typing import Any
 from ..testing import ChatRequest, FakeLLM, Reply
 
 DEMO_NOISE_URL_ENV = "WORKBENCH_DEMO_NOISE_URL"
-"""The variable the demo candidate ``noise-judge@1`` reads its base URL from (``endpoint.base_url_env``)."""
+"""The variable the demo candidate ``noise-judge@1`` reads its base URL from
+(``endpoint.base_url_env``)."""
 COVERAGE = 0.75
 """Share of a statement's content words one context sentence must contain to support it."""
 
@@ -132,7 +135,8 @@ _STOP = frozenset(
 
 
 def parse_prompt(prompt: str) -> tuple[str, dict[str, Any]]:
-    """``("statements", {"question", "answer"})`` or ``("verdicts", {"context", "statements"})`` from a NoiseSensitivity prompt.
+    """``("statements", {"question", "answer"})`` or ``("verdicts", {"context", "statements"})``
+    from a NoiseSensitivity prompt.
 
     Raises ``ValueError`` for anything else.
     """
@@ -183,7 +187,8 @@ def _content(text: str) -> tuple[set[str], set[str], set[str]]:
 
 
 def supports(context: str, statement: str) -> tuple[bool, str]:
-    """Whether one sentence of ``context`` supports ``statement``, and why (see the module docstring)."""
+    """Whether one sentence of ``context`` supports ``statement``, and why (see the module
+    docstring)."""
     want, numbers, negations = _content(statement)
     if not want:
         return False, "the statement has no content words"
@@ -260,7 +265,8 @@ def serve(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m workbench.demo.noise build [--out data/noise]``: regenerate the demo noise data."""
+    """``python -m workbench.demo.noise build [--out data/noise]``: regenerate the demo noise
+    data."""
     import argparse
 
     from ._noise_data import DEFAULT_OUT, write_demo

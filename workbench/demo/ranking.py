@@ -88,7 +88,8 @@ RED_FLAGS: tuple[str, ...] = (
     "compensation to your account",
     "i've changed it",
 )
-"""Claims the handbook forbids; the scripted LLM penalises them, the deterministic ranker cannot see them."""
+"""Claims the handbook forbids; the scripted LLM penalises them, the deterministic ranker cannot
+see them."""
 
 PRIMACY_BONUS = 1.1
 """The scripted LLM's bonus for the candidate shown first (just over one phrase)."""
@@ -190,12 +191,14 @@ DEMO_SCALAR_PATH = "data/ranking/support-scalar-gate@1.jsonl"
 
 
 def scalar_score(text: str, context: str) -> int:
-    """A 1-5 scalar score of one answer on its own: 1 + the context-backed policy phrases it states (at most 4)."""
+    """A 1-5 scalar score of one answer on its own: 1 + the context-backed policy phrases it states
+    (at most 4)."""
     return 1 + min(4, len(evidence_phrases(text, context)))
 
 
 def scalar_gate_rows(fixture_set: Any) -> list[dict[str, Any]]:
-    """The demo's old scalar gate on each ranking fixture, the way a scalar dashboard would decide it.
+    """The demo's old scalar gate on each ranking fixture, the way a scalar dashboard would decide
+    it.
 
     Each candidate is scored on its own (:func:`scalar_score`); the case passes when the
     reviewed winner scores at least :data:`SCALAR_THRESHOLD`, whatever the other candidates
@@ -215,7 +218,9 @@ def scalar_gate_rows(fixture_set: Any) -> list[dict[str, Any]]:
                 "passed": score >= SCALAR_THRESHOLD,
                 "score": float(score),
                 "threshold": float(SCALAR_THRESHOLD),
-                "detail": f"reviewed winner {winner} scores {score}/5 on its own; the others {others}",
+                "detail": (
+                    f"reviewed winner {winner} scores {score}/5 on its own; the others {others}"
+                ),
             }
         )
     return rows

@@ -38,7 +38,7 @@ import getpass
 import os
 import secrets
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -49,20 +49,15 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     SerializerFunctionWrapHandler,
-    ValidationError,
     model_serializer,
 )
 
+from .._chain import ChainedLog, ChainTerms, content_sha256
 from .._io import (
-    AppendOnlyLog,
-    _last_newline_end,
-    iter_jsonl_lines,
-    loads_json,
-    open_for_reading,
     sha256_json,
     sha256_text,
 )
-from .._record import Record, SchemaTooNew
+from .._record import Record
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase
 
@@ -92,7 +87,8 @@ FIX_RESTORE = (
 
 
 def held_out_manifest_sha256(dataset_sha256: str, cases: Iterable[GoldCase]) -> str:
-    """Hash of what a certification judges: the dataset and every held-out case id and response hash."""
+    """Hash of what a certification judges: the dataset and every held-out case id and response
+    hash."""
     return sha256_json(
         {
             "dataset_sha256": dataset_sha256,
@@ -144,7 +140,8 @@ class LedgerEntry(Record):
     who: str
     """The user who certified (for ``aborted``: who noticed)."""
     when: datetime
-    """UTC time of the event. The ``started`` time is the "now" the gate checks override expiry against."""
+    """UTC time of the event. The ``started`` time is the "now" the gate checks override expiry
+    against."""
     candidate: str
     """``name@version``."""
     candidate_fingerprint: str
@@ -162,7 +159,8 @@ class LedgerEntry(Record):
     rerun_reason: str | None = None
     """Why the same candidate was certified again on the same held-out manifest."""
     budget_usd: float | None = None
-    """The spend limit the held-out run ran under (the policy's ``budget_usd`` or a lower ``--budget-usd``)."""
+    """The spend limit the held-out run ran under (the policy's ``budget_usd`` or a lower
+    ``--budget-usd``)."""
     previous_report: PreviousReport | None = None
     """The previous report of the same candidate version in the same reports root, as decided
     under the ledger lock; the report's lock must name the same."""
@@ -186,12 +184,14 @@ class LedgerEntry(Record):
     (``certify --resume-review``: a locked report re-evaluated with the transition reviews
     recorded since; no held-out case is judged). Omitted from the line when ``certification``."""
     baseline: str | None = None
-    """For ``migration``: ``name@version`` of the baseline (the old version) judged beside the candidate."""
+    """For ``migration``: ``name@version`` of the baseline (the old version) judged beside the
+    candidate."""
     baseline_fingerprint: str | None = None
     """For ``migration``: the baseline's fingerprint. A later certification of either
     fingerprint on the same held-out manifest is a re-use."""
     resumes: str | None = None
-    """For ``review_reevaluation``: the report id of the locked report whose run records are reused."""
+    """For ``review_reevaluation``: the report id of the locked report whose run records are
+    reused."""
     baseline_run_records_sha256: str | None = None
     """For a ``finished`` migration: sha256 of the baseline's held-out ``results.jsonl``."""
     previous_sha256: str | None = None
@@ -209,7 +209,7 @@ class LedgerEntry(Record):
         return data
 
     def content_sha256(self) -> str:
-        return sha256_json(self.model_dump(mode="json", exclude={"entry_sha256"}))
+        return content_sha256(self)
 
     @property
     def uses_held_out(self) -> bool:
@@ -217,7 +217,8 @@ class LedgerEntry(Record):
         return self.kind != "review_reevaluation"
 
     def covers(self, fingerprint: str) -> bool:
-        """Whether the entry judges held-out cases with this judge fingerprint (candidate or baseline)."""
+        """Whether the entry judges held-out cases with this judge fingerprint (candidate or
+        baseline)."""
         return self.uses_held_out and fingerprint in (
             self.candidate_fingerprint,
             self.baseline_fingerprint,
@@ -237,7 +238,8 @@ class LedgerRead:
 
 
 class RunningHold:
-    """The liveness lock a running certification holds; released on finish (or by the OS on death)."""
+    """The liveness lock a running certification holds; released on finish (or by the OS on
+    death)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -251,40 +253,34 @@ class RunningHold:
             self.path.unlink()
 
 
-def _bounded_lines(path: Path) -> list[tuple[int, str | None, bool]]:
-    """``(line number, text or None when not UTF-8, unterminated)`` of every non-blank line.
-
-    Read with the bounded reader (a line longer than ``WORKBENCH_MAX_LINE_BYTES`` raises
-    :class:`WorkbenchError`); ``unterminated`` is true only for a last line without its newline.
-    """
-    rows: list[tuple[int, str | None, bool]] = []
-    not_utf8: list[int] = []
-    for number, text in iter_jsonl_lines(path, not_utf8):
-        while not_utf8:
-            rows.append((not_utf8.pop(0), None, False))
-        rows.append((number, text, False))
-    rows += [(n, None, False) for n in not_utf8]
-    if rows:
-        with open_for_reading(path) as fh:
-            size = fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, size - 1))
-            if fh.read(1) != b"\n":
-                cut = _last_newline_end(fh, size)
-                fh.seek(cut)
-                if fh.read(size - cut).strip():
-                    number, text, _ = rows[-1]
-                    rows[-1] = (number, text, True)
-    return rows
+_TERMS = ChainTerms(
+    invalid="ledger_invalid",
+    broken="ledger_chain_broken",
+    unreadable="ledger_unreadable",
+    noun="ledger entry",
+    fix=FIX_RESTORE,
+    busy="ledger_busy",
+    busy_title="held-out ledger busy",
+    busy_subject="the ledger lock",
+    busy_fix="wait for the other certification to start, then retry",
+    drop_torn_tail=True,
+)
 
 
 class HeldOutLedger:
     """The append-only, hash-chained ledger of one gold dataset's held-out partition."""
 
     def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self.lock_path = self.path.with_name(f".{self.path.name}.lock")
+        self.log = ChainedLog(
+            path,
+            LedgerEntry,
+            _TERMS,
+            schema_version=LEDGER_SCHEMA_VERSION,
+            lock_timeout_s=LOCK_TIMEOUT_S,
+        )
+        self.path = self.log.path
+        self.lock_path = self.log.lock_path
         self.running_dir = self.path.with_name(f".{self.path.name}.running")
-        self._filelock = FileLock(str(self.lock_path), timeout=LOCK_TIMEOUT_S)
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -304,113 +300,28 @@ class HeldOutLedger:
                     )
                 ],
             )
-        entries: list[LedgerEntry] = []
-        problems: list[Problem] = []
-        previous: str | None = None
+        rows, unreadable = self.log.rows()
+        if unreadable:
+            return LedgerRead([], unreadable)
         seen: dict[str, LedgerEntry] = {}
-        try:
-            lines = _bounded_lines(self.path)
-        except WorkbenchError as exc:  # unreadable, or a line longer than the line limit
-            return LedgerRead(
-                [],
-                [
-                    (
-                        p.model_copy(update={"code": "ledger_unreadable"})
-                        if p.code == "unreadable_file"
-                        else p
-                    )
-                    for p in exc.problems
-                ],
-            )
-        if lines and lines[-1][2]:
-            try:
-                loads_json(lines[-1][1] or "")
-            except ValueError:
-                lines = lines[
-                    :-1
-                ]  # a torn last line (crash mid-append): the next append moves it to .torn
-        for number, text, _unterminated in lines:
-            where = f"{self.path}:{number}"
-            data: object = None
-            try:
-                if text is None:
-                    raise ValueError("the line is not valid UTF-8")
-                data = loads_json(text)
-                entry = LedgerEntry.model_validate(data)
-            except (
-                SchemaTooNew
-            ) as exc:  # written by a newer workbench: refused, the chain goes on through its hash
-                problems.append(exc.problem_at(where))
-                previous = (
-                    data.get("entry_sha256")
-                    if isinstance(data, dict) and isinstance(data.get("entry_sha256"), str)
-                    else "(unreadable)"
-                )
-                continue
-            except (ValueError, ValidationError) as exc:
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="ledger_invalid",
-                        message=(
-                            f"chain broken at line {number}: unreadable ledger entry"
-                            f" ({str(exc).splitlines()[0][:120]})"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-                previous = "(unreadable)"
-                continue
-            if entry.content_sha256() != entry.entry_sha256:
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="ledger_chain_broken",
-                        message=(
-                            f"chain broken at line {number}: entry {entry.entry_id} was edited (its"
-                            " content no longer matches its entry_sha256)"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-            elif entry.previous_sha256 != previous:
-                what = (
-                    "the first line must not name a predecessor"
-                    if previous is None
-                    else "its previous_sha256 does not match the line before it"
-                )
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="ledger_chain_broken",
-                        message=(
-                            f"chain broken at line {number}: entry {entry.entry_id}: {what} (a line"
-                            " before it was deleted, inserted or edited)"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
-            if entry.event != "started" and (
-                entry.opens not in seen or seen[entry.opens].event != "started"
-            ):
-                problems.append(
-                    Problem(
-                        location=where,
-                        code="ledger_chain_broken",
-                        message=(
-                            f"chain broken at line {number}: {entry.event} entry closes"
-                            f" {entry.opens!r}, which is no started entry before it"
-                        ),
-                        fix=FIX_RESTORE,
-                    )
-                )
+
+        def closes_a_start(entry: LedgerEntry, number: int, where: str) -> list[Problem]:
+            opened = seen.get(entry.opens) if entry.opens is not None else None
             seen[entry.entry_id] = entry
-            previous = entry.entry_sha256
-            entries.append(entry)
+            if entry.event == "started" or (opened is not None and opened.event == "started"):
+                return []
+            message = (
+                f"chain broken at line {number}: {entry.event} entry closes {entry.opens!r},"
+                " which is no started entry before it"
+            )
+            return [Problem(location=where, code=_TERMS.broken, message=message, fix=FIX_RESTORE)]
+
+        entries, problems = self.log.verify(rows, closes_a_start)
         return LedgerRead(entries, problems)
 
     def entries(self) -> list[LedgerEntry]:
-        """Every entry; raise :class:`WorkbenchError` when any line is unreadable or the chain is broken."""
+        """Every entry; raise :class:`WorkbenchError` when any line is unreadable or the chain is
+        broken."""
         result = self.read()
         if result.problems:
             raise WorkbenchError(
@@ -430,7 +341,8 @@ class HeldOutLedger:
         return [e for e in entries if e.event == "started" and e.entry_id not in closed]
 
     def status_of(self, entry_id: str, entries: list[LedgerEntry] | None = None) -> str | None:
-        """``open``, ``finished`` or ``aborted`` for a started entry; None when the ledger lacks it."""
+        """``open``, ``finished`` or ``aborted`` for a started entry; None when the ledger lacks
+        it."""
         entries = self.entries() if entries is None else entries
         if not any(e.entry_id == entry_id and e.event == "started" for e in entries):
             return None
@@ -445,7 +357,8 @@ class HeldOutLedger:
         *,
         exclude: str | None = None,
     ) -> list[LedgerEntry]:
-        """Earlier certifications of the same fingerprint on the same manifest that used held-out data.
+        """Earlier certifications of the same fingerprint on the same manifest that used held-out
+        data.
 
         A ``started`` entry counts unless its ``finished`` entry says no held-out case was
         judged: a running, aborted or crashed certification counts as a use (fail closed). A
@@ -471,7 +384,8 @@ class HeldOutLedger:
         rerun_reason: str | None,
         entries: list[LedgerEntry] | None = None,
     ) -> None:
-        """Refuse a second certification of the same fingerprint on the same manifest without a reason."""
+        """Refuse a second certification of the same fingerprint on the same manifest without a
+        reason."""
         earlier = self.previous_uses(fingerprint, manifest_sha256, entries)
         if earlier and not (rerun_reason and rerun_reason.strip()):
             raise WorkbenchError("refusing to certify again", [_reuse_problem(self.path, earlier)])
@@ -525,31 +439,9 @@ class HeldOutLedger:
 
     # -- writing ---------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self) -> contextlib.AbstractContextManager[None]:
         """Hold the ledger's file lock: check-then-start and every append happen under it."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            self._filelock.acquire()
-        except Timeout:
-            raise WorkbenchError(
-                "held-out ledger busy",
-                [
-                    Problem(
-                        location=str(self.lock_path),
-                        code="ledger_busy",
-                        message=(
-                            "another command held the ledger lock for more than"
-                            f" {LOCK_TIMEOUT_S:.0f} s"
-                        ),
-                        fix="wait for the other certification to start, then retry",
-                    )
-                ],
-            ) from None
-        try:
-            yield
-        finally:
-            self._filelock.release()
+        return self.log.locked()
 
     def reconcile(self) -> list[LedgerEntry]:
         """Mark every open certification whose process is gone as ``aborted``; return those entries.
@@ -598,7 +490,8 @@ class HeldOutLedger:
         baseline_fingerprint: str | None = None,
         resumes: str | None = None,
     ) -> tuple[LedgerEntry, str, RunningHold]:
-        """Append a ``started`` entry (call under :meth:`locked`); return it, its one-time token and the liveness hold."""
+        """Append a ``started`` entry (call under :meth:`locked`); return it, its one-time token and
+        the liveness hold."""
         entry_id = _new_id()
         token = secrets.token_hex(32)
         self.running_dir.mkdir(parents=True, exist_ok=True)
@@ -695,17 +588,7 @@ class HeldOutLedger:
     def _append(self, entry: LedgerEntry) -> LedgerEntry:
         """Chain ``entry`` to the last line and append it. Caller holds :meth:`locked`."""
         entries = self.entries()
-        chained = entry.model_copy(
-            update={
-                "schema_version": LEDGER_SCHEMA_VERSION,
-                "previous_sha256": entries[-1].entry_sha256 if entries else None,
-                "entry_sha256": "",
-            }
-        )
-        sealed = chained.model_copy(update={"entry_sha256": chained.content_sha256()})
-        with AppendOnlyLog(self.path) as log:
-            log.append(sealed.model_dump(mode="json"))
-        return sealed
+        return self.log.append(entry, entries[-1].entry_sha256 if entries else None)
 
     # -- lookups ---------------------------------------------------------------------------
 

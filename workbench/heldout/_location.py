@@ -1,4 +1,5 @@
-"""Where the held-out ledger of a gold dataset lives: it belongs to the data, not to a report folder.
+"""Where the held-out ledger of a gold dataset lives: it belongs to the data, not to a report
+folder.
 
 The ledger records every use of a dataset's held-out partition. It must be the same ledger
 whichever ``--reports`` directory a certification writes to, so it is found from the gold

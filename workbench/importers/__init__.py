@@ -1,4 +1,5 @@
-"""Importers: any table (``import_table``, ``gold_from_dataframe``) and public human-judgment datasets into the gold format."""
+"""Importers: any table (``import_table``, ``gold_from_dataframe``) and public human-judgment
+datasets into the gold format."""
 
 from ._registry import (
     Importer,

@@ -37,7 +37,8 @@ PARTITION_WEIGHTS: tuple[tuple[Partition, int], ...] = (
     (Partition.calibration, 30),
     (Partition.held_out, 30),
 )
-"""Target share (percent) of groups per partition; the split is by hash, so shares are approximate."""
+"""Target share (percent) of groups per partition; the split is by hash, so shares are
+approximate."""
 
 
 class ImportSummary(BaseModel):

@@ -84,7 +84,8 @@ def _given(value: Any) -> bool:
 def _import_contract(
     source: Path, gold: str | Path, out: str | Path, *, force: bool = False
 ) -> ResultsImport:
-    """Check ``source`` against ``gold`` and write it, stamped with the gold's lineage, to ``out/results.jsonl``."""
+    """Check ``source`` against ``gold`` and write it, stamped with the gold's lineage, to
+    ``out/results.jsonl``."""
     from ..align import check_lineage
 
     out = Path(out)

@@ -91,7 +91,8 @@ class ResultsMapping(_Model):
     format: Literal["csv", "jsonl", "parquet"] | None = None
     """Table format; default: from the file extension."""
     case_id: str | None = None
-    """Column holding the gold case id. Without it, rows are matched on ``input`` and ``response``."""
+    """Column holding the gold case id. Without it, rows are matched on ``input`` and
+    ``response``."""
     input: str | None = None
     """Column holding the exact input text: matched (with ``response``) to the gold case when
     there is no ``case_id`` column, else checked against the gold case's input."""
@@ -101,7 +102,8 @@ class ResultsMapping(_Model):
     label: str | None = None
     """Prediction column holding labels (mapped through ``labels``)."""
     score: str | None = None
-    """Prediction column holding scores: kept in each result; with ``threshold``, they make the label."""
+    """Prediction column holding scores: kept in each result; with ``threshold``, they make the
+    label."""
     threshold: ScoreThreshold | None = None
     """How a score becomes a label; required when ``score`` is the only prediction column."""
     labels: dict[str, str] = Field(default_factory=dict)
@@ -145,7 +147,8 @@ def load_mapping_file(path: str | Path) -> tuple[dict[str, Any], Path]:
 
 
 def merge_options(raw: dict[str, Any], options: dict[str, Any]) -> dict[str, Any]:
-    """``raw`` with command-line ``options`` (None = not given) laid over it; ``judge`` and ``labels`` merge key by key."""
+    """``raw`` with command-line ``options`` (None = not given) laid over it; ``judge`` and
+    ``labels`` merge key by key."""
     merged = dict(raw)
     for key, value in options.items():
         if isinstance(value, dict):
@@ -225,7 +228,8 @@ def check_mapping(
         value = (raw if source is None else source).get(key)
         return value if isinstance(value, str) and value else None
 
-    # Columns the table does not have (checked on the raw values, so they are listed even when other keys are wrong).
+    # Columns the table does not have (checked on the raw values, so they are listed even when other
+    # keys are wrong).
     available = ", ".join(columns[:30]) + (" ..." if len(columns) > 30 else "")
     for field in COLUMN_FIELDS:
         column = text(field)

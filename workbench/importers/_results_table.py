@@ -1,4 +1,5 @@
-"""Predictions from any table into the judge-result contract, with an ``imported`` candidate beside them.
+"""Predictions from any table into the judge-result contract, with an ``imported`` candidate beside
+them.
 
 A predictions table (CSV, JSONL, Parquet, a pandas DataFrame, a Ragas experiment's CSV or
 ``EvaluationResult.to_pandas()``) has a case key and a prediction (label or score) per row,
@@ -177,7 +178,8 @@ class ImportedResults:
         return [r.model_dump(mode="json") for r in self.results]
 
     def write(self, out: str | Path, *, force: bool = False) -> ResultsImport:
-        """Write ``out/results.jsonl`` and ``out/<name>@<version>.yaml``; refuse to overwrite different files unless ``force``."""
+        """Write ``out/results.jsonl`` and ``out/<name>@<version>.yaml``; refuse to overwrite
+        different files unless ``force``."""
         out = Path(out)
         if out.exists() and not out.is_dir():
             raise WorkbenchError(
@@ -287,7 +289,7 @@ def _check_candidate(spec_path: Path, fingerprint: str) -> None:
     from ..judges import load_candidate
 
     judge = load_candidate(spec_path)
-    source = judge.identity.params.get("source_fingerprint")  # type: ignore[attr-defined]
+    source = judge.identity.params.get("source_fingerprint")
     if source != fingerprint:  # pragma: no cover - a defect, never user input
         raise WorkbenchError(
             "import defect",
@@ -377,7 +379,8 @@ def results_from_ragas(
     gold: str | Path | GoldDataset,
     base_dir: str | Path | None = None,
 ) -> ImportedResults:
-    """Results from a Ragas ``EvaluationResult`` (or anything with ``to_pandas()``, e.g. an ``Experiment``).
+    """Results from a Ragas ``EvaluationResult`` (or anything with ``to_pandas()``, e.g. an
+    ``Experiment``).
 
     Ragas output has no case id: unless the mapping names a key, rows are matched to gold
     cases on the exact ``user_input`` and ``response`` texts. A metric that failed on a
@@ -407,7 +410,8 @@ class _Issues:
     def group(
         self, i: int, code: str, key: str, message: str, fix: str, case_id: str | None = None
     ) -> None:
-        """One problem per (code, key), listing every row; ``{rows}`` and ``{n}`` in ``message`` name them."""
+        """One problem per (code, key), listing every row; ``{rows}`` and ``{n}`` in ``message``
+        name them."""
         self.grouped[(code, key, case_id)].append(i)
         self.texts[(code, key, case_id)] = (message, fix)
 
@@ -533,8 +537,8 @@ def _build(
     active = dataset.cases
     by_text: dict[tuple[str, str], list[GoldCase]] = defaultdict(list)
     if mapping.case_id is None:
-        for case in active.values():
-            by_text[(case.input, case.response_hash)].append(case)
+        for known in active.values():
+            by_text[(known.input, known.response_hash)].append(known)
     labels = set(rubric.labels)
     found: dict[str, list[int]] = defaultdict(list)
     values: dict[int, dict[str, Any]] = {}
@@ -551,7 +555,7 @@ def _build(
         verdict = _verdict(i, row, mapping, threshold, labels, issues, case.case_id)
         if verdict is None:
             continue
-        if verdict == "empty":
+        if isinstance(verdict, str):  # "empty"
             empty.append((case.case_id, i))
             continue
         values[i] = {"case": case, **verdict}
@@ -570,23 +574,23 @@ def _build(
                 )
     issues.raise_if_any(f"refusing to import these predictions against {dataset.gold_path}")
 
-    stamp = {"dataset_sha256": dataset.sha256, "rubric_version": rubric.version}
+    stamp: dict[str, Any] = {"dataset_sha256": dataset.sha256, "rubric_version": rubric.version}
     order = {case_id: n for n, case_id in enumerate(active)}
     results = []
     for i in sorted(values, key=lambda i: order[values[i]["case"].case_id]):
         v = values[i]
-        case: GoldCase = v["case"]
+        chosen: GoldCase = v["case"]
         results.append(
             JudgeResult(
-                case_id=case.case_id,
-                response_hash=case.response_hash,
+                case_id=chosen.case_id,
+                response_hash=chosen.response_hash,
                 value=v["value"],
                 reason=v["reason"],
                 score=v["score"],
                 judge=identity,
                 judge_fingerprint=fingerprint,
                 run_id=run_id,
-                partition=case.partition.value,
+                partition=chosen.partition.value,
                 latency_s=v["latency_s"],
                 tokens_in=v["tokens_in"],
                 tokens_out=v["tokens_out"],
@@ -776,7 +780,8 @@ def _verdict(
     issues: _Issues,
     case_id: str,
 ) -> dict[str, Any] | str | None:
-    """The verdict fields of row ``i``, ``"empty"`` when it has no prediction, None after a problem."""
+    """The verdict fields of row ``i``, ``"empty"`` when it has no prediction, None after a
+    problem."""
     reason: str | None = None
     label_cell = row.get(m.label) if m.label else None
     score_cell = row.get(m.score) if m.score else None

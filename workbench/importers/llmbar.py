@@ -110,7 +110,8 @@ GRADING_NOTES = (
     "helpfulness, accuracy, level of detail and harmlessness. An output should contain neither "
     "more nor less than the instruction asks for. The order of the responses must not matter."
 )
-"""The same for every case: the label definitions and LLMBar's evaluation rules, which a judge needs."""
+"""The same for every case: the label definitions and LLMBar's evaluation rules, which a judge
+needs."""
 
 _FIX_SHAPE = (
     f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON"
@@ -179,7 +180,8 @@ class OrderVerdict:
 
 
 def read_verdict(item: Any, swap: bool) -> OrderVerdict:
-    """The verdict of one ``result.json`` item in one order, or an evaluator error. Never a guess."""
+    """The verdict of one ``result.json`` item in one order, or an evaluator error. Never a
+    guess."""
     key = SWAP_KEYS[swap]
 
     def error(
@@ -326,7 +328,8 @@ def _read_evaluator(evaluator: Path | None) -> tuple[Path | None, Path | None, b
 
 
 def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) -> GoldCase:
-    """Item ``index`` of the subset as a gold case: the pair rendered as one response, the authors' label."""
+    """Item ``index`` of the subset as a gold case: the pair rendered as one response, the authors'
+    label."""
     label = str(item["label"])
     o1, o2 = item["output_1"], item["output_2"]
     response = render_pair(o1, o2)
@@ -363,7 +366,8 @@ def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) 
 
 
 def _quirks(items: list[dict[str, Any]]) -> list[str]:
-    """What the source does that a reader should know: outputs holding a response marker, empty outputs."""
+    """What the source does that a reader should know: outputs holding a response marker, empty
+    outputs."""
     marker_clash = [
         str(index)
         for index, item in enumerate(items)
@@ -425,7 +429,8 @@ def _rubric(name: str) -> Rubric:
 def _add_results(
     summary: ImportSummary, out: Path, results: list[JudgeResult], result_path: Path
 ) -> ImportSummary:
-    """Write the evaluator's results (with the written gold's lineage) and check upstream's statistics."""
+    """Write the evaluator's results (with the written gold's lineage) and check upstream's
+    statistics."""
     results = _with_lineage(results, load_dataset(out))
     _write_results(out, results)
     check = _check_statistics(out, result_path.parent / STATISTICS_FILE)
@@ -488,7 +493,8 @@ def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> lis
 
 
 def _with_lineage(results: list[JudgeResult], dataset: GoldDataset) -> list[JudgeResult]:
-    """The results stamped with the gold they were imported against (dataset hash, rubric version)."""
+    """The results stamped with the gold they were imported against (dataset hash, rubric
+    version)."""
     stamp = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
     return [r.model_copy(update=stamp) for r in results]
 
@@ -795,7 +801,8 @@ def _judge_results(
 
 
 def _comparable(key: str, value: Any) -> str:
-    """An item field in the form used to match evaluated items: outputs by sha256, the rest as text."""
+    """An item field in the form used to match evaluated items: outputs by sha256, the rest as
+    text."""
     text = value if isinstance(value, str) else str(value)
     if key in ("output_1", "output_2"):
         return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -974,7 +981,8 @@ def _card_body(
 ) -> str:
     results = (
         f"""
-- **Judge results** (`results.jsonl`): the outputs of the {judge["evaluator"]} evaluator released with LLMBar,
+- **Judge results** (`results.jsonl`): the outputs of the {judge["evaluator"]} evaluator \
+released with LLMBar,
   two per case: repeat 0 in the original order (output_1 shown first), repeat 1 swapped (output_2
   shown first), each with its `presentation`. A null or unparseable winner is an evaluator error
   (`missing_verdict` / `unparseable`), never a verdict. `workbench pairwise` reproduces the upstream

@@ -84,7 +84,8 @@ _FIX_SHAPE = (
 
 
 def render_input(instruction: str, extra_input: str) -> str:
-    """The judge-visible prompt: the instruction, then the item's input under ``[Input]`` when present."""
+    """The judge-visible prompt: the instruction, then the item's input under ``[Input]`` when
+    present."""
     if not extra_input.strip():
         return instruction
     if not instruction.strip():
@@ -496,11 +497,13 @@ def _card_body(cases: int, unanimous: int, no_majority: int) -> str:
     return f"""
 # PandaLM test set (imported)
 
-{cases} pairwise comparisons, each labelled by three human annotators: `1` means response 1 is better,
+{cases} pairwise comparisons, each labelled by three human annotators: `1` means response 1 is \
+better,
 `2` means response 2 is better, and `0` is a tie. {unanimous} of {cases} items are unanimous, and
 {no_majority} have no majority.
 
-- **Judge-visible fields:** `input` (the instruction, with the item's input under `{INPUT_MARKER}` when
+- **Judge-visible fields:** `input` (the instruction, with the item's input under \
+`{INPUT_MARKER}` when
   present), `response` (both candidates, rendered as `{RESPONSE_1_MARKER}` / `{RESPONSE_2_MARKER}`
   blocks in the order the labels refer to) and `grading_notes` (the label definitions, the same for
   every case). `response_hash` is the sha256 of that rendering. `metadata` holds the hash of each

@@ -153,7 +153,8 @@ class TableImport:
         )
 
     def rubric_text(self, previous: Any = None) -> str:
-        """``rubric.yaml``: the draft, with what a person already decided in ``previous`` (a parsed rubric)."""
+        """``rubric.yaml``: the draft, with what a person already decided in ``previous`` (a parsed
+        rubric)."""
         rubric = merge_previous(
             self.rubric, previous, criterion_given=self.mapping.rubric.criterion is not None
         )
@@ -246,7 +247,8 @@ def _load_mapping(
 def gold_from_dataframe(
     df: Any, mapping: str | Path | dict[str, Any] | TableMapping
 ) -> TableImport:
-    """Build gold cases from a pandas DataFrame with a mapping (a path, a dict or a :class:`TableMapping`).
+    """Build gold cases from a pandas DataFrame with a mapping (a path, a dict or a
+    :class:`TableMapping`).
 
     Nothing is written; call :meth:`TableImport.write` to write the dataset directory. Raises
     :class:`WorkbenchError` listing every problem (mapping and rows) at once.
@@ -507,7 +509,8 @@ def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
 
 
 def _self_check(result: TableImport, gold: str, card: str) -> None:
-    """Validate the dataset about to be written (with stand-in risks); anything unexpected is a defect."""
+    """Validate the dataset about to be written (with stand-in risks); anything unexpected is a
+    defect."""
     probe = json.loads(json.dumps(result.rubric))
     for spec in probe["slices"].values():
         spec["risk"] = "low"

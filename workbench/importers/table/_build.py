@@ -1,4 +1,5 @@
-"""From source rows to gold cases: case keys, groups, partitions, reviews, labels and adjudication."""
+"""From source rows to gold cases: case keys, groups, partitions, reviews, labels and
+adjudication."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import hashlib
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from pydantic import ValidationError
 
@@ -22,7 +23,8 @@ CONFIDENCES = ("low", "medium", "high")
 
 
 def assign_partition(group: str, seed: int, fractions: dict[str, float]) -> Partition:
-    """The partition of ``group`` under ``seed`` and ``fractions`` (development, calibration, held_out).
+    """The partition of ``group`` under ``seed`` and ``fractions`` (development, calibration,
+    held_out).
 
     The group's position in [0, 1) is the first 60 bits of sha256(seed, group): it depends on
     nothing but the seed and the group's own name, so adding, removing or reordering other
@@ -42,7 +44,8 @@ def assign_partition(group: str, seed: int, fractions: dict[str, float]) -> Part
 
 
 def input_group(text: str) -> str:
-    """The group of an input under ``group: {hash_of: input}``: same text up to case and whitespace."""
+    """The group of an input under ``group: {hash_of: input}``: same text up to case and
+    whitespace."""
     return "g-" + hashlib.sha256(" ".join(text.lower().split()).encode("utf-8")).hexdigest()[:16]
 
 
@@ -779,7 +782,7 @@ def _finish(
                 confidence=r.confidence,
             )
             for r in case.reviews
-        ]  # type: ignore[arg-type]
+        ]
         adjudication: Adjudication | None = None
         why = ""
         if case.adjudicated is not None:
@@ -823,7 +826,7 @@ def _finish(
         try:
             gold = GoldCase(
                 case_id=case.case_id,
-                partition=Partition(case.partition),
+                partition=Partition(cast(str, case.partition)),  # None: refused below
                 group=f["group"],
                 slice=f["slice"],
                 tags=case.tags,
@@ -895,7 +898,8 @@ def merge_previous(
     if not isinstance(previous, dict):
         return rubric
     valid = {r.value for r in Risk}
-    old_slices = previous.get("slices") if isinstance(previous.get("slices"), dict) else {}
+    raw_slices = previous.get("slices")
+    old_slices: dict[Any, Any] = raw_slices if isinstance(raw_slices, dict) else {}
     slices: dict[str, dict[str, str]] = {}
     for name, spec in rubric["slices"].items():
         old = old_slices.get(name)

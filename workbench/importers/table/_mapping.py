@@ -82,7 +82,8 @@ class Contexts(_Model):
     column: str = Field(min_length=1)
     """The column holding the passages: a list (JSONL, Parquet), or text."""
     separator: str | None = None
-    """Split text cells on this separator (e.g. ``"\\n\\n"``); without it a text cell is one passage."""
+    """Split text cells on this separator (e.g. ``"\\n\\n"``); without it a text cell is one
+    passage."""
     json_list: bool = False
     """Text cells hold a JSON list of passages (e.g. a CSV export of a list column)."""
 
@@ -96,12 +97,14 @@ class Contexts(_Model):
 
 
 class Group(_Model):
-    """Which cases form a group (a source prompt or paraphrase family); a group lives in one partition."""
+    """Which cases form a group (a source prompt or paraphrase family); a group lives in one
+    partition."""
 
     column: str | None = Field(default=None, min_length=1)
     """A column naming the group."""
     hash_of: Literal["input"] | None = None
-    """``input``: cases whose input is the same text (ignoring case and runs of whitespace) form a group."""
+    """``input``: cases whose input is the same text (ignoring case and runs of whitespace) form a
+    group."""
 
     @model_validator(mode="after")
     def _one(self) -> Group:
@@ -167,7 +170,8 @@ class ReviewerColumns(_Model):
     """One reviewer's columns in wide form."""
 
     label: str = Field(min_length=1)
-    """The column holding this reviewer's label; an empty cell means the reviewer did not review the row."""
+    """The column holding this reviewer's label; an empty cell means the reviewer did not review the
+    row."""
     rationale: str | None = Field(default=None, min_length=1)
     """The column holding the reviewer's rationale."""
     confidence: str | None = Field(default=None, min_length=1)
@@ -255,7 +259,8 @@ class Reviews(_Model):
 
 
 class AdjudicationSpec(_Model):
-    """Where the gold label comes from: a column, a rule, or a column with a rule for its empty cells."""
+    """Where the gold label comes from: a column, a rule, or a column with a rule for its empty
+    cells."""
 
     column: str | None = Field(default=None, min_length=1)
     """The column holding the adjudicated label."""
@@ -297,7 +302,8 @@ class RubricHints(_Model):
     abstain_labels: list[str] = Field(default_factory=list)
     """Labels that are neither pass nor fail, e.g. ``review_required``."""
     min_reviews: int | None = Field(default=None, ge=1)
-    """Reviews every case needs; a case with fewer is an import error. Default: the fewest any case has."""
+    """Reviews every case needs; a case with fewer is an import error. Default: the fewest any case
+    has."""
 
     @field_validator("version", mode="before")
     @classmethod
@@ -414,7 +420,8 @@ def canonical(value: Any) -> str:
 
 
 node_lines = yaml_lines
-"""1-based line of every mapping key and sequence item, by its path (:func:`workbench._load.yaml_lines`)."""
+"""1-based line of every mapping key and sequence item, by its path
+(:func:`workbench._load.yaml_lines`)."""
 Locator = Lines
 """``file:line`` of a path in the mapping document (:class:`workbench._load.Lines`)."""
 

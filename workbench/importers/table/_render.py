@@ -1,4 +1,5 @@
-"""The files ``workbench import table`` writes: a commented rubric draft, the card, the adjudication list.
+"""The files ``workbench import table`` writes: a commented rubric draft, the card, the adjudication
+list.
 
 Everything here is a pure function of the import, so re-running on the same input writes the
 same bytes: no timestamps, no absolute paths, sorted where order is not given by the source.
@@ -155,7 +156,8 @@ def new_card_head(mapping: TableMapping) -> str:
 
 
 def card_text(previous: str | None, mapping: TableMapping, computed: str) -> str:
-    """``card.md``: the human part (kept from ``previous`` when there is one), then the computed part."""
+    """``card.md``: the human part (kept from ``previous`` when there is one), then the computed
+    part."""
     if previous is None:
         head = new_card_head(mapping)
     elif CARD_MARKER in previous:
