@@ -48,7 +48,7 @@ from ..gold import GoldDataset, GoldLineage, Partition
 from ..heldout import HeldOutAccess
 from ..judges import CaseRef, Judge, JudgeInput, NotAvailable, Verdict
 from ..results import RESULT_SCHEMA_VERSION, JudgeResult
-from ..sampling import Lanes, SampleCase, SamplingPlan, check_plan, draw_sample, plan_lanes
+from ..sampling import Lanes, SamplingPlan
 from ._cache import VerdictCache, default_cache_dir
 from ._costs import SliceCost, slice_costs
 from ._limits import CallEstimate, Estimator, Limits, StopReason
@@ -61,6 +61,7 @@ from ._manifest import (
     run_lineage,
 )
 from ._options import RunOptions
+from ._planned import plan_cases
 from ._rundir import SHARDS_FILE, RunDir
 from ._writer import RecordWriter
 
@@ -361,30 +362,9 @@ async def run_candidate(
                 )
             ],
         )
-    risks = {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
-    recorded_plan: ManifestSampling | None = None
-    lanes: Lanes | None = None
-    if sampling is not None:
-        check_plan(
-            sampling,
-            risks,
-            location=sampling_source or "sampling plan",
-            scope=part,
-            budget_usd=budget_usd,
-        )
-        sample = draw_sample(sampling, [SampleCase(c.case_id, c.slice, c.group) for c in cases])
-        kept = set(sample.sampled)
-        cases = [c for c in cases if c.case_id in kept]
-        recorded_plan = ManifestSampling(
-            plan=sampling,
-            plan_sha256=sample.plan_sha256,
-            sampled_out=sorted(sample.sampled_out),
-            slices={
-                d.slice: {"cases": d.cases, "target": d.target, "sampled": d.sampled}
-                for d in sample.slices
-            },
-        )
-        lanes = plan_lanes(sampling, risks, budget_usd)
+    planned = plan_cases(dataset, cases, part, budget_usd, sampling, sampling_source)
+    cases, risks = planned.cases, planned.risks
+    recorded_plan, lanes = planned.sampling, planned.lanes
     items = [
         WorkItem(c.case_id, c.response_hash, r, JudgeInput.from_case(c), slice=c.slice)
         for c in cases

@@ -54,7 +54,7 @@ from .._redact import redact
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldCase, GoldDataset, Partition, load_dataset
 from ..judges import JudgeInput, load_candidate
-from ..sampling import Lanes, SampleCase, SamplingPlan, check_plan, draw_sample, plan_lanes
+from ..sampling import Lanes, SamplingPlan, plan_lanes
 from ._cache import default_cache_dir
 from ._engine import (
     RunSummary,
@@ -74,6 +74,7 @@ from ._manifest import (
     freeze_manifest,
     run_lineage,
 )
+from ._planned import plan_cases, slice_risks
 from ._rundir import RunDir
 from ._shards import WORKER_FILE, ShardPlan, merge_results, shard_dir, shard_of
 
@@ -408,11 +409,6 @@ class RemoteLimits(Limits):
             await self.actor.unit_done.remote(self.shard, lane, started)
 
 
-def _risks(dataset: GoldDataset) -> dict[str, str | None]:
-    """slice -> risk, from the gold's rubric (orders lanes and cost figures)."""
-    return {name: dataset.rubric.risk_of(name) for name in dataset.rubric.slices}
-
-
 def _shard_items(
     dataset: GoldDataset, partition: str, case_ids: list[str], repeats: int
 ) -> tuple[list[GoldCase], list[WorkItem]]:
@@ -448,7 +444,7 @@ def run_shard(task: dict[str, Any], actor: Any) -> dict[str, Any]:
         cases, items = _shard_items(
             dataset, task["partition"], list(task["case_ids"]), task["repeats"]
         )
-        risks = _risks(dataset)
+        risks = slice_risks(dataset)
         sampling = (
             ManifestSampling.model_validate(task["sampling"]) if task.get("sampling") else None
         )
@@ -726,28 +722,13 @@ def _draw(
     plan: SamplingPlan | None,
     source: str | None,
 ) -> _Drawn:
-    """The planned cases: a local run's (:func:`~._engine.run_candidate`), so both executors
-    freeze the same manifest for the same plan."""
-    risks = _risks(dataset)
-    if plan is None:
-        return _Drawn(cases, risks)
-    check_plan(plan, risks, location=source or "sampling plan", scope=part, budget_usd=budget_usd)
-    sample = draw_sample(plan, [SampleCase(c.case_id, c.slice, c.group) for c in cases])
-    kept = set(sample.sampled)
-    lanes = plan_lanes(plan, risks, budget_usd)
-    record = ManifestSampling(
-        plan=plan,
-        plan_sha256=sample.plan_sha256,
-        sampled_out=sorted(sample.sampled_out),
-        slices={
-            d.slice: {"cases": d.cases, "target": d.target, "sampled": d.sampled}
-            for d in sample.slices
-        },
-    )
-    ordered = sorted(
-        (c for c in cases if c.case_id in kept), key=lambda c: lanes.order_key(c.slice, risks)
-    )
-    return _Drawn(ordered, risks, record, lanes)
+    """The planned cases of a local run (:func:`._planned.plan_cases`), reserved lanes first."""
+    planned = plan_cases(dataset, cases, part, budget_usd, plan, source)
+    lanes = planned.lanes
+    if lanes is None:
+        return _Drawn(planned.cases, planned.risks)
+    ordered = sorted(planned.cases, key=lambda c: lanes.order_key(c.slice, planned.risks))
+    return _Drawn(ordered, planned.risks, planned.sampling, lanes)
 
 
 @dataclass(frozen=True)
