@@ -520,16 +520,16 @@ def svg_display(chart: Any) -> Any:
     """
     from IPython.display import HTML
 
-    return HTML(f'<div class="wb-chart">{to_svg(chart)}</div>')
+    from .._html import fragment, safe
+
+    return HTML(str(fragment("fragments.html.j2", "chart", safe(to_svg(chart)))))
 
 
 def charts_row(*charts: Any) -> Any:
     """Several charts side by side as one inline-SVG display object."""
     from IPython.display import HTML
 
-    return HTML(
-        '<div class="wb-chart-row"'
-        ' style="display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start">'
-        + "".join(f'<div class="wb-chart">{to_svg(c)}</div>' for c in charts)
-        + "</div>"
-    )
+    from .._html import fragment, safe
+
+    svgs = [safe(to_svg(c)) for c in charts]
+    return HTML(str(fragment("fragments.html.j2", "chart_row", svgs)))

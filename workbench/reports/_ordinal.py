@@ -62,14 +62,19 @@ def ordinal_tables(report: Any) -> list[Table]:
 
 def ordinal_section_html(report: Any) -> str:
     """The section's HTML: heading, the note that the figures above are nominal, both tables; ``""`` on a nominal rubric."""
-    import html
+    from .._html import fragment, safe
 
     tables = ordinal_tables(report)
     if not tables:
         return ""
     scale = " < ".join(report.scale_labels or [])
-    head = (
-        f"<h3>{html.escape(ORDINAL_TITLE)}</h3><p>{html.escape(f'Scale ({report.scale}): {scale}.')}"
-        f" {html.escape(NOMINAL_NOTE)}</p>"
+    return str(
+        fragment(
+            "fragments.html.j2",
+            "ordinal",
+            ORDINAL_TITLE,
+            f"Scale ({report.scale}): {scale}.",
+            NOMINAL_NOTE,
+            [safe(t.to_html()) for t in tables],
+        )
     )
-    return head + "".join(t.to_html() for t in tables)

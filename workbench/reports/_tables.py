@@ -53,14 +53,10 @@ class Table:
     footnotes: list[str] = field(default_factory=list)
 
     def to_html(self) -> str:
-        import html
+        from .._html import fragment, safe
 
-        notes = "".join(
-            '<p class="wb-footnote" style="color:#59636e;font-size:12px;margin:0 0'
-            f' 8px">{html.escape(n)}</p>'
-            for n in self.footnotes
-        )
-        return f'<div class="wb-styled">{self.styler.to_html()}{notes}</div>'
+        table = safe(self.styler.to_html())  # pandas escapes cell text (escape="html")
+        return str(fragment("fragments.html.j2", "styled", table, self.footnotes))
 
     def _repr_html_(self) -> str:
         return self.to_html()
