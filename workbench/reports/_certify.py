@@ -126,7 +126,7 @@ from ._migration import (
     stored_studies,
     write_migration,
 )
-from ._render import render_html
+from ._render import not_run_html, render_html
 from ._signing import Signer, load_signer
 
 NOTEBOOK_NAME = "03_certify.ipynb"
@@ -866,7 +866,7 @@ def _run_and_lock(
     html = (
         render_html(executed, title=f"Certification report: {judge.spec.label} ({report_id})")
         if executed.exists()
-        else "<p>the certification notebook did not run</p>"
+        else not_run_html()
     )
     atomic_write_text(report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()

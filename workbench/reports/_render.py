@@ -110,6 +110,11 @@ def _output(output: Any) -> str:
     return ""
 
 
+def not_run_html() -> str:
+    """report.html when the certification notebook did not run (gate.json says why)."""
+    return _macro("not_run")
+
+
 def strip_scripts(html: str) -> str:
     """Remove every script element: a locked report runs no code."""
     return re.sub(r"<script\b[^>]*>.*?</script\s*>", "", html, flags=re.IGNORECASE | re.DOTALL)
