@@ -60,3 +60,19 @@ def safe(html: str) -> Markup:
     from markupsafe import Markup
 
     return Markup(html)
+
+
+def display_html(html: str) -> Any:
+    """``html`` as an IPython display object (a notebook shows it as HTML)."""
+    from IPython.display import HTML
+
+    factory: Any = HTML  # IPython is untyped
+    return factory(html)
+
+
+def show(obj: Any) -> None:
+    """Display ``obj`` in the notebook (:func:`IPython.display.display`)."""
+    from IPython.display import display
+
+    call: Any = display  # IPython is untyped
+    call(obj)

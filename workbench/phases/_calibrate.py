@@ -1,4 +1,5 @@
-"""Candidate selection on the calibration partition: paired comparison, policy preview, selection record."""
+"""Candidate selection on the calibration partition: paired comparison, policy preview, selection
+record."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ def paired_comparison(iterations: list[Iteration]) -> Any:
     """Every pair of candidates on the same cases: who is right where the other is wrong.
 
     Every iteration's results must have been produced against its gold (lineage checked, as
-    :class:`PhaseSession` does). Only cases where both have a verdict are paired. ``p_mcnemar`` is the exact McNemar test
+    :class:`PhaseSession` does). Only cases where both have a verdict are paired. ``p_mcnemar`` is
+    the exact McNemar test
     (statsmodels) on the discordant pairs; ``critical_false_passes`` counts each side's
     false passes in critical slices, which no average may offset.
     """
@@ -330,7 +332,8 @@ async def freeze_threshold(
     save_to: str | Path | None = None,
     accept_failing: bool = False,
 ) -> FrozenThreshold:
-    """Freeze ``choice['threshold']`` into ``scored``'s judge as ``version``, run it, check the policy.
+    """Freeze ``choice['threshold']`` into ``scored``'s judge as ``version``, run it, check the
+    policy.
 
     Warns (``FrozenThreshold.failing``, shown in the notebook) when the threshold fails a
     policy limit on calibration; saving such a version (``save_to``) raises

@@ -48,7 +48,8 @@ SENTINELS_DIR = "sentinels"
 
 
 def copy_spec(spec_path: Path, target_dir: Path) -> Path:
-    """Copy a candidate spec and the prompt or results file it names into ``target_dir``; return the spec copy."""
+    """Copy a candidate spec and the prompt or results file it names into ``target_dir``; return the
+    spec copy."""
     spec, _ = load_spec(spec_path)
     target_dir.mkdir(parents=True, exist_ok=True)
     copy = target_dir / spec_path.name
@@ -105,7 +106,8 @@ def check_migration_inputs(
 
 
 def control_report_from_records(suite: Any, run_dir: Path, mapping: LoadedMapping | None) -> Any:
-    """A control report rebuilt from a control run's stored records, verdicts mapped when a mapping is given."""
+    """A control report rebuilt from a control run's stored records, verdicts mapped when a mapping
+    is given."""
     from ..controls import ControlOutcome, evaluate_controls
     from ..controls._run import _outcomes
     from ..results import JudgeIdentity
@@ -204,7 +206,8 @@ TRANSITIONS_HTML = "transitions.html"
 def write_transitions_html(
     directory: Path, evidence: MigrationEvidence, *, report_id: str | None = None
 ) -> None:
-    """``restricted/transitions.html``: the transitions with their review status (restricted: case ids)."""
+    """``restricted/transitions.html``: the transitions with their review status (restricted: case
+    ids)."""
     from .._html import render
     from .._io import atomic_write_text
 

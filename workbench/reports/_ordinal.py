@@ -21,7 +21,8 @@ NOMINAL_NOTE = (
 
 
 def ordinal_tables(report: Any) -> list[Table]:
-    """Per-slice ordinal figures and the ordinal confusion over all cases; empty on a nominal rubric.
+    """Per-slice ordinal figures and the ordinal confusion over all cases; empty on a nominal
+    rubric.
 
     ``report`` is an :class:`~workbench.align.AlignmentReport`. Every count is shown with its
     denominator (the pairs: verdicts with both labels on the scale).
@@ -61,7 +62,8 @@ def ordinal_tables(report: Any) -> list[Table]:
 
 
 def ordinal_section_html(report: Any) -> str:
-    """The section's HTML: heading, the note that the figures above are nominal, both tables; ``""`` on a nominal rubric."""
+    """The section's HTML: heading, the note that the figures above are nominal, both tables; ``""``
+    on a nominal rubric."""
     from .._html import fragment, safe
 
     tables = ordinal_tables(report)

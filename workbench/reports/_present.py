@@ -1,9 +1,9 @@
 """What a certification report shows, as escaped HTML fragments and DataFrames.
 
-Every string that comes from data (case text, reasons, names, policy rationale) passes
-through :func:`html.escape` before it reaches HTML; DataFrames are rendered by pandas, which
-escapes cell text. Held-out results appear only as counts: case-level detail goes to the
-restricted file beside the report.
+Every fragment is a jinja2 template (``templates/*.j2``, one autoescaping Environment:
+:mod:`workbench._html`), so data (case text, reasons, names, policy rationale) is escaped
+before it reaches HTML; DataFrames are rendered by pandas, which escapes cell text. Held-out
+results appear only as counts: case-level detail goes to the restricted file beside the report.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def disagreement_counts(join: Join) -> Any:
         c.slice for c in join.cases if c.outcome == "verdict" and c.judge_label not in abstain
     )
     cases = Counter(c.slice for c in join.cases)
-    classes = ["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
+    classes: list[Any] = ["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
     slices = list(dict.fromkeys(c.slice for c in join.cases))
     frame = pd.DataFrame(
         [
@@ -204,7 +204,8 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
 
 
 def _human_alphas(block: Any, scale: str) -> dict[str, Any]:
-    """Human-human Krippendorff's alpha: nominal, and on an ordered rubric the ordinal (numeric: interval) level too, labelled."""
+    """Human-human Krippendorff's alpha: nominal, and on an ordered rubric the ordinal (numeric:
+    interval) level too, labelled."""
     nominal = block.krippendorff_alpha.value if block else None
     if scale == "nominal":
         return {"human_krippendorff_alpha": nominal}
@@ -339,7 +340,8 @@ def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
 
 
 def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
-    """The per-slice table of the report (risk, n, coverage, false-pass rate with CI, limit, basis, result)."""
+    """The per-slice table of the report (risk, n, coverage, false-pass rate with CI, limit, basis,
+    result)."""
     from ._format import DASH, DASH_NOTE
     from ._templates import render
 
@@ -391,9 +393,9 @@ def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
 
 def first_screen(cert: Any, gate: Any) -> Any:
     """The report's first screen: what was certified, the outcome, why, and what to do next."""
-    from IPython.display import HTML
+    from .._html import display_html
 
-    return HTML(first_screen_html(cert, gate))
+    return display_html(first_screen_html(cert, gate))
 
 
 def first_screen_html(cert: Any, gate: Any) -> str:
@@ -493,9 +495,9 @@ def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) ->
 
 def blockers_display(gate: Any, policy: Any = None, *, title: str | None = None) -> Any:
     """:func:`blockers_html` as an IPython display object."""
-    from IPython.display import HTML
+    from .._html import display_html
 
-    return HTML(blockers_html(gate, policy, title=title))
+    return display_html(blockers_html(gate, policy, title=title))
 
 
 def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:

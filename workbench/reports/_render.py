@@ -46,7 +46,8 @@ def render_html(notebook_path: str | Path, title: str = "Certification report") 
     """Render an executed notebook to one static HTML page (see the module doc)."""
     import nbformat
 
-    notebook = nbformat.read(str(notebook_path), as_version=4)
+    read: Any = nbformat.read  # untyped
+    notebook = read(str(notebook_path), as_version=4)
     blocks = [
         block
         for cell in notebook.cells

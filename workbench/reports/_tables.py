@@ -26,7 +26,8 @@ TABLE_STYLES = [
     {
         "selector": "",
         "props": (
-            "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;margin:4px 0"
+            "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;"
+            "margin:4px 0"
         ),
     },
     {
@@ -300,7 +301,8 @@ def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
 
 
 def transition_summary_table(summary: Any) -> Table:
-    """:func:`workbench.review.transition_summary` with slices that broke a critical case highlighted."""
+    """:func:`workbench.review.transition_summary` with slices that broke a critical case
+    highlighted."""
     return styled(
         summary, highlight=lambda r: "critical" if (r.get("critical_broken") or 0) > 0 else None
     )

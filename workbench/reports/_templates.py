@@ -12,7 +12,8 @@ from importlib.resources import files
 from typing import Any
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:"
-"""The report needs no script and no network: the browser is told so, as a second line of defence."""
+"""The report needs no script and no network: the browser is told so, as a second line of defence.
+"""
 
 
 def environment() -> Any:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._html import fragment, safe
@@ -31,49 +32,13 @@ KEY_LEGEND = (
 PASS_LABELS = frozenset({"pass", "yes", "correct", "acceptable"})
 FAIL_LABELS = frozenset({"fail", "no", "incorrect", "unacceptable"})
 
-STYLE = """
-.wb-review { outline: none; border: 1px solid var(--jp-border-color2, #ddd); border-radius: 4px; padding: 4px; }
-.wb-review:focus-within { border-color: var(--jp-brand-color1, #1976d2); box-shadow: 0 0 0 1px var(--jp-brand-color1, #1976d2); }
-.wb-review .widget-dropdown > select, .wb-review .widget-text input { font-size: 12px; }
-.wb-case { font-size: 12.5px; line-height: 1.35; }
-.wb-case h3 { margin: 0 0 2px 0; font-size: 14px; }
-.wb-case p.wb-meta { margin: 0 0 4px 0; color: var(--jp-ui-font-color1, #333); }
-.wb-case .wb-k { font-weight: 600; margin-right: 4px; }
-.wb-case .wb-field { margin: 2px 0; }
-.wb-case .wb-text { white-space: pre-wrap; overflow-wrap: anywhere; }
-.wb-case details.wb-more { display: inline; }
-.wb-case details.wb-more > summary { list-style: none; cursor: pointer; display: inline; }
-.wb-case details.wb-more > summary::-webkit-details-marker { display: none; }
-.wb-case details.wb-more[open] .wb-preview { display: none; }
-.wb-case .wb-toggle { color: var(--jp-brand-color1, #1976d2); font-size: 11.5px; white-space: nowrap; }
-.wb-case details.wb-more[open] .wb-toggle-more { display: none; }
-.wb-case details.wb-more:not([open]) .wb-toggle-less { display: none; }
-.wb-cols { display: flex; gap: 6px; margin: 4px 0; align-items: stretch; }
-.wb-col { flex: 1 1 0; min-width: 0; border: 1px solid var(--jp-border-color2, #ddd); border-left-width: 4px; border-radius: 3px; padding: 3px 6px; }
-.wb-col h4 { margin: 0 0 3px 0; font-size: 12.5px; }
-.wb-col.wb-pass { border-left-color: #1a7f37; }
-.wb-col.wb-fail { border-left-color: #cf222e; }
-.wb-col.wb-other { border-left-color: #9a6700; }
-.wb-col ul { margin: 0; padding-left: 16px; }
-.wb-col li { margin: 0 0 3px 0; }
-.wb-badge { display: inline-block; padding: 0 5px; border-radius: 8px; font-size: 11.5px; font-weight: 600; color: #24292f; background: #eaeef2; }
-.wb-badge.wb-pass { color: #0f5323; background: #dafbe1; }
-.wb-badge.wb-fail { color: #82071e; background: #ffebe9; }
-.wb-badge.wb-other { color: #4d2d00; background: #fff8c5; }
-.wb-cls { font-weight: 600; }
-.wb-dim { color: var(--jp-ui-font-color2, #666); }
-.wb-cls-false_pass { color: #cf222e; } .wb-cls-false_fail { color: #bc4c00; }
-.wb-case details.wb-req { margin-top: 2px; }
-.wb-case details.wb-req > summary { cursor: pointer; color: var(--jp-brand-color1, #1976d2); }
-.wb-req-body { max-height: 260px; overflow: auto; border: 1px solid var(--jp-border-color2, #ddd); padding: 3px 6px; margin-top: 2px; }
-.wb-req-role { font-weight: 700; text-transform: uppercase; font-size: 11px; margin-top: 4px; color: var(--jp-ui-font-color2, #555); }
-.wb-req-meta { color: var(--jp-ui-font-color2, #555); font-size: 11.5px; }
-.wb-req-body pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; font-size: 11.5px; }
-.wb-sha { font-family: var(--jp-code-font-family, monospace); font-size: 11px; overflow-wrap: anywhere; }
-.wb-legend { font-size: 11.5px; color: var(--jp-ui-font-color2, #555); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-.wb-review .wb-status { font-size: 12px; }
-.wb-review .widget-checkbox { width: auto; }
-"""
+
+def asset(name: str) -> str:
+    """A file of ``workbench/ui/templates`` (the widget's CSS and browser module), as text."""
+    return (Path(__file__).resolve().parent / "templates" / name).read_text(encoding="utf-8")
+
+
+STYLE = asset("widget.css")
 """CSS of the widget (injected into the page by :class:`ReviewSidebar`, with its own)."""
 
 
@@ -312,5 +277,6 @@ def draft_note_html() -> str:
 
 
 def cause_label(index: int, cause: str, count: int) -> str:
-    """``"1 gold_label_defect (2)"``: the digit key (1-8, one per cause), the cause and its cases."""
+    """``"1 gold_label_defect (2)"``: the digit key (1-8, one per cause), the cause and its
+    cases."""
     return f"{index} {cause} ({count})"

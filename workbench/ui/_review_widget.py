@@ -485,12 +485,13 @@ class ReviewWidget:
         return draft
 
     def export_notes(self, path: str | Path, *, latest_only: bool = False) -> Path:
-        """Export this judge's notes to ``.csv`` or ``.parquet`` (see :meth:`ReviewNotes.export`)."""
+        """Export this judge's notes to ``.csv`` or ``.parquet`` (see
+        :meth:`ReviewNotes.export`)."""
         if self.notes is None:
             raise ValueError("no notes file: pass notes=ReviewNotes(path)")
         return self.notes.export(path, self.judge_fingerprint, latest_only=latest_only)
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from .._html import show
 
-        display(self.box)
+        show(self.box)

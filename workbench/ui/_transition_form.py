@@ -104,7 +104,8 @@ class TransitionReviewForm:
             self.evidence.value = ", ".join(p.cited)
 
     def save(self) -> TransitionReview | None:
-        """Append the review of the current transition; problems go to ``status`` (nothing written)."""
+        """Append the review of the current transition; problems go to ``status`` (nothing
+        written)."""
         p = self.current
         if p is None:
             return None
@@ -130,9 +131,9 @@ class TransitionReviewForm:
         return review
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from .._html import show
 
-        display(self.box)
+        show(self.box)
 
     def __repr__(self) -> str:
         return f"TransitionReviewForm({self.report}, {len(self.pending)} transition(s))"
