@@ -265,33 +265,18 @@ class FrozenThreshold:
         return not self.failing
 
     def _repr_html_(self) -> str:
-        import html
+        from .._html import fragment
 
-        label = html.escape(self.judge.spec.label)
-        threshold = f"{self.judge.spec.threshold.value:g}"
-        saved = (
-            f" Saved to <code>{html.escape(str(self.saved))}</code>."
-            if self.saved
-            else " Not saved (set <code>save_to</code> to keep it)."
-        )
-        if self.meets_policy:
-            return (
-                '<div style="border-left:6px solid #1a7f37;background:#dafbe1;padding:6px'
-                f" 12px;margin:6px 0\"><b>{label}</b>: threshold {threshold} meets the policy's"
-                f" limits on calibration.{saved}</div>"
+        return str(
+            fragment(
+                "calibration.html.j2",
+                "frozen",
+                self.judge.spec.label,
+                f"{self.judge.spec.threshold.value:g}",
+                self.failing,
+                self.accepted_failing,
+                str(self.saved) if self.saved else None,
             )
-        items = "".join(f"<li>{html.escape(f)}</li>" for f in self.failing)
-        tail = (
-            " It was saved anyway because <code>accept_failing=True</code> was given; the"
-            " description says so."
-            if self.accepted_failing
-            else " Saving it needs an explicit <code>accept_failing=True</code>."
-        )
-        return (
-            '<div style="border-left:6px solid #cf222e;background:#ffebe9;padding:6px'
-            f' 12px;margin:6px 0"><b>Warning: {label} with threshold {threshold} fails the policy'
-            ' on calibration.</b><ul style="margin:4px'
-            f' 0">{items}</ul>{tail}{saved if self.saved else ""}</div>'
         )
 
 

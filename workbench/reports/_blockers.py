@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..stats import more_without_errors, shortfall
 from ._format import number, pct, rate_text
@@ -127,7 +127,7 @@ def sample_figures(
     numbers the gate cited; a gate result written before those fields existed gets them from
     the same function the gate uses (:func:`workbench.stats.shortfall`).
     """
-    basis = "point" if ev.get("basis") == "point" else "upper_95"
+    basis: Literal["upper_95", "point"] = "point" if ev.get("basis") == "point" else "upper_95"
     if "more_verdicts_needed" in ev:
         return (
             ev.get("verdicts_needed_to_bound_at_half_limit"),
@@ -272,11 +272,8 @@ def _describe(
             e = r["evidence"]
             role = e.get("role", r["code"].removeprefix("control_failed_"))
             if e.get("failed"):
-                ids = (
-                    f" ({', '.join(r['control_ids'][:4])}{', ...' if len(r['control_ids']) > 4 else ''})"
-                    if r["control_ids"]
-                    else ""
-                )
+                tail = ", ..." if len(r["control_ids"]) > 4 else ""
+                ids = f" ({', '.join(r['control_ids'][:4])}{tail})" if r["control_ids"] else ""
                 parts.append(f"{role}: {e.get('failed')} of {e.get('n')} failed{ids}")
             elif e.get("n") == 0:
                 parts.append(f"{role}: untested")

@@ -126,7 +126,7 @@ from ._migration import (
     stored_studies,
     write_migration,
 )
-from ._render import render_html
+from ._render import not_run_html, render_html
 from ._signing import Signer, load_signer
 
 NOTEBOOK_NAME = "03_certify.ipynb"
@@ -219,7 +219,8 @@ def _copy_inputs(
 def resolve_budget(
     policy: Policy, requested: float | None, policy_path: str | Path
 ) -> float | None:
-    """The spend limit certification runs under: the policy's ``budget_usd`` unless a lower one is asked."""
+    """The spend limit certification runs under: the policy's ``budget_usd`` unless a lower one is
+    asked."""
     if policy.budget_usd is None:
         return requested
     if requested is None:
@@ -327,7 +328,8 @@ class _Inputs:
 
 @dataclass(frozen=True)
 class _Started:
-    """What :func:`_start` allocated and recorded: the report directory and its ``started`` entry."""
+    """What :func:`_start` allocated and recorded: the report directory and its ``started``
+    entry."""
 
     report_dir: Path
     report_id: str
@@ -338,7 +340,8 @@ class _Started:
 
 
 def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: Path | None) -> None:
-    """The files that must exist and the option pairs that must go together, all problems at once."""
+    """The files that must exist and the option pairs that must go together, all problems at
+    once."""
     problems: list[Problem] = []
     if not policy.exists():
         problems.append(
@@ -388,7 +391,8 @@ def _check_inputs(
     overrides: str | Path | None,
     sign_key: str | Path | None,
 ) -> _Inputs:
-    """Load and check every input (nothing is written): spec, policy, controls, dataset, budget, overrides, key."""
+    """Load and check every input (nothing is written): spec, policy, controls, dataset, budget,
+    overrides, key."""
     candidate, policy, gold = Path(candidate), Path(policy), Path(gold)
     baseline_path = Path(baseline) if baseline is not None else None
     mapping_path = Path(label_mapping) if label_mapping is not None else None
@@ -445,7 +449,8 @@ def _check_inputs(
 def _start(
     ledger: HeldOutLedger, inputs: _Inputs, root: Path, rerun_reason: str | None
 ) -> _Started:
-    """Check-then-start, serialized: two certifications of one candidate give one start and one refusal."""
+    """Check-then-start, serialized: two certifications of one candidate give one start and one
+    refusal."""
     judge, old_judge, fingerprint, manifest_sha = (
         inputs.judge,
         inputs.old_judge,
@@ -467,7 +472,7 @@ def _start(
             previous = previous_report(
                 root, judge.spec.name, judge.spec.version, n, ledger, entries
             )
-            migration = (
+            migration: dict[str, Any] = (
                 {
                     "kind": "migration",
                     "baseline": old_judge.spec.label,
@@ -506,7 +511,8 @@ def _execute(
     max_cases: int | None,
     kernel_name: str,
 ) -> CertificationResult:
-    """Copy the inputs, run the notebook and lock the report; any failure aborts the entry (the use counts)."""
+    """Copy the inputs, run the notebook and lock the report; any failure aborts the entry (the use
+    counts)."""
     s = started
     try:
         copies = _copy_inputs(
@@ -866,7 +872,7 @@ def _run_and_lock(
     html = (
         render_html(executed, title=f"Certification report: {judge.spec.label} ({report_id})")
         if executed.exists()
-        else "<p>the certification notebook did not run</p>"
+        else not_run_html()
     )
     atomic_write_text(report_dir / HTML_FILE, html)
     rendered_at = time.perf_counter()
@@ -1001,7 +1007,8 @@ def _read_gate(report_dir: Path) -> dict[str, Any] | None:
     path = report_dir / GATE_FILE
     if not path.exists():
         return None
-    return read_json_file(path)
+    gate: dict[str, Any] = read_json_file(path)
+    return gate
 
 
 def _failed_gate(failure: Exception | None, judge: Judge) -> GateResult:
@@ -1303,7 +1310,8 @@ class Certification:
         )
 
     async def run_controls(self) -> Any | None:
-        """Run the policy's control suite before any held-out call (for a migration: on both versions).
+        """Run the policy's control suite before any held-out call (for a migration: on both
+        versions).
 
         A failed blocking role (positive, negative, adversarial by default) of the candidate
         becomes a blocker with its own text, and the held-out partition is then not used at
@@ -1348,7 +1356,8 @@ class Certification:
         return not self.control_blockers
 
     async def run_held_out(self) -> RunSummary | None:
-        """Run the candidate (and the baseline) once on held-out data, when lineage holds and controls pass.
+        """Run the candidate (and the baseline) once on held-out data, when lineage holds and
+        controls pass.
 
         One ledger entry covers both runs; with a budget, the candidate's run may spend what
         the baseline's reservation leaves, the baseline's what the candidate's spend leaves. A
@@ -1417,7 +1426,8 @@ class Certification:
         return self.summary
 
     async def run_sentinels(self) -> RunSummary | None:
-        """Run the candidate on the gold's sentinels (``sentinels.yaml``) into ``REPORT/sentinels/``.
+        """Run the candidate on the gold's sentinels (``sentinels.yaml``) into
+        ``REPORT/sentinels/``.
 
         Only after a held-out run, never on held-out cases (the sentinel file refuses them),
         and no ledger use: it is the baseline ``workbench drift --against REPORT`` compares
@@ -1498,7 +1508,8 @@ class Certification:
         run = RunDir(self.report_dir / RUN_DIR)
         results_path = run.results
         lines = run.read_results()
-        # Lineage of the held-out results against this gold (run manifest: dataset, rubric, per-case hashes).
+        # Lineage of the held-out results against this gold (run manifest: dataset, rubric, per-case
+        # hashes).
         self.join = align_results(
             self.dataset,
             lines,
@@ -1626,7 +1637,8 @@ class Certification:
         return read_jsonl_records(path)
 
     def grant(self, gate: GateResult | None = None) -> Any:
-        """What this certification grants (:func:`~workbench.authority.grant_for` on the policy and the public gate)."""
+        """What this certification grants (:func:`~workbench.authority.grant_for` on the policy and
+        the public gate)."""
         from ..authority import AuthorityGrant, grant_for
 
         gate = gate or self.gate
@@ -1643,7 +1655,8 @@ class Certification:
         return grant_for(self.policy, public_gate(gate), report_id=self.ledger_entry.report_id)
 
     def beside(self) -> Any:
-        """The authority requested and the last complete certified other version (:func:`~workbench.authority.beside_candidate`)."""
+        """The authority requested and the last complete certified other version
+        (:func:`~workbench.authority.beside_candidate`)."""
         from ..authority import beside_candidate
 
         if self.policy is None:

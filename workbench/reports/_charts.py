@@ -1,4 +1,5 @@
-"""Charts for reports and notebooks: Altair specs rendered to inline SVG with vl-convert (no CDN, no JavaScript).
+"""Charts for reports and notebooks: Altair specs rendered to inline SVG with vl-convert (no CDN, no
+JavaScript).
 
 * :func:`slice_error_chart`: false-pass and false-fail rates per slice with 95% Wilson
   intervals, each slice's policy limit as a rule mark, slices coloured by result (or, without
@@ -131,7 +132,8 @@ def slice_error_data(source: Any, policy: Any = None, gate: Any = None) -> Any:
 
 
 def _limit_rule(data: Any, order: list[str]) -> Any:
-    """Each slice's policy limit as a rule mark spanning the slice's row (slices without a limit drawn none)."""
+    """Each slice's policy limit as a rule mark spanning the slice's row (slices without a limit
+    drawn none)."""
     import altair as alt
 
     return (
@@ -153,7 +155,8 @@ def slice_error_chart(
     """False-pass and false-fail rates per slice with 95% Wilson intervals and the policy limits.
 
     ``source``: an :class:`~workbench.align.AlignmentReport`, a list of figures (the gate's
-    ``figures``) or of :class:`SliceRow`. ``policy`` draws each slice's limit as a black rule mark across the slice's row;
+    ``figures``) or of :class:`SliceRow`. ``policy`` draws each slice's limit as a black rule mark
+    across the slice's row;
     ``gate`` colours each slice by its result (otherwise by whether the figure the gate would
     compare is within the limit). Rates over no case are left out of the marks (their k/n is
     still written).
@@ -292,7 +295,8 @@ def candidates_chart(
 
 
 def slice_rates_chart(report: Any, policy: Any = None, gate: Any = None) -> Any:
-    """Per-slice false-pass and false-fail rates with 95% Wilson intervals (and limits, given a policy)."""
+    """Per-slice false-pass and false-fail rates with 95% Wilson intervals (and limits, given a
+    policy)."""
     return slice_error_chart(report, policy, gate)
 
 
@@ -302,7 +306,8 @@ def confusion_heatmap(
     abstain_labels: Sequence[str] = (),
     title: str = "Confusion: adjudicated label (rows) x judge (columns)",
 ) -> Any:
-    """A heatmap of a :class:`~workbench.align.Confusion` (or its dict), counts written in the cells.
+    """A heatmap of a :class:`~workbench.align.Confusion` (or its dict), counts written in the
+    cells.
 
     Disagreements (a decided judge label other than the adjudicated one) are outlined in red;
     abstentions (``abstain_labels``) and the error and missing columns are not.
@@ -518,18 +523,14 @@ def svg_display(chart: Any) -> Any:
     itself: the chart stays searchable, styleable and part of the page. vl-convert's SVG
     contains no script.
     """
-    from IPython.display import HTML
+    from .._html import display_html, fragment, safe
 
-    return HTML(f'<div class="wb-chart">{to_svg(chart)}</div>')
+    return display_html(str(fragment("fragments.html.j2", "chart", safe(to_svg(chart)))))
 
 
 def charts_row(*charts: Any) -> Any:
     """Several charts side by side as one inline-SVG display object."""
-    from IPython.display import HTML
+    from .._html import display_html, fragment, safe
 
-    return HTML(
-        '<div class="wb-chart-row"'
-        ' style="display:flex;gap:24px;flex-wrap:wrap;align-items:flex-start">'
-        + "".join(f'<div class="wb-chart">{to_svg(c)}</div>' for c in charts)
-        + "</div>"
-    )
+    svgs = [safe(to_svg(c)) for c in charts]
+    return display_html(str(fragment("fragments.html.j2", "chart_row", svgs)))

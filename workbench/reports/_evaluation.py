@@ -60,7 +60,8 @@ HELD_OUT_NOT_USED = "blocking controls failed, so the held-out partition was not
 
 
 def public_gate(gate: GateResult) -> dict[str, Any]:
-    """The gate as shared in the report: case ids replaced by counts (held-out detail is restricted)."""
+    """The gate as shared in the report: case ids replaced by counts (held-out detail is
+    restricted)."""
     data = gate.model_dump(mode="json")
     for key in ("blockers", "waived"):
         for item in data.get(key, []):
@@ -75,7 +76,7 @@ def figures_of(report: AlignmentReport | None) -> dict[str, Any] | None:
     """The alignment figures the gate read, per slice and overall, without case ids."""
     if report is None:
         return None
-    return json.loads(
+    figures: dict[str, Any] = json.loads(
         json.dumps(
             {
                 "status": report.status,
@@ -85,6 +86,7 @@ def figures_of(report: AlignmentReport | None) -> dict[str, Any] | None:
             }
         )
     )
+    return figures
 
 
 def write_gold_evidence(report_dir: Path, dataset: GoldDataset) -> None:

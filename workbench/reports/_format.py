@@ -47,7 +47,8 @@ def _pct_bare(value: float) -> str:
 
 
 def rate_text(rate: Any) -> str:
-    """A :class:`~workbench.stats.Rate` (or its dict) as ``"28% [17–43%]"``; dash without a denominator."""
+    """A :class:`~workbench.stats.Rate` (or its dict) as ``"28% [17–43%]"``; dash without a
+    denominator."""
     value, low, high = _get(rate, "rate"), _get(rate, "ci95_low"), _get(rate, "ci95_high")
     if missing(value):
         return DASH
@@ -57,7 +58,8 @@ def rate_text(rate: Any) -> str:
 
 
 def kn(rate: Any) -> str:
-    """``"k/n"`` of a rate (``"0/0"`` when no case entered it; a dash when there is no rate at all)."""
+    """``"k/n"`` of a rate (``"0/0"`` when no case entered it; a dash when there is no rate at
+    all)."""
     k, n = _get(rate, "k"), _get(rate, "n")
     if k is None or n is None:
         return DASH
@@ -65,7 +67,8 @@ def kn(rate: Any) -> str:
 
 
 def number(value: Any, digits: int = 2) -> str:
-    """A number for display: floats rounded (``0.0967741`` -> ``"0.097"`` at 2 significant decimals kept
+    """A number for display: floats rounded (``0.0967741`` -> ``"0.097"`` at 2 significant decimals
+    kept
     readable), ints as they are, None/NaN as a dash, other values as text."""
     if missing(value):
         return DASH

@@ -20,7 +20,7 @@ def ipc_kernel_manager(socket_dir: Path) -> type:
     """An ``AsyncKernelManager`` subclass whose kernels talk over IPC sockets in ``socket_dir``."""
     from jupyter_client.manager import AsyncKernelManager
 
-    class IPCKernelManager(AsyncKernelManager):  # type: ignore[misc]
+    class IPCKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs: Any) -> None:
             kwargs.setdefault("transport", "ipc")
             kwargs.setdefault("ip", str(socket_dir / "kernel"))

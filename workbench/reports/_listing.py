@@ -55,7 +55,8 @@ def read_marker(report_dir: Path) -> dict[str, Any] | None:
 
 
 def report_dirs(reports_root: Path) -> list[Path]:
-    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in name, version, n order."""
+    """Every ``<candidate>/<version>/<n>`` directory under ``reports_root``, in name, version, n
+    order."""
     if not reports_root.is_dir():
         return []
     found = [p for p in reports_root.glob("*/*/*") if p.is_dir() and p.name.isdigit()]
@@ -63,7 +64,8 @@ def report_dirs(reports_root: Path) -> list[Path]:
 
 
 def ledgers_of(reports_root: Path) -> list[Path]:
-    """The ledgers the reports under ``reports_root`` were recorded in (from their markers and locks)."""
+    """The ledgers the reports under ``reports_root`` were recorded in (from their markers and
+    locks)."""
     paths: dict[str, None] = {}
     for d in report_dirs(reports_root):
         marker = read_marker(d)
@@ -178,7 +180,8 @@ def previous_report(
 
 
 def reconcile_ledgers(paths: list[Path]) -> list[Problem]:
-    """Mark dead certifications ``aborted`` in each ledger; problems for ledgers that cannot be read."""
+    """Mark dead certifications ``aborted`` in each ledger; problems for ledgers that cannot be
+    read."""
     problems: list[Problem] = []
     for path in paths:
         if not path.exists():
@@ -295,7 +298,8 @@ LEGACY_LEDGER = "held_out_ledger.jsonl"
 def check_legacy_ledger(
     reports_root: Path, fingerprint: str, manifest_sha256: str, rerun_reason: str | None
 ) -> None:
-    """Uses recorded in a pre-chain ledger inside the reports root (``<reports>/held_out_ledger.jsonl``,
+    """Uses recorded in a pre-chain ledger inside the reports root
+    (``<reports>/held_out_ledger.jsonl``,
     where the workbench kept it before the ledger moved beside the data) still count."""
     legacy = reports_root / LEGACY_LEDGER
     if not legacy.is_file() or (rerun_reason and rerun_reason.strip()):

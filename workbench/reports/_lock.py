@@ -52,7 +52,8 @@ class Lock(Record):
     KIND: ClassVar[str] = "report lock"
 
     schema_version: int = LOCK_SCHEMA_VERSION
-    """Lock format version (2: outcome recomputable from the stored evidence, ledger-bound, signable)."""
+    """Lock format version (2: outcome recomputable from the stored evidence, ledger-bound,
+    signable)."""
     report_id: str
     """``<candidate>/<version>/<n>``."""
     created_at: datetime
@@ -71,7 +72,8 @@ class Lock(Record):
     evaluated_at: datetime | None = None
     """The time overrides were checked against: the ``started`` ledger entry's ``when``."""
     budget_usd: float | None = None
-    """The spend limit the held-out run ran under (policy ``budget_usd`` or a lower ``--budget-usd``)."""
+    """The spend limit the held-out run ran under (policy ``budget_usd`` or a lower
+    ``--budget-usd``)."""
     evidence: dict[str, str | None]
     """Named hashes: gold_dataset, gold_file, held_out_manifest, candidate_spec, policy, overrides,
     control_suite, control_records, run_records, run_manifest, lineage, figures, held_out_gold,
@@ -83,7 +85,8 @@ class Lock(Record):
     overrides, controls, and for a migration baseline and label_mapping (paths relative to the
     report directory)."""
     files: dict[str, str]
-    """sha256 of every file in the report directory except the top-level lock.json, by relative path."""
+    """sha256 of every file in the report directory except the top-level lock.json, by relative
+    path."""
     versions: dict[str, str]
     """workbench, ragas and python versions."""
     git: dict[str, Any]
@@ -105,11 +108,13 @@ class Lock(Record):
     """The ledger entry's kind: ``certification``, ``migration`` (``certify --baseline``) or
     ``review_reevaluation`` (``certify --resume-review``). Omitted when ``certification``."""
     baseline: str | None = None
-    """For a migration (and its re-evaluation): ``name@version`` of the baseline judged beside the candidate."""
+    """For a migration (and its re-evaluation): ``name@version`` of the baseline judged beside the
+    candidate."""
     baseline_fingerprint: str | None = None
     """Its fingerprint (the ledger entry records both)."""
     resumes: PreviousReport | None = None
-    """For a re-evaluation: the locked report whose run records it reused (``{report_id, lock_sha256, status}``)."""
+    """For a re-evaluation: the locked report whose run records it reused (``{report_id,
+    lock_sha256, status}``)."""
     migration: dict[str, Any] | None = None
     """For a migration: the public migration summary (``migration.json``: counts per slice,
     matrix, transition-review counts; no case ids), recomputed by ``verify``."""
@@ -200,7 +205,8 @@ def write_lock(report_dir: Path, lock: Lock, signer: Signer | None = None) -> Lo
 
 
 def read_lock(report_dir: Path) -> Lock:
-    """The lock of a report directory (or of ``.../lock.json`` itself). Raises ValueError or OSError,
+    """The lock of a report directory (or of ``.../lock.json`` itself). Raises ValueError or
+    OSError,
     and :class:`~workbench._record.SchemaTooNew` (located at the file) for a lock written by a newer
     workbench."""
     path = Path(report_dir)

@@ -48,7 +48,8 @@ SENTINELS_DIR = "sentinels"
 
 
 def copy_spec(spec_path: Path, target_dir: Path) -> Path:
-    """Copy a candidate spec and the prompt or results file it names into ``target_dir``; return the spec copy."""
+    """Copy a candidate spec and the prompt or results file it names into ``target_dir``; return the
+    spec copy."""
     spec, _ = load_spec(spec_path)
     target_dir.mkdir(parents=True, exist_ok=True)
     copy = target_dir / spec_path.name
@@ -105,7 +106,8 @@ def check_migration_inputs(
 
 
 def control_report_from_records(suite: Any, run_dir: Path, mapping: LoadedMapping | None) -> Any:
-    """A control report rebuilt from a control run's stored records, verdicts mapped when a mapping is given."""
+    """A control report rebuilt from a control run's stored records, verdicts mapped when a mapping
+    is given."""
     from ..controls import ControlOutcome, evaluate_controls
     from ..controls._run import _outcomes
     from ..results import JudgeIdentity
@@ -204,122 +206,101 @@ TRANSITIONS_HTML = "transitions.html"
 def write_transitions_html(
     directory: Path, evidence: MigrationEvidence, *, report_id: str | None = None
 ) -> None:
-    """``restricted/transitions.html``: the transitions with their review status (restricted: case ids)."""
-    from html import escape
-
+    """``restricted/transitions.html``: the transitions with their review status (restricted: case
+    ids)."""
+    from .._html import render
     from .._io import atomic_write_text
 
     s = evidence.summary
-    rows = []
-    for r in evidence.rows:
-        t = r.transition
-        if not t.verdict_changed and not t.needs_review:
-            continue
-        rows.append(
-            "<tr>"
-            + "".join(
-                f"<td>{escape(str(v))}</td>"
-                for v in (
-                    t.case_id,
-                    t.slice,
-                    t.risk or "",
-                    t.human_label,
-                    r.old_verdict,
-                    r.new_verdict,
-                    t.transition,
-                    r.review or "",
-                    r.review_id or "",
-                )
-            )
-            + "</tr>"
-        )
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "case",
-            "slice",
-            "risk",
-            "human",
-            f"old ({escape(s.baseline)})",
-            f"new ({escape(s.candidate)})",
-            "transition",
-            "review",
-            "review id",
-        )
-    )
-    body = "\n".join(rows) or '<tr><td colspan="9">No verdict changed.</td></tr>'
-    text = (
-        "<!doctype html><html><head><meta charset='utf-8'><title>Transitions"
-        " (restricted)</title></head><body>"
-        f"<h1>Transitions {escape(s.baseline)} &rarr; {escape(s.candidate)} (restricted)</h1>"
-        f"<p>Report {escape(report_id or '')}. Held-out case ids: never share this page. "
-        "Every changed verdict in a critical slice needs a transition review "
-        "(<code>workbench review transition</code> or the review widget).</p>"
-        f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></body></html>"
+    rows = [
+        [
+            t.case_id,
+            t.slice,
+            t.risk or "",
+            t.human_label,
+            r.old_verdict,
+            r.new_verdict,
+            t.transition,
+            r.review or "",
+            r.review_id or "",
+        ]
+        for r in evidence.rows
+        for t in [r.transition]
+        if t.verdict_changed or t.needs_review
+    ]
+    head = [
+        "case",
+        "slice",
+        "risk",
+        "human",
+        f"old ({s.baseline})",
+        f"new ({s.candidate})",
+        "transition",
+        "review",
+        "review id",
+    ]
+    text = render(
+        "transitions.html.j2",
+        baseline=s.baseline,
+        candidate=s.candidate,
+        report_id=report_id or "",
+        head=head,
+        rows=rows,
     )
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write_text(directory / TRANSITIONS_HTML, text)
 
 
 def migration_html(summary: Any) -> str:
-    """The public migration section: transitions per slice and transition-review counts (no case ids)."""
-    from html import escape
+    """The public migration section: transitions per slice and transition-review counts (no
+    case ids)."""
+    from .._html import fragment
 
-    head = "".join(
-        f"<th>{h}</th>"
-        for h in (
-            "slice",
-            "risk",
-            "cases",
-            "fixed",
-            "broken",
-            "still wrong",
-            "changed verdicts",
-            "reviewed (accepted / rejected)",
-            "unreviewed",
-        )
-    )
+    head = [
+        "slice",
+        "risk",
+        "cases",
+        "fixed",
+        "broken",
+        "still wrong",
+        "changed verdicts",
+        "reviewed (accepted / rejected)",
+        "unreviewed",
+    ]
     reviews = {r.slice: r for r in summary.reviews}
     rows = []
     for s in [*summary.slices, summary.overall]:
         r = reviews.get(s.slice)
-        cells = (
-            s.slice,
-            s.risk or "",
-            s.cases,
-            s.transitions.get("fixed", 0),
-            s.transitions.get("broken", 0),
-            s.transitions.get("still_wrong", 0),
-            s.verdict_changed,
-            f"{r.accepted} / {r.rejected}" if r else "",
-            r.unreviewed if r else "",
+        rows.append(
+            [
+                s.slice,
+                s.risk or "",
+                s.cases,
+                s.transitions.get("fixed", 0),
+                s.transitions.get("broken", 0),
+                s.transitions.get("still_wrong", 0),
+                s.verdict_changed,
+                f"{r.accepted} / {r.rejected}" if r else "",
+                r.unreviewed if r else "",
+            ]
         )
-        rows.append("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in cells) + "</tr>")
     mapping = (
         f"label mapping sha256 {summary.label_mapping_sha256[:12]}"
         if summary.label_mapping_sha256
         else "no label mapping"
     )
-    return (
-        f"<h3>Migration {escape(summary.baseline)} &rarr; {escape(summary.candidate)}</h3><p>Both"
-        f" versions judged the same {summary.cases} held-out cases under one ledger entry; baseline"
-        f" run {escape(str(summary.baseline_run_status))}, baseline controls"
-        f" {escape(str(summary.baseline_controls))}; {escape(mapping)}. Counts only: the cases are"
-        " in the restricted"
-        f" part.</p><table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
-    )
+    return str(fragment("fragments.html.j2", "migration", summary, mapping, head, rows))
 
 
 def authority_html(grant: Any, beside: Any) -> str:
-    """The authority requested and granted, and the last complete certified version beside the candidate."""
-    from html import escape
+    """The authority requested and granted, and the last complete certified version beside the
+    candidate."""
+    from .._html import fragment
 
     lines = [f"this report: {grant.describe()}"] if grant is not None else []
     if beside is not None:
         lines = [*beside.describe(), *lines]
-    return (
-        "<h3>Authority</h3><ul>" + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>"
-    )
+    return str(fragment("fragments.html.j2", "authority", lines))
 
 
 def pending_for_report(

@@ -21,7 +21,8 @@ NOMINAL_NOTE = (
 
 
 def ordinal_tables(report: Any) -> list[Table]:
-    """Per-slice ordinal figures and the ordinal confusion over all cases; empty on a nominal rubric.
+    """Per-slice ordinal figures and the ordinal confusion over all cases; empty on a nominal
+    rubric.
 
     ``report`` is an :class:`~workbench.align.AlignmentReport`. Every count is shown with its
     denominator (the pairs: verdicts with both labels on the scale).
@@ -61,15 +62,21 @@ def ordinal_tables(report: Any) -> list[Table]:
 
 
 def ordinal_section_html(report: Any) -> str:
-    """The section's HTML: heading, the note that the figures above are nominal, both tables; ``""`` on a nominal rubric."""
-    import html
+    """The section's HTML: heading, the note that the figures above are nominal, both tables; ``""``
+    on a nominal rubric."""
+    from .._html import fragment, safe
 
     tables = ordinal_tables(report)
     if not tables:
         return ""
     scale = " < ".join(report.scale_labels or [])
-    head = (
-        f"<h3>{html.escape(ORDINAL_TITLE)}</h3><p>{html.escape(f'Scale ({report.scale}): {scale}.')}"
-        f" {html.escape(NOMINAL_NOTE)}</p>"
+    return str(
+        fragment(
+            "fragments.html.j2",
+            "ordinal",
+            ORDINAL_TITLE,
+            f"Scale ({report.scale}): {scale}.",
+            NOMINAL_NOTE,
+            [safe(t.to_html()) for t in tables],
+        )
     )
-    return head + "".join(t.to_html() for t in tables)

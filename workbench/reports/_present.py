@@ -1,24 +1,20 @@
 """What a certification report shows, as escaped HTML fragments and DataFrames.
 
-Every string that comes from data (case text, reasons, names, policy rationale) passes
-through :func:`html.escape` before it reaches HTML; DataFrames are rendered by pandas, which
-escapes cell text. Held-out results appear only as counts: case-level detail goes to the
-restricted file beside the report.
+Every fragment is a jinja2 template (``templates/*.j2``, one autoescaping Environment:
+:mod:`workbench._html`), so data (case text, reasons, names, policy rationale) is escaped
+before it reaches HTML; DataFrames are rendered by pandas, which escapes cell text. Held-out
+results appear only as counts: case-level detail goes to the restricted file beside the report.
 """
 
 from __future__ import annotations
 
-import html
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from .._html import fragment
 from ..align import AlignmentReport, Join
 from ..outcomes import style as outcome_style
-
-
-def esc(value: Any) -> str:
-    return html.escape("" if value is None else str(value), quote=True)
 
 
 def outcome_html(
@@ -31,49 +27,30 @@ def outcome_html(
 ) -> str:
     """The banner a reviewer reads first: outcome, then every blocker with its evidence."""
     shown = outcome_style(outcome)
-    color, background, title = shown.color, shown.background, shown.title
-    parts = [
-        (
-            f'<div class="wb-outcome" data-outcome="{esc(outcome)}" style="border:3px solid'
-            f' {color};background:{background};padding:12px 16px;margin:8px 0;">'
-        ),
-        f'<div style="font-size:24px;font-weight:bold;color:{color}">{esc(title)}</div>',
-        f"<div>candidate <code>{esc(candidate)}</code></div>",
-    ]
-    if rerun_reason:
-        parts.append(
-            "<div><b>Re-certification.</b> Reason recorded in the held-out ledger:"
-            f" {esc(rerun_reason)}</div>"
-        )
-    if blockers:
-        parts.append(f"<p><b>{len(blockers)} blocker(s)</b>, in order:</p><ol class='wb-blockers'>")
-        for b in blockers:
-            parts.append(
-                f"<li><code>{esc(_get(b, 'code'))}</code>"
-                f" [{esc(_get(b, 'category'))}{', slice ' + esc(_get(b, 'slice')) if _get(b, 'slice') else ''}]:"
-                f" {esc(_get(b, 'message'))}{_evidence(_get(b, 'evidence'))}</li>"
-            )
-        parts.append("</ol>")
-    else:
-        parts.append("<p>No blockers.</p>")
-    if waived:
-        parts.append(
-            f"<p><b>{len(waived)} blocker(s) waived by overrides</b> (still evidence, listed"
-            " below).</p>"
-        )
-    parts.append("</div>")
-    return "".join(parts)
+    banner = {
+        "outcome": outcome,
+        "color": shown.color,
+        "background": shown.background,
+        "title": shown.title,
+        "candidate": candidate,
+        "rerun_reason": rerun_reason,
+        "blockers": [
+            {
+                "code": _get(b, "code"),
+                "category": _get(b, "category"),
+                "slice": _get(b, "slice"),
+                "message": _get(b, "message"),
+                "evidence": [(k, _fmt(v)) for k, v in (_get(b, "evidence") or {}).items()],
+            }
+            for b in blockers
+        ],
+        "waived": len(waived),
+    }
+    return str(fragment("fragments.html.j2", "outcome", banner))
 
 
 def _get(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-def _evidence(evidence: Any) -> str:
-    if not evidence:
-        return ""
-    items = ", ".join(f"{esc(k)}={esc(_fmt(v))}" for k, v in evidence.items())
-    return f" <span style='color:#555'>({items})</span>"
 
 
 def _fmt(value: Any) -> str:
@@ -84,11 +61,7 @@ def _fmt(value: Any) -> str:
 
 def key_value_html(title: str, rows: Iterable[tuple[str, Any]]) -> str:
     """A two-column table of escaped labels and values."""
-    body = "".join(
-        f"<tr><th style='text-align:left;padding-right:12px'>{esc(k)}</th><td>{esc(v)}</td></tr>"
-        for k, v in rows
-    )
-    return f"<h3>{esc(title)}</h3><table class='wb-kv'>{body}</table>"
+    return str(fragment("fragments.html.j2", "key_value", title, list(rows)))
 
 
 def disagreement_counts(join: Join) -> Any:
@@ -110,7 +83,7 @@ def disagreement_counts(join: Join) -> Any:
         c.slice for c in join.cases if c.outcome == "verdict" and c.judge_label not in abstain
     )
     cases = Counter(c.slice for c in join.cases)
-    classes = ["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
+    classes: list[Any] = ["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
     slices = list(dict.fromkeys(c.slice for c in join.cases))
     frame = pd.DataFrame(
         [
@@ -231,7 +204,8 @@ def agreement_summary(report: AlignmentReport, human: Any) -> Any:
 
 
 def _human_alphas(block: Any, scale: str) -> dict[str, Any]:
-    """Human-human Krippendorff's alpha: nominal, and on an ordered rubric the ordinal (numeric: interval) level too, labelled."""
+    """Human-human Krippendorff's alpha: nominal, and on an ordered rubric the ordinal (numeric:
+    interval) level too, labelled."""
     nominal = block.krippendorff_alpha.value if block else None
     if scale == "nominal":
         return {"human_krippendorff_alpha": nominal}
@@ -366,7 +340,8 @@ def _pseudo_figures(dataset: Any) -> list[dict[str, Any]]:
 
 
 def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
-    """The per-slice table of the report (risk, n, coverage, false-pass rate with CI, limit, basis, result)."""
+    """The per-slice table of the report (risk, n, coverage, false-pass rate with CI, limit, basis,
+    result)."""
     from ._format import DASH, DASH_NOTE
     from ._templates import render
 
@@ -418,9 +393,9 @@ def slices_html(rows: Sequence[Any], *, note: str | None = None) -> str:
 
 def first_screen(cert: Any, gate: Any) -> Any:
     """The report's first screen: what was certified, the outcome, why, and what to do next."""
-    from IPython.display import HTML
+    from .._html import display_html
 
-    return HTML(first_screen_html(cert, gate))
+    return display_html(first_screen_html(cert, gate))
 
 
 def first_screen_html(cert: Any, gate: Any) -> str:
@@ -428,7 +403,8 @@ def first_screen_html(cert: Any, gate: Any) -> str:
     from .._io import sha256_file
     from ._blockers import group_blockers, why_lines
     from ._slices import slice_rows
-    from ._templates import fragment, render
+    from ._templates import fragment as wrap
+    from ._templates import render
 
     outcome = str(_attr(gate, "outcome"))
     shown = outcome_style(outcome)
@@ -486,7 +462,7 @@ def first_screen_html(cert: Any, gate: Any) -> str:
         "why": why,
         "next_step": next_step(outcome, groups, held_out_used=held_out_used),
     }
-    return fragment(render("summary.html.j2", s=context, slice_table=slices_html(rows, note=note)))
+    return wrap(render("summary.html.j2", s=context, slice_table=slices_html(rows, note=note)))
 
 
 def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) -> str:
@@ -495,32 +471,33 @@ def blockers_html(gate: Any, policy: Any = None, *, title: str | None = None) ->
     With ``title`` (say, a candidate's label), the whole list folds under one line: the title,
     the outcome and how many slices and problems it holds.
     """
+    from .._html import safe
     from ._blockers import group_blockers
-    from ._templates import fragment, render
+    from ._templates import fragment as wrap
+    from ._templates import render
 
     groups = group_blockers(
         _attr(gate, "blockers", []), waived=_attr(gate, "waived", []), policy=policy
     )
     body = render("blockers.html.j2", groups=groups)
     if title is None:
-        return fragment(body)
+        return wrap(body)
     outcome = str(_attr(gate, "outcome", ""))
     shown = outcome_style(outcome)
     label, css = shown.title, shown.css
     active = [g for g in groups if not g.waived_by]
     slices = len({g.slice for g in active if g.slice})
     count = f"{len(active)} problem(s) in {slices} slice(s)" if active else "no blocker"
-    return fragment(
-        f'<details class="wb-candidate"><summary><span class="badge r-{css}">{esc(label)}</span>'
-        f" <b>{esc(title)}</b>: {esc(count)}</summary>{body}</details>"
+    return wrap(
+        str(fragment("fragments.html.j2", "candidate", label, css, title, count, safe(body)))
     )
 
 
 def blockers_display(gate: Any, policy: Any = None, *, title: str | None = None) -> Any:
     """:func:`blockers_html` as an IPython display object."""
-    from IPython.display import HTML
+    from .._html import display_html
 
-    return HTML(blockers_html(gate, policy, title=title))
+    return display_html(blockers_html(gate, policy, title=title))
 
 
 def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
@@ -530,10 +507,11 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
     control run records).
     """
     from ._format import DASH
-    from ._templates import fragment, render
+    from ._templates import fragment as wrap
+    from ._templates import render
 
     if report is None:
-        return "<p>The policy declares no control suite.</p>"
+        return str(fragment("fragments.html.j2", "no_controls"))
     from ..controls._run import ROLE_MESSAGES
 
     rank = {"failed": 0, "incomplete": 1, "passed": 2}
@@ -573,7 +551,7 @@ def controls_html(report: Any, blocking_roles: Sequence[str] = ()) -> str:
                 "passed": [c.control_id for c in rows if c.status == "passed"],
             }
         )
-    return fragment(
+    return wrap(
         render(
             "controls.html.j2",
             suite=f"{report.suite.name}@{report.suite.version}",
@@ -590,9 +568,10 @@ def _short(text: str, limit: int) -> str:
 
 def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
     """The lineage checks as a table: check, held, expected, actual."""
-    from ._templates import fragment, render
+    from ._templates import fragment as wrap
+    from ._templates import render
 
-    return fragment(
+    return wrap(
         render(
             "lineage.html.j2",
             rows=[
@@ -610,7 +589,4 @@ def lineage_html(rows: Sequence[dict[str, Any]]) -> str:
 
 def not_used_html() -> str:
     """The single note that replaces every held-out section when held-out data was not used."""
-    return (
-        f'<p class="wb-footnote">{esc(NOT_USED_NOTE)} Error rates, alignment, disagreements,'
-        " agreement and cost exist only for a held-out run.</p>"
-    )
+    return str(fragment("fragments.html.j2", "not_used", NOT_USED_NOTE))

@@ -187,7 +187,8 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
     summary = run.read_summary()
     overrides_path = _path(report_dir, lock, "overrides")
     overrides = load_overrides(overrides_path) if overrides_path is not None else []
-    # What certification added beside the policy's limits: repeatability, migration (transitions, reviews).
+    # What certification added beside the policy's limits: repeatability, migration (transitions,
+    # reviews).
     from ._migration import recompute_lifecycle_blockers
 
     extra, migration = recompute_lifecycle_blockers(report_dir, lock, policy, dataset, lines, suite)

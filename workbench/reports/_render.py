@@ -4,8 +4,9 @@ The page is the report's own template (``templates/page.html.j2``, with the scre
 stylesheet), not a notebook export: it holds each cell's displayed output in order, markdown
 cells rendered, and no code, prompts or notebook chrome. Output HTML is what the workbench's
 display functions produced (every data value escaped by the template engine or by pandas);
-text outputs are escaped here. Scripts are removed and a Content-Security-Policy forbids
-scripts and network requests, so even escaped-but-misrendered text could not run.
+text outputs are escaped by ``templates/outputs.html.j2``. Scripts are removed and a
+Content-Security-Policy forbids scripts and network requests, so even escaped-but-misrendered
+text could not run.
 
 A cell tagged ``report-skip`` is left out of the HTML (the notebook's own title, for one: the
 report has its own first screen).
@@ -14,11 +15,11 @@ report has its own first screen).
 from __future__ import annotations
 
 import base64
-import html as html_lib
 import re
 from pathlib import Path
 from typing import Any
 
+from .._html import fragment, safe
 from ._templates import CSP, render, stylesheet
 
 EXTERNAL = re.compile(
@@ -31,11 +32,22 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _ANCHOR = re.compile(r'<a class="anchor-link"[^>]*>.*?</a>', re.DOTALL)
 
 
+def _macro(name: str, *args: Any) -> str:
+    return str(fragment("outputs.html.j2", name, *args))
+
+
+def _markdown(text: str) -> str:
+    from nbconvert.filters import markdown2html_mistune
+
+    return _macro("md", safe(_ANCHOR.sub("", markdown2html_mistune(text))))
+
+
 def render_html(notebook_path: str | Path, title: str = "Certification report") -> str:
     """Render an executed notebook to one static HTML page (see the module doc)."""
     import nbformat
 
-    notebook = nbformat.read(str(notebook_path), as_version=4)
+    read: Any = nbformat.read  # untyped
+    notebook = read(str(notebook_path), as_version=4)
     blocks = [
         block
         for cell in notebook.cells
@@ -48,13 +60,7 @@ def render_html(notebook_path: str | Path, title: str = "Certification report") 
 
 def _cell_blocks(cell: Any) -> list[str]:
     if cell.cell_type == "markdown":
-        from nbconvert.filters import markdown2html_mistune
-
-        return (
-            [f'<div class="wb-md">{_ANCHOR.sub("", markdown2html_mistune(cell.source))}</div>']
-            if cell.source.strip()
-            else []
-        )
+        return [_markdown(cell.source)] if cell.source.strip() else []
     if cell.cell_type != "code":
         return []
     return [block for output in cell.get("outputs", []) if (block := _output(output))]
@@ -67,10 +73,10 @@ def _output(output: Any) -> str:
         if not text.strip():
             return ""
         css = "wb-stderr" if output.get("name") == "stderr" else "wb-stdout"
-        return f'<pre class="{css}">{html_lib.escape(text)}</pre>'
+        return _macro("pre", text, css)
     if kind == "error":
         text = f"{output.get('ename', 'Error')}: {output.get('evalue', '')}"
-        return f'<pre class="wb-error">{html_lib.escape(_ANSI.sub("", text))}</pre>'
+        return _macro("pre", _ANSI.sub("", text), "wb-error")
     data = output.get("data", {})
     if "text/html" in data:
         return (
@@ -84,32 +90,30 @@ def _output(output: Any) -> str:
             if isinstance(data["image/svg+xml"], list)
             else str(data["image/svg+xml"])
         )
-        return (
-            '<div class="wb-chart"><img alt="chart"'
-            f' src="data:image/svg+xml;base64,{base64.b64encode(svg.encode("utf-8")).decode("ascii")}"></div>'
-        )
+        encoded = base64.b64encode(svg.encode("utf-8")).decode("ascii")
+        return _macro("image", "image/svg+xml", encoded)
     if "image/png" in data:
-        return (
-            '<div class="wb-chart"><img alt="chart"'
-            f' src="data:image/png;base64,{str(data["image/png"]).strip()}"></div>'
-        )
+        return _macro("image", "image/png", str(data["image/png"]).strip())
     if "text/markdown" in data:
-        from nbconvert.filters import markdown2html_mistune
-
         text = (
             "".join(data["text/markdown"])
             if isinstance(data["text/markdown"], list)
             else str(data["text/markdown"])
         )
-        return f'<div class="wb-md">{_ANCHOR.sub("", markdown2html_mistune(text))}</div>'
+        return _markdown(text)
     if "text/plain" in data:
         text = (
             "".join(data["text/plain"])
             if isinstance(data["text/plain"], list)
             else str(data["text/plain"])
         )
-        return f"<pre>{html_lib.escape(_ANSI.sub('', text))}</pre>"
+        return _macro("pre", _ANSI.sub("", text))
     return ""
+
+
+def not_run_html() -> str:
+    """report.html when the certification notebook did not run (gate.json says why)."""
+    return _macro("not_run")
 
 
 def strip_scripts(html: str) -> str:
@@ -119,12 +123,10 @@ def strip_scripts(html: str) -> str:
 
 def add_content_security_policy(html: str) -> str:
     """Make sure a Content-Security-Policy meta tag is the first element of ``<head>``."""
-    meta = f'<meta http-equiv="Content-Security-Policy" content="{CSP}">'
+    meta = _macro("csp_meta", CSP)
     if meta in html:
         return html
-    return re.sub(
-        r"<head([^>]*)>", lambda m: f"<head{m.group(1)}>{meta}", html, count=1, flags=re.IGNORECASE
-    )
+    return re.sub(r"<head[^>]*>", lambda m: m.group(0) + meta, html, count=1, flags=re.IGNORECASE)
 
 
 def strip_external(html: str) -> str:

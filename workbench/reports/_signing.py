@@ -82,7 +82,8 @@ class Signer:
 
 
 def load_signer(path: str | Path) -> Signer:
-    """Read an Ed25519 private key (OpenSSH or PEM); raise :class:`WorkbenchError` on anything else."""
+    """Read an Ed25519 private key (OpenSSH or PEM); raise :class:`WorkbenchError` on anything
+    else."""
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -222,7 +223,8 @@ def load_trust(path: str | Path) -> dict[bytes, str]:
 def check_signature(
     signature: LockSignature, lock_sha256: str, trusted: dict[bytes, str] | None
 ) -> tuple[str, str]:
-    """``(status, detail)``; status is ``trusted``, ``valid`` (no trust list given), ``untrusted`` or ``invalid``."""
+    """``(status, detail)``; status is ``trusted``, ``valid`` (no trust list given), ``untrusted``
+    or ``invalid``."""
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

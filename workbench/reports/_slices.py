@@ -76,7 +76,8 @@ def limits_of(policy: Any, slice_name: str, risk: str | None) -> SliceLimits | N
 
 
 def _risk_value(risk: Any) -> str | None:
-    return getattr(risk, "value", risk)
+    value = getattr(risk, "value", risk)
+    return None if value is None else str(value)
 
 
 @dataclass(frozen=True)
@@ -111,7 +112,8 @@ class SliceRow:
         if self.limits is None:
             return None
         key = "ci95_high" if self.limits.false_pass_basis == "upper_95" else "rate"
-        return _get(self.false_pass_rate, key)
+        value = _get(self.false_pass_rate, key)
+        return None if value is None else float(value)
 
     def record(self) -> dict[str, Any]:
         """Display strings, the columns of the report's per-slice table."""

@@ -26,7 +26,8 @@ TABLE_STYLES = [
     {
         "selector": "",
         "props": (
-            "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;margin:4px 0"
+            "border-collapse:collapse;font-size:12.5px;font-variant-numeric:tabular-nums;"
+            "margin:4px 0"
         ),
     },
     {
@@ -53,14 +54,10 @@ class Table:
     footnotes: list[str] = field(default_factory=list)
 
     def to_html(self) -> str:
-        import html
+        from .._html import fragment, safe
 
-        notes = "".join(
-            '<p class="wb-footnote" style="color:#59636e;font-size:12px;margin:0 0'
-            f' 8px">{html.escape(n)}</p>'
-            for n in self.footnotes
-        )
-        return f'<div class="wb-styled">{self.styler.to_html()}{notes}</div>'
+        table = safe(self.styler.to_html())  # pandas escapes cell text (escape="html")
+        return str(fragment("fragments.html.j2", "styled", table, self.footnotes))
 
     def _repr_html_(self) -> str:
         return self.to_html()
@@ -304,7 +301,8 @@ def transitions_table(changes: Any, *, only_changed: bool = True) -> Table:
 
 
 def transition_summary_table(summary: Any) -> Table:
-    """:func:`workbench.review.transition_summary` with slices that broke a critical case highlighted."""
+    """:func:`workbench.review.transition_summary` with slices that broke a critical case
+    highlighted."""
     return styled(
         summary, highlight=lambda r: "critical" if (r.get("critical_broken") or 0) > 0 else None
     )

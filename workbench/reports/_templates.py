@@ -12,26 +12,22 @@ from importlib.resources import files
 from typing import Any
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; font-src data:"
-"""The report needs no script and no network: the browser is told so, as a second line of defence."""
+"""The report needs no script and no network: the browser is told so, as a second line of defence.
+"""
 
 
-@lru_cache(maxsize=1)
 def environment() -> Any:
-    import jinja2
+    """The package's one jinja2 Environment (:func:`workbench._html.environment`)."""
+    from .._html import environment as shared
 
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("workbench.reports", "templates"),
-        autoescape=True,  # every template, whatever its file name
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=False,
-        lstrip_blocks=False,
-        keep_trailing_newline=True,
-    )
+    return shared()
 
 
 def render(template: str, **context: Any) -> str:
     """Render ``templates/<template>`` with autoescaping."""
-    return str(environment().get_template(template).render(**context))
+    from .._html import render as shared
+
+    return shared(template, **context)
 
 
 def _css(name: str) -> str:
@@ -52,4 +48,7 @@ def stylesheet() -> str:
 
 def fragment(body: str) -> str:
     """Wrap rendered HTML so it is styled on its own (in a notebook) as in the report."""
-    return f'<div class="wb-frag"><style>{fragment_stylesheet()}</style>{body}</div>'
+    from .._html import fragment as macro
+    from .._html import safe
+
+    return str(macro("fragments.html.j2", "frag", fragment_stylesheet(), safe(body)))

@@ -1,4 +1,5 @@
-"""``workbench verify``: is this report the one certification produced, and does it say what its evidence says?
+"""``workbench verify``: is this report the one certification produced, and does it say what its
+evidence says?
 
 For each report, every check ends ``ok``, ``failed`` or ``not checked: <why>``:
 
@@ -186,7 +187,7 @@ def _check_files(root: Path, lock: Lock, result: ReportVerification) -> None:
 def _check_consistency(root: Path, lock: Lock, result: ReportVerification) -> None:
     """The lock against its own copy of the started ledger entry (a naive edit shows here)."""
     entry = lock.ledger_entry
-    pairs = [
+    pairs: list[tuple[str, Any, Any]] = [
         ("candidate_fingerprint", lock.candidate_fingerprint, entry.get("candidate_fingerprint")),
         ("evidence.gold_dataset", lock.evidence.get("gold_dataset"), entry.get("dataset_sha256")),
         (
@@ -590,7 +591,8 @@ def verify_report(
     gold: str | Path | None = None,
     trusted: dict[bytes, str] | None = None,
 ) -> list[Problem]:
-    """Every problem :func:`verify_one` finds (an empty list: verified). ``reports_root`` is ignored (kept for callers)."""
+    """Every problem :func:`verify_one` finds (an empty list: verified). ``reports_root`` is ignored
+    (kept for callers)."""
     return verify_one(report_dir, gold=gold, trusted=trusted).problems
 
 

@@ -145,7 +145,8 @@ class ReviewModel:
             return None
         if len(masks) == 1:
             return masks[0]
-        return np.logical_and.reduce(masks)
+        combined: np.ndarray = np.logical_and.reduce(masks)
+        return combined
 
     def _apply(self, *, keep: bool = False) -> None:
         old = self.current_position if keep else None
@@ -203,7 +204,8 @@ class ReviewModel:
         return {name: getattr(self, name) for name in FILTERS}
 
     def select_bar(self, slice: str, error_class: str) -> None:
-        """A click on the chart's bar: filter to that slice and class (a second click clears both)."""
+        """A click on the chart's bar: filter to that slice and class (a second click clears
+        both)."""
         if (self.slice, self.error_class) == (slice, error_class):
             self.set_filter(slice=ALL_SLICES, error_class=ALL_DISAGREEMENTS)
         else:

@@ -1,4 +1,4 @@
-"""HTML of the review widget's case pane. Every value from a case is HTML-escaped.
+"""HTML of the review widget's case pane, from ``templates/case.html.j2`` (autoescaped).
 
 Responses under review may contain ``<script>`` or ``<img onerror>``: nothing from a case
 reaches the page unescaped. "show more" is a ``<details>`` element (no script): its summary
@@ -7,13 +7,17 @@ holds an escaped preview, the body the escaped full text.
 
 from __future__ import annotations
 
-import html
 import json
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from .._html import fragment, safe
 from .._io import sha256_json
 from ..review import ReviewNote
+
+if TYPE_CHECKING:
+    from markupsafe import Markup
 
 PREVIEW_CHARS = 220
 """Texts longer than this (or with more than :data:`PREVIEW_LINES` lines) collapse."""
@@ -28,55 +32,18 @@ KEY_LEGEND = (
 PASS_LABELS = frozenset({"pass", "yes", "correct", "acceptable"})
 FAIL_LABELS = frozenset({"fail", "no", "incorrect", "unacceptable"})
 
-STYLE = """
-.wb-review { outline: none; border: 1px solid var(--jp-border-color2, #ddd); border-radius: 4px; padding: 4px; }
-.wb-review:focus-within { border-color: var(--jp-brand-color1, #1976d2); box-shadow: 0 0 0 1px var(--jp-brand-color1, #1976d2); }
-.wb-review .widget-dropdown > select, .wb-review .widget-text input { font-size: 12px; }
-.wb-case { font-size: 12.5px; line-height: 1.35; }
-.wb-case h3 { margin: 0 0 2px 0; font-size: 14px; }
-.wb-case p.wb-meta { margin: 0 0 4px 0; color: var(--jp-ui-font-color1, #333); }
-.wb-case .wb-k { font-weight: 600; margin-right: 4px; }
-.wb-case .wb-field { margin: 2px 0; }
-.wb-case .wb-text { white-space: pre-wrap; overflow-wrap: anywhere; }
-.wb-case details.wb-more { display: inline; }
-.wb-case details.wb-more > summary { list-style: none; cursor: pointer; display: inline; }
-.wb-case details.wb-more > summary::-webkit-details-marker { display: none; }
-.wb-case details.wb-more[open] .wb-preview { display: none; }
-.wb-case .wb-toggle { color: var(--jp-brand-color1, #1976d2); font-size: 11.5px; white-space: nowrap; }
-.wb-case details.wb-more[open] .wb-toggle-more { display: none; }
-.wb-case details.wb-more:not([open]) .wb-toggle-less { display: none; }
-.wb-cols { display: flex; gap: 6px; margin: 4px 0; align-items: stretch; }
-.wb-col { flex: 1 1 0; min-width: 0; border: 1px solid var(--jp-border-color2, #ddd); border-left-width: 4px; border-radius: 3px; padding: 3px 6px; }
-.wb-col h4 { margin: 0 0 3px 0; font-size: 12.5px; }
-.wb-col.wb-pass { border-left-color: #1a7f37; }
-.wb-col.wb-fail { border-left-color: #cf222e; }
-.wb-col.wb-other { border-left-color: #9a6700; }
-.wb-col ul { margin: 0; padding-left: 16px; }
-.wb-col li { margin: 0 0 3px 0; }
-.wb-badge { display: inline-block; padding: 0 5px; border-radius: 8px; font-size: 11.5px; font-weight: 600; color: #24292f; background: #eaeef2; }
-.wb-badge.wb-pass { color: #0f5323; background: #dafbe1; }
-.wb-badge.wb-fail { color: #82071e; background: #ffebe9; }
-.wb-badge.wb-other { color: #4d2d00; background: #fff8c5; }
-.wb-cls { font-weight: 600; }
-.wb-dim { color: var(--jp-ui-font-color2, #666); }
-.wb-cls-false_pass { color: #cf222e; } .wb-cls-false_fail { color: #bc4c00; }
-.wb-case details.wb-req { margin-top: 2px; }
-.wb-case details.wb-req > summary { cursor: pointer; color: var(--jp-brand-color1, #1976d2); }
-.wb-req-body { max-height: 260px; overflow: auto; border: 1px solid var(--jp-border-color2, #ddd); padding: 3px 6px; margin-top: 2px; }
-.wb-req-role { font-weight: 700; text-transform: uppercase; font-size: 11px; margin-top: 4px; color: var(--jp-ui-font-color2, #555); }
-.wb-req-meta { color: var(--jp-ui-font-color2, #555); font-size: 11.5px; }
-.wb-req-body pre { white-space: pre-wrap; overflow-wrap: anywhere; margin: 0; font-size: 11.5px; }
-.wb-sha { font-family: var(--jp-code-font-family, monospace); font-size: 11px; overflow-wrap: anywhere; }
-.wb-legend { font-size: 11.5px; color: var(--jp-ui-font-color2, #555); white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-.wb-review .wb-status { font-size: 12px; }
-.wb-review .widget-checkbox { width: auto; }
-"""
+
+def asset(name: str) -> str:
+    """A file of ``workbench/ui/templates`` (the widget's CSS and browser module), as text."""
+    return (Path(__file__).resolve().parent / "templates" / name).read_text(encoding="utf-8")
+
+
+STYLE = asset("widget.css")
 """CSS of the widget (injected into the page by :class:`ReviewSidebar`, with its own)."""
 
 
-def e(value: Any) -> str:
-    """HTML-escape ``str(value)`` (quotes included)."""
-    return html.escape(str(value), quote=True)
+def _macro(name: str, *args: Any, **kwargs: Any) -> Markup:
+    return fragment("case.html.j2", name, *args, **kwargs)
 
 
 def label_class(label: Any) -> str:
@@ -89,31 +56,26 @@ def label_class(label: Any) -> str:
     return "wb-other"
 
 
-def badge(label: Any) -> str:
-    return f"<span class='wb-badge {label_class(label)}'>{e(label)}</span>"
+def badge(label: Any) -> Markup:
+    return _macro("badge", label, label_class(label))
 
 
-def collapsible(text: Any, *, chars: int = PREVIEW_CHARS, lines: int = PREVIEW_LINES) -> str:
+def collapsible(text: Any, *, chars: int = PREVIEW_CHARS, lines: int = PREVIEW_LINES) -> Markup:
     """Escaped text; long text shows a preview and a "show more" toggle (no script)."""
     if text is None or text == "":
-        return ""
+        return safe("")
     value = str(text)
     split = value.split("\n")
     if len(value) <= chars and len(split) <= lines:
-        return f"<span class='wb-text'>{e(value)}</span>"
+        return _macro("text", value)
     preview = "\n".join(split[:lines])
     preview = preview[:chars].rstrip() + "…"
-    return (
-        f"<details class='wb-more'><summary><span class='wb-text wb-preview'>{e(preview)}</span>"
-        " <span class='wb-toggle wb-toggle-more'>show more</span><span class='wb-toggle"
-        " wb-toggle-less'>show less</span></summary><span class='wb-text"
-        f" wb-full'>{e(value)}</span></details>"
-    )
+    return _macro("more", preview, value)
 
 
-def _field(name: str, text: Any, **kw: Any) -> str:
+def _field(name: str, text: Any, **kw: Any) -> Markup:
     body = collapsible(text, **kw)
-    return f"<div class='wb-field'><span class='wb-k'>{e(name)}</span>{body}</div>" if body else ""
+    return _macro("field", name, body) if body else safe("")
 
 
 # -- the evaluator-visible request ---------------------------------------------------------
@@ -132,17 +94,21 @@ def _content_text(content: Any) -> str:
     return json.dumps(content, indent=2, ensure_ascii=False, default=str)
 
 
-def _block(title: str, text: str) -> str:
-    return f"<div class='wb-req-role'>{e(title)}</div><pre>{e(text)}</pre>"
+def _block(title: str, text: str) -> Markup:
+    return _macro("block", title, text)
 
 
 def pretty_request(request: Any) -> str:
     """The request as a reader sees it: each message's role, then its content with real line
     breaks; for other shapes (e.g. a function judge's arguments) each field, then its text."""
+    return str(_pretty(request))
+
+
+def _pretty(request: Any) -> Markup:
     if isinstance(request, str):
-        return f"<pre>{e(request)}</pre>"
+        return _macro("pre", request)
     if isinstance(request, Mapping):
-        parts: list[str] = []
+        parts: list[Markup] = []
         messages = request.get("messages")
         scalars = {
             k: v
@@ -150,11 +116,7 @@ def pretty_request(request: Any) -> str:
             if k not in ("messages", "follow_up_requests") and not isinstance(v, Mapping | list)
         }
         if scalars:
-            parts.append(
-                "<div class='wb-req-meta'>"
-                + " · ".join(f"{e(k)} {e(v)}" for k, v in scalars.items())
-                + "</div>"
-            )
+            parts.append(_macro("meta", list(scalars.items())))
         if isinstance(messages, list):
             for message in messages:
                 if isinstance(message, Mapping):
@@ -170,115 +132,95 @@ def pretty_request(request: Any) -> str:
             if key in scalars or key in ("messages", "follow_up_requests"):
                 continue
             if isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values()):
-                parts.append(f"<div class='wb-req-role'>{e(key)}</div>")
+                parts.append(_macro("role", key))
                 parts.extend(_block(str(k), v) for k, v in value.items())
             else:
                 parts.append(_block(str(key), _content_text(value)))
         for k, follow in enumerate(request.get("follow_up_requests") or [], start=1):
-            parts.append(
-                f"<div class='wb-req-role'>follow-up request {k}</div>" + pretty_request(follow)
-            )
-        return "".join(parts)
+            parts.append(_macro("follow_up", k, _pretty(follow)))
+        return safe("").join(parts)
     if isinstance(request, list):
-        return "".join(pretty_request(item) for item in request)
-    return f"<pre>{e(json.dumps(request, ensure_ascii=False, default=str))}</pre>"
+        return safe("").join(_pretty(item) for item in request)
+    return _macro("pre", json.dumps(request, ensure_ascii=False, default=str))
 
 
-def request_html(case: Mapping[str, Any]) -> str:
+def request_html(case: Mapping[str, Any]) -> Markup:
     """Two one-click panels: the pretty-printed request, and its raw JSON with the sha256."""
     request = case.get("rendered_request")
     if request is None:
         ref = case.get("rendered_request_ref")
-        return (
-            "<div class='wb-field'>evaluator-visible request stored at <span"
-            f" class='wb-sha'>{e(ref)}</span></div>"
-            if ref
-            else ""
-        )
-    sha = case.get("rendered_request_sha256") or sha256_json(request)
+        return _macro("request_ref", ref) if ref else safe("")
+    sha = str(case.get("rendered_request_sha256") or sha256_json(request))
     raw = json.dumps(request, indent=2, ensure_ascii=False, default=str)
-    return (
-        "<details class='wb-req wb-req-pretty'><summary>evaluator-visible request</summary><div"
-        f" class='wb-req-body'>{pretty_request(request)}</div></details><details class='wb-req"
-        f" wb-req-raw'><summary>raw JSON · sha256 {e(sha[:12])}…</summary><div"
-        " class='wb-req-body'><div class='wb-sha'>sha256"
-        f" {e(sha)}</div><pre>{e(raw)}</pre></div></details>"
-    )
+    return _macro("request", _pretty(request), sha, raw)
 
 
 # -- the case pane -------------------------------------------------------------------------
-def _reviews_html(case: Mapping[str, Any]) -> str:
+def _reviews_html(case: Mapping[str, Any]) -> Markup:
     items = []
     seen: dict[str, str] = {}
     for r in case.get("reviews") or []:
         if not isinstance(r, Mapping):
             continue
-        evidence = ", ".join(e(x) for x in r.get("evidence") or [])
-        bits = [
-            f"<b>{e(r.get('reviewer'))}</b> {badge(r.get('label'))}",
-            f"<span class='wb-dim'>{e(r.get('confidence') or 'n/a')}</span>",
-        ]
-        if r.get("escalate"):
-            bits.append("escalated")
-        line = " ".join(bits)
         rationale = r.get("rationale")
+        same_as = None
+        shown = None
         if rationale and rationale in seen:  # reviewers often share a rationale: say so, once
-            line += f" <span class='wb-dim'>same rationale as {e(seen[rationale])}</span>"
+            same_as = seen[rationale]
         elif rationale:
             seen[str(rationale)] = str(r.get("reviewer"))
-            line += " " + collapsible(rationale, chars=110, lines=2)
-        if evidence:
-            line += f" <span class='wb-dim'>[{evidence}]</span>"
-        items.append(f"<li>{line}</li>")
-    return "<ul>" + "".join(items) + "</ul>" if items else "<div>no reviews</div>"
+            shown = collapsible(rationale, chars=110, lines=2)
+        items.append(
+            {
+                "reviewer": r.get("reviewer"),
+                "label": r.get("label"),
+                "label_css": label_class(r.get("label")),
+                "confidence": r.get("confidence") or "n/a",
+                "escalate": bool(r.get("escalate")),
+                "same_as": same_as,
+                "rationale": shown,
+                "evidence": list(r.get("evidence") or []),
+            }
+        )
+    return _macro("reviews", items)
 
 
-def _human_column(case: Mapping[str, Any]) -> str:
+def _human_column(case: Mapping[str, Any]) -> Markup:
     adj = case.get("adjudication")
     label = adj.get("label") if isinstance(adj, Mapping) else case.get("human_label")
     reviews = case.get("reviews") or []
-    disagree = " · reviewers disagree" if case.get("reviewers_disagree") else ""
-    parts = [
-        f"<section class='wb-col wb-human {label_class(label)}'><h4>Humans {badge(label)} <span"
-        f" class='wb-dim'>({len(reviews)}"
-        f" review{'s' if len(reviews) != 1 else ''}{disagree})</span></h4>"
-    ]
-    parts.append(_reviews_html(case))
+    adjudication = None
+    reason = safe("")
     if isinstance(adj, Mapping):
         reason = collapsible(adj.get("reason"), chars=100, lines=2)
-        parts.append(
-            f"<div class='wb-field'><span class='wb-k'>Adjudicated</span>{badge(adj.get('label'))}"
-            f" by {e(adj.get('adjudicator') or 'n/a')}{': ' + reason if reason else ''}</div>"
-        )
-    else:
-        parts.append(
-            "<div class='wb-field'><span class='wb-k'>Human"
-            f" label</span>{badge(case.get('human_label'))} (no adjudication)</div>"
-        )
-    parts.append("</section>")
-    return "".join(parts)
+        adjudication = {
+            "label": adj.get("label"),
+            "css": label_class(adj.get("label")),
+            "adjudicator": adj.get("adjudicator") or "n/a",
+        }
+    return _macro(
+        "human",
+        label,
+        label_class(label),
+        len(reviews),
+        bool(case.get("reviewers_disagree")),
+        _reviews_html(case),
+        adjudication,
+        reason,
+    )
 
 
-def _judge_column(case: Mapping[str, Any]) -> str:
+def _judge_column(case: Mapping[str, Any]) -> Markup:
     outcome = case.get("outcome")
+    label = case.get("judge_label")
     if outcome == "verdict":
-        label = case.get("judge_label")
-        head = f"<h4>Judge {badge(label)}</h4>"
-        body = (
-            _field("Reason", case.get("judge_reason"), chars=200, lines=3)
-            or "<div>no reason given</div>"
-        )
+        body = _field("Reason", case.get("judge_reason"), chars=200, lines=3)
         css = label_class(label)
     elif outcome == "error":
-        head = (
-            "<h4>Judge <span class='wb-badge wb-other'>error</span>"
-            f" {e(case.get('error_kind'))}</h4>"
-        )
         body = _field("Error", case.get("error_message"), chars=200, lines=3)
         css = "wb-other"
     else:
-        head = "<h4>Judge <span class='wb-badge wb-other'>no result</span></h4>"
-        body = "<div>no result (missing): the evaluation is incomplete</div>"
+        body = safe("")
         css = "wb-other"
     evidence = _field("Grading notes", case.get("grading_notes"), chars=140, lines=2) + _field(
         "Reference", case.get("reference"), chars=140, lines=2
@@ -291,10 +233,12 @@ def _judge_column(case: Mapping[str, Any]) -> str:
             chars=120,
             lines=2,
         )
-    return (
-        "<section class='wb-col wb-judge"
-        f" {css}'>{head}{body}{evidence}{request_html(case)}</section>"
+    return _macro(
+        "judge", outcome, label, css, case.get("error_kind"), body, evidence, request_html(case)
     )
+
+
+_META = ("case_id", "slice", "risk", "error_class", "partition", "attempts")
 
 
 def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) -> str:
@@ -304,33 +248,35 @@ def case_html(case: Mapping[str, Any] | None, note: ReviewNote | None = None) ->
     then ask whether the judge's verdict follows the rubric.
     """
     if case is None:
-        return (
-            "<div class='wb-case'><p class='wb-meta'><b>No case matches these filters.</b> Widen a"
-            " filter: every count in the dropdowns says how many cases it would show.</p></div>"
-        )
-    tags = ", ".join(e(t) for t in case.get("tags") or []) or "none"
-    cls = case.get("error_class")
-    meta = (
-        f"slice <b>{e(case.get('slice'))}</b> (risk {e(case.get('risk'))}) · "
-        f"class <span class='wb-cls wb-cls-{e(cls)}'>{e(cls)}</span> · tags {tags} · "
-        f"{e(case.get('partition'))} · attempts {e(case.get('attempts'))}"
-    )
+        return str(_macro("empty"))
+    values = {k: case.get(k) for k in _META}
+    values["case_id"] = case["case_id"]
+    latest = None
     if note is not None:
-        meta += (
-            f" · latest note: <b>{e(note.cause)}</b> by {e(note.reviewer)}"
-            f" {e(note.created_at.strftime('%Y-%m-%d %H:%M'))}"
-        )
-    return (
-        f"<div class='wb-case'><h3>{e(case['case_id'])}</h3><p class='wb-meta'>{meta}</p>"
-        + _field("Input", case.get("input"), chars=200, lines=2)
-        + _field("Response", case.get("response"), chars=260, lines=3)
-        + "<div class='wb-cols'>"
-        + _human_column(case)
-        + _judge_column(case)
-        + "</div></div>"
+        latest = {
+            "cause": note.cause,
+            "reviewer": note.reviewer,
+            "when": note.created_at.strftime("%Y-%m-%d %H:%M"),
+        }
+    fields = _field("Input", case.get("input"), chars=200, lines=2) + _field(
+        "Response", case.get("response"), chars=260, lines=3
     )
+    columns = _human_column(case) + _judge_column(case)
+    tags = [str(t) for t in case.get("tags") or []]
+    return str(_macro("case", values, tags, latest, fields, columns))
+
+
+def legend_html(text: str = KEY_LEGEND) -> str:
+    """The keyboard legend line under the note form."""
+    return str(_macro("legend", text))
+
+
+def draft_note_html() -> str:
+    """The note beside the "draft a superseding record" button."""
+    return str(_macro("draft_note"))
 
 
 def cause_label(index: int, cause: str, count: int) -> str:
-    """``"1 gold_label_defect (2)"``: the digit key (1-8, one per cause), the cause and its cases."""
+    """``"1 gold_label_defect (2)"``: the digit key (1-8, one per cause), the cause and its
+    cases."""
     return f"{index} {cause} ({count})"

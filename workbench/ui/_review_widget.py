@@ -27,7 +27,7 @@ from ..review import (
     drafts_path,
 )
 from ._model import ReviewModel, count_label
-from ._render import KEY_LEGEND, case_html, cause_label, e
+from ._render import case_html, cause_label, draft_note_html, legend_html
 
 NO_CAUSE = ""
 """Cause dropdown value before a cause is chosen."""
@@ -161,15 +161,12 @@ class ReviewWidget:
             [
                 self.draft_label,
                 self.draft_button,
-                w.HTML(
-                    "<span class='wb-legend'>goes to the adjudicator's drafts file, never into the"
-                    " gold set</span>"
-                ),
+                w.HTML(draft_note_html()),
             ],
             layout=w.Layout(display="none", align_items="center"),
         )
         self.legend = w.HTML(
-            f"<div class='wb-legend'>{e(KEY_LEGEND)}</div>",
+            legend_html(),
             layout=w.Layout(flex="1 1 auto", min_width="0", overflow="hidden"),
         )
         self.status = w.Label(layout=w.Layout(flex="0 1 auto", min_width="0"))
@@ -488,12 +485,13 @@ class ReviewWidget:
         return draft
 
     def export_notes(self, path: str | Path, *, latest_only: bool = False) -> Path:
-        """Export this judge's notes to ``.csv`` or ``.parquet`` (see :meth:`ReviewNotes.export`)."""
+        """Export this judge's notes to ``.csv`` or ``.parquet`` (see
+        :meth:`ReviewNotes.export`)."""
         if self.notes is None:
             raise ValueError("no notes file: pass notes=ReviewNotes(path)")
         return self.notes.export(path, self.judge_fingerprint, latest_only=latest_only)
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from .._html import show
 
-        display(self.box)
+        show(self.box)

@@ -12,10 +12,10 @@ room: it shows held-out case ids.
 
 from __future__ import annotations
 
-from html import escape
 from pathlib import Path
 from typing import Any
 
+from .._html import fragment
 from ..errors import WorkbenchError
 from ..review._transition_reviews import (
     DECISIONS,
@@ -26,6 +26,8 @@ from ..review._transition_reviews import (
 from ._review_widget import _default_reviewer
 
 __all__ = ["TransitionReviewForm"]
+
+_TEMPLATE = "transition.html.j2"
 
 
 class TransitionReviewForm:
@@ -93,32 +95,22 @@ class TransitionReviewForm:
     def _render(self) -> None:
         p = self.current
         if p is None:
-            self.detail.value = "<p>No verdict changed in a critical slice: nothing to review.</p>"
+            self.detail.value = str(fragment(_TEMPLATE, "nothing"))
             return
         done = self.in_effect().get(p.case_id)
-        state = (
-            f"{done.decision}ed by {escape(done.reviewer)} on"
-            f" {escape(', '.join(done.evidence_ids))}"
-            if done is not None and done.matches(p)
-            else "unreviewed"
-        )
-        self.detail.value = (
-            f"<p><b>{escape(p.case_id)}</b> (slice {escape(p.slice)}, restricted held-out case):"
-            f" human label <b>{escape(p.human_label)}</b>; old verdict"
-            f" <b>{escape(p.old_verdict)}</b> &rarr; new verdict <b>{escape(p.new_verdict)}</b>."
-            f" Status: {state}.</p>"
-            + (f"<p>The case cites: {escape(', '.join(p.cited))}</p>" if p.cited else "")
-        )
+        shown = done if done is not None and done.matches(p) else None
+        self.detail.value = str(fragment(_TEMPLATE, "detail", p, shown))
         if not self.evidence.value and p.cited:
             self.evidence.value = ", ".join(p.cited)
 
     def save(self) -> TransitionReview | None:
-        """Append the review of the current transition; problems go to ``status`` (nothing written)."""
+        """Append the review of the current transition; problems go to ``status`` (nothing
+        written)."""
         p = self.current
         if p is None:
             return None
         if self.decision.value is None:
-            self.status.value = "<span style='color:#b00'>choose accept or reject</span>"
+            self.status.value = str(fragment(_TEMPLATE, "error", "choose accept or reject"))
             return None
         try:
             review = self.reviews.add(
@@ -129,23 +121,19 @@ class TransitionReviewForm:
                 note=self.note.value,
             )
         except WorkbenchError as exc:
-            self.status.value = "<br>".join(
-                f"<span style='color:#b00'>{escape(problem.code)}: {escape(problem.message)}</span>"
-                for problem in exc.problems
+            self.status.value = str(
+                fragment(_TEMPLATE, "problems", [(x.code, x.message) for x in exc.problems])
             )
             return None
-        self.status.value = (
-            f"saved {escape(review.review_id)}; when every transition is reviewed: <code>workbench"
-            f" certify --resume-review {escape(str(self.report))}</code>"
-        )
+        self.status.value = str(fragment(_TEMPLATE, "saved", review.review_id, str(self.report)))
         self.note.value = ""
         self._render()
         return review
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
+        from .._html import show
 
-        display(self.box)
+        show(self.box)
 
     def __repr__(self) -> str:
         return f"TransitionReviewForm({self.report}, {len(self.pending)} transition(s))"
