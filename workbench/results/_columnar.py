@@ -84,7 +84,8 @@ class ColumnarResults:
     table: pa.Table
     """Columns :data:`NARROW`; ``line`` is the 1-based line (row) in shard number ``shard``."""
     sha256: str
-    """sha256 of the file's bytes; for a directory, of ``{shard name: sha256}`` as canonical JSON."""
+    """sha256 of the file's bytes; for a directory, of ``{shard name: sha256}`` as canonical
+    JSON."""
     identities: dict[str, JudgeIdentity]
     """The judge identity of every fingerprint, verified."""
     shards: tuple[Path, ...]
@@ -225,7 +226,7 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
             # value that starts with a colon: those are counted from the parsed strings and added
             # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
             # and the block goes to the strict reader).
-            written = pc.count_substring(lines, '":').to_numpy(zero_copy_only=False)
+            written = _count_key_ends(raw, ends)
             implied = sum(
                 (_keys_per_row(col.combine_chunks()) for col in table.columns),
                 np.full(table.num_rows, table.num_columns, dtype=np.int64),
@@ -236,6 +237,15 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
                 raise _Refuse("a key absent on some line (Arrow would read it as null)")
             yield table, line
             line += len(starts)
+
+
+def _count_key_ends(raw: Any, ends: Any) -> Any:
+    """Occurrences of '":' per line of a block (``raw``: its bytes, ``ends``: the offsets of
+    its newlines), as ``pc.count_substring(lines, '":')`` counts them, in one numpy pass."""
+    import numpy as np
+
+    hits = np.flatnonzero((raw[:-1] == ord('"')) & (raw[1:] == ord(":")))
+    return np.bincount(np.searchsorted(ends, hits), minlength=len(ends)).astype(np.int64)
 
 
 def _parquet_blocks(file: Path, digest: Any) -> Any:
