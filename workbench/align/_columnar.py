@@ -31,7 +31,7 @@ from ._lineage import check_lineage, manifest_path_for, read_run_manifest
 if TYPE_CHECKING:
     import pyarrow as pa
 
-    from ..runs._costs import Usage
+    from ..runs._costs import SliceCost
     from ._report import AlignmentReport, SliceAlignment
 
 
@@ -240,7 +240,6 @@ def align_columnar(
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from ..runs._costs import costs_from_usage
     from ._report import ERROR_COLUMN, MISSING_COLUMN, AlignmentReport, CaseError, Confusion
 
     manifest = read_run_manifest(results)  # unreadable: WorkbenchError, as on the per-record path
@@ -306,7 +305,7 @@ def align_columnar(
     final_of = np.full(len(active), -1, dtype=np.int64)  # gold row -> its final result row
     final_of[sorted_g[last]] = rows[by_case[last]]
 
-    usage, usage_g = _usage(res.take(pa.array(rows)), index.table["case_id"])
+    unit_sums = _unit_sums(res.take(pa.array(rows)))
 
     pos = np.flatnonzero(active & gold_in_scope)  # the cases in scope, in file order
     final = final_of[pos]
@@ -390,9 +389,6 @@ def align_columnar(
             error_cases, error_slices, error_kind_list, error_messages, strict=True
         )
     ]
-    slice_of = dict(
-        zip(usage, [slice_names[s] for s in slice_code_all[usage_g].tolist()], strict=True)
-    )
     fp = fingerprints[0]
     return AlignmentReport(
         dataset_sha256=index.sha256,
@@ -422,18 +418,18 @@ def align_columnar(
         gold_changes=[],
         lineage=lineage,
         partition_source=partition_source,
-        costs=costs_from_usage(
-            {(case, repeat): u for case, u in usage.items()},
-            slice_of,
+        costs=_costs(
+            unit_sums,
+            [slice_names[s] for s in slice_code_all[_numpy(unit_sums["g"])].tolist()],
             {name: rubric.risk_of(name) for name in rubric.slices},
         ),
     )
 
 
-def _usage(rows: pa.Table, case_ids: Any) -> tuple[dict[str, Usage], Any]:
-    """Per case, over every attempt of the analysed repeat: (calls, cost USD, tokens in, tokens
-    out, cached attempts), as the per-record join's ``usage`` (a cached attempt costs nothing),
-    in order of first appearance; and the gold rows of those cases."""
+def _unit_sums(rows: pa.Table) -> pa.Table:
+    """Per case (gold row ``g``), over every attempt of the analysed repeat, in order of first
+    appearance: calls, cost USD, tokens in, tokens out and cached attempts (``*_sum``), as the
+    per-record join's ``usage`` (a cached attempt costs nothing)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -450,22 +446,53 @@ def _usage(rows: pa.Table, case_ids: Any) -> tuple[dict[str, Usage], Any]:
             "cached": pc.cast(cached, pa.int64()),
         }
     )
-    sums = table.group_by("g", use_threads=False).aggregate(
+    return table.group_by("g", use_threads=False).aggregate(
         [("calls", "sum"), ("cost", "sum"), ("tin", "sum"), ("tout", "sum"), ("cached", "sum")]
     )
-    gold_rows = _numpy(sums["g"])
-    columns = [
-        pc.take(case_ids, sums["g"]).to_pylist(),
-        *(
-            sums[name].to_pylist()
-            for name in ("calls_sum", "cost_sum", "tin_sum", "tout_sum", "cached_sum")
-        ),
-    ]
-    usage = {
-        c: (int(a), float(b), int(i), int(o), int(k))
-        for c, a, b, i, o, k in zip(*columns, strict=True)
-    }
-    return usage, gold_rows
+
+
+def _costs(
+    sums: pa.Table, slice_of_unit: list[str | None], risks: dict[str, str | None]
+) -> list[SliceCost]:
+    """:func:`~workbench.runs._costs.costs_from_usage` over per-unit sums held as columns: the
+    same rows, values summed in the same order (so equal to the last bit), without a Python
+    dict per unit."""
+    import numpy as np
+
+    from ..runs._costs import ALL_SLICES, RISK_ORDER, SliceCost, distribution
+
+    calls = _numpy(sums["calls_sum"])
+    cost = _numpy(sums["cost_sum"])
+    tokens_in = _numpy(sums["tin_sum"]).astype(np.float64)
+    tokens_out = _numpy(sums["tout_sum"]).astype(np.float64)
+    called = calls > 0
+    cached = ~called & (_numpy(sums["cached_sum"]) > 0)
+    unit_slice = np.array(slice_of_unit, dtype=object)
+    names = sorted(
+        {s for s in set(slice_of_unit) if s},
+        key=lambda s: (RISK_ORDER.get(risks.get(s) or "", len(RISK_ORDER)), s),
+    )
+
+    def row_for(name: str, risk: str | None, units: Any, cached_n: int) -> SliceCost:
+        return SliceCost(
+            slice=name,
+            risk=risk,
+            cases=int(units.sum()),
+            calls=int(calls[units].sum()),
+            cached=cached_n,
+            cost_usd=distribution(cost[units].tolist()),
+            tokens_in=distribution(tokens_in[units].tolist()),
+            tokens_out=distribution(tokens_out[units].tolist()),
+        )
+
+    out = []
+    for name in names:
+        of_slice = unit_slice == name
+        out.append(
+            row_for(name, risks.get(name), called & of_slice, int((cached & of_slice).sum()))
+        )
+    out.append(row_for(ALL_SLICES, None, called, int(cached.sum())))
+    return out
 
 
 def _slice(

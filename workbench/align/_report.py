@@ -411,7 +411,8 @@ def ordinal_alignment(cases: Sequence[JoinedCase], rubric: Rubric) -> OrdinalAli
 
     Only verdicts whose adjudicated and judge labels are both on the rubric's scale are paired
     (the rest are counted in ``off_scale``). Distances are scale steps on an ordinal rubric and
-    scale values on a numeric one (:attr:`Rubric.scale_values <workbench.gold.Rubric.scale_values>`).
+    scale values on a numeric one
+    (:attr:`Rubric.scale_values <workbench.gold.Rubric.scale_values>`).
     """
     scale = rubric.scale_labels
     on_scale = set(scale)
@@ -437,7 +438,8 @@ def ordinal_alignment(cases: Sequence[JoinedCase], rubric: Rubric) -> OrdinalAli
 
 
 def has_pass_fail_view(rubric: Rubric) -> bool:
-    """Whether some label of ``rubric`` counts as pass and some as fail (:meth:`Rubric.pass_fail`)."""
+    """Whether some label of ``rubric`` counts as pass and some as fail
+    (:meth:`Rubric.pass_fail`)."""
     sides = {rubric.pass_fail(label) for label in rubric.labels}
     return {"pass", "fail"} <= sides
 
