@@ -459,7 +459,8 @@ def _costs(
     dict per unit."""
     import numpy as np
 
-    from ..runs._costs import ALL_SLICES, RISK_ORDER, SliceCost, distribution
+    from ..runs._costs import ALL_SLICES, SliceCost, distribution
+    from ..sampling import RISK_ORDER
 
     calls = _numpy(sums["calls_sum"])
     cost = _numpy(sums["cost_sum"])

@@ -257,6 +257,8 @@ def check_lineage(
     elif carried:
         field_sha, field_rubric = carried[0]
 
+    res_sha: str | None
+    res_rubric: str | None
     if manifest_lineage:
         assert manifest is not None
         source: LineageSource = "run_manifest"

@@ -8,7 +8,7 @@ and versioned by ``schema_version``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -345,6 +345,7 @@ def slice_alignment(
     ``pass_labels``), its abstain labels are used, and an ordered rubric adds ``ordinal``.
     Without it, ``pass_label`` and ``fail_label`` are the only pass and fail labels.
     """
+    side_of: Callable[[str], PassFail]
     if rubric is not None:
         side_of = rubric.pass_fail
         abstain = set(rubric.abstain_labels)
