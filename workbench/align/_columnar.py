@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 FLUSH_ROWS = 1 << 20
 """Results buffered before one lookup of their case ids among the gold's: the lookup builds a
 hash table over every gold case id, so it is built once per this many results (at most once
-per call below that), not once per 32 MB block."""
+per call below that), not once per block read."""
 
 _KEPT = (
     ("g", "int32"),
