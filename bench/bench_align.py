@@ -94,7 +94,7 @@ elif mode == "python_join":
     n = sum(counts.values())
 elif mode == "duckdb":
     import duckdb
-    con = duckdb.connect()
+    con = duckdb.connect(config={"enable_progress_bar": False})
     rows = con.execute(
         '''
         WITH g AS (SELECT case_id, slice, adjudication.label AS label
@@ -147,7 +147,7 @@ def measure(
         text=True,
         env=env,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 
 
 def have_duckdb() -> bool:
