@@ -94,7 +94,8 @@ elif mode == "python_join":
     n = sum(counts.values())
 elif mode == "duckdb":
     import duckdb
-    con = duckdb.connect(config={"enable_progress_bar": False})
+    con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     rows = con.execute(
         '''
         WITH g AS (SELECT case_id, slice, adjudication.label AS label
