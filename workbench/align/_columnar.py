@@ -1,4 +1,4 @@
-"""The alignment report as columnar joins and group-by counts (Arrow compute).
+"""The alignment report as columnar joins and counts (Arrow compute, numpy over row numbers).
 
 Why pyarrow compute and not DuckDB: pyarrow is already a dependency (pandas' Parquet engine),
 its JSON reader parses JSON Lines in C++ threads, and a join plus a handful of group-by counts
@@ -13,6 +13,10 @@ which reports every problem with its line, in the same words as always) when the
 break the contract or any join rule: unknown or superseded cases, response-hash or partition
 mismatches, score-only results, verdicts outside the vocabulary, duplicates, attempts after a
 verdict, mixed judges, or a lineage that does not hold.
+
+Results are joined to the gold by integer row numbers: their case ids are looked up among the
+gold's once per :data:`FLUSH_ROWS` results, and from then on every key is an integer (gold row,
+repeat, attempt, vocabulary code), so no per-result Python object is built.
 """
 
 from __future__ import annotations
