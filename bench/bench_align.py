@@ -2,7 +2,8 @@
 
 Each measurement runs in a fresh subprocess so wall time, CPU time (``process_time``: every
 thread of the process, which stays meaningful when the machine is loaded) and peak RSS
-(ru_maxrss) belong to that step alone (imports are timed apart); modes are interleaved over the repeats so all see the same machine load.
+(``VmHWM``) belong to that step alone (imports are timed apart); modes are interleaved over the
+repeats so all see the same machine load.
 Figures are absolute and, because the machine is shared and noisy, ratios measured in the
 same run:
 
@@ -18,6 +19,11 @@ same run:
 - ``baseline``: the parse floor, ``json.loads`` of every line of both files.
 
     .venv/bin/python bench/bench_align.py [--cases 100000] [--repeats 3] [--skip per_record]
+        [--data DIR] [--cache DIR] [--src DIR]
+
+``--data`` and ``--cache`` keep the synthetic files and the warm gold index between runs (at
+1M, writing the data and the first validation take minutes); ``--src`` measures another
+checkout's ``workbench`` package with this harness (before/after in one session).
 """
 
 from __future__ import annotations
@@ -30,12 +36,16 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 MEASURE = r"""
-import json, resource, sys, time
+import json, os, resource, sys, time
+if os.environ.get("BENCH_WORKBENCH_SRC"):  # measure another checkout (e.g. an export of main)
+    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
+    sys.path.insert(0, os.environ["BENCH_WORKBENCH_SRC"])
 def peak_mb():
     # VmHWM: this process's own peak (ru_maxrss survives exec and would report the parent's)
     for line in open("/proc/self/status"):
@@ -55,7 +65,8 @@ if mode in ("align", "align_cold"):
 elif mode == "per_record":
     from workbench._io import bulk_load
     with bulk_load():
-        join = workbench.align.align_results(workbench.gold.load_dataset(gold), results, partition=partition)
+        dataset = workbench.gold.load_dataset(gold)
+        join = workbench.align.align_results(dataset, results, partition=partition)
         report = workbench.align.alignment_report(join, gold_path=gold, results_path=results)
     n = report.overall.n
 elif mode == "python_join":
@@ -74,7 +85,8 @@ elif mode == "python_join":
                 continue
             seen = final.get(r["case_id"])
             if seen is None or r["attempt"] > seen[0]:
-                final[r["case_id"]] = (r["attempt"], r["value"] if r["error"] is None else "(error)")
+                col = r["value"] if r["error"] is None else "(error)"
+                final[r["case_id"]] = (r["attempt"], col)
     counts = Counter()
     for cid, (slice_, label) in cases.items():
         got = final.get(cid)
@@ -83,10 +95,11 @@ elif mode == "python_join":
 elif mode == "duckdb":
     import duckdb
     con = duckdb.connect()
+    con.execute("SET enable_progress_bar = false")
     rows = con.execute(
         '''
-        WITH g AS (SELECT case_id, slice, adjudication.label AS label FROM read_json_auto(?, format='newline_delimited')
-                   WHERE partition = ?),
+        WITH g AS (SELECT case_id, slice, adjudication.label AS label
+                   FROM read_json_auto(?, format='newline_delimited') WHERE partition = ?),
              r AS (SELECT case_id, CASE WHEN error IS NULL THEN value ELSE '(error)' END AS col
                    FROM read_json_auto(?, format='newline_delimited') WHERE repeat = 0
                    QUALIFY row_number() OVER (PARTITION BY case_id ORDER BY attempt DESC) = 1)
@@ -107,17 +120,27 @@ else:
     raise SystemExit(mode)
 wall = time.perf_counter() - t0
 cpu = time.process_time() - c0  # all threads; on a loaded machine a steadier figure than wall
-usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({"wall_s": wall, "cpu_s": cpu, "import_s": t_import, "peak_rss_mb": peak_mb(), "n": n}))
+out = {"wall_s": wall, "cpu_s": cpu, "import_s": t_import, "peak_rss_mb": peak_mb(), "n": n}
+if "workbench" in sys.modules:
+    out["workbench"] = os.path.dirname(sys.modules["workbench"].__file__)
+print(json.dumps(out))
 """
 
 MODES = ("baseline", "python_join", "duckdb", "per_record", "align")
+SKIPPABLE = (*MODES, "align_cold")
 
 
 def measure(
-    mode: str, gold: Path, results: Path, cache: Path, partition: str = "development"
-) -> dict[str, float]:
+    mode: str,
+    gold: Path,
+    results: Path,
+    cache: Path,
+    partition: str = "development",
+    src: Path | None = None,
+) -> dict[str, Any]:
     env = {**os.environ, "WORKBENCH_CACHE_DIR": str(cache), "RAGAS_DO_NOT_TRACK": "true"}
+    if src is not None:
+        env["BENCH_WORKBENCH_SRC"] = str(src)
     out = subprocess.run(
         [sys.executable, "-c", MEASURE, mode, str(gold), str(results), partition],
         check=True,
@@ -125,7 +148,7 @@ def measure(
         text=True,
         env=env,
     )
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return json.loads([line for line in out.stdout.splitlines() if line.startswith("{")][-1])
 
 
 def have_duckdb() -> bool:
@@ -136,19 +159,35 @@ def have_duckdb() -> bool:
     return True
 
 
-def run(cases: int, repeats: int, skip: set[str]) -> dict[str, object]:
+def run(
+    cases: int,
+    repeats: int,
+    skip: set[str],
+    data: Path | None = None,
+    cache: Path | None = None,
+    src: Path | None = None,
+) -> dict[str, object]:
     from synth import write_synthetic
 
     modes = [m for m in MODES if m not in skip and (m != "duckdb" or have_duckdb())]
     with tempfile.TemporaryDirectory() as tmp:
-        gold, results = write_synthetic(Path(tmp), cases)
-        cache = Path(tmp) / "cache"
-        cold = measure("align_cold", gold, results, cache)  # builds the gold index once
-        runs: dict[str, list[dict[str, float]]] = {mode: [] for mode in modes}
+        where = data if data is not None else Path(tmp)
+        gold, results = where / "gold", where / "results.jsonl"
+        if not (gold / "gold.jsonl").is_file() or not results.is_file():
+            gold, results = write_synthetic(where, cases)
+        warm = cache if cache is not None else Path(tmp) / "cache"
+        cold = None
+        if "align_cold" not in skip:  # an empty cache: validates the gold and writes the index
+            cold = measure("align_cold", gold, results, Path(tmp) / "cold-cache", src=src)
+        built = cache is not None and any((cache / "gold-index").glob("gold-*.arrow"))
+        if "align" in modes and not built:
+            measure("align", gold, results, warm, src=src)  # the index in `warm`, unmeasured
+        runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
         for _ in range(repeats):
             for mode in modes:
-                runs[mode].append(measure(mode, gold, results, cache))
+                runs[mode].append(measure(mode, gold, results, warm, src=src))
     counts = {mode: {r["n"] for r in rs} for mode, rs in runs.items() if mode != "baseline"}
+    measured = sorted({str(r["workbench"]) for rs in runs.values() for r in rs if "workbench" in r})
     med = {
         mode: {
             k: statistics.median(r[k] for r in rs)
@@ -156,11 +195,13 @@ def run(cases: int, repeats: int, skip: set[str]) -> dict[str, object]:
         }
         for mode, rs in runs.items()
     }
-    med["align_cold"] = {k: cold[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "import_s")}
+    if cold is not None:
+        med["align_cold"] = {k: cold[k] for k in ("wall_s", "cpu_s", "peak_rss_mb", "import_s")}
     figures: dict[str, object] = {
         "cases": cases,
         "repeats": repeats,
         "load_average": os.getloadavg()[0],
+        "workbench_measured": measured,
         "cases_in_scope_by_mode": {m: sorted(v) for m, v in counts.items()},
     }
     for mode, values in med.items():
@@ -190,11 +231,27 @@ def main() -> None:
         "--skip",
         action="append",
         default=[],
-        choices=MODES,
+        choices=SKIPPABLE,
         help="Leave a mode out (e.g. per_record at 1M: minutes and GBs).",
     )
+    parser.add_argument(
+        "--data",
+        type=Path,
+        help="Keep the synthetic gold and results in DIR (written there once, reused after).",
+    )
+    parser.add_argument(
+        "--cache",
+        type=Path,
+        help="The gold index cache of the warm modes (kept; built there when absent).",
+    )
+    parser.add_argument(
+        "--src",
+        type=Path,
+        help="Measure the workbench package in DIR (e.g. `git archive main workbench`).",
+    )
     args = parser.parse_args()
-    print(json.dumps(run(args.cases, args.repeats, set(args.skip)), indent=2))
+    figures = run(args.cases, args.repeats, set(args.skip), args.data, args.cache, args.src)
+    print(json.dumps(figures, indent=2))
 
 
 if __name__ == "__main__":

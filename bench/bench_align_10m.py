@@ -44,7 +44,8 @@ else:
     import duckdb
     rows = duckdb.connect().execute(
         '''
-        WITH g AS (SELECT case_id, slice, adjudication.label AS label FROM read_json_auto(?, format='newline_delimited')
+        WITH g AS (SELECT case_id, slice, adjudication.label AS label
+                   FROM read_json_auto(?, format='newline_delimited')
                    WHERE partition = 'development'),
              r AS (SELECT case_id, CASE WHEN error IS NULL THEN value ELSE '(error)' END AS col
                    FROM read_parquet(?) WHERE repeat = 0
@@ -55,8 +56,8 @@ else:
         [gold + "/gold.jsonl", shards + "/*.parquet"],
     ).fetchall()
     out = {"n": sum(r[-1] for r in rows)}
-usage = resource.getrusage(resource.RUSAGE_SELF)
-print(json.dumps({**out, "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0, "peak_rss_mb": peak_mb()}))
+wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+print(json.dumps({**out, "wall_s": wall, "cpu_s": cpu, "peak_rss_mb": peak_mb()}))
 """
 
 

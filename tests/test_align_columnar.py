@@ -499,3 +499,125 @@ def test_key_counting_is_exact_around_quotes_and_colons(rich):
     write_results(results, damaged)
     assert read_columnar(results) is None
     assert any(p["code"] == "fingerprint_mismatch" for p in _problems(lambda: align(gold, results)))
+
+
+# -- integer keys: gold row numbers, (case, repeat, attempt) as one int64, batched gold lookups
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    """Look results up among the gold cases 3 at a time: checks and keys span batches."""
+    import workbench.align._columnar as columnar_module
+
+    monkeypatch.setattr(columnar_module, "FLUSH_ROWS", 3)
+
+
+@pytest.mark.parametrize("flush_rows", [1, 4, 1 << 20])
+def test_the_gold_lookup_in_batches_gives_the_same_report(rich, monkeypatch, flush_rows):
+    import workbench.align._columnar as columnar_module
+
+    monkeypatch.setattr(columnar_module, "FLUSH_ROWS", flush_rows)
+    gold, results = rich
+    for partition in (None, "development"):
+        assert_same(gold, results, partition)
+
+
+def _rows(results: Path) -> list[dict]:
+    return [json.loads(line) for line in results.read_text().splitlines()]
+
+
+def _error_only(rows: list[dict]) -> dict:
+    """A result whose case has one attempt, an error, and nothing after it."""
+    counts: dict[tuple[str, int], int] = {}
+    for r in rows:
+        counts[(r["case_id"], r["repeat"])] = counts.get((r["case_id"], r["repeat"]), 0) + 1
+    return next(r for r in rows if r["error"] and counts[(r["case_id"], r["repeat"])] == 1)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "duplicate_far_apart",
+        "duplicate_other_repeat",
+        "duplicate_huge_attempt",
+        "after_verdict_huge_repeat",
+        "after_verdict_next_batch",
+    ],
+)
+def test_duplicates_and_late_attempts_found_by_integer_keys(rich, small_batches, damage):
+    """Each damage is refused by the columnar path and reported as the per-record path does."""
+    gold, results = rich
+    rows = _rows(results)
+    err = _error_only(rows)
+    verdict = next(r for r in rows if r["value"] is not None and r["attempt"] == 1)
+    if damage == "duplicate_far_apart":
+        rows.append(dict(rows[1]))  # batches apart from its first copy
+    elif damage == "duplicate_other_repeat":
+        rows.extend([{**rows[1], "repeat": 5}, {**rows[1], "repeat": 5}])
+    elif damage == "duplicate_huge_attempt":  # keys would overflow one int64: three columns
+        huge = {**err, "attempt": 2**62, "value": "pass", "error": None}
+        rows[4:4] = [huge]
+        rows.append(dict(huge))
+    elif damage == "after_verdict_huge_repeat":
+        rows.extend(
+            [
+                {**verdict, "repeat": 2**62},
+                {**verdict, "repeat": 2**62, "attempt": 2, "value": None, "error": TIMEOUT},
+            ]
+        )
+    elif damage == "after_verdict_next_batch":
+        rows.append({**verdict, "attempt": 2, "value": None, "error": TIMEOUT})
+    write_results(results, rows)
+    assert columnar_or_none(gold, results) is None
+    old = _problems(lambda: reference(gold, results, None))
+    assert old, "the damage must be refused"
+    assert _problems(lambda: align(gold, results)) == old
+
+
+@pytest.mark.parametrize("partition", [None, "development"])
+@pytest.mark.parametrize("huge", ["attempt", "repeat"])
+def test_valid_results_with_huge_attempt_or_repeat_numbers(rich, small_batches, huge, partition):
+    """No duplicate, no attempt after a verdict: the three-column key path gives the report."""
+    gold, results = rich
+    rows = _rows(results)
+    err = _error_only(rows)
+    if huge == "attempt":  # a verdict after an error, at an attempt number near 2**62
+        rows.append({**err, "attempt": 2**62, "value": "fail", "error": None})
+    else:
+        rows.extend([{**err, "repeat": 2**62}, {**rows[1], "repeat": 2**62}])
+    write_results(results, rows)
+    assert_same(gold, results, partition)
+    if huge == "repeat":
+        assert_same(gold, results, partition, repeat=2**62)
+
+
+def columnar_or_none(gold: Path, results: Path):
+    return align_columnar(
+        gold_index(gold),
+        results,
+        partition=None,
+        repeat=0,
+        allow_gold_change=False,
+        partition_source=None,
+        gold_path=str(gold),
+    )
+
+
+def test_key_ends_are_counted_per_line_like_arrow_count_substring():
+    import numpy as np
+    import pyarrow.compute as pc
+
+    from workbench.results._columnar import _count_key_ends
+
+    lines = [
+        '{"a": 1}',
+        '{"a": "x\\": y", "b": ":z"}',
+        '{"é": "\\"\\":\\":", "c": {"d": [":", "\\":"]}}',
+        '{"k":":"}',
+        "{}",
+    ]
+    block = ("\n".join(lines) + "\n").encode()
+    raw = np.frombuffer(block, dtype=np.uint8)
+    ends = np.flatnonzero(raw == 10)
+    expected = pc.count_substring(pa.array(lines), '":').to_numpy(zero_copy_only=False)
+    assert _count_key_ends(raw, ends).tolist() == expected.tolist()

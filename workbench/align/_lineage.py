@@ -87,7 +87,8 @@ class Lineage(_Model):
     comparable: bool
     """True when the results were produced against exactly the gold given."""
     allowed: bool = False
-    """True when a mismatch was accepted with ``--allow-gold-change`` (``comparable`` is then False)."""
+    """True when a mismatch was accepted with ``--allow-gold-change`` (``comparable`` is then
+    False)."""
     cases_known: bool = True
     """False when the changed cases cannot be listed (no per-case hashes for the results' gold)."""
     gold_changes: list[GoldChange] = Field(default_factory=list)
@@ -127,7 +128,8 @@ def manifest_path_for(results: str | Path) -> Path:
 
 
 def read_run_manifest(results: str | Path) -> RunManifest | None:
-    """The run manifest beside ``results``, or None when there is none. Unreadable: WorkbenchError."""
+    """The run manifest beside ``results``, or None when there is none. Unreadable:
+    WorkbenchError."""
     from ..runs import RunManifest
 
     path = manifest_path_for(results)
@@ -261,6 +263,8 @@ def check_lineage(
     elif carried:
         field_sha, field_rubric = carried[0]
 
+    res_sha: str | None
+    res_rubric: str | None
     if manifest_lineage:
         assert manifest is not None
         source: LineageSource = "run_manifest"

@@ -8,7 +8,7 @@ and versioned by ``schema_version``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -345,6 +345,7 @@ def slice_alignment(
     ``pass_labels``), its abstain labels are used, and an ordered rubric adds ``ordinal``.
     Without it, ``pass_label`` and ``fail_label`` are the only pass and fail labels.
     """
+    side_of: Callable[[str], PassFail]
     if rubric is not None:
         side_of = rubric.pass_fail
         abstain = set(rubric.abstain_labels)
@@ -411,7 +412,8 @@ def ordinal_alignment(cases: Sequence[JoinedCase], rubric: Rubric) -> OrdinalAli
 
     Only verdicts whose adjudicated and judge labels are both on the rubric's scale are paired
     (the rest are counted in ``off_scale``). Distances are scale steps on an ordinal rubric and
-    scale values on a numeric one (:attr:`Rubric.scale_values <workbench.gold.Rubric.scale_values>`).
+    scale values on a numeric one
+    (:attr:`Rubric.scale_values <workbench.gold.Rubric.scale_values>`).
     """
     scale = rubric.scale_labels
     on_scale = set(scale)
@@ -437,7 +439,8 @@ def ordinal_alignment(cases: Sequence[JoinedCase], rubric: Rubric) -> OrdinalAli
 
 
 def has_pass_fail_view(rubric: Rubric) -> bool:
-    """Whether some label of ``rubric`` counts as pass and some as fail (:meth:`Rubric.pass_fail`)."""
+    """Whether some label of ``rubric`` counts as pass and some as fail
+    (:meth:`Rubric.pass_fail`)."""
     sides = {rubric.pass_fail(label) for label in rubric.labels}
     return {"pass", "fail"} <= sides
 

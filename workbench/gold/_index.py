@@ -97,7 +97,8 @@ class GoldIndex:
         mask = self.table["active"]
         if partition is not None:
             mask = pc.and_(mask, pc.equal(self.table["partition"], partition))
-        return self.table.filter(mask)["case_id"].to_pylist()
+        ids: list[str] = self.table.filter(mask)["case_id"].to_pylist()
+        return ids
 
 
 def _hash_file(path: Path) -> str | None:
