@@ -51,7 +51,9 @@ def missing_reason(path: Path) -> str:
 
 
 def require(path: Path) -> Path:
-    """``path`` if it exists; otherwise skip the test (a failure under ``WORKBENCH_REQUIRE_DATASETS=1``)."""
+    """``path`` if it exists; otherwise skip the test (a failure under
+    ``WORKBENCH_REQUIRE_DATASETS=1``).
+    """
     if not path.exists():
         pytest.skip(missing_reason(path))
     return path

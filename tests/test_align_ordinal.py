@@ -374,7 +374,8 @@ def test_ordinal_rubric_without_pass_labels_never_certifies(make_dataset, tmp_pa
         and "declares no pass_labels" in b.message
         and "pass_labels: ['4', '5']" in b.message
     )
-    # with pass/fail limits, they are named and not checked one by one (no misleading rate_unbounded)
+    # with pass/fail limits, they are named and not checked one by one (no misleading
+    # rate_unbounded)
     limited = make_policy(
         slices={
             "general": {
@@ -434,7 +435,9 @@ def test_ordinal_rubric_without_pass_labels_never_certifies(make_dataset, tmp_pa
 
 
 def test_end_to_end_ordinal_gold_align_and_gate(make_dataset, tmp_path: Path) -> None:
-    """A 1-5 gold (conftest builders) and results -> ``align --json`` and ``gate`` with a policy limiting false passes."""
+    """A 1-5 gold (conftest builders) and results -> ``align --json`` and ``gate`` with a policy
+    limiting false passes.
+    """
     humans = {
         "billing": ["1", "1", "2", "2", "3", "3", "1", "2", "4", "5", "5", "4"],
         "general": ["1", "2", "3", "3", "4", "5", "5", "4"],

@@ -1024,7 +1024,8 @@ def test_ranking_judge_with_an_empty_reason_is_an_evaluator_error(
             sample=1,
         )
     lines = read_results(tmp_path / "run" / "results.jsonl")
-    # Retryable like an unparseable answer: the spec's max_retries (1) gives two attempts, both recorded.
+    # Retryable like an unparseable answer: the spec's max_retries (1) gives two attempts, both
+    # recorded.
     assert [line.result.attempt for line in lines] == [1, 2]
     for line in lines:
         assert (

@@ -68,7 +68,8 @@ def test_github_actions_wires_the_three_lanes() -> None:
     assert jobs["contracts"]["if"] == "github.event_name == 'pull_request'"
     assert "workbench ci contracts --junit" in _steps_text(jobs["contracts"])
     assert "secrets." not in yaml.safe_dump(jobs["contracts"])
-    # sentinel: only when judge-facing files changed (a paths filter), with full history and the key.
+    # sentinel: only when judge-facing files changed (a paths filter), with full history and the
+    # key.
     filt = next(
         s
         for s in jobs["changes"]["steps"]

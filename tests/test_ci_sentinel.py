@@ -99,7 +99,8 @@ def test_a_changed_prompt_runs_only_its_candidate_and_flags_control_failures_and
     )
     assert Path(report.run_dir).parent == tmp_path / "lane1"
 
-    # Reviewed, exact control failures in workbench.yaml: what is left is the drift (exit 4, review).
+    # Reviewed, exact control failures in workbench.yaml: what is left is the drift (exit 4,
+    # review).
     config = yaml.safe_load((project / "workbench.yaml").read_text(encoding="utf-8"))
     controls = next(c for c in report.checks if c.check_id.startswith("control-runs/"))
     config["ci"]["expected_failures"].append(

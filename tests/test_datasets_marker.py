@@ -115,7 +115,9 @@ def test_present_datasets_run_and_are_counted(tmp_path: Path) -> None:
 def test_under_xdist_the_controller_counts_every_workers_tests(
     tmp_path: Path, present: bool
 ) -> None:
-    """`make test` runs on pytest-xdist workers: the line must still give the whole session's totals."""
+    """`make test` runs on pytest-xdist workers: the line must still give the whole session's
+    totals.
+    """
     proc = _pytest(tmp_path, present=present, required=True, workers=2)
     assert proc.returncode == (0 if present else 1), proc.stdout + proc.stderr
     assert "bringing up nodes" in proc.stdout, proc.stdout  # it did run on xdist workers

@@ -54,9 +54,11 @@ def test_structured_contexts_and_plain_strings_are_both_accepted(tmp_path: Path)
         c.corpus_id,
     ) == ("old-faq", "1", "old-faq#1", 2, 0.5, "acme", "kb-1")
     assert c.retriever_config_sha256 == "c" * 64
-    # the evaluator sees only the texts: a structured pair and its plain-text twin are the same judge input
+    # the evaluator sees only the texts: a structured pair and its plain-text twin are the same
+    # judge input
     assert cand.judge_input("noisy") == plain.judge_input("noisy")
-    # plain strings stay accepted and their digest is the one format 1 computed (old results still join)
+    # plain strings stay accepted and their digest is the one format 1 computed (old results still
+    # join)
     old_digest = sha256_json(
         {
             "user_input": plain.user_input,

@@ -261,7 +261,8 @@ def test_max_cases_and_the_token_bucket_are_global(gold: Path, tmp_path: Path) -
         datetime.fromisoformat(r["started_at"]) for r in rows(tmp_path / "paced" / "results.jsonl")
     )
     for k, start in enumerate(starts):
-        # a bucket of one token refilled at `rate`: the k-th call starts no earlier than k / rate after the first
+        # a bucket of one token refilled at `rate`: the k-th call starts no earlier than k / rate
+        # after the first
         assert (start - starts[0]).total_seconds() >= k / rate - 0.05, (k, starts)
 
 
