@@ -1,4 +1,5 @@
-"""Bad input: one line per problem with a fix, exit 2, never a traceback, bounded memory (issue 8 §8).
+"""Bad input: one line per problem with a fix, exit 2, never a traceback, bounded memory (issue 8
+§8).
 
 Every test here reproduces an attack that, before the fix, either crashed with a traceback,
 exhausted memory or was silently accepted.

@@ -1,4 +1,5 @@
-"""The CI examples are valid GitHub Actions / GitLab CI files and wire the three lanes as documented.
+"""The CI examples are valid GitHub Actions / GitLab CI files and wire the three lanes as
+documented.
 
 Syntax: ``check-jsonschema`` (a test dependency) validates each file against the GitHub
 workflow and GitLab CI schemas it vendors, offline (``--builtin-schema``). Structure: the

@@ -1,4 +1,5 @@
-"""``workbench ci sentinel --since REF``: only what a change affects, on sentinels and controls, under the cap.
+"""``workbench ci sentinel --since REF``: only what a change affects, on sentinels and controls,
+under the cap.
 
 Each test works in a temporary git repository holding a copy of the demo project; the LLM
 candidate talks to the demo's scripted model on a free port (``serve_demo_llm``).

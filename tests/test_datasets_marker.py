@@ -1,4 +1,5 @@
-"""Tests that need ../shared/datasets are counted, and under WORKBENCH_REQUIRE_DATASETS=1 (CI) never skip.
+"""Tests that need ../shared/datasets are counted, and under WORKBENCH_REQUIRE_DATASETS=1 (CI) never
+skip.
 
 The hooks live in tests/_datasets.py. Each case below runs pytest in a subprocess on a small
 suite that uses them, so the summary line and the exit code are those a user or CI sees.

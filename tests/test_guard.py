@@ -1,4 +1,5 @@
-"""The committed-tree guard (tests/_guard.py) fails a session that wrote into data/, also under xdist.
+"""The committed-tree guard (tests/_guard.py) fails a session that wrote into data/, also under
+xdist.
 
 Each case runs pytest in a subprocess on a throwaway git checkout, so the exit code and the line
 are those a user or CI sees.

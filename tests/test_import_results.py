@@ -360,7 +360,8 @@ def test_certify_runs_an_imported_candidate_and_a_missing_prediction_keeps_it_in
 
 
 def test_gate_accepts_the_results_and_missing_ones_keep_it_incomplete(tmp_path: Path) -> None:
-    """On the demo gold and policy: a calibration case without a prediction makes the gate incomplete (exit 3).
+    """On the demo gold and policy: a calibration case without a prediction makes the gate
+    incomplete (exit 3).
 
     Held-out predictions are refused outside a certification (`held_out_unaccounted`)."""
     dataset = load_dataset(ROOT / "data" / "demo")

@@ -1,4 +1,5 @@
-"""`workbench init DIR`: templates that load with the real loaders once a person fills them, never before.
+"""`workbench init DIR`: templates that load with the real loaders once a person fills them, never
+before.
 
 The walk-through test runs the commands of the generated NEXT_STEPS.md as printed (import,
 validate, agreement, card, run, align, controls, gate), against the local fake LLM.

@@ -1,4 +1,5 @@
-"""The ``notebook`` and ``browser`` markers are registered, enforced and selectable (tests/_markers.py).
+"""The ``notebook`` and ``browser`` markers are registered, enforced and selectable
+(tests/_markers.py).
 
 ``make test-fast`` deselects ``-m "not browser and not notebook"``; a test that executes a notebook
 without the marker would slip into it, so such a test fails. The small suites below run in a

@@ -1,4 +1,5 @@
-"""Noise suite format 2: retrieval evidence, traces, roles, sign-offs, partitions, policy, manifest, retirement.
+"""Noise suite format 2: retrieval evidence, traces, roles, sign-offs, partitions, policy, manifest,
+retirement.
 
 Every test builds a suite that the old format (schema 1) accepted in spirit, or could not
 express, and shows what validation now refuses, every problem at once, each with a code,

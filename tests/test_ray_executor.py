@@ -1,4 +1,5 @@
-"""The Ray executor on a local Ray instance (``ray.init(num_cpus=2)``), against the fake OpenAI server.
+"""The Ray executor on a local Ray instance (``ray.init(num_cpus=2)``), against the fake OpenAI
+server.
 
 Skipped, with the reason, only when the optional extra is not installed (``pip install -e
 '.[ray]'``; ``.ci/run`` installs it). Every server binds port 0.

@@ -1,4 +1,5 @@
-"""What a reviewer reads: grouped blockers, rounded numbers, next steps, styled tables, quiet output.
+"""What a reviewer reads: grouped blockers, rounded numbers, next steps, styled tables, quiet
+output.
 
 These are the pieces the certification report and the notebooks are built from; the browser
 tests (tests/test_browser_report.py) check the assembled page.
