@@ -12,7 +12,8 @@ Verdict pairs on the scale (human, judge): (1,1) (2,3) (2,4) (3,5) (4,4) (5,4) (
 - Quadratic weights (a-b)²: observed 14/7 = 2; expected = (51·1 + 24·2 + 11·1 + 12·1 + 27·2)/49
   = 176/49 -> kappa = 1 - 2·49/176 = 39/88.
 - Pass/fail view: false passes (2,4) and (3,5) = 2 of 4 human-fail verdicts; false fail (5,3)
-  = 1 of 3 human-pass verdicts ((4, n/a) abstained); (2,3), (5,4) and (4, n/a) are other disagreements.
+  = 1 of 3 human-pass verdicts ((4, n/a) abstained); (2,3), (5,4) and (4, n/a) are other
+  disagreements.
 """
 
 from __future__ import annotations
