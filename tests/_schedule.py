@@ -29,15 +29,46 @@ def configure(config: pytest.Config) -> None:
         config.option.loadscopereorder = False
 
 
+MEASURED_S: dict[str, int] = {
+    "test_heldout_ledger.py": 392,
+    "test_ci_contracts.py": 337,
+    "test_notebooks.py": 242,
+    "test_datasets_marker.py": 220,
+    "test_migration_certify.py": 202,
+    "test_bad_input.py": 145,
+    "test_certify.py": 138,
+    "test_runs_fail_closed.py": 131,
+    "test_estimate.py": 128,
+    "test_browser.py": 116,
+    "test_project_paths.py": 111,
+    "test_authority.py": 110,
+    "test_report_present.py": 101,
+    "test_browser_report.py": 97,
+    "test_endpoints.py": 72,
+    "test_ranking_notebook.py": 69,
+    "test_verify.py": 66,
+    "test_ci_examples.py": 64,
+    "test_browser_widget.py": 63,
+    "test_guard.py": 61,
+    "test_llm_runs.py": 56,
+}
+"""Seconds per module in a measured run (bench/README.md, "Test suite": the before run, under load).
+
+Only the order matters: the longest first. A module not listed, or one that got faster, still
+runs; a new long module without notebook or browser tests should be added here.
+"""
+
+
 def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
 def slow_modules_first(items: list[pytest.Item]) -> None:
-    """Modules with the most notebook and browser tests first, the rest in file order.
+    """The measured long modules first (longest first), then the modules with the most notebook and
+    browser tests, then the rest in file order; the order within a module is kept.
 
-    Each such test costs seconds (a kernel, a certification, chromium), so their count ranks the
-    modules; the order within a module is kept.
+    Each notebook or browser test costs seconds (a kernel, a certification, chromium), so their
+    count ranks the modules the table above does not know.
     """
     weight: Counter[str] = Counter()
     for item in items:
@@ -46,4 +77,10 @@ def slow_modules_first(items: list[pytest.Item]) -> None:
     first_seen: dict[str, int] = {}
     for index, item in enumerate(items):
         first_seen.setdefault(_module(item), index)
-    items.sort(key=lambda item: (-weight[m := _module(item)], first_seen[m]))
+
+    def key(item: pytest.Item) -> tuple[int, int, int]:
+        module = _module(item)
+        measured = MEASURED_S.get(module.rsplit("/", 1)[-1], 0)
+        return (-measured, -weight[module], first_seen[module])
+
+    items.sort(key=key)

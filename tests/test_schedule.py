@@ -31,8 +31,10 @@ def test_xdist_loadscope_keeps_the_collection_order(pytestconfig: pytest.Config)
         assert pytestconfig.option.loadscopereorder is False  # this very session
 
 
-def test_modules_with_notebook_and_browser_tests_come_first_in_file_order_otherwise() -> None:
+def test_measured_long_modules_then_notebook_and_browser_modules_then_file_order() -> None:
     items: Any = [
+        FakeItem("tests/test_guard.py::quick"),  # measured (61 s), no marker
+        FakeItem("tests/test_heldout_ledger.py::race", "notebook"),  # measured (392 s)
         FakeItem("tests/test_a.py::fast_1"),
         FakeItem("tests/test_b.py::nb_1", "notebook"),
         FakeItem("tests/test_a.py::fast_2"),
@@ -43,6 +45,8 @@ def test_modules_with_notebook_and_browser_tests_come_first_in_file_order_otherw
     ]
     _schedule.slow_modules_first(items)
     assert [item.nodeid for item in items] == [
+        "tests/test_heldout_ledger.py::race",  # the longest measured module
+        "tests/test_guard.py::quick",
         "tests/test_c.py::nb_1",  # two slow tests
         "tests/test_c.py::plain",
         "tests/test_c.py::browser_1",
