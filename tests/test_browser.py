@@ -104,7 +104,9 @@ def demo_report(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 def _hostile_dataset(root: Path) -> Path:
-    """A tiny gold set whose held-out text attacks the HTML; every hostile case is a disagreement."""
+    """A tiny gold set whose held-out text attacks the HTML; every hostile case is a
+    disagreement.
+    """
     held_out = [
         # keyword_judge passes only responses mentioning 'refund': these humans-pass cases are false
         # fails

@@ -30,7 +30,9 @@ SHARED = ("report.html", "certification.ipynb", "gate.json", "lock.json")
 
 
 def fresh_gold(directory: Path) -> Path:
-    """A copy of the demo gold: its held-out ledger lives beside it, so tests never touch data/demo."""
+    """A copy of the demo gold: its held-out ledger lives beside it, so tests never touch
+    data/demo.
+    """
     gold = directory / "gold"
     shutil.copytree(DEMO, gold)
     return gold

@@ -1,4 +1,6 @@
-"""Crowd scale and pairwise details: hundreds of reviewers, the disagreement basis, pairwise ties."""
+"""Crowd scale and pairwise details: hundreds of reviewers, the disagreement basis,
+pairwise ties.
+"""
 
 from __future__ import annotations
 

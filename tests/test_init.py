@@ -46,7 +46,9 @@ def cli(*args: Any) -> Any:
 
 
 def fill_blanks(path: Path, text: str = "Written by a person.") -> None:
-    """Replace every blank string of a YAML file with text, as a person writing the template would."""
+    """Replace every blank string of a YAML file with text, as a person writing the
+    template would.
+    """
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):

@@ -528,7 +528,9 @@ def test_agreement_cli_labels_nominal_and_ordered_figures(ordinal_gold: Path) ->
 
 
 def _check_against_libraries(report: Any, dataset: Any) -> None:
-    """Every pair and alpha of the report equals the reference libraries and the closed forms here."""
+    """Every pair and alpha of the report equals the reference libraries and the closed
+    forms here.
+    """
     rubric = dataset.rubric
     scale, values = rubric.scale_labels, rubric.scale_values
     units = [{r.reviewer: r.label for r in case.reviews} for case in dataset.cases.values()]

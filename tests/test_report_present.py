@@ -308,7 +308,9 @@ def test_previous_certification_is_the_last_finished_one_of_the_same_judge() -> 
 # -- tables ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def demo_alignment():
-    """rubric-judge@3 on the demo's development partition (no held-out data), with the demo policy."""
+    """rubric-judge@3 on the demo's development partition (no held-out data), with the demo
+    policy.
+    """
     from workbench.judges import load_candidate
 
     dataset = load_dataset(DEMO)
