@@ -64,9 +64,28 @@ def _pytest(root: Path, workers: int) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     parallel = ["-p", "xdist", "-n", str(workers)] if workers else []
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *parallel, "--rootdir", str(root), str(root / "tests")],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:langsmith_plugin",
+            "-o",
+            "addopts=",
+            *parallel,
+            "--rootdir",
+            str(root),
+            str(root / "tests"),
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["serial", "xdist"])
