@@ -72,7 +72,9 @@ demo: $(STAMP)
 
 # The suite runs on pytest-xdist workers (one per core; PYTEST_WORKERS=2 or 0 to choose), a test
 # module per worker at a time (--dist loadscope), so module fixtures (a certified report, a
-# JupyterLab server) are built once. The 15 slowest tests are listed at the end.
+# JupyterLab server) are built once. The modules with notebook and browser tests are handed out
+# first, in that order (tests/_schedule.py turns off xdist's reordering by test count), so no long
+# module starts last. The 15 slowest tests are listed at the end.
 PYTEST_WORKERS ?= auto
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --durations=15
 

@@ -51,7 +51,9 @@ def missing_reason(path: Path) -> str:
 
 
 def require(path: Path) -> Path:
-    """``path`` if it exists; otherwise skip the test (a failure under ``WORKBENCH_REQUIRE_DATASETS=1``)."""
+    """``path`` if it exists; otherwise skip the test (a failure under
+    ``WORKBENCH_REQUIRE_DATASETS=1``).
+    """
     if not path.exists():
         pytest.skip(missing_reason(path))
     return path
@@ -82,7 +84,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 _PROPERTY = "workbench_datasets"
 """The ``user_properties`` key a report carries its dataset accounting under: ``ran``, ``skipped``
 or ``failed_missing``. Reports travel from pytest-xdist workers to the controller with their
-``user_properties``, so the controller counts every worker's tests (a worker's stash never reaches it)."""
+``user_properties``, so the controller counts every worker's tests (a worker's stash never reaches
+it)."""
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -20,7 +20,9 @@ from typing import Any
 import pytest
 
 GUARDED = ("data", "notebooks", "examples")
-"""Committed trees no test may write into (a held-out ledger beside data/demo, an executed notebook ...)."""
+"""Committed trees no test may write into (a held-out ledger beside data/demo, an executed notebook
+...).
+"""
 
 _BEFORE = pytest.StashKey[str | None]()
 

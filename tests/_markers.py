@@ -1,4 +1,5 @@
-"""The ``browser`` and ``notebook`` markers stay true: an unmarked test that executes a notebook fails.
+"""The ``browser`` and ``notebook`` markers stay true: an unmarked test that executes a notebook
+fails.
 
 ``make test-fast`` deselects ``-m "not browser and not notebook"``, which only works if every
 test that launches chromium or runs a notebook kernel carries its marker. So each test's setup

@@ -289,7 +289,9 @@ class JupyterLabServer:
             return False
 
     def _bound_port(self) -> int:
-        """The port from the server's runtime file (``jpserver-<pid>.json``), 0 until it is written."""
+        """The port from the server's runtime file (``jpserver-<pid>.json``), 0 until it is
+        written.
+        """
         for info in sorted(Path(self.env["JUPYTER_RUNTIME_DIR"]).glob("jpserver-*.json")):
             try:
                 return int(json.loads(info.read_text(encoding="utf-8"))["port"])

@@ -89,7 +89,7 @@ def make_case(
     response: str | None = None,
     **extra: Any,
 ) -> dict[str, Any]:
-    """A valid gold case dict; ``reviews`` may be ``{reviewer: label}``. ``extra`` overrides fields."""
+    """A valid gold case dict; ``reviews`` may be ``{reviewer: label}``; ``extra`` overrides."""
     response = f"response for {case_id}" if response is None else response
     if reviews is None:
         reviews = {"rev-a": label, "rev-b": label}
@@ -120,7 +120,7 @@ def write_dataset(
     evidence: tuple[str, ...] | None = EVIDENCE_IDS,
     card: str | None = CARD,
 ) -> Path:
-    """Write gold.jsonl (dicts as JSON, str/bytes verbatim), rubric.yaml, evidence.jsonl, card.md."""
+    """Write gold.jsonl (dicts as JSON, str/bytes as is), rubric.yaml, evidence.jsonl, card.md."""
     root.mkdir(parents=True, exist_ok=True)
     out = bytearray()
     for line in lines:
@@ -232,14 +232,15 @@ DEMO_URL_ENVS = ("WORKBENCH_DEMO_LLM_URL", "WORKBENCH_DEMO_RANKER_URL", "WORKBEN
 
 @pytest.fixture(autouse=True)
 def _no_inherited_demo_urls(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No test sees a demo URL it did not set (a shell's, or one a helper exported in another test)."""
+    """No test sees a demo URL it did not set (a shell's, or one another test's helper exported)."""
     for name in DEMO_URL_ENVS:
         monkeypatch.delenv(name, raising=False)
 
 
 # Tests that need ../shared/datasets: the `datasets` marker, skip or fail, and the count at the end.
+import _datasets  # noqa: E402
+import _schedule  # noqa: E402
 from _datasets import (  # noqa: E402,F401  (pytest finds hooks by name in conftest)
-    pytest_configure,
     pytest_runtest_makereport,
     pytest_terminal_summary,
 )
@@ -257,25 +258,12 @@ from _markers import (  # noqa: E402,F401
 )
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    _datasets.pytest_configure(config)
+    _schedule.configure(config)  # the workers receive the modules in the order set below
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    import _datasets
-
     _datasets.pytest_collection_modifyitems(config, items)
-    _slow_modules_first(items)
-
-
-def _slow_modules_first(items: list[pytest.Item]) -> None:
-    """Modules with the most notebook and browser tests run first, the rest in file order.
-
-    Under ``--dist loadscope`` each xdist worker takes a whole module at a time in this order:
-    the long ones start at once and the short ones fill in, instead of one long module running
-    alone at the end while the other worker idles. The order within a module is kept.
-    """
-    weight: Counter[str] = Counter()
-    for item in items:
-        if item.get_closest_marker("notebook") or item.get_closest_marker("browser"):
-            weight[item.nodeid.split("::", 1)[0]] += 1
-    first_seen = {}
-    for index, item in enumerate(items):
-        first_seen.setdefault(item.nodeid.split("::", 1)[0], index)
-    items.sort(key=lambda item: (-weight[m := item.nodeid.split("::", 1)[0]], first_seen[m]))
+    # The long modules start at once, the short ones fill in (tests/_schedule.py).
+    _schedule.slow_modules_first(items)

@@ -206,7 +206,9 @@ def structured(
     noisy_response: str | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
-    """A candidate pair with structured retrieval evidence (policy doc at rank 1, the distractor at rank 2)."""
+    """A candidate pair with structured retrieval evidence (policy doc at rank 1, the distractor at
+    rank 2).
+    """
     data = pair(pid, noisy_response=noisy_response, **kwargs)
     clean = [ctx(CTX_POLICY, "refund-policy", "refund-policy#1", 1)]
     data["clean"]["retrieved_contexts"] = clean

@@ -47,7 +47,8 @@ def test_pairwise_overall(dataset):
     assert ab.cohen_kappa.value == pytest.approx(0.4)
 
     # a,c share c2 (p,f), c3 (f,f), c5 (f,p), c6 (p,f): n=4, agree 1
-    # a: pass 2/4; c: pass 1/4; p_e = (2/4)(1/4) + (2/4)(3/4) = 1/2; kappa = (1/4 - 1/2)/(1/2) = -0.5
+    # a: pass 2/4; c: pass 1/4; p_e = (2/4)(1/4) + (2/4)(3/4) = 1/2; kappa = (1/4 - 1/2)/(1/2) =
+    # -0.5
     ac = pairs["a", "c"]
     assert (ac.n, ac.raw_agreement.k) == (4, 1)
     assert ac.raw_agreement.rate == pytest.approx(0.25)

@@ -1,4 +1,5 @@
-"""``align`` and the gate against an ordinal gold: the pass/fail view, weighted kappa, MAE, ordinal confusion.
+"""``align`` and the gate against an ordinal gold: the pass/fail view, weighted kappa, MAE, ordinal
+confusion.
 
 Hand-computed figures (general slice of the fixture below; scale 1-5, ``pass_labels: [4, 5]``).
 Verdict pairs on the scale (human, judge): (1,1) (2,3) (2,4) (3,5) (4,4) (5,4) (5,3); n = 7.
@@ -10,8 +11,9 @@ Verdict pairs on the scale (human, judge): (1,1) (2,3) (2,4) (3,5) (4,4) (5,4) (
   = (17·1 + 12·2 + 7·1 + 6·1 + 11·2)/49 = 76/49 -> kappa = 1 - (8/7)/(76/49) = 1 - 56/76 = 5/19.
 - Quadratic weights (a-b)²: observed 14/7 = 2; expected = (51·1 + 24·2 + 11·1 + 12·1 + 27·2)/49
   = 176/49 -> kappa = 1 - 2·49/176 = 39/88.
-- Pass/fail view: false passes (2,4) and (3,5) = 2 of 4 human-fail verdicts; false fail (5,3) = 1 of 3
-  human-pass verdicts ((4, n/a) abstained); (2,3), (5,4) and (4, n/a) are other disagreements.
+- Pass/fail view: false passes (2,4) and (3,5) = 2 of 4 human-fail verdicts; false fail (5,3)
+  = 1 of 3 human-pass verdicts ((4, n/a) abstained); (2,3), (5,4) and (4, n/a) are other
+  disagreements.
 """
 
 from __future__ import annotations
@@ -374,7 +376,8 @@ def test_ordinal_rubric_without_pass_labels_never_certifies(make_dataset, tmp_pa
         and "declares no pass_labels" in b.message
         and "pass_labels: ['4', '5']" in b.message
     )
-    # with pass/fail limits, they are named and not checked one by one (no misleading rate_unbounded)
+    # with pass/fail limits, they are named and not checked one by one (no misleading
+    # rate_unbounded)
     limited = make_policy(
         slices={
             "general": {
@@ -434,7 +437,9 @@ def test_ordinal_rubric_without_pass_labels_never_certifies(make_dataset, tmp_pa
 
 
 def test_end_to_end_ordinal_gold_align_and_gate(make_dataset, tmp_path: Path) -> None:
-    """A 1-5 gold (conftest builders) and results -> ``align --json`` and ``gate`` with a policy limiting false passes."""
+    """A 1-5 gold (conftest builders) and results -> ``align --json`` and ``gate`` with a policy
+    limiting false passes.
+    """
     humans = {
         "billing": ["1", "1", "2", "2", "3", "3", "1", "2", "4", "5", "5", "4"],
         "general": ["1", "2", "3", "3", "4", "5", "5", "4"],

@@ -432,7 +432,8 @@ def test_a_stale_judge_is_neither_granted_nor_promoted(world: dict[str, Path], g
     refused(promote(world, gold), "judge_stale")
 
 
-# -- rollback ---------------------------------------------------------------------------------------
+# -- rollback
+# ---------------------------------------------------------------------------------------
 
 
 def test_rollback_needs_only_a_reason_and_a_revoked_judge_needs_a_newer_report(
@@ -647,7 +648,8 @@ def test_a_rebound_judge_keeps_block_only_with_a_drift_check_after_its_report(
     refused(promote(world, gold), "drift_check_required")
 
 
-# -- shadow mode -------------------------------------------------------------------------------------
+# -- shadow mode
+# -------------------------------------------------------------------------------------
 
 
 def _final(results: Path) -> dict[str, str | None]:
@@ -755,7 +757,8 @@ def test_a_shadow_runs_on_the_same_cases_and_records_disagreements_without_any_g
     )
     [entry] = read_shadow_log(gold / "shadow_log.jsonl")
     assert entry.entry_id == summary["entry_id"]
-    # No gate: the held-out ledger and the authority record are untouched, no gate result is written.
+    # No gate: the held-out ledger and the authority record are untouched, no gate result is
+    # written.
     assert (gold / "held_out_ledger.jsonl").read_bytes() == ledger and authority_path_for(
         gold
     ).read_bytes() == record
@@ -793,7 +796,8 @@ def test_a_shadow_run_refuses_held_out_data_and_partial_runs(
     assert not (tmp_path / "s").exists()
 
 
-# -- reports: what is requested, and the last complete certified version -----------------------------
+# -- reports: what is requested, and the last complete certified version
+# -----------------------------
 
 
 def test_last_certified_is_the_newest_verified_certified_report(

@@ -404,7 +404,8 @@ def test_an_append_to_a_damaged_record_leaves_the_damage_visible(tmp_path: Path)
     assert read.judges()["j@1"].authority == "none"
 
 
-# -- the gold as it is now ---------------------------------------------------------------------------
+# -- the gold as it is now
+# ---------------------------------------------------------------------------
 
 
 def test_gold_state_hashes_the_dataset_as_validate_does() -> None:

@@ -1,4 +1,5 @@
-"""Bad input: one line per problem with a fix, exit 2, never a traceback, bounded memory (issue 8 §8).
+"""Bad input: one line per problem with a fix, exit 2, never a traceback, bounded memory (issue 8
+§8).
 
 Every test here reproduces an attack that, before the fix, either crashed with a traceback,
 exhausted memory or was silently accepted.
@@ -1024,7 +1025,8 @@ def test_ranking_judge_with_an_empty_reason_is_an_evaluator_error(
             sample=1,
         )
     lines = read_results(tmp_path / "run" / "results.jsonl")
-    # Retryable like an unparseable answer: the spec's max_retries (1) gives two attempts, both recorded.
+    # Retryable like an unparseable answer: the spec's max_retries (1) gives two attempts, both
+    # recorded.
     assert [line.result.attempt for line in lines] == [1, 2]
     for line in lines:
         assert (

@@ -135,7 +135,9 @@ def test_unbounded_blocker_cites_the_plan(evaluated, tmp_path: Path) -> None:
 
 
 def test_enough_cases_but_rate_above_half_the_limit(evaluated) -> None:
-    """With the planned number already there, the blocker says so and counts the error-free cases still needed."""
+    """With the planned number already there, the blocker says so and counts the error-free cases
+    still needed.
+    """
     spec = clean_spec()
     spec["general"] = (
         [("pass", "pass")] * 4 + [("fail", "pass")] * 9 + [("fail", "fail")] * 121

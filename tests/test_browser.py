@@ -104,9 +104,12 @@ def demo_report(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> Pat
 
 
 def _hostile_dataset(root: Path) -> Path:
-    """A tiny gold set whose held-out text attacks the HTML; every hostile case is a disagreement."""
+    """A tiny gold set whose held-out text attacks the HTML; every hostile case is a
+    disagreement.
+    """
     held_out = [
-        # keyword_judge passes only responses mentioning 'refund': these humans-pass cases are false fails
+        # keyword_judge passes only responses mentioning 'refund': these humans-pass cases are false
+        # fails
         make_case("h-script", "pass", partition="held_out", slice="billing", response=SCRIPT),
         make_case("h-img", "pass", partition="held_out", slice="general", response=IMG, input=IMG),
         make_case("h-markdown", "pass", partition="held_out", slice="billing", response=MARKDOWN),
@@ -286,7 +289,9 @@ def _assert_inert(page: Page, watch: PageWatch, name: str) -> None:
 
 
 def _cell_after(page: Page, header: str) -> str:
-    """Text of the <td> beside the key/value row whose <th> is ``header`` (escaping kept it in one cell)."""
+    """Text of the <td> beside the key/value row whose <th> is ``header`` (escaping kept it in one
+    cell).
+    """
     cells = page.locator(
         "table.wb-kv tr", has=page.locator("th", has_text=re.compile(f"^{re.escape(header)}$"))
     ).locator("td")

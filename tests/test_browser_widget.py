@@ -171,7 +171,9 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 def _scroll_to_top(root: Locator) -> dict[str, float]:
-    """Scroll the notebook so the widget starts at the top; return the visible area of the notebook."""
+    """Scroll the notebook so the widget starts at the top; return the visible area of the
+    notebook.
+    """
     return root.evaluate("""(el) => {
             let scroller = el.parentElement;
             while (scroller && !(scroller.scrollHeight > scroller.clientHeight && /(auto|scroll)/.test(getComputedStyle(scroller).overflowY))) scroller = scroller.parentElement;

@@ -30,7 +30,9 @@ SHARED = ("report.html", "certification.ipynb", "gate.json", "lock.json")
 
 
 def fresh_gold(directory: Path) -> Path:
-    """A copy of the demo gold: its held-out ledger lives beside it, so tests never touch data/demo."""
+    """A copy of the demo gold: its held-out ledger lives beside it, so tests never touch
+    data/demo.
+    """
     gold = directory / "gold"
     shutil.copytree(DEMO, gold)
     return gold
@@ -285,7 +287,8 @@ def test_llm_candidate_certifies_and_its_key_is_written_nowhere(
             reports_root=tmp_path / "reports",
         )
         calls = server.calls
-    # Held-out once, then the sentinels (never held-out cases) so `workbench drift --against REPORT` has a baseline.
+    # Held-out once, then the sentinels (never held-out cases) so `workbench drift --against REPORT`
+    # has a baseline.
     from workbench.repeatability import load_sentinels
 
     sentinels = load_sentinels(None, load_dataset(DEMO)).cases
@@ -357,7 +360,8 @@ def test_demo_has_both_endings(tmp_path: Path) -> None:
         ("refund_policy", "false_pass_rate_unproven"),
     ]
     html = (three.report_dir / "report.html").read_text(encoding="utf-8")
-    # the gate, the report and `workbench plan` cite one figure: the plan's cases to bound at half the limit
+    # the gate, the report and `workbench plan` cite one figure: the plan's cases to bound at half
+    # the limit
     planned = json.loads(
         CliRunner()
         .invoke(main, ["plan", "--policy", str(policy), "--gold", str(gold), "--json"])

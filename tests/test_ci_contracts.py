@@ -1,4 +1,6 @@
-"""``workbench ci contracts``: every file and the lineage between them, deterministic controls, no model call."""
+"""``workbench ci contracts``: every file and the lineage between them, deterministic controls, no
+model call.
+"""
 
 from __future__ import annotations
 
@@ -116,7 +118,8 @@ def test_without_the_reviewed_list_the_demo_control_failures_fail_the_lane(tmp_p
     )
 
 
-# ------------------------------------------------------------------------------ contract problems (exit 2)
+# ------------------------------------------------------------------------------ contract problems
+# (exit 2)
 
 
 @pytest.mark.parametrize(

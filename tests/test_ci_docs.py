@@ -1,4 +1,6 @@
-"""Every field of the CI records and configuration is documented in docs/formats.md and has a docstring."""
+"""Every field of the CI records and configuration is documented in docs/formats.md and has a
+docstring.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The CI examples are valid GitHub Actions / GitLab CI files and wire the three lanes as documented.
+"""The CI examples are valid GitHub Actions / GitLab CI files and wire the three lanes as
+documented.
 
 Syntax: ``check-jsonschema`` (a test dependency) validates each file against the GitHub
 workflow and GitLab CI schemas it vendors, offline (``--builtin-schema``). Structure: the
@@ -68,7 +69,8 @@ def test_github_actions_wires_the_three_lanes() -> None:
     assert jobs["contracts"]["if"] == "github.event_name == 'pull_request'"
     assert "workbench ci contracts --junit" in _steps_text(jobs["contracts"])
     assert "secrets." not in yaml.safe_dump(jobs["contracts"])
-    # sentinel: only when judge-facing files changed (a paths filter), with full history and the key.
+    # sentinel: only when judge-facing files changed (a paths filter), with full history and the
+    # key.
     filt = next(
         s
         for s in jobs["changes"]["steps"]

@@ -1,4 +1,5 @@
-"""``workbench ci sentinel --since REF``: only what a change affects, on sentinels and controls, under the cap.
+"""``workbench ci sentinel --since REF``: only what a change affects, on sentinels and controls,
+under the cap.
 
 Each test works in a temporary git repository holding a copy of the demo project; the LLM
 candidate talks to the demo's scripted model on a free port (``serve_demo_llm``).
@@ -99,7 +100,8 @@ def test_a_changed_prompt_runs_only_its_candidate_and_flags_control_failures_and
     )
     assert Path(report.run_dir).parent == tmp_path / "lane1"
 
-    # Reviewed, exact control failures in workbench.yaml: what is left is the drift (exit 4, review).
+    # Reviewed, exact control failures in workbench.yaml: what is left is the drift (exit 4,
+    # review).
     config = yaml.safe_load((project / "workbench.yaml").read_text(encoding="utf-8"))
     controls = next(c for c in report.checks if c.check_id.startswith("control-runs/"))
     config["ci"]["expected_failures"].append(

@@ -140,7 +140,8 @@ def test_transitions_matrix_mcnemar_and_deltas(
         "pass": {"pass": 1, "fail": 2, "abstain": 1},
         "fail": {"pass": 3, "fail": 2},
     }
-    # McNemar over the whole partition: 3 broken (b2, g3, g4), 3 fixed (b1, g1, g2), 2 both right, 1 both wrong
+    # McNemar over the whole partition: 3 broken (b2, g3, g4), 3 fixed (b1, g1, g2), 2 both right, 1
+    # both wrong
     mc = report.overall.mcnemar
     assert (mc.old_right_new_wrong, mc.old_wrong_new_right, mc.both_right, mc.both_wrong) == (
         3,
@@ -154,7 +155,8 @@ def test_transitions_matrix_mcnemar_and_deltas(
     assert (fp.old.k, fp.old.n, fp.new.k, fp.new.n, fp.paired_n) == (0, 2, 1, 2, 2)
     assert fp.delta == pytest.approx(0.5)
     assert (fp.delta, fp.ci95_low, fp.ci95_high) == paired_rate_difference(0, 0, 1, 1)
-    # general false fails: human passes g1, g2, g4; old fails g1, g2 (2/3); new: g4 abstains, so 0/2 decided
+    # general false fails: human passes g1, g2, g4; old fails g1, g2 (2/3); new: g4 abstains, so 0/2
+    # decided
     ff = general.false_fail
     assert (ff.old.k, ff.old.n, ff.new.k, ff.new.n, ff.paired_n) == (2, 3, 0, 2, 2)
     assert ff.delta == pytest.approx(-1.0)
@@ -604,7 +606,8 @@ def test_budget_must_cover_both_candidates_or_nothing_starts(
         assert "budget_insufficient" in refused.output and "needs up to $" in refused.output
         needed = float(refused.output.split("needs up to $")[1].split(" ")[0])
         assert needed > 0.5
-        # each of the 9 cases x 2 candidates reserves its input estimate + 100 output tokens at $1000/M
+        # each of the 9 cases x 2 candidates reserves its input estimate + 100 output tokens at
+        # $1000/M
         assert needed >= 18 * 100 * 1000 / 1e6
         assert server.calls == [] and not out.exists()  # nothing started, nothing written
         with pytest.raises(BudgetInsufficient):
@@ -659,7 +662,9 @@ def test_prompt_parity_shows_the_diff_and_warns_beyond_the_declared_change(
 
 
 def test_demo_migration_with_controls_side_by_side(tmp_path: Path) -> None:
-    """rubric-judge@1 -> @2 on the demo's calibration partition, controls first (read-only demo data)."""
+    """rubric-judge@1 -> @2 on the demo's calibration partition, controls first (read-only demo
+    data).
+    """
     result = CliRunner().invoke(
         main,
         [

@@ -1,4 +1,6 @@
-"""Crowd scale and pairwise details: hundreds of reviewers, the disagreement basis, pairwise ties."""
+"""Crowd scale and pairwise details: hundreds of reviewers, the disagreement basis,
+pairwise ties.
+"""
 
 from __future__ import annotations
 
@@ -151,7 +153,9 @@ def test_card_is_readable_at_crowd_scale(crowd) -> None:
 
 
 def test_disagreement_uses_the_cases_alpha_uses(make_dataset) -> None:
-    """Before: single-review cases counted as agreement in the disagreement denominator, but not in alpha's."""
+    """Before: single-review cases counted as agreement in the disagreement denominator, but not in
+    alpha's.
+    """
     rubric = {**RUBRIC, "min_reviews": 1}
     cases = [
         make_case("c1", reviews={"a": "pass", "b": "fail"}),
@@ -225,7 +229,9 @@ def _pairwise_gold(
 
 
 def test_position_consistent_judge_with_ties_shows_one_half(make_dataset, tmp_path: Path) -> None:
-    """Before: tie verdicts sat in the denominator of first-shown wins, so this judge showed 5/16, not 0.5."""
+    """Before: tie verdicts sat in the denominator of first-shown wins, so this judge showed 5/16,
+    not 0.5.
+    """
     root, results = _pairwise_gold(make_dataset, tmp_path, [(v, v) for _, v in CASES])
     report = pairwise_report(root, results, tie_labels=["0"])
     o = report.overall

@@ -1,4 +1,5 @@
-"""Tests that need ../shared/datasets are counted, and under WORKBENCH_REQUIRE_DATASETS=1 (CI) never skip.
+"""Tests that need ../shared/datasets are counted, and under WORKBENCH_REQUIRE_DATASETS=1 (CI) never
+skip.
 
 The hooks live in tests/_datasets.py. Each case below runs pytest in a subprocess on a small
 suite that uses them, so the summary line and the exit code are those a user or CI sees.
@@ -18,7 +19,12 @@ TESTS = Path(__file__).resolve().parent
 CONFTEST = f"""
 import sys
 sys.path.insert(0, {str(TESTS)!r})
-from _datasets import pytest_collection_modifyitems, pytest_configure, pytest_runtest_makereport, pytest_terminal_summary  # noqa: F401
+from _datasets import (  # noqa: F401
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_makereport,
+    pytest_terminal_summary,
+)
 """
 
 SUITE = """
@@ -69,9 +75,29 @@ def _pytest(
         env["WORKBENCH_REQUIRE_DATASETS"] = "1"
     parallel = ["-p", "xdist", "-n", str(workers)] if workers else []
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--strict-markers", *parallel, "--rootdir", str(suite), str(suite)],
-        cwd=suite, env=env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:langsmith_plugin",
+            "-o",
+            "addopts=",
+            "--strict-markers",
+            *parallel,
+            "--rootdir",
+            str(suite),
+            str(suite),
+        ],
+        cwd=suite,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def test_missing_datasets_skip_and_are_counted(tmp_path: Path) -> None:
@@ -115,7 +141,9 @@ def test_present_datasets_run_and_are_counted(tmp_path: Path) -> None:
 def test_under_xdist_the_controller_counts_every_workers_tests(
     tmp_path: Path, present: bool
 ) -> None:
-    """`make test` runs on pytest-xdist workers: the line must still give the whole session's totals."""
+    """`make test` runs on pytest-xdist workers: the line must still give the whole session's
+    totals.
+    """
     proc = _pytest(tmp_path, present=present, required=True, workers=2)
     assert proc.returncode == (0 if present else 1), proc.stdout + proc.stderr
     assert "bringing up nodes" in proc.stdout, proc.stdout  # it did run on xdist workers
@@ -154,9 +182,26 @@ def test_the_suites_dataset_tests_carry_the_marker(
 ) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", "-m", MARKER, str(TESTS / module)],
-        cwd=TESTS.parent, env={**env, "RAGAS_DO_NOT_TRACK": "true"}, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "--collect-only",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:langsmith_plugin",
+            "-m",
+            MARKER,
+            str(TESTS / module),
+        ],
+        cwd=TESTS.parent,
+        env={**env, "RAGAS_DO_NOT_TRACK": "true"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     selected = {
         line.split("::", 1)[1].split("[", 1)[0] for line in proc.stdout.splitlines() if "::" in line

@@ -166,7 +166,9 @@ def test_broken_content_is_refused_with_one_problem(content: Path, name: str) ->
 
 
 def test_every_content_file_ships_in_the_wheel() -> None:
-    """pyproject's package-data globs cover every content file (so an installed wheel builds the demo)."""
+    """pyproject's package-data globs cover every content file (so an installed wheel builds the
+    demo).
+    """
     globs = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
         "package-data"
     ]["workbench"]

@@ -1,4 +1,5 @@
-"""Sentinels and ``workbench drift``: a declared set re-run with a pinned judge, every change flagged.
+"""Sentinels and ``workbench drift``: a declared set re-run with a pinned judge, every change
+flagged.
 
 Reproduction (old main): there was no sentinel set and no drift check. Re-running a pinned
 judge on the same cases with ``workbench run`` replayed the verdict cache (zero calls), so a

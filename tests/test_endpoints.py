@@ -1,4 +1,5 @@
-"""Endpoint recipes (examples/endpoints/, docs/endpoints.md) against the local server emulating each provider.
+"""Endpoint recipes (examples/endpoints/, docs/endpoints.md) against the local server emulating each
+provider.
 
 Every recipe is loaded exactly as a user would load it, with the variable its
 ``endpoint.base_url_env`` names pointed at ``workbench.testing.FakeLLM`` configured to behave

@@ -1,4 +1,5 @@
-"""``workbench estimate``: bias-corrected pass rates from a real certified report, refusals, methods, coverage, notebook 06.
+"""``workbench estimate``: bias-corrected pass rates from a real certified report, refusals,
+methods, coverage, notebook 06.
 
 The fixture certifies the demo's offline judge (rubric-judge@2) under a lenient test policy, so
 a real, locked, ``certified`` report exists; the judge's verdicts on the development partition

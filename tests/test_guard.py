@@ -1,4 +1,5 @@
-"""The committed-tree guard (tests/_guard.py) fails a session that wrote into data/, also under xdist.
+"""The committed-tree guard (tests/_guard.py) fails a session that wrote into data/, also under
+xdist.
 
 Each case runs pytest in a subprocess on a throwaway git checkout, so the exit code and the line
 are those a user or CI sees.
@@ -63,9 +64,28 @@ def _pytest(root: Path, workers: int) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     parallel = ["-p", "xdist", "-n", str(workers)] if workers else []
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *parallel, "--rootdir", str(root), str(root / "tests")],
-        cwd=root, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:langsmith_plugin",
+            "-o",
+            "addopts=",
+            *parallel,
+            "--rootdir",
+            str(root),
+            str(root / "tests"),
+        ],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["serial", "xdist"])

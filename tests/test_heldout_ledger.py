@@ -48,7 +48,8 @@ def fresh_gold(directory: Path, name: str = "gold") -> Path:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    """``workbench <args>`` in-process (click's CliRunner): its exit code and separate stdout and stderr.
+    """``workbench <args>`` in-process (click's CliRunner): its exit code and separate stdout and
+    stderr.
 
     A subprocess per call re-imported the workbench (seconds under load) to test refusals that
     happen in the command itself; the concurrent and killed certifications below stay processes.

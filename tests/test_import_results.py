@@ -360,7 +360,8 @@ def test_certify_runs_an_imported_candidate_and_a_missing_prediction_keeps_it_in
 
 
 def test_gate_accepts_the_results_and_missing_ones_keep_it_incomplete(tmp_path: Path) -> None:
-    """On the demo gold and policy: a calibration case without a prediction makes the gate incomplete (exit 3).
+    """On the demo gold and policy: a calibration case without a prediction makes the gate
+    incomplete (exit 3).
 
     Held-out predictions are refused outside a certification (`held_out_unaccounted`)."""
     dataset = load_dataset(ROOT / "data" / "demo")
@@ -627,7 +628,8 @@ def test_a_ragas_experiment_csv_imports_by_id_or_by_text(gold: Path, tmp_path: P
         c["case_id"] for c in dev
     ]  # gold order, not Ragas' completion order
 
-    # A MetricResult object returned in the row is written as its repr; its value and reason are unpacked.
+    # A MetricResult object returned in the row is written as its repr; its value and reason are
+    # unpacked.
     unpacked = results_from_table(
         written, {"case_id": "case_id", "label": "check", "judge": judge}, gold=gold
     )
@@ -1057,7 +1059,8 @@ def test_a_table_without_a_mapping_is_refused_and_the_contract_path_still_works(
         "import", "results", project / "predictions.csv", "--gold", gold, "--out", tmp_path / "out"
     )
     assert result.exit_code == 2 and "[mapping_needed]" in result.output
-    # The imported results are themselves in the contract: declaring them again is a no-op on their content.
+    # The imported results are themselves in the contract: declaring them again is a no-op on their
+    # content.
     first = import_results(
         project / "predictions.csv", gold, tmp_path / "a", mapping=project / "mapping.yaml"
     )

@@ -81,7 +81,9 @@ def set_risks(out: Path, risk: str = "medium") -> tuple[str, str]:
 def test_done_when_long_form_csv_is_valid_gold_with_one_command_and_a_short_mapping(
     tmp_path: Path,
 ) -> None:
-    """id, question, answer, reviewer, verdict, topic in long form -> valid gold, editing only risks."""
+    """id, question, answer, reviewer, verdict, topic in long form -> valid gold, editing only
+    risks.
+    """
     source, mapping = EXAMPLE / "reviews.csv", EXAMPLE / "mapping.yaml"
     with open(source, newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)

@@ -208,5 +208,6 @@ def test_results_of_another_gold_are_refused_with_the_changed_case(
     with pytest.raises(WorkbenchError) as info:
         judge.check_gold(other)
     assert "gold_changed" in {p.code for p in info.value.problems}
-    # Without the frozen release beside the changed gold, the cases cannot be named but the change is still refused.
+    # Without the frozen release beside the changed gold, the cases cannot be named but the change
+    # is still refused.
     assert any("cannot be listed" in p.message for p in info.value.problems)

@@ -39,7 +39,9 @@ EVALSBENCH_COLUMNS = ["topic", "question", "grading_notes", "target", "response"
 
 @pytest.fixture(scope="session")
 def datasets_dir() -> Path:
-    """The public datasets (a test using this fixture is marked ``datasets``: see tests/_datasets.py)."""
+    """The public datasets (a test using this fixture is marked ``datasets``: see
+    tests/_datasets.py).
+    """
     return require(DATASETS)
 
 

@@ -1,4 +1,5 @@
-"""`workbench init DIR`: templates that load with the real loaders once a person fills them, never before.
+"""`workbench init DIR`: templates that load with the real loaders once a person fills them, never
+before.
 
 The walk-through test runs the commands of the generated NEXT_STEPS.md as printed (import,
 validate, agreement, card, run, align, controls, gate), against the local fake LLM.
@@ -45,7 +46,9 @@ def cli(*args: Any) -> Any:
 
 
 def fill_blanks(path: Path, text: str = "Written by a person.") -> None:
-    """Replace every blank string of a YAML file with text, as a person writing the template would."""
+    """Replace every blank string of a YAML file with text, as a person writing the
+    template would.
+    """
 
     def walk(node: Any) -> Any:
         if isinstance(node, dict):

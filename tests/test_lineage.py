@@ -89,7 +89,9 @@ def changed_copy(
     rubric_version: str | None = "r2",
     edit: dict | None = None,
 ) -> Path:
-    """A copy of ``gold`` with the rubric version changed and one adjudicated label flipped in place."""
+    """A copy of ``gold`` with the rubric version changed and one adjudicated label flipped in
+    place.
+    """
     shutil.copytree(gold, target)
     rubric = yaml.safe_load((target / "rubric.yaml").read_text(encoding="utf-8"))
     if rubric_version is not None:
@@ -351,7 +353,8 @@ def test_without_a_manifest_a_frozen_release_names_the_changes(
         and "cannot be listed" in unknown.output
         and "case d2:" not in unknown.output
     )
-    # Freeze the original, then correct d2 the right way (a superseding record): results on d2 are refused as superseded.
+    # Freeze the original, then correct d2 the right way (a superseding record): results on d2 are
+    # refused as superseded.
     freeze = CliRunner().invoke(main, ["freeze", str(gold), "--who", "tester"])
     assert freeze.exit_code == 0 and "froze release rel-1-" in freeze.output
     rows = [json.loads(line) for line in (gold / "gold.jsonl").read_text().splitlines()]
@@ -455,7 +458,8 @@ def test_partition_comes_from_the_run_manifest(run_dir: tuple[Path, Path], tmp_p
         ],
     )
     assert _json(gate_json)["partition"] == "development"
-    # Without a manifest beside the results, every partition is in scope (and the c1 case is missing).
+    # Without a manifest beside the results, every partition is in scope (and the c1 case is
+    # missing).
     moved = tmp_path / "moved"
     moved.mkdir()
     shutil.copyfile(out / "results.jsonl", moved / "results.jsonl")

@@ -51,7 +51,9 @@ _ABSENT = pytest.mark.skipif(not LLMBAR.is_dir(), reason=missing_reason(LLMBAR))
 
 
 def needs_llmbar(test: Any) -> Any:
-    """A test that reads LLMBar: marked ``datasets`` (counted; it may not skip in CI) and skipped when absent."""
+    """A test that reads LLMBar: marked ``datasets`` (counted; it may not skip in CI) and skipped
+    when absent.
+    """
     return needs_datasets(_ABSENT(test))
 
 
@@ -432,7 +434,8 @@ def test_missing_and_unparseable_winners_become_counted_errors(
     assert (o.original.errors, o.swapped.errors) == (5, 4)
     assert o.original.errors_by_kind == {"unparseable": 2, "missing_verdict": 3}
     assert (o.original.accuracy_among_verdicts.k, o.original.accuracy_among_verdicts.n) == (1, 1)
-    # consistent: case 0 (same verdict) + cases 2, 3, 4, 5 (errors in both orders), as upstream's None == None
+    # consistent: case 0 (same verdict) + cases 2, 3, 4, 5 (errors in both orders), as upstream's
+    # None == None
     assert o.errors_in_both_orders == 4 and o.cases_with_error == 5
     assert (o.position_consistency.k, o.position_consistency.n) == (5, 6)
     assert (o.consistent_verdicts.k, o.consistent_verdicts.n) == (1, 1)

@@ -1,4 +1,5 @@
-"""The ``notebook`` and ``browser`` markers are registered, enforced and selectable (tests/_markers.py).
+"""The ``notebook`` and ``browser`` markers are registered, enforced and selectable
+(tests/_markers.py).
 
 ``make test-fast`` deselects ``-m "not browser and not notebook"``; a test that executes a notebook
 without the marker would slip into it, so such a test fails. The small suites below run in a
@@ -23,7 +24,11 @@ sys.path.insert(0, {str(TESTS)!r})
 fake = types.ModuleType("papermill")
 fake.execute_notebook = lambda *a, **k: "executed"
 sys.modules["papermill"] = fake
-from _markers import pytest_collection_finish, pytest_runtest_call, pytest_runtest_setup  # noqa: F401
+from _markers import (  # noqa: F401
+    pytest_collection_finish,
+    pytest_runtest_call,
+    pytest_runtest_setup,
+)
 
 
 def pytest_configure(config):
@@ -64,9 +69,29 @@ def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "test_suite.py").write_text(SUITE, encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     return subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", "--strict-markers", *args, "--rootdir", str(tmp_path), str(tmp_path)],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:langsmith_plugin",
+            "-o",
+            "addopts=",
+            "--strict-markers",
+            *args,
+            "--rootdir",
+            str(tmp_path),
+            str(tmp_path),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_an_unmarked_notebook_run_fails_and_names_the_marker(tmp_path: Path) -> None:

@@ -248,7 +248,8 @@ def test_reviews_then_resume_certify_and_a_rejection_fails(copy: dict[str, Any])
     first, gold = copy["first_dir"], copy["gold"]
     pending, log, _ = pending_for_report(first, gold)
     assert pending
-    # One through the widget's note form (its validation first: no evidence id that does not resolve).
+    # One through the widget's note form (its validation first: no evidence id that does not
+    # resolve).
     form = TransitionReviewForm(first, gold=gold, reviewer="Rita Reviewer")
     form.case.value = 0
     form.decision.value = "accept"
@@ -413,7 +414,9 @@ def test_verify_detects_tampering_with_the_migration(copy: dict[str, Any], targe
 def test_recomputation_catches_a_forged_migration_even_with_rehashed_files(
     copy: dict[str, Any],
 ) -> None:
-    """Rewrite migration.json and the lock's file hashes consistently: the recomputation still disagrees."""
+    """Rewrite migration.json and the lock's file hashes consistently: the recomputation still
+    disagrees.
+    """
     from workbench.reports._migration import migration_problems
     from workbench.reports._recompute import recompute
 

@@ -1,4 +1,5 @@
-"""Noise sensitivity: pair validation, the ragas-noise kind through FakeLLM, controls first, the gate.
+"""Noise sensitivity: pair validation, the ragas-noise kind through FakeLLM, controls first, the
+gate.
 
 Every model call goes to ``workbench.testing.FakeLLM`` on 127.0.0.1; scripted answers follow
 the exact call sequence of Ragas' collections ``NoiseSensitivity`` (0.4.3):

@@ -1,4 +1,5 @@
-"""Noise suite format 2: retrieval evidence, traces, roles, sign-offs, partitions, policy, manifest, retirement.
+"""Noise suite format 2: retrieval evidence, traces, roles, sign-offs, partitions, policy, manifest,
+retirement.
 
 Every test builds a suite that the old format (schema 1) accepted in spirit, or could not
 express, and shows what validation now refuses, every problem at once, each with a code,
@@ -54,9 +55,11 @@ def test_structured_contexts_and_plain_strings_are_both_accepted(tmp_path: Path)
         c.corpus_id,
     ) == ("old-faq", "1", "old-faq#1", 2, 0.5, "acme", "kb-1")
     assert c.retriever_config_sha256 == "c" * 64
-    # the evaluator sees only the texts: a structured pair and its plain-text twin are the same judge input
+    # the evaluator sees only the texts: a structured pair and its plain-text twin are the same
+    # judge input
     assert cand.judge_input("noisy") == plain.judge_input("noisy")
-    # plain strings stay accepted and their digest is the one format 1 computed (old results still join)
+    # plain strings stay accepted and their digest is the one format 1 computed (old results still
+    # join)
     old_digest = sha256_json(
         {
             "user_input": plain.user_input,

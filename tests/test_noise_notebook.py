@@ -16,7 +16,9 @@ NOTEBOOK = ROOT / "notebooks" / "05_noise_sensitivity.ipynb"
 
 
 def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
-    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be the free ports the notebook's local model bound (the spec names only the variable)."""
+    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be the free
+    ports the notebook's local model bound (the spec names only the variable).
+    """
     urls = {
         json.loads(p.read_text(encoding="utf-8"))["endpoint_url"]
         for p in run_root.rglob("run.json")

@@ -223,7 +223,8 @@ def test_check_command_is_the_deterministic_lane(tmp_path: Path) -> None:
     )
 
 
-# -- control roles -----------------------------------------------------------------------------------
+# -- control roles
+# -----------------------------------------------------------------------------------
 
 
 def test_an_adversarial_control_that_does_not_separate_stops_the_run(tmp_path: Path) -> None:
@@ -342,7 +343,8 @@ def test_missing_control_roles_block(tmp_path: Path) -> None:
     }
 
 
-# -- abstention --------------------------------------------------------------------------------------
+# -- abstention
+# --------------------------------------------------------------------------------------
 
 
 def test_abstention_is_an_outcome_of_its_own(tmp_path: Path) -> None:
@@ -379,7 +381,8 @@ def test_abstention_is_an_outcome_of_its_own(tmp_path: Path) -> None:
     ] and report.exit_code == 1
 
 
-# -- policy bounds, budget and case limits -------------------------------------------------------------
+# -- policy bounds, budget and case limits
+# -------------------------------------------------------------
 
 
 def test_the_policy_bounds_the_run(tmp_path: Path) -> None:
@@ -451,7 +454,8 @@ def test_the_case_limit_stops_scheduling_and_says_not_run(tmp_path: Path) -> Non
     )
 
 
-# -- overrides ---------------------------------------------------------------------------------------
+# -- overrides
+# ---------------------------------------------------------------------------------------
 
 
 def over_limit() -> dict[str, Any]:
@@ -576,11 +580,14 @@ def test_missing_evidence_and_cross_tenant_retrieval_are_never_waived(tmp_path: 
     assert [u.reason for u in report.unapplied_overrides] == ["not_waivable"]
 
 
-# -- repeatability -------------------------------------------------------------------------------------
+# -- repeatability
+# -------------------------------------------------------------------------------------
 
 
 def flaky(counter: dict[str, int]) -> Any:
-    """The demo model, except that it supports the adopted statement from the distractor only every other time."""
+    """The demo model, except that it supports the adopted statement from the distractor only every
+    other time.
+    """
 
     def respond(request: ChatRequest) -> Reply:
         kind, data = parse_prompt(request.prompt)

@@ -61,7 +61,8 @@ def scored(suite: Any, scores: dict[str, float]) -> list[JudgeResult]:
     ]
 
 
-# -- companions ---------------------------------------------------------------------------------------
+# -- companions
+# ---------------------------------------------------------------------------------------
 
 COMPANIONS = {
     "completeness": {"direction": "higher_is_better", "limit": 0.5},
@@ -224,7 +225,8 @@ def test_baseline_comparison_gives_per_pair_deltas_slice_intervals_and_warning_t
         "p3": 0.25,
     }
     s = cmp.slices[0]
-    # by hand: deltas 0.5, 0, 0.25; mean 0.25; sd 0.25; t(0.975, 2) = 4.302653; half = 4.302653 * 0.25 / sqrt(3)
+    # by hand: deltas 0.5, 0, 0.25; mean 0.25; sd 0.25; t(0.975, 2) = 4.302653; half = 4.302653 *
+    # 0.25 / sqrt(3)
     half = 4.302652729911275 * 0.25 / math.sqrt(3)
     assert (
         s.n == 3
@@ -487,7 +489,8 @@ def test_panel_command(tmp_path: Path) -> None:
     assert json.loads(res.stdout)["agreement"]["rate"] == 1.0
 
 
-# -- releases ----------------------------------------------------------------------------------------
+# -- releases
+# ----------------------------------------------------------------------------------------
 
 
 def test_releases_freeze_and_refuse_in_place_changes_deletions_and_reactivation(
@@ -579,7 +582,8 @@ def test_releases_freeze_and_refuse_in_place_changes_deletions_and_reactivation(
     assert {p.code for p in info.value.problems} == {"release_chain_broken"}
 
 
-# -- codes and documentation ---------------------------------------------------------------------------
+# -- codes and documentation
+# ---------------------------------------------------------------------------
 
 
 def _table(module: Any) -> dict[str, str]:

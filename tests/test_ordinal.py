@@ -146,8 +146,10 @@ THREE = ["1", "2", "3"]
 def test_weighted_kappa_by_hand() -> None:
     # confusion (rows A, cols B): [[1,0,0],[0,1,1],[0,1,1]]; marginals p = q = (.2, .4, .4)
     # linear w = |i-j|: observed = 2 cells x 1/5 x 1 = 0.4
-    #   expected = 2(.2*.4*1) + 2(.2*.4*2) + 2(.4*.4*1) = .16 + .32 + .32 = 0.8 -> kappa = 1 - .4/.8 = 0.5
-    # quadratic w = (i-j)^2: observed 0.4; expected = .16 + 2(.08*4) + .32 = 1.12 -> 1 - .4/1.12 = 9/14
+    #   expected = 2(.2*.4*1) + 2(.2*.4*2) + 2(.4*.4*1) = .16 + .32 + .32 = 0.8 -> kappa = 1 - .4/.8
+    # = 0.5
+    # quadratic w = (i-j)^2: observed 0.4; expected = .16 + 2(.08*4) + .32 = 1.12 -> 1 - .4/1.12 =
+    # 9/14
     # nominal: p_o = 3/5, p_e = .04 + .16 + .16 = .36 -> (.6 - .36)/.64 = 0.375
     linear = weighted_cohen_kappa(A, B, THREE, "linear")
     quadratic = weighted_cohen_kappa(A, B, THREE, "quadratic")
@@ -164,8 +166,10 @@ def test_weighted_kappa_by_hand() -> None:
 
 def test_weighted_kappa_with_unequal_values_uses_value_distances() -> None:
     # values 1 -> 0, 2 -> 1, 3 -> 3: distances |0-1| = 1, |0-3| = 3, |1-3| = 2
-    # linear: observed = 2/5 x 2 = 0.8; expected = 2(.08 x 1) + 2(.08 x 3) + 2(.16 x 2) = 1.28 -> 1 - .8/1.28 = 0.375
-    # quadratic: observed = 2/5 x 4 = 1.6; expected = 2(.08) + 2(.08 x 9) + 2(.16 x 4) = 2.88 -> 1 - 1.6/2.88 = 4/9
+    # linear: observed = 2/5 x 2 = 0.8; expected = 2(.08 x 1) + 2(.08 x 3) + 2(.16 x 2) = 1.28 -> 1
+    # - .8/1.28 = 0.375
+    # quadratic: observed = 2/5 x 4 = 1.6; expected = 2(.08) + 2(.08 x 9) + 2(.16 x 4) = 2.88 -> 1 -
+    # 1.6/2.88 = 4/9
     values = {"1": 0.0, "2": 1.0, "3": 3.0}
     assert weighted_cohen_kappa(A, B, THREE, "linear", values).value == pytest.approx(0.375)
     assert weighted_cohen_kappa(A, B, THREE, "quadratic", values).value == pytest.approx(4 / 9)
@@ -177,9 +181,11 @@ def test_weighted_kappa_with_unequal_values_uses_value_distances() -> None:
 def test_krippendorff_alpha_levels_by_hand() -> None:
     # coincidences: o11 = 2, o22 = 2, o33 = 2, o23 = o32 = 2; n_c = (2, 4, 4), n = 10
     # nominal: 1 - 9 x 4 / (2(2x4) + 2(2x4) + 2(4x4)) = 1 - 36/64 = 0.4375
-    # interval (d = (c-k)^2): observed 2x1 + 2x1 = 4; expected 2(8x1) + 2(8x4) + 2(16x1) = 112 -> 1 - 36/112 = 19/28
+    # interval (d = (c-k)^2): observed 2x1 + 2x1 = 4; expected 2(8x1) + 2(8x4) + 2(16x1) = 112 -> 1
+    # - 36/112 = 19/28
     # ordinal: d12 = ((2+4) - (2+4)/2)^2 = 9, d23 = (8 - 4)^2 = 16, d13 = (10 - 3)^2 = 49
-    #   observed 2x16 + 2x16 = 64; expected 2(8x9) + 2(8x49) + 2(16x16) = 1440 -> 1 - 9 x 64/1440 = 0.6
+    #   observed 2x16 + 2x16 = 64; expected 2(8x9) + 2(8x49) + 2(16x16) = 1440 -> 1 - 9 x 64/1440 =
+    # 0.6
     units = [{"a": x, "b": y} for x, y in zip(A, B, strict=True)]
     nominal = krippendorff_alpha(units, THREE, "nominal")
     ordinal = krippendorff_alpha(units, THREE, "ordinal")
@@ -204,14 +210,16 @@ def test_krippendorff_alpha_levels_by_hand() -> None:
         assert krippendorff_alpha(units, THREE, level).value == pytest.approx(
             alpha_by_hand(units, THREE, level)
         )
-    # interval with values 0, 1, 3: observed 2x4 + 2x4 = 16; expected 2(8x1) + 2(8x9) + 2(16x4) = 288 -> 1 - 144/288 = 0.5
+    # interval with values 0, 1, 3: observed 2x4 + 2x4 = 16; expected 2(8x1) + 2(8x9) + 2(16x4) =
+    # 288 -> 1 - 144/288 = 0.5
     values = {"1": 0.0, "2": 1.0, "3": 3.0}
     assert krippendorff_alpha(units, THREE, "interval", values).value == pytest.approx(0.5)
 
 
 def test_spearman_mae_and_confusion_by_hand() -> None:
     # mid-ranks: A -> [1, 2.5, 4.5, 4.5, 2.5], B -> [1, 4.5, 4.5, 2.5, 2.5]; deviations from 3:
-    # A [-2, -.5, 1.5, 1.5, -.5], B [-2, 1.5, 1.5, -.5, -.5]; sum of products 5, sums of squares 9 and 9 -> 5/9
+    # A [-2, -.5, 1.5, 1.5, -.5], B [-2, 1.5, 1.5, -.5, -.5]; sum of products 5, sums of squares 9
+    # and 9 -> 5/9
     rho = spearman_correlation(A, B, THREE)
     assert (rho.value, rho.n) == (pytest.approx(5 / 9), 5)
     assert rho.value == pytest.approx(spearmanr([int(x) for x in A], [int(y) for y in B]).statistic)
@@ -331,7 +339,9 @@ def test_nominal_rubric_is_the_default_and_unchanged() -> None:
 
 
 def test_every_scale_problem_is_reported_at_once_with_a_fix(make_dataset) -> None:
-    """Before: ``scale`` was an unknown field (one error); now every problem has its own line and fix."""
+    """Before: ``scale`` was an unknown field (one error); now every problem has its own line and
+    fix.
+    """
     bad = {
         **RUBRIC,
         "scale": "numeric",
@@ -513,11 +523,14 @@ def test_agreement_cli_labels_nominal_and_ordered_figures(ordinal_gold: Path) ->
     assert ab["weighted_kappa_quadratic"]["value"] == pytest.approx(9 / 14)
 
 
-# ------------------------------------------------------------------ real data and a synthetic 5-point set
+# ------------------------------------------------------------------ real data and a synthetic
+# 5-point set
 
 
 def _check_against_libraries(report: Any, dataset: Any) -> None:
-    """Every pair and alpha of the report equals the reference libraries and the closed forms here."""
+    """Every pair and alpha of the report equals the reference libraries and the closed
+    forms here.
+    """
     rubric = dataset.rubric
     scale, values = rubric.scale_labels, rubric.scale_values
     units = [{r.reviewer: r.label for r in case.reviews} for case in dataset.cases.values()]

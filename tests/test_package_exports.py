@@ -47,7 +47,8 @@ def test_every_name_in_all_resolves(name: str) -> None:
     package = importlib.import_module(name)
     exported = getattr(package, "__all__", None)
     if exported is None:  # a package that exports nothing (workbench.demo: data and scripts)
-        # a submodule becomes an attribute once anything imports it (workbench.demo.noise): not a name the package defines
+        # a submodule becomes an attribute once anything imports it (workbench.demo.noise): not a
+        # name the package defines
         defined = [
             n
             for n, v in vars(package).items()

@@ -1,4 +1,6 @@
-"""Development and calibration sessions: held-out refused, derive/save, paired comparison, selections."""
+"""Development and calibration sessions: held-out refused, derive/save, paired comparison,
+selections.
+"""
 
 from __future__ import annotations
 
@@ -65,7 +67,8 @@ def test_held_out_is_refused(gold: Path, tmp_path: Path) -> None:
 
 
 def test_develop_iteration_derive_save_and_transitions(gold: Path, tmp_path: Path) -> None:
-    # The scripted model fails everything unless the prompt says "be lenient", then passes everything.
+    # The scripted model fails everything unless the prompt says "be lenient", then passes
+    # everything.
     rules = [Rule(contains="be lenient", reply=Reply(value="pass", reason="lenient"))]
     with FakeLLM(rules=rules, default=Reply(value="fail", reason="strict")) as server:
         session = DevelopSession(gold, run_root=tmp_path / "runs")

@@ -77,7 +77,9 @@ def spec(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def closed_port() -> Iterator[int]:
-    """A port bound to a socket that never listens: connecting is refused, and nobody else can take it."""
+    """A port bound to a socket that never listens: connecting is refused, and nobody else can take
+    it.
+    """
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.bind(("127.0.0.1", 0))
     yield sock.getsockname()[1]
@@ -261,7 +263,8 @@ def test_no_json_mode(spec: Path, env: pytest.MonkeyPatch, server_json_mode: str
     assert "FAILED [no_json_mode]" in out and "json_mode: md_json" in out
     assert "JSON mode  NOT honoured" in out
     assert codes(result) == ["no_json_mode"] and result.json_mode_honoured is False
-    # ignored: the answer still parsed (instructor reads the fenced block), but JSON mode did not hold
+    # ignored: the answer still parsed (instructor reads the fenced block), but JSON mode did not
+    # hold
     assert result.parsed is (server_json_mode == "ignore")
 
 

@@ -1,4 +1,6 @@
-"""Sample-size planning (``workbench plan``): hand-computed values, statsmodels, the demo policy, the CLI."""
+"""Sample-size planning (``workbench plan``): hand-computed values, statsmodels, the demo policy,
+the CLI.
+"""
 
 from __future__ import annotations
 
@@ -133,7 +135,9 @@ def test_the_message_a_too_few_cases_blocker_can_cite() -> None:
 
 
 def _gold_counts() -> Counter[tuple[str, str, str]]:
-    """Adjudicated labels per slice and partition, read from gold.jsonl directly (superseded records skipped)."""
+    """Adjudicated labels per slice and partition, read from gold.jsonl directly (superseded records
+    skipped).
+    """
     records = [
         json.loads(line)
         for line in (GOLD / "gold.jsonl").read_text(encoding="utf-8").splitlines()

@@ -70,7 +70,9 @@ BASE_POLICY: dict[str, Any] = {
 
 
 def make_policy(**changes: Any) -> Policy:
-    """BASE_POLICY with top-level changes; ``slices`` entries are merged per slice (None drops one)."""
+    """BASE_POLICY with top-level changes; ``slices`` entries are merged per slice (None
+    drops one).
+    """
     raw = json.loads(json.dumps(BASE_POLICY))
     for slice_name, spec in changes.pop("slices", {}).items():
         if spec is None:

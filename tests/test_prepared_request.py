@@ -78,7 +78,8 @@ def test_prompt_schema_and_response_model_are_built_once_per_candidate(
         second = run(spec, large, tmp_path / "large", concurrency=concurrency, cache_dir=False)
         calls = len(server.calls)
     assert first.calls == 2 and second.calls == 12 and calls == 14
-    # Each candidate (load_candidate builds a new judge per run) is prepared once, whatever its size.
+    # Each candidate (load_candidate builds a new judge per run) is prepared once, whatever its
+    # size.
     assert per_candidate[0] == 1 and counts.prepare == 2
     # The JSON schema is rendered only while preparing (the stock request it is checked
     # against, and instructor's response model): never once per call.

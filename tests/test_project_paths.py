@@ -1,4 +1,6 @@
-"""Notebooks resolve paths against the project root, and 00_overview's printed command works as printed."""
+"""Notebooks resolve paths against the project root, and 00_overview's printed command works as
+printed.
+"""
 
 from __future__ import annotations
 
@@ -22,7 +24,9 @@ OVERVIEW = ROOT / "notebooks" / "00_overview.ipynb"
 
 
 def _printed_command() -> str:
-    """The headless command 00_overview prints in its first cell (the backticked line with papermill)."""
+    """The headless command 00_overview prints in its first cell (the backticked line with
+    papermill).
+    """
     intro = nbformat.read(OVERVIEW, as_version=4).cells[0].source
     commands = [c for c in re.findall(r"`([^`]+)`", intro) if "papermill" in c]
     assert len(commands) == 1, commands
@@ -30,7 +34,9 @@ def _printed_command() -> str:
 
 
 def _copy_project(dest: Path) -> Path:
-    """A fresh project: the repository's data/ and notebooks/ (nothing else), so runs never touch the repo."""
+    """A fresh project: the repository's data/ and notebooks/ (nothing else), so runs never touch
+    the repo.
+    """
     shutil.copytree(ROOT / "data", dest / "data")
     shutil.copytree(ROOT / "notebooks", dest / "notebooks")
     return dest
@@ -117,7 +123,9 @@ def test_overview_printed_command_works_as_printed(
 def test_overview_runs_from_notebooks_folder_with_default_paths(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Jupyter's way: the kernel starts in notebooks/; the default (project-relative) paths still resolve."""
+    """Jupyter's way: the kernel starts in notebooks/; the default (project-relative) paths still
+    resolve.
+    """
     monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)
     project = _copy_project(tmp_path / "proj")
     out = tmp_path / "out.ipynb"

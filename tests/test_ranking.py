@@ -292,7 +292,8 @@ def test_every_fixture_problem_is_reported_at_once_with_line_and_fix(tmp_path: P
         ("gate-1", "invalid_field"),
         ("empty-1", "empty_text"),
     } <= codes
-    # every problem has file:line and a fix; the expected-order problem names missing/unknown/duplicates
+    # every problem has file:line and a fix; the expected-order problem names
+    # missing/unknown/duplicates
     assert all(re.search(r"set@1\.yaml:\d+$", p.location) and p.fix for p in problems)
     miss = next(p for p in problems if p.code == "expected_order_not_permutation")
     assert (
@@ -769,7 +770,8 @@ def test_completeness_check_catches_a_template_that_omits_the_context(tmp_path: 
 def test_cli_exit_codes_on_the_demo(tmp_path: Path) -> None:
     runner = CliRunner()
     history = ["--history", str(tmp_path / "history.jsonl")]
-    # the deterministic ranker: no must-win reversal; the editorial case chargeback-009 drifts and routes to review (exit 4)
+    # the deterministic ranker: no must-win reversal; the editorial case chargeback-009 drifts and
+    # routes to review (exit 4)
     ok = runner.invoke(
         ranking_command,
         [

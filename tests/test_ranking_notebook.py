@@ -1,4 +1,6 @@
-"""``04_ranking.ipynb`` executes headless with papermill on the demo fixtures and shows the battery's findings."""
+"""``04_ranking.ipynb`` executes headless with papermill on the demo fixtures and shows the
+battery's findings.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +18,9 @@ NOTEBOOK = ROOT / "notebooks" / "04_ranking.ipynb"
 
 
 def _free_port_urls(run_root: Path, candidate: Path) -> set[str]:
-    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be the free ports the notebook's local model bound (the spec names only the variable)."""
+    """The URLs the notebook's runs called (``run.json`` ``endpoint_url``), checked to be the free
+    ports the notebook's local model bound (the spec names only the variable).
+    """
     urls = {
         json.loads(p.read_text(encoding="utf-8"))["endpoint_url"]
         for p in run_root.rglob("run.json")
@@ -59,7 +63,8 @@ def test_llm_ranker_battery_finds_the_position_bias_and_applies_the_release_rule
     # run may hold), so this test has no reason to skip.
     text = _execute(tmp_path)
     assert "support-llm-ranker@1" in text and "quality_failed" in text
-    # calibration: two reviewers, one adjudicated disagreement; label history; the frozen edit refused
+    # calibration: two reviewers, one adjudicated disagreement; label history; the frozen edit
+    # refused
     assert (
         "Adjudicated disagreement: **refund-destination-003**" in text
         and "disputed_unadjudicated" in text

@@ -124,7 +124,9 @@ def reviewed(
 
 
 def reversed_listing(case_id: str, **changes: Any) -> dict[str, Any]:
-    """A fixture whose identity (listed) order shows the worst candidate first; cand-1 is still best."""
+    """A fixture whose identity (listed) order shows the worst candidate first; cand-1 is still
+    best.
+    """
     data = reviewed(case_id, **changes)
     data["candidates"] = list(reversed(data["candidates"]))
     return data
@@ -586,7 +588,8 @@ def test_confirmed_reversal_blocks_an_unconfirmed_one_routes_to_review(tmp_path:
         and alone.gate.exit_code == 4
         and codes(alone) == ["ranking_reversal_unconfirmed"]
     )
-    # configurable: one reversal in the repeat baseline confirms; fewer repeats than the rule needs is incomplete
+    # configurable: one reversal in the repeat baseline confirms; fewer repeats than the rule needs
+    # is incomplete
     rows_ = [r.result for r in read_results(results)]
     one_of_three = [
         (

@@ -170,7 +170,8 @@ def test_exact_and_near_exact_duplicates_across_partitions_are_refused(make_data
     pairs = sorted(
         tuple(sorted((p.case_id, p.message.split("case '")[1].split("'")[0]))) for p in problems
     )
-    # every cross-partition pair among dev-1, dev-2, held-1 and cal-1; never dev-1/dev-2, never held-2
+    # every cross-partition pair among dev-1, dev-2, held-1 and cal-1; never dev-1/dev-2, never
+    # held-2
     assert pairs == sorted(
         [
             ("dev-1", "held-1"),

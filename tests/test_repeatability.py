@@ -163,12 +163,14 @@ def test_cli_exit_codes(gold: Path, flaky: Path, tmp_path: Path) -> None:
         ],
     )
     assert one.exit_code == 2
-    # Re-running the study replays the cached verdicts of each repeat: it cannot be retried toward green
+    # Re-running the study replays the cached verdicts of each repeat: it cannot be retried toward
+    # green
     again = CliRunner().invoke(
         main, [*args, "--partition", "calibration", "--out", str(tmp_path / "c")]
     )
     assert again.exit_code == 4 and "repeat 0: 5 attempts, 5 cached" in again.output
-    # Fresh calls (the queues are empty now: every call passes) are a new study, logged beside the others
+    # Fresh calls (the queues are empty now: every call passes) are a new study, logged beside the
+    # others
     fresh = CliRunner().invoke(
         main, [*args, "--partition", "calibration", "--out", str(tmp_path / "d"), "--no-cache"]
     )

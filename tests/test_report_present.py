@@ -1,4 +1,5 @@
-"""What a reviewer reads: grouped blockers, rounded numbers, next steps, styled tables, quiet output.
+"""What a reviewer reads: grouped blockers, rounded numbers, next steps, styled tables, quiet
+output.
 
 These are the pieces the certification report and the notebooks are built from; the browser
 tests (tests/test_browser_report.py) check the assembled page.
@@ -307,7 +308,9 @@ def test_previous_certification_is_the_last_finished_one_of_the_same_judge() -> 
 # -- tables ---------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def demo_alignment():
-    """rubric-judge@3 on the demo's development partition (no held-out data), with the demo policy."""
+    """rubric-judge@3 on the demo's development partition (no held-out data), with the demo
+    policy.
+    """
     from workbench.judges import load_candidate
 
     dataset = load_dataset(DEMO)

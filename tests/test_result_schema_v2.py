@@ -291,7 +291,9 @@ def _as_version_1(path: Path) -> None:
 def test_verify_reads_a_locked_reports_version_1_records_through_the_migration(
     tmp_path: Path,
 ) -> None:
-    """A locked report cannot be migrated in place: verify recomputes from its v1 records on read."""
+    """A locked report cannot be migrated in place: verify recomputes from its v1 records
+    on read.
+    """
     import shutil
     import stat
 

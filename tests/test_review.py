@@ -363,7 +363,8 @@ def test_review_and_transitions_refuse_joins_without_a_lineage_check_or_of_other
     with pytest.raises(WorkbenchError) as exc:
         transitions(unchecked, checked)
     assert [p.code for p in exc.value.problems] == ["lineage_unchecked"]
-    # Results stamped with another gold: refused, unless explicitly forced (then reviewable, never compared).
+    # Results stamped with another gold: refused, unless explicitly forced (then reviewable, never
+    # compared).
     other = {"dataset_sha256": "0" * 64, "rubric_version": "r0"}
     foreign = [ResultLine(x.line, x.result.model_copy(update=other)) for x in lines]
     with pytest.raises(WorkbenchError) as exc:

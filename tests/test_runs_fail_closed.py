@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -26,7 +27,7 @@ from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.judges import JudgeInput, load_candidate
 from workbench.runs import LOCK_FILE, run_candidate_sync
-from workbench.testing import FakeLLM, Reply, Rule
+from workbench.testing import ChatRequest, FakeLLM, Reply, Rule
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -449,9 +450,16 @@ def test_second_run_on_the_same_out_is_refused_at_once(make_dataset, tmp_path: P
     ]
     gold = make_dataset(cases)
     out = tmp_path / "out"
-    # 3 s a call holds the first run (36 s) while the second starts, however loaded the machine;
-    # once the second is refused the latency drops, so the first finishes at once.
-    with FakeLLM(default=Reply("pass"), latency_s=3.0) as server:
+    # Each call waits up to 3 s for `released`, so the first run is held (up to 36 s) while the
+    # second starts, however loaded the machine; once the second is refused the first is
+    # released and finishes at once, instead of sitting out its 36 s.
+    released = threading.Event()
+
+    def hold(_request: ChatRequest) -> Reply:
+        released.wait(3.0)
+        return Reply("pass")
+
+    with FakeLLM(responder=hold) as server:
         spec = write_spec(tmp_path / "specs", server.base_url, endpoint={"timeout_s": 10})
         command = [
             sys.executable,
@@ -479,14 +487,18 @@ def test_second_run_on_the_same_out_is_refused_at_once(make_dataset, tmp_path: P
         while time.monotonic() < deadline and not (out / "results.jsonl").exists():
             time.sleep(0.02)
         assert first.poll() is None, "the first run finished before the second could start"
+        # The second run is this process (click's CliRunner), the first a separate one: the lock
+        # is still taken across processes, without paying a second interpreter start-up.
         t0 = time.monotonic()
-        second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+        second = CliRunner().invoke(cli, command[3:], env={KEY_ENV: SECRET})
         refused_in = time.monotonic() - t0
         still_running = first.poll() is None
+        released.set()
         first_out, first_err = first.communicate(timeout=120)
         calls = server.call_count
     assert still_running  # the refusal came while the first run was writing
-    assert second.returncode == 2, second.stderr
+    assert second.exception is None or isinstance(second.exception, SystemExit), second.output
+    assert second.exit_code == 2, second.stderr
     assert (
         "run_locked" in second.stderr
         and "another workbench run is writing to this run directory" in second.stderr
@@ -496,8 +508,8 @@ def test_second_run_on_the_same_out_is_refused_at_once(make_dataset, tmp_path: P
     assert calls == 12  # each case paid once
     assert sorted(r["case_id"] for r in rows(out)) == [c["case_id"] for c in cases]
     assert (out / LOCK_FILE).exists()
-    again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
-    assert again.returncode == 0, again.stderr  # the lock is released at the end
+    again = CliRunner().invoke(cli, command[3:], env={KEY_ENV: SECRET})
+    assert again.exit_code == 0, again.output  # the lock is released at the end
 
 
 # -- §7 budgets ----------------------------------------------------------------------------------

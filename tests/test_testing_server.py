@@ -1,4 +1,6 @@
-"""The local fake OpenAI server: wire format, faults, scripting, auth, concurrency, real clients, CLI."""
+"""The local fake OpenAI server: wire format, faults, scripting, auth, concurrency, real clients,
+CLI.
+"""
 
 from __future__ import annotations
 

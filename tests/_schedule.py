@@ -1,0 +1,86 @@
+"""How the suite is spread over pytest-xdist workers (``make test``: ``-n auto --dist loadscope``).
+
+Under ``--dist loadscope`` a worker takes a whole scope (a module, or a class) at a time, so module
+fixtures such as a certified report are built once, and asks for the next scope when it has at
+most two tests left. The wall time is then about ``max(longest scope, total / workers)`` only if
+the long scopes start first: a long module handed out last runs alone while the other worker idles.
+
+pytest-xdist reorders the scopes by their number of tests (``--loadscope-reorder``, its default),
+which puts the many quick unit-test modules first and the few long certification, notebook and
+browser modules last. :func:`configure` turns that reordering off, so the order set here by
+:func:`slow_modules_first` is the order the workers receive.
+
+``tests/conftest.py`` calls both from its hooks.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+KINDS = ("notebook", "browser")
+"""Markers of the tests that start a notebook kernel or a browser: seconds each, not ms."""
+
+
+def configure(config: pytest.Config) -> None:
+    """Keep the collection order under ``--dist loadscope`` (xdist would sort by test count)."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
+
+
+MEASURED_S: dict[str, int] = {
+    "test_heldout_ledger.py": 392,
+    "test_ci_contracts.py": 337,
+    "test_notebooks.py": 242,
+    "test_datasets_marker.py": 220,
+    "test_migration_certify.py": 202,
+    "test_bad_input.py": 145,
+    "test_certify.py": 138,
+    "test_runs_fail_closed.py": 131,
+    "test_estimate.py": 128,
+    "test_browser.py": 116,
+    "test_project_paths.py": 111,
+    "test_authority.py": 110,
+    "test_report_present.py": 101,
+    "test_browser_report.py": 97,
+    "test_endpoints.py": 72,
+    "test_ranking_notebook.py": 69,
+    "test_verify.py": 66,
+    "test_ci_examples.py": 64,
+    "test_browser_widget.py": 63,
+    "test_guard.py": 61,
+    "test_llm_runs.py": 56,
+}
+"""Seconds per module in a measured run (bench/README.md, "Test suite": the before run, under load).
+
+Only the order matters: the longest first. A module not listed, or one that got faster, still
+runs; a new long module without notebook or browser tests should be added here.
+"""
+
+
+def _module(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def slow_modules_first(items: list[pytest.Item]) -> None:
+    """The measured long modules first (longest first), then the modules with the most notebook and
+    browser tests, then the rest in file order; the order within a module is kept.
+
+    Each notebook or browser test costs seconds (a kernel, a certification, chromium), so their
+    count ranks the modules the table above does not know.
+    """
+    weight: Counter[str] = Counter()
+    for item in items:
+        if any(item.get_closest_marker(kind) for kind in KINDS):
+            weight[_module(item)] += 1
+    first_seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        first_seen.setdefault(_module(item), index)
+
+    def key(item: pytest.Item) -> tuple[int, int, int]:
+        module = _module(item)
+        measured = MEASURED_S.get(module.rsplit("/", 1)[-1], 0)
+        return (-measured, -weight[module], first_seen[module])
+
+    items.sort(key=key)

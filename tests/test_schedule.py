@@ -1,0 +1,57 @@
+"""The suite's xdist schedule (tests/_schedule.py): long modules are handed out first."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import _schedule
+import pytest
+
+
+class FakeItem:
+    def __init__(self, nodeid: str, *markers: str) -> None:
+        self.nodeid = nodeid
+        self._markers = set(markers)
+
+    def get_closest_marker(self, name: str) -> object | None:
+        return name if name in self._markers else None
+
+
+def test_xdist_loadscope_keeps_the_collection_order(pytestconfig: pytest.Config) -> None:
+    # pytest-xdist's default (--loadscope-reorder) sorts scopes by test count, which handed the
+    # few long certification and notebook modules out last; the suite turns it off.
+    config: Any = SimpleNamespace(option=SimpleNamespace(loadscopereorder=True))
+    _schedule.configure(config)
+    assert config.option.loadscopereorder is False
+    without_xdist: Any = SimpleNamespace(option=SimpleNamespace())
+    _schedule.configure(without_xdist)  # no xdist option: nothing to change, no error
+    assert not hasattr(without_xdist.option, "loadscopereorder")
+    if hasattr(pytestconfig.option, "loadscopereorder"):
+        assert pytestconfig.option.loadscopereorder is False  # this very session
+
+
+def test_measured_long_modules_then_notebook_and_browser_modules_then_file_order() -> None:
+    items: Any = [
+        FakeItem("tests/test_guard.py::quick"),  # measured (61 s), no marker
+        FakeItem("tests/test_heldout_ledger.py::race", "notebook"),  # measured (392 s)
+        FakeItem("tests/test_a.py::fast_1"),
+        FakeItem("tests/test_b.py::nb_1", "notebook"),
+        FakeItem("tests/test_a.py::fast_2"),
+        FakeItem("tests/test_c.py::nb_1", "notebook"),
+        FakeItem("tests/test_c.py::plain"),
+        FakeItem("tests/test_c.py::browser_1", "browser"),
+        FakeItem("tests/test_d.py::fast"),
+    ]
+    _schedule.slow_modules_first(items)
+    assert [item.nodeid for item in items] == [
+        "tests/test_heldout_ledger.py::race",  # the longest measured module
+        "tests/test_guard.py::quick",
+        "tests/test_c.py::nb_1",  # two slow tests
+        "tests/test_c.py::plain",
+        "tests/test_c.py::browser_1",
+        "tests/test_b.py::nb_1",  # one
+        "tests/test_a.py::fast_1",  # none: file order, order within the module kept
+        "tests/test_a.py::fast_2",
+        "tests/test_d.py::fast",
+    ]
