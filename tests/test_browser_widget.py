@@ -176,10 +176,13 @@ def _scroll_to_top(root: Locator) -> dict[str, float]:
     """
     return root.evaluate("""(el) => {
             let scroller = el.parentElement;
-            while (scroller && !(scroller.scrollHeight > scroller.clientHeight && /(auto|scroll)/.test(getComputedStyle(scroller).overflowY))) scroller = scroller.parentElement;
+            const scrolls = (s) => s.scrollHeight > s.clientHeight
+              && /(auto|scroll)/.test(getComputedStyle(s).overflowY);
+            while (scroller && !scrolls(scroller)) scroller = scroller.parentElement;
             el.scrollIntoView({block: 'start'});
             const r = scroller.getBoundingClientRect();
-            return {top: r.top, bottom: Math.min(r.bottom, window.innerHeight), left: r.left, right: r.right};
+            return {top: r.top, bottom: Math.min(r.bottom, window.innerHeight),
+                    left: r.left, right: r.right};
         }""")
 
 
@@ -248,7 +251,8 @@ def test_two_columns_with_pass_fail_colours_show_more_and_pretty_request(lab: La
     _scroll_to_top(root)
     first = lab.cases[0]
     colours = root.evaluate(
-        """(el) => Array.from(el.querySelectorAll('.wb-col')).map(c => ({cls: c.className, colour: getComputedStyle(c).borderLeftColor,
+        """(el) => Array.from(el.querySelectorAll('.wb-col')).map(c => ({
+              cls: c.className, colour: getComputedStyle(c).borderLeftColor,
               left: c.getBoundingClientRect().left, top: c.getBoundingClientRect().top}))"""
     )
     assert len(colours) == 2, colours

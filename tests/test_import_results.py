@@ -459,8 +459,9 @@ def test_score_threshold_in_both_directions_keeps_the_score(
     source.write_text(SCORES)
     out = tmp_path / pass_if
     result = invoke(
-        "import", "results", source, "--gold", gold, "--out", out, "--case-id", "id", "--score", "faithfulness",
-        "--threshold", "0.5", "--pass-if", pass_if, "--name", "faith", "--version", pass_if.replace("_", "-"), "--model", "nli-detector",
+        "import", "results", source, "--gold", gold, "--out", out, "--case-id", "id",
+        "--score", "faithfulness", "--threshold", "0.5", "--pass-if", pass_if, "--name", "faith",
+        "--version", pass_if.replace("_", "-"), "--model", "nli-detector",
         "--prompt-description", "NLI faithfulness of the answer to the notes",
     )  # fmt: skip
     assert result.exit_code == 0, result.output
@@ -705,7 +706,8 @@ def test_ragas_evaluate_to_pandas_imports_and_a_failed_metric_stays_missing(
     }
     imported = results_from_ragas(outcome, mapping, gold=gold)
     assert {r.case_id: (r.score, r.value) for r in imported.results} == {
-        "c01": (0.1, "fail"), "c02": (0.2, "fail"), "c04": (0.4, "pass"), "c05": (0.5, "pass"), "c06": (0.6, "pass"), "c07": (0.7, "pass"),
+        "c01": (0.1, "fail"), "c02": (0.2, "fail"), "c04": (0.4, "pass"),
+        "c05": (0.5, "pass"), "c06": (0.6, "pass"), "c07": (0.7, "pass"),
     }  # fmt: skip
     assert imported.missing_case_ids == (
         "c03",

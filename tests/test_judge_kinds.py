@@ -181,7 +181,8 @@ def test_every_builtin_stub_names_a_judge_factory() -> None:
 _PROBE = """
 import json, sys
 from workbench.judges import load_candidate
-loaded = lambda: sorted(m for m in sys.modules if m.startswith(("workbench.noise", "workbench.ranking")))
+PREFIXES = ("workbench.noise", "workbench.ranking")
+loaded = lambda: sorted(m for m in sys.modules if m.startswith(PREFIXES))
 before = loaded()
 load_candidate(sys.argv[1])
 print(json.dumps([before, loaded()]))

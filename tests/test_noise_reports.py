@@ -601,9 +601,11 @@ def test_every_noise_blocker_code_is_registered_and_documented() -> None:
 
 
 NOISE_MODELS = [
-    "NoiseSuite", "NoisePair", "CleanMember", "NoisyMember", "Distractor", "SliceLimit", "RetrievedContext", "GenerationTrace", "RetrievalAssertions",
-    "SignOff", "Retirement", "NoisePolicy", "CompanionMetric", "EvidenceManifest", "NoiseReport", "ControlRow", "PairRow", "SliceRow", "RepeatRow",
-    "RetiredRow", "RetrievalRow", "NoiseComparison", "PairDelta", "SliceDelta", "Trend", "NoiseRelease", "FrozenPair", "CompanionValue", "ClaimPanel",
+    "NoiseSuite", "NoisePair", "CleanMember", "NoisyMember", "Distractor", "SliceLimit",
+    "RetrievedContext", "GenerationTrace", "RetrievalAssertions", "SignOff", "Retirement",
+    "NoisePolicy", "CompanionMetric", "EvidenceManifest", "NoiseReport", "ControlRow", "PairRow",
+    "SliceRow", "RepeatRow", "RetiredRow", "RetrievalRow", "NoiseComparison", "PairDelta",
+    "SliceDelta", "Trend", "NoiseRelease", "FrozenPair", "CompanionValue", "ClaimPanel",
     "ClaimReview", "ClaimJudgment", "ClaimAdjudication", "PanelReport", "PanelMemberRow",
 ]  # fmt: skip
 

@@ -101,7 +101,8 @@ def _scanned_files() -> list[Path]:
     this = Path(__file__).resolve()
     return sorted(
         p for top in SCANNED for p in (ROOT / top).rglob("*")
-        if p.is_file() and p.suffix in SUFFIXES and p.resolve() != this and "__pycache__" not in p.parts and ".ipynb_checkpoints" not in p.parts
+        if p.is_file() and p.suffix in SUFFIXES and p.resolve() != this
+        and "__pycache__" not in p.parts and ".ipynb_checkpoints" not in p.parts
     )  # fmt: skip
 
 
@@ -381,7 +382,8 @@ def test_the_demo_cache_survives_a_port_change(tmp_path: Path) -> None:
 CHILD = """
 import json, os, sys, urllib.request
 url, port = os.environ["WORKBENCH_DEMO_LLM_URL"], os.environ["FAKE_LLM_PORT"]
-assert url == os.environ["FAKE_LLM_BASE_URL"] == f"http://127.0.0.1:{port}/v1" and int(port) > 0, (url, port)
+expected = f"http://127.0.0.1:{port}/v1"
+assert url == os.environ["FAKE_LLM_BASE_URL"] == expected and int(port) > 0, (url, port)
 models = json.load(urllib.request.urlopen(url + "/models"))
 sys.exit(0 if models["data"][0]["id"] == "fake-judge" else 9)
 """

@@ -146,9 +146,8 @@ def function_spec(directory: Path, function: str, name: str = "ranker", **change
 
 
 RANK_PROMPT = (
-    "Question:"
-    " {user_input}\n\n<policy>\n{context}\n</policy>\n\n<candidates>\n{candidates}\n</candidates>\n\nReturn"
-    " every label once, best first."
+    "Question: {user_input}\n\n<policy>\n{context}\n</policy>\n\n"
+    "<candidates>\n{candidates}\n</candidates>\n\nReturn every label once, best first."
 )
 
 

@@ -35,7 +35,10 @@ first = sys.argv[1]
 if first == "workbench":
     import workbench
 import jsonschema, nbformat
-state = {"after_import": type(sys.modules["rfc3987_syntax"]).__name__, "lark_after_import": "lark" in sys.modules}
+state = {
+    "after_import": type(sys.modules["rfc3987_syntax"]).__name__,
+    "lark_after_import": "lark" in sys.modules,
+}
 checker = jsonschema.FormatChecker()
 state["answers"] = [checker.conforms(value, fmt) for value, fmt in json.loads(sys.argv[2])]
 state["after_check"] = type(sys.modules["rfc3987_syntax"]).__name__

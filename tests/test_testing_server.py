@@ -543,7 +543,10 @@ assert [m["id"] for m in models["data"]] == ["fake-judge"], models
 request = urllib.request.Request(
     base + "/chat/completions",
     data=json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]}).encode(),
-    headers={"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["FAKE_KEY"]},
+    headers={
+        "Content-Type": "application/json",
+        "Authorization": "Bearer " + os.environ["FAKE_KEY"],
+    },
 )
 content = json.load(urllib.request.urlopen(request))["choices"][0]["message"]["content"]
 sys.exit(int(sys.argv[1]) if json.loads(content)["value"] == "fail" else 99)

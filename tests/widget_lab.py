@@ -94,8 +94,8 @@ def write_workspace(tmp: Path, *, hostile: bool = True) -> tuple[Path, dict[str,
         cells.append(
             cell(
                 "import json\nfrom workbench.review import ReviewTable\nfrom workbench.ui import"
-                " ReviewWidget\nhostile ="
-                f" ReviewWidget(ReviewTable.from_records(json.loads({json.dumps(json.dumps(HOSTILE_ROWS))})),"
+                " ReviewWidget\nhostile = ReviewWidget(ReviewTable.from_records(json.loads("
+                f"{json.dumps(json.dumps(HOSTILE_ROWS))})),"
                 " reviewer='browser-test')\nhostile"
             )
         )
@@ -145,7 +145,8 @@ KERNEL_STATE = (
   if (!window.jupyterapp) return 'JupyterLab app not exposed yet';
   const panel = findPanel(path);
   if (!panel) return 'notebook panel not open';
-  const kernel = panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+  const session = panel.sessionContext && panel.sessionContext.session;
+  const kernel = session && session.kernel;
   return kernel ? `${kernel.connectionStatus}/${kernel.status}` : 'no kernel yet';
 }
 """
@@ -185,7 +186,8 @@ RUN_STATE = (
     }
   }
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
-  return {done: Boolean(window.__wbRunAll && window.__wbRunAll.done), error: window.__wbRunAll && window.__wbRunAll.error,
+  const run = window.__wbRunAll;
+  return {done: Boolean(run && run.done), error: run && run.error,
           errors, executed, code, kernel: kernel ? kernel.status : 'none'};
 }
 """
@@ -194,7 +196,10 @@ RUN_STATE = (
 ACTIVE_CELL = (
     FIND_PANEL
     + """
-(path) => { const p = findPanel(path); return {index: p.content.activeCellIndex, mode: p.content.mode}; }
+(path) => {
+  const p = findPanel(path);
+  return {index: p.content.activeCellIndex, mode: p.content.mode};
+}
 """
 )
 
@@ -202,7 +207,9 @@ OPEN_LEFT_PANEL = """
 async () => {
   const app = window.jupyterapp;
   await app.commands.execute('filebrowser:activate');
-  return {leftCollapsed: app.shell.leftCollapsed, width: document.querySelector('#jp-left-stack') ? document.querySelector('#jp-left-stack').getBoundingClientRect().width : 0};
+  const stack = document.querySelector('#jp-left-stack');
+  return {leftCollapsed: app.shell.leftCollapsed,
+          width: stack ? stack.getBoundingClientRect().width : 0};
 }
 """
 
@@ -294,24 +301,33 @@ READ = r"""
 (root) => {
   const norm = (t) => t.replace(/\u00a0/g, ' ').replace(/\u200b/g, '').trim();
   const text = (el) => el ? norm(el.textContent) : null;
-  const labels = Array.from(root.querySelectorAll('div.widget-label')).map(e => e.textContent.trim());
+  const labels = Array.from(root.querySelectorAll('div.widget-label'))
+    .map(e => e.textContent.trim());
   const selectOf = (name) => {
-    const box = Array.from(root.querySelectorAll('.widget-dropdown')).find(d => { const l = d.querySelector('label'); return l && l.textContent.trim() === name; });
+    const box = Array.from(root.querySelectorAll('.widget-dropdown')).find(d => {
+      const l = d.querySelector('label');
+      return l && l.textContent.trim() === name;
+    });
     if (!box) return null;
     const s = box.querySelector('select');
     return {value: norm(s.value), options: Array.from(s.options).map(o => norm(o.textContent))};
   };
-  const toggles = Array.from(root.querySelectorAll('.widget-checkbox')).map(c => ({text: norm(c.textContent), checked: c.querySelector('input').checked}));
+  const toggles = Array.from(root.querySelectorAll('.widget-checkbox'))
+    .map(c => ({text: norm(c.textContent), checked: c.querySelector('input').checked}));
   return {
     case_id: text(root.querySelector('.wb-case h3')),
     meta: text(root.querySelector('.wb-case p.wb-meta')),
     position: labels.find(t => /^\d+ of \d+$/.test(t)) || null,
     progress: labels.find(t => /^\d+ of \d+ reviewed$/.test(t)) || null,
     status: text(root.querySelector('.wb-status')),
-    slice: selectOf('slice'), error_class: selectOf('class'), tag: selectOf('tag'), cause: selectOf('cause'),
+    slice: selectOf('slice'), error_class: selectOf('class'),
+    tag: selectOf('tag'), cause: selectOf('cause'),
     toggles,
     list: Array.from(root.querySelectorAll('.wb-item')).map(i => i.dataset.caseId),
-    bars: Array.from(root.querySelectorAll('rect.wb-bar')).map(b => ({slice: b.dataset.slice, cls: b.dataset.class, count: Number(b.dataset.count), selected: b.classList.contains('wb-bar-selected')})),
+    bars: Array.from(root.querySelectorAll('rect.wb-bar')).map(b => ({
+      slice: b.dataset.slice, cls: b.dataset.class, count: Number(b.dataset.count),
+      selected: b.classList.contains('wb-bar-selected'),
+    })),
   };
 }
 """
