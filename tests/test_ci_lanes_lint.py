@@ -1,4 +1,4 @@
-"""CI enforces the code's form: `.ci/run` runs `make lint`, and `make lint` runs the three checks."""
+"""CI enforces the code's form: `.ci/run` runs `make lint`, which runs the three checks."""
 
 from __future__ import annotations
 
