@@ -516,6 +516,39 @@ def test_key_counting_is_exact_around_quotes_and_colons(rich):
     assert any(p["code"] == "fingerprint_mismatch" for p in _problems(lambda: align(gold, results)))
 
 
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize(
+    "reason", [":starts with a colon", 'says "late": now', "\\", "a\\", "[:", "{:"]
+)
+def test_a_string_never_makes_up_for_an_absent_key(rich, compact, reason):
+    """Whether the strings are searched for '":' is decided from the bytes before each '":';
+    a line missing a key whose string supplies the lost '":' is refused with either JSON
+    spacing, and a valid file with such strings keeps the columnar path."""
+    gold, results = rich
+    fp = __import__("conftest").fingerprint
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    for row in rows:
+        row["judge"]["params"]["note"] = None
+        row["judge_fingerprint"] = fp(row["judge"])
+    rows[4]["reason"] = reason
+    separators = (",", ":") if compact else (", ", ": ")
+
+    def write(rows: list[dict]) -> None:
+        results.write_text("".join(json.dumps(r, separators=separators) + "\n" for r in rows))
+
+    write(rows)
+    assert read_columnar(results) is not None
+    assert_same(gold, results, None)
+    rows[4]["judge"]["params"] = {k: v for k, v in rows[4]["judge"]["params"].items()}
+    del rows[4]["judge"]["params"]["note"]
+    rows[4]["reason"] = ":" + reason if '":' not in json.dumps(reason) else reason
+    write(rows)
+    assert read_columnar(results) is None
+    old = _problems(lambda: reference(gold, results, None))
+    assert old
+    assert _problems(lambda: align(gold, results)) == old
+
+
 # -- integer keys: gold row numbers, (case, repeat, attempt) as one int64, batched gold lookups
 
 

@@ -190,6 +190,7 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
     kept = 0  # bytes of a partial last line carried to the front of ``buf``
     scratch = _Scratch()
     schema: pa.Schema | None = None
+    before_string = _before_a_string_key_end()
     with open_for_reading(file) as fh:
         while True:
             if len(buf) - kept < BLOCK_BYTES:  # a line longer than a block: grow (rare)
@@ -229,7 +230,13 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
             # value that starts with a colon: those are counted from the parsed strings and added
             # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
             # and the block goes to the strict reader).
-            written = _count_key_ends(raw, ends, scratch)
+            hits = _key_end_hits(raw, scratch)
+            written = np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
+            # A '":' that is not a key's end is an escaped quote in a string followed by a colon
+            # ('\\' before it) or a string opened right before a colon (JSON whitespace, ':',
+            # '[', ',' or '{' before it). With none in the block, no parsed string adds to the
+            # count and the strings need not be searched.
+            strings = bool(before_string[raw[hits - 1]].any()) if len(hits) else False
             table = None
             if schema is not None:
                 # The previous block's columns and types, given to Arrow: no type inference
@@ -242,11 +249,11 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
                     table = _parse_block(buffer, len(starts), schema)
                 except pa.ArrowInvalid:
                     table = None
-                if table is not None and not _keys_match(table, written, lines):
+                if table is not None and not _keys_match(table, written, lines, strings):
                     table = None
             if table is None:
                 table = _parse_block(buffer, len(starts), None)
-                if not _keys_match(table, written, lines):
+                if not _keys_match(table, written, lines, strings):
                     raise _Refuse("a key absent on some line (Arrow would read it as null)")
             # NaN, Inf, Infinity (and their negatives): Arrow reads them as floats, the strict
             # reader refuses them. Arrow puts a number only in a float or integer column, so
@@ -302,17 +309,19 @@ def _parse_block(buffer: pa.Buffer, rows: int, schema: pa.Schema | None) -> pa.T
     return table
 
 
-def _keys_match(table: pa.Table, written: Any, lines: Any) -> bool:
+def _keys_match(table: pa.Table, written: Any, lines: Any, strings: bool = True) -> bool:
     """Whether every line holds every key the table's columns imply (``written``: the key
-    ends counted per line; ``lines``: the block's lines, looked up when columns have nulls)."""
+    ends counted per line; ``lines``: the block's lines, looked up when columns have nulls;
+    ``strings``: whether a string value may hold or start a '":')."""
     import numpy as np
 
     implied = sum(
-        (_keys_per_row(col.combine_chunks()) for col in table.columns),
+        (_keys_per_row(col.combine_chunks(), strings) for col in table.columns),
         np.full(table.num_rows, table.num_columns, dtype=np.int64),
     )
     return bool(
-        np.array_equal(written, implied) or np.array_equal(written, _keys_with_absent(table, lines))
+        np.array_equal(written, implied)
+        or np.array_equal(written, _keys_with_absent(table, lines, strings))
     )
 
 
@@ -343,11 +352,26 @@ def _count_key_ends(raw: Any, ends: Any, scratch: _Scratch | None = None) -> Any
     its newlines), as ``pc.count_substring(lines, '":')`` counts them, in one numpy pass."""
     import numpy as np
 
-    scratch = scratch if scratch is not None else _Scratch()
+    hits = _key_end_hits(raw, scratch if scratch is not None else _Scratch())
+    return np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
+
+
+def _key_end_hits(raw: Any, scratch: _Scratch) -> Any:
+    """The offsets of the '"' of every '":' in ``raw``."""
+    import numpy as np
+
     pairs = scratch.equal(raw[:-1], ord('"'), 1)
     pairs &= scratch.equal(raw[1:], ord(":"), 2)
-    hits = np.flatnonzero(pairs)
-    return np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
+    return np.flatnonzero(pairs)
+
+
+def _before_a_string_key_end() -> Any:
+    """Which bytes may come right before a '":' that is not a key's end (a lookup table)."""
+    import numpy as np
+
+    table = np.zeros(256, dtype=bool)
+    table[list(b"\\ \t\r\n:[,{")] = True
+    return table
 
 
 def _parquet_blocks(file: Path, digest: Any) -> Any:
@@ -623,7 +647,7 @@ def _nested_names(kind: Any, out: set[str]) -> set[str]:
     return out
 
 
-def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
+def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
     """Keys per line when top-level fields may be absent (optional ones default to null).
 
     Each top-level column with nulls is looked up by name on every line (present or absent);
@@ -637,7 +661,7 @@ def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
     for field in table.schema:
         _nested_names(field.type, nested)
     total = sum(
-        (_keys_per_row(col.combine_chunks()) for col in table.columns),
+        (_keys_per_row(col.combine_chunks(), strings) for col in table.columns),
         np.zeros(table.num_rows, dtype=np.int64),
     )
     for name in table.column_names:
@@ -657,9 +681,10 @@ def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
     return total
 
 
-def _keys_per_row(array: Any) -> Any:
+def _keys_per_row(array: Any, strings: bool = True) -> Any:
     """How many times '":' occurs in each row's JSON when every field of every object is
-    present: once per key, plus once per '":' inside a string and per string starting with ':'."""
+    present: once per key, plus once per '":' inside a string and per string starting with ':'
+    (strings are not searched when ``strings`` is false: none holds or starts a '":')."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -669,15 +694,17 @@ def _keys_per_row(array: Any) -> Any:
     if pa.types.is_struct(kind):
         total = np.full(n, kind.num_fields, dtype=np.int64)
         for i in range(kind.num_fields):
-            total += _keys_per_row(pc.struct_field(array, i))
+            total += _keys_per_row(pc.struct_field(array, i), strings)
         return np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), total, 0)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         flat = pc.list_flatten(array)
         if not len(flat):
             return np.zeros(n, dtype=np.int64)
         parents = pc.list_parent_indices(array).to_numpy()
-        return np.bincount(parents, weights=_keys_per_row(flat), minlength=n).astype(np.int64)
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return np.bincount(parents, weights=_keys_per_row(flat, strings), minlength=n).astype(
+            np.int64
+        )
+    if strings and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         inner = (
             pc.fill_null(pc.count_substring(array, '":'), 0)
             .to_numpy(zero_copy_only=False)
