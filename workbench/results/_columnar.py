@@ -21,12 +21,14 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._io import max_line_bytes, open_for_reading, sha256_json
 from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
 
 if TYPE_CHECKING:
+    from io import BufferedIOBase
+
     import pyarrow as pa
 
 SHARD_SUFFIXES = (".jsonl", ".parquet")
@@ -192,11 +194,12 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
     schema: pa.Schema | None = None
     before_string = _before_a_string_key_end()
     with open_for_reading(file) as fh:
+        reader = cast("BufferedIOBase", fh)  # opened "rb": readinto fills the buffer in place
         while True:
             if len(buf) - kept < BLOCK_BYTES:  # a line longer than a block: grow (rare)
                 buf = buf[:kept] + bytearray(BLOCK_BYTES)
             view = memoryview(buf)
-            got = fh.readinto(view[kept : kept + BLOCK_BYTES])
+            got = reader.readinto(view[kept : kept + BLOCK_BYTES])
             digest.update(view[kept : kept + got])
             if not got:
                 if kept:
