@@ -673,11 +673,11 @@ def test_key_ends_are_counted_per_line_like_arrow_count_substring():
 
 @pytest.fixture
 def small_blocks(monkeypatch):
-    """Results read a line or two per block: every later block is parsed with the schema of
+    """Results read about a line per block: every later block is parsed with the schema of
     the block before it (Arrow's explicit schema) and lines longer than a block are carried."""
     import workbench.results._columnar as results_columnar
 
-    monkeypatch.setattr(results_columnar, "BLOCK_BYTES", 1024)
+    monkeypatch.setattr(results_columnar, "BLOCK_BYTES", 256)  # lines longer: carried, grown
     parses: list[bool] = []
     real = results_columnar._parse_block
 
