@@ -227,6 +227,10 @@ def _problems(call) -> list[dict]:
         "missing_reason",
         "wrong_type",
         "nan",
+        "inf",
+        "minus_inf",
+        "minus_infinity",
+        "nested_nan",
         "fingerprint",
         "mixed",
         "after_verdict",
@@ -274,6 +278,17 @@ def test_refused_input_gives_the_per_record_problems(rich, damage):
             if '"cost_usd": 0.001' in text[2]
             else text[2][:-1] + ', "score": NaN}'
         )
+    if damage == "nested_nan":  # deep inside an object the contract does not type
+        row = json.loads(text[2])
+        row["rendered_request"] = {"messages": [], "sampling": {"top_p": [0.5, 1.0]}}
+        text[2] = json.dumps(row).replace("1.0]", "NaN]")
+    if damage in ("inf", "minus_inf", "minus_infinity"):
+        # Arrow's JSON reader reads Inf, -Inf and -Infinity as floats; json.loads refuses "Inf"
+        # and the strict reader refuses Infinity: the columnar path must not accept them
+        token = {"inf": "Inf", "minus_inf": "-Inf", "minus_infinity": "-Infinity"}[damage]
+        row = json.loads(text[2])
+        row.pop("latency_s", None)
+        text[2] = json.dumps(row)[:-1] + f', "latency_s": {token}}}'
     if damage == "dup_key":
         text[1] = text[1][:-1] + ', "run_id": "run-1"}'
     results.write_text("\n".join(text) + "\n")
@@ -501,6 +516,39 @@ def test_key_counting_is_exact_around_quotes_and_colons(rich):
     assert any(p["code"] == "fingerprint_mismatch" for p in _problems(lambda: align(gold, results)))
 
 
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize(
+    "reason", [":starts with a colon", 'says "late": now', "\\", "a\\", "[:", "{:"]
+)
+def test_a_string_never_makes_up_for_an_absent_key(rich, compact, reason):
+    """Whether the strings are searched for '":' is decided from the bytes before each '":';
+    a line missing a key whose string supplies the lost '":' is refused with either JSON
+    spacing, and a valid file with such strings keeps the columnar path."""
+    gold, results = rich
+    fp = __import__("conftest").fingerprint
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    for row in rows:
+        row["judge"]["params"]["note"] = None
+        row["judge_fingerprint"] = fp(row["judge"])
+    rows[4]["reason"] = reason
+    separators = (",", ":") if compact else (", ", ": ")
+
+    def write(rows: list[dict]) -> None:
+        results.write_text("".join(json.dumps(r, separators=separators) + "\n" for r in rows))
+
+    write(rows)
+    assert read_columnar(results) is not None
+    assert_same(gold, results, None)
+    rows[4]["judge"]["params"] = {k: v for k, v in rows[4]["judge"]["params"].items()}
+    del rows[4]["judge"]["params"]["note"]
+    rows[4]["reason"] = ":" + reason if '":' not in json.dumps(reason) else reason
+    write(rows)
+    assert read_columnar(results) is None
+    old = _problems(lambda: reference(gold, results, None))
+    assert old
+    assert _problems(lambda: align(gold, results)) == old
+
+
 # -- integer keys: gold row numbers, (case, repeat, attempt) as one int64, batched gold lookups
 
 
@@ -621,3 +669,82 @@ def test_key_ends_are_counted_per_line_like_arrow_count_substring():
     ends = np.flatnonzero(raw == 10)
     expected = pc.count_substring(pa.array(lines), '":').to_numpy(zero_copy_only=False)
     assert _count_key_ends(raw, ends).tolist() == expected.tolist()
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Results read about a line per block: every later block is parsed with the schema of
+    the block before it (Arrow's explicit schema) and lines longer than a block are carried."""
+    import workbench.results._columnar as results_columnar
+
+    monkeypatch.setattr(results_columnar, "BLOCK_BYTES", 256)  # lines longer: carried, grown
+    parses: list[bool] = []
+    real = results_columnar._parse_block
+
+    def spy(buffer, rows, schema):
+        table = real(buffer, rows, schema)
+        parses.append(schema is not None)
+        return table
+
+    monkeypatch.setattr(results_columnar, "_parse_block", spy)
+    return parses
+
+
+@pytest.mark.parametrize("partition", [None, "development"])
+def test_blocks_parsed_with_the_previous_blocks_schema_give_the_same_report(
+    rich, small_blocks, partition
+):
+    gold, results = rich
+    assert_same(gold, results, partition)
+    assert small_blocks.count(True) > 10, "later blocks must be parsed with an explicit schema"
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "int_cost",
+        "absent_optional",
+        "no_retryable",
+        "float_attempt",
+        "string_tokens",
+        "unknown_key",
+        "absent_reason",
+        "null_partition",
+        "judge_model",
+    ],
+)
+def test_a_later_block_of_other_types_or_keys_is_judged_as_without_a_schema(
+    rich, small_blocks, damage
+):
+    """Arrow given the first blocks' schema refuses other types and unknown keys instead of
+    converting them; the block is parsed again with inference and judged as before."""
+    gold, results = rich
+    rows = _rows(results)
+    late = max(i for i, r in enumerate(rows) if r.get("cost_usd") is not None and r["repeat"] == 0)
+    row = rows[late]
+    if damage == "int_cost":
+        row["cost_usd"] = 0  # an integer where the schema has a float: the contract accepts it
+    elif damage == "absent_optional":
+        del row["latency_s"]
+    elif damage == "no_retryable":
+        err = max(i for i, r in enumerate(rows) if r["error"] is not None)
+        del rows[err]["error"]["retryable"]
+    elif damage == "float_attempt":
+        row["attempt"] = 1.0
+    elif damage == "string_tokens":
+        row["tokens_in"] = "5"
+    elif damage == "unknown_key":
+        row["bogus"] = 1
+    elif damage == "absent_reason":
+        del row["reason"]
+    elif damage == "null_partition":
+        row["partition"] = None
+    elif damage == "judge_model":
+        row["judge"] = {**row["judge"], "model": "m"}
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    if damage in ("int_cost", "absent_optional", "no_retryable"):
+        assert_same(gold, results, None)
+    else:
+        old = _problems(lambda: reference(gold, results, None))
+        assert old, "the damage must be refused"
+        assert _problems(lambda: align(gold, results)) == old

@@ -30,7 +30,7 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from .._io import atomic_write_bytes, open_for_reading, sha256_file, sha256_json
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
@@ -38,6 +38,8 @@ from ._release import RELEASES_FILE, GoldRelease, read_releases
 from ._rubric import Rubric, load_rubric
 
 if TYPE_CHECKING:
+    from io import BufferedIOBase
+
     import pyarrow as pa
 
 INDEX_FORMAT = 1
@@ -106,9 +108,12 @@ def _hash_file(path: Path) -> str | None:
     if not path.exists():
         return None
     digest = hashlib.sha256()
+    buf = bytearray(1 << 20)  # one buffer refilled (a fresh one per read costs page faults)
+    view = memoryview(buf)
     with open_for_reading(path) as fh:
-        for block in iter(lambda: fh.read(1 << 22), b""):
-            digest.update(block)
+        reader = cast("BufferedIOBase", fh)
+        while got := reader.readinto(buf):
+            digest.update(view[:got])
     return digest.hexdigest()
 
 

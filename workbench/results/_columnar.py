@@ -21,19 +21,22 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .._io import max_line_bytes, open_for_reading, sha256_json
 from ._contract import ERROR_KINDS, RESULT_SCHEMA_VERSION, JudgeIdentity, JudgeResult
 
 if TYPE_CHECKING:
+    from io import BufferedIOBase
+
     import pyarrow as pa
 
 SHARD_SUFFIXES = (".jsonl", ".parquet")
 """Files of a results directory that are shards; anything else in it is ignored."""
 BLOCK_BYTES = 8 << 20
-"""Bytes of whole lines parsed and checked at once (bounds memory on any file size). 8 MB: at
-1M results, 32 MB blocks cost 2 s more CPU, mostly page faults on fresh block-sized buffers."""
+"""Bytes read, parsed and checked at once (bounds memory on any file size; the read buffer and
+the numpy scratch buffers are reused from block to block). 8 MB: at 1M results, 32 MB blocks
+cost 2 s more CPU when every block had fresh buffers (page faults)."""
 
 NARROW = (
     "case_id",
@@ -173,36 +176,46 @@ def _narrow_schema() -> pa.Schema:
 
 
 def _jsonl_blocks(file: Path, digest: Any) -> Any:
-    """Yield ``(table, first line number)`` per block of whole lines; hash every byte read."""
+    """Yield ``(table, first line number)`` per block of whole lines; hash every byte read.
+
+    One pass over the bytes: each block is read into one buffer reused for the whole file (a
+    fresh block-sized buffer per block costs a page fault per 4 kB, which at 1M results was
+    seconds of system time), hashed from it, scanned and parsed; the numpy scans write into
+    buffers kept as well. Arrow's JSON reader copies what it parses, so the buffer is
+    refilled once a block's table has been yielded.
+    """
     import numpy as np
     import pyarrow as pa
-    import pyarrow.json as pj
 
     limit = max_line_bytes()
     line = 1
-    rest = b""
+    buf = bytearray(2 * BLOCK_BYTES)
+    kept = 0  # bytes of a partial last line carried to the front of ``buf``
+    scratch = _Scratch()
+    schema: pa.Schema | None = None
+    before_string = _before_a_string_key_end()
     with open_for_reading(file) as fh:
+        reader = cast("BufferedIOBase", fh)  # opened "rb": readinto fills the buffer in place
         while True:
-            data = fh.read(BLOCK_BYTES)
-            digest.update(data)
-            if not data:
-                if rest:
-                    raise _Refuse(
-                        "the last line has no newline"
-                    )  # a torn line: the strict reader says so
+            if len(buf) - kept < BLOCK_BYTES:  # a line longer than a block: grow (rare)
+                buf = buf[:kept] + bytearray(BLOCK_BYTES)
+            view = memoryview(buf)
+            got = reader.readinto(view[kept : kept + BLOCK_BYTES])
+            digest.update(view[kept : kept + got])
+            if not got:
+                if kept:
+                    raise _Refuse("the last line has no newline")  # the strict reader says so
                 return
-            chunk = rest + data
-            cut = chunk.rfind(b"\n") + 1
+            end = kept + got
+            cut = buf.rfind(b"\n", 0, end) + 1
             if cut == 0:
-                if len(chunk) > limit:
+                if end > limit:
                     raise _Refuse("line too long")
-                rest = chunk
+                kept = end
                 continue
-            block, rest = memoryview(chunk)[:cut], chunk[cut:]  # the block is not copied
-            if chunk.find(b"NaN", 0, cut) >= 0 or chunk.find(b"Infinity", 0, cut) >= 0:
-                raise _Refuse("NaN/Infinity, which Arrow would accept")
+            block = view[:cut]
             raw = np.frombuffer(block, dtype=np.uint8)
-            ends = np.flatnonzero(raw == 10)
+            ends = np.flatnonzero(scratch.equal(raw, 10))
             starts = np.concatenate(([0], ends[:-1] + 1))
             lengths = ends - starts
             if int(lengths.min()) <= 1 or int(lengths.max()) > limit:
@@ -215,40 +228,154 @@ def _jsonl_blocks(file: Path, digest: Any) -> Any:
             lines.validate(full=True)  # UTF-8
             if (raw[starts] != ord("{")).any() or (raw[ends - 1] != ord("}")).any():
                 raise _Refuse("a line that is not exactly one JSON object")
-            table = pj.read_json(
-                pa.BufferReader(buffer),
-                read_options=pj.ReadOptions(use_threads=True, block_size=1 << 22),
-            )
-            if table.num_rows != len(starts):
-                raise _Refuse("more than one JSON value on a line")
             # Arrow reads an absent key as null. Count the keys each line really holds and require
             # every key Arrow's columns imply: then null means null, as in the strict reader. A key
             # ends in '":'; so does an escaped quote before a colon inside a string, or a string
             # value that starts with a colon: those are counted from the parsed strings and added
             # to the implied count (anything else unusual, e.g. '"key" :', makes the counts differ
             # and the block goes to the strict reader).
-            written = _count_key_ends(raw, ends)
-            implied = sum(
-                (_keys_per_row(col.combine_chunks()) for col in table.columns),
-                np.full(table.num_rows, table.num_columns, dtype=np.int64),
-            )
-            if not np.array_equal(written, implied) and not np.array_equal(
-                written, _keys_with_absent(table, lines)
-            ):
-                raise _Refuse("a key absent on some line (Arrow would read it as null)")
+            hits = _key_end_hits(raw, scratch)
+            written = np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
+            # A '":' that is not a key's end is an escaped quote in a string followed by a colon
+            # ('\\' before it) or a string opened right before a colon (JSON whitespace, ':',
+            # '[', ',' or '{' before it). With none in the block, no parsed string adds to the
+            # count and the strings need not be searched.
+            strings = bool(before_string[raw[hits - 1]].any()) if len(hits) else False
+            table = None
+            if schema is not None:
+                # The previous block's columns and types, given to Arrow: no type inference
+                # (about 40% of the parse). Arrow then refuses unknown keys and values of
+                # another type instead of converting them (only an integer where the schema
+                # has a float is read as that float, which the contract accepts too); when it
+                # refuses, or a key it would fill with null is absent, the block is parsed again
+                # with inference, as without a schema, and judged on that.
+                try:
+                    table = _parse_block(buffer, len(starts), schema)
+                except pa.ArrowInvalid:
+                    table = None
+                if table is not None and not _keys_match(table, written, lines, strings):
+                    table = None
+            if table is None:
+                table = _parse_block(buffer, len(starts), None)
+                if not _keys_match(table, written, lines, strings):
+                    raise _Refuse("a key absent on some line (Arrow would read it as null)")
+            # NaN, Inf, Infinity (and their negatives): Arrow reads them as floats, the strict
+            # reader refuses them. Arrow puts a number only in a float or integer column, so
+            # they are looked for in the parsed floats (a scan of the bytes costs more)
+            if _non_finite(table):
+                raise _Refuse("NaN/Inf/Infinity, which Arrow would accept")
+            schema = table.schema
+            del lines, buffer, offsets, raw, block, view  # the table holds copies of its values
             yield table, line
             line += len(starts)
+            kept = end - cut
+            buf[:kept] = buf[cut:end]
 
 
-def _count_key_ends(raw: Any, ends: Any) -> Any:
+def _non_finite(table: pa.Table) -> bool:
+    """Whether a float anywhere in the table (nested fields and lists included) is NaN or
+    infinite."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def bad(array: Any) -> bool:
+        kind = array.type
+        if pa.types.is_floating(kind):
+            return bool(pc.any(pc.invert(pc.is_finite(array))).as_py())
+        if pa.types.is_struct(kind):
+            return any(bad(pc.struct_field(array, i)) for i in range(kind.num_fields))
+        if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            return bad(pc.list_flatten(array))
+        if pa.types.is_nested(kind):
+            raise _Refuse(f"a column of type {kind}")  # JSON gives none: not looked into here
+        return False
+
+    return any(bad(column.combine_chunks()) for column in table.columns)
+
+
+def _parse_block(buffer: pa.Buffer, rows: int, schema: pa.Schema | None) -> pa.Table:
+    """A block of JSON lines as a table: types inferred, or ``schema`` (no other key)."""
+    import pyarrow as pa
+    import pyarrow.json as pj
+
+    parse = (
+        None
+        if schema is None
+        else pj.ParseOptions(explicit_schema=schema, unexpected_field_behavior="error")
+    )
+    table = pj.read_json(
+        pa.BufferReader(buffer),
+        read_options=pj.ReadOptions(use_threads=True, block_size=1 << 22),
+        parse_options=parse,
+    )
+    if table.num_rows != rows:
+        raise _Refuse("more than one JSON value on a line")
+    return table
+
+
+def _keys_match(table: pa.Table, written: Any, lines: Any, strings: bool = True) -> bool:
+    """Whether every line holds every key the table's columns imply (``written``: the key
+    ends counted per line; ``lines``: the block's lines, looked up when columns have nulls;
+    ``strings``: whether a string value may hold or start a '":')."""
+    import numpy as np
+
+    implied = sum(
+        (_keys_per_row(col.combine_chunks(), strings) for col in table.columns),
+        np.full(table.num_rows, table.num_columns, dtype=np.int64),
+    )
+    return bool(
+        np.array_equal(written, implied)
+        or np.array_equal(written, _keys_with_absent(table, lines, strings))
+    )
+
+
+class _Scratch:
+    """Boolean buffers reused from block to block by the numpy scans (``out=``)."""
+
+    def __init__(self) -> None:
+        self.buffers: list[Any] = []
+
+    def get(self, slot: int, n: int) -> Any:
+        import numpy as np
+
+        while len(self.buffers) <= slot:
+            self.buffers.append(np.empty(0, dtype=bool))
+        if len(self.buffers[slot]) < n:
+            self.buffers[slot] = np.empty(max(n, 2 * BLOCK_BYTES), dtype=bool)
+        return self.buffers[slot][:n]
+
+    def equal(self, raw: Any, byte: int, slot: int = 0) -> Any:
+        """``raw == byte`` into the buffer of ``slot``."""
+        import numpy as np
+
+        return np.equal(raw, byte, out=self.get(slot, len(raw)))
+
+
+def _count_key_ends(raw: Any, ends: Any, scratch: _Scratch | None = None) -> Any:
     """Occurrences of '":' per line of a block (``raw``: its bytes, ``ends``: the offsets of
     its newlines), as ``pc.count_substring(lines, '":')`` counts them, in one numpy pass."""
     import numpy as np
 
-    pairs = raw[:-1] == ord('"')
-    pairs &= raw[1:] == ord(":")
-    hits = np.flatnonzero(pairs)
+    hits = _key_end_hits(raw, scratch if scratch is not None else _Scratch())
     return np.diff(np.searchsorted(hits, ends), prepend=0).astype(np.int64)
+
+
+def _key_end_hits(raw: Any, scratch: _Scratch) -> Any:
+    """The offsets of the '"' of every '":' in ``raw``."""
+    import numpy as np
+
+    pairs = scratch.equal(raw[:-1], ord('"'), 1)
+    pairs &= scratch.equal(raw[1:], ord(":"), 2)
+    return np.flatnonzero(pairs)
+
+
+def _before_a_string_key_end() -> Any:
+    """Which bytes may come right before a '":' that is not a key's end (a lookup table)."""
+    import numpy as np
+
+    table = np.zeros(256, dtype=bool)
+    table[list(b"\\ \t\r\n:[,{")] = True
+    return table
 
 
 def _parquet_blocks(file: Path, digest: Any) -> Any:
@@ -350,7 +477,7 @@ def _check(
         kind = t.schema.field("started_at").type
         if pa.types.is_string(kind):
             valid = pc.drop_null(col("started_at"))
-            if not pc.all(pc.match_substring_regex(valid, _ISO)).as_py():
+            if len(valid) and not pc.all(pc.match_substring_regex(valid, _ISO)).as_py():
                 raise _Refuse("started_at format")
             pc.cast(valid, pa.timestamp("us", tz="UTC"))  # raises on an impossible date
         elif not (pa.types.is_timestamp(kind) or pa.types.is_null(kind)):
@@ -524,7 +651,7 @@ def _nested_names(kind: Any, out: set[str]) -> set[str]:
     return out
 
 
-def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
+def _keys_with_absent(table: pa.Table, lines: Any, strings: bool = True) -> Any:
     """Keys per line when top-level fields may be absent (optional ones default to null).
 
     Each top-level column with nulls is looked up by name on every line (present or absent);
@@ -538,7 +665,7 @@ def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
     for field in table.schema:
         _nested_names(field.type, nested)
     total = sum(
-        (_keys_per_row(col.combine_chunks()) for col in table.columns),
+        (_keys_per_row(col.combine_chunks(), strings) for col in table.columns),
         np.zeros(table.num_rows, dtype=np.int64),
     )
     for name in table.column_names:
@@ -558,9 +685,10 @@ def _keys_with_absent(table: pa.Table, lines: Any) -> Any:
     return total
 
 
-def _keys_per_row(array: Any) -> Any:
+def _keys_per_row(array: Any, strings: bool = True) -> Any:
     """How many times '":' occurs in each row's JSON when every field of every object is
-    present: once per key, plus once per '":' inside a string and per string starting with ':'."""
+    present: once per key, plus once per '":' inside a string and per string starting with ':'
+    (strings are not searched when ``strings`` is false: none holds or starts a '":')."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -570,15 +698,17 @@ def _keys_per_row(array: Any) -> Any:
     if pa.types.is_struct(kind):
         total = np.full(n, kind.num_fields, dtype=np.int64)
         for i in range(kind.num_fields):
-            total += _keys_per_row(pc.struct_field(array, i))
+            total += _keys_per_row(pc.struct_field(array, i), strings)
         return np.where(pc.is_valid(array).to_numpy(zero_copy_only=False), total, 0)
     if pa.types.is_list(kind) or pa.types.is_large_list(kind):
         flat = pc.list_flatten(array)
         if not len(flat):
             return np.zeros(n, dtype=np.int64)
         parents = pc.list_parent_indices(array).to_numpy()
-        return np.bincount(parents, weights=_keys_per_row(flat), minlength=n).astype(np.int64)
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+        return np.bincount(parents, weights=_keys_per_row(flat, strings), minlength=n).astype(
+            np.int64
+        )
+    if strings and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
         inner = (
             pc.fill_null(pc.count_substring(array, '":'), 0)
             .to_numpy(zero_copy_only=False)
