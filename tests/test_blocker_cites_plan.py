@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _reference import proportion_confint
 from click.testing import CliRunner
-from statsmodels.stats.proportion import proportion_confint
 from test_policy import Evaluated, clean_spec, make_policy, only, write_policy
 
 from workbench.cli import main
@@ -129,7 +129,8 @@ def test_unbounded_blocker_cites_the_plan(evaluated, tmp_path: Path) -> None:
     (group,) = [g for g in group_blockers([b.model_dump(mode="json")]) if g.slice == "general"]
     assert (
         group.more_cases == planned
-        and f"{planned} are needed to bound it at half the limit ({cases_needed(0.20)} at zero errors)"
+        and f"{planned} are needed to bound it at half the limit"
+        f" ({cases_needed(0.20)} at zero errors)"
         in group.headline
     )
 
@@ -173,7 +174,8 @@ def test_enough_cases_but_rate_above_half_the_limit(evaluated) -> None:
     (group,) = [g for g in group_blockers([b.model_dump(mode="json")]) if g.slice == "general"]
     assert (
         group.more_cases == more
-        and f"{more} more human-fail cases judged pass or fail (with no further false pass) would bound it"
+        and f"{more} more human-fail cases judged pass or fail"
+        " (with no further false pass) would bound it"
         in group.headline
     )
 
