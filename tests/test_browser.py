@@ -309,8 +309,11 @@ def test_report_renders_offline_with_outcome_and_chart(demo_report: Path, page: 
         """() => Array.from(document.querySelectorAll('svg')).map(svg => {
             const r = svg.getBoundingClientRect();
             return {width: r.width, height: r.height,
-                    marks: svg.querySelectorAll('g.role-mark > *, g[class*="mark-"] > path, g[class*="mark-"] > line').length,
-                    title: /error rates/i.test(svg.textContent), text: svg.textContent.slice(0, 120)};
+                    marks: svg.querySelectorAll(
+                        'g.role-mark > *, g[class*="mark-"] > path, g[class*="mark-"] > line'
+                    ).length,
+                    title: /error rates/i.test(svg.textContent),
+                    text: svg.textContent.slice(0, 120)};
         })"""
     )
     drawn = [c for c in charts if c["width"] > 0 and c["height"] > 0 and c["marks"] > 0]
@@ -463,7 +466,8 @@ KERNEL_STATE = (
   if (!window.jupyterapp) return 'JupyterLab app not exposed yet';
   const panel = findPanel(path);
   if (!panel) return 'notebook panel not open';
-  const kernel = panel.sessionContext && panel.sessionContext.session && panel.sessionContext.session.kernel;
+  const kernel = panel.sessionContext && panel.sessionContext.session
+    && panel.sessionContext.session.kernel;
   return kernel ? `${kernel.connectionStatus}/${kernel.status}` : 'no kernel yet';
 }
 """
@@ -503,7 +507,8 @@ RUN_STATE = (
     }
   }
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
-  return {done: Boolean(window.__wbRunAll && window.__wbRunAll.done), error: window.__wbRunAll && window.__wbRunAll.error,
+  return {done: Boolean(window.__wbRunAll && window.__wbRunAll.done),
+          error: window.__wbRunAll && window.__wbRunAll.error,
           errors, executed, code, kernel: kernel ? kernel.status : 'none'};
 }
 """
@@ -524,8 +529,10 @@ READ_WIDGET = r"""
 (root) => {
   const h3 = root.querySelector('.widget-html-content h3');
   const p = root.querySelector('.widget-html-content p');
-  const labels = Array.from(root.querySelectorAll('div.widget-label')).map(e => e.textContent.trim());
-  const next = Array.from(root.querySelectorAll('button.widget-button')).find(b => b.textContent.trim() === 'next');
+  const labels = Array.from(root.querySelectorAll('div.widget-label'))
+    .map(e => e.textContent.trim());
+  const next = Array.from(root.querySelectorAll('button.widget-button'))
+    .find(b => b.textContent.trim() === 'next');
   const slice = p ? (p.textContent.match(/slice\s+(\S+)/) || [])[1] : null;
   return {case_id: h3 ? h3.textContent.trim() : null, slice: slice || null,
           position: labels.find(t => /^\d+ of \d+$/.test(t)) || null,

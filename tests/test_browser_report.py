@@ -95,7 +95,9 @@ def _in_first_screen(page: Page, selector: str) -> list[dict[str, Any]]:
     return page.evaluate(
         """(sel) => Array.from(document.querySelectorAll(sel)).map(e => {
             const r = e.getBoundingClientRect();
-            return {text: e.textContent.trim(), top: r.top + window.scrollY, bottom: r.bottom + window.scrollY, left: r.left, right: r.right, visible: r.width > 0 && r.height > 0};
+            return {text: e.textContent.trim(), top: r.top + window.scrollY,
+                    bottom: r.bottom + window.scrollY, left: r.left, right: r.right,
+                    visible: r.width > 0 && r.height > 0};
         })""",
         selector,
     )
@@ -273,7 +275,8 @@ def test_print_stylesheet_renders_a_pdf(demo_reports: dict[str, Path], page: Pag
     printed = page.evaluate("""() => ({
             padding: getComputedStyle(document.querySelector('main.wb-page')).paddingLeft,
             background: getComputedStyle(document.body).backgroundColor,
-            folded: Array.from(document.querySelectorAll('details.wb-group .wb-raw')).map(e => e.getBoundingClientRect().height),
+            folded: Array.from(document.querySelectorAll('details.wb-group .wb-raw'))
+                .map(e => e.getBoundingClientRect().height),
         })""")
     assert printed["padding"] == "0px" and printed["background"] in (
         "rgb(255, 255, 255)",
@@ -329,12 +332,16 @@ def hostile_restricted(chromium: None, tmp_path_factory: pytest.TempPathFactory)
     root = tmp_path_factory.mktemp("hostile-restricted")
     gold = _hostile_gold(root)
     policy = {
-        "schema_version": 1, "name": "browser-report", "version": "1", "owner": "test", "rationale": "test policy",
+        "schema_version": 1, "name": "browser-report", "version": "1", "owner": "test",
+        "rationale": "test policy",
         "rubric_version": RUBRIC["version"], "partition": "held_out", "min_n_per_slice": 1,
         "slices": {
-            "billing": {"risk": "critical", "max_abstention_rate": 0.1, "max_false_passes": 0, "max_false_pass_rate": 0.5, "false_pass_rate_basis": "upper_95"},
-            "general": {"risk": "low", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point"},
-            "empty": {"risk": "medium", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point", "min_n": 0},
+            "billing": {"risk": "critical", "max_abstention_rate": 0.1, "max_false_passes": 0,
+                        "max_false_pass_rate": 0.5, "false_pass_rate_basis": "upper_95"},
+            "general": {"risk": "low", "max_false_pass_rate": 0.5,
+                        "false_pass_rate_basis": "point"},
+            "empty": {"risk": "medium", "max_false_pass_rate": 0.5,
+                      "false_pass_rate_basis": "point", "min_n": 0},
         },
     }  # fmt: skip
     (root / "browser-report@1.yaml").write_text(yaml.safe_dump(policy), encoding="utf-8")
