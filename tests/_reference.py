@@ -1,6 +1,6 @@
 """The reference libraries the tests check the workbench against, imported when first called.
 
-statsmodels (with scipy and pandas) and scikit-learn cost seconds of import; every pytest process
+statsmodels, scipy.stats and scikit-learn cost seconds of import; every pytest process
 (each xdist worker) imported them while collecting the suite, for a handful of tests. The names
 here are the libraries' own functions with the same signatures, so a test reads as before:
 ``proportion_confint(k, n, alpha=0.05, method="wilson")`` is statsmodels'.
@@ -35,5 +35,19 @@ def fleiss_kappa(*args: Any, **kwargs: Any) -> Any:
 def cohen_kappa_score(*args: Any, **kwargs: Any) -> Any:
     """``sklearn.metrics.cohen_kappa_score``."""
     from sklearn.metrics import cohen_kappa_score as reference
+
+    return reference(*args, **kwargs)
+
+
+def spearmanr(*args: Any, **kwargs: Any) -> Any:
+    """``scipy.stats.spearmanr``."""
+    from scipy.stats import spearmanr as reference
+
+    return reference(*args, **kwargs)
+
+
+def kendalltau(*args: Any, **kwargs: Any) -> Any:
+    """``scipy.stats.kendalltau``."""
+    from scipy.stats import kendalltau as reference
 
     return reference(*args, **kwargs)

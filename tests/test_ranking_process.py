@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
+from _reference import kendalltau
 from click.testing import CliRunner
 from pydantic import BaseModel
 from ragas.metrics import ranking_metric
-from scipy.stats import kendalltau
 from test_ranking import (
     _quality,
     fixture,
@@ -462,7 +462,8 @@ def test_changes_go_in_a_new_version_recording_old_order_new_order_approver_and_
     out = CliRunner().invoke(cli, ["ranking", "history", str(tmp_path / "hist@2.yaml")])
     assert (
         out.exit_code == 0
-        and "c2: relabelled; ['cand-1', 'cand-2', 'cand-3'] -> ['cand-1', 'cand-3', 'cand-2']; approved by QA lead"
+        and "c2: relabelled; ['cand-1', 'cand-2', 'cand-3'] -> ['cand-1', 'cand-3', 'cand-2'];"
+        " approved by QA lead"
         in out.output
     )
     (tmp_path / "hist@1.yaml").unlink()
@@ -645,10 +646,14 @@ def test_agreement_drop_against_the_last_passing_run_blocks(tmp_path: Path) -> N
     )
     examples = tmp_path / "pol" / "drops@1.yaml"
     examples.parent.mkdir()
-    examples.write_text(yaml.safe_dump({"kind": "agreement-drop-examples", "name": "drops", "version": "1", "examples": [
-        {"example_id": "ok", "baseline": "b", "candidate": "c", "baseline_agreement": 1.0, "candidate_agreement": 0.98, "decision_changed": False, "reviewer": "R", "note": "n"},
-        {"example_id": "bad", "baseline": "b", "candidate": "c", "baseline_agreement": 1.0, "candidate_agreement": 0.9, "decision_changed": True, "reviewer": "R", "note": "n"},
-    ]}))  # fmt: skip
+    examples.write_text(yaml.safe_dump({
+        "kind": "agreement-drop-examples", "name": "drops", "version": "1", "examples": [
+            {"example_id": "ok", "baseline": "b", "candidate": "c", "baseline_agreement": 1.0,
+             "candidate_agreement": 0.98, "decision_changed": False, "reviewer": "R", "note": "n"},
+            {"example_id": "bad", "baseline": "b", "candidate": "c", "baseline_agreement": 1.0,
+             "candidate_agreement": 0.9, "decision_changed": True, "reviewer": "R", "note": "n"},
+        ],
+    }))  # fmt: skip
     rules = load_ranking_policy(
         policy_file(
             tmp_path / "pol", max_agreement_drop=0.06, agreement_drop_evidence="drops@1.yaml"
@@ -1098,8 +1103,8 @@ def test_demo_scalar_outcomes_match_their_generator() -> None:
 
 def test_a_candidate_shown_twice_is_flagged_not_only_missing_ones(tmp_path: Path) -> None:
     twice = (
-        "Q: {user_input}\n<policy>\n{context}\n</policy>\n{candidates}\n\nAgain:\n{candidates}\nRank"
-        " best first."
+        "Q: {user_input}\n<policy>\n{context}\n</policy>\n{candidates}\n\nAgain:\n{candidates}\n"
+        "Rank best first."
     )
     fs = fs_of(reviewed("dup"), name="dup")
     with FakeLLM(responder=quality_responder) as llm:
