@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _reference import proportion_confint
 from click.testing import CliRunner
 from conftest import make_case, make_result, result_lines, write_results
 from lineage_support import stamped
-from statsmodels.stats.proportion import proportion_confint
 from test_policy import NOW, Evaluated, clean_spec, make_override, make_policy, only, write_policy
 
 from workbench.align import alignment_report, format_report, join_results

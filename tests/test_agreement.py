@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from _reference import cohen_kappa_score
 from conftest import LABELS, alpha_by_coincidences, make_case
-from sklearn.metrics import cohen_kappa_score
 
 from workbench.agreement import agreement_block, human_agreement
 from workbench.gold import GoldCase, load_dataset

@@ -7,6 +7,7 @@ import json
 import random
 
 import pytest
+from _reference import cohen_kappa_score
 from conftest import (
     LABELS,
     make_case,
@@ -19,7 +20,6 @@ from conftest import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lineage_support import stamped
-from sklearn.metrics import cohen_kappa_score
 
 from workbench.align import (
     ERROR_COLUMN,

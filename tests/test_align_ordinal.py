@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _reference import cohen_kappa_score
 from click.testing import CliRunner
 from conftest import RUBRIC, make_case, make_result, result_lines, write_results
 from lineage_support import stamped
-from sklearn.metrics import cohen_kappa_score
 from test_ordinal import kappa_by_hand
 from test_policy import NOW, make_override, make_policy, write_policy
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _reference import proportion_confint
 from click.testing import CliRunner
-from statsmodels.stats.proportion import proportion_confint
 from test_policy import Evaluated, clean_spec, make_policy, only, write_policy
 
 from workbench.cli import main

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from _certified import demo_release_certification
 from browser_support import (
     JupyterLabServer,
     PageWatch,
@@ -47,8 +47,6 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-DEMO_CANDIDATE = "data/candidates/rubric-judge@2.yaml"
-DEMO_POLICY = "data/policies/support-release@1.yaml"
 DEMO_GOLD = "data/demo"
 
 SCRIPT = "<script>window.__pwned = 1</script>"
@@ -84,19 +82,9 @@ def page(browser: Browser) -> Iterator[Page]:
 
 @pytest.fixture(scope="module")
 def demo_report(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The demo candidate certified once into a temporary reports root (shared by the module)."""
-    reports = tmp_path_factory.mktemp("demo-reports")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(ROOT)
-        mp.setenv("WORKBENCH_CACHE_DIR", str(tmp_path_factory.mktemp("demo-cache")))
-        gold = reports / "gold"  # the held-out ledger lives beside the gold: certify a copy
-        shutil.copytree(ROOT / DEMO_GOLD, gold)
-        result = certify(
-            candidate=DEMO_CANDIDATE,
-            policy=DEMO_POLICY,
-            gold=gold,
-            reports_root=reports / "reports",
-        )
+    """The demo candidate certified once into a temporary reports root (shared by the run,
+    tests/_certified.py: read it, never write there)."""
+    result = demo_release_certification(tmp_path_factory).results[0]
     assert (result.report_dir / "report.html").is_file(), (
         f"certify wrote no report.html in {result.report_dir}"
     )

@@ -20,13 +20,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from _certified import demo_endings
 from browser_support import launch_chromium, require_chromium, watch_page
 from conftest import RUBRIC, make_case, write_dataset
 
@@ -41,8 +41,6 @@ if TYPE_CHECKING:
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = Path(__file__).resolve().parent
-POLICY = ROOT / "data" / "policies" / "support-release@3.yaml"
-CANDIDATES = ROOT / "data" / "candidates"
 VIEWPORT = {"width": 1280, "height": 800}
 SCRIPT = "<script>window.__pwned = 1</script>"
 IMG = '<img src=x onerror="window.__pwned=2">'
@@ -79,23 +77,10 @@ def page(browser: Browser) -> Iterator[Page]:
 
 @pytest.fixture(scope="module")
 def demo_reports(chromium: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The demo's two certifications, in make demo's order, on a copy of the demo gold."""
-    root = tmp_path_factory.mktemp("demo-endings")
-    gold = root / "gold"
-    shutil.copytree(ROOT / "data" / "demo", gold)
-    out = {}
-    with pytest.MonkeyPatch.context() as mp:
-        mp.chdir(ROOT)
-        mp.setenv("WORKBENCH_CACHE_DIR", str(root / "cache"))
-        for version in ("2", "3"):
-            result = certify(
-                CANDIDATES / f"rubric-judge@{version}.yaml",
-                POLICY,
-                gold,
-                reports_root=root / "reports",
-            )
-            out[version] = result.report_dir
-    return out
+    """The demo's two certifications, in make demo's order, on a copy of the demo gold (shared by
+    the run, tests/_certified.py: read them, never write there)."""
+    two, three = demo_endings(tmp_path_factory).results
+    return {"2": two.report_dir, "3": three.report_dir}
 
 
 def _open(page: Page, path: Path) -> Any:

@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from _certified import SharedCertification, demo_endings, demo_release_certification
 from click.testing import CliRunner
 
 from workbench.align import alignment_report, join_results
@@ -17,6 +18,7 @@ from workbench.gold import load_dataset
 from workbench.heldout import HeldOutLedger, ledger_path_for
 from workbench.policy import evaluate_gate, load_policy
 from workbench.reports import certify, external_references, list_reports, read_lock, verify_report
+from workbench.reports._certify import CertificationResult
 from workbench.results import read_results
 from workbench.runs import RunSummary
 
@@ -39,18 +41,20 @@ def fresh_gold(directory: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def demo_gold(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return fresh_gold(tmp_path_factory.mktemp("module-gold"))
+def shared(tmp_path_factory: pytest.TempPathFactory) -> SharedCertification:
+    """rubric-judge@2 under support-release@1 on a copy of the demo gold, certified once per run
+    (tests/_certified.py): the tests below read and verify it, never write there."""
+    return demo_release_certification(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")
-def reports_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("reports")
+def demo_gold(shared: SharedCertification) -> Path:
+    return shared.gold
 
 
 @pytest.fixture(scope="module")
-def first(reports_root: Path, demo_gold: Path):
-    return certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root)
+def first(shared: SharedCertification) -> CertificationResult:
+    return shared.results[0]
 
 
 def test_outcome_is_the_gate_recomputed_from_the_run_records(first, demo_gold: Path) -> None:
@@ -157,9 +161,12 @@ def test_tampering_is_detected_and_named(first, tmp_path: Path) -> None:
     assert "lock_changed" in {p.code for p in verify_report(report)}
 
 
-def test_second_certification_needs_a_reason_then_chains(
-    first, reports_root: Path, demo_gold: Path
-) -> None:
+def test_second_certification_needs_a_reason_then_chains(tmp_path: Path) -> None:
+    # Its own first certification: the ledger records the absolute reports root, so a second
+    # certification cannot continue the shared one's chain from a copy.
+    demo_gold = fresh_gold(tmp_path)
+    reports_root = tmp_path / "reports"
+    first = certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root)
     with pytest.raises(WorkbenchError) as info:
         certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root)
     assert (
@@ -337,18 +344,15 @@ def test_failed_blocking_controls_stop_before_held_out(tmp_path: Path) -> None:
     assert again.report_id.endswith("/2") and again.outcome == "quality_failed"
 
 
-def test_demo_has_both_endings(tmp_path: Path) -> None:
+def test_demo_has_both_endings(tmp_path_factory: pytest.TempPathFactory) -> None:
     """make demo's two certifications: rubric-judge@2 fails its controls, rubric-judge@3 needs
     review and says how many more human-fail cases each critical slice needs."""
     from workbench.stats import cases_needed
 
     policy = ROOT / "data" / "policies" / "support-release@3.yaml"
-    gold = fresh_gold(tmp_path)
-    reports = tmp_path / "reports"
-    two = certify(CANDIDATE, policy, gold, reports_root=reports)
-    three = certify(
-        ROOT / "data" / "candidates" / "rubric-judge@3.yaml", policy, gold, reports_root=reports
-    )
+    endings = demo_endings(tmp_path_factory)  # shared by the run (tests/_certified.py)
+    gold = endings.gold
+    two, three = endings.results
     assert two.outcome == "quality_failed" and {b["code"] for b in two.blockers} == {
         "control_failed_negative",
         "control_failed_adversarial",

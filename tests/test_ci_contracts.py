@@ -8,14 +8,17 @@ import datetime as dt
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from ci_support import ROOT, assert_junit_shape, copy_project, junit_cases
-from click.testing import CliRunner
+from click.testing import CliRunner, Result
 
+import workbench.ci
 from workbench.ci import (
     CheckResult,
+    ContractsReport,
     ExpectedFailure,
     apply_expected_failures,
     discover,
@@ -39,6 +42,22 @@ def _check(report, check_id: str) -> CheckResult:
 
 def _codes(report) -> set[str]:
     return {c.code for c in report.checks if c.code}
+
+
+def _contracts_through_the_cli(
+    monkeypatch: pytest.MonkeyPatch, args: list[str]
+) -> tuple[Result, ContractsReport]:
+    """``workbench ci contracts ARGS`` and the report its one call of run_contracts returned."""
+    returned: list[ContractsReport] = []
+
+    def kept(*a: Any, **kw: Any) -> ContractsReport:
+        returned.append(run_contracts(*a, **kw))
+        return returned[-1]
+
+    monkeypatch.setattr(workbench.ci, "run_contracts", kept)  # the CLI imports it when run
+    result = CliRunner().invoke(main, ["ci", "contracts", *args])
+    (report,) = returned
+    return result, report
 
 
 # ------------------------------------------------------------------------------ the demo project
@@ -151,9 +170,10 @@ def test_without_the_reviewed_list_the_demo_control_failures_fail_the_lane(tmp_p
     ],
 )
 def test_each_broken_contract_is_reported_and_exits_2(
-    tmp_path: Path, case: str, code: str, check_id: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, case: str, code: str, check_id: str
 ) -> None:
     project = copy_project(tmp_path / "p")
+    c_xml = tmp_path / "c.xml"
     data = project / "data"
     if case == "unknown_slice":
         # @2: @3 also names every slice in its authority scope, which fails to load first.
@@ -214,29 +234,17 @@ def test_each_broken_contract_is_reported_and_exits_2(
             text + f"  - case_id: {held}\n    reason: a held-out case must never be a sentinel\n",
             encoding="utf-8",
         )
-    report = run_contracts(project, out=tmp_path / "run")
+    # One run of the contracts: the CLI's, whose report (what run_contracts returned) is kept.
+    result, report = _contracts_through_the_cli(
+        monkeypatch,
+        ["--project", str(project), "--out", str(tmp_path / "run"), "--junit", str(c_xml)],
+    )
     check = _check(report, check_id)
     assert check.status == "failed" and check.category == "contract", check
     assert any(code in line for line in check.details), check.details
     assert report.exit_code == 2 and report.outcome == "contract_problems"
-    result = CliRunner().invoke(
-        main,
-        [
-            "ci",
-            "contracts",
-            "--project",
-            str(project),
-            "--out",
-            str(tmp_path / "run2"),
-            "--junit",
-            str(tmp_path / "c.xml"),
-        ],
-    )
     assert result.exit_code == 2 and code in result.output and "Traceback" not in result.output
-    assert (
-        junit_cases(assert_junit_shape((tmp_path / "c.xml").read_text(encoding="utf-8")))[check_id]
-        == "failure"
-    )
+    assert junit_cases(assert_junit_shape(c_xml.read_text(encoding="utf-8")))[check_id] == "failure"
 
 
 def test_an_empty_or_mistyped_project_never_passes(tmp_path: Path) -> None:

@@ -15,9 +15,9 @@ from pathlib import Path
 import migration_judges
 import pytest
 import yaml
+from _reference import mcnemar
 from click.testing import CliRunner
 from conftest import make_case
-from statsmodels.stats.contingency_tables import mcnemar
 
 from workbench.cli.main import main
 from workbench.errors import WorkbenchError

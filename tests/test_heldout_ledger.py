@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _certified import demo_release_certification
 from click.testing import CliRunner
 
 from workbench.cli import main
@@ -69,11 +70,10 @@ def lines(path: Path) -> list[str]:
 
 @pytest.fixture(scope="module")
 def certified(tmp_path_factory: pytest.TempPathFactory):
-    """One real certification of a copy of the demo gold into reports root A."""
-    base = tmp_path_factory.mktemp("certified")
-    gold = fresh_gold(base)
-    result = certify(CANDIDATE, POLICY, gold, reports_root=base / "reports-A")
-    return gold, base / "reports-A", result
+    """One real certification of a copy of the demo gold into reports root A (shared by the run,
+    tests/_certified.py: read it, never write there)."""
+    shared = demo_release_certification(tmp_path_factory)
+    return shared.gold, shared.reports, shared.results[0]
 
 
 # -- where the ledger lives ----------------------------------------------------------------

@@ -25,10 +25,9 @@ import numpy as np
 import pytest
 import yaml
 from _datasets import DATASETS, needs_datasets, require
+from _reference import cohen_kappa_score, spearmanr
 from click.testing import CliRunner
 from conftest import RUBRIC, make_case
-from scipy.stats import spearmanr
-from sklearn.metrics import cohen_kappa_score
 
 from workbench.agreement import human_agreement
 from workbench.cli import main

@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _reference import proportion_confint
 from click.testing import CliRunner
-from statsmodels.stats.proportion import proportion_confint
 
 from workbench.cli import main
 from workbench.gold import load_dataset

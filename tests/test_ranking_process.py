@@ -19,10 +19,10 @@ from typing import Any
 
 import pytest
 import yaml
+from _reference import kendalltau
 from click.testing import CliRunner
 from pydantic import BaseModel
 from ragas.metrics import ranking_metric
-from scipy.stats import kendalltau
 from test_ranking import (
     _quality,
     fixture,

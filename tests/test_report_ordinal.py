@@ -15,8 +15,8 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _reference import cohen_kappa_score
 from conftest import make_case, make_result, result_lines
-from sklearn.metrics import cohen_kappa_score
 from test_align_ordinal import FIXTURE, LIKERT, build, pairs, report_for
 
 from workbench.agreement import human_agreement

@@ -289,7 +289,7 @@ def _as_version_1(path: Path) -> None:
 
 @pytest.mark.notebook
 def test_verify_reads_a_locked_reports_version_1_records_through_the_migration(
-    tmp_path: Path,
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """A locked report cannot be migrated in place: verify recomputes from its v1 records
     on read.
@@ -297,18 +297,13 @@ def test_verify_reads_a_locked_reports_version_1_records_through_the_migration(
     import shutil
     import stat
 
-    from workbench.reports import certify, read_lock
+    from _certified import demo_release_certification
+
+    from workbench.reports import read_lock
     from workbench.reports._recompute import recompute
 
-    root = Path(__file__).resolve().parents[1]
-    gold = tmp_path / "gold"
-    shutil.copytree(root / "data" / "demo", gold)
-    result = certify(
-        root / "data" / "candidates" / "rubric-judge@2.yaml",
-        root / "data" / "policies" / "support-release@1.yaml",
-        gold,
-        reports_root=tmp_path / "reports",
-    )
+    # rubric-judge@2 under support-release@1, certified once per run (tests/_certified.py)
+    result = demo_release_certification(tmp_path_factory).results[0]
     copy = tmp_path / "copy"
     shutil.copytree(result.report_dir, copy)
     for p in [copy, *copy.rglob("*")]:

@@ -8,10 +8,9 @@ from statistics import NormalDist
 import krippendorff
 import numpy as np
 import pytest
+from _reference import cohen_kappa_score, proportion_confint
+from _reference import fleiss_kappa as sm_fleiss
 from conftest import alpha_by_coincidences
-from sklearn.metrics import cohen_kappa_score
-from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
-from statsmodels.stats.proportion import proportion_confint
 
 from workbench.stats import cohen_kappa, fleiss_kappa, krippendorff_alpha_nominal, wilson_rate
 

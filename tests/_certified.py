@@ -1,0 +1,112 @@
+"""Certifications shared by the test modules whose claim is about a certified report, not about
+the act of certifying.
+
+A certification runs a notebook kernel (10–40 s under load). Several modules certified the same
+inputs each: rubric-judge@2 under support-release@1 on a copy of the demo gold (four modules), and
+the demo's two endings (rubric-judge@2 then @3 under support-release@3, two modules).
+:func:`shared_certification` certifies each distinct sequence of inputs once per test run: under
+pytest-xdist the first worker to ask certifies under an exclusive file lock in the run's common
+temporary directory, and the other workers read its result. The gold copy (with its held-out
+ledger), the reports root and the reports are then shared: a test may read and verify them but
+never write there. A test that certifies again or edits a report copies what it changes first
+(a copied reports root cannot continue the original's ledger chain: the ledger records the
+absolute reports root, so such a test certifies its own gold).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pickle
+import shutil
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from workbench.reports import certify
+from workbench.reports._certify import CertificationResult
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "data" / "demo"
+CANDIDATES = ROOT / "data" / "candidates"
+POLICIES = ROOT / "data" / "policies"
+
+
+@dataclass(frozen=True)
+class SharedCertification:
+    """Certifications run in order on one copy of the demo gold into one reports root."""
+
+    gold: Path
+    """The copy of the demo gold; its held-out ledger lives beside it."""
+    reports: Path
+    """The reports root every step certified into."""
+    results: tuple[CertificationResult, ...]
+    """One result per step, in order."""
+
+
+def _run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This run's temporary directory common to every xdist worker (the worker's own otherwise)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # pytest-N/popen-gwK: pytest-N is this run's and every worker's
+    root = base / "shared-certifications"
+    root.mkdir(exist_ok=True)
+    return root
+
+
+def _certify_all(steps: Sequence[tuple[Path, Path]], into: Path) -> SharedCertification:
+    gold = into / "gold"
+    shutil.copytree(DEMO, gold)
+    reports = into / "reports"
+    with pytest.MonkeyPatch.context() as mp:
+        mp.chdir(ROOT)
+        mp.setenv("WORKBENCH_CACHE_DIR", str(into / "cache"))
+        results = tuple(
+            certify(candidate, policy, gold, reports_root=reports) for candidate, policy in steps
+        )
+    return SharedCertification(gold=gold, reports=reports, results=results)
+
+
+def shared_certification(
+    tmp_path_factory: pytest.TempPathFactory, key: str, steps: Sequence[tuple[Path, Path]]
+) -> SharedCertification:
+    """``steps`` (candidate spec, policy) certified in order on one fresh copy of the demo gold,
+    once per test run for each ``key`` (callers pass the same steps for the same key)."""
+    root = _run_root(tmp_path_factory)
+    done = root / f"{key}.pickle"
+    with (root / f"{key}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not done.exists():
+            into = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=root))  # a failed try stays apart
+            shared = _certify_all(steps, into)
+            partial = done.with_suffix(".partial")
+            partial.write_bytes(pickle.dumps(shared))
+            partial.replace(done)
+        loaded: SharedCertification = pickle.loads(done.read_bytes())
+    return loaded
+
+
+def demo_release_certification(tmp_path_factory: pytest.TempPathFactory) -> SharedCertification:
+    """rubric-judge@2 under support-release@1 (quality failed), once per run."""
+    return shared_certification(
+        tmp_path_factory,
+        "rubric-judge-2-support-release-1",
+        [(CANDIDATES / "rubric-judge@2.yaml", POLICIES / "support-release@1.yaml")],
+    )
+
+
+def demo_endings(tmp_path_factory: pytest.TempPathFactory) -> SharedCertification:
+    """make demo's two certifications in its order: rubric-judge@2 then @3 under
+    support-release@3 (controls failed, then review required)."""
+    policy = POLICIES / "support-release@3.yaml"
+    return shared_certification(
+        tmp_path_factory,
+        "demo-endings",
+        [
+            (CANDIDATES / "rubric-judge@2.yaml", policy),
+            (CANDIDATES / "rubric-judge@3.yaml", policy),
+        ],
+    )
