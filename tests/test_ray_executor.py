@@ -408,6 +408,36 @@ def test_a_killed_worker_loses_and_duplicates_nothing_on_resume(gold: Path, tmp_
     assert resumed.resumed == len(settled_before)
 
 
+def _kill_the_driver_mid_run(command: list[str], env: dict[str, str], out: Path) -> None:
+    """Start the CLI as its own Ray driver, kill it once a shard has recorded a result, and wait
+    until Ray has ended the dead driver's tasks (their worker processes are gone)."""
+    driver = subprocess.Popen(
+        command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        _wait_for(
+            lambda: any(len(rows(shard_dir(out, i) / "results.jsonl")) >= 1 for i in range(2)),
+            timeout=60,
+        )
+    finally:
+        driver.kill()
+        driver.wait()
+    workers = [
+        json.loads((shard_dir(out, i) / "worker.json").read_text())["pid"]
+        for i in range(2)
+        if (shard_dir(out, i) / "worker.json").exists()
+    ]
+
+    def gone(pid: int) -> bool:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    _wait_for(lambda: all(gone(pid) for pid in workers), timeout=30)
+
+
 def test_a_killed_driver_is_resumed_on_the_same_cluster(
     gold: Path, tmp_path: Path, local_ray: str
 ) -> None:
@@ -416,7 +446,7 @@ def test_a_killed_driver_is_resumed_on_the_same_cluster(
     with FakeLLM(default=Reply(value="pass"), latency_s=0.4) as server:
         spec = write_spec(tmp_path, server.base_url)
         env = {**os.environ, "RAY_ADDRESS": local_ray, KEY_ENV: SECRET}
-        driver = subprocess.Popen(
+        _kill_the_driver_mid_run(
             [
                 sys.executable,
                 "-m",
@@ -438,35 +468,9 @@ def test_a_killed_driver_is_resumed_on_the_same_cluster(
                 "--concurrency",
                 "2",
             ],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            env,
+            out,
         )
-        try:
-            _wait_for(
-                lambda: any(len(rows(shard_dir(out, i) / "results.jsonl")) >= 1 for i in range(2)),
-                timeout=60,
-            )
-        finally:
-            driver.kill()
-            driver.wait()
-        workers = [
-            json.loads((shard_dir(out, i) / "worker.json").read_text())["pid"]
-            for i in range(2)
-            if (shard_dir(out, i) / "worker.json").exists()
-        ]
-
-        def gone(pid: int) -> bool:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            return False
-
-        _wait_for(
-            lambda: all(gone(pid) for pid in workers), timeout=30
-        )  # Ray ends the tasks of a dead driver
         settled_before = set().union(
             *(_settled(shard_dir(out, i) / "results.jsonl") for i in range(2))
         )
@@ -662,35 +666,9 @@ def test_a_killed_driver_of_a_sampled_run_is_resumed_without_loss_or_repeat(
         args = _run_args(
             spec, gold, out, "--policy", str(policy), "--executor", "ray", "--shards", "2"
         )
-        driver = subprocess.Popen(
-            [sys.executable, "-m", "workbench", *args, "--concurrency", "2"],
-            env=env,
-            cwd=ROOT,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+        _kill_the_driver_mid_run(
+            [sys.executable, "-m", "workbench", *args, "--concurrency", "2"], env, out
         )
-        try:
-            _wait_for(
-                lambda: any(len(rows(shard_dir(out, i) / "results.jsonl")) >= 1 for i in range(2)),
-                timeout=60,
-            )
-        finally:
-            driver.kill()
-            driver.wait()
-        workers = [
-            json.loads((shard_dir(out, i) / "worker.json").read_text())["pid"]
-            for i in range(2)
-            if (shard_dir(out, i) / "worker.json").exists()
-        ]
-
-        def gone(pid: int) -> bool:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            return False
-
-        _wait_for(lambda: all(gone(pid) for pid in workers), timeout=30)
         before_rows = [r for i in range(2) for r in rows(shard_dir(out, i) / "results.jsonl")]
         settled_before = {r["case_id"] for r in before_rows if r.get("error") is None}
         calls_before = server.call_count
