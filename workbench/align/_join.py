@@ -30,12 +30,30 @@ from .._args import partition_name
 from ..errors import Problem, WorkbenchError
 from ..gold import GoldDataset, Partition
 from ..results import JudgeIdentity, ResultLine
+from ..results._gold_checks import GoldCheckFixes, check_against_gold
 
 if TYPE_CHECKING:
     from ._lineage import Lineage
 
 Outcome = Literal["verdict", "error", "missing"]
 ErrorClass = Literal["aligned", "false_pass", "false_fail", "disagreement", "error", "missing"]
+
+
+_ALIGN_FIXES = GoldCheckFixes(
+    unknown_case=(
+        "check that --gold is the dataset the judge ran on; remove results for other datasets"
+    ),
+    superseded_case=(
+        "re-run the judge on the current dataset so results refer to the latest records"
+    ),
+    response_hash_mismatch=(
+        "re-run the judge on the exact reviewed response; never compare verdicts on different text"
+    ),
+    partition_mismatch=(
+        "re-run the judge on the current dataset; partitions must not change after a run"
+    ),
+)
+"""What ``align`` tells the user to do about a result that does not belong to the gold."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,69 +214,9 @@ def join_results(
         identity_of.setdefault(r.judge_fingerprint, r.judge)
         first_line_of_fp.setdefault(r.judge_fingerprint, item.line)
         gold = records_by_id.get(r.case_id)
-        if gold is None:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="unknown_case",
-                    message="result for a case the gold dataset does not have",
-                    fix=(
-                        "check that --gold is the dataset the judge ran on; remove results for"
-                        " other datasets"
-                    ),
-                )
-            )
-            continue
-        if r.case_id in dataset.superseded_by:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="superseded_case",
-                    message=(
-                        "result for a superseded record (corrected by"
-                        f" {dataset.latest_id(r.case_id)!r})"
-                    ),
-                    fix=(
-                        "re-run the judge on the current dataset so results refer to the latest"
-                        " records"
-                    ),
-                )
-            )
-            continue
-        if r.response_hash != gold.response_hash:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="response_hash_mismatch",
-                    message=(
-                        "the judge saw a different response than the reviewers (response_hash"
-                        " differs)"
-                    ),
-                    fix=(
-                        "re-run the judge on the exact reviewed response; never compare verdicts on"
-                        " different text"
-                    ),
-                )
-            )
-            continue
-        if r.partition is not None and r.partition != gold.partition.value:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="partition_mismatch",
-                    message=(
-                        f"result says partition {r.partition!r}, gold says {gold.partition.value!r}"
-                    ),
-                    fix=(
-                        "re-run the judge on the current dataset; partitions must not change after"
-                        " a run"
-                    ),
-                )
-            )
+        mismatch = check_against_gold(r, gold, dataset, where, _ALIGN_FIXES)
+        if mismatch is not None or gold is None:  # an unknown case is always a mismatch
+            problems.extend([mismatch] if mismatch is not None else [])
             continue
         if r.value is None and r.error is None:
             problems.append(

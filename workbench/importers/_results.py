@@ -25,8 +25,19 @@ from .._io import write_jsonl
 from ..errors import Problem, WorkbenchError
 from ..gold import load_dataset
 from ..results import migration_note, read_results
+from ..results._gold_checks import GoldCheckFixes, check_against_gold
 from ._results_mapping import ResultsMapping
 from ._results_table import RESULTS_FILE, ResultsImport, results_from_table
+
+_NOT_THIS_GOLD = "these results were not produced on this gold; re-run the judge on it"
+_IMPORT_FIXES = GoldCheckFixes(
+    unknown_case="import results against the gold they were produced on",
+    superseded_case=(
+        "results must refer to the latest records; re-run the judge on the current gold"
+    ),
+    response_hash_mismatch=_NOT_THIS_GOLD,
+    partition_mismatch=_NOT_THIS_GOLD,
+)
 
 __all__ = ["RESULTS_FILE", "ResultsImport", "import_results"]
 
@@ -130,61 +141,9 @@ def _import_contract(
             lineages.get((r.dataset_sha256, r.rubric_version), 0) + 1
         )
         gold_case = by_id.get(r.case_id)
-        if gold_case is None:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="unknown_case",
-                    message="result for a case the gold dataset does not have",
-                    fix="import results against the gold they were produced on",
-                )
-            )
-            continue
-        if r.case_id in dataset.superseded_by:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="superseded_case",
-                    message=(
-                        "result for a superseded record (corrected by"
-                        f" {dataset.latest_id(r.case_id)!r})"
-                    ),
-                    fix=(
-                        "results must refer to the latest records; re-run the judge on the current"
-                        " gold"
-                    ),
-                )
-            )
-            continue
-        if r.response_hash != gold_case.response_hash:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="response_hash_mismatch",
-                    message=(
-                        "the judge saw a different response than the reviewers (response_hash"
-                        " differs)"
-                    ),
-                    fix="these results were not produced on this gold; re-run the judge on it",
-                )
-            )
-            continue
-        if r.partition is not None and r.partition != gold_case.partition.value:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="partition_mismatch",
-                    message=(
-                        f"result says partition {r.partition!r}, gold says"
-                        f" {gold_case.partition.value!r}"
-                    ),
-                    fix="these results were not produced on this gold; re-run the judge on it",
-                )
-            )
+        mismatch = check_against_gold(r, gold_case, dataset, where, _IMPORT_FIXES)
+        if mismatch is not None:
+            problems.append(mismatch)
             continue
         key = (r.case_id, r.repeat, r.attempt)
         if key in seen:

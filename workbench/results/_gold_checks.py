@@ -1,0 +1,58 @@
+"""One check of a judge result against the gold it claims: the case, its latest record, the
+response the reviewers saw and the partition.
+
+``align`` and ``import results`` refuse the same four mismatches with the same codes and
+messages; each says in its own words what to do about them (:class:`GoldCheckFixes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..errors import Problem
+from ._contract import JudgeResult
+
+if TYPE_CHECKING:
+    from ..gold import GoldCase, GoldDataset
+
+__all__ = ["GoldCheckFixes", "check_against_gold"]
+
+
+@dataclass(frozen=True)
+class GoldCheckFixes:
+    """The fix each command gives for each mismatch (the problem's ``fix``)."""
+
+    unknown_case: str
+    superseded_case: str
+    response_hash_mismatch: str
+    partition_mismatch: str
+
+
+def check_against_gold(
+    r: JudgeResult,
+    gold_case: GoldCase | None,
+    dataset: GoldDataset,
+    where: str,
+    fixes: GoldCheckFixes,
+) -> Problem | None:
+    """The first mismatch between ``r`` and ``gold_case`` (its record in ``dataset``, None when
+    the dataset has no such case), or None when the result belongs to this gold."""
+    code: str
+    message: str
+    if gold_case is None:
+        code, message = "unknown_case", "result for a case the gold dataset does not have"
+    elif r.case_id in dataset.superseded_by:
+        code = "superseded_case"
+        message = f"result for a superseded record (corrected by {dataset.latest_id(r.case_id)!r})"
+    elif r.response_hash != gold_case.response_hash:
+        code = "response_hash_mismatch"
+        message = "the judge saw a different response than the reviewers (response_hash differs)"
+    elif r.partition is not None and r.partition != gold_case.partition.value:
+        code = "partition_mismatch"
+        message = f"result says partition {r.partition!r}, gold says {gold_case.partition.value!r}"
+    else:
+        return None
+    return Problem(
+        location=where, case_id=r.case_id, code=code, message=message, fix=getattr(fixes, code)
+    )
