@@ -15,7 +15,6 @@ absolute reports root, so such a test certifies its own gold).
 
 from __future__ import annotations
 
-import fcntl
 import os
 import pickle
 import shutil
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from workbench.reports import certify
 from workbench.reports._certify import CertificationResult
@@ -77,8 +77,7 @@ def shared_certification(
     once per test run for each ``key`` (callers pass the same steps for the same key)."""
     root = _run_root(tmp_path_factory)
     done = root / f"{key}.pickle"
-    with (root / f"{key}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+    with FileLock(str(root / f"{key}.lock")):  # the project's lock (a dependency), as in runs
         if not done.exists():
             into = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=root))  # a failed try stays apart
             shared = _certify_all(steps, into)
