@@ -95,51 +95,37 @@ def calls_per_case(server: FakeLLM) -> Counter[str]:
     return found
 
 
+def _run_args(spec: Path, gold: Path, out: Path, *extra: str) -> list[str]:
+    """`workbench run` on the development partition, cache and progress off, then ``extra``."""
+    return [
+        "run",
+        "--candidate",
+        str(spec),
+        "--gold",
+        str(gold),
+        "--partition",
+        "development",
+        "--out",
+        str(out),
+        "--no-cache",
+        "--no-progress",
+        *extra,
+    ]
+
+
 def test_shards_run_the_engine_and_merge_into_one_run(gold: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     with FakeLLM(default=Reply(value="pass")) as server:
         spec = write_spec(tmp_path, server.base_url)
         result = CliRunner().invoke(
             main,
-            [
-                "run",
-                "--candidate",
-                str(spec),
-                "--gold",
-                str(gold),
-                "--partition",
-                "development",
-                "--out",
-                str(out),
-                "--no-cache",
-                "--no-progress",
-                "--executor",
-                "ray",
-                "--shards",
-                "2",
-            ],
+            _run_args(spec, gold, out, "--executor", "ray", "--shards", "2"),
         )
         assert result.exit_code == 0, result.output
         assert server.call_count == N
         again = CliRunner().invoke(
             main,
-            [
-                "run",
-                "--candidate",
-                str(spec),
-                "--gold",
-                str(gold),
-                "--partition",
-                "development",
-                "--out",
-                str(out),
-                "--no-cache",
-                "--no-progress",
-                "--executor",
-                "ray",
-                "--shards",
-                "2",
-            ],
+            _run_args(spec, gold, out, "--executor", "ray", "--shards", "2"),
         )
         assert again.exit_code == 0, again.output
         assert server.call_count == N  # the resume calls no settled case again
@@ -451,20 +437,7 @@ def test_a_killed_driver_is_resumed_on_the_same_cluster(
                 sys.executable,
                 "-m",
                 "workbench",
-                "run",
-                "--candidate",
-                str(spec),
-                "--gold",
-                str(gold),
-                "--partition",
-                "development",
-                "--out",
-                str(out),
-                "--no-cache",
-                "--executor",
-                "ray",
-                "--shards",
-                "2",
+                *_run_args(spec, gold, out, "--executor", "ray", "--shards", "2"),
                 "--concurrency",
                 "2",
             ],
@@ -488,23 +461,6 @@ def test_a_killed_driver_is_resumed_on_the_same_cluster(
 
 
 # ------------------------------------------------------------------ sampling plans on Ray
-
-
-def _run_args(spec: Path, gold: Path, out: Path, *extra: str) -> list[str]:
-    return [
-        "run",
-        "--candidate",
-        str(spec),
-        "--gold",
-        str(gold),
-        "--partition",
-        "development",
-        "--out",
-        str(out),
-        "--no-cache",
-        "--no-progress",
-        *extra,
-    ]
 
 
 def _without_run(summary: dict) -> dict:
