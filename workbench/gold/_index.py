@@ -20,14 +20,22 @@ The cache (docs/formats.md#gold-index-cache):
 - is only ever written for a dataset that validated without errors. Anything unreadable in it
   is treated as absent and rebuilt; when it cannot be written the analysis runs without it.
 
-Each gold file is read once per call, for its hash; the rubric is small and parsed every time.
+The gold file's sha256 is remembered beside the indexes, keyed by what ``stat`` says of the file
+(device, inode, size, modification and change times in nanoseconds), as git's index does: a
+large gold file is then read once per change, not once per call. Any write, rename or
+``touch`` sets the change time, which only the system clock can set, so an edited file never
+matches its old entry; a file changed within :data:`MEMO_MARGIN_NS` of being hashed (a
+timestamp too coarse to tell two writes apart) is hashed again on every call until it is
+older. The rubric is small and parsed every time.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -48,6 +56,10 @@ CACHE_ENV = "WORKBENCH_CACHE_DIR"
 """Environment variable naming the cache directory (shared with the verdict cache)."""
 SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
 """``WORKBENCH_GOLD_INDEX=off`` disables the gold index cache (every call validates in full)."""
+MEMO_MARGIN_NS = 2_000_000_000
+"""A gold file's hash is remembered only when the file last changed at least this long (2 s)
+before it was hashed: a file system with coarse timestamps (FAT: 2 s) could otherwise show a
+second write within the same tick as the same file."""
 INDEX_COLUMNS = ("case_id", "partition", "slice", "label", "response_hash", "active")
 """One row per gold record in file order; ``active`` is False for superseded records."""
 
@@ -117,6 +129,39 @@ def _hash_file(path: Path) -> str | None:
     return digest.hexdigest()
 
 
+def _stat_key(stat: os.stat_result) -> list[int]:
+    return [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+
+
+def _hash_gold_file(path: Path, directory: Path | None) -> str | None:
+    """sha256 of the gold file, from the memo in ``directory`` when ``stat`` still gives what it
+    gave when the file was hashed; else read and hashed (and remembered, when the file is old
+    enough: :data:`MEMO_MARGIN_NS`). None when the file does not exist."""
+    if directory is None:
+        return _hash_file(path)
+    try:
+        before = os.stat(path)
+    except FileNotFoundError:
+        return None
+    memo = directory / f"sha-{hashlib.sha256(str(path.resolve()).encode()).hexdigest()}.json"
+    key = _stat_key(before)
+    with contextlib.suppress(OSError, ValueError, TypeError, KeyError):
+        entry = json.loads(memo.read_bytes())
+        remembered = entry["sha256"]
+        if entry["stat"] == key and isinstance(remembered, str) and len(remembered) == 64:
+            return remembered
+    started = time.time_ns()
+    sha = _hash_file(path)
+    if (
+        sha is not None
+        and _stat_key(os.stat(path)) == key  # not changed while it was read
+        and max(before.st_mtime_ns, before.st_ctime_ns) < started - MEMO_MARGIN_NS
+    ):
+        with contextlib.suppress(OSError):  # a read-only cache only costs speed
+            atomic_write_bytes(memo, json.dumps({"stat": key, "sha256": sha}).encode())
+    return sha
+
+
 def gold_index(path: str | Path) -> GoldIndex:
     """The columnar index of a validated gold dataset, from the cache or built (and cached).
 
@@ -125,9 +170,10 @@ def gold_index(path: str | Path) -> GoldIndex:
     """
     root, gold_path = resolve_paths(path)
     rubric_path = root / RUBRIC_FILE
+    directory = cache_dir()
     try:
         rubric = load_rubric(rubric_path)
-        gold_sha = _hash_file(gold_path)
+        gold_sha = _hash_gold_file(gold_path, directory)
     except Exception:  # noqa: BLE001 - any trouble: the full validation reports it in its words
         return _build(path, root, gold_path, None, None)
     if gold_sha is None:
@@ -152,7 +198,6 @@ def gold_index(path: str | Path) -> GoldIndex:
         )
     except Exception:  # noqa: BLE001 - e.g. a missing evidence snapshot: validation reports it
         return _build(path, root, gold_path, None, None)
-    directory = cache_dir()
     cached = _read(directory / f"gold-{key}.arrow", key, digest) if directory is not None else None
     if cached is not None:
         releases = read_releases(root).releases if (root / RELEASES_FILE).exists() else ()
