@@ -16,7 +16,9 @@ same run:
   per slice), no validation at all;
 - ``duckdb``: the same join and per-slice counts as one DuckDB query over the same files
   (``pip install duckdb``; skipped when absent);
-- ``baseline``: the parse floor, ``json.loads`` of every line of both files.
+- ``baseline``: the parse floor, ``json.loads`` of every line of both files;
+- ``arrow_parse``: the columnar parse floor, Arrow's JSON reader over the results file (every
+  column, as align parses it; no check, no join; the gold comes from the index).
 
     .venv/bin/python bench/bench_align.py [--cases 100000] [--repeats 3] [--skip per_record]
         [--data DIR] [--cache DIR] [--src DIR]
@@ -109,6 +111,11 @@ elif mode == "duckdb":
         [gold + "/gold.jsonl", partition, results],
     ).fetchall()
     n = sum(row[-1] for row in rows)
+elif mode == "arrow_parse":
+    # The floor of the columnar path: Arrow's JSON reader over the results file, every column,
+    # no check, no join (align parses every column too: the contract checks read them all).
+    import pyarrow.json as pj
+    n = pj.read_json(results).num_rows
 elif mode == "baseline":
     n = 0
     for path in (gold + "/gold.jsonl", results):
@@ -126,7 +133,7 @@ if "workbench" in sys.modules:
 print(json.dumps(out))
 """
 
-MODES = ("baseline", "python_join", "duckdb", "per_record", "align")
+MODES = ("baseline", "arrow_parse", "python_join", "duckdb", "per_record", "align")
 SKIPPABLE = (*MODES, "align_cold")
 
 
@@ -186,7 +193,11 @@ def run(
         for _ in range(repeats):
             for mode in modes:
                 runs[mode].append(measure(mode, gold, results, warm, src=src))
-    counts = {mode: {r["n"] for r in rs} for mode, rs in runs.items() if mode != "baseline"}
+    counts = {
+        mode: {r["n"] for r in rs}
+        for mode, rs in runs.items()
+        if mode not in ("baseline", "arrow_parse")
+    }
     measured = sorted({str(r["workbench"]) for rs in runs.values() for r in rs if "workbench" in r})
     med = {
         mode: {
