@@ -11,6 +11,12 @@ EXTRAS ?= test
 # The extras .venv was installed with (a stamp from before EXTRAS existed is empty: test).
 STAMP_EXTRAS := $(or $(strip $(shell cat $(STAMP) 2>/dev/null)),test)
 export RAGAS_DO_NOT_TRACK := true
+# Byte code is cached, under .venv rather than beside the sources, even where the environment
+# sets PYTHONDONTWRITEBYTECODE (an empty value turns it off): the suite starts hundreds of Python
+# processes (CLI runs, notebook kernels, pytest runs), and without a cache each one compiles
+# what it imports again; pytest alone spends ~9 s per process rewriting the test modules.
+export PYTHONPYCACHEPREFIX ?= $(abspath $(VENV))/pycache
+export PYTHONDONTWRITEBYTECODE :=
 
 DEMO_GOLD := data/demo
 DEMO_OUT  := runs/demo
