@@ -59,13 +59,26 @@ runs; a new long module without notebook or browser tests should be added here.
 """
 
 
+WAITING_FIRST = ("test_ray_executor.py", "test_llm_runs.py", "test_runs_fail_closed.py")
+"""Modules long in wall time and short in CPU time, handed out before everything else.
+
+They mostly wait: for Ray's daemons and workers to start and for a killed driver's workers to
+die (``test_ray_executor.py``: 62 s of wall time, 14 s of CPU), for scripted timeouts, retries
+and killed runs (the other two: 17-23 s of wall time, 5-6 s of CPU each). Run first, their waits
+overlap the other worker's certifications; run last (file order put Ray last), the other worker
+had finished and a core sat idle for the last minute of the suite (measured 2026-12-02:
+``make test`` 319 s, 137 % CPU).
+"""
+
+
 def _module(item: pytest.Item) -> str:
     return item.nodeid.split("::", 1)[0]
 
 
 def slow_modules_first(items: list[pytest.Item]) -> None:
-    """The measured long modules first (longest first), then the modules with the most notebook and
-    browser tests, then the rest in file order; the order within a module is kept.
+    """The waiting modules first (:data:`WAITING_FIRST`, in that order), then the measured long
+    modules (longest first), then the modules with the most notebook and browser tests, then the
+    rest in file order; the order within a module is kept.
 
     Each notebook or browser test costs seconds (a kernel, a certification, chromium), so their
     count ranks the modules the table above does not know.
@@ -78,9 +91,10 @@ def slow_modules_first(items: list[pytest.Item]) -> None:
     for index, item in enumerate(items):
         first_seen.setdefault(_module(item), index)
 
-    def key(item: pytest.Item) -> tuple[int, int, int]:
+    def key(item: pytest.Item) -> tuple[int, int, int, int]:
         module = _module(item)
-        measured = MEASURED_S.get(module.rsplit("/", 1)[-1], 0)
-        return (-measured, -weight[module], first_seen[module])
+        name = module.rsplit("/", 1)[-1]
+        waiting = WAITING_FIRST.index(name) if name in WAITING_FIRST else len(WAITING_FIRST)
+        return (waiting, -MEASURED_S.get(name, 0), -weight[module], first_seen[module])
 
     items.sort(key=key)

@@ -34,6 +34,7 @@ def test_xdist_loadscope_keeps_the_collection_order(pytestconfig: pytest.Config)
 def test_measured_long_modules_then_notebook_and_browser_modules_then_file_order() -> None:
     items: Any = [
         FakeItem("tests/test_guard.py::quick"),  # measured (61 s), no marker
+        FakeItem("tests/test_runs_fail_closed.py::waits"),  # waits more than it computes
         FakeItem("tests/test_heldout_ledger.py::race", "notebook"),  # measured (392 s)
         FakeItem("tests/test_a.py::fast_1"),
         FakeItem("tests/test_b.py::nb_1", "notebook"),
@@ -42,9 +43,12 @@ def test_measured_long_modules_then_notebook_and_browser_modules_then_file_order
         FakeItem("tests/test_c.py::plain"),
         FakeItem("tests/test_c.py::browser_1", "browser"),
         FakeItem("tests/test_d.py::fast"),
+        FakeItem("tests/test_ray_executor.py::cluster"),  # waits the longest
     ]
     _schedule.slow_modules_first(items)
     assert [item.nodeid for item in items] == [
+        "tests/test_ray_executor.py::cluster",  # the waiting modules, in WAITING_FIRST's order
+        "tests/test_runs_fail_closed.py::waits",
         "tests/test_heldout_ledger.py::race",  # the longest measured module
         "tests/test_guard.py::quick",
         "tests/test_c.py::nb_1",  # two slow tests
