@@ -183,6 +183,26 @@ def test_rubric_nested_deeply_is_a_problem(make_dataset, depth: int) -> None:
     refused(invoke("validate", str(root)), "yaml_too_deep")
 
 
+def test_rubric_nested_deeply_in_block_style_is_a_problem(make_dataset) -> None:
+    root = make_dataset([make_case("a")])
+    (root / "rubric.yaml").write_text("name: x\nversion: r1\ncriterion:\n" + "- " * DEEP + "x\n")
+    refused(invoke("validate", str(root)), "yaml_too_deep")
+
+
+def test_yaml_is_read_with_libyaml_where_pyyaml_has_it() -> None:
+    """libyaml's parser (about 20x PyYAML's own on the demo's YAML), with the strict
+    constructor on top: duplicate keys are still refused with their lines."""
+    import yaml
+
+    from workbench._io import DuplicateYAMLKey, _StrictYAMLLoader, yaml_loads
+
+    assert yaml.__with_libyaml__  # the PyYAML wheels are built with it
+    assert issubclass(_StrictYAMLLoader, yaml.CSafeLoader)
+    with pytest.raises(DuplicateYAMLKey, match="first on line 2"):
+        yaml_loads("a: 1\nb: 2\nb: 3\n")
+    assert yaml_loads("a: [1, {b: c}]\n") == {"a": [1, {"b": "c"}]}
+
+
 def test_candidate_nested_deeply_is_a_problem(make_dataset, tmp_path: Path) -> None:
     root = make_dataset([make_case("a")])
     spec = tmp_path / "x@1.yaml"
