@@ -227,3 +227,24 @@ def test_problems_collector_raises_everything_at_once() -> None:
     with pytest.raises(WorkbenchError) as info:
         problems.raise_if_any("two problems")
     assert codes(info.value) == ["c1", "c2"] and info.value.summary == "two problems"
+
+
+def test_libyaml_gives_the_same_line_map_as_pyyaml_on_every_yaml_file_of_the_project(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """yaml_lines composes with libyaml's parser (workbench._io.SAFE_LOADER); every key and item
+    of every YAML file in the project gets the line PyYAML's own parser gives it."""
+    import workbench._load as load
+
+    root = Path(__file__).resolve().parent.parent
+    files = sorted(
+        p
+        for p in root.rglob("*.yaml")
+        if not {".venv", "node_modules", ".git"} & set(p.relative_to(root).parts)
+    )
+    assert len(files) > 30
+    with_libyaml = {p: load.yaml_lines(p.read_text(encoding="utf-8"), root=True) for p in files}
+    monkeypatch.setattr(load, "SAFE_LOADER", yaml.SafeLoader)
+    for path in files:
+        assert load.yaml_lines(path.read_text(encoding="utf-8"), root=True) == with_libyaml[path]
+    assert sum(map(len, with_libyaml.values())) > 1000

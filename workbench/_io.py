@@ -655,12 +655,12 @@ def json_problem(
     )
 
 
-_SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SAFE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's parser where PyYAML was built with it (the wheels are): about 20x PyYAML's own on
 the demo's YAML files, with the same documents, nodes, line numbers and safe construction."""
 
 
-class _StrictYAMLLoader(_SAFE_LOADER):  # type: ignore[misc]  # yaml is untyped (Any)
+class _StrictYAMLLoader(SAFE_LOADER):  # type: ignore[misc]  # yaml is untyped (Any)
     """A safe loader that refuses a key repeated in one mapping (merge keys aside)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:

@@ -32,7 +32,7 @@ from typing import Any, NoReturn
 import yaml
 from pydantic import ValidationError
 
-from ._io import DuplicateYAMLKey, YAMLTooDeep, read_bounded, yaml_loads
+from ._io import SAFE_LOADER, DuplicateYAMLKey, YAMLTooDeep, read_bounded, yaml_loads
 from .errors import Problem, Severity, WorkbenchError
 
 __all__ = [
@@ -167,7 +167,7 @@ def yaml_lines(source: str | yaml.Node | None, *, root: bool = False) -> dict[Pa
         node = source
     else:
         try:
-            node = yaml.compose(source, Loader=yaml.SafeLoader)
+            node = yaml.compose(source, Loader=SAFE_LOADER)
         except (yaml.YAMLError, RecursionError):
             return {}
     lines: dict[Path_, int] = {}
