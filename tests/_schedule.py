@@ -1,4 +1,5 @@
-"""How the suite is spread over pytest-xdist workers (``make test``: ``-n auto --dist loadscope``).
+"""How the suite is spread over pytest-xdist workers (``make test``: ``-n <cores + 1>``,
+``--dist loadscope``).
 
 Under ``--dist loadscope`` a worker takes a whole scope (a module, or a class) at a time, so module
 fixtures such as a certified report are built once, and asks for the next scope when it has at
