@@ -86,6 +86,42 @@ def test_plans_match_statsmodels_proportion_confint(limit: float, fraction: floa
         )
 
 
+@pytest.mark.parametrize("seed", range(8))
+def test_wilson_upper_bound_equals_statsmodels_to_the_last_bit(seed: int) -> None:
+    """The Wilson end the gate and the plans use is computed without statsmodels, with its
+    arithmetic: compared with ``==`` for scalars, arrays and the real-valued counts the search
+    horizon uses."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    ns = np.concatenate([np.arange(1, 200), rng.integers(200, 10**7, 300)])
+    for n in ns.tolist():
+        ks = np.unique(np.concatenate([[0, n], rng.integers(0, n + 1, 6)]))
+        for k in ks.tolist():
+            assert upper_bound(k, n) == proportion_confint(k, n, alpha=0.05, method="wilson")[1]
+        want = proportion_confint(ks.astype(float), np.full(len(ks), n), 0.05, "wilson")[1]
+        assert (upper_bound(ks.astype(float), np.full(len(ks), n)) == want).all()
+        rate = float(rng.uniform(0, 0.5))
+        assert upper_bound(rate * n, n) == proportion_confint(rate * n, n, 0.05, "wilson")[1]
+
+
+def test_the_gates_too_few_cases_figures_import_neither_statsmodels_nor_scipy_stats() -> None:
+    """``cases_to_bound`` and the blocker's sentence (every gate, certification kernel and
+    ``verify``) need no plan-only figure: no statsmodels, no scipy.stats (0.66 s per process)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from workbench.stats import cases_to_bound, too_few_cases_message; "
+        "print(cases_to_bound(0.1), too_few_cases_message('s', 6, 0.1)); "
+        "print(sorted(m for m in ('statsmodels', 'scipy.stats') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    first, second = out.stdout.splitlines()
+    assert first.startswith(f"{cases_to_bound(0.1)} s: 6 human-fail cases; the limit 0.10 needs")
+    assert second == "[]"
+
+
 def test_the_worked_example_limit_010_at_half() -> None:
     # Limit 0.10, true rate 0.05, Wilson, worked by hand (wilson_upper above):
     #   n =  99: floor(4.95) = 4 errors, upper(4, 99)  = 0.0993 <= 0.10  <- first crossing

@@ -73,23 +73,79 @@ def upper_bound(
     errors: float | np.ndarray, n: int | np.ndarray, interval: Interval = "wilson"
 ) -> float | np.ndarray:
     """Upper end of the two-sided 95% interval of ``errors / n`` (statsmodels
-    ``proportion_confint``)."""
+    ``proportion_confint``; the Wilson end computed here with its arithmetic, equal to the last
+    bit, so the gate's too-few-cases figures import neither statsmodels nor scipy.stats)."""
     import numpy as np
-    from statsmodels.stats.proportion import proportion_confint
 
     if interval not in _METHOD:
         raise ValueError(f"unknown interval {interval!r}; use one of {', '.join(INTERVALS)}")
-    high = proportion_confint(errors, n, alpha=0.05, method=_METHOD[interval])[1]
+    if interval == "wilson":
+        high = _wilson_upper(errors, n)
+    else:
+        from statsmodels.stats.proportion import proportion_confint
+
+        high = proportion_confint(errors, n, alpha=0.05, method=_METHOD[interval])[1]
     if np.ndim(high) == 0:
         return float(min(1.0, float(high)))
     bounded: np.ndarray = np.minimum(1.0, np.asarray(high, dtype=float))
     return bounded
 
 
+def _wilson_upper(errors: float | np.ndarray, n: int | np.ndarray) -> float | np.ndarray:
+    """``proportion_confint(errors, n, alpha=0.05, method="wilson")[1]`` in statsmodels' order
+    of operations: both arguments as float64 arrays, clipped to [0, 1]; a float for scalars."""
+    import numpy as np
+
+    from ._stats import _critical
+
+    count = np.asarray(errors, dtype=np.double)
+    nobs = np.asarray(n, dtype=np.double)
+    q = count / nobs
+    crit = _critical(0.05)
+    crit2 = crit**2
+    denom = 1 + crit2 / nobs
+    center = (q + crit2 / (2 * nobs)) / denom
+    dist = crit * np.sqrt(q * (1.0 - q) / nobs + crit2 / (4.0 * nobs**2))
+    dist /= denom
+    high = np.clip(center + dist, 0, 1)
+    if np.isscalar(errors) and np.isscalar(n):
+        return float(high)
+    return high
+
+
 def _errors(rate: float, n: np.ndarray) -> np.ndarray:
     import numpy as np
 
     return np.floor(rate * n + _EPS)
+
+
+def _needed(
+    limit: float, at_fraction: float, interval: Interval
+) -> tuple[float, int | None, int | None]:
+    """``(true rate, needed, first_n)`` of :func:`bound_plan`, without the figures only a plan
+    shows (errors, power): the gate's too-few-cases checks ask only for ``needed``."""
+    import numpy as np
+
+    if interval not in _METHOD:
+        raise ValueError(f"unknown interval {interval!r}; use one of {', '.join(INTERVALS)}")
+    if not (0 <= at_fraction < 1) or math.isnan(at_fraction):
+        raise ValueError(f"at_fraction must be in [0, 1), got {at_fraction}")
+    rate = at_fraction * limit if limit > 0 else 0.0
+    if math.isnan(limit) or limit <= 0:
+        return rate, None, None
+    if limit >= 1:
+        return rate, 1, 1
+    horizon = _horizon(limit, rate, interval)
+    if horizon is None:
+        return rate, None, None
+    ns = np.arange(1, horizon + 1)
+    upper = np.asarray(upper_bound(_errors(rate, ns), ns, interval))
+    within = upper <= limit
+    if not within[-1]:  # pragma: no cover - the horizon is chosen so the bound holds there
+        return rate, None, None
+    outside = np.flatnonzero(~within)
+    needed = int(outside[-1]) + 2 if outside.size else 1
+    return rate, needed, int(np.argmax(within)) + 1
 
 
 def bound_plan(limit: float, at_fraction: float = 0.5, interval: Interval = "wilson") -> BoundPlan:
@@ -101,52 +157,27 @@ def bound_plan(limit: float, at_fraction: float = 0.5, interval: Interval = "wil
     """
     import numpy as np
 
-    if interval not in _METHOD:
-        raise ValueError(f"unknown interval {interval!r}; use one of {', '.join(INTERVALS)}")
-    if not (0 <= at_fraction < 1) or math.isnan(at_fraction):
-        raise ValueError(f"at_fraction must be in [0, 1), got {at_fraction}")
-    rate = at_fraction * limit if limit > 0 else 0.0
-    empty = BoundPlan(
-        limit=limit,
-        at_fraction=at_fraction,
-        true_rate=rate,
-        interval=interval,
-        needed=None,
-        first_n=None,
-        errors_at_needed=None,
-        max_errors_at_needed=None,
-        power=None,
-    )
-    if math.isnan(limit) or limit <= 0:
-        return empty
-    if limit >= 1:
+    rate, needed, first_n = _needed(limit, at_fraction, interval)
+    if needed is None:
         return BoundPlan(
             limit=limit,
             at_fraction=at_fraction,
             true_rate=rate,
             interval=interval,
-            needed=1,
-            first_n=1,
-            errors_at_needed=int(_errors(rate, np.array([1]))[0]),
-            max_errors_at_needed=1,
-            power=1.0,
+            needed=None,
+            first_n=None,
+            errors_at_needed=None,
+            max_errors_at_needed=None,
+            power=None,
         )
-    horizon = _horizon(limit, rate, interval)
-    if horizon is None:
-        return empty
-    ns = np.arange(1, horizon + 1)
-    upper = np.asarray(upper_bound(_errors(rate, ns), ns, interval))
-    within = upper <= limit
-    if not within[-1]:  # pragma: no cover - the horizon is chosen so the bound holds there
-        return empty
-    outside = np.flatnonzero(~within)
-    needed = int(outside[-1]) + 2 if outside.size else 1
-    first_n = int(np.argmax(within)) + 1
     errors = int(_errors(rate, np.array([needed]))[0])
-    max_errors = _max_errors(needed, limit, interval)
-    from scipy.stats import binom
+    if limit >= 1:
+        max_errors, power = 1, 1.0
+    else:
+        from scipy.stats import binom
 
-    power = float(binom.cdf(max_errors, needed, rate))
+        max_errors = _max_errors(needed, limit, interval)
+        power = float(binom.cdf(max_errors, needed, rate))
     return BoundPlan(
         limit=limit,
         at_fraction=at_fraction,
@@ -164,7 +195,7 @@ def cases_to_bound(
     limit: float, at_fraction: float = 0.5, interval: Interval = "wilson"
 ) -> int | None:
     """``bound_plan(limit, at_fraction, interval).needed``: the planned number of cases."""
-    return bound_plan(limit, at_fraction, interval).needed
+    return _needed(limit, at_fraction, interval)[1]
 
 
 def _max_errors(n: int, limit: float, interval: Interval) -> int:
@@ -212,17 +243,16 @@ def too_few_cases_message(
     limit, the cases :func:`cases_to_bound` plans for and the true rate planned for
     (``at_fraction·limit``).
     """
-    plan = bound_plan(limit, at_fraction, interval)
+    true_rate, needed, _ = _needed(limit, at_fraction, interval)
     name = "Wilson" if interval == "wilson" else "Clopper-Pearson"
     head = f"{slice_name}: {have} human-{human} case{'s' if have != 1 else ''}"
-    if plan.needed is None:
+    if needed is None:
         return (
-            f"{head}; no sample can bound the limit {_rate(limit)} at {_rate(plan.true_rate)}"
-            f" ({name})"
+            f"{head}; no sample can bound the limit {_rate(limit)} at {_rate(true_rate)} ({name})"
         )
     return (
-        f"{head}; the limit {_rate(limit)} needs at least {plan.needed} to bound at"
-        f" {_rate(plan.true_rate)} ({name})"
+        f"{head}; the limit {_rate(limit)} needs at least {needed} to bound at"
+        f" {_rate(true_rate)} ({name})"
     )
 
 
