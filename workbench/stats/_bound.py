@@ -14,8 +14,10 @@ jumps up with it, and the first ``n`` where the bound falls under the limit is o
 by larger ``n`` where it is above it again (``first_n`` reports that first crossing).
 
 The interval is the gate's (``wilson``: Wilson score interval) or, stated, ``clopper-pearson``
-(the exact binomial interval), both from statsmodels ``proportion_confint`` (``method="wilson"``
-or ``"beta"``), ``alpha = 0.05``. At ``f = 0`` the Wilson figure equals :func:`cases_needed`.
+(the exact binomial interval), statsmodels ``proportion_confint`` (``method="wilson"`` or
+``"beta"``), ``alpha = 0.05``; the Wilson end is computed here with statsmodels' arithmetic
+(tests/test_plan.py compares the two with ``==``). At ``f = 0`` the Wilson figure equals
+:func:`cases_needed`.
 
 At ``n`` cases a sample drawn at the true rate holds a random number of errors, so it shows the
 limit with probability ``power`` = P(Binomial(n, r) <= k*), ``k*`` the most errors whose upper
