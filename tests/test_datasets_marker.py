@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _inner_pytest import inner_env, run_pytest
 
 TESTS = Path(__file__).resolve().parent
 
@@ -64,40 +65,12 @@ def _pytest(
         (data / "corpus.txt").write_text("data", encoding="utf-8")
     # CI=1 (or BUILD_NUMBER) makes pytest print the short summary untruncated, so each failure
     # message would appear twice: the subprocess sees the terminal a developer sees.
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith("PYTEST_") and k not in ("CI", "BUILD_NUMBER")
-    }
+    env = inner_env(drop=("CI", "BUILD_NUMBER"))
     env.update(WORKBENCH_DATASETS_DIR=str(data), RAGAS_DO_NOT_TRACK="true")
     env.pop("WORKBENCH_REQUIRE_DATASETS", None)
     if required:
         env["WORKBENCH_REQUIRE_DATASETS"] = "1"
-    parallel = ["-p", "xdist", "-n", str(workers)] if workers else []
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:langsmith_plugin",
-            "-o",
-            "addopts=",
-            "--strict-markers",
-            *parallel,
-            "--rootdir",
-            str(suite),
-            str(suite),
-        ],
-        cwd=suite,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_pytest(suite, suite, "--strict-markers", workers=workers, env=env, timeout=120)
 
 
 def test_missing_datasets_skip_and_are_counted(tmp_path: Path) -> None:

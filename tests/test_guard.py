@@ -7,12 +7,11 @@ are those a user or CI sees.
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _inner_pytest import run_pytest
 
 TESTS = Path(__file__).resolve().parent
 
@@ -61,31 +60,7 @@ def _checkout(tmp_path: Path, *, writer: bool) -> Path:
 
 
 def _pytest(root: Path, workers: int) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    parallel = ["-p", "xdist", "-n", str(workers)] if workers else []
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:langsmith_plugin",
-            "-o",
-            "addopts=",
-            *parallel,
-            "--rootdir",
-            str(root),
-            str(root / "tests"),
-        ],
-        cwd=root,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_pytest(root, root / "tests", workers=workers)
 
 
 @pytest.mark.parametrize("workers", [0, 2], ids=["serial", "xdist"])

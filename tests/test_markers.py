@@ -8,12 +8,12 @@ subprocess with a stand-in ``papermill`` (no kernel), so the exit codes are thos
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
+
+from _inner_pytest import run_pytest
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -67,31 +67,7 @@ def test_plain():
 def _pytest(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
     (tmp_path / "test_suite.py").write_text(SUITE, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:langsmith_plugin",
-            "-o",
-            "addopts=",
-            "--strict-markers",
-            *args,
-            "--rootdir",
-            str(tmp_path),
-            str(tmp_path),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return run_pytest(tmp_path, tmp_path, "--strict-markers", *args)
 
 
 def test_an_unmarked_notebook_run_fails_and_names_the_marker(tmp_path: Path) -> None:
