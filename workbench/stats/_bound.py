@@ -94,22 +94,15 @@ def upper_bound(
 
 
 def _wilson_upper(errors: float | np.ndarray, n: int | np.ndarray) -> float | np.ndarray:
-    """``proportion_confint(errors, n, alpha=0.05, method="wilson")[1]`` in statsmodels' order
-    of operations: both arguments as float64 arrays, clipped to [0, 1]; a float for scalars."""
+    """``proportion_confint(errors, n, alpha=0.05, method="wilson")[1]``: both arguments as
+    float64 arrays (as statsmodels takes them), clipped to [0, 1]; a float for scalars."""
     import numpy as np
 
-    from ._stats import _critical
+    from ._stats import _critical, wilson_ends
 
     count = np.asarray(errors, dtype=np.double)
     nobs = np.asarray(n, dtype=np.double)
-    q = count / nobs
-    crit = _critical(0.05)
-    crit2 = crit**2
-    denom = 1 + crit2 / nobs
-    center = (q + crit2 / (2 * nobs)) / denom
-    dist = crit * np.sqrt(q * (1.0 - q) / nobs + crit2 / (4.0 * nobs**2))
-    dist /= denom
-    high = np.clip(center + dist, 0, 1)
+    high: np.ndarray = np.clip(wilson_ends(count, nobs, _critical(0.05), np.sqrt)[1], 0, 1)
     if np.isscalar(errors) and np.isscalar(n):
         return float(high)
     return high

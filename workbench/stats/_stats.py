@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -57,21 +57,24 @@ def _critical(alpha: float) -> float:
     return float(norm.isf(alpha / 2.0))
 
 
-def wilson_interval(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
-    """The Wilson score interval of k/n (n > 0), clipped to [0, 1].
-
-    The closed form with statsmodels' order of operations, so the result equals
-    ``proportion_confint(k, n, alpha, method="wilson")`` exactly.
-    """
-    crit = _critical(alpha)
-    count, nobs = float(k), float(n)
+def wilson_ends(count: Any, nobs: Any, crit: float, sqrt: Callable[[Any], Any]) -> tuple[Any, Any]:
+    """The Wilson score interval's ends, not clipped, in the order of operations of statsmodels'
+    ``proportion_confint(method="wilson")`` (so equal to it to the last bit): ``count`` and
+    ``nobs`` as floats with ``math.sqrt``, or as float64 arrays with ``numpy.sqrt``."""
     q = count / nobs
-    crit2 = crit * crit
+    crit2 = crit**2
     denom = 1 + crit2 / nobs
     center = (q + crit2 / (2 * nobs)) / denom
-    dist = crit * math.sqrt(q * (1.0 - q) / nobs + crit2 / (4.0 * (nobs * nobs)))
+    dist = crit * sqrt(q * (1.0 - q) / nobs + crit2 / (4.0 * nobs**2))
     dist /= denom
-    return min(max(center - dist, 0.0), 1.0), min(max(center + dist, 0.0), 1.0)
+    return center - dist, center + dist
+
+
+def wilson_interval(k: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """The Wilson score interval of k/n (n > 0), clipped to [0, 1]; equal to
+    ``proportion_confint(k, n, alpha, method="wilson")``."""
+    low, high = wilson_ends(float(k), float(n), _critical(alpha), math.sqrt)
+    return min(max(low, 0.0), 1.0), min(max(high, 0.0), 1.0)
 
 
 def wilson_rate(k: int, n: int, alpha: float = 0.05) -> Rate:
