@@ -62,10 +62,10 @@ def wilson_ends(count: Any, nobs: Any, crit: float, sqrt: Callable[[Any], Any]) 
     ``proportion_confint(method="wilson")`` (so equal to it to the last bit): ``count`` and
     ``nobs`` as floats with ``math.sqrt``, or as float64 arrays with ``numpy.sqrt``."""
     q = count / nobs
-    crit2 = crit**2
+    crit2 = crit * crit  # numpy squares by multiplying; Python's float ** 2 calls pow()
     denom = 1 + crit2 / nobs
     center = (q + crit2 / (2 * nobs)) / denom
-    dist = crit * sqrt(q * (1.0 - q) / nobs + crit2 / (4.0 * nobs**2))
+    dist = crit * sqrt(q * (1.0 - q) / nobs + crit2 / (4.0 * (nobs * nobs)))
     dist /= denom
     return center - dist, center + dist
 
