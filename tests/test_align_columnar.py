@@ -8,13 +8,12 @@ and hands input it cannot vouch for to the per-record path.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _fresh import run_fresh
 from click.testing import CliRunner
 from conftest import make_case, make_result, write_dataset, write_results
 from lineage_support import stamped
@@ -444,9 +443,7 @@ def test_align_hot_path_imports_neither_statsmodels_nor_sklearn(rich):
         f"r = align({str(gold)!r}, {str(results)!r}, partition='development'); "
         "bad = [m for m in ('statsmodels', 'sklearn', 'scipy') if m in sys.modules]; print(bad)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, (out.returncode, out.stderr[-3000:])  # a crash shows why
-    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    assert run_fresh(code).strip() == "[]"
 
 
 def test_validation_hashes_the_gold_file_while_parsing_it(rich, monkeypatch):

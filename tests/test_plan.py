@@ -10,6 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from _fresh import run_fresh
 from _reference import proportion_confint
 from click.testing import CliRunner
 
@@ -108,17 +109,12 @@ def test_wilson_upper_bound_equals_statsmodels_to_the_last_bit(seed: int) -> Non
 def test_the_gates_too_few_cases_figures_import_neither_statsmodels_nor_scipy_stats() -> None:
     """``cases_to_bound`` and the blocker's sentence (every gate, certification kernel and
     ``verify``) need no plan-only figure: no statsmodels, no scipy.stats (0.66 s per process)."""
-    import subprocess
-    import sys
-
     code = (
         "import sys; from workbench.stats import cases_to_bound, too_few_cases_message; "
         "print(cases_to_bound(0.1), too_few_cases_message('s', 6, 0.1)); "
         "print(sorted(m for m in ('statsmodels', 'scipy.stats') if m in sys.modules))"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, (out.returncode, out.stderr[-3000:])  # a crash shows why
-    first, second = out.stdout.splitlines()
+    first, second = run_fresh(code).splitlines()
     assert first.startswith(f"{cases_to_bound(0.1)} s: 6 human-fail cases; the limit 0.10 needs")
     assert second == "[]"
 

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
 import warnings
 from statistics import NormalDist
 
 import krippendorff
 import numpy as np
 import pytest
+from _fresh import run_fresh
 from _reference import cohen_kappa_score, proportion_confint
 from _reference import fleiss_kappa as sm_fleiss
 from conftest import alpha_by_coincidences
@@ -181,9 +180,7 @@ def test_fleiss_kappa_needs_no_statsmodels():
         "k = fleiss_kappa([['p', 'p', 'f'], ['f', 'f', 'f']], ['p', 'f']); "
         "print(k.value is not None, 'statsmodels' in sys.modules, 'scipy' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert out.returncode == 0, (out.returncode, out.stderr[-3000:])  # a crash shows why
-    assert out.stdout.split() == ["True", "False", "False"]
+    assert run_fresh(code).split() == ["True", "False", "False"]
 
 
 def test_fleiss_kappa_unequal_rater_counts_is_undefined_with_a_note():
