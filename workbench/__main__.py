@@ -1,5 +1,5 @@
 """``python -m workbench`` is the ``workbench`` command."""
 
-from .cli import main
+from .cli import run
 
-main()
+run()

@@ -1,5 +1,5 @@
 """The ``workbench`` command line: a thin layer over library functions."""
 
-from .main import main
+from .main import main, run
 
-__all__ = ["main"]
+__all__ = ["main", "run"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
+from .._startup import batch_gc
 from ._lazy_group import LazyCommand, LazyGroup
 
 COMMANDS: dict[str, LazyCommand] = {
@@ -152,5 +153,12 @@ def main() -> None:
     reviewers."""
 
 
-if __name__ == "__main__":
+def run() -> None:
+    """The ``workbench`` console script: :func:`main` in a process that collects garbage as a batch
+    process (``workbench._startup.batch_gc``). Importing :mod:`workbench.cli` changes nothing."""
+    batch_gc()
     main()
+
+
+if __name__ == "__main__":
+    run()
