@@ -20,13 +20,22 @@ collections). :func:`batch_gc` keeps the generations' ratios and collects 14 tim
 from 10,000 net allocations (0.23 s and 0.28 s; the same peak memory). It is set only in the
 processes the workbench owns: the ``workbench`` command (:func:`workbench.cli.run`) and the
 kernels certification starts (:func:`batch_kernel_command`), never on import of the library.
+
+Arrow's native thread pools can abort the process as it exits (``terminate called without an
+active exception``, exit 134: apache/arrow#34314): C++ destructors run after the command's work
+is written and its output printed, and a correct result would read as a crash to the script
+that ran it. :func:`end_command` ends a finished ``workbench`` command that loaded pyarrow
+without that teardown.
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import gc
 import importlib
 import importlib.util
+import os
 import sys
 import threading
 import types
@@ -103,3 +112,28 @@ def batch_kernel_command(command: list[str]) -> list[str]:
     if tuple(command[1:3]) != _KERNEL_LAUNCHER:
         return list(command)
     return [command[0], "-c", _BATCH_KERNEL_CODE, *command[3:]]
+
+
+def end_command(stop: SystemExit) -> None:
+    """End a finished command whose process loaded pyarrow: flush standard output and error, run
+    the ``atexit`` handlers (what Python runs before it finalizes) and ``os._exit`` with the
+    command's exit code, so no native destructor runs. Returns, leaving the normal exit to the
+    caller, when pyarrow is not loaded, a thread other than the main one is still running (the
+    normal exit would wait for it), the code is not an integer or a stream cannot be flushed.
+    """
+    code = 0 if stop.code is None else stop.code
+    if not isinstance(code, int) or "pyarrow" not in sys.modules:
+        return
+    main = threading.main_thread()
+    if any(t is not main and not t.daemon and t.is_alive() for t in threading.enumerate()):
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe or stream: Python's own exit reports it
+        return
+    atexit._run_exitfuncs()
+    with contextlib.suppress(OSError, ValueError):
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(code)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import click
 
 from .. import __version__
-from .._startup import batch_gc
+from .._startup import batch_gc, end_command
 from ._lazy_group import LazyCommand, LazyGroup
 
 COMMANDS: dict[str, LazyCommand] = {
@@ -155,9 +155,15 @@ def main() -> None:
 
 def run() -> None:
     """The ``workbench`` console script: :func:`main` in a process that collects garbage as a batch
-    process (``workbench._startup.batch_gc``). Importing :mod:`workbench.cli` changes nothing."""
+    process (``workbench._startup.batch_gc``) and, when the command loaded pyarrow, ends without
+    Arrow's native teardown (``workbench._startup.end_command``). Importing
+    :mod:`workbench.cli` changes nothing."""
     batch_gc()
-    main()
+    try:
+        main()
+    except SystemExit as stop:
+        end_command(stop)
+        raise
 
 
 if __name__ == "__main__":
