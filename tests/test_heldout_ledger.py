@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -259,46 +260,116 @@ def test_deleting_the_last_lines_is_caught_by_the_reports_on_disk(tmp_path: Path
 def test_two_simultaneous_certifications_give_one_certification_and_one_refusal(
     tmp_path: Path,
 ) -> None:
+    """Two ``workbench certify`` processes started together, end to end: one certifies, the other
+    is refused. (One trial: each costs a full certification. The critical section is raced 24
+    times, by two and three processes released by a barrier, in the test below.)"""
     env = {**os.environ, "RAGAS_DO_NOT_TRACK": "true"}
-    for trial in range(3):
+    gold = fresh_gold(tmp_path)
+    procs = [
+        subprocess.Popen(
+            [
+                PYTHON,
+                "-m",
+                "workbench",
+                "certify",
+                "--candidate",
+                str(CANDIDATE),
+                "--policy",
+                str(POLICY),
+                "--gold",
+                str(gold),
+                "--reports",
+                str(tmp_path / f"r{k}"),
+            ],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(2)
+    ]
+    outs = [p.communicate(timeout=600) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes[0] in (0, 1, 3, 4) and codes[1] == 2, (codes, outs)
+    refused = next(err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode == 2)
+    assert "held_out_reuse" in refused and "Traceback" not in refused
+    used = [
+        d for k in range(2) for d in (tmp_path / f"r{k}").glob("*/*/*/restricted/run/results.jsonl")
+    ]
+    assert len(used) == 1, used  # held-out data judged once
+    entries = HeldOutLedger(ledger_path_for(gold)).entries()
+    assert [e.event for e in entries] == ["started", "finished"]
+
+
+def _race_to_start(
+    inputs: Any, root: Path, barrier: Any, answers: Any
+) -> None:  # pragma: no cover - runs in a forked child
+    """One contender: wait for the others, check-then-start as ``certify`` does, then stay alive
+    (a winner that is still running is not reconciled as aborted) until every contender has
+    answered."""
+    from workbench.reports._certify import _start
+
+    ledger = HeldOutLedger(ledger_path_for(inputs.gold))
+    barrier.wait(timeout=60)
+    try:
+        started = _start(ledger, inputs, root, None)
+    except WorkbenchError as exc:
+        answers.put(("refused", sorted(p.code for p in exc.problems), str(root)))
+    else:
+        answers.put(("started", started.report_id, str(root)))
+    barrier.wait(timeout=60)
+    # the process ends without finishing its entry: its liveness hold is released with it
+
+
+@pytest.mark.parametrize("contenders", [2, 3])
+def test_check_then_start_admits_one_of_simultaneous_processes(
+    tmp_path: Path, contenders: int
+) -> None:
+    """The critical section ``certify`` runs under the ledger lock (reconcile, checks, allocate,
+    append ``started``), raced by processes released together by a barrier, 12 times over: each
+    time exactly one starts and the others are refused with ``held_out_reuse``, whatever their
+    reports directories, and the ledger holds one ``started`` entry."""
+    import multiprocessing
+
+    from workbench.reports._certify import _check_inputs
+
+    fork = multiprocessing.get_context("fork")  # the contenders share the loaded inputs
+    for trial in range(12):
         gold = fresh_gold(tmp_path, f"gold-{trial}")
+        inputs = _check_inputs(
+            CANDIDATE,
+            POLICY,
+            gold,
+            notebook=None,
+            baseline=None,
+            label_mapping=None,
+            budget_usd=None,
+            overrides=None,
+            sign_key=None,
+        )
+        barrier, answers = fork.Barrier(contenders), fork.Queue()
+        roots = [tmp_path / f"r{trial}-{k}" for k in range(contenders)]
         procs = [
-            subprocess.Popen(
-                [
-                    PYTHON,
-                    "-m",
-                    "workbench",
-                    "certify",
-                    "--candidate",
-                    str(CANDIDATE),
-                    "--policy",
-                    str(POLICY),
-                    "--gold",
-                    str(gold),
-                    "--reports",
-                    str(tmp_path / f"r{trial}-{k}"),
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                text=True,
-            )
-            for k in range(2)
+            fork.Process(target=_race_to_start, args=(inputs, root, barrier, answers))
+            for root in roots
         ]
-        outs = [p.communicate(timeout=600) for p in procs]
-        codes = sorted(p.returncode for p in procs)
-        assert codes[0] in (0, 1, 3, 4) and codes[1] == 2, (trial, codes, outs)
-        refused = next(err for p, (_, err) in zip(procs, outs, strict=True) if p.returncode == 2)
-        assert "held_out_reuse" in refused and "Traceback" not in refused
-        used = [
-            d
-            for k in range(2)
-            for d in (tmp_path / f"r{trial}-{k}").glob("*/*/*/restricted/run/results.jsonl")
-        ]
-        assert len(used) == 1, (trial, used)  # held-out data judged once
+        for proc in procs:
+            proc.start()
+        got = [answers.get(timeout=120) for _ in procs]
+        for proc in procs:
+            proc.join(timeout=60)
+            assert proc.exitcode == 0, (trial, proc.exitcode)
+        started = [a for a in got if a[0] == "started"]
+        refused = [a for a in got if a[0] == "refused"]
+        assert len(started) == 1 and len(refused) == contenders - 1, (trial, got)
+        assert all(codes == ["held_out_reuse"] for _, codes, _ in refused), (trial, got)
+        for _, _, root in refused:  # nothing allocated for a refused contender
+            assert not list(Path(root).glob("*/*/*")), (trial, root)
         entries = HeldOutLedger(ledger_path_for(gold)).entries()
-        assert [e.event for e in entries] == ["started", "finished"]
+        assert [e.event for e in entries] == ["started"] and entries[0].reports_root == str(
+            Path(started[0][2]).resolve()
+        ), (trial, entries)
 
 
 # -- the certification notebook ----------------------------------------------------------------
