@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -69,18 +70,31 @@ def _assert_tables_read_at_a_glance(nb: nbformat.NotebookNode) -> None:
 
 
 @pytest.mark.notebook
-def test_overview_runs_and_shows_alignment(tmp_path: Path) -> None:
+def test_overview_runs_from_the_notebooks_folder_and_shows_alignment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Jupyter's way, in a fresh copy of the project (its data/ and notebooks/ only): the kernel
+    starts in notebooks/ with the default parameters, whose project-relative paths still resolve,
+    and the runs go under the project's runs/."""
+    from workbench.project import PROJECT_ROOT_ENV
+
+    monkeypatch.delenv(PROJECT_ROOT_ENV, raising=False)
+    project = tmp_path / "proj"
+    for part in ("data", "notebooks"):
+        shutil.copytree(ROOT / part, project / part)
     out = tmp_path / "out.ipynb"
     _execute(
-        str(ROOT / "notebooks" / "00_overview.ipynb"),
+        str(project / "notebooks" / "00_overview.ipynb"),
         str(out),
-        parameters={"run_root": str(tmp_path / "runs")},
-        cwd=str(ROOT / "notebooks"),
+        cwd=str(project / "notebooks"),
         progress_bar=False,
         kernel_name="python3",
     )
     nb = nbformat.read(out, as_version=4)
     text = json.dumps([c.get("outputs", []) for c in nb.cells])
+    assert f"project root: {project.resolve()}" in text
+    runs = project / "runs" / "notebooks" / "00_overview"
+    assert not (project / "notebooks" / "runs").exists() and not (tmp_path / "runs").exists()
     assert "rubric-judge@1" in text and "rubric-judge@2" in text and "rubric-judge@3" in text
     assert (
         "false-pass rate [95% CI]" in text and "FP limit" in text
@@ -96,7 +110,7 @@ def test_overview_runs_and_shows_alignment(tmp_path: Path) -> None:
     _assert_tables_read_at_a_glance(nb)
     source = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
     assert "Why the demo LLM judge's verdicts mirror the rubric judges" in source
-    results = list((tmp_path / "runs").glob("*/development/results.jsonl"))
+    results = list(runs.glob("*/development/results.jsonl"))  # rubric-judge@1, @2 and @3
     assert len(results) == 3 and all(len(p.read_text().splitlines()) > 100 for p in results)
 
 
