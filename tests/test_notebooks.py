@@ -174,6 +174,8 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
             "selections_path": str(selections),
             "select": "rubric-judge@2",
             "selection_reason": "fewest false fails",
+            "save_to": str(tmp_path / "candidates"),
+            "accept_failing": True,  # saved only because accepted: refused without, below
         },
         cwd=str(ROOT / "notebooks"),
         progress_bar=False,
@@ -202,15 +204,21 @@ def test_calibrate_notebook_compares_and_records_a_selection(tmp_path: Path) -> 
     assert (
         "by candidate" in html and html.count('class="wb-candidate"') == 4
     )  # blockers folded per candidate
-    # No threshold of the demo's coverage judge meets the demo policy: warned, and not saved.
+    # No threshold of the demo's coverage judge meets the demo policy: warned, and saved only
+    # because accept_failing=True says so, in the saved version's description.
     assert "fails the policy on calibration" in html and "accept_failing=True" in html
+    saved = yaml.safe_load((tmp_path / "candidates" / "coverage-judge@2.yaml").read_text())
+    assert "accept_failing=True although it fails" in saved["description"]
     _assert_tables_read_at_a_glance(nb)
     record = json.loads(selections.read_text().splitlines()[0])
     assert record["selected"] == "rubric-judge@2" and len(record["compared"]) == 5
 
 
 @pytest.mark.notebook
-def test_calibrate_notebook_saves_a_failing_threshold_only_when_accepted(tmp_path: Path) -> None:
+def test_calibrate_notebook_refuses_to_save_a_failing_threshold_unless_accepted(
+    tmp_path: Path,
+) -> None:
+    """Saving refused without accept_failing=True (the accepted save: the test above)."""
     base = {
         "run_root": str(tmp_path / "runs"),
         "selections_path": str(tmp_path / "sel.jsonl"),
@@ -228,17 +236,7 @@ def test_calibrate_notebook_saves_a_failing_threshold_only_when_accepted(tmp_pat
             kernel_name="python3",
         )
     assert "threshold_fails_policy" in str(info.value) and "accept_failing=True" in str(info.value)
-    assert not (tmp_path / "candidates" / "coverage-judge@2.yaml").exists()
-    _execute(
-        str(ROOT / "notebooks" / "02_calibrate.ipynb"),
-        str(tmp_path / "accepted.ipynb"),
-        parameters={**base, "accept_failing": True},
-        cwd=str(ROOT / "notebooks"),
-        progress_bar=False,
-        kernel_name="python3",
-    )
-    saved = yaml.safe_load((tmp_path / "candidates" / "coverage-judge@2.yaml").read_text())
-    assert "accept_failing=True although it fails" in saved["description"]
+    assert not (tmp_path / "candidates").exists() or not list((tmp_path / "candidates").iterdir())
 
 
 @pytest.mark.notebook
