@@ -402,49 +402,87 @@ def _self_made_entry(ledger: HeldOutLedger, gold: Path, report_dir: Path):
         )
 
 
-@pytest.mark.notebook
-@pytest.mark.parametrize("attack", ["self_made_ledger", "token_not_opened", "hand_appended_entry"])
-def test_the_notebook_refuses_to_run_unless_certify_opened_its_entry(
-    tmp_path: Path, attack: str
-) -> None:
-    import papermill
-
+def _attack(attack: str, tmp_path: Path) -> tuple[dict, str, Any]:
+    """The certification notebook's parameters for ``attack``, the refusal code expected and the
+    liveness hold to release afterwards (None when none is held)."""
     gold = fresh_gold(tmp_path)
     report_dir = tmp_path / "reports" / "rubric-judge" / "2" / "1"
     report_dir.mkdir(parents=True)
     if attack == "self_made_ledger":
         mine = HeldOutLedger(tmp_path / "mine.jsonl")
         _, token, hold = _self_made_entry(mine, gold, report_dir)  # a live, valid-looking entry
-        params = _notebook_parameters(gold, report_dir, token, str(mine.path))
-        expected = "ledger_mismatch"
-    elif attack == "token_not_opened":
-        hold = None
-        params = _notebook_parameters(gold, report_dir, "0" * 64, "")
-        expected = "certification_not_opened"
-    else:  # an entry appended to the real ledger by hand, with a valid chain, no certify running
-        canonical = HeldOutLedger(ledger_path_for(gold))
-        _, token, hold = _self_made_entry(canonical, gold, report_dir)
-        hold.release()
-        hold = None
-        params = _notebook_parameters(gold, report_dir, token, "")
-        expected = "certification_not_running"
+        return (
+            _notebook_parameters(gold, report_dir, token, str(mine.path)),
+            "ledger_mismatch",
+            hold,
+        )
+    if attack == "token_not_opened":
+        return (
+            _notebook_parameters(gold, report_dir, "0" * 64, ""),
+            "certification_not_opened",
+            None,
+        )
+    # an entry appended to the real ledger by hand, with a valid chain, no certify running
+    canonical = HeldOutLedger(ledger_path_for(gold))
+    _, token, hold = _self_made_entry(canonical, gold, report_dir)
+    hold.release()
+    return _notebook_parameters(gold, report_dir, token, ""), "certification_not_running", None
+
+
+def _nothing_judged(params: dict) -> None:
+    report_dir = Path(params["report_dir"])
+    assert (
+        not (report_dir / "restricted" / "run").exists() and not (report_dir / "gate.json").exists()
+    )  # no held-out case judged
+
+
+@pytest.mark.parametrize("attack", ["self_made_ledger", "token_not_opened", "hand_appended_entry"])
+def test_the_certification_refuses_to_start_unless_certify_opened_its_entry(
+    tmp_path: Path, attack: str
+) -> None:
+    """What 03_certify.ipynb builds from its parameters (``Certification``), in-process: each
+    attack is refused before any held-out case is judged."""
+    from workbench.reports import Certification
+
+    params, expected, hold = _attack(attack, tmp_path)
+    try:
+        with pytest.raises(WorkbenchError) as info:
+            Certification(
+                candidate=params["candidate"],
+                policy=params["policy"],
+                gold=params["gold"],
+                report_dir=params["report_dir"],
+                ledger_path=params["ledger_path"] or None,
+                certification_token=params["certification_token"],
+            )
+    finally:
+        if hold is not None:
+            hold.release()
+    assert expected in [p.code for p in info.value.problems]
+    _nothing_judged(params)
+
+
+@pytest.mark.notebook
+def test_the_notebook_refuses_to_run_unless_certify_opened_its_entry(tmp_path: Path) -> None:
+    """The notebook itself, given a self-made ledger with a live, valid-looking entry (the other
+    attacks reach the same constructor: the test above)."""
+    import papermill
+
+    params, expected, hold = _attack("self_made_ledger", tmp_path)
     try:
         with pytest.raises(papermill.PapermillExecutionError) as info:
             papermill.execute_notebook(
                 str(ROOT / "notebooks" / "03_certify.ipynb"),
                 str(tmp_path / "out.ipynb"),
                 parameters=params,
-                cwd=str(report_dir),
+                cwd=params["report_dir"],
                 progress_bar=False,
                 log_output=False,
             )
     finally:
-        if hold is not None:
-            hold.release()
+        hold.release()
     assert expected in str(info.value)
-    assert (
-        not (report_dir / "restricted" / "run").exists() and not (report_dir / "gate.json").exists()
-    )  # no held-out case judged
+    _nothing_judged(params)
 
 
 # -- align --partition held_out ------------------------------------------------------------
