@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from workbench._startup import batch_gc
 from workbench.results import JudgeResult, ResultLine
 
 RUBRIC_VERSION = "r1"
@@ -259,6 +260,9 @@ from _markers import (  # noqa: E402,F401
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The test processes collect garbage as the workbench's own batch processes do
+    # (workbench._startup.batch_gc): pytest's workers hold every imported library for minutes.
+    batch_gc()
     _datasets.pytest_configure(config)
     _schedule.configure(config)  # the workers receive the modules in the order set below
 
