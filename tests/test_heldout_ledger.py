@@ -49,6 +49,21 @@ def fresh_gold(directory: Path, name: str = "gold") -> Path:
     return gold
 
 
+def certify_args(gold: Path, reports: Path, candidate: Path = CANDIDATE) -> list[str]:
+    """``workbench certify`` of ``candidate`` under the module's policy, as arguments."""
+    return [
+        "certify",
+        "--candidate",
+        str(candidate),
+        "--policy",
+        str(POLICY),
+        "--gold",
+        str(gold),
+        "--reports",
+        str(reports),
+    ]
+
+
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
     """``workbench <args>`` in-process (click's CliRunner): its exit code and separate stdout and
     stderr.
@@ -89,15 +104,7 @@ def test_certifying_into_another_reports_directory_is_refused(certified, tmp_pat
     before = ledger.read_bytes()
     other = tmp_path / "reports-B"
     result = run_cli(
-        "certify",
-        "--candidate",
-        str(CANDIDATE),
-        "--policy",
-        str(POLICY),
-        "--gold",
-        str(gold),
-        "--reports",
-        str(other),
+        *certify_args(gold, other),
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
@@ -205,15 +212,7 @@ def test_an_edited_or_deleted_ledger_line_breaks_the_chain(
     ledger.write_text("".join(json.dumps(r) + "\n" for r in tampered))
     reports = tmp_path / "reports"
     result = run_cli(
-        "certify",
-        "--candidate",
-        str(CANDIDATE),
-        "--policy",
-        str(POLICY),
-        "--gold",
-        str(copy),
-        "--reports",
-        str(reports),
+        *certify_args(copy, reports),
     )
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"chain broken at line {broken_at}" in result.stderr and "Traceback" not in result.stderr
@@ -233,15 +232,7 @@ def test_deleting_the_last_lines_is_caught_by_the_reports_on_disk(tmp_path: Path
     first = certify(CANDIDATE, POLICY, gold, reports_root=reports)
     (gold / LEDGER_FILE).write_text("")  # every line gone: no chain left to break
     result = run_cli(
-        "certify",
-        "--candidate",
-        str(CANDIDATE),
-        "--policy",
-        str(POLICY),
-        "--gold",
-        str(gold),
-        "--reports",
-        str(reports),
+        *certify_args(gold, reports),
     )
     assert (
         result.returncode == 2
@@ -271,15 +262,7 @@ def test_two_simultaneous_certifications_give_one_certification_and_one_refusal(
                 PYTHON,
                 "-m",
                 "workbench",
-                "certify",
-                "--candidate",
-                str(CANDIDATE),
-                "--policy",
-                str(POLICY),
-                "--gold",
-                str(gold),
-                "--reports",
-                str(tmp_path / f"r{k}"),
+                *certify_args(gold, tmp_path / f"r{k}"),
             ],
             cwd=ROOT,
             env=env,
@@ -549,15 +532,7 @@ def test_a_killed_certification_is_aborted_listed_and_chained(
                 PYTHON,
                 "-m",
                 "workbench",
-                "certify",
-                "--candidate",
-                str(candidate),
-                "--policy",
-                str(POLICY),
-                "--gold",
-                str(gold),
-                "--reports",
-                str(reports),
+                *certify_args(gold, reports, candidate),
                 "--concurrency",
                 "1",
             ],
@@ -600,15 +575,7 @@ def test_a_killed_certification_is_aborted_listed_and_chained(
         )
 
         again = run_cli(
-            "certify",
-            "--candidate",
-            str(candidate),
-            "--policy",
-            str(POLICY),
-            "--gold",
-            str(gold),
-            "--reports",
-            str(reports),
+            *certify_args(gold, reports, candidate),
         )
         assert (
             again.returncode == 2 and "held_out_reuse" in again.stderr
@@ -662,15 +629,7 @@ def test_uses_in_the_earlier_reports_root_ledger_still_count(tmp_path: Path) -> 
     result = CliRunner().invoke(
         main,
         [
-            "certify",
-            "--candidate",
-            str(CANDIDATE),
-            "--policy",
-            str(POLICY),
-            "--gold",
-            str(gold),
-            "--reports",
-            str(reports),
+            *certify_args(gold, reports),
         ],
     )
     assert (
