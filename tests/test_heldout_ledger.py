@@ -103,9 +103,7 @@ def test_certifying_into_another_reports_directory_is_refused(certified, tmp_pat
     assert not (first.report_dir.parents[2] / LEDGER_FILE).exists()  # not in the reports root
     before = ledger.read_bytes()
     other = tmp_path / "reports-B"
-    result = run_cli(
-        *certify_args(gold, other),
-    )
+    result = run_cli(*certify_args(gold, other))
     assert result.returncode == 2, result.stdout + result.stderr
     assert (
         "held_out_reuse" in result.stderr
@@ -211,9 +209,7 @@ def test_an_edited_or_deleted_ledger_line_breaks_the_chain(
     tampered, broken_at = tamper(rows)
     ledger.write_text("".join(json.dumps(r) + "\n" for r in tampered))
     reports = tmp_path / "reports"
-    result = run_cli(
-        *certify_args(copy, reports),
-    )
+    result = run_cli(*certify_args(copy, reports))
     assert result.returncode == 2, result.stdout + result.stderr
     assert f"chain broken at line {broken_at}" in result.stderr and "Traceback" not in result.stderr
     assert not reports.exists()  # held-out data untouched
@@ -231,9 +227,7 @@ def test_deleting_the_last_lines_is_caught_by_the_reports_on_disk(tmp_path: Path
     reports = tmp_path / "reports"
     first = certify(CANDIDATE, POLICY, gold, reports_root=reports)
     (gold / LEDGER_FILE).write_text("")  # every line gone: no chain left to break
-    result = run_cli(
-        *certify_args(gold, reports),
-    )
+    result = run_cli(*certify_args(gold, reports))
     assert (
         result.returncode == 2
         and "ledger_truncated" in result.stderr
@@ -574,9 +568,7 @@ def test_a_killed_certification_is_aborted_listed_and_chained(
             and "Traceback" not in unlocked.stderr
         )
 
-        again = run_cli(
-            *certify_args(gold, reports, candidate),
-        )
+        again = run_cli(*certify_args(gold, reports, candidate))
         assert (
             again.returncode == 2 and "held_out_reuse" in again.stderr
         )  # an aborted run counts as a use
