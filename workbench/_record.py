@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
+from ._docs import add_field_docs
 from .errors import Problem, WorkbenchError
 
 __all__ = [
@@ -129,7 +130,7 @@ class Record(BaseModel):
     """Base of every frozen workbench record: unknown keys refused, fields documented,
     newer schema versions refused."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     SCHEMA_VERSION: ClassVar[int | None] = None
     """The newest ``schema_version`` this workbench reads for this record; None for records

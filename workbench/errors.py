@@ -13,13 +13,15 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ._docs import add_field_docs
+
 Severity = Literal["error", "warning"]
 
 
 class Problem(BaseModel):
     """One defect found in user input."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     location: str
     """Where the problem is: ``file:line`` for line-oriented files, ``file`` otherwise."""

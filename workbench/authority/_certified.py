@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._docs import add_field_docs
 from .._io import sha256_file
 from ..errors import Problem, WorkbenchError
 from ._grant import AuthorityGrant, grant_for
@@ -30,7 +31,7 @@ RUN_MANIFEST = "restricted/run/manifest.json"
 class ReportFacts(BaseModel):
     """A certification report as the authority commands read it (:func:`read_report`)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     report_id: str
     """``<candidate>/<version>/<n>``."""

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._docs import add_field_docs
 from ..policy import Policy
 from ._certified import ReportFacts, last_certified
 from ._grant import RequestedAuthority, requested_authority
@@ -24,7 +25,7 @@ class AuthorityContext(BaseModel):
     certified version of the judge with whether it still fits the gold (:func:`beside_candidate`).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     candidate: str
     """The candidate being certified (``name@version``)."""

@@ -28,6 +28,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
 from .._io import atomic_write_text
 
 CheckStatus = Literal["passed", "failed", "error", "expected_failure"]
@@ -36,7 +37,7 @@ CheckStatus = Literal["passed", "failed", "error", "expected_failure"]
 class CheckResult(BaseModel):
     """One checked item of a CI lane: a JUnit ``<testcase>``."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     group: str
     """What kind of item: ``gold``, ``candidates``, ``policies``, ``controls``, ``ranking``,

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._docs import add_field_docs
 from ._estimate import (
     UNSTABLE_BELOW,
     ProductionEstimate,
@@ -39,7 +40,7 @@ from ._estimate import (
 class SimulatedSlice(BaseModel):
     """One slice of a simulation scenario."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     slice: str
     """Slice name."""

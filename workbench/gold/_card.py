@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._docs import add_field_docs
 from .._io import parse_yaml, read_bounded
 from .._load import validation_problems
 from ..errors import Problem, WorkbenchError
@@ -27,7 +28,7 @@ CARD_FIELDS: tuple[str, ...] = (
 class DatasetCard(BaseModel):
     """The human-written part of a dataset card, from the YAML front matter of ``card.md``."""
 
-    model_config = ConfigDict(frozen=True, extra="allow", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="allow", json_schema_extra=add_field_docs)
 
     name: str | None = None
     """Dataset name."""

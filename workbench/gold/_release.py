@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .._docs import add_field_docs
 from .._io import (
     AppendOnlyLog,
     JSONRecordError,
@@ -126,7 +127,7 @@ class GoldLineage(BaseModel):
     """What a run was produced against: the dataset, its rubric version, its release, and
     the field hashes of every case judged."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     dataset_sha256: str
     """Hash of the gold dataset (gold file, rubric, evidence snapshot)."""

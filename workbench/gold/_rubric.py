@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .._docs import add_field_docs
 from .._io import read_bounded, read_yaml
 from .._load import Lines, rule_error, validation_problems, yaml_lines
 from .._record import Record, SchemaTooNew
@@ -68,7 +69,7 @@ class RubricProblems(ValueError):
 class SliceSpec(BaseModel):
     """One risk slice."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     risk: Risk
     """Risk level; ``critical`` slices are release-critical."""

@@ -53,6 +53,7 @@ from pydantic import (
 )
 
 from .._chain import ChainedLog, ChainTerms, content_sha256
+from .._docs import add_field_docs
 from .._io import (
     sha256_json,
     sha256_text,
@@ -114,7 +115,7 @@ def token_sha256(token: str) -> str:
 class PreviousReport(BaseModel):
     """The report before this one for the same candidate version in the same reports root."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     report_id: str
     """``<candidate>/<version>/<n>`` of the previous report."""

@@ -22,6 +22,7 @@ from typing import Any, NoReturn, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._docs import add_field_docs
 from .._io import atomic_write_text, write_jsonl
 from ..errors import Problem, WorkbenchError
 from ..gold import CARD_FILE, GOLD_FILE, RUBRIC_FILE, GoldCase, Partition, Rubric, validate_dataset
@@ -44,7 +45,7 @@ approximate."""
 class ImportSummary(BaseModel):
     """What one importer run did."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     kind: str
     """Registered importer name, e.g. ``evalsbench``."""

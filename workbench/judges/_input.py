@@ -11,6 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
 from ..gold import GoldCase
 
 JUDGE_VISIBLE_FIELDS: dict[str, str] = {
@@ -26,7 +27,7 @@ JUDGE_VISIBLE_FIELDS: dict[str, str] = {
 class JudgeInput(BaseModel):
     """The only data a judge receives for one case."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     user_input: str
     """The user's input."""

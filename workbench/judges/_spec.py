@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from .._docs import add_field_docs
 from .._io import read_yaml
 from .._load import validation_problems
 from .._record import Record, SchemaTooNew
@@ -88,7 +89,7 @@ class Endpoint(BaseModel):
     """Where an OpenAI-compatible evaluator is served."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
     )
 
     base_url: str | None = None
@@ -231,7 +232,7 @@ class Pricing(BaseModel):
     """Price table used to compute ``cost_usd`` of each call."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
     )
 
     input_per_million_usd: float = Field(default=0.0, ge=0)
@@ -250,7 +251,7 @@ class Threshold(BaseModel):
     """How a score-based judge's score becomes a label. Chosen on calibration data, then frozen."""
 
     model_config = ConfigDict(
-        frozen=True, extra="forbid", use_attribute_docstrings=True, allow_inf_nan=False
+        frozen=True, extra="forbid", json_schema_extra=add_field_docs, allow_inf_nan=False
     )
 
     value: float

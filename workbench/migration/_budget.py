@@ -15,6 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
 from .._io import sha256_json
 from ..judges import CaseRef, Judge
 from ..runs import RESULTS_FILE, VerdictCache, WorkItem, default_cache_dir
@@ -25,7 +26,7 @@ from ..runs._limits import Estimator
 class RunEstimate(BaseModel):
     """The estimated remaining cost of one planned run."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     run: str
     """Which run (e.g. ``old``, ``new``, ``controls old``)."""

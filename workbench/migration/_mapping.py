@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._docs import add_field_docs
 from .._io import sha256_file
 from .._load import error_field, load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
@@ -76,7 +77,7 @@ class LabelMapping(Record):
 class LoadedMapping(BaseModel):
     """A mapping with where it came from and its hash."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     mapping: LabelMapping
     """The mapping."""

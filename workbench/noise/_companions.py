@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from .._docs import add_field_docs
 from .._io import iter_jsonl_lines, loads_json
 from ..errors import Problem, WorkbenchError
 from ._pairs import MEMBERS, Member, NoisePair
@@ -29,7 +30,7 @@ from ._pairs import MEMBERS, Member, NoisePair
 class CompanionValue(BaseModel):
     """One companion-metric value of one pair member, from one generation run."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     metric: str
     """The metric's name, as the policy declares it (e.g. ``completeness``, ``refusal``)."""
@@ -106,7 +107,7 @@ def load_companions(paths: Sequence[str | Path]) -> list[CompanionValue]:
 class CompanionJoin(BaseModel):
     """Companion values joined to pair members."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     values: dict[str, dict[str, dict[str, float]]]
     """pair id -> metric -> member -> value."""

@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
 from ..policy import Blocker
 from ._evidence import RetrievedContext
 from ._pairs import NoisePair, NoiseSuite
@@ -52,7 +53,7 @@ _FAILED_CODE: dict[str, str] = {
 class RetrievalRow(BaseModel):
     """One retrieval assertion on one member of one pair."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     pair_id: str
     """The pair."""

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
 from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
 from ..judges._llm import LLMJudge, _Exchange, has_reason
@@ -45,7 +46,7 @@ CANDIDATE_FORMAT = "labelled-blocks-v1"
 class PresentedCandidate(BaseModel):
     """A candidate as the judge sees it: a neutral label and the full text."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     label: str
     """Neutral label (A, B, C ... in presented order)."""
@@ -56,7 +57,7 @@ class PresentedCandidate(BaseModel):
 class RankingInput(BaseModel):
     """Everything a ranking judge receives for one presentation, and nothing else."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     user_input: str
     """The user's question."""

@@ -25,6 +25,7 @@ from functools import lru_cache
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from .._docs import add_field_docs
 from ._fixtures import RankingFixture
 
 POSITION_PATTERNS: tuple[str, ...] = (
@@ -49,7 +50,7 @@ LENGTH_PATTERNS: tuple[str, ...] = (
 class LeakageRules(BaseModel):
     """Which leakage checks apply to one criterion version."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     candidate_ids: bool = True
     """Flag a reason that names a stable candidate id."""
@@ -74,7 +75,7 @@ class LeakageRules(BaseModel):
 class LeakageHit(BaseModel):
     """One thing a reason cites that the criterion does not."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     category: str
     """``candidate_id``, ``position``, ``length``, or the name of a criterion pattern."""

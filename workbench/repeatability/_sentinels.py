@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from .._docs import add_field_docs
 from .._io import sha256_file
 from .._load import load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
@@ -36,7 +37,7 @@ SENTINELS_FILE = "sentinels.yaml"
 class Sentinel(BaseModel):
     """One sentinel case."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     case_id: str = Field(min_length=1)
     """An active development or calibration case of the gold."""
@@ -70,7 +71,7 @@ class LoadedSentinels(BaseModel):
     """A checked sentinel set with its gold cases."""
 
     model_config = ConfigDict(
-        frozen=True, arbitrary_types_allowed=True, use_attribute_docstrings=True
+        frozen=True, arbitrary_types_allowed=True, json_schema_extra=add_field_docs
     )
 
     sentinels: SentinelSet

@@ -25,6 +25,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
 from .._io import read_bounded
 from ..errors import Problem, WorkbenchError
 
@@ -35,7 +36,7 @@ MESSAGE_PREFIX = b"workbench-lock-v1\n"
 class LockSignature(BaseModel):
     """An Ed25519 signature over a lock's ``lock_sha256``."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     algorithm: Literal["ed25519"] = "ed25519"
     """Signature algorithm."""

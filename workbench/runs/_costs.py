@@ -26,6 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
 from ..sampling import RISK_ORDER
 
 ALL_SLICES = "(all)"
@@ -34,7 +35,7 @@ ALL_SLICES = "(all)"
 class Distribution(BaseModel):
     """A per-case figure over the cases of a slice."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     total: float
     """Sum over the cases."""
@@ -49,7 +50,7 @@ class Distribution(BaseModel):
 class SliceCost(BaseModel):
     """Cost and tokens per judged case in one slice (or ``(all)``)."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     slice: str
     """Slice name, or ``(all)``."""

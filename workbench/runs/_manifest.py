@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .._docs import add_field_docs
 from .._io import atomic_write_json, read_json_file, sha256_json
 from .._record import Record, SchemaTooNew
 from ..errors import Problem, WorkbenchError
@@ -22,7 +23,7 @@ MANIFEST_SCHEMA_VERSION = 1
 
 
 class ManifestCase(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     case_id: str
     """The case judged."""
@@ -47,7 +48,7 @@ class ManifestUnit(BaseModel):
 class ManifestSampling(BaseModel):
     """The declared sampling plan a run's cases were drawn under, fixed before the first call."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", json_schema_extra=add_field_docs)
 
     plan: SamplingPlan
     """The plan as declared (``sampling:`` of the policy, or the plan file)."""

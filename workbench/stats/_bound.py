@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
+
 if TYPE_CHECKING:
     import numpy as np
 
@@ -45,7 +47,7 @@ _EPS = 1e-9  # floor(r·n) of a product like 0.05·20 that lands a hair under a 
 class BoundPlan(BaseModel):
     """Cases one rate limit needs, by the definition in :mod:`workbench.stats._bound`."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     limit: float
     """The policy's rate limit ``L``."""

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
 from ._stats import Kappa, _check_vocabulary
 
 Weights = Literal["linear", "quadratic"]
@@ -35,7 +36,7 @@ out)."""
 class Correlation(BaseModel):
     """A rank correlation with its denominator."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     value: float | None
     """Spearman's rho, or None when undefined."""
@@ -50,7 +51,7 @@ class Correlation(BaseModel):
 class MeanAbsoluteError(BaseModel):
     """Mean absolute distance between two aligned ratings on an ordered scale."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     value: float | None
     """Mean of ``|value(reference) - value(predicted)|``, or None with no pairs."""
@@ -67,7 +68,7 @@ class OrdinalConfusion(BaseModel):
     """Full confusion of two aligned ratings over the ordered scale (rows reference, columns
     predicted)."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     labels: list[str]
     """The scale labels, in scale order: the row and column order of ``matrix``."""

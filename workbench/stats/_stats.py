@@ -19,11 +19,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from .._docs import add_field_docs
+
 
 class Rate(BaseModel):
     """A proportion with its numerator, denominator and 95% Wilson interval."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     k: int
     """Numerator (e.g. false passes)."""
@@ -92,7 +94,7 @@ def wilson_rate(k: int, n: int, alpha: float = 0.05) -> Rate:
 class Kappa(BaseModel):
     """A chance-corrected agreement coefficient with its denominator."""
 
-    model_config = ConfigDict(frozen=True, use_attribute_docstrings=True)
+    model_config = ConfigDict(frozen=True, json_schema_extra=add_field_docs)
 
     value: float | None
     """The coefficient, or None when undefined."""
