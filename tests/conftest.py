@@ -271,3 +271,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     _datasets.pytest_collection_modifyitems(config, items)
     # The long modules start at once, the short ones fill in (tests/_schedule.py).
     _schedule.slow_modules_first(items)
+
+
+def undocumented_fields(model: type[Any], *exempt: str) -> list[str]:
+    """The fields of ``model`` with no docstring under them (``exempt`` aside): every record
+    documents each field with one (read by :func:`workbench._docs.field_docstrings`)."""
+    from workbench._docs import field_docstrings
+
+    docs = field_docstrings(model)
+    return [name for name in model.model_fields if name not in exempt and not docs.get(name)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from conftest import undocumented_fields
 from pydantic import BaseModel
 
-from workbench._docs import field_docstrings
 from workbench.align import AlignmentReport, SliceAlignment
 from workbench.gold import Adjudication, GoldCase, Review, Rubric
 from workbench.heldout import LedgerEntry
@@ -86,11 +86,7 @@ def test_every_field_is_documented(model: type[BaseModel]) -> None:
     ],
 )
 def test_every_field_has_a_docstring(model: type[BaseModel]) -> None:
-    docs = field_docstrings(model)
-    missing = [
-        name for name in model.model_fields if not docs.get(name) and name != "schema_version"
-    ]
-    assert missing == []
+    assert undocumented_fields(model, "schema_version") == []
 
 
 def test_every_validation_code_is_documented() -> None:

@@ -23,7 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import make_case, sha256_hex
+from conftest import make_case, sha256_hex, undocumented_fields
 
 from workbench.align import align
 from workbench.cli import main
@@ -1208,8 +1208,4 @@ def test_the_mapping_format_is_documented(model: str) -> None:
         and f" {name}}}" not in section
         and f" {name}:" not in section
     ] == []
-    assert [
-        name
-        for name, info in cls.model_fields.items()
-        if not info.description and name != "schema_version"
-    ] == []
+    assert undocumented_fields(cls, "schema_version") == []

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import undocumented_fields
 from pydantic import BaseModel
 
 from workbench.cli.main import main
@@ -75,11 +76,7 @@ MODELS = [
 @pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
 def test_every_field_is_documented_with_a_docstring(model: type[BaseModel]) -> None:
     assert [name for name in model.model_fields if f"`{name}`" not in DOC] == []
-    assert [
-        name
-        for name, info in model.model_fields.items()
-        if not info.description and name != "schema_version"
-    ] == []
+    assert undocumented_fields(model, "schema_version") == []
 
 
 def test_every_command_the_lifecycle_guide_names_exists() -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import make_case
+from conftest import make_case, undocumented_fields
 
 from workbench.cli import main
 from workbench.gold import load_dataset
@@ -572,11 +572,7 @@ def test_lineage_models_are_documented() -> None:
             and f"{{{name}" not in doc
         ]
         assert missing == [], model.__name__
-        assert [
-            n
-            for n, info in model.model_fields.items()
-            if not info.description and n != "schema_version"
-        ] == [], model.__name__
+        assert undocumented_fields(model, "schema_version") == [], model.__name__
     for name in ("rubric_version", "gold_release", "gold"):
         assert name in RunManifest.model_fields or name in ManifestCase.model_fields
         assert f"`{name}`" in doc

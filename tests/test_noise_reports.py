@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
+from conftest import undocumented_fields
 from noise_support import IDENTITY, REF_POLICY, free_suite, pair, result, structured, write_suite
 
 from workbench._io import sha256_text
@@ -617,12 +618,7 @@ def test_every_noise_field_is_documented_with_a_docstring(name: str) -> None:
     model = getattr(noise, name)
     undocumented = [f for f in model.model_fields if not re.search(rf"[\s{{`]{f}[,}}`:]", DOC)]
     assert undocumented == []
-    missing = [
-        f
-        for f, info in model.model_fields.items()
-        if not info.description and f not in ("schema_version", "kind")
-    ]
-    assert missing == []
+    assert undocumented_fields(model, "schema_version", "kind") == []
 
 
 def test_a_lower_noise_score_bought_by_refusing_is_a_warning_trend(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import make_case, make_result, result_lines, write_results
+from conftest import make_case, make_result, result_lines, undocumented_fields, write_results
 from lineage_support import stamped
 
 from workbench.align import alignment_report, join_results
@@ -1179,7 +1179,7 @@ def test_gate_command_has_help() -> None:
 
 @pytest.mark.parametrize("model", [Policy, SlicePolicy, Override, Blocker, GateResult])
 def test_every_field_has_a_docstring(model) -> None:
-    assert [name for name, info in model.model_fields.items() if not info.description] == []
+    assert undocumented_fields(model) == []
 
 
 def test_every_gate_code_is_in_the_module_table() -> None:

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from _reference import kendalltau
 from click.testing import CliRunner
+from conftest import undocumented_fields
 from pydantic import BaseModel
 from ragas.metrics import ranking_metric
 from test_ranking import (
@@ -1649,11 +1650,7 @@ def test_every_ranking_field_is_documented(model: type[BaseModel]) -> None:
         and f" {n}," not in doc
         and f" {n}}}" not in doc
     ] == []
-    assert [
-        n
-        for n, info in model.model_fields.items()
-        if not info.description and n != "schema_version"
-    ] == []
+    assert undocumented_fields(model, "schema_version") == []
 
 
 def test_cached_results_bring_their_payloads_and_never_cross_capture_modes(tmp_path: Path) -> None:
