@@ -8,7 +8,6 @@ subprocess with a stand-in ``papermill`` (no kernel), so the exit codes are thos
 
 from __future__ import annotations
 
-import re
 import subprocess
 import tomllib
 from pathlib import Path
@@ -92,23 +91,29 @@ def test_the_fast_selection_deselects_the_marked(tmp_path: Path) -> None:
     assert "1 passed, 3 deselected" in proc.stdout, proc.stdout
 
 
+def _make_dry_run(target: str, *variables: str) -> str:
+    """The command ``make <target>`` runs, as make prints it (the venv taken as made)."""
+    proc = subprocess.run(
+        ["make", "-n", "-o", ".venv/.installed", "-o", "FORCE", *variables, target],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return proc.stdout.strip().splitlines()[-1]
+
+
 def test_markers_are_registered_and_make_has_both_lanes() -> None:
     ini = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]
     assert {m.split(":", 1)[0] for m in ini["markers"]} >= {"browser", "notebook"}
-    makefile = (ROOT / "Makefile").read_text()
-    fast = re.search(r"^test-fast: .*\n\t(.+)$", makefile, re.M)
-    full = re.search(r"^test: .*\n\t(.+)$", makefile, re.M)
-    assert fast and full, makefile
-    assert "-m 'not browser and not notebook'" in fast.group(
-        1
-    ) or '-m "not browser and not notebook"' in fast.group(1)
-    assert "not browser" not in full.group(1) and "not notebook" not in full.group(
-        1
-    )  # `make test` runs everything
-    parallel = re.search(r"^PYTEST_PARALLEL := (.+)$", makefile, re.M)
-    assert (
-        parallel and "$(PYTEST_PARALLEL)" in full.group(1) and "$(PYTEST_PARALLEL)" in fast.group(1)
-    )
-    assert "-n " in parallel.group(1) and "--dist loadscope" in parallel.group(
-        1
-    )  # in parallel on pytest-xdist
+    fast, full = (_make_dry_run(target) for target in ("test-fast", "test"))
+    assert '-m "not browser and not notebook"' in fast, fast
+    assert "not browser" not in full and "not notebook" not in full  # `make test` runs everything
+    for command in (fast, full):  # in parallel on pytest-xdist, a module per worker at a time
+        assert "-m pytest" in command and "-n " in command and "--dist loadscope" in command
+    # Scratch files on the tmpfs TEST_TMPDIR names (empty: the system's temporary directory).
+    on_tmpfs = _make_dry_run("test", "TEST_TMPDIR=/dev/shm/wb-x")
+    assert on_tmpfs.startswith("mkdir -p /dev/shm/wb-x && TMPDIR=/dev/shm/wb-x ")
+    assert on_tmpfs.endswith("-o tmp_path_retention_policy=failed")
+    plain = _make_dry_run("test", "TEST_TMPDIR=")
+    assert plain.startswith(".venv/bin/python -m pytest") and "TMPDIR" not in plain
