@@ -94,13 +94,14 @@ def test_the_fast_selection_deselects_the_marked(tmp_path: Path) -> None:
 def _make_dry_run(target: str, *variables: str) -> str:
     """The command ``make <target>`` runs, as make prints it (the venv taken as made)."""
     proc = subprocess.run(
-        ["make", "-n", "-o", ".venv/.installed", "-o", "FORCE", *variables, target],
+        ["make", "--no-print-directory", "-n", "-o", ".venv/.installed", "-o", "FORCE"]
+        + [*variables, target],
         cwd=ROOT,
         capture_output=True,
         text=True,
         check=True,
     )
-    return proc.stdout.strip().splitlines()[-1]
+    return next(line for line in proc.stdout.splitlines() if " -m pytest " in line)
 
 
 def test_markers_are_registered_and_make_has_both_lanes() -> None:
