@@ -92,8 +92,8 @@ def field_docstrings(cls: type) -> dict[str, str]:
     """``{field: docstring}`` for ``cls`` and its bases; a subclass's docstring wins."""
     docs: dict[str, str] = {}
     for klass in reversed(cls.__mro__):
-        if klass.__module__ != "builtins":
-            docs.update(_own_docstrings(klass))
+        if klass.__module__ != "builtins" and not klass.__module__.startswith("pydantic"):
+            docs.update(_own_docstrings(klass))  # pydantic's BaseModel declares no field
     fields = getattr(cls, "model_fields", None)
     return {k: v for k, v in docs.items() if fields is None or k in fields}
 
