@@ -25,7 +25,9 @@ from workbench.runs._manifest import RunManifest, freeze_manifest
 from workbench.runs._rundir import MANIFEST_FILE
 
 
-def _all_models() -> list[type[BaseModel]]:
+def _all_models(*, private: bool = False) -> list[type[BaseModel]]:
+    """Every pydantic model defined at the top of a workbench module (the private bases too
+    with ``private``), after importing every module."""
     for info in pkgutil.walk_packages(workbench.__path__, "workbench."):
         if not info.name.endswith("__main__"):
             importlib.import_module(info.name)
@@ -34,7 +36,11 @@ def _all_models() -> list[type[BaseModel]]:
     while stack:
         for sub in stack.pop().__subclasses__():
             stack.append(sub)
-            if sub.__module__.startswith("workbench.") and not sub.__name__.startswith("_"):
+            if (
+                sub.__module__.startswith("workbench.")
+                and "<locals>" not in sub.__qualname__
+                and (private or not sub.__name__.startswith("_"))
+            ):
                 seen[f"{sub.__module__}.{sub.__qualname__}"] = sub
     return [seen[k] for k in sorted(seen)]
 
@@ -127,26 +133,12 @@ def test_config_is_shared_and_the_loose_variant_only_ignores_unknown_keys() -> N
 # ------------------------------------------------------------------ field documentation
 
 
-def _every_workbench_model() -> list[type[BaseModel]]:
-    """Every pydantic model defined under workbench/, private bases included (``MODELS``
-    imported every module)."""
-    assert MODELS
-    found: dict[int, type[BaseModel]] = {}
-    stack: list[type[BaseModel]] = [BaseModel]
-    while stack:
-        for sub in stack.pop().__subclasses__():
-            stack.append(sub)
-            if sub.__module__.startswith("workbench.") and "<locals>" not in sub.__qualname__:
-                found[id(sub)] = sub
-    return sorted(found.values(), key=lambda m: f"{m.__module__}.{m.__qualname__}")
-
-
 def test_field_docstrings_are_pydantics_own_for_every_model() -> None:
     """pydantic's extractor (what ``use_attribute_docstrings`` ran on every class at import) is
     the reference: the same docstrings, field by field, inherited ones included."""
     from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
-    models = _every_workbench_model()
+    models = _all_models(private=True)
     assert len(models) >= 150
     documented = 0
     for model in models:
@@ -162,10 +154,10 @@ def test_field_docstrings_are_pydantics_own_for_every_model() -> None:
 
 def test_no_model_builds_its_field_docs_at_import() -> None:
     # pydantic's use_attribute_docstrings walks the stack and parses each class body twice while
-    # the class is built: ~0.35 s of CPU in every process that imports the records.
+    # the class is built: import workbench.reports 1.18x slower (bench/bench_cli.py --docstrings).
     slow = [
         f"{m.__module__}.{m.__qualname__}"
-        for m in _every_workbench_model()
+        for m in _all_models(private=True)
         if m.model_config.get("use_attribute_docstrings")
     ]
     assert slow == []

@@ -8,9 +8,10 @@ Every record documents its fields the way inspect_ai's do: a string literal unde
 
 pydantic's ``use_attribute_docstrings=True`` copies those strings into each field's
 ``description`` while the class is being built: for each class it walks the stack, tokenizes and
-parses the class body twice. Over the ~120 records that is about 0.35 s of CPU in every process
-that imports them (every ``workbench`` command and every certification kernel), for a value only
-a JSON schema reads. So the records leave it off, and the docstrings are read here, on demand,
+parses the class body twice. Over the ~120 records that made ``import workbench.reports`` 1.18x
+slower (0.94 against 0.79 s, ``bench/bench_cli.py --docstrings``) in every process that imports
+them (every ``workbench`` command and every certification kernel), for a value only a JSON schema
+reads. So the records leave it off, and the docstrings are read here, on demand,
 with one parse per module:
 
 - :func:`field_docstrings` gives a class's fields and their docstrings, inherited ones included;
