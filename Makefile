@@ -84,14 +84,15 @@ demo: $(STAMP)
 # notebook and browser tests (tests/_schedule.py turns off xdist's reordering by test count), so
 # no long module starts last. The 15 slowest tests are listed at the end.
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; cores = len(os.sched_getaffinity(0)) if hasattr(os, 'sched_getaffinity') else os.cpu_count(); print((cores or 1) + 1)" 2>/dev/null || echo auto)
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadscope --durations=15
+PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadscope --durations=15
 # The suite's scratch files (gold copies, runs, reports and ledgers: ~13,000 files, with an fsync
 # per evidence append) go to a RAM-backed tmpfs when the machine has one with room: /dev/shm with
 # 4 GiB free (a container's 64 MiB /dev/shm is passed over). That takes a fifth of the suite's
 # system CPU and ~7% of its wall time on the 2-core machine of bench/README.md ("Test suite").
 # Only failed tests keep their directories there (RAM). TEST_TMPDIR= keeps the system's default.
-TEST_TMPDIR ?= $(shell $(PYTHON) -c "import os; d = '/dev/shm'; ok = os.path.isdir(d) and os.access(d, os.W_OK); s = os.statvfs(d) if ok else None; print(os.path.join(d, f'workbench-tests-{os.getuid()}') if s and s.f_bavail * s.f_frsize >= 4 << 30 else '')" 2>/dev/null)
-PYTEST := $(if $(TEST_TMPDIR),mkdir -p $(TEST_TMPDIR) && TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(if $(TEST_TMPDIR),-o tmp_path_retention_policy=failed)
+# Probed once, when a test recipe first expands it (not on every make, as := would).
+TEST_TMPDIR ?= $(eval TEST_TMPDIR := $(shell $(PYTHON) -c "import os; d = '/dev/shm'; ok = os.path.isdir(d) and os.access(d, os.W_OK); s = os.statvfs(d) if ok else None; print(os.path.join(d, f'workbench-tests-{os.getuid()}') if s and s.f_bavail * s.f_frsize >= 4 << 30 else '')" 2>/dev/null))$(TEST_TMPDIR)
+PYTEST = $(if $(TEST_TMPDIR),mkdir -p $(TEST_TMPDIR) && TMPDIR=$(TEST_TMPDIR) )$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) $(if $(TEST_TMPDIR),-o tmp_path_retention_policy=failed)
 
 test: $(STAMP)
 	$(PYTEST)
