@@ -63,9 +63,9 @@ def chromium() -> None:
     require_chromium()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def browser(chromium: None) -> Iterator[Browser]:
-    """A fresh headless chromium per test (started after the module's certifications)."""
+    """One headless chromium for the module; each test opens its page in a fresh context."""
     with launch_chromium() as browser:
         yield browser
 

@@ -13,11 +13,10 @@ from click.testing import CliRunner
 
 from workbench.align import alignment_report, join_results
 from workbench.cli import main
-from workbench.errors import WorkbenchError
 from workbench.gold import load_dataset
 from workbench.heldout import HeldOutLedger, ledger_path_for
 from workbench.policy import evaluate_gate, load_policy
-from workbench.reports import certify, external_references, list_reports, read_lock, verify_report
+from workbench.reports import certify, external_references, read_lock, verify_report
 from workbench.reports._certify import CertificationResult
 from workbench.results import read_results
 from workbench.runs import RunSummary
@@ -159,51 +158,6 @@ def test_tampering_is_detected_and_named(first, tmp_path: Path) -> None:
     lock["outcome"] = "certified"
     (report / "lock.json").write_text(json.dumps(lock))
     assert "lock_changed" in {p.code for p in verify_report(report)}
-
-
-def test_second_certification_needs_a_reason_then_chains(tmp_path: Path) -> None:
-    # Its own first certification: the ledger records the absolute reports root, so a second
-    # certification cannot continue the shared one's chain from a copy.
-    demo_gold = fresh_gold(tmp_path)
-    reports_root = tmp_path / "reports"
-    first = certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root)
-    with pytest.raises(WorkbenchError) as info:
-        certify(CANDIDATE, POLICY, demo_gold, reports_root=reports_root)
-    assert (
-        info.value.problems[0].code == "held_out_reuse"
-        and first.report_id in info.value.problems[0].message
-    )
-    second = certify(
-        CANDIDATE,
-        POLICY,
-        demo_gold,
-        reports_root=reports_root,
-        rerun_reason="re-run with a case limit to show an incomplete outcome",
-        max_cases=5,
-    )
-    assert second.report_id.endswith("/2") and second.report_dir != first.report_dir
-    assert second.outcome == "evaluation_incomplete"
-    assert "case_limit_reached" in {b["code"] for b in second.blockers}
-    lock = read_lock(second.report_dir)
-    assert (
-        lock.previous_report is not None and lock.previous_report.lock_sha256 == first.lock_sha256
-    )
-    assert lock.rerun_reason and "case limit" in (second.report_dir / "report.html").read_text()
-    assert verify_report(second.report_dir) == [] and verify_report(first.report_dir) == []
-    entries = HeldOutLedger(ledger_path_for(demo_gold)).entries()
-    assert [(e.event, e.report_id) for e in entries] == [
-        ("started", first.report_id),
-        ("finished", first.report_id),
-        ("started", second.report_id),
-        ("finished", second.report_id),
-    ]
-    assert entries[-1].outcome == "evaluation_incomplete" and entries[-2].rerun_reason
-    assert [r["outcome"] for r in list_reports(reports_root)] == [
-        first.outcome,
-        "evaluation_incomplete",
-    ]
-    listing = CliRunner().invoke(main, ["reports", "--reports", str(reports_root)])
-    assert first.report_id in listing.output and second.report_id in listing.output
 
 
 def test_a_failed_notebook_is_an_incomplete_locked_report(tmp_path: Path) -> None:

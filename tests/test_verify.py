@@ -21,7 +21,16 @@ from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.heldout import HeldOutLedger, ledger_path_for
 from workbench.policy import load_policy
-from workbench.reports import Lock, certify, load_signer, read_lock, resolve_budget, verify_one
+from workbench.reports import (
+    Lock,
+    certify,
+    list_reports,
+    load_signer,
+    read_lock,
+    resolve_budget,
+    verify_one,
+    verify_report,
+)
 from workbench.reports._lock import hash_tree, write_lock
 
 pytestmark = pytest.mark.notebook
@@ -144,6 +153,46 @@ def test_the_reports_verify_with_every_check(setup) -> None:
     )
     text = invoke("verify", str(setup["second"].report_dir))
     assert text.exit_code == 0 and "only show accidental change" in text.output
+
+
+# -- the chain of two certifications ---------------------------------------------------------
+
+
+def test_a_second_certification_needs_a_reason_then_chains(setup) -> None:
+    """The setup's second certification is the re-run: a third without a reason is refused,
+    naming both earlier reports, and nothing is recorded."""
+    first, second, gold, reports = setup["first"], setup["second"], setup["gold"], setup["reports"]
+    ledger = ledger_path_for(gold)
+    before = ledger.read_bytes()
+    with pytest.raises(WorkbenchError) as info:
+        certify(CANDIDATE, POLICY, gold, reports_root=reports)
+    problem = info.value.problems[0]
+    assert problem.code == "held_out_reuse" and first.report_id in problem.message
+    assert second.report_id in problem.message and ledger.read_bytes() == before
+    assert first.report_id.endswith("/1") and second.report_id.endswith("/2")
+    assert second.report_dir != first.report_dir
+    assert second.outcome == "evaluation_incomplete"
+    assert "case_limit_reached" in {b["code"] for b in second.blockers}
+    lock = read_lock(second.report_dir)
+    assert (
+        lock.previous_report is not None and lock.previous_report.lock_sha256 == first.lock_sha256
+    )
+    assert lock.rerun_reason and "case limit" in (second.report_dir / "report.html").read_text()
+    assert verify_report(second.report_dir) == [] and verify_report(first.report_dir) == []
+    entries = HeldOutLedger(ledger).entries()
+    assert [(e.event, e.report_id) for e in entries] == [
+        ("started", first.report_id),
+        ("finished", first.report_id),
+        ("started", second.report_id),
+        ("finished", second.report_id),
+    ]
+    assert entries[-1].outcome == "evaluation_incomplete" and entries[-2].rerun_reason
+    assert [r["outcome"] for r in list_reports(reports)] == [
+        first.outcome,
+        "evaluation_incomplete",
+    ]
+    listing = CliRunner().invoke(main, ["reports", "--reports", str(reports)])
+    assert first.report_id in listing.output and second.report_id in listing.output
 
 
 # -- the forged lock ---------------------------------------------------------------------------
