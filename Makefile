@@ -117,6 +117,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/bench_llmbar.py
 	$(BIN)/python bench/bench_certify.py
 	$(BIN)/python bench/bench_widget.py
+	$(BIN)/python bench/bench_tests.py --by-process
 
 clean-demo:
 	@chmod -R u+w $(DEMO_OUT) 2>/dev/null || true

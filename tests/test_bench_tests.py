@@ -1,0 +1,133 @@
+"""bench/bench_tests.py: the per-process CPU log and how its rows are read.
+
+The benchmark itself runs the whole suite (minutes), so it is not run here; what it builds its
+figures from is: the ``sitecustomize.py`` it puts first on ``PYTHONPATH`` must log a real
+process's CPU, the kinds must be told apart from real command lines, and pytest's summary line
+must be found in a real log.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_tests", ROOT / "bench" / "bench_tests.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _row(argv: str, worker: str = "", test: str = "", cpu: float = 1.0) -> dict[str, object]:
+    return {"pid": 1, "cpu_s": cpu, "argv": argv, "xdist_worker": worker, "test": test}
+
+
+def test_the_sitecustomize_logs_each_process_at_exit(bench: ModuleType, tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(bench.SITECUSTOMIZE, encoding="utf-8")
+    log = tmp_path / "processes.jsonl"
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(site),
+        "WORKBENCH_BENCH_PROCESS_LOG": str(log),
+        "PYTEST_CURRENT_TEST": "tests/test_x.py::test_y (call)",
+    }
+    busy = "t = 0\nfor i in range(300_000): t += i\n"
+    subprocess.run([sys.executable, "-c", busy], env=env, check=True)
+    subprocess.run([sys.executable, "-c", "pass"], env={**env, "PYTHONPATH": ""}, check=True)
+    rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+    assert len(rows) == 1, rows  # the second process did not have the directory on its path
+    assert rows[0]["cpu_s"] > 0 and rows[0]["argv"] == "-c"
+    assert rows[0]["test"] == "tests/test_x.py::test_y (call)" and rows[0]["xdist_worker"] == ""
+    # without the variable the module does nothing
+    env.pop("WORKBENCH_BENCH_PROCESS_LOG")
+    subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
+    assert len(log.read_text(encoding="utf-8").splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("row", "kind"),
+    [
+        (_row("-c -f /tmp/k.json --HistoryManager.hist_file=:memory:", "gw0", "t (setup)"),
+         "notebook kernel"),
+        (_row("/v/lib/python3.11/site-packages/ipykernel_launcher.py -f /x.json"),
+         "notebook kernel"),
+        (_row("-c", "gw1"), "xdist worker"),
+        (_row("/v/lib/python3.11/site-packages/pytest/__main__.py -q -n 3"), "pytest run"),
+        (_row("/v/bin/jupyter-lab --no-browser", "gw2", "t (call)"), "JupyterLab"),
+        (_row("/w/workbench/__main__.py certify --candidate c", "gw0", "t (call)"),
+         "workbench command"),
+        (_row("/w/.venv/bin/workbench validate data/demo"), "workbench command"),
+        (_row("/w/.venv/bin/papermill notebooks/00_overview.ipynb out.ipynb"),
+         "papermill command"),
+        (_row("-c import sys", "gw0", "t (call)"), "other Python"),
+    ],
+)  # fmt: skip
+def test_process_kinds_come_from_the_command_line(
+    bench: ModuleType, row: dict[str, object], kind: str
+) -> None:
+    assert bench.process_kind(row) == kind
+
+
+def test_the_summary_adds_cpu_by_kind_and_kernels_by_test(bench: ModuleType) -> None:
+    kernel = "-c -f k.json --HistoryManager.hist_file=:memory:"
+    rows = [
+        _row(kernel, "gw0", "tests/a.py::t1 (setup)", 4.0),
+        _row(kernel, "gw0", "tests/a.py::t1 (call)", 2.5),
+        _row(kernel, "gw1", "tests/b.py::t2 (call)", 3.0),
+        _row("-c", "gw0", "", 40.0),
+        _row("-c", "gw1", "", 30.5),
+    ]
+    summary = bench.summarize_processes(rows)
+    assert summary["by_kind"] == {
+        "xdist worker": {"processes": 2, "cpu_s": 70.5},
+        "notebook kernel": {"processes": 3, "cpu_s": 9.5},
+    }
+    assert list(summary["by_kind"]) == ["xdist worker", "notebook kernel"]  # most CPU first
+    assert summary["kernel_cpu_by_test_top15"] == {"tests/a.py::t1": 6.5, "tests/b.py::t2": 3.0}
+
+
+def test_the_summary_line_is_found_in_a_real_pytest_log(bench: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "test_two.py").write_text(
+        "import pytest\n\ndef test_a():\n    pass\n\n@pytest.mark.skip('x')\ndef test_b():\n"
+        "    pass\n",
+        encoding="utf-8",
+    )
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:langsmith_plugin",
+        ]
+        + [str(tmp_path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert bench.tests_line(run.stdout) == "1 passed, 1 skipped"
+    assert bench.tests_line("make: *** [Makefile:98: test] Error 2\n") == ""
+
+
+def test_machine_times_and_the_probe_are_positive(bench: ModuleType) -> None:
+    first = bench.machine_times()
+    assert bench.speed_probe() > 0
+    second = bench.machine_times()
+    assert second["busy_s"] + second["idle_s"] > first["busy_s"] + first["idle_s"] > 0
