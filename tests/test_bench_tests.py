@@ -44,6 +44,7 @@ def test_the_sitecustomize_logs_each_process_at_exit(bench: ModuleType, tmp_path
         "PYTHONPATH": str(site),
         "WORKBENCH_BENCH_PROCESS_LOG": str(log),
         "PYTEST_CURRENT_TEST": "tests/test_x.py::test_y (call)",
+        "PYTEST_XDIST_WORKER": "gw7",
     }
     busy = "t = 0\nfor i in range(300_000): t += i\n"
     subprocess.run([sys.executable, "-c", busy], env=env, check=True)
@@ -51,7 +52,7 @@ def test_the_sitecustomize_logs_each_process_at_exit(bench: ModuleType, tmp_path
     rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 1, rows  # the second process did not have the directory on its path
     assert rows[0]["cpu_s"] > 0 and rows[0]["argv"] == "-c"
-    assert rows[0]["test"] == "tests/test_x.py::test_y (call)" and rows[0]["xdist_worker"] == ""
+    assert rows[0]["test"] == "tests/test_x.py::test_y (call)" and rows[0]["xdist_worker"] == "gw7"
     # without the variable the module does nothing
     env.pop("WORKBENCH_BENCH_PROCESS_LOG")
     subprocess.run([sys.executable, "-c", "pass"], env=env, check=True)
