@@ -17,6 +17,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+from _inner_pytest import run_pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -107,22 +108,7 @@ def test_the_summary_line_is_found_in_a_real_pytest_log(bench: ModuleType, tmp_p
         "    pass\n",
         encoding="utf-8",
     )
-    run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-            "-p",
-            "no:langsmith_plugin",
-        ]
-        + [str(tmp_path)],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-    )
+    run = run_pytest(tmp_path, tmp_path)
     assert bench.tests_line(run.stdout) == "1 passed, 1 skipped"
     assert bench.tests_line("make: *** [Makefile:98: test] Error 2\n") == ""
 
