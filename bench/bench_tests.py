@@ -15,7 +15,8 @@ change made it cheaper is the CPU, not the wall time the load decides. This scri
   used meanwhile); a fixed pure-Python workload timed before and after (``speed_probe_s``: how
   fast one core was);
 - with ``--by-process``: the CPU of every Python process at its exit, by kind (notebook kernel,
-  xdist worker, pytest run, ``workbench`` command, JupyterLab, other) and, for kernels, by test.
+  the suite's xdist workers, pytest runs the tests start with their own workers, ``workbench``
+  command, JupyterLab, other) and, for kernels, by test.
   A ``sitecustomize.py`` in a temporary directory put first on ``PYTHONPATH`` records it (a
   test that starts Python with a cleared environment is not seen; its CPU is in ``cpu_s``).
 
@@ -56,6 +57,7 @@ def _record():
         usage = resource.getrusage(resource.RUSAGE_SELF)
         row = {
             "pid": os.getpid(),
+            "ppid": os.getppid(),
             "cpu_s": round(usage.ru_utime + usage.ru_stime, 3),
             "argv": " ".join(sys.argv)[:300],
             "xdist_worker": os.environ.get("PYTEST_XDIST_WORKER", ""),
@@ -73,13 +75,18 @@ if os.environ.get("WORKBENCH_BENCH_PROCESS_LOG"):
 '''
 
 
-def process_kind(row: dict[str, Any]) -> str:
-    """What a logged Python process was, from its command line and environment."""
+def process_kind(row: dict[str, Any], suite_pytest: frozenset[int] = frozenset()) -> str:
+    """What a logged Python process was, from its command line and environment.
+
+    ``suite_pytest``: the pids of the suite's own pytest process; an xdist worker that is not
+    its child belongs to a pytest run a test started, and is counted with those runs.
+    """
     argv = row["argv"]
     if "ipykernel_launcher" in argv or "--HistoryManager.hist_file" in argv:
         return "notebook kernel"
     if row["xdist_worker"] and not row["test"]:
-        return "xdist worker"
+        nested = suite_pytest and row.get("ppid") not in suite_pytest
+        return "pytest run" if nested else "xdist worker"
     if "pytest" in argv.split(" ", 1)[0] or " -m pytest" in f" {argv}" or "pytest/__main__" in argv:
         return "pytest run"
     if "jupyter-lab" in argv or "jupyterlab" in argv:
@@ -91,14 +98,28 @@ def process_kind(row: dict[str, Any]) -> str:
     return "other Python"
 
 
+def suite_pytest_pids(rows: list[dict[str, Any]]) -> frozenset[int]:
+    """The pytest processes whose parent is not a logged Python process (make's shell started
+    them): the suite's own, not the runs its tests start from their workers."""
+    pids = {row["pid"] for row in rows}
+    return frozenset(
+        row["pid"]
+        for row in rows
+        if process_kind(row) == "pytest run"
+        and not row["xdist_worker"]
+        and row.get("ppid") not in pids
+    )
+
+
 def summarize_processes(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """CPU by kind of process, and the kernels' CPU by the test that started them."""
     kinds: dict[str, dict[str, float]] = collections.defaultdict(
         lambda: {"processes": 0, "cpu_s": 0.0}
     )
     kernels_by_test: collections.Counter[str] = collections.Counter()
+    suite = suite_pytest_pids(rows)
     for row in rows:
-        kind = process_kind(row)
+        kind = process_kind(row, suite)
         kinds[kind]["processes"] += 1
         kinds[kind]["cpu_s"] += row["cpu_s"]
         if kind == "notebook kernel":

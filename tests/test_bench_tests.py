@@ -31,8 +31,17 @@ def bench() -> ModuleType:
     return module
 
 
-def _row(argv: str, worker: str = "", test: str = "", cpu: float = 1.0) -> dict[str, object]:
-    return {"pid": 1, "cpu_s": cpu, "argv": argv, "xdist_worker": worker, "test": test}
+def _row(
+    argv: str, worker: str = "", test: str = "", cpu: float = 1.0, pid: int = 1, ppid: int = 0
+) -> dict[str, object]:
+    return {
+        "pid": pid,
+        "ppid": ppid,
+        "cpu_s": cpu,
+        "argv": argv,
+        "xdist_worker": worker,
+        "test": test,
+    }
 
 
 def test_the_sitecustomize_logs_each_process_at_exit(bench: ModuleType, tmp_path: Path) -> None:
@@ -52,7 +61,7 @@ def test_the_sitecustomize_logs_each_process_at_exit(bench: ModuleType, tmp_path
     subprocess.run([sys.executable, "-c", "pass"], env={**env, "PYTHONPATH": ""}, check=True)
     rows = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == 1, rows  # the second process did not have the directory on its path
-    assert rows[0]["cpu_s"] > 0 and rows[0]["argv"] == "-c"
+    assert rows[0]["cpu_s"] > 0 and rows[0]["argv"] == "-c" and rows[0]["ppid"] == os.getpid()
     assert rows[0]["test"] == "tests/test_x.py::test_y (call)" and rows[0]["xdist_worker"] == "gw7"
     # without the variable the module does nothing
     env.pop("WORKBENCH_BENCH_PROCESS_LOG")
@@ -100,6 +109,24 @@ def test_the_summary_adds_cpu_by_kind_and_kernels_by_test(bench: ModuleType) -> 
     }
     assert list(summary["by_kind"]) == ["xdist worker", "notebook kernel"]  # most CPU first
     assert summary["kernel_cpu_by_test_top15"] == {"tests/a.py::t1": 6.5, "tests/b.py::t2": 3.0}
+
+
+def test_workers_of_a_pytest_run_a_test_started_are_not_the_suites(bench: ModuleType) -> None:
+    pytest_main = "/v/lib/python3.11/site-packages/pytest/__main__.py -q"
+    rows = [
+        _row(f"{pytest_main} -n 3 --dist loadscope", pid=10, ppid=5, cpu=9.0),  # make's shell
+        _row("-c", "gw0", pid=11, ppid=10, cpu=50.0),
+        _row("-c", "gw1", pid=12, ppid=10, cpu=40.0),
+        # a test on gw0 runs pytest on two workers (the environment without PYTEST_*)
+        _row(f"{pytest_main} -p xdist -n 2", pid=20, ppid=11, cpu=1.5),
+        _row("-c", "gw0", pid=21, ppid=20, cpu=1.0),
+        _row("-c", "gw1", pid=22, ppid=20, cpu=0.5),
+    ]
+    assert bench.suite_pytest_pids(rows) == frozenset({10})
+    assert bench.summarize_processes(rows)["by_kind"] == {
+        "xdist worker": {"processes": 2, "cpu_s": 90.0},
+        "pytest run": {"processes": 4, "cpu_s": 12.0},
+    }
 
 
 def test_the_summary_line_is_found_in_a_real_pytest_log(bench: ModuleType, tmp_path: Path) -> None:
