@@ -17,8 +17,10 @@ change made it cheaper is the CPU, not the wall time the load decides. This scri
 - with ``--by-process``: the CPU of every Python process at its exit, by kind (notebook kernel,
   the suite's xdist workers, pytest runs the tests start with their own workers, ``workbench``
   command, JupyterLab, other) and, for kernels, by test.
-  A ``sitecustomize.py`` in a temporary directory put first on ``PYTHONPATH`` records it (a
-  test that starts Python with a cleared environment is not seen; its CPU is in ``cpu_s``).
+  A ``sitecustomize.py`` in a temporary directory put first on ``PYTHONPATH`` records it.
+  What writes no log (chromium and its Node driver, a server stopped with SIGTERM, a killed
+  run, Python started with a cleared environment) is sampled from ``/proc`` once a second and
+  listed by program in ``not_logged_sampled_cpu_s``.
 
     .venv/bin/python bench/bench_tests.py [--target test|test-fast] [--workers N] [--by-process]
 
@@ -36,6 +38,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -91,7 +94,7 @@ def process_kind(row: dict[str, Any], suite_pytest: frozenset[int] = frozenset()
         return "pytest run"
     if "jupyter-lab" in argv or "jupyterlab" in argv:
         return "JupyterLab"
-    if re.search(r"(^|/)workbench(\s|$)|workbench/__main__\.py|workbench/cli/", argv):
+    if re.search(r"(^|[/\s])workbench(\s|$)|workbench/__main__\.py|workbench/cli/", argv):
         return "workbench command"
     if "papermill" in argv.split(" ", 1)[0]:
         return "papermill command"
@@ -181,6 +184,91 @@ def reap_orphans() -> list[int]:
     return running
 
 
+class DescendantSampler(threading.Thread):
+    """Reads the CPU of every process under this one from ``/proc`` once a second.
+
+    The exit log sees only Python processes that end normally; a test server stopped with
+    SIGTERM, a killed run, chromium and its Node driver never log. Their CPU is the last value
+    sampled (a process shorter than the interval can be missed), by pid and start time, so a
+    reused pid is another process.
+    """
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        super().__init__(daemon=True)
+        self.interval_s = interval_s
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.seen: dict[tuple[int, int], dict[str, Any]] = {}
+        self._stop_event = threading.Event()
+
+    def scan(self) -> None:
+        stats: dict[int, tuple[int, int, str, float]] = {}  # pid -> ppid, start, comm, cpu
+        for task in Path("/proc").iterdir():
+            if not task.name.isdigit():
+                continue
+            try:
+                raw = (task / "stat").read_text()
+            except OSError:
+                continue
+            comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+            rest = raw[raw.rindex(")") + 2 :].split()
+            # fields after the comm: state ppid ... utime(12) stime(13) ... starttime(20)
+            cpu = (int(rest[11]) + int(rest[12])) / self.tick
+            stats[int(task.name)] = (int(rest[1]), int(rest[19]), comm, cpu)
+        under = {os.getpid()}
+        grew = True
+        while grew:  # the descendants, whatever order /proc lists them in
+            grew = False
+            for pid, (ppid, *_) in stats.items():
+                if ppid in under and pid not in under:
+                    under.add(pid)
+                    grew = True
+        for pid in under - {os.getpid()}:
+            _, start, comm, cpu = stats[pid]
+            entry = self.seen.get((pid, start))
+            if entry is None:
+                try:
+                    argv = (Path("/proc") / str(pid) / "cmdline").read_bytes()
+                except OSError:
+                    argv = b""
+                entry = {
+                    "pid": pid,
+                    "comm": comm,
+                    "argv": argv.replace(b"\0", b" ").decode(errors="replace").strip()[:300],
+                    "cpu_s": 0.0,
+                }
+                self.seen[(pid, start)] = entry
+            entry["cpu_s"] = max(entry["cpu_s"], cpu)
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.interval_s):
+            self.scan()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+
+def not_logged(sampled: list[dict[str, Any]], logged_pids: set[int]) -> dict[str, float]:
+    """The sampled CPU of processes that wrote no exit log, by program: Python ones by kind."""
+    by_name: collections.Counter[str] = collections.Counter()
+    for entry in sampled:
+        if entry["pid"] in logged_pids or entry["cpu_s"] <= 0:
+            continue
+        argv = entry["argv"]
+        program = argv.split(" ", 1)[0] if argv else entry["comm"]
+        if "python" in Path(program).name:
+            row = {
+                "argv": argv.split(" ", 1)[1] if " " in argv else "",
+                "xdist_worker": "",
+                "test": "x",
+            }
+            name = f"Python: {process_kind(row)}"
+        else:
+            name = Path(program).name or entry["comm"]
+        by_name[name] += entry["cpu_s"]
+    return {name: round(cpu, 1) for name, cpu in by_name.most_common() if cpu >= 0.1}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -222,8 +310,13 @@ def main() -> int:
     machine_before = machine_times()
     children_before = os.times()
     start = time.perf_counter()
+    sampler = DescendantSampler()
+    if args.by_process:
+        sampler.start()
     with log_path.open("w", encoding="utf-8") as log:
         rc = subprocess.call(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    if args.by_process:
+        sampler.stop()
     left_running = reap_orphans()
     wall = time.perf_counter() - start
     children = os.times()
@@ -277,6 +370,9 @@ def main() -> int:
             "python_cpu_s": round(seen, 1),
             "not_python_or_not_seen_cpu_s": round(max(cpu - seen, 0.0), 1),
             **summarize_processes(rows),
+            "not_logged_sampled_cpu_s": not_logged(
+                list(sampler.seen.values()), {r["pid"] for r in rows}
+            ),
         }
     print(json.dumps(out, indent=2))
     return rc

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import ModuleType
 
@@ -145,3 +146,50 @@ def test_machine_times_and_the_probe_are_positive(bench: ModuleType) -> None:
     assert bench.speed_probe() > 0
     second = bench.machine_times()
     assert second["busy_s"] + second["idle_s"] > first["busy_s"] + first["idle_s"] > 0
+
+
+def test_the_sampler_sees_a_descendant_that_never_logs(bench: ModuleType) -> None:
+    """A child that burns CPU and is then killed (no exit hook runs) is found in /proc under
+    this process, with its command line and its CPU."""
+    busy = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.3: pass\n"
+    child = subprocess.Popen(
+        [sys.executable, "-c", busy + "time.sleep(60)  # bench-sampler-marker"],
+    )
+    try:
+        sampler = bench.DescendantSampler()
+        deadline = time.monotonic() + 30
+        entry = None
+        while time.monotonic() < deadline:
+            sampler.scan()
+            entry = next((e for e in sampler.seen.values() if e["pid"] == child.pid), None)
+            if entry and entry["cpu_s"] >= 0.3:
+                break
+            time.sleep(0.1)
+        assert entry is not None and entry["cpu_s"] >= 0.3, entry
+        assert "bench-sampler-marker" in entry["argv"] and entry["comm"].startswith("python")
+    finally:
+        child.kill()
+        child.wait()
+    assert bench.not_logged([entry], set()) == {"Python: other Python": round(entry["cpu_s"], 1)}
+    assert bench.not_logged([entry], {child.pid}) == {}
+
+
+def test_processes_without_a_log_are_grouped_by_program_and_kind(bench: ModuleType) -> None:
+    sampled = [
+        {"pid": 1, "comm": "chromium", "argv": "/usr/lib/chromium/chromium --headless",
+         "cpu_s": 7.0},
+        {"pid": 2, "comm": "chromium", "argv": "/usr/lib/chromium/chromium --type=renderer",
+         "cpu_s": 2.5},
+        {"pid": 3, "comm": "node", "argv": "/v/playwright/driver/node cli.js run-driver",
+         "cpu_s": 1.0},
+        {"pid": 4, "comm": "python", "argv": "/v/bin/python -m workbench fake-llm --port 0",
+         "cpu_s": 3.0},
+        {"pid": 5, "comm": "python", "argv": "/v/bin/python -m workbench run --x", "cpu_s": 2.0},
+        {"pid": 6, "comm": "sh", "argv": "/bin/sh -c make", "cpu_s": 0.0},
+        {"pid": 7, "comm": "python", "argv": "/v/bin/python -c pass", "cpu_s": 9.0},  # logged
+    ]  # fmt: skip
+    assert bench.not_logged(sampled, {7}) == {
+        "chromium": 9.5,
+        "Python: workbench command": 5.0,
+        "node": 1.0,
+    }
