@@ -163,6 +163,25 @@ def tests_line(log: str) -> str:
     return found[-1] if found else ""
 
 
+def proc_stats() -> dict[int, tuple[int, int, str, float]]:
+    """Every process in ``/proc``: pid -> (parent pid, start time in ticks, name, CPU seconds)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats = {}
+    for task in Path("/proc").iterdir():
+        if not task.name.isdigit():
+            continue
+        try:
+            raw = (task / "stat").read_text()
+        except OSError:
+            continue  # ended since the listing
+        comm = raw[raw.index("(") + 1 : raw.rindex(")")]
+        rest = raw[raw.rindex(")") + 2 :].split()
+        # the fields after the name: state ppid ... utime(12) stime(13) ... starttime(20)
+        cpu = (int(rest[11]) + int(rest[12])) / tick
+        stats[int(task.name)] = (int(rest[1]), int(rest[19]), comm, cpu)
+    return stats
+
+
 def reap_orphans() -> list[int]:
     """Reap children reparented to this subreaper; return the pids still running."""
     while True:
@@ -172,16 +191,7 @@ def reap_orphans() -> list[int]:
             return []
         if pid == 0:
             break
-    running = []
-    for task in Path("/proc").iterdir():
-        if task.name.isdigit():
-            try:
-                stat = (task / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == os.getpid():
-                running.append(int(task.name))
-    return running
+    return [pid for pid, (ppid, *_) in proc_stats().items() if ppid == os.getpid()]
 
 
 class DescendantSampler(threading.Thread):
@@ -196,24 +206,11 @@ class DescendantSampler(threading.Thread):
     def __init__(self, interval_s: float = 1.0) -> None:
         super().__init__(daemon=True)
         self.interval_s = interval_s
-        self.tick = os.sysconf("SC_CLK_TCK")
         self.seen: dict[tuple[int, int], dict[str, Any]] = {}
         self._stop_event = threading.Event()
 
     def scan(self) -> None:
-        stats: dict[int, tuple[int, int, str, float]] = {}  # pid -> ppid, start, comm, cpu
-        for task in Path("/proc").iterdir():
-            if not task.name.isdigit():
-                continue
-            try:
-                raw = (task / "stat").read_text()
-            except OSError:
-                continue
-            comm = raw[raw.index("(") + 1 : raw.rindex(")")]
-            rest = raw[raw.rindex(")") + 2 :].split()
-            # fields after the comm: state ppid ... utime(12) stime(13) ... starttime(20)
-            cpu = (int(rest[11]) + int(rest[12])) / self.tick
-            stats[int(task.name)] = (int(rest[1]), int(rest[19]), comm, cpu)
+        stats = proc_stats()
         under = {os.getpid()}
         grew = True
         while grew:  # the descendants, whatever order /proc lists them in
@@ -260,7 +257,7 @@ def not_logged(sampled: list[dict[str, Any]], logged_pids: set[int]) -> dict[str
             row = {
                 "argv": argv.split(" ", 1)[1] if " " in argv else "",
                 "xdist_worker": "",
-                "test": "x",
+                "test": "",
             }
             name = f"Python: {process_kind(row)}"
         else:

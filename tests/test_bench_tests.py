@@ -193,3 +193,10 @@ def test_processes_without_a_log_are_grouped_by_program_and_kind(bench: ModuleTy
         "Python: workbench command": 5.0,
         "node": 1.0,
     }
+
+
+def test_proc_stats_reads_this_process_and_its_parent(bench: ModuleType) -> None:
+    stats = bench.proc_stats()
+    ppid, start, comm, cpu = stats[os.getpid()]
+    assert ppid == os.getppid() and start > 0 and comm.startswith("python") and cpu > 0
+    assert stats[ppid][1] <= start  # the parent started first
