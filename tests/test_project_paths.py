@@ -87,6 +87,7 @@ def test_overview_parameters_are_project_relative() -> None:
     assert "../" not in params.source  # nothing relative to notebooks/
 
 
+@pytest.mark.notebook  # papermill in a subprocess: tests/_markers.py cannot see it
 def test_overview_printed_command_works_as_printed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
