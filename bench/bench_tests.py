@@ -85,6 +85,8 @@ def process_kind(row: dict[str, Any], suite_pytest: frozenset[int] = frozenset()
     its child belongs to a pytest run a test started, and is counted with those runs.
     """
     argv = row["argv"]
+    if "_kernel_zygote.py" in argv:  # tests/_kernel_zygote.py: the zygote and kernels' clients
+        return "kernel zygote"
     if "ipykernel_launcher" in argv or "--HistoryManager.hist_file" in argv:
         return "notebook kernel"
     if row["xdist_worker"] and not row["test"]:

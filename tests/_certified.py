@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _kernel_zygote import ENV_FRESH
 from filelock import FileLock
 
 from workbench.reports import certify
@@ -57,13 +58,17 @@ def _run_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def _certify_all(steps: Sequence[tuple[Path, Path]], into: Path) -> SharedCertification:
+def _certify_all(
+    steps: Sequence[tuple[Path, Path]], into: Path, *, fresh_kernels: bool = False
+) -> SharedCertification:
     gold = into / "gold"
     shutil.copytree(DEMO, gold)
     reports = into / "reports"
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(ROOT)
         mp.setenv("WORKBENCH_CACHE_DIR", str(into / "cache"))
+        if fresh_kernels:  # a new interpreter per kernel, as outside the suite (tests/_kernels.py)
+            mp.setenv(ENV_FRESH, "1")
         results = tuple(
             certify(candidate, policy, gold, reports_root=reports) for candidate, policy in steps
         )
@@ -71,16 +76,22 @@ def _certify_all(steps: Sequence[tuple[Path, Path]], into: Path) -> SharedCertif
 
 
 def shared_certification(
-    tmp_path_factory: pytest.TempPathFactory, key: str, steps: Sequence[tuple[Path, Path]]
+    tmp_path_factory: pytest.TempPathFactory,
+    key: str,
+    steps: Sequence[tuple[Path, Path]],
+    *,
+    fresh_kernels: bool = False,
 ) -> SharedCertification:
     """``steps`` (candidate spec, policy) certified in order on one fresh copy of the demo gold,
-    once per test run for each ``key`` (callers pass the same steps for the same key)."""
+    once per test run for each ``key`` (callers pass the same steps for the same key).
+    ``fresh_kernels``: each notebook kernel a new interpreter, not forked from the suite's
+    zygote (tests/_kernels.py)."""
     root = _run_root(tmp_path_factory)
     done = root / f"{key}.pickle"
     with FileLock(str(root / f"{key}.lock")):  # the project's lock (a dependency), as in runs
         if not done.exists():
             into = Path(tempfile.mkdtemp(prefix=f"{key}-", dir=root))  # a failed try stays apart
-            shared = _certify_all(steps, into)
+            shared = _certify_all(steps, into, fresh_kernels=fresh_kernels)
             partial = done.with_suffix(".partial")
             partial.write_bytes(pickle.dumps(shared))
             partial.replace(done)
@@ -99,7 +110,9 @@ def demo_release_certification(tmp_path_factory: pytest.TempPathFactory) -> Shar
 
 def demo_endings(tmp_path_factory: pytest.TempPathFactory) -> SharedCertification:
     """make demo's two certifications in its order: rubric-judge@2 then @3 under
-    support-release@3 (controls failed, then review required)."""
+    support-release@3 (controls failed, then review required). Their kernels start as
+    ``make demo``'s do, each a new interpreter: the suite's one check of that start-up path for
+    certification (every other kernel of the suite is forked, tests/_kernels.py)."""
     policy = POLICIES / "support-release@3.yaml"
     return shared_certification(
         tmp_path_factory,
@@ -108,4 +121,5 @@ def demo_endings(tmp_path_factory: pytest.TempPathFactory) -> SharedCertificatio
             (CANDIDATES / "rubric-judge@2.yaml", policy),
             (CANDIDATES / "rubric-judge@3.yaml", policy),
         ],
+        fresh_kernels=True,
     )

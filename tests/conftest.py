@@ -240,6 +240,7 @@ def _no_inherited_demo_urls(monkeypatch: pytest.MonkeyPatch) -> None:
 
 # Tests that need ../shared/datasets: the `datasets` marker, skip or fail, and the count at the end.
 import _datasets  # noqa: E402
+import _kernels  # noqa: E402
 import _schedule  # noqa: E402
 from _datasets import (  # noqa: E402,F401  (pytest finds hooks by name in conftest)
     pytest_runtest_makereport,
@@ -265,6 +266,8 @@ def pytest_configure(config: pytest.Config) -> None:
     batch_gc()
     _datasets.pytest_configure(config)
     _schedule.configure(config)  # the workers receive the modules in the order set below
+    # Notebook kernels forked from one process that has imported them (tests/_kernels.py).
+    config.pluginmanager.register(_kernels, "workbench-kernel-zygote")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

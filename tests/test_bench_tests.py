@@ -86,6 +86,11 @@ def test_the_sitecustomize_logs_each_process_at_exit(bench: ModuleType, tmp_path
         (_row("/w/.venv/bin/papermill notebooks/00_overview.ipynb out.ipynb"),
          "papermill command"),
         (_row("-c import sys", "gw0", "t (call)"), "other Python"),
+        # tests/_kernel_zygote.py: the zygote and a kernel's client; the forked kernel is a kernel
+        (_row("/w/tests/_kernel_zygote.py serve /tmp/wbz-1/zygote.sock", "gw0", "t (setup)"),
+         "kernel zygote"),
+        (_row("/w/tests/_kernel_zygote.py client -f /k.json --HistoryManager.hist_file=:memory:",
+              "gw0", "t (call)"), "kernel zygote"),
     ],
 )  # fmt: skip
 def test_process_kinds_come_from_the_command_line(

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+from _kernel_zygote import ENV_FRESH
 
 from workbench.errors import WorkbenchError
 from workbench.project import PROJECT_ROOT_ENV, project_path, project_root
@@ -98,6 +99,7 @@ def test_overview_printed_command_works_as_printed(
     env = {
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        ENV_FRESH: "1",  # as in a user's shell: the kernel a new interpreter (tests/_kernels.py)
     }
     done = subprocess.run(
         ["bash", "-c", command], cwd=project, env=env, capture_output=True, text=True, timeout=900

@@ -1,0 +1,309 @@
+"""Notebook kernels for the test suite, forked from one process that has already imported them.
+
+A notebook kernel spends most of its CPU importing: ipykernel, pandas, Altair, the workbench
+and Ragas (the demo judges are Ragas metrics), about 2.5 of its 4 seconds. The suite starts
+about forty kernels. Here one *zygote* process per pytest worker imports all of that once and
+forks a kernel for each request, so a kernel's CPU is the notebook's own work.
+
+Nothing the notebooks or the workbench do changes: the kernel is a real ``ipykernel`` kernel,
+started through the same kernel spec lookup (``python3``), by the same papermill, certification
+and JupyterLab code. Only the process that becomes the kernel is made by ``fork`` instead of a
+new interpreter:
+
+* the suite puts a ``python3`` kernel spec first on ``JUPYTER_PATH``; its command is this file
+  run as a *client* (``python _kernel_zygote.py client -f {connection_file}``);
+* the client sends its arguments, environment and working directory, and its standard
+  streams, to the zygote over a Unix socket in a private directory; the zygote forks; the child
+  takes them on and runs ``ipykernel``'s launcher, as ``python -m ipykernel_launcher`` would;
+* the client stays as the kernel's stand-in for the kernel manager: it passes on the signals
+  the manager sends (interrupt, terminate) and exits with the kernel's exit status; the kernel
+  exits when the client or the kernel manager's process (``JPY_PARENT_PID``, which ipykernel
+  itself watches) dies, as a kernel exits when its parent does.
+* Without a zygote (none started, not ready yet, or ``WORKBENCH_TEST_FRESH_KERNELS=1``) the
+  client replaces itself with ``python -m ipykernel_launcher``: a fresh interpreter, as without
+  this module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import threading
+from typing import Any
+
+ENV_SOCKET = "WORKBENCH_TEST_KERNEL_ZYGOTE"
+ENV_FRESH = "WORKBENCH_TEST_FRESH_KERNELS"
+SUPPORTED = sys.platform.startswith("linux") and hasattr(os, "pidfd_open")
+"""Forking needs Linux's process file descriptors (``os.pidfd_open``); elsewhere kernels start
+fresh."""
+FORWARDED_SIGNALS = (
+    signal.SIGINT,
+    signal.SIGTERM,
+    signal.SIGHUP,
+    signal.SIGQUIT,
+    signal.SIGUSR1,
+    signal.SIGUSR2,
+)
+
+# What the notebooks and the certification import: loaded once, before any fork.
+PRELOAD = (
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "ipykernel.zmqshell",
+    "IPython",
+    "IPython.display",
+    "pandas",
+    "altair",
+    "vl_convert",
+    "yaml",
+    "workbench.reports",
+    "workbench.phases",
+    "workbench.judges.demo",
+    "workbench.ranking",
+    "workbench.noise",
+    "workbench.estimate",
+    "workbench.planning",
+    "workbench.migration",
+    "workbench.demo.noise",
+    "workbench.demo.ranking",
+)
+
+_HEADER = struct.Struct("!I")
+
+
+def _send_message(
+    sock: socket.socket, payload: dict[str, Any], fds: list[int] | None = None
+) -> None:
+    data = json.dumps(payload).encode()
+    blob = _HEADER.pack(len(data)) + data
+    if fds:
+        sent = socket.send_fds(sock, [blob[:4096]], fds)
+        sock.sendall(blob[sent:])
+    else:
+        sock.sendall(blob)
+
+
+def _recv_exactly(sock: socket.socket, n: int, first: bytes = b"") -> bytes:
+    data = bytearray(first)
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("the other end closed the zygote socket")
+        data += chunk
+    return bytes(data)
+
+
+def _recv_message(sock: socket.socket, with_fds: int = 0) -> tuple[dict[str, Any], list[int]]:
+    fds: list[int] = []
+    if with_fds:
+        first, fds, _flags, _addr = socket.recv_fds(sock, 4096, with_fds)
+        if not first:
+            raise ConnectionError("the client closed the zygote socket")
+    else:
+        first = b""
+    head = _recv_exactly(sock, _HEADER.size, first[: _HEADER.size])
+    (length,) = _HEADER.unpack(head)
+    body = _recv_exactly(sock, length, first[_HEADER.size :])
+    return json.loads(body), fds
+
+
+# --- the client: the kernel command the kernel manager starts ---------------------------------
+
+
+def _fresh_kernel(argv: list[str]) -> None:
+    os.execv(sys.executable, [sys.executable, "-m", "ipykernel_launcher", *argv])
+
+
+def client(argv: list[str]) -> int:
+    path = os.environ.get(ENV_SOCKET)
+    if not path or os.environ.get(ENV_FRESH) == "1":
+        _fresh_kernel(argv)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(path)  # type: ignore[arg-type]
+    except OSError:  # no zygote (not ready, or gone): a fresh interpreter
+        sock.close()
+        _fresh_kernel(argv)
+    request = {"argv": argv, "env": dict(os.environ), "cwd": os.getcwd(), "client_pid": os.getpid()}
+    try:
+        _send_message(sock, request, [0, 1, 2])
+        reply, _ = _recv_message(sock)
+    except (OSError, ValueError):  # the zygote refused or ended before it forked: start fresh
+        sock.close()
+        _fresh_kernel(argv)
+    child = int(reply["pid"])
+
+    def forward(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signum)
+
+    for signum in FORWARDED_SIGNALS:
+        signal.signal(signum, forward)
+    try:
+        ended, _ = _recv_message(sock)
+    except ConnectionError:  # the zygote died: the kernel is gone with it or is ending
+        return 1
+    status = int(ended["status"])
+    return os.waitstatus_to_exitcode(status) if status >= 0 else 1
+
+
+# --- the zygote ------------------------------------------------------------------------------
+
+
+def _watch(pids: list[int]) -> None:
+    """In the kernel: exit when any of ``pids`` (the client, the kernel manager) ends."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            os._exit(1)
+    selector = selectors.DefaultSelector()
+    for fd in fds:
+        selector.register(fd, selectors.EVENT_READ)
+
+    def run() -> None:
+        selector.select()
+        os._exit(1)
+
+    threading.Thread(target=run, name="kernel-zygote-watch", daemon=True).start()
+
+
+def _take_environment(env: dict[str, str]) -> None:
+    """Take on ``env`` as a fresh interpreter started with it would: the variables, and what
+    Python reads from them at start-up (``PYTHONPATH`` on ``sys.path``, the bytecode settings)."""
+    before = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ.clear()
+    os.environ.update(env)
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = [p for p in sys.path if p != here and p not in before]  # as with -m: no script dir
+    after = [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = after + path
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    sys.pycache_prefix = env.get("PYTHONPYCACHEPREFIX") or None
+    importlib.invalidate_caches()
+
+
+def _become_kernel(request: dict[str, Any], fds: list[int]) -> None:
+    """In the forked child: take on the client's streams, environment and directory, then run
+    ipykernel's launcher. Never returns."""
+    code = 1
+    try:
+        os.setsid()
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        for fd in fds:
+            if fd > 2:
+                os.close(fd)
+        os.chdir(request["cwd"])
+        _take_environment(request["env"])
+        import ipykernel
+
+        launcher = os.path.join(
+            os.path.dirname(os.path.dirname(ipykernel.__file__)), "ipykernel_launcher.py"
+        )
+        sys.argv = [launcher, *request["argv"]]
+        watched = [int(request["client_pid"])]
+        parent = os.environ.get("JPY_PARENT_PID", "")
+        if parent.isdigit() and int(parent) > 1:
+            watched.append(int(parent))
+        _watch(watched)
+        from workbench._startup import batch_gc
+
+        batch_gc()
+        from ipykernel import kernelapp
+
+        try:
+            app = kernelapp.IPKernelApp.instance()
+            # Read from the environment when ipykernel is imported, which was in the zygote.
+            app.parent_handle = int(os.environ.get("JPY_PARENT_PID") or 0)
+            app.interrupt = int(os.environ.get("JPY_INTERRUPT_EVENT") or 0)
+            app.initialize()
+            app.start()
+            code = 0
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+    finally:
+        import atexit
+
+        try:
+            atexit._run_exitfuncs()
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def serve(path: str) -> int:
+    import gc
+
+    os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+    for name in PRELOAD:
+        importlib.import_module(name)
+    gc.collect()
+    gc.freeze()  # the forked kernels share these pages rather than copy them on the next GC
+    parent = os.getppid()
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    os.rename(path + ".tmp", path)  # clients see the socket only once it accepts
+    listener.listen(64)
+    print(f"ready: {len(PRELOAD)} modules preloaded", flush=True)
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ, None)
+    while True:
+        if os.getppid() != parent:
+            return 0  # the pytest worker is gone
+        for key, _ in selector.select(timeout=1.0):
+            if key.data is None:
+                conn, _ = listener.accept()
+                try:
+                    conn.settimeout(10)
+                    request, fds = _recv_message(conn, with_fds=3)
+                    conn.settimeout(None)
+                except (OSError, ValueError, ConnectionError):
+                    conn.close()
+                    continue
+                pid = os.fork()
+                if pid == 0:
+                    for other in list(selector.get_map().values()):
+                        if other.data is not None:
+                            other.data[1].close()  # the other kernels' clients
+                        os.close(other.fd)
+                    selector.close()
+                    conn.close()
+                    _become_kernel(request, fds)
+                for fd in fds:
+                    os.close(fd)
+                print(f"forked kernel {pid} for client {request['client_pid']}", flush=True)
+                pidfd = os.pidfd_open(pid)
+                selector.register(pidfd, selectors.EVENT_READ, (pid, conn))
+                with contextlib.suppress(OSError):
+                    _send_message(conn, {"pid": pid})
+            else:
+                pid, conn = key.data
+                selector.unregister(key.fileobj)
+                os.close(key.fd)
+                _, status = os.waitpid(pid, 0)
+                with contextlib.suppress(OSError):
+                    _send_message(conn, {"status": status})
+                conn.close()
+
+
+def main(argv: list[str]) -> int:
+    if argv[:1] == ["client"]:
+        return client(argv[1:])
+    if argv[:1] == ["serve"] and len(argv) == 2:
+        return serve(argv[1])
+    print("usage: _kernel_zygote.py client -f CONNECTION_FILE | serve SOCKET", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

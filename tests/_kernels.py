@@ -1,0 +1,120 @@
+"""Each pytest process that runs a notebook test starts one kernel zygote (``_kernel_zygote.py``).
+
+At the first test marked ``notebook`` or ``browser`` the process starts the zygote and points
+``JUPYTER_PATH`` at a ``python3`` kernel spec whose command is the zygote's client, so every
+kernel started from then on (papermill in the test, ``workbench certify`` as a child process,
+JupyterLab) is forked from the zygote. Kernels started before it is ready start fresh.
+``WORKBENCH_TEST_FRESH_KERNELS=1`` turns it off: every kernel is a fresh interpreter.
+``tests/conftest.py`` registers this module as a plugin, which is how pytest finds the hook.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+from _kernel_zygote import ENV_FRESH, ENV_SOCKET, SUPPORTED
+
+ZYGOTE = Path(__file__).with_name("_kernel_zygote.py")
+
+
+def kernel_spec(python: str = sys.executable) -> dict[str, object]:
+    """ipykernel's own ``python3`` spec with the zygote's client as the command."""
+    from ipykernel.kernelspec import get_kernel_dict
+
+    spec = dict(get_kernel_dict())
+    spec["argv"] = [python, str(ZYGOTE), "client", "-f", "{connection_file}"]
+    return spec
+
+
+class Zygote:
+    """A running zygote, its socket and the kernel spec directory that points at it."""
+
+    def __init__(self) -> None:
+        # Short: a Unix socket path is limited to about 100 bytes.
+        self.home = Path(
+            tempfile.mkdtemp(prefix="wbz-", dir="/tmp" if Path("/tmp").is_dir() else None)
+        )
+        spec_dir = self.home / "kernels" / "python3"
+        spec_dir.mkdir(parents=True)
+        (spec_dir / "kernel.json").write_text(json.dumps(kernel_spec(), indent=1), "utf-8")
+        self.socket = self.home / "zygote.sock"
+        self.log = self.home / "zygote.log"
+        with self.log.open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, str(ZYGOTE), "serve", str(self.socket)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.home,
+            )
+
+    def environment(self) -> dict[str, str]:
+        """The variables that make kernels started with them come from this zygote."""
+        jupyter_path = os.pathsep.join(
+            p for p in (str(self.home), os.environ.get("JUPYTER_PATH", "")) if p
+        )
+        return {"JUPYTER_PATH": jupyter_path, ENV_SOCKET: str(self.socket)}
+
+    def wait_ready(self, timeout_s: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while not self.socket.exists():
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the kernel zygote exited: {self.log.read_text('utf-8')}")
+            if time.monotonic() > deadline:
+                raise TimeoutError("the kernel zygote was not ready in time")
+            time.sleep(0.1)
+
+    def forked(self) -> list[tuple[int, int]]:
+        """(kernel pid, client pid) of every kernel forked so far, from the zygote's log."""
+        out = []
+        for line in self.log.read_text("utf-8", errors="replace").splitlines():
+            if line.startswith("forked kernel "):
+                words = line.split()
+                out.append((int(words[2]), int(words[5])))
+        return out
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        log = os.environ.get("WORKBENCH_TEST_ZYGOTE_LOG")
+        if log and self.log.exists():
+            with open(log, "a", encoding="utf-8") as out:
+                out.write(self.log.read_text("utf-8", errors="replace"))
+        shutil.rmtree(self.home, ignore_errors=True)
+
+
+_session: list[Zygote | None] = []
+
+
+def session_zygote() -> Zygote | None:
+    """This process's zygote, started at the first call, its variables set in ``os.environ``
+    (so child processes inherit them). None with ``WORKBENCH_TEST_FRESH_KERNELS=1`` or where
+    forking is not supported (not Linux)."""
+    if not _session:
+        wanted = SUPPORTED and os.environ.get(ENV_FRESH) != "1"
+        zygote = Zygote() if wanted else None
+        if zygote is not None:
+            os.environ.update(zygote.environment())
+            atexit.register(zygote.stop)
+        _session.append(zygote)
+    return _session[0]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("notebook") or item.get_closest_marker("browser"):
+        session_zygote()

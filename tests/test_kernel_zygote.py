@@ -1,0 +1,214 @@
+"""The suite's forked notebook kernels (tests/_kernel_zygote.py) behave as fresh ones do.
+
+Every notebook test relies on this: a forked kernel must see the environment, working
+directory, ``sys.path`` and arguments a fresh ``python -m ipykernel_launcher`` would, be
+interruptible, exit when shut down, and die with the client or the kernel manager that started
+it, as a fresh kernel dies with its parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _kernel_zygote import ENV_FRESH, SUPPORTED
+from _kernels import Zygote, kernel_spec
+
+pytestmark = [
+    pytest.mark.notebook,
+    pytest.mark.skipif(not SUPPORTED, reason="kernels are forked on Linux only (os.pidfd_open)"),
+]
+
+PROBE = textwrap.dedent(
+    """
+    import json, os, sys
+    from ipykernel.kernelapp import IPKernelApp
+    import probe_module
+    print(json.dumps({
+        "path": sys.path, "cwd": os.getcwd(), "argv": sys.argv, "executable": sys.executable,
+        "variable": os.environ.get("ZYGOTE_PROBE"), "module": probe_module.__file__,
+        "parent_handle": IPKernelApp.instance().parent_handle, "pid": os.getpid(),
+        "dont_write_bytecode": sys.dont_write_bytecode,
+    }))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[Zygote]:
+    z = Zygote()
+    try:
+        z.wait_ready()
+        yield z
+    finally:
+        z.stop()
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+
+
+def wait_gone(pid: int, timeout_s: float = 15.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def start(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, cwd: Path, **env: str
+) -> tuple[Any, Any]:
+    from jupyter_client.manager import start_new_kernel
+
+    for name, value in zygote.environment().items():
+        monkeypatch.setenv(name, value)
+    return start_new_kernel(
+        kernel_name="python3", startup_timeout=120, cwd=str(cwd), env={**os.environ, **env}
+    )
+
+
+def run(kc: Any, code: str, timeout_s: float = 60) -> tuple[str, dict[str, Any]]:
+    out: list[str] = []
+
+    def hook(msg: dict[str, Any]) -> None:
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+
+    reply = kc.execute_interactive(code, output_hook=hook, timeout=timeout_s)
+    return "".join(out), reply["content"]
+
+
+def test_the_spec_is_ipykernels_own_with_the_client_as_command() -> None:
+    from ipykernel.kernelspec import get_kernel_dict
+
+    native, ours = get_kernel_dict(), kernel_spec()
+    assert {k: v for k, v in ours.items() if k != "argv"} == {
+        k: v for k, v in native.items() if k != "argv"
+    }
+    assert ours["argv"][-2:] == ["-f", "{connection_file}"]
+
+
+def test_a_forked_kernel_sees_what_a_fresh_one_sees(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "probe_module.py").write_text("X = 1\n", encoding="utf-8")
+    seen = {}
+    for mode, fresh in (("forked", "0"), ("fresh", "1")):
+        km, kc = start(
+            zygote,
+            monkeypatch,
+            tmp_path,
+            ZYGOTE_PROBE=mode,
+            PYTHONPATH=str(tmp_path / "lib"),
+            **{ENV_FRESH: fresh},
+        )
+        try:
+            text, reply = run(kc, PROBE)
+            assert reply["status"] == "ok", reply
+            seen[mode] = json.loads(text)
+            seen[mode]["client"] = km.provisioner.process.pid
+            seen[mode]["manager"] = os.getpid()
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel()
+    forked, fresh = seen["forked"], seen["fresh"]
+    # The forked kernel came from the zygote (its own pid, not the client's); the fresh one is
+    # the client process itself, which replaced itself with ipykernel's launcher.
+    assert (forked["pid"], forked["client"]) in zygote.forked()
+    assert fresh["pid"] == fresh["client"] and fresh["pid"] not in dict(zygote.forked())
+    for key in ("path", "cwd", "argv", "executable", "dont_write_bytecode"):
+        if key == "argv":  # the connection file differs
+            assert forked[key][:-1] == fresh[key][:-1]
+        else:
+            assert forked[key] == fresh[key], key
+    assert forked["variable"] == "forked" and fresh["variable"] == "fresh"
+    assert forked["module"] == fresh["module"] == str(tmp_path / "lib" / "probe_module.py")
+    # ipykernel reads JPY_PARENT_PID when it is imported (in the zygote): set again for the fork.
+    assert forked["parent_handle"] == fresh["parent_handle"] == os.getpid()
+
+
+def test_a_forked_kernel_is_interrupted_and_shuts_down(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    km, kc = start(zygote, monkeypatch, tmp_path)
+    try:
+        client = km.provisioner.process
+        kernel = dict((c, k) for k, c in zygote.forked())[client.pid]
+        msg_id = kc.execute("import time; time.sleep(120)")
+        time.sleep(1.0)
+        km.interrupt_kernel()
+        reply = kc.get_shell_msg(timeout=30)
+        assert reply["parent_header"]["msg_id"] == msg_id
+        assert reply["content"]["status"] == "error"
+        assert reply["content"]["ename"] == "KeyboardInterrupt"
+        text, after = run(kc, "print(6 * 7)")
+        assert after["status"] == "ok" and text.strip() == "42"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel()
+    assert client.returncode == 0
+    assert wait_gone(kernel)
+    assert zygote.process.poll() is None  # the zygote serves the next kernel
+
+
+def test_a_forked_kernel_dies_with_its_client(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    km, kc = start(zygote, monkeypatch, tmp_path)
+    try:
+        client = km.provisioner.process
+        kernel = dict((c, k) for k, c in zygote.forked())[client.pid]
+        assert alive(kernel)
+        os.kill(client.pid, signal.SIGKILL)
+        assert wait_gone(kernel)
+    finally:
+        kc.stop_channels()
+        km.cleanup_resources()
+
+
+def test_a_forked_kernel_dies_with_the_process_that_started_it(
+    zygote: Zygote, tmp_path: Path
+) -> None:
+    """As ``workbench certify`` killed mid-run: its kernel must not run on (a fresh kernel's
+    ipykernel notices its parent is gone)."""
+    starter = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from jupyter_client.manager import start_new_kernel\n"
+            "import sys, time\n"
+            "km, kc = start_new_kernel(kernel_name='python3', startup_timeout=120)\n"
+            "print(km.provisioner.process.pid, flush=True)\n"
+            "time.sleep(600)\n",
+        ],
+        env={**os.environ, **zygote.environment(), ENV_FRESH: "0"},
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert starter.stdout is not None
+        client = int(starter.stdout.readline())
+        kernel = dict((c, k) for k, c in zygote.forked())[client]
+        assert alive(kernel) and alive(client)
+    finally:
+        starter.kill()
+        starter.wait(timeout=30)
+    assert wait_gone(kernel)
+    assert wait_gone(client)
