@@ -1,6 +1,8 @@
-"""Each pytest process that runs a notebook test starts one kernel zygote (``_kernel_zygote.py``).
+"""One kernel zygote (``_kernel_zygote.py``) per test run: the pytest-xdist controller's, or a
+single pytest process's.
 
-At the first test marked ``notebook`` or ``browser`` the process starts the zygote and points
+Under xdist the controller starts it before the workers (see :func:`configure`); a single
+process starts it at its first test marked ``notebook`` or ``browser``. Starting it points
 ``JUPYTER_PATH`` at a ``python3`` kernel spec whose command is the zygote's client, so every
 kernel started from then on (papermill in the test, ``workbench certify`` as a child process,
 JupyterLab) is forked from the zygote. Kernels started before it is ready start fresh.
@@ -102,16 +104,40 @@ _session: list[Zygote | None] = []
 
 def session_zygote() -> Zygote | None:
     """This process's zygote, started at the first call, its variables set in ``os.environ``
-    (so child processes inherit them). None with ``WORKBENCH_TEST_FRESH_KERNELS=1`` or where
-    forking is not supported (not Linux)."""
+    (so child processes inherit them). None with ``WORKBENCH_TEST_FRESH_KERNELS=1``, where
+    forking is not supported (not Linux), or when this process inherited the variables of one
+    (an xdist worker of a controller that started it)."""
     if not _session:
-        wanted = SUPPORTED and os.environ.get(ENV_FRESH) != "1"
+        wanted = SUPPORTED and os.environ.get(ENV_FRESH) != "1" and not os.environ.get(ENV_SOCKET)
         zygote = Zygote() if wanted else None
         if zygote is not None:
             os.environ.update(zygote.environment())
             atexit.register(zygote.stop)
         _session.append(zygote)
     return _session[0]
+
+
+def may_select_kernels(markexpr: str) -> bool:
+    """Whether ``-m markexpr`` can select a test marked ``notebook`` or ``browser``."""
+    if not markexpr:
+        return True
+    from _pytest.mark.expression import Expression
+
+    expression = Expression.compile(markexpr)
+    return any(
+        expression.evaluate(lambda name, marks=marks, **_: name in marks)
+        for marks in ({"notebook"}, {"browser"}, {"notebook", "browser"})
+    )
+
+
+def configure(config: pytest.Config) -> None:
+    """Under pytest-xdist the controller starts the one zygote, before its workers start (they
+    inherit its variables), if the run can select a notebook or browser test; a single process
+    starts its own at its first such test."""
+    if hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None):
+        return
+    if may_select_kernels(config.option.markexpr or ""):
+        session_zygote()
 
 
 @pytest.hookimpl(tryfirst=True)

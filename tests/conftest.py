@@ -268,6 +268,7 @@ def pytest_configure(config: pytest.Config) -> None:
     _schedule.configure(config)  # the workers receive the modules in the order set below
     # Notebook kernels forked from one process that has imported them (tests/_kernels.py).
     config.pluginmanager.register(_kernels, "workbench-kernel-zygote")
+    _kernels.configure(config)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
