@@ -197,6 +197,7 @@ def _become_kernel(request: dict[str, Any], fds: list[int]) -> None:
     code = 1
     try:
         os.setsid()
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)  # the zygote's own handler, not a kernel's
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
         for fd in fds:
@@ -244,6 +245,8 @@ def _become_kernel(request: dict[str, Any], fds: list[int]) -> None:
 def serve(path: str) -> int:
     import gc
 
+    # Stopped with SIGTERM by the suite: exit as Python does, running the exit handlers.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
     for name in PRELOAD:
         importlib.import_module(name)
