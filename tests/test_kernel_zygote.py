@@ -78,7 +78,10 @@ def start(
     for name, value in zygote.environment().items():
         monkeypatch.setenv(name, value)
     return start_new_kernel(
-        kernel_name="python3", startup_timeout=120, cwd=str(cwd), env={**os.environ, **env}
+        kernel_name="python3",
+        startup_timeout=120,
+        cwd=str(cwd),
+        env={**os.environ, ENV_FRESH: "0", **env},  # forked even in a fresh-kernel run
     )
 
 
