@@ -2,8 +2,9 @@
 
 A notebook kernel spends most of its CPU importing: ipykernel, pandas, Altair, the workbench
 and Ragas (the demo judges are Ragas metrics), about 2.5 of its 4 seconds. The suite starts
-about forty kernels. Here one *zygote* process per pytest worker imports all of that once and
-forks a kernel for each request, so a kernel's CPU is the notebook's own work.
+about forty kernels. Here one *zygote* process per test run (``tests/_kernels.py`` starts it)
+imports all of that once and forks a kernel for each request, so a kernel's CPU is the
+notebook's own work.
 
 Nothing the notebooks or the workbench do changes: the kernel is a real ``ipykernel`` kernel,
 started through the same kernel spec lookup (``python3``), by the same papermill, certification
@@ -18,7 +19,10 @@ new interpreter:
 * the client stays as the kernel's stand-in for the kernel manager: it passes on the signals
   the manager sends (interrupt, terminate) and exits with the kernel's exit status; the kernel
   exits when the client or the kernel manager's process (``JPY_PARENT_PID``, which ipykernel
-  itself watches) dies, as a kernel exits when its parent does.
+  itself watches) dies, as a kernel exits when its parent does;
+* what ipykernel reads from the environment when it is imported (``JPY_PARENT_PID``,
+  ``JPY_INTERRUPT_EVENT``) and what Python reads at start-up (``PYTHONPATH``, the bytecode
+  settings) is set again in the child from the client's environment.
 * Without a zygote (none started, not ready yet, or ``WORKBENCH_TEST_FRESH_KERNELS=1``) the
   client replaces itself with ``python -m ipykernel_launcher``: a fresh interpreter, as without
   this module.
@@ -262,7 +266,7 @@ def serve(path: str) -> int:
     selector.register(listener, selectors.EVENT_READ, None)
     while True:
         if os.getppid() != parent:
-            return 0  # the pytest worker is gone
+            return 0  # the pytest process that started it is gone
         for key, _ in selector.select(timeout=1.0):
             if key.data is None:
                 conn, _ = listener.accept()
