@@ -77,6 +77,15 @@ PRELOAD = (
     "workbench.migration",
     "workbench.demo.noise",
     "workbench.demo.ranking",
+    # imported by every kernel as it starts (its debugger, IPython's history)
+    "ipykernel.debugger",
+    "sqlite3",
+    "pdb",
+    # imported by the workbench's statistics when a notebook needs them (1-2 s each)
+    "scipy.stats",
+    "statsmodels.stats.contingency_tables",
+    "statsmodels.stats.proportion",
+    "krippendorff",
 )
 
 _HEADER = struct.Struct("!I")
