@@ -117,6 +117,16 @@ def session_zygote() -> Zygote | None:
     return _session[0]
 
 
+def inherited_environment() -> dict[str, str]:
+    """The variables that give a child process started with a cleaned environment (JupyterLab's,
+    without the developer's ``JUPYTER*``) this run's forked kernels: the zygote's kernel spec
+    directory alone on ``JUPYTER_PATH``, and its socket. Empty when the run has no zygote."""
+    sock = os.environ.get(ENV_SOCKET)
+    if not sock:
+        return {}
+    return {"JUPYTER_PATH": str(Path(sock).parent), ENV_SOCKET: sock}
+
+
 def may_select_kernels(markexpr: str) -> bool:
     """Whether ``-m markexpr`` can select a test marked ``notebook`` or ``browser``."""
     if not markexpr:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 from _certified import demo_release_certification
+from _kernels import inherited_environment
 from browser_support import (
     JupyterLabServer,
     PageWatch,
@@ -420,6 +421,7 @@ def jupyterlab(chromium: None, tmp_path: Path) -> Iterator[JupyterLabServer]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTEST_"))}
     env["WORKBENCH_CACHE_DIR"] = str(tmp_path / "cache")
     env["RAGAS_DO_NOT_TRACK"] = "true"
+    env.update(inherited_environment())  # the notebook's kernel forked (tests/_kernels.py)
     server = JupyterLabServer(_workspace(tmp_path), tmp_path / "jupyter-home", env)
     try:
         server.start()

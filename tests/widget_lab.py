@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from _kernels import inherited_environment
 from browser_support import JupyterLabServer
 
 if TYPE_CHECKING:
@@ -116,6 +117,7 @@ def lab_env(tmp: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTEST_"))}
     env["WORKBENCH_CACHE_DIR"] = str(tmp / "cache")
     env["RAGAS_DO_NOT_TRACK"] = "true"
+    env.update(inherited_environment())  # the notebook's kernel forked (tests/_kernels.py)
     return env
 
 
