@@ -231,6 +231,7 @@ class DescendantSampler(threading.Thread):
                     argv = b""
                 entry = {
                     "pid": pid,
+                    "ppid": stats[pid][0],
                     "comm": comm,
                     "argv": argv.replace(b"\0", b" ").decode(errors="replace").strip()[:300],
                     "cpu_s": 0.0,
@@ -248,14 +249,22 @@ class DescendantSampler(threading.Thread):
 
 
 def not_logged(sampled: list[dict[str, Any]], logged_pids: set[int]) -> dict[str, float]:
-    """The sampled CPU of processes that wrote no exit log, by program: Python ones by kind."""
+    """The sampled CPU of processes that wrote no exit log, by program: Python ones by kind.
+
+    A notebook kernel forked by the test suite's zygote (tests/_kernel_zygote.py) keeps the
+    zygote's command line: a process with its parent's zygote command line is a kernel.
+    """
     by_name: collections.Counter[str] = collections.Counter()
+    argv_of = {entry["pid"]: entry["argv"] for entry in sampled}
     for entry in sampled:
         if entry["pid"] in logged_pids or entry["cpu_s"] <= 0:
             continue
         argv = entry["argv"]
         program = argv.split(" ", 1)[0] if argv else entry["comm"]
-        if "python" in Path(program).name:
+        forked = "_kernel_zygote.py serve" in argv and argv_of.get(entry.get("ppid")) == argv
+        if forked:
+            name = "Python: notebook kernel"
+        elif "python" in Path(program).name:
             row = {
                 "argv": argv.split(" ", 1)[1] if " " in argv else "",
                 "xdist_worker": "",

@@ -179,6 +179,9 @@ def test_the_sampler_sees_a_descendant_that_never_logs(bench: ModuleType) -> Non
     assert bench.not_logged([entry], {child.pid}) == {}
 
 
+ZYGOTE = "/v/bin/python /w/tests/_kernel_zygote.py serve /tmp/wbz-1/zygote.sock"
+
+
 def test_processes_without_a_log_are_grouped_by_program_and_kind(bench: ModuleType) -> None:
     sampled = [
         {"pid": 1, "comm": "chromium", "argv": "/usr/lib/chromium/chromium --headless",
@@ -192,10 +195,15 @@ def test_processes_without_a_log_are_grouped_by_program_and_kind(bench: ModuleTy
         {"pid": 5, "comm": "python", "argv": "/v/bin/python -m workbench run --x", "cpu_s": 2.0},
         {"pid": 6, "comm": "sh", "argv": "/bin/sh -c make", "cpu_s": 0.0},
         {"pid": 7, "comm": "python", "argv": "/v/bin/python -c pass", "cpu_s": 9.0},  # logged
+        # the suite's kernel zygote, and a kernel it forked (same command line) that was killed
+        {"pid": 8, "ppid": 1, "comm": "python", "argv": ZYGOTE, "cpu_s": 4.0},
+        {"pid": 9, "ppid": 8, "comm": "python", "argv": ZYGOTE, "cpu_s": 1.5},
     ]  # fmt: skip
     assert bench.not_logged(sampled, {7}) == {
         "chromium": 9.5,
         "Python: workbench command": 5.0,
+        "Python: kernel zygote": 4.0,
+        "Python: notebook kernel": 1.5,
         "node": 1.0,
     }
 
