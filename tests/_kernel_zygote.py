@@ -297,7 +297,10 @@ def serve(path: str) -> int:
                     _become_kernel(request, fds)
                 for fd in fds:
                     os.close(fd)
-                print(f"forked kernel {pid} for client {request['client_pid']}", flush=True)
+                test = request["env"].get("PYTEST_CURRENT_TEST", "")
+                print(
+                    f"forked kernel {pid} for client {request['client_pid']} in {test}", flush=True
+                )
                 pidfd = os.pidfd_open(pid)
                 selector.register(pidfd, selectors.EVENT_READ, (pid, conn))
                 with contextlib.suppress(OSError):

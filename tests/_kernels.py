@@ -127,6 +127,25 @@ def inherited_environment() -> dict[str, str]:
     return {"JUPYTER_PATH": str(Path(sock).parent), ENV_SOCKET: sock}
 
 
+def kernels_forked_for(nodeid: str) -> int:
+    """How many kernels this run's zygote forked for the test ``nodeid``: those whose client had
+    it in ``PYTEST_CURRENT_TEST``, whichever process started them (papermill in the test, or a
+    ``workbench certify`` the test ran as a child process). 0 without a zygote."""
+    sock = os.environ.get(ENV_SOCKET)
+    if not sock:
+        return 0
+    try:
+        log = Path(sock).with_name("zygote.log").read_text("utf-8", errors="replace")
+    except OSError:
+        return 0
+    return sum(
+        1
+        for line in log.splitlines()
+        if line.startswith("forked kernel ")
+        and line.split(" in ", 1)[-1].rsplit(" (", 1)[0] == nodeid
+    )
+
+
 def may_select_kernels(markexpr: str) -> bool:
     """Whether ``-m markexpr`` can select a test marked ``notebook`` or ``browser``."""
     if not markexpr:

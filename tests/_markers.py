@@ -5,8 +5,11 @@ fails.
 test that launches chromium or runs a notebook kernel carries its marker. So each test's setup
 and call are watched: ``papermill.execute_notebook`` (every in-process notebook run, certification
 included) and :func:`browser_support.launch_chromium` report here through :func:`note`, and a test
-without the matching marker fails, naming it. Runs in a subprocess (``workbench certify`` as a
-child process) are not seen: those tests are marked by hand.
+without the matching marker fails, naming it. A kernel run in a subprocess (``workbench certify``
+or papermill as a child process) is seen when the run has a kernel zygote (``make test``,
+``tests/_kernels.py``): the zygote logs the test each kernel was forked for. One that starts
+fresh (``WORKBENCH_TEST_FRESH_KERNELS=1``, or an environment without the zygote's variables) is
+not seen: those tests are marked by hand.
 
 ``tests/conftest.py`` imports the hooks below, which is how pytest finds them.
 """
@@ -20,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from _kernels import kernels_forked_for
 
 KINDS = ("browser", "notebook")
 _seen: Counter[str] = Counter()
@@ -56,6 +60,8 @@ def _check(item: pytest.Item) -> Iterator[None]:
     _watch_papermill()
     _seen.clear()
     yield
+    if kernels_forked_for(item.nodeid):  # a kernel of this test, a subprocess's included
+        note("notebook")
     missing = [kind for kind in KINDS if _seen[kind] and item.get_closest_marker(kind) is None]
     if missing:
         pytest.fail(

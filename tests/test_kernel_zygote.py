@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 from _kernel_zygote import ENV_FRESH, SUPPORTED
-from _kernels import Zygote, kernel_spec, may_select_kernels
+from _kernels import Zygote, kernel_spec, kernels_forked_for, may_select_kernels
 
 pytestmark = [
     pytest.mark.notebook,
@@ -124,7 +124,7 @@ def test_the_controller_starts_a_zygote_only_when_kernels_can_be_selected(
 
 
 def test_a_forked_kernel_sees_what_a_fresh_one_sees(
-    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "probe_module.py").write_text("X = 1\n", encoding="utf-8")
@@ -152,6 +152,8 @@ def test_a_forked_kernel_sees_what_a_fresh_one_sees(
     # the client process itself, which replaced itself with ipykernel's launcher.
     assert (forked["pid"], forked["client"]) in zygote.forked()
     assert fresh["pid"] == fresh["client"] and fresh["pid"] not in dict(zygote.forked())
+    # The zygote logged the test the forked kernel ran for (tests/_markers.py reads it).
+    assert kernels_forked_for(request.node.nodeid) == 1
     for key in ("path", "cwd", "argv", "executable", "dont_write_bytecode"):
         if key == "argv":  # the connection file differs
             assert forked[key][:-1] == fresh[key][:-1]

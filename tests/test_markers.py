@@ -12,7 +12,7 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from _inner_pytest import run_pytest
+from _inner_pytest import inner_env, run_pytest
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
@@ -81,6 +81,40 @@ def test_an_unmarked_notebook_run_fails_and_names_the_marker(tmp_path: Path) -> 
     )
     assert (
         "test_suite.py::test_unmarked_through_a_module_fixture executes a notebook without"
+        " @pytest.mark.notebook" in proc.stdout
+    )
+
+
+SUBPROCESS_SUITE = """
+import os
+from pathlib import Path
+
+
+def test_unmarked_kernel_in_a_subprocess():
+    # What the zygote logs when it forks a kernel whose client ran under this test (a
+    # `workbench certify` child process, say): papermill is never called in this process.
+    log = Path(os.environ["WORKBENCH_TEST_KERNEL_ZYGOTE"]).with_name("zygote.log")
+    with log.open("a", encoding="utf-8") as out:
+        out.write(f"forked kernel 11 for client 10 in {os.environ['PYTEST_CURRENT_TEST']}\\n")
+
+
+def test_plain():
+    assert True
+"""
+
+
+def test_an_unmarked_kernel_in_a_subprocess_fails_through_the_zygotes_log(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(CONFTEST, encoding="utf-8")
+    (tmp_path / "test_suite.py").write_text(SUBPROCESS_SUITE, encoding="utf-8")
+    zygote = tmp_path / "zygote"
+    zygote.mkdir()
+    env = inner_env(drop=("WORKBENCH_TEST_KERNEL_ZYGOTE",))
+    env["WORKBENCH_TEST_KERNEL_ZYGOTE"] = str(zygote / "zygote.sock")
+    proc = run_pytest(tmp_path, tmp_path, "--strict-markers", env=env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "1 failed, 1 passed" in proc.stdout, proc.stdout
+    assert (
+        "test_suite.py::test_unmarked_kernel_in_a_subprocess executes a notebook without"
         " @pytest.mark.notebook" in proc.stdout
     )
 
