@@ -84,6 +84,10 @@ class Zygote:
                 out.append((int(words[2]), int(words[5])))
         return out
 
+    def kernel_of(self, client: int) -> int:
+        """The pid of the kernel forked for the client ``client``."""
+        return {c: k for k, c in self.forked()}[client]
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.terminate()

@@ -8,6 +8,7 @@ it, as a fresh kernel dies with its parent.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -165,13 +166,28 @@ def test_a_forked_kernel_sees_what_a_fresh_one_sees(
     assert forked["parent_handle"] == fresh["parent_handle"] == os.getpid()
 
 
+@contextlib.contextmanager
+def forked_kernel(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, cwd: Path
+) -> Iterator[tuple[Any, Any, Any, int]]:
+    """A forked kernel: its manager, client, the client process and the kernel's pid. Shut down
+    afterwards (or its resources released, if the test killed it)."""
+    km, kc = start(zygote, monkeypatch, cwd)
+    try:
+        client = km.provisioner.process
+        yield km, kc, client, zygote.kernel_of(client.pid)
+    finally:
+        kc.stop_channels()
+        if km.is_alive():
+            km.shutdown_kernel()
+        else:
+            km.cleanup_resources()
+
+
 def test_a_forked_kernel_is_interrupted_and_shuts_down(
     zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    km, kc = start(zygote, monkeypatch, tmp_path)
-    try:
-        client = km.provisioner.process
-        kernel = dict((c, k) for k, c in zygote.forked())[client.pid]
+    with forked_kernel(zygote, monkeypatch, tmp_path) as (km, kc, client, kernel):
         msg_id = kc.execute("import time; time.sleep(120)")
         time.sleep(1.0)
         km.interrupt_kernel()
@@ -185,9 +201,6 @@ def test_a_forked_kernel_is_interrupted_and_shuts_down(
                 break
             time.sleep(0.5)
         assert after["status"] == "ok" and text.strip() == "42"  # the kernel lives on
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel()
     assert client.returncode == 0
     assert wait_gone(kernel)
     assert zygote.process.poll() is None  # the zygote serves the next kernel
@@ -196,16 +209,10 @@ def test_a_forked_kernel_is_interrupted_and_shuts_down(
 def test_a_forked_kernel_dies_with_its_client(
     zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    km, kc = start(zygote, monkeypatch, tmp_path)
-    try:
-        client = km.provisioner.process
-        kernel = dict((c, k) for k, c in zygote.forked())[client.pid]
+    with forked_kernel(zygote, monkeypatch, tmp_path) as (_, _, client, kernel):
         assert alive(kernel)
         os.kill(client.pid, signal.SIGKILL)
         assert wait_gone(kernel)
-    finally:
-        kc.stop_channels()
-        km.cleanup_resources()
 
 
 def test_a_forked_kernel_dies_with_the_process_that_started_it(
@@ -231,7 +238,7 @@ def test_a_forked_kernel_dies_with_the_process_that_started_it(
     try:
         assert starter.stdout is not None
         client = int(starter.stdout.readline())
-        kernel = dict((c, k) for k, c in zygote.forked())[client]
+        kernel = zygote.kernel_of(client)
         assert alive(kernel) and alive(client)
     finally:
         starter.kill()
