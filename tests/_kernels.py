@@ -113,7 +113,11 @@ def session_zygote() -> Zygote | None:
     (an xdist worker of a controller that started it)."""
     if not _session:
         wanted = SUPPORTED and os.environ.get(ENV_FRESH) != "1" and not os.environ.get(ENV_SOCKET)
-        zygote = Zygote() if wanted else None
+        try:
+            zygote = Zygote() if wanted else None
+        except OSError as exc:  # no temporary directory or no process: kernels start fresh
+            print(f"kernel zygote not started ({exc}): kernels start fresh", file=sys.stderr)
+            zygote = None
         if zygote is not None:
             os.environ.update(zygote.environment())
             atexit.register(zygote.stop)
