@@ -55,11 +55,13 @@ def zygote() -> Iterator[Zygote]:
 
 
 def alive(pid: int) -> bool:
+    """Running: neither gone nor a zombie (checked from ``/proc``, which a reaped process leaves
+    between any two reads)."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
         return False
-    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    return stat.rsplit(") ", 1)[1][0] != "Z"
 
 
 def wait_gone(pid: int, timeout_s: float = 15.0) -> bool:
@@ -189,7 +191,11 @@ def test_a_forked_kernel_is_interrupted_and_shuts_down(
 ) -> None:
     with forked_kernel(zygote, monkeypatch, tmp_path) as (km, kc, client, kernel):
         msg_id = kc.execute("import time; time.sleep(120)")
-        time.sleep(1.0)
+        while True:  # interrupt once the code runs (a loaded machine may take seconds to get there)
+            msg = kc.get_iopub_msg(timeout=60)
+            if msg["msg_type"] == "execute_input" and msg["parent_header"]["msg_id"] == msg_id:
+                break
+        time.sleep(0.5)
         km.interrupt_kernel()
         reply = kc.get_shell_msg(timeout=30)
         assert reply["parent_header"]["msg_id"] == msg_id
