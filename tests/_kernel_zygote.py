@@ -90,6 +90,21 @@ PRELOAD = (
 
 _HEADER = struct.Struct("!I")
 
+FORKED = "forked kernel {kernel} for client {client} in {test}"
+"""The zygote's log line for each kernel it forks; ``test`` is the client's
+``PYTEST_CURRENT_TEST`` (empty outside a test)."""
+
+
+def forked_kernels(log: str) -> list[tuple[int, int, str]]:
+    """(kernel pid, client pid, test node id) of every :data:`FORKED` line in a zygote's log."""
+    out = []
+    for line in log.splitlines():
+        if line.startswith("forked kernel "):
+            head, _, test = line.partition(" in ")
+            words = head.split()
+            out.append((int(words[2]), int(words[5]), test.rsplit(" (", 1)[0]))
+    return out
+
 
 def _send_message(
     sock: socket.socket, payload: dict[str, Any], fds: list[int] | None = None
@@ -121,10 +136,16 @@ def _recv_message(sock: socket.socket, with_fds: int = 0) -> tuple[dict[str, Any
             raise ConnectionError("the client closed the zygote socket")
     else:
         first = b""
-    head = _recv_exactly(sock, _HEADER.size, first[: _HEADER.size])
-    (length,) = _HEADER.unpack(head)
-    body = _recv_exactly(sock, length, first[_HEADER.size :])
-    return json.loads(body), fds
+    try:
+        head = _recv_exactly(sock, _HEADER.size, first[: _HEADER.size])
+        (length,) = _HEADER.unpack(head)
+        body = _recv_exactly(sock, length, first[_HEADER.size :])
+        message = json.loads(body)
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
+    return message, fds
 
 
 # --- the client: the kernel command the kernel manager starts ---------------------------------
@@ -283,7 +304,7 @@ def serve(path: str) -> int:
                     conn.settimeout(10)
                     request, fds = _recv_message(conn, with_fds=3)
                     conn.settimeout(None)
-                except (OSError, ValueError, ConnectionError):
+                except (OSError, ValueError):  # a client that lied or hung up: forks nothing
                     conn.close()
                     continue
                 pid = os.fork()
@@ -299,7 +320,7 @@ def serve(path: str) -> int:
                     os.close(fd)
                 test = request["env"].get("PYTEST_CURRENT_TEST", "")
                 print(
-                    f"forked kernel {pid} for client {request['client_pid']} in {test}", flush=True
+                    FORKED.format(kernel=pid, client=request["client_pid"], test=test), flush=True
                 )
                 pidfd = os.pidfd_open(pid)
                 selector.register(pidfd, selectors.EVENT_READ, (pid, conn))

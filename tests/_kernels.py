@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _kernel_zygote import ENV_FRESH, ENV_SOCKET, SUPPORTED
+from _kernel_zygote import ENV_FRESH, ENV_SOCKET, SUPPORTED, forked_kernels
 
 ZYGOTE = Path(__file__).with_name("_kernel_zygote.py")
 
@@ -77,12 +77,8 @@ class Zygote:
 
     def forked(self) -> list[tuple[int, int]]:
         """(kernel pid, client pid) of every kernel forked so far, from the zygote's log."""
-        out = []
-        for line in self.log.read_text("utf-8", errors="replace").splitlines():
-            if line.startswith("forked kernel "):
-                words = line.split()
-                out.append((int(words[2]), int(words[5])))
-        return out
+        log = self.log.read_text("utf-8", errors="replace")
+        return [(kernel, client) for kernel, client, _ in forked_kernels(log)]
 
     def kernel_of(self, client: int) -> int:
         """The pid of the kernel forked for the client ``client``."""
@@ -96,10 +92,6 @@ class Zygote:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
-        log = os.environ.get("WORKBENCH_TEST_ZYGOTE_LOG")
-        if log and self.log.exists():
-            with open(log, "a", encoding="utf-8") as out:
-                out.write(self.log.read_text("utf-8", errors="replace"))
         shutil.rmtree(self.home, ignore_errors=True)
 
 
@@ -146,12 +138,7 @@ def kernels_forked_for(nodeid: str) -> int:
         log = Path(sock).with_name("zygote.log").read_text("utf-8", errors="replace")
     except OSError:
         return 0
-    return sum(
-        1
-        for line in log.splitlines()
-        if line.startswith("forked kernel ")
-        and line.split(" in ", 1)[-1].rsplit(" (", 1)[0] == nodeid
-    )
+    return sum(1 for *_, test in forked_kernels(log) if test == nodeid)
 
 
 def may_select_kernels(markexpr: str) -> bool:

@@ -13,7 +13,6 @@ Without ``/usr/bin/chromium`` these tests are skipped with the reason; CI instal
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,7 +22,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 from _certified import demo_release_certification
-from _kernels import inherited_environment
 from browser_support import (
     JupyterLabServer,
     PageWatch,
@@ -34,6 +32,7 @@ from browser_support import (
     watch_page,
 )
 from conftest import RUBRIC, make_case, write_dataset
+from widget_lab import lab_env
 
 from workbench.align import join_results
 from workbench.gold import GoldDataset, load_dataset
@@ -418,11 +417,7 @@ def _workspace(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def jupyterlab(chromium: None, tmp_path: Path) -> Iterator[JupyterLabServer]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER", "PYTEST_"))}
-    env["WORKBENCH_CACHE_DIR"] = str(tmp_path / "cache")
-    env["RAGAS_DO_NOT_TRACK"] = "true"
-    env.update(inherited_environment())  # the notebook's kernel forked (tests/_kernels.py)
-    server = JupyterLabServer(_workspace(tmp_path), tmp_path / "jupyter-home", env)
+    server = JupyterLabServer(_workspace(tmp_path), tmp_path / "jupyter-home", lab_env(tmp_path))
     try:
         server.start()
         yield server
