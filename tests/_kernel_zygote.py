@@ -141,11 +141,29 @@ def _recv_message(sock: socket.socket, with_fds: int = 0) -> tuple[dict[str, Any
         (length,) = _HEADER.unpack(head)
         body = _recv_exactly(sock, length, first[_HEADER.size :])
         message = json.loads(body)
+        if not isinstance(message, dict):
+            raise ValueError("a zygote message is a JSON object")
     except BaseException:
         for fd in fds:
             os.close(fd)
         raise
     return message, fds
+
+
+def _check_request(request: dict[str, Any], fds: list[int]) -> None:
+    """Raise ValueError unless ``request`` is what :func:`client` sends, with its three streams."""
+    argv, env = request.get("argv"), request.get("env")
+    ok = (
+        len(fds) == 3
+        and isinstance(argv, list)
+        and all(isinstance(a, str) for a in argv)
+        and isinstance(env, dict)
+        and all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+        and isinstance(request.get("cwd"), str)
+        and isinstance(request.get("client_pid"), int)
+    )
+    if not ok:
+        raise ValueError("not a kernel request")
 
 
 # --- the client: the kernel command the kernel manager starts ---------------------------------
@@ -305,6 +323,13 @@ def serve(path: str) -> int:
                     request, fds = _recv_message(conn, with_fds=3)
                     conn.settimeout(None)
                 except (OSError, ValueError):  # a client that lied or hung up: forks nothing
+                    conn.close()
+                    continue
+                try:
+                    _check_request(request, fds)
+                except ValueError:
+                    for fd in fds:
+                        os.close(fd)
                     conn.close()
                     continue
                 pid = os.fork()

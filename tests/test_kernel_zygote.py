@@ -12,6 +12,9 @@ import contextlib
 import json
 import os
 import signal
+import socket
+import stat
+import struct
 import subprocess
 import sys
 import textwrap
@@ -184,6 +187,33 @@ def forked_kernel(
             km.shutdown_kernel()
         else:
             km.cleanup_resources()
+
+
+def test_the_zygote_is_private_and_outlives_malformed_requests(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Only this user reaches the socket; a client that lies or hangs up forks nothing and
+    leaves the zygote serving."""
+    assert stat.S_IMODE(zygote.home.stat().st_mode) == 0o700
+    before = len(zygote.forked())
+    lies = [
+        b"",  # connects and hangs up
+        struct.pack("!I", 10_000) + b"{}",  # a length it never sends
+        struct.pack("!I", 9) + b"not json!",
+        struct.pack("!I", 2) + b"[]",  # JSON, but not a request
+    ]
+    for lie in lies:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.connect(str(zygote.socket))
+            if lie:
+                socket.send_fds(sock, [lie], [0, 1, 2])
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(100) == b""  # closed without a reply
+    assert len(zygote.forked()) == before and zygote.process.poll() is None
+    with forked_kernel(zygote, monkeypatch, tmp_path) as (_, kc, _, _):
+        text, reply = run(kc, "print('still serving')")
+        assert reply["status"] == "ok" and text.strip() == "still serving"
+    assert len(zygote.forked()) == before + 1
 
 
 def test_a_forked_kernel_is_interrupted_and_shuts_down(
