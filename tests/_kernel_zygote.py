@@ -77,10 +77,38 @@ PRELOAD = (
     "workbench.migration",
     "workbench.demo.noise",
     "workbench.demo.ranking",
-    # imported by every kernel as it starts (its debugger, IPython's history)
+    # imported by every kernel as it starts (its debugger, IPython's history, inspection)
     "ipykernel.debugger",
     "sqlite3",
     "pdb",
+    "IPython.core.debugger",
+    "IPython.core.oinspect",
+    "IPython.core.completerlib",
+    "IPython.extensions.storemagic",
+    "tornado.platform.asyncio",
+    # imported by the notebooks' cells after the fork (a suite run's kernels listed; each module
+    # is in at least 7 of its 41 kernels): frames shown, Altair's data through narwhals, the
+    # workbench's authority, repeatability and controls, and an LLM judge's OpenAI client
+    "pandas.io.formats.string",
+    "pandas.io.formats.style",
+    "pandas.core.methods.to_dict",
+    "narwhals.stable.v1",
+    "narwhals._pandas_like.dataframe",
+    "narwhals._pandas_like.namespace",
+    "narwhals._interchange.dataframe",
+    "workbench.align._sampled",
+    "workbench.authority",
+    "workbench.controls",
+    "workbench.judges._function",
+    "workbench.repeatability",
+    "workbench.reports._restricted",
+    "openai.resources",
+    "openai.lib.streaming.chat",
+    "httpcore",
+    "ragas.llms.adapters",
+    # a failed cell's traceback
+    "stack_data",
+    "pygments.formatters.terminal256",
     # imported by the workbench's statistics when a notebook needs them (1-2 s each)
     "scipy.stats",
     "statsmodels.stats.contingency_tables",
@@ -90,9 +118,14 @@ PRELOAD = (
 
 _HEADER = struct.Struct("!I")
 
+READY = "ready: {count} modules preloaded, pid {pid}"
+"""The zygote's log line once its socket accepts."""
 FORKED = "forked kernel {kernel} for client {client} in {test}"
 """The zygote's log line for each kernel it forks; ``test`` is the client's
 ``PYTEST_CURRENT_TEST`` (empty outside a test)."""
+REFUSED = "refused a request: {reason}"
+"""The zygote's log line for a connection it forked nothing for (a client that hung up, or
+sent what is not a request)."""
 
 
 def forked_kernels(log: str) -> list[tuple[int, int, str]]:
@@ -104,6 +137,20 @@ def forked_kernels(log: str) -> list[tuple[int, int, str]]:
             words = head.split()
             out.append((int(words[2]), int(words[5]), test.rsplit(" (", 1)[0]))
     return out
+
+
+def ready_pid(log: str) -> int | None:
+    """The zygote's pid from its :data:`READY` line, or None before it is ready."""
+    for line in log.splitlines():
+        if line.startswith("ready: ") and ", pid " in line:
+            return int(line.rsplit(", pid ", 1)[1])
+    return None
+
+
+def refused_requests(log: str) -> list[str]:
+    """The reason of every :data:`REFUSED` line in a zygote's log."""
+    prefix = REFUSED.split("{", 1)[0]
+    return [line[len(prefix) :] for line in log.splitlines() if line.startswith(prefix)]
 
 
 def _send_message(
@@ -309,7 +356,7 @@ def serve(path: str) -> int:
     listener.bind(path + ".tmp")
     os.rename(path + ".tmp", path)  # clients see the socket only once it accepts
     listener.listen(64)
-    print(f"ready: {len(PRELOAD)} modules preloaded", flush=True)
+    print(READY.format(count=len(PRELOAD), pid=os.getpid()), flush=True)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, None)
     while True:
@@ -322,12 +369,14 @@ def serve(path: str) -> int:
                     conn.settimeout(10)
                     request, fds = _recv_message(conn, with_fds=3)
                     conn.settimeout(None)
-                except (OSError, ValueError):  # a client that lied or hung up: forks nothing
+                except (OSError, ValueError) as exc:  # a client that lied or hung up
+                    print(REFUSED.format(reason=exc), flush=True)
                     conn.close()
                     continue
                 try:
                     _check_request(request, fds)
-                except ValueError:
+                except ValueError as exc:
+                    print(REFUSED.format(reason=exc), flush=True)
                     for fd in fds:
                         os.close(fd)
                     conn.close()

@@ -23,7 +23,14 @@ import time
 from pathlib import Path
 
 import pytest
-from _kernel_zygote import ENV_FRESH, ENV_SOCKET, SUPPORTED, forked_kernels
+from _kernel_zygote import (
+    ENV_FRESH,
+    ENV_SOCKET,
+    SUPPORTED,
+    forked_kernels,
+    ready_pid,
+    refused_requests,
+)
 
 ZYGOTE = Path(__file__).with_name("_kernel_zygote.py")
 
@@ -37,27 +44,52 @@ def kernel_spec(python: str = sys.executable) -> dict[str, object]:
     return spec
 
 
-class Zygote:
-    """A running zygote, its socket and the kernel spec directory that points at it."""
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs: neither gone nor a zombie (read from ``/proc`` once: a
+    process may be reaped between two reads)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(") ", 1)[1][0] != "Z"
 
-    def __init__(self) -> None:
+
+class Zygote:
+    """A zygote, its socket and the kernel spec directory that points at it: one this process
+    started (:meth:`start`), or this run's, which another process may have started
+    (:meth:`of_this_run`)."""
+
+    def __init__(self, home: Path, process: subprocess.Popen[bytes] | None = None) -> None:
+        self.home = home
+        self.socket = home / "zygote.sock"
+        self.log = home / "zygote.log"
+        self.process = process
+        """The zygote's process, when this process started it (and stops it)."""
+
+    @classmethod
+    def start(cls) -> Zygote:
         # Short: a Unix socket path is limited to about 100 bytes.
-        self.home = Path(
-            tempfile.mkdtemp(prefix="wbz-", dir="/tmp" if Path("/tmp").is_dir() else None)
-        )
-        spec_dir = self.home / "kernels" / "python3"
+        home = Path(tempfile.mkdtemp(prefix="wbz-", dir="/tmp" if Path("/tmp").is_dir() else None))
+        spec_dir = home / "kernels" / "python3"
         spec_dir.mkdir(parents=True)
         (spec_dir / "kernel.json").write_text(json.dumps(kernel_spec(), indent=1), "utf-8")
-        self.socket = self.home / "zygote.sock"
-        self.log = self.home / "zygote.log"
-        with self.log.open("wb") as log:
-            self.process = subprocess.Popen(
-                [sys.executable, str(ZYGOTE), "serve", str(self.socket)],
+        zygote = cls(home)
+        with zygote.log.open("wb") as log:
+            zygote.process = subprocess.Popen(
+                [sys.executable, str(ZYGOTE), "serve", str(zygote.socket)],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                cwd=self.home,
+                cwd=home,
             )
+        return zygote
+
+    @classmethod
+    def of_this_run(cls) -> Zygote | None:
+        """The zygote this process's kernels come from (its variables are in ``os.environ``:
+        the xdist controller's, or this process's own), or None."""
+        sock = os.environ.get(ENV_SOCKET)
+        return cls(Path(sock).parent) if sock else None
 
     def environment(self) -> dict[str, str]:
         """The variables that make kernels started with them come from this zygote."""
@@ -66,25 +98,55 @@ class Zygote:
         )
         return {"JUPYTER_PATH": jupyter_path, ENV_SOCKET: str(self.socket)}
 
+    def _log(self) -> str:
+        try:
+            return self.log.read_text("utf-8", errors="replace")
+        except OSError:
+            return ""
+
+    def pid(self) -> int | None:
+        """The zygote's pid: its process's, or the one its log gave once it was ready."""
+        if self.process is not None:
+            return self.process.pid
+        return ready_pid(self._log())
+
+    def running(self) -> bool:
+        """Whether the zygote is still running (not exited, not a zombie)."""
+        if self.process is not None:
+            return self.process.poll() is None
+        pid = self.pid()
+        return pid is not None and running(pid)
+
     def wait_ready(self, timeout_s: float = 120.0) -> None:
         deadline = time.monotonic() + timeout_s
         while not self.socket.exists():
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the kernel zygote exited: {self.log.read_text('utf-8')}")
+            if self.process is not None and self.process.poll() is not None:
+                raise RuntimeError(f"the kernel zygote exited: {self._log()}")
             if time.monotonic() > deadline:
                 raise TimeoutError("the kernel zygote was not ready in time")
             time.sleep(0.1)
 
-    def forked(self) -> list[tuple[int, int]]:
-        """(kernel pid, client pid) of every kernel forked so far, from the zygote's log."""
-        log = self.log.read_text("utf-8", errors="replace")
-        return [(kernel, client) for kernel, client, _ in forked_kernels(log)]
+    def forked(self, test: str | None = None) -> list[tuple[int, int]]:
+        """(kernel pid, client pid) of every kernel forked so far, from the zygote's log; with
+        ``test``, those forked for that test node id."""
+        return [
+            (kernel, client)
+            for kernel, client, for_test in forked_kernels(self._log())
+            if test is None or for_test == test
+        ]
+
+    def refused(self) -> list[str]:
+        """The reason of every request the zygote refused so far, from its log."""
+        return refused_requests(self._log())
 
     def kernel_of(self, client: int) -> int:
         """The pid of the kernel forked for the client ``client``."""
         return {c: k for k, c in self.forked()}[client]
 
     def stop(self) -> None:
+        """Stop the zygote, if this process started it, and remove its directory."""
+        if self.process is None:
+            return
         if self.process.poll() is None:
             self.process.terminate()
             try:
@@ -106,7 +168,7 @@ def session_zygote() -> Zygote | None:
     if not _session:
         wanted = SUPPORTED and os.environ.get(ENV_FRESH) != "1" and not os.environ.get(ENV_SOCKET)
         try:
-            zygote = Zygote() if wanted else None
+            zygote = Zygote.start() if wanted else None
         except OSError as exc:  # no temporary directory or no process: kernels start fresh
             print(f"kernel zygote not started ({exc}): kernels start fresh", file=sys.stderr)
             zygote = None
@@ -131,14 +193,8 @@ def kernels_forked_for(nodeid: str) -> int:
     """How many kernels this run's zygote forked for the test ``nodeid``: those whose client had
     it in ``PYTEST_CURRENT_TEST``, whichever process started them (papermill in the test, or a
     ``workbench certify`` the test ran as a child process). 0 without a zygote."""
-    sock = os.environ.get(ENV_SOCKET)
-    if not sock:
-        return 0
-    try:
-        log = Path(sock).with_name("zygote.log").read_text("utf-8", errors="replace")
-    except OSError:
-        return 0
-    return sum(1 for *_, test in forked_kernels(log) if test == nodeid)
+    zygote = Zygote.of_this_run()
+    return len(zygote.forked(nodeid)) if zygote is not None else 0
 
 
 def may_select_kernels(markexpr: str) -> bool:
