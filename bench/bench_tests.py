@@ -252,7 +252,8 @@ def not_logged(sampled: list[dict[str, Any]], logged_pids: set[int]) -> dict[str
     """The sampled CPU of processes that wrote no exit log, by program: Python ones by kind.
 
     A notebook kernel forked by the test suite's zygote (tests/_kernel_zygote.py) keeps the
-    zygote's command line: a process with its parent's zygote command line is a kernel.
+    zygote's command line: a process with its parent's zygote command line is a kernel, unless
+    it is the zygote's chart renderer (named ``chart-renderer``), counted with the zygote.
     """
     by_name: collections.Counter[str] = collections.Counter()
     argv_of = {entry["pid"]: entry["argv"] for entry in sampled}
@@ -262,7 +263,9 @@ def not_logged(sampled: list[dict[str, Any]], logged_pids: set[int]) -> dict[str
         argv = entry["argv"]
         program = argv.split(" ", 1)[0] if argv else entry["comm"]
         forked = "_kernel_zygote.py serve" in argv and argv_of.get(entry.get("ppid")) == argv
-        if forked:
+        if forked and entry["comm"] == "chart-renderer":
+            name = "Python: kernel zygote"
+        elif forked:
             name = "Python: notebook kernel"
         elif "python" in Path(program).name:
             row = {

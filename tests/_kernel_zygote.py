@@ -123,6 +123,8 @@ READY = "ready: {count} modules preloaded, pid {pid}"
 FORKED = "forked kernel {kernel} for client {client} in {test}"
 """The zygote's log line for each kernel it forks; ``test`` is the client's
 ``PYTEST_CURRENT_TEST`` (empty outside a test)."""
+RENDERER = "chart-renderer"
+"""The chart renderer's process name (``/proc/PID/comm``); it keeps the zygote's command line."""
 REFUSED = "refused a request: {reason}"
 """The zygote's log line for a connection it forked nothing for (a client that hung up, or
 sent what is not a request)."""
@@ -290,9 +292,75 @@ def _take_environment(env: dict[str, str]) -> None:
     importlib.invalidate_caches()
 
 
-def _become_kernel(request: dict[str, Any], fds: list[int]) -> None:
-    """In the forked child: take on the client's streams, environment and directory, then run
-    ipykernel's launcher. Never returns."""
+def _charts_socket(path: str) -> str:
+    """The chart renderer's socket, beside the zygote's ``path``."""
+    return path + ".charts"
+
+
+def _render_charts_in(charts: str) -> None:
+    """In a forked kernel: ``vl_convert.vegalite_to_svg(spec)`` is answered by the zygote's
+    chart renderer (:func:`_serve_charts`), whose vl-convert runtime has started already. The
+    kernel then never starts its own, which takes about 0.5 s of CPU at the first chart. Any
+    other call, a renderer that is not there or does not answer, and a conversion that failed
+    there are converted here, so an error is vl-convert's own, raised in the kernel."""
+    import vl_convert
+
+    local = vl_convert.vegalite_to_svg
+
+    def vegalite_to_svg(vl_spec: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:
+            return local(vl_spec, *args, **kwargs)
+        try:
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                sock.settimeout(120)
+                sock.connect(charts)
+                _send_message(sock, {"spec": vl_spec})
+                reply, _ = _recv_message(sock)
+        except (OSError, ValueError, TypeError):  # no renderer, or a spec JSON cannot carry
+            return local(vl_spec)
+        svg = reply.get("svg")
+        return svg if isinstance(svg, str) else local(vl_spec)
+
+    vegalite_to_svg.__wrapped__ = local  # type: ignore[attr-defined]
+    vl_convert.vegalite_to_svg = vegalite_to_svg
+
+
+def _serve_charts(path: str, zygote: int) -> None:
+    """The chart renderer, a child of the zygote: starts vl-convert's runtime once, then
+    converts the specs forked kernels send, one at a time, until the zygote is gone."""
+    # its name in ps and /proc (it keeps the zygote's command line)
+    with contextlib.suppress(OSError), open("/proc/self/comm", "w") as comm:
+        comm.write(RENDERER)
+    import vl_convert
+
+    vl_convert.vegalite_to_svg({"mark": "point", "data": {"values": []}})  # start the runtime
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    os.rename(path + ".tmp", path)
+    listener.listen(64)
+    listener.settimeout(1.0)
+    print(f"chart renderer ready, pid {os.getpid()}", flush=True)
+    while os.getppid() == zygote:
+        try:
+            conn, _ = listener.accept()
+        except TimeoutError:
+            continue
+        with conn:
+            try:
+                conn.settimeout(30)
+                request, _ = _recv_message(conn)
+                try:
+                    reply = {"svg": vl_convert.vegalite_to_svg(request["spec"])}
+                except Exception as exc:  # converted again in the kernel, which raises it
+                    reply = {"error": f"{type(exc).__name__}: {exc}"}
+                _send_message(conn, reply)
+            except (OSError, ValueError, KeyError):
+                continue  # a kernel that hung up or sent no spec
+
+
+def _become_kernel(request: dict[str, Any], fds: list[int], charts: str) -> None:
+    """In the forked child: take on the client's streams, environment and directory, send
+    charts to the renderer at ``charts``, then run ipykernel's launcher. Never returns."""
     code = 1
     try:
         os.setsid()
@@ -304,6 +372,7 @@ def _become_kernel(request: dict[str, Any], fds: list[int]) -> None:
                 os.close(fd)
         os.chdir(request["cwd"])
         _take_environment(request["env"])
+        _render_charts_in(charts)
         import ipykernel
 
         launcher = os.path.join(
@@ -342,11 +411,30 @@ def _become_kernel(request: dict[str, Any], fds: list[int]) -> None:
 
 
 def serve(path: str) -> int:
-    import gc
-
+    """The zygote: its chart renderer, then the kernels' socket at ``path``."""
     # Stopped with SIGTERM by the suite: exit as Python does, running the exit handlers.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+    charts = _charts_socket(path)
+    renderer = os.fork()
+    if renderer == 0:  # before the imports: the renderer needs vl-convert alone
+        code = 1
+        try:
+            _serve_charts(charts, os.getppid())
+            code = 0
+        finally:
+            os._exit(code)
+    try:
+        return _serve_kernels(path, charts)
+    finally:  # stopped and reaped, so its CPU counts as the zygote's children's
+        with contextlib.suppress(OSError):
+            os.kill(renderer, signal.SIGTERM)
+            os.waitpid(renderer, 0)
+
+
+def _serve_kernels(path: str, charts: str) -> int:
+    import gc
+
     for name in PRELOAD:
         importlib.import_module(name)
     gc.collect()
@@ -389,7 +477,7 @@ def serve(path: str) -> int:
                         os.close(other.fd)
                     selector.close()
                     conn.close()
-                    _become_kernel(request, fds)
+                    _become_kernel(request, fds, charts)
                 for fd in fds:
                     os.close(fd)
                 test = request["env"].get("PYTEST_CURRENT_TEST", "")

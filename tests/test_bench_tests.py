@@ -198,11 +198,13 @@ def test_processes_without_a_log_are_grouped_by_program_and_kind(bench: ModuleTy
         # the suite's kernel zygote, and a kernel it forked (same command line) that was killed
         {"pid": 8, "ppid": 1, "comm": "python", "argv": ZYGOTE, "cpu_s": 4.0},
         {"pid": 9, "ppid": 8, "comm": "python", "argv": ZYGOTE, "cpu_s": 1.5},
+        # its chart renderer: forked too, but named
+        {"pid": 10, "ppid": 8, "comm": "chart-renderer", "argv": ZYGOTE, "cpu_s": 0.5},
     ]  # fmt: skip
     assert bench.not_logged(sampled, {7}) == {
         "chromium": 9.5,
         "Python: workbench command": 5.0,
-        "Python: kernel zygote": 4.0,
+        "Python: kernel zygote": 4.5,
         "Python: notebook kernel": 1.5,
         "node": 1.0,
     }

@@ -48,6 +48,42 @@ PROBE = textwrap.dedent(
 )
 
 
+CHARTS = textwrap.dedent(
+    """
+    import json, os
+    import vl_convert
+    from chart_probe import chart
+    from workbench.reports._charts import to_svg
+
+    def threads():
+        tasks = os.listdir("/proc/self/task")
+        return sorted(open(f"/proc/self/task/{t}/comm").read().strip() for t in tasks)
+
+    svg = to_svg(chart())
+    after_chart = threads()
+    try:
+        vl_convert.vegalite_to_svg({"mark": "nonsense"})
+        error = None
+    except ValueError as exc:
+        error = str(exc)
+    print(json.dumps({
+        "svg": svg, "threads": after_chart, "error": error,
+        "via_renderer": hasattr(vl_convert.vegalite_to_svg, "__wrapped__"),
+    }))
+    """
+)
+CHART_PROBE = textwrap.dedent(
+    """
+    import altair as alt
+    import pandas as pd
+
+    def chart():
+        frame = pd.DataFrame({"slice": ["billing", "general", "<b>x</b>"], "errors": [3, 1, 2]})
+        return alt.Chart(frame).mark_bar().encode(x="slice:N", y="errors:Q", tooltip=["slice"])
+    """
+)
+
+
 @pytest.fixture(scope="module")
 def zygote() -> Iterator[Zygote]:
     """This run's zygote (the one every notebook test's kernels come from); a zygote of this
@@ -281,3 +317,32 @@ def test_a_forked_kernel_dies_with_the_process_that_started_it(
         starter.wait(timeout=30)
     assert wait_gone(kernel)
     assert wait_gone(client)
+
+
+def test_a_forked_kernels_charts_are_converted_by_vl_convert_in_the_renderer(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The zygote's chart renderer converts a forked kernel's charts: the same SVG and the same
+    error as vl-convert gives in this process, and the kernel starts no runtime of its own (no
+    V8 or tokio thread)."""
+    import vl_convert
+
+    from workbench.reports._charts import to_svg
+
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "chart_probe.py").write_text(CHART_PROBE, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
+    assert "chart renderer ready" in zygote.log.read_text("utf-8")
+    with forked_kernel(zygote, monkeypatch, tmp_path) as (_, kc, _, _):
+        text, reply = run(kc, CHARTS)
+        assert reply["status"] == "ok", reply
+    seen = json.loads(text)
+    import chart_probe
+
+    assert seen["via_renderer"]
+    assert seen["svg"] == to_svg(chart_probe.chart()) and seen["svg"].startswith("<svg")
+    with pytest.raises(ValueError) as here:
+        vl_convert.vegalite_to_svg({"mark": "nonsense"})
+    assert seen["error"] == str(here.value)
+    assert not [t for t in seen["threads"] if t.startswith(("V8", "tokio"))], seen["threads"]
