@@ -26,6 +26,12 @@ new interpreter:
 * Without a zygote (none started, not ready yet, or ``WORKBENCH_TEST_FRESH_KERNELS=1``) the
   client replaces itself with ``python -m ipykernel_launcher``: a fresh interpreter, as without
   this module.
+* vl-convert's runtime (V8, in threads, so it cannot be started before a fork) would start in
+  every kernel at its first chart, about 0.9 s of CPU. The zygote's *chart renderer*, a child
+  started before the imports, starts it once; a forked kernel's
+  ``vl_convert.vegalite_to_svg(spec)`` is converted there and the SVG sent back. Any other
+  call, a renderer that does not answer and a conversion that failed run vl-convert in the
+  kernel, so errors are its own.
 """
 
 from __future__ import annotations
