@@ -346,3 +346,48 @@ def test_a_forked_kernels_charts_are_converted_by_vl_convert_in_the_renderer(
         vl_convert.vegalite_to_svg({"mark": "nonsense"})
     assert seen["error"] == str(here.value)
     assert not [t for t in seen["threads"] if t.startswith(("V8", "tokio"))], seen["threads"]
+
+
+def test_without_an_answering_renderer_a_kernel_converts_its_charts_itself(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A renderer that is not there (or not yet), or a socket that answers with nonsense: the
+    kernel's call converts the chart with vl-convert in the kernel, as without a zygote."""
+    import threading
+
+    import vl_convert
+    from _kernel_zygote import _render_charts_in
+
+    spec = {"mark": "bar", "data": {"values": [{"a": "x", "b": 2}]},
+            "encoding": {"x": {"field": "a", "type": "nominal"},
+                         "y": {"field": "b", "type": "quantitative"}}}  # fmt: skip
+    original = vl_convert.vegalite_to_svg
+    here = original(spec)
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", original)  # restored after the test
+    _render_charts_in(str(tmp_path / "no-renderer.sock"))
+    assert vl_convert.vegalite_to_svg is not original
+    assert vl_convert.vegalite_to_svg.__wrapped__ is original
+    assert vl_convert.vegalite_to_svg(spec) == here
+
+    liar = tmp_path / "liar.sock"  # accepts, reads, answers a JSON object without an SVG
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(liar))
+    server.listen(1)
+
+    received: list[bytes] = []
+
+    def answer() -> None:
+        conn, _ = server.accept()
+        with conn:
+            received.append(conn.recv(1 << 20))
+            body = b'{"svg": 42}'
+            conn.sendall(struct.pack("!I", len(body)) + body)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    monkeypatch.setattr(vl_convert, "vegalite_to_svg", original)
+    _render_charts_in(str(liar))
+    assert vl_convert.vegalite_to_svg(spec) == here
+    thread.join(timeout=30)
+    server.close()
+    assert received and b'"spec"' in received[0]  # it asked the liar first
