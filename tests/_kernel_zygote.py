@@ -129,6 +129,8 @@ READY = "ready: {count} modules preloaded, pid {pid}"
 FORKED = "forked kernel {kernel} for client {client} in {test}"
 """The zygote's log line for each kernel it forks; ``test`` is the client's
 ``PYTEST_CURRENT_TEST`` (empty outside a test)."""
+RENDERER_READY = "chart renderer ready, pid {pid}"
+"""The chart renderer's log line once its socket accepts."""
 RENDERER = "chart-renderer"
 """The chart renderer's process name (``/proc/PID/comm``); it keeps the zygote's command line."""
 REFUSED = "refused a request: {reason}"
@@ -298,6 +300,15 @@ def _take_environment(env: dict[str, str]) -> None:
     importlib.invalidate_caches()
 
 
+def _listen(path: str) -> socket.socket:
+    """A Unix socket listening at ``path``, which appears only once it accepts."""
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path + ".tmp")
+    os.rename(path + ".tmp", path)
+    listener.listen(64)
+    return listener
+
+
 def _charts_socket(path: str) -> str:
     """The chart renderer's socket, beside the zygote's ``path``."""
     return path + ".charts"
@@ -340,12 +351,9 @@ def _serve_charts(path: str, zygote: int) -> None:
     import vl_convert
 
     vl_convert.vegalite_to_svg({"mark": "point", "data": {"values": []}})  # start the runtime
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path + ".tmp")
-    os.rename(path + ".tmp", path)
-    listener.listen(64)
+    listener = _listen(path)
     listener.settimeout(1.0)
-    print(f"chart renderer ready, pid {os.getpid()}", flush=True)
+    print(RENDERER_READY.format(pid=os.getpid()), flush=True)
     while os.getppid() == zygote:
         try:
             conn, _ = listener.accept()
@@ -354,11 +362,11 @@ def _serve_charts(path: str, zygote: int) -> None:
         with conn:
             try:
                 conn.settimeout(30)
-                request, _ = _recv_message(conn)
+                spec = _recv_message(conn)[0]["spec"]
                 try:
-                    reply = {"svg": vl_convert.vegalite_to_svg(request["spec"])}
-                except Exception as exc:  # converted again in the kernel, which raises it
-                    reply = {"error": f"{type(exc).__name__}: {exc}"}
+                    reply = {"svg": vl_convert.vegalite_to_svg(spec)}
+                except Exception:  # no SVG: the kernel converts it and raises vl-convert's error
+                    reply = {}
                 _send_message(conn, reply)
             except (OSError, ValueError, KeyError):
                 continue  # a kernel that hung up or sent no spec
@@ -446,10 +454,7 @@ def _serve_kernels(path: str, charts: str) -> int:
     gc.collect()
     gc.freeze()  # the forked kernels share these pages rather than copy them on the next GC
     parent = os.getppid()
-    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    listener.bind(path + ".tmp")
-    os.rename(path + ".tmp", path)  # clients see the socket only once it accepts
-    listener.listen(64)
+    listener = _listen(path)
     print(READY.format(count=len(PRELOAD), pid=os.getpid()), flush=True)
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ, None)

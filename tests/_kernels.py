@@ -183,10 +183,10 @@ def inherited_environment() -> dict[str, str]:
     """The variables that give a child process started with a cleaned environment (JupyterLab's,
     without the developer's ``JUPYTER*``) this run's forked kernels: the zygote's kernel spec
     directory alone on ``JUPYTER_PATH``, and its socket. Empty when the run has no zygote."""
-    sock = os.environ.get(ENV_SOCKET)
-    if not sock:
+    zygote = Zygote.of_this_run()
+    if zygote is None:
         return {}
-    return {"JUPYTER_PATH": str(Path(sock).parent), ENV_SOCKET: sock}
+    return {"JUPYTER_PATH": str(zygote.home), ENV_SOCKET: str(zygote.socket)}
 
 
 def kernels_forked_for(nodeid: str) -> int:

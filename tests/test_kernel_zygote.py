@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _kernel_zygote import ENV_FRESH, SUPPORTED
+from _kernel_zygote import ENV_FRESH, RENDERER_READY, SUPPORTED
 from _kernels import Zygote, kernel_spec, kernels_forked_for, may_select_kernels
 from _kernels import running as alive
 
@@ -333,7 +333,7 @@ def test_a_forked_kernels_charts_are_converted_by_vl_convert_in_the_renderer(
     (tmp_path / "lib" / "chart_probe.py").write_text(CHART_PROBE, encoding="utf-8")
     monkeypatch.syspath_prepend(str(tmp_path / "lib"))
     monkeypatch.setenv("PYTHONPATH", str(tmp_path / "lib"))
-    assert "chart renderer ready" in zygote.log.read_text("utf-8")
+    assert RENDERER_READY.split(",")[0] in zygote.log.read_text("utf-8")
     with forked_kernel(zygote, monkeypatch, tmp_path) as (_, kc, _, _):
         text, reply = run(kc, CHARTS)
         assert reply["status"] == "ok", reply
@@ -391,3 +391,38 @@ def test_without_an_answering_renderer_a_kernel_converts_its_charts_itself(
     thread.join(timeout=30)
     server.close()
     assert received and b'"spec"' in received[0]  # it asked the liar first
+
+
+def test_the_chart_renderer_outlives_malformed_requests(zygote: Zygote) -> None:
+    """The renderer every forked kernel shares: a kernel that hangs up, lies about a length,
+    sends what is not JSON or not a request, or a spec vl-convert refuses gets no SVG (the
+    kernel converts it itself), and the renderer goes on converting the next chart."""
+    from _kernel_zygote import _charts_socket, _recv_message, _send_message
+
+    charts = _charts_socket(str(zygote.socket))
+    lies = [
+        b"",  # connects and hangs up
+        struct.pack("!I", 10_000) + b"{}",  # a length it never sends
+        struct.pack("!I", 9) + b"not json!",
+        struct.pack("!I", 2) + b"[]",  # JSON, but not a request
+        struct.pack("!I", 2) + b"{}",  # an object without a spec
+    ]
+    for lie in lies:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(60)
+            sock.connect(charts)
+            sock.sendall(lie)
+            sock.shutdown(socket.SHUT_WR)
+            assert sock.recv(100) == b""  # closed without an answer
+
+    def ask(spec: object) -> dict[str, Any]:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(60)
+            sock.connect(charts)
+            _send_message(sock, {"spec": spec})
+            return _recv_message(sock)[0]
+
+    assert ask({"mark": "nonsense"}) == {}  # refused by vl-convert: no SVG
+    answer = ask({"mark": "point", "data": {"values": [{"a": 1}]},
+                  "encoding": {"x": {"field": "a", "type": "quantitative"}}})  # fmt: skip
+    assert answer["svg"].startswith("<svg")
