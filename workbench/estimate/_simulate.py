@@ -267,10 +267,11 @@ def estimate_chart(
     )
     layers = [
         base.mark_rule(strokeWidth=2).encode(
-            x=alt.X("low:Q", title="human-pass rate with 95% interval"), x2="high:Q"
+            x=alt.X("low:Q", title="human-pass rate with 95% interval"), x2=alt.X2("high:Q")
         ),
         base.mark_point(filled=True, size=50).encode(
-            x="estimate:Q", tooltip=["slice", "method", "estimate", "low", "high"]
+            x=alt.X("estimate:Q"),
+            tooltip=[alt.Tooltip(f) for f in ("slice", "method", "estimate", "low", "high")],
         ),
     ]
     if truth:
@@ -278,7 +279,11 @@ def estimate_chart(
         layers.append(
             alt.Chart(marks)
             .mark_tick(color="black", thickness=2, size=28)
-            .encode(y=alt.Y("slice:N", sort=None), x="truth:Q", tooltip=["slice", "truth"])
+            .encode(
+                y=alt.Y("slice:N", sort=None),
+                x=alt.X("truth:Q"),
+                tooltip=[alt.Tooltip("slice"), alt.Tooltip("truth")],
+            )
         )
     return alt.layer(*layers).properties(
         width=460,

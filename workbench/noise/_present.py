@@ -197,7 +197,10 @@ def noise_chart(report: NoiseReport) -> Any:
     )
     x = alt.X("score:Q", title=x_title, scale=alt.Scale(domain=[0, 1]))
     base = alt.Chart(data).encode(
-        x=x, y=y, color=color, tooltip=["pair", "member", "mode", "score"]
+        x=x,
+        y=y,
+        color=color,
+        tooltip=[alt.Tooltip(field) for field in ("pair", "member", "mode", "score")],
     )
     clean_dots = base.transform_filter(
         alt.FieldOneOfPredicate(field="member", oneOf=members[0::2])
@@ -211,7 +214,11 @@ def noise_chart(report: NoiseReport) -> Any:
             0,
             alt.Chart(pd.DataFrame(limits))
             .mark_tick(color="#444444", thickness=2, size=16)
-            .encode(x="max_score:Q", y=y, tooltip=["pair", "max_score"]),
+            .encode(
+                x=alt.X("max_score:Q"),
+                y=y,
+                tooltip=[alt.Tooltip("pair"), alt.Tooltip("max_score")],
+            ),
         )
     title = (
         "Clean vs noisy NoiseSensitivity per pair; ring = clean, dot = noisy, dark tick = slice"
@@ -251,17 +258,21 @@ def comparison_chart(report: NoiseReport) -> Any:
     bars = (
         alt.Chart(data)
         .mark_rule(strokeWidth=2)
-        .encode(x=alt.X("low:Q", title=title), x2="high:Q", y=y)
+        .encode(x=alt.X("low:Q", title=title), x2=alt.X2("high:Q"), y=y)
     )
     dots = (
         alt.Chart(data)
         .mark_point(filled=True, size=70)
-        .encode(x=x, y=y, tooltip=["slice", "mean_delta", "low", "high", "n"])
+        .encode(
+            x=x,
+            y=y,
+            tooltip=[alt.Tooltip(f) for f in ("slice", "mean_delta", "low", "high", "n")],
+        )
     )
     zero = (
         alt.Chart(pd.DataFrame({"x": [0.0]}))
         .mark_rule(color="#888888", strokeDash=[4, 4])
-        .encode(x="x:Q")
+        .encode(x=alt.X("x:Q"))
     )
     return alt.layer(zero, bars, dots).properties(
         width=420, title=f"Baseline vs candidate per slice ({LOWER_IS_BETTER})"

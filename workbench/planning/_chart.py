@@ -77,18 +77,23 @@ def plan_chart(plan: SamplePlan, limits: list[float] | None = None) -> Any:
                 color=alt.Color(
                     "curve:N", title=None, legend=alt.Legend(orient="bottom", labelLimit=400)
                 ),
-                tooltip=["n", "errors", "upper_95"],
+                tooltip=[alt.Tooltip(field) for field in ("n", "errors", "upper_95")],
             )
         )
         marks = alt.Chart(data.head(1).assign(value=limit, needed=p.needed))
-        layers = [line, marks.mark_rule(strokeDash=[4, 3], color="black").encode(y="value:Q")]
+        layers = [
+            line,
+            marks.mark_rule(strokeDash=[4, 3], color="black").encode(y=alt.Y("value:Q")),
+        ]
         if p.needed is not None:
             layers.append(
-                marks.mark_rule(color="firebrick").encode(x="needed:Q", tooltip=["needed"])
+                marks.mark_rule(color="firebrick").encode(
+                    x=alt.X("needed:Q"), tooltip=[alt.Tooltip("needed")]
+                )
             )
             layers.append(
                 marks.mark_text(align="left", dx=4, dy=-60, color="firebrick").encode(
-                    x="needed:Q", text=alt.value(f"n = {p.needed}")
+                    x=alt.X("needed:Q"), text=alt.TextValue(f"n = {p.needed}")
                 )
             )
         panels.append(

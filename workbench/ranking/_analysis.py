@@ -1732,7 +1732,7 @@ def first_place_chart(report: RankingReport) -> Any:
         if p.wins.n
     ]
     data = pd.DataFrame(rows, columns=["position", "rate", "low", "high", "chance", "label"])
-    base = alt.Chart(data).encode(
+    base = alt.Chart().encode(
         x=alt.X("position:N", title="presented position", sort=None, axis=alt.Axis(labelAngle=0))
     )
     bars = base.mark_bar(color="#4c78a8").encode(
@@ -1741,16 +1741,18 @@ def first_place_chart(report: RankingReport) -> Any:
             title="share of first places (95% Wilson interval)",
             scale=alt.Scale(domain=[0, 1]),
         ),
-        tooltip=["position", "label", "rate", "chance"],
+        tooltip=[alt.Tooltip(field) for field in ("position", "label", "rate", "chance")],
     )
-    interval = base.mark_rule(color="#333333").encode(y="low:Q", y2="high:Q")
-    chance = base.mark_tick(color="#e45756", thickness=3, size=40).encode(y="chance:Q")
-    labels = base.mark_text(dy=-8, fontSize=10).encode(y="high:Q", text="label:N")
+    interval = base.mark_rule(color="#333333").encode(y=alt.Y("low:Q"), y2=alt.Y2("high:Q"))
+    chance = base.mark_tick(color="#e45756", thickness=3, size=40).encode(y=alt.Y("chance:Q"))
+    labels = base.mark_text(dy=-8, fontSize=10).encode(y=alt.Y("high:Q"), text=alt.Text("label:N"))
     title = (
         f"{report.judge or 'judge'}: first places by presented position (red tick: position-blind"
         " share)"
     )
-    return (bars + interval + chance + labels).properties(width=360, height=220, title=title)
+    return alt.layer(bars, interval, chance, labels, data=data).properties(
+        width=360, height=220, title=title
+    )
 
 
 def write_ranking_artifacts(report: RankingReport, out_dir: str | Path) -> list[Path]:

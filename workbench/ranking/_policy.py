@@ -532,7 +532,7 @@ def threshold_chart(
                 ),
                 legend=None,
             ),
-            tooltip=["example", "drop", "verdict", "note"],
+            tooltip=[alt.Tooltip(field) for field in ("example", "drop", "verdict", "note")],
         )
     )
     lines = pd.DataFrame(
@@ -546,7 +546,7 @@ def threshold_chart(
     rules = (
         alt.Chart(lines)
         .mark_rule(strokeDash=[4, 3], color="#333333")
-        .encode(x="x:Q", tooltip=["what"])
+        .encode(x=alt.X("x:Q"), tooltip=[alt.Tooltip("what")])
     )
     return (points + rules).properties(
         width=420,
