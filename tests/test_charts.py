@@ -13,7 +13,6 @@ import math
 from typing import Any
 
 import pandas as pd
-import pytest
 
 from workbench.reports import (
     candidates_chart,
@@ -226,8 +225,9 @@ def test_threshold_sweep_chart_plots_finite_thresholds_marks_limits_and_the_choi
     assert [_mark(layer) for layer in bare["layer"]] == ["line", "point"]
 
 
-@pytest.mark.parametrize("name", ["<script>alert(1)</script>", "a & b <b>bold</b>"])
-def test_case_text_reaches_the_svg_escaped(name: str) -> None:
-    svg = to_svg(slice_error_chart([_row(name, (1, 4), (0, 4), risk="")]))
+def test_case_text_reaches_the_svg_escaped() -> None:
+    names = ["<script>alert(1)</script>", "a & b <b>bold</b>"]
+    svg = to_svg(slice_error_chart([_row(name, (1, 4), (0, 4), risk="") for name in names]))
     assert svg.startswith("<svg") and "<script" not in svg and "<b>" not in svg
-    assert name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in svg
+    for name in names:
+        assert name.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;") in svg
