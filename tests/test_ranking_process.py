@@ -1565,7 +1565,9 @@ def test_demo_confirmed_versus_unconfirmed_reversal_under_the_release_policy(
             "--history",
             str(tmp_path / "h.jsonl"),
             "--no-progress",
-            "--no-cache",
+            # One judge, two policies: the rollout run reads the release run's answers back.
+            "--cache",
+            str(tmp_path / "cache"),
             "--scalar",
             str(ROOT / "data" / "ranking" / "support-scalar-gate@1.jsonl"),
         ]
@@ -1573,6 +1575,7 @@ def test_demo_confirmed_versus_unconfirmed_reversal_under_the_release_policy(
             cli,
             [*args, "--policy", str(RELEASE_POLICY), "--out", str(tmp_path / "enforced"), "--lock"],
         )
+        calls = llm.call_count
         rollout = runner.invoke(
             cli,
             [*args, "--policy", str(ROLLOUT_POLICY), "--out", str(tmp_path / "rollout"), "--json"],
@@ -1588,6 +1591,7 @@ def test_demo_confirmed_versus_unconfirmed_reversal_under_the_release_policy(
     )  # "the first one shown": criterion leakage
     assert "scalar passes, ranking fail: refund-timing-013" in enforced.output
     assert rollout.exit_code == 0
+    assert calls > 0 and llm.call_count == calls  # the same answers, from the cache
     gate = json.loads(rollout.stdout[rollout.stdout.index("{") :])["gate"]
     assert (
         gate["mode"] == "report_only"
