@@ -130,6 +130,39 @@ def test_function_errors_are_evaluator_errors_not_verdicts(tmp_path: Path) -> No
     assert lacking.error is not None and "reference" in lacking.error.message
 
 
+def test_a_function_judge_builds_ragas_input_model_once_and_keeps_its_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ragas' decorated metric builds a pydantic model of its arguments on every call; the judge's
+    copy builds it once, checks arguments with it as Ragas does, and leaves the user's metric
+    object as it was."""
+    metric = judge_fixtures.keyword_judge
+    builds: list[str] = []
+    build = type(metric)._create_pydantic_model
+
+    def counted(self):  # type: ignore[no-untyped-def]
+        builds.append(self.name)
+        return build(self)
+
+    monkeypatch.setattr(type(metric), "_create_pydantic_model", counted)
+    judge = load_candidate(write_spec(tmp_path))
+    verdicts = [
+        asyncio.run(judge.evaluate(JudgeInput(user_input="q", response=r, grading_notes="g")))
+        for r in ("a refund", "no", "refund now", "later")
+    ]
+    assert [v.value for v in verdicts] == ["pass", "fail", "pass", "fail"]
+    assert [v.reason for v in verdicts] == [
+        asyncio.run(metric.ascore(user_input="q", response=r, grading_notes="g")).reason
+        for r in ("a refund", "no", "refund now", "later")
+    ]
+    assert builds.count("keyword_judge") == 1 + 4  # the judge's once, the direct calls each time
+    assert "_create_pydantic_model" not in vars(metric)
+    # Ragas' own argument check still runs on the judge's copy, with the model built once.
+    with pytest.raises(TypeError, match="response: Input should be a valid string"):
+        asyncio.run(judge.metric.ascore(user_input="q", response=None, grading_notes="g"))
+    assert builds.count("keyword_judge") == 5
+
+
 @pytest.mark.parametrize(
     ("change", "code"),
     [

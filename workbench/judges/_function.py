@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import functools
 import importlib
 import inspect
 from pathlib import Path
@@ -13,6 +15,26 @@ from ..results import JudgeIdentity
 from ._input import JudgeInput
 from ._registry import CaseRef, Verdict, make_identity
 from ._spec import CandidateSpec
+
+
+def with_input_model_built_once(metric: Any) -> Any:
+    """A shallow copy of a Ragas decorated metric that builds its input model once.
+
+    ``@discrete_metric`` (and the numeric and ranking decorators) check a call's arguments with
+    a pydantic model that ``_create_pydantic_model`` builds from the function's signature, anew
+    on every ``ascore`` call: 0.7 ms of the 0.71 ms a demo judge's call takes. The signature
+    does not change, so the copy builds the model on its first call and keeps it; the checks
+    and their errors are Ragas' own. The user's metric object is left as it is. A metric
+    without that method, or one whose copy cannot take the attribute, is returned unchanged.
+    """
+    if not callable(getattr(metric, "_create_pydantic_model", None)):
+        return metric
+    try:
+        own = copy.copy(metric)
+        own._create_pydantic_model = functools.cache(own._create_pydantic_model)
+    except (TypeError, AttributeError, copy.Error):
+        return metric
+    return own
 
 
 class FunctionJudge:
@@ -107,7 +129,7 @@ class FunctionJudge:
                     )
                 ],
             )
-        self.metric = metric
+        self.metric = with_input_model_built_once(metric)
         func = getattr(metric, "_func", None) or metric
         self._parameters = list(inspect.signature(func).parameters)
         source = inspect.getsource(module)

@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from .._docs import add_field_docs
 from .._io import sha256_text
 from ..errors import Problem, WorkbenchError
+from ..judges._function import with_input_model_built_once
 from ..judges._llm import LLMJudge, _Exchange, has_reason
 from ..judges._registry import CaseRef, Verdict, make_identity
 from ..judges._spec import CandidateSpec
@@ -385,7 +386,7 @@ class FunctionRankingJudge:
             )
         if problems:
             raise WorkbenchError("invalid candidate", problems)
-        self.metric = metric
+        self.metric = with_input_model_built_once(metric)
         self._parameters = [n for n in params if n in RANKING_PLACEHOLDERS]
         self.identity = make_identity(
             spec, sha256_text(inspect.getsource(module)), candidate_format=CANDIDATE_FORMAT
