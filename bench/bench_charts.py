@@ -28,20 +28,11 @@ from types import ModuleType
 from typing import Any
 
 
-def _rate(k: int, n: int, low: float, high: float) -> dict[str, Any]:
-    return {
-        "k": k,
-        "n": n,
-        "rate": k / n if n else None,
-        "ci95_low": low if n else None,
-        "ci95_high": high if n else None,
-    }
-
-
 def _inputs() -> dict[str, Any]:
     import pandas as pd
 
     from workbench.reports._slices import SliceLimits, SliceRow
+    from workbench.stats import wilson_rate
 
     limits = SliceLimits(None, 0.1, "upper_95", 0.2, "point", 0.0)
     rows = [
@@ -50,10 +41,10 @@ def _inputs() -> dict[str, Any]:
             "critical" if i % 2 else "standard",
             40,
             38,
-            _rate(38, 40, 0.8, 0.99),
-            _rate(i, 20, 0.02 * i, 0.05 + 0.1 * i) if i != 6 else _rate(0, 0, 0, 0),
-            _rate(1, 20, 0.01, 0.24),
-            _rate(2, 40, 0.01, 0.17),
+            wilson_rate(38, 40),
+            wilson_rate(i, 20) if i != 6 else wilson_rate(0, 0),
+            wilson_rate(1, 20),
+            wilson_rate(2, 40),
             limits if i != 5 else None,
             "fail" if i == 3 else "pass",
         )

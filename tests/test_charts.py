@@ -24,18 +24,9 @@ from workbench.reports import (
 from workbench.reports._charts import STATUS_COLORS, slice_error_data
 from workbench.reports._format import DASH
 from workbench.reports._slices import SliceLimits, SliceRow
+from workbench.stats import wilson_rate
 
 LIMITS = SliceLimits(None, 0.1, "upper_95", 0.2, "point", 0.0)
-
-
-def _rate(k: int, n: int, low: float = 0.01, high: float = 0.3) -> dict[str, Any]:
-    return {
-        "k": k,
-        "n": n,
-        "rate": k / n if n else None,
-        "ci95_low": low if n else None,
-        "ci95_high": high if n else None,
-    }
 
 
 def _row(name: str, fp: tuple[int, int], ff: tuple[int, int], **kw: Any) -> SliceRow:
@@ -44,10 +35,10 @@ def _row(name: str, fp: tuple[int, int], ff: tuple[int, int], **kw: Any) -> Slic
         "risk": "critical",
         "n": 40,
         "decided": 40,
-        "coverage": _rate(40, 40),
-        "false_pass_rate": _rate(*fp),
-        "false_fail_rate": _rate(*ff),
-        "abstention_rate": _rate(0, 40),
+        "coverage": wilson_rate(40, 40),
+        "false_pass_rate": wilson_rate(*fp),
+        "false_fail_rate": wilson_rate(*ff),
+        "abstention_rate": wilson_rate(0, 40),
         "limits": LIMITS,
         "result": "pass",
     }
@@ -126,7 +117,8 @@ def test_slice_error_chart_without_a_gate_colours_by_the_limit_and_without_limit
     spec = slice_error_chart(ROWS, title="Mine", width=400).to_dict()
     assert spec["title"]["text"] == "Mine"
     statuses = {r["status"] for p in spec["hconcat"] for r in _dataset(spec, p)}
-    # billing's upper bound 0.3 exceeds 0.1; safety's rate 0.3 exceeds it; tone has no limit.
+    # billing's upper bound (1/20: 0.24) exceeds 0.1; safety's rate 3/10 exceeds it; tone has no
+    # limit; billing's false-fail rate 2/20 is within 0.2.
     assert statuses == {"bound too wide", "over limit", "no limit", "within limit"}
     assert spec["hconcat"][0]["width"] == 400
     bare = [r.__class__(**{**r.__dict__, "limits": None}) for r in ROWS]
