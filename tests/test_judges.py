@@ -163,6 +163,24 @@ def test_a_function_judge_builds_ragas_input_model_once_and_keeps_its_checks(
     assert builds.count("keyword_judge") == 5
 
 
+def test_a_metric_that_refuses_the_copy_is_used_as_it_is() -> None:
+    from workbench.judges._function import with_input_model_built_once
+
+    class Frozen:
+        name = "frozen"
+
+        def _create_pydantic_model(self) -> None:
+            return None
+
+        def __setattr__(self, name: str, value: object) -> None:
+            raise ValueError(f"{name} is frozen")  # what a frozen pydantic model raises
+
+    frozen = Frozen()
+    assert with_input_model_built_once(frozen) is frozen
+    plain = object()
+    assert with_input_model_built_once(plain) is plain  # no Ragas input model: nothing to keep
+
+
 @pytest.mark.parametrize(
     ("change", "code"),
     [

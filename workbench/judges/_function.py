@@ -32,8 +32,8 @@ def with_input_model_built_once(metric: Any) -> Any:
     try:
         own = copy.copy(metric)
         own._create_pydantic_model = functools.cache(own._create_pydantic_model)
-    except (TypeError, AttributeError, copy.Error):
-        return metric
+    except Exception:  # a metric class that refuses a copy or the attribute (slots, a frozen
+        return metric  # model, a custom __setattr__): Ragas' per-call build, as shipped
     return own
 
 
