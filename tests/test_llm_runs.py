@@ -6,6 +6,7 @@ No test here reaches the internet: every call goes to ``workbench.testing.FakeLL
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import os
@@ -373,3 +374,53 @@ def test_kill_minus_9_then_rerun_resumes_without_loss_or_repeats(
     )  # none lost, none duplicated
     assert (out / "results.jsonl.torn").read_bytes().startswith(b'{"case_id": "c99"')
     assert read_results(results, verify_requests=True)
+
+
+def test_client_shards_share_one_verifying_tls_context_loaded_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every client shard of every judge verifies TLS with the same context, whose CA bundle
+    is loaded once per process; SSL_CERT_FILE, read by httpx, gets a context of its own."""
+    import ssl
+
+    import certifi
+
+    from workbench.judges import _llm
+
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    loads: list[object] = []
+    real_load = ssl.SSLContext.load_verify_locations
+
+    def counting_load(self: ssl.SSLContext, *args: object, **kwargs: object) -> None:
+        loads.append(args or kwargs)
+        real_load(self, *args, **kwargs)
+
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations", counting_load)
+
+    def shard_contexts(judge: object) -> list[ssl.SSLContext]:
+        async def build() -> list[ssl.SSLContext]:
+            judge.prepare(64)  # type: ignore[attr-defined]
+            judge._llm()  # type: ignore[attr-defined]
+            shards = judge._client_loop[1]  # type: ignore[attr-defined]
+            return [llm.client.client._client._transport._pool._ssl_context for llm in shards]
+
+        return asyncio.run(build())
+
+    first = load_candidate(write_spec(tmp_path / "a", "https://judge.example/v1"))
+    second = load_candidate(write_spec(tmp_path / "b", "https://judge.example/v1"))
+    monkeypatch.setattr(_llm, "_TLS_CONTEXTS", {})  # as in a new process
+    loads.clear()  # building a judge imports langchain-openai, which loads the bundle once
+    contexts = shard_contexts(first) + shard_contexts(second)
+    assert len(contexts) > 2 and len({id(c) for c in contexts}) == 1
+    context = contexts[0]
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.get_ca_certs()  # the bundle is loaded: verification has roots to check against
+    assert len(loads) == 1 and certifi.where() in repr(loads[0])
+
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(Path(certifi.where()).read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    own = shard_contexts(load_candidate(write_spec(tmp_path / "c", "https://judge.example/v1")))
+    assert len({id(c) for c in own}) == 1 and own[0] is not context
+    assert len(loads) == 2 and str(bundle) in repr(loads[1])

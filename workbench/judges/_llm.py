@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import json
 import math
 import os
@@ -183,6 +184,47 @@ def _read_prompt_file(spec_path: Path, prompt_file: str) -> tuple[str, list[Prob
                 fix="save the prompt file as UTF-8",
             )
         ]
+
+
+@functools.cache
+def _load_client_stack() -> None:
+    """Load the client stack once per process, not inside the first call of a run: the first
+    instructor patch of an OpenAI client pays for instructor's lazy imports. The client is
+    never used (nothing listens on port 9); it gets an unverified TLS context, so this costs no
+    CA bundle load."""
+    import httpx
+    import openai
+    from ragas.llms import llm_factory
+
+    llm_factory(
+        "warm-up",
+        provider="openai",
+        client=openai.AsyncOpenAI(
+            api_key="unused",
+            base_url="http://127.0.0.1:9/v1",
+            http_client=httpx.AsyncClient(verify=False),
+        ),
+    )
+
+
+_TLS_CONTEXTS: dict[tuple[str, str], Any] = {}
+
+
+def default_tls_context() -> Any:
+    """httpx's default TLS context (certifi's CA bundle, or ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR`` when set), loaded once per process and per value of those variables.
+
+    Loading the CA bundle takes about 20 ms of CPU; every client shard of every judge (and,
+    without a context, every proxy mount of every shard) would load it again. An
+    ``ssl.SSLContext`` holds no per-connection state and is shared by design.
+    """
+    import httpx
+
+    key = (os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
+    context = _TLS_CONTEXTS.get(key)
+    if context is None:
+        context = _TLS_CONTEXTS[key] = httpx.create_ssl_context()
+    return context
 
 
 class LLMJudge:
@@ -356,23 +398,12 @@ class LLMJudge:
         self.template = template
         self.placeholders = set(used)
         self.identity = make_identity(spec, sha256_text(template))
-        # Load the client stack now, not inside the first call of a run: the first
-        # instructor patch of an OpenAI client pays for instructor's lazy imports.
-        import openai
-        from ragas.llms import llm_factory
-
-        llm_factory(
-            spec.model or "",
-            provider="openai",
-            client=openai.AsyncOpenAI(api_key="unused", base_url="http://127.0.0.1:9/v1"),
-        )
-
+        _load_client_stack()
         self.metric = self._build_metric(spec, template)
         self._client_loop: tuple[Any, list[Any]] | None = None
         self._rendered: OrderedDict[int, _Rendered] = OrderedDict()
         self._prepared: dict[int, tuple[Any, Preparation]] = {}
         self._prepare_lock: tuple[Any, asyncio.Lock] | None = None
-        self._tls: Any = None
         self._shards = 1
         self._next_shard = 0
 
@@ -567,10 +598,6 @@ class LLMJudge:
         from ragas.llms import llm_factory
 
         if http_client is None:
-            if self._tls is None:
-                # httpx's default TLS settings, loaded once: every client shard (and, without a
-                # context, every proxy mount of every shard) would load the CA bundle again.
-                self._tls = httpx.create_ssl_context()
             http_client = httpx.AsyncClient(
                 event_hooks={"request": [_on_request], "response": [_on_response]},
                 limits=httpx.Limits(
@@ -578,7 +605,7 @@ class LLMJudge:
                     max_keepalive_connections=CONNECTIONS_PER_CLIENT,
                 ),
                 timeout=self.spec.endpoint.timeout_s,
-                verify=self._tls,
+                verify=default_tls_context(),
             )
         api_key = os.environ.get(self.api_key_env, "") if self.api_key_env else "unused"
         endpoint = self.spec.endpoint
