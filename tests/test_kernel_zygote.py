@@ -426,3 +426,23 @@ def test_the_chart_renderer_outlives_malformed_requests(zygote: Zygote) -> None:
     answer = ask({"mark": "point", "data": {"values": [{"a": 1}]},
                   "encoding": {"x": {"field": "a", "type": "quantitative"}}})  # fmt: skip
     assert answer["svg"].startswith("<svg")
+
+
+TEMPLATES_SEEN = """
+import json
+from workbench._html import environment
+print(json.dumps(sorted(name for _, name in environment().cache.keys())))
+"""
+
+
+def test_a_forked_kernel_starts_with_every_report_template_compiled(
+    zygote: Zygote, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The zygote compiled the workbench's templates once (``_warm_up``): a forked kernel holds
+    every one of them before it renders anything."""
+    from workbench._html import environment
+
+    with forked_kernel(zygote, monkeypatch, tmp_path) as (_, kc, _, _):
+        text, reply = run(kc, TEMPLATES_SEEN)
+        assert reply["status"] == "ok", reply
+    assert json.loads(text) == sorted(environment().list_templates())

@@ -10,6 +10,7 @@ is already imported) or :func:`declare_kind` (a stub, imported on first use).
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -185,7 +186,11 @@ def _factory(kind: str, spec_path: Path) -> JudgeFactory:
     return factory
 
 
+@functools.cache
 def ragas_version() -> str:
+    """The installed Ragas version, read once per process (``importlib.metadata`` scans the
+    installed distributions on every call, about 2 ms; a process keeps the Ragas it
+    imported)."""
     try:
         return metadata.version("ragas")
     except metadata.PackageNotFoundError:  # pragma: no cover - ragas is a dependency
