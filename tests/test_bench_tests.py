@@ -215,3 +215,23 @@ def test_proc_stats_reads_this_process_and_its_parent(bench: ModuleType) -> None
     ppid, start, comm, cpu = stats[os.getpid()]
     assert ppid == os.getppid() and start > 0 and comm.startswith("python") and cpu > 0
     assert stats[ppid][1] <= start  # the parent started first
+
+
+def test_the_load_burns_cpu_until_stopped_and_its_cpu_is_what_the_children_count(
+    bench: ModuleType,
+) -> None:
+    """``--load``: each process uses CPU until stopped, is reaped by ``stop_load``, and the CPU
+    it returns is what ``os.times`` then counts for the reaped children (which the benchmark
+    subtracts from the suite's)."""
+    before = os.times()
+    load = bench.start_load(2)
+    time.sleep(0.6)
+    used = bench.stop_load(load)
+    after = os.times()
+    assert all(proc.returncode is not None for proc in load)  # reaped: no zombie, no survivor
+    assert not [p for p in load if Path(f"/proc/{p.pid}").exists()]
+    counted = (after.children_user - before.children_user) + (
+        after.children_system - before.children_system
+    )
+    assert 0 < used <= 2 * 0.6 + 0.5  # it ran, and no longer than two cores allow
+    assert counted == pytest.approx(used, abs=0.05)
