@@ -7,6 +7,7 @@ No test here reaches the internet: every call goes to ``workbench.testing.FakeLL
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -424,3 +425,130 @@ def test_client_shards_share_one_verifying_tls_context_loaded_once(
     own = shard_contexts(load_candidate(write_spec(tmp_path / "c", "https://judge.example/v1")))
     assert len({id(c) for c in own}) == 1 and own[0] is not context
     assert len(loads) == 2 and str(bundle) in repr(loads[1])
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key, as PEM files."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "cert.pem", directory / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_path, key_path
+
+
+class _TlsFront:
+    """TLS in front of a plain local server: a real handshake on 127.0.0.1 (a port the OS picks),
+    then the bytes passed both ways. Counts the handshakes that failed."""
+
+    def __init__(self, backend_port: int, cert: Path, key: Path) -> None:
+        import socket
+        import ssl
+        import threading
+
+        self._context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        self._context.load_cert_chain(cert, key)
+        self._backend_port = backend_port
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        self.failed_handshakes = 0
+        self._thread = threading.Thread(target=self._accept, daemon=True)
+        self._thread.start()
+
+    def _accept(self) -> None:
+        import threading
+
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # closed
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: object) -> None:
+        import socket
+        import ssl
+        import threading
+
+        try:
+            tls = self._context.wrap_socket(conn, server_side=True)  # type: ignore[arg-type]
+        except (ssl.SSLError, OSError):
+            self.failed_handshakes += 1
+            conn.close()  # type: ignore[attr-defined]
+            return
+        backend = socket.create_connection(("127.0.0.1", self._backend_port))
+
+        def pipe(src: socket.socket, dst: socket.socket) -> None:
+            try:
+                while data := src.recv(65536):
+                    dst.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (src, dst):
+                    with contextlib.suppress(OSError):
+                        s.shutdown(socket.SHUT_RDWR)
+
+        threading.Thread(target=pipe, args=(backend, tls), daemon=True).start()
+        pipe(tls, backend)
+
+    def close(self) -> None:
+        self._listener.close()
+
+
+def test_an_https_endpoint_is_trusted_only_through_the_ca_bundle(
+    make_dataset, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack on the shared TLS context: an endpoint presenting a certificate no trusted CA
+    signed gets no request and gives no verdict, only evaluator errors; trusting that
+    certificate through SSL_CERT_FILE (read by httpx) makes the same endpoint answer."""
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+    cert, key = _self_signed(tmp_path)
+    gold = make_dataset([make_case("only", "pass")])
+    with FakeLLM(default=Reply(value="pass")) as server:
+        front = _TlsFront(server.port, cert, key)
+        try:
+            url = f"https://127.0.0.1:{front.port}/v1"
+            untrusted = run(write_spec(tmp_path / "a", url), gold, tmp_path / "untrusted")
+            assert server.call_count == 0 and front.failed_handshakes >= 1
+            records = rows(tmp_path / "untrusted")
+            assert records and all(r["value"] is None and r["error"] for r in records)
+            assert untrusted.verdicts == 0 and untrusted.errors == 1
+
+            monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+            trusted = run(write_spec(tmp_path / "b", url), gold, tmp_path / "trusted")
+            assert trusted.verdicts == 1 and server.call_count == 1
+            assert [r["value"] for r in rows(tmp_path / "trusted")] == ["pass"]
+        finally:
+            front.close()
