@@ -222,13 +222,11 @@ def stop_load(load: list[subprocess.Popen[bytes]]) -> float:
     reaped, so the figure is all it used; the caller subtracts it from the children's CPU,
     which counts it once reaped.
     """
-    tick = os.sysconf("SC_CLK_TCK")
-    used = 0.0
     for proc in load:
         os.kill(proc.pid, signal.SIGSTOP)
-        raw = Path(f"/proc/{proc.pid}/stat").read_text()
-        rest = raw[raw.rindex(")") + 2 :].split()
-        used += (int(rest[11]) + int(rest[12])) / tick
+    stats = proc_stats()
+    used = sum(stats[proc.pid][3] for proc in load)
+    for proc in load:
         proc.kill()
         proc.wait()
     return used

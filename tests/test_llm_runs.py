@@ -410,7 +410,7 @@ def test_client_shards_share_one_verifying_tls_context_loaded_once(
 
     first = load_candidate(write_spec(tmp_path / "a", "https://judge.example/v1"))
     second = load_candidate(write_spec(tmp_path / "b", "https://judge.example/v1"))
-    monkeypatch.setattr(_llm, "_TLS_CONTEXTS", {})  # as in a new process
+    _llm._tls_context.cache_clear()  # as in a new process
     loads.clear()  # building a judge imports langchain-openai, which loads the bundle once
     contexts = shard_contexts(first) + shard_contexts(second)
     assert len(contexts) > 2 and len({id(c) for c in contexts}) == 1

@@ -207,9 +207,6 @@ def _load_client_stack() -> None:
     )
 
 
-_TLS_CONTEXTS: dict[tuple[str, str], Any] = {}
-
-
 def default_tls_context() -> Any:
     """httpx's default TLS context (certifi's CA bundle, or ``SSL_CERT_FILE`` /
     ``SSL_CERT_DIR`` when set), loaded once per process and per value of those variables.
@@ -218,13 +215,15 @@ def default_tls_context() -> Any:
     without a context, every proxy mount of every shard) would load it again. An
     ``ssl.SSLContext`` holds no per-connection state and is shared by design.
     """
+    return _tls_context(os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
+
+
+@functools.cache
+def _tls_context(cert_file: str, cert_dir: str) -> Any:
+    """The context httpx builds while those variables hold these values (the cache key)."""
     import httpx
 
-    key = (os.environ.get("SSL_CERT_FILE", ""), os.environ.get("SSL_CERT_DIR", ""))
-    context = _TLS_CONTEXTS.get(key)
-    if context is None:
-        context = _TLS_CONTEXTS[key] = httpx.create_ssl_context()
-    return context
+    return httpx.create_ssl_context()
 
 
 class LLMJudge:
