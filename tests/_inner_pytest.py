@@ -1,9 +1,12 @@
 """Run a small pytest session in a subprocess, as the suite's own hooks see one.
 
 Used by the tests of the suite's plugins (the datasets marker, the write guard, the markers
-check): each writes a throwaway suite and runs it here. The session gets no cache, no langsmith
-plugin, empty ``addopts`` (the project's own are not the point), and the environment without
-the outer session's ``PYTEST_*`` variables.
+check): each writes a throwaway suite and runs it here. The session gets no cache, empty
+``addopts`` (the project's own are not the point), the environment without the outer session's
+``PYTEST_*`` variables, and only the plugins it names: setuptools entry-point plugins are not
+loaded (``PYTEST_DISABLE_PLUGIN_AUTOLOAD``), xdist is passed with ``-p`` when workers are asked
+for. Loading the installed ones (hypothesis, anyio, langsmith, ...) took 0.27 of each run's
+0.42 s of CPU, in 22 runs per suite, and none of them is what these tests check.
 """
 
 from __future__ import annotations
@@ -16,8 +19,10 @@ from pathlib import Path
 
 
 def inner_env(*, drop: tuple[str, ...] = ()) -> dict[str, str]:
-    """This process's environment without ``PYTEST_*`` variables and the names in ``drop``."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k not in drop}
+    """This process's environment without ``PYTEST_*`` variables and the names in ``drop``, with
+    entry-point plugins off (``PYTEST_DISABLE_PLUGIN_AUTOLOAD=1``)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_") and k not in drop}
+    return {**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
 
 
 def run_pytest(
@@ -39,8 +44,6 @@ def run_pytest(
             "-q",
             "-p",
             "no:cacheprovider",
-            "-p",
-            "no:langsmith_plugin",
             "-o",
             "addopts=",
             *args,

@@ -7,7 +7,6 @@ suite that uses them, so the summary line and the exit code are those a user or 
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -153,7 +152,6 @@ def test_under_xdist_the_controller_counts_every_workers_tests(
 def test_the_suites_dataset_tests_carry_the_marker(
     module: str, dataset_test: str, synthetic_test: str
 ) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     proc = subprocess.run(
         [
             sys.executable,
@@ -163,14 +161,12 @@ def test_the_suites_dataset_tests_carry_the_marker(
             "-q",
             "-p",
             "no:cacheprovider",
-            "-p",
-            "no:langsmith_plugin",
             "-m",
             MARKER,
             str(TESTS / module),
         ],
         cwd=TESTS.parent,
-        env={**env, "RAGAS_DO_NOT_TRACK": "true"},
+        env={**inner_env(), "RAGAS_DO_NOT_TRACK": "true"},
         capture_output=True,
         text=True,
         timeout=300,
