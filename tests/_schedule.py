@@ -1,4 +1,4 @@
-"""How the suite is spread over pytest-xdist workers (``make test``: ``-n <cores + 1>``,
+"""How the suite is spread over pytest-xdist workers (``make test``: ``-n <cores + 2>``,
 ``--dist loadscope``).
 
 Under ``--dist loadscope`` a worker takes a whole scope (a module, or a class) at a time, so module

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -59,3 +60,28 @@ def test_measured_long_modules_then_notebook_and_browser_modules_then_file_order
         "tests/test_a.py::fast_2",
         "tests/test_d.py::fast",
     ]
+
+
+# -- how many workers (tests/_workers.py, the Makefile's PYTEST_WORKERS) ----------------------
+def test_workers_are_the_cores_plus_two_capped_by_available_memory(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    import _workers
+
+    assert _workers.workers(2, None) == 4
+    assert _workers.workers(2, 64.0) == 4
+    assert _workers.workers(16, 8.5) == 8  # 8 GiB hold 8 workers, not 18
+    assert _workers.workers(2, 0.2) == 1  # never none
+    meminfo = tmp_path / "meminfo"
+    meminfo.write_text("MemTotal:       24000000 kB\nMemAvailable:    3145728 kB\n")
+    assert _workers.available_gib(str(meminfo)) == 3.0
+    meminfo.write_text("MemTotal:       24000000 kB\n")  # an old kernel without the line
+    assert _workers.available_gib(str(meminfo)) is None
+    assert _workers.available_gib(str(tmp_path / "absent")) is None
+    # As the Makefile runs it: the system's Python, one number on stdout.
+    printed = subprocess.run(
+        [sys.executable, _workers.__file__], capture_output=True, text=True, check=True
+    ).stdout
+    expected = _workers.workers(_workers.usable_cores(), _workers.available_gib())
+    assert printed == f"{expected}\n"
