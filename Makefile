@@ -77,15 +77,11 @@ demo: $(STAMP)
 	@echo; echo "Open the reports: $(DEMO_OUT)/reports/rubric-judge/2/1/report.html and $(DEMO_OUT)/reports/rubric-judge/3/1/report.html"
 
 # The suite runs on pytest-xdist workers (two more than the cores, as many as the available
-# memory holds: tests/_workers.py; PYTEST_WORKERS=2 or 0 to choose), a test module per worker at
-# a time (--dist loadscope), so module fixtures (a certified report, a JupyterLab server) are
-# built once. The extra workers fill the time the others wait on subprocesses, Ray's daemons,
-# scripted timeouts and chromium, and keep the suite's share of a machine that is busy with
-# something else (2 cores, bench/README.md "Test suite": idle 3 workers 137.6 s, 4 workers
-# 135.9 s; beside one busy process 170.9 s against 161.8-168.9 s). The modules that mostly wait
-# go first, then those with notebook and browser tests (tests/_schedule.py turns off xdist's
-# reordering by test count), so no long module starts last. The 15 slowest tests are listed at
-# the end.
+# memory holds; why and the measurements: tests/_workers.py; PYTEST_WORKERS=2 or 0 to choose), a
+# test module per worker at a time (--dist loadscope), so module fixtures (a certified report, a
+# JupyterLab server) are built once. The modules that mostly wait go first, then those with
+# notebook and browser tests (tests/_schedule.py turns off xdist's reordering by test count), so
+# no long module starts last. The 15 slowest tests are listed at the end.
 PYTEST_WORKERS ?= $(shell $(PYTHON) tests/_workers.py 2>/dev/null || echo auto)
 PYTEST_PARALLEL = -n $(PYTEST_WORKERS) --dist loadscope --durations=15
 # The suite's scratch files (gold copies, runs, reports and ledgers: ~13,000 files, with an fsync

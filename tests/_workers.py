@@ -4,12 +4,12 @@ run on, and no more than the available memory holds.
 The suite waits a good part of its time (notebook kernels starting, scripted latencies, killed
 processes, Ray's daemons, chromium); workers beyond the cores fill those waits. On the 2-core
 machine of bench/README.md ("Test suite", eleventh pass) four workers against three: idle
-135.9 s against 137.6 s, beside one CPU-bound process (``bench_tests.py --load 1``) 161.8 and
-168.9 s against 170.9 s: a busy machine shares its cores among the runnable processes, and the
-suite's share grows with its workers.
+125.4-135.9 s against 137.6 s, beside one CPU-bound process (``bench_tests.py --load 1``)
+160.8-168.9 s in four runs against 170.9-171.5 s in two: a busy machine shares its cores among
+the runnable processes, and the suite's share grows with its workers.
 
 Each worker holds the libraries the tests import and starts kernels, servers and browsers beside
-it: about :data:`GIB_PER_WORKER` GiB at the suite's peak (measured with 4 workers: 3.4 GiB used
+it: about :data:`GIB_PER_WORKER` GiB at the suite's peak (measured with 4 workers: 3.3 GiB used
 in all). The count is capped so that many fit in ``MemAvailable``.
 
 Run by the system's Python before the virtual environment exists: standard library only.
