@@ -1,0 +1,217 @@
+"""Size and structure of the ``workbench`` package (issue 27's figures, one command).
+
+``python bench/code_size.py [--json] [--package workbench]`` prints:
+
+- ``lines``: newline count of every ``*.py`` under the package (what ``wc -l`` counts);
+- ``files``; ``functions_over_60``, ``functions_over_80``, ``functions_over_100`` (a function's
+  lines run from its ``def`` to its last line, decorators excluded, nested functions counted
+  on their own as well);
+- ``exported``: public names of the subpackages' ``__init__`` (``__all__`` when there is one,
+  else every public name bound there) and ``exported_unused_outside``: those no module of
+  another node imports (``workbench.<x>`` nodes, as in tests/test_import_graph.py);
+- ``private_imports``: imports of another node's private module (``workbench.a._b`` imported
+  from outside ``workbench.a``), counted per statement;
+- ``function_body_imports``: import statements inside function bodies that reach another node;
+- ``cycles_with_function_imports``: strongly connected groups of nodes when every import,
+  function bodies included, is an edge (``TYPE_CHECKING`` blocks excluded).
+
+No third-party import: the system's Python runs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _module_name(path: Path, root: Path) -> tuple[str, bool]:
+    parts = list(path.relative_to(root.parent).with_suffix("").parts)
+    is_package = parts[-1] == "__init__"
+    return ".".join(parts[:-1] if is_package else parts), is_package
+
+
+def _imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement outside ``if TYPE_CHECKING:``, with whether it is in a function."""
+
+    def walk(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                for other in child.orelse:
+                    yield from walk_one(other, in_function)
+                continue
+            yield from walk_one(child, in_function)
+
+    def walk_one(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, in_function
+            return
+        inner = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+        yield from walk(node, inner)
+
+    yield from walk(tree, False)
+
+
+def _targets(stmt: ast.Import | ast.ImportFrom, package: str, modules: set[str]) -> list[str]:
+    if isinstance(stmt, ast.Import):
+        return [a.name for a in stmt.names]
+    if stmt.level:
+        base = package.split(".")
+        base = base[: len(base) - (stmt.level - 1)]
+        module = ".".join([*base, stmt.module] if stmt.module else base)
+    else:
+        module = stmt.module or ""
+    return [f"{module}.{a.name}" if f"{module}.{a.name}" in modules else module for a in stmt.names]
+
+
+def _imported_names(stmt: ast.Import | ast.ImportFrom, package: str) -> tuple[str, list[str]]:
+    if isinstance(stmt, ast.Import):
+        return "", []
+    if stmt.level:
+        base = package.split(".")
+        base = base[: len(base) - (stmt.level - 1)]
+        module = ".".join([*base, stmt.module] if stmt.module else base)
+    else:
+        module = stmt.module or ""
+    return module, [a.name for a in stmt.names]
+
+
+def _node(module: str, top: str) -> str | None:
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == top else None
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    found: list[list[str]] = []
+    sys.setrecursionlimit(10000)
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _exports(tree: ast.Module) -> set[str]:
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "__all__" for t in stmt.targets
+        ):
+            value = stmt.value
+            if isinstance(value, (ast.List, ast.Tuple)):
+                return {e.value for e in value.elts if isinstance(e, ast.Constant)}
+    names: set[str] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ImportFrom):
+            names |= {a.asname or a.name for a in stmt.names}
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign):
+            names |= {t.id for t in stmt.targets if isinstance(t, ast.Name)}
+    return {n for n in names if not n.startswith("_")}
+
+
+def measure(package: Path) -> dict[str, object]:
+    top = package.name
+    sources = {_module_name(p, package): p for p in sorted(package.rglob("*.py"))}
+    modules = {name for name, _ in sources}
+    lines = 0
+    sizes: list[tuple[int, str]] = []
+    private_imports: list[str] = []
+    body_imports = 0
+    graph: dict[str, set[str]] = {}
+    used_from_outside: dict[str, set[str]] = {}
+    exported: dict[str, set[str]] = {}
+    for (name, is_package), path in sources.items():
+        text = path.read_text(encoding="utf-8")
+        lines += text.count("\n")
+        tree = ast.parse(text)
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                sizes.append((fn.end_lineno - fn.lineno + 1, f"{path.relative_to(ROOT)}:{fn.name}"))
+        source = _node(name, top)
+        assert source is not None
+        graph.setdefault(source, set())
+        if is_package and name.count(".") == 1:
+            exported[name] = _exports(tree)
+        package_name = name if is_package else name.rpartition(".")[0]
+        for stmt, in_function in _imports(tree):
+            reaches_other = False
+            for target in _targets(stmt, package_name, modules):
+                node = _node(target, top)
+                if node is None or node == source:
+                    continue
+                reaches_other = True
+                graph[source].add(node)
+                parts = target.split(".")
+                if len(parts) > 2 and any(p.startswith("_") for p in parts[2:]):
+                    private_imports.append(f"{path.relative_to(ROOT)}:{stmt.lineno} {target}")
+            if in_function and reaches_other:
+                body_imports += 1
+            module, names = _imported_names(stmt, package_name)
+            node = _node(module, top) if module else None
+            if node is not None and node != source and module == node:
+                used_from_outside.setdefault(node, set()).update(names)
+    exported_total = sum(len(v) for v in exported.values())
+    unused = sum(len(v - used_from_outside.get(k, set())) for k, v in exported.items())
+    sizes.sort(reverse=True)
+    return {
+        "lines": lines,
+        "files": len(sources),
+        "functions_over_60": sum(1 for n, _ in sizes if n > 60),
+        "functions_over_80": sum(1 for n, _ in sizes if n > 80),
+        "functions_over_100": sum(1 for n, _ in sizes if n > 100),
+        "longest_functions": [f"{where} ({n})" for n, where in sizes[:5]],
+        "exported": exported_total,
+        "exported_unused_outside": unused,
+        "private_imports": len(private_imports),
+        "function_body_imports": body_imports,
+        "cycles_with_function_imports": _cycles(graph),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--package", default=str(ROOT / "workbench"))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args(argv)
+    figures = measure(Path(args.package).resolve())
+    if args.json:
+        print(json.dumps(figures, indent=2))
+    else:
+        for key, value in figures.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
