@@ -12,13 +12,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from .._io import bulk_load
 from .._record import LooseRecord as _Model
 from ..gold import Rubric
 from ..results import JudgeIdentity
 from ..results._columnar import results_sha256
 from ..runs._costs import SliceCost, costs_from_usage, format_slice_costs
-from ..sampling import SamplingPlan
 from ..stats import (
     Kappa,
     MeanAbsoluteError,
@@ -31,7 +29,7 @@ from ..stats import (
     wilson_rate,
 )
 from ._join import Join, JoinedCase, PassFail, _label_view
-from ._lineage import GoldChange, Lineage, align_results
+from ._lineage import GoldChange, Lineage
 
 ALIGNMENT_SCHEMA_VERSION = 3
 """2: adds abstentions, decided, abstention_rate and coverage; false-pass and false-fail
@@ -543,82 +541,6 @@ def alignment_report(
             slice_of,
             {name: rubric.risk_of(name) for name in rubric.slices},
         ),
-    )
-
-
-def align(
-    gold: str | Path,
-    results: str | Path,
-    *,
-    partition: str | None = None,
-    repeat: int = 0,
-    allow_gold_change: bool = False,
-    partition_source: Literal["option", "run_manifest", "all"] | None = None,
-    sampling_plan: SamplingPlan | None = None,
-) -> AlignmentReport:
-    """Load, join, check lineage and analyse in one call: the library form of ``workbench align``.
-
-    Columnar (:func:`~workbench.align._columnar.align_columnar` over the cached gold index);
-    input it cannot vouch for goes through the per-record join, which reports every problem.
-    ``results`` may be a file or a directory of result shards (JSON Lines or Parquet).
-
-    Refuses results produced against another gold (see :func:`align_results`) unless
-    ``allow_gold_change``, which marks the report not comparable. ``sampling_plan``: the
-    declared plan whose sampled-out cases leave the scope (see :func:`align_results`).
-    """
-    from ..gold._index import gold_index
-    from ._columnar import align_columnar
-
-    with bulk_load():
-        index = gold_index(gold)  # validated once per dataset sha256, then read from the cache
-        if sampling_plan is None:
-            report = align_columnar(
-                index,
-                results,
-                partition=partition,
-                repeat=repeat,
-                allow_gold_change=allow_gold_change,
-                partition_source=partition_source,
-                gold_path=str(gold),
-            )
-            if report is not None:
-                return report
-        # Refused or unusual input (or a declared sampling plan, an ordered rubric): the
-        # per-record path names every problem with its line.
-        join = align_results(
-            index.dataset(),
-            results,
-            partition=partition,
-            repeat=repeat,
-            allow_gold_change=allow_gold_change,
-            sampling_plan=sampling_plan,
-        )
-        return alignment_report(
-            join, gold_path=str(gold), results_path=str(results), partition_source=partition_source
-        )
-
-
-def cases_frame(join: Join) -> Any:
-    """Per-case joined rows as a DataFrame (for notebooks and review widgets)."""
-    import pandas as pd
-
-    return pd.DataFrame(
-        [
-            {
-                "case_id": c.case_id,
-                "slice": c.slice,
-                "partition": c.partition,
-                "tags": list(c.tags),
-                "human_label": c.human_label,
-                "outcome": c.outcome,
-                "judge_label": c.judge_label,
-                "error_class": c.error_class,
-                "error_kind": c.error_kind,
-                "reason": c.reason,
-                "attempts": c.attempts,
-            }
-            for c in join.cases
-        ]
     )
 
 

@@ -1,9 +1,10 @@
 """A validated gold release, once, as a columnar index in a cache keyed by its dataset sha256.
 
 Validating a gold dataset builds one pydantic record per case and runs every record and
-cross-record check: seconds at 100,000 cases. Analyses that only need each case's id,
-partition, slice, adjudicated label and response hash (``align``, ``gate``) read those from
-an Arrow IPC file instead, written the first time the dataset validates.
+cross-record check: seconds at 100,000 cases. Every analysis that reads gold (``align``,
+``gate``, ``agreement``, the review table behind the widget) reads it from an Arrow IPC file
+instead, written the first time the dataset validates: the columns each one needs, memory
+mapped, so ``align`` never pages in the texts the review table shows.
 
 The cache (docs/formats.md#gold-index-cache):
 
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, cast
 
 from .._io import atomic_write_bytes, open_for_reading, sha256_file, sha256_json
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
+from ._records import GoldCase
 from ._release import RELEASES_FILE, GoldRelease, read_releases
 from ._rubric import Rubric, load_rubric
 
@@ -50,8 +52,8 @@ if TYPE_CHECKING:
 
     import pyarrow as pa
 
-INDEX_FORMAT = 1
-"""Version of the cached index layout; part of the cache key."""
+INDEX_FORMAT = 2
+"""Version of the cached index layout; part of the cache key (2: texts, reviews, records)."""
 CACHE_ENV = "WORKBENCH_CACHE_DIR"
 """Environment variable naming the cache directory (shared with the verdict cache)."""
 SWITCH_ENV = "WORKBENCH_GOLD_INDEX"
@@ -60,8 +62,29 @@ MEMO_MARGIN_NS = 2_000_000_000
 """A gold file's hash is remembered only when the file last changed at least this long (2 s)
 before it was hashed: a file system with coarse timestamps (FAT: 2 s) could otherwise show a
 second write within the same tick as the same file."""
-INDEX_COLUMNS = ("case_id", "partition", "slice", "label", "response_hash", "active")
-"""One row per gold record in file order; ``active`` is False for superseded records."""
+INDEX_COLUMNS = (
+    "case_id",
+    "partition",
+    "slice",
+    "label",
+    "response_hash",
+    "active",
+    "tags",
+    "input",
+    "response",
+    "grading_notes",
+    "reference",
+    "contexts",
+    "reviewers",
+    "review_labels",
+    "review_text",
+    "record",
+)
+"""One row per gold record in file order; ``active`` is False for superseded records.
+``reviewers`` and ``review_labels`` list each review's reviewer and label in record order;
+``review_text`` is every review rationale and the adjudication reason, one per line (what
+the review widget's search reads); ``record`` is the record as its canonical JSON
+(``model_dump_json``), read one case at a time."""
 
 
 def cache_dir() -> Path | None:
@@ -243,16 +266,33 @@ def index_table(dataset: GoldDataset) -> pa.Table:
 
     records = dataset.records
     active = dataset.cases
-    return pa.table(
-        {
-            "case_id": pa.array([r.case_id for r in records], pa.string()),
-            "partition": pa.array([r.partition.value for r in records], pa.string()),
-            "slice": pa.array([r.slice for r in records], pa.string()),
-            "label": pa.array([r.gold_label for r in records], pa.string()),
-            "response_hash": pa.array([r.response_hash for r in records], pa.string()),
-            "active": pa.array([active.get(r.case_id) is r for r in records], pa.bool_()),
-        }
-    )
+    strings, lists = pa.string(), pa.list_(pa.string())
+    columns = {
+        "case_id": ([r.case_id for r in records], strings),
+        "partition": ([r.partition.value for r in records], strings),
+        "slice": ([r.slice for r in records], strings),
+        "label": ([r.gold_label for r in records], strings),
+        "response_hash": ([r.response_hash for r in records], strings),
+        "active": ([active.get(r.case_id) is r for r in records], pa.bool_()),
+        "tags": ([r.tags for r in records], lists),
+        "input": ([r.input for r in records], strings),
+        "response": ([r.response for r in records], strings),
+        "grading_notes": ([r.grading_notes for r in records], strings),
+        "reference": ([r.reference for r in records], strings),
+        "contexts": ([r.contexts for r in records], lists),
+        "reviewers": ([[v.reviewer for v in r.reviews] for r in records], lists),
+        "review_labels": ([[v.label for v in r.reviews] for r in records], lists),
+        "review_text": ([_review_text(r) for r in records], strings),
+        "record": ([r.model_dump_json() for r in records], strings),
+    }
+    return pa.table({name: pa.array(values, kind) for name, (values, kind) in columns.items()})
+
+
+def _review_text(record: GoldCase) -> str:
+    """Every review rationale, then the adjudication reason, one per line (those given)."""
+    reason = record.adjudication.reason if record.adjudication else None
+    parts = [v.rationale for v in record.reviews] + [reason]
+    return "\n".join(p for p in parts if p is not None)
 
 
 def _read(path: Path, key: str, digest: str) -> pa.Table | None:

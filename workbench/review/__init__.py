@@ -8,10 +8,12 @@ case-level detail is restricted to certification.
 from ._cases import (
     CODED_COLUMNS,
     COLUMNS,
+    DEFERRED,
     DISAGREEMENT_CLASSES,
     ERROR_CLASSES,
     ReviewTable,
-    review_cases,
+    evidence_table,
+    review_table,
 )
 from ._drafts import (
     DRAFT_SCHEMA_VERSION,
@@ -28,6 +30,7 @@ __all__ = [
     "CHANGES",
     "CODED_COLUMNS",
     "COLUMNS",
+    "DEFERRED",
     "DISAGREEMENT_CLASSES",
     "DRAFT_SCHEMA_VERSION",
     "ERROR_CLASSES",
@@ -43,7 +46,8 @@ __all__ = [
     "change_of",
     "drafts_path",
     "proposed_record",
-    "review_cases",
+    "evidence_table",
+    "review_table",
     "transition_summary",
     "transitions",
 ]

@@ -161,33 +161,48 @@ def fleiss_kappa(items: Sequence[Sequence[Any]], categories: Sequence[Any]) -> K
     """Fleiss' kappa when every item has the same number of ratings (statsmodels' arithmetic)."""
     import numpy as np
 
-    n = len(items)
-    if n == 0:
-        return Kappa(value=None, n=0, note="no items")
-    counts = {len(item) for item in items}
-    if len(counts) != 1:
-        return Kappa(
-            value=None,
-            n=n,
-            note=(
-                f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs"
-                " the same number"
-            ),
-        )
-    if counts == {1}:
-        return Kappa(value=None, n=n, note="one rating per item")
+    note = _fleiss_note(len(items), {len(item) for item in items})
+    if note is not None:
+        return Kappa(value=None, n=len(items), note=note)
     index = {cat: i for i, cat in enumerate(categories)}
     _check_vocabulary((label for item in items for label in item), index)
-    table = np.zeros((n, len(categories)), dtype=float)
+    table = np.zeros((len(items), len(categories)), dtype=float)
     for row, item in enumerate(items):
         for label in item:
             table[row, index[label]] += 1
+    return _fleiss_kappa(table)
+
+
+def fleiss_kappa_table(table: Any) -> Kappa:
+    """Fleiss' kappa from an items x categories table of rating counts (numpy, float): the
+    checks and arithmetic of :func:`fleiss_kappa`."""
+    import numpy as np
+
+    note = _fleiss_note(len(table), {int(c) for c in np.unique(table.sum(1))})
+    return _fleiss_kappa(table) if note is None else Kappa(value=None, n=len(table), note=note)
+
+
+def _fleiss_note(n: int, counts: set[int]) -> str | None:
+    """Why Fleiss' kappa is undefined before any arithmetic (``counts``: ratings per item)."""
+    if n == 0:
+        return "no items"
+    if len(counts) != 1:
+        return (
+            f"items have different numbers of raters ({sorted(counts)}); Fleiss' kappa needs the"
+            " same number"
+        )
+    return "one rating per item" if counts == {1} else None
+
+
+def _fleiss_kappa(table: Any) -> Kappa:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         value = _fleiss(table)
     if math.isnan(value):
-        return Kappa(value=None, n=n, note="undefined: every rating uses the same category")
-    return Kappa(value=value, n=n)
+        return Kappa(
+            value=None, n=len(table), note="undefined: every rating uses the same category"
+        )
+    return Kappa(value=value, n=len(table))
 
 
 def _fleiss(table: Any) -> float:
@@ -216,8 +231,6 @@ def krippendorff_alpha_nominal(units: Sequence[dict[str, Any]], categories: Sequ
         return Kappa(value=None, n=0, note="no item has two ratings")
     if len({label for u in pairable for label in u.values()}) < 2:
         return Kappa(value=None, n=len(pairable), note="only one category used: alpha is undefined")
-    import krippendorff
-
     index = {cat: float(i) for i, cat in enumerate(categories)}
     _check_vocabulary((label for unit in units for label in unit.values()), index)
     data = np.full((len(raters), len(units)), np.nan)
@@ -225,12 +238,30 @@ def krippendorff_alpha_nominal(units: Sequence[dict[str, Any]], categories: Sequ
     for col, unit in enumerate(units):
         for rater, label in unit.items():
             data[position[rater], col] = index[label]
+    return krippendorff_alpha_nominal_matrix(data, len(categories))
+
+
+def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
+    """Krippendorff's alpha (nominal) from a raters x units matrix of category positions
+    (``0..categories - 1``; NaN: not rated), as :func:`krippendorff_alpha_nominal` computes it."""
+    import krippendorff
+    import numpy as np
+
+    rated = ~np.isnan(data)
+    pairable = rated.sum(axis=0) >= 2
+    n = int(pairable.sum())
+    if not n:
+        return Kappa(value=None, n=0, note="no item has two ratings")
+    if np.unique(data[:, pairable][rated[:, pairable]]).size < 2:
+        return Kappa(value=None, n=n, note="only one category used: alpha is undefined")
     value = float(
         krippendorff.alpha(
-            reliability_data=data, level_of_measurement="nominal", value_domain=list(index.values())
+            reliability_data=data,
+            level_of_measurement="nominal",
+            value_domain=[float(i) for i in range(categories)],
         )
     )
-    return Kappa(value=value, n=len(pairable))
+    return Kappa(value=value, n=n)
 
 
 def _check_vocabulary(labels: Any, vocabulary: dict[Any, Any]) -> None:
