@@ -220,8 +220,8 @@ class Ratings:
         return cls(
             cases=cases,
             case=np.asarray(case, dtype=np.int64),
-            reviewer=reviewer.to_numpy(zero_copy_only=False).astype(np.int64),
-            label=label.to_numpy(zero_copy_only=False).astype(np.int64),
+            reviewer=_integers(reviewer),
+            label=_integers(label),
             reviewers=names,
         )
 
@@ -238,6 +238,18 @@ class Ratings:
             label=self.label[mine],
             reviewers=self.reviewers,
         )
+
+
+def _integers(array: Any) -> Any:
+    """An Arrow integer array without nulls as int64 numpy, read from its buffer (pyarrow's
+    ``to_numpy`` imports pandas first: half a second of a call that needs none of it)."""
+    import numpy as np
+
+    if not len(array):
+        return np.zeros(0, dtype=np.int64)
+    kind = np.dtype(f"int{array.type.bit_width}")
+    values = np.frombuffer(array.buffers()[1], dtype=kind, count=array.offset + len(array))
+    return values[array.offset :].astype(np.int64)
 
 
 def cases_ratings(cases: Sequence[GoldCase], labels: Sequence[str]) -> Ratings:
@@ -437,13 +449,13 @@ def _index_ratings(index: GoldIndex, partition: str | None) -> tuple[Ratings, li
     keep = table["active"]
     if partition is not None:
         keep = pc.and_(keep, pc.equal(table["partition"], partition))
-    cases = table.filter(keep).select(["slice", "reviewers", "review_labels"]).combine_chunks()
+    cases = table.select(["slice", "reviewers", "review_labels"]).filter(keep).combine_chunks()
     reviewers = cases["reviewers"].chunk(0) if cases.num_rows else None
     if reviewers is None:
         return Ratings.of(0, [], [], [], index.rubric.labels), []
     ratings = Ratings.of(
         cases.num_rows,
-        pc.list_parent_indices(reviewers).to_numpy(),
+        _integers(pc.list_parent_indices(reviewers)),
         pc.list_flatten(reviewers),
         pc.list_flatten(cases["review_labels"].chunk(0)),
         index.rubric.labels,

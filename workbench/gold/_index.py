@@ -37,9 +37,10 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .._io import atomic_write_bytes, open_for_reading, sha256_file, sha256_json
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
@@ -85,6 +86,10 @@ INDEX_COLUMNS = (
 ``review_text`` is every review rationale and the adjudication reason, one per line (what
 the review widget's search reads); ``record`` is the record as its canonical JSON
 (``model_dump_json``), read one case at a time."""
+
+
+INDEX_CHUNK = 1 << 16
+"""Records per chunk when an index is built (bounds the Python values alive at once)."""
 
 
 def cache_dir() -> Path | None:
@@ -134,7 +139,7 @@ class GoldIndex:
         mask = self.table["active"]
         if partition is not None:
             mask = pc.and_(mask, pc.equal(self.table["partition"], partition))
-        ids: list[str] = self.table.filter(mask)["case_id"].to_pylist()
+        ids: list[str] = self.table["case_id"].filter(mask).to_pylist()
         return ids
 
 
@@ -261,31 +266,41 @@ def _build(
 
 
 def index_table(dataset: GoldDataset) -> pa.Table:
-    """The index columns of a loaded dataset."""
+    """The index columns of a loaded dataset (built in chunks: a column's Python values for
+    a chunk of records at a time, never for the whole dataset)."""
     import pyarrow as pa
 
-    records = dataset.records
     active = dataset.cases
     strings, lists = pa.string(), pa.list_(pa.string())
-    columns = {
-        "case_id": ([r.case_id for r in records], strings),
-        "partition": ([r.partition.value for r in records], strings),
-        "slice": ([r.slice for r in records], strings),
-        "label": ([r.gold_label for r in records], strings),
-        "response_hash": ([r.response_hash for r in records], strings),
-        "active": ([active.get(r.case_id) is r for r in records], pa.bool_()),
-        "tags": ([r.tags for r in records], lists),
-        "input": ([r.input for r in records], strings),
-        "response": ([r.response for r in records], strings),
-        "grading_notes": ([r.grading_notes for r in records], strings),
-        "reference": ([r.reference for r in records], strings),
-        "contexts": ([r.contexts for r in records], lists),
-        "reviewers": ([[v.reviewer for v in r.reviews] for r in records], lists),
-        "review_labels": ([[v.label for v in r.reviews] for r in records], lists),
-        "review_text": ([_review_text(r) for r in records], strings),
-        "record": ([r.model_dump_json() for r in records], strings),
+    columns: dict[str, tuple[Callable[[GoldCase], Any], pa.DataType]] = {
+        "case_id": (lambda r: r.case_id, strings),
+        "partition": (lambda r: r.partition.value, strings),
+        "slice": (lambda r: r.slice, strings),
+        "label": (lambda r: r.gold_label, strings),
+        "response_hash": (lambda r: r.response_hash, strings),
+        "active": (lambda r: active.get(r.case_id) is r, pa.bool_()),
+        "tags": (lambda r: r.tags, lists),
+        "input": (lambda r: r.input, strings),
+        "response": (lambda r: r.response, strings),
+        "grading_notes": (lambda r: r.grading_notes, strings),
+        "reference": (lambda r: r.reference, strings),
+        "contexts": (lambda r: r.contexts, lists),
+        "reviewers": (lambda r: [v.reviewer for v in r.reviews], lists),
+        "review_labels": (lambda r: [v.label for v in r.reviews], lists),
+        "review_text": (_review_text, strings),
+        "record": (lambda r: r.model_dump_json(), strings),
     }
-    return pa.table({name: pa.array(values, kind) for name, (values, kind) in columns.items()})
+    records = dataset.records
+    chunks = range(0, max(len(records), 1), INDEX_CHUNK)
+    return pa.table(
+        {
+            name: pa.chunked_array(
+                [pa.array([get(r) for r in records[i : i + INDEX_CHUNK]], kind) for i in chunks],
+                kind,
+            )
+            for name, (get, kind) in columns.items()
+        }
+    )
 
 
 def _review_text(record: GoldCase) -> str:
