@@ -464,52 +464,13 @@ def _report(
     where: dict[str, Any],
 ) -> AlignmentReport:
     """The report of a columnar join: counts per slice, then the rates of each."""
-    import numpy as np
     import pyarrow as pa
-    import pyarrow.compute as pc
 
-    from ._report import (
-        ERROR_COLUMN,
-        MISSING_COLUMN,
-        AlignmentReport,
-        CaseError,
-        Confusion,
-        has_pass_fail_view,
-    )
+    from ._report import AlignmentReport, has_pass_fail_view
 
     rubric = index.rubric
-    labels = list(rubric.labels)
-    columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
-    slices = pc.dictionary_encode(index.table["slice"].combine_chunks(), null_encoding="encode")
-    slice_names = slices.dictionary.to_pylist()
-    slice_of_row = _numpy(slices.indices).astype(np.int64)
-    slice_code = slice_of_row[scope.pos]
-    confusion = _confusion(slice_code, scope.human, scope.col, slice_names, labels, columns)
-    errors = cases.filter(pc.equal(cases["outcome"], "error"))
-    evaluator_errors = [
-        CaseError(case_id=c, slice=s, kind=k, message=m)
-        for c, s, k, m in zip(
-            *(errors[name].to_pylist() for name in ("case_id", "slice", "error_kind", "reason")),
-            strict=True,
-        )
-    ]
-    error_kinds: dict[str, Counter[str]] = {}
-    for e in evaluator_errors:
-        error_kinds.setdefault(e.slice, Counter())[e.kind or "unknown"] += 1
-    order = _slice_order(rubric, slice_names, slice_code)
-    slice_reports = [
-        _slice(
-            name, rubric.risk_of(name), confusion.get(name, {}), error_kinds.get(name, {}), rubric
-        )
-        for name in order
-    ]
-    overall_conf: Counter[tuple[str, str]] = Counter()
-    for conf in confusion.values():
-        overall_conf.update(conf)
-    overall_kinds: Counter[str] = Counter()
-    for by_kind in error_kinds.values():
-        overall_kinds.update(by_kind)
-    missing = cases.filter(pc.equal(cases["outcome"], "missing"))["case_id"].to_pylist()
+    slice_names, slice_of_row = _slice_codes(index)
+    figures = _figures(rubric, scope, cases, slice_names, slice_of_row[scope.pos])
     unit_sums = _unit_sums(joined.rows.take(pa.array(scope.rows)))
     read = joined.read
     fp = next(iter(read.identities))
@@ -519,26 +480,17 @@ def _report(
         results_sha256=read.sha256,
         judge=read.identities[fp],
         judge_fingerprint=fp,
-        labels=labels,
+        labels=list(rubric.labels),
         pass_label=rubric.pass_label,
         fail_label=rubric.fail_label,
         abstain_labels=list(rubric.abstain_labels),
         scale=rubric.scale.value,
         pass_fail_view=has_pass_fail_view(rubric),
-        status="incomplete" if missing else "complete",
+        status="incomplete" if figures["missing_case_ids"] else "complete",
         results_read=joined.rows.num_rows,
         excluded_other_partition=scope.excluded,
         other_repeats=scope.other_repeats,
         superseded_attempts=scope.superseded,
-        missing_case_ids=missing,
-        evaluator_errors=evaluator_errors,
-        confusion=Confusion(
-            rows=list(labels),
-            columns=columns,
-            counts=[[overall_conf.get((h, j), 0) for j in columns] for h in labels],
-        ),
-        overall=_slice("(all)", None, overall_conf, overall_kinds, rubric),
-        slices=slice_reports,
         comparable=lineage.comparable,
         gold_changes=[],
         lineage=lineage,
@@ -547,8 +499,62 @@ def _report(
             [slice_names[s] for s in slice_of_row[_numpy(unit_sums["g"])].tolist()],
             {name: rubric.risk_of(name) for name in rubric.slices},
         ),
+        **figures,
         **where,
     )
+
+
+def _slice_codes(index: GoldIndex) -> tuple[list[str | None], Any]:
+    """The gold's slice names, and each gold row's position among them."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    slices = pc.dictionary_encode(index.table["slice"].combine_chunks(), null_encoding="encode")
+    return slices.dictionary.to_pylist(), _numpy(slices.indices).astype(np.int64)
+
+
+def _figures(
+    rubric: Rubric, scope: _Scope, cases: pa.Table, slice_names: list[str | None], slice_code: Any
+) -> dict[str, Any]:
+    """The report's counts and rates: the confusion, every slice and overall, the evaluator
+    errors and the missing cases."""
+    import pyarrow.compute as pc
+
+    from ._report import ERROR_COLUMN, MISSING_COLUMN, CaseError, Confusion
+
+    labels = list(rubric.labels)
+    columns = [*labels, ERROR_COLUMN, MISSING_COLUMN]
+    confusion = _confusion(slice_code, scope.human, scope.col, slice_names, labels, columns)
+    errors = cases.filter(pc.equal(cases["outcome"], "error"))
+    evaluator_errors = [
+        CaseError(case_id=c, slice=s, kind=k, message=m)
+        for c, s, k, m in zip(
+            *(errors[name].to_pylist() for name in ("case_id", "slice", "error_kind", "reason")),
+            strict=True,
+        )
+    ]
+    kinds: dict[str, Counter[str]] = {}
+    for e in evaluator_errors:
+        kinds.setdefault(e.slice, Counter())[e.kind or "unknown"] += 1
+    overall_conf: Counter[tuple[str, str]] = Counter()
+    for conf in confusion.values():
+        overall_conf.update(conf)
+    return {
+        "missing_case_ids": cases.filter(pc.equal(cases["outcome"], "missing"))[
+            "case_id"
+        ].to_pylist(),
+        "evaluator_errors": evaluator_errors,
+        "confusion": Confusion(
+            rows=list(labels),
+            columns=columns,
+            counts=[[overall_conf.get((h, j), 0) for j in columns] for h in labels],
+        ),
+        "overall": _slice("(all)", None, overall_conf, sum(kinds.values(), Counter[str]()), rubric),
+        "slices": [
+            _slice(name, rubric.risk_of(name), confusion.get(name, {}), kinds.get(name, {}), rubric)
+            for name in _slice_order(rubric, slice_names, slice_code)
+        ],
+    }
 
 
 def _confusion(

@@ -343,13 +343,7 @@ def slice_alignment(
     ``pass_labels``), its abstain labels are used, and an ordered rubric adds ``ordinal``.
     Without it, ``pass_label`` and ``fail_label`` are the only pass and fail labels.
     """
-    side_of: Callable[[str], PassFail]
-    if rubric is not None:
-        side_of = rubric.pass_fail
-        abstain = set(rubric.abstain_labels)
-    else:
-        side_of = _label_view(pass_label, fail_label)
-        abstain = set(abstain_labels)
+    side_of, abstain = _view(rubric, pass_label, fail_label, abstain_labels)
     side: dict[str, PassFail] = {label: side_of(label) for label in labels}
     outcome = Counter(c.outcome for c in cases)
     klass = Counter(c.error_class for c in cases)
@@ -405,6 +399,18 @@ def slice_alignment(
     )
 
 
+def _view(
+    rubric: Rubric | None,
+    pass_label: str | None,
+    fail_label: str | None,
+    abstain_labels: Sequence[str],
+) -> tuple[Callable[[str], PassFail], set[str]]:
+    """The pass/fail view and the abstain labels: the rubric's, or the labels given."""
+    if rubric is not None:
+        return rubric.pass_fail, set(rubric.abstain_labels)
+    return _label_view(pass_label, fail_label), set(abstain_labels)
+
+
 def ordinal_alignment(cases: Sequence[JoinedCase], rubric: Rubric) -> OrdinalAlignment:
     """Weighted kappa, mean absolute error and the full ordinal confusion of ``cases``' verdicts.
 
@@ -457,6 +463,14 @@ def confusion_table(cases: Sequence[JoinedCase], labels: list[str]) -> Confusion
         )
         counts[row_index[c.human_label]][col_index[col]] += 1  # type: ignore[index]
     return Confusion(rows=list(labels), columns=columns, counts=counts)
+
+
+def _lineage_fields(lineage: Lineage | None) -> dict[str, Any]:
+    """``comparable``, ``gold_changes`` (when not comparable) and ``lineage`` of a report."""
+    if lineage is None:
+        return {"comparable": None, "gold_changes": [], "lineage": None}
+    changes = [] if lineage.comparable else list(lineage.gold_changes)
+    return {"comparable": lineage.comparable, "gold_changes": changes, "lineage": lineage}
 
 
 def alignment_report(
@@ -525,13 +539,7 @@ def alignment_report(
         confusion=confusion_table(join.cases, labels),
         overall=overall,
         slices=slices,
-        comparable=join.lineage.comparable if join.lineage is not None else None,
-        gold_changes=(
-            list(join.lineage.gold_changes)
-            if join.lineage is not None and not join.lineage.comparable
-            else []
-        ),
-        lineage=join.lineage,
+        **_lineage_fields(join.lineage),
         partition_source=partition_source,
         sampling_plan_sha256=join.sampling_plan_sha256,
         sampled_out_case_ids=list(join.sampled_out),
@@ -603,8 +611,10 @@ def _pass_fail_text(report: AlignmentReport) -> str:
 
 def format_report(report: AlignmentReport) -> str:
     """Human-readable text: header, per-slice table and confusion table."""
-    import pandas as pd
+    return "\n".join([*_header_lines(report), *_table_lines(report), *_tail_lines(report)])
 
+
+def _header_lines(report: AlignmentReport) -> list[str]:
     judge = (
         f"{report.judge.name}@{report.judge.version} ({report.judge.kind}, fingerprint"
         f" {report.judge_fingerprint[:12]})"
@@ -661,6 +671,13 @@ def format_report(report: AlignmentReport) -> str:
     if report.scale != "nominal":
         lines.append(f"scale:      {report.scale} ({' < '.join(report.scale_labels or [])})")
     lines.append(f"pass/fail:  {_pass_fail_text(report)}")
+    return lines
+
+
+def _table_lines(report: AlignmentReport) -> list[str]:
+    import pandas as pd
+
+    lines: list[str] = []
     lines.append("")
     lines.append(
         "Per slice (coverage = decided verdicts / cases in scope; aligned over verdicts; FP = human"
@@ -703,6 +720,11 @@ def format_report(report: AlignmentReport) -> str:
         lines.append("")
         lines.append("Confusion (rows: adjudicated human label, columns: judge):")
         lines.append(report.confusion.to_frame().to_string())
+    return lines
+
+
+def _tail_lines(report: AlignmentReport) -> list[str]:
+    lines: list[str] = []
     if report.evaluator_errors:
         lines.append("")
         kinds = Counter(e.kind for e in report.evaluator_errors)
@@ -722,4 +744,4 @@ def format_report(report: AlignmentReport) -> str:
             " included, cached verdicts left out):"
         )
         lines.append(format_slice_costs(report.costs))
-    return "\n".join(lines)
+    return lines

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from ..agreement import DEFAULT_MIN_SHARED, AgreementBlock, AgreementReport, human_agreement
 from .._io import bulk_load
+from ..agreement import DEFAULT_MIN_SHARED, AgreementBlock, AgreementReport, human_agreement
 from ..gold import PARTITIONS
 from ..gold._index import gold_index
 from ..stats import Correlation, Kappa

@@ -71,21 +71,16 @@ INDEX_COLUMNS = (
     "response_hash",
     "active",
     "tags",
-    "input",
-    "response",
-    "grading_notes",
-    "reference",
-    "contexts",
     "reviewers",
     "review_labels",
-    "review_text",
+    "search_text",
     "record",
 )
 """One row per gold record in file order; ``active`` is False for superseded records.
 ``reviewers`` and ``review_labels`` list each review's reviewer and label in record order;
-``review_text`` is every review rationale and the adjudication reason, one per line (what
-the review widget's search reads); ``record`` is the record as its canonical JSON
-(``model_dump_json``), read one case at a time."""
+``search_text`` is what the review widget's search reads of the record, one part per line
+(input, response, every review rationale, the adjudication reason); ``record`` is the record
+as JSON (``model_dump_json``), read one case at a time."""
 
 
 INDEX_CHUNK = 1 << 16
@@ -280,14 +275,9 @@ def index_table(dataset: GoldDataset) -> pa.Table:
         "response_hash": (lambda r: r.response_hash, strings),
         "active": (lambda r: active.get(r.case_id) is r, pa.bool_()),
         "tags": (lambda r: r.tags, lists),
-        "input": (lambda r: r.input, strings),
-        "response": (lambda r: r.response, strings),
-        "grading_notes": (lambda r: r.grading_notes, strings),
-        "reference": (lambda r: r.reference, strings),
-        "contexts": (lambda r: r.contexts, lists),
         "reviewers": (lambda r: [v.reviewer for v in r.reviews], lists),
         "review_labels": (lambda r: [v.label for v in r.reviews], lists),
-        "review_text": (_review_text, strings),
+        "search_text": (_search_text, strings),
         "record": (lambda r: r.model_dump_json(), strings),
     }
     records = dataset.records
@@ -303,10 +293,11 @@ def index_table(dataset: GoldDataset) -> pa.Table:
     )
 
 
-def _review_text(record: GoldCase) -> str:
-    """Every review rationale, then the adjudication reason, one per line (those given)."""
+def _search_text(record: GoldCase) -> str:
+    """The input, the response, every review rationale and the adjudication reason, one per
+    line (those given)."""
     reason = record.adjudication.reason if record.adjudication else None
-    parts = [v.rationale for v in record.reviews] + [reason]
+    parts = [record.input, record.response, *(v.rationale for v in record.reviews), reason]
     return "\n".join(p for p in parts if p is not None)
 
 

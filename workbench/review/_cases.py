@@ -65,6 +65,11 @@ COLUMNS: tuple[str, ...] = (
 """Columns of :attr:`ReviewTable.frame`, in order."""
 
 DEFERRED: tuple[str, ...] = (
+    "input",
+    "response",
+    "grading_notes",
+    "reference",
+    "contexts",
     "reviews",
     "adjudication",
     "gold_record",
@@ -111,8 +116,9 @@ class ReviewTable:
     it. A table never holds held-out cases: construction refuses them.
 
     ``details`` (given by :func:`review_table`) reads the :data:`DEFERRED` columns of one row
-    when :meth:`row` shows it, and ``review_text`` is each row's review rationales and
-    adjudication reason for the search; without them both come from ``frame``.
+    when :meth:`row` shows it, and ``search_text`` reads, at the first search, each row's text
+    that ``frame`` defers (input, response, review rationales, adjudication reason, one per
+    line); without them both come from ``frame``.
     """
 
     def __init__(
@@ -123,7 +129,7 @@ class ReviewTable:
         dataset_sha256: str | None = None,
         labels: Sequence[str] | None = None,
         details: Callable[[int], dict[str, Any]] | None = None,
-        review_text: Sequence[str] | None = None,
+        search_text: Callable[[], Sequence[str]] | None = None,
     ) -> None:
         frame = _checked(frame)
         self.codes: dict[str, np.ndarray] = {}
@@ -150,7 +156,7 @@ class ReviewTable:
         self.reviewers_disagree: np.ndarray = frame["reviewers_disagree"].to_numpy(dtype=bool)
         """Boolean per row: the human reviewers gave different labels."""
         self._details = details
-        self._review_text = review_text
+        self._search_text = search_text
         self._haystack: list[str] | None = None
 
     @classmethod
@@ -220,7 +226,7 @@ class ReviewTable:
     def _searchable(self) -> list[str]:
         if self._haystack is None:
             columns = [self.frame[c].tolist() for c in _SEARCHED]
-            notes = self._review_text or _review_texts(self.frame)
+            notes = self._search_text() if self._search_text else _review_texts(self.frame)
             hay = []
             for i, note in enumerate(notes):
                 parts = [str(col[i]) for col in columns if isinstance(col[i], str)]
@@ -356,23 +362,25 @@ def evidence_table(evidence: Evidence, results: str | Path) -> ReviewTable:
     held = cases.filter(pc.equal(cases["partition"], Partition.held_out.value))
     if held.num_rows:
         raise _held_out_refusal(held["case_id"].to_pylist())
-    gold = evidence.index.table.select([*_GOLD_COLUMNS, "review_labels", "review_text"])
-    gold = gold.take(cases["row"])  # not the records: a case's is read when it is shown
+    index = evidence.index.table
+    rows = cases["row"]
     rubric = evidence.index.rubric
     outcome = cases["outcome"]
     columns: dict[str, Any] = {
         name: cases[name].to_pylist()
         for name in ("case_id", "slice", "partition", "error_class", "outcome", "human_label")
     }
-    columns |= {name: gold[name].to_pylist() for name in _GOLD_COLUMNS}
     columns |= {
+        "tags": index["tags"].take(rows).to_pylist(),
         "risk": [rubric.risk_of(name) for name in columns["slice"]],
         "judge_label": cases["judge_label"].to_pylist(),
         "judge_reason": pc.if_else(pc.equal(outcome, "verdict"), cases["reason"], None).to_pylist(),
         "error_kind": cases["error_kind"].to_pylist(),
         "error_message": pc.if_else(pc.equal(outcome, "error"), cases["reason"], None).to_pylist(),
         "attempts": cases["attempts"].to_pylist(),
-        "reviewers_disagree": [len(set(x)) > 1 for x in gold["review_labels"].to_pylist()],
+        "reviewers_disagree": [
+            len(set(x)) > 1 for x in index["review_labels"].take(rows).to_pylist()
+        ],
     }
     frame = pd.DataFrame({name: columns.get(name) for name in COLUMNS})
     return ReviewTable(
@@ -380,13 +388,13 @@ def evidence_table(evidence: Evidence, results: str | Path) -> ReviewTable:
         judge_fingerprint=evidence.report.judge_fingerprint,
         dataset_sha256=evidence.index.sha256,
         labels=rubric.labels,
-        details=_Details(evidence.index.table["record"], cases, ResultLines(results)),
-        review_text=gold["review_text"].to_pylist(),
+        details=_Details(index["record"], cases, ResultLines(results)),
+        search_text=lambda: index["search_text"].take(rows).to_pylist(),
     )
 
 
-_GOLD_COLUMNS = ("tags", "input", "response", "grading_notes", "reference", "contexts")
-"""What :func:`evidence_table` takes of each case from the gold index for every row."""
+_RECORD_COLUMNS = ("input", "response", "grading_notes", "reference", "contexts")
+"""Deferred columns that are the gold record's own fields."""
 
 
 class _Details:
@@ -406,6 +414,7 @@ class _Details:
         )
         record = json.loads(self.records[row].as_py())
         out: dict[str, Any] = {
+            **{name: record[name] for name in _RECORD_COLUMNS},
             "reviews": record["reviews"],
             "adjudication": record["adjudication"],
             "gold_record": record,
