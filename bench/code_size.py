@@ -39,7 +39,9 @@ def _module_name(path: Path, root: Path) -> tuple[str, bool]:
 def _imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
     """Every import statement outside ``if TYPE_CHECKING:``, with whether it is in a function."""
 
-    def walk(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    def walk(
+        node: ast.AST, in_function: bool
+    ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
                 for other in child.orelse:
@@ -47,7 +49,9 @@ def _imports(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]
                 continue
             yield from walk_one(child, in_function)
 
-    def walk_one(node: ast.AST, in_function: bool) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    def walk_one(
+        node: ast.AST, in_function: bool
+    ) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             yield node, in_function
             return
