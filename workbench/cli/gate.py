@@ -13,7 +13,6 @@ from .._io import JSONRecordError, bulk_load, json_problem, read_json_file
 from .._load import validation_problems
 from ..align import flagged_cases, read_evidence, resolve_partition
 from ..errors import Problem, WorkbenchError
-from ..gold import PARTITIONS
 from ..gold._index import gold_index
 from ..heldout import check_held_out_results
 from ..policy import (
@@ -26,6 +25,7 @@ from ..policy import (
 )
 from ..runs import SUMMARY_FILE, RunSummary
 from ._common import echo_json, user_errors
+from .align import evidence_options
 
 T = TypeVar("T")
 
@@ -92,42 +92,12 @@ def _collect(problems: list[Problem], load: Callable[[], T]) -> T | None:
 
 
 @click.command()
-@click.option(
-    "--gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl.",
-)
-@click.option(
-    "--results",
-    required=True,
-    type=click.Path(path_type=str),
-    help=(
-        "Judge results: a JSON Lines file, or a directory of result shards (*.jsonl, *.parquet),"
-        " judge-result contract."
-    ),
-)
+@evidence_options("evaluate", partition_note="normally held_out; ")
 @click.option(
     "--policy",
     required=True,
     type=click.Path(path_type=str),
     help="Release policy, data/policies/<name>@<version>.yaml.",
-)
-@click.option(
-    "--partition",
-    type=click.Choice(PARTITIONS),
-    default=None,
-    help=(
-        "Only cases of this partition (normally held_out; default: the partition in the run"
-        " manifest beside the results)."
-    ),
-)
-@click.option(
-    "--repeat",
-    type=click.IntRange(min=0),
-    default=0,
-    show_default=True,
-    help="Which repeat index to evaluate.",
 )
 @click.option(
     "--run",
