@@ -40,9 +40,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, BinaryIO, cast
 
-from .._io import atomic_write_bytes, open_for_reading, sha256_file, sha256_json
+from .._io import (
+    atomic_write,
+    atomic_write_bytes,
+    open_for_reading,
+    sha256_file,
+    sha256_json,
+)
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
 from ._records import GoldCase
 from ._release import RELEASES_FILE, GoldRelease, read_releases
@@ -246,18 +252,19 @@ def _build(
     path: str | Path, root: Path, gold_path: Path, key: str | None, digest: str | None
 ) -> GoldIndex:
     dataset = load_dataset(path)
-    table = index_table(dataset)
-    if key is not None and dataset.sha256 == digest:  # the files did not change while validating
-        _write(cache_dir() / f"gold-{key}.arrow", table, key, digest)  # type: ignore[operator]
-    return GoldIndex(
+    index = GoldIndex(
         root=root,
         gold_path=gold_path,
         rubric=dataset.rubric,
         sha256=dataset.sha256,
         releases=dataset.releases,
-        table=table,
+        table=index_table(dataset),
         from_cache=False,
     )
+    del dataset  # the records (gigabytes at a million cases) are not kept while writing
+    if key is not None and index.sha256 == digest:  # the files did not change while validating
+        _write(cache_dir() / f"gold-{key}.arrow", index.table, key, digest)  # type: ignore[operator]
+    return index
 
 
 def index_table(dataset: GoldDataset) -> pa.Table:
@@ -323,6 +330,7 @@ def _read(path: Path, key: str, digest: str) -> pa.Table | None:
 
 
 def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
+    """Write the index atomically, streamed to the file (never whole in memory twice)."""
     import pyarrow as pa
 
     stamped = table.replace_schema_metadata(
@@ -332,11 +340,13 @@ def _write(path: Path, table: pa.Table, key: str, digest: str) -> None:
             "workbench.format": str(INDEX_FORMAT),
         }
     )
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_file(sink, stamped.schema) as writer:
-        writer.write_table(stamped)
+
+    def write(fh: BinaryIO) -> None:
+        with pa.ipc.new_file(fh, stamped.schema) as writer:
+            writer.write_table(stamped)
+
     with contextlib.suppress(OSError):  # a read-only or full cache only costs speed
-        atomic_write_bytes(path, sink.getvalue().to_pybytes())
+        atomic_write(path, write)
 
 
 __all__ = [
