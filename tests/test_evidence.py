@@ -460,3 +460,15 @@ def test_gold_edited_after_its_index_was_cached_is_never_served_stale(tmp_path, 
     assert human_agreement(gold).model_dump(mode="json") == reference_agreement(
         gold, None, 10
     ).model_dump(mode="json")
+
+
+def test_agreement_refuses_a_reviewer_twice_on_one_case():
+    """Validation refuses it (duplicate_reviewer); the columnar figures would otherwise pair a
+    reviewer with itself, so hand-built cases are refused too, never counted."""
+    from workbench.agreement import agreement_block
+
+    twice = GoldCase.model_validate(
+        make_case("c1", reviews=[{"reviewer": "a", "label": "pass"}] * 2)
+    )
+    with pytest.raises(ValueError, match="reviews the same case twice"):
+        agreement_block([twice], ["pass", "fail"])

@@ -187,7 +187,8 @@ class AgreementReport(_Model):
 
 @dataclass(frozen=True)
 class Ratings:
-    """The reviews of a set of cases, one integer triple per review (numpy arrays)."""
+    """The reviews of a set of cases, one integer triple per review (numpy arrays); a reviewer
+    reviews a case at most once, as validation requires."""
 
     cases: int
     """Cases in the set (a case may have no review)."""
@@ -216,14 +217,12 @@ class Ratings:
         if label.null_count:
             unknown = pc.unique(labels.filter(pc.is_null(label))).to_pylist()
             raise ValueError(f"labels outside the vocabulary: {sorted(map(str, unknown))}")
-        reviewer = pc.index_in(reviewers, value_set=pa.array(names, pa.string()))
-        return cls(
-            cases=cases,
-            case=np.asarray(case, dtype=np.int64),
-            reviewer=_integers(reviewer),
-            label=_integers(label),
-            reviewers=names,
-        )
+        reviewer = _integers(pc.index_in(reviewers, value_set=pa.array(names, pa.string())))
+        case = np.asarray(case, dtype=np.int64)
+        key = np.sort(case * len(names) + reviewer)
+        if (key[1:] == key[:-1]).any():
+            raise ValueError("a reviewer reviews the same case twice")  # validation refuses it
+        return cls(cases, case, reviewer, _integers(label), names)
 
     def subset(self, keep: Any) -> Ratings:
         """The reviews of the cases where the boolean array ``keep`` is true, renumbered."""
@@ -291,7 +290,7 @@ def agreement_block(
         alphas = _ordered_alphas(r, labels, scale_labels, scale_values)
     return AgreementBlock(
         cases=r.cases,
-        reviewers=[r.reviewers[i] for i in np.unique(r.reviewer).tolist()],
+        reviewers=[r.reviewers[i] for i in np.flatnonzero(_present(r)).tolist()],
         pairs=pairs,
         min_shared=min_shared,
         pairs_left_out=left_out,
@@ -306,10 +305,18 @@ def _matrix(r: Ratings) -> Any:
     """Reviewers present (in name order) x cases, each cell the label's position or NaN."""
     import numpy as np
 
-    present, row = np.unique(r.reviewer, return_inverse=True)
-    data = np.full((len(present), r.cases), np.nan)
-    data[row, r.case] = r.label
+    present = _present(r)
+    row = np.cumsum(present) - 1  # a reviewer's row among those present
+    data = np.full((int(present.sum()), r.cases), np.nan)
+    data[row[r.reviewer], r.case] = r.label
     return data
+
+
+def _present(r: Ratings) -> Any:
+    """Per reviewer of :attr:`Ratings.reviewers`: whether any review in ``r`` is theirs."""
+    import numpy as np
+
+    return np.bincount(r.reviewer, minlength=len(r.reviewers)) > 0
 
 
 def _counts(r: Ratings, labels: int) -> Any:
@@ -441,7 +448,7 @@ def _ordered_alphas(
     }
 
 
-def _index_ratings(index: GoldIndex, partition: str | None) -> tuple[Ratings, list[str]]:
+def _index_ratings(index: GoldIndex, partition: str | None) -> tuple[Ratings, Any]:
     """The reviews of the index's active cases (of one partition), and each case's slice."""
     import pyarrow.compute as pc
 
@@ -452,7 +459,7 @@ def _index_ratings(index: GoldIndex, partition: str | None) -> tuple[Ratings, li
     cases = table.select(["slice", "reviewers", "review_labels"]).filter(keep).combine_chunks()
     reviewers = cases["reviewers"].chunk(0) if cases.num_rows else None
     if reviewers is None:
-        return Ratings.of(0, [], [], [], index.rubric.labels), []
+        return Ratings.of(0, [], [], [], index.rubric.labels), cases["slice"]
     ratings = Ratings.of(
         cases.num_rows,
         _integers(pc.list_parent_indices(reviewers)),
@@ -460,7 +467,7 @@ def _index_ratings(index: GoldIndex, partition: str | None) -> tuple[Ratings, li
         pc.list_flatten(cases["review_labels"].chunk(0)),
         index.rubric.labels,
     )
-    return ratings, cases["slice"].to_pylist()
+    return ratings, cases["slice"]
 
 
 def human_agreement(
@@ -475,7 +482,8 @@ def human_agreement(
     Ordinal and numeric rubrics add the ordered figures. Reviewer pairs sharing fewer than
     ``min_shared`` cases are left out of the pair lists and counted in ``pairs_left_out``.
     """
-    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
 
     scope = partition_name(partition) if partition is not None else None
     if isinstance(gold, str | Path):
@@ -486,7 +494,13 @@ def human_agreement(
         ratings, slice_of = _index_ratings(gold, scope)
     else:
         cases = gold.partition(scope)
-        ratings, slice_of = cases_ratings(cases, labels), [c.slice for c in cases]
+        ratings = cases_ratings(cases, labels)
+        slice_of = pa.array([c.slice for c in cases], pa.string())
+    encoded = pc.dictionary_encode(
+        slice_of.combine_chunks() if hasattr(slice_of, "chunks") else slice_of
+    )
+    seen = encoded.dictionary.to_pylist()  # in order of first appearance
+    slice_code = _integers(encoded.indices)
     scale_labels = rubric.scale_labels if rubric.ordered else None
     options: dict[str, Any] = {
         "scale_labels": scale_labels,
@@ -494,8 +508,7 @@ def human_agreement(
         "min_shared": min_shared,
     }
     # Every rubric slice is reported, also with no cases, as in the alignment report.
-    names = list(dict.fromkeys([*rubric.slices, *slice_of]))
-    slices = np.array(slice_of, dtype=object)
+    names = list(dict.fromkeys([*rubric.slices, *seen]))
     return AgreementReport(
         dataset_sha256=gold.sha256,
         rubric_version=rubric.version,
@@ -507,7 +520,11 @@ def human_agreement(
         min_shared=min_shared,
         overall=agreement_block(ratings, labels, **options),
         slices={
-            name: agreement_block(ratings.subset(slices == name), labels, **options)
+            name: agreement_block(
+                ratings.subset(slice_code == (seen.index(name) if name in seen else -1)),
+                labels,
+                **options,
+            )
             for name in names
         },
     )

@@ -178,7 +178,11 @@ def fleiss_kappa_table(table: Any) -> Kappa:
     checks and arithmetic of :func:`fleiss_kappa`."""
     import numpy as np
 
-    note = _fleiss_note(len(table), {int(c) for c in np.unique(table.sum(1))})
+    sums = table.sum(1)
+    counts = {
+        int(c) for c in (np.unique(sums) if len(sums) and sums.min() < sums.max() else sums[:1])
+    }
+    note = _fleiss_note(len(table), counts)
     return _fleiss_kappa(table) if note is None else Kappa(value=None, n=len(table), note=note)
 
 
@@ -252,7 +256,8 @@ def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
     n = int(pairable.sum())
     if not n:
         return Kappa(value=None, n=0, note="no item has two ratings")
-    if np.unique(data[:, pairable][rated[:, pairable]]).size < 2:
+    given = data[:, pairable][rated[:, pairable]]
+    if given.min() == given.max():  # fewer than two categories
         return Kappa(value=None, n=n, note="only one category used: alpha is undefined")
     value = float(
         krippendorff.alpha(
