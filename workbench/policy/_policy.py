@@ -210,6 +210,9 @@ class ControlsPolicy(_Model):
     )
     """Roles whose failure blocks certification, each with its own outcome text. Other roles are
     reported."""
+    require_frozen: bool = False
+    """Certification refuses the suite unless a release froze it (``workbench freeze``), so it
+    cannot be edited between certifications."""
 
 
 class Policy(_Model):
