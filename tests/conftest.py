@@ -228,6 +228,22 @@ def _isolated_verdict_cache(
     return path
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _inside_the_demo_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every test's files sit inside a project whose approver list is the repository's own.
+
+    A frozen input names its approver, and its lineage check reads the approver list of the
+    nearest ``workbench.yaml`` above it (workbench/approval/_approvers.py): the demo data copied
+    under a test's ``tmp_path`` checks against the same names as in the repository. A test of
+    the approver list writes a nearer ``workbench.yaml`` of its own.
+    """
+    root = Path(__file__).resolve().parents[1]
+    approvers = yaml.safe_load((root / "workbench.yaml").read_text(encoding="utf-8"))["approvers"]
+    path = tmp_path_factory.getbasetemp() / "workbench.yaml"
+    path.write_text(yaml.safe_dump({"approvers": approvers}), encoding="utf-8")
+    return path
+
+
 DEMO_URL_ENVS = ("WORKBENCH_DEMO_LLM_URL", "WORKBENCH_DEMO_RANKER_URL", "WORKBENCH_DEMO_NOISE_URL")
 """The variables the demo candidates read their base URL from (``endpoint.base_url_env``)."""
 

@@ -15,7 +15,7 @@ from typing import cast
 
 from .._load import peek_yaml
 from ..errors import Problem, WorkbenchError
-from ._approvers import current_user
+from ._approvers import current_user, load_approvers
 from ._freeze import freeze
 from ._log import Release
 from ._snapshot import Snapshot
@@ -83,5 +83,12 @@ def freeze_path(
     path: str | Path, *, approver: str | None = None, note: str | None = None
 ) -> tuple[Release, bool]:
     """Freeze the approved input at ``path`` (any kind); ``approver`` defaults to
-    :func:`current_user`. Returns ``(release, created)``."""
-    return freeze(snapshot_of(path), approver=approver or current_user(), note=note)
+    :func:`current_user`. Returns ``(release, created)``. An approver outside the list is
+    reported with every problem of the input itself."""
+    approver = approver or current_user()
+    try:
+        snapshot = snapshot_of(path)
+    except WorkbenchError as exc:
+        who = load_approvers(path).problems(approver, "--approver", "the approver")
+        raise WorkbenchError(exc.summary, [*who, *exc.problems]) from None
+    return freeze(snapshot, approver=approver, note=note)
