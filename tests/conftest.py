@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import os
 from collections import Counter
 from itertools import permutations
 from pathlib import Path
@@ -239,8 +240,14 @@ def _inside_the_demo_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """
     root = Path(__file__).resolve().parents[1]
     approvers = yaml.safe_load((root / "workbench.yaml").read_text(encoding="utf-8"))["approvers"]
-    path = tmp_path_factory.getbasetemp() / "workbench.yaml"
-    path.write_text(yaml.safe_dump({"approvers": approvers}), encoding="utf-8")
+    base = tmp_path_factory.getbasetemp()
+    # an xdist worker's base is popen-gwN inside the run's: files shared across workers (the
+    # shared certifications of tests/_certified.py) sit in the run's
+    top = base.parent if base.name.startswith("popen-") else base
+    path = top / "workbench.yaml"
+    scratch = base / f".workbench.yaml.{os.getpid()}"
+    scratch.write_text(yaml.safe_dump({"approvers": approvers}), encoding="utf-8")
+    os.replace(scratch, path)
     return path
 
 

@@ -290,3 +290,69 @@ def test_freeze_knows_every_kind_and_refuses_anything_else(tmp_path: Path) -> No
     (tmp_path / "x.yaml").write_text("hello: world\n", encoding="utf-8")
     out = CliRunner().invoke(main, ["freeze", str(tmp_path / "x.yaml"), "--approver", "A"])
     assert out.exit_code == 2 and "freeze_unknown_input" in out.output
+
+
+def test_a_frozen_policy_version_is_never_edited_in_place(tmp_path: Path) -> None:
+    from workbench.policy import load_policy
+
+    project = copy_project(tmp_path / "p")
+    path = project / "data/policies/support-release@3.yaml"
+    release, created = freeze_path(path, approver="Support Quality lead (demo)")
+    assert created and release.kind == "policy" and "refund_policy" in release.items
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("max_false_passes: 0", "max_false_passes: 3", 1), "utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        load_policy(path)
+    (problem,) = info.value.problems
+    assert problem.code == "frozen_case_edited" and problem.case_id in release.items
+    # each policy version stands alone: a new version needs no `supersedes:`
+    v4 = project / "data/policies/support-release@4.yaml"
+    v4.write_text(text.replace('version: "3"', 'version: "4"', 1), "utf-8")
+    assert load_policy(v4).version == "4"
+
+
+def test_a_label_mapping_is_approved_by_a_listed_approver_and_frozen(tmp_path: Path) -> None:
+    from workbench.migration import load_label_mapping
+
+    path = tmp_path / "m.yaml"
+    doc = {
+        "schema_version": 1,
+        "from": "j@1",
+        "to": "j@2",
+        "approver": "Mallory",
+        "approved": "2026-12-01",
+        "mapping": {"ok": "pass", "not_ok": "fail"},
+    }
+    path.write_text(yaml.safe_dump(doc), encoding="utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        load_label_mapping(path)  # "any string" is not an approver
+    assert _codes(info) == [(None, "approver_unknown")]
+    approve(tmp_path, "Ann")
+    path.write_text(yaml.safe_dump(doc | {"approver": "Ann"}), encoding="utf-8")
+    freeze_path(path, approver="Ann")
+    path.write_text(
+        yaml.safe_dump(doc | {"approver": "Ann", "mapping": {"ok": "fail", "not_ok": "fail"}}),
+        encoding="utf-8",
+    )
+    with pytest.raises(WorkbenchError) as info:
+        load_label_mapping(path)
+    assert _codes(info) == [("ok", "frozen_case_edited")]
+
+
+def test_a_frozen_sentinel_set_is_never_edited_in_place(tmp_path: Path) -> None:
+    import shutil
+
+    from workbench.gold import load_dataset
+    from workbench.repeatability import load_sentinels
+
+    gold = tmp_path / "gold"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "data" / "demo", gold)
+    freeze_path(gold / "sentinels.yaml", approver="Support Quality lead (demo)")
+    dataset = load_dataset(gold)  # the gold's own lineage ignores the sentinels' release
+    assert load_sentinels(gold / "sentinels.yaml", dataset).sentinels.sentinels
+    doc = yaml.safe_load((gold / "sentinels.yaml").read_text(encoding="utf-8"))
+    dropped = doc["sentinels"].pop()["case_id"]  # one sentinel quietly dropped
+    (gold / "sentinels.yaml").write_text(yaml.safe_dump(doc, sort_keys=False), "utf-8")
+    with pytest.raises(WorkbenchError) as info:
+        load_sentinels(gold / "sentinels.yaml", dataset)
+    assert _codes(info) == [(dropped, "frozen_case_deleted")]

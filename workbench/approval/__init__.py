@@ -22,7 +22,14 @@ from ._freeze import freeze
 from ._kinds import KINDS, Kind, freeze_path, kind_of, snapshot_of
 from ._lineage import check_lineage, describe
 from ._log import RELEASE_SCHEMA_VERSION, RELEASES_FILE, Release, ReleaseLog, read_release_log
-from ._snapshot import Change, ItemFields, Snapshot, changed_fields, item_sha256
+from ._snapshot import (
+    Change,
+    ItemFields,
+    Snapshot,
+    changed_fields,
+    document_snapshot,
+    item_sha256,
+)
 
 __all__ = [
     "APPROVERS_KEY",
@@ -41,6 +48,7 @@ __all__ = [
     "check_lineage",
     "current_user",
     "describe",
+    "document_snapshot",
     "freeze",
     "freeze_path",
     "item_sha256",

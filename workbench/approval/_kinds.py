@@ -38,6 +38,11 @@ KINDS: tuple[Kind, ...] = (
     Kind("ranking_fixtures", "workbench.ranking:fixtures_snapshot", frozenset({"fixtures"})),
     Kind("noise_suite", "workbench.noise:suite_snapshot", frozenset({"pairs"})),
     Kind("control_suite", "workbench.controls:suite_snapshot", frozenset({"controls", "labels"})),
+    Kind("policy", "workbench.policy:policy_snapshot", frozenset({"slices", "owner", "rationale"})),
+    Kind("sentinels", "workbench.repeatability:sentinels_snapshot", frozenset({"sentinels"})),
+    Kind(
+        "label_mapping", "workbench.migration:mapping_snapshot", frozenset({"mapping", "approver"})
+    ),
 )
 """Every kind ``workbench freeze`` recognises in a YAML file, first match wins; a directory
 (or a ``gold.jsonl``) is a gold dataset."""
@@ -64,7 +69,8 @@ def kind_of(path: str | Path) -> Kind:
                 message=f"{path} is none of the inputs that are frozen ({names})",
                 fix=(
                     "name a gold dataset directory, a ranking fixture file, a noise pair suite,"
-                    " a claim review panel (<suite>.panel.yaml) or a control suite"
+                    " a claim review panel, a control suite, a release policy, a sentinel file"
+                    " or a label mapping"
                 ),
             )
         ],

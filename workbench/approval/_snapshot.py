@@ -78,6 +78,10 @@ class Snapshot:
     """Kind-specific content frozen with the release (e.g. a noise suite's evidence manifest)."""
     file_sha256: str | None = None
     """sha256 of the file's bytes, when it is one file."""
+    chained: bool = True
+    """Whether the versions form one history (a new version must name the one it supersedes);
+    False for inputs whose versions stand alone (a policy: each version is its own decision,
+    only an in-place edit of a frozen version is refused)."""
     change_fix: str = (
         "put the change in a new version that says `supersedes:` and records a `changes:` entry"
         " (approver, reason) for every item it adds, relabels, edits or retires"
@@ -98,3 +102,37 @@ class Snapshot:
     def at(self, item_id: str | None = None) -> str:
         """Where ``item_id`` (or the input) is, for a problem's location."""
         return self.where.get(item_id, str(self.source)) if item_id else str(self.source)
+
+
+def document_snapshot(
+    kind: str,
+    document: Mapping[str, Any],
+    *,
+    items: str,
+    source: Path,
+    chained: bool = False,
+    change_fix: str = "a changed document is a new version (a new file) that is frozen in turn",
+) -> Snapshot:
+    """A YAML document as an approved input: each entry of ``document[items]`` (a mapping, or a
+    list of mappings with an ``id``/``case_id``) is an item whose one field group ``label`` is
+    its value; everything else is the header."""
+    raw = document.get(items) or {}
+    entries = (
+        dict(raw.items())
+        if isinstance(raw, Mapping)
+        else {str(e.get("case_id", e.get("id", i))): e for i, e in enumerate(raw)}
+    )
+    fields = {str(k): {"label": sha256_json(v)} for k, v in entries.items()}
+    header = sha256_json({k: v for k, v in document.items() if k != items})
+    version = document.get("version")
+    return Snapshot(
+        kind=kind,
+        name=str(document.get("name", source.stem)),
+        version=None if version is None else str(version),
+        sha256=sha256_json({"header": header, "items": fields}),
+        source=source,
+        items=fields,
+        header=header,
+        chained=chained,
+        change_fix=change_fix,
+    )
