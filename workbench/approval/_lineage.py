@@ -62,12 +62,13 @@ def check_lineage(
     """Every lineage problem of ``snapshot`` (see the module table); none for a clean input.
 
     ``log`` and ``approvers`` default to the snapshot folder's log and the project's list (read
-    only when there is a release or a recorded change to check).
+    only when there is a release, or a change relied on, to check).
     """
     log = log if log is not None else read_release_log(snapshot.folder)
     mine = log.of(snapshot)
     problems = list(log.problems)
-    if not mine and not snapshot.changes:
+    chained = snapshot.chained and snapshot.version is not None
+    if not mine and not (chained and snapshot.supersedes is not None):
         return problems
     if approvers is None:
         try:
@@ -84,7 +85,7 @@ def check_lineage(
     same = [r for _, r in mine if r.version == snapshot.version]
     if same:
         problems += _in_place(snapshot, same[-1], allow_added=False)
-    if snapshot.chained:
+    if chained:
         problems += _across_versions(snapshot, [r for _, r in mine], approvers)
     return _once(problems)
 
@@ -130,9 +131,6 @@ def _across_versions(
     own = next((i for i, r in enumerate(releases) if r.version == snapshot.version), None)
     earlier = [r for r in releases[:own] if r.version != snapshot.version]
     problems: list[Problem] = []
-    for item_id, change in snapshot.changes.items():
-        role = f"the approver of the change to {item_id}"
-        problems += approvers.problems(change.approver, change.location, role)
     if snapshot.supersedes is None:
         if earlier:
             versions = ", ".join(dict.fromkeys(repr(r.version) for r in earlier))
@@ -149,16 +147,21 @@ def _across_versions(
         message = f"supersedes {snapshot.supersedes!r}, which was never frozen"
         fix = f"freeze {snapshot.name}@{snapshot.supersedes} first (workbench freeze FILE)"
         return [*problems, _problem(snapshot, None, "supersedes_unfrozen", message, fix)]
-    return problems + _unrecorded(snapshot, base[-1])
+    return problems + _unrecorded(snapshot, base[-1], approvers)
 
 
-def _unrecorded(snapshot: Snapshot, base: Release) -> list[Problem]:
-    """Items that differ from the superseded release with no recorded change."""
+def _unrecorded(snapshot: Snapshot, base: Release, approvers: Approvers) -> list[Problem]:
+    """Items that differ from the superseded release with no recorded change, and recorded
+    changes relied on whose approver is not listed."""
     out: list[Problem] = []
     for item_id in dict.fromkeys([*base.items, *snapshot.items]):
-        if item_id in snapshot.changes:
-            continue
         now = snapshot.items.get(item_id)
+        change = snapshot.changes.get(item_id)
+        if change is not None:
+            same = now is not None and item_sha256(now) == base.items.get(item_id)
+            role = f"the approver of the change to {item_id}"
+            out += [] if same else approvers.problems(change.approver, change.location, role)
+            continue
         if item_id not in base.items:
             if not snapshot.additions_need_change:
                 continue

@@ -24,7 +24,7 @@ from ._common import echo_json, user_errors
 @user_errors
 def freeze(path: str, approver: str | None, note: str | None, as_json: bool) -> None:
     """Freeze an approved input as a release: a gold dataset, a ranking fixture file, a noise
-    pair suite, a claim review panel (<suite>.panel.yaml) or a control suite.
+    pair suite or claim panel, a control suite, a policy, a sentinel set or a label mapping.
 
     Appends one release to the append-only, chained release log in the input's folder
     (releases.jsonl): release id, content sha256, one hash per item with per-field hashes
