@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import undocumented_fields
+from conftest import approve, undocumented_fields
 
 from workbench.cli.main import main
 from workbench.errors import WorkbenchError
@@ -482,6 +482,7 @@ def test_a_renamed_label_needs_a_mapping_whose_hash_is_locked_and_a_flip_limit_n
     )
     assert result.exit_code == 2 and "label_mapping_required" in result.output, result.output
     # A mapping that leaves a label unmapped blocks too.
+    approve(tmp_path, "Quality lead")  # a mapping's approver is in the project's list
     partial = tmp_path / "partial.yaml"
     partial.write_text(
         yaml.safe_dump(
@@ -518,6 +519,7 @@ def test_a_renamed_label_needs_a_mapping_whose_hash_is_locked_and_a_flip_limit_n
         or not HeldOutLedger(ledger_path_for(w["gold"])).entries()
     )
     mapping = tmp_path / "mapping.yaml"
+    approve(tmp_path, "Quality lead")
     mapping.write_text(
         yaml.safe_dump(
             {

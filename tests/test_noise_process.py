@@ -711,7 +711,7 @@ def test_a_suite_changed_after_freezing_is_refused(tmp_path: Path) -> None:
             ],
         )
         assert fake.call_count == 0
-    assert res.exit_code == 2 and "suite_changed_after_freeze" in res.output
+    assert res.exit_code == 2 and "frozen_case_edited" in res.output
 
 
 def test_cli_without_candidate_or_pairs_is_a_one_line_error() -> None:

@@ -328,23 +328,11 @@ def check(pairs_path: str, as_json: bool) -> None:
     Exit 0 every check passed, 1 a retrieval assertion failed, 3 retrieval evidence is
     missing, 2 invalid input (including a frozen suite changed in place).
     """
-    from ..noise import (
-        check_lineage,
-        check_retrieval,
-        load_pairs,
-        load_releases,
-        release_of,
-        releases_path,
-        retrieval_blockers,
-        validate_pairs,
-    )
+    from ..noise import check_retrieval, load_pairs, release_of, retrieval_blockers, validate_pairs
 
-    suite = load_pairs(pairs_path)
+    suite = load_pairs(pairs_path)  # refuses a suite that breaks its releases' lineage
     _, problems = validate_pairs(pairs_path)
     release = release_of(suite)
-    lineage = check_lineage(suite, load_releases(releases_path(suite)))
-    if lineage:
-        raise WorkbenchError(f"{suite.label}: breaks the lineage of its frozen releases", lineage)
     rows = check_retrieval([*suite.controls(), *suite.candidates()])
     blockers = retrieval_blockers(suite, rows)
     code = (
@@ -371,7 +359,7 @@ def check(pairs_path: str, as_json: bool) -> None:
             + (
                 f"frozen as {release.release_id}"
                 if release
-                else "NOT FROZEN (workbench noise freeze)"
+                else "NOT FROZEN (workbench freeze FILE --approver NAME)"
             )
         )
         for p in problems:
@@ -386,37 +374,6 @@ def check(pairs_path: str, as_json: bool) -> None:
         for b in blockers:
             click.echo(f"  [{b.category}] {b.code}: {', '.join(b.case_ids)}")
     sys.exit(code)
-
-
-@noise.command("freeze")
-@click.option(
-    "--pairs",
-    "pairs_path",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Pair suite YAML to freeze.",
-)
-@click.option("--by", "by", required=True, help="Who freezes the release.")
-@click.option("--note", default=None, help="Why this release.")
-@user_errors
-def freeze(pairs_path: str, by: str, note: str | None) -> None:
-    """Freeze a suite release (hashes, retirements, sentinels, evidence manifest) into
-    releases.jsonl beside it.
-
-    Refused (exit 2): an in-place change to a frozen version, a deleted or changed pair of an
-    earlier release, a retired pair made active again, a broken release log.
-    """
-    from ..noise import freeze_suite, load_pairs, releases_path
-
-    suite = load_pairs(pairs_path)
-    release, new = freeze_suite(suite, by=by, note=note)
-    state = "frozen" if new else "already frozen"
-    click.echo(
-        f"{suite.label} {state}: {release.release_id} (sha256 {release.suite_sha256[:12]},"
-        f" {len(release.pairs)} pairs,"
-        f" {sum(1 for p in release.pairs.values() if p.status == 'retired')} retired, sentinels"
-        f" {', '.join(release.sentinels) or '-'}) in {releases_path(suite)}"
-    )
 
 
 @noise.command("panel")
@@ -442,8 +399,10 @@ def freeze(pairs_path: str, by: str, note: str | None) -> None:
 def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) -> None:
     """Agreement between the metric's claim verdicts and the reviewers' (calibration partition).
 
-    Exit 0 when every reviewed member has metric claim verdicts, 3 when some do not (never
-    counted as agreement), 2 invalid input.
+    Exit 0 when every reviewed member has metric claim verdicts and the panel is frozen, 3
+    when some member has none (never counted as agreement), 4 when the panel is not frozen
+    (its labels could still change under the figures), 2 invalid input (a frozen panel edited
+    in place is refused).
     """
     from ..noise import format_panel, load_noise_run, load_pairs, load_panel, panel_agreement
     from ..results import read_results
@@ -458,7 +417,13 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_panel(report))
-    sys.exit(ExitCode.INCOMPLETE if report.missing else ExitCode.OK)
+    sys.exit(
+        ExitCode.INCOMPLETE
+        if report.missing
+        else ExitCode.REVIEW_REQUIRED
+        if report.release_id is None
+        else ExitCode.OK
+    )
 
 
 @noise.group("override")

@@ -55,15 +55,13 @@ class _DefaultGroup(click.Group):
 
 
 _RANKING_HELP = (
-    "Ranking judges: battery and gate (run, the default), reviewer agreement, fixture releases,"
-    " replay, verify.\n"
+    "Ranking judges: battery and gate (run, the default), reviewer agreement, label history,"
+    " replay, verify (freeze a fixture file with `workbench freeze FILE`).\n"
     "\n"
     "\b\n"
     "workbench ranking run --candidate SPEC --fixtures FILE [--policy P]   battery, report, gate\n"
     "workbench ranking agreement --fixtures FILE                           "
     "reviewer-reviewer agreement\n"
-    "workbench ranking freeze FILE --approver NAME                         "
-    "freeze a fixture release\n"
     "workbench ranking history FILE                                        "
     "label history of a fixture file\n"
     "workbench ranking replay ... --case ID --repeat N                     "
@@ -512,28 +510,6 @@ def agreement(fixtures: str, as_json: bool) -> None:
         click.echo(format_reviewer_agreement(report))
 
 
-@ranking.command("freeze")
-@click.argument("fixtures", type=click.Path(path_type=str))
-@click.option("--approver", required=True, help="Who approves the release (a named person).")
-@click.option("--reason", default="", help="Why the release is frozen (e.g. the review it closes).")
-@user_errors
-def freeze(fixtures: str, approver: str, reason: str) -> None:
-    """Freeze a fixture file: write <name>@<version>.release.json with a hash per fixture.
-
-    From then on an in-place change to the file is refused wherever it is loaded; a change goes
-    in a new version (supersedes: + a changes: entry recording old order, new order, approver
-    and reason). Refused when the file is already frozen or does not validate.
-    """
-    from ..ranking import freeze_fixtures, release_path
-
-    record = freeze_fixtures(fixtures, approver=approver, reason=reason)
-    click.echo(
-        f"froze {record.name}@{record.version}: {len(record.fixtures)} fixture(s), file sha256"
-        f" {record.file_sha256[:12]}, release {record.release_sha256[:12]} ->"
-        f" {release_path(fixtures)}"
-    )
-
-
 @ranking.command("history")
 @click.argument("fixtures", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
@@ -549,9 +525,9 @@ def history_(fixtures: str, as_json: bool) -> None:
         return
     for v in chain:
         frozen = (
-            f"frozen by {v.frozen_by} on {v.frozen_at.date().isoformat()} (release"
-            f" {v.release_sha256[:12]})"
-            if v.frozen and v.frozen_at and v.release_sha256
+            f"frozen by {v.release.approver} on {v.release.when.date().isoformat()} (release"
+            f" {v.release.release_id})"
+            if v.release is not None
             else "NOT frozen (draft)"
         )
         click.echo(

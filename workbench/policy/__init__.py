@@ -42,6 +42,7 @@ from ._policy import (
     Use,
     load_policy,
     policy_sha256,
+    policy_snapshot,
 )
 
 __all__ = [
@@ -80,6 +81,7 @@ __all__ = [
     "load_policy",
     "override_id_of",
     "policy_sha256",
+    "policy_snapshot",
     "unapplied_overrides",
     "waiver_for",
 ]

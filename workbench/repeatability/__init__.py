@@ -29,6 +29,8 @@ from ._sentinels import (
     SentinelSet,
     load_sentinels,
     sentinels_path_for,
+    sentinels_snapshot,
+    sentinels_snapshot_of,
 )
 from ._study import (
     DEFAULT_MIN_REPEATS,
@@ -52,6 +54,8 @@ from ._study import (
 )
 
 __all__ = [
+    "sentinels_snapshot",
+    "sentinels_snapshot_of",
     "DEFAULT_MIN_REPEATS",
     "DEFAULT_PARTITION",
     "DRIFT_LOG_FILE",
