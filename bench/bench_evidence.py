@@ -42,16 +42,12 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-MEASURE = r"""
-import contextlib, io, json, os, resource, sys, time
-if os.environ.get("BENCH_WORKBENCH_SRC"):  # measure another checkout (e.g. an export of main)
-    sys.meta_path[:] = [f for f in sys.meta_path if "editable" not in repr(f).lower()]
-    sys.path.insert(0, os.environ["BENCH_WORKBENCH_SRC"])
-def peak_mb():
-    for line in open("/proc/self/status"):
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+from _child import PRELUDE  # noqa: E402
+
+MEASURE = (
+    PRELUDE
+    + r"""
+import contextlib, io
 mode, gold, results, policy = sys.argv[1:5]
 t_import = time.perf_counter()
 import pyarrow, pyarrow.compute, pyarrow.json, numpy  # what every mode's first call loads
@@ -105,6 +101,7 @@ digest = __import__("hashlib").sha256(text.encode()).hexdigest()
 print(json.dumps({"wall_s": wall, "cpu_s": cpu, "import_s": t_import, "peak_rss_mb": peak_mb(),
                   "exit": code, "output_sha": digest}))
 """
+)
 
 MODES = ("align", "gate", "agreement", "widget")
 POLICY = """schema_version: 2

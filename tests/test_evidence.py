@@ -21,6 +21,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import RUBRIC, make_case, make_result, write_results
 from lineage_support import stamped
+from test_policy import BASE_POLICY
 
 from workbench.agreement import AgreementBlock, AgreementReport, PairAgreement, human_agreement
 from workbench.align import (
@@ -64,25 +65,7 @@ ORDINAL = {
     "min_reviews": 1,
 }
 CROWD = {**RUBRIC, "min_reviews": 1}
-POLICY = {
-    "schema_version": 2,
-    "name": "evidence-test",
-    "version": "1",
-    "owner": "tests",
-    "rationale": "gate equality tests",
-    "rubric_version": "r1",
-    "max_evaluator_errors": 50,
-    "slices": {
-        "billing": {
-            "risk": "critical",
-            "max_false_passes": 0,
-            "max_false_pass_rate": 0.5,
-            "max_abstention_rate": 0.1,
-        },
-        "general": {"risk": "low", "max_false_pass_rate": 0.5, "false_pass_rate_basis": "point"},
-        "empty": {"risk": "medium", "min_n": 0},
-    },
-}
+POLICY = {**BASE_POLICY, "name": "evidence-test", "max_evaluator_errors": 50}
 
 
 # -- references: the per-record paths -----------------------------------------------------
