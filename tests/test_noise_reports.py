@@ -33,7 +33,7 @@ from workbench.noise import (
     releases_path,
     with_baseline,
 )
-from workbench.policy._codes import NOISE_BLOCKER_CODES
+from workbench.policy import codes_of
 from workbench.results import JudgeResult
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
@@ -596,8 +596,8 @@ def _table(module: Any) -> dict[str, str]:
 
 
 def test_every_noise_blocker_code_is_registered_and_documented() -> None:
-    assert {**_table(_analysis), **_table(_retrieval)} == NOISE_BLOCKER_CODES
-    for code in NOISE_BLOCKER_CODES:
+    assert {**_table(_analysis), **_table(_retrieval)} == codes_of("noise")
+    for code in codes_of("noise"):
         assert f"`{code}`" in DOC, code
 
 

@@ -55,6 +55,7 @@ from workbench.ranking import (
     load_ranking_policy,
     position_battery,
     prune_run,
+    ranking_override_scope,
     ranking_report,
     read_history,
     read_payload,
@@ -892,7 +893,7 @@ def test_ranking_overrides_waive_case_by_case_and_never_missing_evidence(tmp_pat
     rules = load_ranking_policy(rules_path)
     override = build_override(
         store,
-        policy=rules.label,
+        policy=ranking_override_scope(rules_path),
         approver="x",
         reason="r",
         expires_at="2099-01-01",
@@ -1628,7 +1629,6 @@ def _models() -> list[type[BaseModel]]:
         "CaptureConfig",
         "AgreementDropExample",
         "RankingGateResult",
-        "RankingBlocker",
         "RankingHistoryEntry",
         "ScalarCaseResult",
         "SideBySide",
@@ -1691,15 +1691,16 @@ def test_cached_results_bring_their_payloads_and_never_cross_capture_modes(tmp_p
 
 
 def test_ranking_codes_waivability_is_consistent() -> None:
-    from workbench.policy import NON_WAIVABLE_CODES
-    from workbench.policy._codes import RANKING_BLOCKER_CODES, RANKING_NON_WAIVABLE_CODES
-    from workbench.ranking._gate import WAIVABLE
+    from workbench.policy import NON_WAIVABLE_CODES, codes_of
 
-    assert (
-        WAIVABLE.isdisjoint(RANKING_NON_WAIVABLE_CODES)
-        and set(RANKING_BLOCKER_CODES) == WAIVABLE | RANKING_NON_WAIVABLE_CODES
-    )
-    assert RANKING_NON_WAIVABLE_CODES <= NON_WAIVABLE_CODES
-    assert all(
-        RANKING_BLOCKER_CODES[c] != "incomplete" for c in WAIVABLE
-    )  # missing evidence is never waived
+    ranking = codes_of("ranking")
+    waivable = set(ranking) - NON_WAIVABLE_CODES
+    assert waivable == {
+        "ranking_reversal_confirmed",
+        "ranking_agreement_drop",
+        "ranking_reversal_unconfirmed",
+        "ranking_editorial_drift",
+        "ranking_metric_defect",
+        "ranking_assembly_defect",
+    }  # the module docstring's list
+    assert all(ranking[c] != "incomplete" for c in waivable)  # missing evidence is never waived

@@ -527,12 +527,13 @@ def override_add(
     waivable (missing evidence, cross-tenant retrieval, absent retrieval evidence), an unknown
     slice or pair, a blank approver, reason or follow-up, an expiry not in the future.
     """
-    from ..noise import add_noise_override, load_pairs
+    from ..noise import load_pairs, noise_override_scope
+    from ..policy import add_override
 
     suite = load_pairs(pairs_path)
-    record = add_noise_override(
+    record = add_override(
         store,
-        suite,
+        policy=noise_override_scope(suite),
         approver=approver,
         reason=reason,
         expires_at=expires,

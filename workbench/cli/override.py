@@ -167,34 +167,22 @@ def add(
         "case_ids": case_ids,
         "candidate_fingerprint": candidate_fingerprint,
     }
-    from ..ranking import check_ranking_override, is_ranking_policy_file
+    from ..ranking import is_ranking_policy_file, ranking_override_scope
 
-    if is_ranking_policy_file(
-        resolve_policy(policy, store)
-    ):  # a ranking release policy (kind: ranking)
-        label, problems = check_ranking_override(
-            resolve_policy(policy, store), codes, slices, case_ids
-        )
-        if problems:
+    path = resolve_policy(policy, store)
+    loaded: Policy | None = None
+    if is_ranking_policy_file(path):  # a ranking release policy (kind: ranking): its codes only
+        record = add_override(store, policy=ranking_override_scope(path), **fields)
+    else:
+        loaded, problems = _load(policy, store)
+        if loaded is None:
+            label = policy if _LABEL.match(policy) else "unknown@unknown"
+            try:
+                build_override(store, policy=label, **fields)
+            except WorkbenchError as exc:
+                problems += exc.problems
             raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
-        record = add_override(store, policy=label, **fields)
-        click.echo(
-            f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
-            f" {record.expires_at.isoformat()}; appended to {store}"
-        )
-        click.echo("It will apply to:")
-        for line in describe_override(record):
-            click.echo("  " + line)
-        return
-    loaded, problems = _load(policy, store)
-    if loaded is None:
-        label = policy if _LABEL.match(policy) else "unknown@unknown"
-        try:
-            build_override(store, policy=label, **fields)
-        except WorkbenchError as exc:
-            problems += exc.problems
-        raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
-    record = add_override(store, policy=loaded, **fields)
+        record = add_override(store, policy=loaded, **fields)
     click.echo(
         f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
         f" {record.expires_at.isoformat()}; appended to {store}"

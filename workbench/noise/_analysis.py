@@ -62,9 +62,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -72,15 +73,16 @@ from .._args import check_budget, check_concurrency, check_repeats, partition_na
 from .._io import atomic_write_json, read_json_file
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
-from ..outcomes import exit_codes, outcome_of
+from ..outcomes import exit_code
 from ..policy import (
     Blocker,
+    CheckOutcome,
     Override,
+    OverrideScope,
     UnappliedOverride,
     WaivedBlocker,
-    active_overrides,
-    unapplied_overrides,
-    waiver_for,
+    blocker,
+    decide,
 )
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunSummary
@@ -106,15 +108,10 @@ NOISE_RUN_FILE = "noise_run.json"
 NOISE_REPORT_FILE = "noise_report.json"
 LOWER_IS_BETTER = "lower is better"
 """What every table and chart states."""
-EXIT_CODES: dict[str, int] = exit_codes(
-    "passed", "quality_failed", "evaluation_incomplete", "review_required"
-)
-"""Process exit code per outcome (2 is invalid input)."""
 _EPS = 1e-12
-_CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
 
-NoiseOutcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
-_NOISE_OUTCOMES: dict[str, NoiseOutcome] = {o: o for o in get_args(NoiseOutcome)}
+NoiseOutcome = CheckOutcome
+"""``passed``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
 
 
 class ControlRow(_Model):
@@ -467,8 +464,9 @@ class NoiseReport(_Model):
 
     @property
     def exit_code(self) -> int:
-        """0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required."""
-        return EXIT_CODES[self.outcome]
+        """0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required
+        (:mod:`workbench.outcomes`)."""
+        return exit_code(self.outcome)
 
     def frames(self) -> dict[str, Any]:
         """``controls``, ``retrieval``, ``pairs``, ``slices``, ``repeats`` and ``blockers`` as
@@ -1215,87 +1213,29 @@ def noise_report(
     used), a noise run directory (its ``noise_run.json``), a results file, a list of them, or
     judge results. ``companions`` are the joined companion metrics (:func:`join_companions`);
     ``overrides`` (active for this suite's ``name@version`` at ``now``) waive the blockers they
-    cover. Refuses (``WorkbenchError``) results of unknown members, of changed content, of
-    several judges or of another kind, and a frozen suite whose file changed.
+    cover, and the outcome comes from the one decision step every gate uses
+    (:func:`workbench.policy.decide`, clear outcome ``passed``). Refuses (``WorkbenchError``)
+    results of unknown members, of changed content, of several judges or of another kind, and a
+    frozen suite whose file changed.
     """
-    now = now or datetime.now(UTC)
     located, runs, run = _collect(results)
     if run is not None:
         partition, sentinels_only = run.partition, run.sentinels_only
     identity, fingerprint = _check_join(suite, located)
     release = release_of(suite)
-    final = _final(located)
-    policy: NoisePolicy = suite.policy
     candidates = selected_candidates(suite, partition, sentinels_only)
-    retrieval = check_retrieval([*suite.controls(), *candidates])
-    blocked = failed_pairs(retrieval)
-    stops = {
-        label: s.stop_reason for label, s in runs.items() if label in ("controls", "candidates")
-    }
-    controls = check_controls(
-        suite, final.values(), stops={"controls": stops.get("controls")}, blocked=blocked
+    reading = _read_suite(suite, _final(located), candidates, runs, run, companions)
+    decision = decide(
+        [*reading.blockers, *_release_blockers(suite, release is not None)],
+        overrides,
+        policy_label=suite.label,
+        fingerprint=fingerprint,
+        now=now,
+        clear="passed",
     )
-    separating = [c for c in controls if c.role in SEPARATING_ROLES]
-    controls_passed = any(c.role == "control" for c in separating) and all(
-        c.separated for c in separating
-    )
-    if run is not None:
-        controls_passed = controls_passed and run.controls_passed
-    interpreted = controls_passed
-    control_blockers, roles = _control_blockers(suite, controls, policy)
-    blockers: list[Blocker] = [*retrieval_blockers(suite, retrieval), *control_blockers]
-    errors = _control_errors(suite, final)
-    missing: list[str] = []
-    values = companions.values if companions is not None else {}
-    rows: list[PairRow] = []
-    for pair in candidates:
-        row, pair_errors, pair_missing = _pair_row(suite, pair, final, blocked, interpreted, values)
-        rows.append(row)
-        errors += pair_errors
-        missing += pair_missing
-    slices = [
-        _slice_row(
-            suite, name, [r for r in rows if r.slice == name], errors, missing, interpreted, values
-        )
-        for name in suite.slices
-    ]
-    if interpreted:
-        blockers += _slice_blockers(suite, slices, rows)
-    blockers += _error_blockers(suite, errors, missing, stops, runs)
-    repeats = _repeat_rows(suite, run, policy, blocked)
-    blockers += _repeat_blockers(suite, repeats)
-    if policy.companions and interpreted:
-        blockers += _companion_blockers(
-            policy,
-            [p for p in candidates if p.pair_id not in blocked],
-            values,
-            companions,
-            slices,
-            rows,
-        )
-    if release is None:
-        blockers.append(
-            Blocker(
-                code="noise_suite_unfrozen",
-                category="review",
-                message=(
-                    f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so"
-                    " its cases, references and manifest cannot change under the evidence"
-                ),
-                evidence={"suite_sha256": suite.sha256},
-            )
-        )
-    kept, waived, unapplied = _apply_overrides(suite, blockers, overrides, fingerprint, now)
-    categories = {b.category for b in kept}
-    outcome = _NOISE_OUTCOMES[outcome_of(categories, clear="passed")]
     attempts = [r for _, r in located]
-    stopped = (
-        run.stopped_reason
-        if run is not None
-        else (None if controls_passed else "controls failed: candidate scores are not interpreted")
-    )
     return NoiseReport(
-        outcome=outcome,
+        outcome=cast(NoiseOutcome, decision.outcome),
         suite=suite.label,
         suite_sha256=suite.sha256,
         suite_path=suite.source,
@@ -1305,36 +1245,24 @@ def noise_report(
         judge=identity,
         judge_fingerprint=fingerprint,
         budget_usd=run.budget_usd if run is not None else None,
-        max_cases=policy.max_cases,
-        controls_passed=controls_passed,
-        candidates_interpreted=interpreted,
-        stopped_reason=stopped,
-        retrieval=retrieval,
-        retrieval_passed=not blocked,
-        controls=controls,
-        control_roles=roles,
-        pairs=rows,
-        slices=slices,
-        repeats=repeats,
-        retired=[
-            RetiredRow(
-                pair_id=p.pair_id,
-                reason=p.retired.reason,
-                by=p.retired.by,
-                on=p.retired.on.isoformat(),
-                superseded_by=next(
-                    (q.pair_id for q in suite.pairs if q.supersedes == p.pair_id), None
-                ),
-            )
-            for p in suite.retired()
-            if p.retired is not None
-        ],
+        max_cases=suite.policy.max_cases,
+        controls_passed=reading.controls_passed,
+        candidates_interpreted=reading.controls_passed,
+        stopped_reason=_stopped_reason(run, reading.controls_passed),
+        retrieval=reading.retrieval,
+        retrieval_passed=not failed_pairs(reading.retrieval),
+        controls=reading.controls,
+        control_roles=reading.roles,
+        pairs=reading.rows,
+        slices=reading.slices,
+        repeats=reading.repeats,
+        retired=_retired_rows(suite),
         companions_unjoined=companions.unjoined if companions is not None else [],
-        blockers=kept,
-        waived=waived,
-        unapplied_overrides=unapplied,
-        evaluator_errors=errors,
-        missing=missing,
+        blockers=decision.blockers,
+        waived=decision.waived,
+        unapplied_overrides=decision.unapplied,
+        evaluator_errors=reading.errors,
+        missing=reading.missing,
         results_read=len(attempts),
         cost_usd=round(sum(float(r.cost_usd or 0.0) for r in attempts), 10),
         tokens_in=sum(int(r.tokens_in or 0) for r in attempts),
@@ -1343,6 +1271,138 @@ def noise_report(
         pair_keys={p.pair_id: p.frame_sha256() for p in candidates},
         pair_hashes={p.pair_id: evidence_hashes(p) for p in candidates},
     )
+
+
+@dataclass
+class _Reading:
+    """What a suite's results show, before any override: the tables and the blockers."""
+
+    retrieval: list[RetrievalRow]
+    controls: list[ControlRow]
+    controls_passed: bool
+    roles: dict[str, int]
+    rows: list[PairRow] = field(default_factory=list)
+    slices: list[SliceRow] = field(default_factory=list)
+    repeats: list[RepeatRow] = field(default_factory=list)
+    errors: list[MemberError] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    blockers: list[Blocker] = field(default_factory=list)
+
+
+def _read_suite(
+    suite: NoiseSuite,
+    final: dict[str, JudgeResult],
+    candidates: list[NoisePair],
+    runs: dict[str, RunSummary],
+    run: NoiseRun | None,
+    companions: CompanionJoin | None,
+) -> _Reading:
+    """Retrieval, controls, candidate pairs, slices, repeats and companions, in the seed's order."""
+    reading = _read_controls(suite, final, candidates, runs, run)
+    blocked = failed_pairs(reading.retrieval)
+    interpreted = reading.controls_passed
+    values = companions.values if companions is not None else {}
+    reading.errors = _control_errors(suite, final)
+    for pair in candidates:
+        row, pair_errors, pair_missing = _pair_row(suite, pair, final, blocked, interpreted, values)
+        reading.rows.append(row)
+        reading.errors += pair_errors
+        reading.missing += pair_missing
+    reading.slices = [
+        _slice_row(
+            suite,
+            name,
+            [r for r in reading.rows if r.slice == name],
+            reading.errors,
+            reading.missing,
+            interpreted,
+            values,
+        )
+        for name in suite.slices
+    ]
+    if interpreted:
+        reading.blockers += _slice_blockers(suite, reading.slices, reading.rows)
+    reading.blockers += _error_blockers(suite, reading.errors, reading.missing, _stops(runs), runs)
+    reading.repeats = _repeat_rows(suite, run, suite.policy, blocked)
+    reading.blockers += _repeat_blockers(suite, reading.repeats)
+    if suite.policy.companions and interpreted:
+        reading.blockers += _companion_blockers(
+            suite.policy,
+            [p for p in candidates if p.pair_id not in blocked],
+            values,
+            companions,
+            reading.slices,
+            reading.rows,
+        )
+    return reading
+
+
+def _stops(runs: dict[str, RunSummary]) -> dict[str, str | None]:
+    return {
+        label: s.stop_reason for label, s in runs.items() if label in ("controls", "candidates")
+    }
+
+
+def _read_controls(
+    suite: NoiseSuite,
+    final: dict[str, JudgeResult],
+    candidates: list[NoisePair],
+    runs: dict[str, RunSummary],
+    run: NoiseRun | None,
+) -> _Reading:
+    """Retrieval assertions first, then the controls: whether candidate scores mean anything."""
+    retrieval = check_retrieval([*suite.controls(), *candidates])
+    controls = check_controls(
+        suite,
+        final.values(),
+        stops={"controls": _stops(runs).get("controls")},
+        blocked=failed_pairs(retrieval),
+    )
+    separating = [c for c in controls if c.role in SEPARATING_ROLES]
+    passed = any(c.role == "control" for c in separating) and all(c.separated for c in separating)
+    if run is not None:
+        passed = passed and run.controls_passed
+    control_blockers, roles = _control_blockers(suite, controls, suite.policy)
+    return _Reading(
+        retrieval=retrieval,
+        controls=controls,
+        controls_passed=passed,
+        roles=roles,
+        blockers=[*retrieval_blockers(suite, retrieval), *control_blockers],
+    )
+
+
+def _release_blockers(suite: NoiseSuite, frozen: bool) -> list[Blocker]:
+    if frozen:
+        return []
+    return [
+        blocker(
+            "noise_suite_unfrozen",
+            f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so its cases,"
+            " references and manifest cannot change under the evidence",
+            evidence={"suite_sha256": suite.sha256},
+        )
+    ]
+
+
+def _stopped_reason(run: NoiseRun | None, controls_passed: bool) -> str | None:
+    if run is not None:
+        return run.stopped_reason
+    return None if controls_passed else "controls failed: candidate scores are not interpreted"
+
+
+def _retired_rows(suite: NoiseSuite) -> list[RetiredRow]:
+    return [
+        RetiredRow(
+            pair_id=p.pair_id,
+            reason=p.retired.reason,
+            by=p.retired.by,
+            on=p.retired.on.isoformat(),
+            superseded_by=next((q.pair_id for q in suite.pairs if q.supersedes == p.pair_id), None),
+        )
+        for p in suite.retired()
+        if p.retired is not None
+    ]
 
 
 def _control_blockers(
@@ -1932,34 +1992,15 @@ def _companion_blockers(
     return blockers
 
 
-def _apply_overrides(
-    suite: NoiseSuite,
-    blockers: list[Blocker],
-    overrides: Sequence[Override],
-    fingerprint: str | None,
-    now: datetime,
-) -> tuple[list[Blocker], list[WaivedBlocker], list[UnappliedOverride]]:
-    """The blockers kept (in report order), those waived by an active override, and overrides that
-    applied to none."""
-    active = sorted(
-        active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id
+def noise_override_scope(suite: NoiseSuite) -> OverrideScope:
+    """What an override of noise blockers is checked against: the suite's ``name@version`` (the
+    reviewed noise policy), the noise codes, the suite's slices and their risk, its pair ids."""
+    return OverrideScope(
+        label=suite.label,
+        feature="noise",
+        slices={name: s.risk for name, s in suite.slices.items()},
+        case_ids=frozenset(p.pair_id for p in suite.pairs),
     )
-    kept: list[Blocker] = []
-    waived: list[WaivedBlocker] = []
-    for blocker in sorted(
-        blockers, key=lambda b: (_CATEGORY_ORDER[b.category], b.slice or "", b.code, b.message)
-    ):
-        override = waiver_for(blocker, active)
-        if override is None:
-            kept.append(blocker)
-        else:
-            waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
-    unapplied = (
-        unapplied_overrides(list(overrides), suite.label, fingerprint, now, kept, waived)
-        if overrides
-        else []
-    )
-    return kept, waived, unapplied
 
 
 def evidence_hashes(pair: NoisePair) -> dict[str, str]:

@@ -500,8 +500,9 @@ class RankingReport(_Frozen):
     kind: Literal["workbench.ranking"] = "workbench.ranking"
     """Report type."""
     status: Literal["complete", "incomplete"]
-    """``incomplete`` when a fixture has no valid attempt, a planned attempt has no result, or an
-    attempt ended in another evaluator error."""
+    """``incomplete`` when a fixture has no answer at all (no result, or evaluator errors only), a
+    planned attempt has no result, or an attempt ended in an evaluator error. A fixture answered
+    only with malformed results is an integration defect (quality), not missing evidence."""
     passed: bool
     """The ranking gate's outcome is ``passed`` (see ``gate``)."""
     blockers: list[str]
@@ -536,7 +537,8 @@ class RankingReport(_Frozen):
     evaluator_errors: list[EvaluatorErrorRow]
     """Other evaluator errors (timeouts, provider errors ...)."""
     missing_cases: list[str]
-    """Fixtures with no valid attempt."""
+    """Fixtures without any answer: no result, or evaluator errors only (a fixture whose answers
+    are all integration defects is not missing: its defects are)."""
     missing_attempts: list[str]
     """Planned ``case_id#repeat`` with no result (when the plan is known)."""
     agreement: AgreementFigure
@@ -567,6 +569,37 @@ class RankingReport(_Frozen):
     """The ranking gate's decision (:class:`~workbench.ranking.RankingGateResult`)."""
     denominators: dict[str, str]
     """How every figure's numerator and denominator are defined."""
+
+    def attempt_counts(self) -> dict[str, int]:
+        """How the latest attempts divide, and what is missing: the one source of every count the
+        CLI, the report and the ``ranking_incomplete`` blocker show."""
+        return {
+            "attempts": self.attempts,
+            "valid": self.valid_attempts,
+            "integration_defects": len(self.integration_defects),
+            "evaluator_errors": len(self.evaluator_errors),
+            "missing_attempts": len(self.missing_attempts),
+            "fixtures_without_answer": len(self.missing_cases),
+        }
+
+    def counts_line(self) -> str:
+        """The attempts in one line: valid, integration defects, evaluator errors, missing."""
+        n = self.attempt_counts()
+        return (
+            f"{n['attempts']} attempt(s): {n['valid']} valid,"
+            f" {n['integration_defects']} integration defect(s),"
+            f" {n['evaluator_errors']} evaluator error(s);"
+            f" {n['missing_attempts']} planned attempt(s) without a result"
+        )
+
+    def incompleteness(self) -> str:
+        """Why the report is incomplete, in words (the ``ranking_incomplete`` blocker's message)."""
+        n = self.attempt_counts()
+        return (
+            f"{n['fixtures_without_answer']} fixture(s) without any answer,"
+            f" {n['missing_attempts']} planned attempt(s) without a result,"
+            f" {n['evaluator_errors']} evaluator error(s)"
+        )
 
     def frames(self) -> dict[str, Any]:
         """pandas DataFrames for notebooks, integration defects first."""
@@ -1000,8 +1033,9 @@ def ranking_report(
     latest = _latest_attempts(rows, results_path)
     read = _read_attempts([latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1]))], by_id)
     attempts = read.attempts
-    with_valid = {a.fixture.case_id for a in attempts}
-    missing_cases = [f.case_id for f in fixture_set.fixtures if f.case_id not in with_valid]
+    # a fixture answered only with malformed results is an integration defect, not missing
+    answered = {a.fixture.case_id for a in attempts} | {d.case_id for d in read.defects}
+    missing_cases = [f.case_id for f in fixture_set.fixtures if f.case_id not in answered]
     missing_attempts = [
         f"{i.case_id}#{i.repeat}" for i in planned or [] if (i.case_id, i.repeat) not in latest
     ]
@@ -1784,17 +1818,15 @@ def format_ranking(report: RankingReport) -> str:
         if gate.mode == "report_only":
             lines.append("  REPORT ONLY: nothing below blocks this change")
     lines.append(
-        f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid,"
-        f" {report.superseded_attempts} superseded retries not analysed); fixtures"
-        f" {'frozen' if report.fixtures_frozen else 'NOT frozen'}"
+        f"  {report.cases} cases; {report.counts_line()}; {report.superseded_attempts} superseded"
+        f" retries not analysed; fixtures {'frozen' if report.fixtures_frozen else 'NOT frozen'}"
     )
+    if gate is not None:
+        lines.append(f"  {gate.summary}")
     for b in gate.blockers if gate else []:
         lines.append(f"  blocker [{b.category}] {b.code}: {b.message}")
     for w in gate.waived if gate else []:
-        lines.append(
-            f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id}"
-            f" ({w.approver}, until {w.expires_at.date().isoformat()})"
-        )
+        lines.append(f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id}")
     if gate is not None:
         lines.append(
             "fixture changes since the last run"
