@@ -54,6 +54,7 @@ from ._compare import (
     check_baseline_suite,
     compare_reports,
     load_baseline_report,
+    scoring_fingerprint,
     with_baseline,
 )
 from ._evidence import (
@@ -225,6 +226,7 @@ __all__ = [
     "retrieval_blockers",
     "run_noise",
     "run_noise_sync",
+    "scoring_fingerprint",
     "selected_candidates",
     "validate_pairs",
     "with_baseline",
