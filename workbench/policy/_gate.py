@@ -825,107 +825,119 @@ def _slice_checks(
     *,
     pass_fail: bool = True,
 ) -> list[Blocker]:
-    name = row.slice
+    out = [
+        *_min_n_check(row, risk, min_n),
+        *_abstention_check(row, spec, risk, ids.get("abstained", [])),
+    ]
+    if not pass_fail:
+        return out  # no label is pass or fail: the whole evaluation has a no_pass_fail_view blocker
+    return out + _false_pass_checks(row, spec, risk, ids) + _false_fail_checks(row, spec, risk, ids)
+
+
+def _min_n_check(row: SliceAlignment, risk: str | None, min_n: int) -> list[Blocker]:
+    if row.decided >= min_n:
+        return []
+    critical = risk == Risk.critical.value
+    what = "to bound a critical slice" if critical else "to judge the slice"
+    return [
+        _review(
+            "too_few_cases",
+            f"Slice {row.slice!r} has {row.decided} cases with a decided verdict"
+            f" ({row.abstentions} abstentions not counted), too few {what} (at least {min_n}"
+            " required).",
+            slice=row.slice,
+            risk=risk,
+            evidence={
+                "decided": row.decided,
+                "verdicts": row.verdicts,
+                "abstentions": row.abstentions,
+                "cases": row.n,
+                "min_n": min_n,
+            },
+            waivable=not critical,
+        )
+    ]
+
+
+def _false_pass_checks(
+    row: SliceAlignment, spec: SlicePolicy, risk: str | None, ids: dict[str, list[str]]
+) -> list[Blocker]:
+    """The false-pass count and rate limits; in a critical slice on the upper bound, waivable
+    only case by case."""
     critical = risk == Risk.critical.value
     fp_ids = ids.get("false_pass", [])
     fp_waivable = bool(fp_ids) if critical else True
-    out: list[Blocker] = []
-    if row.decided < min_n:
-        what = "to bound a critical slice" if critical else "to judge the slice"
-        out.append(
-            _review(
-                "too_few_cases",
-                f"Slice {name!r} has {row.decided} cases with a decided verdict ({row.abstentions}"
-                f" abstentions not counted), too few {what} (at least {min_n} required).",
-                slice=name,
-                risk=risk,
-                evidence={
-                    "decided": row.decided,
-                    "verdicts": row.verdicts,
-                    "abstentions": row.abstentions,
-                    "cases": row.n,
-                    "min_n": min_n,
-                },
-                waivable=not critical,
-            )
-        )
-    out += _abstention_check(row, spec, risk, ids.get("abstained", []))
-    if not pass_fail:
-        return out  # no label is pass or fail: the whole evaluation has a no_pass_fail_view blocker
-    fp_limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
-    fp_basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
-    if fp_limited and row.false_pass_rate.n == 0:
-        out.append(
+    basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
+    limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
+    if limited and row.false_pass_rate.n == 0:
+        return [
             _unbounded(
                 row,
                 "false_pass",
                 spec.max_false_pass_rate,
-                fp_basis,
+                basis,
                 risk,
                 waivable=not critical,
                 count_limit=spec.max_false_passes,
             )
+        ]
+    out: list[Blocker] = []
+    if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
+        out.append(
+            Blocker(
+                code="false_passes_exceeded",
+                category="quality",
+                slice=row.slice,
+                risk=risk,
+                message=(
+                    f"Slice {row.slice!r} has {row.false_passes} false passes (human fail, judge"
+                    f" pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail,"
+                    f" more than the {spec.max_false_passes} allowed."
+                ),
+                evidence={
+                    "false_passes": row.false_passes,
+                    "human_fails_decided": row.false_pass_rate.n,
+                    "limit": spec.max_false_passes,
+                    **_coverage(row),
+                },
+                case_ids=fp_ids,
+                waivable=fp_waivable,
+            )
         )
-    else:
-        if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
-            out.append(
-                Blocker(
-                    code="false_passes_exceeded",
-                    category="quality",
-                    slice=name,
-                    risk=risk,
-                    message=(
-                        f"Slice {name!r} has {row.false_passes} false passes (human fail, judge"
-                        f" pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail,"
-                        f" more than the {spec.max_false_passes} allowed."
-                    ),
-                    evidence={
-                        "false_passes": row.false_passes,
-                        "human_fails_decided": row.false_pass_rate.n,
-                        "limit": spec.max_false_passes,
-                        **_coverage(row),
-                    },
-                    case_ids=fp_ids,
-                    waivable=fp_waivable,
-                )
-            )
-        if spec.max_false_pass_rate is not None:
-            out += _rate_check(
-                row,
-                "false_pass",
-                row.false_pass_rate,
-                spec.max_false_pass_rate,
-                fp_basis,
-                risk,
-                fp_ids,
-                fp_waivable,
-                not critical,
-            )
-    if spec.max_false_fail_rate is not None:
-        if row.false_fail_rate.n == 0:
-            out.append(
-                _unbounded(
-                    row,
-                    "false_fail",
-                    spec.max_false_fail_rate,
-                    spec.false_fail_rate_basis,
-                    risk,
-                    waivable=True,
-                )
-            )
-        else:
-            out += _rate_check(
-                row,
-                "false_fail",
-                row.false_fail_rate,
-                spec.max_false_fail_rate,
-                spec.false_fail_rate_basis,
-                risk,
-                ids.get("false_fail", []),
-                True,
-                True,
-            )
+    if spec.max_false_pass_rate is not None:
+        out += _rate_check(
+            row,
+            "false_pass",
+            row.false_pass_rate,
+            spec.max_false_pass_rate,
+            basis,
+            risk,
+            fp_ids,
+            fp_waivable,
+            not critical,
+        )
     return out
+
+
+def _false_fail_checks(
+    row: SliceAlignment, spec: SlicePolicy, risk: str | None, ids: dict[str, list[str]]
+) -> list[Blocker]:
+    limit, basis = spec.max_false_fail_rate, spec.false_fail_rate_basis
+    if limit is None:
+        return []
+    if row.false_fail_rate.n == 0:
+        return [_unbounded(row, "false_fail", limit, basis, risk, waivable=True)]
+    return _rate_check(
+        row,
+        "false_fail",
+        row.false_fail_rate,
+        limit,
+        basis,
+        risk,
+        ids.get("false_fail", []),
+        True,
+        True,
+    )
 
 
 def _abstention_check(
