@@ -675,10 +675,60 @@ def replay(
     result was recorded, 2 when the inputs are not the frozen ones.
     """
     from ..judges import load_candidate
-    from ..ranking import completeness, load_fixtures, position_battery, run_ranking_sync
+    from ..ranking import load_fixtures, position_battery, run_ranking_sync
     from ..runs import RunDir
 
     fixture_set = load_fixtures(fixtures)
+    judge = load_candidate(candidate)
+    battery = position_battery(
+        fixture_set,
+        plan=plan,
+        max_exhaustive=max_exhaustive,
+        sample=sample,
+        seed=seed,
+        repeats=repeats,
+    )
+    items = [i for i in battery if i.case_id == case_id and i.repeat == repeat]
+    problems = _replay_problems(
+        fixtures, fixture_set, candidate, judge, expect_fixtures_sha256, expect_fingerprint
+    )
+    if not items:
+        problems.append(
+            Problem(
+                location="--case/--repeat",
+                code="no_such_attempt",
+                message=f"the battery has no attempt {case_id}#{repeat}",
+                fix="copy --case and --repeat from the failure artifact",
+            )
+        )
+    if problems:
+        raise WorkbenchError("replay refused", problems)
+    out = out or _replay_dir(judge.spec.label, case_id, repeat)
+    run_ranking_sync(judge, fixture_set, out, items=items, cache_dir=False, progress=False)
+    rows = [
+        line.result
+        for line in RunDir(out).read_results(required=True)
+        if line.result.case_id == case_id and line.result.repeat == repeat
+    ]
+    presented = items[0].presentation["presented_order"] if items[0].presentation else None
+    click.echo(
+        f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented"
+        f" {presented}"
+    )
+    code = _replayed(fixture_set.by_id()[case_id], rows[-1] if rows else None)
+    if code:
+        raise SystemExit(code)
+
+
+def _replay_problems(
+    fixtures: str,
+    fixture_set: Any,
+    candidate: str,
+    judge: Any,
+    expect_fixtures_sha256: str | None,
+    expect_fingerprint: str | None,
+) -> list[Problem]:
+    """The fixtures or the candidate are not the frozen ones the failing run used."""
     problems: list[Problem] = []
     if expect_fixtures_sha256 and fixture_set.dataset_sha256 != expect_fixtures_sha256:
         problems.append(
@@ -692,7 +742,6 @@ def replay(
                 fix="replay against the fixture file version the run used (git checkout it)",
             )
         )
-    judge = load_candidate(candidate)
     if expect_fingerprint and judge.identity.fingerprint() != expect_fingerprint:
         problems.append(
             Problem(
@@ -705,56 +754,29 @@ def replay(
                 fix="replay with the candidate spec (and prompt, Ragas version) the run used",
             )
         )
-    items = [
-        i
-        for i in position_battery(
-            fixture_set,
-            plan=plan,
-            max_exhaustive=max_exhaustive,
-            sample=sample,
-            seed=seed,
-            repeats=repeats,
-        )
-        if i.case_id == case_id and i.repeat == repeat
-    ]
-    if not items:
-        problems.append(
-            Problem(
-                location="--case/--repeat",
-                code="no_such_attempt",
-                message=f"the battery has no attempt {case_id}#{repeat}",
-                fix="copy --case and --repeat from the failure artifact",
-            )
-        )
-    if problems:
-        raise WorkbenchError("replay refused", problems)
-    if out is None:
-        base = Path("runs") / "ranking" / "replay" / judge.spec.label
-        n = 1
-        while (base / f"{case_id}-r{repeat}-{n}").exists():
-            n += 1
-        out = str(base / f"{case_id}-r{repeat}-{n}")
-    run_ranking_sync(judge, fixture_set, out, items=items, cache_dir=False, progress=False)
-    rows = [
-        line.result
-        for line in RunDir(out).read_results(required=True)
-        if line.result.case_id == case_id and line.result.repeat == repeat
-    ]
-    fixture = fixture_set.by_id()[case_id]
-    presented = items[0].presentation["presented_order"] if items[0].presentation else None
-    click.echo(
-        f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented"
-        f" {presented}"
-    )
-    if not rows:
+    return problems
+
+
+def _replay_dir(label: str, case_id: str, repeat: int) -> str:
+    """A new ``runs/ranking/replay/<judge>/<case>-r<repeat>-<n>`` directory."""
+    base = Path("runs") / "ranking" / "replay" / label
+    n = 1
+    while (base / f"{case_id}-r{repeat}-{n}").exists():
+        n += 1
+    return str(base / f"{case_id}-r{repeat}-{n}")
+
+
+def _replayed(fixture: Any, r: Any) -> int:
+    """What the replayed attempt shows, and its exit code."""
+    from ..ranking import completeness
+
+    if r is None:
         click.echo("no result was recorded (budget or the judge declined)")
-        raise SystemExit(ExitCode.INCOMPLETE)
-    r = rows[-1]
+        return ExitCode.INCOMPLETE
     if r.error is not None:
         click.echo(f"evaluator error {r.error.kind}: {r.error.message}; returned {r.order}")
-        raise SystemExit(
-            ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS
-        )
+        # an invalid ranking is an integration defect (quality), as in the ranking report
+        return ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS
     order = list(r.order or [])
     agreed, pairs = fixture.agreement(order)
     held = fixture.must_win_holds(order)
@@ -764,8 +786,7 @@ def replay(
         f" must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request"
         f" complete={check.complete}; reason: {r.reason}"
     )
-    if not held or agreed < pairs:
-        raise SystemExit(ExitCode.FAILED)
+    return ExitCode.FAILED if not held or agreed < pairs else ExitCode.OK
 
 
 @ranking.command("verify")
