@@ -202,6 +202,9 @@ def test_blocker_codes_match_the_documented_table() -> None:
     features = ("gate", "ranking", "noise", "controls", "repeatability", "migration", "certify")
     assert sum(len(codes_of(f)) for f in features) == len(BLOCKER_CODES)
     assert set(BLOCKER_CODES) >= NON_WAIVABLE_CODES
+    from workbench.controls import ROLES
+
+    assert set(codes_of("controls")) == {f"control_failed_{role}" for role in ROLES}
     assert all(
         BLOCKER_CODES[c].category != "incomplete" for c in set(BLOCKER_CODES) - NON_WAIVABLE_CODES
     )  # missing evidence is never waivable
