@@ -14,6 +14,7 @@ from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
 from ._run_options import run_options
+from .override import append, fields_of, override_options
 
 _PARTITIONS = ("development", "calibration", "held_out")
 _DEFAULT_STORE = "data/policies/overrides.jsonl"
@@ -503,53 +504,9 @@ def override() -> None:
     type=click.Path(path_type=str),
     help="The suite version (its name@version is the policy the override applies to).",
 )
-@click.option("--approver", required=True, help="The named owner approving the waiver.")
-@click.option(
-    "--reason",
-    required=True,
-    help="Case-level rationale: why the blocker is acceptable, with the evidence reviewed.",
-)
-@click.option(
-    "--expires", required=True, help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime."
-)
-@click.option(
-    "--follow-up",
-    "follow_up",
-    required=True,
-    help="Ticket or action that removes the need for the override.",
-)
-@click.option(
-    "--code",
-    "codes",
-    multiple=True,
-    required=True,
-    help="Noise blocker code it may waive (repeatable).",
-)
-@click.option("--slice", "slices", multiple=True, help="Slice it covers (repeatable).")
-@click.option("--case", "case_ids", multiple=True, help="Pair id reviewed one by one (repeatable).")
-@click.option(
-    "--candidate-fingerprint", default=None, help="Only results of this judge fingerprint."
-)
-@click.option(
-    "--store",
-    type=click.Path(path_type=str),
-    default=_DEFAULT_STORE,
-    show_default=True,
-    help="Override store (append-only JSON Lines).",
-)
+@override_options
 @user_errors
-def override_add(
-    pairs_path: str,
-    approver: str,
-    reason: str,
-    expires: str,
-    follow_up: str,
-    codes: tuple[str, ...],
-    slices: tuple[str, ...],
-    case_ids: tuple[str, ...],
-    candidate_fingerprint: str | None,
-    store: str,
-) -> None:
+def override_add(pairs_path: str, store: str, **options: Any) -> None:
     """Append an override of noise blockers for one suite version.
 
     Refused (exit 2, nothing written): a code `workbench noise` never emits, a code never
@@ -557,23 +514,5 @@ def override_add(
     slice or pair, a blank approver, reason or follow-up, an expiry not in the future.
     """
     from ..noise import load_pairs, noise_override_scope
-    from ..policy import add_override
 
-    suite = load_pairs(pairs_path)
-    record = add_override(
-        store,
-        policy=noise_override_scope(suite),
-        approver=approver,
-        reason=reason,
-        expires_at=expires,
-        follow_up=follow_up,
-        codes=codes,
-        slices=slices,
-        case_ids=case_ids,
-        candidate_fingerprint=candidate_fingerprint,
-    )
-    click.echo(
-        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
-        f" {record.expires_at.isoformat()}, approver {record.approver}, follow-up"
-        f" {record.follow_up}; appended to {store}"
-    )
+    append(store, noise_override_scope(load_pairs(pairs_path)), fields_of(options), None)

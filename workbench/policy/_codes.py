@@ -57,106 +57,7 @@ _INTEGRITY = "a malformed result, or the fixtures' or policy's integrity: fix th
 _SETTLED = "settled by evidence (a control run, a study, a transition review), never waived"
 
 
-def _incomplete(feature: Feature) -> BlockerCode:
-    return BlockerCode("incomplete", feature, _MISSING)
-
-
-def _gate_codes() -> dict[str, BlockerCode]:
-    incomplete = (
-        "no_cases",
-        "missing_results",
-        "evaluator_errors_exceeded",
-        "budget_exhausted",
-        "case_limit_reached",
-        "pending_retries",
-        "run_incomplete",
-        "gold_changed",
-    )
-    inputs = (
-        "policy_missing",
-        "policy_rubric_mismatch",
-        "rubric_mismatch",
-        "partition_mismatch",
-        "run_mismatch",
-        "candidate_mismatch",
-        "slice_not_in_policy",
-        "policy_unknown_slice",
-        "policy_risk_mismatch",
-        "no_pass_fail_view",
-    )
-    return {
-        **{code: _incomplete("gate") for code in incomplete},
-        "false_passes_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
-        "false_pass_rate_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
-        "false_fail_rate_exceeded": BlockerCode("quality", "gate"),
-        "abstention_rate_exceeded": BlockerCode("quality", "gate", in_critical="no"),
-        "constant_verdict": BlockerCode("quality", "gate", _DEFENSE),
-        **{code: BlockerCode("review", "gate", _INPUTS) for code in inputs},
-        "too_few_cases": BlockerCode("review", "gate", in_critical="no"),
-        "rate_unbounded": BlockerCode("review", "gate"),
-        "false_pass_rate_unproven": BlockerCode("review", "gate", in_critical="no"),
-        "false_fail_rate_unproven": BlockerCode("review", "gate"),
-        "cost_exceeded": BlockerCode("review", "gate"),
-        "cost_unverified": BlockerCode("review", "gate", _INPUTS),
-        "sampled_out": BlockerCode("review", "gate", _SAMPLE),
-    }
-
-
-def _ranking_codes() -> dict[str, BlockerCode]:
-    return {
-        "ranking_incomplete": _incomplete("ranking"),
-        "ranking_repeats_short": _incomplete("ranking"),
-        "ranking_integration_defect": BlockerCode("quality", "ranking", _INTEGRITY),
-        "ranking_reversal_confirmed": BlockerCode("quality", "ranking"),
-        "ranking_agreement_drop": BlockerCode("quality", "ranking"),
-        "ranking_reversal_unconfirmed": BlockerCode("review", "ranking"),
-        "ranking_editorial_drift": BlockerCode("review", "ranking"),
-        "ranking_metric_defect": BlockerCode("review", "ranking"),
-        "ranking_assembly_defect": BlockerCode("review", "ranking"),
-        "ranking_fixture_changed_in_place": BlockerCode("review", "ranking", _INTEGRITY),
-        "ranking_fixtures_unfrozen": BlockerCode("review", "ranking", _INTEGRITY),
-        "ranking_must_win_unreviewed": BlockerCode("review", "ranking", _INTEGRITY),
-        "ranking_no_baseline": BlockerCode("review", "ranking", _MISSING),
-        "ranking_policy_mismatch": BlockerCode("review", "ranking", _INPUTS),
-    }
-
-
-def _noise_codes() -> dict[str, BlockerCode]:
-    incomplete = (
-        "noise_controls_failed",
-        "noise_controls_not_run",
-        "noise_control_role_missing",
-        "noise_score_invalid",
-        "noise_evaluator_errors",
-        "noise_repeat_incomplete",
-        "noise_companion_missing",
-        "retrieval_evidence_missing",
-    )
-    quality = (
-        "noise_score_exceeded",
-        "noise_delta_exceeded",
-        "noise_abstention_exceeded",
-        "noise_companion_exceeded",
-        "retrieval_forbidden_source",
-        "retrieval_expected_missing",
-        "retrieval_rank_violated",
-    )
-    review = (
-        "noise_reference_defect_review",
-        "noise_reference_challenged",
-        "noise_abstention_unreviewed",
-        "noise_repeat_unstable",
-        "noise_suite_unfrozen",
-    )
-    return {
-        **{code: _incomplete("noise") for code in incomplete},
-        **{code: BlockerCode("quality", "noise") for code in quality},
-        "retrieval_cross_tenant": BlockerCode("quality", "noise", _TENANT),
-        **{code: BlockerCode("review", "noise") for code in review},
-    }
-
-
-_CONTROL_ROLES = (
+_ROLES = (
     "positive",
     "negative",
     "boundary",
@@ -169,38 +70,96 @@ _CONTROL_ROLES = (
 """Every control role (a test keeps this equal to :data:`workbench.controls.ROLES`)."""
 
 
-def _lifecycle_codes() -> dict[str, BlockerCode]:
-    repeatability_incomplete = (
-        "repeatability_study_missing",
-        "repeatability_study_other_candidate",
-        "repeatability_study_other_gold",
-        "repeatability_wrong_partition",
-        "repeatability_too_few_repeats",
-        "repeatability_incomplete",
-        "flip_rate_unmeasured",
-    )
-    return {
-        **{
-            f"control_failed_{role}": BlockerCode("quality", "controls", _SETTLED)
-            for role in _CONTROL_ROLES
-        },
-        **{code: _incomplete("repeatability") for code in repeatability_incomplete},
-        "flip_rate_exceeded": BlockerCode("quality", "repeatability", _SETTLED),
-        "boundary_crossing_critical": BlockerCode("review", "repeatability", _SETTLED),
-        "critical_transition_unreviewed": BlockerCode("review", "migration", _SETTLED),
-        "critical_transition_rejected": BlockerCode("quality", "migration", _SETTLED),
-        "label_unmapped": _incomplete("migration"),
-        "baseline_incomplete": _incomplete("migration"),
-        "lineage_failed": _incomplete("certify"),
-        "certification_failed": _incomplete("certify"),
-    }
+def _missing(feature: Feature) -> BlockerCode:
+    return BlockerCode("incomplete", feature, _MISSING)
 
 
 BLOCKER_CODES: dict[str, BlockerCode] = {
-    **_gate_codes(),
-    **_ranking_codes(),
-    **_noise_codes(),
-    **_lifecycle_codes(),
+    # the release gate (workbench/policy/_gate.py)
+    "no_cases": _missing("gate"),
+    "missing_results": _missing("gate"),
+    "evaluator_errors_exceeded": _missing("gate"),
+    "budget_exhausted": _missing("gate"),
+    "case_limit_reached": _missing("gate"),
+    "pending_retries": _missing("gate"),
+    "run_incomplete": _missing("gate"),
+    "gold_changed": _missing("gate"),
+    "false_passes_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
+    "false_pass_rate_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
+    "false_fail_rate_exceeded": BlockerCode("quality", "gate"),
+    "abstention_rate_exceeded": BlockerCode("quality", "gate", in_critical="no"),
+    "constant_verdict": BlockerCode("quality", "gate", _DEFENSE),
+    "policy_missing": BlockerCode("review", "gate", _INPUTS),
+    "policy_rubric_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "rubric_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "partition_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "run_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "candidate_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "slice_not_in_policy": BlockerCode("review", "gate", _INPUTS),
+    "policy_unknown_slice": BlockerCode("review", "gate", _INPUTS),
+    "policy_risk_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "no_pass_fail_view": BlockerCode("review", "gate", _INPUTS),
+    "too_few_cases": BlockerCode("review", "gate", in_critical="no"),
+    "rate_unbounded": BlockerCode("review", "gate"),
+    "false_pass_rate_unproven": BlockerCode("review", "gate", in_critical="no"),
+    "false_fail_rate_unproven": BlockerCode("review", "gate"),
+    "cost_exceeded": BlockerCode("review", "gate"),
+    "cost_unverified": BlockerCode("review", "gate", _INPUTS),
+    "sampled_out": BlockerCode("review", "gate", _SAMPLE),
+    # the ranking gate (workbench/ranking/_gate.py)
+    "ranking_incomplete": _missing("ranking"),
+    "ranking_repeats_short": _missing("ranking"),
+    "ranking_integration_defect": BlockerCode("quality", "ranking", _INTEGRITY),
+    "ranking_reversal_confirmed": BlockerCode("quality", "ranking"),
+    "ranking_agreement_drop": BlockerCode("quality", "ranking"),
+    "ranking_reversal_unconfirmed": BlockerCode("review", "ranking"),
+    "ranking_editorial_drift": BlockerCode("review", "ranking"),
+    "ranking_metric_defect": BlockerCode("review", "ranking"),
+    "ranking_assembly_defect": BlockerCode("review", "ranking"),
+    "ranking_fixture_changed_in_place": BlockerCode("review", "ranking", _INTEGRITY),
+    "ranking_fixtures_unfrozen": BlockerCode("review", "ranking", _INTEGRITY),
+    "ranking_must_win_unreviewed": BlockerCode("review", "ranking", _INTEGRITY),
+    "ranking_no_baseline": BlockerCode("review", "ranking", _MISSING),
+    "ranking_policy_mismatch": BlockerCode("review", "ranking", _INPUTS),
+    # noise (workbench/noise/_analysis.py and _retrieval.py)
+    "noise_controls_failed": _missing("noise"),
+    "noise_controls_not_run": _missing("noise"),
+    "noise_control_role_missing": _missing("noise"),
+    "noise_score_invalid": _missing("noise"),
+    "noise_evaluator_errors": _missing("noise"),
+    "noise_repeat_incomplete": _missing("noise"),
+    "noise_companion_missing": _missing("noise"),
+    "retrieval_evidence_missing": _missing("noise"),
+    "noise_score_exceeded": BlockerCode("quality", "noise"),
+    "noise_delta_exceeded": BlockerCode("quality", "noise"),
+    "noise_abstention_exceeded": BlockerCode("quality", "noise"),
+    "noise_companion_exceeded": BlockerCode("quality", "noise"),
+    "retrieval_forbidden_source": BlockerCode("quality", "noise"),
+    "retrieval_expected_missing": BlockerCode("quality", "noise"),
+    "retrieval_rank_violated": BlockerCode("quality", "noise"),
+    "retrieval_cross_tenant": BlockerCode("quality", "noise", _TENANT),
+    "noise_reference_defect_review": BlockerCode("review", "noise"),
+    "noise_reference_challenged": BlockerCode("review", "noise"),
+    "noise_abstention_unreviewed": BlockerCode("review", "noise"),
+    "noise_repeat_unstable": BlockerCode("review", "noise"),
+    "noise_suite_unfrozen": BlockerCode("review", "noise"),
+    # controls, repeatability, migration and certification: settled by evidence, never waived
+    **{f"control_failed_{role}": BlockerCode("quality", "controls", _SETTLED) for role in _ROLES},
+    "repeatability_study_missing": _missing("repeatability"),
+    "repeatability_study_other_candidate": _missing("repeatability"),
+    "repeatability_study_other_gold": _missing("repeatability"),
+    "repeatability_wrong_partition": _missing("repeatability"),
+    "repeatability_too_few_repeats": _missing("repeatability"),
+    "repeatability_incomplete": _missing("repeatability"),
+    "flip_rate_unmeasured": _missing("repeatability"),
+    "flip_rate_exceeded": BlockerCode("quality", "repeatability", _SETTLED),
+    "boundary_crossing_critical": BlockerCode("review", "repeatability", _SETTLED),
+    "critical_transition_unreviewed": BlockerCode("review", "migration", _SETTLED),
+    "critical_transition_rejected": BlockerCode("quality", "migration", _SETTLED),
+    "label_unmapped": _missing("migration"),
+    "baseline_incomplete": _missing("migration"),
+    "lineage_failed": _missing("certify"),
+    "certification_failed": _missing("certify"),
 }
 """code -> :class:`BlockerCode`: every blocker code, its category, feature and waivability."""
 

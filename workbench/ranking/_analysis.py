@@ -607,11 +607,14 @@ class RankingReport(_Frozen):
 
         tables = {**_figure_rows(self), **_stability_rows(self), **_gate_rows(self)}
         tables["failures"] = ([_failure_row(a) for a in self.failures], None)
-        return {name: pd.DataFrame(rows, columns=cols) for name, (rows, cols) in tables.items()}
+        return {
+            name: pd.DataFrame(rows, columns=cols.split() if cols else None)
+            for name, (rows, cols) in tables.items()
+        }
 
 
-_Rows = tuple[list[dict[str, Any]], list[str] | None]
-"""A frame's rows and its columns (None: the rows' keys)."""
+_Rows = tuple[list[dict[str, Any]], str | None]
+"""A frame's rows and its columns, space-separated (None: the rows' keys)."""
 
 
 def _rate_cols(prefix: str, r: Rate) -> dict[str, Any]:
@@ -624,11 +627,11 @@ def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
     return {
         "integration_defects": (
             [d.model_dump() for d in report.integration_defects],
-            list(IntegrationDefect.model_fields),
+            " ".join(IntegrationDefect.model_fields),
         ),
         "evaluator_errors": (
             [e.model_dump() for e in report.evaluator_errors],
-            list(EvaluatorErrorRow.model_fields),
+            " ".join(EvaluatorErrorRow.model_fields),
         ),
         "agreement": (
             [
@@ -756,7 +759,7 @@ def _stability_rows(report: RankingReport) -> dict[str, _Rows]:
                 }
                 for m in report.metric_defects
             ],
-            ["case_id", "repeat", "slice", "criterion_version", "order_held", "cites", "reason"],
+            "case_id repeat slice criterion_version order_held cites reason",
         ),
     }
 
@@ -768,20 +771,12 @@ def _gate_rows(report: RankingReport) -> dict[str, _Rows]:
     return {
         "blockers": (
             [b.model_dump() for b in (gate.blockers if gate else [])],
-            ["code", "category", "message", "case_ids", "slice", "waivable"],
+            "code category message case_ids slice waivable",
         ),
         "confirmation": (
             [c.model_dump() for c in (gate.confirmation if gate else [])],
-            [
-                "case_id",
-                "slice",
-                "reversed_attempts",
-                "repeat_attempts",
-                "repeat_reversals",
-                "previous_run_reversed",
-                "status",
-                "rule",
-            ],
+            "case_id slice reversed_attempts repeat_attempts repeat_reversals"
+            " previous_run_reversed status rule",
         ),
         "fixture_changes": (
             [
@@ -792,17 +787,7 @@ def _gate_rows(report: RankingReport) -> dict[str, _Rows]:
                 }
                 for c in (gate.fixture_changes if gate else [])
             ],
-            [
-                "case_id",
-                "change",
-                "in_place",
-                "old_version",
-                "new_version",
-                "old_order",
-                "new_order",
-                "approver",
-                "reason",
-            ],
+            "case_id change in_place old_version new_version old_order new_order approver reason",
         ),
         "side_by_side": (
             [
@@ -813,15 +798,7 @@ def _gate_rows(report: RankingReport) -> dict[str, _Rows]:
                 {"direction": "scalar fails, ranking passes", **r.model_dump()}
                 for r in (sides.scalar_fail_ranking_pass if sides else [])
             ],
-            [
-                "direction",
-                "case_id",
-                "slice",
-                "scalar_passed",
-                "scalar_score",
-                "ranking_status",
-                "ranking_codes",
-            ],
+            "direction case_id slice scalar_passed scalar_score ranking_status ranking_codes",
         ),
     }
 
