@@ -48,6 +48,7 @@ from workbench.ranking import (
     ScalarCaseResult,
     choose_agreement_threshold,
     completeness,
+    format_ranking,
     freeze_fixtures,
     label_history,
     load_agreement_examples,
@@ -905,6 +906,27 @@ def test_ranking_overrides_waive_case_by_case_and_never_missing_evidence(tmp_pat
         load_fixtures(path), tmp_path / "run" / "results.jsonl", policy=rules, overrides=[override]
     )
     assert "ranking_reversal_confirmed" in codes(report2)
+    # the release gate's matcher: the gate says why, and a whole-run override never waives a
+    # fixture's blocker
+    assert report2.gate is not None
+    assert [(u.override_id, u.reason) for u in report2.gate.unapplied_overrides] == [
+        (override.override_id, "not_covered")
+    ]
+    whole = build_override(
+        store,
+        policy=ranking_override_scope(rules_path),
+        approver="x",
+        reason="r",
+        expires_at="2099-01-01",
+        follow_up="f",
+        codes=["ranking_reversal_confirmed"],
+    )
+    report3 = ranking_report(
+        load_fixtures(path), tmp_path / "run" / "results.jsonl", policy=rules, overrides=[whole]
+    )
+    assert report3.gate is not None and report3.gate.waived == []
+    assert "ranking_reversal_confirmed" in codes(report3)
+    assert f"override {override.override_id} did not apply: not_covered" in format_ranking(report2)
 
 
 # -- 4. criterion leakage -------------------------------------------------------------------------

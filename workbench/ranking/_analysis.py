@@ -1872,6 +1872,11 @@ def _head_lines(report: RankingReport) -> list[str]:
         f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id}"
         for w in gate.waived
     ]
+    lines += [
+        f"  override {u.override_id} did not apply: {u.reason}: {'; '.join(u.details)}"
+        for u in gate.unapplied_overrides
+        if u.policy == gate.policy  # the store's overrides of other policies are not news here
+    ]
     lines.append(
         "fixture changes since the last run"
         f" ({gate.previous_run or 'no earlier run in the history'}): {len(gate.fixture_changes)}"
