@@ -73,7 +73,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import AwareDatetime, Field, ValidationError
 
@@ -98,6 +98,7 @@ from ._policy import RankingPolicy, default_policy, ranking_policy_sha256
 if TYPE_CHECKING:
     from ._analysis import CaseMustWin, RankingReport
 
+_M = TypeVar("_M", bound=_Frozen)
 RANKING_GATE_SCHEMA_VERSION = 2
 """2: one :class:`~workbench.policy.Blocker` type for every gate; adds ``unapplied_overrides``,
 ``expired_overrides`` and ``summary``."""
@@ -335,39 +336,54 @@ class RankingHistoryEntry(_Frozen):
     """Per fixture."""
 
 
-def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
-    """Every entry of a history log, in order (none when the file does not exist)."""
-    if path is None or not Path(path).exists():
-        return []
-    out: list[RankingHistoryEntry] = []
+def _read_lines(
+    path: str | Path, model: type[_M], code: str, what: str, fix: str
+) -> tuple[list[tuple[int, _M]], list[Problem]]:
+    """Every line of a JSON Lines file as ``model`` with its number, and every bad line's
+    problem."""
+    rows: list[tuple[int, _M]] = []
     problems: list[Problem] = []
     not_utf8: list[int] = []
     for number, line in iter_jsonl_lines(path, not_utf8):
         try:
-            out.append(RankingHistoryEntry.model_validate(loads_json(line)))
+            rows.append((number, model.model_validate(loads_json(line))))
         except (ValueError, ValidationError) as exc:
             problems.append(
                 Problem(
                     location=f"{path}:{number}",
-                    code="history_invalid",
-                    message=f"not a ranking history entry ({str(exc).splitlines()[0][:120]})",
-                    fix="restore the line; the history is append-only",
+                    code=code,
+                    message=f"not a {what} ({str(exc).splitlines()[0][:160]})",
+                    fix=fix,
                 )
             )
     problems += [
         Problem(
             location=f"{path}:{n}",
-            code="history_invalid",
-            message="not a ranking history entry (the line is not valid UTF-8)",
-            fix="restore the line; the history is append-only",
+            code=code,
+            message=f"not a {what} (the line is not valid UTF-8)",
+            fix=fix,
         )
         for n in not_utf8
     ]
+    return rows, problems
+
+
+def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
+    """Every entry of a history log, in order (none when the file does not exist)."""
+    if path is None or not Path(path).exists():
+        return []
+    rows, problems = _read_lines(
+        path,
+        RankingHistoryEntry,
+        "history_invalid",
+        "ranking history entry",
+        "restore the line; the history is append-only",
+    )
     if problems:
         raise WorkbenchError(
             f"{path}: the ranking history has {len(problems)} problem(s)", problems
         )
-    return out
+    return [entry for _, entry in rows]
 
 
 def history_entry(
@@ -428,24 +444,16 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
                 )
             ],
         )
-    out: list[ScalarCaseResult] = []
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    not_utf8: list[int] = []
-    for number, line in iter_jsonl_lines(path, not_utf8):
-        try:
-            row = ScalarCaseResult.model_validate(loads_json(line))
-        except (ValueError, ValidationError) as exc:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code="scalar_invalid",
-                    message=f"not a scalar case result ({str(exc).splitlines()[0][:160]})",
-                    fix="each line is {case_id, passed: true|false, score, threshold, detail}",
-                )
-            )
-            continue
-        if row.case_id in seen:
+    rows, problems = _read_lines(
+        path,
+        ScalarCaseResult,
+        "scalar_invalid",
+        "scalar case result",
+        "each line is {case_id, passed: true|false, score, threshold, detail}, in UTF-8",
+    )
+    out: dict[str, ScalarCaseResult] = {}
+    for number, row in rows:
+        if row.case_id in out:
             problems.append(
                 Problem(
                     location=f"{path}:{number}",
@@ -455,21 +463,11 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
                     fix="one line per case",
                 )
             )
-            continue
-        seen.add(row.case_id)
-        out.append(row)
-    problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="scalar_invalid",
-            message="not a scalar case result (the line is not valid UTF-8)",
-            fix="save the file as UTF-8",
-        )
-        for n in not_utf8
-    ]
+        else:
+            out[row.case_id] = row
     if problems:
         raise WorkbenchError(f"{path}: {len(problems)} problem(s) in the scalar results", problems)
-    return out
+    return list(out.values())
 
 
 def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]) -> SideBySide:
