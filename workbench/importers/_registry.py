@@ -142,14 +142,18 @@ def check_out_dir(out: Path, title: str, fix: str = NEW_DIRECTORY) -> None:
         refuse(title, str(out), "out_not_directory", "--out names a file, not a directory", fix)
 
 
-def write_files(out: Path, texts: dict[str, str], title: str, written: list[str]) -> None:
-    """Create ``out`` and write each file atomically, appending its name to ``written``.
+def write_files(out: Path, texts: dict[str, str | None], title: str, written: list[str]) -> None:
+    """Create ``out`` and write each file atomically, appending its name to ``written``; a
+    ``None`` text removes the file.
 
     A failure is one ``out_unwritable`` problem naming what was already written.
     """
     try:
         out.mkdir(parents=True, exist_ok=True)
         for name, text in texts.items():
+            if text is None:
+                (out / name).unlink(missing_ok=True)
+                continue
             atomic_write_text(out / name, text)
             written.append(name)
     except OSError as exc:

@@ -48,6 +48,20 @@ RULE_TEXT: dict[str, str] = {
 """What each rule decides, in the words the card records."""
 
 
+COLUMN_FIELDS: tuple[str, ...] = (
+    "case_id",
+    "input",
+    "response",
+    "reference",
+    "grading_notes",
+    "slice",
+    "group",
+    "contexts",
+    "partition",
+)
+"""Fields written as a column's name or as a mapping with ``column``."""
+
+
 def _as_column(value: Any) -> Any:
     return {"column": value} if isinstance(value, str) else value
 
@@ -365,20 +379,7 @@ class TableMapping(_Model):
             str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
         )
 
-    @field_validator("case_id", "input", "response", mode="before")
-    @classmethod
-    def _column(cls, value: Any) -> Any:
-        return _as_column(value)
-
-    @field_validator("reference", "grading_notes", "slice", "group", mode="before")
-    @classmethod
-    def _text(cls, value: Any) -> Any:
-        return _as_column(value)
-
-    @field_validator("contexts", "partition", mode="before")
-    @classmethod
-    def _contexts(cls, value: Any) -> Any:
-        return _as_column(value)
+    _columns = field_validator(*COLUMN_FIELDS, mode="before")(_as_column)
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -507,67 +508,48 @@ def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
     return doc.text, doc.data
 
 
+_REVIEW_COLUMNS = ("reviewer", "label", "rationale", "confidence")
+_COLUMN_PATHS: tuple[tuple[tuple[str, ...], bool, tuple[str, ...]], ...] = (
+    *(((name,), True, ("column",)) for name in COLUMN_FIELDS),
+    (("tags", "#"), True, ()),
+    (("metadata", "#"), True, ()),
+    *((("reviews", name), True, ()) for name in _REVIEW_COLUMNS),
+    (("reviews", "columns", "*"), True, _REVIEW_COLUMNS[1:]),
+    (("reviews", "pairs", "#"), False, _REVIEW_COLUMNS),
+    (("adjudication", "column"), True, ()),
+    (("adjudication", "reason"), True, ()),
+    (("adjudication", "adjudicator"), True, ("column",)),
+)
+"""Where a raw mapping names columns: the path (``#`` a list's items, ``*`` a list's items or a
+mapping's values), whether a name may stand there, and the keys naming columns in a mapping
+that stands there instead."""
+
+
+def _walk(node: Any, pattern: tuple[str, ...], path: tuple[Any, ...] = ()) -> Iterable[Any]:
+    """``(path, value)`` of every place in ``node`` that ``pattern`` reaches."""
+    if not pattern:
+        yield path, node
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head in ("#", "*") and isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _walk(item, rest, (*path, i))
+    elif head == "*" and isinstance(node, dict):
+        for key, item in node.items():
+            yield from _walk(item, rest, (*path, key))
+    elif isinstance(node, dict) and head in node:
+        yield from _walk(node[head], rest, (*path, head))
+
+
 def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     """Every column the raw mapping names, with its path, read without validating the rest."""
     refs: list[tuple[tuple[Any, ...], str]] = []
-
-    def col(path: tuple[Any, ...], value: Any, *, key: str = "column") -> None:
-        if isinstance(value, str):
-            refs.append((path, value))
-        elif isinstance(value, dict) and isinstance(value.get(key), str):
-            refs.append(((*path, key), value[key]))
-
-    for name in (
-        "case_id",
-        "input",
-        "response",
-        "reference",
-        "grading_notes",
-        "slice",
-        "group",
-        "contexts",
-        "partition",
-    ):
-        if name in raw:
-            col((name,), raw[name])
-    for name in ("tags", "metadata"):
-        items = raw.get(name)
-        if isinstance(items, list):
-            for i, item in enumerate(items):
-                if isinstance(item, str):
-                    refs.append(((name, i), item))
-    reviews = raw.get("reviews")
-    if isinstance(reviews, dict):
-        for name in ("reviewer", "label", "rationale", "confidence"):
-            if isinstance(reviews.get(name), str):
-                refs.append((("reviews", name), reviews[name]))
-        columns = reviews.get("columns")
-        if isinstance(columns, list):
-            for i, item in enumerate(columns):
-                if isinstance(item, str):
-                    refs.append((("reviews", "columns", i), item))
-        elif isinstance(columns, dict):
-            for reviewer, spec in columns.items():
-                if isinstance(spec, str):
-                    refs.append((("reviews", "columns", reviewer), spec))
-                elif isinstance(spec, dict):
-                    for name in ("label", "rationale", "confidence"):
-                        if isinstance(spec.get(name), str):
-                            refs.append((("reviews", "columns", reviewer, name), spec[name]))
-        pairs = reviews.get("pairs")
-        if isinstance(pairs, list):
-            for i, pair in enumerate(pairs):
-                if isinstance(pair, dict):
-                    for name in ("reviewer", "label", "rationale", "confidence"):
-                        if isinstance(pair.get(name), str):
-                            refs.append((("reviews", "pairs", i, name), pair[name]))
-    adjudication = raw.get("adjudication")
-    if isinstance(adjudication, dict):
-        for name in ("column", "reason"):
-            if isinstance(adjudication.get(name), str):
-                refs.append((("adjudication", name), adjudication[name]))
-        if "adjudicator" in adjudication:
-            col(("adjudication", "adjudicator"), adjudication["adjudicator"])
+    for pattern, name_here, keys in _COLUMN_PATHS:
+        for path, value in _walk(raw, pattern):
+            if isinstance(value, str) and name_here:
+                refs.append((path, value))
+            elif isinstance(value, dict):
+                refs += [((*path, k), value[k]) for k in keys if isinstance(value.get(k), str)]
     return refs
 
 
