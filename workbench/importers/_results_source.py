@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ._registry import refuse
-from ._table_reader import FORMATS, TableRead, Words, read_file, read_frame
+from ._table_reader import FORMATS, TableRead, Words, canonical, read_file, read_frame
 from ._table_reader import table_format as _table_format
 
 __all__ = [
@@ -85,21 +85,11 @@ def is_empty(value: Any) -> bool:
 
 
 def as_text(value: Any) -> str:
-    """A cell as the text a mapping compares: ``1``, ``1.0``, ``"1"`` and ``"1.00"`` are all ``1``
-    (``"0.50"`` and ``0.5`` are ``0.5``); booleans are ``true``/``false``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    text = str(value).strip()
-    if text.lower() in ("true", "false"):
-        return text.lower()
-    if re.fullmatch(r"[+-]?\d+", text):
-        return str(int(text))
-    if re.fullmatch(r"[+-]?\d+\.\d*", text):
-        return as_text(float(text))
+    """A cell as the text a mapping compares: :func:`canonical`, numbers written as text too
+    (``1``, ``1.0``, ``"1"`` and ``"1.00"`` are all ``1``; ``"0.50"`` and ``0.5`` are ``0.5``)."""
+    text = canonical(value)
+    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+(\.\d*)?", text):
+        return canonical(float(text)) if "." in text else str(int(text))
     return text
 
 

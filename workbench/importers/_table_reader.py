@@ -116,6 +116,19 @@ def _listed(items: list[str], most: int) -> str:
     return ", ".join(items[:most]) + extra
 
 
+def canonical(value: Any) -> str:
+    """The text a cell or a mapping key compares as: ``1``, ``1.0`` and ``"1"`` are all ``"1"``;
+    ``True`` and ``"true"`` are ``"true"``; text is stripped."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    text = str(value).strip()
+    return text.lower() if text.lower() in ("true", "false") else text
+
+
 def table_format(path: Path, declared: str | None, words: Words) -> str:
     """The format of ``path``: the declared one, else from the extension."""
     if declared:

@@ -44,6 +44,7 @@ from ..._load import Problems, peek_yaml
 from ...errors import Problem, WorkbenchError
 from ...gold import CARD_FILE, GOLD_FILE, PARTITIONS, RUBRIC_FILE, GoldCase, validate_dataset
 from .._registry import ImportSummary, check_out_dir, refuse, register_importer, write_files
+from .._table_reader import canonical
 from ._build import (
     Built,
     Pending,
@@ -59,7 +60,6 @@ from ._mapping import (
     RULES,
     Locator,
     TableMapping,
-    canonical,
     column_problems,
     node_lines,
     parse_mapping,

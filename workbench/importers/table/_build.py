@@ -17,7 +17,8 @@ from ...errors import Problem, WorkbenchError
 from ...gold import PARTITIONS, Adjudication, GoldCase, Partition, Review, Risk, Rubric
 from ...gold._rubric import UNSET_RISK
 from .._registry import refuse
-from ._mapping import RULE_TEXT, TableMapping, canonical
+from .._table_reader import canonical
+from ._mapping import RULE_TEXT, TableMapping
 from ._source import SourceTable
 
 CONFIDENCES = ("low", "medium", "high")

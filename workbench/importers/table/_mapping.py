@@ -26,6 +26,7 @@ from ..._record import Record as _Model
 from ..._record import SchemaTooNew
 from ...errors import Problem
 from ...gold import Partition
+from .._table_reader import canonical
 
 MAPPING_SCHEMA_VERSION = 1
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -402,19 +403,6 @@ class TableMapping(_Model):
                 ' one text shared by every case write grading_notes: {value: "..."}'
             )
         return self
-
-
-def canonical(value: Any) -> str:
-    """The text a cell or a mapping key compares as: ``1``, ``1.0`` and ``"1"`` are all ``"1"``;
-    ``True`` and ``"true"`` are ``"true"``; text is stripped."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    text = str(value).strip()
-    return text.lower() if text.lower() in ("true", "false") else text
 
 
 # ------------------------------------------------------------------------------ loading
