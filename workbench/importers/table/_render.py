@@ -14,7 +14,7 @@ import re
 from collections import Counter
 from typing import Any
 
-from ...gold import CARD_FIELDS, GoldCase
+from ...gold import CARD_FIELDS, PARTITIONS, GoldCase
 from ._build import Pending
 from ._mapping import RULE_TEXT, TableMapping
 
@@ -185,91 +185,33 @@ def computed_section(
     m = mapping
     partitions = Counter(c.partition.value for c in cases)
     reviews = [r for c in cases for r in c.reviews]
-    reviewers = sorted({r.reviewer for r in reviews})
     per_case = Counter(len(c.reviews) for c in cases)
-    disagree = sum(1 for c in cases if c.reviewers_disagree)
-    if m.partition.assign is not None:
-        a = m.partition.assign
-        partition_line = (
-            f"assigned by group hash (sha256 of seed and group), seed {a.seed}; declared shares"
-            f" development {a.development:g}, calibration {a.calibration:g}, held_out"
-            f" {a.held_out:g}"
-        )
-    else:
-        values = (
-            ""
-            if m.partition.values is None
-            else " mapped "
-            + ", ".join(f"`{k}` -> {v.value}" for k, v in m.partition.values.items())
-        )
-        partition_line = f"from source column `{m.partition.column}`{values}"
-    group_line = (
-        f"source column `{m.group.column}`"
-        if m.group.column
-        else "hash of the input (same text up to case and whitespace)"
-    )
-    id_line = (
-        f"source column `{m.case_id.column}`"
-        if m.case_id
-        else "generated: `case-` + sha256 of the input and the response (16 hex digits)"
-    )
-    r = m.reviews
-    if r.form == "long":
-        form = f"long form (one row per review): reviewer `{r.reviewer}`, label `{r.label}`"
-    elif r.columns is not None:
-        form = "wide form, one label column per reviewer: " + ", ".join(
-            f"{name} `{c.label}`" for name, c in r.columns.items()
-        )
-    else:
-        form = "wide form, reviewer/label column pairs: " + ", ".join(
-            f"`{p.reviewer}`/`{p.label}`" for p in r.pairs or []
-        )
     lines = [
         "## Computed by `workbench import table`",
         "",
         f"- Source: `{source_label}` ({source_format}, {rows} rows), sha256 `{source_sha256}`",
         f"- Mapping: `{mapping_label}`, sha256 `{mapping_sha256}`",
         f"- Cases: {len(cases)} in {len({c.group for c in cases})} groups; "
-        + ", ".join(
-            f"{p} {partitions.get(p, 0)}" for p in ("development", "calibration", "held_out")
-        ),
-        f"- Case ids: {id_line}",
-        f"- Groups: {group_line}",
-        f"- Partitions: {partition_line}",
-        f"- Reviews: {len(reviews)} by {len(reviewers)} reviewer(s), {form}; reviews per case: "
+        + ", ".join(f"{p} {partitions.get(p, 0)}" for p in PARTITIONS),
+        *_method_lines(m),
+        f"- Reviews: {len(reviews)} by {len({r.reviewer for r in reviews})} reviewer(s),"
+        f" {_review_form(m)}; reviews per case: "
         + ", ".join(f"{k}: {v}" for k, v in sorted(per_case.items())),
-        f"- Cases whose reviewers disagree: {disagree} of {len(cases)}",
-    ]
-    if m.labels is not None:
-        lines.append("- Label mapping: " + ", ".join(f"`{k}` -> {v}" for k, v in m.labels.items()))
-    else:
-        lines.append("- Label mapping: none (source values are the labels)")
-    lines.append(f"- Adjudication: {adjudication_text(m)}")
-    lines.append(
-        f"- Gold labels: {settled['column']} from the adjudication column, {settled['rule']} by"
-        f" rule `{m.adjudication.rule}`, {settled['pending']} waiting for an adjudicator"
-        if m.adjudication.rule
-        else (
-            f"- Gold labels: {settled['column']} from the adjudication column, {settled['pending']}"
-            " waiting for an adjudicator"
-        )
-    )
-    labels = list(rubric["labels"])
-    lines += [
+        f"- Cases whose reviewers disagree: {sum(c.reviewers_disagree for c in cases)} of"
+        f" {len(cases)}",
+        "- Label mapping: "
+        + (
+            ", ".join(f"`{k}` -> {v}" for k, v in m.labels.items())
+            if m.labels is not None
+            else "none (source values are the labels)"
+        ),
+        f"- Adjudication: {adjudication_text(m)}",
+        f"- Gold labels: {settled['column']} from the adjudication column, "
+        + (f"{settled['rule']} by rule `{m.adjudication.rule}`, " if m.adjudication.rule else "")
+        + f"{settled['pending']} waiting for an adjudicator",
         "",
-        "| partition | slice | " + " | ".join(labels) + " | (none) | total |",
-        "|---|---|" + "---|" * (len(labels) + 2),
+        *_label_table(cases, list(rubric["labels"])),
     ]
-    table: dict[tuple[str, str], Counter[str]] = {}
-    for c in cases:
-        table.setdefault((c.partition.value, c.slice), Counter())[c.gold_label or "(none)"] += 1
-    order = {p: i for i, p in enumerate(("development", "calibration", "held_out"))}
-    for (part, name), counts in sorted(table.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
-        lines.append(
-            f"| {part} | {name} | "
-            + " | ".join(str(counts.get(label, 0)) for label in labels)
-            + f" | {counts.get('(none)', 0)} | {sum(counts.values())} |"
-        )
     if pending:
         lines += [
             "",
@@ -279,6 +221,70 @@ def computed_section(
             + ".",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _method_lines(m: TableMapping) -> list[str]:
+    """How case ids, groups and partitions were made."""
+    if m.partition.assign is not None:
+        a = m.partition.assign
+        partition = (
+            f"assigned by group hash (sha256 of seed and group), seed {a.seed}; declared shares"
+            f" development {a.development:g}, calibration {a.calibration:g}, held_out"
+            f" {a.held_out:g}"
+        )
+    else:
+        values = m.partition.values
+        mapped = ", ".join(f"`{k}` -> {v.value}" for k, v in (values or {}).items())
+        partition = f"from source column `{m.partition.column}`" + (
+            f" mapped {mapped}" if values is not None else ""
+        )
+    return [
+        "- Case ids: "
+        + (
+            f"source column `{m.case_id.column}`"
+            if m.case_id
+            else "generated: `case-` + sha256 of the input and the response (16 hex digits)"
+        ),
+        "- Groups: "
+        + (
+            f"source column `{m.group.column}`"
+            if m.group.column
+            else "hash of the input (same text up to case and whitespace)"
+        ),
+        f"- Partitions: {partition}",
+    ]
+
+
+def _review_form(m: TableMapping) -> str:
+    r = m.reviews
+    if r.form == "long":
+        return f"long form (one row per review): reviewer `{r.reviewer}`, label `{r.label}`"
+    if r.columns is not None:
+        return "wide form, one label column per reviewer: " + ", ".join(
+            f"{name} `{c.label}`" for name, c in r.columns.items()
+        )
+    return "wide form, reviewer/label column pairs: " + ", ".join(
+        f"`{p.reviewer}`/`{p.label}`" for p in r.pairs or []
+    )
+
+
+def _label_table(cases: list[GoldCase], labels: list[str]) -> list[str]:
+    """Gold labels by partition and slice, as a markdown table."""
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    for c in cases:
+        counts.setdefault((c.partition.value, c.slice), Counter())[c.gold_label or "(none)"] += 1
+    order = {p: i for i, p in enumerate(PARTITIONS)}
+    lines = [
+        "| partition | slice | " + " | ".join(labels) + " | (none) | total |",
+        "|---|---|" + "---|" * (len(labels) + 2),
+    ]
+    for (part, name), n in sorted(counts.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        lines.append(
+            f"| {part} | {name} | "
+            + " | ".join(str(n.get(label, 0)) for label in labels)
+            + f" | {n.get('(none)', 0)} | {sum(n.values())} |"
+        )
+    return lines
 
 
 def pending_csv(pending: list[Pending]) -> str:
