@@ -32,7 +32,14 @@ from ..gold import (
     validate_dataset,
 )
 from ..results import REQUIRED_SINCE_V2, JudgeResult
-from ._registry import RESULTS_FILE, ImportSummary, check_out_dir, refuse, write_files
+from ._registry import (
+    RESULTS_FILE,
+    ImportSummary,
+    check_out_dir,
+    jsonl_text,
+    refuse,
+    write_files,
+)
 
 OUTPUT_FILES: tuple[str, ...] = (GOLD_FILE, RUBRIC_FILE, CARD_FILE, RESULTS_FILE)
 
@@ -234,10 +241,6 @@ def prepare_out(out: Path, *, force: bool) -> list[str]:
 # --- writing ----------------------------------------------------------------------------
 
 
-def _jsonl(rows: Iterable[dict[str, Any]]) -> str:
-    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
-
-
 def judge_results_text(results: Iterable[JudgeResult]) -> str:
     """Judge results as JSON Lines with ``value`` and every required field always present
     (``value`` and ``reason`` null on evaluator errors); other nulls are left out."""
@@ -246,7 +249,7 @@ def judge_results_text(results: Iterable[JudgeResult]) -> str:
         row = r.model_dump(mode="json", exclude_none=True)
         row.update({name: getattr(r, name) for name in ("value", *REQUIRED_SINCE_V2)})
         rows.append(row)
-    return _jsonl(rows)
+    return jsonl_text(rows)
 
 
 def write_judge_results(path: Path, results: list[JudgeResult]) -> None:
@@ -290,7 +293,7 @@ def write_dataset(
     texts = {
         RUBRIC_FILE: yaml.safe_dump(rubric_data, sort_keys=False, allow_unicode=True, width=100),
         CARD_FILE: render_card(card_front, card_body),
-        GOLD_FILE: _jsonl(case.model_dump(mode="json", exclude_none=True) for case in cases),
+        GOLD_FILE: jsonl_text(case.model_dump(mode="json", exclude_none=True) for case in cases),
     }
     files: list[str] = []
     write_files(out, texts, "cannot write the dataset", files)

@@ -9,7 +9,8 @@ into :class:`~workbench.errors.Problem` records and raises one
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -128,6 +129,11 @@ def run_importer(kind: str, source: str | Path, out: str | Path, **options: Any)
 
 
 # --- refusing and writing, alike for every importer -------------------------------------
+
+
+def jsonl_text(rows: Iterable[Any]) -> str:
+    """JSON Lines as every importer writes them: sorted keys, UTF-8, one record per line."""
+    return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
 
 
 def refuse(title: str, location: str, code: str, message: str, fix: str) -> NoReturn:

@@ -18,7 +18,6 @@ imported with a mapping that declares the judge: see :mod:`._results_table`.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,7 @@ from .._load import Problems
 from ..gold import load_dataset
 from ..results import migration_note, read_results
 from ..results._gold_checks import GoldCheckFixes, check_against_gold
-from ._registry import RESULTS_FILE, check_out_dir, refuse, write_files
+from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
 from ._results_mapping import ResultsMapping
 from ._results_table import ResultsImport, results_from_table
 
@@ -109,8 +108,7 @@ def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) 
     )
     stamp = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
     rows = [line.result.model_copy(update=stamp).model_dump(mode="json") for line in lines]
-    text = "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
-    write_files(out, {RESULTS_FILE: text}, "cannot import results", [])
+    write_files(out, {RESULTS_FILE: jsonl_text(rows)}, "cannot import results", [])
     release = dataset.release
     return ResultsImport(
         source=str(source),

@@ -25,7 +25,6 @@ Re-importing the same input writes the same bytes.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -44,7 +43,7 @@ from .._load import Problems, peek_yaml
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..results import JudgeIdentity, JudgeResult
-from ._registry import RESULTS_FILE, check_out_dir, refuse, write_files
+from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
 from ._results_mapping import ResultsMapping, check_mapping, load_mapping_file, merge_options
 from ._results_source import (
     Table,
@@ -160,18 +159,8 @@ class ImportedResults:
         """The results as a pandas DataFrame (one row per result)."""
         import pandas as pd
 
-        return pd.DataFrame(
-            [
-                {
-                    "case_id": r.case_id,
-                    "partition": r.partition,
-                    "value": r.value,
-                    "score": r.score,
-                    "reason": r.reason,
-                }
-                for r in self.results
-            ]
-        )
+        columns = ("case_id", "partition", "value", "score", "reason")
+        return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in self.results])
 
     def rows(self) -> list[dict[str, Any]]:
         return [r.model_dump(mode="json") for r in self.results]
@@ -183,9 +172,7 @@ class ImportedResults:
         check_out_dir(out, "cannot import results")
         spec_path = out / f"{self.label}.yaml"
         texts = {
-            RESULTS_FILE: "".join(
-                json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in self.rows()
-            ),
+            RESULTS_FILE: jsonl_text(self.rows()),
             spec_path.name: (
                 f"# Written by `workbench import results` from {self.source} (sha256"
                 f" {self.source_sha256[:12]}).\n# It replays {RESULTS_FILE} beside it; results and"

@@ -43,21 +43,22 @@ from ..._io import (
 from ..._load import Problems, peek_yaml
 from ...errors import Problem, WorkbenchError
 from ...gold import CARD_FILE, GOLD_FILE, PARTITIONS, RUBRIC_FILE, GoldCase, validate_dataset
-from .._registry import ImportSummary, check_out_dir, refuse, register_importer, write_files
-from .._table_reader import canonical
+from .._registry import (
+    ImportSummary,
+    check_out_dir,
+    jsonl_text,
+    refuse,
+    register_importer,
+    write_files,
+)
 from ._build import (
     Built,
     Pending,
     assign_partition,
     build_cases,
-    decide,
-    generated_case_id,
-    input_group,
     merge_previous,
 )
 from ._mapping import (
-    RULE_TEXT,
-    RULES,
     Locator,
     TableMapping,
     column_problems,
@@ -78,19 +79,11 @@ from ._source import SourceTable, read_table, source_format, table_from_frame
 __all__ = [
     "CARD_MARKER",
     "PENDING_FILE",
-    "RULES",
-    "RULE_TEXT",
-    "Pending",
-    "SourceTable",
     "TableImport",
     "TableMapping",
     "assign_partition",
-    "canonical",
-    "decide",
-    "generated_case_id",
     "gold_from_dataframe",
     "import_table",
-    "input_group",
     "load_mapping",
 ]
 
@@ -129,30 +122,17 @@ class TableImport:
         """The cases as a DataFrame: id, partition, group, slice, gold label, reviews."""
         import pandas as pd
 
-        return pd.DataFrame(
-            [
-                {
-                    "case_id": c.case_id,
-                    "partition": c.partition.value,
-                    "group": c.group,
-                    "slice": c.slice,
-                    "gold_label": c.gold_label,
-                    "reviews": "; ".join(f"{r.reviewer}={r.label}" for r in c.reviews),
-                }
-                for c in self.cases
-            ],
-            columns=["case_id", "partition", "group", "slice", "gold_label", "reviews"],
-        )
+        columns = ["case_id", "partition", "group", "slice", "gold_label", "reviews"]
+        rows = [
+            (c.case_id, c.partition.value, c.group, c.slice, c.gold_label)
+            + ("; ".join(f"{r.reviewer}={r.label}" for r in c.reviews),)
+            for c in self.cases
+        ]
+        return pd.DataFrame(rows, columns=columns)
 
     def gold_text(self) -> str:
         """``gold.jsonl`` exactly as :meth:`write` writes it."""
-        return "".join(
-            json.dumps(
-                c.model_dump(mode="json", exclude_none=True), ensure_ascii=False, sort_keys=True
-            )
-            + "\n"
-            for c in self.cases
-        )
+        return jsonl_text(c.model_dump(mode="json", exclude_none=True) for c in self.cases)
 
     def rubric_text(self, previous: Any = None) -> str:
         """``rubric.yaml``: the draft, with what a person already decided in ``previous`` (a parsed
