@@ -13,6 +13,7 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -263,9 +264,29 @@ def with_lineage(results: list[JudgeResult], dataset: GoldDataset) -> list[Judge
     return [r.model_copy(update=stamp) for r in results]
 
 
-def render_card(front: dict[str, Any], body: str) -> str:
-    """``card.md``: YAML front matter, then a markdown body."""
-    yaml_text = yaml.safe_dump(front, sort_keys=False, allow_unicode=True, width=100)
+@lru_cache(maxsize=1)
+def _card_templates() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "cards")),
+        autoescape=False,  # markdown and YAML, never HTML
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "ensure_ascii": False}
+    return env
+
+
+def render_card(kind: str, **context: Any) -> str:
+    """``card.md`` of a public dataset: the template ``cards/<kind>.md.j2`` rendered, its front
+    matter read and written again as YAML, then its markdown body."""
+    text = _card_templates().get_template(f"{kind}.md.j2").render(**context)
+    _, front, body = text.split("---\n", 2)
+    yaml_text = yaml.safe_dump(
+        yaml.safe_load(front), sort_keys=False, allow_unicode=True, width=100
+    )
     return f"---\n{yaml_text}---\n\n{body.strip()}\n"
 
 
@@ -277,8 +298,7 @@ def write_dataset(
     out: Path,
     cases: Sequence[GoldCase],
     rubric: Rubric,
-    card_front: dict[str, Any],
-    card_body: str,
+    card: str,
     results: list[JudgeResult] | None = None,
     notes: Sequence[str] = (),
 ) -> ImportSummary:
@@ -292,7 +312,7 @@ def write_dataset(
     rubric_data = rubric.model_dump(mode="json")
     texts = {
         RUBRIC_FILE: yaml.safe_dump(rubric_data, sort_keys=False, allow_unicode=True, width=100),
-        CARD_FILE: render_card(card_front, card_body),
+        CARD_FILE: card,
         GOLD_FILE: jsonl_text(case.model_dump(mode="json", exclude_none=True) for case in cases),
     }
     files: list[str] = []

@@ -66,8 +66,6 @@ from .._io import sha256_json, sha256_text
 from ..gold import Adjudication, GoldCase, GoldDataset, Review, Rubric, SliceSpec, load_dataset
 from ..results import EvaluatorError, JudgeIdentity, JudgeResult
 from ._public import (
-    RESPONSE_1_MARKER,
-    RESPONSE_2_MARKER,
     Findings,
     Rule,
     card_version,
@@ -78,6 +76,7 @@ from ._public import (
     prepare_out,
     read_json_list,
     read_source,
+    render_card,
     render_pair,
     stable_id,
     with_lineage,
@@ -88,7 +87,6 @@ from ._registry import RESULTS_FILE, ImportSummary, register_importer
 
 KIND = "llmbar"
 UPSTREAM = "princeton-nlp/LLMBar@900616bf"
-LICENCE = "MIT"
 DATASET_FILE = "dataset.json"
 RESULT_FILE = "result.json"
 STATISTICS_FILE = "statistics.json"
@@ -119,6 +117,27 @@ GRADING_NOTES = (
 )
 """The same for every case: the label definitions and LLMBar's evaluation rules, which a judge
 needs."""
+
+_SUBSET_DESCRIPTIONS: dict[str, str] = {
+    "Natural": (
+        "the instances were collected from existing human-preference data, then filtered and"
+        " modified by the authors so the preference is objective."
+    ),
+    "Adversarial/Neighbor": (
+        "the worse output answers a similar but different (neighbouring) instruction."
+    ),
+    "Adversarial/GPTInst": (
+        "the worse output answers an instruction that GPT-4 wrote to be similar to the real one."
+    ),
+    "Adversarial/GPTOut": (
+        "the worse output is a GPT-4 output that deviates from the instruction while looking good."
+    ),
+    "Adversarial/Manual": (
+        "the worse output was constructed by hand to deviate from the instruction while looking"
+        " good."
+    ),
+}
+"""What each released subset holds (the card and the rubric say it)."""
 
 _FIX_SHAPE = (
     f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON"
@@ -303,10 +322,7 @@ def import_llmbar(
         out=out,
         cases=cases,
         rubric=_rubric(name),
-        card_front=_card_front(dataset_path, name, source_sha256, quirks, judge_front),
-        card_body=_card_body(
-            name, len(cases), Counter(case.gold_label for case in cases), judge_front
-        ),
+        card=_card(dataset_path, name, source_sha256, cases, quirks, judge_front),
         results=results,
         notes=notes,
     )
@@ -314,6 +330,46 @@ def import_llmbar(
         return summary
     check = _check_statistics(out, result_path.parent / STATISTICS_FILE)
     return summary.model_copy(update={"notes": [*summary.notes, check]})
+
+
+def _card(
+    source: Path,
+    subset: str,
+    source_sha256: str,
+    cases: list[GoldCase],
+    quirks: list[str],
+    judge: dict[str, Any] | None,
+) -> str:
+    released = _released_subset(source_sha256)
+    described = (
+        f" In this subset, {_SUBSET_DESCRIPTIONS[subset]}" if subset in _SUBSET_DESCRIPTIONS else ""
+    )
+    provenance: dict[str, Any] = {
+        "upstream": UPSTREAM,
+        "subset": subset,
+        "file": source.name,
+        "source_sha256": source_sha256,
+        "matches_upstream_copy": released is not None,
+        "upstream_subset": released,
+        "importer": "workbench.importers.llmbar",
+    }
+    if judge is not None:
+        provenance["judge_results"] = judge
+    labels = Counter(case.gold_label for case in cases)
+    return render_card(
+        KIND,
+        name=case_id_for(subset, 0).rsplit("-", 1)[0],
+        version=card_version(UPSTREAM, source_sha256, released is not None),
+        sampling_window=f"LLMBar subset {subset} as released in {UPSTREAM}"
+        f" (Dataset/LLMBar/{subset}/dataset.json).{described}",
+        quirks=quirks,
+        provenance=provenance,
+        subset=subset,
+        cases=len(cases),
+        ones=labels.get("1", 0),
+        twos=labels.get("2", 0),
+        evaluator=judge["evaluator"] if judge else None,
+    )
 
 
 def _read_result(result_path: Path, point: str) -> bytes:
@@ -729,141 +785,3 @@ def _check_statistics(out: Path, statistics_path: Path) -> str:
         f"the pairwise analysis DIFFERS from {statistics_path.name} ({differ}); check that the"
         " files belong together"
     )
-
-
-_SUBSET_DESCRIPTIONS: dict[str, str] = {
-    "Natural": (
-        "the instances were collected from existing human-preference data, then filtered and"
-        " modified by the authors so the preference is objective."
-    ),
-    "Adversarial/Neighbor": (
-        "the worse output answers a similar but different (neighbouring) instruction."
-    ),
-    "Adversarial/GPTInst": (
-        "the worse output answers an instruction that GPT-4 wrote to be similar to the real one."
-    ),
-    "Adversarial/GPTOut": (
-        "the worse output is a GPT-4 output that deviates from the instruction while looking good."
-    ),
-    "Adversarial/Manual": (
-        "the worse output was constructed by hand to deviate from the instruction while looking"
-        " good."
-    ),
-}
-
-
-def _card_front(
-    source: Path, subset: str, source_sha256: str, quirks: list[str], judge: dict[str, Any] | None
-) -> dict[str, Any]:
-    released = _released_subset(source_sha256)
-    matches = released is not None
-    front: dict[str, Any] = {
-        "name": case_id_for(subset, 0).rsplit("-", 1)[0],
-        "version": card_version(UPSTREAM, source_sha256, matches),
-        "intended_use": (
-            "Measuring whether a pairwise judge picks the output that follows an instruction better"
-            " (labels 1 or 2, no ties), its accuracy in both presentation orders and its position"
-            " bias; replaying real LLM-judge outputs released with LLMBar. It does not support"
-            " pass/fail gating, claims about human-human agreement, or domains beyond single-turn"
-            " instruction following."
-        ),
-        "sampling_window": (
-            f"LLMBar subset {subset} as released in {UPSTREAM}"
-            f" (Dataset/LLMBar/{subset}/dataset.json)."
-            + (
-                f" In this subset, {_SUBSET_DESCRIPTIONS[subset]}"
-                if subset in _SUBSET_DESCRIPTIONS
-                else ""
-            )
-        ),
-        "reviewer_qualifications": (
-            "One label per item, released by the LLMBar dataset authors (reviewer"
-            " 'llmbar-authors'). It is not an independent review by qualified human reviewers: the"
-            " authors curated Natural items from existing preference data and constructed the"
-            " Adversarial outputs so that one output follows the instruction and the other does"
-            " not. Their procedure is documented upstream (the LLMBar paper), not here."
-        ),
-        "adjudication_procedure": (
-            "The released label is the gold label (adjudicator 'llmbar-authors'). There is one"
-            " review per case, so there is no disagreement to adjudicate and human agreement cannot"
-            " be computed."
-        ),
-        "known_gaps": [
-            (
-                "Gold labels come from the dataset authors, not from independent reviewers; no"
-                " inter-reviewer agreement is available."
-            ),
-            (
-                "No ties: every item has exactly one better output by construction, so a judge that"
-                " answers 'tie' cannot be scored here."
-            ),
-            (
-                "Adversarial subsets are constructed to be hard for LLM judges; their accuracy is"
-                " not representative of natural traffic."
-            ),
-            (
-                "No reference answers. The judge sees the instruction, both outputs and the label"
-                " definitions in grading_notes."
-            ),
-            "Every slice is medium risk; one subset per imported dataset.",
-            *(f"Source quirk: {quirk}." for quirk in quirks),
-        ],
-        "excluded_domains": [
-            "safety-critical or policy-compliance judgments",
-            "multi-turn dialogue",
-        ],
-        "privacy_handling": (
-            "Public research data; instructions and outputs come from public datasets and model"
-            " generations. No personal data is expected."
-        ),
-        "source_authority": (
-            "The LLMBar authors' released labels are the grading evidence; no external reference."
-        ),
-        "licence": f"{LICENCE} (upstream LICENSE file at the root of the LLMBar copy)",
-        "provenance": {
-            "upstream": UPSTREAM,
-            "subset": subset,
-            "file": source.name,
-            "source_sha256": source_sha256,
-            "matches_upstream_copy": matches,
-            "upstream_subset": released,
-            "importer": "workbench.importers.llmbar",
-        },
-    }
-    if judge is not None:
-        front["provenance"]["judge_results"] = judge
-    return front
-
-
-def _card_body(
-    subset: str, cases: int, counts: Counter[str | None], judge: dict[str, Any] | None
-) -> str:
-    results = (
-        f"""
-- **Judge results** (`results.jsonl`): the outputs of the {judge["evaluator"]} evaluator \
-released with LLMBar,
-  two per case: repeat 0 in the original order (output_1 shown first), repeat 1 swapped (output_2
-  shown first), each with its `presentation`. A null or unparseable winner is an evaluator error
-  (`missing_verdict` / `unparseable`), never a verdict. `workbench pairwise` reproduces the upstream
-  `statistics.json` figures from these files.
-"""
-        if judge is not None
-        else ""
-    )
-    return f"""
-# LLMBar {subset} (imported)
-
-{cases} pairwise instruction-following items from LLMBar ({subset}). `1` means Response 1 (output_1)
-follows the instruction better, `2` means Response 2 (output_2) does; there are no ties.
-{counts.get("1", 0)} items are labelled 1 and {counts.get("2", 0)} are labelled 2.
-
-- **Gold labels:** released by the LLMBar authors, recorded as one review and the adjudication by
-  `llmbar-authors`. They are the dataset authors' labels, not an independent human review.
-- **Judge-visible fields:** `input` (the instruction), `response` (both outputs, rendered as
-  `{RESPONSE_1_MARKER}` / `{RESPONSE_2_MARKER}` blocks in the order the labels refer to) and
-  `grading_notes` (the label definitions and LLMBar's rules, the same for every case).
-  `response_hash` is the sha256 of that rendering; `metadata` holds the hash of each output.
-- **Groups:** one per instruction text; partitions (about 40/30/30 development/calibration/held_out)
-  are placed by a hash of the group id.
-- **Slice:** the subset, `{subset}`.
-{results}"""

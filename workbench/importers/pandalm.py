@@ -35,8 +35,6 @@ from typing import Any
 from .._io import sha256_text
 from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
 from ._public import (
-    RESPONSE_1_MARKER,
-    RESPONSE_2_MARKER,
     Findings,
     Rule,
     card_version,
@@ -48,6 +46,7 @@ from ._public import (
     prepare_out,
     read_json_list,
     read_source,
+    render_card,
     render_pair,
     stable_id,
     write_dataset,
@@ -56,7 +55,6 @@ from ._registry import ImportSummary, register_importer
 
 KIND = "pandalm"
 UPSTREAM = "WeOpenML/PandaLM@3871806e"
-LICENCE = "Apache-2.0"
 REFERENCE_SHA256 = "cc154f9067c7382d7ea86f8f246511a5e1ac87e1fddd845c5938d789505b07a4"
 """sha256 of ``data/testset-v1.json`` as released at :data:`UPSTREAM`."""
 
@@ -160,8 +158,22 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
         out=out,
         cases=cases,
         rubric=_rubric(no_majority, {item["cmp_key"] for item in items}),
-        card_front=_card_front(source, source_sha256, no_majority, quirks),
-        card_body=_card_body(len(cases), unanimous, no_majority),
+        card=render_card(
+            KIND,
+            version=card_version(UPSTREAM, source_sha256, source_sha256 == REFERENCE_SHA256),
+            upstream=UPSTREAM,
+            cases=len(cases),
+            unanimous=unanimous,
+            no_majority=no_majority,
+            quirks=quirks,
+            provenance={
+                "upstream": UPSTREAM,
+                "file": source.name,
+                "source_sha256": source_sha256,
+                "matches_upstream_copy": source_sha256 == REFERENCE_SHA256,
+                "importer": "workbench.importers.pandalm",
+            },
+        ),
         notes=notes,
     )
 
@@ -348,103 +360,3 @@ def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
         first.setdefault(idx_text(item), position)
     findings.raise_if_any("invalid PandaLM items")
     return loaded
-
-
-def _card_front(
-    source: Path, source_sha256: str, no_majority: int, quirks: list[str]
-) -> dict[str, object]:
-    matches = source_sha256 == REFERENCE_SHA256
-    return {
-        "name": "pandalm-testset",
-        "version": card_version(UPSTREAM, source_sha256, matches),
-        "intended_use": (
-            "Measuring how well a pairwise judge reproduces human preferences between two"
-            " instruction-following responses from 7B-class open models (labels 1, 2, or 0 for a"
-            " tie), and as a human-human agreement baseline. It does not support pass/fail gating,"
-            " claims about frontier-model outputs, or claims about domains outside the listed"
-            " applications."
-        ),
-        "sampling_window": (
-            "Responses from the model pairs in cmp_key (bloom-7b, cerebras-gpt-6.7B, llama-7b,"
-            " opt-7b, pythia-6.9b) to 170 prompts inspired by real applications (motivation_app),"
-            f" as released in {UPSTREAM} data/testset-v1.json."
-        ),
-        "reviewer_qualifications": (
-            "Three human annotators per item (annotator1-3), as described by the PandaLM authors. "
-            "Their training and guidelines are documented upstream, not here."
-        ),
-        "adjudication_procedure": (
-            "Majority vote of the three annotators (adjudicator 'majority-vote'). When all three"
-            " differ there is no majority; the case is adjudicated as the abstain label"
-            f" '{NO_MAJORITY}', which the rubric then declares. This copy has {no_majority} such"
-            " item(s)."
-        ),
-        "known_gaps": [
-            (
-                "The authors removed high-disagreement items, so human agreement here is inflated"
-                " relative to fresh annotation."
-            ),
-            (
-                "Responses come from 2023-era 7B models. Frontier-model outputs and long-form"
-                " answers are not covered."
-            ),
-            (
-                "No reference answers. The judge sees the prompt, both responses, and the label"
-                " definitions in grading_notes."
-            ),
-            (
-                "cmp_key names the model pair alphabetically. The file does not say which model"
-                " wrote response1, so that is not asserted."
-            ),
-            (
-                "Every slice (model pair) is medium risk; motivation_app (50 values) is a tag, not"
-                " a slice."
-            ),
-            *(f"Source quirk: {quirk}." for quirk in quirks),
-        ],
-        "excluded_domains": [
-            "safety-critical or policy-compliance judgments",
-            "multi-turn dialogue",
-        ],
-        "privacy_handling": (
-            "Public research data; prompts are synthetic tasks modelled on public applications. No"
-            " personal data is expected."
-        ),
-        "source_authority": (
-            "The PandaLM authors' human annotations are the grading evidence; no external"
-            " reference."
-        ),
-        "licence": f"{LICENCE} (upstream LICENSE file beside the source)",
-        "provenance": {
-            "upstream": UPSTREAM,
-            "file": source.name,
-            "source_sha256": source_sha256,
-            "matches_upstream_copy": matches,
-            "importer": "workbench.importers.pandalm",
-        },
-    }
-
-
-def _card_body(cases: int, unanimous: int, no_majority: int) -> str:
-    return f"""
-# PandaLM test set (imported)
-
-{cases} pairwise comparisons, each labelled by three human annotators: `1` means response 1 is \
-better,
-`2` means response 2 is better, and `0` is a tie. {unanimous} of {cases} items are unanimous, and
-{no_majority} have no majority.
-
-- **Judge-visible fields:** `input` (the instruction, with the item's input under \
-`{INPUT_MARKER}` when
-  present), `response` (both candidates, rendered as `{RESPONSE_1_MARKER}` / `{RESPONSE_2_MARKER}`
-  blocks in the order the labels refer to) and `grading_notes` (the label definitions, the same for
-  every case). `response_hash` is the sha256 of that rendering. `metadata` holds the hash of each
-  response on its own.
-- **Groups:** one per distinct prompt (instruction and input). There are 170 prompts, each compared
-  across up to ten model pairs, and a prompt's comparisons always share a partition (about
-  40/30/30 development/calibration/held_out, placed by a hash of the group id).
-- **Slices:** the model pair (`cmp_key`). `motivation_app` is kept as a tag.
-- **Reference figures** (computed independently from the source): Fleiss kappa 0.8642; Cohen kappa
-  1-2 0.8520, 1-3 0.8789, 2-3 0.8617; raw pairwise agreement 0.913 / 0.929 / 0.918; 879 of 999
-  unanimous. `workbench agreement` on this dataset reproduces them.
-"""
