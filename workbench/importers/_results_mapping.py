@@ -20,6 +20,7 @@ from .._load import Problems, error_field, load_yaml, validation_problems
 from .._record import Record as _Model
 from ..errors import WorkbenchError
 from ._results_source import as_text
+from ._table_reader import number_as_text
 
 RESULTS_MAPPING_SCHEMA_VERSION = 1
 """Version of the results mapping format."""
@@ -40,11 +41,6 @@ COLUMN_FIELDS: tuple[str, ...] = (
 
 FIX_MAPPING = "correct the mapping; see docs/formats.md#results-mapping"
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
-
-
-def _number_to_text(value: Any) -> Any:
-    # YAML reads `version: 1` as an int; a version is a name.
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
 class JudgeDeclaration(_Model):
@@ -68,7 +64,7 @@ class JudgeDeclaration(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
     """Generation parameters the judge ran with (temperature, seed ...); part of the identity."""
 
-    _text = field_validator("name", "version", mode="before")(_number_to_text)
+    _text = field_validator("name", "version", mode="before")(number_as_text)
 
 
 class ScoreThreshold(_Model):
@@ -128,7 +124,7 @@ class ResultsMapping(_Model):
     def _keys_as_text(cls, value: Any) -> Any:
         # YAML reads {0: fail, 1: pass} with int keys, {true: pass} with bool keys.
         if isinstance(value, dict):
-            return {as_text(k): _number_to_text(v) for k, v in value.items()}
+            return {as_text(k): number_as_text(v) for k, v in value.items()}
         return value
 
 
@@ -323,7 +319,7 @@ def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> No
                 "list each source value once",
             )
         seen[norm] = key
-        target = _number_to_text(target)
+        target = number_as_text(target)
         if isinstance(target, str) and target not in rubric_labels:
             add(
                 f"labels.{key}",

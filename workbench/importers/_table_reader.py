@@ -129,6 +129,11 @@ def canonical(value: Any) -> str:
     return text.lower() if text.lower() in ("true", "false") else text
 
 
+def number_as_text(value: Any) -> Any:
+    """A number where a name belongs, as text: YAML reads ``version: 1`` as an int."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
 def table_format(path: Path, declared: str | None, words: Words) -> str:
     """The format of ``path``: the declared one, else from the extension."""
     if declared:

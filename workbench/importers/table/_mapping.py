@@ -26,7 +26,7 @@ from ..._record import Record as _Model
 from ..._record import SchemaTooNew
 from ...errors import Problem
 from ...gold import Partition
-from .._table_reader import canonical
+from .._table_reader import canonical, number_as_text
 
 MAPPING_SCHEMA_VERSION = 1
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -320,12 +320,7 @@ class RubricHints(_Model):
     """Reviews every case needs; a case with fewer is an import error. Default: the fewest any case
     has."""
 
-    @field_validator("version", mode="before")
-    @classmethod
-    def _number_as_text(cls, value: Any) -> Any:
-        return (
-            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-        )
+    _version = field_validator("version", mode="before")(number_as_text)
 
 
 class TableMapping(_Model):
@@ -373,13 +368,7 @@ class TableMapping(_Model):
     rubric: RubricHints = Field(default_factory=RubricHints)
     """Hints for the drafted rubric (see :class:`RubricHints`)."""
 
-    @field_validator("name", mode="before")
-    @classmethod
-    def _name_text(cls, value: Any) -> Any:
-        return (
-            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-        )
-
+    _name = field_validator("name", mode="before")(number_as_text)
     _columns = field_validator(*COLUMN_FIELDS, mode="before")(_as_column)
 
     @field_validator("labels", mode="before")
