@@ -13,7 +13,6 @@ import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -39,6 +38,7 @@ from ._registry import (
     check_out_dir,
     jsonl_text,
     refuse,
+    render_text,
     write_files,
 )
 
@@ -264,25 +264,10 @@ def with_lineage(results: list[JudgeResult], dataset: GoldDataset) -> list[Judge
     return [r.model_copy(update=stamp) for r in results]
 
 
-@lru_cache(maxsize=1)
-def _card_templates() -> Any:
-    import jinja2
-
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "cards")),
-        autoescape=False,  # markdown and YAML, never HTML
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "ensure_ascii": False}
-    return env
-
-
 def render_card(kind: str, **context: Any) -> str:
-    """``card.md`` of a public dataset: the template ``cards/<kind>.md.j2`` rendered, its front
-    matter read and written again as YAML, then its markdown body."""
-    text = _card_templates().get_template(f"{kind}.md.j2").render(**context)
+    """``card.md`` of a public dataset: the template ``templates/<kind>.md.j2`` rendered, its
+    front matter read and written again as YAML, then its markdown body."""
+    text = render_text(f"{kind}.md.j2", **context)
     _, front, body = text.split("---\n", 2)
     yaml_text = yaml.safe_dump(
         yaml.safe_load(front), sort_keys=False, allow_unicode=True, width=100

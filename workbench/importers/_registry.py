@@ -11,6 +11,7 @@ from __future__ import annotations
 import inspect
 import json
 from collections.abc import Callable, Iterable
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -134,6 +135,27 @@ def run_importer(kind: str, source: str | Path, out: str | Path, **options: Any)
 def jsonl_text(rows: Iterable[Any]) -> str:
     """JSON Lines as every importer writes them: sorted keys, UTF-8, one record per line."""
     return "".join(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in rows)
+
+
+@lru_cache(maxsize=1)
+def _templates() -> Any:
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent / "templates")),
+        autoescape=False,  # YAML, markdown and CSV, never HTML
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    env.policies["json.dumps_kwargs"] = {"sort_keys": False, "ensure_ascii": False}
+    return env
+
+
+def render_text(template: str, **context: Any) -> str:
+    """A file an importer writes, from its template in ``importers/templates``."""
+    return str(_templates().get_template(template).render(**context))
 
 
 def refuse(title: str, location: str, code: str, message: str, fix: str) -> NoReturn:

@@ -14,7 +14,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from ...gold import CARD_FIELDS, PARTITIONS, GoldCase
+from ...gold import PARTITIONS, GoldCase
+from .._registry import render_text
 from ._build import Pending
 from ._mapping import RULE_TEXT, TableMapping
 
@@ -51,56 +52,17 @@ def rubric_yaml(
     rubric: dict[str, Any], *, source_label: str, mapping_label: str, slice_counts: dict[str, int]
 ) -> str:
     """The drafted rubric, commented so a person knows what to decide."""
-    unset = [name for name, spec in rubric["slices"].items() if spec["risk"] == "unset"]
-    lines = [
-        (
-            f"# Rubric drafted by `workbench import table` from {source_label} with mapping"
-            f" {mapping_label}."
-        ),
-        (
-            "# Labels, slices and min_reviews come from the data; re-running the import keeps every"
-            " slice's"
-        ),
-        (
-            "# risk and description and the criterion, and drafts the rest again. Format:"
-            " docs/formats.md#rubric"
-        ),
-    ]
-    if unset:
-        lines.append(
-            f"# TO DO: set the risk of {len(unset)} slice(s) below; `workbench validate` refuses"
-            " `unset`."
-        )
-    lines += [
-        f"schema_version: {rubric['schema_version']}",
-        f"name: {scalar(rubric['name'])}",
-        (
-            f"version: {json.dumps(str(rubric['version']))}  # every case's rubric_version (set it"
-            " in the mapping: rubric.version)"
-        ),
-        "# The one-sentence contract: what the judge decides, from which evidence.",
-        f"criterion: {scalar(rubric['criterion'])}",
-        f"labels: {flow_list(rubric['labels'])}",
-        f"pass_label: {scalar(rubric['pass_label'])}",
-        f"fail_label: {scalar(rubric['fail_label'])}",
-        (
-            f"abstain_labels: {flow_list(rubric['abstain_labels'])}  # labels that are neither pass"
-            " nor fail"
-        ),
-        f"min_reviews: {rubric['min_reviews']}  # reviews every case needs",
-        "slices:",
-        (
-            "  # risk: critical | high | medium | low. critical: a false pass is release-critical"
-            " (the policy"
-        ),
-        "  # must then bound its false-pass rate on the upper 95% bound and its abstention rate).",
-    ]
-    for name, spec in rubric["slices"].items():
-        count = slice_counts.get(name, 0)
-        lines.append(f"  {scalar(name)}:  # {count} case(s)")
-        lines.append(f"    risk: {spec['risk']}")
-        lines.append(f"    description: {scalar(spec['description'])}")
-    return "\n".join(lines) + "\n"
+    return render_text(
+        "table_rubric.yaml.j2",
+        rubric=rubric,
+        unset=sum(1 for spec in rubric["slices"].values() if spec["risk"] == "unset"),
+        source_label=source_label,
+        mapping_label=mapping_label,
+        slice_counts=slice_counts,
+        scalar=scalar,
+        flow_list=flow_list,
+        json=json.dumps,
+    )
 
 
 def adjudication_text(mapping: TableMapping) -> str:
@@ -125,34 +87,10 @@ def adjudication_text(mapping: TableMapping) -> str:
 
 def new_card_head(mapping: TableMapping) -> str:
     """Front matter and heading of a new card: empty fields a person must write (validate warns)."""
-    lines = [
-        "---",
-        (
-            "# Dataset card. Write every empty field: `workbench validate` warns about each one"
-            " left empty."
-        ),
-        f"name: {scalar(mapping.name)}",
-        'version: "1"  # the dataset release',
-        "intended_use:  # what decisions this dataset may support, and which it may not",
-        "sampling_window:  # when and how the responses were sampled",
-        "reviewer_qualifications:  # who reviewed, with what training, under which rubric version",
-        f"adjudication_procedure: {json.dumps(adjudication_text(mapping), ensure_ascii=False)}",
-        "known_gaps:  # risks and populations the dataset does not cover (a list)",
-        "excluded_domains:  # domains deliberately out of scope",
-        "privacy_handling:  # how personal data was handled",
-        "source_authority:  # where the grading evidence comes from and who owns it",
-        "---",
-        "",
-        f"# {mapping.name}",
-        "",
-        (
-            "Write the human part of the card here: what the data is, where it came from, what it"
-            " is for."
-        ),
-        "",
-    ]
-    assert all(f"{name}:" in "\n".join(lines) for name in CARD_FIELDS)
-    return "\n".join(lines)
+    adjudication = json.dumps(adjudication_text(mapping), ensure_ascii=False)
+    return render_text(
+        "table_card.md.j2", name=mapping.name, adjudication=adjudication, scalar=scalar
+    )
 
 
 def card_text(previous: str | None, mapping: TableMapping, computed: str) -> str:
