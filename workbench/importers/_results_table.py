@@ -54,6 +54,7 @@ from ._results_source import (
     table_format,
     table_from_frame,
 )
+from ._table_reader import RowIssues
 
 MAX_PROBLEMS = 200
 """Problems listed before the rest are summarised in one line."""
@@ -333,53 +334,21 @@ def results_from_ragas(
     return results_from_dataframe(frame, raw, gold=gold, base_dir=directory)
 
 
-class _Issues:
-    """Problems grouped by what they are, each listing the rows it was found in."""
-
-    def __init__(self, table: Table) -> None:
-        self.table = table
-        self.problems = Problems()
-        self.grouped: dict[tuple[str, str, str | None], list[int]] = defaultdict(list)
-        self.texts: dict[tuple[str, str, str | None], tuple[str, str]] = {}
-
-    def row(self, i: int, code: str, message: str, fix: str, case_id: str | None = None) -> None:
-        self.problems.add(self.table.where(i), code, message, fix, case_id=case_id)
-
-    def group(
-        self, i: int, code: str, key: str, message: str, fix: str, case_id: str | None = None
-    ) -> None:
-        """One problem per (code, key), listing every row; ``{rows}`` and ``{n}`` in ``message``
-        name them."""
-        self.grouped[(code, key, case_id)].append(i)
-        self.texts[(code, key, case_id)] = (message, fix)
-
-    def raise_if_any(self, summary: str) -> None:
-        out = list(self.problems)
-        for (code, key, case_id), rows in self.grouped.items():
-            message, fix = self.texts[(code, key, case_id)]
-            text = message.replace("{rows}", self.table.describe(rows))
-            location = self.table.where(rows[0])
-            out.append(
-                Problem(
-                    location=location,
-                    case_id=case_id,
-                    code=code,
-                    message=text.replace("{n}", str(len(rows))),
-                    fix=fix,
-                )
-            )
-        if not out:
-            return
-        out.sort(key=lambda p: (p.code, p.location))
-        if len(out) > MAX_PROBLEMS:
-            rest = Problem(
-                location=self.table.location,
-                code="more_problems",
-                message=f"{len(out) - MAX_PROBLEMS} more problem(s) not listed",
-                fix="fix the ones above and import again",
-            )
-            out = [*out[:MAX_PROBLEMS], rest]
-        raise WorkbenchError(f"{self.table.location}: {summary}: {len(out)} problem(s)", out)
+def _raise(issues: RowIssues, summary: str) -> None:
+    """Every problem, ordered by code and place, at most :data:`MAX_PROBLEMS` of them."""
+    out = sorted(issues.problems(), key=lambda p: (p.code, p.location))
+    if not out:
+        return
+    location = issues.table.location
+    if len(out) > MAX_PROBLEMS:
+        rest = Problem(
+            location=location,
+            code="more_problems",
+            message=f"{len(out) - MAX_PROBLEMS} more problem(s) not listed",
+            fix="fix the ones above and import again",
+        )
+        out = [*out[:MAX_PROBLEMS], rest]
+    raise WorkbenchError(f"{location}: {summary}: {len(out)} problem(s)", out)
 
 
 def _key_text(value: Any) -> str:
@@ -514,7 +483,7 @@ def _read_rows(
 ) -> tuple[list[tuple[GoldCase, dict[str, Any]]], list[tuple[str, int]]]:
     """Each predicting row's gold case and verdict fields, in gold order, and the rows whose
     prediction is empty; raise listing every problem."""
-    issues = _Issues(table)
+    issues = RowIssues(table)
     by_text: dict[tuple[str, str], list[GoldCase]] = defaultdict(list)
     if mapping.case_id is None:
         for known in dataset.cases.values():
@@ -536,16 +505,16 @@ def _read_rows(
     for case_id, rows in ((c, r) for c, r in found.items() if len(r) > 1):
         for i in rows:
             values.pop(i, None)
-            issues.group(
-                i,
+            issues.add(
                 "duplicate_key",
-                case_id,
                 f"{{n}} rows predict case {case_id!r} ({{rows}})",
                 "keep one prediction per case: a judge that ran twice is two imports (or two"
                 " versions)",
+                i,
+                key=case_id,
                 case_id=case_id,
             )
-    issues.raise_if_any(f"refusing to import these predictions against {dataset.gold_path}")
+    _raise(issues, f"refusing to import these predictions against {dataset.gold_path}")
     order = {case_id: n for n, case_id in enumerate(dataset.cases)}
     return sorted(values.values(), key=lambda v: order[v[0].case_id]), empty
 
@@ -607,7 +576,7 @@ def _find_case(
     m: ResultsMapping,
     dataset: GoldDataset,
     by_text: dict[tuple[str, str], list[GoldCase]],
-    issues: _Issues,
+    issues: RowIssues,
 ) -> GoldCase | None:
     """The gold case row ``i`` predicts: by its case id, else by its exact texts."""
     if m.case_id is not None:
@@ -615,27 +584,27 @@ def _find_case(
     inp = row.get(m.input) if m.input else None
     response = row.get(m.response) if m.response else None
     if is_empty(inp) or is_empty(response):
-        issues.group(
-            i,
+        issues.add(
             "empty_key",
-            "",
             "{n} row(s) have no input or no response to match a gold case on ({rows})",
             "give every row its input and response (or map a case_id column)",
+            i,
+            key="",
         )
         return None
     matches = by_text.get((str(inp), sha256_text(str(response))), [])
     if not matches:
-        issues.group(
-            i,
+        issues.add(
             "unmatched_row",
-            "",
             "{n} row(s) match no active gold case on the exact input and response ({rows})",
             _FIX_SOURCE + "; texts must match exactly, or map a case_id column",
+            i,
+            key="",
         )
         return None
     if len(matches) > 1:
         ids = ", ".join(c.case_id for c in matches)
-        issues.row(
+        issues.at(
             i,
             "ambiguous_match",
             f"the row's input and response match {len(matches)} gold cases ({ids})",
@@ -646,35 +615,35 @@ def _find_case(
 
 
 def _case_by_id(
-    i: int, row: dict[str, Any], m: ResultsMapping, dataset: GoldDataset, issues: _Issues
+    i: int, row: dict[str, Any], m: ResultsMapping, dataset: GoldDataset, issues: RowIssues
 ) -> GoldCase | None:
     """The gold case named in row ``i``'s case id column, checked against the row's texts."""
     assert m.case_id is not None
     if is_empty(row.get(m.case_id)):
-        issues.group(
-            i,
+        issues.add(
             "empty_key",
-            "",
             f"{{n}} row(s) have no case id in column {m.case_id!r} ({{rows}})",
             "give every row its gold case id, or drop the row",
+            i,
+            key="",
         )
         return None
     key = _key_text(row.get(m.case_id))
     case = dataset.cases.get(key)
     if case is None and key in dataset.superseded_by:
-        issues.group(
-            i,
+        issues.add(
             "superseded_case",
-            key,
             f"case {key!r} was superseded by {dataset.latest_id(key)!r} ({{rows}})",
             "predictions must be for the latest records; re-run the judge on the current gold",
+            i,
+            key=key,
             case_id=key,
         )
     elif case is None:
         message = f"the gold has no case {key!r} ({{rows}})"
-        issues.group(i, "unknown_case", key, message, _FIX_SOURCE, case_id=key)
+        issues.add("unknown_case", message, _FIX_SOURCE, i, key=key, case_id=key)
     elif m.input and not is_empty(row.get(m.input)) and str(row.get(m.input)) != case.input:
-        issues.row(
+        issues.at(
             i,
             "input_mismatch",
             f"the row's input (column {m.input!r}) differs from the gold case's input",
@@ -687,7 +656,7 @@ def _case_by_id(
         and not is_empty(row.get(m.response))
         and sha256_text(str(row.get(m.response))) != case.response_hash
     ):
-        issues.row(
+        issues.at(
             i,
             "response_hash_mismatch",
             "the judge saw a different response than the reviewers (sha256 of column"
@@ -715,7 +684,7 @@ def _verdict(
     m: ResultsMapping,
     threshold: Any,
     labels: set[str],
-    issues: _Issues,
+    issues: RowIssues,
 ) -> dict[str, Any] | str | None:
     """The verdict fields of row ``i``, ``"empty"`` when it has no prediction, None after a
     problem."""
@@ -747,7 +716,7 @@ def _verdict(
     return {"value": value, "reason": reason, "score": score, **numbers}
 
 
-def _score(i: int, m: ResultsMapping, cell: Any, issues: _Issues) -> Any:
+def _score(i: int, m: ResultsMapping, cell: Any, issues: RowIssues) -> Any:
     """The row's score, None when it has none (NaN included), or :data:`_BAD`."""
     if m.score is None or is_empty(cell):
         return None
@@ -755,18 +724,18 @@ def _score(i: int, m: ResultsMapping, cell: Any, issues: _Issues) -> Any:
     if number is not None and math.isnan(number):
         return None
     if number is None or not math.isfinite(number):
-        issues.group(
-            i,
+        issues.add(
             "invalid_score",
-            m.score,
             f"column {m.score!r}: {{n}} value(s) are not finite numbers ({{rows}})",
             "give scores as numbers; leave the cell empty when the judge produced none",
+            i,
+            key=m.score,
         )
         return _BAD
     return number
 
 
-def _label(i: int, m: ResultsMapping, cell: Any, labels: set[str], issues: _Issues) -> Any:
+def _label(i: int, m: ResultsMapping, cell: Any, labels: set[str], issues: RowIssues) -> Any:
     """The rubric label of the row's label cell, None when it is empty, or :data:`_BAD`."""
     if is_empty(cell):
         return None
@@ -775,18 +744,18 @@ def _label(i: int, m: ResultsMapping, cell: Any, labels: set[str], issues: _Issu
     if target is not None:
         return target
     known = "listed in labels" if m.labels else "a rubric label (" + ", ".join(sorted(labels)) + ")"
-    issues.group(
-        i,
+    issues.add(
         "unmapped_label",
-        text,
         f"column {m.label!r}: value {text!r} is not {known} ({{rows}})",
         "map every source value to a rubric label: labels: {" + f"{text}: <label>" + "}",
+        i,
+        key=text,
     )
     return _BAD
 
 
 def _usage(
-    i: int, row: dict[str, Any], column: str | None, name: str, whole: bool, issues: _Issues
+    i: int, row: dict[str, Any], column: str | None, name: str, whole: bool, issues: RowIssues
 ) -> Any:
     """A usage figure (latency, tokens, cost) of the row, None when empty, or :data:`_BAD`."""
     if column is None or is_empty(row.get(column)):
@@ -795,11 +764,11 @@ def _usage(
     if number is not None:
         return number
     what = "non-negative whole numbers" if whole else "non-negative numbers"
-    issues.group(
-        i,
+    issues.add(
         "invalid_number",
-        column,
         f"column {column!r} ({name}): {{n}} value(s) are not {what} ({{rows}})",
         f"give {name} as {what}, or leave the cell empty",
+        i,
+        key=column,
     )
     return _BAD

@@ -111,6 +111,53 @@ class TableRead:
         return f"{self.unit}{'s' if len(refs) > 1 else ''} {_listed(refs, self.listed)}"
 
 
+class RowIssues:
+    """Problems in a table's rows: one problem per kind, at its first row, naming every row.
+
+    :meth:`add` groups problems with the same code and ``key`` (default: the message and fix).
+    Its message names the rows at ``{rows}`` and counts them at ``{n}``; without ``{rows}``
+    the rows follow it in parentheses. :meth:`at` records a problem of one row, not grouped.
+    """
+
+    def __init__(self, table: TableRead) -> None:
+        self.table = table
+        self.single = Problems()
+        self.grouped: dict[tuple[str, str, str | None], tuple[str, str, list[int]]] = {}
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        fix: str,
+        rows: int | list[int],
+        *,
+        key: str | None = None,
+        case_id: str | None = None,
+    ) -> None:
+        group = (code, f"{message}\x1f{fix}" if key is None else key, case_id)
+        listed = self.grouped.setdefault(group, (message, fix, []))[2]
+        listed.extend(rows if isinstance(rows, list) else [rows])
+
+    def at(self, i: int, code: str, message: str, fix: str, case_id: str | None = None) -> None:
+        self.single.add(self.table.where(i), code, message, fix, case_id=case_id)
+
+    def __bool__(self) -> bool:
+        return bool(self.single or self.grouped)
+
+    def problems(self) -> list[Problem]:
+        out = list(self.single)
+        for (code, _, case_id), (message, fix, rows) in self.grouped.items():
+            rows = sorted(set(rows))
+            listed = self.table.describe(rows)
+            if "{rows}" in message:
+                text = message.replace("{rows}", listed).replace("{n}", str(len(rows)))
+            else:
+                text = f"{message} ({listed})"
+            where = self.table.where(rows[0])
+            out.append(Problem(location=where, code=code, message=text, fix=fix, case_id=case_id))
+        return out
+
+
 def _listed(items: list[str], most: int) -> str:
     extra = f" and {len(items) - most} more" if len(items) > most else ""
     return ", ".join(items[:most]) + extra

@@ -17,7 +17,7 @@ from ...errors import Problem, WorkbenchError
 from ...gold import PARTITIONS, Adjudication, GoldCase, Partition, Review, Risk, Rubric
 from ...gold._rubric import UNSET_RISK
 from .._registry import refuse
-from .._table_reader import canonical
+from .._table_reader import RowIssues, canonical
 from ._mapping import RULE_TEXT, TableMapping
 from ._source import SourceTable
 
@@ -54,35 +54,6 @@ def input_group(text: str) -> str:
 def generated_case_id(input_text: str, response: str) -> str:
     """``case-`` + 16 hex digits of sha256(input, response): stable across runs and row order."""
     return "case-" + hashlib.sha256(f"{input_text}\x1f{response}".encode()).hexdigest()[:16]
-
-
-@dataclass
-class Issues:
-    """Problems in source rows, one per (code, message, fix), listing the rows that have it."""
-
-    table: SourceTable
-    items: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
-
-    def add(self, code: str, message: str, fix: str, row: int | list[int]) -> None:
-        rows = row if isinstance(row, list) else [row]
-        self.items.setdefault((code, message, fix), []).extend(rows)
-
-    def problems(self) -> list[Problem]:
-        out = []
-        for (code, message, fix), rows in self.items.items():
-            rows = sorted(set(rows))
-            out.append(
-                Problem(
-                    location=self.table.where(rows[0]),
-                    code=code,
-                    message=f"{message} ({self.table.describe(rows)})",
-                    fix=fix,
-                )
-            )
-        return out
-
-    def __bool__(self) -> bool:
-        return bool(self.items)
 
 
 @dataclass
@@ -141,7 +112,7 @@ def _blank(value: Any) -> bool:
 class _Reader:
     """Cell access with the problem bookkeeping every column shares."""
 
-    def __init__(self, table: SourceTable, issues: Issues) -> None:
+    def __init__(self, table: SourceTable, issues: RowIssues) -> None:
         self.table = table
         self.issues = issues
 
@@ -194,7 +165,7 @@ class _Reader:
 
 def build_cases(table: SourceTable, mapping: TableMapping, *, at: Any) -> Built:
     """Turn the rows into gold cases and a drafted rubric; raise listing every problem found."""
-    issues = Issues(table)
+    issues = RowIssues(table)
     reader = _Reader(table, issues)
     cases = _cases([_read_row(reader, mapping, i) for i in range(len(table.rows))], mapping, issues)
     _check_labels(cases, mapping, issues)
@@ -214,7 +185,7 @@ def build_cases(table: SourceTable, mapping: TableMapping, *, at: Any) -> Built:
     return _finish(cases, mapping, rubric, table, notes)
 
 
-def _cases(rows: list[_Case], mapping: TableMapping, issues: Issues) -> dict[str, _Case]:
+def _cases(rows: list[_Case], mapping: TableMapping, issues: RowIssues) -> dict[str, _Case]:
     """Rows that share a key (long form) merged into one case; one row each in wide form."""
     by_key: dict[str, list[_Case]] = {}
     for row in rows:
@@ -466,7 +437,7 @@ _FIELD_NAMES = {
 }
 
 
-def _merge(key: str, members: list[_Case], issues: Issues) -> _Case:
+def _merge(key: str, members: list[_Case], issues: RowIssues) -> _Case:
     rows = [i for r in members for i in r.rows]
     for name, label in _FIELD_NAMES.items():
         if len({json.dumps(r.fields.get(name), sort_keys=True) for r in members}) > 1:
@@ -503,7 +474,7 @@ def _merge(key: str, members: list[_Case], issues: Issues) -> _Case:
     )
 
 
-def _check_labels(cases: dict[str, _Case], m: TableMapping, issues: Issues) -> None:
+def _check_labels(cases: dict[str, _Case], m: TableMapping, issues: RowIssues) -> None:
     unmapped: dict[str, list[int]] = {}
     bad_confidence: dict[str, list[int]] = {}
     for case in cases.values():
@@ -541,7 +512,7 @@ def _label_columns(m: TableMapping) -> list[str]:
     return [label for _, _, label, _, _ in _review_columns(m.reviews)]
 
 
-def _check_reviews(cases: dict[str, _Case], issues: Issues, m: TableMapping) -> None:
+def _check_reviews(cases: dict[str, _Case], issues: RowIssues, m: TableMapping) -> None:
     for case in cases.values():
         if not case.reviews:
             issues.add(
@@ -572,7 +543,9 @@ def _check_reviews(cases: dict[str, _Case], issues: Issues, m: TableMapping) -> 
             )
 
 
-def _assign(cases: dict[str, _Case], m: TableMapping, issues: Issues, table: SourceTable) -> None:
+def _assign(
+    cases: dict[str, _Case], m: TableMapping, issues: RowIssues, table: SourceTable
+) -> None:
     if m.partition.assign is not None:
         seed, fractions = m.partition.assign.seed, m.partition.assign.fractions()
         for case in cases.values():
