@@ -5,24 +5,13 @@ notes``: 80 LLM-generated questions about startups and venture capital, each wit
 answer written to cover the grading notes (``target`` pass) and one derived from it by
 dropping one or two required points (``target`` fail). ``notes`` describes what was dropped.
 
-Decisions, also written into the card:
-
-- Labels come from construction, not from review. Each case has one review and one
-  adjudication, both by ``dataset-construction``, and the rubric asks for one review.
-- ``notes`` names the dropped points, so it gives the label away. It is kept only in the
-  adjudication reason, which no judge reads; it never reaches ``input``, ``response``,
-  ``grading_notes``, ``reference`` or ``contexts``.
-- Partitions are split by question (group = hash of the question text), never by row, so
-  a question's pass and fail answers always share a partition.
-- Each of the 80 topics has exactly one question (two cases), too few for a slice. By
-  default the slice is one of six themes from the reviewed table :data:`TOPIC_THEMES`;
-  ``slice_by="topic"`` keeps the upstream topics as slices instead. The topic is always
-  kept as a tag.
-- ``annotation_df.csv`` (24 rows with ``verdict, reason``) is not imported. It holds the
-  annotated few-shot examples that the upstream benchmark script gives its few-shot judges.
-  Its 12 questions are not among the 80 benchmark questions, and ``verdict`` equals
-  ``target`` on every row. So it is neither judge output for these cases nor an
-  independent review of them.
+The decisions are written into every imported card (``templates/evalsbench.md.j2``): labels
+by construction (one review and one adjudication by ``dataset-construction``); ``notes`` kept
+only in the adjudication reason, since it gives the label away; partitions split by question;
+slices by the six themes of :data:`TOPIC_THEMES` (each topic has one question, too few for a
+slice), or by topic with ``slice_by="topic"``, the topic always a tag. ``annotation_df.csv`` is
+not imported: it holds the upstream few-shot examples for 12 other questions, ``verdict`` equal
+to ``target`` on every row, so it is neither judge output nor an independent review.
 """
 
 from __future__ import annotations

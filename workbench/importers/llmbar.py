@@ -9,22 +9,13 @@ with a ``results`` list whose **last** element holds the verdict,
 (``"1"``/``"2"``, already mapped back to the original numbering), and ``statistics.json``,
 the upstream summary.
 
-Decisions, also written into the card:
-
-- One gold case per item, labels ``"1"`` and ``"2"`` (a preference rubric: no pass/fail
-  label, no tie), one review and an adjudication, both by ``llmbar-authors``: the gold label
-  is the one the dataset authors released. It is not an independent human review, so human
-  agreement cannot be computed from this data; the rubric asks for one review.
-- ``response`` holds both outputs, rendered as in the PandaLM importer
-  (:func:`workbench.importers.pandalm.render_pair`): ``[Response 1]``, ``output_1``, a blank
-  line, ``[Response 2]``, ``output_2``. The labels refer to these markers. ``input`` is the
-  instruction; ``grading_notes`` states the label definitions and LLMBar's criterion.
-- slice = the subset (``Natural``, ``Adversarial/Neighbor`` ...), taken from the path below
-  ``LLMBar/`` (``subset=`` overrides it). Group = the instruction text, so an instruction that
-  appears twice never straddles partitions; partitions are placed by a hash of the group.
-- Case ids are ``llmbar-<subset>-<index>`` (0-based position in ``dataset.json``): the
-  evaluator files are matched to the dataset by position, and every item is checked to be
-  the same (input, outputs, label) before its verdicts are imported.
+One gold case per item, labels ``"1"`` and ``"2"`` (no pass/fail label, no tie), one review
+and the adjudication by ``llmbar-authors``: the released label, not an independent review.
+``response`` renders both outputs as PandaLM's does (:func:`._public.render_pair`). The slice
+is the subset, from the path below ``LLMBar/`` (``subset=`` overrides it); the group is the
+instruction text. Case ids are ``llmbar-<subset>-<index>`` (0-based position in
+``dataset.json``): evaluator files are matched to the dataset by position, each item checked
+to be the same (input, outputs, label). The card (``templates/llmbar.md.j2``) says the rest.
 
 Judge outputs (``evaluator=``), written to ``results.jsonl``:
 

@@ -4,25 +4,14 @@
 response1, response2, annotator1, annotator2, annotator3}``. Labels: ``1`` (response 1 is
 better), ``2`` (response 2 is better), ``0`` (tie).
 
-Decisions, also written into the card:
-
-- One gold case per item, three reviews (``annotator1``-``annotator3``), labels as strings
-  ``"0"``, ``"1"``, ``"2"``. The rubric has no pass/fail label and asks for three reviews.
-- Adjudication is the majority label (``majority-vote``). With three reviewers and three
-  labels, all three can differ. The importer then adds the abstain label ``no_majority``
-  to the rubric and adjudicates the case as ``no_majority``. The upstream file has no such
-  item, so the imported rubric has only the three labels.
-- ``response`` is a single string, so it holds both candidates, each under a marker line:
-  ``[Response 1]``, the first answer, a blank line, ``[Response 2]``, the second answer.
-  The markers match how the labels are defined, so a judge sees exactly what the
-  annotators compared. ``response_hash`` is the sha256 of this rendering. The hash of each
-  answer on its own is in ``metadata``.
-- ``input`` is the instruction. When the item has a non-empty ``input``, it follows the
-  instruction under an ``[Input]`` marker.
-- The 999 items hold only 170 distinct prompts: each prompt is compared across up to ten
-  model pairs. The group is therefore the prompt (instruction and input), not ``idx``.
-  Splitting by ``idx`` would put the same prompt in several partitions.
-- slice = ``cmp_key`` (the model pair, risk medium); ``motivation_app`` is a tag.
+One gold case per item with three reviews (``annotator1``-``annotator3``, labels ``"0"``,
+``"1"``, ``"2"``; no pass/fail label), adjudicated by majority (``majority-vote``). All three
+can differ: the case is then adjudicated as the abstain label ``no_majority``, which the
+rubric declares (the upstream file has no such item). ``response`` holds both candidates under
+``[Response 1]`` / ``[Response 2]`` marker lines (:func:`render_pair`), ``input`` the
+instruction and, under ``[Input]``, the item's input. The group is the prompt, not ``idx``: the
+999 items hold 170 prompts, each compared across up to ten model pairs. The slice is
+``cmp_key``. The card (``templates/pandalm.md.j2``) says all of this to its readers.
 """
 
 from __future__ import annotations
