@@ -149,20 +149,7 @@ class TableImport:
 
     def card_text(self, previous: str | None = None) -> str:
         """``card.md``: the human part of ``previous`` (or a template), then the computed part."""
-        computed = computed_section(
-            mapping=self.mapping,
-            cases=list(self.cases),
-            rubric=self.rubric,
-            pending=list(self.pending),
-            settled=self.settled,
-            source_label=self.source.label,
-            source_format=self.source.format,
-            source_sha256=self.source.sha256,
-            rows=len(self.source.rows),
-            mapping_label=self.mapping_label,
-            mapping_sha256=self.mapping_sha256,
-        )
-        return card_text(previous, self.mapping, computed)
+        return card_text(previous, self.mapping, computed_section(self))
 
     def write(self, out: str | Path, *, force: bool = False) -> ImportSummary:
         """Write the dataset into ``out``; see the module docstring for what is kept and refused."""

@@ -12,12 +12,15 @@ import io
 import json
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ...gold import PARTITIONS, GoldCase
 from .._registry import render_text
 from ._build import Pending
 from ._mapping import RULE_TEXT, TableMapping
+
+if TYPE_CHECKING:
+    from . import TableImport
 
 CARD_MARKER = (
     "<!-- workbench import table: everything below this line is recomputed by every import; edit"
@@ -105,30 +108,24 @@ def card_text(previous: str | None, mapping: TableMapping, computed: str) -> str
     return head + CARD_MARKER + "\n\n" + computed
 
 
-def computed_section(
-    *,
-    mapping: TableMapping,
-    cases: list[GoldCase],
-    rubric: dict[str, Any],
-    pending: list[Pending],
-    settled: dict[str, int],
-    source_label: str,
-    source_format: str,
-    source_sha256: str,
-    rows: int,
-    mapping_label: str,
-    mapping_sha256: str,
-) -> str:
+def computed_section(result: TableImport) -> str:
     """The computed part of the card, in markdown."""
-    m = mapping
+    m, cases, pending, settled, source = (
+        result.mapping,
+        list(result.cases),
+        result.pending,
+        result.settled,
+        result.source,
+    )
     partitions = Counter(c.partition.value for c in cases)
     reviews = [r for c in cases for r in c.reviews]
     per_case = Counter(len(c.reviews) for c in cases)
     lines = [
         "## Computed by `workbench import table`",
         "",
-        f"- Source: `{source_label}` ({source_format}, {rows} rows), sha256 `{source_sha256}`",
-        f"- Mapping: `{mapping_label}`, sha256 `{mapping_sha256}`",
+        f"- Source: `{source.label}` ({source.format}, {len(source.rows)} rows), sha256"
+        f" `{source.sha256}`",
+        f"- Mapping: `{result.mapping_label}`, sha256 `{result.mapping_sha256}`",
         f"- Cases: {len(cases)} in {len({c.group for c in cases})} groups; "
         + ", ".join(f"{p} {partitions.get(p, 0)}" for p in PARTITIONS),
         *_method_lines(m),
@@ -148,7 +145,7 @@ def computed_section(
         + (f"{settled['rule']} by rule `{m.adjudication.rule}`, " if m.adjudication.rule else "")
         + f"{settled['pending']} waiting for an adjudicator",
         "",
-        *_label_table(cases, list(rubric["labels"])),
+        *_label_table(cases, list(result.rubric["labels"])),
     ]
     if pending:
         lines += [
