@@ -200,56 +200,41 @@ def read_verdict(item: Any, swap: bool) -> OrderVerdict:
     """The verdict of one ``result.json`` item in one order, or an evaluator error. Never a
     guess."""
     key = SWAP_KEYS[swap]
-
-    def error(
-        kind: str, message: str, reason: str | None = None, request: Any | None = None
-    ) -> OrderVerdict:
-        return OrderVerdict(swap, None, kind, message, reason, request)
-
     steps = item.get("results") if isinstance(item, dict) else None
-    if not isinstance(steps, list) or not steps:
-        return error(
-            "missing_verdict", "the item has no 'results' steps: the evaluator recorded no verdict"
-        )
-    last = steps[-1]
-    if not isinstance(last, dict):
-        return error(
-            "missing_verdict", "the last step of 'results' is not a verdict step (no swap entries)"
-        )
-    entry = last.get(key)
+    last = steps[-1] if isinstance(steps, list) and steps else _ABSENT
+    entry = last.get(key) if isinstance(last, dict) else None
     if not isinstance(entry, dict):
-        return error(
-            "missing_verdict", f"the final step has no '{key}' entry: no verdict in this order"
-        )
+        if last is _ABSENT:
+            message = "the item has no 'results' steps: the evaluator recorded no verdict"
+        elif not isinstance(last, dict):
+            message = "the last step of 'results' is not a verdict step (no swap entries)"
+        else:
+            message = f"the final step has no '{key}' entry: no verdict in this order"
+        return OrderVerdict(swap, None, "missing_verdict", message, None, None)
     text, finish = _completion(entry.get("completion"))
     reason = text if text.strip() else None
     prompt = entry.get("prompt")
     request = {"prompt": prompt} if isinstance(prompt, str) else None
-    finish_note = f" (finish_reason {finish!r})" if finish and finish != "stop" else ""
-    if "winner" not in entry:
-        return error(
-            "missing_verdict", f"the '{key}' entry has no 'winner'{finish_note}", reason, request
-        )
-    winner = entry["winner"]
+    note = f" (finish_reason {finish!r})" if finish and finish != "stop" else ""
+    winner = entry.get("winner", _ABSENT)
     if isinstance(winner, str) and winner in LABELS:
         return OrderVerdict(swap, winner, None, None, reason, request)
-    if winner is None or winner == "":
-        if reason is None:
-            return error(
-                "missing_verdict",
-                f"the evaluator returned an empty completion{finish_note}; upstream winner is null",
-                reason,
-                request,
-            )
-        return error(
-            "unparseable",
-            f"upstream's parser found no verdict in the completion (winner is null){finish_note}",
-            reason,
-            request,
+    if winner is _ABSENT:
+        kind, message = "missing_verdict", f"the '{key}' entry has no 'winner'{note}"
+    elif winner not in (None, "") or reason is not None:
+        kind = "unparseable"
+        message = (
+            f"winner {winner!r} is not '1' or '2'{note}"
+            if winner not in (None, "")
+            else f"upstream's parser found no verdict in the completion (winner is null){note}"
         )
-    return error(
-        "unparseable", f"winner {winner!r} is not '1' or '2'{finish_note}", reason, request
-    )
+    else:
+        kind = "missing_verdict"
+        message = f"the evaluator returned an empty completion{note}; upstream winner is null"
+    return OrderVerdict(swap, None, kind, message, reason, request)
+
+
+_ABSENT = object()
 
 
 def _completion(value: Any) -> tuple[str, str | None]:
