@@ -12,7 +12,7 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from ..._io import JSONRecordError, loads_json
-from ..._load import validation_problems
+from ..._load import Problems, validation_problems
 from ...errors import Problem, WorkbenchError
 from ...gold import PARTITIONS, Adjudication, GoldCase, Partition, Review, Risk, Rubric
 from ...gold._rubric import UNSET_RISK
@@ -580,18 +580,17 @@ def _draft_rubric(
     cases: dict[str, _Case], m: TableMapping, at: Any
 ) -> tuple[dict[str, Any], list[Problem], list[str]]:
     hints = m.rubric
-    labels, problems = _labels(cases, m, at)
+    labels, found = _labels(cases, m, at)
+    problems = Problems(found)
     both = "pass" in labels and "fail" in labels
     pass_label = hints.pass_label or ("pass" if both else None)
     fail_label = hints.fail_label or ("fail" if both else None)
     if m.adjudication.rule == "any_fail" and fail_label is None:
-        problems.append(
-            Problem(
-                location=at("adjudication", "rule"),
-                code="mapping_invalid",
-                message="rule any_fail needs a fail label, and the labels have none named fail",
-                fix="set rubric.fail_label (and rubric.pass_label) in the mapping",
-            )
+        problems.add(
+            at("adjudication", "rule"),
+            "mapping_invalid",
+            "rule any_fail needs a fail label, and the labels have none named fail",
+            "set rubric.fail_label (and rubric.pass_label) in the mapping",
         )
     notes: list[str] = []
     if pass_label is None:
@@ -625,19 +624,13 @@ def _draft_rubric(
     if len(labels) >= 2 or hints.labels is not None:
         problems += _rubric_problems(rubric, at)
     else:
-        problems.append(
-            Problem(
-                location=at("labels") if m.labels is not None else at("reviews"),
-                code="mapping_invalid",
-                message=(
-                    f"the data uses {len(labels)} label(s) ({', '.join(labels)}); a rubric needs at"
-                    " least two"
-                ),
-                fix=(
-                    "list the whole vocabulary under rubric.labels (e.g. [pass, fail]) so labels"
-                    " the data does not show yet are declared"
-                ),
-            )
+        problems.add(
+            at("labels") if m.labels is not None else at("reviews"),
+            "mapping_invalid",
+            f"the data uses {len(labels)} label(s) ({', '.join(labels)}); a rubric needs at least"
+            " two",
+            "list the whole vocabulary under rubric.labels (e.g. [pass, fail]) so labels the data"
+            " does not show yet are declared",
         )
     return rubric, problems, notes
 
@@ -662,16 +655,14 @@ def _labels(cases: dict[str, _Case], m: TableMapping, at: Any) -> tuple[list[str
     missing = [label for label in found if label not in m.rubric.labels]
     if not missing:
         return list(m.rubric.labels), []
-    problem = Problem(
-        location=at("rubric", "labels"),
-        code="mapping_invalid",
-        message=f"rubric.labels leaves out {', '.join(map(repr, missing))}, which the data uses",
-        fix=(
-            "list every label the data uses under rubric.labels, or map those values to listed"
-            " labels"
-        ),
+    problems = Problems()
+    problems.add(
+        at("rubric", "labels"),
+        "mapping_invalid",
+        f"rubric.labels leaves out {', '.join(map(repr, missing))}, which the data uses",
+        "list every label the data uses under rubric.labels, or map those values to listed labels",
     )
-    return list(m.rubric.labels), [problem]
+    return list(m.rubric.labels), problems
 
 
 def _rubric_problems(rubric: dict[str, Any], at: Any) -> list[Problem]:

@@ -21,7 +21,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ..._load import Lines, load_yaml, validation_problems, yaml_lines
+from ..._load import Lines, Problems, load_yaml, validation_problems, yaml_lines
 from ..._record import Record as _Model
 from ..._record import SchemaTooNew
 from ...errors import Problem
@@ -535,21 +535,16 @@ def column_problems(
 ) -> list[Problem]:
     """A problem for every column the mapping names that the source does not have."""
     available = list(columns)
-    have = set(available)
-    problems: list[Problem] = []
-    for path, name in column_references(raw):
-        if name in have:
-            continue
+    shown = ", ".join(available[:30]) + (", ..." if len(available) > 30 else "")
+    problems = Problems()
+    for path, name in (ref for ref in column_references(raw) if ref[1] not in available):
         close = difflib.get_close_matches(name, available, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        shown = ", ".join(available[:30]) + (", ..." if len(available) > 30 else "")
-        problems.append(
-            Problem(
-                location=at(*path),
-                code="mapping_column_unknown",
-                message=f"{'.'.join(map(str, path))}: {source} has no column {name!r}",
-                fix=f"{hint}name one of the source's columns: {shown}",
-            )
+        problems.add(
+            at(*path),
+            "mapping_column_unknown",
+            f"{'.'.join(map(str, path))}: {source} has no column {name!r}",
+            (f"did you mean {close[0]!r}? " if close else "")
+            + f"name one of the source's columns: {shown}",
         )
     return problems
 
@@ -558,29 +553,20 @@ def parse_mapping(
     raw: dict[str, Any], at: Any, location: str
 ) -> tuple[TableMapping | None, list[Problem]]:
     """Validate a raw mapping; returns the mapping (or None) and every problem found."""
-    problems: list[Problem] = []
     try:
-        mapping = TableMapping.model_validate(raw)
+        return TableMapping.model_validate(raw), []
     except SchemaTooNew as exc:
         return None, [exc.problem_at(at("schema_version"))]
     except ValidationError as exc:
-        problems += mapping_problems_from_validation(exc, at, location)
-        if (
-            "reference" not in raw
-            and "grading_notes" not in raw
-            and not any("grading evidence" in p.message for p in problems)
-        ):
-            # The model-level check runs only once every field is valid; report it now too.
-            problems.append(
-                Problem(
-                    location=at(),
-                    code="mapping_invalid",
-                    message=(
-                        "mapping: map reference or grading_notes (or both): a gold case needs"
-                        " grading evidence"
-                    ),
-                    fix=_FIX["grading_notes"],
-                )
-            )
-        return None, problems
-    return mapping, problems
+        problems = Problems(mapping_problems_from_validation(exc, at, location))
+    if not ({"reference", "grading_notes"} & set(raw)) and not any(
+        "grading evidence" in p.message for p in problems
+    ):
+        # The model-level check runs only once every field is valid; report it now too.
+        problems.add(
+            at(),
+            "mapping_invalid",
+            "mapping: map reference or grading_notes (or both): a gold case needs grading evidence",
+            _FIX["grading_notes"],
+        )
+    return None, problems
