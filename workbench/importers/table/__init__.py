@@ -26,7 +26,7 @@ import hashlib
 import json
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +116,6 @@ class TableImport:
     notes: tuple[str, ...]
     mapping_label: str
     mapping_sha256: str
-    slice_counts: dict[str, int] = field(default_factory=dict)
 
     def frame(self) -> Any:
         """The cases as a DataFrame: id, partition, group, slice, gold label, reviews."""
@@ -144,7 +143,7 @@ class TableImport:
             rubric,
             source_label=self.source.label,
             mapping_label=self.mapping_label,
-            slice_counts=self.slice_counts,
+            slice_counts=Counter(c.slice for c in self.cases),
         )
 
     def card_text(self, previous: str | None = None) -> str:
@@ -225,7 +224,6 @@ def _build(table: SourceTable, loaded: _LoadedMapping, at: Any) -> TableImport:
         notes=tuple(built.notes),
         mapping_label=loaded.label,
         mapping_sha256=loaded.sha256,
-        slice_counts=built.slice_counts,
     )
 
 

@@ -99,7 +99,6 @@ class Built:
     pending: list[Pending]
     rubric: dict[str, Any]
     """The drafted rubric (risk ``unset`` on slices nobody has rated yet)."""
-    slice_counts: dict[str, int]
     settled: dict[str, int]
     """How the gold labels were decided: ``column``, ``rule`` and ``pending`` counts."""
     notes: list[str]
@@ -764,7 +763,6 @@ def _finish(
         cases=out,
         pending=pending,
         rubric=rubric,
-        slice_counts=dict(Counter(c.slice for c in out)),
         settled=settled,
         notes=notes,
     )
