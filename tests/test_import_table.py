@@ -721,6 +721,7 @@ def test_missing_columns_are_reported_for_dataframes_too() -> None:
                 "adjudication": {"rule": "majority"},
             },
         )
+    assert {p.code for p in info.value.problems} == {"mapping_column_unknown"}
     messages = [p.message for p in info.value.problems]
     assert any("no column 'question'" in m for m in messages) and any(
         "no column 'label'" in m for m in messages

@@ -253,7 +253,7 @@ def test_cli_help_has_docstrings() -> None:
 
 def test_evalsbench_missing_file_exits_2(tmp_path: Path) -> None:
     code, output = _invoke("evalsbench", str(tmp_path / "nope.csv"), "--out", str(tmp_path / "out"))
-    assert code == 2
+    assert code == 2 and "[source_missing]" in output
     assert "does not exist" in output and "Traceback" not in output
     assert not (tmp_path / "out").exists()
 
@@ -262,7 +262,7 @@ def test_evalsbench_missing_columns_named_all_at_once(tmp_path: Path) -> None:
     header = [c for c in EVALSBENCH_COLUMNS if c not in ("notes", "target")]
     source = _write_csv(tmp_path / "bad.csv", header, [["t", "q", "g", "r"]])
     code, output = _invoke("evalsbench", str(source), "--out", str(tmp_path / "out"))
-    assert code == 2
+    assert code == 2 and output.count("[missing_column]") == 2
     assert "'notes'" in output and "'target'" in output
     assert "Traceback" not in output
 

@@ -590,6 +590,7 @@ def test_cli_exit_codes(synthetic: tuple[Path, Path], tmp_path: Path) -> None:
     )
     assert (
         no_eval.exit_code == 2
+        and "[source_missing]" in no_eval.output
         and "result.json" in no_eval.output
         and "Traceback" not in no_eval.output
     )

@@ -33,8 +33,8 @@ from workbench.noise import (
     panel_agreement,
     with_baseline,
 )
-from workbench.policy._codes import NOISE_BLOCKER_CODES
-from workbench.results import JudgeResult
+from workbench.policy import codes_of
+from workbench.results import JudgeIdentity, JudgeResult
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
 
@@ -316,6 +316,69 @@ def test_an_incompatible_baseline_is_refused_with_the_reason(tmp_path: Path) -> 
     ]
 
 
+def test_a_baseline_scored_under_other_parameters_is_refused(tmp_path: Path) -> None:
+    """Audit (issue 27): a --baseline run scored by the same model, prompt and Ragas version but at
+    temperature 0.7 and another max_tokens was accepted (compatibility was checked field by field
+    and skipped the parameters). Now the two sides' scoring fingerprints must be equal; only what
+    names the evaluator or prices its calls may differ."""
+    cand, base = pair_suites(tmp_path)
+    spec = {"params": {"temperature": 0, "max_tokens": 1024}, "pricing": {"input": 1.0}}
+    mine = IDENTITY.model_copy(update={"params": {"spec": spec}})
+    c_report = noise_report(
+        cand,
+        [
+            r.model_copy(update={"judge": mine, "judge_fingerprint": mine.fingerprint()})
+            for r in scored(cand, {f"p{i}:{m}": 0.0 for i in (1, 2, 3) for m in ("clean", "noisy")})
+        ],
+    )
+
+    def baseline_by(identity: JudgeIdentity) -> Any:
+        rows = scored(base, {f"p{i}:{m}": 0.0 for i in (1, 2, 3) for m in ("clean", "noisy")})
+        return noise_report(
+            base,
+            [
+                r.model_copy(
+                    update={"judge": identity, "judge_fingerprint": identity.fingerprint()}
+                )
+                for r in rows
+            ],
+        )
+
+    hot = IDENTITY.model_copy(
+        update={"params": {"spec": {**spec, "params": {"temperature": 0.7, "max_tokens": 512}}}}
+    )
+    with pytest.raises(WorkbenchError) as info:
+        with_baseline(c_report, baseline_by(hot), baseline_source="hot")
+    assert [p.code for p in info.value.problems] == ["baseline_scorer_changed"] * 2
+    assert [p.message for p in info.value.problems] == [
+        "the scoring configuration differs: the parameter max_tokens differs: baseline 512,"
+        " candidate 1024",
+        "the scoring configuration differs: the parameter temperature differs: baseline 0.7,"
+        " candidate 0",
+    ]
+    assert "same evaluator configuration" in info.value.problems[0].fix
+    from workbench.noise import scoring_fingerprint
+    from workbench.noise._compare import check_baseline_report
+
+    problems = check_baseline_report(
+        cand, mine, baseline_by(hot), baseline_source="hot"
+    )  # refused before any call, too
+    assert {p.code for p in problems} == {"baseline_scorer_changed"}
+    # a renamed, re-versioned, re-priced copy of the same configuration scores alike: accepted
+    renamed = mine.model_copy(
+        update={
+            "name": "noise-copy",
+            "version": "7",
+            "params": {"spec": {**spec, "pricing": {"input": 2.0}, "description": "copy"}},
+        }
+    )
+    assert renamed.fingerprint() != mine.fingerprint()
+    assert scoring_fingerprint(renamed) == scoring_fingerprint(mine)
+    compared = with_baseline(c_report, baseline_by(renamed), baseline_source="renamed")
+    assert compared.comparison is not None
+    assert compared.comparison.scoring_fingerprint == scoring_fingerprint(mine)
+
+
 # -- the claim panel -------------------------------------------------------------------------------
 
 
@@ -593,8 +656,8 @@ def _table(module: Any) -> dict[str, str]:
 
 
 def test_every_noise_blocker_code_is_registered_and_documented() -> None:
-    assert {**_table(_analysis), **_table(_retrieval)} == NOISE_BLOCKER_CODES
-    for code in NOISE_BLOCKER_CODES:
+    assert {**_table(_analysis), **_table(_retrieval)} == codes_of("noise")
+    for code in codes_of("noise"):
         assert f"`{code}`" in DOC, code
 
 

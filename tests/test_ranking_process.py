@@ -49,12 +49,14 @@ from workbench.ranking import (
     ScalarCaseResult,
     choose_agreement_threshold,
     completeness,
+    format_ranking,
     label_history,
     load_agreement_examples,
     load_fixtures,
     load_ranking_policy,
     position_battery,
     prune_run,
+    ranking_override_scope,
     ranking_report,
     read_history,
     read_payload,
@@ -901,7 +903,7 @@ def test_ranking_overrides_waive_case_by_case_and_never_missing_evidence(tmp_pat
     rules = load_ranking_policy(rules_path)
     override = build_override(
         store,
-        policy=rules.label,
+        policy=ranking_override_scope(rules_path),
         approver="x",
         reason="r",
         expires_at="2099-01-01",
@@ -913,6 +915,27 @@ def test_ranking_overrides_waive_case_by_case_and_never_missing_evidence(tmp_pat
         load_fixtures(path), tmp_path / "run" / "results.jsonl", policy=rules, overrides=[override]
     )
     assert "ranking_reversal_confirmed" in codes(report2)
+    # the release gate's matcher: the gate says why, and a whole-run override never waives a
+    # fixture's blocker
+    assert report2.gate is not None
+    assert [(u.override_id, u.reason) for u in report2.gate.unapplied_overrides] == [
+        (override.override_id, "not_covered")
+    ]
+    whole = build_override(
+        store,
+        policy=ranking_override_scope(rules_path),
+        approver="x",
+        reason="r",
+        expires_at="2099-01-01",
+        follow_up="f",
+        codes=["ranking_reversal_confirmed"],
+    )
+    report3 = ranking_report(
+        load_fixtures(path), tmp_path / "run" / "results.jsonl", policy=rules, overrides=[whole]
+    )
+    assert report3.gate is not None and report3.gate.waived == []
+    assert "ranking_reversal_confirmed" in codes(report3)
+    assert f"override {override.override_id} did not apply: not_covered" in format_ranking(report2)
 
 
 # -- 4. criterion leakage -------------------------------------------------------------------------
@@ -1637,7 +1660,6 @@ def _models() -> list[type[BaseModel]]:
         "CaptureConfig",
         "AgreementDropExample",
         "RankingGateResult",
-        "RankingBlocker",
         "RankingHistoryEntry",
         "ScalarCaseResult",
         "SideBySide",
@@ -1700,15 +1722,16 @@ def test_cached_results_bring_their_payloads_and_never_cross_capture_modes(tmp_p
 
 
 def test_ranking_codes_waivability_is_consistent() -> None:
-    from workbench.policy import NON_WAIVABLE_CODES
-    from workbench.policy._codes import RANKING_BLOCKER_CODES, RANKING_NON_WAIVABLE_CODES
-    from workbench.ranking._gate import WAIVABLE
+    from workbench.policy import NON_WAIVABLE_CODES, codes_of
 
-    assert (
-        WAIVABLE.isdisjoint(RANKING_NON_WAIVABLE_CODES)
-        and set(RANKING_BLOCKER_CODES) == WAIVABLE | RANKING_NON_WAIVABLE_CODES
-    )
-    assert RANKING_NON_WAIVABLE_CODES <= NON_WAIVABLE_CODES
-    assert all(
-        RANKING_BLOCKER_CODES[c] != "incomplete" for c in WAIVABLE
-    )  # missing evidence is never waived
+    ranking = codes_of("ranking")
+    waivable = set(ranking) - NON_WAIVABLE_CODES
+    assert waivable == {
+        "ranking_reversal_confirmed",
+        "ranking_agreement_drop",
+        "ranking_reversal_unconfirmed",
+        "ranking_editorial_drift",
+        "ranking_metric_defect",
+        "ranking_assembly_defect",
+    }  # the module docstring's list
+    assert all(ranking[c] != "incomplete" for c in waivable)  # missing evidence is never waived

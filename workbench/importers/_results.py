@@ -21,13 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .._io import write_jsonl
-from ..errors import Problem, WorkbenchError
+from .._load import Problems
 from ..gold import load_dataset
 from ..results import migration_note, read_results
 from ..results._gold_checks import GoldCheckFixes, check_against_gold
+from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
 from ._results_mapping import ResultsMapping
-from ._results_table import RESULTS_FILE, ResultsImport, results_from_table
+from ._results_table import ResultsImport, results_from_table
 
 _NOT_THIS_GOLD = "these results were not produced on this gold; re-run the judge on it"
 _IMPORT_FIXES = GoldCheckFixes(
@@ -65,25 +65,17 @@ def import_results(
         )
     source = Path(source)
     if source.suffix.lower() in (".csv", ".parquet", ".pq"):
-        raise WorkbenchError(
+        refuse(
             "cannot import results",
-            [
-                Problem(
-                    location=str(source),
-                    code="mapping_needed",
-                    message=(
-                        f"a {source.suffix} table needs a mapping: which column is the case key and"
-                        " the prediction, and who the judge was"
-                    ),
-                    fix=(
-                        "pass --mapping FILE (docs/formats.md#results-mapping), or"
-                        " --case-id/--label (or --score with --threshold) with --name, --version,"
-                        " --model and --prompt-file or --prompt-description"
-                    ),
-                )
-            ],
+            str(source),
+            "mapping_needed",
+            f"a {source.suffix} table needs a mapping: which column is the case key and the"
+            " prediction, and who the judge was",
+            "pass --mapping FILE (docs/formats.md#results-mapping), or --case-id/--label (or"
+            " --score with --threshold) with --name, --version, --model and --prompt-file or"
+            " --prompt-description",
         )
-    return _import_contract(source, gold, out, force=force)
+    return _import_contract(source, gold, Path(out), force=force)
 
 
 def _given(value: Any) -> bool:
@@ -92,75 +84,71 @@ def _given(value: Any) -> bool:
     return value is not None and value != ()
 
 
-def _import_contract(
-    source: Path, gold: str | Path, out: str | Path, *, force: bool = False
-) -> ResultsImport:
+def _import_contract(source: Path, gold: str | Path, out: Path, *, force: bool) -> ResultsImport:
     """Check ``source`` against ``gold`` and write it, stamped with the gold's lineage, to
     ``out/results.jsonl``."""
-    from ..align import check_lineage
-
-    out = Path(out)
     dataset = load_dataset(gold)
-    if out.exists() and not out.is_dir():
-        raise WorkbenchError(
-            "cannot import results",
-            [
-                Problem(
-                    location=str(out),
-                    code="out_not_directory",
-                    message="--out names a file, not a directory",
-                    fix="point --out at a new or empty directory",
-                )
-            ],
-        )
+    check_out_dir(out, "cannot import results")
     target = out / RESULTS_FILE
     if target.exists() and not force and target.resolve() != source.resolve():
-        raise WorkbenchError(
+        refuse(
             "refusing to overwrite results",
-            [
-                Problem(
-                    location=str(target),
-                    code="out_not_empty",
-                    message="the directory already holds results.jsonl",
-                    fix="choose a new directory, or pass --force to replace it",
-                )
-            ],
+            str(target),
+            "out_not_empty",
+            "the directory already holds results.jsonl",
+            "choose a new directory, or pass --force to replace it",
         )
     # Results produced elsewhere are often older: declaring their gold migrates them on read,
     # explicitly (workbench.results.migrate_v1_to_v2, partition from this gold) and on the record.
     lines = read_results(source, migrate=True, gold=dataset)
-    loc = str(source)
+    problems = _check_lines(lines, dataset, str(source))
+    problems.raise_if_any(
+        f"{source}: refusing to declare these results as produced against {gold}:"
+        f" {len(problems)} problem(s)"
+    )
+    stamp = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
+    rows = [line.result.model_copy(update=stamp).model_dump(mode="json") for line in lines]
+    write_files(out, {RESULTS_FILE: jsonl_text(rows)}, "cannot import results", [])
+    release = dataset.release
+    return ResultsImport(
+        source=str(source),
+        out=str(target),
+        results=len(rows),
+        dataset_sha256=dataset.sha256,
+        rubric_version=dataset.rubric.version,
+        release_id=release.release_id if release else None,
+        migration_note=migration_note(lines),
+    )
+
+
+def _check_lines(lines: list[Any], dataset: Any, loc: str) -> Problems:
+    """Every result checked against the gold; results naming another gold refused."""
+    from ..align import check_lineage
+
     by_id = {r.case_id: r for r in dataset.records}
-    problems: list[Problem] = []
+    problems = Problems()
     seen: dict[tuple[str, int, int], int] = {}
     lineages: dict[tuple[str | None, str | None], int] = {}
     for line in lines:
         r = line.result
         where = f"{loc}:{line.line}"
-        lineages[(r.dataset_sha256, r.rubric_version)] = (
-            lineages.get((r.dataset_sha256, r.rubric_version), 0) + 1
-        )
-        gold_case = by_id.get(r.case_id)
-        mismatch = check_against_gold(r, gold_case, dataset, where, _IMPORT_FIXES)
+        lineage = (r.dataset_sha256, r.rubric_version)
+        lineages[lineage] = lineages.get(lineage, 0) + 1
+        mismatch = check_against_gold(r, by_id.get(r.case_id), dataset, where, _IMPORT_FIXES)
+        key = (r.case_id, r.repeat, r.attempt)
         if mismatch is not None:
             problems.append(mismatch)
-            continue
-        key = (r.case_id, r.repeat, r.attempt)
-        if key in seen:
-            problems.append(
-                Problem(
-                    location=where,
-                    case_id=r.case_id,
-                    code="duplicate_result",
-                    message=(
-                        f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
-                        f" {seen[key]})"
-                    ),
-                    fix="keep one result per case, repeat and attempt",
-                )
+        elif key in seen:
+            problems.add(
+                where,
+                "duplicate_result",
+                f"second result for repeat {r.repeat}, attempt {r.attempt} (first on line"
+                f" {seen[key]})",
+                "keep one result per case, repeat and attempt",
+                case_id=r.case_id,
             )
-            continue
-        seen[key] = line.line
+        else:
+            seen[key] = line.line
     carried = {key: n for key, n in lineages.items() if key != (None, None)}
     if carried:
         # Results that already name a gold may only be declared against that same gold.
@@ -171,40 +159,5 @@ def _import_contract(
             "these results name the gold they were produced against; import or align them against"
             " that gold, or re-run the judge on this one"
         )
-        problems = [*(p.model_copy(update={"fix": fix}) for p in lineage_problems), *problems]
-    if problems:
-        raise WorkbenchError(
-            f"{source}: refusing to declare these results as produced against {gold}:"
-            f" {len(problems)} problem(s)",
-            problems,
-        )
-    release = dataset.release
-    stamp = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
-    rows = []
-    for line in lines:
-        row = line.result.model_copy(update=stamp).model_dump(mode="json")
-        rows.append(row)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        write_jsonl(target, rows)
-    except OSError as exc:
-        raise WorkbenchError(
-            "cannot import results",
-            [
-                Problem(
-                    location=str(exc.filename or out),
-                    code="out_unwritable",
-                    message=f"writing failed ({exc.strerror or exc})",
-                    fix="point --out at a writable directory with free space",
-                )
-            ],
-        ) from None
-    return ResultsImport(
-        source=str(source),
-        out=str(target),
-        results=len(rows),
-        dataset_sha256=dataset.sha256,
-        rubric_version=dataset.rubric.version,
-        release_id=release.release_id if release else None,
-        migration_note=migration_note(lines),
-    )
+        problems[:0] = [p.model_copy(update={"fix": fix}) for p in lineage_problems]
+    return problems

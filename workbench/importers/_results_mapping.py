@@ -9,16 +9,18 @@ or prompt. The format is documented in ``docs/formats.md#results-mapping``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 
 from .._io import read_bounded, sha256_text
-from .._load import error_field, load_yaml, validation_problems
+from .._load import Problems, error_field, load_yaml, validation_problems
 from .._record import Record as _Model
-from ..errors import Problem, WorkbenchError
+from ..errors import WorkbenchError
 from ._results_source import as_text
+from ._table_reader import number_as_text
 
 RESULTS_MAPPING_SCHEMA_VERSION = 1
 """Version of the results mapping format."""
@@ -39,11 +41,6 @@ COLUMN_FIELDS: tuple[str, ...] = (
 
 FIX_MAPPING = "correct the mapping; see docs/formats.md#results-mapping"
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
-
-
-def _number_to_text(value: Any) -> Any:
-    # YAML reads `version: 1` as an int; a version is a name.
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
 class JudgeDeclaration(_Model):
@@ -67,7 +64,7 @@ class JudgeDeclaration(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
     """Generation parameters the judge ran with (temperature, seed ...); part of the identity."""
 
-    _text = field_validator("name", "version", mode="before")(_number_to_text)
+    _text = field_validator("name", "version", mode="before")(number_as_text)
 
 
 class ScoreThreshold(_Model):
@@ -127,7 +124,7 @@ class ResultsMapping(_Model):
     def _keys_as_text(cls, value: Any) -> Any:
         # YAML reads {0: fail, 1: pass} with int keys, {true: pass} with bool keys.
         if isinstance(value, dict):
-            return {as_text(k): _number_to_text(v) for k, v in value.items()}
+            return {as_text(k): number_as_text(v) for k, v in value.items()}
         return value
 
 
@@ -190,6 +187,10 @@ def _error_fix(e: Any) -> str:
     return FIX_MAPPING
 
 
+Add = Callable[..., None]
+"""``add(field, code, message, fix=FIX_MAPPING)``: record a problem at a mapping field."""
+
+
 def check_mapping(
     raw: dict[str, Any],
     *,
@@ -202,14 +203,13 @@ def check_mapping(
 ) -> tuple[ResultsMapping, str | None]:
     """Validate ``raw`` against the table's ``columns`` and the rubric; raise with every problem.
 
-    Returns the mapping and the prompt's sha256 (None when only described).
+    Returns the mapping and the prompt's sha256 (None when only described). The checks beyond
+    the model's own read the raw values, so they are listed even when other keys are wrong.
     """
-    problems: list[Problem] = []
+    problems = Problems()
 
     def add(field: str, code: str, message: str, fix: str = FIX_MAPPING) -> None:
-        problems.append(
-            Problem(location=_loc(location, field), code=code, message=message, fix=fix)
-        )
+        problems.add(_loc(location, field), code, message, fix)
 
     mapping: ResultsMapping | None = None
     try:
@@ -223,16 +223,29 @@ def check_mapping(
             message=_error_message,
             fix=_error_fix,
         )
+    _check_columns(raw, columns, add)
+    _check_prediction(raw, add)
+    _check_labels(raw, rubric_labels, add)
+    threshold = raw.get("threshold")
+    if isinstance(threshold, dict):
+        _check_threshold(threshold, rubric_labels, rubric_pass, rubric_fail, add)
+    judge = raw.get("judge")
+    prompt_sha = _check_judge(judge, base_dir, add) if isinstance(judge, dict) else None
+    problems.raise_if_any(f"{location}: the results mapping has {len(problems)} problem(s)")
+    assert mapping is not None
+    return mapping, prompt_sha
 
-    def text(key: str, source: dict[str, Any] | None = None) -> str | None:
-        value = (raw if source is None else source).get(key)
-        return value if isinstance(value, str) and value else None
 
-    # Columns the table does not have (checked on the raw values, so they are listed even when other
-    # keys are wrong).
+def _text(source: dict[str, Any], key: str) -> str | None:
+    value = source.get(key)
+    return value if isinstance(value, str) and value else None
+
+
+def _check_columns(raw: dict[str, Any], columns: tuple[str, ...], add: Add) -> None:
+    """Every column the mapping names is one the table has."""
     available = ", ".join(columns[:30]) + (" ..." if len(columns) > 30 else "")
     for field in COLUMN_FIELDS:
-        column = text(field)
+        column = _text(raw, field)
         if column is not None and column not in columns:
             add(
                 field,
@@ -240,16 +253,18 @@ def check_mapping(
                 f"{field}: the table has no column {column!r} (columns: {available})",
                 "name a column of the table (names are case-sensitive)",
             )
-    case_id, inp, response = text("case_id"), text("input"), text("response")
-    if case_id is None and not (inp and response):
+
+
+def _check_prediction(raw: dict[str, Any], add: Add) -> None:
+    """A case key, one prediction column, and a threshold exactly when a score makes labels."""
+    if _text(raw, "case_id") is None and not (_text(raw, "input") and _text(raw, "response")):
         add(
             "case_id",
             "mapping_no_key",
             "no case key: give case_id (a column holding the gold case id), or both input and"
             " response (columns holding the exact texts, e.g. Ragas user_input and response)",
         )
-    label, score = text("label"), text("score")
-    threshold = raw.get("threshold")
+    label, score, threshold = _text(raw, "label"), _text(raw, "score"), raw.get("threshold")
     if label is None and score is None:
         add(
             "label",
@@ -279,125 +294,128 @@ def check_mapping(
             "remove label (the threshold makes labels) or threshold (labels come from the label"
             " column; the score is kept)",
         )
+
+
+def _check_labels(raw: dict[str, Any], rubric_labels: list[str], add: Add) -> None:
+    """The label mapping: used, each source value once, onto rubric labels."""
     labels = raw.get("labels")
-    if isinstance(labels, dict) and labels:
-        if label is None:
+    if not isinstance(labels, dict) or not labels:
+        return
+    if _text(raw, "label") is None:
+        add(
+            "labels",
+            "mapping_labels_unused",
+            "a label mapping without a label column",
+            "name the label column (label: COLUMN), or remove labels",
+        )
+    seen: dict[str, Any] = {}
+    for key, target in labels.items():
+        norm = as_text(key)
+        if norm in seen:
             add(
                 "labels",
-                "mapping_labels_unused",
-                "a label mapping without a label column",
-                "name the label column (label: COLUMN), or remove labels",
+                "mapping_duplicate_value",
+                f"source values {seen[norm]!r} and {key!r} are the same value ({norm!r})",
+                "list each source value once",
             )
-        seen: dict[str, Any] = {}
-        for key, target in labels.items():
-            target = _number_to_text(target)
-            norm = as_text(key)
-            if norm in seen:
-                add(
-                    "labels",
-                    "mapping_duplicate_value",
-                    f"source values {seen[norm]!r} and {key!r} are the same value ({norm!r})",
-                    "list each source value once",
-                )
-            seen[norm] = key
-            if isinstance(target, str) and target not in rubric_labels:
-                add(
-                    f"labels.{key}",
-                    "mapping_unknown_label",
-                    f"{key!r} maps to {target!r}, which is not a rubric label"
-                    f" ({', '.join(rubric_labels)})",
-                    "map every source value to one of the rubric's labels",
-                )
-    if isinstance(threshold, dict):
-        for side, default in (("pass_label", rubric_pass), ("fail_label", rubric_fail)):
-            chosen = threshold.get(side, default)
-            if chosen is None:
-                add(
-                    f"threshold.{side}",
-                    "mapping_threshold_label",
-                    f"the rubric declares no {side}, so the threshold needs one",
-                    f"add threshold.{side}: one of {', '.join(rubric_labels)}",
-                )
-            elif isinstance(chosen, str) and chosen not in rubric_labels:
-                add(
-                    f"threshold.{side}",
-                    "mapping_unknown_label",
-                    f"threshold {side} {chosen!r} is not a rubric label"
-                    f" ({', '.join(rubric_labels)})",
-                    "use one of the rubric's labels",
-                )
-        if threshold.get("pass_label", rubric_pass) is not None and threshold.get(
-            "pass_label", rubric_pass
-        ) == threshold.get("fail_label", rubric_fail):
+        seen[norm] = key
+        target = number_as_text(target)
+        if isinstance(target, str) and target not in rubric_labels:
             add(
-                "threshold",
+                f"labels.{key}",
+                "mapping_unknown_label",
+                f"{key!r} maps to {target!r}, which is not a rubric label"
+                f" ({', '.join(rubric_labels)})",
+                "map every source value to one of the rubric's labels",
+            )
+
+
+def _check_threshold(
+    threshold: dict[str, Any],
+    rubric_labels: list[str],
+    rubric_pass: str | None,
+    rubric_fail: str | None,
+    add: Add,
+) -> None:
+    """The threshold's two labels: given or the rubric's, rubric labels, and not the same."""
+    chosen = {
+        "pass_label": threshold.get("pass_label", rubric_pass),
+        "fail_label": threshold.get("fail_label", rubric_fail),
+    }
+    for side, label in chosen.items():
+        if label is None:
+            add(
+                f"threshold.{side}",
                 "mapping_threshold_label",
-                "the threshold's pass and fail labels are the same",
-                "give two different labels",
+                f"the rubric declares no {side}, so the threshold needs one",
+                f"add threshold.{side}: one of {', '.join(rubric_labels)}",
             )
-
-    judge = raw.get("judge")
-    prompt_sha: str | None = None
-    if isinstance(judge, dict):
-        prompt, prompt_file, described = (
-            text("prompt", judge),
-            text("prompt_file", judge),
-            text("prompt_description", judge),
+        elif isinstance(label, str) and label not in rubric_labels:
+            add(
+                f"threshold.{side}",
+                "mapping_unknown_label",
+                f"threshold {side} {label!r} is not a rubric label ({', '.join(rubric_labels)})",
+                "use one of the rubric's labels",
+            )
+    if chosen["pass_label"] is not None and chosen["pass_label"] == chosen["fail_label"]:
+        add(
+            "threshold",
+            "mapping_threshold_label",
+            "the threshold's pass and fail labels are the same",
+            "give two different labels",
         )
-        if prompt and prompt_file:
-            add(
-                "judge.prompt_file",
-                "mapping_prompt_ambiguous",
-                "both prompt and prompt_file",
-                "give the prompt once: inline (prompt) or in a file (prompt_file)",
-            )
-        if not (prompt or prompt_file or described):
-            add(
-                "judge.prompt",
-                "mapping_prompt_missing",
-                "the judge's prompt is not declared",
-                "give judge.prompt (the template), judge.prompt_file (a file holding it) or"
-                " judge.prompt_description (what it asks, when the template is not available)",
-            )
-        if prompt:
-            prompt_sha = sha256_text(prompt)
-        elif prompt_file:
-            path = base_dir / prompt_file
-            try:
-                prompt_sha = sha256_text(
-                    read_bounded(path).decode("utf-8")
-                )  # bounded, like a prompt_file of a spec
-            except (WorkbenchError, UnicodeDecodeError) as exc:
-                first = (
-                    exc.problems[0] if isinstance(exc, WorkbenchError) and exc.problems else None
-                )
-                reason = (
-                    "it does not exist"
-                    if first is not None and first.code == "file_missing"
-                    else (
-                        "it cannot be read"
-                        f" ({first.message if first is not None else type(exc).__name__})"
-                    )
-                )
-                add(
-                    "judge.prompt_file",
-                    "mapping_prompt_file",
-                    f"prompt file {str(path)!r}: {reason}",
-                    "point prompt_file at the template (relative to the mapping file), or use"
-                    " prompt_description",
-                )
-        from .._redact import find_secrets
 
-        for where, what in find_secrets({"judge": judge}):
-            add(
-                where,
-                "mapping_secret",
-                f"looks like a credential ({what})",
-                "never record keys; remove it (keys belong in environment variables)",
-            )
-    if problems:
-        raise WorkbenchError(
-            f"{location}: the results mapping has {len(problems)} problem(s)", problems
+
+def _check_judge(judge: dict[str, Any], base_dir: Path, add: Add) -> str | None:
+    """The judge's prompt, declared once, and no credential; returns the prompt's sha256."""
+    from .._redact import find_secrets
+
+    prompt, prompt_file = _text(judge, "prompt"), _text(judge, "prompt_file")
+    if prompt and prompt_file:
+        add(
+            "judge.prompt_file",
+            "mapping_prompt_ambiguous",
+            "both prompt and prompt_file",
+            "give the prompt once: inline (prompt) or in a file (prompt_file)",
         )
-    assert mapping is not None
-    return mapping, prompt_sha
+    if not (prompt or prompt_file or _text(judge, "prompt_description")):
+        add(
+            "judge.prompt",
+            "mapping_prompt_missing",
+            "the judge's prompt is not declared",
+            "give judge.prompt (the template), judge.prompt_file (a file holding it) or"
+            " judge.prompt_description (what it asks, when the template is not available)",
+        )
+    prompt_sha = sha256_text(prompt) if prompt else None
+    if not prompt and prompt_file:
+        prompt_sha = _prompt_file_sha(base_dir / prompt_file, add)
+    for where, what in find_secrets({"judge": judge}):
+        add(
+            where,
+            "mapping_secret",
+            f"looks like a credential ({what})",
+            "never record keys; remove it (keys belong in environment variables)",
+        )
+    return prompt_sha
+
+
+def _prompt_file_sha(path: Path, add: Add) -> str | None:
+    """The sha256 of a prompt file's text (bounded, like a spec's ``prompt_file``)."""
+    try:
+        return sha256_text(read_bounded(path).decode("utf-8"))
+    except (WorkbenchError, UnicodeDecodeError) as exc:
+        first = exc.problems[0] if isinstance(exc, WorkbenchError) and exc.problems else None
+        if first is not None and first.code == "file_missing":
+            reason = "it does not exist"
+        else:
+            reason = (
+                f"it cannot be read ({first.message if first is not None else type(exc).__name__})"
+            )
+        add(
+            "judge.prompt_file",
+            "mapping_prompt_file",
+            f"prompt file {str(path)!r}: {reason}",
+            "point prompt_file at the template (relative to the mapping file), or use"
+            " prompt_description",
+        )
+        return None

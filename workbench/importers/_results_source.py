@@ -1,10 +1,5 @@
-"""Reading a predictions table for ``workbench import results``: CSV, JSONL, Parquet or a DataFrame.
-
-CSV cells are text exactly as written (an empty cell is empty, nothing else is guessed);
-JSONL keeps JSON types; Parquet files and DataFrames are converted value by value (NaN and
-None are empty cells, numpy scalars become Python numbers). Every row keeps a reference a
-person can find: the line it starts on for CSV and JSONL (the CSV header is line 1), the
-index label for Parquet and DataFrames.
+"""Reading a predictions table for ``workbench import results`` (the reading itself is
+:mod:`._table_reader`'s), and reading its cells.
 
 Ragas: a Ragas ``@experiment`` that returns a ``MetricResult`` object in its row dict gets it
 written to its CSV as ``MetricResult(value=..., reason='...')``; :func:`metric_result` unpacks
@@ -16,17 +11,15 @@ from __future__ import annotations
 import ast
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-from ..errors import Problem, WorkbenchError
-from ._table_reader import FORMATS, TableRead, Words, read_file, read_frame
+from ._registry import refuse
+from ._table_reader import FORMATS, TableRead, Words, canonical, read_file, read_frame
 from ._table_reader import table_format as _table_format
 
 __all__ = [
     "FORMATS",
-    "MAX_LISTED",
     "Table",
     "as_text",
     "is_empty",
@@ -36,8 +29,7 @@ __all__ = [
     "table_from_frame",
 ]
 
-MAX_LISTED = 12
-"""How many row references a message lists before saying how many more there are."""
+Table = TableRead
 
 WORDS = Words(
     subject="predictions",
@@ -50,26 +42,10 @@ WORDS = Words(
         "name the file .csv, .jsonl or .parquet, or set format: csv | jsonl | parquet in the"
         " mapping (--format)"
     ),
-    max_listed=MAX_LISTED,
-    parquet_detail=160,
-    duplicate_title="malformed table",
-    duplicate_message=lambda dupes: (
-        f"the table names column(s) {', '.join(map(repr, dupes))} more than once"
-    ),
-    duplicate_location="DataFrame",
+    listed=12,
     table_cells=False,
 )
 """How ``workbench import results`` names its input."""
-
-
-@dataclass(frozen=True)
-class Table(TableRead):
-    """A predictions table read into memory."""
-
-    name: str = ""
-    """How summaries name the source: the file name, or ``DataFrame``."""
-
-    MAX_LISTED: ClassVar[int] = MAX_LISTED
 
 
 def table_format(path: Path, declared: str | None) -> str:
@@ -79,26 +55,22 @@ def table_format(path: Path, declared: str | None) -> str:
 
 def read_table(path: Path, fmt: str) -> Table:
     """Read a predictions file; raise :class:`WorkbenchError` listing every problem."""
-    return Table(*read_file(path, fmt, WORDS), name=path.name)
+    return read_file(path, fmt, WORDS, path.name)
 
 
 def table_from_frame(frame: Any) -> Table:
-    """A :class:`Table` over a pandas DataFrame (rows referenced by their index label)."""
+    """A table over a pandas DataFrame (rows referenced by their index label)."""
     import pandas as pd
 
     if not isinstance(frame, pd.DataFrame):
-        raise WorkbenchError(
+        refuse(
             "not a DataFrame",
-            [
-                Problem(
-                    location="DataFrame",
-                    code="source_not_dataframe",
-                    message=f"expected a pandas DataFrame, got {type(frame).__name__}",
-                    fix="pass a DataFrame (e.g. EvaluationResult.to_pandas())",
-                )
-            ],
+            "DataFrame",
+            "source_not_dataframe",
+            f"expected a pandas DataFrame, got {type(frame).__name__}",
+            "pass a DataFrame (e.g. EvaluationResult.to_pandas())",
         )
-    return Table(*read_frame(frame, WORDS), name="DataFrame")
+    return read_frame(frame, WORDS, "DataFrame")
 
 
 def is_empty(value: Any) -> bool:
@@ -113,21 +85,11 @@ def is_empty(value: Any) -> bool:
 
 
 def as_text(value: Any) -> str:
-    """A cell as the text a mapping compares: ``1``, ``1.0``, ``"1"`` and ``"1.00"`` are all ``1``
-    (``"0.50"`` and ``0.5`` are ``0.5``); booleans are ``true``/``false``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    text = str(value).strip()
-    if text.lower() in ("true", "false"):
-        return text.lower()
-    if re.fullmatch(r"[+-]?\d+", text):
-        return str(int(text))
-    if re.fullmatch(r"[+-]?\d+\.\d*", text):
-        return as_text(float(text))
+    """A cell as the text a mapping compares: :func:`canonical`, numbers written as text too
+    (``1``, ``1.0``, ``"1"`` and ``"1.00"`` are all ``1``; ``"0.50"`` and ``0.5`` are ``0.5``)."""
+    text = canonical(value)
+    if isinstance(value, str) and re.fullmatch(r"[+-]?\d+(\.\d*)?", text):
+        return canonical(float(text)) if "." in text else str(int(text))
     return text
 
 

@@ -25,7 +25,6 @@ Re-importing the same input writes the same bytes.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -35,7 +34,6 @@ from typing import Any
 import yaml
 
 from .._io import (
-    atomic_write_text,
     max_document_bytes,
     read_bounded,
     sha256_json,
@@ -45,7 +43,8 @@ from .._load import Problems, peek_yaml
 from ..errors import Problem, WorkbenchError
 from ..gold import PARTITIONS, GoldCase, GoldDataset, load_dataset
 from ..results import JudgeIdentity, JudgeResult
-from ._results_mapping import ResultsMapping, check_mapping, load_mapping_file
+from ._registry import RESULTS_FILE, check_out_dir, jsonl_text, refuse, write_files
+from ._results_mapping import ResultsMapping, check_mapping, load_mapping_file, merge_options
 from ._results_source import (
     Table,
     as_text,
@@ -55,8 +54,8 @@ from ._results_source import (
     table_format,
     table_from_frame,
 )
+from ._table_reader import RowIssues
 
-RESULTS_FILE = "results.jsonl"
 MAX_PROBLEMS = 200
 """Problems listed before the rest are summarised in one line."""
 
@@ -161,18 +160,8 @@ class ImportedResults:
         """The results as a pandas DataFrame (one row per result)."""
         import pandas as pd
 
-        return pd.DataFrame(
-            [
-                {
-                    "case_id": r.case_id,
-                    "partition": r.partition,
-                    "value": r.value,
-                    "score": r.score,
-                    "reason": r.reason,
-                }
-                for r in self.results
-            ]
-        )
+        columns = ("case_id", "partition", "value", "score", "reason")
+        return pd.DataFrame([{c: getattr(r, c) for c in columns} for r in self.results])
 
     def rows(self) -> list[dict[str, Any]]:
         return [r.model_dump(mode="json") for r in self.results]
@@ -181,78 +170,42 @@ class ImportedResults:
         """Write ``out/results.jsonl`` and ``out/<name>@<version>.yaml``; refuse to overwrite
         different files unless ``force``."""
         out = Path(out)
-        if out.exists() and not out.is_dir():
-            raise WorkbenchError(
-                "cannot import results",
-                [
-                    Problem(
-                        location=str(out),
-                        code="out_not_directory",
-                        message="--out names a file, not a directory",
-                        fix="point --out at a new or empty directory",
-                    )
-                ],
-            )
-        target = out / RESULTS_FILE
+        check_out_dir(out, "cannot import results")
         spec_path = out / f"{self.label}.yaml"
-        results_text = "".join(
-            json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n" for row in self.rows()
-        )
-        spec_text = (
-            f"# Written by `workbench import results` from {self.source} (sha256"
-            f" {self.source_sha256[:12]}).\n# It replays {RESULTS_FILE} beside it; results and spec"
-            " belong together.\n"
-            + yaml.safe_dump(self.spec_data, sort_keys=False, allow_unicode=True)
-        )
-        problems: list[Problem] = []
-        for path, text in ((target, results_text), (spec_path, spec_text)):
-            if path.exists() and not force and _read_bytes(path) != text.encode("utf-8"):
-                problems.append(
-                    Problem(
-                        location=str(path),
-                        code="out_not_empty",
-                        message=f"{path.name} already exists with different content",
-                        fix=(
-                            "choose a new directory (a changed judge is a new version), or pass"
-                            " --force to replace it"
-                        ),
-                    )
+        texts = {
+            RESULTS_FILE: jsonl_text(self.rows()),
+            spec_path.name: (
+                f"# Written by `workbench import results` from {self.source} (sha256"
+                f" {self.source_sha256[:12]}).\n# It replays {RESULTS_FILE} beside it; results and"
+                " spec belong together.\n"
+                + yaml.safe_dump(self.spec_data, sort_keys=False, allow_unicode=True)
+            ),
+        }
+        problems = Problems()
+        for name, text in texts.items():
+            if (out / name).exists() and not force and _read_bytes(out / name) != text.encode():
+                problems.add(
+                    str(out / name),
+                    "out_not_empty",
+                    f"{name} already exists with different content",
+                    "choose a new directory (a changed judge is a new version), or pass --force to"
+                    " replace it",
                 )
         for other in sorted(out.glob("*.yaml")) if out.is_dir() else []:
-            if other.name != spec_path.name and _replays(other, target):
-                problems.append(
-                    Problem(
-                        location=str(other),
-                        code="out_other_candidate",
-                        message=(
-                            f"candidate {other.name} in --out replays {RESULTS_FILE} too; replacing"
-                            " the file would change what it replays"
-                        ),
-                        fix="import into a new directory (one judge per directory)",
-                    )
+            if other.name != spec_path.name and _replays(other, out / RESULTS_FILE):
+                problems.add(
+                    str(other),
+                    "out_other_candidate",
+                    f"candidate {other.name} in --out replays {RESULTS_FILE} too; replacing the"
+                    " file would change what it replays",
+                    "import into a new directory (one judge per directory)",
                 )
-        if problems:
-            raise WorkbenchError("refusing to overwrite imported results", problems)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            atomic_write_text(target, results_text)
-            atomic_write_text(spec_path, spec_text)
-        except OSError as exc:
-            raise WorkbenchError(
-                "cannot import results",
-                [
-                    Problem(
-                        location=str(exc.filename or out),
-                        code="out_unwritable",
-                        message=f"writing failed ({exc.strerror or exc})",
-                        fix="point --out at a writable directory with free space",
-                    )
-                ],
-            ) from None
+        problems.raise_if_any("refusing to overwrite imported results")
+        write_files(out, texts, "cannot import results", [])
         _check_candidate(spec_path, self.fingerprint)
         return ResultsImport(
             source=self.source,
-            out=str(target),
+            out=str(out / RESULTS_FILE),
             results=len(self.results),
             dataset_sha256=self.dataset_sha256,
             rubric_version=self.rubric_version,
@@ -288,21 +241,14 @@ def _check_candidate(spec_path: Path, fingerprint: str) -> None:
     """The written candidate loads, and replays exactly the judge the results name."""
     from ..judges import load_candidate
 
-    judge = load_candidate(spec_path)
-    source = judge.identity.params.get("source_fingerprint")
+    source = load_candidate(spec_path).identity.params.get("source_fingerprint")
     if source != fingerprint:  # pragma: no cover - a defect, never user input
-        raise WorkbenchError(
+        refuse(
             "import defect",
-            [
-                Problem(
-                    location=str(spec_path),
-                    code="import_defect",
-                    message=(
-                        f"the candidate replays judge {source} but the results name {fingerprint}"
-                    ),
-                    fix="please report this defect",
-                )
-            ],
+            str(spec_path),
+            "import_defect",
+            f"the candidate replays judge {source} but the results name {fingerprint}",
+            "please report this defect",
         )
 
 
@@ -314,16 +260,16 @@ def _dataset(gold: str | Path | GoldDataset) -> GoldDataset:
 
 
 def _raw_mapping(
-    mapping: str | Path | dict[str, Any] | ResultsMapping | None, base_dir: Path | None
+    mapping: str | Path | dict[str, Any] | ResultsMapping | None, base_dir: str | Path | None
 ) -> tuple[dict[str, Any], Path, str]:
-    if mapping is None:
-        return {}, base_dir or Path.cwd(), "mapping"
-    if isinstance(mapping, ResultsMapping):
-        return mapping.model_dump(mode="json", exclude_none=True), base_dir or Path.cwd(), "mapping"
-    if isinstance(mapping, dict):
-        return dict(mapping), base_dir or Path.cwd(), "mapping"
+    """The raw mapping, the directory its relative paths start from, and how problems name it."""
+    here = Path(base_dir) if base_dir else None
+    if mapping is None or isinstance(mapping, dict | ResultsMapping):
+        if isinstance(mapping, ResultsMapping):
+            mapping = mapping.model_dump(mode="json", exclude_none=True)
+        return dict(mapping or {}), here or Path.cwd(), "mapping"
     raw, directory = load_mapping_file(mapping)
-    return raw, base_dir or directory, str(mapping)
+    return raw, here or directory, str(mapping)
 
 
 def results_from_table(
@@ -340,18 +286,11 @@ def results_from_table(
     flags) are laid over it. Relative ``prompt_file`` paths resolve against the mapping file's
     directory (or ``base_dir``). Raises :class:`WorkbenchError` listing every problem.
     """
-    from ._results_mapping import merge_options
-
     dataset = _dataset(gold)
-    raw, directory, where = _raw_mapping(mapping, Path(base_dir) if base_dir else None)
+    raw, directory, where = _raw_mapping(mapping, base_dir)
     raw = merge_options(raw, options or {})
-    source = Path(source)
-    declared = (
-        raw.get("format")
-        if isinstance(raw.get("format"), str) and raw.get("format") in ("csv", "jsonl", "parquet")
-        else None
-    )
-    table = read_table(source, table_format(source, declared))
+    declared = raw.get("format") if raw.get("format") in ("csv", "jsonl", "parquet") else None
+    table = read_table(Path(source), table_format(Path(source), declared))
     return _build(table, raw, dataset, location=where, base_dir=directory)
 
 
@@ -368,7 +307,7 @@ def results_from_dataframe(
     results and their ``imported`` candidate with ``.write(out)``.
     """
     dataset = _dataset(gold)
-    raw, directory, where = _raw_mapping(mapping, Path(base_dir) if base_dir else None)
+    raw, directory, where = _raw_mapping(mapping, base_dir)
     return _build(table_from_frame(frame), raw, dataset, location=where, base_dir=directory)
 
 
@@ -387,7 +326,7 @@ def results_from_ragas(
     sample (NaN) leaves that case missing.
     """
     frame = result.to_pandas() if hasattr(result, "to_pandas") else result
-    raw, directory, where = _raw_mapping(mapping, Path(base_dir) if base_dir else None)
+    raw, directory, _ = _raw_mapping(mapping, base_dir)
     if not raw.get("case_id") and not raw.get("input") and not raw.get("response"):
         columns = {str(c) for c in getattr(frame, "columns", [])}
         if {"user_input", "response"} <= columns:
@@ -395,57 +334,21 @@ def results_from_ragas(
     return results_from_dataframe(frame, raw, gold=gold, base_dir=directory)
 
 
-class _Issues:
-    """Problems grouped by what they are, each listing the rows it was found in."""
-
-    def __init__(self, table: Table) -> None:
-        self.table = table
-        self.problems = Problems()
-        self.grouped: dict[tuple[str, str, str | None], list[int]] = defaultdict(list)
-        self.texts: dict[tuple[str, str, str | None], tuple[str, str]] = {}
-
-    def row(self, i: int, code: str, message: str, fix: str, case_id: str | None = None) -> None:
-        self.problems.add(self.table.where(i), code, message, fix, case_id=case_id)
-
-    def group(
-        self, i: int, code: str, key: str, message: str, fix: str, case_id: str | None = None
-    ) -> None:
-        """One problem per (code, key), listing every row; ``{rows}`` and ``{n}`` in ``message``
-        name them."""
-        self.grouped[(code, key, case_id)].append(i)
-        self.texts[(code, key, case_id)] = (message, fix)
-
-    def raise_if_any(self, summary: str) -> None:
-        out = list(self.problems)
-        for (code, _key, case_id), rows in self.grouped.items():
-            message, fix = self.texts[(code, _key, case_id)]
-            text = message.replace("{rows}", self.table.describe(rows)).replace(
-                "{n}", str(len(rows))
-            )
-            out.append(
-                Problem(
-                    location=self.table.where(rows[0]),
-                    case_id=case_id,
-                    code=code,
-                    message=text,
-                    fix=fix,
-                )
-            )
-        if not out:
-            return
-        out.sort(key=lambda p: (p.code, p.location))
-        if len(out) > MAX_PROBLEMS:
-            rest = len(out) - MAX_PROBLEMS
-            out = [
-                *out[:MAX_PROBLEMS],
-                Problem(
-                    location=self.table.location,
-                    code="more_problems",
-                    message=f"{rest} more problem(s) not listed",
-                    fix="fix the ones above and import again",
-                ),
-            ]
-        raise WorkbenchError(f"{self.table.location}: {summary}: {len(out)} problem(s)", out)
+def _raise(issues: RowIssues, summary: str) -> None:
+    """Every problem, ordered by code and place, at most :data:`MAX_PROBLEMS` of them."""
+    out = sorted(issues.problems(), key=lambda p: (p.code, p.location))
+    if not out:
+        return
+    location = issues.table.location
+    if len(out) > MAX_PROBLEMS:
+        rest = Problem(
+            location=location,
+            code="more_problems",
+            message=f"{len(out) - MAX_PROBLEMS} more problem(s) not listed",
+            fix="fix the ones above and import again",
+        )
+        out = [*out[:MAX_PROBLEMS], rest]
+    raise WorkbenchError(f"{location}: {summary}: {len(out)} problem(s)", out)
 
 
 def _key_text(value: Any) -> str:
@@ -456,40 +359,31 @@ def _key_text(value: Any) -> str:
 
 def _number(value: Any, *, integer: bool) -> float | int | None:
     """A non-negative finite number (an int when ``integer``), or None when it is not one."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        number = float(value)
-    else:
-        try:
-            number = float(str(value).strip())
-        except ValueError:
-            return None
-    if not math.isfinite(number) or number < 0:
+    number = _float(value)
+    if number is None or not math.isfinite(number) or number < 0:
         return None
     if integer:
         return int(number) if number.is_integer() else None
     return number
 
 
-def _score(value: Any) -> float | str:
-    """A finite score, ``"empty"`` for NaN, or ``"invalid"``."""
+def _float(value: Any) -> float | None:
+    """A number cell as a float (None when it is not a number; ``True`` is not one)."""
     if isinstance(value, bool):
-        return "invalid"
+        return None
     try:
-        number = float(value) if isinstance(value, int | float) else float(str(value).strip())
+        return float(value) if isinstance(value, int | float) else float(str(value).strip())
     except ValueError:
-        return "invalid"
-    if math.isnan(number):
-        return "empty"
-    return number if math.isfinite(number) else "invalid"
+        return None
+
+
+_BAD = object()
+"""A cell that is not what its column holds (reported; the row gets no result)."""
 
 
 def _build(
     table: Table, raw: dict[str, Any], dataset: GoldDataset, *, location: str, base_dir: Path
 ) -> ImportedResults:
-    from ..judges._spec import CandidateSpec, Threshold
-
     rubric = dataset.rubric
     mapping, prompt_sha = check_mapping(
         raw,
@@ -500,17 +394,74 @@ def _build(
         rubric_pass=rubric.pass_label,
         rubric_fail=rubric.fail_label,
     )
-    threshold: Threshold | None = None
-    if mapping.threshold is not None:
-        t = mapping.threshold
-        threshold = Threshold(
-            value=t.value,
-            pass_if=t.pass_if,
-            pass_label=t.pass_label or rubric.pass_label or "",
-            fail_label=t.fail_label or rubric.fail_label or "",
+    threshold = _threshold(mapping, dataset)
+    identity = _identity(mapping, prompt_sha, threshold)
+    fingerprint = identity.fingerprint()
+    run = {"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256}
+    values, empty = _read_rows(table, mapping, dataset, threshold)
+    results = [
+        JudgeResult(
+            case_id=case.case_id,
+            response_hash=case.response_hash,
+            judge=identity,
+            judge_fingerprint=fingerprint,
+            run_id="import-" + sha256_json(run)[:16],
+            partition=case.partition.value,
+            attempt=1,
+            repeat=0,
+            dataset_sha256=dataset.sha256,
+            rubric_version=rubric.version,
+            **verdict,
         )
+        for case, verdict in values
+    ]
+    if not results:
+        refuse(
+            f"{table.location}: nothing to import",
+            table.location,
+            "no_predictions",
+            f"none of the {len(table.rows)} row(s) has a prediction in column"
+            f" {(mapping.label or mapping.score)!r}",
+            "check the prediction column named in the mapping; empty cells are missing predictions",
+        )
+    judged = {r.case_id for r in results}
+    release = dataset.release
+    return ImportedResults(
+        results=tuple(results),
+        identity=identity,
+        fingerprint=fingerprint,
+        spec_data=_spec_data(mapping, table, threshold, fingerprint, list(rubric.labels)),
+        source=table.name,
+        source_sha256=table.sha256,
+        dataset_sha256=dataset.sha256,
+        rubric_version=rubric.version,
+        release_id=release.release_id if release else None,
+        cases=len(dataset.cases),
+        empty_rows=tuple((case_id, str(table.refs[i])) for case_id, i in empty),
+        missing_case_ids=tuple(case_id for case_id in dataset.cases if case_id not in judged),
+        partitions=_partitions(dataset, judged),
+    )
+
+
+def _threshold(mapping: ResultsMapping, dataset: GoldDataset) -> Any:
+    """The mapping's threshold with the rubric's labels filled in (None without one)."""
+    from ..judges._spec import Threshold
+
+    t = mapping.threshold
+    if t is None:
+        return None
+    return Threshold(
+        value=t.value,
+        pass_if=t.pass_if,
+        pass_label=t.pass_label or dataset.rubric.pass_label or "",
+        fail_label=t.fail_label or dataset.rubric.fail_label or "",
+    )
+
+
+def _identity(mapping: ResultsMapping, prompt_sha: str | None, threshold: Any) -> JudgeIdentity:
+    """The declared judge and its verdict rules: every result's judge."""
     judge = mapping.judge
-    identity = JudgeIdentity(
+    return JudgeIdentity(
         name=judge.name,
         version=judge.version,
         kind="imported",
@@ -525,149 +476,98 @@ def _build(
             "threshold": threshold.model_dump(mode="json") if threshold is not None else None,
         },
     )
-    fingerprint = identity.fingerprint()
-    run_id = (
-        "import-"
-        + sha256_json({"source": table.sha256, "judge": fingerprint, "dataset": dataset.sha256})[
-            :16
-        ]
-    )
 
-    issues = _Issues(table)
-    active = dataset.cases
+
+def _read_rows(
+    table: Table, mapping: ResultsMapping, dataset: GoldDataset, threshold: Any
+) -> tuple[list[tuple[GoldCase, dict[str, Any]]], list[tuple[str, int]]]:
+    """Each predicting row's gold case and verdict fields, in gold order, and the rows whose
+    prediction is empty; raise listing every problem."""
+    issues = RowIssues(table)
     by_text: dict[tuple[str, str], list[GoldCase]] = defaultdict(list)
     if mapping.case_id is None:
-        for known in active.values():
+        for known in dataset.cases.values():
             by_text[(known.input, known.response_hash)].append(known)
-    labels = set(rubric.labels)
     found: dict[str, list[int]] = defaultdict(list)
-    values: dict[int, dict[str, Any]] = {}
+    values: dict[int, tuple[GoldCase, dict[str, Any]]] = {}
     empty: list[tuple[str, int]] = []
-    fix_source = (
-        "import the predictions against the gold they were produced on (same case ids, inputs and"
-        " responses)"
-    )
+    labels = set(dataset.rubric.labels)
     for i, row in enumerate(table.rows):
-        case = _find_case(i, row, mapping, dataset, by_text, issues, fix_source)
+        case = _find_case(i, row, mapping, dataset, by_text, issues)
         if case is None:
             continue
         found[case.case_id].append(i)
-        verdict = _verdict(i, row, mapping, threshold, labels, issues, case.case_id)
-        if verdict is None:
-            continue
-        if isinstance(verdict, str):  # "empty"
+        verdict = _verdict(i, row, mapping, threshold, labels, issues)
+        if verdict == "empty":
             empty.append((case.case_id, i))
-            continue
-        values[i] = {"case": case, **verdict}
-    for case_id, rows in found.items():
-        if len(rows) > 1:
-            for i in rows:
-                values.pop(i, None)
-                issues.group(
-                    i,
-                    "duplicate_key",
-                    case_id,
-                    f"{{n}} rows predict case {case_id!r} ({{rows}})",
-                    "keep one prediction per case: a judge that ran twice is two imports (or two"
-                    " versions)",
-                    case_id=case_id,
-                )
-    issues.raise_if_any(f"refusing to import these predictions against {dataset.gold_path}")
-
-    stamp: dict[str, Any] = {"dataset_sha256": dataset.sha256, "rubric_version": rubric.version}
-    order = {case_id: n for n, case_id in enumerate(active)}
-    results = []
-    for i in sorted(values, key=lambda i: order[values[i]["case"].case_id]):
-        v = values[i]
-        chosen: GoldCase = v["case"]
-        results.append(
-            JudgeResult(
-                case_id=chosen.case_id,
-                response_hash=chosen.response_hash,
-                value=v["value"],
-                reason=v["reason"],
-                score=v["score"],
-                judge=identity,
-                judge_fingerprint=fingerprint,
-                run_id=run_id,
-                partition=chosen.partition.value,
-                latency_s=v["latency_s"],
-                tokens_in=v["tokens_in"],
-                tokens_out=v["tokens_out"],
-                cost_usd=v["cost_usd"],
-                attempt=1,
-                repeat=0,
-                **stamp,
+        elif isinstance(verdict, dict):
+            values[i] = (case, verdict)
+    for case_id, rows in ((c, r) for c, r in found.items() if len(r) > 1):
+        for i in rows:
+            values.pop(i, None)
+            issues.add(
+                "duplicate_key",
+                f"{{n}} rows predict case {case_id!r} ({{rows}})",
+                "keep one prediction per case: a judge that ran twice is two imports (or two"
+                " versions)",
+                i,
+                key=case_id,
+                case_id=case_id,
             )
+    _raise(issues, f"refusing to import these predictions against {dataset.gold_path}")
+    order = {case_id: n for n, case_id in enumerate(dataset.cases)}
+    return sorted(values.values(), key=lambda v: order[v[0].case_id]), empty
+
+
+def _partitions(dataset: GoldDataset, judged: set[str]) -> dict[str, tuple[int, int]]:
+    """Per gold partition: (results, active cases)."""
+    counts: dict[str, tuple[int, int]] = {}
+    for case in dataset.cases.values():
+        done, total = counts.get(case.partition.value, (0, 0))
+        counts[case.partition.value] = (done + (case.case_id in judged), total + 1)
+    return {name: counts[name] for name in PARTITIONS if name in counts}
+
+
+def _spec_data(
+    mapping: ResultsMapping, table: Table, threshold: Any, fingerprint: str, labels: list[str]
+) -> dict[str, Any]:
+    """The ``imported`` candidate that replays the results, as written to YAML."""
+    from ..judges._spec import CandidateSpec
+
+    if mapping.label:
+        rule = f"labels from column {mapping.label!r}"
+    else:
+        t = threshold
+        rule = (
+            f"score column {mapping.score!r} {t.pass_if if t else ''} {t.value if t else ''} ->"
+            f" {t.pass_label if t else ''}, else {t.fail_label if t else ''}"
         )
-    if not results:
-        raise WorkbenchError(
-            f"{table.location}: nothing to import",
-            [
-                Problem(
-                    location=table.location,
-                    code="no_predictions",
-                    message=(
-                        f"none of the {len(table.rows)} row(s) has a prediction in column"
-                        f" {(mapping.label or mapping.score)!r}"
-                    ),
-                    fix=(
-                        "check the prediction column named in the mapping; empty cells are missing"
-                        " predictions"
-                    ),
-                )
-            ],
-        )
-    judged = {r.case_id for r in results}
-    missing = tuple(case_id for case_id in active if case_id not in judged)
-    partitions: dict[str, tuple[int, int]] = {}
-    for case in active.values():
-        done, total = partitions.get(case.partition.value, (0, 0))
-        partitions[case.partition.value] = (done + (case.case_id in judged), total + 1)
-    partitions = {name: partitions[name] for name in PARTITIONS if name in partitions}
-    rule = (
-        f"labels from column {mapping.label!r}"
-        if mapping.label
-        else (
-            f"score column {mapping.score!r} {threshold.pass_if if threshold else ''}"
-            f" {threshold.value if threshold else ''} ->"
-            f" {threshold.pass_label if threshold else ''}, else"
-            f" {threshold.fail_label if threshold else ''}"
-        )
-    )
     provenance = (
         f"Predictions imported from {table.name} (sha256 {table.sha256[:12]}) with `workbench"
         f" import results`; {rule}; source judge fingerprint {fingerprint[:12]}."
     )
+    judge = mapping.judge
     spec = CandidateSpec(
         name=judge.name,
         version=judge.version,
         kind="imported",
         description=(judge.description.strip() + " " if judge.description.strip() else "")
         + provenance,
-        labels=list(rubric.labels),
+        labels=labels,
         model=judge.model,
         results=RESULTS_FILE,
         params=judge.params,
     )
-    spec_data = spec.model_dump(mode="json", exclude_defaults=True)
-    spec_data = {"schema_version": spec.schema_version, **spec_data}
-    release = dataset.release
-    return ImportedResults(
-        results=tuple(results),
-        identity=identity,
-        fingerprint=fingerprint,
-        spec_data=spec_data,
-        source=table.name,
-        source_sha256=table.sha256,
-        dataset_sha256=dataset.sha256,
-        rubric_version=rubric.version,
-        release_id=release.release_id if release else None,
-        cases=len(active),
-        empty_rows=tuple((case_id, str(table.refs[i])) for case_id, i in empty),
-        missing_case_ids=missing,
-        partitions=partitions,
-    )
+    return {
+        "schema_version": spec.schema_version,
+        **spec.model_dump(mode="json", exclude_defaults=True),
+    }
+
+
+_FIX_SOURCE = (
+    "import the predictions against the gold they were produced on (same case ids, inputs and"
+    " responses)"
+)
 
 
 def _find_case(
@@ -676,92 +576,35 @@ def _find_case(
     m: ResultsMapping,
     dataset: GoldDataset,
     by_text: dict[tuple[str, str], list[GoldCase]],
-    issues: _Issues,
-    fix: str,
+    issues: RowIssues,
 ) -> GoldCase | None:
+    """The gold case row ``i`` predicts: by its case id, else by its exact texts."""
+    if m.case_id is not None:
+        return _case_by_id(i, row, m, dataset, issues)
     inp = row.get(m.input) if m.input else None
     response = row.get(m.response) if m.response else None
-    if m.case_id is not None:
-        raw_key = row.get(m.case_id)
-        if is_empty(raw_key):
-            issues.group(
-                i,
-                "empty_key",
-                "",
-                f"{{n}} row(s) have no case id in column {m.case_id!r} ({{rows}})",
-                "give every row its gold case id, or drop the row",
-            )
-            return None
-        key = _key_text(raw_key)
-        case = dataset.cases.get(key)
-        if case is None:
-            if key in dataset.superseded_by:
-                issues.group(
-                    i,
-                    "superseded_case",
-                    key,
-                    f"case {key!r} was superseded by {dataset.latest_id(key)!r} ({{rows}})",
-                    "predictions must be for the latest records; re-run the judge on the current"
-                    " gold",
-                    case_id=key,
-                )
-            else:
-                issues.group(
-                    i,
-                    "unknown_case",
-                    key,
-                    f"the gold has no case {key!r} ({{rows}})",
-                    fix,
-                    case_id=key,
-                )
-            return None
-        if m.input and not is_empty(inp) and str(inp) != case.input:
-            issues.row(
-                i,
-                "input_mismatch",
-                f"the row's input (column {m.input!r}) differs from the gold case's input",
-                "the predictions were not produced on this gold (or the text changed on export);"
-                " re-run the judge on it",
-                case_id=key,
-            )
-            return None
-        if (
-            m.response
-            and not is_empty(response)
-            and sha256_text(str(response)) != case.response_hash
-        ):
-            issues.row(
-                i,
-                "response_hash_mismatch",
-                "the judge saw a different response than the reviewers (sha256 of column"
-                f" {m.response!r} differs from the gold response_hash)",
-                "the predictions were not produced on this gold; re-run the judge on it",
-                case_id=key,
-            )
-            return None
-        return case
     if is_empty(inp) or is_empty(response):
-        issues.group(
-            i,
+        issues.add(
             "empty_key",
-            "",
             "{n} row(s) have no input or no response to match a gold case on ({rows})",
             "give every row its input and response (or map a case_id column)",
+            i,
+            key="",
         )
         return None
     matches = by_text.get((str(inp), sha256_text(str(response))), [])
     if not matches:
-        issues.group(
-            i,
+        issues.add(
             "unmatched_row",
-            "",
             "{n} row(s) match no active gold case on the exact input and response ({rows})",
-            fix + "; texts must match exactly, or map a case_id column",
+            _FIX_SOURCE + "; texts must match exactly, or map a case_id column",
+            i,
+            key="",
         )
         return None
     if len(matches) > 1:
         ids = ", ".join(c.case_id for c in matches)
-        issues.row(
+        issues.at(
             i,
             "ambiguous_match",
             f"the row's input and response match {len(matches)} gold cases ({ids})",
@@ -771,94 +614,161 @@ def _find_case(
     return matches[0]
 
 
+def _case_by_id(
+    i: int, row: dict[str, Any], m: ResultsMapping, dataset: GoldDataset, issues: RowIssues
+) -> GoldCase | None:
+    """The gold case named in row ``i``'s case id column, checked against the row's texts."""
+    assert m.case_id is not None
+    if is_empty(row.get(m.case_id)):
+        issues.add(
+            "empty_key",
+            f"{{n}} row(s) have no case id in column {m.case_id!r} ({{rows}})",
+            "give every row its gold case id, or drop the row",
+            i,
+            key="",
+        )
+        return None
+    key = _key_text(row.get(m.case_id))
+    case = dataset.cases.get(key)
+    if case is None and key in dataset.superseded_by:
+        issues.add(
+            "superseded_case",
+            f"case {key!r} was superseded by {dataset.latest_id(key)!r} ({{rows}})",
+            "predictions must be for the latest records; re-run the judge on the current gold",
+            i,
+            key=key,
+            case_id=key,
+        )
+    elif case is None:
+        message = f"the gold has no case {key!r} ({{rows}})"
+        issues.add("unknown_case", message, _FIX_SOURCE, i, key=key, case_id=key)
+    elif m.input and not is_empty(row.get(m.input)) and str(row.get(m.input)) != case.input:
+        issues.at(
+            i,
+            "input_mismatch",
+            f"the row's input (column {m.input!r}) differs from the gold case's input",
+            "the predictions were not produced on this gold (or the text changed on export);"
+            " re-run the judge on it",
+            case_id=key,
+        )
+    elif (
+        m.response
+        and not is_empty(row.get(m.response))
+        and sha256_text(str(row.get(m.response))) != case.response_hash
+    ):
+        issues.at(
+            i,
+            "response_hash_mismatch",
+            "the judge saw a different response than the reviewers (sha256 of column"
+            f" {m.response!r} differs from the gold response_hash)",
+            "the predictions were not produced on this gold; re-run the judge on it",
+            case_id=key,
+        )
+    else:
+        return case
+    return None
+
+
+_NUMBERS: tuple[tuple[str, bool], ...] = (
+    ("latency_s", False),
+    ("tokens_in", True),
+    ("tokens_out", True),
+    ("cost_usd", False),
+)
+"""The usage columns, and whether each holds whole numbers."""
+
+
 def _verdict(
     i: int,
     row: dict[str, Any],
     m: ResultsMapping,
     threshold: Any,
     labels: set[str],
-    issues: _Issues,
-    case_id: str,
+    issues: RowIssues,
 ) -> dict[str, Any] | str | None:
     """The verdict fields of row ``i``, ``"empty"`` when it has no prediction, None after a
     problem."""
-    reason: str | None = None
     label_cell = row.get(m.label) if m.label else None
     score_cell = row.get(m.score) if m.score else None
+    reason: str | None = None
     unpacked = metric_result(label_cell)
     if unpacked is not None:
         label_cell, reason = unpacked
     unpacked = metric_result(score_cell)
     if unpacked is not None:
         score_cell, reason = unpacked[0], reason or unpacked[1]
-    ok = True
-    score: float | None = None
-    if m.score is not None and not is_empty(score_cell):
-        parsed = _score(score_cell)
-        if parsed == "invalid":
-            issues.group(
-                i,
-                "invalid_score",
-                m.score,
-                f"column {m.score!r}: {{n}} value(s) are not finite numbers ({{rows}})",
-                "give scores as numbers; leave the cell empty when the judge produced none",
-            )
-            ok = False
-        elif parsed != "empty":
-            score = float(parsed)
-    value: str | None = None
+    score = _score(i, m, score_cell, issues)
     if m.label is not None:
-        if not is_empty(label_cell):
-            text = as_text(label_cell)
-            target = m.labels.get(text) if m.labels else (text if text in labels else None)
-            if target is None:
-                known = (
-                    "listed in labels"
-                    if m.labels
-                    else "a rubric label (" + ", ".join(sorted(labels)) + ")"
-                )
-                issues.group(
-                    i,
-                    "unmapped_label",
-                    text,
-                    f"column {m.label!r}: value {text!r} is not {known} ({{rows}})",
-                    "map every source value to a rubric label: labels: {"
-                    + f"{text}: <label>"
-                    + "}",
-                )
-                ok = False
-            else:
-                value = target
-    elif score is not None and threshold is not None:
-        value = threshold.label(score)
+        value = _label(i, m, label_cell, labels, issues)
+    else:
+        value = (
+            threshold.label(score) if isinstance(score, float) and threshold is not None else None
+        )
     if m.reason is not None and not is_empty(row.get(m.reason)):
         reason = str(row.get(m.reason))
-    numbers: dict[str, Any] = {}
-    for name, integer in (
-        ("latency_s", False),
-        ("tokens_in", True),
-        ("tokens_out", True),
-        ("cost_usd", False),
-    ):
-        column = getattr(m, name)
-        cell = row.get(column) if column else None
-        if column is None or is_empty(cell):
-            numbers[name] = None
-            continue
-        number = _number(cell, integer=integer)
-        if number is None:
-            what = "non-negative whole numbers" if integer else "non-negative numbers"
-            issues.group(
-                i,
-                "invalid_number",
-                column,
-                f"column {column!r} ({name}): {{n}} value(s) are not {what} ({{rows}})",
-                f"give {name} as {what}, or leave the cell empty",
-            )
-            ok = False
-        numbers[name] = number
-    if not ok:
+    numbers = {
+        name: _usage(i, row, getattr(m, name), name, whole, issues) for name, whole in _NUMBERS
+    }
+    if any(v is _BAD for v in (score, value, *numbers.values())):
         return None
     if value is None:
         return "empty"
     return {"value": value, "reason": reason, "score": score, **numbers}
+
+
+def _score(i: int, m: ResultsMapping, cell: Any, issues: RowIssues) -> Any:
+    """The row's score, None when it has none (NaN included), or :data:`_BAD`."""
+    if m.score is None or is_empty(cell):
+        return None
+    number = _float(cell)
+    if number is not None and math.isnan(number):
+        return None
+    if number is None or not math.isfinite(number):
+        issues.add(
+            "invalid_score",
+            f"column {m.score!r}: {{n}} value(s) are not finite numbers ({{rows}})",
+            "give scores as numbers; leave the cell empty when the judge produced none",
+            i,
+            key=m.score,
+        )
+        return _BAD
+    return number
+
+
+def _label(i: int, m: ResultsMapping, cell: Any, labels: set[str], issues: RowIssues) -> Any:
+    """The rubric label of the row's label cell, None when it is empty, or :data:`_BAD`."""
+    if is_empty(cell):
+        return None
+    text = as_text(cell)
+    target = m.labels.get(text) if m.labels else (text if text in labels else None)
+    if target is not None:
+        return target
+    known = "listed in labels" if m.labels else "a rubric label (" + ", ".join(sorted(labels)) + ")"
+    issues.add(
+        "unmapped_label",
+        f"column {m.label!r}: value {text!r} is not {known} ({{rows}})",
+        "map every source value to a rubric label: labels: {" + f"{text}: <label>" + "}",
+        i,
+        key=text,
+    )
+    return _BAD
+
+
+def _usage(
+    i: int, row: dict[str, Any], column: str | None, name: str, whole: bool, issues: RowIssues
+) -> Any:
+    """A usage figure (latency, tokens, cost) of the row, None when empty, or :data:`_BAD`."""
+    if column is None or is_empty(row.get(column)):
+        return None
+    number = _number(row.get(column), integer=whole)
+    if number is not None:
+        return number
+    what = "non-negative whole numbers" if whole else "non-negative numbers"
+    issues.add(
+        "invalid_number",
+        f"column {column!r} ({name}): {{n}} value(s) are not {what} ({{rows}})",
+        f"give {name} as {what}, or leave the cell empty",
+        i,
+        key=column,
+    )
+    return _BAD

@@ -17,10 +17,9 @@ import csv
 import hashlib
 import io
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
 from .._io import (
     MAX_LINE_BYTES_ENV,
@@ -30,7 +29,9 @@ from .._io import (
     max_document_bytes,
     read_bounded,
 )
+from .._load import Problems
 from ..errors import Problem, WorkbenchError
+from ._registry import refuse
 
 FORMATS: dict[str, str] = {
     ".csv": "csv",
@@ -62,16 +63,8 @@ class Words:
     """The error title of an unknown format."""
     format_fix: str
     """How to name the format."""
-    max_listed: int
+    listed: int
     """How many row references a message lists before saying how many more there are."""
-    parquet_detail: int | None
-    """How many characters of a Parquet reader's error a message quotes (None: all)."""
-    duplicate_title: str
-    """The error title of a DataFrame naming a column twice."""
-    duplicate_message: Callable[[list[str]], str]
-    """Its message, given the duplicated names."""
-    duplicate_location: str | None
-    """Where that problem points (None: the file, or ``DataFrame``)."""
     table_cells: bool
     """Read cells as ``import table`` does: blank strings and non-finite numbers are empty,
     arrays and mappings are converted inside, timestamps are ISO text."""
@@ -79,7 +72,7 @@ class Words:
 
 @dataclass(frozen=True)
 class TableRead:
-    """A table read into memory (each importer's table type extends it)."""
+    """A table read into memory."""
 
     location: str
     """Where problems point: the file path, or ``DataFrame``."""
@@ -93,9 +86,14 @@ class TableRead:
     """Per row: its line (csv, jsonl) or its index label (parquet, dataframe)."""
     sha256: str
     """sha256 of the file's bytes, or of the canonical JSON of a DataFrame's cells."""
-
-    MAX_LISTED: ClassVar[int] = 12
+    label: str
+    """How summaries and the card name the source: the file name, or ``pandas DataFrame``."""
+    listed: int = 12
     """How many row references :meth:`describe` lists."""
+
+    @property
+    def name(self) -> str:
+        return self.label
 
     @property
     def unit(self) -> str:
@@ -108,50 +106,103 @@ class TableRead:
         return f"{self.location} row {self.refs[i]}"
 
     def describe(self, indices: list[int]) -> str:
-        """``lines 3, 5 and 9`` / ``row 7``, listing at most :attr:`MAX_LISTED`."""
+        """``lines 3, 5 and 9`` / ``row 7``, listing at most :attr:`listed`."""
         refs = [str(self.refs[i]) for i in indices]
-        shown = ", ".join(refs[: self.MAX_LISTED])
-        if len(refs) > self.MAX_LISTED:
-            shown += f" and {len(refs) - self.MAX_LISTED} more"
-        return f"{self.unit}{'s' if len(refs) > 1 else ''} {shown}"
+        return f"{self.unit}{'s' if len(refs) > 1 else ''} {_listed(refs, self.listed)}"
 
 
-Parts = tuple[str, str, tuple[str, ...], tuple[dict[str, Any], ...], tuple[Any, ...], str]
-"""``(location, format, columns, rows, refs, sha256)``: the fields of a :class:`TableRead`."""
+class RowIssues:
+    """Problems in a table's rows: one problem per kind, at its first row, naming every row.
+
+    :meth:`add` groups problems with the same code and ``key`` (default: the message and fix).
+    Its message names the rows at ``{rows}`` and counts them at ``{n}``; without ``{rows}``
+    the rows follow it in parentheses. :meth:`at` records a problem of one row, not grouped.
+    """
+
+    def __init__(self, table: TableRead) -> None:
+        self.table = table
+        self.single = Problems()
+        self.grouped: dict[tuple[str, str, str | None], tuple[str, str, list[int]]] = {}
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        fix: str,
+        rows: int | list[int],
+        *,
+        key: str | None = None,
+        case_id: str | None = None,
+    ) -> None:
+        group = (code, f"{message}\x1f{fix}" if key is None else key, case_id)
+        listed = self.grouped.setdefault(group, (message, fix, []))[2]
+        listed.extend(rows if isinstance(rows, list) else [rows])
+
+    def at(self, i: int, code: str, message: str, fix: str, case_id: str | None = None) -> None:
+        self.single.add(self.table.where(i), code, message, fix, case_id=case_id)
+
+    def __bool__(self) -> bool:
+        return bool(self.single or self.grouped)
+
+    def problems(self) -> list[Problem]:
+        out = list(self.single)
+        for (code, _, case_id), (message, fix, rows) in self.grouped.items():
+            rows = sorted(set(rows))
+            listed = self.table.describe(rows)
+            if "{rows}" in message:
+                text = message.replace("{rows}", listed).replace("{n}", str(len(rows)))
+            else:
+                text = f"{message} ({listed})"
+            where = self.table.where(rows[0])
+            out.append(Problem(location=where, code=code, message=text, fix=fix, case_id=case_id))
+        return out
 
 
-def _problem(location: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=location, code=code, message=message, fix=fix)
+def _listed(items: list[str], most: int) -> str:
+    extra = f" and {len(items) - most} more" if len(items) > most else ""
+    return ", ".join(items[:most]) + extra
+
+
+def canonical(value: Any) -> str:
+    """The text a cell or a mapping key compares as: ``1``, ``1.0`` and ``"1"`` are all ``"1"``;
+    ``True`` and ``"true"`` are ``"true"``; text is stripped."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    text = str(value).strip()
+    return text.lower() if text.lower() in ("true", "false") else text
+
+
+def number_as_text(value: Any) -> Any:
+    """A number where a name belongs, as text: YAML reads ``version: 1`` as an int."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
 def table_format(path: Path, declared: str | None, words: Words) -> str:
     """The format of ``path``: the declared one, else from the extension."""
     if declared:
         return declared
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise WorkbenchError(
+    if path.suffix.lower() not in FORMATS:
+        refuse(
             words.format_title,
-            [
-                _problem(
-                    str(path),
-                    "source_format_unknown",
-                    f"cannot tell the format of {path.name!r} from its extension",
-                    words.format_fix,
-                )
-            ],
+            str(path),
+            "source_format_unknown",
+            f"cannot tell the format of {path.name!r} from its extension",
+            words.format_fix,
         )
-    return fmt
+    return FORMATS[path.suffix.lower()]
 
 
-def read_file(path: Path, fmt: str, words: Words) -> Parts:
+def read_file(path: Path, fmt: str, words: Words, label: str) -> TableRead:
     """Read a table file; raise :class:`WorkbenchError` listing every problem."""
     loc = str(path)
     title = f"cannot read the {words.subject}"
     if path.is_dir() or not path.exists():
         what = "is a directory, not a table" if path.is_dir() else "does not exist"
-        problem = _problem(loc, "source_missing", f"{words.file} {what}", FILES_FIX)
-        raise WorkbenchError(title, [problem])
+        refuse(title, loc, "source_missing", f"{words.file} {what}", FILES_FIX)
     try:
         # Bounded: a pipe or /dev/zero is refused; the document limit (256 MiB by default).
         data = read_bounded(
@@ -159,7 +210,6 @@ def read_file(path: Path, fmt: str, words: Words) -> Parts:
         )
     except WorkbenchError as exc:
         raise WorkbenchError(title, list(exc.problems)) from None
-    digest = hashlib.sha256(data).hexdigest()
     if fmt == "csv":
         columns, rows, refs = _read_csv(data, loc, words)
     elif fmt == "jsonl":
@@ -167,18 +217,18 @@ def read_file(path: Path, fmt: str, words: Words) -> Parts:
     else:
         columns, rows, refs = _read_frame(_parquet(data, loc, words), loc, words)
     if not rows:
-        raise WorkbenchError(
+        message = f"{words.table} has no rows"
+        refuse(
             words.empty_title,
-            [
-                _problem(
-                    loc,
-                    "source_empty",
-                    f"{words.table} has no rows",
-                    f"point at a table with {words.rows_fix}",
-                )
-            ],
+            loc,
+            "source_empty",
+            message,
+            f"point at a table with {words.rows_fix}",
         )
-    return loc, fmt, tuple(columns), tuple(rows), tuple(refs), digest
+    sha256 = hashlib.sha256(data).hexdigest()
+    return TableRead(
+        loc, fmt, tuple(columns), tuple(rows), tuple(refs), sha256, label, words.listed
+    )
 
 
 def _parquet(data: bytes, loc: str, words: Words) -> Any:
@@ -187,41 +237,39 @@ def _parquet(data: bytes, loc: str, words: Words) -> Any:
     try:
         return pd.read_parquet(io.BytesIO(data))
     except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
-        detail = str(exc)[: words.parquet_detail] if words.parquet_detail else str(exc)
-        raise WorkbenchError(
+        refuse(
             f"cannot read the {words.subject}",
-            [
-                _problem(
-                    loc,
-                    "source_malformed",
-                    f"not a readable Parquet file ({type(exc).__name__}: {detail})",
-                    "export the table again as Parquet, or as CSV or JSONL",
-                )
-            ],
-        ) from None
+            loc,
+            "source_malformed",
+            f"not a readable Parquet file ({type(exc).__name__}: {str(exc)[:160]})",
+            "export the table again as Parquet, or as CSV or JSONL",
+        )
 
 
-def read_frame(frame: Any, words: Words) -> Parts:
-    """The parts of a table over a pandas DataFrame (rows referenced by their index label)."""
+def read_frame(frame: Any, words: Words, label: str) -> TableRead:
+    """A table over a pandas DataFrame (rows referenced by their index label)."""
     columns, rows, refs = _read_frame(frame, "DataFrame", words)
     if not rows:
-        raise WorkbenchError(
+        message = "the DataFrame has no rows"
+        refuse(
             words.empty_title,
-            [
-                _problem(
-                    "DataFrame",
-                    "source_empty",
-                    "the DataFrame has no rows",
-                    f"pass a table with {words.rows_fix}",
-                )
-            ],
+            "DataFrame",
+            "source_empty",
+            message,
+            f"pass a table with {words.rows_fix}",
         )
-    digest = hashlib.sha256(
-        canonical_json(
-            {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
-        ).encode("utf-8")
-    ).hexdigest()
-    return "DataFrame", "dataframe", tuple(columns), tuple(rows), tuple(refs), digest
+    cells = {"columns": columns, "rows": [[_jsonable(r.get(c)) for c in columns] for r in rows]}
+    sha256 = hashlib.sha256(canonical_json(cells).encode("utf-8")).hexdigest()
+    return TableRead(
+        "DataFrame",
+        "dataframe",
+        tuple(columns),
+        tuple(rows),
+        tuple(refs),
+        sha256,
+        label,
+        words.listed,
+    )
 
 
 def _jsonable(value: Any) -> Any:
@@ -242,139 +290,108 @@ def _read_csv(
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise WorkbenchError(
+        refuse(
             f"unreadable {words.subject}",
-            [
-                _problem(
-                    loc,
-                    "source_encoding",
-                    f"the CSV is not valid UTF-8 (byte {exc.start})",
-                    "save the table as UTF-8 CSV",
-                )
-            ],
-        ) from None
-    reader = csv.reader(io.StringIO(text, newline=""))
-    problems: list[Problem] = []
-    header: list[str] | None = None
+            loc,
+            "source_encoding",
+            f"the CSV is not valid UTF-8 (byte {exc.start})",
+            "save the table as UTF-8 CSV",
+        )
+    problems = Problems()
+    records, error = _csv_records(text, loc)
+    header = [cell.strip() for cell in records[0][1]] if records else []
+    if records:
+        _check_header(header, f"{loc}:{records[0][0]}", problems)
+    problems += [error] if error is not None else []
     rows: list[dict[str, Any]] = []
     refs: list[int] = []
-    ragged: dict[int, list[int]] = {}
+    ragged: dict[int, list[str]] = {}
+    for start, record in records[1:]:
+        if len(record) != len(header):
+            ragged.setdefault(len(record), []).append(str(start))
+            continue
+        rows.append(
+            {name: cell if cell != "" else None for name, cell in zip(header, record, strict=True)}
+        )
+        refs.append(start)
+    for count, lines in sorted(ragged.items()):
+        problems.add(
+            f"{loc}:{lines[0]}",
+            "source_malformed",
+            f"{len(lines)} row(s) have {count} field(s) but the header has {len(header)}"
+            f" (lines {_listed(lines, words.listed)})",
+            "give every row one field per header column (quote fields holding commas or newlines)",
+        )
+    problems.raise_if_any(f"{loc}: malformed CSV ({len(problems)} problem(s))")
+    return header, rows, refs
+
+
+def _csv_records(text: str, loc: str) -> tuple[list[tuple[int, list[str]]], Problem | None]:
+    """The non-blank records with the line each starts on, and the quoting error that ended
+    the reading, if one did."""
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records: list[tuple[int, list[str]]] = []
     previous_end = 0
     try:
         for record in reader:
-            start = previous_end + 1
-            previous_end = reader.line_num
-            if not record or (len(record) <= 1 and not "".join(record).strip()):
-                continue
-            if header is None:
-                header = [cell.strip() for cell in record]
-                seen: set[str] = set()
-                for i, name in enumerate(header):
-                    if not name:
-                        problems.append(
-                            _problem(
-                                f"{loc}:{start}",
-                                "source_header",
-                                f"column {i + 1} of the header has no name",
-                                "name every column in the header row",
-                            )
-                        )
-                    elif name in seen:
-                        problems.append(
-                            _problem(
-                                f"{loc}:{start}",
-                                "source_header",
-                                f"the header names column {name!r} twice",
-                                "give every column a unique name",
-                            )
-                        )
-                    seen.add(name)
-                continue
-            if len(record) != len(header):
-                ragged.setdefault(len(record), []).append(start)
-                continue
-            rows.append(
-                {
-                    name: cell if cell != "" else None
-                    for name, cell in zip(header, record, strict=True)
-                }
-            )
-            refs.append(start)
+            start, previous_end = previous_end + 1, reader.line_num
+            if record and (len(record) > 1 or "".join(record).strip()):
+                records.append((start, record))
     except csv.Error as exc:
-        problems.append(
-            _problem(
-                f"{loc}:{reader.line_num}",
-                "source_malformed",
-                f"malformed CSV ({exc})",
-                "check the quoting of this line",
-            )
+        return records, Problem(
+            location=f"{loc}:{reader.line_num}",
+            code="source_malformed",
+            message=f"malformed CSV ({exc})",
+            fix="check the quoting of this line",
         )
-    for count, lines in sorted(ragged.items()):
-        shown = ", ".join(map(str, lines[: words.max_listed])) + (
-            f" and {len(lines) - words.max_listed} more" if len(lines) > words.max_listed else ""
-        )
-        problems.append(
-            _problem(
-                f"{loc}:{lines[0]}",
-                "source_malformed",
-                f"{len(lines)} row(s) have {count} field(s) but the header has {len(header or [])}"
-                f" (lines {shown})",
-                "give every row one field per header column (quote fields holding commas or"
-                " newlines)",
-            )
-        )
-    if problems:
-        raise WorkbenchError(f"{loc}: malformed CSV ({len(problems)} problem(s))", problems)
-    return list(header or []), rows, refs
+    return records, None
+
+
+def _check_header(header: list[str], where: str, problems: Problems) -> None:
+    seen: set[str] = set()
+    for i, name in enumerate(header):
+        if not name:
+            message = f"column {i + 1} of the header has no name"
+            problems.add(where, "source_header", message, "name every column in the header row")
+        elif name in seen:
+            message = f"the header names column {name!r} twice"
+            problems.add(where, "source_header", message, "give every column a unique name")
+        seen.add(name)
 
 
 def _read_jsonl(
     data: bytes, loc: str, words: Words
 ) -> tuple[list[str], list[dict[str, Any]], list[int]]:
-    problems: list[Problem] = []
+    problems = Problems()
     columns: dict[str, None] = {}
     rows: list[dict[str, Any]] = []
     refs: list[int] = []
+    clean = _empty_to_none if words.table_cells else _same
     for number, raw in enumerate(data.split(b"\n"), start=1):
         if not raw.strip():
             continue
+        where = f"{loc}:{number}"
         try:
-            value = loads_json(
-                raw.decode("utf-8")
-            )  # strict: duplicate keys, NaN/Infinity, too deep refused
+            value = loads_json(raw.decode("utf-8"))  # strict: duplicate keys, NaN/Infinity, depth
         except UnicodeDecodeError as exc:
-            problems.append(
-                _problem(
-                    f"{loc}:{number}",
-                    "source_encoding",
-                    f"the line is not valid UTF-8 (byte {exc.start})",
-                    "save the table as UTF-8",
-                )
-            )
+            message = f"the line is not valid UTF-8 (byte {exc.start})"
+            problems.add(where, "source_encoding", message, "save the table as UTF-8")
             continue
         except JSONRecordError as exc:
             code = (
                 "source_malformed" if exc.code in ("malformed_json", "json_too_deep") else exc.code
             )
-            problems.append(
-                _problem(
-                    f"{loc}:{number}", code, exc.msg, "write one complete JSON object per line"
-                )
-            )
+            problems.add(where, code, exc.msg, "write one complete JSON object per line")
             continue
         if not isinstance(value, dict):
-            problems.append(
-                _problem(
-                    f"{loc}:{number}",
-                    "source_malformed",
-                    f"the line holds a JSON {type(value).__name__}, not an object",
-                    "write one JSON object (column: value) per line",
-                )
+            problems.add(
+                where,
+                "source_malformed",
+                f"the line holds a JSON {type(value).__name__}, not an object",
+                "write one JSON object (column: value) per line",
             )
             continue
-        for key in value:
-            columns.setdefault(str(key), None)
-        clean = _empty_to_none if words.table_cells else _same
+        columns.update(dict.fromkeys(map(str, value)))
         rows.append({str(k): clean(v) for k, v in value.items()})
         refs.append(number)
     if problems:
@@ -401,13 +418,10 @@ def _python(value: Any, table_cells: bool) -> Any:
     :attr:`Words.table_cells`)."""
     if value is None:
         return None
-    if table_cells and hasattr(value, "tolist") and not isinstance(value, str | bytes):
+    numpy = not isinstance(value, str | bytes)
+    if table_cells and numpy and hasattr(value, "tolist"):
         value = value.tolist()  # numpy scalars and arrays
-    elif (
-        hasattr(value, "item")
-        and not isinstance(value, str | bytes)
-        and getattr(value, "ndim", 0) == 0
-    ):
+    elif numpy and hasattr(value, "item") and getattr(value, "ndim", 0) == 0:
         value = value.item()  # numpy scalar
     if table_cells and isinstance(value, list | tuple):
         return [_python(v, table_cells) for v in value]
@@ -417,15 +431,16 @@ def _python(value: Any, table_cells: bool) -> Any:
         not math.isfinite(value) if table_cells else math.isnan(value)
     ):
         return None
-    try:
-        import pandas as pd
+    return _pandas_value(value, table_cells)
 
-        if value is pd.NA or value is pd.NaT:
-            return None
-        if table_cells and isinstance(value, pd.Timestamp):
-            return value.isoformat()
-    except ImportError:  # pragma: no cover - pandas is a dependency
-        pass
+
+def _pandas_value(value: Any, table_cells: bool) -> Any:
+    import pandas as pd
+
+    if value is pd.NA or value is pd.NaT:
+        return None
+    if table_cells and isinstance(value, pd.Timestamp):
+        return value.isoformat()
     if table_cells and isinstance(value, str) and value == "":
         return None
     return value
@@ -437,23 +452,17 @@ def _read_frame(
     columns = [str(c) for c in frame.columns]
     dupes = sorted({c for c in columns if columns.count(c) > 1})
     if dupes:
-        raise WorkbenchError(
-            words.duplicate_title,
-            [
-                _problem(
-                    words.duplicate_location or loc,
-                    "source_header",
-                    words.duplicate_message(dupes),
-                    "give every column a unique name",
-                )
-            ],
+        refuse(
+            f"cannot read the {words.subject}",
+            loc,
+            "source_header",
+            f"the table names column(s) {', '.join(map(repr, dupes))} more than once",
+            "give every column a unique name",
         )
-    rows: list[dict[str, Any]] = []
-    refs: list[Any] = []
     cells = words.table_cells
-    for index, record in zip(frame.index, frame.itertuples(index=False, name=None), strict=True):
-        rows.append(
-            {name: _python(cell, cells) for name, cell in zip(columns, record, strict=True)}
-        )
-        refs.append(_python(index, cells))
-    return columns, rows, refs
+    records = frame.itertuples(index=False, name=None)
+    rows = [
+        {name: _python(cell, cells) for name, cell in zip(columns, record, strict=True)}
+        for record in records
+    ]
+    return columns, rows, [_python(index, cells) for index in frame.index]

@@ -5,24 +5,13 @@ notes``: 80 LLM-generated questions about startups and venture capital, each wit
 answer written to cover the grading notes (``target`` pass) and one derived from it by
 dropping one or two required points (``target`` fail). ``notes`` describes what was dropped.
 
-Decisions, also written into the card:
-
-- Labels come from construction, not from review. Each case has one review and one
-  adjudication, both by ``dataset-construction``, and the rubric asks for one review.
-- ``notes`` names the dropped points, so it gives the label away. It is kept only in the
-  adjudication reason, which no judge reads; it never reaches ``input``, ``response``,
-  ``grading_notes``, ``reference`` or ``contexts``.
-- Partitions are split by question (group = hash of the question text), never by row, so
-  a question's pass and fail answers always share a partition.
-- Each of the 80 topics has exactly one question (two cases), too few for a slice. By
-  default the slice is one of six themes from the reviewed table :data:`TOPIC_THEMES`;
-  ``slice_by="topic"`` keeps the upstream topics as slices instead. The topic is always
-  kept as a tag.
-- ``annotation_df.csv`` (24 rows with ``verdict, reason``) is not imported. It holds the
-  annotated few-shot examples that the upstream benchmark script gives its few-shot judges.
-  Its 12 questions are not among the 80 benchmark questions, and ``verdict`` equals
-  ``target`` on every row. So it is neither judge output for these cases nor an
-  independent review of them.
+The decisions are written into every imported card (``templates/evalsbench.md.j2``): labels
+by construction (one review and one adjudication by ``dataset-construction``); ``notes`` kept
+only in the adjudication reason, since it gives the label away; partitions split by question;
+slices by the six themes of :data:`TOPIC_THEMES` (each topic has one question, too few for a
+slice), or by topic with ``slice_by="topic"``, the topic always a tag. ``annotation_df.csv`` is
+not imported: it holds the upstream few-shot examples for 12 other questions, ``verdict`` equal
+to ``target`` on every row, so it is neither judge output nor an independent review.
 """
 
 from __future__ import annotations
@@ -34,22 +23,23 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Literal
 
-from ..errors import Problem, WorkbenchError
+from .._io import sha256_text
 from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
-from ._registry import (
+from ._public import (
     Findings,
-    ImportSummary,
+    card_version,
+    differs_note,
     partition_for,
     prepare_out,
     read_source,
-    register_importer,
+    render_card,
     stable_id,
     write_dataset,
 )
+from ._registry import ImportSummary, refuse, register_importer
 
 KIND = "evalsbench"
 UPSTREAM = "explodinggradients/EvalsBench@26b3b947"
-LICENCE = "Apache-2.0"
 REFERENCE_SHA256 = "84886f7340df190b90d60777f22c7eedf1d3d29b9d18232e59d055d3e40d0c76"
 """sha256 of ``benchmark_df.csv`` as released at :data:`UPSTREAM`."""
 
@@ -195,120 +185,139 @@ def import_evalsbench(
     """
     source, out = Path(source), Path(out)
     if slice_by not in ("theme", "topic"):
-        raise WorkbenchError(
+        refuse(
             "bad option",
-            [_option_problem(f"slice_by must be 'theme' or 'topic', not {slice_by!r}")],
+            "--slice-by",
+            "bad_option",
+            f"slice_by must be 'theme' or 'topic', not {slice_by!r}",
+            "use --slice-by theme or --slice-by topic",
         )
     data = read_source(source, "EvalsBench CSV", "point at benchmark_df.csv from " + UPSTREAM)
     replaced = prepare_out(out, force=force)
     source_sha256 = hashlib.sha256(data).hexdigest()
     rows = _read_rows(source, data)
-
-    cases: list[GoldCase] = []
-    slices_used: dict[str, set[str]] = defaultdict(set)
-    for line, row in rows:
-        question, topic, target = (
-            row["question"],
-            row["topic"].strip(),
-            row["target"].strip().lower(),
-        )
-        group = stable_id("q", question.strip())
-        slice_name = theme_of(topic) if slice_by == "theme" else topic
-        slices_used[slice_name].add(topic)
-        cases.append(
-            GoldCase(
-                case_id=stable_id(KIND, question.strip(), row["response"]),
-                partition=partition_for(KIND, group),
-                group=group,
-                slice=slice_name,
-                tags=[f"topic:{topic}"],
-                rubric_version=RUBRIC_VERSION,
-                input=question,
-                response=row["response"],
-                response_hash=hashlib.sha256(row["response"].encode("utf-8")).hexdigest(),
-                grading_notes=row["grading_notes"],
-                reviews=[
-                    Review(
-                        reviewer=CONSTRUCTION,
-                        label=target,
-                        rationale=(
-                            "label assigned by how the response was built, not by an independent"
-                            " review"
-                        ),
-                    )
-                ],
-                adjudication=Adjudication(
-                    label=target,
-                    adjudicator=CONSTRUCTION,
-                    reason=_construction_reason(target, row["notes"]),
-                ),
-                metadata={"source": f"{source.name}:{line}", "upstream": UPSTREAM, "topic": topic},
-            )
-        )
-
-    notes = list(replaced)
-    notes += _composition_notes(rows)
+    cases = [_case(source, line, row, slice_by) for line, row in rows]
+    notes = [*replaced, *_composition_notes(rows)]
     notes += _annotation_notes(source, {row["question"].strip() for _, row in rows})
-    others = sorted(slices_used.get(OTHER_THEME, set())) if slice_by == "theme" else []
-    if others:
+    others = sorted({row["topic"].strip() for _, row in rows} - set(TOPIC_THEMES))
+    if others and slice_by == "theme":
         notes.append(
             f"{len(others)} topic(s) are not in the theme table and went to slice 'other': "
             + "; ".join(others[:5])
         )
     if source_sha256 != REFERENCE_SHA256:
-        notes.append(
-            f"the source differs from the reference copy at {UPSTREAM}; the card records its sha256"
-        )
-
-    rubric = _rubric(slice_by, sorted(slices_used))
+        notes.append(differs_note(UPSTREAM))
     return write_dataset(
         kind=KIND,
         source=source,
         source_sha256=source_sha256,
         out=out,
         cases=cases,
-        rubric=rubric,
-        card_front=_card_front(source, source_sha256, slice_by),
-        card_body=_card_body(slice_by),
-        results=None,
+        rubric=_rubric(slice_by, sorted({case.slice for case in cases})),
+        card=render_card(
+            KIND,
+            version=card_version(UPSTREAM, source_sha256, source_sha256 == REFERENCE_SHA256),
+            upstream=UPSTREAM,
+            slice_by=slice_by,
+            provenance={
+                "upstream": UPSTREAM,
+                "file": source.name,
+                "source_sha256": source_sha256,
+                "matches_upstream_copy": source_sha256 == REFERENCE_SHA256,
+                "importer": "workbench.importers.evalsbench",
+                "slice_by": slice_by,
+            },
+        ),
         notes=notes,
     )
 
 
-def _option_problem(message: str) -> Problem:
-    return Problem(
-        location="--slice-by",
-        code="bad_option",
-        message=message,
-        fix="use --slice-by theme or --slice-by topic",
+def _case(source: Path, line: int, row: dict[str, str], slice_by: SliceBy) -> GoldCase:
+    """One row as a gold case, labelled by construction."""
+    question, topic, target = row["question"], row["topic"].strip(), row["target"].strip().lower()
+    group = stable_id("q", question.strip())
+    return GoldCase(
+        case_id=stable_id(KIND, question.strip(), row["response"]),
+        partition=partition_for(KIND, group),
+        group=group,
+        slice=theme_of(topic) if slice_by == "theme" else topic,
+        tags=[f"topic:{topic}"],
+        rubric_version=RUBRIC_VERSION,
+        input=question,
+        response=row["response"],
+        response_hash=sha256_text(row["response"]),
+        grading_notes=row["grading_notes"],
+        reviews=[
+            Review(
+                reviewer=CONSTRUCTION,
+                label=target,
+                rationale=(
+                    "label assigned by how the response was built, not by an independent review"
+                ),
+            )
+        ],
+        adjudication=Adjudication(
+            label=target,
+            adjudicator=CONSTRUCTION,
+            reason=_construction_reason(target, row["notes"]),
+        ),
+        metadata={"source": f"{source.name}:{line}", "upstream": UPSTREAM, "topic": topic},
     )
 
 
 def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
     """Parse and check the CSV; returns ``(line, row)`` pairs or raises with every problem."""
     findings = Findings(source)
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        findings.add(
-            "source_encoding",
-            "",
-            f"the file is not UTF-8 (byte {exc.start})",
-            "save the CSV as UTF-8",
+    header, records = _parse(findings, data)
+    for name in (name for name in COLUMNS if name not in header):
+        message = f"the header has no '{name}' column"
+        findings.add("missing_column", "1", message, f"add the '{name}' column; {_FIX_COLUMNS}")
+    for name, count in Counter(header).items():
+        if count > 1 and name in COLUMNS:
+            message = f"the header names '{name}' more than once"
+            findings.add("duplicate_column", "1", message, "keep one column of each name")
+    findings.raise_if_any("not an EvalsBench benchmark CSV")
+    index = {name: header.index(name) for name in COLUMNS}
+    rows: list[tuple[int, dict[str, str]]] = []
+    seen: dict[tuple[str, str], int] = {}
+    for line, raw in records:
+        if len(raw) != len(header):
+            findings.add(
+                "row_width",
+                str(line),
+                f"a row has {len(raw)} field(s) but the header has {len(header)}",
+                "quote fields that contain commas or newlines; every row needs one value per"
+                " column",
+            )
+            continue
+        row = {name: raw[i] for name, i in index.items()}
+        _check_row(
+            findings,
+            str(line),
+            row,
+            seen.setdefault((row["question"].strip(), row["response"]), line),
         )
-        findings.fail("unreadable EvalsBench CSV")
-    reader = csv.reader(io.StringIO(text, newline=""))
-    records: list[tuple[int, list[str]]] = []
+        rows.append((line, row))
+    if not records:
+        findings.add("source_empty", "", "the file has a header but no rows", _FIX_COLUMNS)
+    findings.raise_if_any("invalid EvalsBench rows")
+    return rows
+
+
+def _parse(findings: Findings, data: bytes) -> tuple[list[str], list[tuple[int, list[str]]]]:
+    """The header and the non-empty records with the line each starts on."""
     try:
-        header: list[str] | None = None
-        previous = 0
+        reader = csv.reader(io.StringIO(data.decode("utf-8-sig"), newline=""))
+    except UnicodeDecodeError as exc:
+        message = f"the file is not UTF-8 (byte {exc.start})"
+        findings.add("source_encoding", "", message, "save the CSV as UTF-8")
+        findings.fail("unreadable EvalsBench CSV")
+    records: list[tuple[int, list[str]]] = []
+    previous = 0
+    try:
         for raw in reader:
-            start, previous = previous + 1, reader.line_num
-            if header is None:
-                header = [name.strip() for name in raw]
-                continue
-            if raw:
-                records.append((start, raw))
+            records.append((previous + 1, raw))
+            previous = reader.line_num
     except csv.Error as exc:
         findings.add(
             "source_malformed",
@@ -317,73 +326,25 @@ def _read_rows(source: Path, data: bytes) -> list[tuple[int, dict[str, str]]]:
             "fix the quoting on this line; fields with commas, quotes or newlines must be quoted",
         )
         findings.fail("unreadable EvalsBench CSV")
-    if header is None or not any(header):
+    header = [name.strip() for name in records[0][1]] if records else []
+    if not any(header):
         findings.add("source_empty", "", "the file has no header row", _FIX_COLUMNS)
         findings.fail("unreadable EvalsBench CSV")
-    missing = [name for name in COLUMNS if name not in header]
-    for name in missing:
-        findings.add(
-            "missing_column",
-            "1",
-            f"the header has no '{name}' column",
-            f"add the '{name}' column; {_FIX_COLUMNS}",
-        )
-    duplicated = [name for name, count in Counter(header).items() if count > 1 and name in COLUMNS]
-    for name in duplicated:
-        findings.add(
-            "duplicate_column",
-            "1",
-            f"the header names '{name}' more than once",
-            "keep one column of each name",
-        )
-    findings.raise_if_any("not an EvalsBench benchmark CSV")
+    return header, [(line, raw) for line, raw in records[1:] if raw]
 
-    index = {name: header.index(name) for name in COLUMNS}
-    rows: list[tuple[int, dict[str, str]]] = []
-    seen: dict[tuple[str, str], int] = {}
-    for line, raw in records:
-        where = str(line)
-        if len(raw) != len(header):
+
+def _check_row(findings: Findings, where: str, row: dict[str, str], first_line: int) -> None:
+    for name in ("topic", "question", "grading_notes", "response"):
+        if not row[name].strip():
             findings.add(
-                "row_width",
-                where,
-                f"a row has {len(raw)} field(s) but the header has {len(header)}",
-                "quote fields that contain commas or newlines; every row needs one value per"
-                " column",
+                "empty_field", where, f"'{name}' is empty", f"fill in '{name}' or remove the row"
             )
-            continue
-        row = {name: raw[i] for name, i in index.items()}
-        for name in ("topic", "question", "grading_notes", "response"):
-            if not row[name].strip():
-                findings.add(
-                    "empty_field",
-                    where,
-                    f"'{name}' is empty",
-                    f"fill in '{name}' or remove the row",
-                )
-        target = row["target"].strip().lower()
-        if target not in LABELS:
-            findings.add(
-                "unknown_target",
-                where,
-                f"target {row['target']!r} is not pass or fail",
-                "set target to pass or fail",
-            )
-        key = (row["question"].strip(), row["response"])
-        if key in seen:
-            findings.add(
-                "duplicate_row",
-                where,
-                f"the same question and response already appear on line {seen[key]}",
-                "remove the duplicate row",
-            )
-        else:
-            seen[key] = line
-        rows.append((line, row))
-    if not records:
-        findings.add("source_empty", "", "the file has a header but no rows", _FIX_COLUMNS)
-    findings.raise_if_any("invalid EvalsBench rows")
-    return rows
+    if row["target"].strip().lower() not in LABELS:
+        message = f"target {row['target']!r} is not pass or fail"
+        findings.add("unknown_target", where, message, "set target to pass or fail")
+    if str(first_line) != where:
+        message = f"the same question and response already appear on line {first_line}"
+        findings.add("duplicate_row", where, message, "remove the duplicate row")
 
 
 def _construction_reason(target: str, note: str) -> str:
@@ -463,108 +424,3 @@ def _rubric(slice_by: SliceBy, slice_names: list[str]) -> Rubric:
         min_reviews=1,
         slices=slices,
     )
-
-
-def _card_front(source: Path, source_sha256: str, slice_by: SliceBy) -> dict[str, object]:
-    matches = source_sha256 == REFERENCE_SHA256
-    return {
-        "name": "evalsbench",
-        "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
-        "intended_use": (
-            "A constructed benchmark for checking whether a judge detects answers that omit points"
-            " required by grading notes (startup and venture-capital questions). It supports"
-            " comparing judge prompts and models on omission detection. It does not support claims"
-            " of agreement with independent human reviewers, because no human reviewed these"
-            " labels. It also says nothing about factual accuracy, safety or any other domain."
-        ),
-        "sampling_window": (
-            "Not sampled from traffic. Every row was generated by the upstream authors"
-            f" ({UPSTREAM}, src/qa_generation.py, an OpenAI model; the script defaults to gpt-4o):"
-            " topic, question, grading notes, a complete answer (pass) and a copy of that answer"
-            " with one or two points dropped (fail). One pass and one fail per question, 80"
-            " questions."
-        ),
-        "reviewer_qualifications": (
-            "None. The labels come from construction (reviewer 'dataset-construction'), not from "
-            "human review. The release does not document whether humans checked the generated rows."
-        ),
-        "adjudication_procedure": (
-            "No adjudication: the adjudicated label equals the construction label (target). The"
-            " upstream note describing what was removed from a fail answer is kept in the"
-            " adjudication reason only. It gives the label away, so it never reaches a judge."
-        ),
-        "known_gaps": [
-            (
-                "Labels are by construction: a 'fail' answer may still cover every point, and a"
-                " 'pass' answer may miss one. Nobody checked."
-            ),
-            (
-                "Fail answers differ from their pass twin only by omission: the set does not test"
-                " hallucinations, contradictions or wrong numbers."
-            ),
-            (
-                "One domain (startups and venture capital), English only, long-form LLM-written"
-                " answers."
-            ),
-            (
-                "Slices are derived: the upstream topics are grouped into themes by hand"
-                " (workbench.importers.evalsbench.TOPIC_THEMES); every slice is medium risk."
-                if slice_by == "theme"
-                else (
-                    "Slices are the upstream topics, two cases each: too small for per-slice"
-                    " statistics."
-                )
-            ),
-            (
-                "annotation_df.csv (24 annotated few-shot examples for 12 other questions, verdict"
-                " always equal to target) is not imported."
-            ),
-        ],
-        "excluded_domains": ["everything outside startup and venture-capital finance questions"],
-        "privacy_handling": (
-            "Synthetic, LLM-generated text about public business topics; no personal data is"
-            " expected."
-        ),
-        "source_authority": (
-            "The grading notes were generated along with the questions by the upstream pipeline, in"
-            " the style of a domain expert's jottings. They are the only grading evidence. There is"
-            " no reference answer."
-        ),
-        "licence": f"{LICENCE} (upstream LICENSE file beside the source)",
-        "provenance": {
-            "upstream": UPSTREAM,
-            "file": source.name,
-            "source_sha256": source_sha256,
-            "matches_upstream_copy": matches,
-            "importer": "workbench.importers.evalsbench",
-            "slice_by": slice_by,
-        },
-    }
-
-
-def _card_body(slice_by: SliceBy) -> str:
-    slicing = (
-        "six themes assigned by hand to the 80 upstream topics (each topic has one question); the"
-        " topic is kept as a `topic:` tag."
-        if slice_by == "theme"
-        else "the 80 upstream topics, one question (two cases) each."
-    )
-    return f"""
-# EvalsBench (imported)
-
-This is a constructed benchmark, not a human-reviewed gold set. Each of the 80 questions has a
-passing answer and a failing copy with required points removed. The label is known because of how
-the answer was built.
-
-- **Judge-visible fields:** `input` (the question), `response`, and `grading_notes`. There is no
-  reference answer and there are no contexts.
-- **Hidden from judges:** the upstream `notes` column, which describes what was removed and so gives
-  the label away. It lives only in `adjudication.reason`.
-- **Partitions:** split by question. The group is a hash of the question text, and each group is
-  placed by the hash of its id (about 40/30/30 development/calibration/held_out). A question's two
-  answers always share a partition.
-- **Slices:** {slicing}
-- **Published figures** (Ragas quickstart, gpt-4o-mini judge): the baseline prompt aligns on 121/160
-  rows (75.6%) and the improved prompt on 139/160 (86.9%). The source has no per-row judge outputs,
-  so no `results.jsonl` is written.
-"""

@@ -9,22 +9,13 @@ with a ``results`` list whose **last** element holds the verdict,
 (``"1"``/``"2"``, already mapped back to the original numbering), and ``statistics.json``,
 the upstream summary.
 
-Decisions, also written into the card:
-
-- One gold case per item, labels ``"1"`` and ``"2"`` (a preference rubric: no pass/fail
-  label, no tie), one review and an adjudication, both by ``llmbar-authors``: the gold label
-  is the one the dataset authors released. It is not an independent human review, so human
-  agreement cannot be computed from this data; the rubric asks for one review.
-- ``response`` holds both outputs, rendered as in the PandaLM importer
-  (:func:`workbench.importers.pandalm.render_pair`): ``[Response 1]``, ``output_1``, a blank
-  line, ``[Response 2]``, ``output_2``. The labels refer to these markers. ``input`` is the
-  instruction; ``grading_notes`` states the label definitions and LLMBar's criterion.
-- slice = the subset (``Natural``, ``Adversarial/Neighbor`` ...), taken from the path below
-  ``LLMBar/`` (``subset=`` overrides it). Group = the instruction text, so an instruction that
-  appears twice never straddles partitions; partitions are placed by a hash of the group.
-- Case ids are ``llmbar-<subset>-<index>`` (0-based position in ``dataset.json``): the
-  evaluator files are matched to the dataset by position, and every item is checked to be
-  the same (input, outputs, label) before its verdicts are imported.
+One gold case per item, labels ``"1"`` and ``"2"`` (no pass/fail label, no tie), one review
+and the adjudication by ``llmbar-authors``: the released label, not an independent review.
+``response`` renders both outputs as PandaLM's does (:func:`._public.render_pair`). The slice
+is the subset, from the path below ``LLMBar/`` (``subset=`` overrides it); the group is the
+instruction text. Case ids are ``llmbar-<subset>-<index>`` (0-based position in
+``dataset.json``): evaluator files are matched to the dataset by position, each item checked
+to be the same (input, outputs, label). The card (``templates/llmbar.md.j2``) says the rest.
 
 Judge outputs (``evaluator=``), written to ``results.jsonl``:
 
@@ -62,26 +53,31 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._io import sha256_json, write_jsonl
-from ..errors import Problem, WorkbenchError
+from .._io import sha256_json, sha256_text
 from ..gold import Adjudication, GoldCase, GoldDataset, Review, Rubric, SliceSpec, load_dataset
-from ..results import REQUIRED_SINCE_V2, EvaluatorError, JudgeIdentity, JudgeResult
-from ._registry import (
-    RESULTS_FILE,
+from ..results import EvaluatorError, JudgeIdentity, JudgeResult
+from ._public import (
     Findings,
-    ImportSummary,
+    Rule,
+    card_version,
+    check_items,
+    has_marker,
+    marker_clash_note,
     partition_for,
     prepare_out,
+    read_json_list,
     read_source,
-    register_importer,
+    render_card,
+    render_pair,
     stable_id,
+    with_lineage,
     write_dataset,
 )
-from .pandalm import RESPONSE_1_MARKER, RESPONSE_2_MARKER, render_pair
+from ._public import write_judge_results as write_judge_results  # its callers import it from here
+from ._registry import RESULTS_FILE, ImportSummary, register_importer
 
 KIND = "llmbar"
 UPSTREAM = "princeton-nlp/LLMBar@900616bf"
-LICENCE = "MIT"
 DATASET_FILE = "dataset.json"
 RESULT_FILE = "result.json"
 STATISTICS_FILE = "statistics.json"
@@ -112,6 +108,27 @@ GRADING_NOTES = (
 )
 """The same for every case: the label definitions and LLMBar's evaluation rules, which a judge
 needs."""
+
+_SUBSET_DESCRIPTIONS: dict[str, str] = {
+    "Natural": (
+        "the instances were collected from existing human-preference data, then filtered and"
+        " modified by the authors so the preference is objective."
+    ),
+    "Adversarial/Neighbor": (
+        "the worse output answers a similar but different (neighbouring) instruction."
+    ),
+    "Adversarial/GPTInst": (
+        "the worse output answers an instruction that GPT-4 wrote to be similar to the real one."
+    ),
+    "Adversarial/GPTOut": (
+        "the worse output is a GPT-4 output that deviates from the instruction while looking good."
+    ),
+    "Adversarial/Manual": (
+        "the worse output was constructed by hand to deviate from the instruction while looking"
+        " good."
+    ),
+}
+"""What each released subset holds (the card and the rubric say it)."""
 
 _FIX_SHAPE = (
     f"use a subset directory of {UPSTREAM} Dataset/LLMBar (e.g. Natural): dataset.json is a JSON"
@@ -183,56 +200,41 @@ def read_verdict(item: Any, swap: bool) -> OrderVerdict:
     """The verdict of one ``result.json`` item in one order, or an evaluator error. Never a
     guess."""
     key = SWAP_KEYS[swap]
-
-    def error(
-        kind: str, message: str, reason: str | None = None, request: Any | None = None
-    ) -> OrderVerdict:
-        return OrderVerdict(swap, None, kind, message, reason, request)
-
     steps = item.get("results") if isinstance(item, dict) else None
-    if not isinstance(steps, list) or not steps:
-        return error(
-            "missing_verdict", "the item has no 'results' steps: the evaluator recorded no verdict"
-        )
-    last = steps[-1]
-    if not isinstance(last, dict):
-        return error(
-            "missing_verdict", "the last step of 'results' is not a verdict step (no swap entries)"
-        )
-    entry = last.get(key)
+    last = steps[-1] if isinstance(steps, list) and steps else _ABSENT
+    entry = last.get(key) if isinstance(last, dict) else None
     if not isinstance(entry, dict):
-        return error(
-            "missing_verdict", f"the final step has no '{key}' entry: no verdict in this order"
-        )
+        if last is _ABSENT:
+            message = "the item has no 'results' steps: the evaluator recorded no verdict"
+        elif not isinstance(last, dict):
+            message = "the last step of 'results' is not a verdict step (no swap entries)"
+        else:
+            message = f"the final step has no '{key}' entry: no verdict in this order"
+        return OrderVerdict(swap, None, "missing_verdict", message, None, None)
     text, finish = _completion(entry.get("completion"))
     reason = text if text.strip() else None
     prompt = entry.get("prompt")
     request = {"prompt": prompt} if isinstance(prompt, str) else None
-    finish_note = f" (finish_reason {finish!r})" if finish and finish != "stop" else ""
-    if "winner" not in entry:
-        return error(
-            "missing_verdict", f"the '{key}' entry has no 'winner'{finish_note}", reason, request
-        )
-    winner = entry["winner"]
+    note = f" (finish_reason {finish!r})" if finish and finish != "stop" else ""
+    winner = entry.get("winner", _ABSENT)
     if isinstance(winner, str) and winner in LABELS:
         return OrderVerdict(swap, winner, None, None, reason, request)
-    if winner is None or winner == "":
-        if reason is None:
-            return error(
-                "missing_verdict",
-                f"the evaluator returned an empty completion{finish_note}; upstream winner is null",
-                reason,
-                request,
-            )
-        return error(
-            "unparseable",
-            f"upstream's parser found no verdict in the completion (winner is null){finish_note}",
-            reason,
-            request,
+    if winner is _ABSENT:
+        kind, message = "missing_verdict", f"the '{key}' entry has no 'winner'{note}"
+    elif winner not in (None, "") or reason is not None:
+        kind = "unparseable"
+        message = (
+            f"winner {winner!r} is not '1' or '2'{note}"
+            if winner not in (None, "")
+            else f"upstream's parser found no verdict in the completion (winner is null){note}"
         )
-    return error(
-        "unparseable", f"winner {winner!r} is not '1' or '2'{finish_note}", reason, request
-    )
+    else:
+        kind = "missing_verdict"
+        message = f"the evaluator returned an empty completion{note}; upstream winner is null"
+    return OrderVerdict(swap, None, kind, message, reason, request)
+
+
+_ABSENT = object()
 
 
 def _completion(value: Any) -> tuple[str, str | None]:
@@ -270,12 +272,10 @@ def import_llmbar(
     """
     source, out = Path(source), Path(out)
     subset_dir, dataset_path = _resolve(source, DATASET_FILE)
-    data = read_source(
-        dataset_path,
-        "LLMBar dataset.json",
-        f"point at a subset directory holding dataset.json ({_FIX_SHAPE})",
-    )
-    evaluator_dir, result_path, result_data = _read_evaluator(evaluator)
+    fix = f"point at a subset directory holding dataset.json ({_FIX_SHAPE})"
+    data = read_source(dataset_path, "LLMBar dataset.json", fix)
+    result_path = _resolve(Path(evaluator), RESULT_FILE)[1] if evaluator is not None else None
+    result_data = _read_result(result_path, "point --evaluator at") if result_path else b""
     replaced = prepare_out(out, force=force)
     name = subset.strip() if subset and subset.strip() else subset_name(subset_dir)
     source_sha256 = hashlib.sha256(data).hexdigest()
@@ -285,13 +285,12 @@ def import_llmbar(
     notes = [*replaced, *quirks, *_provenance_notes(dataset_path, source_sha256, name)]
     results: list[JudgeResult] | None = None
     judge_front: dict[str, Any] | None = None
-    if evaluator_dir is not None and result_path is not None and result_data is not None:
+    if result_path is not None:
+        expected = [{key: _comparable(key, item[key]) for key in ITEM_KEYS} for item in items]
         results, judge_notes, judge_front = _judge_results(
-            result_path, evaluator_dir, result_data, _expected(items), cases, name
+            result_path, result_data, expected, cases, name
         )
         notes += judge_notes
-    if results is not None and (out / RESULTS_FILE).is_file():
-        (out / RESULTS_FILE).unlink()  # replaced below; prepare_out allowed it (force)
     summary = write_dataset(
         kind=KIND,
         source=dataset_path,
@@ -299,32 +298,59 @@ def import_llmbar(
         out=out,
         cases=cases,
         rubric=_rubric(name),
-        card_front=_card_front(dataset_path, name, source_sha256, quirks, judge_front),
-        card_body=_card_body(
-            name, len(cases), Counter(case.gold_label for case in cases), judge_front
-        ),
-        results=None,
+        card=_card(dataset_path, name, source_sha256, cases, quirks, judge_front),
+        results=results,
         notes=notes,
     )
-    if results is None or result_path is None:
+    if result_path is None:
         return summary
-    return _add_results(summary, out, results, result_path)
+    check = _check_statistics(out, result_path.parent / STATISTICS_FILE)
+    return summary.model_copy(update={"notes": [*summary.notes, check]})
 
 
-def _read_evaluator(evaluator: Path | None) -> tuple[Path | None, Path | None, bytes | None]:
-    """The evaluator directory, its ``result.json`` and that file's bytes (all None without one)."""
-    if evaluator is None:
-        return None, None, None
-    evaluator_dir, result_path = _resolve(Path(evaluator), RESULT_FILE)
-    return (
-        evaluator_dir,
-        result_path,
-        read_source(
-            result_path,
-            "LLMBar evaluator result.json",
-            f"point --evaluator at a directory holding result.json ({_FIX_RESULT})",
-        ),
+def _card(
+    source: Path,
+    subset: str,
+    source_sha256: str,
+    cases: list[GoldCase],
+    quirks: list[str],
+    judge: dict[str, Any] | None,
+) -> str:
+    released = _released_subset(source_sha256)
+    described = (
+        f" In this subset, {_SUBSET_DESCRIPTIONS[subset]}" if subset in _SUBSET_DESCRIPTIONS else ""
     )
+    provenance: dict[str, Any] = {
+        "upstream": UPSTREAM,
+        "subset": subset,
+        "file": source.name,
+        "source_sha256": source_sha256,
+        "matches_upstream_copy": released is not None,
+        "upstream_subset": released,
+        "importer": "workbench.importers.llmbar",
+    }
+    if judge is not None:
+        provenance["judge_results"] = judge
+    labels = Counter(case.gold_label for case in cases)
+    return render_card(
+        KIND,
+        name=case_id_for(subset, 0).rsplit("-", 1)[0],
+        version=card_version(UPSTREAM, source_sha256, released is not None),
+        sampling_window=f"LLMBar subset {subset} as released in {UPSTREAM}"
+        f" (Dataset/LLMBar/{subset}/dataset.json).{described}",
+        quirks=quirks,
+        provenance=provenance,
+        subset=subset,
+        cases=len(cases),
+        ones=labels.get("1", 0),
+        twos=labels.get("2", 0),
+        evaluator=judge["evaluator"] if judge else None,
+    )
+
+
+def _read_result(result_path: Path, point: str) -> bytes:
+    fix = f"{point} a directory holding result.json ({_FIX_RESULT})"
+    return read_source(result_path, "LLMBar evaluator result.json", fix)
 
 
 def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) -> GoldCase:
@@ -343,7 +369,7 @@ def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) 
         rubric_version=RUBRIC_VERSION,
         input=item["input"],
         response=response,
-        response_hash=hashlib.sha256(response.encode("utf-8")).hexdigest(),
+        response_hash=sha256_text(response),
         grading_notes=GRADING_NOTES,
         reviews=[Review(reviewer=AUTHORS, label=label)],
         adjudication=Adjudication(
@@ -359,8 +385,8 @@ def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) 
             "upstream": UPSTREAM,
             "subset": name,
             "index": index,
-            "output_1_sha256": hashlib.sha256(o1.encode("utf-8")).hexdigest(),
-            "output_2_sha256": hashlib.sha256(o2.encode("utf-8")).hexdigest(),
+            "output_1_sha256": sha256_text(o1),
+            "output_2_sha256": sha256_text(o2),
         },
     )
 
@@ -368,26 +394,12 @@ def _gold_case(item: dict[str, Any], index: int, name: str, dataset_path: Path) 
 def _quirks(items: list[dict[str, Any]]) -> list[str]:
     """What the source does that a reader should know: outputs holding a response marker, empty
     outputs."""
-    marker_clash = [
-        str(index)
-        for index, item in enumerate(items)
-        if any(
-            marker in text
-            for text in (item["output_1"], item["output_2"])
-            for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER)
-        )
-    ]
-    empty_outputs = sum(
-        1 for item in items for text in (item["output_1"], item["output_2"]) if not text.strip()
-    )
-    quirks: list[str] = []
-    if marker_clash:
-        quirks.append(
-            f"{len(marker_clash)} item(s) have an output containing a [Response N] marker, which"
-            f" makes the rendering ambiguous to a reader (index {', '.join(marker_clash[:5])})"
-        )
-    if empty_outputs:
-        quirks.append(f"{empty_outputs} output(s) are empty in the source and kept as empty text")
+    outputs = [(item["output_1"], item["output_2"]) for item in items]
+    clash = [str(index) for index, pair in enumerate(outputs) if has_marker(*pair)]
+    empty = sum(1 for pair in outputs for text in pair if not text.strip())
+    quirks = marker_clash_note(clash, "an output", "index")
+    if empty:
+        quirks.append(f"{empty} output(s) are empty in the source and kept as empty text")
     return quirks
 
 
@@ -426,23 +438,6 @@ def _rubric(name: str) -> Rubric:
     )
 
 
-def _add_results(
-    summary: ImportSummary, out: Path, results: list[JudgeResult], result_path: Path
-) -> ImportSummary:
-    """Write the evaluator's results (with the written gold's lineage) and check upstream's
-    statistics."""
-    results = _with_lineage(results, load_dataset(out))
-    _write_results(out, results)
-    check = _check_statistics(out, result_path.parent / STATISTICS_FILE)
-    return summary.model_copy(
-        update={
-            "results": len(results),
-            "files": [*summary.files, RESULTS_FILE],
-            "notes": [*summary.notes, *([check] if check else [])],
-        }
-    )
-
-
 def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> list[JudgeResult]:
     """One evaluator's verdicts as judge results for an LLMBar gold dataset imported earlier.
 
@@ -454,15 +449,10 @@ def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> lis
     :class:`WorkbenchError` listing every problem.
     """
     dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
-    evaluator_dir, result_path = _resolve(Path(evaluator), RESULT_FILE)
-    data = read_source(
-        result_path,
-        "LLMBar evaluator result.json",
-        f"point at a directory holding result.json ({_FIX_RESULT})",
-    )
+    result_path = _resolve(Path(evaluator), RESULT_FILE)[1]
+    data = _read_result(result_path, "point at")
     cases = list(dataset.cases.values())
     findings = Findings(dataset.gold_path)
-    expected: list[dict[str, str]] = []
     for position, case in enumerate(cases):
         meta = case.metadata
         if meta.get("index") != position or not all(
@@ -476,65 +466,19 @@ def llmbar_judge_results(evaluator: Path, gold: GoldDataset | str | Path) -> lis
                 "import the subset with `workbench import llmbar SUBSET_DIR --out DIR` and pass"
                 " that DIR",
             )
-            continue
-        expected.append(
-            {
-                "input": case.input,
-                "output_1": meta["output_1_sha256"],
-                "output_2": meta["output_2_sha256"],
-                "label": case.gold_label or "",
-            }
-        )
     findings.raise_if_any("not an LLMBar gold dataset")
-    slices = {case.slice for case in cases}
-    subset = slices.pop() if len(slices) == 1 else "+".join(sorted(slices))
-    results, _, _ = _judge_results(result_path, evaluator_dir, data, expected, cases, subset)
-    return _with_lineage(results, dataset)
-
-
-def _with_lineage(results: list[JudgeResult], dataset: GoldDataset) -> list[JudgeResult]:
-    """The results stamped with the gold they were imported against (dataset hash, rubric
-    version)."""
-    stamp = {"dataset_sha256": dataset.sha256, "rubric_version": dataset.rubric.version}
-    return [r.model_copy(update=stamp) for r in results]
-
-
-def write_judge_results(path: Path, results: list[JudgeResult]) -> None:
-    """Write judge results as JSON Lines with ``value`` and every required field always present
-    (``value`` and ``reason`` null on evaluator errors); other nulls are left out."""
-    rows = []
-    for r in results:
-        row = r.model_dump(mode="json", exclude_none=True)
-        for name in ("value", *REQUIRED_SINCE_V2):
-            row[name] = getattr(r, name)
-        rows.append(row)
-    write_jsonl(path, rows)
-
-
-def _write_results(out: Path, results: list[JudgeResult]) -> None:
-    """Write ``results.jsonl`` with ``value`` always present.
-
-    The shared ``write_dataset`` drops every null field, including ``value``, which the
-    judge-result contract requires (null on an evaluator error), so error records it writes
-    do not read back. Nulls other than ``value`` are left out as it does.
-    """
-    try:
-        write_judge_results(out / RESULTS_FILE, results)
-    except OSError as exc:
-        raise WorkbenchError(
-            "cannot write the judge results",
-            [
-                Problem(
-                    location=str(exc.filename or out),
-                    code="out_unwritable",
-                    message=(
-                        f"writing results.jsonl failed ({exc.strerror or exc}); the gold files are"
-                        " written"
-                    ),
-                    fix="point --out at a writable directory with free space",
-                )
-            ],
-        ) from None
+    expected = [
+        {
+            "input": case.input,
+            "output_1": case.metadata["output_1_sha256"],
+            "output_2": case.metadata["output_2_sha256"],
+            "label": case.gold_label or "",
+        }
+        for case in cases
+    ]
+    slices = sorted({case.slice for case in cases})
+    results, _, _ = _judge_results(result_path, data, expected, cases, "+".join(slices))
+    return with_lineage(results, dataset)
 
 
 def _released_subset(sha256: str) -> str | None:
@@ -549,144 +493,74 @@ def _resolve(path: Path, filename: str) -> tuple[Path, Path]:
     return path, path / filename
 
 
-def _read_json(path: Path, data: bytes, findings: Findings, what: str, fix: str) -> Any:
-    try:
-        return json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        findings.add(
-            "source_encoding",
-            "",
-            f"the file is not UTF-8 (byte {exc.start})",
-            "save the file as UTF-8",
-        )
-        findings.fail(f"unreadable {what}")
-    except json.JSONDecodeError as exc:
-        findings.add(
-            "malformed_json",
-            str(exc.lineno),
-            f"malformed JSON ({exc.msg} at column {exc.colno})",
-            "repair the JSON at this position; " + fix,
-        )
-        findings.fail(f"unreadable {what}")
+_RULES: list[Rule] = [
+    (
+        ("input", "output_1", "output_2"),
+        lambda v, _: isinstance(v, str),
+        "bad_type",
+        "'{key}' is a JSON {type}, not text",
+        "make '{key}' a string",
+    ),
+    (
+        ("input",),
+        lambda v, _: not isinstance(v, str) or bool(v.strip()),
+        "empty_prompt",
+        "'input' (the instruction) is empty",
+        "restore the instruction or remove the item",
+    ),
+    (
+        ("label",),
+        lambda v, _: not isinstance(v, bool) and str(v) in LABELS,
+        "unknown_label",
+        "'label' is {value!r}, not 1 or 2",
+        "set 'label' to 1 (output_1 is better) or 2 (output_2 is better)",
+    ),
+]
 
 
 def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
     """Parse and check ``dataset.json``; returns the items or raises with every problem."""
     findings = Findings(source)
-    loaded = _read_json(source, data, findings, "LLMBar dataset.json", _FIX_SHAPE)
-    if not isinstance(loaded, list):
-        findings.add(
-            "source_shape",
-            "",
-            f"the file holds a JSON {type(loaded).__name__}, not a list of items",
-            _FIX_SHAPE,
-        )
-        findings.fail("not an LLMBar dataset.json")
-    if not loaded:
-        findings.add("source_empty", "", "the list of items is empty", _FIX_SHAPE)
-    for index, item in enumerate(loaded):
-        where = f"item {index}"
-        if not isinstance(item, dict):
-            findings.add(
-                "item_shape",
-                where,
-                f"an item is a JSON {type(item).__name__}, not an object",
-                _FIX_SHAPE,
-            )
-            continue
-        for key in ITEM_KEYS:
-            if key not in item:
-                findings.add(
-                    "missing_key",
-                    where,
-                    f"an item has no '{key}' key",
-                    f"add '{key}' to every item; {_FIX_SHAPE}",
-                )
-        for key in ("input", "output_1", "output_2"):
-            if key in item and not isinstance(item[key], str):
-                findings.add(
-                    "bad_type",
-                    where,
-                    f"'{key}' is a JSON {type(item[key]).__name__}, not text",
-                    f"make '{key}' a string",
-                )
-        if isinstance(item.get("input"), str) and not item["input"].strip():
-            findings.add(
-                "empty_prompt",
-                where,
-                "'input' (the instruction) is empty",
-                "restore the instruction or remove the item",
-            )
-        if "label" in item and (
-            isinstance(item["label"], bool) or str(item["label"]) not in LABELS
-        ):
-            findings.add(
-                "unknown_label",
-                where,
-                f"'label' is {item['label']!r}, not 1 or 2",
-                "set 'label' to 1 (output_1 is better) or 2 (output_2 is better)",
-            )
+    what = "LLMBar dataset.json"
+    loaded = read_json_list(findings, data, what, _FIX_SHAPE, not_what=f"not an {what}")
+    check_items(findings, loaded, ITEM_KEYS, _RULES, _FIX_SHAPE)
     findings.raise_if_any("invalid LLMBar items")
     return loaded
 
 
-def _judge_results(
-    result_path: Path,
-    evaluator_dir: Path,
-    data: bytes,
-    items: list[dict[str, str]],
-    cases: list[GoldCase],
-    subset: str,
-) -> tuple[list[JudgeResult], list[str], dict[str, Any]]:
-    """Both orders' verdicts of every item as judge results; raise with every problem.
-
-    ``items`` are the expected items in :func:`_comparable` form (see :func:`_expected`),
-    ``cases`` the gold cases in the same order.
-    """
+def _read_evaluated(result_path: Path, data: bytes, expected: list[dict[str, str]]) -> list[Any]:
+    """The items of ``result.json``, each checked to be the expected item at its position."""
     findings = Findings(result_path)
-    loaded = _read_json(result_path, data, findings, "LLMBar result.json", _FIX_RESULT)
-    if not isinstance(loaded, list):
-        findings.add(
-            "source_shape",
-            "",
-            f"the file holds a JSON {type(loaded).__name__}, not a list of evaluated items",
-            _FIX_RESULT,
-        )
-        findings.fail("not an LLMBar result.json")
-    if len(loaded) != len(items):
-        findings.add(
-            "item_count_mismatch",
-            "",
-            f"result.json has {len(loaded)} item(s), dataset.json has {len(items)}",
-            _FIX_RESULT,
-        )
-    for index, (item, gold) in enumerate(zip(loaded, items, strict=False)):
-        where = f"item {index}"
+    what = "LLMBar result.json"
+    loaded = read_json_list(
+        findings, data, what, _FIX_RESULT, not_what=f"not an {what}", noun="evaluated items"
+    )
+    if len(loaded) != len(expected):
+        message = f"result.json has {len(loaded)} item(s), dataset.json has {len(expected)}"
+        findings.add("item_count_mismatch", "", message, _FIX_RESULT)
+    for index, (item, gold) in enumerate(zip(loaded, expected, strict=False)):
         if not isinstance(item, dict):
-            findings.add(
-                "item_shape",
-                where,
-                f"an item is a JSON {type(item).__name__}, not an object",
-                _FIX_RESULT,
-            )
+            message = f"an item is a JSON {type(item).__name__}, not an object"
+            findings.add("item_shape", f"item {index}", message, _FIX_RESULT)
             continue
-        differing = [
-            key for key in ITEM_KEYS if key in item and _comparable(key, item[key]) != gold[key]
+        what_differs = [
+            *(
+                f"'{k}' differs"
+                for k in ITEM_KEYS
+                if k in item and _comparable(k, item[k]) != gold[k]
+            ),
+            *(f"'{k}' is absent" for k in ITEM_KEYS if k not in item),
         ]
-        absent = [key for key in ITEM_KEYS if key not in item]
-        if differing or absent:
-            what = ", ".join(
-                [*(f"'{k}' differs" for k in differing), *(f"'{k}' is absent" for k in absent)]
-            )
+        if what_differs:
             findings.add(
                 "result_item_mismatch",
-                where,
-                f"the evaluated item is not dataset.json's item at the same position ({what})",
+                f"item {index}",
+                "the evaluated item is not dataset.json's item at the same position"
+                f" ({', '.join(what_differs)})",
                 _FIX_RESULT,
             )
     findings.raise_if_any("the evaluator results do not belong to this subset")
-    verdicts = [(read_verdict(item, False), read_verdict(item, True)) for item in loaded]
-    if not any(_has_verdict_step(item) for item in loaded):
+    if not any(_verdict_steps(item) for item in loaded):
         findings.add(
             "no_verdicts",
             "",
@@ -694,9 +568,26 @@ def _judge_results(
             _FIX_RESULT,
         )
         findings.fail("not an LLMBar evaluator result.json")
+    return loaded
 
+
+def _judge_results(
+    result_path: Path,
+    data: bytes,
+    expected: list[dict[str, str]],
+    cases: list[GoldCase],
+    subset: str,
+) -> tuple[list[JudgeResult], list[str], dict[str, Any]]:
+    """Both orders' verdicts of every item as judge results, notes and the card's account of
+    them; raise with every problem.
+
+    ``expected`` are the items in :func:`_comparable` form, ``cases`` the gold cases in the
+    same order.
+    """
+    loaded = _read_evaluated(result_path, data, expected)
+    verdicts = [(read_verdict(item, False), read_verdict(item, True)) for item in loaded]
     result_sha256 = hashlib.sha256(data).hexdigest()
-    llm, strategy = evaluator_dir.resolve().parent.name, evaluator_dir.resolve().name
+    llm, strategy = result_path.parent.resolve().parent.name, result_path.parent.resolve().name
     identity = JudgeIdentity(
         name=llm,
         version=strategy,
@@ -711,66 +602,76 @@ def _judge_results(
             "verdict_step": "results[-1]",
         },
     )
-    fingerprint = identity.fingerprint()
     run_id = f"{KIND}:{subset}:{llm}/{strategy}:{result_sha256[:12]}"
-    results: list[JudgeResult] = []
-    for case, pair in zip(cases, verdicts, strict=True):
-        for verdict in pair:
-            order = ["2", "1"] if verdict.swap else ["1", "2"]
-            results.append(
-                JudgeResult(
-                    case_id=case.case_id,
-                    response_hash=case.response_hash,
-                    value=verdict.value,
-                    reason=verdict.reason,
-                    judge=identity,
-                    judge_fingerprint=fingerprint,
-                    run_id=run_id,
-                    partition=case.partition.value,
-                    error=(
-                        EvaluatorError(
-                            kind=verdict.error_kind,
-                            message=verdict.error_message or "",
-                            retryable=False,
-                        )
-                        if verdict.error_kind
-                        else None
-                    ),
-                    attempt=1,
-                    repeat=1 if verdict.swap else 0,
-                    rendered_request_sha256=(
-                        sha256_json(verdict.request) if verdict.request is not None else None
-                    ),
-                    rendered_request=verdict.request,
-                    presentation={
-                        "swap": verdict.swap,
-                        "presented_order": order,
-                        "first_shown": order[0],
-                    },
-                )
-            )
-
+    fingerprint = identity.fingerprint()
+    results = [
+        _result(case, verdict, identity, fingerprint, run_id)
+        for case, pair in zip(cases, verdicts, strict=True)
+        for verdict in pair
+    ]
     errors = Counter(v.error_kind for pair in verdicts for v in pair if v.error_kind)
+    steps = Counter(
+        len(item["results"]) for item in loaded if isinstance(item.get("results"), list)
+    )
+    judge_front = {
+        "evaluator": f"{llm}/{strategy}",
+        "results_file": result_path.name,
+        "results_sha256": result_sha256,
+        "steps_per_item": {str(k): v for k, v in sorted(steps.items())},
+        "evaluator_errors": dict(sorted(errors.items())),
+    }
+    notes = _judge_notes(f"{llm}/{strategy}", loaded, len(results), cases, verdicts, errors)
+    return results, notes, judge_front
+
+
+def _result(
+    case: GoldCase, verdict: OrderVerdict, identity: JudgeIdentity, fingerprint: str, run_id: str
+) -> JudgeResult:
+    order = ["2", "1"] if verdict.swap else ["1", "2"]
+    error = None
+    if verdict.error_kind:
+        error = EvaluatorError(
+            kind=verdict.error_kind, message=verdict.error_message or "", retryable=False
+        )
+    return JudgeResult(
+        case_id=case.case_id,
+        response_hash=case.response_hash,
+        value=verdict.value,
+        reason=verdict.reason,
+        judge=identity,
+        judge_fingerprint=fingerprint,
+        run_id=run_id,
+        partition=case.partition.value,
+        error=error,
+        attempt=1,
+        repeat=1 if verdict.swap else 0,
+        rendered_request_sha256=(
+            sha256_json(verdict.request) if verdict.request is not None else None
+        ),
+        rendered_request=verdict.request,
+        presentation={"swap": verdict.swap, "presented_order": order, "first_shown": order[0]},
+    )
+
+
+def _judge_notes(
+    name: str,
+    loaded: list[Any],
+    count: int,
+    cases: list[GoldCase],
+    verdicts: list[tuple[OrderVerdict, OrderVerdict]],
+    errors: Counter[str],
+) -> list[str]:
+    """What the summary says about the imported verdicts and the evaluator's steps."""
+    failed = sum(errors.values())
+    notes = [
+        f"judge {name}: {count} result(s) (repeat 0 = original order, repeat 1 ="
+        f" swapped), {count - failed} verdict(s), {failed} evaluator error(s)"
+    ]
     errored = [
         f"{case.case_id} ({'swapped' if v.swap else 'original'} order: {v.error_kind})"
         for case, pair in zip(cases, verdicts, strict=True)
         for v in pair
         if v.error_kind
-    ]
-    steps = Counter(
-        len(item["results"]) for item in loaded if isinstance(item.get("results"), list)
-    )
-    synthesized = sum(1 for item in loaded if _has_two_verdict_steps(item))
-    auxiliary = sum(
-        1
-        for item in loaded
-        if isinstance(item.get("results"), list)
-        and any(isinstance(s, list) for s in item["results"][:-1])
-    )
-    notes = [
-        f"judge {llm}/{strategy}: {len(results)} result(s) (repeat 0 = original order, repeat 1 ="
-        f" swapped), {len(results) - sum(errors.values())} verdict(s), {sum(errors.values())}"
-        " evaluator error(s)"
     ]
     if errors:
         shown = "; ".join(errored[:6]) + ("; ..." if len(errored) > 6 else "")
@@ -779,58 +680,48 @@ def _judge_results(
             + ", ".join(f"{k} {v}" for k, v in sorted(errors.items()))
             + f": {shown}"
         )
+    synthesized = sum(1 for item in loaded if _verdict_steps(item) >= 2)
     if synthesized:
         notes.append(
             f"{synthesized} item(s) have a second verdict step (the Swap strategy's synthesize"
             " step, run when the two orders disagreed); its verdict is the one imported, and its"
             " recorded prompt is the rendered_request"
         )
+    auxiliary = sum(
+        1
+        for item in loaded
+        if isinstance(item.get("results"), list)
+        and any(isinstance(s, list) for s in item["results"][:-1])
+    )
     if auxiliary:
         notes.append(
             f"{auxiliary} item(s) have auxiliary steps before the verdict (e.g. generated questions"
             " and a reference output); they are not imported"
         )
-    judge_front = {
-        "evaluator": f"{llm}/{strategy}",
-        "results_file": str(result_path.name),
-        "results_sha256": result_sha256,
-        "steps_per_item": {str(k): v for k, v in sorted(steps.items())},
-        "evaluator_errors": dict(sorted(errors.items())),
-    }
-    return results, notes, judge_front
+    return notes
 
 
 def _comparable(key: str, value: Any) -> str:
     """An item field in the form used to match evaluated items: outputs by sha256, the rest as
     text."""
     text = value if isinstance(value, str) else str(value)
-    if key in ("output_1", "output_2"):
-        return hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return text
+    return sha256_text(text) if key in ("output_1", "output_2") else text
 
 
-def _expected(items: list[dict[str, Any]]) -> list[dict[str, str]]:
-    return [{key: _comparable(key, item[key]) for key in ITEM_KEYS} for item in items]
-
-
-def _has_verdict_step(item: Any) -> bool:
+def _verdict_steps(item: Any) -> int:
+    """How many verdict steps (dicts with swap entries) end the item's ``results``: 0, 1 or 2."""
     steps = item.get("results") if isinstance(item, dict) else None
-    return (
-        isinstance(steps, list)
-        and bool(steps)
-        and isinstance(steps[-1], dict)
-        and any(k in steps[-1] for k in SWAP_KEYS.values())
-    )
+    if not isinstance(steps, list):
+        return 0
+    tail = []
+    for step in reversed(steps[-2:]):
+        if not (isinstance(step, dict) and any(k in step for k in SWAP_KEYS.values())):
+            break
+        tail.append(step)
+    return len(tail)
 
 
-def _has_two_verdict_steps(item: Any) -> bool:
-    steps = item.get("results") if isinstance(item, dict) else None
-    if not isinstance(steps, list) or len(steps) < 2:
-        return False
-    return all(isinstance(s, dict) and any(k in s for k in SWAP_KEYS.values()) for s in steps[-2:])
-
-
-def _check_statistics(out: Path, statistics_path: Path) -> str | None:
+def _check_statistics(out: Path, statistics_path: Path) -> str:
     """A note saying whether the imported output reproduces the upstream ``statistics.json``."""
     if not statistics_path.is_file():
         return (
@@ -870,141 +761,3 @@ def _check_statistics(out: Path, statistics_path: Path) -> str | None:
         f"the pairwise analysis DIFFERS from {statistics_path.name} ({differ}); check that the"
         " files belong together"
     )
-
-
-_SUBSET_DESCRIPTIONS: dict[str, str] = {
-    "Natural": (
-        "the instances were collected from existing human-preference data, then filtered and"
-        " modified by the authors so the preference is objective."
-    ),
-    "Adversarial/Neighbor": (
-        "the worse output answers a similar but different (neighbouring) instruction."
-    ),
-    "Adversarial/GPTInst": (
-        "the worse output answers an instruction that GPT-4 wrote to be similar to the real one."
-    ),
-    "Adversarial/GPTOut": (
-        "the worse output is a GPT-4 output that deviates from the instruction while looking good."
-    ),
-    "Adversarial/Manual": (
-        "the worse output was constructed by hand to deviate from the instruction while looking"
-        " good."
-    ),
-}
-
-
-def _card_front(
-    source: Path, subset: str, source_sha256: str, quirks: list[str], judge: dict[str, Any] | None
-) -> dict[str, Any]:
-    released = _released_subset(source_sha256)
-    matches = released is not None
-    front: dict[str, Any] = {
-        "name": case_id_for(subset, 0).rsplit("-", 1)[0],
-        "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
-        "intended_use": (
-            "Measuring whether a pairwise judge picks the output that follows an instruction better"
-            " (labels 1 or 2, no ties), its accuracy in both presentation orders and its position"
-            " bias; replaying real LLM-judge outputs released with LLMBar. It does not support"
-            " pass/fail gating, claims about human-human agreement, or domains beyond single-turn"
-            " instruction following."
-        ),
-        "sampling_window": (
-            f"LLMBar subset {subset} as released in {UPSTREAM}"
-            f" (Dataset/LLMBar/{subset}/dataset.json)."
-            + (
-                f" In this subset, {_SUBSET_DESCRIPTIONS[subset]}"
-                if subset in _SUBSET_DESCRIPTIONS
-                else ""
-            )
-        ),
-        "reviewer_qualifications": (
-            "One label per item, released by the LLMBar dataset authors (reviewer"
-            " 'llmbar-authors'). It is not an independent review by qualified human reviewers: the"
-            " authors curated Natural items from existing preference data and constructed the"
-            " Adversarial outputs so that one output follows the instruction and the other does"
-            " not. Their procedure is documented upstream (the LLMBar paper), not here."
-        ),
-        "adjudication_procedure": (
-            "The released label is the gold label (adjudicator 'llmbar-authors'). There is one"
-            " review per case, so there is no disagreement to adjudicate and human agreement cannot"
-            " be computed."
-        ),
-        "known_gaps": [
-            (
-                "Gold labels come from the dataset authors, not from independent reviewers; no"
-                " inter-reviewer agreement is available."
-            ),
-            (
-                "No ties: every item has exactly one better output by construction, so a judge that"
-                " answers 'tie' cannot be scored here."
-            ),
-            (
-                "Adversarial subsets are constructed to be hard for LLM judges; their accuracy is"
-                " not representative of natural traffic."
-            ),
-            (
-                "No reference answers. The judge sees the instruction, both outputs and the label"
-                " definitions in grading_notes."
-            ),
-            "Every slice is medium risk; one subset per imported dataset.",
-            *(f"Source quirk: {quirk}." for quirk in quirks),
-        ],
-        "excluded_domains": [
-            "safety-critical or policy-compliance judgments",
-            "multi-turn dialogue",
-        ],
-        "privacy_handling": (
-            "Public research data; instructions and outputs come from public datasets and model"
-            " generations. No personal data is expected."
-        ),
-        "source_authority": (
-            "The LLMBar authors' released labels are the grading evidence; no external reference."
-        ),
-        "licence": f"{LICENCE} (upstream LICENSE file at the root of the LLMBar copy)",
-        "provenance": {
-            "upstream": UPSTREAM,
-            "subset": subset,
-            "file": source.name,
-            "source_sha256": source_sha256,
-            "matches_upstream_copy": matches,
-            "upstream_subset": released,
-            "importer": "workbench.importers.llmbar",
-        },
-    }
-    if judge is not None:
-        front["provenance"]["judge_results"] = judge
-    return front
-
-
-def _card_body(
-    subset: str, cases: int, counts: Counter[str | None], judge: dict[str, Any] | None
-) -> str:
-    results = (
-        f"""
-- **Judge results** (`results.jsonl`): the outputs of the {judge["evaluator"]} evaluator \
-released with LLMBar,
-  two per case: repeat 0 in the original order (output_1 shown first), repeat 1 swapped (output_2
-  shown first), each with its `presentation`. A null or unparseable winner is an evaluator error
-  (`missing_verdict` / `unparseable`), never a verdict. `workbench pairwise` reproduces the upstream
-  `statistics.json` figures from these files.
-"""
-        if judge is not None
-        else ""
-    )
-    return f"""
-# LLMBar {subset} (imported)
-
-{cases} pairwise instruction-following items from LLMBar ({subset}). `1` means Response 1 (output_1)
-follows the instruction better, `2` means Response 2 (output_2) does; there are no ties.
-{counts.get("1", 0)} items are labelled 1 and {counts.get("2", 0)} are labelled 2.
-
-- **Gold labels:** released by the LLMBar authors, recorded as one review and the adjudication by
-  `llmbar-authors`. They are the dataset authors' labels, not an independent human review.
-- **Judge-visible fields:** `input` (the instruction), `response` (both outputs, rendered as
-  `{RESPONSE_1_MARKER}` / `{RESPONSE_2_MARKER}` blocks in the order the labels refer to) and
-  `grading_notes` (the label definitions and LLMBar's rules, the same for every case).
-  `response_hash` is the sha256 of that rendering; `metadata` holds the hash of each output.
-- **Groups:** one per instruction text; partitions (about 40/30/30 development/calibration/held_out)
-  are placed by a hash of the group id.
-- **Slice:** the subset, `{subset}`.
-{results}"""

@@ -4,71 +4,64 @@
 response1, response2, annotator1, annotator2, annotator3}``. Labels: ``1`` (response 1 is
 better), ``2`` (response 2 is better), ``0`` (tie).
 
-Decisions, also written into the card:
-
-- One gold case per item, three reviews (``annotator1``-``annotator3``), labels as strings
-  ``"0"``, ``"1"``, ``"2"``. The rubric has no pass/fail label and asks for three reviews.
-- Adjudication is the majority label (``majority-vote``). With three reviewers and three
-  labels, all three can differ. The importer then adds the abstain label ``no_majority``
-  to the rubric and adjudicates the case as ``no_majority``. The upstream file has no such
-  item, so the imported rubric has only the three labels.
-- ``response`` is a single string, so it holds both candidates, each under a marker line:
-  ``[Response 1]``, the first answer, a blank line, ``[Response 2]``, the second answer.
-  The markers match how the labels are defined, so a judge sees exactly what the
-  annotators compared. ``response_hash`` is the sha256 of this rendering. The hash of each
-  answer on its own is in ``metadata``.
-- ``input`` is the instruction. When the item has a non-empty ``input``, it follows the
-  instruction under an ``[Input]`` marker.
-- The 999 items hold only 170 distinct prompts: each prompt is compared across up to ten
-  model pairs. The group is therefore the prompt (instruction and input), not ``idx``.
-  Splitting by ``idx`` would put the same prompt in several partitions.
-- slice = ``cmp_key`` (the model pair, risk medium); ``motivation_app`` is a tag.
+One gold case per item with three reviews (``annotator1``-``annotator3``, labels ``"0"``,
+``"1"``, ``"2"``; no pass/fail label), adjudicated by majority (``majority-vote``). All three
+can differ: the case is then adjudicated as the abstain label ``no_majority``, which the
+rubric declares (the upstream file has no such item). ``response`` holds both candidates under
+``[Response 1]`` / ``[Response 2]`` marker lines (:func:`render_pair`), ``input`` the
+instruction and, under ``[Input]``, the item's input. The group is the prompt, not ``idx``: the
+999 items hold 170 prompts, each compared across up to ten model pairs. The slice is
+``cmp_key``. The card (``templates/pandalm.md.j2``) says all of this to its readers.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from .._io import sha256_text
 from ..gold import Adjudication, GoldCase, Review, Rubric, SliceSpec
-from ._registry import (
+from ._public import (
     Findings,
-    ImportSummary,
+    Rule,
+    card_version,
+    check_items,
+    differs_note,
+    has_marker,
+    marker_clash_note,
     partition_for,
     prepare_out,
+    read_json_list,
     read_source,
-    register_importer,
+    render_card,
+    render_pair,
     stable_id,
     write_dataset,
 )
+from ._registry import ImportSummary, register_importer
 
 KIND = "pandalm"
 UPSTREAM = "WeOpenML/PandaLM@3871806e"
-LICENCE = "Apache-2.0"
 REFERENCE_SHA256 = "cc154f9067c7382d7ea86f8f246511a5e1ac87e1fddd845c5938d789505b07a4"
 """sha256 of ``data/testset-v1.json`` as released at :data:`UPSTREAM`."""
 
 ANNOTATORS: tuple[str, ...] = ("annotator1", "annotator2", "annotator3")
+RESPONSES: tuple[str, str] = ("response1", "response2")
 KEYS: tuple[str, ...] = (
     "idx",
     "motivation_app",
     "cmp_key",
     "instruction",
     "input",
-    "response1",
-    "response2",
+    *RESPONSES,
     *ANNOTATORS,
 )
 LABELS: tuple[str, ...] = ("0", "1", "2")
 NO_MAJORITY = "no_majority"
 ADJUDICATOR = "majority-vote"
 RUBRIC_VERSION = "1"
-
-RESPONSE_1_MARKER = "[Response 1]"
-RESPONSE_2_MARKER = "[Response 2]"
 INPUT_MARKER = "[Input]"
 
 GRADING_NOTES = (
@@ -101,16 +94,7 @@ def response_text(value: Any) -> str:
     is used because that is most likely what the annotators saw, since PandaLM's pipeline is
     Python. Numbers get the same treatment, and null becomes the empty response.
     """
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return str(value)
-
-
-def render_pair(response1: str, response2: str) -> str:
-    """Both candidates in one string, in the order the annotators' labels refer to."""
-    return f"{RESPONSE_1_MARKER}\n{response1}\n\n{RESPONSE_2_MARKER}\n{response2}"
+    return "" if value is None else str(value)
 
 
 def majority(labels: list[str]) -> tuple[str, str]:
@@ -140,111 +124,125 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
     replaced = prepare_out(out, force=force)
     source_sha256 = hashlib.sha256(data).hexdigest()
     items = _read_items(source, data)
-
-    cases: list[GoldCase] = []
-    pairs: set[str] = set()
-    marker_clash: list[str] = []
-    coerced_items: list[str] = []
-    empty_responses = 0
-    blank_instructions = 0
-    for position, item in items:
-        labels = [_label(item[a]) for a in ANNOTATORS]
-        decided, reason = majority(labels)
-        idx = idx_text(item)
-        instruction, extra = item["instruction"], item["input"] or ""
-        r1, r2 = response_text(item["response1"]), response_text(item["response2"])
-        coerced = {
-            f"{key}_source_type": type(item[key]).__name__
-            for key in ("response1", "response2")
-            if not isinstance(item[key], str)
-        }
-        if coerced:
-            coerced_items.append(idx)
-        if not instruction.strip():
-            blank_instructions += 1
-        response = render_pair(r1, r2)
-        group = stable_id("prompt", instruction, extra)
-        pairs.add(item["cmp_key"])
-        if any(
-            marker in text for text in (r1, r2) for marker in (RESPONSE_1_MARKER, RESPONSE_2_MARKER)
-        ):
-            marker_clash.append(idx)
-        empty_responses += sum(1 for text in (r1, r2) if not text.strip())
-        cases.append(
-            GoldCase(
-                case_id=f"{KIND}-{idx}",
-                partition=partition_for(KIND, group),
-                group=group,
-                slice=item["cmp_key"],
-                tags=[f"motivation_app:{item['motivation_app']}"],
-                rubric_version=RUBRIC_VERSION,
-                input=render_input(instruction, extra),
-                response=response,
-                response_hash=hashlib.sha256(response.encode("utf-8")).hexdigest(),
-                grading_notes=GRADING_NOTES,
-                reviews=[
-                    Review(reviewer=a, label=lab) for a, lab in zip(ANNOTATORS, labels, strict=True)
-                ],
-                adjudication=Adjudication(label=decided, adjudicator=ADJUDICATOR, reason=reason),
-                metadata={
-                    "source": f"{source.name}[{position}]",
-                    "upstream": UPSTREAM,
-                    "idx": item["idx"],
-                    "cmp_key": item["cmp_key"],
-                    "motivation_app": item["motivation_app"],
-                    "response1_sha256": hashlib.sha256(r1.encode("utf-8")).hexdigest(),
-                    "response2_sha256": hashlib.sha256(r2.encode("utf-8")).hexdigest(),
-                    **coerced,
-                },
-            )
-        )
-
+    cases = [_case(source, position, item) for position, item in enumerate(items)]
     no_majority = sum(1 for case in cases if case.gold_label == NO_MAJORITY)
     unanimous = sum(1 for case in cases if not case.reviewers_disagree)
-    notes = list(replaced)
-    notes.append(f"{unanimous} of {len(cases)} items unanimous; {no_majority} without a majority")
+    notes = [
+        *replaced,
+        f"{unanimous} of {len(cases)} items unanimous; {no_majority} without a majority",
+    ]
     if no_majority:
         notes.append(
             f"added abstain label {NO_MAJORITY!r} for {no_majority} item(s) where all annotators"
             " differ"
         )
-    quirks: list[str] = []
-    if marker_clash:
-        quirks.append(
-            f"{len(marker_clash)} item(s) have a response containing a [Response N] marker, which"
-            f" makes the rendering ambiguous to a reader (idx {', '.join(marker_clash[:5])})"
-        )
-    if coerced_items:
-        quirks.append(
-            f"{len(coerced_items)} item(s) store a response as a JSON scalar, not text (idx"
-            f" {', '.join(coerced_items[:6])}); rendered as Python text, e.g. true -> 'True', and"
-            " marked in metadata"
-        )
-    if blank_instructions:
-        quirks.append(
-            f"{blank_instructions} item(s) have a blank instruction; their input is the [Input]"
-            " block alone"
-        )
-    if empty_responses:
-        quirks.append(
-            f"{empty_responses} candidate response(s) are empty in the source and kept as empty"
-            " text"
-        )
+    quirks = _quirks(items)
     notes += quirks
     if source_sha256 != REFERENCE_SHA256:
-        notes.append(
-            f"the source differs from the reference copy at {UPSTREAM}; the card records its sha256"
-        )
+        notes.append(differs_note(UPSTREAM))
+    return write_dataset(
+        kind=KIND,
+        source=source,
+        source_sha256=source_sha256,
+        out=out,
+        cases=cases,
+        rubric=_rubric(no_majority, {item["cmp_key"] for item in items}),
+        card=render_card(
+            KIND,
+            version=card_version(UPSTREAM, source_sha256, source_sha256 == REFERENCE_SHA256),
+            upstream=UPSTREAM,
+            cases=len(cases),
+            unanimous=unanimous,
+            no_majority=no_majority,
+            quirks=quirks,
+            provenance={
+                "upstream": UPSTREAM,
+                "file": source.name,
+                "source_sha256": source_sha256,
+                "matches_upstream_copy": source_sha256 == REFERENCE_SHA256,
+                "importer": "workbench.importers.pandalm",
+            },
+        ),
+        notes=notes,
+    )
 
-    labels = list(LABELS) + ([NO_MAJORITY] if no_majority else [])
-    rubric = Rubric(
+
+def _case(source: Path, position: int, item: dict[str, Any]) -> GoldCase:
+    """One item as a gold case: both responses rendered as one, three reviews, the majority."""
+    labels = [str(item[a]).strip() for a in ANNOTATORS]
+    decided, reason = majority(labels)
+    instruction, extra = item["instruction"], item["input"] or ""
+    r1, r2 = (response_text(item[key]) for key in RESPONSES)
+    response = render_pair(r1, r2)
+    group = stable_id("prompt", instruction, extra)
+    coerced = {
+        f"{key}_source_type": type(item[key]).__name__
+        for key in RESPONSES
+        if not isinstance(item[key], str)
+    }
+    return GoldCase(
+        case_id=f"{KIND}-{idx_text(item)}",
+        partition=partition_for(KIND, group),
+        group=group,
+        slice=item["cmp_key"],
+        tags=[f"motivation_app:{item['motivation_app']}"],
+        rubric_version=RUBRIC_VERSION,
+        input=render_input(instruction, extra),
+        response=response,
+        response_hash=sha256_text(response),
+        grading_notes=GRADING_NOTES,
+        reviews=[Review(reviewer=a, label=lab) for a, lab in zip(ANNOTATORS, labels, strict=True)],
+        adjudication=Adjudication(label=decided, adjudicator=ADJUDICATOR, reason=reason),
+        metadata={
+            "source": f"{source.name}[{position}]",
+            "upstream": UPSTREAM,
+            "idx": item["idx"],
+            "cmp_key": item["cmp_key"],
+            "motivation_app": item["motivation_app"],
+            "response1_sha256": sha256_text(r1),
+            "response2_sha256": sha256_text(r2),
+            **coerced,
+        },
+    )
+
+
+def _quirks(items: list[dict[str, Any]]) -> list[str]:
+    """What the source does that a reader should know (also listed in the card)."""
+    pairs = [(idx_text(item), *(response_text(item[key]) for key in RESPONSES)) for item in items]
+    coerced = [
+        idx_text(item) for item in items if not all(isinstance(item[k], str) for k in RESPONSES)
+    ]
+    blank = sum(1 for item in items if not item["instruction"].strip())
+    empty = sum(1 for _, *texts in pairs for text in texts if not text.strip())
+    quirks = marker_clash_note(
+        [idx for idx, *texts in pairs if has_marker(*texts)], "a response", "idx"
+    )
+    if coerced:
+        quirks.append(
+            f"{len(coerced)} item(s) store a response as a JSON scalar, not text (idx"
+            f" {', '.join(coerced[:6])}); rendered as Python text, e.g. true -> 'True', and"
+            " marked in metadata"
+        )
+    if blank:
+        quirks.append(
+            f"{blank} item(s) have a blank instruction; their input is the [Input] block alone"
+        )
+    if empty:
+        quirks.append(
+            f"{empty} candidate response(s) are empty in the source and kept as empty text"
+        )
+    return quirks
+
+
+def _rubric(no_majority: int, pairs: set[str]) -> Rubric:
+    return Rubric(
         name="pandalm-pairwise-preference",
         version=RUBRIC_VERSION,
         criterion=(
             "Which of two responses better answers the instruction: 1 (Response 1), 2 (Response 2)"
             " or 0 (tie)."
         ),
-        labels=labels,
+        labels=[*LABELS, *([NO_MAJORITY] if no_majority else [])],
         pass_label=None,
         fail_label=None,
         abstain_labels=[NO_MAJORITY] if no_majority else [],
@@ -254,18 +252,6 @@ def import_pandalm(source: Path, out: Path, *, force: bool = False) -> ImportSum
             for pair in sorted(pairs)
         },
     )
-    return write_dataset(
-        kind=KIND,
-        source=source,
-        source_sha256=source_sha256,
-        out=out,
-        cases=cases,
-        rubric=rubric,
-        card_front=_card_front(source, source_sha256, no_majority, quirks),
-        card_body=_card_body(len(cases), unanimous, no_majority),
-        results=None,
-        notes=notes,
-    )
 
 
 def idx_text(item: dict[str, Any]) -> str:
@@ -273,246 +259,93 @@ def idx_text(item: dict[str, Any]) -> str:
     return str(item["idx"]).strip()
 
 
-def _label(value: Any) -> str:
-    return str(value).strip()
+def _filled(value: Any) -> bool:
+    return isinstance(value, str) and bool(value.strip())
 
 
-def _valid_label(value: Any) -> bool:
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int):
-        return str(value) in LABELS
-    return isinstance(value, str) and value.strip() in LABELS
+def _valid_label(value: Any, _item: Any = None) -> bool:
+    return (
+        not isinstance(value, bool)
+        and isinstance(value, int | str)
+        and str(value).strip() in LABELS
+    )
 
 
-def _read_items(source: Path, data: bytes) -> list[tuple[int, dict[str, Any]]]:
-    """Parse and check the JSON; returns ``(position, item)`` pairs or raises with every problem."""
+def _valid_idx(value: Any, _item: Any = None) -> bool:
+    return not isinstance(value, bool) and isinstance(value, int | str) and bool(str(value).strip())
+
+
+_RULES: list[Rule] = [
+    (
+        ("instruction",),
+        lambda v, _: isinstance(v, str),
+        "bad_type",
+        "'instruction' is not a string",
+        "make 'instruction' a string",
+    ),
+    (
+        RESPONSES,
+        lambda v, _: not isinstance(v, dict | list),
+        "bad_type",
+        "'{key}' is a JSON {type}, not text",
+        "make '{key}' the response text",
+    ),
+    (
+        ("input",),
+        lambda v, _: v is None or isinstance(v, str),
+        "bad_type",
+        "'input' is not a string",
+        "make 'input' a string (empty when the instruction has no input)",
+    ),
+    (
+        ("cmp_key", "motivation_app"),
+        lambda v, _: _filled(v),
+        "bad_type",
+        "'{key}' is not a non-empty string",
+        "set '{key}' to the upstream value",
+    ),
+    (
+        ("instruction",),
+        lambda v, item: not isinstance(v, str) or _filled(v) or _filled(item.get("input")),
+        "empty_prompt",
+        "both 'instruction' and 'input' are empty",
+        "restore the prompt or remove the item",
+    ),
+    (
+        ANNOTATORS,
+        _valid_label,
+        "unknown_label",
+        "'{key}' is {value!r}, not one of 0, 1, 2",
+        "set '{key}' to 0 (tie), 1 or 2",
+    ),
+    (
+        ("idx",),
+        _valid_idx,
+        "bad_type",
+        "'idx' is {value!r}, not an integer or string id",
+        "give every item a unique idx",
+    ),
+]
+
+
+def _read_items(source: Path, data: bytes) -> list[dict[str, Any]]:
+    """Parse and check the JSON; returns the items or raises with every problem."""
     findings = Findings(source)
-    try:
-        loaded = json.loads(data.decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        findings.add(
-            "source_encoding",
-            "",
-            f"the file is not UTF-8 (byte {exc.start})",
-            "save the file as UTF-8",
-        )
-        findings.fail("unreadable PandaLM test set")
-    except json.JSONDecodeError as exc:
-        findings.add(
-            "malformed_json",
-            str(exc.lineno),
-            f"malformed JSON ({exc.msg} at column {exc.colno})",
-            "repair the JSON at this position; " + _FIX_SHAPE,
-        )
-        findings.fail("unreadable PandaLM test set")
-    if not isinstance(loaded, list):
-        findings.add(
-            "source_shape",
-            "",
-            f"the file holds a JSON {type(loaded).__name__}, not a list of items",
-            _FIX_SHAPE,
-        )
-        findings.fail("not a PandaLM test set")
-    if not loaded:
-        findings.add("source_empty", "", "the list of items is empty", _FIX_SHAPE)
-
-    items: list[tuple[int, dict[str, Any]]] = []
-    first_of_idx: dict[str, int] = {}
+    loaded = read_json_list(
+        findings, data, "PandaLM test set", _FIX_SHAPE, not_what="not a PandaLM test set"
+    )
+    check_items(findings, loaded, KEYS, _RULES, _FIX_SHAPE)
+    first: dict[str, int] = {}
     for position, item in enumerate(loaded):
-        where = f"item {position}"
-        if not isinstance(item, dict):
-            findings.add(
-                "item_shape",
-                where,
-                f"an item is a JSON {type(item).__name__}, not an object",
-                _FIX_SHAPE,
-            )
+        if not isinstance(item, dict) or not _valid_idx(item.get("idx")):
             continue
-        ok = True
-        for key in KEYS:
-            if key not in item:
-                findings.add(
-                    "missing_key",
-                    where,
-                    f"an item has no '{key}' key",
-                    f"add '{key}' to every item; {_FIX_SHAPE}",
-                )
-                ok = False
-        if "instruction" in item and not isinstance(item["instruction"], str):
+        if idx_text(item) in first:
             findings.add(
-                "bad_type", where, "'instruction' is not a string", "make 'instruction' a string"
+                "duplicate_idx",
+                f"item {position}",
+                f"idx {item['idx']!r} already used by item {first[idx_text(item)]}",
+                "give every item a unique idx",
             )
-            ok = False
-        for key in ("response1", "response2"):
-            if key in item and isinstance(item[key], dict | list):
-                findings.add(
-                    "bad_type",
-                    where,
-                    f"'{key}' is a JSON {type(item[key]).__name__}, not text",
-                    f"make '{key}' the response text",
-                )
-                ok = False
-        if "input" in item and item["input"] is not None and not isinstance(item["input"], str):
-            findings.add(
-                "bad_type",
-                where,
-                "'input' is not a string",
-                "make 'input' a string (empty when the instruction has no input)",
-            )
-            ok = False
-        for key in ("cmp_key", "motivation_app"):
-            if key in item and (not isinstance(item[key], str) or not item[key].strip()):
-                findings.add(
-                    "bad_type",
-                    where,
-                    f"'{key}' is not a non-empty string",
-                    f"set '{key}' to the upstream value",
-                )
-                ok = False
-        instruction, extra = item.get("instruction"), item.get("input")
-        if (
-            isinstance(instruction, str)
-            and not instruction.strip()
-            and not (isinstance(extra, str) and extra.strip())
-        ):
-            findings.add(
-                "empty_prompt",
-                where,
-                "both 'instruction' and 'input' are empty",
-                "restore the prompt or remove the item",
-            )
-            ok = False
-        for key in ANNOTATORS:
-            if key in item and not _valid_label(item[key]):
-                findings.add(
-                    "unknown_label",
-                    where,
-                    f"'{key}' is {item[key]!r}, not one of 0, 1, 2",
-                    f"set '{key}' to 0 (tie), 1 or 2",
-                )
-                ok = False
-        if "idx" in item:
-            idx = item["idx"]
-            if isinstance(idx, bool) or not isinstance(idx, int | str) or str(idx).strip() == "":
-                findings.add(
-                    "bad_type",
-                    where,
-                    f"'idx' is {idx!r}, not an integer or string id",
-                    "give every item a unique idx",
-                )
-                ok = False
-            elif str(idx).strip() in first_of_idx:
-                findings.add(
-                    "duplicate_idx",
-                    where,
-                    f"idx {idx!r} already used by item {first_of_idx[str(idx).strip()]}",
-                    "give every item a unique idx",
-                )
-                ok = False
-            else:
-                first_of_idx[str(idx).strip()] = position
-        if ok:
-            items.append((position, item))
+        first.setdefault(idx_text(item), position)
     findings.raise_if_any("invalid PandaLM items")
-    return items
-
-
-def _card_front(
-    source: Path, source_sha256: str, no_majority: int, quirks: list[str]
-) -> dict[str, object]:
-    matches = source_sha256 == REFERENCE_SHA256
-    return {
-        "name": "pandalm-testset",
-        "version": UPSTREAM.split("@")[1] if matches else f"sha256-{source_sha256[:12]}",
-        "intended_use": (
-            "Measuring how well a pairwise judge reproduces human preferences between two"
-            " instruction-following responses from 7B-class open models (labels 1, 2, or 0 for a"
-            " tie), and as a human-human agreement baseline. It does not support pass/fail gating,"
-            " claims about frontier-model outputs, or claims about domains outside the listed"
-            " applications."
-        ),
-        "sampling_window": (
-            "Responses from the model pairs in cmp_key (bloom-7b, cerebras-gpt-6.7B, llama-7b,"
-            " opt-7b, pythia-6.9b) to 170 prompts inspired by real applications (motivation_app),"
-            f" as released in {UPSTREAM} data/testset-v1.json."
-        ),
-        "reviewer_qualifications": (
-            "Three human annotators per item (annotator1-3), as described by the PandaLM authors. "
-            "Their training and guidelines are documented upstream, not here."
-        ),
-        "adjudication_procedure": (
-            "Majority vote of the three annotators (adjudicator 'majority-vote'). When all three"
-            " differ there is no majority; the case is adjudicated as the abstain label"
-            f" '{NO_MAJORITY}', which the rubric then declares. This copy has {no_majority} such"
-            " item(s)."
-        ),
-        "known_gaps": [
-            (
-                "The authors removed high-disagreement items, so human agreement here is inflated"
-                " relative to fresh annotation."
-            ),
-            (
-                "Responses come from 2023-era 7B models. Frontier-model outputs and long-form"
-                " answers are not covered."
-            ),
-            (
-                "No reference answers. The judge sees the prompt, both responses, and the label"
-                " definitions in grading_notes."
-            ),
-            (
-                "cmp_key names the model pair alphabetically. The file does not say which model"
-                " wrote response1, so that is not asserted."
-            ),
-            (
-                "Every slice (model pair) is medium risk; motivation_app (50 values) is a tag, not"
-                " a slice."
-            ),
-            *(f"Source quirk: {quirk}." for quirk in quirks),
-        ],
-        "excluded_domains": [
-            "safety-critical or policy-compliance judgments",
-            "multi-turn dialogue",
-        ],
-        "privacy_handling": (
-            "Public research data; prompts are synthetic tasks modelled on public applications. No"
-            " personal data is expected."
-        ),
-        "source_authority": (
-            "The PandaLM authors' human annotations are the grading evidence; no external"
-            " reference."
-        ),
-        "licence": f"{LICENCE} (upstream LICENSE file beside the source)",
-        "provenance": {
-            "upstream": UPSTREAM,
-            "file": source.name,
-            "source_sha256": source_sha256,
-            "matches_upstream_copy": matches,
-            "importer": "workbench.importers.pandalm",
-        },
-    }
-
-
-def _card_body(cases: int, unanimous: int, no_majority: int) -> str:
-    return f"""
-# PandaLM test set (imported)
-
-{cases} pairwise comparisons, each labelled by three human annotators: `1` means response 1 is \
-better,
-`2` means response 2 is better, and `0` is a tie. {unanimous} of {cases} items are unanimous, and
-{no_majority} have no majority.
-
-- **Judge-visible fields:** `input` (the instruction, with the item's input under \
-`{INPUT_MARKER}` when
-  present), `response` (both candidates, rendered as `{RESPONSE_1_MARKER}` / `{RESPONSE_2_MARKER}`
-  blocks in the order the labels refer to) and `grading_notes` (the label definitions, the same for
-  every case). `response_hash` is the sha256 of that rendering. `metadata` holds the hash of each
-  response on its own.
-- **Groups:** one per distinct prompt (instruction and input). There are 170 prompts, each compared
-  across up to ten model pairs, and a prompt's comparisons always share a partition (about
-  40/30/30 development/calibration/held_out, placed by a hash of the group id).
-- **Slices:** the model pair (`cmp_key`). `motivation_app` is kept as a tag.
-- **Reference figures** (computed independently from the source): Fleiss kappa 0.8642; Cohen kappa
-  1-2 0.8520, 1-3 0.8789, 2-3 0.8617; raw pairwise agreement 0.913 / 0.929 / 0.918; 879 of 999
-  unanimous. `workbench agreement` on this dataset reproduces them.
-"""
+    return loaded

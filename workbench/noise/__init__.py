@@ -12,7 +12,8 @@ better).
   and :func:`noise_report` with its blockers; :mod:`._present`: text and charts.
 - :mod:`._compare`: baseline versus candidate; :mod:`._companions`: companion metrics;
   :mod:`._panel`: the claim-level review panel; :mod:`._release`: frozen suite releases;
-  :mod:`._waivers`: overrides of noise blockers.
+  :func:`noise_override_scope`: what an override of noise blockers is checked against
+  (:func:`workbench.policy.add_override` records it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 from ._analysis import (
     CANDIDATES_PARTITION,
     CONTROLS_PARTITION,
-    EXIT_CODES,
     LOWER_IS_BETTER,
     NOISE_REPORT_FILE,
     NOISE_REPORT_SCHEMA_VERSION,
@@ -38,6 +38,7 @@ from ._analysis import (
     check_run_request,
     load_noise_run,
     member_items,
+    noise_override_scope,
     noise_report,
     run_noise,
     run_noise_sync,
@@ -53,6 +54,7 @@ from ._compare import (
     check_baseline_suite,
     compare_reports,
     load_baseline_report,
+    scoring_fingerprint,
     with_baseline,
 )
 from ._evidence import (
@@ -125,10 +127,6 @@ from ._trends import (
     SliceDelta,
     Trend,
 )
-from ._waivers import (
-    NOISE_CODES,
-    add_noise_override,
-)
 
 __all__ = [
     "CLAIMS_PREFIX",
@@ -147,7 +145,6 @@ __all__ = [
     "ControlRow",
     "DIRECTION",
     "Distractor",
-    "EXIT_CODES",
     "EvidenceManifest",
     "GenerationTrace",
     "KIND",
@@ -156,7 +153,6 @@ __all__ = [
     "METRIC",
     "MODES",
     "MemberError",
-    "NOISE_CODES",
     "NOISE_REPORT_FILE",
     "NOISE_REPORT_SCHEMA_VERSION",
     "NOISE_RUN_FILE",
@@ -191,7 +187,6 @@ __all__ = [
     "SliceLimit",
     "SliceRow",
     "Trend",
-    "add_noise_override",
     "calls_per_score",
     "check_baseline_suite",
     "check_controls",
@@ -212,6 +207,7 @@ __all__ = [
     "load_panel",
     "member_items",
     "noise_chart",
+    "noise_override_scope",
     "noise_report",
     "panel_agreement",
     "parse_claims",
@@ -224,6 +220,7 @@ __all__ = [
     "retrieval_blockers",
     "run_noise",
     "run_noise_sync",
+    "scoring_fingerprint",
     "selected_candidates",
     "validate_pairs",
     "with_baseline",

@@ -25,7 +25,8 @@ from __future__ import annotations
 import hashlib
 import json
 import tempfile
-from dataclasses import dataclass, field
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,27 +38,29 @@ from ..._io import (
     iter_jsonl_lines,
     loads_json,
     read_bounded,
+    sha256_text,
 )
-from ..._load import peek_yaml
+from ..._load import Problems, peek_yaml
 from ...errors import Problem, WorkbenchError
-from ...gold import CARD_FILE, GOLD_FILE, RUBRIC_FILE, GoldCase, validate_dataset
-from .._registry import ImportSummary, register_importer
+from ...gold import CARD_FILE, GOLD_FILE, PARTITIONS, RUBRIC_FILE, GoldCase, validate_dataset
+from .._registry import (
+    ImportSummary,
+    check_out_dir,
+    jsonl_text,
+    refuse,
+    register_importer,
+    write_files,
+)
 from ._build import (
     Built,
     Pending,
     assign_partition,
     build_cases,
-    decide,
-    generated_case_id,
-    input_group,
     merge_previous,
 )
 from ._mapping import (
-    RULE_TEXT,
-    RULES,
     Locator,
     TableMapping,
-    canonical,
     column_problems,
     node_lines,
     parse_mapping,
@@ -76,19 +79,11 @@ from ._source import SourceTable, read_table, source_format, table_from_frame
 __all__ = [
     "CARD_MARKER",
     "PENDING_FILE",
-    "RULES",
-    "RULE_TEXT",
-    "Pending",
-    "SourceTable",
     "TableImport",
     "TableMapping",
     "assign_partition",
-    "canonical",
-    "decide",
-    "generated_case_id",
     "gold_from_dataframe",
     "import_table",
-    "input_group",
     "load_mapping",
 ]
 
@@ -121,36 +116,22 @@ class TableImport:
     notes: tuple[str, ...]
     mapping_label: str
     mapping_sha256: str
-    slice_counts: dict[str, int] = field(default_factory=dict)
 
     def frame(self) -> Any:
         """The cases as a DataFrame: id, partition, group, slice, gold label, reviews."""
         import pandas as pd
 
-        return pd.DataFrame(
-            [
-                {
-                    "case_id": c.case_id,
-                    "partition": c.partition.value,
-                    "group": c.group,
-                    "slice": c.slice,
-                    "gold_label": c.gold_label,
-                    "reviews": "; ".join(f"{r.reviewer}={r.label}" for r in c.reviews),
-                }
-                for c in self.cases
-            ],
-            columns=["case_id", "partition", "group", "slice", "gold_label", "reviews"],
-        )
+        columns = ["case_id", "partition", "group", "slice", "gold_label", "reviews"]
+        rows = [
+            (c.case_id, c.partition.value, c.group, c.slice, c.gold_label)
+            + ("; ".join(f"{r.reviewer}={r.label}" for r in c.reviews),)
+            for c in self.cases
+        ]
+        return pd.DataFrame(rows, columns=columns)
 
     def gold_text(self) -> str:
         """``gold.jsonl`` exactly as :meth:`write` writes it."""
-        return "".join(
-            json.dumps(
-                c.model_dump(mode="json", exclude_none=True), ensure_ascii=False, sort_keys=True
-            )
-            + "\n"
-            for c in self.cases
-        )
+        return jsonl_text(c.model_dump(mode="json", exclude_none=True) for c in self.cases)
 
     def rubric_text(self, previous: Any = None) -> str:
         """``rubric.yaml``: the draft, with what a person already decided in ``previous`` (a parsed
@@ -162,25 +143,12 @@ class TableImport:
             rubric,
             source_label=self.source.label,
             mapping_label=self.mapping_label,
-            slice_counts=self.slice_counts,
+            slice_counts=Counter(c.slice for c in self.cases),
         )
 
     def card_text(self, previous: str | None = None) -> str:
         """``card.md``: the human part of ``previous`` (or a template), then the computed part."""
-        computed = computed_section(
-            mapping=self.mapping,
-            cases=list(self.cases),
-            rubric=self.rubric,
-            pending=list(self.pending),
-            settled=self.settled,
-            source_label=self.source.label,
-            source_format=self.source.format,
-            source_sha256=self.source.sha256,
-            rows=len(self.source.rows),
-            mapping_label=self.mapping_label,
-            mapping_sha256=self.mapping_sha256,
-        )
-        return card_text(previous, self.mapping, computed)
+        return card_text(previous, self.mapping, computed_section(self))
 
     def write(self, out: str | Path, *, force: bool = False) -> ImportSummary:
         """Write the dataset into ``out``; see the module docstring for what is kept and refused."""
@@ -201,46 +169,32 @@ def load_mapping(
 
 
 def _load_mapping(
-    mapping: str | Path | dict[str, Any] | TableMapping,
-    columns: Any,
-    *,
-    source_label: str,
-    extra: list[Problem] | None = None,
+    mapping: str | Path | dict[str, Any] | TableMapping, columns: Any, *, source_label: str
 ) -> tuple[_LoadedMapping, Any]:
-    problems = list(extra or [])
-    if isinstance(mapping, TableMapping):
-        raw: dict[str, Any] = mapping.model_dump(mode="json", exclude_none=True)
+    model: TableMapping | None
+    problems: list[Problem]
+    if isinstance(mapping, TableMapping | dict):
         at = Locator("mapping", {}).at
-        model: TableMapping | None = mapping
-        label, digest = (
-            "(TableMapping object)",
-            hashlib.sha256(canonical_json(raw).encode("utf-8")).hexdigest(),
-        )
-    elif isinstance(mapping, dict):
-        raw = mapping
-        at = Locator("mapping", {}).at
-        model, found = parse_mapping(raw, at, "mapping")
-        problems = found + problems
-        dumped = model.model_dump(mode="json", exclude_none=True) if model is not None else {}
-        label, digest = (
-            "(mapping dict)",
-            hashlib.sha256(canonical_json(dumped).encode("utf-8")).hexdigest(),
-        )
+        if isinstance(mapping, TableMapping):
+            raw = mapping.model_dump(mode="json", exclude_none=True)
+            model, problems, label, dumped = mapping, [], "(TableMapping object)", raw
+        else:
+            raw = mapping
+            model, problems = parse_mapping(raw, at, "mapping")
+            dumped = model.model_dump(mode="json", exclude_none=True) if model is not None else {}
+            label = "(mapping dict)"
+        digest = sha256_text(canonical_json(dumped))
     else:
         path = Path(mapping)
         text, raw = read_mapping_text(path)
         at = Locator(str(path), node_lines(text)).at
-        model, found = parse_mapping(raw, at, str(path))
-        problems = found + problems
+        model, problems = parse_mapping(raw, at, str(path))
         label, digest = path.name, hashlib.sha256(path.read_bytes()).hexdigest()
     if columns is not None:
         problems += column_problems(raw, columns, at, source_label)
     if problems or model is None:
-        raise WorkbenchError(
-            f"{label if label.startswith('(') else mapping}: {len(problems)} problem(s) in the"
-            " mapping",
-            problems,
-        )
+        name = label if label.startswith("(") else mapping
+        raise WorkbenchError(f"{name}: {len(problems)} problem(s) in the mapping", problems)
     return _LoadedMapping(model, label, digest), at
 
 
@@ -270,7 +224,6 @@ def _build(table: SourceTable, loaded: _LoadedMapping, at: Any) -> TableImport:
         notes=tuple(built.notes),
         mapping_label=loaded.label,
         mapping_sha256=loaded.sha256,
-        slice_counts=built.slice_counts,
     )
 
 
@@ -329,28 +282,15 @@ def _registered(
 # ------------------------------------------------------------------------------ writing
 
 
-def _problem(location: str, code: str, message: str, fix: str) -> Problem:
-    return Problem(location=location, code=code, message=message, fix=fix)
-
-
 def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
     """What a previous import left in ``out``: parsed rubric, card text, case id -> partition."""
-    if out.exists() and not out.is_dir():
-        raise WorkbenchError(
-            "cannot write the dataset",
-            [
-                _problem(
-                    str(out),
-                    "out_not_directory",
-                    "--out names a file, not a directory",
-                    "point --out at a new directory or at a dataset directory this importer wrote",
-                )
-            ],
-        )
-    rubric: Any = None
-    card: str | None = None
-    partitions: dict[str, str] = {}
+    check_out_dir(
+        out,
+        "cannot write the dataset",
+        "point --out at a new directory or at a dataset directory this importer wrote",
+    )
     rubric_path, card_path, gold_path = out / RUBRIC_FILE, out / CARD_FILE, out / GOLD_FILE
+    card: str | None = None
     if card_path.is_file():
         try:
             card = read_bounded(card_path).decode("utf-8")
@@ -358,133 +298,94 @@ def _existing(out: Path, force: bool) -> tuple[Any, str | None, dict[str, str]]:
             card = None
     if gold_path.exists() and (card is None or CARD_MARKER not in card):
         if not force:
-            raise WorkbenchError(
+            refuse(
                 "refusing to overwrite a dataset",
-                [
-                    _problem(
-                        str(gold_path),
-                        "out_not_empty",
-                        f"{out} holds a gold.jsonl that `workbench import table` did not write (its"
-                        " card.md has no import marker)",
-                        "choose a new directory, or pass --force to replace it",
-                    )
-                ],
+                str(gold_path),
+                "out_not_empty",
+                f"{out} holds a gold.jsonl that `workbench import table` did not write (its card.md"
+                " has no import marker)",
+                "choose a new directory, or pass --force to replace it",
             )
         # Replacing another tool's dataset: its rubric and card are not this import's drafts.
         return None, None, {}
-    if rubric_path.is_file():
-        rubric = peek_yaml(rubric_path)
-    if gold_path.is_file():
-        try:
-            for _number, line in iter_jsonl_lines(gold_path):  # bounded and strict
-                row = loads_json(line)
-                if isinstance(row, dict) and isinstance(row.get("case_id"), str):
-                    partitions[row["case_id"]] = str(row.get("partition"))
-        except (WorkbenchError, ValueError):  # not a file, a line too long, not UTF-8, bad JSON
-            if not force:
-                raise WorkbenchError(
-                    "refusing to overwrite a dataset",
-                    [
-                        _problem(
-                            str(gold_path),
-                            "out_not_empty",
-                            "the existing gold.jsonl cannot be read, so the import cannot check"
-                            " that no case moves",
-                            "repair or remove it, or pass --force",
-                        )
-                    ],
-                ) from None
-    return rubric, card, partitions
+    rubric = peek_yaml(rubric_path) if rubric_path.is_file() else None
+    return rubric, card, _partitions(gold_path, force) if gold_path.is_file() else {}
 
 
-def _check_stability(result: TableImport, before: dict[str, str], gold_path: Path) -> list[Problem]:
+def _partitions(gold_path: Path, force: bool) -> dict[str, str]:
+    """Case id -> partition in an existing ``gold.jsonl`` (read bounded and strict)."""
+    partitions: dict[str, str] = {}
+    try:
+        for _number, line in iter_jsonl_lines(gold_path):
+            row = loads_json(line)
+            if isinstance(row, dict) and isinstance(row.get("case_id"), str):
+                partitions[row["case_id"]] = str(row.get("partition"))
+    except (WorkbenchError, ValueError):  # not a file, a line too long, not UTF-8, bad JSON
+        if not force:
+            refuse(
+                "refusing to overwrite a dataset",
+                str(gold_path),
+                "out_not_empty",
+                "the existing gold.jsonl cannot be read, so the import cannot check that no case"
+                " moves",
+                "repair or remove it, or pass --force",
+            )
+    return partitions
+
+
+def _listed(items: list[str]) -> str:
+    extra = f" and {len(items) - 20} more" if len(items) > 20 else ""
+    return ", ".join(items[:20]) + extra
+
+
+def _check_stability(result: TableImport, before: dict[str, str], gold_path: Path) -> Problems:
     now = {c.case_id: c.partition.value for c in result.cases}
     moved = [
-        (cid, part, now[cid]) for cid, part in before.items() if cid in now and now[cid] != part
+        f"{cid} ({part} -> {now[cid]})"
+        for cid, part in before.items()
+        if now.get(cid, part) != part
     ]
     removed = [cid for cid in before if cid not in now]
-    problems: list[Problem] = []
+    problems = Problems()
     if moved:
-        shown = ", ".join(f"{cid} ({a} -> {b})" for cid, a, b in moved[:20]) + (
-            f" and {len(moved) - 20} more" if len(moved) > 20 else ""
-        )
-        problems.append(
-            _problem(
-                str(gold_path),
-                "partition_moved",
-                f"{len(moved)} existing case(s) would move to another partition: {shown}",
-                "keep the mapping's partition settings (seed, shares, column values) as they were;"
-                " moving a held-out case into development leaks it into tuning. Pass --force only"
-                " for a new dataset version",
-            )
+        problems.add(
+            str(gold_path),
+            "partition_moved",
+            f"{len(moved)} existing case(s) would move to another partition: {_listed(moved)}",
+            "keep the mapping's partition settings (seed, shares, column values) as they were;"
+            " moving a held-out case into development leaks it into tuning. Pass --force only"
+            " for a new dataset version",
         )
     if removed:
-        shown = ", ".join(removed[:20]) + (
-            f" and {len(removed) - 20} more" if len(removed) > 20 else ""
-        )
-        problems.append(
-            _problem(
-                str(gold_path),
-                "case_removed",
-                f"{len(removed)} existing case(s) are no longer in the source: {shown}",
-                "keep their rows in the source (a correction is a new record that supersedes the"
-                " old one), or pass --force for a new dataset version",
-            )
+        problems.add(
+            str(gold_path),
+            "case_removed",
+            f"{len(removed)} existing case(s) are no longer in the source: {_listed(removed)}",
+            "keep their rows in the source (a correction is a new record that supersedes the"
+            " old one), or pass --force for a new dataset version",
         )
     return problems
 
 
 def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
     previous_rubric, previous_card, before = _existing(out, force)
-    gold_path = out / GOLD_FILE
     if before and not force:
-        problems = _check_stability(result, before, gold_path)
-        if problems:
-            raise WorkbenchError(
-                f"{out}: the import would change existing cases ({len(problems)} problem(s))",
-                problems,
-            )
-    rubric_text = result.rubric_text(previous_rubric)
-    card = result.card_text(previous_card)
-    gold = result.gold_text()
-    _self_check(result, gold, card)
+        problems = _check_stability(result, before, out / GOLD_FILE)
+        problems.raise_if_any(
+            f"{out}: the import would change existing cases ({len(problems)} problem(s))"
+        )
+    texts: dict[str, str | None] = {
+        RUBRIC_FILE: result.rubric_text(previous_rubric),
+        CARD_FILE: result.card_text(previous_card),
+        GOLD_FILE: result.gold_text(),
+        PENDING_FILE: pending_csv(list(result.pending)) if result.pending else None,
+    }
+    _self_check(result, texts[GOLD_FILE] or "", texts[CARD_FILE] or "")
     written: list[str] = []
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(out / RUBRIC_FILE, rubric_text)
-        written.append(RUBRIC_FILE)
-        atomic_write_text(out / CARD_FILE, card)
-        written.append(CARD_FILE)
-        atomic_write_text(gold_path, gold)
-        written.append(GOLD_FILE)
-        pending_path = out / PENDING_FILE
-        if result.pending:
-            atomic_write_text(pending_path, pending_csv(list(result.pending)))
-            written.append(PENDING_FILE)
-        elif pending_path.exists():
-            pending_path.unlink()
-    except OSError as exc:
-        done = f"; already written: {', '.join(written)}" if written else ""
-        raise WorkbenchError(
-            "cannot write the dataset",
-            [
-                _problem(
-                    str(exc.filename or out),
-                    "out_unwritable",
-                    f"writing failed ({exc.strerror or exc}){done}",
-                    "point --out at a writable directory with free space",
-                )
-            ],
-        ) from None
-    partitions = {p: 0 for p in ("development", "calibration", "held_out")}
-    for case in result.cases:
-        partitions[case.partition.value] += 1
+    write_files(out, texts, "cannot write the dataset", written)
     notes = list(result.notes)
-    unset = [
-        name
-        for name, spec in (yaml.safe_load(rubric_text) or {}).get("slices", {}).items()
-        if spec.get("risk") == "unset"
-    ]
+    slices = (yaml.safe_load(texts[RUBRIC_FILE] or "") or {}).get("slices", {})
+    unset = [name for name, spec in slices.items() if spec.get("risk") == "unset"]
     if unset:
         notes.append(
             f"set the risk of {len(unset)} slice(s) in {out / RUBRIC_FILE} ({', '.join(unset)});"
@@ -494,13 +395,14 @@ def _write(result: TableImport, out: Path, *, force: bool) -> ImportSummary:
         notes.append(
             f"{len(result.pending)} case(s) wait for an adjudicator, listed in {out / PENDING_FILE}"
         )
+    counts = Counter(case.partition.value for case in result.cases)
     return ImportSummary(
         kind=KIND,
         source=result.source.location,
         out=str(out),
         cases=len(result.cases),
         groups=len({c.group for c in result.cases}),
-        partitions=partitions,
+        partitions={p: counts[p] for p in PARTITIONS},
         results=None,
         files=written,
         source_sha256=result.source.sha256,

@@ -12,11 +12,13 @@ from typing import Any, cast
 from pydantic import ValidationError
 
 from ..._io import JSONRecordError, loads_json
-from ..._load import validation_problems
+from ..._load import Problems, validation_problems
 from ...errors import Problem, WorkbenchError
 from ...gold import PARTITIONS, Adjudication, GoldCase, Partition, Review, Risk, Rubric
 from ...gold._rubric import UNSET_RISK
-from ._mapping import RULE_TEXT, TableMapping, canonical
+from .._registry import refuse
+from .._table_reader import RowIssues, canonical
+from ._mapping import RULE_TEXT, TableMapping
 from ._source import SourceTable
 
 CONFIDENCES = ("low", "medium", "high")
@@ -55,36 +57,6 @@ def generated_case_id(input_text: str, response: str) -> str:
 
 
 @dataclass
-class Issues:
-    """Problems in source rows, one per (code, message, fix), listing the rows that have it."""
-
-    table: SourceTable
-    items: dict[tuple[str, str, str], list[int]] = field(default_factory=dict)
-    extra: list[Problem] = field(default_factory=list)
-
-    def add(self, code: str, message: str, fix: str, row: int | list[int]) -> None:
-        rows = row if isinstance(row, list) else [row]
-        self.items.setdefault((code, message, fix), []).extend(rows)
-
-    def problems(self) -> list[Problem]:
-        out = list(self.extra)
-        for (code, message, fix), rows in self.items.items():
-            rows = sorted(set(rows))
-            out.append(
-                Problem(
-                    location=self.table.where(rows[0]),
-                    code=code,
-                    message=f"{message} ({self.table.describe(rows)})",
-                    fix=fix,
-                )
-            )
-        return out
-
-    def __bool__(self) -> bool:
-        return bool(self.items or self.extra)
-
-
-@dataclass
 class RowReview:
     reviewer: str
     label: str  # canonical source value
@@ -94,9 +66,11 @@ class RowReview:
 
 
 @dataclass
-class Row:
-    index: int
-    key: str | None = None
+class _Case:
+    """One source row, or (long form) the rows sharing a case key, merged."""
+
+    rows: list[int]
+    case_id: str | None = None
     fields: dict[str, Any] = field(default_factory=dict)
     """Case-level values that every row of a case must agree on."""
     tags: list[str] = field(default_factory=list)
@@ -104,6 +78,7 @@ class Row:
     adjudicated: str | None = None
     adjudicator: str | None = None
     adjudication_reason: str | None = None
+    partition: str | None = None
 
 
 @dataclass
@@ -124,16 +99,19 @@ class Built:
     pending: list[Pending]
     rubric: dict[str, Any]
     """The drafted rubric (risk ``unset`` on slices nobody has rated yet)."""
-    slice_counts: dict[str, int]
     settled: dict[str, int]
     """How the gold labels were decided: ``column``, ``rule`` and ``pending`` counts."""
     notes: list[str]
 
 
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
 class _Reader:
     """Cell access with the problem bookkeeping every column shares."""
 
-    def __init__(self, table: SourceTable, issues: Issues) -> None:
+    def __init__(self, table: SourceTable, issues: RowIssues) -> None:
         self.table = table
         self.issues = issues
 
@@ -142,7 +120,7 @@ class _Reader:
 
     def text(self, i: int, column: str, *, required: bool = False, what: str = "") -> str | None:
         value = self.raw(i, column)
-        if value is None or (isinstance(value, str) and not value.strip()):
+        if _blank(value):
             if required:
                 self.issues.add(
                     "value_missing",
@@ -165,7 +143,7 @@ class _Reader:
 
     def key(self, i: int, column: str, *, what: str) -> str | None:
         value = self.raw(i, column)
-        if value is None or (isinstance(value, str) and not value.strip()):
+        if _blank(value):
             self.issues.add(
                 "value_missing",
                 f"column {column!r} ({what}) is empty",
@@ -186,15 +164,32 @@ class _Reader:
 
 def build_cases(table: SourceTable, mapping: TableMapping, *, at: Any) -> Built:
     """Turn the rows into gold cases and a drafted rubric; raise listing every problem found."""
-    issues = Issues(table)
+    issues = RowIssues(table)
     reader = _Reader(table, issues)
-    rows = [_read_row(reader, mapping, i) for i in range(len(table.rows))]
+    cases = _cases([_read_row(reader, mapping, i) for i in range(len(table.rows))], mapping, issues)
+    _check_labels(cases, mapping, issues)
+    _check_reviews(cases, issues, mapping)
+    _assign(cases, mapping, issues, table)
+    if issues:
+        problems = issues.problems()
+        raise WorkbenchError(
+            f"{table.location}: {len(problems)} problem(s) in the source rows", problems
+        )
+    rubric, rubric_problems, notes = _draft_rubric(cases, mapping, at)
+    if rubric_problems:
+        raise WorkbenchError(
+            f"{at('rubric')}: the drafted rubric is not valid ({len(rubric_problems)} problem(s))",
+            rubric_problems,
+        )
+    return _finish(cases, mapping, rubric, table, notes)
 
-    # Cases: rows that share a key (long form) or one row each (wide form).
-    by_key: dict[str, list[Row]] = {}
+
+def _cases(rows: list[_Case], mapping: TableMapping, issues: RowIssues) -> dict[str, _Case]:
+    """Rows that share a key (long form) merged into one case; one row each in wide form."""
+    by_key: dict[str, list[_Case]] = {}
     for row in rows:
-        if row.key is not None:
-            by_key.setdefault(row.key, []).append(row)
+        if row.case_id is not None:
+            by_key.setdefault(row.case_id, []).append(row)
     cases: dict[str, _Case] = {}
     for key, members in by_key.items():
         if mapping.reviews.form == "wide" and len(members) > 1:
@@ -207,53 +202,50 @@ def build_cases(table: SourceTable, mapping: TableMapping, *, at: Any) -> Built:
                 "duplicate_case",
                 f"case {key!r} appears on several rows ({how}); in wide form each case is one row",
                 "keep one row per case, or add a case id column that tells them apart",
-                [r.index for r in members],
+                [i for r in members for i in r.rows],
             )
             continue
-        cases[key] = _merge(key, members, issues, mapping)
-
-    _check_labels(cases, mapping, issues, table)
-    _check_reviews(cases, issues, mapping)
-    _assign(cases, mapping, issues, table)
-    if issues:
-        problems = issues.problems()
-        raise WorkbenchError(
-            f"{table.location}: {len(problems)} problem(s) in the source rows", problems
-        )
-
-    rubric, rubric_problems, notes = _draft_rubric(cases, mapping, at)
-    if rubric_problems:
-        raise WorkbenchError(
-            f"{at('rubric')}: the drafted rubric is not valid ({len(rubric_problems)} problem(s))",
-            rubric_problems,
-        )
-    return _finish(cases, mapping, rubric, table, notes)
+        cases[key] = _merge(key, members, issues)
+    return cases
 
 
-def _read_row(reader: _Reader, m: TableMapping, i: int) -> Row:
-    row = Row(index=i)
+def _read_row(reader: _Reader, m: TableMapping, i: int) -> _Case:
+    row = _Case(rows=[i], fields=_fields(reader, m, i))
+    row.tags = _tags(reader, m, i)
+    row.reviews = _reviews(reader, m, i)
+    adj = m.adjudication
+    if adj.column is not None:
+        value = reader.raw(i, adj.column)
+        row.adjudicated = None if _blank(value) else canonical(value)
+        if adj.adjudicator is not None:
+            row.adjudicator = _text(reader, adj.adjudicator, i, "the adjudicator")
+        if adj.reason is not None:
+            row.adjudication_reason = reader.text(i, adj.reason, what="the adjudication reason")
     f = row.fields
-    f["input"] = reader.text(i, m.input.column, required=True, what="the input")
-    f["response"] = reader.text(i, m.response.column, required=True, what="the response")
-    for name in ("reference", "grading_notes"):
-        spec = getattr(m, name)
-        if spec is None:
-            f[name] = None
-        elif spec.value is not None:
-            f[name] = spec.value
-        else:
-            f[name] = reader.text(i, spec.column, what=name.replace("_", " "))
-    if (
-        (m.reference is not None or m.grading_notes is not None)
-        and f["reference"] is None
-        and f["grading_notes"] is None
-        and f["input"] is not None
-    ):
-        cols = [
-            getattr(m, n).column
-            for n in ("reference", "grading_notes")
-            if getattr(m, n) is not None and getattr(m, n).column
-        ]
+    if m.case_id is not None:
+        row.case_id = reader.key(i, m.case_id.column, what="the case id")
+    elif f["input"] is not None and f["response"] is not None:
+        row.case_id = generated_case_id(f["input"], f["response"])
+    return row
+
+
+def _text(reader: _Reader, spec: Any, i: int, what: str) -> str | None:
+    """A text field: the mapping's constant, or the row's cell."""
+    if spec is None:
+        return None
+    return spec.value if spec.value is not None else reader.text(i, spec.column, what=what)
+
+
+def _fields(reader: _Reader, m: TableMapping, i: int) -> dict[str, Any]:
+    """The row's case-level values (every row of a case must agree on them)."""
+    f: dict[str, Any] = {
+        "input": reader.text(i, m.input.column, required=True, what="the input"),
+        "response": reader.text(i, m.response.column, required=True, what="the response"),
+        "reference": _text(reader, m.reference, i, "reference"),
+        "grading_notes": _text(reader, m.grading_notes, i, "grading notes"),
+    }
+    if f["reference"] is None and f["grading_notes"] is None and f["input"] is not None:
+        cols = [spec.column for spec in (m.reference, m.grading_notes) if spec and spec.column]
         reader.issues.add(
             "grading_evidence_missing",
             "the row has neither grading notes nor a reference (columns"
@@ -272,65 +264,47 @@ def _read_row(reader: _Reader, m: TableMapping, i: int) -> Row:
         f["group"] = reader.key(i, m.group.column, what="the group")
     else:
         f["group"] = input_group(f["input"]) if f["input"] is not None else None
-    if m.partition.column is not None:
-        value = reader.key(i, m.partition.column, what="the partition")
-        if value is not None:
-            if m.partition.values is not None:
-                part = m.partition.values.get(value)
-            else:
-                part = Partition(value) if value in PARTITIONS else None
-            if part is None:
-                allowed = (
-                    ", ".join(m.partition.values) if m.partition.values else ", ".join(PARTITIONS)
-                )
-                reader.issues.add(
-                    "partition_value_unknown",
-                    f"partition value {value!r} in column {m.partition.column!r} is not one of"
-                    f" {allowed}",
-                    "map it under partition: {column: ..., values: {<value>: development |"
-                    " calibration | held_out}}, or correct the rows",
-                    i,
-                )
-            f["partition"] = part.value if part is not None else None
-        else:
-            f["partition"] = None
-    meta: dict[str, Any] = {}
-    for column in m.metadata:
-        value = reader.raw(i, column)
-        if value is not None:
-            meta[column] = value
+    f["partition"] = _partition(reader, m, i) if m.partition.column is not None else None
+    meta = {c: reader.raw(i, c) for c in m.metadata if reader.raw(i, c) is not None}
     f["metadata"] = json.dumps(meta, sort_keys=True, ensure_ascii=False, default=str)
+    return f
+
+
+def _partition(reader: _Reader, m: TableMapping, i: int) -> str | None:
+    """The partition named in the row's partition column (mapped through its values)."""
+    column = m.partition.column or ""
+    value = reader.key(i, column, what="the partition")
+    if value is None:
+        return None
+    values = m.partition.values
+    if values is not None:
+        part = values.get(value)
+    else:
+        part = Partition(value) if value in PARTITIONS else None
+    if part is None:
+        reader.issues.add(
+            "partition_value_unknown",
+            f"partition value {value!r} in column {column!r} is not one of"
+            f" {', '.join(values) if values else ', '.join(PARTITIONS)}",
+            "map it under partition: {column: ..., values: {<value>: development | calibration |"
+            " held_out}}, or correct the rows",
+            i,
+        )
+    return part.value if part is not None else None
+
+
+def _tags(reader: _Reader, m: TableMapping, i: int) -> list[str]:
+    tags: list[str] = []
     for column in m.tags:
         value = reader.raw(i, column)
-        if value is None:
-            continue
-        items = (
-            value
-            if isinstance(value, list)
-            else str(value).split(m.tag_separator)
-            if isinstance(value, str)
-            else [canonical(value)]
-        )
-        row.tags += [canonical(t) for t in items if t is not None and canonical(t)]
-    row.reviews = _reviews(reader, m, i)
-    adj = m.adjudication
-    if adj.column is not None:
-        value = reader.raw(i, adj.column)
-        if value is not None and not (isinstance(value, str) and not value.strip()):
-            row.adjudicated = canonical(value)
-        if adj.adjudicator is not None:
-            row.adjudicator = (
-                adj.adjudicator.value
-                if adj.adjudicator.value is not None
-                else reader.text(i, adj.adjudicator.column or "", what="the adjudicator")
-            )
-        if adj.reason is not None:
-            row.adjudication_reason = reader.text(i, adj.reason, what="the adjudication reason")
-    if m.case_id is not None:
-        row.key = reader.key(i, m.case_id.column, what="the case id")
-    elif f["input"] is not None and f["response"] is not None:
-        row.key = generated_case_id(f["input"], f["response"])
-    return row
+        if isinstance(value, list):
+            items = value
+        elif isinstance(value, str):
+            items = value.split(m.tag_separator)
+        else:
+            items = [] if value is None else [canonical(value)]
+        tags += [canonical(t) for t in items if t is not None and canonical(t)]
+    return tags
 
 
 def _contexts(reader: _Reader, m: TableMapping, i: int) -> list[str] | None:
@@ -367,104 +341,86 @@ def _contexts(reader: _Reader, m: TableMapping, i: int) -> list[str] | None:
     return None
 
 
-def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
-    spec = m.reviews
-    out: list[RowReview] = []
-
-    def one(
-        reviewer: str | None,
-        label_col: str,
-        rationale_col: str | None,
-        confidence_col: str | None,
-        *,
-        required: bool,
-    ) -> None:
-        label = reader.raw(i, label_col)
-        if label is None or (isinstance(label, str) and not label.strip()):
-            if required:
-                reader.issues.add(
-                    "value_missing",
-                    f"column {label_col!r} (the review label) is empty",
-                    "fill in the label on every review row, or drop the rows without one",
-                    i,
-                )
-            elif reviewer is not None and spec.pairs is not None:
-                reader.issues.add(
-                    "review_incomplete",
-                    f"reviewer column names {reviewer!r} but label column {label_col!r} is empty",
-                    "give the label, or clear the reviewer cell",
-                    i,
-                )
-            return
-        if isinstance(label, list | dict):
-            reader.issues.add(
-                "value_not_text",
-                f"column {label_col!r} (the review label) holds a {type(label).__name__}",
-                "give one label per cell",
-                i,
-            )
-            return
-        if reviewer is None:
-            return
-        confidence = (
-            reader.text(i, confidence_col, what="the confidence") if confidence_col else None
-        )
-        out.append(
-            RowReview(
-                reviewer=reviewer,
-                label=canonical(label),
-                rationale=(
-                    reader.text(i, rationale_col, what="the rationale") if rationale_col else None
-                ),
-                confidence=confidence.strip().lower() if confidence else None,
-                row=i,
-            )
-        )
-
+def _review_columns(spec: Any) -> list[tuple[str | None, str | None, str, Any, Any]]:
+    """Per review a row may hold: reviewer name (wide columns) or reviewer column, and the
+    label, rationale and confidence columns."""
     if spec.form == "long":
-        assert spec.reviewer is not None and spec.label is not None
-        reviewer = reader.key(i, spec.reviewer, what="the reviewer")
-        one(reviewer, spec.label, spec.rationale, spec.confidence, required=True)
-    elif spec.columns is not None:
-        for name, cols in spec.columns.items():
-            one(name, cols.label, cols.rationale, cols.confidence, required=False)
-    else:
-        for pair in spec.pairs or []:
-            value = reader.raw(i, pair.reviewer)
-            reviewer = (
-                None
-                if value is None or (isinstance(value, str) and not value.strip())
-                else canonical(value)
-            )
-            label = reader.raw(i, pair.label)
-            if (
-                reviewer is None
-                and label is not None
-                and not (isinstance(label, str) and not label.strip())
-            ):
+        return [(None, spec.reviewer, spec.label, spec.rationale, spec.confidence)]
+    if spec.columns is not None:
+        return [
+            (name, None, c.label, c.rationale, c.confidence) for name, c in spec.columns.items()
+        ]
+    return [(None, p.reviewer, p.label, p.rationale, p.confidence) for p in spec.pairs or []]
+
+
+def _reviews(reader: _Reader, m: TableMapping, i: int) -> list[RowReview]:
+    out: list[RowReview] = []
+    long = m.reviews.form == "long"
+    for name, reviewer_col, label_col, rationale_col, confidence_col in _review_columns(m.reviews):
+        reviewer = name
+        if long:
+            reviewer = reader.key(i, reviewer_col or "", what="the reviewer")
+        elif reviewer_col is not None:
+            value = reader.raw(i, reviewer_col)
+            reviewer = None if _blank(value) else canonical(value)
+            if reviewer is None and not _blank(reader.raw(i, label_col)):
                 reader.issues.add(
                     "review_incomplete",
-                    f"label column {pair.label!r} is filled but reviewer column {pair.reviewer!r}"
+                    f"label column {label_col!r} is filled but reviewer column {reviewer_col!r}"
                     " is empty",
                     "name the reviewer, or clear the label",
                     i,
                 )
                 continue
-            one(reviewer, pair.label, pair.rationale, pair.confidence, required=False)
+        label = _label(reader, i, label_col, reviewer, long=long, paired=reviewer_col is not None)
+        if label is None or reviewer is None:
+            continue
+        confidence = (
+            reader.text(i, confidence_col, what="the confidence") if confidence_col else None
+        )
+        rationale = reader.text(i, rationale_col, what="the rationale") if rationale_col else None
+        out.append(
+            RowReview(
+                reviewer=reviewer,
+                label=label,
+                rationale=rationale,
+                confidence=confidence.strip().lower() if confidence else None,
+                row=i,
+            )
+        )
     return out
 
 
-@dataclass
-class _Case:
-    case_id: str
-    rows: list[int]
-    fields: dict[str, Any]
-    tags: list[str]
-    reviews: list[RowReview]
-    adjudicated: str | None
-    adjudicator: str | None
-    adjudication_reason: str | None
-    partition: str | None = None
+def _label(
+    reader: _Reader, i: int, column: str, reviewer: str | None, *, long: bool, paired: bool
+) -> str | None:
+    """A review's label (canonical source value), or None when the cell has none."""
+    label = reader.raw(i, column)
+    if _blank(label):
+        if long:
+            reader.issues.add(
+                "value_missing",
+                f"column {column!r} (the review label) is empty",
+                "fill in the label on every review row, or drop the rows without one",
+                i,
+            )
+        elif reviewer is not None and paired:
+            reader.issues.add(
+                "review_incomplete",
+                f"reviewer column names {reviewer!r} but label column {column!r} is empty",
+                "give the label, or clear the reviewer cell",
+                i,
+            )
+        return None
+    if isinstance(label, list | dict):
+        reader.issues.add(
+            "value_not_text",
+            f"column {column!r} (the review label) holds a {type(label).__name__}",
+            "give one label per cell",
+            i,
+        )
+        return None
+    return canonical(label)
 
 
 _FIELD_NAMES = {
@@ -480,18 +436,20 @@ _FIELD_NAMES = {
 }
 
 
-def _merge(key: str, members: list[Row], issues: Issues, m: TableMapping) -> _Case:
-    first = members[0]
+def _merge(key: str, members: list[_Case], issues: RowIssues) -> _Case:
+    rows = [i for r in members for i in r.rows]
     for name, label in _FIELD_NAMES.items():
-        values = {json.dumps(r.fields.get(name), sort_keys=True) for r in members}
-        if len(values) > 1:
+        if len({json.dumps(r.fields.get(name), sort_keys=True) for r in members}) > 1:
             issues.add(
                 "case_rows_conflict",
                 f"case {key!r}: its rows give different {label}",
                 "every row of a case must carry the same case-level values; correct the rows, or"
                 " give the cases different ids",
-                [r.index for r in members],
+                rows,
             )
+    tags: list[str] = []
+    for r in members:
+        tags += [t for t in r.tags if t not in tags]
     adjudicated = {r.adjudicated for r in members if r.adjudicated is not None}
     if len(adjudicated) > 1:
         issues.add(
@@ -499,15 +457,12 @@ def _merge(key: str, members: list[Row], issues: Issues, m: TableMapping) -> _Ca
             f"case {key!r}: its rows give different adjudicated labels"
             f" ({', '.join(sorted(adjudicated))})",
             "give the adjudicated label once per case, or the same on every row",
-            [r.index for r in members],
+            rows,
         )
-    tags: list[str] = []
-    for r in members:
-        tags += [t for t in r.tags if t not in tags]
     return _Case(
+        rows=rows,
         case_id=key,
-        rows=[r.index for r in members],
-        fields=dict(first.fields),
+        fields=dict(members[0].fields),
         tags=tags,
         reviews=[rv for r in members for rv in r.reviews],
         adjudicated=next(iter(adjudicated)) if len(adjudicated) == 1 else None,
@@ -518,12 +473,9 @@ def _merge(key: str, members: list[Row], issues: Issues, m: TableMapping) -> _Ca
     )
 
 
-def _check_labels(
-    cases: dict[str, _Case], m: TableMapping, issues: Issues, table: SourceTable
-) -> None:
+def _check_labels(cases: dict[str, _Case], m: TableMapping, issues: RowIssues) -> None:
     unmapped: dict[str, list[int]] = {}
     bad_confidence: dict[str, list[int]] = {}
-    adj_col = m.adjudication.column
     for case in cases.values():
         for review in case.reviews:
             if m.labels is not None and review.label not in m.labels:
@@ -536,12 +488,12 @@ def _check_labels(
             and case.adjudicated not in m.labels
         ):
             unmapped.setdefault(case.adjudicated, []).extend(case.rows)
-    label_cols = _label_columns(m)
+    columns = _label_columns(m) + ([m.adjudication.column] if m.adjudication.column else [])
     for value, rows in unmapped.items():
         issues.add(
             "label_unmapped",
-            f"label value {value!r} (in {', '.join(label_cols + ([adj_col] if adj_col else []))})"
-            f" has no entry in the mapping's labels ({', '.join(map(repr, m.labels or {}))})",
+            f"label value {value!r} (in {', '.join(columns)}) has no entry in the mapping's labels"
+            f" ({', '.join(map(repr, m.labels or {}))})",
             f"add {value!r}: <rubric label> under labels: in the mapping, or correct those rows",
             rows,
         )
@@ -556,15 +508,10 @@ def _check_labels(
 
 
 def _label_columns(m: TableMapping) -> list[str]:
-    r = m.reviews
-    if r.form == "long":
-        return [r.label or ""]
-    if r.columns is not None:
-        return [c.label for c in r.columns.values()]
-    return [p.label for p in r.pairs or []]
+    return [label for _, _, label, _, _ in _review_columns(m.reviews)]
 
 
-def _check_reviews(cases: dict[str, _Case], issues: Issues, m: TableMapping) -> None:
+def _check_reviews(cases: dict[str, _Case], issues: RowIssues, m: TableMapping) -> None:
     for case in cases.values():
         if not case.reviews:
             issues.add(
@@ -595,7 +542,9 @@ def _check_reviews(cases: dict[str, _Case], issues: Issues, m: TableMapping) -> 
             )
 
 
-def _assign(cases: dict[str, _Case], m: TableMapping, issues: Issues, table: SourceTable) -> None:
+def _assign(
+    cases: dict[str, _Case], m: TableMapping, issues: RowIssues, table: SourceTable
+) -> None:
     if m.partition.assign is not None:
         seed, fractions = m.partition.assign.seed, m.partition.assign.fractions()
         for case in cases.values():
@@ -630,130 +579,123 @@ def _draft_rubric(
     cases: dict[str, _Case], m: TableMapping, at: Any
 ) -> tuple[dict[str, Any], list[Problem], list[str]]:
     hints = m.rubric
-    notes: list[str] = []
-    found: list[str] = []
-
-    def label_of(value: str) -> str:
-        return m.labels[value] if m.labels is not None else value
-
-    for case in cases.values():
-        for review in case.reviews:
-            if label_of(review.label) not in found:
-                found.append(label_of(review.label))
-        if case.adjudicated is not None and label_of(case.adjudicated) not in found:
-            found.append(label_of(case.adjudicated))
-    problems: list[Problem] = []
-    if hints.labels is not None:
-        labels = list(hints.labels)
-        missing = [label for label in found if label not in labels]
-        if missing:
-            problems.append(
-                Problem(
-                    location=at("rubric", "labels"),
-                    code="mapping_invalid",
-                    message=(
-                        f"rubric.labels leaves out {', '.join(map(repr, missing))}, which the data"
-                        " uses"
-                    ),
-                    fix=(
-                        "list every label the data uses under rubric.labels, or map those values to"
-                        " listed labels"
-                    ),
-                )
-            )
-    elif m.labels is not None:
-        labels = list(dict.fromkeys(m.labels.values()))
-    else:
-        labels = sorted(found)
-    pass_label = hints.pass_label or ("pass" if "pass" in labels and "fail" in labels else None)
-    fail_label = hints.fail_label or ("fail" if "pass" in labels and "fail" in labels else None)
+    labels, found = _labels(cases, m, at)
+    problems = Problems(found)
+    both = "pass" in labels and "fail" in labels
+    pass_label = hints.pass_label or ("pass" if both else None)
+    fail_label = hints.fail_label or ("fail" if both else None)
     if m.adjudication.rule == "any_fail" and fail_label is None:
-        problems.append(
-            Problem(
-                location=at("adjudication", "rule"),
-                code="mapping_invalid",
-                message="rule any_fail needs a fail label, and the labels have none named fail",
-                fix="set rubric.fail_label (and rubric.pass_label) in the mapping",
-            )
+        problems.add(
+            at("adjudication", "rule"),
+            "mapping_invalid",
+            "rule any_fail needs a fail label, and the labels have none named fail",
+            "set rubric.fail_label (and rubric.pass_label) in the mapping",
         )
+    notes: list[str] = []
     if pass_label is None:
         notes.append(
             "the rubric declares no pass and fail labels, so align and the gate cannot count false"
             " passes; set rubric.pass_label and rubric.fail_label in the mapping if the labels are"
             " pass/fail verdicts"
         )
-    others = [
-        label
-        for label in labels
-        if label not in (pass_label, fail_label) and label not in hints.abstain_labels
-    ]
+    others = [x for x in labels if x not in (pass_label, fail_label, *hints.abstain_labels)]
     if pass_label is not None and others:
         notes.append(
             f"label(s) {', '.join(map(repr, others))} are neither pass, fail nor abstain labels;"
             " declare rubric.abstain_labels if they mean the reviewer abstained"
         )
-    min_reviews = hints.min_reviews or max(
-        1, min((len(c.reviews) for c in cases.values()), default=1)
-    )
-    slices = {
-        name: {"risk": UNSET_RISK, "description": ""}
-        for name in sorted({c.fields["slice"] for c in cases.values()})
-    }
-    criterion = hints.criterion or ""
+    fewest = min((len(c.reviews) for c in cases.values()), default=1)
     rubric = {
         "schema_version": 1,
         "name": m.name,
         "version": hints.version,
-        "criterion": criterion,
+        "criterion": hints.criterion or "",
         "labels": labels,
         "pass_label": pass_label,
         "fail_label": fail_label,
         "abstain_labels": list(hints.abstain_labels),
-        "min_reviews": min_reviews,
-        "slices": slices,
+        "min_reviews": hints.min_reviews or max(1, fewest),
+        "slices": {
+            name: {"risk": UNSET_RISK, "description": ""}
+            for name in sorted({c.fields["slice"] for c in cases.values()})
+        },
     }
-    # Check the draft as the loader will, with a stand-in risk for the slices still unset.
+    if len(labels) >= 2 or hints.labels is not None:
+        problems += _rubric_problems(rubric, at)
+    else:
+        problems.add(
+            at("labels") if m.labels is not None else at("reviews"),
+            "mapping_invalid",
+            f"the data uses {len(labels)} label(s) ({', '.join(labels)}); a rubric needs at least"
+            " two",
+            "list the whole vocabulary under rubric.labels (e.g. [pass, fail]) so labels the data"
+            " does not show yet are declared",
+        )
+    return rubric, problems, notes
+
+
+def _labels(cases: dict[str, _Case], m: TableMapping, at: Any) -> tuple[list[str], list[Problem]]:
+    """The rubric's labels: the hints' list (which must hold every label the data uses), the
+    label mapping's targets, or the labels found, sorted."""
+    found = list(
+        dict.fromkeys(
+            _mapped(m, label)
+            for case in cases.values()
+            for label in (
+                *(r.label for r in case.reviews),
+                *([case.adjudicated] if case.adjudicated is not None else []),
+            )
+        )
+    )
+    if m.labels is not None and m.rubric.labels is None:
+        return list(dict.fromkeys(m.labels.values())), []
+    if m.rubric.labels is None:
+        return sorted(found), []
+    missing = [label for label in found if label not in m.rubric.labels]
+    if not missing:
+        return list(m.rubric.labels), []
+    problems = Problems()
+    problems.add(
+        at("rubric", "labels"),
+        "mapping_invalid",
+        f"rubric.labels leaves out {', '.join(map(repr, missing))}, which the data uses",
+        "list every label the data uses under rubric.labels, or map those values to listed labels",
+    )
+    return list(m.rubric.labels), problems
+
+
+def _rubric_problems(rubric: dict[str, Any], at: Any) -> list[Problem]:
+    """The draft checked as the loader will, with a stand-in risk for the slices still unset."""
     probe = {
         **rubric,
         "slices": {
             k: {**v, "risk": Risk.low.value if v["risk"] == UNSET_RISK else v["risk"]}
-            for k, v in slices.items()
+            for k, v in rubric["slices"].items()
         },
     }
-    if len(labels) >= 2 or hints.labels is not None:
-        try:
-            Rubric.model_validate(probe)
-        except ValidationError as exc:
-            problems += validation_problems(
-                exc,
-                at=at,
-                base=("rubric",),
-                code="mapping_invalid",
-                root="rubric",
-                message=lambda err, where: (
-                    f"drafted rubric {where}: {err['msg'].removeprefix('Value error, ')}"
-                ),
-                fix=(
-                    "correct the rubric hints (rubric.labels, pass_label, fail_label,"
-                    " abstain_labels) or the label mapping"
-                ),
-            )
-    else:
-        problems.append(
-            Problem(
-                location=at("labels") if m.labels is not None else at("reviews"),
-                code="mapping_invalid",
-                message=(
-                    f"the data uses {len(labels)} label(s) ({', '.join(labels)}); a rubric needs at"
-                    " least two"
-                ),
-                fix=(
-                    "list the whole vocabulary under rubric.labels (e.g. [pass, fail]) so labels"
-                    " the data does not show yet are declared"
-                ),
-            )
+    try:
+        Rubric.model_validate(probe)
+    except ValidationError as exc:
+        return validation_problems(
+            exc,
+            at=at,
+            base=("rubric",),
+            code="mapping_invalid",
+            root="rubric",
+            message=lambda err, where: (
+                f"drafted rubric {where}: {err['msg'].removeprefix('Value error, ')}"
+            ),
+            fix=(
+                "correct the rubric hints (rubric.labels, pass_label, fail_label, abstain_labels)"
+                " or the label mapping"
+            ),
         )
-    return rubric, problems, notes
+    return []
+
+
+def _mapped(m: TableMapping, value: str) -> str:
+    """The rubric label of a (canonical) source value."""
+    return m.labels[value] if m.labels is not None else value
 
 
 def _finish(
@@ -763,70 +705,37 @@ def _finish(
     table: SourceTable,
     notes: list[str],
 ) -> Built:
-    fail_label = rubric["fail_label"]
     out: list[GoldCase] = []
     pending: list[Pending] = []
     settled = {"column": 0, "rule": 0, "pending": 0}
-    slice_counts: Counter[str] = Counter()
-
-    def label_of(value: str) -> str:
-        return m.labels[value] if m.labels is not None else value
-
-    for case in cases.values():
+    for case_id, case in cases.items():
         f = case.fields
         reviews = [
             Review(
                 reviewer=r.reviewer,
-                label=label_of(r.label),
+                label=_mapped(m, r.label),
                 rationale=r.rationale,
                 confidence=r.confidence,
             )
             for r in case.reviews
         ]
-        adjudication: Adjudication | None = None
-        why = ""
-        if case.adjudicated is not None:
-            reason = (
-                case.adjudication_reason
-                or f"adjudicated label from source column {m.adjudication.column!r}"
-            )
-            adjudication = Adjudication(
-                label=label_of(case.adjudicated), reason=reason, adjudicator=case.adjudicator
-            )
-            settled["column"] += 1
-        elif m.adjudication.rule is not None:
-            label = decide(m.adjudication.rule, [r.label for r in reviews], fail_label)
-            counts = ", ".join(
-                f"{k} {v}" for k, v in sorted(Counter(r.label for r in reviews).items())
-            )
-            if label is not None:
-                adjudication = Adjudication(
-                    label=label,
-                    reason=f"rule {m.adjudication.rule}: {counts}",
-                    adjudicator=f"rule:{m.adjudication.rule}",
-                )
-                settled["rule"] += 1
-            else:
-                why = f"rule {m.adjudication.rule} cannot settle {counts}"
-        else:
-            why = f"no adjudicated label in column {m.adjudication.column!r}"
+        adjudication, how = _adjudicate(case, m, [r.label for r in reviews], rubric["fail_label"])
+        settled[how] += 1
         if adjudication is None:
-            settled["pending"] += 1
             pending.append(
                 Pending(
-                    case.case_id,
+                    case_id,
                     case.partition or "",
                     f["slice"],
                     [(r.reviewer, r.label) for r in reviews],
                     table.describe(case.rows),
-                    why,
+                    _why_pending(m, [r.label for r in reviews]),
                 )
             )
-        metadata = json.loads(f["metadata"])
         try:
             gold = GoldCase(
-                case_id=case.case_id,
-                partition=Partition(cast(str, case.partition)),  # None: refused below
+                case_id=case_id,
+                partition=Partition(cast(str, case.partition)),  # None was refused before
                 group=f["group"],
                 slice=f["slice"],
                 tags=case.tags,
@@ -839,31 +748,57 @@ def _finish(
                 contexts=f["contexts"],
                 reviews=reviews,
                 adjudication=adjudication,
-                metadata=metadata,
+                metadata=json.loads(f["metadata"]),
             )
         except ValidationError as exc:  # pragma: no cover - every field was checked above
-            raise WorkbenchError(
-                f"case {case.case_id!r} cannot be built; this is an importer defect, please"
-                " report it",
-                [
-                    Problem(
-                        location=table.where(case.rows[0]),
-                        code="importer_defect",
-                        message=str(exc),
-                        fix="report this with the row",
-                    )
-                ],
-            ) from None
+            refuse(
+                f"case {case_id!r} cannot be built; this is an importer defect, please report it",
+                table.where(case.rows[0]),
+                "importer_defect",
+                str(exc),
+                "report this with the row",
+            )
         out.append(gold)
-        slice_counts[f["slice"]] += 1
     return Built(
         cases=out,
         pending=pending,
         rubric=rubric,
-        slice_counts=dict(slice_counts),
         settled=settled,
         notes=notes,
     )
+
+
+def _counts(labels: list[str]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(Counter(labels).items()))
+
+
+def _adjudicate(
+    case: _Case, m: TableMapping, labels: list[str], fail_label: str | None
+) -> tuple[Adjudication | None, str]:
+    """The case's adjudication and how it was settled: ``column``, ``rule`` or ``pending``."""
+    if case.adjudicated is not None:
+        reason = (
+            case.adjudication_reason
+            or f"adjudicated label from source column {m.adjudication.column!r}"
+        )
+        mapped = _mapped(m, case.adjudicated)
+        return Adjudication(label=mapped, reason=reason, adjudicator=case.adjudicator), "column"
+    rule = m.adjudication.rule
+    decided = decide(rule, labels, fail_label) if rule is not None else None
+    if rule is None or decided is None:
+        return None, "pending"
+    return (
+        Adjudication(
+            label=decided, reason=f"rule {rule}: {_counts(labels)}", adjudicator=f"rule:{rule}"
+        ),
+        "rule",
+    )
+
+
+def _why_pending(m: TableMapping, labels: list[str]) -> str:
+    if m.adjudication.rule is not None:
+        return f"rule {m.adjudication.rule} cannot settle {_counts(labels)}"
+    return f"no adjudicated label in column {m.adjudication.column!r}"
 
 
 def decide(rule: str, labels: list[str], fail_label: str | None) -> str | None:

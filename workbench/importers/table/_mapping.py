@@ -21,11 +21,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
-from ..._load import Lines, load_yaml, validation_problems, yaml_lines
+from ..._load import Lines, Problems, load_yaml, validation_problems, yaml_lines
 from ..._record import Record as _Model
 from ..._record import SchemaTooNew
 from ...errors import Problem
 from ...gold import Partition
+from .._table_reader import canonical, number_as_text
 
 MAPPING_SCHEMA_VERSION = 1
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -46,6 +47,20 @@ RULE_TEXT: dict[str, str] = {
     ),
 }
 """What each rule decides, in the words the card records."""
+
+
+COLUMN_FIELDS: tuple[str, ...] = (
+    "case_id",
+    "input",
+    "response",
+    "reference",
+    "grading_notes",
+    "slice",
+    "group",
+    "contexts",
+    "partition",
+)
+"""Fields written as a column's name or as a mapping with ``column``."""
 
 
 def _as_column(value: Any) -> Any:
@@ -305,12 +320,7 @@ class RubricHints(_Model):
     """Reviews every case needs; a case with fewer is an import error. Default: the fewest any case
     has."""
 
-    @field_validator("version", mode="before")
-    @classmethod
-    def _number_as_text(cls, value: Any) -> Any:
-        return (
-            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-        )
+    _version = field_validator("version", mode="before")(number_as_text)
 
 
 class TableMapping(_Model):
@@ -358,27 +368,8 @@ class TableMapping(_Model):
     rubric: RubricHints = Field(default_factory=RubricHints)
     """Hints for the drafted rubric (see :class:`RubricHints`)."""
 
-    @field_validator("name", mode="before")
-    @classmethod
-    def _name_text(cls, value: Any) -> Any:
-        return (
-            str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-        )
-
-    @field_validator("case_id", "input", "response", mode="before")
-    @classmethod
-    def _column(cls, value: Any) -> Any:
-        return _as_column(value)
-
-    @field_validator("reference", "grading_notes", "slice", "group", mode="before")
-    @classmethod
-    def _text(cls, value: Any) -> Any:
-        return _as_column(value)
-
-    @field_validator("contexts", "partition", mode="before")
-    @classmethod
-    def _contexts(cls, value: Any) -> Any:
-        return _as_column(value)
+    _name = field_validator("name", mode="before")(number_as_text)
+    _columns = field_validator(*COLUMN_FIELDS, mode="before")(_as_column)
 
     @field_validator("labels", mode="before")
     @classmethod
@@ -401,19 +392,6 @@ class TableMapping(_Model):
                 ' one text shared by every case write grading_notes: {value: "..."}'
             )
         return self
-
-
-def canonical(value: Any) -> str:
-    """The text a cell or a mapping key compares as: ``1``, ``1.0`` and ``"1"`` are all ``"1"``;
-    ``True`` and ``"true"`` are ``"true"``; text is stripped."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return str(int(value)) if value.is_integer() else repr(value)
-    text = str(value).strip()
-    return text.lower() if text.lower() in ("true", "false") else text
 
 
 # ------------------------------------------------------------------------------ loading
@@ -507,67 +485,48 @@ def read_mapping_text(path: Path) -> tuple[str, dict[str, Any]]:
     return doc.text, doc.data
 
 
+_REVIEW_COLUMNS = ("reviewer", "label", "rationale", "confidence")
+_COLUMN_PATHS: tuple[tuple[tuple[str, ...], bool, tuple[str, ...]], ...] = (
+    *(((name,), True, ("column",)) for name in COLUMN_FIELDS),
+    (("tags", "#"), True, ()),
+    (("metadata", "#"), True, ()),
+    *((("reviews", name), True, ()) for name in _REVIEW_COLUMNS),
+    (("reviews", "columns", "*"), True, _REVIEW_COLUMNS[1:]),
+    (("reviews", "pairs", "#"), False, _REVIEW_COLUMNS),
+    (("adjudication", "column"), True, ()),
+    (("adjudication", "reason"), True, ()),
+    (("adjudication", "adjudicator"), True, ("column",)),
+)
+"""Where a raw mapping names columns: the path (``#`` a list's items, ``*`` a list's items or a
+mapping's values), whether a name may stand there, and the keys naming columns in a mapping
+that stands there instead."""
+
+
+def _walk(node: Any, pattern: tuple[str, ...], path: tuple[Any, ...] = ()) -> Iterable[Any]:
+    """``(path, value)`` of every place in ``node`` that ``pattern`` reaches."""
+    if not pattern:
+        yield path, node
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head in ("#", "*") and isinstance(node, list):
+        for i, item in enumerate(node):
+            yield from _walk(item, rest, (*path, i))
+    elif head == "*" and isinstance(node, dict):
+        for key, item in node.items():
+            yield from _walk(item, rest, (*path, key))
+    elif isinstance(node, dict) and head in node:
+        yield from _walk(node[head], rest, (*path, head))
+
+
 def column_references(raw: dict[str, Any]) -> list[tuple[tuple[Any, ...], str]]:
     """Every column the raw mapping names, with its path, read without validating the rest."""
     refs: list[tuple[tuple[Any, ...], str]] = []
-
-    def col(path: tuple[Any, ...], value: Any, *, key: str = "column") -> None:
-        if isinstance(value, str):
-            refs.append((path, value))
-        elif isinstance(value, dict) and isinstance(value.get(key), str):
-            refs.append(((*path, key), value[key]))
-
-    for name in (
-        "case_id",
-        "input",
-        "response",
-        "reference",
-        "grading_notes",
-        "slice",
-        "group",
-        "contexts",
-        "partition",
-    ):
-        if name in raw:
-            col((name,), raw[name])
-    for name in ("tags", "metadata"):
-        items = raw.get(name)
-        if isinstance(items, list):
-            for i, item in enumerate(items):
-                if isinstance(item, str):
-                    refs.append(((name, i), item))
-    reviews = raw.get("reviews")
-    if isinstance(reviews, dict):
-        for name in ("reviewer", "label", "rationale", "confidence"):
-            if isinstance(reviews.get(name), str):
-                refs.append((("reviews", name), reviews[name]))
-        columns = reviews.get("columns")
-        if isinstance(columns, list):
-            for i, item in enumerate(columns):
-                if isinstance(item, str):
-                    refs.append((("reviews", "columns", i), item))
-        elif isinstance(columns, dict):
-            for reviewer, spec in columns.items():
-                if isinstance(spec, str):
-                    refs.append((("reviews", "columns", reviewer), spec))
-                elif isinstance(spec, dict):
-                    for name in ("label", "rationale", "confidence"):
-                        if isinstance(spec.get(name), str):
-                            refs.append((("reviews", "columns", reviewer, name), spec[name]))
-        pairs = reviews.get("pairs")
-        if isinstance(pairs, list):
-            for i, pair in enumerate(pairs):
-                if isinstance(pair, dict):
-                    for name in ("reviewer", "label", "rationale", "confidence"):
-                        if isinstance(pair.get(name), str):
-                            refs.append((("reviews", "pairs", i, name), pair[name]))
-    adjudication = raw.get("adjudication")
-    if isinstance(adjudication, dict):
-        for name in ("column", "reason"):
-            if isinstance(adjudication.get(name), str):
-                refs.append((("adjudication", name), adjudication[name]))
-        if "adjudicator" in adjudication:
-            col(("adjudication", "adjudicator"), adjudication["adjudicator"])
+    for pattern, name_here, keys in _COLUMN_PATHS:
+        for path, value in _walk(raw, pattern):
+            if isinstance(value, str) and name_here:
+                refs.append((path, value))
+            elif isinstance(value, dict):
+                refs += [((*path, k), value[k]) for k in keys if isinstance(value.get(k), str)]
     return refs
 
 
@@ -576,21 +535,16 @@ def column_problems(
 ) -> list[Problem]:
     """A problem for every column the mapping names that the source does not have."""
     available = list(columns)
-    have = set(available)
-    problems: list[Problem] = []
-    for path, name in column_references(raw):
-        if name in have:
-            continue
+    shown = ", ".join(available[:30]) + (", ..." if len(available) > 30 else "")
+    problems = Problems()
+    for path, name in (ref for ref in column_references(raw) if ref[1] not in available):
         close = difflib.get_close_matches(name, available, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        shown = ", ".join(available[:30]) + (", ..." if len(available) > 30 else "")
-        problems.append(
-            Problem(
-                location=at(*path),
-                code="mapping_column_unknown",
-                message=f"{'.'.join(map(str, path))}: {source} has no column {name!r}",
-                fix=f"{hint}name one of the source's columns: {shown}",
-            )
+        problems.add(
+            at(*path),
+            "mapping_column_unknown",
+            f"{'.'.join(map(str, path))}: {source} has no column {name!r}",
+            (f"did you mean {close[0]!r}? " if close else "")
+            + f"name one of the source's columns: {shown}",
         )
     return problems
 
@@ -599,29 +553,20 @@ def parse_mapping(
     raw: dict[str, Any], at: Any, location: str
 ) -> tuple[TableMapping | None, list[Problem]]:
     """Validate a raw mapping; returns the mapping (or None) and every problem found."""
-    problems: list[Problem] = []
     try:
-        mapping = TableMapping.model_validate(raw)
+        return TableMapping.model_validate(raw), []
     except SchemaTooNew as exc:
         return None, [exc.problem_at(at("schema_version"))]
     except ValidationError as exc:
-        problems += mapping_problems_from_validation(exc, at, location)
-        if (
-            "reference" not in raw
-            and "grading_notes" not in raw
-            and not any("grading evidence" in p.message for p in problems)
-        ):
-            # The model-level check runs only once every field is valid; report it now too.
-            problems.append(
-                Problem(
-                    location=at(),
-                    code="mapping_invalid",
-                    message=(
-                        "mapping: map reference or grading_notes (or both): a gold case needs"
-                        " grading evidence"
-                    ),
-                    fix=_FIX["grading_notes"],
-                )
-            )
-        return None, problems
-    return mapping, problems
+        problems = Problems(mapping_problems_from_validation(exc, at, location))
+    if not ({"reference", "grading_notes"} & set(raw)) and not any(
+        "grading evidence" in p.message for p in problems
+    ):
+        # The model-level check runs only once every field is valid; report it now too.
+        problems.add(
+            at(),
+            "mapping_invalid",
+            "mapping: map reference or grading_notes (or both): a gold case needs grading evidence",
+            _FIX["grading_notes"],
+        )
+    return None, problems

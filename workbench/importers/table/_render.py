@@ -12,11 +12,15 @@ import io
 import json
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ...gold import CARD_FIELDS, GoldCase
+from ...gold import PARTITIONS, GoldCase
+from .._registry import render_text
 from ._build import Pending
 from ._mapping import RULE_TEXT, TableMapping
+
+if TYPE_CHECKING:
+    from . import TableImport
 
 CARD_MARKER = (
     "<!-- workbench import table: everything below this line is recomputed by every import; edit"
@@ -51,56 +55,17 @@ def rubric_yaml(
     rubric: dict[str, Any], *, source_label: str, mapping_label: str, slice_counts: dict[str, int]
 ) -> str:
     """The drafted rubric, commented so a person knows what to decide."""
-    unset = [name for name, spec in rubric["slices"].items() if spec["risk"] == "unset"]
-    lines = [
-        (
-            f"# Rubric drafted by `workbench import table` from {source_label} with mapping"
-            f" {mapping_label}."
-        ),
-        (
-            "# Labels, slices and min_reviews come from the data; re-running the import keeps every"
-            " slice's"
-        ),
-        (
-            "# risk and description and the criterion, and drafts the rest again. Format:"
-            " docs/formats.md#rubric"
-        ),
-    ]
-    if unset:
-        lines.append(
-            f"# TO DO: set the risk of {len(unset)} slice(s) below; `workbench validate` refuses"
-            " `unset`."
-        )
-    lines += [
-        f"schema_version: {rubric['schema_version']}",
-        f"name: {scalar(rubric['name'])}",
-        (
-            f"version: {json.dumps(str(rubric['version']))}  # every case's rubric_version (set it"
-            " in the mapping: rubric.version)"
-        ),
-        "# The one-sentence contract: what the judge decides, from which evidence.",
-        f"criterion: {scalar(rubric['criterion'])}",
-        f"labels: {flow_list(rubric['labels'])}",
-        f"pass_label: {scalar(rubric['pass_label'])}",
-        f"fail_label: {scalar(rubric['fail_label'])}",
-        (
-            f"abstain_labels: {flow_list(rubric['abstain_labels'])}  # labels that are neither pass"
-            " nor fail"
-        ),
-        f"min_reviews: {rubric['min_reviews']}  # reviews every case needs",
-        "slices:",
-        (
-            "  # risk: critical | high | medium | low. critical: a false pass is release-critical"
-            " (the policy"
-        ),
-        "  # must then bound its false-pass rate on the upper 95% bound and its abstention rate).",
-    ]
-    for name, spec in rubric["slices"].items():
-        count = slice_counts.get(name, 0)
-        lines.append(f"  {scalar(name)}:  # {count} case(s)")
-        lines.append(f"    risk: {spec['risk']}")
-        lines.append(f"    description: {scalar(spec['description'])}")
-    return "\n".join(lines) + "\n"
+    return render_text(
+        "table_rubric.yaml.j2",
+        rubric=rubric,
+        unset=sum(1 for spec in rubric["slices"].values() if spec["risk"] == "unset"),
+        source_label=source_label,
+        mapping_label=mapping_label,
+        slice_counts=slice_counts,
+        scalar=scalar,
+        flow_list=flow_list,
+        json=json.dumps,
+    )
 
 
 def adjudication_text(mapping: TableMapping) -> str:
@@ -125,34 +90,10 @@ def adjudication_text(mapping: TableMapping) -> str:
 
 def new_card_head(mapping: TableMapping) -> str:
     """Front matter and heading of a new card: empty fields a person must write (validate warns)."""
-    lines = [
-        "---",
-        (
-            "# Dataset card. Write every empty field: `workbench validate` warns about each one"
-            " left empty."
-        ),
-        f"name: {scalar(mapping.name)}",
-        'version: "1"  # the dataset release',
-        "intended_use:  # what decisions this dataset may support, and which it may not",
-        "sampling_window:  # when and how the responses were sampled",
-        "reviewer_qualifications:  # who reviewed, with what training, under which rubric version",
-        f"adjudication_procedure: {json.dumps(adjudication_text(mapping), ensure_ascii=False)}",
-        "known_gaps:  # risks and populations the dataset does not cover (a list)",
-        "excluded_domains:  # domains deliberately out of scope",
-        "privacy_handling:  # how personal data was handled",
-        "source_authority:  # where the grading evidence comes from and who owns it",
-        "---",
-        "",
-        f"# {mapping.name}",
-        "",
-        (
-            "Write the human part of the card here: what the data is, where it came from, what it"
-            " is for."
-        ),
-        "",
-    ]
-    assert all(f"{name}:" in "\n".join(lines) for name in CARD_FIELDS)
-    return "\n".join(lines)
+    adjudication = json.dumps(adjudication_text(mapping), ensure_ascii=False)
+    return render_text(
+        "table_card.md.j2", name=mapping.name, adjudication=adjudication, scalar=scalar
+    )
 
 
 def card_text(previous: str | None, mapping: TableMapping, computed: str) -> str:
@@ -167,109 +108,45 @@ def card_text(previous: str | None, mapping: TableMapping, computed: str) -> str
     return head + CARD_MARKER + "\n\n" + computed
 
 
-def computed_section(
-    *,
-    mapping: TableMapping,
-    cases: list[GoldCase],
-    rubric: dict[str, Any],
-    pending: list[Pending],
-    settled: dict[str, int],
-    source_label: str,
-    source_format: str,
-    source_sha256: str,
-    rows: int,
-    mapping_label: str,
-    mapping_sha256: str,
-) -> str:
+def computed_section(result: TableImport) -> str:
     """The computed part of the card, in markdown."""
-    m = mapping
+    m, cases, pending, settled, source = (
+        result.mapping,
+        list(result.cases),
+        result.pending,
+        result.settled,
+        result.source,
+    )
     partitions = Counter(c.partition.value for c in cases)
     reviews = [r for c in cases for r in c.reviews]
-    reviewers = sorted({r.reviewer for r in reviews})
     per_case = Counter(len(c.reviews) for c in cases)
-    disagree = sum(1 for c in cases if c.reviewers_disagree)
-    if m.partition.assign is not None:
-        a = m.partition.assign
-        partition_line = (
-            f"assigned by group hash (sha256 of seed and group), seed {a.seed}; declared shares"
-            f" development {a.development:g}, calibration {a.calibration:g}, held_out"
-            f" {a.held_out:g}"
-        )
-    else:
-        values = (
-            ""
-            if m.partition.values is None
-            else " mapped "
-            + ", ".join(f"`{k}` -> {v.value}" for k, v in m.partition.values.items())
-        )
-        partition_line = f"from source column `{m.partition.column}`{values}"
-    group_line = (
-        f"source column `{m.group.column}`"
-        if m.group.column
-        else "hash of the input (same text up to case and whitespace)"
-    )
-    id_line = (
-        f"source column `{m.case_id.column}`"
-        if m.case_id
-        else "generated: `case-` + sha256 of the input and the response (16 hex digits)"
-    )
-    r = m.reviews
-    if r.form == "long":
-        form = f"long form (one row per review): reviewer `{r.reviewer}`, label `{r.label}`"
-    elif r.columns is not None:
-        form = "wide form, one label column per reviewer: " + ", ".join(
-            f"{name} `{c.label}`" for name, c in r.columns.items()
-        )
-    else:
-        form = "wide form, reviewer/label column pairs: " + ", ".join(
-            f"`{p.reviewer}`/`{p.label}`" for p in r.pairs or []
-        )
     lines = [
         "## Computed by `workbench import table`",
         "",
-        f"- Source: `{source_label}` ({source_format}, {rows} rows), sha256 `{source_sha256}`",
-        f"- Mapping: `{mapping_label}`, sha256 `{mapping_sha256}`",
+        f"- Source: `{source.label}` ({source.format}, {len(source.rows)} rows), sha256"
+        f" `{source.sha256}`",
+        f"- Mapping: `{result.mapping_label}`, sha256 `{result.mapping_sha256}`",
         f"- Cases: {len(cases)} in {len({c.group for c in cases})} groups; "
-        + ", ".join(
-            f"{p} {partitions.get(p, 0)}" for p in ("development", "calibration", "held_out")
-        ),
-        f"- Case ids: {id_line}",
-        f"- Groups: {group_line}",
-        f"- Partitions: {partition_line}",
-        f"- Reviews: {len(reviews)} by {len(reviewers)} reviewer(s), {form}; reviews per case: "
+        + ", ".join(f"{p} {partitions.get(p, 0)}" for p in PARTITIONS),
+        *_method_lines(m),
+        f"- Reviews: {len(reviews)} by {len({r.reviewer for r in reviews})} reviewer(s),"
+        f" {_review_form(m)}; reviews per case: "
         + ", ".join(f"{k}: {v}" for k, v in sorted(per_case.items())),
-        f"- Cases whose reviewers disagree: {disagree} of {len(cases)}",
-    ]
-    if m.labels is not None:
-        lines.append("- Label mapping: " + ", ".join(f"`{k}` -> {v}" for k, v in m.labels.items()))
-    else:
-        lines.append("- Label mapping: none (source values are the labels)")
-    lines.append(f"- Adjudication: {adjudication_text(m)}")
-    lines.append(
-        f"- Gold labels: {settled['column']} from the adjudication column, {settled['rule']} by"
-        f" rule `{m.adjudication.rule}`, {settled['pending']} waiting for an adjudicator"
-        if m.adjudication.rule
-        else (
-            f"- Gold labels: {settled['column']} from the adjudication column, {settled['pending']}"
-            " waiting for an adjudicator"
-        )
-    )
-    labels = list(rubric["labels"])
-    lines += [
+        f"- Cases whose reviewers disagree: {sum(c.reviewers_disagree for c in cases)} of"
+        f" {len(cases)}",
+        "- Label mapping: "
+        + (
+            ", ".join(f"`{k}` -> {v}" for k, v in m.labels.items())
+            if m.labels is not None
+            else "none (source values are the labels)"
+        ),
+        f"- Adjudication: {adjudication_text(m)}",
+        f"- Gold labels: {settled['column']} from the adjudication column, "
+        + (f"{settled['rule']} by rule `{m.adjudication.rule}`, " if m.adjudication.rule else "")
+        + f"{settled['pending']} waiting for an adjudicator",
         "",
-        "| partition | slice | " + " | ".join(labels) + " | (none) | total |",
-        "|---|---|" + "---|" * (len(labels) + 2),
+        *_label_table(cases, list(result.rubric["labels"])),
     ]
-    table: dict[tuple[str, str], Counter[str]] = {}
-    for c in cases:
-        table.setdefault((c.partition.value, c.slice), Counter())[c.gold_label or "(none)"] += 1
-    order = {p: i for i, p in enumerate(("development", "calibration", "held_out"))}
-    for (part, name), counts in sorted(table.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
-        lines.append(
-            f"| {part} | {name} | "
-            + " | ".join(str(counts.get(label, 0)) for label in labels)
-            + f" | {counts.get('(none)', 0)} | {sum(counts.values())} |"
-        )
     if pending:
         lines += [
             "",
@@ -279,6 +156,70 @@ def computed_section(
             + ".",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _method_lines(m: TableMapping) -> list[str]:
+    """How case ids, groups and partitions were made."""
+    if m.partition.assign is not None:
+        a = m.partition.assign
+        partition = (
+            f"assigned by group hash (sha256 of seed and group), seed {a.seed}; declared shares"
+            f" development {a.development:g}, calibration {a.calibration:g}, held_out"
+            f" {a.held_out:g}"
+        )
+    else:
+        values = m.partition.values
+        mapped = ", ".join(f"`{k}` -> {v.value}" for k, v in (values or {}).items())
+        partition = f"from source column `{m.partition.column}`" + (
+            f" mapped {mapped}" if values is not None else ""
+        )
+    return [
+        "- Case ids: "
+        + (
+            f"source column `{m.case_id.column}`"
+            if m.case_id
+            else "generated: `case-` + sha256 of the input and the response (16 hex digits)"
+        ),
+        "- Groups: "
+        + (
+            f"source column `{m.group.column}`"
+            if m.group.column
+            else "hash of the input (same text up to case and whitespace)"
+        ),
+        f"- Partitions: {partition}",
+    ]
+
+
+def _review_form(m: TableMapping) -> str:
+    r = m.reviews
+    if r.form == "long":
+        return f"long form (one row per review): reviewer `{r.reviewer}`, label `{r.label}`"
+    if r.columns is not None:
+        return "wide form, one label column per reviewer: " + ", ".join(
+            f"{name} `{c.label}`" for name, c in r.columns.items()
+        )
+    return "wide form, reviewer/label column pairs: " + ", ".join(
+        f"`{p.reviewer}`/`{p.label}`" for p in r.pairs or []
+    )
+
+
+def _label_table(cases: list[GoldCase], labels: list[str]) -> list[str]:
+    """Gold labels by partition and slice, as a markdown table."""
+    counts: dict[tuple[str, str], Counter[str]] = {}
+    for c in cases:
+        counts.setdefault((c.partition.value, c.slice), Counter())[c.gold_label or "(none)"] += 1
+    order = {p: i for i, p in enumerate(PARTITIONS)}
+    lines = [
+        "| partition | slice | " + " | ".join(labels) + " | (none) | total |",
+        "|---|---|" + "---|" * (len(labels) + 2),
+    ]
+    for (part, name), n in sorted(counts.items(), key=lambda kv: (order[kv[0][0]], kv[0][1])):
+        lines.append(
+            f"| {part} | {name} | "
+            + " | ".join(str(n.get(label, 0)) for label in labels)
+            + f" | {n.get('(none)', 0)} | {sum(n.values())} |"
+        )
+    return lines
 
 
 def pending_csv(pending: list[Pending]) -> str:
