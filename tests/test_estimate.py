@@ -441,7 +441,7 @@ def test_ppi_is_the_published_mean_estimator() -> None:
     assert r.rectifier == pytest.approx((y - f_l).mean())
     perfect = ppi_mean(y, y, f_u)  # a judge right on every labelled case: no rectification
     assert perfect.estimate == pytest.approx(f_u.mean()) and perfect.rectifier == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least two labelled"):
         ppi_mean([1.0], [1.0], f_u)
 
 

@@ -449,8 +449,9 @@ def test_a_policy_budget_bounds_certification(setup, tmp_path: Path) -> None:
         resolve_budget(load_policy(POLICY), None, "p") is None
         and resolve_budget(load_policy(POLICY), 3.0, "p") == 3.0
     )
-    with pytest.raises(WorkbenchError):
+    with pytest.raises(WorkbenchError) as refused:
         resolve_budget(policy, 1.01, "p")
+    assert [p.code for p in refused.value.problems] == ["budget_above_policy"]
     entries = HeldOutLedger(ledger).entries()
     assert [e.event for e in entries] == ["started", "finished", "started", "finished"]
     assert yaml.safe_load(setup["budget_policy"].read_text())["budget_usd"] == 1.0
