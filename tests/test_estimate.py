@@ -38,7 +38,7 @@ from workbench.estimate import (
 )
 from workbench.gold import load_dataset
 from workbench.reports import certify, read_lock, verify_report
-from workbench.reports._lock import hash_tree, write_lock
+from workbench._lock import hash_tree, write_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "data" / "demo"

@@ -183,6 +183,7 @@ TEMPLATES = {
         "outputs.html.j2",
         "page.html.j2",
         "restricted.html.j2",
+        "sections.html.j2",
         "slices.html.j2",
         "summary.html.j2",
         "transitions.html.j2",

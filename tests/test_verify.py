@@ -31,7 +31,7 @@ from workbench.reports import (
     verify_one,
     verify_report,
 )
-from workbench.reports._lock import hash_tree, write_lock
+from workbench._lock import hash_tree, write_lock
 
 pytestmark = pytest.mark.notebook
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import click
 
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, refusal
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
@@ -233,9 +233,16 @@ def _capture(
     "lock",
     is_flag=True,
     help=(
-        "Lock the run directory (ranking_lock.json) after the report: `workbench ranking verify`"
-        " checks it, also after pruning."
+        "Lock the run directory after the report (lock.json, the one lock format of every"
+        " report, and report.html): `workbench verify RUN_DIR` checks it, also after pruning."
     ),
+)
+@click.option(
+    "--sign",
+    "sign_key",
+    default=None,
+    type=click.Path(path_type=str),
+    help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
 )
 @click.option(
     "--json",
@@ -291,6 +298,7 @@ def run(
     excerpts: tuple[str, ...],
     retention_days: int | None,
     lock: bool,
+    sign_key: str | None,
     as_json: bool,
     options: RunOptions,
     max_exhaustive: int,
@@ -312,6 +320,8 @@ def run(
     passing run blocks. Exit 0 passed (or report-only), 1 quality failed, 3 incomplete, 4
     review required, 2 invalid input.
     """
+    from .._lock import LOCK_FILE, RETIRED_LOCKS
+    from .._signing import load_signer
     from ..ranking import (
         format_ranking,
         load_fixtures,
@@ -325,7 +335,16 @@ def run(
         run_ranking_sync,
         write_ranking_artifacts,
     )
+    from ..ranking._capture import ranking_html
 
+    if sign_key and not lock:
+        raise refusal(
+            "invalid arguments",
+            "--sign",
+            "sign_without_lock",
+            "--sign signs the run's lock, but --lock was not given",
+            "add --lock, or drop --sign",
+        )
     if (candidate is None) == (results is None):
         raise WorkbenchError(
             "invalid arguments",
@@ -410,17 +429,13 @@ def run(
         out_dir = (
             Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
         )
-        if (out_dir / "ranking_lock.json").exists():
-            raise WorkbenchError(
+        if any((out_dir / name).exists() for name in (LOCK_FILE, *RETIRED_LOCKS)):
+            raise refusal(
                 "run locked",
-                [
-                    Problem(
-                        location=str(out_dir),
-                        code="run_locked",
-                        message="the run directory is locked",
-                        fix="use a new --out directory",
-                    )
-                ],
+                str(out_dir),
+                "run_locked",
+                "the run directory is locked",
+                "use a new --out directory",
             )
         summary = run_ranking_sync(
             judge,
@@ -466,8 +481,13 @@ def run(
                     )
                 ],
             )
-        sealed = lock_ranking_run(out_dir, report.gate.outcome if report.gate else "unknown")
-        click.echo(f"locked {out_dir} (ranking_lock.json {sealed.lock_sha256[:12]})", err=True)
+        sealed = lock_ranking_run(
+            out_dir,
+            report.gate.outcome if report.gate else "unknown",
+            signer=load_signer(sign_key) if sign_key else None,
+            html=ranking_html(report),
+        )
+        click.echo(f"locked {out_dir} (lock.json {sealed.lock_sha256[:12]})", err=True)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
@@ -728,21 +748,24 @@ def replay(
 
 @ranking.command("verify")
 @click.argument("run_dir", type=click.Path(path_type=str))
+@click.option(
+    "--trust",
+    default=None,
+    type=click.Path(path_type=str),
+    help="File of trusted Ed25519 public keys; the lock must be signed by one of them.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
 @user_errors
-def verify(run_dir: str) -> None:
-    """Verify a locked ranking run: every hashed file, and every payload present-and-matching or
-    pruned after expiry. Exit 0 or 1."""
-    from ..ranking import verify_ranking_run
+def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
+    """Verify a locked ranking run: `workbench verify RUN_DIR`, the one verification of every
+    report (every hashed file, every payload present-and-matching or pruned after expiry, the
+    lock's outcome against the report, the signature). Exit 0 verified, 1 not verified."""
+    from .._lock import verify_lock
+    from .._signing import load_trust
+    from .certify import show_verifications
 
-    problems = verify_ranking_run(run_dir)
-    for p in problems:
-        click.echo(p.format())
-    if problems:
-        click.echo(f"{run_dir}: {len(problems)} problem(s): NOT verified")
-        raise SystemExit(ExitCode.FAILED)
-    click.echo(
-        f"{run_dir}: verified (every locked file matches; payloads present or pruned after expiry)"
-    )
+    trusted = load_trust(trust) if trust is not None else None
+    show_verifications([verify_lock(run_dir, trusted=trusted)], as_json)
 
 
 @click.command("prune")

@@ -1,11 +1,17 @@
-"""Presenting a noise report: text for the terminal and a chart for notebooks. Lower is better
-throughout."""
+"""Presenting a noise report: text for the terminal, charts for notebooks, and the locked run
+(``workbench noise --lock``): its ``report.html`` from the one report renderer, its lock in the
+one lock format, and the checks the one verification runs on it. Lower is better throughout."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-from ._analysis import LOWER_IS_BETTER, NoiseReport
+from .._io import atomic_write_text, read_json_file
+from .._lock import LOCK_FILE, Lock, Verification, check_report_file, lock_run, maybe_sha256
+from .._signing import Signer
+from ..errors import WorkbenchError
+from ._analysis import LOWER_IS_BETTER, NOISE_REPORT_FILE, NOISE_RUN_FILE, NoiseReport
 
 
 def _num(x: float | None) -> str:
@@ -277,3 +283,114 @@ def comparison_chart(report: NoiseReport) -> Any:
     return alt.layer(zero, bars, dots).properties(
         width=420, title=f"Baseline vs candidate per slice ({LOWER_IS_BETTER})"
     )
+
+
+# -- the locked noise run: the one lock format and the one report renderer --------------------
+
+
+def _label(report: NoiseReport) -> str:
+    return f"{report.judge.name}@{report.judge.version}" if report.judge else "(no results)"
+
+
+def noise_html(report: NoiseReport) -> str:
+    """A locked noise run's ``report.html``: the one report renderer
+    (:func:`workbench.reports.render_document`) over the sections noise contributes."""
+    from ..reports._present import outcome_section
+    from ..reports._render import Section, render_document, table_section
+
+    facts = [
+        ("judge", _label(report)),
+        ("judge fingerprint", report.judge_fingerprint or "-"),
+        ("suite", f"{report.suite} (sha256 {report.suite_sha256[:12]})"),
+        ("release", report.release_id or "NOT FROZEN"),
+        ("scope", report.partition or "every partition"),
+        ("cost", f"${report.cost_usd:.4f}, tokens {report.tokens_in} in / {report.tokens_out} out"),
+    ]
+    controls = [
+        [c.role, c.pair_id, c.mode, _num(c.positive_score), _num(c.negative_score), c.status]
+        for c in report.controls
+    ]
+    marks = {True: "ok", False: "OVER"}
+    pairs = [
+        [p.pair_id, p.slice, p.mode, _num(p.clean_score), _num(p.noisy_score), _num(p.delta)]
+        + [marks.get(p.within_limit, "-") if p.within_limit is not None else "-", p.status]
+        for p in report.pairs
+    ]
+    slices = [
+        [s.slice, s.risk or "", s.scored, s.pairs, _num(s.max_noisy_score)]
+        + [_num(s.limit_max_score), _num(s.max_delta), _num(s.limit_max_delta)]
+        + [marks.get(s.within_limit, "-") if s.within_limit is not None else "-"]
+        for s in report.slices
+    ]
+    return render_document(
+        f"Noise report: {_label(report)} on {report.suite}",
+        [
+            outcome_section(report.outcome, report.blockers, candidate=_label(report)),
+            Section("facts", {"title": f"Noise sensitivity ({LOWER_IS_BETTER})", "rows": facts}),
+            table_section(
+                "Controls (run first; the negative must score higher)",
+                ["role", "pair", "mode", "positive", "negative", "status"],
+                controls,
+            ),
+            table_section(
+                "Candidate pairs (clean -> noisy)",
+                ["pair", "slice", "mode", "clean", "noisy", "delta", "within limit", "status"],
+                pairs,
+            ),
+            table_section(
+                "Per slice (candidate pairs)",
+                ["slice", "risk", "scored", "pairs", "max noisy", "limit", "max delta", "limit"]
+                + ["within limit"],
+                slices,
+                note=f"NoiseSensitivity: {LOWER_IS_BETTER}.",
+            ),
+        ],
+    )
+
+
+def lock_noise_run(
+    out_dir: str | Path, report: NoiseReport, *, signer: Signer | None = None
+) -> Lock:
+    """Lock a noise run directory (``workbench noise --lock``): its ``report.html``, then
+    ``lock.json`` of kind ``noise`` over every file (:mod:`workbench._lock`). Refused when the
+    run is already locked."""
+    root = Path(out_dir)
+    if not (root / LOCK_FILE).exists():
+        atomic_write_text(root / "report.html", noise_html(report))
+    return lock_run(
+        root,
+        kind="noise",
+        subject=report.suite,
+        candidate=_label(report),
+        fingerprint=report.judge_fingerprint or "",
+        outcome=report.outcome,
+        blockers=[b.model_dump(mode="json") for b in report.blockers],
+        evidence={
+            "report": maybe_sha256(root / NOISE_REPORT_FILE),
+            "run": maybe_sha256(root / NOISE_RUN_FILE),
+            "suite": report.suite_sha256,
+        },
+        signer=signer,
+    )
+
+
+def check_noise_lock(root: Path, lock: Lock, result: Verification, gold: Any = None) -> None:
+    """The checks of a locked noise run: its ``noise_report.json`` (hashed with the rest) is a
+    noise report this workbench reads and says the lock's outcome, judge and blockers."""
+    try:
+        report = NoiseReport.model_validate(read_json_file(root / NOISE_REPORT_FILE))
+    except (OSError, ValueError, RecursionError, WorkbenchError) as exc:
+        problem = exc.problems[0].message if isinstance(exc, WorkbenchError) else str(exc)
+        result.fail(
+            "outcome",
+            root / NOISE_REPORT_FILE,
+            "report_unreadable",
+            f"the noise report cannot be read ({(problem or type(exc).__name__)[:160]})",
+        )
+        return
+    said = {
+        "outcome": report.outcome,
+        "judge_fingerprint": report.judge_fingerprint or "",
+        "blocker codes": [b.code for b in report.blockers],
+    }
+    check_report_file(root, lock, result, NOISE_REPORT_FILE, said)

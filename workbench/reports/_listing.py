@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json, read_json_file, read_jsonl_records
+from .._lock import LOCK_FILE, STARTED_FILE, read_lock
 from ..errors import Problem, WorkbenchError
 from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport
-from ._lock import LOCK_FILE, read_lock
 
-STARTED_FILE = "started.json"
 STARTED_SCHEMA_VERSION = 1
 
 

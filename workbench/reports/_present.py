@@ -15,16 +15,17 @@ from typing import Any
 from .._html import fragment
 from ..align import AlignmentReport, Join
 from ..outcomes import style as outcome_style
+from ._render import Section, section_html
 
 
-def outcome_html(
+def outcome_section(
     outcome: str,
     blockers: Sequence[Any],
     *,
     candidate: str,
     waived: Sequence[Any] = (),
     rerun_reason: str | None = None,
-) -> str:
+) -> Section:
     """The banner a reviewer reads first: outcome, then every blocker with its evidence."""
     shown = outcome_style(outcome)
     banner = {
@@ -46,7 +47,23 @@ def outcome_html(
         ],
         "waived": len(waived),
     }
-    return str(fragment("fragments.html.j2", "outcome", banner))
+    return Section("outcome", banner)
+
+
+def outcome_html(
+    outcome: str,
+    blockers: Sequence[Any],
+    *,
+    candidate: str,
+    waived: Sequence[Any] = (),
+    rerun_reason: str | None = None,
+) -> str:
+    """:func:`outcome_section` as HTML."""
+    return section_html(
+        outcome_section(
+            outcome, blockers, candidate=candidate, waived=waived, rerun_reason=rerun_reason
+        )
+    )
 
 
 def _get(obj: Any, name: str) -> Any:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from .._io import read_json_file, sha256_file
+from .._lock import Lock
 from ..align import alignment_report, join_results
 from ..errors import Problem, WorkbenchError
 from ..heldout import held_out_manifest_sha256
@@ -27,7 +28,6 @@ from ._evaluation import (
     public_gate,
     read_gold_evidence,
 )
-from ._lock import Lock
 
 RUN_DIR = "restricted/run"
 CONTROLS_DIR = "controls"

@@ -25,9 +25,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .._docs import add_field_docs
-from .._io import read_bounded
-from ..errors import Problem, WorkbenchError
+from ._docs import add_field_docs
+from ._io import read_bounded
+from .errors import Problem, WorkbenchError
 
 PASSPHRASE_ENV = "WORKBENCH_SIGNING_PASSPHRASE"
 MESSAGE_PREFIX = b"workbench-lock-v1\n"
