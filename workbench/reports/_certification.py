@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from .._args import check_run_arguments
-from .._io import atomic_write_json, read_jsonl_records, sha256_file
+from .._io import atomic_write_json, read_jsonl_records, write_jsonl
 from ..agreement import human_agreement
-from ..align import AlignmentReport, Join, align_results, alignment_report, read_run_manifest
+from ..align import AlignmentReport, Join, align_results, read_run_manifest
 from ..errors import WorkbenchError, refusal
 from ..gold import GoldDataset, load_dataset
 from ..heldout import (
@@ -29,17 +29,15 @@ from ..judges import Judge, load_candidate
 from ..migration._certify import (
     BASELINE_CONTROLS_DIR,
     BASELINE_RUN_DIR,
+    REVIEWS_SNAPSHOT,
     MigrationEvidence,
-    evaluate_migration,
     map_old_lines,
 )
 from ..migration._mapping import LoadedMapping, load_label_mapping
 from ..policy import (
     Blocker,
     GateResult,
-    NotEvaluated,
     Policy,
-    evaluate_gate,
     load_overrides,
     load_policy,
 )
@@ -47,22 +45,20 @@ from ..runs import RunDir, RunSummary, run_candidate
 from ._certify import CONTROLS_DIR, GATE_FILE, RESTRICTED_DIR, RUN_DIR, held_out_items
 from ._evaluation import (
     FIGURES_FILE,
-    HELD_OUT_NOT_USED,
     LINEAGE_FILE,
     figures_of,
-    lineage_blockers,
     public_gate,
+    read_gold_evidence,
     write_gold_evidence,
 )
 from ._migration import (
     SENTINELS_DIR,
     control_report_from_records,
     needs_repeatability,
-    repeatability_gate_blockers,
     snapshot_studies,
-    stored_studies,
     write_migration,
 )
+from ._recompute import Subject, decide
 
 _NOT_BY_CERTIFY = "run `workbench certify`; the certification notebook is executed only by it"
 
@@ -454,132 +450,91 @@ class Certification:
         )
         return self.sentinels
 
-    def evaluate(self, extra_blockers: list[Blocker] | None = None) -> GateResult:
-        """Align, apply the gate, write gate.json, the figures and the restricted evidence.
+    def evaluate(self) -> GateResult:
+        """Store what the gate reads in the report, decide, and write gate.json, the figures and
+        the restricted evidence.
 
-        Overrides are checked against the certification's start (the ``started`` ledger
-        entry's time), so ``workbench verify`` can re-run the same gate later. Beside the
-        policy's limits the gate reads the repeatability studies (when a slice limits the flip
-        rate, or the candidate has one) and, for a migration, the transitions and the
-        transition reviews in effect; each is stored in the report first.
+        The decision is :func:`~workbench.reports._recompute.decide` on the report's own files,
+        the one ``workbench verify`` makes again: the held-out gold and rubric, the lineage
+        checks, the control records, the run records, the overrides (checked against the
+        certification's start, the ``started`` ledger entry's time), the repeatability studies
+        (when a slice limits the flip rate, or the candidate has one) and, for a migration,
+        the baseline's run and the transition reviews in effect.
         """
         if not self.lineage:
             self.check_lineage()
         write_gold_evidence(self.report_dir, self.dataset)
-        blockers = [*(extra_blockers or []), *self.control_blockers]
-        blockers += lineage_blockers(self.lineage)
-        fingerprint = self.judge.identity.fingerprint()
-        if self.control_blockers:
-            # Controls failed: held-out data was deliberately not used, so there is nothing
-            # held-out to align. The outcome is decided by the control (and lineage) blockers.
-            not_used = NotEvaluated(
-                reason=HELD_OUT_NOT_USED,
-                judge=self.judge.spec.label,
-                dataset_sha256=self.dataset.sha256,
-                partition="held_out",
-            )
-            gate = evaluate_gate(
-                not_used,
-                self.policy,
-                rubric=self.dataset.rubric,
-                extra_blockers=blockers,
-                policy_sha256=sha256_file(self.policy_path) if self.policy else None,
-                fingerprint=fingerprint,
-            )
-            return self._save_gate(gate)
-        lines = self._align()
-        assert self.alignment is not None
-        blockers += self._repeatability_blockers(fingerprint)
-        if self.baseline_judge is not None:
-            blockers += self._migration_blockers(lines)
-        gate = evaluate_gate(
-            self.alignment,
-            self.policy,
-            rubric=self.dataset.rubric,
-            run=self.summary,
-            overrides=self.overrides,
+        reviews: dict[str, Any] = {}
+        if not self.control_blockers:  # held-out data was used: store what else the gate reads
+            reviews = self._store_lifecycle_evidence()
+        baseline = self.baseline_judge
+        subject = Subject(
+            self.judge.spec.label,
+            self.judge.identity.fingerprint(),
+            baseline.spec.label if baseline else None,
+            baseline.identity.fingerprint() if baseline else None,
+        )
+        decision = decide(
+            self.report_dir,
+            subject,
+            policy=self.policy,
+            policy_path=self.policy_path,
+            dataset=read_gold_evidence(self.report_dir, self.dataset.sha256),
             now=self.ledger_entry.when,
-            join=self.join,
-            extra_blockers=blockers,
-            fingerprint=fingerprint,
+            overrides=self.overrides,
+            suite=self._suite() if self.policy and self.policy.controls else None,
+            mapping=self.mapping,
         )
-        atomic_write_json(self.report_dir / FIGURES_FILE, figures_of(self.alignment))
-        self._save_gate(gate)
-        self._write_restricted()
-        return gate
+        self.gate, self.join, self.alignment = decision.gate, decision.join, decision.alignment
+        atomic_write_json(self.report_dir / GATE_FILE, public_gate(decision.gate))
+        if decision.alignment is not None:
+            self.human = human_agreement(self.dataset, "held_out")
+            atomic_write_json(self.report_dir / FIGURES_FILE, figures_of(decision.alignment))
+            if decision.migration is not None:
+                self.migration = decision.migration
+                write_migration(self.report_dir, decision.migration, reviews)
+            self._write_restricted()
+        return decision.gate
 
-    def _align(self) -> list[Any]:
-        """Join the held-out results with the gold, their lineage (run manifest) checked."""
-        run = RunDir(self.report_dir / RUN_DIR)
-        lines = run.read_results()
-        self.join = align_results(
-            self.dataset,
-            lines,
-            partition="held_out",
-            manifest=read_run_manifest(run.results),
-            location=str(run.results),
-        )
-        self.alignment = alignment_report(
-            self.join, results_path=str(run.results) if run.results.exists() else None
-        )
-        self.human = human_agreement(self.dataset, "held_out")
-        return lines
-
-    def _repeatability_blockers(self, fingerprint: str) -> list[Blocker]:
+    def _store_lifecycle_evidence(self) -> dict[str, Any]:
+        """Check the held-out results' lineage against this gold (raises when it does not hold);
+        store the repeatability studies and, for a migration, the transition reviews in effect
+        (returned)."""
         from ..repeatability import studies_of, studies_path_for
-
-        if self.resume_from is None:
-            log = studies_path_for(self.dataset)
-            mine = studies_of(log, fingerprint) if log.exists() else []
-            if mine or needs_repeatability(self.policy):
-                snapshot_studies(self.report_dir, mine)
-        return repeatability_gate_blockers(
-            self.policy,
-            stored_studies(self.report_dir),
-            fingerprint=fingerprint,
-            dataset_sha256=self.dataset.sha256,
-        )
-
-    def _migration_blockers(self, lines: list[Any]) -> list[Blocker]:
         from ..review._transition_reviews import TransitionReviews, transition_reviews_path_for
 
-        assert self.baseline_judge is not None
-        old_run = RunDir(self.report_dir / BASELINE_RUN_DIR)
-        old_lines = old_run.read_results()
-        if old_run.results.exists():  # the baseline's lineage against this gold (raises if not)
-            mapped, _, _ = map_old_lines(old_lines, self.mapping)
+        runs: list[tuple[RunDir, LoadedMapping | None]] = [
+            (RunDir(self.report_dir / RUN_DIR), None)
+        ]
+        if self.baseline_judge is not None:
+            runs.append((RunDir(self.report_dir / BASELINE_RUN_DIR), self.mapping))
+        for run, mapping in runs:
+            if not run.results.exists():
+                continue
+            mapped, _, _ = map_old_lines(run.read_results(), mapping)
             labels = self.dataset.rubric.labels
             align_results(
                 self.dataset,
                 [m for m in mapped if m.result.value is None or m.result.value in labels],
                 partition="held_out",
-                manifest=read_run_manifest(old_run.results),
-                location=str(old_run.results),
+                manifest=read_run_manifest(run.results),
+                location=str(run.results),
             )
-        old_fp = self.baseline_judge.identity.fingerprint()
-        new_fp = self.judge.identity.fingerprint()
-        log = TransitionReviews(transition_reviews_path_for(self.dataset.root))
-        reviews = log.in_effect(old_fp, new_fp)
-        self.migration = evaluate_migration(
-            self.dataset,
-            lines,
-            old_lines,
-            candidate=self.judge.spec.label,
-            candidate_fingerprint=new_fp,
-            baseline=self.baseline_judge.spec.label,
-            baseline_fingerprint=old_fp,
-            mapping=self.mapping,
-            reviews=reviews,
-            baseline_run_status=self.baseline_summary.status if self.baseline_summary else None,
-            baseline_controls=getattr(self.baseline_controls, "status", None),
+        fingerprint = self.judge.identity.fingerprint()
+        if self.resume_from is None:
+            log = studies_path_for(self.dataset)
+            mine = studies_of(log, fingerprint) if log.exists() else []
+            if mine or needs_repeatability(self.policy):
+                snapshot_studies(self.report_dir, mine)
+        if self.baseline_judge is None:
+            return {}
+        in_log = TransitionReviews(transition_reviews_path_for(self.dataset.root))
+        reviews: dict[str, Any] = in_log.in_effect(
+            self.baseline_judge.identity.fingerprint(), fingerprint
         )
-        write_migration(self.report_dir, self.migration, reviews)
-        return self.migration.blockers
-
-    def _save_gate(self, gate: GateResult) -> GateResult:
-        self.gate = gate
-        atomic_write_json(self.report_dir / GATE_FILE, public_gate(gate))
-        return gate
+        snapshot = [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
+        write_jsonl(self.report_dir / REVIEWS_SNAPSHOT, snapshot)
+        return reviews
 
     def _write_restricted(self) -> None:
         from ._migration import write_transitions_html

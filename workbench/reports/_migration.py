@@ -373,43 +373,43 @@ def record_transition_review(
 # -- verify: the migration recomputed from the report's own files -------------------------------
 
 
-def recompute_lifecycle_blockers(
+def lifecycle_blockers(
     report_dir: Path,
-    lock: Any,
-    policy: Policy,
+    subject: Any,
+    policy: Policy | None,
     dataset: GoldDataset,
     lines: list[Any],
     suite: Any | None,
+    mapping: LoadedMapping | None,
 ) -> tuple[list[Blocker], MigrationEvidence | None]:
-    """What certification added to the gate beside the policy's limits, from the report's own
-    files (``workbench verify``): repeatability blockers from the stored studies and, for a
-    migration, the migration blockers from both stored runs, the stored label mapping and
-    the stored snapshot of transition reviews."""
+    """What certification adds to the gate beside the policy's limits, from the report's own
+    files: repeatability blockers from the stored studies and, for a migration, the migration
+    blockers from both stored runs, the label mapping and the stored snapshot of transition
+    reviews. ``subject``: the candidate and baseline (:class:`~._recompute.Subject`)."""
     from ..runs import RunDir
 
     blockers = repeatability_gate_blockers(
         policy,
         stored_studies(report_dir),
-        fingerprint=lock.candidate_fingerprint,
+        fingerprint=subject.candidate_fingerprint,
         dataset_sha256=dataset.sha256,
     )
-    if lock.baseline_fingerprint is None:
+    if subject.baseline_fingerprint is None:
         return blockers, None
-    mapping = _stored_mapping(report_dir, lock)
     old_run = RunDir(report_dir / BASELINE_RUN_DIR)
     old_summary = old_run.read_summary()
     evidence = evaluate_migration(
         dataset,
         lines,
         old_run.read_results(migrate=True, gold=dataset),
-        candidate=lock.candidate,
-        candidate_fingerprint=lock.candidate_fingerprint,
-        baseline=str(lock.baseline),
-        baseline_fingerprint=str(lock.baseline_fingerprint),
+        candidate=subject.candidate,
+        candidate_fingerprint=subject.candidate_fingerprint,
+        baseline=str(subject.baseline),
+        baseline_fingerprint=subject.baseline_fingerprint,
         mapping=mapping,
         reviews=read_reviews_snapshot(report_dir),
         baseline_run_status=old_summary.status if old_summary else None,
-        baseline_controls=_stored_baseline_controls(report_dir, lock, suite, mapping),
+        baseline_controls=_stored_baseline_controls(report_dir, subject, suite, mapping),
     )
     return blockers + evidence.blockers, evidence
 
@@ -419,7 +419,8 @@ def _evidence_refused(where: Path, message: str) -> WorkbenchError:
     return refusal(summary, str(where), "evidence_mismatch", message, "restore the report")
 
 
-def _stored_mapping(report_dir: Path, lock: Any) -> LoadedMapping | None:
+def stored_mapping(report_dir: Path, lock: Any) -> LoadedMapping | None:
+    """A migration report's label mapping, its hash checked against the lock's."""
     if not lock.input_files.get("baseline"):
         raise refusal(
             "migration evidence missing",
@@ -439,12 +440,12 @@ def _stored_mapping(report_dir: Path, lock: Any) -> LoadedMapping | None:
 
 
 def _stored_baseline_controls(
-    report_dir: Path, lock: Any, suite: Any | None, mapping: LoadedMapping | None
+    report_dir: Path, subject: Any, suite: Any | None, mapping: LoadedMapping | None
 ) -> str | None:
     if suite is None or not (report_dir / BASELINE_CONTROLS_DIR / "controls.json").exists():
         return None
     report = mapped_controls(suite, report_dir / BASELINE_CONTROLS_DIR, mapping)
-    if report.judge_fingerprint != lock.baseline_fingerprint:
+    if report.judge_fingerprint != subject.baseline_fingerprint:
         raise _evidence_refused(
             report_dir / BASELINE_CONTROLS_DIR,
             "the baseline control records are of another judge than the baseline the lock names",
