@@ -337,6 +337,54 @@ def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> Non
     show_verifications(verify_path(path, gold=gold, trusted=trusted), as_json)
 
 
+def _show_ledgers(paths: list[Path], reports_root: str, as_json: bool) -> None:
+    """``workbench reports --ledger``: every held-out use, each ledger's chain checked (exit 1
+    where it is broken)."""
+    from ..heldout import HeldOutLedger
+    from ..reports._listing import reconcile_ledgers
+
+    if not paths:
+        raise refusal(
+            "no held-out ledger",
+            reports_root,
+            "ledger_not_found",
+            "no report here names a held-out ledger",
+            "pass --gold DATASET to show that dataset's ledger",
+        )
+    problems = reconcile_ledgers(paths)
+    out: list[_LedgerBlock] = []
+    for path in paths:
+        read = HeldOutLedger(path).read()
+        problems += [p for p in read.problems if p not in problems]
+        out.append(
+            {
+                "ledger": str(path),
+                "exists": path.exists(),
+                "chain_ok": not read.problems,
+                "problems": [p.model_dump(mode="json") for p in read.problems],
+                "entries": [e.model_dump(mode="json") for e in read.entries],
+            }
+        )
+    if as_json:
+        echo_json(out)
+    for block in [] if as_json else out:
+        state = "chain intact" if block["chain_ok"] else "CHAIN BROKEN"
+        click.echo(
+            f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}"
+            + ("" if block["exists"] else " (no ledger yet)")
+        )
+        for e in block["entries"]:
+            click.echo(
+                f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28}"
+                f" {e['candidate_fingerprint'][:12]}  {e['report_id']:<32}"
+                f" {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
+            )
+    for problem in problems:
+        click.echo(problem.format(), err=True)
+    if problems:
+        raise SystemExit(ExitCode.FAILED)
+
+
 @click.command()
 @click.option(
     "--reports",
@@ -368,56 +416,13 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
     """
     from ..heldout import HeldOutLedger, ledger_path_for
     from ..reports import list_reports
-    from ..reports._listing import ledgers_of, reconcile_ledgers
+    from ..reports._listing import ledgers_of
 
     extra = [ledger_path_for(gold)] if gold is not None else []
     if ledger:
-        paths = list(dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]))
-        if not paths:
-            raise WorkbenchError(
-                "no held-out ledger",
-                [
-                    Problem(
-                        location=reports_root,
-                        code="ledger_not_found",
-                        message="no report here names a held-out ledger",
-                        fix="pass --gold DATASET to show that dataset's ledger",
-                    )
-                ],
-            )
-        problems = reconcile_ledgers(paths)
-        out: list[_LedgerBlock] = []
-        for path in paths:
-            read = HeldOutLedger(path).read()
-            problems += [p for p in read.problems if p not in problems]
-            out.append(
-                {
-                    "ledger": str(path),
-                    "exists": path.exists(),
-                    "chain_ok": not read.problems,
-                    "problems": [p.model_dump(mode="json") for p in read.problems],
-                    "entries": [e.model_dump(mode="json") for e in read.entries],
-                }
-            )
-        if as_json:
-            echo_json(out)
-        else:
-            for block in out:
-                state = "chain intact" if block["chain_ok"] else "CHAIN BROKEN"
-                click.echo(
-                    f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}"
-                    + ("" if block["exists"] else " (no ledger yet)")
-                )
-                for e in block["entries"]:
-                    click.echo(
-                        f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28}"
-                        f" {e['candidate_fingerprint'][:12]}  {e['report_id']:<32}"
-                        f" {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
-                    )
-        for problem in problems:
-            click.echo(problem.format(), err=True)
-        if problems:
-            raise SystemExit(ExitCode.FAILED)
+        _show_ledgers(
+            list(dict.fromkeys([*extra, *ledgers_of(Path(reports_root))])), reports_root, as_json
+        )
         return
     rows = list_reports(reports_root, ledgers=extra)
     damaged = [

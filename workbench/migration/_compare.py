@@ -1136,16 +1136,6 @@ def _report(
     missing = sum(1 for _, _, t in rows if t.transition == "incomplete")
     if missing:
         incomplete.append(f"{missing} case(s) lack a result from one of the versions")
-    controls = None
-    if setup.suite is not None:
-        old_controls = runner.controls["controls old"]
-        if mapping is not None:
-            old_controls = mapped_controls(
-                setup.suite, setup.out / "controls" / "old", mapping, run=old_controls.run
-            )
-        controls = _controls_side_by_side(
-            setup.suite, old_controls, runner.controls["controls new"], setup.out
-        )
     actual, requests, warnings = parity
     sides = {
         side: _side(
@@ -1160,7 +1150,6 @@ def _report(
     }
     mo = manifests["old"]
     assert mo is not None
-    m = mapping.mapping if mapping else None
     return ComparisonReport(
         comparison_id=comparison_id,
         created_at=datetime.now(UTC),
@@ -1173,23 +1162,13 @@ def _report(
         cases_sha256=sha256_json([c.model_dump(mode="json") for c in mo.cases]),
         status="incomplete" if incomplete else "complete",
         incomplete_reasons=incomplete,
-        label_mapping=(
-            MappingRef(
-                path=mapping.path,
-                sha256=mapping.sha256,
-                approver=m.approver,
-                approved=m.approved.isoformat(),
-                mapping=dict(m.mapping),
-            )
-            if mapping and m
-            else None
-        ),
+        label_mapping=_mapping_ref(mapping),
         declared_parent=setup.new.spec.parent,
         declared_changes=setup.new.spec.changes,
         actual_changes=actual,
         parity=requests,
         warnings=warnings,
-        controls=controls,
+        controls=_controls(setup, runner),
         budget=BudgetLine(
             budget_usd=runner.budget_usd,
             needed_usd=sum(e.needed_usd for e in runner.estimates),
@@ -1202,6 +1181,31 @@ def _report(
         cases=[t for _, _, t in rows],
         review=[t.case_id for _, _, t in rows if t.needs_review],
     )
+
+
+def _mapping_ref(mapping: LoadedMapping | None) -> MappingRef | None:
+    if mapping is None:
+        return None
+    m = mapping.mapping
+    return MappingRef(
+        path=mapping.path,
+        sha256=mapping.sha256,
+        approver=m.approver,
+        approved=m.approved.isoformat(),
+        mapping=dict(m.mapping),
+    )
+
+
+def _controls(setup: _Setup, runner: _Runner) -> ControlsSideBySide | None:
+    """The controls of both versions side by side, the old verdicts mapped."""
+    if setup.suite is None:
+        return None
+    old = runner.controls["controls old"]
+    if setup.mapping is not None:
+        old = mapped_controls(
+            setup.suite, setup.out / "controls" / "old", setup.mapping, run=old.run
+        )
+    return _controls_side_by_side(setup.suite, old, runner.controls["controls new"], setup.out)
 
 
 def compare_candidates_sync(*args: Any, **kwargs: Any) -> ComparisonReport:
