@@ -1441,9 +1441,7 @@ def test_the_one_verify_refuses_what_the_ranking_lock_of_old_main_accepted(tmp_p
     write_lock(run_dir, lock.model_copy(update={"outcome": "quality_failed"}))
     forged = runner.invoke(cli, ["verify", str(run_dir), "--json"])
     report = json.loads(forged.stdout)["reports"][0]
-    assert forged.exit_code == 1 and [p["code"] for p in report["problems"]] == [
-        "outcome_mismatch"
-    ]
+    assert forged.exit_code == 1 and [p["code"] for p in report["problems"]] == ["outcome_mismatch"]
     assert report["kind"] == "ranking" and report["checks"]["outcome"] == "failed"
     # `workbench ranking verify` is the same verification
     alias = runner.invoke(cli, ["ranking", "verify", str(run_dir)])
