@@ -722,6 +722,17 @@ def test_a_locked_noise_run_is_verified_like_every_report_and_refuses_tampering(
     forged = CliRunner().invoke(workbench, ["verify", str(run), "--json"])
     codes = [p["code"] for p in json.loads(forged.stdout)["reports"][0]["problems"]]
     assert forged.exit_code == 1 and set(codes) == {"outcome_mismatch"}
+    # a run lock never poses as a certification, even with its report rewritten to agree
+    data = json.loads(original)
+    report.write_text(json.dumps({**data, "outcome": "certified"}), encoding="utf-8")
+    write_lock(run, lock.model_copy(update={"outcome": "certified"}))
+    posing = CliRunner().invoke(workbench, ["verify", str(run), "--json"])
+    codes = [p["code"] for p in json.loads(posing.stdout)["reports"][0]["problems"]]
+    assert posing.exit_code == 1 and codes == [
+        "file_changed",
+        "outcome_invalid",
+        "report_unreadable",
+    ]
 
 
 def test_cli_invalid_input_exits_2_and_failed_controls_exit_3(tmp_path: Path) -> None:

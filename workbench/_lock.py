@@ -68,6 +68,10 @@ KIND_CHECKS: dict[str, str] = {
     "noise": "workbench.noise._present:check_noise_lock",
 }
 """The checks of each kind, ``module:function(root, lock, result, gold)``, imported when used."""
+RUN_OUTCOMES = frozenset(
+    {"passed", "quality_failed", "evaluation_incomplete", "review_required", "unknown"}
+)
+"""The outcomes a locked ranking or noise run can have (``unknown``: a ranking run, no gate)."""
 RESTORE = (
     "restore the report from its original copy; to change a report, make a new one (certify"
     " again: a new report number; a run: a new --out)"
@@ -392,6 +396,13 @@ def verify_lock(
     if lock.payloads is not None:
         check_payloads(root, lock.payloads, result)
     check_lock_signature(lock, trusted, result)
+    if lock.kind in ("ranking", "noise") and lock.outcome not in RUN_OUTCOMES:
+        result.fail(  # a run is never a certification, whatever its lock claims
+            "outcome",
+            root / LOCK_FILE,
+            "outcome_invalid",
+            f"a {lock.kind} run's outcome is one of {sorted(RUN_OUTCOMES)}, not {lock.outcome!r}",
+        )
     module, _, name = KIND_CHECKS[lock.kind].partition(":")
     kind_check: KindCheck = getattr(importlib.import_module(module), name)
     kind_check(root, lock, result, gold)
