@@ -25,6 +25,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import undocumented_fields
 
+from workbench._lock import hash_tree, write_lock
 from workbench.cli import main
 from workbench.estimate import (
     DEMO_SCENARIO,
@@ -38,7 +39,6 @@ from workbench.estimate import (
 )
 from workbench.gold import load_dataset
 from workbench.reports import certify, read_lock, verify_report
-from workbench.reports._lock import hash_tree, write_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "data" / "demo"

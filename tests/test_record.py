@@ -15,10 +15,10 @@ from pydantic import BaseModel
 import workbench
 from workbench._docs import add_field_docs, field_docstrings
 from workbench._io import sha256_json
+from workbench._lock import LOCK_FILE, Lock, read_lock, write_lock
 from workbench._record import LooseRecord, Record, SchemaTooNew
 from workbench.errors import WorkbenchError
 from workbench.heldout import HeldOutLedger
-from workbench.reports._lock import LOCK_FILE, Lock, read_lock, write_lock
 from workbench.reports._verify import verify_one
 from workbench.results import JudgeIdentity
 from workbench.runs._manifest import RunManifest, freeze_manifest

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from workbench._lock import hash_tree, write_lock
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.heldout import HeldOutLedger, ledger_path_for
@@ -31,7 +32,6 @@ from workbench.reports import (
     verify_one,
     verify_report,
 )
-from workbench.reports._lock import hash_tree, write_lock
 
 pytestmark = pytest.mark.notebook
 
