@@ -204,9 +204,10 @@ def test_set_label_rules_and_header_problems(tmp_path: Path) -> None:
 def test_unreadable_suites_are_user_errors(tmp_path: Path) -> None:
     bad = tmp_path / "bad@1.yaml"
     bad.write_text("name: [unclosed\n", encoding="utf-8")
-    for path in (tmp_path / "missing@1.yaml", bad):
-        with pytest.raises(WorkbenchError):
+    for path, code in ((tmp_path / "missing@1.yaml", "suite_missing"), (bad, "suite_yaml")):
+        with pytest.raises(WorkbenchError) as refused:
             load_suite(path)
+        assert [p.code for p in refused.value.problems] == [code]
 
 
 # ------------------------------------------------------------------------------ role evaluation

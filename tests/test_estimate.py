@@ -25,6 +25,7 @@ import yaml
 from click.testing import CliRunner
 from conftest import undocumented_fields
 
+from workbench._lock import hash_tree, write_lock
 from workbench.cli import main
 from workbench.estimate import (
     DEMO_SCENARIO,
@@ -38,7 +39,6 @@ from workbench.estimate import (
 )
 from workbench.gold import load_dataset
 from workbench.reports import certify, read_lock, verify_report
-from workbench.reports._lock import hash_tree, write_lock
 
 ROOT = Path(__file__).resolve().parents[1]
 GOLD = ROOT / "data" / "demo"
@@ -441,7 +441,7 @@ def test_ppi_is_the_published_mean_estimator() -> None:
     assert r.rectifier == pytest.approx((y - f_l).mean())
     perfect = ppi_mean(y, y, f_u)  # a judge right on every labelled case: no rectification
     assert perfect.estimate == pytest.approx(f_u.mean()) and perfect.rectifier == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="at least two labelled"):
         ppi_mean([1.0], [1.0], f_u)
 
 

@@ -183,6 +183,7 @@ TEMPLATES = {
         "outputs.html.j2",
         "page.html.j2",
         "restricted.html.j2",
+        "sections.html.j2",
         "slices.html.j2",
         "summary.html.j2",
         "transitions.html.j2",
@@ -229,6 +230,28 @@ def test_fragments_escape_hostile_text() -> None:
     folded = blockers_html(gate, title=HOSTILE)
     assert_escaped(folded)
     assert '<details class="wb-candidate">' in folded
+
+
+def test_the_one_report_renderer_escapes_every_section_and_loads_nothing() -> None:
+    """Every block a feature's section can use (sections.html.j2), through the one page: hostile
+    text stays text, the page has its CSP, no script and nothing from the network."""
+    from workbench.reports import Section, external_references, render_document
+    from workbench.reports._present import outcome_section
+    from workbench.reports._render import table_section
+
+    blocker = NS(code=HOSTILE, category="quality", slice=HOSTILE, message=HOSTILE, evidence={})
+    page = render_document(
+        HOSTILE,
+        [
+            outcome_section("quality_failed", [blocker], candidate=HOSTILE),
+            Section("facts", {"title": HOSTILE, "rows": [(HOSTILE, HOSTILE)]}),
+            table_section(HOSTILE, [HOSTILE], [[HOSTILE]], intro=HOSTILE, note=HOSTILE),
+            table_section(HOSTILE, [HOSTILE], [], empty=HOSTILE),
+            Section("items", {"title": HOSTILE, "lines": [HOSTILE]}),
+        ],
+    )
+    assert_escaped(page, copies=15)
+    assert external_references(page) == [] and "Content-Security-Policy" in page
 
 
 def test_migration_fragments_and_restricted_page_escape_hostile_text(tmp_path: Path) -> None:

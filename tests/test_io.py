@@ -28,7 +28,7 @@ def test_canonical_json_is_sorted_and_compact():
 
 
 def test_canonical_json_refuses_nan():
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not JSON compliant"):
         canonical_json({"x": float("nan")})
 
 

@@ -56,7 +56,7 @@ def test_judge_input_is_built_from_the_allow_list_only() -> None:
 
 
 def test_judge_input_refuses_gold_only_fields() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="adjudication"):
         JudgeInput(user_input="q", response="r", adjudication={"label": "pass"})  # type: ignore[call-arg]
 
 

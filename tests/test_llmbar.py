@@ -544,7 +544,7 @@ def test_result_file_without_verdict_steps_is_refused(tmp_path: Path) -> None:
 def test_helpers() -> None:
     assert parse_statistic("95 / 100 = 95.0%") == (95, 100, "95.0")
     assert parse_statistic("56 / 100 = 56.00000000000001%") == (56, 100, "56.00000000000001")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="not an upstream 'k / n = p%' figure"):
         parse_statistic("95.5%")
     assert subset_name(Path("/x/Dataset/LLMBar/Adversarial/Neighbor")) == "Adversarial/Neighbor"
     assert subset_name(Path("/x/Dataset/LLMBar/Natural")) == "Natural"

@@ -339,6 +339,14 @@ def test_reviews_then_resume_certify_and_a_rejection_fails(copy: dict[str, Any])
         b["code"] for b in rejected.blockers
     }
     assert verify_report(rejected.report_dir, gold=gold) == []
+    # The re-evaluation's link to the report it resumes is a chain too: an edit of the first
+    # report's lock that keeps its recorded hash breaks it (old main read only the hash field,
+    # and never followed `resumes`).
+    lock_path = first / "lock.json"
+    data = json.loads(lock_path.read_text(encoding="utf-8"))
+    lock_path.write_text(json.dumps({**data, "outcome": "certified"}), encoding="utf-8")
+    broken = verify_report(rejected.report_dir, gold=gold)
+    assert [(p.code, Path(p.location).parent.name) for p in broken] == [("chain_broken", "1")]
 
 
 def status_after_promotion_then_stale(w: dict[str, Any], report: Path) -> None:

@@ -681,6 +681,60 @@ def test_cli_demo_suite_fails_on_quality_and_reports_json(tmp_path: Path) -> Non
     assert report["runs"]["candidates"]["calls"] > 0 and "0 calls" not in text.output
 
 
+def test_a_locked_noise_run_is_verified_like_every_report_and_refuses_tampering(
+    tmp_path: Path,
+) -> None:
+    """`workbench noise --lock` locks the run in the one lock format with a report.html from
+    the one renderer; `workbench verify OUT` (the one verification) refuses an edited
+    noise_report.json and a lock whose outcome was rewritten with its hash recomputed. The
+    noise run of old main had no lock, so nothing refused either."""
+    from workbench._lock import read_lock, write_lock
+    from workbench.cli.main import main as workbench
+    from workbench.reports import external_references
+
+    run = tmp_path / "run"
+    with FakeLLM(responder=demo_respond) as fake:
+        args = ["--candidate", str(demo_spec(tmp_path, fake.base_url)), "--pairs", str(DEMO_PAIRS)]
+        args += ["--companions", str(DEMO_COMPANIONS)]
+        res = CliRunner().invoke(noise_command, [*args, "--out", str(run), "--lock"])
+        again = CliRunner().invoke(noise_command, [*args, "--out", str(run)])
+    assert res.exit_code == 1, res.output  # quality failed, as without --lock
+    assert again.exit_code == 2 and "[run_locked]" in again.output
+    lock = read_lock(run)
+    assert lock.kind == "noise" and lock.outcome == "quality_failed"
+    assert [b["code"] for b in lock.blockers] == [
+        "noise_score_exceeded",
+        "retrieval_forbidden_source",
+        "noise_reference_defect_review",
+    ]
+    html = (run / "report.html").read_text(encoding="utf-8")
+    assert "Noise report: noise-judge@1" in html and "ship-address" in html
+    assert external_references(html) == [] and "<script" not in html
+    assert CliRunner().invoke(workbench, ["verify", str(run)]).exit_code == 0
+    report = run / "noise_report.json"
+    original = report.read_text(encoding="utf-8")
+    report.write_text(original.replace('"quality_failed"', '"passed"', 1), encoding="utf-8")
+    edited = CliRunner().invoke(workbench, ["verify", str(run), "--json"])
+    codes = [p["code"] for p in json.loads(edited.stdout)["reports"][0]["problems"]]
+    assert edited.exit_code == 1 and codes == ["file_changed", "outcome_mismatch"]
+    report.write_text(original, encoding="utf-8")
+    write_lock(run, lock.model_copy(update={"outcome": "passed", "blockers": []}))
+    forged = CliRunner().invoke(workbench, ["verify", str(run), "--json"])
+    codes = [p["code"] for p in json.loads(forged.stdout)["reports"][0]["problems"]]
+    assert forged.exit_code == 1 and set(codes) == {"outcome_mismatch"}
+    # a run lock never poses as a certification, even with its report rewritten to agree
+    data = json.loads(original)
+    report.write_text(json.dumps({**data, "outcome": "certified"}), encoding="utf-8")
+    write_lock(run, lock.model_copy(update={"outcome": "certified"}))
+    posing = CliRunner().invoke(workbench, ["verify", str(run), "--json"])
+    codes = [p["code"] for p in json.loads(posing.stdout)["reports"][0]["problems"]]
+    assert posing.exit_code == 1 and codes == [
+        "file_changed",
+        "outcome_invalid",
+        "report_unreadable",
+    ]
+
+
 def test_cli_invalid_input_exits_2_and_failed_controls_exit_3(tmp_path: Path) -> None:
     runner = CliRunner()
     broken = copy.deepcopy(yaml.safe_load(DEMO_PAIRS.read_text()))

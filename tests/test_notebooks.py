@@ -275,8 +275,9 @@ def test_phase_notebooks_refuse_held_out(name: str, tmp_path: Path) -> None:
     from workbench.errors import WorkbenchError
     from workbench.phases import PhaseSession
 
-    with pytest.raises(WorkbenchError):
+    with pytest.raises(WorkbenchError) as refused:
         PhaseSession(ROOT / "data" / "demo", partition="held_out", run_root=tmp_path)  # type: ignore[arg-type]
+    assert [p.code for p in refused.value.problems] == ["held_out_refused"]
 
 
 def test_certification_notebook_has_no_widgets() -> None:

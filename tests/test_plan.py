@@ -163,9 +163,9 @@ def test_power_is_the_binomial_chance_of_showing_the_limit() -> None:
 def test_impossible_and_degenerate_limits() -> None:
     assert bound_plan(0.0).needed is None and cases_to_bound(-0.1) is None
     assert bound_plan(1.0).needed == 1
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"at_fraction must be in \[0, 1\)"):
         bound_plan(0.1, 1.0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="unknown interval 'wald'"):
         bound_plan(0.1, 0.5, "wald")  # type: ignore[arg-type]
     assert upper_bound(0, 35) == pytest.approx(wilson_upper(0, 35))
 

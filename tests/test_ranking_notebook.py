@@ -99,9 +99,7 @@ def test_llm_ranker_battery_finds_the_position_bias_and_applies_the_release_rule
     )  # the Altair charts, inline SVG
     run = tmp_path / "runs" / "support-llm-ranker@1" / "support-ranking@1"
     assert len((run / "results.jsonl").read_text().splitlines()) == 189
-    assert (run / "failures" / "refund-timing-013.json").exists() and (
-        run / "ranking_lock.json"
-    ).exists()
+    assert (run / "failures" / "refund-timing-013.json").exists() and (run / "lock.json").exists()
     report = json.loads((run / "ranking_report.json").read_text())
     assert (
         report["repeatability"]["stable_cases"]["rate"] == 1.0

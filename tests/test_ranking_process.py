@@ -1436,6 +1436,85 @@ def test_a_payload_deleted_before_its_expiry_does_not_verify(tmp_path: Path) -> 
         )
 
 
+def _locked_run(tmp_path: Path, *extra: str) -> tuple[Path, Any]:
+    """A ranking run locked by `workbench ranking run --lock` (capture with a retention)."""
+    path = write_fixtures(tmp_path / "attack@1.yaml", [reviewed("a"), reviewed("b")])
+    spec = function_spec(tmp_path / "spec", "test_ranking_process:quality_ctx")
+    runner = CliRunner()
+    args = ["ranking", "run", "--candidate", str(spec), "--fixtures", str(path)]
+    args += ["--out", str(tmp_path / "run"), "--retention-days", "1", "--lock", *extra]
+    out = runner.invoke(cli, [*args, "--no-history", "--no-progress", "--no-cache"])
+    assert out.exit_code == 0, out.output
+    return tmp_path / "run", runner
+
+
+def test_the_one_verify_refuses_what_the_ranking_lock_of_old_main_accepted(tmp_path: Path) -> None:
+    """A locked ranking run is verified like every report (`workbench verify RUN_DIR`). Three
+    forgeries the old `ranking_lock.json` verification accepted are refused: a file added under
+    payloads/ that is no payload, a `ranking_lock.json` added in a subdirectory (the old lock
+    skipped that name anywhere), and a lock whose outcome was rewritten with its own hash
+    recomputed, which now disagrees with the hashed ranking_report.json."""
+    from workbench._lock import LOCK_FILE, read_lock, write_lock
+
+    run_dir, runner = _locked_run(tmp_path)
+    lock = read_lock(run_dir)
+    assert lock.kind == "ranking" and lock.payloads and (run_dir / "report.html").is_file()
+    assert lock.outcome == "passed" and lock.evidence["report"] is not None
+    assert runner.invoke(cli, ["verify", str(run_dir)]).exit_code == 0
+    (run_dir / "payloads" / "notes.txt").write_text("not a payload")
+    (run_dir / "failures").mkdir(exist_ok=True)
+    (run_dir / "failures" / "ranking_lock.json").write_text("{}")
+    codes = {p.code: p.location for p in verify_ranking_run(run_dir)}
+    assert codes.keys() == {"file_added"}
+    added = [p.location for p in verify_ranking_run(run_dir) if p.code == "file_added"]
+    assert sorted(Path(x).name for x in added) == ["notes.txt", "ranking_lock.json"]
+    for extra in ("payloads/notes.txt", "failures/ranking_lock.json"):
+        (run_dir / extra).unlink()
+    write_lock(run_dir, lock.model_copy(update={"outcome": "quality_failed"}))
+    forged = runner.invoke(cli, ["verify", str(run_dir), "--json"])
+    report = json.loads(forged.stdout)["reports"][0]
+    assert forged.exit_code == 1 and [p["code"] for p in report["problems"]] == ["outcome_mismatch"]
+    assert report["kind"] == "ranking" and report["checks"]["outcome"] == "failed"
+    # `workbench ranking verify` is the same verification
+    alias = runner.invoke(cli, ["ranking", "verify", str(run_dir)])
+    assert alias.exit_code == 1 and "[outcome_mismatch]" in alias.output
+    # the old format is refused by name, never taken at its word
+    (run_dir / LOCK_FILE).rename(run_dir / "ranking_lock.json")
+    assert [p.code for p in verify_ranking_run(run_dir)] == ["lock_format_retired"]
+
+
+def test_a_signed_ranking_lock_is_checked_against_the_trust_file(tmp_path: Path) -> None:
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    key = Ed25519PrivateKey.generate()
+    (tmp_path / "key").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.OpenSSH,
+            serialization.NoEncryption(),
+        )
+    )
+    public = key.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    (tmp_path / "trust").write_bytes(public + b" team\n")
+    other = Ed25519PrivateKey.generate().public_key()
+    (tmp_path / "other").write_bytes(
+        other.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    )
+    run_dir, runner = _locked_run(tmp_path, "--sign", str(tmp_path / "key"))
+    trusted = runner.invoke(cli, ["verify", str(run_dir), "--trust", str(tmp_path / "trust")])
+    assert trusted.exit_code == 0 and "signed by a trusted key: team" in trusted.output
+    untrusted = runner.invoke(cli, ["verify", str(run_dir), "--trust", str(tmp_path / "other")])
+    assert untrusted.exit_code == 1 and "[signature_untrusted]" in untrusted.output
+    fixtures = str(tmp_path / "attack@1.yaml")
+    no_lock = runner.invoke(
+        cli, ["ranking", "run", "--fixtures", fixtures, "--sign", str(tmp_path / "key")]
+    )
+    assert no_lock.exit_code == 2 and "[sign_without_lock]" in no_lock.output
+
+
 def test_capture_is_declared_once(tmp_path: Path) -> None:
     path = write_fixtures(tmp_path / "cap@1.yaml", [reviewed("a")])
     spec = function_spec(tmp_path / "spec", "test_ranking_process:quality_ctx")

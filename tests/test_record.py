@@ -15,10 +15,10 @@ from pydantic import BaseModel
 import workbench
 from workbench._docs import add_field_docs, field_docstrings
 from workbench._io import sha256_json
+from workbench._lock import LOCK_FILE, Lock, read_lock, write_lock
 from workbench._record import LooseRecord, Record, SchemaTooNew
 from workbench.errors import WorkbenchError
 from workbench.heldout import HeldOutLedger
-from workbench.reports._lock import LOCK_FILE, Lock, read_lock, write_lock
 from workbench.reports._verify import verify_one
 from workbench.results import JudgeIdentity
 from workbench.runs._manifest import RunManifest, freeze_manifest
@@ -317,5 +317,6 @@ def test_ledger_entry_from_a_newer_workbench_is_refused(tmp_path: Path) -> None:
             "ledger entry schema_version 4 is newer than this workbench reads (3)",
         )
     ]
-    with pytest.raises(WorkbenchError):
+    with pytest.raises(WorkbenchError) as refused:
         newer.entries()
+    assert [p.code for p in refused.value.problems] == ["schema_version_newer"]

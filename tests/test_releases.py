@@ -112,8 +112,9 @@ def test_validate_refuses_in_place_edits_and_deletions_of_frozen_records(make_da
         and "[frozen_case_edited]" in result.output
         and "Traceback" not in result.output
     )
-    with pytest.raises(WorkbenchError):
+    with pytest.raises(WorkbenchError) as refused:
         freeze(gold)  # an edited frozen record cannot be frozen again
+    assert {p.code for p in refused.value.problems} == {"frozen_case_edited", "frozen_case_deleted"}
 
 
 def test_reformatting_a_frozen_line_is_not_an_edit(make_dataset) -> None:

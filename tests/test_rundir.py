@@ -54,8 +54,9 @@ def test_reader_absent_files(tmp_path: Path) -> None:
 
 def test_reader_refuses_a_bad_line(tmp_path: Path) -> None:
     RunDir(tmp_path).results.write_text('{"case_id": "a"}\n', encoding="utf-8")
-    with pytest.raises(WorkbenchError):
+    with pytest.raises(WorkbenchError) as refused:
         RunDir(tmp_path).read_results()
+    assert [p.code for p in refused.value.problems] == ["schema_version_old"]
 
 
 def test_engine_certification_and_cli_do_not_spell_run_file_names() -> None:

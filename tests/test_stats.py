@@ -62,7 +62,7 @@ def test_wilson_n_zero_is_undefined():
 
 @pytest.mark.parametrize(("k", "n"), [(-1, 5), (6, 5), (0, -1)])
 def test_wilson_rejects_impossible_proportions(k, n):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="invalid proportion"):
         wilson_rate(k, n)
 
 
@@ -109,7 +109,7 @@ def test_cohen_kappa_single_label_is_undefined_with_a_note():
 def test_cohen_kappa_no_items_and_length_mismatch():
     assert cohen_kappa([], []).value is None
     assert cohen_kappa([], []).n == 0
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="differ in length"):
         cohen_kappa(["pass"], ["pass", "fail"])
 
 

@@ -102,5 +102,6 @@ def test_a_score_judge_needs_a_threshold(tmp_path: Path) -> None:
     with pytest.raises(WorkbenchError) as info:
         load_candidate(path)
     assert info.value.problems[0].code == "threshold_missing"
-    with pytest.raises(WorkbenchError):
+    with pytest.raises(WorkbenchError) as refused:
         load_candidate(write(tmp_path, threshold={"value": 0.5, "pass_label": "yes"}))
+    assert [p.code for p in refused.value.problems] == ["candidate_invalid"]

@@ -17,6 +17,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from workbench._lock import hash_tree, write_lock
 from workbench.cli import main
 from workbench.errors import WorkbenchError
 from workbench.heldout import HeldOutLedger, ledger_path_for
@@ -31,7 +32,6 @@ from workbench.reports import (
     verify_one,
     verify_report,
 )
-from workbench.reports._lock import hash_tree, write_lock
 
 pytestmark = pytest.mark.notebook
 
@@ -449,8 +449,9 @@ def test_a_policy_budget_bounds_certification(setup, tmp_path: Path) -> None:
         resolve_budget(load_policy(POLICY), None, "p") is None
         and resolve_budget(load_policy(POLICY), 3.0, "p") == 3.0
     )
-    with pytest.raises(WorkbenchError):
+    with pytest.raises(WorkbenchError) as refused:
         resolve_budget(policy, 1.01, "p")
+    assert [p.code for p in refused.value.problems] == ["budget_above_policy"]
     entries = HeldOutLedger(ledger).entries()
     assert [e.event for e in entries] == ["started", "finished", "started", "finished"]
     assert yaml.safe_load(setup["budget_policy"].read_text())["budget_usd"] == 1.0

@@ -62,3 +62,10 @@ class WorkbenchError(Exception):
 def errors_only(problems: Iterable[Problem]) -> list[Problem]:
     """The problems that block use, without warnings."""
     return [p for p in problems if p.severity == "error"]
+
+
+def refusal(summary: str, location: str, code: str, message: str, fix: str) -> WorkbenchError:
+    """A :class:`WorkbenchError` with the one :class:`Problem` that refuses the input."""
+    return WorkbenchError(
+        summary, [Problem(location=location, code=code, message=message, fix=fix)]
+    )

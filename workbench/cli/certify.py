@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 
 import click
 
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, refusal
 from ..outcomes import ExitCode, exit_code
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
@@ -154,76 +154,22 @@ def certify(
     (`workbench review transition`) before the outcome can be certified. After the reviews,
     `--resume-review REPORT` re-evaluates the locked report without judging anything again.
     """
-    from ..reports import certify as run_certify
-    from ..reports._certify import resume_review as run_resume
-
+    given: dict[str, Any] = {
+        "candidate": candidate,
+        "policy": policy,
+        "gold": gold,
+        "baseline": baseline,
+        "label_mapping": label_mapping,
+        "reports_root": reports_root,
+        "rerun_reason": rerun_reason,
+        "overrides": overrides,
+        "notebook": notebook,
+        "sign_key": sign_key,
+    }
     if resume_review is not None:
-        extra = [
-            name
-            for name, value in (
-                ("--candidate", candidate),
-                ("--policy", policy),
-                ("--baseline", baseline),
-                ("--label-mapping", label_mapping),
-                ("--rerun-reason", rerun_reason),
-                ("--budget-usd", options.budget_usd),
-                ("--max-cases", options.max_cases),
-                ("--overrides", overrides),
-            )
-            if value is not None
-        ]
-        if extra:
-            raise WorkbenchError(
-                "cannot re-evaluate the report",
-                [
-                    Problem(
-                        location=name,
-                        code="option_with_resume_review",
-                        message=f"{name} is taken from the locked report with --resume-review",
-                        fix=f"drop {name}",
-                    )
-                    for name in extra
-                ],
-            )
-        result = run_resume(resume_review, gold=gold, notebook=notebook, sign_key=sign_key)
+        result = _resume(resume_review, given, options)
     else:
-        missing = [
-            name
-            for name, value in (("--candidate", candidate), ("--policy", policy), ("--gold", gold))
-            if value is None
-        ]
-        if missing:
-            raise WorkbenchError(
-                "cannot certify",
-                [
-                    Problem(
-                        location=name,
-                        code="option_missing",
-                        message=f"Missing option '{name}' (there is no default)",
-                        fix=(
-                            f"give {name} (or --resume-review REPORT to re-evaluate a migration"
-                            " report)"
-                        ),
-                    )
-                    for name in missing
-                ],
-            )
-        assert candidate is not None and policy is not None and gold is not None
-        result = run_certify(
-            candidate,
-            policy,
-            gold,
-            reports_root=reports_root,
-            rerun_reason=rerun_reason,
-            concurrency=fixed_concurrency(options),
-            budget_usd=options.budget_usd,
-            max_cases=options.max_cases,
-            overrides=overrides,
-            notebook=notebook,
-            sign_key=sign_key,
-            baseline=baseline,
-            label_mapping=label_mapping,
-        )
+        result = _certify(given, options)
     if as_json:
         echo_json(
             {
@@ -242,12 +188,106 @@ def certify(
             f" {result.lock_sha256}"
         )
         for b in result.blockers:
-            click.echo(
-                f"  - {b['code']} [{b['category']}{', ' + b['slice'] if b.get('slice') else ''}]:"
-                f" {b['message']}"
-            )
+            where = f", {b['slice']}" if b.get("slice") else ""
+            click.echo(f"  - {b['code']} [{b['category']}{where}]: {b['message']}")
         click.echo("timings: " + ", ".join(f"{k} {v:.2f}s" for k, v in result.timings_s.items()))
     raise SystemExit(exit_code(result.outcome))
+
+
+_TAKEN_FROM_THE_REPORT = (
+    "candidate",
+    "policy",
+    "baseline",
+    "label_mapping",
+    "rerun_reason",
+    "overrides",
+)
+
+
+def _resume(report: str, given: dict[str, Any], options: RunOptions) -> Any:
+    """``--resume-review``: every option the locked report fixes is refused, all at once."""
+    from ..reports._certify import resume_review
+
+    values = {f"--{k.replace('_', '-')}": given[k] for k in _TAKEN_FROM_THE_REPORT}
+    values |= {"--budget-usd": options.budget_usd, "--max-cases": options.max_cases}
+    extra = [name for name, value in values.items() if value is not None]
+    if extra:
+        raise WorkbenchError(
+            "cannot re-evaluate the report",
+            [
+                Problem(
+                    location=name,
+                    code="option_with_resume_review",
+                    message=f"{name} is taken from the locked report with --resume-review",
+                    fix=f"drop {name}",
+                )
+                for name in extra
+            ],
+        )
+    return resume_review(
+        report, gold=given["gold"], notebook=given["notebook"], sign_key=given["sign_key"]
+    )
+
+
+def _certify(given: dict[str, Any], options: RunOptions) -> Any:
+    from ..reports import certify
+
+    missing = [f"--{name}" for name in ("candidate", "policy", "gold") if given[name] is None]
+    if missing:
+        raise WorkbenchError(
+            "cannot certify",
+            [
+                Problem(
+                    location=name,
+                    code="option_missing",
+                    message=f"Missing option '{name}' (there is no default)",
+                    fix=f"give {name} (or --resume-review REPORT to re-evaluate a migration"
+                    " report)",
+                )
+                for name in missing
+            ],
+        )
+    return certify(
+        given["candidate"],
+        given["policy"],
+        given["gold"],
+        reports_root=given["reports_root"],
+        rerun_reason=given["rerun_reason"],
+        concurrency=fixed_concurrency(options),
+        budget_usd=options.budget_usd,
+        max_cases=options.max_cases,
+        overrides=given["overrides"],
+        notebook=given["notebook"],
+        sign_key=given["sign_key"],
+        baseline=given["baseline"],
+        label_mapping=given["label_mapping"],
+    )
+
+
+def show_verifications(results: list[Any], as_json: bool) -> None:
+    """Print verifications (``workbench verify``, ``workbench ranking verify``); exit 1 unless
+    every report verified."""
+    if as_json:
+        echo_json(
+            {
+                "verified": all(r.verified for r in results),
+                "reports": [r.to_json() for r in results],
+            }
+        )
+    for r in [] if as_json else results:
+        for problem in r.problems:
+            click.echo(problem.format(), err=True)
+        if r.verified:
+            click.echo(
+                f"{r.path}: verified - {r.kind or 'report'}, {r.files} files, lock sha256"
+                f" {r.lock_sha256}, outcome {r.outcome}"
+            )
+        else:
+            click.echo(f"{r.path}: NOT VERIFIED - {len(r.problems)} problem(s)", err=True)
+        click.echo("  " + "; ".join(f"{k}: {v}" for k, v in r.checks.items()))
+        click.echo(f"  signature: {r.signature}")
+    if not all(r.verified for r in results):
+        raise SystemExit(ExitCode.FAILED)
 
 
 @click.command()
@@ -273,52 +313,75 @@ def certify(
 @click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
 @user_errors
 def verify(path: str, gold: str | None, trust: str | None, as_json: bool) -> None:
-    """Verify a locked report (or every report under a reports root).
+    """Verify a locked report of any kind (or every report under a reports root).
 
-    Recomputes every file hash, re-runs the gate on the evidence stored in the report and
-    compares outcome, blockers and figures, checks the report against the held-out ledger
-    (chain, started and finished entries, reports the ledger knows but the disk lacks) and
-    the previous report, and checks the signature. Exit 0 verified, 1 not verified, 2 invalid
-    input. PATH may be a report directory, its lock.json, or a reports root.
+    One verification for every lock: every file hash, the payloads of a ranking run, the
+    signature; for a certification the gate re-run on the evidence stored in the report
+    (outcome, blockers, figures; a migration's transitions), the held-out ledger (chain,
+    started and finished entries, reports the ledger knows but the disk lacks) and the chain
+    of reports; for a ranking or noise run, its report against the lock. Exit 0 verified, 1
+    not verified, 2 invalid input. PATH may be a report directory, its lock.json, a reports
+    root, or a run directory locked with --lock.
     """
     from ..reports import load_trust, verify_path
 
     if gold is not None and not Path(gold).exists():
-        raise WorkbenchError(
+        raise refusal(
             "cannot verify",
-            [
-                Problem(
-                    location=gold,
-                    code="gold_missing",
-                    message="the gold dataset does not exist",
-                    fix="point --gold at the certified dataset directory",
-                )
-            ],
+            gold,
+            "gold_missing",
+            "the gold dataset does not exist",
+            "point --gold at the certified dataset directory",
         )
     trusted = load_trust(trust) if trust is not None else None
-    results = verify_path(path, gold=gold, trusted=trusted)
-    if as_json:
-        echo_json(
+    show_verifications(verify_path(path, gold=gold, trusted=trusted), as_json)
+
+
+def _show_ledgers(paths: list[Path], reports_root: str, as_json: bool) -> None:
+    """``workbench reports --ledger``: every held-out use, each ledger's chain checked (exit 1
+    where it is broken)."""
+    from ..heldout import HeldOutLedger
+    from ..reports._listing import reconcile_ledgers
+
+    if not paths:
+        raise refusal(
+            "no held-out ledger",
+            reports_root,
+            "ledger_not_found",
+            "no report here names a held-out ledger",
+            "pass --gold DATASET to show that dataset's ledger",
+        )
+    problems = reconcile_ledgers(paths)
+    out: list[_LedgerBlock] = []
+    for path in paths:
+        read = HeldOutLedger(path).read()
+        problems += [p for p in read.problems if p not in problems]
+        out.append(
             {
-                "verified": all(r.verified for r in results),
-                "reports": [r.to_json() for r in results],
+                "ledger": str(path),
+                "exists": path.exists(),
+                "chain_ok": not read.problems,
+                "problems": [p.model_dump(mode="json") for p in read.problems],
+                "entries": [e.model_dump(mode="json") for e in read.entries],
             }
         )
-    else:
-        for r in results:
-            for problem in r.problems:
-                click.echo(problem.format(), err=True)
-            checks = "; ".join(f"{k}: {v}" for k, v in r.checks.items())
-            if r.verified:
-                click.echo(
-                    f"{r.path}: verified - {r.files} files, lock sha256 {r.lock_sha256}, outcome"
-                    f" {r.outcome}"
-                )
-            else:
-                click.echo(f"{r.path}: NOT VERIFIED - {len(r.problems)} problem(s)", err=True)
-            click.echo(f"  {checks}")
-            click.echo(f"  signature: {r.signature}")
-    if not all(r.verified for r in results):
+    if as_json:
+        echo_json(out)
+    for block in [] if as_json else out:
+        state = "chain intact" if block["chain_ok"] else "CHAIN BROKEN"
+        click.echo(
+            f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}"
+            + ("" if block["exists"] else " (no ledger yet)")
+        )
+        for e in block["entries"]:
+            click.echo(
+                f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28}"
+                f" {e['candidate_fingerprint'][:12]}  {e['report_id']:<32}"
+                f" {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
+            )
+    for problem in problems:
+        click.echo(problem.format(), err=True)
+    if problems:
         raise SystemExit(ExitCode.FAILED)
 
 
@@ -353,56 +416,13 @@ def reports(reports_root: str, ledger: bool, gold: str | None, as_json: bool) ->
     """
     from ..heldout import HeldOutLedger, ledger_path_for
     from ..reports import list_reports
-    from ..reports._listing import ledgers_of, reconcile_ledgers
+    from ..reports._listing import ledgers_of
 
     extra = [ledger_path_for(gold)] if gold is not None else []
     if ledger:
-        paths = list(dict.fromkeys([*extra, *ledgers_of(Path(reports_root))]))
-        if not paths:
-            raise WorkbenchError(
-                "no held-out ledger",
-                [
-                    Problem(
-                        location=reports_root,
-                        code="ledger_not_found",
-                        message="no report here names a held-out ledger",
-                        fix="pass --gold DATASET to show that dataset's ledger",
-                    )
-                ],
-            )
-        problems = reconcile_ledgers(paths)
-        out: list[_LedgerBlock] = []
-        for path in paths:
-            read = HeldOutLedger(path).read()
-            problems += [p for p in read.problems if p not in problems]
-            out.append(
-                {
-                    "ledger": str(path),
-                    "exists": path.exists(),
-                    "chain_ok": not read.problems,
-                    "problems": [p.model_dump(mode="json") for p in read.problems],
-                    "entries": [e.model_dump(mode="json") for e in read.entries],
-                }
-            )
-        if as_json:
-            echo_json(out)
-        else:
-            for block in out:
-                state = "chain intact" if block["chain_ok"] else "CHAIN BROKEN"
-                click.echo(
-                    f"ledger {block['ledger']}: {len(block['entries'])} entries, {state}"
-                    + ("" if block["exists"] else " (no ledger yet)")
-                )
-                for e in block["entries"]:
-                    click.echo(
-                        f"{e['when'][:19]}  {e['event']:<8} {e['who']:<12} {e['candidate']:<28}"
-                        f" {e['candidate_fingerprint'][:12]}  {e['report_id']:<32}"
-                        f" {e.get('outcome') or '':<22} {e.get('rerun_reason') or ''}"
-                    )
-        for problem in problems:
-            click.echo(problem.format(), err=True)
-        if problems:
-            raise SystemExit(ExitCode.FAILED)
+        _show_ledgers(
+            list(dict.fromkeys([*extra, *ledgers_of(Path(reports_root))])), reports_root, as_json
+        )
         return
     rows = list_reports(reports_root, ledgers=extra)
     damaged = [

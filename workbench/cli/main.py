@@ -94,7 +94,7 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "verify": LazyCommand(
         "workbench.cli.certify:verify",
-        "Verify a locked report (or every report under a reports root).",
+        "Verify a locked report of any kind (or every report under a reports root).",
     ),
     "reports": LazyCommand(
         "workbench.cli.certify:reports",

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, refusal
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
@@ -126,6 +126,23 @@ _DEFAULT_STORE = "data/policies/overrides.jsonl"
     budget={"help": "Lower the policy's max_cost_usd for this invocation (never raise it)."},
     no_progress={"help": "Hide the progress bars."},
 )
+@click.option(
+    "--lock",
+    "lock",
+    is_flag=True,
+    help=(
+        "Lock the run directory after the report (lock.json, the one lock format of every"
+        " report, and report.html): `workbench verify OUT` checks it; a locked run takes no"
+        " further scoring."
+    ),
+)
+@click.option(
+    "--sign",
+    "sign_key",
+    default=None,
+    type=click.Path(path_type=str),
+    help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
+)
 @click.pass_context
 @user_errors
 def noise(
@@ -142,6 +159,8 @@ def noise(
     baseline_companion_files: tuple[str, ...],
     overrides_path: str | None,
     options: RunOptions,
+    lock: bool,
+    sign_key: str | None,
 ) -> None:
     """Score a noise-sensitivity pair suite with Ragas NoiseSensitivity (lower is better).
 
@@ -183,6 +202,7 @@ def noise(
     if problems or suite is None or judge is None:
         raise WorkbenchError("invalid input", problems)
     out_dir = Path(out) if out else Path("runs") / "noise" / suite.label / judge.spec.label
+    signer = _locking(out_dir, lock, sign_key)
     run = run_noise_sync(
         judge,
         suite,
@@ -197,6 +217,11 @@ def noise(
         progress=options.progress and not as_json,
     )
     report = _reports(loaded, run, out_dir, partition, sentinels_only, str(baseline))
+    if lock:
+        from ..noise._present import lock_noise_run
+
+        sealed = lock_noise_run(out_dir, report, signer=signer)
+        click.echo(f"locked {out_dir} (lock.json {sealed.lock_sha256[:12]})", err=True)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
@@ -343,6 +368,31 @@ def _join(suite: Any, rows: Any, partition: str | None, sentinels_only: bool) ->
         return None
     candidates = selected_candidates(suite, partition, sentinels_only)
     return join_companions(candidates, list(suite.policy.companions), rows)
+
+
+def _locking(out_dir: Path, lock: bool, sign_key: str | None) -> Any:
+    """Refuse a locked run directory (a locked run takes no further scoring) and ``--sign``
+    without ``--lock``; the signer of ``--sign``, loaded before any call."""
+    from .._lock import LOCK_FILE
+    from .._signing import load_signer
+
+    if sign_key and not lock:
+        raise refusal(
+            "invalid input",
+            "--sign",
+            "sign_without_lock",
+            "--sign signs the run's lock, but --lock was not given",
+            "add --lock, or drop --sign",
+        )
+    if (out_dir / LOCK_FILE).exists():
+        raise refusal(
+            "run locked",
+            str(out_dir / LOCK_FILE),
+            "run_locked",
+            "the run directory is locked: nothing may be added to it",
+            "use a new --out directory",
+        )
+    return load_signer(sign_key) if sign_key else None
 
 
 @noise.command("check")

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 import click
 
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, refusal
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
@@ -231,9 +231,16 @@ def _capture(
     "lock",
     is_flag=True,
     help=(
-        "Lock the run directory (ranking_lock.json) after the report: `workbench ranking verify`"
-        " checks it, also after pruning."
+        "Lock the run directory after the report (lock.json, the one lock format of every"
+        " report, and report.html): `workbench verify RUN_DIR` checks it, also after pruning."
     ),
+)
+@click.option(
+    "--sign",
+    "sign_key",
+    default=None,
+    type=click.Path(path_type=str),
+    help="With --lock: sign the lock with this Ed25519 private key (OpenSSH or PEM format).",
 )
 @click.option(
     "--json",
@@ -289,6 +296,7 @@ def run(
     excerpts: tuple[str, ...],
     retention_days: int | None,
     lock: bool,
+    sign_key: str | None,
     as_json: bool,
     options: RunOptions,
     max_exhaustive: int,
@@ -312,6 +320,14 @@ def run(
     """
     from ..ranking import format_ranking, load_fixtures
 
+    if sign_key and not lock:
+        raise refusal(
+            "invalid arguments",
+            "--sign",
+            "sign_without_lock",
+            "--sign signs the run's lock, but --lock was not given",
+            "add --lock, or drop --sign",
+        )
     _one_source(candidate, results)
     fixture_set = load_fixtures(fixtures)
     gate_inputs = _gate_inputs(fixture_set.name, policy, history, no_history, overrides, scalar)
@@ -333,7 +349,8 @@ def run(
         report, out_dir = _run_battery(
             candidate, fixture_set, out, battery, config, options, gate_inputs
         )
-    _keep(report, fixture_set, out_dir, _history_path(fixture_set.name, history, no_history), lock)
+    history_path = _history_path(fixture_set.name, history, no_history)
+    _keep(report, fixture_set, out_dir, history_path, lock, sign_key)
     if as_json:
         echo_json(report.model_dump(mode="json"))
     else:
@@ -447,17 +464,15 @@ def _run_battery(
 
     judge = _ranking_judge(candidate)
     out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
-    if (out_dir / "ranking_lock.json").exists():
-        raise WorkbenchError(
+    from .._lock import LOCK_FILE, RETIRED_LOCKS
+
+    if any((out_dir / name).exists() for name in (LOCK_FILE, *RETIRED_LOCKS)):
+        raise refusal(
             "run locked",
-            [
-                Problem(
-                    location=str(out_dir),
-                    code="run_locked",
-                    message="the run directory is locked",
-                    fix="use a new --out directory",
-                )
-            ],
+            str(out_dir),
+            "run_locked",
+            "the run directory is locked",
+            "use a new --out directory",
         )
     summary = run_ranking_sync(
         judge,
@@ -494,8 +509,10 @@ def _keep(
     out_dir: Path | None,
     history_path: Path | None,
     lock: bool,
+    sign_key: str | None,
 ) -> None:
-    """Write the artifacts, append to the history and lock, as asked."""
+    """Write the artifacts, append to the history and lock (signed with ``sign_key``), as
+    asked."""
     from ..ranking import lock_ranking_run, record_run, write_ranking_artifacts
 
     if lock and out_dir is None:
@@ -517,8 +534,16 @@ def _keep(
         record_run(history_path, report, fixture_set)
         click.echo(f"recorded in the ranking history {history_path}", err=True)
     if lock and out_dir is not None:
-        sealed = lock_ranking_run(out_dir, report.gate.outcome)
-        click.echo(f"locked {out_dir} (ranking_lock.json {sealed.lock_sha256[:12]})", err=True)
+        from .._signing import load_signer
+        from ..ranking._capture import ranking_html
+
+        sealed = lock_ranking_run(
+            out_dir,
+            report.gate.outcome,
+            signer=load_signer(sign_key) if sign_key else None,
+            html=ranking_html(report),
+        )
+        click.echo(f"locked {out_dir} (lock.json {sealed.lock_sha256[:12]})", err=True)
 
 
 @ranking.command("agreement")
@@ -767,21 +792,24 @@ def _replayed(fixture: Any, r: Any) -> int:
 
 @ranking.command("verify")
 @click.argument("run_dir", type=click.Path(path_type=str))
+@click.option(
+    "--trust",
+    default=None,
+    type=click.Path(path_type=str),
+    help="File of trusted Ed25519 public keys; the lock must be signed by one of them.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the verification as JSON.")
 @user_errors
-def verify(run_dir: str) -> None:
-    """Verify a locked ranking run: every hashed file, and every payload present-and-matching or
-    pruned after expiry. Exit 0 or 1."""
-    from ..ranking import verify_ranking_run
+def verify(run_dir: str, trust: str | None, as_json: bool) -> None:
+    """Verify a locked ranking run: `workbench verify RUN_DIR`, the one verification of every
+    report (every hashed file, every payload present-and-matching or pruned after expiry, the
+    lock's outcome against the report, the signature). Exit 0 verified, 1 not verified."""
+    from .._lock import verify_lock
+    from .._signing import load_trust
+    from .certify import show_verifications
 
-    problems = verify_ranking_run(run_dir)
-    for p in problems:
-        click.echo(p.format())
-    if problems:
-        click.echo(f"{run_dir}: {len(problems)} problem(s): NOT verified")
-        raise SystemExit(ExitCode.FAILED)
-    click.echo(
-        f"{run_dir}: verified (every locked file matches; payloads present or pruned after expiry)"
-    )
+    trusted = load_trust(trust) if trust is not None else None
+    show_verifications([verify_lock(run_dir, trusted=trusted)], as_json)
 
 
 @click.command("prune")

@@ -37,18 +37,18 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .._record import Record as _Model
-from ..align import Join, JoinedCase, join_results
+from ..align import join_results
 from ..gold import GoldDataset
 from ..policy import Blocker
 from ..results import ResultLine
 from ..review._transition_reviews import PendingTransition, TransitionReview
 from ._compare import (
-    CATEGORIES,
     CaseTransition,
     SliceComparison,
-    _category,
-    _slice_comparison,
-    _transition,
+    case_transitions,
+    map_lines,
+    risk_order,
+    summarize,
 )
 from ._mapping import LoadedMapping
 
@@ -171,61 +171,8 @@ def verdict_text(label: str | None, category: str) -> str:
     return label if label is not None else category
 
 
-def map_old_lines(
-    lines: Sequence[ResultLine], mapping: LoadedMapping | None
-) -> tuple[list[ResultLine], dict[str, str], set[str]]:
-    """Old result lines with verdicts put into the new vocabulary; the raw verdict per case;
-    unmapped labels.
-
-    A verdict the mapping covers is replaced; one it does not cover is kept as it is (and
-    reported when it is not a rubric label: :func:`evaluate_migration` blocks on it).
-    """
-    raw: dict[str, str] = {}
-    out: list[ResultLine] = []
-    for line in lines:
-        value = line.result.value
-        if value is not None:
-            raw[line.result.case_id] = value
-        if mapping is not None and value is not None and value in mapping.mapping.mapping:
-            out.append(
-                ResultLine(
-                    line.line, line.result.model_copy(update={"value": mapping.apply(value)})
-                )
-            )
-        else:
-            out.append(line)
-    return out, raw, set(raw.values())
-
-
-def _rows(
-    dataset: GoldDataset, old: Join, new: Join, raw_old: dict[str, str]
-) -> list[tuple[JoinedCase, JoinedCase, CaseTransition]]:
-    rubric = dataset.rubric
-    new_of = {c.case_id: c for c in new.cases}
-    rows = []
-    for o in old.cases:
-        n = new_of[o.case_id]
-        risk = rubric.risk_of(o.slice)
-        changed = (o.outcome, o.judge_label) != (n.outcome, n.judge_label)
-        raw = raw_old.get(o.case_id)
-        t = CaseTransition(
-            case_id=o.case_id,
-            slice=o.slice,
-            risk=risk,
-            human_label=o.human_label,
-            old_label=o.judge_label,
-            old_label_raw=raw if raw is not None and raw != o.judge_label else None,
-            new_label=n.judge_label,
-            old_class=o.error_class,
-            new_class=n.error_class,
-            old_category=_category(o, rubric),
-            new_category=_category(n, rubric),
-            transition=_transition(o, n),
-            verdict_changed=changed,
-            needs_review=changed and risk == "critical",
-        )
-        rows.append((o, n, t))
-    return rows
+map_old_lines = map_lines
+"""Old result lines with verdicts put into the new vocabulary (:func:`._compare.map_lines`)."""
 
 
 def evaluate_migration(
@@ -249,178 +196,33 @@ def evaluate_migration(
     this with the same stored files and get the same answer.
     """
     rubric = dataset.rubric
-    mapped, raw, observed = map_old_lines(old_lines, mapping)
-    blockers: list[Blocker] = []
-    unmapped = sorted(
-        label
-        for label in observed
-        if label not in rubric.labels and (mapping is None or label not in mapping.mapping.mapping)
+    mapped, raw, observed = map_lines(old_lines, mapping)
+    covered = mapping.mapping.mapping if mapping else {}
+    unmapped = sorted(v for v in observed if v not in rubric.labels and v not in covered)
+    blockers = [_unmapped_blocker(unmapped, raw, baseline, rubric.version, mapping)]
+    mapped = [m for m in mapped if m.result.value is None or m.result.value in rubric.labels]
+    rows = case_transitions(
+        rubric,
+        join_results(dataset, mapped, partition="held_out", location="baseline held-out results"),
+        join_results(
+            dataset, list(new_lines), partition="held_out", location="candidate held-out results"
+        ),
+        raw,
     )
-    if unmapped:
-        blockers.append(
-            Blocker(
-                code="label_unmapped",
-                category="incomplete",
-                message=(
-                    f"the baseline {baseline} gave verdicts {unmapped} that are not labels of"
-                    f" rubric {rubric.version} and no reviewed mapping covers: an unmapped label"
-                    " blocks the comparison"
-                ),
-                evidence={
-                    "labels": ", ".join(unmapped),
-                    "label_mapping": mapping.sha256 if mapping else None,
-                },
-                case_ids=sorted(cid for cid, v in raw.items() if v in unmapped),
-                waivable=False,
-            )
-        )
-        mapped = [
-            line
-            for line in mapped
-            if line.result.value is None or line.result.value in rubric.labels
-        ]
-    old_join = join_results(
-        dataset, mapped, partition="held_out", location="baseline held-out results"
-    )
-    new_join = join_results(
-        dataset, list(new_lines), partition="held_out", location="candidate held-out results"
-    )
-    rows = _rows(dataset, old_join, new_join, raw)
     missing_old = [t.case_id for o, _, t in rows if o.outcome == "missing"]
-    if baseline_run_status != "complete" or missing_old:
-        blockers.append(
-            Blocker(
-                code="baseline_incomplete",
-                category="incomplete",
-                message=(
-                    f"the baseline {baseline}'s held-out run is {baseline_run_status or 'missing'}"
-                )
-                + (f" and {len(missing_old)} case(s) have no old result" if missing_old else "")
-                + ": the transitions cannot all be shown",
-                evidence={
-                    "run_status": baseline_run_status,
-                    "cases_without_old_result": len(missing_old),
-                },
-                case_ids=missing_old,
-                waivable=False,
-            )
+    blockers.append(_baseline_blocker(baseline, baseline_run_status, missing_old))
+    pair = (baseline_fingerprint, candidate_fingerprint)
+    out_rows, used = _reviewed_rows([t for _, _, t in rows], reviews, pair)
+    counts: dict[str, Counter[str]] = {}
+    for r in out_rows:
+        if r.review is not None:
+            counts.setdefault(r.transition.slice, Counter())[r.review] += 1
+    names = sorted(counts, key=risk_order(rubric))
+    for name in names:
+        blockers += _review_blockers(
+            name, rubric.risk_of(name), out_rows, reviews, (baseline, candidate)
         )
-    out_rows: list[TransitionRow] = []
-    used: list[TransitionReview] = []
-    per_slice: dict[str, Counter[str]] = {}
-    for _, _, t in rows:
-        old_v, new_v = (
-            verdict_text(t.old_label, t.old_category),
-            verdict_text(t.new_label, t.new_category),
-        )
-        status: ReviewStatus | None = None
-        review_id = None
-        if t.needs_review:
-            review = reviews.get(t.case_id)
-            pending = PendingTransition(
-                old_fingerprint=baseline_fingerprint,
-                new_fingerprint=candidate_fingerprint,
-                case_id=t.case_id,
-                slice=t.slice,
-                human_label=t.human_label,
-                old_verdict=old_v,
-                new_verdict=new_v,
-                report_id="",
-            )
-            if review is not None and review.matches(pending):
-                status = "accepted" if review.decision == "accept" else "rejected"
-                review_id = review.review_id
-                used.append(review)
-            else:
-                status = "unreviewed"
-            per_slice.setdefault(t.slice, Counter())[status] += 1
-        out_rows.append(
-            TransitionRow(
-                transition=t,
-                old_verdict=old_v,
-                new_verdict=new_v,
-                review=status,
-                review_id=review_id,
-            )
-        )
-    for name in sorted(per_slice):
-        counts = per_slice[name]
-        risk = rubric.risk_of(name)
-        stale = sum(
-            1
-            for r in out_rows
-            if r.transition.slice == name
-            and r.review == "unreviewed"
-            and r.transition.case_id in reviews
-        )
-        if counts["unreviewed"]:
-            ids = sorted(
-                r.transition.case_id
-                for r in out_rows
-                if r.transition.slice == name and r.review == "unreviewed"
-            )
-            blockers.append(
-                Blocker(
-                    code="critical_transition_unreviewed",
-                    category="review",
-                    slice=name,
-                    risk=risk,
-                    message=(
-                        f"slice {name}: {len(ids)} of {sum(counts.values())} changed verdict(s)"
-                        f" between {baseline} and {candidate} have no evidence-based transition"
-                        " review"
-                    )
-                    + (
-                        f" ({stale} review(s) saw another verdict and no longer count)"
-                        if stale
-                        else ""
-                    )
-                    + "; review each (`workbench review transition` or the review widget), then"
-                    " `workbench certify --resume-review REPORT`",
-                    evidence={
-                        "cases": len(ids),
-                        "changed": sum(counts.values()),
-                        "accepted": counts["accepted"],
-                        "rejected": counts["rejected"],
-                        "stale_reviews": stale,
-                    },
-                    case_ids=ids,
-                    waivable=False,
-                )
-            )
-        if counts["rejected"]:
-            ids = sorted(
-                r.transition.case_id
-                for r in out_rows
-                if r.transition.slice == name and r.review == "rejected"
-            )
-            blockers.append(
-                Blocker(
-                    code="critical_transition_rejected",
-                    category="quality",
-                    slice=name,
-                    risk=risk,
-                    message=(
-                        f"slice {name}: a transition review rejected {len(ids)} changed verdict(s)"
-                        f" of {candidate} against {baseline}: on the cited evidence the change is"
-                        " not acceptable"
-                    ),
-                    evidence={"cases": len(ids), "changed": sum(counts.values())},
-                    case_ids=ids,
-                    waivable=False,
-                )
-            )
-    by_slice: dict[str, list[tuple[JoinedCase, JoinedCase, CaseTransition]]] = {}
-    for row in rows:
-        by_slice.setdefault(row[0].slice, []).append(row)
-    order = {"critical": 0, "high": 1, "medium": 2, "low": 3}
-    slices = [
-        _slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric)
-        for name in sorted(by_slice, key=lambda s: (order.get(rubric.risk_of(s) or "", 9), s))
-    ]
-    matrix: dict[str, dict[str, int]] = {r: dict.fromkeys(CATEGORIES, 0) for r in CATEGORIES}
-    for _, _, t in rows:
-        matrix[t.old_category][t.new_category] += 1
+    slices, overall, matrix = summarize(rows, rubric)
     summary = MigrationSummary(
         candidate=candidate,
         candidate_fingerprint=candidate_fingerprint,
@@ -431,24 +233,159 @@ def evaluate_migration(
         baseline_controls=baseline_controls,
         cases=len(rows),
         slices=slices,
-        overall=_slice_comparison("(all)", None, rows, rubric),
-        matrix={
-            r: {c: v for c, v in cols.items() if v}
-            for r, cols in matrix.items()
-            if any(cols.values())
-        },
+        overall=overall,
+        matrix=matrix,
         reviews=[
             SliceReview(
                 slice=name,
-                needs_review=sum(per_slice[name].values()),
-                accepted=per_slice[name]["accepted"],
-                rejected=per_slice[name]["rejected"],
-                unreviewed=per_slice[name]["unreviewed"],
+                needs_review=sum(counts[name].values()),
+                accepted=counts[name]["accepted"],
+                rejected=counts[name]["rejected"],
+                unreviewed=counts[name]["unreviewed"],
             )
-            for name in sorted(per_slice, key=lambda s: (order.get(rubric.risk_of(s) or "", 9), s))
+            for name in names
         ],
     )
-    return MigrationEvidence(summary=summary, rows=out_rows, blockers=blockers, reviews_used=used)
+    return MigrationEvidence(
+        summary=summary, rows=out_rows, blockers=[b for b in blockers if b], reviews_used=used
+    )
+
+
+def _unmapped_blocker(
+    unmapped: list[str],
+    raw: dict[str, str],
+    baseline: str,
+    rubric_version: str,
+    mapping: LoadedMapping | None,
+) -> Blocker | None:
+    if not unmapped:
+        return None
+    return Blocker(
+        code="label_unmapped",
+        category="incomplete",
+        message=f"the baseline {baseline} gave verdicts {unmapped} that are not labels of rubric"
+        f" {rubric_version} and no reviewed mapping covers: an unmapped label blocks the"
+        " comparison",
+        evidence={
+            "labels": ", ".join(unmapped),
+            "label_mapping": mapping.sha256 if mapping else None,
+        },
+        case_ids=sorted(cid for cid, v in raw.items() if v in unmapped),
+        waivable=False,
+    )
+
+
+def _baseline_blocker(baseline: str, status: str | None, missing: list[str]) -> Blocker | None:
+    if status == "complete" and not missing:
+        return None
+    without = f" and {len(missing)} case(s) have no old result" if missing else ""
+    return Blocker(
+        code="baseline_incomplete",
+        category="incomplete",
+        message=f"the baseline {baseline}'s held-out run is {status or 'missing'}{without}: the"
+        " transitions cannot all be shown",
+        evidence={"run_status": status, "cases_without_old_result": len(missing)},
+        case_ids=missing,
+        waivable=False,
+    )
+
+
+def _reviewed_rows(
+    transitions: list[CaseTransition],
+    reviews: dict[str, TransitionReview],
+    fingerprints: tuple[str, str],
+) -> tuple[list[TransitionRow], list[TransitionReview]]:
+    """Each transition with its review status: a changed critical verdict is ``accepted`` or
+    ``rejected`` by the review in effect that saw it as it stands, else ``unreviewed``."""
+    out: list[TransitionRow] = []
+    used: list[TransitionReview] = []
+    for t in transitions:
+        old_v = verdict_text(t.old_label, t.old_category)
+        new_v = verdict_text(t.new_label, t.new_category)
+        review = reviews.get(t.case_id) if t.needs_review else None
+        seen = PendingTransition(
+            old_fingerprint=fingerprints[0],
+            new_fingerprint=fingerprints[1],
+            case_id=t.case_id,
+            slice=t.slice,
+            human_label=t.human_label,
+            old_verdict=old_v,
+            new_verdict=new_v,
+            report_id="",
+        )
+        status: ReviewStatus | None = "unreviewed" if t.needs_review else None
+        if review is not None and review.matches(seen):
+            status = "accepted" if review.decision == "accept" else "rejected"
+            used.append(review)
+        out.append(
+            TransitionRow(
+                transition=t,
+                old_verdict=old_v,
+                new_verdict=new_v,
+                review=status,
+                review_id=review.review_id
+                if status in ("accepted", "rejected") and review
+                else None,
+            )
+        )
+    return out, used
+
+
+def _review_blockers(
+    name: str,
+    risk: str | None,
+    rows: list[TransitionRow],
+    reviews: dict[str, TransitionReview],
+    labels: tuple[str, str],
+) -> list[Blocker]:
+    """A critical slice's changed verdicts without a review (review), or rejected (quality)."""
+    baseline, candidate = labels
+    mine = [r for r in rows if r.transition.slice == name and r.review is not None]
+    ids = {
+        status: sorted(r.transition.case_id for r in mine if r.review == status)
+        for status in ("accepted", "rejected", "unreviewed")
+    }
+    stale = sum(1 for case_id in ids["unreviewed"] if case_id in reviews)
+    out = []
+    if ids["unreviewed"]:
+        note = f" ({stale} review(s) saw another verdict and no longer count)" if stale else ""
+        out.append(
+            Blocker(
+                code="critical_transition_unreviewed",
+                category="review",
+                slice=name,
+                risk=risk,
+                message=f"slice {name}: {len(ids['unreviewed'])} of {len(mine)} changed verdict(s)"
+                f" between {baseline} and {candidate} have no evidence-based transition review"
+                f"{note}; review each (`workbench review transition` or the review widget), then"
+                " `workbench certify --resume-review REPORT`",
+                evidence={
+                    "cases": len(ids["unreviewed"]),
+                    "changed": len(mine),
+                    "accepted": len(ids["accepted"]),
+                    "rejected": len(ids["rejected"]),
+                    "stale_reviews": stale,
+                },
+                case_ids=ids["unreviewed"],
+                waivable=False,
+            )
+        )
+    if ids["rejected"]:
+        out.append(
+            Blocker(
+                code="critical_transition_rejected",
+                category="quality",
+                slice=name,
+                risk=risk,
+                message=f"slice {name}: a transition review rejected {len(ids['rejected'])} changed"
+                f" verdict(s) of {candidate} against {baseline}: on the cited evidence the change"
+                " is not acceptable",
+                evidence={"cases": len(ids["rejected"]), "changed": len(mine)},
+                case_ids=ids["rejected"],
+                waivable=False,
+            )
+        )
+    return out
 
 
 def evidence_ids_for(

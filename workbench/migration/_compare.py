@@ -33,7 +33,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,7 +45,7 @@ from .._args import check_run_arguments
 from .._io import atomic_write_json, read_json_file, sha256_json
 from .._record import Record as _Model
 from ..align import Join, JoinedCase, align_results, read_run_manifest
-from ..errors import Problem, WorkbenchError
+from ..errors import Problem, WorkbenchError, refusal
 from ..gold import GoldDataset, load_dataset
 from ..heldout import refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
@@ -76,7 +77,6 @@ wrong), ``still_wrong`` (not aligned either time: wrong, abstaining or an evalua
 ``still_right`` and ``incomplete`` (no result from one of them)."""
 CATEGORIES: tuple[str, ...] = ("pass", "fail", "abstain", "other", "error", "missing")
 """Verdict categories of the pass/fail/abstain matrix."""
-_RISK_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
 class BudgetInsufficient(WorkbenchError):
@@ -383,13 +383,9 @@ class ComparisonReport(_Model):
         return pd.DataFrame(rows, columns=list(ControlComparison.model_fields))
 
 
-@dataclass(frozen=True)
-class _Planned:
-    name: str
-    judge: Judge
-    items: list[WorkItem]
-    out: Path
-    kind: Literal["controls", "partition"]
+Row = tuple[JoinedCase, JoinedCase, CaseTransition]
+"""One case under the old and the new version, and its transition."""
+_RISK_ORDER = {"critical": 0, "high": 1, "medium": 2, "low": 3}
 
 
 def default_out(old: str, new: str, partition: str) -> Path:
@@ -397,8 +393,7 @@ def default_out(old: str, new: str, partition: str) -> Path:
     return Path("runs") / "compare" / f"{old}__{new}" / partition
 
 
-def _as_judge(candidate: Judge | str | Path) -> Judge:
-    return candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
+# -- transitions: what a comparison and a migration certification compute the same way --------
 
 
 def _category(case: JoinedCase, rubric: Any) -> str:
@@ -415,31 +410,302 @@ def _transition(old: JoinedCase, new: JoinedCase) -> str:
     if old.outcome == "missing" or new.outcome == "missing":
         return "incomplete"
     before, after = old.error_class == "aligned", new.error_class == "aligned"
-    if before and after:
-        return "still_right"
-    if after:
-        return "fixed"
-    if before:
-        return "broken"
-    return "still_wrong"
+    if before == after:
+        return "still_right" if before else "still_wrong"
+    return "fixed" if after else "broken"
 
 
-def _reused_problems(
-    run_dir: Path, judge: Judge, dataset: GoldDataset, partition: str, cases: list[Any], side: str
-) -> list[Problem]:
+def case_transitions(
+    rubric: Any, old: Join, new: Join, raw_old: Mapping[str, str | None]
+) -> list[Row]:
+    """Every case of ``old`` beside the same case of ``new``, with its transition (``raw_old``:
+    the old verdicts as recorded, before a label mapping)."""
+    new_of = {c.case_id: c for c in new.cases}
+    rows = []
+    for o in old.cases:
+        n = new_of[o.case_id]
+        risk = rubric.risk_of(o.slice)
+        changed = (o.outcome, o.judge_label) != (n.outcome, n.judge_label)
+        raw = raw_old.get(o.case_id)
+        t = CaseTransition(
+            case_id=o.case_id,
+            slice=o.slice,
+            risk=risk,
+            human_label=o.human_label,
+            old_label=o.judge_label,
+            old_label_raw=raw if raw is not None and raw != o.judge_label else None,
+            new_label=n.judge_label,
+            old_class=o.error_class,
+            new_class=n.error_class,
+            old_category=_category(o, rubric),
+            new_category=_category(n, rubric),
+            transition=_transition(o, n),
+            verdict_changed=changed,
+            needs_review=changed and risk == "critical",
+        )
+        rows.append((o, n, t))
+    return rows
+
+
+def risk_order(rubric: Any) -> Callable[[str], tuple[int, str]]:
+    """Sort key of slices: critical first, then by name."""
+    return lambda name: (_RISK_ORDER.get(rubric.risk_of(name) or "", 9), name)
+
+
+def summarize(
+    rows: list[Row], rubric: Any
+) -> tuple[list[SliceComparison], SliceComparison, dict[str, dict[str, int]]]:
+    """Per slice (critical first), overall, and the pass/fail/abstain matrix (old -> new)."""
+    by_slice: dict[str, list[Row]] = {}
+    for row in rows:
+        by_slice.setdefault(row[0].slice, []).append(row)
+    slices = [
+        _slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric)
+        for name in sorted(by_slice, key=risk_order(rubric))
+    ]
+    matrix: dict[str, Counter[str]] = {}
+    for _, _, t in rows:
+        matrix.setdefault(t.old_category, Counter())[t.new_category] += 1
+    ordered = {
+        r: {c: matrix[r][c] for c in CATEGORIES if matrix[r][c]} for r in CATEGORIES if r in matrix
+    }
+    return slices, _slice_comparison("(all)", None, rows, rubric), ordered
+
+
+def _rate_delta(pairs: list[tuple[str | None, str | None]], event: str) -> RateDelta:
+    """``pairs``: (old pass/fail view, new pass/fail view) of the cases with the human label in
+    question."""
+    old_dec = [o for o, _ in pairs if o is not None]
+    new_dec = [n for _, n in pairs if n is not None]
+    both = [(o, n) for o, n in pairs if o is not None and n is not None]
+    a = sum(1 for o, n in both if o == event and n == event)
+    b = sum(1 for o, n in both if o == event and n != event)
+    c = sum(1 for o, n in both if o != event and n == event)
+    delta, low, high = paired_rate_difference(a, b, c, len(both) - a - b - c)
+    return RateDelta(
+        old=wilson_rate(sum(1 for o in old_dec if o == event), len(old_dec)),
+        new=wilson_rate(sum(1 for n in new_dec if n == event), len(new_dec)),
+        paired_n=len(both),
+        delta=delta,
+        ci95_low=low,
+        ci95_high=high,
+    )
+
+
+def _slice_comparison(name: str, risk: str | None, rows: list[Row], rubric: Any) -> SliceComparison:
+    views: dict[str, list[tuple[str | None, str | None]]] = {"fail": [], "pass": []}
+    for o, n, _ in rows:
+        human = rubric.pass_fail(o.human_label) if o.human_label in rubric.labels else None
+        if human in views:
+            views[human].append(
+                (
+                    rubric.pass_fail(o.judge_label) if o.outcome == "verdict" else None,
+                    rubric.pass_fail(n.judge_label) if n.outcome == "verdict" else None,
+                )
+            )
+    verdicts = [(o, n) for o, n, _ in rows if o.outcome == "verdict" and n.outcome == "verdict"]
+    right = Counter((o.error_class == "aligned", n.error_class == "aligned") for o, n in verdicts)
+    rr, rw, wr = right[True, True], right[True, False], right[False, True]
+    ww = len(verdicts) - rr - rw - wr
+    counts = Counter(t.transition for _, _, t in rows)
+    return SliceComparison(
+        slice=name,
+        risk=risk,
+        cases=len(rows),
+        transitions={t: counts.get(t, 0) for t in TRANSITIONS},
+        verdict_changed=sum(1 for _, _, t in rows if t.verdict_changed),
+        needs_review=sum(1 for _, _, t in rows if t.needs_review),
+        false_pass=_rate_delta(views["fail"], "pass"),
+        false_fail=_rate_delta(views["pass"], "fail"),
+        mcnemar=McNemar(
+            paired=len(verdicts),
+            both_right=rr,
+            old_right_new_wrong=rw,
+            old_wrong_new_right=wr,
+            both_wrong=ww,
+            p_value=exact_mcnemar(rw, wr, rr, ww),
+        ),
+    )
+
+
+def mapped_controls(
+    suite: Any, run_dir: Path, mapping: LoadedMapping | None, *, run: Any = None
+) -> Any:
+    """A control report rebuilt from a control run's records, verdicts the mapping covers put
+    into the new vocabulary (a comparison's old side; a migration certification's baseline)."""
+    from ..controls import ControlOutcome, evaluate_controls
+    from ..controls._run import _outcomes
+    from ..results import JudgeIdentity
+
+    identity = JudgeIdentity.model_validate(
+        read_json_file(run_dir / "controls.json")["judge_identity"]
+    )
+    outcomes = _outcomes(suite, run_dir / RESULTS_FILE, identity.fingerprint())
+    if mapping is not None:
+        outcomes = {
+            cid: (
+                ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
+                if o.verdict is not None and o.verdict in mapping.mapping.mapping
+                else o
+            )
+            for cid, o in outcomes.items()
+        }
+    return evaluate_controls(suite, outcomes, judge=identity, run=run)
+
+
+def _controls_side_by_side(
+    suite: ControlSuite, old: ControlsReport, new: ControlsReport, out: Path
+) -> ControlsSideBySide:
+    new_rows = {r.control_id: r for r in new.controls}
+    rows = [
+        ControlComparison(
+            control_id=o.control_id,
+            role=o.role,
+            expected=o.expected,
+            old_verdict=o.verdict,
+            old_status=o.status,
+            new_verdict=new_rows[o.control_id].verdict,
+            new_status=new_rows[o.control_id].status,
+            changed=o.status != new_rows[o.control_id].status,
+        )
+        for o in old.controls
+    ]
+    new_roles = {r.role: r.status for r in new.roles}
+    return ControlsSideBySide(
+        suite=f"{suite.name}@{suite.version}",
+        suite_sha256=suite.sha256,
+        old_status=old.status,
+        new_status=new.status,
+        roles=[{"role": r.role, "old": r.status, "new": new_roles.get(r.role)} for r in old.roles],
+        controls=rows,
+        old_run_dir=str(out / "controls" / "old"),
+        new_run_dir=str(out / "controls" / "new"),
+    )
+
+
+# -- workbench compare ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Planned:
+    name: str
+    judge: Judge
+    items: list[WorkItem]
+    out: Path
+    kind: Literal["controls", "partition"]
+
+
+@dataclass
+class _Setup:
+    """A comparison's loaded inputs (nothing has run)."""
+
+    dataset: GoldDataset
+    partition: str
+    out: Path
+    old: Judge
+    new: Judge
+    cases: list[Any]
+    mapping: LoadedMapping | None
+    suite: ControlSuite | None
+    reuse: dict[str, Path | None]
+
+    @property
+    def sides(self) -> tuple[tuple[str, Judge], tuple[str, Judge]]:
+        return ("old", self.old), ("new", self.new)
+
+    def results(self, side: str) -> Path:
+        return (self.reuse[side] or self.out / side) / RESULTS_FILE
+
+
+def _judge(candidate: Judge | str | Path) -> Judge:
+    return candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
+
+
+def _load(
+    old: Judge | str | Path,
+    new: Judge | str | Path,
+    gold: GoldDataset | str | Path,
+    partition: str,
+    out: str | Path,
+    reuse: dict[str, Path | None],
+    label_mapping: LoadedMapping | str | Path | None,
+    controls: ControlSuite | str | Path | None,
+) -> _Setup:
+    refuse_held_out(partition, where="compare --partition")
+    if partition not in ("development", "calibration"):
+        raise refusal(
+            "invalid partition",
+            "--partition",
+            "partition_invalid",
+            f"unknown partition {partition!r}",
+            "compare on development or calibration",
+        )
+    dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
+    cases = dataset.partition(partition)
+    if not cases:
+        raise refusal(
+            "nothing to compare",
+            str(dataset.gold_path),
+            "empty_partition",
+            f"partition {partition!r} has no cases",
+            "choose a partition that has cases",
+        )
+    mapping = (
+        load_label_mapping(label_mapping)
+        if isinstance(label_mapping, str | Path)
+        else label_mapping
+    )
+    suite: ControlSuite | None = None
+    if controls is not None:
+        from ..controls import load_suite
+
+        suite = controls if not isinstance(controls, str | Path) else load_suite(controls)
+    old_judge, new_judge = _judge(old), _judge(new)
+    return _Setup(dataset, partition, Path(out), old_judge, new_judge, cases, mapping, suite, reuse)
+
+
+def _input_problems(setup: _Setup) -> list[Problem]:
+    """The new labels against the rubric, the label mapping, and the runs to reuse."""
+    rubric, new = setup.dataset.rubric, setup.new
+    outside = [label for label in new.spec.labels if label not in rubric.labels]
+    problems = []
+    if outside:
+        problems.append(
+            Problem(
+                location=new.spec.label,
+                code="labels_outside_rubric",
+                message=f"{new.spec.label} may return {outside}, which rubric {rubric.version}"
+                " does not have",
+                fix="the new version's labels must be the rubric's; a renamed rubric needs a new"
+                " gold release",
+            )
+        )
+    problems += mapping_problems(
+        setup.mapping,
+        old_label=setup.old.spec.label,
+        new_label=new.spec.label,
+        old_labels=list(setup.old.spec.labels),
+        new_labels=list(rubric.labels),  # verdicts are compared in the gold's vocabulary
+        location=setup.old.spec.label,
+    )
+    for side, judge in setup.sides:
+        run_dir = setup.reuse[side]
+        if run_dir is not None:
+            problems += _reused_problems(run_dir, judge, setup, side)
+    return problems
+
+
+def _reused_problems(run_dir: Path, judge: Judge, setup: _Setup, side: str) -> list[Problem]:
     """Why an existing run directory cannot stand for ``judge`` on these cases."""
-    loc = str(run_dir)
     manifest_path = run_dir / MANIFEST_FILE
     if not manifest_path.is_file() or not (run_dir / RESULTS_FILE).is_file():
         return [
             Problem(
-                location=loc,
+                location=str(run_dir),
                 code="run_missing",
                 message=f"--{side}-run is not a run directory (manifest.json and results.jsonl)",
-                fix=(
-                    "point at a directory written by `workbench run`, or drop the option to run the"
-                    " candidate here"
-                ),
+                fix="point at a directory written by `workbench run`, or drop the option to run"
+                " the candidate here",
             )
         ]
     try:
@@ -453,268 +719,190 @@ def _reused_problems(
                 fix="restore the manifest.json the run wrote",
             )
         ]
-    problems: list[Problem] = []
-    if manifest.judge_fingerprint != judge.identity.fingerprint():
-        problems.append(
-            Problem(
-                location=str(manifest_path),
-                code="run_other_candidate",
-                message=(
-                    f"the run is of judge {manifest.judge.name}@{manifest.judge.version}"
-                    f" ({manifest.judge_fingerprint[:12]}), not {judge.spec.label}"
-                    f" ({judge.identity.fingerprint()[:12]})"
-                ),
-                fix=(
-                    f"give --{side}-run a run of {judge.spec.label} as it is now, or drop the"
-                    " option"
-                ),
-            )
-        )
-    if (
-        manifest.dataset_sha256 != dataset.sha256
-        or manifest.rubric_version != dataset.rubric.version
-    ):
-        problems.append(
-            Problem(
-                location=str(manifest_path),
-                code="run_other_gold",
-                message=(
-                    f"the run was made on dataset {manifest.dataset_sha256[:12]} (rubric"
-                    f" {manifest.rubric_version}), the gold given is {dataset.sha256[:12]} (rubric"
-                    f" {dataset.rubric.version})"
-                ),
-                fix=(
-                    "both versions must be compared on the same frozen gold: re-run on this gold"
-                    " (drop the option)"
-                ),
-            )
-        )
-    if manifest.partition != partition:
-        problems.append(
-            Problem(
-                location=str(manifest_path),
-                code="run_other_partition",
-                message=(
-                    f"the run is of partition {manifest.partition!r}, the comparison of"
-                    f" {partition!r}"
-                ),
-                fix=f"give a run of {partition}",
-            )
-        )
-    want = [(c.case_id, c.response_hash) for c in cases]
-    have = [(c.case_id, c.response_hash) for c in manifest.cases]
-    if manifest.partition == partition and sorted(want) != sorted(have):
-        missing = sorted(set(want) - set(have))
-        extra = sorted(set(have) - set(want))
-        problems.append(
-            Problem(
-                location=str(manifest_path),
-                code="run_other_cases",
-                message=(
-                    f"the run's manifest holds other cases than the partition ({len(missing)}"
-                    f" missing, {len(extra)} extra, e.g."
-                    f" {', '.join(c for c, _ in (missing or extra)[:3])})"
-                ),
-                fix="both versions must judge the same frozen cases: re-run (drop the option)",
-            )
-        )
-    summary_path = run_dir / SUMMARY_FILE
-    status = None
-    if summary_path.is_file():
-        try:
-            data = read_json_file(summary_path)
-            status = data.get("status") if isinstance(data, dict) else None
-        except (OSError, ValueError):
-            status = None
+    dataset, partition, fingerprint = setup.dataset, setup.partition, judge.identity.fingerprint()
+    want = sorted((c.case_id, c.response_hash) for c in setup.cases)
+    have = sorted((c.case_id, c.response_hash) for c in manifest.cases)
+    missing, extra = sorted(set(want) - set(have)), sorted(set(have) - set(want))
+    checks = [
+        (
+            manifest.judge_fingerprint != fingerprint,
+            "run_other_candidate",
+            f"the run is of judge {manifest.judge.name}@{manifest.judge.version}"
+            f" ({manifest.judge_fingerprint[:12]}), not {judge.spec.label} ({fingerprint[:12]})",
+            f"give --{side}-run a run of {judge.spec.label} as it is now, or drop the option",
+        ),
+        (
+            (manifest.dataset_sha256, manifest.rubric_version)
+            != (dataset.sha256, dataset.rubric.version),
+            "run_other_gold",
+            f"the run was made on dataset {manifest.dataset_sha256[:12]} (rubric"
+            f" {manifest.rubric_version}), the gold given is {dataset.sha256[:12]} (rubric"
+            f" {dataset.rubric.version})",
+            "both versions must be compared on the same frozen gold: re-run on this gold (drop"
+            " the option)",
+        ),
+        (
+            manifest.partition != partition,
+            "run_other_partition",
+            f"the run is of partition {manifest.partition!r}, the comparison of {partition!r}",
+            f"give a run of {partition}",
+        ),
+        (
+            manifest.partition == partition and want != have,
+            "run_other_cases",
+            f"the run's manifest holds other cases than the partition ({len(missing)} missing,"
+            f" {len(extra)} extra, e.g. {', '.join(c for c, _ in (missing or extra)[:3])})",
+            "both versions must judge the same frozen cases: re-run (drop the option)",
+        ),
+    ]
+    problems = [
+        Problem(location=str(manifest_path), code=code, message=message, fix=fix)
+        for failed, code, message, fix in checks
+        if failed
+    ]
+    status = _run_status(run_dir)
     if status != "complete":
         problems.append(
             Problem(
-                location=loc,
+                location=str(run_dir),
                 code="run_incomplete",
-                message=(
-                    f"the run is {status or 'of unknown status (no run.json)'}: reusing it would"
-                    " compare on fewer cases"
-                ),
-                fix=(
-                    f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run"
-                    " to run here"
-                ),
+                message=f"the run is {status or 'of unknown status (no run.json)'}: reusing it"
+                " would compare on fewer cases",
+                fix=f"resume it first (`workbench run ... --out {run_dir}`), or drop --{side}-run"
+                " to run here",
             )
         )
     return problems
 
 
-def _read_side(path: Path, mapping: LoadedMapping | None) -> tuple[list[ResultLine], Counter[str]]:
-    lines = read_results(path)
-    observed = Counter(line.result.value for line in lines if line.result.value is not None)
-    if mapping is None:
-        return lines, observed
-    mapped = [
-        (
-            ResultLine(
-                line.line,
-                line.result.model_copy(update={"value": mapping.apply(line.result.value)}),
+def _run_status(run_dir: Path) -> str | None:
+    try:
+        data = read_json_file(run_dir / SUMMARY_FILE)
+    except (OSError, ValueError):
+        return None
+    return data.get("status") if isinstance(data, dict) else None
+
+
+def _parity(setup: _Setup) -> tuple[list[str], RequestParity, list[str]]:
+    """What changed between the versions, the rendered requests compared, and the warnings."""
+    actual = judge_changes(setup.old, setup.new)
+    parity = request_parity(setup.old, setup.new, setup.cases)
+    warnings = parity_warnings(setup.new, setup.old, actual, parity)
+    if setup.old.identity.fingerprint() == setup.new.identity.fingerprint():
+        warnings.append(
+            "both sides are the same judge (same fingerprint): every difference is run-to-run"
+            " variation"
+        )
+    return actual, parity, warnings
+
+
+def _plan(setup: _Setup) -> list[_Planned]:
+    """The runs to make: the controls of both versions first, then each side not reused."""
+    planned = []
+    if setup.suite is not None:
+        from ..controls import work_items
+
+        planned += [
+            _Planned(
+                f"controls {side}",
+                judge,
+                work_items(setup.suite),
+                setup.out / "controls" / side,
+                "controls",
             )
-            if line.result.value is not None and line.result.value in mapping.mapping.mapping
-            else line
-        )
-        for line in lines
+            for side, judge in setup.sides
+        ]
+    items = [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in setup.cases]
+    planned += [
+        _Planned(side, judge, items, setup.out / side, "partition")
+        for side, judge in setup.sides
+        if setup.reuse[side] is None
     ]
-    return mapped, observed
+    return planned
 
 
-def _rate_delta(pairs: list[tuple[str | None, str | None]], event: str) -> RateDelta:
-    """``pairs``: (old pass/fail view, new pass/fail view) of the cases with the human label in
-    question."""
-    old_dec = [o for o, _ in pairs if o is not None]
-    new_dec = [n for _, n in pairs if n is not None]
-    both = [(o, n) for o, n in pairs if o is not None and n is not None]
-    a = sum(1 for o, n in both if o == event and n == event)
-    b = sum(1 for o, n in both if o == event and n != event)
-    c = sum(1 for o, n in both if o != event and n == event)
-    d = len(both) - a - b - c
-    delta, low, high = paired_rate_difference(a, b, c, d)
-    return RateDelta(
-        old=wilson_rate(sum(1 for o in old_dec if o == event), len(old_dec)),
-        new=wilson_rate(sum(1 for n in new_dec if n == event), len(new_dec)),
-        paired_n=len(both),
-        delta=delta,
-        ci95_low=low,
-        ci95_high=high,
+def _price(
+    setup: _Setup,
+    planned: list[_Planned],
+    budget_usd: float | None,
+    cache_dir: str | Path | None | Literal[False],
+) -> list[RunEstimate]:
+    """Every call still to make, priced; :class:`BudgetInsufficient` when over the budget."""
+    estimates = [
+        estimate_run(p.name, p.judge, p.items, p.out, cache_dir=cache_dir) for p in planned
+    ]
+    needed = sum(e.needed_usd for e in estimates)
+    if budget_usd is None or needed <= budget_usd + 1e-12:
+        return estimates
+    detail = "; ".join(
+        f"{e.run} ({e.judge}): {e.calls} call(s) reserving ${e.reservation_usd:.4f}"
+        + (f" + ${e.recorded_usd:.4f} recorded" if e.recorded_usd else "")
+        for e in estimates
     )
-
-
-def _slice_comparison(
-    name: str,
-    risk: str | None,
-    rows: list[tuple[JoinedCase, JoinedCase, CaseTransition]],
-    rubric: Any,
-) -> SliceComparison:
-    counts = Counter(t.transition for _, _, t in rows)
-    fails: list[tuple[str | None, str | None]] = []
-    passes: list[tuple[str | None, str | None]] = []
-    for o, n, _ in rows:
-        human = rubric.pass_fail(o.human_label) if o.human_label in rubric.labels else None
-        views = (
-            rubric.pass_fail(o.judge_label) if o.outcome == "verdict" else None,
-            rubric.pass_fail(n.judge_label) if n.outcome == "verdict" else None,
-        )
-        if human == "fail":
-            fails.append(views)
-        elif human == "pass":
-            passes.append(views)
-    verdicts = [(o, n) for o, n, _ in rows if o.outcome == "verdict" and n.outcome == "verdict"]
-    rr = sum(1 for o, n in verdicts if o.error_class == "aligned" and n.error_class == "aligned")
-    rw = sum(1 for o, n in verdicts if o.error_class == "aligned" and n.error_class != "aligned")
-    wr = sum(1 for o, n in verdicts if o.error_class != "aligned" and n.error_class == "aligned")
-    ww = len(verdicts) - rr - rw - wr
-    return SliceComparison(
-        slice=name,
-        risk=risk,
-        cases=len(rows),
-        transitions={t: counts.get(t, 0) for t in TRANSITIONS},
-        verdict_changed=sum(1 for _, _, t in rows if t.verdict_changed),
-        needs_review=sum(1 for _, _, t in rows if t.needs_review),
-        false_pass=_rate_delta(fails, "pass"),
-        false_fail=_rate_delta(passes, "fail"),
-        mcnemar=McNemar(
-            paired=len(verdicts),
-            both_right=rr,
-            old_right_new_wrong=rw,
-            old_wrong_new_right=wr,
-            both_wrong=ww,
-            p_value=exact_mcnemar(rw, wr, rr, ww),
-        ),
-    )
-
-
-def _controls_side_by_side(
-    suite: ControlSuite,
-    old_report: ControlsReport,
-    new_report: ControlsReport,
-    old_dir: Path,
-    new_dir: Path,
-) -> ControlsSideBySide:
-    new_rows = {r.control_id: r for r in new_report.controls}
-    rows = []
-    for o in old_report.controls:
-        n = new_rows[o.control_id]
-        rows.append(
-            ControlComparison(
-                control_id=o.control_id,
-                role=o.role,
-                expected=o.expected,
-                old_verdict=o.verdict,
-                old_status=o.status,
-                new_verdict=n.verdict,
-                new_status=n.status,
-                changed=o.status != n.status,
+    raise BudgetInsufficient(
+        "the budget does not cover both candidates: nothing was started",
+        [
+            Problem(
+                location="--budget-usd",
+                code="budget_insufficient",
+                message=f"comparing {setup.old.spec.label} with {setup.new.spec.label} on"
+                f" {len(setup.cases)} {setup.partition} case(s) needs up to ${needed:.4f} (the"
+                " engine's reservations: input estimate + full output cap, one attempt per"
+                f" call), the budget is ${budget_usd:.4f}: {detail}",
+                fix=f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a scope"
+                " change, not a saving",
             )
-        )
-    new_roles = {r.role: r.status for r in new_report.roles}
-    roles = [
-        {"role": r.role, "old": r.status, "new": new_roles.get(r.role)} for r in old_report.roles
-    ]
-    return ControlsSideBySide(
-        suite=f"{suite.name}@{suite.version}",
-        suite_sha256=suite.sha256,
-        old_status=old_report.status,
-        new_status=new_report.status,
-        roles=roles,
-        controls=rows,
-        old_run_dir=str(old_dir),
-        new_run_dir=str(new_dir),
+        ],
     )
+
+
+def _manifest(setup: _Setup) -> dict[str, Any]:
+    """What the comparison directory is frozen for."""
+    return {
+        "old_fingerprint": setup.old.identity.fingerprint(),
+        "new_fingerprint": setup.new.identity.fingerprint(),
+        "old": setup.old.spec.label,
+        "new": setup.new.spec.label,
+        "dataset_sha256": setup.dataset.sha256,
+        "rubric_version": setup.dataset.rubric.version,
+        "partition": setup.partition,
+        "cases": [[c.case_id, c.response_hash] for c in setup.cases],
+        "label_mapping_sha256": setup.mapping.sha256 if setup.mapping else None,
+        "controls_sha256": setup.suite.sha256 if setup.suite is not None else None,
+    }
 
 
 def _freeze(out: Path, content: dict[str, Any]) -> str:
     """Write the comparison manifest, or check it against the one there; returns the comparison
     id."""
     path = out / MANIFEST
-    if path.exists():
-        try:
-            existing = read_json_file(path)
-        except (OSError, ValueError):
-            raise WorkbenchError(
-                "unreadable comparison manifest",
-                [
-                    Problem(
-                        location=str(path),
-                        code="manifest_invalid",
-                        message="the comparison manifest cannot be read",
-                        fix="restore it, or compare into a new --out",
-                    )
-                ],
-            ) from None
-        old_content = {
-            k: v for k, v in existing.items() if k not in ("comparison_id", "created_at")
-        }
-        if old_content != content:
-            changed = sorted(
-                k for k in set(old_content) | set(content) if old_content.get(k) != content.get(k)
-            )
-            raise WorkbenchError(
-                "refusing to continue: the comparison changed",
-                [
-                    Problem(
-                        location=str(path),
-                        code="comparison_manifest_changed",
-                        message=(
-                            "this directory holds a comparison with a different"
-                            f" {', '.join(changed)}"
-                        ),
-                        fix="compare into a new --out; the evidence of the old comparison is kept",
-                    )
-                ],
-            )
-        return str(existing.get("comparison_id"))
-    comparison_id = f"cmp-{uuid.uuid4().hex[:12]}"
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(
-        path,
-        {"comparison_id": comparison_id, "created_at": datetime.now(UTC).isoformat(), **content},
-    )
-    return comparison_id
+    if not path.exists():
+        comparison_id = f"cmp-{uuid.uuid4().hex[:12]}"
+        out.mkdir(parents=True, exist_ok=True)
+        created = datetime.now(UTC).isoformat()
+        atomic_write_json(path, {"comparison_id": comparison_id, "created_at": created, **content})
+        return comparison_id
+    try:
+        existing = read_json_file(path)
+    except (OSError, ValueError):
+        raise refusal(
+            "unreadable comparison manifest",
+            str(path),
+            "manifest_invalid",
+            "the comparison manifest cannot be read",
+            "restore it, or compare into a new --out",
+        ) from None
+    before = {k: v for k, v in existing.items() if k not in ("comparison_id", "created_at")}
+    changed = sorted(k for k in {*before, *content} if before.get(k) != content.get(k))
+    if changed:
+        raise refusal(
+            "refusing to continue: the comparison changed",
+            str(path),
+            "comparison_manifest_changed",
+            f"this directory holds a comparison with a different {', '.join(changed)}",
+            "compare into a new --out; the evidence of the old comparison is kept",
+        )
+    return str(existing.get("comparison_id"))
 
 
 async def compare_candidates(
@@ -740,330 +928,170 @@ async def compare_candidates(
     budget cannot cover both candidates; in both cases before any call.
     """
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd)
-    refuse_held_out(partition, where="compare --partition")
-    if partition not in ("development", "calibration"):
-        raise WorkbenchError(
-            "invalid partition",
-            [
-                Problem(
-                    location="--partition",
-                    code="partition_invalid",
-                    message=f"unknown partition {partition!r}",
-                    fix="compare on development or calibration",
-                )
-            ],
-        )
-    dataset = gold if isinstance(gold, GoldDataset) else load_dataset(gold)
-    old_judge, new_judge = _as_judge(old), _as_judge(new)
-    rubric = dataset.rubric
-    out_dir = Path(out)
-    cases = dataset.partition(partition)
-    if not cases:
-        raise WorkbenchError(
-            "nothing to compare",
-            [
-                Problem(
-                    location=str(dataset.gold_path),
-                    code="empty_partition",
-                    message=f"partition {partition!r} has no cases",
-                    fix="choose a partition that has cases",
-                )
-            ],
-        )
-    mapping = (
-        load_label_mapping(label_mapping)
-        if isinstance(label_mapping, str | Path)
-        else label_mapping
-    )
-    suite: ControlSuite | None = None
-    if controls is not None:
-        from ..controls import load_suite
-
-        suite = controls if not isinstance(controls, str | Path) else load_suite(controls)
-
-    problems: list[Problem] = []
-    outside = [label for label in new_judge.spec.labels if label not in rubric.labels]
-    if outside:
-        problems.append(
-            Problem(
-                location=new_judge.spec.label,
-                code="labels_outside_rubric",
-                message=(
-                    f"{new_judge.spec.label} may return {outside}, which rubric {rubric.version}"
-                    " does not have"
-                ),
-                fix=(
-                    "the new version's labels must be the rubric's; a renamed rubric needs a new"
-                    " gold release"
-                ),
-            )
-        )
-    new_vocabulary = list(rubric.labels)  # verdicts are compared in the gold's vocabulary
-    problems += mapping_problems(
-        mapping,
-        old_label=old_judge.spec.label,
-        new_label=new_judge.spec.label,
-        old_labels=list(old_judge.spec.labels),
-        new_labels=new_vocabulary,
-        location=old_judge.spec.label,
-    )
     reuse = {"old": Path(old_run) if old_run else None, "new": Path(new_run) if new_run else None}
-    for side, judge in (("old", old_judge), ("new", new_judge)):
-        run_dir = reuse[side]
-        if run_dir is not None:
-            problems += _reused_problems(run_dir, judge, dataset, partition, cases, side)
+    setup = _load(old, new, gold, partition, out, reuse, label_mapping, controls)
+    problems = _input_problems(setup)
     if problems:
         raise WorkbenchError(
-            f"refusing to compare {old_judge.spec.label} with {new_judge.spec.label}:"
+            f"refusing to compare {setup.old.spec.label} with {setup.new.spec.label}:"
             f" {len(problems)} problem(s)",
             problems,
         )
-
-    actual = judge_changes(old_judge, new_judge)
-    parity = request_parity(old_judge, new_judge, cases)
-    warnings = parity_warnings(new_judge, old_judge, actual, parity)
-    if old_judge.identity.fingerprint() == new_judge.identity.fingerprint():
-        warnings.append(
-            "both sides are the same judge (same fingerprint): every difference is run-to-run"
-            " variation"
-        )
-
-    items = [WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in cases]
-    planned: list[_Planned] = []
-    if suite is not None:
-        from ..controls import work_items
-
-        for side, judge in (("old", old_judge), ("new", new_judge)):
-            planned.append(
-                _Planned(
-                    f"controls {side}",
-                    judge,
-                    work_items(suite),
-                    out_dir / "controls" / side,
-                    "controls",
-                )
-            )
-    for side, judge in (("old", old_judge), ("new", new_judge)):
-        if reuse[side] is None:
-            planned.append(_Planned(side, judge, items, out_dir / side, "partition"))
-    estimates = [
-        estimate_run(p.name, p.judge, p.items, p.out, cache_dir=cache_dir) for p in planned
-    ]
-    needed = sum(e.needed_usd for e in estimates)
-    if budget_usd is not None and needed > budget_usd + 1e-12:
-        detail = "; ".join(
-            f"{e.run} ({e.judge}): {e.calls} call(s) reserving ${e.reservation_usd:.4f}"
-            + (f" + ${e.recorded_usd:.4f} recorded" if e.recorded_usd else "")
-            for e in estimates
-        )
-        raise BudgetInsufficient(
-            "the budget does not cover both candidates: nothing was started",
-            [
-                Problem(
-                    location="--budget-usd",
-                    code="budget_insufficient",
-                    message=(
-                        f"comparing {old_judge.spec.label} with {new_judge.spec.label} on"
-                        f" {len(cases)} {partition} case(s) needs up to ${needed:.4f} (the engine's"
-                        " reservations: input estimate + full output cap, one attempt per call),"
-                        f" the budget is ${budget_usd:.4f}: {detail}"
-                    ),
-                    fix=(
-                        f"give --budget-usd {needed:.4f} or more; comparing on fewer cases is a"
-                        " scope change, not a saving"
-                    ),
-                )
-            ],
-        )
-
-    content = {
-        "old_fingerprint": old_judge.identity.fingerprint(),
-        "new_fingerprint": new_judge.identity.fingerprint(),
-        "old": old_judge.spec.label,
-        "new": new_judge.spec.label,
-        "dataset_sha256": dataset.sha256,
-        "rubric_version": rubric.version,
-        "partition": partition,
-        "cases": [[c.case_id, c.response_hash] for c in cases],
-        "label_mapping_sha256": mapping.sha256 if mapping else None,
-        "controls_sha256": suite.sha256 if suite is not None else None,
-    }
-    comparison_id = _freeze(out_dir, content)
-
-    summaries: dict[str, RunSummary] = {}
-    control_reports: dict[str, ControlsReport] = {}
-    incomplete: list[str] = []
-    for index, plan in enumerate(planned):
-        limit = None
-        if budget_usd is not None:
-            others = sum(
-                (summaries[p.name].cost_usd if p.name in summaries else estimates[i].recorded_usd)
-                for i, p in enumerate(planned)
-                if i != index
-            )
-            later = sum(estimates[i].reservation_usd for i in range(index + 1, len(planned)))
-            limit = max(0.0, budget_usd - others - later)
-        if plan.kind == "controls":
-            from ..controls import run_controls
-
-            assert suite is not None  # controls runs are planned only with a suite
-            controls_report = await run_controls(
-                plan.judge,
-                suite,
-                plan.out,
-                concurrency=concurrency,
-                budget_usd=limit,
-                cache_dir=cache_dir,
-                progress=progress,
-            )
-            assert controls_report.run is not None
-            summaries[plan.name] = controls_report.run
-            control_reports[plan.name] = controls_report
-        else:
-            summaries[plan.name] = await run_candidate(
-                plan.judge,
-                dataset,
-                partition,
-                plan.out,
-                concurrency=concurrency,
-                budget_usd=limit,
-                cache_dir=cache_dir,
-                progress=progress,
-            )
-        summary = summaries[plan.name]
-        if summary.status != "complete":
-            incomplete.append(
-                f"the {plan.name} run of {plan.judge.spec.label} is incomplete"
-                + (f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else "")
-                + f": {len(summary.unrun)} unrun, {len(summary.pending_retry)} mid-retry"
-            )
-
-    paths = {side: (reuse[side] or out_dir / side) / RESULTS_FILE for side in ("old", "new")}
-    old_lines, observed = _read_side(paths["old"], mapping)
-    control_observed: set[str] = set()
-    if suite is not None:
-        from ..controls._run import _outcomes
-
-        control_observed = {
-            o.verdict
-            for o in _outcomes(
-                suite, out_dir / "controls" / "old" / RESULTS_FILE, old_judge.identity.fingerprint()
-            ).values()
-            if o.verdict is not None
-        }
-    late = mapping_problems(
-        mapping,
-        old_label=old_judge.spec.label,
-        new_label=new_judge.spec.label,
-        old_labels=list(old_judge.spec.labels),
-        new_labels=new_vocabulary,
-        observed=set(observed) | control_observed,
-        location=str(paths["old"]),
-    )
-    if late:
-        raise WorkbenchError("refusing to compare: the old verdicts hold unmapped labels", late)
-    joins: dict[str, Join] = {}
-    manifests: dict[str, RunManifest | None] = {}
-    for side, lines in (("old", old_lines), ("new", read_results(paths["new"]))):
-        manifests[side] = read_run_manifest(paths[side])
-        joins[side] = align_results(
-            dataset, lines, partition=partition, manifest=manifests[side], location=str(paths[side])
-        )
-    mo, mn = manifests["old"], manifests["new"]
-    if (
-        mo is None
-        or mn is None
-        or mo.dataset_sha256 != mn.dataset_sha256
-        or mo.partition != mn.partition
-        or [c.model_dump() for c in mo.cases] != [c.model_dump() for c in mn.cases]
-    ):
-        raise WorkbenchError(
-            "refusing to compare: the two runs did not judge the same frozen manifest",
-            [
-                Problem(
-                    location=str(out_dir),
-                    code="manifests_differ",
-                    message=(
-                        "the old and new runs' manifests differ in dataset, partition or cases"
-                        " (ids, response hashes, gold hashes)"
-                    ),
-                    fix=(
-                        "run both versions on the same gold and partition (compare runs them for"
-                        " you)"
-                    ),
-                )
-            ],
-        )
-
-    if suite is not None:
-        old_report = _remap_controls(
-            suite, control_reports["controls old"], out_dir / "controls" / "old", old_judge, mapping
-        )
-        side_by_side = _controls_side_by_side(
-            suite,
-            old_report,
-            control_reports["controls new"],
-            out_dir / "controls" / "old",
-            out_dir / "controls" / "new",
-        )
-    else:
-        side_by_side = None
-
-    report = _build_report(
-        comparison_id=comparison_id,
-        dataset=dataset,
-        partition=partition,
-        joins=joins,
-        judges=(old_judge, new_judge),
-        paths=paths,
-        reuse=reuse,
-        summaries=summaries,
-        manifests=(mo, mn),
-        mapping=mapping,
-        raw_old=(
-            {line.result.case_id: line.result.value for line in read_results(paths["old"])}
-            if mapping
-            else {}
-        ),
-        actual=actual,
-        parity=parity,
-        warnings=warnings,
-        controls=side_by_side,
-        budget=BudgetLine(
-            budget_usd=budget_usd,
-            needed_usd=needed,
-            estimates=estimates,
-            spent_usd=sum(s.cost_usd for s in summaries.values()),
-        ),
-        incomplete=incomplete,
-    )
-    atomic_write_json(out_dir / REPORT_FILE, report.model_dump(mode="json"))
+    parity = _parity(setup)
+    planned = _plan(setup)
+    estimates = _price(setup, planned, budget_usd, cache_dir)
+    comparison_id = _freeze(setup.out, _manifest(setup))
+    runner = _Runner(setup, planned, estimates, budget_usd, concurrency, cache_dir, progress)
+    await runner.run_all()
+    report = _report(setup, comparison_id, runner, parity)
+    atomic_write_json(setup.out / REPORT_FILE, report.model_dump(mode="json"))
     return report
 
 
-def _remap_controls(
-    suite: ControlSuite,
-    report: ControlsReport,
-    run_dir: Path,
-    judge: Judge,
-    mapping: LoadedMapping | None,
-) -> ControlsReport:
-    """The old version's control report with its verdicts mapped into the new vocabulary."""
-    if mapping is None:
-        return report
-    from ..controls import ControlOutcome, evaluate_controls
-    from ..controls._run import _outcomes
+@dataclass
+class _Runner:
+    """Runs the planned runs in order, each under what the budget leaves it."""
 
-    outcomes = _outcomes(suite, run_dir / RESULTS_FILE, judge.identity.fingerprint())
-    mapped = {
-        cid: (
-            ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
-            if o.verdict is not None
-            else o
+    setup: _Setup
+    planned: list[_Planned]
+    estimates: list[RunEstimate]
+    budget_usd: float | None
+    concurrency: int
+    cache_dir: str | Path | None | Literal[False]
+    progress: bool
+    summaries: dict[str, RunSummary] = field(default_factory=dict)
+    controls: dict[str, ControlsReport] = field(default_factory=dict)
+    incomplete: list[str] = field(default_factory=list)
+
+    def limit(self, index: int) -> float | None:
+        """The budget minus the others' recorded spend and the reservations still to come."""
+        if self.budget_usd is None:
+            return None
+        others = sum(
+            self.summaries[p.name].cost_usd if p.name in self.summaries else e.recorded_usd
+            for i, (p, e) in enumerate(zip(self.planned, self.estimates, strict=True))
+            if i != index
         )
-        for cid, o in outcomes.items()
+        later = sum(e.reservation_usd for e in self.estimates[index + 1 :])
+        return max(0.0, self.budget_usd - others - later)
+
+    async def run_all(self) -> None:
+        for index, plan in enumerate(self.planned):
+            if plan.kind == "controls":
+                from ..controls import run_controls
+
+                assert self.setup.suite is not None  # controls are planned only with a suite
+                report = await run_controls(
+                    plan.judge,
+                    self.setup.suite,
+                    plan.out,
+                    concurrency=self.concurrency,
+                    budget_usd=self.limit(index),
+                    cache_dir=self.cache_dir,
+                    progress=self.progress,
+                )
+                assert report.run is not None
+                self.summaries[plan.name], self.controls[plan.name] = report.run, report
+            else:
+                self.summaries[plan.name] = await run_candidate(
+                    plan.judge,
+                    self.setup.dataset,
+                    self.setup.partition,
+                    plan.out,
+                    concurrency=self.concurrency,
+                    budget_usd=self.limit(index),
+                    cache_dir=self.cache_dir,
+                    progress=self.progress,
+                )
+            summary = self.summaries[plan.name]
+            if summary.status != "complete":
+                stop = f" ({summary.stop_reason.replace('_', ' ')})" if summary.stop_reason else ""
+                self.incomplete.append(
+                    f"the {plan.name} run of {plan.judge.spec.label} is incomplete{stop}:"
+                    f" {len(summary.unrun)} unrun, {len(summary.pending_retry)} mid-retry"
+                )
+
+
+def _joined(setup: _Setup) -> tuple[dict[str, Join], dict[str, RunManifest | None]]:
+    """Both runs joined with the gold, lineage checked (old verdicts mapped first); refused when
+    the old verdicts hold unmapped labels or the two runs judged other manifests."""
+    old_lines = read_results(setup.results("old"))
+    observed = {line.result.value for line in old_lines if line.result.value is not None}
+    if setup.suite is not None:
+        from ..controls._run import _outcomes
+
+        fingerprint = setup.old.identity.fingerprint()
+        controls = setup.out / "controls" / "old" / RESULTS_FILE
+        observed |= {
+            o.verdict
+            for o in _outcomes(setup.suite, controls, fingerprint).values()
+            if o.verdict is not None
+        }
+    late = mapping_problems(
+        setup.mapping,
+        old_label=setup.old.spec.label,
+        new_label=setup.new.spec.label,
+        old_labels=list(setup.old.spec.labels),
+        new_labels=list(setup.dataset.rubric.labels),
+        observed=observed,
+        location=str(setup.results("old")),
+    )
+    if late:
+        raise WorkbenchError("refusing to compare: the old verdicts hold unmapped labels", late)
+    mapped, _, _ = map_lines(old_lines, setup.mapping)
+    joins, manifests = {}, {}
+    for side, lines in (("old", mapped), ("new", read_results(setup.results("new")))):
+        path = setup.results(side)
+        manifests[side] = read_run_manifest(path)
+        joins[side] = align_results(
+            setup.dataset,
+            lines,
+            partition=setup.partition,
+            manifest=manifests[side],
+            location=str(path),
+        )
+    mo, mn = manifests["old"], manifests["new"]
+    if mo is None or mn is None or _frame(mo) != _frame(mn):
+        raise refusal(
+            "refusing to compare: the two runs did not judge the same frozen manifest",
+            str(setup.out),
+            "manifests_differ",
+            "the old and new runs' manifests differ in dataset, partition or cases (ids, response"
+            " hashes, gold hashes)",
+            "run both versions on the same gold and partition (compare runs them for you)",
+        )
+    return joins, manifests
+
+
+def _frame(manifest: RunManifest) -> tuple[Any, ...]:
+    return (
+        manifest.dataset_sha256,
+        manifest.partition,
+        [c.model_dump() for c in manifest.cases],
+    )
+
+
+def map_lines(
+    lines: Sequence[ResultLine], mapping: LoadedMapping | None
+) -> tuple[list[ResultLine], dict[str, str], set[str]]:
+    """Old result lines with verdicts put into the new vocabulary; the raw verdict per case;
+    the labels observed.
+
+    A verdict the mapping covers is replaced; one it does not cover is kept as it is.
+    """
+    raw = {
+        line.result.case_id: line.result.value for line in lines if line.result.value is not None
     }
-    return evaluate_controls(suite, mapped, judge=judge.identity, run=report.run)
+    if mapping is None:
+        return list(lines), raw, set(raw.values())
+    covered = mapping.mapping.mapping
+    out = [
+        ResultLine(line.line, line.result.model_copy(update={"value": mapping.apply(v)}))
+        if (v := line.result.value) is not None and v in covered
+        else line
+        for line in lines
+    ]
+    return out, raw, set(raw.values())
 
 
 def _side(
@@ -1092,123 +1120,92 @@ def _side(
     )
 
 
-def _build_report(
-    *,
+def _report(
+    setup: _Setup,
     comparison_id: str,
-    dataset: GoldDataset,
-    partition: str,
-    joins: dict[str, Join],
-    judges: tuple[Judge, Judge],
-    paths: dict[str, Path],
-    reuse: dict[str, Path | None],
-    summaries: dict[str, RunSummary],
-    manifests: tuple[RunManifest | None, RunManifest | None],
-    mapping: LoadedMapping | None,
-    raw_old: dict[str, str | None],
-    actual: list[str],
-    parity: RequestParity,
-    warnings: list[str],
-    controls: ControlsSideBySide | None,
-    budget: BudgetLine,
-    incomplete: list[str],
+    runner: _Runner,
+    parity: tuple[list[str], RequestParity, list[str]],
 ) -> ComparisonReport:
-    rubric = dataset.rubric
-    old_judge, new_judge = judges
-    new_of = {c.case_id: c for c in joins["new"].cases}
-    rows: list[tuple[JoinedCase, JoinedCase, CaseTransition]] = []
-    matrix: dict[str, dict[str, int]] = {r: dict.fromkeys(CATEGORIES, 0) for r in CATEGORIES}
-    for o in joins["old"].cases:
-        n = new_of[o.case_id]
-        risk = rubric.risk_of(o.slice)
-        changed = (o.outcome, o.judge_label) != (n.outcome, n.judge_label)
-        oc, nc = _category(o, rubric), _category(n, rubric)
-        matrix[oc][nc] += 1
-        raw = raw_old.get(o.case_id)
-        t = CaseTransition(
-            case_id=o.case_id,
-            slice=o.slice,
-            risk=risk,
-            human_label=o.human_label,
-            old_label=o.judge_label,
-            old_label_raw=raw if raw is not None and raw != o.judge_label else None,
-            new_label=n.judge_label,
-            old_class=o.error_class,
-            new_class=n.error_class,
-            old_category=oc,
-            new_category=nc,
-            transition=_transition(o, n),
-            verdict_changed=changed,
-            needs_review=changed and risk == "critical",
-        )
-        rows.append((o, n, t))
+    joins, manifests = _joined(setup)
+    rubric, mapping = setup.dataset.rubric, setup.mapping
+    old_lines = read_results(setup.results("old")) if mapping else []
+    raw_old = {line.result.case_id: line.result.value for line in old_lines}
+    rows = case_transitions(rubric, joins["old"], joins["new"], raw_old)
+    slices, overall, matrix = summarize(rows, rubric)
+    incomplete = list(runner.incomplete)
     missing = sum(1 for _, _, t in rows if t.transition == "incomplete")
     if missing:
-        incomplete = [*incomplete, f"{missing} case(s) lack a result from one of the versions"]
-    by_slice: dict[str, list[tuple[JoinedCase, JoinedCase, CaseTransition]]] = {}
-    for row in rows:
-        by_slice.setdefault(row[0].slice, []).append(row)
-    slices = [
-        _slice_comparison(name, rubric.risk_of(name), by_slice[name], rubric)
-        for name in sorted(by_slice, key=lambda s: (_RISK_ORDER.get(rubric.risk_of(s) or "", 9), s))
-    ]
-    mo, mn = manifests
+        incomplete.append(f"{missing} case(s) lack a result from one of the versions")
+    actual, requests, warnings = parity
+    sides = {
+        side: _side(
+            judge,
+            setup.results(side).parent,
+            setup.reuse[side] is not None,
+            runner.summaries.get(side),
+            manifests[side],
+            joins[side],
+        )
+        for side, judge in setup.sides
+    }
+    mo = manifests["old"]
     assert mo is not None
-    cases_sha = sha256_json([c.model_dump(mode="json") for c in mo.cases])
-    m = mapping.mapping if mapping else None
     return ComparisonReport(
         comparison_id=comparison_id,
         created_at=datetime.now(UTC),
-        old=_side(
-            old_judge,
-            paths["old"].parent,
-            reuse["old"] is not None,
-            summaries.get("old"),
-            mo,
-            joins["old"],
-        ),
-        new=_side(
-            new_judge,
-            paths["new"].parent,
-            reuse["new"] is not None,
-            summaries.get("new"),
-            mn,
-            joins["new"],
-        ),
-        dataset_sha256=dataset.sha256,
+        old=sides["old"],
+        new=sides["new"],
+        dataset_sha256=setup.dataset.sha256,
         rubric_version=rubric.version,
-        gold_release=dataset.release.release_id if dataset.release else None,
-        partition=partition,
-        cases_sha256=cases_sha,
+        gold_release=setup.dataset.release.release_id if setup.dataset.release else None,
+        partition=setup.partition,
+        cases_sha256=sha256_json([c.model_dump(mode="json") for c in mo.cases]),
         status="incomplete" if incomplete else "complete",
         incomplete_reasons=incomplete,
-        label_mapping=(
-            MappingRef(
-                path=mapping.path,
-                sha256=mapping.sha256,
-                approver=m.approver,
-                approved=m.approved.isoformat(),
-                mapping=dict(m.mapping),
-            )
-            if mapping and m
-            else None
-        ),
-        declared_parent=new_judge.spec.parent,
-        declared_changes=new_judge.spec.changes,
+        label_mapping=_mapping_ref(mapping),
+        declared_parent=setup.new.spec.parent,
+        declared_changes=setup.new.spec.changes,
         actual_changes=actual,
-        parity=parity,
+        parity=requests,
         warnings=warnings,
-        controls=controls,
-        budget=budget,
-        overall=_slice_comparison("(all)", None, rows, rubric),
+        controls=_controls(setup, runner),
+        budget=BudgetLine(
+            budget_usd=runner.budget_usd,
+            needed_usd=sum(e.needed_usd for e in runner.estimates),
+            estimates=runner.estimates,
+            spent_usd=sum(s.cost_usd for s in runner.summaries.values()),
+        ),
+        overall=overall,
         slices=slices,
-        matrix={
-            r: {c: v for c, v in cols.items() if v}
-            for r, cols in matrix.items()
-            if any(cols.values())
-        },
+        matrix=matrix,
         cases=[t for _, _, t in rows],
         review=[t.case_id for _, _, t in rows if t.needs_review],
     )
+
+
+def _mapping_ref(mapping: LoadedMapping | None) -> MappingRef | None:
+    if mapping is None:
+        return None
+    m = mapping.mapping
+    return MappingRef(
+        path=mapping.path,
+        sha256=mapping.sha256,
+        approver=m.approver,
+        approved=m.approved.isoformat(),
+        mapping=dict(m.mapping),
+    )
+
+
+def _controls(setup: _Setup, runner: _Runner) -> ControlsSideBySide | None:
+    """The controls of both versions side by side, the old verdicts mapped."""
+    if setup.suite is None:
+        return None
+    old = runner.controls["controls old"]
+    if setup.mapping is not None:
+        old = mapped_controls(
+            setup.suite, setup.out / "controls" / "old", setup.mapping, run=old.run
+        )
+    return _controls_side_by_side(setup.suite, old, runner.controls["controls new"], setup.out)
 
 
 def compare_candidates_sync(*args: Any, **kwargs: Any) -> ComparisonReport:
@@ -1222,66 +1219,11 @@ def format_comparison(report: ComparisonReport) -> str:
     lines = [
         f"compare {o.label} ({o.fingerprint[:12]}) -> {n.label} ({n.fingerprint[:12]}) on"
         f" {report.partition} ({report.overall.cases} cases, dataset {report.dataset_sha256[:12]},"
-        f" rubric {report.rubric_version}): {report.status.upper()}"
+        f" rubric {report.rubric_version}): {report.status.upper()}",
+        *(f"  incomplete: {reason}" for reason in report.incomplete_reasons),
     ]
-    for reason in report.incomplete_reasons:
-        lines.append(f"  incomplete: {reason}")
-    if report.label_mapping:
-        lm = report.label_mapping
-        lines.append(
-            f"label mapping {lm.path} (sha256 {lm.sha256[:12]}, approved by {lm.approver} on"
-            f" {lm.approved}): " + ", ".join(f"{a}->{b}" for a, b in sorted(lm.mapping.items()))
-        )
-    declared = (
-        f"declares parent {report.declared_parent}, changes {report.declared_changes}"
-        if report.declared_parent
-        else "declares no parent/changes"
-    )
-    lines.append(f"changes: {', '.join(report.actual_changes) or 'none'} ({n.label} {declared})")
-    p = report.parity
-    lines.append(
-        f"prompt parity: {p.differing_cases} of {p.cases} rendered requests differ"
-        + (" in " + ", ".join(f"{k.key} ({k.cases})" for k in p.keys) if p.keys else "")
-    )
-    if p.first_diff:
-        lines.append(f"first difference (case {p.first_case_id}):")
-        lines += ["    " + line for line in p.first_diff.splitlines()[:40]]
-    for w in report.warnings:
-        lines.append(f"warning: {w}")
-    if report.controls:
-        c = report.controls
-        lines.append(f"controls {c.suite}: old {c.old_status.upper()}, new {c.new_status.upper()}")
-        for r in c.roles:
-            lines.append(f"  {r['role']:22} old {r['old']:10} new {r['new']}")
-        for row in c.controls:
-            if row.changed:
-                lines.append(
-                    f"  changed {row.control_id} ({row.role}, expected {row.expected}):"
-                    f" {row.old_verdict} {row.old_status} -> {row.new_verdict} {row.new_status}"
-                )
-    lines.append(
-        "transitions by slice (fixed / broken / still wrong / still right / incomplete; changed"
-        " verdicts; needing review):"
-    )
-    for s in [*report.slices, report.overall]:
-        t = s.transitions
-        lines.append(
-            f"  {s.slice:26} {(s.risk or ''):8} n={s.cases:<4} {t['fixed']:>3} / {t['broken']:>3} /"
-            f" {t['still_wrong']:>3} / {t['still_right']:>3} / {t['incomplete']:>3}; changed"
-            f" {s.verdict_changed}; review {s.needs_review}"
-        )
-    lines.append("false-pass and false-fail rates, old -> new, paired difference [95% Tango]:")
-    for s in [*report.slices, report.overall]:
-        parts = []
-        for name, d in (("FP", s.false_pass), ("FF", s.false_fail)):
-            if d.delta is None:
-                parts.append(f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n} (no paired case)")
-            else:
-                parts.append(
-                    f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n}, delta {d.delta:+.3f}"
-                    f" [{d.ci95_low:+.3f}, {d.ci95_high:+.3f}] (n={d.paired_n})"
-                )
-        lines.append(f"  {s.slice:26} " + "; ".join(parts))
+    lines += _format_changes(report) + _format_controls(report.controls)
+    lines += _format_slices(report)
     mc = report.overall.mcnemar
     lines.append(
         f"McNemar (exact): old right/new wrong {mc.old_right_new_wrong}, old wrong/new right"
@@ -1300,9 +1242,79 @@ def format_comparison(report: ComparisonReport) -> str:
             " evidence-based review: " + ", ".join(report.review)
         )
     b = report.budget
+    limit = f" of ${b.budget_usd:.4f}" if b.budget_usd is not None else ""
     lines.append(
-        f"cost: ${b.spent_usd:.4f}"
-        + (f" of ${b.budget_usd:.4f}" if b.budget_usd is not None else "")
-        + f" (estimated up to ${b.needed_usd:.4f} before starting)"
+        f"cost: ${b.spent_usd:.4f}{limit} (estimated up to ${b.needed_usd:.4f} before starting)"
     )
     return "\n".join(lines)
+
+
+def _format_changes(report: ComparisonReport) -> list[str]:
+    """The label mapping, what changed, prompt parity and the warnings."""
+    lines = []
+    if report.label_mapping:
+        lm = report.label_mapping
+        lines.append(
+            f"label mapping {lm.path} (sha256 {lm.sha256[:12]}, approved by {lm.approver} on"
+            f" {lm.approved}): " + ", ".join(f"{a}->{b}" for a, b in sorted(lm.mapping.items()))
+        )
+    declared = (
+        f"declares parent {report.declared_parent}, changes {report.declared_changes}"
+        if report.declared_parent
+        else "declares no parent/changes"
+    )
+    lines.append(
+        f"changes: {', '.join(report.actual_changes) or 'none'} ({report.new.label} {declared})"
+    )
+    p = report.parity
+    lines.append(
+        f"prompt parity: {p.differing_cases} of {p.cases} rendered requests differ"
+        + (" in " + ", ".join(f"{k.key} ({k.cases})" for k in p.keys) if p.keys else "")
+    )
+    if p.first_diff:
+        lines.append(f"first difference (case {p.first_case_id}):")
+        lines += ["    " + line for line in p.first_diff.splitlines()[:40]]
+    return lines + [f"warning: {w}" for w in report.warnings]
+
+
+def _format_controls(c: ControlsSideBySide | None) -> list[str]:
+    if c is None:
+        return []
+    lines = [f"controls {c.suite}: old {c.old_status.upper()}, new {c.new_status.upper()}"]
+    lines += [f"  {r['role']:22} old {r['old']:10} new {r['new']}" for r in c.roles]
+    return lines + [
+        f"  changed {row.control_id} ({row.role}, expected {row.expected}):"
+        f" {row.old_verdict} {row.old_status} -> {row.new_verdict} {row.new_status}"
+        for row in c.controls
+        if row.changed
+    ]
+
+
+def _format_rates(d: RateDelta, name: str) -> str:
+    counts = f"{name} {d.old.k}/{d.old.n} -> {d.new.k}/{d.new.n}"
+    if d.delta is None:
+        return f"{counts} (no paired case)"
+    return (
+        f"{counts}, delta {d.delta:+.3f} [{d.ci95_low:+.3f}, {d.ci95_high:+.3f}] (n={d.paired_n})"
+    )
+
+
+def _format_slices(report: ComparisonReport) -> list[str]:
+    every = [*report.slices, report.overall]
+    lines = [
+        "transitions by slice (fixed / broken / still wrong / still right / incomplete; changed"
+        " verdicts; needing review):"
+    ]
+    for s in every:
+        t = s.transitions
+        lines.append(
+            f"  {s.slice:26} {(s.risk or ''):8} n={s.cases:<4} {t['fixed']:>3} / {t['broken']:>3} /"
+            f" {t['still_wrong']:>3} / {t['still_right']:>3} / {t['incomplete']:>3}; changed"
+            f" {s.verdict_changed}; review {s.needs_review}"
+        )
+    lines.append("false-pass and false-fail rates, old -> new, paired difference [95% Tango]:")
+    return lines + [
+        f"  {s.slice:26} "
+        + "; ".join((_format_rates(s.false_pass, "FP"), _format_rates(s.false_fail, "FF")))
+        for s in every
+    ]

@@ -160,6 +160,32 @@ def mapping_required(old_labels: list[str], new_labels: list[str]) -> list[str]:
     return [label for label in old_labels if label not in new_labels]
 
 
+def _required(
+    old_label: str,
+    new_label: str,
+    old_labels: list[str],
+    new_labels: list[str],
+    seen: list[str],
+    location: str,
+) -> list[Problem]:
+    """Without a mapping: the old labels (and verdicts) the new vocabulary lacks."""
+    needed = mapping_required(old_labels, new_labels)
+    unmapped = sorted(set(needed) | {v for v in seen if v not in new_labels})
+    if not unmapped:
+        return []
+    return [
+        Problem(
+            location=location,
+            code="label_mapping_required",
+            message=f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is"
+            f" compared in ({new_labels}) does not have: renamed categories need a reviewed"
+            " mapping",
+            fix="write a label mapping (old -> new, approver, approved date) and pass it with"
+            " --label-mapping; unknown labels are never guessed",
+        )
+    ]
+
+
 def mapping_problems(
     loaded: LoadedMapping | None,
     *,
@@ -178,84 +204,56 @@ def mapping_problems(
     must already be a new label. With one, every old label and every observed verdict must be
     mapped, into the new vocabulary.
     """
-    needed = mapping_required(old_labels, new_labels)
     seen = sorted(observed or ())
     if loaded is None:
-        unmapped = sorted(set(needed) | {v for v in seen if v not in new_labels})
-        if not unmapped:
-            return []
-        return [
-            Problem(
-                location=location,
-                code="label_mapping_required",
-                message=(
-                    f"{old_label} uses labels {unmapped} that the vocabulary {new_label} is"
-                    f" compared in ({new_labels}) does not have: renamed categories need a reviewed"
-                    " mapping"
-                ),
-                fix=(
-                    "write a label mapping (old -> new, approver, approved date) and pass it with"
-                    " --label-mapping; unknown labels are never guessed"
-                ),
-            )
-        ]
+        return _required(old_label, new_label, old_labels, new_labels, seen, location)
     m = loaded.mapping
-    loc = loaded.path
-    problems: list[Problem] = []
-    if m.source is not None and m.source != old_label:
-        problems.append(
-            Problem(
-                location=loc,
-                code="mapping_other_versions",
-                message=f"the mapping is from {m.source}, not {old_label}",
-                fix="use the mapping reviewed for these two versions",
-            )
-        )
-    if m.target is not None and m.target != new_label:
-        problems.append(
-            Problem(
-                location=loc,
-                code="mapping_other_versions",
-                message=f"the mapping is to {m.target}, not {new_label}",
-                fix="use the mapping reviewed for these two versions",
-            )
-        )
+    same = "use the mapping reviewed for these two versions"
+    found: list[tuple[bool, str, str, str]] = [
+        (
+            m.source is not None and m.source != old_label,
+            "mapping_other_versions",
+            f"the mapping is from {m.source}, not {old_label}",
+            same,
+        ),
+        (
+            m.target is not None and m.target != new_label,
+            "mapping_other_versions",
+            f"the mapping is to {m.target}, not {new_label}",
+            same,
+        ),
+    ]
     for old, new in sorted(m.mapping.items()):
-        if old not in old_labels:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="mapping_unknown_label",
-                    message=f"maps {old!r}, which is not one of {old_label}'s labels {old_labels}",
-                    fix="map only the old version's labels; correct the spelling",
-                )
-            )
-        if new not in new_labels:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="mapping_unknown_target",
-                    message=f"maps {old!r} to {new!r}, which is not one of {new_labels}",
-                    fix="map every old label to a label of the new vocabulary",
-                )
-            )
+        found += [
+            (
+                old not in old_labels,
+                "mapping_unknown_label",
+                f"maps {old!r}, which is not one of {old_label}'s labels {old_labels}",
+                "map only the old version's labels; correct the spelling",
+            ),
+            (
+                new not in new_labels,
+                "mapping_unknown_target",
+                f"maps {old!r} to {new!r}, which is not one of {new_labels}",
+                "map every old label to a label of the new vocabulary",
+            ),
+        ]
     unmapped = sorted({label for label in [*old_labels, *seen] if label not in m.mapping})
-    if unmapped:
-        problems.append(
-            Problem(
-                location=loc,
-                code="label_unmapped",
-                message=(
-                    f"{old_label}'s labels {unmapped} are not mapped: an unmapped label blocks the"
-                    " comparison"
-                ),
-                fix=(
-                    "map every old label (identity entries such as 'pass: pass' included) and have"
-                    " the mapping reviewed again"
-                ),
-            )
+    found.append(
+        (
+            bool(unmapped),
+            "label_unmapped",
+            f"{old_label}'s labels {unmapped} are not mapped: an unmapped label blocks the"
+            " comparison",
+            "map every old label (identity entries such as 'pass: pass' included) and have the"
+            " mapping reviewed again",
         )
-    return problems
+    )
+    return [
+        Problem(location=loaded.path, code=code, message=message, fix=fix)
+        for failed, code, message, fix in found
+        if failed
+    ]
 
 
 def mapping_snapshot(path: Path) -> Snapshot:

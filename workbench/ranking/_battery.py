@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._args import check_int, check_run_arguments
 from .._io import atomic_write_json, read_json_file
+from .._lock import LOCK_FILE, RETIRED_LOCKS
 from ..errors import Problem, WorkbenchError
 from ._capture import (
     CaptureConfig,
@@ -224,17 +225,14 @@ async def run_ranking(
     check_run_arguments(concurrency=concurrency, budget_usd=budget_usd, max_cases=max_cases)
     fixture_set = as_fixture_set(fixtures)
     out = Path(out_dir)
-    if (out / "ranking_lock.json").exists():
+    if any((out / name).exists() for name in (LOCK_FILE, *RETIRED_LOCKS)):
         raise WorkbenchError(
             "run locked",
             [
                 Problem(
                     location=str(out),
                     code="run_locked",
-                    message=(
-                        "the run directory is locked (ranking_lock.json): nothing may be added"
-                        " to it"
-                    ),
+                    message=("the run directory is locked (lock.json): nothing may be added to it"),
                     fix="use a new output directory",
                 )
             ],

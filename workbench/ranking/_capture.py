@@ -23,26 +23,26 @@ no expiry when retention is not declared).
 
 ``workbench prune`` deletes payload files whose expiry has passed and appends each deletion to
 ``payloads/pruned.jsonl``; ``results.jsonl``, the index and every digest stay. A run locked with
-``workbench ranking run --lock`` (``ranking_lock.json``, :class:`RankingLock`) hashes every file
-*except* the payloads, and records each payload's sha256 separately: verification
-(:func:`verify_ranking_run`, ``workbench ranking verify``) checks a present payload against its
-hash and accepts an absent one only when the prune log records it with the same hash after its
-expiry. The hashed evidence (results with their stubs, the report, the gate) never contains a
-payload, so pruning cannot break it.
+``workbench ranking run --lock`` gets the one lock format of every report (``lock.json``, kind
+``ranking``: :mod:`workbench._lock`): every file is hashed but the payloads, whose sha256 are
+listed apart, and their prune log. The one verification (``workbench verify RUN_DIR``, or
+``workbench ranking verify``) checks a present payload against its hash and accepts an absent
+one only when the prune log records it with the same hash after its expiry; any other file
+added, changed or removed fails it. The hashed evidence (results with their stubs, the report,
+the gate) never contains a payload, so pruning cannot break it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import re
 import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, TypeGuard
 
-from pydantic import AwareDatetime, Field
+from pydantic import Field
 
 from .._io import (
     AppendOnlyLog,
@@ -56,15 +56,26 @@ from .._io import (
     sha256_json,
     sha256_text,
 )
+from .._lock import (
+    LOCK_FILE,
+    PRUNE_LOG,
+    Lock,
+    Verification,
+    check_report_file,
+    lock_run,
+    maybe_sha256,
+    pruned_payloads,
+    verify_lock,
+)
 from .._record import Record as _Frozen
+from .._signing import Signer
 from ..errors import Problem, WorkbenchError
 
 CAPTURE_FILE = "capture.json"
 PAYLOAD_DIR = "payloads"
 PAYLOAD_INDEX = f"{PAYLOAD_DIR}/index.jsonl"
-PRUNE_LOG = f"{PAYLOAD_DIR}/pruned.jsonl"
-LOCK_FILE = "ranking_lock.json"
-LOCK_SCHEMA_VERSION = 1
+REPORT_FILE = "ranking_report.json"
+HTML_FILE = "report.html"
 Excerpt = Literal["user_input", "context", "candidates"]
 
 
@@ -435,20 +446,13 @@ def _index(run_dir: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _pruned(run_dir: Path) -> dict[str, dict[str, Any]]:
-    path = run_dir / PRUNE_LOG
-    if not path.exists():
-        return {}
-    return {row["payload"]: row for row in (loads_json(line) for _, line in iter_jsonl_lines(path))}
-
-
 def prune_run(
     run_dir: str | Path, now: datetime | None = None, *, dry_run: bool = False
 ) -> PruneResult:
     """Delete the expired payloads of one ranking run; keep every digest; verify its lock after."""
     root = Path(run_dir)
     now = now or datetime.now(UTC)
-    index, done = _index(root), _pruned(root)
+    index, done = _index(root), pruned_payloads(root)
     pruned: list[str] = []
     kept = 0
     log: AppendOnlyLog | None = None
@@ -501,190 +505,89 @@ def find_runs(paths: list[str | Path]) -> list[Path]:
     return sorted(found)
 
 
-# -- the lock -----------------------------------------------------------------------------------
+# -- the lock: the one lock format (workbench._lock), kind ``ranking`` -------------------------
 
 
-class RankingLock(_Frozen):
-    """``ranking_lock.json``: a ranking run's evidence, hashed so that pruning payloads keeps it
-    verifiable."""
-
-    schema_version: int = LOCK_SCHEMA_VERSION
-    """Lock format version."""
-    kind: Literal["workbench.ranking.lock"] = "workbench.ranking.lock"
-    """Record type."""
-    created_at: AwareDatetime
-    """When the run was locked (UTC)."""
-    outcome: str
-    """The ranking gate's outcome."""
-    files: dict[str, str]
-    """sha256 of every file in the run directory except this lock and ``payloads/``."""
-    payloads: dict[str, str]
-    """sha256 of every payload file (``payloads/<sha>.json``), present or pruned."""
-    capture: CaptureConfig | None
-    """The run's capture config."""
-    lock_sha256: str = ""
-    """sha256 over the canonical JSON of this lock without this field."""
-
-    def content_sha256(self) -> str:
-        return sha256_json(self.model_dump(mode="json", exclude={"lock_sha256"}))
-
-
-def _hashed_files(root: Path) -> dict[str, str]:
-    return {
-        p.relative_to(root).as_posix(): sha256_file(p)
-        for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != LOCK_FILE and p.relative_to(root).parts[0] != PAYLOAD_DIR
-    }
-
-
-def lock_ranking_run(run_dir: str | Path, outcome: str, now: datetime | None = None) -> RankingLock:
-    """Write ``ranking_lock.json`` (refused when the run is already locked)."""
+def lock_ranking_run(
+    run_dir: str | Path,
+    outcome: str,
+    now: datetime | None = None,
+    *,
+    signer: Signer | None = None,
+    html: str | None = None,
+) -> Lock:
+    """Lock a ranking run: ``lock.json`` of kind ``ranking`` (:mod:`workbench._lock`) over every
+    file, its payloads listed apart so that pruning keeps it verifiable. ``html``: the run's
+    ``report.html``, written first. Refused when the run is already locked."""
     root = Path(run_dir)
-    if (root / LOCK_FILE).exists():
-        raise WorkbenchError(
-            "already locked",
-            [
-                Problem(
-                    location=str(root / LOCK_FILE),
-                    code="run_locked",
-                    message="the run is already locked",
-                    fix="use a new --out directory for a new run",
-                )
-            ],
-        )
-    payloads = {rel: entry["payload_sha256"] for rel, entry in _index(root).items()}
-    lock = RankingLock(
-        created_at=(now or datetime.now(UTC)).replace(microsecond=0),
+    report = _report_of(root)
+    gate = report.get("gate") or {}
+    if html is not None and not (root / LOCK_FILE).exists():
+        atomic_write_text(root / HTML_FILE, html)
+    return lock_run(
+        root,
+        kind="ranking",
+        subject=str(report.get("fixtures") or root.name),
+        candidate=str(report.get("judge") or "(no results)"),
+        fingerprint=str(report.get("judge_fingerprint") or ""),
         outcome=outcome,
-        files=_hashed_files(root),
-        payloads=payloads,
-        capture=read_capture_config(root),
-    )
-    sealed = lock.model_copy(update={"lock_sha256": lock.content_sha256()})
-    atomic_write_text(
-        root / LOCK_FILE,
-        json.dumps(sealed.model_dump(mode="json"), indent=2, sort_keys=True) + "\n",
-    )
-    return sealed
-
-
-def verify_ranking_run(run_dir: str | Path) -> list[Problem]:
-    """Recompute a locked ranking run's hashes; payloads may be absent only when pruned after
-    expiry."""
-    root = Path(run_dir)
-    path = root / LOCK_FILE
-    if not path.exists():
-        return [
-            Problem(
-                location=str(path),
-                code="lock_missing",
-                message="the run has no ranking_lock.json",
-                fix="lock a run with workbench ranking run --lock",
+        blockers=list(gate.get("blockers") or []),
+        evidence={
+            name: maybe_sha256(root / file)
+            for name, file in (
+                ("report", REPORT_FILE),
+                ("results", "results.jsonl"),
+                ("capture", CAPTURE_FILE),
+                ("payload_index", PAYLOAD_INDEX),
             )
-        ]
+        },
+        payloads={rel: entry["payload_sha256"] for rel, entry in _index(root).items()},
+        signer=signer,
+        now=now,
+    )
+
+
+def _report_of(root: Path) -> dict[str, Any]:
+    path = root / REPORT_FILE
+    report = read_json_file(path) if path.is_file() else {}
+    return report if isinstance(report, dict) else {}
+
+
+def ranking_outcome(report: dict[str, Any]) -> str:
+    """The outcome a ranking report states: its gate's (``unknown`` without a gate)."""
+    gate = report.get("gate")
+    return str(gate.get("outcome")) if isinstance(gate, dict) else "unknown"
+
+
+def check_ranking_lock(root: Path, lock: Lock, result: Verification, gold: Any = None) -> None:
+    """The checks of a locked ranking run: its ``ranking_report.json`` (hashed with the rest)
+    says the lock's outcome, judge and blockers."""
+    if lock.evidence.get("report") is None:
+        result.ok("outcome", "not checked: the run was locked without a ranking report")
+        return
     try:
-        lock = RankingLock.model_validate(read_json_file(path))
-    except (ValueError, OSError) as exc:
-        return [
-            Problem(
-                location=str(path),
-                code="lock_unreadable",
-                message=f"the lock cannot be read ({str(exc).splitlines()[0][:120]})",
-                fix="restore ranking_lock.json; a lock is never edited",
-            )
-        ]
-    problems: list[Problem] = []
-    if lock.content_sha256() != lock.lock_sha256:
-        problems.append(
-            Problem(
-                location=str(path),
-                code="lock_changed",
-                message="ranking_lock.json was modified: its content no longer matches lock_sha256",
-                fix="restore the lock; a lock is never edited",
-            )
-        )
-    actual = _hashed_files(root)
-    for rel, digest in sorted(lock.files.items()):
-        if rel not in actual:
-            problems.append(
-                Problem(
-                    location=str(root / rel),
-                    code="file_missing",
-                    message="a locked file is missing",
-                    fix="restore the file from the original run",
-                )
-            )
-        elif actual[rel] != digest:
-            problems.append(
-                Problem(
-                    location=str(root / rel),
-                    code="file_changed",
-                    message="the file changed after the run was locked",
-                    fix="restore the original file; a new run goes in a new directory",
-                )
-            )
-    for rel in sorted(set(actual) - set(lock.files)):
-        problems.append(
-            Problem(
-                location=str(root / rel),
-                code="file_added",
-                message="a file was added after the run was locked",
-                fix="remove it; locked runs are immutable",
-            )
-        )
-    pruned = _pruned(root)
-    present = (
-        {p.relative_to(root).as_posix() for p in (root / PAYLOAD_DIR).glob("*.json")}
-        if (root / PAYLOAD_DIR).is_dir()
-        else set()
-    )
-    for rel, digest in sorted(lock.payloads.items()):
-        target = root / rel
-        if target.exists():
-            if sha256_file(target) != digest:
-                problems.append(
-                    Problem(
-                        location=str(target),
-                        code="payload_changed",
-                        message="the payload no longer matches its recorded sha256",
-                        fix="restore the payload or let it be pruned; payloads are never edited",
-                    )
-                )
-            continue
-        row = pruned.get(rel)
-        if row is None or row.get("payload_sha256") != digest:
-            problems.append(
-                Problem(
-                    location=str(target),
-                    code="payload_missing",
-                    message="a payload is missing and the prune log does not record its deletion",
-                    fix=(
-                        "restore the payload; only `workbench prune` removes payloads, after their"
-                        " expiry"
-                    ),
-                )
-            )
-        elif row.get("expired_at") is None or datetime.fromisoformat(
-            row["pruned_at"]
-        ) < datetime.fromisoformat(row["expired_at"]):
-            problems.append(
-                Problem(
-                    location=str(target),
-                    code="payload_pruned_early",
-                    message="the prune log records a deletion before the payload's declared expiry",
-                    fix="payloads are kept for their declared retention; restore it",
-                )
-            )
-    for rel in sorted(present - set(lock.payloads)):
-        problems.append(
-            Problem(
-                location=str(root / rel),
-                code="file_added",
-                message="a payload was added after the run was locked",
-                fix="remove it; locked runs are immutable",
-            )
-        )
-    return problems
+        report = _report_of(root)
+    except (OSError, ValueError, RecursionError):
+        report = {}
+    gate = report.get("gate") if isinstance(report.get("gate"), dict) else {}
+    said = {
+        "outcome": ranking_outcome(report),
+        "judge_fingerprint": report.get("judge_fingerprint") or "",
+        "blocker codes": [b.get("code") for b in (gate or {}).get("blockers") or []],
+    }
+    check_report_file(root, lock, result, REPORT_FILE, said)
+
+
+RankingLock = Lock
+"""A ranking run's lock is the one lock format (:class:`workbench._lock.Lock`, kind ``ranking``)."""
+
+
+def verify_ranking_run(
+    run_dir: str | Path, trusted: dict[bytes, str] | None = None
+) -> list[Problem]:
+    """Every problem the one verification (:func:`workbench._lock.verify_lock`) finds in a
+    locked ranking run; payloads may be absent only when pruned after their expiry."""
+    return verify_lock(run_dir, trusted=trusted).problems
 
 
 def read_payload(run_dir: str | Path, rendered_request: Any) -> Any | None:
@@ -698,3 +601,48 @@ def read_payload(run_dir: str | Path, rendered_request: Any) -> Any | None:
     if not path.exists():
         return None
     return read_json_file(path)
+
+
+def ranking_html(report: Any) -> str:
+    """A locked ranking run's ``report.html``: the one report renderer
+    (:func:`workbench.reports.render_document`) over the sections ranking contributes."""
+    from ..reports._format import rate_text
+    from ..reports._present import outcome_section
+    from ..reports._render import Section, render_document, table_section
+
+    gate = report.gate
+    outcome = gate.outcome if gate else "unknown"
+    facts = [
+        ("judge", report.judge or "(no results)"),
+        ("judge fingerprint", report.judge_fingerprint or "-"),
+        ("fixtures", f"{report.fixtures} (sha256 {report.fixtures_sha256[:12]})"),
+        ("fixtures frozen", "yes" if report.fixtures_frozen else "no"),
+        ("cases", report.cases),
+        ("attempts", f"{report.valid_attempts} valid of {report.attempts}"),
+        ("gate", f"policy {gate.policy} ({gate.mode}): {gate.note}" if gate else "-"),
+    ]
+    slices = [
+        [s.slice, s.cases, s.must_win_cases, rate_text(s.agreement)]
+        + [rate_text(s.reversed_cases), rate_text(s.drift_cases), rate_text(s.position_stable)]
+        for s in report.slices
+    ]
+    failures = [[f.case, f.gate, f.diagnosis, f.owner, f.reproduce] for f in report.failures]
+    title = f"Ranking report: {report.judge or '(no results)'} on {report.fixtures}"
+    return render_document(
+        title,
+        [
+            outcome_section(outcome, gate.blockers if gate else [], candidate=str(report.judge)),
+            Section("facts", {"title": "Ranking run", "rows": facts}),
+            table_section(
+                "Per slice",
+                ["slice", "cases", "must-win", "agreement", "reversed", "drift", "stable"],
+                slices,
+            ),
+            table_section(
+                "Failure artifacts (failures/<case>.json)",
+                ["case", "gate", "diagnosis", "owner", "reproduce"],
+                failures,
+                empty="No failing case.",
+            ),
+        ],
+    )

@@ -1,12 +1,19 @@
 """Certification and locked reports: certify, render, lock, sign, verify, list.
 
+Every locked report (a certification, a migration, a locked ranking or noise run) has one lock
+format and one verification (:mod:`workbench._lock`: :class:`Lock`, :func:`verify_one`);
+every report page is one renderer's (:func:`render_document`: sections of one template).
+
 Presentation shared with the notebooks: styled tables (:func:`slice_table`, :func:`styled`,
 :func:`transitions_table`), charts (:func:`slice_error_chart`, :func:`confusion_heatmap`,
 :func:`threshold_sweep_chart`) and blockers grouped per slice (:func:`blockers_display`).
 """
 
+from .._lock import LOCK_FILE, STARTED_FILE, Lock, read_lock
+from .._signing import LockSignature, load_signer, load_trust
 from ._blockers import BlockerGroup, group_blockers, more_needed, why_lines
-from ._certify import Certification, CertificationResult, certify, default_notebook, resolve_budget
+from ._certification import Certification
+from ._certify import CertificationResult, certify, default_notebook, resolve_budget
 from ._charts import (
     candidates_chart,
     charts_row,
@@ -18,8 +25,7 @@ from ._charts import (
     to_svg,
 )
 from ._format import DASH, DASH_NOTE, pct, rate_text
-from ._listing import STARTED_FILE, list_reports
-from ._lock import LOCK_FILE, Lock, read_lock
+from ._listing import list_reports
 from ._ordinal import ordinal_section_html, ordinal_tables
 from ._present import (
     agreement_summary,
@@ -39,8 +45,7 @@ from ._present import (
     outcome_html,
     previous_certification,
 )
-from ._render import external_references, render_html
-from ._signing import LockSignature, load_signer, load_trust
+from ._render import Section, external_references, render_document, render_html, section_html
 from ._slices import SliceRow, slice_rows
 from ._tables import (
     Table,
@@ -66,6 +71,7 @@ __all__ = [
     "Lock",
     "LockSignature",
     "ReportVerification",
+    "Section",
     "SliceRow",
     "Table",
     "agreement_summary",
@@ -104,8 +110,10 @@ __all__ = [
     "rate_columns",
     "rate_text",
     "read_lock",
+    "render_document",
     "render_html",
     "resolve_budget",
+    "section_html",
     "slice_error_chart",
     "slice_rates_chart",
     "slice_rows",

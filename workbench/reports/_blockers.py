@@ -73,34 +73,33 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
     return obj.get(name, default) if isinstance(obj, dict) else getattr(obj, name, default)
 
 
+_FAMILY_PREFIXES = (
+    ("control_failed_", "controls"),
+    ("cost_", "cost"),
+    ("false_pass", "false_pass"),
+    ("false_fail", "false_fail"),
+    ("abstention", "abstention"),
+)
+_FAMILY_CODES = {
+    "lineage_failed": "lineage",
+    "too_few_cases": "min_n",
+    "constant_verdict": "constant",
+    **dict.fromkeys(COMPLETENESS, "completeness"),
+    **dict.fromkeys(CONSISTENCY, "consistency"),
+}
+
+
 def family(blocker: Any) -> str:
     """The code family of a blocker (``false_pass``, ``controls``, ``completeness``, ...)."""
     code = str(_get(blocker, "code", ""))
-    evidence = _get(blocker, "evidence", {}) or {}
-    if code.startswith("control_failed_"):
-        return "controls"
-    if code == "lineage_failed":
-        return "lineage"
-    if code in COMPLETENESS:
-        return "completeness"
-    if code in CONSISTENCY:
-        return "consistency"
-    if code.startswith("cost_"):
-        return "cost"
     if code == "rate_unbounded":
-        return (
-            "false_fail" if str(evidence.get("rate", "")).startswith("false_fail") else "false_pass"
-        )
-    if code.startswith("false_pass"):
-        return "false_pass"
-    if code.startswith("false_fail"):
-        return "false_fail"
-    if code.startswith("abstention"):
-        return "abstention"
-    if code == "too_few_cases":
-        return "min_n"
-    if code == "constant_verdict":
-        return "constant"
+        rate = str((_get(blocker, "evidence", {}) or {}).get("rate", ""))
+        return "false_fail" if rate.startswith("false_fail") else "false_pass"
+    if code in _FAMILY_CODES:
+        return _FAMILY_CODES[code]
+    prefixed = next((fam for prefix, fam in _FAMILY_PREFIXES if code.startswith(prefix)), None)
+    if prefixed is not None:
+        return prefixed
     from ..policy import BLOCKER_CODES
 
     known = BLOCKER_CODES.get(code)
@@ -295,13 +294,18 @@ def _describe(
     return first + extra, _shorten(first) + extra, None, None
 
 
+_RATE_WORDS = {
+    "false_pass": ("fail", "false passes", "false_passes", "human_fails_decided", "human_fails"),
+    "false_fail": ("pass", "false fails", "false_fails", "human_passes_decided", "human_passes"),
+}
+
+
 def _rate_family(
     fam: str, codes: list[str], raw: list[dict[str, Any]], ev: dict[str, Any]
 ) -> tuple[str, str, int | None, str | None]:
-    human = "fail" if fam == "false_pass" else "pass"
-    what = "false passes" if fam == "false_pass" else "false fails"
-    count_key = "false_passes" if fam == "false_pass" else "false_fails"
-    total_key = "human_fails_decided" if fam == "false_pass" else "human_passes_decided"
+    """A false-pass or false-fail group: unbounded (no case decided), over the limit, or a
+    bound too wide to show the limit."""
+    human, what, count_key, total_key, scope_key = _RATE_WORDS[fam]
     limit = next(
         (
             r["evidence"].get("limit")
@@ -310,81 +314,84 @@ def _rate_family(
         ),
         None,
     )
-    count_limit = next(
-        (r["evidence"].get("limit") for r in raw if r["code"] == "false_passes_exceeded"), None
-    )
     if "rate_unbounded" in codes:
-        to_bound, at_zero, more = sample_figures(ev, have=0, errors=0, limit=limit)
-        in_scope = ev.get("human_fails" if fam == "false_pass" else "human_passes", 0)
-        if more is None:
-            need = "no sample can show this limit: the policy must change"
-        elif to_bound is not None:
-            need = f"{to_bound} are needed to bound it at half the limit ({at_zero} at zero errors)"
-        else:
-            need = f"at least {more} {'is' if more == 1 else 'are'} needed"
-        text = (
-            f"no human-{human} case judged pass or fail ({in_scope} in scope), so the {what} limit"
-            f" cannot be checked: {need}"
-        )
-        return (
-            text,
-            f"no human-{human} case decided: {more if more is not None else 'no sample'} needed",
-            more,
-            f"human-{human}",
-        )
+        return _unbounded(human, what, limit, ev.get(scope_key, 0), ev)
     k, n = int(ev.get(count_key, 0)), int(ev.get(total_key, 0))
-    rate = {
-        "rate": ev.get("rate"),
-        "ci95_low": ev.get("ci95_low"),
-        "ci95_high": ev.get("ci95_high"),
-    }
-    basis = ev.get("basis")
-    quality = [c for c in codes if c.endswith("_exceeded")]
-    if quality:
-        allowed = []
-        if count_limit is not None:
-            allowed.append(f"at most {count_limit}")
-        if limit is not None:
-            on = "upper 95% bound" if basis == "upper_95" else "observed rate"
-            allowed.append(f"{pct(limit)} ({on} {pct(ev.get('compared'))})")
-        noun = what if k != 1 else what[:-2]
-        text = (
-            f"{k} {noun} in {n} human-{human} cases judged pass or fail ({rate_text(rate)}); the"
-            " policy allows " + " and ".join(allowed)
+    if any(c.endswith("_exceeded") for c in codes):
+        count_limit = next(
+            (r["evidence"].get("limit") for r in raw if r["code"] == "false_passes_exceeded"), None
         )
-        short = f"{k} of {n} {what} ({pct(ev.get('rate'))}), over " + " and ".join(
-            a.split(" (")[0] for a in allowed
-        )
-        return text, short, None, None
+        return _exceeded(human, what, k, n, (count_limit, limit), ev)
+    return _unproven(human, what, k, n, limit, ev)
+
+
+def _unbounded(
+    human: str, what: str, limit: Any, in_scope: Any, ev: dict[str, Any]
+) -> tuple[str, str, int | None, str | None]:
+    to_bound, at_zero, more = sample_figures(ev, have=0, errors=0, limit=limit)
+    if more is None:
+        need = "no sample can show this limit: the policy must change"
+    elif to_bound is not None:
+        need = f"{to_bound} are needed to bound it at half the limit ({at_zero} at zero errors)"
+    else:
+        need = f"at least {more} {'is' if more == 1 else 'are'} needed"
+    text = (
+        f"no human-{human} case judged pass or fail ({in_scope} in scope), so the {what} limit"
+        f" cannot be checked: {need}"
+    )
+    needed = more if more is not None else "no sample"
+    return text, f"no human-{human} case decided: {needed} needed", more, f"human-{human}"
+
+
+def _exceeded(
+    human: str, what: str, k: int, n: int, limits: tuple[Any, Any], ev: dict[str, Any]
+) -> tuple[str, str, int | None, str | None]:
+    count_limit, limit = limits
+    allowed = [] if count_limit is None else [f"at most {count_limit}"]
+    if limit is not None:
+        on = "upper 95% bound" if ev.get("basis") == "upper_95" else "observed rate"
+        allowed.append(f"{pct(limit)} ({on} {pct(ev.get('compared'))})")
+    rate = {key: ev.get(key) for key in ("rate", "ci95_low", "ci95_high")}
+    text = (
+        f"{k} {what if k != 1 else what[:-2]} in {n} human-{human} cases judged pass or fail"
+        f" ({rate_text(rate)}); the policy allows " + " and ".join(allowed)
+    )
+    over = " and ".join(a.split(" (")[0] for a in allowed)
+    return text, f"{k} of {n} {what} ({pct(ev.get('rate'))}), over {over}", None, None
+
+
+def _unproven(
+    human: str, what: str, k: int, n: int, limit: Any, ev: dict[str, Any]
+) -> tuple[str, str, int | None, str | None]:
     to_bound, at_zero, more = sample_figures(ev, have=n, errors=k, limit=limit)
+    one = what[:-2]
+    cases = f"human-{human} case{'s' if more != 1 else ''} judged pass or fail"
     observed = (
-        f"no {what[:-2]}"
+        f"no {one}"
         if k == 0
-        else (
-            f"{k} {what if k != 1 else what[:-2]} (observed {pct(ev.get('rate'))}, within the"
-            " limit)"
-        )
+        else f"{k} {what if k != 1 else one} (observed {pct(ev.get('rate'))}, within the limit)"
     )
     if more is None:
         tail = "no sample can show this limit"
     elif to_bound is not None and n < to_bound:
         tail = (
-            f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail needed:"
-            f" {to_bound} to bound it at half the limit ({at_zero} at zero errors)"
+            f"{more} more {cases} needed: {to_bound} to bound it at half the limit ({at_zero} at"
+            " zero errors)"
         )
     else:
-        tail = (
-            f"{more} more human-{human} case{'s' if more != 1 else ''} judged pass or fail (with no"
-            f" further {what[:-2]}) would bound it"
-        )
+        tail = f"{more} more {cases} (with no further {one}) would bound it"
+    high = pct(ev.get("ci95_high"))
     text = (
         f"{observed} in {n} human-{human} cases judged pass or fail, but the upper 95% bound"
-        f" {pct(ev.get('ci95_high'))} is above the {pct(limit)} limit: {tail}"
+        f" {high} is above the {pct(limit)} limit: {tail}"
     )
-    short = f"{k}/{n} {what}, upper bound {pct(ev.get('ci95_high'))} > {pct(limit)}: " + (
-        f"{more} more human-{human} cases needed" if more is not None else "cannot be shown"
+    needed = f"{more} more human-{human} cases needed" if more is not None else "cannot be shown"
+    return (
+        text,
+        f"{k}/{n} {what}, upper bound {high} > {pct(limit)}: {needed}",
+        more,
+        f"human-{human}",
     )
-    return text, short, more, f"human-{human}"
 
 
 def _shorten(text: str, limit: int = 110) -> str:

@@ -372,6 +372,13 @@ def confusion_heatmap(
     )
 
 
+_SWEEP_SERIES = (
+    ("false-pass rate", "false_pass_rate"),
+    ("false-pass upper 95% bound", "false_pass_rate_upper_95"),
+    ("false-fail rate", "false_fail_rate"),
+)
+
+
 def threshold_sweep_chart(
     sweep: Any,
     *,
@@ -387,46 +394,8 @@ def threshold_sweep_chart(
     figure (the upper bound on the ``upper_95`` basis) is above ``limit`` are drawn red.
     """
     import altair as alt
-    import pandas as pd
 
-    finite = sweep[sweep["threshold"].map(lambda t: math.isfinite(float(t)))]
-    compared = "false_pass_rate_upper_95" if basis == "upper_95" else "false_pass_rate"
-    rows = []
-    for _, r in finite.iterrows():
-        over = (
-            limit is not None
-            and r[compared] is not None
-            and not _nan(r[compared])
-            and float(r[compared]) > limit
-        )
-        ff_over = (
-            max_false_fail_rate is not None
-            and r["false_fail_rate"] is not None
-            and not _nan(r["false_fail_rate"])
-            and float(r["false_fail_rate"]) > max_false_fail_rate
-        )
-        for series, column in (
-            ("false-pass rate", "false_pass_rate"),
-            ("false-pass upper 95% bound", "false_pass_rate_upper_95"),
-            ("false-fail rate", "false_fail_rate"),
-        ):
-            value = r[column]
-            if value is None or _nan(value):
-                continue
-            rows.append(
-                {
-                    "threshold": float(r["threshold"]),
-                    "series": series,
-                    "value": float(value),
-                    "meets": "fails a limit" if (over or ff_over) else "meets the limits",
-                    "fp": f"{int(r['false_passes'])}/{int(r['human_fails'])}",
-                    "ff": f"{int(r['false_fails'])}/{int(r['human_passes'])}",
-                    "agreement": float(r["agreement"]),
-                }
-            )
-    data = pd.DataFrame(
-        rows, columns=["threshold", "series", "value", "meets", "fp", "ff", "agreement"]
-    )
+    data = _sweep_data(sweep, limit, basis, max_false_fail_rate)
     low_x = float(data["threshold"].min()) if len(data) else 0.0
     high_x = float(data["threshold"].max()) if len(data) else 1.0
     pad = max(0.02, 0.06 * (high_x - low_x))
@@ -436,13 +405,60 @@ def threshold_sweep_chart(
             "threshold:Q", title="threshold (pass when the score is at least this)", scale=xscale
         )
     )
+    layers = [
+        *_sweep_layers(alt, base),
+        *_sweep_marks(alt, limit, basis, chosen, max_false_fail_rate, low_x),
+    ]
+    subtitle = (
+        "red points: a limit is not met at that threshold; black line: the policy's false-pass"
+        " limit"
+    )
+    return (
+        alt.layer(*layers)
+        .resolve_scale(color="independent")
+        .properties(width=560, height=280, title=alt.Title(title, subtitle=subtitle))
+    )
+
+
+def _over(value: Any, limit: float | None) -> bool:
+    return limit is not None and value is not None and not _nan(value) and float(value) > limit
+
+
+def _sweep_data(sweep: Any, limit: float | None, basis: str, ff_limit: float | None) -> Any:
+    """One row per threshold and series, with whether the threshold meets the limits."""
+    import pandas as pd
+
+    finite = sweep[sweep["threshold"].map(lambda t: math.isfinite(float(t)))]
+    compared = "false_pass_rate_upper_95" if basis == "upper_95" else "false_pass_rate"
+    rows = []
+    for _, r in finite.iterrows():
+        fails = _over(r[compared], limit) or _over(r["false_fail_rate"], ff_limit)
+        rows += [
+            {
+                "threshold": float(r["threshold"]),
+                "series": series,
+                "value": float(r[column]),
+                "meets": "fails a limit" if fails else "meets the limits",
+                "fp": f"{int(r['false_passes'])}/{int(r['human_fails'])}",
+                "ff": f"{int(r['false_fails'])}/{int(r['human_passes'])}",
+                "agreement": float(r["agreement"]),
+            }
+            for series, column in _SWEEP_SERIES
+            if r[column] is not None and not _nan(r[column])
+        ]
+    columns = ["threshold", "series", "value", "meets", "fp", "ff", "agreement"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _sweep_layers(alt: Any, base: Any) -> list[Any]:
+    """The rate lines (step) and the points coloured by whether the threshold meets the limits."""
     lines = base.mark_line(interpolate="step-after").encode(
         y=alt.Y("value:Q", title="rate", scale=alt.Scale(domain=[0, 1]), axis=alt.Axis(format="%")),
         color=alt.Color(
             "series:N",
             title=None,
             scale=alt.Scale(
-                domain=["false-pass rate", "false-pass upper 95% bound", "false-fail rate"],
+                domain=[series for series, _ in _SWEEP_SERIES],
                 range=["#cf222e", "#ff8182", "#0969da"],
             ),
             legend=alt.Legend(orient="bottom"),
@@ -470,52 +486,44 @@ def threshold_sweep_chart(
             alt.Tooltip("agreement:Q", format=".1%"),
         ],
     )
-    layers: list[Any] = [lines, points]
-    marks = pd.DataFrame([{"limit": limit, "chosen": chosen, "ff_limit": max_false_fail_rate}])
+    return [lines, points]
+
+
+def _sweep_marks(
+    alt: Any,
+    limit: float | None,
+    basis: str,
+    chosen: float | None,
+    ff_limit: float | None,
+    low_x: float,
+) -> list[Any]:
+    """The policy's limits and the frozen threshold, drawn as rules with their labels."""
+    import pandas as pd
+
+    marks = alt.Chart(pd.DataFrame([{"limit": limit, "chosen": chosen, "ff_limit": ff_limit}]))
+    layers: list[Any] = []
     if limit is not None:
         on = "upper 95% bound" if basis == "upper_95" else "observed rate"
+        label = alt.TextValue(f"false-pass limit {pct(limit)} ({on})")
+        layers += [
+            marks.mark_rule(color="black", strokeWidth=2).encode(y=alt.Y("limit:Q")),
+            marks.mark_text(align="left", dx=4, dy=-7, color="black").encode(
+                y=alt.Y("limit:Q"), x=alt.XDatum(low_x), text=label
+            ),
+        ]
+    if ff_limit is not None:
         layers.append(
-            alt.Chart(marks).mark_rule(color="black", strokeWidth=2).encode(y=alt.Y("limit:Q"))
-        )
-        layers.append(
-            alt.Chart(marks)
-            .mark_text(align="left", dx=4, dy=-7, color="black")
-            .encode(
-                y=alt.Y("limit:Q"),
-                x=alt.XDatum(low_x),
-                text=alt.TextValue(f"false-pass limit {pct(limit)} ({on})"),
-            )
-        )
-    if max_false_fail_rate is not None:
-        layers.append(
-            alt.Chart(marks)
-            .mark_rule(color="#0969da", strokeDash=[2, 2])
-            .encode(y=alt.Y("ff_limit:Q"))
+            marks.mark_rule(color="#0969da", strokeDash=[2, 2]).encode(y=alt.Y("ff_limit:Q"))
         )
     if chosen is not None and math.isfinite(chosen):
-        layers.append(
-            alt.Chart(marks).mark_rule(color="#8250df", strokeWidth=2).encode(x=alt.X("chosen:Q"))
-        )
-        layers.append(
-            alt.Chart(marks)
-            .mark_text(align="right", dx=-4, y=8, color="#8250df")
-            .encode(x=alt.X("chosen:Q"), text=alt.TextValue(f"frozen threshold {chosen:g}"))
-        )
-    return (
-        alt.layer(*layers)
-        .resolve_scale(color="independent")
-        .properties(
-            width=560,
-            height=280,
-            title=alt.Title(
-                title,
-                subtitle=(
-                    "red points: a limit is not met at that threshold; black line: the policy's"
-                    " false-pass limit"
-                ),
+        label = alt.TextValue(f"frozen threshold {chosen:g}")
+        layers += [
+            marks.mark_rule(color="#8250df", strokeWidth=2).encode(x=alt.X("chosen:Q")),
+            marks.mark_text(align="right", dx=-4, y=8, color="#8250df").encode(
+                x=alt.X("chosen:Q"), text=label
             ),
-        )
-    )
+        ]
+    return layers
 
 
 def _nan(value: Any) -> bool:

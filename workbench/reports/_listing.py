@@ -14,11 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write_json, read_json_file, read_jsonl_records
-from ..errors import Problem, WorkbenchError
+from .._lock import LOCK_FILE, STARTED_FILE, read_lock
+from ..errors import Problem, WorkbenchError, refusal
 from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport
-from ._lock import LOCK_FILE, read_lock
 
-STARTED_FILE = "started.json"
 STARTED_SCHEMA_VERSION = 1
 
 
@@ -148,19 +147,12 @@ def previous_report(
                     report_id=report_id, lock_sha256=read_lock(d).lock_sha256, status="locked"
                 )
             except (ValueError, OSError, RecursionError):
-                raise WorkbenchError(
+                raise refusal(
                     "cannot certify",
-                    [
-                        Problem(
-                            location=str(d / LOCK_FILE),
-                            code="previous_report_unreadable",
-                            message=f"the lock of the previous report {report_id} cannot be read",
-                            fix=(
-                                f"run `workbench verify {d}` and restore the report; reports form a"
-                                " chain"
-                            ),
-                        )
-                    ],
+                    str(d / LOCK_FILE),
+                    "previous_report_unreadable",
+                    f"the lock of the previous report {report_id} cannot be read",
+                    f"run `workbench verify {d}` and restore the report; reports form a chain",
                 ) from None
         marker = read_marker(d)
         if marker is None:
@@ -168,15 +160,14 @@ def previous_report(
         status, closing = _status_in(
             Path(marker["ledger_path"]), marker["entry_id"], ledger, entries
         )
-        if status == "finished" and closing is not None:
-            return PreviousReport(
-                report_id=report_id, lock_sha256=closing.lock_sha256, status="locked"
-            )  # its lock is gone: verify says so
-        if status == "open":
-            return PreviousReport(report_id=report_id, status="running")
-        if status == "aborted":
-            return PreviousReport(report_id=report_id, status="aborted")
+        if status == "finished" and closing is not None:  # its lock is gone: verify says so
+            return PreviousReport(report_id=report_id, lock_sha256=closing.lock_sha256)
+        if status in ("open", "aborted"):
+            return PreviousReport(report_id=report_id, status=_STATUS[status])
     return None
+
+
+_STATUS: dict[str, Any] = {"open": "running", "aborted": "aborted"}
 
 
 def reconcile_ledgers(paths: list[Path]) -> list[Problem]:
@@ -213,83 +204,66 @@ def list_reports(
     root = Path(reports_root)
     paths = list(dict.fromkeys([*(ledgers or []), *ledgers_of(root)]))
     reconcile_ledgers(paths)
-    ledger_entries: dict[Path, list[LedgerEntry]] = {
-        p: HeldOutLedger(p).read().entries for p in paths
-    }
-    rows: list[dict[str, Any]] = []
-    for d in report_dirs(root):
-        report_id = d.relative_to(root).as_posix()
-        marker = read_marker(d)
-        if (d / LOCK_FILE).exists():
-            try:
-                lock = read_lock(d)
-            except (ValueError, OSError, RecursionError):
-                rows.append(
-                    {
-                        "report_id": report_id,
-                        "status": "locked",
-                        "outcome": "(unreadable lock)",
-                        "created_at": (marker or {}).get("started_at", ""),
-                    }
-                )
-                continue
-            rows.append(
-                {
-                    "report_id": lock.report_id,
-                    "status": "locked",
-                    "created_at": lock.created_at.isoformat(timespec="seconds"),
-                    "candidate": lock.candidate,
-                    "outcome": lock.outcome,
-                    "blockers": len(lock.blockers),
-                    "rerun_reason": lock.rerun_reason,
-                    "who": lock.ledger_entry.get("who"),
-                    "lock_sha256": lock.lock_sha256[:12],
-                    "signed": lock.signature is not None,
-                }
-            )
-            continue
-        if marker is None:
-            rows.append(
-                {
-                    "report_id": report_id,
-                    "status": "unrecorded",
-                    "outcome": "(no ledger entry: stopped before it started)",
-                    "created_at": "",
-                }
-            )
-            continue
-        entries = ledger_entries.get(Path(marker["ledger_path"]), [])
-        started = next((e for e in entries if e.entry_id == marker["entry_id"]), None)
-        closing = next(
-            (e for e in entries if e.opens == marker["entry_id"] and e.event != "started"), None
-        )
-        if started is None:
-            status = "unrecorded"
-        elif closing is None:
-            status = "running"
-        elif closing.event == "aborted":
-            status = "aborted"
-        else:
-            status = "lock missing"
-        rows.append(
-            {
-                "report_id": report_id,
-                "status": status,
-                "outcome": (
-                    status
-                    if status != "lock missing"
-                    else f"{closing.outcome} (lock.json missing)"
-                    if closing
-                    else status
-                ),
-                "created_at": str(marker.get("started_at", ""))[:19],
-                "candidate": started.candidate if started else None,
-                "who": started.who if started else None,
-                "rerun_reason": started.rerun_reason if started else None,
-            }
-        )
+    entries = {p: HeldOutLedger(p).read().entries for p in paths}
+    rows = [_row(d, d.relative_to(root).as_posix(), entries) for d in report_dirs(root)]
     rows.sort(key=lambda r: (r.get("created_at") or "", r["report_id"]))
     return rows
+
+
+def _row(d: Path, report_id: str, ledgers: dict[Path, list[LedgerEntry]]) -> dict[str, Any]:
+    """One report directory as :func:`list_reports` lists it."""
+    marker = read_marker(d)
+    if (d / LOCK_FILE).exists():
+        try:
+            lock = read_lock(d)
+        except (ValueError, OSError, RecursionError):
+            started = (marker or {}).get("started_at", "")
+            row = {"report_id": report_id, "status": "locked", "outcome": "(unreadable lock)"}
+            return {**row, "created_at": started}
+        return {
+            "report_id": lock.report_id,
+            "status": "locked",
+            "created_at": lock.created_at.isoformat(timespec="seconds"),
+            "candidate": lock.candidate,
+            "outcome": lock.outcome,
+            "blockers": len(lock.blockers),
+            "rerun_reason": lock.rerun_reason,
+            "who": lock.ledger_entry.get("who"),
+            "lock_sha256": lock.lock_sha256[:12],
+            "signed": lock.signature is not None,
+        }
+    if marker is None:
+        outcome = "(no ledger entry: stopped before it started)"
+        return {
+            "report_id": report_id,
+            "status": "unrecorded",
+            "outcome": outcome,
+            "created_at": "",
+        }
+    entries = ledgers.get(Path(marker["ledger_path"]), [])
+    started = next((e for e in entries if e.entry_id == marker["entry_id"]), None)
+    closing = next(
+        (e for e in entries if e.opens == marker["entry_id"] and e.event != "started"), None
+    )
+    status = (
+        "unrecorded"
+        if started is None
+        else "running"
+        if closing is None
+        else ("aborted" if closing.event == "aborted" else "lock missing")
+    )
+    outcome = (
+        f"{closing.outcome} (lock.json missing)" if closing and status == "lock missing" else status
+    )
+    return {
+        "report_id": report_id,
+        "status": status,
+        "outcome": outcome,
+        "created_at": str(marker.get("started_at", ""))[:19],
+        "candidate": started.candidate if started else None,
+        "who": started.who if started else None,
+        "rerun_reason": started.rerun_reason if started else None,
+    }
 
 
 LEGACY_LEDGER = "held_out_ledger.jsonl"
@@ -298,32 +272,23 @@ LEGACY_LEDGER = "held_out_ledger.jsonl"
 def check_legacy_ledger(
     reports_root: Path, fingerprint: str, manifest_sha256: str, rerun_reason: str | None
 ) -> None:
-    """Uses recorded in a pre-chain ledger inside the reports root
-    (``<reports>/held_out_ledger.jsonl``,
-    where the workbench kept it before the ledger moved beside the data) still count."""
+    """Uses recorded in a pre-chain ledger inside the reports root (``<reports>/
+    held_out_ledger.jsonl``, where the workbench kept it before the ledger moved beside the
+    data) still count."""
     legacy = reports_root / LEGACY_LEDGER
     if not legacy.is_file() or (rerun_reason and rerun_reason.strip()):
         return
-    rows = []
     try:
-        for number, row in enumerate(read_jsonl_records(legacy), start=1):
-            if not isinstance(row, dict):
-                raise ValueError(f"record {number} is not an object")
-            rows.append(row)
+        rows = read_jsonl_records(legacy)
+        if not all(isinstance(row, dict) for row in rows):
+            raise ValueError("a record is not an object")
     except (OSError, ValueError, RecursionError) as exc:
-        raise WorkbenchError(
+        raise refusal(
             "cannot certify",
-            [
-                Problem(
-                    location=str(legacy),
-                    code="legacy_ledger_invalid",
-                    message=(
-                        "the earlier held-out ledger in the reports root cannot be read"
-                        f" ({str(exc)[:100]})"
-                    ),
-                    fix="restore it from version control: the uses it records still count",
-                )
-            ],
+            str(legacy),
+            "legacy_ledger_invalid",
+            f"the earlier held-out ledger in the reports root cannot be read ({str(exc)[:100]})",
+            "restore it from version control: the uses it records still count",
         ) from None
     unused = {
         r.get("opens")
@@ -331,29 +296,20 @@ def check_legacy_ledger(
         if r.get("event") == "finished" and r.get("held_out_used") is False
     }
     earlier = [
-        r
+        str(r.get("report_id"))
         for r in rows
         if r.get("event") == "started"
         and r.get("entry_id") not in unused
-        and r.get("candidate_fingerprint") == fingerprint
-        and r.get("held_out_manifest_sha256") == manifest_sha256
+        and (r.get("candidate_fingerprint"), r.get("held_out_manifest_sha256"))
+        == (fingerprint, manifest_sha256)
     ]
     if earlier:
-        listing = ", ".join(str(r.get("report_id")) for r in earlier)
-        raise WorkbenchError(
+        raise refusal(
             "refusing to certify again",
-            [
-                Problem(
-                    location=str(legacy),
-                    code="held_out_reuse",
-                    message=(
-                        "the earlier held-out ledger in this reports root records this candidate"
-                        f" fingerprint on the same held-out manifest: {listing}"
-                    ),
-                    fix=(
-                        'pass --rerun-reason "..." to certify again; the reason is recorded in the'
-                        " ledger and printed in the report"
-                    ),
-                )
-            ],
+            str(legacy),
+            "held_out_reuse",
+            "the earlier held-out ledger in this reports root records this candidate fingerprint"
+            f" on the same held-out manifest: {', '.join(earlier)}",
+            'pass --rerun-reason "..." to certify again; the reason is recorded in the ledger and'
+            " printed in the report",
         )

@@ -24,9 +24,10 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from .._io import atomic_write_json, read_json_file, write_jsonl
-from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset
+from .._io import atomic_write_json, read_json_file, read_jsonl_records, write_jsonl
+from .._lock import LOCK_FILE, Lock, read_lock, resolve_report_path
+from ..errors import Problem, WorkbenchError, refusal
+from ..gold import GoldDataset, load_dataset
 from ..judges import Judge, load_candidate, load_spec
 from ..migration._certify import (
     BASELINE_CONTROLS_DIR,
@@ -36,15 +37,24 @@ from ..migration._certify import (
     TRANSITIONS_FILE,
     MigrationEvidence,
     TransitionRow,
+    evaluate_migration,
+    pending_transitions,
 )
+from ..migration._compare import mapped_controls
 from ..migration._mapping import LoadedMapping, load_label_mapping, mapping_problems
 from ..policy import Blocker, Policy
 from ..review._transition_reviews import TransitionReview, read_transition_reviews
+from ._render import Section, section_html, table_section
 
 BASELINE_INPUTS = "inputs/baseline"
 MAPPING_COPY = "inputs/label_mapping.yaml"
 STUDIES_COPY = "repeatability/studies.jsonl"
 SENTINELS_DIR = "sentinels"
+TRANSITIONS_HTML = "transitions.html"
+"""The restricted page listing every transition of a migration certification, case by case."""
+control_report_from_records = mapped_controls
+"""A control report rebuilt from stored control records, verdicts mapped (both sides of a
+comparison and a migration certification use the one function)."""
 
 
 def copy_spec(spec_path: Path, target_dir: Path) -> Path:
@@ -55,12 +65,10 @@ def copy_spec(spec_path: Path, target_dir: Path) -> Path:
     copy = target_dir / spec_path.name
     shutil.copyfile(spec_path, copy)
     for rel in (spec.prompt_file, spec.results):
-        if rel:
-            source = (spec_path.parent / rel).resolve()
-            target = (target_dir / rel).resolve()
-            if target_dir.resolve() in target.parents:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, target)
+        target = (target_dir / rel).resolve() if rel else None
+        if rel and target is not None and target_dir.resolve() in target.parents:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile((spec_path.parent / rel).resolve(), target)
     return copy
 
 
@@ -81,10 +89,8 @@ def check_migration_inputs(
                 location=str(baseline),
                 code="baseline_is_candidate",
                 message=f"the baseline {old.spec.label} is the candidate itself (same fingerprint)",
-                fix=(
-                    "give the previous version as --baseline; certify one version without"
-                    " --baseline"
-                ),
+                fix="give the previous version as --baseline; certify one version without"
+                " --baseline",
             )
         )
     mapping = load_label_mapping(label_mapping) if label_mapping is not None else None
@@ -105,39 +111,14 @@ def check_migration_inputs(
     return old, mapping
 
 
-def control_report_from_records(suite: Any, run_dir: Path, mapping: LoadedMapping | None) -> Any:
-    """A control report rebuilt from a control run's stored records, verdicts mapped when a mapping
-    is given."""
-    from ..controls import ControlOutcome, evaluate_controls
-    from ..controls._run import _outcomes
-    from ..results import JudgeIdentity
-    from ..runs import RunDir
-
-    identity = JudgeIdentity.model_validate(
-        read_json_file(run_dir / "controls.json")["judge_identity"]
-    )
-    outcomes = _outcomes(suite, RunDir(run_dir).results, identity.fingerprint())
-    if mapping is not None:
-        outcomes = {
-            cid: (
-                ControlOutcome(verdict=mapping.apply(o.verdict), reason=o.reason, error=o.error)
-                if o.verdict is not None and o.verdict in mapping.mapping.mapping
-                else o
-            )
-            for cid, o in outcomes.items()
-        }
-    return evaluate_controls(suite, outcomes, judge=identity)
-
-
 def write_migration(
     report_dir: Path, evidence: MigrationEvidence, reviews: dict[str, TransitionReview]
 ) -> None:
     """The public summary, the restricted transitions and the snapshot of the reviews in effect."""
     atomic_write_json(report_dir / MIGRATION_FILE, evidence.summary.model_dump(mode="json"))
     write_jsonl(report_dir / TRANSITIONS_FILE, [r.model_dump(mode="json") for r in evidence.rows])
-    write_jsonl(
-        report_dir / REVIEWS_SNAPSHOT, [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
-    )
+    snapshot = [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
+    write_jsonl(report_dir / REVIEWS_SNAPSHOT, snapshot)
 
 
 def read_reviews_snapshot(report_dir: Path) -> dict[str, TransitionReview]:
@@ -147,12 +128,8 @@ def read_reviews_snapshot(report_dir: Path) -> dict[str, TransitionReview]:
 
 def read_transitions(report_dir: Path) -> list[TransitionRow]:
     """The restricted transitions of a migration report."""
-    from .._io import read_jsonl_records
-
-    return [
-        TransitionRow.model_validate(row)
-        for row in read_jsonl_records(report_dir / TRANSITIONS_FILE)
-    ]
+    rows = read_jsonl_records(report_dir / TRANSITIONS_FILE)
+    return [TransitionRow.model_validate(row) for row in rows]
 
 
 def snapshot_studies(report_dir: Path, studies: list[Any]) -> None:
@@ -162,14 +139,10 @@ def snapshot_studies(report_dir: Path, studies: list[Any]) -> None:
 
 def stored_studies(report_dir: Path) -> list[Any]:
     """The studies a report stored (none when it stored none)."""
-    from ..repeatability import RepeatabilityStudy, read_studies
+    from ..repeatability import read_studies
 
     path = report_dir / STUDIES_COPY
-    if not path.exists():
-        return []
-    out = read_studies(path)
-    assert all(isinstance(s, RepeatabilityStudy) for s in out)
-    return out
+    return list(read_studies(path)) if path.exists() else []
 
 
 def needs_repeatability(policy: Policy | None) -> bool:
@@ -195,12 +168,7 @@ def repeatability_gate_blockers(
     )
 
 
-def baseline_paths(report_dir: Path) -> dict[str, Path]:
-    return {"run": report_dir / BASELINE_RUN_DIR, "controls": report_dir / BASELINE_CONTROLS_DIR}
-
-
-TRANSITIONS_HTML = "transitions.html"
-"""The restricted page listing every transition of a migration certification, case by case."""
+# -- the migration's sections: public counts, restricted cases ----------------------------------
 
 
 def write_transitions_html(
@@ -213,94 +181,138 @@ def write_transitions_html(
 
     s = evidence.summary
     rows = [
-        [
-            t.case_id,
-            t.slice,
-            t.risk or "",
-            t.human_label,
-            r.old_verdict,
-            r.new_verdict,
-            t.transition,
-            r.review or "",
-            r.review_id or "",
-        ]
+        [t.case_id, t.slice, t.risk or "", t.human_label, r.old_verdict, r.new_verdict]
+        + [t.transition, r.review or "", r.review_id or ""]
         for r in evidence.rows
         for t in [r.transition]
         if t.verdict_changed or t.needs_review
     ]
-    head = [
-        "case",
-        "slice",
-        "risk",
-        "human",
-        f"old ({s.baseline})",
-        f"new ({s.candidate})",
-        "transition",
-        "review",
-        "review id",
-    ]
+    head = ["case", "slice", "risk", "human", f"old ({s.baseline})", f"new ({s.candidate})"]
     text = render(
         "transitions.html.j2",
         baseline=s.baseline,
         candidate=s.candidate,
         report_id=report_id or "",
-        head=head,
+        head=[*head, "transition", "review", "review id"],
         rows=rows,
     )
     directory.mkdir(parents=True, exist_ok=True)
     atomic_write_text(directory / TRANSITIONS_HTML, text)
 
 
-def migration_html(summary: Any) -> str:
+def migration_section(summary: Any) -> Section:
     """The public migration section: transitions per slice and transition-review counts (no
     case ids)."""
-    from .._html import fragment
-
-    head = [
-        "slice",
-        "risk",
-        "cases",
-        "fixed",
-        "broken",
-        "still wrong",
-        "changed verdicts",
-        "reviewed (accepted / rejected)",
-        "unreviewed",
-    ]
     reviews = {r.slice: r for r in summary.reviews}
     rows = []
     for s in [*summary.slices, summary.overall]:
         r = reviews.get(s.slice)
+        t = s.transitions
         rows.append(
-            [
-                s.slice,
-                s.risk or "",
-                s.cases,
-                s.transitions.get("fixed", 0),
-                s.transitions.get("broken", 0),
-                s.transitions.get("still_wrong", 0),
-                s.verdict_changed,
-                f"{r.accepted} / {r.rejected}" if r else "",
-                r.unreviewed if r else "",
-            ]
+            [s.slice, s.risk or "", s.cases, t.get("fixed", 0), t.get("broken", 0)]
+            + [t.get("still_wrong", 0), s.verdict_changed]
+            + ([f"{r.accepted} / {r.rejected}", r.unreviewed] if r else ["", ""])
         )
     mapping = (
         f"label mapping sha256 {summary.label_mapping_sha256[:12]}"
         if summary.label_mapping_sha256
         else "no label mapping"
     )
-    return str(fragment("fragments.html.j2", "migration", summary, mapping, head, rows))
+    return table_section(
+        f"Migration {summary.baseline} \u2192 {summary.candidate}",
+        ["slice", "risk", "cases", "fixed", "broken", "still wrong", "changed verdicts"]
+        + ["reviewed (accepted / rejected)", "unreviewed"],
+        rows,
+        intro=f"Both versions judged the same {summary.cases} held-out cases under one ledger"
+        f" entry; baseline run {summary.baseline_run_status}, baseline controls"
+        f" {summary.baseline_controls}; {mapping}. Counts only: the cases are in the restricted"
+        " part.",
+    )
 
 
-def authority_html(grant: Any, beside: Any) -> str:
+def migration_html(summary: Any) -> str:
+    """:func:`migration_section` as HTML (the certification notebook displays it)."""
+    return section_html(migration_section(summary))
+
+
+def authority_section(grant: Any, beside: Any) -> Section:
     """The authority requested and granted, and the last complete certified version beside the
     candidate."""
-    from .._html import fragment
-
     lines = [f"this report: {grant.describe()}"] if grant is not None else []
     if beside is not None:
         lines = [*beside.describe(), *lines]
-    return str(fragment("fragments.html.j2", "authority", lines))
+    return Section("items", {"title": "Authority", "lines": lines})
+
+
+def authority_html(grant: Any, beside: Any) -> str:
+    """:func:`authority_section` as HTML."""
+    return section_html(authority_section(grant, beside))
+
+
+def locked_migration(
+    report: str | Path, gold: str | Path | None, *, refused: str, notebook: Path | None = None
+) -> tuple[Path, Lock, GoldDataset]:
+    """A locked migration report that verifies, judged held-out cases, and whose gold is at hand
+    and unchanged: what a transition review and ``certify --resume-review`` both need. Raises
+    :class:`WorkbenchError` (exit 2) with ``refused`` as its summary."""
+    from ._verify import verify_one
+
+    root = resolve_report_path(report)
+
+    def refuse(code: str, message: str, fix: str, where: Path = root) -> WorkbenchError:
+        return refusal(refused, str(where), code, message, fix)
+
+    if not (root / LOCK_FILE).is_file():
+        raise refuse(
+            "report_missing",
+            "no locked certification report here (no lock.json)",
+            "point at reports/<candidate>/<version>/<n> of a migration certification",
+        )
+    if notebook is not None and not notebook.exists():
+        raise refuse(
+            "notebook_missing",
+            f"the certification notebook {notebook} is missing",
+            "run from the project root, or pass --notebook",
+        )
+    lock = read_lock(root)
+    if lock.baseline_fingerprint is None:
+        raise refuse(
+            "not_a_migration",
+            f"report {lock.report_id} is no migration certification: it has no transitions to"
+            " review",
+            "transition reviews belong to `workbench certify --candidate NEW --baseline OLD`",
+        )
+    if None in (lock.evidence.get("run_records"), lock.evidence.get("baseline_run_records")):
+        raise refuse(
+            "held_out_not_used",
+            f"report {lock.report_id} judged no held-out case (controls or lineage stopped it):"
+            " there is nothing to review",
+            "fix what stopped it and certify again",
+        )
+    gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
+    if gold_dir is None or not gold_dir.exists():
+        raise refuse(
+            "gold_missing",
+            f"the certified dataset {lock.gold} is not on this machine",
+            "pass --gold with the certified dataset (its ledger and transition reviews live"
+            " beside it)",
+        )
+    checked = verify_one(root, gold=gold_dir)
+    if not checked.verified:
+        raise WorkbenchError(
+            f"{refused}: report {lock.report_id} does not verify", checked.problems
+        )
+    dataset = load_dataset(gold_dir)
+    if dataset.sha256 != lock.evidence.get("gold_dataset"):
+        raise refuse(
+            "gold_changed",
+            f"the gold dataset changed since report {lock.report_id}"
+            f" ({str(lock.evidence.get('gold_dataset'))[:12]} -> {dataset.sha256[:12]})",
+            "the transitions were judged against the old gold: certify the migration again on the"
+            " new gold release",
+            gold_dir,
+        )
+    return root, lock, dataset
 
 
 def pending_for_report(
@@ -312,102 +324,16 @@ def pending_for_report(
     review of tampered transitions would decide nothing real); the evidence ids a review may
     cite come from the certified gold. Raises :class:`WorkbenchError` (exit 2).
     """
-    from ..gold import load_dataset
-    from ..migration._certify import evidence_ids_for
-    from ..review._transition_reviews import PendingTransition, transition_reviews_path_for
-    from ._lock import read_lock
-    from ._verify import resolve_report_path, verify_one
+    from ..review._transition_reviews import transition_reviews_path_for
 
-    root = resolve_report_path(report)
-    if not (root / "lock.json").is_file():
-        raise WorkbenchError(
-            "no transitions to review",
-            [
-                Problem(
-                    location=str(root),
-                    code="report_missing",
-                    message="no locked certification report here (no lock.json)",
-                    fix=(
-                        "point --report at reports/<candidate>/<version>/<n> of a migration"
-                        " certification"
-                    ),
-                )
-            ],
-        )
-    lock = read_lock(root)
-    if lock.baseline_fingerprint is None or not (root / TRANSITIONS_FILE).exists():
-        raise WorkbenchError(
-            "no transitions to review",
-            [
-                Problem(
-                    location=str(root),
-                    code="not_a_migration",
-                    message=(
-                        f"report {lock.report_id} holds no transitions (no migration certification,"
-                        " or held-out data was not used)"
-                    ),
-                    fix=(
-                        "transition reviews belong to `workbench certify --candidate NEW --baseline"
-                        " OLD`"
-                    ),
-                )
-            ],
-        )
-    gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
-    if gold_dir is None or not gold_dir.exists():
-        raise WorkbenchError(
-            "no transitions to review",
-            [
-                Problem(
-                    location=str(root),
-                    code="gold_missing",
-                    message=f"the certified dataset {lock.gold} is not on this machine",
-                    fix=(
-                        "pass --gold with the certified dataset (the transition-review log lives"
-                        " beside it)"
-                    ),
-                )
-            ],
-        )
-    checked = verify_one(root, gold=gold_dir)
-    if not checked.verified:
-        raise WorkbenchError(
-            f"report {lock.report_id} does not verify: its transitions cannot be reviewed",
-            checked.problems,
-        )
-    dataset = load_dataset(gold_dir)
-    if dataset.sha256 != lock.evidence.get("gold_dataset"):
-        raise WorkbenchError(
-            "no transitions to review",
-            [
-                Problem(
-                    location=str(gold_dir),
-                    code="gold_changed",
-                    message="the gold dataset changed since the report was certified",
-                    fix="certify the migration again on the new gold release",
-                )
-            ],
-        )
-    pending = []
-    for row in read_transitions(root):
-        t = row.transition
-        if not t.needs_review:
-            continue
-        allowed, cited = evidence_ids_for(dataset, t.case_id)
-        pending.append(
-            PendingTransition(
-                old_fingerprint=lock.baseline_fingerprint,
-                new_fingerprint=lock.candidate_fingerprint,
-                case_id=t.case_id,
-                slice=t.slice,
-                human_label=t.human_label,
-                old_verdict=row.old_verdict,
-                new_verdict=row.new_verdict,
-                report_id=lock.report_id,
-                evidence_ids=allowed,
-                cited=cited,
-            )
-        )
+    root, lock, dataset = locked_migration(report, gold, refused="no transitions to review")
+    pending = pending_transitions(
+        read_transitions(root),
+        old_fingerprint=str(lock.baseline_fingerprint),
+        new_fingerprint=lock.candidate_fingerprint,
+        report_id=lock.report_id,
+        dataset=dataset,
+    )
     return pending, transition_reviews_path_for(dataset.root), dataset
 
 
@@ -435,10 +361,8 @@ def record_transition_review(
                     location=str(report),
                     case_id=case_id,
                     code="transition_unknown",
-                    message=(
-                        f"case {case_id} is no changed verdict in a critical slice of this report"
-                        f" (those are: {known})"
-                    ),
+                    message=f"case {case_id} is no changed verdict in a critical slice of this"
+                    f" report (those are: {known})",
                     fix="review a case `workbench review transition --report REPORT --list` names",
                 )
             ],
@@ -446,116 +370,87 @@ def record_transition_review(
     return TransitionReviews(log).add(match, decision, evidence_ids, reviewer=reviewer, note=note)
 
 
-def recompute_lifecycle_blockers(
+# -- verify: the migration recomputed from the report's own files -------------------------------
+
+
+def lifecycle_blockers(
     report_dir: Path,
-    lock: Any,
-    policy: Policy,
+    subject: Any,
+    policy: Policy | None,
     dataset: GoldDataset,
     lines: list[Any],
     suite: Any | None,
+    mapping: LoadedMapping | None,
 ) -> tuple[list[Blocker], MigrationEvidence | None]:
-    """What certification added to the gate beside the policy's limits, from the report's own
-    files (``workbench verify``): repeatability blockers from the stored studies and, for a
-    migration, the migration blockers from both stored runs, the stored label mapping and
-    the stored snapshot of transition reviews."""
+    """What certification adds to the gate beside the policy's limits, from the report's own
+    files: repeatability blockers from the stored studies and, for a migration, the migration
+    blockers from both stored runs, the label mapping and the stored snapshot of transition
+    reviews. ``subject``: the candidate and baseline (:class:`~._recompute.Subject`)."""
     from ..runs import RunDir
 
     blockers = repeatability_gate_blockers(
         policy,
         stored_studies(report_dir),
-        fingerprint=lock.candidate_fingerprint,
+        fingerprint=subject.candidate_fingerprint,
         dataset_sha256=dataset.sha256,
     )
-    if lock.baseline_fingerprint is None:
+    if subject.baseline_fingerprint is None:
         return blockers, None
-    spec_rel = lock.input_files.get("baseline")
-    if not spec_rel:
-        raise WorkbenchError(
-            "migration evidence missing",
-            [
-                Problem(
-                    location=str(report_dir / "lock.json"),
-                    code="evidence_missing",
-                    message="a migration lock names no baseline spec",
-                    fix="restore the report",
-                )
-            ],
-        )
-    mapping_rel = lock.input_files.get("label_mapping")
-    mapping = load_label_mapping(report_dir / mapping_rel) if mapping_rel else None
-    if (mapping.sha256 if mapping else None) != lock.evidence.get("label_mapping"):
-        raise WorkbenchError(
-            "migration evidence changed",
-            [
-                Problem(
-                    location=str(report_dir / MAPPING_COPY),
-                    code="evidence_mismatch",
-                    message="the stored label mapping does not hash to the lock's label_mapping",
-                    fix="restore the report",
-                )
-            ],
-        )
     old_run = RunDir(report_dir / BASELINE_RUN_DIR)
-    old_lines = old_run.read_results(migrate=True, gold=dataset)
     old_summary = old_run.read_summary()
-    controls = None
-    if suite is not None and (report_dir / BASELINE_CONTROLS_DIR / "controls.json").exists():
-        report = control_report_from_records(suite, report_dir / BASELINE_CONTROLS_DIR, mapping)
-        if report.judge_fingerprint != lock.baseline_fingerprint:
-            raise WorkbenchError(
-                "migration evidence changed",
-                [
-                    Problem(
-                        location=str(report_dir / BASELINE_CONTROLS_DIR),
-                        code="evidence_mismatch",
-                        message=(
-                            "the baseline control records are of another judge than the baseline"
-                            " the lock names"
-                        ),
-                        fix="restore the report",
-                    )
-                ],
-            )
-        controls = report.status
-    evidence = evaluate_migration_from(
+    evidence = evaluate_migration(
         dataset,
         lines,
-        old_lines,
-        lock=lock,
+        old_run.read_results(migrate=True, gold=dataset),
+        candidate=subject.candidate,
+        candidate_fingerprint=subject.candidate_fingerprint,
+        baseline=str(subject.baseline),
+        baseline_fingerprint=subject.baseline_fingerprint,
         mapping=mapping,
         reviews=read_reviews_snapshot(report_dir),
         baseline_run_status=old_summary.status if old_summary else None,
-        baseline_controls=controls,
+        baseline_controls=_stored_baseline_controls(report_dir, subject, suite, mapping),
     )
     return blockers + evidence.blockers, evidence
 
 
-def evaluate_migration_from(
-    dataset: GoldDataset,
-    lines: list[Any],
-    old_lines: list[Any],
-    *,
-    lock: Any,
-    mapping: LoadedMapping | None,
-    reviews: dict[str, TransitionReview],
-    baseline_run_status: str | None,
-    baseline_controls: str | None,
-) -> MigrationEvidence:
-    from ..migration._certify import evaluate_migration
+def _evidence_refused(where: Path, message: str) -> WorkbenchError:
+    summary = "migration evidence changed"
+    return refusal(summary, str(where), "evidence_mismatch", message, "restore the report")
 
-    return evaluate_migration(
-        dataset,
-        lines,
-        old_lines,
-        candidate=lock.candidate,
-        candidate_fingerprint=lock.candidate_fingerprint,
-        baseline=str(lock.baseline),
-        baseline_fingerprint=str(lock.baseline_fingerprint),
-        mapping=mapping,
-        reviews=reviews,
-        baseline_run_status=baseline_run_status,
-        baseline_controls=baseline_controls,
-    )
+
+def stored_mapping(report_dir: Path, lock: Any) -> LoadedMapping | None:
+    """A migration report's label mapping, its hash checked against the lock's."""
+    if not lock.input_files.get("baseline"):
+        raise refusal(
+            "migration evidence missing",
+            str(report_dir / LOCK_FILE),
+            "evidence_missing",
+            "a migration lock names no baseline spec",
+            "restore the report",
+        )
+    rel = lock.input_files.get("label_mapping")
+    mapping = load_label_mapping(report_dir / rel) if rel else None
+    if (mapping.sha256 if mapping else None) != lock.evidence.get("label_mapping"):
+        raise _evidence_refused(
+            report_dir / MAPPING_COPY,
+            "the stored label mapping does not hash to the lock's label_mapping",
+        )
+    return mapping
+
+
+def _stored_baseline_controls(
+    report_dir: Path, subject: Any, suite: Any | None, mapping: LoadedMapping | None
+) -> str | None:
+    if suite is None or not (report_dir / BASELINE_CONTROLS_DIR / "controls.json").exists():
+        return None
+    report = mapped_controls(suite, report_dir / BASELINE_CONTROLS_DIR, mapping)
+    if report.judge_fingerprint != subject.baseline_fingerprint:
+        raise _evidence_refused(
+            report_dir / BASELINE_CONTROLS_DIR,
+            "the baseline control records are of another judge than the baseline the lock names",
+        )
+    return str(report.status)
 
 
 def migration_problems(
@@ -563,65 +458,62 @@ def migration_problems(
 ) -> list[Problem]:
     """``verify``: migration.json, the lock's copy and the restricted transitions against the
     recomputation; every review in the report's snapshot present in the gold's log."""
-    from .._io import read_jsonl_records
-
-    out: list[Problem] = []
     if evidence is None:
-        return out
-
-    def fail(where: Path, code: str, message: str) -> None:
-        out.append(
-            Problem(
-                location=str(where),
-                code=code,
-                message=message,
-                fix=(
-                    "restore the report from its original copy; transitions and reviews are decided"
-                    " from the stored runs"
-                ),
-            )
-        )
-
-    expected = evidence.summary.model_dump(mode="json")
-    stored = (
-        read_json_file(report_dir / MIGRATION_FILE)
-        if (report_dir / MIGRATION_FILE).exists()
-        else None
+        return []
+    fix = (
+        "restore the report from its original copy; transitions and reviews are decided from"
+        " the stored runs"
     )
-    if stored != expected:
-        fail(
-            report_dir / MIGRATION_FILE,
+    expected = evidence.summary.model_dump(mode="json")
+    rows = [r.model_dump(mode="json") for r in evidence.rows]
+    files = {name: report_dir / name for name in (MIGRATION_FILE, TRANSITIONS_FILE)}
+    stored = {
+        MIGRATION_FILE: read_json_file(files[MIGRATION_FILE])
+        if files[MIGRATION_FILE].exists()
+        else None,
+        TRANSITIONS_FILE: read_jsonl_records(files[TRANSITIONS_FILE])
+        if files[TRANSITIONS_FILE].exists()
+        else None,
+    }
+    checks = [
+        (
+            stored[MIGRATION_FILE] != expected,
+            files[MIGRATION_FILE],
             "migration_mismatch",
             "migration.json differs from the migration recomputed from both stored runs, the label"
             " mapping and the transition reviews",
-        )
-    if lock.migration != expected:
-        fail(
-            report_dir / "lock.json",
+        ),
+        (
+            lock.migration != expected,
+            report_dir / LOCK_FILE,
             "migration_mismatch",
             "the lock's migration summary differs from the recomputed one",
-        )
-    rows = (
-        read_jsonl_records(report_dir / TRANSITIONS_FILE)
-        if (report_dir / TRANSITIONS_FILE).exists()
-        else None
-    )
-    if rows != [r.model_dump(mode="json") for r in evidence.rows]:
-        fail(
-            report_dir / TRANSITIONS_FILE,
+        ),
+        (
+            stored[TRANSITIONS_FILE] != rows,
+            files[TRANSITIONS_FILE],
             "transitions_mismatch",
             "the restricted transitions differ from the ones recomputed from both stored runs",
+        ),
+    ]
+    out = [
+        Problem(location=str(where), code=code, message=message, fix=fix)
+        for failed, where, code, message in checks
+        if failed
+    ]
+    if gold_log is None:
+        return out
+    logged = (
+        {r.review_id: r for r in read_transition_reviews(gold_log)} if gold_log.exists() else {}
+    )
+    return out + [
+        Problem(
+            location=str(report_dir / REVIEWS_SNAPSHOT),
+            code="transition_review_unlogged",
+            message=f"transition review {review.review_id} of the report is not in the gold's"
+            f" append-only log {gold_log} as recorded",
+            fix=fix,
         )
-    if gold_log is not None:
-        logged = (
-            {r.review_id: r for r in read_transition_reviews(gold_log)} if gold_log.exists() else {}
-        )
-        for review in read_reviews_snapshot(report_dir).values():
-            if logged.get(review.review_id) != review:
-                fail(
-                    report_dir / REVIEWS_SNAPSHOT,
-                    "transition_review_unlogged",
-                    f"transition review {review.review_id} of the report is not in the gold's"
-                    f" append-only log {gold_log} as recorded",
-                )
-    return out
+        for review in read_reviews_snapshot(report_dir).values()
+        if logged.get(review.review_id) != review
+    ]

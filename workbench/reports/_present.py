@@ -15,16 +15,17 @@ from typing import Any
 from .._html import fragment
 from ..align import AlignmentReport, Join
 from ..outcomes import style as outcome_style
+from ._render import Section, section_html
 
 
-def outcome_html(
+def outcome_section(
     outcome: str,
     blockers: Sequence[Any],
     *,
     candidate: str,
     waived: Sequence[Any] = (),
     rerun_reason: str | None = None,
-) -> str:
+) -> Section:
     """The banner a reviewer reads first: outcome, then every blocker with its evidence."""
     shown = outcome_style(outcome)
     banner = {
@@ -46,7 +47,23 @@ def outcome_html(
         ],
         "waived": len(waived),
     }
-    return str(fragment("fragments.html.j2", "outcome", banner))
+    return Section("outcome", banner)
+
+
+def outcome_html(
+    outcome: str,
+    blockers: Sequence[Any],
+    *,
+    candidate: str,
+    waived: Sequence[Any] = (),
+    rerun_reason: str | None = None,
+) -> str:
+    """:func:`outcome_section` as HTML."""
+    return section_html(
+        outcome_section(
+            outcome, blockers, candidate=candidate, waived=waived, rerun_reason=rerun_reason
+        )
+    )
 
 
 def _get(obj: Any, name: str) -> Any:
@@ -232,52 +249,41 @@ def _attr(obj: Any, name: str, default: Any = None) -> Any:
 
 
 def previous_certification(
-    entries: Sequence[Any], name: str, *, before: str | None = None
+    entries: Sequence[Any], name: str, *, before: str | None = None, certified: bool = False
 ) -> dict[str, Any] | None:
     """The last *complete* certification of judge ``name`` (any version) in ``entries`` (a
     held-out ledger), before the ``started`` entry ``before``: candidate, outcome, report id, when.
 
-    Complete means the ledger has its ``finished`` entry (an aborted or running one is skipped).
+    Complete means the ledger has its ``finished`` entry (an aborted or running one is skipped);
+    with ``certified``, only one whose outcome was ``certified``.
     """
-    started = {e.entry_id: e for e in entries if e.event == "started"}
-    cut = None
-    if before is not None:
-        ids = [e.entry_id for e in entries]
-        cut = ids.index(before) if before in ids else None
-    found = None
-    for index, e in enumerate(entries):
-        if cut is not None and index >= cut:
-            break
-        if e.event != "finished" or e.opens not in started:
-            continue
-        if e.candidate.split("@", 1)[0] != name:
-            continue
-        found = {
-            "candidate": e.candidate,
-            "outcome": e.outcome,
-            "report_id": e.report_id,
-            "when": e.when,
-        }
-    return found
+    started = {e.entry_id for e in entries if e.event == "started"}
+    ids = [e.entry_id for e in entries]
+    cut = ids.index(before) if before in ids else len(entries)
+    found = [
+        e
+        for e in entries[:cut]
+        if e.event == "finished"
+        and e.opens in started
+        and e.candidate.split("@", 1)[0] == name
+        and (not certified or e.outcome == "certified")
+    ]
+    if not found:
+        return None
+    last = found[-1]
+    return {
+        "candidate": last.candidate,
+        "outcome": last.outcome,
+        "report_id": last.report_id,
+        "when": last.when,
+    }
 
 
 def last_certified(
     entries: Sequence[Any], name: str, *, before: str | None = None
 ) -> dict[str, Any] | None:
     """The last certification of ``name`` whose outcome was ``certified`` (before ``before``)."""
-    certified = [e for e in entries if e.event == "finished" and e.outcome == "certified"]
-    ids = [e.entry_id for e in entries]
-    cut = ids.index(before) if before in ids else len(entries)
-    found = None
-    for e in certified:
-        if ids.index(e.entry_id) < cut and e.candidate.split("@", 1)[0] == name:
-            found = {
-                "candidate": e.candidate,
-                "outcome": e.outcome,
-                "report_id": e.report_id,
-                "when": e.when,
-            }
-    return found
+    return previous_certification(entries, name, before=before, certified=True)
 
 
 def next_step(outcome: str, groups: Sequence[Any], *, held_out_used: bool) -> str:

@@ -1,23 +1,37 @@
-"""Decide a locked report's outcome again, from the evidence stored in the report.
+"""The one decision: a certification's outcome from the evidence stored in its report.
 
-``workbench verify`` does not take a lock's word for its outcome: it re-runs the gate with the
-same functions certification used, on the report's own files (see
-:mod:`workbench.reports._evaluation` for the list), with the certification's start time as
-"now" for override expiry, and compares outcome, blockers, waivers and figures.
+Certification writes every file the gate reads into the report (see
+:mod:`workbench.reports._evaluation` for the list) and then decides with :func:`decide`;
+``workbench verify`` does not take a lock's word for its outcome: :func:`recompute` reads the
+same files back through the lock and calls the same :func:`decide`, with the certification's
+start time as "now" for override expiry, and the outcome, blockers, waivers and figures are
+compared.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._io import read_json_file, sha256_file
-from ..align import alignment_report, join_results
+from .._lock import Lock
+from ..align import AlignmentReport, Join, alignment_report, join_results
 from ..errors import Problem, WorkbenchError
+from ..gold import GoldDataset
 from ..heldout import held_out_manifest_sha256
-from ..policy import NotEvaluated, evaluate_gate, load_overrides, load_policy
-from ..results import JudgeIdentity
+from ..migration._certify import MigrationEvidence
+from ..migration._mapping import LoadedMapping
+from ..policy import (
+    Blocker,
+    GateResult,
+    NotEvaluated,
+    Policy,
+    evaluate_gate,
+    load_overrides,
+    load_policy,
+)
 from ..runs import RunDir
 from ._evaluation import (
     HELD_OUT_NOT_USED,
@@ -27,7 +41,6 @@ from ._evaluation import (
     public_gate,
     read_gold_evidence,
 )
-from ._lock import Lock
 
 RUN_DIR = "restricted/run"
 CONTROLS_DIR = "controls"
@@ -50,12 +63,114 @@ class EvidenceError(Exception):
 
 
 @dataclass(frozen=True)
+class Subject:
+    """Who the gate judges: the candidate (and, for a migration, the baseline beside it)."""
+
+    candidate: str
+    candidate_fingerprint: str
+    baseline: str | None = None
+    baseline_fingerprint: str | None = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What :func:`decide` decided from a report's files."""
+
+    gate: GateResult
+    alignment: AlignmentReport | None = None
+    """None when controls failed: held-out data was not used."""
+    join: Join | None = None
+    migration: MigrationEvidence | None = None
+
+
+@dataclass(frozen=True)
 class Recomputed:
     gate: dict[str, Any] | None
     """The public gate (as in gate.json), or None when certification failed before the gate."""
     figures: dict[str, Any] | None
     migration: Any = None
     """For a migration: the recomputed :class:`~workbench.migration._certify.MigrationEvidence`."""
+
+
+def decide(
+    report_dir: Path,
+    subject: Subject,
+    *,
+    policy: Policy | None,
+    policy_path: Path,
+    dataset: GoldDataset,
+    now: datetime,
+    overrides: list[Any],
+    suite: Any | None,
+    mapping: LoadedMapping | None,
+) -> Decision:
+    """The gate on the evidence stored in ``report_dir``: the one decision certification makes
+    (the notebook, once the evidence is written) and ``workbench verify`` makes again.
+
+    ``dataset`` is the held-out gold as stored in the report (``restricted/gold/``); ``now``
+    the certification's start, against which overrides expire.
+    """
+    lineage = lineage_blockers(read_json_file(report_dir / LINEAGE_FILE))
+    controls = _control_blockers(report_dir, policy, suite, subject.candidate_fingerprint)
+    if controls:
+        not_used = NotEvaluated(
+            reason=HELD_OUT_NOT_USED,
+            judge=subject.candidate,
+            dataset_sha256=dataset.sha256,
+            partition="held_out",
+        )
+        gate = evaluate_gate(
+            not_used,
+            policy,
+            rubric=dataset.rubric,
+            extra_blockers=[*controls, *lineage],
+            policy_sha256=sha256_file(policy_path) if policy else None,
+            fingerprint=subject.candidate_fingerprint,
+        )
+        return Decision(gate)
+    run = RunDir(report_dir / RUN_DIR)
+    # Records written under an older result schema are read through the explicit, versioned
+    # migration (each says what it filled): a locked report's records are never rewritten.
+    lines = run.read_results(migrate=True, gold=dataset)
+    join = join_results(dataset, lines, partition="held_out", location=str(run.results))
+    alignment = alignment_report(
+        join, results_path=str(run.results) if run.results.exists() else None
+    )
+    from ._migration import lifecycle_blockers
+
+    extra, migration = lifecycle_blockers(
+        report_dir, subject, policy, dataset, lines, suite, mapping
+    )
+    gate = evaluate_gate(
+        alignment,
+        policy,
+        rubric=dataset.rubric,
+        run=run.read_summary(),
+        overrides=overrides,
+        now=now,
+        join=join,
+        extra_blockers=[*lineage, *extra],
+        fingerprint=subject.candidate_fingerprint,
+    )
+    return Decision(gate, alignment, join, migration)
+
+
+def _control_blockers(
+    report_dir: Path, policy: Policy | None, suite: Any | None, fingerprint: str
+) -> list[Blocker]:
+    """The candidate's failed blocking control roles, from its stored control records."""
+    if policy is None or policy.controls is None or suite is None:
+        return []
+    from ..migration._compare import mapped_controls
+
+    report = mapped_controls(suite, report_dir / CONTROLS_DIR, None)
+    if report.judge_fingerprint != fingerprint:
+        raise EvidenceError(
+            "evidence_mismatch",
+            "the control records are of another judge than the certified candidate",
+            str(report_dir / CONTROLS_DIR),
+        )
+    return list(report.blockers(policy.controls.blocking_roles))
 
 
 def _path(report_dir: Path, lock: Lock, name: str) -> Path | None:
@@ -104,103 +219,54 @@ def _recompute(report_dir: Path, lock: Lock) -> Recomputed:
             where,
         )
     if [b.get("code") for b in lock.blockers] == ["certification_failed"]:
-        return Recomputed(
-            None, None
-        )  # the notebook failed before the gate: only incomplete is possible
+        return Recomputed(None, None)  # the notebook failed before the gate: only incomplete
     policy_path = _path(report_dir, lock, "policy")
-    if policy_path is None:
-        raise EvidenceError("evidence_missing", "the lock names no policy file", where)
-    policy = load_policy(policy_path)
-    rows = read_json_file(report_dir / LINEAGE_FILE)
-    lineage = lineage_blockers(rows)
-    fingerprint = lock.candidate_fingerprint
     dataset_sha = lock.evidence.get("gold_dataset")
-    if not dataset_sha:
-        raise EvidenceError("evidence_missing", "the lock records no gold dataset hash", where)
+    missing = [
+        why
+        for failed, why in (
+            (policy_path is None, "the lock names no policy file"),
+            (not dataset_sha, "the lock records no gold dataset hash"),
+            (lock.evaluated_at is None, "the lock records no evaluation time for override expiry"),
+        )
+        if failed
+    ]
+    if missing:
+        raise EvidenceError("evidence_missing", "; ".join(missing), where)
+    assert policy_path is not None and dataset_sha and lock.evaluated_at is not None
+    policy = load_policy(policy_path)
     dataset = read_gold_evidence(report_dir, dataset_sha)
-    if held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out")) != lock.evidence.get(
-        "held_out_manifest"
-    ):
+    held_out = held_out_manifest_sha256(dataset.sha256, dataset.partition("held_out"))
+    if held_out != lock.evidence.get("held_out_manifest"):
         raise EvidenceError(
             "evidence_mismatch",
             "the stored held-out gold records do not hash to the lock's held-out manifest",
             str(report_dir / "restricted" / "gold"),
         )
-    control_blockers = []
-    suite = None
-    if policy.controls is not None:
-        from ..controls import evaluate_controls, load_suite
-        from ..controls._run import _outcomes
-
-        suite_path = _path(report_dir, lock, "controls")
-        if suite_path is None:
-            raise EvidenceError(
-                "evidence_missing",
-                "the policy declares controls but the report holds no control suite",
-                where,
-            )
-        suite = load_suite(suite_path)
-        identity = JudgeIdentity.model_validate(
-            read_json_file(report_dir / CONTROLS_DIR / "controls.json")["judge_identity"]
-        )
-        if identity.fingerprint() != fingerprint:
-            raise EvidenceError(
-                "evidence_mismatch",
-                "the control records are of another judge than the certified candidate",
-                str(report_dir / CONTROLS_DIR),
-            )
-        report = evaluate_controls(
-            suite,
-            _outcomes(suite, RunDir(report_dir / CONTROLS_DIR).results, fingerprint),
-            judge=identity,
-        )
-        control_blockers = report.blockers(policy.controls.blocking_roles)
-    if control_blockers:
-        held_out_not_used = NotEvaluated(
-            reason=HELD_OUT_NOT_USED,
-            judge=lock.candidate,
-            dataset_sha256=dataset.sha256,
-            partition="held_out",
-        )
-        gate = evaluate_gate(
-            held_out_not_used,
-            policy,
-            rubric=dataset.rubric,
-            extra_blockers=[*control_blockers, *lineage],
-            policy_sha256=sha256_file(policy_path),
-            fingerprint=fingerprint,
-        )
-        return Recomputed(public_gate(gate), None)
-    if lock.evaluated_at is None:
+    suite_path = _path(report_dir, lock, "controls")
+    if policy.controls is not None and suite_path is None:
         raise EvidenceError(
-            "evidence_missing", "the lock records no evaluation time for override expiry", where
+            "evidence_missing",
+            "the policy declares controls but the report holds no control suite",
+            where,
         )
-    run = RunDir(report_dir / RUN_DIR)
-    results_path = run.results
-    # A locked report's records cannot be rewritten: records written under an older result
-    # schema are read through the explicit, versioned migration (each says what it filled).
-    lines = run.read_results(migrate=True, gold=dataset)
-    join = join_results(dataset, lines, partition="held_out", location=str(results_path))
-    alignment = alignment_report(
-        join, results_path=str(results_path) if results_path.exists() else None
-    )
-    summary = run.read_summary()
-    overrides_path = _path(report_dir, lock, "overrides")
-    overrides = load_overrides(overrides_path) if overrides_path is not None else []
-    # What certification added beside the policy's limits: repeatability, migration (transitions,
-    # reviews).
-    from ._migration import recompute_lifecycle_blockers
+    from ..controls import load_suite
+    from ._migration import stored_mapping
 
-    extra, migration = recompute_lifecycle_blockers(report_dir, lock, policy, dataset, lines, suite)
-    gate = evaluate_gate(
-        alignment,
-        policy,
-        rubric=dataset.rubric,
-        run=summary,
-        overrides=overrides,
+    overrides_path = _path(report_dir, lock, "overrides")
+    decision = decide(
+        report_dir,
+        Subject(
+            lock.candidate, lock.candidate_fingerprint, lock.baseline, lock.baseline_fingerprint
+        ),
+        policy=policy,
+        policy_path=policy_path,
+        dataset=dataset,
         now=lock.evaluated_at,
-        join=join,
-        extra_blockers=[*lineage, *extra],
-        fingerprint=fingerprint,
+        overrides=load_overrides(overrides_path) if overrides_path is not None else [],
+        suite=load_suite(suite_path) if suite_path is not None and policy.controls else None,
+        mapping=stored_mapping(report_dir, lock) if lock.baseline_fingerprint else None,
     )
-    return Recomputed(public_gate(gate), figures_of(alignment), migration)
+    return Recomputed(
+        public_gate(decision.gate), figures_of(decision.alignment), decision.migration
+    )

@@ -1,10 +1,15 @@
-"""Executed notebook -> a self-contained HTML report: code hidden, nothing loaded from the network.
+"""The one report renderer: sections -> a self-contained HTML page, nothing loaded from the network.
 
-The page is the report's own template (``templates/page.html.j2``, with the screen and print
-stylesheet), not a notebook export: it holds each cell's displayed output in order, markdown
-cells rendered, and no code, prompts or notebook chrome. Output HTML is what the workbench's
-display functions produced (every data value escaped by the template engine or by pandas);
-text outputs are escaped by ``templates/outputs.html.j2``. Scripts are removed and a
+Every report page (a certification, a locked ranking or noise run) is :func:`render_document`:
+the report's own template (``templates/page.html.j2``, with the screen and print stylesheet)
+filled with *sections*. A feature contributes a :class:`Section` (data and the block of
+``templates/sections.html.j2`` that draws it: an outcome banner, facts, a table, a list) or
+HTML one of the workbench's display functions rendered. A certification's sections are the
+displayed outputs of its executed notebook (:func:`render_html`), in order, markdown cells
+rendered, with no code, prompts or notebook chrome; its migration and authority parts are
+:class:`Section` objects the notebook displays (:func:`section_html`). Output HTML is what the
+workbench's display functions produced (every data value escaped by the template engine or by
+pandas); text outputs are escaped by ``templates/outputs.html.j2``. Scripts are removed and a
 Content-Security-Policy forbids scripts and network requests, so even escaped-but-misrendered
 text could not run.
 
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import base64
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +49,44 @@ def _markdown(text: str) -> str:
     return _macro("md", safe(_ANCHOR.sub("", markdown2html_mistune(text))))
 
 
+@dataclass(frozen=True)
+class Section:
+    """One part of a report: the data a feature contributes and the block that draws it (a
+    macro of ``templates/sections.html.j2``: ``outcome``, ``facts``, ``table``, ``items``)."""
+
+    block: str
+    data: dict[str, Any]
+
+
+def table_section(
+    title: str,
+    head: Sequence[str],
+    rows: Sequence[Sequence[Any]],
+    *,
+    intro: str = "",
+    note: str = "",
+    empty: str = "None.",
+) -> Section:
+    """A titled table (``empty`` is shown instead of a table without rows)."""
+    data = {"title": title, "head": list(head), "rows": [list(r) for r in rows]}
+    return Section("table", {**data, "intro": intro, "note": note, "empty": empty})
+
+
+def section_html(section: Section) -> str:
+    """One section as escaped HTML (a notebook displays it; the report page holds it)."""
+    return str(fragment("sections.html.j2", section.block, section.data))
+
+
+def render_document(title: str, parts: Sequence[Section | str]) -> str:
+    """The one report page: ``parts`` (sections, or HTML a display function or a template
+    rendered) in order; no script, a Content-Security-Policy, nothing from the network."""
+    blocks = [section_html(p) if isinstance(p, Section) else p for p in parts]
+    page = render("page.html.j2", csp=CSP, css=stylesheet(), title=title, blocks=blocks)
+    return add_content_security_policy(strip_scripts(strip_external(page)))
+
+
 def render_html(notebook_path: str | Path, title: str = "Certification report") -> str:
-    """Render an executed notebook to one static HTML page (see the module doc)."""
+    """A certification's page: the executed notebook's outputs as its sections (module doc)."""
     import nbformat
 
     read: Any = nbformat.read  # untyped
@@ -54,8 +97,7 @@ def render_html(notebook_path: str | Path, title: str = "Certification report") 
         if SKIP_TAG not in cell.get("metadata", {}).get("tags", [])
         for block in _cell_blocks(cell)
     ]
-    page = render("page.html.j2", csp=CSP, css=stylesheet(), title=title, blocks=blocks)
-    return add_content_security_policy(strip_scripts(strip_external(page)))
+    return render_document(title, blocks)
 
 
 def _cell_blocks(cell: Any) -> list[str]:

@@ -217,35 +217,33 @@ def _limit_result(row: SliceRow) -> str:
     limits = row.limits
     if limits is None:
         return DASH
-    verdicts: list[str] = []
-    fp, ff = row.false_pass_rate, row.false_fail_rate
+    fp = row.false_pass_rate
+    verdicts = [_rate_verdict(fp, limits.max_false_pass_rate, limits.false_pass_basis)]
+    verdicts.append(
+        _rate_verdict(row.false_fail_rate, limits.max_false_fail_rate, limits.false_fail_basis)
+    )
     fp_k, fp_n = _get(fp, "k"), _get(fp, "n")
     if limits.max_false_passes is not None and fp_n and fp_k > limits.max_false_passes:
         verdicts.append("over limit")
-    for rate, limit, basis in (
-        (fp, limits.max_false_pass_rate, limits.false_pass_basis),
-        (ff, limits.max_false_fail_rate, limits.false_fail_basis),
-    ):
-        if limit is None:
-            continue
-        value, high = _get(rate, "rate"), _get(rate, "ci95_high")
-        if value is None:
-            verdicts.append("unbounded")
-        elif value > limit:
-            verdicts.append("over limit")
-        elif basis == "upper_95" and high is not None and high > limit:
-            verdicts.append("bound too wide")
     abst = _get(row.abstention_rate, "rate")
-    if (
-        abst is not None
-        and limits.max_abstention_rate is not None
-        and abst > limits.max_abstention_rate
-    ):
+    cap = limits.max_abstention_rate
+    if abst is not None and cap is not None and abst > cap:
         verdicts.append("over limit")
-    for word in ("over limit", "bound too wide", "unbounded"):
-        if word in verdicts:
-            return word
-    return "within limits"
+    return next(
+        (w for w in ("over limit", "bound too wide", "unbounded") if w in verdicts),
+        "within limits",
+    )
+
+
+def _rate_verdict(rate: Any, limit: float | None, basis: str | None) -> str | None:
+    if limit is None:
+        return None
+    value, high = _get(rate, "rate"), _get(rate, "ci95_high")
+    if value is None:
+        return "unbounded"
+    if value > limit:
+        return "over limit"
+    return "bound too wide" if basis == "upper_95" and high is not None and high > limit else None
 
 
 def _get(obj: Any, name: str) -> Any:

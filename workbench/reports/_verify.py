@@ -1,190 +1,73 @@
-"""``workbench verify``: is this report the one certification produced, and does it say what its
-evidence says?
+"""``workbench verify``: the checks of a certification, and verification of a reports root.
 
-For each report, every check ends ``ok``, ``failed`` or ``not checked: <why>``:
+Every locked report goes through :func:`workbench._lock.verify_lock` (the lock's hash, every
+file, the signature); a certification (kinds ``certification``, ``migration``,
+``review_reevaluation``) then gets :func:`check_certification`:
 
-- **lock**: ``lock.json`` parses and its content hashes to its ``lock_sha256``;
-- **files**: every file of the report directory (all but the top-level ``lock.json``) has the
-  hash the lock records; none is missing, none was added;
+- **lock**: the lock agrees with its own copy of the started ledger entry;
 - **outcome**: the gate re-run on the report's own evidence gives the lock's outcome, blockers,
-  waivers and figures, and ``gate.json`` agrees (:mod:`workbench.reports._recompute`);
+  waivers and figures, and ``gate.json`` agrees (:mod:`workbench.reports._recompute`); for a
+  migration, the transitions and reviews are recomputed too;
 - **ledger**: the held-out ledger of the certified dataset has an intact chain, holds this
   report's ``started`` entry exactly as the lock copies it, and a ``finished`` entry with this
   lock's hash; no report of the same reports root that the ledger knows is missing on disk.
   Not checked when the dataset (hence its ledger) is not on this machine and no ``--gold``
   is given;
-- **chain**: the previous report the lock names exists with the recorded lock hash (or as
-  the aborted directory it was); a lock naming no previous report while an earlier one
-  exists is refused. Not checked when the report was copied out of its reports root;
-- **signature**: an Ed25519 signature over ``lock_sha256`` is valid and, with ``--trust``,
-  made by a trusted key. An unsigned lock shows only accidental change.
+- **chain**: the previous report the lock names (and, for a re-evaluation, the report it
+  resumes) exists, its lock unchanged with the recorded hash (or as the aborted directory it
+  was); a lock naming no previous report while an earlier one exists is refused. Not checked
+  when the report was copied out of its reports root.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from .._io import read_json_file
-from .._record import SchemaTooNew
-from ..errors import Problem, WorkbenchError
-from ..heldout import HeldOutLedger, LedgerEntry, ledger_path_for
+from .._lock import (
+    LOCK_FILE,
+    RETIRED_LOCKS,
+    Lock,
+    Verification,
+    read_lock,
+    resolve_report_path,
+    verify_lock,
+)
+from ..errors import Problem, WorkbenchError, refusal
+from ..heldout import HeldOutLedger, LedgerEntry, PreviousReport, ledger_path_for
 from ._listing import read_marker, report_dirs
-from ._lock import LOCK_FILE, Lock, hash_tree, read_lock
 from ._recompute import EvidenceError, recompute
-from ._signing import check_signature
 
 GATE_FILE = "gate.json"
-UNSIGNED = (
-    "unsigned: the hashes only show accidental change; anyone who can write the report can rewrite"
-    " it and its lock (sign with `workbench certify --sign KEY`)"
+ReportVerification = Verification
+"""The result of verifying one report (the name callers know)."""
+verify_one = verify_lock
+"""Verify one locked report of any kind (:func:`workbench._lock.verify_lock`)."""
+_WHERE = (
+    "point at a report directory (reports/<candidate>/<version>/<n>), its lock.json, a reports"
+    " root, or a run directory locked with --lock"
 )
-RESTORE = (
-    "restore the report from its original copy; to change a report, certify again (a new report"
-    " number)"
-)
-
-
-@dataclass
-class ReportVerification:
-    """The result of verifying one report directory."""
-
-    path: Path
-    report_id: str | None = None
-    outcome: str | None = None
-    lock_sha256: str | None = None
-    files: int = 0
-    problems: list[Problem] = field(default_factory=list)
-    checks: dict[str, str] = field(default_factory=dict)
-    signature: str = "not checked"
-
-    @property
-    def verified(self) -> bool:
-        return not self.problems
-
-    def fail(
-        self, check: str, location: str | Path, code: str, message: str, fix: str = RESTORE
-    ) -> None:
-        self.problems.append(Problem(location=str(location), code=code, message=message, fix=fix))
-        self.checks[check] = "failed"
-
-    def ok(self, check: str) -> None:
-        self.checks.setdefault(check, "ok")
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "report_id": self.report_id,
-            "verified": self.verified,
-            "outcome": self.outcome,
-            "lock_sha256": self.lock_sha256,
-            "files": self.files,
-            "checks": self.checks,
-            "signature": self.signature,
-            "problems": [p.model_dump(mode="json") for p in self.problems],
-        }
-
-
-def resolve_report_path(path: str | Path) -> Path:
-    """A report directory from ``path`` (the directory or its ``lock.json``)."""
-    p = Path(path)
-    return p.parent if p.name == LOCK_FILE and p.is_file() else p
 
 
 def _canon(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, ensure_ascii=False)
 
 
-def verify_one(
-    path: str | Path, *, gold: str | Path | None = None, trusted: dict[bytes, str] | None = None
-) -> ReportVerification:
-    """Verify one report directory; never raises for bad content (every finding is a problem)."""
-    root = resolve_report_path(path)
-    result = ReportVerification(path=root)
-    lock_path = root / LOCK_FILE
-    if not lock_path.is_file():
-        if read_marker(root) is not None:
-            result.fail(
-                "lock",
-                lock_path,
-                "report_unlocked",
-                "this certification never finished (it was aborted, or is still running): there is"
-                " no lock to verify",
-                "see `workbench reports`; certify again to get a locked report",
-            )
-        else:
-            result.fail(
-                "lock",
-                lock_path,
-                "lock_missing",
-                "the report has no lock.json",
-                "point at a report directory written by `workbench certify`",
-            )
-        return result
-    try:
-        lock = read_lock(root)
-    except SchemaTooNew as exc:  # fail closed: a lock this workbench cannot read is never verified
-        newer = exc.problems[0]
-        result.fail("lock", lock_path, newer.code, newer.message, newer.fix)
-        return result
-    except (ValueError, OSError, RecursionError, UnicodeDecodeError) as exc:
-        result.fail(
-            "lock",
-            lock_path,
-            "lock_unreadable",
-            "lock.json cannot be read"
-            f" ({str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__})",
-            "the lock was altered; restore the report from its original copy",
-        )
-        return result
-    result.report_id, result.outcome, result.lock_sha256, result.files = (
-        lock.report_id,
-        lock.outcome,
-        lock.lock_sha256,
-        len(lock.files),
-    )
-    if lock.content_sha256() != lock.lock_sha256:
-        result.fail(
-            "lock",
-            lock_path,
-            "lock_changed",
-            "lock.json was modified: its content no longer matches lock_sha256",
-            "restore lock.json; a lock is never edited",
-        )
-    result.ok("lock")
-    _check_files(root, lock, result)
+def check_certification(
+    root: Path, lock: Lock, result: Verification, gold: str | Path | None
+) -> None:
+    """The checks of a certification-like report (module doc)."""
     _check_consistency(root, lock, result)
     _check_outcome(root, lock, result, gold)
-    _check_signature(lock, trusted, result)
     entries, started = _check_ledger(root, lock, gold, result)
     _check_chain(root, lock, entries, started, result)
-    return result
 
 
-def _check_files(root: Path, lock: Lock, result: ReportVerification) -> None:
-    actual = hash_tree(root)
-    for rel, digest in sorted(lock.files.items()):
-        if rel not in actual:
-            result.fail("files", root / rel, "file_missing", "a locked file is missing")
-        elif actual[rel] != digest:
-            result.fail(
-                "files", root / rel, "file_changed", "the file changed after the report was locked"
-            )
-    for rel in sorted(set(actual) - set(lock.files)):
-        result.fail(
-            "files",
-            root / rel,
-            "file_added",
-            "a file was added after the report was locked",
-            "remove it; reports are immutable",
-        )
-    result.ok("files")
-
-
-def _check_consistency(root: Path, lock: Lock, result: ReportVerification) -> None:
+def _check_consistency(root: Path, lock: Lock, result: Verification) -> None:
     """The lock against its own copy of the started ledger entry (a naive edit shows here)."""
     entry = lock.ledger_entry
     pairs: list[tuple[str, Any, Any]] = [
@@ -197,22 +80,9 @@ def _check_consistency(root: Path, lock: Lock, result: ReportVerification) -> No
         ),
         ("report_id", lock.report_id, entry.get("report_id")),
         ("rerun_reason", lock.rerun_reason, entry.get("rerun_reason")),
-    ]
-    if lock.schema_version >= 2:
-        pairs += [
-            ("budget_usd", lock.budget_usd, entry.get("budget_usd")),
-            (
-                "evaluated_at",
-                lock.evaluated_at.isoformat() if lock.evaluated_at else None,
-                _iso(entry.get("when")),
-            ),
-            (
-                "previous_report",
-                lock.previous_report.model_dump(mode="json") if lock.previous_report else None,
-                entry.get("previous_report"),
-            ),
-        ]
-    pairs += [  # a migration: both fingerprints under the one entry (omitted from older entries)
+        ("budget_usd", lock.budget_usd, entry.get("budget_usd")),
+        ("evaluated_at", lock.evaluated_at and lock.evaluated_at.isoformat(), _iso(entry)),
+        ("previous_report", _dump(lock.previous_report), entry.get("previous_report")),
         ("kind", lock.kind, entry.get("kind", "certification")),
         ("baseline", lock.baseline, entry.get("baseline")),
         ("baseline_fingerprint", lock.baseline_fingerprint, entry.get("baseline_fingerprint")),
@@ -228,9 +98,12 @@ def _check_consistency(root: Path, lock: Lock, result: ReportVerification) -> No
             )
 
 
-def _iso(value: Any) -> str | None:
-    from datetime import datetime
+def _dump(previous: PreviousReport | None) -> dict[str, Any] | None:
+    return previous.model_dump(mode="json") if previous else None
 
+
+def _iso(entry: dict[str, Any]) -> str | None:
+    value = entry.get("when")
     if not isinstance(value, str):
         return None
     try:
@@ -239,30 +112,31 @@ def _iso(value: Any) -> str | None:
         return value
 
 
-def _check_outcome(
-    root: Path, lock: Lock, result: ReportVerification, gold: str | Path | None = None
-) -> None:
+def _gate_file(root: Path, result: Verification) -> dict[str, Any]:
     try:
-        gate_file = read_json_file(root / GATE_FILE)
+        gate = read_json_file(root / GATE_FILE)
     except (OSError, ValueError, RecursionError):
-        gate_file = None
-    if not isinstance(gate_file, dict):
-        result.fail(
-            "outcome", root / GATE_FILE, "gate_unreadable", "gate.json is missing or unreadable"
-        )
-        gate_file = {}
+        gate = None
+    if isinstance(gate, dict):
+        return gate
+    result.fail(
+        "outcome", root / GATE_FILE, "gate_unreadable", "gate.json is missing or unreadable"
+    )
+    return {}
+
+
+def _check_outcome(
+    root: Path, lock: Lock, result: Verification, gold: str | Path | None = None
+) -> None:
+    gate_file = _gate_file(root, result)
     try:
         again = recompute(root, lock)
     except EvidenceError as exc:
         result.problems.append(exc.problem)
         result.checks["outcome"] = "failed"
         return
-    if again.gate is None:
-        # The notebook failed before the gate: the only outcome such a report may carry.
-        if (
-            lock.outcome != "evaluation_incomplete"
-            or gate_file.get("outcome") != "evaluation_incomplete"
-        ):
+    if again.gate is None:  # the notebook failed before the gate: only incomplete is possible
+        if {lock.outcome, gate_file.get("outcome")} != {"evaluation_incomplete"}:
             result.fail(
                 "outcome",
                 root / LOCK_FILE,
@@ -270,9 +144,29 @@ def _check_outcome(
                 "the certification failed before its gate ran, so its outcome can only be"
                 f" evaluation_incomplete; the lock says {lock.outcome}",
             )
-        result.checks.setdefault("outcome", "ok (certification failed before the gate: incomplete)")
+        result.ok("outcome", "ok (certification failed before the gate: incomplete)")
         return
-    expected = again.gate
+    _compare_gate(root, lock, again.gate, gate_file, result)
+    if _canon(lock.figures) != _canon(again.figures):
+        result.fail(
+            "outcome",
+            root / LOCK_FILE,
+            "figures_mismatch",
+            "the lock's figures differ from the alignment recomputed from the run records and gold"
+            " evidence",
+        )
+    if again.migration is not None:
+        _check_migration(root, lock, again.migration, gold, result)
+    result.ok("outcome", "ok (recomputed from the evidence)")
+
+
+def _compare_gate(
+    root: Path,
+    lock: Lock,
+    expected: dict[str, Any],
+    gate_file: dict[str, Any],
+    result: Verification,
+) -> None:
     if lock.outcome != expected["outcome"]:
         result.fail(
             "outcome",
@@ -282,10 +176,8 @@ def _check_outcome(
             f" {expected['outcome']}",
         )
     if _canon(lock.blockers) != _canon(expected["blockers"]):
-        mine, theirs = (
-            [b.get("code") for b in lock.blockers],
-            [b["code"] for b in expected["blockers"]],
-        )
+        mine = [b.get("code") for b in lock.blockers]
+        theirs = [b["code"] for b in expected["blockers"]]
         detail = (
             f"codes {mine} vs {theirs}"
             if mine != theirs
@@ -297,27 +189,6 @@ def _check_outcome(
             "blockers_mismatch",
             f"the lock's blockers differ from the gate re-run on the report's evidence ({detail})",
         )
-    if again.migration is not None:
-        from ..review._transition_reviews import transition_reviews_path_for
-        from ._migration import migration_problems
-
-        gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
-        log = (
-            transition_reviews_path_for(gold_dir)
-            if gold_dir is not None and gold_dir.exists()
-            else None
-        )
-        for problem in migration_problems(root, lock, again.migration, log):
-            result.fail("migration", problem.location, problem.code, problem.message)
-        result.checks.setdefault("migration", "ok (transitions and reviews recomputed)")
-    if _canon(lock.figures) != _canon(again.figures):
-        result.fail(
-            "outcome",
-            root / LOCK_FILE,
-            "figures_mismatch",
-            "the lock's figures differ from the alignment recomputed from the run records and gold"
-            " evidence",
-        )
     for key in ("outcome", "blockers", "waived", "expired_overrides"):
         if _canon(gate_file.get(key)) != _canon(expected.get(key)):
             result.fail(
@@ -326,48 +197,22 @@ def _check_outcome(
                 "gate_mismatch",
                 f"gate.json's {key} differs from the gate re-run on the report's evidence",
             )
-    result.checks.setdefault("outcome", "ok (recomputed from the evidence)")
 
 
-def _check_signature(
-    lock: Lock, trusted: dict[bytes, str] | None, result: ReportVerification
+def _check_migration(
+    root: Path, lock: Lock, migration: Any, gold: str | Path | None, result: Verification
 ) -> None:
-    if lock.signature is None:
-        result.signature = UNSIGNED
-        if trusted is not None:
-            result.fail(
-                "signature",
-                "lock.json",
-                "unsigned",
-                "the lock is unsigned, so it cannot be checked against the trusted keys",
-                "ask for a report certified with `workbench certify --sign KEY`",
-            )
-        else:
-            result.checks["signature"] = "unsigned"
-        return
-    status, detail = check_signature(lock.signature, lock.lock_sha256, trusted)
-    result.signature = detail
-    if status == "invalid":
-        result.fail(
-            "signature",
-            "lock.json",
-            "signature_invalid",
-            detail,
-            "the lock or its signature was altered; restore the original report",
-        )
-    elif status == "untrusted":
-        result.fail(
-            "signature",
-            "lock.json",
-            "signature_untrusted",
-            detail,
-            "add the signer's public key to the trust file only if you trust it",
-        )
-    else:
-        result.checks["signature"] = status
+    from ..review._transition_reviews import transition_reviews_path_for
+    from ._migration import migration_problems
+
+    gold_dir = Path(gold) if gold is not None else (Path(lock.gold) if lock.gold else None)
+    log = transition_reviews_path_for(gold_dir) if gold_dir and gold_dir.exists() else None
+    for problem in migration_problems(root, lock, migration, log):
+        result.fail("migration", problem.location, problem.code, problem.message)
+    result.ok("migration", "ok (transitions and reviews recomputed)")
 
 
-def _locate_ledger(lock: Lock, gold: str | Path | None, result: ReportVerification) -> Path | None:
+def _locate_ledger(lock: Lock, gold: str | Path | None, result: Verification) -> Path | None:
     if gold is not None:
         return ledger_path_for(gold)
     if lock.gold and Path(lock.gold).is_dir():
@@ -381,17 +226,16 @@ def _locate_ledger(lock: Lock, gold: str | Path | None, result: ReportVerificati
                 f" {path}",
             )
         return path
-    where = lock.gold or "(not recorded)"
     result.checks["ledger"] = (
-        f"not checked: the certified dataset {where} is not on this machine (pass --gold to check"
-        " against its ledger)"
+        f"not checked: the certified dataset {lock.gold or '(not recorded)'} is not on this"
+        " machine (pass --gold to check against its ledger)"
     )
     return None
 
 
-def _check_ledger(
-    root: Path, lock: Lock, gold: str | Path | None, result: ReportVerification
-) -> tuple[list[LedgerEntry] | None, LedgerEntry | None]:
+def _read_ledger(
+    lock: Lock, gold: str | Path | None, result: Verification
+) -> tuple[Path | None, list[LedgerEntry] | None]:
     try:
         path = _locate_ledger(lock, gold, result)
     except WorkbenchError as exc:
@@ -416,7 +260,15 @@ def _check_ledger(
     for problem in read.problems:
         result.problems.append(problem)
         result.checks["ledger"] = "failed"
-    entries = read.entries
+    return path, read.entries
+
+
+def _check_ledger(
+    root: Path, lock: Lock, gold: str | Path | None, result: Verification
+) -> tuple[list[LedgerEntry] | None, LedgerEntry | None]:
+    path, entries = _read_ledger(lock, gold, result)
+    if path is None or entries is None:
+        return entries, None
     entry_id = lock.ledger_entry.get("entry_id")
     started = next((e for e in entries if e.entry_id == entry_id and e.event == "started"), None)
     if started is None:
@@ -435,9 +287,23 @@ def _check_ledger(
             "ledger_mismatch",
             "the lock's copy of its started ledger entry differs from the ledger's",
         )
-    closing = next(
-        (e for e in entries if e.opens == started.entry_id and e.event != "started"), None
-    )
+    _check_closing(path, lock, _closing(entries, started.entry_id), result)
+    reports_root = _reports_root(root, lock)
+    if reports_root is not None:
+        for e in entries:
+            if e.event == "started" and e.reports_root == started.reports_root:
+                _check_on_disk(reports_root, e, result)
+    result.ok("ledger")
+    return entries, started
+
+
+def _closing(entries: list[LedgerEntry], entry_id: str) -> LedgerEntry | None:
+    return next((e for e in entries if e.opens == entry_id and e.event != "started"), None)
+
+
+def _check_closing(
+    path: Path, lock: Lock, closing: LedgerEntry | None, result: Verification
+) -> None:
     if closing is None or closing.event != "finished":
         state = "still open" if closing is None else closing.event
         result.fail(
@@ -462,24 +328,18 @@ def _check_ledger(
             f"the ledger recorded outcome {closing.outcome} for {lock.report_id}; the lock says"
             f" {lock.outcome}",
         )
-    reports_root = _reports_root(root, lock)
-    if reports_root is not None:
-        for e in entries:
-            if (
-                e.event == "started"
-                and e.reports_root == started.reports_root
-                and not (reports_root / e.report_id).is_dir()
-            ):
-                result.fail(
-                    "ledger",
-                    reports_root / e.report_id,
-                    "report_missing",
-                    f"the ledger records report {e.report_id} (started {e.when:%Y-%m-%d %H:%M} by"
-                    f" {e.who}) but it is not on disk",
-                    "restore the report; reports are never deleted",
-                )
-    result.ok("ledger")
-    return entries, started
+
+
+def _check_on_disk(reports_root: Path, entry: LedgerEntry, result: Verification) -> None:
+    if not (reports_root / entry.report_id).is_dir():
+        result.fail(
+            "ledger",
+            reports_root / entry.report_id,
+            "report_missing",
+            f"the ledger records report {entry.report_id} (started {entry.when:%Y-%m-%d %H:%M} by"
+            f" {entry.who}) but it is not on disk",
+            "restore the report; reports are never deleted",
+        )
 
 
 def _reports_root(root: Path, lock: Lock) -> Path | None:
@@ -496,92 +356,102 @@ def _check_chain(
     lock: Lock,
     entries: list[LedgerEntry] | None,
     started: LedgerEntry | None,
-    result: ReportVerification,
+    result: Verification,
 ) -> None:
+    if started is not None and _canon(_dump(started.previous_report)) != _canon(
+        _dump(lock.previous_report)
+    ):
+        recorded, mine = started.previous_report, lock.previous_report
+        result.fail(
+            "chain",
+            root / LOCK_FILE,
+            "chain_mismatch",
+            f"the ledger recorded previous report {recorded and recorded.report_id!r} for this"
+            f" report, the lock names {mine and mine.report_id!r}",
+        )
     reports_root = _reports_root(root, lock)
-    if started is not None:
-        recorded = (
-            started.previous_report.model_dump(mode="json") if started.previous_report else None
-        )
-        mine = lock.previous_report.model_dump(mode="json") if lock.previous_report else None
-        if _canon(recorded) != _canon(mine):
-            result.fail(
-                "chain",
-                root / LOCK_FILE,
-                "chain_mismatch",
-                f"the ledger recorded previous report {recorded and recorded['report_id']!r} for"
-                f" this report, the lock names {mine and mine['report_id']!r}",
-            )
     if reports_root is None:
-        result.checks.setdefault(
-            "chain", "not checked: the report is not inside its reports root (copied on its own)"
-        )
+        result.ok("chain", "not checked: the report is not inside its reports root (copied alone)")
         return
-    previous = lock.previous_report
+    if lock.previous_report is None:
+        _check_first(root, lock, reports_root, result)
+    for link in (lock.previous_report, lock.resumes):
+        if link is not None:
+            _check_link(reports_root, link, entries, result)
+    result.ok("chain")
+
+
+def _check_first(root: Path, lock: Lock, reports_root: Path, result: Verification) -> None:
+    """A lock naming no previous report: no earlier report of its candidate version may exist."""
     name, version, n = lock.report_id.split("/")
     earlier = [
         d
         for d in report_dirs(reports_root)
-        if d.parent.parent.name == name
-        and d.parent.name == version
+        if (d.parent.parent.name, d.parent.name) == (name, version)
         and int(d.name) < int(n)
         and ((d / LOCK_FILE).exists() or read_marker(d) is not None)
     ]
-    if previous is None:
-        if earlier:
-            result.fail(
-                "chain",
-                root / LOCK_FILE,
-                "chain_broken",
-                "the lock names no previous report, but"
-                f" {earlier[-1].relative_to(reports_root).as_posix()} precedes it",
-                "restore the original lock; reports form a chain",
-            )
-        result.ok("chain")
-        return
-    prev_dir = reports_root / previous.report_id
-    if not prev_dir.is_dir():
+    if earlier:
         result.fail(
             "chain",
-            prev_dir,
+            root / LOCK_FILE,
             "chain_broken",
-            f"the previous report {previous.report_id} is missing",
-            "restore the previous report; reports form a chain and none may be removed",
+            "the lock names no previous report, but"
+            f" {earlier[-1].relative_to(reports_root).as_posix()} precedes it",
+            "restore the original lock; reports form a chain",
         )
-    elif previous.status == "locked":
+
+
+def _check_link(
+    reports_root: Path,
+    link: PreviousReport,
+    entries: list[LedgerEntry] | None,
+    result: Verification,
+) -> None:
+    """A linked report (the previous one, or the one re-evaluated) is there as the link says: a
+    lock with the recorded hash whose content still hashes to it, or the aborted directory."""
+    linked = reports_root / link.report_id
+    if not linked.is_dir():
+        result.fail(
+            "chain",
+            linked,
+            "chain_broken",
+            f"the linked report {link.report_id} is missing",
+            "restore the report; reports form a chain and none may be removed",
+        )
+    elif link.status == "locked":
         try:
-            prev_lock = read_lock(prev_dir)
+            other = read_lock(linked)
+            intact = other.lock_sha256 == link.lock_sha256 == other.content_sha256()
         except (ValueError, OSError, RecursionError):
-            prev_lock = None
-        if prev_lock is None or prev_lock.lock_sha256 != previous.lock_sha256:
+            intact = False
+        if not intact:
             result.fail(
                 "chain",
-                prev_dir / LOCK_FILE,
+                linked / LOCK_FILE,
                 "chain_broken",
-                "the previous report's lock does not match the hash recorded in this report",
-                "restore the previous report's original lock",
+                f"the lock of {link.report_id} is not the one this report's chain recorded (its"
+                " hash differs, or its content no longer hashes to it)",
+                "restore the linked report's original lock",
             )
-    elif previous.status == "aborted":
-        marker = read_marker(prev_dir)
-        status = None
-        if marker is not None and entries is not None:
-            closing = next(
-                (e for e in entries if e.opens == marker["entry_id"] and e.event != "started"), None
-            )
-            status = closing.event if closing else "open"
-        if (
-            (prev_dir / LOCK_FILE).exists()
-            or marker is None
-            or (entries is not None and status != "aborted")
-        ):
-            result.fail(
-                "chain",
-                prev_dir,
-                "chain_broken",
-                f"the previous report {previous.report_id} is recorded as aborted, but its"
-                " directory is not that aborted certification",
-            )
-    result.ok("chain")
+    elif link.status == "aborted" and not _still_aborted(linked, entries):
+        result.fail(
+            "chain",
+            linked,
+            "chain_broken",
+            f"the previous report {link.report_id} is recorded as aborted, but its directory is"
+            " not that aborted certification",
+        )
+
+
+def _still_aborted(directory: Path, entries: list[LedgerEntry] | None) -> bool:
+    marker = read_marker(directory)
+    if (directory / LOCK_FILE).exists() or marker is None:
+        return False
+    if entries is None:
+        return True
+    closing = _closing(entries, marker["entry_id"])
+    return closing is not None and closing.event == "aborted"
 
 
 def verify_report(
@@ -593,92 +463,64 @@ def verify_report(
 ) -> list[Problem]:
     """Every problem :func:`verify_one` finds (an empty list: verified). ``reports_root`` is ignored
     (kept for callers)."""
-    return verify_one(report_dir, gold=gold, trusted=trusted).problems
+    return verify_lock(report_dir, gold=gold, trusted=trusted).problems
 
 
 def verify_path(
     path: str | Path, *, gold: str | Path | None = None, trusted: dict[bytes, str] | None = None
-) -> list[ReportVerification]:
-    """Verify a report directory, its ``lock.json``, or every report under a reports root.
+) -> list[Verification]:
+    """Verify a locked report (a certification or a locked run), its ``lock.json``, or every
+    report under a reports root.
 
     For a reports root, reports the ledgers know but the disk lacks are found too. Raises
-    :class:`WorkbenchError` when ``path`` is neither.
+    :class:`WorkbenchError` when ``path`` is none of these.
     """
     p = resolve_report_path(path)
     if not p.exists():
-        raise WorkbenchError(
-            "nothing to verify",
-            [
-                Problem(
-                    location=str(path),
-                    code="report_missing",
-                    message="no such file or directory",
-                    fix=(
-                        "point at a report directory (reports/<candidate>/<version>/<n>), its"
-                        " lock.json, or a reports root"
-                    ),
-                )
-            ],
+        raise refusal(
+            "nothing to verify", str(path), "report_missing", "no such file or directory", _WHERE
         )
     if not p.is_dir():
-        raise WorkbenchError(
+        raise refusal(
             "nothing to verify",
-            [
-                Problem(
-                    location=str(path),
-                    code="not_a_report",
-                    message="not a report directory or a lock.json",
-                    fix=(
-                        "point at a report directory (reports/<candidate>/<version>/<n>), its"
-                        " lock.json, or a reports root"
-                    ),
-                )
-            ],
+            str(path),
+            "not_a_report",
+            "not a report directory or a lock",
+            _WHERE,
         )
-    if (p / LOCK_FILE).exists() or read_marker(p) is not None:
-        return [verify_one(p, gold=gold, trusted=trusted)]
+    if _is_report(p):
+        return [verify_lock(p, gold=gold, trusted=trusted)]
     dirs = report_dirs(p)
     if not dirs:
-        raise WorkbenchError(
+        raise refusal(
             "nothing to verify",
-            [
-                Problem(
-                    location=str(path),
-                    code="not_a_report",
-                    message="the directory holds no lock.json and no reports",
-                    fix=(
-                        "point at a report directory (reports/<candidate>/<version>/<n>), its"
-                        " lock.json, or a reports root"
-                    ),
-                )
-            ],
+            str(path),
+            "not_a_report",
+            "the directory holds no lock.json and no reports",
+            _WHERE,
         )
-    out = [verify_one(d, gold=gold, trusted=trusted) for d in dirs if (d / LOCK_FILE).exists()]
+    out = [verify_lock(d, gold=gold, trusted=trusted) for d in dirs if (d / LOCK_FILE).exists()]
     if gold is not None:
         flagged = {pr.location for r in out for pr in r.problems if pr.code == "report_missing"}
         out += [m for m in _missing_from_root(p, gold) if str(m.path) not in flagged]
     return out
 
 
-def _missing_from_root(reports_root: Path, gold: str | Path) -> list[ReportVerification]:
+def _is_report(directory: Path) -> bool:
+    return (
+        (directory / LOCK_FILE).exists()
+        or read_marker(directory) is not None
+        or any((directory / name).exists() for name in RETIRED_LOCKS)
+    )
+
+
+def _missing_from_root(reports_root: Path, gold: str | Path) -> list[Verification]:
     """Reports the dataset's ledger records under this reports root that are not on disk."""
-    ledger = HeldOutLedger(ledger_path_for(gold))
-    out = []
     base = reports_root.resolve()
-    for e in ledger.read().entries:
-        if (
-            e.event == "started"
-            and e.reports_root == str(base)
-            and not (base / e.report_id).is_dir()
-        ):
-            missing = ReportVerification(path=base / e.report_id, report_id=e.report_id)
-            missing.fail(
-                "ledger",
-                base / e.report_id,
-                "report_missing",
-                f"the ledger records report {e.report_id} (started {e.when:%Y-%m-%d %H:%M} by"
-                f" {e.who}) but it is not on disk",
-                "restore the report; reports are never deleted",
-            )
-            out.append(missing)
+    out = []
+    for e in HeldOutLedger(ledger_path_for(gold)).read().entries:
+        if e.event == "started" and e.reports_root == str(base):
+            missing = Verification(path=base / e.report_id, report_id=e.report_id)
+            _check_on_disk(base, e, missing)
+            out += [missing] if missing.problems else []
     return out

@@ -21,13 +21,14 @@ import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .._docs import add_field_docs
-from .._io import read_bounded
-from ..errors import Problem, WorkbenchError
+from ._docs import add_field_docs
+from ._io import read_bounded
+from .errors import Problem, WorkbenchError
+from .errors import refusal as _refused
 
 PASSPHRASE_ENV = "WORKBENCH_SIGNING_PASSPHRASE"
 MESSAGE_PREFIX = b"workbench-lock-v1\n"
@@ -51,9 +52,7 @@ class LockSignature(BaseModel):
 
 
 def _problem(location: str, code: str, message: str, fix: str) -> WorkbenchError:
-    return WorkbenchError(
-        "signing key refused", [Problem(location=location, code=code, message=message, fix=fix)]
-    )
+    return _refused("signing key refused", location, code, message, fix)
 
 
 def message_for(lock_sha256: str) -> bytes:
@@ -152,23 +151,18 @@ def load_signer(path: str | Path) -> Signer:
 def load_trust(path: str | Path) -> dict[bytes, str]:
     """Trusted Ed25519 public keys: raw key bytes -> the line's comment (or fingerprint)."""
     from cryptography.hazmat.primitives import serialization
-    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
     trust_path = Path(path)
     try:
         text = read_bounded(trust_path).decode("utf-8")  # bounded: a pipe or /dev/zero is refused
     except (WorkbenchError, UnicodeDecodeError) as exc:
         why = exc.problems[0].message if isinstance(exc, WorkbenchError) and exc.problems else exc
-        raise WorkbenchError(
+        raise _refused(
             "trust file refused",
-            [
-                Problem(
-                    location=str(trust_path),
-                    code="trust_unreadable",
-                    message=f"the trust file cannot be read ({why})",
-                    fix="give a text file with one OpenSSH public key per line",
-                )
-            ],
+            str(trust_path),
+            "trust_unreadable",
+            f"the trust file cannot be read ({why})",
+            "give a text file with one OpenSSH public key per line",
         ) from None
     keys: dict[bytes, str] = {}
     problems: list[Problem] = []
@@ -176,49 +170,46 @@ def load_trust(path: str | Path) -> dict[bytes, str]:
         line = line.strip()
         if not line or line.startswith("#"):
             continue
-        parts = line.split()
-        try:
-            key = serialization.load_ssh_public_key(" ".join(parts[:2]).encode())
-        except Exception:  # noqa: BLE001 - any parse failure is the same user error
-            problems.append(
-                Problem(
-                    location=f"{trust_path}:{number}",
-                    code="trust_invalid",
-                    message="not an OpenSSH public key line",
-                    fix=(
-                        "write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of"
-                        " the key)"
-                    ),
-                )
-            )
-            continue
-        if not isinstance(key, Ed25519PublicKey):
-            problems.append(
-                Problem(
-                    location=f"{trust_path}:{number}",
-                    code="trust_not_ed25519",
-                    message=f"{parts[0]} key: only Ed25519 keys sign locks",
-                    fix="list the Ed25519 public keys of the certifying team",
-                )
-            )
+        key, problem = _trusted_key(line, f"{trust_path}:{number}")
+        if problem is not None:
+            problems.append(problem)
             continue
         raw = key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-        keys[raw] = " ".join(parts[2:]) or ssh_fingerprint(line)
+        keys[raw] = " ".join(line.split()[2:]) or ssh_fingerprint(line)
     if problems:
         raise WorkbenchError("trust file refused", problems)
     if not keys:
-        raise WorkbenchError(
+        raise _refused(
             "trust file refused",
-            [
-                Problem(
-                    location=str(trust_path),
-                    code="trust_empty",
-                    message="the trust file lists no key",
-                    fix="add the certifying team's Ed25519 public keys, one per line",
-                )
-            ],
+            str(trust_path),
+            "trust_empty",
+            "the trust file lists no key",
+            "add the certifying team's Ed25519 public keys, one per line",
         )
     return keys
+
+
+def _trusted_key(line: str, where: str) -> tuple[Any, Problem | None]:
+    """The Ed25519 public key of one trust-file line, or the problem with the line."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    parts = line.split()
+    try:
+        key = serialization.load_ssh_public_key(" ".join(parts[:2]).encode())
+    except Exception:  # noqa: BLE001 - any parse failure is the same user error
+        fix = "write one key per line as `ssh-ed25519 AAAA... comment` (the .pub file of the key)"
+        return None, Problem(
+            location=where, code="trust_invalid", message="not an OpenSSH public key line", fix=fix
+        )
+    if not isinstance(key, Ed25519PublicKey):
+        return None, Problem(
+            location=where,
+            code="trust_not_ed25519",
+            message=f"{parts[0]} key: only Ed25519 keys sign locks",
+            fix="list the Ed25519 public keys of the certifying team",
+        )
+    return key, None
 
 
 def check_signature(

@@ -1,0 +1,587 @@
+"""The evaluation steps of ``03_certify.ipynb``: :class:`Certification`.
+
+``workbench certify`` (:mod:`workbench.reports._certify`) opens a held-out ledger entry and
+executes the notebook; the notebook calls these steps in order (lineage, controls, the
+held-out run, sentinels, the gate) and displays what they return. The steps write every file
+the gate reads into the report, so ``workbench verify`` can decide the outcome again
+(:mod:`workbench.reports._recompute`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .._args import check_run_arguments
+from .._io import atomic_write_json, read_jsonl_records, write_jsonl
+from ..agreement import human_agreement
+from ..align import AlignmentReport, Join, align_results, read_run_manifest
+from ..errors import WorkbenchError, refusal
+from ..gold import GoldDataset, load_dataset
+from ..heldout import (
+    HeldOutAccess,
+    HeldOutLedger,
+    LedgerEntry,
+    held_out_manifest_sha256,
+    ledger_path_for,
+)
+from ..judges import Judge, load_candidate
+from ..migration._certify import (
+    BASELINE_CONTROLS_DIR,
+    BASELINE_RUN_DIR,
+    REVIEWS_SNAPSHOT,
+    MigrationEvidence,
+    map_old_lines,
+)
+from ..migration._mapping import LoadedMapping, load_label_mapping
+from ..policy import (
+    Blocker,
+    GateResult,
+    Policy,
+    load_overrides,
+    load_policy,
+)
+from ..runs import RunDir, RunSummary, run_candidate
+from ._certify import CONTROLS_DIR, GATE_FILE, RESTRICTED_DIR, RUN_DIR, held_out_items
+from ._evaluation import (
+    FIGURES_FILE,
+    LINEAGE_FILE,
+    figures_of,
+    public_gate,
+    read_gold_evidence,
+    write_gold_evidence,
+)
+from ._migration import (
+    SENTINELS_DIR,
+    control_report_from_records,
+    needs_repeatability,
+    snapshot_studies,
+    write_migration,
+)
+from ._recompute import Subject, decide
+
+_NOT_BY_CERTIFY = "run `workbench certify`; the certification notebook is executed only by it"
+
+
+def _check(name: str, expected: Any, actual: Any, ok: bool | None = None) -> dict[str, Any]:
+    """One lineage row: held when ``ok`` (default: the two values are equal)."""
+    held = expected == actual if ok is None else ok
+    return {"check": name, "ok": bool(held), "expected": expected, "actual": actual}
+
+
+class Certification:
+    """The evaluation steps of ``03_certify.ipynb``, callable and testable outside the notebook.
+
+    It refuses to exist unless ``workbench certify`` opened a ledger entry for it: the ledger
+    is resolved from the gold dataset (a ``ledger_path`` given must be that one), an open
+    ``started`` entry must carry the hash of ``certification_token``, name this report
+    directory and candidate (and, for a migration, this baseline; for a re-evaluation, the
+    report it resumes), and be held by a live ``certify`` process; the token is then claimed,
+    so it works once.
+    """
+
+    def __init__(
+        self,
+        *,
+        candidate: str | Path,
+        policy: str | Path,
+        gold: str | Path,
+        report_dir: str | Path,
+        certification_token: str,
+        ledger_path: str | Path | None = None,
+        overrides: str | Path | None = None,
+        controls: str | Path | None = None,
+        concurrency: int = 8,
+        max_cases: int | None = None,
+        baseline: str | Path | None = None,
+        label_mapping: str | Path | None = None,
+        resume_from: str | Path | None = None,
+    ) -> None:
+        # Notebook parameters arrive as papermill injected them: checked before the ledger is read.
+        check_run_arguments(concurrency=concurrency, max_cases=max_cases)
+        self.report_dir = Path(report_dir)
+        self.controls_path = Path(controls) if controls else None
+        self.candidate_path, self.policy_path = Path(candidate), Path(policy)
+        self.judge: Judge = load_candidate(candidate)
+        self.baseline_judge: Judge | None = load_candidate(baseline) if baseline else None
+        self.mapping: LoadedMapping | None = (
+            load_label_mapping(label_mapping) if label_mapping else None
+        )
+        self.resume_from: Path | None = Path(resume_from) if resume_from else None
+        self.dataset: GoldDataset = load_dataset(gold)
+        self.policy: Policy | None = load_policy(policy) if self.policy_path.exists() else None
+        self.overrides = load_overrides(overrides) if overrides and Path(overrides).exists() else []
+        self.ledger = HeldOutLedger(ledger_path_for(gold))
+        self.ledger_entry: LedgerEntry = self._open(ledger_path, certification_token)
+        self.ledger_path = self.ledger.path
+        self.ledger_entry_id = self.ledger_entry.entry_id
+        self.concurrency = concurrency
+        self.budget_usd = self.ledger_entry.budget_usd  # decided by certify, recorded in the ledger
+        self.max_cases = max_cases
+        self.lineage: list[dict[str, Any]] = []
+        self.controls: Any | None = None
+        self.baseline_controls: Any | None = None
+        self.control_blockers: list[Blocker] = []
+        self.summary: RunSummary | None = None
+        self.baseline_summary: RunSummary | None = None
+        self.sentinels: RunSummary | None = None
+        self.join: Join | None = None
+        self.alignment: AlignmentReport | None = None
+        self.migration: MigrationEvidence | None = None
+        self.gate: GateResult | None = None
+
+    @property
+    def is_migration(self) -> bool:
+        """Whether a baseline is judged beside the candidate."""
+        return self.baseline_judge is not None
+
+    @property
+    def kind(self) -> str:
+        """The ledger entry's kind: certification, migration or review_reevaluation."""
+        return self.ledger_entry.kind
+
+    def _refuse(self, code: str, message: str, fix: str = _NOT_BY_CERTIFY) -> WorkbenchError:
+        return refusal(
+            "certification refused: the held-out partition was not used",
+            str(self.ledger.path),
+            code,
+            message,
+            fix,
+        )
+
+    def _open(self, ledger_path: str | Path | None, token: str) -> LedgerEntry:
+        if ledger_path and Path(ledger_path).resolve() != self.ledger.path:
+            raise self._refuse(
+                "ledger_mismatch",
+                f"ledger {ledger_path} is not the held-out ledger of this dataset"
+                f" ({self.ledger.path})",
+                "the ledger belongs to the gold dataset; no other ledger is accepted",
+            )
+        if not isinstance(token, str) or not token:
+            raise self._refuse("certification_not_opened", "no certification token was given")
+        entry = self.ledger.open_entry_for_token(token)  # raises on a damaged ledger
+        if entry is None:
+            raise self._refuse(
+                "certification_not_opened",
+                "no open certification in the held-out ledger carries this token",
+            )
+        refused = self._entry_mismatch(entry) or self._entry_not_live(entry)
+        if refused is not None:
+            raise self._refuse(*refused)
+        self.ledger.claim_token(entry)
+        return entry
+
+    def _entry_mismatch(self, entry: LedgerEntry) -> tuple[str, str] | None:
+        """Why ``entry`` is not the certification of this notebook run, or None."""
+        baseline = self.baseline_judge
+        baseline_fp = baseline.identity.fingerprint() if baseline is not None else None
+        kind = (
+            "review_reevaluation"
+            if self.resume_from is not None
+            else ("migration" if baseline_fp else "certification")
+        )
+        resumes = "/".join(self.resume_from.resolve().parts[-3:]) if self.resume_from else None
+        mismatches = [
+            (
+                (Path(entry.reports_root) / entry.report_id).resolve() != self.report_dir.resolve(),
+                "report_dir_mismatch",
+                f"the ledger entry opened report {entry.report_id}, not {self.report_dir}",
+            ),
+            (
+                entry.candidate_fingerprint != self.judge.identity.fingerprint(),
+                "candidate_mismatch",
+                f"the ledger entry opened a certification of {entry.candidate}, not of this"
+                " candidate",
+            ),
+            (
+                entry.baseline_fingerprint != baseline_fp,
+                "baseline_mismatch",
+                "the ledger entry opened a certification with baseline"
+                f" {entry.baseline or '(none)'}, not"
+                f" {baseline.spec.label if baseline else '(none)'}",
+            ),
+            (
+                entry.kind != kind,
+                "entry_kind_mismatch",
+                f"the ledger entry is a {entry.kind}, not a {kind}",
+            ),
+            (
+                resumes is not None and entry.resumes != resumes,
+                "resumes_mismatch",
+                f"the ledger entry re-evaluates report {entry.resumes}, not {self.resume_from}",
+            ),
+        ]
+        return next(((code, message) for bad, code, message in mismatches if bad), None)
+
+    def _entry_not_live(self, entry: LedgerEntry) -> tuple[str, str] | None:
+        """Why ``entry`` may not run now (its certify process died, an unexplained re-use)."""
+        if not self.ledger.is_running(entry.entry_id):
+            return (
+                "certification_not_running",
+                f"the `workbench certify` process that opened ledger entry {entry.entry_id} is not"
+                " running",
+            )
+        if not entry.uses_held_out or (entry.rerun_reason and entry.rerun_reason.strip()):
+            return None
+        earlier = self.ledger.previous_uses(
+            entry.candidate_fingerprint, entry.held_out_manifest_sha256, exclude=entry.entry_id
+        )
+        if not earlier:
+            return None
+        return (
+            "held_out_reuse",
+            "the held-out partition was already used for this candidate"
+            f" ({', '.join(e.report_id for e in earlier)}) and the entry gives no re-run reason",
+        )
+
+    # -- steps ----------------------------------------------------------------------------
+
+    def check_lineage(self) -> list[dict[str, Any]]:
+        """Deterministic checks that the judge and the humans saw the same items and rubric."""
+        entry, dataset, policy = self.ledger_entry, self.dataset, self.policy
+        held_out = dataset.partition("held_out")
+        others = {c.group for c in dataset.cases.values() if c.partition.value != "held_out"}
+        leaked = sorted({c.group for c in held_out} & others)
+        status = self.ledger.status_of(entry.entry_id)
+        rubric_version = getattr(policy, "rubric_version", None)
+        self.lineage = [
+            _check(
+                "ledger entry open for this certification",
+                entry.entry_id,
+                status or "missing",
+                status == "open",
+            ),
+            _check(
+                "candidate fingerprint",
+                entry.candidate_fingerprint,
+                self.judge.identity.fingerprint(),
+            ),
+            _check("gold dataset sha256", entry.dataset_sha256, dataset.sha256),
+            _check(
+                "held-out manifest sha256",
+                entry.held_out_manifest_sha256,
+                held_out_manifest_sha256(dataset.sha256, held_out),
+            ),
+            _check(
+                "partition isolation (no held-out group elsewhere)",
+                "0 shared groups",
+                f"{len(leaked)} shared groups",
+                not leaked,
+            ),
+            _check(
+                "rubric version (policy vs gold)",
+                rubric_version,
+                dataset.rubric.version,
+                rubric_version in (None, dataset.rubric.version),
+            ),
+            _check(
+                "policy present",
+                self.policy_path.name,
+                "loaded" if policy else "missing",
+                policy is not None,
+            ),
+            _check(
+                "gold release (recorded in the run manifest)",
+                "releases.jsonl beside the gold",
+                dataset.release.release_id if dataset.release else "(not frozen)",
+                True,
+            ),
+        ]
+        if self.baseline_judge is not None:
+            self.lineage.append(
+                _check(
+                    "baseline fingerprint",
+                    entry.baseline_fingerprint,
+                    self.baseline_judge.identity.fingerprint(),
+                )
+            )
+        atomic_write_json(self.report_dir / LINEAGE_FILE, self.lineage)
+        return self.lineage
+
+    @property
+    def lineage_ok(self) -> bool:
+        return bool(self.lineage) and all(row["ok"] for row in self.lineage)
+
+    def _suite(self) -> Any:
+        from ..controls import load_suite
+
+        assert self.policy is not None and self.policy.controls is not None
+        return load_suite(
+            self.controls_path or (self.policy_path.parent / self.policy.controls.suite).resolve()
+        )
+
+    async def run_controls(self) -> Any | None:
+        """Run the policy's control suite before any held-out call (for a migration: on both
+        versions).
+
+        A failed blocking role (positive, negative, adversarial by default) of the candidate
+        becomes a blocker with its own text, and the held-out partition is then not used at
+        all: a judge that fails its controls is not worth spending held-out data on. The
+        baseline's controls are shown beside (verdicts mapped), never a blocker. A
+        re-evaluation rebuilds both reports from the locked report's control records.
+        """
+        if self.policy is None or self.policy.controls is None:
+            return None
+        from ..controls import run_controls
+
+        suite = self._suite()
+        judges: list[tuple[Judge, str, LoadedMapping | None]] = [(self.judge, CONTROLS_DIR, None)]
+        if self.baseline_judge is not None:
+            judges.append((self.baseline_judge, BASELINE_CONTROLS_DIR, self.mapping))
+        reports = []
+        for judge, directory, mapping in judges:
+            fresh = None
+            if self.resume_from is None:
+                fresh = await run_controls(
+                    judge,
+                    suite,
+                    self.report_dir / directory,
+                    concurrency=self.concurrency,
+                    cache_dir=False,
+                    progress=False,
+                )
+            if fresh is None or judge is not self.judge:  # the baseline's: verdicts mapped
+                fresh = control_report_from_records(suite, self.report_dir / directory, mapping)
+            reports.append(fresh)
+        self.controls = reports[0]
+        self.baseline_controls = reports[1] if len(reports) > 1 else None
+        self.control_blockers = list(self.controls.blockers(self.policy.controls.blocking_roles))
+        return self.controls
+
+    @property
+    def controls_ok(self) -> bool:
+        return not self.control_blockers
+
+    async def run_held_out(self) -> RunSummary | None:
+        """Run the candidate (and the baseline) once on held-out data, when lineage holds and
+        controls pass.
+
+        One ledger entry covers both runs; with a budget, the candidate's run may spend what
+        the baseline's reservation leaves, the baseline's what the candidate's spend leaves. A
+        re-evaluation judges nothing: it reads the run summaries of the copied records.
+        """
+        if not self.lineage:
+            self.check_lineage()
+        if not self.lineage_ok or not self.controls_ok:
+            return None
+        if self.resume_from is not None:
+            self.summary = RunDir(self.report_dir / RUN_DIR).read_summary()
+            self.baseline_summary = RunDir(self.report_dir / BASELINE_RUN_DIR).read_summary()
+            return self.summary
+        limit = self.budget_usd
+        if limit is not None and self.baseline_judge is not None:
+            from ..migration import estimate_run
+
+            reserved = estimate_run(
+                "baseline",
+                self.baseline_judge,
+                held_out_items(self.dataset),
+                self.report_dir / BASELINE_RUN_DIR,
+                cache_dir=False,
+            )
+            limit = max(0.0, limit - reserved.needed_usd)
+        self.summary = await self._held_out_run(self.judge, RUN_DIR, limit)
+        if self.baseline_judge is not None:
+            rest = self._left(self.summary.cost_usd)
+            self.baseline_summary = await self._held_out_run(
+                self.baseline_judge, BASELINE_RUN_DIR, rest
+            )
+        return self.summary
+
+    def _left(self, spent: float) -> float | None:
+        return None if self.budget_usd is None else max(0.0, self.budget_usd - spent)
+
+    async def _held_out_run(self, judge: Judge, directory: str, limit: float | None) -> RunSummary:
+        access = HeldOutAccess.grant(
+            self.ledger.path, self.ledger_entry_id, judge.identity.fingerprint()
+        )
+        return await run_candidate(
+            judge,
+            self.dataset,
+            "held_out",
+            self.report_dir / directory,
+            concurrency=self.concurrency,
+            budget_usd=limit,
+            max_cases=self.max_cases,
+            cache_dir=False,  # held-out verdicts are neither reused nor shared through a cache
+            progress=False,  # progress widgets do not render in static HTML
+            held_out_access=access,
+        )
+
+    async def run_sentinels(self) -> RunSummary | None:
+        """Run the candidate on the gold's sentinels (``sentinels.yaml``) into
+        ``REPORT/sentinels/``.
+
+        Only after a held-out run, never on held-out cases (the sentinel file refuses them),
+        and no ledger use: it is the baseline ``workbench drift --against REPORT`` compares
+        later runs of this judge with. Not a gate input. A re-evaluation keeps the copied run.
+        """
+        from ..repeatability import load_sentinels, sentinels_path_for
+
+        if (
+            self.summary is None
+            or self.resume_from is not None
+            or not sentinels_path_for(self.dataset).exists()
+        ):
+            return None
+        from ..gold import gold_lineage
+        from ..judges import JudgeInput
+        from ..repeatability._drift import PARTITION
+        from ..runs import WorkItem, run_items
+
+        loaded = load_sentinels(None, self.dataset)
+        items = [
+            WorkItem(c.case_id, c.response_hash, 0, JudgeInput.from_case(c)) for c in loaded.cases
+        ]
+        baseline_cost = self.baseline_summary.cost_usd if self.baseline_summary else 0.0
+        self.sentinels = await run_items(
+            self.judge,
+            items,
+            self.report_dir / SENTINELS_DIR,
+            partition=PARTITION,
+            dataset_sha256=self.dataset.sha256,
+            repeats=1,
+            grid=True,
+            concurrency=self.concurrency,
+            budget_usd=self._left(self.summary.cost_usd + baseline_cost),
+            cache_dir=False,
+            progress=False,
+            lineage=gold_lineage(self.dataset, loaded.cases),
+        )
+        return self.sentinels
+
+    def evaluate(self) -> GateResult:
+        """Store what the gate reads in the report, decide, and write gate.json, the figures and
+        the restricted evidence.
+
+        The decision is :func:`~workbench.reports._recompute.decide` on the report's own files,
+        the one ``workbench verify`` makes again: the held-out gold and rubric, the lineage
+        checks, the control records, the run records, the overrides (checked against the
+        certification's start, the ``started`` ledger entry's time), the repeatability studies
+        (when a slice limits the flip rate, or the candidate has one) and, for a migration,
+        the baseline's run and the transition reviews in effect.
+        """
+        if not self.lineage:
+            self.check_lineage()
+        write_gold_evidence(self.report_dir, self.dataset)
+        reviews: dict[str, Any] = {}
+        if not self.control_blockers:  # held-out data was used: store what else the gate reads
+            reviews = self._store_lifecycle_evidence()
+        baseline = self.baseline_judge
+        subject = Subject(
+            self.judge.spec.label,
+            self.judge.identity.fingerprint(),
+            baseline.spec.label if baseline else None,
+            baseline.identity.fingerprint() if baseline else None,
+        )
+        decision = decide(
+            self.report_dir,
+            subject,
+            policy=self.policy,
+            policy_path=self.policy_path,
+            dataset=read_gold_evidence(self.report_dir, self.dataset.sha256),
+            now=self.ledger_entry.when,
+            overrides=self.overrides,
+            suite=self._suite() if self.policy and self.policy.controls else None,
+            mapping=self.mapping,
+        )
+        self.gate, self.join, self.alignment = decision.gate, decision.join, decision.alignment
+        atomic_write_json(self.report_dir / GATE_FILE, public_gate(decision.gate))
+        if decision.alignment is not None:
+            self.human = human_agreement(self.dataset, "held_out")
+            atomic_write_json(self.report_dir / FIGURES_FILE, figures_of(decision.alignment))
+            if decision.migration is not None:
+                self.migration = decision.migration
+                write_migration(self.report_dir, decision.migration, reviews)
+            self._write_restricted()
+        return decision.gate
+
+    def _store_lifecycle_evidence(self) -> dict[str, Any]:
+        """Check the held-out results' lineage against this gold (raises when it does not hold);
+        store the repeatability studies and, for a migration, the transition reviews in effect
+        (returned)."""
+        from ..repeatability import studies_of, studies_path_for
+        from ..review._transition_reviews import TransitionReviews, transition_reviews_path_for
+
+        runs: list[tuple[RunDir, LoadedMapping | None]] = [
+            (RunDir(self.report_dir / RUN_DIR), None)
+        ]
+        if self.baseline_judge is not None:
+            runs.append((RunDir(self.report_dir / BASELINE_RUN_DIR), self.mapping))
+        for run, mapping in runs:
+            if not run.results.exists():
+                continue
+            mapped, _, _ = map_old_lines(run.read_results(), mapping)
+            labels = self.dataset.rubric.labels
+            align_results(
+                self.dataset,
+                [m for m in mapped if m.result.value is None or m.result.value in labels],
+                partition="held_out",
+                manifest=read_run_manifest(run.results),
+                location=str(run.results),
+            )
+        fingerprint = self.judge.identity.fingerprint()
+        if self.resume_from is None:
+            log = studies_path_for(self.dataset)
+            mine = studies_of(log, fingerprint) if log.exists() else []
+            if mine or needs_repeatability(self.policy):
+                snapshot_studies(self.report_dir, mine)
+        if self.baseline_judge is None:
+            return {}
+        in_log = TransitionReviews(transition_reviews_path_for(self.dataset.root))
+        reviews: dict[str, Any] = in_log.in_effect(
+            self.baseline_judge.identity.fingerprint(), fingerprint
+        )
+        snapshot = [reviews[k].model_dump(mode="json") for k in sorted(reviews)]
+        write_jsonl(self.report_dir / REVIEWS_SNAPSHOT, snapshot)
+        return reviews
+
+    def _write_restricted(self) -> None:
+        from ._migration import write_transitions_html
+        from ._restricted import write_restricted
+
+        assert self.join is not None and self.gate is not None
+        report_id = self.ledger_entry.report_id
+        restricted = self.report_dir / RESTRICTED_DIR
+        results = RunDir(self.report_dir / RUN_DIR).results
+        write_restricted(
+            restricted, self.dataset, self.join, results, self.gate, report_id=report_id
+        )
+        if self.migration is not None:
+            write_transitions_html(restricted, self.migration, report_id=report_id)
+
+    # -- what the report shows --------------------------------------------------------------
+
+    def run_rows(self) -> list[dict[str, Any]]:
+        path = RunDir(self.report_dir / RUN_DIR).results
+        return read_jsonl_records(path) if path.exists() else []
+
+    def grant(self, gate: GateResult | None = None) -> Any:
+        """What this certification grants (:func:`~workbench.authority.grant_for` on the policy and
+        the public gate)."""
+        from ..authority import AuthorityGrant, grant_for
+
+        gate = gate or self.gate
+        report_id = self.ledger_entry.report_id
+        if self.policy is None or gate is None:
+            return AuthorityGrant(
+                policy=None,
+                outcome=getattr(gate, "outcome", None),
+                requested=None,
+                use="none",
+                scope=None,
+                withheld=["no policy or no gate"],
+                report_id=report_id,
+            )
+        return grant_for(self.policy, public_gate(gate), report_id=report_id)
+
+    def beside(self) -> Any:
+        """The authority requested and the last complete certified other version
+        (:func:`~workbench.authority.beside_candidate`)."""
+        from ..authority import beside_candidate
+
+        if self.policy is None:
+            return None
+        return beside_candidate(
+            self.policy, self.judge.spec.label, self.ledger_entry.reports_root, self.dataset.root
+        )
