@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import RUBRIC, make_case, make_result, write_results
+from conftest import RUBRIC, alpha_nominal_of, fleiss_of, make_case, make_result, write_results
 from lineage_support import stamped
 from test_policy import BASE_POLICY
 
@@ -45,9 +45,7 @@ from workbench.policy import (
 from workbench.review import COLUMNS, DEFERRED, review_table
 from workbench.stats import (
     cohen_kappa,
-    fleiss_kappa,
     krippendorff_alpha,
-    krippendorff_alpha_nominal,
     shared_pairs,
     spearman_correlation,
     weighted_cohen_kappa,
@@ -118,8 +116,8 @@ def reference_block(cases: list[GoldCase], labels: list[str], **options: Any) ->
         pairs=pairs,
         min_shared=options.get("min_shared", 1),
         pairs_left_out=left_out,
-        krippendorff_alpha=krippendorff_alpha_nominal(units, labels),
-        fleiss_kappa=fleiss_kappa([[r.label for r in case.reviews] for case in cases], labels),
+        krippendorff_alpha=alpha_nominal_of(units, labels),
+        fleiss_kappa=fleiss_of([[r.label for r in case.reviews] for case in cases], labels),
         disagreement=wilson_rate(
             sum(1 for case in pairable if case.reviewers_disagree), len(pairable)
         ),

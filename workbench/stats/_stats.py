@@ -157,25 +157,9 @@ def cohen_kappa_counts(
     return Kappa(value=value, n=n)
 
 
-def fleiss_kappa(items: Sequence[Sequence[Any]], categories: Sequence[Any]) -> Kappa:
-    """Fleiss' kappa when every item has the same number of ratings (statsmodels' arithmetic)."""
-    import numpy as np
-
-    note = _fleiss_note(len(items), {len(item) for item in items})
-    if note is not None:
-        return Kappa(value=None, n=len(items), note=note)
-    index = {cat: i for i, cat in enumerate(categories)}
-    _check_vocabulary((label for item in items for label in item), index)
-    table = np.zeros((len(items), len(categories)), dtype=float)
-    for row, item in enumerate(items):
-        for label in item:
-            table[row, index[label]] += 1
-    return _fleiss_kappa(table)
-
-
 def fleiss_kappa_table(table: Any) -> Kappa:
-    """Fleiss' kappa from an items x categories table of rating counts (numpy, float): the
-    checks and arithmetic of :func:`fleiss_kappa`."""
+    """Fleiss' kappa from an items x categories table of rating counts (numpy, float), defined
+    when every item has the same number of ratings, at least two (statsmodels' arithmetic)."""
     import numpy as np
 
     sums = table.sum(1)
@@ -222,32 +206,10 @@ def _fleiss(table: Any) -> float:
     return float((p_mean - p_mean_exp) / (1 - p_mean_exp))
 
 
-def krippendorff_alpha_nominal(units: Sequence[dict[str, Any]], categories: Sequence[Any]) -> Kappa:
-    """Krippendorff's alpha (nominal) over units rated by any subset of raters.
-
-    ``units`` is one ``{rater: label}`` mapping per item; missing ratings are allowed.
-    """
-    import numpy as np
-
-    raters = sorted({r for unit in units for r in unit})
-    pairable = [u for u in units if len(u) >= 2]
-    if not pairable:
-        return Kappa(value=None, n=0, note="no item has two ratings")
-    if len({label for u in pairable for label in u.values()}) < 2:
-        return Kappa(value=None, n=len(pairable), note="only one category used: alpha is undefined")
-    index = {cat: float(i) for i, cat in enumerate(categories)}
-    _check_vocabulary((label for unit in units for label in unit.values()), index)
-    data = np.full((len(raters), len(units)), np.nan)
-    position = {r: i for i, r in enumerate(raters)}
-    for col, unit in enumerate(units):
-        for rater, label in unit.items():
-            data[position[rater], col] = index[label]
-    return krippendorff_alpha_nominal_matrix(data, len(categories))
-
-
 def krippendorff_alpha_nominal_matrix(data: Any, categories: int) -> Kappa:
-    """Krippendorff's alpha (nominal) from a raters x units matrix of category positions
-    (``0..categories - 1``; NaN: not rated), as :func:`krippendorff_alpha_nominal` computes it."""
+    """Krippendorff's alpha (nominal) over units rated by any subset of raters: a raters x units
+    matrix of category positions (``0..categories - 1``; NaN: not rated). ``n`` is the number
+    of units with at least two ratings."""
     import krippendorff
     import numpy as np
 
