@@ -251,7 +251,7 @@ def _integers(array: Any) -> Any:
     return values[array.offset :].astype(np.int64)
 
 
-def cases_ratings(cases: Sequence[GoldCase], labels: Sequence[str]) -> Ratings:
+def _cases_ratings(cases: Sequence[GoldCase], labels: Sequence[str]) -> Ratings:
     """The reviews of loaded cases."""
     reviews = [(i, r.reviewer, r.label) for i, case in enumerate(cases) for r in case.reviews]
     return Ratings.of(
@@ -281,7 +281,7 @@ def agreement_block(
 
     if min_shared < 1:
         raise ValueError(f"min_shared must be at least 1, got {min_shared}")
-    r = cases if isinstance(cases, Ratings) else cases_ratings(cases, labels)
+    r = cases if isinstance(cases, Ratings) else _cases_ratings(cases, labels)
     pairs, left_out = _pairs(r, labels, scale_labels, scale_values, min_shared)
     per_case = np.bincount(r.case, minlength=r.cases)
     pairable = per_case >= 2
@@ -494,7 +494,7 @@ def human_agreement(
         ratings, slice_of = _index_ratings(gold, scope)
     else:
         cases = gold.partition(scope)
-        ratings = cases_ratings(cases, labels)
+        ratings = _cases_ratings(cases, labels)
         slice_of = pa.array([c.slice for c in cases], pa.string())
     encoded = pc.dictionary_encode(
         slice_of.combine_chunks() if hasattr(slice_of, "chunks") else slice_of

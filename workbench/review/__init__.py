@@ -12,7 +12,6 @@ from ._cases import (
     DISAGREEMENT_CLASSES,
     ERROR_CLASSES,
     ReviewTable,
-    evidence_table,
     review_table,
 )
 from ._drafts import (
@@ -46,7 +45,6 @@ __all__ = [
     "change_of",
     "drafts_path",
     "proposed_record",
-    "evidence_table",
     "review_table",
     "transition_summary",
     "transitions",

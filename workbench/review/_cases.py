@@ -351,10 +351,10 @@ def review_table(
     evidence = read_evidence(
         gold, results, partition=partition, repeat=repeat, allow_gold_change=allow_gold_change
     )
-    return evidence_table(evidence, results)
+    return _evidence_table(evidence, results)
 
 
-def evidence_table(evidence: Evidence, results: str | Path) -> ReviewTable:
+def _evidence_table(evidence: Evidence, results: str | Path) -> ReviewTable:
     """The review table of evidence read from ``results`` (see :func:`review_table`)."""
     import pyarrow.compute as pc
 
