@@ -31,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationError
 
-from .._args import check_run_arguments, partition_name
+from .._args import check_run_arguments
 from .._io import (
     AppendOnlyLog,
     JSONRecordError,
@@ -43,7 +43,7 @@ from .._io import (
 from .._record import Record as _Model
 from ..align import align_results, read_run_manifest
 from ..errors import Problem, WorkbenchError
-from ..gold import GoldDataset, load_dataset
+from ..gold import GoldDataset, load_dataset, partition_name
 from ..heldout import current_user, refuse_held_out
 from ..judges import Judge, JudgeInput, load_candidate
 from ..policy import Blocker, Policy
