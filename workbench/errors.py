@@ -62,3 +62,15 @@ class WorkbenchError(Exception):
 def errors_only(problems: Iterable[Problem]) -> list[Problem]:
     """The problems that block use, without warnings."""
     return [p for p in problems if p.severity == "error"]
+
+
+def problem(
+    location: str, code: str, message: str, fix: str, case_id: str | None = None
+) -> Problem:
+    """A :class:`Problem` from its fields in order (what most checks build)."""
+    return Problem(location=location, code=code, message=message, fix=fix, case_id=case_id)
+
+
+def refusal(summary: str, location: str, code: str, message: str, fix: str) -> WorkbenchError:
+    """A :class:`WorkbenchError` with one problem, to ``raise``."""
+    return WorkbenchError(summary, [problem(location, code, message, fix)])

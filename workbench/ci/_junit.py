@@ -71,6 +71,32 @@ class CheckResult(BaseModel):
         return f"{self.group}/{self.name}"
 
 
+def problem_check(
+    group: str,
+    name: str,
+    category: Literal["contract", "failure", "incomplete", "review"],
+    code: str,
+    message: str,
+    details: Iterable[str] = (),
+    *,
+    failing: Iterable[str] = (),
+    seconds: float = 0.0,
+) -> CheckResult:
+    """A check that did not pass: an ``error`` when it could not be completed (``incomplete``),
+    else ``failed``."""
+    return CheckResult(
+        group=group,
+        name=name,
+        status="error" if category == "incomplete" else "failed",
+        category=category,
+        code=code,
+        message=message,
+        details=list(details),
+        failing=list(failing),
+        seconds=seconds,
+    )
+
+
 def _counts(checks: Sequence[CheckResult]) -> dict[str, str]:
     return {
         "tests": str(len(checks)),
