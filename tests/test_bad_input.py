@@ -1250,13 +1250,13 @@ def test_verdict_cache_line_with_a_duplicate_key_is_corrupt(tmp_path: Path) -> N
 
 
 def test_project_configuration_with_a_duplicate_key_is_refused(tmp_path: Path) -> None:
-    from workbench.heldout._location import configured_ledger
+    from workbench.heldout._location import LEDGER_FILE, LEDGER_KEY, configured_path
 
     (tmp_path / "workbench.yaml").write_text(
         "held_out_ledger: a.jsonl\nheld_out_ledger: b.jsonl\n", encoding="utf-8"
     )
     with pytest.raises(WorkbenchError) as info:
-        configured_ledger(tmp_path)
+        configured_path(tmp_path, LEDGER_KEY, LEDGER_FILE)
     assert (
         codes(info.value) == ["project_config_invalid"]
         and "duplicate key" in info.value.problems[0].message
