@@ -9,21 +9,15 @@ from ..gold import PARTITIONS, load_dataset
 from ..outcomes import ExitCode
 from ..pairwise import format_pairwise, pairwise_report
 from ._common import echo_json, user_errors
+from ._options import json_flag, path
 
 
 @click.command()
-@click.option(
-    "--gold",
-    "gold",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Gold dataset directory or gold.jsonl.",
-)
-@click.option(
+@path("--gold", required=True, help="Gold dataset directory or gold.jsonl.")
+@path(
     "--results",
     "results",
     required=True,
-    type=click.Path(path_type=str),
     help=(
         "Pairwise judge results: repeat 0 original order, repeat 1 swapped, each with its"
         " presentation."
@@ -41,12 +35,7 @@ from ._common import echo_json, user_errors
         " outside a result's presented_order count as ties too."
     ),
 )
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the documented, versioned JSON report (workbench.pairwise).",
-)
+@json_flag("Print the documented, versioned JSON report (workbench.pairwise).")
 @click.option(
     "--fail-incomplete", is_flag=True, help="Exit 3 when any case lacks a result in either order."
 )

@@ -12,21 +12,17 @@ from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..stats import INTERVALS, Interval
 from ._common import echo_json, user_errors
+from ._options import json_flag, path
 
 
 @click.command()
-@click.option(
-    "--policy",
-    "policy",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Release policy, data/policies/<name>@<version>.yaml.",
+@path(
+    "--policy", "policy", required=True, help="Release policy, data/policies/<name>@<version>.yaml."
 )
-@click.option(
+@path(
     "--gold",
     "gold",
     required=True,
-    type=click.Path(path_type=str),
     help="Gold dataset directory (or gold.jsonl) to compare with, per partition.",
 )
 @click.option(
@@ -43,7 +39,7 @@ from ._common import echo_json, user_errors
     show_default=True,
     help="Upper-bound interval: wilson (the gate's) or clopper-pearson (exact).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the documented, versioned JSON plan.")
+@json_flag("Print the documented, versioned JSON plan.")
 @click.option(
     "--fail-short",
     is_flag=True,
