@@ -520,9 +520,9 @@ class HeldOutLedger:
         would have). Caller holds :meth:`locked`."""
         if event == "aborted":
             update = {"outcome": "aborted", "held_out_used": started.uses_held_out, **update}
-        fields = {"entry_id": _new_id(), "event": event, "opens": started.entry_id}
-        fields |= {"when": datetime.now(UTC), "token_sha256": None, **update}
-        return self._append(started.model_copy(update=fields))
+        fields: dict[str, object] = {"entry_id": _new_id(), "event": event}
+        fields |= {"opens": started.entry_id, "when": datetime.now(UTC), "token_sha256": None}
+        return self._append(started.model_copy(update=fields | update))
 
     def _cleanup(self, entry_id: str) -> None:
         for name in (f"{entry_id}.lock", f"{entry_id}.claimed"):
