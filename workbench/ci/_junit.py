@@ -97,6 +97,10 @@ def problem_check(
     )
 
 
+_TAGS = {"failed": "failure", "error": "error", "expected_failure": "skipped"}
+"""The JUnit element of each non-passing status."""
+
+
 def _counts(checks: Sequence[CheckResult]) -> dict[str, str]:
     return {
         "tests": str(len(checks)),
@@ -132,20 +136,11 @@ def junit_xml(
                 },
             )
             body = "\n".join(check.details) or check.message
-            if check.status == "failed":
-                ET.SubElement(
-                    case,
-                    "failure",
-                    {"type": check.code or check.category, "message": check.message},
-                ).text = body
-            elif check.status == "error":
-                ET.SubElement(
-                    case, "error", {"type": check.code or check.category, "message": check.message}
-                ).text = body
-            elif check.status == "expected_failure":
-                ET.SubElement(
-                    case, "skipped", {"type": "expected_failure", "message": check.message}
-                ).text = body
+            tag = _TAGS.get(check.status)
+            if tag is not None:
+                kind = "expected_failure" if tag == "skipped" else check.code or check.category
+                element = ET.SubElement(case, tag, {"type": kind, "message": check.message})
+                element.text = body
             elif check.details:
                 ET.SubElement(case, "system-out").text = body
     ET.indent(root)

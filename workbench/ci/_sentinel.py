@@ -462,17 +462,9 @@ def _plan(lane: _Lane, c: _Candidate, log: Path, scratch: Path) -> _Plan:
 
 
 def _run_record(label: str, purpose: Any, run_dir: Path, summary: Any) -> LaneRun:
-    return LaneRun(
-        candidate=label,
-        purpose=purpose,
-        run_dir=str(run_dir),
-        status=summary.status,
-        stop_reason=summary.stop_reason,
-        calls=summary.calls,
-        cost_usd=summary.cost_usd,
-        tokens_in=summary.tokens_in,
-        tokens_out=summary.tokens_out,
-    )
+    keys = ("status", "stop_reason", "calls", "cost_usd", "tokens_in", "tokens_out")
+    figures = {k: getattr(summary, k) for k in keys}
+    return LaneRun(candidate=label, purpose=purpose, run_dir=str(run_dir), **figures)
 
 
 @dataclass
@@ -576,19 +568,19 @@ def _open_lane(
         shared[suite_path] = "controls"
     candidates, removed, checks = affected_candidates(inv, changes, shared)
     return _Lane(
-        root=root,
-        inv=inv,
-        since=since,
-        changes=changes,
-        run_dir=run_dir,
-        dataset=dataset,
-        sentinels_file=sentinels_file,
-        policy_path=policy_path,
-        policy=policy_model,
-        suite_path=suite_path,
-        candidates=candidates,
-        removed=removed,
-        checks=checks,
+        root,
+        inv,
+        since,
+        changes,
+        run_dir,
+        dataset,
+        sentinels_file,
+        policy_path,
+        policy_model,
+        suite_path,
+        candidates,
+        removed,
+        checks,
         started=started,
     )
 
@@ -619,18 +611,14 @@ def _price(lane: _Lane, plans: list[_Plan], suite: Any, loaded: Any) -> None:
 
     items = sentinel_items(loaded)
     for plan in plans:
-        c = plan.candidate
-        cdir = lane.run_dir / c.spec.label
-        if suite is not None:
-            lane.estimate += estimate_run(
-                "controls", c.judge, work_items(suite), cdir / "controls", cache_dir=False
-            ).needed_usd
-        lane.estimate += estimate_run(
-            "sentinels", c.judge, items, cdir / "sentinels", cache_dir=False
-        ).needed_usd
+        judge, cdir = plan.candidate.judge, lane.run_dir / plan.candidate.spec.label
+        work = [("controls", judge, work_items(suite))] if suite is not None else []
+        work.append(("sentinels", judge, items))
         if plan.baseline_judge is not None:
+            work.append(("baseline", plan.baseline_judge, items))
+        for purpose, who, what in work:  # one sum, in order: the figure the cap is checked on
             lane.estimate += estimate_run(
-                "baseline", plan.baseline_judge, items, cdir / "baseline", cache_dir=False
+                purpose, who, what, cdir / purpose, cache_dir=False
             ).needed_usd
     cap, estimate = lane.cap, lane.estimate
     assert cap is not None
