@@ -446,6 +446,33 @@ async def run_sentinels(
     return summary, sentinel_observations(run_dir, loaded.case_ids)[1]
 
 
+def _compared_with(
+    record_baseline: bool,
+    against: str | Path | None,
+    report: str | Path | None,
+    judge: Judge,
+    ids: list[str],
+    log: Path,
+) -> tuple[BaselineRef | None, dict[str, Observation], str | None]:
+    """A check's baseline and its observations, or the report a baseline is recorded for."""
+    if record_baseline and against is not None:
+        raise refusal(
+            "conflicting options",
+            "--against",
+            "baseline_and_against",
+            "a baseline is recorded, not compared",
+            "drop --against when recording a baseline",
+        )
+    if not record_baseline:
+        where = Path(against) if against is not None else None
+        baseline, before = _resolve_baseline(where, judge, ids, log)
+        return baseline, before, None
+    if report is None:
+        return None, {}, None
+    fix = "record the baseline with the certified candidate's spec"
+    return None, {}, str(_report_lock(Path(report), judge, fix).get("report_id"))
+
+
 def _check_budget(judge: Judge, loaded: LoadedSentinels, run_dir: Path, budget_usd: float) -> None:
     from ..migration import BudgetInsufficient, estimate_run
 
@@ -503,25 +530,9 @@ async def run_drift(
     judge = candidate if not isinstance(candidate, str | Path) else load_candidate(candidate)
     loaded = load_sentinels(sentinels, dataset)
     log_path = Path(log) if log is not None else drift_log_path_for(dataset)
-    if record_baseline and against is not None:
-        raise refusal(
-            "conflicting options",
-            "--against",
-            "baseline_and_against",
-            "a baseline is recorded, not compared",
-            "drop --against when recording a baseline",
-        )
-    baseline: BaselineRef | None = None
-    before: dict[str, Observation] = {}
-    report_id: str | None = None
-    if not record_baseline:
-        against_path = Path(against) if against is not None else None
-        baseline, before = _resolve_baseline(against_path, judge, loaded.case_ids, log_path)
-    elif report is not None:
-        lock = _report_lock(
-            Path(report), judge, "record the baseline with the certified candidate's spec"
-        )
-        report_id = str(lock.get("report_id"))
+    baseline, before, report_id = _compared_with(
+        record_baseline, against, report, judge, loaded.case_ids, log_path
+    )
     entry_id = f"drift-{uuid.uuid4().hex[:12]}"
     parent = Path(out) if out is not None else Path("runs") / "drift" / judge.spec.label
     run_dir = parent / entry_id

@@ -182,33 +182,27 @@ class RepeatabilityStudy(_Model):
         """The cases as a pandas DataFrame (verdicts joined with ``|``)."""
         import pandas as pd
 
-        rows = [
-            {
-                **c.model_dump(exclude={"verdicts"}),
-                "verdicts": "|".join(v or "-" for v in c.verdicts),
-            }
-            for c in self.cases
-        ]
-        return pd.DataFrame(rows)
+        return pd.DataFrame(
+            [
+                {
+                    **c.model_dump(exclude={"verdicts"}),
+                    "verdicts": "|".join(v or "-" for v in c.verdicts),
+                }
+                for c in self.cases
+            ]
+        )
 
     def slices_frame(self) -> Any:
         """Per slice: flip rate with its interval, majority share, boundary crossings."""
         import pandas as pd
 
+        keys = ("slice", "risk", "cases", "assessed", "flipped", "incomplete")
+        more = ("mean_majority_share", "boundary_crossing")
         return pd.DataFrame(
             [
-                {
-                    "slice": s.slice,
-                    "risk": s.risk,
-                    "cases": s.cases,
-                    "assessed": s.assessed,
-                    "flipped": s.flipped,
-                    "incomplete": s.incomplete,
-                    "flip_rate": s.flip_rate.rate,
-                    "flip_rate_ci95_high": s.flip_rate.ci95_high,
-                    "mean_majority_share": s.mean_majority_share,
-                    "boundary_crossing": s.boundary_crossing,
-                }
+                {k: getattr(s, k) for k in keys}
+                | {"flip_rate": s.flip_rate.rate, "flip_rate_ci95_high": s.flip_rate.ci95_high}
+                | {k: getattr(s, k) for k in more}
                 for s in [*self.slices, self.overall]
             ]
         )
