@@ -1199,8 +1199,9 @@ def test_held_out_ledger_lines_are_read_bounded_and_strict(
     path.write_text("{" + '"a": 1, ' * 40 + '"b": 2}\n', encoding="utf-8")
     (problem,) = HeldOutLedger(path).read().problems
     assert problem.code == "line_too_long" and problem.location.endswith(":1")
-    with pytest.raises(WorkbenchError):
+    with pytest.raises(WorkbenchError) as info:
         HeldOutLedger(path).entries()
+    assert [p.code for p in info.value.problems] == ["line_too_long"]
 
 
 def test_a_release_line_may_outgrow_the_record_limit_but_not_the_document_limit(

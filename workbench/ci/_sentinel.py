@@ -217,8 +217,6 @@ class _Candidate:
 @dataclass
 class _Plan:
     candidate: _Candidate
-    controls: list[Any] = field(default_factory=list)
-    sentinels: list[Any] = field(default_factory=list)
     baseline_judge: Any = None
     baseline_label: str | None = None
     baseline: tuple[Any, dict[str, Any]] | None = None

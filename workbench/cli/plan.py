@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import Problem, WorkbenchError
+from ..errors import refusal
 from ..gold import load_dataset
 from ..outcomes import ExitCode
 from ..policy import load_policy
@@ -61,16 +61,12 @@ def plan(
     from ..planning import format_plan, plan_policy
 
     if not (0 <= at_fraction < 1):
-        raise WorkbenchError(
+        raise refusal(
             "invalid arguments",
-            [
-                Problem(
-                    location="--at-fraction",
-                    code="at_fraction_range",
-                    message=f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}",
-                    fix="give the true rate to plan for as a fraction of the limit, e.g. 0.5",
-                )
-            ],
+            "--at-fraction",
+            "at_fraction_range",
+            f"--at-fraction must be at least 0 and below 1, got {at_fraction:g}",
+            "give the true rate to plan for as a fraction of the limit, e.g. 0.5",
         )
     loaded = load_policy(policy)
     dataset = load_dataset(gold)
