@@ -168,46 +168,35 @@ def shadow_entry(
 ) -> ShadowEntry:
     """The shadow summary of a :class:`~workbench.migration.ComparisonReport` (old = current, new =
     shadow)."""
-    rows: list[ShadowDisagreement] = []
-    for c in report.cases:
-        if not c.verdict_changed or c.transition == "incomplete":
-            continue
-        crossing = {c.old_category, c.new_category} == {"pass", "fail"}
-        right = (
-            "shadow"
-            if c.transition == "fixed"
-            else "current"
-            if c.transition == "broken"
-            else "neither"
+    right = {"fixed": "shadow", "broken": "current"}
+    rows = [
+        ShadowDisagreement(
+            case_id=c.case_id,
+            slice=c.slice,
+            risk=c.risk,
+            current=c.old_label,
+            shadow=c.new_label,
+            current_category=c.old_category,
+            shadow_category=c.new_category,
+            boundary_crossing={c.old_category, c.new_category} == {"pass", "fail"},
+            right=right.get(c.transition, "neither"),
         )
-        rows.append(
-            ShadowDisagreement(
-                case_id=c.case_id,
-                slice=c.slice,
-                risk=c.risk,
-                current=c.old_label,
-                shadow=c.new_label,
-                current_category=c.old_category,
-                shadow_category=c.new_category,
-                boundary_crossing=crossing,
-                right=right,
-            )
+        for c in report.cases
+        if c.verdict_changed and c.transition != "incomplete"
+    ]
+    slices = [
+        ShadowSlice(
+            slice=s.slice,
+            risk=s.risk,
+            cases=s.cases - s.transitions.get("incomplete", 0),
+            disagreements=len(mine),
+            boundary_crossings=sum(r.boundary_crossing for r in mine),
+            shadow_right=sum(r.right == "shadow" for r in mine),
+            current_right=sum(r.right == "current" for r in mine),
         )
-    slices = []
-    for s in report.slices:
-        mine = [r for r in rows if r.slice == s.slice]
-        judged = s.cases - s.transitions.get("incomplete", 0)
-        slices.append(
-            ShadowSlice(
-                slice=s.slice,
-                risk=s.risk,
-                cases=judged,
-                disagreements=len(mine),
-                boundary_crossings=sum(r.boundary_crossing for r in mine),
-                shadow_right=sum(r.right == "shadow" for r in mine),
-                current_right=sum(r.right == "current" for r in mine),
-            )
-        )
+        for s in report.slices
+        for mine in [[r for r in rows if r.slice == s.slice]]
+    ]
     return ShadowEntry(
         entry_id=f"shadow-{uuid.uuid4().hex[:12]}",
         recorded_at=datetime.now(UTC),

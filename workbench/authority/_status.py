@@ -171,13 +171,10 @@ def _drift(
 
     log = drift_log_path_for(gold)
     try:
-        checks = [
-            e
-            for e in read_drift_log(log)
-            if e.candidate_fingerprint == fingerprint and e.kind == "check"
-        ]
+        entries = read_drift_log(log)
     except WorkbenchError as exc:
         return None, [f"the drift log {log} cannot be read ({exc.summary})"]
+    checks = [e for e in entries if e.candidate_fingerprint == fingerprint and e.kind == "check"]
     if not checks:
         return None, [
             f"no sentinel drift check of fingerprint {fingerprint[:12]} (`workbench drift`)"
@@ -195,19 +192,12 @@ def _drift(
         since_report=since is None or latest.recorded_at > since,
     )
     flags: list[str] = []
+    crossed, critical = summary.boundary_crossings, summary.critical_changes
     if latest.status == "drifted":
         flags.append(
             f"DRIFTED: {summary.changes} sentinel change(s) in check {latest.entry_id}"
-            + (
-                f", crossing pass/fail: {', '.join(summary.boundary_crossings)}"
-                if summary.boundary_crossings
-                else ""
-            )
-            + (
-                f", in critical slices: {', '.join(summary.critical_changes)}"
-                if summary.critical_changes
-                else ""
-            )
+            + (f", crossing pass/fail: {', '.join(crossed)}" if crossed else "")
+            + (f", in critical slices: {', '.join(critical)}" if critical else "")
         )
     elif latest.status == "incomplete":
         flags.append(
