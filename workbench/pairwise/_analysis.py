@@ -551,22 +551,21 @@ class _NoWinner:
 
 
 def _order(
-    repeat: int,
-    cases: Sequence[JoinedCase],
-    golds: Sequence[str],
-    firsts: Sequence[str | None],
-    candidates: Sequence[frozenset[str] | None],
-    decided_gold: Sequence[bool],
-    no_winner: _NoWinner,
+    repeat: int, pairs: Sequence[_Pair], decided_gold: Sequence[bool], no_winner: _NoWinner
 ) -> OrderStats:
+    """One presentation order of the pairs (``decided_gold``: whose gold label names a winner)."""
+    cases = [p.second if repeat == SWAPPED_REPEAT else p.first for p in pairs]
     n = len(cases)
-    rows = list(zip(cases, golds, firsts, candidates, decided_gold, strict=True))
-    verdicts = [row for row in rows if row[0].outcome == "verdict"]
-    correct = sum(1 for c, g, *_ in verdicts if c.judge_label == g)
+    verdicts = [
+        (c, p, d)
+        for c, p, d in zip(cases, pairs, decided_gold, strict=True)
+        if c.outcome == "verdict"
+    ]
+    correct = sum(1 for c, p, _ in verdicts if c.judge_label == p.gold)
     decided = [
-        (c, f)
-        for c, _, f, cands, _ in verdicts
-        if not no_winner.verdict_is_tie(c.judge_label, cands)
+        (c, p.first_shown[repeat])
+        for c, p, _ in verdicts
+        if not no_winner.verdict_is_tie(c.judge_label, p.candidates)
     ]
     first_wins = sum(1 for c, f in decided if c.judge_label == f)
     errors = [c for c in cases if c.outcome == "error"]
@@ -582,7 +581,7 @@ def _order(
         accuracy=wilson_rate(correct, n),
         accuracy_among_verdicts=wilson_rate(correct, len(verdicts)),
         accuracy_decided_gold=wilson_rate(
-            sum(1 for c, g, _, _, d in verdicts if d and c.judge_label == g), sum(decided_gold)
+            sum(1 for c, p, d in verdicts if d and c.judge_label == p.gold), sum(decided_gold)
         ),
         first_shown_wins=wilson_rate(first_wins, len(decided)),
         errors_by_kind=dict(Counter(c.error_kind or "unknown" for c in errors).most_common()),
@@ -592,21 +591,9 @@ def _order(
 def _slice(
     name: str, risk: str | None, pairs: Sequence[_Pair], no_winner: _NoWinner
 ) -> PairwiseSlice:
-    golds = [p.gold for p in pairs]
-    candidates = [p.candidates for p in pairs]
     decided_gold = [no_winner.gold_is_decided(p.gold, p.candidates) for p in pairs]
-    original, swapped = (
-        _order(
-            repeat,
-            [p.second if repeat == SWAPPED_REPEAT else p.first for p in pairs],
-            golds,
-            [p.first_shown[repeat] for p in pairs],
-            candidates,
-            decided_gold,
-            no_winner,
-        )
-        for repeat in (ORIGINAL_REPEAT, SWAPPED_REPEAT)
-    )
+    original = _order(ORIGINAL_REPEAT, pairs, decided_gold, no_winner)
+    swapped = _order(SWAPPED_REPEAT, pairs, decided_gold, no_winner)
     n = len(pairs)
     both_verdicts = [
         p for p in pairs if p.first.outcome == "verdict" and p.second.outcome == "verdict"
