@@ -1370,14 +1370,27 @@ def test_library_entry_points_added_on_main_check_their_arguments(
 def test_lifecycle_logs_are_read_bounded_and_strict(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from workbench.authority import read_shadow_log
     from workbench.repeatability import read_drift_log, read_studies
 
-    for reader, code in ((read_drift_log, "drift_log_invalid"), (read_studies, "study_invalid")):
+    readers = (
+        (read_drift_log, "drift_log_invalid"),
+        (read_studies, "study_invalid"),
+        (
+            read_shadow_log,
+            "shadow_log_invalid",
+        ),  # before: a duplicate key passed, bad UTF-8 crashed
+    )
+    for reader, code in readers:
         path = tmp_path / f"{code}.jsonl"
         path.write_text('{"kind": "check", "kind": "baseline"}\n', encoding="utf-8")
         with pytest.raises(WorkbenchError) as info:
             reader(path)
         assert codes(info.value) == [code] and "duplicate key" in info.value.problems[0].message
+        path.write_bytes(b'{"kind": "\xff"}\n')
+        with pytest.raises(WorkbenchError) as info:
+            reader(path)
+        assert codes(info.value) == [code] and "not valid UTF-8" in info.value.problems[0].message
         monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", "2")  # document limit: 64 bytes
         path.write_text('{"kind": "' + "x" * 100 + '"}\n', encoding="utf-8")
         with pytest.raises(WorkbenchError) as info:
