@@ -1,5 +1,6 @@
-"""Short forms of the options and endings several commands share: a path option, ``--json``,
-and the exit of a command whose budget refused it or whose outcome needs review."""
+"""Short forms of the options and endings several commands share: a path option, ``--json``
+and showing a result with it, and the exit of a command whose budget refused it or whose
+outcome needs review."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import click
 
 from ..outcomes import ExitCode
-from ._common import report_problems
+from ._common import echo_json, report_problems
 
 GOLD_HELP = "Gold dataset directory or gold.jsonl."
 
@@ -26,6 +27,15 @@ def path(*decls: str, help: str, required: bool = False, **more: Any) -> Callabl
 def json_flag(help: str) -> Callable[[Any], Any]:
     """``--json`` (the command's ``as_json``)."""
     return click.option("--json", "as_json", is_flag=True, help=help)
+
+
+def show(result: Any, as_json: bool, *text: Callable[[Any], str]) -> None:
+    """``result`` as JSON (``--json``), else each ``text(result)`` line."""
+    if as_json:
+        echo_json(result.model_dump(mode="json"))
+    else:
+        for line in text:
+            click.echo(line(result))
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import click
 
 from ..outcomes import ExitCode
 from ._common import echo_json, user_errors
-from ._options import json_flag, path
+from ._options import json_flag, path, show
 
 if TYPE_CHECKING:
     from ..authority import AuthorityEntry
@@ -258,8 +258,5 @@ def status(gold: str, judge: str | None, as_json: bool) -> None:
     from ..authority import authority_status, format_status
 
     result = authority_status(gold, judge=judge)
-    if as_json:
-        echo_json(result.model_dump(mode="json"))
-    else:
-        click.echo(format_status(result))
+    show(result, as_json, format_status)
     sys.exit(result.exit_code)

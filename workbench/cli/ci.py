@@ -11,7 +11,7 @@ from ..errors import WorkbenchError
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, report_problems, user_errors
-from ._options import json_flag, path
+from ._options import json_flag, path, show
 from ._run_options import fixed_concurrency, run_option, run_options
 
 if TYPE_CHECKING:
@@ -184,10 +184,7 @@ def sentinel(
         report_problems(exc)
         report = exc.report
     _junit(junit_path, "sentinel", report.checks)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_sentinel_lane(report))
+    show(report, as_json, format_sentinel_lane)
     sys.exit(report.exit_code)
 
 

@@ -10,8 +10,8 @@ import click
 from ..migration import compare_candidates_sync, default_out, format_comparison
 from ..outcomes import ExitCode
 from ..runs._options import RunOptions
-from ._common import echo_json, user_errors
-from ._options import GOLD_HELP, budget_refusal, exit_with, json_flag, path
+from ._common import user_errors
+from ._options import GOLD_HELP, budget_refusal, exit_with, json_flag, path, show
 from ._run_options import run_options
 
 
@@ -113,11 +113,7 @@ def compare(
             cache_dir=options.cache_dir,
             progress=options.progress,
         )
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_comparison(report))
-        click.echo(f"comparison: {out_dir / 'comparison.json'}")
+    show(report, as_json, format_comparison, lambda _: f"comparison: {out_dir / 'comparison.json'}")
     if report.status == "complete" and (report.old.errors or report.new.errors):
         click.echo(
             f"evaluator errors: {report.old.errors} case(s) of {report.old.label},"

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import click
 
 from ..outcomes import ExitCode
-from ._common import FiniteFloatRange, echo_json, user_errors
-from ._options import json_flag, path
+from ._common import FiniteFloatRange, user_errors
+from ._options import json_flag, path, show
 
 if TYPE_CHECKING:
     from ..estimate._estimate import RGInterval
@@ -112,9 +112,6 @@ def estimate(
         seed=seed,
         unstable_below=unstable_below,
     )
-    if as_json:
-        echo_json(result.model_dump(mode="json"))
-    else:
-        click.echo(format_estimate(result))
+    show(result, as_json, format_estimate)
     if result.status != "complete":
         raise SystemExit(ExitCode.INCOMPLETE)

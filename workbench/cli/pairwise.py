@@ -8,8 +8,8 @@ from ..align import check_results_file
 from ..gold import PARTITIONS, load_dataset
 from ..outcomes import ExitCode
 from ..pairwise import format_pairwise, pairwise_report
-from ._common import echo_json, user_errors
-from ._options import json_flag, path
+from ._common import user_errors
+from ._options import json_flag, path, show
 
 
 @click.command()
@@ -63,9 +63,6 @@ def pairwise(
     """
     check_results_file(load_dataset(gold), results)
     report = pairwise_report(gold, results, partition=partition, tie_labels=list(tie_labels))
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_pairwise(report))
+    show(report, as_json, format_pairwise)
     if fail_incomplete and report.status != "complete":
         raise SystemExit(ExitCode.INCOMPLETE)

@@ -11,8 +11,8 @@ from ..gold import load_dataset
 from ..outcomes import ExitCode
 from ..policy import load_policy
 from ..stats import INTERVALS, Interval
-from ._common import echo_json, user_errors
-from ._options import json_flag, path
+from ._common import user_errors
+from ._options import json_flag, path, show
 
 
 @click.command()
@@ -73,9 +73,6 @@ def plan(
     result = plan_policy(
         loaded, dataset, at_fraction=at_fraction, interval=interval, policy_path=Path(policy)
     )
-    if as_json:
-        echo_json(result.model_dump(mode="json"))
-    else:
-        click.echo(format_plan(result))
+    show(result, as_json, format_plan)
     if fail_short and result.short():
         raise SystemExit(ExitCode.REVIEW_REQUIRED)

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 
 from ..runs._options import RunOptions
-from ._common import echo_json, user_errors
-from ._options import GOLD_HELP, budget_refusal, exit_with, json_flag, path
+from ._common import user_errors
+from ._options import GOLD_HELP, budget_refusal, exit_with, json_flag, path, show
 from ._run_options import run_options
 
 _BUDGET = {"help": "Spend limit; refused before any call when the estimate exceeds it."}
@@ -91,11 +91,8 @@ def repeatability(
             cache_dir=options.cache_dir,
             progress=options.progress,
         )
-    if as_json:
-        echo_json(study.model_dump(mode="json"))
-    else:
-        click.echo(format_study(study))
-        click.echo(f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}")
+    where = f"run directory: {run_dir}; study log: {log or studies_path_for(gold)}"
+    show(study, as_json, format_study, lambda _: where)
     exit_with(study.status == "complete", bool(study.review))
 
 
@@ -165,8 +162,5 @@ def drift(
             concurrency=options.concurrency,
             progress=options.progress,
         )
-    if as_json:
-        echo_json(entry.model_dump(mode="json"))
-    else:
-        click.echo(format_drift(entry, log or drift_log_path_for(gold)))
+    show(entry, as_json, lambda e: format_drift(e, log or drift_log_path_for(gold)))
     exit_with(entry.status != "incomplete", entry.status == "drifted")
