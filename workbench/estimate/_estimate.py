@@ -494,19 +494,8 @@ def format_estimate(estimate: ProductionEstimate) -> str:
         f"status: {estimate.status}; estimand: human-pass rate among traffic cases the judge"
         " decided (pass or fail)"
     )
-    header = (
-        "slice",
-        "risk",
-        "decided",
-        "left out",
-        "naive pass rate [95%]",
-        "Se",
-        "Sp",
-        "J",
-        "corrected [95%]",
-        "PPI [95%] (n labelled)",
-        "",
-    )
+    columns = "slice|risk|decided|left out|naive pass rate [95%]|Se|Sp|J|corrected [95%]"
+    header = (*columns.split("|"), "PPI [95%] (n labelled)", "")
     rows = [header]
     for r in [*estimate.slices, estimate.overall]:
         rows.append(

@@ -306,18 +306,8 @@ def format_plan(plan: SamplePlan, partitions: Sequence[str] | None = None) -> st
             " (abstentions and errors need more)"
         ),
     ]
-    header = [
-        "slice",
-        "risk",
-        "requirement",
-        "limit",
-        "basis",
-        "true rate",
-        "needed",
-        "upper_95 n",
-        "zero-error n",
-        "power",
-    ] + [f"{p} have/short" for p in parts]
+    columns = "slice|risk|requirement|limit|basis|true rate|needed|upper_95 n|zero-error n|power"
+    header = columns.split("|") + [f"{p} have/short" for p in parts]
     rows = [header]
     for r in plan.rows:
         limit = (
