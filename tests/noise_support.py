@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import yaml
 
-from workbench.noise import freeze_suite, load_pairs
+from workbench.noise import load_pairs
 from workbench.results import JudgeIdentity, JudgeResult
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,7 +139,13 @@ def write_suite(
     path = directory / name
     path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
     if freeze:
-        freeze_suite(load_pairs(path), by="test")
+        from conftest import approve
+
+        from workbench.approval import freeze as freeze_input
+        from workbench.noise import suite_snapshot_of
+
+        approve(directory, "test")
+        freeze_input(suite_snapshot_of(load_pairs(path)), approver="test")
     return path
 
 

@@ -1208,31 +1208,34 @@ def test_a_release_line_may_outgrow_the_record_limit_but_not_the_document_limit(
     make_dataset, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A release holds one hash set per record, so its line grows with the dataset."""
-    from workbench.gold import freeze, read_releases, validate_dataset
+    from workbench.approval import read_release_log
+    from workbench.gold import freeze, validate_dataset
 
     root = make_dataset([make_case(f"c{i}") for i in range(12)])
-    freeze(root, who="tester")
+    freeze(root, approver="tester")
     release_line = (root / "releases.jsonl").read_bytes().splitlines()[0]
     gold_line = max(len(line) for line in (root / "gold.jsonl").read_bytes().splitlines())
     limit = gold_line + 16
     assert len(release_line) > limit and len(release_line) < 32 * limit  # the premise of the test
     monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", str(limit))
-    assert read_releases(root).problems == ()
+    assert read_release_log(root).problems == ()
     assert validate_dataset(root).ok
     monkeypatch.setenv("WORKBENCH_MAX_LINE_BYTES", str(len(release_line) // 40))
-    assert [p.code for p in read_releases(root).problems] == ["line_too_long"]
+    assert [p.code for p in read_release_log(root).problems] == ["line_too_long"]
 
 
 def test_release_log_with_a_duplicate_key_is_refused(make_dataset) -> None:
-    from workbench.gold import freeze, read_releases
+    from workbench.approval import read_release_log
+    from workbench.gold import freeze
 
     root = make_dataset([make_case("a")])
-    freeze(root, who="tester")
+    freeze(root, approver="tester")
     text = (root / "releases.jsonl").read_text(encoding="utf-8")
     (root / "releases.jsonl").write_text(
-        text.replace('"who": "tester"', '"who": "tester", "who": "mallory"', 1), encoding="utf-8"
+        text.replace('"approver": "tester"', '"approver": "tester", "approver": "mallory"', 1),
+        encoding="utf-8",
     )
-    assert [p.code for p in read_releases(root).problems] == ["duplicate_json_key"]
+    assert [p.code for p in read_release_log(root).problems] == ["duplicate_json_key"]
     refused(invoke("validate", str(root)), "duplicate_json_key")
 
 

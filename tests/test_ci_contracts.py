@@ -154,7 +154,7 @@ def test_without_the_reviewed_list_the_demo_control_failures_fail_the_lane(tmp_p
         ("parent", "candidate_parent_missing", "candidates/data/candidates/rubric-judge@2.yaml"),
         ("not_frozen", "gold_not_frozen", "gold/data/demo release"),
         ("edited", "frozen_case_edited", "gold/data/demo"),
-        ("fixture", "frozen_fixture_changed", "ranking/data/ranking/support-ranking@2.yaml"),
+        ("fixture", "frozen_case_edited", "ranking/data/ranking/support-ranking@2.yaml"),
         (
             "ranking_policy",
             "policy_fixtures_missing",
@@ -165,7 +165,8 @@ def test_without_the_reviewed_list_the_demo_control_failures_fail_the_lane(tmp_p
             "controls_rubric_unknown",
             "controls/data/controls/support-controls@1.yaml",
         ),
-        ("noise_frozen", "suite_changed_after_freeze", "noise/data/noise/support-noise@2.yaml"),
+        ("noise_frozen", "frozen_header_edited", "noise/data/noise/support-noise@2.yaml"),
+        ("suite_edited", "frozen_case_edited", "controls/data/controls/support-controls@1.yaml"),
         ("sentinel", "held_out_sentinel", "gold/data/demo sentinels"),
     ],
 )
@@ -214,9 +215,15 @@ def test_each_broken_contract_is_reported_and_exits_2(
             text.replace("fixtures: support-ranking\n", "fixtures: support-rankings\n"),
             encoding="utf-8",
         )
-    elif case == "suite_rubric":
+    elif case == "suite_rubric":  # an unfrozen suite: its rubric is checked against the gold's
+        (data / "controls" / "releases.jsonl").unlink()
         _edit_yaml(
             data / "controls" / "support-controls@1.yaml", rubric_version="support-policy-2025.01"
+        )
+    elif case == "suite_edited":
+        text = (data / "controls" / "support-controls@1.yaml").read_text(encoding="utf-8")
+        (data / "controls" / "support-controls@1.yaml").write_text(
+            text.replace("expected_label: fail", "expected_label: pass", 1), encoding="utf-8"
         )
     elif case == "noise_frozen":
         text = (data / "noise" / "support-noise@2.yaml").read_text(encoding="utf-8")

@@ -17,7 +17,6 @@ ROWS = [
         "battery, report, gate",
     ),
     ("workbench ranking agreement --fixtures FILE", "reviewer-reviewer agreement"),
-    ("workbench ranking freeze FILE --approver NAME", "freeze a fixture release"),
     ("workbench ranking history FILE", "label history of a fixture file"),
     ("workbench ranking replay ... --case ID --repeat N", "replay one attempt from frozen inputs"),
     ("workbench ranking verify RUN_DIR", "verify a locked ranking run"),
@@ -32,6 +31,7 @@ def test_ranking_help_prints_the_table_rows_whole_and_aligned() -> None:
     assert [(r[:70].rstrip(), r[70:]) for r in rows] == ROWS
     assert lines[0].startswith("Usage:")
     assert (
-        "Ranking judges: battery and gate (run, the default), reviewer agreement, fixture"
-        " releases, replay, verify." in " ".join(result.output.split())
+        "Ranking judges: battery and gate (run, the default), reviewer agreement, label"
+        " history, replay, verify (freeze a fixture file with `workbench freeze FILE`)."
+        in " ".join(result.output.split())
     )

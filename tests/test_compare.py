@@ -17,7 +17,7 @@ import pytest
 import yaml
 from _reference import mcnemar
 from click.testing import CliRunner
-from conftest import make_case
+from conftest import approve, make_case
 
 from workbench.cli.main import main
 from workbench.errors import WorkbenchError
@@ -425,6 +425,7 @@ def write_mapping(path: Path, **overrides) -> Path:
     data.update(overrides)
     data = {k: v for k, v in data.items() if v is not None}
     path.write_text(yaml.safe_dump(data))
+    approve(path.parent, "Quality lead")  # the mapping's approver is in the project's list
     return path
 
 

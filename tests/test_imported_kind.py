@@ -179,7 +179,9 @@ def test_results_of_another_gold_are_refused_with_the_changed_case(
 ) -> None:
     cases = [make_case("a", "pass"), make_case("b", "fail")]
     gold = make_dataset(cases)
-    freeze(gold, who="tester")  # a frozen release lets the change be named without a run manifest
+    freeze(
+        gold, approver="tester"
+    )  # a frozen release lets the change be named without a run manifest
     write_results(
         tmp_path / "external.jsonl",
         stamped([make_result(cases[0], "pass"), make_result(cases[1], "pass")], gold),

@@ -484,10 +484,10 @@ def test_runs_record_their_lineage_and_release(make_dataset, tmp_path: Path) -> 
     from workbench.gold import FIELD_GROUPS, case_hashes, freeze
 
     gold = make_dataset(_cases())
-    release, created = freeze(gold, who="tester", note="first")
+    release, created = freeze(gold, approver="tester", note="first")
     assert (
         created
-        and release.who == "tester"
+        and release.approver == "tester"
         and release.note == "first"
         and release.previous_sha256 is None
     )
@@ -532,7 +532,7 @@ def test_a_run_started_before_a_freeze_resumes(make_dataset, tmp_path: Path) -> 
         max_cases=1,
     )
     assert first.status == "incomplete"
-    freeze(gold)
+    freeze(gold, approver="tester")
     again = run_candidate_sync(
         load_candidate(spec),
         load_dataset(gold),
@@ -558,11 +558,11 @@ def test_case_hashes_cover_every_gold_field() -> None:
 
 def test_lineage_models_are_documented() -> None:
     from workbench.align import GoldChange, Lineage
-    from workbench.gold import GoldRelease
+    from workbench.approval import Release
     from workbench.runs import ManifestCase, RunManifest
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
-    for model in (GoldRelease, Lineage, GoldChange):
+    for model in (Release, Lineage, GoldChange):
         missing = [
             name
             for name in model.model_fields
@@ -579,11 +579,11 @@ def test_lineage_models_are_documented() -> None:
 
 
 def test_the_demo_gold_is_committed_frozen() -> None:
-    from workbench.gold import read_releases
+    from workbench.approval import read_release_log
 
     demo = Path(__file__).resolve().parents[1] / "data" / "demo"
     dataset = load_dataset(demo)
-    log = read_releases(demo)
+    log = read_release_log(demo)
     assert log.problems == () and len(log.releases) >= 1
     assert dataset.release is not None and dataset.release.dataset_sha256 == dataset.sha256
-    assert set(dataset.release.cases) == {r.case_id for r in dataset.records}
+    assert set(dataset.release.items) == {r.case_id for r in dataset.records}

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import undocumented_fields
+from conftest import approve, undocumented_fields
 
 from workbench.cli.main import main
 from workbench.errors import WorkbenchError
@@ -482,6 +482,7 @@ def test_a_renamed_label_needs_a_mapping_whose_hash_is_locked_and_a_flip_limit_n
     )
     assert result.exit_code == 2 and "label_mapping_required" in result.output, result.output
     # A mapping that leaves a label unmapped blocks too.
+    approve(tmp_path, "Quality lead")  # a mapping's approver is in the project's list
     partial = tmp_path / "partial.yaml"
     partial.write_text(
         yaml.safe_dump(
@@ -518,6 +519,7 @@ def test_a_renamed_label_needs_a_mapping_whose_hash_is_locked_and_a_flip_limit_n
         or not HeldOutLedger(ledger_path_for(w["gold"])).entries()
     )
     mapping = tmp_path / "mapping.yaml"
+    approve(tmp_path, "Quality lead")
     mapping.write_text(
         yaml.safe_dump(
             {
@@ -555,22 +557,37 @@ def test_a_renamed_label_needs_a_mapping_whose_hash_is_locked_and_a_flip_limit_n
     assert verify_report(done.report_dir) == []
 
 
-def test_lifecycle_codes_are_registered_and_never_waivable() -> None:
-    from workbench.migration._certify import MIGRATION_BLOCKER_CODES
-    from workbench.policy import BLOCKER_CODES
-    from workbench.policy._codes import LIFECYCLE_BLOCKER_CODES, REPEATABILITY_BLOCKER_CODES
+def test_lifecycle_codes_are_registered_and_never_waivable(tmp_path: Path) -> None:
+    from workbench.errors import WorkbenchError
+    from workbench.policy import NON_WAIVABLE_CODES, build_override, codes_of
     from workbench.reports._blockers import family
 
-    assert set(MIGRATION_BLOCKER_CODES) | set(REPEATABILITY_BLOCKER_CODES) == set(
-        LIFECYCLE_BLOCKER_CODES
+    migration, repeatability = codes_of("migration"), codes_of("repeatability")
+    table = (ROOT / "workbench" / "migration" / "_certify.py").read_text(encoding="utf-8")
+    assert set(migration) == {
+        "critical_transition_unreviewed",
+        "critical_transition_rejected",
+        "label_unmapped",
+        "baseline_incomplete",
+    } and all(f"\n  {code} " in table for code in migration)  # the module table
+    assert (set(migration) | set(repeatability)) <= NON_WAIVABLE_CODES
+    with pytest.raises(WorkbenchError) as refused:  # an override naming one is refused
+        build_override(
+            tmp_path / "o.jsonl",
+            policy="support-release@3",
+            approver="A",
+            reason="r",
+            expires_at="2099-01-01",
+            follow_up="F",
+            codes=[*migration, *repeatability],
+        )
+    assert [p.code for p in refused.value.problems] == ["override_code_not_waivable"] * (
+        len(migration) + len(repeatability)
     )
-    assert not set(LIFECYCLE_BLOCKER_CODES) & set(
-        BLOCKER_CODES
-    )  # an override naming one is refused
-    assert {family({"code": c}) for c in MIGRATION_BLOCKER_CODES} == {"migration"}
-    assert {family({"code": c}) for c in REPEATABILITY_BLOCKER_CODES} == {"repeatability"}
+    assert {family({"code": c}) for c in migration} == {"migration"}
+    assert {family({"code": c}) for c in repeatability} == {"repeatability"}
     source = (ROOT / "workbench" / "repeatability" / "_study.py").read_text(encoding="utf-8")
-    assert all(f'"{code}"' in source for code in REPEATABILITY_BLOCKER_CODES)
+    assert all(f'"{code}"' in source for code in repeatability)
 
 
 @pytest.mark.parametrize(

@@ -15,10 +15,11 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from workbench.approval import read_release_log
 from workbench.cli.noise import noise as noise_command
 from workbench.demo._noise_data import FILES, generate_into
 from workbench.demo.noise import respond as demo_respond
-from workbench.noise import load_pairs, load_releases, releases_path
+from workbench.noise import load_pairs, load_panel, panel_release_of, release_of
 from workbench.testing import FakeLLM
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,8 +45,10 @@ def test_committed_demo_noise_data_matches_its_generator(tmp_path: Path) -> None
 
 def test_demo_suites_are_frozen_and_hold_every_process_element() -> None:
     suite, baseline = load_pairs(SUITE), load_pairs(BASELINE)
-    labels = {r.suite for r in load_releases(releases_path(suite))}
-    assert labels == {suite.label, baseline.label}
+    labels = {r.label for r in read_release_log(DATA).releases}
+    assert labels == {suite.label, baseline.label, suite.label}
+    assert release_of(suite) is not None and release_of(baseline) is not None
+    assert panel_release_of(load_panel(DATA / "support-noise@2.panel.yaml", suite)) is not None
     assert {p.role for p in suite.controls()} == {"control", "adversarial", "reference_defect"}
     assert {p.partition for p in suite.pairs} == {"development", "calibration", "held_out"}
     assert [p.pair_id for p in suite.retired()] == ["sub-annual"] and suite.pair(

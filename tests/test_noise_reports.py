@@ -13,10 +13,12 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import undocumented_fields
+from conftest import approve, undocumented_fields
 from noise_support import IDENTITY, REF_POLICY, free_suite, pair, result, structured, write_suite
 
 from workbench._io import sha256_text
+from workbench.approval import read_release_log
+from workbench.cli.main import main
 from workbench.cli.noise import noise as noise_command
 from workbench.errors import WorkbenchError
 from workbench.noise import (
@@ -27,14 +29,12 @@ from workbench.noise import (
     join_companions,
     load_pairs,
     load_panel,
-    load_releases,
     noise_report,
     panel_agreement,
-    releases_path,
     with_baseline,
 )
-from workbench.policy._codes import NOISE_BLOCKER_CODES
-from workbench.results import JudgeResult
+from workbench.policy import codes_of
+from workbench.results import JudgeIdentity, JudgeResult
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text(encoding="utf-8")
 
@@ -316,6 +316,69 @@ def test_an_incompatible_baseline_is_refused_with_the_reason(tmp_path: Path) -> 
     ]
 
 
+def test_a_baseline_scored_under_other_parameters_is_refused(tmp_path: Path) -> None:
+    """Audit (issue 27): a --baseline run scored by the same model, prompt and Ragas version but at
+    temperature 0.7 and another max_tokens was accepted (compatibility was checked field by field
+    and skipped the parameters). Now the two sides' scoring fingerprints must be equal; only what
+    names the evaluator or prices its calls may differ."""
+    cand, base = pair_suites(tmp_path)
+    spec = {"params": {"temperature": 0, "max_tokens": 1024}, "pricing": {"input": 1.0}}
+    mine = IDENTITY.model_copy(update={"params": {"spec": spec}})
+    c_report = noise_report(
+        cand,
+        [
+            r.model_copy(update={"judge": mine, "judge_fingerprint": mine.fingerprint()})
+            for r in scored(cand, {f"p{i}:{m}": 0.0 for i in (1, 2, 3) for m in ("clean", "noisy")})
+        ],
+    )
+
+    def baseline_by(identity: JudgeIdentity) -> Any:
+        rows = scored(base, {f"p{i}:{m}": 0.0 for i in (1, 2, 3) for m in ("clean", "noisy")})
+        return noise_report(
+            base,
+            [
+                r.model_copy(
+                    update={"judge": identity, "judge_fingerprint": identity.fingerprint()}
+                )
+                for r in rows
+            ],
+        )
+
+    hot = IDENTITY.model_copy(
+        update={"params": {"spec": {**spec, "params": {"temperature": 0.7, "max_tokens": 512}}}}
+    )
+    with pytest.raises(WorkbenchError) as info:
+        with_baseline(c_report, baseline_by(hot), baseline_source="hot")
+    assert [p.code for p in info.value.problems] == ["baseline_scorer_changed"] * 2
+    assert [p.message for p in info.value.problems] == [
+        "the scoring configuration differs: the parameter max_tokens differs: baseline 512,"
+        " candidate 1024",
+        "the scoring configuration differs: the parameter temperature differs: baseline 0.7,"
+        " candidate 0",
+    ]
+    assert "same evaluator configuration" in info.value.problems[0].fix
+    from workbench.noise import scoring_fingerprint
+    from workbench.noise._compare import check_baseline_report
+
+    problems = check_baseline_report(
+        cand, mine, baseline_by(hot), baseline_source="hot"
+    )  # refused before any call, too
+    assert {p.code for p in problems} == {"baseline_scorer_changed"}
+    # a renamed, re-versioned, re-priced copy of the same configuration scores alike: accepted
+    renamed = mine.model_copy(
+        update={
+            "name": "noise-copy",
+            "version": "7",
+            "params": {"spec": {**spec, "pricing": {"input": 2.0}, "description": "copy"}},
+        }
+    )
+    assert renamed.fingerprint() != mine.fingerprint()
+    assert scoring_fingerprint(renamed) == scoring_fingerprint(mine)
+    compared = with_baseline(c_report, baseline_by(renamed), baseline_source="renamed")
+    assert compared.comparison is not None
+    assert compared.comparison.scoring_fingerprint == scoring_fingerprint(mine)
+
+
 # -- the claim panel -------------------------------------------------------------------------------
 
 
@@ -486,8 +549,19 @@ def test_panel_command(tmp_path: Path) -> None:
             "--json",
         ],
     )
-    assert res.exit_code == 0, res.output
-    assert json.loads(res.stdout)["agreement"]["rate"] == 1.0
+    # an unfrozen panel's labels could still change under the figures: review (exit 4)
+    assert res.exit_code == 4, res.output
+    report = json.loads(res.stdout)
+    assert report["agreement"]["rate"] == 1.0 and report["release_id"] is None
+    approve(tmp_path, "Quality lead")
+    frozen = CliRunner().invoke(main, ["freeze", str(panel_file), "--approver", "Quality lead"])
+    assert frozen.exit_code == 0 and "(noise_panel)" in frozen.output, frozen.output
+    res = CliRunner().invoke(
+        noise_command,
+        ["panel", "--pairs", str(suite.source), "--panel", str(panel_file)]
+        + ["--results", str(results), "--json"],
+    )
+    assert res.exit_code == 0 and json.loads(res.stdout)["release_id"].startswith("rel-")
 
 
 # -- releases
@@ -500,47 +574,45 @@ def test_releases_freeze_and_refuse_in_place_changes_deletions_and_reactivation(
     """Before: a noise suite had no release: a pair could be edited or deleted under the same
     version. Now a release freezes hashes; changes go into a new version that keeps retired cases.
     """
+    approve(tmp_path, "Quality lead", "rev")
     runner = CliRunner()
+
+    def freeze(path: Path, who: str = "Quality lead") -> Any:
+        return runner.invoke(main, ["freeze", str(path), "--approver", who])
+
     v1 = free_suite([pair("ctl", role="control"), pair("a"), pair("b")])
     path1 = write_suite(tmp_path, v1, "t-noise@1.yaml")
-    res = runner.invoke(noise_command, ["freeze", "--pairs", str(path1), "--by", "Quality lead"])
-    assert res.exit_code == 0 and "frozen: nrel-" in res.output
+    res = freeze(path1)
+    assert res.exit_code == 0 and "froze release rel-1-" in res.output
+    assert "already frozen" in freeze(path1).output
+    release = read_release_log(tmp_path).releases[0]
     assert (
-        "already frozen"
-        in runner.invoke(
-            noise_command, ["freeze", "--pairs", str(path1), "--by", "Quality lead"]
-        ).output
+        release.label == "t-noise@1"
+        and release.kind == "noise_suite"
+        and set(release.items) == {"ctl", "a", "b"}
+        and release.extra["manifest"]["licences"] == ["internal"]
     )
-    release = load_releases(releases_path(path1))[0]
-    assert (
-        release.suite == "t-noise@1"
-        and set(release.pairs) == {"ctl", "a", "b"}
-        and release.manifest.licences == ["internal"]
-    )
+    assert "approver_unknown" in freeze(path1, "x").output  # not in the approver list
 
     path1.write_text(path1.read_text().replace("How long do I have", "How long have I"))
-    edited = runner.invoke(noise_command, ["freeze", "--pairs", str(path1), "--by", "x"])
-    assert edited.exit_code == 2 and "suite_changed_after_freeze" in edited.output
+    edited = freeze(path1)
+    assert edited.exit_code == 2 and "frozen_case_edited" in edited.output
     assert runner.invoke(noise_command, ["check", "--pairs", str(path1)]).exit_code == 2
 
     v2 = copy.deepcopy(v1)
     v2["version"] = "2"
+    assert "supersedes_missing" in freeze(write_suite(tmp_path, v2, "t-noise@2.yaml")).output
+    v2["supersedes"] = "1"
     v2["pairs"] = [p for p in v2["pairs"] if p["pair_id"] != "b"]  # deleted
     v2["pairs"][1]["reference"] = (
         "Refunds are possible within 31 days of delivery."  # changed in place
     )
-    res = runner.invoke(
-        noise_command,
-        ["freeze", "--pairs", str(write_suite(tmp_path, v2, "t-noise@2.yaml")), "--by", "x"],
-    )
-    assert (
-        res.exit_code == 2
-        and "pair_deleted" in res.output
-        and "pair_changed_in_place" in res.output
-    )
+    res = freeze(write_suite(tmp_path, v2, "t-noise@2.yaml"))
+    assert res.exit_code == 2 and res.output.count("change_unrecorded") == 2
+    assert "removed since t-noise@1" in res.output and "edited (reference)" in res.output
 
     v2 = copy.deepcopy(v1)
-    v2["version"] = "2"
+    v2["version"], v2["supersedes"] = "2", "1"
     v2["pairs"][1]["retired"] = {
         "reason": "the 30-day rule changed",
         "by": "rev",
@@ -553,34 +625,22 @@ def test_releases_freeze_and_refuse_in_place_changes_deletions_and_reactivation(
     )
     v2["pairs"].append(fixed)
     path2 = write_suite(tmp_path, v2, "t-noise@2.yaml")
-    assert (
-        runner.invoke(noise_command, ["freeze", "--pairs", str(path2), "--by", "x"]).exit_code == 0
-    )
-    release2 = load_releases(releases_path(path2))[-1]
-    assert (
-        release2.pairs["a"].status == "retired"
-        and release2.pairs["a"].retired_reason == "the 30-day rule changed"
-        and release2.pairs["a.v2"].supersedes == "a"
-    )
+    assert freeze(path2).exit_code == 0
+    release2 = read_release_log(tmp_path).releases[-1]
+    assert release2.supersedes == "1" and {"a", "a.v2"} <= set(release2.items)
+    assert release2.fields["a"]["status"] != release.fields["a"]["status"]
 
     v3 = copy.deepcopy(v2)
-    v3["version"] = "3"
+    v3["version"], v3["supersedes"] = "3", "2"
     del v3["pairs"][1]["retired"]
     del v3["pairs"][-1]  # a retired case made active again (and its fix dropped)
-    res = runner.invoke(
-        noise_command,
-        ["freeze", "--pairs", str(write_suite(tmp_path, v3, "t-noise@3.yaml")), "--by", "x"],
-    )
-    assert (
-        res.exit_code == 2 and "retired_reactivated" in res.output and "pair_deleted" in res.output
-    )
+    res = freeze(write_suite(tmp_path, v3, "t-noise@3.yaml"))
+    assert res.exit_code == 2 and "edited (status" in res.output and "removed since" in res.output
 
-    log = releases_path(path2)
+    log = tmp_path / "releases.jsonl"
     lines = log.read_text().splitlines()
     log.write_text(lines[1] + "\n")  # the first release deleted
-    with pytest.raises(WorkbenchError) as info:
-        load_releases(log)
-    assert {p.code for p in info.value.problems} == {"release_chain_broken"}
+    assert {p.code for p in read_release_log(tmp_path).problems} == {"release_chain_broken"}
 
 
 # -- codes and documentation
@@ -596,8 +656,8 @@ def _table(module: Any) -> dict[str, str]:
 
 
 def test_every_noise_blocker_code_is_registered_and_documented() -> None:
-    assert {**_table(_analysis), **_table(_retrieval)} == NOISE_BLOCKER_CODES
-    for code in NOISE_BLOCKER_CODES:
+    assert {**_table(_analysis), **_table(_retrieval)} == codes_of("noise")
+    for code in codes_of("noise"):
         assert f"`{code}`" in DOC, code
 
 
@@ -606,7 +666,7 @@ NOISE_MODELS = [
     "RetrievedContext", "GenerationTrace", "RetrievalAssertions", "SignOff", "Retirement",
     "NoisePolicy", "CompanionMetric", "EvidenceManifest", "NoiseReport", "ControlRow", "PairRow",
     "SliceRow", "RepeatRow", "RetiredRow", "RetrievalRow", "NoiseComparison", "PairDelta",
-    "SliceDelta", "Trend", "NoiseRelease", "FrozenPair", "CompanionValue", "ClaimPanel",
+    "SliceDelta", "Trend", "CompanionValue", "ClaimPanel",
     "ClaimReview", "ClaimJudgment", "ClaimAdjudication", "PanelReport", "PanelMemberRow",
 ]  # fmt: skip
 

@@ -79,20 +79,15 @@ def test_every_mapping_is_read_from_the_table() -> None:
     from workbench.ci import OUTCOME_EXIT
     from workbench.ci._contracts import Outcome as LaneOutcome
     from workbench.ci._release import ReleaseSummary
-    from workbench.noise import EXIT_CODES as NOISE_EXIT
     from workbench.noise._analysis import NoiseOutcome
     from workbench.policy import EXIT_CODES as GATE_EXIT
-    from workbench.policy import GateOutcome
-    from workbench.ranking._gate import EXIT_CODES as RANKING_EXIT
+    from workbench.policy import CheckOutcome, GateOutcome
     from workbench.ranking._gate import Outcome as RankingOutcome
 
     assert tuple(typing.get_args(GateOutcome)) == GATE_OUTCOMES
-    for literal, mapping in (
-        (GateOutcome, GATE_EXIT),
-        (RankingOutcome, RANKING_EXIT),
-        (NoiseOutcome, NOISE_EXIT),
-        (LaneOutcome, LANE_EXIT),
-    ):
+    # the ranking and noise gates end in the one decision step: its outcomes, its exit codes
+    assert RankingOutcome is CheckOutcome and NoiseOutcome is CheckOutcome
+    for literal, mapping in ((GateOutcome, GATE_EXIT), (LaneOutcome, LANE_EXIT)):
         names = set(typing.get_args(literal))
         assert set(mapping) == names
         assert mapping == {n: exit_code(n) for n in names}

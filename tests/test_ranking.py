@@ -521,6 +521,42 @@ def test_invalid_permutation_is_an_integration_defect_before_quality(tmp_path: P
     assert list(report.frames())[0] == "integration_defects"
 
 
+def test_invalid_rankings_are_a_quality_failure_and_every_count_agrees(tmp_path: Path) -> None:
+    """Audit (issue 27): a judge answering only invalid permutations got exit 3 (incomplete) for a
+    quality failure, and the run header said "N evaluator errors" while the ranking_incomplete
+    blocker said "0 evaluator error(s)". Every count is now the report's, and the exit code is
+    the gate's outcome: the answers are integration defects (quality, exit 1), nothing is
+    missing."""
+    fixtures = write_fixtures(tmp_path / "dups@1.yaml", [fixture("a"), fixture("b")])
+    result = CliRunner().invoke(
+        ranking_command,
+        [
+            "run",
+            "--candidate",
+            str(function_spec(tmp_path / "spec", "test_ranking:duplicating_ranker")),
+            "--fixtures",
+            str(fixtures),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-history",
+            "--no-progress",
+            "--json",
+        ],
+    )
+    report = json.loads(result.stdout[result.stdout.index("{") :])
+    defects, errors = len(report["integration_defects"]), len(report["evaluator_errors"])
+    assert (defects, errors, report["valid_attempts"]) == (report["attempts"], 0, 0) and defects
+    assert report["gate"]["outcome"] == "quality_failed" and result.exit_code == 1, result.output
+    assert report["status"] == "complete" and report["missing_cases"] == []
+    assert {b["code"] for b in report["gate"]["blockers"]} == {"ranking_integration_defect"}
+    # every "N evaluator error(s)" and "N integration defect(s)" shown is the report's count
+    shown = result.output + format_ranking(RankingReport.model_validate(report))
+    said_errors = {int(n) for n in re.findall(r"(\d+) evaluator errors?\b", shown)}
+    said_defects = {int(n) for n in re.findall(r"(\d+) integration defect\(s\)", shown)}
+    assert said_errors == {errors} and said_defects >= {defects}
+    assert f"{defects} integration defect(s), 0 evaluator error(s)" in result.stderr
+
+
 def test_unknown_ids_are_mapping_drift(tmp_path: Path) -> None:
     fs = [RankingFixture.model_validate(fixture())]
     run(

@@ -70,7 +70,7 @@ def test_llm_ranker_battery_finds_the_position_bias_and_applies_the_release_rule
         and "disputed_unadjudicated" in text
     )
     assert "support-ranking@2" in text and "relabelled" in text
-    assert "frozen_fixture_changed" in text and "refund-timing-013" in text
+    assert "frozen_case_edited" in text and "refund-timing-013" in text
     # the threshold from reviewed examples equals the policy's
     assert "threshold **0.028** (0 misclassified)" in text and "`max_agreement_drop: 0.028`" in text
     # confirmed vs unconfirmed, report-only

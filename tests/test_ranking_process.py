@@ -21,7 +21,7 @@ import pytest
 import yaml
 from _reference import kendalltau
 from click.testing import CliRunner
-from conftest import undocumented_fields
+from conftest import approve, undocumented_fields
 from pydantic import BaseModel
 from ragas.metrics import ranking_metric
 from test_ranking import (
@@ -33,6 +33,7 @@ from test_ranking import (
     write_fixtures,
 )
 
+from workbench.approval import freeze_path
 from workbench.cli.main import main as cli
 from workbench.demo.ranking import respond as demo_respond
 from workbench.demo.ranking import scalar_gate_rows
@@ -48,13 +49,14 @@ from workbench.ranking import (
     ScalarCaseResult,
     choose_agreement_threshold,
     completeness,
-    freeze_fixtures,
+    format_ranking,
     label_history,
     load_agreement_examples,
     load_fixtures,
     load_ranking_policy,
     position_battery,
     prune_run,
+    ranking_override_scope,
     ranking_report,
     read_history,
     read_payload,
@@ -308,6 +310,11 @@ def test_cli_agreement_on_the_demo_fixtures() -> None:
     ]
 
 
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path) -> None:
+    approve(tmp_path, "QA lead")  # the test project's approver list
+
+
 # -- 2. label history ---------------------------------------------------------------------------
 
 
@@ -366,12 +373,11 @@ def test_reproduction_in_place_relabel_no_longer_turns_a_failing_case_green_sile
 
 def test_frozen_release_refuses_an_in_place_change(tmp_path: Path) -> None:
     path = write_fixtures(tmp_path / "rel@1.yaml", [reviewed("c1"), reviewed("c2")])
-    record = freeze_fixtures(path, approver="QA lead", reason="calibration round 1")
-    assert set(record.fixtures) == {"c1", "c2"} and record.release_sha256
+    record, created = freeze_path(path, approver="QA lead", note="calibration round 1")
+    assert created and set(record.items) == {"c1", "c2"} and record.kind == "ranking_fixtures"
     assert load_fixtures(path).frozen
-    with pytest.raises(WorkbenchError) as info:
-        freeze_fixtures(path, approver="QA lead")
-    assert info.value.problems[0].code == "release_exists"
+    again, created = freeze_path(path, approver="QA lead")
+    assert not created and again == record  # the same content is frozen once
     original = path.read_text()
     path.write_text("# a comment only changes nothing frozen\n" + original)
     assert load_fixtures(path).frozen  # formatting and comments are not content
@@ -385,25 +391,29 @@ def test_frozen_release_refuses_an_in_place_change(tmp_path: Path) -> None:
         load_fixtures(path)
     problem = info.value.problems[0]
     assert (
-        (problem.case_id, problem.code) == ("c2", "frozen_fixture_changed")
+        (problem.case_id, problem.code) == ("c2", "frozen_case_edited")
         and "QA lead" in problem.message
+        and "label, reviews changed" in problem.message
         and "supersedes" in problem.fix
     )
     assert (
         "case_id: c2" in path.read_text().splitlines()[int(problem.location.rsplit(":", 1)[1]) - 1]
     )
+    with pytest.raises(WorkbenchError) as info:
+        freeze_path(path, approver="QA lead")  # an edited frozen version is never frozen again
+    assert info.value.problems[0].code == "frozen_case_edited"
     # a tampered release record does not verify either
     path.write_text(original)
-    release = tmp_path / "rel@1.release.json"
+    release = tmp_path / "releases.jsonl"
     data = json.loads(release.read_text())
-    data["fixtures"]["c2"] = "0" * 64
-    release.write_text(json.dumps(data))
+    data["items"]["c2"] = "0" * 64
+    release.write_text(json.dumps(data) + "\n")
     with pytest.raises(WorkbenchError) as info:
         load_fixtures(path)
-    assert info.value.problems[0].code == "release_tampered"
+    assert info.value.problems[0].code == "release_chain_broken"
     # the CLI refuses too (exit 2)
     result = CliRunner().invoke(cli, ["ranking", "agreement", "--fixtures", str(path)])
-    assert result.exit_code == 2 and "release_tampered" in result.output
+    assert result.exit_code == 2 and "release_chain_broken" in result.output
 
 
 def _v2(tmp_path: Path, changes: list[dict[str, Any]] | None, *, relabel: bool = True) -> Path:
@@ -440,7 +450,7 @@ def test_changes_go_in_a_new_version_recording_old_order_new_order_approver_and_
     with pytest.raises(WorkbenchError) as info:
         load_fixtures(_v2(tmp_path, good))
     assert info.value.problems[0].code == "supersedes_unfrozen"
-    freeze_fixtures(v1, approver="QA lead")
+    freeze_path(v1, approver="QA lead")
     with pytest.raises(WorkbenchError) as info:
         load_fixtures(_v2(tmp_path, None))
     assert [(p.case_id, p.code) for p in info.value.problems] == [("c2", "change_unrecorded")]
@@ -457,9 +467,10 @@ def test_changes_go_in_a_new_version_recording_old_order_new_order_approver_and_
     v2 = load_fixtures(_v2(tmp_path, good))
     change = v2.change_for("c2")
     assert change is not None and change.kind == "relabelled" and change.approver == "QA lead"
-    freeze_fixtures(tmp_path / "hist@2.yaml", approver="QA lead")
+    freeze_path(tmp_path / "hist@2.yaml", approver="QA lead")
     chain = label_history(tmp_path / "hist@2.yaml")
-    assert [v.label for v in chain] == ["hist@1", "hist@2"] and all(v.frozen for v in chain)
+    assert [v.label for v in chain] == ["hist@1", "hist@2"]
+    assert all(v.release is not None and v.release.approver == "QA lead" for v in chain)
     out = CliRunner().invoke(cli, ["ranking", "history", str(tmp_path / "hist@2.yaml")])
     assert (
         out.exit_code == 0
@@ -470,12 +481,12 @@ def test_changes_go_in_a_new_version_recording_old_order_new_order_approver_and_
     (tmp_path / "hist@1.yaml").unlink()
     with pytest.raises(WorkbenchError) as info:
         load_fixtures(tmp_path / "hist@2.yaml")
-    assert info.value.problems[0].code == "supersedes_missing"
+    assert info.value.problems[0].code == "supersedes_file_missing"
 
 
 def test_reports_show_which_fixtures_changed_since_the_last_run(tmp_path: Path) -> None:
     v1 = write_fixtures(tmp_path / "hist@1.yaml", [reviewed("c1"), reviewed("c2")])
-    freeze_fixtures(v1, approver="QA lead")
+    freeze_path(v1, approver="QA lead")
     change = [
         {
             "case_id": "c2",
@@ -892,7 +903,7 @@ def test_ranking_overrides_waive_case_by_case_and_never_missing_evidence(tmp_pat
     rules = load_ranking_policy(rules_path)
     override = build_override(
         store,
-        policy=rules.label,
+        policy=ranking_override_scope(rules_path),
         approver="x",
         reason="r",
         expires_at="2099-01-01",
@@ -904,6 +915,27 @@ def test_ranking_overrides_waive_case_by_case_and_never_missing_evidence(tmp_pat
         load_fixtures(path), tmp_path / "run" / "results.jsonl", policy=rules, overrides=[override]
     )
     assert "ranking_reversal_confirmed" in codes(report2)
+    # the release gate's matcher: the gate says why, and a whole-run override never waives a
+    # fixture's blocker
+    assert report2.gate is not None
+    assert [(u.override_id, u.reason) for u in report2.gate.unapplied_overrides] == [
+        (override.override_id, "not_covered")
+    ]
+    whole = build_override(
+        store,
+        policy=ranking_override_scope(rules_path),
+        approver="x",
+        reason="r",
+        expires_at="2099-01-01",
+        follow_up="f",
+        codes=["ranking_reversal_confirmed"],
+    )
+    report3 = ranking_report(
+        load_fixtures(path), tmp_path / "run" / "results.jsonl", policy=rules, overrides=[whole]
+    )
+    assert report3.gate is not None and report3.gate.waived == []
+    assert "ranking_reversal_confirmed" in codes(report3)
+    assert f"override {override.override_id} did not apply: not_covered" in format_ranking(report2)
 
 
 # -- 4. criterion leakage -------------------------------------------------------------------------
@@ -1617,7 +1649,7 @@ def _models() -> list[type[BaseModel]]:
         "ReviewerOrder",
         "OrderAdjudication",
         "FixtureChange",
-        "FixtureRelease",
+        "VersionHistory",
         "ReviewerAgreementReport",
         "FixtureCalibration",
         "CalibrationFigure",
@@ -1628,7 +1660,6 @@ def _models() -> list[type[BaseModel]]:
         "CaptureConfig",
         "AgreementDropExample",
         "RankingGateResult",
-        "RankingBlocker",
         "RankingHistoryEntry",
         "ScalarCaseResult",
         "SideBySide",
@@ -1691,15 +1722,16 @@ def test_cached_results_bring_their_payloads_and_never_cross_capture_modes(tmp_p
 
 
 def test_ranking_codes_waivability_is_consistent() -> None:
-    from workbench.policy import NON_WAIVABLE_CODES
-    from workbench.policy._codes import RANKING_BLOCKER_CODES, RANKING_NON_WAIVABLE_CODES
-    from workbench.ranking._gate import WAIVABLE
+    from workbench.policy import NON_WAIVABLE_CODES, codes_of
 
-    assert (
-        WAIVABLE.isdisjoint(RANKING_NON_WAIVABLE_CODES)
-        and set(RANKING_BLOCKER_CODES) == WAIVABLE | RANKING_NON_WAIVABLE_CODES
-    )
-    assert RANKING_NON_WAIVABLE_CODES <= NON_WAIVABLE_CODES
-    assert all(
-        RANKING_BLOCKER_CODES[c] != "incomplete" for c in WAIVABLE
-    )  # missing evidence is never waived
+    ranking = codes_of("ranking")
+    waivable = set(ranking) - NON_WAIVABLE_CODES
+    assert waivable == {
+        "ranking_reversal_confirmed",
+        "ranking_agreement_drop",
+        "ranking_reversal_unconfirmed",
+        "ranking_editorial_drift",
+        "ranking_metric_defect",
+        "ranking_assembly_defect",
+    }  # the module docstring's list
+    assert all(ranking[c] != "incomplete" for c in waivable)  # missing evidence is never waived

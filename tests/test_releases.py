@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import canonical_sha256, make_case
+from conftest import approve, canonical_sha256, make_case
 
+from workbench.approval import read_release_log
 from workbench.cli import main
 from workbench.errors import WorkbenchError
-from workbench.gold import RELEASES_FILE, freeze, read_releases, validate_dataset
+from workbench.gold import RELEASES_FILE, freeze, validate_dataset
 
 
 def _codes(path: Path) -> list[str]:
@@ -30,6 +31,12 @@ def _rewrite(gold: Path, change) -> None:
     (gold / "gold.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
 
 
+@pytest.fixture(autouse=True)
+def _approvers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    approve(tmp_path, "alice", "bob", "tester")
+    monkeypatch.setenv("WORKBENCH_USER", "tester")
+
+
 def test_freeze_appends_a_chained_release_and_is_idempotent(make_dataset, monkeypatch) -> None:
     monkeypatch.setenv("WORKBENCH_USER", "alice")
     gold = make_dataset([make_case("a"), make_case("b", "fail")])
@@ -37,10 +44,11 @@ def test_freeze_appends_a_chained_release_and_is_idempotent(make_dataset, monkey
     assert (
         created
         and first.sequence == 1
-        and first.who == "alice"
+        and first.approver == "alice"
+        and first.kind == "gold"
         and first.release_id == f"rel-1-{first.dataset_sha256[:12]}"
     )
-    assert set(first.cases) == {"a", "b"} and set(first.fields["a"]) >= {
+    assert set(first.items) == {"a", "b"} and set(first.fields["a"]) >= {
         "label",
         "response",
         "notes",
@@ -63,12 +71,12 @@ def test_freeze_appends_a_chained_release_and_is_idempotent(make_dataset, monkey
         ],
     )
     assert _codes(gold) == []
-    second, created = freeze(gold, who="bob")
+    second, created = freeze(gold, approver="bob")
     assert (
         created
         and second.sequence == 2
         and second.previous_sha256 == first.sha256
-        and second.who == "bob"
+        and second.approver == "bob"
     )
     line = json.loads((gold / RELEASES_FILE).read_text().splitlines()[1])
     assert line["sha256"] == canonical_sha256({k: v for k, v in line.items() if k != "sha256"})
@@ -129,11 +137,11 @@ def test_an_edited_or_deleted_release_breaks_the_chain(make_dataset) -> None:
     freeze(gold)
     log_path = gold / RELEASES_FILE
     lines = log_path.read_text().splitlines()
-    assert read_releases(gold).problems == ()
+    assert read_release_log(gold).problems == ()
     log_path.write_text(lines[0] + "\n" + lines[2] + "\n")  # the middle release deleted
     assert "release_chain_broken" in _codes(gold)
     edited = json.loads(lines[0])
-    edited["who"] = "mallory"
+    edited["approver"] = "mallory"
     log_path.write_text("\n".join([json.dumps(edited), *lines[1:]]) + "\n")
     assert "release_chain_broken" in _codes(gold)
     log_path.write_text("not json\n" + "\n".join(lines[1:]) + "\n")

@@ -29,8 +29,9 @@ from pydantic import Field, ValidationError
 
 from .._io import JSONRecordError, read_json_file
 from .._record import Record as _Model
+from ..approval import changed_fields, describe
 from ..errors import Problem, WorkbenchError
-from ..gold import PARTITIONS, GoldDataset, Partition, case_hashes, changed_groups, describe
+from ..gold import PARTITIONS, GoldDataset, Partition, case_hashes
 from ..results import ResultLine, scan_results
 from ._join import Join, join_results
 
@@ -421,7 +422,8 @@ def _changes(dataset: GoldDataset, reference: dict[str, dict[str, str]]) -> list
                 )
             )
             continue
-        groups = changed_groups(reference[case_id], case_hashes(record), ignore=("rubric",))
+        changed = changed_fields(reference[case_id], case_hashes(record))
+        groups = [g for g in changed if g != "rubric"]
         if groups:
             out.append(GoldChange(case_id=case_id, changes=groups, detail=describe(groups)))
     return out

@@ -66,7 +66,7 @@ class StaleReason(_Model):
 
 def gold_state(gold: str | Path) -> GoldState:
     """The rubric version, dataset hash and release of ``gold`` now (module doc)."""
-    from ..gold import read_releases
+    from ..approval import read_release_log
 
     root = gold_directory(gold)
     problems: list[str] = []
@@ -99,13 +99,10 @@ def gold_state(gold: str | Path) -> GoldState:
         problems.append(f"{root}: the dataset hash cannot be computed ({exc.strerror or exc})")
     release: str | None = None
     try:
-        log = read_releases(root)
+        log = read_release_log(root)
         problems += [p.format() for p in log.problems]
-        release = (
-            next((r.release_id for r in reversed(log.releases) if r.dataset_sha256 == digest), None)
-            if digest
-            else None
-        )
+        latest = log.latest_for(digest) if digest else None
+        release = latest.release_id if latest is not None else None
     except (OSError, WorkbenchError) as exc:
         problems.append(f"{root}: the release log cannot be read ({exc})")
     return GoldState(

@@ -489,7 +489,7 @@ def _check_ranking(inv: Inventory, checks: list[CheckResult]) -> list[Any]:
                 + (
                     "frozen"
                     if fixture_set.release is not None
-                    else "not frozen (workbench ranking freeze)"
+                    else "not frozen (workbench freeze FILE --approver NAME)"
                 )
             )
         result = _from_problems("ranking", inv.rel(path), problems, c.seconds)
@@ -549,8 +549,7 @@ def _check_policies(
                                         " current version) is not frozen"
                                     ),
                                     fix=(
-                                        f"freeze it: `workbench ranking freeze {s.source}"
-                                        " --approver NAME`"
+                                        f"freeze it: `workbench freeze {s.source} --approver NAME`"
                                     ),
                                 )
                             )
@@ -639,33 +638,22 @@ def _check_policies(
 
 
 def _check_noise(inv: Inventory, checks: list[CheckResult]) -> dict[str, Any]:
-    from ..noise import (
-        check_lineage,
-        check_retrieval,
-        load_pairs,
-        load_releases,
-        release_of,
-        releases_path,
-        retrieval_blockers,
-    )
+    from ..noise import check_retrieval, load_pairs, release_of, retrieval_blockers
     from ..noise._panel import load_panel
 
     suites: dict[str, Any] = {}
     for path in inv.noise:
         c = _Check()
-        suite = c.attempt(load_pairs, path)
+        suite = c.attempt(load_pairs, path)  # the lineage check runs at every load
         extra: list[str] = []
         if suite is not None:
             release = c.attempt(release_of, suite)
-            releases = c.attempt(load_releases, releases_path(suite))
-            if releases is not None:
-                c.problems += check_lineage(suite, releases)
             extra.append(
                 f"{suite.label}: "
                 + (
                     f"frozen as {release.release_id}"
                     if release is not None
-                    else "not frozen (workbench noise freeze)"
+                    else "not frozen (workbench freeze FILE --approver NAME)"
                 )
             )
         result = _from_problems("noise", inv.rel(path), c.problems, c.seconds)

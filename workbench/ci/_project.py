@@ -14,8 +14,7 @@ Discovery rule (documented in docs/formats.md#ci-configuration):
   policies        ``data/policies/*.yaml``    ``kind: ranking`` files are ranking policies
   controls        ``data/controls/*.yaml``
   ranking         ``data/ranking/*.yaml``     ``kind: agreement-drop-examples`` files are
-                                              reviewed threshold evidence; ``*.release.json``
-                                              are read with their fixture file
+                                              reviewed threshold evidence
   noise           ``data/noise/*.yaml``       ``*.panel.yaml`` files are claim panels
   ==============  ==========================  ==========================================
 

@@ -8,7 +8,7 @@ import click
 
 from ..controls import format_controls, load_suite, run_controls_sync
 from ..judges import load_candidate
-from ..outcomes import ExitCode
+from ..policy import decide
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
 from ._run_options import run_options
@@ -52,8 +52,10 @@ def controls(
     labels and rationales never reach it. Every attempt is recorded in OUT/results.jsonl and
     the report in OUT/controls.json.
 
-    Exit 0 when every role passes, 1 when a role failed, 3 when no role failed but some
-    controls could not be evaluated, 2 on invalid input.
+    Every role blocks here: the outcome is the gate's rule over the roles' blockers (the one
+    decision step). Exit 0 when every role passes, 1 when a role failed and every control was
+    evaluated, 3 when some controls could not be evaluated (missing evidence comes first, as in
+    the gate; a failed role is still listed), 2 on invalid input.
     """
     control_suite = load_suite(suite)
     judge = load_candidate(candidate)
@@ -72,8 +74,7 @@ def controls(
     else:
         click.echo(format_controls(report))
         click.echo(f"run directory: {run_dir}")
-    if report.failed_roles:
-        raise SystemExit(ExitCode.FAILED)
-    if report.incomplete_roles:
-        raise SystemExit(ExitCode.INCOMPLETE)
-    raise SystemExit(ExitCode.OK)
+    # every role of the suite blocks here; the outcome is the one decision step's
+    roles = [r.role for r in report.roles]
+    decision = decide(report.blockers(roles), policy_label=None, fingerprint=None, clear="passed")
+    raise SystemExit(decision.exit_code)

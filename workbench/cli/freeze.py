@@ -4,38 +4,45 @@ from __future__ import annotations
 
 import click
 
-from ..gold import freeze as freeze_fn
 from ._common import echo_json, user_errors
 
 
 @click.command()
-@click.argument("gold", type=click.Path(path_type=str))
+@click.argument("path", type=click.Path(path_type=str))
 @click.option(
+    "--approver",
     "--who",
+    "approver",
     default=None,
-    help="Who freezes the release (default: $WORKBENCH_USER or the login name).",
+    help=(
+        "Who approves the release: a name in the project's approver list (workbench.yaml"
+        " `approvers:`); default $WORKBENCH_USER or the login name."
+    ),
 )
-@click.option("--note", default=None, help="Why this state of the gold is frozen.")
+@click.option("--note", "--reason", "note", default=None, help="Why this state is frozen.")
 @click.option("--json", "as_json", is_flag=True, help="Print the release record as JSON.")
 @user_errors
-def freeze(gold: str, who: str | None, note: str | None, as_json: bool) -> None:
-    """Freeze the current state of a gold dataset as a release.
+def freeze(path: str, approver: str | None, note: str | None, as_json: bool) -> None:
+    """Freeze an approved input as a release: a gold dataset, a ranking fixture file, a noise
+    pair suite or claim panel, a control suite, a policy, a sentinel set or a label mapping.
 
-    Appends one release to the append-only release log beside the gold
-    (releases.jsonl): release id, dataset sha256, one hash per record (with per-field
-    hashes: label, response, notes, grading fields, reviews ...), who and when, chained to the
-    previous release by its sha256. From then on `workbench validate` refuses an in-place edit
-    or the deletion of any frozen record: a correction is a new record that supersedes it.
-    Runs record the release they used. The gold must validate first. Freezing an unchanged
-    dataset again writes nothing and prints the existing release.
+    Appends one release to the append-only, chained release log in the input's folder
+    (releases.jsonl): release id, content sha256, one hash per item with per-field hashes
+    (label, reviews, content ...), the approver and when. From then on every use of the input
+    runs one lineage check: an in-place edit, a deletion, a new version that does not say
+    what it supersedes, a relabel without a recorded change, or an approver outside the
+    project's list is refused (exit 2). The input must load cleanly first. Freezing an
+    unchanged input again writes nothing and prints the existing release.
     """
-    release, created = freeze_fn(gold, who=who, note=note)
+    from ..approval import freeze_path
+
+    release, created = freeze_path(path, approver=approver, note=note)
     if as_json:
         echo_json({"created": created, **release.model_dump(mode="json", exclude={"fields"})})
         return
     verb = "froze" if created else "already frozen as"
     click.echo(
-        f"{verb} release {release.release_id}: dataset sha256 {release.dataset_sha256[:12]}, rubric"
-        f" {release.rubric_version}, {len(release.cases)} record(s), by {release.who} at"
-        f" {release.when.isoformat(timespec='seconds')}"
+        f"{verb} release {release.release_id} of {release.label} ({release.kind}): sha256"
+        f" {release.dataset_sha256[:12]}, {len(release.items)} item(s), approved by"
+        f" {release.approver} at {release.when.isoformat(timespec='seconds')}"
     )

@@ -25,7 +25,10 @@ COMMANDS: dict[str, LazyCommand] = {
         "Check a gold dataset (directory or gold.jsonl) and report every problem at once.",
     ),
     "freeze": LazyCommand(
-        "workbench.cli.freeze:freeze", "Freeze the current state of a gold dataset as a release."
+        "workbench.cli.freeze:freeze",
+        "Freeze an approved input as a release: a gold dataset, a ranking fixture file, a noise"
+        " pair suite or claim panel, a control suite, a policy, a sentinel set or a label"
+        " mapping.",
     ),
     "card": LazyCommand(
         "workbench.cli.card:card",
@@ -77,8 +80,8 @@ COMMANDS: dict[str, LazyCommand] = {
     ),
     "ranking": LazyCommand(
         "workbench.cli.ranking:ranking",
-        "Ranking judges: battery and gate (run, the default), reviewer agreement, fixture releases,"
-        " replay, verify.",
+        "Ranking judges: battery and gate (run, the default), reviewer agreement, label history,"
+        " replay, verify (freeze a fixture file with `workbench freeze FILE`).",
     ),
     "prune": LazyCommand(
         "workbench.cli.ranking:prune",

@@ -14,6 +14,7 @@ from ..outcomes import ExitCode
 from ..runs._options import RunOptions
 from ._common import echo_json, user_errors
 from ._run_options import run_options
+from .override import append, fields_of, override_options
 
 _PARTITIONS = ("development", "calibration", "held_out")
 _DEFAULT_STORE = "data/policies/overrides.jsonl"
@@ -170,90 +171,15 @@ def noise(
     if missing:
         raise WorkbenchError("invalid input", missing)
     assert candidate is not None and pairs_path is not None
-    from .._io import atomic_write_json
-    from ..judges import load_candidate
-    from ..noise import (
-        KIND,
-        NOISE_REPORT_FILE,
-        check_run_request,
-        format_noise,
-        join_companions,
-        load_baseline_report,
-        load_companions,
-        load_pairs,
-        noise_report,
-        run_noise_sync,
-        selected_candidates,
-        with_baseline,
-    )
-    from ..noise._compare import check_baseline_report
-    from ..policy import load_overrides
+    from ..noise import run_noise_sync
 
-    problems: list[Problem] = []
-    suite = judge = base_suite = base_report = None
-    rows: list[Any] = []
-    loaders: list[tuple[str, Any]] = [
-        ("pairs", lambda: load_pairs(pairs_path)),
-        ("candidate", lambda: load_candidate(candidate)),
-    ]
-    if baseline:
-        is_spec = Path(baseline).suffix in (".yaml", ".yml")
-        loaders.append(
-            (
-                "baseline",
-                (lambda: load_pairs(baseline))
-                if is_spec
-                else (lambda: load_baseline_report(baseline)),
-            )
-        )
-    if companion_files:
-        loaders.append(("companions", lambda: load_companions(companion_files)))
-    if baseline_companion_files:
-        loaders.append(("baseline_companions", lambda: load_companions(baseline_companion_files)))
-    store = overrides_path or (_DEFAULT_STORE if Path(_DEFAULT_STORE).is_file() else None)
-    if store:
-        loaders.append(("overrides", lambda: load_overrides(store)))
-    loaded: dict[str, Any] = {}
-    for name, load in loaders:
-        try:
-            loaded[name] = load()
-        except WorkbenchError as exc:
-            problems += exc.problems
+    loaded, problems = _load_inputs(
+        candidate, pairs_path, baseline, companion_files, baseline_companion_files, overrides_path
+    )
     suite, judge = loaded.get("pairs"), loaded.get("candidate")
-    rows = loaded.get("companions", [])
-    overrides = loaded.get("overrides", [])
-    if baseline and "baseline" in loaded:
-        if Path(baseline).suffix in (".yaml", ".yml"):
-            base_suite = loaded["baseline"]
-        else:
-            base_report = loaded["baseline"]
-    if judge is not None and judge.spec.kind != KIND:
-        problems.append(
-            Problem(
-                location=candidate,
-                code="wrong_kind",
-                message=f"the candidate's kind is {judge.spec.kind!r}",
-                fix=f"use a candidate with kind: {KIND}",
-            )
-        )
-    if suite is not None and judge is not None and judge.spec.kind == KIND:
-        problems += check_run_request(
-            suite,
-            judge,
-            concurrency=options.concurrency,
-            budget_usd=options.budget_usd,
-            repeat=repeat,
-            sentinels_only=sentinels_only,
-        )
-        if base_report is not None:
-            problems += check_baseline_report(
-                suite,
-                judge.identity,
-                base_report,
-                baseline_source=str(baseline),
-                partition=partition,
-                sentinels_only=sentinels_only,
-            )
+    problems += _request_problems(
+        loaded, candidate, str(baseline), options, repeat, sentinels_only, partition
+    )
     if problems or suite is None or judge is None:
         raise WorkbenchError("invalid input", problems)
     out_dir = Path(out) if out else Path("runs") / "noise" / suite.label / judge.spec.label
@@ -266,26 +192,125 @@ def noise(
         partition=partition,
         sentinels_only=sentinels_only,
         repeat=repeat,
-        baseline=base_suite,
+        baseline=loaded.get("baseline_suite"),
         cache_dir=options.cache_dir,
         progress=options.progress and not as_json,
     )
-    metrics = list(suite.policy.companions)
-    join = (
-        join_companions(selected_candidates(suite, partition, sentinels_only), metrics, rows)
-        if companion_files
-        else None
-    )
-    report = noise_report(suite, run, companions=join, overrides=overrides)
-    if base_suite is not None and run.baseline is not None:
-        b_rows = loaded.get("baseline_companions", [])
-        b_join = (
-            join_companions(
-                selected_candidates(base_suite, partition, sentinels_only), metrics, b_rows
+    report = _reports(loaded, run, out_dir, partition, sentinels_only, str(baseline))
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    else:
+        from ..noise import format_noise
+
+        click.echo(format_noise(report))
+        click.echo(f"\nrun directory: {out_dir}")
+    sys.exit(report.exit_code)
+
+
+def _load_inputs(
+    candidate: str,
+    pairs_path: str,
+    baseline: str | None,
+    companion_files: tuple[str, ...],
+    baseline_companion_files: tuple[str, ...],
+    overrides_path: str | None,
+) -> tuple[dict[str, Any], list[Problem]]:
+    """Every input, loaded; every problem of every input at once."""
+    from ..judges import load_candidate
+    from ..noise import load_baseline_report, load_companions, load_pairs
+    from ..policy import load_overrides
+
+    loaders: list[tuple[str, Any]] = [
+        ("pairs", lambda: load_pairs(pairs_path)),
+        ("candidate", lambda: load_candidate(candidate)),
+    ]
+    if baseline and Path(baseline).suffix in (".yaml", ".yml"):
+        loaders.append(("baseline_suite", lambda: load_pairs(baseline)))
+    elif baseline:
+        loaders.append(("baseline_report", lambda: load_baseline_report(baseline)))
+    if companion_files:
+        loaders.append(("companions", lambda: load_companions(companion_files)))
+    if baseline_companion_files:
+        loaders.append(("baseline_companions", lambda: load_companions(baseline_companion_files)))
+    store = overrides_path or (_DEFAULT_STORE if Path(_DEFAULT_STORE).is_file() else None)
+    if store:
+        loaders.append(("overrides", lambda: load_overrides(store)))
+    loaded: dict[str, Any] = {}
+    problems: list[Problem] = []
+    for name, load in loaders:
+        try:
+            loaded[name] = load()
+        except WorkbenchError as exc:
+            problems += exc.problems
+    return loaded, problems
+
+
+def _request_problems(
+    loaded: dict[str, Any],
+    candidate: str,
+    baseline: str,
+    options: RunOptions,
+    repeat: int,
+    sentinels_only: bool,
+    partition: str | None,
+) -> list[Problem]:
+    """The candidate's kind, the policy's bounds and, for an earlier run as baseline, its
+    compatibility (all before any call)."""
+    from ..noise import KIND, check_run_request
+    from ..noise._compare import check_baseline_report
+
+    suite, judge = loaded.get("pairs"), loaded.get("candidate")
+    if judge is not None and judge.spec.kind != KIND:
+        return [
+            Problem(
+                location=candidate,
+                code="wrong_kind",
+                message=f"the candidate's kind is {judge.spec.kind!r}",
+                fix=f"use a candidate with kind: {KIND}",
             )
-            if baseline_companion_files
-            else None
+        ]
+    if suite is None or judge is None:
+        return []
+    problems = check_run_request(
+        suite,
+        judge,
+        concurrency=options.concurrency,
+        budget_usd=options.budget_usd,
+        repeat=repeat,
+        sentinels_only=sentinels_only,
+    )
+    if "baseline_report" in loaded:
+        problems += check_baseline_report(
+            suite,
+            judge.identity,
+            loaded["baseline_report"],
+            baseline_source=baseline,
+            partition=partition,
+            sentinels_only=sentinels_only,
         )
+    return problems
+
+
+def _reports(
+    loaded: dict[str, Any],
+    run: Any,
+    out_dir: Path,
+    partition: str | None,
+    sentinels_only: bool,
+    baseline: str,
+) -> Any:
+    """The suite's report (and the baseline suite's, when scored now) written beside the run; the
+    comparison attached when the candidate's controls passed."""
+    from .._io import atomic_write_json
+    from ..noise import NOISE_REPORT_FILE, noise_report, with_baseline
+
+    suite = loaded["pairs"]
+    join = _join(suite, loaded.get("companions"), partition, sentinels_only)
+    report = noise_report(suite, run, companions=join, overrides=loaded.get("overrides", []))
+    base_report = loaded.get("baseline_report")
+    base_suite = loaded.get("baseline_suite")
+    if base_suite is not None and run.baseline is not None:
+        b_join = _join(base_suite, loaded.get("baseline_companions"), partition, sentinels_only)
         base_report = noise_report(base_suite, run.baseline, companions=b_join)
         atomic_write_json(
             out_dir / "baseline" / NOISE_REPORT_FILE, base_report.model_dump(mode="json")
@@ -297,7 +322,7 @@ def noise(
             report,
             base_report,
             warn_delta=suite.policy.warn_delta,
-            baseline_source=str(baseline),
+            baseline_source=baseline,
             companions={m: c.direction for m, c in suite.policy.companions.items()},
         )
         atomic_write_json(out_dir / NOISE_REPORT_FILE, report.model_dump(mode="json"))
@@ -307,12 +332,17 @@ def noise(
             " nothing",
             err=True,
         )
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_noise(report))
-        click.echo(f"\nrun directory: {out_dir}")
-    sys.exit(report.exit_code)
+    return report
+
+
+def _join(suite: Any, rows: Any, partition: str | None, sentinels_only: bool) -> Any:
+    """The companion metrics joined to the suite's selected pairs (None when none were given)."""
+    from ..noise import join_companions, selected_candidates
+
+    if rows is None:
+        return None
+    candidates = selected_candidates(suite, partition, sentinels_only)
+    return join_companions(candidates, list(suite.policy.companions), rows)
 
 
 @noise.command("check")
@@ -328,23 +358,11 @@ def check(pairs_path: str, as_json: bool) -> None:
     Exit 0 every check passed, 1 a retrieval assertion failed, 3 retrieval evidence is
     missing, 2 invalid input (including a frozen suite changed in place).
     """
-    from ..noise import (
-        check_lineage,
-        check_retrieval,
-        load_pairs,
-        load_releases,
-        release_of,
-        releases_path,
-        retrieval_blockers,
-        validate_pairs,
-    )
+    from ..noise import check_retrieval, load_pairs, release_of, retrieval_blockers, validate_pairs
 
-    suite = load_pairs(pairs_path)
+    suite = load_pairs(pairs_path)  # refuses a suite that breaks its releases' lineage
     _, problems = validate_pairs(pairs_path)
     release = release_of(suite)
-    lineage = check_lineage(suite, load_releases(releases_path(suite)))
-    if lineage:
-        raise WorkbenchError(f"{suite.label}: breaks the lineage of its frozen releases", lineage)
     rows = check_retrieval([*suite.controls(), *suite.candidates()])
     blockers = retrieval_blockers(suite, rows)
     code = (
@@ -371,7 +389,7 @@ def check(pairs_path: str, as_json: bool) -> None:
             + (
                 f"frozen as {release.release_id}"
                 if release
-                else "NOT FROZEN (workbench noise freeze)"
+                else "NOT FROZEN (workbench freeze FILE --approver NAME)"
             )
         )
         for p in problems:
@@ -386,37 +404,6 @@ def check(pairs_path: str, as_json: bool) -> None:
         for b in blockers:
             click.echo(f"  [{b.category}] {b.code}: {', '.join(b.case_ids)}")
     sys.exit(code)
-
-
-@noise.command("freeze")
-@click.option(
-    "--pairs",
-    "pairs_path",
-    required=True,
-    type=click.Path(path_type=str),
-    help="Pair suite YAML to freeze.",
-)
-@click.option("--by", "by", required=True, help="Who freezes the release.")
-@click.option("--note", default=None, help="Why this release.")
-@user_errors
-def freeze(pairs_path: str, by: str, note: str | None) -> None:
-    """Freeze a suite release (hashes, retirements, sentinels, evidence manifest) into
-    releases.jsonl beside it.
-
-    Refused (exit 2): an in-place change to a frozen version, a deleted or changed pair of an
-    earlier release, a retired pair made active again, a broken release log.
-    """
-    from ..noise import freeze_suite, load_pairs, releases_path
-
-    suite = load_pairs(pairs_path)
-    release, new = freeze_suite(suite, by=by, note=note)
-    state = "frozen" if new else "already frozen"
-    click.echo(
-        f"{suite.label} {state}: {release.release_id} (sha256 {release.suite_sha256[:12]},"
-        f" {len(release.pairs)} pairs,"
-        f" {sum(1 for p in release.pairs.values() if p.status == 'retired')} retired, sentinels"
-        f" {', '.join(release.sentinels) or '-'}) in {releases_path(suite)}"
-    )
 
 
 @noise.command("panel")
@@ -442,8 +429,10 @@ def freeze(pairs_path: str, by: str, note: str | None) -> None:
 def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) -> None:
     """Agreement between the metric's claim verdicts and the reviewers' (calibration partition).
 
-    Exit 0 when every reviewed member has metric claim verdicts, 3 when some do not (never
-    counted as agreement), 2 invalid input.
+    Exit 0 when every reviewed member has metric claim verdicts and the panel is frozen, 3
+    when some member has none (never counted as agreement), 4 when the panel is not frozen
+    (its labels could still change under the figures), 2 invalid input (a frozen panel edited
+    in place is refused).
     """
     from ..noise import format_panel, load_noise_run, load_pairs, load_panel, panel_agreement
     from ..results import read_results
@@ -458,7 +447,13 @@ def panel(pairs_path: str, panel_path: str, results_path: str, as_json: bool) ->
         echo_json(report.model_dump(mode="json"))
     else:
         click.echo(format_panel(report))
-    sys.exit(ExitCode.INCOMPLETE if report.missing else ExitCode.OK)
+    sys.exit(
+        ExitCode.INCOMPLETE
+        if report.missing
+        else ExitCode.REVIEW_REQUIRED
+        if report.release_id is None
+        else ExitCode.OK
+    )
 
 
 @noise.group("override")
@@ -474,76 +469,15 @@ def override() -> None:
     type=click.Path(path_type=str),
     help="The suite version (its name@version is the policy the override applies to).",
 )
-@click.option("--approver", required=True, help="The named owner approving the waiver.")
-@click.option(
-    "--reason",
-    required=True,
-    help="Case-level rationale: why the blocker is acceptable, with the evidence reviewed.",
-)
-@click.option(
-    "--expires", required=True, help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime."
-)
-@click.option(
-    "--follow-up",
-    "follow_up",
-    required=True,
-    help="Ticket or action that removes the need for the override.",
-)
-@click.option(
-    "--code",
-    "codes",
-    multiple=True,
-    required=True,
-    help="Noise blocker code it may waive (repeatable).",
-)
-@click.option("--slice", "slices", multiple=True, help="Slice it covers (repeatable).")
-@click.option("--case", "case_ids", multiple=True, help="Pair id reviewed one by one (repeatable).")
-@click.option(
-    "--candidate-fingerprint", default=None, help="Only results of this judge fingerprint."
-)
-@click.option(
-    "--store",
-    type=click.Path(path_type=str),
-    default=_DEFAULT_STORE,
-    show_default=True,
-    help="Override store (append-only JSON Lines).",
-)
+@override_options
 @user_errors
-def override_add(
-    pairs_path: str,
-    approver: str,
-    reason: str,
-    expires: str,
-    follow_up: str,
-    codes: tuple[str, ...],
-    slices: tuple[str, ...],
-    case_ids: tuple[str, ...],
-    candidate_fingerprint: str | None,
-    store: str,
-) -> None:
+def override_add(pairs_path: str, store: str, **options: Any) -> None:
     """Append an override of noise blockers for one suite version.
 
     Refused (exit 2, nothing written): a code `workbench noise` never emits, a code never
     waivable (missing evidence, cross-tenant retrieval, absent retrieval evidence), an unknown
     slice or pair, a blank approver, reason or follow-up, an expiry not in the future.
     """
-    from ..noise import add_noise_override, load_pairs
+    from ..noise import load_pairs, noise_override_scope
 
-    suite = load_pairs(pairs_path)
-    record = add_noise_override(
-        store,
-        suite,
-        approver=approver,
-        reason=reason,
-        expires_at=expires,
-        follow_up=follow_up,
-        codes=codes,
-        slices=slices,
-        case_ids=case_ids,
-        candidate_fingerprint=candidate_fingerprint,
-    )
-    click.echo(
-        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
-        f" {record.expires_at.isoformat()}, approver {record.approver}, follow-up"
-        f" {record.follow_up}; appended to {store}"
-    )
+    append(store, noise_override_scope(load_pairs(pairs_path)), fields_of(options), None)

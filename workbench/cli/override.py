@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 import click
 
 from ..errors import Problem, WorkbenchError
 from ..policy import (
     DEFAULT_OVERRIDES_PATH,
+    OverrideScope,
     Policy,
     add_override,
     build_override,
@@ -94,6 +96,92 @@ class _OverrideFields(TypedDict):
     candidate_fingerprint: str | None
 
 
+_OPTIONS = (
+    click.option("--approver", required=True, help="The named person approving the waiver."),
+    click.option(
+        "--reason",
+        required=True,
+        help="Case-level rationale: why the blocker is acceptable, with the evidence reviewed.",
+    ),
+    click.option(
+        "--expires",
+        required=True,
+        help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime.",
+    ),
+    click.option(
+        "--follow-up",
+        "follow_up",
+        required=True,
+        help="Ticket or action that removes the need for the override.",
+    ),
+    click.option(
+        "--code",
+        "codes",
+        multiple=True,
+        required=True,
+        help="Blocker code it may waive (repeatable).",
+    ),
+    click.option(
+        "--slice",
+        "slices",
+        multiple=True,
+        help="Slice it covers (repeatable): a slice-level waiver.",
+    ),
+    click.option(
+        "--case",
+        "case_ids",
+        multiple=True,
+        help="Case (or pair) id reviewed one by one (repeatable): a case-level waiver.",
+    ),
+    click.option(
+        "--candidate-fingerprint", default=None, help="Only results of this judge fingerprint."
+    ),
+    click.option(
+        "--store",
+        type=click.Path(path_type=str),
+        default=str(DEFAULT_OVERRIDES_PATH),
+        show_default=True,
+        help=_STORE_HELP,
+    ),
+)
+
+
+def override_options(command: Callable[..., None]) -> Callable[..., None]:
+    """The options of every ``override add`` (the release gate's, ranking's, noise's)."""
+    for option in reversed(_OPTIONS):
+        command = option(command)
+    return command
+
+
+def fields_of(options: dict[str, Any]) -> _OverrideFields:
+    """The record's fields from the shared options (``--expires`` is ``expires_at``)."""
+    return {
+        "approver": options["approver"],
+        "reason": options["reason"],
+        "expires_at": options["expires"],
+        "follow_up": options["follow_up"],
+        "codes": options["codes"],
+        "slices": options["slices"],
+        "case_ids": options["case_ids"],
+        "candidate_fingerprint": options["candidate_fingerprint"],
+    }
+
+
+def append(
+    store: str, scope: Policy | OverrideScope, fields: _OverrideFields, policy: Policy | None
+) -> None:
+    """Check and append one override, then print its id and what it will apply to."""
+    record = add_override(store, policy=scope, **fields)
+    click.echo(
+        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
+        f" {record.expires_at.isoformat()}, approver {record.approver}, follow-up"
+        f" {record.follow_up}; appended to {store}"
+    )
+    click.echo("It will apply to:")
+    for line in describe_override(record, policy):
+        click.echo("  " + line)
+
+
 @override.command("add")
 @click.option(
     "--policy",
@@ -102,89 +190,22 @@ class _OverrideFields(TypedDict):
         "Policy file (data/policies/<name>@<version>.yaml) or name@version the override applies to."
     ),
 )
-@click.option("--approver", required=True, help="The named person approving the waiver.")
-@click.option(
-    "--reason", required=True, help="Why the blocker is acceptable, with the evidence reviewed."
-)
-@click.option(
-    "--expires", required=True, help="Expiry: YYYY-MM-DD (00:00 UTC that day) or an ISO datetime."
-)
-@click.option(
-    "--follow-up",
-    "follow_up",
-    required=True,
-    help="Ticket or action that removes the need for the override.",
-)
-@click.option(
-    "--code", "codes", multiple=True, required=True, help="Blocker code it may waive (repeatable)."
-)
-@click.option(
-    "--slice", "slices", multiple=True, help="Slice it covers (repeatable): a slice-level waiver."
-)
-@click.option(
-    "--case",
-    "case_ids",
-    multiple=True,
-    help="Case id reviewed one by one (repeatable): a case-level waiver.",
-)
-@click.option(
-    "--candidate-fingerprint", default=None, help="Only results of this judge fingerprint."
-)
-@click.option(
-    "--store",
-    type=click.Path(path_type=str),
-    default=str(DEFAULT_OVERRIDES_PATH),
-    show_default=True,
-    help=_STORE_HELP,
-)
+@override_options
 @user_errors
-def add(
-    policy: str,
-    approver: str,
-    reason: str,
-    expires: str,
-    follow_up: str,
-    codes: tuple[str, ...],
-    slices: tuple[str, ...],
-    case_ids: tuple[str, ...],
-    candidate_fingerprint: str | None,
-    store: str,
-) -> None:
+def add(policy: str, store: str, **options: Any) -> None:
     """Append one override to the store (never rewritten), print its id and what it will apply to.
 
     Refused (exit 2, every problem at once, nothing written): a policy that is not a file that
-    exists and loads; a blocker code the gate never emits or can never waive; a slice the
-    policy does not declare; a slice-level waiver of a false pass in a critical slice (name
+    exists and loads; a blocker code the policy's gate never emits or can never waive; a slice
+    the policy does not declare; a slice-level waiver of a false pass in a critical slice (name
     every false-pass case with --case instead); a code never waivable in a critical slice.
     """
-    fields: _OverrideFields = {
-        "approver": approver,
-        "reason": reason,
-        "expires_at": expires,
-        "follow_up": follow_up,
-        "codes": codes,
-        "slices": slices,
-        "case_ids": case_ids,
-        "candidate_fingerprint": candidate_fingerprint,
-    }
-    from ..ranking import check_ranking_override, is_ranking_policy_file
+    from ..ranking import is_ranking_policy_file, ranking_override_scope
 
-    if is_ranking_policy_file(
-        resolve_policy(policy, store)
-    ):  # a ranking release policy (kind: ranking)
-        label, problems = check_ranking_override(
-            resolve_policy(policy, store), codes, slices, case_ids
-        )
-        if problems:
-            raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
-        record = add_override(store, policy=label, **fields)
-        click.echo(
-            f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
-            f" {record.expires_at.isoformat()}; appended to {store}"
-        )
-        click.echo("It will apply to:")
-        for line in describe_override(record):
-            click.echo("  " + line)
+    fields = fields_of(options)
+    path = resolve_policy(policy, store)
+    if is_ranking_policy_file(path):  # a ranking release policy (kind: ranking): its codes only
+        append(store, ranking_override_scope(path), fields, None)
         return
     loaded, problems = _load(policy, store)
     if loaded is None:
@@ -194,14 +215,7 @@ def add(
         except WorkbenchError as exc:
             problems += exc.problems
         raise WorkbenchError(f"override refused: {len(problems)} problem(s)", problems)
-    record = add_override(store, policy=loaded, **fields)
-    click.echo(
-        f"{record.override_id}: {record.policy}, codes {', '.join(record.codes)}, expires"
-        f" {record.expires_at.isoformat()}; appended to {store}"
-    )
-    click.echo("It will apply to:")
-    for line in describe_override(record, loaded):
-        click.echo("  " + line)
+    append(store, loaded, fields, loaded)
 
 
 @override.command("list")

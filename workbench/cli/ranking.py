@@ -55,15 +55,13 @@ class _DefaultGroup(click.Group):
 
 
 _RANKING_HELP = (
-    "Ranking judges: battery and gate (run, the default), reviewer agreement, fixture releases,"
-    " replay, verify.\n"
+    "Ranking judges: battery and gate (run, the default), reviewer agreement, label history,"
+    " replay, verify (freeze a fixture file with `workbench freeze FILE`).\n"
     "\n"
     "\b\n"
     "workbench ranking run --candidate SPEC --fixtures FILE [--policy P]   battery, report, gate\n"
     "workbench ranking agreement --fixtures FILE                           "
     "reviewer-reviewer agreement\n"
-    "workbench ranking freeze FILE --approver NAME                         "
-    "freeze a fixture release\n"
     "workbench ranking history FILE                                        "
     "label history of a fixture file\n"
     "workbench ranking replay ... --case ID --repeat N                     "
@@ -312,140 +310,205 @@ def run(
     passing run blocks. Exit 0 passed (or report-only), 1 quality failed, 3 incomplete, 4
     review required, 2 invalid input.
     """
-    from ..ranking import (
-        format_ranking,
-        load_fixtures,
-        load_ranking_policy,
-        lock_ranking_run,
-        position_battery,
-        ranking_report,
-        read_history,
-        read_scalar,
-        record_run,
-        run_ranking_sync,
-        write_ranking_artifacts,
-    )
+    from ..ranking import format_ranking, load_fixtures
 
-    if (candidate is None) == (results is None):
-        raise WorkbenchError(
-            "invalid arguments",
-            [
-                Problem(
-                    location="--candidate/--results",
-                    code="arguments",
-                    message=(
-                        "give exactly one of --candidate (run the battery) or --results (analyse"
-                        " existing results)"
-                    ),
-                    fix="pass --candidate SPEC to run, or --results FILE to analyse",
-                )
-            ],
-        )
+    _one_source(candidate, results)
     fixture_set = load_fixtures(fixtures)
-    loaded_policy = load_ranking_policy(policy) if policy else None
-    config = _capture(loaded_policy, capture, excerpts, retention_days)
-    history_path = (
-        None
-        if no_history
-        else Path(history)
-        if history
-        else DEFAULT_HISTORY_DIR / f"{fixture_set.name}.jsonl"
-    )
-    past = read_history(history_path)
-    overrides_path = Path(overrides) if overrides else DEFAULT_OVERRIDES
-    loaded_overrides: list[Any] = []
-    if overrides or overrides_path.exists():
-        from ..policy import load_overrides
-
-        if overrides and not overrides_path.exists():
-            raise WorkbenchError(
-                "no overrides",
-                [
-                    Problem(
-                        location=str(overrides_path),
-                        code="overrides_missing",
-                        message="the override store does not exist",
-                        fix="point --overrides at an existing store, or drop it",
-                    )
-                ],
-            )
-        loaded_overrides = load_overrides(overrides_path)
-    scalar_rows = read_scalar(scalar) if scalar else None
-    battery: _Battery = {
-        "plan": plan,
-        "max_exhaustive": max_exhaustive,
-        "sample": sample,
-        "seed": seed,
-        "repeats": repeats,
-    }
-    gate_inputs: _GateInputs = {
-        "policy": loaded_policy,
-        "history": past,
-        "overrides": loaded_overrides,
-        "scalar": scalar_rows,
-    }
+    gate_inputs = _gate_inputs(fixture_set.name, policy, history, no_history, overrides, scalar)
+    config = _capture(gate_inputs["policy"], capture, excerpts, retention_days)
     if results is not None:
+        from ..ranking import ranking_report
+
         report = ranking_report(fixture_set, results, **gate_inputs)
         out_dir = Path(out) if out else None
     else:
-        from ..judges import load_candidate
-
         assert candidate is not None
-        judge = load_candidate(candidate)
-        if judge.spec.kind not in ("ragas-ranking", "ragas-ranking-function"):
-            raise WorkbenchError(
-                "not a ranking candidate",
-                [
-                    Problem(
-                        location=candidate,
-                        code="not_ranking_kind",
-                        message=f"kind {judge.spec.kind!r} is not a ranking judge",
-                        fix=(
-                            "use a ragas-ranking or ragas-ranking-function candidate; analyse"
-                            " imported ranking results with --results"
-                        ),
-                    )
-                ],
+        battery: _Battery = {
+            "plan": plan,
+            "max_exhaustive": max_exhaustive,
+            "sample": sample,
+            "seed": seed,
+            "repeats": repeats,
+        }
+        report, out_dir = _run_battery(
+            candidate, fixture_set, out, battery, config, options, gate_inputs
+        )
+    _keep(report, fixture_set, out_dir, _history_path(fixture_set.name, history, no_history), lock)
+    if as_json:
+        echo_json(report.model_dump(mode="json"))
+    else:
+        click.echo(format_ranking(report))
+    assert report.gate is not None  # ranking_report gates every report
+    if report.gate.exit_code:  # the gate's outcome alone decides (report-only: 0)
+        raise SystemExit(report.gate.exit_code)
+
+
+def _one_source(candidate: str | None, results: str | None) -> None:
+    if (candidate is None) != (results is None):
+        return
+    raise WorkbenchError(
+        "invalid arguments",
+        [
+            Problem(
+                location="--candidate/--results",
+                code="arguments",
+                message=(
+                    "give exactly one of --candidate (run the battery) or --results (analyse"
+                    " existing results)"
+                ),
+                fix="pass --candidate SPEC to run, or --results FILE to analyse",
             )
-        out_dir = (
-            Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
+        ],
+    )
+
+
+def _history_path(name: str, history: str | None, no_history: bool) -> Path | None:
+    if no_history:
+        return None
+    return Path(history) if history else DEFAULT_HISTORY_DIR / f"{name}.jsonl"
+
+
+def _gate_inputs(
+    fixtures_name: str,
+    policy: str | None,
+    history: str | None,
+    no_history: bool,
+    overrides: str | None,
+    scalar: str | None,
+) -> _GateInputs:
+    """The policy, history, overrides and scalar outcomes the ranking gate reads."""
+    from ..ranking import load_ranking_policy, read_history, read_scalar
+
+    return {
+        "policy": load_ranking_policy(policy) if policy else None,
+        "history": read_history(_history_path(fixtures_name, history, no_history)),
+        "overrides": _overrides(overrides),
+        "scalar": read_scalar(scalar) if scalar else None,
+    }
+
+
+def _overrides(overrides: str | None) -> list[Any]:
+    """The override store's records: ``--overrides`` (which must exist), else the default store
+    when it exists."""
+    path = Path(overrides) if overrides else DEFAULT_OVERRIDES
+    if overrides and not path.exists():
+        raise WorkbenchError(
+            "no overrides",
+            [
+                Problem(
+                    location=str(path),
+                    code="overrides_missing",
+                    message="the override store does not exist",
+                    fix="point --overrides at an existing store, or drop it",
+                )
+            ],
         )
-        if (out_dir / "ranking_lock.json").exists():
-            raise WorkbenchError(
-                "run locked",
-                [
-                    Problem(
-                        location=str(out_dir),
-                        code="run_locked",
-                        message="the run directory is locked",
-                        fix="use a new --out directory",
-                    )
-                ],
+    if not path.exists():
+        return []
+    from ..policy import load_overrides
+
+    return list(load_overrides(path))
+
+
+def _ranking_judge(candidate: str) -> Any:
+    from ..judges import load_candidate
+
+    judge = load_candidate(candidate)
+    if judge.spec.kind in ("ragas-ranking", "ragas-ranking-function"):
+        return judge
+    raise WorkbenchError(
+        "not a ranking candidate",
+        [
+            Problem(
+                location=candidate,
+                code="not_ranking_kind",
+                message=f"kind {judge.spec.kind!r} is not a ranking judge",
+                fix=(
+                    "use a ragas-ranking or ragas-ranking-function candidate; analyse"
+                    " imported ranking results with --results"
+                ),
             )
-        summary = run_ranking_sync(
-            judge,
-            fixture_set,
-            out_dir,
-            concurrency=options.concurrency,
-            budget_usd=options.budget_usd,
-            cache_dir=options.cache_dir,
-            progress=options.progress,
-            capture=config,
-            candidate_path=candidate,
-            **battery,
+        ],
+    )
+
+
+def _run_battery(
+    candidate: str,
+    fixture_set: Any,
+    out: str | None,
+    battery: _Battery,
+    config: Any,
+    options: RunOptions,
+    gate_inputs: _GateInputs,
+) -> tuple[Any, Path]:
+    """Run the battery into a new run directory, then report and gate it; one header line whose
+    counts are the report's."""
+    from ..ranking import position_battery, ranking_report, run_ranking_sync
+
+    judge = _ranking_judge(candidate)
+    out_dir = Path(out) if out else Path("runs") / "ranking" / judge.spec.label / fixture_set.label
+    if (out_dir / "ranking_lock.json").exists():
+        raise WorkbenchError(
+            "run locked",
+            [
+                Problem(
+                    location=str(out_dir),
+                    code="run_locked",
+                    message="the run directory is locked",
+                    fix="use a new --out directory",
+                )
+            ],
         )
-        click.echo(
-            f"{summary.judge}: {summary.status.upper()} - {summary.verdicts} answers,"
-            f" {summary.errors} evaluator errors, {len(summary.unrun)} unrun of {summary.planned};"
-            f" {summary.calls} calls, {summary.cache_hits} cached, {summary.resumed} already done;"
-            f" cost ${summary.cost_usd:.4f}; results {summary.results_path}",
-            err=True,
-        )
-        report = ranking_report(
-            fixture_set,
-            summary.results_path,
-            planned=position_battery(fixture_set, **battery),
-            **gate_inputs,
+    summary = run_ranking_sync(
+        judge,
+        fixture_set,
+        out_dir,
+        concurrency=options.concurrency,
+        budget_usd=options.budget_usd,
+        cache_dir=options.cache_dir,
+        progress=options.progress,
+        capture=config,
+        candidate_path=candidate,
+        **battery,
+    )
+    report = ranking_report(
+        fixture_set,
+        summary.results_path,
+        planned=position_battery(fixture_set, **battery),
+        **gate_inputs,
+    )
+    # The counts are the report's (one place): the run summary counts an invalid ranking as an
+    # error attempt, the report as an integration defect.
+    click.echo(
+        f"{summary.judge}: run {summary.status} - {report.counts_line()}; {summary.calls} calls,"
+        f" {summary.cache_hits} cached, {summary.resumed} already done; cost"
+        f" ${summary.cost_usd:.4f}; results {summary.results_path}",
+        err=True,
+    )
+    return report, out_dir
+
+
+def _keep(
+    report: Any,
+    fixture_set: Any,
+    out_dir: Path | None,
+    history_path: Path | None,
+    lock: bool,
+) -> None:
+    """Write the artifacts, append to the history and lock, as asked."""
+    from ..ranking import lock_ranking_run, record_run, write_ranking_artifacts
+
+    if lock and out_dir is None:
+        raise WorkbenchError(
+            "nothing to lock",
+            [
+                Problem(
+                    location="--lock",
+                    code="arguments",
+                    message="--lock needs a run directory",
+                    fix="pass --out",
+                )
+            ],
         )
     if out_dir is not None:
         paths = write_ranking_artifacts(report, out_dir)
@@ -453,32 +516,9 @@ def run(
     if history_path is not None:
         record_run(history_path, report, fixture_set)
         click.echo(f"recorded in the ranking history {history_path}", err=True)
-    if lock:
-        if out_dir is None:
-            raise WorkbenchError(
-                "nothing to lock",
-                [
-                    Problem(
-                        location="--lock",
-                        code="arguments",
-                        message="--lock needs a run directory",
-                        fix="pass --out",
-                    )
-                ],
-            )
-        sealed = lock_ranking_run(out_dir, report.gate.outcome if report.gate else "unknown")
+    if lock and out_dir is not None:
+        sealed = lock_ranking_run(out_dir, report.gate.outcome)
         click.echo(f"locked {out_dir} (ranking_lock.json {sealed.lock_sha256[:12]})", err=True)
-    if as_json:
-        echo_json(report.model_dump(mode="json"))
-    else:
-        click.echo(format_ranking(report))
-    code = (
-        report.gate.exit_code
-        if report.gate
-        else (ExitCode.OK if report.passed else ExitCode.FAILED)
-    )
-    if code:
-        raise SystemExit(code)
 
 
 @ranking.command("agreement")
@@ -512,28 +552,6 @@ def agreement(fixtures: str, as_json: bool) -> None:
         click.echo(format_reviewer_agreement(report))
 
 
-@ranking.command("freeze")
-@click.argument("fixtures", type=click.Path(path_type=str))
-@click.option("--approver", required=True, help="Who approves the release (a named person).")
-@click.option("--reason", default="", help="Why the release is frozen (e.g. the review it closes).")
-@user_errors
-def freeze(fixtures: str, approver: str, reason: str) -> None:
-    """Freeze a fixture file: write <name>@<version>.release.json with a hash per fixture.
-
-    From then on an in-place change to the file is refused wherever it is loaded; a change goes
-    in a new version (supersedes: + a changes: entry recording old order, new order, approver
-    and reason). Refused when the file is already frozen or does not validate.
-    """
-    from ..ranking import freeze_fixtures, release_path
-
-    record = freeze_fixtures(fixtures, approver=approver, reason=reason)
-    click.echo(
-        f"froze {record.name}@{record.version}: {len(record.fixtures)} fixture(s), file sha256"
-        f" {record.file_sha256[:12]}, release {record.release_sha256[:12]} ->"
-        f" {release_path(fixtures)}"
-    )
-
-
 @ranking.command("history")
 @click.argument("fixtures", type=click.Path(path_type=str))
 @click.option("--json", "as_json", is_flag=True, help="Print the chain as JSON.")
@@ -549,9 +567,9 @@ def history_(fixtures: str, as_json: bool) -> None:
         return
     for v in chain:
         frozen = (
-            f"frozen by {v.frozen_by} on {v.frozen_at.date().isoformat()} (release"
-            f" {v.release_sha256[:12]})"
-            if v.frozen and v.frozen_at and v.release_sha256
+            f"frozen by {v.release.approver} on {v.release.when.date().isoformat()} (release"
+            f" {v.release.release_id})"
+            if v.release is not None
             else "NOT frozen (draft)"
         )
         click.echo(
@@ -633,10 +651,60 @@ def replay(
     result was recorded, 2 when the inputs are not the frozen ones.
     """
     from ..judges import load_candidate
-    from ..ranking import completeness, load_fixtures, position_battery, run_ranking_sync
+    from ..ranking import load_fixtures, position_battery, run_ranking_sync
     from ..runs import RunDir
 
     fixture_set = load_fixtures(fixtures)
+    judge = load_candidate(candidate)
+    battery = position_battery(
+        fixture_set,
+        plan=plan,
+        max_exhaustive=max_exhaustive,
+        sample=sample,
+        seed=seed,
+        repeats=repeats,
+    )
+    items = [i for i in battery if i.case_id == case_id and i.repeat == repeat]
+    problems = _replay_problems(
+        fixtures, fixture_set, candidate, judge, expect_fixtures_sha256, expect_fingerprint
+    )
+    if not items:
+        problems.append(
+            Problem(
+                location="--case/--repeat",
+                code="no_such_attempt",
+                message=f"the battery has no attempt {case_id}#{repeat}",
+                fix="copy --case and --repeat from the failure artifact",
+            )
+        )
+    if problems:
+        raise WorkbenchError("replay refused", problems)
+    out = out or _replay_dir(judge.spec.label, case_id, repeat)
+    run_ranking_sync(judge, fixture_set, out, items=items, cache_dir=False, progress=False)
+    rows = [
+        line.result
+        for line in RunDir(out).read_results(required=True)
+        if line.result.case_id == case_id and line.result.repeat == repeat
+    ]
+    presented = items[0].presentation["presented_order"] if items[0].presentation else None
+    click.echo(
+        f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented"
+        f" {presented}"
+    )
+    code = _replayed(fixture_set.by_id()[case_id], rows[-1] if rows else None)
+    if code:
+        raise SystemExit(code)
+
+
+def _replay_problems(
+    fixtures: str,
+    fixture_set: Any,
+    candidate: str,
+    judge: Any,
+    expect_fixtures_sha256: str | None,
+    expect_fingerprint: str | None,
+) -> list[Problem]:
+    """The fixtures or the candidate are not the frozen ones the failing run used."""
     problems: list[Problem] = []
     if expect_fixtures_sha256 and fixture_set.dataset_sha256 != expect_fixtures_sha256:
         problems.append(
@@ -650,7 +718,6 @@ def replay(
                 fix="replay against the fixture file version the run used (git checkout it)",
             )
         )
-    judge = load_candidate(candidate)
     if expect_fingerprint and judge.identity.fingerprint() != expect_fingerprint:
         problems.append(
             Problem(
@@ -663,56 +730,29 @@ def replay(
                 fix="replay with the candidate spec (and prompt, Ragas version) the run used",
             )
         )
-    items = [
-        i
-        for i in position_battery(
-            fixture_set,
-            plan=plan,
-            max_exhaustive=max_exhaustive,
-            sample=sample,
-            seed=seed,
-            repeats=repeats,
-        )
-        if i.case_id == case_id and i.repeat == repeat
-    ]
-    if not items:
-        problems.append(
-            Problem(
-                location="--case/--repeat",
-                code="no_such_attempt",
-                message=f"the battery has no attempt {case_id}#{repeat}",
-                fix="copy --case and --repeat from the failure artifact",
-            )
-        )
-    if problems:
-        raise WorkbenchError("replay refused", problems)
-    if out is None:
-        base = Path("runs") / "ranking" / "replay" / judge.spec.label
-        n = 1
-        while (base / f"{case_id}-r{repeat}-{n}").exists():
-            n += 1
-        out = str(base / f"{case_id}-r{repeat}-{n}")
-    run_ranking_sync(judge, fixture_set, out, items=items, cache_dir=False, progress=False)
-    rows = [
-        line.result
-        for line in RunDir(out).read_results(required=True)
-        if line.result.case_id == case_id and line.result.repeat == repeat
-    ]
-    fixture = fixture_set.by_id()[case_id]
-    presented = items[0].presentation["presented_order"] if items[0].presentation else None
-    click.echo(
-        f"replayed {case_id}#{repeat} with {judge.spec.label} (no cache) into {out}: presented"
-        f" {presented}"
-    )
-    if not rows:
+    return problems
+
+
+def _replay_dir(label: str, case_id: str, repeat: int) -> str:
+    """A new ``runs/ranking/replay/<judge>/<case>-r<repeat>-<n>`` directory."""
+    base = Path("runs") / "ranking" / "replay" / label
+    n = 1
+    while (base / f"{case_id}-r{repeat}-{n}").exists():
+        n += 1
+    return str(base / f"{case_id}-r{repeat}-{n}")
+
+
+def _replayed(fixture: Any, r: Any) -> int:
+    """What the replayed attempt shows, and its exit code."""
+    from ..ranking import completeness
+
+    if r is None:
         click.echo("no result was recorded (budget or the judge declined)")
-        raise SystemExit(ExitCode.INCOMPLETE)
-    r = rows[-1]
+        return ExitCode.INCOMPLETE
     if r.error is not None:
         click.echo(f"evaluator error {r.error.kind}: {r.error.message}; returned {r.order}")
-        raise SystemExit(
-            ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS
-        )
+        # an invalid ranking is an integration defect (quality), as in the ranking report
+        return ExitCode.FAILED if r.error.kind == "invalid_ranking" else ExitCode.EVALUATOR_ERRORS
     order = list(r.order or [])
     agreed, pairs = fixture.agreement(order)
     held = fixture.must_win_holds(order)
@@ -722,8 +762,7 @@ def replay(
         f" must-win {fixture.must_win_expected()}: {'held' if held else 'REVERSED'}; request"
         f" complete={check.complete}; reason: {r.reason}"
     )
-    if not held or agreed < pairs:
-        raise SystemExit(ExitCode.FAILED)
+    return ExitCode.FAILED if not held or agreed < pairs else ExitCode.OK
 
 
 @ranking.command("verify")

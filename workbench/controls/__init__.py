@@ -30,8 +30,12 @@ from ._suite import (
     SET_MEMBERS,
     SUITE_SCHEMA_VERSION,
     Control,
+    ControlChange,
     ControlSuite,
     load_suite,
+    suite_release,
+    suite_snapshot,
+    suite_snapshot_of,
 )
 
 __all__ = [
@@ -44,6 +48,7 @@ __all__ = [
     "SET_MEMBERS",
     "SUITE_SCHEMA_VERSION",
     "Control",
+    "ControlChange",
     "ControlOutcome",
     "ControlRow",
     "ControlStatus",
@@ -57,5 +62,8 @@ __all__ = [
     "load_suite",
     "run_controls",
     "run_controls_sync",
+    "suite_release",
+    "suite_snapshot",
+    "suite_snapshot_of",
     "work_items",
 ]

@@ -38,6 +38,7 @@ a fix. Only judge-visible fields (``input``, ``response``, ``grading_notes``, ``
 
 from __future__ import annotations
 
+import datetime as dt
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
@@ -49,6 +50,7 @@ from .._io import sha256_file, sha256_json
 from .._load import error_field, load_yaml, validation_problems
 from .._record import Record as _Model
 from .._record import version_problem
+from ..approval import Change, Release, Snapshot, check_lineage, read_release_log
 from ..errors import Problem, WorkbenchError
 from ..judges import JudgeInput
 
@@ -175,6 +177,19 @@ class Control(_Model):
         )
 
 
+class ControlChange(_Model):
+    """One control added, relabelled, edited or retired since the version a suite supersedes."""
+
+    control_id: str = Field(pattern=NAME_PATTERN)
+    """The control."""
+    approver: str = Field(min_length=1)
+    """Who approved the change (a name in the project's approver list)."""
+    reason: str = Field(min_length=1)
+    """Why, with the evidence reviewed."""
+    approved_on: dt.date
+    """When."""
+
+
 class ControlSuite(_Model):
     """A control suite, exactly as stored in ``data/controls/<name>@<version>.yaml``."""
 
@@ -192,6 +207,10 @@ class ControlSuite(_Model):
     """The label vocabulary (the rubric's labels)."""
     controls: list[Control] = Field(min_length=1)
     """The controls."""
+    supersedes: str | None = None
+    """The frozen version this one replaces (required once an earlier version is frozen)."""
+    changes: list[ControlChange] = Field(default_factory=list)
+    """One entry per control added, relabelled, edited or retired since ``supersedes``."""
 
     _path: str | None = PrivateAttr(default=None)
     _sha256: str | None = PrivateAttr(default=None)
@@ -318,7 +337,67 @@ def load_suite(path: str | Path) -> ControlSuite:
     suite = ControlSuite.model_validate(raw)
     suite._path = str(path)
     suite._sha256 = sha256_file(path)
+    lineage = check_lineage(suite_snapshot_of(suite, at))
+    if lineage:
+        raise WorkbenchError(f"{loc}: the control suite breaks its releases' lineage", lineage)
     return suite
+
+
+def suite_snapshot_of(suite: ControlSuite, at: Any = None) -> Snapshot:
+    """A control suite as the approval kernel sees it: one item per control (``label``: the
+    expected and acceptable labels; ``content``: the rest)."""
+    loc = suite.path or suite.label
+    items: dict[str, dict[str, str]] = {}
+    where: dict[str, str] = {}
+    for i, control in enumerate(suite.controls):
+        data = control.model_dump(mode="json", exclude_defaults=True)
+        label = {k: data.pop(k, None) for k in ("expected_label", "acceptable_labels")}
+        items[control.control_id] = {"label": sha256_json(label), "content": sha256_json(data)}
+        where[control.control_id] = at("controls", i) if at is not None else loc
+    header = sha256_json(suite.model_dump(mode="json", exclude={"controls"}, exclude_defaults=True))
+    changes_at = at("changes") if at is not None else loc
+    return Snapshot(
+        kind="control_suite",
+        name=suite.name,
+        version=suite.version,
+        sha256=sha256_json({"header": header, "items": items}),
+        source=Path(loc),
+        items=items,
+        header=header,
+        supersedes=suite.supersedes,
+        changes={
+            c.control_id: Change(approver=c.approver, reason=c.reason, location=changes_at)
+            for c in suite.changes
+        },
+        where=where,
+        file_sha256=suite.sha256,
+        change_fix=(
+            "put the change in a new version of the suite: <name>@<next>.yaml with `supersedes:`"
+            " and a `changes:` entry (control_id, approver, reason, approved_on) for every"
+            " control added, relabelled, edited or retired"
+        ),
+    )
+
+
+def suite_snapshot(path: Path) -> Snapshot:
+    """The checked snapshot of the control suite at ``path`` (the approval registry's loader)."""
+    return suite_snapshot_of(load_suite(path))
+
+
+def suite_release(suite: ControlSuite) -> Release | None:
+    """The release that froze this exact suite, or None (unfrozen)."""
+    if suite.path is None:
+        return None
+    snapshot = suite_snapshot_of(suite)
+    mine = read_release_log(snapshot.folder).of(snapshot)
+    return next(
+        (
+            r
+            for _, r in reversed(mine)
+            if r.version == snapshot.version and r.dataset_sha256 == snapshot.sha256
+        ),
+        None,
+    )
 
 
 def _check(raw: dict[str, Any], path: Path, at: Any) -> list[Problem]:

@@ -444,7 +444,7 @@ def write_demo(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
 
     Refuses to replace an existing ``releases.jsonl`` that differs: the release log is append-only.
     """
-    from ..noise import freeze_suite, load_pairs
+    from ..approval import freeze, snapshot_of
 
     out = Path(out_dir)
     with tempfile.TemporaryDirectory() as tmp:
@@ -473,10 +473,15 @@ def write_demo(out_dir: str | Path = DEFAULT_OUT) -> list[Path]:
             " format.\n" + _dump(panel_data()),
             encoding="utf-8",
         )
-        for name in (BASELINE, SUITE):
-            freeze_suite(
-                load_pairs(work / name),
-                by="Support Quality lead (demo)",
+        # the demo's approvers, for the freeze in this scratch folder (the project's
+        # workbench.yaml lists them too: every later load checks them there)
+        (work / "workbench.yaml").write_text(
+            "approvers: [Support Quality lead (demo), rev-amara]\n", encoding="utf-8"
+        )
+        for name in (BASELINE, SUITE, PANEL):
+            freeze(
+                snapshot_of(work / name),
+                approver="Support Quality lead (demo)",
                 note="demo release",
                 now=FROZEN_AT,
             )

@@ -1,5 +1,6 @@
 """Gold datasets: records, rubric, validation, corrections and dataset cards."""
 
+from ..approval import RELEASES_FILE
 from ._card import CARD_FIELDS, DatasetCard, card_statistics, counts_frame, read_card
 from ._dataset import (
     CARD_FILE,
@@ -16,19 +17,11 @@ from ._dataset import (
 from ._records import GOLD_SCHEMA_VERSION, PARTITIONS, Adjudication, GoldCase, Partition, Review
 from ._release import (
     FIELD_GROUPS,
-    FIELD_LABELS,
-    RELEASE_SCHEMA_VERSION,
-    RELEASES_FILE,
     GoldLineage,
-    GoldRelease,
-    ReleaseLog,
     case_hashes,
-    changed_groups,
-    describe,
     freeze,
     gold_lineage,
-    read_releases,
-    record_sha256,
+    gold_snapshot,
 )
 from ._rubric import (
     RUBRIC_SCHEMA_VERSION,
@@ -42,20 +35,13 @@ from ._rubric import (
 
 __all__ = [
     "FIELD_GROUPS",
-    "FIELD_LABELS",
     "RELEASES_FILE",
-    "RELEASE_SCHEMA_VERSION",
     "GoldLineage",
-    "GoldRelease",
-    "ReleaseLog",
     "case_hashes",
-    "changed_groups",
-    "describe",
     "freeze",
     "gold_lineage",
+    "gold_snapshot",
     "normalize_text",
-    "read_releases",
-    "record_sha256",
     "CARD_FIELDS",
     "CARD_FILE",
     "GOLD_FILE",

@@ -32,10 +32,11 @@ from .._io import (
     sha256_json,
 )
 from .._record import SchemaTooNew
+from ..approval import Release, check_lineage, read_release_log
 from ..errors import Problem, Severity, WorkbenchError, errors_only
 from ._card import DatasetCard, read_card
 from ._records import PARTITIONS, GoldCase, Partition
-from ._release import GoldRelease, check_releases, read_releases
+from ._release import snapshot_of_records
 from ._rubric import Rubric, load_rubric
 
 GOLD_FILE = "gold.jsonl"
@@ -80,15 +81,15 @@ class GoldDataset:
     sha256: str
     """Hash of the dataset's content: gold file, rubric and evidence snapshot."""
     warnings: tuple[Problem, ...] = field(default=())
-    releases: tuple[GoldRelease, ...] = field(default=())
+    releases: tuple[Release, ...] = field(default=())
     """The frozen releases of the dataset (``releases.jsonl``), oldest first."""
 
     @property
-    def release(self) -> GoldRelease | None:
+    def release(self) -> Release | None:
         """The latest release that froze exactly this dataset state, or None (not frozen)."""
         return next((r for r in reversed(self.releases) if r.dataset_sha256 == self.sha256), None)
 
-    def release_for(self, dataset_sha256: str) -> GoldRelease | None:
+    def release_for(self, dataset_sha256: str) -> Release | None:
         """The latest release that froze the dataset state with this hash, if any."""
         return next(
             (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
@@ -208,20 +209,18 @@ def validate_dataset(path: str | Path) -> ValidationReport:
     problems.extend(_check_records(lines, rubric, evidence_ids, loc))
     problems.extend(_check_cross_records(lines, loc))
     problems.extend(_check_near_duplicates(lines, loc))
-    release_log = read_releases(root)
-    problems.extend(release_log.problems)
-    problems.extend(
-        check_releases(
-            release_log, ((line.number, line.case) for line in lines if line.case is not None), loc
-        )
-    )
+    release_log = read_release_log(root)
+    records = [(line.number, line.case) for line in lines if line.case is not None]
+    if release_log.releases or release_log.problems:  # hashing every record costs: only then
+        # no dataset hash yet (the rubric and evidence are read only once they validated): the
+        # lineage check compares every frozen record
+        problems.extend(check_lineage(snapshot_of_records(root, records, "", loc), release_log))
 
     problems.sort(key=_problem_order)
     if errors_only(problems) or rubric is None:
         return ValidationReport(gold_path, tuple(problems), None)
 
-    records = tuple(line.case for line in lines if line.case is not None)
-    cases, history, superseded_by = resolve_corrections(records)
+    cases, history, superseded_by = resolve_corrections(case for _, case in records)
     digest = sha256_json(
         {
             "gold": gold_digest.hexdigest(),
@@ -233,7 +232,7 @@ def validate_dataset(path: str | Path) -> ValidationReport:
         root=root,
         gold_path=gold_path,
         rubric=rubric,
-        records=records,
+        records=tuple(case for _, case in records),
         cases=cases,
         history=history,
         superseded_by=superseded_by,
@@ -241,7 +240,7 @@ def validate_dataset(path: str | Path) -> ValidationReport:
         evidence_ids=evidence_ids,
         sha256=digest,
         warnings=tuple(problems),
-        releases=release_log.releases,
+        releases=tuple(r for r in release_log.releases if r.kind == "gold"),
     )
     return ValidationReport(gold_path, tuple(problems), dataset)
 

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 from .._io import atomic_write_bytes, open_for_reading, sha256_file, sha256_json
+from ..approval import RELEASES_FILE, Release, project_config, read_release_log
 from ._dataset import CARD_FILE, RUBRIC_FILE, GoldDataset, load_dataset, resolve_paths
-from ._release import RELEASES_FILE, GoldRelease, read_releases
 from ._rubric import Rubric, load_rubric
 
 if TYPE_CHECKING:
@@ -85,17 +85,17 @@ class GoldIndex:
     gold_path: Path
     rubric: Rubric
     sha256: str
-    releases: tuple[GoldRelease, ...]
+    releases: tuple[Release, ...]
     table: pa.Table
     """Columns :data:`INDEX_COLUMNS`, one row per record, in file order."""
     from_cache: bool
     """True when the index was read from the cache instead of validating the dataset."""
 
     @property
-    def release(self) -> GoldRelease | None:
+    def release(self) -> Release | None:
         return next((r for r in reversed(self.releases) if r.dataset_sha256 == self.sha256), None)
 
-    def release_for(self, dataset_sha256: str) -> GoldRelease | None:
+    def release_for(self, dataset_sha256: str) -> Release | None:
         return next(
             (r for r in reversed(self.releases) if r.dataset_sha256 == dataset_sha256), None
         )
@@ -194,13 +194,15 @@ def gold_index(path: str | Path) -> GoldIndex:
                 "dataset": digest,
                 "card": _hash_file(root / CARD_FILE),
                 "releases": _hash_file(root / RELEASES_FILE),
+                # the approver list decides whether the releases' approvers are valid
+                "approvers": _approvers_key(root),
             }
         )
     except Exception:  # noqa: BLE001 - e.g. a missing evidence snapshot: validation reports it
         return _build(path, root, gold_path, None, None)
     cached = _read(directory / f"gold-{key}.arrow", key, digest) if directory is not None else None
     if cached is not None:
-        releases = read_releases(root).releases if (root / RELEASES_FILE).exists() else ()
+        releases = _gold_releases(root)
         return GoldIndex(
             root=root,
             gold_path=gold_path,
@@ -211,6 +213,20 @@ def gold_index(path: str | Path) -> GoldIndex:
             from_cache=True,
         )
     return _build(path, root, gold_path, key if directory is not None else None, digest)
+
+
+def _gold_releases(root: Path) -> tuple[Release, ...]:
+    if not (root / RELEASES_FILE).exists():
+        return ()
+    return tuple(r for r in read_release_log(root).releases if r.kind == "gold")
+
+
+def _approvers_key(root: Path) -> str | None:
+    """The project configuration's hash, when the gold has releases to check against it."""
+    if not (root / RELEASES_FILE).exists():
+        return None
+    config = project_config(root)
+    return _hash_file(config) if config is not None else None
 
 
 def _version() -> str:

@@ -34,6 +34,8 @@ from ._mapping import (
     load_label_mapping,
     mapping_problems,
     mapping_required,
+    mapping_snapshot,
+    mapping_snapshot_of,
 )
 from ._parity import (
     KeyCount,
@@ -48,6 +50,8 @@ from ._parity import (
 from ._stats import exact_mcnemar, paired_rate_difference
 
 __all__ = [
+    "mapping_snapshot",
+    "mapping_snapshot_of",
     "CATEGORIES",
     "COMPARE_SCHEMA_VERSION",
     "MANIFEST",

@@ -11,7 +11,8 @@ it computes
   pass/fail/abstain matrix) with :mod:`workbench.migration._compare`'s definitions: kept in
   the report's restricted part (``restricted/transitions.jsonl``);
 - the public summary (``migration.json``): counts only, per slice;
-- the blockers a migration adds to the gate (:data:`MIGRATION_BLOCKER_CODES`, never waivable):
+- the blockers a migration adds to the gate (feature ``migration`` in
+  :data:`workbench.policy.BLOCKER_CODES`, never waivable):
 
   ==============================  ==========  ==================================================
   code                            category    when
@@ -39,9 +40,6 @@ from .._record import Record as _Model
 from ..align import Join, JoinedCase, join_results
 from ..gold import GoldDataset
 from ..policy import Blocker
-from ..policy._codes import (
-    MIGRATION_BLOCKER_CODES as MIGRATION_BLOCKER_CODES,  # the registry (module table)
-)
 from ..results import ResultLine
 from ..review._transition_reviews import PendingTransition, TransitionReview
 from ._compare import (

@@ -34,6 +34,7 @@ from .._docs import add_field_docs
 from .._io import sha256_file
 from .._load import error_field, load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
+from ..approval import Snapshot, check_lineage, document_snapshot, load_approvers
 from ..errors import Problem, WorkbenchError
 
 MAPPING_SCHEMA_VERSION = 1
@@ -124,7 +125,24 @@ def load_label_mapping(path: str | Path) -> LoadedMapping:
             fix="see docs/formats.md#label-mapping",
         )
         raise WorkbenchError(f"{loc}: invalid label mapping", problems) from None
+    snapshot = mapping_snapshot_of(mapping, path)
+    problems = load_approvers(path).problems(mapping.approver, f"{loc}: approver", "the approver")
+    problems += check_lineage(snapshot)
+    if problems:
+        raise WorkbenchError(f"{loc}: the label mapping is not approved", problems)
     return LoadedMapping(mapping=mapping, path=loc, sha256=sha256_file(path))
+
+
+def mapping_snapshot_of(mapping: LabelMapping, path: Path) -> Snapshot:
+    """A label mapping as an approved input: one item per old label; its ``approver`` must be in
+    the project's approver list, and a frozen mapping is never edited in place."""
+    return document_snapshot(
+        "label_mapping",
+        mapping.model_dump(mode="json", by_alias=True) | {"name": path.stem},
+        items="mapping",
+        source=path,
+        change_fix="a changed mapping is a new file, reviewed and approved again",
+    )
 
 
 def _error_code(e: Any) -> str:
@@ -238,3 +256,8 @@ def mapping_problems(
             )
         )
     return problems
+
+
+def mapping_snapshot(path: Path) -> Snapshot:
+    """The checked snapshot of the label mapping at ``path`` (the approval registry's loader)."""
+    return mapping_snapshot_of(load_label_mapping(path).mapping, path)

@@ -12,7 +12,8 @@ better).
   and :func:`noise_report` with its blockers; :mod:`._present`: text and charts.
 - :mod:`._compare`: baseline versus candidate; :mod:`._companions`: companion metrics;
   :mod:`._panel`: the claim-level review panel; :mod:`._release`: frozen suite releases;
-  :mod:`._waivers`: overrides of noise blockers.
+  :func:`noise_override_scope`: what an override of noise blockers is checked against
+  (:func:`workbench.policy.add_override` records it).
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from __future__ import annotations
 from ._analysis import (
     CANDIDATES_PARTITION,
     CONTROLS_PARTITION,
-    EXIT_CODES,
     LOWER_IS_BETTER,
     NOISE_REPORT_FILE,
     NOISE_REPORT_SCHEMA_VERSION,
@@ -38,6 +38,7 @@ from ._analysis import (
     check_run_request,
     load_noise_run,
     member_items,
+    noise_override_scope,
     noise_report,
     run_noise,
     run_noise_sync,
@@ -53,6 +54,7 @@ from ._compare import (
     check_baseline_suite,
     compare_reports,
     load_baseline_report,
+    scoring_fingerprint,
     with_baseline,
 )
 from ._evidence import (
@@ -107,14 +109,11 @@ from ._present import (
     noise_chart,
 )
 from ._release import (
-    RELEASES_FILE,
-    FrozenPair,
-    NoiseRelease,
-    check_lineage,
-    freeze_suite,
-    load_releases,
+    panel_release_of,
+    panel_snapshot,
     release_of,
-    releases_path,
+    suite_snapshot,
+    suite_snapshot_of,
 )
 from ._retrieval import (
     RetrievalRow,
@@ -127,10 +126,6 @@ from ._trends import (
     PairDelta,
     SliceDelta,
     Trend,
-)
-from ._waivers import (
-    NOISE_CODES,
-    add_noise_override,
 )
 
 __all__ = [
@@ -150,9 +145,7 @@ __all__ = [
     "ControlRow",
     "DIRECTION",
     "Distractor",
-    "EXIT_CODES",
     "EvidenceManifest",
-    "FrozenPair",
     "GenerationTrace",
     "KIND",
     "LOWER_IS_BETTER",
@@ -160,7 +153,6 @@ __all__ = [
     "METRIC",
     "MODES",
     "MemberError",
-    "NOISE_CODES",
     "NOISE_REPORT_FILE",
     "NOISE_REPORT_SCHEMA_VERSION",
     "NOISE_RUN_FILE",
@@ -169,7 +161,6 @@ __all__ = [
     "NoiseJudge",
     "NoisePair",
     "NoisePolicy",
-    "NoiseRelease",
     "NoiseReport",
     "NoiseRun",
     "NoiseSuite",
@@ -182,7 +173,6 @@ __all__ = [
     "PanelMemberRow",
     "PanelReport",
     "RELATIONS",
-    "RELEASES_FILE",
     "REPEATS_PARTITION",
     "ROLES",
     "RepeatRow",
@@ -197,11 +187,9 @@ __all__ = [
     "SliceLimit",
     "SliceRow",
     "Trend",
-    "add_noise_override",
     "calls_per_score",
     "check_baseline_suite",
     "check_controls",
-    "check_lineage",
     "check_pairs",
     "check_retrieval",
     "check_run_request",
@@ -211,25 +199,28 @@ __all__ = [
     "failed_pairs",
     "format_noise",
     "format_panel",
-    "freeze_suite",
     "join_companions",
     "load_baseline_report",
     "load_companions",
     "load_noise_run",
     "load_pairs",
     "load_panel",
-    "load_releases",
     "member_items",
     "noise_chart",
+    "noise_override_scope",
     "noise_report",
     "panel_agreement",
     "parse_claims",
     "parse_pairs",
+    "panel_release_of",
+    "panel_snapshot",
     "release_of",
-    "releases_path",
+    "suite_snapshot",
+    "suite_snapshot_of",
     "retrieval_blockers",
     "run_noise",
     "run_noise_sync",
+    "scoring_fingerprint",
     "selected_candidates",
     "validate_pairs",
     "with_baseline",

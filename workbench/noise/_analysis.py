@@ -62,9 +62,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -72,15 +73,16 @@ from .._args import check_budget, check_concurrency, check_repeats, partition_na
 from .._io import atomic_write_json, read_json_file
 from .._record import Record as _Model
 from ..errors import Problem, WorkbenchError
-from ..outcomes import exit_codes, outcome_of
+from ..outcomes import exit_code
 from ..policy import (
     Blocker,
+    CheckOutcome,
     Override,
+    OverrideScope,
     UnappliedOverride,
     WaivedBlocker,
-    active_overrides,
-    unapplied_overrides,
-    waiver_for,
+    blocker,
+    decide,
 )
 from ..results import JudgeIdentity, JudgeResult, ResultLine, read_results
 from ..runs import RESULTS_FILE, RunSummary
@@ -106,15 +108,22 @@ NOISE_RUN_FILE = "noise_run.json"
 NOISE_REPORT_FILE = "noise_report.json"
 LOWER_IS_BETTER = "lower is better"
 """What every table and chart states."""
-EXIT_CODES: dict[str, int] = exit_codes(
-    "passed", "quality_failed", "evaluation_incomplete", "review_required"
-)
-"""Process exit code per outcome (2 is invalid input)."""
 _EPS = 1e-12
-_CATEGORY_ORDER = {"incomplete": 0, "quality": 1, "review": 2}
 
-NoiseOutcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
-_NOISE_OUTCOMES: dict[str, NoiseOutcome] = {o: o for o in get_args(NoiseOutcome)}
+NoiseOutcome = CheckOutcome
+"""``passed``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
+
+
+ControlStatus = Literal[
+    "separated",
+    "not_separated",
+    "not_punished",
+    "routed_to_review",
+    "error",
+    "missing",
+    "not_run",
+    "retrieval_failed",
+]
 
 
 class ControlRow(_Model):
@@ -142,16 +151,7 @@ class ControlRow(_Model):
     separated: bool | None
     """Control and adversarial pairs: True when both scores exist and the negative scored strictly
     higher. None for reference-defect controls (they are not an ordering)."""
-    status: Literal[
-        "separated",
-        "not_separated",
-        "not_punished",
-        "routed_to_review",
-        "error",
-        "missing",
-        "not_run",
-        "retrieval_failed",
-    ]
+    status: ControlStatus
     """``not_run`` when the run stopped (budget, case limit) before it; ``retrieval_failed`` when
     its retrieval assertions failed; ``not_punished``/``routed_to_review`` for reference-defect
     controls."""
@@ -467,8 +467,9 @@ class NoiseReport(_Model):
 
     @property
     def exit_code(self) -> int:
-        """0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required."""
-        return EXIT_CODES[self.outcome]
+        """0 passed, 1 quality failed, 3 evaluation incomplete, 4 review required
+        (:mod:`workbench.outcomes`)."""
+        return exit_code(self.outcome)
 
     def frames(self) -> dict[str, Any]:
         """``controls``, ``retrieval``, ``pairs``, ``slices``, ``repeats`` and ``blockers`` as
@@ -481,89 +482,23 @@ class NoiseReport(_Model):
             df.attrs["direction"] = DIRECTION
             return df
 
-        return {
-            "controls": frame(
-                self.controls,
-                [
-                    "pair_id",
-                    "role",
-                    "slice",
-                    "mode",
-                    "distractor",
-                    "attack",
-                    "positive_score",
-                    "negative_score",
-                    "margin",
-                    "separated",
-                    "status",
-                    "detail",
-                ],
-            ),
-            "retrieval": frame(
-                self.retrieval, ["pair_id", "member", "check", "status", "code", "detail"]
-            ),
-            "pairs": frame(
-                self.pairs,
-                [
-                    "pair_id",
-                    "slice",
-                    "partition",
-                    "mode",
-                    "distractor",
-                    "clean_score",
-                    "noisy_score",
-                    "delta",
-                    "relation_held",
-                    "limit_max_score",
-                    "limit_max_delta",
-                    "within_limit",
-                    "status",
-                    "abstained",
-                    "companions",
-                    "tradeoffs",
-                ],
-            ),
-            "slices": frame(
-                self.slices,
-                [
-                    "slice",
-                    "risk",
-                    "pairs",
-                    "scored",
-                    "errors",
-                    "missing",
-                    "abstentions",
-                    "abstention_rate",
-                    "max_noisy_score",
-                    "mean_noisy_score",
-                    "limit_max_score",
-                    "max_delta",
-                    "mean_delta",
-                    "limit_max_delta",
-                    "within_limit",
-                    "exceeding",
-                    "companions",
-                ],
-            ),
-            "repeats": frame(
-                self.repeats,
-                [
-                    "pair_id",
-                    "role",
-                    "slice",
-                    "clean_scores",
-                    "noisy_scores",
-                    "clean_spread",
-                    "noisy_spread",
-                    "delta_spread",
-                    "max_spread",
-                    "status",
-                ],
-            ),
-            "blockers": frame(
-                self.blockers, ["category", "slice", "code", "message", "case_ids", "waivable"]
-            ),
-        }
+        return {name: frame(getattr(self, name), cols.split()) for name, cols in _FRAMES.items()}
+
+
+_FRAMES = {
+    "controls": "pair_id role slice mode distractor attack positive_score negative_score margin"
+    " separated status detail",
+    "retrieval": "pair_id member check status code detail",
+    "pairs": "pair_id slice partition mode distractor clean_score noisy_score delta relation_held"
+    " limit_max_score limit_max_delta within_limit status abstained companions tradeoffs",
+    "slices": "slice risk pairs scored errors missing abstentions abstention_rate max_noisy_score"
+    " mean_noisy_score limit_max_score max_delta mean_delta limit_max_delta within_limit"
+    " exceeding companions",
+    "repeats": "pair_id role slice clean_scores noisy_scores clean_spread noisy_spread"
+    " delta_spread max_spread status",
+    "blockers": "category slice code message case_ids waivable",
+}
+"""The columns of each :meth:`NoiseReport.frames` frame (the report attribute of the same name)."""
 
 
 # -- running -------------------------------------------------------------------------------
@@ -615,8 +550,16 @@ def check_run_request(
     sentinels_only: bool,
 ) -> list[Problem]:
     """Every way the requested run would break the suite's policy (refused before anything runs)."""
-    policy = suite.policy
-    loc = suite.source or suite.label
+    return [
+        *_limit_problems(suite.policy, judge, concurrency, budget_usd),
+        *_suite_problems(suite, judge, repeat, sentinels_only),
+    ]
+
+
+def _limit_problems(
+    policy: NoisePolicy, judge: Any, concurrency: int | None, budget_usd: float | None
+) -> list[Problem]:
+    """The budget, concurrency and retries the policy bounds."""
     problems: list[Problem] = []
     if budget_usd is not None and budget_usd > policy.max_cost_usd + _EPS:
         problems.append(
@@ -664,6 +607,15 @@ def check_run_request(
                 ),
             )
         )
+    return problems
+
+
+def _suite_problems(
+    suite: NoiseSuite, judge: Any, repeat: int, sentinels_only: bool
+) -> list[Problem]:
+    """What the suite and the candidate must provide: sentinels, controls, the noise kind."""
+    loc = suite.source or suite.label
+    problems: list[Problem] = []
     if (repeat > 1 or sentinels_only) and not suite.sentinels:
         problems.append(
             Problem(
@@ -780,30 +732,9 @@ async def run_noise(
     baseline suite on the same frozen pairs, scored by the same judge into ``<out>/baseline``.
     ``await`` it in notebooks; :func:`run_noise_sync` elsewhere.
     """
-    # Notebook arguments arrive as papermill injected them: types checked before anything else.
-    if concurrency is not None:
-        check_concurrency(concurrency)
-    check_budget(budget_usd)
-    if isinstance(repeat, bool) or not isinstance(repeat, int):
-        check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
-    if partition is not None:
-        partition_name(partition)
-    problems = check_run_request(
-        suite,
-        judge,
-        concurrency=concurrency,
-        budget_usd=budget_usd,
-        repeat=repeat,
-        sentinels_only=sentinels_only,
+    _check_request(
+        judge, suite, concurrency, budget_usd, partition, sentinels_only, repeat, baseline
     )
-    if baseline is not None:
-        from ._compare import check_baseline_suite
-
-        problems += check_baseline_suite(
-            suite, baseline, partition=partition, sentinels_only=sentinels_only
-        )
-    if problems:
-        raise WorkbenchError(f"refusing the noise run: {len(problems)} problem(s)", problems)
     out = Path(out_dir)
     policy = suite.policy
     allowance = _Allowance(
@@ -841,6 +772,43 @@ async def run_noise(
     return run
 
 
+def _check_request(
+    judge: Any,
+    suite: NoiseSuite,
+    concurrency: int | None,
+    budget_usd: float | None,
+    partition: str | None,
+    sentinels_only: bool,
+    repeat: int,
+    baseline: NoiseSuite | None,
+) -> None:
+    """Refuse, every problem at once, a run the policy or the baseline does not allow."""
+    # Notebook arguments arrive as papermill injected them: types checked before anything else.
+    if concurrency is not None:
+        check_concurrency(concurrency)
+    check_budget(budget_usd)
+    if isinstance(repeat, bool) or not isinstance(repeat, int):
+        check_repeats(repeat, "repeat")  # a repeat below 1 is reported with the policy checks
+    if partition is not None:
+        partition_name(partition)
+    problems = check_run_request(
+        suite,
+        judge,
+        concurrency=concurrency,
+        budget_usd=budget_usd,
+        repeat=repeat,
+        sentinels_only=sentinels_only,
+    )
+    if baseline is not None:
+        from ._compare import check_baseline_suite
+
+        problems += check_baseline_suite(
+            suite, baseline, partition=partition, sentinels_only=sentinels_only
+        )
+    if problems:
+        raise WorkbenchError(f"refusing the noise run: {len(problems)} problem(s)", problems)
+
+
 async def _run_suite(
     judge: Any,
     suite: NoiseSuite,
@@ -873,51 +841,22 @@ async def _run_suite(
         stops={"controls": c_summary.stop_reason if c_summary else None},
         blocked=blocked,
     )
-    failing = [c for c in checks if c.role in SEPARATING_ROLES and not c.separated]
-    stopped: str | None = None
-    if failing:
-        groups: dict[str, list[str]] = {}
-        for c in failing:
-            groups.setdefault(
-                (
-                    c.detail
-                    if c.status == "not_run"
-                    else {
-                        "not_separated": "did not separate",
-                        "retrieval_failed": "failed their retrieval assertions",
-                    }.get(c.status, "have no score")
-                ),
-                [],
-            ).append(c.pair_id)
-        stopped = (
-            "controls failed ("
-            + "; ".join(f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in groups.items())
-            + "); candidate pairs were not scored"
-        )
-    elif c_summary is not None and c_summary.status != "complete":
-        stopped = (
-            "the controls run is incomplete"
-            f" ({c_summary.stop_reason or 'unrun or pending members'}); candidate pairs were not"
-            " scored"
-        )
+    stopped = _controls_stop(checks, c_summary)
     k_summary: RunSummary | None = None
     k_items = member_items([p for p in candidates if p.pair_id not in blocked])
     if stopped is None and k_items:
         k_summary = await allowance.run(
             judge, k_items, out / "candidates", CANDIDATES_PARTITION, common
         )
-    r_summary: RunSummary | None = None
-    if repeat > 1 and stopped is None:
-        sentinels = [
-            p
-            for p in suite.active()
-            if p.pair_id in set(suite.sentinels) and p.pair_id not in blocked
-        ]
-        r_items = member_items(sentinels, range(repeat))
-        if r_items:
-            r_summary = await allowance.run(
-                judge, r_items, out / "repeats", REPEATS_PARTITION, common
-            )
+    sentinels = [
+        p for p in suite.active() if p.pair_id in set(suite.sentinels) and p.pair_id not in blocked
+    ]
+    r_items = member_items(sentinels, range(repeat)) if repeat > 1 and stopped is None else []
+    r_summary = (
+        await allowance.run(judge, r_items, out / "repeats", REPEATS_PARTITION, common)
+        if r_items
+        else None
+    )
     run = NoiseRun(
         out_dir=str(out),
         suite=suite.label,
@@ -940,6 +879,36 @@ async def _run_suite(
     )
     atomic_write_json(out / NOISE_RUN_FILE, run.model_dump(mode="json"))
     return run
+
+
+def _controls_stop(checks: list[ControlRow], c_summary: RunSummary | None) -> str | None:
+    """Why candidate pairs are not scored (None: every control separated and the run is
+    complete)."""
+    failing = [c for c in checks if c.role in SEPARATING_ROLES and not c.separated]
+    if failing:
+        groups: dict[str, list[str]] = {}
+        for c in failing:
+            what = (
+                c.detail
+                if c.status == "not_run"
+                else {
+                    "not_separated": "did not separate",
+                    "retrieval_failed": "failed their retrieval assertions",
+                }.get(c.status, "have no score")
+            )
+            groups.setdefault(what, []).append(c.pair_id)
+        return (
+            "controls failed ("
+            + "; ".join(f"{len(ids)} {what}: {', '.join(ids)}" for what, ids in groups.items())
+            + "); candidate pairs were not scored"
+        )
+    if c_summary is not None and c_summary.status != "complete":
+        return (
+            "the controls run is incomplete"
+            f" ({c_summary.stop_reason or 'unrun or pending members'}); candidate pairs were not"
+            " scored"
+        )
+    return None
 
 
 def run_noise_sync(*args: Any, **kwargs: Any) -> NoiseRun:
@@ -1105,62 +1074,14 @@ def check_controls(
     for pair in suite.controls():
         clean, noisy = final.get(pair.item_id("clean")), final.get(pair.item_id("noisy"))
         pos, neg = _score(clean), _score(noisy)
-        separated: bool | None = None
-        if pair.pair_id in blocked_ids:
-            status, detail = (
+        status, detail = (
+            (
                 "retrieval_failed",
                 "its retrieval assertions failed before any model call; not scored",
             )
-        elif (clean is None or noisy is None) and stop in _NOT_RUN:
-            status, detail = "not_run", _NOT_RUN[stop]
-        elif clean is None or noisy is None:
-            status, detail = (
-                "missing",
-                "no result for "
-                + " and ".join(
-                    m
-                    for m, r in (("the positive (clean)", clean), ("the negative (noisy)", noisy))
-                    if r is None
-                ),
-            )
-        elif pos is None or neg is None:
-            kinds = [
-                f"{m}: {r.error.kind}"
-                for m, r in (("clean", clean), ("noisy", noisy))
-                if r.error is not None
-            ]
-            status, detail = "error", "no score: " + "; ".join(kinds)
-        elif pair.role == "reference_defect":
-            worst = max(pos, neg)
-            if worst <= _EPS:
-                status, detail = (
-                    "not_punished",
-                    "both correct responses scored 0 under the defective reference",
-                )
-            else:
-                status, detail = (
-                    "routed_to_review",
-                    (
-                        f"a correct response scored {worst:.3f} under the defective reference"
-                        f" ({pair.reference_defect}): the case routes to review, never counted"
-                        " against the system"
-                    ),
-                )
-        elif neg > pos:
-            status, detail = (
-                "separated",
-                f"negative {neg:.3f} > positive {pos:.3f} (lower is better)",
-            )
-        else:
-            status, detail = (
-                "not_separated",
-                (
-                    f"negative {neg:.3f} is not worse than positive {pos:.3f}: the evaluator cannot"
-                    " see this noise adoption (lower is better)"
-                ),
-            )
-        if pair.role in SEPARATING_ROLES:
-            separated = status == "separated"
+            if pair.pair_id in blocked_ids
+            else _control_status(pair, clean, noisy, stop)
+        )
         rows.append(
             ControlRow(
                 pair_id=pair.pair_id,
@@ -1172,12 +1093,42 @@ def check_controls(
                 positive_score=pos,
                 negative_score=neg,
                 margin=None if pos is None or neg is None else neg - pos,
-                separated=separated,
+                separated=status == "separated" if pair.role in SEPARATING_ROLES else None,
                 status=status,
                 detail=detail,
             )
         )
     return rows
+
+
+def _control_status(
+    pair: NoisePair, clean: JudgeResult | None, noisy: JudgeResult | None, stop: str | None
+) -> tuple[ControlStatus, str]:
+    """A scored control's status and why: not run, missing, error, or what its scores show."""
+    pos, neg = _score(clean), _score(noisy)
+    if (clean is None or noisy is None) and stop in _NOT_RUN:
+        return "not_run", _NOT_RUN[stop]
+    if clean is None or noisy is None:
+        sides = (("the positive (clean)", clean), ("the negative (noisy)", noisy))
+        return "missing", "no result for " + " and ".join(m for m, r in sides if r is None)
+    if pos is None or neg is None:
+        kinds = [f"{m}: {r.error.kind}" for m, r in (("clean", clean), ("noisy", noisy)) if r.error]
+        return "error", "no score: " + "; ".join(kinds)
+    if pair.role == "reference_defect":
+        worst = max(pos, neg)
+        if worst <= _EPS:
+            return "not_punished", "both correct responses scored 0 under the defective reference"
+        return "routed_to_review", (
+            f"a correct response scored {worst:.3f} under the defective reference"
+            f" ({pair.reference_defect}): the case routes to review, never counted against the"
+            " system"
+        )
+    if neg > pos:
+        return "separated", f"negative {neg:.3f} > positive {pos:.3f} (lower is better)"
+    return "not_separated", (
+        f"negative {neg:.3f} is not worse than positive {pos:.3f}: the evaluator cannot see this"
+        " noise adoption (lower is better)"
+    )
 
 
 def _mean(values: Iterable[float]) -> float | None:
@@ -1215,87 +1166,29 @@ def noise_report(
     used), a noise run directory (its ``noise_run.json``), a results file, a list of them, or
     judge results. ``companions`` are the joined companion metrics (:func:`join_companions`);
     ``overrides`` (active for this suite's ``name@version`` at ``now``) waive the blockers they
-    cover. Refuses (``WorkbenchError``) results of unknown members, of changed content, of
-    several judges or of another kind, and a frozen suite whose file changed.
+    cover, and the outcome comes from the one decision step every gate uses
+    (:func:`workbench.policy.decide`, clear outcome ``passed``). Refuses (``WorkbenchError``)
+    results of unknown members, of changed content, of several judges or of another kind, and a
+    frozen suite whose file changed.
     """
-    now = now or datetime.now(UTC)
     located, runs, run = _collect(results)
     if run is not None:
         partition, sentinels_only = run.partition, run.sentinels_only
     identity, fingerprint = _check_join(suite, located)
     release = release_of(suite)
-    final = _final(located)
-    policy: NoisePolicy = suite.policy
     candidates = selected_candidates(suite, partition, sentinels_only)
-    retrieval = check_retrieval([*suite.controls(), *candidates])
-    blocked = failed_pairs(retrieval)
-    stops = {
-        label: s.stop_reason for label, s in runs.items() if label in ("controls", "candidates")
-    }
-    controls = check_controls(
-        suite, final.values(), stops={"controls": stops.get("controls")}, blocked=blocked
+    reading = _read_suite(suite, _final(located), candidates, runs, run, companions)
+    decision = decide(
+        [*reading.blockers, *_release_blockers(suite, release is not None)],
+        overrides,
+        policy_label=suite.label,
+        fingerprint=fingerprint,
+        now=now,
+        clear="passed",
     )
-    separating = [c for c in controls if c.role in SEPARATING_ROLES]
-    controls_passed = any(c.role == "control" for c in separating) and all(
-        c.separated for c in separating
-    )
-    if run is not None:
-        controls_passed = controls_passed and run.controls_passed
-    interpreted = controls_passed
-    control_blockers, roles = _control_blockers(suite, controls, policy)
-    blockers: list[Blocker] = [*retrieval_blockers(suite, retrieval), *control_blockers]
-    errors = _control_errors(suite, final)
-    missing: list[str] = []
-    values = companions.values if companions is not None else {}
-    rows: list[PairRow] = []
-    for pair in candidates:
-        row, pair_errors, pair_missing = _pair_row(suite, pair, final, blocked, interpreted, values)
-        rows.append(row)
-        errors += pair_errors
-        missing += pair_missing
-    slices = [
-        _slice_row(
-            suite, name, [r for r in rows if r.slice == name], errors, missing, interpreted, values
-        )
-        for name in suite.slices
-    ]
-    if interpreted:
-        blockers += _slice_blockers(suite, slices, rows)
-    blockers += _error_blockers(suite, errors, missing, stops, runs)
-    repeats = _repeat_rows(suite, run, policy, blocked)
-    blockers += _repeat_blockers(suite, repeats)
-    if policy.companions and interpreted:
-        blockers += _companion_blockers(
-            policy,
-            [p for p in candidates if p.pair_id not in blocked],
-            values,
-            companions,
-            slices,
-            rows,
-        )
-    if release is None:
-        blockers.append(
-            Blocker(
-                code="noise_suite_unfrozen",
-                category="review",
-                message=(
-                    f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so"
-                    " its cases, references and manifest cannot change under the evidence"
-                ),
-                evidence={"suite_sha256": suite.sha256},
-            )
-        )
-    kept, waived, unapplied = _apply_overrides(suite, blockers, overrides, fingerprint, now)
-    categories = {b.category for b in kept}
-    outcome = _NOISE_OUTCOMES[outcome_of(categories, clear="passed")]
     attempts = [r for _, r in located]
-    stopped = (
-        run.stopped_reason
-        if run is not None
-        else (None if controls_passed else "controls failed: candidate scores are not interpreted")
-    )
     return NoiseReport(
-        outcome=outcome,
+        outcome=cast(NoiseOutcome, decision.outcome),
         suite=suite.label,
         suite_sha256=suite.sha256,
         suite_path=suite.source,
@@ -1305,36 +1198,24 @@ def noise_report(
         judge=identity,
         judge_fingerprint=fingerprint,
         budget_usd=run.budget_usd if run is not None else None,
-        max_cases=policy.max_cases,
-        controls_passed=controls_passed,
-        candidates_interpreted=interpreted,
-        stopped_reason=stopped,
-        retrieval=retrieval,
-        retrieval_passed=not blocked,
-        controls=controls,
-        control_roles=roles,
-        pairs=rows,
-        slices=slices,
-        repeats=repeats,
-        retired=[
-            RetiredRow(
-                pair_id=p.pair_id,
-                reason=p.retired.reason,
-                by=p.retired.by,
-                on=p.retired.on.isoformat(),
-                superseded_by=next(
-                    (q.pair_id for q in suite.pairs if q.supersedes == p.pair_id), None
-                ),
-            )
-            for p in suite.retired()
-            if p.retired is not None
-        ],
+        max_cases=suite.policy.max_cases,
+        controls_passed=reading.controls_passed,
+        candidates_interpreted=reading.controls_passed,
+        stopped_reason=_stopped_reason(run, reading.controls_passed),
+        retrieval=reading.retrieval,
+        retrieval_passed=not failed_pairs(reading.retrieval),
+        controls=reading.controls,
+        control_roles=reading.roles,
+        pairs=reading.rows,
+        slices=reading.slices,
+        repeats=reading.repeats,
+        retired=_retired_rows(suite),
         companions_unjoined=companions.unjoined if companions is not None else [],
-        blockers=kept,
-        waived=waived,
-        unapplied_overrides=unapplied,
-        evaluator_errors=errors,
-        missing=missing,
+        blockers=decision.blockers,
+        waived=decision.waived,
+        unapplied_overrides=decision.unapplied,
+        evaluator_errors=reading.errors,
+        missing=reading.missing,
         results_read=len(attempts),
         cost_usd=round(sum(float(r.cost_usd or 0.0) for r in attempts), 10),
         tokens_in=sum(int(r.tokens_in or 0) for r in attempts),
@@ -1345,95 +1226,204 @@ def noise_report(
     )
 
 
+@dataclass
+class _Reading:
+    """What a suite's results show, before any override: the tables and the blockers."""
+
+    retrieval: list[RetrievalRow]
+    controls: list[ControlRow]
+    controls_passed: bool
+    roles: dict[str, int]
+    rows: list[PairRow] = field(default_factory=list)
+    slices: list[SliceRow] = field(default_factory=list)
+    repeats: list[RepeatRow] = field(default_factory=list)
+    errors: list[MemberError] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    blockers: list[Blocker] = field(default_factory=list)
+
+
+def _read_suite(
+    suite: NoiseSuite,
+    final: dict[str, JudgeResult],
+    candidates: list[NoisePair],
+    runs: dict[str, RunSummary],
+    run: NoiseRun | None,
+    companions: CompanionJoin | None,
+) -> _Reading:
+    """Retrieval, controls, candidate pairs, slices, repeats and companions, in the seed's order."""
+    reading = _read_controls(suite, final, candidates, runs, run)
+    blocked = failed_pairs(reading.retrieval)
+    interpreted = reading.controls_passed
+    values = companions.values if companions is not None else {}
+    reading.errors = _control_errors(suite, final)
+    for pair in candidates:
+        row, pair_errors, pair_missing = _pair_row(suite, pair, final, blocked, interpreted, values)
+        reading.rows.append(row)
+        reading.errors += pair_errors
+        reading.missing += pair_missing
+    reading.slices = [
+        _slice_row(
+            suite,
+            name,
+            [r for r in reading.rows if r.slice == name],
+            reading.errors,
+            reading.missing,
+            interpreted,
+            values,
+        )
+        for name in suite.slices
+    ]
+    if interpreted:
+        reading.blockers += _slice_blockers(suite, reading.slices, reading.rows)
+    reading.blockers += _error_blockers(suite, reading.errors, reading.missing, _stops(runs), runs)
+    reading.repeats = _repeat_rows(suite, run, suite.policy, blocked)
+    reading.blockers += _repeat_blockers(suite, reading.repeats)
+    if suite.policy.companions and interpreted:
+        reading.blockers += _companion_blockers(
+            suite.policy,
+            [p for p in candidates if p.pair_id not in blocked],
+            values,
+            companions,
+            reading.slices,
+            reading.rows,
+        )
+    return reading
+
+
+def _stops(runs: dict[str, RunSummary]) -> dict[str, str | None]:
+    return {
+        label: s.stop_reason for label, s in runs.items() if label in ("controls", "candidates")
+    }
+
+
+def _read_controls(
+    suite: NoiseSuite,
+    final: dict[str, JudgeResult],
+    candidates: list[NoisePair],
+    runs: dict[str, RunSummary],
+    run: NoiseRun | None,
+) -> _Reading:
+    """Retrieval assertions first, then the controls: whether candidate scores mean anything."""
+    retrieval = check_retrieval([*suite.controls(), *candidates])
+    controls = check_controls(
+        suite,
+        final.values(),
+        stops={"controls": _stops(runs).get("controls")},
+        blocked=failed_pairs(retrieval),
+    )
+    separating = [c for c in controls if c.role in SEPARATING_ROLES]
+    passed = any(c.role == "control" for c in separating) and all(c.separated for c in separating)
+    if run is not None:
+        passed = passed and run.controls_passed
+    control_blockers, roles = _control_blockers(suite, controls, suite.policy)
+    return _Reading(
+        retrieval=retrieval,
+        controls=controls,
+        controls_passed=passed,
+        roles=roles,
+        blockers=[*retrieval_blockers(suite, retrieval), *control_blockers],
+    )
+
+
+def _release_blockers(suite: NoiseSuite, frozen: bool) -> list[Blocker]:
+    if frozen:
+        return []
+    return [
+        blocker(
+            "noise_suite_unfrozen",
+            f"{suite.label} has no frozen release: freeze it (workbench noise freeze) so its cases,"
+            " references and manifest cannot change under the evidence",
+            evidence={"suite_sha256": suite.sha256},
+        )
+    ]
+
+
+def _stopped_reason(run: NoiseRun | None, controls_passed: bool) -> str | None:
+    if run is not None:
+        return run.stopped_reason
+    return None if controls_passed else "controls failed: candidate scores are not interpreted"
+
+
+def _retired_rows(suite: NoiseSuite) -> list[RetiredRow]:
+    return [
+        RetiredRow(
+            pair_id=p.pair_id,
+            reason=p.retired.reason,
+            by=p.retired.by,
+            on=p.retired.on.isoformat(),
+            superseded_by=next((q.pair_id for q in suite.pairs if q.supersedes == p.pair_id), None),
+        )
+        for p in suite.retired()
+        if p.retired is not None
+    ]
+
+
 def _control_blockers(
-    suite: NoiseSuite, controls: list[Any], policy: NoisePolicy
+    suite: NoiseSuite, controls: list[ControlRow], policy: NoisePolicy
 ) -> tuple[list[Blocker], dict[str, int]]:
     """Blockers of the control pairs (not run, failed, routed to review, a required role absent) and
     the count per role."""
-    blockers: list[Blocker] = []
-    for c in controls:
-        evidence = {
-            "role": c.role,
-            "mode": c.mode,
-            "positive_score": c.positive_score,
-            "negative_score": c.negative_score,
-            "status": c.status,
-            "direction": DIRECTION,
-        }
-        if c.status == "not_run":
-            blockers.append(
-                Blocker(
-                    code="noise_controls_not_run",
-                    category="incomplete",
-                    slice=c.slice,
-                    risk=_risk(suite, c.slice),
-                    message=(
-                        f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to"
-                        " separate, it was never scored, so candidate scores cannot be interpreted"
-                    ),
-                    evidence=evidence,
-                    case_ids=[c.pair_id],
-                    waivable=False,
-                )
-            )
-        elif c.status in ("error", "missing", "retrieval_failed") or c.separated is False:
-            what = "did not separate" if c.status == "not_separated" else "has no usable score"
-            blockers.append(
-                Blocker(
-                    code="noise_controls_failed",
-                    category="incomplete",
-                    slice=c.slice,
-                    risk=_risk(suite, c.slice),
-                    message=(
-                        f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores"
-                        " cannot be interpreted"
-                    ),
-                    evidence=evidence,
-                    case_ids=[c.pair_id],
-                    waivable=False,
-                )
-            )
-        elif c.status == "routed_to_review":
-            blockers.append(
-                Blocker(
-                    code="noise_reference_defect_review",
-                    category="review",
-                    slice=c.slice,
-                    risk=_risk(suite, c.slice),
-                    message=f"reference-defect control {c.pair_id}: {c.detail}",
-                    evidence=evidence,
-                    case_ids=[c.pair_id],
-                )
-            )
+    blockers = [b for c in controls if (b := _control_blocker(suite, c)) is not None]
     if not any(c.role == "control" for c in controls):
         blockers.append(
-            Blocker(
-                code="noise_controls_failed",
-                category="incomplete",
-                message="the suite has no control pair: candidate scores cannot be interpreted",
+            blocker(
+                "noise_controls_failed",
+                "the suite has no control pair: candidate scores cannot be interpreted",
                 evidence={"controls": 0},
-                waivable=False,
             )
         )
     roles = {
         role: sum(1 for p in suite.controls() if p.role == role)
         for role in ("control", "adversarial", "reference_defect")
     }
-    for role in policy.required_control_roles:
-        if not roles.get(role):
-            blockers.append(
-                Blocker(
-                    code="noise_control_role_missing",
-                    category="incomplete",
-                    message=(
-                        f"the suite has no {role} control, which the policy requires: the {role}"
-                        " role is untested, never passed"
-                    ),
-                    evidence={"role": role, "n": 0},
-                    waivable=False,
-                )
-            )
+    blockers += [
+        blocker(
+            "noise_control_role_missing",
+            f"the suite has no {role} control, which the policy requires: the {role} role is"
+            " untested, never passed",
+            evidence={"role": role, "n": 0},
+        )
+        for role in policy.required_control_roles
+        if not roles.get(role)
+    ]
     return blockers, roles
+
+
+def _control_blocker(suite: NoiseSuite, c: ControlRow) -> Blocker | None:
+    """Not run, failed (no usable score, or not separated) or routed to review; None when fine."""
+    if c.status == "not_run":
+        code = "noise_controls_not_run"
+        message = (
+            f"{c.role} pair {c.pair_id} ({c.mode}): {c.detail}; it did not fail to separate, it"
+            " was never scored, so candidate scores cannot be interpreted"
+        )
+    elif c.status in ("error", "missing", "retrieval_failed") or c.separated is False:
+        code = "noise_controls_failed"
+        what = "did not separate" if c.status == "not_separated" else "has no usable score"
+        message = (
+            f"{c.role} pair {c.pair_id} ({c.mode}) {what}: {c.detail}; candidate scores cannot be"
+            " interpreted"
+        )
+    elif c.status == "routed_to_review":
+        code = "noise_reference_defect_review"
+        message = f"reference-defect control {c.pair_id}: {c.detail}"
+    else:
+        return None
+    return blocker(
+        code,
+        message,
+        slice=c.slice,
+        risk=_risk(suite, c.slice),
+        case_ids=[c.pair_id],
+        evidence={
+            "role": c.role,
+            "mode": c.mode,
+            "positive_score": c.positive_score,
+            "negative_score": c.negative_score,
+            "status": c.status,
+            "direction": DIRECTION,
+        },
+    )
 
 
 def _member_error(pair: NoisePair, member: Member, r: JudgeResult) -> MemberError:
@@ -1484,47 +1474,17 @@ def _pair_row(
         "abstained": abstained,
         "companions": values.get(pair.pair_id, {}),
     }
-    if pair.pair_id in blocked:
-        return (
-            PairRow(
-                **base,
-                clean_score=None,
-                noisy_score=None,
-                delta=None,
-                relation_held=None,
-                within_limit=None,
-                status="retrieval_failed",
-                errors=[],
-            ),
-            [],
-            [],
-        )
-    if not interpreted:
-        return (
-            PairRow(
-                **base,
-                clean_score=None,
-                noisy_score=None,
-                delta=None,
-                relation_held=None,
-                within_limit=None,
-                status="not_interpreted",
-                errors=[],
-            ),
-            [],
-            [],
-        )
-    errors: list[MemberError] = []
-    missing: list[str] = []
-    member_errors = []
-    for m, r in got.items():
-        if m in abstained:
-            continue
-        if r is None:
-            missing.append(pair.item_id(m))
-        elif r.error is not None:
-            errors.append(_member_error(pair, m, r))
-            member_errors.append(f"{m}: {r.error.kind}: {r.error.message}")
+    if pair.pair_id in blocked or not interpreted:
+        status = "retrieval_failed" if pair.pair_id in blocked else "not_interpreted"
+        unscored = dict.fromkeys(("clean_score", "noisy_score", "delta", "relation_held"))
+        return PairRow(**base, **unscored, within_limit=None, status=status, errors=[]), [], []
+    errors = [
+        _member_error(pair, m, r)
+        for m, r in got.items()
+        if m not in abstained and r is not None and r.error is not None
+    ]
+    missing = [pair.item_id(m) for m, r in got.items() if m not in abstained and r is None]
+    member_errors = [f"{e.member}: {e.kind}: {e.message}" for e in errors]
     clean, noisy = _score(got["clean"]), _score(got["noisy"])
     if "clean" in abstained:
         clean = None
@@ -1605,85 +1565,76 @@ def _slice_blockers(suite: NoiseSuite, slices: list[Any], rows: list[PairRow]) -
     references."""
     blockers: list[Blocker] = []
     for s in slices:
-        over = [
-            r
-            for r in rows
-            if r.slice == s.slice
-            and r.counted
-            and r.noisy_score is not None
-            and r.noisy_score > s.limit_max_score + _EPS
-        ]
-        if over:
-            blockers.append(
-                Blocker(
-                    code="noise_score_exceeded",
-                    category="quality",
-                    slice=s.slice,
-                    risk=s.risk,
-                    message=(
-                        f"{len(over)} of {s.scored} candidate pairs have a noisy score above the"
-                        f" slice's max_score {s.limit_max_score:g} (lower is better)"
-                    ),
-                    evidence={
-                        "max_noisy_score": s.max_noisy_score,
-                        "mean_noisy_score": s.mean_noisy_score,
-                        "max_score": s.limit_max_score,
-                        "direction": DIRECTION,
-                        "n": s.scored,
-                    },
-                    case_ids=[r.pair_id for r in over],
-                )
-            )
-        if s.limit_max_delta is not None:
-            worse = [
-                r
-                for r in rows
-                if r.slice == s.slice
-                and r.counted
-                and r.delta is not None
-                and r.delta > s.limit_max_delta + _EPS
-            ]
-            if worse:
-                blockers.append(
-                    Blocker(
-                        code="noise_delta_exceeded",
-                        category="quality",
-                        slice=s.slice,
-                        risk=s.risk,
-                        message=(
-                            f"{len(worse)} candidate pairs got worse with the distractor by more"
-                            f" than max_delta {s.limit_max_delta:g} (lower is better)"
-                        ),
-                        evidence={
-                            "max_delta_observed": s.max_delta,
-                            "max_delta": s.limit_max_delta,
-                            "direction": DIRECTION,
-                            "n": s.scored,
-                        },
-                        case_ids=[r.pair_id for r in worse],
-                    )
-                )
-        blockers += _abstention_blockers(
-            s, [r.pair_id for r in rows if r.slice == s.slice and r.abstained]
-        )
+        mine = [r for r in rows if r.slice == s.slice]
+        blockers += _limit_blockers(s, [r for r in mine if r.counted])
+        blockers += _abstention_blockers(s, [r.pair_id for r in mine if r.abstained])
     challenged = [r for r in rows if r.status == "reference_challenged"]
     for name in sorted({r.slice for r in challenged}):
-        mine = [r.pair_id for r in challenged if r.slice == name]
+        ids = [r.pair_id for r in challenged if r.slice == name]
         blockers.append(
-            Blocker(
-                code="noise_reference_challenged",
-                category="review",
+            blocker(
+                "noise_reference_challenged",
+                f"{len(ids)} candidate pair(s) whose reference a reviewer marked insufficient:"
+                " routed to review, not counted against the slice limits",
                 slice=name,
                 risk=_risk(suite, name),
-                message=(
-                    f"{len(mine)} candidate pair(s) whose reference a reviewer marked insufficient:"
-                    " routed to review, not counted against the slice limits"
-                ),
-                evidence={"pairs": len(mine)},
-                case_ids=mine,
+                evidence={"pairs": len(ids)},
+                case_ids=ids,
             )
         )
     return blockers
+
+
+def _limit_blockers(s: Any, counted: list[PairRow]) -> list[Blocker]:
+    """A slice's counted pairs above its ``max_score`` and, when set, its ``max_delta``."""
+    out: list[Blocker] = []
+    over = [
+        r.pair_id
+        for r in counted
+        if r.noisy_score is not None and r.noisy_score > s.limit_max_score + _EPS
+    ]
+    if over:
+        out.append(
+            blocker(
+                "noise_score_exceeded",
+                f"{len(over)} of {s.scored} candidate pairs have a noisy score above the slice's"
+                f" max_score {s.limit_max_score:g} (lower is better)",
+                slice=s.slice,
+                risk=s.risk,
+                evidence={
+                    "max_noisy_score": s.max_noisy_score,
+                    "mean_noisy_score": s.mean_noisy_score,
+                    "max_score": s.limit_max_score,
+                    "direction": DIRECTION,
+                    "n": s.scored,
+                },
+                case_ids=over,
+            )
+        )
+    limit = s.limit_max_delta
+    worse = [
+        r.pair_id
+        for r in counted
+        if limit is not None and r.delta is not None and r.delta > limit + _EPS
+    ]
+    if worse:
+        out.append(
+            blocker(
+                "noise_delta_exceeded",
+                f"{len(worse)} candidate pairs got worse with the distractor by more than"
+                f" max_delta {limit:g} (lower is better)",
+                slice=s.slice,
+                risk=s.risk,
+                evidence={
+                    "max_delta_observed": s.max_delta,
+                    "max_delta": limit,
+                    "direction": DIRECTION,
+                    "n": s.scored,
+                },
+                case_ids=worse,
+            )
+        )
+    return out
 
 
 def _abstention_blockers(s: Any, abstaining: list[str]) -> list[Blocker]:
@@ -1932,34 +1883,15 @@ def _companion_blockers(
     return blockers
 
 
-def _apply_overrides(
-    suite: NoiseSuite,
-    blockers: list[Blocker],
-    overrides: Sequence[Override],
-    fingerprint: str | None,
-    now: datetime,
-) -> tuple[list[Blocker], list[WaivedBlocker], list[UnappliedOverride]]:
-    """The blockers kept (in report order), those waived by an active override, and overrides that
-    applied to none."""
-    active = sorted(
-        active_overrides(overrides, suite.label, fingerprint, now), key=lambda o: o.override_id
+def noise_override_scope(suite: NoiseSuite) -> OverrideScope:
+    """What an override of noise blockers is checked against: the suite's ``name@version`` (the
+    reviewed noise policy), the noise codes, the suite's slices and their risk, its pair ids."""
+    return OverrideScope(
+        label=suite.label,
+        feature="noise",
+        slices={name: s.risk for name, s in suite.slices.items()},
+        case_ids=frozenset(p.pair_id for p in suite.pairs),
     )
-    kept: list[Blocker] = []
-    waived: list[WaivedBlocker] = []
-    for blocker in sorted(
-        blockers, key=lambda b: (_CATEGORY_ORDER[b.category], b.slice or "", b.code, b.message)
-    ):
-        override = waiver_for(blocker, active)
-        if override is None:
-            kept.append(blocker)
-        else:
-            waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
-    unapplied = (
-        unapplied_overrides(list(overrides), suite.label, fingerprint, now, kept, waived)
-        if overrides
-        else []
-    )
-    return kept, waived, unapplied
 
 
 def evidence_hashes(pair: NoisePair) -> dict[str, str]:

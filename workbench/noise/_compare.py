@@ -11,9 +11,16 @@ suite, its responses) with its baseline:
 Compatibility is checked first and a mismatch is refused with its reason (exit 2): the same
 candidate pairs (ids, and per pair the question, reference and its version, mode, role,
 slice and partition, :meth:`~workbench.noise.NoisePair.frame_sha256`), the same mode per
-pair, the same evaluator model, Ragas version and scoring prompt (the metric source hash).
-Both sides must have passed their controls. A historical number from another judge is not a
-stable ruler: re-run both under the new evaluator instead.
+pair, and **one scoring configuration**: the two sides' :func:`scoring_fingerprint` must be
+equal. The compared thing is the application (its retrieval and responses); the scorer is the
+ruler, so everything in the judge fingerprint that can change a score must match: judge kind,
+evaluator model, scoring prompt (the metric source hash), Ragas version, generation parameters
+(temperature, max_tokens, seed ...) and the rest of the spec. Only what names the evaluator,
+prices its calls or says where it is served may differ (:data:`NOT_SCORING`: name, version,
+description, pricing, the endpoint's URL, key variable, timeout and retries). A mismatch is
+``baseline_scorer_changed``, with every differing field. Both sides must have passed their
+controls. A historical number from another judge is not a stable ruler:
+re-run both under the new evaluator instead.
 
 The comparison never blocks. It lists every pair's candidate - baseline noisy score (also
 when both are inside policy), per slice the mean paired difference with a 95% t interval,
@@ -26,10 +33,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from .._io import read_json_file
+from .._io import read_json_file, sha256_json
 from ..errors import Problem, WorkbenchError
+from ..results import JudgeIdentity
 from ._analysis import NOISE_REPORT_FILE, NoiseReport, PairRow
 from ._pairs import NoiseSuite
 from ._trends import NoiseComparison, PairDelta, SliceDelta, Trend
@@ -58,8 +66,75 @@ def check_baseline_suite(
     )
 
 
-def _evaluator_problems(loc: str, mine: Any, theirs: Any) -> list[Problem]:
-    problems: list[Problem] = []
+NOT_SCORING = (
+    "name",
+    "version",
+    "params.spec_sha256",
+    "params.spec.description",
+    "params.spec.pricing",
+    "params.spec.endpoint.base_url",
+    "params.spec.endpoint.base_url_env",
+    "params.spec.endpoint.api_key_env",
+    "params.spec.endpoint.timeout_s",
+    "params.spec.endpoint.max_retries",
+)
+"""Judge-identity fields (paths in the flattened identity) a baseline may differ in: what names
+the evaluator (name, version, description), prices its calls (pricing), or says where it is
+served and how a failed call is retried (the endpoint's URL, key variable, timeout, retries).
+None changes a score; everything else in the identity is the scoring configuration (the model,
+provider, deployment and JSON mode of the endpoint included)."""
+_WHAT = {
+    "kind": "judge kind",
+    "model": "evaluator model",
+    "ragas_version": "Ragas version",
+    "prompt_sha256": "scoring prompt (metric source hash)",
+}
+
+
+def _label(path: str) -> str:
+    """A configuration path in words: ``params.spec.params.temperature`` -> ``parameter
+    temperature``."""
+    for prefix, words in (
+        ("params.spec.params.", "parameter "),
+        ("params.spec.endpoint.", "endpoint "),
+        ("params.spec.", "spec field "),
+        ("params.", ""),
+    ):
+        if path.startswith(prefix):
+            return words + path[len(prefix) :]
+    return _WHAT.get(path, path)
+
+
+def scoring_configuration(identity: JudgeIdentity) -> dict[str, Any]:
+    """The judge identity flattened to ``{path: value}`` without :data:`NOT_SCORING`: what decides
+    a score."""
+    flat: dict[str, Any] = {}
+
+    def walk(prefix: str, value: Any) -> None:
+        if isinstance(value, dict) and value:
+            for key, inner in value.items():
+                walk(f"{prefix}.{key}" if prefix else str(key), inner)
+        else:
+            flat[prefix] = value
+
+    walk("", identity.model_dump(mode="json"))
+    return {
+        k: v
+        for k, v in flat.items()
+        if k not in NOT_SCORING and not any(k.startswith(f"{d}.") for d in NOT_SCORING)
+    }
+
+
+def scoring_fingerprint(identity: JudgeIdentity) -> str:
+    """sha256 of :func:`scoring_configuration`: equal exactly when two judges score alike."""
+    return sha256_json(scoring_configuration(identity))
+
+
+def _scorer_problems(
+    loc: str, mine: JudgeIdentity | None, theirs: JudgeIdentity | None
+) -> list[Problem]:
+    """``baseline_scorer_changed`` when the two sides' scoring fingerprints differ, one problem per
+    differing field (empty when they are equal)."""
     if mine is None or theirs is None:
         return [
             Problem(
@@ -69,34 +144,32 @@ def _evaluator_problems(loc: str, mine: Any, theirs: Any) -> list[Problem]:
                 fix="compare two scored runs",
             )
         ]
-    for field, what in (
-        ("kind", "judge kind"),
-        ("model", "evaluator model"),
-        ("ragas_version", "Ragas version"),
-        ("prompt_sha256", "scoring prompt (metric source hash)"),
-    ):
-        if getattr(mine, field) != getattr(theirs, field):
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="baseline_incompatible",
-                    message=(
-                        f"the {what} differs: baseline {getattr(theirs, field)!r}, candidate"
-                        f" {getattr(mine, field)!r}"
-                    ),
-                    fix=(
-                        "score both application versions under the same evaluator (pass the"
-                        " baseline suite as SPEC to re-score it now), or treat the result as a"
-                        " calibration study"
-                    ),
-                )
-            )
-    return problems
+    if scoring_fingerprint(mine) == scoring_fingerprint(theirs):
+        return []
+    a, b = scoring_configuration(mine), scoring_configuration(theirs)
+    return [
+        Problem(
+            location=loc,
+            code="baseline_scorer_changed",
+            message=(
+                f"the scoring configuration differs: the {_label(k)} differs: baseline"
+                f" {b.get(k)!r}, candidate {a.get(k)!r}"
+            ),
+            fix=(
+                "score both application versions with the same evaluator configuration (pass the"
+                " baseline suite as SPEC to re-score it now with this candidate spec), or treat"
+                " the result as a calibration study; only the evaluator's name, version,"
+                " description, pricing and where it is served may differ"
+            ),
+        )
+        for k in sorted(set(a) | set(b))
+        if a.get(k) != b.get(k)
+    ]
 
 
 def check_baseline_report(
     suite: NoiseSuite,
-    identity: Any,
+    identity: JudgeIdentity | None,
     baseline: NoiseReport,
     *,
     baseline_source: str,
@@ -117,7 +190,7 @@ def check_baseline_report(
                 fix="fix the baseline run first (its controls must separate)",
             )
         )
-    problems += _evaluator_problems(baseline_source, identity, baseline.judge)
+    problems += _scorer_problems(baseline_source, identity, baseline.judge)
     mine = selected_candidates(suite, partition, sentinels_only)
     problems += _pair_problems(
         baseline_source,
@@ -254,8 +327,31 @@ def compare_reports(
     ``companions`` maps each declared companion metric to its direction, for the
     bought-by-refusing trend.
     """
+    problems = _report_problems(candidate, baseline, baseline_source)
+    if problems:
+        raise WorkbenchError(
+            f"refusing the baseline comparison: {len(problems)} reason(s)", problems
+        )
+    deltas, warnings = _pair_deltas(candidate, baseline, warn_delta, companions or {})
+    slices, slice_warnings = _slice_deltas(candidate, deltas, warn_delta)
+    a = candidate.judge
+    return NoiseComparison(
+        baseline=baseline.suite,
+        baseline_source=baseline_source,
+        candidate=candidate.suite,
+        evaluator_model=a.model if a else None,
+        ragas_version=a.ragas_version if a else None,
+        prompt_sha256=a.prompt_sha256 if a else None,
+        scoring_fingerprint=scoring_fingerprint(a) if a else None,
+        pairs=deltas,
+        slices=slices,
+        warnings=[*warnings, *slice_warnings],
+    )
+
+
+def _report_problems(candidate: NoiseReport, baseline: NoiseReport, loc: str) -> list[Problem]:
+    """Every reason the two reports cannot be compared: controls, scorer, pairs and modes."""
     problems: list[Problem] = []
-    loc = baseline_source
     for side, report in (("baseline", baseline), ("candidate", candidate)):
         if not report.candidates_interpreted:
             problems.append(
@@ -268,8 +364,7 @@ def compare_reports(
                     fix=f"fix the {side} run first (its controls must separate)",
                 )
             )
-    a, b = candidate.judge, baseline.judge
-    problems += _evaluator_problems(loc, a, b)
+    problems += _scorer_problems(loc, candidate.judge, baseline.judge)
     problems += _pair_problems(
         loc,
         candidate.pair_keys,
@@ -277,148 +372,130 @@ def compare_reports(
         {r.pair_id: r.mode for r in candidate.pairs},
         {r.pair_id: r.mode for r in baseline.pairs},
     )
-    if problems:
-        raise WorkbenchError(
-            f"refusing the baseline comparison: {len(problems)} reason(s)", problems
-        )
+    return problems
 
+
+def _first_change(
+    candidate: NoiseReport, baseline: NoiseReport, pid: str, same_score: bool
+) -> Literal["retrieval", "response", "evaluator", "none"] | None:
+    """The first boundary that differs, in debugging order."""
+    a_h, b_h = candidate.pair_hashes.get(pid), baseline.pair_hashes.get(pid)
+    if not a_h or not b_h:
+        return None
+    if a_h.get("retrieval") != b_h.get("retrieval"):
+        return "retrieval"
+    if a_h.get("response") != b_h.get("response"):
+        return "response"
+    return "none" if same_score else "evaluator"
+
+
+def _pair_deltas(
+    candidate: NoiseReport,
+    baseline: NoiseReport,
+    warn_delta: float,
+    companions: dict[str, str],
+) -> tuple[list[PairDelta], list[Trend]]:
+    """Every candidate pair's delta against the baseline, and the pair-level warning trends."""
     base_rows = {r.pair_id: r for r in baseline.pairs}
-
-    def first_change(pid: str, same_score: bool) -> str | None:
-        a_h, b_h = candidate.pair_hashes.get(pid), baseline.pair_hashes.get(pid)
-        if not a_h or not b_h:
-            return None
-        for boundary in ("retrieval", "response"):
-            if a_h.get(boundary) != b_h.get(boundary):
-                return boundary
-        return "none" if same_score else "evaluator"
-
     deltas: list[PairDelta] = []
     warnings: list[Trend] = []
     for row in candidate.pairs:
         old = base_rows.get(row.pair_id)
-        bn, cn = _counted_noisy(old), _counted_noisy(row)
-        if bn is None or cn is None:
-            why = "; ".join(
-                f"{side}: {r.status if r else 'absent'}"
-                for side, r, v in (("baseline", old, bn), ("candidate", row, cn))
-                if v is None
-            )
-            deltas.append(
-                PairDelta(
-                    pair_id=row.pair_id,
+        delta = _pair_delta(candidate, baseline, row, old)
+        deltas.append(delta)
+        warnings += _worse(row, delta, warn_delta)
+        worse = _bought_by_refusing(row, old, companions) if old is not None else None
+        if worse:
+            warnings.append(
+                Trend(
+                    kind="bought_by_refusing",
                     slice=row.slice,
-                    mode=row.mode,
-                    baseline_clean=old.clean_score if old else None,
-                    baseline_noisy=old.noisy_score if old else None,
-                    candidate_clean=row.clean_score,
-                    candidate_noisy=row.noisy_score,
-                    noisy_delta=None,
-                    pair_delta_change=None,
-                    status="not_comparable",
-                    detail=f"not comparable ({why})",
-                    first_change=first_change(
-                        row.pair_id,
-                        old is not None
-                        and old.noisy_score == row.noisy_score
-                        and old.clean_score == row.clean_score,
-                    ),
-                )
-            )
-        else:
-            change = (
-                None
-                if row.delta is None or old is None or old.delta is None
-                else row.delta - old.delta
-            )
-            d = cn - bn
-            deltas.append(
-                PairDelta(
                     pair_id=row.pair_id,
-                    slice=row.slice,
-                    mode=row.mode,
-                    baseline_clean=old.clean_score if old else None,
-                    baseline_noisy=bn,
-                    candidate_clean=row.clean_score,
-                    candidate_noisy=cn,
-                    noisy_delta=d,
-                    pair_delta_change=change,
-                    status="compared",
-                    detail=f"noisy {bn:.3f} -> {cn:.3f}",
-                    first_change=first_change(
-                        row.pair_id,
-                        abs(cn - bn) <= _EPS
-                        and old is not None
-                        and old.clean_score == row.clean_score,
-                    ),
+                    message=f"{row.pair_id}: {worse}",
                 )
             )
-            if d > warn_delta + _EPS:
-                inside = row.within_limit is not False
-                warnings.append(
-                    Trend(
-                        kind="pair_worse",
-                        slice=row.slice,
-                        pair_id=row.pair_id,
-                        message=(
-                            f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above"
-                            f" warn_delta {warn_delta:g})"
-                        )
-                        + (" while still inside policy" if inside else ""),
-                    )
-                )
-        if old is not None:
-            worse = _bought_by_refusing(row, old, companions or {})
-            if worse:
-                warnings.append(
-                    Trend(
-                        kind="bought_by_refusing",
-                        slice=row.slice,
-                        pair_id=row.pair_id,
-                        message=f"{row.pair_id}: {worse}",
-                    )
-                )
+    return deltas, warnings
+
+
+def _pair_delta(
+    candidate: NoiseReport, baseline: NoiseReport, row: PairRow, old: PairRow | None
+) -> PairDelta:
+    bn, cn = _counted_noisy(old), _counted_noisy(row)
+    same_clean = old is not None and old.clean_score == row.clean_score
+    fields: dict[str, Any] = {
+        "pair_id": row.pair_id,
+        "slice": row.slice,
+        "mode": row.mode,
+        "baseline_clean": old.clean_score if old else None,
+        "candidate_clean": row.clean_score,
+    }
+    if bn is None or cn is None:
+        why = "; ".join(
+            f"{side}: {r.status if r else 'absent'}"
+            for side, r, v in (("baseline", old, bn), ("candidate", row, cn))
+            if v is None
+        )
+        same = same_clean and old is not None and old.noisy_score == row.noisy_score
+        return PairDelta(
+            **fields,
+            baseline_noisy=old.noisy_score if old else None,
+            candidate_noisy=row.noisy_score,
+            noisy_delta=None,
+            pair_delta_change=None,
+            status="not_comparable",
+            detail=f"not comparable ({why})",
+            first_change=_first_change(candidate, baseline, row.pair_id, same),
+        )
+    change = (
+        None if row.delta is None or old is None or old.delta is None else row.delta - old.delta
+    )
+    return PairDelta(
+        **fields,
+        baseline_noisy=bn,
+        candidate_noisy=cn,
+        noisy_delta=cn - bn,
+        pair_delta_change=change,
+        status="compared",
+        detail=f"noisy {bn:.3f} -> {cn:.3f}",
+        first_change=_first_change(
+            candidate, baseline, row.pair_id, abs(cn - bn) <= _EPS and same_clean
+        ),
+    )
+
+
+def _worse(row: PairRow, delta: PairDelta, warn_delta: float) -> list[Trend]:
+    d, bn, cn = delta.noisy_delta, delta.baseline_noisy, delta.candidate_noisy
+    if d is None or bn is None or cn is None or d <= warn_delta + _EPS:
+        return []
+    inside = row.within_limit is not False
+    return [
+        Trend(
+            kind="pair_worse",
+            slice=row.slice,
+            pair_id=row.pair_id,
+            message=(
+                f"{row.pair_id}: noisy score rose {bn:.3f} -> {cn:.3f} (+{d:.3f}, above"
+                f" warn_delta {warn_delta:g})"
+            )
+            + (" while still inside policy" if inside else ""),
+        )
+    ]
+
+
+def _slice_deltas(
+    candidate: NoiseReport, deltas: list[PairDelta], warn_delta: float
+) -> tuple[list[SliceDelta], list[Trend]]:
+    """Per slice the mean paired difference with a 95% t interval, and slice-level warnings."""
     slices: list[SliceDelta] = []
+    warnings: list[Trend] = []
     for name in dict.fromkeys(r.slice for r in candidate.pairs):
         mine = [d for d in deltas if d.slice == name and d.noisy_delta is not None]
-        n = len(mine)
-        if not n:
-            slices.append(
-                SliceDelta(
-                    slice=name,
-                    n=0,
-                    baseline_mean=None,
-                    candidate_mean=None,
-                    mean_delta=None,
-                    ci95_low=None,
-                    ci95_high=None,
-                )
-            )
-            continue
-        diffs = [d.noisy_delta for d in mine if d.noisy_delta is not None]
-        mean = sum(diffs) / n
-        low = high = None
-        if n >= 2:
-            sd = math.sqrt(sum((x - mean) ** 2 for x in diffs) / (n - 1))
-            half = _t95(n) * sd / math.sqrt(n)
-            low, high = mean - half, mean + half
-        slices.append(
-            SliceDelta(
-                slice=name,
-                n=n,
-                baseline_mean=sum(d.baseline_noisy for d in mine if d.baseline_noisy is not None)
-                / n,
-                candidate_mean=sum(d.candidate_noisy for d in mine if d.candidate_noisy is not None)
-                / n,
-                mean_delta=mean,
-                ci95_low=low,
-                ci95_high=high,
-            )
-        )
-        if mean > warn_delta + _EPS:
+        row = _slice_delta(name, mine)
+        slices.append(row)
+        if row.mean_delta is not None and row.mean_delta > warn_delta + _EPS:
             interval = (
-                f" (95% {low:.3f} to {high:.3f})"
-                if low is not None and high is not None
+                f" (95% {row.ci95_low:.3f} to {row.ci95_high:.3f})"
+                if row.ci95_low is not None and row.ci95_high is not None
                 else " (one pair: no interval)"
             )
             warnings.append(
@@ -427,20 +504,41 @@ def compare_reports(
                     slice=name,
                     pair_id=None,
                     message=(
-                        f"slice {name}: mean noisy score +{mean:.3f} over {n} pair(s){interval}"
+                        f"slice {name}: mean noisy score +{row.mean_delta:.3f} over {row.n}"
+                        f" pair(s){interval}"
                     ),
                 )
             )
-    return NoiseComparison(
-        baseline=baseline.suite,
-        baseline_source=baseline_source,
-        candidate=candidate.suite,
-        evaluator_model=a.model if a else None,
-        ragas_version=a.ragas_version if a else None,
-        prompt_sha256=a.prompt_sha256 if a else None,
-        pairs=deltas,
-        slices=slices,
-        warnings=warnings,
+    return slices, warnings
+
+
+def _slice_delta(name: str | None, mine: list[PairDelta]) -> SliceDelta:
+    n = len(mine)
+    if not n:
+        return SliceDelta(
+            slice=name,
+            n=0,
+            baseline_mean=None,
+            candidate_mean=None,
+            mean_delta=None,
+            ci95_low=None,
+            ci95_high=None,
+        )
+    diffs = [d.noisy_delta for d in mine if d.noisy_delta is not None]
+    mean = sum(diffs) / n
+    low = high = None
+    if n >= 2:
+        sd = math.sqrt(sum((x - mean) ** 2 for x in diffs) / (n - 1))
+        half = _t95(n) * sd / math.sqrt(n)
+        low, high = mean - half, mean + half
+    return SliceDelta(
+        slice=name,
+        n=n,
+        baseline_mean=sum(d.baseline_noisy for d in mine if d.baseline_noisy is not None) / n,
+        candidate_mean=sum(d.candidate_noisy for d in mine if d.candidate_noisy is not None) / n,
+        mean_delta=mean,
+        ci95_low=low,
+        ci95_high=high,
     )
 
 

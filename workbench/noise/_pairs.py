@@ -368,6 +368,8 @@ class NoiseSuite(_Model):
     """The file the suite was read from."""
     sha256: str
     """sha256 of the file (or of the canonical JSON of the parsed mapping)."""
+    supersedes: str | None = None
+    """The frozen version this version replaces (required once an earlier version is frozen)."""
 
     @property
     def label(self) -> str:
@@ -496,6 +498,7 @@ class _Header(_Model):
     sentinels: list[str] = Field(default_factory=list)
     slices: dict[str, Any]
     pairs: Any
+    supersedes: str | int | None = None
 
 
 # -- locating problems ------------------------------------------------------------------------
@@ -1557,6 +1560,7 @@ def check_pairs(
         pairs=pairs,
         source=location if lines else None,
         sha256=sha256 or sha256_json(raw),
+        supersedes=None if header.supersedes is None else str(header.supersedes),
     )
     return suite, chk.problems
 
@@ -1666,6 +1670,13 @@ def validate_pairs(path: str | Path) -> tuple[NoiseSuite | None, list[Problem]]:
         return None, [yaml_problem(exc, loc, code="pairs_yaml")]
     lines = yaml_lines(text, root=True) or {(): 1}  # a field's line is its key's line
     suite, problems = check_pairs(raw, location=loc, lines=lines, sha256=sha256_file(path))
+    if suite is not None and not errors_only(problems):
+        from ._release import suite_lineage_problems
+
+        where = {
+            p.pair_id: f"{loc}:{lines.get(('pairs', i), 0)}" for i, p in enumerate(suite.pairs)
+        }
+        problems += suite_lineage_problems(suite, where)
     if suite is not None and path.stem != suite.label:
         problems.append(
             Problem(

@@ -290,6 +290,11 @@ def load_panel(path: str | Path, suite: NoiseSuite) -> ClaimPanel:
                     fix="preserve the rationale of every adjudicated claim",
                 )
             )
+    if not problems:  # a frozen panel is checked against its releases at every load
+        from ..approval import check_lineage
+        from ._release import panel_snapshot_of
+
+        problems += check_lineage(panel_snapshot_of(panel))
     if problems:
         raise WorkbenchError(f"{loc}: invalid panel: {len(problems)} problem(s)", problems)
     return panel
@@ -341,6 +346,9 @@ class PanelReport(_Model):
     """Claims without a counterpart, over all members."""
     missing: list[str]
     """``pair_id:member`` without metric claim verdicts (never counted as agreement)."""
+    release_id: str | None = None
+    """The release that froze the panel (None: not frozen, so its labels could still change:
+    the panel figures are then for review, never evidence)."""
 
 
 def _align(
@@ -457,13 +465,26 @@ def panel_agreement(
         reviewer_agreement=wilson_rate(agree_members, len(rows)),
         boundary_differences=sum(len(r.boundary_differences) for r in rows),
         missing=missing,
+        release_id=_release_id(panel),
     )
+
+
+def _release_id(panel: ClaimPanel) -> str | None:
+    from ._release import panel_release_of
+
+    release = panel_release_of(panel)
+    return release.release_id if release is not None else None
 
 
 def format_panel(report: PanelReport) -> str:
     """The panel agreement as text."""
+    frozen = (
+        f"frozen as {report.release_id}"
+        if report.release_id
+        else "NOT frozen: its labels can still change (workbench freeze PANEL --approver NAME)"
+    )
     lines = [
-        f"claim panel: {report.suite} ({report.panel})",
+        f"claim panel: {report.suite} ({report.panel}), {frozen}",
         (
             f"metric vs reviewers: {report.agreement.format()} aligned claims agree; kappa"
             f" {f'{report.kappa.value:.3f}' if report.kappa.value is not None else '-'}"

@@ -1,341 +1,168 @@
-"""Frozen noise-suite releases: an append-only, hash-chained log beside the suite files.
+"""Noise pair suites and claim review panels as approved inputs.
 
-``workbench noise freeze --pairs data/noise/<name>@<version>.yaml --by NAME`` appends one
-:class:`NoiseRelease` to ``releases.jsonl`` in the suite's directory: the suite's sha256, one
-content hash and one reference hash per pair, which pairs are retired (with the reason), the
-frozen sentinel set and the evidence manifest. Each line carries the sha256 of the line
-before it, so an edited or deleted release breaks the chain.
+``workbench freeze data/noise/<name>@<version>.yaml --approver NAME`` (or the panel,
+``<suite>.panel.yaml``) appends a release to ``releases.jsonl`` in the suite's folder through
+the approval kernel (:mod:`workbench.approval`). A suite's release holds one hash per pair and
+per field group (``label``: role, expected relation and reference defect; ``reference``: the
+reference text and version; ``status``: the retirement; ``content``: the rest), a hash of the
+header (policy, limits, manifest, sentinels) and, as ``extra``, the frozen sentinel set and
+evidence manifest. A panel's release holds one item per reviewed member (``pair:member``):
+``reviews`` (the independent claim judgments) and ``label`` (the adjudicated claims).
 
-Refused, every problem at once:
-
-- ``suite_changed_after_freeze``: the file of a frozen ``name@version`` no longer has the
-  frozen sha256 (an in-place change). Changes are a new suite version.
-- ``pair_deleted``: a pair frozen in an earlier release of the suite is missing from a later
-  version. Retire it with a reason instead; it stays in the file.
-- ``pair_changed_in_place``: a pair id frozen earlier now has other content. A fixed case is
-  a new pair id that ``supersedes`` the retired one.
-- ``retired_reactivated``: a pair retired in an earlier release is active again.
-- ``release_chain_broken``, ``release_malformed``: the log itself was edited.
-
-At run time :func:`release_of` finds the release of a suite (refusing a changed file); an
-unfrozen suite runs but its report carries the review blocker ``noise_suite_unfrozen``.
+Every load of a suite file (:func:`~workbench.noise.load_pairs`) and of a panel runs the
+kernel's lineage check, with the kernel's codes: a frozen version changed in place
+(``frozen_case_edited``, ``frozen_case_added``, ``frozen_case_deleted``,
+``frozen_header_edited``), a new version of a frozen suite that does not say ``supersedes:``
+(``supersedes_missing``), a pair that differs from the superseded version (edited, deleted or
+reactivated) without being retired with a reason by an approver (``change_unrecorded``: a fixed
+case is a new pair that ``supersedes`` the retired one), an approver outside the project's list
+(``approver_unknown``). An unfrozen suite runs, but its report carries the review blocker
+``noise_suite_unfrozen``.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from pydantic import AwareDatetime, Field, ValidationError
-
-from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json, sha256_json, sha256_text
-from .._record import Record as _Model
-from ..errors import Problem, WorkbenchError
-from ._evidence import EvidenceManifest
+from .._io import sha256_json
+from ..approval import Change, Release, Snapshot, check_lineage, read_release_log
+from ..errors import Problem
 from ._pairs import NoiseSuite
 
-RELEASES_FILE = "releases.jsonl"
-"""The release log, in the directory of the suite files."""
-NOISE_RELEASE_SCHEMA_VERSION = 1
+if TYPE_CHECKING:
+    from ._panel import ClaimPanel
+
+SUITE_KIND = "noise_suite"
+PANEL_KIND = "noise_panel"
+_LABEL_FIELDS = ("role", "expected_relation", "reference_defect")
 
 
-class FrozenPair(_Model):
-    """One pair as a release froze it."""
-
-    content_sha256: str
-    """Hash of the pair without its retirement
-    (:meth:`~workbench.noise.NoisePair.content_sha256`)."""
-    reference_sha256: str
-    """sha256 of the reference text and its version."""
-    status: str
-    """``active`` or ``retired``."""
-    retired_reason: str | None = None
-    """Why it was retired, when it was."""
-    supersedes: str | None = None
-    """The retired pair it fixes, if any."""
-
-
-class NoiseRelease(_Model):
-    """One line of ``releases.jsonl``: a frozen suite version."""
-
-    schema_version: int = NOISE_RELEASE_SCHEMA_VERSION
-    """Release record format version."""
-    release_id: str
-    """``nrel-`` + 16 hex digits of the sha256 over the record without this field."""
-    suite: str
-    """``name@version``."""
-    name: str
-    """Suite name."""
-    version: str
-    """Suite version."""
-    suite_sha256: str
-    """sha256 of the suite file as frozen."""
-    pairs: dict[str, FrozenPair]
-    """Per pair id: its hashes and status."""
-    sentinels: list[str]
-    """The frozen sentinel set."""
-    manifest: EvidenceManifest
-    """The evidence manifest of the release."""
-    policy_sha256: str
-    """sha256 of the suite's noise policy and slice limits."""
-    frozen_by: str = Field(min_length=1)
-    """Who froze it."""
-    frozen_at: AwareDatetime
-    """When (UTC)."""
-    note: str | None = None
-    """Why this release."""
-    previous_sha256: str | None
-    """sha256 of the previous line's record (None for the first line): the chain."""
-
-
-def releases_path(suite: NoiseSuite | str | Path) -> Path:
-    """``releases.jsonl`` beside the suite file."""
-    source = suite.source if isinstance(suite, NoiseSuite) else str(suite)
-    if not source:
-        raise WorkbenchError(
-            "suite without a file",
-            [
-                Problem(
-                    location="pairs",
-                    code="suite_without_file",
-                    message="an in-memory suite has no directory to keep releases in",
-                    fix=(
-                        "write the suite to data/noise/<name>@<version>.yaml and load it from there"
-                    ),
-                )
-            ],
-        )
-    return Path(source).parent / RELEASES_FILE
-
-
-def _release_id(record: dict[str, object]) -> str:
-    return "nrel-" + sha256_json({k: v for k, v in record.items() if k != "release_id"})[:16]
-
-
-def load_releases(path: str | Path) -> list[NoiseRelease]:
-    """Every release in the log, in order; a missing log has none. Refuses an edited log."""
-    path = Path(path)
-    if not path.exists():
-        return []
-    out: list[NoiseRelease] = []
-    problems: list[Problem] = []
-    previous: str | None = None
-    not_utf8: list[int] = []
-    for number, text in iter_jsonl_lines(path, not_utf8):
-        where = f"{path}:{number}"
-        try:
-            raw = loads_json(text)  # strict: duplicate keys, NaN/Infinity, too deep refused
-            release = NoiseRelease.model_validate(raw)
-        except (ValueError, ValidationError) as exc:
-            problems.append(
-                Problem(
-                    location=where,
-                    code="release_malformed",
-                    message=f"not a release record ({str(exc).splitlines()[0]})",
-                    fix="restore the line from version control; the release log is append-only",
-                )
-            )
-            previous = sha256_text(text)
-            continue
-        if release.release_id != _release_id(release.model_dump(mode="json")):
-            problems.append(
-                Problem(
-                    location=where,
-                    code="release_malformed",
-                    message="release_id does not match the record (the line was edited)",
-                    fix=(
-                        "restore the line from version control; freeze a new release instead of"
-                        " editing one"
-                    ),
-                )
-            )
-        if release.previous_sha256 != previous:
-            problems.append(
-                Problem(
-                    location=where,
-                    code="release_chain_broken",
-                    message=(
-                        "previous_sha256 does not match the line before: a release was edited,"
-                        " deleted or reordered"
-                    ),
-                    fix="restore the log from version control",
-                )
-            )
-        previous = sha256_json(release.model_dump(mode="json"))
-        out.append(release)
-    problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="release_malformed",
-            message="not a release record (the line is not valid UTF-8)",
-            fix="restore the line from version control; the release log is append-only",
-        )
-        for n in not_utf8
-    ]
-    if problems:
-        raise WorkbenchError(f"{path}: the release log has {len(problems)} problem(s)", problems)
-    return out
-
-
-def _frozen_pairs(suite: NoiseSuite) -> dict[str, FrozenPair]:
+def pair_fields(pair_data: dict[str, object]) -> dict[str, str]:
+    """The field-group hashes of one pair (its JSON form)."""
+    data = dict(pair_data)
+    status = data.pop("retired", None)
+    reference = {k: data.pop(k, None) for k in ("reference", "reference_version")}
+    label = {k: data.pop(k, None) for k in _LABEL_FIELDS}
     return {
-        p.pair_id: FrozenPair(
-            content_sha256=p.content_sha256(),
-            reference_sha256=sha256_json(
-                {"reference": p.reference, "reference_version": p.reference_version}
-            ),
-            status="retired" if p.retired else "active",
-            retired_reason=p.retired.reason if p.retired else None,
-            supersedes=p.supersedes,
-        )
-        for p in suite.pairs
+        "label": sha256_json(label),
+        "reference": sha256_json(reference),
+        "status": sha256_json(status),
+        "content": sha256_json(data),
     }
 
 
-def policy_sha256(suite: NoiseSuite) -> str:
-    """sha256 of the suite's noise policy and slice limits."""
-    return sha256_json(
-        {
-            "policy": suite.policy.model_dump(mode="json"),
-            "slices": {k: v.model_dump(mode="json") for k, v in suite.slices.items()},
-        }
+def suite_snapshot_of(suite: NoiseSuite, where: dict[str, str] | None = None) -> Snapshot:
+    """A pair suite as the approval kernel sees it."""
+    data = suite.model_dump(mode="json", exclude={"source", "sha256"})
+    pairs = data.pop("pairs")
+    items = {p["pair_id"]: pair_fields(p) for p in pairs}
+    header = sha256_json(data)
+    loc = suite.source or suite.label
+    return Snapshot(
+        kind=SUITE_KIND,
+        name=suite.name,
+        version=suite.version,
+        sha256=sha256_json({"header": header, "items": items}),
+        source=Path(loc),
+        items=items,
+        header=header,
+        supersedes=suite.supersedes,
+        changes={
+            p.pair_id: Change(
+                approver=p.retired.by,
+                reason=p.retired.reason,
+                location=(where or {}).get(p.pair_id, loc),
+            )
+            for p in suite.pairs
+            if p.retired is not None
+        },
+        additions_need_change=False,
+        where=where or {},
+        extra={"sentinels": list(suite.sentinels), "manifest": data["manifest"]},
+        file_sha256=suite.sha256,
+        change_fix=(
+            "keep the frozen pair unchanged: retire it with a reason (retired: {reason, by, on})"
+            " and add the fixed case as a new pair with supersedes: {item}, in a new suite"
+            " version that says `supersedes:`"
+        ),
     )
 
 
-def check_lineage(suite: NoiseSuite, releases: list[NoiseRelease]) -> list[Problem]:
-    """Problems of ``suite`` against the earlier releases of its name (see the module doc)."""
-    loc = suite.source or suite.label
-    problems: list[Problem] = []
-    mine = _frozen_pairs(suite)
-    for rel in releases:
-        if rel.name != suite.name:
-            continue
-        if rel.suite == suite.label:
-            if rel.suite_sha256 != suite.sha256:
-                problems.append(
-                    Problem(
-                        location=loc,
-                        code="suite_changed_after_freeze",
-                        message=(
-                            f"{suite.label} was frozen in {rel.release_id} with sha256"
-                            f" {rel.suite_sha256[:12]}; the file now has {suite.sha256[:12]}"
-                        ),
-                        fix=(
-                            "restore the frozen file; put changes in a new version"
-                            f" ({suite.name}@<next>.yaml) and freeze that"
-                        ),
-                    )
-                )
-            continue
-        for pid, frozen in rel.pairs.items():
-            now = mine.get(pid)
-            if now is None:
-                problems.append(
-                    Problem(
-                        location=loc,
-                        case_id=pid,
-                        code="pair_deleted",
-                        message=f"pair {pid!r} of {rel.suite} is missing",
-                        fix=(
-                            "keep it in the file and retire it with a reason (retired: {reason, by,"
-                            " on}); cases are never deleted"
-                        ),
-                    )
-                )
-            elif now.content_sha256 != frozen.content_sha256:
-                problems.append(
-                    Problem(
-                        location=loc,
-                        case_id=pid,
-                        code="pair_changed_in_place",
-                        message=f"pair {pid!r} differs from {rel.suite}",
-                        fix=(
-                            f"restore {pid!r} (retire it if it is wrong) and add the fixed case as"
-                            f" a new pair with supersedes: {pid}"
-                        ),
-                    )
-                )
-            elif frozen.status == "retired" and now.status == "active":
-                problems.append(
-                    Problem(
-                        location=loc,
-                        case_id=pid,
-                        code="retired_reactivated",
-                        message=(
-                            f"pair {pid!r} was retired in {rel.suite} ({frozen.retired_reason}) and"
-                            " is active again"
-                        ),
-                        fix=f"keep it retired; a fixed case is a new pair with supersedes: {pid}",
-                    )
-                )
-    return problems
+def suite_lineage_problems(suite: NoiseSuite, where: dict[str, str]) -> list[Problem]:
+    """The lineage check of a suite loaded from its file."""
+    return check_lineage(suite_snapshot_of(suite, where)) if suite.source else []
 
 
-def release_of(suite: NoiseSuite) -> NoiseRelease | None:
-    """The release that froze this exact suite, or None when it is not frozen.
-
-    Raises :class:`WorkbenchError` when the suite's ``name@version`` was frozen with other
-    content (an in-place change) or when the log is broken.
-    """
+def release_of(suite: NoiseSuite) -> Release | None:
+    """The release that froze this exact suite, or None when it is not frozen (the suite was
+    checked against its releases when it was loaded)."""
     if not suite.source:
         return None
-    releases = load_releases(releases_path(suite))
-    problems = [p for p in check_lineage(suite, releases) if p.code == "suite_changed_after_freeze"]
-    if problems:
-        raise WorkbenchError(f"{suite.label}: changed after it was frozen", problems)
-    return next((r for r in releases if r.suite == suite.label), None)
+    return _release_of(suite_snapshot_of(suite))
 
 
-def freeze_suite(
-    suite: NoiseSuite, *, by: str, note: str | None = None, now: datetime | None = None
-) -> tuple[NoiseRelease, bool]:
-    """Append a release of ``suite`` to its directory's log; return it and whether it is new.
+def _release_of(snapshot: Snapshot) -> Release | None:
+    log = read_release_log(snapshot.folder)
+    return next(
+        (
+            r
+            for _, r in reversed(log.of(snapshot))
+            if r.version == snapshot.version and r.dataset_sha256 == snapshot.sha256
+        ),
+        None,
+    )
 
-    Freezing an already frozen, unchanged suite returns the existing release (nothing is
-    written). Refuses (every problem at once) the lineage problems of the module doc.
-    """
-    if not by.strip():
-        raise WorkbenchError(
-            "freeze refused",
-            [
-                Problem(
-                    location="--by",
-                    code="freeze_by_missing",
-                    message="a release names who froze it",
-                    fix="give --by NAME",
-                )
-            ],
+
+def suite_snapshot(path: Path) -> Snapshot:
+    """The checked snapshot of the pair suite at ``path`` (the approval registry's loader)."""
+    from ._pairs import load_pairs
+
+    return suite_snapshot_of(load_pairs(path))
+
+
+def panel_snapshot_of(panel: ClaimPanel) -> Snapshot:
+    """A claim review panel as the approval kernel sees it: one item per reviewed member."""
+    items: dict[str, dict[str, str]] = {}
+    for pair_id, member in panel.members():
+        reviews = sorted(
+            (r.model_dump(mode="json") for r in panel.reviews_of(pair_id, member)),
+            key=lambda r: str(r["reviewer"]),
         )
-    path = releases_path(suite)
-    with AppendOnlyLog(path) as log:
-        releases = load_releases(path)
-        problems = check_lineage(suite, releases)
-        if problems:
-            raise WorkbenchError(f"freeze refused: {len(problems)} problem(s)", problems)
-        existing = next((r for r in releases if r.suite == suite.label), None)
-        if existing is not None:
-            return existing, False
-        at = (now or datetime.now(UTC)).replace(microsecond=0)
-        record: dict[str, object] = {
-            "schema_version": NOISE_RELEASE_SCHEMA_VERSION,
-            "suite": suite.label,
-            "name": suite.name,
-            "version": suite.version,
-            "suite_sha256": suite.sha256,
-            "pairs": {k: v.model_dump(mode="json") for k, v in _frozen_pairs(suite).items()},
-            "sentinels": list(suite.sentinels),
-            "manifest": suite.manifest.model_dump(mode="json"),
-            "policy_sha256": policy_sha256(suite),
-            "frozen_by": by,
-            "frozen_at": at.isoformat(),
-            "note": note,
-            "previous_sha256": (
-                sha256_json(releases[-1].model_dump(mode="json")) if releases else None
-            ),
+        adjudication = panel.adjudication_of(pair_id, member)
+        items[f"{pair_id}:{member}"] = {
+            "reviews": sha256_json(reviews),
+            "label": sha256_json(adjudication.model_dump(mode="json") if adjudication else None),
         }
-        draft = NoiseRelease.model_validate({**record, "release_id": "nrel-pending"})
-        release = draft.model_copy(
-            update={"release_id": _release_id(draft.model_dump(mode="json"))}
-        )
-        log.append(release.model_dump(mode="json"))
-    return release, True
+    loc = panel.source or f"{panel.suite}.panel.yaml"
+    return Snapshot(
+        kind=PANEL_KIND,
+        name=panel.suite,
+        version=None,
+        sha256=sha256_json(items),
+        source=Path(loc),
+        items=items,
+        change_fix=(
+            "restore the frozen reviews and adjudication; a corrected review of a member is a"
+            " panel for a new suite version"
+        ),
+    )
+
+
+def panel_release_of(panel: ClaimPanel) -> Release | None:
+    """The release that froze this exact panel, or None (unfrozen)."""
+    return _release_of(panel_snapshot_of(panel)) if panel.source else None
+
+
+def panel_snapshot(path: Path) -> Snapshot:
+    """The checked snapshot of the panel at ``path`` (the approval registry's loader): the panel
+    is read against the suite it names (``suite: name@version``, the file ``name@version.yaml``
+    beside it)."""
+    from .._load import peek_yaml
+    from ._pairs import load_pairs
+    from ._panel import load_panel
+
+    raw = peek_yaml(path)
+    label = raw.get("suite") if isinstance(raw, dict) else None
+    suite = path.with_name(f"{label}.yaml" if isinstance(label, str) else "(no suite named)")
+    return panel_snapshot_of(load_panel(path, load_pairs(suite)))

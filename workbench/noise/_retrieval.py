@@ -4,7 +4,8 @@ Each pair may declare ``retrieval_assertions`` (see :class:`~workbench.noise.Ret
 :func:`check_retrieval` checks every declared assertion on every listed member and returns one
 :class:`RetrievalRow` per (pair, member, check). A failing pair is never sent to the evaluator
 (its NoiseSensitivity score would be no evidence about a retrieval the release must not ship),
-and its failures are blockers of their own kind (``evidence.check == "retrieval"``):
+and its failures are blockers of their own kind (``evidence.check == "retrieval"``), their
+category and waivability read from the one code table (:data:`workbench.policy.BLOCKER_CODES`):
 
 ==========================  ==========  ==========================================================
 code                        category    when
@@ -26,22 +27,12 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from .._docs import add_field_docs
-from ..policy import Blocker
+from ..policy import Blocker, blocker
 from ._evidence import RetrievedContext
 from ._pairs import NoisePair, NoiseSuite
 
 Check = Literal["expected_documents", "forbidden_sources", "tenant", "max_rank"]
-CODES: dict[str, str] = {
-    "retrieval_evidence_missing": "incomplete",
-    "retrieval_cross_tenant": "quality",
-    "retrieval_forbidden_source": "quality",
-    "retrieval_expected_missing": "quality",
-    "retrieval_rank_violated": "quality",
-}
-"""Retrieval blocker code -> category."""
-NEVER_WAIVABLE = frozenset({"retrieval_evidence_missing", "retrieval_cross_tenant"})
-"""Retrieval codes no override may waive: absent access-control evidence and cross-tenant
-retrieval."""
+Status = Literal["passed", "failed", "no_evidence"]
 _FAILED_CODE: dict[str, str] = {
     "expected_documents": "retrieval_expected_missing",
     "forbidden_sources": "retrieval_forbidden_source",
@@ -65,7 +56,7 @@ class RetrievalRow(BaseModel):
     """The member whose contexts were checked."""
     check: Check
     """``expected_documents``, ``forbidden_sources``, ``tenant`` or ``max_rank``."""
-    status: Literal["passed", "failed", "no_evidence"]
+    status: Status
     """``no_evidence`` when the contexts do not record what the check needs."""
     code: str | None
     """The blocker code when not passed."""
@@ -75,147 +66,128 @@ class RetrievalRow(BaseModel):
     """The document (or corpus) ids the detail is about."""
 
 
+_Found = tuple[Status, str, list[str]]
+"""A check's status, its sentence and the documents it is about."""
+
+
 def _check_member(
     pair: NoisePair, member: Literal["clean", "noisy"], contexts: list[RetrievedContext]
 ) -> list[RetrievalRow]:
     a = pair.retrieval_assertions
     assert a is not None
-    rows: list[RetrievalRow] = []
-
-    def row(check: Check, status: str, detail: str, documents: Iterable[str] = ()) -> None:
-        code = (
-            None
-            if status == "passed"
-            else ("retrieval_evidence_missing" if status == "no_evidence" else _FAILED_CODE[check])
-        )
-        rows.append(
-            RetrievalRow(
-                pair_id=pair.pair_id,
-                role=pair.role,
-                slice=pair.slice,
-                member=member,
-                check=check,
-                status=status,
-                code=code,
-                detail=detail,
-                documents=sorted(set(documents)),
-            )
-        )
-
-    plain = [i for i, c in enumerate(contexts) if c.document_id is None]
-    docs = {c.document_id for c in contexts if c.document_id is not None}
+    found: list[tuple[Check, _Found]] = []
     if a.expected_documents:
-        missing = [d for d in a.expected_documents if d not in docs]
-        if not missing:
-            row(
-                "expected_documents",
-                "passed",
-                f"every expected document is present ({', '.join(a.expected_documents)})",
-                a.expected_documents,
-            )
-        elif plain:
-            row(
-                "expected_documents",
-                "no_evidence",
-                f"expected {', '.join(missing)} cannot be checked: context(s) {plain} record no"
-                " document_id",
-                missing,
-            )
-        else:
-            row(
-                "expected_documents",
-                "failed",
-                f"expected document(s) {', '.join(missing)} not among the retrieved documents"
-                f" ({', '.join(sorted(docs))})",
-                missing,
-            )
+        found.append(("expected_documents", _expected(a.expected_documents, contexts)))
     if a.forbidden_sources:
-        forbidden = set(a.forbidden_sources)
-        hits = [
-            f"{c.document_id or '-'} (corpus {c.corpus_id or '-'}, position {i})"
-            for i, c in enumerate(contexts)
-            if c.document_id in forbidden or c.corpus_id in forbidden
-        ]
-        ids = [x for c in contexts for x in (c.document_id, c.corpus_id) if x in forbidden]
-        unknown = [
-            i for i, c in enumerate(contexts) if c.document_id is None and c.corpus_id is None
-        ]
-        if hits:
-            row(
-                "forbidden_sources",
-                "failed",
-                f"context(s) from a forbidden source: {'; '.join(hits)}",
-                ids,
-            )
-        elif unknown:
-            row(
-                "forbidden_sources",
-                "no_evidence",
-                f"context(s) {unknown} record neither document_id nor corpus_id: their source"
-                " cannot be checked",
-                [],
-            )
-        else:
-            row(
-                "forbidden_sources",
-                "passed",
-                f"no context from {', '.join(a.forbidden_sources)}",
-                [],
-            )
+        found.append(("forbidden_sources", _forbidden(a.forbidden_sources, contexts)))
     if a.tenant is not None:
-        other = [
-            f"{c.document_id or c.context_id()} (tenant {c.tenant})"
-            for c in contexts
-            if c.tenant is not None and c.tenant != a.tenant
-        ]
-        unknown = [i for i, c in enumerate(contexts) if c.tenant is None]
-        if other:
-            row(
-                "tenant",
-                "failed",
-                f"context(s) of another tenant than {a.tenant!r}: {'; '.join(other)}",
-                [
-                    c.document_id
-                    for c in contexts
-                    if c.tenant not in (None, a.tenant) and c.document_id
-                ],
-            )
-        elif unknown:
-            row(
-                "tenant",
-                "no_evidence",
-                f"context(s) {unknown} record no tenant: absent access-control evidence",
-                [],
-            )
-        else:
-            row("tenant", "passed", f"every context belongs to tenant {a.tenant!r}", [])
-    for doc, limit in a.max_rank.items():
-        found = [c for c in contexts if c.document_id == doc]
-        ranks = [c.rank for c in found if c.rank is not None]
-        if not found:
-            if plain:
-                row(
-                    "max_rank",
-                    "no_evidence",
-                    f"{doc} cannot be ranked: context(s) {plain} record no document_id",
-                    [doc],
-                )
-            else:
-                row(
-                    "max_rank", "failed", f"{doc} is not retrieved at all (max rank {limit})", [doc]
-                )
-        elif not ranks:
-            row("max_rank", "no_evidence", f"{doc} is retrieved but no rank is recorded", [doc])
-        elif min(ranks) > limit:
-            row(
-                "max_rank",
-                "failed",
-                f"{doc} is at rank {min(ranks)}, worse than its max rank {limit}",
-                [doc],
-            )
-        else:
-            row("max_rank", "passed", f"{doc} at rank {min(ranks)} (max {limit})", [doc])
-    return rows
+        found.append(("tenant", _tenant(a.tenant, contexts)))
+    found += [("max_rank", _rank(doc, limit, contexts)) for doc, limit in a.max_rank.items()]
+    return [
+        RetrievalRow(
+            pair_id=pair.pair_id,
+            role=pair.role,
+            slice=pair.slice,
+            member=member,
+            check=check,
+            status=status,
+            code=(
+                None
+                if status == "passed"
+                else "retrieval_evidence_missing"
+                if status == "no_evidence"
+                else _FAILED_CODE[check]
+            ),
+            detail=detail,
+            documents=sorted(set(documents)),
+        )
+        for check, (status, detail, documents) in found
+    ]
+
+
+def _unrecorded(contexts: list[RetrievedContext]) -> list[int]:
+    """Positions of contexts recorded as plain text (no document id)."""
+    return [i for i, c in enumerate(contexts) if c.document_id is None]
+
+
+def _expected(expected: list[str], contexts: list[RetrievedContext]) -> _Found:
+    docs = {c.document_id for c in contexts if c.document_id is not None}
+    missing = [d for d in expected if d not in docs]
+    plain = _unrecorded(contexts)
+    if not missing:
+        return "passed", f"every expected document is present ({', '.join(expected)})", expected
+    if plain:
+        return (
+            "no_evidence",
+            f"expected {', '.join(missing)} cannot be checked: context(s) {plain} record no"
+            " document_id",
+            missing,
+        )
+    return (
+        "failed",
+        f"expected document(s) {', '.join(missing)} not among the retrieved documents"
+        f" ({', '.join(sorted(docs))})",
+        missing,
+    )
+
+
+def _forbidden(sources: list[str], contexts: list[RetrievedContext]) -> _Found:
+    forbidden = set(sources)
+    hits = [
+        f"{c.document_id or '-'} (corpus {c.corpus_id or '-'}, position {i})"
+        for i, c in enumerate(contexts)
+        if c.document_id in forbidden or c.corpus_id in forbidden
+    ]
+    ids = [x for c in contexts for x in (c.document_id, c.corpus_id) if x in forbidden]
+    unknown = [i for i, c in enumerate(contexts) if c.document_id is None and c.corpus_id is None]
+    if hits:
+        return "failed", f"context(s) from a forbidden source: {'; '.join(hits)}", ids
+    if unknown:
+        return (
+            "no_evidence",
+            f"context(s) {unknown} record neither document_id nor corpus_id: their source cannot"
+            " be checked",
+            [],
+        )
+    return "passed", f"no context from {', '.join(sources)}", []
+
+
+def _tenant(tenant: str, contexts: list[RetrievedContext]) -> _Found:
+    others = [c for c in contexts if c.tenant is not None and c.tenant != tenant]
+    unknown = [i for i, c in enumerate(contexts) if c.tenant is None]
+    if others:
+        named = "; ".join(f"{c.document_id or c.context_id()} (tenant {c.tenant})" for c in others)
+        return (
+            "failed",
+            f"context(s) of another tenant than {tenant!r}: {named}",
+            [c.document_id for c in others if c.document_id],
+        )
+    if unknown:
+        return (
+            "no_evidence",
+            f"context(s) {unknown} record no tenant: absent access-control evidence",
+            [],
+        )
+    return "passed", f"every context belongs to tenant {tenant!r}", []
+
+
+def _rank(doc: str, limit: int, contexts: list[RetrievedContext]) -> _Found:
+    found = [c for c in contexts if c.document_id == doc]
+    ranks = [c.rank for c in found if c.rank is not None]
+    plain = _unrecorded(contexts)
+    if not found and plain:
+        return (
+            "no_evidence",
+            f"{doc} cannot be ranked: context(s) {plain} record no document_id",
+            [doc],
+        )
+    if not found:
+        return "failed", f"{doc} is not retrieved at all (max rank {limit})", [doc]
+    if not ranks:
+        return "no_evidence", f"{doc} is retrieved but no rank is recorded", [doc]
+    if min(ranks) > limit:
+        return "failed", f"{doc} is at rank {min(ranks)}, worse than its max rank {limit}", [doc]
+    return "passed", f"{doc} at rank {min(ranks)} (max {limit})", [doc]
 
 
 def check_retrieval(pairs: Iterable[NoisePair]) -> list[RetrievalRow]:
@@ -248,15 +220,12 @@ def retrieval_blockers(suite: NoiseSuite, rows: Iterable[RetrievalRow]) -> list[
             f"; +{len(mine) - 5} more" if len(mine) > 5 else ""
         )
         out.append(
-            Blocker(
-                code=code,
-                category=CODES[code],
+            blocker(
+                code,
+                f"retrieval assertion failed before any model call ({len(mine)} check(s)):"
+                f" {details}; these pairs were not scored",
                 slice=slice_name,
                 risk=limit.risk if limit else None,
-                message=(
-                    f"retrieval assertion failed before any model call ({len(mine)} check(s)):"
-                    f" {details}; these pairs were not scored"
-                ),
                 evidence={
                     "check": "retrieval",
                     "failures": len(mine),
@@ -264,7 +233,6 @@ def retrieval_blockers(suite: NoiseSuite, rows: Iterable[RetrievalRow]) -> list[
                     "documents": sorted({d for r in mine for d in r.documents}),
                 },
                 case_ids=sorted({r.pair_id for r in mine}),
-                waivable=code not in NEVER_WAIVABLE and CODES[code] != "incomplete",
             )
         )
     return out

@@ -90,6 +90,9 @@ class NoiseComparison(_Model):
     """The Ragas version of both sides."""
     prompt_sha256: str | None
     """The scoring prompt (metric source) hash of both sides."""
+    scoring_fingerprint: str | None = None
+    """The scoring configuration both sides share (:func:`~workbench.noise.scoring_fingerprint`:
+    the judge fingerprint without the evaluator's name, version, description and pricing)."""
     pairs: list[PairDelta]
     """Every candidate pair."""
     slices: list[SliceDelta]

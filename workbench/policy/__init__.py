@@ -1,28 +1,34 @@
-"""Release policies, the deterministic gate and the override store."""
+"""Release policies, the gate, the one decision step every feature ends in, the override store."""
 
-from ._codes import BLOCKER_CODES
+from ._codes import BLOCKER_CODES, NON_WAIVABLE_CODES, BlockerCode, codes_of
+from ._decide import (
+    Blocker,
+    CheckOutcome,
+    Decision,
+    UnappliedOverride,
+    WaivedBlocker,
+    blocker,
+    decide,
+    unapplied_overrides,
+    waiver_for,
+)
 from ._gate import (
     EXIT_CODES,
     GATE_SCHEMA_VERSION,
-    Blocker,
     GateOutcome,
     GateResult,
     NotEvaluated,
     PolicyRef,
     SliceFigures,
-    UnappliedOverride,
-    WaivedBlocker,
     evaluate_gate,
     figures_table,
     format_gate,
-    unapplied_overrides,
-    waiver_for,
 )
 from ._overrides import (
     DEFAULT_OVERRIDES_PATH,
-    NON_WAIVABLE_CODES,
     OVERRIDE_SCHEMA_VERSION,
     Override,
+    OverrideScope,
     active_overrides,
     add_override,
     build_override,
@@ -31,6 +37,7 @@ from ._overrides import (
     expired_overrides,
     load_overrides,
     override_id_of,
+    scope_of,
 )
 from ._policy import (
     POLICY_SCHEMA_VERSION,
@@ -42,6 +49,7 @@ from ._policy import (
     Use,
     load_policy,
     policy_sha256,
+    policy_snapshot,
 )
 
 __all__ = [
@@ -54,11 +62,15 @@ __all__ = [
     "POLICY_SCHEMA_VERSION",
     "USES",
     "Blocker",
+    "BlockerCode",
+    "CheckOutcome",
     "ControlsPolicy",
+    "Decision",
     "GateOutcome",
     "GateResult",
     "NotEvaluated",
     "Override",
+    "OverrideScope",
     "Policy",
     "PolicyRef",
     "PolicyScope",
@@ -69,8 +81,11 @@ __all__ = [
     "WaivedBlocker",
     "active_overrides",
     "add_override",
+    "blocker",
     "build_override",
     "check_override_scope",
+    "codes_of",
+    "decide",
     "describe_override",
     "evaluate_gate",
     "figures_table",
@@ -80,6 +95,8 @@ __all__ = [
     "load_policy",
     "override_id_of",
     "policy_sha256",
+    "policy_snapshot",
+    "scope_of",
     "unapplied_overrides",
     "waiver_for",
 ]

@@ -1,161 +1,182 @@
-"""Every blocker code the gate itself emits, with its category: the table overrides are checked
-against.
+"""The one table of blocker codes: every code any check emits, its category and whether (and how) an
+override may waive it.
 
-This mapping is the machine-readable form of the table in :mod:`workbench.policy._gate`'s
-docstring (a test keeps the two equal). ``workbench override add`` refuses a code that is not
-here: an override naming a code the gate never emits could never apply. Blockers from other
-checks (controls, lineage, a failed certification notebook) are never waivable, so no
-override needs to name them.
+:data:`BLOCKER_CODES` is keyed by code. The decision step (:func:`workbench.policy.decide`) reads
+it to refuse waiving a code that is never waivable, and ``workbench override add`` (every feature's:
+the release gate's, ``workbench ranking``'s, ``workbench noise``'s) refuses a code that is not
+here, or is here but never waivable. Each feature's module docstring documents its own codes in a
+table; tests keep those tables equal to :func:`codes_of`.
+
+Features: ``gate`` (the release gate, :mod:`workbench.policy._gate`), ``ranking``
+(:mod:`workbench.ranking._gate`), ``noise`` (:mod:`workbench.noise._analysis` and
+:mod:`workbench.noise._retrieval`; noise also emits the gate's ``missing_results``,
+``budget_exhausted``, ``case_limit_reached`` and ``run_incomplete``), ``controls``
+(:meth:`workbench.controls.ControlsReport.blockers`: ``quality`` when a control failed,
+``incomplete`` when the role could not be evaluated), ``repeatability``
+(:func:`workbench.repeatability.repeatability_blockers`), ``migration``
+(:mod:`workbench.migration._certify`) and ``certify`` (lineage and a failed certification
+notebook).
+
+Deliberately a plain module (no pydantic): every feature imports it.
 """
 
 from __future__ import annotations
 
-GATE_BLOCKER_CODES: dict[str, str] = {
-    "no_cases": "incomplete",
-    "missing_results": "incomplete",
-    "evaluator_errors_exceeded": "incomplete",
-    "budget_exhausted": "incomplete",
-    "case_limit_reached": "incomplete",
-    "pending_retries": "incomplete",
-    "run_incomplete": "incomplete",
-    "gold_changed": "incomplete",
-    "false_passes_exceeded": "quality",
-    "false_pass_rate_exceeded": "quality",
-    "false_fail_rate_exceeded": "quality",
-    "abstention_rate_exceeded": "quality",
-    "constant_verdict": "quality",
-    "policy_missing": "review",
-    "policy_rubric_mismatch": "review",
-    "rubric_mismatch": "review",
-    "partition_mismatch": "review",
-    "run_mismatch": "review",
-    "candidate_mismatch": "review",
-    "slice_not_in_policy": "review",
-    "policy_unknown_slice": "review",
-    "policy_risk_mismatch": "review",
-    "no_pass_fail_view": "review",
-    "too_few_cases": "review",
-    "rate_unbounded": "review",
-    "false_pass_rate_unproven": "review",
-    "false_fail_rate_unproven": "review",
-    "cost_exceeded": "review",
-    "cost_unverified": "review",
-    "sampled_out": "review",
-}
-"""code -> category (``incomplete``, ``quality`` or ``review``) of every release-gate blocker
-code."""
+from typing import Literal, NamedTuple
 
-RANKING_BLOCKER_CODES: dict[str, str] = {
-    "ranking_incomplete": "incomplete",
-    "ranking_repeats_short": "incomplete",
-    "ranking_integration_defect": "quality",
-    "ranking_reversal_confirmed": "quality",
-    "ranking_agreement_drop": "quality",
-    "ranking_reversal_unconfirmed": "review",
-    "ranking_editorial_drift": "review",
-    "ranking_metric_defect": "review",
-    "ranking_assembly_defect": "review",
-    "ranking_fixture_changed_in_place": "review",
-    "ranking_fixtures_unfrozen": "review",
-    "ranking_must_win_unreviewed": "review",
-    "ranking_no_baseline": "review",
-    "ranking_policy_mismatch": "review",
-}
-"""code -> category of every ranking-gate blocker (the table in :mod:`workbench.ranking._gate`)."""
+Category = Literal["incomplete", "quality", "review"]
+Feature = Literal["gate", "ranking", "noise", "controls", "repeatability", "migration", "certify"]
+InCritical = Literal["yes", "by_case", "no"]
 
-RANKING_NON_WAIVABLE_CODES = frozenset(
-    {
-        "ranking_incomplete",
-        "ranking_repeats_short",
-        "ranking_integration_defect",
-        "ranking_fixture_changed_in_place",
-        "ranking_fixtures_unfrozen",
-        "ranking_must_win_unreviewed",
-        "ranking_no_baseline",
-        "ranking_policy_mismatch",
-    }
+
+class BlockerCode(NamedTuple):
+    """What one blocker code means for the decision and for overrides."""
+
+    category: Category
+    """``incomplete``, ``quality`` or ``review`` (the outcome it forces, by precedence)."""
+    feature: Feature
+    """The check that emits it (overrides for a feature's policy may name only its codes)."""
+    never: str = ""
+    """Why no override may ever waive it; empty when it is waivable."""
+    in_critical: InCritical = "yes"
+    """In a critical slice: ``yes`` (waivable as elsewhere), ``by_case`` (only by naming every
+    case the blocker lists, never by slice) or ``no`` (never)."""
+
+    @property
+    def waivable(self) -> bool:
+        """Whether an override may name it."""
+        return not self.never
+
+
+_MISSING = "missing evidence cannot be approved away"
+_INPUTS = "the policy, rubric or evidence do not fit together: fix the inputs"
+_DEFENSE = "a judge that never separates pass from fail cannot be certified, whatever the policy"
+_SAMPLE = "a declared sample is never certified: no override turns a sample into the partition"
+_TENANT = "cross-tenant retrieval is never waived as evaluator noise"
+_INTEGRITY = "a malformed result, or the fixtures' or policy's integrity: fix them instead"
+_SETTLED = "settled by evidence (a control run, a study, a transition review), never waived"
+
+
+_ROLES = (
+    "positive",
+    "negative",
+    "boundary",
+    "verbosity",
+    "terminology",
+    "adversarial",
+    "missing_evidence",
+    "conflicting_evidence",
 )
-"""Ranking codes no override may name: missing evidence, a malformed result, fixture or policy
-integrity."""
+"""Every control role (a test keeps this equal to :data:`workbench.controls.ROLES`)."""
 
 
-NOISE_BLOCKER_CODES: dict[str, str] = {
-    "noise_controls_failed": "incomplete",
-    "noise_controls_not_run": "incomplete",
-    "noise_control_role_missing": "incomplete",
-    "noise_score_invalid": "incomplete",
-    "noise_evaluator_errors": "incomplete",
-    "noise_repeat_incomplete": "incomplete",
-    "noise_companion_missing": "incomplete",
-    "retrieval_evidence_missing": "incomplete",
-    "noise_score_exceeded": "quality",
-    "noise_delta_exceeded": "quality",
-    "noise_abstention_exceeded": "quality",
-    "noise_companion_exceeded": "quality",
-    "retrieval_cross_tenant": "quality",
-    "retrieval_forbidden_source": "quality",
-    "retrieval_expected_missing": "quality",
-    "retrieval_rank_violated": "quality",
-    "noise_reference_defect_review": "review",
-    "noise_reference_challenged": "review",
-    "noise_abstention_unreviewed": "review",
-    "noise_repeat_unstable": "review",
-    "noise_suite_unfrozen": "review",
+def _missing(feature: Feature) -> BlockerCode:
+    return BlockerCode("incomplete", feature, _MISSING)
+
+
+BLOCKER_CODES: dict[str, BlockerCode] = {
+    # the release gate (workbench/policy/_gate.py)
+    "no_cases": _missing("gate"),
+    "missing_results": _missing("gate"),
+    "evaluator_errors_exceeded": _missing("gate"),
+    "budget_exhausted": _missing("gate"),
+    "case_limit_reached": _missing("gate"),
+    "pending_retries": _missing("gate"),
+    "run_incomplete": _missing("gate"),
+    "gold_changed": _missing("gate"),
+    "false_passes_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
+    "false_pass_rate_exceeded": BlockerCode("quality", "gate", in_critical="by_case"),
+    "false_fail_rate_exceeded": BlockerCode("quality", "gate"),
+    "abstention_rate_exceeded": BlockerCode("quality", "gate", in_critical="no"),
+    "constant_verdict": BlockerCode("quality", "gate", _DEFENSE),
+    "policy_missing": BlockerCode("review", "gate", _INPUTS),
+    "policy_rubric_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "rubric_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "partition_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "run_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "candidate_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "slice_not_in_policy": BlockerCode("review", "gate", _INPUTS),
+    "policy_unknown_slice": BlockerCode("review", "gate", _INPUTS),
+    "policy_risk_mismatch": BlockerCode("review", "gate", _INPUTS),
+    "no_pass_fail_view": BlockerCode("review", "gate", _INPUTS),
+    "too_few_cases": BlockerCode("review", "gate", in_critical="no"),
+    "rate_unbounded": BlockerCode("review", "gate"),
+    "false_pass_rate_unproven": BlockerCode("review", "gate", in_critical="no"),
+    "false_fail_rate_unproven": BlockerCode("review", "gate"),
+    "cost_exceeded": BlockerCode("review", "gate"),
+    "cost_unverified": BlockerCode("review", "gate", _INPUTS),
+    "sampled_out": BlockerCode("review", "gate", _SAMPLE),
+    # the ranking gate (workbench/ranking/_gate.py)
+    "ranking_incomplete": _missing("ranking"),
+    "ranking_repeats_short": _missing("ranking"),
+    "ranking_integration_defect": BlockerCode("quality", "ranking", _INTEGRITY),
+    "ranking_reversal_confirmed": BlockerCode("quality", "ranking"),
+    "ranking_agreement_drop": BlockerCode("quality", "ranking"),
+    "ranking_reversal_unconfirmed": BlockerCode("review", "ranking"),
+    "ranking_editorial_drift": BlockerCode("review", "ranking"),
+    "ranking_metric_defect": BlockerCode("review", "ranking"),
+    "ranking_assembly_defect": BlockerCode("review", "ranking"),
+    "ranking_fixture_changed_in_place": BlockerCode("review", "ranking", _INTEGRITY),
+    "ranking_fixtures_unfrozen": BlockerCode("review", "ranking", _INTEGRITY),
+    "ranking_must_win_unreviewed": BlockerCode("review", "ranking", _INTEGRITY),
+    "ranking_no_baseline": BlockerCode("review", "ranking", _MISSING),
+    "ranking_policy_mismatch": BlockerCode("review", "ranking", _INPUTS),
+    # noise (workbench/noise/_analysis.py and _retrieval.py)
+    "noise_controls_failed": _missing("noise"),
+    "noise_controls_not_run": _missing("noise"),
+    "noise_control_role_missing": _missing("noise"),
+    "noise_score_invalid": _missing("noise"),
+    "noise_evaluator_errors": _missing("noise"),
+    "noise_repeat_incomplete": _missing("noise"),
+    "noise_companion_missing": _missing("noise"),
+    "retrieval_evidence_missing": _missing("noise"),
+    "noise_score_exceeded": BlockerCode("quality", "noise"),
+    "noise_delta_exceeded": BlockerCode("quality", "noise"),
+    "noise_abstention_exceeded": BlockerCode("quality", "noise"),
+    "noise_companion_exceeded": BlockerCode("quality", "noise"),
+    "retrieval_forbidden_source": BlockerCode("quality", "noise"),
+    "retrieval_expected_missing": BlockerCode("quality", "noise"),
+    "retrieval_rank_violated": BlockerCode("quality", "noise"),
+    "retrieval_cross_tenant": BlockerCode("quality", "noise", _TENANT),
+    "noise_reference_defect_review": BlockerCode("review", "noise"),
+    "noise_reference_challenged": BlockerCode("review", "noise"),
+    "noise_abstention_unreviewed": BlockerCode("review", "noise"),
+    "noise_repeat_unstable": BlockerCode("review", "noise"),
+    "noise_suite_unfrozen": BlockerCode("review", "noise"),
+    # controls, repeatability, migration and certification: settled by evidence, never waived
+    **{f"control_failed_{role}": BlockerCode("quality", "controls", _SETTLED) for role in _ROLES},
+    "repeatability_study_missing": _missing("repeatability"),
+    "repeatability_study_other_candidate": _missing("repeatability"),
+    "repeatability_study_other_gold": _missing("repeatability"),
+    "repeatability_wrong_partition": _missing("repeatability"),
+    "repeatability_too_few_repeats": _missing("repeatability"),
+    "repeatability_incomplete": _missing("repeatability"),
+    "flip_rate_unmeasured": _missing("repeatability"),
+    "flip_rate_exceeded": BlockerCode("quality", "repeatability", _SETTLED),
+    "boundary_crossing_critical": BlockerCode("review", "repeatability", _SETTLED),
+    "critical_transition_unreviewed": BlockerCode("review", "migration", _SETTLED),
+    "critical_transition_rejected": BlockerCode("quality", "migration", _SETTLED),
+    "label_unmapped": _missing("migration"),
+    "baseline_incomplete": _missing("migration"),
+    "lineage_failed": _missing("certify"),
+    "certification_failed": _missing("certify"),
 }
-"""code -> category of the codes only ``workbench noise`` emits (the tables in
-:mod:`workbench.noise._analysis` and :mod:`workbench.noise._retrieval`). It also emits the
-gate's ``missing_results``, ``budget_exhausted``, ``case_limit_reached`` and ``run_incomplete``."""
+"""code -> :class:`BlockerCode`: every blocker code, its category, feature and waivability."""
 
-NOISE_NEVER_WAIVABLE = frozenset(
-    {code for code, category in NOISE_BLOCKER_CODES.items() if category == "incomplete"}
-    | {"retrieval_cross_tenant"}
+NON_WAIVABLE_CODES = frozenset(code for code, spec in BLOCKER_CODES.items() if not spec.waivable)
+"""Codes no override may name."""
+
+FALSE_PASS_CODES = frozenset(
+    code for code, spec in BLOCKER_CODES.items() if spec.in_critical == "by_case"
 )
-"""Noise codes no override may name: missing evidence, and cross-tenant retrieval (never evaluator
-noise)."""
-
-BLOCKER_CODES: dict[str, str] = {
-    **GATE_BLOCKER_CODES,
-    **RANKING_BLOCKER_CODES,
-    **NOISE_BLOCKER_CODES,
-}
-"""code -> category of every blocker code an override may name: the release gate's, the ranking
-gate's and noise's."""
-
-FALSE_PASS_CODES = frozenset({"false_passes_exceeded", "false_pass_rate_exceeded"})
 """In a critical slice these are waivable only case by case (every false-pass case named)."""
 
 CRITICAL_NEVER_WAIVABLE = frozenset(
-    {"too_few_cases", "false_pass_rate_unproven", "abstention_rate_exceeded"}
+    code for code, spec in BLOCKER_CODES.items() if spec.in_critical == "no"
 )
 """Codes no override can waive in a critical slice (a critical slice must be shown bounded)."""
 
-DEFENSE_CODES = frozenset({"constant_verdict"})
-"""Codes that hold whatever the policy says: a judge that never separates pass from fail."""
 
-REPEATABILITY_BLOCKER_CODES: dict[str, str] = {
-    "repeatability_study_missing": "incomplete",
-    "repeatability_study_other_candidate": "incomplete",
-    "repeatability_study_other_gold": "incomplete",
-    "repeatability_wrong_partition": "incomplete",
-    "repeatability_too_few_repeats": "incomplete",
-    "repeatability_incomplete": "incomplete",
-    "flip_rate_unmeasured": "incomplete",
-    "flip_rate_exceeded": "quality",
-    "boundary_crossing_critical": "review",
-}
-"""code -> category of the blockers certification adds from repeatability studies when a policy
-slice sets ``max_flip_rate`` (:func:`workbench.repeatability.repeatability_blockers`)."""
-
-MIGRATION_BLOCKER_CODES: dict[str, str] = {
-    "critical_transition_unreviewed": "review",
-    "critical_transition_rejected": "quality",
-    "label_unmapped": "incomplete",
-    "baseline_incomplete": "incomplete",
-}
-"""code -> category of the blockers a migration certification (``certify --baseline``) adds
-(the table in :mod:`workbench.migration._certify`)."""
-
-LIFECYCLE_BLOCKER_CODES: dict[str, str] = {**REPEATABILITY_BLOCKER_CODES, **MIGRATION_BLOCKER_CODES}
-"""Repeatability and migration codes. None is waivable, so none is in :data:`BLOCKER_CODES`
-(an override naming one is refused): a flip rate, a boundary crossing or a changed critical
-verdict is settled by evidence (a study, a transition review), never waived."""
+def codes_of(feature: Feature) -> dict[str, Category]:
+    """code -> category of the codes ``feature`` emits (its documented table)."""
+    return {code: spec.category for code, spec in BLOCKER_CODES.items() if spec.feature == feature}

@@ -107,41 +107,29 @@ before it uses held-out data (:func:`~workbench.policy._consistency.policy_rubri
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from typing import Any, Literal
+from datetime import datetime
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
 from .._record import Record as _Model
 from ..align import AlignmentReport, Join, SliceAlignment, has_pass_fail_view, slice_alignment
 from ..gold import Risk, Rubric
-from ..outcomes import GATE_OUTCOMES, exit_codes, outcome_of
+from ..outcomes import GATE_OUTCOMES, exit_codes
 from ..runs import RunSummary
 from ..stats import Rate, Shortfall, shortfall, too_few_cases_message
-from ._codes import FALSE_PASS_CODES
-from ._overrides import NON_WAIVABLE_CODES, Override, active_overrides, expired_overrides
+from ._decide import Blocker, Decision, UnappliedOverride, WaivedBlocker, decide
+from ._overrides import Override
 from ._policy import Basis, Policy, SlicePolicy
 
 GATE_SCHEMA_VERSION = 2
 """2: adds ``figures`` (coverage beside every rate) and ``unapplied_overrides``."""
-Category = Literal["incomplete", "quality", "review"]
 GateOutcome = Literal["certified", "quality_failed", "evaluation_incomplete", "review_required"]
-CATEGORY_ORDER: dict[str, int] = {"incomplete": 0, "quality": 1, "review": 2}
 EXIT_CODES: dict[str, int] = exit_codes(*GATE_OUTCOMES)
 """Process exit code of ``workbench gate`` per outcome (2 is invalid input):
 :mod:`workbench.outcomes`."""
-UnappliedReason = Literal[
-    "other_policy",
-    "other_candidate",
-    "expired",
-    "not_yet_active",
-    "no_matching_blocker",
-    "already_waived",
-    "not_covered",
-    "not_waivable",
-]
 
 
 @dataclass(frozen=True)
@@ -163,59 +151,6 @@ class NotEvaluated:
     """The gold dataset hash."""
     partition: str | None = None
     """The partition that was not evaluated."""
-
-
-class Blocker(_Model):
-    """One reason the gate does not certify."""
-
-    code: str
-    """Stable machine-readable name, e.g. ``false_passes_exceeded`` (see the module table)."""
-    category: Category
-    """``incomplete`` (evidence missing), ``quality`` (the judge measurably misses a limit) or
-    ``review`` (a person must decide: inputs do not fit, too little evidence, spend)."""
-    slice: str | None = None
-    """The slice it concerns, or None for the whole evaluation."""
-    risk: str | None = None
-    """The rubric's risk level of the slice."""
-    message: str
-    """One sentence a reviewer understands."""
-    evidence: dict[str, Any] = Field(default_factory=dict)
-    """The numbers behind it: counts, denominators, rate, interval bounds, limit, basis."""
-    case_ids: list[str] = Field(default_factory=list)
-    """Affected cases (false passes for false-pass blockers, when a join was given)."""
-    waivable: bool = True
-    """Whether any override could waive it. Incomplete blockers never are."""
-
-    def sort_key(self) -> tuple[int, str, str, str]:
-        return (CATEGORY_ORDER[self.category], self.slice or "", self.code, self.message)
-
-
-class WaivedBlocker(_Model):
-    """A blocker an active override waived."""
-
-    blocker: Blocker
-    """The blocker as it would otherwise have counted."""
-    override_id: str
-    """The override that waived it."""
-
-
-class UnappliedOverride(_Model):
-    """An override given to the gate that waived no blocker, and why."""
-
-    override_id: str
-    """The override's id."""
-    policy: str
-    """The policy it names (``name@version``)."""
-    reason: UnappliedReason
-    """``other_policy``, ``other_candidate``, ``expired``, ``not_yet_active``;
-    ``no_matching_blocker`` (no blocker has one of its codes), ``already_waived`` (every
-    blocker it covers was waived by another override first), ``not_covered`` (a blocker has
-    the code but the override's slices/cases do not cover it, e.g. a critical false pass
-    waived by slice instead of by naming every false-pass case) or ``not_waivable`` (the
-    blocker it names can never be waived)."""
-    details: list[str] = Field(default_factory=list)
-    """One sentence per code (or the scope mismatch). Counts only, never case ids, so the
-    list can be shared with a held-out report."""
 
 
 class SliceFigures(_Model):
@@ -330,9 +265,46 @@ def evaluate_gate(
     """
     if isinstance(report, NotEvaluated):
         return _not_evaluated(report, policy, rubric, extra_blockers, policy_sha256, fingerprint)
-    now = now or datetime.now(UTC)
-    if now.tzinfo is None:
-        now = now.replace(tzinfo=UTC)
+    blockers = [
+        *_measured(report, policy, rubric, run, join),
+        *_candidate(report, fingerprint),
+        *_from_other_checks(report, extra_blockers),
+    ]
+    fingerprint = fingerprint or report.judge_fingerprint
+    decision = decide(
+        blockers,
+        overrides,
+        policy_label=policy.label if policy else None,
+        fingerprint=fingerprint,
+        now=now,
+    )
+    ref = _ref(policy, policy_sha256)
+    return GateResult(
+        outcome=cast(GateOutcome, decision.outcome),
+        blockers=decision.blockers,
+        waived=decision.waived,
+        expired_overrides=decision.expired,
+        unapplied_overrides=decision.unapplied,
+        figures=[_figures(row) for row in [*report.slices, report.overall]],
+        policy=ref,
+        judge=f"{report.judge.name}@{report.judge.version}" if report.judge else None,
+        judge_fingerprint=fingerprint,
+        dataset_sha256=report.dataset_sha256,
+        rubric_version=report.rubric_version,
+        partition=report.partition,
+        evaluated_at=decision.now,
+        summary=decision.summary(_shown(ref)),
+    )
+
+
+def _measured(
+    report: AlignmentReport,
+    policy: Policy | None,
+    rubric: Rubric,
+    run: RunSummary | None,
+    join: Join | None,
+) -> list[Blocker]:
+    """The blockers of the evidence itself: completeness, consistency, cost, slices, defenses."""
     blockers = [
         *_completeness(report, run, policy.max_evaluator_errors if policy else 0),
         *_consistency(report, policy, rubric, run),
@@ -343,63 +315,49 @@ def evaluate_gate(
     blockers += _no_pass_fail_view(rubric, policy)
     blockers += _constant_verdicts(report, rubric)
     blockers += _sampled(report)
-    if not any(b.code == "gold_changed" for b in extra_blockers):
-        blockers += _gold_changes(report)
-    if (
-        fingerprint is not None
-        and report.judge_fingerprint is not None
-        and fingerprint != report.judge_fingerprint
-    ):
-        blockers.append(
-            _review(
-                "candidate_mismatch",
-                "The results were produced by another judge than the candidate being evaluated.",
-                evidence={
-                    "candidate_fingerprint": fingerprint,
-                    "results_fingerprint": report.judge_fingerprint,
-                },
-            )
+    return blockers
+
+
+def _candidate(report: AlignmentReport, fingerprint: str | None) -> list[Blocker]:
+    """``candidate_mismatch`` when the results are of another judge than the candidate."""
+    if fingerprint is None or report.judge_fingerprint in (None, fingerprint):
+        return []
+    return [
+        _review(
+            "candidate_mismatch",
+            "The results were produced by another judge than the candidate being evaluated.",
+            evidence={
+                "candidate_fingerprint": fingerprint,
+                "results_fingerprint": report.judge_fingerprint,
+            },
         )
-    blockers += [
+    ]
+
+
+def _from_other_checks(
+    report: AlignmentReport | None, extra_blockers: Sequence[Blocker]
+) -> list[Blocker]:
+    """``extra_blockers`` (an incomplete one never waivable), and ``gold_changed`` unless given."""
+    out = [
         b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b
         for b in extra_blockers
     ]
-    fingerprint = fingerprint or report.judge_fingerprint
-    active = sorted(
-        active_overrides(overrides, policy, fingerprint, now), key=lambda o: o.override_id
-    )
-    kept: list[Blocker] = []
-    waived: list[WaivedBlocker] = []
-    for blocker in sorted(blockers, key=Blocker.sort_key):
-        override = waiver_for(blocker, active)
-        if override is None:
-            kept.append(blocker)
-        else:
-            waived.append(WaivedBlocker(blocker=blocker, override_id=override.override_id))
-    outcome = _outcome(kept)
-    ref = (
-        PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256)
-        if policy
-        else None
-    )
-    return GateResult(
-        outcome=outcome,
-        blockers=kept,
-        waived=waived,
-        expired_overrides=sorted(
-            o.override_id for o in expired_overrides(overrides, policy, fingerprint, now)
-        ),
-        unapplied_overrides=unapplied_overrides(overrides, policy, fingerprint, now, kept, waived),
-        figures=[_figures(row) for row in [*report.slices, report.overall]],
-        policy=ref,
-        judge=f"{report.judge.name}@{report.judge.version}" if report.judge else None,
-        judge_fingerprint=fingerprint,
-        dataset_sha256=report.dataset_sha256,
-        rubric_version=report.rubric_version,
-        partition=report.partition,
-        evaluated_at=now,
-        summary=_summary(outcome, kept, waived, ref),
-    )
+    if report is not None and not any(b.code == "gold_changed" for b in extra_blockers):
+        out += _gold_changes(report)
+    return out
+
+
+def _ref(policy: Policy | None, policy_sha256: str | None) -> PolicyRef | None:
+    if policy is None:
+        return None
+    return PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256)
+
+
+def _shown(ref: PolicyRef | None) -> str:
+    """The policy as the summary shows it."""
+    if ref is None:
+        return "no policy"
+    return f"{ref.name}@{ref.version}" + (f" (sha256 {ref.sha256[:12]})" if ref.sha256 else "")
 
 
 def _not_evaluated(
@@ -410,10 +368,7 @@ def _not_evaluated(
     policy_sha256: str | None,
     fingerprint: str | None,
 ) -> GateResult:
-    blockers = [
-        b.model_copy(update={"waivable": False}) if b.category == "incomplete" else b
-        for b in extra_blockers
-    ]
+    blockers = _from_other_checks(None, extra_blockers)
     if not blockers:  # fail closed: no evidence is never a pass
         blockers.append(
             Blocker(
@@ -426,18 +381,16 @@ def _not_evaluated(
                 waivable=False,
             )
         )
-    kept = sorted(blockers, key=Blocker.sort_key)
-    outcome = _outcome(kept)
+    # nothing measured was there to waive, and blockers from other checks are never waivable
+    decision: Decision = decide(blockers, policy_label=None, fingerprint=fingerprint)
     return GateResult(
-        outcome=outcome,
-        blockers=kept,
+        outcome=cast(GateOutcome, decision.outcome),
+        blockers=decision.blockers,
         waived=[],
-        policy=(
-            PolicyRef(name=policy.name, version=policy.version, sha256=policy_sha256)
-            if policy
-            else None
+        policy=_ref(policy, policy_sha256),
+        summary=(
+            f"{decision.outcome.upper()}: {report.reason} ({len(decision.blockers)} blocker(s))"
         ),
-        summary=f"{outcome.upper()}: {report.reason} ({len(kept)} blocker(s))",
         judge=report.judge,
         judge_fingerprint=fingerprint,
         dataset_sha256=report.dataset_sha256,
@@ -460,194 +413,6 @@ def _figures(row: SliceAlignment) -> SliceFigures:
         abstention_rate=row.abstention_rate,
         false_pass_rate=row.false_pass_rate,
         false_fail_rate=row.false_fail_rate,
-    )
-
-
-def unapplied_overrides(
-    overrides: Sequence[Override],
-    policy: Policy | str | None,
-    fingerprint: str | None,
-    now: datetime,
-    kept: Sequence[Blocker],
-    waived: Sequence[WaivedBlocker],
-) -> list[UnappliedOverride]:
-    """Every override in ``overrides`` that waived no blocker, with the reason, in id order.
-
-    Reasons, checked in this order: ``other_policy`` (it names another policy, or the gate
-    has none), ``other_candidate``, ``expired``, ``not_yet_active``; then, for an override in
-    force, the strongest reason over its codes: ``not_waivable`` (a blocker with the code
-    exists but can never be waived), ``not_covered`` (it exists but the override's slices or
-    cases do not cover it), ``already_waived`` (another override, first in id order, waived
-    it), ``no_matching_blocker``. ``details`` has one sentence per code.
-    """
-    applied = {w.override_id for w in waived}
-    waived_by = {id(w.blocker): w.override_id for w in waived}
-    every = [*kept, *(w.blocker for w in waived)]
-    label = policy if isinstance(policy, str) or policy is None else policy.label
-    out: list[UnappliedOverride] = []
-    for o in sorted(overrides, key=lambda o: o.override_id):
-        if o.override_id in applied:
-            continue
-        if label is None or o.policy != label:
-            why = (
-                "the gate applied no policy"
-                if label is None
-                else f"it is for {o.policy}, the gate applied {label}"
-            )
-            out.append(
-                UnappliedOverride(
-                    override_id=o.override_id, policy=o.policy, reason="other_policy", details=[why]
-                )
-            )
-        elif o.candidate_fingerprint is not None and o.candidate_fingerprint != fingerprint:
-            out.append(
-                UnappliedOverride(
-                    override_id=o.override_id,
-                    policy=o.policy,
-                    reason="other_candidate",
-                    details=[
-                        f"it is for candidate {o.candidate_fingerprint[:12]}, the results are of"
-                        f" {(fingerprint or '-')[:12]}"
-                    ],
-                )
-            )
-        elif o.expires_at <= now:
-            out.append(
-                UnappliedOverride(
-                    override_id=o.override_id,
-                    policy=o.policy,
-                    reason="expired",
-                    details=[f"it expired at {o.expires_at.isoformat()}"],
-                )
-            )
-        elif o.created_at > now:
-            out.append(
-                UnappliedOverride(
-                    override_id=o.override_id,
-                    policy=o.policy,
-                    reason="not_yet_active",
-                    details=[f"it starts at {o.created_at.isoformat()}"],
-                )
-            )
-        else:
-            reason, details = _why_no_blocker_waived(o, every, waived_by)
-            out.append(
-                UnappliedOverride(
-                    override_id=o.override_id, policy=o.policy, reason=reason, details=details
-                )
-            )
-    return out
-
-
-def _why_no_blocker_waived(
-    o: Override, blockers: Sequence[Blocker], waived_by: dict[int, str]
-) -> tuple[UnappliedReason, list[str]]:
-    rank = {"no_matching_blocker": 0, "already_waived": 1, "not_covered": 2, "not_waivable": 3}
-    worst: UnappliedReason = "no_matching_blocker"
-    details: list[str] = []
-    for code in o.codes:
-        matching = [b for b in blockers if b.code == code]
-        if not matching:
-            details.append(f"{code}: no blocker has this code")
-            continue
-        for b in matching:
-            where = f"{code} in slice {b.slice}" if b.slice else f"{code} (whole evaluation)"
-            if id(b) in waived_by:
-                details.append(f"{where}: already waived by {waived_by[id(b)]}")
-                if rank["already_waived"] > rank[worst]:
-                    worst = "already_waived"
-                continue
-            if b.category == "incomplete" or not b.waivable or b.code in NON_WAIVABLE_CODES:
-                reason: UnappliedReason = "not_waivable"
-                if b.category == "incomplete":
-                    text = "missing evidence (an incomplete blocker) can never be waived"
-                elif b.risk == Risk.critical.value and b.code in FALSE_PASS_CODES:
-                    text = (
-                        "a critical false pass is waivable only by naming its false-pass cases, and"
-                        " the gate was given no case list (no join)"
-                    )
-                elif b.risk == Risk.critical.value:
-                    text = "this blocker is not waivable in a critical slice"
-                else:
-                    text = "this blocker is never waivable"
-                details.append(f"{where}: {text}")
-            else:
-                reason = "not_covered"
-                missing = len(set(b.case_ids) - set(o.case_ids))
-                if b.risk == Risk.critical.value and b.code in FALSE_PASS_CODES:
-                    details.append(
-                        f"{where}: a critical false pass is waived only case by case; {missing} of"
-                        f" its {len(b.case_ids)} false-pass case(s) are not named"
-                    )
-                elif b.slice is not None:
-                    scope = f"slices {', '.join(o.slices)}" if o.slices else "no slice"
-                    details.append(
-                        f"{where}: the override covers {scope}"
-                        + (
-                            f" and {len(o.case_ids)} case(s), {missing} of the blocker's"
-                            f" {len(b.case_ids)} case(s) not named"
-                            if o.case_ids
-                            else ""
-                        )
-                    )
-                else:
-                    details.append(
-                        f"{where}: the override is limited to slices {', '.join(o.slices)}, the"
-                        " blocker has no slice"
-                    )
-            if rank[reason] > rank[worst]:
-                worst = reason
-    return worst, details
-
-
-def waiver_for(blocker: Blocker, overrides: Iterable[Override]) -> Override | None:
-    """The first override (of those given, assumed active) that waives ``blocker``, if any.
-
-    An override waives a blocker only when it names the blocker's code and covers it: its
-    slice is listed, or every one of the blocker's case ids is listed. A blocker without a
-    slice is covered by an override listing no slices. A false-pass blocker in a critical
-    slice is covered only case by case: it must have case ids and the override must list
-    every one of them. Incomplete and non-waivable blockers are never waived.
-    """
-    if (
-        blocker.category == "incomplete"
-        or not blocker.waivable
-        or blocker.code in NON_WAIVABLE_CODES
-    ):
-        return None
-    for override in overrides:
-        if blocker.code in override.codes and _covers(blocker, override):
-            return override
-    return None
-
-
-def _covers(blocker: Blocker, override: Override) -> bool:
-    cases = set(blocker.case_ids)
-    case_level = bool(cases) and cases <= set(override.case_ids)
-    if blocker.risk == Risk.critical.value and blocker.code in FALSE_PASS_CODES:
-        return case_level
-    if blocker.slice is not None:
-        return blocker.slice in override.slices or case_level
-    return not override.slices and (not cases or case_level)
-
-
-def _outcome(blockers: Sequence[Blocker]) -> GateOutcome:
-    return outcome_of(b.category for b in blockers)  # type: ignore[return-value]
-
-
-def _summary(
-    outcome: str, kept: Sequence[Blocker], waived: Sequence[WaivedBlocker], ref: PolicyRef | None
-) -> str:
-    counts = {c: sum(1 for b in kept if b.category == c) for c in CATEGORY_ORDER}
-    policy = (
-        f"{ref.name}@{ref.version}" + (f" (sha256 {ref.sha256[:12]})" if ref.sha256 else "")
-        if ref
-        else "no policy"
-    )
-    detail = ", ".join(f"{n} {c}" for c, n in counts.items())
-    return (
-        f"{outcome.upper()}: {len(kept)} blocker(s) ({detail}), {len(waived)} waived by override;"
-        f" policy {policy}"
     )
 
 
@@ -1060,107 +825,119 @@ def _slice_checks(
     *,
     pass_fail: bool = True,
 ) -> list[Blocker]:
-    name = row.slice
+    out = [
+        *_min_n_check(row, risk, min_n),
+        *_abstention_check(row, spec, risk, ids.get("abstained", [])),
+    ]
+    if not pass_fail:
+        return out  # no label is pass or fail: the whole evaluation has a no_pass_fail_view blocker
+    return out + _false_pass_checks(row, spec, risk, ids) + _false_fail_checks(row, spec, risk, ids)
+
+
+def _min_n_check(row: SliceAlignment, risk: str | None, min_n: int) -> list[Blocker]:
+    if row.decided >= min_n:
+        return []
+    critical = risk == Risk.critical.value
+    what = "to bound a critical slice" if critical else "to judge the slice"
+    return [
+        _review(
+            "too_few_cases",
+            f"Slice {row.slice!r} has {row.decided} cases with a decided verdict"
+            f" ({row.abstentions} abstentions not counted), too few {what} (at least {min_n}"
+            " required).",
+            slice=row.slice,
+            risk=risk,
+            evidence={
+                "decided": row.decided,
+                "verdicts": row.verdicts,
+                "abstentions": row.abstentions,
+                "cases": row.n,
+                "min_n": min_n,
+            },
+            waivable=not critical,
+        )
+    ]
+
+
+def _false_pass_checks(
+    row: SliceAlignment, spec: SlicePolicy, risk: str | None, ids: dict[str, list[str]]
+) -> list[Blocker]:
+    """The false-pass count and rate limits; in a critical slice on the upper bound, waivable
+    only case by case."""
     critical = risk == Risk.critical.value
     fp_ids = ids.get("false_pass", [])
     fp_waivable = bool(fp_ids) if critical else True
-    out: list[Blocker] = []
-    if row.decided < min_n:
-        what = "to bound a critical slice" if critical else "to judge the slice"
-        out.append(
-            _review(
-                "too_few_cases",
-                f"Slice {name!r} has {row.decided} cases with a decided verdict ({row.abstentions}"
-                f" abstentions not counted), too few {what} (at least {min_n} required).",
-                slice=name,
-                risk=risk,
-                evidence={
-                    "decided": row.decided,
-                    "verdicts": row.verdicts,
-                    "abstentions": row.abstentions,
-                    "cases": row.n,
-                    "min_n": min_n,
-                },
-                waivable=not critical,
-            )
-        )
-    out += _abstention_check(row, spec, risk, ids.get("abstained", []))
-    if not pass_fail:
-        return out  # no label is pass or fail: the whole evaluation has a no_pass_fail_view blocker
-    fp_limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
-    fp_basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
-    if fp_limited and row.false_pass_rate.n == 0:
-        out.append(
+    basis: Basis = "upper_95" if critical else spec.false_pass_rate_basis
+    limited = spec.max_false_passes is not None or spec.max_false_pass_rate is not None
+    if limited and row.false_pass_rate.n == 0:
+        return [
             _unbounded(
                 row,
                 "false_pass",
                 spec.max_false_pass_rate,
-                fp_basis,
+                basis,
                 risk,
                 waivable=not critical,
                 count_limit=spec.max_false_passes,
             )
+        ]
+    out: list[Blocker] = []
+    if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
+        out.append(
+            Blocker(
+                code="false_passes_exceeded",
+                category="quality",
+                slice=row.slice,
+                risk=risk,
+                message=(
+                    f"Slice {row.slice!r} has {row.false_passes} false passes (human fail, judge"
+                    f" pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail,"
+                    f" more than the {spec.max_false_passes} allowed."
+                ),
+                evidence={
+                    "false_passes": row.false_passes,
+                    "human_fails_decided": row.false_pass_rate.n,
+                    "limit": spec.max_false_passes,
+                    **_coverage(row),
+                },
+                case_ids=fp_ids,
+                waivable=fp_waivable,
+            )
         )
-    else:
-        if spec.max_false_passes is not None and row.false_passes > spec.max_false_passes:
-            out.append(
-                Blocker(
-                    code="false_passes_exceeded",
-                    category="quality",
-                    slice=name,
-                    risk=risk,
-                    message=(
-                        f"Slice {name!r} has {row.false_passes} false passes (human fail, judge"
-                        f" pass) of {row.false_pass_rate.n} human-fail cases judged pass or fail,"
-                        f" more than the {spec.max_false_passes} allowed."
-                    ),
-                    evidence={
-                        "false_passes": row.false_passes,
-                        "human_fails_decided": row.false_pass_rate.n,
-                        "limit": spec.max_false_passes,
-                        **_coverage(row),
-                    },
-                    case_ids=fp_ids,
-                    waivable=fp_waivable,
-                )
-            )
-        if spec.max_false_pass_rate is not None:
-            out += _rate_check(
-                row,
-                "false_pass",
-                row.false_pass_rate,
-                spec.max_false_pass_rate,
-                fp_basis,
-                risk,
-                fp_ids,
-                fp_waivable,
-                not critical,
-            )
-    if spec.max_false_fail_rate is not None:
-        if row.false_fail_rate.n == 0:
-            out.append(
-                _unbounded(
-                    row,
-                    "false_fail",
-                    spec.max_false_fail_rate,
-                    spec.false_fail_rate_basis,
-                    risk,
-                    waivable=True,
-                )
-            )
-        else:
-            out += _rate_check(
-                row,
-                "false_fail",
-                row.false_fail_rate,
-                spec.max_false_fail_rate,
-                spec.false_fail_rate_basis,
-                risk,
-                ids.get("false_fail", []),
-                True,
-                True,
-            )
+    if spec.max_false_pass_rate is not None:
+        out += _rate_check(
+            row,
+            "false_pass",
+            row.false_pass_rate,
+            spec.max_false_pass_rate,
+            basis,
+            risk,
+            fp_ids,
+            fp_waivable,
+            not critical,
+        )
     return out
+
+
+def _false_fail_checks(
+    row: SliceAlignment, spec: SlicePolicy, risk: str | None, ids: dict[str, list[str]]
+) -> list[Blocker]:
+    limit, basis = spec.max_false_fail_rate, spec.false_fail_rate_basis
+    if limit is None:
+        return []
+    if row.false_fail_rate.n == 0:
+        return [_unbounded(row, "false_fail", limit, basis, risk, waivable=True)]
+    return _rate_check(
+        row,
+        "false_fail",
+        row.false_fail_rate,
+        limit,
+        basis,
+        risk,
+        ids.get("false_fail", []),
+        True,
+        True,
+    )
 
 
 def _abstention_check(

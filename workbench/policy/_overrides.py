@@ -8,23 +8,25 @@ the reason, an expiry and a follow-up (ticket or action). Its ``override_id`` is
 the first 16 hex digits of the sha256 over the record's canonical JSON without the id, so an
 edited line no longer matches its id and the store refuses to load.
 
-What an override can never do (enforced by the gate, see :mod:`workbench.policy._gate`):
+What an override can never do (enforced by :func:`workbench.policy.decide` for every gate):
 waive a blocker of category ``incomplete`` (missing evidence cannot be approved away), waive
 a policy-integrity blocker (fix the policy instead), waive a constant judge
 (``constant_verdict``), or waive a false pass in a critical slice by anything but a
 case-level review naming every false-pass case of that slice.
 
-:func:`add_override` refuses, every problem at once, before anything is written: a code no
-override may name, a code the gate never emits (:data:`~workbench.policy._codes.BLOCKER_CODES`)
-and, when the policy itself is given, a slice the policy does not declare, a slice-level
-waiver of a false pass in a critical slice (name the cases instead) and a code that is never
-waivable in a critical slice it names. :func:`describe_override` says what a record will
-apply to.
+:func:`add_override` refuses, every problem at once, before anything is written: a code not in
+the one table (:data:`~workbench.policy._codes.BLOCKER_CODES`), a code it never waives, a code
+another feature emits than the policy's (an :class:`OverrideScope`: the release gate's, a ranking
+policy's, a noise suite's) and, when the scope knows them, a slice or case it does not declare, a
+slice-level waiver of a false pass in a critical slice (name the cases instead) and a code that
+is never waivable in a critical slice it names. :func:`describe_override` says what a record will
+apply to. Which blockers an override then waives is decided by :func:`workbench.policy.decide`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,55 +47,43 @@ from ..gold import Risk
 from ._codes import (
     BLOCKER_CODES,
     CRITICAL_NEVER_WAIVABLE,
-    DEFENSE_CODES,
     FALSE_PASS_CODES,
-    NOISE_NEVER_WAIVABLE,
-    RANKING_NON_WAIVABLE_CODES,
+    Feature,
 )
 from ._policy import NAME_PATTERN, Policy
 
 OVERRIDE_SCHEMA_VERSION = 1
 DEFAULT_OVERRIDES_PATH = Path("data/policies/overrides.jsonl")
 
-INCOMPLETE_CODES = frozenset(
-    {
-        "missing_results",
-        "no_cases",
-        "budget_exhausted",
-        "case_limit_reached",
-        "pending_retries",
-        "run_incomplete",
-        "evaluator_errors_exceeded",
-    }
-)
-"""Blocker codes of category ``incomplete``: the evidence is missing, so nothing can be waived."""
-POLICY_INTEGRITY_CODES = frozenset(
-    {
-        "policy_missing",
-        "policy_rubric_mismatch",
-        "policy_unknown_slice",
-        "policy_risk_mismatch",
-        "slice_not_in_policy",
-        "rubric_mismatch",
-        "partition_mismatch",
-        "run_mismatch",
-        "candidate_mismatch",
-        "cost_unverified",
-        "no_pass_fail_view",
-    }
-)
-"""Blocker codes that say the policy, rubric or evidence do not fit together: fix the inputs."""
-SAMPLING_CODES = frozenset({"sampled_out"})
-"""A declared sample is never certified: no override turns a sample into the partition."""
-NON_WAIVABLE_CODES = (
-    INCOMPLETE_CODES
-    | POLICY_INTEGRITY_CODES
-    | DEFENSE_CODES
-    | RANKING_NON_WAIVABLE_CODES
-    | NOISE_NEVER_WAIVABLE
-    | SAMPLING_CODES
-)
-"""Codes no override may name."""
+
+@dataclass(frozen=True)
+class OverrideScope:
+    """What an override is checked against when it is added: the policy it names, whose blockers
+    it may waive and, when known, the slices and cases those blockers can name.
+
+    A release policy is its own scope (:func:`scope_of`); ``workbench ranking`` and ``workbench
+    noise`` build theirs (a ranking policy; a pair suite, its slices and pair ids).
+    """
+
+    label: str
+    """``name@version`` of the policy the override names."""
+    feature: Feature = "gate"
+    """The check whose blocker codes it may name (:data:`~workbench.policy.BLOCKER_CODES`)."""
+    slices: Mapping[str, str | None] | None = None
+    """Slice -> risk level of every slice the policy declares; None: slices are not checked."""
+    case_ids: frozenset[str] | None = None
+    """Every case id the blockers can name; None: case ids are not checked."""
+
+
+def scope_of(policy: Policy | OverrideScope | str) -> OverrideScope:
+    """The scope of a release policy (its slices and their risk), or of ``name@version`` alone."""
+    if isinstance(policy, OverrideScope):
+        return policy
+    if isinstance(policy, str):
+        return OverrideScope(label=policy)
+    return OverrideScope(
+        label=policy.label, slices={name: s.risk.value for name, s in policy.slices.items()}
+    )
 
 
 class _OverrideBody(Record):
@@ -194,14 +184,14 @@ def expiry_from(value: str | date | datetime) -> datetime:
     return datetime.combine(value, time(0, 0), tzinfo=UTC)
 
 
-def _policy_label(policy: Policy | str) -> str:
-    return policy.label if isinstance(policy, Policy) else policy
+def _policy_label(policy: Policy | OverrideScope | str) -> str:
+    return policy if isinstance(policy, str) else policy.label
 
 
 def build_override(
     path: str | Path,
     *,
-    policy: Policy | str,
+    policy: Policy | OverrideScope | str,
     approver: str,
     reason: str,
     expires_at: str | date | datetime,
@@ -264,7 +254,7 @@ def build_override(
 def add_override(
     path: str | Path,
     *,
-    policy: Policy | str,
+    policy: Policy | OverrideScope | str,
     approver: str,
     reason: str,
     expires_at: str | date | datetime,
@@ -312,101 +302,110 @@ def add_override(
     return override
 
 
-def _why_never(code: str) -> str:
-    if code in NOISE_NEVER_WAIVABLE:
-        return "missing evidence, and cross-tenant retrieval, are never waived as evaluator noise"
-    if code in INCOMPLETE_CODES:
-        return "missing evidence cannot be approved away"
-    if code in DEFENSE_CODES:
-        return (
-            "a judge that never separates pass from fail cannot be certified, whatever the policy"
-        )
-    return "the policy, rubric or evidence do not fit together"
-
-
 def check_override_scope(
     loc: str,
-    policy: Policy | str,
+    policy: Policy | OverrideScope | str,
     codes: Sequence[str],
     slices: Sequence[str],
     case_ids: Sequence[str],
 ) -> list[Problem]:
     """Every reason an override with these codes, slices and cases could never apply.
 
-    Without a loaded :class:`Policy` (only ``name@version``) the slices cannot be checked;
-    the CLI always loads the policy file.
+    Codes are checked against the one table (:data:`~workbench.policy._codes.BLOCKER_CODES`):
+    unknown, never waivable, or emitted by another feature than the policy's. Slices and cases
+    are checked when the scope knows them (a loaded release policy, a noise suite); a
+    ``name@version`` alone checks codes only. The CLI always loads the policy file.
     """
-    problems: list[Problem] = []
-    known = ", ".join(sorted(c for c in BLOCKER_CODES if c not in NON_WAIVABLE_CODES))
-    for code in codes:
-        if code not in BLOCKER_CODES:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="override_unknown_code",
-                    message=(
-                        f"{code!r} is not a blocker code the gate emits, so the override could"
-                        " never apply"
-                    ),
-                    fix=f"name one of the waivable codes: {known}",
-                )
-            )
-        elif code in NON_WAIVABLE_CODES:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="override_code_not_waivable",
-                    message=f"blocker code {code!r} can never be waived ({_why_never(code)})",
-                    fix="complete the evaluation or fix the policy/inputs instead",
-                )
-            )
-    if not isinstance(policy, Policy):
-        return problems
+    scope = scope_of(policy)
+    problems = [p for code in codes if (p := _code_problem(loc, scope, code)) is not None]
+    problems += _case_problems(loc, scope, case_ids)
     for name in slices:
-        spec = policy.slices.get(name)
-        if spec is None:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="override_unknown_slice",
-                    message=f"slice {name!r} is not in policy {policy.label}",
-                    fix="name one of the policy's slices: " + ", ".join(policy.slices),
-                )
+        problems += _slice_problems(loc, scope, name, codes, case_ids)
+    return problems
+
+
+def _code_problem(loc: str, scope: OverrideScope, code: str) -> Problem | None:
+    spec = BLOCKER_CODES.get(code)
+    mine = sorted(c for c, s in BLOCKER_CODES.items() if s.feature == scope.feature and s.waivable)
+    if spec is not None and not spec.waivable:
+        return Problem(
+            location=loc,
+            code="override_code_not_waivable",
+            message=f"blocker code {code!r} can never be waived ({spec.never})",
+            fix="complete the evaluation or fix the policy/inputs instead",
+        )
+    if spec is not None and spec.feature == scope.feature:
+        return None
+    what = "a blocker code any gate emits" if spec is None else f"a {scope.feature} blocker code"
+    return Problem(
+        location=loc,
+        code="override_unknown_code",
+        message=f"{code!r} is not {what}, so an override of {scope.label} could never apply",
+        fix=f"name one of the waivable codes: {', '.join(mine)}",
+    )
+
+
+def _case_problems(loc: str, scope: OverrideScope, case_ids: Sequence[str]) -> list[Problem]:
+    if scope.case_ids is None:
+        return []
+    return [
+        Problem(
+            location=loc,
+            code="override_unknown_case",
+            message=f"case {case!r} is not in {scope.label}",
+            fix="name the case ids the blocker lists",
+        )
+        for case in case_ids
+        if case not in scope.case_ids
+    ]
+
+
+def _slice_problems(
+    loc: str, scope: OverrideScope, name: str, codes: Sequence[str], case_ids: Sequence[str]
+) -> list[Problem]:
+    if scope.slices is None:
+        return []
+    if name not in scope.slices:
+        return [
+            Problem(
+                location=loc,
+                code="override_unknown_slice",
+                message=f"slice {name!r} is not in {scope.label}",
+                fix="name one of the policy's slices: " + ", ".join(scope.slices),
             )
-            continue
-        if spec.risk != Risk.critical:
-            continue
-        fp = sorted(set(codes) & FALSE_PASS_CODES)
-        if fp and not case_ids:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="override_critical_false_pass_by_slice",
-                    message=(
-                        f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is"
-                        " waived only case by case, never for the whole slice"
-                    ),
-                    fix=(
-                        "review each false-pass case and name every one with --case (the gate lists"
-                        " them); drop --slice for these codes"
-                    ),
-                )
+        ]
+    if scope.slices[name] != Risk.critical.value:
+        return []
+    problems: list[Problem] = []
+    fp = sorted(set(codes) & FALSE_PASS_CODES)
+    if fp and not case_ids:
+        problems.append(
+            Problem(
+                location=loc,
+                code="override_critical_false_pass_by_slice",
+                message=(
+                    f"slice {name!r} is critical: a false pass there ({', '.join(fp)}) is"
+                    " waived only case by case, never for the whole slice"
+                ),
+                fix=(
+                    "review each false-pass case and name every one with --case (the gate lists"
+                    " them); drop --slice for these codes"
+                ),
             )
-        never = sorted(set(codes) & CRITICAL_NEVER_WAIVABLE)
-        if never:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="override_not_waivable_in_critical",
-                    message=(
-                        f"slice {name!r} is critical: {', '.join(never)} can never be waived there"
-                    ),
-                    fix=(
-                        "grow the slice or change the judge; the sample must show a critical slice"
-                        " is bounded"
-                    ),
-                )
+        )
+    never = sorted(set(codes) & CRITICAL_NEVER_WAIVABLE)
+    if never:
+        problems.append(
+            Problem(
+                location=loc,
+                code="override_not_waivable_in_critical",
+                message=f"slice {name!r} is critical: {', '.join(never)} can never be waived there",
+                fix=(
+                    "grow the slice or change the judge; the sample must show a critical slice"
+                    " is bounded"
+                ),
             )
+        )
     return problems
 
 

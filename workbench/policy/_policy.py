@@ -44,6 +44,7 @@ from .._io import sha256_file
 from .._load import load_yaml, rule_error, validation_problems
 from .._record import Record as _Model
 from .._record import SchemaTooNew
+from ..approval import Snapshot, check_lineage, document_snapshot
 from ..errors import Problem, WorkbenchError
 from ..gold import Risk
 from ..sampling import SamplingPlan, SamplingRuleError, plan_problems
@@ -210,6 +211,9 @@ class ControlsPolicy(_Model):
     )
     """Roles whose failure blocks certification, each with its own outcome text. Other roles are
     reported."""
+    require_frozen: bool = False
+    """Certification refuses the suite unless a release froze it (``workbench freeze``), so it
+    cannot be edited between certifications."""
 
 
 class Policy(_Model):
@@ -407,4 +411,23 @@ def load_policy(path: str | Path) -> Policy:
         )
     if problems or policy is None:
         raise WorkbenchError(f"{loc}: invalid policy: {len(problems)} problem(s)", problems)
+    lineage = check_lineage(_snapshot(policy, path))  # a frozen version is never edited in place
+    if lineage:
+        raise WorkbenchError(f"{loc}: the policy breaks its release", lineage)
     return policy
+
+
+def _snapshot(policy: Policy, path: Path) -> Snapshot:
+    return document_snapshot(
+        "policy",
+        policy.model_dump(mode="json", exclude_defaults=True) | {"version": policy.version},
+        items="slices",
+        source=path,
+        change_fix="a changed limit is a new policy version (a new file), frozen in turn",
+    )
+
+
+def policy_snapshot(path: Path) -> Snapshot:
+    """The checked snapshot of the release policy at ``path`` (the approval registry's loader):
+    one item per slice (its limits); each version stands alone."""
+    return _snapshot(load_policy(path), path)

@@ -13,7 +13,8 @@
   completeness check of the rendered request, its judge configuration, owners and the command
   that replays it; the ranking gate's decision is embedded (:func:`ranking_gate`).
 - :func:`reviewer_agreement`: reviewer-reviewer agreement of the fixtures (human calibration).
-- :func:`freeze_fixtures` / :func:`label_history`: frozen fixture releases and label history.
+- :func:`label_history`: the versions of a fixture file and their recorded changes (frozen
+  with ``workbench freeze``, :mod:`workbench.approval`).
 - :func:`load_ranking_policy`: release rules (confirmation, agreement drop, report-only,
   leakage, capture, owners); :func:`choose_agreement_threshold` from reviewed examples.
 - :func:`prune_run` / :func:`lock_ranking_run` / :func:`verify_ranking_run`: privacy mode.
@@ -89,14 +90,13 @@ from ._fixtures import (
     pairwise_agreement,
 )
 from ._gate import (
-    RankingBlocker,
     RankingGateResult,
     RankingHistoryEntry,
     ScalarCaseResult,
     SideBySide,
-    check_ranking_override,
     history_entry,
     ranking_gate,
+    ranking_override_scope,
     read_history,
     read_scalar,
     record_run,
@@ -131,14 +131,7 @@ from ._policy import (
     threshold_chart,
     threshold_errors,
 )
-from ._releases import (
-    FixtureRelease,
-    VersionHistory,
-    freeze_fixtures,
-    label_history,
-    read_release,
-    release_path,
-)
+from ._releases import VersionHistory, fixtures_snapshot, history_rows, label_history
 
 __all__ = [
     "AgreementDropExample",
@@ -160,7 +153,6 @@ __all__ = [
     "FailureArtifact",
     "FixtureCalibration",
     "FixtureChange",
-    "FixtureRelease",
     "FixtureSet",
     "FunctionRankingJudge",
     "IntegrationDefect",
@@ -181,7 +173,6 @@ __all__ = [
     "PruneResult",
     "RANKING_PLACEHOLDERS",
     "RANKING_SCHEMA_VERSION",
-    "RankingBlocker",
     "RankingFixture",
     "RankingGateResult",
     "RankingHistoryEntry",
@@ -198,7 +189,6 @@ __all__ = [
     "ThresholdChoice",
     "VersionHistory",
     "check_permutation",
-    "check_ranking_override",
     "choose_agreement_threshold",
     "completeness",
     "default_policy",
@@ -209,9 +199,10 @@ __all__ = [
     "format_context",
     "format_ranking",
     "format_reviewer_agreement",
-    "freeze_fixtures",
     "history_entry",
     "is_ranking_policy_file",
+    "fixtures_snapshot",
+    "history_rows",
     "label_history",
     "load_agreement_examples",
     "load_fixtures",
@@ -222,14 +213,13 @@ __all__ = [
     "presentation_orders",
     "prune_run",
     "ranking_gate",
+    "ranking_override_scope",
     "ranking_report",
     "read_battery",
     "read_history",
     "read_payload",
-    "read_release",
     "read_scalar",
     "record_run",
-    "release_path",
     "reproduce_command",
     "reviewer_agreement",
     "rotation_shift",

@@ -500,8 +500,9 @@ class RankingReport(_Frozen):
     kind: Literal["workbench.ranking"] = "workbench.ranking"
     """Report type."""
     status: Literal["complete", "incomplete"]
-    """``incomplete`` when a fixture has no valid attempt, a planned attempt has no result, or an
-    attempt ended in another evaluator error."""
+    """``incomplete`` when a fixture has no answer at all (no result, or evaluator errors only), a
+    planned attempt has no result, or an attempt ended in an evaluator error. A fixture answered
+    only with malformed results is an integration defect (quality), not missing evidence."""
     passed: bool
     """The ranking gate's outcome is ``passed`` (see ``gate``)."""
     blockers: list[str]
@@ -536,7 +537,8 @@ class RankingReport(_Frozen):
     evaluator_errors: list[EvaluatorErrorRow]
     """Other evaluator errors (timeouts, provider errors ...)."""
     missing_cases: list[str]
-    """Fixtures with no valid attempt."""
+    """Fixtures without any answer: no result, or evaluator errors only (a fixture whose answers
+    are all integration defects is not missing: its defects are)."""
     missing_attempts: list[str]
     """Planned ``case_id#repeat`` with no result (when the plan is known)."""
     agreement: AgreementFigure
@@ -568,238 +570,263 @@ class RankingReport(_Frozen):
     denominators: dict[str, str]
     """How every figure's numerator and denominator are defined."""
 
+    def attempt_counts(self) -> dict[str, int]:
+        """How the latest attempts divide, and what is missing: the one source of every count the
+        CLI, the report and the ``ranking_incomplete`` blocker show."""
+        return {
+            "attempts": self.attempts,
+            "valid": self.valid_attempts,
+            "integration_defects": len(self.integration_defects),
+            "evaluator_errors": len(self.evaluator_errors),
+            "missing_attempts": len(self.missing_attempts),
+            "fixtures_without_answer": len(self.missing_cases),
+        }
+
+    def counts_line(self) -> str:
+        """The attempts in one line: valid, integration defects, evaluator errors, missing."""
+        n = self.attempt_counts()
+        return (
+            f"{n['attempts']} attempt(s): {n['valid']} valid,"
+            f" {n['integration_defects']} integration defect(s),"
+            f" {n['evaluator_errors']} evaluator error(s);"
+            f" {n['missing_attempts']} planned attempt(s) without a result"
+        )
+
+    def incompleteness(self) -> str:
+        """Why the report is incomplete, in words (the ``ranking_incomplete`` blocker's message)."""
+        n = self.attempt_counts()
+        return (
+            f"{n['fixtures_without_answer']} fixture(s) without any answer,"
+            f" {n['missing_attempts']} planned attempt(s) without a result,"
+            f" {n['evaluator_errors']} evaluator error(s)"
+        )
+
     def frames(self) -> dict[str, Any]:
         """pandas DataFrames for notebooks, integration defects first."""
         import pandas as pd
 
-        def rate_cols(prefix: str, r: Rate) -> dict[str, Any]:
-            return {f"{prefix}_k": r.k, f"{prefix}_n": r.n, prefix: r.rate}
-
+        tables = {**_figure_rows(self), **_stability_rows(self), **_gate_rows(self)}
+        tables["failures"] = ([_failure_row(a) for a in self.failures], None)
         return {
-            "integration_defects": pd.DataFrame(
-                [d.model_dump() for d in self.integration_defects],
-                columns=list(IntegrationDefect.model_fields),
-            ),
-            "evaluator_errors": pd.DataFrame(
-                [e.model_dump() for e in self.evaluator_errors],
-                columns=list(EvaluatorErrorRow.model_fields),
-            ),
-            "agreement": pd.DataFrame(
-                [
-                    {
-                        "case_id": c.case_id,
-                        "gate": c.gate,
-                        "ties": c.ties,
-                        "attempts": c.attempts,
-                        **rate_cols("agreement", c.pairs),
-                        **rate_cols("exact", c.exact),
-                        "min_agreement": c.min_agreement,
-                    }
-                    for c in self.agreement.cases
-                ]
-            ),
-            "must_win": pd.DataFrame(
-                [
-                    {
-                        "case_id": c.case_id,
-                        "gate": c.gate,
-                        "expected": c.expected,
-                        **rate_cols("held", c.held),
-                        "reversed": c.reversed,
-                        "actual_winners": c.actual_winners,
-                        "reversed_by_battery": c.reversed_by_battery,
-                    }
-                    for c in self.must_win.cases
-                ]
-            ),
-            "position_by_position": pd.DataFrame(
-                [
-                    {
-                        "position": p.position,
-                        **rate_cols("wins", p.wins),
-                        "chance": p.chance,
-                        "ci95_low": p.wins.ci95_low,
-                        "ci95_high": p.wins.ci95_high,
-                    }
-                    for p in self.position_bias.by_position
-                ]
-            ),
-            "position_by_candidate": pd.DataFrame(
-                [
-                    {
-                        "case_id": c.case_id,
-                        "candidate_id": c.candidate_id,
-                        **rate_cols("wins", c.wins),
-                    }
-                    for c in self.position_bias.by_candidate
-                ]
-            ),
-            "expected_winner_by_position": pd.DataFrame(
-                [
-                    {"position": p.position, **rate_cols("held", p.wins)}
-                    for p in self.position_bias.expected_winner_by_position
-                ]
-            ),
-            "stability": pd.DataFrame(
-                [
-                    {
-                        "figure": f.label,
-                        "battery": f.battery,
-                        **rate_cols("stable_cases", f.stable_cases),
-                        **rate_cols("agreeing_attempts", f.agreeing_attempts),
-                    }
-                    for f in (self.repeatability, self.position_sensitivity)
-                ]
-            ),
-            "stability_by_case": pd.DataFrame(
-                [
-                    {
-                        "battery": f.battery,
-                        "case_id": c.case_id,
-                        "gate": c.gate,
-                        "attempts": c.attempts,
-                        "modal_winner": c.modal_winner,
-                        "modal_count": c.modal_count,
-                        "winners": c.winners,
-                        "stable": c.stable,
-                    }
-                    for f in (self.repeatability, self.position_sensitivity)
-                    for c in f.cases
-                ]
-            ),
-            "slices": pd.DataFrame(
-                [
-                    {
-                        "slice": s.slice,
-                        "cases": s.cases,
-                        "must_win_cases": s.must_win_cases,
-                        **rate_cols("agreement", s.agreement),
-                        **rate_cols("reversed_cases", s.reversed_cases),
-                        **rate_cols("reversal_attempts", s.reversal_attempts),
-                        **rate_cols("drift_cases", s.drift_cases),
-                        **rate_cols("position_stable", s.position_stable),
-                        **rate_cols("first_shown_wins", s.first_shown_wins),
-                    }
-                    for s in self.slices
-                ]
-            ),
-            "metric_defects": pd.DataFrame(
-                [
-                    {
-                        "case_id": m.case_id,
-                        "repeat": m.repeat,
-                        "slice": m.slice,
-                        "criterion_version": m.criterion_version,
-                        "order_held": m.held,
-                        "cites": ", ".join(f"{h.category}: {h.matched!r}" for h in m.hits),
-                        "reason": m.reason,
-                    }
-                    for m in self.metric_defects
-                ],
-                columns=[
-                    "case_id",
-                    "repeat",
-                    "slice",
-                    "criterion_version",
-                    "order_held",
-                    "cites",
-                    "reason",
-                ],
-            ),
-            "blockers": pd.DataFrame(
-                [b.model_dump() for b in (self.gate.blockers if self.gate else [])],
-                columns=["code", "category", "message", "case_ids", "slice", "waivable"],
-            ),
-            "confirmation": pd.DataFrame(
-                [c.model_dump() for c in (self.gate.confirmation if self.gate else [])],
-                columns=[
-                    "case_id",
-                    "slice",
-                    "reversed_attempts",
-                    "repeat_attempts",
-                    "repeat_reversals",
-                    "previous_run_reversed",
-                    "status",
-                    "rule",
-                ],
-            ),
-            "fixture_changes": pd.DataFrame(
-                [
-                    {
-                        **c.model_dump(exclude={"recorded"}),
-                        "approver": c.recorded.approver if c.recorded else None,
-                        "reason": c.recorded.reason if c.recorded else None,
-                    }
-                    for c in (self.gate.fixture_changes if self.gate else [])
-                ],
-                columns=[
-                    "case_id",
-                    "change",
-                    "in_place",
-                    "old_version",
-                    "new_version",
-                    "old_order",
-                    "new_order",
-                    "approver",
-                    "reason",
-                ],
-            ),
-            "side_by_side": pd.DataFrame(
-                [
-                    {"direction": "scalar passes, ranking does not", **r.model_dump()}
-                    for r in (
-                        self.gate.side_by_side.scalar_pass_ranking_fail
-                        if self.gate and self.gate.side_by_side
-                        else []
-                    )
-                ]
-                + [
-                    {"direction": "scalar fails, ranking passes", **r.model_dump()}
-                    for r in (
-                        self.gate.side_by_side.scalar_fail_ranking_pass
-                        if self.gate and self.gate.side_by_side
-                        else []
-                    )
-                ],
-                columns=[
-                    "direction",
-                    "case_id",
-                    "slice",
-                    "scalar_passed",
-                    "scalar_score",
-                    "ranking_status",
-                    "ranking_codes",
-                ],
-            ),
-            "failures": pd.DataFrame(
-                [
-                    {
-                        "case": a.case,
-                        "gate": a.gate,
-                        "diagnosis": a.diagnosis,
-                        "failing": f"{a.failing_attempts.k}/{a.failing_attempts.n}",
-                        "presented_order": a.presented_order,
-                        "expected_order": a.expected_order,
-                        "actual_order": a.actual_order,
-                        "pairwise_agreement": a.pairwise_agreement,
-                        "must_win_expected": a.must_win_expected,
-                        "must_win_actual": a.must_win_actual,
-                        "request_complete": a.completeness.complete,
-                        "missing_context": a.completeness.missing_context,
-                        "missing_candidates": a.completeness.missing_candidates,
-                        "duplicated_candidates": a.completeness.duplicated_candidates,
-                        "source_candidates_sha256": a.source_candidates_sha256[:12],
-                        "rendered_request_sha256": (a.rendered_request_sha256 or "")[:12],
-                        "owner": f"{a.owner}: {a.owners.get(a.owner) or 'not named'}",
-                        "ragas_version": a.ragas_version,
-                        "judge": a.judge,
-                        "capture": a.capture,
-                        "reproduce": a.reproduce,
-                    }
-                    for a in self.failures
-                ]
-            ),
+            name: pd.DataFrame(rows, columns=cols.split() if cols else None)
+            for name, (rows, cols) in tables.items()
         }
+
+
+_Rows = tuple[list[dict[str, Any]], str | None]
+"""A frame's rows and its columns, space-separated (None: the rows' keys)."""
+
+
+def _rate_cols(prefix: str, r: Rate) -> dict[str, Any]:
+    return {f"{prefix}_k": r.k, f"{prefix}_n": r.n, prefix: r.rate}
+
+
+def _figure_rows(report: RankingReport) -> dict[str, _Rows]:
+    """Defects, errors, agreement, must-win and position figures."""
+    bias = report.position_bias
+    return {
+        "integration_defects": (
+            [d.model_dump() for d in report.integration_defects],
+            " ".join(IntegrationDefect.model_fields),
+        ),
+        "evaluator_errors": (
+            [e.model_dump() for e in report.evaluator_errors],
+            " ".join(EvaluatorErrorRow.model_fields),
+        ),
+        "agreement": (
+            [
+                {
+                    "case_id": c.case_id,
+                    "gate": c.gate,
+                    "ties": c.ties,
+                    "attempts": c.attempts,
+                    **_rate_cols("agreement", c.pairs),
+                    **_rate_cols("exact", c.exact),
+                    "min_agreement": c.min_agreement,
+                }
+                for c in report.agreement.cases
+            ],
+            None,
+        ),
+        "must_win": (
+            [
+                {
+                    "case_id": c.case_id,
+                    "gate": c.gate,
+                    "expected": c.expected,
+                    **_rate_cols("held", c.held),
+                    "reversed": c.reversed,
+                    "actual_winners": c.actual_winners,
+                    "reversed_by_battery": c.reversed_by_battery,
+                }
+                for c in report.must_win.cases
+            ],
+            None,
+        ),
+        "position_by_position": (
+            [
+                {
+                    "position": p.position,
+                    **_rate_cols("wins", p.wins),
+                    "chance": p.chance,
+                    "ci95_low": p.wins.ci95_low,
+                    "ci95_high": p.wins.ci95_high,
+                }
+                for p in bias.by_position
+            ],
+            None,
+        ),
+        "position_by_candidate": (
+            [
+                {"case_id": c.case_id, "candidate_id": c.candidate_id, **_rate_cols("wins", c.wins)}
+                for c in bias.by_candidate
+            ],
+            None,
+        ),
+        "expected_winner_by_position": (
+            [
+                {"position": p.position, **_rate_cols("held", p.wins)}
+                for p in bias.expected_winner_by_position
+            ],
+            None,
+        ),
+    }
+
+
+def _stability_rows(report: RankingReport) -> dict[str, _Rows]:
+    """Stability, per slice, and criterion leakage."""
+    figures = (report.repeatability, report.position_sensitivity)
+    case_fields = (
+        "case_id",
+        "gate",
+        "attempts",
+        "modal_winner",
+        "modal_count",
+        "winners",
+        "stable",
+    )
+    slice_rates = (
+        "agreement",
+        "reversed_cases",
+        "reversal_attempts",
+        "drift_cases",
+        "position_stable",
+        "first_shown_wins",
+    )
+    return {
+        "stability": (
+            [
+                {
+                    "figure": f.label,
+                    "battery": f.battery,
+                    **_rate_cols("stable_cases", f.stable_cases),
+                    **_rate_cols("agreeing_attempts", f.agreeing_attempts),
+                }
+                for f in figures
+            ],
+            None,
+        ),
+        "stability_by_case": (
+            [
+                {"battery": f.battery, **{k: getattr(c, k) for k in case_fields}}
+                for f in figures
+                for c in f.cases
+            ],
+            None,
+        ),
+        "slices": (
+            [
+                {
+                    "slice": s.slice,
+                    "cases": s.cases,
+                    "must_win_cases": s.must_win_cases,
+                    **{k: v for r in slice_rates for k, v in _rate_cols(r, getattr(s, r)).items()},
+                }
+                for s in report.slices
+            ],
+            None,
+        ),
+        "metric_defects": (
+            [
+                {
+                    "case_id": m.case_id,
+                    "repeat": m.repeat,
+                    "slice": m.slice,
+                    "criterion_version": m.criterion_version,
+                    "order_held": m.held,
+                    "cites": ", ".join(f"{h.category}: {h.matched!r}" for h in m.hits),
+                    "reason": m.reason,
+                }
+                for m in report.metric_defects
+            ],
+            "case_id repeat slice criterion_version order_held cites reason",
+        ),
+    }
+
+
+def _gate_rows(report: RankingReport) -> dict[str, _Rows]:
+    """The gate's blockers, confirmations, fixture changes and the scalar side by side."""
+    gate = report.gate
+    sides = gate.side_by_side if gate else None
+    return {
+        "blockers": (
+            [b.model_dump() for b in (gate.blockers if gate else [])],
+            "code category message case_ids slice waivable",
+        ),
+        "confirmation": (
+            [c.model_dump() for c in (gate.confirmation if gate else [])],
+            "case_id slice reversed_attempts repeat_attempts repeat_reversals"
+            " previous_run_reversed status rule",
+        ),
+        "fixture_changes": (
+            [
+                {
+                    **c.model_dump(exclude={"recorded"}),
+                    "approver": c.recorded.approver if c.recorded else None,
+                    "reason": c.recorded.reason if c.recorded else None,
+                }
+                for c in (gate.fixture_changes if gate else [])
+            ],
+            "case_id change in_place old_version new_version old_order new_order approver reason",
+        ),
+        "side_by_side": (
+            [
+                {"direction": "scalar passes, ranking does not", **r.model_dump()}
+                for r in (sides.scalar_pass_ranking_fail if sides else [])
+            ]
+            + [
+                {"direction": "scalar fails, ranking passes", **r.model_dump()}
+                for r in (sides.scalar_fail_ranking_pass if sides else [])
+            ],
+            "direction case_id slice scalar_passed scalar_score ranking_status ranking_codes",
+        ),
+    }
+
+
+def _failure_row(a: FailureArtifact) -> dict[str, Any]:
+    return {
+        "case": a.case,
+        "gate": a.gate,
+        "diagnosis": a.diagnosis,
+        "failing": f"{a.failing_attempts.k}/{a.failing_attempts.n}",
+        "presented_order": a.presented_order,
+        "expected_order": a.expected_order,
+        "actual_order": a.actual_order,
+        "pairwise_agreement": a.pairwise_agreement,
+        "must_win_expected": a.must_win_expected,
+        "must_win_actual": a.must_win_actual,
+        "request_complete": a.completeness.complete,
+        "missing_context": a.completeness.missing_context,
+        "missing_candidates": a.completeness.missing_candidates,
+        "duplicated_candidates": a.completeness.duplicated_candidates,
+        "source_candidates_sha256": a.source_candidates_sha256[:12],
+        "rendered_request_sha256": (a.rendered_request_sha256 or "")[:12],
+        "owner": f"{a.owner}: {a.owners.get(a.owner) or 'not named'}",
+        "ragas_version": a.ragas_version,
+        "judge": a.judge,
+        "capture": a.capture,
+        "reproduce": a.reproduce,
+    }
 
 
 # -- the analysis ---------------------------------------------------------------------------
@@ -994,33 +1021,71 @@ def ranking_report(
 
     fixture_set = as_fixture_set(fixtures)
     policy = policy or default_policy()
+    report = _analyse(fixture_set, results, planned, battery, policy)
+    gate = ranking_gate(
+        report,
+        fixture_set,
+        policy=policy,
+        history=history,
+        overrides=overrides,
+        scalar=scalar,
+        now=now,
+    )
+    return report.model_copy(
+        update={
+            "gate": gate,
+            "passed": gate.outcome == "passed",
+            "blockers": [b.message for b in gate.blockers],
+        }
+    )
+
+
+def _missing(
+    fixture_set: FixtureSet,
+    read: _Read,
+    latest: dict[tuple[str, int], JudgeResult],
+    planned: Sequence[Any] | None,
+) -> tuple[list[str], list[str]]:
+    """Fixtures without any answer, and planned ``case_id#repeat`` without a result."""
+    # a fixture answered only with malformed results is an integration defect, not missing
+    answered = {a.fixture.case_id for a in read.attempts} | {d.case_id for d in read.defects}
+    return (
+        [f.case_id for f in fixture_set.fixtures if f.case_id not in answered],
+        [f"{i.case_id}#{i.repeat}" for i in planned or [] if (i.case_id, i.repeat) not in latest],
+    )
+
+
+def _analyse(
+    fixture_set: FixtureSet,
+    results: str | Path | Iterable[JudgeResult | ResultLine],
+    planned: Sequence[Any] | None,
+    battery: dict[str, Any] | None,
+    policy: Any,
+) -> RankingReport:
+    """Every figure of the report, before the gate."""
+    from ._gate import _owners
+
     battery, planned = _battery_plan(fixture_set, results, battery, planned)
     by_id = fixture_set.by_id()
     rows, results_path = _results(results)
     latest = _latest_attempts(rows, results_path)
     read = _read_attempts([latest[k] for k in sorted(latest, key=lambda k: (k[0], k[1]))], by_id)
     attempts = read.attempts
-    with_valid = {a.fixture.case_id for a in attempts}
-    missing_cases = [f.case_id for f in fixture_set.fixtures if f.case_id not in with_valid]
-    missing_attempts = [
-        f"{i.case_id}#{i.repeat}" for i in planned or [] if (i.case_id, i.repeat) not in latest
-    ]
+    missing_cases, missing_attempts = _missing(fixture_set, read, latest, planned)
     assembly, checks = _assembly(attempts, read.invalid_results, by_id)
-    must_win = _must_win(fixture_set, attempts)
     metric_defects, defect_rate = _metric_defects(attempts, policy.leakage)
-    owners = (
-        policy.owners.model_dump()
-        if policy.owners
-        else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
-    )
     failures = _failures(
-        fixture_set, attempts, read.invalid_results, checks, {"battery": battery, "owners": owners}
+        fixture_set,
+        attempts,
+        read.invalid_results,
+        checks,
+        {"battery": battery, "owners": _owners(policy)},
     )
     status: Literal["complete", "incomplete"] = (
         "incomplete" if missing_cases or missing_attempts or read.errors else "complete"
     )
     judge = rows[0].judge if rows else None
-    report = RankingReport(
+    return RankingReport(
         status=status,
         passed=False,
         blockers=[],
@@ -1043,7 +1108,7 @@ def ranking_report(
         missing_cases=missing_cases,
         missing_attempts=missing_attempts,
         agreement=_agreement(fixture_set, attempts),
-        must_win=must_win,
+        must_win=_must_win(fixture_set, attempts),
         position_bias=_position_bias(attempts),
         repeatability=_stability(attempts, "repeat", "repeatability (identical presentations)"),
         position_sensitivity=_stability(
@@ -1057,22 +1122,6 @@ def ranking_report(
         fixture_hashes=fixture_set.fixture_hashes,
         fixtures_frozen=fixture_set.frozen,
         denominators=DENOMINATORS,
-    )
-    gate = ranking_gate(
-        report,
-        fixture_set,
-        policy=policy,
-        history=history,
-        overrides=overrides,
-        scalar=scalar,
-        now=now,
-    )
-    return report.model_copy(
-        update={
-            "gate": gate,
-            "passed": gate.outcome == "passed",
-            "blockers": [b.message for b in gate.blockers],
-        }
     )
 
 
@@ -1516,6 +1565,8 @@ def _failures(
     checks: dict[tuple[str, int], Completeness],
     context: dict[str, Any],
 ) -> list[FailureArtifact]:
+    """One artifact per failing fixture: an invalid result first, else its worst failing
+    attempt."""
     by_case: dict[str, list[_Attempt]] = defaultdict(list)
     for a in attempts:
         by_case[a.fixture.case_id].append(a)
@@ -1526,30 +1577,14 @@ def _failures(
         failing = [a for a in mine if a.failing]
         if not failing and not bad:
             continue
-        total = len(mine) + len(bad)
-        incomplete = any(
-            c.checked and not c.complete for (cid, _), c in checks.items() if cid == f.case_id
-        )
-        repeat_winners = {a.winner for a in mine if a.battery == "repeat"}
-        position_orders = {tuple(a.order) for a in mine if a.battery == "position"}
-        diagnosis: Diagnosis
-        if bad:
-            diagnosis = "integration_defect"
-        elif incomplete:
-            diagnosis = "assembly_defect"
-        elif len(repeat_winners) > 1:
-            diagnosis = "judge_variation"
-        elif len(position_orders) > 1:
-            diagnosis = "position_sensitive"
-        else:
-            diagnosis = "stable_disagreement"
+        diagnosis = _diagnosis(f, mine, bad, checks)
         common = {
             "case": f.case_id,
             "gate": f.gate,
             "criterion_version": f.criterion_version,
             "direction": f.direction,
             "diagnosis": diagnosis,
-            "failing_attempts": wilson_rate(len(failing) + len(bad), total),
+            "failing_attempts": wilson_rate(len(failing) + len(bad), len(mine) + len(bad)),
             "expected_order": list(f.expected_order),
             "must_win_expected": f.must_win_expected(),
             "source_candidates_sha256": f.source_candidates_sha256,
@@ -1559,70 +1594,97 @@ def _failures(
             "owners": context.get("owners") or {},
         }
         if bad:
-            r = sorted(bad, key=lambda x: x.repeat)[0]
-            p = r.presentation or {}
-            out.append(
-                FailureArtifact(
-                    **common,
-                    battery=p.get("battery"),
-                    permutation_index=p.get("permutation_index"),
-                    repetition=p.get("repetition"),
-                    repeat=r.repeat,
-                    presented_order=p.get("presented_order"),
-                    actual_order=[str(x) for x in r.order] if r.order is not None else None,
-                    pairwise_agreement=None,
-                    must_win_actual=None,
-                    judged_candidates_sha256=r.response_hash,
-                    rendered_request_sha256=r.rendered_request_sha256,
-                    completeness=checks.get(
-                        (r.case_id, r.repeat), Completeness(checked=False, complete=None)
-                    ),
-                    reason=r.reason,
-                    error=r.error.message if r.error else None,
-                    reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
-                    **_judge_fields(r),
-                )
-            )
-            continue
-        pick = next((a for a in failing if not a.held), None) or min(
-            failing, key=lambda a: (a.agreed / a.pairs if a.pairs else 1.0, _sort_key(a))
-        )
-        r = pick.result
-        p = r.presentation or {}
-        best = f.best_first(pick.order)
-        actual = (
-            best[0]
-            if not f.critical_pair
-            else (
-                f"{f.critical_pair[0]} > {f.critical_pair[1]}"
-                if pick.held
-                else f"{f.critical_pair[1]} > {f.critical_pair[0]}"
-            )
-        )
-        out.append(
-            FailureArtifact(
-                **common,
-                battery=pick.battery,
-                permutation_index=p.get("permutation_index"),
-                repetition=p.get("repetition"),
-                repeat=r.repeat,
-                presented_order=pick.presented,
-                actual_order=pick.order,
-                pairwise_agreement=pick.agreed / pick.pairs if pick.pairs else 1.0,
-                must_win_actual=actual,
-                judged_candidates_sha256=r.response_hash,
-                rendered_request_sha256=r.rendered_request_sha256,
-                completeness=checks.get(
-                    (r.case_id, r.repeat), Completeness(checked=False, complete=None)
-                ),
-                reason=r.reason,
-                error=None,
-                metric_defects=pick.leakage,
-                reproduce=reproduce_command(context.get("battery"), r.case_id, r.repeat),
-                **_judge_fields(r),
-            )
-        )
+            out.append(_invalid_artifact(common, min(bad, key=lambda x: x.repeat), checks, context))
+        else:
+            out.append(_failing_artifact(common, f, failing, checks, context))
     return out
+
+
+def _diagnosis(
+    f: RankingFixture,
+    mine: list[_Attempt],
+    bad: list[JudgeResult],
+    checks: dict[tuple[str, int], Completeness],
+) -> Diagnosis:
+    """Why a fixture fails, the first that holds: an integration defect, an assembly defect, the
+    judge varying on identical presentations, position sensitivity, a stable disagreement."""
+    if bad:
+        return "integration_defect"
+    if any(c.checked and not c.complete for (cid, _), c in checks.items() if cid == f.case_id):
+        return "assembly_defect"
+    if len({a.winner for a in mine if a.battery == "repeat"}) > 1:
+        return "judge_variation"
+    if len({tuple(a.order) for a in mine if a.battery == "position"}) > 1:
+        return "position_sensitive"
+    return "stable_disagreement"
+
+
+def _artifact_fields(
+    r: JudgeResult, checks: dict[tuple[str, int], Completeness], context: dict[str, Any]
+) -> dict[str, Any]:
+    """What every artifact takes from the attempt it shows."""
+    p = r.presentation or {}
+    return {
+        "permutation_index": p.get("permutation_index"),
+        "repetition": p.get("repetition"),
+        "repeat": r.repeat,
+        "judged_candidates_sha256": r.response_hash,
+        "rendered_request_sha256": r.rendered_request_sha256,
+        "completeness": checks.get(
+            (r.case_id, r.repeat), Completeness(checked=False, complete=None)
+        ),
+        "reason": r.reason,
+        "reproduce": reproduce_command(context.get("battery"), r.case_id, r.repeat),
+        **_judge_fields(r),
+    }
+
+
+def _invalid_artifact(
+    common: dict[str, Any],
+    r: JudgeResult,
+    checks: dict[tuple[str, int], Completeness],
+    context: dict[str, Any],
+) -> FailureArtifact:
+    p = r.presentation or {}
+    return FailureArtifact(
+        **common,
+        **_artifact_fields(r, checks, context),
+        battery=p.get("battery"),
+        presented_order=p.get("presented_order"),
+        actual_order=[str(x) for x in r.order] if r.order is not None else None,
+        pairwise_agreement=None,
+        must_win_actual=None,
+        error=r.error.message if r.error else None,
+    )
+
+
+def _failing_artifact(
+    common: dict[str, Any],
+    f: RankingFixture,
+    failing: list[_Attempt],
+    checks: dict[tuple[str, int], Completeness],
+    context: dict[str, Any],
+) -> FailureArtifact:
+    """The worst failing attempt: a broken must-win check first, else the lowest agreement."""
+    pick = next((a for a in failing if not a.held), None) or min(
+        failing, key=lambda a: (a.agreed / a.pairs if a.pairs else 1.0, _sort_key(a))
+    )
+    if not f.critical_pair:
+        actual = f.best_first(pick.order)[0]
+    else:
+        better, worse = f.critical_pair[0], f.critical_pair[1]
+        actual = f"{better} > {worse}" if pick.held else f"{worse} > {better}"
+    return FailureArtifact(
+        **common,
+        **_artifact_fields(pick.result, checks, context),
+        battery=pick.battery,
+        presented_order=pick.presented,
+        actual_order=pick.order,
+        pairwise_agreement=pick.agreed / pick.pairs if pick.pairs else 1.0,
+        must_win_actual=actual,
+        error=None,
+        metric_defects=pick.leakage,
+    )
 
 
 def _metric_defects(
@@ -1770,10 +1832,25 @@ def write_ranking_artifacts(report: RankingReport, out_dir: str | Path) -> list[
 def format_ranking(report: RankingReport) -> str:
     """The report as plain text: the gate's outcome, integration defects, then the quality
     figures."""
+    return "\n".join(
+        [
+            *_head_lines(report),
+            *_defect_lines(report),
+            *_agreement_lines(report),
+            *_must_win_lines(report),
+            *_stability_lines(report),
+            *_side_by_side_lines(report.gate),
+            *_failure_lines(report),
+        ]
+    )
 
-    def r(rate: Rate) -> str:
-        return rate.format(3)
 
+def _r(rate: Rate) -> str:
+    return rate.format(3)
+
+
+def _head_lines(report: RankingReport) -> list[str]:
+    """The outcome, the mode, the counts, the gate's blockers and the fixture changes."""
     gate = report.gate
     head = f"{gate.outcome.upper()}" if gate else ("PASSED" if report.passed else "NOT PASSED")
     lines = [
@@ -1784,38 +1861,46 @@ def format_ranking(report: RankingReport) -> str:
         if gate.mode == "report_only":
             lines.append("  REPORT ONLY: nothing below blocks this change")
     lines.append(
-        f"  {report.cases} cases; {report.attempts} attempts ({report.valid_attempts} valid,"
-        f" {report.superseded_attempts} superseded retries not analysed); fixtures"
-        f" {'frozen' if report.fixtures_frozen else 'NOT frozen'}"
+        f"  {report.cases} cases; {report.counts_line()}; {report.superseded_attempts} superseded"
+        f" retries not analysed; fixtures {'frozen' if report.fixtures_frozen else 'NOT frozen'}"
     )
-    for b in gate.blockers if gate else []:
-        lines.append(f"  blocker [{b.category}] {b.code}: {b.message}")
-    for w in gate.waived if gate else []:
-        lines.append(
-            f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id}"
-            f" ({w.approver}, until {w.expires_at.date().isoformat()})"
-        )
-    if gate is not None:
-        lines.append(
-            "fixture changes since the last run"
-            f" ({gate.previous_run or 'no earlier run in the history'}):"
-            f" {len(gate.fixture_changes)}"
-        )
-        for c in gate.fixture_changes:
-            rec = (
-                f"; recorded: approved by {c.recorded.approver}: {c.recorded.reason}"
-                if c.recorded
-                else ""
-            )
-            lines.append(
-                f"  {c.case_id}: {c.change} {c.old_version} ->"
-                f" {c.new_version}{' IN PLACE' if c.in_place else ''}; expected {c.old_order} ->"
-                f" {c.new_order}{rec}"
-            )
+    if gate is None:
+        return lines
+    lines.append(f"  {gate.summary}")
+    lines += [f"  blocker [{b.category}] {b.code}: {b.message}" for b in gate.blockers]
+    lines += [
+        f"  waived {w.blocker.code} {w.blocker.case_ids or ''} by {w.override_id}"
+        for w in gate.waived
+    ]
+    lines += [
+        f"  override {u.override_id} did not apply: {u.reason}: {'; '.join(u.details)}"
+        for u in gate.unapplied_overrides
+        if u.policy == gate.policy  # the store's overrides of other policies are not news here
+    ]
     lines.append(
-        f"integration defects: {len(report.integration_defects)} (invalid rankings"
-        f" {r(report.invalid_rankings)})"
+        "fixture changes since the last run"
+        f" ({gate.previous_run or 'no earlier run in the history'}): {len(gate.fixture_changes)}"
     )
+    for c in gate.fixture_changes:
+        rec = (
+            f"; recorded: approved by {c.recorded.approver}: {c.recorded.reason}"
+            if c.recorded
+            else ""
+        )
+        lines.append(
+            f"  {c.case_id}: {c.change} {c.old_version} ->"
+            f" {c.new_version}{' IN PLACE' if c.in_place else ''}; expected {c.old_order} ->"
+            f" {c.new_order}{rec}"
+        )
+    return lines
+
+
+def _defect_lines(report: RankingReport) -> list[str]:
+    """Integration defects, evaluator errors, what is missing, criterion leakage."""
+    lines = [
+        f"integration defects: {len(report.integration_defects)} (invalid rankings"
+        f" {_r(report.invalid_rankings)})"
+    ]
     for d in report.integration_defects:
         detail = (
             f" missing={d.missing} unknown={d.unknown} duplicates={d.duplicates}"
@@ -1833,31 +1918,41 @@ def format_ranking(report: RankingReport) -> str:
             f"missing: cases {report.missing_cases}; attempts"
             f" {report.missing_attempts[:20]}{' ...' if len(report.missing_attempts) > 20 else ''}"
         )
-    lines.append(f"metric defects (criterion leakage): {r(report.metric_defect_rate)}")
+    lines.append(f"metric defects (criterion leakage): {_r(report.metric_defect_rate)}")
     lines += [
         f"  {m.case_id}#{m.repeat}"
         f" [{', '.join(h.category + ': ' + repr(h.matched) for h in m.hits)}] order"
         f" {'held' if m.held else 'reversed'}: {m.reason}"
         for m in report.metric_defects[:20]
     ]
-    lines.append(
-        f"pairwise agreement: pairs {r(report.agreement.pairs)}; exact orders"
-        f" {r(report.agreement.exact)}"
-    )
-    if gate is not None and gate.agreement_drop is not None:
-        drop = gate.agreement_drop
+    return lines
+
+
+def _agreement_lines(report: RankingReport) -> list[str]:
+    lines = [
+        f"pairwise agreement: pairs {_r(report.agreement.pairs)}; exact orders"
+        f" {_r(report.agreement.exact)}"
+    ]
+    drop = report.gate.agreement_drop if report.gate is not None else None
+    if drop is not None:
         lines.append(
             f"  vs the last passing run ({drop.baseline_judge},"
             f" {drop.baseline_recorded_at.date().isoformat()}) on {len(drop.cases)} unchanged"
-            f" fixture(s): {r(drop.baseline)} -> {r(drop.current)}; drop {drop.drop}, limit"
+            f" fixture(s): {_r(drop.baseline)} -> {_r(drop.current)}; drop {drop.drop}, limit"
             f" {drop.threshold}{' BLOCKS' if drop.blocked else ''}"
         )
-    lines.append(
-        f"must-win: {r(report.must_win.must_win)}; monitor-only: {r(report.must_win.monitor_only)}"
-    )
-    confirm = {c.case_id: c for c in gate.confirmation} if gate else {}
-    lines.append(f"must-win reversals: {len(report.must_win.reversals)}")
-    for mw in report.must_win.reversals:
+    return lines
+
+
+def _must_win_lines(report: RankingReport) -> list[str]:
+    """Must-win checks, reversals with how the confirmation rule read them, editorial drift."""
+    figure = report.must_win
+    lines = [
+        f"must-win: {_r(figure.must_win)}; monitor-only: {_r(figure.monitor_only)}",
+        f"must-win reversals: {len(figure.reversals)}",
+    ]
+    confirm = {c.case_id: c for c in report.gate.confirmation} if report.gate else {}
+    for mw in figure.reversals:
         row = confirm.get(mw.case_id)
         state = (
             f" -> {row.status.upper()} ({row.repeat_reversals}/{row.repeat_attempts}"
@@ -1869,31 +1964,36 @@ def format_ranking(report: RankingReport) -> str:
             f"  {mw.case_id}: expected {mw.expected}, held {mw.held.k}/{mw.held.n}, winners"
             f" {mw.actual_winners}, by baseline {mw.reversed_by_battery}{state}"
         )
-    lines.append(f"monitor-only (editorial) drift: {len(report.must_win.drift)}")
+    lines.append(f"monitor-only (editorial) drift: {len(figure.drift)}")
     lines += [
         f"  {c.case_id}: expected {c.expected}, held {c.held.k}/{c.held.n}, winners"
         f" {c.actual_winners}, by baseline {c.reversed_by_battery}"
-        for c in report.must_win.drift
+        for c in figure.drift
     ]
+    return lines
+
+
+def _stability_lines(report: RankingReport) -> list[str]:
+    """Position bias, repeatability and position sensitivity, slices, request assembly."""
     pb = report.position_bias
-    lines.append(
+    lines = [
         f"position bias (position battery, {pb.attempts} attempts): first place by presented"
         " position"
-    )
+    ]
     lines += [
-        f"  position {p.position}: {r(p.wins)} (position-blind {p.chance:.3f})"
+        f"  position {p.position}: {_r(p.wins)} (position-blind {p.chance:.3f})"
         for p in pb.by_position
         if p.chance is not None
     ]
     for fig in (report.repeatability, report.position_sensitivity):
         lines.append(
-            f"{fig.label}: winner stable in cases {r(fig.stable_cases)}; attempts with the modal"
-            f" winner {r(fig.agreeing_attempts)}"
+            f"{fig.label}: winner stable in cases {_r(fig.stable_cases)}; attempts with the modal"
+            f" winner {_r(fig.agreeing_attempts)}"
         )
         lines += [f"  {c.case_id}: winners {c.winners}" for c in fig.cases if not c.stable]
     lines.append("slices:")
     lines += [
-        f"  {s.slice}: agreement {r(s.agreement)}; reversed must-win cases"
+        f"  {s.slice}: agreement {_r(s.agreement)}; reversed must-win cases"
         f" {s.reversed_cases.k}/{s.reversed_cases.n}; reversal attempts"
         f" {s.reversal_attempts.k}/{s.reversal_attempts.n}; editorial drift"
         f" {s.drift_cases.k}/{s.drift_cases.n}; position-stable cases"
@@ -1902,53 +2002,54 @@ def format_ranking(report: RankingReport) -> str:
         for s in report.slices
     ]
     lines.append(
-        f"assembly: incomplete requests {r(report.assembly.incomplete_requests)}; duplicated"
-        f" candidates {r(report.assembly.duplicated_candidates)}; leaked ids"
-        f" {r(report.assembly.leaked_ids)}"
+        f"assembly: incomplete requests {_r(report.assembly.incomplete_requests)}; duplicated"
+        f" candidates {_r(report.assembly.duplicated_candidates)}; leaked ids"
+        f" {_r(report.assembly.leaked_ids)}"
         + (f"; cases {report.assembly.cases}" if report.assembly.cases else "")
     )
-    if gate is not None and gate.side_by_side is not None:
-        sb = gate.side_by_side
-        lines.append(
-            f"scalar vs ranking on {sb.compared} case(s): both pass {sb.both_pass}, neither"
-            f" {sb.both_not_pass}"
-        )
-        lines += [
+    return lines
+
+
+def _side_by_side_lines(gate: RankingGateResult | None) -> list[str]:
+    if gate is None or gate.side_by_side is None:
+        return []
+    sb = gate.side_by_side
+    return [
+        f"scalar vs ranking on {sb.compared} case(s): both pass {sb.both_pass}, neither"
+        f" {sb.both_not_pass}",
+        *(
             f"  scalar passes, ranking {row.ranking_status}: {row.case_id} (score"
             f" {row.scalar_score}; {', '.join(row.ranking_codes)})"
             for row in sb.scalar_pass_ranking_fail
-        ]
-        lines += [
+        ),
+        *(
             f"  scalar fails, ranking passes: {row.case_id} (score {row.scalar_score})"
             for row in sb.scalar_fail_ranking_pass
-        ]
-    lines.append(f"failure artifacts: {len(report.failures)}")
+        ),
+    ]
+
+
+def _failure_lines(report: RankingReport) -> list[str]:
+    lines = [f"failure artifacts: {len(report.failures)}"]
     for a in report.failures:
+        owner = f"{a.owner} {a.owners.get(a.owner)}" if a.owners.get(a.owner) else a.owner
+        c = a.completeness
+        extra = "".join(
+            f" {name}={value}"
+            for name, value in (
+                ("missing_context", c.missing_context),
+                ("missing_candidates", c.missing_candidates),
+                ("duplicated_candidates", c.duplicated_candidates),
+            )
+            if value
+        )
         lines.append(
-            f"  {a.case} [{a.gate}, {a.diagnosis}, owner"
-            f" {a.owner}{' ' + str(a.owners.get(a.owner)) if a.owners.get(a.owner) else ''}]"
+            f"  {a.case} [{a.gate}, {a.diagnosis}, owner {owner}]"
             f" failing {a.failing_attempts.k}/{a.failing_attempts.n}: presented"
             f" {a.presented_order}, expected {a.expected_order}, actual {a.actual_order}, agreement"
-            f" {_round4(a.pairwise_agreement)},"
-            f" must-win {a.must_win_expected} vs {a.must_win_actual}; request"
-            f" complete={a.completeness.complete}"
-            + (
-                f" missing_context={a.completeness.missing_context}"
-                if a.completeness.missing_context
-                else ""
-            )
-            + (
-                f" missing_candidates={a.completeness.missing_candidates}"
-                if a.completeness.missing_candidates
-                else ""
-            )
-            + (
-                f" duplicated_candidates={a.completeness.duplicated_candidates}"
-                if a.completeness.duplicated_candidates
-                else ""
-            )
-            + f"; ragas {a.ragas_version}"
+            f" {_round4(a.pairwise_agreement)}, must-win {a.must_win_expected} vs"
+            f" {a.must_win_actual}; request complete={c.complete}{extra}; ragas {a.ragas_version}"
         )
         if a.reproduce:
             lines.append(f"    reproduce: {a.reproduce}")
-    return "\n".join(lines)
+    return lines

@@ -371,7 +371,7 @@ class FixtureSet(_Frozen):
     sha256: str | None = None
     """sha256 of the file's bytes (not part of the file); the battery's dataset hash."""
     release: Any | None = None
-    """The verified frozen release record (:class:`~workbench.ranking.FixtureRelease`), when the
+    """The release that froze this file (:class:`~workbench.approval.Release`), when the
     file is frozen (not part of the file)."""
 
     @property

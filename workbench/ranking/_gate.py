@@ -1,19 +1,22 @@
 """The ranking gate: release rules over a ranking report, the run history and a ranking policy.
 
-:func:`ranking_gate` turns a :class:`~workbench.ranking.RankingReport` into one of four outcomes,
-by precedence over the blockers no valid override waived: ``evaluation_incomplete`` (exit 3) >
-``quality_failed`` (exit 1) > ``review_required`` (exit 4) > ``passed`` (exit 0). In
-``report_only`` mode (policy ``mode: report_only``) the outcome is computed and shown, the exit
-code is 0 and the report says "report only".
+:func:`ranking_gate` turns a :class:`~workbench.ranking.RankingReport` into
+:class:`~workbench.policy.Blocker` records and hands them to the one decision step every gate
+uses (:func:`workbench.policy.decide`): the same sort, the same override matching as the release
+gate, and one of four outcomes by precedence over the blockers no valid override waived:
+``evaluation_incomplete`` (exit 3) > ``quality_failed`` (exit 1) > ``review_required`` (exit 4)
+> ``passed`` (exit 0). The exit code follows from that outcome only; in ``report_only`` mode
+(policy ``mode: report_only``) the outcome is computed and shown, the exit code is 0 and the
+report says "report only".
 
-Blocker codes (also in :data:`workbench.policy._codes.RANKING_BLOCKER_CODES`, so overrides accept
-them):
+Blocker codes (in the one table :data:`workbench.policy.BLOCKER_CODES`, feature ``ranking``):
 
 ================================  ==========  ======================================================
 code                              category    when
 ================================  ==========  ======================================================
-ranking_incomplete                incomplete  a fixture without a valid attempt, a planned attempt
-                                              without a result, or another evaluator error
+ranking_incomplete                incomplete  a fixture without any answer (no result, or evaluator
+                                              errors only), a planned attempt without a result, or
+                                              an evaluator error
 ranking_repeats_short             incomplete  a reversed must-win fixture has fewer valid
                                               repeat-baseline attempts than ``confirmation.repeats``
 ranking_integration_defect        quality     an invalid permutation, unknown case, changed
@@ -43,8 +46,12 @@ ranking_no_baseline               review      the policy requires a passing base
 ranking_policy_mismatch           review      the policy is for another fixture set
 ================================  ==========  ======================================================
 
-Waivable by an override naming the ranking policy (case by case with ``--case``, by fixture
-slice with ``--slice``, or as a whole): ``ranking_reversal_confirmed``,
+A fixture answered only with malformed results is an integration defect (quality), not missing
+evidence: a quality failure is never reported as incomplete.
+
+Waivable by an override naming the ranking policy (a blocker of one fixture by naming it with
+``--case`` or its fixture slice with ``--slice``; a whole-run blocker, the agreement drop, by an
+override with neither): ``ranking_reversal_confirmed``,
 ``ranking_agreement_drop``, ``ranking_reversal_unconfirmed``, ``ranking_editorial_drift``,
 ``ranking_metric_defect``, ``ranking_assembly_defect``. Never waivable: missing evidence, an
 integration defect, a changed or unfrozen fixture release, unreviewed must-win fixtures, a
@@ -66,77 +73,38 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, get_args
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from pydantic import AwareDatetime, Field, ValidationError
 
 from .._io import AppendOnlyLog, iter_jsonl_lines, loads_json
 from .._record import Record as _Frozen
 from ..errors import Problem, WorkbenchError
-from ..outcomes import ExitCode, exit_codes, outcome_of
+from ..outcomes import ExitCode
+from ..policy import (
+    Blocker,
+    CheckOutcome,
+    Decision,
+    OverrideScope,
+    UnappliedOverride,
+    WaivedBlocker,
+    blocker,
+    decide,
+)
 from ..stats import Rate, wilson_rate
-from ._fixtures import FixtureChange, FixtureSet
+from ._fixtures import FixtureChange, FixtureSet, RankingFixture
 from ._policy import RankingPolicy, default_policy, ranking_policy_sha256
 
 if TYPE_CHECKING:
-    from ._analysis import RankingReport
+    from ._analysis import CaseMustWin, RankingReport
 
-RANKING_GATE_SCHEMA_VERSION = 1
+_M = TypeVar("_M", bound=_Frozen)
+RANKING_GATE_SCHEMA_VERSION = 2
+"""2: one :class:`~workbench.policy.Blocker` type for every gate; adds ``unapplied_overrides``,
+``expired_overrides`` and ``summary``."""
 HISTORY_SCHEMA_VERSION = 1
-Category = Literal["incomplete", "quality", "review"]
-Outcome = Literal["passed", "quality_failed", "evaluation_incomplete", "review_required"]
-_OUTCOMES: dict[str, Outcome] = {o: o for o in get_args(Outcome)}
-EXIT_CODES: dict[str, int] = exit_codes(
-    "passed", "quality_failed", "evaluation_incomplete", "review_required"
-)
-"""Exit code per outcome when enforced (2 is invalid input; report-only always exits 0)."""
-WAIVABLE = frozenset(
-    {
-        "ranking_reversal_confirmed",
-        "ranking_agreement_drop",
-        "ranking_reversal_unconfirmed",
-        "ranking_editorial_drift",
-        "ranking_metric_defect",
-        "ranking_assembly_defect",
-    }
-)
-"""Ranking blocker codes an override may waive."""
-
-
-def _codes() -> dict[str, str]:
-    from ..policy._codes import RANKING_BLOCKER_CODES
-
-    return RANKING_BLOCKER_CODES
-
-
-class RankingBlocker(_Frozen):
-    """One reason the ranking gate does not pass."""
-
-    code: str
-    """Stable name (see the module table)."""
-    category: Category
-    """``incomplete``, ``quality`` or ``review``."""
-    message: str
-    """What is wrong, in words."""
-    case_ids: list[str] = []
-    """The fixtures it concerns (empty: the whole evaluation)."""
-    slice: str | None = None
-    """The fixture slice, for a one-case blocker."""
-    waivable: bool = False
-    """Whether an override may waive it."""
-
-
-class RankingWaiver(_Frozen):
-    """A blocker an active override waived."""
-
-    blocker: RankingBlocker
-    """The waived blocker."""
-    override_id: str
-    """The override."""
-    approver: str
-    """Who approved it."""
-    expires_at: datetime
-    """When it stops applying."""
+Outcome = CheckOutcome
+"""``passed``, ``quality_failed``, ``evaluation_incomplete`` or ``review_required``."""
 
 
 class ConfirmationRow(_Frozen):
@@ -276,7 +244,7 @@ class RankingGateResult(_Frozen):
     """The ranking gate's decision."""
 
     schema_version: int = RANKING_GATE_SCHEMA_VERSION
-    """Format version."""
+    """Format version (2: the shared blocker and override records)."""
     kind: Literal["workbench.ranking.gate"] = "workbench.ranking.gate"
     """Record type."""
     policy: str
@@ -293,10 +261,17 @@ class RankingGateResult(_Frozen):
     """The exit code the outcome has when enforced."""
     note: str
     """"report only: ..." in report-only mode, else the outcome in words."""
-    blockers: list[RankingBlocker]
-    """Unwaived blockers, by category precedence."""
-    waived: list[RankingWaiver]
+    summary: str
+    """One line: outcome, kept blockers per category, waived ones, the policy (the counts are read
+    from ``blockers``)."""
+    blockers: list[Blocker]
+    """Unwaived blockers, sorted: category (incomplete, quality, review), slice, code, message."""
+    waived: list[WaivedBlocker]
     """Blockers an active override waived."""
+    unapplied_overrides: list[UnappliedOverride] = Field(default_factory=list)
+    """Every override given that waived nothing, and why."""
+    expired_overrides: list[str] = Field(default_factory=list)
+    """Ids of the overrides for this policy and candidate that had expired (ignored)."""
     confirmation: list[ConfirmationRow]
     """How each reversed must-win fixture was read."""
     agreement_drop: AgreementDrop | None
@@ -361,39 +336,54 @@ class RankingHistoryEntry(_Frozen):
     """Per fixture."""
 
 
-def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
-    """Every entry of a history log, in order (none when the file does not exist)."""
-    if path is None or not Path(path).exists():
-        return []
-    out: list[RankingHistoryEntry] = []
+def _read_lines(
+    path: str | Path, model: type[_M], code: str, what: str, fix: str
+) -> tuple[list[tuple[int, _M]], list[Problem]]:
+    """Every line of a JSON Lines file as ``model`` with its number, and every bad line's
+    problem."""
+    rows: list[tuple[int, _M]] = []
     problems: list[Problem] = []
     not_utf8: list[int] = []
     for number, line in iter_jsonl_lines(path, not_utf8):
         try:
-            out.append(RankingHistoryEntry.model_validate(loads_json(line)))
+            rows.append((number, model.model_validate(loads_json(line))))
         except (ValueError, ValidationError) as exc:
             problems.append(
                 Problem(
                     location=f"{path}:{number}",
-                    code="history_invalid",
-                    message=f"not a ranking history entry ({str(exc).splitlines()[0][:120]})",
-                    fix="restore the line; the history is append-only",
+                    code=code,
+                    message=f"not a {what} ({str(exc).splitlines()[0][:160]})",
+                    fix=fix,
                 )
             )
     problems += [
         Problem(
             location=f"{path}:{n}",
-            code="history_invalid",
-            message="not a ranking history entry (the line is not valid UTF-8)",
-            fix="restore the line; the history is append-only",
+            code=code,
+            message=f"not a {what} (the line is not valid UTF-8)",
+            fix=fix,
         )
         for n in not_utf8
     ]
+    return rows, problems
+
+
+def read_history(path: str | Path | None) -> list[RankingHistoryEntry]:
+    """Every entry of a history log, in order (none when the file does not exist)."""
+    if path is None or not Path(path).exists():
+        return []
+    rows, problems = _read_lines(
+        path,
+        RankingHistoryEntry,
+        "history_invalid",
+        "ranking history entry",
+        "restore the line; the history is append-only",
+    )
     if problems:
         raise WorkbenchError(
             f"{path}: the ranking history has {len(problems)} problem(s)", problems
         )
-    return out
+    return [entry for _, entry in rows]
 
 
 def history_entry(
@@ -454,24 +444,16 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
                 )
             ],
         )
-    out: list[ScalarCaseResult] = []
-    problems: list[Problem] = []
-    seen: set[str] = set()
-    not_utf8: list[int] = []
-    for number, line in iter_jsonl_lines(path, not_utf8):
-        try:
-            row = ScalarCaseResult.model_validate(loads_json(line))
-        except (ValueError, ValidationError) as exc:
-            problems.append(
-                Problem(
-                    location=f"{path}:{number}",
-                    code="scalar_invalid",
-                    message=f"not a scalar case result ({str(exc).splitlines()[0][:160]})",
-                    fix="each line is {case_id, passed: true|false, score, threshold, detail}",
-                )
-            )
-            continue
-        if row.case_id in seen:
+    rows, problems = _read_lines(
+        path,
+        ScalarCaseResult,
+        "scalar_invalid",
+        "scalar case result",
+        "each line is {case_id, passed: true|false, score, threshold, detail}, in UTF-8",
+    )
+    out: dict[str, ScalarCaseResult] = {}
+    for number, row in rows:
+        if row.case_id in out:
             problems.append(
                 Problem(
                     location=f"{path}:{number}",
@@ -481,21 +463,11 @@ def read_scalar(path: str | Path) -> list[ScalarCaseResult]:
                     fix="one line per case",
                 )
             )
-            continue
-        seen.add(row.case_id)
-        out.append(row)
-    problems += [
-        Problem(
-            location=f"{path}:{n}",
-            code="scalar_invalid",
-            message="not a scalar case result (the line is not valid UTF-8)",
-            fix="save the file as UTF-8",
-        )
-        for n in not_utf8
-    ]
+        else:
+            out[row.case_id] = row
     if problems:
         raise WorkbenchError(f"{path}: {len(problems)} problem(s) in the scalar results", problems)
-    return out
+    return list(out.values())
 
 
 def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]) -> SideBySide:
@@ -534,20 +506,6 @@ def side_by_side(cases: Sequence[CaseStatus], scalar: Iterable[ScalarCaseResult]
         both_not_pass=both_not,
         scalar_only=sorted(set(rows) - set(by_case)),
         ranking_only=[c.case_id for c in cases if c.case_id not in rows],
-    )
-
-
-def _blocker(
-    code: str, message: str, case_ids: Sequence[str] = (), slice_: str | None = None
-) -> RankingBlocker:
-    category = _codes()[code]
-    return RankingBlocker(
-        code=code,
-        category=category,
-        message=message,
-        case_ids=list(case_ids),
-        slice=slice_,
-        waivable=code in WAIVABLE,
     )
 
 
@@ -648,96 +606,211 @@ def ranking_gate(
     scalar: Iterable[ScalarCaseResult] | None = None,
     now: datetime | None = None,
 ) -> RankingGateResult:
-    """Apply the release rules; see the module docstring."""
+    """Apply the release rules; see the module docstring.
+
+    The blockers are built here; sorting, overrides, the outcome and its exit code come from the
+    one decision step every gate uses (:func:`workbench.policy.decide`, clear outcome ``passed``).
+    """
     policy = policy or default_policy()
-    now = now or datetime.now(UTC)
-    fixtures = fixture_set.by_id()
-    slice_of = {f.case_id: f.slice for f in fixture_set.fixtures}
     mine = [h for h in history if h.fixtures_name == fixture_set.name]
     previous = mine[-1] if mine else None
     baseline = next((h for h in reversed(mine) if h.outcome == "passed"), None)
-    blockers: list[RankingBlocker] = []
+    changes = _fixture_changes(fixture_set, previous)
+    confirmation, reversal_blockers = _confirmations(report, fixture_set, policy, previous)
+    drop = _agreement_drop(report, fixture_set, baseline, policy)
+    decision = decide(
+        [
+            *_integrity_blockers(fixture_set, policy, baseline),
+            *_change_blockers(fixture_set, changes),
+            *_evidence_blockers(report, fixture_set),
+            *reversal_blockers,
+            *_drop_blockers(drop, policy),
+            *_defect_blockers(report, fixture_set, policy),
+        ],
+        list(overrides),
+        policy_label=policy.label,
+        fingerprint=report.judge_fingerprint,
+        now=now,
+        clear="passed",
+    )
+    cases = _case_statuses(fixture_set, report, decision.blockers)
+    return RankingGateResult(
+        policy=policy.label,
+        policy_sha256=ranking_policy_sha256(policy),
+        mode=policy.mode,
+        outcome=cast(Outcome, decision.outcome),
+        exit_code=int(ExitCode.OK) if policy.mode == "report_only" else decision.exit_code,
+        enforced_exit_code=decision.exit_code,
+        note=_note(policy, decision),
+        summary=decision.summary(policy.label),
+        blockers=decision.blockers,
+        waived=decision.waived,
+        unapplied_overrides=decision.unapplied,
+        expired_overrides=decision.expired,
+        confirmation=confirmation,
+        agreement_drop=drop,
+        previous_run=f"{previous.recorded_at.isoformat()} {previous.judge}" if previous else None,
+        fixture_changes=changes,
+        cases=cases,
+        side_by_side=side_by_side(cases, scalar) if scalar is not None else None,
+        owners=_owners(policy),
+    )
 
+
+def _note(policy: RankingPolicy, decision: Decision) -> str:
+    if policy.mode != "report_only":
+        return f"enforced: {decision.outcome}"
+    return (
+        f"report only: outcome {decision.outcome} (exit {decision.exit_code} when enforced); this"
+        " run exits 0 and blocks nothing"
+    )
+
+
+def _owners(policy: RankingPolicy) -> dict[str, str | None]:
+    if policy.owners:
+        return policy.owners.model_dump()
+    return {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
+
+
+def _integrity_blockers(
+    fixture_set: FixtureSet, policy: RankingPolicy, baseline: RankingHistoryEntry | None
+) -> list[Blocker]:
+    """The policy's requirements on the fixtures and the history."""
+    out: list[Blocker] = []
     if policy.fixtures is not None and policy.fixtures != fixture_set.name:
-        blockers.append(
-            _blocker(
+        out.append(
+            blocker(
                 "ranking_policy_mismatch",
                 f"policy {policy.label} is for fixture set {policy.fixtures!r}, not"
                 f" {fixture_set.name!r}",
             )
         )
     if policy.require_frozen_fixtures and not fixture_set.frozen:
-        blockers.append(
-            _blocker(
+        out.append(
+            blocker(
                 "ranking_fixtures_unfrozen",
                 f"{fixture_set.label} is not a frozen release",
-                [f.case_id for f in fixture_set.fixtures],
+                case_ids=[f.case_id for f in fixture_set.fixtures],
             )
         )
-    if policy.must_win_requires_reviews:
-        unreviewed = [
-            f.case_id for f in fixture_set.fixtures if f.gate == "must-win" and len(f.reviews) < 2
-        ]
-        if unreviewed:
-            blockers.append(
-                _blocker(
-                    "ranking_must_win_unreviewed",
-                    f"{len(unreviewed)} must-win fixture(s) without two independent reviewer"
-                    f" orders: {', '.join(unreviewed)}",
-                    unreviewed,
-                )
+    unreviewed = [
+        f.case_id for f in fixture_set.fixtures if f.gate == "must-win" and len(f.reviews) < 2
+    ]
+    if policy.must_win_requires_reviews and unreviewed:
+        out.append(
+            blocker(
+                "ranking_must_win_unreviewed",
+                f"{len(unreviewed)} must-win fixture(s) without two independent reviewer"
+                f" orders: {', '.join(unreviewed)}",
+                case_ids=unreviewed,
             )
+        )
     if policy.require_baseline and baseline is None:
-        blockers.append(
-            _blocker(
+        out.append(
+            blocker(
                 "ranking_no_baseline",
                 f"no passing run of {fixture_set.name} in the history to compare agreement against",
             )
         )
+    return out
 
-    changes = _fixture_changes(fixture_set, previous)
+
+def _slices(fixture_set: FixtureSet) -> dict[str, str | None]:
+    return {f.case_id: f.slice for f in fixture_set.fixtures}
+
+
+def _change_blockers(fixture_set: FixtureSet, changes: Sequence[FixtureChangeRow]) -> list[Blocker]:
+    """``ranking_fixture_changed_in_place`` per fixture changed under the same file version."""
+    slice_of = _slices(fixture_set)
+    out: list[Blocker] = []
     for row in changes:
-        if row.in_place:
-            what = "expected_order " + (
-                f"{row.old_order} -> {row.new_order}"
-                if row.old_order != row.new_order
-                else "unchanged, other fields changed"
+        if not row.in_place:
+            continue
+        what = "expected_order " + (
+            f"{row.old_order} -> {row.new_order}"
+            if row.old_order != row.new_order
+            else "unchanged, other fields changed"
+        )
+        out.append(
+            blocker(
+                "ranking_fixture_changed_in_place",
+                f"{row.case_id} {row.change} in place under version {row.new_version} since the"
+                f" last run ({what}); changes go in a new, recorded file version",
+                case_ids=[row.case_id],
+                slice=slice_of.get(row.case_id),
             )
-            blockers.append(
-                _blocker(
-                    "ranking_fixture_changed_in_place",
-                    f"{row.case_id} {row.change} in place under version {row.new_version} since the"
-                    f" last run ({what}); changes go in a new, recorded file version",
-                    [row.case_id],
-                    slice_of.get(row.case_id),
-                )
-            )
+        )
+    return out
 
+
+def _evidence_blockers(report: RankingReport, fixture_set: FixtureSet) -> list[Blocker]:
+    """Missing evidence (``ranking_incomplete``) and malformed results (integration defects)."""
+    slice_of = _slices(fixture_set)
+    out: list[Blocker] = []
     if report.status == "incomplete":
-        blockers.append(
-            _blocker(
+        out.append(
+            blocker(
                 "ranking_incomplete",
-                f"{len(report.missing_cases)} fixture(s) without a valid attempt,"
-                f" {len(report.missing_attempts)} planned attempt(s) without a result,"
-                f" {len(report.evaluator_errors)} evaluator error(s)",
-                report.missing_cases,
+                report.incompleteness(),
+                case_ids=report.missing_cases,
+                evidence=report.attempt_counts(),
             )
         )
     defect_cases: dict[str, list[str]] = {}
     for d in report.integration_defects:
         defect_cases.setdefault(d.case_id, []).append(d.code)
     for case_id, codes in defect_cases.items():
-        blockers.append(
-            _blocker(
+        out.append(
+            blocker(
                 "ranking_integration_defect",
                 f"{case_id}: {len(codes)} integration defect(s) ({', '.join(sorted(set(codes)))})",
-                [case_id],
-                slice_of.get(case_id),
+                case_ids=[case_id],
+                slice=slice_of.get(case_id),
             )
         )
+    return out
 
+
+def _confirmations(
+    report: RankingReport,
+    fixture_set: FixtureSet,
+    policy: RankingPolicy,
+    previous: RankingHistoryEntry | None,
+) -> tuple[list[ConfirmationRow], list[Blocker]]:
+    """Every reversed fixture read by the confirmation rule (must-win) or as editorial drift."""
+    fixtures = fixture_set.by_id()
+    rows: list[ConfirmationRow] = []
+    out: list[Blocker] = []
+    for c in report.must_win.cases:
+        if not c.reversed:
+            continue
+        f = fixtures[c.case_id]
+        if c.gate == "monitor-only":
+            out += _editorial_drift(c, f, policy)
+            continue
+        row, found = _confirm(c, f, policy, previous)
+        rows.append(row)
+        out.append(found)
+    return rows, out
+
+
+def _editorial_drift(c: CaseMustWin, f: RankingFixture, policy: RankingPolicy) -> list[Blocker]:
+    if policy.editorial_drift != "review":
+        return []
+    return [
+        blocker(
+            "ranking_editorial_drift",
+            f"{c.case_id} (editorial, monitor-only): winner moved in {c.reversed}/{c.held.n}"
+            f" attempt(s) ({c.actual_winners}); a person decides",
+            case_ids=[c.case_id],
+            slice=f.slice,
+        )
+    ]
+
+
+def _rule_text(policy: RankingPolicy) -> str:
     rule = policy.confirmation
-    rule_text = (
+    return (
         f"confirmed by {rule.min_reversals} or more reversals among {rule.repeats} identical"
         " presentations (repeat baseline)"
         + (
@@ -746,255 +819,141 @@ def ranking_gate(
             else ""
         )
     )
-    confirmation: list[ConfirmationRow] = []
-    for c in report.must_win.cases:
-        if not c.reversed:
-            continue
-        f = fixtures[c.case_id]
-        if c.gate == "monitor-only":
-            if policy.editorial_drift == "review":
-                blockers.append(
-                    _blocker(
-                        "ranking_editorial_drift",
-                        f"{c.case_id} (editorial, monitor-only): winner moved in"
-                        f" {c.reversed}/{c.held.n} attempt(s) ({c.actual_winners}); a person"
-                        " decides",
-                        [c.case_id],
-                        f.slice,
-                    )
-                )
-            continue
-        repeat_n = c.attempts_by_battery.get("repeat", 0)
-        repeat_k = c.reversed_by_battery.get("repeat", 0)
-        prev = previous.cases.get(c.case_id) if previous is not None else None
-        prev_reversed = (
-            prev.reversed if prev is not None and prev.sha256 == f.fixture_sha256 else None
-        )
-        if repeat_k >= rule.min_reversals or (rule.previous_run and prev_reversed):
-            status: Literal["confirmed", "unconfirmed", "repeats_short"] = "confirmed"
-            why = (
-                f"{repeat_k} of {repeat_n} identical presentations reversed"
-                if repeat_k >= rule.min_reversals
-                else "the previous run reversed the same fixture"
-            )
-            blockers.append(
-                _blocker(
-                    "ranking_reversal_confirmed",
-                    f"{c.case_id}: must-win reversal confirmed ({why}; expected {c.expected},"
-                    f" winners {c.actual_winners})",
-                    [c.case_id],
-                    f.slice,
-                )
-            )
-        elif repeat_n < rule.repeats:
-            status = "repeats_short"
-            blockers.append(
-                _blocker(
-                    "ranking_repeats_short",
-                    f"{c.case_id}: reversed in {c.reversed} attempt(s) but the repeat baseline has"
-                    f" {repeat_n} valid attempt(s); the rule needs {rule.repeats} to confirm or"
-                    " clear it",
-                    [c.case_id],
-                    f.slice,
-                )
-            )
-        else:
-            status = "unconfirmed"
-            blockers.append(
-                _blocker(
-                    "ranking_reversal_unconfirmed",
-                    f"{c.case_id}: must-win reversal not confirmed ({repeat_k} of {repeat_n}"
-                    f" identical presentations reversed; {c.reversed} reversal(s) overall, by"
-                    f" baseline {c.reversed_by_battery}): review",
-                    [c.case_id],
-                    f.slice,
-                )
-            )
-        confirmation.append(
-            ConfirmationRow(
-                case_id=c.case_id,
-                slice=f.slice,
-                reversed_attempts=c.reversed,
-                repeat_attempts=repeat_n,
-                repeat_reversals=repeat_k,
-                previous_run_reversed=prev_reversed,
-                status=status,
-                rule=rule_text,
-            )
-        )
 
-    drop = _agreement_drop(report, fixture_set, baseline, policy)
-    if drop is not None and drop.blocked:
-        blockers.append(
-            _blocker(
-                "ranking_agreement_drop",
-                f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from"
-                f" {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f}"
-                f" > {drop.threshold} (policy {policy.label})",
-            )
-        )
 
+def _confirm(
+    c: CaseMustWin,
+    f: RankingFixture,
+    policy: RankingPolicy,
+    previous: RankingHistoryEntry | None,
+) -> tuple[ConfirmationRow, Blocker]:
+    """One reversed must-win fixture: confirmed (quality), repeats short (incomplete) or
+    unconfirmed (review)."""
+    rule = policy.confirmation
+    repeat_n = c.attempts_by_battery.get("repeat", 0)
+    repeat_k = c.reversed_by_battery.get("repeat", 0)
+    prev = previous.cases.get(c.case_id) if previous is not None else None
+    prev_reversed = prev.reversed if prev is not None and prev.sha256 == f.fixture_sha256 else None
+    status: Literal["confirmed", "unconfirmed", "repeats_short"]
+    if repeat_k >= rule.min_reversals or (rule.previous_run and prev_reversed):
+        status, code = "confirmed", "ranking_reversal_confirmed"
+        why = (
+            f"{repeat_k} of {repeat_n} identical presentations reversed"
+            if repeat_k >= rule.min_reversals
+            else "the previous run reversed the same fixture"
+        )
+        message = (
+            f"{c.case_id}: must-win reversal confirmed ({why}; expected {c.expected}, winners"
+            f" {c.actual_winners})"
+        )
+    elif repeat_n < rule.repeats:
+        status, code = "repeats_short", "ranking_repeats_short"
+        message = (
+            f"{c.case_id}: reversed in {c.reversed} attempt(s) but the repeat baseline has"
+            f" {repeat_n} valid attempt(s); the rule needs {rule.repeats} to confirm or clear it"
+        )
+    else:
+        status, code = "unconfirmed", "ranking_reversal_unconfirmed"
+        message = (
+            f"{c.case_id}: must-win reversal not confirmed ({repeat_k} of {repeat_n} identical"
+            f" presentations reversed; {c.reversed} reversal(s) overall, by baseline"
+            f" {c.reversed_by_battery}): review"
+        )
+    row = ConfirmationRow(
+        case_id=c.case_id,
+        slice=f.slice,
+        reversed_attempts=c.reversed,
+        repeat_attempts=repeat_n,
+        repeat_reversals=repeat_k,
+        previous_run_reversed=prev_reversed,
+        status=status,
+        rule=_rule_text(policy),
+    )
+    return row, blocker(code, message, case_ids=[c.case_id], slice=f.slice)
+
+
+def _drop_blockers(drop: AgreementDrop | None, policy: RankingPolicy) -> list[Blocker]:
+    if drop is None or not drop.blocked:
+        return []
+    return [
+        blocker(
+            "ranking_agreement_drop",
+            f"pairwise agreement on {len(drop.cases)} unchanged fixture(s) fell from"
+            f" {drop.baseline.format(3)} to {drop.current.format(3)}: a drop of {drop.drop:.3f}"
+            f" > {drop.threshold} (policy {policy.label})",
+        )
+    ]
+
+
+def _defect_blockers(
+    report: RankingReport, fixture_set: FixtureSet, policy: RankingPolicy
+) -> list[Blocker]:
+    """Criterion leakage (metric defects) and, when the policy routes them, assembly defects."""
     leaky: dict[str, int] = {}
     for m in report.metric_defects:
         leaky[m.case_id] = leaky.get(m.case_id, 0) + 1
+    slice_of = _slices(fixture_set)
+    out: list[Blocker] = []
     for case_id, n in leaky.items():
         cats = sorted(
             {h.category for m in report.metric_defects if m.case_id == case_id for h in m.hits}
         )
-        blockers.append(
-            _blocker(
+        out.append(
+            blocker(
                 "ranking_metric_defect",
                 f"{case_id}: {n} attempt(s) whose reason cites {', '.join(cats)} (criterion"
                 " leakage: a metric defect, even where the order passes)",
-                [case_id],
-                slice_of.get(case_id),
+                case_ids=[case_id],
+                slice=slice_of.get(case_id),
             )
         )
     for case_id in report.assembly.cases if policy.assembly_defects == "review" else []:
-        blockers.append(
-            _blocker(
+        out.append(
+            blocker(
                 "ranking_assembly_defect",
                 f"{case_id}: the rendered request lacked a candidate or a cited passage, or showed"
                 " a candidate twice",
-                [case_id],
-                slice_of.get(case_id),
+                case_ids=[case_id],
+                slice=slice_of.get(case_id),
             )
         )
+    return out
 
-    blockers, waived = _apply_overrides(blockers, overrides, policy, report.judge_fingerprint, now)
-    order = {"incomplete": 0, "quality": 1, "review": 2}
-    blockers.sort(key=lambda b: (order[b.category], b.code, b.case_ids))
-    categories = {b.category for b in blockers}
-    outcome = _OUTCOMES[outcome_of(categories, clear="passed")]
-    enforced = EXIT_CODES[outcome]
-    report_only = policy.mode == "report_only"
-    note = (
-        f"report only: outcome {outcome} (exit {enforced} when enforced); this run exits 0 and"
-        " blocks nothing"
-        if report_only
-        else f"enforced: {outcome}"
-    )
-    cases: list[CaseStatus] = []
+
+_CASE_STATUS: dict[str, Literal["incomplete", "fail", "review"]] = {
+    "incomplete": "incomplete",
+    "quality": "fail",
+    "review": "review",
+}
+
+
+def _case_statuses(
+    fixture_set: FixtureSet, report: RankingReport, kept: Sequence[Blocker]
+) -> list[CaseStatus]:
+    """Per fixture: the worst category of the unwaived blockers naming it (missing: incomplete)."""
+    out: list[CaseStatus] = []
     for f in fixture_set.fixtures:
-        mine_b = [b for b in blockers if f.case_id in b.case_ids]
-        case_cats = {b.category for b in mine_b}
+        mine = [b for b in kept if f.case_id in b.case_ids]
+        categories = {b.category for b in mine}
         if f.case_id in report.missing_cases:
-            case_cats.add("incomplete")
-        case_status: Literal["pass", "fail", "review", "incomplete"] = (
-            "incomplete"
-            if "incomplete" in case_cats
-            else "fail"
-            if "quality" in case_cats
-            else "review"
-            if "review" in case_cats
-            else "pass"
-        )
-        cases.append(
+            categories.add("incomplete")
+        status = next((s for c, s in _CASE_STATUS.items() if c in categories), "pass")
+        out.append(
             CaseStatus(
                 case_id=f.case_id,
                 slice=f.slice,
                 gate=f.gate,
-                status=case_status,
-                codes=sorted({b.code for b in mine_b}),
+                status=status,
+                codes=sorted({b.code for b in mine}),
             )
         )
-    owners = (
-        policy.owners.model_dump()
-        if policy.owners
-        else {"application": None, "evaluation": None, "platform": None, "domain_reviewer": None}
-    )
-    return RankingGateResult(
-        policy=policy.label,
-        policy_sha256=ranking_policy_sha256(policy),
-        mode=policy.mode,
-        outcome=outcome,
-        exit_code=int(ExitCode.OK) if report_only else enforced,
-        enforced_exit_code=enforced,
-        note=note,
-        blockers=blockers,
-        waived=waived,
-        confirmation=confirmation,
-        agreement_drop=drop,
-        previous_run=f"{previous.recorded_at.isoformat()} {previous.judge}" if previous else None,
-        fixture_changes=changes,
-        cases=cases,
-        side_by_side=side_by_side(cases, scalar) if scalar is not None else None,
-        owners=owners,
-    )
+    return out
 
 
-def _apply_overrides(
-    blockers: list[RankingBlocker],
-    overrides: Iterable[Any],
-    policy: RankingPolicy,
-    fingerprint: str | None,
-    now: datetime,
-) -> tuple[list[RankingBlocker], list[RankingWaiver]]:
-    active = [o for o in overrides if o.applies_to(policy.label, fingerprint) and o.is_active(now)]
-    kept: list[RankingBlocker] = []
-    waived: list[RankingWaiver] = []
-    for b in blockers:
-        match = None
-        if b.waivable:
-            for o in active:
-                if b.code not in o.codes:
-                    continue
-                by_case = (
-                    bool(b.case_ids) and bool(o.case_ids) and set(b.case_ids) <= set(o.case_ids)
-                )
-                by_slice = b.slice is not None and b.slice in o.slices
-                whole = not o.case_ids and not o.slices and not b.case_ids
-                if by_case or by_slice or whole:
-                    match = o
-                    break
-        if match is None:
-            kept.append(b)
-        else:
-            waived.append(
-                RankingWaiver(
-                    blocker=b,
-                    override_id=match.override_id,
-                    approver=match.approver,
-                    expires_at=match.expires_at,
-                )
-            )
-    return kept, waived
-
-
-def check_ranking_override(
-    policy_path: str | Path, codes: Sequence[str], slices: Sequence[str], case_ids: Sequence[str]
-) -> tuple[str, list[Problem]]:
-    """For ``workbench override add --policy <ranking policy>``: the policy label and every reason
-    the override could never apply."""
+def ranking_override_scope(policy_path: str | Path) -> OverrideScope:
+    """What ``workbench override add --policy <ranking policy>`` checks an override against: the
+    policy's label and the ranking gate's codes (raises :class:`WorkbenchError` when the policy
+    does not load)."""
     from ._policy import load_ranking_policy
 
-    loc = str(policy_path)
-    try:
-        policy = load_ranking_policy(policy_path)
-    except WorkbenchError as exc:
-        return "unknown@unknown", list(exc.problems)
-    problems: list[Problem] = []
-    ranking_codes = _codes()
-    for code in codes:
-        if code not in ranking_codes:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="override_unknown_code",
-                    message=(
-                        f"{code!r} is not a ranking gate blocker, so an override of ranking policy"
-                        f" {policy.label} could never apply"
-                    ),
-                    fix="name one of: " + ", ".join(sorted(WAIVABLE)),
-                )
-            )
-        elif code not in WAIVABLE:
-            problems.append(
-                Problem(
-                    location=loc,
-                    code="override_code_not_waivable",
-                    message=f"ranking blocker {code!r} can never be waived",
-                    fix="complete the evaluation, fix the fixtures or the policy instead",
-                )
-            )
-    return policy.label, problems
+    return OverrideScope(label=load_ranking_policy(policy_path).label, feature="ranking")

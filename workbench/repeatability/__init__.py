@@ -24,7 +24,15 @@ from ._drift import (
     sentinel_changes,
     sentinel_items,
 )
-from ._sentinels import SENTINELS_FILE, Sentinel, SentinelSet, load_sentinels, sentinels_path_for
+from ._sentinels import (
+    SENTINELS_FILE,
+    Sentinel,
+    SentinelSet,
+    load_sentinels,
+    sentinels_path_for,
+    sentinels_snapshot,
+    sentinels_snapshot_of,
+)
 from ._study import (
     DEFAULT_PARTITION,
     CaseRepeatability,
@@ -74,6 +82,8 @@ __all__ = [
     "sentinel_changes",
     "sentinel_items",
     "sentinels_path_for",
+    "sentinels_snapshot",
+    "sentinels_snapshot_of",
     "studies_of",
     "studies_path_for",
     "study_from_run",

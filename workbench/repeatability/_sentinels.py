@@ -27,6 +27,7 @@ from .._docs import add_field_docs
 from .._io import sha256_file
 from .._load import load_yaml, validation_problems
 from .._record import Record, SchemaTooNew
+from ..approval import Snapshot, check_lineage, document_snapshot
 from ..errors import Problem, WorkbenchError, problem
 from ..gold import GoldCase, GoldDataset
 from ._log import beside_gold
@@ -175,6 +176,30 @@ def load_sentinels(path: str | Path | None, dataset: GoldDataset) -> LoadedSenti
             cases.append(dataset.cases[s.case_id])
         else:
             problems.append(problem(loc, *found, s.case_id))
+    problems += check_lineage(sentinels_snapshot_of(parsed, path))
     if problems:
         raise WorkbenchError(f"{loc}: invalid sentinels: {len(problems)} problem(s)", problems)
     return LoadedSentinels(sentinels=parsed, path=loc, sha256=sha256_file(path), cases=cases)
+
+
+def sentinels_snapshot_of(sentinels: SentinelSet, path: Path) -> Snapshot:
+    """A sentinel set as an approved input (one item per case), in the gold's release log: a
+    frozen set is never edited in place. Its version is the rubric version it was chosen under
+    (a new rubric starts a new set)."""
+    return document_snapshot(
+        "sentinels",
+        sentinels.model_dump(mode="json")
+        | {"name": sentinels.name or "sentinels", "version": sentinels.rubric_version or "-"},
+        items="sentinels",
+        source=path,
+        change_fix="a changed sentinel set is a new baseline: restore the frozen set",
+    )
+
+
+def sentinels_snapshot(path: Path) -> Snapshot:
+    """The checked snapshot of the sentinel file at ``path`` (the approval registry's loader),
+    read against the gold dataset beside it."""
+    from ..gold import load_dataset
+
+    loaded = load_sentinels(path, load_dataset(path.parent))
+    return sentinels_snapshot_of(loaded.sentinels, path)

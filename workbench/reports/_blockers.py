@@ -101,13 +101,10 @@ def family(blocker: Any) -> str:
         return "min_n"
     if code == "constant_verdict":
         return "constant"
-    from ..policy._codes import MIGRATION_BLOCKER_CODES, REPEATABILITY_BLOCKER_CODES
+    from ..policy import BLOCKER_CODES
 
-    if code in MIGRATION_BLOCKER_CODES:
-        return "migration"
-    if code in REPEATABILITY_BLOCKER_CODES:
-        return "repeatability"
-    return "other"
+    known = BLOCKER_CODES.get(code)
+    return known.feature if known and known.feature in ("migration", "repeatability") else "other"
 
 
 def more_needed(errors: int, have: int, limit: float | None) -> int | None:

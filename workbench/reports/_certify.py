@@ -339,6 +339,29 @@ class _Started:
     previous: PreviousReport | None
 
 
+def _check_control_suite(policy: Path, controls: Any) -> None:
+    """The policy's control suite loads (its lineage holds) and, when the policy says so, a
+    release froze it."""
+    from ..controls import load_suite, suite_release
+
+    suite = load_suite((policy.parent / controls.suite).resolve())
+    if controls.require_frozen and suite_release(suite) is None:
+        raise WorkbenchError(
+            "cannot certify",
+            [
+                Problem(
+                    location=str(suite.path),
+                    code="controls_unfrozen",
+                    message=(
+                        f"the policy requires a frozen control suite and {suite.label} is not"
+                        " frozen: it could be edited between certifications"
+                    ),
+                    fix=f"freeze it: workbench freeze {suite.path} --approver NAME",
+                )
+            ],
+        )
+
+
 def _check_paths(policy: Path, notebook: Path, mapping: Path | None, baseline: Path | None) -> None:
     """The files that must exist and the option pairs that must go together, all problems at
     once."""
@@ -401,9 +424,7 @@ def _check_inputs(
     judge = load_candidate(candidate)  # every input is checked before anything is written
     policy_model = load_policy(policy)
     if policy_model.controls is not None:
-        from ..controls import load_suite
-
-        load_suite((policy.parent / policy_model.controls.suite).resolve())
+        _check_control_suite(policy, policy_model.controls)
     dataset = load_dataset(gold)
     if not dataset.partition("held_out"):
         raise WorkbenchError(

@@ -1,0 +1,127 @@
+"""The project's approver list: the only names that may freeze an approved input or approve a
+change to one.
+
+The list is the ``approvers:`` key of the project configuration, ``workbench.yaml``, found
+from the input upwards (the nearest folder holding one)::
+
+    approvers:
+      - Support Quality lead (demo)
+      - S. Lindqvist (support quality lead)
+
+A name is matched exactly (after stripping blanks). Without a project configuration, or
+without the key, nothing can be frozen and no frozen input can be used (``approvers_missing``):
+an approval by "any string" is no approval.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .._load import read_config
+from ..errors import Problem, WorkbenchError
+
+PROJECT_CONFIG = "workbench.yaml"
+APPROVERS_KEY = "approvers"
+
+
+@dataclass(frozen=True)
+class Approvers:
+    """The approver list of one project (empty and ``config`` None when there is none)."""
+
+    names: frozenset[str]
+    """Every name the project lists."""
+    config: Path | None
+    """The ``workbench.yaml`` the list came from."""
+
+    def problems(self, name: str | None, location: str, role: str) -> list[Problem]:
+        """Why ``name`` may not act as ``role`` (e.g. "the approver"); none when listed."""
+        who = (name or "").strip()
+        if self.config is None or not self.names:
+            return [
+                Problem(
+                    location=location,
+                    code="approvers_missing",
+                    message=(
+                        f"{role} {who!r} cannot be checked: no {PROJECT_CONFIG} with an"
+                        f" `{APPROVERS_KEY}:` list above this input"
+                    ),
+                    fix=(
+                        f"list the people who approve inputs in the project's {PROJECT_CONFIG}:"
+                        f" `{APPROVERS_KEY}: [NAME, ...]`"
+                    ),
+                )
+            ]
+        if who in self.names:
+            return []
+        return [
+            Problem(
+                location=location,
+                code="approver_unknown",
+                message=f"{role} {who!r} is not in the project's approver list ({self.config})",
+                fix=(
+                    f"name one of: {', '.join(sorted(self.names))}; or have the project add the"
+                    f" person to `{APPROVERS_KEY}:` in {PROJECT_CONFIG}"
+                ),
+            )
+        ]
+
+
+def project_config(start: str | Path) -> Path | None:
+    """The nearest ``workbench.yaml`` from ``start`` (a file's folder, or a folder) upwards."""
+    here = Path(start).resolve()
+    if not here.is_dir():
+        here = here.parent
+    for folder in (here, *here.parents):
+        candidate = folder / PROJECT_CONFIG
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def load_approvers(start: str | Path) -> Approvers:
+    """The approver list of the project that holds ``start``.
+
+    Raises :class:`WorkbenchError` (``approvers_invalid``) when the configuration cannot be
+    read or the list is not a list of distinct, written names.
+    """
+    config = project_config(start)
+    if config is None:
+        return Approvers(frozenset(), None)
+    raw, unreadable = read_config(config)
+    if unreadable is not None:
+        raise WorkbenchError("invalid project configuration", [unreadable])
+    value = raw.get(APPROVERS_KEY) if isinstance(raw, dict) else None
+    if value is None:
+        return Approvers(frozenset(), config)
+    names = [v.strip() for v in value if isinstance(v, str)] if isinstance(value, list) else []
+    if not isinstance(value, list) or len(names) != len(value) or not all(names):
+        bad = "a list of names" if not isinstance(value, list) else "names written as text"
+        raise _invalid(config, f"`{APPROVERS_KEY}:` must be {bad}")
+    if len(set(names)) != len(names):
+        raise _invalid(config, f"`{APPROVERS_KEY}:` lists a name twice")
+    return Approvers(frozenset(names), config)
+
+
+def _invalid(config: Path, message: str) -> WorkbenchError:
+    return WorkbenchError(
+        "invalid approver list",
+        [
+            Problem(
+                location=str(config),
+                code="approvers_invalid",
+                message=message,
+                fix=f"write `{APPROVERS_KEY}:` as a YAML list of distinct names",
+            )
+        ],
+    )
+
+
+def current_user() -> str:
+    """``$WORKBENCH_USER``, else the login name (the default approver; it must still be listed)."""
+    try:
+        return os.environ.get("WORKBENCH_USER") or getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (containers)
+        return "unknown"

@@ -1,0 +1,100 @@
+"""Which kind of approved input a path holds, and the loader that makes its snapshot.
+
+A small registry of lazy references (``module:function``), so that the kernel imports none of
+the packages whose inputs it freezes: they import the kernel. A kind is recognised by the
+top-level keys of its YAML mapping.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import cast
+
+from .._load import peek_yaml
+from ..errors import Problem, WorkbenchError
+from ._approvers import current_user, load_approvers
+from ._freeze import freeze
+from ._log import Release
+from ._snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of approved input."""
+
+    name: str
+    """The snapshot kind."""
+    loader: str
+    """``module:function`` taking the path and returning its checked :class:`Snapshot`."""
+    keys: frozenset[str] = frozenset()
+    """Top-level YAML keys that all appear in a file of this kind."""
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("noise_panel", "workbench.noise:panel_snapshot", frozenset({"suite", "reviews"})),
+    Kind("ranking_fixtures", "workbench.ranking:fixtures_snapshot", frozenset({"fixtures"})),
+    Kind("noise_suite", "workbench.noise:suite_snapshot", frozenset({"pairs"})),
+    Kind("control_suite", "workbench.controls:suite_snapshot", frozenset({"controls", "labels"})),
+    Kind("policy", "workbench.policy:policy_snapshot", frozenset({"slices", "owner", "rationale"})),
+    Kind("sentinels", "workbench.repeatability:sentinels_snapshot", frozenset({"sentinels"})),
+    Kind(
+        "label_mapping", "workbench.migration:mapping_snapshot", frozenset({"mapping", "approver"})
+    ),
+)
+"""Every kind ``workbench freeze`` recognises in a YAML file, first match wins; a directory
+(or a ``gold.jsonl``) is a gold dataset."""
+GOLD = Kind("gold", "workbench.gold:gold_snapshot")
+
+
+def kind_of(path: str | Path) -> Kind:
+    """The kind of the input at ``path``; :class:`WorkbenchError` when it is none of them."""
+    path = Path(path)
+    if path.is_dir() or path.name == "gold.jsonl":
+        return GOLD
+    raw = peek_yaml(path) if path.suffix in {".yaml", ".yml"} and path.is_file() else None
+    keys = set(raw) if isinstance(raw, dict) else set()
+    for kind in KINDS:
+        if kind.keys and kind.keys <= keys:
+            return kind
+    names = ", ".join(k.name for k in (GOLD, *KINDS))
+    raise WorkbenchError(
+        "not an approved input",
+        [
+            Problem(
+                location=str(path),
+                code="freeze_unknown_input",
+                message=f"{path} is none of the inputs that are frozen ({names})",
+                fix=(
+                    "name a gold dataset directory, a ranking fixture file, a noise pair suite,"
+                    " a claim review panel, a control suite, a release policy, a sentinel file"
+                    " or a label mapping"
+                ),
+            )
+        ],
+    )
+
+
+def snapshot_of(path: str | Path) -> Snapshot:
+    """The checked snapshot of the input at ``path`` (its kind's loader refuses a bad input)."""
+    kind = kind_of(path)
+    module, _, function = kind.loader.partition(":")
+    loader = cast(Callable[[Path], Snapshot], getattr(importlib.import_module(module), function))
+    return loader(Path(path))
+
+
+def freeze_path(
+    path: str | Path, *, approver: str | None = None, note: str | None = None
+) -> tuple[Release, bool]:
+    """Freeze the approved input at ``path`` (any kind); ``approver`` defaults to
+    :func:`current_user`. Returns ``(release, created)``. An approver outside the list is
+    reported with every problem of the input itself."""
+    approver = approver or current_user()
+    try:
+        snapshot = snapshot_of(path)
+    except WorkbenchError as exc:
+        who = load_approvers(path).problems(approver, "--approver", "the approver")
+        raise WorkbenchError(exc.summary, [*who, *exc.problems]) from None
+    return freeze(snapshot, approver=approver, note=note)
