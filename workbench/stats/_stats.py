@@ -208,29 +208,9 @@ def krippendorff_alpha_nominal(units: Sequence[dict[str, Any]], categories: Sequ
 
     ``units`` is one ``{rater: label}`` mapping per item; missing ratings are allowed.
     """
-    import numpy as np
+    from ._ordinal import krippendorff_alpha
 
-    raters = sorted({r for unit in units for r in unit})
-    pairable = [u for u in units if len(u) >= 2]
-    if not pairable:
-        return Kappa(value=None, n=0, note="no item has two ratings")
-    if len({label for u in pairable for label in u.values()}) < 2:
-        return Kappa(value=None, n=len(pairable), note="only one category used: alpha is undefined")
-    import krippendorff
-
-    index = {cat: float(i) for i, cat in enumerate(categories)}
-    _check_vocabulary((label for unit in units for label in unit.values()), index)
-    data = np.full((len(raters), len(units)), np.nan)
-    position = {r: i for i, r in enumerate(raters)}
-    for col, unit in enumerate(units):
-        for rater, label in unit.items():
-            data[position[rater], col] = index[label]
-    value = float(
-        krippendorff.alpha(
-            reliability_data=data, level_of_measurement="nominal", value_domain=list(index.values())
-        )
-    )
-    return Kappa(value=value, n=len(pairable))
+    return krippendorff_alpha(units, categories, "nominal")
 
 
 def _check_vocabulary(labels: Any, vocabulary: dict[Any, Any]) -> None:
